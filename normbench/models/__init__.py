@@ -1,0 +1,93 @@
+"""Sequence models: encoder -> backbone (recurrent or Transformer, norm at ``placement``) -> head."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from normbench.models.validity import FAMILIES, VALID_PLACEMENTS, InvalidCombination, check_combination
+from normbench.models.recurrent import RecurrentShape, RecurrentStack, build_recurrent
+from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
+from normbench.norms import NormSpec, norm_parameters
+
+__all__ = ["FAMILIES", "VALID_PLACEMENTS", "InvalidCombination", "ModelShape", "SequenceModel", "build_model",
+           "check_combination", "effective_placement", "parameter_groups", "layer_of",
+           "RecurrentShape", "TransformerShape", "build_recurrent", "build_transformer"]
+
+
+def effective_placement(norm: NormSpec, placement: str) -> str:
+    """Without a norm there is nowhere to place it: the model is the un-normalized one."""
+    return placement if norm.active else "none"
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    family: str = "lstm"
+    hidden: int = 128      # recurrent hidden size, or Transformer d_model
+    layers: int = 1
+    embed: int = 64        # input projection width for recurrent models (Transformers use ``hidden``)
+    heads: int = 4         # Transformer only
+    ff_mult: int = 4       # Transformer only
+    cell_norm: bool = True  # in_cell LSTM: also normalize c_t before its tanh (Ba et al. eq. 22)
+    summed: bool = False    # in_cell: one norm on W·x + U·h instead of one each
+
+
+class SequenceModel(nn.Module):
+    def __init__(self, encoder: nn.Module, backbone: nn.Module, head: nn.Module, readout: str):
+        super().__init__()
+        self.encoder, self.backbone, self.head, self.readout = encoder, backbone, head, readout
+
+    @property
+    def recurrent(self) -> bool:
+        return isinstance(self.backbone, RecurrentStack)
+
+    def forward(self, x, trace: list | None = None):
+        h = self.backbone(self.encoder(x), trace)
+        return self.head(h[:, -1] if self.readout == "last" else h)
+
+
+def build_model(shape: ModelShape, norm: NormSpec, placement: str, *, input_kind: str, input_dim: int,
+                n_outputs: int, readout: str, max_len: int = 1024) -> SequenceModel:
+    """input_kind "features": (batch, time, input_dim) floats; "tokens": (batch, time) ids < input_dim."""
+    check_combination(shape.family, norm.kind, placement, shape.summed)
+    width_in = shape.hidden if shape.family == "transformer" else shape.embed
+    encoder = nn.Embedding(input_dim, width_in) if input_kind == "tokens" else nn.Linear(input_dim, width_in)
+    if shape.family == "transformer":
+        backbone = build_transformer(TransformerShape(shape.hidden, shape.layers, shape.heads, shape.ff_mult,
+                                                      max_len=max_len), norm, placement)
+    else:
+        backbone = build_recurrent(shape.family, RecurrentShape(width_in, shape.hidden, shape.layers), norm,
+                                   placement, cell_norm=shape.cell_norm, summed=shape.summed)
+    return SequenceModel(encoder, backbone, nn.Linear(shape.hidden, n_outputs), readout)
+
+
+def layer_of(param_name: str) -> str:
+    """Layer label of a parameter of a SequenceModel: encoder, layers.<i>, final_norm or head."""
+    parts = param_name.split(".")
+    if parts[0] == "backbone":
+        if parts[1] == "layers":
+            return f"layers.{parts[2]}"
+        return "encoder" if parts[1] == "pos" else parts[1]
+    return parts[0]
+
+
+def parameter_groups(model: nn.Module, weight_decay: float, norm_weight_decay: float = 0.0) -> list[dict]:
+    """Optimizer groups: >=2-D weights decay; biases do not; norm gains/biases get ``norm_weight_decay``.
+
+    Decaying gamma toward 0 would measure the optimizer, not the norm, hence the default of 0.
+    """
+    norm_ids = {id(p) for _, p in norm_parameters(model)}
+    decay, no_decay, norms = [], [], []
+    for _, p in model.named_parameters():
+        if id(p) in norm_ids:
+            norms.append(p)
+        elif p.dim() >= 2:
+            decay.append(p)
+        else:
+            no_decay.append(p)
+    groups = [{"name": "decay", "params": decay, "weight_decay": weight_decay},
+              {"name": "no_decay", "params": no_decay, "weight_decay": 0.0},
+              {"name": "norm", "params": norms, "weight_decay": norm_weight_decay}]
+    return [g for g in groups if g["params"]]

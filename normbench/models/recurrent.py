@@ -1,0 +1,221 @@
+"""Recurrent stacks (tanh RNN, LSTM, GRU) with the norm at one of four places.
+
+    pre      h = core(norm(x))                      fused nn.RNN/LSTM/GRU core
+    post     h = norm(core(x))                      fused core ("RNNWithLayerNorm")
+    in_cell  a_t = N_x(W x_t) + b_x + N_h(U h_{t-1}) + b_h,  LSTM: h_t = o * tanh(N_c(c_t))
+             (Ba et al. 2016 suppl. eqs. 20-22; Cooijmans et al. 2016 eqs. 6-8);
+             summed=True: a_t = N(W x_t + U h_{t-1}) + b
+    gate     a_t^k = N_k(W_k x_t + U_k h_{t-1}) + b_k, one norm (own statistics) per gate k
+
+Every layer maps (batch, time, in) -> (batch, time, hidden). Given a ``trace`` list, a layer
+appends its hidden state h_t for every t as tensors that both the output and the next step
+consume, so d(loss)/d(h_t) from autograd is the total derivative through time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from normbench.models.validity import check_combination
+from normbench.norms import NormSpec
+
+FAMILIES = ("rnn", "lstm", "gru")
+GATES = {"rnn": 1, "lstm": 4, "gru": 3}
+FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+
+
+@dataclass(frozen=True)
+class RecurrentShape:
+    input_size: int
+    hidden_size: int = 128
+    num_layers: int = 1
+
+
+def run_fused(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None) -> torch.Tensor:
+    """Run a one-layer fused core; with ``trace``, unrolled one step at a time (same arithmetic)."""
+    if trace is None:
+        return core(x)[0]
+    state, outputs = None, []
+    for t in range(x.shape[1]):
+        out, new_state = core(x[:, t : t + 1], state)
+        h = out[:, 0]
+        # Feed the *output* tensor back as the state so that h_t is one node in the graph.
+        state = (h.unsqueeze(0), new_state[1]) if isinstance(new_state, tuple) else h.unsqueeze(0)
+        trace.append(h)
+        outputs.append(h)
+    return torch.stack(outputs, 1)
+
+
+class PlainLayer(nn.Module):
+    def __init__(self, family: str, input_size: int, hidden_size: int):
+        super().__init__()
+        self.core = FUSED[family](input_size, hidden_size, batch_first=True)
+
+    def forward(self, x, trace=None):
+        return run_fused(self.core, x, trace)
+
+
+class PreNormLayer(PlainLayer):
+    def __init__(self, family, input_size, hidden_size, norm: NormSpec):
+        super().__init__(family, input_size, hidden_size)
+        self.norm = norm.build(input_size)
+
+    def forward(self, x, trace=None):
+        return run_fused(self.core, self.norm(x), trace)
+
+
+class PostNormLayer(PlainLayer):
+    def __init__(self, family, input_size, hidden_size, norm: NormSpec):
+        super().__init__(family, input_size, hidden_size)
+        self.norm = norm.build(hidden_size)
+
+    def forward(self, x, trace=None):
+        return self.norm(run_fused(self.core, x, trace))
+
+
+class _CellLayer(nn.Module):
+    """Weights laid out as nn.RNN/LSTM/GRU (gate order i,f,g,o / r,z,n), same initialisation."""
+
+    def __init__(self, family: str, input_size: int, hidden_size: int):
+        super().__init__()
+        self.family, self.hidden_size = family, hidden_size
+        width = GATES[family] * hidden_size
+        self.weight_ih = nn.Parameter(torch.empty(width, input_size))
+        self.weight_hh = nn.Parameter(torch.empty(width, hidden_size))
+        self.bias_ih = nn.Parameter(torch.empty(width))
+        self.bias_hh = nn.Parameter(torch.empty(width))
+        bound = 1 / math.sqrt(hidden_size)
+        for p in (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh):
+            nn.init.uniform_(p, -bound, bound)
+
+    def forward(self, x, trace=None):
+        batch, steps, _ = x.shape
+        wx = self.input_preactivations(x)  # all time steps: one matmul, one norm call
+        h = x.new_zeros(batch, self.hidden_size)
+        c = x.new_zeros(batch, self.hidden_size) if self.family == "lstm" else None
+        outputs = []
+        for t in range(steps):
+            h, c = self.step(wx[:, t], h, c, t)
+            if trace is not None:
+                trace.append(h)
+            outputs.append(h)
+        return torch.stack(outputs, 1)
+
+
+def lstm_update(i, f, g, o, c, cell_norm, t):
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(cell_norm(c, t)), c
+
+
+class InCellLayer(_CellLayer):
+    """N_x(W x_t) and N_h(U h_{t-1}) normalized separately, biases added after the norms."""
+
+    def __init__(self, family, input_size, hidden_size, norm: NormSpec, cell_norm: bool = True):
+        super().__init__(family, input_size, hidden_size)
+        width = GATES[family] * hidden_size
+        self.norm_x = norm.build(width, per_step=True)
+        self.norm_h = norm.build(width, per_step=True)
+        use_cell_norm = family == "lstm" and cell_norm
+        self.norm_c = norm.build(hidden_size, per_step=True) if use_cell_norm else NormSpec("none").build(hidden_size)
+
+    def input_preactivations(self, x):
+        return self.norm_x(x @ self.weight_ih.T) + self.bias_ih
+
+    def step(self, wx, h, c, t):
+        uh = self.norm_h(h @ self.weight_hh.T, t) + self.bias_hh
+        if self.family == "lstm":
+            return lstm_update(*(wx + uh).chunk(4, 1), c, self.norm_c, t)
+        if self.family == "gru":
+            xr, xz, xn = wx.chunk(3, 1)
+            hr, hz, hn = uh.chunk(3, 1)
+            r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+            n = torch.tanh(xn + r * hn)
+            return (1 - z) * n + z * h, None
+        return torch.tanh(wx + uh), None
+
+
+class SummedInCellLayer(_CellLayer):
+    """One norm on the summed pre-activation: a_t = N(W x_t + U h_{t-1}) + b (lstm, rnn)."""
+
+    def __init__(self, family, input_size, hidden_size, norm: NormSpec, cell_norm: bool = True):
+        super().__init__(family, input_size, hidden_size)
+        self.norm_a = norm.build(GATES[family] * hidden_size, per_step=True)
+        use_cell_norm = family == "lstm" and cell_norm
+        self.norm_c = norm.build(hidden_size, per_step=True) if use_cell_norm else NormSpec("none").build(hidden_size)
+
+    def input_preactivations(self, x):
+        return x @ self.weight_ih.T
+
+    def step(self, wx, h, c, t):
+        a = self.norm_a(wx + h @ self.weight_hh.T, t) + self.bias_ih + self.bias_hh
+        if self.family == "lstm":
+            return lstm_update(*a.chunk(4, 1), c, self.norm_c, t)
+        return torch.tanh(a), None
+
+
+class GateNormLayer(_CellLayer):
+    """A separate norm for each gate's pre-activation, so each gate has its own statistics."""
+
+    def __init__(self, family, input_size, hidden_size, norm: NormSpec):
+        super().__init__(family, input_size, hidden_size)
+        self.gate_norms = nn.ModuleList(norm.build(hidden_size, per_step=True) for _ in range(GATES[family]))
+
+    def input_preactivations(self, x):
+        return x @ self.weight_ih.T
+
+    def _normalized(self, preacts, t):
+        return [n(a, t) for n, a in zip(self.gate_norms, preacts)]
+
+    def step(self, wx, h, c, t):
+        bias = (self.bias_ih + self.bias_hh).chunk(GATES[self.family], 0)
+        uh = (h @ self.weight_hh.T).chunk(GATES[self.family], 1)
+        wx = wx.chunk(GATES[self.family], 1)
+        if self.family == "lstm":
+            i, f, g, o = (a + b for a, b in zip(self._normalized([x + u for x, u in zip(wx, uh)], t), bias))
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            return torch.sigmoid(o) * torch.tanh(c), c
+        nr, nz = self._normalized([wx[0] + uh[0], wx[1] + uh[1]], t)
+        r, z = torch.sigmoid(nr + bias[0]), torch.sigmoid(nz + bias[1])
+        # GRU's candidate pre-activation is W_n x + r * (U_n h + b_hn): b_hn sits inside the reset.
+        b_in, b_hn = self.bias_ih.chunk(3, 0)[2], self.bias_hh.chunk(3, 0)[2]
+        n = torch.tanh(self.gate_norms[2](wx[2] + r * (uh[2] + b_hn), t) + b_in)
+        return (1 - z) * n + z * h, None
+
+
+class RecurrentStack(nn.Module):
+    def __init__(self, layers: list[nn.Module]):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x, trace: list | None = None):
+        """(batch, time, input) -> (batch, time, hidden); ``trace`` collects layer 0's h_t."""
+        for i, layer in enumerate(self.layers):
+            x = layer(x, trace if i == 0 else None)
+        return x
+
+
+def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placement: str,
+                    cell_norm: bool = True, summed: bool = False) -> RecurrentStack:
+    if family not in FAMILIES:
+        raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(FAMILIES)}")
+    check_combination(family, norm.kind, placement, summed)
+    layers = []
+    for i in range(shape.num_layers):
+        size_in = shape.input_size if i == 0 else shape.hidden_size
+        args = (family, size_in, shape.hidden_size)
+        if not norm.active:
+            layers.append(PlainLayer(*args))
+        elif placement == "pre":
+            layers.append(PreNormLayer(*args, norm))
+        elif placement == "post":
+            layers.append(PostNormLayer(*args, norm))
+        elif placement == "in_cell":
+            layer_cls = SummedInCellLayer if summed else InCellLayer
+            layers.append(layer_cls(*args, norm, cell_norm=cell_norm))
+        else:
+            layers.append(GateNormLayer(*args, norm))
+    return RecurrentStack(layers)

@@ -1,0 +1,334 @@
+"""Normalization layers: one registry, one factory.
+
+Every norm normalizes over the last dimension of an input shaped (..., dim). Each (kind, impl)
+pair is its own class, so a reader sees the exact arithmetic of the variant being measured:
+``native`` calls PyTorch's fused op, ``reference`` spells out the textbook formula with
+elementary ops (mean, biased variance, sqrt). Numerics policy under autocast is a wrapper
+(``Fp32Norm`` / ``InputDtypeNorm``), visible in the module's repr.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
+IMPLS = ("native", "reference")
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+class Norm(nn.Module):
+    """Base of every normalization layer; lets optimizers and probes find norm parameters.
+
+    Every norm is called as ``norm(x, step=None)``; only per-step BatchNorm inside a recurrence
+    uses ``step``, the others ignore it, so recurrent cells need not know which norm they hold.
+    """
+
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def extra_repr(self) -> str:
+        return f"{self.dim}, eps={self.eps:g}"
+
+
+class Identity(Norm):
+    def __init__(self, dim: int, eps: float = 0.0, gamma_init: float = 1.0, affine: bool = True):
+        super().__init__(dim, eps)
+
+    def forward(self, x, step=None):
+        return x
+
+    def extra_repr(self) -> str:
+        return str(self.dim)
+
+
+class _AffineNorm(Norm):
+    """Gain gamma (init ``gamma_init``) and, when ``bias``, shift beta (init 0)."""
+
+    def __init__(self, dim, eps, gamma_init, affine, bias=True):
+        super().__init__(dim, eps)
+        self.gamma_init = gamma_init
+        self.weight = nn.Parameter(torch.full((dim,), float(gamma_init))) if affine else None
+        self.bias = nn.Parameter(torch.zeros(dim)) if affine and bias else None
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, gamma_init={self.gamma_init:g}, affine={self.weight is not None}"
+
+
+class LayerNorm(_AffineNorm):
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True):
+        super().__init__(dim, eps, gamma_init, affine)
+
+    def forward(self, x, step=None):
+        return F.layer_norm(x, (self.dim,), self.weight, self.bias, self.eps)
+
+
+class LayerNormReference(LayerNorm):
+    # Ba et al. 2016, eq. 4: y = gamma * (x - mu) / sqrt(sigma^2 + eps) + beta, sigma^2 biased.
+    def forward(self, x, step=None):
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        y = (x - mu) / torch.sqrt(var + self.eps)
+        return y if self.weight is None else y * self.weight + self.bias
+
+
+class RMSNorm(_AffineNorm):
+    # Zhang & Sennrich 2019: no re-centering, no bias.
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True):
+        super().__init__(dim, eps, gamma_init, affine, bias=False)
+
+    def forward(self, x, step=None):
+        return F.rms_norm(x, (self.dim,), self.weight, self.eps)
+
+
+class RMSNormReference(RMSNorm):
+    def forward(self, x, step=None):
+        y = x / torch.sqrt((x * x).mean(-1, keepdim=True) + self.eps)
+        return y if self.weight is None else y * self.weight
+
+
+class BatchNorm(_AffineNorm):
+    """Statistics per feature over every leading dimension (batch x time for sequences).
+
+    Running statistics follow PyTorch's convention: exponential average with ``momentum`` of the
+    batch mean and of the *unbiased* batch variance; normalization uses the biased variance.
+    """
+
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1):
+        super().__init__(dim, eps, gamma_init, affine)
+        self.momentum = momentum
+        self.register_buffer("running_mean", torch.zeros(dim))
+        self.register_buffer("running_var", torch.ones(dim))
+
+    def forward(self, x, step=None):
+        flat = x.reshape(-1, self.dim)
+        y = F.batch_norm(flat, self.running_mean, self.running_var, self.weight, self.bias,
+                         self.training, self.momentum, self.eps)
+        return y.view_as(x)
+
+
+class BatchNormReference(BatchNorm):
+    def forward(self, x, step=None):
+        flat = x.reshape(-1, self.dim)
+        if self.training:
+            mu = flat.mean(0)
+            var = ((flat - mu) ** 2).mean(0)
+            n = flat.shape[0]
+            with torch.no_grad():
+                unbiased = var * (n / max(n - 1, 1))
+                self.running_mean.lerp_(mu.to(self.running_mean.dtype), self.momentum)
+                self.running_var.lerp_(unbiased.to(self.running_var.dtype), self.momentum)
+        else:
+            mu, var = self.running_mean, self.running_var
+        y = (flat - mu) / torch.sqrt(var + self.eps)
+        if self.weight is not None:
+            y = y * self.weight + self.bias
+        return y.view_as(x)
+
+
+class StepBatchNorm(BatchNorm):
+    """BatchNorm with separate statistics for every time step (Cooijmans et al. 2016, §3).
+
+    Averaging statistics over time "severely degrades performance" inside a recurrence, so
+    step t keeps its own running mean/var; gamma and beta are shared across steps. Steps beyond
+    the longest sequence seen in training reuse the last step's statistics.
+
+    Called with (batch, time, dim) it normalizes all steps in one op (statistics over the batch,
+    per step); called with (batch, dim) it needs ``step``.
+    """
+
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1):
+        super().__init__(dim, eps, gamma_init, affine, momentum)
+        self.register_buffer("running_mean", torch.zeros(0, dim))
+        self.register_buffer("running_var", torch.ones(0, dim))
+
+    def _stats_for(self, steps: int):
+        seen = self.running_mean.shape[0]
+        if self.training and steps > seen:
+            grow = steps - seen
+            self.running_mean = torch.cat([self.running_mean, self.running_mean.new_zeros(grow, self.dim)])
+            self.running_var = torch.cat([self.running_var, self.running_var.new_ones(grow, self.dim)])
+        if self.running_mean.shape[0] == 0:
+            raise RuntimeError("StepBatchNorm has no statistics yet: run it in training mode first")
+        return self.running_mean, self.running_var
+
+    def forward(self, x, step: int | None = None):
+        if x.dim() == 3:
+            batch, steps, dim = x.shape
+            rm, rv = self._stats_for(steps)
+            if not self.training and steps > rm.shape[0]:
+                pad = steps - rm.shape[0]
+                rm = torch.cat([rm, rm[-1:].expand(pad, dim)])
+                rv = torch.cat([rv, rv[-1:].expand(pad, dim)])
+            w = None if self.weight is None else self.weight.repeat(steps)
+            b = None if self.bias is None else self.bias.repeat(steps)
+            # (batch, time*dim): one batch_norm call, statistics over the batch for each (t, feature).
+            y = F.batch_norm(x.reshape(batch, steps * dim), rm[:steps].view(-1), rv[:steps].view(-1),
+                             w, b, self.training, self.momentum, self.eps)
+            return y.view_as(x)
+        if step is None:
+            raise TypeError("StepBatchNorm on a (batch, dim) input needs step=")
+        rm, rv = self._stats_for(step + 1)
+        t = min(step, rm.shape[0] - 1)
+        return F.batch_norm(x, rm[t], rv[t], self.weight, self.bias, self.training, self.momentum, self.eps)
+
+
+class ScaleNorm(Norm):
+    # Nguyen & Salazar 2019: y = g * x / max(||x||, eps), one scalar g initialised to sqrt(dim).
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True):
+        super().__init__(dim, eps)
+        g = torch.tensor(float(gamma_init) * math.sqrt(dim))
+        if affine:
+            self.g = nn.Parameter(g)
+        else:
+            self.register_buffer("g", g)
+
+    def forward(self, x, step=None):
+        return self.g * F.normalize(x, dim=-1, eps=self.eps)
+
+
+class ScaleNormReference(ScaleNorm):
+    def forward(self, x, step=None):
+        # max(||x||, eps) as sqrt(max(sum x^2, eps^2)): same value, and a finite gradient at x = 0.
+        return self.g * x / torch.sqrt((x * x).sum(-1, keepdim=True).clamp_min(self.eps**2))
+
+
+class DynamicTanh(Norm):
+    # Zhu et al. 2025: y = gamma * tanh(alpha * x) + beta, alpha a learned scalar. No statistics, no eps.
+    def __init__(self, dim, eps=0.0, gamma_init=1.0, affine=True, alpha_init=0.5):
+        super().__init__(dim, eps)
+        self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
+        self.gamma_init = gamma_init
+        self.weight = nn.Parameter(torch.full((dim,), float(gamma_init))) if affine else None
+        self.bias = nn.Parameter(torch.zeros(dim)) if affine else None
+
+    def forward(self, x, step=None):
+        y = torch.tanh(self.alpha * x)
+        return y if self.weight is None else y * self.weight + self.bias
+
+    def extra_repr(self) -> str:
+        return f"{self.dim}, gamma_init={self.gamma_init:g}, affine={self.weight is not None}"
+
+
+REGISTRY: dict[tuple[str, str], type[Norm]] = {
+    ("none", "native"): Identity,
+    ("none", "reference"): Identity,
+    ("ln", "native"): LayerNorm,
+    ("ln", "reference"): LayerNormReference,
+    ("rms", "native"): RMSNorm,
+    ("rms", "reference"): RMSNormReference,
+    ("bn", "native"): BatchNorm,
+    ("bn", "reference"): BatchNormReference,
+    ("scale", "native"): ScaleNorm,
+    ("scale", "reference"): ScaleNormReference,
+    ("dyt", "native"): DynamicTanh,  # elementwise: no fused op to compare against
+    ("dyt", "reference"): DynamicTanh,
+}
+
+
+class Fp32Norm(nn.Module):
+    """Computes the wrapped norm in fp32 with autocast off, returns the input's dtype.
+
+    CUDA autocast already runs layer_norm in fp32, CPU autocast does not, and neither knows
+    our reference or ScaleNorm/DyT variants: this wrapper makes the policy explicit and equal
+    on every device.
+    """
+
+    def __init__(self, norm: Norm):
+        super().__init__()
+        self.norm = norm
+
+    def forward(self, x, step=None):
+        if x.dtype not in LOW_PRECISION:
+            return self.norm(x, step)
+        with torch.autocast(x.device.type, enabled=False):
+            return self.norm(x.float(), step).to(x.dtype)
+
+
+class InputDtypeNorm(nn.Module):
+    """Computes the wrapped norm in the input's own dtype (bf16/fp16), parameters cast to it.
+
+    This is the low-precision norm the fp32 policy protects against; it exists to be measured.
+    """
+
+    def __init__(self, norm: Norm):
+        super().__init__()
+        self.norm = norm
+
+    def forward(self, x, step=None):
+        if x.dtype not in LOW_PRECISION:
+            return self.norm(x, step)
+        params = {name: p.to(x.dtype) for name, p in self.norm.named_parameters()}
+        with torch.autocast(x.device.type, enabled=False):
+            return torch.func.functional_call(self.norm, params, (x, step))
+
+
+def norm_class(kind: str, impl: str = "native") -> type[Norm]:
+    if kind not in KINDS:
+        raise ValueError(f"unknown norm kind {kind!r}; valid: {', '.join(KINDS)}")
+    if impl not in IMPLS:
+        raise ValueError(f"unknown norm impl {impl!r}; valid: {', '.join(IMPLS)}")
+    return REGISTRY[(kind, impl)]
+
+
+def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.0, affine: bool = True,
+               impl: str = "native", fp32: bool = True, alpha_init: float = 0.5,
+               per_step: bool = False) -> nn.Module:
+    """Build a normalization layer over the last dimension of (..., dim) inputs.
+
+    kind: none | bn | ln | rms | scale | dyt.   impl: native (fused PyTorch op) | reference
+    (textbook formula).   fp32: compute in fp32 under
+    autocast (True) or in the input's dtype (False).   per_step: BatchNorm only, separate
+    statistics per time step (inside a recurrence).
+    """
+    cls = norm_class(kind, impl)
+    if dim < 1:
+        raise ValueError(f"norm dim must be >= 1, got {dim}")
+    if kind not in ("none", "dyt") and not eps > 0:
+        raise ValueError(f"norm eps must be > 0, got {eps}")
+    if kind == "bn" and per_step:
+        cls = StepBatchNorm
+    if kind == "none":
+        return Identity(dim)
+    extra = {"alpha_init": alpha_init} if kind == "dyt" else {}
+    norm = cls(dim, eps=eps, gamma_init=gamma_init, affine=affine, **extra)
+    return Fp32Norm(norm) if fp32 else InputDtypeNorm(norm)
+
+
+@dataclass(frozen=True)
+class NormSpec:
+    """Everything needed to build one kind of norm at any width; models take one of these."""
+
+    kind: str = "ln"
+    eps: float = 1e-5
+    gamma_init: float = 1.0
+    affine: bool = True
+    impl: str = "native"
+    fp32: bool = True
+    alpha_init: float = 0.5
+
+    def __post_init__(self):
+        norm_class(self.kind, self.impl)  # validates the names
+
+    def build(self, dim: int, per_step: bool = False) -> nn.Module:
+        return build_norm(dim=dim, per_step=per_step, **asdict(self))
+
+    @property
+    def active(self) -> bool:
+        return self.kind != "none"
+
+
+def norm_parameters(model: nn.Module):
+    """(name, parameter) of every norm gain/bias/alpha in ``model``: the ones weight decay skips."""
+    seen = set()
+    for mod_name, mod in model.named_modules():
+        if isinstance(mod, Norm):
+            for p_name, p in mod.named_parameters(recurse=False):
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    yield f"{mod_name}.{p_name}" if mod_name else p_name, p

@@ -1,0 +1,222 @@
+"""Every norm x impl against float64 formulas written here, forward and backward."""
+
+import math
+
+import pytest
+import torch
+
+from normbench.norms import KINDS, REGISTRY, BatchNorm, Fp32Norm, InputDtypeNorm, NormSpec, StepBatchNorm, build_norm
+
+IMPLS = ("native", "reference")
+SHAPES = [(5, 7), (3, 4, 16), (2, 1, 1), (6, 2), (1, 3, 33)]
+
+
+def expected(kind, x, eps, gamma, beta, alpha=0.5):
+    """The formulas, in float64, straight from the papers."""
+    x = x.double()
+    if kind == "none":
+        return x
+    if kind == "ln":
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        return (x - mu) / torch.sqrt(var + eps) * gamma + beta
+    if kind == "rms":
+        return x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps) * gamma
+    if kind == "bn":  # training mode: statistics over every leading dimension
+        flat = x.reshape(-1, x.shape[-1])
+        mu = flat.mean(0)
+        var = ((flat - mu) ** 2).mean(0)
+        return ((x - mu) / torch.sqrt(var + eps)) * gamma + beta
+    if kind == "scale":
+        return gamma * math.sqrt(x.shape[-1]) * x / torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(eps)
+    if kind == "dyt":
+        return torch.tanh(alpha * x) * gamma + beta
+    raise AssertionError(kind)
+
+
+def _set_affine(norm, gamma, beta):
+    inner = norm.norm if isinstance(norm, (Fp32Norm, InputDtypeNorm)) else norm
+    with torch.no_grad():
+        if hasattr(inner, "weight") and inner.weight is not None:
+            inner.weight.copy_(gamma)
+        if getattr(inner, "bias", None) is not None:
+            inner.bias.copy_(beta)
+    return inner
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_forward_and_backward_match_float64_formula(kind, impl, shape):
+    if kind == "bn" and math.prod(shape[:-1]) < 2:
+        pytest.skip("BatchNorm in training needs more than one value per feature")
+    torch.manual_seed(0)
+    dim = shape[-1]
+    x = torch.randn(shape) * 3 + 1
+    gamma, beta = torch.rand(dim) + 0.5, torch.randn(dim)
+    norm = build_norm(kind, dim, eps=1e-3, impl=impl)
+    inner = _set_affine(norm, gamma, beta)
+    if kind == "scale":
+        gamma_used = inner.g.detach().double() / math.sqrt(dim)
+    else:
+        gamma_used = gamma.double()
+    x1 = x.clone().requires_grad_()
+    y = norm(x1)
+    x2 = x.double().requires_grad_()
+    y_ref = expected(kind, x2, 1e-3, gamma_used, beta.double())
+    torch.testing.assert_close(y.double(), y_ref, rtol=1e-5, atol=1e-5)
+    upstream = torch.randn(shape)
+    y.backward(upstream)
+    y_ref.backward(upstream.double())
+    torch.testing.assert_close(x1.grad.double(), x2.grad, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["ln", "rms", "bn", "scale", "dyt"])
+@pytest.mark.parametrize("impl", IMPLS)
+def test_gradcheck_double(kind, impl):
+    torch.manual_seed(1)
+    norm = build_norm(kind, 6, eps=1e-3, impl=impl).double()
+    x = torch.randn(4, 6, dtype=torch.double, requires_grad=True)
+    params = tuple(p for p in norm.parameters())
+    assert torch.autograd.gradcheck(lambda inp, *ps: norm(inp), (x, *params))
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_layernorm_of_constant_row_is_its_bias_and_finite(impl):
+    norm = build_norm("ln", 8, eps=1e-5, impl=impl)
+    _, beta = _set_affine(norm, torch.full((8,), 2.0), torch.arange(8.0)), torch.arange(8.0)
+    y = norm(torch.full((3, 8), 7.0))
+    assert torch.isfinite(y).all()
+    torch.testing.assert_close(y, torch.arange(8.0).expand(3, 8))
+
+
+@pytest.mark.parametrize("kind", ["ln", "rms", "bn", "scale"])
+@pytest.mark.parametrize("impl", IMPLS)
+def test_zero_variance_rows_stay_finite(kind, impl):
+    norm = build_norm(kind, 5, eps=1e-5, impl=impl)
+    x = torch.zeros(4, 5, requires_grad=True)
+    y = norm(x)
+    y.sum().backward()
+    assert torch.isfinite(y).all() and torch.isfinite(x.grad).all()
+
+
+@pytest.mark.parametrize("kind", ["ln", "rms", "bn", "dyt"])
+def test_gamma_init_scales_output_exactly(kind):
+    torch.manual_seed(2)
+    x = torch.randn(6, 10)
+    base = build_norm(kind, 10, gamma_init=1.0)(x)
+    small = build_norm(kind, 10, gamma_init=0.1)(x)
+    torch.testing.assert_close(small, 0.1 * base)  # beta starts at 0, so y scales with gamma
+
+
+def test_scalenorm_gain_starts_at_sqrt_dim_times_gamma_init():
+    assert build_norm("scale", 16).norm.g.item() == pytest.approx(4.0)
+    assert build_norm("scale", 16, gamma_init=0.1).norm.g.item() == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_eps_sits_inside_the_square_root(impl):
+    # A row with variance v normalizes to (x - mu) / sqrt(v + eps): with v = 1 and eps = 3, halved.
+    x = torch.tensor([[-1.0, 1.0]])
+    for kind, want in (("ln", [-0.5, 0.5]), ("rms", [-0.5, 0.5])):
+        y = build_norm(kind, 2, eps=3.0, impl=impl)(x)
+        torch.testing.assert_close(y, torch.tensor([want]))
+
+
+@pytest.mark.parametrize("kind", ["ln", "rms", "bn", "scale", "dyt"])
+def test_affine_false_has_no_learned_gain(kind):
+    norm = build_norm(kind, 4, affine=False)
+    names = {n for n, _ in norm.named_parameters()}
+    assert names <= {"norm.alpha"}, names  # DyT keeps its alpha: it is part of the function
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_batchnorm_train_eval_and_running_statistics(impl):
+    torch.manual_seed(3)
+    norm = build_norm("bn", 3, impl=impl)
+    inner = norm.norm
+    x = torch.randn(4, 5, 3) * 2 + 5  # statistics over batch x time = 20 values per feature
+    norm.train()
+    norm(x)
+    flat = x.reshape(-1, 3)
+    torch.testing.assert_close(inner.running_mean, 0.1 * flat.mean(0))
+    torch.testing.assert_close(inner.running_var, 0.9 + 0.1 * flat.var(0, unbiased=True))
+    norm.eval()
+    y = norm(x)
+    want = (x - inner.running_mean) / torch.sqrt(inner.running_var + inner.eps)
+    torch.testing.assert_close(y, want)
+    running_before = inner.running_mean.clone()
+    norm(x)
+    torch.testing.assert_close(inner.running_mean, running_before)  # eval never updates
+
+
+def test_native_and_reference_batchnorm_agree_on_running_statistics():
+    torch.manual_seed(4)
+    a, b = build_norm("bn", 6, impl="native"), build_norm("bn", 6, impl="reference")
+    for _ in range(3):
+        x = torch.randn(8, 6)
+        a(x), b(x)
+    torch.testing.assert_close(a.norm.running_mean, b.norm.running_mean)
+    torch.testing.assert_close(a.norm.running_var, b.norm.running_var)
+
+
+def test_step_batchnorm_keeps_statistics_per_time_step():
+    torch.manual_seed(5)
+    norm = build_norm("bn", 2, per_step=True).norm
+    assert isinstance(norm, StepBatchNorm)
+    x = torch.randn(16, 3, 2) * torch.tensor([1.0, 10.0, 100.0]).view(1, 3, 1)  # scale differs per step
+    y = norm(x)
+    for t in range(3):  # every step is normalized on its own batch statistics
+        torch.testing.assert_close(y[:, t].mean(0), torch.zeros(2), atol=1e-5, rtol=0)
+        torch.testing.assert_close(y[:, t].var(0, unbiased=False), torch.ones(2), atol=1e-3, rtol=0)
+    assert norm.running_mean.shape == (3, 2)
+    torch.testing.assert_close(norm.running_var[:, 0], 0.9 + 0.1 * x[:, :, 0].var(0), rtol=1e-5, atol=1e-5)
+    # One step at a time gives the same as all steps at once.
+    stepwise = build_norm("bn", 2, per_step=True).norm
+    ys = torch.stack([stepwise(x[:, t], step=t) for t in range(3)], 1)
+    torch.testing.assert_close(ys, y)
+    torch.testing.assert_close(stepwise.running_mean, norm.running_mean)
+    # Eval: steps beyond the longest seen in training reuse the last step's statistics.
+    norm.eval()
+    late = norm(x[:, 2], step=7)
+    torch.testing.assert_close(late, norm(x[:, 2], step=2))
+    long_seq = norm(torch.cat([x, x[:, 2:]], 1))
+    torch.testing.assert_close(long_seq[:, 3], late)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16])
+def test_fp32_policy_is_visible_and_changes_the_arithmetic(dtype):
+    assert "Fp32Norm" in repr(build_norm("ln", 4)) and "InputDtypeNorm" in repr(build_norm("ln", 4, fp32=False))
+    torch.manual_seed(6)
+    x = (torch.randn(64, 256) * 10 + 1000).to(dtype)
+    exact = expected("ln", x.double(), 1e-5, torch.ones(256).double(), torch.zeros(256).double())
+    hi = build_norm("ln", 256, impl="reference", fp32=True)(x)
+    lo = build_norm("ln", 256, impl="reference", fp32=False)(x)
+    assert hi.dtype == lo.dtype == dtype
+    err_hi = (hi.double() - exact).abs().max()
+    err_lo = (lo.double() - exact).abs().max()
+    assert err_hi < 0.05 < err_lo  # the large mean cancels badly in bf16, not in fp32
+
+
+def test_fp16_reference_layernorm_with_tiny_eps_gives_nan_and_fp32_policy_prevents_it():
+    x = torch.full((2, 8), 3.0, dtype=torch.float16)
+    lo = build_norm("ln", 8, eps=1e-12, impl="reference", fp32=False)(x)
+    hi = build_norm("ln", 8, eps=1e-12, impl="reference", fp32=True)(x)
+    assert torch.isnan(lo).all()  # 1e-12 underflows to 0 in fp16: 0/sqrt(0)
+    assert torch.isfinite(hi).all()
+
+
+def test_unknown_kind_and_impl_list_the_valid_names():
+    with pytest.raises(ValueError, match=r"unknown norm kind 'layer'; valid: none, bn, ln, rms, scale, dyt"):
+        build_norm("layer", 4)
+    with pytest.raises(ValueError, match=r"unknown norm impl 'cuda'; valid: native, reference"):
+        build_norm("ln", 4, impl="cuda")
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        build_norm("ln", 4, eps=0.0)
+    with pytest.raises(ValueError, match="unknown norm kind"):
+        NormSpec(kind="group")
+
+
+def test_registry_covers_every_kind_and_impl():
+    assert {(k, i) for k in KINDS for i in IMPLS} == set(REGISTRY)
+    assert issubclass(REGISTRY[("bn", "reference")], BatchNorm)
