@@ -1,0 +1,94 @@
+"""The Hydra application: `python -m normbench [overrides]`, `-m` for a sweep.
+
+Errors a user can make (unknown key, bad value, invalid combination, missing data) end with one
+line on stderr and exit status 2; a failed run ends with 1. Hydra's own error printing is
+replaced by ours (HYDRA_FULL_ERROR hands us the exception) so that no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from hydra.types import RunMode
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
+
+from normbench import sweep_end
+from normbench.config import config_dir, register
+from normbench.run import execute
+
+log = logging.getLogger("normbench")
+EXIT_STATUS = {"invalid": 2, "failed": 1}
+SINGLE_RUN: dict = {}  # a single run's status, for main's exit status (Hydra does not return it)
+
+register()
+
+
+def _parallel_jobs(hc) -> int:
+    n_jobs = hc.launcher.get("n_jobs") if "n_jobs" in hc.launcher else None
+    if n_jobs is None:
+        return 1
+    return os.cpu_count() or 1 if n_jobs < 0 else n_jobs
+
+
+def describe(summary: dict) -> str:
+    task, metrics, speed = summary.get("task") or {}, summary.get("metrics") or {}, summary.get("throughput") or {}
+    parts = [summary["status"]]
+    if metrics.get("best_val") is not None:
+        parts.append(f"best val {task['metric']} {metrics['best_val']:.4g} (chance {task['chance']:.3g}, "
+                     f"test {metrics['test']:.4g})" if metrics.get("test") is not None else
+                     f"best val {task['metric']} {metrics['best_val']:.4g} (chance {task['chance']:.3g})")
+        if metrics.get("steps_to_target") is not None:
+            parts.append(f"target {task['target']:g} at step {metrics['steps_to_target']} "
+                         f"({metrics['seconds_to_target']:.1f} s)")
+        else:
+            parts.append(f"target {task['target']:g} not reached")
+    if speed.get("step_ms_median") is not None:
+        parts.append(f"{speed['step_ms_median']:.2f} ms/step")
+    if summary.get("reason"):
+        parts.append(summary["reason"])
+    return " | ".join(parts)
+
+
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
+def _job(node: DictConfig) -> str:
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    run_dir = Path(hc.runtime.output_dir)
+    summary = execute(node, run_dir, list(hc.overrides.task),
+                      sweep_dir=Path(hc.sweep.dir) if multirun else None, parallel_jobs=_parallel_jobs(hc))
+    status = summary["status"]
+    if multirun or status not in EXIT_STATUS:
+        log.info("%s -> %s", describe(summary), run_dir)
+    if not multirun:
+        SINGLE_RUN.update(status=status, reason=summary["reason"])
+    return status
+
+
+def main() -> None:
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
+    try:
+        _job()
+    except (HydraException, OmegaConfBaseException, ValueError) as err:
+        message = " ".join(str(err).split("Config search path")[0].split()) or type(err).__name__
+        cause = err.__cause__
+        if cause is not None and str(cause).strip() and str(cause).split("\n")[0] not in message:
+            message += f" ({str(cause).splitlines()[0]})"
+        print(f"normbench: error: {message}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("normbench: interrupted; summaries written", file=sys.stderr)
+        sys.exit(130)
+    if SINGLE_RUN.get("status") in EXIT_STATUS:
+        print(f"normbench: {SINGLE_RUN['status']}: {SINGLE_RUN['reason']}", file=sys.stderr)
+        sys.exit(EXIT_STATUS[SINGLE_RUN["status"]])
+    if sweep_end.FAILED_RUNS:
+        print(f"normbench: {len(sweep_end.FAILED_RUNS)} run(s) failed: {', '.join(sweep_end.FAILED_RUNS)}",
+              file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,130 @@
+"""Stability probes: what the gradients and activations look like, and how far gradients flow in time.
+
+Each probe reads the model without changing what training does next: probes that run a forward
+pass in training mode restore BatchNorm's running statistics afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections import deque
+from statistics import median
+
+import torch
+
+from normbench.models import SequenceModel, layer_of
+
+
+@contextlib.contextmanager
+def buffers_preserved(model: torch.nn.Module):
+    """Running statistics (and any buffer) come back exactly as they were."""
+    saved = {name: buf.clone() for name, buf in model.named_buffers()}
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for name, buf in model.named_buffers():
+                if name in saved and buf.shape == saved[name].shape:
+                    buf.copy_(saved[name])
+                elif name in saved:  # a per-step BatchNorm grew: put the old buffer back
+                    module_name, _, attr = name.rpartition(".")
+                    setattr(model.get_submodule(module_name) if module_name else model, attr, saved[name])
+
+
+def gradient_statistics(model: torch.nn.Module) -> dict:
+    """Per-layer gradient L2 norms, and std and Pearson kurtosis (normal = 3) pooled over all gradients."""
+    per_layer: dict[str, float] = {}
+    grads = []
+    for name, p in model.named_parameters():
+        if p.grad is None:
+            continue
+        g = p.grad.detach().double().flatten()
+        grads.append(g)
+        label = layer_of(name)
+        per_layer[label] = per_layer.get(label, 0.0) + float(g.square().sum())
+    if not grads:
+        return {"grad_std": None, "grad_kurtosis": None, "layer_grad_norm": {}}
+    pooled = torch.cat(grads)
+    centred = pooled - pooled.mean()
+    var = centred.square().mean()
+    kurtosis = float(centred.pow(4).mean() / var.square()) if var > 0 else None
+    return {"grad_std": float(var.sqrt()), "grad_kurtosis": kurtosis,
+            "layer_grad_norm": {k: math.sqrt(v) for k, v in per_layer.items()}}
+
+
+@contextlib.contextmanager
+def activation_probe(model: SequenceModel):
+    """Max |activation| and RMS of every backbone layer's output during one forward pass."""
+    stats: dict[str, dict[str, float]] = {"act_max_abs": {}, "act_rms": {}}
+
+    def hook(name):
+        def record(module, inputs, output):
+            out = output.detach().float()
+            stats["act_max_abs"][name] = float(out.abs().max())
+            stats["act_rms"][name] = float(out.square().mean().sqrt())
+        return record
+
+    handles = [layer.register_forward_hook(hook(f"layers.{i}")) for i, layer in enumerate(model.backbone.layers)]
+    try:
+        yield stats
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def gradient_through_time(model: SequenceModel, x, y, loss_fn) -> list[float] | None:
+    """‖∂L/∂h_t‖ for t = 1..T on recurrent layer 0 (batch-mean of per-sequence norms), training mode."""
+    if not model.recurrent:
+        return None
+    model.zero_grad(set_to_none=True)
+    trace: list[torch.Tensor] = []
+    with buffers_preserved(model):
+        loss = loss_fn(model(x, trace=trace), y)
+        grads = torch.autograd.grad(loss, trace, allow_unused=True)
+    return [float(g.norm(dim=-1).mean()) if g is not None else 0.0 for g in grads]
+
+
+def grad_time_ratio(profile: list[float] | None) -> float | None:
+    """log10(‖∂L/∂h_1‖ / ‖∂L/∂h_T‖): 0 = no decay through time, -k = k decades lost."""
+    if not profile or profile[-1] <= 0 or profile[0] <= 0:
+        return None
+    return math.log10(profile[0] / profile[-1])
+
+
+def layer_gradient_norms(model: SequenceModel, x, y, loss_fn) -> dict[str, float]:
+    """Per-layer gradient norm of one batch (used at initialization, Xiong et al. 2020 Thm. 1)."""
+    model.zero_grad(set_to_none=True)
+    with buffers_preserved(model):
+        loss_fn(model(x), y).backward()
+    norms = gradient_statistics(model)["layer_grad_norm"]
+    model.zero_grad(set_to_none=True)
+    return norms
+
+
+@torch.no_grad()
+def train_eval_gap(model: SequenceModel, batches, loss_fn) -> float:
+    """Loss with batch statistics (train mode) minus loss with running statistics (eval mode)."""
+    was_training = model.training
+    losses = {}
+    for mode in (True, False):
+        model.train(mode)
+        with buffers_preserved(model):
+            losses[mode] = sum(float(loss_fn(model(x), y)) for x, y in batches) / max(len(batches), 1)
+    model.train(was_training)
+    return losses[True] - losses[False]
+
+
+class SpikeDetector:
+    """A loss spike: loss above ``factor`` x the median of the previous ``window`` losses."""
+
+    def __init__(self, window: int = 50, factor: float = 3.0):
+        self.window, self.factor = deque(maxlen=window), factor
+        self.steps: list[int] = []
+
+    def update(self, step: int, loss: float) -> bool:
+        spike = len(self.window) == self.window.maxlen and loss > self.factor * median(self.window)
+        if spike:
+            self.steps.append(step)
+        self.window.append(loss)
+        return spike

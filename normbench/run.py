@@ -1,0 +1,177 @@
+"""One run: config -> task -> model -> training -> record. Every way a run can end writes its summary."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import signal
+import time
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from normbench.config import Config, ConfigError, to_config
+from normbench.models import InvalidCombination, ModelShape, build_model, check_combination, effective_placement
+from normbench.norms import NormSpec
+from normbench.record import FINISHED, RunRecord, config_hash, environment, read_summary
+from normbench.tasks import load_task
+from normbench.train import AUTOCAST_DTYPES, Trainer
+
+log = logging.getLogger("normbench")
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device=cuda but no CUDA device is available here; use device=auto or device=cpu")
+    return torch.device(name)
+
+
+def threads_for(requested: int, parallel_jobs: int) -> int:
+    """0 = share the cores among the jobs running side by side, so N workers never oversubscribe."""
+    if requested:
+        return requested
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores // max(parallel_jobs, 1))
+
+
+def axes(cfg: Config) -> dict:
+    return {
+        "model": cfg.model.family, "task": cfg.task.name, "norm": cfg.norm.kind,
+        "placement": effective_placement(NormSpec(cfg.norm.kind), cfg.placement.name),
+        "precision": cfg.precision.dtype, "impl": cfg.norm.impl, "eps": cfg.norm.eps,
+        "gamma_init": cfg.norm.gamma_init, "norm_fp32": cfg.norm.fp32, "batch_size": cfg.batch_size,
+        "lr": cfg.lr, "warmup_steps": cfg.warmup_steps, "layers": cfg.model.layers, "hidden": cfg.model.hidden,
+        "optim": cfg.optim.name, "steps": cfg.steps,
+    }
+
+
+def norm_spec(cfg: Config) -> NormSpec:
+    n = cfg.norm
+    return NormSpec(n.kind, n.eps, n.gamma_init, n.affine, n.impl, n.fp32, n.alpha_init)
+
+
+def unsupported_precision(model, task, device: torch.device, dtype: str) -> str | None:
+    """Why this device cannot run the model under ``dtype`` autocast, or None if it can.
+
+    Tried on a copy with two examples, so a refusal by PyTorch (e.g. fp16 fused LSTM on CPU)
+    becomes status ``skipped`` with PyTorch's own words, and a working setup is not touched.
+    """
+    if dtype not in AUTOCAST_DTYPES:
+        return None
+    probe = copy.deepcopy(model).to(device)
+    x = task.train.x[:2].to(device)
+    try:
+        with torch.autocast(device.type, dtype=AUTOCAST_DTYPES[dtype]):
+            out = probe(x)
+        out.float().sum().backward()
+    except (RuntimeError, NotImplementedError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return f"{dtype} autocast on {device.type} is not supported for this model: {first[:200]}"
+    return None
+
+
+@contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM (a cluster's time limit, kill) ends the run like Ctrl-C: summary written, status interrupted."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path | None:
+    """A completed record of the same config in this run's dir or anywhere in its sweep."""
+    candidates = [run_dir / "summary.json"]
+    if sweep_dir is not None:
+        candidates += sorted(sweep_dir.rglob("summary.json"))
+    for path in candidates:
+        summary = read_summary(path) if path.is_file() else None
+        if summary and summary.get("config_hash") == digest and summary.get("status") in FINISHED:
+            return path
+    return None
+
+
+def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir: Path | None = None,
+            parallel_jobs: int = 1) -> dict:
+    """Run one job and return its summary. Never raises for a run's own failure; re-raises Ctrl-C."""
+    wall_start = time.perf_counter()
+    plain = OmegaConf.to_container(node, resolve=True)
+    plain.pop("hydra", None)
+    digest = config_hash(plain)
+    if plain.get("resume"):
+        done = finished_record(run_dir, sweep_dir, digest)
+        if done is not None:
+            log.info("resume: already finished in %s, not run again", done.parent)
+            return read_summary(done)
+    record = RunRecord(run_dir)
+    record.start(config=plain, overrides=overrides, config_hash=digest, seed=plain.get("seed"),
+                 axes={}, task={}, metrics={}, profiles={}, throughput={}, environment={})
+    trainer = None
+    fields: dict = {}
+    try:
+        try:
+            cfg, task, model, device = _prepare(node, record, fields, parallel_jobs)
+        except ValueError as err:  # ConfigError, InvalidCombination, TaskDataError, a task's range check
+            return _finish(record, None, fields, "invalid", " ".join(str(err).split()), wall_start)
+        skip = unsupported_precision(model, task, device, cfg.precision.dtype)
+        if skip:
+            return _finish(record, None, fields, "skipped", skip, wall_start)
+        trainer = Trainer(cfg, task, model, device, record)
+        with sigterm_as_interrupt():
+            progress = trainer.fit()
+    except KeyboardInterrupt as err:
+        _finish(record, trainer, fields, "interrupted", f"interrupted ({err or 'Ctrl-C'})", wall_start)
+        raise
+    except Exception as err:  # one failed run must never take a sweep down: record it
+        (run_dir / "traceback.txt").write_text(traceback.format_exc())
+        reason = f"{type(err).__name__}: {' '.join(str(err).split())[:300]} (see traceback.txt)"
+        return _finish(record, trainer, fields, "failed", reason, wall_start)
+    if progress.diverged_at_step is not None:
+        reason = f"non-finite loss or gradient at step {progress.diverged_at_step}"
+        return _finish(record, trainer, fields, "diverged", reason, wall_start)
+    return _finish(record, trainer, fields, "ok", None, wall_start)
+
+
+def _prepare(node: DictConfig, record: RunRecord, fields: dict, parallel_jobs: int):
+    """Everything before training; a ValueError here is the user's input, reported as ``invalid``."""
+    cfg = to_config(node)
+    fields["axes"] = axes(cfg)
+    record.summary.update(axes=fields["axes"])
+    check_combination(cfg.model.family, cfg.norm.kind, cfg.placement.name, cfg.placement.summed)
+    device = resolve_device(cfg.device)
+    torch.set_num_threads(threads_for(cfg.threads, parallel_jobs))
+    fields["environment"] = environment(device)
+    torch.manual_seed(cfg.seed)
+    task = load_task(cfg.task, cfg.seed)
+    fields["task"] = {"name": task.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
+                      "chance": task.chance, "target": task.target, "seq_len": task.seq_len}
+    shape = ModelShape(cfg.model.family, cfg.model.hidden, cfg.model.layers, cfg.model.embed,
+                       cfg.model.heads, cfg.model.ff_mult, cfg.placement.cell_norm, cfg.placement.summed)
+    model = build_model(shape, norm_spec(cfg), cfg.placement.name, input_kind=task.input_kind,
+                        input_dim=task.input_dim, n_outputs=task.n_outputs, readout=task.readout,
+                        max_len=max(task.seq_len, 1))
+    fields["parameters"] = sum(p.numel() for p in model.parameters())
+    return cfg, task, model, device
+
+
+def _finish(record: RunRecord, trainer: Trainer | None, fields: dict, status: str, reason: str | None,
+            wall_start: float) -> dict:
+    if trainer is not None:
+        fields.update(metrics=trainer.metrics(), profiles=trainer.profiles(), throughput=trainer.throughput())
+        fields["time"] = {"train_s": trainer.progress.train_s}
+    fields.setdefault("time", {})["wall_s"] = time.perf_counter() - wall_start
+    record.finish(status, reason, **fields)
+    return record.summary

@@ -1,0 +1,48 @@
+"""At the end of a multirun: one screen of results, the report, and which runs failed."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import pandas as pd
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from normbench.record import read_summary
+
+log = logging.getLogger("normbench")
+FAILED_RUNS: list[str] = []  # read by normbench.app.main for the exit status
+
+
+def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
+    rows = []
+    for path, s in summaries.items():
+        metrics, speed = s.get("metrics") or {}, s.get("throughput") or {}
+        rows.append({"run": path.parent.name, **(s.get("axes") or {}), "seed": s.get("seed"),
+                     "status": s["status"], "best_val": metrics.get("best_val"),
+                     "to_target": metrics.get("steps_to_target"), "ms/step": speed.get("step_ms_median")})
+    table = pd.DataFrame(rows)
+    varying = [c for c in table.columns if c not in ("run", "status", "best_val", "to_target", "ms/step")
+               and table[c].astype(str).nunique() > 1]
+    return table[["run", *varying, "status", "best_val", "to_target", "ms/step"]]
+
+
+class SweepSummary(Callback):
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        summaries = {p: s for p in sorted(sweep_dir.rglob("summary.json")) if (s := read_summary(p))}
+        if not summaries:
+            return
+        with pd.option_context("display.width", 160, "display.max_rows", 60, "display.float_format", "{:.4g}".format):
+            print(f"\nnormbench sweep: {len(summaries)} runs in {sweep_dir}\n{sweep_table(summaries).to_string(index=False)}",
+                  file=sys.stdout)
+        FAILED_RUNS.extend(str(p.parent) for p, s in summaries.items() if s["status"] == "failed")
+        if config.get("report", True):
+            try:
+                from normbench.report import build_report
+            except ImportError:
+                return
+            html = build_report([sweep_dir], sweep_dir)
+            print(f"report: {html}", file=sys.stdout)

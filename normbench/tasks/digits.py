@@ -1,0 +1,70 @@
+"""scikit-learn's bundled handwritten digits (1797 images of 8x8) read as a sequence of pixels.
+
+The data ships inside scikit-learn, so this is the one real-data task that needs no download.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from normbench.tasks import Split, TaskData, require_name
+from normbench.tasks.splits import majority_class_accuracy, stratified_split
+
+PIXELS = 64
+SPLIT_FRACTIONS = (0.70, 0.15, 0.15)  # train, val, test
+MAX_INTENSITY = 16  # each pixel counts the set bits of a 4x4 block of the original 32x32 bitmap
+
+
+@dataclass
+class DigitsConfig:
+    name: str = "digits"
+    pixels_per_step: int = 1  # 1: 64 steps of one pixel; 8: 8 rows of 8 pixels; must divide 64
+    permute: bool = False  # read the pixels in one fixed random order instead of row by row
+    permutation_seed: int = 0  # draws that order; apart from the run seed, so all runs share it
+    target: float = 0.9  # val accuracy that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "digits")
+        if self.pixels_per_step < 1 or PIXELS % self.pixels_per_step:
+            raise ValueError(
+                f"task.pixels_per_step must divide {PIXELS} (1, 2, 4, 8, 16, 32, 64), got {self.pixels_per_step}"
+            )
+        if self.permutation_seed < 0:
+            raise ValueError(f"task.permutation_seed must be >= 0, got {self.permutation_seed}")
+
+
+def pixel_order(config: DigitsConfig) -> np.ndarray:
+    """The order in which the 64 pixels are read: row by row, or one fixed permutation."""
+    if not config.permute:
+        return np.arange(PIXELS)
+    return np.random.default_rng(config.permutation_seed).permutation(PIXELS)
+
+
+def load_digits(config: DigitsConfig, seed: int) -> TaskData:
+    """Classify a digit from its pixels, `pixels_per_step` at a time; split 70/15/15 by class."""
+    # Imported here so that importing normbench.tasks does not pay for scikit-learn.
+    from sklearn import datasets
+
+    images, labels = datasets.load_digits(return_X_y=True)
+    pixels = (images[:, pixel_order(config)] / MAX_INTENSITY).astype(np.float32)
+    steps = PIXELS // config.pixels_per_step
+    x = torch.from_numpy(pixels.reshape(len(pixels), steps, config.pixels_per_step))
+    y = torch.from_numpy(labels.astype(np.int64))
+    train, val, test = stratified_split(labels, SPLIT_FRACTIONS, np.random.default_rng(seed))
+    return TaskData(
+        name="digits",
+        train=Split(x=x[train], y=y[train]),
+        val=Split(x=x[val], y=y[val]),
+        test=Split(x=x[test], y=y[test]),
+        input_kind="features",
+        input_dim=config.pixels_per_step,
+        n_outputs=10,
+        readout="last",
+        loss="cross_entropy",
+        metric="accuracy",
+        higher_is_better=True,
+        chance=majority_class_accuracy(labels[train], labels[test]),
+        target=config.target,
+        seq_len=steps,
+    )

@@ -1,0 +1,119 @@
+"""MNIST or Fashion-MNIST from their IDX files, read as a sequence of image rows."""
+
+import gzip
+import math
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from normbench.tasks import Split, TaskData, TaskDataError, require_at_least, require_name, resolve_path
+from normbench.tasks.splits import holdout, majority_class_accuracy
+
+# An IDX magic number is two zero bytes, a type code (0x08: unsigned byte) and the number
+# of dimensions (http://yann.lecun.com/exdb/mnist/); sizes follow as big-endian uint32.
+IMAGES_MAGIC = 0x00000803
+LABELS_MAGIC = 0x00000801
+VAL_FRACTION = 0.1
+EXPECTED = (
+    "the folder with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,"
+    " t10k-labels-idx1-ubyte"
+)
+
+
+@dataclass
+class IdxConfig:
+    name: str = "idx"
+    path: Optional[str] = None  # folder with the four IDX files, each plain or .gz; required
+    limit_train: Optional[int] = None  # use only the first N training images (quick runs)
+    target: float = 0.9  # val accuracy that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "idx")
+        if self.limit_train is not None:
+            require_at_least("limit_train", self.limit_train, 2)  # one to train on, one to validate
+
+
+def find_idx_file(folder: Path, stem: str) -> Path:
+    """The plain file if there is one, else its .gz."""
+    for candidate in (folder / stem, folder / f"{stem}.gz"):
+        if candidate.is_file():
+            return candidate
+    raise TaskDataError(f"idx: no {stem} or {stem}.gz in {folder} (set task.path to {EXPECTED})")
+
+
+def read_idx(path: Path, magic: int) -> np.ndarray:
+    """The uint8 array in an IDX file, after checking its magic number and its size."""
+    raw = path.read_bytes()
+    if path.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as error:
+            raise TaskDataError(f"idx: not a readable gzip file: {path} ({error})") from None
+    if raw[:4] != magic.to_bytes(4, "big"):
+        raise TaskDataError(f"idx: bad magic number 0x{raw[:4].hex()} in {path} (expected 0x{magic:08x})")
+    n_dims = magic & 0xFF
+    header = 4 + 4 * n_dims
+    if len(raw) < header:
+        raise TaskDataError(f"idx: truncated: {path} has {len(raw)} bytes, fewer than its {header}-byte header")
+    shape = tuple(int(size) for size in np.frombuffer(raw, dtype=">u4", count=n_dims, offset=4))
+    expected = header + math.prod(shape)
+    if len(raw) != expected:
+        dims = "x".join(map(str, shape))
+        raise TaskDataError(f"idx: wrong size: {path} has {len(raw)} bytes, but its header ({dims}) needs {expected}")
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
+
+
+def read_images_and_labels(folder: Path, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+    """uint8 images (N, rows, cols) and labels (N,) of `prefix` ("train" or "t10k")."""
+    images_path = find_idx_file(folder, f"{prefix}-images-idx3-ubyte")
+    labels_path = find_idx_file(folder, f"{prefix}-labels-idx1-ubyte")
+    images = read_idx(images_path, IMAGES_MAGIC)
+    labels = read_idx(labels_path, LABELS_MAGIC)
+    if len(images) != len(labels):
+        raise TaskDataError(
+            f"idx: {images_path} holds {len(images)} images but {labels_path} holds {len(labels)} labels"
+        )
+    if len(images) == 0:
+        raise TaskDataError(f"idx: no images in {images_path}")
+    return images, labels
+
+
+def load_idx(config: IdxConfig, seed: int) -> TaskData:
+    """Classify an image read one row per step; val is a seeded 10% of the training file."""
+    folder = resolve_path("idx", config.path, EXPECTED)
+    if not folder.is_dir():
+        raise TaskDataError(f"idx: no such folder: {folder} (set task.path to {EXPECTED})")
+    train_images, train_labels = read_images_and_labels(folder, "train")
+    test_images, test_labels = read_images_and_labels(folder, "t10k")
+    if train_images.shape[1:] != test_images.shape[1:]:
+        raise TaskDataError(
+            f"idx: train images in {folder} are {train_images.shape[1:]} but test images are {test_images.shape[1:]}"
+        )
+    # Classes come from the full files, so a quick run with limit_train builds the same output layer.
+    n_classes = int(max(train_labels.max(), test_labels.max())) + 1
+    train_images, train_labels = train_images[: config.limit_train], train_labels[: config.limit_train]
+    if len(train_labels) < 2:
+        raise TaskDataError(f"idx: {folder} holds {len(train_labels)} training images; at least 2 are needed")
+    x = torch.from_numpy(train_images / np.float32(255))
+    y = torch.from_numpy(train_labels.astype(np.int64))
+    kept, held_out = holdout(len(train_labels), VAL_FRACTION, np.random.default_rng(seed))
+    return TaskData(
+        name="idx",
+        train=Split(x=x[kept], y=y[kept]),
+        val=Split(x=x[held_out], y=y[held_out]),
+        test=Split(x=torch.from_numpy(test_images / np.float32(255)), y=torch.from_numpy(test_labels.astype(np.int64))),
+        input_kind="features",
+        input_dim=train_images.shape[2],
+        n_outputs=n_classes,
+        readout="last",
+        loss="cross_entropy",
+        metric="accuracy",
+        higher_is_better=True,
+        chance=majority_class_accuracy(train_labels[kept], test_labels),
+        target=config.target,
+        seq_len=train_images.shape[1],
+    )

@@ -1,0 +1,119 @@
+"""IMDB movie-review sentiment (Maas et al. 2011) from the Stanford aclImdb folder layout."""
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from normbench.tasks import Split, TaskData, TaskDataError, require_at_least, require_name, resolve_path
+from normbench.tasks.splits import holdout, majority_class_accuracy
+
+SUBFOLDERS = ("train/pos", "train/neg", "test/pos", "test/neg")
+PAD, UNKNOWN = 0, 1
+FIRST_WORD_ID = 2
+VAL_FRACTION = 0.1
+WORD = re.compile(r"[a-z0-9']+")
+EXPECTED = "the aclImdb folder, with train/pos, train/neg, test/pos, test/neg"
+
+
+@dataclass
+class ImdbConfig:
+    name: str = "imdb"
+    path: Optional[str] = None  # the aclImdb folder; required
+    max_vocab: int = 20000  # most frequent training words kept; the rest read as "unknown"
+    max_len: int = 256  # tokens kept per review: its last ones, left-padded to this length
+    max_files_per_class: Optional[int] = None  # read only the first N reviews of each folder (quick runs)
+    target: float = 0.85  # val accuracy that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "imdb")
+        require_at_least("max_vocab", self.max_vocab, 1)
+        require_at_least("max_len", self.max_len, 1)
+        if self.max_files_per_class is not None:
+            require_at_least("max_files_per_class", self.max_files_per_class, 1)
+
+
+def words(review: str) -> list[str]:
+    """Lowercased words; the HTML line breaks the reviews are full of are not words."""
+    return WORD.findall(review.lower().replace("<br />", " "))
+
+
+def build_vocabulary(reviews: list[list[str]], max_vocab: int) -> dict[str, int]:
+    """Word -> id for the `max_vocab` most frequent words; ids 0 and 1 are pad and unknown."""
+    counts = Counter(word for review in reviews for word in review)
+    # Equal counts are ordered alphabetically, so the vocabulary does not depend on file order.
+    ranked = sorted(counts, key=lambda word: (-counts[word], word))[:max_vocab]
+    return {word: FIRST_WORD_ID + rank for rank, word in enumerate(ranked)}
+
+
+def encode(reviews: list[list[str]], vocabulary: dict[str, int], max_len: int) -> np.ndarray:
+    """int64 (N, max_len): each review's last `max_len` word ids, padded on the left.
+
+    Left padding puts the end of every review at the last step, where a "last" readout looks.
+    """
+    ids = np.full((len(reviews), max_len), PAD, dtype=np.int64)
+    for row, review in zip(ids, reviews):
+        kept = [vocabulary.get(word, UNKNOWN) for word in review[-max_len:]]
+        row[max_len - len(kept) :] = kept
+    return ids
+
+
+def read_reviews(folder: Path, max_files: Optional[int]) -> list[str]:
+    """The folder's reviews in file-name order, the first `max_files` of them if set."""
+    files = sorted(folder.glob("*.txt"))[:max_files]
+    if not files:
+        raise TaskDataError(f"imdb: no .txt files in {folder} (set task.path to {EXPECTED})")
+    reviews = []
+    for file in files:
+        try:
+            reviews.append(file.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as error:
+            raise TaskDataError(f"imdb: not UTF-8: {file} (at byte {error.start})") from None
+    return reviews
+
+
+def read_labelled(root: Path, part: str, max_files: Optional[int]) -> tuple[list[list[str]], np.ndarray]:
+    """Tokenised reviews of `part` ("train" or "test"), and their labels: 1 positive, 0 negative."""
+    positive = read_reviews(root / part / "pos", max_files)
+    negative = read_reviews(root / part / "neg", max_files)
+    labels = np.array([1] * len(positive) + [0] * len(negative), dtype=np.int64)
+    return [words(review) for review in positive + negative], labels
+
+
+def load_imdb(config: ImdbConfig, seed: int) -> TaskData:
+    """Binary sentiment of a review read as a sequence of word ids; val is a seeded 10% of train."""
+    root = resolve_path("imdb", config.path, EXPECTED)
+    if not root.is_dir():
+        raise TaskDataError(f"imdb: no such folder: {root} (set task.path to {EXPECTED})")
+    for subfolder in SUBFOLDERS:
+        if not (root / subfolder).is_dir():
+            raise TaskDataError(f"imdb: no folder {root / subfolder} (set task.path to {EXPECTED})")
+    train_reviews, train_labels = read_labelled(root, "train", config.max_files_per_class)
+    test_reviews, test_labels = read_labelled(root, "test", config.max_files_per_class)
+    # The vocabulary counts the whole train folder, val included: it uses no labels, and
+    # this way every seed shares one vocabulary and so one embedding size.
+    vocabulary = build_vocabulary(train_reviews, config.max_vocab)
+    x = torch.from_numpy(encode(train_reviews, vocabulary, config.max_len))
+    y = torch.from_numpy(train_labels)
+    test_x = torch.from_numpy(encode(test_reviews, vocabulary, config.max_len))
+    kept, held_out = holdout(len(train_labels), VAL_FRACTION, np.random.default_rng(seed))
+    return TaskData(
+        name="imdb",
+        train=Split(x=x[kept], y=y[kept]),
+        val=Split(x=x[held_out], y=y[held_out]),
+        test=Split(x=test_x, y=torch.from_numpy(test_labels)),
+        input_kind="tokens",
+        input_dim=FIRST_WORD_ID + len(vocabulary),
+        n_outputs=2,
+        readout="last",
+        loss="cross_entropy",
+        metric="accuracy",
+        higher_is_better=True,
+        chance=majority_class_accuracy(train_labels[kept], test_labels),
+        target=config.target,
+        seq_len=config.max_len,
+    )

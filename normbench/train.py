@@ -1,0 +1,296 @@
+"""The training loop: batches, optimizer, schedule, precision, evaluation, timing and probes."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
+from statistics import median
+
+import torch
+import torch.nn.functional as F
+
+from normbench import probes
+from normbench.config import Config
+from normbench.models import SequenceModel, parameter_groups
+from normbench.norms import BatchNorm
+from normbench.record import RunRecord
+
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+EVAL_BATCH = 512
+
+
+def loss_function(task):
+    if task.loss == "mse":
+        return lambda out, y: F.mse_loss(out.squeeze(-1).float(), y)
+    return lambda out, y: F.cross_entropy(out.float().reshape(-1, out.shape[-1]), y.reshape(-1), ignore_index=-100)
+
+
+def metric_sums(task, out, y) -> tuple[float, int]:
+    """(sum, count) of the task's metric over one batch, so splits of any size average exactly."""
+    if task.metric == "mse":
+        return float(F.mse_loss(out.squeeze(-1).float(), y, reduction="sum")), y.numel()
+    scored = y.reshape(-1) != -100
+    logits, labels = out.float().reshape(-1, out.shape[-1])[scored], y.reshape(-1)[scored]
+    if task.metric == "accuracy":
+        return float((logits.argmax(-1) == labels).sum()), int(labels.numel())
+    if task.metric == "bpc":
+        return float(F.cross_entropy(logits, labels, reduction="sum")) / math.log(2), int(labels.numel())
+    raise ValueError(f"unknown metric {task.metric!r}")
+
+
+def learning_rate(cfg: Config, step: int) -> float:
+    """Linear warm-up over ``warmup_steps``, then constant or cosine decay to 0 at ``steps``."""
+    if step <= cfg.warmup_steps:
+        return cfg.lr * step / cfg.warmup_steps
+    if cfg.optim.schedule == "cosine":
+        progress = (step - cfg.warmup_steps) / max(cfg.steps - cfg.warmup_steps, 1)
+        return cfg.lr * 0.5 * (1 + math.cos(math.pi * progress))
+    return cfg.lr
+
+
+def build_optimizer(cfg: Config, model) -> torch.optim.Optimizer:
+    groups = parameter_groups(model, cfg.optim.weight_decay, cfg.optim.norm_weight_decay)
+    if cfg.optim.name == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.optim.momentum)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.optim.beta1, cfg.optim.beta2))
+
+
+class Batches:
+    """Shuffled epochs over a split, drawn from a generator seeded by the run's seed."""
+
+    def __init__(self, split, batch_size: int, device, seed: int):
+        self.x, self.y = split.x.to(device), split.y.to(device)
+        self.batch_size = min(batch_size, len(self.x))
+        self.generator = torch.Generator().manual_seed(seed)
+        self.order, self.pos = torch.empty(0, dtype=torch.long), 0
+
+    def __next__(self):
+        if self.pos + self.batch_size > len(self.order):
+            self.order, self.pos = torch.randperm(len(self.x), generator=self.generator), 0
+        idx = self.order[self.pos : self.pos + self.batch_size].to(self.x.device)
+        self.pos += self.batch_size
+        return self.x[idx], self.y[idx]
+
+
+def fixed_batches(split, device, size: int = EVAL_BATCH):
+    return [(split.x[i : i + size].to(device), split.y[i : i + size].to(device)) for i in range(0, len(split.x), size)]
+
+
+@dataclass
+class Progress:
+    """Everything measured so far; a summary can be made from it at any moment (also mid-crash)."""
+
+    step: int = 0
+    train_s: float = 0.0
+    losses: list = field(default_factory=list)
+    grad_norms: list = field(default_factory=list)
+    step_ms: list = field(default_factory=list)  # timed steps only
+    best_val: float | None = None
+    final_val: float | None = None
+    test: float | None = None
+    steps_to_target: int | None = None
+    seconds_to_target: float | None = None
+    diverged_at_step: int | None = None
+    last_finite_loss: float | None = None
+    last_probe: dict = field(default_factory=dict)
+    grad_kurtosis_max: float | None = None
+    grad_time_init: list | None = None
+    grad_time_final: list | None = None
+    layer_grad_norm_init: dict = field(default_factory=dict)
+    bn_train_eval_gap: float | None = None
+
+
+class Trainer:
+    def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RunRecord):
+        self.cfg, self.task, self.model, self.device, self.record = cfg, task, model.to(device), device, record
+        self.loss_fn = loss_function(task)
+        self.optimizer = build_optimizer(cfg, self.model)
+        dtype = AUTOCAST_DTYPES.get(cfg.precision.dtype)
+        self.autocast = (lambda: torch.autocast(device.type, dtype=dtype)) if dtype else contextlib.nullcontext
+        self.scaler = torch.amp.GradScaler("cuda") if cfg.precision.dtype == "fp16" and device.type == "cuda" else None
+        self.train_batches = Batches(task.train, cfg.batch_size, device, cfg.seed)
+        self.val = fixed_batches(task.val, device)
+        self.probe_batch = self.val[0]
+        self.spikes = probes.SpikeDetector()
+        self.progress = Progress()
+        self.better = (lambda a, b: a > b) if task.higher_is_better else (lambda a, b: a < b)
+
+    # -- measurement ------------------------------------------------------------------------
+    def _sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    @torch.no_grad()
+    def evaluate(self, batches) -> tuple[float, float]:
+        self.model.eval()
+        total = count = loss_sum = 0.0
+        with self.autocast():
+            for x, y in batches:
+                out = self.model(x)
+                s, n = metric_sums(self.task, out, y)
+                total, count = total + s, count + n
+                loss_sum += float(self.loss_fn(out, y)) * len(x)
+        self.model.train()
+        return total / max(count, 1), loss_sum / sum(len(x) for x, _ in batches)
+
+    def _flow_profile(self):
+        with self.autocast():
+            return probes.gradient_through_time(self.model, *self.probe_batch, self.loss_fn)
+
+    def _eval_and_log(self, step: int):
+        p = self.progress
+        val, val_loss = self.evaluate(self.val)
+        p.final_val = val
+        if math.isfinite(val) and (p.best_val is None or self.better(val, p.best_val)):
+            p.best_val = val
+        reached = val >= self.task.target if self.task.higher_is_better else val <= self.task.target
+        if reached and p.steps_to_target is None:
+            p.steps_to_target, p.seconds_to_target = step, p.train_s
+        self.record.log({"kind": "eval", "step": step, "val_metric": val, "val_loss": val_loss, "time_s": p.train_s})
+
+    def _probe(self, step: int, activations: dict):
+        stats = probes.gradient_statistics(self.model)
+        self.progress.last_probe = {**stats, **activations}
+        kurt = stats["grad_kurtosis"]
+        if kurt is not None and math.isfinite(kurt):
+            self.progress.grad_kurtosis_max = max(kurt, self.progress.grad_kurtosis_max or kurt)
+        self.record.log({"kind": "probe", "step": step, **stats, **activations})
+
+    # -- the loop ---------------------------------------------------------------------------
+    def fit(self) -> Progress:
+        cfg, p, model = self.cfg, self.progress, self.model
+        model.train()
+        p.grad_time_init = self._flow_profile()
+        with self.autocast():
+            p.layer_grad_norm_init = probes.layer_gradient_norms(model, *self.probe_batch, self.loss_fn)
+        params = [q for q in model.parameters() if q.requires_grad]
+        clip = cfg.grad_clip if cfg.grad_clip is not None else math.inf
+        bar = _progress_bar(cfg)
+        for step in range(1, cfg.steps + 1):
+            probing = cfg.probe_every > 0 and (step % cfg.probe_every == 0 or step == cfg.steps)
+            lr = learning_rate(cfg, step)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            x, y = next(self.train_batches)
+            acts = probes.activation_probe(model) if probing else contextlib.nullcontext({})
+            self._sync()
+            start = time.perf_counter()
+            with acts as activations:
+                self.optimizer.zero_grad(set_to_none=True)
+                with self.autocast():
+                    loss = self.loss_fn(model(x), y)
+                if self.scaler is not None:
+                    self.scaler.scale(loss).backward()
+                    self.scaler.unscale_(self.optimizer)
+                else:
+                    loss.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
+                loss_value, grad_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
+                if not math.isfinite(loss_value) or (self.scaler is None and not math.isfinite(grad_value)):
+                    p.diverged_at_step, p.step = step, step
+                    self.record.log({"kind": "train", "step": step, "loss": loss_value, "lr": lr,
+                                     "grad_norm": grad_value, "time_s": p.train_s})
+                    break
+                if self.scaler is not None:
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+                else:
+                    self.optimizer.step()
+            self._sync()
+            elapsed = time.perf_counter() - start
+            p.step, p.train_s = step, p.train_s + elapsed
+            if step > cfg.timing_warmup and not probing:
+                p.step_ms.append(elapsed * 1e3)
+            p.losses.append(loss_value)
+            p.last_finite_loss = loss_value
+            if math.isfinite(grad_value):
+                p.grad_norms.append(grad_value)
+            self.spikes.update(step, loss_value)
+            if step % cfg.log_every == 0:
+                self.record.log({"kind": "train", "step": step, "loss": loss_value, "lr": lr,
+                                 "grad_norm": grad_value, "time_s": p.train_s})
+                bar(step, loss_value)
+            if probing:
+                self._probe(step, activations)
+            if step % cfg.eval_every == 0 or step == cfg.steps:
+                self._eval_and_log(step)
+        if p.diverged_at_step is None:
+            p.grad_time_final = self._flow_profile()
+            if any(isinstance(m, BatchNorm) for m in model.modules()):
+                with self.autocast():
+                    p.bn_train_eval_gap = probes.train_eval_gap(model, self.val, self.loss_fn)
+            p.test = self.evaluate(fixed_batches(self.task.test, self.device))[0]
+        model.zero_grad(set_to_none=True)
+        return p
+
+    # -- summary ----------------------------------------------------------------------------
+    def metrics(self) -> dict:
+        p = self.progress
+        probe = p.last_probe
+        acts = probe.get("act_max_abs") or {}
+        rms = probe.get("act_rms") or {}
+        return {
+            "best_val": p.best_val, "final_val": p.final_val, "test": p.test,
+            "final_train_loss": p.losses[-1] if p.losses else None,
+            "steps_to_target": p.steps_to_target, "seconds_to_target": p.seconds_to_target,
+            "diverged_at_step": p.diverged_at_step, "last_finite_loss": p.last_finite_loss,
+            "loss_spikes": len(self.spikes.steps), "loss_spike_steps": self.spikes.steps[:100],
+            "grad_norm_median": median(p.grad_norms) if p.grad_norms else None,
+            "grad_norm_max": max(p.grad_norms) if p.grad_norms else None,
+            "grad_std": probe.get("grad_std"), "grad_kurtosis": probe.get("grad_kurtosis"),
+            "grad_kurtosis_max": p.grad_kurtosis_max,
+            "act_max_abs": max(acts.values()) if acts else None, "act_rms": max(rms.values()) if rms else None,
+            "grad_time_ratio_init": probes.grad_time_ratio(p.grad_time_init),
+            "grad_time_ratio": probes.grad_time_ratio(p.grad_time_final),
+            "bn_train_eval_gap": p.bn_train_eval_gap,
+            "steps_done": p.step,
+        }
+
+    def profiles(self) -> dict:
+        p = self.progress
+        out = {"layer_grad_norm_init": p.layer_grad_norm_init}
+        if p.grad_time_init is not None:
+            out["grad_time_init"] = p.grad_time_init
+        if p.grad_time_final is not None:
+            out["grad_time_final"] = p.grad_time_final
+        return out
+
+    def throughput(self) -> dict:
+        p, cfg = self.progress, self.cfg
+        timed = sorted(p.step_ms)
+        step_ms = median(timed) if timed else None
+        batch = self.train_batches.batch_size
+        if self.device.type == "cuda":
+            peak, kind = torch.cuda.max_memory_allocated(self.device) / 2**20, "cuda_max_allocated"
+        else:  # ru_maxrss is KiB on Linux, bytes on macOS
+            scale = 2**20 if sys.platform == "darwin" else 2**10
+            peak, kind = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale, "process_max_rss"
+        return {
+            "step_ms_median": step_ms,
+            "step_ms_p10": timed[len(timed) // 10] if timed else None,
+            "step_ms_p90": timed[(len(timed) * 9) // 10] if timed else None,
+            "timed_steps": len(timed), "warmup_steps_excluded": min(cfg.timing_warmup, p.step),
+            "samples_per_s": batch / (step_ms / 1e3) if step_ms else None,
+            "tokens_per_s": batch * self.task.seq_len / (step_ms / 1e3) if step_ms else None,
+            "peak_memory_mb": peak, "memory_kind": kind,
+        }
+
+
+def _progress_bar(cfg: Config):
+    """tqdm on a terminal; nothing otherwise (the train lines go to metrics.jsonl and the log)."""
+    if not (cfg.progress and sys.stderr.isatty()):
+        return lambda step, loss: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=cfg.steps, unit="step", leave=False, dynamic_ncols=True)
+
+    def update(step, loss):
+        bar.n = step
+        bar.set_postfix_str(f"loss {loss:.4g}", refresh=True)
+        if step >= cfg.steps:
+            bar.close()
+    return update
