@@ -112,9 +112,11 @@ class RunRecord:
         self._metrics = None
 
     def start(self, **fields) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.summary.update(fields, time={"started": now_iso()})
         write_json_atomic(self.summary_path, self.summary)
-        self._metrics = open(self.run_dir / "metrics.jsonl", "a", buffering=1)
+        # "w": a resumed run starts its curve again rather than appending to a dead run's lines
+        self._metrics = open(self.run_dir / "metrics.jsonl", "w", buffering=1)
 
     def log(self, row: dict) -> None:
         self._metrics.write(json.dumps(_finite_or_none(row), allow_nan=False) + "\n")  # line-buffered: flushed

@@ -1,0 +1,23 @@
+import pytest
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+
+from normbench.config import config_dir, register
+
+register()
+
+# A run that trains for real but takes well under a second.
+TINY_TASK = ["task=adding", "task.length=6", "task.n_train=64", "task.n_val=32", "task.n_test=32"]
+TINY = ["steps=6", "batch_size=16", "eval_every=3", "log_every=1", "probe_every=3", "timing_warmup=1", "model.hidden=8",
+        "model.embed=8", "model.heads=2", "threads=1"]
+
+
+@pytest.fixture
+def compose():
+    """The real conf/ tree, composed as Hydra does, with TINY then the given overrides applied."""
+    def _compose(*overrides, tiny=True):
+        with initialize_config_dir(str(config_dir()), version_base="1.3"):
+            own_task = any(o.startswith("task=") for o in overrides)
+            small = [*TINY, *([] if own_task else TINY_TASK)] if tiny else []
+            return hydra_compose("config", overrides=[*small, *overrides])
+    return _compose

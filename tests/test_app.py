@@ -1,0 +1,135 @@
+"""The command line as a user meets it: single runs, sweeps, and bad input."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra.core.global_hydra import GlobalHydra
+
+from normbench import app, sweep_end
+from normbench.train import Trainer
+from conftest import TINY, TINY_TASK
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    """Run `normbench ARGS` in this process, in an empty folder; returns (exit status, stdout, stderr)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+
+    def _run(*args):
+        monkeypatch.setattr(sys, "argv", ["normbench", *args])
+        sweep_end.FAILED_RUNS.clear()
+        app.SINGLE_RUN.clear()
+        code = 0
+        try:
+            app.main()
+        except SystemExit as exit_:
+            code = exit_.code or 0
+        finally:
+            GlobalHydra.instance().clear()
+        out, err = capsys.readouterr()
+        return code, out, err
+    return _run
+
+
+def summaries(root: Path):
+    return {p.parent.name: json.loads(p.read_text()) for p in root.rglob("summary.json")}
+
+
+def test_single_run_exits_zero_and_leaves_a_record(cli, tmp_path):
+    code, out, err = cli(*TINY, *TINY_TASK, "hydra.run.dir=run")
+    assert code == 0
+    (summary,) = summaries(tmp_path / "run").values()
+    assert summary["status"] == "ok" and summary["overrides"][-1] == "task.n_test=32"  # hydra.* are not job overrides
+    assert (tmp_path / "run" / ".hydra" / "config.yaml").is_file()
+
+
+BAD_INPUTS = [
+    # (overrides, exit status, what the one line must say)
+    (["norm=layer"], 2, "Could not find 'norm/layer'"),
+    (["placement=inside"], 2, "Could not find 'placement/inside'"),
+    (["model=mamba"], 2, "Could not find 'model/mamba'"),
+    (["task=cifar"], 2, "Could not find 'task/cifar'"),
+    (["precision=fp8"], 2, "Could not find 'precision/fp8'"),
+    (["norm.eps=0"], 2, "norm.eps must be > 0, got 0.0"),
+    (["norm.eps=-1e-6"], 2, "norm.eps must be > 0"),
+    (["norm.eps=nan"], 2, "norm.eps must be > 0, got nan"),
+    (["norm.eps=small"], 2, "could not be converted to Float"),
+    (["batch_size=0"], 2, "batch_size must be >= 1, got 0"),
+    (["batch_size=1.5"], 2, "could not be converted to Integer"),
+    (["lr=-0.001"], 2, "lr must be > 0"),
+    (["lr=fast"], 2, "could not be converted to Float"),
+    (["steps=0"], 2, "steps must be >= 1, got 0"),
+    (["steps=ten"], 2, "could not be converted to Integer"),
+    (["device=cuda"], 2, "no CUDA device"),
+    (["model=rnn", "placement=gate"], 2, "placement 'gate' is invalid for rnn"),
+    (["model=transformer", "placement=in_cell"], 2, "placement 'in_cell' is invalid for transformer"),
+    (["model=gru", "placement=in_cell", "placement.summed=true"], 2, "summed=true needs lstm or rnn"),
+    (["model=transformer", "model.hidden=10", "model.heads=4"], 2, "must be divisible by n_heads"),
+    (["unknown_key=1"], 2, "Could not override 'unknown_key'"),
+    (["norm.colour=red"], 2, "Could not override 'norm.colour'"),
+    (["task=adding", "task.length=1"], 2, "task.length must be >= 2, got 1"),
+    (["task=text"], 2, "task.path is not set"),
+    (["task=text", "task.path=/nonexistent/corpus.txt"], 2, "/nonexistent/corpus.txt"),
+    (["task=idx", "task.path=/nonexistent/mnist"], 2, "/nonexistent/mnist"),
+    (["task=imdb", "task.path=/nonexistent/aclImdb"], 2, "/nonexistent/aclImdb"),
+    (["optim.beta1=1.5"], 2, "optim.beta1 must be in [0, 1)"),
+    (["grad_clip=-1"], 2, "grad_clip must be > 0 or null"),
+]
+
+
+@pytest.mark.parametrize("overrides,status,says", BAD_INPUTS, ids=[" ".join(o) for o, _, _ in BAD_INPUTS])
+def test_bad_input_is_one_line_no_traceback_nothing_outside_the_run(cli, tmp_path, overrides, status, says):
+    own_task = any(o.startswith("task=") for o in overrides)
+    code, out, err = cli(*TINY, *([] if own_task else TINY_TASK), *overrides, "hydra.run.dir=run")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == status
+    assert len(lines) == 1 and lines[0].startswith("normbench: ") and says in lines[0], err
+    assert "Traceback" not in err + out
+    assert {p.name for p in tmp_path.iterdir()} <= {"run"}  # nothing written outside the run directory
+
+
+def test_corrupt_data_file_is_one_line_naming_it(cli, tmp_path):
+    bad = tmp_path / "corpus.txt"
+    bad.write_bytes(b"\xff\xfe\xfa not utf-8 \xff")
+    code, _, err = cli(*TINY, "task=text", f"task.path={bad}", "hydra.run.dir=run")
+    assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
+
+
+def test_sweep_continues_past_invalid_and_failed_runs_and_exit_status_says_so(cli, tmp_path, monkeypatch):
+    real_fit = Trainer.fit
+
+    def fit_fails_for_seed_1(self):
+        if self.cfg.seed == 1:
+            raise RuntimeError("injected fault")
+        return real_fit(self)
+    monkeypatch.setattr(Trainer, "fit", fit_fails_for_seed_1)
+    code, out, err = cli("-m", *TINY, *TINY_TASK, "model=rnn", "placement=pre,gate", "seed=0,1",
+                         "hydra.sweep.dir=sweep", "report=false")
+    statuses = sorted(s["status"] for s in summaries(tmp_path / "sweep").values())
+    assert statuses == ["failed", "invalid", "invalid", "ok"]
+    assert code == 1 and "1 run(s) failed" in err
+    assert "normbench sweep: 4 runs" in out
+    failed = [d for d in (tmp_path / "sweep").iterdir() if (d / "traceback.txt").exists()]
+    assert len(failed) == 1 and "injected fault" in (failed[0] / "traceback.txt").read_text()
+
+
+def test_the_four_job_multirun_as_a_user_types_it(tmp_path):
+    """`python -m normbench -m norm=ln,bn placement=pre,post`, shrunk, in a real process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "normbench", "-m", "norm=ln,bn", "placement=pre,post", *TINY,
+                           *TINY_TASK, "hydra.sweep.dir=sweep", "report=false"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = summaries(tmp_path / "sweep")
+    assert sorted(found) == ["0", "1", "2", "3"]
+    assert {(s["axes"]["norm"], s["axes"]["placement"]) for s in found.values()} == {
+        ("ln", "pre"), ("ln", "post"), ("bn", "pre"), ("bn", "post")}
+    assert all(s["status"] == "ok" for s in found.values())
+    assert "normbench sweep: 4 runs" in proc.stdout

@@ -1,0 +1,61 @@
+import pytest
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ValidationError
+
+from normbench.config import Config, ConfigError, to_config
+from normbench.tasks import TASK_CONFIGS
+
+
+def test_defaults_compose_to_a_typed_config(compose):
+    cfg = to_config(compose(tiny=False))
+    assert isinstance(cfg, Config)
+    assert (cfg.model.family, cfg.task.name, cfg.norm.kind, cfg.placement.name) == ("lstm", "digits", "ln", "pre")
+    assert cfg.optim.norm_weight_decay == 0.0
+
+
+@pytest.mark.parametrize("task", sorted(TASK_CONFIGS))
+def test_every_task_config_composes(compose, task):
+    cfg = compose(f"task={task}", tiny=False)
+    assert cfg.task.name == task
+    assert type(to_config(cfg).task) is TASK_CONFIGS[task] or task in ("text", "imdb", "idx")
+
+
+@pytest.mark.parametrize("override,message", [
+    ("norm.eps=0", "norm.eps must be > 0, got 0.0"),
+    ("norm.eps=-1e-5", "norm.eps must be > 0"),
+    ("norm.eps=nan", "norm.eps must be > 0, got nan"),
+    ("batch_size=0", "batch_size must be >= 1, got 0"),
+    ("steps=0", "steps must be >= 1, got 0"),
+    ("lr=0", "lr must be > 0"),
+    ("lr=-0.1", "lr must be > 0"),
+    ("warmup_steps=-1", "warmup_steps must be >= 0"),
+    ("grad_clip=0", "grad_clip must be > 0 or null"),
+    ("device=tpu", "device='tpu' is not valid; valid: auto, cpu, cuda"),
+    ("norm.kind=group", "norm.kind='group' is not valid"),
+    ("norm.impl=cuda", "norm.impl='cuda' is not valid; valid: native, reference"),
+    ("placement.name=inside", "placement.name='inside' is not valid"),
+    ("precision.dtype=fp8", "precision.dtype='fp8' is not valid; valid: fp32, bf16, fp16"),
+    ("optim.beta1=1.0", "optim.beta1 must be in [0, 1)"),
+    ("model.layers=0", "model.layers must be >= 1"),
+    ("task.length=1", "task.length must be >= 2, got 1"),
+])
+def test_out_of_range_values_fail_with_one_line_naming_the_key(compose, override, message):
+    with pytest.raises(ValueError) as err:
+        to_config(compose(override))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("override,error", [
+    ("steps=ten", ConfigCompositionException),
+    ("norm.eps=small", ConfigCompositionException),
+    ("unknown_key=1", ConfigCompositionException),
+    ("norm=layer", Exception),
+])
+def test_wrong_types_unknown_keys_and_options_fail_while_composing(compose, override, error):
+    with pytest.raises(error):
+        compose(override)
+
+
+def test_config_error_is_a_value_error():
+    assert issubclass(ConfigError, ValueError)
+    assert ValidationError  # OmegaConf's type errors surface through Hydra's composition error

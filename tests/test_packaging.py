@@ -1,0 +1,39 @@
+"""The configs travel with the wheel: build it, install it in a fresh venv, run one tiny job elsewhere."""
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+from conftest import TINY, TINY_TASK
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path):
+    dist = tmp_path / "dist"
+    build = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-2000:]
+    (wheel,) = dist.glob("normbench-*.whl")
+    # Dependencies (torch, hydra, ...) come from this interpreter's site-packages; normbench from the wheel.
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, system_site_packages=True, with_pip=True)
+    python = env_dir / "bin" / "python"
+    install = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                             capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr[-2000:]
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    where = subprocess.run([python, "-c", "import normbench.config as c; print(c.config_dir())"], cwd=work,
+                           capture_output=True, text=True, timeout=120)
+    assert str(env_dir) in where.stdout, (where.stdout, where.stderr)  # the wheel's copy, not the checkout's
+    script = env_dir / "bin" / "normbench"
+    run = subprocess.run([script, *TINY, *TINY_TASK, "hydra.run.dir=run"], cwd=work, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    summary = json.loads((work / "run" / "summary.json").read_text())
+    assert summary["status"] == "ok"
+    sweep_files = {p.name for p in (Path(where.stdout.strip()) / "sweep").glob("*.yaml")}
+    assert {"smoke.yaml", "batch_size.yaml"} <= sweep_files

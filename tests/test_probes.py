@@ -1,0 +1,84 @@
+import math
+
+import torch
+
+from normbench import probes
+from normbench.models import ModelShape, build_model
+from normbench.norms import NormSpec
+
+
+def tiny(family="lstm", kind="ln", placement="pre"):
+    return build_model(ModelShape(family, hidden=8, embed=8, heads=2), NormSpec(kind), placement,
+                       input_kind="features", input_dim=2, n_outputs=1, readout="last")
+
+
+def mse(out, y):
+    return torch.nn.functional.mse_loss(out.squeeze(-1), y)
+
+
+def test_gradient_statistics_pooled_kurtosis_of_gaussian_gradients_is_three():
+    torch.manual_seed(0)
+    model = tiny()
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    big = torch.nn.Linear(1000, 200)
+    big.weight.grad, big.bias.grad = torch.randn(200, 1000), torch.randn(200)
+    stats = probes.gradient_statistics(big)
+    assert abs(stats["grad_kurtosis"] - 3.0) < 0.1 and abs(stats["grad_std"] - 1.0) < 0.01
+    heavy = torch.nn.Linear(1000, 200)
+    heavy.weight.grad = torch.randn(200, 1000) ** 3  # heavy tails
+    heavy.bias.grad = torch.zeros(200)
+    assert probes.gradient_statistics(heavy)["grad_kurtosis"] > 10
+    per_layer = probes.gradient_statistics(model)["layer_grad_norm"]
+    assert set(per_layer) == {"encoder", "layers.0", "head"}
+
+
+def test_gradient_through_time_profile_and_ratio():
+    torch.manual_seed(1)
+    model = tiny("rnn")
+    x, y = torch.rand(4, 12, 2), torch.rand(4)
+    profile = probes.gradient_through_time(model, x, y, mse)
+    assert len(profile) == 12 and all(v >= 0 for v in profile)
+    assert profile[-1] > profile[0]  # at init, gradients shrink going back in time
+    assert probes.grad_time_ratio(profile) == math.log10(profile[0] / profile[-1]) < 0
+    assert probes.grad_time_ratio([0.0, 1.0]) is None
+    assert probes.gradient_through_time(tiny("transformer"), x, y, mse) is None
+
+
+def test_probes_restore_batchnorm_running_statistics():
+    model = tiny("lstm", "bn", "in_cell")
+    model(torch.rand(4, 5, 2))  # grow per-step statistics
+    before = {k: v.clone() for k, v in model.named_buffers()}
+    probes.gradient_through_time(model, torch.rand(4, 9, 2) * 5, torch.rand(4), mse)  # longer: would grow
+    probes.layer_gradient_norms(model, torch.rand(4, 5, 2) * 5, torch.rand(4), mse)
+    after = dict(model.named_buffers())
+    assert before.keys() == after.keys()
+    for k in before:
+        assert torch.equal(before[k], after[k]), k
+
+
+def test_batchnorm_train_eval_gap_is_measured_and_leaves_mode():
+    model = tiny("lstm", "bn", "post")
+    model.train()
+    batches = [(torch.rand(8, 5, 2), torch.rand(8))]
+    gap = probes.train_eval_gap(model, batches, mse)
+    assert isinstance(gap, float) and gap != 0.0 and model.training
+
+
+def test_activation_probe_records_each_layer_only_inside_the_context():
+    model = build_model(ModelShape("lstm", hidden=8, embed=8, layers=2), NormSpec("ln"), "post",
+                        input_kind="features", input_dim=2, n_outputs=1, readout="last")
+    with probes.activation_probe(model) as stats:
+        model(torch.rand(3, 4, 2))
+    assert set(stats["act_max_abs"]) == {"layers.0", "layers.1"}
+    assert stats["act_rms"]["layers.0"] > 0
+    model(torch.rand(3, 4, 2) * 100)
+    assert stats["act_max_abs"]["layers.0"] < 10  # hooks removed: later passes are not recorded
+
+
+def test_spike_detector_flags_three_times_the_running_median():
+    det = probes.SpikeDetector(window=5, factor=3.0)
+    losses = [1.0] * 5 + [2.9, 3.5, 1.0, 1.0]
+    flags = [det.update(i, v) for i, v in enumerate(losses)]
+    assert flags == [False] * 5 + [False, True, False, False]
+    assert det.steps == [6]

@@ -1,0 +1,140 @@
+"""Every way a run ends writes a summary with the right status; the sweep is never taken down."""
+
+import json
+
+import pytest
+import torch
+
+from normbench import run as run_module
+from normbench.record import read_summary
+from normbench.run import execute, threads_for, unsupported_precision
+from normbench.train import Trainer
+
+
+def lines(path):
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_ok_run_writes_a_complete_record(compose, tmp_path):
+    summary = execute(compose(), tmp_path, ["task=adding"])
+    assert summary == read_summary(tmp_path / "summary.json")
+    assert summary["status"] == "ok" and summary["reason"] is None
+    assert summary["axes"]["norm"] == "ln" and summary["axes"]["placement"] == "pre"
+    m, t = summary["metrics"], summary["throughput"]
+    assert m["best_val"] is not None and m["test"] is not None and m["final_train_loss"] > 0
+    assert m["grad_std"] > 0 and m["grad_kurtosis"] > 1 and m["act_max_abs"] > 0
+    assert len(summary["profiles"]["grad_time_init"]) == 6 and m["grad_time_ratio_init"] is not None
+    assert t["timed_steps"] == 3 and t["step_ms_median"] > 0 and t["samples_per_s"] > 0  # 6 - warm-up - 2 probe steps
+    assert summary["environment"]["torch"] == torch.__version__
+    assert summary["time"]["train_s"] > 0 and summary["config_hash"]
+    kinds = [r["kind"] for r in lines(tmp_path / "metrics.jsonl")]
+    assert kinds.count("train") == 6 and kinds.count("eval") == 2 and kinds.count("probe") == 2
+
+
+def test_same_config_and_seed_give_identical_metrics(compose, tmp_path):
+    a = execute(compose("seed=3"), tmp_path / "a", [])
+    b = execute(compose("seed=3"), tmp_path / "b", [])
+    c = execute(compose("seed=4"), tmp_path / "c", [])
+    keys = ("best_val", "final_val", "test", "final_train_loss", "grad_norm_max", "grad_kurtosis")
+    assert [a["metrics"][k] for k in keys] == [b["metrics"][k] for k in keys]
+    assert a["metrics"]["final_train_loss"] != c["metrics"]["final_train_loss"]
+    assert a["config_hash"] == b["config_hash"] != c["config_hash"]
+
+
+@pytest.mark.parametrize("task,extra", [("copy", ["task.length=3", "task.delay=2"]), ("digits", []),
+                                        ("mqar", ["task.n_pairs=2"])])
+def test_each_builtin_task_trains(compose, tmp_path, task, extra):
+    summary = execute(compose(f"task={task}", *extra), tmp_path, [])
+    assert summary["status"] == "ok", summary["reason"]
+    assert summary["task"]["metric"] == "accuracy" and summary["metrics"]["best_val"] is not None
+
+
+def test_text_task_from_a_local_file(compose, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the quick brown fox jumps over the lazy dog. " * 200)
+    summary = execute(compose("task=text", f"task.path={corpus}", "task.length=16", "model=transformer"),
+                      tmp_path / "run", [])
+    assert summary["status"] == "ok" and summary["task"]["metric"] == "bpc"
+    assert summary["metrics"]["best_val"] < summary["task"]["chance"] * 1.5
+
+
+def test_transformer_records_layer_gradients_at_init(compose, tmp_path):
+    summary = execute(compose("model=transformer", "model.layers=3", "placement=post"), tmp_path, [])
+    assert summary["status"] == "ok"
+    assert {"layers.0", "layers.1", "layers.2"} <= set(summary["profiles"]["layer_grad_norm_init"])
+    assert "grad_time_init" not in summary["profiles"] and summary["metrics"]["grad_time_ratio"] is None
+
+
+def test_batchnorm_records_train_eval_gap(compose, tmp_path):
+    summary = execute(compose("norm=bn", "placement=in_cell"), tmp_path, [])
+    assert summary["status"] == "ok" and summary["metrics"]["bn_train_eval_gap"] is not None
+    assert execute(compose(), tmp_path / "ln", [])["metrics"]["bn_train_eval_gap"] is None
+
+
+@pytest.mark.parametrize("overrides,reason", [
+    (["model=rnn", "placement=gate"], "placement 'gate' is invalid for rnn"),
+    (["norm.eps=0"], "norm.eps must be > 0"),
+    (["task=text"], "task.path is not set"),
+])
+def test_invalid_input_is_recorded_as_invalid(compose, tmp_path, overrides, reason):
+    summary = execute(compose(*overrides), tmp_path, overrides)
+    assert summary["status"] == "invalid" and reason in summary["reason"]
+    assert read_summary(tmp_path / "summary.json")["status"] == "invalid"
+
+
+def test_divergence_is_a_result_with_its_step(compose, tmp_path):
+    summary = execute(compose("norm=none", "optim=sgd", "lr=1e12", "grad_clip=null"), tmp_path, [])
+    assert summary["status"] == "diverged"
+    assert summary["metrics"]["diverged_at_step"] >= 1 and "non-finite" in summary["reason"]
+
+
+def test_exception_in_training_is_failed_with_traceback(compose, tmp_path, monkeypatch):
+    def boom(self):
+        raise RuntimeError("kaboom")
+    monkeypatch.setattr(Trainer, "fit", boom)
+    summary = execute(compose(), tmp_path, [])
+    assert summary["status"] == "failed" and "RuntimeError: kaboom" in summary["reason"]
+    assert "kaboom" in (tmp_path / "traceback.txt").read_text()
+
+
+def test_interrupt_keeps_metrics_so_far_and_reraises(compose, tmp_path, monkeypatch):
+    real_probe = Trainer._probe
+
+    def interrupt_later(self, step, activations):
+        real_probe(self, step, activations)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(Trainer, "_probe", interrupt_later)
+    with pytest.raises(KeyboardInterrupt):
+        execute(compose(), tmp_path, [])
+    summary = read_summary(tmp_path / "summary.json")
+    assert summary["status"] == "interrupted"
+    assert summary["metrics"]["steps_done"] == 3 and summary["metrics"]["final_train_loss"] is not None
+    assert len(lines(tmp_path / "metrics.jsonl")) >= 3
+
+
+def test_precision_the_device_cannot_run_is_skipped(compose, tmp_path, monkeypatch):
+    class RefusesAutocast(torch.nn.Module):
+        def forward(self, x, trace=None):
+            if torch.is_autocast_enabled("cpu"):
+                raise NotImplementedError("no fp16 kernel for this op on cpu")
+            return x
+
+    class Task:
+        train = type("S", (), {"x": torch.zeros(4, 3, 2)})
+    assert unsupported_precision(RefusesAutocast(), Task, torch.device("cpu"), "fp32") is None
+    reason = unsupported_precision(RefusesAutocast(), Task, torch.device("cpu"), "fp16")
+    assert reason.startswith("fp16 autocast on cpu is not supported") and "no fp16 kernel" in reason
+    monkeypatch.setattr(run_module, "unsupported_precision", lambda *a: "fp16 autocast on cpu is not supported: x")
+    summary = execute(compose("precision=fp16"), tmp_path, [])
+    assert summary["status"] == "skipped" and summary["reason"].startswith("fp16 autocast")
+
+
+def test_bf16_autocast_runs_on_cpu(compose, tmp_path):
+    summary = execute(compose("precision=bf16", "model=transformer"), tmp_path, [])
+    assert summary["status"] == "ok" and summary["axes"]["precision"] == "bf16"
+
+
+def test_threads_are_shared_among_parallel_jobs():
+    assert threads_for(3, 8) == 3
+    assert threads_for(0, 1000) == 1
+    assert threads_for(0, 1) >= 1
