@@ -40,9 +40,9 @@ class SweepSummary(Callback):
                   file=sys.stdout)
         FAILED_RUNS.extend(str(p.parent) for p, s in summaries.items() if s["status"] == "failed")
         if config.get("report", True):
+            from normbench.report import NoUsableRecords, build_report
+
             try:
-                from normbench.report import build_report
-            except ImportError:
-                return
-            html = build_report([sweep_dir], sweep_dir)
-            print(f"report: {html}", file=sys.stdout)
+                print(f"report: {build_report([sweep_dir], sweep_dir)}", file=sys.stdout)
+            except NoUsableRecords as err:
+                print(f"normbench: no report: {err}", file=sys.stderr)

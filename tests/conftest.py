@@ -21,3 +21,9 @@ def compose():
             small = [*TINY, *([] if own_task else TINY_TASK)] if tiny else []
             return hydra_compose("config", overrides=[*small, *overrides])
     return _compose
+
+
+@pytest.fixture
+def tiny_args():
+    """TINY plus the tiny adding task, as command-line overrides."""
+    return [*TINY, *TINY_TASK]

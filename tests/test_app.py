@@ -11,7 +11,6 @@ from hydra.core.global_hydra import GlobalHydra
 
 from normbench import app, sweep_end
 from normbench.train import Trainer
-from conftest import TINY, TINY_TASK
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,8 +41,8 @@ def summaries(root: Path):
     return {p.parent.name: json.loads(p.read_text()) for p in root.rglob("summary.json")}
 
 
-def test_single_run_exits_zero_and_leaves_a_record(cli, tmp_path):
-    code, out, err = cli(*TINY, *TINY_TASK, "hydra.run.dir=run")
+def test_single_run_exits_zero_and_leaves_a_record(cli, tmp_path, tiny_args):
+    code, out, err = cli(*tiny_args, "hydra.run.dir=run")
     assert code == 0
     (summary,) = summaries(tmp_path / "run").values()
     assert summary["status"] == "ok" and summary["overrides"][-1] == "task.n_test=32"  # hydra.* are not job overrides
@@ -85,9 +84,10 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("overrides,status,says", BAD_INPUTS, ids=[" ".join(o) for o, _, _ in BAD_INPUTS])
-def test_bad_input_is_one_line_no_traceback_nothing_outside_the_run(cli, tmp_path, overrides, status, says):
+def test_bad_input_is_one_line_no_traceback_nothing_outside_the_run(cli, tmp_path, tiny_args, overrides, status, says):
     own_task = any(o.startswith("task=") for o in overrides)
-    code, out, err = cli(*TINY, *([] if own_task else TINY_TASK), *overrides, "hydra.run.dir=run")
+    args = [a for a in tiny_args if not (own_task and a.startswith("task"))]
+    code, out, err = cli(*args, *overrides, "hydra.run.dir=run")
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == status
     assert len(lines) == 1 and lines[0].startswith("normbench: ") and says in lines[0], err
@@ -95,14 +95,14 @@ def test_bad_input_is_one_line_no_traceback_nothing_outside_the_run(cli, tmp_pat
     assert {p.name for p in tmp_path.iterdir()} <= {"run"}  # nothing written outside the run directory
 
 
-def test_corrupt_data_file_is_one_line_naming_it(cli, tmp_path):
+def test_corrupt_data_file_is_one_line_naming_it(cli, tmp_path, tiny_args):
     bad = tmp_path / "corpus.txt"
     bad.write_bytes(b"\xff\xfe\xfa not utf-8 \xff")
-    code, _, err = cli(*TINY, "task=text", f"task.path={bad}", "hydra.run.dir=run")
+    code, _, err = cli(*[a for a in tiny_args if not a.startswith("task")], "task=text", f"task.path={bad}", "hydra.run.dir=run")
     assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
 
 
-def test_sweep_continues_past_invalid_and_failed_runs_and_exit_status_says_so(cli, tmp_path, monkeypatch):
+def test_sweep_continues_past_invalid_and_failed_runs_and_exit_status_says_so(cli, tmp_path, monkeypatch, tiny_args):
     real_fit = Trainer.fit
 
     def fit_fails_for_seed_1(self):
@@ -110,7 +110,7 @@ def test_sweep_continues_past_invalid_and_failed_runs_and_exit_status_says_so(cl
             raise RuntimeError("injected fault")
         return real_fit(self)
     monkeypatch.setattr(Trainer, "fit", fit_fails_for_seed_1)
-    code, out, err = cli("-m", *TINY, *TINY_TASK, "model=rnn", "placement=pre,gate", "seed=0,1",
+    code, out, err = cli("-m", *tiny_args, "model=rnn", "placement=pre,gate", "seed=0,1",
                          "hydra.sweep.dir=sweep", "report=false")
     statuses = sorted(s["status"] for s in summaries(tmp_path / "sweep").values())
     assert statuses == ["failed", "invalid", "invalid", "ok"]
@@ -120,11 +120,11 @@ def test_sweep_continues_past_invalid_and_failed_runs_and_exit_status_says_so(cl
     assert len(failed) == 1 and "injected fault" in (failed[0] / "traceback.txt").read_text()
 
 
-def test_the_four_job_multirun_as_a_user_types_it(tmp_path):
+def test_the_four_job_multirun_as_a_user_types_it(tmp_path, tiny_args):
     """`python -m normbench -m norm=ln,bn placement=pre,post`, shrunk, in a real process."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "normbench", "-m", "norm=ln,bn", "placement=pre,post", *TINY,
-                           *TINY_TASK, "hydra.sweep.dir=sweep", "report=false"],
+    proc = subprocess.run([sys.executable, "-m", "normbench", "-m", "norm=ln,bn", "placement=pre,post", *tiny_args,
+                           "hydra.sweep.dir=sweep"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = summaries(tmp_path / "sweep")
@@ -133,3 +133,4 @@ def test_the_four_job_multirun_as_a_user_types_it(tmp_path):
         ("ln", "pre"), ("ln", "post"), ("bn", "pre"), ("bn", "post")}
     assert all(s["status"] == "ok" for s in found.values())
     assert "normbench sweep: 4 runs" in proc.stdout
+    assert (tmp_path / "sweep" / "report.html").is_file()  # the report is written at the end of a multirun

@@ -6,12 +6,11 @@ import sys
 import venv
 from pathlib import Path
 
-from conftest import TINY, TINY_TASK
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path):
+def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_args):
     dist = tmp_path / "dist"
     build = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
                            capture_output=True, text=True, timeout=300)
@@ -30,7 +29,7 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path):
                            capture_output=True, text=True, timeout=120)
     assert str(env_dir) in where.stdout, (where.stdout, where.stderr)  # the wheel's copy, not the checkout's
     script = env_dir / "bin" / "normbench"
-    run = subprocess.run([script, *TINY, *TINY_TASK, "hydra.run.dir=run"], cwd=work, capture_output=True,
+    run = subprocess.run([script, *tiny_args, "hydra.run.dir=run"], cwd=work, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     summary = json.loads((work / "run" / "summary.json").read_text())

@@ -1,0 +1,383 @@
+"""Run records -> pandas: one row per run (runs.csv), one row per group of seeds (summary.csv).
+
+A *group* is one setting of the varying axes; its runs differ only by seed. Group statistics count
+the runs that tried to train (TRAINED); `invalid` and `skipped` records never trained and
+`incomplete` ones (left `running`: the process died) have no result, so those three are reported
+in "what was run" but never enter a mean, a rate or a median.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from normbench.report.intervals import LEVEL, t_quantile
+from normbench.report.records import RunRecord
+
+PRIMARY = "metrics.best_val"
+STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted", "incomplete")
+TRAINED = ("ok", "diverged", "failed", "interrupted")
+ALL_RUNS = "all runs"
+# When the task's record omits higher_is_better, the metric decides (run-record.md lists three).
+_HIGHER_IS_BETTER = {"accuracy": True, "mse": False, "bpc": False}
+_ENVIRONMENT_KEYS = ("device", "device_name", "torch", "python", "normbench_version", "git_commit")
+_AXIS_PREFERENCE = ("norm", "placement", "model", "batch_size", "lr", "eps", "gamma_init",
+                    "warmup_steps", "layers", "hidden", "precision", "impl", "optim", "steps",
+                    "norm_fp32")
+
+
+def _is_scalar(value) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _last_layer_grad_norm(layer_norms) -> float | None:
+    """The entry of the deepest block, `layers.<i>` with the largest i.
+
+    When a block is only reported by its parts (`layers.3.attn`, `layers.3.mlp`) their norms are
+    combined in L2, which is what the block's own gradient norm would be.
+    """
+    if not isinstance(layer_norms, dict):
+        return None
+    deepest: dict[int, list[float]] = {}
+    whole: dict[int, float] = {}
+    for name, value in layer_norms.items():
+        parts = str(name).split(".")
+        if len(parts) < 2 or parts[0] != "layers" or not parts[1].isdigit():
+            continue
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        index = int(parts[1])
+        if len(parts) == 2:
+            whole[index] = float(value)
+        else:
+            deepest.setdefault(index, []).append(float(value))
+    indices = set(whole) | set(deepest)
+    if not indices:
+        return None
+    last = max(indices)
+    if last in whole:
+        return whole[last]
+    return math.sqrt(sum(v * v for v in deepest[last]))
+
+
+def _flatten(record: RunRecord) -> dict:
+    summary = record.summary
+    status = summary.get("status")
+    reason = summary.get("reason")
+    if status == "running":
+        status = "incomplete"
+        reason = reason or "process died: the record still says running"
+    row = {
+        "run_dir": str(record.run_dir),
+        "status": status,
+        "reason": reason,
+        "seed": summary.get("seed"),
+        "config_hash": summary.get("config_hash"),
+    }
+    for group in ("axes", "task", "metrics", "throughput"):
+        values = summary.get(group)
+        if isinstance(values, dict):
+            row.update({f"{group}.{k}": v for k, v in values.items() if _is_scalar(v)})
+    times = summary.get("time") if isinstance(summary.get("time"), dict) else {}
+    for key in ("wall_s", "train_s", "started", "ended"):
+        row[f"time.{key}"] = times.get(key)
+    environment = summary.get("environment") if isinstance(summary.get("environment"), dict) else {}
+    for key in _ENVIRONMENT_KEYS:
+        row[f"environment.{key}"] = environment.get(key)
+    profiles = summary.get("profiles") if isinstance(summary.get("profiles"), dict) else {}
+    row["profiles.last_layer_grad_norm_init"] = _last_layer_grad_norm(profiles.get("layer_grad_norm_init"))
+    return row
+
+
+def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
+    """One row per record, flat dotted columns: the content of runs.csv."""
+    runs = pd.DataFrame([_flatten(r) for r in records])
+    if runs.empty:
+        return pd.DataFrame(columns=["run_dir", "status", "reason", "seed", "config_hash"])
+    numeric = [c for c in runs.columns if c.startswith(("metrics.", "throughput.", "profiles."))
+               or c in ("time.wall_s", "time.train_s", "seed", "task.chance", "task.target")]
+    for column in numeric:
+        if column != "throughput.memory_kind":
+            runs[column] = pd.to_numeric(runs[column], errors="coerce")
+    if "task.name" not in runs:
+        runs["task.name"] = runs["axes.task"] if "axes.task" in runs else None
+    runs["task.name"] = runs["task.name"].fillna("n/a")
+    inferred = runs.get("task.metric", pd.Series(None, index=runs.index)).map(_HIGHER_IS_BETTER)
+    given = runs.get("task.higher_is_better", pd.Series(None, index=runs.index))
+    runs["task.higher_is_better"] = given.where(given.notna(), inferred).fillna(True).astype(bool)
+    return runs
+
+
+def axis_columns(runs: pd.DataFrame) -> list[str]:
+    return [c for c in runs.columns if c.startswith("axes.") and c != "axes.seed"]
+
+
+def varying_axes(runs: pd.DataFrame) -> list[str]:
+    """Axis columns with more than one distinct value among the finished runs, in a reading order."""
+    finished = runs[runs["status"] != "incomplete"]
+    varying = [c for c in axis_columns(finished) if finished[c].astype(str).nunique() > 1]
+
+    def order(column: str) -> tuple[int, str]:
+        name = column.removeprefix("axes.")
+        rank = (-1 if name in ("task", "model") else
+                _AXIS_PREFERENCE.index(name) if name in _AXIS_PREFERENCE else len(_AXIS_PREFERENCE))
+        return (rank, name)
+
+    return sorted(varying, key=order)
+
+
+def fixed_settings(runs: pd.DataFrame) -> dict[str, object]:
+    finished = runs[runs["status"] != "incomplete"]
+    fixed = {}
+    for column in axis_columns(finished):
+        values = finished[column].dropna().unique()
+        if finished[column].astype(str).nunique() == 1 and len(values):
+            fixed[column.removeprefix("axes.")] = values[0]
+    return fixed
+
+
+def format_value(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):g}"
+    return str(value)
+
+
+def label_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Adds `group`: "norm=ln, placement=pre" over the varying axes (or "all runs")."""
+    runs = runs.copy()
+    if not axes:
+        runs["group"] = ALL_RUNS
+        return runs
+    parts = [runs[c].map(format_value).radd(c.removeprefix("axes.") + "=") for c in axes]
+    label = parts[0]
+    for part in parts[1:]:
+        label = label + ", " + part
+    runs["group"] = label
+    return runs
+
+
+def sorted_values(values: Iterable) -> list:
+    """Distinct axis values in natural order: numbers numerically, then text, then missing."""
+    distinct = pd.Series(list(values), dtype=object).drop_duplicates().tolist()
+
+    def key(v):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return (2, 0.0, "")
+        if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
+            return (0, float(v), "")
+        return (1, 0.0, str(v))
+
+    return sorted(distinct, key=key)
+
+
+def _t_half_width(std: pd.Series, n: pd.Series) -> pd.Series:
+    quantiles = {k: t_quantile(0.5 + LEVEL / 2, k - 1) for k in n.dropna().unique() if k >= 2}
+    factor = n.map(lambda k: quantiles.get(k, math.nan)).astype(float)
+    return factor * std / np.sqrt(n.astype(float))
+
+
+def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Per group of seeds: the content of summary.csv, ranked within each task (direction-aware)."""
+    trained = runs[runs["status"].isin(TRAINED)]
+    if trained.empty:
+        return pd.DataFrame(columns=["task", "group", *axes, "n", "rank", "best"])
+
+    def column(name: str) -> pd.Series:
+        return trained[name] if name in trained else pd.Series(np.nan, index=trained.index)
+
+    ok = trained["status"] == "ok"
+    steps = column("metrics.steps_to_target")
+    work = pd.DataFrame({
+        "group": trained["group"],
+        "ok": ok,
+        "diverged": trained["status"] == "diverged",
+        "primary": column(PRIMARY).where(ok),
+        "reached": steps.notna(),
+        # A run that never reached the target counts as taking forever, so it pulls the median
+        # rather than vanishing from it.
+        "steps": steps.fillna(math.inf),
+        "seconds": column("metrics.seconds_to_target").where(steps.notna(), math.inf).fillna(math.inf),
+        "samples_per_s": column("throughput.samples_per_s"),
+        "step_ms": column("throughput.step_ms_median"),
+        "peak_memory_mb": column("throughput.peak_memory_mb"),
+        "grad_std": column("metrics.grad_std"),
+        "grad_kurtosis": column("metrics.grad_kurtosis"),
+        "grad_kurtosis_max": column("metrics.grad_kurtosis_max"),
+        "grad_norm_median": column("metrics.grad_norm_median"),
+        "grad_norm_max": column("metrics.grad_norm_max"),
+        "grad_time_ratio_init": column("metrics.grad_time_ratio_init"),
+        "grad_time_ratio": column("metrics.grad_time_ratio"),
+    })
+    grouped = work.groupby("group", sort=False)
+    summary = grouped.agg(
+        n=("ok", "size"),
+        n_ok=("ok", "sum"),
+        n_diverged=("diverged", "sum"),
+        best_val_n=("primary", "count"),
+        best_val_mean=("primary", "mean"),
+        best_val_std=("primary", "std"),
+        reached=("reached", "sum"),
+        samples_per_s_median=("samples_per_s", "median"),
+        samples_per_s_min=("samples_per_s", "min"),
+        samples_per_s_max=("samples_per_s", "max"),
+        step_ms_median=("step_ms", "median"),
+        peak_memory_mb_median=("peak_memory_mb", "median"),
+        grad_std_mean=("grad_std", "mean"),
+        grad_kurtosis_mean=("grad_kurtosis", "mean"),
+        grad_kurtosis_max=("grad_kurtosis_max", "max"),
+        grad_norm_median_median=("grad_norm_median", "median"),
+        grad_norm_max_max=("grad_norm_max", "max"),
+        grad_time_ratio_init_mean=("grad_time_ratio_init", "mean"),
+        grad_time_ratio_mean=("grad_time_ratio", "mean"),
+    )
+    # The lower median: "not reached" exactly when more than half of the runs did not reach it.
+    summary["steps_to_target_median"] = grouped["steps"].quantile(0.5, interpolation="lower")
+    summary["seconds_to_target_median"] = grouped["seconds"].quantile(0.5, interpolation="lower")
+    summary["divergence_rate"] = summary["n_diverged"] / summary["n"]
+    half = _t_half_width(summary["best_val_std"], summary["best_val_n"])
+    summary["best_val_ci_low"] = summary["best_val_mean"] - half
+    summary["best_val_ci_high"] = summary["best_val_mean"] + half
+
+    first = trained.groupby("group", sort=False).first()
+    summary.insert(0, "task", first["task.name"])
+    for position, axis in enumerate([a for a in axes if a != "axes.task"], start=1):
+        summary.insert(position, axis.removeprefix("axes."), first[axis])
+    summary["metric"] = first["task.metric"] if "task.metric" in first else "best_val"
+    summary["higher_is_better"] = first["task.higher_is_better"].astype(bool)
+    summary["memory_kind"] = (trained.groupby("group", sort=False)["throughput.memory_kind"]
+                              .agg(lambda kinds: "/".join(sorted(set(kinds.dropna().astype(str)))))
+                              if "throughput.memory_kind" in trained else "")
+    summary = summary.reset_index()
+
+    oriented = summary["best_val_mean"].where(summary["higher_is_better"], -summary["best_val_mean"])
+    summary["rank"] = oriented.groupby(summary["task"]).rank(ascending=False, method="min")
+    summary["best"] = summary["rank"].eq(1) & summary["best_val_mean"].notna()
+    summary = summary.assign(_order=oriented.fillna(-math.inf))
+    summary = summary.sort_values(["task", "_order"], ascending=[True, False], kind="stable")
+    leading = ["task", "group", *[a.removeprefix("axes.") for a in axes if a != "axes.task"], "rank", "best",
+               "metric", "higher_is_better", "best_val_mean", "best_val_ci_low", "best_val_ci_high",
+               "best_val_std", "best_val_n", "n", "n_ok", "n_diverged", "divergence_rate", "reached",
+               "steps_to_target_median", "seconds_to_target_median"]
+    ordered = leading + [c for c in summary.columns if c not in leading and c != "_order"]
+    return summary[ordered].reset_index(drop=True)
+
+
+def main_axes(runs: pd.DataFrame, axes: list[str]) -> list[str]:
+    """The two axes a heatmap is drawn over: norm x placement when both vary, else the widest."""
+    candidates = [a for a in axes if a not in ("axes.task",)]
+    if "axes.norm" in candidates and "axes.placement" in candidates:
+        return ["axes.norm", "axes.placement"]
+    width = {a: runs[a].astype(str).nunique() for a in candidates}
+    preferred = [a for a in ("axes.norm", "axes.placement") if a in candidates]
+    rest = sorted((a for a in candidates if a not in preferred), key=lambda a: -width[a])
+    return (preferred + rest)[:2]
+
+
+def axis_grid(runs: pd.DataFrame, row: str, col: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Primary-metric mean (ok runs) and divergence rate (trained runs) over row x col, one task."""
+    trained = runs[runs["status"].isin(TRAINED)]
+    rows = sorted_values(trained[row])
+    cols = sorted_values(trained[col])
+    keys = [trained[row].map(format_value), trained[col].map(format_value)]
+    primary = trained[PRIMARY].where(trained["status"] == "ok") if PRIMARY in trained else np.nan
+    frame = pd.DataFrame({"row": keys[0], "col": keys[1], "primary": primary,
+                          "diverged": (trained["status"] == "diverged").astype(float)})
+    index = [format_value(v) for v in rows]
+    columns = [format_value(v) for v in cols]
+    metric = frame.pivot_table(index="row", columns="col", values="primary", aggfunc="mean", dropna=False)
+    diverged = frame.pivot_table(index="row", columns="col", values="diverged", aggfunc="mean", dropna=False)
+    return (metric.reindex(index=index, columns=columns), diverged.reindex(index=index, columns=columns))
+
+
+def curve_bands(curves: pd.DataFrame, runs: pd.DataFrame, kind: str, value: str,
+                log: bool = False) -> pd.DataFrame:
+    """Mean and 95% t-band across seeds of one curve, per group and step.
+
+    Columns: task, group, step, time_s (mean train seconds at that step), mean, low, high, n.
+    With log=True the statistics are taken on log10(value) and returned exponentiated, which is
+    the geometric mean: the right centre for gradient norms that span decades.
+    """
+    lines = curves[(curves["kind"] == kind) & curves[value].notna()]
+    lines = lines.merge(runs[["run_dir", "group", "task.name"]], on="run_dir", how="inner")
+    y = lines[value].astype(float)
+    if log:
+        y = np.log10(y.where(y > 0))
+    lines = lines.assign(y=y).replace([np.inf, -np.inf], np.nan).dropna(subset=["y"])
+    if lines.empty:
+        return pd.DataFrame(columns=["task", "group", "step", "time_s", "mean", "low", "high", "n"])
+    bands = (lines.groupby(["task.name", "group", "step"], sort=True)
+             .agg(time_s=("time_s", "mean"), mean=("y", "mean"), std=("y", "std"), n=("y", "count"))
+             .reset_index().rename(columns={"task.name": "task"}))
+    half = _t_half_width(bands["std"], bands["n"])
+    bands["low"] = bands["mean"] - half
+    bands["high"] = bands["mean"] + half
+    if log:
+        for column in ("mean", "low", "high"):
+            bands[column] = 10.0 ** bands[column]
+    return bands.drop(columns="std")
+
+
+def grad_time_profiles(records: Iterable[RunRecord], runs: pd.DataFrame) -> pd.DataFrame:
+    """Geometric mean over seeds of ||dL/dh_t|| per group, t and moment (init / final)."""
+    group_of = dict(zip(runs["run_dir"], runs["group"]))
+    pieces = []
+    for record in records:
+        group = group_of.get(str(record.run_dir))
+        profiles = record.summary.get("profiles")
+        if group is None or not isinstance(profiles, dict):
+            continue
+        for moment in ("init", "final"):
+            norms = profiles.get(f"grad_time_{moment}")
+            if not isinstance(norms, list) or not norms:
+                continue
+            values = pd.to_numeric(pd.Series(norms), errors="coerce").to_numpy(dtype=float)
+            pieces.append(pd.DataFrame({"group": group, "moment": moment,
+                                        "t": np.arange(1, len(values) + 1), "norm": values}))
+    if not pieces:
+        return pd.DataFrame(columns=["group", "moment", "t", "norm"])
+    long = pd.concat(pieces, ignore_index=True)
+    long = long[long["norm"] > 0]
+    long["log_norm"] = np.log10(long["norm"])
+    profile = long.groupby(["group", "moment", "t"], sort=True)["log_norm"].mean().reset_index()
+    profile["norm"] = 10.0 ** profile.pop("log_norm")
+    return profile
+
+
+def display_path(path: str | Path, base: Path) -> str:
+    """A run directory relative to base when it lies below it, else as given."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def plotted_groups(summary: pd.DataFrame, limit: int = 12) -> list[str]:
+    """The groups that get a curve: the best of each task in leaderboard order, `limit` in all."""
+    if summary.empty:
+        return []
+    tasks = summary["task"].unique()
+    per_task = max(1, math.ceil(limit / len(tasks)))
+    chosen = summary.groupby("task", sort=False).head(per_task)
+    return chosen["group"].head(limit).tolist()
+
+
+def legend_labels(summary: pd.DataFrame, groups: list[str], axes: list[str]) -> dict[str, str]:
+    """Group labels naming only the axes that differ among `groups`, so legends stay readable."""
+    chosen = summary[summary["group"].isin(groups)].drop_duplicates("group")
+    names = [a.removeprefix("axes.") for a in axes if a != "axes.task"]
+    differing = [n for n in names if n in chosen and chosen[n].astype(str).nunique() > 1]
+    if not differing:
+        return {g: g for g in groups}
+    labels = {}
+    for _, row in chosen.iterrows():
+        labels[row["group"]] = ", ".join(f"{n}={format_value(row[n])}" for n in differing)
+    return {g: labels.get(g, g) for g in groups}

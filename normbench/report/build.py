@@ -1,0 +1,181 @@
+"""records -> frames -> CSVs, figures, claims -> report.md and report.html. The whole pipeline.
+
+Each stage reads only what the previous one produced; build_report is the single entry point,
+used by `python -m normbench.report` and by the runner at the end of a multirun.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from normbench.report import aggregate, figures, tables
+from normbench.report.claims import evaluate_claims
+from normbench.report.intervals import METHOD
+from normbench.report.records import Records, find_records, read_curves
+from normbench.report.render import write_report
+
+CURVE_GROUPS = 12  # most groups drawn in the curve figures
+BAR_GROUPS = 30  # most groups drawn in the throughput and memory bars
+
+
+class NoUsableRecords(Exception):
+    """Nothing under the given paths can be reported on; the message is one line."""
+
+
+def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
+    """Writes the report for the run records under `paths` into `out`; returns report.html's path.
+
+    `out` defaults to the first path. Unreadable, foreign and incomplete records are named in one
+    warning line on stderr and in the report; they never stop it. Raises NoUsableRecords when no
+    record is left.
+    """
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("build_report needs at least one path")
+    out = Path(out) if out is not None else paths[0]
+    records = find_records(paths)
+    runs = aggregate.runs_frame(records.runs)
+    if not (runs["status"] != "incomplete").any():
+        where = ", ".join(str(p) for p in paths)
+        aside = len(records.set_aside) + len(runs) + len(records.missing_paths)
+        raise NoUsableRecords(f"no usable run records under {where} ({aside} unreadable, foreign, "
+                              f"incomplete or missing)")
+    _warn_set_aside(records, runs)
+
+    axes = aggregate.varying_axes(runs)
+    runs = aggregate.label_groups(runs, axes)
+    summary = aggregate.summarize_groups(runs, axes)
+    out.mkdir(parents=True, exist_ok=True)
+    runs.to_csv(out / "runs.csv", index=False)
+    summary.to_csv(out / "summary.csv", index=False)
+    for stale in (out / "figures").glob("*.png"):
+        stale.unlink()
+
+    context = {
+        "title": "normbench report",
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "inputs": [str(p) for p in paths],
+        "method": METHOD,
+        "what_was_run": _what_was_run(records, runs, axes, out),
+        "leaderboards": tables.leaderboards(summary, axes),
+        **_figure_sections(records, runs, summary, axes, out),
+        "divergences": tables.divergence_table(runs, axes, out),
+        "claims": [tables.claim_view(c, v) for c, v in evaluate_claims(runs)],
+    }
+    context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
+    _, html = write_report(context, out)
+    return html
+
+
+def _warn_set_aside(records: Records, runs: pd.DataFrame) -> None:
+    aside = [f"{p} (missing)" for p in records.missing_paths]
+    aside += [f"{r.path} ({r.why})" for r in records.set_aside]
+    aside += [f"{d} (incomplete: status running)" for d in runs.loc[runs["status"] == "incomplete", "run_dir"]]
+    if aside:
+        print(f"normbench.report: warning: set aside {len(aside)} record(s): {'; '.join(aside)}",
+              file=sys.stderr)
+
+
+def _what_was_run(records: Records, runs: pd.DataFrame, axes: list[str], out: Path) -> dict:
+    finished = runs[runs["status"] != "incomplete"]
+    varying = tables.Table(["axis", "values"], [
+        [a.removeprefix("axes."), ", ".join(aggregate.format_value(v)
+                                            for v in aggregate.sorted_values(finished[a]))]
+        for a in axes])
+    fixed = tables.Table(["setting", "value"], [[k, aggregate.format_value(v)]
+                                                for k, v in aggregate.fixed_settings(runs).items()])
+    task_rows = []
+    for task, mine in finished.groupby("task.name", sort=True):
+        first = mine.iloc[0]
+        task_rows.append([str(task), aggregate.format_value(first.get("task.metric")),
+                          "higher is better" if first["task.higher_is_better"] else "lower is better",
+                          aggregate.format_value(first.get("task.target")),
+                          aggregate.format_value(first.get("task.chance")), str(len(mine))])
+    return {
+        "n_records": len(runs),
+        "n_trained": tables.trained_count(runs),
+        "varying": varying,
+        "fixed": fixed,
+        "tasks": tables.Table(["task", "metric", "direction", "target", "chance", "runs"], task_rows),
+        "statuses": tables.status_table(runs),
+        "unfinished": tables.unfinished_table(runs, axes, out),
+        "set_aside": [f"{aggregate.display_path(r.path, out)}: {r.why}" for r in records.set_aside]
+                     + [f"{p}: path does not exist" for p in records.missing_paths],
+        "environment": tables.environment_table(finished),
+        "dates": tables.date_range(runs),
+    }
+
+
+def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
+                     out: Path) -> dict:
+    metrics = ({} if summary.empty else
+               {str(t): (str(m), bool(h)) for t, m, h in
+                summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)})
+    sections: dict = {}
+
+    # Heatmaps over the two main axes, one panel per task.
+    grid_axes = aggregate.main_axes(runs, axes)
+    if len(grid_axes) < 2 or summary.empty:
+        varying = ", ".join(a.removeprefix("axes.") for a in axes if a != "axes.task") or "none"
+        sections["heatmaps"] = {"figures": [], "skipped": f"Fewer than 2 axes vary (varying: {varying}), "
+                                                         f"so there is no grid to draw."}
+    else:
+        row, col = grid_axes
+        trained = runs[runs["status"].isin(aggregate.TRAINED)]
+        grids = {str(t): aggregate.axis_grid(mine, row, col) for t, mine in trained.groupby("task.name", sort=True)}
+        others = [a.removeprefix("axes.") for a in axes if a not in (row, col, "axes.task")]
+        note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}. Each cell averages "
+                f"its runs over seeds" + (f" and over {', '.join(others)}." if others else ".")
+                + " Empty cells: no run (or no ok run) there.")
+        sections["heatmaps"] = {"figures": figures.heatmaps(grids, row, col, metrics, out, note), "skipped": ""}
+
+    # Curves: the best groups only, so the figure count and the metrics.jsonl reading stay bounded.
+    groups = aggregate.plotted_groups(summary, CURVE_GROUPS)
+    labels = aggregate.legend_labels(summary, groups, axes)
+    shown = runs[runs["group"].isin(groups) & runs["status"].isin(aggregate.TRAINED)]
+    note = _shown_note(len(groups), len(summary))
+    curves = read_curves(shown["run_dir"])
+    eval_bands = aggregate.curve_bands(curves, shown, "eval", "val_metric")
+    grad_bands = aggregate.curve_bands(curves, shown, "train", "grad_norm", log=True)
+    sections["curves"] = {"figures": figures.learning_curves(eval_bands, labels, metrics, out, note),
+                          "skipped": "" if not eval_bands.empty else "No eval lines in the runs' metrics.jsonl."}
+    grad_norm = figures.grad_norm_curves(grad_bands, labels, out, note)
+
+    # Flow through time exists for recurrent groups only; they get their own pick of the best.
+    recurrent = summary[summary["grad_time_ratio_init_mean"].notna()] if not summary.empty else summary
+    flow_groups = aggregate.plotted_groups(recurrent, CURVE_GROUPS)
+    flow_runs = runs[runs["group"].isin(flow_groups) & runs["status"].isin(aggregate.TRAINED)]
+    profiles = aggregate.grad_time_profiles(records.runs, flow_runs)
+    flow = figures.grad_flow(profiles, aggregate.legend_labels(summary, flow_groups, axes), out,
+                             _shown_note(len(flow_groups), len(recurrent), "recurrent "))
+    sections["gradients"] = {
+        "figures": [f for f in (grad_norm, flow) if f is not None],
+        "skipped": " ".join(s for s in (
+            "" if grad_norm else "No train lines with grad_norm in the runs' metrics.jsonl.",
+            "" if flow else "No recurrent runs with grad_time profiles, so no gradient flow through time.")
+            if s),
+        "table": tables.gradient_table(summary, axes) if not summary.empty else None,
+    }
+
+    bars = summary.head(BAR_GROUPS)
+    bar_note = (f"The first {BAR_GROUPS} of {len(summary)} groups in leaderboard order." if len(summary) > BAR_GROUPS
+                else "Groups in leaderboard order.")
+    speed = figures.throughput(bars, out, bar_note) if not bars.empty else None
+    memory = figures.peak_memory(bars, out, bar_note) if not bars.empty else None
+    sections["throughput"] = {
+        "figures": [f for f in (speed, memory) if f is not None],
+        "skipped": "" if speed or memory else "No run recorded throughput or memory.",
+    }
+    return sections
+
+
+def _shown_note(shown: int, total: int, kind: str = "") -> str:
+    if shown >= total:
+        return ""
+    return (f"Showing {shown} of {total} {kind}groups (the best of each task by the primary metric); "
+            f"all are in summary.csv.")

@@ -1,0 +1,59 @@
+"""The two report files from one context: report.md (GitHub pipe tables, figures by relative path)
+and report.html (one self-contained file: inline CSS, figures as base64 data URIs, no scripts).
+
+Every string in the context may come from a config, a path or a failure reason, so the HTML
+environment autoescapes everything and the Markdown filters escape every cell.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+import jinja2
+
+from normbench.report.tables import Table
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def markdown_text(value: object) -> str:
+    """Text safe inside a GitHub pipe-table cell: HTML escaped, pipes escaped, one line."""
+    text = html.escape(str(value), quote=False)
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def markdown_table(table: Table) -> str:
+    if not table.columns:
+        return ""
+    lines = ["| " + " | ".join(markdown_text(c) for c in table.columns) + " |",
+             "|" + "|".join("---" for _ in table.columns) + "|"]
+    lines += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in table.rows]
+    if table.note:
+        lines += ["", f"*{markdown_text(table.note)}*"]
+    return "\n".join(lines)
+
+
+def _environment(autoescape: bool) -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=autoescape,
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                              keep_trailing_newline=True)
+
+
+def write_report(context: dict, out: Path) -> tuple[Path, Path]:
+    markdown = _environment(autoescape=False)
+    markdown.filters["md"] = markdown_text
+    markdown.filters["md_table"] = markdown_table
+    md_path = out / "report.md"
+    md_path.write_text(markdown.get_template("report.md.j2").render(**context), encoding="utf-8")
+
+    def data_uri(relative_path: str) -> str:
+        encoded = base64.b64encode((out / relative_path).read_bytes()).decode("ascii")
+        return f"data:image/png;base64,{encoded}"
+
+    page = _environment(autoescape=True)
+    page.filters["data_uri"] = data_uri
+    html_path = out / "report.html"
+    html_path.write_text(page.get_template("report.html.j2").render(**context), encoding="utf-8")
+    return md_path, html_path

@@ -1,0 +1,232 @@
+"""Display tables: the aggregated frames as rows of formatted strings, ready for either template.
+
+Both templates get the same Table objects, so the Markdown and the HTML report can never disagree
+about a number; escaping is the templates' job (Jinja2 autoescape for HTML, a pipe-table filter for
+Markdown).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from normbench.report.aggregate import STATUSES, TRAINED, display_path, format_value
+from normbench.report.claims import Claim, Effect, Verdict
+
+MAX_ROWS = 200  # a table past this length is cut, with a pointer to the CSV
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    task: str
+    metric: str
+    higher_is_better: bool
+    table: Table
+
+
+@dataclass
+class ClaimView:
+    id: str
+    statement: str
+    citation: str
+    status: str
+    effect: str
+    more_effects: list[str]
+    n_per_arm: str
+    explanation: str
+    evidence: Table
+    css: str = field(default="")
+
+
+def number(value, digits: int = 4) -> str:
+    if value is None:
+        return "—"
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(value):
+        return "—"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    if 10**digits <= abs(value) < 1e15:  # 15360 reads better than 1.536e+04
+        return f"{value:.0f}"
+    return f"{value:.{digits}g}"
+
+
+def _cut(rows: list[list[str]], what: str) -> tuple[list[list[str]], str]:
+    if len(rows) <= MAX_ROWS:
+        return rows, ""
+    return rows[:MAX_ROWS], f"First {MAX_ROWS} of {len(rows)} {what}; all are in runs.csv."
+
+
+def status_table(runs: pd.DataFrame) -> Table:
+    counts = runs["status"].value_counts()
+    rows = [[status, str(int(counts.get(status, 0)))] for status in STATUSES]
+    rows += [[str(status), str(int(n))] for status, n in counts.items() if status not in STATUSES]
+    return Table(["status", "runs"], rows)
+
+
+def environment_table(runs: pd.DataFrame) -> Table:
+    rows = []
+    for key in ("device_name", "device", "torch", "python", "normbench_version", "git_commit"):
+        column = f"environment.{key}"
+        if column not in runs:
+            continue
+        for value, n in runs[column].fillna("not recorded").astype(str).value_counts().items():
+            rows.append([key, value, str(int(n))])
+    return Table(["setting", "value", "runs"], rows)
+
+
+def date_range(runs: pd.DataFrame) -> str:
+    started = pd.to_datetime(runs.get("time.started"), errors="coerce", utc=True).dropna()
+    ended = pd.to_datetime(runs.get("time.ended"), errors="coerce", utc=True).dropna()
+    if started.empty and ended.empty:
+        return "not recorded"
+    first = (started if not started.empty else ended).min()
+    last = (ended if not ended.empty else started).max()
+    return f"{first:%Y-%m-%d %H:%M} – {last:%Y-%m-%d %H:%M} UTC"
+
+
+def _axis_header(axes: list[str]) -> list[str]:
+    return [a.removeprefix("axes.") for a in axes] or ["group"]
+
+
+def _axis_cells(row: pd.Series, axes: list[str]) -> list[str]:
+    """The axis values of one summary row (whose columns are the bare axis names)."""
+    if not axes:
+        return [str(row["group"])]
+    return [format_value(row[a.removeprefix("axes.")]) for a in axes]
+
+
+def mean_with_interval(row: pd.Series) -> str:
+    n = int(row["best_val_n"]) if pd.notna(row["best_val_n"]) else 0
+    if n == 0:
+        return "—"
+    if n == 1:
+        return f"{number(row['best_val_mean'])} (n=1)"
+    half = row["best_val_ci_high"] - row["best_val_mean"]
+    return f"{number(row['best_val_mean'])} ± {number(half, 2)}"
+
+
+def to_target(value: float) -> str:
+    return number(value) if math.isfinite(value) else "not reached"
+
+
+def leaderboards(summary: pd.DataFrame, axes: list[str]) -> list[Leaderboard]:
+    axes = [a for a in axes if a != "axes.task"]
+    boards = []
+    for task, rows in summary.groupby("task", sort=False):
+        metric = str(rows["metric"].iloc[0])
+        higher = bool(rows["higher_is_better"].iloc[0])
+        columns = ["rank", "best", *_axis_header(axes), f"{metric} mean ± 95% CI", "ok / runs",
+                   "divergence rate", "steps to target (median)", "reached", "s to target (median)",
+                   "samples/s (median)", "step ms (median)", "peak MB (median)"]
+        body = []
+        for _, row in rows.iterrows():
+            body.append([
+                number(row["rank"]) if pd.notna(row["best_val_mean"]) else "—",
+                "★" if row["best"] else "",
+                *_axis_cells(row, axes),
+                mean_with_interval(row),
+                f"{int(row['n_ok'])} / {int(row['n'])}",
+                number(row["divergence_rate"], 2),
+                to_target(row["steps_to_target_median"]),
+                f"{int(row['reached'])}/{int(row['n'])}",
+                to_target(row["seconds_to_target_median"]),
+                number(row["samples_per_s_median"]),
+                number(row["step_ms_median"]),
+                number(row["peak_memory_mb_median"]),
+            ])
+        body, note = _cut(body, "groups")
+        boards.append(Leaderboard(str(task), metric, higher, Table(columns, body, note)))
+    return boards
+
+
+_GRADIENT_COLUMNS = [
+    ("grad_std_mean", "grad std (mean)"),
+    ("grad_kurtosis_mean", "grad kurtosis (mean; normal = 3)"),
+    ("grad_kurtosis_max", "grad kurtosis (max over probes)"),
+    ("grad_norm_median_median", "grad norm (median)"),
+    ("grad_norm_max_max", "grad norm (max)"),
+    ("grad_time_ratio_init_mean", "grad_time_ratio at init (mean)"),
+    ("grad_time_ratio_mean", "grad_time_ratio at end (mean)"),
+]
+
+
+def gradient_table(summary: pd.DataFrame, axes: list[str]) -> Table:
+    present = [(c, title) for c, title in _GRADIENT_COLUMNS if c in summary and summary[c].notna().any()]
+    task_column = ["task"] if summary["task"].nunique() > 1 else []
+    columns = [*task_column, *_axis_header([a for a in axes if a != "axes.task"]), "runs",
+               *[title for _, title in present]]
+    body = []
+    for _, row in summary.iterrows():
+        body.append([*([str(row["task"])] if task_column else []),
+                     *_axis_cells(row, [a for a in axes if a != "axes.task"]), str(int(row["n"])),
+                     *[number(row[c]) for c, _ in present]])
+    body, note = _cut(body, "groups")
+    return Table(columns, body, note)
+
+
+def _run_table(runs: pd.DataFrame, axes: list[str], base: Path, extra: list[tuple[str, str]]) -> list[list[str]]:
+    body = []
+    for _, row in runs.iterrows():
+        cells = [row.get(c) for c, _ in extra]
+        body.append([*[format_value(row[a]) for a in axes], format_value(row["seed"]),
+                     *[c if isinstance(c, str) else number(c) for c in cells],
+                     display_path(row["run_dir"], base)])
+    return body
+
+
+def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
+    diverged = runs[runs["status"] == "diverged"]
+    extra = [("metrics.diverged_at_step", "diverged at step"), ("metrics.last_finite_loss", "last finite loss"),
+             ("reason", "reason")]
+    columns = [*[a.removeprefix("axes.") for a in axes], "seed", *[t for _, t in extra], "run dir"]
+    body, note = _cut(_run_table(diverged, axes, base, extra), "diverged runs")
+    return Table(columns, body, note)
+
+
+def unfinished_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
+    """Every run that did not end ok, incomplete ones included, with the record's reason."""
+    others = runs[runs["status"] != "ok"]
+    columns = ["status", *[a.removeprefix("axes.") for a in axes], "seed", "reason", "run dir"]
+    body = [[row["status"], *cells] for (_, row), cells in
+            zip(others.iterrows(), _run_table(others, axes, base, [("reason", "reason")]))]
+    body, note = _cut(body, "runs")
+    return Table(columns, body, note)
+
+
+def effect_text(effect: Effect | None) -> str:
+    if effect is None:
+        return "—"
+    interval = ("95% interval undefined" if effect.interval is None else
+                f"95% CI [{number(effect.interval[0], 3)}, {number(effect.interval[1], 3)}]")
+    return f"{effect.label}: {number(effect.estimate, 3)} ({interval})"
+
+
+def claim_view(claim: Claim, verdict: Verdict) -> ClaimView:
+    evidence = verdict.evidence
+    table = Table([str(c) for c in evidence.columns],
+                  [[number(v, 4) if not isinstance(v, str) else v for v in row]
+                   for row in evidence.itertuples(index=False, name=None)])
+    arms = ", ".join(f"{name}: {n}" for name, n in verdict.n_per_arm.items()) or "—"
+    return ClaimView(claim.id, claim.statement, claim.citation, verdict.status, effect_text(verdict.effect),
+                     [effect_text(e) for e in verdict.more_effects], arms, verdict.explanation, table,
+                     verdict.status.replace(" ", "-"))
+
+
+def trained_count(runs: pd.DataFrame) -> int:
+    return int(runs["status"].isin(TRAINED).sum())

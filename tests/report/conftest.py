@@ -1,0 +1,126 @@
+"""Run records written by hand, following docs/run-record.md, for the report's tests."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+SCHEMA = "normbench.run/1"
+
+DEFAULT_AXES = {
+    "model": "transformer", "task": "copy", "norm": "ln", "placement": "pre", "precision": "fp32",
+    "impl": "torch", "eps": 1e-5, "gamma_init": 1.0, "batch_size": 32, "lr": 1e-3, "warmup_steps": 0,
+    "layers": 2, "hidden": 64, "optim": "adamw", "steps": 100, "norm_fp32": False,
+}
+TASKS = {
+    "copy": {"name": "copy", "metric": "accuracy", "higher_is_better": True, "chance": 0.1, "target": 0.9},
+    "adding": {"name": "adding", "metric": "mse", "higher_is_better": False, "chance": 0.167, "target": 0.01},
+}
+
+
+def _curve(best: float, chance: float, evals: int) -> list[float]:
+    """Validation values that move from chance to `best` over `evals` evaluations."""
+    return [chance + (best - chance) * (1 - math.exp(-3 * (i + 1) / evals)) / (1 - math.exp(-3)) for i in range(evals)]
+
+
+def make_record(name: str = "run", *, status: str = "ok", seed: int = 0, best_val: float | None = 0.95,
+                axes: dict | None = None, metrics: dict | None = None, throughput: dict | None = None,
+                profiles: dict | None = None, reason: str | None = None, eval_every: int = 25,
+                log_every: int = 10, recurrent: bool = False) -> tuple[dict, list[dict]]:
+    """The summary.json object and the metrics.jsonl lines of one run."""
+    axes = {**DEFAULT_AXES, **(axes or {})}
+    task = TASKS[axes["task"]]
+    steps = axes["steps"]
+    evals = steps // eval_every
+    higher = task["higher_is_better"]
+    values = _curve(best_val if best_val is not None else task["chance"], task["chance"], evals)
+    eval_steps = [eval_every * (i + 1) for i in range(evals)]
+    reached = [s for s, v in zip(eval_steps, values) if (v >= task["target"] if higher else v <= task["target"])]
+    step_ms = 12.0
+    train_s = steps * step_ms / 1000
+
+    lines = []
+    for step in range(log_every, steps + 1, log_every):
+        lines.append({"kind": "train", "step": step, "loss": 2.0 / step ** 0.5, "lr": axes["lr"],
+                      "grad_norm": 1.5 + 0.1 * seed + 10.0 / step, "time_s": step * step_ms / 1000})
+        if step % 50 == 0:
+            lines.append({"kind": "probe", "step": step, "grad_std": 0.01, "grad_kurtosis": 3.3,
+                          "layer_grad_norm": {"layers.0": 0.5, "layers.1": 0.4},
+                          "act_max_abs": {"layers.0": 3.0}, "act_rms": {"layers.0": 1.0}})
+    for step, value in zip(eval_steps, values):
+        lines.append({"kind": "eval", "step": step, "val_metric": value, "val_loss": 1.0 - value,
+                      "time_s": step * step_ms / 1000})
+    lines.sort(key=lambda line: (line["step"], line["kind"] != "train"))
+
+    summary_profiles = {"layer_grad_norm_init": {"embed": 1.0, **{f"layers.{i}": 0.5 for i in range(axes["layers"])}}}
+    summary_metrics = {
+        "best_val": best_val, "final_val": best_val, "test": best_val, "final_train_loss": 0.1,
+        "steps_to_target": reached[0] if reached else None,
+        "seconds_to_target": reached[0] * step_ms / 1000 if reached else None,
+        "diverged_at_step": None, "last_finite_loss": None, "loss_spikes": 0, "loss_spike_steps": [],
+        "grad_norm_median": 1.6, "grad_norm_max": 5.0, "grad_std": 0.01, "grad_kurtosis": 3.3,
+        "grad_kurtosis_max": 4.0, "act_max_abs": 3.0, "act_rms": 1.0,
+        "grad_time_ratio_init": -1.0 if recurrent else None, "grad_time_ratio": -0.8 if recurrent else None,
+        "bn_train_eval_gap": 0.01 if axes["norm"] == "bn" else None,
+    }
+    if recurrent:
+        summary_profiles["grad_time_init"] = [10 ** (-1.0 * (20 - t) / 19) for t in range(1, 21)]
+        summary_profiles["grad_time_final"] = [10 ** (-0.8 * (20 - t) / 19) for t in range(1, 21)]
+    summary = {
+        "schema": SCHEMA,
+        "status": status,
+        "reason": reason if reason is not None or status in ("ok", "running") else f"{status} for a test",
+        "config": {"seed": seed, "lr": axes["lr"], "batch_size": axes["batch_size"], "steps": steps,
+                   "norm": {"kind": axes["norm"], "eps": axes["eps"]}, "task": {"name": task["name"]}},
+        "overrides": [f"norm={axes['norm']}", f"seed={seed}"],
+        "config_hash": f"{abs(hash((name, seed))) % 16**16:016x}",
+        "axes": axes,
+        "seed": seed,
+        "task": task,
+        "metrics": {**summary_metrics, **(metrics or {})},
+        "profiles": {**summary_profiles, **(profiles or {})},
+        "throughput": {"step_ms_median": step_ms, "step_ms_p10": 11.0, "step_ms_p90": 14.0, "timed_steps": steps - 5,
+                       "warmup_steps_excluded": 5, "samples_per_s": axes["batch_size"] / step_ms * 1000,
+                       "tokens_per_s": axes["batch_size"] / step_ms * 1000 * 20, "peak_memory_mb": 150.0,
+                       "memory_kind": "process_max_rss", **(throughput or {})},
+        "environment": {"python": "3.11.9", "torch": "2.5.1", "device": "cpu", "device_name": "test-cpu",
+                        "cuda": None, "cudnn": None, "threads": 2, "hostname": "host", "platform": "linux",
+                        "normbench_version": "0.1.0", "git_commit": "abc1234"},
+        "time": {"started": "2025-01-02T10:00:00Z", "ended": "2025-01-02T10:00:05Z", "wall_s": 5.0,
+                 "train_s": train_s},
+    }
+    return summary, lines
+
+
+def write_record(root: Path, name: str, **fields) -> Path:
+    """One run directory with summary.json and metrics.jsonl (see make_record); returns it."""
+    summary, lines = make_record(name, **fields)
+    run_dir = root / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return run_dir
+
+
+def runs_of(*records: dict):
+    """The report's runs table for in-memory records (make_record's keyword arguments each)."""
+    from normbench.report.aggregate import runs_frame
+    from normbench.report.records import RunRecord
+
+    return runs_frame(RunRecord(Path(f"/runs/{i}"), make_record(f"{i}", **fields)[0])
+                      for i, fields in enumerate(records))
+
+
+
+
+@pytest.fixture(name="write_record", scope="session")
+def write_record_fixture():
+    return write_record
+
+
+@pytest.fixture(name="runs_of", scope="session")
+def runs_of_fixture():
+    return runs_of

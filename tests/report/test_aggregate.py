@@ -1,0 +1,105 @@
+"""runs.csv / summary.csv content: flat columns, varying axes, group statistics, direction."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from normbench.report.aggregate import (ALL_RUNS, label_groups, legend_labels, main_axes, plotted_groups,
+                                        summarize_groups, varying_axes)
+from normbench.report.tables import leaderboards, mean_with_interval
+
+
+def grouped(runs):
+    axes = varying_axes(runs)
+    runs = label_groups(runs, axes)
+    return runs, axes, summarize_groups(runs, axes)
+
+
+def test_runs_frame_is_flat(runs_of):
+    runs = runs_of({"seed": 3, "axes": {"norm": "rms"}})
+    for column in ("run_dir", "status", "reason", "seed", "config_hash", "axes.norm", "axes.batch_size",
+                   "metrics.best_val", "metrics.steps_to_target", "throughput.samples_per_s",
+                   "throughput.memory_kind", "task.higher_is_better", "time.wall_s"):
+        assert column in runs, column
+    assert "metrics.loss_spike_steps" not in runs  # lists are not scalar columns
+    assert runs.loc[0, "seed"] == 3
+
+
+def test_varying_axes_ignore_seeds_and_constant_axes(runs_of):
+    runs = runs_of(*[{"seed": s, "axes": {"norm": n}} for s in range(3) for n in ("ln", "rms")])
+    assert varying_axes(runs) == ["axes.norm"]
+    _, _, summary = grouped(runs_of({"seed": 0}, {"seed": 1}))
+    assert summary["group"].tolist() == [ALL_RUNS]
+
+
+def test_group_statistics(runs_of):
+    rows = [{"seed": s, "best_val": v, "axes": {"norm": "ln"}} for s, v in enumerate((0.90, 0.92, 0.94))]
+    rows += [{"seed": 0, "best_val": 0.97, "axes": {"norm": "rms"}}]
+    rows += [{"seed": s, "axes": {"norm": "bn"}, "status": st, "best_val": 0.5} for s, st in
+             enumerate(("ok", "diverged", "diverged", "invalid"))]
+    runs, axes, summary = grouped(runs_of(*rows))
+    by = summary.set_index("norm")
+    assert by.loc["ln", "n"] == 3 and by.loc["ln", "best_val_mean"] == pytest.approx(0.92)
+    half = 4.3027 * 0.02 / math.sqrt(3)
+    assert by.loc["ln", "best_val_ci_high"] == pytest.approx(0.92 + half, abs=1e-4)
+    # invalid runs never trained: not counted; diverged ones count in n, not in the mean
+    assert (by.loc["bn", "n"], by.loc["bn", "n_ok"], by.loc["bn", "n_diverged"]) == (3, 1, 2)
+    assert by.loc["bn", "divergence_rate"] == pytest.approx(2 / 3)
+    assert by.loc["bn", "best_val_mean"] == pytest.approx(0.5)
+    # single-seed group: no interval, shown as n=1
+    assert math.isnan(by.loc["rms", "best_val_ci_low"])
+    assert mean_with_interval(by.loc["rms"].rename(None)) == "0.97 (n=1)"
+    assert summary["group"].iloc[0] == "norm=rms" and bool(summary["best"].iloc[0])
+
+
+def test_lower_is_better_ranks_ascending(runs_of):
+    rows = [{"seed": s, "best_val": v, "axes": {"task": "adding", "norm": n}}
+            for s in range(2) for n, v in (("ln", 0.02), ("rms", 0.01), ("none", 0.2))]
+    _, axes, summary = grouped(runs_of(*rows))
+    assert summary["norm"].tolist() == ["rms", "ln", "none"]
+    assert summary["best"].tolist() == [True, False, False]
+    (board,) = leaderboards(summary, axes)
+    assert board.table.rows[0][1] == "★" and not board.higher_is_better
+
+
+def test_not_reached_runs_count_in_steps_to_target(runs_of):
+    # copy task: target 0.9; best_val below it never reaches it
+    reached, missed = {"best_val": 0.95}, {"best_val": 0.5}
+    rows = [{"seed": 0, **reached, "axes": {"norm": "ln"}}, {"seed": 1, **missed, "axes": {"norm": "ln"}},
+            {"seed": 2, **missed, "axes": {"norm": "ln"}},
+            {"seed": 0, **reached, "axes": {"norm": "rms"}}, {"seed": 1, **reached, "axes": {"norm": "rms"}},
+            {"seed": 2, **missed, "axes": {"norm": "rms"}},
+            {"seed": 0, **reached, "axes": {"norm": "bn"}}, {"seed": 1, **reached, "axes": {"norm": "bn"}},
+            {"seed": 2, **missed, "axes": {"norm": "bn"}}, {"seed": 3, **missed, "axes": {"norm": "bn"}}]
+    runs, axes, summary = grouped(runs_of(*rows))
+    by = summary.set_index("norm")
+    assert by.loc["ln", "reached"] == 1 and by.loc["ln", "n"] == 3
+    assert math.isinf(by.loc["ln", "steps_to_target_median"])  # 2 of 3 never reached it
+    assert math.isinf(by.loc["ln", "seconds_to_target_median"])
+    assert math.isfinite(by.loc["rms", "steps_to_target_median"])  # 1 of 3 missed: the median reached it
+    assert math.isfinite(by.loc["bn", "steps_to_target_median"])  # exactly half: not "more than half"
+    (board,) = leaderboards(summary, axes)
+    ln_row = next(r for r in board.table.rows if "ln" in r)
+    assert "not reached" in ln_row and "1/3" in ln_row
+
+
+def test_main_axes_prefer_norm_and_placement(runs_of):
+    rows = [{"seed": 0, "axes": {"norm": n, "placement": p, "lr": lr, "batch_size": b}}
+            for n in ("ln", "rms") for p in ("pre", "post") for lr in (1e-4, 1e-3, 1e-2) for b in (8, 16, 32, 64)]
+    runs = runs_of(*rows)
+    axes = varying_axes(runs)
+    assert main_axes(runs, axes) == ["axes.norm", "axes.placement"]
+    assert main_axes(runs, [a for a in axes if a != "axes.placement"]) == ["axes.norm", "axes.batch_size"]
+    assert main_axes(runs, ["axes.lr", "axes.batch_size"]) == ["axes.batch_size", "axes.lr"]
+
+
+def test_plotted_groups_are_bounded_and_labels_short(runs_of):
+    rows = [{"seed": 0, "best_val": 0.5 + i / 100, "axes": {"lr": i / 1000, "norm": "ln" if i % 2 else "rms"}}
+            for i in range(1, 31)]
+    runs, axes, summary = grouped(runs_of(*rows))
+    groups = plotted_groups(summary, 12)
+    assert len(groups) == 12 and groups[0] == summary["group"].iloc[0]
+    labels = legend_labels(summary, groups[:1], axes)
+    assert labels[groups[0]] == groups[0]  # one group: nothing differs, the full label stays

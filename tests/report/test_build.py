@@ -1,0 +1,235 @@
+"""The whole report from records on disk: files, sections, escaping, self-containment, the CLI."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from normbench.report import NoUsableRecords, build_report
+
+INJECTION = "<script>alert(1)</script>"
+FIGURES = {"heatmap_primary", "heatmap_divergence", "curves_val_vs_step", "curves_val_vs_seconds",
+           "grad_norm_vs_step", "grad_flow_through_time", "throughput", "peak_memory"}
+SECTIONS = ["1. What was run", "2. Leaderboard", "3. Heatmaps", "4. Learning curves", "5. Gradients",
+            "6. Throughput and memory", "7. Divergences", "8. Claims"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, write_record):
+    """A small sweep with every kind of trouble the report must survive, and its report."""
+    sweep = tmp_path_factory.mktemp("sweep")
+    index = 0
+
+    def add(**fields):
+        nonlocal index
+        write_record(sweep, f"multirun/{index}", **fields)
+        index += 1
+
+    for norm in ("ln", "bn"):
+        for placement in ("pre", "post"):
+            for seed in (0, 1):
+                diverged = norm == "bn" and placement == "post" and seed == 1
+                add(seed=seed, best_val=0.5 if (norm, placement) == ("bn", "pre") else 0.93 + 0.01 * seed,
+                    status="diverged" if diverged else "ok",
+                    reason="loss became NaN at step 40 <b>boom</b>" if diverged else None,
+                    axes={"norm": norm, "placement": placement},
+                    metrics={"diverged_at_step": 40, "last_finite_loss": 7.5} if diverged else None)
+    add(seed=0, best_val=0.97, axes={"norm": "rms", "placement": INJECTION})  # a single-seed group
+    for seed in (0, 1):
+        add(seed=seed, best_val=0.91, recurrent=True, axes={"model": "lstm", "norm": "ln", "placement": "in_cell"})
+    add(seed=5, status="running", axes={"norm": "ln", "placement": "pre"})
+    (sweep / "multirun" / "corrupt").mkdir()
+    (sweep / "multirun" / "corrupt" / "summary.json").write_text('{"schema": "normbench.run/1", "stat')
+    (sweep / "multirun" / "foreign").mkdir()
+    (sweep / "multirun" / "foreign" / "summary.json").write_text(json.dumps({"schema": "other/1"}))
+
+    out = tmp_path_factory.mktemp("out")
+    stderr = io.StringIO()  # capsys is per test; this fixture is per module
+    with contextlib.redirect_stderr(stderr):
+        html_path = build_report([sweep], out)
+    return {"sweep": sweep, "out": out, "html_path": html_path, "stderr": stderr.getvalue(),
+            "html": html_path.read_text(), "md": (out / "report.md").read_text()}
+
+
+def test_outputs_exist(report):
+    out = report["out"]
+    assert report["html_path"] == out / "report.html"
+    for name in ("report.md", "report.html", "runs.csv", "summary.csv"):
+        assert (out / name).is_file(), name
+    assert {p.stem for p in (out / "figures").glob("*.png")} == FIGURES
+
+
+def test_one_warning_line_names_every_record_set_aside(report):
+    lines = report["stderr"].strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("normbench.report: warning")
+    for name in ("corrupt", "foreign", "multirun/11"):
+        assert name in lines[0]
+
+
+def test_csvs_have_the_expected_rows(report):
+    runs = pd.read_csv(report["out"] / "runs.csv")
+    assert len(runs) == 12  # 11 finished + 1 incomplete; corrupt and foreign are not runs
+    assert runs["status"].value_counts().to_dict() == {"ok": 10, "diverged": 1, "incomplete": 1}
+    summary = pd.read_csv(report["out"] / "summary.csv")
+    assert len(summary) == 6
+    assert set(summary["group"]) == {
+        "model=transformer, norm=ln, placement=pre", "model=transformer, norm=ln, placement=post",
+        "model=transformer, norm=bn, placement=pre", "model=transformer, norm=bn, placement=post",
+        f"model=transformer, norm=rms, placement={INJECTION}", "model=lstm, norm=ln, placement=in_cell"}
+    top = summary.iloc[0]
+    assert top["norm"] == "rms" and bool(top["best"]) and top["n"] == 1
+    bn_post = summary[(summary["norm"] == "bn") & (summary["placement"] == "post")].iloc[0]
+    assert (bn_post["n"], bn_post["n_diverged"], bn_post["divergence_rate"]) == (2, 1, 0.5)
+
+
+def test_sections_in_both_formats(report):
+    for title in SECTIONS:
+        assert f"## {title}" in report["md"]
+        assert title in report["html"]
+
+
+def test_what_was_run_lists_incomplete_and_set_aside(report):
+    md = report["md"]
+    assert "| incomplete |" in md
+    assert re.search(r"\| incomplete \| transformer \| ln \| pre \| 5 \|", md)
+    assert "unreadable summary.json" in md and "schema 'other/1'" in md
+    assert "test-cpu" in md and "2.5.1" in md and "2025-01-02" in md
+
+
+def test_leaderboard_marks_best_and_single_seed(report):
+    md = report["md"]
+    assert "★" in md
+    assert "0.97 (n=1)" in md
+    assert "not reached" in md  # bn/pre never reaches the 0.9 target
+
+
+def test_divergence_table(report):
+    section = report["md"].split("## 7. Divergences")[1].split("## 8.")[0]
+    assert re.search(r"\| transformer \| bn \| post \| 1 \| 40 \| 7\.5 \| loss became NaN", section)
+
+
+def test_claims_never_supported_by_a_single_seed(report):
+    md = report["md"]
+    for claim in ("ln_batch_robust", "postln_needs_warmup", "rms_faster_than_ln", "in_cell_most_stable"):
+        assert f"### {claim}: " in md
+    assert "### rms_faster_than_ln: inconclusive" in md  # rms has one seed
+
+
+def test_config_strings_are_escaped(report):
+    html, md = report["html"], report["md"]
+    assert INJECTION not in html and "<script" not in html.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<b>boom</b>" not in html and "&lt;b&gt;boom&lt;/b&gt;" in html
+    assert INJECTION not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
+
+
+def test_html_is_self_contained_and_embeds_every_figure(report):
+    html, out = report["html"], report["out"]
+    assert 'src="http' not in html and "<link" not in html and "url(" not in html
+    images = re.findall(r"<img [^>]*>", html)
+    assert images and all('src="data:image/png;base64,' in tag for tag in images)
+    pngs = sorted((out / "figures").glob("*.png"))
+    assert len(images) == len(pngs)
+    for png in pngs:
+        assert base64.b64encode(png.read_bytes()).decode() in html, png.name
+
+
+def test_markdown_references_figures_and_uses_pipe_tables(report):
+    md = report["md"]
+    for name in FIGURES:
+        assert f"](figures/{name}.png)" in md
+    lines = md.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
+            assert re.fullmatch(r"\|(---\|)+", lines[i + 1]), line  # a header is followed by its rule
+            width = lines[i + 1].count("|")
+            j = i + 2
+            while j < len(lines) and lines[j].startswith("|"):
+                assert len(re.findall(r"(?<!\\)\|", lines[j])) == width, lines[j]
+                j += 1
+
+
+def test_few_varying_axes_skip_heatmaps(tmp_path, write_record):
+    for seed in (0, 1):
+        for norm in ("ln", "rms"):
+            write_record(tmp_path / "sweep", f"{norm}{seed}", seed=seed, axes={"norm": norm})
+    build_report([tmp_path / "sweep"], tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "Fewer than 2 axes vary (varying: norm)" in md
+    assert not (tmp_path / "out" / "figures" / "heatmap_primary.png").exists()
+
+
+def test_nothing_trained_still_builds(tmp_path, write_record):
+    write_record(tmp_path, "a", status="invalid", reason="bn cannot go in_cell")
+    html = build_report([tmp_path], None)
+    assert html == tmp_path / "report.html"
+    assert "No run trained" in (tmp_path / "report.md").read_text()
+
+
+def test_no_usable_records_raises(tmp_path, write_record):
+    write_record(tmp_path, "dead", status="running")
+    with pytest.raises(NoUsableRecords):
+        build_report([tmp_path], tmp_path / "out")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "normbench.report", *args], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+
+
+def test_cli_exit_status(tmp_path, write_record):
+    write_record(tmp_path / "sweep", "a")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "summary.json").write_text("{")
+    ok = _cli(str(tmp_path / "sweep"), "--out", str(tmp_path / "out"))
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip() == str(tmp_path / "out" / "report.html")
+    assert (tmp_path / "out" / "report.html").is_file()
+    empty = _cli(str(tmp_path / "junk"), str(tmp_path / "nothing-here"))
+    assert empty.returncode == 2
+    assert len(empty.stderr.strip().splitlines()) == 1 and "no usable run records" in empty.stderr
+
+
+def test_report_imports_neither_torch_nor_the_rest_of_normbench():
+    """The report's own code needs neither torch nor normbench's models.
+
+    The parent package `normbench` is replaced by an empty one here, because its __init__ belongs to
+    the library and may import torch for the library's users; what is checked is that nothing in
+    normbench.report does.
+    """
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys, types; parent = types.ModuleType('normbench'); "
+            f"parent.__path__ = [{str(root / 'normbench')!r}]; sys.modules['normbench'] = parent; "
+            "import normbench.report, normbench.report.__main__, normbench.report.bench_scale; "
+            "bad = [m for m in sys.modules if m == 'torch' or m.startswith('torch.') or "
+            "(m.startswith('normbench.') and not m.startswith('normbench.report'))]; print(bad)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    for path in (root / "normbench" / "report").glob("*.py"):
+        for line in path.read_text().splitlines():
+            if re.match(r"\s*(from|import)\s+(torch|normbench\.(?!report))", line):
+                pytest.fail(f"{path.name}: {line.strip()}")
+
+
+def test_each_task_gets_its_own_leaderboard_and_direction(tmp_path, write_record):
+    for seed in (0, 1):
+        for norm, accuracy, mse in (("ln", 0.95, 0.02), ("rms", 0.9, 0.01)):
+            write_record(tmp_path, f"copy-{norm}-{seed}", seed=seed, best_val=accuracy,
+                         axes={"task": "copy", "norm": norm})
+            write_record(tmp_path, f"adding-{norm}-{seed}", seed=seed, best_val=mse,
+                         axes={"task": "adding", "norm": norm})
+    build_report([tmp_path], tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "**Task adding**: mse, lower is better." in md and "**Task copy**: accuracy, higher is better." in md
+    assert re.search(r"\| 1 \| ★ \| rms \| 0\.01 ", md)  # adding: lowest mse wins
+    assert re.search(r"\| 1 \| ★ \| ln \| 0\.95 ", md)  # copy: highest accuracy wins
