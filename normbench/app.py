@@ -26,6 +26,7 @@ from normbench.run import execute
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
 SINGLE_RUN: dict = {}  # a single run's status, for main's exit status (Hydra does not return it)
+OUTPUT_ERRORS: list[str] = []  # records that could not be written (full disk, unwritable folder)
 
 register()
 
@@ -61,8 +62,12 @@ def _job(node: DictConfig) -> str:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
-    summary = execute(node, run_dir, list(hc.overrides.task),
-                      sweep_dir=Path(hc.sweep.dir) if multirun else None, parallel_jobs=_parallel_jobs(hc))
+    try:
+        summary = execute(node, run_dir, list(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
+                          parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
+    except OSError as err:  # the record itself cannot be written: nothing more this job can do
+        OUTPUT_ERRORS.append(f"cannot write output: {err}")
+        return "failed"
     status = summary["status"]
     if multirun or status not in EXIT_STATUS:
         log.info("%s -> %s", describe(summary), run_dir)
@@ -82,9 +87,15 @@ def main() -> None:
             message += f" ({str(cause).splitlines()[0]})"
         print(f"normbench: error: {message}", file=sys.stderr)
         sys.exit(2)
+    except OSError as err:  # an output folder that cannot be created or written, a full disk
+        print(f"normbench: error: cannot write output: {err}", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print("normbench: interrupted; summaries written", file=sys.stderr)
         sys.exit(130)
+    if OUTPUT_ERRORS:
+        print(f"normbench: error: {OUTPUT_ERRORS[0]}", file=sys.stderr)
+        sys.exit(2)
     if SINGLE_RUN.get("status") in EXIT_STATUS:
         print(f"normbench: {SINGLE_RUN['status']}: {SINGLE_RUN['reason']}", file=sys.stderr)
         sys.exit(EXIT_STATUS[SINGLE_RUN["status"]])

@@ -24,12 +24,14 @@ from normbench.train import AUTOCAST_DTYPES, Trainer
 log = logging.getLogger("normbench")
 
 
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def resolve_device(name: str, job_num: int = 0) -> torch.device:
+    """auto: CUDA when present. Jobs side by side on a host with several GPUs each take their own
+    (round-robin by job number); under SLURM each job sees only its own GPU, so that is cuda:0."""
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device=cuda but no CUDA device is available here; use device=auto or device=cpu")
-    return torch.device(name)
+    if name == "cpu" or not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device("cuda", job_num % torch.cuda.device_count())
 
 
 def threads_for(requested: int, parallel_jobs: int) -> int:
@@ -105,7 +107,7 @@ def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path 
 
 
 def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir: Path | None = None,
-            parallel_jobs: int = 1) -> dict:
+            parallel_jobs: int = 1, job_num: int = 0) -> dict:
     """Run one job and return its summary. Never raises for a run's own failure; re-raises Ctrl-C."""
     wall_start = time.perf_counter()
     plain = OmegaConf.to_container(node, resolve=True)
@@ -123,7 +125,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     fields: dict = {}
     try:
         try:
-            cfg, task, model, device = _prepare(node, record, fields, parallel_jobs)
+            cfg, task, model, device = _prepare(node, record, fields, parallel_jobs, job_num)
         except ValueError as err:  # ConfigError, InvalidCombination, TaskDataError, a task's range check
             return _finish(record, None, fields, "invalid", " ".join(str(err).split()), wall_start)
         skip = unsupported_precision(model, task, device, cfg.precision.dtype)
@@ -145,13 +147,13 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     return _finish(record, trainer, fields, "ok", None, wall_start)
 
 
-def _prepare(node: DictConfig, record: RunRecord, fields: dict, parallel_jobs: int):
+def _prepare(node: DictConfig, record: RunRecord, fields: dict, parallel_jobs: int, job_num: int):
     """Everything before training; a ValueError here is the user's input, reported as ``invalid``."""
     cfg = to_config(node)
     fields["axes"] = axes(cfg)
     record.summary.update(axes=fields["axes"])
     check_combination(cfg.model.family, cfg.norm.kind, cfg.placement.name, cfg.placement.summed)
-    device = resolve_device(cfg.device)
+    device = resolve_device(cfg.device, job_num)
     torch.set_num_threads(threads_for(cfg.threads, parallel_jobs))
     fields["environment"] = environment(device)
     torch.manual_seed(cfg.seed)

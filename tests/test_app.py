@@ -25,6 +25,7 @@ def cli(tmp_path, monkeypatch, capsys):
         monkeypatch.setattr(sys, "argv", ["normbench", *args])
         sweep_end.FAILED_RUNS.clear()
         app.SINGLE_RUN.clear()
+        app.OUTPUT_ERRORS.clear()
         code = 0
         try:
             app.main()

@@ -1,0 +1,152 @@
+"""Sweeps at scale and under faults: launchers, resume, interruption, kill -9, full disk, rerun."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hydra.core.global_hydra import GlobalHydra
+
+from normbench import app, record, rerun, sweep_end
+from normbench.train import Trainer
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def statuses(sweep: Path) -> dict[str, str]:
+    return {p.parent.name: json.loads(p.read_text())["status"] for p in sweep.rglob("summary.json")}
+
+
+def normbench(*args, cwd):
+    return subprocess.Popen([sys.executable, "-m", "normbench", *args], cwd=cwd, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+
+    def _run(*args):
+        monkeypatch.setattr(sys, "argv", ["normbench", *args])
+        sweep_end.FAILED_RUNS.clear()
+        app.SINGLE_RUN.clear()
+        app.OUTPUT_ERRORS.clear()
+        try:
+            app.main()
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code or 0
+        finally:
+            GlobalHydra.instance().clear()
+        return code, *capsys.readouterr()
+    return _run
+
+
+def test_resume_runs_only_jobs_without_a_finished_record(cli, tmp_path, monkeypatch, tiny_args):
+    executed, interrupt_armed = [], [True]
+    real_fit = Trainer.fit
+
+    def counting_fit(self):
+        executed.append(self.cfg.seed)
+        if self.cfg.seed == 2 and interrupt_armed.pop() if interrupt_armed else False:
+            raise KeyboardInterrupt  # Ctrl-C during the third job, the first time only
+        return real_fit(self)
+    monkeypatch.setattr(Trainer, "fit", counting_fit)
+    sweep = ["-m", *tiny_args, "seed=0,1,2,3", "hydra.sweep.dir=sweep", "report=false"]
+    code, _, _ = cli(*sweep)
+    assert code == 130 and executed == [0, 1, 2]
+    assert statuses(tmp_path / "sweep") == {"0": "ok", "1": "ok", "2": "interrupted"}
+    first = {n: (tmp_path / "sweep" / n / "summary.json").read_text() for n in ("0", "1")}
+
+    executed.clear()
+    code, _, _ = cli(*sweep, "resume=true")
+    assert code == 0 and executed == [2, 3]  # finished runs are not run again
+    assert statuses(tmp_path / "sweep") == {"0": "ok", "1": "ok", "2": "ok", "3": "ok"}
+    assert all((tmp_path / "sweep" / n / "summary.json").read_text() == t for n, t in first.items())  # nothing lost
+
+    executed.clear()
+    assert cli(*sweep, "resume=true")[0] == 0 and executed == []
+
+
+def test_kill_9_leaves_earlier_records_intact_and_resume_finishes(tmp_path, tiny_args):
+    args = ["-m", *tiny_args, "steps=1500", "eval_every=1000", "seed=0,1,2", "hydra.sweep.dir=sweep", "report=false"]
+    proc = normbench(*args, cwd=tmp_path)
+    running = tmp_path / "sweep" / "1" / "summary.json"
+    deadline = time.time() + 120
+    while not (running.exists() and json.loads(running.read_text())["status"] == "running"):
+        assert time.time() < deadline and proc.poll() is None, "job 1 never started"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.kill()  # SIGKILL: no handler runs, nothing is flushed on purpose
+    proc.wait()
+    assert statuses(tmp_path / "sweep") == {"0": "ok", "1": "running"}
+    report = subprocess.run([sys.executable, "-m", "normbench.report", str(tmp_path / "sweep")], env=ENV,
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0 and "incomplete" in (tmp_path / "sweep" / "report.md").read_text()
+    resumed = normbench(*args, "resume=true", cwd=tmp_path)
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err[-2000:]
+    assert statuses(tmp_path / "sweep") == {"0": "ok", "1": "ok", "2": "ok"}
+    assert "resume: already finished" in err and out.count(" ok ") >= 3
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_during_a_run_writes_an_interrupted_summary(tmp_path, tiny_args, sig):
+    proc = normbench(*tiny_args, "steps=100000", "eval_every=50000", "hydra.run.dir=run", cwd=tmp_path)
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 20):
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert proc.returncode == 130 and "interrupted" in err
+    assert summary["status"] == "interrupted" and summary["metrics"]["steps_done"] >= 10
+    assert summary["metrics"]["final_train_loss"] is not None and summary["throughput"]["timed_steps"] > 0
+
+
+@pytest.mark.parametrize("launcher", ["local", "submitit_local"])
+def test_real_launchers_run_a_tiny_sweep(tmp_path, tiny_args, launcher):
+    proc = normbench("-m", f"hydra/launcher={launcher}", *tiny_args, "norm=ln,rms", "hydra.sweep.dir=sweep",
+                     "report=false", cwd=tmp_path)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    found = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
+    assert sorted(s["axes"]["norm"] for s in found) == ["ln", "rms"] and all(s["status"] == "ok" for s in found)
+    if launcher == "local":  # two workers share the cores: threads = cores // 2
+        cores = len(os.sched_getaffinity(0))
+        assert all(s["environment"]["threads"] == max(1, cores // 2) for s in found)
+
+
+def test_full_disk_is_one_line_and_no_half_written_summary(cli, tmp_path, monkeypatch, tiny_args):
+    real_replace = os.replace
+
+    def disk_full(src, dst):
+        if str(dst).endswith("summary.json") and (tmp_path / "run" / "summary.json").exists():
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+    monkeypatch.setattr(record.os, "replace", disk_full)
+    code, out, err = cli(*tiny_args, "hydra.run.dir=run")
+    assert code == 2 and err.strip().splitlines() == ["normbench: error: cannot write output: [Errno 28] No space left on device"]
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "running"  # old, whole
+    assert not list((tmp_path / "run").glob(".summary.json.*"))
+
+
+def test_unwritable_output_directory_is_one_line(cli, tmp_path, tiny_args):
+    (tmp_path / "a_file").write_text("")
+    code, out, err = cli(*tiny_args, "hydra.run.dir=a_file/run")
+    assert code == 2 and err.startswith("normbench: error: cannot write output:") and len(err.splitlines()) == 1
+
+
+def test_rerun_from_a_record_reproduces_it(cli, tmp_path, tiny_args, capsys):
+    assert cli(*tiny_args, "norm=bn", "placement=in_cell", "hydra.run.dir=run")[0] == 0
+    assert rerun.main([str(tmp_path / "run")]) == 0
+    assert "reproduced exactly" in capsys.readouterr().out
+    assert json.loads((tmp_path / "run" / "rerun" / "summary.json").read_text())["status"] == "ok"
+    assert rerun.main([str(tmp_path / "nothing")]) == 2
