@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
 from normbench.norms import NormSpec
 
@@ -121,9 +122,21 @@ class InCellLayer(_CellLayer):
         self.norm_h = norm.build(width, per_step=True)
         use_cell_norm = family == "lstm" and cell_norm
         self.norm_c = norm.build(hidden_size, per_step=True) if use_cell_norm else NormSpec("none").build(hidden_size)
+        # LSTM + fused LayerNorm has a hand-written recurrence (same arithmetic, tested equal).
+        self.fused = family == "lstm" and norm.kind == "ln" and norm.impl == "native"
+        self.cell_norm = use_cell_norm
 
     def input_preactivations(self, x):
         return self.norm_x(x @ self.weight_ih.T) + self.bias_ih
+
+    def forward(self, x, trace=None):
+        if self.fused and trace is None and x.dtype in (torch.float32, torch.float64) \
+                and not torch.is_autocast_enabled(x.device.type):
+            ln_h, ln_c = self.norm_h.norm, self.norm_c.norm if self.cell_norm else None
+            return LayerNormLSTMRecurrence.apply(
+                self.input_preactivations(x) + self.bias_hh, self.weight_hh, ln_h.weight, ln_h.bias,
+                ln_c.weight if ln_c else None, ln_c.bias if ln_c else None, ln_h.eps, self.cell_norm)
+        return super().forward(x, trace)  # the autograd loop: traces, autocast, every other norm
 
     def step(self, wx, h, c, t):
         uh = self.norm_h(h @ self.weight_hh.T, t) + self.bias_hh

@@ -2,6 +2,7 @@ import pytest
 import torch
 from torch import nn
 
+from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.recurrent import (FUSED, GateNormLayer, InCellLayer, PlainLayer, RecurrentShape,
                                         SummedInCellLayer, build_recurrent)
 from normbench.norms import Identity, LayerNorm, NormSpec, StepBatchNorm
@@ -152,3 +153,44 @@ def test_no_norm_builds_the_fused_model_whatever_the_placement():
         stack = build_recurrent("lstm", RecurrentShape(4, 8, 2), NONE, placement)
         assert all(isinstance(layer, PlainLayer) for layer in stack.layers)
         assert isinstance(stack.layers[0].core, nn.LSTM)
+
+
+@pytest.mark.parametrize("cell_norm", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine):
+    """The hand-written backward gives autograd's gradients, to float64 rounding, for every parameter."""
+    from normbench.models.recurrent import _CellLayer
+
+    torch.manual_seed(7)
+    layer = InCellLayer("lstm", 5, 8, NormSpec("ln", affine=affine), cell_norm=cell_norm).double()
+    with torch.no_grad():  # move gains/biases off their init so their gradients are tested too
+        for name, p in layer.named_parameters():
+            if "norm" in name:
+                p.add_(0.3 * torch.randn_like(p))
+    assert layer.fused
+    x = torch.randn(3, 7, 5, dtype=torch.double, requires_grad=True)
+    fused, loop = layer(x), _CellLayer.forward(layer, x)
+    torch.testing.assert_close(fused, loop, atol=1e-12, rtol=0)
+    upstream = torch.randn_like(fused)
+    wrt = [x, *layer.parameters()]
+    for a, b in zip(torch.autograd.grad(fused, wrt, upstream), torch.autograd.grad(loop, wrt, upstream)):
+        torch.testing.assert_close(a, b, atol=1e-11, rtol=0)
+    assert torch.autograd.gradcheck(lambda inp: layer(inp), (x[:2, :3],), fast_mode=True)
+
+
+def test_fused_path_is_used_only_where_it_is_the_same_arithmetic():
+    calls = []
+    original = LayerNormLSTMRecurrence.apply
+    LayerNormLSTMRecurrence.apply = lambda *a: calls.append(1) or original(*a)
+    try:
+        x = torch.randn(2, 4, 3)
+        InCellLayer("lstm", 3, 4, LN)(x)
+        assert len(calls) == 1
+        InCellLayer("lstm", 3, 4, LN)(x, trace=[])  # a trace needs h_t in the autograd graph
+        InCellLayer("lstm", 3, 4, NormSpec("ln", impl="reference"))(x)  # the textbook formula, as asked
+        InCellLayer("gru", 3, 4, LN)(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            InCellLayer("lstm", 3, 4, LN)(x)  # low precision keeps the norm wrappers' policy
+        assert len(calls) == 1
+    finally:
+        LayerNormLSTMRecurrence.apply = original
