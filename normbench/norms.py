@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
-IMPLS = ("native", "reference")
+IMPLS = ("native", "reference", "auto")
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
@@ -268,12 +268,32 @@ class InputDtypeNorm(nn.Module):
             return torch.func.functional_call(self.norm, params, (x, step))
 
 
+class AutoNorm(nn.Module):
+    """impl="auto": runs the native or the reference forward on one set of parameters, whichever
+    measured faster for this input's device, dtype and shape (see normbench.norm_dispatch)."""
+
+    def __init__(self, kind: str, norm: Norm):
+        super().__init__()
+        self.kind, self.norm = kind, norm
+        self.candidates = {impl: REGISTRY[(kind, impl)] for impl in ("native", "reference")}
+        self.chosen: str | None = None
+
+    def forward(self, x, step=None):
+        from normbench.norm_dispatch import choose
+
+        self.chosen = choose(self.kind, self.norm, x, step, self.candidates)
+        return self.candidates[self.chosen].forward(self.norm, x, step)
+
+    def extra_repr(self) -> str:
+        return f"impl=auto, chosen={self.chosen or 'at first call'}"
+
+
 def norm_class(kind: str, impl: str = "native") -> type[Norm]:
     if kind not in KINDS:
         raise ValueError(f"unknown norm kind {kind!r}; valid: {', '.join(KINDS)}")
     if impl not in IMPLS:
         raise ValueError(f"unknown norm impl {impl!r}; valid: {', '.join(IMPLS)}")
-    return REGISTRY[(kind, impl)]
+    return REGISTRY[(kind, "native" if impl == "auto" else impl)]
 
 
 def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.0, affine: bool = True,
@@ -282,7 +302,7 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     """Build a normalization layer over the last dimension of (..., dim) inputs.
 
     kind: none | bn | ln | rms | scale | dyt.   impl: native (fused PyTorch op) | reference
-    (textbook formula).   fp32: compute in fp32 under
+    (textbook formula) | auto (whichever measures faster here, per shape).   fp32: compute in fp32 under
     autocast (True) or in the input's dtype (False).   per_step: BatchNorm only, separate
     statistics per time step (inside a recurrence).
     """
@@ -297,6 +317,8 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
         return Identity(dim)
     extra = {"alpha_init": alpha_init} if kind == "dyt" else {}
     norm = cls(dim, eps=eps, gamma_init=gamma_init, affine=affine, **extra)
+    if impl == "auto" and cls is not StepBatchNorm and REGISTRY[(kind, "native")] is not REGISTRY[(kind, "reference")]:
+        norm = AutoNorm(kind, norm)
     return Fp32Norm(norm) if fp32 else InputDtypeNorm(norm)
 
 

@@ -7,7 +7,7 @@ import torch
 
 from normbench.norms import KINDS, REGISTRY, BatchNorm, Fp32Norm, InputDtypeNorm, NormSpec, StepBatchNorm, build_norm
 
-IMPLS = ("native", "reference")
+IMPLS = ("native", "reference")  # "auto" picks one of these: tested on its own below
 SHAPES = [(5, 7), (3, 4, 16), (2, 1, 1), (6, 2), (1, 3, 33)]
 
 
@@ -209,7 +209,7 @@ def test_fp16_reference_layernorm_with_tiny_eps_gives_nan_and_fp32_policy_preven
 def test_unknown_kind_and_impl_list_the_valid_names():
     with pytest.raises(ValueError, match=r"unknown norm kind 'layer'; valid: none, bn, ln, rms, scale, dyt"):
         build_norm("layer", 4)
-    with pytest.raises(ValueError, match=r"unknown norm impl 'cuda'; valid: native, reference"):
+    with pytest.raises(ValueError, match=r"unknown norm impl 'cuda'; valid: native, reference, auto"):
         build_norm("ln", 4, impl="cuda")
     with pytest.raises(ValueError, match="eps must be > 0"):
         build_norm("ln", 4, eps=0.0)
@@ -220,3 +220,28 @@ def test_unknown_kind_and_impl_list_the_valid_names():
 def test_registry_covers_every_kind_and_impl():
     assert {(k, i) for k in KINDS for i in IMPLS} == set(REGISTRY)
     assert issubclass(REGISTRY[("bn", "reference")], BatchNorm)
+
+
+@pytest.mark.parametrize("kind", ["ln", "rms", "bn", "scale"])
+def test_auto_measures_once_then_uses_the_faster_impl_with_the_same_result(kind, monkeypatch):
+    from normbench import norm_dispatch
+
+    monkeypatch.setattr(norm_dispatch, "CHOICES", {})
+    torch.manual_seed(8)
+    auto = build_norm(kind, 16, impl="auto")
+    assert "chosen=at first call" in repr(auto)
+    inner = auto.norm.norm
+    x = torch.randn(64, 16) * 3 + 2
+    y = auto(x)
+    chosen = auto.norm.chosen
+    assert chosen in ("native", "reference") and f"chosen={chosen}" in repr(auto)
+    assert all(p.grad is None for p in auto.parameters())  # measuring accumulated no gradients
+    if kind == "bn":  # measuring ran training-mode forwards 2 x (1 + 5) times, yet statistics moved once
+        torch.testing.assert_close(inner.running_mean, 0.1 * x.mean(0))
+    reference = build_norm(kind, 16, impl=chosen)
+    torch.testing.assert_close(y, reference(x))
+    calls = []
+    monkeypatch.setattr(norm_dispatch, "_fwd_bwd", lambda *a: calls.append(1))
+    auto(x)
+    build_norm(kind, 16, impl="auto")(x)  # another layer, same shape: the cached choice
+    assert calls == []

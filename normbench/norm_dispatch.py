@@ -1,0 +1,56 @@
+"""``impl="auto"``: the faster of native and reference, measured on this machine, once per shape.
+
+On the first forward for a (kind, device, dtype, shape) the two implementations run forward +
+backward on a copy of the input, interleaved A/B so a busy machine slows both alike, and the
+faster one (median) is used from then on by every layer of that kind in the process. Each
+reference class subclasses its native class, so both run on the same parameters and buffers.
+"""
+
+from __future__ import annotations
+
+import time
+from statistics import median
+
+import torch
+
+CHOICES: dict[tuple, str] = {}   # (kind, device type, dtype, shape) -> "native" | "reference"
+TIMINGS: dict[tuple, dict[str, float]] = {}  # the medians behind each choice, in ms
+REPEATS, WARMUP = 5, 1
+CLEAR_WIN = 1.5  # after 3 repeats, a gap this large is not noise: stop measuring
+
+
+def _fwd_bwd(cls, module, x, step):
+    """Forward and the whole backward (input and parameter gradients), accumulating nothing."""
+    x = x.detach().requires_grad_()
+    wrt = [x, *(p for p in module.parameters() if p.requires_grad)]
+    torch.autograd.grad(cls.forward(module, x, step).float().sum(), wrt)
+
+
+def _sync(x):
+    if x.device.type == "cuda":
+        torch.cuda.synchronize(x.device)
+
+
+def choose(kind: str, module, x: torch.Tensor, step, candidates: dict[str, type]) -> str:
+    key = (kind, x.device.type, x.dtype, tuple(x.shape))
+    if key in CHOICES:
+        return CHOICES[key]
+    buffers = {n: b.clone() for n, b in module.named_buffers()}
+    times = {name: [] for name in candidates}
+    for rep in range(WARMUP + REPEATS):
+        for name, cls in candidates.items():
+            _sync(x)
+            start = time.perf_counter()
+            _fwd_bwd(cls, module, x, step)
+            _sync(x)
+            if rep >= WARMUP:
+                times[name].append(time.perf_counter() - start)
+        medians = [median(t) for t in times.values() if t]
+        if rep - WARMUP >= 2 and max(medians) > CLEAR_WIN * min(medians):
+            break
+    with torch.no_grad():  # measuring must not train: BatchNorm's running statistics come back
+        for n, b in module.named_buffers():
+            b.copy_(buffers[n])
+    TIMINGS[key] = {name: median(t) * 1e3 for name, t in times.items()}
+    CHOICES[key] = min(TIMINGS[key], key=TIMINGS[key].get)
+    return CHOICES[key]
