@@ -152,8 +152,7 @@ class Trainer:
             p.steps_to_target, p.seconds_to_target = step, p.train_s
         self.record.log({"kind": "eval", "step": step, "val_metric": val, "val_loss": val_loss, "time_s": p.train_s})
 
-    def _probe(self, step: int, activations: dict):
-        stats = probes.gradient_statistics(self.model)
+    def _probe(self, step: int, stats: dict, activations: dict):
         self.progress.last_probe = {**stats, **activations}
         kurt = stats["grad_kurtosis"]
         if kurt is not None and math.isfinite(kurt):
@@ -188,6 +187,9 @@ class Trainer:
                     self.scaler.unscale_(self.optimizer)
                 else:
                     loss.backward()
+                # Gradients as computed, before clipping rescales them in place (the norm alone would
+                # otherwise read as max_norm at every clipped step).
+                grad_stats = probes.gradient_statistics(model) if probing else None
                 grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
                 loss_value, grad_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
                 if not math.isfinite(loss_value) or (self.scaler is None and not math.isfinite(grad_value)):
@@ -215,7 +217,7 @@ class Trainer:
                                  "grad_norm": grad_value, "time_s": p.train_s})
                 bar(step, loss_value)
             if probing:
-                self._probe(step, activations)
+                self._probe(step, grad_stats, activations)
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 self._eval_and_log(step)
         if p.diverged_at_step is None:

@@ -100,8 +100,8 @@ def test_exception_in_training_is_failed_with_traceback(compose, tmp_path, monke
 def test_interrupt_keeps_metrics_so_far_and_reraises(compose, tmp_path, monkeypatch):
     real_probe = Trainer._probe
 
-    def interrupt_later(self, step, activations):
-        real_probe(self, step, activations)
+    def interrupt_later(self, step, stats, activations):
+        real_probe(self, step, stats, activations)
         raise KeyboardInterrupt
     monkeypatch.setattr(Trainer, "_probe", interrupt_later)
     with pytest.raises(KeyboardInterrupt):
@@ -138,3 +138,15 @@ def test_threads_are_shared_among_parallel_jobs():
     assert threads_for(3, 8) == 3
     assert threads_for(0, 1000) == 1
     assert threads_for(0, 1) >= 1
+
+
+def test_gradient_probe_reads_gradients_before_clipping(compose, tmp_path):
+    """With clipping, a post-clip probe would read a norm of exactly grad_clip at every clipped step."""
+    def first_probe(clip):
+        execute(compose(f"grad_clip={clip}", "probe_every=1", "seed=5"), tmp_path / clip, [])
+        return next(json.loads(x) for x in (tmp_path / clip / "metrics.jsonl").read_text().splitlines()
+                    if '"probe"' in x)
+    clipped, free = first_probe("1e-6"), first_probe("null")
+    assert clipped["step"] == free["step"] == 1
+    assert clipped["grad_std"] == free["grad_std"] and clipped["layer_grad_norm"] == free["layer_grad_norm"]
+    assert sum(v**2 for v in clipped["layer_grad_norm"].values()) ** 0.5 > 1e-3  # not the clipped 1e-6
