@@ -231,7 +231,21 @@ REGISTRY: dict[tuple[str, str], type[Norm]] = {
 }
 
 
-class Fp32Norm(nn.Module):
+class _PrecisionPolicy(nn.Module):
+    """How a norm computes when its input is bf16/fp16; fp32/fp64 inputs pass straight through."""
+
+    def __init__(self, norm: nn.Module):
+        super().__init__()
+        self.norm = norm
+
+    def forward(self, x, step=None):
+        if x.dtype not in LOW_PRECISION:
+            return self.norm(x, step)
+        with torch.autocast(x.device.type, enabled=False):
+            return self.low_precision(x, step)
+
+
+class Fp32Norm(_PrecisionPolicy):
     """Computes the wrapped norm in fp32 with autocast off, returns the input's dtype.
 
     CUDA autocast already runs layer_norm in fp32, CPU autocast does not, and neither knows
@@ -239,33 +253,19 @@ class Fp32Norm(nn.Module):
     on every device.
     """
 
-    def __init__(self, norm: Norm):
-        super().__init__()
-        self.norm = norm
-
-    def forward(self, x, step=None):
-        if x.dtype not in LOW_PRECISION:
-            return self.norm(x, step)
-        with torch.autocast(x.device.type, enabled=False):
-            return self.norm(x.float(), step).to(x.dtype)
+    def low_precision(self, x, step):
+        return self.norm(x.float(), step).to(x.dtype)
 
 
-class InputDtypeNorm(nn.Module):
+class InputDtypeNorm(_PrecisionPolicy):
     """Computes the wrapped norm in the input's own dtype (bf16/fp16), parameters cast to it.
 
     This is the low-precision norm the fp32 policy protects against; it exists to be measured.
     """
 
-    def __init__(self, norm: Norm):
-        super().__init__()
-        self.norm = norm
-
-    def forward(self, x, step=None):
-        if x.dtype not in LOW_PRECISION:
-            return self.norm(x, step)
+    def low_precision(self, x, step):
         params = {name: p.to(x.dtype) for name, p in self.norm.named_parameters()}
-        with torch.autocast(x.device.type, enabled=False):
-            return torch.func.functional_call(self.norm, params, (x, step))
+        return torch.func.functional_call(self.norm, params, (x, step))
 
 
 class AutoNorm(nn.Module):
