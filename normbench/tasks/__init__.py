@@ -46,6 +46,12 @@ class TaskData:
     target: float  # the val metric that counts as solved, for steps-to-target
     seq_len: int
 
+    @classmethod
+    def classification(cls, name: str, train: Split, val: Split, test: Split, **io) -> "TaskData":
+        """One label per sequence, read from the last step, scored by accuracy."""
+        return cls(name, train, val, test, readout="last", loss="cross_entropy", metric="accuracy",
+                   higher_is_better=True, **io)
+
 
 def require_at_least(key: str, value: int, minimum: int) -> None:
     """Reject a config value below `minimum`, naming the user's Hydra key."""

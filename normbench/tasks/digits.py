@@ -52,7 +52,7 @@ def load_digits(config: DigitsConfig, seed: int) -> TaskData:
     x = torch.from_numpy(pixels.reshape(len(pixels), steps, config.pixels_per_step))
     y = torch.from_numpy(labels.astype(np.int64))
     train, val, test = stratified_split(labels, SPLIT_FRACTIONS, np.random.default_rng(seed))
-    return TaskData(
+    return TaskData.classification(
         name="digits",
         train=Split(x=x[train], y=y[train]),
         val=Split(x=x[val], y=y[val]),
@@ -60,10 +60,6 @@ def load_digits(config: DigitsConfig, seed: int) -> TaskData:
         input_kind="features",
         input_dim=config.pixels_per_step,
         n_outputs=10,
-        readout="last",
-        loss="cross_entropy",
-        metric="accuracy",
-        higher_is_better=True,
         chance=majority_class_accuracy(labels[train], labels[test]),
         target=config.target,
         seq_len=steps,

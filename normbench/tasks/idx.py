@@ -101,7 +101,7 @@ def load_idx(config: IdxConfig, seed: int) -> TaskData:
     x = torch.from_numpy(train_images / np.float32(255))
     y = torch.from_numpy(train_labels.astype(np.int64))
     kept, held_out = holdout(len(train_labels), VAL_FRACTION, np.random.default_rng(seed))
-    return TaskData(
+    return TaskData.classification(
         name="idx",
         train=Split(x=x[kept], y=y[kept]),
         val=Split(x=x[held_out], y=y[held_out]),
@@ -109,10 +109,6 @@ def load_idx(config: IdxConfig, seed: int) -> TaskData:
         input_kind="features",
         input_dim=train_images.shape[2],
         n_outputs=n_classes,
-        readout="last",
-        loss="cross_entropy",
-        metric="accuracy",
-        higher_is_better=True,
         chance=majority_class_accuracy(train_labels[kept], test_labels),
         target=config.target,
         seq_len=train_images.shape[1],

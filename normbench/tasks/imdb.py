@@ -101,7 +101,7 @@ def load_imdb(config: ImdbConfig, seed: int) -> TaskData:
     y = torch.from_numpy(train_labels)
     test_x = torch.from_numpy(encode(test_reviews, vocabulary, config.max_len))
     kept, held_out = holdout(len(train_labels), VAL_FRACTION, np.random.default_rng(seed))
-    return TaskData(
+    return TaskData.classification(
         name="imdb",
         train=Split(x=x[kept], y=y[kept]),
         val=Split(x=x[held_out], y=y[held_out]),
@@ -109,10 +109,6 @@ def load_imdb(config: ImdbConfig, seed: int) -> TaskData:
         input_kind="tokens",
         input_dim=FIRST_WORD_ID + len(vocabulary),
         n_outputs=2,
-        readout="last",
-        loss="cross_entropy",
-        metric="accuracy",
-        higher_is_better=True,
         chance=majority_class_accuracy(train_labels[kept], test_labels),
         target=config.target,
         seq_len=config.max_len,
