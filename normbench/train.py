@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import resource
 import sys
@@ -19,6 +20,7 @@ from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import BatchNorm
 from normbench.record import RunRecord
 
+log = logging.getLogger("normbench")
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 EVAL_BATCH = 512
 
@@ -118,6 +120,7 @@ class Trainer:
         self.spikes = probes.SpikeDetector()
         self.progress = Progress()
         self.better = (lambda a, b: a > b) if task.higher_is_better else (lambda a, b: a < b)
+        self.report = ProgressReport(cfg, task)
 
     # -- measurement ------------------------------------------------------------------------
     def _sync(self):
@@ -151,6 +154,7 @@ class Trainer:
         if reached and p.steps_to_target is None:
             p.steps_to_target, p.seconds_to_target = step, p.train_s
         self.record.log({"kind": "eval", "step": step, "val_metric": val, "val_loss": val_loss, "time_s": p.train_s})
+        self.report.eval(step, p.losses[-1] if p.losses else math.nan, val, p.train_s)
 
     def _probe(self, step: int, stats: dict, activations: dict):
         self.progress.last_probe = {**stats, **activations}
@@ -168,7 +172,6 @@ class Trainer:
             p.layer_grad_norm_init = probes.layer_gradient_norms(model, *self.probe_batch, self.loss_fn)
         params = [q for q in model.parameters() if q.requires_grad]
         clip = cfg.grad_clip if cfg.grad_clip is not None else math.inf
-        bar = _progress_bar(cfg)
         for step in range(1, cfg.steps + 1):
             probing = cfg.probe_every > 0 and (step % cfg.probe_every == 0 or step == cfg.steps)
             lr = learning_rate(cfg, step)
@@ -215,11 +218,12 @@ class Trainer:
             if step % cfg.log_every == 0:
                 self.record.log({"kind": "train", "step": step, "loss": loss_value, "lr": lr,
                                  "grad_norm": grad_value, "time_s": p.train_s})
-                bar(step, loss_value)
+                self.report.train(step, loss_value)
             if probing:
                 self._probe(step, grad_stats, activations)
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 self._eval_and_log(step)
+        self.report.close()
         if p.diverged_at_step is None:
             p.grad_time_final = self._flow_profile()
             if any(isinstance(m, BatchNorm) for m in model.modules()):
@@ -282,17 +286,27 @@ class Trainer:
         }
 
 
-def _progress_bar(cfg: Config):
-    """tqdm on a terminal; nothing otherwise (the train lines go to metrics.jsonl and the log)."""
-    if not (cfg.progress and sys.stderr.isatty()):
-        return lambda step, loss: None
-    from tqdm import tqdm
+class ProgressReport:
+    """A tqdm bar on a terminal; otherwise one plain log line per evaluation (logs, SLURM, joblib)."""
 
-    bar = tqdm(total=cfg.steps, unit="step", leave=False, dynamic_ncols=True)
+    def __init__(self, cfg: Config, task):
+        self.steps, self.metric = cfg.steps, task.metric
+        self.bar = None
+        if cfg.progress and sys.stderr.isatty():
+            from tqdm import tqdm
 
-    def update(step, loss):
-        bar.n = step
-        bar.set_postfix_str(f"loss {loss:.4g}", refresh=True)
-        if step >= cfg.steps:
-            bar.close()
-    return update
+            self.bar = tqdm(total=cfg.steps, unit="step", leave=False, dynamic_ncols=True)
+
+    def train(self, step: int, loss: float):
+        if self.bar is not None:
+            self.bar.n = step
+            self.bar.set_postfix_str(f"loss {loss:.4g}", refresh=True)
+
+    def eval(self, step: int, loss: float, val: float, train_s: float):
+        if self.bar is None:
+            log.info("step %d/%d  loss %.4g  val %s %.4g  (%.1f s training)", step, self.steps, loss, self.metric,
+                     val, train_s)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
