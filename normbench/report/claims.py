@@ -55,28 +55,62 @@ class Claim:
     statement: str
     citation: str
     check: Callable[[pd.DataFrame], Verdict]
+    compare: tuple[str, ...] = ()  # the axes whose arms the claim contrasts
+    pool: tuple[str, ...] = ()     # other axes the claim may average over (e.g. depth, for warm-up)
 
 
 CLAIMS: list[Claim] = []
 
 
-def claim(id: str, statement: str, citation: str):
+def claim(id: str, statement: str, citation: str, compare: tuple[str, ...] = (), pool: tuple[str, ...] = ()):
     def register(check: Callable[[pd.DataFrame], Verdict]) -> Callable[[pd.DataFrame], Verdict]:
-        CLAIMS.append(Claim(id, statement, citation, check))
+        CLAIMS.append(Claim(id, statement, citation, check, compare, pool))
         return check
     return register
 
 
+def settings(runs: pd.DataFrame, free: tuple[str, ...]) -> list[tuple[str, pd.DataFrame]]:
+    """Runs split into settings that agree on every varying axis outside ``free`` (and the seed),
+    most seeds (then most runs) first: a claim compares like with like, never a 4-step smoke run with a real one."""
+    fixed = [c for c in runs.columns if c.startswith("axes.") and c.removeprefix("axes.") not in free
+             and runs[c].astype(str).nunique() > 1]
+    if not fixed:
+        return [("", runs)]
+    keys = runs[fixed].astype(str)
+    groups = [(", ".join(f"{c.removeprefix('axes.')}={v}" for c, v in zip(fixed, key if isinstance(key, tuple) else (key,))),
+               runs.loc[index]) for key, index in keys.groupby(fixed, sort=True).groups.items()]
+    return sorted(groups, key=lambda g: (-g[1]["seed"].nunique(), -len(g[1])))  # most evidence first
+
+
+def _checked(registered: Claim, runs: pd.DataFrame) -> Verdict:
+    try:
+        return registered.check(runs)
+    except Exception as error:  # noqa: BLE001 - reported in the verdict, not swallowed
+        return Verdict(INCONCLUSIVE, None, {}, pd.DataFrame(),
+                       f"The check itself failed ({type(error).__name__}: {error}).")
+
+
 def evaluate_claims(runs: pd.DataFrame) -> list[tuple[Claim, Verdict]]:
-    """Every registered claim against the runs. A claim whose check fails is reported as such,
-    so one bad check cannot cost the whole report."""
+    """Every registered claim, judged within each setting where it applies. The headline verdict
+    is the largest such setting's; the others are listed with it, never averaged into it."""
     verdicts = []
     for registered in CLAIMS:
-        try:
-            verdict = registered.check(runs)
-        except Exception as error:  # noqa: BLE001 - reported in the verdict, not swallowed
-            verdict = Verdict(INCONCLUSIVE, None, {}, pd.DataFrame(),
-                              f"The check itself failed ({type(error).__name__}: {error}).")
+        applicable = [(name, verdict) for name, part in settings(runs, registered.compare + registered.pool)
+                      if (verdict := _checked(registered, part)).status != NOT_APPLICABLE]
+        if not applicable:
+            verdict = _checked(registered, runs)
+            if verdict.status != NOT_APPLICABLE:  # only a mix of settings has every arm: do not mix
+                verdict = _not_applicable(
+                    f"No single setting has every arm: the runs that differ only in "
+                    f"{', '.join(registered.compare)} (and seed) do not cover the comparison.")
+            verdicts.append((registered, verdict))
+            continue
+        (name, verdict), others = applicable[0], applicable[1:]
+        where = f" Judged within {name}." if name else ""
+        if others:
+            shown = "; ".join(f"{n}: {v.status}" for n, v in others[:6])
+            where += f" Other settings ({len(others)}): {shown}{' …' if len(others) > 6 else ''}."
+        verdict.explanation += where
         verdicts.append((registered, verdict))
     return verdicts
 
@@ -196,7 +230,8 @@ def _fmt(x: float) -> str:
 
 @claim("ln_batch_robust",
        "LayerNorm is robust to batch size; BatchNorm degrades at small batch.",
-       "Ba, Kiros & Hinton 2016, Layer Normalization, §6.6")
+       "Ba, Kiros & Hinton 2016, Layer Normalization, §6.6",
+       compare=("norm", "batch_size"))
 def ln_batch_robust(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
     norm = _axis(runs, "norm")
@@ -232,7 +267,8 @@ def ln_batch_robust(runs: pd.DataFrame) -> Verdict:
 
 @claim("postln_needs_warmup",
        "Post-LN Transformers need learning-rate warm-up; Pre-LN ones do not.",
-       "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, §3.2")
+       "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, §3.2",
+       compare=("placement", "warmup_steps"), pool=("layers",))
 def postln_needs_warmup(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
     placement = _axis(runs, "placement")
@@ -268,7 +304,8 @@ def postln_needs_warmup(runs: pd.DataFrame) -> Verdict:
 @claim("postln_grad_depth",
        "At initialization, Post-LN's last-layer gradient norm does not depend on depth; "
        "Pre-LN's shrinks with depth.",
-       "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, Theorem 1")
+       "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, Theorem 1",
+       compare=("placement", "layers"), pool=("warmup_steps",))  # warm-up cannot change the gradient at init
 def postln_grad_depth(runs: pd.DataFrame) -> Verdict:
     runs = runs[runs["status"].isin(TRAINED)]  # the gradient at init is measured before any of them stop
     model = _axis(runs, "model").astype(str).str.lower()
@@ -311,7 +348,8 @@ def postln_grad_depth(runs: pd.DataFrame) -> Verdict:
 @claim("gamma_small_flow",
        "A gain initialized at 0.1 keeps gradients flowing through time better than 1.0 in normalized "
        "recurrent cells; LayerNorm's accuracy is insensitive to the choice.",
-       "Cooijmans et al. 2016, Recurrent Batch Normalization, §4; Ba, Kiros & Hinton 2016, §6.2")
+       "Cooijmans et al. 2016, Recurrent Batch Normalization, §4; Ba, Kiros & Hinton 2016, §6.2",
+       compare=("gamma_init",), pool=("norm",))
 def gamma_small_flow(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
     recurrent = runs[_recurrent(runs) & (_axis(runs, "norm").astype(str) != "none")]
@@ -359,7 +397,8 @@ def gamma_small_flow(runs: pd.DataFrame) -> Verdict:
 
 @claim("fp16_small_eps_nonfinite",
        "In fp16, too small an epsilon makes the normalization produce non-finite values.",
-       "Practice: fp16's smallest normal is 6.1e-5, so eps below it vanishes next to a tiny variance")
+       "Practice: fp16's smallest normal is 6.1e-5, so eps below it vanishes next to a tiny variance",
+       compare=("eps", "precision"))
 def fp16_small_eps_nonfinite(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
     precision = _axis(runs, "precision").astype(str).str.lower()
@@ -386,7 +425,8 @@ def fp16_small_eps_nonfinite(runs: pd.DataFrame) -> Verdict:
 
 @claim("rms_faster_than_ln",
        "RMSNorm is faster than LayerNorm at equal accuracy.",
-       "Zhang & Sennrich 2019, Root Mean Square Layer Normalization")
+       "Zhang & Sennrich 2019, Root Mean Square Layer Normalization",
+       compare=("norm",))
 def rms_faster_than_ln(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
     norm = _axis(runs, "norm")
@@ -430,7 +470,8 @@ def rms_faster_than_ln(runs: pd.DataFrame) -> Verdict:
 @claim("in_cell_most_stable",
        "In a recurrent net, LayerNorm inside the cell stabilizes training more than LayerNorm on the "
        "output only, which beats no normalization.",
-       "Practice: gradient std ~1 vs >100 and kurtosis 3.2 vs 8.7 between in-cell and unnormalized cells")
+       "Practice: gradient std ~1 vs >100 and kurtosis 3.2 vs 8.7 between in-cell and unnormalized cells",
+       compare=("norm", "placement"))
 def in_cell_most_stable(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
     recurrent = runs[_recurrent(runs)]

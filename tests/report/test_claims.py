@@ -262,3 +262,25 @@ def test_single_seed_never_supports(runs_of):
     assert verdict.effect.interval is not None
     assert verdict.status == INCONCLUSIVE
     assert "Fewer than 2 seeds" in verdict.explanation
+
+
+def test_claims_compare_like_with_like_across_mixed_sweeps(runs_of):
+    """A smoke sweep's tiny runs beside a real batch-size sweep: the claim is judged within the real
+    setting, the smoke setting is listed apart, and neither is pooled into the other."""
+    real = [dict(r, axes={**r["axes"], "steps": 400}) for r in batch_runs(bn_small=0.60, ln_small=0.94)]
+    smoke = [{"seed": 0, "best_val": 0.1 * i, "axes": {"norm": norm, "batch_size": bs, "steps": 4}}
+             for i, (norm, bs) in enumerate([("bn", 4), ("bn", 256), ("ln", 4), ("ln", 256)] * 3)]
+    verdicts = dict((c.id, v) for c, v in evaluate_claims(runs_of(*real, *smoke)))
+    verdict = verdicts["ln_batch_robust"]
+    assert verdict.status == SUPPORTED
+    assert verdict.effect.estimate == pytest.approx(ln_batch_robust(runs_of(*real)).effect.estimate)
+    assert "Judged within steps=400." in verdict.explanation and "steps=4: inconclusive" in verdict.explanation
+
+
+def test_a_claim_needing_a_mix_of_settings_is_not_applicable(runs_of):
+    """BN only at steps=400 and LN only at steps=4: no setting contrasts them."""
+    rows = [r for r in batch_runs(0.6, 0.94) if r["axes"]["norm"] == "bn"]
+    rows = [dict(r, axes={**r["axes"], "steps": 400}) for r in rows]
+    rows += [dict(r, axes={**r["axes"], "steps": 4}) for r in batch_runs(0.6, 0.94) if r["axes"]["norm"] == "ln"]
+    verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*rows)))["ln_batch_robust"]
+    assert verdict.status == NOT_APPLICABLE and "No single setting has every arm" in verdict.explanation
