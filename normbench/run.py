@@ -125,7 +125,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     fields: dict = {}
     try:
         try:
-            cfg, task, model, device = _prepare(node, record, fields, parallel_jobs, job_num)
+            cfg, task, model, device = prepare(node, parallel_jobs, job_num, fields)
         except ValueError as err:  # ConfigError, InvalidCombination, TaskDataError, a task's range check
             return _finish(record, None, fields, "invalid", " ".join(str(err).split()), wall_start)
         skip = unsupported_precision(model, task, device, cfg.precision.dtype)
@@ -147,11 +147,15 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     return _finish(record, trainer, fields, "ok", None, wall_start)
 
 
-def _prepare(node: DictConfig, record: RunRecord, fields: dict, parallel_jobs: int, job_num: int):
-    """Everything before training; a ValueError here is the user's input, reported as ``invalid``."""
+def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: dict | None = None):
+    """(cfg, task, model, device) as a run builds them, seeded. A ValueError here is the user's input.
+
+    ``fields`` collects what the record says about the run as soon as it is known (axes first,
+    so that even an invalid run's record names its settings).
+    """
+    fields = {} if fields is None else fields
     cfg = to_config(node)
     fields["axes"] = axes(cfg)
-    record.summary.update(axes=fields["axes"])
     check_combination(cfg.model.family, cfg.norm.kind, cfg.placement.name, cfg.placement.summed)
     device = resolve_device(cfg.device, job_num)
     torch.set_num_threads(threads_for(cfg.threads, parallel_jobs))

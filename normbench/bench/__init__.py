@@ -1,0 +1,16 @@
+"""Speed benchmarks of normbench's parts: ``python -m normbench.bench {kernels,cells,harness,sweep,all}``.
+
+    kernels   norm kernels alone: time, GB/s and fraction of a device copy, per kind x impl x shape x dtype;
+              ``fastest_impls`` reduces them to the rule behind ``norm.impl=auto``
+    cells     the in-cell LN-LSTM training step against nn.LSTM, its fastrnns lower bound, the bare loop
+    harness   normbench's training loop (probes, logging) against a bare PyTorch loop
+    sweep     a multirun on the joblib launcher against the same runs in sequence
+
+Every figure is a ratio of candidates timed side by side in one process (``timing.measure``), so it
+holds on a machine that is busy with something else; absolute times are recorded but not relied on.
+"""
+
+from normbench.bench.kernels import bytes_moved, fastest_impls, read_rule
+from normbench.bench.timing import Timing, measure, paired_ratio, time_callable
+
+__all__ = ["Timing", "bytes_moved", "fastest_impls", "measure", "paired_ratio", "read_rule", "time_callable"]

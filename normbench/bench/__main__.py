@@ -1,0 +1,199 @@
+"""python -m normbench.bench {kernels,cells,harness,sweep,all} [--out DIR] [--quick] [options]"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from normbench.bench import cells, harness, kernels, sweep
+from normbench.bench.section import OtherLoad, Section, finite_json
+from normbench.models.recurrent import FAMILIES
+
+SUBCOMMANDS = ("kernels", "cells", "harness", "sweep")
+BUSY = 0.10  # share of the CPUs used by other processes above which a section's absolute figures are suspect
+PREFIXES = {"kernels": "kernel-", "cells": "cell-", "harness": "harness-", "sweep": "sweep-"}
+
+
+def _csv(kind):
+    return lambda text: tuple(kind(v) for v in text.split(",") if v)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, help="write NAME.json, NAME.csv and NAME.md into this folder")
+    p.add_argument("--quick", action="store_true", help="tiny sizes, few repeats: checks the path, not the speed")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's, all cores; --quick: 1, since "
+                   "tiny kernels on a busy machine mostly measure thread wake-up)")
+    p.add_argument("--repeats", type=int, help="timed rounds per candidate (default per subcommand)")
+
+
+# In `all`, an option name two subcommands share gets the subcommand's name as prefix (--cell-hidden).
+def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    p.add_argument("--device", default="cpu", help="cpu | cuda (default cpu)")
+    p.add_argument("--compile", action="store_true", help="also time torch.compile of the reference modules")
+    p.add_argument("--dtypes", type=_csv(str), help="comma list of fp32,bf16,fp16 (default fp32,bf16; CUDA adds fp16)")
+    p.add_argument(f"--{prefix}hidden", type=_csv(int), dest="kernel_hidden",
+                   help=f"comma list of hidden sizes (default {','.join(map(str, kernels.DEFAULT_HIDDEN))}; "
+                        "rows sized to ~32 MiB in fp32)")
+    p.add_argument("--kinds", type=_csv(str), default=kernels.KERNEL_KINDS, help="comma list of norm kinds")
+    p.add_argument("--no-headline", dest="headline", action="store_false", default=None,
+                   help=f"skip the fp32 {kernels.HEADLINE_SHAPE[0]}x{kernels.HEADLINE_SHAPE[1]} forward comparison")
+    p.add_argument("--write-rule", type=Path, metavar="PATH",
+                   help="save the fastest impl per (kind, device, dtype) as JSON (for norm.impl=auto)")
+
+
+def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    p.add_argument("--family", default="lstm", choices=FAMILIES)
+    p.add_argument(f"--{prefix}hidden", dest="cell_hidden", type=int, default=128)
+    p.add_argument("--length", type=int, default=64)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--input-size", type=int, default=32)
+    p.add_argument("--norm", default="ln", help="norm kind inside the cell (default ln)")
+
+
+def _harness_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    p.add_argument(f"--{prefix}steps", type=int, dest="harness_steps", help="training steps per trial (default 200)")
+    p.add_argument("--trials", type=int, help="lockstep harness+bare runs (default 3)")
+    p.add_argument("--probe-every", type=int, help="override the config's probe_every")
+
+
+def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    p.add_argument("--runs", type=int, default=4)
+    p.add_argument("--jobs", type=int, default=2, help="joblib workers")
+    p.add_argument(f"--{prefix}steps", type=int, dest="sweep_steps",
+                   help="steps of each run (default 800: ~7 s a run on one idle core)")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m normbench.bench",
+                                  description="Speed benchmarks of normbench's parts; every figure a ratio "
+                                              "measured side by side in one process.")
+    sub = top.add_subparsers(dest="command", required=True)
+    helps = {"kernels": "norm kernels: time, GB/s, fraction of a copy", "cells": "in-cell LN-LSTM step vs nn.LSTM",
+             "harness": "normbench training step vs a bare loop", "sweep": "joblib launcher vs sequential sweep"}
+    adders = {"kernels": _kernel_options, "cells": _cell_options, "harness": _harness_options, "sweep": _sweep_options}
+    for name, add in adders.items():
+        p = sub.add_parser(name, help=helps[name], description=helps[name])
+        _common(p)
+        add(p)
+    everything = sub.add_parser("all", help="every subcommand, then one summary of the ratios")
+    _common(everything)
+    for name, add in adders.items():
+        add(everything.add_argument_group(name), prefix=PREFIXES[name])
+    return top
+
+
+def _command(name: str, args: argparse.Namespace) -> str:
+    """The command line that reproduces one subcommand of this invocation."""
+    words = ["python", "-m", "normbench.bench", name]
+    if args.quick:
+        words.append("--quick")
+    if args.threads:
+        words += ["--threads", str(args.threads)]
+    if args.repeats:
+        words += ["--repeats", str(args.repeats)]
+    if name == "kernels":
+        words += ["--device", args.device] if args.device != "cpu" else []
+        words += ["--compile"] if args.compile else []
+        words += ["--dtypes", ",".join(args.dtypes)] if args.dtypes else []
+        words += ["--hidden", ",".join(map(str, args.kernel_hidden))] if args.kernel_hidden else []
+        words += ["--kinds", ",".join(args.kinds)] if tuple(args.kinds) != kernels.KERNEL_KINDS else []
+        words += ["--no-headline"] if args.headline is False else []
+    elif name == "cells":
+        defaults = {"family": "lstm", "cell_hidden": 128, "length": 64, "batch": 32, "input_size": 32, "norm": "ln"}
+        for key, default in defaults.items():
+            if getattr(args, key) != default:
+                words += [f"--{key.replace('cell_', '').replace('_', '-')}", str(getattr(args, key))]
+    elif name == "harness":
+        for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every")):
+            words += [flag, str(getattr(args, key))] if getattr(args, key) else []
+    elif name == "sweep":
+        words += ["--runs", str(args.runs)] if args.runs != 4 else []
+        words += ["--jobs", str(args.jobs)] if args.jobs != 2 else []
+        words += ["--steps", str(args.sweep_steps)] if args.sweep_steps else []
+    return shlex.join(words)
+
+
+def run_one(name: str, args: argparse.Namespace) -> Section:
+    started, others = time.perf_counter(), OtherLoad()
+    threads = args.threads or (1 if args.quick else None)
+    if threads:
+        torch.set_num_threads(threads)
+    command = _command(name, args)
+    if name == "kernels":
+        section = kernels.run(device=args.device, quick=args.quick, compile_=args.compile, dtypes=args.dtypes,
+                              hidden=args.kernel_hidden, kinds=args.kinds, repeats=args.repeats,
+                              headline=args.headline, out_dir=args.out, command=command)
+        if args.write_rule:
+            path = kernels.write_rule(args.write_rule, section.rows, section.environment, command)
+            print(f"impl rule: {path}")
+    elif name == "cells":
+        section = cells.run(family=args.family, hidden=args.cell_hidden, length=args.length, batch=args.batch,
+                            input_size=args.input_size, norm=args.norm, quick=args.quick, repeats=args.repeats,
+                            command=command)
+    elif name == "harness":
+        section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
+                              quick=args.quick, threads=threads, command=command)
+    else:
+        section = sweep.run(runs=args.runs, jobs=args.jobs, steps=args.sweep_steps, quick=args.quick,
+                            command=command)
+    section.extra["elapsed_s"] = time.perf_counter() - started
+    section.environment["other_processes_cpu_share"] = others.fraction()
+    print(section.markdown, flush=True)
+    if args.out is not None:
+        written = section.write(args.out)
+        print("wrote " + ", ".join(str(p) for p in written), flush=True)
+    return section
+
+
+def summary_block(sections: list[Section]) -> str:
+    lines = ["## Summary: measured ratios"]
+    busy = []
+    for section in sections:
+        share = section.environment.get("other_processes_cpu_share")
+        where = "" if share is None else f", other processes used {share:.0%} of the CPUs meanwhile"
+        lines.append(f"\n{section.name} ({section.extra.get('elapsed_s', 0):.0f} s{where})")
+        lines += [f"- {ratio}\n  `{ratio.command}`" for ratio in section.ratios]
+        if share is not None and share > BUSY:
+            busy.append(section.name)
+    if busy:
+        lines.append(f"\nOther processes took more than {BUSY:.0%} of the CPUs during {', '.join(busy)}: ratios of "
+                     "candidates timed side by side hold up; absolute times and the parallel speed-up do not.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    names = SUBCOMMANDS if args.command == "all" else (args.command,)
+    sections, failures = [], {}
+    started = time.perf_counter()
+    for name in names:
+        print(f"\n==== {name} ====", flush=True)
+        try:
+            sections.append(run_one(name, args))
+        except Exception as err:  # one broken benchmark must not hide the others' figures
+            if args.command != "all":
+                raise
+            failures[name] = f"{type(err).__name__}: {err}"
+            print(f"normbench.bench: {name} failed: {failures[name]}", file=sys.stderr, flush=True)
+    block = summary_block(sections)
+    if failures:
+        block += "\n" + "\n".join(f"- {name}: FAILED ({why.splitlines()[0]})" for name, why in failures.items())
+    print("\n" + block + f"\n\n({time.perf_counter() - started:.0f} s)", flush=True)
+    if args.out is not None and args.command == "all":
+        text = "# normbench speed benchmarks\n\n" + "\n\n".join(s.markdown for s in sections) + "\n\n" + block + "\n"
+        (args.out / "bench.md").write_text(text)
+        summary = {"ratios": [r.to_dict() for s in sections for r in s.ratios], "failures": failures,
+                   "environment": sections[0].environment if sections else {}}
+        (args.out / "summary.json").write_text(json.dumps(finite_json(summary), indent=2) + "\n")
+        print(f"wrote {args.out / 'bench.md'}, {args.out / 'summary.json'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

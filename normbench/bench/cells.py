@@ -1,0 +1,232 @@
+"""The in-cell LN-LSTM training step against the fused nn.LSTM, and the bounds between them.
+
+One training step each (forward, MSE on the last output, backward, AdamW step), same sizes, same
+data, timed interleaved:
+
+    fused            nn.LSTM: the speed a normalized LSTM is compared against
+    fused+norm_calls nn.LSTM plus, alone, the norm calls an in-cell LSTM makes (norm_x once on
+                     (batch, time, 4h); per step norm_h on (batch, 4h) and norm_c on (batch, h)):
+                     the lower bound PyTorch's fastrnns names for a LayerNorm-LSTM made of a
+                     fused cell and separate norm kernels
+    loop             InCellLayer with no norm: the same Python time loop, so that loop cost and
+                     norm cost separate
+    in_cell          InCellLayer with the norm, built as a run builds it, so a faster layer
+                     shows up here with no change to this file
+
+Before any timing the loop layer is checked to compute what nn.LSTM computes, as fastrnns checks
+each custom LSTM against nn.LSTM before timing it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
+from normbench.bench.timing import clock_for, measure, paired_difference, paired_ratio
+from normbench.models.recurrent import FUSED, GATES, InCellLayer
+from normbench.norms import NormSpec
+
+TARGET = 1.5  # in-cell LN-LSTM step time / nn.LSTM step time
+CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell")
+
+
+@dataclass(frozen=True)
+class CellShape:
+    family: str = "lstm"
+    batch: int = 32
+    length: int = 64
+    input_size: int = 32
+    hidden: int = 128
+
+
+@dataclass(frozen=True)
+class NormCall:
+    module: str              # the in-cell layer's norm: norm_x, norm_h or norm_c
+    dim: int
+    shape: tuple[int, ...]
+    step: int | None         # the time step passed to a per-step norm, None for whole sequences
+
+
+def in_cell_norm_calls(shape: CellShape) -> list[NormCall]:
+    """The norm calls of the in-cell recurrence (Ba et al. 2016 suppl. eqs. 20-22), in order.
+
+    N_x once over all time steps on (batch, time, gates*h); per step N_h on (batch, gates*h) and,
+    for an LSTM, N_c on the cell state (batch, h). Written out rather than observed on the layer,
+    so a faster in-cell layer that no longer calls its norm modules one by one keeps the same bound.
+    """
+    width = GATES[shape.family] * shape.hidden
+    calls = [NormCall("norm_x", width, (shape.batch, shape.length, width), None)]
+    for t in range(shape.length):
+        calls.append(NormCall("norm_h", width, (shape.batch, width), t))
+        if shape.family == "lstm":
+            calls.append(NormCall("norm_c", shape.hidden, (shape.batch, shape.hidden), t))
+    return calls
+
+
+class FusedLast(nn.Module):
+    """nn.LSTM/GRU/RNN; the training signal is the last time step's output."""
+
+    def __init__(self, family: str, input_size: int, hidden: int):
+        super().__init__()
+        self.core = FUSED[family](input_size, hidden, batch_first=True)
+
+    def forward(self, x):
+        return self.core(x)[0][:, -1], []
+
+
+class LayerLast(nn.Module):
+    def __init__(self, layer: nn.Module):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        return self.layer(x)[:, -1], []
+
+
+class FusedWithNormCalls(FusedLast):
+    """The fused core, then the same norm calls on stand-in inputs of the same shapes.
+
+    Each stand-in input is a leaf that requires grad, so backward computes dx of every norm call
+    as the in-cell layer's backward must; its .grad is reset each step (nothing accumulates).
+    """
+
+    def __init__(self, family: str, input_size: int, hidden: int, norm: NormSpec, calls: list[NormCall],
+                 generator: torch.Generator, device: torch.device):
+        super().__init__(family, input_size, hidden)
+        dims = {c.module: c.dim for c in calls}
+        self.norms = nn.ModuleDict({name: norm.build(dim, per_step=True) for name, dim in dims.items()})
+        self.calls = calls
+        self.inputs = [torch.randn(c.shape, generator=generator).to(device).requires_grad_() for c in calls]
+
+    def forward(self, x):
+        last, _ = super().forward(x)
+        for t in self.inputs:
+            t.grad = None
+        extras = [self.norms[c.module](t, c.step) for c, t in zip(self.calls, self.inputs)]
+        return last, extras
+
+
+class TrainStep:
+    """One training step of a model returning (last output, extra outputs): forward, loss, backward, AdamW."""
+
+    def __init__(self, model: nn.Module, x: torch.Tensor, target: torch.Tensor, lr: float = 1e-3):
+        self.model, self.x, self.target = model, x, target
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+        self.grads: list[torch.Tensor] | None = None
+
+    def __call__(self) -> torch.Tensor:
+        self.optimizer.zero_grad(set_to_none=True)
+        last, extras = self.model(self.x)
+        loss = F.mse_loss(last, self.target)
+        if self.grads is None:  # a fixed upstream gradient for each extra output, as if a loss fed it
+            generator = torch.Generator().manual_seed(1)
+            self.grads = [torch.randn(e.shape, generator=generator).to(e) for e in extras]
+        torch.autograd.backward([loss, *extras], [None, *self.grads])
+        self.optimizer.step()
+        return loss.detach()
+
+
+def equal_to_fused(loop_layer: InCellLayer, fused: FusedLast, x: torch.Tensor) -> float:
+    """Max |difference| of outputs once the fused core holds the loop layer's weights."""
+    core = fused.core
+    with torch.no_grad():
+        core.weight_ih_l0.copy_(loop_layer.weight_ih)
+        core.weight_hh_l0.copy_(loop_layer.weight_hh)
+        core.bias_ih_l0.copy_(loop_layer.bias_ih)
+        core.bias_hh_l0.copy_(loop_layer.bias_hh)
+        return float((loop_layer(x) - core(x)[0]).abs().max())
+
+
+def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"), device: str = "cpu",
+                seed: int = 0) -> tuple[dict[str, TrainStep], dict]:
+    """The four training steps, and facts about them (norm calls replayed, equality to nn.LSTM)."""
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape.batch, shape.length, shape.input_size, generator=generator)
+    target = torch.randn(shape.batch, shape.hidden, generator=generator)
+    args = (shape.family, shape.input_size, shape.hidden)
+    in_cell = InCellLayer(*args, norm)
+    loop = InCellLayer(*args, NormSpec("none"))
+    fused = FusedLast(*args)
+    calls = in_cell_norm_calls(shape) if norm.active else []
+    difference = equal_to_fused(loop, fused, x)
+    if difference > 1e-4:
+        raise AssertionError(f"the loop {shape.family} differs from nn.{FUSED[shape.family].__name__} "
+                             f"by {difference:.3g}: it would not be timing the same computation")
+    fused = FusedLast(*args)  # fresh weights, initialised like the others
+    bound = FusedWithNormCalls(*args, norm, calls, generator, device)
+    models = {"fused": fused, "fused+norm_calls": bound, "loop": LayerLast(loop), "in_cell": LayerLast(in_cell)}
+    x, target = x.to(device), target.to(device)
+    steps = {name: TrainStep(m.to(device).train(), x, target) for name, m in models.items()}
+    counts: dict[str, int] = {}
+    for c in calls:
+        key = f"{c.module} {tuple(c.shape)}"
+        counts[key] = counts.get(key, 0) + 1
+    facts = {"norm_calls": counts, "norm_calls_total": len(calls), "loop_max_abs_difference_vs_fused": difference}
+    return steps, facts
+
+
+def run(*, family: str = "lstm", hidden: int = 128, length: int = 64, batch: int = 32, input_size: int = 32,
+        norm: str = "ln", device: str = "cpu", quick: bool = False, repeats: int | None = None,
+        command: str = "") -> Section:
+    shape = CellShape(family, batch, length, input_size, hidden)
+    spec = NormSpec(norm)
+    steps, facts = build_steps(shape, spec, device)
+    repeats = repeats or (5 if quick else 25)
+    timings = measure(steps, repeats=repeats, warmup=2 if quick else 5, timer=clock_for(device))
+    fused = timings["fused"]
+    rows = []
+    for name, timing in timings.items():
+        ratio = paired_ratio(timing, fused)
+        rows.append({"candidate": name, **asdict(shape), "norm": norm, "device": torch.device(device).type,
+                     **timing.to_dict(), "vs_fused": ratio.median, "vs_fused_q1": ratio.q1, "vs_fused_q3": ratio.q3})
+    by = {r["candidate"]: r for r in rows}
+    loop_ms = paired_difference(timings["loop"], fused) * 1e3
+    norm_ms = paired_difference(timings["in_cell"], timings["loop"]) * 1e3
+    bound_norm_ms = paired_difference(timings["fused+norm_calls"], fused) * 1e3
+    fused_name = f"nn.{FUSED[family].__name__}"
+    label = f"{family} b{batch} T{length} in{input_size} h{hidden}"
+    ratios = [
+        RatioLine(f"in-cell {norm.upper()}-{family.upper()} training step ({label})", by["in_cell"]["vs_fused"],
+                  fused_name, command, target=f"<= {TARGET}" if family == "lstm" else None,
+                  note=f"IQR {by['in_cell']['vs_fused_q1']:.2f}-{by['in_cell']['vs_fused_q3']:.2f}"),
+        RatioLine(f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone",
+                  by["fused+norm_calls"]["vs_fused"], fused_name, command),
+        RatioLine(f"python-loop {family.upper()}, no norm", by["loop"]["vs_fused"], fused_name, command),
+    ]
+    decomposition = {"loop_overhead_ms": loop_ms, "norm_cost_in_cell_ms": norm_ms,
+                     "norm_cost_lower_bound_ms": bound_norm_ms}
+    env = bench_environment(device)
+    markdown = render_markdown(rows, facts, decomposition, ratios, env, command, fused_name)
+    return Section("cells", command, env, rows, markdown, ratios, {"facts": facts, "decomposition": decomposition})
+
+
+def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name) -> str:
+    norm = rows[0]["norm"]
+    what = {"fused": fused_name, "fused+norm_calls": f"{fused_name} + the {facts['norm_calls_total']} norm calls alone",
+            "loop": "InCellLayer without norm (Python time loop)", "in_cell": f"InCellLayer with {norm}"}
+    table = markdown_table(
+        ["candidate", "what", "ms / step", "IQR ms", f"x {fused_name}", "ratio IQR"],
+        [[r["candidate"], what[r["candidate"]], f"{r['median_ms']:.2f}", f"{r['iqr_ms']:.2f}", f"{r['vs_fused']:.2f}",
+          f"{r['vs_fused_q1']:.2f}-{r['vs_fused_q3']:.2f}"] for r in rows])
+    calls = ", ".join(f"{k} x{v}" for k, v in facts["norm_calls"].items())
+    d = decomposition
+    return "\n\n".join([
+        f"## Recurrent cell: in-cell norm vs {fused_name}\n\n`{command}`\n\n{env['device']} ({env['device_name']}), "
+        f"torch {env['torch']}, {env['threads']} threads, load {env.get('load_average_1m', math.nan):.2f} at start. "
+        "One training step each (forward, MSE on the last output, backward, AdamW), interleaved; "
+        "ratios are medians of per-round ratios.",
+        table,
+        f"Norm calls replayed for the lower bound: {calls}. "
+        f"The loop layer matches {fused_name} to {facts['loop_max_abs_difference_vs_fused']:.1e}.",
+        f"Where the time goes (medians of per-round differences): the Python time loop adds "
+        f"{d['loop_overhead_ms']:.2f} ms to {fused_name}; the in-cell layer takes {d['norm_cost_in_cell_ms']:.2f} ms "
+        f"more than that loop without norms; the norm calls alone take {d['norm_cost_lower_bound_ms']:.2f} ms.",
+        "\n".join(f"- {r}" for r in ratios),
+    ])

@@ -1,0 +1,259 @@
+"""What normbench's training loop costs over a bare PyTorch loop doing the same arithmetic.
+
+Both train the default run's setup (conf/ composed as ``python -m normbench`` does: digits, LSTM,
+pre-LN, AdamW) from the same initial weights on the same batches, with the same param groups,
+learning rate and gradient clipping. The bare loop does that and nothing else; ``Trainer.fit``
+adds per-step bookkeeping, loss/grad-norm read-back, metric logging and the probes (activations
+and gradient statistics every ``probe_every`` steps).
+
+The two run in lockstep: each time ``fit`` draws a batch, one bare step runs first and is timed,
+so harness and bare steps alternate one for one and load from other processes falls on both
+alike. Harness time is honest wall time -- the loop inside ``fit`` from its first batch to the end
+of its last step, probes and logging included, less the bare steps (the per-step median in a run
+record leaves probe steps out). The one-off profiles before the loop and the evaluations after it
+are outside the span; evaluation inside the loop is switched off (``eval_every`` > steps), since it
+is the run's measurement, not the harness's overhead. Both must end on the same loss, or they did
+not do the same work.
+
+Separately, the cost of one probe: a training step with and without the activation probe's hooks
+and the gradient statistics, timed interleaved, plus ``Trainer._probe`` (bookkeeping, log line)
+as timed inside fit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from normbench import probes
+from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
+from normbench.bench.timing import clock_for, measure, paired_difference
+from normbench.config import config_dir, register
+from normbench.record import RunRecord
+from normbench.run import prepare, resolve_device
+from normbench.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate, loss_function
+
+TARGET = 1.10  # harness time per step / bare loop time per step
+OVERHEAD_BUDGET = TARGET - 1
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    """The real conf/ tree composed with ``overrides``, as ``python -m normbench`` would."""
+    register()
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class BareLoop:
+    """The training arithmetic of Trainer.fit -- lr, batch, forward, loss, backward, clip, AdamW -- and nothing else."""
+
+    def __init__(self, cfg, task, model: torch.nn.Module, device: torch.device):
+        self.cfg, self.model = cfg, model.to(device).train()
+        self.optimizer = build_optimizer(cfg, self.model)
+        self.batches = Batches(task.train, cfg.batch_size, device, cfg.seed)
+        self.loss_fn = loss_function(task)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        dtype = AUTOCAST_DTYPES.get(cfg.precision.dtype)
+        self.autocast = (lambda: torch.autocast(device.type, dtype=dtype)) if dtype else contextlib.nullcontext
+        self.steps, self.loss = 0, None
+
+    def step(self) -> None:
+        self.steps += 1
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate(self.cfg, self.steps)
+        x, y = next(self.batches)
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.autocast():
+            self.loss = self.loss_fn(self.model(x), y)
+        self.loss.backward()
+        if self.cfg.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)
+        self.optimizer.step()
+
+
+class Lockstep:
+    """Stands in for the trainer's batches: before handing over each batch, runs and times one bare step.
+
+    So harness steps and bare steps alternate one for one, and load from other processes falls on
+    both alike; the harness's own time is the loop's wall time less the bare steps'.
+    """
+
+    def __init__(self, batches: Batches, bare: BareLoop, device: torch.device):
+        self.batches, self.bare, self.device = batches, bare, device
+        self.started, self.bare_s = None, 0.0
+
+    def __next__(self):
+        _sync(self.device)
+        start = time.perf_counter()
+        if self.started is None:
+            self.started = start
+        self.bare.step()
+        _sync(self.device)
+        self.bare_s += time.perf_counter() - start
+        return next(self.batches)
+
+    def __getattr__(self, name):
+        return getattr(self.batches, name)
+
+
+def timed_fit(trainer: Trainer, bare: BareLoop) -> dict:
+    """``trainer.fit()`` in lockstep with ``bare``: both loops' seconds, and the probes' count and seconds."""
+    device = trainer.device
+    lockstep = trainer.train_batches = Lockstep(trainer.train_batches, bare, device)
+    span = {"end": None, "probe_s": 0.0, "probes": 0}
+    evaluate, probe = trainer._eval_and_log, trainer._probe
+
+    def eval_and_log(*args, **kwargs):
+        if span["end"] is None:  # with eval_every > steps, only after the last step
+            _sync(device)
+            span["end"] = time.perf_counter()
+        return evaluate(*args, **kwargs)
+
+    def timed_probe(*args, **kwargs):
+        start = time.perf_counter()
+        probe(*args, **kwargs)
+        span["probe_s"] += time.perf_counter() - start
+        span["probes"] += 1
+
+    trainer._eval_and_log, trainer._probe = eval_and_log, timed_probe
+    progress = trainer.fit()
+    if lockstep.started is None or span["end"] is None:
+        raise RuntimeError("Trainer.fit no longer draws from train_batches or ends on _eval_and_log; "
+                           "normbench.bench.harness must learn where its loop starts and ends")
+    return {"harness_s": span["end"] - lockstep.started - lockstep.bare_s, "bare_s": lockstep.bare_s,
+            "steps": progress.step, "bare_steps": bare.steps, "probe_s": span["probe_s"], "probes": span["probes"],
+            "final_loss": progress.losses[-1], "bare_final_loss": float(bare.loss.detach()),
+            "step_ms_median": trainer.throughput()["step_ms_median"]}
+
+
+def trial(node: DictConfig, work_dir: Path) -> dict:
+    """One harness run with a bare loop on a copy of its model (same initial weights) in lockstep."""
+    cfg, task, model, device = prepare(node)
+    bare = BareLoop(cfg, task, copy.deepcopy(model), device)
+    record = RunRecord(work_dir)
+    record.start(config={}, overrides=[], seed=cfg.seed)
+    try:
+        return timed_fit(Trainer(cfg, task, model, device, record), bare)
+    finally:
+        record.finish("ok", None)
+
+
+def probe_costs(node: DictConfig, repeats: int) -> dict:
+    """ms a probe adds to a step: activation hooks (a step with and without them) and gradient statistics."""
+    cfg, task, model, device = prepare(node)
+    model = model.to(device).train()
+    loss_fn = loss_function(task)
+    x, y = next(Batches(task.train, cfg.batch_size, device, cfg.seed))
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+
+    def step_with_activation_probe():
+        with probes.activation_probe(model):
+            step()
+
+    timings = measure({"step": step, "step+activation_probe": step_with_activation_probe,
+                       "gradient_statistics": lambda: probes.gradient_statistics(model)},
+                      repeats=repeats, warmup=3, timer=clock_for(device))
+    return {"activation_probe_ms": paired_difference(timings["step+activation_probe"], timings["step"]) * 1e3,
+            "gradient_statistics_ms": timings["gradient_statistics"].median * 1e3,
+            "forward_backward_ms": timings["step"].median * 1e3}
+
+
+def run(*, steps: int | None = None, trials: int | None = None, probe_every: int | None = None,
+        overrides: list[str] | None = None, quick: bool = False, threads: int | None = None,
+        command: str = "") -> Section:
+    steps = steps or (40 if quick else 200)
+    trials = trials or (2 if quick else 3)
+    chosen = [f"steps={steps}", f"eval_every={10 * steps}", "progress=false",
+              *([f"probe_every={probe_every}"] if probe_every is not None else []),
+              *([f"threads={threads}"] if threads else []), *(overrides or [])]
+    node = compose_config(chosen)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="normbench-harness-") as tmp:
+        for k in range(trials):
+            print(f"harness: trial {k + 1}/{trials} ...", flush=True)
+            results.append(trial(node, Path(tmp) / f"trial{k}"))
+        costs = probe_costs(node, repeats=5 if quick else 15)
+    device = resolve_device(node.device)
+    rows = [{"trial": k, "steps": r["steps"], "harness_ms_per_step": r["harness_s"] / r["steps"] * 1e3,
+             "bare_ms_per_step": r["bare_s"] / r["bare_steps"] * 1e3, "ratio": r["harness_s"] / r["bare_s"],
+             "probes": r["probes"], "trainer_probe_ms": r["probe_s"] / max(r["probes"], 1) * 1e3,
+             "harness_step_ms_median": r["step_ms_median"],
+             "loss_difference": abs(r["final_loss"] - r["bare_final_loss"])} for k, r in enumerate(results)]
+    return summarize(rows, costs, int(node.probe_every), chosen, device, command)
+
+
+def summarize(rows: list[dict], costs: dict, probe_every: int, overrides: list[str], device: torch.device,
+              command: str) -> Section:
+    """The section from the trials' rows and the probe costs: ratio, cost per probe, the interval that fits."""
+    def med(key):
+        return statistics.median(r[key] for r in rows)
+
+    ratio, bare_ms, harness_ms = med("ratio"), med("bare_ms_per_step"), med("harness_ms_per_step")
+    # a part measured below zero is noise around a cost too small to see: count it as nothing
+    probe_ms = sum(max(v, 0.0) for v in (costs["activation_probe_ms"], costs["gradient_statistics_ms"],
+                                         med("trainer_probe_ms")))
+    steps = rows[0]["steps"]
+    probes_per_step = rows[0]["probes"] / steps
+    other_ms = harness_ms - bare_ms - probe_ms * probes_per_step  # bookkeeping and logging, every step
+    room_ms = OVERHEAD_BUDGET * bare_ms - max(other_ms, 0.0)
+    interval = probe_ms / room_ms if room_ms > 0 else None
+    timed_ratio = med("harness_step_ms_median") / bare_ms if all(r["harness_step_ms_median"] for r in rows) else None
+    facts = {"ratio": ratio, "bare_ms_per_step": bare_ms, "harness_ms_per_step": harness_ms,
+             "probe_every": probe_every, "probe_ms": probe_ms, **costs,
+             "trainer_probe_ms": med("trainer_probe_ms"),
+             "other_overhead_ms_per_step": other_ms, "min_probe_interval_for_target": interval,
+             "timed_step_ratio": timed_ratio, "max_loss_difference": max(r["loss_difference"] for r in rows),
+             "overrides": overrides}
+    if interval is None:
+        interval_text = "no probe interval will do: the per-step bookkeeping alone exceeds the budget"
+    elif interval <= 1:
+        interval_text = "any probe_every, even 1"
+    else:
+        interval_text = f"probe_every >= {math.ceil(interval)}"
+    ratios = [
+        RatioLine(f"normbench step incl. probes every {probe_every} + logging (default run, {steps} steps)", ratio,
+                  "bare PyTorch loop", command, target=f"<= {TARGET}",
+                  note=f"{harness_ms:.2f} vs {bare_ms:.2f} ms/step"),
+        RatioLine("one probe", probe_ms / bare_ms, "one bare step", command,
+                  note=f"{probe_ms:.2f} ms; within {OVERHEAD_BUDGET:.0%} needs {interval_text}"),
+    ]
+    env = bench_environment(device)
+    table = markdown_table(
+        ["trial", "harness ms/step", "bare ms/step", "ratio", "probes", "ms in Trainer._probe",
+         "|loss difference|"],
+        [[r["trial"], f"{r['harness_ms_per_step']:.2f}", f"{r['bare_ms_per_step']:.2f}",
+          f"{r['ratio']:.3f}", r["probes"], f"{r['trainer_probe_ms']:.2f}", f"{r['loss_difference']:.1e}"]
+         for r in rows])
+    markdown = "\n\n".join([
+        f"## Harness overhead: normbench's training step vs a bare loop\n\n`{command}`\n\n{env['device']} "
+        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads, load "
+        f"{env.get('load_average_1m', float('nan')):.2f} at start. Config: default run with "
+        f"`{' '.join(overrides)}`. Harness time = wall time of the training loop inside `Trainer.fit`, "
+        "probes and logging included, less the bare steps run in lockstep with it.", table,
+        f"Median ratio {ratio:.3f} (target <= {TARGET}). One probe costs {probe_ms:.2f} ms "
+        f"(activation hooks {costs['activation_probe_ms']:.2f} ms + gradient statistics "
+        f"{costs['gradient_statistics_ms']:.2f} ms, both timed alone, + `Trainer._probe` "
+        f"{med('trainer_probe_ms'):.2f} ms as timed in fit) against a {bare_ms:.2f} ms bare step; other "
+        f"per-step overhead {other_ms:.2f} ms. To stay within {OVERHEAD_BUDGET:.0%}: {interval_text}. "
+        + (f"The run record's step median (probe steps excluded) is {timed_ratio:.3f}x the bare step. "
+           if timed_ratio else ""),
+        "\n".join(f"- {r}" for r in ratios),
+    ])
+    return Section("harness", command, env, rows, markdown, ratios, {"facts": facts})

@@ -1,0 +1,420 @@
+"""Normalization kernels alone: forward and forward+backward time, bandwidth, fraction of a copy.
+
+Every norm kind x impl x (rows, hidden) x dtype, timed interleaved with a device copy of the same
+tensor. A row-wise norm is memory-bound, so bandwidth is the figure of merit; the byte count is the
+standard one (parameters and per-row statistics are O(hidden) and left out):
+
+    forward    read x, write y            2 * numel * elem_size
+    backward   read x, read dy, write dx  3 * numel * elem_size
+    fwd+bwd                               5 * numel * elem_size
+    copy       y.copy_(x)                 2 * numel * elem_size
+
+Modules come straight from the registry, parameters cast to the dtype and *without* the fp32
+policy wrapper (``Fp32Norm``), so the kernel that runs is the one for that dtype. Forward is timed
+under ``torch.no_grad()``; forward+backward as ``torch.autograd.grad`` of the output against x and
+the parameters with a fixed dy, so no gradient accumulates between calls. BatchNorm is in training
+mode (batch statistics, running averages updated), as in a training step.
+
+impls: ``native`` and ``reference`` from the registry; ``compiled`` = torch.compile of the
+reference module (with ``--compile``); on CUDA, apex's and Liger's fused LN/RMSNorm if installed.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import torch
+from torch import nn
+
+from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
+from normbench.bench.timing import Timing, clock_for, measure, paired_ratio
+from normbench.norms import REGISTRY
+
+KERNEL_KINDS = ("ln", "rms", "bn", "scale", "dyt")
+RULE_IMPLS = ("native", "reference")    # what norm.impl can be set to; the rule picks between these
+FUSED_IMPLS = ("apex", "liger")
+BYTES_PER_ELEMENT = {"fwd": 2, "bwd": 3, "fwd+bwd": 5, "copy": 2}
+PASSES = ("fwd", "fwd+bwd")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DEFAULT_HIDDEN = (256, 1024, 4096, 16384)
+# fp32 size of each grid tensor (bf16: half): x and y together outgrow a 32 MiB last-level cache,
+# so the copy and the norms stream from memory rather than cache
+TARGET_BYTES = 32 * 2**20
+QUICK_SHAPES = ((64, 256), (32, 1024))
+HEADLINE_SHAPE = (8192, 4096)           # the size at which the CPU findings below were first seen
+RULE_SCHEMA = "normbench.bench.impl_rule/1"
+RULE_MARGIN = 0.05  # another impl replaces native only when at least this much faster: smaller is noise
+
+
+def bytes_moved(numel: int, elem_size: int, pass_: str) -> int:
+    """Bytes a memory-bound norm must move: fwd 2, bwd 3, fwd+bwd 5, copy 2 x numel x elem_size."""
+    return BYTES_PER_ELEMENT[pass_] * numel * elem_size
+
+
+def grid_shapes(hidden_sizes: Iterable[int], target_bytes: int = TARGET_BYTES) -> list[tuple[int, int]]:
+    """(rows, hidden) with rows chosen so an fp32 tensor is about ``target_bytes``."""
+    return [(max(1, round(target_bytes / (4 * hidden))), hidden) for hidden in hidden_sizes]
+
+
+def default_dtypes(device: torch.device) -> tuple[str, ...]:
+    return ("fp32", "bf16", "fp16") if device.type == "cuda" else ("fp32", "bf16")
+
+
+# -- building the candidates ----------------------------------------------------------------------
+def _fused_module(impl: str, kind: str, hidden: int) -> nn.Module:
+    if impl == "apex":
+        from apex.normalization import FusedLayerNorm, FusedRMSNorm
+        return {"ln": FusedLayerNorm, "rms": FusedRMSNorm}[kind](hidden, eps=1e-5)
+    from liger_kernel.transformers import LigerLayerNorm, LigerRMSNorm
+    if kind == "ln":
+        return LigerLayerNorm(hidden, eps=1e-5)
+    return LigerRMSNorm(hidden, eps=1e-5, in_place=False)  # in place would overwrite our fixed dy
+
+
+def fused_status(device: torch.device) -> dict[str, str | None]:
+    """None for a fused-kernel library usable here, else why not."""
+    status = {}
+    for impl, module in (("apex", "apex.normalization"), ("liger", "liger_kernel.transformers")):
+        if device.type != "cuda":
+            status[impl] = "unavailable: CUDA only"
+            continue
+        try:
+            __import__(module)
+            status[impl] = None
+        except Exception as err:  # ImportError, or a build against another CUDA raising anything
+            status[impl] = "not installed" if isinstance(err, ImportError) else f"unavailable: {_first_line(err)}"
+    return status
+
+
+def build_kernel(kind: str, impl: str, hidden: int, device: torch.device, dtype: torch.dtype) -> nn.Module | str:
+    """The module to time, or a string saying why this (kind, impl) has none here."""
+    if impl in FUSED_IMPLS:
+        if kind not in ("ln", "rms"):
+            return "unavailable: no fused kernel for this kind"
+        try:
+            module = _fused_module(impl, kind, hidden)
+        except Exception as err:
+            return f"unavailable: {_first_line(err)}"
+    else:
+        module = REGISTRY[(kind, "reference" if impl == "compiled" else impl)](hidden)
+    module = module.to(device=device, dtype=dtype).train()
+    if impl == "compiled":
+        module = torch.compile(module)
+    return module
+
+
+def forward_call(module: nn.Module, x: torch.Tensor):
+    def run():
+        with torch.no_grad():
+            return module(x)
+    return run
+
+
+def train_call(module: nn.Module, x: torch.Tensor, dy: torch.Tensor):
+    x = x.detach().requires_grad_()
+    leaves = [x, *(p for p in module.parameters() if p.requires_grad)]
+
+    def run():
+        return torch.autograd.grad(module(x), leaves, dy)
+    return run
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return (text.splitlines()[0] if text else type(err).__name__)[:200]
+
+
+# -- measuring -------------------------------------------------------------------------------------
+def measure_shape(rows: int, hidden: int, dtype_name: str, device: torch.device, *, kinds=KERNEL_KINDS,
+                  impls=RULE_IMPLS, repeats: int = 5, warmup: int = 1, min_loop_s: float = 5e-3,
+                  unavailable: Mapping[str, str | None] | None = None) -> list[dict]:
+    """One (rows, hidden, dtype): every kind x impl x pass and a copy, interleaved in the same rounds."""
+    dtype = DTYPES[dtype_name]
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(rows, hidden, generator=generator).to(device, dtype)
+    dy = torch.randn(rows, hidden, generator=generator).to(device, dtype)
+    copy_out = torch.empty_like(x)
+    if "compiled" in impls:
+        torch._dynamo.reset()  # every shape its own graphs; stale ones would count against the recompile limit
+    candidates = {("copy", "copy", "copy"): lambda: copy_out.copy_(x)}
+    skipped: dict[tuple[str, str, str], str] = {}
+    for kind in kinds:
+        for impl in impls:
+            reason = (unavailable or {}).get(impl)
+            module = reason or build_kernel(kind, impl, hidden, device, dtype)
+            for pass_, make in (("fwd", forward_call), ("fwd+bwd", train_call)):
+                key = (kind, impl, pass_)
+                if isinstance(module, str):
+                    skipped[key] = module
+                    continue
+                fn = make(module, x) if pass_ == "fwd" else make(module, x, dy)
+                try:
+                    fn()  # first call: compiles, and proves the kernel exists for this dtype
+                except Exception as err:
+                    skipped[key] = f"unavailable: {_first_line(err)}"
+                else:
+                    candidates[key] = fn
+    timings = measure(candidates, repeats=repeats, warmup=warmup, min_loop_s=min_loop_s, timer=clock_for(device))
+    base = {"device": device.type, "dtype": dtype_name, "rows": rows, "hidden": hidden, "numel": x.numel(),
+            "elem_size": x.element_size(), "mib": x.numel() * x.element_size() / 2**20}
+    return _rows(base, timings, skipped)
+
+
+def _rows(base: dict, timings: dict[tuple, Timing], skipped: dict[tuple, str]) -> list[dict]:
+    """One row per candidate; every ratio in it is per round (load common to a round cancels)."""
+    copy = timings[("copy", "copy", "copy")]
+    copied = bytes_moved(base["numel"], base["elem_size"], "copy")
+    out = []
+    for (kind, impl, pass_), timing in timings.items():
+        moved = bytes_moved(base["numel"], base["elem_size"], pass_)
+        native, ln = timings.get((kind, "native", pass_)), timings.get(("ln", "native", pass_))
+        out.append({**base, "kind": kind, "impl": impl, "pass": pass_, "status": "ok", **timing.to_dict(),
+                    "bytes": moved, "gbps": moved / timing.median / 1e9, "copy_gbps": copied / copy.median / 1e9,
+                    "copy_fraction": (moved / copied) / paired_ratio(timing, copy).median,
+                    "time_vs_native": paired_ratio(timing, native).median if native and kind != "copy" else None,
+                    "time_vs_native_ln": paired_ratio(timing, ln).median if ln and kind != "copy" else None})
+    return out + [{**base, "kind": k, "impl": i, "pass": p, "status": why} for (k, i, p), why in skipped.items()]
+
+
+def measure_headline(device: torch.device, compiled: bool, repeats: int = 5) -> list[dict]:
+    """fp32 forward at 8192 x 4096: copy, native LN, native and reference (and compiled) RMSNorm."""
+    rows, hidden = HEADLINE_SHAPE
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(rows, hidden, generator=generator).to(device)
+    copy_out = torch.empty_like(x)
+    candidates = {("copy", "copy", "copy"): lambda: copy_out.copy_(x)}
+    chosen = [("ln", "native"), ("rms", "native"), ("rms", "reference")] + ([("rms", "compiled")] if compiled else [])
+    skipped = {}
+    if compiled:
+        torch._dynamo.reset()
+    for kind, impl in chosen:
+        fn = forward_call(build_kernel(kind, impl, hidden, device, torch.float32), x)
+        try:
+            fn()
+        except Exception as err:
+            skipped[(kind, impl, "fwd")] = f"unavailable: {_first_line(err)}"
+        else:
+            candidates[(kind, impl, "fwd")] = fn
+    timings = measure(candidates, repeats=repeats, warmup=1, timer=clock_for(device))
+    base = {"device": device.type, "dtype": "fp32", "rows": rows, "hidden": hidden, "numel": x.numel(),
+            "elem_size": 4, "mib": x.numel() * 4 / 2**20}
+    return _rows(base, timings, skipped)
+
+
+# -- reducing --------------------------------------------------------------------------------------
+def _rows_of(results) -> list[dict]:
+    return list(results["rows"] if isinstance(results, Mapping) else results)
+
+
+def impl_rule(results, impls: Iterable[str] = RULE_IMPLS) -> list[dict]:
+    """Per (kind, device, dtype): which impl is fastest at forward+backward, over the shapes measured.
+
+    At each shape every impl's time is divided by the fastest one's there; the impl whose median
+    of that relative time over the shapes (measured for every impl) is lowest wins -- but native
+    stays unless the winner is at least ``RULE_MARGIN`` faster than it. Relative times keep a large
+    shape from outweighing the rest.
+    """
+    impls = tuple(impls)
+    times: dict[tuple, dict[str, dict[tuple, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in _rows_of(results):
+        if r.get("pass") == "fwd+bwd" and r.get("status") == "ok" and r.get("impl") in impls:
+            times[(r["kind"], r["device"], r["dtype"])][r["impl"]][(r["rows"], r["hidden"])] = r["median_ms"]
+    rule = []
+    for key, by_impl in sorted(times.items()):
+        shapes = set.intersection(*(set(s) for s in by_impl.values()))
+        if not shapes:
+            continue
+        best = {s: min(t[s] for t in by_impl.values()) for s in shapes}
+        relative = {impl: statistics.median(t[s] / best[s] for s in shapes) for impl, t in by_impl.items()}
+        def time_ratio(a, b):  # median over shapes of a's time / b's
+            return statistics.median(by_impl[a][s] / by_impl[b][s] for s in shapes)
+
+        winner = min(relative, key=lambda impl: (relative[impl], impl != "native"))
+        if winner != "native" and "native" in by_impl and time_ratio("native", winner) < 1 + RULE_MARGIN:
+            winner = "native"
+        slower = min((time_ratio(i, winner) for i in by_impl if i != winner), default=None)
+        kind, device, dtype = key
+        rule.append({"kind": kind, "device": device, "dtype": dtype, "impl": winner, "runner_up_time_ratio": slower,
+                     "shapes": len(shapes)})
+    return rule
+
+
+def fastest_impls(results) -> dict[tuple[str, str, str], str]:
+    """{(kind, device_type, dtype): impl} -- native vs reference, by median fwd+bwd time over shapes."""
+    return {(r["kind"], r["device"], r["dtype"]): r["impl"] for r in impl_rule(results)}
+
+
+def write_rule(path: Path, results, environment: dict | None = None, command: str = "") -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    basis = ("median over shapes of forward+backward time relative to the fastest impl at each shape; "
+             f"native unless another is >= {RULE_MARGIN:.0%} faster")
+    payload = {"schema": RULE_SCHEMA, "basis": basis, "command": command, "environment": environment or {},
+               "rule": impl_rule(results)}
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path
+
+
+def read_rule(path: Path) -> dict[tuple[str, str, str], str]:
+    """The rule a ``--write-rule`` file holds, as ``fastest_impls`` returns it."""
+    payload = json.loads(Path(path).read_text())
+    if payload.get("schema") != RULE_SCHEMA:
+        raise ValueError(f"{path} is not a normbench impl rule (schema {payload.get('schema')!r})")
+    return {(r["kind"], r["device"], r["dtype"]): r["impl"] for r in payload["rule"]}
+
+
+# -- the subcommand --------------------------------------------------------------------------------
+def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dtypes: Iterable[str] | None = None,
+        hidden: Iterable[int] | None = None, kinds: Iterable[str] = KERNEL_KINDS, repeats: int | None = None,
+        headline: bool | None = None, out_dir: Path | None = None, command: str = "") -> Section:
+    device = torch.device(device)
+    dtypes = tuple(dtypes or default_dtypes(device))
+    shapes = list(QUICK_SHAPES) if quick and hidden is None else grid_shapes(hidden or DEFAULT_HIDDEN)
+    repeats = repeats or (3 if quick else 5)
+    impls = RULE_IMPLS + (("compiled",) if compile_ else ()) + (FUSED_IMPLS if device.type == "cuda" else ())
+    unavailable = {impl: why for impl, why in fused_status(device).items() if why and impl in impls}
+    environment = bench_environment(device)
+    rows: list[dict] = []
+    for dtype in dtypes:
+        for r, h in shapes:
+            print(f"kernels: {dtype} {r}x{h} ...", flush=True)
+            rows += measure_shape(r, h, dtype, device, kinds=tuple(kinds), impls=impls, repeats=repeats,
+                                  unavailable=unavailable)
+    headline = not quick if headline is None else headline
+    headline_rows = measure_headline(device, compile_, repeats) if headline else []
+    rule = impl_rule(rows)
+    ratios = headline_ratios(headline_rows, command) + grid_ratios(rows, command)
+    not_measured = {impl: why for impl, why in fused_status(device).items() if why}
+    if not compile_:
+        not_measured["compiled"] = "not requested (--compile)"
+    markdown = render_markdown(rows, headline_rows, rule, environment, command, not_measured)
+    extra = {"headline": headline_rows, "rule": rule, "not_measured": not_measured,
+             "shapes": [list(s) for s in shapes], "dtypes": list(dtypes), "impls": list(impls)}
+    section = Section("kernels", command, environment, rows, markdown, ratios, extra)
+    if out_dir is not None:
+        plot_bandwidth(rows, Path(out_dir) / "kernels.png")
+    return section
+
+
+def headline_ratios(rows: list[dict], command: str) -> list[RatioLine]:
+    ok = {(r["kind"], r["impl"]): r for r in rows if r.get("status") == "ok"}
+    if ("rms", "native") not in ok or ("ln", "native") not in ok:
+        return []
+    ln, rms = ok[("ln", "native")], ok[("rms", "native")]
+    shape = f"{ln['rows']}x{ln['hidden']} fp32 forward"
+    lines = [RatioLine(f"native RMSNorm time, {shape}", rms["time_vs_native_ln"], "native LayerNorm", command,
+                       note=f"LN {ln['gbps']:.1f} GB/s = {ln['copy_fraction']:.2f} of copy "
+                            f"({ln['copy_gbps']:.1f} GB/s); "
+                            f"RMS {rms['gbps']:.1f} GB/s = {rms['copy_fraction']:.2f} of copy")]
+    for impl in ("reference", "compiled"):
+        if ("rms", impl) in ok:
+            r = ok[("rms", impl)]
+            lines.append(RatioLine(f"{impl} RMSNorm time, {shape}", r["time_vs_native"], "native RMSNorm", command,
+                                   note=f"{r['gbps']:.1f} GB/s = {r['copy_fraction']:.2f} of copy"))
+    return lines
+
+
+def grid_ratios(rows: list[dict], command: str) -> list[RatioLine]:
+    """Per dtype: native RMSNorm against native LayerNorm, forward+backward, median over the grid's shapes."""
+    lines = []
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        ratios = [r["time_vs_native_ln"] for r in rows if r["dtype"] == dtype and r["pass"] == "fwd+bwd"
+                  and (r["kind"], r["impl"]) == ("rms", "native") and r.get("time_vs_native_ln")]
+        if ratios:
+            lines.append(RatioLine(f"native RMSNorm time, {dtype} forward+backward", statistics.median(ratios),
+                                   "native LayerNorm", command, note=f"median over {len(ratios)} shapes"))
+    return lines
+
+
+def _fmt_cell(row: dict | None) -> str:
+    if row is None:
+        return "-"
+    if row.get("status") != "ok":
+        return "n/a"
+    return f"{row['gbps']:.1f} ({row['copy_fraction']:.2f})"
+
+
+def bandwidth_tables(rows: list[dict]) -> str:
+    """One table per (dtype, pass): GB/s (fraction of copy) for every kind/impl against hidden size."""
+    parts = []
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        chosen = [r for r in rows if r["dtype"] == dtype]
+        hiddens = sorted({r["hidden"] for r in chosen})
+        shape_of = {r["hidden"]: f"{r['rows']}x{r['hidden']}" for r in chosen}
+        for pass_ in PASSES:
+            cells = {(r["kind"], r["impl"], r["hidden"]): r for r in chosen if r["pass"] in (pass_, "copy")}
+            lines = [["copy", "-", *(_fmt_cell(cells.get(("copy", "copy", h))) for h in hiddens)]]
+            keys = dict.fromkeys((r["kind"], r["impl"]) for r in chosen if r["pass"] == pass_)
+            lines += [[k, i, *(_fmt_cell(cells.get((k, i, h))) for h in hiddens)] for k, i in keys]
+            title = f"### {dtype}, {'forward' if pass_ == 'fwd' else 'forward+backward'}: GB/s (fraction of copy)"
+            parts.append(title + "\n\n" + markdown_table(["kind", "impl", *(shape_of[h] for h in hiddens)], lines))
+    return "\n\n".join(parts)
+
+
+def render_markdown(rows, headline_rows, rule, environment, command, not_measured) -> str:
+    env = environment
+    text = [f"## Norm kernels\n\n`{command}`\n\n{env['device']} ({env['device_name']}), torch {env['torch']}, "
+            f"{env['threads']} threads, load {env.get('load_average_1m', float('nan')):.2f} at start. "
+            "Bytes: forward 2, forward+backward 5, copy (`y.copy_(x)`) 2 x numel x elem_size. The copy is timed "
+            "in the same rounds at the same size; fraction of copy is the per-round ratio's median."]
+    if headline_rows:
+        ok = [r for r in headline_rows if r.get("status") == "ok"]
+        lines = [[r["kind"], r["impl"], f"{r['median_ms']:.2f}", f"{r['gbps']:.1f}", f"{r['copy_fraction']:.2f}",
+                  "-" if r.get("time_vs_native_ln") is None else f"{r['time_vs_native_ln']:.2f}"] for r in ok]
+        text.append(f"### Headline: fp32 forward, {HEADLINE_SHAPE[0]}x{HEADLINE_SHAPE[1]}\n\n"
+                    + markdown_table(["kind", "impl", "ms", "GB/s", "of copy", "time / native LN"], lines))
+    text.append(bandwidth_tables(rows))
+    if rule:
+        lines = [[r["kind"], r["device"], r["dtype"], r["impl"],
+                  "-" if r["runner_up_time_ratio"] is None else f"{r['runner_up_time_ratio']:.2f}x", r["shapes"]]
+                 for r in rule]
+        text.append("### Fastest impl (forward+backward, median over shapes)\n\n"
+                    + markdown_table(["kind", "device", "dtype", "fastest", "other takes", "shapes"], lines))
+    if not_measured:
+        text.append("Not measured: " + "; ".join(f"{k}: {v}" for k, v in not_measured.items()) + ".")
+    text.append("![GB/s vs hidden, fp32 forward](kernels.png)")
+    return "\n\n".join(text)
+
+
+def plot_bandwidth(rows: list[dict], path: Path) -> Path | None:
+    """GB/s against hidden size (log x), fp32 forward: a colour per kind, a line style per impl, the copy grey."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    import seaborn as sns
+
+    chosen = [r for r in rows if r["dtype"] == "fp32" and r["pass"] in ("fwd", "copy") and r.get("status") == "ok"]
+    if not chosen:
+        return None
+    fig = Figure(figsize=(8.5, 4.5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    colors = dict(zip(KERNEL_KINDS, sns.color_palette("colorblind", len(KERNEL_KINDS))))
+    styles = {"native": "-", "reference": "--", "compiled": ":", "apex": "-.", "liger": (0, (3, 1, 1, 1, 1, 1))}
+    series = defaultdict(list)
+    for r in chosen:
+        series[(r["kind"], r["impl"])].append((r["hidden"], r["gbps"]))
+    for (kind, impl), points in series.items():
+        points.sort()
+        xs, ys = zip(*points)
+        if kind == "copy":
+            ax.plot(xs, ys, color="0.2", linewidth=2.5, alpha=0.6, label="copy (y.copy_(x))")
+        else:
+            ax.plot(xs, ys, color=colors[kind], linestyle=styles.get(impl, "-"), marker="o", markersize=3,
+                    label=f"{kind} {impl}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # the copy runs several times faster than any norm: log y keeps the norms apart
+    hiddens = sorted({r["hidden"] for r in chosen})
+    ax.set_xticks(hiddens, [str(h) for h in hiddens])
+    ax.set_xlabel("hidden size")
+    ax.set_ylabel("GB/s (forward: 2 x numel x bytes / time)")
+    ax.set_title("Norm kernels, fp32 forward")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path

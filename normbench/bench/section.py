@@ -1,0 +1,151 @@
+"""What one subcommand measured, and how it lands on disk: NAME.json, NAME.csv and NAME.md.
+
+A section is self-describing (command, environment, every measurement), so a report can be made
+from the files alone. Its ``ratios`` are the headline figures: each says what was compared with
+what, the command that measured it, and the target it is held to, if any.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from normbench.record import environment
+
+
+def bench_environment(device: torch.device | str) -> dict:
+    """normbench's run environment plus what decides a timing: threads, cores, load when measured."""
+    device = torch.device(device)
+    env = environment(device)
+    env.update(interop_threads=torch.get_num_interop_threads(), cpu_count=os.cpu_count(),
+               machine=platform.machine())
+    if hasattr(os, "getloadavg"):
+        env["load_average_1m"] = os.getloadavg()[0]
+    return env
+
+
+class OtherLoad:
+    """The share of all cores that *other* processes used between construction and ``fraction()``.
+
+    The machine's busy time (/proc/stat) less this process's and its children's CPU time: a load
+    average cannot tell the benchmark's own threads from someone else's test suite.
+    """
+
+    def __init__(self):
+        self.start = self._snapshot()
+
+    @staticmethod
+    def _snapshot() -> tuple[float, float, float] | None:
+        """(all cores' seconds, their busy seconds, this process's and its children's CPU seconds)."""
+        try:
+            fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+            tick = os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        own = os.times()
+        own_s = own.user + own.system + own.children_user + own.children_system
+        return sum(fields) / tick, (sum(fields) - idle) / tick, own_s
+
+    def fraction(self) -> float | None:
+        end = self._snapshot()
+        if self.start is None or end is None or end[0] <= self.start[0]:
+            return None
+        total, busy, own = (b - a for a, b in zip(self.start, end))
+        return min(max((busy - own) / total, 0.0), 1.0)
+
+
+@dataclass
+class RatioLine:
+    """One headline figure: ``value`` = time (or speed) of ``what`` relative to ``against``."""
+
+    name: str
+    value: float | None
+    against: str
+    command: str
+    target: str | None = None      # e.g. "<= 1.5"
+    note: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        if self.target is None or self.value is None or not math.isfinite(self.value):
+            return None
+        op, bound = self.target.split()
+        return self.value <= float(bound) if op == "<=" else self.value >= float(bound)
+
+    def __str__(self) -> str:
+        value = "n/a" if self.value is None else f"{self.value:.2f}x"
+        verdict = "" if self.met is None else f"  [target {self.target}: {'met' if self.met else 'NOT met'}]"
+        note = f"  ({self.note})" if self.note else ""
+        return f"{self.name}: {value} vs {self.against}{verdict}{note}"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "value": self.value, "against": self.against, "target": self.target,
+                "met": self.met, "note": self.note, "command": self.command}
+
+
+@dataclass
+class Section:
+    name: str                      # kernels | cells | harness | sweep
+    command: str
+    environment: dict
+    rows: list[dict]               # one per measurement; the CSV
+    markdown: str                  # a section of the benchmark report
+    ratios: list[RatioLine] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)   # anything else the JSON should keep
+
+    def to_dict(self) -> dict:
+        return {"section": self.name, "command": self.command, "environment": self.environment,
+                "ratios": [r.to_dict() for r in self.ratios], **self.extra, "rows": self.rows}
+
+    def write(self, out_dir: Path) -> list[Path]:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        paths = [out_dir / f"{self.name}.json", out_dir / f"{self.name}.csv", out_dir / f"{self.name}.md"]
+        paths[0].write_text(json.dumps(finite_json(self.to_dict()), indent=2) + "\n")
+        write_csv(paths[1], self.rows)
+        paths[2].write_text(self.markdown.rstrip() + "\n")
+        return paths
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    columns: list[str] = []
+    for row in rows:
+        columns += [key for key in row if key not in columns]
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _cell(v) for k, v in row.items()})
+
+
+def _cell(value):
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value)
+    return value
+
+
+def finite_json(obj):
+    """NaN/inf become null: strict JSON, readable by any tool."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""A sweep of N runs on the Hydra joblib launcher (parallel workers) against the basic one (in turn).
+
+Both are real ``python -m normbench -m ...`` subprocesses, timed by wall clock from launch to exit,
+so interpreter and launcher start-up are counted: the speed-up is what a user waiting for the
+sweep gets. Every run uses one thread (``threads=1``), so the parallel sweep does not
+oversubscribe the cores, and writes no report (``report=false``). The pair is run in both orders
+(parallel then sequential, then sequential then parallel) and the two speed-ups averaged, so
+neither always runs on a warmer or quieter machine.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
+from normbench.record import read_summary
+
+TARGET = 1.6  # sequential wall time / parallel wall time with 2 workers on 2 cores
+# Small runs of the default setup: start-up (~seconds) must not dominate, the whole comparison must stay short.
+DEFAULT_OVERRIDES = ["steps=800"]
+QUICK_OVERRIDES = ["task=adding", "task.length=10", "task.n_train=256", "task.n_val=64", "task.n_test=64",
+                   "model.hidden=16", "model.embed=8", "steps=60", "eval_every=30"]
+
+
+def sweep_command(runs: int, overrides: list[str], jobs: int | None) -> list[str]:
+    """``python -m normbench -m`` over seeds 0..runs-1; joblib with ``jobs`` workers, or basic if None."""
+    command = [sys.executable, "-m", "normbench", "-m", f"seed={','.join(str(s) for s in range(runs))}",
+               *overrides, "threads=1", "report=false", "progress=false"]
+    if jobs is not None:
+        command += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}"]
+    return command
+
+
+def timed_sweep(command: list[str], sweep_dir: Path, runs: int, timeout_s: float = 900) -> dict:
+    """Wall seconds of one sweep subprocess, and its runs' statuses and in-process seconds."""
+    log = sweep_dir.with_suffix(".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run([*command, f"hydra.sweep.dir={sweep_dir}"], stdout=out, stderr=subprocess.STDOUT,
+                              timeout=timeout_s, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
+    wall = time.perf_counter() - start
+    summaries = [s for p in sorted(sweep_dir.rglob("summary.json")) if (s := read_summary(p))]
+    statuses = [s["status"] for s in summaries]
+    if done.returncode != 0 or len(summaries) != runs or any(st != "ok" for st in statuses):
+        tail = "".join(log.read_text().splitlines(keepends=True)[-15:])
+        raise RuntimeError(f"sweep {' '.join(command[1:])} ended with status {done.returncode}, run statuses "
+                           f"{statuses} (expected {runs} ok):\n{tail}")
+    return {"wall_s": wall, "runs_wall_s": sum(s["time"]["wall_s"] for s in summaries),
+            "runs_train_s": sum(s["time"].get("train_s", 0.0) for s in summaries)}
+
+
+def run(*, runs: int = 4, jobs: int = 2, steps: int | None = None, overrides: list[str] | None = None,
+        quick: bool = False, command: str = "") -> Section:
+    chosen = list(overrides or (QUICK_OVERRIDES if quick else DEFAULT_OVERRIDES))
+    if steps is not None:
+        chosen = [o for o in chosen if not o.startswith("steps=")] + [f"steps={steps}"]
+    runs = min(runs, jobs) if quick else runs  # quick: one round of workers, the launcher path end to end
+    orders = [("parallel", "sequential")] if quick else [("parallel", "sequential"), ("sequential", "parallel")]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="normbench-sweep-") as tmp:
+        for k, order in enumerate(orders):
+            walls = {}
+            for launcher in order:
+                sweep_dir = Path(tmp) / f"{k}-{launcher}"
+                cmd = sweep_command(runs, chosen, jobs if launcher == "parallel" else None)
+                print(f"sweep: pair {k + 1}/{len(orders)}, {launcher} ({runs} runs) ...", flush=True)
+                result = timed_sweep(cmd, sweep_dir, runs)
+                walls[launcher] = result["wall_s"]
+                rows.append({"pair": k, "order": ",".join(order), "launcher": launcher,
+                             "jobs": jobs if launcher == "parallel" else 1, "runs": runs, **result,
+                             "command": " ".join(["python", *cmd[1:]])})
+            for row in rows[-2:]:
+                row["speedup"] = walls["sequential"] / walls["parallel"]
+    speedups = [rows[2 * k]["speedup"] for k in range(len(orders))]
+    speedup = statistics.mean(speedups)
+    env = bench_environment("cpu")
+    ratios = [RatioLine(f"sweep of {runs} runs, joblib n_jobs={jobs} (threads=1 each)", speedup,
+                        "the same runs in sequence (basic launcher)", command, target=f">= {TARGET}",
+                        note="speed-up = sequential / parallel wall time, mean over "
+                             + " and ".join("/".join(o) for o in orders))]
+    markdown = render_markdown(rows, speedup, chosen, env, command, jobs)
+    return Section("sweep", command, env, rows, markdown, ratios, {"overrides": chosen, "speedups": speedups})
+
+
+def render_markdown(rows, speedup, overrides, env, command, jobs) -> str:
+    table = markdown_table(
+        ["pair", "launcher", "wall s", "sum of runs' wall s", "start-up + launcher s", "speed-up"],
+        [[r["pair"], r["launcher"], f"{r['wall_s']:.1f}", f"{r['runs_wall_s']:.1f}",
+          f"{r['wall_s'] - (r['runs_wall_s'] if r['launcher'] == 'sequential' else r['runs_wall_s'] / jobs):.1f}",
+          f"{r['speedup']:.2f}"] for r in rows])
+    return "\n\n".join([
+        f"## Sweep launcher: joblib ({jobs} workers) vs sequential\n\n`{command}`\n\n{env['cpu_count']} cores "
+        f"({env['device_name']}), load {env.get('load_average_1m', float('nan')):.2f} at start. Each sweep is "
+        f"`python -m normbench -m seed=... {' '.join(overrides)} threads=1 report=false`, timed from launch to exit.",
+        table,
+        f"Mean speed-up {speedup:.2f}x (target >= {TARGET}). Start-up + launcher: wall time minus the runs' own "
+        "time (for the parallel sweep, their sum divided by the workers).",
+    ])

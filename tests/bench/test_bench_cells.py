@@ -1,0 +1,64 @@
+"""The cell benchmark's candidates: built as described, equal where they must be, one step each runs."""
+
+import json
+import math
+
+import torch
+
+from normbench.bench import cells
+from normbench.bench.__main__ import main
+from normbench.models.recurrent import InCellLayer
+from normbench.norms import NormSpec
+
+SMALL = cells.CellShape(family="lstm", batch=4, length=5, input_size=3, hidden=8)
+
+
+def test_norm_calls_are_those_of_the_in_cell_recurrence():
+    calls = cells.in_cell_norm_calls(SMALL)
+    shapes = [(c.module, c.shape) for c in calls]
+    assert shapes[0] == ("norm_x", (4, 5, 32))
+    assert shapes.count(("norm_h", (4, 32))) == 5 and shapes.count(("norm_c", (4, 8))) == 5
+    assert [c.step for c in calls if c.module == "norm_h"] == list(range(5))
+    gru = cells.in_cell_norm_calls(cells.CellShape("gru", 4, 5, 3, 8))
+    assert len(gru) == 1 + 5 and gru[1].shape == (4, 24)  # no cell state, so no norm_c
+
+
+def test_norm_calls_match_the_layer_in_its_autograd_loop():
+    """The replayed calls are the ones InCellLayer's step-by-step path makes (its norm modules, hooked)."""
+    layer = InCellLayer("lstm", 3, 8, NormSpec("ln"))
+    seen = []
+    hooks = [getattr(layer, name).register_forward_pre_hook(lambda m, args, name=name: seen.append(
+        (name, tuple(args[0].shape)))) for name in ("norm_x", "norm_h", "norm_c")]
+    with torch.no_grad():
+        layer(torch.randn(4, 5, 3), trace=[])  # a trace asks for the step-by-step path
+    for h in hooks:
+        h.remove()
+    assert seen == [(c.module, c.shape) for c in cells.in_cell_norm_calls(SMALL)]
+
+
+def test_every_candidate_takes_a_training_step():
+    steps, facts = cells.build_steps(SMALL, NormSpec("ln"))
+    assert list(steps) == list(cells.CANDIDATES)
+    assert facts["norm_calls_total"] == 11 and facts["loop_max_abs_difference_vs_fused"] < 1e-5
+    for name, step in steps.items():
+        before = [p.detach().clone() for p in step.model.parameters()]
+        loss = float(step())
+        assert math.isfinite(loss), name
+        assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters())), name
+
+
+def test_lower_bound_backpropagates_into_every_norm_call():
+    steps, _ = cells.build_steps(SMALL, NormSpec("ln"))
+    bound = steps["fused+norm_calls"]
+    bound()
+    bound()  # a second step must not accumulate onto the first step's input gradients
+    assert all(t.grad is not None for t in bound.model.inputs)
+
+
+def test_quick_cells_cli_writes_its_section(tmp_path):
+    assert main(["cells", "--quick", "--repeats", "2", "--hidden", "8", "--length", "4", "--batch", "4",
+                 "--input-size", "3", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "cells.json").read_text())
+    assert [r["candidate"] for r in data["rows"]] == list(cells.CANDIDATES)
+    assert data["ratios"][0]["target"] == "<= 1.5" and data["ratios"][0]["value"] > 0
+    assert "--hidden 8" in data["command"]

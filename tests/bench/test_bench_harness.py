@@ -1,0 +1,58 @@
+"""Harness and sweep machinery (not their timings): the loop span, equal arithmetic, the commands."""
+
+import json
+
+import torch
+
+from normbench.bench import harness, sweep
+from normbench.bench.section import OtherLoad, RatioLine, Section
+
+
+def test_harness_and_bare_loop_do_the_same_training(compose, tmp_path):
+    node = compose("eval_every=100")  # TINY: 6 steps, probes at 3 and 6; no evaluation inside the loop
+    result = harness.trial(node, tmp_path)
+    assert result["steps"] == result["bare_steps"] == 6 and result["probes"] == 2
+    assert result["bare_s"] > 0 and result["probe_s"] > 0
+    assert abs(result["final_loss"] - result["bare_final_loss"]) < 1e-6
+
+
+def test_sweep_commands_differ_only_in_the_launcher():
+    parallel = sweep.sweep_command(4, ["steps=10"], jobs=2)
+    sequential = sweep.sweep_command(4, ["steps=10"], jobs=None)
+    assert parallel[:len(sequential)] == sequential
+    assert parallel[len(sequential):] == ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    assert "seed=0,1,2,3" in sequential and "threads=1" in sequential and "report=false" in sequential
+
+
+def test_ratio_targets_and_section_files(tmp_path):
+    assert RatioLine("a", 1.4, "b", "cmd", target="<= 1.5").met is True
+    assert RatioLine("a", 1.4, "b", "cmd", target=">= 1.6").met is False
+    assert RatioLine("a", None, "b", "cmd", target=">= 1.6").met is None
+    section = Section("demo", "cmd", {"torch": "x"}, [{"a": 1.0, "b": float("nan")}, {"c": "z"}], "## Demo",
+                      [RatioLine("a", 2.0, "b", "cmd")])
+    paths = section.write(tmp_path)
+    assert [p.name for p in paths] == ["demo.json", "demo.csv", "demo.md"]
+    data = json.loads(paths[0].read_text())  # strict JSON: NaN written as null
+    assert data["rows"][0]["b"] is None and data["ratios"][0]["value"] == 2.0
+    assert paths[1].read_text().splitlines()[0] == "a,b,c"
+
+
+def test_harness_summary_finds_the_probe_interval_that_fits():
+    rows = [{"trial": k, "steps": 100, "harness_ms_per_step": 10.4, "bare_ms_per_step": 10.0,
+             "ratio": 1.04, "probes": 2, "trainer_probe_ms": 1.0, "harness_step_ms_median": 10.1,
+             "loss_difference": 0.0} for k in range(3)]
+    costs = {"activation_probe_ms": 2.0, "gradient_statistics_ms": 2.0, "forward_backward_ms": 8.0}
+    section = harness.summarize(rows, costs, 50, ["steps=100"], torch.device("cpu"), "cmd")
+    facts = section.extra["facts"]
+    assert facts["probe_ms"] == 5.0
+    # 0.4 ms/step of overhead, 0.1 of it from probes: 0.3 ms/step other; 1.0 - 0.3 = 0.7 ms/step left for probes
+    assert abs(facts["other_overhead_ms_per_step"] - 0.3) < 1e-9
+    assert abs(facts["min_probe_interval_for_target"] - 5.0 / 0.7) < 1e-9
+    assert "probe_every >= 8" in section.markdown and section.ratios[0].met is True
+
+
+def test_other_load_is_a_share_of_the_cpus():
+    others = OtherLoad()
+    sum(i * i for i in range(200_000))  # our own work is not counted as anyone else's
+    share = others.fraction()
+    assert share is None or 0.0 <= share <= 1.0

@@ -1,0 +1,72 @@
+"""Kernel benchmark machinery: byte counts, the impl rule, and the --quick path end to end."""
+
+import json
+
+import pytest
+
+from normbench.bench import kernels
+from normbench.bench.__main__ import main
+
+
+def test_byte_count_is_the_standard_one():
+    numel, size = 1000, 4
+    assert kernels.bytes_moved(numel, size, "fwd") == 2 * numel * size
+    assert kernels.bytes_moved(numel, size, "bwd") == 3 * numel * size
+    assert kernels.bytes_moved(numel, size, "fwd+bwd") == 5 * numel * size
+    assert kernels.bytes_moved(numel, size, "copy") == 2 * numel * size
+
+
+def test_grid_rows_make_tensors_of_the_target_size():
+    for rows, hidden in kernels.grid_shapes((256, 1024, 16384)):
+        assert rows * hidden * 4 == pytest.approx(kernels.TARGET_BYTES, rel=0.01)
+
+
+def _row(kind, impl, rows, ms, dtype="fp32", device="cpu", status="ok", pass_="fwd+bwd"):
+    return {"kind": kind, "impl": impl, "device": device, "dtype": dtype, "rows": rows, "hidden": 64,
+            "pass": pass_, "status": status, "median_ms": ms}
+
+
+def test_fastest_impls_on_hand_made_results():
+    results = [
+        # ln: native faster at two of three shapes
+        _row("ln", "native", 1, 1.0), _row("ln", "reference", 1, 3.0),
+        _row("ln", "native", 2, 2.0), _row("ln", "reference", 2, 5.0),
+        _row("ln", "native", 3, 9.0), _row("ln", "reference", 3, 4.0),
+        # rms: reference faster; compiled is fastest but not an impl the rule picks from
+        _row("rms", "native", 1, 3.0), _row("rms", "reference", 1, 1.0), _row("rms", "compiled", 1, 0.1),
+        # forward-only and unavailable rows do not count
+        _row("rms", "native", 1, 0.1, pass_="fwd"), _row("rms", "reference", 1, None, status="unavailable: x"),
+        # a tie goes to native; dtypes are separate keys
+        _row("bn", "native", 1, 2.0, dtype="bf16"), _row("bn", "reference", 1, 2.0, dtype="bf16"),
+        # a shape only one impl was measured at is left out of the comparison
+        _row("dyt", "native", 1, 5.0), _row("dyt", "reference", 1, 4.0), _row("dyt", "native", 2, 0.5),
+        # 2% faster is within noise: native stays
+        _row("scale", "native", 1, 1.02), _row("scale", "reference", 1, 1.0),
+    ]
+    assert kernels.fastest_impls(results) == {
+        ("ln", "cpu", "fp32"): "native", ("rms", "cpu", "fp32"): "reference", ("bn", "cpu", "bf16"): "native",
+        ("dyt", "cpu", "fp32"): "reference", ("scale", "cpu", "fp32"): "native"}
+    assert kernels.fastest_impls({"rows": results}) == kernels.fastest_impls(results)
+
+
+def test_rule_file_round_trips(tmp_path):
+    results = [_row("ln", "native", 1, 1.0), _row("ln", "reference", 1, 2.0)]
+    path = kernels.write_rule(tmp_path / "rule.json", results, {"torch": "x"}, "cmd")
+    assert kernels.read_rule(path) == {("ln", "cpu", "fp32"): "native"}
+    assert json.loads(path.read_text())["rule"][0]["runner_up_time_ratio"] == 2.0
+
+
+def test_quick_kernels_run_end_to_end(tmp_path):
+    rule = tmp_path / "rule.json"
+    assert main(["kernels", "--quick", "--repeats", "1", "--kinds", "ln,rms", "--out", str(tmp_path),
+                 "--write-rule", str(rule)]) == 0
+    for name in ("kernels.json", "kernels.csv", "kernels.md", "kernels.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    data = json.loads((tmp_path / "kernels.json").read_text())
+    ok = [r for r in data["rows"] if r["status"] == "ok"]
+    assert {(r["kind"], r["impl"]) for r in ok} >= {("copy", "copy"), ("ln", "native"), ("rms", "reference")}
+    assert {r["dtype"] for r in ok} == {"fp32", "bf16"} and len({r["hidden"] for r in ok}) == 2
+    assert all(r["gbps"] > 0 and r["copy_fraction"] > 0 for r in ok)
+    assert data["environment"]["torch"] and data["environment"]["threads"] == 1
+    assert "GB/s" in (tmp_path / "kernels.md").read_text()
+    assert set(kernels.read_rule(rule)) == {(k, "cpu", d) for k in ("ln", "rms") for d in ("fp32", "bf16")}
