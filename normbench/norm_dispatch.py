@@ -37,6 +37,18 @@ def choose(kind: str, module, x: torch.Tensor, step, candidates: dict[str, type]
         return CHOICES[key]
     buffers = {n: b.clone() for n, b in module.named_buffers()}
     times = {name: [] for name in candidates}
+    with torch.enable_grad():  # the first call for a shape may come from evaluation, under no_grad
+        _measure(candidates, module, x, step, times)
+    with torch.no_grad():  # measuring must not train: BatchNorm's running statistics come back
+        for n, b in module.named_buffers():
+            b.copy_(buffers[n])
+    TIMINGS[key] = {name: median(t) * 1e3 for name, t in times.items()}
+    CHOICES[key] = min(TIMINGS[key], key=TIMINGS[key].get)
+    return CHOICES[key]
+
+
+def _measure(candidates, module, x, step, times):
+    """Forward+backward of each candidate, interleaved; stops early once one is clearly faster."""
     for rep in range(WARMUP + REPEATS):
         for name, cls in candidates.items():
             _sync(x)
@@ -48,9 +60,3 @@ def choose(kind: str, module, x: torch.Tensor, step, candidates: dict[str, type]
         medians = [median(t) for t in times.values() if t]
         if rep - WARMUP >= 2 and max(medians) > CLEAR_WIN * min(medians):
             break
-    with torch.no_grad():  # measuring must not train: BatchNorm's running statistics come back
-        for n, b in module.named_buffers():
-            b.copy_(buffers[n])
-    TIMINGS[key] = {name: median(t) * 1e3 for name, t in times.items()}
-    CHOICES[key] = min(TIMINGS[key], key=TIMINGS[key].get)
-    return CHOICES[key]

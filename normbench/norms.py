@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from normbench.norm_dispatch import choose
+
 KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
 IMPLS = ("native", "reference", "auto")
 LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -277,12 +279,14 @@ class AutoNorm(nn.Module):
         self.kind, self.norm = kind, norm
         self.candidates = {impl: REGISTRY[(kind, impl)] for impl in ("native", "reference")}
         self.chosen: str | None = None
+        self._seen = self._forward = None  # last input's (shape, dtype, device) and the forward chosen for it
 
     def forward(self, x, step=None):
-        from normbench.norm_dispatch import choose
-
-        self.chosen = choose(self.kind, self.norm, x, step, self.candidates)
-        return self.candidates[self.chosen].forward(self.norm, x, step)
+        seen = (x.shape, x.dtype, x.device)
+        if seen != self._seen:  # the hot path is one tuple compare; a new shape asks the dispatcher
+            self.chosen, self._seen = choose(self.kind, self.norm, x, step, self.candidates), seen
+            self._forward = self.candidates[self.chosen].forward
+        return self._forward(self.norm, x, step)
 
     def extra_repr(self) -> str:
         return f"impl=auto, chosen={self.chosen or 'at first call'}"

@@ -245,3 +245,13 @@ def test_auto_measures_once_then_uses_the_faster_impl_with_the_same_result(kind,
     auto(x)
     build_norm(kind, 16, impl="auto")(x)  # another layer, same shape: the cached choice
     assert calls == []
+
+
+def test_auto_first_met_under_no_grad_still_measures_forward_and_backward(monkeypatch):
+    from normbench import norm_dispatch
+
+    monkeypatch.setattr(norm_dispatch, "CHOICES", {})
+    auto = build_norm("ln", 8, impl="auto")
+    with torch.no_grad():  # e.g. evaluation with a batch size training never used
+        y = auto(torch.randn(5, 8))
+    assert auto.norm.chosen in ("native", "reference") and not y.requires_grad

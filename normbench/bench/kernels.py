@@ -32,7 +32,7 @@ from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import Timing, clock_for, measure, paired_ratio
-from normbench.norms import REGISTRY
+from normbench.norms import REGISTRY, AutoNorm
 
 KERNEL_KINDS = ("ln", "rms", "bn", "scale", "dyt")
 RULE_IMPLS = ("native", "reference")    # what norm.impl can be set to; the rule picks between these
@@ -99,6 +99,8 @@ def build_kernel(kind: str, impl: str, hidden: int, device: torch.device, dtype:
             module = _fused_module(impl, kind, hidden)
         except Exception as err:
             return f"unavailable: {_first_line(err)}"
+    elif impl == "auto":  # what norm.impl=auto runs: measures native vs reference on its first call
+        module = AutoNorm(kind, REGISTRY[(kind, "native")](hidden))
     else:
         module = REGISTRY[(kind, "reference" if impl == "compiled" else impl)](hidden)
     module = module.to(device=device, dtype=dtype).train()
@@ -275,7 +277,7 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
     dtypes = tuple(dtypes or default_dtypes(device))
     shapes = list(QUICK_SHAPES) if quick and hidden is None else grid_shapes(hidden or DEFAULT_HIDDEN)
     repeats = repeats or (3 if quick else 5)
-    impls = RULE_IMPLS + (("compiled",) if compile_ else ()) + (FUSED_IMPLS if device.type == "cuda" else ())
+    impls = RULE_IMPLS + ("auto",) + (("compiled",) if compile_ else ()) + (FUSED_IMPLS if device.type == "cuda" else ())
     unavailable = {impl: why for impl, why in fused_status(device).items() if why and impl in impls}
     environment = bench_environment(device)
     rows: list[dict] = []
@@ -287,7 +289,7 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
     headline = not quick if headline is None else headline
     headline_rows = measure_headline(device, compile_, repeats) if headline else []
     rule = impl_rule(rows)
-    ratios = headline_ratios(headline_rows, command) + grid_ratios(rows, command)
+    ratios = headline_ratios(headline_rows, command) + grid_ratios(rows, command) + auto_ratios(rows, command)
     not_measured = {impl: why for impl, why in fused_status(device).items() if why}
     if not compile_:
         not_measured["compiled"] = "not requested (--compile)"
@@ -327,6 +329,27 @@ def grid_ratios(rows: list[dict], command: str) -> list[RatioLine]:
         if ratios:
             lines.append(RatioLine(f"native RMSNorm time, {dtype} forward+backward", statistics.median(ratios),
                                    "native LayerNorm", command, note=f"median over {len(ratios)} shapes"))
+    return lines
+
+
+def auto_ratios(rows: list[dict], command: str) -> list[RatioLine]:
+    """Per dtype: norm.impl=auto's forward+backward against the fastest impl measured beside it,
+    the worst (kind, shape) of the grid -- the target is that auto is never more than 10% behind."""
+    lines = []
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        timed = {(r["kind"], r["rows"], r["hidden"], r["impl"]): r["median_ms"] for r in rows
+                 if r["dtype"] == dtype and r["pass"] == "fwd+bwd" and r.get("status") == "ok"}
+        worst = None
+        for (kind, n, h, impl), ms in timed.items():
+            if impl != "auto":
+                continue
+            others = [v for (k, n2, h2, i), v in timed.items() if (k, n2, h2) == (kind, n, h) and i != "auto"]
+            if others and (worst is None or ms / min(others) > worst[0]):
+                worst = (ms / min(others), f"{kind} {n}x{h}")
+        if worst:
+            lines.append(RatioLine(f"norm.impl=auto time, {dtype} forward+backward, worst kind and shape",
+                                   worst[0], "the fastest impl measured", command, target="<= 1.10",
+                                   note=f"worst: {worst[1]}"))
     return lines
 
 
@@ -393,7 +416,7 @@ def plot_bandwidth(rows: list[dict], path: Path) -> Path | None:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     colors = dict(zip(KERNEL_KINDS, sns.color_palette("colorblind", len(KERNEL_KINDS))))
-    styles = {"native": "-", "reference": "--", "compiled": ":", "apex": "-.", "liger": (0, (3, 1, 1, 1, 1, 1))}
+    styles = {"native": "-", "reference": "--", "auto": (0, (1, 1)), "compiled": ":", "apex": "-.", "liger": (0, (3, 1, 1, 1, 1, 1))}
     series = defaultdict(list)
     for r in chosen:
         series[(r["kind"], r["impl"])].append((r["hidden"], r["gbps"]))
