@@ -150,3 +150,18 @@ def test_gradient_probe_reads_gradients_before_clipping(compose, tmp_path):
     assert clipped["step"] == free["step"] == 1
     assert clipped["grad_std"] == free["grad_std"] and clipped["layer_grad_norm"] == free["layer_grad_norm"]
     assert sum(v**2 for v in clipped["layer_grad_norm"].values()) ** 0.5 > 1e-3  # not the clipped 1e-6
+
+
+def test_jobs_side_by_side_take_their_own_gpu(monkeypatch):
+    from normbench.config import ConfigError
+    from normbench.run import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    assert [resolve_device("auto", n).index for n in range(6)] == [0, 1, 2, 3, 0, 1]
+    assert resolve_device("cuda", 5) == torch.device("cuda", 1)
+    assert resolve_device("cpu", 3) == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto", 3) == torch.device("cpu")
+    with pytest.raises(ConfigError, match="no CUDA device"):
+        resolve_device("cuda")
