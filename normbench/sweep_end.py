@@ -20,9 +20,10 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
     rows = []
     for path, s in summaries.items():
         metrics, speed = s.get("metrics") or {}, s.get("throughput") or {}
+        reached = metrics.get("steps_to_target")
         rows.append({"run": path.parent.name, **(s.get("axes") or {}), "seed": s.get("seed"),
                      "status": s["status"], "best_val": metrics.get("best_val"),
-                     "to_target": metrics.get("steps_to_target"), "ms/step": speed.get("step_ms_median")})
+                     "to_target": "—" if reached is None else reached, "ms/step": speed.get("step_ms_median")})
     table = pd.DataFrame(rows)
     varying = [c for c in table.columns if c not in ("run", "status", "best_val", "to_target", "ms/step")
                and table[c].astype(str).nunique() > 1]
