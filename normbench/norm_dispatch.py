@@ -15,6 +15,7 @@ import torch
 
 CHOICES: dict[tuple, str] = {}   # (kind, device type, dtype, shape) -> "native" | "reference"
 TIMINGS: dict[tuple, dict[str, float]] = {}  # the medians behind each choice, in ms
+SPENT_S = 0.0  # seconds spent measuring so far in this process (the trainer keeps it out of train_s)
 REPEATS, WARMUP = 5, 1
 CLEAR_WIN = 1.5  # after 3 repeats, a gap this large is not noise: stop measuring
 
@@ -35,6 +36,8 @@ def choose(kind: str, module, x: torch.Tensor, step, candidates: dict[str, type]
     key = (kind, x.device.type, x.dtype, tuple(x.shape))
     if key in CHOICES:
         return CHOICES[key]
+    global SPENT_S
+    began = time.perf_counter()
     buffers = {n: b.clone() for n, b in module.named_buffers()}
     times = {name: [] for name in candidates}
     with torch.enable_grad():  # the first call for a shape may come from evaluation, under no_grad
@@ -44,6 +47,7 @@ def choose(kind: str, module, x: torch.Tensor, step, candidates: dict[str, type]
             b.copy_(buffers[n])
     TIMINGS[key] = {name: median(t) * 1e3 for name, t in times.items()}
     CHOICES[key] = min(TIMINGS[key], key=TIMINGS[key].get)
+    SPENT_S += time.perf_counter() - began
     return CHOICES[key]
 
 

@@ -73,16 +73,30 @@ def activation_probe(model: SequenceModel):
             h.remove()
 
 
-def gradient_through_time(model: SequenceModel, x, y, loss_fn) -> list[float] | None:
+def _loss_scaled(measure, loss_scale: float):
+    """Run ``measure(scale)`` with the loss multiplied by ``scale``, as a GradScaler would, so small fp16
+    gradients do not flush to zero; back off 256x at a time while anything overflows."""
+    scale = loss_scale
+    while True:
+        values = measure(scale)
+        if scale <= 1 or all(math.isfinite(v) for v in values):
+            return values
+        scale = max(scale / 256, 1.0)
+
+
+def gradient_through_time(model: SequenceModel, x, y, loss_fn, loss_scale: float = 1.0) -> list[float] | None:
     """‖∂L/∂h_t‖ for t = 1..T on recurrent layer 0 (batch-mean of per-sequence norms), training mode."""
     if not model.recurrent:
         return None
-    model.zero_grad(set_to_none=True)
-    trace: list[torch.Tensor] = []
-    with buffers_preserved(model):
-        loss = loss_fn(model(x, trace=trace), y)
-        grads = torch.autograd.grad(loss, trace, allow_unused=True)
-    return [float(g.norm(dim=-1).mean()) if g is not None else 0.0 for g in grads]
+
+    def measure(scale):
+        model.zero_grad(set_to_none=True)
+        trace: list[torch.Tensor] = []
+        with buffers_preserved(model):
+            loss = loss_fn(model(x, trace=trace), y)
+            grads = torch.autograd.grad(loss * scale, trace, allow_unused=True)
+        return [float(g.float().norm(dim=-1).mean()) / scale if g is not None else 0.0 for g in grads]
+    return _loss_scaled(measure, loss_scale)
 
 
 def grad_time_ratio(profile: list[float] | None) -> float | None:
@@ -92,14 +106,18 @@ def grad_time_ratio(profile: list[float] | None) -> float | None:
     return math.log10(profile[0] / profile[-1])
 
 
-def layer_gradient_norms(model: SequenceModel, x, y, loss_fn) -> dict[str, float]:
+def layer_gradient_norms(model: SequenceModel, x, y, loss_fn, loss_scale: float = 1.0) -> dict[str, float]:
     """Per-layer gradient norm of one batch (used at initialization, Xiong et al. 2020 Thm. 1)."""
+    def measure(scale):
+        model.zero_grad(set_to_none=True)
+        with buffers_preserved(model):
+            (loss_fn(model(x), y) * scale).backward()
+        norms = {k: v / scale for k, v in gradient_statistics(model)["layer_grad_norm"].items()}
+        measure.result = norms
+        return list(norms.values())
+    _loss_scaled(measure, loss_scale)
     model.zero_grad(set_to_none=True)
-    with buffers_preserved(model):
-        loss_fn(model(x), y).backward()
-    norms = gradient_statistics(model)["layer_grad_norm"]
-    model.zero_grad(set_to_none=True)
-    return norms
+    return measure.result
 
 
 @torch.no_grad()

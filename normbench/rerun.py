@@ -32,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     recorded_commit = (old.get("environment") or {}).get("git_commit")
     if recorded_commit and recorded_commit != git_commit():
         print(f"note: recorded with normbench {recorded_commit}, running {git_commit()}", file=sys.stderr)
-    new = execute(OmegaConf.create(old["config"]), args.out or args.run_dir / "rerun", old.get("overrides", []))
+    # resume=false: a recorded resume=true would find an earlier rerun's record and train nothing
+    config = {**old["config"], "resume": False}
+    new = execute(OmegaConf.create(config), args.out or args.run_dir / "rerun", old.get("overrides", []))
     differs = [k for k in COMPARED if (old.get("metrics") or {}).get(k) != (new.get("metrics") or {}).get(k)]
     if old["status"] != new["status"]:
         differs.insert(0, "status")

@@ -14,7 +14,7 @@ from statistics import median
 import torch
 import torch.nn.functional as F
 
-from normbench import probes
+from normbench import norm_dispatch, probes
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import BatchNorm
@@ -114,6 +114,8 @@ class Trainer:
         dtype = AUTOCAST_DTYPES.get(cfg.precision.dtype)
         self.autocast = (lambda: torch.autocast(device.type, dtype=dtype)) if dtype else contextlib.nullcontext
         self.scaler = torch.amp.GradScaler("cuda") if cfg.precision.dtype == "fp16" and device.type == "cuda" else None
+        # fp16 gradients below ~6e-8 flush to 0: the gradient probes scale their loss like a GradScaler.
+        self.probe_loss_scale = 2.0**16 if cfg.precision.dtype == "fp16" else 1.0
         self.train_batches = Batches(task.train, cfg.batch_size, device, cfg.seed)
         self.val = fixed_batches(task.val, device)
         self.probe_batch = self.val[0]
@@ -121,8 +123,22 @@ class Trainer:
         self.progress = Progress()
         self.better = (lambda a, b: a > b) if task.higher_is_better else (lambda a, b: a < b)
         self.report = ProgressReport(cfg, task)
+        # Peak memory of this run only: several jobs may share a process (sequential sweeps, joblib).
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        self.rss_peak_mb = 0.0
+        self._sample_rss()
 
     # -- measurement ------------------------------------------------------------------------
+    def _sample_rss(self):
+        """The process's resident memory now (ru_maxrss cannot be reset between jobs, so sample)."""
+        try:
+            pages = int(open("/proc/self/statm").read().split()[1])
+            rss = pages * resource.getpagesize() / 2**20
+        except (OSError, ValueError, IndexError):  # no /proc (macOS): the process-wide high-water mark
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
+        self.rss_peak_mb = max(self.rss_peak_mb, rss)
+
     def _sync(self):
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -142,7 +158,7 @@ class Trainer:
 
     def _flow_profile(self):
         with self.autocast():
-            return probes.gradient_through_time(self.model, *self.probe_batch, self.loss_fn)
+            return probes.gradient_through_time(self.model, *self.probe_batch, self.loss_fn, self.probe_loss_scale)
 
     def _eval_and_log(self, step: int):
         p = self.progress
@@ -169,17 +185,19 @@ class Trainer:
         model.train()
         p.grad_time_init = self._flow_profile()
         with self.autocast():
-            p.layer_grad_norm_init = probes.layer_gradient_norms(model, *self.probe_batch, self.loss_fn)
+            p.layer_grad_norm_init = probes.layer_gradient_norms(model, *self.probe_batch, self.loss_fn,
+                                                                 self.probe_loss_scale)
         params = [q for q in model.parameters() if q.requires_grad]
         clip = cfg.grad_clip if cfg.grad_clip is not None else math.inf
         for step in range(1, cfg.steps + 1):
-            probing = cfg.probe_every > 0 and (step % cfg.probe_every == 0 or step == cfg.steps)
+            probing = step == cfg.steps or (cfg.probe_every > 0 and step % cfg.probe_every == 0)
             lr = learning_rate(cfg, step)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
             x, y = next(self.train_batches)
             acts = probes.activation_probe(model) if probing else contextlib.nullcontext({})
             self._sync()
+            dispatch_s = norm_dispatch.SPENT_S  # impl=auto measures on a first call: not training time
             start = time.perf_counter()
             with acts as activations:
                 self.optimizer.zero_grad(set_to_none=True)
@@ -192,7 +210,9 @@ class Trainer:
                     loss.backward()
                 # Gradients as computed, before clipping rescales them in place (the norm alone would
                 # otherwise read as max_norm at every clipped step).
+                probe_start = time.perf_counter()
                 grad_stats = probes.gradient_statistics(model) if probing else None
+                probe_s = time.perf_counter() - probe_start
                 grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
                 loss_value, grad_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
                 if not math.isfinite(loss_value) or (self.scaler is None and not math.isfinite(grad_value)):
@@ -206,7 +226,7 @@ class Trainer:
                 else:
                     self.optimizer.step()
             self._sync()
-            elapsed = time.perf_counter() - start
+            elapsed = time.perf_counter() - start - probe_s - (norm_dispatch.SPENT_S - dispatch_s)
             p.step, p.train_s = step, p.train_s + elapsed
             if step > cfg.timing_warmup and not probing:
                 p.step_ms.append(elapsed * 1e3)
@@ -216,6 +236,8 @@ class Trainer:
                 p.grad_norms.append(grad_value)
             self.spikes.update(step, loss_value)
             if step % cfg.log_every == 0:
+                if self.device.type != "cuda":
+                    self._sample_rss()
                 self.record.log({"kind": "train", "step": step, "loss": loss_value, "lr": lr,
                                  "grad_norm": grad_value, "time_s": p.train_s})
                 self.report.train(step, loss_value)
@@ -272,9 +294,9 @@ class Trainer:
         batch = self.train_batches.batch_size
         if self.device.type == "cuda":
             peak, kind = torch.cuda.max_memory_allocated(self.device) / 2**20, "cuda_max_allocated"
-        else:  # ru_maxrss is KiB on Linux, bytes on macOS
-            scale = 2**20 if sys.platform == "darwin" else 2**10
-            peak, kind = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale, "process_max_rss"
+        else:
+            self._sample_rss()
+            peak, kind = self.rss_peak_mb, "process_rss_sampled"
         return {
             "step_ms_median": step_ms,
             "step_ms_p10": timed[len(timed) // 10] if timed else None,

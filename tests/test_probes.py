@@ -1,5 +1,6 @@
 import math
 
+import pytest
 import torch
 
 from normbench import probes
@@ -82,3 +83,20 @@ def test_spike_detector_flags_three_times_the_running_median():
     flags = [det.update(i, v) for i, v in enumerate(losses)]
     assert flags == [False] * 5 + [False, True, False, False]
     assert det.steps == [6]
+
+
+def test_loss_scaled_probes_give_the_same_norms_and_back_off_on_overflow():
+    torch.manual_seed(2)
+    model = tiny("lstm", "ln", "in_cell")
+    x, y = torch.rand(4, 6, 2), torch.rand(4)
+    plain = probes.gradient_through_time(model, x, y, mse)
+    scaled = probes.gradient_through_time(model, x, y, mse, loss_scale=2.0**16)
+    assert scaled == pytest.approx(plain, rel=1e-4)
+    layers = probes.layer_gradient_norms(model, x, y, mse, loss_scale=2.0**16)
+    assert layers == pytest.approx(probes.layer_gradient_norms(model, x, y, mse), rel=1e-4)
+    tried = []
+
+    def overflowing(scale):
+        tried.append(scale)
+        return [float("inf")] if scale > 256 else [1.0]
+    assert probes._loss_scaled(overflowing, 2.0**16) == [1.0] and tried == [65536.0, 256.0]

@@ -1,6 +1,7 @@
 """Every way a run ends writes a summary with the right status; the sweep is never taken down."""
 
 import json
+import time
 
 import pytest
 import torch
@@ -165,3 +166,29 @@ def test_jobs_side_by_side_take_their_own_gpu(monkeypatch):
     assert resolve_device("auto", 3) == torch.device("cpu")
     with pytest.raises(ConfigError, match="no CUDA device"):
         resolve_device("cuda")
+
+
+def test_probe_every_0_still_probes_at_the_end(compose, tmp_path):
+    summary = execute(compose("probe_every=0"), tmp_path, [])
+    assert summary["metrics"]["grad_std"] is not None and summary["metrics"]["act_max_abs"] is not None
+    probes_logged = [json.loads(x)["step"] for x in (tmp_path / "metrics.jsonl").read_text().splitlines()
+                     if '"probe"' in x]
+    assert probes_logged == [6]
+
+
+def test_train_seconds_leave_out_the_gradient_probe(compose, tmp_path, monkeypatch):
+    from normbench import probes
+
+    real = probes.gradient_statistics
+
+    def slow(model):
+        time.sleep(0.25)
+        return real(model)
+    monkeypatch.setattr(probes, "gradient_statistics", slow)
+    summary = execute(compose("probe_every=1"), tmp_path, [])  # 6 probes: 1.5 s of sleeping
+    assert summary["time"]["train_s"] < 1.0 < summary["time"]["wall_s"]
+
+
+def test_cpu_memory_is_this_runs_resident_memory(compose, tmp_path):
+    t = execute(compose(), tmp_path, [])["throughput"]
+    assert t["memory_kind"] == "process_rss_sampled" and t["peak_memory_mb"] > 10

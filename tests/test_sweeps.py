@@ -152,3 +152,13 @@ def test_rerun_from_a_record_reproduces_it(cli, tmp_path, tiny_args, capsys):
     assert "reproduced exactly" in capsys.readouterr().out
     assert json.loads((tmp_path / "run" / "rerun" / "summary.json").read_text())["status"] == "ok"
     assert rerun.main([str(tmp_path / "nothing")]) == 2
+
+
+def test_rerun_of_a_resumed_job_trains_again(cli, tmp_path, tiny_args, monkeypatch):
+    assert cli(*tiny_args, "resume=true", "hydra.run.dir=run")[0] == 0
+    calls = []
+    real_fit = Trainer.fit
+    monkeypatch.setattr(Trainer, "fit", lambda self: calls.append(1) or real_fit(self))
+    assert rerun.main([str(tmp_path / "run")]) == 0
+    assert rerun.main([str(tmp_path / "run")]) == 0  # an earlier rerun's record is not taken for this one
+    assert len(calls) == 2

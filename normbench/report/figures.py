@@ -261,5 +261,5 @@ def peak_memory(summary: pd.DataFrame, out: Path, note: str) -> Figure | None:
     kind = ", ".join(kinds) if kinds else "kind not recorded"
     return _bars(summary, "peak_memory_mb_median", None, None, f"peak memory (MB, median over seeds; {kind})",
                  out, "peak_memory", "Peak memory",
-                 f"cuda_max_allocated counts tensors on the GPU; process_max_rss counts the whole CPU process, "
+                 f"cuda_max_allocated counts tensors on the GPU; process_rss_sampled is the CPU process's resident memory sampled during the run, "
                  f"so the two kinds are not comparable. {note}")
