@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import os
 import signal
@@ -54,8 +55,8 @@ def axes(cfg: Config) -> dict:
 
 
 def norm_spec(cfg: Config) -> NormSpec:
-    n = cfg.norm
-    return NormSpec(n.kind, n.eps, n.gamma_init, n.affine, n.impl, n.fp32, n.alpha_init)
+    """The library's frozen spec from the config's (mutable, so Hydra can override it) norm group."""
+    return NormSpec(**dataclasses.asdict(cfg.norm))
 
 
 def unsupported_precision(model, task, device: torch.device, dtype: str) -> str | None:
