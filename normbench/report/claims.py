@@ -77,8 +77,8 @@ def settings(runs: pd.DataFrame, free: tuple[str, ...]) -> list[tuple[str, pd.Da
     if not fixed:
         return [("", runs)]
     keys = runs[fixed].astype(str)
-    groups = [(", ".join(f"{c.removeprefix('axes.')}={v}" for c, v in zip(fixed, key if isinstance(key, tuple) else (key,))),
-               runs.loc[index]) for key, index in keys.groupby(fixed, sort=True).groups.items()]
+    groups = [(", ".join(f"{c.removeprefix('axes.')}={v}" for c, v in zip(fixed, key)), runs.loc[part.index])
+              for key, part in keys.groupby(fixed, sort=True)]  # grouping by a list: keys are tuples
     return sorted(groups, key=lambda g: (-g[1]["seed"].nunique(), -len(g[1])))  # most evidence first
 
 
