@@ -15,7 +15,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from normbench.models import FAMILIES
+from normbench.models import CELL_KERNELS, FAMILIES
 from normbench.norms import IMPLS, KINDS
 from normbench.tasks import TASK_CONFIGS
 
@@ -79,9 +79,11 @@ class ModelConfig:
     embed: int = 32            # input projection width of recurrent models
     heads: int = 4             # Transformer only
     ff_mult: int = 4           # Transformer only
+    cell_kernel: str = "auto"  # in_cell LN-LSTM on CPU: auto (compiled if it builds) | cpp | python
 
     def __post_init__(self):
         _one_of("model.family", self.family, FAMILIES)
+        _one_of("model.cell_kernel", self.cell_kernel, CELL_KERNELS)
         for key in ("hidden", "layers", "embed", "heads", "ff_mult"):
             _require(getattr(self, key) >= 1, f"model.{key} must be >= 1, got {getattr(self, key)}")
 

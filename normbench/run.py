@@ -16,7 +16,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from normbench.config import Config, ConfigError, to_config
-from normbench.models import InvalidCombination, ModelShape, build_model, check_combination, effective_placement
+from normbench.models import (InvalidCombination, ModelShape, build_model, cell_kernel_in_use, check_combination,
+                              effective_placement)
 from normbench.norms import NormSpec
 from normbench.record import FINISHED, RunRecord, config_hash, environment, read_summary
 from normbench.tasks import load_task
@@ -166,11 +167,13 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     fields["task"] = {"name": task.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
                       "chance": task.chance, "target": task.target, "seq_len": task.seq_len}
     shape = ModelShape(cfg.model.family, cfg.model.hidden, cfg.model.layers, cfg.model.embed,
-                       cfg.model.heads, cfg.model.ff_mult, cfg.placement.cell_norm, cfg.placement.summed)
+                       cfg.model.heads, cfg.model.ff_mult, cfg.placement.cell_norm, cfg.placement.summed,
+                       cfg.model.cell_kernel)
     model = build_model(shape, norm_spec(cfg), cfg.placement.name, input_kind=task.input_kind,
                         input_dim=task.input_dim, n_outputs=task.n_outputs, readout=task.readout,
                         max_len=max(task.seq_len, 1))
     fields["parameters"] = sum(p.numel() for p in model.parameters())
+    fields["environment"]["cell_kernel"] = cell_kernel_in_use(model, device)  # compiles it now, not in step 1
     return cfg, task, model, device
 
 

@@ -4,7 +4,10 @@ import json
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
+
+from normbench.models import lnlstm_cpu
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,6 +19,7 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
                            capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = dist.glob("normbench-*.whl")
+    assert "normbench/models/lnlstm.cpp" in zipfile.ZipFile(wheel).namelist()  # compiled where it runs
     # Dependencies (torch, hydra, ...) come from this interpreter's site-packages; normbench from the wheel.
     env_dir = tmp_path / "venv"
     venv.create(env_dir, system_site_packages=True, with_pip=True)
@@ -29,10 +33,11 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
                            capture_output=True, text=True, timeout=120)
     assert str(env_dir) in where.stdout, (where.stdout, where.stderr)  # the wheel's copy, not the checkout's
     script = env_dir / "bin" / "normbench"
-    run = subprocess.run([script, *tiny_args, "hydra.run.dir=run"], cwd=work, capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run([script, *tiny_args, "placement=in_cell", "norm=ln", "hydra.run.dir=run"], cwd=work,
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     summary = json.loads((work / "run" / "summary.json").read_text())
     assert summary["status"] == "ok"
+    assert summary["environment"]["cell_kernel"] == ("python" if lnlstm_cpu.load() is None else "cpp")
     sweep_files = {p.name for p in (Path(where.stdout.strip()) / "sweep").glob("*.yaml")}
     assert {"smoke.yaml", "batch_size.yaml"} <= sweep_files

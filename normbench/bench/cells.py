@@ -10,8 +10,11 @@ data, timed interleaved:
                      fused cell and separate norm kernels
     loop             InCellLayer with no norm: the same Python time loop, so that loop cost and
                      norm cost separate
-    in_cell          InCellLayer with the norm, built as a run builds it, so a faster layer
-                     shows up here with no change to this file
+    in_cell          InCellLayer with the norm, built as a run builds it (model.cell_kernel=auto:
+                     on a CPU the compiled lnlstm.cpp where it builds), so a faster layer shows
+                     up here with no change to this file
+    in_cell_python   the same layer with model.cell_kernel=python: the hand-written recurrence
+                     in Python (fused_lstm), what runs where the C++ kernel does not build
 
 Before any timing the loop layer is checked to compute what nn.LSTM computes, as fastrnns checks
 each custom LSTM against nn.LSTM before timing it.
@@ -28,11 +31,11 @@ from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference, paired_ratio
-from normbench.models.recurrent import FUSED, GATES, InCellLayer
+from normbench.models.recurrent import FUSED, GATES, InCellLayer, cell_kernel_in_use
 from normbench.norms import NormSpec
 
 TARGET = 1.5  # in-cell LN-LSTM step time / nn.LSTM step time
-CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell")
+CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python")
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,7 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     target = torch.randn(shape.batch, shape.hidden, generator=generator)
     args = (shape.family, shape.input_size, shape.hidden)
     in_cell = InCellLayer(*args, norm)
+    in_cell_python = InCellLayer(*args, norm, kernel="python")
     loop = InCellLayer(*args, NormSpec("none"))
     fused = FusedLast(*args)
     calls = in_cell_norm_calls(shape) if norm.active else []
@@ -161,14 +165,16 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
                              f"by {difference:.3g}: it would not be timing the same computation")
     fused = FusedLast(*args)  # fresh weights, initialised like the others
     bound = FusedWithNormCalls(*args, norm, calls, generator, device)
-    models = {"fused": fused, "fused+norm_calls": bound, "loop": LayerLast(loop), "in_cell": LayerLast(in_cell)}
+    models = {"fused": fused, "fused+norm_calls": bound, "loop": LayerLast(loop), "in_cell": LayerLast(in_cell),
+              "in_cell_python": LayerLast(in_cell_python)}
     x, target = x.to(device), target.to(device)
     steps = {name: TrainStep(m.to(device).train(), x, target) for name, m in models.items()}
     counts: dict[str, int] = {}
     for c in calls:
         key = f"{c.module} {tuple(c.shape)}"
         counts[key] = counts.get(key, 0) + 1
-    facts = {"norm_calls": counts, "norm_calls_total": len(calls), "loop_max_abs_difference_vs_fused": difference}
+    facts = {"norm_calls": counts, "norm_calls_total": len(calls), "loop_max_abs_difference_vs_fused": difference,
+             "in_cell_kernel": cell_kernel_in_use(in_cell, device)}
     return steps, facts
 
 
@@ -188,20 +194,23 @@ def run(*, family: str = "lstm", hidden: int = 128, length: int = 64, batch: int
                      **timing.to_dict(), "vs_fused": ratio.median, "vs_fused_q1": ratio.q1, "vs_fused_q3": ratio.q3})
     by = {r["candidate"]: r for r in rows}
     loop_ms = paired_difference(timings["loop"], fused) * 1e3
-    norm_ms = paired_difference(timings["in_cell"], timings["loop"]) * 1e3
+    in_cell_ms = paired_difference(timings["in_cell"], fused) * 1e3
+    python_ms = paired_difference(timings["in_cell_python"], fused) * 1e3
     bound_norm_ms = paired_difference(timings["fused+norm_calls"], fused) * 1e3
     fused_name = f"nn.{FUSED[family].__name__}"
     label = f"{family} b{batch} T{length} in{input_size} h{hidden}"
     ratios = [
         RatioLine(f"in-cell {norm.upper()}-{family.upper()} training step ({label})", by["in_cell"]["vs_fused"],
                   fused_name, command, target=f"<= {TARGET}" if family == "lstm" else None,
-                  note=f"IQR {by['in_cell']['vs_fused_q1']:.2f}-{by['in_cell']['vs_fused_q3']:.2f}"),
+                  note=f"{facts['in_cell_kernel'] or 'autograd'} recurrence; "
+                       f"IQR {by['in_cell']['vs_fused_q1']:.2f}-{by['in_cell']['vs_fused_q3']:.2f}"),
+        RatioLine(f"the same with model.cell_kernel=python", by["in_cell_python"]["vs_fused"], fused_name, command),
         RatioLine(f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone",
                   by["fused+norm_calls"]["vs_fused"], fused_name, command),
         RatioLine(f"python-loop {family.upper()}, no norm", by["loop"]["vs_fused"], fused_name, command),
     ]
-    decomposition = {"loop_overhead_ms": loop_ms, "norm_cost_in_cell_ms": norm_ms,
-                     "norm_cost_lower_bound_ms": bound_norm_ms}
+    decomposition = {"loop_overhead_ms": loop_ms, "in_cell_extra_ms": in_cell_ms,
+                     "in_cell_python_extra_ms": python_ms, "norm_cost_lower_bound_ms": bound_norm_ms}
     env = bench_environment(device)
     markdown = render_markdown(rows, facts, decomposition, ratios, env, command, fused_name)
     return Section("cells", command, env, rows, markdown, ratios, {"facts": facts, "decomposition": decomposition})
@@ -210,7 +219,9 @@ def run(*, family: str = "lstm", hidden: int = 128, length: int = 64, batch: int
 def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name) -> str:
     norm = rows[0]["norm"]
     what = {"fused": fused_name, "fused+norm_calls": f"{fused_name} + the {facts['norm_calls_total']} norm calls alone",
-            "loop": "InCellLayer without norm (Python time loop)", "in_cell": f"InCellLayer with {norm}"}
+            "loop": "InCellLayer without norm (Python time loop)",
+            "in_cell": f"InCellLayer with {norm} ({facts['in_cell_kernel'] or 'autograd'} recurrence)",
+            "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python"}
     table = markdown_table(
         ["candidate", "what", "ms / step", "IQR ms", f"x {fused_name}", "ratio IQR"],
         [[r["candidate"], what[r["candidate"]], f"{r['median_ms']:.2f}", f"{r['iqr_ms']:.2f}", f"{r['vs_fused']:.2f}",
@@ -225,8 +236,9 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
         table,
         f"Norm calls replayed for the lower bound: {calls}. "
         f"The loop layer matches {fused_name} to {facts['loop_max_abs_difference_vs_fused']:.1e}.",
-        f"Where the time goes (medians of per-round differences): the Python time loop adds "
-        f"{d['loop_overhead_ms']:.2f} ms to {fused_name}; the in-cell layer takes {d['norm_cost_in_cell_ms']:.2f} ms "
-        f"more than that loop without norms; the norm calls alone take {d['norm_cost_lower_bound_ms']:.2f} ms.",
+        f"Where the time goes (medians of per-round differences from {fused_name}): a Python time loop without "
+        f"norms adds {d['loop_overhead_ms']:.2f} ms; the norm calls alone add {d['norm_cost_lower_bound_ms']:.2f} ms; "
+        f"the in-cell layer adds {d['in_cell_extra_ms']:.2f} ms, or {d['in_cell_python_extra_ms']:.2f} ms with "
+        "the Python recurrence.",
         "\n".join(f"- {r}" for r in ratios),
     ])

@@ -175,11 +175,14 @@ def _rows(base: dict, timings: dict[tuple, Timing], skipped: dict[tuple, str]) -
     for (kind, impl, pass_), timing in timings.items():
         moved = bytes_moved(base["numel"], base["elem_size"], pass_)
         native, ln = timings.get((kind, "native", pass_)), timings.get(("ln", "native", pass_))
+        others = [t for (k, i, p), t in timings.items() if (k, p) == (kind, pass_) and i not in (impl, "copy")]
+        fastest = min(others, key=lambda t: t.median, default=None)
         out.append({**base, "kind": kind, "impl": impl, "pass": pass_, "status": "ok", **timing.to_dict(),
                     "bytes": moved, "gbps": moved / timing.median / 1e9, "copy_gbps": copied / copy.median / 1e9,
                     "copy_fraction": (moved / copied) / paired_ratio(timing, copy).median,
                     "time_vs_native": paired_ratio(timing, native).median if native and kind != "copy" else None,
-                    "time_vs_native_ln": paired_ratio(timing, ln).median if ln and kind != "copy" else None})
+                    "time_vs_native_ln": paired_ratio(timing, ln).median if ln and kind != "copy" else None,
+                    "time_vs_fastest_other": paired_ratio(timing, fastest).median if fastest else None})
     return out + [{**base, "kind": k, "impl": i, "pass": p, "status": why} for (k, i, p), why in skipped.items()]
 
 
@@ -334,18 +337,17 @@ def grid_ratios(rows: list[dict], command: str) -> list[RatioLine]:
 
 
 def auto_ratios(rows: list[dict], command: str) -> list[RatioLine]:
-    """Per dtype: norm.impl=auto's forward+backward over the fastest impl measured beside it, the
-    median over shapes for each kind, and the worst kind. A single cell of the grid is noisier
+    """Per dtype: norm.impl=auto's forward+backward over the fastest other impl measured beside it
+    (per-round ratio, so load common to a round cancels), the median over shapes for each kind,
+    and the worst kind. A single cell of the grid is noisier
     than 10% on a CPU (allocator, page faults), so "every norm within 10%" is judged per norm."""
     lines = []
     for dtype in dict.fromkeys(r["dtype"] for r in rows):
-        timed = {(r["kind"], r["rows"], r["hidden"], r["impl"]): r["median_ms"] for r in rows
-                 if r["dtype"] == dtype and r["pass"] == "fwd+bwd" and r.get("status") == "ok"}
         per_kind: dict[str, list[float]] = {}
-        for (kind, n, h, impl), ms in timed.items():
-            others = [v for (k, n2, h2, i), v in timed.items() if (k, n2, h2) == (kind, n, h) and i != "auto"]
-            if impl == "auto" and others:
-                per_kind.setdefault(kind, []).append(ms / min(others))
+        for r in rows:
+            if (r["dtype"], r["impl"], r["pass"], r.get("status")) == (dtype, "auto", "fwd+bwd", "ok") \
+                    and r.get("time_vs_fastest_other") is not None:
+                per_kind.setdefault(r["kind"], []).append(r["time_vs_fastest_other"])
         if per_kind:
             medians = {kind: statistics.median(v) for kind, v in per_kind.items()}
             worst = max(medians, key=medians.get)

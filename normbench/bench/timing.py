@@ -1,7 +1,7 @@
 """How long a zero-argument callable takes: warm-up excluded, loops long enough to time, medians.
 
 Every figure the benchmarks report is a *ratio* of candidates timed side by side in one process.
-``measure`` runs them round-robin -- one timed loop of each candidate per repeat, the order rotated
+``measure`` runs them round-robin -- one timed loop of each candidate per repeat, the order shuffled
 from repeat to repeat -- so a burst of load from another process lands on every candidate of that
 repeat alike; ``paired_ratio`` then divides candidate by candidate *within* each repeat and takes
 the median, which cancels load that drifts slowly over the run.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import math
+import random
 import statistics
 import time
 from dataclasses import dataclass
@@ -138,7 +139,11 @@ def loop_length(fn: Candidate, timer, min_loop_s: float, max_loop: int) -> int:
 
 def measure(candidates: Mapping[str, Candidate], *, repeats: int = 10, warmup: int = 2, min_loop_s: float = 5e-3,
             max_loop: int = 100_000, loop: int | None = None, timer=None) -> dict[str, Timing]:
-    """Time every candidate, interleaved: per repeat one loop of each, in an order rotated each repeat.
+    """Time every candidate, interleaved: per repeat one loop of each, in an order shuffled each repeat.
+
+    Shuffled (seeded), not rotated: under rotation every candidate keeps the same predecessor, so
+    one that leaves the allocator or the caches in a bad state (a large reference kernel freeing
+    its temporaries) would bill the same neighbour in every round.
 
     warmup: calls of each candidate before anything is timed (compilation, allocator, caches).
     loop: calls per timed loop for every candidate; None sizes each candidate's loop to last
@@ -158,9 +163,9 @@ def measure(candidates: Mapping[str, Candidate], *, repeats: int = 10, warmup: i
         calls = {name: loop or loop_length(candidates[name], timer, min_loop_s, max_loop) for name in names}
         gc.collect()  # start from a clean heap; the timed rounds then run without the collector, as timeit does
         samples: dict[str, list[float]] = {name: [] for name in names}
-        for r in range(repeats):
-            shift = r % len(names)
-            for name in names[shift:] + names[:shift]:
+        order = random.Random(0)
+        for _ in range(repeats):
+            for name in order.sample(names, len(names)):
                 samples[name].append(timer(candidates[name], calls[name]) / calls[name])
     finally:
         if gc_was_enabled:

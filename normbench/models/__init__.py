@@ -8,11 +8,11 @@ import torch
 from torch import nn
 
 from normbench.models.validity import FAMILIES, VALID_PLACEMENTS, InvalidCombination, check_combination
-from normbench.models.recurrent import RecurrentShape, RecurrentStack, build_recurrent
+from normbench.models.recurrent import CELL_KERNELS, RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
 from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
 from normbench.norms import NormSpec, norm_parameters
 
-__all__ = ["FAMILIES", "VALID_PLACEMENTS", "InvalidCombination", "ModelShape", "SequenceModel", "build_model",
+__all__ = ["CELL_KERNELS", "FAMILIES", "cell_kernel_in_use", "VALID_PLACEMENTS", "InvalidCombination", "ModelShape", "SequenceModel", "build_model",
            "check_combination", "effective_placement", "parameter_groups", "layer_of",
            "RecurrentShape", "TransformerShape", "build_recurrent", "build_transformer"]
 
@@ -32,6 +32,7 @@ class ModelShape:
     ff_mult: int = 4       # Transformer only
     cell_norm: bool = True  # in_cell LSTM: also normalize c_t before its tanh (Ba et al. eq. 22)
     summed: bool = False    # in_cell: one norm on W·x + U·h instead of one each
+    cell_kernel: str = "auto"  # in_cell LN-LSTM on CPU: compiled (cpp), Python (python), or cpp if it builds
 
 
 class SequenceModel(nn.Module):
@@ -59,7 +60,8 @@ def build_model(shape: ModelShape, norm: NormSpec, placement: str, *, input_kind
                                                       max_len=max_len), norm, placement)
     else:
         backbone = build_recurrent(shape.family, RecurrentShape(width_in, shape.hidden, shape.layers), norm,
-                                   placement, cell_norm=shape.cell_norm, summed=shape.summed)
+                                   placement, cell_norm=shape.cell_norm, summed=shape.summed,
+                                   cell_kernel=shape.cell_kernel)
     return SequenceModel(encoder, backbone, nn.Linear(shape.hidden, n_outputs), readout)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from normbench.models import lnlstm_cpu
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
 from normbench.norms import NormSpec
@@ -27,6 +28,7 @@ from normbench.norms import NormSpec
 FAMILIES = ("rnn", "lstm", "gru")
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
 FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+CELL_KERNELS = ("auto", "cpp", "python")  # in-cell LN-LSTM on CPU: compiled if it builds, or forced either way
 
 
 @dataclass(frozen=True)
@@ -113,30 +115,54 @@ def lstm_update(i, f, g, o, c, cell_norm, t):
 
 
 class InCellLayer(_CellLayer):
-    """N_x(W x_t) and N_h(U h_{t-1}) normalized separately, biases added after the norms."""
+    """N_x(W x_t) and N_h(U h_{t-1}) normalized separately, biases added after the norms.
 
-    def __init__(self, family, input_size, hidden_size, norm: NormSpec, cell_norm: bool = True):
+    An LSTM with native LayerNorm in fp32/fp64 and no trace runs a recurrence with a hand-written
+    backward (same function, tested equal): on a CPU the compiled one of ``lnlstm.cpp`` unless
+    ``kernel="python"``, elsewhere (or where it does not compile) the Python one of ``fused_lstm``.
+    """
+
+    def __init__(self, family, input_size, hidden_size, norm: NormSpec, cell_norm: bool = True,
+                 kernel: str = "auto"):
         super().__init__(family, input_size, hidden_size)
+        if kernel not in CELL_KERNELS:
+            raise ValueError(f"unknown cell kernel {kernel!r}; valid: {', '.join(CELL_KERNELS)}")
         width = GATES[family] * hidden_size
         self.norm_x = norm.build(width, per_step=True)
         self.norm_h = norm.build(width, per_step=True)
         use_cell_norm = family == "lstm" and cell_norm
         self.norm_c = norm.build(hidden_size, per_step=True) if use_cell_norm else NormSpec("none").build(hidden_size)
-        # LSTM + fused LayerNorm has a hand-written recurrence (same arithmetic, tested equal).
         self.fused = family == "lstm" and norm.kind == "ln" and norm.impl == "native"
-        self.cell_norm = use_cell_norm
+        self.cell_norm, self.kernel = use_cell_norm, kernel
+
+    def compiled_kernel(self, device: torch.device) -> bool:
+        """Whether forward on ``device`` runs lnlstm.cpp (compiling it now if it has not been)."""
+        if not (self.fused and device.type == "cpu" and self.kernel != "python"):
+            return False
+        if lnlstm_cpu.load() is None and self.kernel == "cpp":
+            raise ValueError(f"model.cell_kernel=cpp, but the compiled kernel is unavailable: {lnlstm_cpu.UNAVAILABLE}")
+        return lnlstm_cpu.UNAVAILABLE is None
 
     def input_preactivations(self, x):
         return self.norm_x(x @ self.weight_ih.T) + self.bias_ih
 
     def forward(self, x, trace=None):
-        if self.fused and trace is None and x.dtype in (torch.float32, torch.float64) \
-                and not torch.is_autocast_enabled(x.device.type):
-            ln_h, ln_c = self.norm_h.norm, self.norm_c.norm if self.cell_norm else None
-            return LayerNormLSTMRecurrence.apply(
-                self.input_preactivations(x) + self.bias_hh, self.weight_hh, ln_h.weight, ln_h.bias,
-                ln_c.weight if ln_c else None, ln_c.bias if ln_c else None, ln_h.eps, self.cell_norm)
-        return super().forward(x, trace)  # the autograd loop: traces, autocast, every other norm
+        if not (self.fused and trace is None and x.dtype in (torch.float32, torch.float64)
+                and not torch.is_autocast_enabled(x.device.type)):
+            return super().forward(x, trace)  # the autograd loop: traces, autocast, every other norm
+        ln_x, ln_h = self.norm_x.norm, self.norm_h.norm
+        ln_c = self.norm_c.norm if self.cell_norm else None
+        if self.compiled_kernel(x.device):
+            ones_4h, ones_h, zeros_h = x.new_ones(ln_x.dim), x.new_ones(self.hidden_size), x.new_zeros(self.hidden_size)
+            affine = ln_x.weight is not None
+            bias = self.bias_ih + self.bias_hh + (ln_x.bias + ln_h.bias if affine else 0)
+            gamma_c, beta_c = (ln_c.weight, ln_c.bias) if ln_c is not None and affine else (ones_h, zeros_h)
+            return lnlstm_cpu.LayerNormLSTMLayer.apply(
+                x @ self.weight_ih.T, self.weight_hh, ln_x.weight if affine else ones_4h,
+                ln_h.weight if affine else ones_4h, bias, gamma_c, beta_c, ln_h.eps, self.cell_norm)
+        return LayerNormLSTMRecurrence.apply(
+            self.input_preactivations(x) + self.bias_hh, self.weight_hh, ln_h.weight, ln_h.bias,
+            ln_c.weight if ln_c else None, ln_c.bias if ln_c else None, ln_h.eps, self.cell_norm)
 
     def step(self, wx, h, c, t):
         uh = self.norm_h(h @ self.weight_hh.T, t) + self.bias_hh
@@ -212,7 +238,7 @@ class RecurrentStack(nn.Module):
 
 
 def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placement: str,
-                    cell_norm: bool = True, summed: bool = False) -> RecurrentStack:
+                    cell_norm: bool = True, summed: bool = False, cell_kernel: str = "auto") -> RecurrentStack:
     if family not in FAMILIES:
         raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(FAMILIES)}")
     check_combination(family, norm.kind, placement, summed)
@@ -227,8 +253,21 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placemen
         elif placement == "post":
             layers.append(PostNormLayer(*args, norm))
         elif placement == "in_cell":
-            layer_cls = SummedInCellLayer if summed else InCellLayer
-            layers.append(layer_cls(*args, norm, cell_norm=cell_norm))
+            if summed:
+                layers.append(SummedInCellLayer(*args, norm, cell_norm=cell_norm))
+            else:
+                layers.append(InCellLayer(*args, norm, cell_norm=cell_norm, kernel=cell_kernel))
         else:
             layers.append(GateNormLayer(*args, norm))
     return RecurrentStack(layers)
+
+
+def cell_kernel_in_use(model: nn.Module, device: torch.device) -> str | None:
+    """Which recurrence the in-cell LN-LSTM layers run on ``device`` in fp32: "cpp" or "python";
+    None when the model has no such layer. Compiles lnlstm.cpp now if it will be used, so that
+    the first training step does not pay for the build."""
+    layers = [m for m in model.modules() if isinstance(m, InCellLayer) and m.fused]
+    if not layers:
+        return None
+    return "cpp" if all(layer.compiled_kernel(device) for layer in layers) else "python"
+

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from normbench.bench import kernels
 from normbench.bench.__main__ import main
@@ -70,3 +71,14 @@ def test_quick_kernels_run_end_to_end(tmp_path):
     assert data["environment"]["torch"] and data["environment"]["threads"] == 1
     assert "GB/s" in (tmp_path / "kernels.md").read_text()
     assert set(kernels.read_rule(rule)) == {(k, "cpu", d) for k in ("ln", "rms") for d in ("fp32", "bf16")}
+
+
+def test_auto_is_judged_per_round_against_the_fastest_other_impl():
+    rows = kernels.measure_shape(64, 256, "fp32", torch.device("cpu"), kinds=("ln",),
+                                 impls=("native", "reference", "auto"), repeats=3, min_loop_s=1e-4)
+    by = {(r["impl"], r["pass"]): r for r in rows if r["status"] == "ok"}
+    auto = by[("auto", "fwd+bwd")]
+    fastest = min((by[(i, "fwd+bwd")] for i in ("native", "reference")), key=lambda r: r["median_ms"])
+    assert auto["time_vs_fastest_other"] > 0 and fastest["time_vs_fastest_other"] > 0
+    (line,) = kernels.auto_ratios(rows, "cmd")
+    assert line.value == auto["time_vs_fastest_other"] and line.target == "<= 1.10" and "ln" in line.note

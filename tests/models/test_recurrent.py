@@ -2,6 +2,7 @@ import pytest
 import torch
 from torch import nn
 
+from normbench.models import lnlstm_cpu
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.recurrent import (FUSED, GateNormLayer, InCellLayer, PlainLayer, RecurrentShape,
                                         SummedInCellLayer, build_recurrent)
@@ -155,19 +156,22 @@ def test_no_norm_builds_the_fused_model_whatever_the_placement():
         assert isinstance(stack.layers[0].core, nn.LSTM)
 
 
+@pytest.mark.parametrize("kernel", ["cpp", "python"])
 @pytest.mark.parametrize("cell_norm", [True, False])
 @pytest.mark.parametrize("affine", [True, False])
-def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine):
-    """The hand-written backward gives autograd's gradients, to float64 rounding, for every parameter."""
+def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine, kernel):
+    """Both hand-written recurrences give autograd's outputs and gradients, to float64 rounding."""
     from normbench.models.recurrent import _CellLayer
 
+    if kernel == "cpp" and lnlstm_cpu.load() is None:
+        pytest.skip(f"the compiled kernel does not build here: {lnlstm_cpu.UNAVAILABLE}")
     torch.manual_seed(7)
-    layer = InCellLayer("lstm", 5, 8, NormSpec("ln", affine=affine), cell_norm=cell_norm).double()
+    layer = InCellLayer("lstm", 5, 8, NormSpec("ln", affine=affine), cell_norm=cell_norm, kernel=kernel).double()
     with torch.no_grad():  # move gains/biases off their init so their gradients are tested too
         for name, p in layer.named_parameters():
             if "norm" in name:
                 p.add_(0.3 * torch.randn_like(p))
-    assert layer.fused
+    assert layer.fused and layer.compiled_kernel(torch.device("cpu")) == (kernel == "cpp")
     x = torch.randn(3, 7, 5, dtype=torch.double, requires_grad=True)
     fused, loop = layer(x), _CellLayer.forward(layer, x)
     torch.testing.assert_close(fused, loop, atol=1e-12, rtol=0)
@@ -178,19 +182,17 @@ def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine):
     assert torch.autograd.gradcheck(lambda inp: layer(inp), (x[:2, :3],), fast_mode=True)
 
 
-def test_fused_path_is_used_only_where_it_is_the_same_arithmetic():
+def test_fused_path_is_used_only_where_it_is_the_same_arithmetic(monkeypatch):
     calls = []
-    original = LayerNormLSTMRecurrence.apply
-    LayerNormLSTMRecurrence.apply = lambda *a: calls.append(1) or original(*a)
-    try:
-        x = torch.randn(2, 4, 3)
-        InCellLayer("lstm", 3, 4, LN)(x)
-        assert len(calls) == 1
-        InCellLayer("lstm", 3, 4, LN)(x, trace=[])  # a trace needs h_t in the autograd graph
-        InCellLayer("lstm", 3, 4, NormSpec("ln", impl="reference"))(x)  # the textbook formula, as asked
-        InCellLayer("gru", 3, 4, LN)(x)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            InCellLayer("lstm", 3, 4, LN)(x)  # low precision keeps the norm wrappers' policy
-        assert len(calls) == 1
-    finally:
-        LayerNormLSTMRecurrence.apply = original
+    for function in (LayerNormLSTMRecurrence, lnlstm_cpu.LayerNormLSTMLayer):
+        original = function.apply
+        monkeypatch.setattr(function, "apply", lambda *a, _f=original: calls.append(1) or _f(*a))
+    x = torch.randn(2, 4, 3)
+    InCellLayer("lstm", 3, 4, LN)(x)
+    assert len(calls) == 1
+    InCellLayer("lstm", 3, 4, LN)(x, trace=[])  # a trace needs h_t in the autograd graph
+    InCellLayer("lstm", 3, 4, NormSpec("ln", impl="reference"))(x)  # the textbook formula, as asked
+    InCellLayer("gru", 3, 4, LN)(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        InCellLayer("lstm", 3, 4, LN)(x)  # low precision keeps the norm wrappers' policy
+    assert len(calls) == 1

@@ -1,0 +1,80 @@
+"""The compiled in-cell LN-LSTM (lnlstm.cpp): threads, fallback, and the record of which one ran."""
+
+import pytest
+import torch
+
+from normbench.models import cell_kernel_in_use, lnlstm_cpu
+from normbench.models.recurrent import InCellLayer, _CellLayer
+from normbench.norms import NormSpec
+
+CPU = torch.device("cpu")
+needs_kernel = pytest.mark.skipif(lnlstm_cpu.load() is None,
+                                  reason=f"the compiled kernel does not build here: {lnlstm_cpu.UNAVAILABLE}")
+
+
+def outputs_and_grads(layer, x, upstream):
+    x = x.clone().requires_grad_()
+    y = layer(x)
+    return [y.detach(), *torch.autograd.grad(y, [x, *layer.parameters()], upstream)]
+
+
+@needs_kernel
+def test_blocks_of_rows_on_several_threads_give_the_one_thread_result():
+    """Batch 20 with 2 threads runs as two blocks of 10 rows; 1 thread runs one block of 20."""
+    torch.manual_seed(3)
+    layer = InCellLayer("lstm", 6, 16, NormSpec("ln"), kernel="cpp").double()
+    x, upstream = torch.randn(20, 9, 6, dtype=torch.double), torch.randn(20, 9, 16, dtype=torch.double)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = outputs_and_grads(layer, x, upstream)
+        torch.set_num_threads(2)
+        two = outputs_and_grads(layer, x, upstream)
+    finally:
+        torch.set_num_threads(threads)
+    loop = _CellLayer.forward(layer, x.clone().requires_grad_())
+    torch.testing.assert_close(one[0], loop.detach(), atol=1e-12, rtol=0)
+    for a, b in zip(one, two):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
+@needs_kernel
+def test_float32_is_as_accurate_as_the_python_recurrence():
+    """Against float64, the compiled kernel's float32 error is of the Python recurrence's size."""
+    torch.manual_seed(0)
+    layer = InCellLayer("lstm", 8, 32, NormSpec("ln"))
+    x, upstream = torch.randn(16, 12, 8), torch.randn(16, 12, 32)
+    exact = outputs_and_grads(layer.double(), x.double(), upstream.double())
+    layer.float()
+    compiled = outputs_and_grads(layer, x, upstream)
+    layer.kernel = "python"
+    python = outputs_and_grads(layer, x, upstream)
+    for e, c, p in zip(exact, compiled, python):
+        error_c, error_p = (c.double() - e).abs().max().item(), (p.double() - e).abs().max().item()
+        scale = e.abs().max().item()
+        assert error_c <= 4 * error_p + 1e-6 * scale, (error_c, error_p, scale)
+
+
+def test_without_a_compiler_auto_falls_back_and_cpp_says_why(monkeypatch):
+    monkeypatch.setattr(lnlstm_cpu, "_module", None)
+    monkeypatch.setattr(lnlstm_cpu, "UNAVAILABLE", "RuntimeError: c++: not found (test)")
+    layer = InCellLayer("lstm", 3, 4, NormSpec("ln"))
+    x = torch.randn(2, 5, 3)
+    torch.testing.assert_close(layer(x), _CellLayer.forward(layer, x), atol=1e-6, rtol=0)
+    assert cell_kernel_in_use(layer, CPU) == "python"
+    layer.kernel = "cpp"
+    with pytest.raises(ValueError, match=r"model.cell_kernel=cpp, but the compiled kernel is unavailable: .*not found"):
+        layer(x)
+
+
+def test_the_record_names_the_recurrence_that_runs():
+    assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="python"), CPU) == "python"
+    assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("rms")), CPU) is None  # autograd loop
+    assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln")), CPU) is None
+    expected = "python" if lnlstm_cpu.load() is None else "cpp"
+    assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln")), CPU) == expected
+
+
+def test_an_unknown_kernel_is_refused():
+    with pytest.raises(ValueError, match="unknown cell kernel 'fast'; valid: auto, cpp, python"):
+        InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="fast")
