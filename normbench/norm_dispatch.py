@@ -21,10 +21,16 @@ CLEAR_WIN = 1.5  # after 3 repeats, a gap this large is not noise: stop measurin
 
 
 def _fwd_bwd(cls, module, x, step):
-    """Forward and the whole backward (input and parameter gradients), accumulating nothing."""
+    """Forward and the whole backward (input and parameter gradients), accumulating nothing.
+
+    The upstream gradient is a dense tensor, as training gives. Not ``out.sum()``: its gradient is
+    a stride-0 expansion, which sends native BatchNorm's fp32 backward down a path 8x slower on a
+    CPU, so auto measured it slower than the reference and chose wrong.
+    """
     x = x.detach().requires_grad_()
     wrt = [x, *(p for p in module.parameters() if p.requires_grad)]
-    torch.autograd.grad(cls.forward(module, x, step).float().sum(), wrt)
+    out = cls.forward(module, x, step)
+    torch.autograd.grad(out, wrt, torch.ones_like(out))
 
 
 def _sync(x):

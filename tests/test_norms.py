@@ -255,3 +255,18 @@ def test_auto_first_met_under_no_grad_still_measures_forward_and_backward(monkey
     with torch.no_grad():  # e.g. evaluation with a batch size training never used
         y = auto(torch.randn(5, 8))
     assert auto.norm.chosen in ("native", "reference") and not y.requires_grad
+
+
+def test_auto_measures_with_a_dense_upstream_gradient_as_training_gives(monkeypatch):
+    """out.sum()'s gradient is a stride-0 expansion: native fp32 BatchNorm's backward takes a much
+    slower path for it on a CPU, and auto once chose the reference BatchNorm for that reason."""
+    from normbench import norm_dispatch
+
+    monkeypatch.setattr(norm_dispatch, "CHOICES", {})
+    upstream = []
+    original = torch.autograd.grad
+    monkeypatch.setattr(torch.autograd, "grad",
+                        lambda out, wrt, grad_outputs=None, **kw: upstream.append(grad_outputs)
+                        or original(out, wrt, grad_outputs, **kw))
+    build_norm("bn", 8, impl="auto")(torch.randn(6, 8))
+    assert upstream and all(g is not None and g.is_contiguous() and 0 not in g.stride() for g in upstream)

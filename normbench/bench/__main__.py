@@ -15,7 +15,9 @@ from normbench.bench import cells, harness, kernels, sweep
 from normbench.bench.section import OtherLoad, Section, finite_json
 from normbench.models.recurrent import FAMILIES
 
-SUBCOMMANDS = ("kernels", "cells", "harness", "sweep")
+# `all` runs kernels last: it changes glibc's allocator for the rest of the process (see
+# timing.keep_freed_memory), and the training-step benchmarks should see the default one.
+SUBCOMMANDS = ("cells", "harness", "sweep", "kernels")
 BUSY = 0.10  # share of the CPUs used by other processes above which a section's absolute figures are suspect
 PREFIXES = {"kernels": "kernel-", "cells": "cell-", "harness": "harness-", "sweep": "sweep-"}
 
@@ -43,6 +45,9 @@ def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--kinds", type=_csv(str), default=kernels.KERNEL_KINDS, help="comma list of norm kinds")
     p.add_argument("--no-headline", dest="headline", action="store_false", default=None,
                    help=f"skip the fp32 {kernels.HEADLINE_SHAPE[0]}x{kernels.HEADLINE_SHAPE[1]} forward comparison")
+    p.add_argument("--default-malloc", action="store_true",
+                   help="CPU: leave glibc's allocator as it is (by default freed memory is kept in the heap, so "
+                        "large temporaries are not page-faulted in afresh on every call)")
     p.add_argument("--write-rule", type=Path, metavar="PATH",
                    help="save the fastest impl per (kind, device, dtype) as JSON (for norm.impl=auto)")
 
@@ -104,6 +109,7 @@ def _command(name: str, args: argparse.Namespace) -> str:
         words += ["--hidden", ",".join(map(str, args.kernel_hidden))] if args.kernel_hidden else []
         words += ["--kinds", ",".join(args.kinds)] if tuple(args.kinds) != kernels.KERNEL_KINDS else []
         words += ["--no-headline"] if args.headline is False else []
+        words += ["--default-malloc"] if args.default_malloc else []
     elif name == "cells":
         defaults = {"family": "lstm", "cell_hidden": 128, "length": 64, "batch": 32, "input_size": 32, "norm": "ln"}
         for key, default in defaults.items():
@@ -128,7 +134,8 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
     if name == "kernels":
         section = kernels.run(device=args.device, quick=args.quick, compile_=args.compile, dtypes=args.dtypes,
                               hidden=args.kernel_hidden, kinds=args.kinds, repeats=args.repeats,
-                              headline=args.headline, out_dir=args.out, command=command)
+                              headline=args.headline, out_dir=args.out, command=command,
+                              default_malloc=args.default_malloc)
         if args.write_rule:
             path = kernels.write_rule(args.write_rule, section.rows, section.environment, command)
             print(f"impl rule: {path}")

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
-from normbench.bench.timing import Timing, clock_for, measure, paired_ratio
+from normbench.bench.timing import Timing, clock_for, keep_freed_memory, measure, paired_ratio
 from normbench.norms import REGISTRY, AutoNorm
 
 KERNEL_KINDS = ("ln", "rms", "bn", "scale", "dyt")
@@ -276,14 +276,16 @@ def read_rule(path: Path) -> dict[tuple[str, str, str], str]:
 # -- the subcommand --------------------------------------------------------------------------------
 def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dtypes: Iterable[str] | None = None,
         hidden: Iterable[int] | None = None, kinds: Iterable[str] = KERNEL_KINDS, repeats: int | None = None,
-        headline: bool | None = None, out_dir: Path | None = None, command: str = "") -> Section:
+        headline: bool | None = None, out_dir: Path | None = None, command: str = "",
+        default_malloc: bool = False) -> Section:
     device = torch.device(device)
+    allocator = "default" if default_malloc or device.type != "cpu" else keep_freed_memory()
     dtypes = tuple(dtypes or default_dtypes(device))
     shapes = list(QUICK_SHAPES) if quick and hidden is None else grid_shapes(hidden or DEFAULT_HIDDEN)
     repeats = repeats or (3 if quick else 5)
     impls = RULE_IMPLS + ("auto",) + (("compiled",) if compile_ else ()) + (FUSED_IMPLS if device.type == "cuda" else ())
     unavailable = {impl: why for impl, why in fused_status(device).items() if why and impl in impls}
-    environment = bench_environment(device)
+    environment = {**bench_environment(device), "allocator": allocator}
     rows: list[dict] = []
     for dtype in dtypes:
         for r, h in shapes:
@@ -386,8 +388,8 @@ def bandwidth_tables(rows: list[dict]) -> str:
 def render_markdown(rows, headline_rows, rule, environment, command, not_measured) -> str:
     env = environment
     text = [f"## Norm kernels\n\n`{command}`\n\n{env['device']} ({env['device_name']}), torch {env['torch']}, "
-            f"{env['threads']} threads, load {env.get('load_average_1m', float('nan')):.2f} at start. "
-            "Bytes: forward 2, forward+backward 5, copy (`y.copy_(x)`) 2 x numel x elem_size. The copy is timed "
+            f"{env['threads']} threads, load {env.get('load_average_1m', float('nan')):.2f} at start, "
+            f"allocator: {env.get('allocator', 'default')}. Bytes: forward 2, forward+backward 5, copy (`y.copy_(x)`) 2 x numel x elem_size. The copy is timed "
             "in the same rounds at the same size; fraction of copy is the per-round ratio's median."]
     if headline_rows:
         ok = [r for r in headline_rows if r.get("status") == "ok"]

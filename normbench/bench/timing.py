@@ -13,6 +13,7 @@ time per call.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import math
 import random
@@ -176,3 +177,22 @@ def measure(candidates: Mapping[str, Candidate], *, repeats: int = 10, warmup: i
 def time_callable(fn: Candidate, **options) -> Timing:
     """``measure`` for one callable; for comparisons, measure the candidates together instead."""
     return measure({"fn": fn}, **options)["fn"]
+
+
+def keep_freed_memory() -> str:
+    """Ask glibc to keep freed memory in the heap (no mmap per large block, no trimming).
+
+    By default glibc serves blocks above its mmap threshold (at most 32 MiB) with fresh pages and
+    returns them on free, so every call of a kernel with large temporaries page-faults them in
+    again. That cost lands unevenly from round to round (on this 2-core CPU a bf16 norm's IQR was
+    a third of its median), which hides 10% differences between kernels. Returns what was done, for
+    the benchmark's environment record.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        trim = libc.mallopt(-1, ctypes.c_int(2**31 - 1))   # M_TRIM_THRESHOLD
+        mmap = libc.mallopt(-3, ctypes.c_int(2**30))       # M_MMAP_THRESHOLD
+    except (OSError, AttributeError) as err:
+        return f"default (not glibc: {err})"
+    return "glibc, freed memory kept (mmap and trim thresholds raised)" if trim == mmap == 1 else "default (mallopt refused)"
+
