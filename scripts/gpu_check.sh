@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The GPU check issue 6 asks for, as one script for a lent CUDA machine (run from the repo root):
+# CUDA correctness of every norm and placement in a tiny sweep, then the kernel benchmark.
+#
+# A machine without hydra-core/omegaconf gets them as wheels in .whl/ (pure Python), made here with
+#   python3 -m pip download --no-deps --only-binary=:all: -d .whl \
+#       hydra-core==1.3.2 omegaconf==2.3.0 antlr4-python3-runtime==4.9.3
+# Usage: bash scripts/gpu_check.sh [cuda|cpu] [--quick]   (cpu --quick checks the script itself)
+set -uo pipefail
+device=${1:-cuda}
+quick=${2:-}
+out=${OUT:-gpu-check}
+mkdir -p "$out"
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null || echo "no nvidia-smi"
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
+} | tee "$out/device.txt"
+
+steps=$([ "$quick" = --quick ] && echo 4 || echo 200)
+# Every norm at every placement that is valid for an LSTM and a Transformer, fp32 and bf16: each run
+# must end ok (or invalid, for a combination the builder refuses), never failed.
+python3 -m normbench -m model=lstm,transformer norm=bn,ln,rms,scale,dyt placement=pre,post,in_cell,gate,peri \
+    precision=fp32,bf16 device="$device" steps="$steps" eval_every=100 probe_every=100 task=adding task.length=16 \
+    hydra.sweep.dir="$out/sweep" progress=false > "$out/sweep.log" 2>&1
+echo "sweep exit $?" | tee -a "$out/device.txt"
+tail -n 25 "$out/sweep.log"
+
+kernel_args=(--device "$device" --out "$out/kernels")
+[ "$quick" = --quick ] && kernel_args+=(--quick) || kernel_args+=(--dtypes fp32,bf16,fp16)
+python3 -m normbench.bench kernels "${kernel_args[@]}" > "$out/kernels.log" 2>&1
+echo "kernels exit $?" | tee -a "$out/device.txt"
+grep -E "^- |GB/s" "$out/kernels.log" | tail -n 20
