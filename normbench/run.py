@@ -173,7 +173,8 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
                         input_dim=task.input_dim, n_outputs=task.n_outputs, readout=task.readout,
                         max_len=max(task.seq_len, 1))
     fields["parameters"] = sum(p.numel() for p in model.parameters())
-    fields["environment"]["cell_kernel"] = cell_kernel_in_use(model, device)  # compiles it now, not in step 1
+    # compiled now if it will run, so that the build is not in the first step's time
+    fields["environment"]["cell_kernel"] = cell_kernel_in_use(model, device, cfg.precision.dtype in AUTOCAST_DTYPES)
     return cfg, task, model, device
 
 

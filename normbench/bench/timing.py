@@ -188,11 +188,17 @@ def keep_freed_memory() -> str:
     a third of its median), which hides 10% differences between kernels. Returns what was done, for
     the benchmark's environment record.
     """
+    m_trim_threshold, m_mmap_threshold = -1, -3
     try:
         libc = ctypes.CDLL("libc.so.6")
-        trim = libc.mallopt(-1, ctypes.c_int(2**31 - 1))   # M_TRIM_THRESHOLD
-        mmap = libc.mallopt(-3, ctypes.c_int(2**30))       # M_MMAP_THRESHOLD
-    except (OSError, AttributeError) as err:
+    except OSError as err:
         return f"default (not glibc: {err})"
-    return "glibc, freed memory kept (mmap and trim thresholds raised)" if trim == mmap == 1 else "default (mallopt refused)"
+    # The mmap threshold first: setting the trim threshold also freezes glibc's adaptive mmap
+    # threshold, so it is set only once the mmap threshold is raised. Some glibc versions cap the
+    # latter at 32 MiB.
+    for limit in (2**30, 2**25):
+        if libc.mallopt(m_mmap_threshold, ctypes.c_int(limit)) == 1:
+            libc.mallopt(m_trim_threshold, ctypes.c_int(2**31 - 1))
+            return f"glibc, freed memory kept (blocks up to {limit // 2**20} MiB from the heap, no trimming)"
+    return "default (mallopt refused)"
 

@@ -14,6 +14,7 @@
 //
 // Saved tensors are time-major, so every step reads and writes contiguous slices.
 
+#include <ATen/ThreadLocalState.h>
 #include <torch/extension.h>
 
 #include <cmath>
@@ -135,7 +136,9 @@ struct Saved {  // what the backward needs, all (time, batch, ...); x_hat is rec
 
 // Rows of the batch never meet in the recurrence, so each thread of torch's pool runs every time
 // step for its own block of rows: one fork per call, not one per step. Inside the block, at::mm
-// and the ATen calls run single-threaded (nested parallelism is off), on contiguous slices.
+// and the ATen calls run single-threaded (nested parallelism is off), on contiguous slices. A pool
+// thread does not inherit the caller's thread-local state (grad mode, inference mode, ...): each
+// block installs the caller's.
 constexpr int64_t kRowsPerThread = 8;  // below this a thread's matrix products are too small to pay
 
 std::vector<at::Tensor> steps_of(const at::Tensor& t, int64_t b0, int64_t rows) {
@@ -145,7 +148,6 @@ std::vector<at::Tensor> steps_of(const at::Tensor& t, int64_t b0, int64_t rows) 
 template <typename T>
 void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor& u_t, const T* gx, const T* gh,
                   const T* bias, const T* gc, const T* bc, double eps, bool cell_norm, Saved& s) {
-  at::NoGradGuard no_grad;  // thread-local: a pool thread starts with grad mode on
   const int64_t batch = xw.size(0), steps = xw.size(1), width = xw.size(2), hidden = width / 4, rows = b1 - b0;
   const int64_t wide = batch * width, narrow = batch * hidden;
   std::vector<at::Tensor> h_steps = steps_of(s.hs, b0, rows), z_steps = steps_of(s.z_hat, b0, rows);
@@ -195,7 +197,6 @@ template <typename T>
 void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at::Tensor& xw, const at::Tensor& w_hh,
                    const T* gx, const T* gh, const T* gc, bool cell_norm, const Saved& s, at::Tensor& grad_xw,
                    at::Tensor& dz, at::Tensor& dh, T* totals) {
-  at::NoGradGuard no_grad;
   const int64_t batch = grad_out.size(0), steps = grad_out.size(1), hidden = grad_out.size(2), width = 4 * hidden;
   const int64_t wide = batch * width, narrow = batch * hidden, rows = b1 - b0;
   std::vector<at::Tensor> dz_steps = steps_of(dz, b0, rows);
@@ -247,9 +248,17 @@ Saved allocate(int64_t steps, int64_t batch, int64_t hidden, const at::TensorOpt
                at::empty({steps, batch}, opt),             at::ones({steps, batch}, opt)};
 }
 
-void check(const at::Tensor& t, const char* name, at::ScalarType dtype) {
-  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous() && t.scalar_type() == dtype, name,
-              ": expected a contiguous CPU tensor of the input's dtype");
+void check(const at::Tensor& t, const char* name, at::ScalarType dtype, at::IntArrayRef sizes) {
+  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous() && t.scalar_type() == dtype && t.sizes() == sizes, name,
+              ": expected a contiguous CPU tensor of the input's dtype and of size ", sizes, ", got ", t.sizes());
+}
+
+void check_parameters(const at::Tensor& w_hh, const at::Tensor& gamma_x, const at::Tensor& gamma_h,
+                      const at::Tensor& gamma_c, at::ScalarType dtype, int64_t hidden) {
+  check(w_hh, "w_hh", dtype, {4 * hidden, hidden});
+  check(gamma_x, "gamma_x", dtype, {4 * hidden});
+  check(gamma_h, "gamma_h", dtype, {4 * hidden});
+  check(gamma_c, "gamma_c", dtype, {hidden});
 }
 
 }  // namespace
@@ -260,13 +269,18 @@ std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w
                                        const at::Tensor& beta_c, double eps, bool cell_norm) {
   TORCH_CHECK(xw.dim() == 3 && xw.size(2) % 4 == 0, "xw: (batch, time, 4 hidden)");
   const auto dtype = xw.scalar_type();
-  for (auto [t, name] : {std::pair{&xw, "xw"}, {&w_hh, "w_hh"}, {&gamma_x, "gamma_x"}, {&gamma_h, "gamma_h"},
-                         {&bias, "bias"}, {&gamma_c, "gamma_c"}, {&beta_c, "beta_c"}})
-    check(*t, name, dtype);
-  Saved s = allocate(xw.size(1), xw.size(0), xw.size(2) / 4, xw.options());
+  const int64_t hidden = xw.size(2) / 4;
+  check(xw, "xw", dtype, xw.sizes());
+  check_parameters(w_hh, gamma_x, gamma_h, gamma_c, dtype, hidden);
+  check(bias, "bias", dtype, {4 * hidden});
+  check(beta_c, "beta_c", dtype, {hidden});
+  Saved s = allocate(xw.size(1), xw.size(0), hidden, xw.options());
   const at::Tensor u_t = w_hh.detach().t();
+  const at::ThreadLocalState caller;
   AT_DISPATCH_FLOATING_TYPES(dtype, "lnlstm_forward", [&] {
     at::parallel_for(0, xw.size(0), kRowsPerThread, [&](int64_t b0, int64_t b1) {
+      at::ThreadLocalStateGuard state(caller);
+      at::NoGradGuard no_grad;
       forward_rows<scalar_t>(b0, b1, xw, u_t, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
                              bias.data_ptr<scalar_t>(), gamma_c.data_ptr<scalar_t>(), beta_c.data_ptr<scalar_t>(),
                              eps, cell_norm, s);
@@ -284,21 +298,31 @@ std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Te
   const at::Tensor go = grad_out.contiguous();
   const int64_t steps = s.z_hat.size(0), batch = s.z_hat.size(1), width = s.z_hat.size(2), hidden = width / 4;
   TORCH_CHECK(go.size(0) == batch && go.size(1) == steps && go.size(2) == hidden, "grad_out: (batch, time, hidden)");
+  check(xw, "xw", go.scalar_type(), {batch, steps, width});
+  check_parameters(w_hh, gamma_x, gamma_h, gamma_c, go.scalar_type(), hidden);
   const auto opt = go.options();
   at::Tensor grad_xw = at::empty({batch, steps, width}, opt), dz = at::empty({steps, batch, width}, opt);
   at::Tensor dh = at::zeros({batch, hidden}, opt);
-  // One row of totals per block of rows, indexed by the block's first row, summed in row order
-  // afterwards: the same result for the same number of threads, whichever thread ends first.
-  at::Tensor totals = at::zeros({batch, 3 * width + 2 * hidden}, opt);
+  // Gain and bias gradients: one vector per block of rows, in the slot of the block's first row,
+  // summed in row order afterwards: the same result for the same number of threads, whichever
+  // thread ends first.
+  std::vector<at::Tensor> totals(batch);
   const at::Tensor w = w_hh.detach();
+  const at::ThreadLocalState caller;
   AT_DISPATCH_FLOATING_TYPES(go.scalar_type(), "lnlstm_backward", [&] {
     at::parallel_for(0, batch, kRowsPerThread, [&](int64_t b0, int64_t b1) {
+      at::ThreadLocalStateGuard state(caller);
+      at::NoGradGuard no_grad;
+      totals[b0] = at::zeros({3 * width + 2 * hidden}, opt);
       backward_rows<scalar_t>(b0, b1, go, xw, w, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
                               gamma_c.data_ptr<scalar_t>(), cell_norm, s, grad_xw, dz, dh,
                               totals[b0].data_ptr<scalar_t>());
     });
   });
-  const std::vector<at::Tensor> grads = totals.sum(0).split_with_sizes({width, width, width, hidden, hidden});
+  at::Tensor total = at::zeros({3 * width + 2 * hidden}, opt);
+  for (const at::Tensor& block : totals)
+    if (block.defined()) total += block;
+  const std::vector<at::Tensor> grads = total.split_with_sizes({width, width, width, hidden, hidden});
   // dL/dU = sum_t dz_t^T h_{t-1}: one product over all steps, outside the recurrence.
   at::Tensor grad_w_hh = at::mm(dz.reshape({-1, width}).t(), s.hs.narrow(0, 0, steps).reshape({-1, hidden}));
   return {grad_xw, grad_w_hh, grads[0], grads[1], grads[2], grads[3], grads[4]};

@@ -12,8 +12,12 @@ Python recurrence instead, which computes the same function.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
+import sys
+import sysconfig
+import time
 from pathlib import Path
 
 import torch
@@ -28,8 +32,12 @@ _module = None
 log = logging.getLogger(__name__)
 
 
+STALE_LOCK_S = 600  # a build takes under a minute; a lock this old was left by a killed build
+
+
 def _staged_source() -> Path:
-    """A copy of the source at a path fixed by its content, the flags and torch's version.
+    """A copy of the source at a path fixed by its content, the flags, torch's version and the
+    interpreter's ABI.
 
     ninja rebuilds when the source's path changes, so compiling each installation's own copy
     (the checkout, a wheel in a venv) would rebuild every time one switches to another.
@@ -37,7 +45,8 @@ def _staged_source() -> Path:
     from torch.utils.cpp_extension import get_default_build_root
 
     code = SOURCE.read_bytes()
-    digest = hashlib.sha256(code + " ".join([*FLAGS, torch.__version__]).encode()).hexdigest()[:12]
+    abi = " ".join([*FLAGS, torch.__version__, sysconfig.get_config_var("EXT_SUFFIX") or sys.version])
+    digest = hashlib.sha256(code + abi.encode()).hexdigest()[:12]
     root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
     staged = root / "normbench" / f"lnlstm_{digest}" / SOURCE.name
     if not staged.exists() or staged.read_bytes() != code:
@@ -46,6 +55,35 @@ def _staged_source() -> Path:
         partial.write_bytes(code)
         os.replace(partial, staged)  # atomic: a concurrent job sees the old file or the whole new one
     return staged
+
+
+def _import_built(name: str, folder: Path):
+    """The module a finished build left in ``folder``, or None. Its folder is named by everything
+    that decides the build, so a library there is this source's; importing it directly skips
+    ninja and torch's build lock."""
+    library = folder / f"{name}.so"
+    if not library.exists():
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location(name, library)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except (ImportError, OSError):  # a link cut short: build again
+        return None
+    return module
+
+
+def _clear_stale_lock(folder: Path) -> None:
+    """torch waits forever on its build lock; a job killed mid-build (SIGKILL, a sweep's time
+    limit) leaves one behind, which would hang every later run on this machine."""
+    lock = folder / "lock"
+    try:
+        if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+            log.warning("removing a build lock left %.0f s ago by a killed build: %s", time.time() - lock.stat().st_mtime,
+                        lock)
+            lock.unlink()
+    except FileNotFoundError:
+        pass
 
 
 def load():
@@ -57,8 +95,12 @@ def load():
         from torch.utils.cpp_extension import load as load_extension
 
         source = _staged_source()
-        _module = load_extension(f"normbench_{source.parent.name}", [str(source)], extra_cflags=FLAGS,
-                                 extra_ldflags=["-fopenmp"], build_directory=str(source.parent), verbose=False)
+        name = f"normbench_{source.parent.name}"
+        _module = _import_built(name, source.parent)
+        if _module is None:
+            _clear_stale_lock(source.parent)
+            _module = load_extension(name, [str(source)], extra_cflags=FLAGS, extra_ldflags=["-fopenmp"],
+                                     build_directory=str(source.parent), verbose=False)
     except Exception as err:  # no compiler, no ninja, a read-only cache: the Python recurrence still works
         lines = [line.strip() for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
         first = next((line for line in lines if "error" in line.lower() and "building extension" not in line), lines[0])

@@ -153,13 +153,17 @@ class InCellLayer(_CellLayer):
         ln_x, ln_h = self.norm_x.norm, self.norm_h.norm
         ln_c = self.norm_c.norm if self.cell_norm else None
         if self.compiled_kernel(x.device):
-            ones_4h, ones_h, zeros_h = x.new_ones(ln_x.dim), x.new_ones(self.hidden_size), x.new_zeros(self.hidden_size)
-            affine = ln_x.weight is not None
-            bias = self.bias_ih + self.bias_hh + (ln_x.bias + ln_h.bias if affine else 0)
-            gamma_c, beta_c = (ln_c.weight, ln_c.bias) if ln_c is not None and affine else (ones_h, zeros_h)
-            return lnlstm_cpu.LayerNormLSTMLayer.apply(
-                x @ self.weight_ih.T, self.weight_hh, ln_x.weight if affine else ones_4h,
-                ln_h.weight if affine else ones_4h, bias, gamma_c, beta_c, ln_h.eps, self.cell_norm)
+            bias = self.bias_ih + self.bias_hh
+            if ln_x.weight is not None:  # the kernel always takes gains; without affine they are ones
+                gamma_x, gamma_h, bias = ln_x.weight, ln_h.weight, bias + ln_x.bias + ln_h.bias
+            else:
+                gamma_x = gamma_h = x.new_ones(ln_x.dim)
+            if ln_c is not None and ln_c.weight is not None:
+                gamma_c, beta_c = ln_c.weight, ln_c.bias
+            else:  # unused without a cell norm
+                gamma_c, beta_c = x.new_ones(self.hidden_size), x.new_zeros(self.hidden_size)
+            return lnlstm_cpu.LayerNormLSTMLayer.apply(x @ self.weight_ih.T, self.weight_hh, gamma_x, gamma_h, bias,
+                                                       gamma_c, beta_c, ln_h.eps, self.cell_norm)
         return LayerNormLSTMRecurrence.apply(
             self.input_preactivations(x) + self.bias_hh, self.weight_hh, ln_h.weight, ln_h.bias,
             ln_c.weight if ln_c else None, ln_c.bias if ln_c else None, ln_h.eps, self.cell_norm)
@@ -262,12 +266,15 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placemen
     return RecurrentStack(layers)
 
 
-def cell_kernel_in_use(model: nn.Module, device: torch.device) -> str | None:
-    """Which recurrence the in-cell LN-LSTM layers run on ``device`` in fp32: "cpp" or "python";
-    None when the model has no such layer. Compiles lnlstm.cpp now if it will be used, so that
-    the first training step does not pay for the build."""
+def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = False) -> str | None:
+    """Which recurrence the model's in-cell LN-LSTM layers train with on ``device``: "cpp" or
+    "python" (the hand-written ones), "autograd" under autocast (the plain loop, which keeps the
+    norms' precision policy); None when the model has no such layer. Compiles lnlstm.cpp now if it
+    will be used, so that the first training step does not pay for the build."""
     layers = [m for m in model.modules() if isinstance(m, InCellLayer) and m.fused]
     if not layers:
         return None
+    if autocast:
+        return "autograd"
     return "cpp" if all(layer.compiled_kernel(device) for layer in layers) else "python"
 

@@ -1,6 +1,8 @@
 """Kernel benchmark machinery: byte counts, the impl rule, and the --quick path end to end."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -60,7 +62,7 @@ def test_rule_file_round_trips(tmp_path):
 def test_quick_kernels_run_end_to_end(tmp_path):
     rule = tmp_path / "rule.json"
     assert main(["kernels", "--quick", "--repeats", "1", "--kinds", "ln,rms", "--out", str(tmp_path),
-                 "--write-rule", str(rule)]) == 0
+                 "--write-rule", str(rule), "--default-malloc"]) == 0  # in-process: leave pytest's allocator be
     for name in ("kernels.json", "kernels.csv", "kernels.md", "kernels.png"):
         assert (tmp_path / name).stat().st_size > 0
     data = json.loads((tmp_path / "kernels.json").read_text())
@@ -69,6 +71,7 @@ def test_quick_kernels_run_end_to_end(tmp_path):
     assert {r["dtype"] for r in ok} == {"fp32", "bf16"} and len({r["hidden"] for r in ok}) == 2
     assert all(r["gbps"] > 0 and r["copy_fraction"] > 0 for r in ok)
     assert data["environment"]["torch"] and data["environment"]["threads"] == 1
+    assert data["environment"]["allocator"] == "default"
     assert "GB/s" in (tmp_path / "kernels.md").read_text()
     assert set(kernels.read_rule(rule)) == {(k, "cpu", d) for k in ("ln", "rms") for d in ("fp32", "bf16")}
 
@@ -82,3 +85,26 @@ def test_auto_is_judged_per_round_against_the_fastest_other_impl():
     assert auto["time_vs_fastest_other"] > 0 and fastest["time_vs_fastest_other"] > 0
     (line,) = kernels.auto_ratios(rows, "cmd")
     assert line.value == auto["time_vs_fastest_other"] and line.target == "<= 1.10" and "ln" in line.note
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's; other platforms keep their allocator")
+def test_keeping_freed_memory_stops_a_large_block_being_page_faulted_in_every_time():
+    """In a fresh process (mallopt changes the whole process): minor page faults of 10 rounds of a
+    64 MiB allocation (above glibc's largest adaptive mmap threshold, 32 MiB), with and without
+    keep_freed_memory()."""
+    script = (
+        "import resource, sys, torch\n"
+        "from normbench.bench.timing import keep_freed_memory\n"
+        "if sys.argv[1] == 'keep': print(keep_freed_memory())\n"
+        "torch.empty(16 * 2**20).fill_(1)\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "for _ in range(10): torch.empty(16 * 2**20).fill_(1)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n")
+    runs = {how: subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=120)
+            for how in ("keep", "default")}
+    assert all(r.returncode == 0 for r in runs.values()), {h: r.stderr[-500:] for h, r in runs.items()}
+    said, kept = runs["keep"].stdout.split("\n")[:2]
+    if not said.startswith("glibc"):
+        pytest.skip(f"allocator left as it is here: {said}")
+    assert int(kept) * 2 < int(runs["default"].stdout.strip()), (kept, runs["default"].stdout)
+

@@ -1,5 +1,7 @@
 """The compiled in-cell LN-LSTM (lnlstm.cpp): threads, fallback, and the record of which one ran."""
 
+import os
+
 import pytest
 import torch
 
@@ -78,3 +80,46 @@ def test_the_record_names_the_recurrence_that_runs():
 def test_an_unknown_kernel_is_refused():
     with pytest.raises(ValueError, match="unknown cell kernel 'fast'; valid: auto, cpp, python"):
         InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="fast")
+
+
+@needs_kernel
+def test_thread_local_modes_reach_every_block_of_rows():
+    """Pool threads do not inherit the caller's inference mode; each block installs it."""
+    layer = InCellLayer("lstm", 3, 8, NormSpec("ln"), kernel="cpp")
+    x = torch.randn(40, 6, 3)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with torch.no_grad():
+            expected = layer(x)
+        with torch.inference_mode():
+            torch.testing.assert_close(layer(x), expected, atol=0, rtol=0)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@needs_kernel
+def test_the_kernel_refuses_parameters_of_the_wrong_size():
+    module = lnlstm_cpu.load()
+    xw, w_hh = torch.randn(2, 3, 16), torch.randn(16, 4)
+    ones16, ones4, zeros4 = torch.ones(16), torch.ones(4), torch.zeros(4)
+    with pytest.raises(RuntimeError, match=r"gamma_x: .*of size \[16\], got \[1\]"):
+        module.forward(xw, w_hh, torch.ones(1), ones16, ones16, ones4, zeros4, 1e-5, True)
+    with pytest.raises(RuntimeError, match=r"beta_c: .*of size \[4\], got \[16\]"):
+        module.forward(xw, w_hh, ones16, ones16, ones16, ones4, ones16, 1e-5, True)
+
+
+def test_under_autocast_the_record_names_the_autograd_loop():
+    layer = InCellLayer("lstm", 3, 4, NormSpec("ln"))
+    assert cell_kernel_in_use(layer, CPU, autocast=True) == "autograd"
+
+
+def test_a_build_lock_left_by_a_killed_build_is_removed(tmp_path, monkeypatch):
+    lock = tmp_path / "lock"
+    lock.touch()
+    lnlstm_cpu._clear_stale_lock(tmp_path)
+    assert lock.exists()  # a build may be running now
+    old = lock.stat().st_mtime - lnlstm_cpu.STALE_LOCK_S - 1
+    os.utime(lock, (old, old))
+    lnlstm_cpu._clear_stale_lock(tmp_path)
+    assert not lock.exists()
