@@ -135,6 +135,15 @@ def _values_text(series: pd.Series) -> str:
     return "{" + ", ".join(values) + "}" if values else "none"
 
 
+def _both(runs: pd.DataFrame, axis: str, a: str, b: str, whose: str = "the runs") -> tuple[pd.DataFrame, Verdict | None]:
+    """The runs whose ``axis`` is ``a`` or ``b``, and a not-applicable verdict unless both occur."""
+    values = _axis(runs, axis)
+    kept = runs[values.isin([a, b])]
+    if set(_axis(kept, axis)) != {a, b}:
+        return kept, _not_applicable(f"Needs {axis} {a} and {b}; {whose} have {axis} ∈ {_values_text(values)}.")
+    return kept, None
+
+
 def _finished(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["status"].isin(FINISHED)]
 
@@ -234,10 +243,9 @@ def _fmt(x: float) -> str:
        compare=("norm", "batch_size"))
 def ln_batch_robust(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
-    norm = _axis(runs, "norm")
-    runs = runs[norm.isin(["ln", "bn"])]
-    if set(_axis(runs, "norm")) != {"ln", "bn"}:
-        return _not_applicable(f"Needs norm ln and bn; the runs have norm ∈ {_values_text(norm)}.")
+    runs, missing = _both(runs, "norm", "ln", "bn")
+    if missing:
+        return missing
     runs, task_note = _one_task(runs)
     batch = _axis(runs, "batch_size")
     shared = set(batch[_axis(runs, "norm") == "ln"].dropna()) & set(batch[_axis(runs, "norm") == "bn"].dropna())
@@ -271,10 +279,9 @@ def ln_batch_robust(runs: pd.DataFrame) -> Verdict:
        compare=("placement", "warmup_steps"), pool=("layers",))
 def postln_needs_warmup(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
-    placement = _axis(runs, "placement")
-    runs = runs[placement.isin(["pre", "post"])]
-    if set(_axis(runs, "placement")) != {"pre", "post"}:
-        return _not_applicable(f"Needs placement pre and post; the runs have placement ∈ {_values_text(placement)}.")
+    runs, missing = _both(runs, "placement", "pre", "post")
+    if missing:
+        return missing
     warmup = pd.to_numeric(_axis(runs, "warmup_steps"), errors="coerce")
     for where in ("pre", "post"):
         mine = warmup[_axis(runs, "placement") == where]
@@ -312,11 +319,9 @@ def postln_grad_depth(runs: pd.DataFrame) -> Verdict:
     transformer = runs[model.str.contains("transformer")]
     if transformer.empty:
         return _not_applicable(f"Needs model transformer; the runs have model ∈ {_values_text(_axis(runs, 'model'))}.")
-    placement = _axis(transformer, "placement")
-    runs = transformer[placement.isin(["pre", "post"])]
-    if set(_axis(runs, "placement")) != {"pre", "post"}:
-        return _not_applicable(f"Needs placement pre and post; the transformer runs have placement ∈ "
-                               f"{_values_text(placement)}.")
+    runs, missing = _both(transformer, "placement", "pre", "post", whose="the transformer runs")
+    if missing:
+        return missing
     norm = _metric(runs, "profiles.last_layer_grad_norm_init")
     runs = runs[norm > 0]
     layers = pd.to_numeric(_axis(runs, "layers"), errors="coerce")
@@ -429,10 +434,9 @@ def fp16_small_eps_nonfinite(runs: pd.DataFrame) -> Verdict:
        compare=("norm",))
 def rms_faster_than_ln(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
-    norm = _axis(runs, "norm")
-    runs = runs[norm.isin(["rms", "ln"])]
-    if set(_axis(runs, "norm")) != {"rms", "ln"}:
-        return _not_applicable(f"Needs norm rms and ln; the runs have norm ∈ {_values_text(norm)}.")
+    runs, missing = _both(runs, "norm", "rms", "ln")
+    if missing:
+        return missing
     runs, task_note = _one_task(runs)
     rms, ln = (_axis(runs, "norm") == "rms"), (_axis(runs, "norm") == "ln")
     arms = {"rms": runs[rms], "ln": runs[ln]}
