@@ -40,8 +40,8 @@ def _parallel_jobs(hc) -> int:
 
 def describe(summary: dict) -> str:
     task, metrics, speed = summary.get("task") or {}, summary.get("metrics") or {}, summary.get("throughput") or {}
-    parts = [summary["status"]]
-    if metrics.get("best_val") is not None:
+    parts = [str(summary.get("status"))]
+    if metrics.get("best_val") is not None and {"metric", "chance", "target"} <= set(task):
         parts.append(f"best val {task['metric']} {metrics['best_val']:.4g} (chance {task['chance']:.3g}, "
                      f"test {metrics['test']:.4g})" if metrics.get("test") is not None else
                      f"best val {task['metric']} {metrics['best_val']:.4g} (chance {task['chance']:.3g})")
@@ -70,7 +70,7 @@ def _job(node: DictConfig) -> str:
         return "failed"
     status = summary["status"]
     if multirun or status not in EXIT_STATUS:
-        log.info("%s -> %s", describe(summary), run_dir)
+        log.info("%s -> %s", describe(summary), summary.get("run_dir", run_dir))
     if not multirun:
         SINGLE_RUN.update(status=status, reason=summary["reason"])
     return status

@@ -17,9 +17,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from normbench.norm_dispatch import choose
+from normbench.schema import IMPLS, KINDS  # noqa: F401 - the names a config may use
 
-KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
-IMPLS = ("native", "reference", "auto")
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 

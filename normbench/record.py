@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import hashlib
+import logging
+import fcntl
 import json
 import math
 import os
@@ -17,11 +18,10 @@ from pathlib import Path
 import torch
 
 import normbench
+from normbench.contract import FINISHED, READABLE, SCHEMA, STATUSES, config_hash, group_hash  # noqa: F401
 
-SCHEMA = "normbench.run/1"
-STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted")
-FINISHED = ("ok", "diverged", "invalid", "skipped")  # a resumed sweep does not run these again
-HARNESS_KEYS = ("threads", "progress", "resume", "report")  # do not change results, so not hashed
+log = logging.getLogger("normbench")
+
 
 
 def _finite_or_none(value):
@@ -35,11 +35,18 @@ def _finite_or_none(value):
     return value
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(path: Path, obj) -> None:
     """Write to a temporary file in the same folder, fsync, rename: readers see old or new, never half."""
     text = json.dumps(_finite_or_none(obj), indent=1, sort_keys=False, allow_nan=False)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it 0600; a record gets the mode any file would
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
@@ -48,12 +55,6 @@ def write_json_atomic(path: Path, obj) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def config_hash(config: dict) -> str:
-    semantic = {k: v for k, v in config.items() if k not in HARNESS_KEYS}
-    canonical = json.dumps(semantic, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def now_iso() -> str:
@@ -102,14 +103,72 @@ def environment(device: torch.device) -> dict:
     }
 
 
+LOCK = ".normbench.lock"
+
+
+def _occupant(run_dir: Path, digest: str) -> str | None:
+    """Why ``run_dir`` may not take a new attempt at run ``digest`` (None: it may).
+
+    A folder may be reused only when it holds no record, or an unfinished record (failed,
+    interrupted, killed) of this very run: a finished record of any run, a record of another run
+    or one this version cannot read is never overwritten.
+    """
+    path = run_dir / "summary.json"
+    if not path.exists():
+        return None
+    summary = read_summary(path)
+    if summary is None:
+        return "an unreadable or foreign summary.json, set aside untouched"
+    if summary.get("status") in FINISHED:
+        return f"a finished record (status {summary.get('status')})"
+    config = summary.get("config")
+    if not isinstance(config, dict) or config_hash(config) != digest:
+        return "an unfinished record of another run"
+    return None
+
+
+def claim_run_dir(preferred: Path, digest: str) -> tuple[Path, int]:
+    """A folder for a new attempt at run ``digest``, held by an exclusive lock until the run ends.
+
+    ``preferred`` when it is free; else ``preferred-<digest[:8]>``, then ``-2``, ``-3`` ... beside
+    it. A folder is taken when no live process holds its lock (a lock dies with its process, so a
+    killed run's folder is free again) and it holds nothing that must be kept (``_occupant``).
+    Returns the folder and the lock's file descriptor.
+    """
+    preferred = Path(preferred)
+    names = [preferred.name, f"{preferred.name}-{digest[:8]}"]
+    for attempt in range(10_000):
+        candidate = preferred.with_name(names[attempt] if attempt < 2 else f"{names[1]}-{attempt}")
+        candidate.mkdir(parents=True, exist_ok=True)
+        fd = os.open(candidate / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            log.info("run folder %s is in use by a running job; taking another", candidate)
+            continue
+        why = _occupant(candidate, digest)
+        if why is None:
+            return candidate, fd
+        os.close(fd)
+        log.info("run folder %s holds %s; taking another", candidate, why)
+    raise OSError(f"no free run folder beside {preferred}")
+
+
 class RunRecord:
     """Owns one run directory's metrics.jsonl and summary.json."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, lock: int | None = None):
         self.run_dir = Path(run_dir)
         self.summary_path = self.run_dir / "summary.json"
         self.summary: dict = {"schema": SCHEMA, "status": "running", "reason": None}
         self._metrics = None
+        self._lock = lock
+
+    @classmethod
+    def claim(cls, preferred: Path, digest: str) -> "RunRecord":
+        """The record of a new attempt at run ``digest``, in a folder claimed by ``claim_run_dir``."""
+        return cls(*claim_run_dir(preferred, digest))
 
     def start(self, **fields) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -128,12 +187,15 @@ class RunRecord:
         times = {**self.summary.get("time", {}), **fields.pop("time", {}), "ended": now_iso()}
         self.summary.update(fields, status=status, reason=reason, time=times)
         write_json_atomic(self.summary_path, self.summary)
+        if self._lock is not None:
+            os.close(self._lock)  # releases the folder
+            self._lock = None
 
 
 def read_summary(path: Path) -> dict | None:
-    """A summary.json of this schema, or None for a missing, partial or foreign one."""
+    """A summary.json of a schema this version reads, or None for a missing, partial or foreign one."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and data.get("schema") == SCHEMA else None
+    return data if isinstance(data, dict) and data.get("schema") in READABLE else None

@@ -1,40 +1,87 @@
 """Run a recorded run again and say whether it reproduced: `python -m normbench.rerun RUN_DIR`.
 
 The record's resolved config is the whole truth (docs/run-record.md), so it is executed as it
-stands, with no Hydra composition in between; the overrides are kept for reference only.
+stands, with no Hydra composition in between; the overrides are kept for reference only. It runs
+with the thread count the record says was used (CPU results depend on it), writes a new record
+outside the original's sweep (``outputs/reruns/...`` by default, or ``--out``), never over an
+existing record, and marks it ``rerun_of`` the original: the report counts a run once, however
+many times it was rerun.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from normbench.contract import config_hash
 from normbench.record import git_commit, read_summary
 
 COMPARED = ("best_val", "final_val", "test", "final_train_loss", "steps_to_target", "diverged_at_step",
             "grad_norm_max", "loss_spikes")
 
 
+def _interpolations(node, path: str = "config") -> str | None:
+    """The first value that OmegaConf would resolve (``${...}``): records are data, never evaluated."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found = _interpolations(value, f"{path}.{key}")
+            if found:
+                return found
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found = _interpolations(value, f"{path}[{i}]")
+            if found:
+                return found
+    elif isinstance(node, str) and "${" in node:
+        return path
+    return None
+
+
+def recorded_config(old: dict) -> dict:
+    """The config to run again: as recorded, with the recorded thread count, and resume off."""
+    threads = (old.get("environment") or {}).get("threads")
+    config = {**old["config"], "resume": False}  # a recorded resume=true would find the original and train nothing
+    if isinstance(threads, int) and threads > 0:
+        config["threads"] = threads
+    return config
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m normbench.rerun", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory holding summary.json")
-    parser.add_argument("--out", type=Path, help="where the new record goes (default: RUN_DIR/rerun)")
+    parser.add_argument("--out", type=Path, help="where the new record goes (default: outputs/reruns/DATE/TIME-HASH)")
     args = parser.parse_args(argv)
     old = read_summary(args.run_dir / "summary.json")
-    if old is None or not old.get("config"):
+    if old is None or not isinstance(old.get("config"), dict):
         print(f"normbench.rerun: no readable normbench record in {args.run_dir}", file=sys.stderr)
         return 2
+    where = _interpolations(old["config"])
+    if where:
+        print(f"normbench.rerun: {args.run_dir}: {where} holds an interpolation (${{...}}); a record is data "
+              f"and is never evaluated", file=sys.stderr)
+        return 2
+    digest = config_hash(old["config"])
+    if args.out is not None and (args.out / "summary.json").exists():
+        print(f"normbench.rerun: {args.out} already holds a record; choose another --out", file=sys.stderr)
+        return 2
+    # the default folder is new; should a second rerun start in the same second, it takes the next free name
+    now = datetime.now()
+    out = args.out or Path("outputs", "reruns", f"{now:%Y-%m-%d}", f"{now:%H-%M-%S}-{digest[:8]}")
     from normbench.run import execute  # torch is loaded only once there is something to run
 
     recorded_commit = (old.get("environment") or {}).get("git_commit")
     if recorded_commit and recorded_commit != git_commit():
         print(f"note: recorded with normbench {recorded_commit}, running {git_commit()}", file=sys.stderr)
-    # resume=false: a recorded resume=true would find an earlier rerun's record and train nothing
-    config = {**old["config"], "resume": False}
-    new = execute(OmegaConf.create(config), args.out or args.run_dir / "rerun", old.get("overrides", []))
+    try:
+        new = execute(OmegaConf.create(recorded_config(old)), out, old.get("overrides", []),
+                      extra={"rerun_of": {"run_dir": str(args.run_dir.resolve()), "config_hash": digest}})
+    except OSError as err:
+        print(f"normbench.rerun: cannot write the new record: {err}", file=sys.stderr)
+        return 2
     differs = [k for k in COMPARED if (old.get("metrics") or {}).get(k) != (new.get("metrics") or {}).get(k)]
     if old["status"] != new["status"]:
         differs.insert(0, "status")
@@ -42,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         was = old.get(key) if key == "status" else (old.get("metrics") or {}).get(key)
         now = new.get(key) if key == "status" else (new.get("metrics") or {}).get(key)
         print(f"{key:18s} {was!s:>24s} {now!s:>24s}  {'' if was == now else 'DIFFERS'}")
+    print(f"new record: {new['run_dir']}")
     print("reproduced exactly" if not differs else f"differs in: {', '.join(differs)}")
     return 0 if not differs else 1
 

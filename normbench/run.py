@@ -16,10 +16,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from normbench.config import Config, ConfigError, to_config
-from normbench.models import (InvalidCombination, ModelShape, build_model, cell_kernel_in_use, check_combination,
-                              effective_placement)
+from normbench.models import ModelShape, build_model, cell_kernel_in_use, check_combination
 from normbench.norms import NormSpec
-from normbench.record import FINISHED, RunRecord, config_hash, environment, read_summary
+from normbench.contract import FINISHED, config_hash, group_hash, settings
+from normbench.record import RunRecord, environment, read_summary
 from normbench.tasks import load_task
 from normbench.train import AUTOCAST_DTYPES, Trainer
 
@@ -42,17 +42,6 @@ def threads_for(requested: int, parallel_jobs: int) -> int:
         return requested
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cores // max(parallel_jobs, 1))
-
-
-def axes(cfg: Config) -> dict:
-    return {
-        "model": cfg.model.family, "task": cfg.task.name, "norm": cfg.norm.kind,
-        "placement": effective_placement(NormSpec(cfg.norm.kind), cfg.placement.name),
-        "precision": cfg.precision.dtype, "impl": cfg.norm.impl, "eps": cfg.norm.eps,
-        "gamma_init": cfg.norm.gamma_init, "norm_fp32": cfg.norm.fp32, "batch_size": cfg.batch_size,
-        "lr": cfg.lr, "warmup_steps": cfg.warmup_steps, "layers": cfg.model.layers, "hidden": cfg.model.hidden,
-        "optim": cfg.optim.name, "steps": cfg.steps,
-    }
 
 
 def norm_spec(cfg: Config) -> NormSpec:
@@ -97,20 +86,46 @@ def sigterm_as_interrupt():
 
 
 def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path | None:
-    """A completed record of the same config in this run's dir or anywhere in its sweep."""
+    """A finished record of run ``digest`` in this run's folder or anywhere in its sweep.
+
+    Identity is recomputed from each record's config, so records written by an earlier version
+    (another hash) are still found.
+    """
     candidates = [run_dir / "summary.json"]
     if sweep_dir is not None:
         candidates += sorted(sweep_dir.rglob("summary.json"))
     for path in candidates:
         summary = read_summary(path) if path.is_file() else None
-        if summary and summary.get("config_hash") == digest and summary.get("status") in FINISHED:
+        if summary and summary.get("status") in FINISHED and isinstance(summary.get("config"), dict) \
+                and config_hash(summary["config"]) == digest:
             return path
     return None
 
 
+def follow_logs(old_dir: Path, new_dir: Path) -> None:
+    """Point the log files Hydra opened in ``old_dir`` (the folder it chose) at ``new_dir`` (the one claimed)."""
+    if old_dir.resolve() == new_dir.resolve():
+        return
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == old_dir.resolve():
+            moved = logging.FileHandler(new_dir / Path(handler.baseFilename).name, delay=True)
+            moved.setFormatter(handler.formatter)
+            moved.setLevel(handler.level)
+            root.removeHandler(handler)
+            handler.close()
+            root.addHandler(moved)
+
+
 def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir: Path | None = None,
-            parallel_jobs: int = 1, job_num: int = 0) -> dict:
-    """Run one job and return its summary. Never raises for a run's own failure; re-raises Ctrl-C."""
+            parallel_jobs: int = 1, job_num: int = 0, extra: dict | None = None) -> dict:
+    """Run one job and return its summary. Never raises for a run's own failure; re-raises Ctrl-C.
+
+    With ``resume``, a run that already has a finished record in the sweep is not run again. A new
+    attempt claims ``run_dir``, or a folder beside it when that one holds another run's record or a
+    live job (record.claim_run_dir): a finished record is never overwritten. The summary's
+    ``run_dir`` says where the record is. ``extra`` adds fields to the record (a rerun's origin).
+    """
     wall_start = time.perf_counter()
     plain = OmegaConf.to_container(node, resolve=True)
     plain.pop("hydra", None)
@@ -119,10 +134,17 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
         done = finished_record(run_dir, sweep_dir, digest)
         if done is not None:
             log.info("resume: already finished in %s, not run again", done.parent)
-            return read_summary(done)
-    record = RunRecord(run_dir)
-    record.start(config=plain, overrides=overrides, config_hash=digest, seed=plain.get("seed"),
-                 axes={}, task={}, metrics={}, profiles={}, throughput={}, environment={})
+            return {**read_summary(done), "run_dir": str(done.parent)}
+    with sigterm_as_interrupt():  # from here on, SIGTERM leaves an `interrupted` record, even while loading
+        record = RunRecord.claim(run_dir, digest)
+        follow_logs(run_dir, record.run_dir)
+        record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=group_hash(plain),
+                     seed=plain.get("seed"), axes=settings(plain), task={}, metrics={}, profiles={},
+                     throughput={}, environment={}, **(extra or {}))
+        return {**_attempt(record, node, parallel_jobs, job_num, wall_start), "run_dir": str(record.run_dir)}
+
+
+def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float) -> dict:
     trainer = None
     fields: dict = {}
     try:
@@ -134,13 +156,12 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
         if skip:
             return _finish(record, None, fields, "skipped", skip, wall_start)
         trainer = Trainer(cfg, task, model, device, record)
-        with sigterm_as_interrupt():
-            progress = trainer.fit()
+        progress = trainer.fit()
     except KeyboardInterrupt as err:
-        _finish(record, trainer, fields, "interrupted", f"interrupted ({err or 'Ctrl-C'})", wall_start)
+        _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
         raise
     except Exception as err:  # one failed run must never take a sweep down: record it
-        (run_dir / "traceback.txt").write_text(traceback.format_exc())
+        (record.run_dir / "traceback.txt").write_text(traceback.format_exc())
         reason = f"{type(err).__name__}: {' '.join(str(err).split())[:300]} (see traceback.txt)"
         return _finish(record, trainer, fields, "failed", reason, wall_start)
     if progress.diverged_at_step is not None:
@@ -157,7 +178,6 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     """
     fields = {} if fields is None else fields
     cfg = to_config(node)
-    fields["axes"] = axes(cfg)
     check_combination(cfg.model.family, cfg.norm.kind, cfg.placement.name, cfg.placement.summed)
     device = resolve_device(cfg.device, job_num)
     torch.set_num_threads(threads_for(cfg.threads, parallel_jobs))

@@ -1,4 +1,7 @@
+import sys
+
 import pytest
+from hydra.core.global_hydra import GlobalHydra
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 
@@ -27,3 +30,26 @@ def compose():
 def tiny_args():
     """TINY plus the tiny adding task, as command-line overrides."""
     return [*TINY, *TINY_TASK]
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    """`python -m normbench ARGS` in this process, from tmp_path: (exit status, stdout, stderr)."""
+    from normbench import app, sweep_end
+
+    monkeypatch.chdir(tmp_path)
+
+    def _run(*args):
+        monkeypatch.setattr(sys, "argv", ["normbench", *args])
+        sweep_end.FAILED_RUNS.clear()
+        app.SINGLE_RUN.clear()
+        app.OUTPUT_ERRORS.clear()
+        try:
+            app.main()
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code or 0
+        finally:
+            GlobalHydra.instance().clear()
+        return code, *capsys.readouterr()
+    return _run

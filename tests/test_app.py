@@ -47,7 +47,8 @@ def test_single_run_exits_zero_and_leaves_a_record(cli, tmp_path, tiny_args):
     assert code == 0
     (summary,) = summaries(tmp_path / "run").values()
     assert summary["status"] == "ok" and summary["overrides"][-1] == "task.n_test=32"  # hydra.* are not job overrides
-    assert (tmp_path / "run" / ".hydra" / "config.yaml").is_file()
+    assert not (tmp_path / "run" / ".hydra").exists()  # the record holds the config; a reused folder stays untouched
+    assert (tmp_path / "run" / "normbench.log").is_file()
 
 
 BAD_INPUTS = [

@@ -18,6 +18,7 @@ def lines(path):
 
 def test_ok_run_writes_a_complete_record(compose, tmp_path):
     summary = execute(compose(), tmp_path, ["task=adding"])
+    assert summary.pop("run_dir") == str(tmp_path)  # where the record went; not part of the record
     assert summary == read_summary(tmp_path / "summary.json")
     assert summary["status"] == "ok" and summary["reason"] is None
     assert summary["axes"]["norm"] == "ln" and summary["axes"]["placement"] == "pre"

@@ -9,9 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hydra.core.global_hydra import GlobalHydra
 
-from normbench import app, record, rerun, sweep_end
+from normbench import record, rerun
 from normbench.train import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,26 +24,6 @@ def statuses(sweep: Path) -> dict[str, str]:
 def normbench(*args, cwd):
     return subprocess.Popen([sys.executable, "-m", "normbench", *args], cwd=cwd, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-@pytest.fixture
-def cli(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-
-    def _run(*args):
-        monkeypatch.setattr(sys, "argv", ["normbench", *args])
-        sweep_end.FAILED_RUNS.clear()
-        app.SINGLE_RUN.clear()
-        app.OUTPUT_ERRORS.clear()
-        try:
-            app.main()
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code or 0
-        finally:
-            GlobalHydra.instance().clear()
-        return code, *capsys.readouterr()
-    return _run
 
 
 def test_resume_runs_only_jobs_without_a_finished_record(cli, tmp_path, monkeypatch, tiny_args):
@@ -150,8 +129,11 @@ def test_rerun_from_a_record_reproduces_it(cli, tmp_path, tiny_args, capsys):
     assert cli(*tiny_args, "norm=bn", "placement=in_cell", "hydra.run.dir=run")[0] == 0
     assert rerun.main([str(tmp_path / "run")]) == 0
     assert "reproduced exactly" in capsys.readouterr().out
-    assert json.loads((tmp_path / "run" / "rerun" / "summary.json").read_text())["status"] == "ok"
+    (new,) = (tmp_path / "outputs" / "reruns").rglob("summary.json")  # outside the original's folder
+    assert json.loads(new.read_text())["rerun_of"]["run_dir"] == str(tmp_path / "run")
+    assert not (tmp_path / "run" / "rerun").exists()
     assert rerun.main([str(tmp_path / "nothing")]) == 2
+    assert rerun.main([str(tmp_path / "run"), "--out", str(new.parent)]) == 2  # never over a record
 
 
 def test_rerun_of_a_resumed_job_trains_again(cli, tmp_path, tiny_args, monkeypatch):

@@ -23,12 +23,12 @@ from torch import nn
 from normbench.models import lnlstm_cpu
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
+from normbench.schema import CELL_KERNELS, RECURRENT  # noqa: F401
 from normbench.norms import NormSpec
 
-FAMILIES = ("rnn", "lstm", "gru")
+FAMILIES = RECURRENT
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
 FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
-CELL_KERNELS = ("auto", "cpp", "python")  # in-cell LN-LSTM on CPU: compiled if it builds, or forced either way
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-FAMILIES = ("rnn", "lstm", "gru", "transformer")
+from normbench.schema import FAMILIES
+
 VALID_PLACEMENTS = {
     "rnn": ("pre", "post", "in_cell"),
     "lstm": ("pre", "post", "in_cell", "gate"),

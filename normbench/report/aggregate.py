@@ -1,6 +1,9 @@
 """Run records -> pandas: one row per run (runs.csv), one row per group of seeds (summary.csv).
 
-A *group* is one setting of the varying axes; its runs differ only by seed. Group statistics count
+A *run* is one effective config with one seed (normbench/contract.py): copies of a record, a
+rerun and a job resumed after it finished are the same run, counted once (``distinct_runs``).
+A *group* is the runs identical in every result-affecting setting but the seed (``group_hash``);
+its n is the number of distinct seeds. Groups are labelled by the settings that vary. Group statistics count
 the runs that tried to train (TRAINED); `invalid` and `skipped` records never trained and
 `incomplete` ones (left `running`: the process died) have no result, so those three are reported
 in "what was run" but never enter a mean, a rate or a median.
@@ -15,6 +18,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from normbench import contract
 from normbench.report.intervals import LEVEL, t_quantile
 from normbench.report.records import RunRecord
 
@@ -71,14 +75,22 @@ def _flatten(record: RunRecord) -> dict:
     if status == "running":
         status = "incomplete"
         reason = reason or "process died: the record still says running"
+    config = summary.get("config")
     row = {
         "run_dir": str(record.run_dir),
         "status": status,
         "reason": reason,
         "seed": summary.get("seed"),
-        "config_hash": summary.get("config_hash"),
+        # identity from the config itself, so records of any version and however they were set agree
+        "config_hash": contract.config_hash(config) if isinstance(config, dict) else summary.get("config_hash"),
+        "group_hash": contract.group_hash(config) if isinstance(config, dict) else summary.get("group_hash"),
+        "rerun_of": (summary.get("rerun_of") or {}).get("run_dir") if isinstance(summary.get("rerun_of"), dict) else None,
     }
+    if isinstance(config, dict):
+        row.update({f"axes.{k}": v for k, v in contract.settings(config).items() if _is_scalar(v)})
     for group in ("axes", "task", "metrics", "throughput"):
+        if group == "axes" and isinstance(config, dict):
+            continue
         values = summary.get(group)
         if isinstance(values, dict):
             row.update({f"{group}.{k}": v for k, v in values.items() if _is_scalar(v)})
@@ -112,6 +124,32 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     return runs
 
 
+_KEEP_FIRST = {"ok": 0, "diverged": 0, "invalid": 0, "skipped": 0, "failed": 1, "interrupted": 1, "incomplete": 2}
+
+
+def distinct_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(runs, copies): one row per run identity (config_hash, which includes the seed).
+
+    Of several records of one run the report keeps a finished one over a failed or unfinished
+    attempt, an original over a rerun, then the earliest started; the others are returned as
+    copies, with ``copy_of`` naming the record kept. A record without a config hash is its own run.
+    """
+    if runs.empty or "config_hash" not in runs:
+        return runs, runs.iloc[0:0].assign(copy_of=None)
+    order = runs.assign(
+        _status=runs["status"].map(_KEEP_FIRST).fillna(3),
+        _rerun=runs.get("rerun_of", pd.Series(None, index=runs.index)).notna(),
+        _started=runs["time.started"].fillna("") if "time.started" in runs else "",
+    ).sort_values(["_status", "_rerun", "_started", "run_dir"], kind="stable")
+    known = order["config_hash"].notna()
+    copy = known & order["config_hash"].duplicated(keep="first")
+    kept_dir = order[known & ~copy].set_index("config_hash")["run_dir"]
+    copies = order[copy].assign(copy_of=lambda c: c["config_hash"].map(kept_dir))
+    distinct = order[~copy].sort_index()
+    helper = ["_status", "_rerun", "_started"]
+    return distinct.drop(columns=helper), copies.drop(columns=helper)
+
+
 def axis_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if c.startswith("axes.") and c != "axes.seed"]
 
@@ -119,7 +157,8 @@ def axis_columns(runs: pd.DataFrame) -> list[str]:
 def varying_axes(runs: pd.DataFrame) -> list[str]:
     """Axis columns with more than one distinct value among the finished runs, in a reading order."""
     finished = runs[runs["status"] != "incomplete"]
-    varying = [c for c in axis_columns(finished) if finished[c].astype(str).nunique() > 1]
+    # a missing value is a setting that does not apply (eps without a norm): it varies nothing
+    varying = [c for c in axis_columns(finished) if finished[c].dropna().astype(str).nunique() > 1]
 
     def order(column: str) -> tuple[int, str]:
         name = column.removeprefix("axes.")
@@ -154,12 +193,18 @@ def label_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """Adds `group`: "norm=ln, placement=pre" over the varying axes (or "all runs")."""
     runs = runs.copy()
     if not axes:
-        runs["group"] = ALL_RUNS
-        return runs
-    parts = [runs[c].map(format_value).radd(c.removeprefix("axes.") + "=") for c in axes]
-    label = parts[0]
-    for part in parts[1:]:
-        label = label + ", " + part
+        label = pd.Series(ALL_RUNS, index=runs.index)
+    else:
+        def describe(row) -> str:  # settings that do not apply to this run are left out
+            return ", ".join(f"{c.removeprefix('axes.')}={format_value(row[c])}" for c in axes
+                             if not (row[c] is None or (isinstance(row[c], float) and math.isnan(row[c])))) or ALL_RUNS
+        label = runs[axes].apply(describe, axis=1) if len(runs) else pd.Series(dtype=object)
+    # Groups are the group_hash's; two that the varying axes cannot tell apart (records of an
+    # older version lacking a setting) keep apart by their hash.
+    if "group_hash" in runs and len(runs):
+        identity = runs["group_hash"].fillna(runs["run_dir"])
+        clashing = identity.groupby(label).transform("nunique") > 1
+        label = label.where(~clashing, label + " [" + identity.astype(str).str[:6] + "]")
     runs["group"] = label
     return runs
 

@@ -39,7 +39,7 @@ def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
         raise ValueError("build_report needs at least one path")
     out = Path(out) if out is not None else paths[0]
     records = find_records(paths)
-    runs = aggregate.runs_frame(records.runs)
+    runs, copies = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
     if not (runs["status"] != "incomplete").any():
         where = ", ".join(str(p) for p in paths)
         aside = len(records.set_aside) + len(runs) + len(records.missing_paths)
@@ -61,7 +61,7 @@ def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "inputs": [str(p) for p in paths],
         "method": METHOD,
-        "what_was_run": _what_was_run(records, runs, axes, out),
+        "what_was_run": _what_was_run(records, runs, copies, axes, out),
         "leaderboards": tables.leaderboards(summary, axes),
         **_figure_sections(records, runs, summary, axes, out),
         "divergences": tables.divergence_table(runs, axes, out),
@@ -81,7 +81,7 @@ def _warn_set_aside(records: Records, runs: pd.DataFrame) -> None:
               file=sys.stderr)
 
 
-def _what_was_run(records: Records, runs: pd.DataFrame, axes: list[str], out: Path) -> dict:
+def _what_was_run(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, axes: list[str], out: Path) -> dict:
     finished = runs[runs["status"] != "incomplete"]
     varying = tables.Table(["axis", "values"], [
         [a.removeprefix("axes."), ", ".join(aggregate.format_value(v)
@@ -106,6 +106,10 @@ def _what_was_run(records: Records, runs: pd.DataFrame, axes: list[str], out: Pa
         "unfinished": tables.unfinished_table(runs, axes, out),
         "set_aside": [f"{aggregate.display_path(r.path, out)}: {r.why}" for r in records.set_aside]
                      + [f"{p}: path does not exist" for p in records.missing_paths],
+        "copies": [f"{aggregate.display_path(c.run_dir, out)}: "
+                   f"{'a rerun' if isinstance(c.rerun_of, str) else 'another record'} of the run in "
+                   f"{aggregate.display_path(c.copy_of, out)} (same config and seed), not counted again"
+                   for c in copies.itertuples()],
         "environment": tables.environment_table(finished),
         "dates": tables.date_range(runs),
     }

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import pandas as pd
 
-SCHEMA = "normbench.run/1"
+from normbench.contract import READABLE
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def read_summary(path: Path) -> RunRecord | SetAside:
     if not isinstance(summary, dict):
         return SetAside(path, "summary.json is not an object")
     schema = summary.get("schema")
-    if schema != SCHEMA:
+    if schema not in READABLE:
         return SetAside(path, "no schema" if schema is None else f"schema {schema!r}")
     return RunRecord(path.parent, summary)
 

@@ -11,6 +11,8 @@ from typing import Optional
 
 import torch
 
+from normbench.schema import TASK_CONFIGS, require_at_least, require_name  # noqa: F401 - used by the loaders
+
 
 class TaskDataError(ValueError):
     """A task's files are missing or unreadable. The message is one line and names the path."""
@@ -53,18 +55,6 @@ class TaskData:
                    higher_is_better=True, **io)
 
 
-def require_at_least(key: str, value: int, minimum: int) -> None:
-    """Reject a config value below `minimum`, naming the user's Hydra key."""
-    if value < minimum:
-        raise ValueError(f"task.{key} must be >= {minimum}, got {value}")
-
-
-def require_name(name: str, expected: str) -> None:
-    """Reject a config whose `name` is not its own task: load_task dispatches on the name."""
-    if name != expected:
-        raise ValueError(f"task.name must be {expected!r} for this config, got {name!r}")
-
-
 # The task modules import the definitions above, so they are imported after them.
 from normbench.tasks.digits import DigitsConfig, load_digits  # noqa: E402
 from normbench.tasks.idx import IdxConfig, load_idx  # noqa: E402
@@ -88,8 +78,6 @@ _LOADERS = {
     ImdbConfig: load_imdb,
     IdxConfig: load_idx,
 }
-# A dataclass field with a default is also a class attribute, so each config names itself.
-TASK_CONFIGS: dict[str, type] = {config_class.name: config_class for config_class in _LOADERS}
 
 
 def load_task(cfg, seed: int) -> TaskData:

@@ -3,35 +3,17 @@
 The data ships inside scikit-learn, so this is the one real-data task that needs no download.
 """
 
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from normbench.tasks import Split, TaskData, require_name
+from normbench.tasks import Split, TaskData
+from normbench.schema import DigitsConfig  # the config lives in the torch-free schema
 from normbench.tasks.splits import majority_class_accuracy, stratified_split
 
 PIXELS = 64
 SPLIT_FRACTIONS = (0.70, 0.15, 0.15)  # train, val, test
 MAX_INTENSITY = 16  # each pixel counts the set bits of a 4x4 block of the original 32x32 bitmap
-
-
-@dataclass
-class DigitsConfig:
-    name: str = "digits"
-    pixels_per_step: int = 1  # 1: 64 steps of one pixel; 8: 8 rows of 8 pixels; must divide 64
-    permute: bool = False  # read the pixels in one fixed random order instead of row by row
-    permutation_seed: int = 0  # draws that order; apart from the run seed, so all runs share it
-    target: float = 0.9  # val accuracy that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "digits")
-        if self.pixels_per_step < 1 or PIXELS % self.pixels_per_step:
-            raise ValueError(
-                f"task.pixels_per_step must divide {PIXELS} (1, 2, 4, 8, 16, 32, 64), got {self.pixels_per_step}"
-            )
-        if self.permutation_seed < 0:
-            raise ValueError(f"task.permutation_seed must be >= 0, got {self.permutation_seed}")
 
 
 def pixel_order(config: DigitsConfig) -> np.ndarray:

@@ -3,14 +3,13 @@
 import gzip
 import math
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import torch
 
-from normbench.tasks import Split, TaskData, TaskDataError, require_at_least, require_name, resolve_path
+from normbench.tasks import Split, TaskData, TaskDataError, resolve_path
+from normbench.schema import IdxConfig  # the config lives in the torch-free schema
 from normbench.tasks.splits import holdout, majority_class_accuracy
 
 # An IDX magic number is two zero bytes, a type code (0x08: unsigned byte) and the number
@@ -22,19 +21,6 @@ EXPECTED = (
     "the folder with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,"
     " t10k-labels-idx1-ubyte"
 )
-
-
-@dataclass
-class IdxConfig:
-    name: str = "idx"
-    path: Optional[str] = None  # folder with the four IDX files, each plain or .gz; required
-    limit_train: Optional[int] = None  # use only the first N training images (quick runs)
-    target: float = 0.9  # val accuracy that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "idx")
-        if self.limit_train is not None:
-            require_at_least("limit_train", self.limit_train, 2)  # one to train on, one to validate
 
 
 def find_idx_file(folder: Path, stem: str) -> Path:

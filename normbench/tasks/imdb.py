@@ -2,14 +2,14 @@
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
 
-from normbench.tasks import Split, TaskData, TaskDataError, require_at_least, require_name, resolve_path
+from normbench.tasks import Split, TaskData, TaskDataError, resolve_path
+from normbench.schema import ImdbConfig  # the config lives in the torch-free schema
 from normbench.tasks.splits import holdout, majority_class_accuracy
 
 SUBFOLDERS = ("train/pos", "train/neg", "test/pos", "test/neg")
@@ -18,23 +18,6 @@ FIRST_WORD_ID = 2
 VAL_FRACTION = 0.1
 WORD = re.compile(r"[a-z0-9']+")
 EXPECTED = "the aclImdb folder, with train/pos, train/neg, test/pos, test/neg"
-
-
-@dataclass
-class ImdbConfig:
-    name: str = "imdb"
-    path: Optional[str] = None  # the aclImdb folder; required
-    max_vocab: int = 20000  # most frequent training words kept; the rest read as "unknown"
-    max_len: int = 256  # tokens kept per review: its last ones, left-padded to this length
-    max_files_per_class: Optional[int] = None  # read only the first N reviews of each folder (quick runs)
-    target: float = 0.85  # val accuracy that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "imdb")
-        require_at_least("max_vocab", self.max_vocab, 1)
-        require_at_least("max_len", self.max_len, 1)
-        if self.max_files_per_class is not None:
-            require_at_least("max_files_per_class", self.max_files_per_class, 1)
 
 
 def words(review: str) -> list[str]:

@@ -4,13 +4,13 @@ Each split draws from its own random stream, numbered (seed, split), so the thre
 independent draws and resizing one leaves the examples of the others unchanged.
 """
 
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 import torch
 
-from normbench.tasks import Split, TaskData, require_at_least, require_name
+from normbench.tasks import Split, TaskData
+from normbench.schema import AddingConfig, CopyConfig, MqarConfig  # the config lives in the torch-free schema
 
 NOT_SCORED = -100  # the ignore_index of torch's cross_entropy
 
@@ -18,26 +18,6 @@ NOT_SCORED = -100  # the ignore_index of torch's cross_entropy
 def draw_splits(sizes: tuple[int, int, int], seed: int, draw: Callable) -> tuple[Split, Split, Split]:
     """Call `draw(n, rng)` for train, val and test, each with its own generator."""
     return tuple(draw(n, np.random.default_rng([seed, stream])) for stream, n in enumerate(sizes))
-
-
-def _require_split_sizes(config) -> None:
-    for key in ("n_train", "n_val", "n_test"):
-        require_at_least(key, getattr(config, key), 1)
-
-
-@dataclass
-class AddingConfig:
-    name: str = "adding"
-    length: int = 50  # sequence length T; one marker falls in each half
-    n_train: int = 10000
-    n_val: int = 1000
-    n_test: int = 1000
-    target: float = 0.01  # val MSE that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "adding")
-        require_at_least("length", self.length, 2)
-        _require_split_sizes(self)
 
 
 def adding_examples(n: int, length: int, rng: np.random.Generator) -> Split:
@@ -78,25 +58,6 @@ def load_adding(config: AddingConfig, seed: int) -> TaskData:
     )
 
 
-@dataclass
-class CopyConfig:
-    name: str = "copy"
-    n_symbols: int = 8  # data symbols to choose from
-    length: int = 10  # symbols to memorise
-    delay: int = 20  # blanks between the last symbol and the delimiter
-    n_train: int = 10000
-    n_val: int = 1000
-    n_test: int = 1000
-    target: float = 0.9  # val accuracy over the output positions that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "copy")
-        require_at_least("n_symbols", self.n_symbols, 2)
-        require_at_least("length", self.length, 1)
-        require_at_least("delay", self.delay, 0)
-        _require_split_sizes(self)
-
-
 def copy_examples(n: int, n_symbols: int, length: int, delay: int, rng: np.random.Generator) -> Split:
     """Symbols, `delay` blanks, a delimiter, then `length` blanks during which to recall them.
 
@@ -135,33 +96,6 @@ def load_copy(config: CopyConfig, seed: int) -> TaskData:
         target=config.target,
         seq_len=2 * config.length + config.delay + 1,
     )
-
-
-@dataclass
-class MqarConfig:
-    name: str = "mqar"
-    n_pairs: int = 8  # key-value pairs to memorise per sequence
-    n_keys: int = 64  # size of the key vocabulary
-    n_values: int = 64  # size of the value vocabulary, disjoint from the keys
-    n_queries: Optional[int] = None  # keys asked for after the pairs, each once; None = all of them
-    n_train: int = 10000
-    n_val: int = 1000
-    n_test: int = 1000
-    target: float = 0.9  # val accuracy over the query positions that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "mqar")
-        require_at_least("n_pairs", self.n_pairs, 1)
-        # Keys and values are drawn without replacement within a sequence, as in Zoology.
-        if self.n_keys < self.n_pairs:
-            raise ValueError(f"task.n_keys must be >= task.n_pairs ({self.n_pairs}), got {self.n_keys}")
-        if self.n_values < self.n_pairs:
-            raise ValueError(f"task.n_values must be >= task.n_pairs ({self.n_pairs}), got {self.n_values}")
-        if self.n_queries is not None and not 1 <= self.n_queries <= self.n_pairs:
-            raise ValueError(
-                f"task.n_queries must be null or between 1 and task.n_pairs ({self.n_pairs}), got {self.n_queries}"
-            )
-        _require_split_sizes(self)
 
 
 def mqar_examples(

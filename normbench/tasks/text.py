@@ -1,32 +1,14 @@
 """Character-level language modelling on any UTF-8 text file."""
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import torch
 
-from normbench.tasks import Split, TaskData, TaskDataError, require_at_least, require_name, resolve_path
+from normbench.tasks import Split, TaskData, TaskDataError, resolve_path
+from normbench.schema import TextConfig  # the config lives in the torch-free schema
 
 SPLIT_FRACTIONS = (0.90, 0.05, 0.05)  # train, val, test: contiguous stretches of the file, in order
-
-
-@dataclass
-class TextConfig:
-    name: str = "text"
-    path: Optional[str] = None  # a UTF-8 text file; required
-    length: int = 64  # characters per input window (each predicts its next character)
-    n_train: int = 10000  # windows sampled from the first 90% of the file
-    n_val: int = 1000  # windows sampled from the next 5%
-    n_test: int = 1000  # windows sampled from the last 5%
-    target: float = 2.5  # val bits per character that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "text")
-        require_at_least("length", self.length, 1)
-        for key in ("n_train", "n_val", "n_test"):
-            require_at_least(key, getattr(self, key), 1)
 
 
 def read_text(path: Path) -> str:

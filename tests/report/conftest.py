@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCHEMA = "normbench.run/1"
+SCHEMA = "normbench.run/2"
 
 DEFAULT_AXES = {
     "model": "transformer", "task": "copy", "norm": "ln", "placement": "pre", "precision": "fp32",
@@ -19,6 +19,21 @@ TASKS = {
     "copy": {"name": "copy", "metric": "accuracy", "higher_is_better": True, "chance": 0.1, "target": 0.9},
     "adding": {"name": "adding", "metric": "mse", "higher_is_better": False, "chance": 0.167, "target": 0.01},
 }
+
+
+def config_of(axes: dict, seed: int, steps: int) -> dict:
+    """The resolved config a runner would record for these axes (the contract's short names undone)."""
+    from normbench.contract import ALIASES
+
+    config: dict = {"seed": seed, "steps": steps, "task": {"name": axes["task"]}}
+    dotted = {short: full for full, short in ALIASES.items()}
+    for key, value in axes.items():
+        *parents, leaf = dotted.get(key, key).split(".")
+        node = config
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return config
 
 
 def _curve(best: float, chance: float, evals: int) -> list[float]:
@@ -73,8 +88,7 @@ def make_record(name: str = "run", *, status: str = "ok", seed: int = 0, best_va
         "schema": SCHEMA,
         "status": status,
         "reason": reason if reason is not None or status in ("ok", "running") else f"{status} for a test",
-        "config": {"seed": seed, "lr": axes["lr"], "batch_size": axes["batch_size"], "steps": steps,
-                   "norm": {"kind": axes["norm"], "eps": axes["eps"]}, "task": {"name": task["name"]}},
+        "config": config_of(axes, seed, steps),
         "overrides": [f"norm={axes['norm']}", f"seed={seed}"],
         "config_hash": f"{abs(hash((name, seed))) % 16**16:016x}",
         "axes": axes,

@@ -1,0 +1,137 @@
+"""The run record's contract, shared by the runner and the report (docs/run-record.md).
+
+What a record is (schema version, statuses) and what makes two records the same run: a run's
+identity is its *effective* config, every setting that can change what is trained and measured,
+after the settings that cannot change this run are removed (a norm's eps when there is no norm,
+a Transformer's heads in an LSTM, ...). Which settings exist is read from the typed schema
+(normbench/schema.py): a new config field is part of the identity, and an axis of the report,
+without any change here. Imports no torch, so the report can use it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import fields
+
+from normbench.schema import RECURRENT, Config
+
+SCHEMA = "normbench.run/2"
+READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it
+STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted")
+FINISHED = ("ok", "diverged", "invalid", "skipped")  # final: never run again by resume, never overwritten
+HARNESS = {f.name: f.metadata["harness"] for f in fields(Config) if "harness" in f.metadata}
+
+# Short names the report and the claims use for the settings people sweep most.
+ALIASES = {
+    "model.family": "model", "task.name": "task", "norm.kind": "norm", "placement.name": "placement",
+    "precision.dtype": "precision", "norm.impl": "impl", "norm.eps": "eps", "norm.gamma_init": "gamma_init",
+    "norm.fp32": "norm_fp32", "model.layers": "layers", "model.hidden": "hidden", "optim.name": "optim",
+}
+
+
+def _get(config: dict, dotted: str, default=None):
+    node = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _drop(config: dict, dotted: str) -> None:
+    *parents, leaf = dotted.split(".")
+    node = config
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(leaf, None)
+
+
+def _inert(config: dict) -> list[str]:
+    """The settings of ``config`` that cannot change this run, each for the reason beside it."""
+    kind = _get(config, "norm.kind")
+    family = _get(config, "model.family")
+    placement = _get(config, "placement.name")
+    inert = []
+    if kind == "none":  # no norm: nothing to configure, nowhere to place it
+        inert += ["norm.eps", "norm.gamma_init", "norm.affine", "norm.impl", "norm.fp32", "norm.alpha_init",
+                  "placement.cell_norm", "placement.summed", "optim.norm_weight_decay"]
+    if kind == "dyt":  # elementwise tanh: no statistics, so no eps, and one implementation
+        inert += ["norm.eps", "norm.impl"]
+    if kind != "dyt":
+        inert.append("norm.alpha_init")
+    if kind in ("ln", "rms", "bn", "dyt") and _get(config, "norm.affine") is False:
+        inert.append("norm.gamma_init")  # no gain to initialise (ScaleNorm keeps its g as a buffer)
+    if _get(config, "precision.dtype") == "fp32":
+        inert.append("norm.fp32")  # the fp32 policy only acts under autocast
+    if placement != "in_cell":
+        inert.append("placement.summed")
+    if not (placement == "in_cell" and family == "lstm"):
+        inert.append("placement.cell_norm")  # only an LSTM cell has a c_t to normalise
+    if not (placement == "in_cell" and family == "lstm" and kind != "none" and not _get(config, "placement.summed")):
+        inert.append("model.cell_kernel")  # only the in-cell LN-LSTM has a compiled kernel
+    if family == "transformer":
+        inert.append("model.embed")  # a Transformer's width is model.hidden
+    elif family in RECURRENT:
+        inert += ["model.heads", "model.ff_mult"]
+    optimizer = _get(config, "optim.name")
+    inert += {"adamw": ["optim.momentum"], "sgd": ["optim.beta1", "optim.beta2"]}.get(optimizer, [])
+    if _get(config, "task.name") == "digits" and not _get(config, "task.permute"):
+        inert.append("task.permutation_seed")
+    return inert
+
+
+def effective_config(config: dict) -> dict:
+    """The recorded config without harness keys and without the settings that cannot change the run.
+
+    ``config`` is a plain dict as the record stores it (``summary.json``'s ``config``). Without a
+    norm, placement is recorded as ``none``: every placement builds the same un-normalised model.
+    """
+    effective = {k: copy.deepcopy(v) for k, v in config.items() if k not in HARNESS and k != "hydra"}
+    for dotted in _inert(effective):
+        _drop(effective, dotted)
+    if _get(effective, "norm.kind") == "none" and isinstance(effective.get("placement"), dict):
+        effective["placement"]["name"] = "none"
+    return effective
+
+
+def _digest(obj) -> str:
+    canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def config_hash(config: dict) -> str:
+    """One run: the effective config, seed included."""
+    return _digest(effective_config(config))
+
+
+def group_hash(config: dict) -> str:
+    """One group of seeds: the effective config without the seed."""
+    effective = effective_config(config)
+    effective.pop("seed", None)
+    return _digest(effective)
+
+
+def settings(config: dict) -> dict:
+    """Every result-affecting setting but the seed, flat: ``{"norm": "ln", "task.length": 50, ...}``.
+
+    Dotted names follow the config (``optim.weight_decay``); the most swept ones have the short
+    names in ALIASES. A setting that does not apply to this run is absent.
+    """
+    flat: dict = {}
+
+    def walk(node, prefix: str) -> None:
+        for key, value in node.items():
+            dotted = f"{prefix}{key}"
+            if isinstance(value, dict):
+                walk(value, dotted + ".")
+            else:
+                flat[ALIASES.get(dotted, dotted)] = value
+
+    effective = effective_config(config)
+    effective.pop("seed", None)
+    walk(effective, "")
+    return flat
+

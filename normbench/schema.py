@@ -1,0 +1,309 @@
+"""The typed config schema: every key a run is configured by, its type, default and valid range.
+
+Imports neither torch nor Hydra, so the runner, the report and the record contract all read the
+same definitions (normbench/contract.py derives a run's identity from them). Hydra composes the
+YAML in ``conf/`` onto these dataclasses (normbench/config.py registers them); their
+``__post_init__`` checks ranges, so a bad value fails before any data is loaded or model built.
+
+A field whose metadata carries ``harness`` says how a run is executed, not what is trained; it
+stays out of the run's identity (docs/run-record.md lists them with the reason).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
+IMPLS = ("native", "reference", "auto")
+FAMILIES = ("rnn", "lstm", "gru", "transformer")
+RECURRENT = ("rnn", "lstm", "gru")
+CELL_KERNELS = ("auto", "cpp", "python")  # in-cell LN-LSTM on CPU: compiled if it builds, or forced either way
+PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
+DTYPES = ("fp32", "bf16", "fp16")
+OPTIMIZERS = ("adamw", "sgd")
+SCHEDULES = ("constant", "cosine")
+DEVICES = ("auto", "cpu", "cuda")
+PIXELS = 64  # an 8x8 scikit-learn digit
+
+
+class ConfigError(ValueError):
+    """A config value out of range; the message is one line naming the key."""
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def _one_of(key: str, value: str, valid: tuple[str, ...]) -> None:
+    _require(value in valid, f"{key}={value!r} is not valid; valid: {', '.join(valid)}")
+
+
+def _positive(key: str, value: float) -> None:
+    _require(isinstance(value, (int, float)) and math.isfinite(value) and value > 0, f"{key} must be > 0, got {value}")
+
+
+def require_at_least(key: str, value: int, minimum: int) -> None:
+    """Reject a task config value below `minimum`, naming the user's Hydra key."""
+    if value < minimum:
+        raise ConfigError(f"task.{key} must be >= {minimum}, got {value}")
+
+
+def require_name(name: str, expected: str) -> None:
+    """Reject a task config whose `name` is not its own task: load_task dispatches on the name."""
+    if name != expected:
+        raise ConfigError(f"task.name must be {expected!r} for this config, got {name!r}")
+
+
+def _require_split_sizes(config) -> None:
+    for key in ("n_train", "n_val", "n_test"):
+        require_at_least(key, getattr(config, key), 1)
+
+
+def harness(why: str, default):
+    """A field that changes how a run executes, not what it trains: outside the run's identity."""
+    return field(default=default, metadata={"harness": why})
+
+
+# --- the groups -----------------------------------------------------------------------------------
+
+@dataclass
+class NormConfig:
+    kind: str = "ln"
+    eps: float = 1e-5
+    gamma_init: float = 1.0
+    affine: bool = True
+    impl: str = "native"
+    fp32: bool = True          # compute the norm in fp32 under bf16/fp16 autocast
+    alpha_init: float = 0.5    # DyT only
+
+    def __post_init__(self):
+        _one_of("norm.kind", self.kind, KINDS)
+        _one_of("norm.impl", self.impl, IMPLS)
+        _positive("norm.eps", self.eps)
+        _require(math.isfinite(self.gamma_init), f"norm.gamma_init must be finite, got {self.gamma_init}")
+        _require(math.isfinite(self.alpha_init), f"norm.alpha_init must be finite, got {self.alpha_init}")
+
+
+@dataclass
+class PlacementConfig:
+    name: str = "pre"
+    cell_norm: bool = True     # in_cell LSTM: also normalize c_t before its tanh
+    summed: bool = False       # in_cell: one norm on W·x + U·h instead of one on each
+
+    def __post_init__(self):
+        _one_of("placement.name", self.name, PLACEMENTS)
+
+
+@dataclass
+class ModelConfig:
+    family: str = "lstm"
+    hidden: int = 64           # recurrent hidden size, or Transformer d_model
+    layers: int = 1
+    embed: int = 32            # input projection width of recurrent models
+    heads: int = 4             # Transformer only
+    ff_mult: int = 4           # Transformer only
+    cell_kernel: str = "auto"  # in_cell LN-LSTM on CPU: auto (compiled if it builds) | cpp | python
+
+    def __post_init__(self):
+        _one_of("model.family", self.family, FAMILIES)
+        _one_of("model.cell_kernel", self.cell_kernel, CELL_KERNELS)
+        for key in ("hidden", "layers", "embed", "heads", "ff_mult"):
+            _require(getattr(self, key) >= 1, f"model.{key} must be >= 1, got {getattr(self, key)}")
+
+
+@dataclass
+class PrecisionConfig:
+    dtype: str = "fp32"        # autocast dtype; fp16 adds a GradScaler on CUDA
+
+    def __post_init__(self):
+        _one_of("precision.dtype", self.dtype, DTYPES)
+
+
+@dataclass
+class OptimConfig:
+    name: str = "adamw"
+    weight_decay: float = 0.01
+    norm_weight_decay: float = 0.0   # decaying gamma toward 0 would measure the optimizer, not the norm
+    beta1: float = 0.9
+    beta2: float = 0.999
+    momentum: float = 0.9            # sgd only
+    schedule: str = "constant"       # after warm-up: constant | cosine (to 0 at the last step)
+
+    def __post_init__(self):
+        _one_of("optim.name", self.name, OPTIMIZERS)
+        _one_of("optim.schedule", self.schedule, SCHEDULES)
+        _require(self.weight_decay >= 0, f"optim.weight_decay must be >= 0, got {self.weight_decay}")
+        _require(self.norm_weight_decay >= 0, f"optim.norm_weight_decay must be >= 0, got {self.norm_weight_decay}")
+        for key in ("beta1", "beta2", "momentum"):
+            _require(0 <= getattr(self, key) < 1, f"optim.{key} must be in [0, 1), got {getattr(self, key)}")
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    norm: NormConfig = field(default_factory=NormConfig)
+    placement: PlacementConfig = field(default_factory=PlacementConfig)
+    precision: PrecisionConfig = field(default_factory=PrecisionConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    task: Any = None                 # one of normbench.tasks.TASK_CONFIGS, chosen by the task group
+    seed: int = 0
+    lr: float = 3e-3
+    batch_size: int = 32
+    steps: int = 600
+    warmup_steps: int = 0
+    grad_clip: Optional[float] = 1.0  # max global grad norm; null = no clipping
+    # where, not what: a run keeps its identity on any machine (the record says where it ran)
+    device: str = harness("where it runs; environment.device records it", "auto")  # auto: cuda when available
+    # CPU results depend on the thread count (reduction order), but a thread count is not a
+    # setting to compare: environment.threads records it and rerun uses the recorded one
+    threads: int = harness("environment.threads records the count used", 0)  # 0: cores / parallel jobs
+    eval_every: int = 100
+    log_every: int = 10
+    probe_every: int = 50             # gradient/activation probes; 0 = only at init and at the end
+    timing_warmup: int = 10           # steps excluded from the step-time median
+    resume: bool = harness("what to run, not how", False)     # multirun: skip jobs already finished in the sweep dir
+    report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
+    progress: bool = harness("output only", True)            # progress bar on a terminal
+
+    def __post_init__(self):
+        _positive("lr", self.lr)
+        for key in ("batch_size", "steps", "eval_every", "log_every"):
+            _require(getattr(self, key) >= 1, f"{key} must be >= 1, got {getattr(self, key)}")
+        for key in ("warmup_steps", "threads", "probe_every", "timing_warmup"):
+            _require(getattr(self, key) >= 0, f"{key} must be >= 0, got {getattr(self, key)}")
+        _require(self.grad_clip is None or self.grad_clip > 0, f"grad_clip must be > 0 or null, got {self.grad_clip}")
+        _one_of("device", self.device, DEVICES)
+        _require(self.task is not None and hasattr(self.task, "name"), "task is not set; choose one with task=NAME")
+
+# --- tasks: one dataclass each, chosen by the task group ------------------------------------------
+
+@dataclass
+class AddingConfig:
+    name: str = "adding"
+    length: int = 50  # sequence length T; one marker falls in each half
+    n_train: int = 10000
+    n_val: int = 1000
+    n_test: int = 1000
+    target: float = 0.01  # val MSE that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "adding")
+        require_at_least("length", self.length, 2)
+        _require_split_sizes(self)
+
+
+@dataclass
+class CopyConfig:
+    name: str = "copy"
+    n_symbols: int = 8  # data symbols to choose from
+    length: int = 10  # symbols to memorise
+    delay: int = 20  # blanks between the last symbol and the delimiter
+    n_train: int = 10000
+    n_val: int = 1000
+    n_test: int = 1000
+    target: float = 0.9  # val accuracy over the output positions that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "copy")
+        require_at_least("n_symbols", self.n_symbols, 2)
+        require_at_least("length", self.length, 1)
+        require_at_least("delay", self.delay, 0)
+        _require_split_sizes(self)
+
+
+@dataclass
+class DigitsConfig:
+    name: str = "digits"
+    pixels_per_step: int = 1  # 1: 64 steps of one pixel; 8: 8 rows of 8 pixels; must divide 64
+    permute: bool = False  # read the pixels in one fixed random order instead of row by row
+    permutation_seed: int = 0  # draws that order; apart from the run seed, so all runs share it
+    target: float = 0.9  # val accuracy that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "digits")
+        if self.pixels_per_step < 1 or PIXELS % self.pixels_per_step:
+            raise ValueError(
+                f"task.pixels_per_step must divide {PIXELS} (1, 2, 4, 8, 16, 32, 64), got {self.pixels_per_step}"
+            )
+        if self.permutation_seed < 0:
+            raise ValueError(f"task.permutation_seed must be >= 0, got {self.permutation_seed}")
+
+
+@dataclass
+class IdxConfig:
+    name: str = "idx"
+    path: Optional[str] = None  # folder with the four IDX files, each plain or .gz; required
+    limit_train: Optional[int] = None  # use only the first N training images (quick runs)
+    target: float = 0.9  # val accuracy that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "idx")
+        if self.limit_train is not None:
+            require_at_least("limit_train", self.limit_train, 2)  # one to train on, one to validate
+
+
+@dataclass
+class ImdbConfig:
+    name: str = "imdb"
+    path: Optional[str] = None  # the aclImdb folder; required
+    max_vocab: int = 20000  # most frequent training words kept; the rest read as "unknown"
+    max_len: int = 256  # tokens kept per review: its last ones, left-padded to this length
+    max_files_per_class: Optional[int] = None  # read only the first N reviews of each folder (quick runs)
+    target: float = 0.85  # val accuracy that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "imdb")
+        require_at_least("max_vocab", self.max_vocab, 1)
+        require_at_least("max_len", self.max_len, 1)
+        if self.max_files_per_class is not None:
+            require_at_least("max_files_per_class", self.max_files_per_class, 1)
+
+
+@dataclass
+class MqarConfig:
+    name: str = "mqar"
+    n_pairs: int = 8  # key-value pairs to memorise per sequence
+    n_keys: int = 64  # size of the key vocabulary
+    n_values: int = 64  # size of the value vocabulary, disjoint from the keys
+    n_queries: Optional[int] = None  # keys asked for after the pairs, each once; None = all of them
+    n_train: int = 10000
+    n_val: int = 1000
+    n_test: int = 1000
+    target: float = 0.9  # val accuracy over the query positions that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "mqar")
+        require_at_least("n_pairs", self.n_pairs, 1)
+        # Keys and values are drawn without replacement within a sequence, as in Zoology.
+        if self.n_keys < self.n_pairs:
+            raise ValueError(f"task.n_keys must be >= task.n_pairs ({self.n_pairs}), got {self.n_keys}")
+        if self.n_values < self.n_pairs:
+            raise ValueError(f"task.n_values must be >= task.n_pairs ({self.n_pairs}), got {self.n_values}")
+        if self.n_queries is not None and not 1 <= self.n_queries <= self.n_pairs:
+            raise ValueError(
+                f"task.n_queries must be null or between 1 and task.n_pairs ({self.n_pairs}), got {self.n_queries}"
+            )
+        _require_split_sizes(self)
+
+
+@dataclass
+class TextConfig:
+    name: str = "text"
+    path: Optional[str] = None  # a UTF-8 text file; required
+    length: int = 64  # characters per input window (each predicts its next character)
+    n_train: int = 10000  # windows sampled from the first 90% of the file
+    n_val: int = 1000  # windows sampled from the next 5%
+    n_test: int = 1000  # windows sampled from the last 5%
+    target: float = 2.5  # val bits per character that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "text")
+        require_at_least("length", self.length, 1)
+        for key in ("n_train", "n_val", "n_test"):
+            require_at_least(key, getattr(self, key), 1)
+
+TASK_CONFIGS: dict[str, type] = {cls.name: cls for cls in (AddingConfig, CopyConfig, DigitsConfig, IdxConfig,
+                                                          ImdbConfig, MqarConfig, TextConfig)}

@@ -1,0 +1,80 @@
+"""The record contract: which settings make a run, and which are the same run."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from normbench.contract import HARNESS, config_hash, effective_config, group_hash, settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def resolved(compose, *overrides) -> dict:
+    """The config a run records: composed by Hydra from conf/, resolved, without hydra."""
+    plain = OmegaConf.to_container(compose(*overrides), resolve=True)
+    plain.pop("hydra", None)
+    return plain
+
+
+def test_norm_none_is_one_config_whatever_its_placement_eps_or_gain(compose):
+    a = resolved(compose, "norm=none", "placement=pre")
+    variants = [resolved(compose, "norm=none", *o) for o in (["placement=post"], ["placement=in_cell", "norm.eps=1e-8"],
+                                                            ["norm.gamma_init=0.1", "norm.impl=reference"])]
+    assert all(config_hash(v) == config_hash(a) for v in variants)
+    assert settings(a)["placement"] == "none" and "eps" not in settings(a)
+    assert config_hash(resolved(compose, "norm=ln", "placement=pre")) != config_hash(resolved(compose, "norm=ln", "placement=post"))
+
+
+def test_settings_that_cannot_act_are_not_identity(compose):
+    lstm = resolved(compose, "norm=ln")
+    assert config_hash(lstm) == config_hash(resolved(compose, "norm=ln", "model.heads=8", "norm.alpha_init=2.0"))
+    assert config_hash(lstm) == config_hash(resolved(compose, "norm=ln", "norm.fp32=false"))  # fp32 precision
+    assert config_hash(resolved(compose, "norm=ln", "precision=bf16")) != config_hash(
+        resolved(compose, "norm=ln", "precision=bf16", "norm.fp32=false"))
+    assert config_hash(resolved(compose, "norm=dyt")) != config_hash(resolved(compose, "norm=dyt", "norm.alpha_init=2.0"))
+    assert config_hash(resolved(compose, "norm=dyt")) == config_hash(resolved(compose, "norm=dyt", "norm.eps=1e-3"))
+    transformer = resolved(compose, "model=transformer")
+    assert config_hash(transformer) != config_hash(resolved(compose, "model=transformer", "model.heads=1"))
+    assert config_hash(transformer) == config_hash(resolved(compose, "model=transformer", "model.embed=7"))
+
+
+def test_every_other_setting_is_identity_even_ones_no_list_names(compose):
+    """task.length, grad_clip, weight decay, schedule, summed, embed, affine ... each splits runs."""
+    base = resolved(compose, "task=adding")
+    for override in ("task.length=60", "grad_clip=null", "optim.weight_decay=0.1", "optim.schedule=cosine",
+                     "placement=in_cell", "model.embed=16", "norm.affine=false", "eval_every=50", "steps=30"):
+        assert config_hash(resolved(compose, "task=adding", override)) != config_hash(base), override
+    in_cell = resolved(compose, "task=adding", "placement=in_cell")
+    assert config_hash(in_cell) != config_hash(resolved(compose, "task=adding", "placement=in_cell", "placement.summed=true"))
+    # a key the contract has never heard of is an axis too: identity comes from the config, not a list
+    assert settings({**base, "task": {**base["task"], "new_knob": 3}})["task.new_knob"] == 3
+
+
+def test_harness_keys_are_declared_in_the_schema_and_change_nothing(compose):
+    assert set(HARNESS) == {"device", "threads", "resume", "report", "progress"}
+    base = resolved(compose)
+    same = resolved(compose, "threads=2", "device=cpu", "resume=true", "report=false", "progress=false")
+    assert config_hash(base) == config_hash(same) and settings(base) == settings(same)
+    assert not set(HARNESS) & set(settings(base))
+
+
+def test_seed_is_the_run_not_the_group(compose):
+    a, b = resolved(compose, "seed=0"), resolved(compose, "seed=1")
+    assert config_hash(a) != config_hash(b) and group_hash(a) == group_hash(b)
+    assert "seed" not in settings(a)
+
+
+def test_effective_config_leaves_the_record_untouched(compose):
+    plain = resolved(compose, "norm=none")
+    before = repr(plain)
+    effective_config(plain)
+    assert repr(plain) == before
+
+
+def test_the_contract_and_the_schema_import_no_torch():
+    code = "import sys, normbench.contract; print([m for m in sys.modules if m == 'torch' or m.startswith('hydra')])"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
+

@@ -1,0 +1,167 @@
+"""One run, one count: grouping by the whole config, resume and rerun that never double-count or overwrite."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from normbench import rerun
+from normbench.report import build_report
+from normbench.train import Trainer
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def record_bytes(sweep: Path) -> dict[str, bytes]:
+    """Every record file under a sweep, by path: what must never change once written."""
+    return {str(p.relative_to(sweep)): p.read_bytes() for p in sorted(sweep.rglob("*"))
+            if p.name in ("summary.json", "metrics.jsonl")}
+
+
+def summary_csv(sweep: Path) -> pd.DataFrame:
+    build_report([sweep], sweep)
+    return pd.read_csv(sweep / "summary.csv")
+
+
+@pytest.fixture
+def executed(monkeypatch):
+    """Seeds of the jobs that really trained."""
+    seeds: list[int] = []
+    real_fit = Trainer.fit
+    monkeypatch.setattr(Trainer, "fit", lambda self: seeds.append(self.cfg.seed) or real_fit(self))
+    return seeds
+
+
+def test_norm_none_under_several_placements_counts_once(cli, tmp_path, tiny_args):
+    code, *_ = cli("-m", *tiny_args, "norm=ln,none", "placement=pre,post", "seed=0,1", "hydra.sweep.dir=sweep")
+    assert code == 0
+    summary = summary_csv(tmp_path / "sweep").set_index("group")
+    none = summary.loc[summary["norm"] == "none"]
+    assert len(none) == 1 and none["n"].item() == 2  # 4 records, 2 distinct seeds
+    assert sorted(summary.loc[summary["norm"] == "ln", "n"]) == [2, 2]
+    report = (tmp_path / "sweep" / "report.md").read_text()
+    assert "Copies counted once" in report
+
+
+def test_a_setting_outside_any_list_splits_groups(cli, tmp_path, tiny_args):
+    code, *_ = cli("-m", *tiny_args, "task.length=4,12", "seed=0,1", "hydra.sweep.dir=sweep")
+    assert code == 0
+    summary = summary_csv(tmp_path / "sweep")
+    assert sorted(summary["group"]) == ["task.length=12", "task.length=4"] and set(summary["n"]) == {2}
+
+
+def test_a_dotted_key_set_only_by_a_sweep_file_splits_groups(cli, tmp_path, tiny_args):
+    (tmp_path / "extra" / "sweep").mkdir(parents=True)
+    (tmp_path / "extra" / "sweep" / "decay.yaml").write_text(
+        "# @package _global_\nhydra:\n  sweeper:\n    params:\n      optim.weight_decay: 0.0,0.5\n      seed: 0,1\n")
+    code, out, err = cli("-m", *tiny_args, "+sweep=decay", f"hydra.searchpath=[file://{tmp_path / 'extra'}]",
+                         "hydra.sweep.dir=sweep")
+    assert code == 0, err
+    summary = summary_csv(tmp_path / "sweep")
+    assert sorted(summary["group"]) == ["optim.weight_decay=0", "optim.weight_decay=0.5"] and set(summary["n"]) == {2}
+
+
+def test_resume_executes_only_new_work_and_never_touches_finished_records(cli, tmp_path, tiny_args, executed):
+    assert cli("-m", *tiny_args, "seed=0,1,2", "hydra.sweep.dir=sweep", "report=false")[0] == 0
+    before = record_bytes(tmp_path / "sweep")
+    executed.clear()
+    assert cli("-m", *tiny_args, "seed=0,5,1,2", "resume=true", "hydra.sweep.dir=sweep", "report=false")[0] == 0
+    assert executed == [5]  # job 1 is now seed 5: its folder holds seed 1's record, so it goes beside it
+    after = record_bytes(tmp_path / "sweep")
+    assert {k: after[k] for k in before} == before
+    (new,) = [k for k in after if k not in before and k.endswith("summary.json")]
+    assert new.startswith("1-") and json.loads(after[new])["seed"] == 5
+
+
+def test_resume_after_changing_steps_keeps_the_old_records(cli, tmp_path, tiny_args, executed):
+    assert cli("-m", *tiny_args, "seed=0,1", "hydra.sweep.dir=sweep", "report=false")[0] == 0
+    before = record_bytes(tmp_path / "sweep")
+    assert cli("-m", *tiny_args, "steps=8", "seed=0,1", "resume=true", "hydra.sweep.dir=sweep", "report=false")[0] == 0
+    after = record_bytes(tmp_path / "sweep")
+    assert {k: after[k] for k in before} == before and len(after) == 2 * len(before)
+    steps = sorted(json.loads(v)["config"]["steps"] for k, v in after.items() if k.endswith("summary.json"))
+    assert steps == [6, 6, 8, 8]
+
+
+def test_a_foreign_or_unreadable_record_is_set_aside_untouched(cli, tmp_path, tiny_args, executed):
+    for job, text in (("0", json.dumps({"schema": "normbench.run/99", "status": "ok"})), ("1", "{not json")):
+        (tmp_path / "sweep" / job).mkdir(parents=True)
+        (tmp_path / "sweep" / job / "summary.json").write_text(text)
+    before = record_bytes(tmp_path / "sweep")
+    assert cli("-m", *tiny_args, "seed=0,1", "resume=true", "hydra.sweep.dir=sweep", "report=false")[0] == 0
+    assert executed == [0, 1]
+    after = record_bytes(tmp_path / "sweep")
+    assert {k: after[k] for k in before} == before and len(after) == len(before) + 4
+
+
+def test_resume_finds_a_finished_record_that_lacks_fields(cli, tmp_path, tiny_args, executed):
+    assert cli(*tiny_args, "hydra.run.dir=run")[0] == 0
+    path = tmp_path / "run" / "summary.json"
+    summary = json.loads(path.read_text())
+    del summary["task"], summary["metrics"]
+    path.write_text(json.dumps(summary))
+    executed.clear()
+    code, out, err = cli(*tiny_args, "resume=true", "hydra.run.dir=run")
+    assert code == 0 and executed == [] and "Traceback" not in err
+
+
+def test_a_rerun_inside_a_sweep_is_not_another_seed(cli, tmp_path, tiny_args, capsys):
+    assert cli("-m", *tiny_args, "seed=0,1,2", "hydra.sweep.dir=sweep", "report=false")[0] == 0
+    assert set(summary_csv(tmp_path / "sweep")["n"]) == {3}
+    assert rerun.main([str(tmp_path / "sweep" / "0"), "--out", str(tmp_path / "sweep" / "0" / "again")]) == 0
+    assert "reproduced exactly" in capsys.readouterr().out
+    summary = summary_csv(tmp_path / "sweep")
+    assert set(summary["n"]) == {3} and len(summary) == 1
+    assert "a rerun of the run in 0" in (tmp_path / "sweep" / "report.md").read_text()
+
+
+def test_concurrent_runs_into_one_folder_get_a_record_each(tmp_path, tiny_args):
+    args = [*tiny_args, "steps=300", "eval_every=100", "hydra.run.dir=run"]
+    procs = [subprocess.Popen([sys.executable, "-m", "normbench", *args, f"seed={s}"], cwd=tmp_path, env=ENV,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for s in (0, 1)]
+    assert all(p.wait(timeout=300) == 0 for p in procs), [p.stderr.read()[-2000:] for p in procs]
+    records = {json.loads(p.read_text())["seed"]: p.parent for p in tmp_path.rglob("summary.json")}
+    assert sorted(records) == [0, 1] and len(set(records.values())) == 2
+    for folder in records.values():  # each curve is one run's: steps rise, never interleave
+        steps = [json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()
+                 if json.loads(line)["kind"] == "train"]
+        assert steps == sorted(steps) and len(steps) == len(set(steps))
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a 2-worker sweep gives each job fewer threads only with >= 2 cores")
+def test_rerun_of_a_joblib_job_uses_its_recorded_threads_and_reproduces(tmp_path, tiny_args):
+    """A 2-worker sweep gives each job cores // 2 threads; the rerun must use that count, not all cores."""
+    args = [a for a in tiny_args if not a.startswith("threads=")]
+    proc = subprocess.run([sys.executable, "-m", "normbench", "-m", *args, "model.hidden=64", "steps=40",
+                           "hydra/launcher=local", "hydra.launcher.n_jobs=2", "seed=0,1", "hydra.sweep.dir=sweep",
+                           "report=false"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run = tmp_path / "sweep" / "0"
+    recorded = json.loads((run / "summary.json").read_text())
+    assert recorded["config"]["threads"] == 0 and recorded["environment"]["threads"] == (os.cpu_count() or 2) // 2
+    again = subprocess.run([sys.executable, "-m", "normbench.rerun", str(run), "--out", str(tmp_path / "again")],
+                           cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "reproduced exactly" in again.stdout, again.stdout + again.stderr
+    assert json.loads((tmp_path / "again" / "summary.json").read_text())["environment"]["threads"] == \
+        recorded["environment"]["threads"]
+
+
+def test_sigterm_while_loading_leaves_an_interrupted_record(compose, tmp_path, monkeypatch):
+    import signal
+
+    from normbench import run
+
+    def slow_load(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    monkeypatch.setattr(run, "load_task", slow_load)
+    with pytest.raises(KeyboardInterrupt):
+        run.execute(compose(), tmp_path, [])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["reason"] == f"interrupted (signal {signal.SIGTERM.value})"
