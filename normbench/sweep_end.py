@@ -41,9 +41,9 @@ class SweepSummary(Callback):
                   file=sys.stdout)
         FAILED_RUNS.extend(str(p.parent) for p, s in summaries.items() if s["status"] == "failed")
         if config.get("report", True):
-            from normbench.report import NoUsableRecords, build_report
+            from normbench.report import ReportError, build_report
 
             try:
                 print(f"report: {build_report([sweep_dir], sweep_dir)}", file=sys.stdout)
-            except NoUsableRecords as err:
+            except ReportError as err:
                 print(f"normbench: no report: {err}", file=sys.stderr)

@@ -1,8 +1,10 @@
 """The configs travel with the wheel: build it, install it in a fresh venv, run one tiny job elsewhere."""
 
 import json
+import site
 import subprocess
 import sys
+import sysconfig
 import venv
 import zipfile
 from pathlib import Path
@@ -22,8 +24,9 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     assert "normbench/models/lnlstm.cpp" in zipfile.ZipFile(wheel).namelist()  # compiled where it runs
     # Dependencies (torch, hydra, ...) come from this interpreter's site-packages; normbench from the wheel.
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=True)
+    venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
+    see_site_packages_of_this_interpreter(python)
     install = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
                              capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr[-2000:]
@@ -41,3 +44,20 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     assert summary["environment"]["cell_kernel"] == ("python" if lnlstm_cpu.load() is None else "cpp")
     sweep_files = {p.name for p in (Path(where.stdout.strip()) / "sweep").glob("*.yaml")}
     assert {"smoke.yaml", "batch_size.yaml"} <= sweep_files
+
+
+def see_site_packages_of_this_interpreter(python: Path) -> None:
+    """Appends this interpreter's site-packages to the new venv's sys.path, after its own.
+
+    venv's system_site_packages=True would give the *base* interpreter's, which in a virtual
+    environment is not where the dependencies were installed. A .pth line appends a directory
+    without processing the .pth files in it, so normbench's own editable install stays out and
+    the import comes from the wheel.
+    """
+    own = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    ours = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()]
+    if site.ENABLE_USER_SITE:
+        ours.append(site.getusersitepackages())
+    dirs = [d for d in dict.fromkeys(ours) if Path(d).is_dir()]
+    (Path(own) / "normbench-test-deps.pth").write_text("".join(f"{d}\n" for d in dirs))

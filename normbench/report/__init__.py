@@ -4,6 +4,6 @@ It reads JSON only and imports nothing else from normbench, so it runs anywhere 
 copied to, without torch.
 """
 
-from normbench.report.build import NoUsableRecords, build_report
+from normbench.report.build import NoUsableRecords, OutputNotWritable, ReportError, build_report
 
-__all__ = ["build_report", "NoUsableRecords"]
+__all__ = ["build_report", "NoUsableRecords", "OutputNotWritable", "ReportError"]

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from normbench.report.build import NoUsableRecords, build_report
+from normbench.report.build import ReportError, build_report
+from normbench.report.output import MANIFEST
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,11 +16,14 @@ def main(argv: list[str] | None = None) -> int:
         description="Report on normbench run records: leaderboard, curves, gradients, throughput, claims.")
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="a sweep directory (searched recursively for summary.json) or a run directory")
-    parser.add_argument("--out", type=Path, default=None, help="output directory (default: the first PATH)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"output directory (default: the first PATH). The report lists what it writes in "
+                             f"DIR/{MANIFEST} and replaces only those files, if unchanged; any other file in "
+                             f"the way stops it (exit status 2) before anything is written")
     args = parser.parse_args(argv)
     try:
         html = build_report(args.paths, args.out)
-    except NoUsableRecords as error:
+    except ReportError as error:
         print(f"normbench.report: {error}", file=sys.stderr)
         return 2
     print(html)

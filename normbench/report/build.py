@@ -1,7 +1,8 @@
 """records -> frames -> CSVs, figures, claims -> report.md and report.html. The whole pipeline.
 
 Each stage reads only what the previous one produced; build_report is the single entry point,
-used by `python -m normbench.report` and by the runner at the end of a multirun.
+used by `python -m normbench.report` and by the runner at the end of a multirun. It replaces only
+files an earlier report wrote and left unchanged, and deletes nothing else (see output.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pandas as pd
 from normbench.report import aggregate, figures, tables
 from normbench.report.claims import evaluate_claims
 from normbench.report.intervals import METHOD
+from normbench.report.output import OutputError, ReportOutput
 from normbench.report.records import Records, find_records, read_curves
 from normbench.report.render import write_report
 
@@ -23,8 +25,16 @@ CURVE_GROUPS = 12  # most groups drawn in the curve figures
 BAR_GROUPS = 30  # most groups drawn in the throughput and memory bars
 
 
-class NoUsableRecords(Exception):
-    """Nothing under the given paths can be reported on; the message is one line."""
+class ReportError(Exception):
+    """The report cannot be built; the message is one line. Callers print it instead of a traceback."""
+
+
+class NoUsableRecords(ReportError):
+    """Nothing under the given paths can be reported on."""
+
+
+class OutputNotWritable(ReportError):
+    """`out` cannot take the report: not a folder, not writable, or a file there is not the report's own."""
 
 
 def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
@@ -32,7 +42,8 @@ def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
 
     `out` defaults to the first path. Unreadable, foreign and incomplete records are named in one
     warning line on stderr and in the report; they never stop it. Raises NoUsableRecords when no
-    record is left.
+    record is left, and OutputNotWritable, before anything in `out` is replaced, when `out` cannot
+    take the report or holds a file of that name that no earlier report wrote.
     """
     paths = [Path(p) for p in paths]
     if not paths:
@@ -50,12 +61,22 @@ def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
     axes = aggregate.varying_axes(runs)
     runs = aggregate.label_groups(runs, axes)
     summary = aggregate.summarize_groups(runs, axes)
-    out.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(out / "runs.csv", index=False)
-    summary.to_csv(out / "summary.csv", index=False)
-    for stale in (out / "figures").glob("*.png"):
-        stale.unlink()
+    try:
+        with ReportOutput(out) as output:
+            _write(records, runs, copies, summary, axes, paths, out, output.staging)
+            output.commit()
+    except OutputError as error:
+        raise OutputNotWritable(str(error)) from None
+    except OSError as error:  # a full disk, a folder that turned read-only mid-way
+        raise OutputNotWritable(f"cannot write the report to {out}: {error}") from None
+    return out / "report.html"
 
+
+def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
+           paths: list[Path], out: Path, staging: Path) -> None:
+    """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
+    runs.to_csv(staging / "runs.csv", index=False)
+    summary.to_csv(staging / "summary.csv", index=False)
     context = {
         "title": "normbench report",
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -63,13 +84,12 @@ def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
         "method": METHOD,
         "what_was_run": _what_was_run(records, runs, copies, axes, out),
         "leaderboards": tables.leaderboards(summary, axes),
-        **_figure_sections(records, runs, summary, axes, out),
+        **_figure_sections(records, runs, summary, axes, staging),
         "divergences": tables.divergence_table(runs, axes, out),
         "claims": [tables.claim_view(c, v) for c, v in evaluate_claims(runs)],
     }
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
-    _, html = write_report(context, out)
-    return html
+    write_report(context, staging)
 
 
 def _warn_set_aside(records: Records, runs: pd.DataFrame) -> None:
@@ -116,7 +136,7 @@ def _what_was_run(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, ax
 
 
 def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-                     out: Path) -> dict:
+                     staging: Path) -> dict:
     metrics = ({} if summary.empty else
                {str(t): (str(m), bool(h)) for t, m, h in
                 summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)})
@@ -136,7 +156,7 @@ def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame
         note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}. Each cell averages "
                 f"its runs over seeds" + (f" and over {', '.join(others)}." if others else ".")
                 + " Empty cells: no run (or no ok run) there.")
-        sections["heatmaps"] = {"figures": figures.heatmaps(grids, row, col, metrics, out, note), "skipped": ""}
+        sections["heatmaps"] = {"figures": figures.heatmaps(grids, row, col, metrics, staging, note), "skipped": ""}
 
     # Curves: the best groups only, so the figure count and the metrics.jsonl reading stay bounded.
     groups = aggregate.plotted_groups(summary, CURVE_GROUPS)
@@ -146,16 +166,16 @@ def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame
     curves = read_curves(shown["run_dir"])
     eval_bands = aggregate.curve_bands(curves, shown, "eval", "val_metric")
     grad_bands = aggregate.curve_bands(curves, shown, "train", "grad_norm", log=True)
-    sections["curves"] = {"figures": figures.learning_curves(eval_bands, labels, metrics, out, note),
+    sections["curves"] = {"figures": figures.learning_curves(eval_bands, labels, metrics, staging, note),
                           "skipped": "" if not eval_bands.empty else "No eval lines in the runs' metrics.jsonl."}
-    grad_norm = figures.grad_norm_curves(grad_bands, labels, out, note)
+    grad_norm = figures.grad_norm_curves(grad_bands, labels, staging, note)
 
     # Flow through time exists for recurrent groups only; they get their own pick of the best.
     recurrent = summary[summary["grad_time_ratio_init_mean"].notna()] if not summary.empty else summary
     flow_groups = aggregate.plotted_groups(recurrent, CURVE_GROUPS)
     flow_runs = runs[runs["group"].isin(flow_groups) & runs["status"].isin(aggregate.TRAINED)]
     profiles = aggregate.grad_time_profiles(records.runs, flow_runs)
-    flow = figures.grad_flow(profiles, aggregate.legend_labels(summary, flow_groups, axes), out,
+    flow = figures.grad_flow(profiles, aggregate.legend_labels(summary, flow_groups, axes), staging,
                              _shown_note(len(flow_groups), len(recurrent), "recurrent "))
     sections["gradients"] = {
         "figures": [f for f in (grad_norm, flow) if f is not None],
@@ -169,8 +189,8 @@ def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame
     bars = summary.head(BAR_GROUPS)
     bar_note = (f"The first {BAR_GROUPS} of {len(summary)} groups in leaderboard order." if len(summary) > BAR_GROUPS
                 else "Groups in leaderboard order.")
-    speed = figures.throughput(bars, out, bar_note) if not bars.empty else None
-    memory = figures.peak_memory(bars, out, bar_note) if not bars.empty else None
+    speed = figures.throughput(bars, staging, bar_note) if not bars.empty else None
+    memory = figures.peak_memory(bars, staging, bar_note) if not bars.empty else None
     sections["throughput"] = {
         "figures": [f for f in (speed, memory) if f is not None],
         "skipped": "" if speed or memory else "No run recorded throughput or memory.",

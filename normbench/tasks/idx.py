@@ -1,8 +1,6 @@
 """MNIST or Fashion-MNIST from their IDX files, read as a sequence of image rows."""
 
-import gzip
 import math
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +8,7 @@ import torch
 
 from normbench.tasks import Split, TaskData, TaskDataError, resolve_path
 from normbench.schema import IdxConfig  # the config lives in the torch-free schema
+from normbench.tasks.files import MIB, gunzip_capped, read_regular_file
 from normbench.tasks.splits import holdout, majority_class_accuracy
 
 # An IDX magic number is two zero bytes, a type code (0x08: unsigned byte) and the number
@@ -17,6 +16,9 @@ from normbench.tasks.splits import holdout, majority_class_accuracy
 IMAGES_MAGIC = 0x00000803
 LABELS_MAGIC = 0x00000801
 VAL_FRACTION = 0.1
+# MNIST's training images are 47 MB and EMNIST's largest split about 550 MB; the images are then
+# held again as float32 (4x). The cap applies after decompression: a small .gz can expand without bound.
+MAX_BYTES = 1024 * MIB
 EXPECTED = (
     "the folder with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,"
     " t10k-labels-idx1-ubyte"
@@ -24,21 +26,18 @@ EXPECTED = (
 
 
 def find_idx_file(folder: Path, stem: str) -> Path:
-    """The plain file if there is one, else its .gz."""
+    """The plain file if there is one, else its .gz (either may turn out not to be a regular file)."""
     for candidate in (folder / stem, folder / f"{stem}.gz"):
-        if candidate.is_file():
+        if candidate.exists() or candidate.is_symlink():
             return candidate
     raise TaskDataError(f"idx: no {stem} or {stem}.gz in {folder} (set task.path to {EXPECTED})")
 
 
 def read_idx(path: Path, magic: int) -> np.ndarray:
     """The uint8 array in an IDX file, after checking its magic number and its size."""
-    raw = path.read_bytes()
+    raw = read_regular_file("idx", path, MAX_BYTES)
     if path.suffix == ".gz":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as error:
-            raise TaskDataError(f"idx: not a readable gzip file: {path} ({error})") from None
+        raw = gunzip_capped("idx", path, raw, MAX_BYTES)
     if raw[:4] != magic.to_bytes(4, "big"):
         raise TaskDataError(f"idx: bad magic number 0x{raw[:4].hex()} in {path} (expected 0x{magic:08x})")
     n_dims = magic & 0xFF
@@ -65,6 +64,10 @@ def read_images_and_labels(folder: Path, prefix: str) -> tuple[np.ndarray, np.nd
         )
     if len(images) == 0:
         raise TaskDataError(f"idx: no images in {images_path}")
+    if 0 in images.shape[1:]:
+        rows, cols = images.shape[1:]
+        raise TaskDataError(f"idx: {images_path} holds {rows}x{cols} images; a row-by-row sequence needs "
+                            f"at least 1x1")
     return images, labels
 
 

@@ -10,6 +10,7 @@ import torch
 
 from normbench.tasks import Split, TaskData, TaskDataError, resolve_path
 from normbench.schema import ImdbConfig  # the config lives in the torch-free schema
+from normbench.tasks.files import MIB, read_regular_file
 from normbench.tasks.splits import holdout, majority_class_accuracy
 
 SUBFOLDERS = ("train/pos", "train/neg", "test/pos", "test/neg")
@@ -18,6 +19,10 @@ FIRST_WORD_ID = 2
 VAL_FRACTION = 0.1
 WORD = re.compile(r"[a-z0-9']+")
 EXPECTED = "the aclImdb folder, with train/pos, train/neg, test/pos, test/neg"
+# The longest aclImdb review is about 14 KB and its four folders hold about 65 MB, so these caps
+# only stop a path that is not aclImdb (a huge file, a symlink to a device) from filling memory.
+MAX_REVIEW_BYTES = 1 * MIB
+MAX_TOTAL_BYTES = 256 * MIB
 
 
 def words(review: str) -> list[str]:
@@ -45,24 +50,41 @@ def encode(reviews: list[list[str]], vocabulary: dict[str, int], max_len: int) -
     return ids
 
 
-def read_reviews(folder: Path, max_files: Optional[int]) -> list[str]:
+class ReadBudget:
+    """Bytes still allowed for all reviews together: many files within the per-file cap add up too."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.left = limit
+
+    def take(self, n_bytes: int, path: Path) -> None:
+        self.left -= n_bytes
+        if self.left < 0:
+            raise TaskDataError(f"imdb: too large: the reviews read so far, up to {path}, hold more than "
+                                f"{self.limit // MIB} MiB, the most this task reads")
+
+
+def read_reviews(folder: Path, max_files: Optional[int], budget: ReadBudget) -> list[str]:
     """The folder's reviews in file-name order, the first `max_files` of them if set."""
     files = sorted(folder.glob("*.txt"))[:max_files]
     if not files:
         raise TaskDataError(f"imdb: no .txt files in {folder} (set task.path to {EXPECTED})")
     reviews = []
     for file in files:
+        raw = read_regular_file("imdb", file, MAX_REVIEW_BYTES)
+        budget.take(len(raw), file)
         try:
-            reviews.append(file.read_text(encoding="utf-8"))
+            reviews.append(raw.decode("utf-8"))
         except UnicodeDecodeError as error:
             raise TaskDataError(f"imdb: not UTF-8: {file} (at byte {error.start})") from None
     return reviews
 
 
-def read_labelled(root: Path, part: str, max_files: Optional[int]) -> tuple[list[list[str]], np.ndarray]:
+def read_labelled(root: Path, part: str, max_files: Optional[int],
+                  budget: ReadBudget) -> tuple[list[list[str]], np.ndarray]:
     """Tokenised reviews of `part` ("train" or "test"), and their labels: 1 positive, 0 negative."""
-    positive = read_reviews(root / part / "pos", max_files)
-    negative = read_reviews(root / part / "neg", max_files)
+    positive = read_reviews(root / part / "pos", max_files, budget)
+    negative = read_reviews(root / part / "neg", max_files, budget)
     labels = np.array([1] * len(positive) + [0] * len(negative), dtype=np.int64)
     return [words(review) for review in positive + negative], labels
 
@@ -75,8 +97,9 @@ def load_imdb(config: ImdbConfig, seed: int) -> TaskData:
     for subfolder in SUBFOLDERS:
         if not (root / subfolder).is_dir():
             raise TaskDataError(f"imdb: no folder {root / subfolder} (set task.path to {EXPECTED})")
-    train_reviews, train_labels = read_labelled(root, "train", config.max_files_per_class)
-    test_reviews, test_labels = read_labelled(root, "test", config.max_files_per_class)
+    budget = ReadBudget(MAX_TOTAL_BYTES)
+    train_reviews, train_labels = read_labelled(root, "train", config.max_files_per_class, budget)
+    test_reviews, test_labels = read_labelled(root, "test", config.max_files_per_class, budget)
     # The vocabulary counts the whole train folder, val included: it uses no labels, and
     # this way every seed shares one vocabulary and so one embedding size.
     vocabulary = build_vocabulary(train_reviews, config.max_vocab)

@@ -7,17 +7,17 @@ import torch
 
 from normbench.tasks import Split, TaskData, TaskDataError, resolve_path
 from normbench.schema import TextConfig  # the config lives in the torch-free schema
+from normbench.tasks.files import MIB, read_regular_file
 
 SPLIT_FRACTIONS = (0.90, 0.05, 0.05)  # train, val, test: contiguous stretches of the file, in order
+# The whole file is decoded, then held as UTF-32 and as int64 ids: about 13 bytes of memory per
+# byte read. 256 MiB is more than twice enwik8, the largest common character-LM corpus of this size.
+MAX_BYTES = 256 * MIB
 
 
 def read_text(path: Path) -> str:
     """The file's characters; a leading byte-order mark is not one of them."""
-    if not path.exists():
-        raise TaskDataError(f"text: no such file: {path} (set task.path to a UTF-8 text file)")
-    if not path.is_file():
-        raise TaskDataError(f"text: not a file: {path} (set task.path to a UTF-8 text file)")
-    raw = path.read_bytes()
+    raw = read_regular_file("text", path, MAX_BYTES, " (set task.path to a UTF-8 text file)")
     if not raw:
         raise TaskDataError(f"text: empty file: {path}")
     try:

@@ -1,0 +1,128 @@
+"""Where the report writes: it replaces only files it wrote itself, and deletes nothing else.
+
+The output directory is often shared: a sweep directory (the report is rebuilt there on every
+resume), or a paper's folder next to the user's own figures. So every report is rendered first
+into a fresh staging folder inside the output directory, then moved into place, and the files it
+placed are listed with their sha256 in MANIFEST. A later report may replace or delete a file only
+when the manifest lists it and its content is still the one written; anything else in the way
+(a user's report.md, a figure they edited, a folder named runs.csv) stops the report before it
+has touched the directory, with one line naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+MANIFEST = ".normbench-report.json"
+SCHEMA = "normbench.report-files/1"
+
+
+class OutputError(Exception):
+    """The report cannot be written where asked; the message is one line and names the path."""
+
+
+class ReportOutput:
+    """A staging folder to render into (`staging`), and `commit` to move what it holds into `out`.
+
+    Use as a context manager: the staging folder is removed on the way out, committed or not.
+    """
+
+    def __init__(self, out: Path):
+        self.out = Path(out)
+        self.staging: Path | None = None
+
+    def __enter__(self) -> "ReportOutput":
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self.staging = Path(tempfile.mkdtemp(prefix=".normbench-report-staging-", dir=self.out))
+        except FileExistsError:
+            raise OutputError(f"cannot write the report to {self.out}: it exists and is not a folder") from None
+        except OSError as error:
+            raise OutputError(f"cannot write the report to {self.out}: {error.strerror or error}") from None
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+
+    def commit(self) -> None:
+        """Moves every staged file into `out`, after checking that each one it replaces is its own."""
+        assert self.staging is not None, "commit() outside the with block"
+        written = self._read_manifest()
+        staged = sorted(_relative_files(self.staging))
+        conflicts = [rel for rel in staged if not self._replaceable(rel, written)]
+        if conflicts:
+            first = self.out / conflicts[0]
+            more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+            raise OutputError(f"{first} exists and was not written by a normbench report{more}; move it "
+                              f"away or choose another --out (nothing was written)")
+        hashes = {rel: _sha256(self.staging / rel) for rel in staged}
+        for rel in staged:
+            (self.out / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.staging / rel, self.out / rel)
+        for rel in sorted(set(written) - set(staged)):  # e.g. a figure this report no longer draws
+            if _holds(self.out / rel, written[rel]):
+                (self.out / rel).unlink()
+        manifest = {"schema": SCHEMA, "files": hashes}
+        draft = self.staging / MANIFEST
+        draft.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        os.replace(draft, self.out / MANIFEST)
+
+    def _read_manifest(self) -> dict[str, str]:
+        path = self.out / MANIFEST
+        if not os.path.lexists(path):
+            return {}
+        problem = f"{path} is not a normbench report manifest; move it away or choose another --out"
+        if not _regular(path):
+            raise OutputError(problem)
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            raise OutputError(problem) from None
+        files = manifest.get("files") if isinstance(manifest, dict) else None
+        if not isinstance(files, dict) or manifest.get("schema") != SCHEMA or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+            raise OutputError(problem)
+        return files
+
+    def _replaceable(self, rel: str, written: dict[str, str]) -> bool:
+        """Free to write: nothing there yet, or the very file an earlier report wrote, unchanged."""
+        target = self.out / rel
+        for parent in reversed(Path(rel).parents[:-1]):  # e.g. figures/: a real folder, or nothing yet
+            folder = self.out / parent
+            if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
+                return False
+        if not os.path.lexists(target):
+            return True
+        return rel in written and _holds(target, written[rel])
+
+
+def _relative_files(root: Path) -> list[str]:
+    return [Path(folder, name).relative_to(root).as_posix()
+            for folder, _, names in os.walk(root) for name in names]
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _holds(path: Path, digest: str) -> bool:
+    """A regular file (not a link) whose content is the one `digest` names."""
+    return _regular(path) and _sha256(path) == digest
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
