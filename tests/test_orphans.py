@@ -115,8 +115,7 @@ def test_joblib_sweep_workers_stop_when_the_sweep_is_killed(tmp_path, tiny_args)
     sweep = tmp_path / "sweep"
     command = [sys.executable, "-m", "normbench", "-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2",
                *tiny_args, "steps=1000000", "eval_every=1000000", "probe_every=1000000", "seed=0,1",
-               "+hydra.callbacks.orphans._target_=normbench.orphans.StopWhenOrphaned",
-               f"hydra.sweep.dir={sweep}"]
+               f"hydra.sweep.dir={sweep}"]  # conf/config.yaml registers normbench.orphans.StopWhenOrphaned
     parent = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []
