@@ -18,6 +18,9 @@ A leaderboard's ★ is a statistical statement, so it follows a stated rule (RUL
    Two groups whose runs all score one identical value are tied (p = 1, both ★: their results are
    the same, not merely untested); two constant groups with different values differ with certainty
    (p = 0): no test is needed to see that.
+   A group more than half of whose runs diverged, compared with a best group whose runs mostly
+   finished, is worse by definition (its median run diverged, the best's did not) and is not tested:
+   EVIDENCE.md's "a group whose runs mostly diverged is not best" holds however few runs there are.
 5. Holm's step-down correction over those m comparisons at α = 0.05: a group is shown worse when
    its p-value is rejected by Holm. The best group and every group not shown worse get the ★.
 """
@@ -39,7 +42,8 @@ RULE = (
     "counted); each other group is compared with it by a one-sided Welch t-test on the primary "
     "metric, or, when either group has a diverged run, a one-sided Mann–Whitney U test with diverged "
     "runs ranked worst together with Fisher's exact test on the divergence counts (Bonferroni: twice "
-    f"the smaller p); Holm's step-down correction over the comparisons at α = {ALPHA:g}. "
+    f"the smaller p); Holm's step-down correction over the comparisons at α = {ALPHA:g}. A group most "
+    "of whose runs diverged is worse than a best group most of whose runs finished, untested. "
     "Groups with fewer than 2 runs, or with no finished run, get no ★."
 )
 
@@ -134,7 +138,13 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
         return oriented[mine][~is_diverged[mine]].to_numpy(), int(is_diverged[mine].sum())
 
     best_scores, best_diverged = arm(best)
-    others = [g for g in order if g != best]
+    majority = best_diverged * 2 <= best_diverged + len(best_scores)  # the best's median run finished
+    outcome: dict[str, tuple[str, float, float, bool]] = {}
+    for name in order[1:]:
+        scores, n_diverged = arm(name)
+        if majority and n_diverged * 2 > n_diverged + len(scores):
+            outcome[name] = ("most runs diverged (median run diverged)", math.nan, math.nan, True)
+    others = [g for g in order if g != best and g not in outcome]
     tests, p_values = [], []
     for name in others:
         scores, n_diverged = arm(name)
@@ -142,12 +152,12 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
         tests.append(test)
         p_values.append(p)
     rejected, thresholds = holm(p_values, alpha)
-    outcome = {name: (t, p, h, r) for name, t, p, h, r in zip(others, tests, p_values, thresholds, rejected)}
+    outcome.update({name: (t, p, h, r) for name, t, p, h, r in zip(others, tests, p_values, thresholds, rejected)})
     table["test"] = table["group"].map(lambda g: "best" if g == best else outcome.get(g, ("",))[0])
     table["p"] = table["group"].map(lambda g: outcome[g][1] if g in outcome else math.nan)
     table["holm_threshold"] = table["group"].map(lambda g: outcome[g][2] if g in outcome else math.nan)
     table["shown_worse"] = table["group"].map(lambda g: bool(outcome[g][3]) if g in outcome else False)
-    members = [best] + [g for g in others if not outcome[g][3]]
+    members = [best] + [g for g in order[1:] if not outcome[g][3]]
     return BestSet(best, members, table)
 
 

@@ -30,7 +30,22 @@ def test_a_mostly_diverged_group_is_never_best_and_gets_no_star():
                              "lucky": [0.99, None, None, None, None, None]}), higher_is_better=True)
     assert result.best == "steady"
     assert result.members == ["steady"]
-    assert "Mann–Whitney" in result.comparisons.set_index("group").loc["lucky", "test"]
+    assert "most runs diverged" in result.comparisons.set_index("group").loc["lucky", "test"]
+    # the same with only five runs of the steady group, whose rank test alone could not show it
+    few = best_set(table({"steady": [0.90, 0.91, 0.89], "lucky": [0.99, None, None, None, None]}), True)
+    assert few.members == ["steady"]
+
+
+def test_some_divergence_is_tested_by_ranks_and_counts():
+    """Two of eight runs diverged, the rest as good as the best: not shown worse. Three of eight
+    diverged and the rest scored lower: shown worse."""
+    runs = table({"best": [0.90, 0.91, 0.89, 0.905, 0.895, 0.90, 0.902, 0.898],
+                  "some": [0.90, 0.91, 0.89, 0.905, 0.895, 0.90, None, None],
+                  "bad": [0.70, 0.71, 0.69, 0.705, 0.695, None, None, None]})
+    result = best_set(runs, True)
+    assert result.members == ["best", "some"]
+    tests = result.comparisons.set_index("group")["test"]
+    assert tests["some"].startswith("Mann–Whitney") and "Fisher" in tests["some"]
 
 
 def test_mse_divergence_ranks_below_a_run_far_worse_than_chance():
@@ -73,3 +88,17 @@ def test_best_flags_fill_summary_per_task_and_the_rule_is_stated():
     assert best_flags(runs, summary).tolist() == [True, False, True, True]
     for words in ("Welch", "Mann–Whitney", "Holm", "α = 0.05", "diverged"):
         assert words in RULE
+
+
+def test_best_flags_line_up_with_summarize_groups(runs_of):
+    """What aggregate.summarize_groups will call: its trained runs and its summary rows."""
+    from normbench.report.aggregate import TRAINED, label_groups, summarize_groups, varying_axes
+
+    rows = [{"seed": s, "best_val": v + 0.001 * s, "axes": {"norm": norm}}
+            for norm, v in (("ln", 0.95), ("bn", 0.80)) for s in range(3)]
+    rows += [{"seed": s, "status": "diverged" if s else "ok", "best_val": 0.99, "axes": {"norm": "rms"}} for s in range(5)]
+    runs = runs_of(*rows)
+    runs = label_groups(runs, varying_axes(runs))
+    summary = summarize_groups(runs, varying_axes(runs))
+    flags = best_flags(runs[runs["status"].isin(TRAINED)], summary)
+    assert dict(zip(summary["group"], flags)) == {"norm=ln": True, "norm=bn": False, "norm=rms": False}
