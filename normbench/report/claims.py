@@ -322,11 +322,12 @@ def _detectable(estimate: Estimate, seeds: int, units: str) -> str:
             f"{_fmt(mde)} {units}; {enough}.")
 
 
-def _equivalence_reach(estimate: Estimate, seeds: int, delta: float) -> str:
-    needed = seeds_for_equivalence(estimate, seeds, delta)
+def _equivalence_reach(estimate: Estimate, seeds: int, delta: float, one_sided: bool = False) -> str:
+    needed = seeds_for_equivalence(estimate, seeds, delta, one_sided=one_sided)
+    where = "above −δ" if one_sided else "inside ±δ"
     if needed:
-        return f" About {needed} seeds per arm would put the 90% interval inside ±δ if the estimate stays at {_fmt(estimate.value)}."
-    return f" The estimate seen ({_fmt(estimate.value)}) leaves no practical number of seeds (≤ 1000 per arm) that would show it inside ±δ."
+        return f" About {needed} seeds per arm would put the 90% interval {where} if the estimate stays at {_fmt(estimate.value)}."
+    return f" The estimate seen ({_fmt(estimate.value)}) leaves no practical number of seeds (≤ 1000 per arm) that would put it {where}."
 
 
 # --- comparing arms -----------------------------------------------------------------------------
@@ -426,16 +427,15 @@ def _alike(assertion: str, a_name: str, a: pd.DataFrame, b_name: str, b: pd.Data
     else:
         by_score = {"equivalent": SUPPORTED, "different": CONTRADICTED}.get(equivalence(oriented, delta), INCONCLUSIVE)
     inner = oriented.interval(0.90)
-    note = (f" 90% interval of the difference ({_better_word(1)}): "
-            f"[{_fmt(inner[0])}, {_fmt(inner[1])}] against ±{_fmt(delta)}." if inner else "")
-    a_diverged = int((a["status"] == "diverged").sum())
-    relevant = a_diverged if one_sided else diverged
+    note = (f" 90% interval of the difference, oriented + = {a_name} better: "
+            f"[{_fmt(inner[0])}, {_fmt(inner[1])}] against {'−' if one_sided else '±'}{_fmt(delta)}." if inner else "")
+    relevant = int((a["status"] == "diverged").sum()) if one_sided else diverged
     by_rate = INCONCLUSIVE
     if relevant:
-        shown = _direction_of(rate, +1) if one_sided else (
-            SUPPORTED if _direction_of(rate, +1) != INCONCLUSIVE else INCONCLUSIVE)
-        by_rate = CONTRADICTED if shown == SUPPORTED else INCONCLUSIVE
-        note += (" Divergence rates differ." if by_rate == CONTRADICTED else
+        differs = (_direction_of(rate, +1) == SUPPORTED if one_sided  # a shown to diverge more
+                   else _direction_of(rate, +1) != INCONCLUSIVE)      # the rates shown apart, either way
+        by_rate = CONTRADICTED if differs else INCONCLUSIVE
+        note += (" Divergence rates differ." if differs else
                  f" {relevant} run(s) diverged, so {'non-inferiority' if one_sided else 'equivalence'} cannot be shown.")
     if CONTRADICTED in (by_score, by_rate):
         status = CONTRADICTED
@@ -444,7 +444,7 @@ def _alike(assertion: str, a_name: str, a: pd.DataFrame, b_name: str, b: pd.Data
     else:
         status = INCONCLUSIVE
         if by_score == INCONCLUSIVE and math.isfinite(delta) and math.isfinite(raw.var):
-            note += _equivalence_reach(oriented, _seeds(a[a["status"] == "ok"], b[b["status"] == "ok"]), delta)
+            note += _equivalence_reach(oriented, _seeds(a[a["status"] == "ok"], b[b["status"] == "ok"]), delta, one_sided)
     return Part(assertion, status, (score, rate) if diverged else (score,), test, note)
 
 
@@ -601,6 +601,7 @@ def postln_grad_depth(runs: pd.DataFrame) -> Verdict:
         return missing
     norm = _metric(runs, "profiles.last_layer_grad_norm_init")
     runs = runs[norm > 0]
+    pooled = [c.removeprefix("axes.") for c in _varying(runs) if _named(c, _INIT_INVARIANT)]
     runs, collapsed = _one_per_observation(runs, _INIT_INVARIANT)
     layers = pd.to_numeric(_axis(runs, "layers"), errors="coerce")
     for where in ("pre", "post"):
@@ -630,8 +631,7 @@ def postln_grad_depth(runs: pd.DataFrame) -> Verdict:
     ]
     difference = _as_effect("slope difference Pre-LN − Post-LN (− = Pre-LN shrinks more)",
                             combine([(1, slopes["pre"]), (-1, slopes["post"])]))
-    pooled = [c.removeprefix("axes.") for c in _varying(runs) if _named(c, _INIT_INVARIANT)]
-    collapsed_note = (f" {collapsed} run(s) differing only in {', '.join(_INIT_INVARIANT)} (which cannot change "
+    collapsed_note = (f" {collapsed} run(s) differing only in {', '.join(pooled)} (which cannot change "
                       f"a gradient measured before the first update) were counted once per seed." if collapsed else "")
     explanation = (f"Arms: Pre-LN and Post-LN transformers at each depth, the last block's gradient norm at "
                    f"initialization; everything else fixed{' (pooled over ' + ', '.join(pooled) + ', which cannot change it)' if pooled else ''}. "

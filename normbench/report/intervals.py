@@ -194,14 +194,17 @@ def seeds_to_detect(estimate: Estimate, seeds: int, effect: float | None = None,
     return None
 
 
-def seeds_for_equivalence(estimate: Estimate, seeds: int, delta: float, limit: int = 1000) -> int | None:
-    """Seeds per arm at which the 90% interval around the difference seen would fit inside ±δ
-    (no allowance for power); None when the difference seen is already ≥ δ or it would take > limit."""
-    if not (math.isfinite(estimate.var) and seeds >= 1) or abs(estimate.value) >= delta:
+def seeds_for_equivalence(estimate: Estimate, seeds: int, delta: float, limit: int = 1000,
+                          one_sided: bool = False) -> int | None:
+    """Seeds per arm at which the 90% interval around the difference seen would fit inside ±δ (with
+    one_sided: above −δ, the estimate oriented + = better), no allowance for power; None when the
+    difference seen is already beyond the margin or it would take more than ``limit``."""
+    beyond = estimate.value <= -delta if one_sided else abs(estimate.value) >= delta
+    if not (math.isfinite(estimate.var) and seeds >= 1) or beyond:
         return None
     for n in range(2, limit + 1):
         scaled = _scaled(estimate, seeds, n)
-        if equivalence(scaled, delta) == "equivalent":
+        if (non_inferiority(scaled, delta) == "not worse" if one_sided else equivalence(scaled, delta) == "equivalent"):
             return n
     return None
 

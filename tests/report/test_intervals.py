@@ -128,3 +128,10 @@ def test_agresti_caffo():
     assert estimate.var == pytest.approx(2 * (0.8 * 0.2 / 5))
     low, high = estimate.interval()
     assert 0 < low < 1 < high
+
+
+def test_seeds_for_non_inferiority_allow_a_better_estimate():
+    better = Estimate(0.05, 0.02 ** 2, 4.0)  # better by more than δ: equivalence can never be shown
+    assert seeds_for_equivalence(better, 3, 0.01) is None
+    assert seeds_for_equivalence(better, 3, 0.01, one_sided=True) == 3  # already shown at 3
+    assert seeds_for_equivalence(Estimate(-0.02, 0.02 ** 2, 4.0), 3, 0.01, one_sided=True) is None
