@@ -570,9 +570,9 @@ def postln_needs_warmup(runs: pd.DataFrame) -> Verdict:
     if not applicable:
         return _not_applicable("Warm-up and no warm-up cannot be compared for either placement. Post-LN: "
                                + parts[0].note + " Pre-LN: " + parts[1].note)
-    explanation = (f"Arms: Post-LN and Pre-LN, each with warm-up (all lengths > 0 together) and without; "
-                   f"every other setting is fixed or, when pooled, balanced or stratified (see each part). "
-                   f"Supported only when Post-LN gains from warm-up and Pre-LN is shown not to need it." + task_note)
+    explanation = ("Arms: Post-LN and Pre-LN, each with warm-up (all lengths > 0 together) and without; "
+                   "every other setting is fixed or, when pooled, balanced or stratified (see each part). "
+                   "Supported only when Post-LN gains from warm-up and Pre-LN is shown not to need it." + task_note)
     return _judged(parts, arms, evidence, explanation)
 
 
@@ -673,7 +673,7 @@ def gamma_small_flow(runs: pd.DataFrame) -> Verdict:
                      f"gamma 0.1 vs 1.0 in normalized recurrent runs: Welch t (95%) on −|grad_time_ratio_init| "
                      f"(at init, so diverged runs count).{design}",
                      _detectable(flow_diff, _seeds(*arms.values()), "flow score") if flow_status == INCONCLUSIVE else "")
-    sign, metric = _direction(runs)
+    _, metric = _direction(runs)
     ln = (_axis(runs, "norm") == "ln").to_numpy()
     if (ln & small).any() and (ln & unit).any():
         arms["LN gamma 0.1"], arms["LN gamma 1.0"] = runs[ln & small], runs[ln & unit]
@@ -769,7 +769,7 @@ def rms_faster_than_ln(runs: pd.DataFrame) -> Verdict:
         speed_status = _direction_of(ratio, -1)
         speed_note = _detectable(speed, min(kept.values()), "log step time") if speed_status == INCONCLUSIVE else ""
     speed_part = Part("RMSNorm's training step is faster than LayerNorm's", speed_status, (ratio,), speed_test, speed_note)
-    sign, metric = _direction(runs)
+    _, metric = _direction(runs)
     accuracy_part = _alike(f"RMSNorm's {metric} is not worse than LayerNorm's", "rms", arms["rms"], "ln", arms["ln"],
                            runs, ("norm",), one_sided=True)
     evidence = []
