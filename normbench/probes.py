@@ -33,7 +33,10 @@ def buffers_preserved(model: torch.nn.Module):
 
 
 def gradient_statistics(model: torch.nn.Module) -> dict:
-    """Per-layer gradient L2 norms, and std and Pearson kurtosis (normal = 3) pooled over all gradients."""
+    """Per-layer gradient L2 norms, and std and Pearson kurtosis (normal = 3) pooled over all gradients.
+
+    Everything is accumulated in float64: squares of float32 gradients below ~1e-19 underflow in
+    float32, so a vanishing layer's norm would read 0 well above the smallest float32 gradient."""
     per_layer: dict[str, float] = {}
     grads = []
     for name, p in model.named_parameters():
@@ -60,7 +63,7 @@ def activation_probe(model: SequenceModel):
 
     def hook(name):
         def record(module, inputs, output):
-            out = output.detach().float()
+            out = output.detach().double()  # float64 for the sum of squares (see gradient_through_time)
             stats["act_max_abs"][name] = float(out.abs().max())
             stats["act_rms"][name] = float(out.square().mean().sqrt())
         return record
@@ -95,7 +98,9 @@ def gradient_through_time(model: SequenceModel, x, y, loss_fn, loss_scale: float
         with buffers_preserved(model):
             loss = loss_fn(model(x, trace=trace), y)
             grads = torch.autograd.grad(loss * scale, trace, allow_unused=True)
-        return [float(g.float().norm(dim=-1).mean()) / scale if g is not None else 0.0 for g in grads]
+        # Norms are accumulated in float64: in float32 the squares of a ~1e-23 gradient underflow,
+        # and a vanishing gradient would read as exactly 0 long before it is.
+        return [float(g.double().norm(dim=-1).mean()) / scale if g is not None else 0.0 for g in grads]
     return _loss_scaled(measure, loss_scale)
 
 

@@ -100,3 +100,47 @@ def test_loss_scaled_probes_give_the_same_norms_and_back_off_on_overflow():
         tried.append(scale)
         return [float("inf")] if scale > 256 else [1.0]
     assert probes._loss_scaled(overflowing, 2.0**16) == [1.0] and tried == [65536.0, 256.0]
+
+
+MAGNITUDES = [10.0 ** -k for k in (0, 10, 19, 22, 25, 28, 30)]
+
+
+@pytest.mark.parametrize("size", MAGNITUDES)
+def test_layer_gradient_norms_do_not_underflow(size):
+    """‖g‖ down to 1e-30 matches a float64 reference to 1e-6 relative (float32 squares underflow near 1e-22)."""
+    torch.manual_seed(3)
+    model = tiny()
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+        p.grad *= size / float(p.grad.double().norm())  # each parameter's gradient has norm ≈ size
+    reference: dict[str, float] = {}
+    for name, p in model.named_parameters():
+        label = probes.layer_of(name)
+        reference[label] = reference.get(label, 0.0) + float(p.grad.double().square().sum())
+    measured = probes.gradient_statistics(model)["layer_grad_norm"]
+    for label, squares in reference.items():
+        assert measured[label] > 0
+        assert measured[label] == pytest.approx(math.sqrt(squares), rel=1e-6), label
+
+
+@pytest.mark.parametrize("size", MAGNITUDES)
+def test_gradient_through_time_does_not_underflow(size):
+    """The per-step norms of a loss scaled down to ~1e-30: positive, and equal to a float64 reference."""
+    torch.manual_seed(4)
+    model = tiny("lstm", "ln", "in_cell")
+    x, y = torch.rand(4, 6, 2), torch.rand(4)
+    plain = probes.gradient_through_time(model, x, y, mse)
+    scale = size / max(plain)  # the largest step's norm becomes ≈ size
+
+    def tiny_loss(out, target):
+        return mse(out, target) * scale
+
+    measured = probes.gradient_through_time(model, x, y, tiny_loss)
+    trace: list[torch.Tensor] = []
+    with probes.buffers_preserved(model):
+        loss = tiny_loss(model(x, trace=trace), y)
+        grads = torch.autograd.grad(loss, trace, allow_unused=True)
+    reference = [float(g.double().norm(dim=-1).mean()) for g in grads]
+    assert all(v > 0 for v in measured)
+    assert measured == pytest.approx(reference, rel=1e-6)
+    assert max(measured) == pytest.approx(size, rel=1e-3)

@@ -1,67 +1,38 @@
-"""Confidence intervals without scipy: Student-t means and contrasts, Wilson/Newcombe proportions.
+"""Confidence intervals and the tests the report's verdicts rest on.
 
-The report must run anywhere the run records can be copied to, so the one special function it
-needs, the Student-t quantile, is computed here: with the substitution t = sqrt(nu) * tan(theta)
-the t density becomes c * cos(theta)^(nu - 1) on [0, pi/2), with
-c = Gamma((nu + 1) / 2) / (sqrt(pi) * Gamma(nu / 2)). That integrand is bounded and smooth for
-nu >= 1 (Welch degrees of freedom never fall below 1 when every arm has two runs), so Simpson's
-rule integrates it to ~1e-10 and bisection on theta inverts it. Non-integer nu works, which a
-lookup table would not give us.
+Student-t means, slopes and contrasts (Welch–Satterthwaite df), Wilson/Newcombe and Agresti–Caffo
+intervals for divergence rates, TOST for equivalence, and the design's minimum detectable effect.
+Quantiles come from scipy.stats.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from statistics import NormalDist
 from typing import Iterable, Sequence
 
 import numpy as np
+from scipy import stats
 
 LEVEL = 0.95
+EQUIVALENCE_LEVEL = 0.90  # TOST at alpha = 0.05 reads the 90% interval (Schuirmann 1987)
+POWER = 0.8
 METHOD = (
-    "Student-t intervals (Welch–Satterthwaite degrees of freedom for differences); the t quantile "
-    "is computed without scipy by integrating the t density numerically (Simpson's rule after "
-    "t = √ν·tan θ) and inverting it by bisection. Divergence-rate differences use Newcombe's "
-    "hybrid score interval built from Wilson intervals."
+    "Student-t intervals (Welch–Satterthwaite degrees of freedom for differences, quantiles from "
+    "scipy.stats.t); equivalence by two one-sided tests (TOST): the 90% interval must lie inside the "
+    "stated margin ±δ. Divergence-rate differences use Newcombe's hybrid score interval built from "
+    "Wilson intervals (Agresti–Caffo intervals, inverse-variance combined, when stratified)."
 )
 
-_SIMPSON_PANELS = 400  # even; error ~1e-10 for nu >= 1
 
-
-def _t_central_mass(theta: float, nu: float) -> float:
-    """P(0 < T < sqrt(nu) tan(theta)) for T ~ Student-t(nu)."""
-    if theta <= 0.0:
-        return 0.0
-    grid = np.linspace(0.0, theta, _SIMPSON_PANELS + 1)
-    density = np.cos(grid) ** (nu - 1.0)
-    weights = np.ones(_SIMPSON_PANELS + 1)
-    weights[1:-1:2] = 4.0
-    weights[2:-1:2] = 2.0
-    integral = theta / (3.0 * _SIMPSON_PANELS) * float(weights @ density)
-    scale = math.exp(math.lgamma((nu + 1.0) / 2.0) - math.lgamma(nu / 2.0)) / math.sqrt(math.pi)
-    return scale * integral
-
-
-@lru_cache(maxsize=4096)
 def t_quantile(p: float, nu: float) -> float:
     """Upper quantile of Student-t with nu >= 1 degrees of freedom, for 0.5 <= p < 1."""
     if not 0.5 <= p < 1.0:
         raise ValueError(f"t_quantile needs 0.5 <= p < 1, got {p}")
     if not nu >= 1.0:
         raise ValueError(f"t_quantile needs nu >= 1, got {nu}")
-    if nu > 1e6:  # indistinguishable from the normal at any precision we print
-        return NormalDist().inv_cdf(p)
-    target = p - 0.5
-    low, high = 0.0, math.pi / 2.0
-    for _ in range(60):
-        mid = (low + high) / 2.0
-        if _t_central_mass(mid, nu) < target:
-            low = mid
-        else:
-            high = mid
-    return math.sqrt(nu) * math.tan((low + high) / 2.0)
+    return float(stats.t.ppf(p, nu))
 
 
 @dataclass(frozen=True)
@@ -149,3 +120,98 @@ def proportion_difference(k1: int, n1: int, k2: int, n2: int, level: float = LEV
     l2, u2 = wilson_interval(k2, n2, level)
     d = p1 - p2
     return d, (d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2))
+
+
+def inverse_variance(estimates: Sequence[Estimate]) -> Estimate:
+    """Estimates of one effect from separate strata, combined with weights 1/var (the stratified
+    effect when an axis cannot be pooled because its levels are unbalanced between arms).
+
+    The result is the contrast sum(w_i / W * e_i), so its df is Welch–Satterthwaite's; an estimate
+    with an undefined or zero variance makes the combination undefined.
+    """
+    if not estimates:
+        return Estimate(math.nan, math.nan, math.nan)
+    if len(estimates) == 1:
+        return estimates[0]
+    if not all(math.isfinite(e.var) and e.var > 0.0 for e in estimates):
+        return Estimate(float(np.mean([e.value for e in estimates])), math.nan, math.nan)
+    weights = [1.0 / e.var for e in estimates]
+    total = sum(weights)
+    return combine([(w / total, e) for w, e in zip(weights, estimates)])
+
+
+def equivalence(estimate: Estimate, delta: float) -> str:
+    """TOST against the margin ±delta: "equivalent" when the 90% interval lies inside (−δ, +δ),
+    "different" when the 95% interval lies wholly beyond +δ or −δ, "undecided" otherwise."""
+    inner = estimate.interval(EQUIVALENCE_LEVEL)
+    outer = estimate.interval(LEVEL)
+    if inner is None or outer is None:
+        return "undecided"
+    if -delta < inner[0] and inner[1] < delta:
+        return "equivalent"
+    if outer[0] > delta or outer[1] < -delta:
+        return "different"
+    return "undecided"
+
+
+def non_inferiority(estimate: Estimate, delta: float) -> str:
+    """The lower of TOST's two one-sided tests: "not worse" when the 90% interval's lower end is
+    above −δ (the estimate is oriented so + = better), "worse" when the 95% interval lies below −δ."""
+    inner = estimate.interval(EQUIVALENCE_LEVEL)
+    outer = estimate.interval(LEVEL)
+    if inner is None or outer is None:
+        return "undecided"
+    if inner[0] > -delta:
+        return "not worse"
+    if outer[1] < -delta:
+        return "worse"
+    return "undecided"
+
+
+def minimum_detectable_effect(estimate: Estimate, alpha: float = 1 - LEVEL, power: float = POWER) -> float:
+    """(t_{1−α/2} + t_{power}) · SE on the estimate's df: for two arms of n seeds with pooled s,
+    SE = s·√(2/n), the textbook MDE of a two-sided test at level α with the given power."""
+    if not (math.isfinite(estimate.var) and estimate.df >= 1.0):
+        return math.nan
+    return (t_quantile(1 - alpha / 2, estimate.df) + t_quantile(power, estimate.df)) * math.sqrt(estimate.var)
+
+
+def _scaled(estimate: Estimate, seeds: float, to: float) -> Estimate:
+    """The same design with ``to`` seeds per arm instead of ``seeds``: variance ∝ 1/n, and the df
+    grow with the runs as a two-arm difference's 2n − 2 (or a slope's N − 2) do."""
+    return Estimate(estimate.value, estimate.var * seeds / to, max(1.0, (estimate.df + 2) * to / seeds - 2))
+
+
+def seeds_to_detect(estimate: Estimate, seeds: int, effect: float | None = None, limit: int = 1000) -> int | None:
+    """Seeds per arm at which the design's MDE falls to |effect| (the effect seen by default);
+    None when the variance is unknown or more than ``limit`` would be needed."""
+    target = abs(estimate.value if effect is None else effect)
+    if not (math.isfinite(estimate.var) and seeds >= 1 and target > 0):
+        return None
+    for n in range(2, limit + 1):
+        if minimum_detectable_effect(_scaled(estimate, seeds, n)) <= target:
+            return n
+    return None
+
+
+def seeds_for_equivalence(estimate: Estimate, seeds: int, delta: float, limit: int = 1000,
+                          one_sided: bool = False) -> int | None:
+    """Seeds per arm at which the 90% interval around the difference seen would fit inside ±δ (with
+    one_sided: above −δ, the estimate oriented + = better), no allowance for power; None when the
+    difference seen is already beyond the margin or it would take more than ``limit``."""
+    beyond = estimate.value <= -delta if one_sided else abs(estimate.value) >= delta
+    if not (math.isfinite(estimate.var) and seeds >= 1) or beyond:
+        return None
+    for n in range(2, limit + 1):
+        scaled = _scaled(estimate, seeds, n)
+        if (non_inferiority(scaled, delta) == "not worse" if one_sided else equivalence(scaled, delta) == "equivalent"):
+            return n
+    return None
+
+
+def agresti_caffo(k1: int, n1: int, k2: int, n2: int) -> Estimate:
+    """k1/n1 − k2/n2 with Agresti–Caffo's variance (one success and one failure added to each arm):
+    a normal-theory estimate that can be inverse-variance combined across strata."""
+    p1, p2 = (k1 + 1) / (n1 + 2), (k2 + 1) / (n2 + 2)
+    var = p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2)
+    return Estimate(k1 / n1 - k2 / n2, var, math.inf)

@@ -1,76 +1,114 @@
-"""Each claim on constructed runs: supported, contradicted, inconclusive, not applicable."""
+"""Each claim on constructed runs: every part tested, supported only when all parts hold."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from normbench.report.claims import (CLAIMS, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SUPPORTED,
+from normbench.report.claims import (CLAIMS, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SLOPE_DELTA, SUPPORTED,
                                      evaluate_claims, fp16_small_eps_nonfinite, gamma_small_flow,
                                      in_cell_most_stable, ln_batch_robust, postln_grad_depth,
-                                     postln_needs_warmup, rms_faster_than_ln)
+                                     postln_needs_warmup, rms_faster_than_ln, settings)
 
 SEEDS = (0, 1, 2)
+QUIET = 0.002  # seed-to-seed spread small enough for a TOST at δ = 0.01 to decide with 3 seeds
 
 
-def jitter(seed: int, scale: float = 0.01) -> float:
+def jitter(seed: int, scale: float = QUIET) -> float:
     return scale * (seed - 1)
+
+
+def statuses(verdict) -> list[str]:
+    return [part.status for part in verdict.parts]
 
 
 # --- ln_batch_robust ----------------------------------------------------------------------------
 
-def batch_runs(bn_small: float, ln_small: float, seeds=SEEDS) -> list[dict]:
+def batch_runs(bn_small: float, ln_small: float, seeds=SEEDS, task: str = "copy", large: float = 0.95,
+               spread: float = QUIET) -> list[dict]:
     rows = []
     for seed in seeds:
         for norm, small in (("bn", bn_small), ("ln", ln_small)):
-            rows.append({"seed": seed, "best_val": 0.95 + jitter(seed), "axes": {"norm": norm, "batch_size": 256}})
-            rows.append({"seed": seed, "best_val": small + jitter(seed), "axes": {"norm": norm, "batch_size": 4}})
+            rows.append({"seed": seed, "best_val": large + jitter(seed, spread),
+                         "axes": {"task": task, "norm": norm, "batch_size": 256}})
+            rows.append({"seed": seed, "best_val": small + jitter(seed, spread),
+                         "axes": {"task": task, "norm": norm, "batch_size": 4}})
     return rows
 
 
 @pytest.mark.parametrize("rows, expected", [
-    (batch_runs(bn_small=0.60, ln_small=0.94), SUPPORTED),
-    (batch_runs(bn_small=0.94, ln_small=0.60), CONTRADICTED),
-    (batch_runs(bn_small=0.60, ln_small=0.94, seeds=(0,)), INCONCLUSIVE),  # one seed per arm
-    ([r for r in batch_runs(0.6, 0.94) if r["axes"]["norm"] == "ln"], NOT_APPLICABLE),
+    (batch_runs(bn_small=0.60, ln_small=0.95), SUPPORTED),
+    (batch_runs(bn_small=0.95, ln_small=0.60), CONTRADICTED),
+    (batch_runs(bn_small=0.60, ln_small=0.95, seeds=(0,)), INCONCLUSIVE),  # one seed per arm
+    ([r for r in batch_runs(0.6, 0.95) if r["axes"]["norm"] == "ln"], NOT_APPLICABLE),
 ])
 def test_ln_batch_robust(runs_of, rows, expected):
     verdict = ln_batch_robust(runs_of(*rows))
     assert verdict.status == expected, verdict.explanation
     if expected != NOT_APPLICABLE:
         assert set(verdict.evidence["arm"]) == {"bn @ batch 256", "bn @ batch 4", "ln @ batch 256", "ln @ batch 4"}
+        assert len(verdict.parts) == 2 and "δ = 0.01 accuracy" in verdict.explanation
+
+
+def test_ln_and_bn_both_degrading_is_not_supported(runs_of):
+    """BN degrading more than LN is not "LN is robust": LN's own drop must be inside ±δ."""
+    verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.80)))
+    assert statuses(verdict) == [SUPPORTED, CONTRADICTED]
+    assert verdict.status == CONTRADICTED
+
+
+def test_ln_flat_but_noisy_is_inconclusive(runs_of):
+    """LN's mean does not move, but its interval is wider than ±δ: equivalence is not shown."""
+    verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.95, spread=0.05)))
+    assert statuses(verdict)[1] == INCONCLUSIVE and verdict.status == INCONCLUSIVE
+    assert "seeds per arm would put the 90% interval inside ±δ" in verdict.explanation
 
 
 def test_ln_batch_robust_is_direction_aware(runs_of):
-    """With mse (lower is better), BN's error rising at small batch is a drop in quality."""
-    rows = []
-    for seed in SEEDS:
-        for norm, small in (("bn", 0.5), ("ln", 0.05)):
-            rows.append({"seed": seed, "best_val": 0.05 + jitter(seed), "axes": {"task": "adding", "norm": norm, "batch_size": 256}})
-            rows.append({"seed": seed, "best_val": small + jitter(seed), "axes": {"task": "adding", "norm": norm, "batch_size": 4}})
-    verdict = ln_batch_robust(runs_of(*rows))
-    assert verdict.status == SUPPORTED
-    assert verdict.effect.estimate == pytest.approx(0.45)
+    """With mse (lower is better), BN's error rising at small batch is a drop in quality; the
+    effect is printed in raw mse, large − small, and its label says lower is better."""
+    verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.5, ln_small=0.05, large=0.05, task="adding")))
+    assert verdict.status == SUPPORTED, verdict.explanation
+    assert verdict.effect.estimate == pytest.approx(0.05 - 0.5)
+    assert "bn @ batch 256 − bn @ batch 4" in verdict.effect.label and "lower is better" in verdict.effect.label
+    assert "δ = 0.0167 mse (10% of the range from chance 0.167 to the ideal 0)" in verdict.explanation
 
 
-def test_diverged_runs_score_chance(runs_of):
-    """BN diverging at small batch is the effect, not missing data."""
-    rows = batch_runs(bn_small=0.94, ln_small=0.94)
+def test_divergence_is_the_effect_not_missing_data(runs_of):
+    """BN diverging at small batch is shown by its divergence rate, reported beside the scores."""
+    rows = batch_runs(bn_small=0.95, ln_small=0.95)
     for row in rows:
-        if row["axes"] == {"norm": "bn", "batch_size": 4}:
+        if row["axes"]["norm"] == "bn" and row["axes"]["batch_size"] == 4:
             row["status"] = "diverged"
     verdict = ln_batch_robust(runs_of(*rows))
-    assert verdict.status == SUPPORTED
-    assert verdict.effect.estimate == pytest.approx(0.95 - 0.1 - (0.95 - 0.94))
+    assert verdict.status == SUPPORTED, verdict.explanation
+    rate = verdict.parts[0].effects[1]
+    assert rate.label.startswith("divergence rate") and rate.estimate == -1.0 and rate.interval[1] < 0
+
+
+def test_mse_divergence_never_scores_better_than_a_finished_run(runs_of):
+    """Finished runs far worse than chance (1.69 vs 0.167) still beat diverged ones."""
+    rows = batch_runs(bn_small=0.05, ln_small=0.05, large=0.05, task="adding")
+    for row in rows:
+        if row["axes"]["norm"] == "bn":
+            if row["axes"]["batch_size"] == 256:
+                row["best_val"] = 1.69 + jitter(row["seed"])
+            else:
+                row["status"] = "diverged"
+    verdict = ln_batch_robust(runs_of(*rows))
+    assert verdict.parts[0].status == SUPPORTED, verdict.explanation  # the diverged arm is the worse one
+    assert "chance" not in verdict.parts[0].test
 
 
 # --- postln_needs_warmup ------------------------------------------------------------------------
 
-def warmup_runs(post_cold: float, pre_cold: float, seeds=SEEDS) -> list[dict]:
+def warmup_runs(post_cold: float, pre_cold: float, seeds=SEEDS, spread: float = QUIET) -> list[dict]:
     rows = []
     for seed in seeds:
         for placement, cold in (("post", post_cold), ("pre", pre_cold)):
-            rows.append({"seed": seed, "best_val": 0.9 + jitter(seed), "axes": {"placement": placement, "warmup_steps": 200}})
-            rows.append({"seed": seed, "best_val": cold + jitter(seed), "axes": {"placement": placement, "warmup_steps": 0}})
+            rows.append({"seed": seed, "best_val": 0.9 + jitter(seed, spread), "axes": {"placement": placement, "warmup_steps": 200}})
+            rows.append({"seed": seed, "best_val": cold + jitter(seed, spread), "axes": {"placement": placement, "warmup_steps": 0}})
     return rows
 
 
@@ -81,27 +119,73 @@ def warmup_runs(post_cold: float, pre_cold: float, seeds=SEEDS) -> list[dict]:
     ([r for r in warmup_runs(0.3, 0.9) if r["axes"]["warmup_steps"] == 0], NOT_APPLICABLE),
 ])
 def test_postln_needs_warmup(runs_of, rows, expected):
-    assert postln_needs_warmup(runs_of(*rows)).status == expected
+    verdict = postln_needs_warmup(runs_of(*rows))
+    assert verdict.status == expected, verdict.explanation
 
 
 def test_postln_needs_warmup_noisy_is_inconclusive(runs_of):
     rows = warmup_runs(post_cold=0.85, pre_cold=0.9)
     for row in rows:
         row["best_val"] += 0.2 * (row["seed"] - 1) * (1 if row["axes"]["placement"] == "post" else -1)
-    assert postln_needs_warmup(runs_of(*rows)).status == INCONCLUSIVE
+    verdict = postln_needs_warmup(runs_of(*rows))
+    assert verdict.status == INCONCLUSIVE
+    assert "Minimum detectable effect of this design" in verdict.explanation and "seeds per arm" in verdict.explanation
+
+
+def test_pre_ln_needing_warmup_too_is_not_supported(runs_of):
+    """Post-LN gaining from warm-up is half the claim; Pre-LN gaining as much contradicts the other half."""
+    verdict = postln_needs_warmup(runs_of(*warmup_runs(post_cold=0.3, pre_cold=0.3)))
+    assert statuses(verdict) == [SUPPORTED, CONTRADICTED] and verdict.status == CONTRADICTED
+
+
+def test_depths_without_overlap_cannot_be_pooled(runs_of):
+    """Warm-up only at 2 layers and none only at 6: depth and warm-up are confounded."""
+    rows = []
+    for seed in SEEDS:
+        for placement in ("post", "pre"):
+            rows.append({"seed": seed, "best_val": 0.5 + jitter(seed), "axes": {"placement": placement, "warmup_steps": 200, "layers": 2}})
+            rows.append({"seed": seed, "best_val": 0.9 + jitter(seed), "axes": {"placement": placement, "warmup_steps": 0, "layers": 6}})
+    verdict = postln_needs_warmup(runs_of(*rows))
+    assert verdict.status == NOT_APPLICABLE and "share no level of layers" in verdict.explanation
+
+
+def test_unbalanced_depths_are_stratified(runs_of):
+    """Within each depth warm-up costs Post-LN 0.05, but warm-up was run mostly at the easy depth:
+    pooled naively the effect flips to +0.083; stratified it stays −0.05."""
+    rows = []
+    cells = {("post", 200, 2): (0.85, 4), ("post", 200, 6): (0.45, 2), ("post", 0, 2): (0.90, 2), ("post", 0, 6): (0.50, 4),
+             ("pre", 200, 2): (0.90, 3), ("pre", 200, 6): (0.50, 3), ("pre", 0, 2): (0.90, 3), ("pre", 0, 6): (0.50, 3)}
+    for (placement, warmup, layers), (value, seeds) in cells.items():
+        for seed in range(seeds):
+            rows.append({"seed": seed, "best_val": value + 0.004 * (seed - (seeds - 1) / 2),
+                         "axes": {"placement": placement, "warmup_steps": warmup, "layers": layers}})
+    verdict = postln_needs_warmup(runs_of(*rows))
+    post = verdict.parts[0]
+    assert post.effects[0].estimate == pytest.approx(-0.05, abs=1e-9)
+    assert post.status == CONTRADICTED and "Stratified by layers" in post.test
+    assert "Pooled over layers (balanced" in verdict.parts[1].test  # Pre-LN's arms are balanced
+    assert verdict.status == CONTRADICTED
 
 
 # --- postln_grad_depth --------------------------------------------------------------------------
 
-def depth_runs(pre_exponent: float, post_exponent: float, seeds=(0, 1)) -> list[dict]:
+NOISE = {(0, 2): 0.3, (0, 4): -0.2, (0, 8): 0.1, (1, 2): -0.25, (1, 4): 0.3, (1, 8): -0.15,
+         (2, 2): -0.05, (2, 4): -0.1, (2, 8): 0.2}
+
+
+def depth_runs(pre_exponent: float, post_exponent: float, seeds=(0, 1), post_noise: float = 0.0,
+               warmups=(0,)) -> list[dict]:
     rows = []
     for seed in seeds:
         for layers in (2, 4, 8):
             for placement, exponent in (("pre", pre_exponent), ("post", post_exponent)):
                 last = 2.0 * layers ** exponent * (1 + 0.03 * (seed - 0.5))
-                rows.append({"seed": seed, "axes": {"placement": placement, "layers": layers},
-                             "profiles": {"layer_grad_norm_init": {"embed": 9.0, "layers.0": 5.0,
-                                                                   f"layers.{layers - 1}": last}}})
+                if placement == "post":
+                    last *= math.exp(post_noise * NOISE[(seed, layers)])
+                for warmup in warmups:
+                    rows.append({"seed": seed, "axes": {"placement": placement, "layers": layers, "warmup_steps": warmup},
+                                 "profiles": {"layer_grad_norm_init": {"embed": 9.0, "layers.0": 5.0,
+                                                                       f"layers.{layers - 1}": last}}})
     return rows
 
 
@@ -117,6 +201,29 @@ def test_postln_grad_depth(runs_of, rows, expected):
     assert verdict.status == expected, verdict.explanation
     if expected == SUPPORTED:
         assert verdict.effect.estimate == pytest.approx(-0.5, abs=0.05)
+        assert f"δ = {SLOPE_DELTA:g} in log-log units" in verdict.explanation
+
+
+def test_a_changing_slope_on_the_flat_side_is_not_supported(runs_of):
+    """Pre-LN shrinking is half the claim; Post-LN rising with depth contradicts the other half."""
+    verdict = postln_grad_depth(runs_of(*depth_runs(pre_exponent=-0.5, post_exponent=0.5)))
+    assert statuses(verdict) == [SUPPORTED, CONTRADICTED] and verdict.status == CONTRADICTED
+
+
+def test_flat_but_noisy_is_inconclusive(runs_of):
+    """Post-LN's slope is about 0 but its 90% interval is wider than ±δ: flatness is not shown."""
+    verdict = postln_grad_depth(runs_of(*depth_runs(-0.5, 0.0, seeds=(0, 1, 2), post_noise=1.0)))
+    assert statuses(verdict) == [SUPPORTED, INCONCLUSIVE] and verdict.status == INCONCLUSIVE
+    assert abs(verdict.parts[1].effects[0].estimate) < SLOPE_DELTA
+
+
+def test_warmup_does_not_multiply_a_gradient_measured_at_init(runs_of):
+    """The same seed at two warm-up lengths is one observation of the gradient at init."""
+    once = postln_grad_depth(runs_of(*depth_runs(-0.5, 0.0)))
+    twice = postln_grad_depth(runs_of(*depth_runs(-0.5, 0.0, warmups=(0, 200))))
+    assert twice.n_per_arm == once.n_per_arm
+    assert twice.parts[0].effects[0].interval == pytest.approx(once.parts[0].effects[0].interval)
+    assert "counted once per seed" in twice.explanation
 
 
 def test_last_layer_is_the_deepest_block(runs_of):
@@ -127,13 +234,15 @@ def test_last_layer_is_the_deepest_block(runs_of):
 
 # --- gamma_small_flow ---------------------------------------------------------------------------
 
-def gamma_runs(small_ratio: float, unit_ratio: float, seeds=SEEDS, gammas=(0.1, 1.0)) -> list[dict]:
+def gamma_runs(small_ratio: float, unit_ratio: float, seeds=SEEDS, gammas=(0.1, 1.0), norm: str = "ln",
+               task: str = "copy", small_val: float = 0.9, unit_val: float = 0.9, spread: float = QUIET) -> list[dict]:
     rows = []
     for seed in seeds:
         for gamma in gammas:
             ratio = small_ratio if gamma == 0.1 else unit_ratio
-            rows.append({"seed": seed, "recurrent": True, "best_val": 0.9 + jitter(seed),
-                         "axes": {"model": "lstm", "placement": "in_cell", "gamma_init": gamma},
+            rows.append({"seed": seed, "recurrent": True,
+                         "best_val": (small_val if gamma == 0.1 else unit_val) + jitter(seed, spread),
+                         "axes": {"task": task, "model": "lstm", "norm": norm, "placement": "in_cell", "gamma_init": gamma},
                          "metrics": {"grad_time_ratio_init": ratio + jitter(seed, 0.05)}})
     return rows
 
@@ -151,12 +260,26 @@ def test_gamma_small_flow(runs_of, rows, expected):
     assert verdict.status == expected, verdict.explanation
 
 
-def test_gamma_small_flow_reports_ln_accuracy(runs_of):
-    verdict = gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0)))
-    (accuracy,) = verdict.more_effects
-    assert accuracy.estimate == pytest.approx(0.0, abs=1e-12)
-    assert accuracy.interval[0] <= 0 <= accuracy.interval[1]
-    assert "consistent with insensitivity" in verdict.explanation
+def test_gamma_small_flow_tests_ln_accuracy(runs_of):
+    """Better flow with LN's accuracy moving by 0.05 is not "insensitive"."""
+    verdict = gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0, small_val=0.85)))
+    assert statuses(verdict) == [SUPPORTED, CONTRADICTED] and verdict.status == CONTRADICTED
+    noisy = gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0, spread=0.05)))
+    assert statuses(noisy) == [SUPPORTED, INCONCLUSIVE] and noisy.status == INCONCLUSIVE
+
+
+def test_gamma_small_flow_without_ln_cannot_be_supported(runs_of):
+    verdict = gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0, norm="bn")))
+    assert statuses(verdict) == [SUPPORTED, NOT_APPLICABLE] and verdict.status == INCONCLUSIVE
+    assert "No LN runs at both gains" in verdict.explanation
+
+
+def test_effect_label_says_what_the_number_is(runs_of):
+    """The table's 0.1682 at gamma 0.1 and 0.1541 at 1.0 (mse) print as +0.0141, gamma 0.1 − gamma 1.0."""
+    verdict = gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0, task="adding", small_val=0.1682, unit_val=0.1541)))
+    accuracy = verdict.parts[1].effects[0]
+    assert accuracy.estimate == pytest.approx(0.1682 - 0.1541)
+    assert "mse of finished runs: LN gamma 0.1 − LN gamma 1.0 (lower is better" in accuracy.label
 
 
 # --- fp16_small_eps_nonfinite -------------------------------------------------------------------
@@ -184,18 +307,20 @@ def test_fp16_small_eps_nonfinite(runs_of, rows, expected):
 
 # --- rms_faster_than_ln -------------------------------------------------------------------------
 
-def speed_runs(rms_ms: float, ln_ms: float, rms_val: float = 0.9, seeds=SEEDS) -> list[dict]:
+def speed_runs(rms_ms: float, ln_ms: float, rms_val: float = 0.9, seeds=SEEDS, rms_spread: float = 14 / 11) -> list[dict]:
     rows = []
     for seed in seeds:
-        for norm, ms, val in (("rms", rms_ms, rms_val), ("ln", ln_ms, 0.9)):
+        for norm, ms, val, spread in (("rms", rms_ms, rms_val, rms_spread), ("ln", ln_ms, 0.9, 14 / 11)):
+            median = ms * (1 + 0.01 * (seed - 1))
             rows.append({"seed": seed, "best_val": val + jitter(seed), "axes": {"norm": norm},
-                         "throughput": {"step_ms_median": ms * (1 + 0.01 * (seed - 1))}})
+                         "throughput": {"step_ms_median": median, "step_ms_p10": median * 0.95,
+                                        "step_ms_p90": median * 0.95 * spread}})
     return rows
 
 
 @pytest.mark.parametrize("rows, expected", [
     (speed_runs(rms_ms=10, ln_ms=12), SUPPORTED),
-    (speed_runs(rms_ms=10, ln_ms=12, rms_val=0.95), SUPPORTED),  # more accurate is fine
+    (speed_runs(rms_ms=10, ln_ms=12, rms_val=0.95), SUPPORTED),  # more accurate is no accuracy cost
     (speed_runs(rms_ms=14, ln_ms=12), CONTRADICTED),  # slower
     (speed_runs(rms_ms=10, ln_ms=12, rms_val=0.6), CONTRADICTED),  # faster but less accurate
     (speed_runs(rms_ms=12, ln_ms=12), INCONCLUSIVE),
@@ -212,16 +337,27 @@ def test_rms_speed_effect_is_a_ratio(runs_of):
     assert verdict.effect.null == 1.0
     assert verdict.effect.estimate == pytest.approx(10 / 12, rel=1e-3)
     assert verdict.effect.interval[1] < 1.0
+    assert "not interleaved" in verdict.explanation
+
+
+def test_disturbed_timings_are_set_aside(runs_of):
+    """RMSNorm's runs all show interference (p90/p10 = 3): speed cannot be judged from them."""
+    verdict = rms_faster_than_ln(runs_of(*speed_runs(rms_ms=10, ln_ms=12, rms_spread=3.0)))
+    assert verdict.parts[0].status == INCONCLUSIVE and verdict.status == INCONCLUSIVE
+    assert "3 run(s) whose step-time p90/p10 exceeds 1.5" in verdict.explanation
+    assert "Cannot be judged: fewer than 2 undisturbed timings" in verdict.explanation
 
 
 # --- in_cell_most_stable ------------------------------------------------------------------------
 
-def stability_runs(in_cell: float, post: float, none: float, seeds=SEEDS) -> list[dict]:
+def stability_runs(in_cell: float, post: float, none: float, seeds=SEEDS, norm: str = "ln",
+                   grad_max=lambda kurtosis: kurtosis ** 3) -> list[dict]:
     rows = []
     for seed in seeds:
-        for norm, placement, kurtosis in (("ln", "in_cell", in_cell), ("ln", "post", post), ("none", "none", none)):
-            rows.append({"seed": seed, "recurrent": True, "axes": {"model": "lstm", "norm": norm, "placement": placement},
-                         "metrics": {"grad_kurtosis": kurtosis + jitter(seed, 0.1), "grad_norm_max": kurtosis ** 3}})
+        for arm_norm, placement, kurtosis in ((norm, "in_cell", in_cell), (norm, "post", post), ("none", "none", none)):
+            rows.append({"seed": seed, "recurrent": True, "axes": {"model": "lstm", "norm": arm_norm, "placement": placement},
+                         "metrics": {"grad_kurtosis": kurtosis + jitter(seed, 0.1),
+                                     "grad_norm_max": grad_max(kurtosis) * (1 + jitter(seed, 0.1))}})
     return rows
 
 
@@ -237,6 +373,43 @@ def test_in_cell_most_stable(runs_of, rows, expected):
     assert verdict.status == expected, verdict.explanation
     if expected != NOT_APPLICABLE:
         assert list(verdict.evidence["arm"]) == ["in_cell", "post", "none"]
+
+
+def test_in_cell_most_stable_is_about_layernorm(runs_of):
+    """A BatchNorm-only sweep says nothing about LayerNorm in the cell."""
+    verdict = in_cell_most_stable(runs_of(*stability_runs(3.2, 5.0, 8.7, norm="bn")))
+    assert verdict.status == NOT_APPLICABLE and "LayerNorm" in verdict.explanation
+
+
+def test_gradient_norms_that_contradict_the_kurtosis_are_not_ignored(runs_of):
+    """Lower kurtosis in the cell, but its largest gradients are 100× larger: the measures disagree."""
+    rows = stability_runs(3.2, 5.0, 8.7, grad_max=lambda k: 1e4 if k == 3.2 else 100.0)
+    verdict = in_cell_most_stable(runs_of(*rows))
+    assert verdict.parts[0].status == INCONCLUSIVE and "disagree" in verdict.parts[0].note
+    assert verdict.status != SUPPORTED
+
+
+def test_in_cell_diverging_more_contradicts_stability(runs_of):
+    rows = stability_runs(3.2, 5.0, 8.7, seeds=(0, 1, 2, 3, 4))
+    for row in rows:
+        if row["axes"]["placement"] == "in_cell":
+            row["status"] = "diverged"
+    verdict = in_cell_most_stable(runs_of(*rows))
+    assert verdict.parts[0].status == CONTRADICTED and verdict.status == CONTRADICTED
+
+
+# --- settings ------------------------------------------------------------------------------------
+
+def test_settings_ignore_missing_values_and_constant_extra_axes(runs_of):
+    """eps does not apply to norm=none (NaN there): it must not split the runs into settings."""
+    rows = [{"seed": s, "axes": {"norm": "ln", "eps": 1e-5, "optim.weight_decay": 0.0}} for s in SEEDS]
+    rows += [{"seed": s, "axes": {"norm": "none", "eps": None, "optim.weight_decay": 0.0}} for s in SEEDS]
+    runs = runs_of(*rows)
+    assert [name for name, _ in settings(runs, ("norm",))] == [""]
+    rows += [{"seed": s, "axes": {"norm": "ln", "eps": 1e-3, "optim.weight_decay": 0.0}} for s in SEEDS]
+    split = settings(runs_of(*rows), ("norm",))
+    assert sorted(name for name, _ in split) == ["eps=0.001", "eps=1e-05"]
+    assert all((part["axes.norm"] == "none").sum() == 3 for _, part in split)  # norm=none joins both
 
 
 # --- the registry -------------------------------------------------------------------------------
@@ -267,7 +440,7 @@ def test_single_seed_never_supports(runs_of):
 def test_claims_compare_like_with_like_across_mixed_sweeps(runs_of):
     """A smoke sweep's tiny runs beside a real batch-size sweep: the claim is judged within the real
     setting, the smoke setting is listed apart, and neither is pooled into the other."""
-    real = [dict(r, axes={**r["axes"], "steps": 400}) for r in batch_runs(bn_small=0.60, ln_small=0.94)]
+    real = [dict(r, axes={**r["axes"], "steps": 400}) for r in batch_runs(bn_small=0.60, ln_small=0.95)]
     smoke = [{"seed": 0, "best_val": 0.1 * i, "axes": {"norm": norm, "batch_size": bs, "steps": 4}}
              for i, (norm, bs) in enumerate([("bn", 4), ("bn", 256), ("ln", 4), ("ln", 256)] * 3)]
     verdicts = dict((c.id, v) for c, v in evaluate_claims(runs_of(*real, *smoke)))

@@ -1,4 +1,4 @@
-"""The t quantile and intervals the report computes without scipy."""
+"""The t quantile, intervals, TOST and design sizes the report computes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ import math
 
 import pytest
 
-from normbench.report.intervals import (Estimate, combine, mean_estimate, proportion_difference, slope_estimate,
-                                        t_quantile, wilson_interval)
+from scipy import stats
+
+from normbench.report.intervals import (Estimate, agresti_caffo, combine, equivalence, inverse_variance,
+                                        mean_estimate, minimum_detectable_effect, non_inferiority,
+                                        proportion_difference, seeds_for_equivalence, seeds_to_detect,
+                                        slope_estimate, t_quantile, wilson_interval)
 
 # Two-sided 95% critical values from any printed t table.
 TABLE = {1: 12.7062, 2: 4.3027, 3: 3.1824, 4: 2.7764, 5: 2.5706, 10: 2.2281, 30: 2.0423, 120: 1.9799}
@@ -25,7 +29,6 @@ def test_t_quantile_other_levels_and_the_normal_limit():
 
 
 def test_t_quantile_non_integer_df_agrees_with_scipy():
-    stats = pytest.importorskip("scipy.stats")
     for df in (1.3, 2.7, 7.5, 41.2):
         assert t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-7)
 
@@ -73,3 +76,62 @@ def test_wilson_and_newcombe():
     assert difference == 1.0 and 0 < low < high <= 1.0
     _, (low, high) = proportion_difference(1, 3, 0, 3)
     assert low < 0 < high
+
+
+def test_tost_needs_the_90_percent_interval_inside_the_margin():
+    tight = Estimate(0.002, 0.001 ** 2, 10.0)
+    assert equivalence(tight, 0.01) == "equivalent"
+    wide = Estimate(0.0, 0.02 ** 2, 10.0)  # contains 0, but reaches beyond ±0.01
+    assert wide.interval()[0] < 0 < wide.interval()[1]
+    assert equivalence(wide, 0.01) == "undecided"
+    assert equivalence(Estimate(0.5, 0.01 ** 2, 10.0), 0.01) == "different"
+    assert equivalence(Estimate(0.0, math.nan, math.nan), 0.01) == "undecided"
+    # the boundary is the 90% interval, t_0.95 on the estimate's df
+    half = stats.t.ppf(0.95, 10.0) * 0.001
+    assert equivalence(Estimate(0.01 - half * 1.01, 0.001 ** 2, 10.0), 0.01) == "equivalent"
+    assert equivalence(Estimate(0.01 - half * 0.99, 0.001 ** 2, 10.0), 0.01) == "undecided"
+
+
+def test_non_inferiority_is_the_lower_one_sided_test():
+    assert non_inferiority(Estimate(0.3, 0.01 ** 2, 10.0), 0.01) == "not worse"  # better is fine
+    assert non_inferiority(Estimate(-0.3, 0.01 ** 2, 10.0), 0.01) == "worse"
+    assert non_inferiority(Estimate(-0.01, 0.01 ** 2, 10.0), 0.01) == "undecided"
+
+
+def test_minimum_detectable_effect_and_seeds_needed():
+    s, n = 0.1, 5
+    estimate = combine([(1, Estimate(0.0, s * s / n, n - 1)), (-1, Estimate(0.0, s * s / n, n - 1))])
+    df = 2 * n - 2
+    expected = (stats.t.ppf(0.975, df) + stats.t.ppf(0.8, df)) * s * math.sqrt(2 / n)
+    assert minimum_detectable_effect(estimate) == pytest.approx(expected, rel=1e-9)
+    needed = seeds_to_detect(Estimate(0.05, estimate.var, estimate.df), n)
+    at = lambda k: (stats.t.ppf(0.975, 2 * k - 2) + stats.t.ppf(0.8, 2 * k - 2)) * s * math.sqrt(2 / k)
+    assert at(needed) <= 0.05 < at(needed - 1)
+    assert seeds_to_detect(Estimate(0.0, estimate.var, estimate.df), n) is None
+    assert seeds_for_equivalence(Estimate(0.02, estimate.var, estimate.df), n, 0.01) is None  # already beyond δ
+    more = seeds_for_equivalence(Estimate(0.0, estimate.var, estimate.df), n, 0.05)
+    assert more > n and equivalence(Estimate(0.0, estimate.var * n / more, 2 * more - 2), 0.05) == "equivalent"
+
+
+def test_inverse_variance_combination():
+    a, b = Estimate(1.0, 1.0, 4.0), Estimate(2.0, 4.0, 4.0)
+    combined = inverse_variance([a, b])
+    assert combined.value == pytest.approx((1.0 / 1 + 2.0 / 4) / (1 / 1 + 1 / 4))
+    assert combined.var == pytest.approx(1 / (1 / 1 + 1 / 4))
+    assert inverse_variance([a]) == a
+    assert math.isnan(inverse_variance([a, Estimate(2.0, math.nan, 0.0)]).var)
+
+
+def test_agresti_caffo():
+    estimate = agresti_caffo(3, 3, 0, 3)
+    assert estimate.value == 1.0
+    assert estimate.var == pytest.approx(2 * (0.8 * 0.2 / 5))
+    low, high = estimate.interval()
+    assert 0 < low < 1 < high
+
+
+def test_seeds_for_non_inferiority_allow_a_better_estimate():
+    better = Estimate(0.05, 0.02 ** 2, 4.0)  # better by more than δ: equivalence can never be shown
+    assert seeds_for_equivalence(better, 3, 0.01) is None
+    assert seeds_for_equivalence(better, 3, 0.01, one_sided=True) == 3  # already shown at 3
+    assert seeds_for_equivalence(Estimate(-0.02, 0.02 ** 2, 4.0), 3, 0.01, one_sided=True) is None

@@ -1,0 +1,177 @@
+"""Which groups of a task are "not shown to be worse than the best": the ★ of a leaderboard.
+
+A leaderboard's ★ is a statistical statement, so it follows a stated rule (RULE below):
+
+1. Scores are the primary metric of the runs that trained, oriented so higher = better. A diverged
+   run ranks below every finished run (never at the task's chance level: an MSE run that trained can
+   end far worse than chance, so scoring divergence at chance would reward it).
+2. Only groups with at least 2 runs that trained and at least one that finished are eligible: one
+   run has no spread to compare, and a group with nothing but divergences has no score.
+3. The best group is the eligible group with the highest mean rank of its runs in one ranking of all
+   eligible runs (diverged runs tied at the bottom), ties broken by the mean of its finished runs.
+   A mostly-diverged group has a low mean rank, so its one surviving run cannot make it best.
+4. Each other eligible group is compared with the best by a one-sided test of "worse than the
+   best": Welch's t-test on the scores when neither group has a diverged run; otherwise the
+   Mann–Whitney U test on the scores with diverged runs ranked worst, and Fisher's exact test on
+   the divergence counts (diverged vs finished), combined by Bonferroni (p = twice the smaller):
+   a rank test on five runs a side cannot reject at 5% however many diverged, the counts can.
+   Two groups whose runs all score one identical value are tied (p = 1, both ★: their results are
+   the same, not merely untested); two constant groups with different values differ with certainty
+   (p = 0): no test is needed to see that.
+   A group more than half of whose runs diverged, compared with a best group whose runs mostly
+   finished, is worse by definition (its median run diverged, the best's did not) and is not tested:
+   EVIDENCE.md's "a group whose runs mostly diverged is not best" holds however few runs there are.
+5. Holm's step-down correction over those m comparisons at α = 0.05: a group is shown worse when
+   its p-value is rejected by Holm. The best group and every group not shown worse get the ★.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+ALPHA = 0.05
+_EXACT_LIMIT = 9999  # arrangements of two groups' runs up to which the rank test is exact
+RULE = (
+    "★ = not shown to be worse than the best group of the task. Diverged runs rank below every "
+    "finished run. The best group is the one with the highest mean rank of its runs (diverged runs "
+    "counted); each other group is compared with it by a one-sided Welch t-test on the primary "
+    "metric, or, when either group has a diverged run, a one-sided Mann–Whitney U test with diverged "
+    "runs ranked worst together with Fisher's exact test on the divergence counts (Bonferroni: twice "
+    f"the smaller p); Holm's step-down correction over the comparisons at α = {ALPHA:g}. A group most "
+    "of whose runs diverged is worse than a best group most of whose runs finished, untested. "
+    "Groups with fewer than 2 runs, or with no finished run, get no ★."
+)
+
+
+@dataclass
+class BestSet:
+    """The outcome of the rule for one task."""
+
+    best: str | None            # the group the others are compared with; None when no group is eligible
+    members: list[str]          # the ★ groups, best first
+    comparisons: pd.DataFrame   # group, eligible, test, p, holm_threshold, shown_worse, why
+    rule: str = RULE
+
+
+def _oriented(scores: pd.Series, higher_is_better: bool) -> pd.Series:
+    return scores.astype(float) if higher_is_better else -scores.astype(float)
+
+
+def _worse_p(best: np.ndarray, other: np.ndarray, best_diverged: int, other_diverged: int) -> tuple[str, float]:
+    """One-sided p-value of "other is worse than best"; finished scores oriented higher = better."""
+    if best_diverged == 0 and other_diverged == 0:
+        if np.ptp(best) == 0 and np.ptp(other) == 0:  # both constant: the difference is exact
+            return "exact (both groups constant)", 0.0 if best[0] > other[0] else 1.0
+        result = stats.ttest_ind(best, other, equal_var=False, alternative="greater")
+        return "Welch t (one-sided)", float(result.pvalue)
+    floor = min(np.min(best, initial=0.0), np.min(other, initial=0.0)) - 1.0  # below every finished run
+    ranked_best = np.concatenate([best, np.full(best_diverged, floor)])
+    ranked_other = np.concatenate([other, np.full(other_diverged, floor)])
+    if np.ptp(np.concatenate([ranked_best, ranked_other])) == 0:
+        return "Mann–Whitney U (one-sided, all tied)", 1.0
+    n1, n2 = len(ranked_best), len(ranked_other)
+    # The exact permutation distribution when it is small enough to enumerate (ties handled);
+    # the normal approximation beyond that.
+    method = (stats.PermutationMethod(n_resamples=_EXACT_LIMIT) if math.comb(n1 + n2, n1) <= _EXACT_LIMIT
+              else "asymptotic")
+    ranks = float(stats.mannwhitneyu(ranked_best, ranked_other, alternative="greater", method=method).pvalue)
+    # Rank tests are weak on a few runs; the divergence counts alone can be stronger evidence.
+    counts = float(stats.fisher_exact([[other_diverged, len(other)], [best_diverged, len(best)]],
+                                      alternative="greater").pvalue)
+    return ("Mann–Whitney U (one-sided, diverged ranked worst) and Fisher's exact test on divergence counts, "
+            "Bonferroni-combined"), min(1.0, 2 * min(ranks, counts))
+
+
+def holm(p_values: list[float], alpha: float = ALPHA) -> tuple[list[bool], list[float]]:
+    """Holm's step-down: sort p ascending, reject the i-th smallest while p ≤ α / (m − i); stop at
+    the first that is not rejected. Returns (rejected, threshold) in the input order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    rejected, thresholds = [False] * m, [math.nan] * m
+    still = True
+    for step, i in enumerate(order):
+        thresholds[i] = alpha / (m - step)
+        still = still and p_values[i] <= thresholds[i]
+        rejected[i] = still
+    return rejected, thresholds
+
+
+def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group", status: str = "status",
+             score: str = "metrics.best_val", alpha: float = ALPHA) -> BestSet:
+    """The ★ groups of one task's runs (one row per run) under the rule in the module docstring.
+
+    Runs whose status is neither "ok" nor "diverged" (failed, interrupted, ...) have no score and
+    are left out; an "ok" run without a finite score is left out too.
+    """
+    finished = (runs[status] == "ok") & np.isfinite(pd.to_numeric(runs[score], errors="coerce"))
+    diverged = runs[status] == "diverged"
+    used = runs[finished | diverged]
+    oriented = _oriented(pd.to_numeric(used[score], errors="coerce"), higher_is_better)
+    is_diverged = used[status] == "diverged"
+
+    rows, eligible = [], []
+    for name, part in used.groupby(group, sort=False):
+        n, n_finished = len(part), int((~is_diverged[part.index]).sum())
+        why = ("fewer than 2 runs" if n < 2 else "no finished run" if n_finished == 0 else "")
+        rows.append({"group": name, "runs": n, "diverged": n - n_finished, "eligible": not why, "why": why})
+        if not why:
+            eligible.append(name)
+    table = pd.DataFrame(rows, columns=["group", "runs", "diverged", "eligible", "why"])
+    if not eligible:
+        return BestSet(None, [], table.assign(test="", p=math.nan, holm_threshold=math.nan, shown_worse=False))
+
+    pool = used[used[group].isin(eligible)]
+    floor = oriented[~is_diverged].min() - 1.0
+    ranked = oriented.where(~is_diverged, floor)[pool.index].rank(method="average")
+    mean_rank = ranked.groupby(pool[group]).mean()
+    finished_mean = oriented[pool.index][~is_diverged[pool.index]].groupby(pool[group]).mean()
+    order = sorted(eligible, key=lambda g: (-mean_rank[g], -finished_mean.get(g, -math.inf)))
+    best = order[0]
+
+    def arm(name: str) -> tuple[np.ndarray, int]:
+        mine = pool[pool[group] == name].index
+        return oriented[mine][~is_diverged[mine]].to_numpy(), int(is_diverged[mine].sum())
+
+    best_scores, best_diverged = arm(best)
+    majority = best_diverged * 2 <= best_diverged + len(best_scores)  # the best's median run finished
+    outcome: dict[str, tuple[str, float, float, bool]] = {}
+    for name in order[1:]:
+        scores, n_diverged = arm(name)
+        if majority and n_diverged * 2 > n_diverged + len(scores):
+            outcome[name] = ("most runs diverged (median run diverged)", math.nan, math.nan, True)
+    others = [g for g in order if g != best and g not in outcome]
+    tests, p_values = [], []
+    for name in others:
+        scores, n_diverged = arm(name)
+        test, p = _worse_p(best_scores, scores, best_diverged, n_diverged)
+        tests.append(test)
+        p_values.append(p)
+    rejected, thresholds = holm(p_values, alpha)
+    outcome.update({name: (t, p, h, r) for name, t, p, h, r in zip(others, tests, p_values, thresholds, rejected)})
+    table["test"] = table["group"].map(lambda g: "best" if g == best else outcome.get(g, ("",))[0])
+    table["p"] = table["group"].map(lambda g: outcome[g][1] if g in outcome else math.nan)
+    table["holm_threshold"] = table["group"].map(lambda g: outcome[g][2] if g in outcome else math.nan)
+    table["shown_worse"] = table["group"].map(lambda g: bool(outcome[g][3]) if g in outcome else False)
+    members = [best] + [g for g in order[1:] if not outcome[g][3]]
+    return BestSet(best, members, table)
+
+
+def best_flags(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = "metrics.best_val") -> pd.Series:
+    """summary.csv's "best" column: True for the ★ groups of each task.
+
+    ``trained`` is the runs table (one row per run, with group, status, task.name,
+    task.higher_is_better and the score); ``summary`` has one row per group with "task" and "group".
+    """
+    flags = pd.Series(False, index=summary.index)
+    if score not in trained or trained.empty:
+        return flags
+    for task, runs in trained.groupby("task.name", sort=False):
+        higher = bool(runs["task.higher_is_better"].iloc[0])
+        members = set(best_set(runs, higher, score=score).members)
+        flags |= (summary["task"] == task) & summary["group"].isin(members)
+    return flags

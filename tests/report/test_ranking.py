@@ -1,0 +1,104 @@
+"""The leaderboard's ★: groups not shown to be worse than the best, by a stated rule."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from normbench.report.ranking import ALPHA, RULE, best_flags, best_set, holm
+
+
+def table(groups: dict[str, list], task: str = "copy", higher: bool = True) -> pd.DataFrame:
+    """One row per run; a score of None is a diverged run."""
+    rows = [{"group": name, "status": "diverged" if v is None else "ok", "metrics.best_val": v,
+             "task.name": task, "task.higher_is_better": higher}
+            for name, values in groups.items() for v in values]
+    return pd.DataFrame(rows)
+
+
+def test_clearly_worse_groups_lose_the_star():
+    result = best_set(table({"a": [0.95, 0.951, 0.949, 0.952], "b": [0.80, 0.81, 0.79, 0.805],
+                             "c": [0.948, 0.953, 0.946, 0.95]}), higher_is_better=True)
+    assert result.best == "a" and result.members == ["a", "c"]
+    row = result.comparisons.set_index("group").loc["b"]
+    assert row["shown_worse"] and row["test"].startswith("Welch")
+
+
+def test_a_mostly_diverged_group_is_never_best_and_gets_no_star():
+    """Its one surviving run is the best single score, but four of its five runs diverged."""
+    result = best_set(table({"steady": [0.90, 0.91, 0.89, 0.905, 0.895, 0.90],
+                             "lucky": [0.99, None, None, None, None, None]}), higher_is_better=True)
+    assert result.best == "steady"
+    assert result.members == ["steady"]
+    assert "most runs diverged" in result.comparisons.set_index("group").loc["lucky", "test"]
+    # the same with only five runs of the steady group, whose rank test alone could not show it
+    few = best_set(table({"steady": [0.90, 0.91, 0.89], "lucky": [0.99, None, None, None, None]}), True)
+    assert few.members == ["steady"]
+
+
+def test_some_divergence_is_tested_by_ranks_and_counts():
+    """Two of eight runs diverged, the rest as good as the best: not shown worse. Three of eight
+    diverged and the rest scored lower: shown worse."""
+    runs = table({"best": [0.90, 0.91, 0.89, 0.905, 0.895, 0.90, 0.902, 0.898],
+                  "some": [0.90, 0.91, 0.89, 0.905, 0.895, 0.90, None, None],
+                  "bad": [0.70, 0.71, 0.69, 0.705, 0.695, None, None, None]})
+    result = best_set(runs, True)
+    assert result.members == ["best", "some"]
+    tests = result.comparisons.set_index("group")["test"]
+    assert tests["some"].startswith("Mann–Whitney") and "Fisher" in tests["some"]
+
+
+def test_mse_divergence_ranks_below_a_run_far_worse_than_chance():
+    """MSE chance is 0.167; a finished run at 1.69 is still better than a diverged one."""
+    result = best_set(table({"trained": [1.69, 1.70, 1.68, 1.71, 1.69], "blew_up": [None] * 4 + [0.01]},
+                            task="adding", higher=False), higher_is_better=False)
+    assert result.best == "trained" and "blew_up" not in result.members
+
+
+def test_single_runs_and_all_diverged_groups_get_no_star():
+    result = best_set(table({"a": [0.90, 0.91, 0.89], "one": [0.99], "dead": [None, None, None]}), True)
+    assert result.members == ["a"]
+    why = result.comparisons.set_index("group")["why"]
+    assert why["one"] == "fewer than 2 runs" and why["dead"] == "no finished run"
+    assert best_set(table({"one": [0.99], "dead": [None, None]}), True).members == []
+
+
+def test_tied_data():
+    """Identical constant groups are tied (both ★); constant groups that differ are not."""
+    assert sorted(best_set(table({"a": [1.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0]}), True).members) == ["a", "b"]
+    assert best_set(table({"a": [1.0, 1.0, 1.0], "b": [0.9, 0.9, 0.9]}), True).members == ["a"]
+
+
+def test_lower_is_better():
+    result = best_set(table({"a": [0.10, 0.11, 0.09], "b": [0.50, 0.52, 0.49]}, higher=False), False)
+    assert result.members == ["a"]
+
+
+def test_holm_step_down():
+    rejected, thresholds = holm([0.01, 0.04, 0.03, 0.5])
+    assert thresholds == pytest.approx([ALPHA / 4, ALPHA / 1, ALPHA / 3, ALPHA / 1][:1] + [ALPHA / 2, ALPHA / 3, ALPHA / 1])
+    assert rejected == [True, False, False, False]  # 0.03 > 0.05/3 stops the steps
+    assert holm([0.001, 0.02])[0] == [True, True]
+
+
+def test_best_flags_fill_summary_per_task_and_the_rule_is_stated():
+    runs = pd.concat([table({"x": [0.9, 0.91, 0.92], "y": [0.5, 0.52, 0.51]}),
+                      table({"p": [0.1, 0.11, 0.12], "q": [0.11, 0.12, 0.10]}, task="adding", higher=False)])
+    summary = pd.DataFrame({"task": ["copy", "copy", "adding", "adding"], "group": ["x", "y", "p", "q"]})
+    assert best_flags(runs, summary).tolist() == [True, False, True, True]
+    for words in ("Welch", "Mann–Whitney", "Holm", "α = 0.05", "diverged"):
+        assert words in RULE
+
+
+def test_best_flags_line_up_with_summarize_groups(runs_of):
+    """What aggregate.summarize_groups will call: its trained runs and its summary rows."""
+    from normbench.report.aggregate import TRAINED, label_groups, summarize_groups, varying_axes
+
+    rows = [{"seed": s, "best_val": v + 0.001 * s, "axes": {"norm": norm}}
+            for norm, v in (("ln", 0.95), ("bn", 0.80)) for s in range(3)]
+    rows += [{"seed": s, "status": "diverged" if s else "ok", "best_val": 0.99, "axes": {"norm": "rms"}} for s in range(5)]
+    runs = runs_of(*rows)
+    runs = label_groups(runs, varying_axes(runs))
+    summary = summarize_groups(runs, varying_axes(runs))
+    flags = best_flags(runs[runs["status"].isin(TRAINED)], summary)
+    assert dict(zip(summary["group"], flags)) == {"norm=ln": True, "norm=bn": False, "norm=rms": False}
