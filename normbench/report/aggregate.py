@@ -20,6 +20,7 @@ import pandas as pd
 
 from normbench import contract
 from normbench.report.intervals import LEVEL, t_quantile
+from normbench.report.ranking import best_flags
 from normbench.report.records import RunRecord
 
 PRIMARY = "metrics.best_val"
@@ -304,7 +305,7 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
 
     oriented = summary["best_val_mean"].where(summary["higher_is_better"], -summary["best_val_mean"])
     summary["rank"] = oriented.groupby(summary["task"]).rank(ascending=False, method="min")
-    summary["best"] = summary["rank"].eq(1) & summary["best_val_mean"].notna()
+    summary["best"] = best_flags(trained, summary)  # not shown worse than the best (ranking.RULE)
     summary = summary.assign(_order=oriented.fillna(-math.inf))
     summary = summary.sort_values(["task", "_order"], ascending=[True, False], kind="stable")
     leading = ["task", "group", *[a.removeprefix("axes.") for a in axes if a != "axes.task"], "rank", "best",

@@ -134,11 +134,15 @@ def settings(runs: pd.DataFrame, free: tuple[str, ...]) -> list[tuple[str, pd.Da
     most seeds (then most runs) first: a claim compares like with like, never a 4-step smoke run with a real one.
 
     A run whose value is missing (the setting does not apply to it, e.g. eps for norm=none) joins
-    every setting that agrees with it on the axes it has."""
-    fixed = _varying(runs, free)
+    every setting that agrees with it on the axes it has. So does the un-normalised model, whose
+    placement is recorded as ``none``: it is the same model at every placement."""
+    view = runs
+    if "axes.placement" in runs:
+        view = runs.assign(**{"axes.placement": runs["axes.placement"].where(runs["axes.placement"] != "none")})
+    fixed = _varying(view, free)
     if not fixed:
         return [("", runs)]
-    keys = _keys(runs, fixed)
+    keys = _keys(view, fixed)
 
     def covers(general: tuple, specific: tuple) -> bool:
         return all(g is None or g == s for g, s in zip(general, specific))

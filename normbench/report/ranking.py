@@ -28,6 +28,7 @@ A leaderboard's ★ is a statistical statement, so it follows a stated rule (RUL
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +68,9 @@ def _worse_p(best: np.ndarray, other: np.ndarray, best_diverged: int, other_dive
     if best_diverged == 0 and other_diverged == 0:
         if np.ptp(best) == 0 and np.ptp(other) == 0:  # both constant: the difference is exact
             return "exact (both groups constant)", 0.0 if best[0] > other[0] else 1.0
-        result = stats.ttest_ind(best, other, equal_var=False, alternative="greater")
+        with warnings.catch_warnings():  # near-identical scores: scipy warns, the p-value is still right
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = stats.ttest_ind(best, other, equal_var=False, alternative="greater")
         return "Welch t (one-sided)", float(result.pvalue)
     floor = min(np.min(best, initial=0.0), np.min(other, initial=0.0)) - 1.0  # below every finished run
     ranked_best = np.concatenate([best, np.full(best_diverged, floor)])
