@@ -20,13 +20,15 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from normbench import sweep_end
-from normbench.config import config_dir, register
+from normbench.config import ConfigError, config_dir, register
+from normbench.schema import TASK_CONFIGS
 from normbench.run import execute
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
 SINGLE_RUN: dict = {}  # a single run's status, for main's exit status (Hydra does not return it)
 OUTPUT_ERRORS: list[str] = []  # records that could not be written (full disk, unwritable folder)
+INPUT_ERRORS: list[str] = []  # jobs refused before a record was started (check_job)
 
 register()
 
@@ -57,9 +59,27 @@ def describe(summary: dict) -> str:
     return " | ".join(parts)
 
 
+def check_job(hc, node: DictConfig) -> None:
+    """What Hydra accepts but a run must not: a log name that leaves the run folder, a task group
+    whose settings were given to another task (``task=adding task.name=copy``)."""
+    name = str(hc.job.name)
+    if not name or name in (".", "..") or "/" in name or os.sep in name:
+        raise ConfigError(f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder")
+    chosen = hc.runtime.choices.get("task")
+    task_name = node.get("task", {}).get("name") if isinstance(node.get("task"), DictConfig) else None
+    if chosen in TASK_CONFIGS and task_name != chosen:
+        raise ConfigError(f"task.name={task_name!r} does not match task={chosen} (its length, sizes and target are "
+                          f"{chosen}'s); choose the task with task={task_name}")
+
+
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def _job(node: DictConfig) -> str:
     hc = HydraConfig.get()
+    try:
+        check_job(hc, node)
+    except ConfigError as err:  # before anything is written; one line from main, not Hydra's job error
+        INPUT_ERRORS.append(str(err))
+        return "invalid"
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
     try:
@@ -93,6 +113,9 @@ def main() -> None:
     except KeyboardInterrupt:
         print("normbench: interrupted; summaries written", file=sys.stderr)
         sys.exit(130)
+    if INPUT_ERRORS:
+        print(f"normbench: error: {INPUT_ERRORS[0]}", file=sys.stderr)
+        sys.exit(2)
     if OUTPUT_ERRORS:
         print(f"normbench: error: {OUTPUT_ERRORS[0]}", file=sys.stderr)
         sys.exit(2)

@@ -8,6 +8,7 @@ any data is loaded or any model built.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
@@ -36,8 +37,20 @@ def to_config(cfg: DictConfig) -> Config:
         raise ConfigError(f"task.name={name!r} is not valid; valid: {', '.join(TASK_CONFIGS)}")
     groups = {"model": ModelConfig, "norm": NormConfig, "placement": PlacementConfig,
               "precision": PrecisionConfig, "optim": OptimConfig}
+    _known_keys("", plain, Config)
+    _known_keys("task.", task, TASK_CONFIGS[name])
+    for key, cls in groups.items():
+        _known_keys(f"{key}.", plain[key], cls)
     built = {key: cls(**plain.pop(key)) for key, cls in groups.items()}
     return Config(task=TASK_CONFIGS[name](**task), **built, **plain)
+
+
+def _known_keys(prefix: str, values: dict, schema: type) -> None:
+    """An added key (``+unknown=1``) the schema does not define is a typo, not a setting."""
+    known = {f.name for f in fields(schema)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown key {prefix}{unknown[0]}; {prefix or 'top-level '}keys are: {', '.join(sorted(known))}")
 
 
 def config_dir() -> Path:

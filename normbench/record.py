@@ -145,13 +145,13 @@ def claim_run_dir(preferred: Path, digest: str) -> tuple[Path, int]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            log.info("run folder %s is in use by a running job; taking another", candidate)
+            log.debug("run folder %s is in use by a running job; taking another", candidate)
             continue
         why = _occupant(candidate, digest)
         if why is None:
             return candidate, fd
         os.close(fd)
-        log.info("run folder %s holds %s; taking another", candidate, why)
+        log.debug("run folder %s holds %s; taking another", candidate, why)  # the job's last line names the folder it took
     raise OSError(f"no free run folder beside {preferred}")
 
 

@@ -71,7 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     # the default folder is new; should a second rerun start in the same second, it takes the next free name
     now = datetime.now()
     out = args.out or Path("outputs", "reruns", f"{now:%Y-%m-%d}", f"{now:%H-%M-%S}-{digest[:8]}")
+    from omegaconf.errors import OmegaConfBaseException
+
+    from normbench.config import to_config
     from normbench.run import execute  # torch is loaded only once there is something to run
+
+    try:
+        to_config(OmegaConf.create(recorded_config(old)))
+    except (ValueError, TypeError, KeyError, AttributeError, OmegaConfBaseException) as err:
+        print(f"normbench.rerun: {args.run_dir}: the recorded config is not valid: {' '.join(str(err).split())[:300]}",
+              file=sys.stderr)
+        return 2
 
     recorded_commit = (old.get("environment") or {}).get("git_commit")
     if recorded_commit and recorded_commit != git_commit():

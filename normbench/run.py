@@ -183,19 +183,54 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     torch.set_num_threads(threads_for(cfg.threads, parallel_jobs))
     fields["environment"] = environment(device)
     torch.manual_seed(cfg.seed)
+    require_memory(synthetic_task_bytes(cfg.task), "the task's tensors", device)
     task = load_task(cfg.task, cfg.seed)
     fields["task"] = {"name": task.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
                       "chance": task.chance, "target": task.target, "seq_len": task.seq_len}
+    if cfg.batch_size > len(task.train.y):  # a silent clamp would record a batch size that never ran
+        raise ConfigError(f"batch_size={cfg.batch_size} is larger than the {len(task.train.y)} training "
+                          f"examples of task {task.name}")
     shape = ModelShape(cfg.model.family, cfg.model.hidden, cfg.model.layers, cfg.model.embed,
                        cfg.model.heads, cfg.model.ff_mult, cfg.placement.cell_norm, cfg.placement.summed,
                        cfg.model.cell_kernel)
-    model = build_model(shape, norm_spec(cfg), cfg.placement.name, input_kind=task.input_kind,
-                        input_dim=task.input_dim, n_outputs=task.n_outputs, readout=task.readout,
-                        max_len=max(task.seq_len, 1))
+
+    def build():
+        return build_model(shape, norm_spec(cfg), cfg.placement.name, input_kind=task.input_kind,
+                           input_dim=task.input_dim, n_outputs=task.n_outputs, readout=task.readout,
+                           max_len=max(task.seq_len, 1))
+    with torch.device("meta"):  # the shape alone, no memory: refuse what cannot fit before allocating it
+        planned = sum(p.numel() for p in build().parameters())
+    activations = cfg.batch_size * max(task.seq_len, 1) * cfg.model.hidden * cfg.model.layers * 16
+    require_memory(4 * 4 * planned + 4 * activations, "weights, gradients, optimizer state and activations", device)
+    model = build()
     fields["parameters"] = sum(p.numel() for p in model.parameters())
     # compiled now if it will run, so that the build is not in the first step's time
     fields["environment"]["cell_kernel"] = cell_kernel_in_use(model, device, cfg.precision.dtype in AUTOCAST_DTYPES)
     return cfg, task, model, device
+
+
+def synthetic_task_bytes(task) -> int:
+    """About what a generated task's tensors take (0 for file-backed tasks, bounded by their files):
+    examples x positions x 16 bytes (an int64 or two float32 inputs plus a target per position)."""
+    examples = sum(getattr(task, key, 0) or 0 for key in ("n_train", "n_val", "n_test"))
+    positions = 2 * (getattr(task, "length", 0) or 0) + (getattr(task, "delay", 0) or 0) \
+        + 3 * (getattr(task, "n_pairs", 0) or 0) + 1
+    return examples * positions * 16
+
+
+def require_memory(needed: int, what: str, device: torch.device) -> None:
+    """ConfigError, before anything is allocated, when ``needed`` bytes exceed what ``device`` has free."""
+    if device.type == "cuda":
+        available = torch.cuda.mem_get_info(device)[0]
+    else:
+        try:
+            meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+            available = int(meminfo["MemAvailable"].split()[0]) * 1024
+        except (OSError, KeyError, ValueError):
+            return  # no way to tell here: let the allocation decide
+    if needed > available:
+        raise ConfigError(f"this run needs about {needed / 2**30:.1f} GiB for {what}; "
+                          f"{available / 2**30:.1f} GiB are free on {device.type}")
 
 
 def _finish(record: RunRecord, trainer: Trainer | None, fields: dict, status: str, reason: str | None,

@@ -12,6 +12,7 @@ stays out of the run's identity (docs/run-record.md lists them with the reason).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -135,8 +136,9 @@ class OptimConfig:
     def __post_init__(self):
         _one_of("optim.name", self.name, OPTIMIZERS)
         _one_of("optim.schedule", self.schedule, SCHEDULES)
-        _require(self.weight_decay >= 0, f"optim.weight_decay must be >= 0, got {self.weight_decay}")
-        _require(self.norm_weight_decay >= 0, f"optim.norm_weight_decay must be >= 0, got {self.norm_weight_decay}")
+        for key in ("weight_decay", "norm_weight_decay"):  # inf would end every run as `diverged`, a false result
+            value = getattr(self, key)
+            _require(math.isfinite(value) and value >= 0, f"optim.{key} must be finite and >= 0, got {value}")
         for key in ("beta1", "beta2", "momentum"):
             _require(0 <= getattr(self, key) < 1, f"optim.{key} must be in [0, 1), got {getattr(self, key)}")
 
@@ -170,13 +172,21 @@ class Config:
 
     def __post_init__(self):
         _positive("lr", self.lr)
+        _require(0 <= self.seed < 2**63, f"seed must be in [0, 2**63), got {self.seed}")  # torch's generator range
         for key in ("batch_size", "steps", "eval_every", "log_every"):
             _require(getattr(self, key) >= 1, f"{key} must be >= 1, got {getattr(self, key)}")
         for key in ("warmup_steps", "threads", "probe_every", "timing_warmup"):
             _require(getattr(self, key) >= 0, f"{key} must be >= 0, got {getattr(self, key)}")
-        _require(self.grad_clip is None or self.grad_clip > 0, f"grad_clip must be > 0 or null, got {self.grad_clip}")
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        # far more threads than cores only slows a run down (thousands of times at threads=999)
+        _require(self.threads <= 4 * cores, f"threads must be <= {4 * cores} (4 x the {cores} cores here), got {self.threads}")
+        _require(self.grad_clip is None or (math.isfinite(self.grad_clip) and self.grad_clip > 0),
+                 f"grad_clip must be > 0 and finite, or null, got {self.grad_clip}")
         _one_of("device", self.device, DEVICES)
         _require(self.task is not None and hasattr(self.task, "name"), "task is not set; choose one with task=NAME")
+        _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")
+        # BatchNorm of one example has no batch statistics (zero variance everywhere)
+        _require(self.norm.kind != "bn" or self.batch_size >= 2, f"norm=bn needs batch_size >= 2, got {self.batch_size}")
 
 # --- tasks: one dataclass each, chosen by the task group ------------------------------------------
 

@@ -44,6 +44,7 @@ def cli(tmp_path, monkeypatch, capsys):
         sweep_end.FAILED_RUNS.clear()
         app.SINGLE_RUN.clear()
         app.OUTPUT_ERRORS.clear()
+        app.INPUT_ERRORS.clear()
         try:
             app.main()
             code = 0

@@ -26,6 +26,7 @@ def cli(tmp_path, monkeypatch, capsys):
         sweep_end.FAILED_RUNS.clear()
         app.SINGLE_RUN.clear()
         app.OUTPUT_ERRORS.clear()
+        app.INPUT_ERRORS.clear()
         code = 0
         try:
             app.main()
@@ -81,7 +82,20 @@ BAD_INPUTS = [
     (["task=idx", "task.path=/nonexistent/mnist"], 2, "/nonexistent/mnist"),
     (["task=imdb", "task.path=/nonexistent/aclImdb"], 2, "/nonexistent/aclImdb"),
     (["optim.beta1=1.5"], 2, "optim.beta1 must be in [0, 1)"),
-    (["grad_clip=-1"], 2, "grad_clip must be > 0 or null"),
+    (["grad_clip=-1"], 2, "grad_clip must be > 0"),
+    (["+unknown=1"], 2, "unknown key unknown"),
+    (["+norm.colour=red"], 2, "unknown key norm.colour"),
+    (["task=text", "task.path=" + "a" * 5000], 2, "text: cannot open"),
+    (["norm=bn", "placement=in_cell", "batch_size=1"], 2, "norm=bn needs batch_size >= 2"),
+    (["model.hidden=300000"], 2, "GiB for weights, gradients, optimizer state and activations"),
+    (["task=adding", "task.n_train=100000000000"], 2, "GiB for the task's tensors"),
+    (["optim.weight_decay=inf"], 2, "optim.weight_decay must be finite"),
+    (["task.target=nan"], 2, "task.target must be a finite number"),
+    (["threads=999"], 2, "threads must be <="),
+    (["batch_size=5000"], 2, "larger than the 64 training examples"),
+    (["task=adding", "task.name=copy"], 2, "does not match task=adding"),
+    (["hydra.job.name=../../../../escaped_log"], 2, "must be a plain file name"),
+    (["seed=18446744073709551616"], 2, "seed must be in [0, 2**63)"),
 ]
 
 
@@ -89,12 +103,18 @@ BAD_INPUTS = [
 def test_bad_input_is_one_line_no_traceback_nothing_outside_the_run(cli, tmp_path, tiny_args, overrides, status, says):
     own_task = any(o.startswith("task=") for o in overrides)
     args = [a for a in tiny_args if not (own_task and a.startswith("task"))]
+    earlier = tmp_path / "run" / "summary.json"  # a finished record already in the folder: never lost
+    earlier.parent.mkdir()
+    earlier.write_text(json.dumps({"schema": "normbench.run/2", "status": "ok", "config": {"seed": 99}}))
+    before = earlier.read_bytes()
     code, out, err = cli(*args, *overrides, "hydra.run.dir=run")
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == status
     assert len(lines) == 1 and lines[0].startswith("normbench: ") and says in lines[0], err
     assert "Traceback" not in err + out
-    assert {p.name for p in tmp_path.iterdir()} <= {"run"}  # nothing written outside the run directory
+    assert all(p.name.startswith("run") for p in tmp_path.iterdir())  # nothing outside the run folder(s)
+    assert not list(tmp_path.parent.glob("escaped_log*")) and not list(Path("/").glob("escaped_log*"))
+    assert earlier.read_bytes() == before
 
 
 def test_corrupt_data_file_is_one_line_naming_it(cli, tmp_path, tiny_args):

@@ -29,7 +29,7 @@ def test_every_task_config_composes(compose, task):
     ("lr=0", "lr must be > 0"),
     ("lr=-0.1", "lr must be > 0"),
     ("warmup_steps=-1", "warmup_steps must be >= 0"),
-    ("grad_clip=0", "grad_clip must be > 0 or null"),
+    ("grad_clip=0", "grad_clip must be > 0"),
     ("device=tpu", "device='tpu' is not valid; valid: auto, cpu, cuda"),
     ("norm.kind=group", "norm.kind='group' is not valid"),
     ("norm.impl=cuda", "norm.impl='cuda' is not valid; valid: native, reference"),

@@ -165,3 +165,17 @@ def test_sigterm_while_loading_leaves_an_interrupted_record(compose, tmp_path, m
         run.execute(compose(), tmp_path, [])
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["reason"] == f"interrupted (signal {signal.SIGTERM.value})"
+
+
+def test_two_sweeps_into_one_folder_never_share_a_record(tmp_path, tiny_args):
+    args = [*tiny_args, "steps=200", "eval_every=100", "hydra.sweep.dir=sweep", "report=false"]
+    procs = [subprocess.Popen([sys.executable, "-m", "normbench", "-m", *args, seeds], cwd=tmp_path, env=ENV,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for seeds in ("seed=0,1", "seed=2,3")]
+    assert all(p.wait(timeout=300) == 0 for p in procs), [p.stderr.read()[-2000:] for p in procs]
+    records = {json.loads(p.read_text())["seed"]: p.parent for p in (tmp_path / "sweep").rglob("summary.json")}
+    assert sorted(records) == [0, 1, 2, 3] and len(set(records.values())) == 4
+    for seed, folder in records.items():
+        lines = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+        steps = [line["step"] for line in lines if line["kind"] == "train"]
+        assert steps == sorted(set(steps)) and json.loads((folder / "summary.json").read_text())["status"] == "ok"

@@ -144,3 +144,21 @@ def test_rerun_of_a_resumed_job_trains_again(cli, tmp_path, tiny_args, monkeypat
     assert rerun.main([str(tmp_path / "run")]) == 0
     assert rerun.main([str(tmp_path / "run")]) == 0  # an earlier rerun's record is not taken for this one
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("change,says", [
+    (lambda c: c.update(lr="${oc.env:HOME}"), "holds an interpolation"),
+    (lambda c: c["norm"].update(kind="layer"), "the recorded config is not valid"),
+    (lambda c: c.update(norm=5), "the recorded config is not valid"),
+])
+def test_rerun_of_a_crafted_record_is_one_line(cli, tmp_path, tiny_args, capsys, change, says):
+    """A record is data: never evaluated, and a malformed one is refused in one line."""
+    assert cli(*tiny_args, "hydra.run.dir=run")[0] == 0
+    path = tmp_path / "run" / "summary.json"
+    summary = json.loads(path.read_text())
+    change(summary["config"])
+    path.write_text(json.dumps(summary))
+    capsys.readouterr()
+    assert rerun.main([str(tmp_path / "run")]) == 2
+    out, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and says in err and os.environ.get("HOME", "~") not in out + err

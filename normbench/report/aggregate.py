@@ -190,9 +190,32 @@ def format_value(value) -> str:
     return str(value)
 
 
+def naming_axes(runs: pd.DataFrame, axes: list[str]) -> list[str]:
+    """The fewest of ``axes`` (taken in reading order) whose values tell every group apart.
+
+    When sweeps of different designs are reported together, many settings vary (steps, sizes,
+    lengths ...), but a few suffice to name each group; the tables still show every setting.
+    """
+    if "group_hash" not in runs or not len(runs):
+        return axes
+    groups = runs.drop_duplicates("group_hash")
+    chosen: list[str] = []
+    distinct = 1
+    for axis in axes:
+        tried = groups[[*chosen, axis]].astype(str).drop_duplicates().shape[0]
+        if tried > distinct:
+            chosen.append(axis)
+            distinct = tried
+        if distinct == len(groups):
+            break
+    return chosen or axes[:1]
+
+
 def label_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """Adds `group`: "norm=ln, placement=pre" over the varying axes (or "all runs")."""
+    """Adds `group`: "norm=ln, placement=pre", naming each group by the varying settings that tell
+    it apart from the others (or "all runs")."""
     runs = runs.copy()
+    axes = naming_axes(runs, axes)
     if not axes:
         label = pd.Series(ALL_RUNS, index=runs.index)
     else:
