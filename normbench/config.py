@@ -21,6 +21,9 @@ __all__ = ["Config", "ConfigError", "config_dir", "register", "to_config"]
 
 
 def register() -> None:
+    # ${ceil_div:a,b}: a sweep file can tie one setting to another (equal data: steps = examples / batch)
+    if not OmegaConf.has_resolver("ceil_div"):
+        OmegaConf.register_new_resolver("ceil_div", lambda a, b: -(-int(a) // int(b)))
     store = ConfigStore.instance()
     store.store(name="base_config", node=Config)
     for name, node in TASK_CONFIGS.items():

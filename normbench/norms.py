@@ -269,6 +269,11 @@ class InputDtypeNorm(_PrecisionPolicy):
         return torch.func.functional_call(self.norm, params, (x, step))
 
 
+def precision_sites(model: nn.Module):
+    """(name, wrapper) of every norm built with a precision policy: where a norm meets its input."""
+    return [(name, m) for name, m in model.named_modules() if isinstance(m, _PrecisionPolicy)]
+
+
 class AutoNorm(nn.Module):
     """impl="auto": runs the native or the reference forward on one set of parameters, whichever
     measured faster for this input's device, dtype and shape (see normbench.norm_dispatch)."""

@@ -22,7 +22,7 @@ FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
 CELL_KERNELS = ("auto", "cpp", "python")  # in-cell LN-LSTM on CPU: compiled if it builds, or forced either way
 PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
-DTYPES = ("fp32", "bf16", "fp16")
+DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd")
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
@@ -117,7 +117,9 @@ class ModelConfig:
 
 @dataclass
 class PrecisionConfig:
-    dtype: str = "fp32"        # autocast dtype; fp16 adds a GradScaler on CUDA
+    # fp32 | bf16, fp16: autocast (fp16 adds a GradScaler on CUDA) | bf16_pure, fp16_pure: weights and
+    # activations in half, fp32 master weights, fp16 with a dynamic loss scale (normbench/precision.py)
+    dtype: str = "fp32"
 
     def __post_init__(self):
         _one_of("precision.dtype", self.dtype, DTYPES)

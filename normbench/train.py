@@ -18,10 +18,13 @@ from normbench import norm_dispatch, probes
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import BatchNorm
+from normbench.precision import PRECISIONS, MasterWeights, half_model, norm_input_dtypes
 from normbench.record import RunRecord
 
 log = logging.getLogger("normbench")
-AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+# The half dtype of every precision that computes in half, pure modes included: run.unsupported_precision
+# tries each under autocast at that dtype, which on CPU needs the same half kernels a pure run calls.
+AUTOCAST_DTYPES = {name: p.dtype for name, p in PRECISIONS.items() if p.dtype is not None}
 EVAL_BATCH = 512
 
 
@@ -64,8 +67,8 @@ def build_optimizer(cfg: Config, model) -> torch.optim.Optimizer:
 class Batches:
     """Shuffled epochs over a split, drawn from a generator seeded by the run's seed."""
 
-    def __init__(self, split, batch_size: int, device, seed: int):
-        self.x, self.y = split.x.to(device), split.y.to(device)
+    def __init__(self, split, batch_size: int, device, seed: int, dtype: torch.dtype | None = None):
+        self.x, self.y = _inputs(split.x, device, dtype), split.y.to(device)
         self.batch_size = min(batch_size, len(self.x))
         self.generator = torch.Generator().manual_seed(seed)
         self.order, self.pos = torch.empty(0, dtype=torch.long), 0
@@ -78,8 +81,15 @@ class Batches:
         return self.x[idx], self.y[idx]
 
 
-def fixed_batches(split, device, size: int = EVAL_BATCH):
-    return [(split.x[i : i + size].to(device), split.y[i : i + size].to(device)) for i in range(0, len(split.x), size)]
+def _inputs(x, device, dtype: torch.dtype | None):
+    """Inputs on ``device``; float features in ``dtype`` when the model computes in it (token ids stay ids)."""
+    x = x.to(device)
+    return x.to(dtype) if dtype is not None and x.is_floating_point() else x
+
+
+def fixed_batches(split, device, size: int = EVAL_BATCH, dtype: torch.dtype | None = None):
+    return [(_inputs(split.x[i : i + size], device, dtype), split.y[i : i + size].to(device))
+            for i in range(0, len(split.x), size)]
 
 
 @dataclass
@@ -104,20 +114,31 @@ class Progress:
     grad_time_final: list | None = None
     layer_grad_norm_init: dict = field(default_factory=dict)
     bn_train_eval_gap: float | None = None
+    skipped_steps: int = 0  # fp16 with a loss scale: steps whose gradients overflowed, not applied
 
 
 class Trainer:
     def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RunRecord):
-        self.cfg, self.task, self.model, self.device, self.record = cfg, task, model.to(device), device, record
+        self.cfg, self.task, self.device, self.record = cfg, task, device, record
         self.loss_fn = loss_function(task)
-        self.optimizer = build_optimizer(cfg, self.model)
-        dtype = AUTOCAST_DTYPES.get(cfg.precision.dtype)
-        self.autocast = (lambda: torch.autocast(device.type, dtype=dtype)) if dtype else contextlib.nullcontext
-        self.scaler = torch.amp.GradScaler("cuda") if cfg.precision.dtype == "fp16" and device.type == "cuda" else None
+        precision = self.precision = PRECISIONS[cfg.precision.dtype]
+        # The optimizer steps ``master`` (float32); ``model`` computes forward and backward. They are
+        # one module except in a pure mode, where ``model`` is the half copy (normbench/precision.py).
+        self.master = model.to(device)
+        self.model = half_model(self.master, precision.dtype) if precision.pure else self.master
+        self.master_weights = MasterWeights(self.master, self.model) if precision.pure else None
+        self.optimizer = build_optimizer(cfg, self.master)
+        autocast = precision.dtype if precision.mode == "autocast" else None
+        self.autocast = (lambda: torch.autocast(device.type, dtype=autocast)) if autocast else contextlib.nullcontext
+        fp16 = precision.dtype == torch.float16
+        self.scaler = (torch.amp.GradScaler(device.type) if fp16 and precision.pure else
+                       torch.amp.GradScaler("cuda") if fp16 and device.type == "cuda" else None)
         # fp16 gradients below ~6e-8 flush to 0: the gradient probes scale their loss like a GradScaler.
-        self.probe_loss_scale = 2.0**16 if cfg.precision.dtype == "fp16" else 1.0
-        self.train_batches = Batches(task.train, cfg.batch_size, device, cfg.seed)
-        self.val = fixed_batches(task.val, device)
+        self.probe_loss_scale = 2.0**16 if fp16 else 1.0
+        inputs = precision.dtype if precision.pure else None
+        self.inputs = inputs
+        self.train_batches = Batches(task.train, cfg.batch_size, device, cfg.seed, inputs)
+        self.val = fixed_batches(task.val, device, dtype=inputs)
         self.probe_batch = self.val[0]
         self.spikes = probes.SpikeDetector()
         self.progress = Progress()
@@ -128,6 +149,12 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(device)
         self.rss_peak_mb = 0.0
         self._sample_rss()
+        # The record's ``precision``: what each norm received is filled in by the first training step.
+        record.summary["precision"] = {
+            "mode": precision.mode, "dtype": str(precision.dtype or torch.float32).removeprefix("torch."),
+            "master_weights": "float32" if precision.pure else None,
+            "loss_scale": "dynamic" if self.scaler is not None else None,
+            "norm_input_dtypes": {}}
 
     # -- measurement ------------------------------------------------------------------------
     def _sample_rss(self):
@@ -187,7 +214,7 @@ class Trainer:
         with self.autocast():
             p.layer_grad_norm_init = probes.layer_gradient_norms(model, *self.probe_batch, self.loss_fn,
                                                                  self.probe_loss_scale)
-        params = [q for q in model.parameters() if q.requires_grad]
+        params = [q for q in self.master.parameters() if q.requires_grad]
         clip = cfg.grad_clip if cfg.grad_clip is not None else math.inf
         for step in range(1, cfg.steps + 1):
             probing = step == cfg.steps or (cfg.probe_every > 0 and step % cfg.probe_every == 0)
@@ -196,22 +223,28 @@ class Trainer:
                 group["lr"] = lr
             x, y = next(self.train_batches)
             acts = probes.activation_probe(model) if probing else contextlib.nullcontext({})
+            dtypes = norm_input_dtypes(model) if step == 1 else contextlib.nullcontext({})
             self._sync()
             dispatch_s = norm_dispatch.SPENT_S  # impl=auto measures on a first call: not training time
             start = time.perf_counter()
             with acts as activations:
                 self.optimizer.zero_grad(set_to_none=True)
-                with self.autocast():
+                with self.autocast(), dtypes as received:
                     loss = self.loss_fn(model(x), y)
+                if step == 1:
+                    self.record.summary["precision"]["norm_input_dtypes"] = received
                 if self.scaler is not None:
                     self.scaler.scale(loss).backward()
-                    self.scaler.unscale_(self.optimizer)
                 else:
                     loss.backward()
+                if self.master_weights is not None:
+                    self.master_weights.grads_to_master()
+                if self.scaler is not None:
+                    self.scaler.unscale_(self.optimizer)
                 # Gradients as computed, before clipping rescales them in place (the norm alone would
                 # otherwise read as max_norm at every clipped step).
                 probe_start = time.perf_counter()
-                grad_stats = probes.gradient_statistics(model) if probing else None
+                grad_stats = probes.gradient_statistics(self.master) if probing else None
                 probe_s = time.perf_counter() - probe_start
                 grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
                 loss_value, grad_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
@@ -221,10 +254,14 @@ class Trainer:
                                      "grad_norm": grad_value, "time_s": p.train_s})
                     break
                 if self.scaler is not None:
+                    scale = self.scaler.get_scale()
                     self.scaler.step(self.optimizer)
                     self.scaler.update()
+                    p.skipped_steps += self.scaler.get_scale() < scale  # an overflow: step skipped, scale lowered
                 else:
                     self.optimizer.step()
+                if self.master_weights is not None:
+                    self.master_weights.master_to_model()
             self._sync()
             elapsed = time.perf_counter() - start - probe_s - (norm_dispatch.SPENT_S - dispatch_s)
             p.step, p.train_s = step, p.train_s + elapsed
@@ -251,8 +288,9 @@ class Trainer:
             if any(isinstance(m, BatchNorm) for m in model.modules()):
                 with self.autocast():
                     p.bn_train_eval_gap = probes.train_eval_gap(model, self.val, self.loss_fn)
-            p.test = self.evaluate(fixed_batches(self.task.test, self.device))[0]
+            p.test = self.evaluate(fixed_batches(self.task.test, self.device, dtype=self.inputs))[0]
         model.zero_grad(set_to_none=True)
+        self.master.zero_grad(set_to_none=True)
         return p
 
     # -- summary ----------------------------------------------------------------------------
@@ -276,6 +314,7 @@ class Trainer:
             "grad_time_ratio": probes.grad_time_ratio(p.grad_time_final),
             "bn_train_eval_gap": p.bn_train_eval_gap,
             "steps_done": p.step,
+            "skipped_steps": p.skipped_steps if self.scaler is not None else None,
         }
 
     def profiles(self) -> dict:

@@ -56,7 +56,7 @@ ACCURACY_DELTA = 0.01  # accuracy points: a difference below this is not one any
 RANGE_SHARE = 0.10     # other metrics: 10% of the distance from chance to the ideal value
 SLOPE_DELTA = 0.1      # log-log slope: depth ×10 changes the gradient by at most 10^0.1 ≈ 1.26×
 INTERFERENCE = 1.5     # a run's step-time p90/p10 above this: its timing was disturbed
-_FP16 = ("fp16", "float16", "half")
+_FP16 = ("fp16", "fp16_pure")  # precisions whose half dtype is fp16 (autocast, pure)
 _RECURRENT_NAMES = ("lstm", "gru", "rnn")
 # Settings that cannot change a quantity measured at initialization, before the first update.
 _INIT_INVARIANT = ("warmup_steps", "lr", "steps", "optim", "schedule")
@@ -499,10 +499,43 @@ def _judged(parts: list[Part], arms: dict[str, pd.DataFrame], evidence: list[dic
 
 # --- the claims ---------------------------------------------------------------------------------
 
+def _equal_data(runs: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
+    """The ln and bn runs at one amount of data (steps × batch_size) covering at least 2 batch sizes
+    in both norms (the one with most runs), and a sentence saying so; None when no such level exists."""
+    batch = pd.to_numeric(_axis(runs, "batch_size"), errors="coerce")
+    steps = pd.to_numeric(_axis(runs, "steps"), errors="coerce")
+    norm = _axis(runs, "norm")
+    if steps.isna().all():
+        return runs, " The runs record no steps, so whether the arms saw equal data is unknown."
+    seen = batch * steps
+    levels = []
+    for level in seen.dropna().unique():
+        at = seen == level
+        if len(set(batch[at & (norm == "ln")]) & set(batch[at & (norm == "bn")])) >= 2:
+            levels.append((int(at.sum()), float(level), at))
+    if not levels:
+        return None, ""
+    _, level, at = max(levels, key=lambda lv: lv[:2])
+    interval = (pd.to_numeric(_axis(runs, "eval_every"), errors="coerce") * batch)[at].dropna()
+    evals = ("" if interval.empty else f", each evaluated every {format_value(interval.iloc[0])} examples"
+             if interval.nunique() == 1 else ", evaluated at different intervals of examples (best-of-more-"
+             "evaluations favours the arm evaluated more often)")
+    others = f" {len(levels) - 1} other equal-data level(s) left aside." if len(levels) > 1 else ""
+    return runs[at], (f" The arms saw equal data: {format_value(level)} examples each (steps × batch_size)"
+                      f"{evals}.{others}")
+
+
+def _data_seen(runs: pd.DataFrame) -> str:
+    batch = pd.to_numeric(_axis(runs, "batch_size"), errors="coerce")
+    seen = batch * pd.to_numeric(_axis(runs, "steps"), errors="coerce")
+    arms = sorted({(str(n), b, s) for n, b, s in zip(_axis(runs, "norm"), batch, seen) if pd.notna(b) and pd.notna(s)})
+    return "; ".join(f"{n} @ batch {format_value(b)}: {format_value(s)}" for n, b, s in arms)
+
+
 @claim("ln_batch_robust",
        "LayerNorm is robust to batch size; BatchNorm degrades at small batch.",
        "Ba, Kiros & Hinton 2016, Layer Normalization, §6.6",
-       compare=("norm", "batch_size"))
+       compare=("norm", "batch_size", "steps", "eval_every"))  # equal data ties steps (and evals) to the batch
 def ln_batch_robust(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
     runs, missing = _both(runs, "norm", "ln", "bn")
@@ -514,6 +547,16 @@ def ln_batch_robust(runs: pd.DataFrame) -> Verdict:
     if len(shared) < 2:
         return _not_applicable(f"Needs at least 2 batch sizes run with both ln and bn; found "
                                f"{_values_text(pd.Series(sorted(shared)))}.")
+    # At a fixed number of steps a smaller batch also sees fewer examples: that compares data, not batch size.
+    equal, data_note = _equal_data(runs)
+    if equal is None:
+        return _not_applicable(f"Not comparable: no two batch sizes saw equal data in both ln and bn (examples "
+                               f"seen, steps × batch_size: {_data_seen(runs)}). A smaller batch at the same "
+                               f"steps sees fewer examples; the claim needs equal examples seen "
+                               f"(conf/sweep/batch_size.yaml).")
+    runs = equal
+    batch = _axis(runs, "batch_size")
+    shared = set(batch[_axis(runs, "norm") == "ln"].dropna()) & set(batch[_axis(runs, "norm") == "bn"].dropna())
     small, large = min(shared), max(shared)
     sign, metric = _direction(runs)
     arms, evidence = {}, []
@@ -524,15 +567,16 @@ def ln_batch_robust(runs: pd.DataFrame) -> Verdict:
             arms[name] = frame
             evidence.append(_arm_row(name, frame, {metric: _score(frame)}))
     big, little = format_value(large), format_value(small)
+    compared = ("batch_size", "steps", "eval_every")
     parts = [
         _better(f"BN is worse at batch {little} than at {big}", f"bn @ batch {big}", arms[f"bn @ batch {big}"],
-                f"bn @ batch {little}", arms[f"bn @ batch {little}"], sign, metric, ("batch_size",)),
+                f"bn @ batch {little}", arms[f"bn @ batch {little}"], sign, metric, compared),
         _alike(f"LN's {metric} is the same at batch {little} and {big}", f"ln @ batch {little}",
-               arms[f"ln @ batch {little}"], f"ln @ batch {big}", arms[f"ln @ batch {big}"], runs, ("batch_size",)),
+               arms[f"ln @ batch {little}"], f"ln @ batch {big}", arms[f"ln @ batch {big}"], runs, compared),
     ]
     explanation = (f"Arms: BN and LN, each at batch {big} and {little}; every other varying setting is held "
-                   f"fixed (one setting at a time) and steps are as configured, so the smaller batch also sees "
-                   f"fewer examples. Supported only when BN degrades and LN is shown equivalent." + task_note)
+                   f"fixed (one setting at a time).{data_note} Supported only when BN degrades and LN is shown "
+                   f"equivalent." + task_note)
     return _judged(parts, arms, evidence, explanation)
 
 
@@ -698,13 +742,19 @@ def gamma_small_flow(runs: pd.DataFrame) -> Verdict:
 @claim("fp16_small_eps_nonfinite",
        "In fp16, too small an epsilon makes the normalization produce non-finite values.",
        "Practice: fp16's smallest normal is 6.1e-5, so eps below it vanishes next to a tiny variance",
-       compare=("eps", "precision"))
+       compare=("eps",))
 def fp16_small_eps_nonfinite(runs: pd.DataFrame) -> Verdict:
     runs = _finished(runs)
     precision = _axis(runs, "precision").astype(str).str.lower()
     half = runs[precision.isin(_FP16)]
     if half.empty:
-        return _not_applicable(f"Needs precision fp16; the runs have precision ∈ {_values_text(_axis(runs, 'precision'))}.")
+        return _not_applicable(f"Needs precision fp16 or fp16_pure; the runs have precision ∈ "
+                               f"{_values_text(_axis(runs, 'precision'))}.")
+    in_fp32 = _axis(half, "norm_fp32").astype(object).map(lambda v: v is True or str(v).lower() == "true")
+    if in_fp32.all():
+        return _not_applicable("The fp16 runs compute their norms in fp32 (norm.fp32=true), where no eps vanishes; "
+                               "the claim needs norm.fp32=false.")
+    half = half[~in_fp32]
     eps = pd.to_numeric(_axis(half, "eps"), errors="coerce")
     if eps.nunique() < 2:
         return _not_applicable(f"Needs at least 2 eps values in fp16 runs; found {_values_text(eps.dropna())}.")
@@ -713,15 +763,21 @@ def fp16_small_eps_nonfinite(runs: pd.DataFrame) -> Verdict:
     arms = {low_name: half[eps == smallest], high_name: half[eps == largest]}
     evidence = [{**_arm_row(name, frame), "divergence rate": float((frame["status"] == "diverged").mean())}
                 for name, frame in arms.items()]
-    pairs, design = _paired_levels(arms[low_name], arms[high_name], ("eps", "precision"))
+    pairs, design = _paired_levels(arms[low_name], arms[high_name], ("eps",))
     if not pairs:
         return _not_applicable(design.strip())
     rate, _ = _divergence(pairs, low_name, high_name)
     status = _direction_of(rate, +1)
+    modes = sorted(set(_axis(half, "precision").astype(str)))
     part = Part("the smaller eps diverges (produces non-finite values) more often", status, (rate,),
-                f"{low_name} vs {high_name} in fp16: divergence rate difference, Newcombe interval (95%).{design}")
+                f"{low_name} vs {high_name}, precision {', '.join(modes)}, norm.fp32=false: divergence rate "
+                f"difference, Newcombe interval (95%).{design}")
     (low, high) = arms.values()
-    explanation = (f"Arms: fp16 runs at the smallest and largest eps; everything else fixed. They diverged "
+    where = ("Under fp16 autocast a norm receives fp16 only where its input is a half matmul's output (inside "
+             "recurrent cells); a Transformer's residual-stream norms receive float32 (the record's "
+             "precision.norm_input_dtypes says which). " if "fp16" in modes else "")
+    explanation = (f"Arms: runs whose norms compute in the input's dtype (norm.fp32=false) at precision "
+                   f"{', '.join(modes)}, at the smallest and largest eps; everything else fixed. {where}They diverged "
                    f"{int((low['status'] == 'diverged').sum())}/{len(low)} times at {low_name} and "
                    f"{int((high['status'] == 'diverged').sum())}/{len(high)} at {high_name}.")
     return _judged([part], arms, evidence, explanation)

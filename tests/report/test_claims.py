@@ -26,14 +26,16 @@ def statuses(verdict) -> list[str]:
 # --- ln_batch_robust ----------------------------------------------------------------------------
 
 def batch_runs(bn_small: float, ln_small: float, seeds=SEEDS, task: str = "copy", large: float = 0.95,
-               spread: float = QUIET) -> list[dict]:
+               spread: float = QUIET, examples: int | None = 25600) -> list[dict]:
+    """Runs at batch 256 and 4 that saw ``examples`` each (steps = examples / batch), or, with
+    examples=None, 100 steps each (the smaller batch sees 64x fewer examples)."""
     rows = []
     for seed in seeds:
         for norm, small in (("bn", bn_small), ("ln", ln_small)):
-            rows.append({"seed": seed, "best_val": large + jitter(seed, spread),
-                         "axes": {"task": task, "norm": norm, "batch_size": 256}})
-            rows.append({"seed": seed, "best_val": small + jitter(seed, spread),
-                         "axes": {"task": task, "norm": norm, "batch_size": 4}})
+            for batch, value in ((256, large), (4, small)):
+                steps = {"steps": examples // batch} if examples else {}
+                rows.append({"seed": seed, "best_val": value + jitter(seed, spread),
+                             "axes": {"task": task, "norm": norm, "batch_size": batch, **steps}})
     return rows
 
 
@@ -440,20 +442,68 @@ def test_single_seed_never_supports(runs_of):
 def test_claims_compare_like_with_like_across_mixed_sweeps(runs_of):
     """A smoke sweep's tiny runs beside a real batch-size sweep: the claim is judged within the real
     setting, the smoke setting is listed apart, and neither is pooled into the other."""
-    real = [dict(r, axes={**r["axes"], "steps": 400}) for r in batch_runs(bn_small=0.60, ln_small=0.95)]
-    smoke = [{"seed": 0, "best_val": 0.1 * i, "axes": {"norm": norm, "batch_size": bs, "steps": 4}}
+    real = [dict(r, axes={**r["axes"], "lr": 1e-3}) for r in batch_runs(bn_small=0.60, ln_small=0.95)]
+    smoke = [{"seed": 0, "best_val": 0.1 * i, "axes": {"norm": norm, "batch_size": bs, "steps": 1024 // bs, "lr": 1.0}}
              for i, (norm, bs) in enumerate([("bn", 4), ("bn", 256), ("ln", 4), ("ln", 256)] * 3)]
     verdicts = dict((c.id, v) for c, v in evaluate_claims(runs_of(*real, *smoke)))
     verdict = verdicts["ln_batch_robust"]
     assert verdict.status == SUPPORTED
     assert verdict.effect.estimate == pytest.approx(ln_batch_robust(runs_of(*real)).effect.estimate)
-    assert "Judged within steps=400." in verdict.explanation and "steps=4: inconclusive" in verdict.explanation
+    assert "Judged within lr=0.001." in verdict.explanation and "lr=1: inconclusive" in verdict.explanation
 
 
 def test_a_claim_needing_a_mix_of_settings_is_not_applicable(runs_of):
-    """BN only at steps=400 and LN only at steps=4: no setting contrasts them."""
-    rows = [r for r in batch_runs(0.6, 0.94) if r["axes"]["norm"] == "bn"]
-    rows = [dict(r, axes={**r["axes"], "steps": 400}) for r in rows]
-    rows += [dict(r, axes={**r["axes"], "steps": 4}) for r in batch_runs(0.6, 0.94) if r["axes"]["norm"] == "ln"]
+    """BN only at lr=1e-3 and LN only at lr=1e-2: no setting contrasts them."""
+    rows = [dict(r, axes={**r["axes"], "lr": 1e-3 if r["axes"]["norm"] == "bn" else 1e-2})
+            for r in batch_runs(0.6, 0.94)]
     verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*rows)))["ln_batch_robust"]
     assert verdict.status == NOT_APPLICABLE and "No single setting has every arm" in verdict.explanation
+
+
+def test_ln_batch_robust_needs_equal_data(runs_of):
+    """At equal steps the small batch sees 64x fewer examples: not a comparison of batch sizes, so the
+    claim is not applicable (no number of seeds would make it one), and it says what each arm saw."""
+    verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.95, examples=None)))
+    assert verdict.status == NOT_APPLICABLE
+    assert verdict.explanation.startswith("Not comparable")
+    assert "bn @ batch 4: 400; bn @ batch 256: 25600" in verdict.explanation
+
+
+def test_ln_batch_robust_says_the_arms_saw_equal_data(runs_of):
+    rows = [dict(r, axes={**r["axes"], "eval_every": 6400 // r["axes"]["batch_size"]})
+            for r in batch_runs(bn_small=0.60, ln_small=0.95, examples=25600)]
+    verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*rows)))["ln_batch_robust"]
+    assert verdict.status == SUPPORTED, verdict.explanation
+    assert "equal data: 25600 examples each (steps × batch_size), each evaluated every 6400 examples" in verdict.explanation
+
+
+def test_ln_batch_robust_takes_the_equal_data_runs_beside_a_fixed_steps_sweep(runs_of):
+    """An old fixed-steps sweep (100 steps at each batch) beside an equal-data one: only the latter counts."""
+    fixed = batch_runs(bn_small=0.95, ln_small=0.60, examples=None)  # would contradict the claim
+    equal = batch_runs(bn_small=0.60, ln_small=0.95, examples=6400)
+    verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*fixed, *equal)))["ln_batch_robust"]
+    assert verdict.status == SUPPORTED, verdict.explanation
+    assert verdict.n_per_arm == {"bn @ batch 256": 3, "bn @ batch 4": 3, "ln @ batch 256": 3, "ln @ batch 4": 3}
+
+
+# --- fp16_small_eps_nonfinite: which runs' norms computed in fp16 ---------------------------------
+
+def test_fp16_small_eps_reads_the_pure_mode(runs_of):
+    assert fp16_small_eps_nonfinite(runs_of(*eps_runs(3, 0, precision="fp16_pure"))).status == SUPPORTED
+
+
+def test_fp16_small_eps_needs_norms_computing_in_fp16(runs_of):
+    """With norm.fp32=true the norm computes in fp32, where no eps vanishes: not this claim's evidence."""
+    rows = [dict(r, axes={**r["axes"], "norm_fp32": True}) for r in eps_runs(3, 0, precision="fp16_pure")]
+    verdict = fp16_small_eps_nonfinite(runs_of(*rows))
+    assert verdict.status == NOT_APPLICABLE and "norm.fp32=true" in verdict.explanation
+
+
+def test_fp16_small_eps_judged_where_the_norm_is_fp16_beside_its_fp32_control(runs_of):
+    """The eps sweep's control arm (norm.fp32=true, never diverges) is a setting of its own, not pooled."""
+    control = [dict(r, axes={**r["axes"], "norm_fp32": True}) for r in eps_runs(0, 0, precision="fp16_pure")]
+    half = [dict(r, axes={**r["axes"], "norm_fp32": False}) for r in eps_runs(3, 0, precision="fp16_pure")]
+    verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*control, *half)))["fp16_small_eps_nonfinite"]
+    assert verdict.status == SUPPORTED, verdict.explanation
+    assert verdict.n_per_arm == {"eps 1e-08": 3, "eps 0.001": 3}
+    assert "Judged within norm_fp32=false" in verdict.explanation
