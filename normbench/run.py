@@ -188,7 +188,7 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
                       "chance": task.chance, "target": task.target, "seq_len": task.seq_len}
     shape = ModelShape(cfg.model.family, cfg.model.hidden, cfg.model.layers, cfg.model.embed,
                        cfg.model.heads, cfg.model.ff_mult, cfg.placement.cell_norm, cfg.placement.summed,
-                       cfg.model.cell_kernel)
+                       cfg.model.cell_kernel, qk_norm=cfg.model.qk_norm)
     model = build_model(shape, norm_spec(cfg), cfg.placement.name, input_kind=task.input_kind,
                         input_dim=task.input_dim, n_outputs=task.n_outputs, readout=task.readout,
                         max_len=max(task.seq_len, 1))
