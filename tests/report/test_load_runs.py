@@ -37,3 +37,18 @@ def test_import_normbench_and_load_runs_do_not_load_torch(write_record, tmp_path
             "assert 'torch' not in sys.modules, 'torch was imported'\n")
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_runs_table_round_trips_through_parquet(write_record, tmp_path):
+    """What the report would write as runs.parquet beside runs.csv (pyarrow installed)."""
+    pytest.importorskip("pyarrow", reason="runs.parquet needs pyarrow")
+    import pandas as pd
+
+    write_record(tmp_path, "ok", seed=0, best_val=0.9)
+    write_record(tmp_path, "diverged", seed=1, best_val=None, status="diverged", axes={"norm": "bn"})
+    write_record(tmp_path, "running", seed=2, status="running")
+    runs = normbench.load_runs(tmp_path)
+    runs.to_parquet(tmp_path / "runs.parquet", index=False)
+    back = pd.read_parquet(tmp_path / "runs.parquet")
+    assert list(back.columns) == list(runs.columns) and len(back) == 3
+    assert sorted(back["status"]) == ["diverged", "incomplete", "ok"]
