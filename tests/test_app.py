@@ -82,6 +82,8 @@ BAD_INPUTS = [
     (["task=imdb", "task.path=/nonexistent/aclImdb"], 2, "/nonexistent/aclImdb"),
     (["optim.beta1=1.5"], 2, "optim.beta1 must be in [0, 1)"),
     (["grad_clip=-1"], 2, "grad_clip must be > 0 or null"),
+    (["model=transformer", "norm=none", "model.qk_norm=true"], 2, "qk_norm=true needs a norm"),
+    (["logger=wandb"], 2, "Could not find 'logger/wandb'"),
 ]
 
 
