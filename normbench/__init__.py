@@ -3,6 +3,8 @@
 Library API (pure PyTorch, no Hydra):
     build_norm(kind, dim, *, eps=1e-5, gamma_init=1.0, affine=True, impl="native") -> nn.Module
     NormSpec, build_model, ModelShape, build_recurrent, build_transformer, InvalidCombination
+Results as data (never loads torch):
+    load_runs(*paths) -> pandas.DataFrame, one row per run, the columns of the report's runs.csv
 
 Names are imported on first use, so `python -m normbench.report` never loads torch.
 """
@@ -18,7 +20,27 @@ _EXPORTS = {
     "RecurrentShape": "normbench.models", "TransformerShape": "normbench.models",
     "InvalidCombination": "normbench.models", "parameter_groups": "normbench.models",
 }
-__all__ = list(_EXPORTS)
+__all__ = [*_EXPORTS, "load_runs"]
+
+
+def load_runs(*paths):
+    """Every run recorded under ``paths`` (sweep or run directories, or summary.json files) as a
+    pandas DataFrame: one row per run, with the columns of the report's runs.csv (``status``,
+    ``seed``, ``config_hash``, ``group_hash``, ``group``, ``axes.*``, ``metrics.*``,
+    ``throughput.*``, ``environment.*``, ...). Copies of one run (a rerun, a resumed or copied
+    record) are one row, chosen as the report chooses. Unreadable and foreign records are left
+    out; a path that does not exist raises FileNotFoundError.
+    """
+    from pathlib import Path
+
+    from normbench.report import aggregate
+    from normbench.report.records import find_records
+
+    records = find_records(Path(p) for p in paths)
+    if records.missing_paths:
+        raise FileNotFoundError(f"no such file or directory: {', '.join(map(str, records.missing_paths))}")
+    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
+    return aggregate.label_groups(runs, aggregate.varying_axes(runs)).reset_index(drop=True)
 
 
 def __getattr__(name):

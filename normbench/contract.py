@@ -28,6 +28,7 @@ ALIASES = {
     "model.family": "model", "task.name": "task", "norm.kind": "norm", "placement.name": "placement",
     "precision.dtype": "precision", "norm.impl": "impl", "norm.eps": "eps", "norm.gamma_init": "gamma_init",
     "norm.fp32": "norm_fp32", "model.layers": "layers", "model.hidden": "hidden", "optim.name": "optim",
+    "model.qk_norm": "qk_norm", "norm.gain_offset": "gain_offset",
 }
 
 
@@ -80,6 +81,10 @@ def _inert(config: dict) -> list[str]:
     inert += {"adamw": ["optim.momentum"], "sgd": ["optim.beta1", "optim.beta2"]}.get(optimizer, [])
     if _get(config, "task.name") == "digits" and not _get(config, "task.permute"):
         inert.append("task.permutation_seed")
+    if family != "transformer" or not _get(config, "model.qk_norm"):
+        inert.append("model.qk_norm")  # attention only; off is how every earlier record ran
+    if kind in ("none", "scale") or _get(config, "norm.affine") is False or not _get(config, "norm.gain_offset"):
+        inert.append("norm.gain_offset")  # no per-feature gain to offset; off is how earlier records ran
     return inert
 
 

@@ -48,22 +48,45 @@ class Identity(Norm):
         return str(self.dim)
 
 
-class _AffineNorm(Norm):
+class ZeroCentredGain:
+    """``gain_offset``: the parameter stored is ``weight_offset`` = gamma - 1 (Gemma's RMSNorm), so weight
+    decay pulls the gain toward 1 instead of 0. ``weight`` reads the effective gain, 1 + weight_offset,
+    so every consumer (forward, the fused LSTM cells) sees gamma as before; the optimizer sees gamma - 1.
+    """
+
+    def _init_gain(self, dim: int, gamma_init: float, affine: bool, gain_offset: bool) -> None:
+        self.gamma_init, self.gain_offset = gamma_init, gain_offset
+        gain = torch.full((dim,), float(gamma_init))
+        if affine and gain_offset:
+            self.weight_offset = nn.Parameter(gain - 1.0)
+        else:
+            self.weight = nn.Parameter(gain) if affine else None
+
+    def __getattr__(self, name):
+        if name == "weight" and "weight_offset" in self._parameters:
+            return self._parameters["weight_offset"] + 1.0
+        return super().__getattr__(name)
+
+    def _gain_repr(self) -> str:
+        affine = self.weight is not None
+        return f"gamma_init={self.gamma_init:g}, affine={affine}" + (", gain_offset=True" if self.gain_offset else "")
+
+
+class _AffineNorm(ZeroCentredGain, Norm):
     """Gain gamma (init ``gamma_init``) and, when ``bias``, shift beta (init 0)."""
 
-    def __init__(self, dim, eps, gamma_init, affine, bias=True):
+    def __init__(self, dim, eps, gamma_init, affine, bias=True, gain_offset=False):
         super().__init__(dim, eps)
-        self.gamma_init = gamma_init
-        self.weight = nn.Parameter(torch.full((dim,), float(gamma_init))) if affine else None
+        self._init_gain(dim, gamma_init, affine, gain_offset)
         self.bias = nn.Parameter(torch.zeros(dim)) if affine and bias else None
 
     def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, gamma_init={self.gamma_init:g}, affine={self.weight is not None}"
+        return f"{super().extra_repr()}, {self._gain_repr()}"
 
 
 class LayerNorm(_AffineNorm):
-    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True):
-        super().__init__(dim, eps, gamma_init, affine)
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, gain_offset=False):
+        super().__init__(dim, eps, gamma_init, affine, gain_offset=gain_offset)
 
     def forward(self, x, step=None):
         return F.layer_norm(x, (self.dim,), self.weight, self.bias, self.eps)
@@ -80,8 +103,8 @@ class LayerNormReference(LayerNorm):
 
 class RMSNorm(_AffineNorm):
     # Zhang & Sennrich 2019: no re-centering, no bias.
-    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True):
-        super().__init__(dim, eps, gamma_init, affine, bias=False)
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, gain_offset=False):
+        super().__init__(dim, eps, gamma_init, affine, bias=False, gain_offset=gain_offset)
 
     def forward(self, x, step=None):
         return F.rms_norm(x, (self.dim,), self.weight, self.eps)
@@ -100,8 +123,8 @@ class BatchNorm(_AffineNorm):
     batch mean and of the *unbiased* batch variance; normalization uses the biased variance.
     """
 
-    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1):
-        super().__init__(dim, eps, gamma_init, affine)
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1, gain_offset=False):
+        super().__init__(dim, eps, gamma_init, affine, gain_offset=gain_offset)
         self.momentum = momentum
         self.register_buffer("running_mean", torch.zeros(dim))
         self.register_buffer("running_var", torch.ones(dim))
@@ -143,8 +166,8 @@ class StepBatchNorm(BatchNorm):
     per step); called with (batch, dim) it needs ``step``.
     """
 
-    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1):
-        super().__init__(dim, eps, gamma_init, affine, momentum)
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1, gain_offset=False):
+        super().__init__(dim, eps, gamma_init, affine, momentum, gain_offset=gain_offset)
         self.register_buffer("running_mean", torch.zeros(0, dim))
         self.register_buffer("running_var", torch.ones(0, dim))
 
@@ -199,13 +222,12 @@ class ScaleNormReference(ScaleNorm):
         return self.g * x / torch.sqrt((x * x).sum(-1, keepdim=True).clamp_min(self.eps**2))
 
 
-class DynamicTanh(Norm):
+class DynamicTanh(ZeroCentredGain, Norm):
     # Zhu et al. 2025: y = gamma * tanh(alpha * x) + beta, alpha a learned scalar. No statistics, no eps.
-    def __init__(self, dim, eps=0.0, gamma_init=1.0, affine=True, alpha_init=0.5):
+    def __init__(self, dim, eps=0.0, gamma_init=1.0, affine=True, alpha_init=0.5, gain_offset=False):
         super().__init__(dim, eps)
         self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
-        self.gamma_init = gamma_init
-        self.weight = nn.Parameter(torch.full((dim,), float(gamma_init))) if affine else None
+        self._init_gain(dim, gamma_init, affine, gain_offset)
         self.bias = nn.Parameter(torch.zeros(dim)) if affine else None
 
     def forward(self, x, step=None):
@@ -213,7 +235,7 @@ class DynamicTanh(Norm):
         return y if self.weight is None else y * self.weight + self.bias
 
     def extra_repr(self) -> str:
-        return f"{self.dim}, gamma_init={self.gamma_init:g}, affine={self.weight is not None}"
+        return f"{self.dim}, {self._gain_repr()}"
 
 
 REGISTRY: dict[tuple[str, str], type[Norm]] = {
@@ -306,13 +328,14 @@ def norm_class(kind: str, impl: str = "native") -> type[Norm]:
 
 def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.0, affine: bool = True,
                impl: str = "native", fp32: bool = True, alpha_init: float = 0.5,
-               per_step: bool = False) -> nn.Module:
+               per_step: bool = False, gain_offset: bool = False) -> nn.Module:
     """Build a normalization layer over the last dimension of (..., dim) inputs.
 
     kind: none | bn | ln | rms | scale | dyt.   impl: native (fused PyTorch op) | reference
     (textbook formula) | auto (whichever measures faster here, per shape).   fp32: compute in fp32 under
     autocast (True) or in the input's dtype (False).   per_step: BatchNorm only, separate
-    statistics per time step (inside a recurrence).
+    statistics per time step (inside a recurrence).   gain_offset: store gamma - 1 instead of gamma
+    (ln, rms, bn, dyt; ScaleNorm's single g and norms without a gain ignore it).
     """
     cls = norm_class(kind, impl)
     if dim < 1:
@@ -324,6 +347,8 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     if kind == "none":
         return Identity(dim)
     extra = {"alpha_init": alpha_init} if kind == "dyt" else {}
+    if issubclass(cls, ZeroCentredGain):
+        extra["gain_offset"] = gain_offset
     norm = cls(dim, eps=eps, gamma_init=gamma_init, affine=affine, **extra)
     if impl == "auto" and cls is not StepBatchNorm and REGISTRY[(kind, "native")] is not REGISTRY[(kind, "reference")]:
         norm = AutoNorm(kind, norm)
@@ -341,6 +366,7 @@ class NormSpec:
     impl: str = "native"
     fp32: bool = True
     alpha_init: float = 0.5
+    gain_offset: bool = False
 
     def __post_init__(self):
         norm_class(self.kind, self.impl)  # validates the names

@@ -19,6 +19,7 @@ from normbench.config import Config, ConfigError, to_config
 from normbench.models import ModelShape, build_model, cell_kernel_in_use, check_combination
 from normbench.norms import NormSpec
 from normbench.contract import FINISHED, config_hash, group_hash, settings
+from normbench.loggers import build_logger
 from normbench.record import RunRecord, environment, read_summary
 from normbench.tasks import load_task
 from normbench.train import AUTOCAST_DTYPES, Trainer
@@ -155,7 +156,7 @@ def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: i
         skip = unsupported_precision(model, task, device, cfg.precision.dtype)
         if skip:
             return _finish(record, None, fields, "skipped", skip, wall_start)
-        trainer = Trainer(cfg, task, model, device, record)
+        trainer = Trainer(cfg, task, model, device, record, build_logger(cfg.logger, record.run_dir))
         progress = trainer.fit()
     except KeyboardInterrupt as err:
         _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
@@ -179,6 +180,9 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     fields = {} if fields is None else fields
     cfg = to_config(node)
     check_combination(cfg.model.family, cfg.norm.kind, cfg.placement.name, cfg.placement.summed)
+    if cfg.deterministic:  # read when cuBLAS starts: set before any CUDA work of this process
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(cfg.deterministic)  # also off again for the next job in this process
     device = resolve_device(cfg.device, job_num)
     torch.set_num_threads(threads_for(cfg.threads, parallel_jobs))
     fields["environment"] = environment(device)
@@ -192,7 +196,7 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
                           f"examples of task {task.name}")
     shape = ModelShape(cfg.model.family, cfg.model.hidden, cfg.model.layers, cfg.model.embed,
                        cfg.model.heads, cfg.model.ff_mult, cfg.placement.cell_norm, cfg.placement.summed,
-                       cfg.model.cell_kernel)
+                       cfg.model.cell_kernel, qk_norm=cfg.model.qk_norm)
 
     def build():
         return build_model(shape, norm_spec(cfg), cfg.placement.name, input_kind=task.input_kind,
@@ -240,4 +244,6 @@ def _finish(record: RunRecord, trainer: Trainer | None, fields: dict, status: st
         fields["time"] = {"train_s": trainer.progress.train_s}
     fields.setdefault("time", {})["wall_s"] = time.perf_counter() - wall_start
     record.finish(status, reason, **fields)
+    if trainer is not None:
+        trainer.logger.on_end(record.summary)
     return record.summary

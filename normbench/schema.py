@@ -26,6 +26,7 @@ DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precisi
 OPTIMIZERS = ("adamw", "sgd")
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
+LOGGERS = ("none", "tensorboard")
 PIXELS = 64  # an 8x8 scikit-learn digit
 
 
@@ -79,6 +80,7 @@ class NormConfig:
     impl: str = "native"
     fp32: bool = True          # compute the norm in fp32 under bf16/fp16 autocast
     alpha_init: float = 0.5    # DyT only
+    gain_offset: bool = False  # store gamma - 1 (Gemma's RMSNorm): weight decay pulls the gain toward 1
 
     def __post_init__(self):
         _one_of("norm.kind", self.kind, KINDS)
@@ -107,6 +109,7 @@ class ModelConfig:
     heads: int = 4             # Transformer only
     ff_mult: int = 4           # Transformer only
     cell_kernel: str = "auto"  # in_cell LN-LSTM on CPU: auto (compiled if it builds) | cpp | python
+    qk_norm: bool = False      # Transformer only: the run's norm on queries and keys, per head
 
     def __post_init__(self):
         _one_of("model.family", self.family, FAMILIES)
@@ -146,6 +149,19 @@ class OptimConfig:
 
 
 @dataclass
+class LoggerConfig:
+    """Where a run's curves go besides its record: the record is always written, this only adds."""
+
+    name: str = "none"         # none | tensorboard (<run_dir>/<dir>/, pip install -e ".[tensorboard]")
+    dir: str = "tb"            # relative to the run directory
+    histograms: bool = True    # at probe steps: gradients and the outputs of every norm
+
+    def __post_init__(self):
+        _one_of("logger.name", self.name, LOGGERS)
+        _require(bool(self.dir), "logger.dir must not be empty")
+
+
+@dataclass
 class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     norm: NormConfig = field(default_factory=NormConfig)
@@ -171,6 +187,12 @@ class Config:
     resume: bool = harness("what to run, not how", False)     # multirun: skip jobs already finished in the sweep dir
     report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
     progress: bool = harness("output only", True)            # progress bar on a terminal
+    # Deterministic kernels compute the same functions in a fixed reduction order: the same class
+    # of difference as the thread count or the device, and both are harness. environment.deterministic
+    # records it, and rerun uses the recorded config.
+    deterministic: bool = harness("selects kernels, not what is trained; environment records it", False)
+    # A logger reads what the run measures and writes a copy elsewhere; it changes nothing measured.
+    logger: LoggerConfig = field(default_factory=LoggerConfig, metadata={"harness": "output only"})
 
     def __post_init__(self):
         _positive("lr", self.lr)
@@ -189,6 +211,8 @@ class Config:
         _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")
         # BatchNorm of one example has no batch statistics (zero variance everywhere)
         _require(self.norm.kind != "bn" or self.batch_size >= 2, f"norm=bn needs batch_size >= 2, got {self.batch_size}")
+        if isinstance(self.logger, dict):  # to_config builds the groups it knows; the logger group is built here
+            self.logger = LoggerConfig(**self.logger)
 
 # --- tasks: one dataclass each, chosen by the task group ------------------------------------------
 

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from normbench import norm_dispatch, probes
+from normbench.loggers import RunLogger
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import BatchNorm
@@ -118,8 +119,10 @@ class Progress:
 
 
 class Trainer:
-    def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RunRecord):
+    def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RunRecord,
+                 logger: RunLogger | None = None):
         self.cfg, self.task, self.device, self.record = cfg, task, device, record
+        self.logger = logger or RunLogger()  # normbench/loggers.py: hooks at the record's log, eval and probe points
         self.loss_fn = loss_function(task)
         precision = self.precision = PRECISIONS[cfg.precision.dtype]
         # The optimizer steps ``master`` (float32); ``model`` computes forward and backward. They are
@@ -198,6 +201,7 @@ class Trainer:
             p.steps_to_target, p.seconds_to_target = step, p.train_s
         self.record.log({"kind": "eval", "step": step, "val_metric": val, "val_loss": val_loss, "time_s": p.train_s})
         self.report.eval(step, p.losses[-1] if p.losses else math.nan, val, p.train_s)
+        self.logger.on_eval(self, step, val_metric=val, val_loss=val_loss)
 
     def _probe(self, step: int, stats: dict, activations: dict):
         self.progress.last_probe = {**stats, **activations}
@@ -205,6 +209,7 @@ class Trainer:
         if kurt is not None and math.isfinite(kurt):
             self.progress.grad_kurtosis_max = max(kurt, self.progress.grad_kurtosis_max or kurt)
         self.record.log({"kind": "probe", "step": step, **stats, **activations})
+        self.logger.on_probe(self, step, stats, activations)
 
     # -- the loop ---------------------------------------------------------------------------
     def fit(self) -> Progress:
@@ -278,6 +283,7 @@ class Trainer:
                 self.record.log({"kind": "train", "step": step, "loss": loss_value, "lr": lr,
                                  "grad_norm": grad_value, "time_s": p.train_s})
                 self.report.train(step, loss_value)
+                self.logger.on_log(self, step, loss=loss_value, lr=lr, grad_norm=grad_value)
             if probing:
                 self._probe(step, grad_stats, activations)
             if step % cfg.eval_every == 0 or step == cfg.steps:

@@ -53,9 +53,10 @@ def test_every_other_setting_is_identity_even_ones_no_list_names(compose):
 
 
 def test_harness_keys_are_declared_in_the_schema_and_change_nothing(compose):
-    assert set(HARNESS) == {"device", "threads", "resume", "report", "progress"}
+    assert set(HARNESS) == {"device", "threads", "resume", "report", "progress", "deterministic", "logger"}
     base = resolved(compose)
-    same = resolved(compose, "threads=2", "device=cpu", "resume=true", "report=false", "progress=false")
+    same = resolved(compose, "threads=2", "device=cpu", "resume=true", "report=false", "progress=false",
+                    "deterministic=true", "logger=tensorboard")
     assert config_hash(base) == config_hash(same) and settings(base) == settings(same)
     assert not set(HARNESS) & set(settings(base))
 

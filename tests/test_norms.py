@@ -270,3 +270,73 @@ def test_auto_measures_with_a_dense_upstream_gradient_as_training_gives(monkeypa
                         or original(out, wrt, grad_outputs, **kw))
     build_norm("bn", 8, impl="auto")(torch.randn(6, 8))
     assert upstream and all(g is not None and g.is_contiguous() and 0 not in g.stride() for g in upstream)
+
+
+# --- gain_offset: the parameter is gamma - 1 (Gemma's RMSNorm), the function is unchanged -------------
+
+OFFSET_KINDS = ("ln", "rms", "bn", "dyt")
+
+
+@pytest.mark.parametrize("kind", OFFSET_KINDS)
+@pytest.mark.parametrize("impl", IMPLS)
+def test_gain_offset_stores_gamma_minus_1_and_matches_float64_formula(kind, impl):
+    torch.manual_seed(0)
+    dim = 6
+    x = (torch.randn(4, 3, dim) * 3 + 1).double()
+    offset = torch.randn(dim, dtype=torch.float64) * 0.3           # the stored parameter, gamma - 1
+    beta = torch.randn(dim, dtype=torch.float64)
+    norm = build_norm(kind, dim, eps=1e-3, impl=impl, gamma_init=0.25, gain_offset=True).double()
+    inner = norm.norm
+    assert "weight" not in dict(inner.named_parameters())
+    torch.testing.assert_close(inner.weight_offset.detach(), torch.full((dim,), -0.75, dtype=torch.float64))
+    with torch.no_grad():
+        inner.weight_offset.copy_(offset)
+        if getattr(inner, "bias", None) is not None:
+            inner.bias.copy_(beta)
+    x_ref = x.clone().requires_grad_(True)
+    x_in = x.clone().requires_grad_(True)
+    gamma_ref = (1.0 + offset).clone().requires_grad_(True)        # the formula's gamma = 1 + stored value
+    y = norm(x_in)
+    y_ref = expected(kind, x_ref, 1e-3, gamma_ref, beta if kind != "rms" else 0.0)
+    torch.testing.assert_close(y, y_ref, rtol=1e-10, atol=1e-10)
+    upstream = torch.randn_like(y)
+    (y * upstream).sum().backward()
+    (y_ref * upstream).sum().backward()
+    torch.testing.assert_close(x_in.grad, x_ref.grad, rtol=1e-9, atol=1e-9)
+    # d/d(gamma - 1) = d/d(gamma): the optimizer sees the same gradient, on a parameter centred at 0
+    torch.testing.assert_close(inner.weight_offset.grad, gamma_ref.grad, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", OFFSET_KINDS)
+def test_gain_offset_keeps_gamma_init_as_the_initial_effective_gain(kind):
+    torch.manual_seed(1)
+    x = torch.randn(8, 5)
+    for gamma_init in (1.0, 0.1):
+        plain = build_norm(kind, 5, gamma_init=gamma_init)
+        offset = build_norm(kind, 5, gamma_init=gamma_init, gain_offset=True)
+        torch.testing.assert_close(offset(x), plain(x), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(offset.norm.weight, torch.full((5,), gamma_init))
+
+
+def test_gain_offset_weight_decay_pulls_the_gain_toward_1_not_0():
+    torch.manual_seed(2)
+    for gain_offset, toward in ((False, 0.0), (True, 1.0)):
+        norm = build_norm("rms", 4, gamma_init=0.5, gain_offset=gain_offset)
+        # decay alone: no gradient, AdamW's decoupled decay multiplies the parameter by (1 - lr * wd)
+        opt = torch.optim.AdamW(norm.parameters(), lr=0.1, weight_decay=1.0)
+        for _ in range(200):
+            opt.zero_grad()
+            for p in norm.parameters():
+                p.grad = torch.zeros_like(p)
+            opt.step()
+        torch.testing.assert_close(norm.norm.weight.detach(), torch.full((4,), toward), atol=1e-6, rtol=0)
+
+
+def test_gain_offset_is_visible_and_reaches_fused_cells_and_low_precision():
+    norm = build_norm("ln", 8, gain_offset=True, fp32=False)
+    assert "gain_offset=True" in repr(norm)
+    x = torch.randn(3, 8).to(torch.bfloat16)
+    ref = build_norm("ln", 8, fp32=False)
+    torch.testing.assert_close(norm(x), ref(x))                      # InputDtypeNorm casts the stored offset
+    assert build_norm("ln", 8, gain_offset=True, affine=False).norm.weight is None
+    assert NormSpec("rms", gain_offset=True).build(4).norm.gain_offset

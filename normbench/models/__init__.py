@@ -33,6 +33,7 @@ class ModelShape:
     cell_norm: bool = True  # in_cell LSTM: also normalize c_t before its tanh (Ba et al. eq. 22)
     summed: bool = False    # in_cell: one norm on W·x + U·h instead of one each
     cell_kernel: str = "auto"  # in_cell LN-LSTM on CPU: compiled (cpp), Python (python), or cpp if it builds
+    qk_norm: bool = False      # Transformer only: the norm on each head's queries and keys
 
 
 class SequenceModel(nn.Module):
@@ -57,7 +58,7 @@ def build_model(shape: ModelShape, norm: NormSpec, placement: str, *, input_kind
     encoder = nn.Embedding(input_dim, width_in) if input_kind == "tokens" else nn.Linear(input_dim, width_in)
     if shape.family == "transformer":
         backbone = build_transformer(TransformerShape(shape.hidden, shape.layers, shape.heads, shape.ff_mult,
-                                                      max_len=max_len), norm, placement)
+                                                      max_len=max_len, qk_norm=shape.qk_norm), norm, placement)
     else:
         backbone = build_recurrent(shape.family, RecurrentShape(width_in, shape.hidden, shape.layers), norm,
                                    placement, cell_norm=shape.cell_norm, summed=shape.summed,

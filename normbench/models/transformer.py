@@ -3,6 +3,9 @@
     pre   x = x + f(norm(x))          ... final norm before the head (Xiong et al. 2020)
     post  x = norm(x + f(x))          (Vaswani et al. 2017)
     peri  x = x + norm_out(f(norm_in(x)))  ... final norm before the head (Sandwich/Peri-LN)
+
+``qk_norm`` adds the run's norm on each head's queries and keys before the dot product
+(Henry et al. 2020; Dehghani et al. 2023; OLMo 2 and Gemma 3 use it), with any placement.
 """
 
 from __future__ import annotations
@@ -25,20 +28,27 @@ class TransformerShape:
     ff_mult: int = 4
     max_len: int = 1024
     causal: bool = True
+    qk_norm: bool = False
 
 
 class SelfAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, causal: bool):
+    def __init__(self, d_model: int, n_heads: int, causal: bool, qk_norm: NormSpec | None = None):
         super().__init__()
         if d_model % n_heads:
             raise InvalidCombination(f"transformer d_model {d_model} must be divisible by n_heads {n_heads}")
         self.n_heads, self.causal = n_heads, causal
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
+        # One norm over head_dim, its gain shared by the heads (as in Gemma 3 and Qwen 3).
+        self.qk_norm = qk_norm is not None
+        if self.qk_norm:
+            self.q_norm, self.k_norm = qk_norm.build(d_model // n_heads), qk_norm.build(d_model // n_heads)
 
     def forward(self, x):
         batch, steps, d = x.shape
         q, k, v = self.qkv(x).view(batch, steps, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         return self.proj(y.transpose(1, 2).reshape(batch, steps, d))
 
@@ -51,7 +61,7 @@ class FeedForward(nn.Sequential):
 class _Block(nn.Module):
     def __init__(self, shape: TransformerShape, norm: NormSpec):
         super().__init__()
-        self.attn = SelfAttention(shape.d_model, shape.n_heads, shape.causal)
+        self.attn = SelfAttention(shape.d_model, shape.n_heads, shape.causal, norm if shape.qk_norm else None)
         self.mlp = FeedForward(shape.d_model, shape.ff_mult)
         self.norm1 = norm.build(shape.d_model)
         self.norm2 = norm.build(shape.d_model)
@@ -104,6 +114,9 @@ class TransformerStack(nn.Module):
 
 def build_transformer(shape: TransformerShape, norm: NormSpec, placement: str) -> TransformerStack:
     check_combination("transformer", norm.kind, placement)
+    if shape.qk_norm and not norm.active:
+        raise InvalidCombination("model.qk_norm=true needs a norm to apply to queries and keys; "
+                                 "valid with norm=none: qk_norm=false")
     if not norm.active:
         return TransformerStack(shape, norm, "pre")  # identity norms: x + f(x), no final norm
     return TransformerStack(shape, norm, placement)

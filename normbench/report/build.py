@@ -7,6 +7,7 @@ files an earlier report wrote and left unchanged, and deletes nothing else (see 
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -76,6 +77,8 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
            paths: list[Path], out: Path, staging: Path) -> None:
     """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
     runs.to_csv(staging / "runs.csv", index=False)
+    if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
+        _parquet_ready(runs).to_parquet(staging / "runs.parquet", index=False)
     summary.to_csv(staging / "summary.csv", index=False)
     context = {
         "title": "normbench report",
@@ -90,6 +93,14 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     }
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
     write_report(context, staging)
+
+
+def _parquet_ready(runs: pd.DataFrame) -> pd.DataFrame:
+    """Columns that mix Python types (an axis that is a number in one run, text in another) as text;
+    missing stays missing. Every other column keeps its type."""
+    def mixed(column: pd.Series) -> bool:
+        return column.dtype == object and column.dropna().map(type).nunique() > 1
+    return runs.assign(**{c: runs[c].map(lambda v: v if pd.isna(v) else str(v)) for c in runs.columns if mixed(runs[c])})
 
 
 def _warn_set_aside(records: Records, runs: pd.DataFrame) -> None:

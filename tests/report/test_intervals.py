@@ -135,3 +135,28 @@ def test_seeds_for_non_inferiority_allow_a_better_estimate():
     assert seeds_for_equivalence(better, 3, 0.01) is None
     assert seeds_for_equivalence(better, 3, 0.01, one_sided=True) == 3  # already shown at 3
     assert seeds_for_equivalence(Estimate(-0.02, 0.02 ** 2, 4.0), 3, 0.01, one_sided=True) is None
+
+
+# Newcombe RG (1998a), "Two-sided confidence intervals for the single proportion: comparison of seven
+# methods", Stat Med 17:857-872, Table I, method 3 (Wilson score, no continuity correction).
+WILSON_PUBLISHED = [((81, 263), (0.2553, 0.3662)), ((15, 148), (0.0624, 0.1605)), ((0, 20), (0.0, 0.1611)),
+                    ((1, 29), (0.0061, 0.1718))]
+# Newcombe RG (1998b), "Interval estimation for the difference between independent proportions:
+# comparison of eleven methods", Stat Med 17:873-890, Table II, method 10 (hybrid score, no CC).
+NEWCOMBE_PUBLISHED = [((56, 70, 48, 80), (0.0524, 0.3339)), ((9, 10, 3, 10), (0.1705, 0.8090)),
+                      ((6, 7, 2, 7), (0.0582, 0.8062)), ((5, 56, 0, 29), (-0.0381, 0.1926)),
+                      ((0, 10, 0, 20), (-0.1611, 0.2775)), ((0, 10, 0, 10), (-0.2775, 0.2775)),
+                      ((10, 10, 0, 20), (0.6791, 1.0)), ((10, 10, 0, 10), (0.6075, 1.0))]
+
+
+@pytest.mark.parametrize("counts, published", WILSON_PUBLISHED)
+def test_wilson_matches_newcombe_1998a_table_1(counts, published):
+    assert wilson_interval(*counts) == pytest.approx(published, abs=1e-4)
+
+
+@pytest.mark.parametrize("counts, published", NEWCOMBE_PUBLISHED)
+def test_newcombe_difference_matches_newcombe_1998b_table_2(counts, published):
+    k1, n1, k2, n2 = counts
+    difference, interval = proportion_difference(k1, n1, k2, n2)
+    assert difference == pytest.approx(k1 / n1 - k2 / n2)
+    assert interval == pytest.approx(published, abs=1e-4)

@@ -1,0 +1,264 @@
+"""python -m normbench.compare BASELINE NEW: has NEW got worse than BASELINE? For a CI job.
+
+Runs are paired by identity (config_hash: the effective config, seed included), so a pair is the
+same setting and seed trained twice, e.g. before and after a commit. For each setting (a group of
+seeds) it reports the paired differences NEW - BASELINE of the primary metric, the divergence
+count, gradient statistics and step time, each with a 95% paired t-interval over the seeds when
+there are two pairs or more. The exit status is 1 when NEW is worse beyond the stated tolerance,
+0 when it is not, 2 for input it cannot compare. Reads records only, never imports torch.
+
+NEW is *worse* in a setting when
+- its primary metric is worse (direction from task.higher_is_better) by more than the tolerance,
+  and, with two pairs or more, the 95% interval of the paired difference lies on the worse side of
+  zero (a change the seeds cannot tell from noise does not fail a build);
+- more of its runs diverged than BASELINE's, beyond ``--max-new-divergences``;
+- one of its runs did not finish (failed, interrupted, killed) where BASELINE's finished;
+- with ``--step-time-tolerance F``, its median step time is more than F (a fraction) slower.
+Runs without a counterpart are listed, never fatal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from normbench.report import aggregate
+from normbench.report.intervals import mean_estimate
+from normbench.report.records import find_records
+
+METRICS = {"best_val": "metrics.best_val", "test": "metrics.test"}
+# Shown with intervals; gated only where the module docstring says.
+GRADIENTS = ("metrics.grad_norm_median", "metrics.grad_norm_max", "metrics.grad_kurtosis_max")
+STEP_TIME = "throughput.step_ms_median"
+FINISHED = ("ok", "diverged")
+ENVIRONMENT = ("git_commit", "torch", "device", "device_name", "python", "normbench_version")
+
+
+class CompareError(Exception):
+    """Input that cannot be compared; the message is one line."""
+
+
+@dataclass
+class Delta:
+    """NEW - BASELINE over the pairs of one setting: mean, 95% paired-t interval (None below 2 pairs)."""
+
+    base: float
+    new: float
+    diff: float
+    interval: tuple[float, float] | None
+    n: int
+
+    @classmethod
+    def of(cls, base: pd.Series, new: pd.Series) -> Delta | None:
+        both = pd.DataFrame({"base": base.to_numpy(dtype=float), "new": new.to_numpy(dtype=float)}).dropna()
+        if both.empty:
+            return None
+        estimate = mean_estimate(both["new"] - both["base"])
+        return cls(float(both["base"].mean()), float(both["new"].mean()), estimate.value,
+                   estimate.interval() if len(both) >= 2 else None, len(both))
+
+
+@dataclass
+class Setting:
+    label: str
+    higher_is_better: bool
+    pairs: int
+    metric: Delta | None
+    diverged_base: int
+    diverged_new: int
+    unfinished_new: list[str]
+    gradients: dict[str, Delta | None]
+    step_ms: Delta | None
+    problems: list[str] = field(default_factory=list)
+
+
+def load(path: Path) -> pd.DataFrame:
+    records = find_records([path])
+    if records.missing_paths:
+        raise CompareError(f"{path} does not exist")
+    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
+    if runs.empty:
+        raise CompareError(f"no readable run records under {path}")
+    return runs
+
+
+def environment_axis(base: pd.DataFrame, new: pd.DataFrame) -> list[str]:
+    """What differs between the two sets' environments, e.g. ``git_commit abc1234 → def5678``."""
+    def values(runs, key):
+        column = f"environment.{key}"
+        found = runs[column].dropna().astype(str).unique() if column in runs else []
+        return ", ".join(sorted(found)) or "n/a"
+
+    return [f"{key} {values(base, key)} → {values(new, key)}" for key in ENVIRONMENT
+            if values(base, key) != values(new, key)]
+
+
+def _label(row: pd.Series, axes: list[str]) -> str:
+    parts = [f"{a.removeprefix('axes.')}={aggregate.format_value(row[a])}" for a in axes
+             if a in row and not (row[a] is None or (isinstance(row[a], float) and math.isnan(row[a])))]
+    return ", ".join(parts) or aggregate.ALL_RUNS
+
+
+def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", tolerance: float = 0.01,
+            relative: bool = False, max_new_divergences: int = 0,
+            step_time_tolerance: float | None = None) -> tuple[list[Setting], pd.DataFrame, pd.DataFrame]:
+    """(settings, only in BASELINE, only in NEW). A setting's ``problems`` say why NEW is worse there."""
+    column = METRICS[metric]
+    base, new = base[base["config_hash"].notna()], new[new["config_hash"].notna()]
+    pairs = base.merge(new, on="config_hash", suffixes=("_base", "_new"), how="inner")
+    only_base = base[~base["config_hash"].isin(new["config_hash"])]
+    only_new = new[~new["config_hash"].isin(base["config_hash"])]
+    # settings are labelled by what varies among the paired runs, as the report labels its groups
+    axes = aggregate.varying_axes(base[base["config_hash"].isin(pairs["config_hash"])])
+    settings = []
+    for group, rows in pairs.groupby("group_hash_base", sort=False):
+        first = base[base["config_hash"] == rows["config_hash"].iloc[0]].iloc[0]
+        higher = bool(rows["task.higher_is_better_base"].iloc[0])
+        finished = rows["status_base"].isin(FINISHED) & rows["status_new"].isin(FINISHED)
+
+        def delta(name: str, where=finished) -> Delta | None:
+            if f"{name}_base" not in rows or f"{name}_new" not in rows:
+                return None
+            return Delta.of(rows.loc[where, f"{name}_base"], rows.loc[where, f"{name}_new"])
+
+        setting = Setting(
+            label=_label(first, axes), higher_is_better=higher, pairs=len(rows),
+            metric=delta(column), diverged_base=int((rows["status_base"] == "diverged").sum()),
+            diverged_new=int((rows["status_new"] == "diverged").sum()),
+            unfinished_new=[f"seed {aggregate.format_value(s)}: {st}" for s, st in
+                            zip(rows["seed_new"], rows["status_new"]) if st not in FINISHED and st not in ("invalid", "skipped")],
+            gradients={g: delta(g) for g in GRADIENTS},
+            step_ms=delta(STEP_TIME, rows["status_base"].eq("ok") & rows["status_new"].eq("ok")))
+        _judge(setting, metric, tolerance, relative, max_new_divergences, step_time_tolerance)
+        settings.append(setting)
+    settings.sort(key=lambda s: (not s.problems, s.label))
+    return settings, only_base, only_new
+
+
+def _judge(s: Setting, metric: str, tolerance: float, relative: bool, max_new_divergences: int,
+           step_time_tolerance: float | None) -> None:
+    m = s.metric
+    if m is not None:
+        worse = -m.diff if s.higher_is_better else m.diff          # > 0: NEW is worse
+        allowed = tolerance * abs(m.base) if relative else tolerance
+        beyond_noise = m.interval is None or (m.interval[1] < 0 if s.higher_is_better else m.interval[0] > 0)
+        if worse > allowed and beyond_noise:
+            s.problems.append(f"{metric} worse by {worse:.4g} (> {allowed:.4g})")
+    if s.diverged_new - s.diverged_base > max_new_divergences:
+        s.problems.append(f"diverged {s.diverged_base} → {s.diverged_new} of {s.pairs}")
+    if s.unfinished_new:
+        s.problems.append(f"did not finish: {'; '.join(s.unfinished_new)}")
+    t = s.step_ms
+    if step_time_tolerance is not None and t is not None and t.base > 0 and t.diff / t.base > step_time_tolerance:
+        s.problems.append(f"step time +{t.diff / t.base:.1%} (> {step_time_tolerance:.0%})")
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.4g}"
+
+
+def _delta(d: Delta | None, percent_of_base: bool = False) -> str:
+    if d is None:
+        return "n/a"
+    text = f"{d.diff:+.4g}"
+    if percent_of_base and d.base:
+        text += f" ({d.diff / d.base:+.1%})"
+    if d.interval is not None:
+        text += f" [{d.interval[0]:+.3g}, {d.interval[1]:+.3g}]"
+    return text
+
+
+def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.DataFrame, *, baseline: Path,
+             new: Path, environment: list[str], metric: str, tolerance: float, relative: bool,
+             max_new_divergences: int, step_time_tolerance: float | None) -> str:
+    failed = [s for s in settings if s.problems]
+    verdict = f"FAIL: NEW is worse in {len(failed)} of {len(settings)} settings" if failed else \
+        f"PASS: NEW is not worse in any of {len(settings)} settings"
+    bound = f"{tolerance:g} × |baseline mean|" if relative else f"{tolerance:g} (absolute)"
+    lines = [
+        f"## normbench compare: {verdict}",
+        "",
+        f"**{'; '.join(environment) if environment else 'same environment (git commit, torch, device)'}**",
+        "",
+        f"BASELINE `{baseline}` vs NEW `{new}`: {sum(s.pairs for s in settings)} runs paired by config hash "
+        f"(setting and seed). Differences are NEW − BASELINE, mean over seeds with a 95% paired t-interval "
+        f"[low, high] when there are ≥ 2 pairs.",
+        "",
+        f"Fails when NEW's `metrics.{metric}` is worse (direction from the task) by more than {bound} and, with "
+        f"≥ 2 pairs, the interval excludes 0 on the worse side; when more than {max_new_divergences} more runs "
+        f"diverge; when a run does not finish"
+        + (f"; when the median step time is more than {step_time_tolerance:.0%} slower." if step_time_tolerance
+           is not None else ". Step time is shown, not gated (`--step-time-tolerance` gates it)."),
+        "",
+        f"| setting | pairs | {metric} base → new | Δ {metric} | diverged base → new | Δ grad norm median | "
+        f"Δ grad kurtosis max | Δ step ms | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in settings:
+        m = s.metric
+        arrow = "↑" if s.higher_is_better else "↓"
+        level = f"{_fmt(m.base)} → {_fmt(m.new)} ({arrow} better)" if m else "n/a"
+        lines.append(" | ".join([
+            f"| {s.label}", str(s.pairs), level, _delta(m), f"{s.diverged_base} → {s.diverged_new}",
+            _delta(s.gradients["metrics.grad_norm_median"]), _delta(s.gradients["metrics.grad_kurtosis_max"]),
+            _delta(s.step_ms, percent_of_base=True),
+            ("**worse**: " + "; ".join(s.problems)) if s.problems else "ok"]) + " |")
+    for title, runs in (("Only in BASELINE (no counterpart in NEW)", only_base),
+                        ("Only in NEW (no counterpart in BASELINE)", only_new)):
+        if len(runs):
+            lines += ["", f"### {title}: {len(runs)}", ""]
+            lines += [f"- `{r.run_dir}` (seed {aggregate.format_value(r.seed)}, {r.status})"
+                      for r in runs.itertuples()][:50]
+            if len(runs) > 50:
+                lines.append(f"- … and {len(runs) - 50} more")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m normbench.compare",
+        description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
+    parser.add_argument("baseline", type=Path, metavar="BASELINE", help="a sweep or run directory")
+    parser.add_argument("new", type=Path, metavar="NEW", help="a sweep or run directory")
+    parser.add_argument("--metric", choices=sorted(METRICS), default="best_val",
+                        help="primary metric (default best_val: the best validation value; test: the final model on test)")
+    parser.add_argument("--tolerance", type=float, default=0.01,
+                        help="how much worse the primary metric may get, in its own units (default 0.01)")
+    parser.add_argument("--relative", action="store_true", help="--tolerance is a fraction of the baseline mean")
+    parser.add_argument("--max-new-divergences", type=int, default=0,
+                        help="extra diverged runs per setting tolerated (default 0)")
+    parser.add_argument("--step-time-tolerance", type=float, default=None, metavar="FRACTION",
+                        help="fail when the median step time is more than FRACTION slower (default: not gated)")
+    parser.add_argument("--out", type=Path, default=None, help="write the Markdown summary here too")
+    args = parser.parse_args(argv)
+    try:
+        if not (args.tolerance >= 0 and args.max_new_divergences >= 0
+                and (args.step_time_tolerance is None or args.step_time_tolerance >= 0)):
+            raise CompareError("tolerances must be >= 0")
+        base, new = load(args.baseline), load(args.new)
+        settings, only_base, only_new = compare(
+            base, new, metric=args.metric, tolerance=args.tolerance, relative=args.relative,
+            max_new_divergences=args.max_new_divergences, step_time_tolerance=args.step_time_tolerance)
+        if not settings:
+            raise CompareError(f"no run in {args.new} has a counterpart in {args.baseline} (no config hash in "
+                               f"common: other settings or seeds, or records from before a new config field)")
+        text = markdown(settings, only_base, only_new, baseline=args.baseline, new=args.new,
+                        environment=environment_axis(base, new), metric=args.metric, tolerance=args.tolerance,
+                        relative=args.relative, max_new_divergences=args.max_new_divergences,
+                        step_time_tolerance=args.step_time_tolerance)
+        if args.out is not None:
+            args.out.write_text(text, encoding="utf-8")
+    except (CompareError, OSError) as error:
+        print(f"normbench.compare: {error}", file=sys.stderr)
+        return 2
+    print(text, end="")
+    return 1 if any(s.problems for s in settings) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
