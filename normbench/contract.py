@@ -28,7 +28,6 @@ ALIASES = {
     "model.family": "model", "task.name": "task", "norm.kind": "norm", "placement.name": "placement",
     "precision.dtype": "precision", "norm.impl": "impl", "norm.eps": "eps", "norm.gamma_init": "gamma_init",
     "norm.fp32": "norm_fp32", "model.layers": "layers", "model.hidden": "hidden", "optim.name": "optim",
-    "model.qk_norm": "qk_norm", "norm.gain_offset": "gain_offset",
 }
 
 
