@@ -936,6 +936,10 @@ def ln_larger_stable_lr(runs: pd.DataFrame) -> Verdict:
         censored.append(f"{none_facts['censored_high']} none seed(s) were stable at the largest lr tried")
     if ln_facts["below_grid"] or none_facts["below_grid"]:
         censored.append("a seed stable at no lr counts one grid step below the smallest")
+    if estimate.var == 0:
+        censored.append("every seed of each arm has the same largest stable lr, so the interval has no width: "
+                        "the ratio is known only to the grid's resolution, and more seeds or a finer grid would "
+                        "show its spread")
     note = ""
     if ln_facts["best_lr"] is None or none_facts["best_lr"] is None:
         status = INCONCLUSIVE
