@@ -217,7 +217,7 @@ def _tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
               "skipped": "No arm was run at 2 or more learning rates."}
     else:
         note = (f"One line per arm (every setting but lr and seed). Point: mean final validation metric of the "
-                f"finished runs; bar: 95% t-interval; ★: the arm's best lr (ranking rule, diverged runs ranked "
+                f"finished runs; bar: 95% t-interval, clipped to the metric's range; ★: the arm's best lr (ranking rule, diverged runs ranked "
                 f"worst). Triangles at the bottom: diverged runs at that lr (count / runs), never dropped.")
         figure = figures.lr_sensitivity(points, arms, metrics, staging, note)
         lr = {"figures": [figure] if figure else [], "table": tables.sensitivity_table(arms, points),

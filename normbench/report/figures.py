@@ -269,7 +269,8 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
                    note: str) -> Figure | None:
     """Final validation metric against lr (log x), one line per arm, one panel per task.
 
-    Point: mean of the finished runs, bar: 95% t-interval (none with one run). Diverged runs are
+    Point: mean of the finished runs, bar: 95% t-interval clipped to the metric's range (none with
+    one run). Diverged runs are
     never dropped: a triangle at the panel's bottom, labelled with their count, at each lr where any
     diverged; ★ marks each arm's best lr."""
     if points.empty:
@@ -281,9 +282,15 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
         figure, panels = _new(len(tasks), width=6.5)
         for ax, task in zip(panels, tasks):
             mine = points[points["task"] == task]
+            metric, higher = metrics.get(task, ("metric", True))
+            floor, ceiling = METRIC_RANGE.get(metric, (None, None))
             labels = list(dict.fromkeys(mine["arm_label"]))
             for index, label in enumerate(labels):
+                # arms side by side at each lr (a small shift on the log axis), so their bars stay apart
+                shift = 10.0 ** (0.012 * (index - (len(labels) - 1) / 2))
                 curve = mine[mine["arm_label"] == label].sort_values("lr")
+                curve = curve.assign(lr=curve["lr"] * shift, low=curve["low"].clip(lower=floor, upper=ceiling),
+                                     high=curve["high"].clip(lower=floor, upper=ceiling))
                 style = _line_style(index)
                 shown = curve[curve["finished"] > 0]
                 error = np.vstack([(shown["mean"] - shown["low"]).clip(lower=0).fillna(0),
@@ -292,7 +299,7 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
                             linewidth=1.3, label=text(label, 90), **style)
                 best = arms[(arms["task"] == task) & (arms["arm_label"] == label)]["best_lr"]
                 if len(best) and best.notna().iloc[0]:
-                    at = shown[np.isclose(shown["lr"], float(best.iloc[0]))]
+                    at = shown[np.isclose(shown["lr"], float(best.iloc[0]) * shift)]
                     ax.scatter(at["lr"], at["mean"], marker="*", s=140, color=style["color"], zorder=5,
                                edgecolors="black", linewidths=0.5)
                 failed = curve[curve["diverged"] > 0]
@@ -303,8 +310,7 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
                     ax.annotate(f"{int(count)}/{int(runs)} div.", (lr, height), xycoords=ax.get_xaxis_transform(),
                                 xytext=(5, -3), textcoords="offset points", fontsize="x-small", color=style["color"])
             ax.set_xscale("log")
-            metric, higher = metrics.get(task, ("metric", True))
-            ax.set_xlabel("learning rate (log scale)")
+            ax.set_xlabel("learning rate (log scale; arms shifted slightly apart)")
             ax.set_ylabel(text(f"final val {metric} ({METRIC_UNITS.get(metric, metric)}, "
                                f"{'higher' if higher else 'lower'} is better)", 80))
             if len(tasks) > 1:
