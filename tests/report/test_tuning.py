@@ -145,3 +145,35 @@ def test_the_lr_claim_is_inconclusive_on_one_seed_and_not_applicable_without_a_g
     assert _claim(one_seed).status == INCONCLUSIVE
     no_grid = runs_of(*[{"seed": s, "axes": {**LSTM, "norm": n}} for n in ("ln", "none") for s in (0, 1)])
     assert _claim(no_grid).status == NOT_APPLICABLE
+
+
+def test_a_tuned_study_over_two_tasks_gets_every_section(write_record, tmp_path):
+    from normbench.report import build_report
+
+    scores = {"copy": {"ln": 0.95, "none": 0.80}, "adding": {"ln": 0.004, "none": 0.02}}
+    index = 0
+    for task, by_norm in scores.items():
+        for norm, score in by_norm.items():
+            placement = "in_cell" if norm == "ln" else "none"
+            base = {**LSTM, "task": task, "norm": norm, "placement": placement}
+            for lr in (1e-3, 1e-2, 1e-1):
+                for seed in (0, 1):
+                    diverged = norm == "none" and lr == 1e-1
+                    write_record(tmp_path / "selection", f"s{index}", seed=seed,
+                                 status="diverged" if diverged else "ok", best_val=None if diverged else score,
+                                 axes={**base, "lr": lr, "role": "selection"})
+                    index += 1
+            for seed in (100, 101, 102):
+                write_record(tmp_path / "evaluation", f"e{index}", seed=seed, best_val=score,
+                             axes={**base, "lr": 1e-3, "role": "evaluation"})
+                index += 1
+    build_report([tmp_path / "selection", tmp_path / "evaluation"], tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    tuned = report.split("### Tuned leaderboard")[1]
+    assert "figures/lr_sensitivity.png" in report and (tmp_path / "figures" / "lr_sensitivity.png").is_file()
+    assert "lr 0.1: 2/2" in report  # diverged runs counted in the stable-range table
+    assert "**Task adding**" in tuned and "**Task copy**" in tuned
+    assert "figures/performance_profile.png" in report and "| ρ(1) |" in report
+    assert "### ln_larger_stable_lr: " in report
+    html = (tmp_path / "report.html").read_text()
+    assert 'id="lr"' in html and 'id="profiles"' in html
