@@ -336,8 +336,13 @@ def performance_profile(ratios: pd.DataFrame, tau_max: float, out: Path, note: s
             taus = np.concatenate([[1.0], r[np.isfinite(r) & (r > 1.0)], [right]])
             taus = np.unique(taus)
             rho = [(r <= t * (1 + 1e-12)).mean() for t in taus]
-            ax.step(taus, rho, where="post", linewidth=1.5, label=text(arm, 90), **_line_style(index))
+            # earlier arms drawn wider, so arms with the same profile show as nested lines, not one
+            width = 1.5 + 3.0 * (len(ratios.columns) - 1 - index) / max(len(ratios.columns) - 1, 1)
+            ax.step(taus, rho, where="post", linewidth=width, alpha=0.85, label=text(arm, 90), **_line_style(index))
         ax.set_xscale("log")
+        plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(plain)
         ax.set_xlim(1.0, right)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("τ: steps to target ÷ the fastest arm's on that task (log scale)")
@@ -345,4 +350,5 @@ def performance_profile(ratios: pd.DataFrame, tau_max: float, out: Path, note: s
         figure.legend(*ax.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(1.0, 0.95),
                       fontsize="small", title="arm", frameon=False)
         _save(figure, out, "performance_profile")
-    return Figure("performance_profile", "Performance profile (steps to target)", note)
+    return Figure("performance_profile", "Performance profile (steps to target)",
+                  note + " Arms with the same profile overlap; the wider line underneath is the earlier arm in the legend.")

@@ -64,7 +64,10 @@ def with_arms(runs: pd.DataFrame) -> pd.DataFrame:
             for row in trained[columns].astype(object).itertuples(index=False, name=None)]
     trained["arm"] = pd.Series(["|".join("" if v is None else v for v in k) for k in keys], index=trained.index,
                                dtype=object)
-    varying = [c for c in columns if trained[c].dropna().astype(str).nunique() > 1]
+    # labels name what varies within a task (the task itself is shown beside them)
+    by_task = trained.groupby("task.name", sort=False)
+    varying = [c for c in columns if c != "axes.task"
+               and any(part[c].dropna().astype(str).nunique() > 1 for _, part in by_task)]
 
     def label(row) -> str:
         parts = [f"{c.removeprefix('axes.')}={format_value(row[c])}" for c in varying if not _missing(row[c])]
