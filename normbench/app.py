@@ -8,6 +8,7 @@ replaced by ours (HYDRA_FULL_ERROR hands us the exception) so that no traceback 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -72,14 +73,29 @@ def check_job(hc, node: DictConfig) -> None:
                           f"{chosen}'s); choose the task with task={task_name}")
 
 
+def objective(summary: dict) -> float:
+    """A run's score for a sweeper, always to MINIMIZE: the final validation metric, negated when
+    higher is better (accuracy), as is when lower is better (mse, bpc). Final, not best: it is the
+    model the test metric measures, and what a tuned study selects on (normbench/report/tuning.py).
+    Any run that did not finish ok (diverged, invalid, skipped, failed) scores +inf, worse than every
+    finished run; a finished run without a finite metric too.
+    """
+    value = (summary.get("metrics") or {}).get("final_val")
+    if summary.get("status") != "ok" or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return math.inf
+    return -float(value) if (summary.get("task") or {}).get("higher_is_better", True) else float(value)
+
+
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
-def _job(node: DictConfig) -> str:
+def _job(node: DictConfig) -> float:
+    """One job; returns objective(summary), so any Hydra sweeper (e.g. Optuna) can minimize it.
+    Statuses reach main through SINGLE_RUN (a single run) and the records (sweep_end)."""
     hc = HydraConfig.get()
     try:
         check_job(hc, node)
     except ConfigError as err:  # before anything is written; one line from main, not Hydra's job error
         INPUT_ERRORS.append(str(err))
-        return "invalid"
+        return math.inf
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
     try:
@@ -87,13 +103,13 @@ def _job(node: DictConfig) -> str:
                           parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
     except OSError as err:  # the record itself cannot be written: nothing more this job can do
         OUTPUT_ERRORS.append(f"cannot write output: {err}")
-        return "failed"
+        return math.inf
     status = summary["status"]
     if multirun or status not in EXIT_STATUS:
         log.info("%s -> %s", describe(summary), summary.get("run_dir", run_dir))
     if not multirun:
         SINGLE_RUN.update(status=status, reason=summary["reason"])
-    return status
+    return objective(summary)
 
 
 def main() -> None:

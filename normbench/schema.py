@@ -24,6 +24,7 @@ CELL_KERNELS = ("auto", "cpp", "python")  # in-cell LN-LSTM on CPU: compiled if 
 PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd")
+ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/tune.py)
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
 LOGGERS = ("none", "tensorboard")
@@ -170,6 +171,9 @@ class Config:
     optim: OptimConfig = field(default_factory=OptimConfig)
     task: Any = None                 # one of normbench.tasks.TASK_CONFIGS, chosen by the task group
     seed: int = 0
+    # What the run is for in a tuned study: lr selection, or evaluation at the chosen lr on fresh
+    # seeds. Part of identity, so a group never pools the two (normbench/tune.py).
+    role: str = "single"
     lr: float = 3e-3
     batch_size: int = 32
     steps: int = 600
@@ -207,6 +211,7 @@ class Config:
         _require(self.grad_clip is None or (math.isfinite(self.grad_clip) and self.grad_clip > 0),
                  f"grad_clip must be > 0 and finite, or null, got {self.grad_clip}")
         _one_of("device", self.device, DEVICES)
+        _one_of("role", self.role, ROLES)
         _require(self.task is not None and hasattr(self.task, "name"), "task is not set; choose one with task=NAME")
         _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")
         # BatchNorm of one example has no batch statistics (zero variance everywhere)

@@ -15,7 +15,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench.report import aggregate, figures, tables
+from normbench.report import aggregate, figures, profiles, tables, tuning
 from normbench.report.claims import evaluate_claims
 from normbench.report.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput
@@ -88,6 +88,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         "what_was_run": _what_was_run(records, runs, copies, axes, out),
         "leaderboards": tables.leaderboards(summary, axes),
         **_figure_sections(records, runs, summary, axes, staging),
+        **_tuning_sections(runs, summary, axes, staging),
         "divergences": tables.divergence_table(runs, axes, out),
         "claims": [tables.claim_view(c, v) for c, v in evaluate_claims(runs)],
     }
@@ -214,3 +215,46 @@ def _shown_note(shown: int, total: int, kind: str = "") -> str:
         return ""
     return (f"Showing {shown} of {total} {kind}groups (the best of each task by the primary metric); "
             f"all are in summary.csv.")
+
+
+def _tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
+    """Learning-rate sensitivity, the tuned comparison and performance profiles (tuning.py, profiles.py)."""
+    metrics = ({} if summary.empty else
+               {str(t): (str(m), bool(h)) for t, m, h in
+                summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)})
+    points, arms = tuning.sensitivity(runs)
+    if arms.empty:
+        lr = {"figures": [], "table": None, "tolerance": tuning.TOLERANCE_TEXT,
+              "skipped": "No arm was run at 2 or more learning rates."}
+    else:
+        note = (f"One line per arm (every setting but lr and seed). Point: mean final validation metric of the "
+                f"finished runs; bar: 95% t-interval, clipped to the metric's range; ★: the arm's best lr (ranking rule, diverged runs ranked "
+                f"worst). Triangles at the bottom: diverged runs at that lr (count / runs), never dropped.")
+        figure = figures.lr_sensitivity(points, arms, metrics, staging, note)
+        lr = {"figures": [figure] if figure else [], "table": tables.sensitivity_table(arms, points),
+              "tolerance": tuning.TOLERANCE_TEXT, "skipped": ""}
+    boards = tuning.tuned_leaderboards(runs)
+    has_selection = "axes.role" in runs and (runs["axes.role"] == tuning.SELECTION).any()
+    tuned = {"boards": tables.tuned_leaderboard_tables(boards),
+             "skipped": "" if boards else (
+                 "Selection runs but no evaluation runs: `python -m normbench.tune` runs both stages."
+                 if has_selection else "No tuned study (no runs with role selection and evaluation).")}
+    evaluated = bool(boards)
+    table, used = profiles.arm_table(summary, axes, tuned=evaluated)
+    profile = {"figures": [], "table": None, "used": used, "skipped": ""}
+    if table.empty or len(table.index) < 2:
+        profile["skipped"] = (f"Performance profiles need at least 2 tasks; the runs have "
+                              f"{0 if table.empty else len(table.index)} ({used}).")
+    else:
+        ratios, rows, left_out = profiles.performance_profiles(table)
+        if len(ratios.index) < 2:
+            profile["skipped"] = f"Fewer than 2 tasks on which every arm ran (left out: {', '.join(left_out)})."
+        else:
+            note = (f"From {used}: steps to target, the group's lower median with not reached = ∞; "
+                    f"{len(ratios.index)} tasks" + (f" (left out, not run by every arm: {', '.join(left_out)})"
+                                                    if left_out else "")
+                    + ". Steps only: the runs were not timed side by side, so seconds would measure the "
+                      "machine's load as much as the arm.")
+            figure = figures.performance_profile(ratios, profiles.AREA_TAU, staging, note)
+            profile.update(figures=[figure] if figure else [], table=tables.profile_table(rows, profiles.TAUS))
+    return {"lr_sensitivity": lr, "tuned": tuned, "performance_profiles": profile}

@@ -920,3 +920,99 @@ def in_cell_most_stable(runs: pd.DataFrame) -> Verdict:
                    f"none {_fmt(evidence[2]['grad kurtosis mean'])}. Supported when both steps of the ordering hold."
                    + task_note)
     return _judged(parts, arms, evidence, explanation)
+
+
+# --- learning rate ------------------------------------------------------------------------------
+
+def _stable_lr_arm(name: str, frame: pd.DataFrame) -> tuple[pd.Series, dict, dict]:
+    """Per-seed largest stable lr of one arm (tuning.largest_stable_per_seed) and its evidence row."""
+    from normbench.report.tuning import SCORE, largest_stable_per_seed
+
+    per_seed, facts = largest_stable_per_seed(frame)
+    row = {**_arm_row(name, frame, {"final val": frame[SCORE].where(frame["status"] == "ok")}),
+           "best lr": facts["best_lr"] if facts["best_lr"] is not None else math.nan,
+           "largest stable lr per seed": ", ".join(f"{s}: {format_value(v)}" for s, v in per_seed.items()) or "—",
+           "geometric mean": float(np.exp(np.log(per_seed).mean())) if len(per_seed) else math.nan}
+    return per_seed, facts, row
+
+
+@claim("ln_larger_stable_lr",
+       "LayerNorm allows a larger stable learning rate than no normalization in an RNN/LSTM.",
+       "Ba, Kiros & Hinton 2016, Layer Normalization, §6 (LN-LSTMs train at larger step sizes); practice",
+       compare=("norm", "lr"), pool=("placement",))
+def ln_larger_stable_lr(runs: pd.DataFrame) -> Verdict:
+    from normbench.report.tuning import STABLE_ACCURACY, STABLE_SHARE
+
+    runs = _finished(runs)
+    model = _axis(runs, "model").astype(str).str.lower()
+    recurrent = runs[model.isin(("rnn", "lstm"))]
+    if recurrent.empty:
+        return _not_applicable(f"Needs model rnn or lstm; the runs have model ∈ {_values_text(_axis(runs, 'model'))}.")
+    runs, missing = _both(recurrent, "norm", "ln", "none", whose="the rnn/lstm runs")
+    if missing:
+        return missing
+    runs, task_note = _one_task(runs)
+    lr = pd.to_numeric(_axis(runs, "lr"), errors="coerce")
+    norm = _axis(runs, "norm")
+    shared = set(lr[norm == "ln"].dropna()) & set(lr[norm == "none"].dropna())
+    if len(shared) < 2:
+        return _not_applicable(f"Needs an lr grid (≥ 2 learning rates run with both ln and none); shared lrs: "
+                               f"{_values_text(pd.Series(sorted(shared)))}.")
+    runs = runs[lr.isin(shared)]
+    norm, placement = _axis(runs, "norm"), _axis(runs, "placement").astype(str)
+    ln_placements = placement[norm == "ln"].value_counts()
+    # Ba et al.'s LN-LSTM normalizes inside the cell; other placements are shown beside it.
+    headline = "in_cell" if "in_cell" in ln_placements.index else str(ln_placements.index[0])
+    none_name = "none"
+    none_seeds, none_facts, none_row = _stable_lr_arm(none_name, runs[norm == "none"])
+    arms = {f"ln {headline}": runs[(norm == "ln") & (placement == headline)], none_name: runs[norm == "none"]}
+    evidence, effects, statuses = [], {}, {}
+    estimates = {}
+    for where in [headline] + [p for p in ln_placements.index if p != headline]:
+        name = f"ln {where}"
+        frame = runs[(norm == "ln") & (placement == where)]
+        seeds, facts, row = _stable_lr_arm(name, frame)
+        evidence.append(row)
+        estimate = combine([(1, mean_estimate(np.log(seeds))), (-1, mean_estimate(np.log(none_seeds)))])
+        interval = estimate.interval()
+        effect = Effect(f"largest stable lr ratio: {name} ÷ none (geometric mean over seeds; > 1 = LN larger)",
+                        math.exp(estimate.value) if math.isfinite(estimate.value) else math.nan,
+                        (math.exp(interval[0]), math.exp(interval[1])) if interval else None, null=1.0)
+        effects[where], estimates[where] = effect, estimate
+        statuses[where] = (_direction_of(effect, +1), facts)
+    evidence.append(none_row)
+    effect, estimate = effects[headline], estimates[headline]
+    status, ln_facts = statuses[headline]
+    grid = sorted(shared)
+    censored = []
+    if ln_facts["censored_high"]:
+        censored.append(f"{ln_facts['censored_high']} LN seed(s) were stable at the largest lr tried "
+                        f"({format_value(grid[-1])}), so the ratio is a lower bound")
+    if none_facts["censored_high"]:
+        censored.append(f"{none_facts['censored_high']} none seed(s) were stable at the largest lr tried")
+    if ln_facts["below_grid"] or none_facts["below_grid"]:
+        censored.append("a seed stable at no lr counts one grid step below the smallest")
+    if estimate.var == 0:
+        censored.append("every seed of each arm has the same largest stable lr, so the interval has no width: "
+                        "the ratio is known only to the grid's resolution, and more seeds or a finer grid would "
+                        "show its spread")
+    note = ""
+    if ln_facts["best_lr"] is None or none_facts["best_lr"] is None:
+        status = INCONCLUSIVE
+        note = " An arm has no best lr (each needs an lr with 2 runs, one finished), so no reference to be stable against."
+    elif status == INCONCLUSIVE:
+        note = _detectable(estimate, _seeds(*arms.values()), "log lr")
+    test = (f"ln ({headline}) vs none: per seed, the largest lr of the shared grid ({_values_text(pd.Series(grid))}) "
+            f"whose run finished within the tolerance of its arm's best lr (mean final val; {STABLE_ACCURACY:g} "
+            f"accuracy, other metrics {STABLE_SHARE:.0%} of chance-to-best; a diverged run is never stable); "
+            f"Welch t (95%) on log lr, exponentiated to a ratio, must exceed 1.")
+    part = Part("LN's largest stable lr is larger than no normalization's", status, (effect,), test,
+                note + (" " + "; ".join(censored) + "." if censored else ""))
+    others = [f"ln {w}: ratio {_fmt(effects[w].estimate)} ({statuses[w][0]})" for w in effects if w != headline]
+    explanation = (f"Arms: LayerNorm at placement {headline} (Ba et al.'s LN-LSTM normalizes in the cell when "
+                   f"runs have it) and no normalization, on recurrent runs at the same lrs; everything else fixed. "
+                   f"Stability is judged per seed against the arm's own best lr, so an arm that is merely less "
+                   f"accurate everywhere is not called unstable."
+                   + (f" Other LN placements vs none (shown, not judged): {'; '.join(others)}." if others else "")
+                   + task_note)
+    return _judged([part], arms, evidence, explanation, [effects[w] for w in effects if w != headline])

@@ -263,3 +263,92 @@ def peak_memory(summary: pd.DataFrame, out: Path, note: str) -> Figure | None:
                  out, "peak_memory", "Peak memory",
                  f"cuda_max_allocated counts tensors on the GPU; process_rss_sampled is the CPU process's resident memory sampled during the run, "
                  f"so the two kinds are not comparable. {note}")
+
+
+def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: Path,
+                   note: str) -> Figure | None:
+    """Final validation metric against lr (log x), one line per arm, one panel per task.
+
+    Point: mean of the finished runs, bar: 95% t-interval clipped to the metric's range (none with
+    one run). Diverged runs are
+    never dropped: a triangle at the panel's bottom, labelled with their count, at each lr where any
+    diverged; ★ marks each arm's best lr."""
+    if points.empty:
+        return None
+    all_tasks = list(dict.fromkeys(points["task"]))
+    tasks = all_tasks[:_MAX_TASK_PANELS]
+    caption = note + _task_cut_note(len(all_tasks))
+    with matplotlib.rc_context(_STYLE):
+        figure, panels = _new(len(tasks), width=6.5)
+        for ax, task in zip(panels, tasks):
+            mine = points[points["task"] == task]
+            metric, higher = metrics.get(task, ("metric", True))
+            floor, ceiling = METRIC_RANGE.get(metric, (None, None))
+            labels = list(dict.fromkeys(mine["arm_label"]))
+            for index, label in enumerate(labels):
+                # arms side by side at each lr (a small shift on the log axis), so their bars stay apart
+                shift = 10.0 ** (0.012 * (index - (len(labels) - 1) / 2))
+                curve = mine[mine["arm_label"] == label].sort_values("lr")
+                curve = curve.assign(lr=curve["lr"] * shift, low=curve["low"].clip(lower=floor, upper=ceiling),
+                                     high=curve["high"].clip(lower=floor, upper=ceiling))
+                style = _line_style(index)
+                shown = curve[curve["finished"] > 0]
+                error = np.vstack([(shown["mean"] - shown["low"]).clip(lower=0).fillna(0),
+                                   (shown["high"] - shown["mean"]).clip(lower=0).fillna(0)])
+                ax.errorbar(shown["lr"], shown["mean"], yerr=error, marker="o", markersize=4, capsize=2,
+                            linewidth=1.3, label=text(label, 90), **style)
+                best = arms[(arms["task"] == task) & (arms["arm_label"] == label)]["best_lr"]
+                if len(best) and best.notna().iloc[0]:
+                    at = shown[np.isclose(shown["lr"], float(best.iloc[0]) * shift)]
+                    ax.scatter(at["lr"], at["mean"], marker="*", s=140, color=style["color"], zorder=5,
+                               edgecolors="black", linewidths=0.5)
+                failed = curve[curve["diverged"] > 0]
+                height = 0.03 + 0.05 * (index % 6)  # stacked, so arms diverging at one lr stay apart
+                ax.scatter(failed["lr"], [height] * len(failed), marker="v", s=45, color=style["color"],
+                           transform=ax.get_xaxis_transform(), clip_on=False, zorder=6)
+                for lr, count, runs in zip(failed["lr"], failed["diverged"], failed["runs"]):
+                    ax.annotate(f"{int(count)}/{int(runs)} div.", (lr, height), xycoords=ax.get_xaxis_transform(),
+                                xytext=(5, -3), textcoords="offset points", fontsize="x-small", color=style["color"])
+            ax.set_xscale("log")
+            ax.set_xlabel("learning rate (log scale; arms shifted slightly apart)")
+            ax.set_ylabel(text(f"final val {metric} ({METRIC_UNITS.get(metric, metric)}, "
+                               f"{'higher' if higher else 'lower'} is better)", 80))
+            if len(tasks) > 1:
+                ax.set_title(text(f"task {task}"))
+        handles, labels = panels[0].get_legend_handles_labels()
+        figure.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize="small",
+                      title="arm", frameon=False)
+        _save(figure, out, "lr_sensitivity")
+    return Figure("lr_sensitivity", "Learning-rate sensitivity", caption)
+
+
+def performance_profile(ratios: pd.DataFrame, tau_max: float, out: Path, note: str) -> Figure | None:
+    """ρ_a(τ), the share of tasks on which arm a needs ≤ τ × the fewest steps to target (log τ)."""
+    if ratios.empty:
+        return None
+    finite = ratios.to_numpy(dtype=float)
+    finite = finite[np.isfinite(finite)]
+    right = max(tau_max, float(finite.max()) * 1.25 if finite.size else tau_max)
+    with matplotlib.rc_context(_STYLE):
+        figure, (ax,) = _new(1, width=7.0)
+        for index, arm in enumerate(ratios.columns):
+            r = np.sort(ratios[arm].to_numpy(dtype=float))
+            taus = np.concatenate([[1.0], r[np.isfinite(r) & (r > 1.0)], [right]])
+            taus = np.unique(taus)
+            rho = [(r <= t * (1 + 1e-12)).mean() for t in taus]
+            # earlier arms drawn wider, so arms with the same profile show as nested lines, not one
+            width = 1.5 + 3.0 * (len(ratios.columns) - 1 - index) / max(len(ratios.columns) - 1, 1)
+            ax.step(taus, rho, where="post", linewidth=width, alpha=0.85, label=text(arm, 90), **_line_style(index))
+        ax.set_xscale("log")
+        plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(plain)
+        ax.set_xlim(1.0, right)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("τ: steps to target ÷ the fastest arm's on that task (log scale)")
+        ax.set_ylabel("ρ(τ): share of tasks")
+        figure.legend(*ax.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(1.0, 0.95),
+                      fontsize="small", title="arm", frameon=False)
+        _save(figure, out, "performance_profile")
+    return Figure("performance_profile", "Performance profile (steps to target)",
+                  note + " Arms with the same profile overlap; the wider line underneath is the earlier arm in the legend.")

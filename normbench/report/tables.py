@@ -230,3 +230,65 @@ def claim_view(claim: Claim, verdict: Verdict) -> ClaimView:
 
 def trained_count(runs: pd.DataFrame) -> int:
     return int(runs["status"].isin(TRAINED).sum())
+
+
+def _lrs(values) -> str:
+    return ", ".join(format_value(v) for v in values) if values else "none"
+
+
+def sensitivity_table(arms: pd.DataFrame, points: pd.DataFrame) -> Table:
+    """Per arm: best lr, stable lrs and the stable range, and where runs diverged (tuning.sensitivity)."""
+    tasks = arms["task"].nunique() > 1
+    columns = [*(["task"] if tasks else []), "arm", "lrs tried", "best lr (★)", "final val at best (mean)",
+               "tolerance", "stable lrs", "largest stable lr", "stable range (largest ÷ smallest)", "diverged runs"]
+    body = []
+    for _, row in arms.iterrows():
+        mine = points[(points["task"] == row["task"]) & (points["arm"] == row["arm"])]
+        diverged = "; ".join(f"lr {format_value(p.lr)}: {int(p.diverged)}/{int(p.runs)}"
+                             for p in mine.itertuples() if p.diverged) or "none"
+        top = row["largest_stable"]
+        censored = (" (the largest tried: a lower bound)" if row["stable_lrs"] and math.isclose(top, row["grid_high"])
+                    else "")
+        body.append([*([str(row["task"])] if tasks else []), str(row["arm_label"]),
+                     f"{int(row['lrs'])} ({format_value(row['grid_low'])}–{format_value(row['grid_high'])})",
+                     format_value(row["best_lr"]) if row["best_lr"] is not None and not pd.isna(row["best_lr"])
+                     else f"— ({row['why']})",
+                     number(row["best_mean"]), number(row["tolerance"], 3), _lrs(row["stable_lrs"]),
+                     (number(top) + censored) if row["stable_lrs"] else "—",
+                     f"{number(row['stable_range'], 3)}×" if row["stable_lrs"] else "—", diverged])
+    body, note = _cut(body, "arms")
+    return Table(columns, body, note)
+
+
+def tuned_leaderboard_tables(boards: list[dict]) -> list[Leaderboard]:
+    """The tuned comparison per task (tuning.tuned_leaderboards): arms on the evaluation runs' test metric."""
+    out = []
+    for board in boards:
+        metric = board["metric"]
+        columns = ["★", "arm", "chosen lr (selection runs)", "lr run", f"test {metric} mean ± 95% CI", "runs",
+                   "diverged", "p (worse than best, before Holm)"]
+        body = []
+        for row in board["rows"]:
+            n_ok = row["n"] - row["diverged"]
+            if not math.isfinite(row["test_mean"]):
+                score = "—"
+            elif math.isfinite(row["test_high"]):
+                score = f"{number(row['test_mean'])} ± {number(row['test_high'] - row['test_mean'], 2)}"
+            else:
+                score = f"{number(row['test_mean'])} (n={n_ok})"
+            body.append(["★" if row["star"] else "", row["arm_label"],
+                         number(row["chosen_lr"]) if row["chosen_lr"] is not None else "—",
+                         ", ".join(format_value(v) for v in row["lr_run"]), score, str(row["n"]),
+                         str(row["diverged"]), "best" if row["best"] else number(row["p"], 3)])
+        body, cut = _cut(body, "arms")
+        note = "; ".join(board["notes"] + ([cut] if cut else []))
+        out.append(Leaderboard(str(board["task"]), metric, bool(board["higher_is_better"]), Table(columns, body, note)))
+    return out
+
+
+def profile_table(summary: pd.DataFrame, taus: tuple[float, ...]) -> Table:
+    """ρ at a few τ, the area, and how many tasks each arm reached the target on (profiles.py)."""
+    columns = ["arm", *[f"ρ({format_value(t)})" for t in taus], "area (log τ, 1…4)", "tasks reached / tasks"]
+    body = [[str(row["arm"]), *[number(row[f"rho_{format_value(t)}"], 3) for t in taus], number(row["area"], 3),
+             f"{int(row['reached'])} / {int(row['tasks'])}"] for _, row in summary.iterrows()]
+    return Table(columns, body)

@@ -419,7 +419,8 @@ def test_settings_ignore_missing_values_and_constant_extra_axes(runs_of):
 def test_registry_lists_every_claim_once():
     ids = [c.id for c in CLAIMS]
     assert ids == ["ln_batch_robust", "postln_needs_warmup", "postln_grad_depth", "gamma_small_flow",
-                   "fp16_small_eps_nonfinite", "rms_faster_than_ln", "in_cell_most_stable"]
+                   "fp16_small_eps_nonfinite", "rms_faster_than_ln", "in_cell_most_stable",
+                   "ln_larger_stable_lr"]
     assert all(c.statement and c.citation for c in CLAIMS)
 
 

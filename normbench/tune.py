@@ -1,0 +1,148 @@
+"""A tuned comparison in one command (DeepOBS / AlgoPerf protocol):
+
+    python -m normbench.tune [--out DIR] [--evaluation-seeds 100,101,102] [overrides ...]
+
+1. **Selection**: ``python -m normbench -m +sweep=tuned OVERRIDES`` into DIR/selection: every arm
+   (the cartesian product of the overrides) over the sweep file's lr grid and selection seeds,
+   ``role=selection``.
+2. **Choice**: each arm's lr is chosen from those records alone (normbench/report/tuning.py:
+   the best lr group of the arm under the report's ranking rule, on the final validation metric).
+3. **Evaluation**: every arm once more at its chosen lr on the evaluation seeds, disjoint from the
+   selection seeds, ``role=evaluation``, into DIR/evaluation. Arms may choose different lrs, which
+   no cartesian sweep can express, so each arm becomes a config file (DIR/arms/tuned_arm/*.yaml)
+   holding its recorded config with the chosen lr, and one multirun sweeps ``+tuned_arm=arm000,arm001,...``
+   (each by name) over the seeds: one launcher, so ``hydra/launcher=local`` runs the jobs in parallel.
+4. **Report** over both stages into DIR.
+
+Both stages run with ``resume=true``: the same command into the same DIR continues where it
+stopped, and two jobs of one run (norm=none at several placements is one model) train once.
+Overrides under ``hydra`` and the harness keys (device, threads, progress) reach both stages; the
+other overrides define the arms and reach the evaluation through the arm files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+
+from normbench.contract import HARNESS
+
+EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
+GROUPS = {"task": "name", "model": "family", "norm": "kind", "placement": "name", "precision": "dtype",
+          "optim": "name"}  # config group -> the field naming the option that was chosen
+
+
+def _passthrough(overrides: list[str]) -> list[str]:
+    """Overrides that say how jobs run, not what they train: Hydra's own and the harness keys."""
+    kept = []
+    for override in overrides:
+        key = override.lstrip("+~").split("=", 1)[0]
+        if key == "hydra" or key.startswith(("hydra.", "hydra/")) or key in HARNESS:
+            kept.append(override)
+    return kept
+
+
+def _normbench(args: list[str]) -> int:
+    env = {**os.environ}
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    print("+ python -m normbench " + " ".join(args), flush=True)
+    return subprocess.run([sys.executable, "-m", "normbench", *args], env=env).returncode
+
+
+def arm_file(config: dict, lr: float) -> str:
+    """A config (package _global_) that reproduces a recorded run's config at ``lr``, seed and role aside."""
+    values = {k: v for k, v in config.items() if k not in HARNESS and k not in ("hydra", "seed", "role", "lr")}
+    defaults = [{f"override /{group}": config[group][field]} for group, field in GROUPS.items()
+                if isinstance(config.get(group), dict) and config[group].get(field) is not None]
+    body = {"defaults": defaults, **values, "lr": float(lr)}
+    return "# @package _global_\n# written by normbench.tune: a selected arm at its chosen lr\n" + yaml.safe_dump(
+        body, sort_keys=False)
+
+
+def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, float]]:
+    """One file per arm with a chosen lr; returns (file name, label, lr) of each. Reads the selection records only."""
+    from normbench.report import aggregate
+    from normbench.report.records import find_records
+    from normbench.report.tuning import chosen_lrs, with_arms
+
+    records = find_records([selection_dir])
+    configs = {str(r.run_dir): r.summary.get("config") for r in records.runs}
+    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
+    choice = chosen_lrs(runs)
+    selection = with_arms(runs[runs.get("axes.role") == "selection"]) if "axes.role" in runs else runs.iloc[0:0]
+    folder = arms_dir / "tuned_arm"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.yaml"):
+        old.unlink()
+    written = []
+    for index, row in enumerate(choice.itertuples(index=False)):
+        if row.chosen_lr is None:
+            print(f"normbench.tune: {row.task}, {row.arm_label}: no lr chosen ({row.why}); not evaluated",
+                  file=sys.stderr)
+            continue
+        at_lr = selection[(selection["task.name"] == row.task) & (selection["arm_label"] == row.arm_label)
+                          & (selection["axes.lr"].astype(float) == row.chosen_lr)]
+        config = configs[at_lr["run_dir"].iloc[0]]
+        (folder / f"arm{index:03d}.yaml").write_text(arm_file(config, row.chosen_lr))
+        written.append((f"arm{index:03d}", f"{row.task}: {row.arm_label}", row.chosen_lr))
+    return written
+
+
+def _selection_seeds(selection_dir: Path) -> set[int]:
+    from normbench.report.records import find_records
+
+    return {int(r.summary["seed"]) for r in find_records([selection_dir]).runs
+            if isinstance(r.summary.get("seed"), int)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m normbench.tune", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=None, help="study folder (default multirun/tuned/DATE_TIME)")
+    parser.add_argument("--evaluation-seeds", default=",".join(map(str, EVALUATION_SEEDS)),
+                        help="comma-separated seeds of the evaluation runs; must not be selection seeds")
+    parser.add_argument("overrides", nargs="*", help="normbench overrides, e.g. norm=none,ln model=lstm")
+    args = parser.parse_args(argv)
+    out = (args.out or Path("multirun/tuned") / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")).resolve()
+    seeds = [int(s) for s in args.evaluation_seeds.split(",") if s.strip()]
+    if not seeds:
+        parser.error("--evaluation-seeds needs at least one seed")
+    harness = _passthrough(args.overrides)
+    code = _normbench(["-m", "+sweep=tuned", *args.overrides, "role=selection", f"hydra.sweep.dir={out / 'selection'}",
+                       "resume=true", "report=false"])
+    if code == 2:  # the user's input: nothing ran
+        return 2
+    selection_seeds = _selection_seeds(out / "selection")
+    if selection_seeds & set(seeds):
+        print(f"normbench.tune: evaluation seeds {sorted(selection_seeds & set(seeds))} were selection seeds; "
+              f"choose others with --evaluation-seeds", file=sys.stderr)
+        return 2
+    written = write_arms(out / "selection", out / "arms")
+    if not written:
+        print("normbench.tune: no arm has a chosen lr (each needs 2 selection runs at some lr, one finished)",
+              file=sys.stderr)
+        return 1
+    for name, label, lr in written:
+        print(f"chosen lr {lr:g}: {label} ({name})", flush=True)
+    # the arms by name: a glob would be expanded before Hydra adds the arms' folder to its search path
+    code_eval = _normbench(["-m", f"+tuned_arm={','.join(name for name, _, _ in written)}", f"seed={','.join(map(str, seeds))}", "role=evaluation",
+                            f"hydra.searchpath=[file://{out / 'arms'}]", f"hydra.sweep.dir={out / 'evaluation'}",
+                            "resume=true", "report=false", *harness])
+    from normbench.report import ReportError, build_report
+
+    try:
+        print(f"report: {build_report([out / 'selection', out / 'evaluation'], out)}")
+    except ReportError as err:
+        print(f"normbench.tune: no report: {err}", file=sys.stderr)
+        return 1
+    return 1 if 1 in (code, code_eval) or code_eval == 2 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""Learning-rate sensitivity, the tuned comparison, performance profiles and the lr claim, on crafted records."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from normbench.report import profiles, tuning
+from normbench.report.claims import CLAIMS, INCONCLUSIVE, NOT_APPLICABLE, SUPPORTED
+
+GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+LSTM = {"model": "lstm", "task": "copy", "layers": 1}
+
+
+def _grid_runs(norm: str, placement: str, diverges_above: float, seeds=(0, 1, 2), role=None, accuracy=0.95):
+    """An arm over GRID that finishes (accuracy ± a little per seed) up to `diverges_above` and diverges beyond."""
+    records = []
+    for lr in GRID:
+        for seed in seeds:
+            axes = {**LSTM, "norm": norm, "placement": placement, "lr": lr, **({"role": role} if role else {})}
+            if lr > diverges_above * (1 + 1e-9):
+                records.append({"status": "diverged", "seed": seed, "best_val": None, "axes": axes})
+            else:
+                records.append({"seed": seed, "best_val": accuracy - 0.002 * seed - 0.001 * GRID.index(lr), "axes": axes})
+    return records
+
+
+@pytest.fixture(scope="module")
+def two_arms(runs_of):
+    return runs_of(*_grid_runs("ln", "in_cell", 3e-2), *_grid_runs("none", "none", 3e-3))
+
+
+def test_an_arm_that_diverges_early_has_a_smaller_and_narrower_stable_range(two_arms):
+    points, arms = tuning.sensitivity(two_arms)
+    by_norm = {("ln" if "ln" in a else "none"): row for a, row in zip(arms["arm_label"], arms.to_dict("records"))}
+    assert by_norm["ln"]["largest_stable"] == pytest.approx(3e-2)
+    assert by_norm["none"]["largest_stable"] == pytest.approx(3e-3)
+    assert by_norm["ln"]["stable_range"] == pytest.approx(30.0)
+    assert by_norm["none"]["stable_range"] == pytest.approx(3.0)
+    assert by_norm["none"]["stable_range"] < by_norm["ln"]["stable_range"]
+    assert by_norm["ln"]["tolerance"] == tuning.STABLE_ACCURACY
+    # diverged runs are counted at their lr, never dropped
+    none = points[points["arm_label"].str.contains("none")]
+    assert none.set_index("lr").loc[1e-1, "diverged"] == 3 and none.set_index("lr").loc[1e-1, "finished"] == 0
+
+
+def test_an_lr_far_below_the_best_is_not_stable(runs_of):
+    records = [{"seed": s, "best_val": 0.5 if lr == 1e-3 else 0.95, "axes": {**LSTM, "norm": "ln", "lr": lr}}
+               for lr in (1e-3, 1e-2) for s in (0, 1)]
+    _, arms = tuning.sensitivity(runs_of(*records))
+    assert arms["stable_lrs"].iloc[0] == [1e-2] and arms["stable_range"].iloc[0] == 1.0
+
+
+def test_no_sensitivity_without_an_lr_grid(runs_of):
+    _, arms = tuning.sensitivity(runs_of({"seed": 0, "axes": LSTM}, {"seed": 1, "axes": LSTM}))
+    assert arms.empty
+
+
+def _study(runs_of, evaluation_lr=1e-2, evaluation_scores=(0.99, 0.99, 0.99)):
+    selection = _grid_runs("ln", "in_cell", 3e-2, seeds=(0, 1), role="selection")
+    # the selection runs peak at lr 1e-3 (the accuracy falls with the grid index)
+    evaluation = [{"seed": 100 + i, "best_val": score,
+                   "axes": {**LSTM, "norm": "ln", "placement": "in_cell", "lr": evaluation_lr, "role": "evaluation"}}
+                  for i, score in enumerate(evaluation_scores)]
+    return selection, evaluation
+
+
+def test_selection_never_uses_an_evaluation_seed(runs_of):
+    selection, evaluation = _study(runs_of)
+    alone = tuning.chosen_lrs(runs_of(*selection))
+    both = tuning.chosen_lrs(runs_of(*selection, *evaluation))
+    assert alone["chosen_lr"].tolist() == both["chosen_lr"].tolist() == [1e-3]
+    assert both["selection_seeds"].iloc[0] == [0, 1]
+    # an evaluation run that scores far better at another lr changes nothing
+    assert 100 not in both["selection_seeds"].iloc[0]
+
+
+def test_the_tuned_leaderboard_reads_test_of_evaluation_runs_and_flags_a_wrong_lr(runs_of):
+    selection, evaluation = _study(runs_of)  # evaluated at 1e-2, but 1e-3 was chosen
+    (board,) = tuning.tuned_leaderboards(runs_of(*selection, *evaluation))
+    (row,) = board["rows"]
+    assert row["chosen_lr"] == 1e-3 and row["lr_run"] == [1e-2] and row["test_mean"] == pytest.approx(0.99)
+    assert any("choose 0.001" in note for note in board["notes"])
+
+
+def test_the_tuned_leaderboard_stars_with_the_ranking_rule(runs_of):
+    selection = [*_grid_runs("ln", "in_cell", 3e-2, seeds=(0, 1), role="selection"),
+                 *_grid_runs("none", "none", 3e-3, seeds=(0, 1), role="selection")]
+    evaluation = [{"seed": s, "best_val": 0.95 + 0.001 * s,
+                   "axes": {**LSTM, "norm": "ln", "placement": "in_cell", "lr": 1e-3, "role": "evaluation"}}
+                  for s in (100, 101, 102)]
+    evaluation += [{"seed": s, "best_val": 0.60 + 0.001 * s,
+                    "axes": {**LSTM, "norm": "none", "placement": "none", "lr": 1e-3, "role": "evaluation"}}
+                   for s in (100, 101, 102)]
+    (board,) = tuning.tuned_leaderboards(runs_of(*selection, *evaluation))
+    first, second = board["rows"]
+    assert "ln" in first["arm_label"] and first["best"] and first["star"]
+    assert not second["star"] and second["p"] < 0.05
+    assert not board["notes"]
+
+
+def test_performance_profiles_count_not_reached_as_infinite():
+    steps = pd.DataFrame({"a": [100.0, 200.0, math.inf], "b": [200.0, 100.0, 300.0], "c": [math.inf] * 3},
+                         index=["t1", "t2", "t3"])
+    ratios, summary, left_out = profiles.performance_profiles(steps)
+    rows = summary.set_index("arm")
+    assert not left_out
+    assert rows.loc["a", "rho_1"] == pytest.approx(1 / 3) and rows.loc["a", "rho_2"] == pytest.approx(2 / 3)
+    assert rows.loc["a", "rho_4"] == pytest.approx(2 / 3)  # never reached on t3: never counted
+    assert rows.loc["b", "rho_1"] == pytest.approx(2 / 3) and rows.loc["b", "rho_2"] == pytest.approx(1.0)
+    assert rows.loc["c", "rho_4"] == 0.0 and rows.loc["c", "area"] == 0.0 and rows.loc["c", "reached"] == 0
+    assert profiles.profile_area(np.array([1.0, 1.0])) == pytest.approx(1.0)
+    assert profiles.profile_area(np.array([2.0])) == pytest.approx(0.5)  # log 2 / log 4 short of the top
+
+
+def test_a_task_no_arm_reached_counts_for_no_arm():
+    steps = pd.DataFrame({"a": [100.0, math.inf], "b": [50.0, math.inf]}, index=["t1", "t2"])
+    _, summary, _ = profiles.performance_profiles(steps)
+    assert summary.set_index("arm").loc["b", "rho_4"] == pytest.approx(0.5)
+
+
+def _claim(runs):
+    (check,) = [c for c in CLAIMS if c.id == "ln_larger_stable_lr"]
+    return check.check(runs)
+
+
+def test_the_lr_claim_is_supported_when_ln_stays_stable_longer(two_arms):
+    verdict = _claim(two_arms)
+    assert verdict.status == SUPPORTED
+    assert verdict.effect.estimate == pytest.approx(10.0) and verdict.effect.null == 1.0
+    assert verdict.effect.interval[0] > 1
+
+
+def test_the_lr_claim_is_inconclusive_when_both_are_stable_everywhere(runs_of):
+    runs = runs_of(*_grid_runs("ln", "in_cell", 1.0), *_grid_runs("none", "none", 1.0))
+    verdict = _claim(runs)
+    assert verdict.status == INCONCLUSIVE
+    assert verdict.effect.estimate == pytest.approx(1.0)
+    assert "lower bound" in verdict.explanation
+
+
+def test_the_lr_claim_is_inconclusive_on_one_seed_and_not_applicable_without_a_grid(runs_of):
+    one_seed = runs_of(*_grid_runs("ln", "in_cell", 3e-2, seeds=(0,)), *_grid_runs("none", "none", 3e-3, seeds=(0,)))
+    assert _claim(one_seed).status == INCONCLUSIVE
+    no_grid = runs_of(*[{"seed": s, "axes": {**LSTM, "norm": n}} for n in ("ln", "none") for s in (0, 1)])
+    assert _claim(no_grid).status == NOT_APPLICABLE
+
+
+def test_a_tuned_study_over_two_tasks_gets_every_section(write_record, tmp_path):
+    from normbench.report import build_report
+
+    scores = {"copy": {"ln": 0.95, "none": 0.80}, "adding": {"ln": 0.004, "none": 0.02}}
+    index = 0
+    for task, by_norm in scores.items():
+        for norm, score in by_norm.items():
+            placement = "in_cell" if norm == "ln" else "none"
+            base = {**LSTM, "task": task, "norm": norm, "placement": placement}
+            for lr in (1e-3, 1e-2, 1e-1):
+                for seed in (0, 1):
+                    diverged = norm == "none" and lr == 1e-1
+                    write_record(tmp_path / "selection", f"s{index}", seed=seed,
+                                 status="diverged" if diverged else "ok", best_val=None if diverged else score,
+                                 axes={**base, "lr": lr, "role": "selection"})
+                    index += 1
+            for seed in (100, 101, 102):
+                write_record(tmp_path / "evaluation", f"e{index}", seed=seed, best_val=score,
+                             axes={**base, "lr": 1e-3, "role": "evaluation"})
+                index += 1
+    build_report([tmp_path / "selection", tmp_path / "evaluation"], tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    tuned = report.split("### Tuned leaderboard")[1]
+    assert "figures/lr_sensitivity.png" in report and (tmp_path / "figures" / "lr_sensitivity.png").is_file()
+    assert "lr 0.1: 2/2" in report  # diverged runs counted in the stable-range table
+    assert "**Task adding**" in tuned and "**Task copy**" in tuned
+    assert "figures/performance_profile.png" in report and "| ρ(1) |" in report
+    assert "### ln_larger_stable_lr: " in report
+    html = (tmp_path / "report.html").read_text()
+    assert 'id="lr"' in html and 'id="profiles"' in html

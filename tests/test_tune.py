@@ -1,0 +1,54 @@
+"""The tuned study's runner side: a job's objective, the role field, and arm files that reproduce a run."""
+
+import math
+
+import pytest
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from omegaconf import OmegaConf
+
+from normbench.app import objective
+from normbench.config import config_dir
+from normbench.contract import group_hash
+from normbench.schema import ConfigError
+from normbench.tune import _passthrough, arm_file
+
+
+@pytest.mark.parametrize("summary, expected", [
+    ({"status": "ok", "task": {"higher_is_better": True}, "metrics": {"final_val": 0.9}}, -0.9),
+    ({"status": "ok", "task": {"higher_is_better": False}, "metrics": {"final_val": 0.02}}, 0.02),
+    ({"status": "diverged", "task": {"higher_is_better": True}, "metrics": {"final_val": 0.9}}, math.inf),
+    ({"status": "failed", "task": {}, "metrics": {}}, math.inf),
+    ({"status": "ok", "task": {"higher_is_better": False}, "metrics": {"final_val": None}}, math.inf),
+])
+def test_a_job_returns_a_value_to_minimize_and_divergence_is_worst(summary, expected):
+    assert objective(summary) == expected
+
+
+def test_role_is_checked_and_splits_groups(compose):
+    selection = OmegaConf.to_container(compose("role=selection"), resolve=True)
+    evaluation = OmegaConf.to_container(compose("role=evaluation"), resolve=True)
+    assert group_hash(selection) != group_hash(evaluation)
+    with pytest.raises(Exception) as error:
+        OmegaConf.to_object(compose("role=tuning"))
+    assert isinstance(error.value, ConfigError) or "role" in str(error.value)
+
+
+def test_an_arm_file_reproduces_the_recorded_config_at_the_chosen_lr(compose, tmp_path):
+    recorded = OmegaConf.to_container(compose("+sweep=tuned", "norm=rms", "placement=in_cell", "model=gru",
+                                              "task=adding", "task.length=7", "lr=0.01", "seed=1"), resolve=True)
+    folder = tmp_path / "tuned_arm"
+    folder.mkdir()
+    (folder / "arm000.yaml").write_text(arm_file(recorded, 0.03))
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
+        again = hydra_compose("config", overrides=["+tuned_arm=arm000", f"hydra.searchpath=[file://{tmp_path}]",
+                                                   "seed=100", "role=evaluation"])
+    again = OmegaConf.to_container(again, resolve=True)
+    assert again["lr"] == 0.03 and again["seed"] == 100 and again["role"] == "evaluation"
+    assert group_hash({**again, "role": "selection", "lr": 0.01}) == group_hash(recorded)
+
+
+def test_only_how_jobs_run_passes_to_the_evaluation_stage():
+    kept = _passthrough(["norm=ln,none", "hydra/launcher=local", "hydra.launcher.n_jobs=2", "threads=1",
+                         "task.limit_train=500", "steps=100"])
+    assert kept == ["hydra/launcher=local", "hydra.launcher.n_jobs=2", "threads=1"]
