@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
-IMPLS = ("native", "reference", "auto")
+IMPLS = ("native", "reference", "auto", "compiled")  # compiled: rms only (normbench/models/rmsnorm.cpp)
 FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
 CELL_KERNELS = ("auto", "cpp", "python")  # in-cell LN-LSTM on CPU: compiled if it builds, or forced either way

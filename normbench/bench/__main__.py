@@ -54,11 +54,14 @@ def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
 
 def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--family", default="lstm", choices=FAMILIES)
-    p.add_argument(f"--{prefix}hidden", dest="cell_hidden", type=int, default=128)
+    p.add_argument(f"--{prefix}hidden", dest="cell_hidden", type=_csv(int), default=cells.GRID_HIDDEN,
+                   help=f"comma list of hidden sizes, each timed on its own (default {','.join(map(str, cells.GRID_HIDDEN))})")
     p.add_argument("--length", type=int, default=64)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--input-size", type=int, default=32)
     p.add_argument("--norm", default="ln", help="norm kind inside the cell (default ln)")
+    p.add_argument("--candidates", type=_csv(str), default=cells.CANDIDATES,
+                   help=f"comma list from {','.join(cells.CANDIDATES)} (fused is always timed: every ratio is to it)")
 
 
 def _harness_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -79,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
                                   description="Speed benchmarks of normbench's parts; every figure a ratio "
                                               "measured side by side in one process.")
     sub = top.add_subparsers(dest="command", required=True)
-    helps = {"kernels": "norm kernels: time, GB/s, fraction of a copy", "cells": "in-cell LN-LSTM step vs nn.LSTM",
+    helps = {"kernels": "norm kernels: time, GB/s, fraction of a copy", "cells": "in-cell LN-LSTM (LN-GRU) step vs nn.LSTM (nn.GRU), over hidden sizes",
              "harness": "normbench training step vs a bare loop", "sweep": "joblib launcher vs sequential sweep"}
     adders = {"kernels": _kernel_options, "cells": _cell_options, "harness": _harness_options, "sweep": _sweep_options}
     for name, add in adders.items():
@@ -111,10 +114,15 @@ def _command(name: str, args: argparse.Namespace) -> str:
         words += ["--no-headline"] if args.headline is False else []
         words += ["--default-malloc"] if args.default_malloc else []
     elif name == "cells":
-        defaults = {"family": "lstm", "cell_hidden": 128, "length": 64, "batch": 32, "input_size": 32, "norm": "ln"}
+        defaults = {"family": "lstm", "cell_hidden": cells.GRID_HIDDEN, "length": 64, "batch": 32, "input_size": 32,
+                    "norm": "ln"}
         for key, default in defaults.items():
-            if getattr(args, key) != default:
-                words += [f"--{key.replace('cell_', '').replace('_', '-')}", str(getattr(args, key))]
+            value = getattr(args, key)
+            if tuple(value) != default if isinstance(default, tuple) else value != default:
+                text = ",".join(map(str, value)) if isinstance(default, tuple) else str(value)
+                words += [f"--{key.replace('cell_', '').replace('_', '-')}", text]
+        if tuple(args.candidates) != cells.CANDIDATES:
+            words += ["--candidates", ",".join(args.candidates)]
     elif name == "harness":
         for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every")):
             words += [flag, str(getattr(args, key))] if getattr(args, key) else []
@@ -142,7 +150,7 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
     elif name == "cells":
         section = cells.run(family=args.family, hidden=args.cell_hidden, length=args.length, batch=args.batch,
                             input_size=args.input_size, norm=args.norm, quick=args.quick, repeats=args.repeats,
-                            command=command)
+                            candidates=tuple(args.candidates), command=command)
     elif name == "harness":
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)

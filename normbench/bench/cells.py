@@ -34,7 +34,8 @@ from normbench.bench.timing import clock_for, measure, paired_difference, paired
 from normbench.models.recurrent import FUSED, GATES, InCellLayer, cell_kernel_in_use
 from normbench.norms import NormSpec
 
-TARGET = 1.5  # in-cell LN-LSTM step time / nn.LSTM step time
+TARGET = 1.5  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
+TARGET_FAMILIES = ("lstm", "gru")
 CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python")
 
 
@@ -178,42 +179,70 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     return steps, facts
 
 
-def run(*, family: str = "lstm", hidden: int = 128, length: int = 64, batch: int = 32, input_size: int = 32,
-        norm: str = "ln", device: str = "cpu", quick: bool = False, repeats: int | None = None,
-        command: str = "") -> Section:
-    shape = CellShape(family, batch, length, input_size, hidden)
-    spec = NormSpec(norm)
+GRID_HIDDEN = (64, 128, 256)  # the issue's shape grid, at batch 32, T 64, input 32
+
+
+def run(*, family: str = "lstm", hidden: int | tuple[int, ...] = GRID_HIDDEN, length: int = 64, batch: int = 32,
+        input_size: int = 32, norm: str = "ln", device: str = "cpu", quick: bool = False,
+        repeats: int | None = None, candidates: tuple[str, ...] = CANDIDATES, command: str = "") -> Section:
+    """Each hidden size of ``hidden`` in turn, every one its own set of interleaved rounds."""
+    sizes = (hidden,) if isinstance(hidden, int) else tuple(hidden)
+    env = bench_environment(device)
+    rows, ratios, parts, shapes = [], [], [], {}
+    fused_name = f"nn.{FUSED[family].__name__}"
+    for size in sizes:
+        print(f"cells: {family} h{size} ...", flush=True)
+        shape = CellShape(family, batch, length, input_size, size)
+        shape_rows, facts, decomposition, shape_ratios = measure_shape(shape, NormSpec(norm), device, quick, repeats,
+                                                                      candidates, command)
+        rows += shape_rows
+        ratios += shape_ratios
+        parts.append(render_markdown(shape_rows, facts, decomposition, shape_ratios, env, command, fused_name))
+        shapes[f"h{size}"] = {"facts": facts, "decomposition": decomposition}
+    env["cell_kernel"] = next(iter(shapes.values()))["facts"]["in_cell_kernel"]
+    return Section("cells", command, env, rows, "\n\n".join(parts), ratios, {"shapes": shapes})
+
+
+def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, repeats: int | None,
+                  candidates: tuple[str, ...], command: str):
+    """(rows, facts, decomposition, ratios) of one shape; candidates left out are absent from all four."""
     steps, facts = build_steps(shape, spec, device)
+    steps = {name: step for name, step in steps.items() if name in candidates or name == "fused"}
     repeats = repeats or (5 if quick else 25)
     timings = measure(steps, repeats=repeats, warmup=2 if quick else 5, timer=clock_for(device))
     fused = timings["fused"]
+    capability = torch.backends.cpu.get_cpu_capability()
     rows = []
     for name, timing in timings.items():
         ratio = paired_ratio(timing, fused)
-        rows.append({"candidate": name, **asdict(shape), "norm": norm, "device": torch.device(device).type,
-                     **timing.to_dict(), "vs_fused": ratio.median, "vs_fused_q1": ratio.q1, "vs_fused_q3": ratio.q3})
+        rows.append({"candidate": name, **asdict(shape), "norm": spec.kind, "device": torch.device(device).type,
+                     "cpu_capability": capability, **timing.to_dict(), "vs_fused": ratio.median,
+                     "vs_fused_q1": ratio.q1, "vs_fused_q3": ratio.q3})
     by = {r["candidate"]: r for r in rows}
-    loop_ms = paired_difference(timings["loop"], fused) * 1e3
-    in_cell_ms = paired_difference(timings["in_cell"], fused) * 1e3
-    python_ms = paired_difference(timings["in_cell_python"], fused) * 1e3
-    bound_norm_ms = paired_difference(timings["fused+norm_calls"], fused) * 1e3
+    decomposition = {key: paired_difference(timings[name], fused) * 1e3 for key, name in (
+        ("loop_overhead_ms", "loop"), ("in_cell_extra_ms", "in_cell"), ("in_cell_python_extra_ms", "in_cell_python"),
+        ("norm_cost_lower_bound_ms", "fused+norm_calls")) if name in timings}
+    family = shape.family
     fused_name = f"nn.{FUSED[family].__name__}"
-    label = f"{family} b{batch} T{length} in{input_size} h{hidden}"
-    ratios = [
-        RatioLine(f"in-cell {norm.upper()}-{family.upper()} training step ({label})", by["in_cell"]["vs_fused"],
-                  fused_name, command, target=f"<= {TARGET}" if family == "lstm" else None,
-                  note=f"{facts['in_cell_kernel'] or 'autograd'} recurrence; "
-                       f"IQR {by['in_cell']['vs_fused_q1']:.2f}-{by['in_cell']['vs_fused_q3']:.2f}"),
-        RatioLine(f"the same with model.cell_kernel=python", by["in_cell_python"]["vs_fused"], fused_name, command),
-        RatioLine(f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone",
-                  by["fused+norm_calls"]["vs_fused"], fused_name, command),
-        RatioLine(f"python-loop {family.upper()}, no norm", by["loop"]["vs_fused"], fused_name, command),
-    ]
-    decomposition = {"loop_overhead_ms": loop_ms, "in_cell_extra_ms": in_cell_ms,
-                     "in_cell_python_extra_ms": python_ms, "norm_cost_lower_bound_ms": bound_norm_ms}
-    env = bench_environment(device)
-    markdown = render_markdown(rows, facts, decomposition, ratios, env, command, fused_name)
-    return Section("cells", command, env, rows, markdown, ratios, {"facts": facts, "decomposition": decomposition})
+    label = f"{family} b{shape.batch} T{shape.length} in{shape.input_size} h{shape.hidden}, {capability}"
+    ratios = []
+    if "in_cell" in by:
+        in_cell = by["in_cell"]
+        ratios.append(RatioLine(
+            f"in-cell {spec.kind.upper()}-{family.upper()} training step ({label})", in_cell["vs_fused"], fused_name,
+            command, target=f"<= {TARGET}" if family in TARGET_FAMILIES else None,
+            note=f"{facts['in_cell_kernel'] or 'autograd'} recurrence; "
+                 f"IQR {in_cell['vs_fused_q1']:.2f}-{in_cell['vs_fused_q3']:.2f}"))
+    others = (("in_cell_python", "the same with model.cell_kernel=python"),
+              ("fused+norm_calls", f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone"),
+              ("loop", f"python-loop {family.upper()}, no norm"))
+    ratios += [RatioLine(f"{what} ({label})", by[name]["vs_fused"], fused_name, command)
+               for name, what in others if name in by]
+    return rows, facts, decomposition, ratios
+
+
+DECOMPOSITION = {"loop_overhead_ms": "a Python time loop without norms", "norm_cost_lower_bound_ms": "the norm calls alone",
+                 "in_cell_extra_ms": "the in-cell layer", "in_cell_python_extra_ms": "the in-cell layer's Python recurrence"}
 
 
 def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name) -> str:
@@ -228,17 +257,18 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
           f"{r['vs_fused_q1']:.2f}-{r['vs_fused_q3']:.2f}"] for r in rows])
     calls = ", ".join(f"{k} x{v}" for k, v in facts["norm_calls"].items())
     d = decomposition
+    s = rows[0]
     return "\n\n".join([
-        f"## Recurrent cell: in-cell norm vs {fused_name}\n\n`{command}`\n\n{env['device']} ({env['device_name']}), "
+        f"## Recurrent cell: in-cell norm vs {fused_name}, {s['family']} b{s['batch']} T{s['length']} "
+        f"in{s['input_size']} h{s['hidden']}, torch CPU capability {s['cpu_capability']}\n\n`{command}`\n\n"
+        f"{env['device']} ({env['device_name']}), "
         f"torch {env['torch']}, {env['threads']} threads, load {env.get('load_average_1m', math.nan):.2f} at start. "
         "One training step each (forward, MSE on the last output, backward, AdamW), interleaved; "
         "ratios are medians of per-round ratios.",
         table,
         f"Norm calls replayed for the lower bound: {calls}. "
         f"The loop layer matches {fused_name} to {facts['loop_max_abs_difference_vs_fused']:.1e}.",
-        f"Where the time goes (medians of per-round differences from {fused_name}): a Python time loop without "
-        f"norms adds {d['loop_overhead_ms']:.2f} ms; the norm calls alone add {d['norm_cost_lower_bound_ms']:.2f} ms; "
-        f"the in-cell layer adds {d['in_cell_extra_ms']:.2f} ms, or {d['in_cell_python_extra_ms']:.2f} ms with "
-        "the Python recurrence.",
+        f"Where the time goes (medians of per-round differences from {fused_name}, ms): "
+        + "; ".join(f"{DECOMPOSITION[key]} {value:+.2f}" for key, value in d.items()) + ".",
         "\n".join(f"- {r}" for r in ratios),
     ])

@@ -15,8 +15,14 @@ under ``torch.no_grad()``; forward+backward as ``torch.autograd.grad`` of the ou
 the parameters with a fixed dy, so no gradient accumulates between calls. BatchNorm is in training
 mode (batch statistics, running averages updated), as in a training step.
 
-impls: ``native`` and ``reference`` from the registry; ``compiled`` = torch.compile of the
+impls: ``native`` and ``reference`` from the registry; ``compiled`` = normbench's own kernel where
+a kind has one (RMSNorm on CPU: ``norm.impl=compiled``); ``torch_compile`` = torch.compile of the
 reference module (with ``--compile``); on CUDA, apex's and Liger's fused LN/RMSNorm if installed.
+
+On a GPU each tensor of the grid is sized to at least four times the L2 cache
+(``torch.cuda.get_device_properties().L2_cache_size``), so no timed call finds its input left in
+L2 by the previous one, and every GB/s figure is also given as a fraction of the device's
+datasheet peak (``DATASHEET_PEAK_GBPS``) beside the fraction of a measured copy.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import Timing, clock_for, keep_freed_memory, measure, paired_ratio
-from normbench.norms import REGISTRY, AutoNorm
+from normbench.norms import EXTRA_IMPLS, REGISTRY, AutoNorm
 
 KERNEL_KINDS = ("ln", "rms", "bn", "scale", "dyt")
 RULE_IMPLS = ("native", "reference")    # what norm.impl can be set to; the rule picks between these
@@ -45,6 +51,14 @@ DEFAULT_HIDDEN = (256, 1024, 4096, 16384)
 # so the copy and the norms stream from memory rather than cache
 TARGET_BYTES = 32 * 2**20
 QUICK_SHAPES = ((64, 256), (32, 1024))
+# Datasheet peak memory bandwidth, GB/s, by a name fragment of torch.cuda.get_device_name (the
+# first match wins, so the more specific names come first). NVIDIA's product pages.
+DATASHEET_PEAK_GBPS = (
+    ("H200", 4800), ("H100 NVL", 3900), ("H100 PCIe", 2000), ("H100", 3350), ("GH200", 4000),
+    ("A100-SXM4-80GB", 2039), ("A100 80GB PCIe", 1935), ("A100", 1555), ("L40S", 864), ("L40", 864),
+    ("L4", 300), ("A10G", 600), ("A10", 600), ("V100", 900), ("T4", 320), ("RTX 4090", 1008), ("RTX 3090", 936),
+)
+L2_MULTIPLE = 4  # a GPU tensor of the grid is at least this many times the L2 cache
 HEADLINE_SHAPE = (8192, 4096)           # the size at which the CPU findings below were first seen
 RULE_SCHEMA = "normbench.bench.impl_rule/1"
 RULE_MARGIN = 0.05  # another impl replaces native only when at least this much faster: smaller is noise
@@ -58,6 +72,18 @@ def bytes_moved(numel: int, elem_size: int, pass_: str) -> int:
 def grid_shapes(hidden_sizes: Iterable[int], target_bytes: int = TARGET_BYTES) -> list[tuple[int, int]]:
     """(rows, hidden) with rows chosen so an fp32 tensor is about ``target_bytes``."""
     return [(max(1, round(target_bytes / (4 * hidden))), hidden) for hidden in hidden_sizes]
+
+
+def datasheet_peak_gbps(device_name: str) -> float | None:
+    return next((gbps for fragment, gbps in DATASHEET_PEAK_GBPS if fragment.lower() in device_name.lower()), None)
+
+
+def target_bytes_for(device: torch.device) -> tuple[int, int | None]:
+    """(bytes per grid tensor, L2 bytes): on a GPU at least L2_MULTIPLE x its L2, else TARGET_BYTES."""
+    if device.type != "cuda":
+        return TARGET_BYTES, None
+    l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 0)
+    return max(TARGET_BYTES, L2_MULTIPLE * l2), l2 or None
 
 
 def default_dtypes(device: torch.device) -> tuple[str, ...]:
@@ -103,9 +129,12 @@ def build_kernel(kind: str, impl: str, hidden: int, device: torch.device, dtype:
         native = REGISTRY[(kind, "native")](hidden)
         module = native if REGISTRY[(kind, "reference")] is type(native) else AutoNorm(kind, native)
     else:
-        module = REGISTRY[(kind, "reference" if impl == "compiled" else impl)](hidden)
+        cls = {**REGISTRY, **EXTRA_IMPLS}.get((kind, "reference" if impl == "torch_compile" else impl))
+        if cls is None:
+            return "unavailable: no such impl for this kind"
+        module = cls(hidden)
     module = module.to(device=device, dtype=dtype).train()
-    if impl == "compiled":
+    if impl == "torch_compile":
         module = torch.compile(module)
     return module
 
@@ -141,12 +170,14 @@ def measure_shape(rows: int, hidden: int, dtype_name: str, device: torch.device,
     x = torch.randn(rows, hidden, generator=generator).to(device, dtype)
     dy = torch.randn(rows, hidden, generator=generator).to(device, dtype)
     copy_out = torch.empty_like(x)
-    if "compiled" in impls:
+    if "torch_compile" in impls:
         torch._dynamo.reset()  # every shape its own graphs; stale ones would count against the recompile limit
     candidates = {("copy", "copy", "copy"): lambda: copy_out.copy_(x)}
     skipped: dict[tuple[str, str, str], str] = {}
     for kind in kinds:
         for impl in impls:
+            if impl == "compiled" and (kind, impl) not in EXTRA_IMPLS:
+                continue  # no such kernel for this kind: not a row
             reason = (unavailable or {}).get(impl)
             module = reason or build_kernel(kind, impl, hidden, device, dtype)
             for pass_, make in (("fwd", forward_call), ("fwd+bwd", train_call)):
@@ -163,8 +194,13 @@ def measure_shape(rows: int, hidden: int, dtype_name: str, device: torch.device,
                     candidates[key] = fn
     timings = measure(candidates, repeats=repeats, warmup=warmup, min_loop_s=min_loop_s, timer=clock_for(device))
     base = {"device": device.type, "dtype": dtype_name, "rows": rows, "hidden": hidden, "numel": x.numel(),
-            "elem_size": x.element_size(), "mib": x.numel() * x.element_size() / 2**20}
+            "elem_size": x.element_size(), "mib": x.numel() * x.element_size() / 2**20,
+            "peak_gbps": _peak(device)}
     return _rows(base, timings, skipped)
+
+
+def _peak(device: torch.device) -> float | None:
+    return datasheet_peak_gbps(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
 
 
 def _rows(base: dict, timings: dict[tuple, Timing], skipped: dict[tuple, str]) -> list[dict]:
@@ -175,10 +211,15 @@ def _rows(base: dict, timings: dict[tuple, Timing], skipped: dict[tuple, str]) -
     for (kind, impl, pass_), timing in timings.items():
         moved = bytes_moved(base["numel"], base["elem_size"], pass_)
         native, ln = timings.get((kind, "native", pass_)), timings.get(("ln", "native", pass_))
-        others = [t for (k, i, p), t in timings.items() if (k, p) == (kind, pass_) and i not in (impl, "copy")]
+        # auto chooses between native and reference: it is held to the faster of those two
+        among = RULE_IMPLS if impl == "auto" else None
+        others = [t for (k, i, p), t in timings.items() if (k, p) == (kind, pass_) and i not in (impl, "copy")
+                  and (among is None or i in among)]
         fastest = min(others, key=lambda t: t.median, default=None)
+        peak = base.get("peak_gbps")
         out.append({**base, "kind": kind, "impl": impl, "pass": pass_, "status": "ok", **timing.to_dict(),
                     "bytes": moved, "gbps": moved / timing.median / 1e9, "copy_gbps": copied / copy.median / 1e9,
+                    "peak_fraction": moved / timing.median / 1e9 / peak if peak else None,
                     "copy_fraction": (moved / copied) / paired_ratio(timing, copy).median,
                     "time_vs_native": paired_ratio(timing, native).median if native and kind != "copy" else None,
                     "time_vs_native_ln": paired_ratio(timing, ln).median if ln and kind != "copy" else None,
@@ -193,7 +234,8 @@ def measure_headline(device: torch.device, compiled: bool, repeats: int = 5) -> 
     x = torch.randn(rows, hidden, generator=generator).to(device)
     copy_out = torch.empty_like(x)
     candidates = {("copy", "copy", "copy"): lambda: copy_out.copy_(x)}
-    chosen = [("ln", "native"), ("rms", "native"), ("rms", "reference")] + ([("rms", "compiled")] if compiled else [])
+    chosen = [("ln", "native"), ("rms", "native"), ("rms", "reference"), ("rms", "compiled")] \
+        + ([("rms", "torch_compile")] if compiled else [])
     skipped = {}
     if compiled:
         torch._dynamo.reset()
@@ -207,7 +249,7 @@ def measure_headline(device: torch.device, compiled: bool, repeats: int = 5) -> 
             candidates[(kind, impl, "fwd")] = fn
     timings = measure(candidates, repeats=repeats, warmup=1, timer=clock_for(device))
     base = {"device": device.type, "dtype": "fp32", "rows": rows, "hidden": hidden, "numel": x.numel(),
-            "elem_size": 4, "mib": x.numel() * 4 / 2**20}
+            "elem_size": 4, "mib": x.numel() * 4 / 2**20, "peak_gbps": _peak(device)}
     return _rows(base, timings, skipped)
 
 
@@ -281,11 +323,14 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
     device = torch.device(device)
     allocator = "default" if default_malloc or device.type != "cpu" else keep_freed_memory()
     dtypes = tuple(dtypes or default_dtypes(device))
-    shapes = list(QUICK_SHAPES) if quick and hidden is None else grid_shapes(hidden or DEFAULT_HIDDEN)
+    target_bytes, l2_bytes = target_bytes_for(device)
+    shapes = list(QUICK_SHAPES) if quick and hidden is None else grid_shapes(hidden or DEFAULT_HIDDEN, target_bytes)
     repeats = repeats or (3 if quick else 5)
-    impls = RULE_IMPLS + ("auto",) + (("compiled",) if compile_ else ()) + (FUSED_IMPLS if device.type == "cuda" else ())
+    impls = RULE_IMPLS + ("auto", "compiled") + (("torch_compile",) if compile_ else ()) \
+        + (FUSED_IMPLS if device.type == "cuda" else ())
     unavailable = {impl: why for impl, why in fused_status(device).items() if why and impl in impls}
-    environment = {**bench_environment(device), "allocator": allocator}
+    environment = {**bench_environment(device), "allocator": allocator, "grid_tensor_bytes": target_bytes,
+                   "l2_bytes": l2_bytes, "datasheet_peak_gbps": _peak(device)}
     rows: list[dict] = []
     for dtype in dtypes:
         for r, h in shapes:
@@ -295,10 +340,11 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
     headline = not quick if headline is None else headline
     headline_rows = measure_headline(device, compile_, repeats) if headline else []
     rule = impl_rule(rows)
-    ratios = headline_ratios(headline_rows, command) + grid_ratios(rows, command) + auto_ratios(rows, command)
+    ratios = headline_ratios(headline_rows, command) + grid_ratios(rows, command) + best_ratios(rows, command) \
+        + auto_ratios(rows, command)
     not_measured = {impl: why for impl, why in fused_status(device).items() if why}
     if not compile_:
-        not_measured["compiled"] = "not requested (--compile)"
+        not_measured["torch_compile"] = "not requested (--compile)"
     markdown = render_markdown(rows, headline_rows, rule, environment, command, not_measured)
     extra = {"headline": headline_rows, "rule": rule, "not_measured": not_measured,
              "shapes": [list(s) for s in shapes], "dtypes": list(dtypes), "impls": list(impls)}
@@ -318,7 +364,7 @@ def headline_ratios(rows: list[dict], command: str) -> list[RatioLine]:
                        note=f"LN {ln['gbps']:.1f} GB/s = {ln['copy_fraction']:.2f} of copy "
                             f"({ln['copy_gbps']:.1f} GB/s); "
                             f"RMS {rms['gbps']:.1f} GB/s = {rms['copy_fraction']:.2f} of copy")]
-    for impl in ("reference", "compiled"):
+    for impl in ("reference", "compiled", "torch_compile"):
         if ("rms", impl) in ok:
             r = ok[("rms", impl)]
             lines.append(RatioLine(f"{impl} RMSNorm time, {shape}", r["time_vs_native"], "native RMSNorm", command,
@@ -338,6 +384,27 @@ def grid_ratios(rows: list[dict], command: str) -> list[RatioLine]:
     return lines
 
 
+def best_ratios(rows: list[dict], command: str) -> list[RatioLine]:
+    """Per dtype: the fastest RMSNorm impl against the fastest LayerNorm impl at each shape, forward+backward
+    (ratio of median times; auto left out, it is one of the others), median over shapes: best against best."""
+    lines = []
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        best: dict[tuple, dict[str, tuple[float, str]]] = defaultdict(dict)
+        for r in rows:
+            if (r["dtype"], r["pass"], r.get("status")) == (dtype, "fwd+bwd", "ok") and r["kind"] in ("ln", "rms") \
+                    and r["impl"] != "auto":
+                shape = (r["rows"], r["hidden"])
+                if r["kind"] not in best[shape] or r["median_ms"] < best[shape][r["kind"]][0]:
+                    best[shape][r["kind"]] = (r["median_ms"], r["impl"])
+        pairs = [(b["rms"], b["ln"]) for b in best.values() if "rms" in b and "ln" in b]
+        if pairs:
+            winners = ", ".join(f"rms {rms[1]} / ln {ln[1]}" for rms, ln in pairs)
+            lines.append(RatioLine(f"fastest RMSNorm time, {dtype} forward+backward (median over shapes)",
+                                   statistics.median(rms[0] / ln[0] for rms, ln in pairs),
+                                   "fastest LayerNorm", command, note=f"best against best: {winners}"))
+    return lines
+
+
 def auto_ratios(rows: list[dict], command: str) -> list[RatioLine]:
     """Per dtype: norm.impl=auto's forward+backward over the fastest other impl measured beside it
     (per-round ratio, so load common to a round cancels), the median over shapes for each kind,
@@ -354,7 +421,7 @@ def auto_ratios(rows: list[dict], command: str) -> list[RatioLine]:
             medians = {kind: statistics.median(v) for kind, v in per_kind.items()}
             worst = max(medians, key=medians.get)
             lines.append(RatioLine(f"norm.impl=auto time, {dtype} forward+backward, worst norm (median over shapes)",
-                                   medians[worst], "the fastest impl measured", command, target="<= 1.10",
+                                   medians[worst], "the faster of native and reference", command, target="<= 1.10",
                                    note=f"worst: {worst}; per norm: "
                                         + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())))
     return lines
@@ -365,7 +432,8 @@ def _fmt_cell(row: dict | None) -> str:
         return "-"
     if row.get("status") != "ok":
         return "n/a"
-    return f"{row['gbps']:.1f} ({row['copy_fraction']:.2f})"
+    peak = f", {row['peak_fraction']:.2f} of peak" if row.get("peak_fraction") else ""
+    return f"{row['gbps']:.1f} ({row['copy_fraction']:.2f}{peak})"
 
 
 def bandwidth_tables(rows: list[dict]) -> str:
@@ -380,7 +448,8 @@ def bandwidth_tables(rows: list[dict]) -> str:
             lines = [["copy", "-", *(_fmt_cell(cells.get(("copy", "copy", h))) for h in hiddens)]]
             keys = dict.fromkeys((r["kind"], r["impl"]) for r in chosen if r["pass"] == pass_)
             lines += [[k, i, *(_fmt_cell(cells.get((k, i, h))) for h in hiddens)] for k, i in keys]
-            title = f"### {dtype}, {'forward' if pass_ == 'fwd' else 'forward+backward'}: GB/s (fraction of copy)"
+            title = f"### {dtype}, {'forward' if pass_ == 'fwd' else 'forward+backward'}: GB/s (fraction of copy" \
+                + (f", of the datasheet's {chosen[0]['peak_gbps']:.0f} GB/s)" if chosen[0].get("peak_gbps") else ")")
             parts.append(title + "\n\n" + markdown_table(["kind", "impl", *(shape_of[h] for h in hiddens)], lines))
     return "\n\n".join(parts)
 
@@ -423,7 +492,7 @@ def plot_bandwidth(rows: list[dict], path: Path) -> Path | None:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     colors = dict(zip(KERNEL_KINDS, sns.color_palette("colorblind", len(KERNEL_KINDS))))
-    styles = {"native": "-", "reference": "--", "auto": (0, (1, 1)), "compiled": ":", "apex": "-.", "liger": (0, (3, 1, 1, 1, 1, 1))}
+    styles = {"native": "-", "reference": "--", "auto": (0, (1, 1)), "compiled": ":", "torch_compile": (0, (5, 1)), "apex": "-.", "liger": (0, (3, 1, 1, 1, 1, 1))}
     series = defaultdict(list)
     for r in chosen:
         series[(r["kind"], r["impl"])].append((r["hidden"], r["gbps"]))

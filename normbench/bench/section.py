@@ -21,11 +21,12 @@ from normbench.record import environment
 
 
 def bench_environment(device: torch.device | str) -> dict:
-    """normbench's run environment plus what decides a timing: threads, cores, load when measured."""
+    """normbench's run environment plus what decides a timing: threads, cores, the CPU capability
+    torch dispatches for (ATEN_CPU_CAPABILITY lowers it), load when measured."""
     device = torch.device(device)
     env = environment(device)
     env.update(interop_threads=torch.get_num_interop_threads(), cpu_count=os.cpu_count(),
-               machine=platform.machine())
+               machine=platform.machine(), cpu_capability=torch.backends.cpu.get_cpu_capability())
     if hasattr(os, "getloadavg"):
         env["load_average_1m"] = os.getloadavg()[0]
     return env

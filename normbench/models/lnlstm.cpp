@@ -1,15 +1,16 @@
 // The in-cell LayerNorm-LSTM layer (Ba et al. 2016, suppl. eqs. 20-22) as two CPU kernels.
 //
 // Same arithmetic as InCellLayer's autograd loop (tested equal in float64). Per time step the
-// forward issues one matrix product (at::mm, MKL) and two vectorized ATen calls (sigmoid, tanh);
-// everything else (both input norms, biases, the cell update, the cell norm) is one pass over
-// each batch row. The backward issues one matrix product per step. On a CPU at these sizes the
-// cost of a step is the number of ops it issues, which is why nn.LSTM (oneDNN) is fast and a
-// Python loop of separate norm calls is not.
+// forward issues one matrix product (at::mm, MKL); everything else (both input norms, biases, the
+// gates' sigmoid and tanh, the cell update, the cell norm) is a few passes of ATen's Vectorized<T>
+// over each batch row (rows.h), built for the CPU capability torch dispatches for (AVX-512, AVX2).
+// The backward issues one matrix product per step. On a CPU at these sizes an ATen call costs
+// microseconds of dispatch, as much as its arithmetic: a step that issued sigmoid_ and tanh_ as
+// separate calls paid for them twice over.
 //
 //   x_hat = LN(xw_t)   z_hat = LN(h_{t-1} U^T)   a_t = x_hat gx + z_hat gh + bias
 //       (bias = beta_x + beta_h + b_ih + b_hh: four additive constants, one sum)
-//   i, f, o = sigmoid(a_t)   g = tanh(a_t) = 2 sigmoid(2 a_t) - 1   c_t = f c_{t-1} + i g
+//   i, f, o = sigmoid(a_t)   g = tanh(a_t)   c_t = f c_{t-1} + i g
 //   c_hat = LN(c_t)   k_t = tanh(c_hat gc + bc)   h_t = o k_t
 //
 // Saved tensors are time-major, so every step reads and writes contiguous slices.
@@ -17,117 +18,144 @@
 #include <ATen/ThreadLocalState.h>
 #include <torch/extension.h>
 
-#include <cmath>
 #include <vector>
+
+#include "rows.h"
 
 namespace {
 
-// Every inner loop is a function of __restrict__ pointers, so that the compiler vectorizes it.
+using rows::chunks;
+using rows::keep;
+using rows::load;
+using rows::store;
+using rows::Vec;
 
-// Mean, then the centred sum of squares, as torch's layer_norm computes them; returns rstd.
+// One batch row, one step, forward. z holds h_{t-1} U^T and is overwritten with z_hat. Writes the
+// gate activations a = (i, f, g, o), c_t, c_hat, k and h_t, and the row's statistics.
 template <typename T>
-inline T row_statistics(const T* __restrict__ x, int64_t n, double eps, T* mean_out) {
-  T mean = 0;
-#pragma omp simd reduction(+ : mean)
-  for (int64_t j = 0; j < n; ++j) mean += x[j];
-  mean /= T(n);
-  T var = 0;
-#pragma omp simd reduction(+ : var)
-  for (int64_t j = 0; j < n; ++j) var += (x[j] - mean) * (x[j] - mean);
-  *mean_out = mean;
-  return T(1) / std::sqrt(var / T(n) + T(eps));
-}
-
-template <typename T>
-inline void standardize(const T* __restrict__ x, T mean, T rstd, int64_t n, T* __restrict__ x_hat) {
-  for (int64_t j = 0; j < n; ++j) x_hat[j] = (x[j] - mean) * rstd;
-}
-
-template <typename T>
-inline void standardize_in_place(T* __restrict__ x, T mean, T rstd, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) x[j] = (x[j] - mean) * rstd;
-}
-
-// dx for y = x_hat gamma + beta, given dy, x_hat and rstd; also adds dy x_hat to grad_gamma.
-template <typename T>
-inline void standardize_backward(const T* __restrict__ dy, const T* __restrict__ x_hat,
-                                 const T* __restrict__ gamma, T rstd, int64_t n, T* __restrict__ dx,
-                                 T* __restrict__ grad_gamma) {
-  T sum_d = 0, sum_d_xhat = 0;
-#pragma omp simd reduction(+ : sum_d, sum_d_xhat)
-  for (int64_t j = 0; j < n; ++j) {
-    sum_d += dy[j] * gamma[j];
-    sum_d_xhat += dy[j] * gamma[j] * x_hat[j];
+inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __restrict__ gx,
+                        const T* __restrict__ gh, const T* __restrict__ bias, const T* __restrict__ c_prev,
+                        const T* __restrict__ gc, const T* __restrict__ bc, int64_t hidden, double eps,
+                        bool cell_norm, T* __restrict__ a, T* __restrict__ c, T* __restrict__ c_hat,
+                        T* __restrict__ k, T* __restrict__ h, T* mean_x, T* rstd_x, T* rstd_z, T* rstd_c) {
+  const int64_t width = 4 * hidden;
+  T mean_z;
+  *rstd_x = rows::mean_rstd(xw, width, eps, mean_x);
+  *rstd_z = rows::mean_rstd(z, width, eps, &mean_z);
+  const Vec<T> mx(*mean_x), rx(*rstd_x), mz(mean_z), rz(*rstd_z);
+  Vec<T> c_total(T(0));
+  // The four gates of hidden unit j sit at j, j + hidden, j + 2 hidden, j + 3 hidden: one pass
+  // over the units computes every pre-activation, activation and the new cell state.
+  chunks<T>(hidden, [&](int64_t j, int64_t n) {
+    Vec<T> pre[4];
+    for (int64_t gate = 0; gate < 4; ++gate) {
+      const int64_t at = gate * hidden + j;
+      const Vec<T> z_hat = (load(z + at, n) - mz) * rz;
+      store(z_hat, z + at, n);
+      pre[gate] = (load(xw + at, n) - mx) * rx * load(gx + at, n) + z_hat * load(gh + at, n) + load(bias + at, n);
+    }
+    const Vec<T> i = rows::sigmoid(pre[0]), f = rows::sigmoid(pre[1]), g = pre[2].tanh(), o = rows::sigmoid(pre[3]);
+    store(i, a + j, n);
+    store(f, a + hidden + j, n);
+    store(g, a + 2 * hidden + j, n);
+    store(o, a + 3 * hidden + j, n);
+    const Vec<T> cell = f * load(c_prev + j, n) + i * g;
+    store(cell, c + j, n);
+    c_total = c_total + keep(cell, n);
+  });
+  if (!cell_norm) {
+    chunks<T>(hidden, [&](int64_t j, int64_t n) {
+      const Vec<T> kv = load(c + j, n).tanh();
+      store(kv, k + j, n);
+      store(load(a + 3 * hidden + j, n) * kv, h + j, n);
+    });
+    return;
   }
-  const T mean_d = sum_d / T(n), mean_d_xhat = sum_d_xhat / T(n);
-  for (int64_t j = 0; j < n; ++j) {
-    dx[j] = rstd * (dy[j] * gamma[j] - mean_d - x_hat[j] * mean_d_xhat);
-    grad_gamma[j] += dy[j] * x_hat[j];
-  }
+  const T mean_c = rows::sum_lanes(c_total) / T(hidden);
+  const Vec<T> mc(mean_c);
+  Vec<T> squares(T(0));
+  chunks<T>(hidden, [&](int64_t j, int64_t n) {
+    const Vec<T> d = keep(load(c + j, n) - mc, n);
+    squares = squares + d * d;
+  });
+  *rstd_c = T(1) / std::sqrt(rows::sum_lanes(squares) / T(hidden) + T(eps));
+  const Vec<T> rc(*rstd_c);
+  chunks<T>(hidden, [&](int64_t j, int64_t n) {
+    const Vec<T> ch = (load(c + j, n) - mc) * rc;
+    store(ch, c_hat + j, n);
+    const Vec<T> kv = (ch * load(gc + j, n) + load(bc + j, n)).tanh();
+    store(kv, k + j, n);
+    store(load(a + 3 * hidden + j, n) * kv, h + j, n);
+  });
+}
+
+// One batch row, one step, backward. dh: dL/dh_t from step t+1; dc_next: dL/dc_t from step t+1,
+// replaced by dL/dc_{t-1}. Writes dL/dxw and dL/dz for the row and adds the row's share to the
+// step's gain and bias gradients. dm and da are scratch (hidden and 4 hidden).
+template <typename T>
+inline void row_backward(const T* __restrict__ grad_out, const T* __restrict__ dh, const T* __restrict__ a,
+                         const T* __restrict__ k, const T* __restrict__ c_hat, const T* __restrict__ c_prev,
+                         const T* __restrict__ xw, const T* __restrict__ z_hat, const T* __restrict__ gx,
+                         const T* __restrict__ gh, const T* __restrict__ gc, T mean_x, T rstd_x, T rstd_z,
+                         T rstd_c, int64_t hidden, bool cell_norm, T* __restrict__ dc_next, T* __restrict__ dm,
+                         T* __restrict__ da, T* __restrict__ grad_xw, T* __restrict__ dz, T* __restrict__ step_gx,
+                         T* __restrict__ step_gh, T* __restrict__ step_bias, T* __restrict__ step_gc,
+                         T* __restrict__ step_bc) {
+  const int64_t width = 4 * hidden;
+  const Vec<T> one(T(1));
+  // h = o k, k = tanh(m), m = c_hat gc + bc: da_o and dm; the cell norm's sums
+  Vec<T> sum_d(T(0)), sum_d_hat(T(0));
+  chunks<T>(hidden, [&](int64_t j, int64_t n) {
+    const Vec<T> dhv = load(grad_out + j, n) + load(dh + j, n), kv = load(k + j, n), o = load(a + 3 * hidden + j, n);
+    store(dhv * kv * o * (one - o), da + 3 * hidden + j, n);
+    const Vec<T> dmv = dhv * o * (one - kv * kv);
+    store(dmv, dm + j, n);
+    if (cell_norm) {
+      const Vec<T> ch = load(c_hat + j, n), dg = dmv * load(gc + j, n);
+      sum_d = sum_d + dg;
+      sum_d_hat = sum_d_hat + dg * ch;
+      rows::accumulate(dmv * ch, step_gc + j, n);
+      rows::accumulate(dmv, step_bc + j, n);
+    }
+  });
+  const Vec<T> mean_d(rows::sum_lanes(sum_d) / T(hidden)), mean_d_hat(rows::sum_lanes(sum_d_hat) / T(hidden));
+  const Vec<T> rc(rstd_c), mx(mean_x), rx(rstd_x);
+  // dc, the gates' da, and the sums the two input norms' backward needs
+  Vec<T> sx(T(0)), sx_hat(T(0)), sz(T(0)), sz_hat(T(0));
+  chunks<T>(hidden, [&](int64_t j, int64_t n) {
+    const Vec<T> dmv = load(dm + j, n);
+    const Vec<T> dc = (cell_norm ? rc * (dmv * load(gc + j, n) - mean_d - load(c_hat + j, n) * mean_d_hat) : dmv)
+                      + load(dc_next + j, n);
+    const Vec<T> i = load(a + j, n), f = load(a + hidden + j, n), g = load(a + 2 * hidden + j, n);
+    const Vec<T> d[4] = {dc * g * i * (one - i), dc * load(c_prev + j, n) * f * (one - f), dc * i * (one - g * g),
+                         load(da + 3 * hidden + j, n)};
+    store(dc * f, dc_next + j, n);
+    for (int64_t gate = 0; gate < 4; ++gate) {
+      const int64_t at = gate * hidden + j;
+      if (gate < 3) store(d[gate], da + at, n);
+      const Vec<T> dgx = keep(d[gate] * load(gx + at, n), n), dgh = keep(d[gate] * load(gh + at, n), n);
+      sx = sx + dgx;
+      sx_hat = sx_hat + dgx * ((load(xw + at, n) - mx) * rx);
+      sz = sz + dgh;
+      sz_hat = sz_hat + dgh * load(z_hat + at, n);
+    }
+  });
+  const Vec<T> mean_x_d(rows::sum_lanes(sx) / T(width)), mean_x_d_hat(rows::sum_lanes(sx_hat) / T(width));
+  const Vec<T> mean_z_d(rows::sum_lanes(sz) / T(width)), mean_z_d_hat(rows::sum_lanes(sz_hat) / T(width));
+  const Vec<T> rz(rstd_z);
+  chunks<T>(width, [&](int64_t j, int64_t n) {
+    const Vec<T> dav = load(da + j, n), x_hat = (load(xw + j, n) - mx) * rx, zh = load(z_hat + j, n);
+    store(rx * (dav * load(gx + j, n) - mean_x_d - x_hat * mean_x_d_hat), grad_xw + j, n);
+    store(rz * (dav * load(gh + j, n) - mean_z_d - zh * mean_z_d_hat), dz + j, n);
+    rows::accumulate(dav * x_hat, step_gx + j, n);
+    rows::accumulate(dav * zh, step_gh + j, n);
+    rows::accumulate(dav, step_bias + j, n);
+  });
 }
 
 template <typename T>
 inline void add_to(T* __restrict__ total, const T* __restrict__ part, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) total[j] += part[j];
-}
-
-// a = x_hat gx + z_hat gh + bias, with the g slot doubled for tanh(x) = 2 sigmoid(2x) - 1.
-template <typename T>
-inline void preactivation(const T* __restrict__ xw, T mean_x, T rstd_x, const T* __restrict__ gx,
-                          const T* __restrict__ z_hat, const T* __restrict__ gh, const T* __restrict__ bias,
-                          const T* __restrict__ scale, int64_t n, T* __restrict__ a) {
-  for (int64_t j = 0; j < n; ++j) a[j] = ((xw[j] - mean_x) * rstd_x * gx[j] + z_hat[j] * gh[j] + bias[j]) * scale[j];
-}
-
-// From the four sigmoids: g = 2 sigmoid(2 a_g) - 1 in place, then c_t = f c_{t-1} + i g.
-template <typename T>
-inline void cell_update(const T* __restrict__ i, const T* __restrict__ f, T* __restrict__ g,
-                        const T* __restrict__ c_prev, int64_t n, T* __restrict__ c) {
-  for (int64_t j = 0; j < n; ++j) {
-    g[j] = T(2) * g[j] - T(1);
-    c[j] = f[j] * c_prev[j] + i[j] * g[j];
-  }
-}
-
-template <typename T>
-inline void affine(const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta, int64_t n,
-                   T* __restrict__ y) {
-  for (int64_t j = 0; j < n; ++j) y[j] = x[j] * gamma[j] + beta[j];
-}
-
-template <typename T>
-inline void product(const T* __restrict__ x, const T* __restrict__ y, int64_t n, T* __restrict__ out) {
-  for (int64_t j = 0; j < n; ++j) out[j] = x[j] * y[j];
-}
-
-// h = o k: da_o and dm = dL/d(tanh's input), given dL/dh = grad_out + dh from step t+1.
-template <typename T>
-inline void output_backward(const T* __restrict__ grad_out, const T* __restrict__ dh_next,
-                            const T* __restrict__ k, const T* __restrict__ o, int64_t n, T* __restrict__ da_o,
-                            T* __restrict__ dm) {
-  for (int64_t j = 0; j < n; ++j) {
-    const T dh = grad_out[j] + dh_next[j];
-    da_o[j] = dh * k[j] * o[j] * (T(1) - o[j]);
-    dm[j] = dh * o[j] * (T(1) - k[j] * k[j]);
-  }
-}
-
-// c_t = f c_{t-1} + i g: da for i, f, g and dc_{t-1} (over dc_next, in place).
-template <typename T>
-inline void cell_backward(const T* __restrict__ dc, const T* __restrict__ i, const T* __restrict__ f,
-                          const T* __restrict__ g, const T* __restrict__ c_prev, int64_t n, T* __restrict__ da_i,
-                          T* __restrict__ da_f, T* __restrict__ da_g, T* __restrict__ dc_next) {
-  for (int64_t j = 0; j < n; ++j) {
-    da_i[j] = dc[j] * g[j] * i[j] * (T(1) - i[j]);
-    da_f[j] = dc[j] * c_prev[j] * f[j] * (T(1) - f[j]);
-    da_g[j] = dc[j] * i[j] * (T(1) - g[j] * g[j]);
-    dc_next[j] = dc[j] * f[j];
-  }
-}
-
-template <typename T>
-inline void sum_of(const T* __restrict__ x, const T* __restrict__ y, int64_t n, T* __restrict__ out) {
-  for (int64_t j = 0; j < n; ++j) out[j] = x[j] + y[j];
+  chunks<T>(n, [&](int64_t j, int64_t c) { rows::accumulate(load(part + j, c), total + j, c); });
 }
 
 struct Saved {  // what the backward needs, all (time, batch, ...); x_hat is recomputed from xw
@@ -151,9 +179,6 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
   const int64_t batch = xw.size(0), steps = xw.size(1), width = xw.size(2), hidden = width / 4, rows = b1 - b0;
   const int64_t wide = batch * width, narrow = batch * hidden;
   std::vector<at::Tensor> h_steps = steps_of(s.hs, b0, rows), z_steps = steps_of(s.z_hat, b0, rows);
-  std::vector<at::Tensor> a_steps = steps_of(s.act, b0, rows), k_steps = steps_of(s.k, b0, rows);
-  std::vector<T> scale(width, T(1));
-  std::fill(scale.begin() + 2 * hidden, scale.begin() + 3 * hidden, T(2));
   const T* xw_p = xw.data_ptr<T>();
   T *h_p = s.hs.data_ptr<T>(), *c_p = s.cs.data_ptr<T>(), *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>();
   T *c_hat_p = s.c_hat.data_ptr<T>(), *k_p = s.k.data_ptr<T>(), *mx_p = s.mean_x.data_ptr<T>();
@@ -161,33 +186,11 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
   for (int64_t t = 0; t < steps; ++t) {
     at::mm_out(z_steps[t], h_steps[t], u_t);
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t r = t * batch + b;
-      T *z = z_p + t * wide + b * width, mean_z;
-      const T* xw_row = xw_p + (b * steps + t) * width;
-      rx_p[r] = row_statistics(xw_row, width, eps, mx_p + r);
-      rz_p[r] = row_statistics(z, width, eps, &mean_z);
-      standardize_in_place(z, mean_z, rz_p[r], width);
-      preactivation(xw_row, mx_p[r], rx_p[r], gx, z, gh, bias, scale.data(), width, a_p + t * wide + b * width);
+      const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
+      row_forward(xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, bias, c_p + row, gc, bc, hidden, eps,
+                  cell_norm, a_p + wrow, c_p + narrow + row, c_hat_p + row, k_p + row, h_p + narrow + row,
+                  mx_p + r, rx_p + r, rz_p + r, rc_p + r);
     }
-    at::sigmoid_(a_steps[t]);  // ATen's vectorized kernel, all four gates in one call
-    for (int64_t b = b0; b < b1; ++b) {
-      T* a = a_p + t * wide + b * width;
-      const int64_t row = t * narrow + b * hidden;
-      T *c = c_p + narrow + row, *m = k_p + row;
-      cell_update(a, a + hidden, a + 2 * hidden, c_p + row, hidden, c);
-      if (cell_norm) {
-        T mean_c;
-        rc_p[t * batch + b] = row_statistics(c, hidden, eps, &mean_c);
-        standardize(c, mean_c, rc_p[t * batch + b], hidden, c_hat_p + row);
-        affine(c_hat_p + row, gc, bc, hidden, m);
-      } else {
-        std::copy(c, c + hidden, m);
-      }
-    }
-    at::tanh_(k_steps[t]);
-    for (int64_t b = b0; b < b1; ++b)
-      product(a_p + t * wide + b * width + 3 * hidden, k_p + t * narrow + b * hidden, hidden,
-              h_p + narrow + t * narrow + b * hidden);
   }
 }
 
@@ -206,8 +209,7 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
   const T *c_hat_p = s.c_hat.data_ptr<T>(), *k_p = s.k.data_ptr<T>(), *mx_p = s.mean_x.data_ptr<T>();
   const T *rx_p = s.rstd_x.data_ptr<T>(), *rz_p = s.rstd_z.data_ptr<T>(), *rc_p = s.rstd_c.data_ptr<T>();
   T *gxw_p = grad_xw.data_ptr<T>(), *dz_p = dz.data_ptr<T>(), *dh_p = dh.data_ptr<T>();
-  std::vector<T> dc_next_v(rows * hidden, T(0)), dc_v(hidden), dm_v(hidden), da_v(width), x_hat_v(width);
-  T *dc = dc_v.data(), *dm = dm_v.data(), *da = da_v.data(), *x_hat = x_hat_v.data();
+  std::vector<T> dc_next_v(rows * hidden, T(0)), dm_v(hidden), da_v(width);
   const int64_t n_totals = 3 * width + 2 * hidden;
   std::vector<T> step_v(n_totals);
   T *step_gx = step_v.data(), *step_gh = step_gx + width, *step_bias = step_gh + width;
@@ -216,23 +218,10 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
     std::fill(step_v.begin(), step_v.end(), T(0));
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
-      const T* a = a_p + wrow;
-      T* dcn = dc_next_v.data() + (b - b0) * hidden;
-      output_backward(go + (b * steps + t) * hidden, dh_p + b * hidden, k_p + row, a + 3 * hidden, hidden,
-                      da + 3 * hidden, dm);
-      if (cell_norm) {
-        standardize_backward(dm, c_hat_p + row, gc, rc_p[r], hidden, dc, step_gc);
-        add_to(step_bc, dm, hidden);
-        add_to(dc, dcn, hidden);
-      } else {
-        sum_of(dm, dcn, hidden, dc);
-      }
-      cell_backward(dc, a, a + hidden, a + 2 * hidden, c_p + row, hidden, da, da + hidden, da + 2 * hidden, dcn);
-      const T* xw_row = xw_p + (b * steps + t) * width;
-      standardize(xw_row, mx_p[r], rx_p[r], width, x_hat);
-      standardize_backward(da, x_hat, gx, rx_p[r], width, gxw_p + (b * steps + t) * width, step_gx);
-      standardize_backward(da, z_p + wrow, gh, rz_p[r], width, dz_p + wrow, step_gh);
-      add_to(step_bias, da, width);
+      row_backward(go + (b * steps + t) * hidden, dh_p + b * hidden, a_p + wrow, k_p + row, c_hat_p + row,
+                   c_p + row, xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, gc, mx_p[r], rx_p[r], rz_p[r],
+                   rc_p[r], hidden, cell_norm, dc_next_v.data() + (b - b0) * hidden, dm_v.data(), da_v.data(),
+                   gxw_p + (b * steps + t) * width, dz_p + wrow, step_gx, step_gh, step_bias, step_gc, step_bc);
     }
     at::mm_out(dh_rows, dz_steps[t], w_hh);
     add_to(totals, step_v.data(), n_totals);

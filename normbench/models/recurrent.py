@@ -267,8 +267,8 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placemen
 
 
 def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = False) -> str | None:
-    """Which recurrence the model's in-cell LN-LSTM layers train with on ``device``: "cpp" or
-    "python" (the hand-written ones), "autograd" under autocast (the plain loop, which keeps the
+    """Which recurrence the model's in-cell LN-LSTM layers train with on ``device``: "cpp-<capability>"
+    (lnlstm.cpp built for avx512, avx2 or default) or "python" (the hand-written ones), "autograd" under autocast (the plain loop, which keeps the
     norms' precision policy); None when the model has no such layer. Compiles lnlstm.cpp now if it
     will be used, so that the first training step does not pay for the build."""
     layers = [m for m in model.modules() if isinstance(m, InCellLayer) and m.fused]
@@ -276,5 +276,5 @@ def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = 
         return None
     if autocast:
         return "autograd"
-    return "cpp" if all(layer.compiled_kernel(device) for layer in layers) else "python"
+    return lnlstm_cpu.kernel_name() if all(layer.compiled_kernel(device) for layer in layers) else "python"
 

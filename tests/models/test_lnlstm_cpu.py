@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from normbench.models import cell_kernel_in_use, lnlstm_cpu
+from normbench.models import cell_kernel_in_use, cpu_build, lnlstm_cpu
 from normbench.models.recurrent import InCellLayer, _CellLayer
 from normbench.norms import NormSpec
 
@@ -14,10 +14,10 @@ needs_kernel = pytest.mark.skipif(lnlstm_cpu.load() is None,
                                   reason=f"the compiled kernel does not build here: {lnlstm_cpu.UNAVAILABLE}")
 
 
-def outputs_and_grads(layer, x, upstream):
+def outputs_and_grads(layer, x, upstream, parameters=None):
     x = x.clone().requires_grad_()
     y = layer(x)
-    return [y.detach(), *torch.autograd.grad(y, [x, *layer.parameters()], upstream)]
+    return [y.detach(), *torch.autograd.grad(y, [x, *(parameters or layer.parameters())], upstream)]
 
 
 @needs_kernel
@@ -73,7 +73,7 @@ def test_the_record_names_the_recurrence_that_runs():
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="python"), CPU) == "python"
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("rms")), CPU) is None  # autograd loop
     assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln")), CPU) is None
-    expected = "python" if lnlstm_cpu.load() is None else "cpp"
+    expected = "python" if lnlstm_cpu.load() is None else f"cpp-{cpu_build.capability()}"
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln")), CPU) == expected
 
 
@@ -117,9 +117,39 @@ def test_under_autocast_the_record_names_the_autograd_loop():
 def test_a_build_lock_left_by_a_killed_build_is_removed(tmp_path, monkeypatch):
     lock = tmp_path / "lock"
     lock.touch()
-    lnlstm_cpu._clear_stale_lock(tmp_path)
+    cpu_build.clear_stale_lock(tmp_path)
     assert lock.exists()  # a build may be running now
-    old = lock.stat().st_mtime - lnlstm_cpu.STALE_LOCK_S - 1
+    old = lock.stat().st_mtime - cpu_build.STALE_LOCK_S - 1
     os.utime(lock, (old, old))
-    lnlstm_cpu._clear_stale_lock(tmp_path)
+    cpu_build.clear_stale_lock(tmp_path)
     assert not lock.exists()
+
+
+def runnable_variants():
+    """The builds this CPU can run: the plain one, and AVX2/AVX-512 where torch found them."""
+    found = torch.backends.cpu.get_cpu_capability().lower()
+    return ["default", "avx2", "avx512"][: {"avx512": 3, "avx2": 2}.get(found, 1)]
+
+
+@pytest.mark.slow  # compiles every variant once (about a minute each, then cached)
+@pytest.mark.parametrize("variant", ["default", "avx2", "avx512"])
+@pytest.mark.parametrize("hidden", [8, 20])  # shorter than one AVX-512 float register; 20 leaves a short chunk
+def test_every_capability_build_equals_the_autograd_loop_in_float64(variant, hidden, monkeypatch):
+    if variant not in runnable_variants():
+        pytest.skip(f"this CPU does not run {variant}")
+    try:
+        module = cpu_build.build(lnlstm_cpu.SOURCE, variant)
+    except Exception as err:
+        pytest.skip(f"the {variant} build fails here: {cpu_build.why(err)}")
+    monkeypatch.setattr(lnlstm_cpu, "_module", module)
+    torch.manual_seed(11)
+    layer = InCellLayer("lstm", 5, hidden, NormSpec("ln"), kernel="cpp").double()
+    with torch.no_grad():
+        for name, p in layer.named_parameters():
+            if "norm" in name:
+                p.add_(0.3 * torch.randn_like(p))
+    x, upstream = torch.randn(3, 6, 5, dtype=torch.double), torch.randn(3, 6, hidden, dtype=torch.double)
+    compiled = outputs_and_grads(layer, x, upstream)
+    loop = outputs_and_grads(lambda inp: _CellLayer.forward(layer, inp), x, upstream, layer.parameters())
+    for a, b in zip(compiled, loop):
+        torch.testing.assert_close(a, b, atol=1e-11, rtol=0)

@@ -1,0 +1,123 @@
+"""Compiling normbench's C++ CPU kernels (lnlstm.cpp, gru.cpp, rmsnorm.cpp) for this CPU.
+
+Each kernel is built once per CPU capability that torch dispatches its own kernels for
+(``torch.backends.cpu.get_cpu_capability()``, which ``ATEN_CPU_CAPABILITY=avx2`` lowers), with
+the flags and the ``CPU_CAPABILITY_*`` macro ATen's own per-capability kernels are built with, so
+``at::vec::Vectorized<float>`` in ``rows.h`` is 16 lanes under AVX-512, 8 under AVX2, and a
+plain array otherwise. The variant goes into the run record (e.g. ``cpp-avx512``).
+
+Builds go through ``torch.utils.cpp_extension`` with the machine's C++ compiler (about 40 s
+each, once; cached under ``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).parent
+HEADERS = (HERE / "rows.h",)
+# The flags CMake gives ATen's AVX2 and AVX-512 kernels (cmake/Codegen.cmake), plus the macros
+# that select Vectorized<T>'s implementation. -fopenmp: at::parallel_for uses torch's own pool.
+CAPABILITY_FLAGS = {
+    "avx512": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-DCPU_CAPABILITY_AVX512",
+               "-DCPU_CAPABILITY=AVX512"],
+    "avx2": ["-mavx2", "-mfma", "-DCPU_CAPABILITY_AVX2", "-DCPU_CAPABILITY=AVX2"],
+    "default": ["-DCPU_CAPABILITY_DEFAULT", "-DCPU_CAPABILITY=DEFAULT"],
+}
+COMMON_FLAGS = ["-O3", "-fopenmp"]
+STALE_LOCK_S = 600  # a build takes under a minute; a lock this old was left by a killed build
+log = logging.getLogger(__name__)
+
+
+def capability() -> str:
+    """The variant to build for torch's CPU capability now: avx512, avx2 or default."""
+    found = torch.backends.cpu.get_cpu_capability().lower()
+    return found if found in CAPABILITY_FLAGS else "default"
+
+
+def flags(variant: str) -> list[str]:
+    return COMMON_FLAGS + CAPABILITY_FLAGS[variant]
+
+
+def _staged_source(source: Path, variant: str) -> Path:
+    """A copy of the source and the headers at a path fixed by their content, the flags, torch's
+    version and the interpreter's ABI.
+
+    ninja rebuilds when the source's path changes, so compiling each installation's own copy
+    (the checkout, a wheel in a venv) would rebuild every time one switches to another.
+    """
+    from torch.utils.cpp_extension import get_default_build_root
+
+    files = {p.name: p.read_bytes() for p in (source, *HEADERS)}
+    abi = " ".join([*flags(variant), torch.__version__, sysconfig.get_config_var("EXT_SUFFIX") or sys.version])
+    digest = hashlib.sha256(b"".join(files.values()) + abi.encode()).hexdigest()[:12]
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+    folder = root / "normbench" / f"{source.stem}_{variant}_{digest}"
+    for name, code in files.items():
+        staged = folder / name
+        if not staged.exists() or staged.read_bytes() != code:
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            partial = staged.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_bytes(code)
+            os.replace(partial, staged)  # atomic: a concurrent job sees the old file or the whole new one
+    return folder / source.name
+
+
+def _import_built(name: str, folder: Path):
+    """The module a finished build left in ``folder``, or None. Its folder is named by everything
+    that decides the build, so a library there is this source's; importing it directly skips
+    ninja and torch's build lock."""
+    library = folder / f"{name}.so"
+    if not library.exists():
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location(name, library)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except (ImportError, OSError):  # a link cut short: build again
+        return None
+    return module
+
+
+def clear_stale_lock(folder: Path) -> None:
+    """torch waits forever on its build lock; a job killed mid-build (SIGKILL, a sweep's time
+    limit) leaves one behind, which would hang every later run on this machine."""
+    lock = folder / "lock"
+    try:
+        if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+            log.warning("removing a build lock left %.0f s ago by a killed build: %s", time.time() - lock.stat().st_mtime,
+                        lock)
+            lock.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def build(source: Path, variant: str | None = None):
+    """The compiled module of ``source`` for ``variant`` (default: this CPU's); raises if it does not build."""
+    from torch.utils.cpp_extension import load as load_extension
+
+    variant = variant or capability()
+    staged = _staged_source(source, variant)
+    name = f"normbench_{staged.parent.name}"
+    module = _import_built(name, staged.parent)
+    if module is None:
+        clear_stale_lock(staged.parent)
+        module = load_extension(name, [str(staged)], extra_cflags=flags(variant), extra_ldflags=["-fopenmp"],
+                                build_directory=str(staged.parent), verbose=False)
+    return module
+
+
+def why(err: Exception) -> str:
+    """One line saying why a build failed: the first compiler error, else the first line."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+    first = next((line for line in lines if "error" in line.lower() and "building extension" not in line), lines[0])
+    return f"{type(err).__name__}: {first[:200]}"

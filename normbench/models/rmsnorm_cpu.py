@@ -1,0 +1,57 @@
+"""normbench's compiled RMSNorm for CPUs (``rmsnorm.cpp``), behind an autograd Function: the
+``compiled`` impl of the ``rms`` norm.
+
+Built on first use for this CPU's capability (``cpu_build``). Where it does not build, ``load()``
+returns None, ``UNAVAILABLE`` says why, and the norm runs PyTorch's native ``F.rms_norm``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+
+from normbench.models import cpu_build
+
+SOURCE = Path(__file__).with_name("rmsnorm.cpp")
+DTYPES = (torch.float32, torch.float64)
+UNAVAILABLE: str | None = None
+_module = None
+log = logging.getLogger(__name__)
+
+
+def load():
+    """The compiled module, or None (then ``UNAVAILABLE`` says why). Compiles at most once per process."""
+    global _module, UNAVAILABLE
+    if _module is not None or UNAVAILABLE is not None:
+        return _module
+    try:
+        _module = cpu_build.build(SOURCE)
+    except Exception as err:
+        UNAVAILABLE = cpu_build.why(err)
+        log.warning("compiled RMSNorm unavailable, using the native one: %s", UNAVAILABLE)
+    return _module
+
+
+def usable(x: torch.Tensor) -> bool:
+    return x.device.type == "cpu" and x.dtype in DTYPES and load() is not None
+
+
+class RMSNormFunction(torch.autograd.Function):
+    """y = x / sqrt(mean(x^2, last dim) + eps) * weight; ``weight`` may be None."""
+
+    @staticmethod
+    def forward(ctx, x, weight, eps: float):
+        flat = x.reshape(-1, x.shape[-1]).contiguous()
+        w = None if weight is None else weight.contiguous()
+        y, rstd = _module.forward(flat, w, eps)
+        ctx.save_for_backward(flat, w, rstd)
+        ctx.shape = x.shape
+        return y.view(x.shape)
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        flat, w, rstd = ctx.saved_tensors
+        dx, dw = _module.backward(grad_y.reshape(flat.shape), flat, w, rstd)
+        return dx.view(ctx.shape), (dw if w is not None else None), None

@@ -1,0 +1,93 @@
+// Row-wise building blocks of the CPU kernels (lnlstm.cpp, gru.cpp, rmsnorm.cpp), written on
+// ATen's Vectorized<T>: 16 floats a register where the build is for AVX-512, 8 for AVX2, a plain
+// array elsewhere. Which one is decided by the CPU_CAPABILITY_* macro the build defines, as in
+// ATen's own per-capability kernels; exp and tanh are ATen's (SLEEF, 1 ulp).
+//
+// A row of n values is walked in chunks of Vec<T>::size(); the last chunk may be short. A short
+// chunk loads zeros past its end, and every sum masks those lanes (keep), so a reduction never
+// sees them whatever the arithmetic makes of a zero.
+#pragma once
+
+#include <ATen/cpu/vec/vec.h>
+
+#include <cmath>
+#include <cstdint>
+
+namespace rows {
+
+template <typename T>
+using Vec = at::vec::Vectorized<T>;
+
+template <typename T, typename F>
+inline void chunks(int64_t n, F&& f) {
+  constexpr int64_t w = Vec<T>::size();
+  int64_t j = 0;
+  for (; j + w <= n; j += w) f(j, w);
+  if (j < n) f(j, n - j);
+}
+
+template <typename T>
+inline Vec<T> load(const T* p, int64_t count) {
+  return count == Vec<T>::size() ? Vec<T>::loadu(p) : Vec<T>::loadu(p, count);
+}
+
+template <typename T>
+inline void store(const Vec<T>& v, T* p, int64_t count) {
+  v.store(p, count);
+}
+
+// p[0:count] += v
+template <typename T>
+inline void accumulate(const Vec<T>& v, T* p, int64_t count) {
+  store(load(p, count) + v, p, count);
+}
+
+// v with the lanes past count set to zero
+template <typename T>
+inline Vec<T> keep(const Vec<T>& v, int64_t count) {
+  return count == Vec<T>::size() ? v : Vec<T>::set(Vec<T>(T(0)), v, count);
+}
+
+template <typename T>
+inline T sum_lanes(const Vec<T>& v) {
+  T lanes[Vec<T>::size()];
+  v.store(lanes);
+  T total = 0;
+  for (int64_t i = 0; i < Vec<T>::size(); ++i) total += lanes[i];
+  return total;
+}
+
+template <typename T>
+inline Vec<T> sigmoid(const Vec<T>& x) {
+  const Vec<T> one(T(1));
+  return one / (one + x.neg().exp());
+}
+
+// Mean, then the centred sum of squares (two passes, as torch's layer_norm); returns rstd.
+template <typename T>
+inline T mean_rstd(const T* x, int64_t n, double eps, T* mean_out) {
+  Vec<T> total(T(0));
+  chunks<T>(n, [&](int64_t j, int64_t c) { total = total + load(x + j, c); });
+  const T mean = sum_lanes(total) / T(n);
+  const Vec<T> m(mean);
+  Vec<T> squares(T(0));
+  chunks<T>(n, [&](int64_t j, int64_t c) {
+    const Vec<T> d = keep(load(x + j, c) - m, c);
+    squares = squares + d * d;
+  });
+  *mean_out = mean;
+  return T(1) / std::sqrt(sum_lanes(squares) / T(n) + T(eps));
+}
+
+// 1 / sqrt(mean(x^2) + eps)
+template <typename T>
+inline T rms_rstd(const T* x, int64_t n, double eps) {
+  Vec<T> squares(T(0));
+  chunks<T>(n, [&](int64_t j, int64_t c) {
+    const Vec<T> v = load(x + j, c);
+    squares = squares + v * v;
+  });
+  return T(1) / std::sqrt(sum_lanes(squares) / T(n) + T(eps));
+}
+
+}  // namespace rows
