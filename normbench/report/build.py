@@ -99,10 +99,12 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
 
 def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
+    if summary.empty:
+        return {"tasks": [], "figure": None, "rule": tables.RANKING_RULE}
     labelled = _with_task_labels(summary, axes)
     metrics = {str(t): (str(m), bool(h)) for t, m, h in
                summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)}
-    figure = figures.tradeoff(labelled, metrics, staging) if not summary.empty else None
+    figure = figures.tradeoff(labelled, metrics, staging)
     return {"tasks": answers.answers(runs, summary, axes), "figure": figure, "rule": tables.RANKING_RULE}
 
 

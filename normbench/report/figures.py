@@ -15,6 +15,7 @@ MIN_FONT_KEY so that a test can check this.
 from __future__ import annotations
 
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -116,13 +117,14 @@ def _line_style(index: int) -> dict:
 
 def _legend_below(figure: MplFigure, handles: list, labels: list, title: str = "group") -> None:
     if handles:
+        labels = ["\n".join(textwrap.wrap(str(label), 48)) or str(label) for label in labels]
         figure.legend(handles, labels, loc="outside lower center", ncols=1, title=title, frameon=False)
 
 
 def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: Path) -> Figure | None:
     """The answer's trade-off: each group's best val (mean, 95% CI) against its throughput, one panel
-    per task; ★ groups filled and labelled, groups with a diverged run crossed, the Pareto front
-    (no other group both faster and better) joined by a line. summary needs a "label" column."""
+    per task; ★ groups drawn as stars (the answer names them), groups with a diverged run crossed, the Pareto front
+    (no other group both faster and better) joined by a line."""
     rows = summary.dropna(subset=["best_val_mean", "samples_per_s_median"])
     if rows.empty:
         return None
@@ -151,9 +153,6 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
             front = _pareto_front(mine, higher)
             ax.plot(front["samples_per_s_median"], front["best_val_mean"], color=PALETTE[0], linewidth=1,
                     linestyle="--", label="Pareto front", zorder=1)
-            for _, row in mine[star].head(4).iterrows():
-                ax.annotate(text(row["label"], 28), (row["samples_per_s_median"], row["best_val_mean"]),
-                            xytext=(4, 4), textcoords="offset points", fontsize=MIN_FONT_PT)
             if _spans_decades(mine["samples_per_s_median"], 10):
                 ax.set_xscale("log")
             ax.set_ylabel(text(f"best val {metric_name} ({'higher' if higher else 'lower'} is better)", 40))
@@ -204,7 +203,8 @@ def heatmaps(grids: dict, row: str, col: str, metric: dict[str, tuple[str, bool]
                 annotations = None
                 if name == "heatmap_primary":
                     metric_name, higher = metric[task]
-                    cmap, label = ("viridis" if higher else "viridis_r"), metric_label(metric_name, higher)
+                    cmap = "viridis" if higher else "viridis_r"
+                    label = f"best val {metric_name} ({'higher' if higher else 'lower'} is better)"
                     vmin, vmax = _interval_range(grid, metric_name)
                     ranges.append(f"{task}: {vmin:.3g} to {vmax:.3g}")
                     annotations = _cell_text(grid)
@@ -303,14 +303,15 @@ def _curve_panels(bands: pd.DataFrame, groups: dict[str, str], x: str, ylabel: C
                                 linewidth=0, zorder=2)
                 handles.setdefault(group, line)
             ax.set_xlabel(xlabel)
-            ax.set_ylabel(text(ylabel(task), 40))
+            if not small_multiples or ax.get_subplotspec().is_first_col():  # one y label per row
+                ax.set_ylabel("\n".join(textwrap.wrap(text(ylabel(task), 60), 30 if small_multiples else 50)))
             if log_y(mine):
                 ax.set_yscale("log")
             heading = f"task {task}" if len(all_tasks) > 1 else ""
             if len(coloured) < len(context):
                 heading = f"{heading}: {groups[coloured[0]]}" if heading else groups[coloured[0]]
             if heading:
-                ax.set_title(text(heading, 40), fontsize=MIN_FONT_PT)
+                ax.set_title("\n".join(textwrap.wrap(text(heading, 70), 30)), fontsize=MIN_FONT_PT)
         if not small_multiples:
             _legend_below(figure, list(handles.values()), [text(groups[g], 60) for g in handles])
         _save(figure, out, name)
@@ -380,7 +381,7 @@ def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: s
 
 
 def _bars(bars: pd.DataFrame, value: str, low: str | None, high: str | None, xlabel: str,
-          out: Path, name: str, title: str, caption: str) -> Figure | None:
+          out: Path, name: str, title: str, caption: str, flag_noise: bool = True) -> Figure | None:
     """Horizontal bars, one panel per task (stacked), labelled by bars["label"]; bars whose
     bars["noisy"] is true are hatched and marked "(noisy timing)"."""
     rows = bars.dropna(subset=[value])
@@ -394,7 +395,13 @@ def _bars(bars: pd.DataFrame, value: str, low: str | None, high: str | None, xla
         values = np.concatenate([values, rows[low].to_numpy(dtype=float)])
     log_x = _spans_decades(values)
     with matplotlib.rc_context(_STYLE):
-        heights = [0.3 * (rows["task"] == t).sum() + 1.1 for t in tasks]
+        def label_of(label: object, noisy: bool) -> str:
+            return "\n".join(textwrap.wrap(text(label, 60), 26)) + ("\n(noisy timing)" if noisy else "")
+
+        flags = (rows["noisy"].fillna(False).astype(bool) if flag_noise and "noisy" in rows
+                 else pd.Series(False, index=rows.index))
+        lines = pd.Series([label_of(lab, n).count("\n") + 1 for lab, n in zip(rows["label"], flags)], index=rows.index)
+        heights = [0.2 * lines[rows["task"] == t].clip(lower=2).sum() + 1.1 for t in tasks]
         figure = MplFigure(figsize=(FIGURE_WIDTH, sum(heights)), dpi=_DPI, layout="constrained")
         FigureCanvasAgg(figure)
         panels = list(figure.subplots(len(tasks), 1, squeeze=False, height_ratios=heights).flat)
@@ -404,17 +411,17 @@ def _bars(bars: pd.DataFrame, value: str, low: str | None, high: str | None, xla
             error = None
             if low and high:
                 error = np.vstack([(mine[value] - mine[low]).clip(lower=0), (mine[high] - mine[value]).clip(lower=0)])
-            noisy = mine["noisy"].fillna(False).astype(bool).to_numpy() if "noisy" in mine else np.zeros(len(mine), bool)
+            noisy = flags[mine.index].to_numpy()
             ax.barh(positions, mine[value], xerr=error, color=[PALETTE[7] if n else PALETTE[0] for n in noisy],
                     hatch=["//" if n else "" for n in noisy], ecolor="0.25", capsize=2)
-            labels = [text(label, 38) + (" (noisy timing)" if n else "") for label, n in zip(mine["label"], noisy)]
+            labels = [label_of(label, n) for label, n in zip(mine["label"], noisy)]
             ax.set_yticks(positions, labels)
             ax.invert_yaxis()
             if log_x:
                 ax.set_xscale("log")
             if len(all_tasks) > 1:
                 ax.set_title(text(f"task {task}", 40))
-        panels[-1].set_xlabel(text(xlabel, 60))
+        panels[-1].set_xlabel("\n".join(textwrap.wrap(text(xlabel, 120), 50)))
         _save(figure, out, name)
     return Figure(name, title, caption)
 
@@ -451,4 +458,4 @@ def peak_memory(bars: pd.DataFrame, out: Path, note: str) -> Figure | None:
     return _bars(bars, "peak_memory_mb_median", None, None, f"MB, median over seeds: {memory_label(kinds)}",
                  out, "peak_memory", "Peak memory",
                  f"{memory_label(kinds).capitalize()}, per task. {honest}GPU tensor memory and process resident "
-                 f"memory are not comparable. {note}")
+                 f"memory are not comparable. {note}", flag_noise=False)

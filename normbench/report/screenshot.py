@@ -5,9 +5,10 @@
 writes OUTDIR/report-<width>.png (the first screen at each width) and prints, per width, what
 `check_page` found: images that did not load, elements that stick out sideways, script errors.
 
-`check_page` drives Chromium without any extra Python package: it loads a copy of the page with a
-small probe script added (the report itself ships no script), lets Chromium dump the DOM after the
-load event, and reads back the JSON the probe wrote into the page. Chromium is found as
+`check_page` drives Chromium without any extra Python package: it loads the page inside an iframe
+of the exact width (headless Chromium's window is never narrower than 500 px) with a small probe
+script beside it (the report itself ships no script), lets Chromium dump the DOM after the load
+event, and reads back the JSON the probe wrote there. Chromium is found as
 $NORMBENCH_CHROMIUM, or `chromium`, `chromium-browser`, `google-chrome` on PATH.
 """
 
@@ -31,44 +32,62 @@ _FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-n
           "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
           "--disable-extensions", "--mute-audio")
 
-# Runs first in <head>: records errors (script errors, resources that failed to load, console.error),
-# then after the load event measures the page and writes the result into <pre id="nb-check">.
+# Headless Chromium will not make a window narrower than 500 px, so the page is laid out inside an
+# iframe of the exact width (srcdoc: same origin, so the probe can measure inside it), and a
+# screenshot narrower than the window is cropped.
+_MIN_WINDOW = 500
+
+# Runs first in the page's <head>: records script errors, resources that fail to load and
+# console.error calls.
+_ERRORS = """<script>
+window.__nbErrors = [];
+window.addEventListener("error", function (e) {
+  var t = e.target;
+  window.__nbErrors.push(e.message || ("failed to load " + (t && (t.tagName || "") + " " + String(t.src || t.href || "").slice(0, 60))));
+}, true);
+(function () { var original = console.error;
+  console.error = function () { window.__nbErrors.push(Array.prototype.join.call(arguments, " ")); original.apply(console, arguments); };
+})();
+</script>"""
+
+# Runs in the frame's parent after everything loaded; writes its findings into <pre id="nb-check">.
 _PROBE = """<script>
-(function () {
-  var errors = [];
-  window.addEventListener("error", function (e) {
-    var t = e.target;
-    errors.push(e.message || ("failed to load " + (t && (t.tagName || "") + " " + String(t.src || t.href || "").slice(0, 60))));
-  }, true);
-  var original = console.error;
-  console.error = function () { errors.push(Array.prototype.join.call(arguments, " ")); original.apply(console, arguments); };
+window.addEventListener("load", function () {
+  var frame = document.getElementById("page"), doc = frame.contentDocument, win = frame.contentWindow;
   function describe(el) {
     var text = (el.textContent || "").trim().slice(0, 50);
     return el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + String(el.className).split(" ").join(".") : "") + " " + JSON.stringify(text);
   }
-  function top(id) { var el = document.getElementById(id); return el ? el.getBoundingClientRect().top + window.scrollY : null; }
-  window.addEventListener("load", function () {
-    var width = document.documentElement.clientWidth, overflow = [];
-    document.body.querySelectorAll("*").forEach(function (el) {
-      var scroller = el.closest(".scroll");
-      if (scroller && scroller !== el) return;   /* inside a table's own scroll container */
-      var r = el.getBoundingClientRect();
-      if (r.width > 0 && (r.right > width + 1 || r.left < -1)) overflow.push(describe(el) + " right=" + Math.round(r.right));
-    });
-    var images = Array.prototype.map.call(document.images, function (img) {
-      return {alt: img.alt, loaded: img.complete && img.naturalWidth > 0, natural_width: img.naturalWidth,
-              shown_width: Math.round(img.getBoundingClientRect().width)};
-    });
-    var result = {viewport_width: width, page_width: document.documentElement.scrollWidth, images: images,
-                  overflow: overflow.slice(0, 20), errors: errors, answer_top: top("answer"), what_top: top("what")};
-    var out = document.createElement("pre");
-    out.id = "nb-check";
-    out.hidden = true;
-    out.textContent = JSON.stringify(result);
-    document.body.appendChild(out);
+  function top(id) { var el = doc.getElementById(id); return el ? el.getBoundingClientRect().top + win.scrollY : null; }
+  var width = doc.documentElement.clientWidth, overflow = [];
+  doc.body.querySelectorAll("*").forEach(function (el) {
+    var scroller = el.closest(".scroll");
+    if (scroller && scroller !== el) return;   /* inside a table's own scroll container */
+    var r = el.getBoundingClientRect();
+    if (r.width > 0 && (r.right > width + 1 || r.left < -1)) overflow.push(describe(el) + " right=" + Math.round(r.right));
   });
-})();
+  var images = Array.prototype.map.call(doc.images, function (img) {
+    return {alt: img.alt, loaded: img.complete && img.naturalWidth > 0, natural_width: img.naturalWidth,
+            shown_width: Math.round(img.getBoundingClientRect().width)};
+  });
+  var result = {viewport_width: width, page_width: doc.documentElement.scrollWidth, images: images,
+                overflow: overflow.slice(0, 20), errors: win.__nbErrors || ["the error recorder did not run"],
+                answer_top: top("answer"), what_top: top("what")};
+  var out = document.createElement("pre");
+  out.id = "nb-check";
+  out.hidden = true;
+  out.textContent = JSON.stringify(result);
+  document.body.appendChild(out);
+});
 </script>"""
+
+
+def _framed(page: str, width: int, height: int, probe: bool) -> str:
+    if probe:
+        page = page.replace("<head>", "<head>\n" + _ERRORS, 1)
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">'
+            f'<iframe id="page" style="width:{width}px;height:{height}px;border:0;display:block" '
+            f'srcdoc="{html_lib.escape(page, quote=True)}"></iframe>{_PROBE if probe else ""}</body></html>')
 
 
 class NoBrowser(RuntimeError):
@@ -91,22 +110,32 @@ def _run(args: list[str], width: int, height: int) -> subprocess.CompletedProces
 
 
 def screenshot(report: Path, out: Path, width: int, height: int = HEIGHT) -> Path:
-    """The first `height` pixels of the page at `width`, as out/report-<width>.png."""
+    """The first `height` pixels of the page laid out `width` px wide, as out/report-<width>.png."""
     out.mkdir(parents=True, exist_ok=True)
     target = out / f"report-{width}.png"
-    result = _run([f"--screenshot={target.resolve()}", Path(report).resolve().as_uri()], width, height)
+    page = Path(report).read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="normbench-shot-") as folder:
+        framed = Path(folder) / "framed.html"
+        framed.write_text(_framed(page, width, height, probe=False), encoding="utf-8")
+        result = _run([f"--screenshot={target.resolve()}", framed.as_uri()], max(width, _MIN_WINDOW), height)
     if not target.is_file():
         raise RuntimeError(f"chromium wrote no screenshot at {width} px: {result.stderr.strip()[-300:]}")
+    if width < _MIN_WINDOW:
+        from PIL import Image  # matplotlib's own dependency
+
+        with Image.open(target) as image:
+            cropped = image.crop((0, 0, width, image.height))
+        cropped.save(target)
     return target
 
 
 def check_page(report: Path, width: int, height: int = HEIGHT) -> dict:
-    """What the probe measured on `report` at `width` px: see _PROBE for the keys."""
+    """What the probe measured on `report` laid out `width` px wide: see _PROBE for the keys."""
     page = Path(report).read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="normbench-check-") as folder:
-        probed = Path(folder) / "probed.html"
-        probed.write_text(page.replace("<head>", "<head>\n" + _PROBE, 1), encoding="utf-8")
-        result = _run(["--dump-dom", probed.as_uri()], width, height)
+        framed = Path(folder) / "framed.html"
+        framed.write_text(_framed(page, width, height, probe=True), encoding="utf-8")
+        result = _run(["--dump-dom", framed.as_uri()], max(width, _MIN_WINDOW), height)
     found = re.search(r'<pre id="nb-check" hidden="">(.*?)</pre>', result.stdout, re.S)
     if not found:
         raise RuntimeError(f"the page probe wrote nothing at {width} px: {result.stderr.strip()[-300:]}")
