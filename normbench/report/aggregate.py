@@ -12,6 +12,7 @@ in "what was run" but never enter a mean, a rate or a median.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
@@ -26,6 +27,9 @@ from normbench.report.records import RunRecord
 PRIMARY = "metrics.best_val"
 STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted", "incomplete")
 TRAINED = ("ok", "diverged", "failed", "interrupted")
+# A run whose slowest tenth of steps took this many times its fastest tenth was timed on a busy
+# machine (or one that changed speed); its throughput says more about the load than the code.
+TIMING_NOISY = 1.5
 ALL_RUNS = "all runs"
 # When the task's record omits higher_is_better, the metric decides (run-record.md lists three).
 _HIGHER_IS_BETTER = {"accuracy": True, "mse": False, "bpc": False}
@@ -269,6 +273,12 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         "ok": ok,
         "diverged": trained["status"] == "diverged",
         "primary": column(PRIMARY).where(ok),
+        # best_val is the best of many evaluations, so it flatters; the last evaluation and the test
+        # split do not.
+        "final_val": column("metrics.final_val").where(ok),
+        "test": column("metrics.test").where(ok),
+        "seed": column("seed"),
+        "timing_noise": column("throughput.step_ms_p90") / column("throughput.step_ms_p10"),
         "reached": steps.notna(),
         # A run that never reached the target counts as taking forever, so it pulls the median
         # rather than vanishing from it.
@@ -293,6 +303,14 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         best_val_n=("primary", "count"),
         best_val_mean=("primary", "mean"),
         best_val_std=("primary", "std"),
+        seeds=("seed", "nunique"),
+        final_val_n=("final_val", "count"),
+        final_val_mean=("final_val", "mean"),
+        final_val_std=("final_val", "std"),
+        test_n=("test", "count"),
+        test_mean=("test", "mean"),
+        test_std=("test", "std"),
+        timing_noise_median=("timing_noise", "median"),
         reached=("reached", "sum"),
         samples_per_s_median=("samples_per_s", "median"),
         samples_per_s_min=("samples_per_s", "min"),
@@ -314,6 +332,12 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     half = _t_half_width(summary["best_val_std"], summary["best_val_n"])
     summary["best_val_ci_low"] = summary["best_val_mean"] - half
     summary["best_val_ci_high"] = summary["best_val_mean"] + half
+    for name in ("final_val", "test"):
+        half = _t_half_width(summary[f"{name}_std"], summary[f"{name}_n"])
+        summary[f"{name}_ci_low"] = summary[f"{name}_mean"] - half
+        summary[f"{name}_ci_high"] = summary[f"{name}_mean"] + half
+    # Seeds of one group timed at very different speeds mean the machine's load changed, not the code.
+    summary["samples_per_s_spread"] = summary["samples_per_s_max"] / summary["samples_per_s_min"]
 
     first = trained.groupby("group", sort=False).first()
     summary.insert(0, "task", first["task.name"])
@@ -333,7 +357,8 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     summary = summary.sort_values(["task", "_order"], ascending=[True, False], kind="stable")
     leading = ["task", "group", *[a.removeprefix("axes.") for a in axes if a != "axes.task"], "rank", "best",
                "metric", "higher_is_better", "best_val_mean", "best_val_ci_low", "best_val_ci_high",
-               "best_val_std", "best_val_n", "n", "n_ok", "n_diverged", "divergence_rate", "reached",
+               "best_val_std", "best_val_n", "final_val_mean", "final_val_ci_low", "final_val_ci_high",
+               "test_mean", "test_ci_low", "test_ci_high", "seeds", "n", "n_ok", "n_diverged", "divergence_rate", "reached",
                "steps_to_target_median", "seconds_to_target_median"]
     ordered = leading + [c for c in summary.columns if c not in leading and c != "_order"]
     return summary[ordered].reset_index(drop=True)
@@ -350,8 +375,20 @@ def main_axes(runs: pd.DataFrame, axes: list[str]) -> list[str]:
     return (preferred + rest)[:2]
 
 
-def axis_grid(runs: pd.DataFrame, row: str, col: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Primary-metric mean (ok runs) and divergence rate (trained runs) over row x col, one task."""
+@dataclass(frozen=True)
+class AxisGrid:
+    """One task's row x col tables: primary-metric mean, its 95% half-width and n (ok runs), and
+    the divergence rate (trained runs)."""
+
+    metric: pd.DataFrame
+    half_width: pd.DataFrame
+    n: pd.DataFrame
+    diverged: pd.DataFrame
+
+
+def axis_grid(runs: pd.DataFrame, row: str, col: str) -> AxisGrid:
+    """Primary metric and divergence rate over row x col, one task; a cell pools its runs over seeds
+    and over every other setting."""
     trained = runs[runs["status"].isin(TRAINED)]
     rows = sorted_values(trained[row])
     cols = sorted_values(trained[col])
@@ -361,9 +398,15 @@ def axis_grid(runs: pd.DataFrame, row: str, col: str) -> tuple[pd.DataFrame, pd.
                           "diverged": (trained["status"] == "diverged").astype(float)})
     index = [format_value(v) for v in rows]
     columns = [format_value(v) for v in cols]
-    metric = frame.pivot_table(index="row", columns="col", values="primary", aggfunc="mean", dropna=False)
-    diverged = frame.pivot_table(index="row", columns="col", values="diverged", aggfunc="mean", dropna=False)
-    return (metric.reindex(index=index, columns=columns), diverged.reindex(index=index, columns=columns))
+
+    def pivot(values: str, how) -> pd.DataFrame:
+        table = frame.pivot_table(index="row", columns="col", values=values, aggfunc=how, dropna=False)
+        return table.reindex(index=index, columns=columns)
+
+    n = pivot("primary", "count")
+    half = pd.DataFrame(_t_half_width(pivot("primary", "std").stack(future_stack=True),
+                                      n.stack(future_stack=True)).unstack(), dtype=float)
+    return AxisGrid(pivot("primary", "mean"), half.reindex(index=index, columns=columns), n, pivot("diverged", "mean"))
 
 
 def curve_bands(curves: pd.DataFrame, runs: pd.DataFrame, kind: str, value: str,

@@ -15,7 +15,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench.report import aggregate, figures, profiles, tables, tuning
+from normbench.report import aggregate, answers, figures, profiles, tables, tuning
 from normbench.report.claims import evaluate_claims
 from normbench.report.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput
@@ -23,7 +23,7 @@ from normbench.report.records import Records, find_records, read_curves
 from normbench.report.render import write_report
 
 CURVE_GROUPS = 12  # most groups drawn in the curve figures
-BAR_GROUPS = 30  # most groups drawn in the throughput and memory bars
+BAR_GROUPS = 12  # most groups of each task drawn in the throughput and memory bars
 
 
 class ReportError(Exception):
@@ -85,6 +85,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "inputs": [str(p) for p in paths],
         "method": METHOD,
+        "timing_noisy": f"{aggregate.TIMING_NOISY:g}",
         "what_was_run": _what_was_run(records, runs, copies, axes, out),
         "leaderboards": tables.leaderboards(summary, axes),
         **_figure_sections(records, runs, summary, axes, staging),
@@ -93,7 +94,27 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         "claims": [tables.claim_view(c, v) for c, v in evaluate_claims(runs)],
     }
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
+    context["answer"] = _answer_section(runs, summary, axes, staging)
     write_report(context, staging)
+
+
+def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
+    """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
+    if summary.empty:
+        return {"tasks": [], "figure": None, "rule": tables.RANKING_RULE}
+    labelled = _with_task_labels(summary, axes)
+    metrics = {str(t): (str(m), bool(h)) for t, m, h in
+               summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)}
+    figure = figures.tradeoff(labelled, metrics, staging)
+    return {"tasks": answers.answers(runs, summary, axes), "figure": figure, "rule": tables.RANKING_RULE}
+
+
+def _with_task_labels(summary: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """summary plus `label`: each group named by the settings that differ within its own task."""
+    labels: dict[str, str] = {}
+    for _, rows in summary.groupby("task", sort=False):
+        labels.update(aggregate.legend_labels(rows, rows["group"].tolist(), axes))
+    return summary.assign(label=summary["group"].map(labels))
 
 
 def _parquet_ready(runs: pd.DataFrame) -> pd.DataFrame:
@@ -118,7 +139,7 @@ def _what_was_run(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, ax
     varying = tables.Table(["axis", "values"], [
         [a.removeprefix("axes."), ", ".join(aggregate.format_value(v)
                                             for v in aggregate.sorted_values(finished[a]))]
-        for a in axes])
+        for a in axes], wrap=("values",))
     fixed = tables.Table(["setting", "value"], [[k, aggregate.format_value(v)]
                                                 for k, v in aggregate.fixed_settings(runs).items()])
     task_rows = []
@@ -136,6 +157,7 @@ def _what_was_run(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, ax
         "tasks": tables.Table(["task", "metric", "direction", "target", "chance", "runs"], task_rows),
         "statuses": tables.status_table(runs),
         "unfinished": tables.unfinished_table(runs, axes, out),
+        "unfinished_reasons": tables.unfinished_reasons(runs),
         "set_aside": [f"{aggregate.display_path(r.path, out)}: {r.why}" for r in records.set_aside]
                      + [f"{p}: path does not exist" for p in records.missing_paths],
         "copies": [f"{aggregate.display_path(c.run_dir, out)}: "
@@ -165,7 +187,7 @@ def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame
         trained = runs[runs["status"].isin(aggregate.TRAINED)]
         grids = {str(t): aggregate.axis_grid(mine, row, col) for t, mine in trained.groupby("task.name", sort=True)}
         others = [a.removeprefix("axes.") for a in axes if a not in (row, col, "axes.task")]
-        note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}. Each cell averages "
+        note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}. Each cell pools "
                 f"its runs over seeds" + (f" and over {', '.join(others)}." if others else ".")
                 + " Empty cells: no run (or no ok run) there.")
         sections["heatmaps"] = {"figures": figures.heatmaps(grids, row, col, metrics, staging, note), "skipped": ""}
@@ -198,10 +220,14 @@ def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame
         "table": tables.gradient_table(summary, axes) if not summary.empty else None,
     }
 
-    bars = summary.head(BAR_GROUPS)
-    bar_note = (f"The first {BAR_GROUPS} of {len(summary)} groups in leaderboard order." if len(summary) > BAR_GROUPS
+    # Every task gets its own panel: its first groups in leaderboard order (★ groups lead).
+    bars = _with_task_labels(summary, axes).groupby("task", sort=False).head(BAR_GROUPS)
+    bars = bars.assign(noisy=(bars["timing_noise_median"] > aggregate.TIMING_NOISY)
+                       | (bars["samples_per_s_spread"] > aggregate.TIMING_NOISY)) if not bars.empty else bars
+    cut = summary.groupby("task").size().gt(BAR_GROUPS).any() if not summary.empty else False
+    bar_note = (f"At most {BAR_GROUPS} groups per task, in leaderboard order; all are in summary.csv." if cut
                 else "Groups in leaderboard order.")
-    speed = figures.throughput(bars, staging, bar_note) if not bars.empty else None
+    speed = figures.throughput(bars, staging, bar_note, aggregate.TIMING_NOISY) if not bars.empty else None
     memory = figures.peak_memory(bars, staging, bar_note) if not bars.empty else None
     sections["throughput"] = {
         "figures": [f for f in (speed, memory) if f is not None],
@@ -227,9 +253,9 @@ def _tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
         lr = {"figures": [], "table": None, "tolerance": tuning.TOLERANCE_TEXT,
               "skipped": "No arm was run at 2 or more learning rates."}
     else:
-        note = (f"One line per arm (every setting but lr and seed). Point: mean final validation metric of the "
-                f"finished runs; bar: 95% t-interval, clipped to the metric's range; ★: the arm's best lr (ranking rule, diverged runs ranked "
-                f"worst). Triangles at the bottom: diverged runs at that lr (count / runs), never dropped.")
+        note = ("One line per arm (every setting but lr and seed). Point: mean final validation metric of the "
+                "finished runs; bar: 95% t-interval, clipped to the metric's range; ★: the arm's best lr (ranking rule, diverged runs ranked "
+                "worst). Triangles at the bottom: diverged runs at that lr (count / runs), never dropped.")
         figure = figures.lr_sensitivity(points, arms, metrics, staging, note)
         lr = {"figures": [figure] if figure else [], "table": tables.sensitivity_table(arms, points),
               "tolerance": tuning.TOLERANCE_TEXT, "skipped": ""}

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.report.aggregate import STATUSES, TRAINED, display_path, format_value
+from normbench.report.aggregate import STATUSES, TIMING_NOISY, TRAINED, display_path, format_value
 from normbench.report.claims import Claim, Effect, Verdict
+from normbench.report.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
 
 MAX_ROWS = 200  # a table past this length is cut, with a pointer to the CSV
 
@@ -24,6 +25,7 @@ class Table:
     columns: list[str]
     rows: list[list[str]]
     note: str = ""
+    wrap: tuple[str, ...] = ()  # columns whose cells may wrap (long text); every other cell stays on one line
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Leaderboard:
     metric: str
     higher_is_better: bool
     table: Table
+    constant: str = ""  # "model=lstm, batch_size=32": settings shared by every row, so not a column
 
 
 @dataclass
@@ -87,7 +90,7 @@ def environment_table(runs: pd.DataFrame) -> Table:
             continue
         for value, n in runs[column].fillna("not recorded").astype(str).value_counts().items():
             rows.append([key, value, str(int(n))])
-    return Table(["setting", "value", "runs"], rows)
+    return Table(["setting", "value", "runs"], rows, wrap=("value",))
 
 
 def date_range(runs: pd.DataFrame) -> str:
@@ -111,48 +114,85 @@ def _axis_cells(row: pd.Series, axes: list[str]) -> list[str]:
     return [format_value(row[a.removeprefix("axes.")]) for a in axes]
 
 
-def mean_with_interval(row: pd.Series) -> str:
-    n = int(row["best_val_n"]) if pd.notna(row["best_val_n"]) else 0
+def mean_with_interval(row: pd.Series, name: str = "best_val") -> str:
+    n = int(row[f"{name}_n"]) if pd.notna(row.get(f"{name}_n")) else 0
     if n == 0:
         return "—"
     if n == 1:
-        return f"{number(row['best_val_mean'])} (n=1)"
-    half = row["best_val_ci_high"] - row["best_val_mean"]
-    return f"{number(row['best_val_mean'])} ± {number(half, 2)}"
+        return f"{number(row[f'{name}_mean'])} (n=1)"
+    half = row[f"{name}_ci_high"] - row[f"{name}_mean"]
+    return f"{number(row[f'{name}_mean'])} ± {number(half, 2)}"
 
 
 def to_target(value: float) -> str:
     return number(value) if math.isfinite(value) else "not reached"
 
 
+def varying_within(rows: pd.DataFrame, axes: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(axes whose value differs between `rows`, {axis: value} of the ones that do not)."""
+    varying, constant = [], {}
+    for axis in axes:
+        name = axis.removeprefix("axes.")
+        values = rows[name].map(format_value) if name in rows else pd.Series(["n/a"])
+        if values.nunique() > 1:
+            varying.append(axis)
+        elif values.iloc[0] != "n/a":
+            constant[name] = values.iloc[0]
+    return varying, constant
+
+
+def timing_noise(row: pd.Series) -> str:
+    ratio = row.get("timing_noise_median")
+    if ratio is None or pd.isna(ratio):
+        return "—"
+    return f"{ratio:.2g}" + (" ⚠" if ratio > TIMING_NOISY else "")
+
+
 def leaderboards(summary: pd.DataFrame, axes: list[str]) -> list[Leaderboard]:
+    """One table per task: the ranked metric first, then only the settings that differ between its
+    rows (the shared ones go to `constant`, shown as the table's caption)."""
     axes = [a for a in axes if a != "axes.task"]
     boards = []
     for task, rows in summary.groupby("task", sort=False):
         metric = str(rows["metric"].iloc[0])
         higher = bool(rows["higher_is_better"].iloc[0])
-        columns = ["rank", "best", *_axis_header(axes), f"{metric} mean ± 95% CI", "ok / runs",
-                   "divergence rate", "steps to target (median)", "reached", "s to target (median)",
-                   "samples/s (median)", "step ms (median)", "peak MB (median)"]
+        varying, constant = varying_within(rows, axes)
+        columns = ["rank", "best", f"best val {metric} (mean ± 95% CI)", "final val", "test", "seeds",
+                   *_axis_header(varying), "ok / runs", "diverged", "steps to target (reached)",
+                   "s to target", "samples/s", "timing p90/p10", "peak MB"]
         body = []
         for _, row in rows.iterrows():
             body.append([
                 number(row["rank"]) if pd.notna(row["best_val_mean"]) else "—",
                 "★" if row["best"] else "",
-                *_axis_cells(row, axes),
                 mean_with_interval(row),
+                mean_with_interval(row, "final_val"),
+                mean_with_interval(row, "test"),
+                str(int(row["seeds"])) if pd.notna(row.get("seeds")) else "—",
+                *(_axis_cells(row, varying) if varying else [str(row["group"])]),
                 f"{int(row['n_ok'])} / {int(row['n'])}",
                 number(row["divergence_rate"], 2),
-                to_target(row["steps_to_target_median"]),
-                f"{int(row['reached'])}/{int(row['n'])}",
+                f"{to_target(row['steps_to_target_median'])} ({int(row['reached'])}/{int(row['n'])})",
                 to_target(row["seconds_to_target_median"]),
                 number(row["samples_per_s_median"]),
-                number(row["step_ms_median"]),
+                timing_noise(row),
                 number(row["peak_memory_mb_median"]),
             ])
         body, note = _cut(body, "groups")
-        boards.append(Leaderboard(str(task), metric, higher, Table(columns, body, note)))
+        shared = ", ".join(f"{k}={v}" for k, v in constant.items())
+        boards.append(Leaderboard(str(task), metric, higher, Table(columns, body, note), shared))
     return boards
+
+
+def unfinished_reasons(runs: pd.DataFrame) -> Table:
+    """Runs that did not end ok, counted by status and reason: the short view of unfinished_table."""
+    others = runs[runs["status"] != "ok"]
+    if others.empty:
+        return Table([], [])
+    counts = (others.assign(reason=others["reason"].fillna("no reason recorded").astype(str))
+              .groupby(["status", "reason"], sort=False).size().sort_values(ascending=False, kind="stable"))
+    rows = [[str(status), reason, str(int(n))] for (status, reason), n in counts.items()]
+    return Table(["status", "reason", "runs"], rows, wrap=("reason",))
 
 
 _GRADIENT_COLUMNS = [
@@ -196,7 +236,7 @@ def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
              ("reason", "reason")]
     columns = [*[a.removeprefix("axes.") for a in axes], "seed", *[t for _, t in extra], "run dir"]
     body, note = _cut(_run_table(diverged, axes, base, extra), "diverged runs")
-    return Table(columns, body, note)
+    return Table(columns, body, note, wrap=("reason", "run dir"))
 
 
 def unfinished_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
@@ -206,7 +246,7 @@ def unfinished_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
     body = [[row["status"], *cells] for (_, row), cells in
             zip(others.iterrows(), _run_table(others, axes, base, [("reason", "reason")]))]
     body, note = _cut(body, "runs")
-    return Table(columns, body, note)
+    return Table(columns, body, note, wrap=("reason", "run dir"))
 
 
 def effect_text(effect: Effect | None) -> str:

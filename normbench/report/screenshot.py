@@ -1,0 +1,179 @@
+"""Look at report.html as a reader would: headless Chromium at a desktop and a phone width.
+
+    python -m normbench.report.screenshot REPORT.html OUTDIR [--widths 1400 420] [--height 900]
+
+writes OUTDIR/report-<width>.png (the first screen at each width) and prints, per width, what
+`check_page` found: images that did not load, elements that stick out sideways, script errors.
+
+`check_page` drives Chromium without any extra Python package: it loads the page inside an iframe
+of the exact width (headless Chromium's window is never narrower than 500 px) with a small probe
+script beside it (the report itself ships no script), lets Chromium dump the DOM after the load
+event, and reads back the JSON the probe wrote there. Chromium is found as
+$NORMBENCH_CHROMIUM, or `chromium`, `chromium-browser`, `google-chrome` on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html as html_lib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+WIDTHS = (1400, 420)
+HEIGHT = 900
+_TIMEOUT_S = 60
+_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+          "--disable-extensions", "--mute-audio")
+
+# Headless Chromium will not make a window narrower than 500 px, so the page is laid out inside an
+# iframe of the exact width (srcdoc: same origin, so the probe can measure inside it), and a
+# screenshot narrower than the window is cropped.
+_MIN_WINDOW = 500
+
+# Runs first in the page's <head>: records script errors, resources that fail to load and
+# console.error calls.
+_ERRORS = """<script>
+window.__nbErrors = [];
+window.addEventListener("error", function (e) {
+  var t = e.target;
+  window.__nbErrors.push(e.message || ("failed to load " + (t && (t.tagName || "") + " " + String(t.src || t.href || "").slice(0, 60))));
+}, true);
+(function () { var original = console.error;
+  console.error = function () { window.__nbErrors.push(Array.prototype.join.call(arguments, " ")); original.apply(console, arguments); };
+})();
+</script>"""
+
+# Runs in the frame's parent after everything loaded; writes its findings into <pre id="nb-check">.
+_PROBE = """<script>
+window.addEventListener("load", function () {
+  var frame = document.getElementById("page"), doc = frame.contentDocument, win = frame.contentWindow;
+  function describe(el) {
+    var text = (el.textContent || "").trim().slice(0, 50);
+    return el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + String(el.className).split(" ").join(".") : "") + " " + JSON.stringify(text);
+  }
+  function top(id) { var el = doc.getElementById(id); return el ? el.getBoundingClientRect().top + win.scrollY : null; }
+  var width = doc.documentElement.clientWidth, overflow = [];
+  doc.body.querySelectorAll("*").forEach(function (el) {
+    var scroller = el.closest(".scroll");
+    if (scroller && scroller !== el) return;   /* inside a table's own scroll container */
+    var r = el.getBoundingClientRect();
+    if (r.width > 0 && (r.right > width + 1 || r.left < -1)) overflow.push(describe(el) + " right=" + Math.round(r.right));
+  });
+  var images = Array.prototype.map.call(doc.images, function (img) {
+    return {alt: img.alt, loaded: img.complete && img.naturalWidth > 0, natural_width: img.naturalWidth,
+            shown_width: Math.round(img.getBoundingClientRect().width)};
+  });
+  var result = {viewport_width: width, page_width: doc.documentElement.scrollWidth, images: images,
+                overflow: overflow.slice(0, 20), errors: win.__nbErrors || ["the error recorder did not run"],
+                answer_top: top("answer"), what_top: top("what")};
+  var out = document.createElement("pre");
+  out.id = "nb-check";
+  out.hidden = true;
+  out.textContent = JSON.stringify(result);
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def _framed(page: str, width: int, height: int, probe: bool) -> str:
+    if probe:
+        page = page.replace("<head>", "<head>\n" + _ERRORS, 1)
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">'
+            f'<iframe id="page" style="width:{width}px;height:{height}px;border:0;display:block" '
+            f'srcdoc="{html_lib.escape(page, quote=True)}"></iframe>{_PROBE if probe else ""}</body></html>')
+
+
+class NoBrowser(RuntimeError):
+    """No Chromium to drive; the message says what was looked for."""
+
+
+def find_chromium() -> str:
+    names = [os.environ.get("NORMBENCH_CHROMIUM", ""), "chromium", "chromium-browser", "google-chrome"]
+    for name in filter(None, names):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise NoBrowser("no Chromium found (set NORMBENCH_CHROMIUM, or install chromium)")
+
+
+def _run(args: list[str], width: int, height: int) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="normbench-chromium-") as profile:
+        command = [find_chromium(), *_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=_TIMEOUT_S)
+
+
+def screenshot(report: Path, out: Path, width: int, height: int = HEIGHT) -> Path:
+    """The first `height` pixels of the page laid out `width` px wide, as out/report-<width>.png."""
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / f"report-{width}.png"
+    page = Path(report).read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="normbench-shot-") as folder:
+        framed = Path(folder) / "framed.html"
+        framed.write_text(_framed(page, width, height, probe=False), encoding="utf-8")
+        result = _run([f"--screenshot={target.resolve()}", framed.as_uri()], max(width, _MIN_WINDOW), height)
+    if not target.is_file():
+        raise RuntimeError(f"chromium wrote no screenshot at {width} px: {result.stderr.strip()[-300:]}")
+    if width < _MIN_WINDOW:
+        from PIL import Image  # matplotlib's own dependency
+
+        with Image.open(target) as image:
+            cropped = image.crop((0, 0, width, image.height))
+        cropped.save(target)
+    return target
+
+
+def check_page(report: Path, width: int, height: int = HEIGHT) -> dict:
+    """What the probe measured on `report` laid out `width` px wide: see _PROBE for the keys."""
+    page = Path(report).read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="normbench-check-") as folder:
+        framed = Path(folder) / "framed.html"
+        framed.write_text(_framed(page, width, height, probe=True), encoding="utf-8")
+        result = _run(["--dump-dom", framed.as_uri()], max(width, _MIN_WINDOW), height)
+    found = re.search(r'<pre id="nb-check" hidden="">(.*?)</pre>', result.stdout, re.S)
+    if not found:
+        raise RuntimeError(f"the page probe wrote nothing at {width} px: {result.stderr.strip()[-300:]}")
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+def problems(check: dict) -> list[str]:
+    """What a reader would see go wrong, from one check_page result; empty when all is well."""
+    found = [f"image not loaded: {i['alt']}" for i in check["images"] if not i["loaded"]]
+    found += [f"sticks out sideways: {o}" for o in check["overflow"]]
+    if check["page_width"] > check["viewport_width"]:
+        found.append(f"page scrolls sideways: {check['page_width']} px wide in a {check['viewport_width']} px window")
+    found += [f"error: {e}" for e in check["errors"]]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m normbench.report.screenshot", description=__doc__.split("\n\n")[0])
+    parser.add_argument("report", type=Path, help="report.html")
+    parser.add_argument("out", type=Path, help="folder for report-<width>.png")
+    parser.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS))
+    parser.add_argument("--height", type=int, default=HEIGHT)
+    args = parser.parse_args(argv)
+    if not args.report.is_file():
+        print(f"normbench.report.screenshot: {args.report} is not a file", file=sys.stderr)
+        return 2
+    try:
+        status = 0
+        for width in args.widths:
+            path = screenshot(args.report, args.out, width, args.height)
+            found = problems(check_page(args.report, width, args.height))
+            status = status or (1 if found else 0)
+            print(f"{path}: " + ("; ".join(found) if found else "ok (images loaded, nothing sticks out, no errors)"))
+        return status
+    except (NoBrowser, RuntimeError, subprocess.TimeoutExpired) as error:
+        print(f"normbench.report.screenshot: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
