@@ -102,11 +102,20 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
     if summary.empty:
         return {"tasks": [], "figure": None, "rule": tables.RANKING_RULE}
+    note = ""
+    if "axes.role" in runs and (runs["axes.role"] == "evaluation").any():
+        # A tuned study: selection runs chose each arm's lr, so their scores flatter it; the answer
+        # rests on the evaluation runs alone (section 9 ranks them on the test metric).
+        runs = runs[runs["axes.role"] == "evaluation"]
+        summary = summary[summary["group"].isin(runs["group"])]
+        note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
+                "selection runs, fresh seeds); section 9 ranks them on the test metric.")
     labelled = _with_task_labels(summary, axes)
     metrics = {str(t): (str(m), bool(h)) for t, m, h in
                summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)}
     figure = figures.tradeoff(labelled, metrics, staging)
-    return {"tasks": answers.answers(runs, summary, axes), "figure": figure, "rule": tables.RANKING_RULE}
+    return {"tasks": answers.answers(runs, summary, axes), "figure": figure, "rule": tables.RANKING_RULE,
+            "note": note}
 
 
 def _with_task_labels(summary: pd.DataFrame, axes: list[str]) -> pd.DataFrame:

@@ -1000,6 +1000,14 @@ def ln_larger_stable_lr(runs: pd.DataFrame) -> Verdict:
     if ln_facts["best_lr"] is None or none_facts["best_lr"] is None:
         status = INCONCLUSIVE
         note = " An arm has no best lr (each needs an lr with 2 runs, one finished), so no reference to be stable against."
+    elif estimate.var == 0 and status == SUPPORTED:
+        # A zero-width t interval is no evidence: with no spread, fall back to the exact sign test on
+        # paired seeds, which needs 5 seeds all pointing the same way for p < 0.05 (0.5 ** 5 = 0.031).
+        seeds = _seeds(*arms.values())
+        if 0.5 ** seeds >= 0.05:
+            status = INCONCLUSIVE
+            note = (f" Every seed agrees, but with no spread the t interval says nothing; by an exact sign test "
+                    f"{seeds} agreeing seed(s) give p = {0.5 ** seeds:.3g}, and 5 would be needed for p < 0.05.")
     elif status == INCONCLUSIVE:
         note = _detectable(estimate, _seeds(*arms.values()), "log lr")
     test = (f"ln ({headline}) vs none: per seed, the largest lr of the shared grid ({_values_text(pd.Series(grid))}) "

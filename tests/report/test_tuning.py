@@ -177,3 +177,14 @@ def test_a_tuned_study_over_two_tasks_gets_every_section(write_record, tmp_path)
     assert "### ln_larger_stable_lr: " in report
     html = (tmp_path / "report.html").read_text()
     assert 'id="lr"' in html and 'id="profiles"' in html
+
+
+def test_a_zero_width_interval_needs_the_sign_test_seeds(runs_of):
+    """Every seed agreeing on a discrete grid gives no spread: the t interval says nothing, so
+    support needs 5 agreeing seeds (exact sign test, p = 0.031), not 2."""
+    def verdict(seeds):
+        return _claim(runs_of(*_grid_runs("ln", "in_cell", 3e-2, seeds=seeds),
+                              *_grid_runs("none", "none", 3e-3, seeds=seeds)))
+    two = verdict((0, 1))
+    assert two.status == INCONCLUSIVE and "5 would be needed" in two.explanation
+    assert verdict((0, 1, 2, 3, 4)).status == SUPPORTED
