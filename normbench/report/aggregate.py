@@ -25,6 +25,9 @@ from normbench.report.ranking import best_flags
 from normbench.report.records import RunRecord
 
 PRIMARY = "metrics.best_val"
+# Groups are ranked on the last evaluation, a value not selected on the data it reports; best_val
+# (the best of the evaluations) is shown beside it but flatters the group evaluated most often.
+RANK_SCORE = "metrics.final_val"
 STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted", "incomplete")
 TRAINED = ("ok", "diverged", "failed", "interrupted")
 # A run whose slowest tenth of steps took this many times its fastest tenth was timed on a busy
@@ -350,9 +353,11 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
                               if "throughput.memory_kind" in trained else "")
     summary = summary.reset_index()
 
-    oriented = summary["best_val_mean"].where(summary["higher_is_better"], -summary["best_val_mean"])
+    ranked = summary["final_val_mean"].fillna(summary["best_val_mean"])  # records without final_val: best_val
+    oriented = ranked.where(summary["higher_is_better"], -ranked)
     summary["rank"] = oriented.groupby(summary["task"]).rank(ascending=False, method="min")
-    summary["best"] = best_flags(trained, summary)  # not shown worse than the best (ranking.RULE)
+    score = RANK_SCORE if RANK_SCORE in trained and trained[RANK_SCORE].notna().any() else PRIMARY
+    summary["best"] = best_flags(trained, summary, score=score)  # not shown worse than the best (ranking.RULE)
     summary = summary.assign(_order=oriented.fillna(-math.inf))
     summary = summary.sort_values(["task", "_order"], ascending=[True, False], kind="stable")
     leading = ["task", "group", *[a.removeprefix("axes.") for a in axes if a != "axes.task"], "rank", "best",

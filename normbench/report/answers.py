@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from normbench.report.aggregate import TIMING_NOISY, TRAINED, format_value
+from normbench.report.aggregate import PRIMARY, RANK_SCORE, TIMING_NOISY, TRAINED, format_value
 from normbench.report.figures import METRIC_RANGE
 from normbench.report.ranking import best_set
 from normbench.report.tables import number
@@ -120,11 +120,11 @@ def task_answer(task: str, runs: pd.DataFrame, summary: pd.DataFrame, axes: list
     t.naming(members)
     models = sorted({t.model_of(g) for g in members})
     headline = (f"On {task} with {_model_phrase([t.model_of(best)])}, {t.name(best)} reaches "
-                f"{t.value(best)} best val {t.metric}, {t.seeds(best)}; at the last evaluation "
-                f"{t.value(best, 'final_val')}, on test {t.value(best, 'test')}.")
+                f"{t.value(best, 'final_val')} val {t.metric} at the last evaluation, {t.seeds(best)}; "
+                f"on test {t.value(best, 'test')}; the best of its evaluations {t.value(best)}.")
     others = [g for g in members if g != best]
     if others:
-        listed = [f"{t.name(g)}{'' if len(models) == 1 else ' with ' + t.model_of(g)} {number(t.row(g)['best_val_mean'], 3)}"
+        listed = [f"{t.name(g)}{'' if len(models) == 1 else ' with ' + t.model_of(g)} {number(t.row(g)['final_val_mean'], 3)}"
                   for g in others[:_LISTED]]
         more = f" and {len(others) - _LISTED} more" if len(others) > _LISTED else ""
         also = f"Not shown worse: {', '.join(listed)}{more}."
@@ -137,9 +137,14 @@ def task_answer(task: str, runs: pd.DataFrame, summary: pd.DataFrame, axes: list
     return TaskAnswer(task, t.metric, t.higher, headline, also, tradeoff, families, caveat + lone)
 
 
+def _score(runs: pd.DataFrame) -> str:
+    """The leaderboard's ranking score (aggregate.RANK_SCORE), or best_val for records without it."""
+    return RANK_SCORE if RANK_SCORE in runs and runs[RANK_SCORE].notna().any() else PRIMARY
+
+
 def _best_of(t: _Task, members: list[str]) -> str:
     """The rule's best group: ranking.best_set on the task's runs (summary lists ★ groups, not which one led)."""
-    return best_set(t.runs, t.higher).best or members[0]
+    return best_set(t.runs, t.higher, score=_score(t.runs)).best or members[0]
 
 
 def _tradeoff(t: _Task, best: str, members: list[str]) -> str:
@@ -172,7 +177,7 @@ def _families(t: _Task) -> tuple[list[str], str]:
         return [], ""
     lines, without, with_best = [], [], []
     for model, mine in trained.groupby("axes.model", sort=True):
-        result = best_set(mine, t.higher)
+        result = best_set(mine, t.higher, score=_score(mine))
         if result.best is None:
             without.append(str(model))
             continue

@@ -101,7 +101,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
 def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
     if summary.empty:
-        return {"tasks": [], "figure": None, "rule": tables.RANKING_RULE}
+        return {"tasks": [], "figure": None, "rule": tables.RANKING_RULE, "note": ""}
     note = ""
     if "axes.role" in runs and (runs["axes.role"] == "evaluation").any():
         # A tuned study: selection runs chose each arm's lr, so their scores flatter it; the answer

@@ -105,3 +105,14 @@ def test_plotted_groups_are_bounded_and_labels_short(runs_of):
     assert len(groups) == 12 and groups[0] == summary["group"].iloc[0]
     labels = legend_labels(summary, groups[:1], axes)
     assert labels[groups[0]] == groups[0]  # one group: nothing differs, the full label stays
+
+
+def test_groups_rank_on_the_last_evaluation_not_the_best_of_many(runs_of):
+    """best_val is chosen on the validation data it reports; the ranking uses final_val, which is not."""
+    rows = [{"seed": s, "best_val": 0.99, "metrics": {"final_val": 0.80 + 0.01 * s}, "axes": {"norm": "ln"}}
+            for s in range(3)]
+    rows += [{"seed": s, "best_val": 0.90, "metrics": {"final_val": 0.89 + 0.01 * s}, "axes": {"norm": "rms"}}
+             for s in range(3)]
+    _, _, summary = grouped(runs_of(*rows))
+    by = summary.set_index("norm")
+    assert by.loc["rms", "rank"] == 1 and bool(by.loc["rms", "best"]) and not bool(by.loc["ln", "best"])
