@@ -184,7 +184,7 @@ def _families(t: _Task) -> tuple[list[str], str]:
         with_best.append(str(model))
         t.naming(result.members)
         others = [t.name(g) for g in result.members[1:]]
-        lines.append(f"With {MODELS.get(model, model)}: {t.name(result.best)}, {t.value(result.best)}, "
+        lines.append(f"With {MODELS.get(model, model)}: {t.name(result.best)}, {t.value(result.best, 'final_val')} at the last evaluation, "
                      f"{t.seeds(result.best)}" + (f"; not shown worse: {', '.join(others[:_LISTED])}"
                                                   + (" …" if len(others) > _LISTED else "") if others else "")
                      + ".")
