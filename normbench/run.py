@@ -242,6 +242,7 @@ def _finish(record: RunRecord, trainer: Trainer | None, fields: dict, status: st
     if trainer is not None:
         fields.update(metrics=trainer.metrics(), profiles=trainer.profiles(), throughput=trainer.throughput())
         fields["time"] = {"train_s": trainer.progress.train_s}
+        fields["environment"]["norm_impls"] = trainer.norm_impls()
     fields.setdefault("time", {})["wall_s"] = time.perf_counter() - wall_start
     record.finish(status, reason, **fields)
     if trainer is not None:
