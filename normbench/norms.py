@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from normbench.norm_dispatch import measure
-from normbench.schema import IMPLS, KINDS  # noqa: F401 - the names a config may use
+from normbench.schema import IMPLS, KINDS, NormSpec  # noqa: F401 - the names a config may use; the spec models take
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -401,30 +400,6 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     if impl == "auto" and cls is not StepBatchNorm and REGISTRY[(kind, "native")] is not REGISTRY[(kind, "reference")]:
         norm = AutoNorm(kind, norm)
     return Fp32Norm(norm) if fp32 else InputDtypeNorm(norm)
-
-
-@dataclass(frozen=True)
-class NormSpec:
-    """Everything needed to build one kind of norm at any width; models take one of these."""
-
-    kind: str = "ln"
-    eps: float = 1e-5
-    gamma_init: float = 1.0
-    affine: bool = True
-    impl: str = "native"
-    fp32: bool = True
-    alpha_init: float = 0.5
-    gain_offset: bool = False
-
-    def __post_init__(self):
-        norm_class(self.kind, self.impl)  # validates the names
-
-    def build(self, dim: int, per_step: bool = False) -> nn.Module:
-        return build_norm(dim=dim, per_step=per_step, **asdict(self))
-
-    @property
-    def active(self) -> bool:
-        return self.kind != "none"
 
 
 def norm_parameters(model: nn.Module):
