@@ -15,7 +15,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from normbench.config import ConfigError, to_config
-from normbench.models import build_model, cell_kernel_in_use, check_combination
+from normbench.models import build_model, cell_kernel_in_use
 from normbench.contract import FINISHED, config_hash, group_hash, settings
 from normbench.loggers import build_logger
 from normbench.record import RunRecord, environment, read_summary
@@ -172,7 +172,6 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     """
     fields = {} if fields is None else fields
     cfg = to_config(node)
-    check_combination(cfg.model.family, cfg.norm.kind, cfg.placement.name, cfg.placement.summed)
     if cfg.deterministic:  # read when cuBLAS starts: set before any CUDA work of this process
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(cfg.deterministic)  # also off again for the next job in this process

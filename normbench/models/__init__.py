@@ -38,10 +38,10 @@ class SequenceModel(nn.Module):
 def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | str, *, input_kind: str,
                 input_dim: int, n_outputs: int, readout: str, max_len: int = 1024) -> SequenceModel:
     """input_kind "features": (batch, time, input_dim) floats; "tokens": (batch, time) ids < input_dim.
-    ``placement`` is a PlacementConfig, or its name alone (the other placement settings at their defaults)."""
+    ``placement`` is a PlacementConfig, or its name alone (the other placement settings at their defaults).
+    An impossible combination raises InvalidCombination, from the family's builder: the one check."""
     where = PlacementConfig(placement) if isinstance(placement, str) else placement
     placement = where.name
-    check_combination(shape.family, norm.kind, placement, where.summed)
     width_in = shape.hidden if shape.family == "transformer" else shape.embed
     encoder = nn.Embedding(input_dim, width_in) if input_kind == "tokens" else nn.Linear(input_dim, width_in)
     if shape.family == "transformer":
