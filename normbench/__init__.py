@@ -2,7 +2,7 @@
 
 Library API (pure PyTorch, no Hydra):
     build_norm(kind, dim, *, eps=1e-5, gamma_init=1.0, affine=True, impl="native") -> nn.Module
-    NormSpec, build_model, ModelShape, build_recurrent, build_transformer, InvalidCombination
+    NormSpec, build_model, ModelShape, PlacementConfig, build_recurrent, build_transformer, InvalidCombination
 Results as data (never loads torch):
     load_runs(*paths) -> pandas.DataFrame, one row per run, the columns of the report's runs.csv
 
@@ -15,7 +15,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "build_norm": "normbench.norms", "NormSpec": "normbench.norms", "KINDS": "normbench.norms",
-    "build_model": "normbench.models", "ModelShape": "normbench.models", "SequenceModel": "normbench.models",
+    "build_model": "normbench.models", "ModelShape": "normbench.models", "PlacementConfig": "normbench.models",
+    "SequenceModel": "normbench.models",
     "build_recurrent": "normbench.models", "build_transformer": "normbench.models",
     "RecurrentShape": "normbench.models", "TransformerShape": "normbench.models",
     "InvalidCombination": "normbench.models", "parameter_groups": "normbench.models",

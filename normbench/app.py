@@ -27,9 +27,6 @@ from normbench.run import execute
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
-SINGLE_RUN: dict = {}  # a single run's status, for main's exit status (Hydra does not return it)
-OUTPUT_ERRORS: list[str] = []  # records that could not be written (full disk, unwritable folder)
-INPUT_ERRORS: list[str] = []  # jobs refused before a record was started (check_job)
 
 register()
 
@@ -86,36 +83,50 @@ def objective(summary: dict) -> float:
     return -float(value) if (summary.get("task") or {}).get("higher_is_better", True) else float(value)
 
 
-@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
-def _job(node: DictConfig) -> float:
-    """One job; returns objective(summary), so any Hydra sweeper (e.g. Optuna) can minimize it.
-    Statuses reach main through SINGLE_RUN (a single run) and the records (sweep_end)."""
-    hc = HydraConfig.get()
-    try:
-        check_job(hc, node)
-    except ConfigError as err:  # before anything is written; one line from main, not Hydra's job error
-        INPUT_ERRORS.append(str(err))
-        return math.inf
-    multirun = hc.mode == RunMode.MULTIRUN
-    run_dir = Path(hc.runtime.output_dir)
-    try:
-        summary = execute(node, run_dir, list(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
-                          parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
-    except OSError as err:  # the record itself cannot be written: nothing more this job can do
-        OUTPUT_ERRORS.append(f"cannot write output: {err}")
-        return math.inf
-    status = summary["status"]
-    if multirun or status not in EXIT_STATUS:
-        log.info("%s -> %s", describe(summary), summary.get("run_dir", run_dir))
-    if not multirun:
-        SINGLE_RUN.update(status=status, reason=summary["reason"])
-    return objective(summary)
+class Job:
+    """Hydra's task function: one job per call, returns objective(summary) so that any Hydra sweeper
+    (e.g. Optuna) can minimize it. Hydra does not hand a single run's outcome back to its caller, so
+    this object keeps what main needs for the exit status: the first job refused before a record
+    was started (``refused``), a record that could not be written (``unwritable``, full disk or
+    unwritable folder), and a single run's summary (``single``). A sweep's failed runs reach main
+    from their records (sweep_end.RunsFailed).
+    """
+
+    def __init__(self):
+        self.refused: str | None = None
+        self.unwritable: str | None = None
+        self.single: dict | None = None
+
+    def __call__(self, node: DictConfig) -> float:
+        hc = HydraConfig.get()
+        try:
+            check_job(hc, node)
+        except ConfigError as err:  # before anything is written; one line from main, not Hydra's job error
+            self.refused = self.refused or str(err)
+            return math.inf
+        multirun = hc.mode == RunMode.MULTIRUN
+        run_dir = Path(hc.runtime.output_dir)
+        try:
+            summary = execute(node, run_dir, list(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
+                              parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
+        except OSError as err:  # the record itself cannot be written: nothing more this job can do
+            self.unwritable = self.unwritable or f"cannot write output: {err}"
+            return math.inf
+        if multirun or summary["status"] not in EXIT_STATUS:
+            log.info("%s -> %s", describe(summary), summary.get("run_dir", run_dir))
+        if not multirun:
+            self.single = summary
+        return objective(summary)
 
 
 def main() -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
+    job = Job()
     try:
-        _job()
+        hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
+    except sweep_end.RunsFailed as failed:
+        print(f"normbench: {len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}", file=sys.stderr)
+        sys.exit(1)
     except (HydraException, OmegaConfBaseException, ValueError) as err:
         message = " ".join(str(err).split("Config search path")[0].split()) or type(err).__name__
         cause = err.__cause__
@@ -129,16 +140,10 @@ def main() -> None:
     except KeyboardInterrupt:
         print("normbench: interrupted; summaries written", file=sys.stderr)
         sys.exit(130)
-    if INPUT_ERRORS:
-        print(f"normbench: error: {INPUT_ERRORS[0]}", file=sys.stderr)
-        sys.exit(2)
-    if OUTPUT_ERRORS:
-        print(f"normbench: error: {OUTPUT_ERRORS[0]}", file=sys.stderr)
-        sys.exit(2)
-    if SINGLE_RUN.get("status") in EXIT_STATUS:
-        print(f"normbench: {SINGLE_RUN['status']}: {SINGLE_RUN['reason']}", file=sys.stderr)
-        sys.exit(EXIT_STATUS[SINGLE_RUN["status"]])
-    if sweep_end.FAILED_RUNS:
-        print(f"normbench: {len(sweep_end.FAILED_RUNS)} run(s) failed: {', '.join(sweep_end.FAILED_RUNS)}",
-              file=sys.stderr)
-        sys.exit(1)
+    for message in (job.refused, job.unwritable):
+        if message:
+            print(f"normbench: error: {message}", file=sys.stderr)
+            sys.exit(2)
+    if job.single is not None and job.single["status"] in EXIT_STATUS:
+        print(f"normbench: {job.single['status']}: {job.single['reason']}", file=sys.stderr)
+        sys.exit(EXIT_STATUS[job.single["status"]])

@@ -14,7 +14,7 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from normbench.schema import (TASK_CONFIGS, Config, ConfigError, ModelConfig, NormConfig, OptimConfig,
+from normbench.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
                               PlacementConfig, PrecisionConfig)
 
 __all__ = ["Config", "ConfigError", "config_dir", "register", "to_config"]
@@ -38,7 +38,7 @@ def to_config(cfg: DictConfig) -> Config:
     name = task.get("name")
     if name not in TASK_CONFIGS:
         raise ConfigError(f"task.name={name!r} is not valid; valid: {', '.join(TASK_CONFIGS)}")
-    groups = {"model": ModelConfig, "norm": NormConfig, "placement": PlacementConfig,
+    groups = {"model": ModelShape, "norm": NormSpec, "placement": PlacementConfig,
               "precision": PrecisionConfig, "optim": OptimConfig}
     _known_keys("", plain, Config)
     _known_keys("task.", task, TASK_CONFIGS[name])

@@ -1,9 +1,11 @@
 """``impl="auto"``: the faster of native and reference, measured on this machine, once per shape.
 
-On the first forward for a (kind, device, dtype, shape) the two implementations run forward +
+On a layer's first forward for a (device, dtype, shape) the two implementations run forward +
 backward on a copy of the input, interleaved A/B so a busy machine slows both alike, and the
-faster one (median) is used from then on by every layer of that kind in the process. Each
-reference class subclasses its native class, so both run on the same parameters and buffers.
+faster one (median) is used by that layer from then on. The layer keeps its choices and the time
+it spent measuring (``AutoNorm.choices``, ``AutoNorm.measured_s``): the trainer keeps that time
+out of train_s and the record names each choice. Each reference class subclasses its native
+class, so both run on the same parameters and buffers.
 """
 
 from __future__ import annotations
@@ -13,9 +15,6 @@ from statistics import median
 
 import torch
 
-CHOICES: dict[tuple, str] = {}   # (kind, device type, dtype, shape) -> "native" | "reference"
-TIMINGS: dict[tuple, dict[str, float]] = {}  # the medians behind each choice, in ms
-SPENT_S = 0.0  # seconds spent measuring so far in this process (the trainer keeps it out of train_s)
 REPEATS, WARMUP = 5, 1
 CLEAR_WIN = 1.5  # after 3 repeats, a gap this large is not noise: stop measuring
 
@@ -38,12 +37,8 @@ def _sync(x):
         torch.cuda.synchronize(x.device)
 
 
-def choose(kind: str, module, x: torch.Tensor, step, candidates: dict[str, type]) -> str:
-    key = (kind, x.device.type, x.dtype, tuple(x.shape))
-    if key in CHOICES:
-        return CHOICES[key]
-    global SPENT_S
-    began = time.perf_counter()
+def measure(module, x: torch.Tensor, step, candidates: dict[str, type]) -> dict[str, float]:
+    """The median forward+backward time of each candidate on ``x``, in ms; ``module`` is left as it was."""
     buffers = {n: b.clone() for n, b in module.named_buffers()}
     times = {name: [] for name in candidates}
     with torch.enable_grad():  # the first call for a shape may come from evaluation, under no_grad
@@ -51,10 +46,7 @@ def choose(kind: str, module, x: torch.Tensor, step, candidates: dict[str, type]
     with torch.no_grad():  # measuring must not train: BatchNorm's running statistics come back
         for n, b in module.named_buffers():
             b.copy_(buffers[n])
-    TIMINGS[key] = {name: median(t) * 1e3 for name, t in times.items()}
-    CHOICES[key] = min(TIMINGS[key], key=TIMINGS[key].get)
-    SPENT_S += time.perf_counter() - began
-    return CHOICES[key]
+    return {name: median(t) * 1e3 for name, t in times.items()}
 
 
 def _measure(candidates, module, x, step, times):

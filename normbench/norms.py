@@ -10,14 +10,14 @@ elementary ops (mean, biased variance, sqrt). Numerics policy under autocast is 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from normbench.norm_dispatch import choose
-from normbench.schema import IMPLS, KINDS  # noqa: F401 - the names a config may use
+from normbench.norm_dispatch import measure
+from normbench.schema import IMPLS, KINDS, NormSpec  # noqa: F401 - the names a config may use; the spec models take
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -310,6 +310,17 @@ class InputDtypeNorm(_PrecisionPolicy):
         return torch.func.functional_call(self.norm, params, (x, step))
 
 
+def auto_sites(model: nn.Module):
+    """(site name, AutoNorm) of every norm built with impl="auto", named as precision_sites names them."""
+    return [(name, m.norm) for name, m in precision_sites(model) if isinstance(m.norm, AutoNorm)]
+
+
+def auto_choices(model: nn.Module) -> dict[str, str | None]:
+    """{site: the impl impl="auto" chose there}, several choices (one per shape met) joined with ``|``;
+    null for a site never called."""
+    return {name: "|".join(sorted(set(auto.choices.values()))) or None for name, auto in auto_sites(model)}
+
+
 def precision_sites(model: nn.Module):
     """(name, wrapper) of every norm built with a precision policy: where a norm meets its input."""
     return [(name, m) for name, m in model.named_modules() if isinstance(m, _PrecisionPolicy)]
@@ -324,14 +335,26 @@ class AutoNorm(nn.Module):
         self.kind, self.norm = kind, norm
         self.candidates = {impl: REGISTRY[(kind, impl)] for impl in ("native", "reference")}
         self.chosen: str | None = None
+        self.choices: dict[tuple, str] = {}  # (device type, dtype, shape) -> "native" | "reference"
+        self.timings: dict[tuple, dict[str, float]] = {}  # the medians behind each choice, in ms
+        self.measured_s = 0.0  # seconds spent measuring (the trainer keeps it out of train_s)
         self._seen = self._forward = None  # last input's (shape, dtype, device) and the forward chosen for it
 
     def forward(self, x, step=None):
         seen = (x.shape, x.dtype, x.device)
-        if seen != self._seen:  # the hot path is one tuple compare; a new shape asks the dispatcher
-            self.chosen, self._seen = choose(self.kind, self.norm, x, step, self.candidates), seen
+        if seen != self._seen:  # the hot path is one tuple compare; a new shape looks up or measures
+            self.chosen, self._seen = self._choose(x, step), seen
             self._forward = self.candidates[self.chosen].forward
         return self._forward(self.norm, x, step)
+
+    def _choose(self, x, step) -> str:
+        key = (x.device.type, x.dtype, tuple(x.shape))
+        if key not in self.choices:
+            began = time.perf_counter()
+            self.timings[key] = measure(self.norm, x, step, self.candidates)
+            self.choices[key] = min(self.timings[key], key=self.timings[key].get)
+            self.measured_s += time.perf_counter() - began
+        return self.choices[key]
 
     def extra_repr(self) -> str:
         return f"impl=auto, chosen={self.chosen or 'at first call'}"
@@ -377,30 +400,6 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     if impl == "auto" and cls is not StepBatchNorm and REGISTRY[(kind, "native")] is not REGISTRY[(kind, "reference")]:
         norm = AutoNorm(kind, norm)
     return Fp32Norm(norm) if fp32 else InputDtypeNorm(norm)
-
-
-@dataclass(frozen=True)
-class NormSpec:
-    """Everything needed to build one kind of norm at any width; models take one of these."""
-
-    kind: str = "ln"
-    eps: float = 1e-5
-    gamma_init: float = 1.0
-    affine: bool = True
-    impl: str = "native"
-    fp32: bool = True
-    alpha_init: float = 0.5
-    gain_offset: bool = False
-
-    def __post_init__(self):
-        norm_class(self.kind, self.impl)  # validates the names
-
-    def build(self, dim: int, per_step: bool = False) -> nn.Module:
-        return build_norm(dim=dim, per_step=per_step, **asdict(self))
-
-    @property
-    def active(self) -> bool:
-        return self.kind != "none"
 
 
 def norm_parameters(model: nn.Module):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 import os
 import signal
@@ -15,9 +14,8 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from normbench.config import Config, ConfigError, to_config
-from normbench.models import ModelShape, build_model, cell_kernel_in_use, check_combination
-from normbench.norms import NormSpec
+from normbench.config import ConfigError, to_config
+from normbench.models import build_model, cell_kernel_in_use
 from normbench.contract import FINISHED, config_hash, group_hash, settings
 from normbench.loggers import build_logger
 from normbench.record import RunRecord, environment, read_summary
@@ -43,11 +41,6 @@ def threads_for(requested: int, parallel_jobs: int) -> int:
         return requested
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cores // max(parallel_jobs, 1))
-
-
-def norm_spec(cfg: Config) -> NormSpec:
-    """The library's frozen spec from the config's (mutable, so Hydra can override it) norm group."""
-    return NormSpec(**dataclasses.asdict(cfg.norm))
 
 
 def unsupported_precision(model, task, device: torch.device, dtype: str) -> str | None:
@@ -179,7 +172,6 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     """
     fields = {} if fields is None else fields
     cfg = to_config(node)
-    check_combination(cfg.model.family, cfg.norm.kind, cfg.placement.name, cfg.placement.summed)
     if cfg.deterministic:  # read when cuBLAS starts: set before any CUDA work of this process
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(cfg.deterministic)  # also off again for the next job in this process
@@ -194,12 +186,9 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     if cfg.batch_size > len(task.train.y):  # a silent clamp would record a batch size that never ran
         raise ConfigError(f"batch_size={cfg.batch_size} is larger than the {len(task.train.y)} training "
                           f"examples of task {task.name}")
-    shape = ModelShape(cfg.model.family, cfg.model.hidden, cfg.model.layers, cfg.model.embed,
-                       cfg.model.heads, cfg.model.ff_mult, cfg.placement.cell_norm, cfg.placement.summed,
-                       cfg.model.cell_kernel, qk_norm=cfg.model.qk_norm)
 
     def build():
-        return build_model(shape, norm_spec(cfg), cfg.placement.name, input_kind=task.input_kind,
+        return build_model(cfg.model, cfg.norm, cfg.placement, input_kind=task.input_kind,
                            input_dim=task.input_dim, n_outputs=task.n_outputs, readout=task.readout,
                            max_len=max(task.seq_len, 1))
     with torch.device("meta"):  # the shape alone, no memory: refuse what cannot fit before allocating it
@@ -242,6 +231,7 @@ def _finish(record: RunRecord, trainer: Trainer | None, fields: dict, status: st
     if trainer is not None:
         fields.update(metrics=trainer.metrics(), profiles=trainer.profiles(), throughput=trainer.throughput())
         fields["time"] = {"train_s": trainer.progress.train_s}
+        fields["environment"]["norm_impls"] = trainer.norm_impls()
     fields.setdefault("time", {})["wall_s"] = time.perf_counter() - wall_start
     record.finish(status, reason, **fields)
     if trainer is not None:

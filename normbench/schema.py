@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
@@ -73,7 +73,10 @@ def harness(why: str, default):
 # --- the groups -----------------------------------------------------------------------------------
 
 @dataclass
-class NormConfig:
+class NormSpec:
+    """Everything needed to build one kind of norm at any width: the ``norm`` config group, and what
+    the library's models take (``NormSpec("rms").build(dim)``)."""
+
     kind: str = "ln"
     eps: float = 1e-5
     gamma_init: float = 1.0
@@ -90,6 +93,15 @@ class NormConfig:
         _require(math.isfinite(self.gamma_init), f"norm.gamma_init must be finite, got {self.gamma_init}")
         _require(math.isfinite(self.alpha_init), f"norm.alpha_init must be finite, got {self.alpha_init}")
 
+    def build(self, dim: int, per_step: bool = False):
+        from normbench.norms import build_norm  # torch only when a model is built: this module stays torch-free
+
+        return build_norm(dim=dim, per_step=per_step, **asdict(self))
+
+    @property
+    def active(self) -> bool:
+        return self.kind != "none"
+
 
 @dataclass
 class PlacementConfig:
@@ -102,7 +114,9 @@ class PlacementConfig:
 
 
 @dataclass
-class ModelConfig:
+class ModelShape:
+    """A model's shape: the ``model`` config group, and what the library's build_model takes."""
+
     family: str = "lstm"
     hidden: int = 64           # recurrent hidden size, or Transformer d_model
     layers: int = 1
@@ -164,8 +178,8 @@ class LoggerConfig:
 
 @dataclass
 class Config:
-    model: ModelConfig = field(default_factory=ModelConfig)
-    norm: NormConfig = field(default_factory=NormConfig)
+    model: ModelShape = field(default_factory=ModelShape)
+    norm: NormSpec = field(default_factory=NormSpec)
     placement: PlacementConfig = field(default_factory=PlacementConfig)
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)

@@ -13,7 +13,16 @@ from omegaconf import DictConfig
 from normbench.record import read_summary
 
 log = logging.getLogger("normbench")
-FAILED_RUNS: list[str] = []  # read by normbench.app.main for the exit status
+
+
+class RunsFailed(BaseException):
+    """The sweep's failed runs (their folders), raised at the very end of the multirun for
+    normbench.app.main's exit status. A BaseException because Hydra turns any Exception a callback
+    raises into a warning; this one must reach main."""
+
+    def __init__(self, run_dirs: list[str]):
+        super().__init__(f"{len(run_dirs)} run(s) failed")
+        self.run_dirs = run_dirs
 
 
 def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
@@ -39,7 +48,7 @@ class SweepSummary(Callback):
         with pd.option_context("display.width", 160, "display.max_rows", 60, "display.float_format", "{:.4g}".format):
             print(f"\nnormbench sweep: {len(summaries)} runs in {sweep_dir}\n{sweep_table(summaries).to_string(index=False)}",
                   file=sys.stdout)
-        FAILED_RUNS.extend(str(p.parent) for p, s in summaries.items() if s["status"] == "failed")
+        failed = [str(p.parent) for p, s in summaries.items() if s["status"] == "failed"]
         if config.get("report", True):
             from normbench.report import ReportError, build_report
 
@@ -47,3 +56,5 @@ class SweepSummary(Callback):
                 print(f"report: {build_report([sweep_dir], sweep_dir)}", file=sys.stdout)
             except ReportError as err:
                 print(f"normbench: no report: {err}", file=sys.stderr)
+        if failed:  # last: the report is written first, and this callback is the last Hydra notifies
+            raise RunsFailed(failed)

@@ -14,11 +14,11 @@ from statistics import median
 import torch
 import torch.nn.functional as F
 
-from normbench import norm_dispatch, probes
+from normbench import probes
 from normbench.loggers import RunLogger
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
-from normbench.norms import BatchNorm
+from normbench.norms import BatchNorm, auto_choices, auto_sites
 from normbench.precision import PRECISIONS, MasterWeights, half_model, norm_input_dtypes
 from normbench.record import RunRecord
 
@@ -129,6 +129,7 @@ class Trainer:
         # one module except in a pure mode, where ``model`` is the half copy (normbench/precision.py).
         self.master = model.to(device)
         self.model = half_model(self.master, precision.dtype) if precision.pure else self.master
+        self.auto_norms = [auto for _, auto in auto_sites(self.model)]
         self.master_weights = MasterWeights(self.master, self.model) if precision.pure else None
         self.optimizer = build_optimizer(cfg, self.master)
         autocast = precision.dtype if precision.mode == "autocast" else None
@@ -230,7 +231,7 @@ class Trainer:
             acts = probes.activation_probe(model) if probing else contextlib.nullcontext({})
             dtypes = norm_input_dtypes(model) if step == 1 else contextlib.nullcontext({})
             self._sync()
-            dispatch_s = norm_dispatch.SPENT_S  # impl=auto measures on a first call: not training time
+            dispatch_s = self.autotune_s()  # impl=auto measures on a first call: not training time
             start = time.perf_counter()
             with acts as activations:
                 self.optimizer.zero_grad(set_to_none=True)
@@ -268,7 +269,7 @@ class Trainer:
                 if self.master_weights is not None:
                     self.master_weights.master_to_model()
             self._sync()
-            elapsed = time.perf_counter() - start - probe_s - (norm_dispatch.SPENT_S - dispatch_s)
+            elapsed = time.perf_counter() - start - probe_s - (self.autotune_s() - dispatch_s)
             p.step, p.train_s = step, p.train_s + elapsed
             if step > cfg.timing_warmup and not probing:
                 p.step_ms.append(elapsed * 1e3)
@@ -300,6 +301,14 @@ class Trainer:
         return p
 
     # -- summary ----------------------------------------------------------------------------
+    def autotune_s(self) -> float:
+        """Seconds the model's impl="auto" norms have spent measuring so far."""
+        return sum(auto.measured_s for auto in self.auto_norms)
+
+    def norm_impls(self) -> dict[str, str | None]:
+        """{norm site: the impl impl="auto" chose there}; empty when no norm is built with auto."""
+        return auto_choices(self.model)
+
     def metrics(self) -> dict:
         p = self.progress
         probe = p.last_probe

@@ -35,16 +35,12 @@ def tiny_args():
 @pytest.fixture
 def cli(tmp_path, monkeypatch, capsys):
     """`python -m normbench ARGS` in this process, from tmp_path: (exit status, stdout, stderr)."""
-    from normbench import app, sweep_end
+    from normbench import app
 
     monkeypatch.chdir(tmp_path)
 
     def _run(*args):
         monkeypatch.setattr(sys, "argv", ["normbench", *args])
-        sweep_end.FAILED_RUNS.clear()
-        app.SINGLE_RUN.clear()
-        app.OUTPUT_ERRORS.clear()
-        app.INPUT_ERRORS.clear()
         try:
             app.main()
             code = 0

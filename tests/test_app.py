@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hydra.core.global_hydra import GlobalHydra
 
-from normbench import app, sweep_end
+from normbench import app
 from normbench.train import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,10 +23,6 @@ def cli(tmp_path, monkeypatch, capsys):
 
     def _run(*args):
         monkeypatch.setattr(sys, "argv", ["normbench", *args])
-        sweep_end.FAILED_RUNS.clear()
-        app.SINGLE_RUN.clear()
-        app.OUTPUT_ERRORS.clear()
-        app.INPUT_ERRORS.clear()
         code = 0
         try:
             app.main()

@@ -67,6 +67,13 @@ def test_transformer_records_layer_gradients_at_init(compose, tmp_path):
     assert "grad_time_init" not in summary["profiles"] and summary["metrics"]["grad_time_ratio"] is None
 
 
+def test_the_record_names_each_impl_auto_chose(compose, tmp_path):
+    summary = execute(compose("norm.impl=auto", "model=transformer", "model.layers=1"), tmp_path, [])
+    chosen = summary["environment"]["norm_impls"]
+    assert chosen and all(set(c.split("|")) <= {"native", "reference"} for c in chosen.values())
+    assert execute(compose(), tmp_path / "native", [])["environment"]["norm_impls"] == {}
+
+
 def test_batchnorm_records_train_eval_gap(compose, tmp_path):
     summary = execute(compose("norm=bn", "placement=in_cell"), tmp_path, [])
     assert summary["status"] == "ok" and summary["metrics"]["bn_train_eval_gap"] is not None

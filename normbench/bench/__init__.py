@@ -10,7 +10,7 @@ Every figure is a ratio of candidates timed side by side in one process (``timin
 holds on a machine that is busy with something else; absolute times are recorded but not relied on.
 """
 
-from normbench.bench.kernels import bytes_moved, fastest_impls, read_rule
+from normbench.bench.kernels import bytes_moved, fastest_impls
 from normbench.bench.timing import Timing, measure, paired_ratio, time_callable
 
-__all__ = ["Timing", "bytes_moved", "fastest_impls", "measure", "paired_ratio", "read_rule", "time_callable"]
+__all__ = ["Timing", "bytes_moved", "fastest_impls", "measure", "paired_ratio", "time_callable"]

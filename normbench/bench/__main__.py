@@ -48,8 +48,6 @@ def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--default-malloc", action="store_true",
                    help="CPU: leave glibc's allocator as it is (by default freed memory is kept in the heap, so "
                         "large temporaries are not page-faulted in afresh on every call)")
-    p.add_argument("--write-rule", type=Path, metavar="PATH",
-                   help="save the fastest impl per (kind, device, dtype) as JSON (for norm.impl=auto)")
 
 
 def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -144,9 +142,6 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
                               hidden=args.kernel_hidden, kinds=args.kinds, repeats=args.repeats,
                               headline=args.headline, out_dir=args.out, command=command,
                               default_malloc=args.default_malloc)
-        if args.write_rule:
-            path = kernels.write_rule(args.write_rule, section.rows, section.environment, command)
-            print(f"impl rule: {path}")
     elif name == "cells":
         section = cells.run(family=args.family, hidden=args.cell_hidden, length=args.length, batch=args.batch,
                             input_size=args.input_size, norm=args.norm, quick=args.quick, repeats=args.repeats,

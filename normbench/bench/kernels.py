@@ -27,7 +27,6 @@ datasheet peak (``DATASHEET_PEAK_GBPS``) beside the fraction of a measured copy.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -60,7 +59,6 @@ DATASHEET_PEAK_GBPS = (
 )
 L2_MULTIPLE = 4  # a GPU tensor of the grid is at least this many times the L2 cache
 HEADLINE_SHAPE = (8192, 4096)           # the size at which the CPU findings below were first seen
-RULE_SCHEMA = "normbench.bench.impl_rule/1"
 RULE_MARGIN = 0.05  # another impl replaces native only when at least this much faster: smaller is noise
 
 
@@ -294,25 +292,6 @@ def impl_rule(results, impls: Iterable[str] = RULE_IMPLS) -> list[dict]:
 def fastest_impls(results) -> dict[tuple[str, str, str], str]:
     """{(kind, device_type, dtype): impl} -- native vs reference, by median fwd+bwd time over shapes."""
     return {(r["kind"], r["device"], r["dtype"]): r["impl"] for r in impl_rule(results)}
-
-
-def write_rule(path: Path, results, environment: dict | None = None, command: str = "") -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    basis = ("median over shapes of forward+backward time relative to the fastest impl at each shape; "
-             f"native unless another is >= {RULE_MARGIN:.0%} faster")
-    payload = {"schema": RULE_SCHEMA, "basis": basis, "command": command, "environment": environment or {},
-               "rule": impl_rule(results)}
-    path.write_text(json.dumps(payload, indent=2) + "\n")
-    return path
-
-
-def read_rule(path: Path) -> dict[tuple[str, str, str], str]:
-    """The rule a ``--write-rule`` file holds, as ``fastest_impls`` returns it."""
-    payload = json.loads(Path(path).read_text())
-    if payload.get("schema") != RULE_SCHEMA:
-        raise ValueError(f"{path} is not a normbench impl rule (schema {payload.get('schema')!r})")
-    return {(r["kind"], r["device"], r["dtype"]): r["impl"] for r in payload["rule"]}
 
 
 # -- the subcommand --------------------------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
@@ -11,8 +9,9 @@ from normbench.models.validity import FAMILIES, VALID_PLACEMENTS, InvalidCombina
 from normbench.models.recurrent import CELL_KERNELS, RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
 from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
 from normbench.norms import NormSpec, norm_parameters
+from normbench.schema import ModelShape, PlacementConfig
 
-__all__ = ["CELL_KERNELS", "FAMILIES", "cell_kernel_in_use", "VALID_PLACEMENTS", "InvalidCombination", "ModelShape", "SequenceModel", "build_model",
+__all__ = ["CELL_KERNELS", "FAMILIES", "cell_kernel_in_use", "VALID_PLACEMENTS", "InvalidCombination", "ModelShape", "PlacementConfig", "SequenceModel", "build_model",
            "check_combination", "effective_placement", "parameter_groups", "layer_of",
            "RecurrentShape", "TransformerShape", "build_recurrent", "build_transformer"]
 
@@ -20,20 +19,6 @@ __all__ = ["CELL_KERNELS", "FAMILIES", "cell_kernel_in_use", "VALID_PLACEMENTS",
 def effective_placement(norm: NormSpec, placement: str) -> str:
     """Without a norm there is nowhere to place it: the model is the un-normalized one."""
     return placement if norm.active else "none"
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    family: str = "lstm"
-    hidden: int = 128      # recurrent hidden size, or Transformer d_model
-    layers: int = 1
-    embed: int = 64        # input projection width for recurrent models (Transformers use ``hidden``)
-    heads: int = 4         # Transformer only
-    ff_mult: int = 4       # Transformer only
-    cell_norm: bool = True  # in_cell LSTM: also normalize c_t before its tanh (Ba et al. eq. 22)
-    summed: bool = False    # in_cell: one norm on W·x + U·h instead of one each
-    cell_kernel: str = "auto"  # in_cell LN-LSTM on CPU: compiled (cpp), Python (python), or cpp if it builds
-    qk_norm: bool = False      # Transformer only: the norm on each head's queries and keys
 
 
 class SequenceModel(nn.Module):
@@ -50,10 +35,13 @@ class SequenceModel(nn.Module):
         return self.head(h[:, -1] if self.readout == "last" else h)
 
 
-def build_model(shape: ModelShape, norm: NormSpec, placement: str, *, input_kind: str, input_dim: int,
-                n_outputs: int, readout: str, max_len: int = 1024) -> SequenceModel:
-    """input_kind "features": (batch, time, input_dim) floats; "tokens": (batch, time) ids < input_dim."""
-    check_combination(shape.family, norm.kind, placement, shape.summed)
+def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | str, *, input_kind: str,
+                input_dim: int, n_outputs: int, readout: str, max_len: int = 1024) -> SequenceModel:
+    """input_kind "features": (batch, time, input_dim) floats; "tokens": (batch, time) ids < input_dim.
+    ``placement`` is a PlacementConfig, or its name alone (the other placement settings at their defaults).
+    An impossible combination raises InvalidCombination, from the family's builder: the one check."""
+    where = PlacementConfig(placement) if isinstance(placement, str) else placement
+    placement = where.name
     width_in = shape.hidden if shape.family == "transformer" else shape.embed
     encoder = nn.Embedding(input_dim, width_in) if input_kind == "tokens" else nn.Linear(input_dim, width_in)
     if shape.family == "transformer":
@@ -61,7 +49,7 @@ def build_model(shape: ModelShape, norm: NormSpec, placement: str, *, input_kind
                                                       max_len=max_len, qk_norm=shape.qk_norm), norm, placement)
     else:
         backbone = build_recurrent(shape.family, RecurrentShape(width_in, shape.hidden, shape.layers), norm,
-                                   placement, cell_norm=shape.cell_norm, summed=shape.summed,
+                                   placement, cell_norm=where.cell_norm, summed=where.summed,
                                    cell_kernel=shape.cell_kernel)
     return SequenceModel(encoder, backbone, nn.Linear(shape.hidden, n_outputs), readout)
 

@@ -3,7 +3,7 @@ import itertools
 import pytest
 import torch
 
-from normbench.models import (FAMILIES, VALID_PLACEMENTS, InvalidCombination, ModelShape, build_model, layer_of,
+from normbench.models import (FAMILIES, VALID_PLACEMENTS, InvalidCombination, ModelShape, PlacementConfig, build_model, layer_of,
                               parameter_groups)
 from normbench.norms import KINDS, NormSpec
 
@@ -27,9 +27,9 @@ def test_every_cell_of_the_table_builds_or_raises_the_documented_error(family, p
 def test_summed_in_cell_gru_and_unknown_family_are_refused():
     io = dict(input_kind="features", input_dim=2, n_outputs=1, readout="last")
     with pytest.raises(InvalidCombination, match="summed=true needs lstm or rnn"):
-        build_model(ModelShape("gru", summed=True), NormSpec("ln"), "in_cell", **io)
-    with pytest.raises(InvalidCombination, match="unknown model family 'mamba'; valid: rnn, lstm, gru, transformer"):
-        build_model(ModelShape("mamba"), NormSpec("ln"), "pre", **io)
+        build_model(ModelShape("gru"), NormSpec("ln"), PlacementConfig("in_cell", summed=True), **io)
+    with pytest.raises(ValueError, match="model.family='mamba' is not valid; valid: rnn, lstm, gru, transformer"):
+        ModelShape("mamba")  # the shape is the config group's dataclass: it checks its own names
 
 
 @pytest.mark.parametrize("family,placement", [("lstm", "in_cell"), ("transformer", "pre"), ("gru", "gate")])
