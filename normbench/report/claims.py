@@ -943,78 +943,31 @@ def _stable_lr_arm(name: str, frame: pd.DataFrame) -> tuple[pd.Series, dict, dic
 def ln_larger_stable_lr(runs: pd.DataFrame) -> Verdict:
     from normbench.report.tuning import STABLE_ACCURACY, STABLE_SHARE
 
-    runs = _finished(runs)
-    model = _axis(runs, "model").astype(str).str.lower()
-    recurrent = runs[model.isin(("rnn", "lstm"))]
-    if recurrent.empty:
-        return _not_applicable(f"Needs model rnn or lstm; the runs have model ∈ {_values_text(_axis(runs, 'model'))}.")
-    runs, missing = _both(recurrent, "norm", "ln", "none", whose="the rnn/lstm runs")
-    if missing:
-        return missing
-    runs, task_note = _one_task(runs)
-    lr = pd.to_numeric(_axis(runs, "lr"), errors="coerce")
-    norm = _axis(runs, "norm")
-    shared = set(lr[norm == "ln"].dropna()) & set(lr[norm == "none"].dropna())
-    if len(shared) < 2:
-        return _not_applicable(f"Needs an lr grid (≥ 2 learning rates run with both ln and none); shared lrs: "
-                               f"{_values_text(pd.Series(sorted(shared)))}.")
-    runs = runs[lr.isin(shared)]
+    grid_runs, not_applicable = _lr_grid_runs(runs)
+    if not_applicable is not None:
+        return not_applicable
+    runs, shared, task_note = grid_runs
     norm, placement = _axis(runs, "norm"), _axis(runs, "placement").astype(str)
     ln_placements = placement[norm == "ln"].value_counts()
     # Ba et al.'s LN-LSTM normalizes inside the cell; other placements are shown beside it.
     headline = "in_cell" if "in_cell" in ln_placements.index else str(ln_placements.index[0])
-    none_name = "none"
-    none_seeds, none_facts, none_row = _stable_lr_arm(none_name, runs[norm == "none"])
-    arms = {f"ln {headline}": runs[(norm == "ln") & (placement == headline)], none_name: runs[norm == "none"]}
-    evidence, effects, statuses = [], {}, {}
-    estimates = {}
+    none_seeds, none_facts, none_row = _stable_lr_arm("none", runs[norm == "none"])
+    arms = {f"ln {headline}": runs[(norm == "ln") & (placement == headline)], "none": runs[norm == "none"]}
+    evidence, effects, estimates, statuses = [], {}, {}, {}
     for where in [headline] + [p for p in ln_placements.index if p != headline]:
-        name = f"ln {where}"
-        frame = runs[(norm == "ln") & (placement == where)]
-        seeds, facts, row = _stable_lr_arm(name, frame)
+        seeds, facts, row = _stable_lr_arm(f"ln {where}", runs[(norm == "ln") & (placement == where)])
         evidence.append(row)
-        estimate = combine([(1, mean_estimate(np.log(seeds))), (-1, mean_estimate(np.log(none_seeds)))])
-        interval = estimate.interval()
-        effect = Effect(f"largest stable lr ratio: {name} ÷ none (geometric mean over seeds; > 1 = LN larger)",
-                        math.exp(estimate.value) if math.isfinite(estimate.value) else math.nan,
-                        (math.exp(interval[0]), math.exp(interval[1])) if interval else None, null=1.0)
-        effects[where], estimates[where] = effect, estimate
-        statuses[where] = (_direction_of(effect, +1), facts)
+        effects[where], estimates[where] = _lr_ratio(f"ln {where}", seeds, none_seeds)
+        statuses[where] = (_direction_of(effects[where], +1), facts)
     evidence.append(none_row)
-    effect, estimate = effects[headline], estimates[headline]
-    status, ln_facts = statuses[headline]
     grid = sorted(shared)
-    censored = []
-    if ln_facts["censored_high"]:
-        censored.append(f"{ln_facts['censored_high']} LN seed(s) were stable at the largest lr tried "
-                        f"({format_value(grid[-1])}), so the ratio is a lower bound")
-    if none_facts["censored_high"]:
-        censored.append(f"{none_facts['censored_high']} none seed(s) were stable at the largest lr tried")
-    if ln_facts["below_grid"] or none_facts["below_grid"]:
-        censored.append("a seed stable at no lr counts one grid step below the smallest")
-    if estimate.var == 0:
-        censored.append("every seed of each arm has the same largest stable lr, so the interval has no width: "
-                        "the ratio is known only to the grid's resolution, and more seeds or a finer grid would "
-                        "show its spread")
-    note = ""
-    if ln_facts["best_lr"] is None or none_facts["best_lr"] is None:
-        status = INCONCLUSIVE
-        note = " An arm has no best lr (each needs an lr with 2 runs, one finished), so no reference to be stable against."
-    elif estimate.var == 0 and status == SUPPORTED:
-        # A zero-width t interval is no evidence: with no spread, fall back to the exact sign test on
-        # paired seeds, which needs 5 seeds all pointing the same way for p < 0.05 (0.5 ** 5 = 0.031).
-        seeds = _seeds(*arms.values())
-        if 0.5 ** seeds >= 0.05:
-            status = INCONCLUSIVE
-            note = (f" Every seed agrees, but with no spread the t interval says nothing; by an exact sign test "
-                    f"{seeds} agreeing seed(s) give p = {0.5 ** seeds:.3g}, and 5 would be needed for p < 0.05.")
-    elif status == INCONCLUSIVE:
-        note = _detectable(estimate, _seeds(*arms.values()), "log lr")
+    status, note = _lr_status(statuses[headline], none_facts, estimates[headline], _seeds(*arms.values()))
+    censored = _lr_caveats(statuses[headline][1], none_facts, estimates[headline], grid)
     test = (f"ln ({headline}) vs none: per seed, the largest lr of the shared grid ({_values_text(pd.Series(grid))}) "
             f"whose run finished within the tolerance of its arm's best lr (mean final val; {STABLE_ACCURACY:g} "
             f"accuracy, other metrics {STABLE_SHARE:.0%} of chance-to-best; a diverged run is never stable); "
             f"Welch t (95%) on log lr, exponentiated to a ratio, must exceed 1.")
-    part = Part("LN's largest stable lr is larger than no normalization's", status, (effect,), test,
+    part = Part("LN's largest stable lr is larger than no normalization's", status, (effects[headline],), test,
                 note + (" " + "; ".join(censored) + "." if censored else ""))
     others = [f"ln {w}: ratio {_fmt(effects[w].estimate)} ({statuses[w][0]})" for w in effects if w != headline]
     explanation = (f"Arms: LayerNorm at placement {headline} (Ba et al.'s LN-LSTM normalizes in the cell when "
@@ -1024,3 +977,68 @@ def ln_larger_stable_lr(runs: pd.DataFrame) -> Verdict:
                    + (f" Other LN placements vs none (shown, not judged): {'; '.join(others)}." if others else "")
                    + task_note)
     return _judged([part], arms, evidence, explanation, [effects[w] for w in effects if w != headline])
+
+
+def _lr_grid_runs(runs: pd.DataFrame):
+    """((runs at the lrs both ln and none ran, those lrs, task note), None), or (None, not-applicable verdict)."""
+    runs = _finished(runs)
+    model = _axis(runs, "model").astype(str).str.lower()
+    recurrent = runs[model.isin(("rnn", "lstm"))]
+    if recurrent.empty:
+        return None, _not_applicable(f"Needs model rnn or lstm; the runs have model ∈ {_values_text(_axis(runs, 'model'))}.")
+    runs, missing = _both(recurrent, "norm", "ln", "none", whose="the rnn/lstm runs")
+    if missing:
+        return None, missing
+    runs, task_note = _one_task(runs)
+    lr = pd.to_numeric(_axis(runs, "lr"), errors="coerce")
+    norm = _axis(runs, "norm")
+    shared = set(lr[norm == "ln"].dropna()) & set(lr[norm == "none"].dropna())
+    if len(shared) < 2:
+        return None, _not_applicable(f"Needs an lr grid (≥ 2 learning rates run with both ln and none); shared lrs: "
+                                     f"{_values_text(pd.Series(sorted(shared)))}.")
+    return (runs[lr.isin(shared)], shared, task_note), None
+
+
+def _lr_ratio(name: str, seeds, none_seeds) -> tuple[Effect, Estimate]:
+    """The geometric-mean ratio of largest stable lrs, LN arm ÷ none, with its Welch interval."""
+    estimate = combine([(1, mean_estimate(np.log(seeds))), (-1, mean_estimate(np.log(none_seeds)))])
+    interval = estimate.interval()
+    effect = Effect(f"largest stable lr ratio: {name} ÷ none (geometric mean over seeds; > 1 = LN larger)",
+                    math.exp(estimate.value) if math.isfinite(estimate.value) else math.nan,
+                    (math.exp(interval[0]), math.exp(interval[1])) if interval else None, null=1.0)
+    return effect, estimate
+
+
+def _lr_status(headline: tuple[str, dict], none_facts: dict, estimate: Estimate, seeds: int) -> tuple[str, str]:
+    """The part's status and note: no reference lr, a zero-width interval, or an MDE when undecided."""
+    status, ln_facts = headline
+    if ln_facts["best_lr"] is None or none_facts["best_lr"] is None:
+        return INCONCLUSIVE, " An arm has no best lr (each needs an lr with 2 runs, one finished), so no reference to be stable against."
+    if estimate.var == 0 and status == SUPPORTED:
+        # A zero-width t interval is no evidence: with no spread, fall back to the exact sign test on
+        # paired seeds, which needs 5 seeds all pointing the same way for p < 0.05 (0.5 ** 5 = 0.031).
+        if 0.5 ** seeds >= 0.05:
+            return INCONCLUSIVE, (f" Every seed agrees, but with no spread the t interval says nothing; by an exact "
+                                  f"sign test {seeds} agreeing seed(s) give p = {0.5 ** seeds:.3g}, and 5 would be "
+                                  f"needed for p < 0.05.")
+        return status, ""
+    if status == INCONCLUSIVE:
+        return status, _detectable(estimate, seeds, "log lr")
+    return status, ""
+
+
+def _lr_caveats(ln_facts: dict, none_facts: dict, estimate: Estimate, grid: list) -> list[str]:
+    """What the grid hides: seeds stable at its top (a lower bound) or at none of it, and no spread."""
+    caveats = []
+    if ln_facts["censored_high"]:
+        caveats.append(f"{ln_facts['censored_high']} LN seed(s) were stable at the largest lr tried "
+                       f"({format_value(grid[-1])}), so the ratio is a lower bound")
+    if none_facts["censored_high"]:
+        caveats.append(f"{none_facts['censored_high']} none seed(s) were stable at the largest lr tried")
+    if ln_facts["below_grid"] or none_facts["below_grid"]:
+        caveats.append("a seed stable at no lr counts one grid step below the smallest")
+    if estimate.var == 0:
+        caveats.append("every seed of each arm has the same largest stable lr, so the interval has no width: "
+                       "the ratio is known only to the grid's resolution, and more seeds or a finer grid would "
+                       "show its spread")
+    return caveats
