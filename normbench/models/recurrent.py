@@ -23,7 +23,7 @@ from torch import nn
 from normbench.models import lnlstm_cpu
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
-from normbench.schema import CELL_KERNELS, RECURRENT  # noqa: F401
+from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig  # noqa: F401
 from normbench.norms import NormSpec
 
 FAMILIES = RECURRENT
@@ -241,28 +241,36 @@ class RecurrentStack(nn.Module):
         return x
 
 
+def in_cell_layer(family, input_size, hidden_size, norm: NormSpec, where: PlacementConfig, cell_kernel: str):
+    """N(Wx) + N(Uh) + b, or with ``summed`` N(Wx + Uh) + b; the per-term LN-LSTM picks its recurrence kernel."""
+    if where.summed:
+        return SummedInCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm)
+    return InCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm, kernel=cell_kernel)
+
+
+# placement -> builder(family, input_size, hidden_size, norm, where, cell_kernel) of one layer. Which families
+# a placement is valid for is read off this table (validity.py), less the (family, placement) pairs it names.
+LAYERS = {
+    "pre": lambda family, size_in, hidden, norm, where, cell_kernel: PreNormLayer(family, size_in, hidden, norm),
+    "post": lambda family, size_in, hidden, norm, where, cell_kernel: PostNormLayer(family, size_in, hidden, norm),
+    "in_cell": in_cell_layer,
+    "gate": lambda family, size_in, hidden, norm, where, cell_kernel: GateNormLayer(family, size_in, hidden, norm),
+}
+
+
 def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placement: str,
                     cell_norm: bool = True, summed: bool = False, cell_kernel: str = "auto") -> RecurrentStack:
     if family not in FAMILIES:
         raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(FAMILIES)}")
     check_combination(family, norm.kind, placement, summed)
+    where = PlacementConfig(placement, cell_norm=cell_norm, summed=summed)
     layers = []
     for i in range(shape.num_layers):
         size_in = shape.input_size if i == 0 else shape.hidden_size
-        args = (family, size_in, shape.hidden_size)
         if not norm.active:
-            layers.append(PlainLayer(*args))
-        elif placement == "pre":
-            layers.append(PreNormLayer(*args, norm))
-        elif placement == "post":
-            layers.append(PostNormLayer(*args, norm))
-        elif placement == "in_cell":
-            if summed:
-                layers.append(SummedInCellLayer(*args, norm, cell_norm=cell_norm))
-            else:
-                layers.append(InCellLayer(*args, norm, cell_norm=cell_norm, kernel=cell_kernel))
+            layers.append(PlainLayer(family, size_in, shape.hidden_size))
         else:
-            layers.append(GateNormLayer(*args, norm))
+            layers.append(LAYERS[placement](family, size_in, shape.hidden_size, norm, where, cell_kernel))
     return RecurrentStack(layers)
 
 
