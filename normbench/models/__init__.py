@@ -5,11 +5,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from normbench.models.validity import FAMILIES, VALID_PLACEMENTS, InvalidCombination, check_combination
+from normbench.models.validity import FAMILIES, InvalidCombination, check_combination, valid_placements
 from normbench.models.recurrent import CELL_KERNELS, RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
 from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
 from normbench.norms import NormSpec, norm_parameters
 from normbench.schema import ModelShape, PlacementConfig
+
+VALID_PLACEMENTS = valid_placements()  # family -> placements, read off recurrent.LAYERS and transformer.BLOCKS
 
 __all__ = ["CELL_KERNELS", "FAMILIES", "cell_kernel_in_use", "VALID_PLACEMENTS", "InvalidCombination", "ModelShape", "PlacementConfig", "SequenceModel", "build_model",
            "check_combination", "effective_placement", "parameter_groups", "layer_of",

@@ -23,7 +23,7 @@ from torch import nn
 from normbench.models import lnlstm_cpu
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
-from normbench.schema import CELL_KERNELS, RECURRENT  # noqa: F401
+from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig  # noqa: F401
 from normbench.norms import NormSpec
 
 FAMILIES = RECURRENT
@@ -109,9 +109,10 @@ class _CellLayer(nn.Module):
         return torch.stack(outputs, 1)
 
 
-def lstm_update(i, f, g, o, c, cell_norm, t):
+def lstm_update(i, f, g, o, c, cell_norm=None):
+    """LSTM gates i, f, g, o (pre-activations, any norm already in) -> h_t = o * tanh(N_c(c_t)), c_t."""
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-    return torch.sigmoid(o) * torch.tanh(cell_norm(c, t)), c
+    return torch.sigmoid(o) * torch.tanh(c if cell_norm is None else cell_norm(c)), c
 
 
 class InCellLayer(_CellLayer):
@@ -147,10 +148,14 @@ class InCellLayer(_CellLayer):
         return self.norm_x(x @ self.weight_ih.T) + self.bias_ih
 
     def forward(self, x, trace=None):
-        if not (self.fused and trace is None and x.dtype in (torch.float32, torch.float64)
-                and not torch.is_autocast_enabled(x.device.type)):
-            return super().forward(x, trace)  # the autograd loop: traces, autocast, every other norm
-        ln_x, ln_h = self.norm_x.norm, self.norm_h.norm
+        if self.fused and trace is None and x.dtype in (torch.float32, torch.float64) \
+                and not torch.is_autocast_enabled(x.device.type):
+            return self.recurrence(x)  # the same cell, with a hand-written backward
+        return super().forward(x, trace)  # the autograd loop of ``step``: traces, autocast, every other norm
+
+    def recurrence(self, x):
+        """The LN-LSTM cell of ``step`` over all time steps, by lnlstm.cpp or fused_lstm (tested equal)."""
+        ln_x, ln_h = self.norm_x.norm, self.norm_h.norm  # the native LayerNorms inside the precision wrappers
         ln_c = self.norm_c.norm if self.cell_norm else None
         if self.compiled_kernel(x.device):
             bias = self.bias_ih + self.bias_hh
@@ -169,9 +174,10 @@ class InCellLayer(_CellLayer):
             ln_c.weight if ln_c else None, ln_c.bias if ln_c else None, ln_h.eps, self.cell_norm)
 
     def step(self, wx, h, c, t):
+        """wx = N_x(W x_t) + b_x; a_t = wx + N_h(U h_{t-1}) + b_h; LSTM: h_t = o * tanh(N_c(c_t))."""
         uh = self.norm_h(h @ self.weight_hh.T, t) + self.bias_hh
         if self.family == "lstm":
-            return lstm_update(*(wx + uh).chunk(4, 1), c, self.norm_c, t)
+            return lstm_update(*(wx + uh).chunk(4, 1), c, lambda c: self.norm_c(c, t))
         if self.family == "gru":
             xr, xz, xn = wx.chunk(3, 1)
             hr, hz, hn = uh.chunk(3, 1)
@@ -196,7 +202,7 @@ class SummedInCellLayer(_CellLayer):
     def step(self, wx, h, c, t):
         a = self.norm_a(wx + h @ self.weight_hh.T, t) + self.bias_ih + self.bias_hh
         if self.family == "lstm":
-            return lstm_update(*a.chunk(4, 1), c, self.norm_c, t)
+            return lstm_update(*a.chunk(4, 1), c, lambda c: self.norm_c(c, t))
         return torch.tanh(a), None
 
 
@@ -218,9 +224,8 @@ class GateNormLayer(_CellLayer):
         uh = (h @ self.weight_hh.T).chunk(GATES[self.family], 1)
         wx = wx.chunk(GATES[self.family], 1)
         if self.family == "lstm":
-            i, f, g, o = (a + b for a, b in zip(self._normalized([x + u for x, u in zip(wx, uh)], t), bias))
-            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-            return torch.sigmoid(o) * torch.tanh(c), c
+            gates = self._normalized([x + u for x, u in zip(wx, uh)], t)
+            return lstm_update(*(a + b for a, b in zip(gates, bias)), c)
         nr, nz = self._normalized([wx[0] + uh[0], wx[1] + uh[1]], t)
         r, z = torch.sigmoid(nr + bias[0]), torch.sigmoid(nz + bias[1])
         # GRU's candidate pre-activation is W_n x + r * (U_n h + b_hn): b_hn sits inside the reset.
@@ -241,28 +246,36 @@ class RecurrentStack(nn.Module):
         return x
 
 
+def in_cell_layer(family, input_size, hidden_size, norm: NormSpec, where: PlacementConfig, cell_kernel: str):
+    """N(Wx) + N(Uh) + b, or with ``summed`` N(Wx + Uh) + b; the per-term LN-LSTM picks its recurrence kernel."""
+    if where.summed:
+        return SummedInCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm)
+    return InCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm, kernel=cell_kernel)
+
+
+# placement -> builder(family, input_size, hidden_size, norm, where, cell_kernel) of one layer. Which families
+# a placement is valid for is read off this table (validity.py), less the (family, placement) pairs it names.
+LAYERS = {
+    "pre": lambda family, size_in, hidden, norm, where, cell_kernel: PreNormLayer(family, size_in, hidden, norm),
+    "post": lambda family, size_in, hidden, norm, where, cell_kernel: PostNormLayer(family, size_in, hidden, norm),
+    "in_cell": in_cell_layer,
+    "gate": lambda family, size_in, hidden, norm, where, cell_kernel: GateNormLayer(family, size_in, hidden, norm),
+}
+
+
 def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placement: str,
                     cell_norm: bool = True, summed: bool = False, cell_kernel: str = "auto") -> RecurrentStack:
     if family not in FAMILIES:
         raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(FAMILIES)}")
     check_combination(family, norm.kind, placement, summed)
+    where = PlacementConfig(placement, cell_norm=cell_norm, summed=summed)
     layers = []
     for i in range(shape.num_layers):
         size_in = shape.input_size if i == 0 else shape.hidden_size
-        args = (family, size_in, shape.hidden_size)
         if not norm.active:
-            layers.append(PlainLayer(*args))
-        elif placement == "pre":
-            layers.append(PreNormLayer(*args, norm))
-        elif placement == "post":
-            layers.append(PostNormLayer(*args, norm))
-        elif placement == "in_cell":
-            if summed:
-                layers.append(SummedInCellLayer(*args, norm, cell_norm=cell_norm))
-            else:
-                layers.append(InCellLayer(*args, norm, cell_norm=cell_norm, kernel=cell_kernel))
+            layers.append(PlainLayer(family, size_in, shape.hidden_size))
         else:
-            layers.append(GateNormLayer(*args, norm))
+            layers.append(LAYERS[placement](family, size_in, shape.hidden_size, norm, where, cell_kernel))
     return RecurrentStack(layers)
 
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from normbench.schema import FAMILIES
+from normbench.schema import FAMILIES, RECURRENT
 
-VALID_PLACEMENTS = {
-    "rnn": ("pre", "post", "in_cell"),
-    "lstm": ("pre", "post", "in_cell", "gate"),
-    "gru": ("pre", "post", "in_cell", "gate"),
-    "transformer": ("pre", "post", "peri"),
-}
+# Why a placement does not exist for a family. The valid ones are read off the families' tables
+# (valid_placements); a pair named here is refused even where its family's table has the placement.
 WHY_INVALID = {
     ("rnn", "gate"): "a tanh rnn has no gates",
     ("rnn", "peri"): "peri (sandwich) is a Transformer placement",
@@ -18,6 +14,16 @@ WHY_INVALID = {
     ("transformer", "in_cell"): "a Transformer has no recurrent cell",
     ("transformer", "gate"): "a Transformer has no gates",
 }
+
+
+def valid_placements() -> dict[str, tuple[str, ...]]:
+    """Family -> the placements it builds: the keys of its table, less the pairs WHY_INVALID names."""
+    # Imported here, not above: the family modules import this one for check_combination.
+    from normbench.models.recurrent import LAYERS
+    from normbench.models.transformer import BLOCKS
+
+    tables = {**{family: LAYERS for family in RECURRENT}, "transformer": BLOCKS}
+    return {family: tuple(p for p in tables[family] if (family, p) not in WHY_INVALID) for family in FAMILIES}
 
 
 class InvalidCombination(ValueError):
@@ -30,9 +36,9 @@ def check_combination(family: str, norm_kind: str, placement: str, summed: bool 
         raise InvalidCombination(f"unknown model family {family!r}; valid: {', '.join(FAMILIES)}")
     if norm_kind == "none":
         return  # nowhere to place a norm: every placement builds the un-normalized model
-    valid = VALID_PLACEMENTS[family]
+    valid = valid_placements()[family]
     if placement not in valid:
-        why = WHY_INVALID.get((family, placement), "unknown placement")
+        why = WHY_INVALID.get((family, placement), "not one of its placements")
         raise InvalidCombination(f"placement {placement!r} is invalid for {family} ({why}); valid: {', '.join(valid)}")
     if summed and placement == "in_cell" and family == "gru":
         raise InvalidCombination("placement in_cell with summed=true needs lstm or rnn (GRU's candidate gate "

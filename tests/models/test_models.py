@@ -50,3 +50,21 @@ def test_layer_labels():
                         input_kind="tokens", input_dim=5, n_outputs=5, readout="every_step")
     labels = {layer_of(n) for n, _ in model.named_parameters()}
     assert labels == {"encoder", "layers.0", "layers.1", "final_norm", "head"}
+
+
+def test_placements_are_the_union_of_the_family_tables():
+    """schema.PLACEMENTS (torch-free, what the config accepts) and conf/placement/ name every table entry."""
+    from pathlib import Path
+
+    from normbench.models.recurrent import LAYERS
+    from normbench.models.transformer import BLOCKS
+    from normbench.schema import PLACEMENTS
+
+    assert len(set(PLACEMENTS)) == len(PLACEMENTS) and set(PLACEMENTS) == set(LAYERS) | set(BLOCKS)
+    conf = Path(__file__).parents[2] / "conf" / "placement"
+    assert {p.stem for p in conf.glob("*.yaml")} == set(PLACEMENTS)
+
+
+def test_valid_placements_as_read_off_the_tables():
+    assert VALID_PLACEMENTS == {"rnn": ("pre", "post", "in_cell"), "lstm": ("pre", "post", "in_cell", "gate"),
+                                "gru": ("pre", "post", "in_cell", "gate"), "transformer": ("pre", "post", "peri")}
