@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from normbench.norm_dispatch import measure
-from normbench.schema import IMPLS, KINDS, NormSpec  # noqa: F401 - the names a config may use; the spec models take
+from normbench.schema import IMPLS, KINDS, NormSpec, require_eps  # noqa: F401 - the names a config may use; the spec models take
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -387,8 +387,7 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     cls = norm_class(kind, impl)
     if dim < 1:
         raise ValueError(f"norm dim must be >= 1, got {dim}")
-    if kind not in ("none", "dyt") and not eps > 0:
-        raise ValueError(f"norm eps must be > 0, got {eps}")
+    require_eps(kind, eps, "norm eps")
     if kind == "bn" and per_step:
         cls = StepBatchNorm
     if kind == "none":

@@ -48,6 +48,13 @@ def _positive(key: str, value: float) -> None:
     _require(isinstance(value, (int, float)) and math.isfinite(value) and value > 0, f"{key} must be > 0, got {value}")
 
 
+def require_eps(kind: str, eps: float, key: str = "norm.eps") -> None:
+    """The one eps rule, for the config and the library alike: positive and finite wherever the norm
+    uses it (not without a norm, not in DyT's elementwise tanh)."""
+    if kind not in ("none", "dyt"):
+        _positive(key, eps)
+
+
 def require_at_least(key: str, value: int, minimum: int) -> None:
     """Reject a task config value below `minimum`, naming the user's Hydra key."""
     if value < minimum:
@@ -89,7 +96,7 @@ class NormSpec:
     def __post_init__(self):
         _one_of("norm.kind", self.kind, KINDS)
         _one_of("norm.impl", self.impl, IMPLS)
-        _positive("norm.eps", self.eps)
+        require_eps(self.kind, self.eps)
         _require(math.isfinite(self.gamma_init), f"norm.gamma_init must be finite, got {self.gamma_init}")
         _require(math.isfinite(self.alpha_init), f"norm.alpha_init must be finite, got {self.alpha_init}")
 
