@@ -8,6 +8,7 @@ import math
 import resource
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import median
 
@@ -132,7 +133,7 @@ class StepDone:
 
 class Trainer:
     def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RunRecord,
-                 logger: RunLogger | None = None, hooks: list[RunLogger] = ()):
+                 logger: RunLogger | None = None, hooks: Iterable[RunLogger] = ()):
         self.cfg, self.task, self.device, self.record = cfg, task, device, record
         # normbench/loggers.py: the run's logger, then any other hooks (the harness's clocks), each
         # called at the loop's named points: step start and end, log line, probe, evaluation.
