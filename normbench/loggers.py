@@ -1,10 +1,12 @@
 """Loggers: copies of what a run measures, for the tools researchers already use (``logger=...``).
 
 The run record (summary.json, metrics.jsonl) is always written and stays the report's only input;
-a logger only adds another view of the same numbers. The training loop calls four hooks at the
-points where it already records (``on_log``, ``on_eval``, ``on_probe``) and at the end (``on_end``
-with the finished summary); a logger implements the ones it needs. A logger never changes what is
-trained or measured, so ``logger`` is a harness key (normbench/schema.py).
+a logger only adds another view of the same numbers. ``RunLogger`` names the training loop's hooks:
+the points where it already records (``on_log``, ``on_eval``, ``on_probe``), the edges of each
+step and probe (``on_step_start``, ``on_step_end``, ``on_probe_start``, for clocks such as
+normbench/bench/harness.py's) and the end (``on_end`` with the finished summary); a hook object
+implements the ones it needs. A logger never changes what is trained or measured, so ``logger`` is
+a harness key (normbench/schema.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ log = logging.getLogger("normbench")
 
 
 class RunLogger:
-    """The hooks, each a no-op: ``logger=none``, and the base of every logger."""
+    """The hooks, each a no-op: ``logger=none``, and the base of every logger and hook object."""
+
+    def on_step_start(self, trainer, step: int) -> None:
+        """Before each training step draws its batch."""
 
     def on_log(self, trainer, step: int, **scalars: float) -> None:
         """Every ``log_every`` steps: loss, lr, grad_norm (as metrics.jsonl's train line)."""
@@ -29,8 +34,14 @@ class RunLogger:
     def on_eval(self, trainer, step: int, **scalars: float) -> None:
         """Every ``eval_every`` steps: val_metric, val_loss."""
 
+    def on_probe_start(self, trainer, step: int) -> None:
+        """At probe steps, after the optimizer step, before the probe's readings are kept and logged."""
+
     def on_probe(self, trainer, step: int, stats: dict, activations: dict) -> None:
         """At probe steps, after the optimizer step: the gradient and activation statistics just measured."""
+
+    def on_step_end(self, trainer, step: int) -> None:
+        """After each step's log line and probe, before any evaluation (which is the run's measurement)."""
 
     def on_end(self, summary: dict) -> None:
         """Once, with the finished record (status, axes, metrics, throughput); then release files."""

@@ -8,6 +8,7 @@ import math
 import resource
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import median
 
@@ -118,11 +119,26 @@ class Progress:
     skipped_steps: int = 0  # fp16 with a loss scale: steps whose gradients overflowed, not applied
 
 
+@dataclass
+class StepDone:
+    """What one training step measured: loss and gradient norm read back, the probes' readings, its time."""
+
+    loss: float
+    grad_norm: float
+    grad_stats: dict | None = None
+    activations: dict = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    diverged: bool = False
+
+
 class Trainer:
     def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RunRecord,
-                 logger: RunLogger | None = None):
+                 logger: RunLogger | None = None, hooks: Iterable[RunLogger] = ()):
         self.cfg, self.task, self.device, self.record = cfg, task, device, record
-        self.logger = logger or RunLogger()  # normbench/loggers.py: hooks at the record's log, eval and probe points
+        # normbench/loggers.py: the run's logger, then any other hooks (the harness's clocks), each
+        # called at the loop's named points: step start and end, log line, probe, evaluation.
+        self.logger = logger or RunLogger()
+        self.hooks = [self.logger, *hooks]
         self.loss_fn = loss_function(task)
         precision = self.precision = PRECISIONS[cfg.precision.dtype]
         # The optimizer steps ``master`` (float32); ``model`` computes forward and backward. They are
@@ -132,6 +148,8 @@ class Trainer:
         self.auto_norms = [auto for _, auto in auto_sites(self.model)]
         self.master_weights = MasterWeights(self.master, self.model) if precision.pure else None
         self.optimizer = build_optimizer(cfg, self.master)
+        self.params = [q for q in self.master.parameters() if q.requires_grad]
+        self.clip = cfg.grad_clip if cfg.grad_clip is not None else math.inf
         autocast = precision.dtype if precision.mode == "autocast" else None
         self.autocast = (lambda: torch.autocast(device.type, dtype=autocast)) if autocast else contextlib.nullcontext
         fp16 = precision.dtype == torch.float16
@@ -202,103 +220,145 @@ class Trainer:
             p.steps_to_target, p.seconds_to_target = step, p.train_s
         self.record.log({"kind": "eval", "step": step, "val_metric": val, "val_loss": val_loss, "time_s": p.train_s})
         self.report.eval(step, p.losses[-1] if p.losses else math.nan, val, p.train_s)
-        self.logger.on_eval(self, step, val_metric=val, val_loss=val_loss)
+        self._notify("on_eval", step, val_metric=val, val_loss=val_loss)
 
     def _probe(self, step: int, stats: dict, activations: dict):
+        self._notify("on_probe_start", step)
         self.progress.last_probe = {**stats, **activations}
         kurt = stats["grad_kurtosis"]
         if kurt is not None and math.isfinite(kurt):
             self.progress.grad_kurtosis_max = max(kurt, self.progress.grad_kurtosis_max or kurt)
         self.record.log({"kind": "probe", "step": step, **stats, **activations})
-        self.logger.on_probe(self, step, stats, activations)
+        self._notify("on_probe", step, stats, activations)
+
+    def _notify(self, hook: str, step: int, *args, **scalars):
+        for target in self.hooks:
+            getattr(target, hook)(self, step, *args, **scalars)
 
     # -- the loop ---------------------------------------------------------------------------
     def fit(self) -> Progress:
-        cfg, p, model = self.cfg, self.progress, self.model
-        model.train()
+        self.model.train()
+        self._initial_profiles()
+        for step in range(1, self.cfg.steps + 1):
+            if not self._step(step):
+                break
+        self.report.close()
+        if self.progress.diverged_at_step is None:
+            self._final_profiles()
+        self.model.zero_grad(set_to_none=True)
+        self.master.zero_grad(set_to_none=True)
+        return self.progress
+
+    def _initial_profiles(self):
+        p = self.progress
         p.grad_time_init = self._flow_profile()
         with self.autocast():
-            p.layer_grad_norm_init = probes.layer_gradient_norms(model, *self.probe_batch, self.loss_fn,
+            p.layer_grad_norm_init = probes.layer_gradient_norms(self.model, *self.probe_batch, self.loss_fn,
                                                                  self.probe_loss_scale)
-        params = [q for q in self.master.parameters() if q.requires_grad]
-        clip = cfg.grad_clip if cfg.grad_clip is not None else math.inf
-        for step in range(1, cfg.steps + 1):
-            probing = step == cfg.steps or (cfg.probe_every > 0 and step % cfg.probe_every == 0)
-            lr = learning_rate(cfg, step)
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
-            x, y = next(self.train_batches)
-            acts = probes.activation_probe(model) if probing else contextlib.nullcontext({})
-            dtypes = norm_input_dtypes(model) if step == 1 else contextlib.nullcontext({})
-            self._sync()
-            dispatch_s = self.autotune_s()  # impl=auto measures on a first call: not training time
-            start = time.perf_counter()
-            with acts as activations:
-                self.optimizer.zero_grad(set_to_none=True)
-                with self.autocast(), dtypes as received:
-                    loss = self.loss_fn(model(x), y)
-                if step == 1:
-                    self.record.summary["precision"]["norm_input_dtypes"] = received
-                if self.scaler is not None:
-                    self.scaler.scale(loss).backward()
-                else:
-                    loss.backward()
-                if self.master_weights is not None:
-                    self.master_weights.grads_to_master()
-                if self.scaler is not None:
-                    self.scaler.unscale_(self.optimizer)
-                # Gradients as computed, before clipping rescales them in place (the norm alone would
-                # otherwise read as max_norm at every clipped step).
-                probe_start = time.perf_counter()
-                grad_stats = probes.gradient_statistics(self.master) if probing else None
-                probe_s = time.perf_counter() - probe_start
-                grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
-                loss_value, grad_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
-                if not math.isfinite(loss_value) or (self.scaler is None and not math.isfinite(grad_value)):
-                    p.diverged_at_step, p.step = step, step
-                    self.record.log({"kind": "train", "step": step, "loss": loss_value, "lr": lr,
-                                     "grad_norm": grad_value, "time_s": p.train_s})
-                    break
-                if self.scaler is not None:
-                    scale = self.scaler.get_scale()
-                    self.scaler.step(self.optimizer)
-                    self.scaler.update()
-                    p.skipped_steps += self.scaler.get_scale() < scale  # an overflow: step skipped, scale lowered
-                else:
-                    self.optimizer.step()
-                if self.master_weights is not None:
-                    self.master_weights.master_to_model()
-            self._sync()
-            elapsed = time.perf_counter() - start - probe_s - (self.autotune_s() - dispatch_s)
-            p.step, p.train_s = step, p.train_s + elapsed
-            if step > cfg.timing_warmup and not probing:
-                p.step_ms.append(elapsed * 1e3)
-            p.losses.append(loss_value)
-            p.last_finite_loss = loss_value
-            if math.isfinite(grad_value):
-                p.grad_norms.append(grad_value)
-            self.spikes.update(step, loss_value)
-            if step % cfg.log_every == 0:
-                if self.device.type != "cuda":
-                    self._sample_rss()
-                self.record.log({"kind": "train", "step": step, "loss": loss_value, "lr": lr,
-                                 "grad_norm": grad_value, "time_s": p.train_s})
-                self.report.train(step, loss_value)
-                self.logger.on_log(self, step, loss=loss_value, lr=lr, grad_norm=grad_value)
-            if probing:
-                self._probe(step, grad_stats, activations)
-            if step % cfg.eval_every == 0 or step == cfg.steps:
-                self._eval_and_log(step)
-        self.report.close()
-        if p.diverged_at_step is None:
-            p.grad_time_final = self._flow_profile()
-            if any(isinstance(m, BatchNorm) for m in model.modules()):
-                with self.autocast():
-                    p.bn_train_eval_gap = probes.train_eval_gap(model, self.val, self.loss_fn)
-            p.test = self.evaluate(fixed_batches(self.task.test, self.device, dtype=self.inputs))[0]
-        model.zero_grad(set_to_none=True)
-        self.master.zero_grad(set_to_none=True)
-        return p
+
+    def _final_profiles(self):
+        p = self.progress
+        p.grad_time_final = self._flow_profile()
+        if any(isinstance(m, BatchNorm) for m in self.model.modules()):
+            with self.autocast():
+                p.bn_train_eval_gap = probes.train_eval_gap(self.model, self.val, self.loss_fn)
+        p.test = self.evaluate(fixed_batches(self.task.test, self.device, dtype=self.inputs))[0]
+
+    def _step(self, step: int) -> bool:
+        """One training step with its bookkeeping, log line, probe and evaluation; False once it diverged."""
+        cfg, p = self.cfg, self.progress
+        probing = step == cfg.steps or (cfg.probe_every > 0 and step % cfg.probe_every == 0)
+        self._notify("on_step_start", step)
+        lr = learning_rate(cfg, step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        done = self._timed_step(step, probing)
+        if done.diverged:
+            p.diverged_at_step, p.step = step, step
+            self.record.log({"kind": "train", "step": step, "loss": done.loss, "lr": lr,
+                             "grad_norm": done.grad_norm, "time_s": p.train_s})
+            return False
+        self._account(step, done, probing)
+        if step % cfg.log_every == 0:
+            self._log_train(step, lr, done)
+        if probing:
+            self._probe(step, done.grad_stats, done.activations)
+        self._notify("on_step_end", step)
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            self._eval_and_log(step)
+        return True
+
+    def _timed_step(self, step: int, probing: bool) -> StepDone:
+        """Forward, backward, clip and optimizer step, timed without the probes and impl=auto's measuring."""
+        x, y = next(self.train_batches)
+        acts = probes.activation_probe(self.model) if probing else contextlib.nullcontext({})
+        self._sync()
+        dispatch_s = self.autotune_s()  # impl=auto measures on a first call: not training time
+        start = time.perf_counter()
+        with acts as activations:
+            loss = self._forward_backward(step, x, y)
+            # Gradients as computed, before clipping rescales them in place (the norm alone would
+            # otherwise read as max_norm at every clipped step).
+            probe_start = time.perf_counter()
+            grad_stats = probes.gradient_statistics(self.master) if probing else None
+            probe_s = time.perf_counter() - probe_start
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.clip)
+            loss_value, grad_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
+            if not math.isfinite(loss_value) or (self.scaler is None and not math.isfinite(grad_value)):
+                return StepDone(loss_value, grad_value, diverged=True)
+            self._optimizer_step()
+        self._sync()
+        elapsed = time.perf_counter() - start - probe_s - (self.autotune_s() - dispatch_s)
+        return StepDone(loss_value, grad_value, grad_stats, activations, elapsed)
+
+    def _forward_backward(self, step: int, x, y) -> torch.Tensor:
+        """The loss of one batch, its gradients on the master weights, unscaled."""
+        dtypes = norm_input_dtypes(self.model) if step == 1 else contextlib.nullcontext({})
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.autocast(), dtypes as received:
+            loss = self.loss_fn(self.model(x), y)
+        if step == 1:
+            self.record.summary["precision"]["norm_input_dtypes"] = received
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+        if self.master_weights is not None:
+            self.master_weights.grads_to_master()
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
+        return loss
+
+    def _optimizer_step(self):
+        if self.scaler is not None:
+            scale = self.scaler.get_scale()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            self.progress.skipped_steps += self.scaler.get_scale() < scale  # an overflow: step skipped, scale lowered
+        else:
+            self.optimizer.step()
+        if self.master_weights is not None:
+            self.master_weights.master_to_model()
+
+    def _account(self, step: int, done: StepDone, probing: bool):
+        """The step's time, loss and gradient norm into the progress; probe steps are not timed steps."""
+        p = self.progress
+        p.step, p.train_s = step, p.train_s + done.elapsed_s
+        if step > self.cfg.timing_warmup and not probing:
+            p.step_ms.append(done.elapsed_s * 1e3)
+        p.losses.append(done.loss)
+        p.last_finite_loss = done.loss
+        if math.isfinite(done.grad_norm):
+            p.grad_norms.append(done.grad_norm)
+        self.spikes.update(step, done.loss)
+
+    def _log_train(self, step: int, lr: float, done: StepDone):
+        if self.device.type != "cuda":
+            self._sample_rss()
+        self.record.log({"kind": "train", "step": step, "loss": done.loss, "lr": lr,
+                         "grad_norm": done.grad_norm, "time_s": self.progress.train_s})
+        self.report.train(step, done.loss)
+        self._notify("on_log", step, loss=done.loss, lr=lr, grad_norm=done.grad_norm)
 
     # -- summary ----------------------------------------------------------------------------
     def autotune_s(self) -> float:

@@ -1,7 +1,10 @@
 import pytest
 
 from normbench.config import to_config
-from normbench.train import learning_rate
+from normbench.loggers import RunLogger
+from normbench.record import RunRecord
+from normbench.run import prepare
+from normbench.train import Trainer, learning_rate
 
 
 @pytest.mark.parametrize("schedule", ["constant", "cosine"])
@@ -13,3 +16,43 @@ def test_warmup_then_schedule(compose, schedule):
         assert learning_rate(cfg, 100) == 1.0
     else:
         assert learning_rate(cfg, 55) == pytest.approx(0.5) and learning_rate(cfg, 100) == pytest.approx(0.0)
+
+
+class Calls(RunLogger):
+    """A hook object that writes down which hook was called at which step."""
+
+    def __init__(self):
+        self.calls = []
+
+    def on_step_start(self, trainer, step):
+        self.calls.append(("step_start", step))
+
+    def on_log(self, trainer, step, **scalars):
+        self.calls.append(("log", step))
+
+    def on_probe_start(self, trainer, step):
+        self.calls.append(("probe_start", step))
+
+    def on_probe(self, trainer, step, stats, activations):
+        self.calls.append(("probe", step))
+
+    def on_step_end(self, trainer, step):
+        self.calls.append(("step_end", step))
+
+    def on_eval(self, trainer, step, **scalars):
+        self.calls.append(("eval", step))
+
+
+def test_hooks_are_called_in_the_loops_order(compose, tmp_path):
+    cfg, task, model, device = prepare(compose("log_every=2", "steps=4", "probe_every=2", "eval_every=4"))
+    record = RunRecord(tmp_path)
+    record.start(config={}, overrides=[], seed=cfg.seed)
+    logger, clock = Calls(), Calls()
+    try:
+        Trainer(cfg, task, model, device, record, logger, hooks=[clock]).fit()
+    finally:
+        record.finish("ok", None)
+    step = [("step_start", 1), ("step_end", 1)]
+    probe = [("step_start", 2), ("log", 2), ("probe_start", 2), ("probe", 2), ("step_end", 2)]
+    assert logger.calls == clock.calls == [*step, *probe, ("step_start", 3), ("step_end", 3),
+                                          *[(kind, n + 2) for kind, n in probe], ("eval", 4)]

@@ -6,9 +6,9 @@ learning rate and gradient clipping. The bare loop does that and nothing else; `
 adds per-step bookkeeping, loss/grad-norm read-back, metric logging and the probes (activations
 and gradient statistics every ``probe_every`` steps).
 
-The two run in lockstep: each time ``fit`` draws a batch, one bare step runs first and is timed,
+The two run in lockstep: as each step of ``fit`` starts, one bare step runs first and is timed,
 so harness and bare steps alternate one for one and load from other processes falls on both
-alike. Harness time is honest wall time -- the loop inside ``fit`` from its first batch to the end
+alike. Harness time is honest wall time -- the loop inside ``fit`` from its first step to the end
 of its last step, probes and logging included, less the bare steps (the per-step median in a run
 record leaves probe steps out). The one-off profiles before the loop and the evaluations after it
 are outside the span; evaluation inside the loop is switched off (``eval_every`` > steps), since it
@@ -17,7 +17,9 @@ not do the same work.
 
 Separately, the cost of one probe: a training step with and without the activation probe's hooks
 and the gradient statistics, timed interleaved, plus ``Trainer._probe`` (bookkeeping, log line)
-as timed inside fit.
+as timed inside fit. All the timing inside fit is done by trainer hooks (``Lockstep``, a
+normbench.loggers.RunLogger): the bare step at each step's start, the span's end at the last
+step's end, the probe between ``on_probe_start`` and ``on_probe``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from normbench import probes
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference
 from normbench.config import config_dir, register
+from normbench.loggers import RunLogger
 from normbench.record import RunRecord
 from normbench.run import prepare, resolve_device
 from normbench.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate, loss_function
@@ -85,18 +88,20 @@ class BareLoop:
         self.optimizer.step()
 
 
-class Lockstep:
-    """Stands in for the trainer's batches: before handing over each batch, runs and times one bare step.
+class Lockstep(RunLogger):
+    """Trainer hooks: before each harness step, one bare step, timed; the loop's span; the probes' time.
 
     So harness steps and bare steps alternate one for one, and load from other processes falls on
     both alike; the harness's own time is the loop's wall time less the bare steps'.
     """
 
-    def __init__(self, batches: Batches, bare: BareLoop, device: torch.device):
-        self.batches, self.bare, self.device = batches, bare, device
-        self.started, self.bare_s = None, 0.0
+    def __init__(self, bare: BareLoop, device: torch.device):
+        self.bare, self.device = bare, device
+        self.started = self.ended = None
+        self.bare_s = self.probe_s = 0.0
+        self.probes, self.probe_started = 0, None
 
-    def __next__(self):
+    def on_step_start(self, trainer, step):
         _sync(self.device)
         start = time.perf_counter()
         if self.started is None:
@@ -104,38 +109,30 @@ class Lockstep:
         self.bare.step()
         _sync(self.device)
         self.bare_s += time.perf_counter() - start
-        return next(self.batches)
 
-    def __getattr__(self, name):
-        return getattr(self.batches, name)
+    def on_probe_start(self, trainer, step):
+        self.probe_started = time.perf_counter()
+
+    def on_probe(self, trainer, step, stats, activations):
+        self.probe_s += time.perf_counter() - self.probe_started
+        self.probes += 1
+
+    def on_step_end(self, trainer, step):
+        if step == trainer.cfg.steps:  # the span ends before the evaluation after the last step
+            _sync(self.device)
+            self.ended = time.perf_counter()
 
 
 def timed_fit(trainer: Trainer, bare: BareLoop) -> dict:
     """``trainer.fit()`` in lockstep with ``bare``: both loops' seconds, and the probes' count and seconds."""
-    device = trainer.device
-    lockstep = trainer.train_batches = Lockstep(trainer.train_batches, bare, device)
-    span = {"end": None, "probe_s": 0.0, "probes": 0}
-    evaluate, probe = trainer._eval_and_log, trainer._probe
-
-    def eval_and_log(*args, **kwargs):
-        if span["end"] is None:  # with eval_every > steps, only after the last step
-            _sync(device)
-            span["end"] = time.perf_counter()
-        return evaluate(*args, **kwargs)
-
-    def timed_probe(*args, **kwargs):
-        start = time.perf_counter()
-        probe(*args, **kwargs)
-        span["probe_s"] += time.perf_counter() - start
-        span["probes"] += 1
-
-    trainer._eval_and_log, trainer._probe = eval_and_log, timed_probe
+    lockstep = Lockstep(bare, trainer.device)
+    trainer.hooks.append(lockstep)
     progress = trainer.fit()
-    if lockstep.started is None or span["end"] is None:
-        raise RuntimeError("Trainer.fit no longer draws from train_batches or ends on _eval_and_log; "
+    if lockstep.started is None or lockstep.ended is None:
+        raise RuntimeError("Trainer.fit did not call on_step_start or the last step's on_step_end; "
                            "normbench.bench.harness must learn where its loop starts and ends")
-    return {"harness_s": span["end"] - lockstep.started - lockstep.bare_s, "bare_s": lockstep.bare_s,
-            "steps": progress.step, "bare_steps": bare.steps, "probe_s": span["probe_s"], "probes": span["probes"],
+    return {"harness_s": lockstep.ended - lockstep.started - lockstep.bare_s, "bare_s": lockstep.bare_s,
+            "steps": progress.step, "bare_steps": bare.steps, "probe_s": lockstep.probe_s, "probes": lockstep.probes,
             "final_loss": progress.losses[-1], "bare_final_loss": float(bare.loss.detach()),
             "step_ms_median": trainer.throughput()["step_ms_median"]}
 

@@ -265,13 +265,19 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     trained = runs[runs["status"].isin(TRAINED)]
     if trained.empty:
         return pd.DataFrame(columns=["task", "group", *axes, "n", "rank", "best"])
+    summary = _group_statistics(_per_run(trained))
+    summary = _label_groups(summary, trained, axes).reset_index()
+    return _ranked(summary, trained, axes)
 
+
+def _per_run(trained: pd.DataFrame) -> pd.DataFrame:
+    """One row per trained run: the values the groups aggregate, failures and misses made explicit."""
     def column(name: str) -> pd.Series:
         return trained[name] if name in trained else pd.Series(np.nan, index=trained.index)
 
     ok = trained["status"] == "ok"
     steps = column("metrics.steps_to_target")
-    work = pd.DataFrame({
+    return pd.DataFrame({
         "group": trained["group"],
         "ok": ok,
         "diverged": trained["status"] == "diverged",
@@ -298,6 +304,10 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         "grad_time_ratio_init": column("metrics.grad_time_ratio_init"),
         "grad_time_ratio": column("metrics.grad_time_ratio"),
     })
+
+
+def _group_statistics(work: pd.DataFrame) -> pd.DataFrame:
+    """Counts, means, spreads, intervals and medians per group (indexed by group)."""
     grouped = work.groupby("group", sort=False)
     summary = grouped.agg(
         n=("ok", "size"),
@@ -341,7 +351,11 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         summary[f"{name}_ci_high"] = summary[f"{name}_mean"] + half
     # Seeds of one group timed at very different speeds mean the machine's load changed, not the code.
     summary["samples_per_s_spread"] = summary["samples_per_s_max"] / summary["samples_per_s_min"]
+    return summary
 
+
+def _label_groups(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Each group's task and axis values in front, its metric, direction and memory kind behind."""
     first = trained.groupby("group", sort=False).first()
     summary.insert(0, "task", first["task.name"])
     for position, axis in enumerate([a for a in axes if a != "axes.task"], start=1):
@@ -351,8 +365,11 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     summary["memory_kind"] = (trained.groupby("group", sort=False)["throughput.memory_kind"]
                               .agg(lambda kinds: "/".join(sorted(set(kinds.dropna().astype(str)))))
                               if "throughput.memory_kind" in trained else "")
-    summary = summary.reset_index()
+    return summary
 
+
+def _ranked(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Rank and best flag within each task, rows best first, the columns a reader wants first in front."""
     ranked = summary["final_val_mean"].fillna(summary["best_val_mean"])  # records without final_val: best_val
     oriented = ranked.where(summary["higher_is_better"], -ranked)
     summary["rank"] = oriented.groupby(summary["task"]).rank(ascending=False, method="min")

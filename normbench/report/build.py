@@ -183,25 +183,33 @@ def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame
     metrics = ({} if summary.empty else
                {str(t): (str(m), bool(h)) for t, m, h in
                 summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)})
-    sections: dict = {}
+    return {"heatmaps": _heatmap_section(runs, summary, axes, metrics, staging),
+            **_curve_sections(records, runs, summary, axes, metrics, staging),
+            "throughput": _throughput_section(summary, axes, staging)}
 
-    # Heatmaps over the two main axes, one panel per task.
+
+def _heatmap_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], metrics: dict,
+                     staging: Path) -> dict:
+    """Heatmaps over the two main axes, one panel per task."""
     grid_axes = aggregate.main_axes(runs, axes)
     if len(grid_axes) < 2 or summary.empty:
         varying = ", ".join(a.removeprefix("axes.") for a in axes if a != "axes.task") or "none"
-        sections["heatmaps"] = {"figures": [], "skipped": f"Fewer than 2 axes vary (varying: {varying}), "
-                                                         f"so there is no grid to draw."}
-    else:
-        row, col = grid_axes
-        trained = runs[runs["status"].isin(aggregate.TRAINED)]
-        grids = {str(t): aggregate.axis_grid(mine, row, col) for t, mine in trained.groupby("task.name", sort=True)}
-        others = [a.removeprefix("axes.") for a in axes if a not in (row, col, "axes.task")]
-        note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}. Each cell pools "
-                f"its runs over seeds" + (f" and over {', '.join(others)}." if others else ".")
-                + " Empty cells: no run (or no ok run) there.")
-        sections["heatmaps"] = {"figures": figures.heatmaps(grids, row, col, metrics, staging, note), "skipped": ""}
+        return {"figures": [], "skipped": f"Fewer than 2 axes vary (varying: {varying}), "
+                                          f"so there is no grid to draw."}
+    row, col = grid_axes
+    trained = runs[runs["status"].isin(aggregate.TRAINED)]
+    grids = {str(t): aggregate.axis_grid(mine, row, col) for t, mine in trained.groupby("task.name", sort=True)}
+    others = [a.removeprefix("axes.") for a in axes if a not in (row, col, "axes.task")]
+    note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}. Each cell pools "
+            f"its runs over seeds" + (f" and over {', '.join(others)}." if others else ".")
+            + " Empty cells: no run (or no ok run) there.")
+    return {"figures": figures.heatmaps(grids, row, col, metrics, staging, note), "skipped": ""}
 
-    # Curves: the best groups only, so the figure count and the metrics.jsonl reading stay bounded.
+
+def _curve_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], metrics: dict,
+                    staging: Path) -> dict:
+    """Learning and gradient-norm curves of the best groups, gradient flow through time, the gradient table."""
+    # The best groups only, so the figure count and the metrics.jsonl reading stay bounded.
     groups = aggregate.plotted_groups(summary, CURVE_GROUPS)
     labels = aggregate.legend_labels(summary, groups, axes)
     shown = runs[runs["group"].isin(groups) & runs["status"].isin(aggregate.TRAINED)]
@@ -209,18 +217,11 @@ def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame
     curves = read_curves(shown["run_dir"])
     eval_bands = aggregate.curve_bands(curves, shown, "eval", "val_metric")
     grad_bands = aggregate.curve_bands(curves, shown, "train", "grad_norm", log=True)
-    sections["curves"] = {"figures": figures.learning_curves(eval_bands, labels, metrics, staging, note),
-                          "skipped": "" if not eval_bands.empty else "No eval lines in the runs' metrics.jsonl."}
+    learning = {"figures": figures.learning_curves(eval_bands, labels, metrics, staging, note),
+                "skipped": "" if not eval_bands.empty else "No eval lines in the runs' metrics.jsonl."}
     grad_norm = figures.grad_norm_curves(grad_bands, labels, staging, note)
-
-    # Flow through time exists for recurrent groups only; they get their own pick of the best.
-    recurrent = summary[summary["grad_time_ratio_init_mean"].notna()] if not summary.empty else summary
-    flow_groups = aggregate.plotted_groups(recurrent, CURVE_GROUPS)
-    flow_runs = runs[runs["group"].isin(flow_groups) & runs["status"].isin(aggregate.TRAINED)]
-    profiles = aggregate.grad_time_profiles(records.runs, flow_runs)
-    flow = figures.grad_flow(profiles, aggregate.legend_labels(summary, flow_groups, axes), staging,
-                             _shown_note(len(flow_groups), len(recurrent), "recurrent "))
-    sections["gradients"] = {
+    flow = _gradient_flow_figure(records, runs, summary, axes, staging)
+    gradients = {
         "figures": [f for f in (grad_norm, flow) if f is not None],
         "skipped": " ".join(s for s in (
             "" if grad_norm else "No train lines with grad_norm in the runs' metrics.jsonl.",
@@ -228,8 +229,22 @@ def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame
             if s),
         "table": tables.gradient_table(summary, axes) if not summary.empty else None,
     }
+    return {"curves": learning, "gradients": gradients}
 
-    # Every task gets its own panel: its first groups in leaderboard order (★ groups lead).
+
+def _gradient_flow_figure(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
+                          staging: Path):
+    """Flow through time exists for recurrent groups only; they get their own pick of the best."""
+    recurrent = summary[summary["grad_time_ratio_init_mean"].notna()] if not summary.empty else summary
+    flow_groups = aggregate.plotted_groups(recurrent, CURVE_GROUPS)
+    flow_runs = runs[runs["group"].isin(flow_groups) & runs["status"].isin(aggregate.TRAINED)]
+    profiles = aggregate.grad_time_profiles(records.runs, flow_runs)
+    return figures.grad_flow(profiles, aggregate.legend_labels(summary, flow_groups, axes), staging,
+                             _shown_note(len(flow_groups), len(recurrent), "recurrent "))
+
+
+def _throughput_section(summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
+    """Speed and memory bars. Every task gets its own panel: its first groups in leaderboard order (★ groups lead)."""
     bars = _with_task_labels(summary, axes).groupby("task", sort=False).head(BAR_GROUPS)
     bars = bars.assign(noisy=(bars["timing_noise_median"] > aggregate.TIMING_NOISY)
                        | (bars["samples_per_s_spread"] > aggregate.TIMING_NOISY)) if not bars.empty else bars
@@ -238,11 +253,8 @@ def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame
                 else "Groups in leaderboard order.")
     speed = figures.throughput(bars, staging, bar_note, aggregate.TIMING_NOISY) if not bars.empty else None
     memory = figures.peak_memory(bars, staging, bar_note) if not bars.empty else None
-    sections["throughput"] = {
-        "figures": [f for f in (speed, memory) if f is not None],
-        "skipped": "" if speed or memory else "No run recorded throughput or memory.",
-    }
-    return sections
+    return {"figures": [f for f in (speed, memory) if f is not None],
+            "skipped": "" if speed or memory else "No run recorded throughput or memory."}
 
 
 def _shown_note(shown: int, total: int, kind: str = "") -> str:
