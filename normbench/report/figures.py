@@ -507,10 +507,9 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
                                 xytext=(5, -3), textcoords="offset points", color=style["color"])
             ax.set_xscale("log")
             ax.set_xlabel("learning rate (log scale; arms shifted slightly apart)")
-            ax.set_ylabel(text(f"final val {metric} ({METRIC_UNITS.get(metric, metric)}, "
-                               f"{'higher' if higher else 'lower'} is better)", 80))
-            if len(tasks) > 1:
-                ax.set_title(text(f"task {task}"))
+            ax.set_ylabel(f"final val {metric}")  # short: stacked panels share the figure's height
+            ax.set_title(text(f"{'task ' + str(task) + ': ' if len(tasks) > 1 else ''}"
+                              f"{'higher' if higher else 'lower'} is better"))
         _legend_below(figure, *panels[0].get_legend_handles_labels(), title="arm")
         _save(figure, out, "lr_sensitivity")
     return Figure("lr_sensitivity", "Learning-rate sensitivity", caption)
