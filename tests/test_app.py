@@ -7,32 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra.core.global_hydra import GlobalHydra
 
-from normbench import app
 from normbench.train import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def cli(tmp_path, monkeypatch, capsys):
-    """Run `normbench ARGS` in this process, in an empty folder; returns (exit status, stdout, stderr)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
-
-    def _run(*args):
-        monkeypatch.setattr(sys, "argv", ["normbench", *args])
-        code = 0
-        try:
-            app.main()
-        except SystemExit as exit_:
-            code = exit_.code or 0
-        finally:
-            GlobalHydra.instance().clear()
-        out, err = capsys.readouterr()
-        return code, out, err
-    return _run
 
 
 def summaries(root: Path):
