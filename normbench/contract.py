@@ -14,6 +14,7 @@ import copy
 import hashlib
 import json
 from dataclasses import fields
+from typing import NamedTuple
 
 from normbench.schema import RECURRENT, Config
 
@@ -108,24 +109,21 @@ def _digest(obj) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def config_hash(config: dict) -> str:
-    """One run: the effective config, seed included."""
-    return _digest(effective_config(config))
+class Identity(NamedTuple):
+    config_hash: str  # one run: the effective config, seed included
+    group_hash: str   # one group of seeds: the same without the seed
+    settings: dict    # every result-affecting setting but the seed, flat (the record's axes)
 
 
-def group_hash(config: dict) -> str:
-    """One group of seeds: the effective config without the seed."""
-    effective = effective_config(config)
-    effective.pop("seed", None)
-    return _digest(effective)
+def identity(config: dict) -> Identity:
+    """A run's identity, from one effective config.
 
-
-def settings(config: dict) -> dict:
-    """Every result-affecting setting but the seed, flat: ``{"norm": "ln", "task.length": 50, ...}``.
-
-    Dotted names follow the config (``optim.weight_decay``); the most swept ones have the short
-    names in ALIASES. A setting that does not apply to this run is absent.
+    ``settings`` uses dotted names that follow the config (``optim.weight_decay``), with the short
+    names in ALIASES for the most swept ones; a setting that does not apply to this run is absent.
     """
+    effective = effective_config(config)
+    digest = _digest(effective)
+    effective.pop("seed", None)
     flat: dict = {}
 
     def walk(node, prefix: str) -> None:
@@ -136,8 +134,17 @@ def settings(config: dict) -> dict:
             else:
                 flat[ALIASES.get(dotted, dotted)] = value
 
-    effective = effective_config(config)
-    effective.pop("seed", None)
     walk(effective, "")
-    return flat
+    return Identity(digest, _digest(effective), flat)
 
+
+def config_hash(config: dict) -> str:
+    return identity(config).config_hash
+
+
+def group_hash(config: dict) -> str:
+    return identity(config).group_hash
+
+
+def settings(config: dict) -> dict:
+    return identity(config).settings

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from normbench.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
-from normbench.contract import FINISHED, config_hash, group_hash, settings
+from normbench.contract import FINISHED, config_hash, identity
 from normbench.loggers import build_logger
 from normbench.record import RunRecord, environment, read_summary
 from normbench.tasks import load_task
@@ -123,7 +123,8 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     wall_start = time.perf_counter()
     plain = OmegaConf.to_container(node, resolve=True)
     plain.pop("hydra", None)
-    digest = config_hash(plain)
+    run_identity = identity(plain)
+    digest = run_identity.config_hash
     if plain.get("resume"):
         done = finished_record(run_dir, sweep_dir, digest)
         if done is not None:
@@ -132,8 +133,8 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     with sigterm_as_interrupt():  # from here on, SIGTERM leaves an `interrupted` record, even while loading
         record = RunRecord.claim(run_dir, digest)
         follow_logs(run_dir, record.run_dir)
-        record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=group_hash(plain),
-                     seed=plain.get("seed"), axes=settings(plain), task={}, metrics={}, profiles={},
+        record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=run_identity.group_hash,
+                     seed=plain.get("seed"), axes=run_identity.settings, task={}, metrics={}, profiles={},
                      throughput={}, environment={}, **(extra or {}))
         return {**_attempt(record, node, parallel_jobs, job_num, wall_start), "run_dir": str(record.run_dir)}
 

@@ -84,20 +84,21 @@ def _flatten(record: RunRecord) -> dict:
         status = "incomplete"
         reason = reason or "process died: the record still says running"
     config = summary.get("config")
+    # identity from the config itself, so records of any version and however they were set agree
+    known = contract.identity(config) if isinstance(config, dict) else None
     row = {
         "run_dir": str(record.run_dir),
         "status": status,
         "reason": reason,
         "seed": summary.get("seed"),
-        # identity from the config itself, so records of any version and however they were set agree
-        "config_hash": contract.config_hash(config) if isinstance(config, dict) else summary.get("config_hash"),
-        "group_hash": contract.group_hash(config) if isinstance(config, dict) else summary.get("group_hash"),
+        "config_hash": known.config_hash if known else summary.get("config_hash"),
+        "group_hash": known.group_hash if known else summary.get("group_hash"),
         "rerun_of": (summary.get("rerun_of") or {}).get("run_dir") if isinstance(summary.get("rerun_of"), dict) else None,
     }
-    if isinstance(config, dict):
-        row.update({f"axes.{k}": v for k, v in contract.settings(config).items() if _is_scalar(v)})
+    if known:
+        row.update({f"axes.{k}": v for k, v in known.settings.items() if _is_scalar(v)})
     for group in ("axes", "task", "metrics", "throughput"):
-        if group == "axes" and isinstance(config, dict):
+        if group == "axes" and known:
             continue
         values = summary.get(group)
         if isinstance(values, dict):
