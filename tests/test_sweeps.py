@@ -21,8 +21,15 @@ def statuses(sweep: Path) -> dict[str, str]:
     return {p.parent.name: json.loads(p.read_text())["status"] for p in sweep.rglob("summary.json")}
 
 
+def default_sigint():
+    """A process started with SIGINT ignored passes that on, and Python then installs no KeyboardInterrupt
+    handler: a shell without job control ignores SIGINT in a command it starts with ``&`` (POSIX), so a
+    suite run that way would see its SIGINT test hang. The child gets Ctrl-C as a terminal would send it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def normbench(*args, cwd):
-    return subprocess.Popen([sys.executable, "-m", "normbench", *args], cwd=cwd, env=ENV,
+    return subprocess.Popen([sys.executable, "-m", "normbench", *args], cwd=cwd, env=ENV, preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
