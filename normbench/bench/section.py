@@ -20,13 +20,19 @@ import torch
 from normbench.record import environment
 
 
+# What lowers the instruction set each part of torch uses: ATen's own kernels, MKL's BLAS (nn.LSTM's
+# and every layer's matrix products), oneDNN. An AVX2 machine is imitated faithfully only with all three.
+ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+
 def bench_environment(device: torch.device | str) -> dict:
     """normbench's run environment plus what decides a timing: threads, cores, the CPU capability
-    torch dispatches for (ATEN_CPU_CAPABILITY lowers it), load when measured."""
+    torch dispatches for (ATEN_CPU_CAPABILITY lowers it), the other ISA limits set, load when measured."""
     device = torch.device(device)
     env = environment(device)
     env.update(interop_threads=torch.get_num_interop_threads(), cpu_count=os.cpu_count(),
-               machine=platform.machine(), cpu_capability=torch.backends.cpu.get_cpu_capability())
+               machine=platform.machine(), cpu_capability=torch.backends.cpu.get_cpu_capability(),
+               isa_limits={name: os.environ[name] for name in ISA_LIMITS if name in os.environ})
     if hasattr(os, "getloadavg"):
         env["load_average_1m"] = os.getloadavg()[0]
     return env

@@ -96,13 +96,17 @@ class _CellLayer(nn.Module):
             nn.init.uniform_(p, -bound, bound)
 
     def forward(self, x, trace=None):
+        return self.loop(x, trace, self.step)
+
+    def loop(self, x, trace, step):
+        """The autograd recurrence: ``step`` (this cell's, or its compiled twin) once per time step."""
         batch, steps, _ = x.shape
         wx = self.input_preactivations(x)  # all time steps: one matmul, one norm call
         h = x.new_zeros(batch, self.hidden_size)
         c = x.new_zeros(batch, self.hidden_size) if self.family == "lstm" else None
         outputs = []
         for t in range(steps):
-            h, c = self.step(wx[:, t], h, c, t)
+            h, c = step(wx[:, t], h, c, t)
             if trace is not None:
                 trace.append(h)
             outputs.append(h)
@@ -121,6 +125,11 @@ class InCellLayer(_CellLayer):
     An LSTM with native LayerNorm in fp32/fp64 and no trace runs a recurrence with a hand-written
     backward (same function, tested equal): on a CPU the compiled one of ``lnlstm.cpp`` unless
     ``kernel="python"``, elsewhere (or where it does not compile) the Python one of ``fused_lstm``.
+
+    ``kernel="compile"``, for any family and norm on any device: the autograd loop with ``step``
+    through ``torch.compile`` (inductor), which fuses a step's dozen elementwise ops and norms into
+    a few kernels. One graph serves every step (two: h_0 does not require grad), compiled on the
+    first call; on CUDA this is what takes the place of the per-op launches of the eager loop.
     """
 
     def __init__(self, family, input_size, hidden_size, norm: NormSpec, cell_norm: bool = True,
@@ -135,6 +144,7 @@ class InCellLayer(_CellLayer):
         self.norm_c = norm.build(hidden_size, per_step=True) if use_cell_norm else NormSpec("none").build(hidden_size)
         self.fused = family == "lstm" and norm.kind == "ln" and norm.impl == "native"
         self.cell_norm, self.kernel = use_cell_norm, kernel
+        self._compiled_step = None
 
     def compiled_kernel(self, device: torch.device) -> bool:
         """Whether forward on ``device`` runs lnlstm.cpp (compiling it now if it has not been)."""
@@ -147,7 +157,18 @@ class InCellLayer(_CellLayer):
     def input_preactivations(self, x):
         return self.norm_x(x @ self.weight_ih.T) + self.bias_ih
 
+    def __getstate__(self):  # copies (deepcopy, pickle) compile their own step: the compiled one is bound to self
+        return {**super().__getstate__(), "_compiled_step": None}
+
+    def compiled_step(self):
+        """``step`` through torch.compile, made on first use (not a submodule: state_dict is unchanged)."""
+        if self._compiled_step is None:
+            self._compiled_step = torch.compile(self.step)
+        return self._compiled_step
+
     def forward(self, x, trace=None):
+        if self.kernel == "compile":
+            return self.loop(x, trace, self.compiled_step())
         if self.fused and trace is None and x.dtype in (torch.float32, torch.float64) \
                 and not torch.is_autocast_enabled(x.device.type):
             return self.recurrence(x)  # the same cell, with a hand-written backward
@@ -284,6 +305,8 @@ def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = 
     (lnlstm.cpp built for avx512, avx2 or default) or "python" (the hand-written ones), "autograd" under autocast (the plain loop, which keeps the
     norms' precision policy); None when the model has no such layer. Compiles lnlstm.cpp now if it
     will be used, so that the first training step does not pay for the build."""
+    if any(isinstance(m, InCellLayer) and m.kernel == "compile" for m in model.modules()):
+        return "compile"  # model.cell_kernel=compile: torch.compile of the step, whatever the family and norm
     layers = [m for m in model.modules() if isinstance(m, InCellLayer) and m.fused]
     if not layers:
         return None
