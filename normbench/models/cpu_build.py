@@ -116,6 +116,25 @@ def build(source: Path, variant: str | None = None):
     return module
 
 
+def load(source: Path, what: str, instead: str):
+    """(module, variant, None) for ``source`` built for this CPU, or (None, None, why) where it does
+    not build (no compiler, no ninja, a read-only cache), logged once as "``what`` unavailable,
+    using ``instead``". Each kernel's module keeps the result in its own ``_module``, ``VARIANT``
+    and ``UNAVAILABLE``, so that a test can stand in for a missing compiler by setting those."""
+    try:
+        variant = capability()
+        return build(source, variant), variant, None
+    except Exception as err:  # noqa: BLE001 - reported in UNAVAILABLE and the log; the fallback runs
+        reason = why(err)
+        log.warning("%s unavailable, using %s: %s", what, instead, reason)
+        return None, None, reason
+
+
+def kernel_name(variant: str | None) -> str:
+    """What the run record calls a compiled kernel: cpp-avx512, cpp-avx2 or cpp-default."""
+    return f"cpp-{variant or capability()}"
+
+
 def why(err: Exception) -> str:
     """One line saying why a build failed: the first compiler error, else the first line."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
