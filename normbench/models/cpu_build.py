@@ -44,6 +44,12 @@ def capability() -> str:
     return found if found in CAPABILITY_FLAGS else "default"
 
 
+def runnable_variants() -> list[str]:
+    """The variants this CPU runs: the plain one, and AVX2/AVX-512 where torch found them."""
+    found = torch.backends.cpu.get_cpu_capability().lower()
+    return ["default", "avx2", "avx512"][: {"avx512": 3, "avx2": 2}.get(found, 1)]
+
+
 def flags(variant: str) -> list[str]:
     return COMMON_FLAGS + CAPABILITY_FLAGS[variant]
 
