@@ -71,8 +71,9 @@ def _inert(config: dict) -> list[str]:
         inert.append("placement.summed")
     if not (placement == "in_cell" and family == "lstm"):
         inert.append("placement.cell_norm")  # only an LSTM cell has a c_t to normalise
-    if not (placement == "in_cell" and family == "lstm" and kind != "none" and not _get(config, "placement.summed")):
-        inert.append("model.cell_kernel")  # only the in-cell LN-LSTM has a compiled kernel
+    if not (placement == "in_cell" and family in ("lstm", "gru") and kind != "none"
+            and not _get(config, "placement.summed")):
+        inert.append("model.cell_kernel")  # only the in-cell LN-LSTM and LN-GRU have compiled kernels
     if family == "transformer":
         inert.append("model.embed")  # a Transformer's width is model.hidden
     elif family in RECURRENT:

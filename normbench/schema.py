@@ -20,7 +20,7 @@ KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
 IMPLS = ("native", "reference", "auto", "compiled")  # compiled: rms only (normbench/models/rmsnorm.cpp)
 FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
-CELL_KERNELS = ("auto", "cpp", "python")  # in-cell LN-LSTM on CPU: compiled if it builds, or forced either way
+CELL_KERNELS = ("auto", "cpp", "python")  # in-cell LN-LSTM/LN-GRU on CPU: compiled if it builds, or forced either way
 PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd")
@@ -130,7 +130,7 @@ class ModelShape:
     embed: int = 32            # input projection width of recurrent models
     heads: int = 4             # Transformer only
     ff_mult: int = 4           # Transformer only
-    cell_kernel: str = "auto"  # in_cell LN-LSTM on CPU: auto (compiled if it builds) | cpp | python
+    cell_kernel: str = "auto"  # in_cell LN-LSTM/LN-GRU on CPU: auto (compiled if it builds) | cpp | python (GRU: autograd loop)
     qk_norm: bool = False      # Transformer only: the run's norm on queries and keys, per head
 
     def __post_init__(self):

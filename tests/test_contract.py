@@ -52,6 +52,19 @@ def test_every_other_setting_is_identity_even_ones_no_list_names(compose):
     assert settings({**base, "task": {**base["task"], "new_knob": 3}})["task.new_knob"] == 3
 
 
+def test_the_cell_kernel_is_identity_only_where_a_compiled_kernel_can_run(compose):
+    """The in-cell LN-LSTM and LN-GRU have a compiled kernel (it rounds differently from the Python one)."""
+    for family in ("lstm", "gru"):
+        in_cell = ("norm=ln", f"model.family={family}", "placement=in_cell")
+        assert config_hash(resolved(compose, *in_cell)) != config_hash(
+            resolved(compose, *in_cell, "model.cell_kernel=python")), family
+    for inert in (("norm=ln", "model.family=rnn", "placement=in_cell"), ("norm=ln", "model.family=gru", "placement=pre"),
+                  ("norm=ln", "model.family=lstm", "placement=in_cell", "placement.summed=true"),
+                  ("norm=none", "model.family=gru", "placement=in_cell")):
+        assert config_hash(resolved(compose, *inert)) == config_hash(
+            resolved(compose, *inert, "model.cell_kernel=python")), inert
+
+
 def test_harness_keys_are_declared_in_the_schema_and_change_nothing(compose):
     assert set(HARNESS) == {"device", "threads", "resume", "report", "progress", "deterministic", "logger"}
     base = resolved(compose)
