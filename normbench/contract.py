@@ -71,8 +71,13 @@ def _inert(config: dict) -> list[str]:
         inert.append("placement.summed")
     if not (placement == "in_cell" and family == "lstm"):
         inert.append("placement.cell_norm")  # only an LSTM cell has a c_t to normalise
-    if not (placement == "in_cell" and family == "lstm" and kind != "none" and not _get(config, "placement.summed")):
-        inert.append("model.cell_kernel")  # only the in-cell LN-LSTM has a compiled kernel
+    # How an in-cell layer runs its recurrence (models/recurrent.py): auto, cpp and python choose between
+    # the LN-LSTM/LN-GRU kernels, which only native LN at fp32 reaches; compile acts on every in-cell cell.
+    kernels_apply = family in ("lstm", "gru") and kind == "ln" and _get(config, "norm.impl") == "native" \
+        and _get(config, "precision.dtype") == "fp32"
+    if not (placement == "in_cell" and kind != "none" and not _get(config, "placement.summed")
+            and (kernels_apply or _get(config, "model.cell_kernel") == "compile")):
+        inert.append("model.cell_kernel")
     if family == "transformer":
         inert.append("model.embed")  # a Transformer's width is model.hidden
     elif family in RECURRENT:

@@ -130,7 +130,7 @@ class ModelShape:
     embed: int = 32            # input projection width of recurrent models
     heads: int = 4             # Transformer only
     ff_mult: int = 4           # Transformer only
-    cell_kernel: str = "auto"  # in_cell: auto (C++ where built) | cpp | python | compile (torch.compile of the step)
+    cell_kernel: str = "auto"  # in_cell: auto (LN-LSTM/GRU: C++ on CPU where built) | cpp | python | compile (torch.compile)
     qk_norm: bool = False      # Transformer only: the run's norm on queries and keys, per head
 
     def __post_init__(self):

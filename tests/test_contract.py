@@ -52,6 +52,34 @@ def test_every_other_setting_is_identity_even_ones_no_list_names(compose):
     assert settings({**base, "task": {**base["task"], "new_knob": 3}})["task.new_knob"] == 3
 
 
+def test_the_cell_kernel_is_identity_only_where_a_compiled_kernel_can_run(compose):
+    """The in-cell LN-LSTM and LN-GRU have a compiled kernel (it rounds differently from the Python one)."""
+    for family in ("lstm", "gru"):
+        in_cell = ("norm=ln", f"model.family={family}", "placement=in_cell")
+        assert config_hash(resolved(compose, *in_cell)) != config_hash(
+            resolved(compose, *in_cell, "model.cell_kernel=python")), family
+    for inert in (("norm=ln", "model.family=rnn", "placement=in_cell"), ("norm=ln", "model.family=gru", "placement=pre"),
+                  ("norm=ln", "model.family=lstm", "placement=in_cell", "placement.summed=true"),
+                  ("norm=none", "model.family=gru", "placement=in_cell")):
+        assert config_hash(resolved(compose, *inert)) == config_hash(
+            resolved(compose, *inert, "model.cell_kernel=python")), inert
+    # the same autograd loop whatever auto/cpp/python say: another norm, or half precision
+    for same in (("norm=rms", "model.family=lstm", "placement=in_cell"),
+                 ("norm=ln", "model.family=gru", "placement=in_cell", "precision=bf16")):
+        assert config_hash(resolved(compose, *same)) == config_hash(
+            resolved(compose, *same, "model.cell_kernel=python")), same
+
+
+def test_the_compiled_step_is_identity_wherever_an_in_cell_layer_runs(compose):
+    """model.cell_kernel=compile (torch.compile of the step) acts on every in-cell family and norm."""
+    for setting in (("norm=rms", "model.family=rnn"), ("norm=bn", "model.family=gru"), ("norm=ln", "model.family=lstm")):
+        in_cell = (*setting, "placement=in_cell")
+        assert config_hash(resolved(compose, *in_cell)) != config_hash(
+            resolved(compose, *in_cell, "model.cell_kernel=compile")), setting
+    pre = ("norm=ln", "model.family=lstm", "placement=pre")
+    assert config_hash(resolved(compose, *pre)) == config_hash(resolved(compose, *pre, "model.cell_kernel=compile"))
+
+
 def test_harness_keys_are_declared_in_the_schema_and_change_nothing(compose):
     assert set(HARNESS) == {"device", "threads", "resume", "report", "progress", "deterministic", "logger"}
     base = resolved(compose)

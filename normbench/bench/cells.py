@@ -1,4 +1,4 @@
-"""The in-cell LN-LSTM training step against the fused nn.LSTM, and the bounds between them.
+"""The in-cell LN-LSTM (LN-GRU) training step against the fused nn.LSTM (nn.GRU), and the bounds between them.
 
 One training step each (forward, MSE on the last output, backward, AdamW step), same sizes, same
 data, timed interleaved:
@@ -11,13 +11,14 @@ data, timed interleaved:
     loop             InCellLayer with no norm: the same Python time loop, so that loop cost and
                      norm cost separate
     in_cell          InCellLayer with the norm, built as a run builds it (model.cell_kernel=auto:
-                     on a CPU the compiled lnlstm.cpp where it builds), so a faster layer shows
-                     up here with no change to this file
-    in_cell_python   the same layer with model.cell_kernel=python: the hand-written recurrence
-                     in Python (fused_lstm), what runs where the C++ kernel does not build
+                     on a CPU the compiled lnlstm.cpp or gru.cpp where it builds), so a faster
+                     layer shows up here with no change to this file
+    in_cell_python   the same layer with model.cell_kernel=python, what runs where the C++ kernel
+                     does not build: an LSTM's hand-written recurrence in Python (fused_lstm), a
+                     GRU's autograd loop
 
-Before any timing the loop layer is checked to compute what nn.LSTM computes, as fastrnns checks
-each custom LSTM against nn.LSTM before timing it.
+Before any timing the loop layer is checked to compute what nn.LSTM (nn.GRU) computes, as fastrnns
+checks each custom LSTM against nn.LSTM before timing it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ from normbench.norms import NormSpec
 TARGET = 1.5  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
 TARGET_FAMILIES = ("lstm", "gru")
 CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python")
+
+
+def python_kernel(family: str) -> str:
+    """What model.cell_kernel=python runs for ``family``: an LSTM has a hand-written recurrence, a GRU does not."""
+    return "the hand-written Python recurrence" if family == "lstm" else "the autograd loop"
 
 
 @dataclass(frozen=True)
@@ -233,7 +239,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
             command, target=f"<= {TARGET}" if family in TARGET_FAMILIES else None,
             note=f"{facts['in_cell_kernel'] or 'autograd'} recurrence; "
                  f"IQR {in_cell['vs_fused_q1']:.2f}-{in_cell['vs_fused_q3']:.2f}"))
-    others = (("in_cell_python", "the same with model.cell_kernel=python"),
+    others = (("in_cell_python", f"the same with model.cell_kernel=python: {python_kernel(family)}"),
               ("fused+norm_calls", f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone"),
               ("loop", f"python-loop {family.upper()}, no norm"))
     ratios += [RatioLine(f"{what} ({label})", by[name]["vs_fused"], fused_name, command)
@@ -242,15 +248,16 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
 
 
 DECOMPOSITION = {"loop_overhead_ms": "a Python time loop without norms", "norm_cost_lower_bound_ms": "the norm calls alone",
-                 "in_cell_extra_ms": "the in-cell layer", "in_cell_python_extra_ms": "the in-cell layer's Python recurrence"}
+                 "in_cell_extra_ms": "the in-cell layer",
+                 "in_cell_python_extra_ms": "the in-cell layer with model.cell_kernel=python"}
 
 
 def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name) -> str:
-    norm = rows[0]["norm"]
+    norm, family = rows[0]["norm"], rows[0]["family"]
     what = {"fused": fused_name, "fused+norm_calls": f"{fused_name} + the {facts['norm_calls_total']} norm calls alone",
             "loop": "InCellLayer without norm (Python time loop)",
             "in_cell": f"InCellLayer with {norm} ({facts['in_cell_kernel'] or 'autograd'} recurrence)",
-            "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python"}
+            "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python ({python_kernel(family)})"}
     table = markdown_table(
         ["candidate", "what", "ms / step", "IQR ms", f"x {fused_name}", "ratio IQR"],
         [[r["candidate"], what[r["candidate"]], f"{r['median_ms']:.2f}", f"{r['iqr_ms']:.2f}", f"{r['vs_fused']:.2f}",

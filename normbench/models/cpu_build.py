@@ -44,6 +44,12 @@ def capability() -> str:
     return found if found in CAPABILITY_FLAGS else "default"
 
 
+def runnable_variants() -> list[str]:
+    """The variants this CPU runs: the plain one, and AVX2/AVX-512 where torch found them."""
+    found = torch.backends.cpu.get_cpu_capability().lower()
+    return ["default", "avx2", "avx512"][: {"avx512": 3, "avx2": 2}.get(found, 1)]
+
+
 def flags(variant: str) -> list[str]:
     return COMMON_FLAGS + CAPABILITY_FLAGS[variant]
 
@@ -114,6 +120,25 @@ def build(source: Path, variant: str | None = None):
         module = load_extension(name, [str(staged)], extra_cflags=flags(variant), extra_ldflags=["-fopenmp"],
                                 build_directory=str(staged.parent), verbose=False)
     return module
+
+
+def load(source: Path, what: str, instead: str):
+    """(module, variant, None) for ``source`` built for this CPU, or (None, None, why) where it does
+    not build (no compiler, no ninja, a read-only cache), logged once as "``what`` unavailable,
+    using ``instead``". Each kernel's module keeps the result in its own ``_module``, ``VARIANT``
+    and ``UNAVAILABLE``, so that a test can stand in for a missing compiler by setting those."""
+    try:
+        variant = capability()
+        return build(source, variant), variant, None
+    except Exception as err:  # noqa: BLE001 - reported in UNAVAILABLE and the log; the fallback runs
+        reason = why(err)
+        log.warning("%s unavailable, using %s: %s", what, instead, reason)
+        return None, None, reason
+
+
+def kernel_name(variant: str | None) -> str:
+    """What the run record calls a compiled kernel: cpp-avx512, cpp-avx2 or cpp-default."""
+    return f"cpp-{variant or capability()}"
 
 
 def why(err: Exception) -> str:

@@ -10,7 +10,6 @@ function.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import torch
@@ -21,26 +20,19 @@ SOURCE = Path(__file__).with_name("lnlstm.cpp")
 UNAVAILABLE: str | None = None
 VARIANT: str | None = None  # the capability the loaded module was built for: avx512 | avx2 | default
 _module = None
-log = logging.getLogger(__name__)
 
 
 def load():
     """The compiled module, or None (then ``UNAVAILABLE`` says why). Compiles at most once per process."""
     global _module, UNAVAILABLE, VARIANT
-    if _module is not None or UNAVAILABLE is not None:
-        return _module
-    try:
-        variant = cpu_build.capability()
-        _module, VARIANT = cpu_build.build(SOURCE, variant), variant
-    except Exception as err:  # no compiler, no ninja, a read-only cache: the Python recurrence still works
-        UNAVAILABLE = cpu_build.why(err)
-        log.warning("compiled LN-LSTM kernel unavailable, using the Python recurrence: %s", UNAVAILABLE)
+    if _module is None and UNAVAILABLE is None:
+        _module, VARIANT, UNAVAILABLE = cpu_build.load(SOURCE, "compiled LN-LSTM kernel", "the Python recurrence")
     return _module
 
 
 def kernel_name() -> str:
     """What the run record calls the compiled kernel: cpp-avx512, cpp-avx2 or cpp-default."""
-    return f"cpp-{VARIANT or cpu_build.capability()}"
+    return cpu_build.kernel_name(VARIANT)
 
 
 class LayerNormLSTMLayer(torch.autograd.Function):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from normbench.models import lnlstm_cpu
+from normbench.models import gru_cpu, lnlstm_cpu
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
 from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig  # noqa: F401
@@ -29,6 +29,7 @@ from normbench.norms import NormSpec
 FAMILIES = RECURRENT
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
 FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+COMPILED = {"lstm": lnlstm_cpu, "gru": gru_cpu}  # family -> its compiled in-cell LN recurrence (CPU)
 
 
 @dataclass(frozen=True)
@@ -122,9 +123,10 @@ def lstm_update(i, f, g, o, c, cell_norm=None):
 class InCellLayer(_CellLayer):
     """N_x(W x_t) and N_h(U h_{t-1}) normalized separately, biases added after the norms.
 
-    An LSTM with native LayerNorm in fp32/fp64 and no trace runs a recurrence with a hand-written
-    backward (same function, tested equal): on a CPU the compiled one of ``lnlstm.cpp`` unless
-    ``kernel="python"``, elsewhere (or where it does not compile) the Python one of ``fused_lstm``.
+    An LSTM or GRU with native LayerNorm in fp32/fp64, no trace and no autocast (``fused``) runs a
+    recurrence with a hand-written backward (same function, tested equal): on a CPU the compiled
+    one of ``lnlstm.cpp`` or ``gru.cpp`` unless ``kernel="python"``. Elsewhere (or where it does not
+    compile) an LSTM runs the Python one of ``fused_lstm``, a GRU the autograd loop of ``step``.
 
     ``kernel="compile"``, for any family and norm on any device: the autograd loop with ``step``
     through ``torch.compile`` (inductor), which fuses a step's dozen elementwise ops and norms into
@@ -142,17 +144,18 @@ class InCellLayer(_CellLayer):
         self.norm_h = norm.build(width, per_step=True)
         use_cell_norm = family == "lstm" and cell_norm
         self.norm_c = norm.build(hidden_size, per_step=True) if use_cell_norm else NormSpec("none").build(hidden_size)
-        self.fused = family == "lstm" and norm.kind == "ln" and norm.impl == "native"
+        self.fused = family in COMPILED and norm.kind == "ln" and norm.impl == "native"
         self.cell_norm, self.kernel = use_cell_norm, kernel
         self._compiled_step = None
 
     def compiled_kernel(self, device: torch.device) -> bool:
-        """Whether forward on ``device`` runs lnlstm.cpp (compiling it now if it has not been)."""
+        """Whether forward on ``device`` runs lnlstm.cpp or gru.cpp (compiling it now if it has not been)."""
         if not (self.fused and device.type == "cpu" and self.kernel != "python"):
             return False
-        if lnlstm_cpu.load() is None and self.kernel == "cpp":
-            raise ValueError(f"model.cell_kernel=cpp, but the compiled kernel is unavailable: {lnlstm_cpu.UNAVAILABLE}")
-        return lnlstm_cpu.UNAVAILABLE is None
+        compiled = COMPILED[self.family]
+        if compiled.load() is None and self.kernel == "cpp":
+            raise ValueError(f"model.cell_kernel=cpp, but the compiled kernel is unavailable: {compiled.UNAVAILABLE}")
+        return compiled.UNAVAILABLE is None
 
     def input_preactivations(self, x):
         return self.norm_x(x @ self.weight_ih.T) + self.bias_ih
@@ -171,10 +174,25 @@ class InCellLayer(_CellLayer):
             return self.loop(x, trace, self.compiled_step())
         if self.fused and trace is None and x.dtype in (torch.float32, torch.float64) \
                 and not torch.is_autocast_enabled(x.device.type):
-            return self.recurrence(x)  # the same cell, with a hand-written backward
-        return super().forward(x, trace)  # the autograd loop of ``step``: traces, autocast, every other norm
+            if self.family == "lstm":
+                return self.lstm_recurrence(x)  # the same cell, with a hand-written backward
+            if self.compiled_kernel(x.device):
+                return self.gru_recurrence(x)
+        # the autograd loop of ``step``: traces, autocast, every other norm, a GRU without gru.cpp
+        return super().forward(x, trace)
 
-    def recurrence(self, x):
+    def gru_recurrence(self, x):
+        """The LN-GRU cell of ``step`` over all time steps, by gru.cpp (tested equal)."""
+        ln_x, ln_h = self.norm_x.norm, self.norm_h.norm  # the native LayerNorms inside the precision wrappers
+        bias_x, bias_h = self.bias_ih, self.bias_hh
+        if ln_x.weight is not None:  # the kernel always takes gains; without affine they are ones
+            gamma_x, gamma_h, bias_x, bias_h = ln_x.weight, ln_h.weight, bias_x + ln_x.bias, bias_h + ln_h.bias
+        else:
+            gamma_x = gamma_h = x.new_ones(ln_x.dim)
+        return gru_cpu.LayerNormGRULayer.apply(x @ self.weight_ih.T, self.weight_hh, gamma_x, gamma_h, bias_x, bias_h,
+                                               ln_h.eps)
+
+    def lstm_recurrence(self, x):
         """The LN-LSTM cell of ``step`` over all time steps, by lnlstm.cpp or fused_lstm (tested equal)."""
         ln_x, ln_h = self.norm_x.norm, self.norm_h.norm  # the native LayerNorms inside the precision wrappers
         ln_c = self.norm_c.norm if self.cell_norm else None
@@ -301,10 +319,18 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placemen
 
 
 def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = False) -> str | None:
-    """Which recurrence the model's in-cell LN-LSTM layers train with on ``device``: "cpp-<capability>"
-    (lnlstm.cpp built for avx512, avx2 or default) or "python" (the hand-written ones), "autograd" under autocast (the plain loop, which keeps the
-    norms' precision policy); None when the model has no such layer. Compiles lnlstm.cpp now if it
-    will be used, so that the first training step does not pay for the build."""
+    """Which recurrence the model's in-cell LN-LSTM or LN-GRU layers train with on ``device``:
+
+    "cpp-<capability>"  lnlstm.cpp or gru.cpp, built for avx512, avx2 or default
+    "python"            an LSTM's hand-written Python recurrence (fused_lstm)
+    "autograd"          the plain autograd loop of ``step``: under autocast (it keeps the norms'
+                        precision policy), and a GRU's wherever gru.cpp does not run
+    "compile"           model.cell_kernel=compile: that loop with ``step`` through torch.compile,
+                        any family and norm
+    None                the model has no such layer
+
+    Compiles the kernel now if it will be used, so that the first training step does not pay for the build.
+    """
     if any(isinstance(m, InCellLayer) and m.kernel == "compile" for m in model.modules()):
         return "compile"  # model.cell_kernel=compile: torch.compile of the step, whatever the family and norm
     layers = [m for m in model.modules() if isinstance(m, InCellLayer) and m.fused]
@@ -312,5 +338,8 @@ def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = 
         return None
     if autocast:
         return "autograd"
-    return lnlstm_cpu.kernel_name() if all(layer.compiled_kernel(device) for layer in layers) else "python"
+    family = layers[0].family  # a model's layers are all of one family
+    if all(layer.compiled_kernel(device) for layer in layers):
+        return COMPILED[family].kernel_name()
+    return "python" if family == "lstm" else "autograd"
 

@@ -7,7 +7,6 @@ returns None, ``UNAVAILABLE`` says why, and the norm runs PyTorch's native ``F.r
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import torch
@@ -18,19 +17,13 @@ SOURCE = Path(__file__).with_name("rmsnorm.cpp")
 DTYPES = (torch.float32, torch.float64)
 UNAVAILABLE: str | None = None
 _module = None
-log = logging.getLogger(__name__)
 
 
 def load():
     """The compiled module, or None (then ``UNAVAILABLE`` says why). Compiles at most once per process."""
     global _module, UNAVAILABLE
-    if _module is not None or UNAVAILABLE is not None:
-        return _module
-    try:
-        _module = cpu_build.build(SOURCE)
-    except Exception as err:
-        UNAVAILABLE = cpu_build.why(err)
-        log.warning("compiled RMSNorm unavailable, using the native one: %s", UNAVAILABLE)
+    if _module is None and UNAVAILABLE is None:
+        _module, _, UNAVAILABLE = cpu_build.load(SOURCE, "compiled RMSNorm", "the native one")
     return _module
 
 

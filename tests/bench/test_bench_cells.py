@@ -6,7 +6,7 @@ import math
 import torch
 
 from normbench.bench import cells
-from normbench.models import lnlstm_cpu
+from normbench.models import cell_kernel_in_use, gru_cpu, lnlstm_cpu
 from normbench.bench.__main__ import main
 from normbench.models.recurrent import InCellLayer
 from normbench.norms import NormSpec
@@ -47,6 +47,18 @@ def test_every_candidate_takes_a_training_step():
         loss = float(step())
         assert math.isfinite(loss), name
         assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters())), name
+
+
+def test_a_gru_names_its_kernel_and_its_python_candidate_truly():
+    """A GRU's in_cell runs gru.cpp where it builds; its cell_kernel=python is the autograd loop."""
+    gru = cells.CellShape("gru", 4, 5, 3, 8)
+    steps, facts = cells.build_steps(gru, NormSpec("ln"))
+    assert facts["in_cell_kernel"] == ("autograd" if gru_cpu.load() is None else gru_cpu.kernel_name())
+    assert cell_kernel_in_use(steps["in_cell_python"].model.layer, torch.device("cpu")) == "autograd"
+    section = cells.run(family="gru", hidden=8, length=5, batch=4, input_size=3, quick=True, repeats=1,
+                        candidates=("in_cell", "in_cell_python"))
+    assert "model.cell_kernel=python (the autograd loop)" in section.markdown
+    assert any(r.name.startswith("the same with model.cell_kernel=python: the autograd loop") for r in section.ratios)
 
 
 def test_lower_bound_backpropagates_into_every_norm_call():

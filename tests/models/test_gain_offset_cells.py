@@ -8,7 +8,8 @@ from normbench.norms import NormSpec
 
 
 @pytest.mark.parametrize("family,placement,kernel", [("lstm", "in_cell", "python"), ("lstm", "in_cell", "auto"),
-                                                     ("gru", "gate", "auto"), ("rnn", "pre", "auto")])
+                                                     ("gru", "in_cell", "auto"), ("gru", "gate", "auto"),
+                                                     ("rnn", "pre", "auto")])
 def test_gain_offset_cells_equal_the_plain_cells_and_train_the_offset(family, placement, kernel):
     outputs, grads = [], []
     for gain_offset in (False, True):

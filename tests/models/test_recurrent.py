@@ -2,7 +2,7 @@ import pytest
 import torch
 from torch import nn
 
-from normbench.models import lnlstm_cpu
+from normbench.models import gru_cpu, lnlstm_cpu
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.recurrent import (FUSED, GateNormLayer, InCellLayer, PlainLayer, RecurrentShape,
                                         SummedInCellLayer, build_recurrent)
@@ -182,17 +182,20 @@ def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine, kernel
     assert torch.autograd.gradcheck(lambda inp: layer(inp), (x[:2, :3],), fast_mode=True)
 
 
-def test_fused_path_is_used_only_where_it_is_the_same_arithmetic(monkeypatch):
+@pytest.mark.parametrize("family", ["lstm", "gru"])
+def test_fused_path_is_used_only_where_it_is_the_same_arithmetic(family, monkeypatch):
+    if family == "gru" and gru_cpu.load() is None:
+        pytest.skip(f"the compiled kernel does not build here: {gru_cpu.UNAVAILABLE}")
     calls = []
-    for function in (LayerNormLSTMRecurrence, lnlstm_cpu.LayerNormLSTMLayer):
+    for function in (LayerNormLSTMRecurrence, lnlstm_cpu.LayerNormLSTMLayer, gru_cpu.LayerNormGRULayer):
         original = function.apply
-        monkeypatch.setattr(function, "apply", lambda *a, _f=original: calls.append(1) or _f(*a))
+        monkeypatch.setattr(function, "apply", lambda *a, _f=original: calls.append(_f) or _f(*a))
     x = torch.randn(2, 4, 3)
-    InCellLayer("lstm", 3, 4, LN)(x)
+    InCellLayer(family, 3, 4, LN)(x)
     assert len(calls) == 1
-    InCellLayer("lstm", 3, 4, LN)(x, trace=[])  # a trace needs h_t in the autograd graph
-    InCellLayer("lstm", 3, 4, NormSpec("ln", impl="reference"))(x)  # the textbook formula, as asked
-    InCellLayer("gru", 3, 4, LN)(x)
+    InCellLayer(family, 3, 4, LN)(x, trace=[])  # a trace needs h_t in the autograd graph
+    InCellLayer(family, 3, 4, NormSpec("ln", impl="reference"))(x)  # the textbook formula, as asked
+    InCellLayer("rnn", 3, 4, LN)(x)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        InCellLayer("lstm", 3, 4, LN)(x)  # low precision keeps the norm wrappers' policy
+        InCellLayer(family, 3, 4, LN)(x)  # low precision keeps the norm wrappers' policy
     assert len(calls) == 1

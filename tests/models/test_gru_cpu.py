@@ -1,0 +1,152 @@
+"""The compiled in-cell LN-GRU (gru.cpp): equal to the autograd loop, threads, fallback, the record."""
+
+import pytest
+import torch
+
+from normbench.models import cell_kernel_in_use, cpu_build, gru_cpu
+from normbench.models.recurrent import InCellLayer, _CellLayer
+from normbench.norms import NormSpec
+
+CPU = torch.device("cpu")
+needs_kernel = pytest.mark.skipif(gru_cpu.load() is None,
+                                  reason=f"the compiled kernel does not build here: {gru_cpu.UNAVAILABLE}")
+
+
+def outputs_and_grads(layer, x, upstream, parameters=None):
+    x = x.clone().requires_grad_()
+    y = layer(x)
+    return [y.detach(), *torch.autograd.grad(y, [x, *(parameters or layer.parameters())], upstream)]
+
+
+def perturbed_layer(hidden, affine=True, seed=11):
+    """A float64 layer whose norm gains and biases are off their init, so that their gradients are tested too."""
+    torch.manual_seed(seed)
+    layer = InCellLayer("gru", 5, hidden, NormSpec("ln", affine=affine), kernel="cpp").double()
+    with torch.no_grad():
+        for name, p in layer.named_parameters():
+            if "norm" in name:
+                p.add_(0.3 * torch.randn_like(p))
+    return layer
+
+
+def assert_equals_the_autograd_loop(layer, batch=3, steps=6):
+    hidden = layer.hidden_size
+    x = torch.randn(batch, steps, 5, dtype=torch.double)
+    upstream = torch.randn(batch, steps, hidden, dtype=torch.double)
+    compiled = outputs_and_grads(layer, x, upstream)
+    loop = outputs_and_grads(lambda inp: _CellLayer.forward(layer, inp), x, upstream, layer.parameters())
+    assert len(compiled) == 2 + len(list(layer.parameters()))  # h, dx and every parameter's gradient
+    for a, b in zip(compiled, loop):
+        torch.testing.assert_close(a, b, atol=1e-11, rtol=0)
+
+
+@needs_kernel
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("hidden", [8, 20])  # shorter than one AVX-512 float register; 20 leaves a short chunk
+def test_equals_the_autograd_loop_in_float64(hidden, affine):
+    layer = perturbed_layer(hidden, affine)
+    assert layer.fused and layer.compiled_kernel(CPU)
+    assert_equals_the_autograd_loop(layer)
+    x = torch.randn(2, 3, 5, dtype=torch.double, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda inp: layer(inp), (x,), fast_mode=True)
+
+
+@needs_kernel
+def test_blocks_of_rows_on_several_threads_give_the_one_thread_result():
+    """Batch 20 with 2 threads runs as two blocks of 10 rows; 1 thread runs one block of 20."""
+    layer = perturbed_layer(16)
+    x, upstream = torch.randn(20, 9, 5, dtype=torch.double), torch.randn(20, 9, 16, dtype=torch.double)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = outputs_and_grads(layer, x, upstream)
+        torch.set_num_threads(2)
+        two = outputs_and_grads(layer, x, upstream)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one, two):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
+@needs_kernel
+def test_float32_is_as_accurate_as_the_autograd_loop():
+    """Against float64, the compiled kernel's float32 error is of the autograd loop's size."""
+    torch.manual_seed(0)
+    layer = InCellLayer("gru", 8, 32, NormSpec("ln"))
+    x, upstream = torch.randn(16, 12, 8), torch.randn(16, 12, 32)
+    exact = outputs_and_grads(layer.double(), x.double(), upstream.double())
+    layer.float()
+    compiled = outputs_and_grads(layer, x, upstream)
+    layer.kernel = "python"  # a GRU's "python" is the autograd loop
+    loop = outputs_and_grads(layer, x, upstream)
+    for e, c, p in zip(exact, compiled, loop):
+        error_c, error_p = (c.double() - e).abs().max().item(), (p.double() - e).abs().max().item()
+        scale = e.abs().max().item()
+        assert error_c <= 4 * error_p + 1e-6 * scale, (error_c, error_p, scale)
+
+
+@needs_kernel
+def test_thread_local_modes_reach_every_block_of_rows():
+    """Pool threads do not inherit the caller's inference mode; each block installs it."""
+    layer = InCellLayer("gru", 3, 8, NormSpec("ln"), kernel="cpp")
+    x = torch.randn(40, 6, 3)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with torch.no_grad():
+            expected = layer(x)
+        with torch.inference_mode():
+            torch.testing.assert_close(layer(x), expected, atol=0, rtol=0)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@needs_kernel
+def test_the_kernel_refuses_parameters_of_the_wrong_size():
+    module = gru_cpu.load()
+    xw, w_hh, ones12 = torch.randn(2, 3, 12), torch.randn(12, 4), torch.ones(12)
+    with pytest.raises(RuntimeError, match=r"xw: \(batch, time, 3 hidden\), got \[2, 3, 8\]"):
+        module.forward(torch.randn(2, 3, 8), w_hh, ones12, ones12, ones12, ones12, 1e-5)
+    with pytest.raises(RuntimeError, match=r"w_hh: .*of size \[12, 4\], got \[16, 4\]"):
+        module.forward(xw, torch.randn(16, 4), ones12, ones12, ones12, ones12, 1e-5)
+    with pytest.raises(RuntimeError, match=r"gamma_h: .*of size \[12\], got \[1\]"):
+        module.forward(xw, w_hh, ones12, torch.ones(1), ones12, ones12, 1e-5)
+    with pytest.raises(RuntimeError, match=r"bias_x: .*of size \[12\], got \[4\]"):
+        module.forward(xw, w_hh, ones12, ones12, torch.ones(4), ones12, 1e-5)
+    with pytest.raises(RuntimeError, match=r"bias_h: .*of the input's dtype"):
+        module.forward(xw, w_hh, ones12, ones12, ones12, ones12.double(), 1e-5)
+
+
+def test_without_a_compiler_auto_runs_the_autograd_loop_and_cpp_says_why(monkeypatch):
+    monkeypatch.setattr(gru_cpu, "_module", None)
+    monkeypatch.setattr(gru_cpu, "UNAVAILABLE", "RuntimeError: c++: not found (test)")
+    layer = InCellLayer("gru", 3, 4, NormSpec("ln"))
+    x = torch.randn(2, 5, 3)
+    torch.testing.assert_close(layer(x), _CellLayer.forward(layer, x), atol=0, rtol=0)
+    assert cell_kernel_in_use(layer, CPU) == "autograd"
+    layer.kernel = "cpp"
+    with pytest.raises(ValueError, match=r"model.cell_kernel=cpp, but the compiled kernel is unavailable: .*not found"):
+        layer(x)
+
+
+def test_the_record_names_the_recurrence_that_runs():
+    expected = "autograd" if gru_cpu.load() is None else f"cpp-{cpu_build.capability()}"
+    assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln")), CPU) == expected
+    assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="python"), CPU) == "autograd"
+    assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln")), CPU, autocast=True) == "autograd"
+    assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("rms")), CPU) is None  # not an LN cell
+
+
+@pytest.mark.slow  # compiles every variant once (about 30 s each, then cached)
+@pytest.mark.parametrize("variant", ["default", "avx2", "avx512"])
+@pytest.mark.parametrize("hidden", [8, 20])
+def test_every_capability_build_equals_the_autograd_loop_in_float64(variant, hidden, monkeypatch):
+    if variant not in cpu_build.runnable_variants():
+        pytest.skip(f"this CPU does not run {variant}")
+    try:
+        module = cpu_build.build(gru_cpu.SOURCE, variant)
+    except Exception as err:  # noqa: BLE001 - a variant that does not build is skipped, saying why
+        pytest.skip(f"the {variant} build fails here: {cpu_build.why(err)}")
+    monkeypatch.setattr(gru_cpu, "_module", module)
+    monkeypatch.setattr(gru_cpu, "UNAVAILABLE", None)
+    assert_equals_the_autograd_loop(perturbed_layer(hidden))
