@@ -26,6 +26,14 @@ def _csv(kind):
     return lambda text: tuple(kind(v) for v in text.split(",") if v)
 
 
+def _families(text):
+    names = _csv(str)(text)
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{','.join(unknown) or text!r}: valid families are {', '.join(FAMILIES)}")
+    return names
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="write NAME.json, NAME.csv and NAME.md into this folder")
     p.add_argument("--quick", action="store_true", help="tiny sizes, few repeats: checks the path, not the speed")
@@ -51,7 +59,9 @@ def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
 
 
 def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
-    p.add_argument("--family", default="lstm", choices=FAMILIES)
+    p.add_argument("--family", type=_families, default=cells.TARGET_FAMILIES,
+                   help=f"comma list of {','.join(FAMILIES)} (default {','.join(cells.TARGET_FAMILIES)})")
+    p.add_argument(f"--{prefix}device", dest="cell_device", default="cpu", help="cpu | cuda (default cpu)")
     p.add_argument(f"--{prefix}hidden", dest="cell_hidden", type=_csv(int), default=cells.GRID_HIDDEN,
                    help=f"comma list of hidden sizes, each timed on its own (default {','.join(map(str, cells.GRID_HIDDEN))})")
     p.add_argument("--length", type=int, default=64)
@@ -112,8 +122,8 @@ def _command(name: str, args: argparse.Namespace) -> str:
         words += ["--no-headline"] if args.headline is False else []
         words += ["--default-malloc"] if args.default_malloc else []
     elif name == "cells":
-        defaults = {"family": "lstm", "cell_hidden": cells.GRID_HIDDEN, "length": 64, "batch": 32, "input_size": 32,
-                    "norm": "ln"}
+        defaults = {"family": cells.TARGET_FAMILIES, "cell_hidden": cells.GRID_HIDDEN, "length": 64, "batch": 32,
+                    "input_size": 32, "norm": "ln", "cell_device": "cpu"}
         for key, default in defaults.items():
             value = getattr(args, key)
             if tuple(value) != default if isinstance(default, tuple) else value != default:
@@ -145,7 +155,7 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
     elif name == "cells":
         section = cells.run(family=args.family, hidden=args.cell_hidden, length=args.length, batch=args.batch,
                             input_size=args.input_size, norm=args.norm, quick=args.quick, repeats=args.repeats,
-                            candidates=tuple(args.candidates), command=command)
+                            candidates=tuple(args.candidates), device=args.cell_device, command=command)
     elif name == "harness":
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)

@@ -16,6 +16,9 @@ data, timed interleaved:
     in_cell_python   the same layer with model.cell_kernel=python, what runs where the C++ kernel
                      does not build: an LSTM's hand-written recurrence in Python (fused_lstm), a
                      GRU's autograd loop
+    in_cell_compile  the same layer with model.cell_kernel=compile: the autograd loop with its step
+                     through torch.compile (compiled during warm-up, which is not timed); on CUDA
+                     the alternative to one kernel launch per op per time step
 
 Before any timing the loop layer is checked to compute what nn.LSTM (nn.GRU) computes, as fastrnns
 checks each custom LSTM against nn.LSTM before timing it.
@@ -37,7 +40,7 @@ from normbench.norms import NormSpec
 
 TARGET = 1.5  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
 TARGET_FAMILIES = ("lstm", "gru")
-CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python")
+CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python", "in_cell_compile")
 
 
 def python_kernel(family: str) -> str:
@@ -154,7 +157,7 @@ def equal_to_fused(loop_layer: InCellLayer, fused: FusedLast, x: torch.Tensor) -
 
 def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"), device: str = "cpu",
                 seed: int = 0) -> tuple[dict[str, TrainStep], dict]:
-    """The four training steps, and facts about them (norm calls replayed, equality to nn.LSTM)."""
+    """The training steps of CANDIDATES, and facts about them (norm calls replayed, equality to nn.LSTM)."""
     device = torch.device(device)
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
@@ -163,6 +166,7 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     args = (shape.family, shape.input_size, shape.hidden)
     in_cell = InCellLayer(*args, norm)
     in_cell_python = InCellLayer(*args, norm, kernel="python")
+    in_cell_compile = InCellLayer(*args, norm, kernel="compile")  # compiles on its first step, if it is timed
     loop = InCellLayer(*args, NormSpec("none"))
     fused = FusedLast(*args)
     calls = in_cell_norm_calls(shape) if norm.active else []
@@ -173,7 +177,7 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     fused = FusedLast(*args)  # fresh weights, initialised like the others
     bound = FusedWithNormCalls(*args, norm, calls, generator, device)
     models = {"fused": fused, "fused+norm_calls": bound, "loop": LayerLast(loop), "in_cell": LayerLast(in_cell),
-              "in_cell_python": LayerLast(in_cell_python)}
+              "in_cell_python": LayerLast(in_cell_python), "in_cell_compile": LayerLast(in_cell_compile)}
     x, target = x.to(device), target.to(device)
     steps = {name: TrainStep(m.to(device).train(), x, target) for name, m in models.items()}
     counts: dict[str, int] = {}
@@ -188,24 +192,27 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
 GRID_HIDDEN = (64, 128, 256)  # the issue's shape grid, at batch 32, T 64, input 32
 
 
-def run(*, family: str = "lstm", hidden: int | tuple[int, ...] = GRID_HIDDEN, length: int = 64, batch: int = 32,
-        input_size: int = 32, norm: str = "ln", device: str = "cpu", quick: bool = False,
-        repeats: int | None = None, candidates: tuple[str, ...] = CANDIDATES, command: str = "") -> Section:
-    """Each hidden size of ``hidden`` in turn, every one its own set of interleaved rounds."""
+def run(*, family: str | tuple[str, ...] = TARGET_FAMILIES, hidden: int | tuple[int, ...] = GRID_HIDDEN,
+        length: int = 64, batch: int = 32, input_size: int = 32, norm: str = "ln", device: str = "cpu",
+        quick: bool = False, repeats: int | None = None, candidates: tuple[str, ...] = CANDIDATES,
+        command: str = "") -> Section:
+    """Each family and hidden size in turn, every one its own set of interleaved rounds."""
+    families = (family,) if isinstance(family, str) else tuple(family)
     sizes = (hidden,) if isinstance(hidden, int) else tuple(hidden)
     env = bench_environment(device)
     rows, ratios, parts, shapes = [], [], [], {}
-    fused_name = f"nn.{FUSED[family].__name__}"
-    for size in sizes:
-        print(f"cells: {family} h{size} ...", flush=True)
-        shape = CellShape(family, batch, length, input_size, size)
-        shape_rows, facts, decomposition, shape_ratios = measure_shape(shape, NormSpec(norm), device, quick, repeats,
-                                                                      candidates, command)
-        rows += shape_rows
-        ratios += shape_ratios
-        parts.append(render_markdown(shape_rows, facts, decomposition, shape_ratios, env, command, fused_name))
-        shapes[f"h{size}"] = {"facts": facts, "decomposition": decomposition}
-    env["cell_kernel"] = next(iter(shapes.values()))["facts"]["in_cell_kernel"]
+    for name in families:
+        fused_name = f"nn.{FUSED[name].__name__}"
+        for size in sizes:
+            print(f"cells: {name} h{size} ...", flush=True)
+            shape = CellShape(name, batch, length, input_size, size)
+            shape_rows, facts, decomposition, shape_ratios = measure_shape(shape, NormSpec(norm), device, quick,
+                                                                          repeats, candidates, command)
+            rows += shape_rows
+            ratios += shape_ratios
+            parts.append(render_markdown(shape_rows, facts, decomposition, shape_ratios, env, command, fused_name))
+            shapes[f"{name} h{size}"] = {"facts": facts, "decomposition": decomposition}
+    env["cell_kernel"] = {key: shape["facts"]["in_cell_kernel"] for key, shape in shapes.items()}
     return Section("cells", command, env, rows, "\n\n".join(parts), ratios, {"shapes": shapes})
 
 
@@ -227,6 +234,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
     by = {r["candidate"]: r for r in rows}
     decomposition = {key: paired_difference(timings[name], fused) * 1e3 for key, name in (
         ("loop_overhead_ms", "loop"), ("in_cell_extra_ms", "in_cell"), ("in_cell_python_extra_ms", "in_cell_python"),
+        ("in_cell_compile_extra_ms", "in_cell_compile"),
         ("norm_cost_lower_bound_ms", "fused+norm_calls")) if name in timings}
     family = shape.family
     fused_name = f"nn.{FUSED[family].__name__}"
@@ -240,6 +248,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
             note=f"{facts['in_cell_kernel'] or 'autograd'} recurrence; "
                  f"IQR {in_cell['vs_fused_q1']:.2f}-{in_cell['vs_fused_q3']:.2f}"))
     others = (("in_cell_python", f"the same with model.cell_kernel=python: {python_kernel(family)}"),
+              ("in_cell_compile", "the same with model.cell_kernel=compile: the step through torch.compile"),
               ("fused+norm_calls", f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone"),
               ("loop", f"python-loop {family.upper()}, no norm"))
     ratios += [RatioLine(f"{what} ({label})", by[name]["vs_fused"], fused_name, command)
@@ -249,7 +258,8 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
 
 DECOMPOSITION = {"loop_overhead_ms": "a Python time loop without norms", "norm_cost_lower_bound_ms": "the norm calls alone",
                  "in_cell_extra_ms": "the in-cell layer",
-                 "in_cell_python_extra_ms": "the in-cell layer with model.cell_kernel=python"}
+                 "in_cell_python_extra_ms": "the in-cell layer with model.cell_kernel=python",
+                 "in_cell_compile_extra_ms": "the in-cell layer with model.cell_kernel=compile"}
 
 
 def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name) -> str:
@@ -257,7 +267,8 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
     what = {"fused": fused_name, "fused+norm_calls": f"{fused_name} + the {facts['norm_calls_total']} norm calls alone",
             "loop": "InCellLayer without norm (Python time loop)",
             "in_cell": f"InCellLayer with {norm} ({facts['in_cell_kernel'] or 'autograd'} recurrence)",
-            "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python ({python_kernel(family)})"}
+            "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python ({python_kernel(family)})",
+            "in_cell_compile": f"InCellLayer with {norm}, model.cell_kernel=compile (torch.compile of the step)"}
     table = markdown_table(
         ["candidate", "what", "ms / step", "IQR ms", f"x {fused_name}", "ratio IQR"],
         [[r["candidate"], what[r["candidate"]], f"{r['median_ms']:.2f}", f"{r['iqr_ms']:.2f}", f"{r['vs_fused']:.2f}",

@@ -73,6 +73,9 @@ def test_quick_cells_cli_writes_its_section(tmp_path):
     assert main(["cells", "--quick", "--repeats", "2", "--hidden", "8", "--length", "4", "--batch", "4",
                  "--input-size", "3", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "cells.json").read_text())
-    assert [r["candidate"] for r in data["rows"]] == list(cells.CANDIDATES)
-    assert data["ratios"][0]["target"] == "<= 1.5" and data["ratios"][0]["value"] > 0
+    assert [(r["family"], r["candidate"]) for r in data["rows"]] == [
+        (family, name) for family in ("lstm", "gru") for name in cells.CANDIDATES]  # both families by default
+    targets = [r for r in data["ratios"] if r["target"]]
+    assert [r["target"] for r in targets] == ["<= 1.5"] * 2 and all(r["value"] > 0 for r in targets)
+    assert [t["name"].startswith(f"in-cell LN-{family}") for t, family in zip(targets, ("LSTM", "GRU"))] == [True] * 2
     assert "--hidden 8" in data["command"]
