@@ -184,6 +184,10 @@ class StepBatchNorm(BatchNorm):
         self.register_buffer("running_mean", torch.zeros(0, dim))
         self.register_buffer("running_var", torch.ones(0, dim))
 
+    def reserve(self, steps: int) -> None:
+        """Grow the statistics to ``steps`` time steps now (training), as the steps' calls would one by one."""
+        self._stats_for(steps)
+
     def _stats_for(self, steps: int):
         seen = self.running_mean.shape[0]
         if self.training and steps > seen:

@@ -24,7 +24,7 @@ from normbench.models import gru_cpu, lnlstm_cpu
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
 from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig  # noqa: F401
-from normbench.norms import NormSpec
+from normbench.norms import NormSpec, StepBatchNorm
 
 FAMILIES = RECURRENT
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
@@ -99,12 +99,15 @@ class _CellLayer(nn.Module):
     def forward(self, x, trace=None):
         return self.loop(x, trace, self.step)
 
-    def loop(self, x, trace, step):
-        """The autograd recurrence: ``step`` (this cell's, or its compiled twin) once per time step."""
+    def loop(self, x, trace, step, state_grad: bool = False):
+        """The autograd recurrence: ``step`` (this cell's, or its compiled twin) once per time step.
+
+        ``state_grad``: h_0 (and c_0) require grad like every later state, so a compiled step sees
+        one kind of input at every t (a gradient for the zero state is computed and dropped)."""
         batch, steps, _ = x.shape
         wx = self.input_preactivations(x)  # all time steps: one matmul, one norm call
-        h = x.new_zeros(batch, self.hidden_size)
-        c = x.new_zeros(batch, self.hidden_size) if self.family == "lstm" else None
+        h = x.new_zeros(batch, self.hidden_size, requires_grad=state_grad)
+        c = x.new_zeros(batch, self.hidden_size, requires_grad=state_grad) if self.family == "lstm" else None
         outputs = []
         for t in range(steps):
             h, c = step(wx[:, t], h, c, t)
@@ -166,12 +169,16 @@ class InCellLayer(_CellLayer):
     def compiled_step(self):
         """``step`` through torch.compile, made on first use (not a submodule: state_dict is unchanged)."""
         if self._compiled_step is None:
-            self._compiled_step = torch.compile(self.step)
+            # dynamic: one graph for every batch size (training, evaluation) and every step t
+            self._compiled_step = torch.compile(self.step, dynamic=True)
         return self._compiled_step
 
     def forward(self, x, trace=None):
         if self.kernel == "compile":
-            return self.loop(x, trace, self.compiled_step())
+            for norm in self.modules():  # per-step BatchNorm grows its statistics to T now, not at step t
+                if isinstance(norm, StepBatchNorm) and norm.training:  # (a graph per buffer size otherwise)
+                    norm.reserve(x.shape[1])
+            return self.loop(x, trace, self.compiled_step(), state_grad=torch.is_grad_enabled())
         if self.fused and trace is None and x.dtype in (torch.float32, torch.float64) \
                 and not torch.is_autocast_enabled(x.device.type):
             if self.family == "lstm":

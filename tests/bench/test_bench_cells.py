@@ -3,6 +3,7 @@
 import json
 import math
 
+import pytest
 import torch
 
 from normbench.bench import cells
@@ -79,3 +80,20 @@ def test_quick_cells_cli_writes_its_section(tmp_path):
     assert [r["target"] for r in targets] == ["<= 1.5"] * 2 and all(r["value"] > 0 for r in targets)
     assert [t["name"].startswith(f"in-cell LN-{family}") for t, family in zip(targets, ("LSTM", "GRU"))] == [True] * 2
     assert "--hidden 8" in data["command"]
+
+
+def test_the_environment_names_every_isa_limit_set(monkeypatch):
+    """ATEN_CPU_CAPABILITY alone leaves MKL's matrix products (nn.LSTM's) at the CPU's widest ISA."""
+    from normbench.bench.section import bench_environment
+
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    env = bench_environment("cpu")
+    assert env["isa_limits"] == {"MKL_ENABLE_INSTRUCTIONS": "AVX2"} and env["cpu_capability"]
+
+
+def test_an_unknown_family_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["cells", "--family", "lstm,lnlstm"])
+    assert exit_.value.code == 2 and "'lnlstm': valid families are rnn, lstm, gru" in capsys.readouterr().err

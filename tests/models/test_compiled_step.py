@@ -44,10 +44,16 @@ def test_the_record_names_the_compiled_step():
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="compile"), CPU) == "compile"
 
 
-def test_a_run_with_the_compiled_step_records_it(cli, tiny_args):
-    code, out, err = cli(*tiny_args, "model=gru", "placement=in_cell", "norm=rms", "model.cell_kernel=compile",
-                         "hydra.run.dir=run")
+def test_a_run_with_the_compiled_step_records_it_within_dynamos_recompile_limit(cli, tiny_args):
+    """Two layers, evaluations (no grad, another batch size) and probes (hooks on the norms): each a
+    variant of the step; past torch._dynamo's recompile limit the rest would silently run eager."""
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    code, out, err = cli(*tiny_args, "model=gru", "model.layers=2", "placement=in_cell", "norm=rms",
+                         "model.cell_kernel=compile", "hydra.run.dir=run")
     assert code == 0, err[-2000:]
+    assert 0 < counters["stats"]["unique_graphs"] <= 4 < torch._dynamo.config.recompile_limit
     summary = json.loads(Path("run/summary.json").read_text())
     assert summary["status"] == "ok" and summary["environment"]["cell_kernel"] == "compile"
     assert summary["config"]["model"]["cell_kernel"] == "compile"
