@@ -21,15 +21,16 @@ def statuses(sweep: Path) -> dict[str, str]:
     return {p.parent.name: json.loads(p.read_text())["status"] for p in sweep.rglob("summary.json")}
 
 
-def default_sigint():
-    """A process started with SIGINT ignored passes that on, and Python then installs no KeyboardInterrupt
-    handler: a shell without job control ignores SIGINT in a command it starts with ``&`` (POSIX), so a
-    suite run that way would see its SIGINT test hang. The child gets Ctrl-C as a terminal would send it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# `python -m normbench` with Ctrl-C raising KeyboardInterrupt, as from a terminal. A process started with
+# SIGINT ignored passes that on, and Python then installs no handler of its own: a shell without job
+# control ignores SIGINT in a command it starts with `&` (POSIX), so a suite started that way would see
+# its SIGINT test hang. Set in the child, not by preexec_fn, which is unsafe once torch has threads.
+AS_FROM_A_TERMINAL = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                      "sys.argv[0] = 'normbench'; runpy.run_module('normbench', run_name='__main__', alter_sys=True)")
 
 
 def normbench(*args, cwd):
-    return subprocess.Popen([sys.executable, "-m", "normbench", *args], cwd=cwd, env=ENV, preexec_fn=default_sigint,
+    return subprocess.Popen([sys.executable, "-c", AS_FROM_A_TERMINAL, *args], cwd=cwd, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
