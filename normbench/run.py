@@ -176,6 +176,8 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     if cfg.deterministic:  # read when cuBLAS starts: set before any CUDA work of this process
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(cfg.deterministic)  # also off again for the next job in this process
+    if cfg.model.cell_kernel == "compile":  # dynamo's caches and recompile budget are per process: each run
+        torch._dynamo.reset()               # in a sweep's process (basic launcher, joblib worker) starts afresh
     device = resolve_device(cfg.device, job_num)
     torch.set_num_threads(threads_for(cfg.threads, parallel_jobs))
     fields["environment"] = environment(device)

@@ -237,6 +237,13 @@ class Config:
         _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")
         # BatchNorm of one example has no batch statistics (zero variance everywhere)
         _require(self.norm.kind != "bn" or self.batch_size >= 2, f"norm=bn needs batch_size >= 2, got {self.batch_size}")
+        # torch.compile traces the step: impl=auto times native against reference in Python on its first
+        # calls, and impl=compiled is a C++ extension dynamo cannot look into
+        compiled_cell = self.model.cell_kernel == "compile" and self.placement.name == "in_cell" \
+            and not self.placement.summed and self.norm.kind != "none"
+        _require(not compiled_cell or self.norm.impl in ("native", "reference"),
+                 f"model.cell_kernel=compile needs norm.impl=native or reference, got {self.norm.impl} "
+                 "(auto measures both eagerly; compiled is a C++ extension torch.compile cannot trace)")
         if isinstance(self.logger, dict):  # to_config builds the groups it knows; the logger group is built here
             self.logger = LoggerConfig(**self.logger)
 

@@ -61,6 +61,8 @@ BAD_INPUTS = [
     (["+norm.colour=red"], 2, "unknown key norm.colour"),
     (["task=text", "task.path=" + "a" * 5000], 2, "text: cannot open"),
     (["norm=bn", "placement=in_cell", "batch_size=1"], 2, "norm=bn needs batch_size >= 2"),
+    (["placement=in_cell", "norm=rms", "norm.impl=auto", "model.cell_kernel=compile"], 2,
+     "model.cell_kernel=compile needs norm.impl=native or reference, got auto"),
     (["model.hidden=300000"], 2, "GiB for weights, gradients, optimizer state and activations"),
     (["task=adding", "task.n_train=100000000000"], 2, "GiB for the task's tensors"),
     (["optim.weight_decay=inf"], 2, "optim.weight_decay must be finite"),

@@ -107,3 +107,28 @@ def test_the_contract_and_the_schema_import_no_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
 
+
+
+def test_the_cell_kernel_rule_follows_what_the_layer_runs(compose):
+    """Two cell_kernel values share a hash exactly when the built layer runs the same recurrence
+    (cell_kernel_in_use), so the contract's copy of InCellLayer's conditions cannot drift from it."""
+    import torch
+
+    from normbench.models.recurrent import cell_kernel_in_use, in_cell_layer
+    from normbench.norms import NormSpec
+    from normbench.schema import PlacementConfig
+
+    cpu = torch.device("cpu")
+    for family in ("rnn", "lstm", "gru"):
+        for kind, impl in (("ln", "native"), ("ln", "reference"), ("rms", "native")):
+            for precision, summed in (("fp32", False), ("bf16", False), ("fp32", True)):
+                setting = (f"model.family={family}", f"norm={kind}", f"norm.impl={impl}", f"precision={precision}",
+                           "placement=in_cell", f"placement.summed={str(summed).lower()}")
+                ran = {}
+                for kernel in ("auto", "python", "compile"):
+                    layer = in_cell_layer(family, 3, 4, NormSpec(kind, impl=impl), PlacementConfig("in_cell", summed=summed),
+                                          kernel)
+                    ran[kernel] = (type(layer).__name__, cell_kernel_in_use(layer, cpu, autocast=precision == "bf16"))
+                hashes = {k: config_hash(resolved(compose, *setting, f"model.cell_kernel={k}")) for k in ran}
+                for a, b in (("auto", "python"), ("auto", "compile")):
+                    assert (hashes[a] == hashes[b]) == (ran[a] == ran[b]), (setting, a, b, ran)

@@ -155,9 +155,21 @@ def equal_to_fused(loop_layer: InCellLayer, fused: FusedLast, x: torch.Tensor) -
         return float((loop_layer(x) - core(x)[0]).abs().max())
 
 
+def same_function(reference: InCellLayer, variants: dict[str, InCellLayer], x: torch.Tensor) -> dict[str, float]:
+    """Max |difference| of each variant's output from the reference's, the variant holding its weights."""
+    differences = {}
+    with torch.no_grad():
+        expected = reference(x)
+        for name, layer in variants.items():
+            layer.load_state_dict(reference.state_dict())
+            differences[name] = float((layer(x) - expected).abs().max())
+    return differences
+
+
 def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"), device: str = "cpu",
-                seed: int = 0) -> tuple[dict[str, TrainStep], dict]:
-    """The training steps of CANDIDATES, and facts about them (norm calls replayed, equality to nn.LSTM)."""
+                seed: int = 0, candidates: tuple[str, ...] = CANDIDATES) -> tuple[dict[str, TrainStep], dict]:
+    """The training steps of ``candidates``, and facts about them (norm calls replayed, equality to nn.LSTM,
+    the in-cell variants' equality to the in-cell layer as a run builds it)."""
     device = torch.device(device)
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
@@ -174,17 +186,28 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     if difference > 1e-4:
         raise AssertionError(f"the loop {shape.family} differs from nn.{FUSED[shape.family].__name__} "
                              f"by {difference:.3g}: it would not be timing the same computation")
+    # Each kernel of the in-cell layer must compute what the one a run picks computes (as fastrnns
+    # checks each custom LSTM); only the timed ones are checked, so an untimed compile costs nothing.
+    variants = {name: layer for name, layer in (("in_cell_python", in_cell_python),
+                                                 ("in_cell_compile", in_cell_compile)) if name in candidates}
+    in_cell_differences = same_function(in_cell.to(device), {n: v.to(device) for n, v in variants.items()},
+                                        x.to(device))
+    for name, value in in_cell_differences.items():
+        if not value <= 1e-4:
+            raise AssertionError(f"{name} differs from in_cell by {value:.3g}: it would not be timing the same computation")
     fused = FusedLast(*args)  # fresh weights, initialised like the others
     bound = FusedWithNormCalls(*args, norm, calls, generator, device)
     models = {"fused": fused, "fused+norm_calls": bound, "loop": LayerLast(loop), "in_cell": LayerLast(in_cell),
               "in_cell_python": LayerLast(in_cell_python), "in_cell_compile": LayerLast(in_cell_compile)}
     x, target = x.to(device), target.to(device)
-    steps = {name: TrainStep(m.to(device).train(), x, target) for name, m in models.items()}
+    steps = {name: TrainStep(m.to(device).train(), x, target) for name, m in models.items()
+             if name in candidates or name == "fused"}
     counts: dict[str, int] = {}
     for c in calls:
         key = f"{c.module} {tuple(c.shape)}"
         counts[key] = counts.get(key, 0) + 1
     facts = {"norm_calls": counts, "norm_calls_total": len(calls), "loop_max_abs_difference_vs_fused": difference,
+             "in_cell_variants_max_abs_difference": in_cell_differences,
              "in_cell_kernel": cell_kernel_in_use(in_cell, device)}
     return steps, facts
 
@@ -219,8 +242,7 @@ def run(*, family: str | tuple[str, ...] = TARGET_FAMILIES, hidden: int | tuple[
 def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, repeats: int | None,
                   candidates: tuple[str, ...], command: str):
     """(rows, facts, decomposition, ratios) of one shape; candidates left out are absent from all four."""
-    steps, facts = build_steps(shape, spec, device)
-    steps = {name: step for name, step in steps.items() if name in candidates or name == "fused"}
+    steps, facts = build_steps(shape, spec, device, candidates=candidates)
     repeats = repeats or (5 if quick else 25)
     timings = measure(steps, repeats=repeats, warmup=2 if quick else 5, timer=clock_for(device))
     fused = timings["fused"]
@@ -285,7 +307,9 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
         "ratios are medians of per-round ratios.",
         table,
         f"Norm calls replayed for the lower bound: {calls}. "
-        f"The loop layer matches {fused_name} to {facts['loop_max_abs_difference_vs_fused']:.1e}.",
+        f"The loop layer matches {fused_name} to {facts['loop_max_abs_difference_vs_fused']:.1e}"
+        + "".join(f"; {name} matches in_cell to {value:.1e}"
+                  for name, value in facts["in_cell_variants_max_abs_difference"].items()) + ".",
         f"Where the time goes (medians of per-round differences from {fused_name}, ms): "
         + "; ".join(f"{DECOMPOSITION[key]} {value:+.2f}" for key, value in d.items()) + ".",
         "\n".join(f"- {r}" for r in ratios),

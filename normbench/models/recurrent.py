@@ -133,8 +133,8 @@ class InCellLayer(_CellLayer):
 
     ``kernel="compile"``, for any family and norm on any device: the autograd loop with ``step``
     through ``torch.compile`` (inductor), which fuses a step's dozen elementwise ops and norms into
-    a few kernels. One graph serves every step (two: h_0 does not require grad), compiled on the
-    first call; on CUDA this is what takes the place of the per-op launches of the eager loop.
+    a few kernels. A few graphs (training, evaluation) serve every step, compiled on first use; on
+    CUDA this is what takes the place of the per-op launches of the eager loop.
     """
 
     def __init__(self, family, input_size, hidden_size, norm: NormSpec, cell_norm: bool = True,
@@ -153,6 +153,8 @@ class InCellLayer(_CellLayer):
 
     def compiled_kernel(self, device: torch.device) -> bool:
         """Whether forward on ``device`` runs lnlstm.cpp or gru.cpp (compiling it now if it has not been)."""
+        if self.fused and self.kernel == "cpp" and device.type != "cpu":
+            raise ValueError(f"model.cell_kernel=cpp runs on a CPU only, not {device.type}: use auto, python or compile")
         if not (self.fused and device.type == "cpu" and self.kernel != "python"):
             return False
         compiled = COMPILED[self.family]
@@ -167,18 +169,28 @@ class InCellLayer(_CellLayer):
         return {**super().__getstate__(), "_compiled_step": None}
 
     def compiled_step(self):
-        """``step`` through torch.compile, made on first use (not a submodule: state_dict is unchanged)."""
+        """``step`` through torch.compile, made on first use (not a submodule: state_dict is unchanged).
+
+        dynamic: batch sizes and t are symbols, so training and evaluation share a few graphs instead
+        of one per size and step. fullgraph: a graph break is an error, and so is reaching dynamo's
+        recompile limit, past which it would otherwise run the step eagerly without a word."""
         if self._compiled_step is None:
-            # dynamic: one graph for every batch size (training, evaluation) and every step t
-            self._compiled_step = torch.compile(self.step, dynamic=True)
+            self._compiled_step = torch.compile(self.step, dynamic=True, fullgraph=True)
         return self._compiled_step
+
+    def _norms_hooked(self) -> bool:
+        """Whether a probe or logger has hooks on this layer's norms now (their closures would be guards)."""
+        return any(m._forward_hooks or m._forward_pre_hooks for m in self.modules() if m is not self)
 
     def forward(self, x, trace=None):
         if self.kernel == "compile":
             for norm in self.modules():  # per-step BatchNorm grows its statistics to T now, not at step t
                 if isinstance(norm, StepBatchNorm) and norm.training:  # (a graph per buffer size otherwise)
                     norm.reserve(x.shape[1])
-            return self.loop(x, trace, self.compiled_step(), state_grad=torch.is_grad_enabled())
+            # A pass with hooks on the norms (the first step's dtype record, norm-output histograms)
+            # runs the same step eagerly: each hook's closure would cost a graph, every probe step.
+            step = self.step if self._norms_hooked() else self.compiled_step()
+            return self.loop(x, trace, step, state_grad=torch.is_grad_enabled())
         if self.fused and trace is None and x.dtype in (torch.float32, torch.float64) \
                 and not torch.is_autocast_enabled(x.device.type):
             if self.family == "lstm":
@@ -293,7 +305,7 @@ class RecurrentStack(nn.Module):
 
 
 def in_cell_layer(family, input_size, hidden_size, norm: NormSpec, where: PlacementConfig, cell_kernel: str):
-    """N(Wx) + N(Uh) + b, or with ``summed`` N(Wx + Uh) + b; the per-term LN-LSTM picks its recurrence kernel."""
+    """N(Wx) + N(Uh) + b, or with ``summed`` N(Wx + Uh) + b; the per-term layer runs ``cell_kernel``'s recurrence."""
     if where.summed:
         return SummedInCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm)
     return InCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm, kernel=cell_kernel)

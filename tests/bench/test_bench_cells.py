@@ -42,6 +42,8 @@ def test_every_candidate_takes_a_training_step():
     steps, facts = cells.build_steps(SMALL, NormSpec("ln"))
     assert list(steps) == list(cells.CANDIDATES)
     assert facts["norm_calls_total"] == 11 and facts["loop_max_abs_difference_vs_fused"] < 1e-5
+    assert set(facts["in_cell_variants_max_abs_difference"]) == {"in_cell_python", "in_cell_compile"}
+    assert max(facts["in_cell_variants_max_abs_difference"].values()) < 1e-5
     assert facts["in_cell_kernel"] == ("python" if lnlstm_cpu.load() is None else lnlstm_cpu.kernel_name())
     for name, step in steps.items():
         before = [p.detach().clone() for p in step.model.parameters()]
@@ -97,3 +99,15 @@ def test_an_unknown_family_is_one_line_and_exit_2(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["cells", "--family", "lstm,lnlstm"])
     assert exit_.value.code == 2 and "'lnlstm': valid families are rnn, lstm, gru" in capsys.readouterr().err
+
+
+def test_an_in_cell_variant_computing_something_else_is_not_timed(monkeypatch):
+    """As fastrnns checks each custom LSTM before timing it: a wrong kernel stops the benchmark."""
+    real_forward = InCellLayer.forward
+
+    def off_by_a_little(self, x, trace=None):
+        out = real_forward(self, x, trace)
+        return out + 1e-3 if self.kernel == "python" else out
+    monkeypatch.setattr(InCellLayer, "forward", off_by_a_little)
+    with pytest.raises(AssertionError, match="in_cell_python differs from in_cell by 0.001"):
+        cells.build_steps(SMALL, NormSpec("ln"), candidates=("in_cell", "in_cell_python"))

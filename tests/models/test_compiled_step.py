@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch._dynamo.utils import counters
 
 from normbench.models import cell_kernel_in_use
 from normbench.models.recurrent import InCellLayer, _CellLayer
@@ -31,12 +32,27 @@ def test_the_compiled_step_computes_what_the_eager_loop_computes_in_float64(fami
                 p.add_(0.3 * torch.randn_like(p))
     eager = copy.deepcopy(layer)
     x = torch.randn(6, 5, 4, dtype=torch.double)
+    counters.clear()
     compiled = outputs_and_grads(layer, layer, x)
+    assert counters["stats"]["unique_graphs"] >= 1  # dynamo compiled the step (not so with TORCH_COMPILE_DISABLE=1)
     expected = outputs_and_grads(lambda inp: _CellLayer.forward(eager, inp), eager, x)
-    assert layer._compiled_step is not None and eager._compiled_step is None  # the compiled path ran, once
     for a, b in zip(compiled, expected):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
     assert copy.deepcopy(layer)._compiled_step is None  # a copy compiles its own step, bound to itself
+
+
+def test_a_pass_with_hooks_on_the_norms_runs_the_step_eagerly():
+    """Probes and loggers hook the norms for one pass; compiling that pass would cost a graph per probe."""
+    layer = InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="compile")
+    x = torch.randn(2, 3, 3)
+    seen = []
+    handle = layer.norm_h.register_forward_hook(lambda module, args, out: seen.append(out.shape))
+    counters.clear()
+    with torch.no_grad():
+        hooked = layer(x)
+    handle.remove()
+    assert len(seen) == 3 and "unique_graphs" not in counters["stats"] and layer._compiled_step is None
+    torch.testing.assert_close(layer(x).detach(), hooked, atol=1e-6, rtol=0)
 
 
 def test_the_record_names_the_compiled_step():
@@ -47,8 +63,6 @@ def test_the_record_names_the_compiled_step():
 def test_a_run_with_the_compiled_step_records_it_within_dynamos_recompile_limit(cli, tiny_args):
     """Two layers, evaluations (no grad, another batch size) and probes (hooks on the norms): each a
     variant of the step; past torch._dynamo's recompile limit the rest would silently run eager."""
-    from torch._dynamo.utils import counters
-
     counters.clear()
     code, out, err = cli(*tiny_args, "model=gru", "model.layers=2", "placement=in_cell", "norm=rms",
                          "model.cell_kernel=compile", "hydra.run.dir=run")
@@ -57,3 +71,20 @@ def test_a_run_with_the_compiled_step_records_it_within_dynamos_recompile_limit(
     summary = json.loads(Path("run/summary.json").read_text())
     assert summary["status"] == "ok" and summary["environment"]["cell_kernel"] == "compile"
     assert summary["config"]["model"]["cell_kernel"] == "compile"
+
+
+def test_each_run_of_a_sweep_in_one_process_compiles_afresh(cli, tiny_args):
+    """The basic launcher runs a sweep's jobs in one process: without a reset at each run, dynamo's
+    recompile budget, shared by every InCellLayer.step, runs out a few runs in (then: a hard failure)."""
+    code, out, err = cli("-m", *tiny_args, "model=gru", "placement=in_cell", "norm=rms,dyt,scale,bn,ln",
+                         "model.cell_kernel=compile", "steps=2", "eval_every=2", "hydra.sweep.dir=sweep", "report=false")
+    assert code == 0, err[-3000:]
+    records = [json.loads(p.read_text()) for p in Path("sweep").rglob("summary.json")]
+    assert sorted((r["axes"]["norm"], r["status"], r["environment"]["cell_kernel"]) for r in records) == [
+        (norm, "ok", "compile") for norm in sorted(["rms", "dyt", "scale", "bn", "ln"])]
+
+
+def test_the_cpp_kernels_refuse_another_device():
+    layer = InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="cpp")
+    with pytest.raises(ValueError, match="model.cell_kernel=cpp runs on a CPU only, not meta"):
+        cell_kernel_in_use(layer, torch.device("meta"))
