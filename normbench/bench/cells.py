@@ -171,6 +171,8 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     """The training steps of ``candidates``, and facts about them (norm calls replayed, equality to nn.LSTM,
     the in-cell variants' equality to the in-cell layer as a run builds it)."""
     device = torch.device(device)
+    if "in_cell_compile" in candidates:  # dynamo's recompile budget is per process, shared by every shape's
+        torch._dynamo.reset()            # InCellLayer.step: each shape compiles afresh, as each run does
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(shape.batch, shape.length, shape.input_size, generator=generator)

@@ -15,6 +15,12 @@ from normbench.norms import NormSpec
 CPU = torch.device("cpu")
 
 
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    """Each test starts with dynamo's caches empty, as each run does (run.py resets them)."""
+    torch._dynamo.reset()
+
+
 def outputs_and_grads(forward, layer, x):
     y = forward(x)
     upstream = torch.linspace(-1, 1, y.numel(), dtype=y.dtype).view_as(y)
