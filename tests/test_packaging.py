@@ -43,7 +43,7 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     summary = json.loads((work / "run" / "summary.json").read_text())
     assert summary["status"] == "ok"
     kernel = summary["environment"]["cell_kernel"]  # cpp-<capability> (cpp-avx512, cpp-avx2, cpp-default)
-    assert kernel == "python" if lnlstm_cpu.load() is None else kernel.startswith("cpp-")
+    assert kernel == "python" if lnlstm_cpu.KERNEL.load() is None else kernel.startswith("cpp-")
     sweep_files = {p.name for p in (Path(where.stdout.strip()) / "sweep").glob("*.yaml")}
     assert {"smoke.yaml", "batch_size.yaml"} <= sweep_files
 

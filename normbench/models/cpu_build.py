@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).parent
-HEADERS = (HERE / "rows.h",)
+HEADERS = (HERE / "rows.h", HERE / "row_blocks.h")
 # The flags CMake gives ATen's AVX2 and AVX-512 kernels (cmake/Codegen.cmake), plus the macros
 # that select Vectorized<T>'s implementation. -fopenmp: at::parallel_for uses torch's own pool.
 CAPABILITY_FLAGS = {
@@ -122,18 +122,35 @@ def build(source: Path, variant: str | None = None):
     return module
 
 
-def load(source: Path, what: str, instead: str):
-    """(module, variant, None) for ``source`` built for this CPU, or (None, None, why) where it does
-    not build (no compiler, no ninja, a read-only cache), logged once as "``what`` unavailable,
-    using ``instead``". Each kernel's module keeps the result in its own ``_module``, ``VARIANT``
-    and ``UNAVAILABLE``, so that a test can stand in for a missing compiler by setting those."""
-    try:
-        variant = capability()
-        return build(source, variant), variant, None
-    except Exception as err:  # noqa: BLE001 - reported in UNAVAILABLE and the log; the fallback runs
-        reason = why(err)
-        log.warning("%s unavailable, using %s: %s", what, instead, reason)
-        return None, None, reason
+class Kernel:
+    """One C++ source, built for this CPU on first use and at most once per process.
+
+    Where it does not build (no compiler, no ninja, a read-only cache), ``load()`` returns None,
+    ``unavailable`` says why in one line, logged once as "``what`` unavailable, using ``instead``",
+    and the caller runs ``instead``. A test stands in for a missing compiler by setting ``module``
+    and ``unavailable``.
+    """
+
+    def __init__(self, source: Path, what: str, instead: str):
+        self.source, self.what, self.instead = source, what, instead
+        self.module = None
+        self.variant: str | None = None  # the capability the module was built for: avx512 | avx2 | default
+        self.unavailable: str | None = None
+
+    def load(self):
+        """The compiled module, or None (then ``unavailable`` says why)."""
+        if self.module is None and self.unavailable is None:
+            try:
+                variant = capability()
+                self.module, self.variant = build(self.source, variant), variant
+            except Exception as err:  # noqa: BLE001 - reported in unavailable and the log; the fallback runs
+                self.unavailable = why(err)
+                log.warning("%s unavailable, using %s: %s", self.what, self.instead, self.unavailable)
+        return self.module
+
+    def name(self) -> str:
+        """What the run record calls this kernel: cpp-avx512, cpp-avx2 or cpp-default."""
+        return kernel_name(self.variant)
 
 
 def kernel_name(variant: str | None) -> str:

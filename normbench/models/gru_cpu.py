@@ -2,7 +2,7 @@
 
 Built and threaded as ``lnlstm_cpu`` is: compiled on first use for this CPU's capability
 (``cpu_build``), each thread of torch's pool running every time step for its own block of batch
-rows. Where it does not build, ``load()`` returns None, ``UNAVAILABLE`` says why in one line, and
+rows. Where it does not build, ``KERNEL.load()`` returns None, ``KERNEL.unavailable`` says why in one line, and
 the layer runs its autograd loop (``InCellLayer.step``), which computes the same function.
 """
 
@@ -14,23 +14,7 @@ import torch
 
 from normbench.models import cpu_build
 
-SOURCE = Path(__file__).with_name("gru.cpp")
-UNAVAILABLE: str | None = None
-VARIANT: str | None = None  # the capability the loaded module was built for: avx512 | avx2 | default
-_module = None
-
-
-def load():
-    """The compiled module, or None (then ``UNAVAILABLE`` says why). Compiles at most once per process."""
-    global _module, UNAVAILABLE, VARIANT
-    if _module is None and UNAVAILABLE is None:
-        _module, VARIANT, UNAVAILABLE = cpu_build.load(SOURCE, "compiled LN-GRU kernel", "the autograd loop")
-    return _module
-
-
-def kernel_name() -> str:
-    """What the run record calls the compiled kernel: cpp-avx512, cpp-avx2 or cpp-default."""
-    return cpu_build.kernel_name(VARIANT)
+KERNEL = cpu_build.Kernel(Path(__file__).with_name("gru.cpp"), "compiled LN-GRU kernel", "the autograd loop")
 
 
 class LayerNormGRULayer(torch.autograd.Function):
@@ -44,12 +28,12 @@ class LayerNormGRULayer(torch.autograd.Function):
     @staticmethod
     def forward(ctx, xw, w_hh, gamma_x, gamma_h, bias_x, bias_h, eps: float):
         xw, w_hh, gamma_x, gamma_h, bias_h = (t.contiguous() for t in (xw, w_hh, gamma_x, gamma_h, bias_h))
-        saved = _module.forward(xw, w_hh, gamma_x, gamma_h, bias_x.contiguous(), bias_h, eps)
+        saved = KERNEL.module.forward(xw, w_hh, gamma_x, gamma_h, bias_x.contiguous(), bias_h, eps)
         ctx.save_for_backward(xw, w_hh, gamma_x, gamma_h, bias_h, *saved)
         return saved[0][1:].transpose(0, 1)
 
     @staticmethod
     def backward(ctx, grad_out):
         xw, w_hh, gamma_x, gamma_h, bias_h, *saved = ctx.saved_tensors
-        grads = _module.backward(grad_out, xw, w_hh, gamma_x, gamma_h, bias_h, saved)
+        grads = KERNEL.module.backward(grad_out, xw, w_hh, gamma_x, gamma_h, bias_h, saved)
         return (*grads, None)

@@ -15,11 +15,11 @@
 //
 // Saved tensors are time-major, so every step reads and writes contiguous slices.
 
-#include <ATen/ThreadLocalState.h>
 #include <torch/extension.h>
 
 #include <vector>
 
+#include "row_blocks.h"
 #include "rows.h"
 
 namespace {
@@ -29,6 +29,9 @@ using rows::keep;
 using rows::load;
 using rows::store;
 using rows::Vec;
+using row_blocks::add_to;
+using row_blocks::check;
+using row_blocks::steps_of;
 
 // One batch row, one step, forward. z holds h_{t-1} U^T and is overwritten with z_hat. Writes the
 // gate activations a = (i, f, g, o), c_t, c_hat, k and h_t, and the row's statistics.
@@ -153,26 +156,11 @@ inline void row_backward(const T* __restrict__ grad_out, const T* __restrict__ d
   });
 }
 
-template <typename T>
-inline void add_to(T* __restrict__ total, const T* __restrict__ part, int64_t n) {
-  chunks<T>(n, [&](int64_t j, int64_t c) { rows::accumulate(load(part + j, c), total + j, c); });
-}
-
 struct Saved {  // what the backward needs, all (time, batch, ...); x_hat is recomputed from xw
   at::Tensor hs, cs, z_hat, act, c_hat, k, mean_x, rstd_x, rstd_z, rstd_c;
 };
 
-// Rows of the batch never meet in the recurrence, so each thread of torch's pool runs every time
-// step for its own block of rows: one fork per call, not one per step. Inside the block, at::mm
-// and the ATen calls run single-threaded (nested parallelism is off), on contiguous slices. A pool
-// thread does not inherit the caller's thread-local state (grad mode, inference mode, ...): each
-// block installs the caller's.
-constexpr int64_t kRowsPerThread = 8;  // below this a thread's matrix products are too small to pay
-
-std::vector<at::Tensor> steps_of(const at::Tensor& t, int64_t b0, int64_t rows) {
-  return t.narrow(1, b0, rows).unbind(0);  // (time, batch, n) -> per step (rows, n), contiguous
-}
-
+// Each block of batch rows runs every step on its own thread (row_blocks.h says why).
 template <typename T>
 void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor& u_t, const T* gx, const T* gh,
                   const T* bias, const T* gc, const T* bc, double eps, bool cell_norm, Saved& s) {
@@ -237,11 +225,6 @@ Saved allocate(int64_t steps, int64_t batch, int64_t hidden, const at::TensorOpt
                at::empty({steps, batch}, opt),             at::ones({steps, batch}, opt)};
 }
 
-void check(const at::Tensor& t, const char* name, at::ScalarType dtype, at::IntArrayRef sizes) {
-  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous() && t.scalar_type() == dtype && t.sizes() == sizes, name,
-              ": expected a contiguous CPU tensor of the input's dtype and of size ", sizes, ", got ", t.sizes());
-}
-
 void check_parameters(const at::Tensor& w_hh, const at::Tensor& gamma_x, const at::Tensor& gamma_h,
                       const at::Tensor& gamma_c, at::ScalarType dtype, int64_t hidden) {
   check(w_hh, "w_hh", dtype, {4 * hidden, hidden});
@@ -265,11 +248,8 @@ std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w
   check(beta_c, "beta_c", dtype, {hidden});
   Saved s = allocate(xw.size(1), xw.size(0), hidden, xw.options());
   const at::Tensor u_t = w_hh.detach().t();
-  const at::ThreadLocalState caller;
   AT_DISPATCH_FLOATING_TYPES(dtype, "lnlstm_forward", [&] {
-    at::parallel_for(0, xw.size(0), kRowsPerThread, [&](int64_t b0, int64_t b1) {
-      at::ThreadLocalStateGuard state(caller);
-      at::NoGradGuard no_grad;
+    row_blocks::for_each(xw.size(0), [&](int64_t b0, int64_t b1) {
       forward_rows<scalar_t>(b0, b1, xw, u_t, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
                              bias.data_ptr<scalar_t>(), gamma_c.data_ptr<scalar_t>(), beta_c.data_ptr<scalar_t>(),
                              eps, cell_norm, s);
@@ -292,25 +272,15 @@ std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Te
   const auto opt = go.options();
   at::Tensor grad_xw = at::empty({batch, steps, width}, opt), dz = at::empty({steps, batch, width}, opt);
   at::Tensor dh = at::zeros({batch, hidden}, opt);
-  // Gain and bias gradients: one vector per block of rows, in the slot of the block's first row,
-  // summed in row order afterwards: the same result for the same number of threads, whichever
-  // thread ends first.
-  std::vector<at::Tensor> totals(batch);
+  // Gain and bias gradients: one vector per block of rows, summed in row order (row_blocks::summed).
   const at::Tensor w = w_hh.detach();
-  const at::ThreadLocalState caller;
+  at::Tensor total;
   AT_DISPATCH_FLOATING_TYPES(go.scalar_type(), "lnlstm_backward", [&] {
-    at::parallel_for(0, batch, kRowsPerThread, [&](int64_t b0, int64_t b1) {
-      at::ThreadLocalStateGuard state(caller);
-      at::NoGradGuard no_grad;
-      totals[b0] = at::zeros({3 * width + 2 * hidden}, opt);
+    total = row_blocks::summed(batch, 3 * width + 2 * hidden, opt, [&](int64_t b0, int64_t b1, at::Tensor& block) {
       backward_rows<scalar_t>(b0, b1, go, xw, w, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
-                              gamma_c.data_ptr<scalar_t>(), cell_norm, s, grad_xw, dz, dh,
-                              totals[b0].data_ptr<scalar_t>());
+                              gamma_c.data_ptr<scalar_t>(), cell_norm, s, grad_xw, dz, dh, block.data_ptr<scalar_t>());
     });
   });
-  at::Tensor total = at::zeros({3 * width + 2 * hidden}, opt);
-  for (const at::Tensor& block : totals)
-    if (block.defined()) total += block;
   const std::vector<at::Tensor> grads = total.split_with_sizes({width, width, width, hidden, hidden});
   // dL/dU = sum_t dz_t^T h_{t-1}: one product over all steps, outside the recurrence.
   at::Tensor grad_w_hh = at::mm(dz.reshape({-1, width}).t(), s.hs.narrow(0, 0, steps).reshape({-1, hidden}));

@@ -3,7 +3,7 @@
 Each thread of torch's pool runs every time step for its own block of batch rows (rows never
 meet in the recurrence), so a step costs one matrix product and a few vectorized passes over each
 row. The C++ source is compiled on first use for this CPU's capability (``cpu_build``: AVX-512,
-AVX2 or plain). Where that fails (no compiler, no ninja) ``load()`` returns None, ``UNAVAILABLE``
+AVX2 or plain). Where that fails (no compiler, no ninja) ``KERNEL.load()`` returns None, ``KERNEL.unavailable``
 says why in one line, and the layer uses the Python recurrence instead, which computes the same
 function.
 """
@@ -16,23 +16,7 @@ import torch
 
 from normbench.models import cpu_build
 
-SOURCE = Path(__file__).with_name("lnlstm.cpp")
-UNAVAILABLE: str | None = None
-VARIANT: str | None = None  # the capability the loaded module was built for: avx512 | avx2 | default
-_module = None
-
-
-def load():
-    """The compiled module, or None (then ``UNAVAILABLE`` says why). Compiles at most once per process."""
-    global _module, UNAVAILABLE, VARIANT
-    if _module is None and UNAVAILABLE is None:
-        _module, VARIANT, UNAVAILABLE = cpu_build.load(SOURCE, "compiled LN-LSTM kernel", "the Python recurrence")
-    return _module
-
-
-def kernel_name() -> str:
-    """What the run record calls the compiled kernel: cpp-avx512, cpp-avx2 or cpp-default."""
-    return cpu_build.kernel_name(VARIANT)
+KERNEL = cpu_build.Kernel(Path(__file__).with_name("lnlstm.cpp"), "compiled LN-LSTM kernel", "the Python recurrence")
 
 
 class LayerNormLSTMLayer(torch.autograd.Function):
@@ -45,7 +29,7 @@ class LayerNormLSTMLayer(torch.autograd.Function):
     @staticmethod
     def forward(ctx, xw, w_hh, gamma_x, gamma_h, bias, gamma_c, beta_c, eps: float, cell_norm: bool):
         xw, w_hh, gamma_x, gamma_h, gamma_c = (t.contiguous() for t in (xw, w_hh, gamma_x, gamma_h, gamma_c))
-        saved = _module.forward(xw, w_hh, gamma_x, gamma_h, bias.contiguous(), gamma_c, beta_c.contiguous(), eps,
+        saved = KERNEL.module.forward(xw, w_hh, gamma_x, gamma_h, bias.contiguous(), gamma_c, beta_c.contiguous(), eps,
                                 cell_norm)
         ctx.save_for_backward(xw, w_hh, gamma_x, gamma_h, gamma_c, *saved)
         ctx.cell_norm = cell_norm
@@ -54,5 +38,5 @@ class LayerNormLSTMLayer(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         xw, w_hh, gamma_x, gamma_h, gamma_c, *saved = ctx.saved_tensors
-        grads = _module.backward(grad_out, xw, w_hh, gamma_x, gamma_h, gamma_c, ctx.cell_norm, saved)
+        grads = KERNEL.module.backward(grad_out, xw, w_hh, gamma_x, gamma_h, gamma_c, ctx.cell_norm, saved)
         return (*grads, None, None)

@@ -157,10 +157,10 @@ class InCellLayer(_CellLayer):
             raise ValueError(f"model.cell_kernel=cpp runs on a CPU only, not {device.type}: use auto, python or compile")
         if not (self.fused and device.type == "cpu" and self.kernel != "python"):
             return False
-        compiled = COMPILED[self.family]
-        if compiled.load() is None and self.kernel == "cpp":
-            raise ValueError(f"model.cell_kernel=cpp, but the compiled kernel is unavailable: {compiled.UNAVAILABLE}")
-        return compiled.UNAVAILABLE is None
+        kernel = COMPILED[self.family].KERNEL
+        if kernel.load() is None and self.kernel == "cpp":
+            raise ValueError(f"model.cell_kernel=cpp, but the compiled kernel is unavailable: {kernel.unavailable}")
+        return kernel.unavailable is None
 
     def input_preactivations(self, x):
         return self.norm_x(x @ self.weight_ih.T) + self.bias_ih
@@ -359,6 +359,6 @@ def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = 
         return "autograd"
     family = layers[0].family  # a model's layers are all of one family
     if all(layer.compiled_kernel(device) for layer in layers):
-        return COMPILED[family].kernel_name()
+        return COMPILED[family].KERNEL.name()
     return "python" if family == "lstm" else "autograd"
 

@@ -1,8 +1,8 @@
 """normbench's compiled RMSNorm for CPUs (``rmsnorm.cpp``), behind an autograd Function: the
 ``compiled`` impl of the ``rms`` norm.
 
-Built on first use for this CPU's capability (``cpu_build``). Where it does not build, ``load()``
-returns None, ``UNAVAILABLE`` says why, and the norm runs PyTorch's native ``F.rms_norm``.
+Built on first use for this CPU's capability (``cpu_build``). Where it does not build, ``KERNEL.load()``
+returns None, ``KERNEL.unavailable`` says why, and the norm runs PyTorch's native ``F.rms_norm``.
 """
 
 from __future__ import annotations
@@ -13,22 +13,12 @@ import torch
 
 from normbench.models import cpu_build
 
-SOURCE = Path(__file__).with_name("rmsnorm.cpp")
 DTYPES = (torch.float32, torch.float64)
-UNAVAILABLE: str | None = None
-_module = None
-
-
-def load():
-    """The compiled module, or None (then ``UNAVAILABLE`` says why). Compiles at most once per process."""
-    global _module, UNAVAILABLE
-    if _module is None and UNAVAILABLE is None:
-        _module, _, UNAVAILABLE = cpu_build.load(SOURCE, "compiled RMSNorm", "the native one")
-    return _module
+KERNEL = cpu_build.Kernel(Path(__file__).with_name("rmsnorm.cpp"), "compiled RMSNorm", "the native one")
 
 
 def usable(x: torch.Tensor) -> bool:
-    return x.device.type == "cpu" and x.dtype in DTYPES and load() is not None
+    return x.device.type == "cpu" and x.dtype in DTYPES and KERNEL.load() is not None
 
 
 class RMSNormFunction(torch.autograd.Function):
@@ -38,7 +28,7 @@ class RMSNormFunction(torch.autograd.Function):
     def forward(ctx, x, weight, eps: float):
         flat = x.reshape(-1, x.shape[-1]).contiguous()
         w = None if weight is None else weight.contiguous()
-        y, rstd = _module.forward(flat, w, eps)
+        y, rstd = KERNEL.module.forward(flat, w, eps)
         ctx.save_for_backward(flat, w, rstd)
         ctx.shape = x.shape
         return y.view(x.shape)
@@ -46,5 +36,5 @@ class RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_y):
         flat, w, rstd = ctx.saved_tensors
-        dx, dw = _module.backward(grad_y.reshape(flat.shape), flat, w, rstd)
+        dx, dw = KERNEL.module.backward(grad_y.reshape(flat.shape), flat, w, rstd)
         return dx.view(ctx.shape), (dw if w is not None else None), None

@@ -44,7 +44,7 @@ def test_every_candidate_takes_a_training_step():
     assert facts["norm_calls_total"] == 11 and facts["loop_max_abs_difference_vs_fused"] < 1e-5
     assert set(facts["in_cell_variants_max_abs_difference"]) == {"in_cell_python", "in_cell_compile"}
     assert max(facts["in_cell_variants_max_abs_difference"].values()) < 1e-10  # float64
-    assert facts["in_cell_kernel"] == ("python" if lnlstm_cpu.load() is None else lnlstm_cpu.kernel_name())
+    assert facts["in_cell_kernel"] == ("python" if lnlstm_cpu.KERNEL.load() is None else lnlstm_cpu.KERNEL.name())
     for name, step in steps.items():
         before = [p.detach().clone() for p in step.model.parameters()]
         loss = float(step())
@@ -56,7 +56,7 @@ def test_a_gru_names_its_kernel_and_its_python_candidate_truly():
     """A GRU's in_cell runs gru.cpp where it builds; its cell_kernel=python is the autograd loop."""
     gru = cells.CellShape("gru", 4, 5, 3, 8)
     steps, facts = cells.build_steps(gru, NormSpec("ln"))
-    assert facts["in_cell_kernel"] == ("autograd" if gru_cpu.load() is None else gru_cpu.kernel_name())
+    assert facts["in_cell_kernel"] == ("autograd" if gru_cpu.KERNEL.load() is None else gru_cpu.KERNEL.name())
     assert cell_kernel_in_use(steps["in_cell_python"].model.layer, torch.device("cpu")) == "autograd"
     section = cells.run(family="gru", hidden=8, length=5, batch=4, input_size=3, quick=True, repeats=1,
                         candidates=("in_cell", "in_cell_python"))

@@ -8,8 +8,8 @@ from normbench.models.recurrent import InCellLayer, _CellLayer
 from normbench.norms import NormSpec
 
 CPU = torch.device("cpu")
-needs_kernel = pytest.mark.skipif(gru_cpu.load() is None,
-                                  reason=f"the compiled kernel does not build here: {gru_cpu.UNAVAILABLE}")
+needs_kernel = pytest.mark.skipif(gru_cpu.KERNEL.load() is None,
+                                  reason=f"the compiled kernel does not build here: {gru_cpu.KERNEL.unavailable}")
 
 
 def outputs_and_grads(layer, x, upstream, parameters=None):
@@ -103,7 +103,7 @@ def test_thread_local_modes_reach_every_block_of_rows():
 
 @needs_kernel
 def test_the_kernel_refuses_parameters_of_the_wrong_size():
-    module = gru_cpu.load()
+    module = gru_cpu.KERNEL.load()
     xw, w_hh, ones12 = torch.randn(2, 3, 12), torch.randn(12, 4), torch.ones(12)
     with pytest.raises(RuntimeError, match=r"xw: \(batch, time, 3 hidden\), got \[2, 3, 8\]"):
         module.forward(torch.randn(2, 3, 8), w_hh, ones12, ones12, ones12, ones12, 1e-5)
@@ -118,8 +118,8 @@ def test_the_kernel_refuses_parameters_of_the_wrong_size():
 
 
 def test_without_a_compiler_auto_runs_the_autograd_loop_and_cpp_says_why(monkeypatch):
-    monkeypatch.setattr(gru_cpu, "_module", None)
-    monkeypatch.setattr(gru_cpu, "UNAVAILABLE", "RuntimeError: c++: not found (test)")
+    monkeypatch.setattr(gru_cpu.KERNEL, "module", None)
+    monkeypatch.setattr(gru_cpu.KERNEL, "unavailable", "RuntimeError: c++: not found (test)")
     layer = InCellLayer("gru", 3, 4, NormSpec("ln"))
     x = torch.randn(2, 5, 3)
     torch.testing.assert_close(layer(x), _CellLayer.forward(layer, x), atol=0, rtol=0)
@@ -130,7 +130,7 @@ def test_without_a_compiler_auto_runs_the_autograd_loop_and_cpp_says_why(monkeyp
 
 
 def test_the_record_names_the_recurrence_that_runs():
-    expected = "autograd" if gru_cpu.load() is None else f"cpp-{cpu_build.capability()}"
+    expected = "autograd" if gru_cpu.KERNEL.load() is None else f"cpp-{cpu_build.capability()}"
     assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln")), CPU) == expected
     assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="python"), CPU) == "autograd"
     assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln")), CPU, autocast=True) == "autograd"
@@ -144,9 +144,9 @@ def test_every_capability_build_equals_the_autograd_loop_in_float64(variant, hid
     if variant not in cpu_build.runnable_variants():
         pytest.skip(f"this CPU does not run {variant}")
     try:
-        module = cpu_build.build(gru_cpu.SOURCE, variant)
+        module = cpu_build.build(gru_cpu.KERNEL.source, variant)
     except Exception as err:  # noqa: BLE001 - a variant that does not build is skipped, saying why
         pytest.skip(f"the {variant} build fails here: {cpu_build.why(err)}")
-    monkeypatch.setattr(gru_cpu, "_module", module)
-    monkeypatch.setattr(gru_cpu, "UNAVAILABLE", None)
+    monkeypatch.setattr(gru_cpu.KERNEL, "module", module)
+    monkeypatch.setattr(gru_cpu.KERNEL, "unavailable", None)
     assert_equals_the_autograd_loop(perturbed_layer(hidden))

@@ -10,8 +10,8 @@ from normbench.models.recurrent import InCellLayer, _CellLayer
 from normbench.norms import NormSpec
 
 CPU = torch.device("cpu")
-needs_kernel = pytest.mark.skipif(lnlstm_cpu.load() is None,
-                                  reason=f"the compiled kernel does not build here: {lnlstm_cpu.UNAVAILABLE}")
+needs_kernel = pytest.mark.skipif(lnlstm_cpu.KERNEL.load() is None,
+                                  reason=f"the compiled kernel does not build here: {lnlstm_cpu.KERNEL.unavailable}")
 
 
 def outputs_and_grads(layer, x, upstream, parameters=None):
@@ -58,8 +58,8 @@ def test_float32_is_as_accurate_as_the_python_recurrence():
 
 
 def test_without_a_compiler_auto_falls_back_and_cpp_says_why(monkeypatch):
-    monkeypatch.setattr(lnlstm_cpu, "_module", None)
-    monkeypatch.setattr(lnlstm_cpu, "UNAVAILABLE", "RuntimeError: c++: not found (test)")
+    monkeypatch.setattr(lnlstm_cpu.KERNEL, "module", None)
+    monkeypatch.setattr(lnlstm_cpu.KERNEL, "unavailable", "RuntimeError: c++: not found (test)")
     layer = InCellLayer("lstm", 3, 4, NormSpec("ln"))
     x = torch.randn(2, 5, 3)
     torch.testing.assert_close(layer(x), _CellLayer.forward(layer, x), atol=1e-6, rtol=0)
@@ -73,7 +73,7 @@ def test_the_record_names_the_recurrence_that_runs():
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="python"), CPU) == "python"
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("rms")), CPU) is None  # autograd loop
     assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="python"), CPU) == "autograd"
-    expected = "python" if lnlstm_cpu.load() is None else f"cpp-{cpu_build.capability()}"
+    expected = "python" if lnlstm_cpu.KERNEL.load() is None else f"cpp-{cpu_build.capability()}"
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln")), CPU) == expected
 
 
@@ -100,7 +100,7 @@ def test_thread_local_modes_reach_every_block_of_rows():
 
 @needs_kernel
 def test_the_kernel_refuses_parameters_of_the_wrong_size():
-    module = lnlstm_cpu.load()
+    module = lnlstm_cpu.KERNEL.load()
     xw, w_hh = torch.randn(2, 3, 16), torch.randn(16, 4)
     ones16, ones4, zeros4 = torch.ones(16), torch.ones(4), torch.zeros(4)
     with pytest.raises(RuntimeError, match=r"gamma_x: .*of size \[16\], got \[1\]"):
@@ -132,10 +132,10 @@ def test_every_capability_build_equals_the_autograd_loop_in_float64(variant, hid
     if variant not in cpu_build.runnable_variants():
         pytest.skip(f"this CPU does not run {variant}")
     try:
-        module = cpu_build.build(lnlstm_cpu.SOURCE, variant)
+        module = cpu_build.build(lnlstm_cpu.KERNEL.source, variant)
     except Exception as err:  # noqa: BLE001 - a variant that does not build is skipped, saying why
         pytest.skip(f"the {variant} build fails here: {cpu_build.why(err)}")
-    monkeypatch.setattr(lnlstm_cpu, "_module", module)
+    monkeypatch.setattr(lnlstm_cpu.KERNEL, "module", module)
     torch.manual_seed(11)
     layer = InCellLayer("lstm", 5, hidden, NormSpec("ln"), kernel="cpp").double()
     with torch.no_grad():

@@ -163,8 +163,8 @@ def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine, kernel
     """Both hand-written recurrences give autograd's outputs and gradients, to float64 rounding."""
     from normbench.models.recurrent import _CellLayer
 
-    if kernel == "cpp" and lnlstm_cpu.load() is None:
-        pytest.skip(f"the compiled kernel does not build here: {lnlstm_cpu.UNAVAILABLE}")
+    if kernel == "cpp" and lnlstm_cpu.KERNEL.load() is None:
+        pytest.skip(f"the compiled kernel does not build here: {lnlstm_cpu.KERNEL.unavailable}")
     torch.manual_seed(7)
     layer = InCellLayer("lstm", 5, 8, NormSpec("ln", affine=affine), cell_norm=cell_norm, kernel=kernel).double()
     with torch.no_grad():  # move gains/biases off their init so their gradients are tested too
@@ -184,8 +184,8 @@ def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine, kernel
 
 @pytest.mark.parametrize("family", ["lstm", "gru"])
 def test_fused_path_is_used_only_where_it_is_the_same_arithmetic(family, monkeypatch):
-    if family == "gru" and gru_cpu.load() is None:
-        pytest.skip(f"the compiled kernel does not build here: {gru_cpu.UNAVAILABLE}")
+    if family == "gru" and gru_cpu.KERNEL.load() is None:
+        pytest.skip(f"the compiled kernel does not build here: {gru_cpu.KERNEL.unavailable}")
     calls = []
     for function in (LayerNormLSTMRecurrence, lnlstm_cpu.LayerNormLSTMLayer, gru_cpu.LayerNormGRULayer):
         original = function.apply

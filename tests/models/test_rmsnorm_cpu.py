@@ -6,8 +6,8 @@ import torch
 from normbench.models import rmsnorm_cpu
 from normbench.norms import EXTRA_IMPLS, RMSNormCompiled, RMSNormReference, build_norm
 
-needs_kernel = pytest.mark.skipif(rmsnorm_cpu.load() is None,
-                                  reason=f"the compiled RMSNorm does not build here: {rmsnorm_cpu.UNAVAILABLE}")
+needs_kernel = pytest.mark.skipif(rmsnorm_cpu.KERNEL.load() is None,
+                                  reason=f"the compiled RMSNorm does not build here: {rmsnorm_cpu.KERNEL.unavailable}")
 
 
 def outputs_and_grads(cls, module, x, upstream):
@@ -56,8 +56,8 @@ def test_half_precision_and_no_compiler_use_the_native_kernel(monkeypatch):
     x = torch.randn(4, 16, dtype=torch.bfloat16)
     torch.testing.assert_close(module.to(torch.bfloat16)(x), torch.nn.functional.rms_norm(
         x, (16,), module.weight, module.eps), atol=0, rtol=0)
-    monkeypatch.setattr(rmsnorm_cpu, "_module", None)
-    monkeypatch.setattr(rmsnorm_cpu, "UNAVAILABLE", "RuntimeError: c++: not found (test)")
+    monkeypatch.setattr(rmsnorm_cpu.KERNEL, "module", None)
+    monkeypatch.setattr(rmsnorm_cpu.KERNEL, "unavailable", "RuntimeError: c++: not found (test)")
     module.float()
     y = torch.randn(4, 16)
     torch.testing.assert_close(module(y), torch.nn.functional.rms_norm(y, (16,), module.weight, module.eps))
