@@ -1,4 +1,5 @@
-"""The compiled in-cell LN-GRU (gru.cpp): equal to the autograd loop, threads, fallback, the record."""
+"""The compiled in-cell LN-GRU (gru.cpp): equal to the autograd loop, fallback, the record
+(threads and float32 accuracy: test_cell_kernels.py)."""
 
 import pytest
 import torch
@@ -49,56 +50,6 @@ def test_equals_the_autograd_loop_in_float64(hidden, affine):
     assert_equals_the_autograd_loop(layer)
     x = torch.randn(2, 3, 5, dtype=torch.double, requires_grad=True)
     assert torch.autograd.gradcheck(lambda inp: layer(inp), (x,), fast_mode=True)
-
-
-@needs_kernel
-def test_blocks_of_rows_on_several_threads_give_the_one_thread_result():
-    """Batch 20 with 2 threads runs as two blocks of 10 rows; 1 thread runs one block of 20."""
-    layer = perturbed_layer(16)
-    x, upstream = torch.randn(20, 9, 5, dtype=torch.double), torch.randn(20, 9, 16, dtype=torch.double)
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        one = outputs_and_grads(layer, x, upstream)
-        torch.set_num_threads(2)
-        two = outputs_and_grads(layer, x, upstream)
-    finally:
-        torch.set_num_threads(threads)
-    for a, b in zip(one, two):
-        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
-
-
-@needs_kernel
-def test_float32_is_as_accurate_as_the_autograd_loop():
-    """Against float64, the compiled kernel's float32 error is of the autograd loop's size."""
-    torch.manual_seed(0)
-    layer = InCellLayer("gru", 8, 32, NormSpec("ln"))
-    x, upstream = torch.randn(16, 12, 8), torch.randn(16, 12, 32)
-    exact = outputs_and_grads(layer.double(), x.double(), upstream.double())
-    layer.float()
-    compiled = outputs_and_grads(layer, x, upstream)
-    layer.kernel = "python"  # a GRU's "python" is the autograd loop
-    loop = outputs_and_grads(layer, x, upstream)
-    for e, c, p in zip(exact, compiled, loop):
-        error_c, error_p = (c.double() - e).abs().max().item(), (p.double() - e).abs().max().item()
-        scale = e.abs().max().item()
-        assert error_c <= 4 * error_p + 1e-6 * scale, (error_c, error_p, scale)
-
-
-@needs_kernel
-def test_thread_local_modes_reach_every_block_of_rows():
-    """Pool threads do not inherit the caller's inference mode; each block installs it."""
-    layer = InCellLayer("gru", 3, 8, NormSpec("ln"), kernel="cpp")
-    x = torch.randn(40, 6, 3)
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(2)
-        with torch.no_grad():
-            expected = layer(x)
-        with torch.inference_mode():
-            torch.testing.assert_close(layer(x), expected, atol=0, rtol=0)
-    finally:
-        torch.set_num_threads(threads)
 
 
 @needs_kernel

@@ -1,4 +1,5 @@
-"""The compiled in-cell LN-LSTM (lnlstm.cpp): threads, fallback, and the record of which one ran."""
+"""The compiled in-cell LN-LSTM (lnlstm.cpp): fallback, checks, builds, and the record of which one ran
+(threads and float32 accuracy: test_cell_kernels.py)."""
 
 import os
 
@@ -18,43 +19,6 @@ def outputs_and_grads(layer, x, upstream, parameters=None):
     x = x.clone().requires_grad_()
     y = layer(x)
     return [y.detach(), *torch.autograd.grad(y, [x, *(parameters or layer.parameters())], upstream)]
-
-
-@needs_kernel
-def test_blocks_of_rows_on_several_threads_give_the_one_thread_result():
-    """Batch 20 with 2 threads runs as two blocks of 10 rows; 1 thread runs one block of 20."""
-    torch.manual_seed(3)
-    layer = InCellLayer("lstm", 6, 16, NormSpec("ln"), kernel="cpp").double()
-    x, upstream = torch.randn(20, 9, 6, dtype=torch.double), torch.randn(20, 9, 16, dtype=torch.double)
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        one = outputs_and_grads(layer, x, upstream)
-        torch.set_num_threads(2)
-        two = outputs_and_grads(layer, x, upstream)
-    finally:
-        torch.set_num_threads(threads)
-    loop = _CellLayer.forward(layer, x.clone().requires_grad_())
-    torch.testing.assert_close(one[0], loop.detach(), atol=1e-12, rtol=0)
-    for a, b in zip(one, two):
-        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
-
-
-@needs_kernel
-def test_float32_is_as_accurate_as_the_python_recurrence():
-    """Against float64, the compiled kernel's float32 error is of the Python recurrence's size."""
-    torch.manual_seed(0)
-    layer = InCellLayer("lstm", 8, 32, NormSpec("ln"))
-    x, upstream = torch.randn(16, 12, 8), torch.randn(16, 12, 32)
-    exact = outputs_and_grads(layer.double(), x.double(), upstream.double())
-    layer.float()
-    compiled = outputs_and_grads(layer, x, upstream)
-    layer.kernel = "python"
-    python = outputs_and_grads(layer, x, upstream)
-    for e, c, p in zip(exact, compiled, python):
-        error_c, error_p = (c.double() - e).abs().max().item(), (p.double() - e).abs().max().item()
-        scale = e.abs().max().item()
-        assert error_c <= 4 * error_p + 1e-6 * scale, (error_c, error_p, scale)
 
 
 def test_without_a_compiler_auto_falls_back_and_cpp_says_why(monkeypatch):
@@ -80,22 +44,6 @@ def test_the_record_names_the_recurrence_that_runs():
 def test_an_unknown_kernel_is_refused():
     with pytest.raises(ValueError, match="unknown cell kernel 'fast'; valid: auto, cpp, python"):
         InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="fast")
-
-
-@needs_kernel
-def test_thread_local_modes_reach_every_block_of_rows():
-    """Pool threads do not inherit the caller's inference mode; each block installs it."""
-    layer = InCellLayer("lstm", 3, 8, NormSpec("ln"), kernel="cpp")
-    x = torch.randn(40, 6, 3)
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(2)
-        with torch.no_grad():
-            expected = layer(x)
-        with torch.inference_mode():
-            torch.testing.assert_close(layer(x), expected, atol=0, rtol=0)
-    finally:
-        torch.set_num_threads(threads)
 
 
 @needs_kernel

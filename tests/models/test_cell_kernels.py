@@ -1,0 +1,74 @@
+"""What the compiled in-cell kernels (lnlstm.cpp, gru.cpp) share: their threads (row_blocks.h) and their
+float32 accuracy, tested once for each family."""
+
+import pytest
+import torch
+
+from normbench.models import gru_cpu, lnlstm_cpu
+from normbench.models.recurrent import InCellLayer, _CellLayer
+from normbench.norms import NormSpec
+
+KERNELS = {"lstm": lnlstm_cpu.KERNEL, "gru": gru_cpu.KERNEL}
+FAMILIES = [pytest.param(family, marks=pytest.mark.skipif(
+    kernel.load() is None, reason=f"the compiled kernel does not build here: {kernel.unavailable}"))
+    for family, kernel in KERNELS.items()]
+
+
+def outputs_and_grads(layer, x, upstream):
+    x = x.clone().requires_grad_()
+    y = layer(x)
+    return [y.detach(), *torch.autograd.grad(y, [x, *layer.parameters()], upstream)]
+
+
+@pytest.fixture
+def threads():
+    """Sets torch's thread count for the test, and puts the caller's back afterwards."""
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_blocks_of_rows_on_several_threads_give_the_one_thread_result(family, threads):
+    """Batch 20 with 2 threads runs as two blocks of 10 rows; 1 thread runs one block of 20."""
+    torch.manual_seed(3)
+    layer = InCellLayer(family, 6, 16, NormSpec("ln"), kernel="cpp").double()
+    x, upstream = torch.randn(20, 9, 6, dtype=torch.double), torch.randn(20, 9, 16, dtype=torch.double)
+    threads(1)
+    one = outputs_and_grads(layer, x, upstream)
+    threads(2)
+    two = outputs_and_grads(layer, x, upstream)
+    loop = _CellLayer.forward(layer, x.clone().requires_grad_())
+    torch.testing.assert_close(one[0], loop.detach(), atol=1e-12, rtol=0)
+    for a, b in zip(one, two):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_thread_local_modes_reach_every_block_of_rows(family, threads):
+    """Pool threads do not inherit the caller's inference mode; each block installs it."""
+    layer = InCellLayer(family, 3, 8, NormSpec("ln"), kernel="cpp")
+    x = torch.randn(40, 6, 3)
+    threads(2)
+    with torch.no_grad():
+        expected = layer(x)
+    with torch.inference_mode():
+        torch.testing.assert_close(layer(x), expected, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_float32_is_as_accurate_as_what_python_runs(family):
+    """Against float64, a compiled kernel's float32 error is of the size of model.cell_kernel=python's
+    (the LSTM's hand-written Python recurrence, the GRU's autograd loop)."""
+    torch.manual_seed(0)
+    layer = InCellLayer(family, 8, 32, NormSpec("ln"))
+    x, upstream = torch.randn(16, 12, 8), torch.randn(16, 12, 32)
+    exact = outputs_and_grads(layer.double(), x.double(), upstream.double())
+    layer.float()
+    compiled = outputs_and_grads(layer, x, upstream)
+    layer.kernel = "python"
+    python = outputs_and_grads(layer, x, upstream)
+    for e, c, p in zip(exact, compiled, python):
+        error_c, error_p = (c.double() - e).abs().max().item(), (p.double() - e).abs().max().item()
+        scale = e.abs().max().item()
+        assert error_c <= 4 * error_p + 1e-6 * scale, (error_c, error_p, scale)
