@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from normbench.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
+from normbench import study_info
 from normbench.contract import FINISHED, config_hash, identity
 from normbench.loggers import build_logger
 from normbench.record import RunRecord, environment, read_summary
@@ -134,8 +135,8 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
         record = RunRecord.claim(run_dir, digest)
         follow_logs(run_dir, record.run_dir)
         record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=run_identity.group_hash,
-                     seed=plain.get("seed"), axes=run_identity.settings, task={}, metrics={}, profiles={},
-                     throughput={}, environment={}, **(extra or {}))
+                     seed=plain.get("seed"), axes=run_identity.settings, study=study_info.current(), task={},
+                     metrics={}, profiles={}, throughput={}, environment={}, **(extra or {}))
         return {**_attempt(record, node, parallel_jobs, job_num, wall_start), "run_dir": str(record.run_dir)}
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from normbench import contract
 from normbench.report.intervals import LEVEL, t_quantile
-from normbench.report.ranking import best_flags
+from normbench.report.ranking import rank_groups
 from normbench.report.records import RunRecord
 
 PRIMARY = "metrics.best_val"
@@ -34,6 +34,7 @@ TRAINED = ("ok", "diverged", "failed", "interrupted")
 # machine (or one that changed speed); its throughput says more about the load than the code.
 TIMING_NOISY = 1.5
 ALL_RUNS = "all runs"
+NO_STUDY = "runs without a study"  # records of single runs or of versions before studies: one comparison
 # When the task's record omits higher_is_better, the metric decides (run-record.md lists three).
 _HIGHER_IS_BETTER = {"accuracy": True, "mse": False, "bpc": False}
 _ENVIRONMENT_KEYS = ("device", "device_name", "torch", "python", "normbench_version", "git_commit")
@@ -95,6 +96,11 @@ def _flatten(record: RunRecord) -> dict:
         "group_hash": known.group_hash if known else summary.get("group_hash"),
         "rerun_of": (summary.get("rerun_of") or {}).get("run_dir") if isinstance(summary.get("rerun_of"), dict) else None,
     }
+    study = summary.get("study") if isinstance(summary.get("study"), dict) else {}
+    arms = study.get("arms") if isinstance(study.get("arms"), list) else []
+    row.update({"study": str(study.get("id") or NO_STUDY), "study.name": str(study.get("name") or NO_STUDY),
+                "study.purpose": str(study.get("purpose") or ""), "study.command": str(study.get("command") or ""),
+                "study.arms": ",".join(str(a) for a in arms)})
     if known:
         row.update({f"axes.{k}": v for k, v in known.settings.items() if _is_scalar(v)})
     for group in ("axes", "task", "metrics", "throughput"):
@@ -150,10 +156,12 @@ def distinct_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         _rerun=runs.get("rerun_of", pd.Series(None, index=runs.index)).notna(),
         _started=runs["time.started"].fillna("") if "time.started" in runs else "",
     ).sort_values(["_status", "_rerun", "_started", "run_dir"], kind="stable")
+    # One run per identity within a study: the same run in two studies answers two questions.
+    key = (order["study"].astype(str) + "/" if "study" in order else "") + order["config_hash"].astype(str)
     known = order["config_hash"].notna()
-    copy = known & order["config_hash"].duplicated(keep="first")
-    kept_dir = order[known & ~copy].set_index("config_hash")["run_dir"]
-    copies = order[copy].assign(copy_of=lambda c: c["config_hash"].map(kept_dir))
+    copy = known & key.duplicated(keep="first")
+    kept_dir = pd.Series(order.loc[known & ~copy, "run_dir"].to_numpy(), index=key[known & ~copy])
+    copies = order[copy].assign(copy_of=key[copy].map(kept_dir))
     distinct = order[~copy].sort_index()
     helper = ["_status", "_rerun", "_started"]
     return distinct.drop(columns=helper), copies.drop(columns=helper)
@@ -219,25 +227,61 @@ def naming_axes(runs: pd.DataFrame, axes: list[str]) -> list[str]:
     return chosen or axes[:1]
 
 
+def _describe(rows: pd.DataFrame, axes: list[str]) -> pd.Series:
+    """ "norm=ln, placement=pre" per row; settings that do not apply to a run are left out."""
+    if not axes or rows.empty:
+        return pd.Series(ALL_RUNS, index=rows.index, dtype=object)
+    def one(row) -> str:
+        return ", ".join(f"{c.removeprefix('axes.')}={format_value(row[c])}" for c in axes
+                         if not (row[c] is None or (isinstance(row[c], float) and math.isnan(row[c])))) or ALL_RUNS
+    return rows[axes].apply(one, axis=1)
+
+
+def arm_axes(study_runs: pd.DataFrame) -> list[str]:
+    """The settings that name a study's arms: those that vary within the study, the ones its sweep
+    declared first (studies record the swept keys), then the fewest others that tell its groups apart."""
+    varying = varying_axes(study_runs)
+    declared = set()
+    if "study.arms" in study_runs:
+        for text in study_runs["study.arms"].dropna().astype(str).unique():
+            declared |= {k.split(".")[-1] for k in text.split(",") if k}
+            declared |= {k for k in text.split(",") if k}
+    first = [a for a in varying if a.removeprefix("axes.") in declared]
+    return naming_axes(study_runs, first + [a for a in varying if a not in first])
+
+
+def study_titles(runs: pd.DataFrame) -> dict[str, str]:
+    """study id -> its name, with the id's start where two studies share a name."""
+    if "study" not in runs or runs.empty:
+        return {}
+    named = runs.drop_duplicates("study").set_index("study")["study.name"].astype(str)
+    shared = named.duplicated(keep=False)
+    return {sid: (f"{name} [{sid[:6]}]" if shared[sid] else name) for sid, name in named.items()}
+
+
 def label_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """Adds `group`: "norm=ln, placement=pre", naming each group by the varying settings that tell
-    it apart from the others (or "all runs")."""
+    """Adds `arm` (the group named by its study's arm settings: "norm=ln, placement=pre") and
+    `group` (unique over the report: the arm, prefixed by the study's title when there are several).
+
+    A group is a group_hash within a study: the same settings in two studies are two groups, each
+    compared only with its own study's arms."""
     runs = runs.copy()
-    axes = naming_axes(runs, axes)
-    if not axes:
-        label = pd.Series(ALL_RUNS, index=runs.index)
-    else:
-        def describe(row) -> str:  # settings that do not apply to this run are left out
-            return ", ".join(f"{c.removeprefix('axes.')}={format_value(row[c])}" for c in axes
-                             if not (row[c] is None or (isinstance(row[c], float) and math.isnan(row[c])))) or ALL_RUNS
-        label = runs[axes].apply(describe, axis=1) if len(runs) else pd.Series(dtype=object)
-    # Groups are the group_hash's; two that the varying axes cannot tell apart (records of an
-    # older version lacking a setting) keep apart by their hash.
+    if "study" not in runs:
+        runs["study"], runs["study.name"] = NO_STUDY, NO_STUDY
+    arm = pd.Series(ALL_RUNS, index=runs.index, dtype=object)
+    for _, mine in runs.groupby("study", sort=False):
+        arm[mine.index] = _describe(mine, arm_axes(mine))
+    titles = study_titles(runs)
+    label = arm if len(titles) <= 1 else runs["study"].map(titles) + " · " + arm
+    # Two groups that the arm settings cannot tell apart (records of an older version lacking a
+    # setting) keep apart by their hash.
     if "group_hash" in runs and len(runs):
-        identity = runs["group_hash"].fillna(runs["run_dir"])
+        identity = runs["study"].astype(str) + "/" + runs["group_hash"].fillna(runs["run_dir"]).astype(str)
         clashing = identity.groupby(label).transform("nunique") > 1
-        label = label.where(~clashing, label + " [" + identity.astype(str).str[:6] + "]")
-    runs["group"] = label
+        suffix = " [" + runs["group_hash"].fillna(runs["run_dir"]).astype(str).str[:6] + "]"
+        label = label.where(~clashing, label + suffix)
+        arm = arm.where(~clashing, arm + suffix)
+    runs["arm"], runs["group"] = arm, label
     return runs
 
 
@@ -359,6 +403,9 @@ def _label_groups(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str])
     """Each group's task and axis values in front, its metric, direction and memory kind behind."""
     first = trained.groupby("group", sort=False).first()
     summary.insert(0, "task", first["task.name"])
+    summary.insert(0, "study", first["study"])
+    summary.insert(1, "study_name", first["study"].map(study_titles(trained)))
+    summary.insert(2, "arm", first["arm"])
     for position, axis in enumerate([a for a in axes if a != "axes.task"], start=1):
         summary.insert(position, axis.removeprefix("axes."), first[axis])
     summary["metric"] = first["task.metric"] if "task.metric" in first else "best_val"
@@ -373,17 +420,18 @@ def _ranked(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str]) -> pd
     """Rank and best flag within each task, rows best first, the columns a reader wants first in front."""
     ranked = summary["final_val_mean"].fillna(summary["best_val_mean"])  # records without final_val: best_val
     oriented = ranked.where(summary["higher_is_better"], -ranked)
-    summary["rank"] = oriented.groupby(summary["task"]).rank(ascending=False, method="min")
     score = RANK_SCORE if RANK_SCORE in trained and trained[RANK_SCORE].notna().any() else PRIMARY
-    summary["best"] = best_flags(trained, summary, score=score)  # not shown worse than the best (ranking.RULE)
-    summary = summary.assign(_order=oriented.fillna(-math.inf))
-    summary = summary.sort_values(["task", "_order"], ascending=[True, False], kind="stable")
-    leading = ["task", "group", *[a.removeprefix("axes.") for a in axes if a != "axes.task"], "rank", "best",
+    ranks = rank_groups(trained, summary, score=score)  # ranking.RULE, within each study and task
+    summary["rank"], summary["best"], summary["shown_worse"] = ranks["rank"], ranks["best"], ranks["shown_worse"]
+    summary = summary.assign(_order=summary["rank"].fillna(math.inf), _unranked=-oriented.fillna(-math.inf))
+    summary = summary.sort_values(["study_name", "study", "task", "_order", "_unranked"], kind="stable")
+    leading = ["study", "study_name", "task", "arm", "group", *[a.removeprefix("axes.") for a in axes if a != "axes.task"],
+               "rank", "best", "shown_worse",
                "metric", "higher_is_better", "best_val_mean", "best_val_ci_low", "best_val_ci_high",
                "best_val_std", "best_val_n", "final_val_mean", "final_val_ci_low", "final_val_ci_high",
                "test_mean", "test_ci_low", "test_ci_high", "seeds", "n", "n_ok", "n_diverged", "divergence_rate", "reached",
                "steps_to_target_median", "seconds_to_target_median"]
-    ordered = leading + [c for c in summary.columns if c not in leading and c != "_order"]
+    ordered = leading + [c for c in summary.columns if c not in leading and c not in ("_order", "_unranked")]
     return summary[ordered].reset_index(drop=True)
 
 

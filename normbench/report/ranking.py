@@ -1,28 +1,26 @@
-"""Which groups of a task are "not shown to be worse than the best": the ★ of a leaderboard.
+"""Which group of a comparison is best, and which are "not shown to be worse" than it: the ★.
 
-A leaderboard's ★ is a statistical statement, so it follows a stated rule (RULE below):
+A comparison is the groups of one study and task (studies.py): arms that differ only in what the
+study varies. Its ranking follows one stated rule (RULE below), the same in the answer, the
+leaderboard and summary.csv:
 
-1. Scores are the primary metric of the runs that trained, oriented so higher = better. A diverged
-   run ranks below every finished run (never at the task's chance level: an MSE run that trained can
-   end far worse than chance, so scoring divergence at chance would reward it).
-2. Only groups with at least 2 runs that trained and at least one that finished are eligible: one
-   run has no spread to compare, and a group with nothing but divergences has no score.
-3. The best group is the eligible group with the highest mean rank of its runs in one ranking of all
-   eligible runs (diverged runs tied at the bottom), ties broken by the mean of its finished runs.
-   A mostly-diverged group has a low mean rank, so its one surviving run cannot make it best.
-4. Each other eligible group is compared with the best by a one-sided test of "worse than the
-   best": Welch's t-test on the scores when neither group has a diverged run; otherwise the
-   Mann–Whitney U test on the scores with diverged runs ranked worst, and Fisher's exact test on
-   the divergence counts (diverged vs finished), combined by Bonferroni (p = twice the smaller):
-   a rank test on five runs a side cannot reject at 5% however many diverged, the counts can.
-   Two groups whose runs all score one identical value are tied (p = 1, both ★: their results are
-   the same, not merely untested); two constant groups with different values differ with certainty
-   (p = 0): no test is needed to see that.
-   A group more than half of whose runs diverged, compared with a best group whose runs mostly
-   finished, is worse by definition (its median run diverged, the best's did not) and is not tested:
-   EVIDENCE.md's "a group whose runs mostly diverged is not best" holds however few runs there are.
-5. Holm's step-down correction over those m comparisons at α = 0.05: a group is shown worse when
-   its p-value is rejected by Holm. The best group and every group not shown worse get the ★.
+1. The score is the final validation metric (the leaderboard's column), oriented so higher =
+   better. A diverged run has no score and counts against its group: groups are ordered by their
+   share of diverged runs first (fewest first), then by the mean score of their finished runs. A
+   mostly-diverged group can therefore never be best on the strength of one surviving run.
+2. Only groups with at least 2 runs (distinct seeds) and one finished run are ranked: one run has
+   no spread to compare. The others are listed below the ranking with what they scored.
+3. The best group is rank 1. Each other ranked group is compared with it by a one-sided test of
+   "worse than the best": Welch's t-test on the scores when neither group has a diverged run;
+   otherwise the Mann–Whitney U test on the scores with diverged runs ranked worst, and Fisher's
+   exact test on the divergence counts, combined by Bonferroni (p = twice the smaller). Two
+   groups whose runs all score one identical value are tied (p = 1); two constant groups with
+   different values differ with certainty (p = 0). A group more than half of whose runs diverged,
+   against a best group most of whose runs finished, is worse by definition, untested.
+4. Holm's step-down correction over those m comparisons at α = 0.05. A group is "shown worse" when
+   Holm rejects its p-value. The ★ marks the best group and every group not shown worse, but only
+   when at least one group is shown worse: when none is, a ★ on every row would say nothing, and
+   the answer says in words that the arms cannot be told apart at the seeds run.
 """
 
 from __future__ import annotations
@@ -38,14 +36,12 @@ from scipy import stats
 ALPHA = 0.05
 _EXACT_LIMIT = 9999  # arrangements of two groups' runs up to which the rank test is exact
 RULE = (
-    "★ = not shown to be worse than the best group of the task. Diverged runs rank below every "
-    "finished run. The best group is the one with the highest mean rank of its runs (diverged runs "
-    "counted); each other group is compared with it by a one-sided Welch t-test on the primary "
-    "metric, or, when either group has a diverged run, a one-sided Mann–Whitney U test with diverged "
-    "runs ranked worst together with Fisher's exact test on the divergence counts (Bonferroni: twice "
-    f"the smaller p); Holm's step-down correction over the comparisons at α = {ALPHA:g}. A group most "
-    "of whose runs diverged is worse than a best group most of whose runs finished, untested. "
-    "Groups with fewer than 2 runs, or with no finished run, get no ★."
+    "Ranked within each study and task on the mean final validation metric of the finished runs, "
+    "fewest diverged runs first (a diverged run counts against its group); only groups with 2 or more "
+    "seeds are ranked, and rank 1 is the best. ★ = the best and every group not shown worse than it: "
+    "a one-sided Welch t-test against the best (Mann–Whitney U with diverged runs ranked worst plus "
+    "Fisher's exact test on divergence counts, Bonferroni-combined, when a group has a diverged run), "
+    f"Holm-corrected at α = {ALPHA:g}. No ★ is given when no group is shown worse."
 )
 
 
@@ -53,10 +49,16 @@ RULE = (
 class BestSet:
     """The outcome of the rule for one task."""
 
-    best: str | None            # the group the others are compared with; None when no group is eligible
-    members: list[str]          # the ★ groups, best first
+    best: str | None            # rank 1, which the others are compared with; None when no group is eligible
+    members: list[str]          # the best and the groups not shown worse, best first
+    order: list[str]            # the ranked (eligible) groups, rank 1 first
     comparisons: pd.DataFrame   # group, eligible, test, p, holm_threshold, shown_worse, why
     rule: str = RULE
+
+    @property
+    def informative(self) -> bool:
+        """Whether a ★ says anything: some ranked group is shown worse than the best."""
+        return len(self.members) < len(self.order)
 
 
 def _oriented(scores: pd.Series, higher_is_better: bool) -> pd.Series:
@@ -120,20 +122,18 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     rows, eligible = [], []
     for name, part in used.groupby(group, sort=False):
         n, n_finished = len(part), int((~is_diverged[part.index]).sum())
-        why = ("fewer than 2 runs" if n < 2 else "no finished run" if n_finished == 0 else "")
+        why = ("fewer than 2 seeds" if n < 2 else "no finished run" if n_finished == 0 else "")
         rows.append({"group": name, "runs": n, "diverged": n - n_finished, "eligible": not why, "why": why})
         if not why:
             eligible.append(name)
     table = pd.DataFrame(rows, columns=["group", "runs", "diverged", "eligible", "why"])
     if not eligible:
-        return BestSet(None, [], table.assign(test="", p=math.nan, holm_threshold=math.nan, shown_worse=False))
+        return BestSet(None, [], [], table.assign(test="", p=math.nan, holm_threshold=math.nan, shown_worse=False))
 
     pool = used[used[group].isin(eligible)]
-    floor = oriented[~is_diverged].min() - 1.0
-    ranked = oriented.where(~is_diverged, floor)[pool.index].rank(method="average")
-    mean_rank = ranked.groupby(pool[group]).mean()
+    diverged_share = is_diverged[pool.index].groupby(pool[group]).mean()
     finished_mean = oriented[pool.index][~is_diverged[pool.index]].groupby(pool[group]).mean()
-    order = sorted(eligible, key=lambda g: (-mean_rank[g], -finished_mean.get(g, -math.inf)))
+    order = sorted(eligible, key=lambda g: (diverged_share[g], -finished_mean.get(g, -math.inf)))
     best = order[0]
 
     def arm(name: str) -> tuple[np.ndarray, int]:
@@ -161,20 +161,41 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     table["holm_threshold"] = table["group"].map(lambda g: outcome[g][2] if g in outcome else math.nan)
     table["shown_worse"] = table["group"].map(lambda g: bool(outcome[g][3]) if g in outcome else False)
     members = [best] + [g for g in order[1:] if not outcome[g][3]]
-    return BestSet(best, members, table)
+    return BestSet(best, members, order, table)
 
 
-def best_flags(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = "metrics.best_val") -> pd.Series:
-    """summary.csv's "best" column: True for the ★ groups of each task.
+COMPARISON = ["study", "task.name"]  # the runs columns that make one comparison
 
-    ``trained`` is the runs table (one row per run, with group, status, task.name,
-    task.higher_is_better and the score); ``summary`` has one row per group with "task" and "group".
+
+def comparisons(runs: pd.DataFrame):
+    """(study, task, runs) for each comparison: the groups of one study on one task."""
+    keys = [c for c in COMPARISON if c in runs]
+    if runs.empty:
+        return
+    for key, mine in runs.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        study, task = (key if len(keys) == 2 else ("", key[0]))
+        yield str(study), str(task), mine
+
+
+def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = "metrics.final_val") -> pd.DataFrame:
+    """summary.csv's `rank`, `best` (★) and `shown_worse` columns, by RULE within each comparison.
+
+    ``trained`` is the runs table (one row per run, with study, group, status, task.name,
+    task.higher_is_better and the score); ``summary`` has one row per group. Unranked groups
+    (fewer than 2 seeds, no finished run) have no rank; ★ only where it informs (BestSet.informative).
     """
-    flags = pd.Series(False, index=summary.index)
+    columns = pd.DataFrame({"rank": math.nan, "best": False, "shown_worse": False}, index=summary.index)
     if score not in trained or trained.empty:
-        return flags
-    for task, runs in trained.groupby("task.name", sort=False):
+        return columns
+    for _, _, runs in comparisons(trained):
         higher = bool(runs["task.higher_is_better"].iloc[0])
-        members = set(best_set(runs, higher, score=score).members)
-        flags |= (summary["task"] == task) & summary["group"].isin(members)
-    return flags
+        result = best_set(runs, higher, score=score)
+        rows = summary["group"].isin(runs["group"].unique())
+        position = {g: i + 1 for i, g in enumerate(result.order)}
+        columns.loc[rows, "rank"] = summary.loc[rows, "group"].map(position)
+        if result.informative:
+            columns.loc[rows, "best"] = summary.loc[rows, "group"].isin(result.members)
+        worse = set(result.comparisons.loc[result.comparisons["shown_worse"].astype(bool), "group"])
+        columns.loc[rows, "shown_worse"] = summary.loc[rows, "group"].isin(worse)
+    return columns

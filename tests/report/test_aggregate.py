@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 import pytest
 
 from normbench.report.aggregate import (ALL_RUNS, label_groups, legend_labels, main_axes, plotted_groups,
@@ -51,9 +53,10 @@ def test_group_statistics(runs_of):
     # single-seed group: no interval, shown as n=1
     assert math.isnan(by.loc["rms", "best_val_ci_low"])
     assert mean_with_interval(by.loc["rms"].rename(None)) == "0.97 (n=1)"
-    # ranked first by its mean, but one run cannot be shown best (ranking.RULE): the ★ goes to ln
-    assert summary["group"].iloc[0] == "norm=rms" and not bool(summary["best"].iloc[0])
-    assert bool(by.loc["ln", "best"])
+    # the best mean, but one run is never ranked (ranking.RULE): it is listed after the ranked groups
+    assert summary["group"].tolist() == ["norm=ln", "norm=bn", "norm=rms"]
+    assert pd.isna(by.loc["rms", "rank"]) and not bool(by.loc["rms", "best"])
+    assert by.loc["ln", "rank"] == 1 and bool(by.loc["ln", "best"])
 
 
 def test_lower_is_better_ranks_ascending(runs_of):

@@ -85,8 +85,9 @@ def test_csvs_have_the_expected_rows(report):
         "model=transformer, norm=ln, placement=pre", "model=transformer, norm=ln, placement=post",
         "model=transformer, norm=bn, placement=pre", "model=transformer, norm=bn, placement=post",
         f"model=transformer, norm=rms, placement={INJECTION}", "model=lstm, norm=ln, placement=in_cell"}
-    top = summary.iloc[0]
-    assert top["norm"] == "rms" and not bool(top["best"]) and top["n"] == 1  # one run is never shown best
+    single = summary[summary["n"] == 1]  # one run is never ranked nor starred: listed after the ranked groups
+    assert len(single) and single["rank"].isna().all() and not single["best"].any()
+    assert summary["rank"].notna().tolist() == sorted(summary["rank"].notna().tolist(), reverse=True)
     bn_post = summary[(summary["norm"] == "bn") & (summary["placement"] == "post")].iloc[0]
     assert (bn_post["n"], bn_post["n_diverged"], bn_post["divergence_rate"]) == (2, 1, 0.5)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from normbench.report.ranking import ALPHA, RULE, best_flags, best_set, holm
+from normbench.report.ranking import ALPHA, RULE, best_set, holm, rank_groups
 
 
 def table(groups: dict[str, list], task: str = "copy", higher: bool = True) -> pd.DataFrame:
@@ -59,7 +59,7 @@ def test_single_runs_and_all_diverged_groups_get_no_star():
     result = best_set(table({"a": [0.90, 0.91, 0.89], "one": [0.99], "dead": [None, None, None]}), True)
     assert result.members == ["a"]
     why = result.comparisons.set_index("group")["why"]
-    assert why["one"] == "fewer than 2 runs" and why["dead"] == "no finished run"
+    assert why["one"] == "fewer than 2 seeds" and why["dead"] == "no finished run"
     assert best_set(table({"one": [0.99], "dead": [None, None]}), True).members == []
 
 
@@ -81,17 +81,51 @@ def test_holm_step_down():
     assert holm([0.001, 0.02])[0] == [True, True]
 
 
-def test_best_flags_fill_summary_per_task_and_the_rule_is_stated():
+def test_rank_groups_fill_summary_per_task_and_the_rule_is_stated():
     runs = pd.concat([table({"x": [0.9, 0.91, 0.92], "y": [0.5, 0.52, 0.51]}),
-                      table({"p": [0.1, 0.11, 0.12], "q": [0.11, 0.12, 0.10]}, task="adding", higher=False)])
-    summary = pd.DataFrame({"task": ["copy", "copy", "adding", "adding"], "group": ["x", "y", "p", "q"]})
-    assert best_flags(runs, summary).tolist() == [True, False, True, True]
-    for words in ("Welch", "Mann–Whitney", "Holm", "α = 0.05", "diverged"):
+                      table({"p": [0.1, 0.11, 0.12], "q": [0.105, 0.115, 0.095], "r": [0.5, 0.52, 0.51]},
+                            task="adding", higher=False)])
+    summary = pd.DataFrame({"task": ["copy", "copy", "adding", "adding", "adding"], "group": ["x", "y", "p", "q", "r"]})
+    ranks = rank_groups(runs, summary, score="metrics.best_val")
+    assert ranks["best"].tolist() == [True, False, True, True, False]
+    assert ranks["rank"].tolist() == [1, 2, 2, 1, 3]  # lower MSE first: q's mean 0.105 beats p's 0.11
+    for words in ("Welch", "Mann–Whitney", "Holm", "α = 0.05", "diverged", "mean final validation"):
         assert words in RULE
 
 
-def test_best_flags_line_up_with_summarize_groups(runs_of):
-    """What aggregate.summarize_groups will call: its trained runs and its summary rows."""
+def test_the_best_is_the_best_mean_not_the_best_mean_rank():
+    """a's runs outrank b's more often (mean rank), but b's mean is higher: b is rank 1."""
+    result = best_set(table({"a": [0.80, 0.81, 0.82, 0.83], "b": [0.99, 0.70, 0.79, 0.995]}), True)
+    assert result.best == "b" and result.order == ["b", "a"]
+
+
+def test_no_star_when_no_group_is_shown_worse():
+    runs = table({"a": [0.90, 0.80, 0.85], "b": [0.88, 0.82, 0.84], "c": [0.87, 0.81, 0.86]})
+    summary = pd.DataFrame({"task": ["copy"] * 3, "group": ["a", "b", "c"]})
+    result = best_set(runs, True)
+    assert not result.informative and len(result.members) == 3
+    ranks = rank_groups(runs, summary, score="metrics.best_val")
+    assert not ranks["best"].any() and ranks["rank"].notna().all()
+
+
+def test_groups_of_different_studies_never_share_a_rank_or_a_star():
+    one = table({"a": [0.90, 0.91, 0.92], "b": [0.5, 0.52, 0.51]}).assign(study="s1")
+    two = table({"c": [0.60, 0.61, 0.62], "d": [0.2, 0.22, 0.21]}).assign(study="s2")
+    summary = pd.DataFrame({"task": ["copy"] * 4, "group": ["a", "b", "c", "d"]})
+    ranks = rank_groups(pd.concat([one, two]), summary, score="metrics.best_val")
+    assert ranks["rank"].tolist() == [1, 2, 1, 2]  # c is best of its own study although a beats it
+    assert ranks["best"].tolist() == [True, False, True, False]
+
+
+def test_one_seed_groups_are_not_ranked():
+    runs = table({"a": [0.90, 0.91, 0.92], "b": [0.5, 0.52, 0.51], "solo": [0.99]})
+    summary = pd.DataFrame({"task": ["copy"] * 3, "group": ["a", "b", "solo"]})
+    ranks = rank_groups(runs, summary, score="metrics.best_val")
+    assert ranks["rank"].tolist()[:2] == [1, 2] and pd.isna(ranks["rank"].iloc[2]) and not ranks["best"].iloc[2]
+
+
+def test_rank_groups_line_up_with_summarize_groups(runs_of):
+    """What aggregate.summarize_groups calls: its trained runs and its summary rows."""
     from normbench.report.aggregate import TRAINED, label_groups, summarize_groups, varying_axes
 
     rows = [{"seed": s, "best_val": v + 0.001 * s, "axes": {"norm": norm}}
@@ -100,5 +134,5 @@ def test_best_flags_line_up_with_summarize_groups(runs_of):
     runs = runs_of(*rows)
     runs = label_groups(runs, varying_axes(runs))
     summary = summarize_groups(runs, varying_axes(runs))
-    flags = best_flags(runs[runs["status"].isin(TRAINED)], summary)
+    flags = rank_groups(runs[runs["status"].isin(TRAINED)], summary, score="metrics.best_val")["best"]
     assert dict(zip(summary["group"], flags)) == {"norm=ln": True, "norm=bn": False, "norm=rms": False}
