@@ -406,6 +406,8 @@ def _label_groups(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str])
     summary.insert(0, "study", first["study"])
     summary.insert(1, "study_name", first["study"].map(study_titles(trained)))
     summary.insert(2, "arm", first["arm"])
+    for key in ("purpose", "command"):
+        summary[f"study_{key}"] = first[f"study.{key}"] if f"study.{key}" in first else ""
     for position, axis in enumerate([a for a in axes if a != "axes.task"], start=1):
         summary.insert(position, axis.removeprefix("axes."), first[axis])
     summary["metric"] = first["task.metric"] if "task.metric" in first else "best_val"

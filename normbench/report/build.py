@@ -94,6 +94,8 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         "claims": [tables.claim_view(c, v) for c, v in evaluate_claims(runs)],
     }
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
+    # The first screen lists the claims the runs address; those they cannot are counted, not listed.
+    context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]
     context["answer"] = _answer_section(runs, summary, axes, staging)
     write_report(context, staging)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.report.aggregate import STATUSES, TIMING_NOISY, TRAINED, display_path, format_value
+from normbench.report.aggregate import NO_STUDY, STATUSES, TIMING_NOISY, TRAINED, display_path, format_value
 from normbench.report.claims import Claim, Effect, Verdict
 from normbench.report.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
 
@@ -35,6 +35,9 @@ class Leaderboard:
     higher_is_better: bool
     table: Table
     constant: str = ""  # "model=lstm, batch_size=32": settings shared by every row, so not a column
+    study: str = ""     # the study's title: its sweep file's name (or "command line")
+    purpose: str = ""   # the study's question, from its sweep file
+    unranked: Table | None = None  # groups with one seed: what they scored, not ranked
 
 
 @dataclass
@@ -148,39 +151,64 @@ def timing_noise(row: pd.Series) -> str:
     return f"{ratio:.2g}" + (" ⚠" if ratio > TIMING_NOISY else "")
 
 
+MAX_COLUMNS = 12  # a leaderboard wider than this cannot be read on a phone
+
+
+def _board_columns(metric: str, arms: list[str]) -> list[tuple[str, object]]:
+    """(header, cell function) of a leaderboard: the arm settings first, the ranked metric next,
+    then as many of the secondary columns as fit in MAX_COLUMNS."""
+    def cell_of(axis: str):
+        return lambda row: format_value(row.get(axis.removeprefix("axes."))) if axis else str(row["arm"])
+    columns: list[tuple[str, object]] = [(a.removeprefix("axes."), cell_of(a)) for a in arms] or [("arm", cell_of(""))]
+    columns += [
+        ("rank", lambda row: number(row["rank"]) if pd.notna(row["rank"]) else "—"),
+        ("★", lambda row: "★" if row["best"] else ""),
+        (f"final val {metric} (mean ± 95% CI)", lambda row: mean_with_interval(row, "final_val")),
+        ("test", lambda row: mean_with_interval(row, "test")),
+        ("seeds", lambda row: str(int(row["seeds"])) if pd.notna(row.get("seeds")) else "—"),
+        ("diverged", lambda row: f"{int(row['n_diverged'])} / {int(row['n'])}"),
+    ]
+    optional = [
+        ("best val (flatters)", lambda row: mean_with_interval(row)),
+        ("samples/s", lambda row: number(row["samples_per_s_median"]) + (" ⚠" if _noisy(row) else "")),
+        ("steps to target (reached)", lambda row: f"{to_target(row['steps_to_target_median'])} "
+                                                  f"({int(row['reached'])}/{int(row['n'])})"),
+        ("peak MB", lambda row: number(row["peak_memory_mb_median"])),
+    ]
+    return columns + optional[:max(0, MAX_COLUMNS - len(columns))]
+
+
+def _noisy(row: pd.Series) -> bool:
+    ratio = row.get("timing_noise_median")
+    return ratio is not None and pd.notna(ratio) and ratio > TIMING_NOISY
+
+
 def leaderboards(summary: pd.DataFrame, axes: list[str]) -> list[Leaderboard]:
-    """One table per task: the ranked metric first, then only the settings that differ between its
-    rows (the shared ones go to `constant`, shown as the table's caption)."""
+    """One table per comparison (a study's groups on one task): the arm settings first, then the
+    ranked metric; the settings shared by every row go to the caption. Groups with one seed are not
+    ranked: they follow in their own table, with what they scored."""
     axes = [a for a in axes if a != "axes.task"]
     boards = []
-    for task, rows in summary.groupby("task", sort=False):
+    keys = ["study", "task"] if "study" in summary else ["task"]
+    for _, rows in summary.groupby(keys, sort=False):
         metric = str(rows["metric"].iloc[0])
         higher = bool(rows["higher_is_better"].iloc[0])
-        varying, constant = varying_within(rows, axes)
-        columns = ["rank", "best", f"best val {metric} (mean ± 95% CI)", "final val", "test", "seeds",
-                   *_axis_header(varying), "ok / runs", "diverged", "steps to target (reached)",
-                   "s to target", "samples/s", "timing p90/p10", "peak MB"]
-        body = []
-        for _, row in rows.iterrows():
-            body.append([
-                number(row["rank"]) if pd.notna(row["best_val_mean"]) else "—",
-                "★" if row["best"] else "",
-                mean_with_interval(row),
-                mean_with_interval(row, "final_val"),
-                mean_with_interval(row, "test"),
-                str(int(row["seeds"])) if pd.notna(row.get("seeds")) else "—",
-                *(_axis_cells(row, varying) if varying else [str(row["group"])]),
-                f"{int(row['n_ok'])} / {int(row['n'])}",
-                number(row["divergence_rate"], 2),
-                f"{to_target(row['steps_to_target_median'])} ({int(row['reached'])}/{int(row['n'])})",
-                to_target(row["seconds_to_target_median"]),
-                number(row["samples_per_s_median"]),
-                timing_noise(row),
-                number(row["peak_memory_mb_median"]),
-            ])
+        arms, constant = varying_within(rows, axes)
+        columns = _board_columns(metric, arms)
+        ranked, single = rows[rows["rank"].notna()], rows[rows["rank"].isna()]
+        body = [[cell(row) for _, cell in columns] for _, row in ranked.iterrows()]
         body, note = _cut(body, "groups")
+        unranked = None
+        if len(single):
+            lone = [[cell(row) for name, cell in columns if name not in ("rank", "★")] for _, row in single.iterrows()]
+            lone, lone_note = _cut(lone, "groups")
+            unranked = Table([name for name, _ in columns if name not in ("rank", "★")], lone,
+                             lone_note or "1 seed (or no finished run): not comparable yet, so not ranked.")
         shared = ", ".join(f"{k}={v}" for k, v in constant.items())
-        boards.append(Leaderboard(str(task), metric, higher, Table(columns, body, note), shared))
+        first = rows.iloc[0]
+        boards.append(Leaderboard(str(first["task"]), metric, higher, Table([n for n, _ in columns], body, note), shared,
+                                  study="" if first.get("study_name") in (None, NO_STUDY) else str(first["study_name"]), purpose=str(first.get("study_purpose", "") or ""),
+                                  unranked=unranked))
     return boards
 
 

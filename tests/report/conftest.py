@@ -44,7 +44,7 @@ def _curve(best: float, chance: float, evals: int) -> list[float]:
 def make_record(name: str = "run", *, status: str = "ok", seed: int = 0, best_val: float | None = 0.95,
                 axes: dict | None = None, metrics: dict | None = None, throughput: dict | None = None,
                 profiles: dict | None = None, reason: str | None = None, eval_every: int = 25,
-                log_every: int = 10, recurrent: bool = False) -> tuple[dict, list[dict]]:
+                log_every: int = 10, recurrent: bool = False, study: dict | None = None) -> tuple[dict, list[dict]]:
     """The summary.json object and the metrics.jsonl lines of one run."""
     axes = {**DEFAULT_AXES, **(axes or {})}
     task = TASKS[axes["task"]]
@@ -94,6 +94,7 @@ def make_record(name: str = "run", *, status: str = "ok", seed: int = 0, best_va
         "axes": axes,
         "seed": seed,
         "task": task,
+        "study": study,
         "metrics": {**summary_metrics, **(metrics or {})},
         "profiles": {**summary_profiles, **(profiles or {})},
         "throughput": {"step_ms_median": step_ms, "step_ms_p10": 11.0, "step_ms_p90": 14.0, "timed_steps": steps - 5,

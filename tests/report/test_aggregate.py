@@ -66,7 +66,9 @@ def test_lower_is_better_ranks_ascending(runs_of):
     assert summary["norm"].tolist() == ["rms", "ln", "none"]
     assert summary["best"].tolist() == [True, False, False]
     (board,) = leaderboards(summary, axes)
-    assert board.table.rows[0][1] == "★" and not board.higher_is_better
+    star = board.table.columns.index("★")
+    assert board.table.rows[0][star] == "★" and not board.higher_is_better
+    assert board.table.columns[:2] == ["norm", "placement"]  # the arm settings lead
 
 
 def test_not_reached_runs_count_in_steps_to_target(runs_of):

@@ -19,7 +19,7 @@ from normbench.report import NoUsableRecords, build_report
 INJECTION = "<script>alert(1)</script>"
 FIGURES = {"heatmap_primary", "heatmap_divergence", "curves_val_vs_step", "curves_val_vs_seconds",
            "grad_norm_vs_step", "grad_flow_through_time", "throughput", "peak_memory", "tradeoff"}
-SECTIONS = ["The answer: which norm and placement, per task", "1. What was run", "2. Leaderboard", "3. Heatmaps", "4. Learning curves", "5. Gradients",
+SECTIONS = ["The answer: which arm, per study and task", "1. What was run", "2. Leaderboard", "3. Heatmaps", "4. Learning curves", "5. Gradients",
             "6. Throughput and memory", "7. Divergences", "8. Claims"]
 
 
@@ -232,10 +232,10 @@ def test_each_task_gets_its_own_leaderboard_and_direction(tmp_path, write_record
                          axes={"task": "adding", "norm": norm})
     build_report([tmp_path], tmp_path / "out")
     md = (tmp_path / "out" / "report.md").read_text()
-    assert "**Task adding**: mse, lower is better." in md and "**Task copy**: accuracy, higher is better." in md
-    # the ranked metric comes first, then final val, test, seeds, and the settings that vary (norm)
-    assert re.search(r"\| 1 \| ★ \| 0\.01 ± 0 \| 0\.01 ± 0 \| 0\.01 ± 0 \| 2 \| rms \|", md)  # lowest mse wins
-    assert re.search(r"\| 1 \| ★ \| 0\.95 ± 0 \| 0\.95 ± 0 \| 0\.95 ± 0 \| 2 \| ln \|", md)  # highest accuracy
+    assert "**task adding**: mse, lower is better." in md and "**task copy**: accuracy, higher is better." in md
+    # the arm settings come first (norm), then rank, ★, final val, test, seeds
+    assert re.search(r"\| rms \| 1 \| ★ \| 0\.01 ± 0 \| 0\.01 ± 0 \| 2 \|", md)  # lowest mse wins
+    assert re.search(r"\| ln \| 1 \| ★ \| 0\.95 ± 0 \| 0\.95 ± 0 \| 2 \|", md)  # highest accuracy
     assert "Same in every row: model=transformer" not in md  # model does not vary in this report at all
 
 
@@ -255,6 +255,7 @@ def test_answer_comes_first_with_numbers_and_intervals(report):
     html = report["html"]
     assert html.index('id="answer"') < html.index('id="what"')
     answer = html.split('id="answer"')[1].split('id="what"')[0]
-    assert "On copy with a Transformer, " in answer and "95% CI" in answer and "seeds" in answer
-    assert "at the last evaluation" in answer and "on test" in answer
-    assert 'href="#claim-ln_batch_robust"' in answer
+    assert "On copy, " in answer and "ranks first: final val" in answer and "95% CI" in answer and "seeds" in answer
+    assert "test " in answer and "chance " in answer
+    # claims the runs cannot address are counted, not listed, on the first screen
+    assert "not applicable" in answer and 'href="#claim-ln_batch_robust"' not in answer
