@@ -38,13 +38,14 @@ class OutputNotWritable(ReportError):
     """`out` cannot take the report: not a folder, not writable, or a file there is not the report's own."""
 
 
-def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
+def build_report(paths: Iterable[Path], out: Path | None = None, alpha: float | None = None) -> Path:
     """Writes the report for the run records under `paths` into `out`; returns report.html's path.
 
     `out` defaults to the first path. Unreadable, foreign and incomplete records are named in one
     warning line on stderr and in the report; they never stop it. Raises NoUsableRecords when no
     record is left, and OutputNotWritable, before anything in `out` is replaced, when `out` cannot
-    take the report or holds a file of that name that no earlier report wrote.
+    take the report or holds a file of that name that no earlier report wrote. ``alpha``: the level
+    the claims are tested at (a sequential study's last look, normbench.study); the claims' default otherwise.
     """
     paths = [Path(p) for p in paths]
     if not paths:
@@ -64,7 +65,7 @@ def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
     summary = aggregate.summarize_groups(runs, axes)
     try:
         with ReportOutput(out) as output:
-            _write(records, runs, copies, summary, axes, paths, out, output.staging)
+            _write(records, runs, copies, summary, axes, paths, out, output.staging, alpha)
             output.commit()
     except OutputError as error:
         raise OutputNotWritable(str(error)) from None
@@ -74,7 +75,7 @@ def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
 
 
 def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-           paths: list[Path], out: Path, staging: Path) -> None:
+           paths: list[Path], out: Path, staging: Path, alpha: float | None = None) -> None:
     """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
     runs.to_csv(staging / "runs.csv", index=False)
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
@@ -91,7 +92,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         **_figure_sections(records, runs, summary, axes, staging),
         **_tuning_sections(runs, summary, axes, staging),
         "divergences": tables.divergence_table(runs, axes, out),
-        "claims": [tables.claim_view(c, v) for c, v in evaluate_claims(runs)],
+        "claims": [tables.claim_view(c, v) for c, v in evaluate_claims(runs, **({} if alpha is None else {"alpha": alpha}))],
     }
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
