@@ -189,7 +189,7 @@ def leaderboards(summary: pd.DataFrame, axes: list[str]) -> list[Leaderboard]:
     ranked: they follow in their own table, with what they scored."""
     axes = [a for a in axes if a != "axes.task"]
     boards = []
-    keys = ["study", "task"] if "study" in summary else ["task"]
+    keys = "comparison" if "comparison" in summary else "task"
     for _, rows in summary.groupby(keys, sort=False):
         metric = str(rows["metric"].iloc[0])
         higher = bool(rows["higher_is_better"].iloc[0])
