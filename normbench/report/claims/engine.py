@@ -239,6 +239,7 @@ class Verdict:
     setting: str = ""
     alpha: float = ALPHA
     others: list[tuple[str, str]] = field(default_factory=list)  # (setting, status) judged beside it
+    context: str = ""  # the explanation without its per-part lines (shown above the part table)
 
 
 # --- specs --------------------------------------------------------------------------------------
@@ -559,7 +560,7 @@ def _score_part(spec: PartSpec, ctx: _Context) -> Part:
              "equivalent": f"equivalence by TOST at α = {alpha:g} (the {pct(level)} interval inside ±δ) on"}
     what = "finished runs" if spec.measure.finished_only else "all runs"
     test = (f"{spec.a} vs {spec.b}: {kinds[spec.kind]} {name} of {what}"
-            f"{'; Newcombe interval on the divergence rate (a diverged run counts as worse than any finished one)' if spec.measure.finished_only else ''}."
+            f"{'; divergence rate apart (Newcombe; a diverged run is worse than any finished one)' if spec.measure.finished_only else ''}."
             f"{design}{dropped if triples else ''}")
     arms = (spec.a, spec.b)
     if not triples:
@@ -993,12 +994,13 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
     status = (CONTRADICTED if CONTRADICTED in statuses else
               SUPPORTED if all(s == SUPPORTED for s in statuses) else INCONCLUSIVE)
     level = decision_level(alpha)
-    explanation = (f"{claim.design}{prepared} Each part is a one-sided test at α = {alpha:g} in each direction on one "
-                   f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ)."
-                   + "".join(part_line(i, p) for i, p in enumerate(parts, 1)))
+    context = (f"{claim.design}{prepared} Each part is a one-sided test at α = {alpha:g} in each direction on one "
+               f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ).").strip()
+    explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1))
     effects = [e for p in parts for e in p.effects]
     return Verdict(status, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
-                   _arm_rows(claim, frames, resolved, runs), explanation.strip(), effects[1:], parts, alpha=alpha)
+                   _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
+                   context=context)
 
 
 # --- settings and studies -----------------------------------------------------------------------
@@ -1065,6 +1067,7 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
         shown = "; ".join(f"{n}: {v.status}" for n, v in others[:6])
         where += f" Other settings ({len(others)}), judged apart: {shown}{' …' if len(others) > 6 else ''}."
     verdict.explanation += where
+    verdict.context += where
     return verdict
 
 
