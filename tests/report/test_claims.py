@@ -778,3 +778,25 @@ def test_ln_beats_bn_variable_length(runs_of, rows, expected):
         assert verdict.parts[2].status == NOT_APPLICABLE and verdict.status != SUPPORTED
     else:
         assert verdict.status == expected, verdict.explanation
+
+
+def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_record, tmp_path):
+    """Records without metrics.train_loss_auc: the engine reads metrics.jsonl (mean training loss over the
+    run), and states steps to the study-relative target per arm (a diverged run never reaches it)."""
+    import json
+
+    import normbench
+
+    for seed in SEEDS:
+        for norm, scale, best in (("ln", 0.5, 0.9), ("none", 1.0, 0.8)):
+            run = write_record(tmp_path, f"{norm}-{seed}", seed=seed, best_val=best,
+                               axes={"model": "lstm", "norm": norm, "placement": "in_cell" if norm == "ln" else "none"})
+            lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+            for line in lines:
+                if line["kind"] == "train":
+                    line["loss"] *= scale * (1 + 0.01 * seed)
+            (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    verdict = BY_ID["ln_lstm_converges_faster"].check(normbench.load_runs(tmp_path))
+    assert verdict.status == SUPPORTED, verdict.explanation
+    assert "Steps to target (50% of the way from chance" in verdict.parts[0].note
+    assert "ln-lstm median 25 (3/3 runs reached it); lstm median 50 (3/3" in verdict.parts[0].note

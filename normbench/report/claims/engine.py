@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
 import numpy as np
@@ -783,6 +783,53 @@ def _slope_part(spec: PartSpec, ctx: _Context) -> Part:
     return Part(spec.assertion, status, test, (effect,), arms, margin, lean, needed, mde)
 
 
+TARGET_SHARE = 0.5  # steps to target: the first evaluation this share of the way from chance to the setting's best
+
+
+def curve_summaries(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run (index of ``runs``), from its metrics.jsonl: train_loss_auc and val_auc (the means of
+    the training loss and of the validation metric over the run, as the runner records them) and
+    steps_to_target (the first evaluation at least TARGET_SHARE of the way from chance to the best
+    evaluation of any run here; NaN when never reached or diverged). Empty when no curves can be read."""
+    from pathlib import Path
+
+    from normbench.report.records import read_curves
+
+    dirs = runs["run_dir"].dropna().astype(str) if "run_dir" in runs else pd.Series(dtype=str)
+    if dirs.empty or not any((Path(d) / "metrics.jsonl").is_file() for d in dirs):
+        return pd.DataFrame(index=runs.index)
+    curves = read_curves(dirs.unique())
+    train, evals = curves[curves["kind"] == "train"], curves[curves["kind"] == "eval"]
+    loss = train.groupby("run_dir")["loss"].mean()
+    val = evals.groupby("run_dir")["val_metric"].mean()
+    sign, _, chance = _task(runs)
+    ok_dirs = set(runs.loc[runs["status"] == "ok", "run_dir"].astype(str))
+    finished = evals[evals["run_dir"].isin(ok_dirs)]["val_metric"]
+    reached = pd.Series(dtype=float)
+    if chance is not None and finished.notna().any():
+        best = float(finished.max() if sign > 0 else finished.min())
+        target = chance + TARGET_SHARE * (best - chance)
+        hits = evals[evals["run_dir"].isin(ok_dirs) & (sign * (evals["val_metric"] - target) >= 0)]
+        reached = hits.groupby("run_dir")["step"].min()
+    by_dir = runs["run_dir"].astype(str)
+    return pd.DataFrame({"train_loss_auc": by_dir.map(loss), "val_auc": by_dir.map(val),
+                         "steps_to_target": by_dir.map(reached)}, index=runs.index)
+
+
+def _with_curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with metrics.train_loss_auc / val_auc filled from their curves where the record
+    lacks them, and curves.steps_to_target (curve_summaries) when curves exist."""
+    summaries = curve_summaries(runs)
+    if summaries.columns.empty:
+        return runs
+    runs = runs.copy()
+    for name in ("train_loss_auc", "val_auc"):
+        recorded = metric(runs, f"metrics.{name}")
+        runs[f"metrics.{name}"] = recorded.where(recorded.notna(), summaries[name])
+    runs["curves.steps_to_target"] = summaries["steps_to_target"]
+    return runs
+
+
 TRAIN_LOSS_AUC = Measure("train_loss_auc (mean training loss over the run)", column("metrics.train_loss_auc"), higher=False)
 VAL_AUC = Measure("val_auc (mean validation metric over the run)", column("metrics.val_auc"))
 
@@ -791,7 +838,8 @@ def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
     """"a converges faster than b": the area under the training-loss curve decides (lower = faster);
     the area under the validation curve and the divergence rate may contradict it (a diverged run
     counts as slower than every finished one)."""
-    a, b, runs, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.runs, ctx.alpha
+    runs = _with_curves(ctx.runs)
+    a, b, alpha = runs.loc[ctx.arms[spec.a].index], runs.loc[ctx.arms[spec.b].index], ctx.alpha
     arms = (spec.a, spec.b)
     level = decision_level(alpha)
     test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on train_loss_auc of "
@@ -816,9 +864,9 @@ def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
                _as_effect(f"val_auc: {spec.a} − {spec.b} ({_better_word(sign)})", val, alpha))
     rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
     found = [_side(effects[0], +1), _side(effects[1], sign), _side(rate, -1) if diverged else INCONCLUSIVE]
-    note, lean, needed, mde = "", None, None, None
+    note, lean, needed, mde = _steps_note(runs, a, b, arms), None, None, None
     if CONTRADICTED in found and SUPPORTED in found:
-        status, note = INCONCLUSIVE, " The convergence measures disagree."
+        status, note = INCONCLUSIVE, note + " The convergence measures disagree."
     elif CONTRADICTED in found:
         status = CONTRADICTED
     elif found[0] == SUPPORTED:
@@ -829,6 +877,19 @@ def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
         seeds = _seeds(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)])
         lean, needed, mde = _undecided(loss, seeds, abs(loss.value), -loss.value, alpha)
     return Part(spec.assertion, status, test, effects + ((rate,) if diverged else ()), arms, "", lean, needed, mde, note)
+
+
+def _steps_note(runs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> str:
+    """Steps to the study-relative target per arm (shown beside the decision, from the curves)."""
+    if "curves.steps_to_target" not in runs or runs["curves.steps_to_target"].isna().all():
+        return ""
+    shown = []
+    for name, frame in zip(names, (a, b)):
+        steps = runs.loc[frame.index, "curves.steps_to_target"]
+        shown.append(f"{name} median {_fmt(float(steps.median())) if steps.notna().any() else '—'} "
+                     f"({int(steps.notna().sum())}/{len(steps)} runs reached it)")
+    return (f" Steps to target ({TARGET_SHARE:.0%} of the way from chance to the best evaluation here; a diverged "
+            f"run never reaches it): {'; '.join(shown)}.")
 
 
 def _grows_part(spec: PartSpec, ctx: _Context) -> Part:
@@ -868,11 +929,14 @@ _KINDS = {"better": _score_part, "not_worse": _score_part, "equivalent": _score_
 def evaluate_part(spec: PartSpec, ctx: _Context) -> Part:
     part = _KINDS[spec.kind](spec, ctx)
     short = [name for name in part.arms if ctx.arms[name]["seed"].nunique() < 2]
-    if short and part.status in (SUPPORTED, CONTRADICTED):
-        lean = TOWARD_SUPPORTED if part.status == SUPPORTED else TOWARD_CONTRADICTED
-        return Part(part.assertion, INCONCLUSIVE, part.test, part.effects, part.arms, part.margin, lean, None, None,
-                    part.note + f" Fewer than 2 seeds in {', '.join(short)}: cannot support or contradict.")
-    return part
+    if not short or part.status == NOT_APPLICABLE:
+        return part
+    note = part.note + f" Fewer than 2 seeds in {', '.join(short)}"
+    if part.status == INCONCLUSIVE:
+        return replace(part, note=note + ".")
+    lean = TOWARD_SUPPORTED if part.status == SUPPORTED else TOWARD_CONTRADICTED
+    return replace(part, status=INCONCLUSIVE, lean=lean, seeds_needed=None, mde=None,
+                   note=note + ": cannot support or contradict.")
 
 
 # --- one claim in one setting -------------------------------------------------------------------
