@@ -553,7 +553,7 @@ def ln_batch_robust(runs: pd.DataFrame) -> Verdict:
         return _not_applicable(f"Not comparable: no two batch sizes saw equal data in both ln and bn (examples "
                                f"seen, steps × batch_size: {_data_seen(runs)}). A smaller batch at the same "
                                f"steps sees fewer examples; the claim needs equal examples seen "
-                               f"(conf/sweep/batch_size.yaml).")
+                               f"(sweeps/batch_size.yaml).")
     runs = equal
     batch = _axis(runs, "batch_size")
     shared = set(batch[_axis(runs, "norm") == "ln"].dropna()) & set(batch[_axis(runs, "norm") == "bn"].dropna())
