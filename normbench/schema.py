@@ -27,7 +27,7 @@ OPTIMIZERS = ("adamw", "sgd")
 ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/tune.py)
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
-LOGGERS = ("none", "tensorboard")
+LOGGERS = ("none", "tensorboard", "mlflow")
 PIXELS = 64  # an 8x8 scikit-learn digit
 
 
@@ -177,6 +177,7 @@ class LoggerConfig:
     name: str = "none"         # none | tensorboard (<run_dir>/<dir>/, pip install -e ".[tensorboard]")
     dir: str = "tb"            # relative to the run directory
     histograms: bool = True    # at probe steps: gradients and the outputs of every norm
+    tracking_uri: Optional[str] = None  # mlflow: a tracking server or store; null = file store in <run_dir>/<dir>
 
     def __post_init__(self):
         _one_of("logger.name", self.name, LOGGERS)
