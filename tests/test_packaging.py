@@ -76,3 +76,30 @@ def see_site_packages_of_this_interpreter(python: Path) -> None:
         ours.append(site.getusersitepackages())
     dirs = [d for d in dict.fromkeys(ours) if Path(d).is_dir()]
     (Path(own) / "normbench-test-deps.pth").write_text("".join(f"{d}\n" for d in dirs))
+
+
+# Imported only where a user opts in (a benchmark of GPU kernels), each behind a guard with its reason.
+UNDECLARED_OPTIONAL = {"apex", "liger_kernel"}  # normbench/bench/kernels.py: compared only when installed
+
+
+def test_every_direct_import_is_declared_in_pyproject():
+    import ast
+    import importlib.metadata
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"], *(d for extra in project["optional-dependencies"].values() for d in extra)]
+    names = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower().replace("_", "-") for d in declared}
+    imported = set()
+    for path in (ROOT / "normbench").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = imported - set(sys.stdlib_module_names) - {"normbench", "hydra_plugins"} - UNDECLARED_OPTIONAL
+    providers = importlib.metadata.packages_distributions()
+    missing = {m: providers.get(m) for m in sorted(third_party)
+               if not {p.lower().replace("_", "-") for p in providers.get(m, [m])} & names}
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"

@@ -42,6 +42,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from normbench.report.aggregate import PRIMARY, TRAINED, format_value
 from normbench.report.intervals import (Estimate, agresti_caffo, combine, equivalence, inverse_variance,
@@ -1017,9 +1018,10 @@ def _lr_status(headline: tuple[str, dict], none_facts: dict, estimate: Estimate,
     if estimate.var == 0 and status == SUPPORTED:
         # A zero-width t interval is no evidence: with no spread, fall back to the exact sign test on
         # paired seeds, which needs 5 seeds all pointing the same way for p < 0.05 (0.5 ** 5 = 0.031).
-        if 0.5 ** seeds >= 0.05:
+        sign_p = stats.binomtest(seeds, seeds, 0.5, alternative="greater").pvalue
+        if sign_p >= 0.05:
             return INCONCLUSIVE, (f" Every seed agrees, but with no spread the t interval says nothing; by an exact "
-                                  f"sign test {seeds} agreeing seed(s) give p = {0.5 ** seeds:.3g}, and 5 would be "
+                                  f"sign test {seeds} agreeing seed(s) give p = {sign_p:.3g}, and 5 would be "
                                   f"needed for p < 0.05.")
         return status, ""
     if status == INCONCLUSIVE:
