@@ -19,17 +19,25 @@ def main() -> None:
 
 
 def _configs_only() -> None:
+    import os
+
     import hydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
-    from normbench.config import ConfigError, config_dir, register, sweep_dirs
+    from normbench.config import config_dir, register, sweep_dirs
 
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; one line below instead of its report
     try:
         sweep_dirs()
-    except ConfigError as err:
-        print(f"normbench: error: {err}", file=sys.stderr)
+        register()
+        hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(_never_called)()
+    except (HydraException, OmegaConfBaseException, ValueError) as err:
+        print(f"normbench: error: {' '.join(str(err).split('Config search path')[0].split())}", file=sys.stderr)
         sys.exit(2)
-    register()
-    hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(_never_called)()
+    except BrokenPipeError:  # `normbench --help | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
 
 
 def _never_called(cfg) -> None:  # pragma: no cover - Hydra answers the flag above and returns

@@ -72,3 +72,10 @@ def test_install_script_completes_the_console_script():
     script = normbench("-sc", "install=bash")
     assert script.returncode == 0, script.stderr
     assert "hydra_bash_completion normbench" in script.stdout
+
+
+def test_help_with_a_bad_override_is_one_line():
+    done = normbench("task=nope", "--help")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0].startswith("normbench: error: In 'config': Could not find 'task/nope'")
+    assert "Traceback" not in done.stderr
