@@ -79,11 +79,10 @@ def slope_estimate(x: Iterable[float], y: Iterable[float]) -> Estimate:
     sxx = float(((xs - xs.mean()) ** 2).sum()) if n else 0.0
     if n < 2 or sxx == 0.0:
         return Estimate(math.nan, math.nan, math.nan)
-    slope = float(((xs - xs.mean()) * (ys - ys.mean())).sum()) / sxx
+    fit = stats.linregress(xs, ys)
     if n == 2:
-        return Estimate(slope, math.nan, 0.0)
-    residual = ys - ys.mean() - slope * (xs - xs.mean())
-    return Estimate(slope, float((residual**2).sum()) / (n - 2) / sxx, float(n - 2))
+        return Estimate(float(fit.slope), math.nan, 0.0)
+    return Estimate(float(fit.slope), float(fit.stderr) ** 2, float(n - 2))  # stderr² = SSE / (n - 2) / Sxx
 
 
 def combine(terms: Sequence[tuple[float, Estimate]]) -> Estimate:

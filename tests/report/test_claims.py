@@ -787,8 +787,6 @@ def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_r
     run), and states steps to the study-relative target per arm (a diverged run never reaches it)."""
     import json
 
-    import normbench
-
     for seed in SEEDS:
         for norm, scale, best in (("ln", 0.5, 0.9), ("none", 1.0, 0.8)):
             run = write_record(tmp_path, f"{norm}-{seed}", seed=seed, best_val=best,
@@ -798,7 +796,11 @@ def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_r
                 if line["kind"] == "train":
                     line["loss"] *= scale * (1 + 0.01 * seed)
             (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    verdict = BY_ID["ln_lstm_converges_faster"].check(normbench.load_runs(tmp_path))
+    from normbench.report import aggregate
+    from normbench.report.records import find_records
+
+    runs = aggregate.runs_frame(find_records([tmp_path]).runs)  # the report's frame (load_runs renames settings)
+    verdict = BY_ID["ln_lstm_converges_faster"].check(aggregate.label_groups(runs, aggregate.varying_axes(runs)))
     assert verdict.status == SUPPORTED, verdict.explanation
     assert "Steps to target (50% of the way from chance" in verdict.parts[0].note
     assert "ln-lstm median 25 (3/3 runs reached it); lstm median 50 (3/3" in verdict.parts[0].note

@@ -727,12 +727,13 @@ def _ratio_part(spec: PartSpec, ctx: _Context) -> Part:
     status, note = _side(effect, +1), ""
     seeds = min(len(va), len(vb))
     if estimate.var == 0 and status != INCONCLUSIVE:
-        # One-sided exact sign test: every one of n seeds agreeing has p = 0.5 ** n.
-        if 0.5 ** seeds > alpha:
-            needed = math.ceil(math.log(alpha) / math.log(0.5) + 1e-12)
+        # One-sided exact sign test: n seeds of n agreeing.
+        sign_p = stats.binomtest(seeds, seeds, 0.5, alternative="greater").pvalue
+        if sign_p > alpha:
+            needed = next(n for n in range(1, 64) if stats.binomtest(n, n, 0.5, alternative="greater").pvalue <= alpha)
             status, note = INCONCLUSIVE, (
                 f" Every seed agrees, but with no spread the t interval says nothing; by an exact sign test "
-                f"{seeds} agreeing seed(s) give p = {0.5 ** seeds:.3g}, and {needed} would be needed for p ≤ {alpha:g}.")
+                f"{seeds} agreeing seed(s) give p = {sign_p:.3g}, and {needed} would be needed for p ≤ {alpha:g}.")
             lean = _lean_of(estimate.value, 1)
             return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, None,
                         note + _caveats(fa, fb, estimate))

@@ -48,7 +48,7 @@ def equal_data(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
         return (f"Not comparable: no two batch sizes saw equal data in both ln and bn (examples seen, steps × "
                 f"batch_size: {'; '.join(f'{n} @ batch {format_value(b)}: {format_value(s)}' for n, b, s in arms)}). "
                 f"A smaller batch at the same steps sees fewer examples; the claim needs equal examples seen "
-                f"(conf/sweep/batch_size.yaml).")
+                f"(sweeps/batch_size.yaml).")
     _, level, at = max(levels, key=lambda lv: lv[:2])
     interval = (pd.to_numeric(axis(runs, "eval_every"), errors="coerce") * batch)[at].dropna()
     evals = ("" if interval.empty else f", each evaluated every {format_value(interval.iloc[0])} examples"
