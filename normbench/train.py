@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from normbench import probes
+from normbench.convergence import convergence
 from normbench.loggers import RunLogger
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
@@ -100,7 +101,8 @@ class Progress:
 
     step: int = 0
     train_s: float = 0.0
-    losses: list = field(default_factory=list)
+    losses: list = field(default_factory=list)  # every step's training loss, step 1 first
+    evals: list = field(default_factory=list)   # (step, val metric) of every evaluation
     grad_norms: list = field(default_factory=list)
     step_ms: list = field(default_factory=list)  # timed steps only
     best_val: float | None = None
@@ -236,6 +238,7 @@ class Trainer:
         with self._evaluation_statistics():
             val, val_loss = self.evaluate(self.val)
         p.final_val = val
+        p.evals.append((step, val))
         if math.isfinite(val) and (p.best_val is None or self.better(val, p.best_val)):
             p.best_val = val
         reached = val >= self.task.target if self.task.higher_is_better else val <= self.task.target
@@ -415,6 +418,7 @@ class Trainer:
             "grad_time_ratio_init": probes.grad_time_ratio(p.grad_time_init),
             "grad_time_ratio": probes.grad_time_ratio(p.grad_time_final),
             "bn_train_eval_gap": p.bn_train_eval_gap, "bn_train_eval_gap_running": p.bn_train_eval_gap_running,
+            **convergence(list(enumerate(p.losses, start=1)), p.evals, self.cfg.steps, p.diverged_at_step is not None),
             "steps_done": p.step,
             "skipped_steps": p.skipped_steps if self.scaler is not None else None,
         }
