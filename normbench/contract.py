@@ -90,6 +90,8 @@ def _inert(config: dict) -> list[str]:
         inert.append("model.qk_norm")  # attention only; off is how every earlier record ran
     if kind in ("none", "scale") or _get(config, "norm.affine") is False or not _get(config, "norm.gain_offset"):
         inert.append("norm.gain_offset")  # no per-feature gain to offset; off is how earlier records ran
+    if kind != "bn" or not _get(config, "norm.bn_reestimate"):  # evaluation with the running averages, as
+        inert += ["norm.bn_reestimate", "norm.bn_reestimate_batches"]  # every earlier record was evaluated
     if _get(config, "role", "single") == "single":
         inert.append("role")  # an ordinary run: its identity is what it was before roles existed
     return inert

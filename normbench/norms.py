@@ -219,6 +219,45 @@ class StepBatchNorm(BatchNorm):
         return F.batch_norm(x, rm[t], rv[t], self.weight, self.bias, self.training, self.momentum, self.eps)
 
 
+def batch_norms(model: nn.Module) -> list[BatchNorm]:
+    """Every BatchNorm (per-step ones included) inside ``model``, whatever wrapper holds it."""
+    return [m for m in model.modules() if isinstance(m, BatchNorm)]
+
+
+@torch.no_grad()
+def reestimate_statistics(model: nn.Module, batches) -> int:
+    """Replace every BatchNorm's running statistics by population statistics of ``batches`` (inputs
+    only), computed with the weights as they are now: the cumulative average (PyTorch's momentum=None)
+    of the batch means and unbiased batch variances, each batch weighted by its size. Per-step
+    statistics are re-estimated for every step the inputs reach; steps beyond keep using the last.
+
+    The running averages of training trail the weights by about 1/momentum steps; where a feature's
+    mean moves fast relative to its spread, evaluation with them is off by several deviations (see
+    docs/run-record.md, ``norm.bn_reestimate``). Returns the number of examples seen.
+    """
+    norms = batch_norms(model)
+    if not norms:
+        return 0
+    was_training, momenta = model.training, [m.momentum for m in norms]
+    for m in norms:
+        m.running_mean.zero_()
+        m.running_var.fill_(1.0)
+    seen = 0
+    model.train()
+    try:
+        for x in batches:
+            n = len(x)
+            for m in norms:  # weight n / (seen + n): after the pass, the size-weighted mean over all batches
+                m.momentum = n / (seen + n)
+            model(x)
+            seen += n
+    finally:
+        for m, momentum in zip(norms, momenta):
+            m.momentum = momentum
+        model.train(was_training)
+    return seen
+
+
 class ScaleNorm(Norm):
     # Nguyen & Salazar 2019: y = g * x / max(||x||, eps), one scalar g initialised to sqrt(dim).
     def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True):

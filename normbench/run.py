@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import logging
 import os
 import signal
@@ -18,7 +19,7 @@ from normbench import checkpoint
 from normbench.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
 from normbench import study_info
-from normbench.contract import FINISHED, config_hash, identity
+from normbench.contract import FINISHED, SCHEMA, config_hash, identity
 from normbench.loggers import build_logger
 from normbench.record import RunRecord, environment, read_summary
 from normbench.tasks import load_task
@@ -98,6 +99,57 @@ def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path 
     return None
 
 
+class SweepClaim:
+    """One effective config's claim within a sweep: an exclusive lock on ``<sweep>/.claims/<config_hash>``,
+    held by the job that executes it until its record is final, the lock file naming that job's folder.
+
+    Two jobs of a sweep with one effective config (``norm=none`` makes ``norm.gamma_init`` inert, so
+    ``gamma_init=1.0,0.1`` is one run twice) must execute once: the second finds the lock held (the
+    original is running) or, once it is free, the original's finished record. A lock dies with its
+    process, so a killed job's config is free to run again.
+    """
+
+    def __init__(self, sweep_dir: Path, digest: str):
+        folder = Path(sweep_dir) / ".claims"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / digest
+        self.fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            self.fd = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this job holds the claim (False: another job of the sweep runs this config now)."""
+        return self.fd is not None
+
+    def holder(self) -> str:
+        """The folder of the job that holds the claim, as it wrote it."""
+        try:
+            return self.path.read_text().strip() or "another job of this sweep"
+        except OSError:
+            return "another job of this sweep"
+
+    def name(self, run_dir: Path) -> None:
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, str(run_dir).encode(), 0)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def duplicate_of_running(plain: dict, run_identity, holder: str) -> dict:
+    """What a duplicate job of a sweep returns while its original runs: nothing is written for it."""
+    return {"schema": SCHEMA, "status": "skipped", "reason": f"duplicate of the run in progress in {holder}",
+            "config": plain, "config_hash": run_identity.config_hash, "group_hash": run_identity.group_hash,
+            "seed": plain.get("seed"), "axes": run_identity.settings, "metrics": {}, "run_dir": holder,
+            "duplicate_of": holder}
+
+
 def follow_logs(old_dir: Path, new_dir: Path) -> None:
     """Point the log files Hydra opened in ``old_dir`` (the folder it chose) at ``new_dir`` (the one claimed)."""
     if old_dir.resolve() == new_dir.resolve():
@@ -117,8 +169,11 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             parallel_jobs: int = 1, job_num: int = 0, extra: dict | None = None) -> dict:
     """Run one job and return its summary. Never raises for a run's own failure; re-raises Ctrl-C.
 
-    With ``resume``, a run that already has a finished record in the sweep is not run again. A new
-    attempt claims ``run_dir``, or a folder beside it when that one holds another run's record or a
+    A job of a sweep whose effective config another job of the sweep has finished or is running is
+    not run again, with or without ``resume`` (SweepClaim): it writes nothing and returns the
+    original's summary with ``duplicate_of`` (its folder); while the original runs, a ``skipped``
+    summary naming it. With ``resume``, a single run with a finished record in ``run_dir`` is not run
+    again either. A new attempt claims ``run_dir``, or a folder beside it when that one holds another run's record or a
     live job (record.claim_run_dir): a finished record is never overwritten. The summary's
     ``run_dir`` says where the record is. ``extra`` adds fields to the record (a rerun's origin).
     """
@@ -127,21 +182,32 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     plain.pop("hydra", None)
     run_identity = identity(plain)
     digest = run_identity.config_hash
-    if plain.get("resume"):
-        done = finished_record(run_dir, sweep_dir, digest)
+    claim = SweepClaim(sweep_dir, digest) if sweep_dir is not None else None
+    try:
+        if claim is not None and not claim.held:
+            holder = claim.holder()
+            log.info("duplicate: this config runs in %s now, not run again", holder)
+            return duplicate_of_running(plain, run_identity, holder)
+        done = finished_record(run_dir, sweep_dir, digest) if claim is not None or plain.get("resume") else None
         if done is not None:
-            log.info("resume: already finished in %s, not run again", done.parent)
-            return {**read_summary(done), "run_dir": str(done.parent)}
-    with sigterm_as_interrupt():  # from here on, SIGTERM leaves an `interrupted` record, even while loading
-        record = RunRecord.claim(run_dir, digest)
-        follow_logs(run_dir, record.run_dir)
-        # resume: an interrupted attempt's checkpoint (this folder first, else anywhere in the sweep)
-        resume_from = checkpoint.find(record.run_dir, sweep_dir, digest) if plain.get("resume") else None
-        record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=run_identity.group_hash,
-                     seed=plain.get("seed"), axes=run_identity.settings, study=study_info.current(), task={},
-                     metrics={}, profiles={}, throughput={}, environment={}, **(extra or {}))
-        summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from)
-        return {**summary, "run_dir": str(record.run_dir)}
+            log.info("%s: already finished in %s, not run again", "resume" if plain.get("resume") else "duplicate",
+                     done.parent)
+            return {**read_summary(done), "run_dir": str(done.parent), "duplicate_of": str(done.parent)}
+        with sigterm_as_interrupt():  # from here on, SIGTERM leaves an `interrupted` record, even while loading
+            record = RunRecord.claim(run_dir, digest)
+            if claim is not None:
+                claim.name(record.run_dir)
+            follow_logs(run_dir, record.run_dir)
+            # resume: an interrupted attempt's checkpoint (this folder first, else anywhere in the sweep)
+            resume_from = checkpoint.find(record.run_dir, sweep_dir, digest) if plain.get("resume") else None
+            record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=run_identity.group_hash,
+                         seed=plain.get("seed"), axes=run_identity.settings, study=study_info.current(), task={},
+                         metrics={}, profiles={}, throughput={}, environment={}, **(extra or {}))
+            summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from)
+            return {**summary, "run_dir": str(record.run_dir)}
+    finally:  # after the record is final: a duplicate that comes later finds it finished
+        if claim is not None:
+            claim.release()
 
 
 def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float,

@@ -92,6 +92,10 @@ class NormSpec:
     fp32: bool = True          # compute the norm in fp32 under bf16/fp16 autocast
     alpha_init: float = 0.5    # DyT only
     gain_offset: bool = False  # store gamma - 1 (Gemma's RMSNorm): weight decay pulls the gain toward 1
+    # bn only: before every evaluation, population statistics from the current weights (a pass over
+    # bn_reestimate_batches batches of 512 training examples, cumulative average) replace the running ones
+    bn_reestimate: bool = False
+    bn_reestimate_batches: int = 8
 
     def __post_init__(self):
         _one_of("norm.kind", self.kind, KINDS)
@@ -99,11 +103,14 @@ class NormSpec:
         require_eps(self.kind, self.eps)
         _require(math.isfinite(self.gamma_init), f"norm.gamma_init must be finite, got {self.gamma_init}")
         _require(math.isfinite(self.alpha_init), f"norm.alpha_init must be finite, got {self.alpha_init}")
+        _require(self.bn_reestimate_batches >= 1,
+                 f"norm.bn_reestimate_batches must be >= 1, got {self.bn_reestimate_batches}")
 
     def build(self, dim: int, per_step: bool = False):
         from normbench.norms import build_norm  # torch only when a model is built: this module stays torch-free
 
-        return build_norm(dim=dim, per_step=per_step, **asdict(self))
+        layer = {k: v for k, v in asdict(self).items() if not k.startswith("bn_reestimate")}  # the trainer's
+        return build_norm(dim=dim, per_step=per_step, **layer)
 
     @property
     def active(self) -> bool:

@@ -16,10 +16,11 @@ import torch
 import torch.nn.functional as F
 
 from normbench import probes
+from normbench.convergence import convergence
 from normbench.loggers import RunLogger
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
-from normbench.norms import BatchNorm, auto_choices, auto_sites
+from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
 from normbench.precision import PRECISIONS, MasterWeights, half_model, norm_input_dtypes
 from normbench.record import RunRecord
 
@@ -100,7 +101,8 @@ class Progress:
 
     step: int = 0
     train_s: float = 0.0
-    losses: list = field(default_factory=list)
+    losses: list = field(default_factory=list)  # every step's training loss, step 1 first
+    evals: list = field(default_factory=list)   # (step, val metric) of every evaluation
     grad_norms: list = field(default_factory=list)
     step_ms: list = field(default_factory=list)  # timed steps only
     best_val: float | None = None
@@ -116,6 +118,7 @@ class Progress:
     grad_time_final: list | None = None
     layer_grad_norm_init: dict = field(default_factory=dict)
     bn_train_eval_gap: float | None = None
+    bn_train_eval_gap_running: float | None = None
     skipped_steps: int = 0  # fp16 with a loss scale: steps whose gradients overflowed, not applied
 
 
@@ -162,6 +165,11 @@ class Trainer:
         self.train_batches = Batches(task.train, cfg.batch_size, device, cfg.seed, inputs)
         self.val = fixed_batches(task.val, device, dtype=inputs)
         self.probe_batch = self.val[0]
+        # norm.bn_reestimate: the training inputs that population statistics are estimated from, fixed
+        self.bn_population = None
+        if cfg.norm.bn_reestimate and batch_norms(self.model):
+            x = task.train.x[: cfg.norm.bn_reestimate_batches * EVAL_BATCH]
+            self.bn_population = [_inputs(x[i : i + EVAL_BATCH], device, inputs) for i in range(0, len(x), EVAL_BATCH)]
         self.spikes = probes.SpikeDetector()
         self.progress = Progress()
         self.start_step = 0  # steps already done: a run resumed from its checkpoint (normbench/checkpoint.py)
@@ -206,14 +214,32 @@ class Trainer:
         self.model.train()
         return total / max(count, 1), loss_sum / sum(len(x) for x, _ in batches)
 
+    def reestimate_bn(self) -> None:
+        """norm.bn_reestimate: every BatchNorm's statistics from the current weights (norms.reestimate_statistics)."""
+        with self.autocast():
+            reestimate_statistics(self.model, self.bn_population)
+
+    @contextlib.contextmanager
+    def _evaluation_statistics(self):
+        """The statistics an evaluation during training uses: with norm.bn_reestimate population ones,
+        and the running averages back afterwards, so training goes on exactly as without the option."""
+        if self.bn_population is None:
+            yield
+            return
+        with probes.buffers_preserved(self.model):
+            self.reestimate_bn()
+            yield
+
     def _flow_profile(self):
         with self.autocast():
             return probes.gradient_through_time(self.model, *self.probe_batch, self.loss_fn, self.probe_loss_scale)
 
     def _eval_and_log(self, step: int):
         p = self.progress
-        val, val_loss = self.evaluate(self.val)
+        with self._evaluation_statistics():
+            val, val_loss = self.evaluate(self.val)
         p.final_val = val
+        p.evals.append((step, val))
         if math.isfinite(val) and (p.best_val is None or self.better(val, p.best_val)):
             p.best_val = val
         reached = val >= self.task.target if self.task.higher_is_better else val <= self.task.target
@@ -261,7 +287,11 @@ class Trainer:
     def _final_profiles(self):
         p = self.progress
         p.grad_time_final = self._flow_profile()
-        if any(isinstance(m, BatchNorm) for m in self.model.modules()):
+        if batch_norms(self.model):
+            if self.bn_population is not None:  # the gap the running averages would have had, then the
+                with self.autocast():           # model keeps population statistics for the gap and the test
+                    p.bn_train_eval_gap_running = probes.train_eval_gap(self.model, self.val, self.loss_fn)
+                self.reestimate_bn()
             with self.autocast():
                 p.bn_train_eval_gap = probes.train_eval_gap(self.model, self.val, self.loss_fn)
         p.test = self.evaluate(fixed_batches(self.task.test, self.device, dtype=self.inputs))[0]
@@ -389,7 +419,8 @@ class Trainer:
             "act_max_abs": max(acts.values()) if acts else None, "act_rms": max(rms.values()) if rms else None,
             "grad_time_ratio_init": probes.grad_time_ratio(p.grad_time_init),
             "grad_time_ratio": probes.grad_time_ratio(p.grad_time_final),
-            "bn_train_eval_gap": p.bn_train_eval_gap,
+            "bn_train_eval_gap": p.bn_train_eval_gap, "bn_train_eval_gap_running": p.bn_train_eval_gap_running,
+            **convergence(list(enumerate(p.losses, start=1)), p.evals, self.cfg.steps, p.diverged_at_step is not None),
             "steps_done": p.step,
             "skipped_steps": p.skipped_steps if self.scaler is not None else None,
         }

@@ -38,15 +38,18 @@ def executed(monkeypatch):
     return seeds
 
 
-def test_norm_none_under_several_placements_counts_once(cli, tmp_path, tiny_args):
+def test_norm_none_under_several_placements_counts_once(cli, tmp_path, tiny_args, executed):
     code, *_ = cli("-m", *tiny_args, "norm=ln,none", "placement=pre,post", "seed=0,1", "hydra.sweep.dir=sweep")
     assert code == 0
+    assert sorted(executed) == [0, 0, 0, 1, 1, 1]  # ln pre and post, and norm=none once a seed: one sweep runs it once
     summary = summary_csv(tmp_path / "sweep").set_index("group")
     none = summary.loc[summary["norm"] == "none"]
-    assert len(none) == 1 and none["n"].item() == 2  # 4 records, 2 distinct seeds
+    assert len(none) == 1 and none["n"].item() == 2  # 2 records, 2 distinct seeds
     assert sorted(summary.loc[summary["norm"] == "ln", "n"]) == [2, 2]
-    report = (tmp_path / "sweep" / "report.md").read_text()
-    assert "Copies counted once" in report
+    # another sweep's copy of a run: the report counts it once
+    assert cli("-m", *tiny_args, "norm=none", "seed=0", "hydra.sweep.dir=other", "report=false")[0] == 0
+    build_report([tmp_path / "sweep", tmp_path / "other"], tmp_path / "both")
+    assert "Copies counted once" in (tmp_path / "both" / "report.md").read_text()
 
 
 def test_a_setting_outside_any_list_splits_groups(cli, tmp_path, tiny_args):

@@ -21,3 +21,19 @@ def test_eps_sweep_puts_an_fp16_norm_where_zero_rows_occur(compose):
     cfg = to_config(compose("+sweep=eps_fp16", "norm.eps=1e-8", "norm.fp32=false", tiny=False))
     assert cfg.precision.dtype == "fp16_pure" and cfg.norm.impl == "reference" and cfg.norm.kind == "ln"
     assert cfg.model.family == "lstm" and cfg.placement.name == "in_cell"  # norm on U·h_{t-1}, 0 at t = 1
+
+
+@pytest.mark.parametrize("sweep, norm", [("ln_converges", "ln"), ("bn_converges", "bn")])
+def test_convergence_sweeps_compare_a_normalized_lstm_with_the_plain_one(compose, sweep, norm):
+    arm = to_config(compose(f"+sweep={sweep}", f"norm={norm}", tiny=False))
+    plain = to_config(compose(f"+sweep={sweep}", "norm=none", tiny=False))
+    for cfg in (arm, plain):
+        assert cfg.model.family == "lstm" and cfg.model.hidden == 64 and cfg.task.name == "digits"
+        assert cfg.task.pixels_per_step == 1 and cfg.steps == 600 and cfg.steps // cfg.eval_every >= 10
+    assert arm.placement.name == "in_cell" and arm.norm.kind == norm
+    if norm == "bn":  # Cooijmans et al.'s gamma = 0.1, evaluated with population statistics
+        assert arm.norm.gamma_init == 0.1 and arm.norm.bn_reestimate
+
+
+def test_warmup_sweep_runs_past_the_accuracy_jump(compose):
+    assert to_config(compose("+sweep=warmup_depth", tiny=False)).steps >= 800

@@ -170,3 +170,47 @@ def test_rerun_of_a_crafted_record_is_one_line(cli, tmp_path, tiny_args, capsys,
     assert rerun.main([str(tmp_path / "run")]) == 2
     out, err = capsys.readouterr()
     assert len(err.strip().splitlines()) == 1 and says in err and os.environ.get("HOME", "~") not in out + err
+
+
+def test_duplicate_jobs_of_one_sweep_execute_once(cli, tmp_path, monkeypatch, tiny_args):
+    """norm=none makes gamma_init inert: 2 gamma_inits x 3 seeds are 3 runs, each executed once."""
+    executed = []
+    real_fit = Trainer.fit
+    monkeypatch.setattr(Trainer, "fit", lambda self: executed.append(self.cfg.seed) or real_fit(self))
+    sweep = ["-m", *tiny_args, "norm=none", "norm.gamma_init=1.0,0.1", "seed=0,1,2", "hydra.sweep.dir=sweep",
+             "report=false"]
+    assert cli(*sweep)[0] == 0
+    assert sorted(executed) == [0, 1, 2]
+    found = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
+    assert sorted(s["seed"] for s in found) == [0, 1, 2] and len({s["config_hash"] for s in found}) == 3
+    executed.clear()
+    assert cli(*sweep)[0] == 0 and executed == []  # finished in this sweep's folder: not again, resume or not
+
+
+def test_a_duplicate_of_a_running_job_writes_nothing_and_names_it(compose, tmp_path):
+    from omegaconf import OmegaConf
+
+    from normbench.contract import config_hash
+    from normbench.run import SweepClaim, execute
+
+    node = compose("norm=none")
+    original = SweepClaim(tmp_path / "sweep", config_hash(OmegaConf.to_container(node, resolve=True)))
+    original.name(tmp_path / "sweep" / "0")  # job 0 holds the claim: it is running
+    try:
+        summary = execute(compose("norm=none", "norm.gamma_init=0.1"), tmp_path / "sweep" / "1", [],
+                          sweep_dir=tmp_path / "sweep")
+    finally:
+        original.release()
+    assert summary["status"] == "skipped" and summary["duplicate_of"] == str(tmp_path / "sweep" / "0")
+    assert "in progress" in summary["reason"] and not list((tmp_path / "sweep").rglob("summary.json"))
+    assert execute(compose("norm=none"), tmp_path / "sweep" / "1", [], sweep_dir=tmp_path / "sweep")["status"] == "ok"
+
+
+def test_duplicates_side_by_side_in_joblib_workers_execute_once(tmp_path, tiny_args):
+    # seed outermost: the two jobs of one seed, one effective config, start side by side
+    proc = normbench("-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2", *tiny_args, "seed=0,1", "norm=none",
+                     "norm.gamma_init=1.0,0.1", "hydra.sweep.dir=sweep", "report=false", cwd=tmp_path)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    found = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
+    assert sorted(s["seed"] for s in found) == [0, 1] and all(s["status"] == "ok" for s in found)

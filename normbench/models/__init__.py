@@ -37,6 +37,19 @@ class SequenceModel(nn.Module):
         return self.head(h[:, -1] if self.readout == "last" else h)
 
 
+def batch_normalizes_input(family: str, norm: NormSpec, placement: str) -> bool:
+    """Whether the first recurrent layer batch-normalizes W·x_t with per-step statistics (in_cell, gate):
+    then a feature encoder's bias b is redundant, and harmful, so the encoder has none.
+
+    Per-step BatchNorm subtracts the constant W·b exactly, so the loss cannot see b; its float32
+    gradient is rounding noise, amplified by 1/sqrt(eps) at steps whose input is the same for the whole
+    batch (a digit's blank pixels), and Adam turns noise into lr-sized steps. W·b random-walks, the
+    running means trail it by ~1/momentum steps, and with one pixel per step the trail is many per-step
+    deviations: evaluation with running statistics collapsed to near chance while training looked fine.
+    """
+    return family != "transformer" and norm.kind == "bn" and placement in ("in_cell", "gate")
+
+
 def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | str, *, input_kind: str,
                 input_dim: int, n_outputs: int, readout: str, max_len: int = 1024) -> SequenceModel:
     """input_kind "features": (batch, time, input_dim) floats; "tokens": (batch, time) ids < input_dim.
@@ -45,7 +58,10 @@ def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | 
     where = PlacementConfig(placement) if isinstance(placement, str) else placement
     placement = where.name
     width_in = shape.hidden if shape.family == "transformer" else shape.embed
-    encoder = nn.Embedding(input_dim, width_in) if input_kind == "tokens" else nn.Linear(input_dim, width_in)
+    if input_kind == "tokens":
+        encoder = nn.Embedding(input_dim, width_in)
+    else:
+        encoder = nn.Linear(input_dim, width_in, bias=not batch_normalizes_input(shape.family, norm, placement))
     if shape.family == "transformer":
         backbone = build_transformer(TransformerShape(shape.hidden, shape.layers, shape.heads, shape.ff_mult,
                                                       max_len=max_len, qk_norm=shape.qk_norm), norm, placement)
