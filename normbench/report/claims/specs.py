@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from normbench.report.aggregate import format_value
-from normbench.report.claims.engine import (
-    LARGEST, LEARNED_SHARE, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Measure, Require, _keys, _named,
-    _task, axis, better, column, converges_faster, equivalent, faster, grows, higher_rate, metric, more_stable, named,
-    not_worse, one_of, ratio, slope, values_text, varying)
+from normbench.report.claims.parts import _keys, _named, _task, axis, column, metric, values_text, varying
+from normbench.report.claims.vocabulary import (
+    LARGEST, LEARNED_SHARE, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Measure, Require, better,
+    converges_faster, equivalent, faster, grows, higher_rate, more_stable, named, not_worse, one_of, ratio, slope)
 
 RECURRENT = Require({"model": named("rnn", "lstm", "gru")}, "a recurrent model (rnn, lstm or gru)")
 TRAINS_SHARE = 0.50  # an lr "trains" a seed when it gets this share of the way from chance to the best
