@@ -178,6 +178,7 @@ def test_unbalanced_depths_are_stratified(runs_of):
     post = verdict.parts[0]
     assert post.effects[0].estimate == pytest.approx(-0.05, abs=1e-9)
     assert post.status == CONTRADICTED and "Stratified by layers" in post.test
+    assert "Per stratum: layers=2: -0.05 [" in post.test and "layers=6: -0.05 [" in post.test  # each shown
     assert "Pooled over layers (balanced" in verdict.parts[1].test  # Pre-LN's arms are balanced
     assert verdict.status == CONTRADICTED
 

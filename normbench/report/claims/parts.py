@@ -155,6 +155,19 @@ def _difference(triples, values: Callable[[pd.DataFrame], pd.Series]) -> Estimat
                              for _, a, b in triples])
 
 
+def _per_stratum(triples, values: Callable[[pd.DataFrame], pd.Series], alpha: float, sign: int = 1) -> str:
+    """Each stratum's own difference, so a combined verdict never rests silently on one of them."""
+    if len(triples) < 2:
+        return ""
+    shown = []
+    for level, a, b in triples:
+        estimate = combine([(sign, mean_estimate(values(a))), (-sign, mean_estimate(values(b)))])
+        interval = estimate.interval(decision_level(alpha))
+        shown.append(f"{level}: {_fmt(estimate.value)}"
+                     + (f" [{_fmt(interval[0])}, {_fmt(interval[1])}]" if interval else " (interval undefined)"))
+    return f" Per stratum: {'; '.join(shown)}."
+
+
 def _as_effect(label: str, estimate: Estimate, alpha: float, null: float = 0.0, exp: bool = False) -> Effect:
     interval = estimate.interval(decision_level(alpha))
     if exp:
@@ -253,6 +266,7 @@ def _score_part(spec: PartSpec, ctx: _Context) -> Part:
     score = _as_effect(label, raw, alpha)
     rate, diverged, rate_estimate = _divergence(triples, spec.a, spec.b, alpha)
     effects = (score, rate) if diverged and spec.measure.finished_only else (score,)
+    test += _per_stratum(triples, values, alpha)
     oriented = Estimate(sign * raw.value, raw.var, raw.df)
     seeds = _seeds(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)]) if spec.measure.finished_only \
         else _seeds(*[f for _, f1, f2 in triples for f in (f1, f2)])
@@ -535,6 +549,7 @@ def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
     if not triples:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=(dropped or design).strip())
     loss = _difference(triples, lambda f: _values(TRAIN_LOSS_AUC, f))
+    test += _per_stratum(triples, lambda f: _values(TRAIN_LOSS_AUC, f), alpha, sign=-1)
     val = _difference(triples, lambda f: _values(VAL_AUC, f))
     sign = _task(runs)[0]
     effects = (_as_effect(f"train_loss_auc: {spec.b} − {spec.a} (+ = {spec.a} converges faster)",
