@@ -593,12 +593,13 @@ def _grows_part(spec: PartSpec, ctx: _Context) -> Part:
     shared = sorted(set(xa.dropna()) & set(xb.dropna()))
     sign, name = _task(runs)[0], _task(runs)[1]
     level = decision_level(alpha)
-    test = (f"{spec.a} − {spec.b} at {spec.x} = largest minus at smallest (a difference of differences, Welch–"
+    toward = "smallest" if spec.claimed < 0 else "largest"
+    test = (f"{spec.a} − {spec.b} at the {toward} {spec.x} minus at the other end (a difference of differences, Welch–"
             f"Satterthwaite df), {name} of finished runs, one-sided at α = {alpha:g} each way ({pct(level)} interval).")
     if len(shared) < 2:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,
                     note=f"Needs at least 2 values of {spec.x} in both {spec.a} and {spec.b}; shared: {values_text(pd.Series(shared, dtype=float))}.")
-    low, high = shared[0], shared[-1]
+    low, high = (shared[0], shared[-1]) if spec.claimed > 0 else (shared[-1], shared[0])  # from → toward
     cells = {(arm, where): frame[np.isclose(x, where)] for arm, frame, x in ((spec.a, a, xa), (spec.b, b, xb))
              for where in (low, high)}
     if not any(learned(f, runs)[0] is not False for f in cells.values()):

@@ -233,7 +233,7 @@ CLAIMS: list[Claim] = [
           parts=(converges_faster("BN-LSTM's training loss falls faster than LSTM's", "bn-lstm", "lstm"),),
           design="Arms: in-cell BN-LSTM and a plain LSTM on the same task and steps; convergence is the mean "
                  "training loss over the run (train_loss_auc)."),
-    Claim("ln_beats_bn_variable_length",
+    Claim("ln_beats_bn_varlen",
           "On variable-length sequences LayerNorm beats BatchNorm, and BatchNorm's deficit grows with the "
           "variation in length.",
           "Ba, Kiros & Hinton 2016, §1 and §3 (batch statistics over sequences of varying length); practice",
@@ -242,10 +242,11 @@ CLAIMS: list[Claim] = [
           parts=(better("LN beats BN with statistics over padding", "ln", "bn unmasked"),
                  better("LN beats BN with statistics over real steps only", "ln", "bn masked"),
                  grows("LN's advantage over unmasked BN grows with length variation", "ln", "bn unmasked",
-                       "task.length_spread")),
-          pool=("task.length_spread",),
-          design="Arms: LN, BN masked (norm.bn_mask=true) and BN over padding (false); the length variation is "
-                 "the axis task.length_spread."),
+                       "task.min_length", toward="smallest")),
+          pool=("task.min_length",),
+          design="Arms: LN, BN masked (norm.bn_mask=true) and BN over padding (false) (conf/sweep/ln_vs_bn_varlen); "
+                 "each example's length is drawn from [task.min_length, task.length], so a smaller min_length "
+                 "is more length variation."),
     Claim("dropout_after_norm",
           "Dropout placed after the norm works better than dropout before it.",
           "Practice: dropout after normalization (in a Transformer block, before the residual add)",

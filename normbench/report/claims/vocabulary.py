@@ -291,8 +291,9 @@ def converges_faster(assertion: str, a: str, b: str) -> PartSpec:
     return PartSpec("converges_faster", assertion, a, b)
 
 
-def grows(assertion: str, a: str, b: str, x: str) -> PartSpec:
-    """a's advantage over b grows from the smallest to the largest value of x (an interaction)."""
-    return PartSpec("grows", assertion, a, b, x=x)
+def grows(assertion: str, a: str, b: str, x: str, toward: str = "largest") -> PartSpec:
+    """a's advantage over b grows along x, toward its largest (or, with toward="smallest", its
+    smallest) value: the difference of differences between the two ends (an interaction)."""
+    return PartSpec("grows", assertion, a, b, claimed=1 if toward == "largest" else -1, x=x)
 
 
