@@ -538,14 +538,14 @@ def test_fp16_small_eps_needs_norms_computing_in_fp16(runs_of):
 
 
 def test_fp16_small_eps_judged_where_the_norm_is_fp16_beside_its_fp32_control(runs_of):
-    """The eps sweep's control arm (norm.fp32=true, never diverges) is a setting of its own, not pooled."""
+    """The eps sweep's control arm (norm.fp32=true, never diverges) is not this claim's evidence, never pooled."""
     control = [dict(r, axes={**r["axes"], "norm_fp32": True}) for r in eps_runs(0, 0, precision="fp16_pure")]
     half = [dict(r, axes={**r["axes"], "norm_fp32": False}) for r in eps_runs(3, 0, precision="fp16_pure")]
     verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*control, *half)))["fp16_small_eps_nonfinite"]
     assert verdict.status == SUPPORTED, verdict.explanation
     assert verdict.n_per_arm == {"smallest eps": 3, "largest eps": 3}
     assert list(verdict.evidence["eps"]) == ["1e-08", "0.001"]
-    assert "Judged within norm_fp32=false" in verdict.explanation
+    assert "norm_fp32" not in verdict.setting  # the control is not among the runs the claim can use
 
 
 # --- the engine's rules, one table row per case ------------------------------------------------------

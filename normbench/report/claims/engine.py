@@ -148,16 +148,32 @@ def part_rows(verdict: Verdict) -> list[list[str]]:
     return [[p.assertion, p.test, _effect_text(p.effect), verdict_text(p)] for p in verdict.parts]
 
 
-def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
-    """One claim on one setting's runs."""
-    decision_level(alpha)  # rejects an α outside (0, 0.5)
+def relevant(claim: Claim, runs: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The runs a claim can use (its statuses and requirements, in one of its arms), or why none
+    can: what no subset of the runs can gain, so it is checked once per study."""
     runs = runs[runs["status"].isin(claim.statuses)]
     for need in claim.requires:
         kept = runs[select(runs, need.selector)]
         if kept.empty:
             have = "; ".join(f"{k} ∈ {values_text(axis(runs, k))}" for k in need.selector)
-            return not_applicable(f"Needs {need.needs}; the runs have {have}.")
+            return runs, f"Needs {need.needs}; the runs have {have}."
         runs = kept
+    masks = {name: select(runs, selector) for name, selector in claim.arms.items()}
+    missing = [name for name, mask in masks.items() if not mask.any()]
+    if missing:
+        keys = list(dict.fromkeys(k for n in missing for k in claim.arms[n]))
+        have = "; ".join(f"{k} ∈ {values_text(axis(runs, k))}" for k in keys)
+        return runs, (f"Needs {'; '.join(f'{n} ({describe(claim.arms[n])})' for n in missing)}; "
+                      f"the runs have {have}.")
+    return runs[np.logical_or.reduce(list(masks.values()))], None
+
+
+def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
+    """One claim on one setting's runs."""
+    decision_level(alpha)  # rejects an α outside (0, 0.5)
+    runs, why = relevant(claim, runs)
+    if why:
+        return not_applicable(why)
     frames, resolved, why = _resolve(claim, runs)
     if why:
         return not_applicable(why)
@@ -190,14 +206,6 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
 
 # --- settings and studies -----------------------------------------------------------------------
 
-def _typed(values: pd.Series, text: str):
-    """The column's own value whose str() is ``text`` (so 1e-05 prints as 1e-05, not '1e-05')."""
-    for value in values.dropna().unique():
-        if str(value) == text:
-            return value
-    return text
-
-
 def settings(runs: pd.DataFrame, free: tuple[str, ...]) -> list[tuple[str, pd.DataFrame]]:
     """Runs split into settings that agree on every varying axis outside ``free`` (and the seed),
     most seeds (then most runs) first: a claim compares like with like.
@@ -218,10 +226,11 @@ def settings(runs: pd.DataFrame, free: tuple[str, ...]) -> list[tuple[str, pd.Da
 
     distinct = sorted(set(keys), key=lambda k: tuple("" if v is None else v for v in k))
     chosen = [k for k in distinct if not any(other != k and covers(k, other) for other in distinct)]
+    typed = {c: {str(v): v for v in runs[c].dropna().unique()} for c in fixed}  # 1e-05 prints as 1e-05
     groups = []
     for key in chosen:
         members = [i for i, row in zip(runs.index, keys) if covers(row, key)]
-        name = ", ".join(f"{c.removeprefix('axes.')}={'n/a' if v is None else format_value(_typed(runs[c], v))}"
+        name = ", ".join(f"{c.removeprefix('axes.')}={'n/a' if v is None else format_value(typed[c].get(v, v))}"
                          for c, v in zip(fixed, key))
         groups.append((name, runs.loc[members]))
     return sorted(groups, key=lambda g: (-g[1]["seed"].nunique(), -len(g[1])))
@@ -237,6 +246,9 @@ def _checked(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
 def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     """A claim within one study: judged within each setting where it applies; the headline is the
     setting with most seeds, the others listed with it by name and verdict, never averaged into it."""
+    runs, why = relevant(claim, runs)
+    if why:
+        return not_applicable(why)
     applicable = [(name, verdict) for name, frame in settings(runs, claim.compare + claim.pool)
                   if (verdict := _checked(claim, frame, alpha)).status != NOT_APPLICABLE]
     if not applicable:

@@ -231,6 +231,8 @@ class _Context:
 
 def _undecided(estimate: Estimate, seeds: int, distance: float, claimed_value: float, alpha: float):
     """(lean, seeds_needed, mde) of a part: which way the estimate points and what would decide it."""
+    if not estimate.var > 0:  # no spread (or none known): no design quantity to report
+        return _lean_of(claimed_value, 1), None, None
     mde = minimum_detectable_effect(estimate, alpha)
     needed = seeds_to_decide(estimate, seeds, distance, alpha) if seeds >= 1 else None
     return _lean_of(claimed_value, 1), needed, (mde if math.isfinite(mde) else None)
@@ -427,14 +429,15 @@ def _ratio_part(spec: PartSpec, ctx: _Context) -> Part:
                 f"{seeds} agreeing seed(s) give p = {0.5 ** seeds:.3g}, and {needed} would be needed for p ≤ {alpha:g}.")
             lean = _lean_of(estimate.value, 1)
             return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, None,
-                        note + _caveats(fa, fb, estimate))
+                        note + _caveats(spec, fa, fb, estimate))
     lean, needed, mde = (_undecided(estimate, seeds, abs(estimate.value), estimate.value, alpha)
                          if status == INCONCLUSIVE else (None, None, None))
-    return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde, note + _caveats(fa, fb, estimate))
+    return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde,
+                note + _caveats(spec, fa, fb, estimate))
 
 
-def _caveats(fa: dict, fb: dict, estimate: Estimate) -> str:
-    found = [c for c in (fa.get("caveat"), fb.get("caveat")) if c]
+def _caveats(spec: PartSpec, fa: dict, fb: dict, estimate: Estimate) -> str:
+    found = [f"{name}: {facts['caveat']}" for name, facts in ((spec.a, fa), (spec.b, fb)) if facts.get("caveat")]
     if estimate.var == 0:
         found.append("every seed of each arm has the same value, so the interval has no width: the ratio is known "
                      "only to the grid's resolution")

@@ -114,7 +114,7 @@ def largest_training_lr(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Serie
     series = pd.Series(values, dtype=float)
     top, below = int(np.isclose(series, grid[-1]).sum()), int((series < grid[0] * (1 - 1e-9)).sum())
     caveat = "; ".join(filter(None, [
-        f"{top} seed(s) of an arm trained at the largest lr tried ({format_value(grid[-1])}), so its value is a lower bound" if top else "",
+        f"{top} seed(s) trained at the largest lr tried ({format_value(grid[-1])}), so its value is a lower bound" if top else "",
         f"{below} seed(s) trained at no lr and count one grid step below the smallest" if below else ""]))
     return series, {"rule": rule + f" (threshold {format_value(threshold)})", "caveat": caveat}
 
