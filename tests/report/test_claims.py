@@ -802,3 +802,21 @@ def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_r
     assert verdict.status == SUPPORTED, verdict.explanation
     assert "Steps to target (50% of the way from chance" in verdict.parts[0].note
     assert "ln-lstm median 25 (3/3 runs reached it); lstm median 50 (3/3" in verdict.parts[0].note
+
+
+@pytest.mark.slow
+def test_false_verdicts_under_no_difference_stay_near_alpha(runs_of):
+    """Two arms drawn from one distribution, 3 seeds each: a directional part reads supported, and
+    contradicted, each about α of the time (one-sided at α each way). 600 draws: Monte Carlo error
+    √(α(1 − α)/600) ≈ 0.009, so 0.05 + 3·0.009 bounds each rate."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    base = runs_of(*two_arms(0.8, 0.8))
+    found = {SUPPORTED: 0, CONTRADICTED: 0}
+    for _ in range(600):
+        runs = base.assign(**{"metrics.best_val": 0.8 + 0.02 * rng.standard_normal(len(base))})
+        status = dropout(runs).status
+        found[status] = found.get(status, 0) + 1
+    assert found[SUPPORTED] / 600 < 0.05 + 3 * 0.009 and found[CONTRADICTED] / 600 < 0.05 + 3 * 0.009
+    assert found[SUPPORTED] + found[CONTRADICTED] > 0  # the tests are not vacuous

@@ -266,7 +266,7 @@ def _score_part(spec: PartSpec, ctx: _Context) -> Part:
         margin, margin_text = ((spec.margin, spec.margin_text) if spec.margin is not None else _score_margin(runs))
         label = f"{label[:-1]}; margin ±{_fmt(margin)})"
     score = _as_effect(label, raw, alpha)
-    rate, diverged, rate_estimate = _divergence(triples, spec.a, spec.b, alpha)
+    rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
     effects = (score, rate) if diverged and spec.measure.finished_only else (score,)
     test += _per_stratum(triples, values, alpha)
     oriented = Estimate(sign * raw.value, raw.var, raw.df)
