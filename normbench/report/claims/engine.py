@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.report.aggregate import format_value
-from normbench.report.claims.parts import (TRAIN_LOSS_AUC, VAL_AUC, _Context, _effect_text, _fmt, _keys, _task,
+from normbench.report.claims.parts import (TRAIN_LOSS_AUC, VAL_AUC, _Context, _effect_text, _keys, _task,
                                            evaluate_part, pct, varying)
 from normbench.report.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SCORE, SUPPORTED, Claim,
                                                 Extreme, Part, Verdict, axis, describe, metric, select, values_text)
@@ -123,7 +123,7 @@ def part_line(index: int, part: Part) -> str:
     if part.status == INCONCLUSIVE:
         bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
         if part.mde is not None:
-            bits.append(f"minimum detectable effect {_fmt(part.mde)}")
+            bits.append(f"minimum detectable effect {part.mde:.3g}")
         bits.append(f"about {part.seeds_needed} seeds per arm would decide it at the effect seen" if part.seeds_needed
                     else "no number of seeds (≤ 1000 per arm) is known to decide it")
         extra = " (" + "; ".join(bits) + ")"
@@ -137,7 +137,7 @@ def verdict_text(part: Part) -> str:
         return part.status + (f": {part.note.strip()}" if part.status == NOT_APPLICABLE and part.note else "")
     bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
     if part.mde is not None:
-        bits.append(f"MDE {_fmt(part.mde)}")
+        bits.append(f"MDE {part.mde:.3g}")
     if part.seeds_needed:
         bits.append(f"≈{part.seeds_needed} seeds/arm would decide")
     return f"inconclusive ({', '.join(bits)})" + (f": {part.note.strip()}" if part.note else "")

@@ -207,6 +207,11 @@ def _divergence(triples, a_name: str, b_name: str, alpha: float) -> tuple[Effect
     return _as_effect(label, approx, alpha), total, approx
 
 
+def _short(x) -> str:
+    """Three significant digits: what a reader compares in an effect and its interval."""
+    return f"{float(x):.3g}" if isinstance(x, (int, float, np.floating)) and math.isfinite(x) else "n/a"
+
+
 def _effect_text(effect: Effect | None) -> str:
     if effect is None:
         return "—"
@@ -215,8 +220,8 @@ def _effect_text(effect: Effect | None) -> str:
     elif effect.interval[0] == effect.interval[1]:
         where = "no spread: every seed gave the same value"
     else:
-        where = f"{pct(effect.level)} interval [{_fmt(effect.interval[0])}, {_fmt(effect.interval[1])}]"
-    return f"{effect.label}: {_fmt(effect.estimate)} ({where})"
+        where = f"{pct(effect.level)} interval [{_short(effect.interval[0])}, {_short(effect.interval[1])}]"
+    return f"{effect.label}: {_short(effect.estimate)} ({where})"
 
 
 # --- the parts ----------------------------------------------------------------------------------
