@@ -1,17 +1,19 @@
 """Claims from the normalization literature, checked against the runs at hand.
 
-specs.py holds the claims as data; engine.py the one set of rules that judges them (its docstring
-states the tests, the α, the pooling and the four verdicts).
+specs.py holds the claims as data, in the vocabulary of vocabulary.py; parts.py tests each kind of
+part; engine.py is the one set of rules that judges a claim within each study and setting (its
+docstring states the tests, the α, the pooling and the four verdicts).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from normbench.report.claims.engine import (ACCURACY_DELTA, ALPHA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
-                                            NOT_APPLICABLE, PART_COLUMNS, RANGE_SHARE, SLOPE_DELTA, SUPPORTED,
-                                            TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
-                                            PartSpec, Verdict, evaluate, part_rows, settings, studies)
+from normbench.report.claims.engine import evaluate, part_rows, settings, studies
+from normbench.report.claims.vocabulary import (ACCURACY_DELTA, ALPHA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
+                                                NOT_APPLICABLE, PART_COLUMNS, RANGE_SHARE, SLOPE_DELTA, SUPPORTED,
+                                                TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
+                                                PartSpec, Verdict)
 from normbench.report.claims.specs import CLAIMS, TRAINS_SHARE
 
 __all__ = ["ACCURACY_DELTA", "ALPHA", "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "LEARNED_SHARE", "NOT_APPLICABLE",

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from normbench.report.aggregate import format_value
-from normbench.report.claims.engine import (
-    LARGEST, LEARNED_SHARE, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Measure, Require, _keys, _named,
-    _task, axis, better, column, converges_faster, equivalent, faster, grows, higher_rate, metric, more_stable, named,
-    not_worse, one_of, ratio, slope, values_text, varying)
+from normbench.report.claims.parts import _keys, _named, _task, axis, column, metric, values_text, varying
+from normbench.report.claims.vocabulary import (
+    LARGEST, LEARNED_SHARE, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Measure, Require, better,
+    converges_faster, equivalent, faster, grows, higher_rate, more_stable, named, not_worse, one_of, ratio, slope)
 
 RECURRENT = Require({"model": named("rnn", "lstm", "gru")}, "a recurrent model (rnn, lstm or gru)")
 TRAINS_SHARE = 0.50  # an lr "trains" a seed when it gets this share of the way from chance to the best
@@ -114,7 +114,7 @@ def largest_training_lr(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Serie
     series = pd.Series(values, dtype=float)
     top, below = int(np.isclose(series, grid[-1]).sum()), int((series < grid[0] * (1 - 1e-9)).sum())
     caveat = "; ".join(filter(None, [
-        f"{top} seed(s) of an arm trained at the largest lr tried ({format_value(grid[-1])}), so its value is a lower bound" if top else "",
+        f"{top} seed(s) trained at the largest lr tried ({format_value(grid[-1])}), so its value is a lower bound" if top else "",
         f"{below} seed(s) trained at no lr and count one grid step below the smallest" if below else ""]))
     return series, {"rule": rule + f" (threshold {format_value(threshold)})", "caveat": caveat}
 
@@ -233,7 +233,7 @@ CLAIMS: list[Claim] = [
           parts=(converges_faster("BN-LSTM's training loss falls faster than LSTM's", "bn-lstm", "lstm"),),
           design="Arms: in-cell BN-LSTM and a plain LSTM on the same task and steps; convergence is the mean "
                  "training loss over the run (train_loss_auc)."),
-    Claim("ln_beats_bn_variable_length",
+    Claim("ln_beats_bn_varlen",
           "On variable-length sequences LayerNorm beats BatchNorm, and BatchNorm's deficit grows with the "
           "variation in length.",
           "Ba, Kiros & Hinton 2016, §1 and §3 (batch statistics over sequences of varying length); practice",
@@ -242,10 +242,11 @@ CLAIMS: list[Claim] = [
           parts=(better("LN beats BN with statistics over padding", "ln", "bn unmasked"),
                  better("LN beats BN with statistics over real steps only", "ln", "bn masked"),
                  grows("LN's advantage over unmasked BN grows with length variation", "ln", "bn unmasked",
-                       "task.length_spread")),
-          pool=("task.length_spread",),
-          design="Arms: LN, BN masked (norm.bn_mask=true) and BN over padding (false); the length variation is "
-                 "the axis task.length_spread."),
+                       "task.min_length", toward="smallest")),
+          pool=("task.min_length",),
+          design="Arms: LN, BN masked (norm.bn_mask=true) and BN over padding (false) (sweeps/ln_vs_bn_varlen.yaml); "
+                 "each example's length is drawn from [task.min_length, task.length], so a smaller min_length "
+                 "is more length variation."),
     Claim("dropout_after_norm",
           "Dropout placed after the norm works better than dropout before it.",
           "Practice: dropout after normalization (in a Transformer block, before the residual add)",

@@ -1,0 +1,299 @@
+"""What a claim is made of: selectors over settings, measures, the part vocabulary, and the result types
+(Part, Verdict). The rules that judge them are in engine.py."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from normbench.report.aggregate import PRIMARY, format_value
+from normbench.report.intervals import ALPHA, decision_level
+
+SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
+    "supported", "contradicted", "inconclusive", "not applicable")
+TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward contradicted"
+FINISHED = ("ok", "diverged")  # runs whose record says how training went
+ACCURACY_DELTA = 0.01  # accuracy points: a difference below this is not one anybody would act on
+RANGE_SHARE = 0.10     # other metrics: 10% of the distance from chance to the ideal value
+SLOPE_DELTA = 0.1      # log-log slope: depth ×10 changes the gradient by at most 10^0.1 ≈ 1.26×
+LEARNED_SHARE = 0.10   # an arm learned when its mean beats chance by 10% of the chance-to-ideal range
+INTERFERENCE = 1.5     # a run's step-time p90/p10 above this: its timing was disturbed
+PART_COLUMNS = ["part", "test", "effect [interval]", "verdict"]
+
+
+# --- selectors ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Is:
+    """A predicate over one setting's value (None when the run lacks the setting)."""
+
+    text: str
+    test: Callable[[object], bool]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Extreme:
+    """The smallest or largest value of an axis among those every arm using it shares."""
+
+    which: str  # "smallest" | "largest"
+
+    def __str__(self) -> str:
+        return f"its {self.which} shared value"
+
+
+SMALLEST, LARGEST = Extreme("smallest"), Extreme("largest")
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def _number(value) -> float | None:
+    if isinstance(value, (bool, np.bool_)) or _missing(value):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _same(value, expected) -> bool:
+    if _missing(value):
+        return False
+    if isinstance(expected, (bool, np.bool_)) or isinstance(value, (bool, np.bool_)):
+        return str(value).lower() == str(expected).lower()
+    a, b = _number(value), _number(expected)
+    if a is not None and b is not None:
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-15)
+    return str(value) == str(expected)
+
+
+POSITIVE = Is("> 0", lambda v: (_number(v) or 0.0) > 0)
+TRUE = Is("true", lambda v: _same(v, True))
+NOT_TRUE = Is("not true", lambda v: not _same(v, True))
+
+
+def one_of(*values) -> Is:
+    return Is(" or ".join(str(v) for v in values), lambda v: any(_same(v, e) for e in values))
+
+
+def named(*parts: str) -> Is:
+    """A value whose name contains one of ``parts`` (model "lstm" in "lstm_peephole")."""
+    return Is(" or ".join(parts), lambda v: not _missing(v) and any(p in str(v).lower() for p in parts))
+
+
+def axis(runs: pd.DataFrame, name: str) -> pd.Series:
+    column = f"axes.{name}"
+    return runs[column] if column in runs else pd.Series(None, index=runs.index, dtype=object)
+
+
+def metric(runs: pd.DataFrame, name: str) -> pd.Series:
+    return pd.to_numeric(runs[name], errors="coerce") if name in runs else pd.Series(np.nan, index=runs.index)
+
+
+def _matches(values: pd.Series, expected) -> pd.Series:
+    if isinstance(expected, Is):
+        return values.map(lambda v: bool(expected.test(None if _missing(v) else v))).astype(bool)
+    return values.map(lambda v: _same(v, expected)).astype(bool)
+
+
+def select(runs: pd.DataFrame, selector: Mapping[str, object]) -> pd.Series:
+    keep = pd.Series(True, index=runs.index)
+    for name, expected in selector.items():
+        if not isinstance(expected, Extreme):
+            keep &= _matches(axis(runs, name), expected)
+    return keep
+
+
+def values_text(series: pd.Series) -> str:
+    values = sorted({format_value(v) for v in series.dropna().tolist()})
+    return "{" + ", ".join(values) + "}" if values else "none"
+
+
+def describe(selector: Mapping[str, object]) -> str:
+    return ", ".join(f"{k} {v}" if isinstance(v, (Is, Extreme)) else f"{k}={format_value(v)}"
+                     for k, v in selector.items())
+
+
+# --- measures -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Measure:
+    """What a part compares, one value per run."""
+
+    name: str
+    values: Callable[[pd.DataFrame], pd.Series]
+    higher: bool | None = None   # None: the task's direction (its metric)
+    finished_only: bool = True   # diverged runs have no value; their rate is tested apart
+    log: bool = False            # compared on the log scale; the effect reads as a ratio
+    task_metric: bool = False    # the task's own metric: named by it, and checked against chance
+
+
+def column(name: str, transform: Callable[[pd.Series], pd.Series] | None = None) -> Callable[[pd.DataFrame], pd.Series]:
+    return lambda runs: (transform or (lambda s: s))(metric(runs, name))
+
+
+SCORE = Measure("best_val", column(PRIMARY), task_metric=True)
+
+
+# --- results ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Effect:
+    label: str  # what the number is and which sign means what
+    estimate: float
+    interval: tuple[float, float] | None  # the (1 − 2α) interval; None when it cannot be had
+    null: float = 0.0  # the "no effect" value: 0 for differences, 1 for ratios
+    level: float = decision_level(ALPHA)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One assertion of a claim, tested on its own."""
+
+    assertion: str
+    status: str
+    test: str                     # arms, test, strata
+    effects: tuple[Effect, ...] = ()  # the first is the one the status rests on
+    arms: tuple[str, ...] = ()    # the arm names it compares
+    margin: str = ""              # δ and why, for equivalence and non-inferiority parts
+    lean: str | None = None       # inconclusive: TOWARD_SUPPORTED / TOWARD_CONTRADICTED / None
+    seeds_needed: int | None = None  # seeds per arm that would decide at the effect seen
+    mde: float | None = None      # the design's minimum detectable effect at α, power 0.8
+    note: str = ""                # the real reason it is undecided or not applicable
+
+    @property
+    def claim(self) -> str:
+        return self.assertion
+
+    @property
+    def effect(self) -> Effect | None:
+        return self.effects[0] if self.effects else None
+
+
+@dataclass
+class Verdict:
+    status: str
+    effect: Effect | None
+    n_per_arm: dict[str, int]
+    evidence: pd.DataFrame
+    explanation: str
+    more_effects: list[Effect] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
+    study: str = ""
+    setting: str = ""
+    alpha: float = ALPHA
+    others: list[tuple[str, str]] = field(default_factory=list)  # (setting, status) judged beside it
+    context: str = ""  # the explanation without its per-part lines (shown above the part table)
+
+
+# --- specs --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PartSpec:
+    kind: str
+    assertion: str
+    a: str
+    b: str | None = None
+    measure: Measure = SCORE
+    claimed: int = 1              # slope: −1 shrinks, +1 grows, 0 flat (TOST)
+    x: str | None = None          # slope and grows: the axis along which
+    margin: float | None = None   # a fixed δ where the measure is not the task's metric
+    margin_text: str = ""
+    learned: bool = True          # check that an arm learned (module docstring)
+    per_seed: Callable | None = None  # ratio: (arm runs, all runs) -> (value per seed, facts)
+
+
+@dataclass(frozen=True)
+class Require:
+    selector: Mapping[str, object]
+    needs: str
+
+
+@dataclass(frozen=True, eq=False)
+class Claim:
+    id: str
+    statement: str
+    citation: str
+    arms: Mapping[str, Mapping[str, object]]
+    parts: tuple[PartSpec, ...]
+    requires: tuple[Require, ...] = ()
+    pool: tuple[str, ...] = ()        # other axes the claim may average over (balanced, else stratified)
+    also_compare: tuple[str, ...] = ()  # axes tied to the arms (steps with batch size, depth for a slope)
+    statuses: tuple[str, ...] = FINISHED
+    prepare: Callable[[pd.DataFrame], tuple[pd.DataFrame, str] | str] | None = None  # a hook, rarely
+    design: str = ""                  # how the arms are chosen and what "supported" needs, one or two sentences
+
+    @property
+    def source(self) -> str:
+        """The citation's authors and year ("Ba, Kiros & Hinton 2016"), or its first words ("Practice")."""
+        found = re.match(r"(.*?\b(19|20)\d\d)\b", self.citation)
+        return found.group(1) if found else self.citation.split(":")[0]
+
+    @property
+    def compare(self) -> tuple[str, ...]:
+        keys = [k for selector in self.arms.values() for k in selector]
+        return tuple(dict.fromkeys([*keys, *self.also_compare]))
+
+    def check(self, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
+        """This claim on ``runs`` as one setting (no split into studies or settings)."""
+        from normbench.report.claims.engine import judge
+
+        return judge(self, runs, alpha)
+
+
+# --- vocabulary ---------------------------------------------------------------------------------
+
+def better(assertion: str, a: str, b: str, measure: Measure = SCORE) -> PartSpec:
+    return PartSpec("better", assertion, a, b, measure)
+
+
+def not_worse(assertion: str, a: str, b: str, measure: Measure = SCORE) -> PartSpec:
+    return PartSpec("not_worse", assertion, a, b, measure)
+
+
+def equivalent(assertion: str, a: str, b: str, measure: Measure = SCORE) -> PartSpec:
+    return PartSpec("equivalent", assertion, a, b, measure)
+
+
+def more_stable(assertion: str, a: str, b: str) -> PartSpec:
+    return PartSpec("more_stable", assertion, a, b, learned=False)
+
+
+def faster(assertion: str, a: str, b: str) -> PartSpec:
+    return PartSpec("faster", assertion, a, b, learned=False)
+
+
+def higher_rate(assertion: str, a: str, b: str) -> PartSpec:
+    """a diverges more often than b (the divergence is the effect, so no learning check)."""
+    return PartSpec("higher_rate", assertion, a, b, learned=False)
+
+
+def ratio(assertion: str, a: str, b: str, per_seed: Callable, name: str) -> PartSpec:
+    return PartSpec("ratio", assertion, a, b, Measure(name, lambda r: pd.Series(np.nan, index=r.index)),
+                    learned=False, per_seed=per_seed)
+
+
+def slope(assertion: str, a: str, x: str, measure: Measure, claimed: int, margin: float = SLOPE_DELTA,
+          margin_text: str = "") -> PartSpec:
+    return PartSpec("slope", assertion, a, None, measure, claimed, x, margin, margin_text, learned=False)
+
+
+def converges_faster(assertion: str, a: str, b: str) -> PartSpec:
+    return PartSpec("converges_faster", assertion, a, b)
+
+
+def grows(assertion: str, a: str, b: str, x: str, toward: str = "largest") -> PartSpec:
+    """a's advantage over b grows along x, toward its largest (or, with toward="smallest", its
+    smallest) value: the difference of differences between the two ends (an interaction)."""
+    return PartSpec("grows", assertion, a, b, claimed=1 if toward == "largest" else -1, x=x)
+
+
