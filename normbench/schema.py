@@ -22,6 +22,7 @@ FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
 CELL_KERNELS = ("auto", "cpp", "python", "compile")  # how an in-cell layer runs its recurrence (models/recurrent.py)
 PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
+DROPOUT_AT = ("before_norm", "after_norm")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd")
 ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/tune.py)
@@ -92,6 +93,7 @@ class NormSpec:
     fp32: bool = True          # compute the norm in fp32 under bf16/fp16 autocast
     alpha_init: float = 0.5    # DyT only
     gain_offset: bool = False  # store gamma - 1 (Gemma's RMSNorm): weight decay pulls the gain toward 1
+    bn_mask: bool = True       # BatchNorm: statistics over the real steps of a padded batch; false: over padding too
 
     def __post_init__(self):
         _one_of("norm.kind", self.kind, KINDS)
@@ -132,10 +134,17 @@ class ModelShape:
     ff_mult: int = 4           # Transformer only
     cell_kernel: str = "auto"  # in_cell: auto (LN-LSTM/GRU: C++ on CPU where built) | cpp | python | compile (torch.compile)
     qk_norm: bool = False      # Transformer only: the run's norm on queries and keys, per head
+    bidirectional: bool = False  # rnn, lstm, gru: a second layer reads each sequence backward, own norms
+    dropout: float = 0.0       # rate; recurrent: layer outputs (between layers, before the readout);
+                               # Transformer: residual branches before the add, and attention weights
+    dropout_at: str = "after_norm"  # before_norm | after_norm: where on a layer output the norm meets (pre, post, peri)
+    dropout_recurrent: bool = False  # recurrent: one mask per sequence, the same at every step (variational)
 
     def __post_init__(self):
         _one_of("model.family", self.family, FAMILIES)
         _one_of("model.cell_kernel", self.cell_kernel, CELL_KERNELS)
+        _one_of("model.dropout_at", self.dropout_at, DROPOUT_AT)
+        _require(0 <= self.dropout < 1, f"model.dropout must be in [0, 1), got {self.dropout}")
         for key in ("hidden", "layers", "embed", "heads", "ff_mult"):
             _require(getattr(self, key) >= 1, f"model.{key} must be >= 1, got {getattr(self, key)}")
 
