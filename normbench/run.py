@@ -201,7 +201,8 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     model = build()
     fields["parameters"] = sum(p.numel() for p in model.parameters())
     # compiled now if it will run, so that the build is not in the first step's time
-    fields["environment"]["cell_kernel"] = cell_kernel_in_use(model, device, cfg.precision.dtype in AUTOCAST_DTYPES)
+    fields["environment"]["cell_kernel"] = cell_kernel_in_use(model, device, cfg.precision.dtype in AUTOCAST_DTYPES,
+                                                              padded=task.variable_length)
     return cfg, task, model, device
 
 

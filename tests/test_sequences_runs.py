@@ -1,0 +1,55 @@
+"""Variable lengths, bidirectional recurrences and dropout through a whole run: records, identity, refusals."""
+
+import pytest
+
+from normbench.contract import identity
+from normbench.run import execute
+
+VARLEN = ["task.length=8", "task.min_length=3"]
+
+
+def test_a_variable_length_run_records_the_masked_recurrence_and_bn_mask_in_its_identity(compose, tmp_path):
+    masked = execute(compose(*VARLEN, "model=lstm", "placement=in_cell", "norm=ln"), tmp_path / "ln", [])
+    assert masked["status"] == "ok", masked["reason"]
+    assert masked["environment"]["cell_kernel"] == "autograd-padded"
+    bn = [execute(compose(*VARLEN, "norm=bn", "placement=post", f"norm.bn_mask={m}", "task.bucket=true"),
+                  tmp_path / f"bn{m}", []) for m in ("true", "false")]
+    assert all(run["status"] == "ok" for run in bn), [run["reason"] for run in bn]
+    assert bn[0]["axes"]["norm.bn_mask"] is True and bn[1]["axes"]["norm.bn_mask"] is False
+    assert bn[0]["metrics"]["final_train_loss"] != bn[1]["metrics"]["final_train_loss"]
+    assert bn[0]["axes"]["task.bucket"] is True
+
+
+def test_new_settings_are_inert_where_they_cannot_act(compose):
+    def axes(*overrides):
+        from omegaconf import OmegaConf
+
+        return identity(OmegaConf.to_container(compose(*overrides), resolve=True)).settings
+
+    fixed = axes("norm=bn", "norm.bn_mask=false", "task.bucket=true")  # no padding: nothing to mask or bucket
+    assert "norm.bn_mask" not in fixed and "task.bucket" not in fixed and "task.min_length" not in fixed
+    assert "model.bidirectional" not in fixed and "model.dropout" not in fixed and "model.dropout_at" not in fixed
+    assert axes("task.min_length=6") == axes()  # min_length = length: the fixed-length task
+    assert "norm.bn_mask" not in axes(*VARLEN, "norm=ln")
+    assert axes(*VARLEN, "model.dropout=0.1", "placement=in_cell").get("model.dropout_at") is None
+    assert axes(*VARLEN, "model.dropout=0.1", "placement=post")["model.dropout_at"] == "after_norm"
+    assert "model.dropout_recurrent" not in axes("model=transformer", "model.dropout=0.1")
+
+
+def test_bidirectional_and_dropout_runs_train(compose, tmp_path):
+    for i, extra in enumerate([("model=gru", "model.bidirectional=true", "model.layers=2", *VARLEN),
+                               ("model=lstm", "placement=post", "model.dropout=0.2", "model.dropout_recurrent=true"),
+                               ("model=transformer", "model.dropout=0.2", *VARLEN)]):
+        summary = execute(compose(*extra), tmp_path / str(i), [])
+        assert summary["status"] == "ok", (extra, summary["reason"])
+
+
+def test_invalid_sequence_settings_are_refused_in_one_line(compose, tmp_path, cli, tiny_args):
+    summary = execute(compose("model=transformer", "model.bidirectional=true"), tmp_path / "t", [])
+    assert summary["status"] == "invalid" and "bidirectional" in summary["reason"]
+    text = execute(compose("task=text", "task.path=nowhere.txt", "model.bidirectional=true"), tmp_path / "x", [])
+    assert text["status"] == "invalid" and "reads the next character" in text["reason"]
+    status, _, err = cli(*tiny_args, "model.dropout=1.5")
+    assert status == 2 and "model.dropout must be in [0, 1)" in err and len(err.strip().splitlines()) == 1
+    status, _, err = cli(*tiny_args, "model.dropout_at=middle")
+    assert status == 2 and "model.dropout_at" in err
