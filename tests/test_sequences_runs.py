@@ -53,3 +53,25 @@ def test_invalid_sequence_settings_are_refused_in_one_line(compose, tmp_path, cl
     assert status == 2 and "model.dropout must be in [0, 1)" in err and len(err.strip().splitlines()) == 1
     status, _, err = cli(*tiny_args, "model.dropout_at=middle")
     assert status == 2 and "model.dropout_at" in err
+
+
+@pytest.mark.parametrize("sweep,overrides,expect", [
+    ("ln_vs_bn_varlen", ["+varlen_arm=bn_unmasked", "task.min_length=4"],
+     {"norm.kind": "bn", "norm.bn_mask": False, "task.min_length": 4, "placement.name": "in_cell"}),
+    ("ln_vs_bn_varlen", ["+varlen_arm=bn_masked", "task.min_length=12"], {"norm.bn_mask": True}),
+    ("dropout_placement", ["model.dropout_at=before_norm", "placement=post"],
+     {"model.dropout": 0.3, "model.dropout_at": "before_norm", "task.name": "digits"}),
+    ("smoke", ["+smoke=ln_bidirectional", "model=gru"], {"model.bidirectional": True, "task.min_length": 3}),
+    ("smoke", ["+smoke=dyt_fp16"], {"model.dropout_at": "before_norm", "model.dropout_recurrent": True}),
+])
+def test_the_sequence_sweeps_compose_into_the_settings_their_records_will_hold(compose, sweep, overrides, expect):
+    from omegaconf import OmegaConf
+
+    from normbench.config import to_config
+
+    node = compose(f"+sweep={sweep}", *overrides, tiny=False)
+    to_config(node)  # valid
+    plain = OmegaConf.to_container(node, resolve=True)
+    for dotted, value in expect.items():
+        group, key = dotted.split(".")
+        assert plain[group][key] == value, dotted
