@@ -216,3 +216,15 @@ def test_dropout_sits_before_or_after_the_norm_as_asked():
         assert type(pre.backbone.layers[0].drop_before).__name__ == "Identity"  # not on the embedding
         assert type(getattr(pre.backbone.layers[1], "drop_" + at.split("_")[0])).__name__ == "SequenceDropout"
         assert type(pre.backbone.output_dropout[-1]).__name__ == "SequenceDropout"  # before the readout
+
+
+@pytest.mark.parametrize("norm", ["bn", "ln"])
+def test_query_key_norms_see_real_steps_only_too(norm):
+    """qk_norm: the norm on (batch, heads, time, head_dim) queries and keys, its mask matched per head."""
+    torch.manual_seed(6)
+    examples = [torch.randn(n, 3, dtype=torch.float64) for n in LENGTHS]
+    model = model_for("transformer", "pre", norm, False, qk_norm=True)
+    y = torch.full((3, 28), NOT_SCORED)
+    near, far = run(model, padded(examples, 7), y[:, :7]), run(model, padded(examples, 28), y)
+    for i, n in enumerate(LENGTHS):
+        torch.testing.assert_close(far[0][i, :n], near[0][i, :n], rtol=0, atol=1e-10)
