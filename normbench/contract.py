@@ -113,8 +113,9 @@ def _inert(config: dict) -> list[str]:
         inert.append("model.dropout_recurrent")
         if placement != "peri":
             inert.append("model.dropout_at")  # residual dropout sits before the add, after any norm
-    elif placement not in ("pre", "post") or kind == "none":
-        inert.append("model.dropout_at")  # no norm on a layer output (in_cell, gate, none) to be before or after
+    elif placement not in ("pre", "post") or kind == "none" or (placement == "pre" and _get(config, "model.layers") == 1):
+        # no norm meets a layer output (in_cell, gate, none; pre with one layer: only the embedding enters one)
+        inert.append("model.dropout_at")
     if _get(config, "role", "single") == "single":
         inert.append("role")  # an ordinary run: its identity is what it was before roles existed
     return inert

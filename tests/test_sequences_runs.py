@@ -33,6 +33,8 @@ def test_new_settings_are_inert_where_they_cannot_act(compose):
     assert "norm.bn_mask" not in axes(*VARLEN, "norm=ln")
     assert axes(*VARLEN, "model.dropout=0.1", "placement=in_cell").get("model.dropout_at") is None
     assert axes(*VARLEN, "model.dropout=0.1", "placement=post")["model.dropout_at"] == "after_norm"
+    assert "model.dropout_at" not in axes("model.dropout=0.1", "placement=pre")  # one layer: no norm meets an output
+    assert axes("model.dropout=0.1", "placement=pre", "model.layers=2")["model.dropout_at"] == "after_norm"
     assert "model.dropout_recurrent" not in axes("model=transformer", "model.dropout=0.1")
 
 
