@@ -40,13 +40,18 @@ class SequenceModel(nn.Module):
     def forward(self, x, trace: list | None = None, lengths: torch.Tensor | None = None):
         """x: (batch, time[, features]); ``lengths`` (batch,) real steps per example, read off the
         padding marks of ``x`` when not given (None: none padded)."""
+        steps = x.shape[1]
         if lengths is None:
             lengths = lengths_from_input(x)
-        elif bool((lengths >= x.shape[1]).all()):
-            lengths = None  # nothing padded: the model every fixed-length task runs
+        if lengths is not None:
+            longest = int(lengths.max())
+            x = x[:, :longest]  # steps no example reaches change nothing: not run (bucketed batches gain)
+            if bool((lengths >= longest).all()):
+                lengths = None  # nothing padded: the model every fixed-length task runs
         h = self.backbone(self.encoder(unmarked(x)), trace, lengths)
         if self.readout != "last":
-            return self.head(h)
+            out = self.head(h)  # every step: the steps cut off come back as zeros (their targets are not scored)
+            return out if out.shape[1] == steps else nn.functional.pad(out, (0, 0, 0, steps - out.shape[1]))
         if getattr(self.backbone, "bidirectional", False):  # forward direction at L, backward at step 1
             ahead, back = h.chunk(2, -1)
             return self.head(torch.cat([last_real(ahead, lengths), back[:, 0]], -1))

@@ -62,17 +62,17 @@ def run_fused(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None,
         packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         return nn.utils.rnn.pad_packed_sequence(core(packed)[0], batch_first=True, total_length=x.shape[1])[0]
     real = None if lengths is None else step_mask(lengths.to(x.device), x.shape[1])
-    state, outputs = None, []
+    state, h, c, outputs = None, None, None, []
     for t in range(x.shape[1]):
         out, new_state = core(x[:, t : t + 1], state)
-        h = out[:, 0]
-        if real is not None and state is not None:
+        h_new, c_new = out[:, 0], new_state[1][0] if isinstance(new_state, tuple) else None
+        if real is None or t == 0:  # every example has a step 0
+            h, c = h_new, c_new
+        else:
             keep = real[:, t : t + 1]
-            h = torch.where(keep, h, state[0][0] if isinstance(state, tuple) else state[0])
-            new_state = (new_state[0], torch.where(keep, new_state[1][0], state[1][0]).unsqueeze(0)) \
-                if isinstance(new_state, tuple) else new_state
+            h, c = torch.where(keep, h_new, h), None if c is None else torch.where(keep, c_new, c)
         # Feed the *output* tensor back as the state so that h_t is one node in the graph.
-        state = (h.unsqueeze(0), new_state[1]) if isinstance(new_state, tuple) else h.unsqueeze(0)
+        state = h.unsqueeze(0) if c is None else (h.unsqueeze(0), c.unsqueeze(0))
         trace.append(h)
         outputs.append(h)
     return torch.stack(outputs, 1)

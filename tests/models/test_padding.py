@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from normbench.models import VALID_PLACEMENTS, build_model
 from normbench.norms import BatchNorm, StepBatchNorm
-from normbench.padding import NOT_SCORED, PAD_TOKEN, lengths_from_input, reverse_real
+from normbench.padding import NOT_SCORED, PAD_TOKEN, lengths_from_input, reverse_real, unmarked
 from normbench.schema import ModelShape, NormSpec
 
 LENGTHS = [5, 2, 7]
@@ -69,6 +69,13 @@ def test_outputs_loss_and_gradients_do_not_depend_on_how_far_a_batch_is_padded(f
         torch.testing.assert_close(far[2][name], near[2][name], rtol=0, atol=1e-10, msg=name)
     for name, buffer in near[3].named_buffers():  # BatchNorm's running estimates: real steps only, both times
         torch.testing.assert_close(dict(far[3].named_buffers())[name][: len(buffer)], buffer, rtol=0, atol=1e-10)
+    # The model runs only the batch's longest steps; its backbone, given more, ignores them just the same.
+    lengths = torch.tensor(LENGTHS)
+    backbone = [copy.deepcopy(model) for _ in range(2)]
+    h_near, h_far = (m.backbone(m.encoder(unmarked(padded(examples, steps))), None, lengths)
+                     for m, steps in zip(backbone, (max(LENGTHS), 4 * max(LENGTHS))))
+    for i, n in enumerate(LENGTHS):
+        torch.testing.assert_close(h_far[i, :n], h_near[i, :n], rtol=0, atol=1e-10)
     if norm != "bn":  # no statistics across examples: each example alone, unpadded, is the ground truth
         for i, example in enumerate(examples):
             alone = copy.deepcopy(model)(example[None])
@@ -107,7 +114,7 @@ def test_batchnorm_statistics_are_those_of_the_real_steps_alone_and_the_unmasked
     torch.manual_seed(3)
     examples = [torch.randn(n, 3, dtype=torch.float64) for n in LENGTHS]
     x = padded(examples, 2 * max(LENGTHS))
-    real = torch.arange(x.shape[1]) < torch.tensor(LENGTHS)[:, None]
+    real = torch.arange(max(LENGTHS)) < torch.tensor(LENGTHS)[:, None]  # the model runs the longest example's steps
     for bn_mask in (True, False):
         torch.manual_seed(0)
         model = build_model(ModelShape(family="lstm", hidden=6, embed=5), NormSpec("bn", bn_mask=bn_mask), placement,
@@ -144,14 +151,21 @@ def test_batchnorm_statistics_are_those_of_the_real_steps_alone_and_the_unmasked
         assert agree and all(agree) == bn_mask
 
 
-def test_the_unmasked_batchnorm_arm_lets_padding_change_real_outputs():
+@pytest.mark.parametrize("placement", ["post", "in_cell"])
+def test_the_unmasked_batchnorm_arm_lets_padding_change_real_outputs(placement):
+    """Without padding the two arms are one model; with it the unmasked arm's real outputs move
+    (example 0's steps 2-4, where example 1 is padding)."""
     torch.manual_seed(4)
     examples = [torch.randn(n, 3, dtype=torch.float64) for n in LENGTHS]
-    torch.manual_seed(0)
-    model = build_model(ModelShape(family="lstm", hidden=6, embed=5), NormSpec("bn", bn_mask=False), "post",
-                        input_kind="features", input_dim=3, n_outputs=4, readout="every_step").double()
-    near, far = copy.deepcopy(model)(padded(examples, 7)), copy.deepcopy(model)(padded(examples, 28))
-    assert (far[1, :2] - near[1, :2]).abs().max() > 1e-3
+    full = [torch.randn(7, 3, dtype=torch.float64) for _ in LENGTHS]
+    outputs = {}
+    for bn_mask in (True, False):
+        torch.manual_seed(0)
+        model = build_model(ModelShape(family="lstm", hidden=6, embed=5), NormSpec("bn", bn_mask=bn_mask), placement,
+                            input_kind="features", input_dim=3, n_outputs=4, readout="every_step").double()
+        outputs[bn_mask] = [copy.deepcopy(model)(padded(batch, 28))[0, :5] for batch in (examples, full)]
+    torch.testing.assert_close(outputs[True][1], outputs[False][1], rtol=0, atol=0)
+    assert (outputs[True][0] - outputs[False][0]).abs().max() > 1e-3
 
 
 @pytest.mark.parametrize("placement", ["pre", "post", "in_cell"])
@@ -228,3 +242,17 @@ def test_query_key_norms_see_real_steps_only_too(norm):
     near, far = run(model, padded(examples, 7), y[:, :7]), run(model, padded(examples, 28), y)
     for i, n in enumerate(LENGTHS):
         torch.testing.assert_close(far[0][i, :n], near[0][i, :n], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("family", ["rnn", "lstm", "gru"])
+@pytest.mark.parametrize("placement", ["post", "in_cell"])
+def test_a_traced_pass_over_a_padded_batch_is_the_same_function(family, placement):
+    """The gradient-through-time probe unrolls the fused cores one step at a time: lengths held there too."""
+    torch.manual_seed(7)
+    x = padded([torch.randn(n, 3, dtype=torch.float64) for n in LENGTHS], 28)
+    model = model_for(family, placement, "ln", False).eval()
+    trace = []
+    traced = model(x, trace=trace)
+    assert len(trace) == max(LENGTHS)
+    for i, n in enumerate(LENGTHS):
+        torch.testing.assert_close(traced[i, :n], model(x)[i, :n], rtol=0, atol=1e-10)
