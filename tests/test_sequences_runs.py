@@ -80,3 +80,19 @@ def test_the_sequence_sweeps_compose_into_the_settings_their_records_will_hold(c
     for dotted, value in expect.items():
         group, key = dotted.split(".")
         assert plain[group][key] == value, dotted
+
+
+@pytest.mark.parametrize("task", ["adding", "imdb", "text"])
+def test_records_from_before_these_keys_keep_their_identity(compose, task):
+    """A config without the new keys (an earlier record) and today's at their defaults are one run;
+    imdb's earlier task is today's variable_length=false."""
+    from omegaconf import OmegaConf
+
+    extra = ["task.variable_length=false"] if task == "imdb" else []
+    today = OmegaConf.to_container(compose(f"task={task}", "norm=bn", *extra), resolve=True)
+    earlier = OmegaConf.to_container(compose(f"task={task}", "norm=bn"), resolve=True)
+    for group, keys in {"model": ("bidirectional", "dropout", "dropout_at", "dropout_recurrent"),
+                        "norm": ("bn_mask",), "task": ("min_length", "bucket", "examples", "variable_length")}.items():
+        for key in keys:
+            earlier[group].pop(key, None)
+    assert identity(today).config_hash == identity(earlier).config_hash
