@@ -96,3 +96,18 @@ def test_records_from_before_these_keys_keep_their_identity(compose, task):
         for key in keys:
             earlier[group].pop(key, None)
     assert identity(today).config_hash == identity(earlier).config_hash
+
+
+def test_imdb_reviews_as_long_as_they_are_train_bucketed_with_masked_bn(compose, tmp_path):
+    root = tmp_path / "aclImdb"
+    for part in ("train", "test"):
+        for label, words in (("pos", "good fine great"), ("neg", "bad awful poor")):
+            folder = root / part / label
+            folder.mkdir(parents=True)
+            for i in range(12):
+                (folder / f"{i}_1.txt").write_text(" ".join([words] * (1 + i % 5)), encoding="utf-8")
+    summary = execute(compose("task=imdb", f"task.path={root}", "task.bucket=true", "norm=bn", "batch_size=8"),
+                      tmp_path / "run", [])
+    assert summary["status"] == "ok", summary["reason"]
+    assert summary["axes"]["task.bucket"] is True and summary["axes"]["norm.bn_mask"] is True
+    assert summary["task"]["seq_len"] == 15

@@ -51,9 +51,16 @@ def test_text_lines_are_examples_as_long_as_they_are(poem):
     assert set(data.train.lengths.tolist()) == {1, 2, 3, 4, 5}  # the one-character line "x" is dropped, cut at 5
 
 
-def test_text_paragraphs_are_split_at_blank_lines(poem):
-    with pytest.raises(ValueError, match="too few for train, val and test"):
+def test_text_paragraphs_are_split_at_blank_lines(poem, tmp_path):
+    with pytest.raises(ValueError, match="too few for train, val and test"):  # the poem has two paragraphs
         load_task(TextConfig(path=str(poem), examples="paragraphs", n_train=4, n_val=2, n_test=2), seed=0)
+    prose = tmp_path / "prose.txt"
+    prose.write_text("\n\n".join(f"para {i}\nline two" + "!" * i for i in range(40)), encoding="utf-8")
+    data = load_task(TextConfig(path=str(prose), examples="paragraphs", length=64, n_train=20, n_val=2, n_test=2),
+                     seed=0)
+    first = data.train.x[0, : data.train.lengths[0]]
+    assert (first == -1).sum() == 0 and data.train.lengths.min() >= len("para 0\nline two") - 1
+    assert data.variable_length and data.train.lengths.unique().numel() > 1  # a line break inside is kept
 
 
 def test_bucketed_epochs_hold_batches_of_about_one_length_and_visit_every_example():
