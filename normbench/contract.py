@@ -92,6 +92,32 @@ def _inert(config: dict) -> list[str]:
         inert.append("norm.gain_offset")  # no per-feature gain to offset; off is how earlier records ran
     if kind != "bn" or not _get(config, "norm.bn_reestimate"):  # evaluation with the running averages, as
         inert += ["norm.bn_reestimate", "norm.bn_reestimate_batches"]  # every earlier record was evaluated
+    task = _get(config, "task.name")
+    min_length = _get(config, "task.min_length")
+    variable = (task == "imdb" and _get(config, "task.variable_length", True)) \
+        or (task == "text" and _get(config, "task.examples", "windows") != "windows") \
+        or (min_length is not None and min_length < (_get(config, "task.length") or 0))
+    if not variable:  # every example as long as the longest: no padding to mask or bucket by
+        inert += ["norm.bn_mask", "task.bucket"]
+        if task == "adding":
+            inert.append("task.min_length")  # null or = length: the fixed-length task of earlier records
+    if kind != "bn":
+        inert.append("norm.bn_mask")
+    if task == "text" and _get(config, "task.examples") == "windows":
+        inert.append("task.examples")  # the fixed windows of earlier records
+    if task == "imdb" and _get(config, "task.variable_length") is False:
+        inert.append("task.variable_length")  # left-padded to max_len: the imdb of earlier records
+    if not _get(config, "model.bidirectional"):
+        inert.append("model.bidirectional")  # off is how every earlier record ran
+    if not _get(config, "model.dropout"):
+        inert += ["model.dropout", "model.dropout_at", "model.dropout_recurrent"]  # off: as earlier records ran
+    elif family == "transformer":
+        inert.append("model.dropout_recurrent")
+        if placement != "peri":
+            inert.append("model.dropout_at")  # residual dropout sits before the add, after any norm
+    elif placement not in ("pre", "post") or kind == "none" or (placement == "pre" and _get(config, "model.layers") == 1):
+        # no norm meets a layer output (in_cell, gate, none; pre with one layer: only the embedding enters one)
+        inert.append("model.dropout_at")
     if _get(config, "role", "single") == "single":
         inert.append("role")  # an ordinary run: its identity is what it was before roles existed
     return inert

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from normbench.norm_dispatch import measure
+from normbench.padding import masked_batch_norm, real_rows
 from normbench.schema import IMPLS, KINDS, NormSpec, require_eps  # noqa: F401 - the names a config may use; the spec models take
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -134,15 +135,30 @@ class BatchNorm(_AffineNorm):
 
     Running statistics follow PyTorch's convention: exponential average with ``momentum`` of the
     batch mean and of the *unbiased* batch variance; normalization uses the biased variance.
+
+    In a padded batch (normbench/padding.py) training statistics are over the real steps alone;
+    ``mask_padding=False`` takes them over padding too (the failure the LN papers describe).
     """
 
-    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1, gain_offset=False):
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1, gain_offset=False,
+                 mask_padding=True):
         super().__init__(dim, eps, gamma_init, affine, gain_offset=gain_offset)
-        self.momentum = momentum
+        self.momentum, self.mask_padding = momentum, mask_padding
         self.register_buffer("running_mean", torch.zeros(dim))
         self.register_buffer("running_var", torch.ones(dim))
 
+    def real_rows(self, x, step=None):
+        """The mask of real steps for this training call's input, or None (all real, eval, or unmasked)."""
+        return real_rows(x, step) if self.training and self.mask_padding else None
+
+    def masked(self, x, real):
+        y = masked_batch_norm(x.reshape(-1, 1, self.dim), real.reshape(-1, 1), self.running_mean.view(1, -1),
+                              self.running_var.view(1, -1), self.weight, self.bias, self.momentum, self.eps)
+        return y.view_as(x)
+
     def forward(self, x, step=None):
+        if (real := self.real_rows(x)) is not None:
+            return self.masked(x, real)
         flat = x.reshape(-1, self.dim)
         y = F.batch_norm(flat, self.running_mean, self.running_var, self.weight, self.bias,
                          self.training, self.momentum, self.eps)
@@ -151,6 +167,8 @@ class BatchNorm(_AffineNorm):
 
 class BatchNormReference(BatchNorm):
     def forward(self, x, step=None):
+        if (real := self.real_rows(x)) is not None:
+            return self.masked(x, real)
         flat = x.reshape(-1, self.dim)
         if self.training:
             mu = flat.mean(0)
@@ -179,8 +197,9 @@ class StepBatchNorm(BatchNorm):
     per step); called with (batch, dim) it needs ``step``.
     """
 
-    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1, gain_offset=False):
-        super().__init__(dim, eps, gamma_init, affine, momentum, gain_offset=gain_offset)
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, momentum=0.1, gain_offset=False,
+                 mask_padding=True):
+        super().__init__(dim, eps, gamma_init, affine, momentum, gain_offset=gain_offset, mask_padding=mask_padding)
         self.register_buffer("running_mean", torch.zeros(0, dim))
         self.register_buffer("running_var", torch.ones(0, dim))
 
@@ -198,7 +217,19 @@ class StepBatchNorm(BatchNorm):
             raise RuntimeError("StepBatchNorm has no statistics yet: run it in training mode first")
         return self.running_mean, self.running_var
 
+    def masked(self, x, real, step=None):
+        """Per-step statistics over the real rows: (batch, time, dim) all steps, (batch, dim) step ``step``."""
+        if x.dim() == 2:
+            rm, rv = self._stats_for(step + 1)
+            return masked_batch_norm(x[:, None], real[:, None], rm[step : step + 1], rv[step : step + 1],
+                                     self.weight, self.bias, self.momentum, self.eps)[:, 0]
+        rm, rv = self._stats_for(x.shape[1])
+        return masked_batch_norm(x, real, rm[: x.shape[1]], rv[: x.shape[1]], self.weight, self.bias,
+                                 self.momentum, self.eps)
+
     def forward(self, x, step: int | None = None):
+        if (real := self.real_rows(x, step)) is not None:
+            return self.masked(x, real, step)
         if x.dim() == 3:
             batch, steps, dim = x.shape
             rm, rv = self._stats_for(steps)
@@ -418,14 +449,15 @@ def norm_class(kind: str, impl: str = "native") -> type[Norm]:
 
 def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.0, affine: bool = True,
                impl: str = "native", fp32: bool = True, alpha_init: float = 0.5,
-               per_step: bool = False, gain_offset: bool = False) -> nn.Module:
+               per_step: bool = False, gain_offset: bool = False, bn_mask: bool = True) -> nn.Module:
     """Build a normalization layer over the last dimension of (..., dim) inputs.
 
     kind: none | bn | ln | rms | scale | dyt.   impl: native (fused PyTorch op) | reference
     (textbook formula) | auto (whichever measures faster here, per shape).   fp32: compute in fp32 under
     autocast (True) or in the input's dtype (False).   per_step: BatchNorm only, separate
     statistics per time step (inside a recurrence).   gain_offset: store gamma - 1 instead of gamma
-    (ln, rms, bn, dyt; ScaleNorm's single g and norms without a gain ignore it).
+    (ln, rms, bn, dyt; ScaleNorm's single g and norms without a gain ignore it).   bn_mask: BatchNorm
+    only, statistics over the real steps of a padded batch (True) or over padding too (False).
     """
     cls = norm_class(kind, impl)
     if dim < 1:
@@ -438,6 +470,8 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     extra = {"alpha_init": alpha_init} if kind == "dyt" else {}
     if issubclass(cls, ZeroCentredGain):
         extra["gain_offset"] = gain_offset
+    if issubclass(cls, BatchNorm):
+        extra["mask_padding"] = bn_mask
     norm = cls(dim, eps=eps, gamma_init=gamma_init, affine=affine, **extra)
     if impl == "auto" and cls is not StepBatchNorm and REGISTRY[(kind, "native")] is not REGISTRY[(kind, "reference")]:
         norm = AutoNorm(kind, norm)

@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: recorded with normbench {recorded_commit}, running {git_commit()}", file=sys.stderr)
     try:
         new = execute(OmegaConf.create(recorded_config(old)), out, old.get("overrides", []),
-                      extra={"rerun_of": {"run_dir": str(args.run_dir.resolve()), "config_hash": digest}})
+                      extra={"rerun_of": {"run_dir": str(args.run_dir.resolve()), "config_hash": digest},
+                             "study": old.get("study") if isinstance(old.get("study"), dict) else None})
     except OSError as err:
         print(f"normbench.rerun: cannot write the new record: {err}", file=sys.stderr)
         return 2

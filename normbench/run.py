@@ -200,9 +200,10 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             follow_logs(run_dir, record.run_dir)
             # resume: an interrupted attempt's checkpoint (this folder first, else anywhere in the sweep)
             resume_from = checkpoint.find(record.run_dir, sweep_dir, digest) if plain.get("resume") else None
+            fields = {"study": study_info.current(), **(extra or {})}  # a rerun keeps its original's study
             record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=run_identity.group_hash,
-                         seed=plain.get("seed"), axes=run_identity.settings, study=study_info.current(), task={},
-                         metrics={}, profiles={}, throughput={}, environment={}, **(extra or {}))
+                         seed=plain.get("seed"), axes=run_identity.settings, task={}, metrics={}, profiles={},
+                         throughput={}, environment={}, **fields)
             summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from)
             return {**summary, "run_dir": str(record.run_dir)}
     finally:  # after the record is final: a duplicate that comes later finds it finished
@@ -283,7 +284,8 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     model = build()
     fields["parameters"] = sum(p.numel() for p in model.parameters())
     # compiled now if it will run, so that the build is not in the first step's time
-    fields["environment"]["cell_kernel"] = cell_kernel_in_use(model, device, cfg.precision.dtype in AUTOCAST_DTYPES)
+    fields["environment"]["cell_kernel"] = cell_kernel_in_use(model, device, cfg.precision.dtype in AUTOCAST_DTYPES,
+                                                              padded=task.variable_length)
     return cfg, task, model, device
 
 

@@ -22,6 +22,8 @@ FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
 CELL_KERNELS = ("auto", "cpp", "python", "compile")  # how an in-cell layer runs its recurrence (models/recurrent.py)
 PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
+DROPOUT_AT = ("before_norm", "after_norm")
+TEXT_EXAMPLES = ("windows", "lines", "paragraphs")  # what one example of task=text is
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd")
 ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/tune.py)
@@ -96,6 +98,7 @@ class NormSpec:
     # bn_reestimate_batches batches of 512 training examples, cumulative average) replace the running ones
     bn_reestimate: bool = False
     bn_reestimate_batches: int = 8
+    bn_mask: bool = True       # BatchNorm: statistics over the real steps of a padded batch; false: over padding too
 
     def __post_init__(self):
         _one_of("norm.kind", self.kind, KINDS)
@@ -139,10 +142,17 @@ class ModelShape:
     ff_mult: int = 4           # Transformer only
     cell_kernel: str = "auto"  # in_cell: auto (LN-LSTM/GRU: C++ on CPU where built) | cpp | python | compile (torch.compile)
     qk_norm: bool = False      # Transformer only: the run's norm on queries and keys, per head
+    bidirectional: bool = False  # rnn, lstm, gru: a second layer reads each sequence backward, own norms
+    dropout: float = 0.0       # rate; recurrent: layer outputs (between layers, before the readout);
+                               # Transformer: residual branches before the add, and attention weights
+    dropout_at: str = "after_norm"  # before_norm | after_norm: where on a layer output the norm meets (pre, post, peri)
+    dropout_recurrent: bool = False  # recurrent: one mask per sequence, the same at every step (variational)
 
     def __post_init__(self):
         _one_of("model.family", self.family, FAMILIES)
         _one_of("model.cell_kernel", self.cell_kernel, CELL_KERNELS)
+        _one_of("model.dropout_at", self.dropout_at, DROPOUT_AT)
+        _require(0 <= self.dropout < 1, f"model.dropout must be in [0, 1), got {self.dropout}")
         for key in ("hidden", "layers", "embed", "heads", "ff_mult"):
             _require(getattr(self, key) >= 1, f"model.{key} must be >= 1, got {getattr(self, key)}")
 
@@ -254,6 +264,9 @@ class Config:
         _require(not compiled_cell or self.norm.impl in ("native", "reference"),
                  f"model.cell_kernel=compile needs norm.impl=native or reference, got {self.norm.impl} "
                  "(auto measures both eagerly; compiled is a C++ extension torch.compile cannot trace)")
+        _require(not (self.model.bidirectional and getattr(self.task, "name", None) == "text"),
+                 "model.bidirectional=true cannot run task=text: its backward direction reads the next "
+                 "character each step must predict; valid for text: bidirectional=false")
         if isinstance(self.logger, dict):  # to_config builds the groups it knows; the logger group is built here
             self.logger = LoggerConfig(**self.logger)
 
@@ -267,10 +280,16 @@ class AddingConfig:
     n_val: int = 1000
     n_test: int = 1000
     target: float = 0.01  # val MSE that counts as solved
+    min_length: Optional[int] = None  # variable lengths: each example's T drawn from [min_length, length]; null: all T
+    bucket: bool = False  # variable lengths: train batches of examples of about one length
 
     def __post_init__(self):
         require_name(self.name, "adding")
         require_at_least("length", self.length, 2)
+        if self.min_length is not None:
+            require_at_least("min_length", self.min_length, 2)
+            _require(self.min_length <= self.length,
+                     f"task.min_length must be <= task.length ({self.length}), got {self.min_length}")
         _require_split_sizes(self)
 
 
@@ -329,9 +348,11 @@ class ImdbConfig:
     name: str = "imdb"
     path: Optional[str] = None  # the aclImdb folder; required
     max_vocab: int = 20000  # most frequent training words kept; the rest read as "unknown"
-    max_len: int = 256  # tokens kept per review: its last ones, left-padded to this length
+    max_len: int = 256  # tokens kept per review: its last ones
     max_files_per_class: Optional[int] = None  # read only the first N reviews of each folder (quick runs)
     target: float = 0.85  # val accuracy that counts as solved
+    variable_length: bool = True  # each review as long as it is (padding masked); false: left-padded to max_len
+    bucket: bool = False  # variable_length: train batches of reviews of about one length
 
     def __post_init__(self):
         require_name(self.name, "imdb")
@@ -377,10 +398,13 @@ class TextConfig:
     n_val: int = 1000  # windows sampled from the next 5%
     n_test: int = 1000  # windows sampled from the last 5%
     target: float = 2.5  # val bits per character that counts as solved
+    examples: str = "windows"  # windows (fixed length) | lines | paragraphs: one example each, as long as it is (up to length)
+    bucket: bool = False  # lines, paragraphs: train batches of examples of about one length
 
     def __post_init__(self):
         require_name(self.name, "text")
         require_at_least("length", self.length, 1)
+        _one_of("task.examples", self.examples, TEXT_EXAMPLES)
         for key in ("n_train", "n_val", "n_test"):
             require_at_least(key, getattr(self, key), 1)
 

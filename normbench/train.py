@@ -23,6 +23,7 @@ from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
 from normbench.precision import PRECISIONS, MasterWeights, half_model, norm_input_dtypes
 from normbench.record import RunRecord
+from normbench.tasks.batching import epoch_order
 
 log = logging.getLogger("normbench")
 # The half dtype of every precision that computes in half, pure modes included: run.unsupported_precision
@@ -68,17 +69,20 @@ def build_optimizer(cfg: Config, model) -> torch.optim.Optimizer:
 
 
 class Batches:
-    """Shuffled epochs over a split, drawn from a generator seeded by the run's seed."""
+    """Shuffled epochs over a split, drawn from a generator seeded by the run's seed; with ``bucket``,
+    batches of examples of about one length (tasks/batching.py)."""
 
-    def __init__(self, split, batch_size: int, device, seed: int, dtype: torch.dtype | None = None):
+    def __init__(self, split, batch_size: int, device, seed: int, dtype: torch.dtype | None = None,
+                 bucket: bool = False):
         self.x, self.y = _inputs(split.x, device, dtype), split.y.to(device)
+        self.lengths = split.lengths if bucket else None
         self.batch_size = min(batch_size, len(self.x))
         self.generator = torch.Generator().manual_seed(seed)
         self.order, self.pos = torch.empty(0, dtype=torch.long), 0
 
     def __next__(self):
         if self.pos + self.batch_size > len(self.order):
-            self.order, self.pos = torch.randperm(len(self.x), generator=self.generator), 0
+            self.order, self.pos = epoch_order(len(self.x), self.batch_size, self.generator, self.lengths), 0
         idx = self.order[self.pos : self.pos + self.batch_size].to(self.x.device)
         self.pos += self.batch_size
         return self.x[idx], self.y[idx]
@@ -162,7 +166,7 @@ class Trainer:
         self.probe_loss_scale = 2.0**16 if fp16 else 1.0
         inputs = precision.dtype if precision.pure else None
         self.inputs = inputs
-        self.train_batches = Batches(task.train, cfg.batch_size, device, cfg.seed, inputs)
+        self.train_batches = Batches(task.train, cfg.batch_size, device, cfg.seed, inputs, task.bucket)
         self.val = fixed_batches(task.val, device, dtype=inputs)
         self.probe_batch = self.val[0]
         # norm.bn_reestimate: the training inputs that population statistics are estimated from, fixed

@@ -46,8 +46,9 @@ def test_norm_none_under_several_placements_counts_once(cli, tmp_path, tiny_args
     none = summary.loc[summary["norm"] == "none"]
     assert len(none) == 1 and none["n"].item() == 2  # 2 records, 2 distinct seeds
     assert sorted(summary.loc[summary["norm"] == "ln", "n"]) == [2, 2]
-    # another sweep's copy of a run: the report counts it once
-    assert cli("-m", *tiny_args, "norm=none", "seed=0", "hydra.sweep.dir=other", "report=false")[0] == 0
+    # the same study run again into another folder (another seed list: the same question): its copies count once
+    assert cli("-m", *tiny_args, "norm=ln,none", "placement=pre,post", "seed=0", "hydra.sweep.dir=other",
+               "report=false")[0] == 0
     build_report([tmp_path / "sweep", tmp_path / "other"], tmp_path / "both")
     assert "Copies counted once" in (tmp_path / "both" / "report.md").read_text()
 

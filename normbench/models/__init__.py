@@ -1,4 +1,8 @@
-"""Sequence models: encoder -> backbone (recurrent or Transformer, norm at ``placement``) -> head."""
+"""Sequence models: encoder -> backbone (recurrent or Transformer, norm at ``placement``) -> head.
+
+A padded batch (variable lengths, normbench/padding.py) is read off its padding marks, or given as
+``lengths=``: the backbone honours the lengths, a "last" readout takes each example's last real step.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from normbench.models.validity import FAMILIES, InvalidCombination, check_combin
 from normbench.models.recurrent import CELL_KERNELS, RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
 from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
 from normbench.norms import NormSpec, norm_parameters
+from normbench.padding import last_real, lengths_from_input, unmarked
 from normbench.schema import ModelShape, PlacementConfig
 
 VALID_PLACEMENTS = valid_placements()  # family -> placements, read off recurrent.LAYERS and transformer.BLOCKS
@@ -32,9 +37,25 @@ class SequenceModel(nn.Module):
     def recurrent(self) -> bool:
         return isinstance(self.backbone, RecurrentStack)
 
-    def forward(self, x, trace: list | None = None):
-        h = self.backbone(self.encoder(x), trace)
-        return self.head(h[:, -1] if self.readout == "last" else h)
+    def forward(self, x, trace: list | None = None, lengths: torch.Tensor | None = None):
+        """x: (batch, time[, features]); ``lengths`` (batch,) real steps per example, read off the
+        padding marks of ``x`` when not given (None: none padded)."""
+        steps = x.shape[1]
+        if lengths is None:
+            lengths = lengths_from_input(x)
+        if lengths is not None:
+            longest = int(lengths.max())
+            x = x[:, :longest]  # steps no example reaches change nothing: not run (bucketed batches gain)
+            if bool((lengths >= longest).all()):
+                lengths = None  # nothing padded: the model every fixed-length task runs
+        h = self.backbone(self.encoder(unmarked(x)), trace, lengths)
+        if self.readout != "last":
+            out = self.head(h)  # every step: the steps cut off come back as zeros (their targets are not scored)
+            return out if out.shape[1] == steps else nn.functional.pad(out, (0, 0, 0, steps - out.shape[1]))
+        if getattr(self.backbone, "bidirectional", False):  # forward direction at L, backward at step 1
+            ahead, back = h.chunk(2, -1)
+            return self.head(torch.cat([last_real(ahead, lengths), back[:, 0]], -1))
+        return self.head(last_real(h, lengths))
 
 
 def batch_normalizes_input(family: str, norm: NormSpec, placement: str) -> bool:
@@ -63,13 +84,19 @@ def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | 
     else:
         encoder = nn.Linear(input_dim, width_in, bias=not batch_normalizes_input(shape.family, norm, placement))
     if shape.family == "transformer":
+        if shape.bidirectional:
+            check_combination(shape.family, norm.kind, placement, bidirectional=True)  # refused: causal
         backbone = build_transformer(TransformerShape(shape.hidden, shape.layers, shape.heads, shape.ff_mult,
-                                                      max_len=max_len, qk_norm=shape.qk_norm), norm, placement)
+                                                      max_len=max_len, qk_norm=shape.qk_norm, dropout=shape.dropout,
+                                                      dropout_at=shape.dropout_at), norm, placement)
     else:
-        backbone = build_recurrent(shape.family, RecurrentShape(width_in, shape.hidden, shape.layers), norm,
-                                   placement, cell_norm=where.cell_norm, summed=where.summed,
-                                   cell_kernel=shape.cell_kernel)
-    return SequenceModel(encoder, backbone, nn.Linear(shape.hidden, n_outputs), readout)
+        recurrent = RecurrentShape(width_in, shape.hidden, shape.layers, bidirectional=shape.bidirectional,
+                                   dropout=shape.dropout, dropout_at=shape.dropout_at,
+                                   dropout_recurrent=shape.dropout_recurrent)
+        backbone = build_recurrent(shape.family, recurrent, norm, placement, cell_norm=where.cell_norm,
+                                   summed=where.summed, cell_kernel=shape.cell_kernel)
+    width_out = shape.hidden * (2 if shape.bidirectional else 1)
+    return SequenceModel(encoder, backbone, nn.Linear(width_out, n_outputs), readout)
 
 
 def layer_of(param_name: str) -> str:

@@ -10,6 +10,13 @@
 Every layer maps (batch, time, in) -> (batch, time, hidden). Given a ``trace`` list, a layer
 appends its hidden state h_t for every t as tensors that both the output and the next step
 consume, so d(loss)/d(h_t) from autograd is the total derivative through time.
+
+Given ``lengths`` (a padded batch, normbench/padding.py), a layer stops updating an example's
+state after its last real step: a fused core runs packed sequences (outputs past the end are 0),
+a cell's loop keeps the state it had (outputs past the end repeat the last real one). Either
+way no padded step reaches a real one; BatchNorm's statistics skip them through the stack's mask.
+A bidirectional layer (BiLayer) is two layers, each with its own norms; the backward one reads
+each example's real steps in reverse.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ import torch
 from torch import nn
 
 from normbench.models import gru_cpu, lnlstm_cpu
+from normbench.models.dropout import dropout
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
 from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig  # noqa: F401
 from normbench.norms import NormSpec, StepBatchNorm
+from normbench.padding import real_steps, reverse_real, step_mask
 
 FAMILIES = RECURRENT
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
@@ -37,18 +46,33 @@ class RecurrentShape:
     input_size: int
     hidden_size: int = 128
     num_layers: int = 1
+    bidirectional: bool = False
+    dropout: float = 0.0            # on layer outputs; see RecurrentStack
+    dropout_at: str = "after_norm"  # before_norm | after_norm, where a layer output meets a norm (pre, post)
+    dropout_recurrent: bool = False  # one mask per sequence, the same at every step
 
 
-def run_fused(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None) -> torch.Tensor:
-    """Run a one-layer fused core; with ``trace``, unrolled one step at a time (same arithmetic)."""
+def run_fused(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None,
+              lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """Run a one-layer fused core; with ``trace``, unrolled one step at a time (same arithmetic).
+    With ``lengths``, packed (no trace) or with each example's state held after its last real step."""
     if trace is None:
-        return core(x)[0]
-    state, outputs = None, []
+        if lengths is None:
+            return core(x)[0]
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        return nn.utils.rnn.pad_packed_sequence(core(packed)[0], batch_first=True, total_length=x.shape[1])[0]
+    real = None if lengths is None else step_mask(lengths.to(x.device), x.shape[1])
+    state, h, c, outputs = None, None, None, []
     for t in range(x.shape[1]):
         out, new_state = core(x[:, t : t + 1], state)
-        h = out[:, 0]
+        h_new, c_new = out[:, 0], new_state[1][0] if isinstance(new_state, tuple) else None
+        if real is None or t == 0:  # every example has a step 0
+            h, c = h_new, c_new
+        else:
+            keep = real[:, t : t + 1]
+            h, c = torch.where(keep, h_new, h), None if c is None else torch.where(keep, c_new, c)
         # Feed the *output* tensor back as the state so that h_t is one node in the graph.
-        state = (h.unsqueeze(0), new_state[1]) if isinstance(new_state, tuple) else h.unsqueeze(0)
+        state = h.unsqueeze(0) if c is None else (h.unsqueeze(0), c.unsqueeze(0))
         trace.append(h)
         outputs.append(h)
     return torch.stack(outputs, 1)
@@ -59,26 +83,32 @@ class PlainLayer(nn.Module):
         super().__init__()
         self.core = FUSED[family](input_size, hidden_size, batch_first=True)
 
-    def forward(self, x, trace=None):
-        return run_fused(self.core, x, trace)
+    def forward(self, x, trace=None, lengths=None):
+        return run_fused(self.core, x, trace, lengths)
 
 
 class PreNormLayer(PlainLayer):
+    """h = core(norm(x)); dropout on x (the layer below's output) ``drop_before`` or ``drop_after`` the norm."""
+
     def __init__(self, family, input_size, hidden_size, norm: NormSpec):
         super().__init__(family, input_size, hidden_size)
         self.norm = norm.build(input_size)
+        self.drop_before, self.drop_after = nn.Identity(), nn.Identity()
 
-    def forward(self, x, trace=None):
-        return run_fused(self.core, self.norm(x), trace)
+    def forward(self, x, trace=None, lengths=None):
+        return run_fused(self.core, self.drop_after(self.norm(self.drop_before(x))), trace, lengths)
 
 
 class PostNormLayer(PlainLayer):
+    """h = norm(core(x)); dropout on core(x) ``drop_before`` or on h ``drop_after``."""
+
     def __init__(self, family, input_size, hidden_size, norm: NormSpec):
         super().__init__(family, input_size, hidden_size)
         self.norm = norm.build(hidden_size)
+        self.drop_before, self.drop_after = nn.Identity(), nn.Identity()
 
-    def forward(self, x, trace=None):
-        return self.norm(run_fused(self.core, x, trace))
+    def forward(self, x, trace=None, lengths=None):
+        return self.drop_after(self.norm(self.drop_before(run_fused(self.core, x, trace, lengths))))
 
 
 class _CellLayer(nn.Module):
@@ -96,21 +126,28 @@ class _CellLayer(nn.Module):
         for p in (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh):
             nn.init.uniform_(p, -bound, bound)
 
-    def forward(self, x, trace=None):
-        return self.loop(x, trace, self.step)
+    def forward(self, x, trace=None, lengths=None):
+        return self.loop(x, trace, self.step, lengths=lengths)
 
-    def loop(self, x, trace, step, state_grad: bool = False):
+    def loop(self, x, trace, step, state_grad: bool = False, lengths=None):
         """The autograd recurrence: ``step`` (this cell's, or its compiled twin) once per time step.
 
         ``state_grad``: h_0 (and c_0) require grad like every later state, so a compiled step sees
-        one kind of input at every t (a gradient for the zero state is computed and dropped)."""
+        one kind of input at every t (a gradient for the zero state is computed and dropped).
+        ``lengths``: past its last real step an example keeps its state."""
         batch, steps, _ = x.shape
         wx = self.input_preactivations(x)  # all time steps: one matmul, one norm call
         h = x.new_zeros(batch, self.hidden_size, requires_grad=state_grad)
         c = x.new_zeros(batch, self.hidden_size, requires_grad=state_grad) if self.family == "lstm" else None
+        real = None if lengths is None else step_mask(lengths.to(x.device), steps)
         outputs = []
         for t in range(steps):
-            h, c = step(wx[:, t], h, c, t)
+            h_new, c_new = step(wx[:, t], h, c, t)
+            if real is None:
+                h, c = h_new, c_new
+            else:
+                keep = real[:, t : t + 1]
+                h, c = torch.where(keep, h_new, h), None if c is None else torch.where(keep, c_new, c)
             if trace is not None:
                 trace.append(h)
             outputs.append(h)
@@ -182,7 +219,12 @@ class InCellLayer(_CellLayer):
         """Whether a probe or logger has hooks on this layer's norms now (their closures would be guards)."""
         return any(m._forward_hooks or m._forward_pre_hooks for m in self.modules() if m is not self)
 
-    def forward(self, x, trace=None):
+    def forward(self, x, trace=None, lengths=None):
+        if lengths is not None:
+            # A padded batch: the autograd loop, which holds each example's state past its end (the
+            # kernels know no lengths; torch.compile would trace the mask BatchNorm reads). Recorded
+            # by cell_kernel_in_use(padded=True).
+            return super().forward(x, trace, lengths)
         if self.kernel == "compile":
             for norm in self.modules():  # per-step BatchNorm grows its statistics to T now, not at step t
                 if isinstance(norm, StepBatchNorm) and norm.training:  # (a graph per buffer size otherwise)
@@ -292,15 +334,37 @@ class GateNormLayer(_CellLayer):
         return (1 - z) * n + z * h, None
 
 
+class BiLayer(nn.Module):
+    """Two layers of one placement, each with its own norms: ``forward_layer`` reads x_1..x_L,
+    ``backward_layer`` x_L..x_1 (each example's own L); outputs concatenated per step, forward first."""
+
+    def __init__(self, forward_layer: nn.Module, backward_layer: nn.Module):
+        super().__init__()
+        self.forward_layer, self.backward_layer = forward_layer, backward_layer
+
+    def forward(self, x, trace=None, lengths=None):
+        ahead = self.forward_layer(x, trace, lengths)
+        back = reverse_real(self.backward_layer(reverse_real(x, lengths), None, lengths), lengths)
+        return torch.cat([ahead, back], -1)
+
+
 class RecurrentStack(nn.Module):
-    def __init__(self, layers: list[nn.Module]):
+    """Layers one above the other; ``outputs_dropout[i]`` acts on layer i's output (Identity where a
+    post-norm layer holds the dropout around its norm, or the next pre-norm layer around its own)."""
+
+    def __init__(self, layers: list[nn.Module], output_dropout: list[nn.Module] | None = None,
+                 bidirectional: bool = False):
         super().__init__()
         self.layers = nn.ModuleList(layers)
+        self.output_dropout = nn.ModuleList(output_dropout or [nn.Identity() for _ in layers])
+        self.bidirectional = bidirectional
 
-    def forward(self, x, trace: list | None = None):
-        """(batch, time, input) -> (batch, time, hidden); ``trace`` collects layer 0's h_t."""
-        for i, layer in enumerate(self.layers):
-            x = layer(x, trace if i == 0 else None)
+    def forward(self, x, trace: list | None = None, lengths: torch.Tensor | None = None):
+        """(batch, time, input) -> (batch, time, hidden, x2 bidirectional); ``trace`` collects layer 0's
+        (forward) h_t. ``lengths``: a padded batch, whose real steps BatchNorm's statistics are taken over."""
+        with real_steps(None if lengths is None else step_mask(lengths.to(x.device), x.shape[1])):
+            for i, (layer, drop) in enumerate(zip(self.layers, self.output_dropout)):
+                x = drop(layer(x, trace if i == 0 else None, lengths))
         return x
 
 
@@ -325,19 +389,37 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placemen
                     cell_norm: bool = True, summed: bool = False, cell_kernel: str = "auto") -> RecurrentStack:
     if family not in FAMILIES:
         raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(FAMILIES)}")
-    check_combination(family, norm.kind, placement, summed)
+    check_combination(family, norm.kind, placement, summed, bidirectional=shape.bidirectional)
     where = PlacementConfig(placement, cell_norm=cell_norm, summed=summed)
-    layers = []
+    placement = placement if norm.active else "none"
+    width_out = shape.hidden_size * (2 if shape.bidirectional else 1)
+
+    def one_direction(size_in: int, first: bool) -> nn.Module:
+        if placement == "none":
+            return PlainLayer(family, size_in, shape.hidden_size)
+        layer = LAYERS[placement](family, size_in, shape.hidden_size, norm, where, cell_kernel)
+        # pre: the dropout sits around this layer's norm on the layer below's output (none on the input)
+        if (placement == "pre" and not first) or placement == "post":
+            site = "drop_before" if shape.dropout_at == "before_norm" else "drop_after"
+            setattr(layer, site, dropout(shape.dropout, shape.dropout_recurrent))
+        return layer
+
+    layers, output_dropout = [], []
     for i in range(shape.num_layers):
-        size_in = shape.input_size if i == 0 else shape.hidden_size
-        if not norm.active:
-            layers.append(PlainLayer(family, size_in, shape.hidden_size))
-        else:
-            layers.append(LAYERS[placement](family, size_in, shape.hidden_size, norm, where, cell_kernel))
-    return RecurrentStack(layers)
+        size_in = shape.input_size if i == 0 else width_out
+        first, last = i == 0, i == shape.num_layers - 1
+        layer = one_direction(size_in, first)
+        if shape.bidirectional:
+            layer = BiLayer(layer, one_direction(size_in, first))
+        layers.append(layer)
+        # Before the readout, and between layers where no norm meets the output: plain dropout.
+        held = placement == "post" or (placement == "pre" and not last)
+        output_dropout.append(nn.Identity() if held else dropout(shape.dropout, shape.dropout_recurrent))
+    return RecurrentStack(layers, output_dropout, shape.bidirectional)
 
 
-def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = False) -> str | None:
+def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = False,
+                       padded: bool = False) -> str | None:
     """Which recurrence the model's in-cell LN-LSTM or LN-GRU layers train with on ``device``:
 
     "cpp-<capability>"  lnlstm.cpp or gru.cpp, built for avx512, avx2 or default
@@ -346,11 +428,17 @@ def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = 
                         precision policy), and a GRU's wherever gru.cpp does not run
     "compile"           model.cell_kernel=compile: that loop with ``step`` through torch.compile,
                         any family and norm
+    "autograd-padded"   ``padded`` (a task with variable lengths): padded batches run the autograd
+                        loop of ``step``, which honours lengths (a batch without padding may still
+                        run the kernel named above: the same function)
     None                the model has no such layer
 
     Compiles the kernel now if it will be used, so that the first training step does not pay for the build.
     """
-    if any(isinstance(m, InCellLayer) and m.kernel == "compile" for m in model.modules()):
+    in_cell = [m for m in model.modules() if isinstance(m, InCellLayer)]
+    if padded and any(m.kernel == "compile" or m.fused for m in in_cell):
+        return "autograd-padded"
+    if any(m.kernel == "compile" for m in in_cell):
         return "compile"  # model.cell_kernel=compile: torch.compile of the step, whatever the family and norm
     layers = [m for m in model.modules() if isinstance(m, InCellLayer) and m.fused]
     if not layers:

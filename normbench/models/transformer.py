@@ -6,6 +6,12 @@
 
 ``qk_norm`` adds the run's norm on each head's queries and keys before the dot product
 (Henry et al. 2020; Dehghani et al. 2023; OLMo 2 and Gemma 3 use it), with any placement.
+
+``dropout``: on each residual branch before the add (D below), and on the attention weights
+(Vaswani et al. 2017, §5.4); in peri, ``dropout_at`` puts D before or after the branch's out-norm.
+    pre   x = x + D(f(norm(x)))       post  x = norm(x + D(f(x)))
+    peri  x = x + norm_out(D(f(norm_in(x))))  or  x + D(norm_out(f(norm_in(x))))
+With ``lengths`` (a padded batch) attention also masks each example's padded keys.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from torch import nn
 
 from normbench.models.validity import InvalidCombination, check_combination
 from normbench.norms import NormSpec
+from normbench.padding import real_steps, step_mask
 
 
 @dataclass(frozen=True)
@@ -29,14 +36,17 @@ class TransformerShape:
     max_len: int = 1024
     causal: bool = True
     qk_norm: bool = False
+    dropout: float = 0.0
+    dropout_at: str = "after_norm"  # peri only: before_norm | after_norm of the branch's out-norm
 
 
 class SelfAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, causal: bool, qk_norm: NormSpec | None = None):
+    def __init__(self, d_model: int, n_heads: int, causal: bool, qk_norm: NormSpec | None = None,
+                 dropout: float = 0.0):
         super().__init__()
         if d_model % n_heads:
             raise InvalidCombination(f"transformer d_model {d_model} must be divisible by n_heads {n_heads}")
-        self.n_heads, self.causal = n_heads, causal
+        self.n_heads, self.causal, self.dropout = n_heads, causal, dropout
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
         # One norm over head_dim, its gain shared by the heads (as in Gemma 3 and Qwen 3).
@@ -44,12 +54,21 @@ class SelfAttention(nn.Module):
         if self.qk_norm:
             self.q_norm, self.k_norm = qk_norm.build(d_model // n_heads), qk_norm.build(d_model // n_heads)
 
-    def forward(self, x):
+    def forward(self, x, keys_real: torch.Tensor | None = None):
+        """``keys_real`` (batch, time) bool: attend only to those keys (a padded batch's real steps)."""
         batch, steps, d = x.shape
         q, k, v = self.qkv(x).view(batch, steps, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        p = self.dropout if self.training else 0.0
+        if keys_real is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, dropout_p=p)
+        else:
+            allowed = keys_real[:, None, None, :]  # (batch, 1, query, key)
+            if self.causal:
+                allowed = allowed & torch.ones(steps, steps, dtype=torch.bool, device=x.device).tril()
+            # a padded query of a non-causal model still has its example's real keys: no row is empty
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=p)
         return self.proj(y.transpose(1, 2).reshape(batch, steps, d))
 
 
@@ -61,22 +80,24 @@ class FeedForward(nn.Sequential):
 class _Block(nn.Module):
     def __init__(self, shape: TransformerShape, norm: NormSpec):
         super().__init__()
-        self.attn = SelfAttention(shape.d_model, shape.n_heads, shape.causal, norm if shape.qk_norm else None)
+        self.attn = SelfAttention(shape.d_model, shape.n_heads, shape.causal, norm if shape.qk_norm else None,
+                                  shape.dropout)
         self.mlp = FeedForward(shape.d_model, shape.ff_mult)
         self.norm1 = norm.build(shape.d_model)
         self.norm2 = norm.build(shape.d_model)
+        self.drop = nn.Dropout(shape.dropout)  # residual dropout: each branch's output before the add
 
 
 class PreNormBlock(_Block):
-    def forward(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
+    def forward(self, x, keys_real=None):
+        x = x + self.drop(self.attn(self.norm1(x), keys_real))
+        return x + self.drop(self.mlp(self.norm2(x)))
 
 
 class PostNormBlock(_Block):
-    def forward(self, x):
-        x = self.norm1(x + self.attn(x))
-        return self.norm2(x + self.mlp(x))
+    def forward(self, x, keys_real=None):
+        x = self.norm1(x + self.drop(self.attn(x, keys_real)))
+        return self.norm2(x + self.drop(self.mlp(x)))
 
 
 class PeriNormBlock(_Block):
@@ -84,10 +105,13 @@ class PeriNormBlock(_Block):
         super().__init__(shape, norm)
         self.norm1_out = norm.build(shape.d_model)
         self.norm2_out = norm.build(shape.d_model)
+        identity = nn.Identity()
+        self.drop_before, self.drop_after = (self.drop, identity) if shape.dropout_at == "before_norm" \
+            else (identity, self.drop)
 
-    def forward(self, x):
-        x = x + self.norm1_out(self.attn(self.norm1(x)))
-        return x + self.norm2_out(self.mlp(self.norm2(x)))
+    def forward(self, x, keys_real=None):
+        x = x + self.drop_after(self.norm1_out(self.drop_before(self.attn(self.norm1(x), keys_real))))
+        return x + self.drop_after(self.norm2_out(self.drop_before(self.mlp(self.norm2(x)))))
 
 
 BLOCKS = {"pre": PreNormBlock, "post": PostNormBlock, "peri": PeriNormBlock}
@@ -102,14 +126,17 @@ class TransformerStack(nn.Module):
         # Pre- and Peri-LN leave the residual stream un-normalized: normalize it once before the head.
         self.final_norm = norm.build(shape.d_model) if placement in ("pre", "peri") else NormSpec("none").build(shape.d_model)
 
-    def forward(self, x, trace=None):
-        """(batch, time, d_model) -> (batch, time, d_model). ``trace`` is unused (no recurrence)."""
+    def forward(self, x, trace=None, lengths=None):
+        """(batch, time, d_model) -> (batch, time, d_model). ``trace`` is unused (no recurrence);
+        ``lengths``: a padded batch, whose padded keys attention ignores and BatchNorm's statistics skip."""
         if x.shape[1] > self.pos.shape[0]:
             raise ValueError(f"sequence length {x.shape[1]} exceeds the transformer's max_len {self.pos.shape[0]}")
+        real = None if lengths is None else step_mask(lengths.to(x.device), x.shape[1])
         x = x + self.pos[: x.shape[1]]
-        for block in self.layers:
-            x = block(x)
-        return self.final_norm(x)
+        with real_steps(real):
+            for block in self.layers:
+                x = block(x, real)
+            return self.final_norm(x)
 
 
 def build_transformer(shape: TransformerShape, norm: NormSpec, placement: str) -> TransformerStack:

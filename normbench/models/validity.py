@@ -30,10 +30,14 @@ class InvalidCombination(ValueError):
     """A (family, norm, placement) combination that cannot be built; the message says what is valid."""
 
 
-def check_combination(family: str, norm_kind: str, placement: str, summed: bool = False) -> None:
+def check_combination(family: str, norm_kind: str, placement: str, summed: bool = False,
+                      bidirectional: bool = False) -> None:
     """Raise InvalidCombination (one line, naming what is valid) for anything the builders refuse."""
     if family not in FAMILIES:
         raise InvalidCombination(f"unknown model family {family!r}; valid: {', '.join(FAMILIES)}")
+    if bidirectional and family not in RECURRENT:
+        raise InvalidCombination(f"model.bidirectional=true needs a recurrent family ({', '.join(RECURRENT)}); "
+                                 f"the {family} is causal: valid for it: bidirectional=false")
     if norm_kind == "none":
         return  # nowhere to place a norm: every placement builds the un-normalized model
     valid = valid_placements()[family]

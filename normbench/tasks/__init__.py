@@ -3,6 +3,10 @@
 A task knows nothing about models, training or reports. It hands back a `TaskData`: three
 splits of tensors plus what a runner needs to build a model's input and output layers, pick a
 loss, and judge the result (metric, its direction, chance level, target).
+
+A task with variable lengths left-aligns its examples and marks the padding in the input (token
+id -1, or NaN features; normbench/padding.py), with target -100 at every padded step; its splits
+carry the lengths, which batching by length (``bucket``) reads.
 """
 
 from dataclasses import dataclass, fields
@@ -11,6 +15,7 @@ from typing import Optional
 
 import torch
 
+from normbench.padding import NOT_SCORED, PAD_TOKEN  # noqa: F401 - used by the loaders
 from normbench.schema import TASK_CONFIGS, require_at_least, require_name  # noqa: F401 - used by the loaders
 
 
@@ -29,6 +34,7 @@ def resolve_path(task: str, path: Optional[str], expected: str) -> Path:
 class Split:
     x: torch.Tensor  # float32 (N, T, F) for "features" input, int64 (N, T) for "tokens" input
     y: torch.Tensor  # float32 (N,) regression | int64 (N,) per sequence | int64 (N, T) per step, -100 = not scored
+    lengths: Optional[torch.Tensor] = None  # int64 (N,) real steps per example; None: all T (no padding)
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,12 @@ class TaskData:
     higher_is_better: bool
     chance: float  # the metric an uninformed predictor gets
     target: float  # the val metric that counts as solved, for steps-to-target
-    seq_len: int
+    seq_len: int  # the longest example
+    bucket: bool = False  # train batches of examples of similar length (tasks/batching.py)
+
+    @property
+    def variable_length(self) -> bool:
+        return self.train.lengths is not None
 
     @classmethod
     def classification(cls, name: str, train: Split, val: Split, test: Split, **io) -> "TaskData":

@@ -1,4 +1,9 @@
-"""IMDB movie-review sentiment (Maas et al. 2011) from the Stanford aclImdb folder layout."""
+"""IMDB movie-review sentiment (Maas et al. 2011) from the Stanford aclImdb folder layout.
+
+Each review is as long as it is (its last ``max_len`` words), padded at the end and masked
+(normbench/padding.py); ``variable_length=false`` left-pads every review to ``max_len`` instead,
+so the model reads the padding as input (how this task ran before masks).
+"""
 
 import re
 from collections import Counter
@@ -8,7 +13,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from normbench.tasks import Split, TaskData, TaskDataError, resolve_path
+from normbench.tasks import PAD_TOKEN, Split, TaskData, TaskDataError, resolve_path
 from normbench.schema import ImdbConfig  # the config lives in the torch-free schema
 from normbench.tasks.files import MIB, read_regular_file
 from normbench.tasks.splits import holdout, majority_class_accuracy
@@ -48,6 +53,17 @@ def encode(reviews: list[list[str]], vocabulary: dict[str, int], max_len: int) -
         kept = [vocabulary.get(word, UNKNOWN) for word in review[-max_len:]]
         row[max_len - len(kept) :] = kept
     return ids
+
+
+def encode_lengths(reviews: list[list[str]], vocabulary: dict[str, int], max_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, lengths): each review's last `max_len` word ids from step 0, padded at the end with -1 to
+    the longest; an empty review is one unknown word (a sequence has at least one step)."""
+    kept = [[vocabulary.get(word, UNKNOWN) for word in review[-max_len:]] or [UNKNOWN] for review in reviews]
+    lengths = np.array([len(review) for review in kept], dtype=np.int64)
+    ids = np.full((len(kept), int(lengths.max())), PAD_TOKEN, dtype=np.int64)
+    for row, review in zip(ids, kept):
+        row[: len(review)] = review
+    return ids, lengths
 
 
 class ReadBudget:
@@ -103,19 +119,29 @@ def load_imdb(config: ImdbConfig, seed: int) -> TaskData:
     # The vocabulary counts the whole train folder, val included: it uses no labels, and
     # this way every seed shares one vocabulary and so one embedding size.
     vocabulary = build_vocabulary(train_reviews, config.max_vocab)
-    x = torch.from_numpy(encode(train_reviews, vocabulary, config.max_len))
     y = torch.from_numpy(train_labels)
-    test_x = torch.from_numpy(encode(test_reviews, vocabulary, config.max_len))
     kept, held_out = holdout(len(train_labels), VAL_FRACTION, np.random.default_rng(seed))
+    if config.variable_length:
+        x, lengths = (torch.from_numpy(a) for a in encode_lengths(train_reviews, vocabulary, config.max_len))
+        test_x, test_lengths = (torch.from_numpy(a) for a in encode_lengths(test_reviews, vocabulary, config.max_len))
+        train = Split(x=x[kept], y=y[kept], lengths=lengths[kept])
+        val = Split(x=x[held_out], y=y[held_out], lengths=lengths[held_out])
+        test = Split(x=test_x, y=torch.from_numpy(test_labels), lengths=test_lengths)
+    else:
+        x = torch.from_numpy(encode(train_reviews, vocabulary, config.max_len))
+        train, val = Split(x=x[kept], y=y[kept]), Split(x=x[held_out], y=y[held_out])
+        test = Split(x=torch.from_numpy(encode(test_reviews, vocabulary, config.max_len)),
+                     y=torch.from_numpy(test_labels))
     return TaskData.classification(
         name="imdb",
-        train=Split(x=x[kept], y=y[kept]),
-        val=Split(x=x[held_out], y=y[held_out]),
-        test=Split(x=test_x, y=torch.from_numpy(test_labels)),
+        train=train,
+        val=val,
+        test=test,
+        bucket=config.bucket and config.variable_length,
         input_kind="tokens",
         input_dim=FIRST_WORD_ID + len(vocabulary),
         n_outputs=2,
         chance=majority_class_accuracy(train_labels[kept], test_labels),
         target=config.target,
-        seq_len=config.max_len,
+        seq_len=max(train.x.shape[1], test.x.shape[1]),
     )

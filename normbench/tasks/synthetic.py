@@ -34,10 +34,34 @@ def adding_examples(n: int, length: int, rng: np.random.Generator) -> Split:
     return Split(x=torch.from_numpy(x), y=torch.from_numpy(y))
 
 
+def adding_examples_of_lengths(n: int, min_length: int, length: int, rng: np.random.Generator) -> Split:
+    """The adding problem with each example's own length L ~ U{min_length..length}: one marker in
+    each half of its own L; the steps past L are padding (NaN, normbench/padding.py)."""
+    lengths = rng.integers(min_length, length + 1, n)
+    values = rng.random((n, length), dtype=np.float32)
+    first = rng.integers(0, lengths // 2)
+    second = rng.integers(lengths // 2, lengths)
+    rows = np.arange(n)
+    markers = np.zeros((n, length), dtype=np.float32)
+    markers[rows, first] = 1.0
+    markers[rows, second] = 1.0
+    y = values[rows, first] + values[rows, second]
+    x = np.stack([values, markers], axis=-1)
+    x[np.arange(length)[None, :] >= lengths[:, None]] = np.nan
+    return Split(x=torch.from_numpy(x), y=torch.from_numpy(y), lengths=torch.from_numpy(lengths))
+
+
 def load_adding(config: AddingConfig, seed: int) -> TaskData:
-    """The adding problem (Hochreiter & Schmidhuber 1997; Le et al. 2015)."""
+    """The adding problem (Hochreiter & Schmidhuber 1997; Le et al. 2015); with ``min_length`` below
+    ``length``, of variable lengths."""
     sizes = (config.n_train, config.n_val, config.n_test)
-    train, val, test = draw_splits(sizes, seed, lambda n, rng: adding_examples(n, config.length, rng))
+    if config.min_length is not None and config.min_length < config.length:
+        def draw(n, rng):
+            return adding_examples_of_lengths(n, config.min_length, config.length, rng)
+    else:
+        def draw(n, rng):
+            return adding_examples(n, config.length, rng)
+    train, val, test = draw_splits(sizes, seed, draw)
     return TaskData(
         name="adding",
         train=train,
@@ -55,6 +79,7 @@ def load_adding(config: AddingConfig, seed: int) -> TaskData:
         chance=1 / 6,
         target=config.target,
         seq_len=config.length,
+        bucket=config.bucket and train.lengths is not None,
     )
 
 

@@ -1,11 +1,17 @@
-"""Character-level language modelling on any UTF-8 text file."""
+"""Character-level language modelling on any UTF-8 text file.
+
+An example is a window of fixed length cut anywhere (``examples=windows``), or one line or one
+paragraph (blank-line separated) of the file, as long as it is up to ``length`` + 1 characters:
+variable lengths, padded and masked (normbench/padding.py).
+"""
+import re
 
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from normbench.tasks import Split, TaskData, TaskDataError, resolve_path
+from normbench.tasks import NOT_SCORED, PAD_TOKEN, Split, TaskData, TaskDataError, resolve_path
 from normbench.schema import TextConfig  # the config lives in the torch-free schema
 from normbench.tasks.files import MIB, read_regular_file
 
@@ -56,11 +62,60 @@ def sample_windows(stream: np.ndarray, n: int, length: int, rng: np.random.Gener
     )
 
 
+UNIT_BREAKS = {"lines": re.compile(r"\r?\n"), "paragraphs": re.compile(r"(?:\r?\n){2,}")}
+
+
+def units(text: str, ids: np.ndarray, examples: str) -> list[np.ndarray]:
+    """The ids of each line (or paragraph) of ``text``, its break left out; units of fewer than two
+    characters (nothing to predict) are dropped."""
+    pieces, start = [], 0
+    for match in UNIT_BREAKS[examples].finditer(text):
+        pieces.append(ids[start : match.start()])
+        start = match.end()
+    pieces.append(ids[start:])
+    return [piece for piece in pieces if len(piece) >= 2]
+
+
+def sample_units(pool: list[np.ndarray], n: int, length: int, rng: np.random.Generator) -> Split:
+    """`n` units drawn with replacement, each cut to its first length+1 characters; y is x shifted by one,
+    padded steps are id -1 in x and not scored in y."""
+    chosen = [pool[i][: length + 1] for i in rng.integers(0, len(pool), n)]
+    lengths = np.array([len(unit) - 1 for unit in chosen])
+    steps = int(lengths.max())
+    x = np.full((n, steps), PAD_TOKEN, dtype=np.int64)
+    y = np.full((n, steps), NOT_SCORED, dtype=np.int64)
+    for row, unit in enumerate(chosen):
+        x[row, : len(unit) - 1], y[row, : len(unit) - 1] = unit[:-1], unit[1:]
+    return Split(x=torch.from_numpy(x), y=torch.from_numpy(y), lengths=torch.from_numpy(lengths))
+
+
+def load_units(config: TextConfig, path: Path, text: str, alphabet: np.ndarray, ids: np.ndarray,
+               seed: int) -> TaskData:
+    """One line or paragraph per example; the units are divided 90/5/5 in file order."""
+    pool = units(text, ids, config.examples)
+    cuts = [round(fraction * len(pool)) for fraction in np.cumsum(SPLIT_FRACTIONS)[:-1]]
+    pools = [pool[: cuts[0]], pool[cuts[0] : cuts[1]], pool[cuts[1] :]]
+    if min(len(p) for p in pools) == 0:
+        raise TaskDataError(f"text: {path} has {len(pool)} {config.examples} of two or more characters, too few "
+                            f"for train, val and test each to get one; use a longer file or task.examples=windows")
+    sizes = (config.n_train, config.n_val, config.n_test)
+    train, val, test = (sample_units(p, n, config.length, np.random.default_rng([seed, number]))
+                        for number, (p, n) in enumerate(zip(pools, sizes)))
+    return TaskData(name="text", train=train, val=val, test=test, input_kind="tokens", input_dim=len(alphabet),
+                    n_outputs=len(alphabet), readout="every_step", loss="cross_entropy", metric="bpc",
+                    higher_is_better=False, chance=unigram_entropy_bits(np.concatenate(pools[0])),
+                    target=config.target, seq_len=max(split.x.shape[1] for split in (train, val, test)),
+                    bucket=config.bucket)
+
+
 def load_text(config: TextConfig, seed: int) -> TaskData:
     """Next-character prediction; the vocabulary is every character of the file."""
     path = resolve_path("text", config.path, "a UTF-8 text file")
-    alphabet, ids = encode_characters(read_text(path))
+    text = read_text(path)
+    alphabet, ids = encode_characters(text)
     ids = ids.astype(np.int64)
+    if config.examples != "windows":
+        return load_units(config, path, text, alphabet, ids, seed)
     cuts = [round(fraction * len(ids)) for fraction in np.cumsum(SPLIT_FRACTIONS)[:-1]]
     streams = np.split(ids, cuts)
     shortest = min(len(stream) for stream in streams)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from normbench.tasks import ImdbConfig, TaskDataError, load_task
-from normbench.tasks.imdb import build_vocabulary, encode, words
+from normbench.tasks.imdb import build_vocabulary, encode, encode_lengths, words
 
 REVIEWS = {
     "pos": "A great film<br />I loved it, truly great! {tag}",
@@ -47,7 +47,7 @@ def test_encode_keeps_the_last_tokens_and_pads_on_the_left():
 
 
 def test_splits_shapes_and_metadata(acl_imdb):
-    data = load_task(ImdbConfig(path=str(acl_imdb), max_len=32), seed=0)
+    data = load_task(ImdbConfig(path=str(acl_imdb), max_len=32, variable_length=False), seed=0)
     assert (len(data.train.y), len(data.val.y), len(data.test.y)) == (18, 2, 10)
     for split in (data.train, data.val, data.test):
         assert split.x.shape == (len(split.y), 32) and split.x.dtype == torch.int64
@@ -65,11 +65,11 @@ def test_splits_shapes_and_metadata(acl_imdb):
 
 
 def test_vocabulary_comes_from_training_texts_only(acl_imdb):
-    data = load_task(ImdbConfig(path=str(acl_imdb), max_len=32), seed=0)
+    data = load_task(ImdbConfig(path=str(acl_imdb), max_len=32, variable_length=False), seed=0)
     # Each review ends in its own tag: known for training reviews, unknown for test reviews.
     assert (data.test.x[:, -1] == 1).all()
     assert (data.train.x[:, -1] > 1).all() and (data.val.x[:, -1] > 1).all()
-    small = load_task(ImdbConfig(path=str(acl_imdb), max_vocab=3), seed=0)
+    small = load_task(ImdbConfig(path=str(acl_imdb), max_vocab=3, variable_length=False), seed=0)
     assert small.input_dim == 5 and small.train.x.max() == 4
 
 
@@ -131,3 +131,22 @@ def test_review_that_is_not_utf8(acl_imdb):
 def test_unset_path_says_which_key_to_set():
     with pytest.raises(TaskDataError, match="set task.path"):
         load_task(ImdbConfig(), seed=0)
+
+
+def test_encode_lengths_keeps_the_last_tokens_from_step_0_padded_with_the_mark():
+    vocabulary = {"a": 2, "b": 3, "c": 4}
+    ids, lengths = encode_lengths([["a", "b", "zz"], ["a", "b", "c", "a", "b"], []], vocabulary, max_len=4)
+    assert ids.tolist() == [[2, 3, 1, -1], [3, 4, 2, 3], [1, -1, -1, -1]] and lengths.tolist() == [3, 4, 1]
+
+
+def test_reviews_come_as_long_as_they_are_with_their_lengths(tmp_path):
+    root = write_acl_imdb(tmp_path / "aclImdb", n_train=4, n_test=2)
+    (root / "train" / "pos" / "0_8.txt").write_text("short tagtrainpos0", encoding="utf-8")
+    data = load_task(ImdbConfig(path=str(root), max_len=32), seed=0)
+    assert data.variable_length and not data.bucket
+    for split in (data.train, data.val, data.test):
+        real = torch.arange(split.x.shape[1]) < split.lengths[:, None]
+        assert ((split.x == -1) == ~real).all()  # padded exactly past each review's end
+    assert sorted(set(data.train.lengths.tolist()) | set(data.val.lengths.tolist())) == [2, 8, 9]
+    assert data.seq_len == 9
+    assert load_task(ImdbConfig(path=str(root), bucket=True), seed=0).bucket
