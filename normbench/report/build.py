@@ -18,7 +18,7 @@ import pandas as pd
 from normbench.report import aggregate, answers, figures, profiles, tables, tuning
 from normbench.report.claims import evaluate_claims
 from normbench.report.intervals import METHOD
-from normbench.report.output import OutputError, ReportOutput
+from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
 from normbench.report.records import Records, find_records, read_curves
 from normbench.report.render import write_report
 
@@ -76,10 +76,10 @@ def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
 def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
            paths: list[Path], out: Path, staging: Path) -> None:
     """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
-    runs.to_csv(staging / "runs.csv", index=False)
+    spreadsheet_safe(runs).to_csv(staging / "runs.csv", index=False)
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
         _parquet_ready(runs).to_parquet(staging / "runs.parquet", index=False)
-    summary.to_csv(staging / "summary.csv", index=False)
+    spreadsheet_safe(summary).to_csv(staging / "summary.csv", index=False)
     context = {
         "title": "normbench report",
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -18,7 +18,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from normbench.contract import READABLE
+from normbench.contract import READABLE, STATUSES
 
 
 @dataclass(frozen=True)
@@ -50,16 +50,16 @@ def find_records(paths: Iterable[Path]) -> Records:
     seen: set[Path] = set()
     for root in paths:
         root = Path(root)
-        if not root.exists():
+        if not os.path.lexists(root):
             missing.append(root)
             continue
-        candidates = [root] if root.name == "summary.json" else sorted(root.rglob("summary.json"))
+        candidates = [root] if root.name == "summary.json" else record_paths(root)
         for summary_path in candidates:
             resolved = summary_path.resolve()
             if resolved in seen:
                 continue
             seen.add(resolved)
-            record = read_summary(resolved)
+            record = read_summary(summary_path)
             if isinstance(record, SetAside):
                 set_aside.append(record)
             else:
@@ -67,17 +67,106 @@ def find_records(paths: Iterable[Path]) -> Records:
     return Records(runs, set_aside, missing)
 
 
-def read_summary(path: Path) -> RunRecord | SetAside:
+def record_paths(folder: Path) -> list[Path]:
+    """Every summary.json under ``folder``, sorted; a folder that cannot be listed yields nothing."""
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return SetAside(path, "unreadable summary.json")
+        return sorted(Path(folder).rglob("summary.json"))
+    except OSError:
+        return []
+
+
+# What one record may bring in. A record the runner writes is a few kB to a few hundred kB; the
+# caps are far above that and far below what would hold up (or exhaust) a report.
+MAX_RECORD_BYTES = 16 << 20
+MAX_STRING = 10_000  # characters of one string (a failure reason, a path); longer ones end in "…"
+DICT_FIELDS = ("config", "axes", "task", "metrics", "profiles", "throughput", "environment", "time",
+               "precision", "rerun_of")
+
+
+class Unreadable(Exception):
+    """A run file that is not read; the message is the one phrase saying why."""
+
+
+def read_run_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file inside a run folder, at most ``max_bytes`` of them.
+
+    Opened without following a link in its last component and without blocking, then checked
+    with fstat: a FIFO, a device, a folder or a link (planted, or to /dev/zero) is refused, never
+    waited on or read without end. Raises Unreadable.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise Unreadable(f"no {Path(path).name}") from None
+    except OSError as error:
+        link = os.path.islink(path)
+        raise Unreadable(f"{Path(path).name} is a symbolic link" if link else
+                         f"{Path(path).name} cannot be opened ({error.strerror or error})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"{Path(path).name} is not a regular file")
+        if info.st_size > max_bytes:
+            raise Unreadable(f"{Path(path).name} is larger than {max_bytes >> 20} MiB")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:  # grew while being read
+        raise Unreadable(f"{Path(path).name} is larger than {max_bytes >> 20} MiB")
+    return data
+
+
+def bounded(value: object) -> object:
+    """``value`` with every string (and key) cut to MAX_STRING characters, ending in "…"."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STRING else value[: MAX_STRING - 1] + "…"
+    if isinstance(value, dict):
+        return {bounded(k): bounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [bounded(v) for v in value]
+    return value
+
+
+def _finite_float(text: str) -> float | None:
+    number = float(text)
+    return number if math.isfinite(number) else None  # 1e999: as the runner writes inf, null
+
+
+def parse_record(data: bytes) -> dict:
+    """A summary.json's object, bounded; raises Unreadable with the reason it is not one.
+
+    NaN and ±Infinity (which JSON does not have, and the runner never writes: it writes null)
+    read as null, like a number too large for a float.
+    """
+    try:
+        summary = json.loads(data.decode("utf-8"), parse_constant=lambda _: None, parse_float=_finite_float)
+        summary = bounded(summary)
+    except (UnicodeDecodeError, ValueError):  # JSONDecodeError, an int of thousands of digits
+        raise Unreadable("unreadable summary.json") from None
+    except RecursionError:
+        raise Unreadable("summary.json is nested too deeply") from None
     if not isinstance(summary, dict):
-        return SetAside(path, "summary.json is not an object")
+        raise Unreadable("summary.json is not an object")
     schema = summary.get("schema")
     if schema not in READABLE:
-        return SetAside(path, "no schema" if schema is None else f"schema {schema!r}")
-    return RunRecord(path.parent, summary)
+        raise Unreadable("no schema" if schema is None else f"schema {str(schema)[:60]!r}")
+    status = summary.get("status")
+    if not isinstance(status, str) or status not in (*STATUSES, "running"):
+        raise Unreadable(f"status {str(status)[:60]!r} is not a run status")
+    wrong = [key for key in DICT_FIELDS if summary.get(key) is not None and not isinstance(summary[key], dict)]
+    if wrong:
+        raise Unreadable(f"{wrong[0]} is not an object")
+    return summary
+
+
+def read_summary(path: Path) -> RunRecord | SetAside:
+    """The one reader of a summary.json, used by the report, load_runs, compare, rerun, tune, the
+    runner's resume and folder claims, and the end of a sweep. Never raises, hangs or reads
+    without bound: a record it cannot use comes back as SetAside with a one-phrase reason."""
+    path = Path(path)
+    try:
+        return RunRecord(path.parent, parse_record(read_run_file(path, MAX_RECORD_BYTES)))
+    except Unreadable as why:
+        return SetAside(path, str(why))
 
 
 # Probe lines carry per-layer dicts and are the bulk of a metrics.jsonl; the curves never need
@@ -132,11 +221,12 @@ def _number(value: object) -> float:
 def _jsonl_objects(path: Path) -> Iterable[dict]:
     """The JSON objects of a regular file's lines, probe lines aside, with every line read bounded.
 
-    A metrics.jsonl that is a FIFO, a device or a folder yields nothing: opened without blocking
-    and checked after opening, it can neither hang the report nor feed it without end.
+    A metrics.jsonl that is a FIFO, a device, a folder or a link yields nothing: opened as
+    read_run_file opens (no link followed, no blocking) and checked after opening, it can neither hang the report nor feed it without end.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return
     try:
