@@ -30,18 +30,22 @@ def load_runs(*paths):
     ``seed``, ``config_hash``, ``group_hash``, ``group``, ``axes.*``, ``metrics.*``,
     ``throughput.*``, ``environment.*``, ...). Copies of one run (a rerun, a resumed or copied
     record) are one row, chosen as the report chooses. Unreadable and foreign records are left
-    out; a path that does not exist raises FileNotFoundError.
+    out (the report's reader, normbench/report/records.py); a path that does not exist raises
+    FileNotFoundError.
     """
     from pathlib import Path
 
     from normbench.report import aggregate
     from normbench.report.records import find_records
 
+    from normbench.report.records import quiet_numerics
+
     records = find_records(Path(p) for p in paths)
     if records.missing_paths:
         raise FileNotFoundError(f"no such file or directory: {', '.join(map(str, records.missing_paths))}")
-    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
-    return aggregate.label_groups(runs, aggregate.varying_axes(runs)).reset_index(drop=True)
+    with quiet_numerics():
+        runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
+        return aggregate.label_groups(runs, aggregate.varying_axes(runs)).reset_index(drop=True)
 
 
 def __getattr__(name):

@@ -29,7 +29,7 @@ import pandas as pd
 
 from normbench.report import aggregate
 from normbench.report.intervals import mean_estimate
-from normbench.report.records import find_records
+from normbench.report.records import find_records, quiet_numerics
 from normbench.report.render import markdown_text
 
 METRICS = {"best_val": "metrics.best_val", "test": "metrics.test"}
@@ -264,4 +264,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with quiet_numerics():  # NaN metrics are results: numpy's warnings about them stay off stderr
+        code = main()
+    sys.exit(code)

@@ -19,7 +19,7 @@ from normbench.report import aggregate, answers, figures, profiles, tables, tuni
 from normbench.report.claims import evaluate_claims
 from normbench.report.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
-from normbench.report.records import Records, find_records, read_curves
+from normbench.report.records import Records, find_records, quiet_numerics, read_curves
 from normbench.report.render import write_report
 
 CURVE_GROUPS = 12  # most groups drawn in the curve figures
@@ -46,6 +46,11 @@ def build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
     record is left, and OutputNotWritable, before anything in `out` is replaced, when `out` cannot
     take the report or holds a file of that name that no earlier report wrote.
     """
+    with quiet_numerics():
+        return _build_report(paths, out)
+
+
+def _build_report(paths: Iterable[Path], out: Path | None = None) -> Path:
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("build_report needs at least one path")

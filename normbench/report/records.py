@@ -7,10 +7,12 @@ set aside with a one-phrase reason, and the caller decides how to say so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import stat
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -167,6 +169,15 @@ def read_summary(path: Path) -> RunRecord | SetAside:
         return RunRecord(path.parent, parse_record(read_run_file(path, MAX_RECORD_BYTES)))
     except Unreadable as why:
         return SetAside(path, str(why))
+
+
+@contextlib.contextmanager
+def quiet_numerics():
+    """numpy's and pandas' RuntimeWarnings (a mean of no values, NaN in a comparison) off stderr:
+    missing and non-finite measurements are results here, and every table says how it treats them."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 # Probe lines carry per-layer dicts and are the bulk of a metrics.jsonl; the curves never need
