@@ -55,7 +55,7 @@ class SweepSummary(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         records = find_records([sweep_dir])
         summaries = {r.run_dir / "summary.json": r.summary for r in records.runs}
-        if records.set_aside:
+        if records.set_aside and not config.get("report", True):  # else the report's warning names them
             aside = "; ".join(f"{r.path} ({r.why})" for r in records.set_aside[:10])
             more = f" and {len(records.set_aside) - 10} more" if len(records.set_aside) > 10 else ""
             print(f"normbench: set aside {len(records.set_aside)} record(s): {aside}{more}", file=sys.stderr)

@@ -105,13 +105,18 @@ def read_run_file(path: Path, max_bytes: int) -> bytes:
         link = os.path.islink(path)
         raise Unreadable(f"{Path(path).name} is a symbolic link" if link else
                          f"{Path(path).name} cannot be opened ({error.strerror or error})") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Unreadable(f"{Path(path).name} is not a regular file")
         if info.st_size > max_bytes:
             raise Unreadable(f"{Path(path).name} is larger than {max_bytes >> 20} MiB")
-        data = handle.read(max_bytes + 1)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as error:
+        raise Unreadable(f"{Path(path).name} cannot be read ({error.strerror or error})") from None
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:  # grew while being read
         raise Unreadable(f"{Path(path).name} is larger than {max_bytes >> 20} MiB")
     return data
@@ -257,7 +262,7 @@ def _jsonl_objects(path: Path) -> Iterable[dict]:
                 continue
             try:
                 entry = json.loads(line.decode("utf-8", errors="replace"))
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # JSONDecodeError, an int of thousands of digits
                 continue
             if isinstance(entry, dict):
                 yield entry
