@@ -121,37 +121,51 @@ def test_the_reader_sets_aside_every_hostile_record(tmp_path, name):
     assert [r.path.parent.name for r in records.set_aside] == ["bad"]
 
 
-@pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_every_consumer_survives_a_hostile_record(tmp_path, name, capsys):
-    sweep = sweep_with(tmp_path, HOSTILE[name])
+@pytest.fixture
+def hostile_sweep(tmp_path) -> Path:
+    """One good record and one folder per hostile record: every consumer reads them all at once."""
+    sweep = tmp_path / "sweep"
+    factory.write_record(sweep, "good")
+    for name, make in HOSTILE.items():
+        (sweep / f"bad-{name}").mkdir(parents=True)
+        make(sweep / f"bad-{name}" / "summary.json")
+    return sweep
+
+
+def test_load_runs_compare_and_the_report_keep_the_good_record_only(hostile_sweep, tmp_path, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        assert normbench.load_runs(sweep)["run_dir"].map(lambda d: Path(d).name).tolist() == ["good"]
-        assert compare.main([str(sweep), str(sweep)]) == 0  # a folder compared with itself passes
-        build_report([sweep], tmp_path / "out")
+        assert normbench.load_runs(hostile_sweep)["run_dir"].map(lambda d: Path(d).name).tolist() == ["good"]
+        assert compare.main([str(hostile_sweep), str(hostile_sweep)]) == 0  # a folder compared with itself passes
+        build_report([hostile_sweep], tmp_path / "out")
     assert (tmp_path / "out" / "report.html").is_file()
-    assert rerun.main([str(sweep / "bad")]) == 2
-    assert tune._selection_seeds(sweep) == {0}
-    assert run.finished_record(sweep / "new", sweep, "no-such-digest") is None
-    folder, lock = record.claim_run_dir(sweep / "bad", "some-digest")  # the bad folder is left alone
-    os.close(lock)
-    assert folder != sweep / "bad"
+    warning = [line for line in capsys.readouterr().err.splitlines() if "set aside" in line]
+    assert len(warning) == 1 and all(f"bad-{name}" in warning[0] for name in HOSTILE)
+
+
+def test_rerun_tune_resume_and_claims_pass_over_every_hostile_record(hostile_sweep, capsys):
+    for name in HOSTILE:
+        assert rerun.main([str(hostile_sweep / f"bad-{name}")]) == 2
+        folder, lock = record.claim_run_dir(hostile_sweep / f"bad-{name}", "some-digest")
+        os.close(lock)
+        assert folder != hostile_sweep / f"bad-{name}"  # a folder holding what cannot be read is left alone
+    assert tune._selection_seeds(hostile_sweep) == {0}
+    assert run.finished_record(hostile_sweep / "new", hostile_sweep, "no-such-digest") is None
     err = capsys.readouterr().err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and len(err.splitlines()) == len(HOSTILE)  # one line per refused rerun
 
 
-@pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_end_of_sweep_survives_a_hostile_record_and_reports_the_failed_run(tmp_path, name, capsys):
-    sweep = sweep_with(tmp_path, HOSTILE[name])
-    factory.write_record(sweep, "broken", status="failed", seed=1)
-    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "report": True})
-    with pytest.raises(RunsFailed) as failed:
-        SweepSummary().on_multirun_end(config)
-    assert failed.value.run_dirs == [str(sweep / "broken")]
-    out, err = capsys.readouterr()
-    assert "normbench sweep: 2 runs" in out and (sweep / "report.html").is_file()
-    aside = [line for line in err.splitlines() if "set aside" in line and "bad" in line]
-    assert len(aside) == 1
+def test_end_of_sweep_survives_every_hostile_record_and_reports_the_failed_run(hostile_sweep, capsys):
+    factory.write_record(hostile_sweep, "broken", status="failed", seed=1)
+    for report in (False, True):
+        config = OmegaConf.create({"hydra": {"sweep": {"dir": str(hostile_sweep)}}, "report": report})
+        with pytest.raises(RunsFailed) as failed:
+            SweepSummary().on_multirun_end(config)
+        assert failed.value.run_dirs == [str(hostile_sweep / "broken")]
+        out, err = capsys.readouterr()
+        assert "normbench sweep: 2 runs" in out
+        assert len([line for line in err.splitlines() if "set aside" in line]) == 1
+    assert (hostile_sweep / "report.html").is_file()
 
 
 @pytest.mark.parametrize("name", sorted(DEFUSED))
