@@ -46,11 +46,13 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def spreadsheet_safe(frame):
     """``frame`` with every text cell that a spreadsheet would run as a formula prefixed with "'".
     Numbers stay numbers (a negative number is a number, not text)."""
+    import pandas as pd
+
     def cell(value):
         return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_START) else value
     safe = frame.copy()
     for column in safe.columns:
-        if safe[column].dtype == object:
+        if not pd.api.types.is_numeric_dtype(safe[column]):  # object or str: may hold text
             safe[column] = safe[column].map(cell)
     return safe.rename(columns=cell)  # a header is a cell too (an axis named by a record)
 
