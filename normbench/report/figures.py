@@ -47,8 +47,7 @@ MIN_FONT_KEY = "normbench:min_font_px"
 _STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook"),
           "font.size": 11, "axes.labelsize": 11, "axes.titlesize": 12, "xtick.labelsize": MIN_FONT_PT,
           "ytick.labelsize": MIN_FONT_PT, "legend.fontsize": MIN_FONT_PT, "legend.title_fontsize": 11,
-          "figure.titlesize": 12,
-          "text.parse_math": False, "text.usetex": False}  # every label is plain text: record strings may hold '$' 
+          "figure.titlesize": 12}
 _DPI = 100
 _MAX_TASK_PANELS = 4
 _SINGLE_PANEL_GROUPS = 5  # beyond this many groups a task's curves become small multiples
@@ -66,11 +65,11 @@ class Figure:
 
 
 def text(label: object, width: int = 60) -> str:
-    """A label cut to ``width`` characters (mathtext is off in _STYLE, so '$' is a plain character)."""
+    """A label safe for matplotlib: '$' would start mathtext, and config strings may hold one."""
     label = str(label)
     if len(label) > width:
         label = label[: width - 1] + "…"
-    return label
+    return label.replace("$", r"\$")
 
 
 def metric_label(metric: str, higher_is_better: bool | None = None) -> str:
