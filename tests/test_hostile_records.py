@@ -79,6 +79,9 @@ HOSTILE = {
     "config_string": _bytes(_json({**GOOD, "config": "lr=1"})),
     "environment_number": _bytes(_json({**GOOD, "environment": 7})),
     "schema_dict": _bytes(_json({**GOOD, "schema": {"a": 1}})),
+    "config_lr_string": _bytes(_json({**GOOD, "config": {**GOOD["config"], "lr": "${oc.env:HOME}"}})),
+    "config_layers_bool": _bytes(_json({**GOOD, "config": {**GOOD["config"], "model": {"layers": True}}})),
+    "config_model_string": _bytes(_json({**GOOD, "config": {**GOOD["config"], "model": "lstm"}})),
 }
 # Records that are read, but with their hazards defused.
 DEFUSED = {

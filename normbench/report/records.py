@@ -13,7 +13,7 @@ import math
 import os
 import stat
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Iterable
 
@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.contract import READABLE, STATUSES
+from normbench.schema import TASK_CONFIGS, Config
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,38 @@ def parse_record(data: bytes) -> dict:
     wrong = [key for key in DICT_FIELDS if summary.get(key) is not None and not isinstance(summary[key], dict)]
     if wrong:
         raise Unreadable(f"{wrong[0]} is not an object")
+    mistyped = _mistyped(summary.get("config") or {}, Config, "config.")
+    if mistyped:
+        raise Unreadable(mistyped)
     return summary
+
+
+# What a config value of each annotated type may be in JSON (a float setting may be written as 1).
+_JSON_TYPES = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,),
+               "Optional[float]": (int, float, type(None)), "Optional[int]": (int, type(None)),
+               "Optional[str]": (str, type(None))}
+
+
+def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
+    """The first setting of a recorded config whose value is not of its schema type (a string where
+    the schema has a number), or None. Keys the schema does not know are left alone (older records)."""
+    for item in fields(schema):
+        if item.name not in values:
+            continue
+        value, key = values[item.name], f"{prefix}{item.name}"
+        group = TASK_CONFIGS.get(value.get("name")) if item.name == "task" and isinstance(value, dict) else (
+            item.default_factory if is_dataclass(item.default_factory) else None)
+        if group is not None or is_dataclass(item.default_factory):
+            if not isinstance(value, dict):
+                return f"{key} is not an object"
+            found = _mistyped(value, group, f"{key}.") if group is not None else None
+            if found:
+                return found
+            continue
+        allowed = _JSON_TYPES.get(str(item.type))
+        if allowed and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
+            return f"{key} is not of type {item.type}"
+    return None
 
 
 def read_summary(path: Path) -> RunRecord | SetAside:
