@@ -23,9 +23,9 @@ from omegaconf.errors import OmegaConfBaseException
 
 from normbench import sweep_end
 from normbench.config import ConfigError, config_dir, register
-from normbench.schema import TASK_CONFIGS
 from normbench.report.output import inside
 from normbench.run import execute
+from normbench.schema import TASK_CONFIGS
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}

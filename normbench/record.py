@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import logging
 import errno
 import fcntl
+import functools
+import logging
 import json
 import math
 import os
@@ -20,8 +20,8 @@ from pathlib import Path
 import torch
 
 import normbench
-from normbench.report import records
 from normbench.contract import FINISHED, READABLE, SCHEMA, STATUSES, config_hash, group_hash  # noqa: F401
+from normbench.report import records
 
 log = logging.getLogger("normbench")
 
