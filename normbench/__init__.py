@@ -46,10 +46,13 @@ def load_runs(*paths, keep_copies: bool = False):
     from normbench.contract import ALIASES
     from normbench.report import aggregate
 
-    runs, copies = aggregate.distinct_runs(aggregate.runs_frame(_records(paths).runs))
-    if keep_copies:
-        runs = pd.concat([runs.assign(copy_of=None), copies]).sort_values("run_dir", kind="stable")
-    runs = aggregate.label_groups(runs, aggregate.varying_axes(runs)).reset_index(drop=True)
+    from normbench.report.records import quiet_numerics
+
+    with quiet_numerics():  # NaN metrics are data, not warnings on stderr
+        runs, copies = aggregate.distinct_runs(aggregate.runs_frame(_records(paths).runs))
+        if keep_copies:
+            runs = pd.concat([runs.assign(copy_of=None), copies]).sort_values("run_dir", kind="stable")
+        runs = aggregate.label_groups(runs, aggregate.varying_axes(runs)).reset_index(drop=True)
     version = runs.get("environment.git_commit", pd.Series(None, index=runs.index, dtype=object))
     if "environment.normbench_version" in runs:
         version = version.fillna(runs["environment.normbench_version"])

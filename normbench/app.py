@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -17,13 +18,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from normbench import sweep_end
 from normbench.config import ConfigError, config_dir, register
-from normbench.schema import TASK_CONFIGS
+from normbench.report.output import inside
 from normbench.run import execute
+from normbench.schema import TASK_CONFIGS
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
@@ -101,11 +103,17 @@ class Job:
         hc = HydraConfig.get()
         try:
             check_job(hc, node)
-        except ConfigError as err:  # before anything is written; one line from main, not Hydra's job error
+            OmegaConf.to_container(node, resolve=True)  # an interpolation that fails is the user's input
+        except (ConfigError, OmegaConfBaseException) as err:  # before anything is written; one line from main
             self.refused = self.refused or str(err)
             return math.inf
         multirun = hc.mode == RunMode.MULTIRUN
         run_dir = Path(hc.runtime.output_dir)
+        if multirun and not inside(hc.sweep.dir, run_dir):
+            self.refused = self.refused or (f"hydra.sweep.subdir puts the job in {message_text(run_dir)}, outside the "
+                                            f"sweep directory {message_text(hc.sweep.dir)}")
+            _remove_if_empty(run_dir)  # Hydra made it before calling the job
+            return math.inf
         try:
             summary = execute(node, run_dir, list(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
                               parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
@@ -119,31 +127,63 @@ class Job:
         return objective(summary)
 
 
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
+def _secrets(argv: list[str]) -> list[str]:
+    """The values of the environment variables the command line reads through ``${oc.env:NAME}``."""
+    names = {m.group(1) for arg in argv for m in re.finditer(r"oc\.env\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)", arg)}
+    return sorted((os.environ[n] for n in names if os.environ.get(n)), key=len, reverse=True)
+
+
+def message_text(value: object, secrets: list[str] = (), limit: int = 400) -> str:
+    """An error line made safe to print: a value read from the environment is replaced by a mark
+    (the override as typed names it), characters a terminal would act on are escaped, a long word
+    is cut, and the whole line is at most ``limit`` characters."""
+    text = str(value)
+    for secret in secrets:
+        text = text.replace(secret, "<value of ${oc.env:...}>")
+    text = "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in " ".join(text.split()))
+    text = " ".join(word if len(word) <= 120 else word[:119] + "…" for word in text.split(" "))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _say(message: str) -> None:
+    print(f"normbench: {message_text(message, _secrets(sys.argv[1:]))}", file=sys.stderr)
+
+
 def main() -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     job = Job()
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
     except sweep_end.RunsFailed as failed:
-        print(f"normbench: {len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}", file=sys.stderr)
+        _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
         sys.exit(1)
+    except BrokenPipeError:  # `--hydra-help | head`: the reader has gone, which is no error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
     except (HydraException, OmegaConfBaseException, ValueError) as err:
         message = " ".join(str(err).split("Config search path")[0].split()) or type(err).__name__
         cause = err.__cause__
         if cause is not None and str(cause).strip() and str(cause).split("\n")[0] not in message:
             message += f" ({str(cause).splitlines()[0]})"
-        print(f"normbench: error: {message}", file=sys.stderr)
+        _say(f"error: {message}")
         sys.exit(2)
     except OSError as err:  # an output folder that cannot be created or written, a full disk
-        print(f"normbench: error: cannot write output: {err}", file=sys.stderr)
+        _say(f"error: cannot write output: {err}")
         sys.exit(2)
     except KeyboardInterrupt:
         print("normbench: interrupted; summaries written", file=sys.stderr)
         sys.exit(130)
     for message in (job.refused, job.unwritable):
         if message:
-            print(f"normbench: error: {message}", file=sys.stderr)
+            _say(f"error: {message}")
             sys.exit(2)
     if job.single is not None and job.single["status"] in EXIT_STATUS:
-        print(f"normbench: {job.single['status']}: {job.single['reason']}", file=sys.stderr)
+        _say(f"{job.single['status']}: {job.single['reason']}")
         sys.exit(EXIT_STATUS[job.single["status"]])

@@ -39,7 +39,8 @@ from scipy import stats
 
 from normbench.report import aggregate
 from normbench.report.intervals import mean_estimate
-from normbench.report.records import find_records
+from normbench.report.records import find_records, quiet_numerics
+from normbench.report.render import markdown_text
 
 METRICS = {"best_val": "metrics.best_val", "test": "metrics.test"}
 # Shown with intervals; gated only where the module docstring says.
@@ -152,8 +153,9 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", 
             label=_label(first, axes), higher_is_better=higher, pairs=len(rows),
             metric=delta(column), diverged_base=int((rows["status_base"] == "diverged").sum()),
             diverged_new=int((rows["status_new"] == "diverged").sum()),
-            unfinished_new=[f"seed {aggregate.format_value(s)}: {st}" for s, st in
-                            zip(rows["seed_new"], rows["status_new"]) if st not in FINISHED and st not in ("invalid", "skipped")],
+            unfinished_new=[f"seed {aggregate.format_value(s)}: {st}" for s, st, was in
+                            zip(rows["seed_new"], rows["status_new"], rows["status_base"])
+                            if st not in FINISHED and st not in ("invalid", "skipped") and was in FINISHED],
             gradients={g: delta(g) for g in GRADIENTS},
             step_ms=delta(STEP_TIME, rows["status_base"].eq("ok") & rows["status_new"].eq("ok")))
         _judge(setting, metric, tolerance, relative, max_new_divergences, step_time_tolerance)
@@ -284,9 +286,9 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
     lines = [
         f"## normbench compare: {verdict}",
         "",
-        f"**{'; '.join(environment) if environment else 'same environment (git commit, torch, device)'}**",
+        f"**{markdown_text('; '.join(environment)) if environment else 'same environment (git commit, torch, device)'}**",
         "",
-        f"BASELINE `{baseline}` vs NEW `{new}`: {sum(s.pairs for s in settings)} runs paired by "
+        f"BASELINE {markdown_text(baseline)} vs NEW {markdown_text(new)}: {sum(s.pairs for s in settings)} runs paired by "
         + (f"all settings and the seed except {', '.join(f'`{k}`' for k in ignore)}. " if ignore else
            "config hash (setting and seed). ")
         + f"Differences are NEW − BASELINE, mean over seeds with a 95% paired t-interval "
@@ -310,16 +312,17 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
         arrow = "↑" if s.higher_is_better else "↓"
         level = f"{_fmt(m.base)} → {_fmt(m.new)} ({arrow} better)" if m else "n/a"
         lines.append(" | ".join([
-            f"| {s.label}", str(s.pairs), level, _delta(m), "any" if exact else _fmt(s.detectable),
+            f"| {markdown_text(s.label)}", str(s.pairs), level, _delta(m), "any" if exact else _fmt(s.detectable),
             f"{s.diverged_base} → {s.diverged_new}",
             _delta(s.gradients["metrics.grad_norm_median"]), _delta(s.gradients["metrics.grad_kurtosis_max"]),
             _delta(s.step_ms, percent_of_base=True),
-            ("**worse**: " + "; ".join(s.problems)) if s.problems else "ok"]) + " |")
+            ("**worse**: " + markdown_text("; ".join(s.problems))) if s.problems else "ok"]) + " |")
     for title, runs in (("Only in BASELINE (no counterpart in NEW)", only_base),
                         ("Only in NEW (no counterpart in BASELINE)", only_new)):
         if len(runs):
             lines += ["", f"### {title}: {len(runs)}", ""]
-            lines += [f"- `{r.run_dir}` (seed {aggregate.format_value(r.seed)}, {r.status})"
+            lines += [f"- {markdown_text(r.run_dir)} (seed {markdown_text(aggregate.format_value(r.seed))}, "
+                      f"{markdown_text(r.status)})"
                       for r in runs.itertuples()][:50]
             if len(runs) > 50:
                 lines.append(f"- … and {len(runs) - 50} more")
@@ -376,4 +379,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with quiet_numerics():  # NaN metrics are results: numpy's warnings about them stay off stderr
+        code = main()
+    sys.exit(code)

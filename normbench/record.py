@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
+import fcntl
 import functools
 import logging
-import fcntl
 import json
 import math
 import os
 import platform
 import socket
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,6 +21,7 @@ import torch
 
 import normbench
 from normbench.contract import FINISHED, READABLE, SCHEMA, STATUSES, config_hash, group_hash  # noqa: F401
+from normbench.report import records
 
 log = logging.getLogger("normbench")
 
@@ -165,7 +168,14 @@ def claim_run_dir(preferred: Path, digest: str) -> tuple[Path, int]:
     for attempt in range(10_000):
         candidate = preferred.with_name(names[attempt] if attempt < 2 else f"{names[1]}-{attempt}")
         candidate.mkdir(parents=True, exist_ok=True)
-        fd = os.open(candidate / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+        odd = planted(candidate)
+        if odd is not None:
+            log.debug("run folder %s holds %s that is not a regular file; taking another", candidate, odd)
+            continue
+        try:
+            fd = open_run_file(candidate / LOCK, os.O_RDWR | os.O_CREAT)
+        except OSError:  # a link or FIFO planted between the check and the open
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -200,7 +210,7 @@ class RunRecord:
         self.summary.update(fields, time={"started": now_iso()})
         write_json_atomic(self.summary_path, self.summary)
         # "w": a resumed run starts its curve again rather than appending to a dead run's lines
-        self._metrics = open(self.run_dir / "metrics.jsonl", "w", buffering=1)
+        self._metrics = os.fdopen(open_run_file(self.run_dir / "metrics.jsonl"), "w", buffering=1)
 
     def log(self, row: dict) -> None:
         self._metrics.write(json.dumps(_finite_or_none(row), allow_nan=False) + "\n")  # line-buffered: flushed
@@ -218,9 +228,49 @@ class RunRecord:
 
 
 def read_summary(path: Path) -> dict | None:
-    """A summary.json of a schema this version reads, or None for a missing, partial or foreign one."""
+    """A summary.json of a schema this version reads, or None for one the report would set aside
+    (missing, partial, foreign, not a regular file, too large, malformed): the report's reader,
+    normbench/report/records.py, is the only one."""
+    record = records.read_summary(path)
+    return None if isinstance(record, records.SetAside) else record.summary
+
+
+# The policy for every file a run writes into its folder: a link planted there is never followed
+# (it would truncate or grow its target), a FIFO never blocks the run, anything but a regular file
+# is refused. summary.json is written beside and renamed over (write_json_atomic), which replaces
+# a link rather than writing through it.
+RUN_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", ".normbench.lock")
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_run_file(path: Path, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC) -> int:
+    """A file descriptor for ``path`` opened under the policy above; OSError names the path otherwise."""
+    fd = os.open(path, flags | _NO_FOLLOW, 0o666)
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("schema") in READABLE else None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_run_text(path: Path, text: str) -> None:
+    """``text`` into a run file (traceback.txt), under the policy above."""
+    with os.fdopen(open_run_file(path), "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def planted(run_dir: Path) -> str | None:
+    """The first run file in ``run_dir`` that is there but is not a regular file (a link, a FIFO, a folder)."""
+    for name in RUN_FILES:
+        try:
+            mode = os.lstat(run_dir / name).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return name
+        if not stat.S_ISREG(mode):
+            return name
+    return None

@@ -21,7 +21,8 @@ from normbench.models import build_model, cell_kernel_in_use
 from normbench import study_info
 from normbench.contract import FINISHED, SCHEMA, config_hash, identity
 from normbench.loggers import build_logger
-from normbench.record import RunRecord, environment, read_summary
+from normbench.record import RunRecord, environment, read_summary, write_run_text
+from normbench.report.records import record_paths
 from normbench.tasks import load_task
 from normbench.train import AUTOCAST_DTYPES, Trainer
 
@@ -90,9 +91,9 @@ def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path 
     """
     candidates = [run_dir / "summary.json"]
     if sweep_dir is not None:
-        candidates += sorted(sweep_dir.rglob("summary.json"))
+        candidates += record_paths(sweep_dir)
     for path in candidates:
-        summary = read_summary(path) if path.is_file() else None
+        summary = read_summary(path)  # a malformed, linked or FIFO record anywhere is passed over
         if summary and summary.get("status") in FINISHED and isinstance(summary.get("config"), dict) \
                 and config_hash(summary["config"]) == digest:
             return path
@@ -192,7 +193,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
         if done is not None:
             log.info("%s: already finished in %s, not run again", "resume" if plain.get("resume") else "duplicate",
                      done.parent)
-            return {**read_summary(done), "run_dir": str(done.parent), "duplicate_of": str(done.parent)}
+            return {**(read_summary(done) or {}), "run_dir": str(done.parent), "duplicate_of": str(done.parent)}
         with sigterm_as_interrupt():  # from here on, SIGTERM leaves an `interrupted` record, even while loading
             record = RunRecord.claim(run_dir, digest)
             if claim is not None:
@@ -234,7 +235,10 @@ def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: i
         _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
         raise
     except Exception as err:  # one failed run must never take a sweep down: record it
-        (record.run_dir / "traceback.txt").write_text(traceback.format_exc())
+        try:
+            write_run_text(record.run_dir / "traceback.txt", traceback.format_exc())
+        except OSError as error:  # the record below still says why the run failed
+            log.warning("traceback.txt not written: %s", error)
         reason = f"{type(err).__name__}: {' '.join(str(err).split())[:300]} (see traceback.txt)"
         return _finish(record, trainer, fields, "failed", reason, wall_start)
     if progress.diverged_at_step is not None:
@@ -277,9 +281,13 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
         return build_model(cfg.model, cfg.norm, cfg.placement, input_kind=task.input_kind,
                            input_dim=task.input_dim, n_outputs=task.n_outputs, readout=task.readout,
                            max_len=max(task.seq_len, 1))
+    activations = cfg.batch_size * max(task.seq_len, 1) * cfg.model.hidden * cfg.model.layers * 16
+    # Every layer holds at least one hidden x hidden matrix: a bound known before the model is
+    # built, since even the meta build of a million layers takes hours.
+    least = cfg.model.hidden * cfg.model.hidden * cfg.model.layers
+    require_memory(4 * 4 * least + 4 * activations, "weights, gradients, optimizer state and activations", device)
     with torch.device("meta"):  # the shape alone, no memory: refuse what cannot fit before allocating it
         planned = sum(p.numel() for p in build().parameters())
-    activations = cfg.batch_size * max(task.seq_len, 1) * cfg.model.hidden * cfg.model.layers * 16
     require_memory(4 * 4 * planned + 4 * activations, "weights, gradients, optimizer state and activations", device)
     model = build()
     fields["parameters"] = sum(p.numel() for p in model.parameters())

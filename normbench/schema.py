@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import PurePosixPath
 from typing import Any, Optional
 
 KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
@@ -35,6 +36,15 @@ PIXELS = 64  # an 8x8 scikit-learn digit
 
 class ConfigError(ValueError):
     """A config value out of range; the message is one line naming the key."""
+
+
+RECORD_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", "normbench.log", ".normbench.lock")
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """A value as an error line shows it: at most ``limit`` characters."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _require(ok: bool, message: str) -> None:
@@ -199,6 +209,11 @@ class LoggerConfig:
     def __post_init__(self):
         _one_of("logger.name", self.name, LOGGERS)
         _require(bool(self.dir), "logger.dir must not be empty")
+        parts = PurePosixPath(str(self.dir)).parts
+        _require(not os.path.isabs(str(self.dir)) and ".." not in parts,
+                 f"logger.dir={_short(self.dir)!r} must stay inside the run directory (relative, no '..')")
+        _require(not parts or parts[0] not in RECORD_FILES,
+                 f"logger.dir={_short(self.dir)!r} is the name of a record file ({', '.join(RECORD_FILES)})")
 
 
 @dataclass
@@ -269,6 +284,24 @@ class Config:
                  "character each step must predict; valid for text: bidirectional=false")
         if isinstance(self.logger, dict):  # to_config builds the groups it knows; the logger group is built here
             self.logger = LoggerConfig(**self.logger)
+        _require_float32(self)
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _require_float32(config, prefix: str = "") -> None:
+    """Every float setting of ``config`` and its groups must be a finite number float32 can hold:
+    the model holds them as float32 tensors, and a larger one (gamma_init=1e308) ends the run in an
+    overflow error instead of being refused here with its key."""
+    for item in fields(config):
+        value = getattr(config, item.name)
+        key = f"{prefix}{item.name}"
+        if is_dataclass(value):
+            _require_float32(value, f"{key}.")
+        elif isinstance(value, float):
+            _require(math.isfinite(value) and abs(value) <= FLOAT32_MAX,
+                     f"{key} must be a finite number within float32's range (|x| <= 3.4e38), got {_short(value)}")
 
 # --- tasks: one dataclass each, chosen by the task group ------------------------------------------
 

@@ -10,7 +10,7 @@ import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from normbench.record import read_summary
+from normbench.report.records import find_records
 
 log = logging.getLogger("normbench")
 
@@ -25,14 +25,21 @@ class RunsFailed(BaseException):
         self.run_dirs = run_dirs
 
 
+def _plain(value):
+    """A table cell: a number or a short text (a record's strings are bounded, its types not trusted)."""
+    if value is None or isinstance(value, (int, float)):
+        return value
+    return str(value)[:60]
+
+
 def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
     rows = []
     for path, s in summaries.items():
         metrics, speed = s.get("metrics") or {}, s.get("throughput") or {}
-        reached = metrics.get("steps_to_target")
-        rows.append({"run": path.parent.name, **(s.get("axes") or {}), "seed": s.get("seed"),
-                     "status": s["status"], "best_val": metrics.get("best_val"),
-                     "to_target": "—" if reached is None else reached, "ms/step": speed.get("step_ms_median")})
+        reached = _plain(metrics.get("steps_to_target"))
+        rows.append({"run": path.parent.name, **{str(k): _plain(v) for k, v in (s.get("axes") or {}).items()},
+                     "seed": _plain(s.get("seed")), "status": s["status"], "best_val": _plain(metrics.get("best_val")),
+                     "to_target": "—" if reached is None else reached, "ms/step": _plain(speed.get("step_ms_median"))})
     table = pd.DataFrame(rows)
     varying = [c for c in table.columns if c not in ("run", "status", "best_val", "to_target", "ms/step")
                and table[c].astype(str).nunique() > 1]
@@ -40,15 +47,28 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
 
 
 class SweepSummary(Callback):
+    """The table, the report, then the failed runs. Nothing a record holds can stop it: a record
+    the reader sets aside is named in one line, and the exit status comes from the records read
+    (a failed run exits 1 even when the table or the report could not be made)."""
+
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        summaries = {p: s for p in sorted(sweep_dir.rglob("summary.json")) if (s := read_summary(p))}
+        records = find_records([sweep_dir])
+        summaries = {r.run_dir / "summary.json": r.summary for r in records.runs}
+        if records.set_aside and not config.get("report", True):  # else the report's warning names them
+            aside = "; ".join(f"{r.path} ({r.why})" for r in records.set_aside[:10])
+            more = f" and {len(records.set_aside) - 10} more" if len(records.set_aside) > 10 else ""
+            print(f"normbench: set aside {len(records.set_aside)} record(s): {aside}{more}", file=sys.stderr)
         if not summaries:
             return
-        with pd.option_context("display.width", 160, "display.max_rows", 60, "display.float_format", "{:.4g}".format):
-            print(f"\nnormbench sweep: {len(summaries)} runs in {sweep_dir}\n{sweep_table(summaries).to_string(index=False)}",
-                  file=sys.stdout)
         failed = [str(p.parent) for p, s in summaries.items() if s["status"] == "failed"]
+        try:
+            with pd.option_context("display.width", 160, "display.max_rows", 60,
+                                   "display.float_format", "{:.4g}".format):
+                print(f"\nnormbench sweep: {len(summaries)} runs in {sweep_dir}\n"
+                      f"{sweep_table(summaries).to_string(index=False)}", file=sys.stdout)
+        except Exception as err:  # the table is a courtesy; the report and the exit status still follow
+            print(f"normbench: no sweep table: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
         if config.get("report", True):
             from normbench.report import ReportError, build_report
 
@@ -56,5 +76,7 @@ class SweepSummary(Callback):
                 print(f"report: {build_report([sweep_dir], sweep_dir)}", file=sys.stdout)
             except ReportError as err:
                 print(f"normbench: no report: {err}", file=sys.stderr)
+            except Exception as err:  # a report bug must not turn a sweep's failed runs into exit 0
+                print(f"normbench: no report: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
         if failed:  # last: the report is written first, and this callback is the last Hydra notifies
             raise RunsFailed(failed)

@@ -104,23 +104,49 @@ def _selection_seeds(selection_dir: Path) -> set[int]:
             if isinstance(r.summary.get("seed"), int)}
 
 
+def hydra_quoted(value: object) -> str:
+    """``value`` as one quoted string in a Hydra override: a comma is not a sweep, ``${...}`` is not
+    resolved, a quote does not end it. A backslash has no single meaning there, so it is refused."""
+    text = str(value)
+    if "\\" in text or any(not c.isprintable() for c in text):
+        raise ValueError(f"{text[:80]!r} holds a backslash or a control character; choose a plain path")
+    return "'" + text.replace("'", "\\'").replace("${", "\\${") + "'"
+
+
+def _seeds(text: str) -> list[int]:
+    """--evaluation-seeds: a comma-separated list of seeds, each in [0, 2**63)."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    try:
+        seeds = [int(w) for w in words]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a comma-separated list of integers") from None
+    if not seeds or not all(0 <= s < 2**63 for s in seeds):
+        raise argparse.ArgumentTypeError("needs at least one seed, each in [0, 2**63)")
+    return seeds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m normbench.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="study folder (default multirun/tuned/DATE_TIME)")
-    parser.add_argument("--evaluation-seeds", default=",".join(map(str, EVALUATION_SEEDS)),
+    parser.add_argument("--evaluation-seeds", type=_seeds, default=list(EVALUATION_SEEDS),
                         help="comma-separated seeds of the evaluation runs; must not be selection seeds")
     parser.add_argument("overrides", nargs="*", help="normbench overrides, e.g. norm=none,ln model=lstm")
     args = parser.parse_args(argv)
     out = (args.out or Path("multirun/tuned") / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")).resolve()
-    seeds = [int(s) for s in args.evaluation_seeds.split(",") if s.strip()]
-    if not seeds:
-        parser.error("--evaluation-seeds needs at least one seed")
+    seeds = args.evaluation_seeds
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out {str(out)[:200]} exists and is not a folder")
+    try:
+        selection_dir, evaluation_dir = hydra_quoted(out / "selection"), hydra_quoted(out / "evaluation")
+        arms_path = hydra_quoted(f"file://{out / 'arms'}")
+    except ValueError as err:
+        parser.error(f"--out: {err}")
     harness = _passthrough(args.overrides)
     # Selection and evaluation answer one question: their runs form one study (normbench/study_info.py).
     os.environ[study_info.ENVIRONMENT] = json.dumps(study_info.describe(
         "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "
         "evaluation seeds (DeepOBS / AlgoPerf protocol)."))
-    code = _normbench(["-m", "+sweep=tuned", *args.overrides, "role=selection", f"hydra.sweep.dir={out / 'selection'}",
+    code = _normbench(["-m", "+sweep=tuned", *args.overrides, "role=selection", f"hydra.sweep.dir={selection_dir}",
                        "resume=true", "report=false"])
     if code == 2:  # the user's input: nothing ran
         return 2
@@ -138,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chosen lr {lr:g}: {label} ({name})", flush=True)
     # the arms by name: a glob would be expanded before Hydra adds the arms' folder to its search path
     code_eval = _normbench(["-m", f"+tuned_arm={','.join(name for name, _, _ in written)}", f"seed={','.join(map(str, seeds))}", "role=evaluation",
-                            f"hydra.searchpath=[file://{out / 'arms'}]", f"hydra.sweep.dir={out / 'evaluation'}",
+                            f"hydra.searchpath=[{arms_path}]", f"hydra.sweep.dir={evaluation_dir}",
                             "resume=true", "report=false", *harness])
     from normbench.report import ReportError, build_report
 

@@ -155,9 +155,10 @@ def test_rerun_of_a_resumed_job_trains_again(cli, tmp_path, tiny_args, monkeypat
 
 
 @pytest.mark.parametrize("change,says", [
-    (lambda c: c.update(lr="${oc.env:HOME}"), "holds an interpolation"),
+    (lambda c: c["task"].update(name="${oc.env:HOME}"), "holds an interpolation"),
+    (lambda c: c.update(lr="${oc.env:HOME}"), "config.lr is not of type float"),  # the reader sets it aside
     (lambda c: c["norm"].update(kind="layer"), "the recorded config is not valid"),
-    (lambda c: c.update(norm=5), "the recorded config is not valid"),
+    (lambda c: c.update(norm=5), "config.norm is not an object"),
 ])
 def test_rerun_of_a_crafted_record_is_one_line(cli, tmp_path, tiny_args, capsys, change, says):
     """A record is data: never evaluated, and a malformed one is refused in one line."""

@@ -14,6 +14,7 @@ import torch
 from normbench.bench import cells, harness, kernels, sweep
 from normbench.bench.section import OtherLoad, Section, finite_json
 from normbench.models.recurrent import FAMILIES
+from normbench.schema import KINDS
 
 # `all` runs kernels last: it changes glibc's allocator for the rest of the process (see
 # timing.keep_freed_memory), and the training-step benchmarks should see the default one.
@@ -22,8 +23,41 @@ BUSY = 0.10  # share of the CPUs used by other processes above which a section's
 PREFIXES = {"kernels": "kernel-", "cells": "cell-", "harness": "harness-", "sweep": "sweep-"}
 
 
-def _csv(kind):
-    return lambda text: tuple(kind(v) for v in text.split(",") if v)
+def _at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+    return parse
+
+
+_positive = _at_least(1)
+
+
+def _csv(kind, valid: tuple = ()):
+    """A comma list of ``kind`` (int: each >= 1), each one of ``valid`` when given, at least one."""
+    def parse(text):
+        try:
+            values = tuple((_positive if kind is int else kind)(v) for v in text.split(",") if v)
+        except argparse.ArgumentTypeError as err:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r}: {err}") from None
+        unknown = [v for v in values if valid and v not in valid]
+        if unknown or not values:
+            raise argparse.ArgumentTypeError(f"{(','.join(map(str, unknown)) or text)[:40]!r}: "
+                                             + (f"valid: {', '.join(valid)}" if valid else "needs at least one value"))
+        return values
+    return parse
+
+
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text[:200]} exists and is not a folder")
+    return path
 
 
 def _families(text):
@@ -35,22 +69,22 @@ def _families(text):
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, help="write NAME.json, NAME.csv and NAME.md into this folder")
+    p.add_argument("--out", type=_folder, help="write NAME.json, NAME.csv and NAME.md into this folder")
     p.add_argument("--quick", action="store_true", help="tiny sizes, few repeats: checks the path, not the speed")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's, all cores; --quick: 1, since "
+    p.add_argument("--threads", type=_positive, help="torch threads (default: torch's, all cores; --quick: 1, since "
                    "tiny kernels on a busy machine mostly measure thread wake-up)")
-    p.add_argument("--repeats", type=int, help="timed rounds per candidate (default per subcommand)")
+    p.add_argument("--repeats", type=_positive, help="timed rounds per candidate (default per subcommand)")
 
 
 # In `all`, an option name two subcommands share gets the subcommand's name as prefix (--cell-hidden).
 def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
-    p.add_argument("--device", default="cpu", help="cpu | cuda (default cpu)")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="cpu | cuda (default cpu)")
     p.add_argument("--compile", action="store_true", help="also time torch.compile of the reference modules")
-    p.add_argument("--dtypes", type=_csv(str), help="comma list of fp32,bf16,fp16 (default fp32,bf16; CUDA adds fp16)")
+    p.add_argument("--dtypes", type=_csv(str, tuple(kernels.DTYPES)), help="comma list of fp32,bf16,fp16 (default fp32,bf16; CUDA adds fp16)")
     p.add_argument(f"--{prefix}hidden", type=_csv(int), dest="kernel_hidden",
                    help=f"comma list of hidden sizes (default {','.join(map(str, kernels.DEFAULT_HIDDEN))}; "
                         "rows sized to ~32 MiB in fp32)")
-    p.add_argument("--kinds", type=_csv(str), default=kernels.KERNEL_KINDS, help="comma list of norm kinds")
+    p.add_argument("--kinds", type=_csv(str, kernels.KERNEL_KINDS), default=kernels.KERNEL_KINDS, help="comma list of norm kinds")
     p.add_argument("--no-headline", dest="headline", action="store_false", default=None,
                    help=f"skip the fp32 {kernels.HEADLINE_SHAPE[0]}x{kernels.HEADLINE_SHAPE[1]} forward comparison")
     p.add_argument("--default-malloc", action="store_true",
@@ -61,27 +95,27 @@ def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
 def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--family", type=_families, default=cells.TARGET_FAMILIES,
                    help=f"comma list of {','.join(FAMILIES)} (default {','.join(cells.TARGET_FAMILIES)})")
-    p.add_argument(f"--{prefix}device", dest="cell_device", default="cpu", help="cpu | cuda (default cpu)")
+    p.add_argument(f"--{prefix}device", dest="cell_device", default="cpu", choices=("cpu", "cuda"), help="cpu | cuda (default cpu)")
     p.add_argument(f"--{prefix}hidden", dest="cell_hidden", type=_csv(int), default=cells.GRID_HIDDEN,
                    help=f"comma list of hidden sizes, each timed on its own (default {','.join(map(str, cells.GRID_HIDDEN))})")
-    p.add_argument("--length", type=int, default=64)
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--input-size", type=int, default=32)
-    p.add_argument("--norm", default="ln", help="norm kind inside the cell (default ln)")
-    p.add_argument("--candidates", type=_csv(str), default=cells.CANDIDATES,
+    p.add_argument("--length", type=_positive, default=64)
+    p.add_argument("--batch", type=_positive, default=32)
+    p.add_argument("--input-size", type=_positive, default=32)
+    p.add_argument("--norm", default="ln", choices=KINDS, help="norm kind inside the cell (default ln)")
+    p.add_argument("--candidates", type=_csv(str, cells.CANDIDATES), default=cells.CANDIDATES,
                    help=f"comma list from {','.join(cells.CANDIDATES)} (fused is always timed: every ratio is to it)")
 
 
 def _harness_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
-    p.add_argument(f"--{prefix}steps", type=int, dest="harness_steps", help="training steps per trial (default 200)")
-    p.add_argument("--trials", type=int, help="lockstep harness+bare runs (default 3)")
-    p.add_argument("--probe-every", type=int, help="override the config's probe_every")
+    p.add_argument(f"--{prefix}steps", type=_positive, dest="harness_steps", help="training steps per trial (default 200)")
+    p.add_argument("--trials", type=_positive, help="lockstep harness+bare runs (default 3)")
+    p.add_argument("--probe-every", type=_at_least(0), help="override the config's probe_every")
 
 
 def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
-    p.add_argument("--runs", type=int, default=4)
-    p.add_argument("--jobs", type=int, default=2, help="joblib workers")
-    p.add_argument(f"--{prefix}steps", type=int, dest="sweep_steps",
+    p.add_argument("--runs", type=_positive, default=4)
+    p.add_argument("--jobs", type=_positive, default=2, help="joblib workers")
+    p.add_argument(f"--{prefix}steps", type=_positive, dest="sweep_steps",
                    help="steps of each run (default 800: ~7 s a run on one idle core)")
 
 
@@ -188,7 +222,10 @@ def summary_block(sections: list[Section]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    top = parser()
+    args = top.parse_args(argv)
+    if "cuda" in (getattr(args, "device", None), getattr(args, "cell_device", None)) and not torch.cuda.is_available():
+        top.error("--device cuda: no CUDA device is available here")
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
     sections, failures = [], {}
     started = time.perf_counter()

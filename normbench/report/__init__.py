@@ -1,9 +1,16 @@
 """The report: reads run records (docs/run-record.md) and writes report.md, report.html, CSVs, figures.
 
 It reads JSON only and imports nothing else from normbench, so it runs anywhere the records can be
-copied to, without torch.
+copied to, without torch. The names below load on first use, so the runner can import the record
+reader (normbench.report.records) without matplotlib.
 """
 
-from normbench.report.build import NoUsableRecords, OutputNotWritable, ReportError, build_report
+import importlib
 
 __all__ = ["build_report", "NoUsableRecords", "OutputNotWritable", "ReportError"]
+
+
+def __getattr__(name):
+    if name in __all__:
+        return getattr(importlib.import_module("normbench.report.build"), name)
+    raise AttributeError(f"module 'normbench.report' has no attribute {name!r}")

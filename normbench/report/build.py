@@ -18,8 +18,8 @@ import pandas as pd
 from normbench.report import aggregate, answers, figures, profiles, tables, tuning
 from normbench.report.claims import evaluate_claims
 from normbench.report.intervals import METHOD
-from normbench.report.output import OutputError, ReportOutput
-from normbench.report.records import Records, find_records, read_curves
+from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
+from normbench.report.records import Records, find_records, quiet_numerics, read_curves
 from normbench.report.render import write_report
 
 CURVE_GROUPS = 12  # most groups drawn in the curve figures
@@ -47,6 +47,11 @@ def build_report(paths: Iterable[Path], out: Path | None = None, alpha: float | 
     take the report or holds a file of that name that no earlier report wrote. ``alpha``: the level
     the claims are tested at (a sequential study's last look, normbench.study); the claims' default otherwise.
     """
+    with quiet_numerics():
+        return _build_report(paths, out, alpha)
+
+
+def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) -> Path:
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("build_report needs at least one path")
@@ -77,10 +82,10 @@ def build_report(paths: Iterable[Path], out: Path | None = None, alpha: float | 
 def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
            paths: list[Path], out: Path, staging: Path, alpha: float | None = None) -> None:
     """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
-    runs.to_csv(staging / "runs.csv", index=False)
+    spreadsheet_safe(runs).to_csv(staging / "runs.csv", index=False)
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
         _parquet_ready(runs).to_parquet(staging / "runs.parquet", index=False)
-    summary.to_csv(staging / "summary.csv", index=False)
+    spreadsheet_safe(summary).to_csv(staging / "summary.csv", index=False)
     context = {
         "title": "normbench report",
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

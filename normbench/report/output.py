@@ -19,12 +19,48 @@ import stat
 import tempfile
 from pathlib import Path
 
+from normbench.report.records import Unreadable, read_run_file
+
 MANIFEST = ".normbench-report.json"
+MAX_MANIFEST_BYTES = 4 << 20
 SCHEMA = "normbench.report-files/1"
 
 
 class OutputError(Exception):
     """The report cannot be written where asked; the message is one line and names the path."""
+
+
+def inside(folder: Path, path: Path | str) -> bool:
+    """Whether ``path`` (relative to ``folder``, or absolute) lies strictly inside ``folder`` once
+    ``..`` and links are resolved: the one test for every path the suite writes or deletes."""
+    root = Path(os.path.realpath(folder))
+    target = Path(os.path.realpath(Path(folder) / path))
+    return target != root and target.is_relative_to(root)
+
+
+# A spreadsheet reads a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|...);
+# OWASP's advice: prefix such a text cell with a quote, so it is shown as the text it is.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(frame):
+    """``frame`` with every text cell that a spreadsheet would run as a formula prefixed with "'".
+    Numbers stay numbers (a negative number is a number, not text)."""
+    import pandas as pd
+
+    def cell(value):
+        return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_START) else value
+    safe = frame.copy()
+    for column in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[column]):  # object or str: may hold text
+            safe[column] = safe[column].map(cell)
+    return safe.rename(columns=cell)  # a header is a cell too (an axis named by a record)
+
+
+def _plain_relative(rel: str) -> bool:
+    """A manifest entry names a file below the report folder by a plain relative path."""
+    parts = Path(rel).parts
+    return bool(parts) and not Path(rel).is_absolute() and ".." not in parts and "\0" not in rel
 
 
 class ReportOutput:
@@ -64,10 +100,13 @@ class ReportOutput:
                               f"away or choose another --out (nothing was written)")
         hashes = {rel: _sha256(self.staging / rel) for rel in staged}
         for rel in staged:
+            if not inside(self.out, rel):  # a staged name is the report's own, but a link may lie on the way
+                raise OutputError(f"{self.out / rel} would be written outside {self.out} (a link on the way); "
+                                  f"nothing was written")
             (self.out / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(self.staging / rel, self.out / rel)
         for rel in sorted(set(written) - set(staged)):  # e.g. a figure this report no longer draws
-            if _holds(self.out / rel, written[rel]):
+            if inside(self.out, rel) and _holds(self.out / rel, written[rel]):
                 (self.out / rel).unlink()
         manifest = {"schema": SCHEMA, "files": hashes}
         draft = self.staging / MANIFEST
@@ -82,14 +121,16 @@ class ReportOutput:
         if not _regular(path):
             raise OutputError(problem)
         try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            manifest = json.loads(read_run_file(path, MAX_MANIFEST_BYTES).decode("utf-8"))
+        except (Unreadable, UnicodeDecodeError, ValueError, RecursionError):
             raise OutputError(problem) from None
         files = manifest.get("files") if isinstance(manifest, dict) else None
         if not isinstance(files, dict) or manifest.get("schema") != SCHEMA or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
             raise OutputError(problem)
-        return files
+        # An entry outside the folder (../x, /x) is not this report's file, whatever its checksum:
+        # it is never replaced or deleted, only forgotten.
+        return {rel: digest for rel, digest in files.items() if _plain_relative(rel) and inside(self.out, rel)}
 
     def _replaceable(self, rel: str, written: dict[str, str]) -> bool:
         """Free to write: nothing there yet, or the very file an earlier report wrote, unchanged."""

@@ -18,9 +18,16 @@ from normbench.report.tables import Table
 TEMPLATES = Path(__file__).parent / "templates"
 
 
+# Markdown a record's string could start: links and images ([text](url), ![alt](src)), code spans,
+# and GitHub's bare autolinks (scheme://, www., user@host). A backslash makes each character literal.
+_MARKDOWN_LIVE = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]", "`": "\\`", "@": "\\@"})
+
+
 def markdown_text(value: object) -> str:
-    """Text safe inside a GitHub pipe-table cell: HTML escaped, pipes escaped, one line."""
-    text = html.escape(str(value), quote=False)
+    """Text safe inside a GitHub pipe-table cell, and as data anywhere in Markdown: HTML escaped,
+    pipes and link syntax escaped (nothing renders as a link or an image), one line."""
+    text = html.escape(str(value), quote=False).translate(_MARKDOWN_LIVE)
+    text = text.replace("://", ":\\/\\/").replace("www.", "www\\.")
     return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 

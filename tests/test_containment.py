@@ -1,0 +1,164 @@
+"""Every path the suite writes or deletes stays inside its folder, and no planted file is written through.
+
+One table of planted files (links to a victim outside, a link to /dev/null, a FIFO) drives every
+writer of a run folder; one table of escaping paths drives the report's manifest, logger.dir and
+the sweep's subdir. The victim must come through unchanged every time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from normbench import record
+from normbench.report import build_report
+from normbench.report.output import MANIFEST, SCHEMA, inside
+from normbench.schema import RECORD_FILES, ConfigError, LoggerConfig
+
+VICTIM_TEXT = "the user's own file\n"
+
+_spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
+factory = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(factory)
+
+
+@pytest.fixture
+def write_record():
+    return factory.write_record
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    def stuck(signum, frame):
+        raise TimeoutError("a writer blocked")
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def victim(tmp_path) -> Path:
+    path = tmp_path / "outside" / "victim.txt"
+    path.parent.mkdir()
+    path.write_text(VICTIM_TEXT)
+    return path
+
+
+def plant(kind: str, path: Path, victim: Path) -> None:
+    if kind == "link_to_victim":
+        path.symlink_to(victim)
+    elif kind == "dangling_link":  # following it would create a file outside
+        path.symlink_to(victim.parent / "created-through-a-link")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+
+
+PLANTS = ["link_to_victim", "dangling_link", "fifo", "folder"]
+RUN_FILES = ["summary.json", "metrics.jsonl", "traceback.txt", ".normbench.lock"]
+
+
+@pytest.mark.parametrize("kind", PLANTS)
+@pytest.mark.parametrize("name", RUN_FILES)
+def test_a_run_never_writes_through_a_planted_file(tmp_path, victim, kind, name):
+    preferred = tmp_path / "sweep" / "0"
+    preferred.mkdir(parents=True)
+    plant(kind, preferred / name, victim)
+    run = record.RunRecord.claim(preferred, "0123456789abcdef")
+    assert run.run_dir != preferred  # a folder with a planted run file is not claimed
+    run.start(config={}, overrides=[])
+    run.log({"kind": "train", "step": 1, "loss": 1.0})
+    record.write_run_text(run.run_dir / "traceback.txt", "trace")
+    run.finish("failed", "a test")
+    assert victim.read_text() == VICTIM_TEXT
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
+    assert json.loads((run.run_dir / "summary.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.parametrize("kind", ["link_to_victim", "dangling_link", "fifo"])
+def test_open_run_file_refuses_what_is_not_a_regular_file(tmp_path, victim, kind):
+    plant(kind, tmp_path / "metrics.jsonl", victim)
+    with pytest.raises(OSError):
+        os.close(record.open_run_file(tmp_path / "metrics.jsonl"))
+    assert victim.read_text() == VICTIM_TEXT
+
+
+def test_summary_json_replaces_a_planted_link_instead_of_writing_through_it(tmp_path, victim):
+    (tmp_path / "summary.json").symlink_to(victim)
+    record.write_json_atomic(tmp_path / "summary.json", {"a": 1})
+    assert victim.read_text() == VICTIM_TEXT and not (tmp_path / "summary.json").is_symlink()
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+ESCAPES = ["../outside/victim.txt", "{victim}", "figures/../../outside/victim.txt", "./../outside/victim.txt"]
+
+
+@pytest.mark.parametrize("entry", ESCAPES)
+def test_a_crafted_manifest_cannot_make_the_report_delete_outside_out(tmp_path, victim, write_record, entry):
+    write_record(tmp_path / "sweep", "a")
+    out = tmp_path / "report"
+    out.mkdir()
+    entry = entry.format(victim=victim)
+    (out / MANIFEST).write_text(json.dumps({"schema": SCHEMA, "files": {entry: _sha(victim)}}))
+    build_report([tmp_path / "sweep"], out)
+    assert victim.read_text() == VICTIM_TEXT
+    assert entry not in json.loads((out / MANIFEST).read_text())["files"]
+
+
+def test_a_figures_link_in_out_is_not_written_through(tmp_path, write_record):
+    write_record(tmp_path / "sweep", "a")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "figures").symlink_to(elsewhere)
+    with pytest.raises(Exception, match="not written by a normbench report"):
+        build_report([tmp_path / "sweep"], out)
+    assert list(elsewhere.iterdir()) == []
+
+
+INSIDE = [("a", True), ("a/b", True), ("a/../b", True), ("..", False), ("../x", False), ("/etc/passwd", False),
+          ("", False), (".", False), ("a/../../x", False)]
+
+
+@pytest.mark.parametrize(("path", "expected"), INSIDE)
+def test_inside(tmp_path, path, expected):
+    assert inside(tmp_path, path) is expected
+
+
+def test_inside_sees_through_links(tmp_path):
+    (tmp_path / "link").symlink_to("/etc")
+    assert not inside(tmp_path, "link/passwd")
+
+
+LOGGER_DIRS = ["../tb", "../../..", "/tmp/tb", "a/../../b", *RECORD_FILES, "summary.json/x"]
+
+
+@pytest.mark.parametrize("value", LOGGER_DIRS)
+def test_logger_dir_stays_inside_the_run_and_off_the_record_files(value):
+    with pytest.raises(ConfigError, match="logger.dir"):
+        LoggerConfig(dir=value)
+
+
+@pytest.mark.parametrize("value", ["tb", "logs/tb", "a/./b"])
+def test_plain_logger_dirs_pass(value):
+    LoggerConfig(dir=value)
+
+
+def test_a_sweep_subdir_outside_the_sweep_is_refused(cli, tiny_args, tmp_path):
+    code, out, err = cli("-m", *tiny_args, "hydra.sweep.dir=sweep/in", "hydra.sweep.subdir=../../escaped",
+                         "report=false")
+    assert code == 2 and "outside the sweep directory" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "escaped").exists()

@@ -1,0 +1,211 @@
+"""Every reader of run records driven through one table of hostile summary.json files.
+
+Each hostile file sits in a sweep beside one good record. Whatever reads the sweep (the report,
+load_runs, compare, rerun, tune, the runner's resume and folder claims, the end of a sweep) must
+return within seconds, set the hostile record aside, and keep the good one: no hang (FIFO), no
+endless read (/dev/zero), no traceback (200,000 nested brackets), no memory blow-up (a huge file).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import warnings
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+import normbench
+from normbench import compare, record, rerun, run, tune
+from normbench.report import build_report
+from normbench.report.records import MAX_RECORD_BYTES, MAX_STRING, SetAside, find_records, read_summary
+from normbench.sweep_end import RunsFailed, SweepSummary
+
+_spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
+factory = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(factory)
+
+GOOD = factory.make_record("good")[0]
+
+
+def _json(obj) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _dev_zero(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _huge(path: Path) -> None:
+    with open(path, "wb") as handle:  # sparse: st_size says it all, nothing is read
+        handle.truncate(MAX_RECORD_BYTES + 1)
+
+
+def _link_to_good(path: Path) -> None:
+    target = path.parent / "elsewhere.json"
+    target.write_bytes(_json(GOOD))
+    path.symlink_to(target)
+
+
+def _bytes(data: bytes):
+    return lambda path: path.write_bytes(data)
+
+
+# name -> how to make the hostile summary.json
+HOSTILE = {
+    "fifo": _fifo,
+    "dev_zero_link": _dev_zero,
+    "huge": _huge,
+    "link": _link_to_good,
+    "folder": lambda path: path.mkdir(),
+    "nested_200k": _bytes(b"[" * 200_000 + b"]" * 200_000),
+    "nested_object": _bytes(b'{"a":' * 200_000 + b"1" + b"}" * 200_000),
+    "non_utf8": _bytes(b'{"schema": "normbench.run/2", "status": "ok", "reason": "\xff\xfe"}'),
+    "empty": _bytes(b""),
+    "cut": _bytes(_json(GOOD)[:100]),
+    "list": _bytes(b"[1, 2]"),
+    "huge_int": _bytes(b'{"schema": "normbench.run/2", "status": "ok", "seed": ' + b"9" * 5000 + b"}"),
+    "status_int": _bytes(_json({**GOOD, "status": 3})),
+    "status_list": _bytes(_json({**GOOD, "status": ["ok"]})),
+    "status_unknown": _bytes(_json({**GOOD, "status": "exploded"})),
+    "metrics_list": _bytes(_json({**GOOD, "metrics": [1, 2]})),
+    "config_string": _bytes(_json({**GOOD, "config": "lr=1"})),
+    "environment_number": _bytes(_json({**GOOD, "environment": 7})),
+    "schema_dict": _bytes(_json({**GOOD, "schema": {"a": 1}})),
+    "config_lr_string": _bytes(_json({**GOOD, "config": {**GOOD["config"], "lr": "${oc.env:HOME}"}})),
+    "config_layers_bool": _bytes(_json({**GOOD, "config": {**GOOD["config"], "model": {"layers": True}}})),
+    "config_model_string": _bytes(_json({**GOOD, "config": {**GOOD["config"], "model": "lstm"}})),
+}
+# Records that are read, but with their hazards defused.
+DEFUSED = {
+    "nan_metrics": _bytes(json.dumps({**GOOD, "metrics": {**GOOD["metrics"], "best_val": float("nan"),
+                                                           "test": float("inf")}}).encode()),
+    "long_reason": _bytes(_json({**GOOD, "status": "failed", "reason": "x" * 500_000})),
+}
+if not hasattr(os, "mkfifo"):
+    HOSTILE.pop("fifo")
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    """A reader that blocks or reads without end fails the test instead of stalling the suite."""
+    def stuck(signum, frame):
+        raise TimeoutError("a record reader hung")
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def sweep_with(tmp_path: Path, make) -> Path:
+    sweep = tmp_path / "sweep"
+    factory.write_record(sweep, "good")
+    (sweep / "bad").mkdir(parents=True)
+    make(sweep / "bad" / "summary.json")
+    return sweep
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_the_reader_sets_aside_every_hostile_record(tmp_path, name):
+    sweep = sweep_with(tmp_path, HOSTILE[name])
+    result = read_summary(sweep / "bad" / "summary.json")
+    assert isinstance(result, SetAside) and result.why and "\n" not in result.why
+    assert record.read_summary(sweep / "bad" / "summary.json") is None  # the runner's view: the same reader
+    records = find_records([sweep])
+    assert [r.run_dir.name for r in records.runs] == ["good"]
+    assert [r.path.parent.name for r in records.set_aside] == ["bad"]
+
+
+@pytest.fixture
+def hostile_sweep(tmp_path) -> Path:
+    """One good record and one folder per hostile record: every consumer reads them all at once."""
+    sweep = tmp_path / "sweep"
+    factory.write_record(sweep, "good")
+    for name, make in HOSTILE.items():
+        (sweep / f"bad-{name}").mkdir(parents=True)
+        make(sweep / f"bad-{name}" / "summary.json")
+    return sweep
+
+
+def test_load_runs_compare_and_the_report_keep_the_good_record_only(hostile_sweep, tmp_path, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert normbench.load_runs(hostile_sweep)["run_dir"].map(lambda d: Path(d).name).tolist() == ["good"]
+        assert compare.main([str(hostile_sweep), str(hostile_sweep)]) == 0  # a folder compared with itself passes
+        build_report([hostile_sweep], tmp_path / "out")
+    assert (tmp_path / "out" / "report.html").is_file()
+    warning = [line for line in capsys.readouterr().err.splitlines() if "set aside" in line]
+    assert len(warning) == 1 and all(f"bad-{name}" in warning[0] for name in HOSTILE)
+
+
+def test_rerun_tune_resume_and_claims_pass_over_every_hostile_record(hostile_sweep, capsys):
+    for name in HOSTILE:
+        assert rerun.main([str(hostile_sweep / f"bad-{name}")]) == 2
+        folder, lock = record.claim_run_dir(hostile_sweep / f"bad-{name}", "some-digest")
+        os.close(lock)
+        assert folder != hostile_sweep / f"bad-{name}"  # a folder holding what cannot be read is left alone
+    assert tune._selection_seeds(hostile_sweep) == {0}
+    assert run.finished_record(hostile_sweep / "new", hostile_sweep, "no-such-digest") is None
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == len(HOSTILE)  # one line per refused rerun
+
+
+def test_end_of_sweep_survives_every_hostile_record_and_reports_the_failed_run(hostile_sweep, capsys):
+    factory.write_record(hostile_sweep, "broken", status="failed", seed=1)
+    for report in (False, True):
+        config = OmegaConf.create({"hydra": {"sweep": {"dir": str(hostile_sweep)}}, "report": report})
+        with pytest.raises(RunsFailed) as failed:
+            SweepSummary().on_multirun_end(config)
+        assert failed.value.run_dirs == [str(hostile_sweep / "broken")]
+        out, err = capsys.readouterr()
+        assert "normbench sweep: 2 runs" in out
+        assert len([line for line in err.splitlines() if "set aside" in line]) == 1
+    assert (hostile_sweep / "report.html").is_file()
+
+
+@pytest.mark.parametrize("name", sorted(DEFUSED))
+def test_hazards_inside_a_readable_record_are_defused(tmp_path, name):
+    sweep = sweep_with(tmp_path, DEFUSED[name])
+    result = read_summary(sweep / "bad" / "summary.json")
+    assert not isinstance(result, SetAside)
+    strings = [v for v in json.dumps(result.summary, ensure_ascii=False).split('"') if v]
+    assert max(map(len, strings)) <= MAX_STRING
+    assert "NaN" not in json.dumps(result.summary) and "Infinity" not in json.dumps(result.summary)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        build_report([sweep], tmp_path / "out")
+    assert (tmp_path / "out" / "report.md").stat().st_size < 1_000_000
+
+
+def test_metrics_jsonl_readers_pass_over_the_same_hostile_files(tmp_path):
+    from normbench.report.records import read_curves
+
+    runs = []
+    for name, make in HOSTILE.items():
+        if name == "folder":
+            continue
+        run_dir = tmp_path / name
+        run_dir.mkdir()
+        make(run_dir / "metrics.jsonl")
+        runs.append(run_dir)
+    assert read_curves(runs).empty
+
+
+def test_a_resumed_sweep_passes_over_a_hostile_record(tmp_path):
+    """Resume reads every record of the sweep: one bad file must not crash each job."""
+    sweep = sweep_with(tmp_path, HOSTILE["nested_200k"])
+    digest = GOOD["config_hash"]
+    summary = read_summary(sweep / "good" / "summary.json").summary
+    assert summary["status"] == "ok"
+    assert run.finished_record(sweep / "x", sweep, digest) is None  # the hand-made hash is not its config's
+    from normbench.contract import config_hash
+
+    assert run.finished_record(sweep / "x", sweep, config_hash(GOOD["config"])) == sweep / "good" / "summary.json"
