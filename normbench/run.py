@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from normbench.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
-from normbench import study_info
+from normbench import machine, study_info
 from normbench.contract import FINISHED, config_hash, identity
 from normbench.loggers import build_logger
 from normbench.record import RunRecord, environment, read_summary
@@ -152,7 +152,8 @@ def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: i
         if skip:
             return _finish(record, None, fields, "skipped", skip, wall_start)
         trainer = Trainer(cfg, task, model, device, record, build_logger(cfg.logger, record.run_dir))
-        progress = trainer.fit()
+        with machine.on_record(fields["environment"], parallel_jobs):  # load and CPU pressure over the steps
+            progress = trainer.fit()
     except KeyboardInterrupt as err:
         _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
         raise

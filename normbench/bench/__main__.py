@@ -1,4 +1,5 @@
-"""python -m normbench.bench {kernels,cells,harness,sweep,all} [--out DIR] [--quick] [options]"""
+"""python -m normbench.bench {kernels,cells,harness,sweep,all} [--out DIR] [--quick] [options]
+python -m normbench.bench arms SWEEP_DIR [--rounds N] [--warmup K] [--steps-per-round S] [--reference ARM] [--threads T]"""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import torch
 
-from normbench.bench import cells, harness, kernels, sweep
+from normbench import machine
+from normbench.bench import arms, cells, harness, kernels, sweep
 from normbench.bench.section import OtherLoad, Section, finite_json
 from normbench.models.recurrent import FAMILIES
 
@@ -97,6 +99,17 @@ def parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=helps[name], description=helps[name])
         _common(p)
         add(p)
+    paired = sub.add_parser("arms", help="a study's arms, rebuilt from their records, timed side by side",
+                            description="Time each arm's training step interleaved in one process; writes "
+                                        "SWEEP_DIR/paired-timing.json and .md, which the report reads.")
+    paired.add_argument("sweep_dir", type=Path, metavar="SWEEP_DIR", help="a folder of run records (a multirun)")
+    paired.add_argument("--rounds", type=int, default=20, help="timed rounds, each one loop of every arm (default 20)")
+    paired.add_argument("--warmup", type=int, default=5, help="untimed steps of each arm first (default 5)")
+    paired.add_argument("--steps-per-round", type=int, default=10, help="steps of an arm per round (default 10)")
+    paired.add_argument("--reference", help="the arm ratios are to, e.g. norm=ln (default: the fastest of each "
+                                            "study and task)")
+    paired.add_argument("--threads", type=int, help="torch threads for every arm (default: the records' own, else 1)")
+    paired.add_argument("--device", choices=("cpu", "cuda", "auto"), help="override the records' device")
     everything = sub.add_parser("all", help="every subcommand, then one summary of the ratios")
     _common(everything)
     for name, add in adders.items():
@@ -142,7 +155,7 @@ def _command(name: str, args: argparse.Namespace) -> str:
 
 
 def run_one(name: str, args: argparse.Namespace) -> Section:
-    started, others = time.perf_counter(), OtherLoad()
+    started, others, condition = time.perf_counter(), OtherLoad(), machine.Condition()
     threads = args.threads or (1 if args.quick else None)
     if threads:
         torch.set_num_threads(threads)
@@ -164,6 +177,7 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
                             command=command)
     section.extra["elapsed_s"] = time.perf_counter() - started
     section.environment["other_processes_cpu_share"] = others.fraction()
+    section.environment.update(condition.finish())  # load_1m and cpu_pressure at start and end
     print(section.markdown, flush=True)
     if args.out is not None:
         written = section.write(args.out)
@@ -187,8 +201,28 @@ def summary_block(sections: list[Section]) -> str:
     return "\n".join(lines)
 
 
+def run_arms(args: argparse.Namespace) -> int:
+    command = shlex.join(["python", "-m", "normbench.bench", "arms", str(args.sweep_dir)]
+                         + [w for flag, value in (("--rounds", args.rounds), ("--warmup", args.warmup),
+                                                  ("--steps-per-round", args.steps_per_round),
+                                                  ("--reference", args.reference), ("--threads", args.threads),
+                                                  ("--device", args.device)) if value is not None
+                            for w in (flag, str(value))])
+    try:
+        result = arms.run(args.sweep_dir, rounds=args.rounds, warmup=args.warmup, steps_per_round=args.steps_per_round,
+                          reference=args.reference, threads=args.threads, device=args.device, command=command)
+    except ValueError as err:  # ArmsError, a record's config the runner refuses
+        print(f"normbench.bench arms: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print(arms.render(result), flush=True)
+    print(f"wrote {args.sweep_dir / arms.FILE} and {(args.sweep_dir / arms.FILE).with_suffix('.md')}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "arms":
+        return run_arms(args)
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
     sections, failures = [], {}
     started = time.perf_counter()
