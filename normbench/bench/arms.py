@@ -142,8 +142,9 @@ def _matches(arm: Arm, reference: str) -> bool:
     return bool(wanted) and wanted <= {part.strip() for part in arm.arm.split(",")}
 
 
-def references(arms: list[Arm], timings: dict[str, Timing], reference: str | None) -> dict[tuple, Arm]:
-    """The reference arm of each comparison (study, task): the one ``reference`` names, else the fastest."""
+def references(arms: list[Arm], reference: str | None, timings: dict[str, Timing] | None = None) -> dict[tuple, Arm]:
+    """The reference arm of each comparison (study, task): the one ``reference`` names, else the
+    fastest by ``timings``. Checked before anything is timed: a name that fits no arm is an error."""
     chosen = {}
     for key in dict.fromkeys((a.study, a.task) for a in arms):
         mine = [a for a in arms if (a.study, a.task) == key]
@@ -152,7 +153,10 @@ def references(arms: list[Arm], timings: dict[str, Timing], reference: str | Non
             labels = "; ".join(a.arm for a in mine)
             raise ArmsError(f"--reference {reference!r} names {len(named)} arms of study {key[0]}, task {key[1]} "
                             f"(arms: {labels})")
-        chosen[key] = named[0] if named else min(mine, key=lambda a: timings[a.key].median)
+        if named:
+            chosen[key] = named[0]
+        elif timings is not None:
+            chosen[key] = min(mine, key=lambda a: timings[a.key].median)
     return chosen
 
 
@@ -217,7 +221,8 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
                         f"{steps_per_round})")
     sweep_dir = Path(sweep_dir)
     arms = arms_of(sweep_dir)
-    recorded = [((a.config.get("threads") or 0)) for a in arms]
+    references(arms, reference)  # a --reference that names no arm fails now, not after the timing
+    recorded = [a.config.get("threads") or 0 for a in arms]
     threads = threads or (recorded[0] if len(set(recorded)) == 1 and recorded[0] else None) or 1
     for arm in arms:
         print(f"arms: building {arm.group} (from {arm.record}) ...", flush=True)
@@ -229,7 +234,7 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
     timings = time_arms(arms, rounds=rounds, warmup=warmup, steps_per_round=steps_per_round,
                         timer=timer or clock_for(where))
     env.update(condition.finish(), cpu_count=machine.cpu_count(), other_processes_cpu_share=others.fraction())
-    chosen = references(arms, timings, reference)
+    chosen = references(arms, reference, timings)
     result = {"schema": SCHEMA, "created": now_iso(), "command": command, "sweep_dir": str(sweep_dir),
               "rounds": rounds, "warmup": warmup, "steps_per_round": steps_per_round, "threads": threads,
               "device": where.type, "environment": env, "arms": rows_of(arms, timings, chosen)}
