@@ -70,8 +70,15 @@ def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--input-size", type=int, default=32)
     p.add_argument("--norm", default="ln", help="norm kind inside the cell (default ln)")
-    p.add_argument("--candidates", type=_csv(str), default=cells.CANDIDATES,
-                   help=f"comma list from {','.join(cells.CANDIDATES)} (fused is always timed: every ratio is to it)")
+    p.add_argument("--candidates", type=_csv(str),
+                   help=f"comma list from {','.join(cells.CANDIDATES)},{cells.MASKED} (fused is always timed: every "
+                        f"ratio is to it; default all but {cells.MASKED}, with --grid {','.join(cells.GRID_CANDIDATES)})")
+    p.add_argument("--grid", choices=("axes",), help="axes: walk each axis from (batch 32, T 64, hidden 128) -- "
+                   "hidden 64..1024, batch 1..128, T 64 and 512 -- plus a masked variable-length point, each "
+                   "ratio beside its target (--hidden/--batch/--length are then the grid's)")
+    p.add_argument("--masked", action="store_true",
+                   help=f"also time {cells.MASKED}: the in-cell layer on a variable-length batch (skipped, with the "
+                        "reason, where the layer takes no lengths)")
 
 
 def _harness_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -142,8 +149,10 @@ def _command(name: str, args: argparse.Namespace) -> str:
             if tuple(value) != default if isinstance(default, tuple) else value != default:
                 text = ",".join(map(str, value)) if isinstance(default, tuple) else str(value)
                 words += [f"--{key.replace('cell_', '').replace('_', '-')}", text]
-        if tuple(args.candidates) != cells.CANDIDATES:
+        if args.candidates:
             words += ["--candidates", ",".join(args.candidates)]
+        words += ["--grid", args.grid] if args.grid else []
+        words += ["--masked"] if args.masked else []
     elif name == "harness":
         for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every")):
             words += [flag, str(getattr(args, key))] if getattr(args, key) else []
@@ -165,10 +174,15 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
                               hidden=args.kernel_hidden, kinds=args.kinds, repeats=args.repeats,
                               headline=args.headline, out_dir=args.out, command=command,
                               default_malloc=args.default_malloc)
+    elif name == "cells" and args.grid:
+        section = cells.run_grid(family=args.family, input_size=args.input_size, norm=args.norm, quick=args.quick,
+                                 repeats=args.repeats, candidates=tuple(args.candidates or cells.GRID_CANDIDATES),
+                                 device=args.cell_device, command=command)
     elif name == "cells":
+        candidates = tuple(args.candidates or cells.CANDIDATES) + ((cells.MASKED,) if args.masked else ())
         section = cells.run(family=args.family, hidden=args.cell_hidden, length=args.length, batch=args.batch,
                             input_size=args.input_size, norm=args.norm, quick=args.quick, repeats=args.repeats,
-                            candidates=tuple(args.candidates), device=args.cell_device, command=command)
+                            candidates=tuple(dict.fromkeys(candidates)), device=args.cell_device, command=command)
     elif name == "harness":
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)
