@@ -134,29 +134,36 @@ def log_ratio_interval(samples: tuple[float, ...], reference: tuple[float, ...],
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
-def _matches(arm: Arm, reference: str) -> bool:
-    """``reference`` names the arm: its label, or every ``key=value`` of it is in the arm's label."""
-    if reference in (arm.arm, arm.group):
-        return True
-    wanted = {part.strip() for part in reference.split(",") if part.strip()}
-    return bool(wanted) and wanted <= {part.strip() for part in arm.arm.split(",")}
+def _settings(label: str) -> dict[str, str]:
+    """"norm=ln, placement=pre" -> {"norm": "ln", "placement": "pre"}."""
+    return dict(part.strip().split("=", 1) for part in label.split(",") if "=" in part)
 
 
-def references(arms: list[Arm], reference: str | None, timings: dict[str, Timing] | None = None) -> dict[tuple, Arm]:
-    """The reference arm of each comparison (study, task): the one ``reference`` names, else the
-    fastest by ``timings``. Checked before anything is timed: a name that fits no arm is an error."""
-    chosen = {}
+def references(arms: list[Arm], reference: str | None, timings: dict[str, Timing] | None = None) -> dict[str, Arm]:
+    """Each arm's reference, by arm key. ``reference`` ("norm=ln", or an arm's whole label) names one
+    arm of a comparison (study, task), or, where it fits several, each arm's counterpart: the arm
+    with the same other settings (model=lstm, norm=rms -> model=lstm, norm=ln). None: the fastest of
+    the comparison by ``timings``. Checked before anything is timed: a name that fits no arm fails."""
+    chosen: dict[str, Arm] = {}
+    wanted = _settings(reference) if reference else {}
     for key in dict.fromkeys((a.study, a.task) for a in arms):
         mine = [a for a in arms if (a.study, a.task) == key]
-        named = [a for a in mine if reference and _matches(a, reference)]
-        if reference and len(named) != 1:
-            labels = "; ".join(a.arm for a in mine)
-            raise ArmsError(f"--reference {reference!r} names {len(named)} arms of study {key[0]}, task {key[1]} "
-                            f"(arms: {labels})")
-        if named:
-            chosen[key] = named[0]
+        if reference:
+            named = [a for a in mine if reference in (a.arm, a.group)
+                     or (wanted and wanted.items() <= _settings(a.arm).items())]
+            if not named:
+                raise ArmsError(f"--reference {reference!r} names no arm of study {key[0]}, task {key[1]} "
+                                f"(arms: {'; '.join(a.arm for a in mine)})")
+            for arm in mine:
+                counterpart = {**_settings(arm.arm), **wanted}
+                fits = named if len(named) == 1 else [a for a in named if _settings(a.arm) == counterpart]
+                if len(fits) != 1:
+                    raise ArmsError(f"--reference {reference!r} fits {len(named)} arms of study {key[0]}, task "
+                                    f"{key[1]} and none is the counterpart of {arm.arm}")
+                chosen[arm.key] = fits[0]
         elif timings is not None:
-            chosen[key] = min(mine, key=lambda a: timings[a.key].median)
+            fastest = min(mine, key=lambda a: timings[a.key].median)
+            chosen.update({a.key: fastest for a in mine})
     return chosen
 
 
@@ -169,7 +176,7 @@ def time_arms(arms: list[Arm], *, rounds: int, warmup: int, steps_per_round: int
 def rows_of(arms: list[Arm], timings: dict[str, Timing], chosen: dict[tuple, Arm]) -> list[dict]:
     rows = []
     for arm in arms:
-        timing, ref = timings[arm.key], chosen[(arm.study, arm.task)]
+        timing, ref = timings[arm.key], chosen[arm.key]
         ratio, low, high = log_ratio_interval(timing.samples, timings[ref.key].samples)
         q1, q3 = timing.quartiles
         rows.append({"study": arm.study, "task": arm.task, "group": arm.group, "arm": arm.arm,
@@ -203,10 +210,12 @@ def render(result: dict) -> str:
     for row in result["arms"]:
         by.setdefault((row["study"], row["task"]), []).append(row)
     for (study, task), rows in by.items():
-        lines.append(f"\n## study {study}, task {task}: reference {rows[0]['reference']}\n")
+        refs = ", ".join(dict.fromkeys(r["reference"] for r in rows))
+        lines.append(f"\n## study {study}, task {task}: reference {refs}\n")
         lines.append(markdown_table(
-            ["arm", "ms / step (median)", "IQR ms", "samples/s", "x reference", f"{LEVEL:.0%} interval", "diverged steps"],
-            [[r["arm"], num(r["step_ms_median"], 3), num(r["iqr_ms"], 3), num(r["samples_per_s"], 0),
+            ["arm", "ms / step (median)", "IQR ms", "samples/s", "reference", "x reference", f"{LEVEL:.0%} interval",
+             "diverged steps"],
+            [[r["arm"], num(r["step_ms_median"], 3), num(r["iqr_ms"], 3), num(r["samples_per_s"], 0), r["reference"],
               num(r["ratio"], 3), f"{num(r['ratio_low'], 3)}-{num(r['ratio_high'], 3)}", r["diverged_steps"]]
              for r in sorted(rows, key=lambda r: r["step_ms_median"])]))
     return "\n".join(lines) + "\n"

@@ -169,3 +169,17 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, study, capsys):
     err = capsys.readouterr().err.strip()
     assert "norm=bn" in err and "\n" not in err
     assert main(["arms", str(study), "--rounds", "0"]) == 2
+
+
+def test_a_reference_that_fits_several_arms_pairs_each_with_its_counterpart():
+    def arm(label):
+        return arms.Arm("s", "t", label, label, label, Path("."), {})
+    found = [arm(f"model={m}, norm={n}") for m in ("lstm", "transformer") for n in ("ln", "rms")]
+    chosen = arms.references(found, "norm=ln")
+    assert {a.arm: chosen[a.key].arm for a in found} == {
+        "model=lstm, norm=ln": "model=lstm, norm=ln", "model=lstm, norm=rms": "model=lstm, norm=ln",
+        "model=transformer, norm=ln": "model=transformer, norm=ln",
+        "model=transformer, norm=rms": "model=transformer, norm=ln"}
+    assert arms.references(found, "model=lstm, norm=rms")[found[3].key].arm == "model=lstm, norm=rms"
+    with pytest.raises(arms.ArmsError, match="names no arm"):
+        arms.references(found, "norm=bn")
