@@ -140,3 +140,24 @@ def timing_text(summary: pd.DataFrame, paired: pd.DataFrame) -> str:
             f"rebuilt from its record and timed interleaved with the others in one process, {rounds} rounds, "
             f"{threads} thread(s)) for {n} of {total} groups")
     return text + ("." if n == total else f"; the other {total - n}: {PER_RUN_TEXT}.")
+
+
+CONDITION = (("cpu_count", "cores"), ("parallel_jobs", "parallel jobs of the sweep"),
+             ("load_1m.start", "1-min load as training began"), ("load_1m.end", "1-min load as training ended"),
+             ("cpu_pressure.over_span", "CPU pressure over training, % (PSI some)"))
+
+
+def condition_rows(runs: pd.DataFrame) -> list[list[str]]:
+    """Environment-table rows (setting, value, runs) for the machine's condition while the runs trained:
+    the median and range over the runs that recorded it (records before it: no row)."""
+    rows = []
+    for key, what in CONDITION:
+        column = f"environment.{key}"
+        values = pd.to_numeric(runs[column], errors="coerce").dropna() if column in runs else pd.Series(dtype=float)
+        if values.empty:
+            continue
+        low, mid, high = values.min(), values.median(), values.max()
+        text = (f"{mid:.3g}" if f"{low:.3g}" == f"{high:.3g}"
+                else f"median {mid:.3g} (range {low:.3g}–{high:.3g})")
+        rows.append([what, text, str(len(values))])
+    return rows

@@ -183,3 +183,12 @@ def test_a_reference_that_fits_several_arms_pairs_each_with_its_counterpart():
     assert arms.references(found, "model=lstm, norm=rms")[found[3].key].arm == "model=lstm, norm=rms"
     with pytest.raises(arms.ArmsError, match="names no arm"):
         arms.references(found, "norm=bn")
+
+
+def test_the_reports_environment_table_shows_the_machines_condition(study):
+    from normbench.report import aggregate, tables
+    from normbench.report.records import find_records
+    runs = aggregate.runs_frame(find_records([study]).runs)
+    rows = {row[0]: row for row in tables.environment_table(runs).rows}
+    assert rows["cores"][1] == str(machine.cpu_count()) and rows["parallel jobs of the sweep"][1] == "1"
+    assert rows["1-min load as training began"][2] == "4"
