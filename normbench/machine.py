@@ -83,11 +83,3 @@ def on_record(environment: dict, parallel_jobs: int) -> Iterator[None]:
     finally:
         environment.update(condition.finish())
 
-
-def record_columns(environment: dict) -> dict:
-    """A record's condition fields as flat columns (environment.load_1m.start, ...) for the report."""
-    out = {f"environment.{key}": environment.get(key) for key in ("cpu_count", "parallel_jobs")}
-    for key, parts in (("load_1m", ("start", "end")), ("cpu_pressure", ("start", "end", "over_span"))):
-        value = environment.get(key) if isinstance(environment.get(key), dict) else {}
-        out.update({f"environment.{key}.{part}": value.get(part) for part in parts})
-    return out

@@ -62,6 +62,7 @@ class Arm:
     step: Callable[[], object] | None = None
     batch_size: int = 0
     seq_len: int = 0
+    threads: int | None = None  # what its run trained with (environment.threads)
     device: str = "cpu"
     diverged_steps: int = 0
 
@@ -70,24 +71,31 @@ class Arm:
         return f"{self.study}/{self.group_hash}"
 
 
+TIMED = ("ok", "diverged")  # a group is timed when one of its runs trained to the end (or to its divergence)
+
+
 def arms_of(sweep_dir: Path) -> list[Arm]:
-    """One arm per (study, group), labelled as the report labels them, each with a record to rebuild
-    it from: a finished run's (ok, then diverged), else any with a config."""
+    """One arm per (study, group) with a run that trained (ok, else diverged), labelled as the report
+    labels them, each with that run's record to rebuild it from. Groups whose runs were invalid,
+    skipped or failed are not arms: their step cannot be taken as their runs took it."""
     records = find_records([Path(sweep_dir)])
     usable = [r for r in records.runs if isinstance(r.summary.get("config"), dict)]
-    if not usable:
-        raise ArmsError(f"{sweep_dir}: no run records with a config (summary.json) to rebuild arms from")
+    if not any(r.summary.get("status") in TIMED for r in usable):
+        raise ArmsError(f"{sweep_dir}: no finished run records (summary.json, status ok or diverged) to rebuild arms from")
     runs, _ = aggregate.distinct_runs(aggregate.runs_frame(usable))
     runs = aggregate.label_groups(runs, aggregate.varying_axes(runs))
-    configs = {str(r.run_dir): r.summary["config"] for r in usable}
-    preference = {"ok": 0, "diverged": 1}
-    runs = runs.assign(_pick=runs["status"].map(preference).fillna(2))
+    summaries = {str(r.run_dir): r.summary for r in usable}
+    runs = runs[runs["status"].isin(TIMED)]
+    runs = runs.assign(_pick=runs["status"].map({s: i for i, s in enumerate(TIMED)}),
+                       _hash=(runs["group_hash"] if "group_hash" in runs else runs["run_dir"]).fillna(runs["run_dir"]))
     arms = []
-    hashes = runs["group_hash"] if "group_hash" in runs else runs["run_dir"]
-    for (_, _), mine in runs.assign(_hash=hashes.fillna(runs["run_dir"])).groupby(["study", "_hash"], sort=False):
+    for _, mine in runs.groupby(["study", "_hash"], sort=False):
         first = mine.sort_values("_pick", kind="stable").iloc[0]
+        summary = summaries[str(first["run_dir"])]
+        threads = (summary.get("environment") or {}).get("threads")
         arms.append(Arm(str(first["study"]), str(first["task.name"]), str(first["group"]), str(first["arm"]),
-                        str(first["_hash"]), Path(first["run_dir"]), configs[str(first["run_dir"])]))
+                        str(first["_hash"]), Path(first["run_dir"]), summary["config"],
+                        threads=threads if isinstance(threads, int) else None))
     return arms
 
 
@@ -218,6 +226,9 @@ def render(result: dict) -> str:
             [[r["arm"], num(r["step_ms_median"], 3), num(r["iqr_ms"], 3), num(r["samples_per_s"], 0), r["reference"],
               num(r["ratio"], 3), f"{num(r['ratio_low'], 3)}-{num(r['ratio_high'], 3)}", r["diverged_steps"]]
              for r in sorted(rows, key=lambda r: r["step_ms_median"])]))
+    if result.get("skipped"):
+        lines.append("\nNot timed (the runner refused to rebuild them here): "
+                     + "; ".join(f"{r['arm']}: {r['reason']}" for r in result["skipped"]))
     return "\n".join(lines) + "\n"
 
 
@@ -231,11 +242,19 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
     sweep_dir = Path(sweep_dir)
     arms = arms_of(sweep_dir)
     references(arms, reference)  # a --reference that names no arm fails now, not after the timing
-    recorded = [a.config.get("threads") or 0 for a in arms]
-    threads = threads or (recorded[0] if len(set(recorded)) == 1 and recorded[0] else None) or 1
+    recorded = {a.threads for a in arms}
+    threads = threads or (recorded.pop() if len(recorded) == 1 and None not in recorded else None) or 1
+    built, skipped = [], []
     for arm in arms:
         print(f"arms: building {arm.group} (from {arm.record}) ...", flush=True)
-        build(arm, threads=threads, device=device)
+        try:
+            built.append(build(arm, threads=threads, device=device))
+        except ValueError as err:  # the runner refuses this config here (a device, a precision): not timed
+            skipped.append({"group": arm.group, "arm": arm.arm, "study": arm.study, "task": arm.task,
+                            "reason": " ".join(str(err).split())[:300]})
+    if not built:
+        raise ArmsError(f"{sweep_dir}: no arm could be rebuilt ({skipped[0]['arm']}: {skipped[0]['reason']})")
+    arms = built
     torch.set_num_threads(threads)
     where = torch.device(arms[0].device)
     env = bench_environment(where)
@@ -246,7 +265,7 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
     chosen = references(arms, reference, timings)
     result = {"schema": SCHEMA, "created": now_iso(), "command": command, "sweep_dir": str(sweep_dir),
               "rounds": rounds, "warmup": warmup, "steps_per_round": steps_per_round, "threads": threads,
-              "device": where.type, "environment": env, "arms": rows_of(arms, timings, chosen)}
+              "device": where.type, "environment": env, "arms": rows_of(arms, timings, chosen), "skipped": skipped}
     result = finite_json(result)
     (sweep_dir / FILE).write_text(json.dumps(result, indent=1) + "\n")
     (sweep_dir / FILE).with_suffix(".md").write_text(render(result))

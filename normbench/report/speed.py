@@ -142,6 +142,15 @@ def timing_text(summary: pd.DataFrame, paired: pd.DataFrame) -> str:
     return text + ("." if n == total else f"; the other {total - n}: {PER_RUN_TEXT}.")
 
 
+def record_columns(environment: dict) -> dict:
+    """A record's machine condition (normbench/machine.py writes it) as flat columns: environment.load_1m.start, ..."""
+    out = {f"environment.{key}": environment.get(key) for key in ("cpu_count", "parallel_jobs")}
+    for key, parts in (("load_1m", ("start", "end")), ("cpu_pressure", ("start", "end", "over_span"))):
+        value = environment.get(key) if isinstance(environment.get(key), dict) else {}
+        out.update({f"environment.{key}.{part}": value.get(part) for part in parts})
+    return out
+
+
 CONDITION = (("cpu_count", "cores"), ("parallel_jobs", "parallel jobs of the sweep"),
              ("load_1m.start", "1-min load as training began"), ("load_1m.end", "1-min load as training ended"),
              ("cpu_pressure.over_span", "CPU pressure over training, % (PSI some)"))

@@ -163,7 +163,7 @@ def test_cpu_pressure_is_read_from_psi_and_none_without_it(tmp_path, monkeypatch
 
 def test_bad_input_is_one_line_and_status_2(tmp_path, study, capsys):
     assert main(["arms", str(tmp_path)]) == 2
-    assert "no run records" in capsys.readouterr().err
+    assert "no finished run records" in capsys.readouterr().err
     assert main(["arms", str(study), "--reference", "norm=bn", "--rounds", "1", "--warmup", "0",
                  "--steps-per-round", "1"]) == 2
     err = capsys.readouterr().err.strip()
@@ -192,3 +192,15 @@ def test_the_reports_environment_table_shows_the_machines_condition(study):
     rows = {row[0]: row for row in tables.environment_table(runs).rows}
     assert rows["cores"][1] == str(machine.cpu_count()) and rows["parallel jobs of the sweep"][1] == "1"
     assert rows["1-min load as training began"][2] == "4"
+
+
+def test_groups_whose_runs_did_not_train_are_not_arms(study, tmp_path):
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(study, copy)
+    for path in copy.rglob("summary.json"):
+        record = json.loads(path.read_text())
+        if record["config"]["norm"]["kind"] == "rms":
+            record["status"] = "invalid"
+            path.write_text(json.dumps(record))
+    assert [a.arm for a in arms.arms_of(copy)] == ["norm=ln"]
