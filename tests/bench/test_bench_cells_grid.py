@@ -3,8 +3,6 @@ and the masked variable-length point (timed where the layer takes lengths, skipp
 
 import json
 
-import pytest
-
 from normbench.bench import cells
 from normbench.bench.__main__ import main
 from normbench.models.recurrent import InCellLayer
