@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
 from omegaconf import OmegaConf
-from scipy import stats
 
 from normbench import machine
 from normbench.bench.section import OtherLoad, bench_environment, finite_json, markdown_table
@@ -36,12 +34,12 @@ from normbench.bench.timing import Timing, clock_for, measure
 from normbench.record import now_iso
 from normbench.report import aggregate
 from normbench.report.records import find_records
+from normbench.report.speed import LEVEL, log_ratio_interval
 from normbench.run import prepare
 from normbench.train import Trainer
 
 FILE = "paired-timing.json"
 SCHEMA = "normbench.paired-timing/1"
-LEVEL = 0.95  # of the ratio's interval
 
 
 class ArmsError(ValueError):
@@ -129,17 +127,6 @@ def build(arm: Arm, threads: int | None = None, device: str | None = None) -> Ar
     arm.step, arm.batch_size, arm.seq_len = step, trainer.train_batches.batch_size, max(task.seq_len, 1)
     arm.device = str(where)
     return arm
-
-
-def log_ratio_interval(samples: tuple[float, ...], reference: tuple[float, ...],
-                       level: float = LEVEL) -> tuple[float, float, float]:
-    """(ratio, low, high): geometric mean of the per-round ratios and its t-interval over rounds."""
-    logs = [math.log(a / b) for a, b in zip(samples, reference)]
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return math.exp(mean), math.nan, math.nan
-    half = stats.t.ppf(0.5 + level / 2, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
 def _settings(label: str) -> dict[str, str]:

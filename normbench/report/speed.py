@@ -10,19 +10,35 @@ where it has none, it says "per-run timing, noisy". Torch-free: it reads JSON on
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 FILE = "paired-timing.json"
 SCHEMA = "normbench.paired-timing/1"
 COLUMNS = ["group", "arm", "study", "task", "group_hash", "step_ms_median", "iqr", "samples_per_s", "ratio",
-           "ratio_low", "ratio_high", "reference", "rounds", "threads", "device", "source"]
+           "ratio_low", "ratio_high", "reference", "rounds", "threads", "device", "source", "rounds_ms"]
+LEVEL = 0.95  # of a ratio's interval
 PAIRED, PER_RUN = "paired", "per-run"
 PER_RUN_TEXT = ("per-run timing, noisy: each run timed its own steps while the sweep's other runs and other "
                 "processes shared the machine (`python -m normbench.bench arms SWEEP_DIR` times the arms side by side)")
+
+
+def log_ratio_interval(samples, reference, level: float = LEVEL) -> tuple[float, float, float]:
+    """(ratio, low, high) of two arms timed in the same rounds: the geometric mean of the per-round
+    ratios samples[i] / reference[i] and its t-interval over rounds (NaN bounds with one round).
+    Any two arms' ``rounds_ms`` of one paired-timing file may be passed: they shared every round."""
+    logs = [math.log(a / b) for a, b in zip(samples, reference)]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), math.nan, math.nan
+    half = stats.t.ppf(0.5 + level / 2, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
 def _files_near(paths: Iterable[Path]) -> list[Path]:
@@ -56,8 +72,10 @@ def paired_timing(runs_or_dirs: pd.DataFrame | Iterable[Path | str]) -> pd.DataF
     matched) or folders (``group`` is then the label the timing recorded). Columns: group, arm,
     study, task, group_hash, step_ms_median (ms), iqr (ms, over rounds), samples_per_s, ratio (to
     ``reference``, the geometric mean of per-round ratios), ratio_low, ratio_high (95% t-interval
-    over rounds), reference (the reference arm's label), rounds, threads, device, source (the file).
-    Empty (with these columns) when no paired timing exists.
+    over rounds), reference (the reference arm's label), rounds, threads, device, source (the file),
+    rounds_ms (the arm's ms per step in each round: two arms of one source shared every round, so
+    ``log_ratio_interval(a.rounds_ms, b.rounds_ms)`` compares any pair). Empty (with these columns)
+    when no paired timing exists.
     """
     runs = runs_or_dirs if isinstance(runs_or_dirs, pd.DataFrame) else None
     if runs is not None:
@@ -78,6 +96,7 @@ def paired_timing(runs_or_dirs: pd.DataFrame | Iterable[Path | str]) -> pd.DataF
                          "ratio_low": arm.get("ratio_low"), "ratio_high": arm.get("ratio_high"),
                          "reference": arm.get("reference"), "rounds": data.get("rounds"),
                          "threads": data.get("threads"), "device": data.get("device"), "source": str(path),
+                         "rounds_ms": arm.get("rounds_ms"),
                          "_created": str(data.get("created") or "")})
     frame = pd.DataFrame(rows, columns=[*COLUMNS, "_created"])
     if frame.empty:

@@ -108,7 +108,7 @@ def test_warm_up_is_not_in_the_timing_and_the_ratio_is_paired(timed, study):
 
 
 def test_the_interval_comes_from_per_round_log_ratios():
-    ratio, low, high = arms.log_ratio_interval((2.0, 4.0, 2.0, 4.0), (1.0, 1.0, 1.0, 1.0))
+    ratio, low, high = speed.log_ratio_interval((2.0, 4.0, 2.0, 4.0), (1.0, 1.0, 1.0, 1.0))
     assert ratio == pytest.approx(math.sqrt(8))
     assert low < ratio < high and low > 1.0
 
@@ -124,7 +124,9 @@ def test_the_report_prefers_the_paired_timing_and_says_so(timed, study, tmp_path
     assert "paired timing of the arms" in report and "per-run timing" not in report
 
     frame = speed.paired_timing([study])
-    assert list(frame.columns[:12]) == speed.COLUMNS[:12] and len(frame) == 2
+    assert list(frame.columns) == speed.COLUMNS and len(frame) == 2
+    ln, rms = (frame.set_index("arm").loc[a] for a in ("norm=ln", "norm=rms"))
+    assert speed.log_ratio_interval(rms["rounds_ms"], ln["rounds_ms"])[0] == pytest.approx(0.5)
 
     moved = study / arms.FILE
     moved.rename(tmp_path / arms.FILE)
