@@ -4,7 +4,8 @@ Library API (pure PyTorch, no Hydra):
     build_norm(kind, dim, *, eps=1e-5, gamma_init=1.0, affine=True, impl="native") -> nn.Module
     NormSpec, build_model, ModelShape, PlacementConfig, build_recurrent, build_transformer, InvalidCombination
 Results as data (never loads torch):
-    load_runs(*paths) -> pandas.DataFrame, one row per run, the columns of the report's runs.csv
+    load_runs(*paths, keep_copies=False) -> pandas.DataFrame, one row per run (per record with keep_copies)
+    load_curves(*paths) -> pandas.DataFrame, the learning curves: one row per train or eval line
 
 Names are imported on first use, so `python -m normbench.report` never loads torch.
 """
@@ -21,27 +22,68 @@ _EXPORTS = {
     "RecurrentShape": "normbench.models", "TransformerShape": "normbench.models",
     "InvalidCombination": "normbench.models", "parameter_groups": "normbench.models",
 }
-__all__ = [*_EXPORTS, "load_runs"]
+__all__ = [*_EXPORTS, "load_runs", "load_curves"]
 
 
-def load_runs(*paths):
+def load_runs(*paths, keep_copies: bool = False):
     """Every run recorded under ``paths`` (sweep or run directories, or summary.json files) as a
-    pandas DataFrame: one row per run, with the columns of the report's runs.csv (``status``,
-    ``seed``, ``config_hash``, ``group_hash``, ``group``, ``axes.*``, ``metrics.*``,
-    ``throughput.*``, ``environment.*``, ...). Copies of one run (a rerun, a resumed or copied
-    record) are one row, chosen as the report chooses. Unreadable and foreign records are left
-    out; a path that does not exist raises FileNotFoundError.
+    pandas DataFrame: one row per run, the report's runs.csv (``status``, ``seed``, ``config_hash``,
+    ``group_hash``, ``group``, ``axes.*``, ``metrics.*``, ``throughput.*``, ``environment.*``, ...)
+    plus ``code_version`` (the recording code's git commit, else its normbench version).
+
+    One naming scheme: every setting is ``axes.`` + the key as typed on the command line
+    (``axes.model.hidden``, ``axes.norm.kind``, ``axes.optim.weight_decay``); runs.csv and the
+    report keep short names for the most swept ones (normbench.contract.ALIASES: ``axes.hidden``).
+
+    Copies of one run (a rerun, a resumed or copied record, the same run recorded by two code
+    versions) are one row, chosen as the report chooses; ``keep_copies=True`` keeps every record,
+    with ``copy_of`` naming the record the report keeps (empty on that one), so that two code
+    versions of one run sit side by side. Unreadable and foreign records are left out; a path that
+    does not exist raises FileNotFoundError.
     """
+    import pandas as pd
+
+    from normbench.contract import ALIASES
+    from normbench.report import aggregate
+
+    runs, copies = aggregate.distinct_runs(aggregate.runs_frame(_records(paths).runs))
+    if keep_copies:
+        runs = pd.concat([runs.assign(copy_of=None), copies]).sort_values("run_dir", kind="stable")
+    runs = aggregate.label_groups(runs, aggregate.varying_axes(runs)).reset_index(drop=True)
+    version = runs.get("environment.git_commit", pd.Series(None, index=runs.index, dtype=object))
+    if "environment.normbench_version" in runs:
+        version = version.fillna(runs["environment.normbench_version"])
+    runs.insert(runs.columns.get_loc("config_hash") + 1 if "config_hash" in runs else len(runs.columns),
+                "code_version", version)
+    return runs.rename(columns={f"axes.{short}": f"axes.{dotted}" for dotted, short in ALIASES.items()})
+
+
+def load_curves(*paths):
+    """The learning curves of every run recorded under ``paths``, long format: one row per train
+    or eval line of each metrics.jsonl (``run_dir``, ``config_hash``, ``seed``, ``kind``, ``step``,
+    ``time_s``, ``loss``, ``lr``, ``grad_norm``, ``val_metric``, ``val_loss``). Join with
+    ``load_runs`` on ``run_dir`` for the settings. Lines a killed run left cut short are skipped.
+    """
+    from normbench.report import aggregate
+    from normbench.report.records import read_curves
+
+    records = _records(paths).runs
+    curves = read_curves(r.run_dir for r in records)
+    ids = aggregate.runs_frame(records).reindex(columns=["run_dir", "config_hash", "seed"])  # identity as load_runs has it
+    ids["run_dir"] = ids["run_dir"].astype(str)
+    merged = curves.merge(ids, on="run_dir", how="left")
+    return merged[["run_dir", "config_hash", "seed", *[c for c in curves.columns if c != "run_dir"]]]
+
+
+def _records(paths):
     from pathlib import Path
 
-    from normbench.report import aggregate
     from normbench.report.records import find_records
 
     records = find_records(Path(p) for p in paths)
     if records.missing_paths:
         raise FileNotFoundError(f"no such file or directory: {', '.join(map(str, records.missing_paths))}")
-    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
-    return aggregate.label_groups(runs, aggregate.varying_axes(runs)).reset_index(drop=True)
+    return records
 
 
 def __getattr__(name):

@@ -15,6 +15,15 @@ NEW is *worse* in a setting when
 - one of its runs did not finish (failed, interrupted, killed) where BASELINE's finished;
 - with ``--step-time-tolerance F``, its median step time is more than F (a fraction) slower.
 Runs without a counterpart are listed, never fatal.
+
+``--exact`` is the gate for deterministic CPU runs of the same setup on the same machine (e.g.
+``.ci/run``: a baseline and NEW made in one job): any change of any recorded metric of a pair
+fails, with the values in the summary (timings excepted). ``--ignore KEY`` pairs across a changed
+setting: runs are paired by all their settings (``axes.*``) and seed except the named keys
+(repeatable; ``--ignore grad_clip``, ``--ignore model`` for every ``model.*`` setting), so a branch
+that changes a default is compared with the baseline it changes. Every setting states the smallest
+change of the primary metric the gate detects there (80% power at the 5% level for its pairs'
+spread, and never below the tolerance), and the summary says what that is at its seeds.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from scipy import stats
 
 from normbench.report import aggregate
 from normbench.report.intervals import mean_estimate
@@ -37,6 +47,8 @@ GRADIENTS = ("metrics.grad_norm_median", "metrics.grad_norm_max", "metrics.grad_
 STEP_TIME = "throughput.step_ms_median"
 FINISHED = ("ok", "diverged")
 ENVIRONMENT = ("git_commit", "torch", "device", "device_name", "python", "normbench_version")
+CLOCKS = ("metrics.seconds_to_target",)  # wall-clock readings: never equal twice, not gated by --exact
+POWER, ALPHA = 0.8, 0.05
 
 
 class CompareError(Exception):
@@ -75,6 +87,7 @@ class Setting:
     gradients: dict[str, Delta | None]
     step_ms: Delta | None
     problems: list[str] = field(default_factory=list)
+    detectable: float | None = None  # the smallest worsening of the metric this gate detects here (power_line)
 
 
 def load(path: Path) -> pd.DataFrame:
@@ -106,18 +119,27 @@ def _label(row: pd.Series, axes: list[str]) -> str:
 
 def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", tolerance: float = 0.01,
             relative: bool = False, max_new_divergences: int = 0,
-            step_time_tolerance: float | None = None) -> tuple[list[Setting], pd.DataFrame, pd.DataFrame]:
+            step_time_tolerance: float | None = None, exact: bool = False,
+            ignore: tuple[str, ...] = ()) -> tuple[list[Setting], pd.DataFrame, pd.DataFrame]:
     """(settings, only in BASELINE, only in NEW). A setting's ``problems`` say why NEW is worse there."""
     column = METRICS[metric]
     base, new = base[base["config_hash"].notna()], new[new["config_hash"].notna()]
-    pairs = base.merge(new, on="config_hash", suffixes=("_base", "_new"), how="inner")
-    only_base = base[~base["config_hash"].isin(new["config_hash"])]
-    only_new = new[~new["config_hash"].isin(base["config_hash"])]
+    key = "config_hash"
+    if ignore:  # pair by every setting and the seed except the ignored keys (module docstring)
+        key = "pair_key"
+        base, new = base.assign(pair_key=pair_keys(base, new, ignore)), new.assign(pair_key=pair_keys(new, base, ignore))
+        for name, runs in (("BASELINE", base), ("NEW", new)):
+            if runs[key].duplicated().any():
+                raise CompareError(f"two runs in {name} differ only in {', '.join(ignore)}: "
+                                   f"ignoring {'them' if len(ignore) > 1 else 'it'} leaves them no unique pair")
+    pairs = base.merge(new, on=key, suffixes=("_base", "_new"), how="inner")
+    only_base = base[~base[key].isin(new[key])]
+    only_new = new[~new[key].isin(base[key])]
     # settings are labelled by what varies among the paired runs, as the report labels its groups
-    axes = aggregate.varying_axes(base[base["config_hash"].isin(pairs["config_hash"])])
+    axes = aggregate.varying_axes(base[base[key].isin(pairs[key])])
     settings = []
     for group, rows in pairs.groupby("group_hash_base", sort=False):
-        first = base[base["config_hash"] == rows["config_hash"].iloc[0]].iloc[0]
+        first = base[base[key] == rows[key].iloc[0]].iloc[0]
         higher = bool(rows["task.higher_is_better_base"].iloc[0])
         finished = rows["status_base"].isin(FINISHED) & rows["status_new"].isin(FINISHED)
 
@@ -135,6 +157,9 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", 
             gradients={g: delta(g) for g in GRADIENTS},
             step_ms=delta(STEP_TIME, rows["status_base"].eq("ok") & rows["status_new"].eq("ok")))
         _judge(setting, metric, tolerance, relative, max_new_divergences, step_time_tolerance)
+        if exact:
+            setting.problems += exact_differences(rows)
+        setting.detectable = 0.0 if exact else detectable_change(setting, tolerance, relative)
         settings.append(setting)
     settings.sort(key=lambda s: (not s.problems, s.label))
     return settings, only_base, only_new
@@ -158,6 +183,81 @@ def _judge(s: Setting, metric: str, tolerance: float, relative: bool, max_new_di
         s.problems.append(f"step time +{t.diff / t.base:.1%} (> {step_time_tolerance:.0%})")
 
 
+def pair_keys(runs: pd.DataFrame, other: pd.DataFrame, ignore: tuple[str, ...]) -> pd.Series:
+    """Each run's settings (``axes.*`` of both sets) and seed, without the ignored keys, as one string."""
+    def ignored(column: str) -> bool:
+        name = column.removeprefix("axes.")
+        return any(name == key or name.startswith(f"{key}.") for key in ignore)
+
+    columns = sorted({c for c in [*runs.columns, *other.columns] if c.startswith("axes.") and not ignored(c)})
+    values = runs.reindex(columns=[*columns, "seed"])
+    return values.apply(lambda row: "|".join(f"{c}={aggregate.format_value(v)}" for c, v in row.items()), axis=1)
+
+
+def exact_differences(rows: pd.DataFrame) -> list[str]:
+    """--exact: every recorded metric (timings excepted) and the status of each pair, compared bitwise."""
+    names = sorted(c.removesuffix("_base") for c in rows.columns
+                   if c.startswith("metrics.") and c.endswith("_base") and c.removesuffix("_base") not in CLOCKS)
+    found = []
+    for _, pair in rows.iterrows():
+        for name in ["status", *names]:
+            a, b = pair.get(f"{name}_base"), pair.get(f"{name}_new")
+            if not _same(a, b):
+                found.append(f"seed {aggregate.format_value(pair['seed_base'])}: {name} {a!r} → {b!r}")
+    return [f"exact: {len(found)} value(s) changed: " + "; ".join(found[:5]) + (" …" if len(found) > 5 else "")] \
+        if found else []
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _same(a, b) -> bool:
+    if _missing(a) or _missing(b):
+        return _missing(a) and _missing(b)
+    if isinstance(a, list) or isinstance(b, list):
+        return list(a) == list(b) if isinstance(a, list) and isinstance(b, list) else False
+    return a == b
+
+
+def detectable_change(s: Setting, tolerance: float, relative: bool) -> float | None:
+    """The smallest worsening of the metric this setting's gate detects: with n ≥ 2 pairs of spread sd,
+    (t₀.₉₇₅,ₙ₋₁ + t₀.₈₀,ₙ₋₁)·sd/√n (80% power for the paired t-interval to exclude 0), and never below the
+    tolerance; with one pair, the tolerance (its noise is unknown). None without a metric."""
+    m = s.metric
+    if m is None:
+        return None
+    allowed = tolerance * abs(m.base) if relative else tolerance
+    if m.interval is None or m.n < 2:
+        return allowed
+    sd = (m.interval[1] - m.interval[0]) / 2 / stats.t.ppf(1 - ALPHA / 2, m.n - 1) * math.sqrt(m.n)
+    return max(allowed, (stats.t.ppf(1 - ALPHA / 2, m.n - 1) + stats.t.ppf(POWER, m.n - 1)) * sd / math.sqrt(m.n))
+
+
+def power_line(settings: list[Setting], metric: str, exact: bool) -> str:
+    """One sentence: what change of the metric this gate can see, at how many seeds."""
+    if exact:
+        return f"This gate detects any change of any metric (exact mode: deterministic runs compared bitwise)."
+    known = [s for s in settings if s.detectable is not None]
+    if not known:
+        return "This gate cannot state its power: no setting has the metric in both sets."
+    worst = max(known, key=lambda s: s.detectable)
+    seeds = sorted({s.metric.n for s in known})
+    at = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
+    return (f"This gate detects a change of {worst.detectable:.3g} in `{metric}` at {at} seeds "
+            f"(80% power, 5% level; the least sensitive setting, {worst.label}, at {worst.metric.n}; "
+            f"smaller changes pass unseen: add seeds, or use `--exact` on deterministic runs).")
+
+
+def differing_settings(base: pd.DataFrame, new: pd.DataFrame) -> list[str]:
+    """The settings whose values in NEW are none of BASELINE's (a changed default, a new key)."""
+    def values(runs, column):
+        return set(runs[column].map(aggregate.format_value)) if column in runs else {"n/a"}
+
+    columns = sorted({c for c in [*base.columns, *new.columns] if c.startswith("axes.")})
+    return [c.removeprefix("axes.") for c in columns if not values(new, c) & values(base, c)]
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{value:.4g}"
 
@@ -175,7 +275,8 @@ def _delta(d: Delta | None, percent_of_base: bool = False) -> str:
 
 def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.DataFrame, *, baseline: Path,
              new: Path, environment: list[str], metric: str, tolerance: float, relative: bool,
-             max_new_divergences: int, step_time_tolerance: float | None) -> str:
+             max_new_divergences: int, step_time_tolerance: float | None, exact: bool = False,
+             ignore: tuple[str, ...] = ()) -> str:
     failed = [s for s in settings if s.problems]
     verdict = f"FAIL: NEW is worse in {len(failed)} of {len(settings)} settings" if failed else \
         f"PASS: NEW is not worse in any of {len(settings)} settings"
@@ -185,26 +286,32 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
         "",
         f"**{'; '.join(environment) if environment else 'same environment (git commit, torch, device)'}**",
         "",
-        f"BASELINE `{baseline}` vs NEW `{new}`: {sum(s.pairs for s in settings)} runs paired by config hash "
-        f"(setting and seed). Differences are NEW − BASELINE, mean over seeds with a 95% paired t-interval "
+        f"BASELINE `{baseline}` vs NEW `{new}`: {sum(s.pairs for s in settings)} runs paired by "
+        + (f"all settings and the seed except {', '.join(f'`{k}`' for k in ignore)}. " if ignore else
+           "config hash (setting and seed). ")
+        + f"Differences are NEW − BASELINE, mean over seeds with a 95% paired t-interval "
         f"[low, high] when there are ≥ 2 pairs.",
         "",
         f"Fails when NEW's `metrics.{metric}` is worse (direction from the task) by more than {bound} and, with "
         f"≥ 2 pairs, the interval excludes 0 on the worse side; when more than {max_new_divergences} more runs "
         f"diverge; when a run does not finish"
         + (f"; when the median step time is more than {step_time_tolerance:.0%} slower." if step_time_tolerance
-           is not None else ". Step time is shown, not gated (`--step-time-tolerance` gates it)."),
+           is not None else ". Step time is shown, not gated (`--step-time-tolerance` gates it).")
+        + (" Exact mode: any change of a recorded metric (timings excepted) or status of a pair fails." if exact else ""),
         "",
-        f"| setting | pairs | {metric} base → new | Δ {metric} | diverged base → new | Δ grad norm median | "
+        power_line(settings, metric, exact),
+        "",
+        f"| setting | pairs | {metric} base → new | Δ {metric} | detects Δ ≥ | diverged base → new | Δ grad norm median | "
         f"Δ grad kurtosis max | Δ step ms | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in settings:
         m = s.metric
         arrow = "↑" if s.higher_is_better else "↓"
         level = f"{_fmt(m.base)} → {_fmt(m.new)} ({arrow} better)" if m else "n/a"
         lines.append(" | ".join([
-            f"| {s.label}", str(s.pairs), level, _delta(m), f"{s.diverged_base} → {s.diverged_new}",
+            f"| {s.label}", str(s.pairs), level, _delta(m), "any" if exact else _fmt(s.detectable),
+            f"{s.diverged_base} → {s.diverged_new}",
             _delta(s.gradients["metrics.grad_norm_median"]), _delta(s.gradients["metrics.grad_kurtosis_max"]),
             _delta(s.step_ms, percent_of_base=True),
             ("**worse**: " + "; ".join(s.problems)) if s.problems else "ok"]) + " |")
@@ -234,6 +341,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra diverged runs per setting tolerated (default 0)")
     parser.add_argument("--step-time-tolerance", type=float, default=None, metavar="FRACTION",
                         help="fail when the median step time is more than FRACTION slower (default: not gated)")
+    parser.add_argument("--exact", action="store_true",
+                        help="deterministic runs of one machine: any change of a recorded metric fails (with the diff)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="KEY",
+                        help="pair runs by every setting and the seed except KEY (repeatable; e.g. grad_clip, model)")
     parser.add_argument("--out", type=Path, default=None, help="write the Markdown summary here too")
     args = parser.parse_args(argv)
     try:
@@ -243,14 +354,18 @@ def main(argv: list[str] | None = None) -> int:
         base, new = load(args.baseline), load(args.new)
         settings, only_base, only_new = compare(
             base, new, metric=args.metric, tolerance=args.tolerance, relative=args.relative,
-            max_new_divergences=args.max_new_divergences, step_time_tolerance=args.step_time_tolerance)
+            max_new_divergences=args.max_new_divergences, step_time_tolerance=args.step_time_tolerance,
+            exact=args.exact, ignore=tuple(args.ignore))
         if not settings:
+            differ = differing_settings(base, new)
             raise CompareError(f"no run in {args.new} has a counterpart in {args.baseline} (no config hash in "
-                               f"common: other settings or seeds, or records from before a new config field)")
+                               f"common: other settings or seeds, or records from before a new config field)"
+                               + (f"; the settings that differ: {', '.join(differ)} (pair across them with "
+                                  f"--ignore {differ[0]})" if differ else ""))
         text = markdown(settings, only_base, only_new, baseline=args.baseline, new=args.new,
                         environment=environment_axis(base, new), metric=args.metric, tolerance=args.tolerance,
                         relative=args.relative, max_new_divergences=args.max_new_divergences,
-                        step_time_tolerance=args.step_time_tolerance)
+                        step_time_tolerance=args.step_time_tolerance, exact=args.exact, ignore=tuple(args.ignore))
         if args.out is not None:
             args.out.write_text(text, encoding="utf-8")
     except (CompareError, OSError) as error:

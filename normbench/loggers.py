@@ -150,4 +150,8 @@ def build_logger(config, run_dir: Path) -> RunLogger:
     """The logger a run's ``logger`` config names, writing under its run directory."""
     if config.name == "tensorboard":
         return TensorBoardLogger(Path(run_dir) / config.dir, histograms=config.histograms)
+    if config.name == "mlflow":
+        from normbench.mlflow_logger import MLflowLogger
+
+        return MLflowLogger(Path(run_dir) / config.dir, tracking_uri=config.tracking_uri)
     return RunLogger()

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from normbench import checkpoint
 from normbench.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
 from normbench import machine, study_info
@@ -134,13 +135,17 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     with sigterm_as_interrupt():  # from here on, SIGTERM leaves an `interrupted` record, even while loading
         record = RunRecord.claim(run_dir, digest)
         follow_logs(run_dir, record.run_dir)
+        # resume: an interrupted attempt's checkpoint (this folder first, else anywhere in the sweep)
+        resume_from = checkpoint.find(record.run_dir, sweep_dir, digest) if plain.get("resume") else None
         record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=run_identity.group_hash,
                      seed=plain.get("seed"), axes=run_identity.settings, study=study_info.current(), task={},
                      metrics={}, profiles={}, throughput={}, environment={}, **(extra or {}))
-        return {**_attempt(record, node, parallel_jobs, job_num, wall_start), "run_dir": str(record.run_dir)}
+        summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from)
+        return {**summary, "run_dir": str(record.run_dir)}
 
 
-def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float) -> dict:
+def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float,
+             resume_from: tuple[Path, dict] | None = None) -> dict:
     trainer = None
     fields: dict = {}
     try:
@@ -151,7 +156,12 @@ def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: i
         skip = unsupported_precision(model, task, device, cfg.precision.dtype)
         if skip:
             return _finish(record, None, fields, "skipped", skip, wall_start)
-        trainer = Trainer(cfg, task, model, device, record, build_logger(cfg.logger, record.run_dir))
+        saving = [checkpoint.Checkpointer(cfg.checkpoint_every, record.run_dir / checkpoint.FILE,
+                                          record.summary["config_hash"])] if cfg.checkpoint_every else []
+        trainer = Trainer(cfg, task, model, device, record, build_logger(cfg.logger, record.run_dir), hooks=saving)
+        if resume_from is not None:
+            checkpoint.restore(trainer, resume_from[1])
+            fields["resumed_from_step"] = trainer.start_step
         with machine.on_record(fields["environment"], parallel_jobs):  # load and CPU pressure over the steps
             progress = trainer.fit()
     except KeyboardInterrupt as err:
@@ -163,8 +173,12 @@ def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: i
         return _finish(record, trainer, fields, "failed", reason, wall_start)
     if progress.diverged_at_step is not None:
         reason = f"non-finite loss or gradient at step {progress.diverged_at_step}"
-        return _finish(record, trainer, fields, "diverged", reason, wall_start)
-    return _finish(record, trainer, fields, "ok", None, wall_start)
+        summary = _finish(record, trainer, fields, "diverged", reason, wall_start)
+    else:
+        summary = _finish(record, trainer, fields, "ok", None, wall_start)
+    for path in {record.run_dir / checkpoint.FILE, *([resume_from[0]] if resume_from else [])}:
+        path.unlink(missing_ok=True)  # a finished run is never continued: its checkpoint has served
+    return summary
 
 
 def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: dict | None = None):

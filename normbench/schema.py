@@ -27,7 +27,7 @@ OPTIMIZERS = ("adamw", "sgd")
 ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/tune.py)
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
-LOGGERS = ("none", "tensorboard")
+LOGGERS = ("none", "tensorboard", "mlflow")
 PIXELS = 64  # an 8x8 scikit-learn digit
 
 
@@ -177,6 +177,7 @@ class LoggerConfig:
     name: str = "none"         # none | tensorboard (<run_dir>/<dir>/, pip install -e ".[tensorboard]")
     dir: str = "tb"            # relative to the run directory
     histograms: bool = True    # at probe steps: gradients and the outputs of every norm
+    tracking_uri: Optional[str] = None  # mlflow: a tracking server or store; null = file store in <run_dir>/<dir>
 
     def __post_init__(self):
         _one_of("logger.name", self.name, LOGGERS)
@@ -209,7 +210,9 @@ class Config:
     log_every: int = 10
     probe_every: int = 50             # gradient/activation probes; 0 = only at init and at the end
     timing_warmup: int = 10           # steps excluded from the step-time median
-    resume: bool = harness("what to run, not how", False)     # multirun: skip jobs already finished in the sweep dir
+    resume: bool = harness("what to run, not how", False)     # skip finished jobs, continue interrupted ones from a checkpoint
+    # steps between checkpoints (normbench/checkpoint.py); 0 = none. Saving the state changes nothing trained.
+    checkpoint_every: int = harness("how a run survives preemption, not what is trained", 0)
     report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
     progress: bool = harness("output only", True)            # progress bar on a terminal
     # Deterministic kernels compute the same functions in a fixed reduction order: the same class
@@ -224,7 +227,7 @@ class Config:
         _require(0 <= self.seed < 2**63, f"seed must be in [0, 2**63), got {self.seed}")  # torch's generator range
         for key in ("batch_size", "steps", "eval_every", "log_every"):
             _require(getattr(self, key) >= 1, f"{key} must be >= 1, got {getattr(self, key)}")
-        for key in ("warmup_steps", "threads", "probe_every", "timing_warmup"):
+        for key in ("warmup_steps", "threads", "probe_every", "timing_warmup", "checkpoint_every"):
             _require(getattr(self, key) >= 0, f"{key} must be >= 0, got {getattr(self, key)}")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         # far more threads than cores only slows a run down (thousands of times at threads=999)

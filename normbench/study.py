@@ -101,15 +101,12 @@ def _margin(runs) -> float:
 
 def undecided(runs, level: float) -> list[str]:
     """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons."""
-    import inspect
-
     from normbench.report.claims import evaluate_claims
     from normbench.report.ranking import best_set, comparisons
     from normbench.report.sequential import decide
 
     open_items = []
-    kwargs = {"alpha": level} if "alpha" in inspect.signature(evaluate_claims).parameters else {}
-    for claim, verdict in evaluate_claims(runs, **kwargs):
+    for claim, verdict in evaluate_claims(runs, alpha=level):
         if verdict.status == "inconclusive":
             open_items.append(f"claim {claim.id}")
     score = "metrics.final_val"

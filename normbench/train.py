@@ -164,6 +164,7 @@ class Trainer:
         self.probe_batch = self.val[0]
         self.spikes = probes.SpikeDetector()
         self.progress = Progress()
+        self.start_step = 0  # steps already done: a run resumed from its checkpoint (normbench/checkpoint.py)
         self.better = (lambda a, b: a > b) if task.higher_is_better else (lambda a, b: a < b)
         self.report = ProgressReport(cfg, task)
         # Peak memory of this run only: several jobs may share a process (sequential sweeps, joblib).
@@ -238,8 +239,9 @@ class Trainer:
     # -- the loop ---------------------------------------------------------------------------
     def fit(self) -> Progress:
         self.model.train()
-        self._initial_profiles()
-        for step in range(1, self.cfg.steps + 1):
+        if self.start_step == 0:  # a resumed run's initial profiles come back with its progress
+            self._initial_profiles()
+        for step in range(self.start_step + 1, self.cfg.steps + 1):
             if not self._step(step):
                 break
         self.report.close()

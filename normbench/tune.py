@@ -23,6 +23,7 @@ other overrides define the arms and reach the evaluation through the arm files.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from normbench import study_info
 from normbench.contract import HARNESS
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
@@ -114,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     if not seeds:
         parser.error("--evaluation-seeds needs at least one seed")
     harness = _passthrough(args.overrides)
+    # Selection and evaluation answer one question: their runs form one study (normbench/study_info.py).
+    os.environ[study_info.ENVIRONMENT] = json.dumps(study_info.describe(
+        "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "
+        "evaluation seeds (DeepOBS / AlgoPerf protocol)."))
     code = _normbench(["-m", "+sweep=tuned", *args.overrides, "role=selection", f"hydra.sweep.dir={out / 'selection'}",
                        "resume=true", "report=false"])
     if code == 2:  # the user's input: nothing ran

@@ -1,4 +1,4 @@
-"""Shell completion of the `normbench` console script, by Hydra: `normbench -sc install=bash`."""
+"""Shell completion and --help of the `normbench` console script: what a user may type, fast (no torch)."""
 
 import os
 import subprocess
@@ -6,27 +6,76 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# The console script's entry point, as pip's `normbench` wrapper calls it (argv[0] is the script's name).
-AS_CONSOLE_SCRIPT = "import sys; sys.argv[0] = 'normbench'; from normbench.__main__ import main; main()"
+# The console script's entry point, as pip's `normbench` wrapper calls it (argv[0] is the script's name);
+# at exit it says on stderr whether torch was imported.
+AS_CONSOLE_SCRIPT = ("import atexit, sys; sys.argv[0] = 'normbench'; "
+                     "atexit.register(lambda: print('torch imported:', 'torch' in sys.modules, file=sys.stderr)); "
+                     "from normbench.__main__ import main; main()")
 
 
-def normbench(*args, comp_line=None):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def normbench(*args, comp_line=None, env=None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     if comp_line is not None:
         env.update(COMP_LINE=comp_line, COMP_POINT=str(len(comp_line)))
     return subprocess.run([sys.executable, "-c", AS_CONSOLE_SCRIPT, *args], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=120)
 
 
-def test_completion_lists_config_group_options_and_keys():
-    groups = normbench("-sc", "query=bash", comp_line="normbench norm=")
-    assert groups.returncode == 0, groups.stderr
-    assert set(groups.stdout.split()) == {f"norm={k}" for k in ("none", "bn", "ln", "rms", "scale", "dyt")}
-    keys = normbench("-sc", "query=bash", comp_line="normbench lo")  # a key and a group (each process ~5 s: torch)
-    assert {"log_every=", "logger="} <= set(keys.stdout.split())
+def complete(line, **kwargs) -> set[str]:
+    done = normbench("-sc", "query=bash", comp_line=line, **kwargs)
+    assert done.returncode == 0, done.stderr
+    assert "torch imported: False" in done.stderr  # a TAB must not wait for torch
+    return set(done.stdout.split())
+
+
+def test_completion_lists_config_group_options_and_keys_without_torch():
+    assert complete("normbench norm=") == {f"norm={k}" for k in ("none", "bn", "ln", "rms", "scale", "dyt")}
+    assert {"log_every=", "logger="} <= complete("normbench lo")  # a key and a group
+
+
+def test_completion_offers_what_users_type_and_hides_the_internals():
+    everything = complete("normbench ")
+    assert "sweep=" in everything
+    assert not {"smoke=", "rnn_arm=", "smoke/", "rnn_arm/"} & everything  # the sweeps' own groups
+    tasks = complete("normbench task=")
+    assert "task=adding" in tasks and not [t for t in tasks if t.endswith("_schema")]
+    assert {"+sweep=smoke", "+sweep=batch_size", "+sweep=rnn_table"} <= complete("normbench +sweep=")
+
+
+def test_completion_lists_optuna_lr_only_with_its_extra():
+    import importlib.util
+
+    offered = "hydra/sweeper=optuna_lr" in complete("normbench hydra/sweeper=")
+    assert offered == (importlib.util.find_spec("hydra_plugins.hydra_optuna_sweeper") is not None)
+
+
+def test_help_lists_groups_and_sweeps_but_no_schema_or_internal_group():
+    done = normbench("--help")
+    assert done.returncode == 0, done.stderr
+    assert "torch imported: False" in done.stderr
+    groups = done.stdout.split("== Config ==")[0]
+    assert "task: adding, copy," in groups and "_schema" not in groups
+    assert "\nsmoke:" not in groups and "rnn_arm" not in groups
+    assert "sweep: batch_size, eps_fp16," in groups
+
+
+def test_a_users_sweep_folder_is_completed_and_a_missing_one_is_one_line(tmp_path):
+    (tmp_path / "mine.yaml").write_text("# @package _global_\nsteps: 2\n")
+    assert "+sweep=mine" in complete("normbench +sweep=", env={"NORMBENCH_SWEEPS": str(tmp_path)})
+    missing = normbench("--help", env={"NORMBENCH_SWEEPS": str(tmp_path / "nope")})
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines()[0] == f"normbench: error: NORMBENCH_SWEEPS: {tmp_path / 'nope'} is not a " \
+                                             "folder (it names folders of sweep files, separated by ':')"
 
 
 def test_install_script_completes_the_console_script():
     script = normbench("-sc", "install=bash")
     assert script.returncode == 0, script.stderr
     assert "hydra_bash_completion normbench" in script.stdout
+
+
+def test_help_with_a_bad_override_is_one_line():
+    done = normbench("task=nope", "--help")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0].startswith("normbench: error: In 'config': Could not find 'task/nope'")
+    assert "Traceback" not in done.stderr

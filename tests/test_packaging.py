@@ -1,6 +1,7 @@
 """The configs travel with the wheel: build it, install it in a fresh venv, run one tiny job elsewhere."""
 
 import json
+import os
 import site
 import subprocess
 import sys
@@ -44,8 +45,20 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     assert summary["status"] == "ok"
     kernel = summary["environment"]["cell_kernel"]  # cpp-<capability> (cpp-avx512, cpp-avx2, cpp-default)
     assert kernel == "python" if lnlstm_cpu.KERNEL.load() is None else kernel.startswith("cpp-")
-    sweep_files = {p.name for p in (Path(where.stdout.strip()) / "sweep").glob("*.yaml")}
-    assert {"smoke.yaml", "batch_size.yaml"} <= sweep_files
+    assert {"normbench/sweeps/smoke.yaml", "normbench/sweeps/smoke/ln_fp32.yaml", "normbench/optional/optuna_lr.yaml"} <= names
+    sweeps = subprocess.run([python, "-c", "import normbench.config as c; print(*c.sweep_dirs())"], cwd=work,
+                            capture_output=True, text=True, timeout=120)
+    assert sweeps.stdout.split() == [str(Path(where.stdout.strip()).parent / "sweeps")], sweeps.stderr
+    helped = subprocess.run([script, "--help"], cwd=work, capture_output=True, text=True, timeout=120)
+    assert "sweep: batch_size, eps_fp16," in helped.stdout, helped.stderr[-2000:]
+    # +sweep=NAME from the wheel, without -m: a user's sweep of two jobs over a shipped sweep's group
+    (work / "mine").mkdir()
+    (work / "mine" / "two.yaml").write_text("# @package _global_\nhydra:\n  mode: MULTIRUN\n  sweeper:\n"
+                                            "    params:\n      +smoke: ln_fp32,rms_bf16\n")
+    swept = subprocess.run([script, "+sweep=two", *tiny_args, "report=false", "hydra.sweep.dir=sw"],
+                           cwd=work, capture_output=True, text=True, timeout=300, env={**os.environ, "NORMBENCH_SWEEPS": "mine"})
+    assert swept.returncode == 0, swept.stderr[-2000:]
+    assert len(list((work / "sw").rglob("summary.json"))) == 2
 
 
 def see_site_packages_of_this_interpreter(python: Path) -> None:
@@ -63,3 +76,30 @@ def see_site_packages_of_this_interpreter(python: Path) -> None:
         ours.append(site.getusersitepackages())
     dirs = [d for d in dict.fromkeys(ours) if Path(d).is_dir()]
     (Path(own) / "normbench-test-deps.pth").write_text("".join(f"{d}\n" for d in dirs))
+
+
+# Imported only where a user opts in (a benchmark of GPU kernels), each behind a guard with its reason.
+UNDECLARED_OPTIONAL = {"apex", "liger_kernel"}  # normbench/bench/kernels.py: compared only when installed
+
+
+def test_every_direct_import_is_declared_in_pyproject():
+    import ast
+    import importlib.metadata
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"], *(d for extra in project["optional-dependencies"].values() for d in extra)]
+    names = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower().replace("_", "-") for d in declared}
+    imported = set()
+    for path in (ROOT / "normbench").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = imported - set(sys.stdlib_module_names) - {"normbench", "hydra_plugins"} - UNDECLARED_OPTIONAL
+    providers = importlib.metadata.packages_distributions()
+    missing = {m: providers.get(m) for m in sorted(third_party)
+               if not {p.lower().replace("_", "-") for p in providers.get(m, [m])} & names}
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"

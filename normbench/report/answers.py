@@ -20,7 +20,7 @@ from scipy import stats
 
 from normbench.report.aggregate import NO_STUDY, TIMING_NOISY
 from normbench.report.figures import METRIC_RANGE
-from normbench.report.ranking import ALPHA
+from normbench.report.ranking import ALPHA, EVALUATION
 from normbench.report.tables import number
 
 POWER = 0.8
@@ -77,18 +77,19 @@ def _task_facts(runs: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def design_power(ranked: pd.DataFrame, alpha: float = ALPHA, power: float = POWER) -> tuple[float, int | None, float]:
+def design_power(ranked: pd.DataFrame, alpha: float = ALPHA, power: float = POWER,
+                 name: str = "final_val") -> tuple[float, int | None, float]:
     """(MDE, seeds per arm to detect the largest difference seen, that difference) of a comparison.
 
     MDE = (t_{1−α/2} + t_{power}) · s · √(2/n) on 2n − 2 degrees of freedom, with s the pooled
     standard deviation of the ranked groups' final val and n their smallest seed count (EVIDENCE.md).
     """
-    usable = ranked[ranked["final_val_n"] >= 2]
+    usable = ranked[ranked[f"{name}_n"] >= 2]
     if len(usable) < 2:
         return math.nan, None, math.nan
-    s = math.sqrt(float(np.nanmean(usable["final_val_std"].astype(float) ** 2)))
-    n = int(usable["final_val_n"].min())
-    largest = float(usable["final_val_mean"].max() - usable["final_val_mean"].min())
+    s = math.sqrt(float(np.nanmean(usable[f"{name}_std"].astype(float) ** 2)))
+    n = int(usable[f"{name}_n"].min())
+    largest = float(usable[f"{name}_mean"].max() - usable[f"{name}_mean"].min())
 
     def mde(k: int) -> float:
         df = 2 * k - 2
@@ -127,8 +128,13 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame) -> TaskAnswer:
                     f"compared ({facts}).")
         return TaskAnswer(task, metric, higher, headline, study, single=lone, command=command)
     best = ranked.iloc[0]
-    headline = (f"On {task}, {best['arm']} ranks first: final val {metric} {_value(best, 'final_val', metric)}, "
-                f"test {_value(best, 'test', metric)}, {_seeds(best['seeds'])} ({facts}).")
+    if str(first.get("study_role")) == EVALUATION:  # a tuned study: each arm at its chosen lr, ranked on test
+        headline = (f"On {task}, each arm at its tuned lr, {best['arm']} ranks first: test {metric} "
+                    f"{_value(best, 'test', metric)}, final val {_value(best, 'final_val', metric)}, "
+                    f"{_seeds(best['seeds'])} ({facts}).")
+    else:
+        headline = (f"On {task}, {best['arm']} ranks first: final val {metric} {_value(best, 'final_val', metric)}, "
+                    f"test {_value(best, 'test', metric)}, {_seeds(best['seeds'])} ({facts}).")
     others = ranked.iloc[1:]
     if others.empty:
         also = "No other arm ran 2 or more seeds, so nothing was compared with it."
@@ -141,7 +147,7 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame) -> TaskAnswer:
         if len(kept):
             also += f"Shown worse: {len(worse)} of {len(others)} other arms."
     else:
-        mde, needed, largest = design_power(ranked)
+        mde, needed, largest = design_power(ranked, name="test" if str(first.get("study_role")) == EVALUATION else "final_val")
         n = int(ranked["seeds"].min())
         also = (f"The {len(ranked)} arms cannot be told apart at {n} seeds: no arm is shown worse than the first. "
                 + (f"The smallest difference this design detects is {number(mde, 2)} {metric} (α = {ALPHA:g}, "
@@ -176,12 +182,7 @@ def answers(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str]) -> list[
     if summary.empty:
         return []
     result = []
-    keys = ["study", "task"] if "study" in summary else ["task"]
-    for key, rows in summary.groupby(keys, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        mine = runs[runs["task.name"].astype(str) == str(key[-1])]
-        if len(key) == 2 and "study" in mine:
-            mine = mine[mine["study"] == key[0]]
-        result.append(comparison_answer(rows, mine))
+    for _, rows in summary.groupby("comparison" if "comparison" in summary else "task", sort=False):
+        result.append(comparison_answer(rows, runs[runs["group"].isin(rows["group"])]))
     return result
 

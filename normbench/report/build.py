@@ -96,7 +96,8 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         **_figure_sections(records, runs, summary, axes, staging, timing),
         **_tuning_sections(runs, summary, axes, staging),
         "divergences": tables.divergence_table(runs, axes, out),
-        "claims": [tables.claim_view(c, v) for c, v in evaluate_claims(runs, **({} if alpha is None else {"alpha": alpha}))],
+        "claims": [tables.claim_view(c, v, aggregate.study_titles(runs))
+                   for c, v in evaluate_claims(runs, **({} if alpha is None else {"alpha": alpha}))],
     }
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.

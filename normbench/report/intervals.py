@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Iterable, Sequence
 
 import numpy as np
 from scipy import stats
 
-LEVEL = 0.95
-EQUIVALENCE_LEVEL = 0.90  # TOST at alpha = 0.05 reads the 90% interval (Schuirmann 1987)
+LEVEL = 0.95   # the level of intervals shown in tables (not of the claims' tests: those take α)
+ALPHA = 0.05   # default one-sided level of each test a claim makes
 POWER = 0.8
 METHOD = (
     "Student-t intervals (Welch–Satterthwaite degrees of freedom for differences, quantiles from "
-    "scipy.stats.t); equivalence by two one-sided tests (TOST): the 90% interval must lie inside the "
-    "stated margin ±δ. Divergence-rate differences use Newcombe's hybrid score interval built from "
+    "scipy.stats.t); every directional claim part is a one-sided test at α in each direction, read "
+    "on one (1 − 2α) interval, and equivalence is two one-sided tests (TOST) at α: the same "
+    "interval inside the stated margin ±δ. Divergence-rate differences use Newcombe's hybrid score interval built from "
     "Wilson intervals (Agresti–Caffo intervals, inverse-variance combined, when stratified)."
 )
 
@@ -79,11 +79,10 @@ def slope_estimate(x: Iterable[float], y: Iterable[float]) -> Estimate:
     sxx = float(((xs - xs.mean()) ** 2).sum()) if n else 0.0
     if n < 2 or sxx == 0.0:
         return Estimate(math.nan, math.nan, math.nan)
-    slope = float(((xs - xs.mean()) * (ys - ys.mean())).sum()) / sxx
+    fit = stats.linregress(xs, ys)
     if n == 2:
-        return Estimate(slope, math.nan, 0.0)
-    residual = ys - ys.mean() - slope * (xs - xs.mean())
-    return Estimate(slope, float((residual**2).sum()) / (n - 2) / sxx, float(n - 2))
+        return Estimate(float(fit.slope), math.nan, 0.0)
+    return Estimate(float(fit.slope), float(fit.stderr) ** 2, float(n - 2))  # stderr² = SSE / (n - 2) / Sxx
 
 
 def combine(terms: Sequence[tuple[float, Estimate]]) -> Estimate:
@@ -106,7 +105,7 @@ def wilson_interval(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
     """Wilson score interval for a proportion k/n (sensible at k = 0 and k = n, unlike Wald)."""
     if n == 0:
         return (0.0, 1.0)
-    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
@@ -140,40 +139,47 @@ def inverse_variance(estimates: Sequence[Estimate]) -> Estimate:
     return combine([(w / total, e) for w, e in zip(weights, estimates)])
 
 
-def equivalence(estimate: Estimate, delta: float) -> str:
-    """TOST against the margin ±delta: "equivalent" when the 90% interval lies inside (−δ, +δ),
-    "different" when the 95% interval lies wholly beyond +δ or −δ, "undecided" otherwise."""
-    inner = estimate.interval(EQUIVALENCE_LEVEL)
-    outer = estimate.interval(LEVEL)
-    if inner is None or outer is None:
+def decision_level(alpha: float) -> float:
+    """The two-sided level whose interval carries a one-sided test at ``alpha`` in each direction
+    (0.90 at α = 0.05): "shown above" and "shown below" read the same interval."""
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
+    return 1.0 - 2.0 * alpha
+
+
+def equivalence(estimate: Estimate, delta: float, alpha: float = ALPHA) -> str:
+    """TOST against the margin ±delta at ``alpha``: "equivalent" when the (1 − 2α) interval lies
+    inside (−δ, +δ) (both one-sided tests reject), "different" when it lies wholly beyond +δ or −δ,
+    "undecided" otherwise."""
+    interval = estimate.interval(decision_level(alpha))
+    if interval is None:
         return "undecided"
-    if -delta < inner[0] and inner[1] < delta:
+    if -delta < interval[0] and interval[1] < delta:
         return "equivalent"
-    if outer[0] > delta or outer[1] < -delta:
+    if interval[0] > delta or interval[1] < -delta:
         return "different"
     return "undecided"
 
 
-def non_inferiority(estimate: Estimate, delta: float) -> str:
-    """The lower of TOST's two one-sided tests: "not worse" when the 90% interval's lower end is
-    above −δ (the estimate is oriented so + = better), "worse" when the 95% interval lies below −δ."""
-    inner = estimate.interval(EQUIVALENCE_LEVEL)
-    outer = estimate.interval(LEVEL)
-    if inner is None or outer is None:
+def non_inferiority(estimate: Estimate, delta: float, alpha: float = ALPHA) -> str:
+    """The lower of TOST's two one-sided tests (the estimate oriented so + = better): "not worse"
+    when the (1 − 2α) interval's lower end is above −δ, "worse" when its upper end is below −δ."""
+    interval = estimate.interval(decision_level(alpha))
+    if interval is None:
         return "undecided"
-    if inner[0] > -delta:
+    if interval[0] > -delta:
         return "not worse"
-    if outer[1] < -delta:
+    if interval[1] < -delta:
         return "worse"
     return "undecided"
 
 
-def minimum_detectable_effect(estimate: Estimate, alpha: float = 1 - LEVEL, power: float = POWER) -> float:
-    """(t_{1−α/2} + t_{power}) · SE on the estimate's df: for two arms of n seeds with pooled s,
-    SE = s·√(2/n), the textbook MDE of a two-sided test at level α with the given power."""
+def minimum_detectable_effect(estimate: Estimate, alpha: float = ALPHA, power: float = POWER) -> float:
+    """(t_{1−α} + t_{power}) · SE on the estimate's df: the smallest difference a one-sided test at
+    ``alpha`` detects with the given power (for two arms of n seeds with pooled s, SE = s·√(2/n))."""
     if not (math.isfinite(estimate.var) and estimate.df >= 1.0):
         return math.nan
-    return (t_quantile(1 - alpha / 2, estimate.df) + t_quantile(power, estimate.df)) * math.sqrt(estimate.var)
+    return (t_quantile(1 - alpha, estimate.df) + t_quantile(power, estimate.df)) * math.sqrt(estimate.var)
 
 
 def _scaled(estimate: Estimate, seeds: float, to: float) -> Estimate:
@@ -182,29 +188,38 @@ def _scaled(estimate: Estimate, seeds: float, to: float) -> Estimate:
     return Estimate(estimate.value, estimate.var * seeds / to, max(1.0, (estimate.df + 2) * to / seeds - 2))
 
 
-def seeds_to_detect(estimate: Estimate, seeds: int, effect: float | None = None, limit: int = 1000) -> int | None:
-    """Seeds per arm at which the design's MDE falls to |effect| (the effect seen by default);
-    None when the variance is unknown or more than ``limit`` would be needed."""
-    target = abs(estimate.value if effect is None else effect)
-    if not (math.isfinite(estimate.var) and seeds >= 1 and target > 0):
+def seeds_to_decide(estimate: Estimate, seeds: int, distance: float, alpha: float = ALPHA,
+                    power: float = POWER, limit: int = 1000) -> int | None:
+    """Seeds per arm at which a one-sided test at ``alpha`` would, with the given power, clear a
+    boundary ``distance`` away from the estimate seen (the null for a difference, a margin's edge
+    for TOST): the n whose MDE falls to ``distance``. None when the variance is unknown, the
+    distance is not positive, or more than ``limit`` would be needed."""
+    if not (math.isfinite(estimate.var) and seeds >= 1 and math.isfinite(distance) and distance > 0):
         return None
     for n in range(2, limit + 1):
-        if minimum_detectable_effect(_scaled(estimate, seeds, n)) <= target:
+        if minimum_detectable_effect(_scaled(estimate, seeds, n), alpha, power) <= distance:
             return n
     return None
 
 
+def seeds_to_detect(estimate: Estimate, seeds: int, effect: float | None = None, limit: int = 1000,
+                    alpha: float = ALPHA) -> int | None:
+    """Seeds per arm at which the design's MDE falls to |effect| (the effect seen by default)."""
+    return seeds_to_decide(estimate, seeds, abs(estimate.value if effect is None else effect), alpha, limit=limit)
+
+
 def seeds_for_equivalence(estimate: Estimate, seeds: int, delta: float, limit: int = 1000,
-                          one_sided: bool = False) -> int | None:
-    """Seeds per arm at which the 90% interval around the difference seen would fit inside ±δ (with
-    one_sided: above −δ, the estimate oriented + = better), no allowance for power; None when the
-    difference seen is already beyond the margin or it would take more than ``limit``."""
+                          one_sided: bool = False, alpha: float = ALPHA) -> int | None:
+    """Seeds per arm at which the (1 − 2α) interval around the difference seen would fit inside ±δ
+    (with one_sided: above −δ, the estimate oriented + = better), no allowance for power; None when
+    the difference seen is already beyond the margin or it would take more than ``limit``."""
     beyond = estimate.value <= -delta if one_sided else abs(estimate.value) >= delta
     if not (math.isfinite(estimate.var) and seeds >= 1) or beyond:
         return None
     for n in range(2, limit + 1):
         scaled = _scaled(estimate, seeds, n)
-        if (non_inferiority(scaled, delta) == "not worse" if one_sided else equivalence(scaled, delta) == "equivalent"):
+        if (non_inferiority(scaled, delta, alpha) == "not worse" if one_sided
+                else equivalence(scaled, delta, alpha) == "equivalent"):
             return n
     return None
 

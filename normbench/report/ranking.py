@@ -164,18 +164,26 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     return BestSet(best, members, order, table)
 
 
-COMPARISON = ["study", "task.name"]  # the runs columns that make one comparison
+COMPARISON = ["study", "axes.role", "task.name"]  # the runs columns that make one comparison
+EVALUATION = "evaluation"  # a tuned study's evaluation runs: ranked on the test split (tuning.py)
 
 
 def comparisons(runs: pd.DataFrame):
-    """(study, task, runs) for each comparison: the groups of one study on one task."""
+    """(study, task, runs) for each comparison: the groups of one study on one task (a tuned
+    study's selection and evaluation runs are two comparisons: the first chose the second's lrs)."""
     keys = [c for c in COMPARISON if c in runs]
     if runs.empty:
         return
-    for key, mine in runs.groupby(keys, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        study, task = (key if len(keys) == 2 else ("", key[0]))
-        yield str(study), str(task), mine
+    for key, mine in runs.groupby(keys, sort=False, dropna=False):
+        values = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        yield str(values.get("study", "")), str(values["task.name"]), mine
+
+
+def comparison_score(runs: pd.DataFrame, score: str) -> str:
+    """The metric a comparison ranks on: the test split for a tuned study's evaluation runs."""
+    if "axes.role" in runs and (runs["axes.role"] == EVALUATION).all() and "metrics.test" in runs:
+        return "metrics.test"
+    return score
 
 
 def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = "metrics.final_val") -> pd.DataFrame:
@@ -190,7 +198,7 @@ def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = "m
         return columns
     for _, _, runs in comparisons(trained):
         higher = bool(runs["task.higher_is_better"].iloc[0])
-        result = best_set(runs, higher, score=score)
+        result = best_set(runs, higher, score=comparison_score(runs, score))
         rows = summary["group"].isin(runs["group"].unique())
         position = {g: i + 1 for i, g in enumerate(result.order)}
         columns.loc[rows, "rank"] = summary.loc[rows, "group"].map(position)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from normbench.report.aggregate import NO_STUDY, STATUSES, TIMING_NOISY, TRAINED, display_path, format_value
-from normbench.report.claims import Claim, Effect, Verdict
+from normbench.report.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
 from normbench.report.speed import condition_rows
 from normbench.report.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
 
@@ -53,6 +53,8 @@ class ClaimView:
     explanation: str
     evidence: Table
     css: str = field(default="")
+    parts: Table | None = None  # one row per part (claims.PART_COLUMNS)
+    study: str = ""
 
 
 def number(value, digits: int = 4) -> str:
@@ -191,7 +193,7 @@ def leaderboards(summary: pd.DataFrame, axes: list[str]) -> list[Leaderboard]:
     ranked: they follow in their own table, with what they scored."""
     axes = [a for a in axes if a != "axes.task"]
     boards = []
-    keys = ["study", "task"] if "study" in summary else ["task"]
+    keys = "comparison" if "comparison" in summary else "task"
     for _, rows in summary.groupby(keys, sort=False):
         metric = str(rows["metric"].iloc[0])
         higher = bool(rows["higher_is_better"].iloc[0])
@@ -282,20 +284,25 @@ def unfinished_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
 def effect_text(effect: Effect | None) -> str:
     if effect is None:
         return "—"
-    interval = ("95% interval undefined" if effect.interval is None else
-                f"95% CI [{number(effect.interval[0], 3)}, {number(effect.interval[1], 3)}]")
+    level = f"{effect.level * 100:.4g}%"
+    interval = (f"{level} interval undefined" if effect.interval is None else
+                "no spread: every seed gave the same value" if effect.interval[0] == effect.interval[1] else
+                f"{level} interval [{number(effect.interval[0], 3)}, {number(effect.interval[1], 3)}]")
     return f"{effect.label}: {number(effect.estimate, 3)} ({interval})"
 
 
-def claim_view(claim: Claim, verdict: Verdict) -> ClaimView:
+def claim_view(claim: Claim, verdict: Verdict, titles: dict[str, str] | None = None) -> ClaimView:
+    """`titles`: study id -> the title the report gives it (aggregate.study_titles)."""
     evidence = verdict.evidence
     table = Table([str(c) for c in evidence.columns],
                   [[number(v, 4) if not isinstance(v, str) else v for v in row]
                    for row in evidence.itertuples(index=False, name=None)])
     arms = ", ".join(f"{name}: {n}" for name, n in verdict.n_per_arm.items()) or "—"
     return ClaimView(claim.id, claim.statement, claim.citation, verdict.status, effect_text(verdict.effect),
-                     [effect_text(e) for e in verdict.more_effects], arms, verdict.explanation, table,
-                     verdict.status.replace(" ", "-"))
+                     [effect_text(e) for e in verdict.more_effects], arms, verdict.context or verdict.explanation, table,
+                     verdict.status.replace(" ", "-"),
+                     Table(list(PART_COLUMNS), part_rows(verdict), wrap=tuple(PART_COLUMNS[:2])),
+                     (titles or {}).get(verdict.study, verdict.study))
 
 
 def trained_count(runs: pd.DataFrame) -> int:

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+from normbench.report.aggregate import NO_STUDY
+
 import math
 
 import pytest
 
 from normbench.report.claims import (CLAIMS, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SLOPE_DELTA, SUPPORTED,
-                                     evaluate_claims, fp16_small_eps_nonfinite, gamma_small_flow,
-                                     in_cell_most_stable, ln_batch_robust, postln_grad_depth,
-                                     postln_needs_warmup, rms_faster_than_ln, settings)
+                                     TOWARD_CONTRADICTED, TOWARD_SUPPORTED, evaluate_claims, settings)
+
+BY_ID = {c.id: c for c in CLAIMS}
+
+
+def checker(claim_id: str):
+    return lambda runs, alpha=0.05: BY_ID[claim_id].check(runs, alpha)
+
+
+ln_batch_robust, postln_needs_warmup, postln_grad_depth = (
+    checker("ln_batch_robust"), checker("postln_needs_warmup"), checker("postln_grad_depth"))
+fp16_small_eps_nonfinite, rms_faster_than_ln, in_cell_most_stable = (
+    checker("fp16_small_eps_nonfinite"), checker("rms_faster_than_ln"), checker("in_cell_most_stable"))
+bn_gamma_small_flow, ln_gamma_insensitive = checker("bn_gamma_small_flow"), checker("ln_gamma_insensitive")
 
 SEEDS = (0, 1, 2)
 QUIET = 0.002  # seed-to-seed spread small enough for a TOST at δ = 0.01 to decide with 3 seeds
@@ -49,8 +62,9 @@ def test_ln_batch_robust(runs_of, rows, expected):
     verdict = ln_batch_robust(runs_of(*rows))
     assert verdict.status == expected, verdict.explanation
     if expected != NOT_APPLICABLE:
-        assert set(verdict.evidence["arm"]) == {"bn @ batch 256", "bn @ batch 4", "ln @ batch 256", "ln @ batch 4"}
-        assert len(verdict.parts) == 2 and "δ = 0.01 accuracy" in verdict.explanation
+        assert set(verdict.evidence["arm"]) == {"bn @ large batch", "bn @ small batch", "ln @ small batch", "ln @ large batch"}
+        assert set(verdict.evidence["batch_size"]) == {"4", "256"}
+        assert len(verdict.parts) == 2 and verdict.parts[1].margin == "δ = 0.01 accuracy"
 
 
 def test_ln_and_bn_both_degrading_is_not_supported(runs_of):
@@ -63,8 +77,10 @@ def test_ln_and_bn_both_degrading_is_not_supported(runs_of):
 def test_ln_flat_but_noisy_is_inconclusive(runs_of):
     """LN's mean does not move, but its interval is wider than ±δ: equivalence is not shown."""
     verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.95, spread=0.05)))
+    ln = verdict.parts[1]
     assert statuses(verdict)[1] == INCONCLUSIVE and verdict.status == INCONCLUSIVE
-    assert "seeds per arm would put the 90% interval inside ±δ" in verdict.explanation
+    assert ln.lean == TOWARD_SUPPORTED and ln.seeds_needed > 3 and ln.mde > 0
+    assert "leans toward supported" in verdict.explanation
 
 
 def test_ln_batch_robust_is_direction_aware(runs_of):
@@ -73,8 +89,8 @@ def test_ln_batch_robust_is_direction_aware(runs_of):
     verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.5, ln_small=0.05, large=0.05, task="adding")))
     assert verdict.status == SUPPORTED, verdict.explanation
     assert verdict.effect.estimate == pytest.approx(0.05 - 0.5)
-    assert "bn @ batch 256 − bn @ batch 4" in verdict.effect.label and "lower is better" in verdict.effect.label
-    assert "δ = 0.0167 mse (10% of the range from chance 0.167 to the ideal 0)" in verdict.explanation
+    assert "bn @ large batch − bn @ small batch" in verdict.effect.label and "lower is better" in verdict.effect.label
+    assert verdict.parts[1].margin == "δ = 0.0167 mse (10% of the range from chance 0.167 to the ideal 0)"
 
 
 def test_divergence_is_the_effect_not_missing_data(runs_of):
@@ -89,18 +105,15 @@ def test_divergence_is_the_effect_not_missing_data(runs_of):
     assert rate.label.startswith("divergence rate") and rate.estimate == -1.0 and rate.interval[1] < 0
 
 
-def test_mse_divergence_never_scores_better_than_a_finished_run(runs_of):
-    """Finished runs far worse than chance (1.69 vs 0.167) still beat diverged ones."""
+def test_mse_divergence_is_worse_than_a_finished_run_never_scored_at_chance(runs_of):
+    """BN at batch 4 diverged every time: the divergence rate decides, no score is made up for it."""
     rows = batch_runs(bn_small=0.05, ln_small=0.05, large=0.05, task="adding")
     for row in rows:
-        if row["axes"]["norm"] == "bn":
-            if row["axes"]["batch_size"] == 256:
-                row["best_val"] = 1.69 + jitter(row["seed"])
-            else:
-                row["status"] = "diverged"
+        if row["axes"]["norm"] == "bn" and row["axes"]["batch_size"] == 4:
+            row["status"] = "diverged"
     verdict = ln_batch_robust(runs_of(*rows))
     assert verdict.parts[0].status == SUPPORTED, verdict.explanation  # the diverged arm is the worse one
-    assert "chance" not in verdict.parts[0].test
+    assert math.isnan(verdict.parts[0].effects[0].estimate)  # no finished run at batch 4: no score invented
 
 
 # --- postln_needs_warmup ------------------------------------------------------------------------
@@ -131,7 +144,9 @@ def test_postln_needs_warmup_noisy_is_inconclusive(runs_of):
         row["best_val"] += 0.2 * (row["seed"] - 1) * (1 if row["axes"]["placement"] == "post" else -1)
     verdict = postln_needs_warmup(runs_of(*rows))
     assert verdict.status == INCONCLUSIVE
-    assert "Minimum detectable effect of this design" in verdict.explanation and "seeds per arm" in verdict.explanation
+    post = verdict.parts[0]
+    assert post.status == INCONCLUSIVE and post.lean == TOWARD_SUPPORTED and post.mde > 0.05
+    assert "minimum detectable effect" in verdict.explanation
 
 
 def test_pre_ln_needing_warmup_too_is_not_supported(runs_of):
@@ -234,9 +249,9 @@ def test_last_layer_is_the_deepest_block(runs_of):
     assert runs["profiles.last_layer_grad_norm_init"].tolist() == [1.0, 5.0]
 
 
-# --- gamma_small_flow ---------------------------------------------------------------------------
+# --- bn_gamma_small_flow (Cooijmans) and ln_gamma_insensitive (Ba) -------------------------------
 
-def gamma_runs(small_ratio: float, unit_ratio: float, seeds=SEEDS, gammas=(0.1, 1.0), norm: str = "ln",
+def gamma_runs(small_ratio: float, unit_ratio: float, seeds=SEEDS, gammas=(0.1, 1.0), norm: str = "bn",
                task: str = "copy", small_val: float = 0.9, unit_val: float = 0.9, spread: float = QUIET) -> list[dict]:
     rows = []
     for seed in seeds:
@@ -252,36 +267,41 @@ def gamma_runs(small_ratio: float, unit_ratio: float, seeds=SEEDS, gammas=(0.1, 
 @pytest.mark.parametrize("rows, expected", [
     (gamma_runs(small_ratio=-0.5, unit_ratio=-3.0), SUPPORTED),
     (gamma_runs(small_ratio=-3.0, unit_ratio=-0.5), CONTRADICTED),
+    (gamma_runs(small_ratio=-0.5, unit_ratio=-3.0, unit_val=0.95), CONTRADICTED),  # flows better, less accurate
     (gamma_runs(small_ratio=-0.5, unit_ratio=-3.0, seeds=(0,)), INCONCLUSIVE),
     (gamma_runs(-0.5, -3.0, gammas=(0.5, 1.0)), NOT_APPLICABLE),
+    (gamma_runs(-0.5, -3.0, norm="ln"), NOT_APPLICABLE),  # Cooijmans's claim is about BatchNorm
     ([{**r, "axes": {**r["axes"], "model": "transformer"}, "recurrent": False, "metrics": {}}
       for r in gamma_runs(-0.5, -3.0)], NOT_APPLICABLE),
 ])
-def test_gamma_small_flow(runs_of, rows, expected):
-    verdict = gamma_small_flow(runs_of(*rows))
+def test_bn_gamma_small_flow(runs_of, rows, expected):
+    verdict = bn_gamma_small_flow(runs_of(*rows))
     assert verdict.status == expected, verdict.explanation
 
 
-def test_gamma_small_flow_tests_ln_accuracy(runs_of):
-    """Better flow with LN's accuracy moving by 0.05 is not "insensitive"."""
-    verdict = gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0, small_val=0.85)))
-    assert statuses(verdict) == [SUPPORTED, CONTRADICTED] and verdict.status == CONTRADICTED
-    noisy = gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0, spread=0.05)))
-    assert statuses(noisy) == [SUPPORTED, INCONCLUSIVE] and noisy.status == INCONCLUSIVE
-
-
-def test_gamma_small_flow_without_ln_cannot_be_supported(runs_of):
-    verdict = gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0, norm="bn")))
+def test_flow_at_init_needs_no_learning_but_accuracy_does(runs_of):
+    """Flow is measured before the first update, so arms at chance still show it; accuracy at chance says nothing."""
+    verdict = bn_gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0, small_val=0.1, unit_val=0.1)))
     assert statuses(verdict) == [SUPPORTED, NOT_APPLICABLE] and verdict.status == INCONCLUSIVE
-    assert "No LN runs at both gains" in verdict.explanation
+    assert "No arm learned" in verdict.parts[1].note
+
+
+@pytest.mark.parametrize("small_val, spread, expected", [
+    (0.9, QUIET, SUPPORTED),
+    (0.85, QUIET, CONTRADICTED),  # moves by 0.05, beyond δ = 0.01
+    (0.9, 0.05, INCONCLUSIVE),
+])
+def test_ln_gamma_insensitive(runs_of, small_val, spread, expected):
+    verdict = ln_gamma_insensitive(runs_of(*gamma_runs(-0.5, -3.0, norm="ln", small_val=small_val, spread=spread)))
+    assert verdict.status == expected, verdict.explanation
 
 
 def test_effect_label_says_what_the_number_is(runs_of):
     """The table's 0.1682 at gamma 0.1 and 0.1541 at 1.0 (mse) print as +0.0141, gamma 0.1 − gamma 1.0."""
-    verdict = gamma_small_flow(runs_of(*gamma_runs(-0.5, -3.0, task="adding", small_val=0.1682, unit_val=0.1541)))
-    accuracy = verdict.parts[1].effects[0]
-    assert accuracy.estimate == pytest.approx(0.1682 - 0.1541)
-    assert "mse of finished runs: LN gamma 0.1 − LN gamma 1.0 (lower is better" in accuracy.label
+    rows = gamma_runs(-0.5, -3.0, norm="ln", task="adding", small_val=0.1082, unit_val=0.0941)
+    accuracy = ln_gamma_insensitive(runs_of(*rows)).parts[0].effects[0]
+    assert accuracy.estimate == pytest.approx(0.1082 - 0.0941)
+    assert "mse (best_val): ln γ 0.1 − ln γ 1.0 (lower is better" in accuracy.label
 
 
 # --- fp16_small_eps_nonfinite -------------------------------------------------------------------
@@ -380,7 +400,7 @@ def test_in_cell_most_stable(runs_of, rows, expected):
 def test_in_cell_most_stable_is_about_layernorm(runs_of):
     """A BatchNorm-only sweep says nothing about LayerNorm in the cell."""
     verdict = in_cell_most_stable(runs_of(*stability_runs(3.2, 5.0, 8.7, norm="bn")))
-    assert verdict.status == NOT_APPLICABLE and "LayerNorm" in verdict.explanation
+    assert verdict.status == NOT_APPLICABLE and "norm=ln, placement=in_cell" in verdict.explanation
 
 
 def test_gradient_norms_that_contradict_the_kurtosis_are_not_ignored(runs_of):
@@ -418,15 +438,32 @@ def test_settings_ignore_missing_values_and_constant_extra_axes(runs_of):
 
 def test_registry_lists_every_claim_once():
     ids = [c.id for c in CLAIMS]
-    assert ids == ["ln_batch_robust", "postln_needs_warmup", "postln_grad_depth", "gamma_small_flow",
-                   "fp16_small_eps_nonfinite", "rms_faster_than_ln", "in_cell_most_stable",
-                   "ln_larger_stable_lr"]
-    assert all(c.statement and c.citation for c in CLAIMS)
+    assert ids == ["ln_batch_robust", "postln_needs_warmup", "postln_grad_depth", "bn_gamma_small_flow",
+                   "ln_gamma_insensitive", "fp16_small_eps_nonfinite", "rms_faster_than_ln", "in_cell_most_stable",
+                   "ln_larger_stable_lr", "ln_lstm_converges_faster", "bn_lstm_converges_faster",
+                   "ln_beats_bn_variable_length", "dropout_after_norm"]
+    assert all(c.statement and c.citation and c.parts for c in CLAIMS)
+    for c in CLAIMS:  # every part names arms the claim defines
+        assert all(p.a in c.arms and (p.b is None or p.b in c.arms) for p in c.parts), c.id
+
+
+def test_readme_claim_list_equals_the_specs():
+    """The README lists every claim by id, and no claim that is not a spec."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("<!-- claims:start -->")[1].split("<!-- claims:end -->")[0]
+    listed = re.findall(r"^- `([a-z0-9_]+)`", section, flags=re.M)
+    assert listed == [c.id for c in CLAIMS]
+    for c in CLAIMS:
+        line = next(line for line in section.splitlines() if line.startswith(f"- `{c.id}`"))
+        assert line == f"- `{c.id}`: {c.statement} ({c.source})", c.id
 
 
 def test_not_applicable_says_what_is_missing(runs_of):
     verdicts = dict((c.id, v) for c, v in evaluate_claims(runs_of({"seed": 0}, {"seed": 1})))
-    assert verdicts["ln_batch_robust"].explanation.startswith("Needs norm ln and bn")
+    assert verdicts["ln_batch_robust"].explanation.startswith("Needs bn @ large batch (norm=bn")
     assert "fp16" in verdicts["fp16_small_eps_nonfinite"].explanation
     assert all(v.status == NOT_APPLICABLE for v in verdicts.values())
 
@@ -450,7 +487,8 @@ def test_claims_compare_like_with_like_across_mixed_sweeps(runs_of):
     verdict = verdicts["ln_batch_robust"]
     assert verdict.status == SUPPORTED
     assert verdict.effect.estimate == pytest.approx(ln_batch_robust(runs_of(*real)).effect.estimate)
-    assert "Judged within lr=0.001." in verdict.explanation and "lr=1: inconclusive" in verdict.explanation
+    assert verdict.setting == "lr=0.001" and verdict.others == [("lr=1", INCONCLUSIVE)]
+    assert "Judged within lr=0.001" in verdict.explanation and "lr=1: inconclusive" in verdict.explanation
 
 
 def test_a_claim_needing_a_mix_of_settings_is_not_applicable(runs_of):
@@ -484,7 +522,7 @@ def test_ln_batch_robust_takes_the_equal_data_runs_beside_a_fixed_steps_sweep(ru
     equal = batch_runs(bn_small=0.60, ln_small=0.95, examples=6400)
     verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*fixed, *equal)))["ln_batch_robust"]
     assert verdict.status == SUPPORTED, verdict.explanation
-    assert verdict.n_per_arm == {"bn @ batch 256": 3, "bn @ batch 4": 3, "ln @ batch 256": 3, "ln @ batch 4": 3}
+    assert verdict.n_per_arm == {"bn @ large batch": 3, "bn @ small batch": 3, "ln @ small batch": 3, "ln @ large batch": 3}
 
 
 # --- fp16_small_eps_nonfinite: which runs' norms computed in fp16 ---------------------------------
@@ -506,5 +544,263 @@ def test_fp16_small_eps_judged_where_the_norm_is_fp16_beside_its_fp32_control(ru
     half = [dict(r, axes={**r["axes"], "norm_fp32": False}) for r in eps_runs(3, 0, precision="fp16_pure")]
     verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*control, *half)))["fp16_small_eps_nonfinite"]
     assert verdict.status == SUPPORTED, verdict.explanation
-    assert verdict.n_per_arm == {"eps 1e-08": 3, "eps 0.001": 3}
+    assert verdict.n_per_arm == {"smallest eps": 3, "largest eps": 3}
+    assert list(verdict.evidence["eps"]) == ["1e-08", "0.001"]
     assert "Judged within norm_fp32=false" in verdict.explanation
+
+
+# --- the engine's rules, one table row per case ------------------------------------------------------
+
+def two_arms(a_val: float, b_val: float, seeds=SEEDS, spread: float = QUIET, key: str = "model.dropout_at",
+             values=("after_norm", "before_norm"), extra: dict | None = None) -> list[dict]:
+    return [{"seed": seed, "best_val": val + jitter(seed, spread), "axes": {key: value, **(extra or {})}}
+            for seed in seeds for value, val in zip(values, (a_val, b_val))]
+
+
+def in_studies(runs_of, *studies: tuple[str, list[dict]]):
+    """The runs table with a study column (the lead's aggregate adds it from the records)."""
+    runs = runs_of(*[row for _, rows in studies for row in rows])
+    return runs.assign(study=[name for name, rows in studies for _ in rows])
+
+
+def dropout(runs, alpha=0.05):
+    return BY_ID["dropout_after_norm"].check(runs, alpha)
+
+
+@pytest.mark.parametrize("a_val, b_val, spread, expected, lean", [
+    (0.90, 0.80, QUIET, SUPPORTED, None),
+    (0.80, 0.90, QUIET, CONTRADICTED, None),   # the interval excludes the claimed direction
+    (0.86, 0.85, 0.05, INCONCLUSIVE, TOWARD_SUPPORTED),
+    (0.84, 0.85, 0.05, INCONCLUSIVE, TOWARD_CONTRADICTED),
+    (0.12, 0.11, QUIET, NOT_APPLICABLE, None),  # both arms at chance (0.1): a degenerate stratum
+])
+def test_a_directional_part_reads_its_interval_both_ways(runs_of, a_val, b_val, spread, expected, lean):
+    verdict = dropout(runs_of(*two_arms(a_val, b_val, spread=spread)))
+    assert verdict.status == expected, verdict.explanation
+    if expected != NOT_APPLICABLE:
+        part = verdict.parts[0]
+        assert part.arms == ("after norm", "before norm") and part.lean == lean
+        assert (part.seeds_needed is not None and part.seeds_needed > 3) == (expected == INCONCLUSIVE)
+        low, high = part.effect.interval
+        assert part.effect.level == pytest.approx(0.90)
+        assert (low > 0) == (expected == SUPPORTED) and (high < 0) == (expected == CONTRADICTED)
+    else:
+        assert "No arm learned" in verdict.explanation
+
+
+def test_alpha_flows_into_every_test(runs_of):
+    """The same data: supported at α = 0.05, inconclusive at α = 0.001 (a wider interval), and said so."""
+    runs = runs_of(*two_arms(0.87, 0.85, spread=0.004))
+    loose, strict = dropout(runs, 0.05), dropout(runs, 0.001)
+    assert loose.status == SUPPORTED and strict.status == INCONCLUSIVE
+    assert strict.parts[0].effect.level == pytest.approx(0.998) and strict.parts[0].lean == TOWARD_SUPPORTED
+    assert "α = 0.001" in strict.explanation and "99.8% interval" in strict.explanation
+    verdicts = dict((c.id, v) for c, v in evaluate_claims(runs, alpha=0.001))
+    assert verdicts["dropout_after_norm"].status == INCONCLUSIVE and verdicts["dropout_after_norm"].alpha == 0.001
+    # TOST too: LN at batch 4 and 256 equal within 0.004 is equivalent at 0.05, not at 0.001
+    batch = runs_of(*batch_runs(bn_small=0.60, ln_small=0.947, spread=0.004))
+    assert ln_batch_robust(batch, 0.05).parts[1].status == SUPPORTED
+    assert ln_batch_robust(batch, 0.001).parts[1].status == INCONCLUSIVE
+
+
+def test_an_equivalence_beyond_its_margin_is_contradicted_and_leans_when_undecided(runs_of):
+    """Issue 21's ln_batch_robust: LN moved 0.1 with batch, its interval lies beyond ±δ: contradicted;
+    with the interval straddling the margin's edge it is inconclusive, leaning toward contradicted."""
+    beyond = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.85)))
+    assert beyond.parts[1].status == CONTRADICTED and beyond.status == CONTRADICTED
+    edge = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.93, spread=0.03)))
+    part = edge.parts[1]
+    assert part.status == INCONCLUSIVE and part.lean == TOWARD_CONTRADICTED and part.seeds_needed
+    assert "leans toward contradicted" in edge.explanation
+
+
+def test_a_degenerate_stratum_never_supports_and_is_named(runs_of):
+    """Issue 22's postln_needs_warmup at lr 1e-2: every arm near chance. That stratum (layers=6) is left
+    out and named; the part rests on the stratum where something was learned."""
+    rows = []
+    for seed in SEEDS:
+        for placement in ("post", "pre"):
+            for layers, warm, cold in ((2, 0.9, 0.3 if placement == "post" else 0.9), (6, 0.12, 0.10)):
+                rows.append({"seed": seed, "best_val": warm + jitter(seed), "axes": {"placement": placement, "warmup_steps": 200, "layers": layers}})
+                rows.append({"seed": seed, "best_val": cold + jitter(seed), "axes": {"placement": placement, "warmup_steps": 0, "layers": layers}})
+    rows = [r for r in rows if not (r["axes"]["layers"] == 6 and r["seed"] == 2 and r["axes"]["warmup_steps"] == 0)]  # unbalanced: stratify
+    verdict = postln_needs_warmup(runs_of(*rows))
+    post = verdict.parts[0]
+    assert "Stratified by layers" in post.test and "No arm learned" in post.test and "layers=6" in post.test
+    assert post.effect.estimate == pytest.approx(0.6, abs=1e-9)  # the layers=2 stratum alone
+    only_chance = postln_needs_warmup(runs_of(*[r for r in rows if r["axes"]["layers"] == 6]))
+    assert only_chance.status == NOT_APPLICABLE and "No arm learned" in only_chance.explanation
+
+
+def test_claims_never_pool_two_studies(runs_of):
+    """One study has only 'after', the other only 'before': no study has both arms, so nothing is compared;
+    two studies each with both arms get one verdict each."""
+    after = [r for r in two_arms(0.9, 0.8) if r["axes"]["model.dropout_at"] == "after_norm"]
+    before = [r for r in two_arms(0.9, 0.8) if r["axes"]["model.dropout_at"] == "before_norm"]
+    apart = in_studies(runs_of, ("a", after), ("b", before))
+    assert dropout(apart.drop(columns="study")).status == SUPPORTED  # pooled, the arms would compare
+    (claim, verdict), = [(c, v) for c, v in evaluate_claims(apart) if c.id == "dropout_after_norm"]
+    assert verdict.status == NOT_APPLICABLE and "studies" in verdict.explanation
+    both = in_studies(runs_of, ("a", two_arms(0.9, 0.8)), ("b", two_arms(0.8, 0.9)))
+    found = [(v.study, v.status) for c, v in evaluate_claims(both) if c.id == "dropout_after_norm"]
+    assert found == [("a", SUPPORTED), ("b", CONTRADICTED)]
+    without = [(v.study, v.status) for c, v in evaluate_claims(runs_of(*two_arms(0.9, 0.8))) if c.id == "dropout_after_norm"]
+    assert without == [(NO_STUDY, SUPPORTED)]  # records without a study: one study
+
+
+def test_rms_speed_undecided_says_the_real_reason(runs_of):
+    """Three runs per arm, all with disturbed timings: the reason is the timings, not the run count."""
+    verdict = rms_faster_than_ln(runs_of(*speed_runs(rms_ms=10, ln_ms=12, rms_spread=3.0)))
+    assert "rms: 0 of 3 runs" in verdict.parts[0].note and "single run" not in verdict.explanation
+
+
+def test_part_table_has_one_row_per_part(runs_of):
+    from normbench.report.claims import PART_COLUMNS, part_rows
+
+    verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.93, spread=0.03)))
+    rows = part_rows(verdict)
+    assert PART_COLUMNS == ["part", "test", "effect [interval]", "verdict"] and len(rows) == 2
+    assert rows[1][3].startswith("inconclusive (leans toward contradicted")
+    assert "90% interval [" in rows[0][2]
+
+
+# --- ln_larger_stable_lr: the largest lr at which an arm trains ----------------------------------
+
+GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+
+
+def lr_grid(norm: str, peak: float, diverges_above: float, seeds=SEEDS, noisy_seed: int | None = None,
+            at_chance_above: float | None = None) -> list[dict]:
+    rows = []
+    placement = "in_cell" if norm == "ln" else "none"
+    for lr in GRID:
+        for seed in seeds:
+            axes = {"model": "lstm", "task": "copy", "layers": 1, "norm": norm, "placement": placement, "lr": lr}
+            if lr > diverges_above * (1 + 1e-9):
+                rows.append({"seed": seed, "status": "diverged", "best_val": None, "axes": axes})
+                continue
+            value = peak - 0.01 * seed
+            if seed == noisy_seed:
+                value -= 0.08  # a noisy seed: well below its arm's best, far above chance
+            if at_chance_above is not None and lr > at_chance_above * (1 + 1e-9):
+                value = 0.11  # finished, learned nothing
+            rows.append({"seed": seed, "best_val": value, "axes": axes,
+                         "metrics": {"final_val": value}})
+    return rows
+
+
+def stable_lr(runs):
+    return BY_ID["ln_larger_stable_lr"].check(runs)
+
+
+@pytest.mark.parametrize("ln, none, expected, ratio", [
+    # real divergence: LN trains up to 3e-2, none up to 3e-3 (5 seeds: the exact sign test can decide)
+    (dict(peak=0.95, diverges_above=3e-2), dict(peak=0.95, diverges_above=3e-3), SUPPORTED, 10.0),
+    # a noisy none seed still trains: it is not "stable at no lr"
+    (dict(peak=0.95, diverges_above=3e-2), dict(peak=0.95, diverges_above=3e-3, noisy_seed=1), SUPPORTED, 10.0),
+    # LN with a higher peak is not penalised: none trains (lower, above half the range) as far as LN
+    (dict(peak=0.95, diverges_above=1e-1), dict(peak=0.70, diverges_above=1e-1), INCONCLUSIVE, 1.0),
+    # none finishes at large lrs but learns nothing there: it does not train there
+    (dict(peak=0.95, diverges_above=1e-1), dict(peak=0.95, diverges_above=1e-1, at_chance_above=3e-3), SUPPORTED, 100 / 3),
+    # the other way round
+    (dict(peak=0.95, diverges_above=3e-3), dict(peak=0.95, diverges_above=3e-2), CONTRADICTED, 0.1),
+])
+def test_stable_lr_is_where_the_arm_trains(runs_of, ln, none, expected, ratio):
+    seeds = (0, 1, 2, 3, 4)
+    verdict = stable_lr(runs_of(*lr_grid("ln", seeds=seeds, **ln), *lr_grid("none", seeds=seeds, **none)))
+    assert verdict.status == expected, verdict.explanation
+    assert verdict.effect.estimate == pytest.approx(ratio)
+    assert "trains" in verdict.parts[0].test and "50%" in verdict.parts[0].test
+
+
+def test_stable_lr_with_two_agreeing_seeds_needs_the_sign_test(runs_of):
+    """Issue 21: 2 seeds printing "3 (95% CI [3, 3])". No spread is no interval: say so, and how many seeds."""
+    verdict = stable_lr(runs_of(*lr_grid("ln", 0.95, 3e-2, seeds=(0, 1)), *lr_grid("none", 0.95, 3e-3, seeds=(0, 1))))
+    part = verdict.parts[0]
+    assert part.status == INCONCLUSIVE and part.seeds_needed == 5 and part.lean == TOWARD_SUPPORTED
+    assert "no spread" in verdict.explanation and "[10, 10]" not in verdict.explanation
+
+
+# --- convergence claims --------------------------------------------------------------------------
+
+def convergence_runs(norm: str, a_loss: float, b_loss: float, seeds=SEEDS, a_val=0.9, b_val=0.8,
+                     a_diverged: int = 0) -> list[dict]:
+    rows = []
+    for seed in seeds:
+        for arm_norm, loss, val, placement in ((norm, a_loss, a_val, "in_cell"), ("none", b_loss, b_val, "none")):
+            diverged = arm_norm == norm and seed < a_diverged
+            rows.append({"seed": seed, "status": "diverged" if diverged else "ok", "best_val": None if diverged else val,
+                         "axes": {"model": "lstm", "norm": arm_norm, "placement": placement},
+                         "metrics": {} if diverged else {"train_loss_auc": loss + jitter(seed, 0.01),
+                                                         "val_auc": val - 0.1 + jitter(seed)}})
+    return rows
+
+
+@pytest.mark.parametrize("claim_id, norm", [("ln_lstm_converges_faster", "ln"), ("bn_lstm_converges_faster", "bn")])
+@pytest.mark.parametrize("kwargs, expected", [
+    (dict(a_loss=0.5, b_loss=0.9), SUPPORTED),
+    (dict(a_loss=0.9, b_loss=0.5, a_val=0.8, b_val=0.9), CONTRADICTED),
+    (dict(a_loss=0.5, b_loss=0.9, a_val=0.7, b_val=0.9), INCONCLUSIVE),  # the two curves disagree
+    (dict(a_loss=0.5, b_loss=0.9, seeds=(0, 1, 2, 3, 4, 5), a_diverged=5), CONTRADICTED),  # diverged counts as slowest
+    (dict(a_loss=0.5, b_loss=0.9, a_val=0.1, b_val=0.1), NOT_APPLICABLE),  # nobody learned
+])
+def test_convergence_claims(runs_of, claim_id, norm, kwargs, expected):
+    verdict = BY_ID[claim_id].check(runs_of(*convergence_runs(norm, **kwargs)))
+    assert verdict.status == expected, verdict.explanation
+
+
+def test_convergence_needs_the_curve_summaries(runs_of):
+    rows = [{**r, "metrics": {}} for r in convergence_runs("ln", 0.5, 0.9)]
+    verdict = BY_ID["ln_lstm_converges_faster"].check(runs_of(*rows))
+    assert verdict.status == NOT_APPLICABLE and "train_loss_auc" in verdict.explanation
+
+
+# --- issue 23: variable lengths, dropout ---------------------------------------------------------
+
+def length_runs(unmasked: dict[int, float], masked: float = 0.9, ln: float = 0.92, seeds=SEEDS) -> list[dict]:
+    rows = []
+    for seed in seeds:
+        for spread, bn_value in unmasked.items():
+            for arm, value, mask in (("ln", ln, None), ("bn", masked, True), ("bn", bn_value, False)):
+                axes = {"model": "lstm", "norm": arm, "placement": "in_cell", "task.length_spread": spread,
+                        **({"norm.bn_mask": mask} if mask is not None else {})}
+                rows.append({"seed": seed, "best_val": value + jitter(seed), "axes": axes})
+    return rows
+
+
+@pytest.mark.parametrize("rows, expected", [
+    (length_runs({0: 0.85, 8: 0.6}, masked=0.88), SUPPORTED),
+    (length_runs({0: 0.6, 8: 0.85}, masked=0.88), CONTRADICTED),  # the deficit shrinks with spread
+    (length_runs({0: 0.85, 8: 0.6}, masked=0.95), CONTRADICTED),  # masked BN beats LN
+    (length_runs({8: 0.6}), NOT_APPLICABLE),  # one spread: only the growth part cannot be tested
+])
+def test_ln_beats_bn_variable_length(runs_of, rows, expected):
+    verdict = BY_ID["ln_beats_bn_variable_length"].check(runs_of(*rows))
+    if expected == NOT_APPLICABLE:
+        assert verdict.parts[2].status == NOT_APPLICABLE and verdict.status != SUPPORTED
+    else:
+        assert verdict.status == expected, verdict.explanation
+
+
+def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_record, tmp_path):
+    """Records without metrics.train_loss_auc: the engine reads metrics.jsonl (mean training loss over the
+    run), and states steps to the study-relative target per arm (a diverged run never reaches it)."""
+    import json
+
+    for seed in SEEDS:
+        for norm, scale, best in (("ln", 0.5, 0.9), ("none", 1.0, 0.8)):
+            run = write_record(tmp_path, f"{norm}-{seed}", seed=seed, best_val=best,
+                               axes={"model": "lstm", "norm": norm, "placement": "in_cell" if norm == "ln" else "none"})
+            lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+            for line in lines:
+                if line["kind"] == "train":
+                    line["loss"] *= scale * (1 + 0.01 * seed)
+            (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    from normbench.report import aggregate
+    from normbench.report.records import find_records
+
+    runs = aggregate.runs_frame(find_records([tmp_path]).runs)  # the report's frame (load_runs renames settings)
+    verdict = BY_ID["ln_lstm_converges_faster"].check(aggregate.label_groups(runs, aggregate.varying_axes(runs)))
+    assert verdict.status == SUPPORTED, verdict.explanation
+    assert "Steps to target (50% of the way from chance" in verdict.parts[0].note
+    assert "ln-lstm median 25 (3/3 runs reached it); lstm median 50 (3/3" in verdict.parts[0].note

@@ -10,7 +10,8 @@ from scipy import stats
 
 from normbench.report.intervals import (Estimate, agresti_caffo, combine, equivalence, inverse_variance,
                                         mean_estimate, minimum_detectable_effect, non_inferiority,
-                                        proportion_difference, seeds_for_equivalence, seeds_to_detect,
+                                        decision_level, proportion_difference, seeds_for_equivalence,
+                                        seeds_to_decide, seeds_to_detect,
                                         slope_estimate, t_quantile, wilson_interval)
 
 # Two-sided 95% critical values from any printed t table.
@@ -102,10 +103,10 @@ def test_minimum_detectable_effect_and_seeds_needed():
     s, n = 0.1, 5
     estimate = combine([(1, Estimate(0.0, s * s / n, n - 1)), (-1, Estimate(0.0, s * s / n, n - 1))])
     df = 2 * n - 2
-    expected = (stats.t.ppf(0.975, df) + stats.t.ppf(0.8, df)) * s * math.sqrt(2 / n)
+    expected = (stats.t.ppf(0.95, df) + stats.t.ppf(0.8, df)) * s * math.sqrt(2 / n)  # one-sided at α = 0.05
     assert minimum_detectable_effect(estimate) == pytest.approx(expected, rel=1e-9)
     needed = seeds_to_detect(Estimate(0.05, estimate.var, estimate.df), n)
-    at = lambda k: (stats.t.ppf(0.975, 2 * k - 2) + stats.t.ppf(0.8, 2 * k - 2)) * s * math.sqrt(2 / k)
+    at = lambda k: (stats.t.ppf(0.95, 2 * k - 2) + stats.t.ppf(0.8, 2 * k - 2)) * s * math.sqrt(2 / k)
     assert at(needed) <= 0.05 < at(needed - 1)
     assert seeds_to_detect(Estimate(0.0, estimate.var, estimate.df), n) is None
     assert seeds_for_equivalence(Estimate(0.02, estimate.var, estimate.df), n, 0.01) is None  # already beyond δ
@@ -160,3 +161,27 @@ def test_newcombe_difference_matches_newcombe_1998b_table_2(counts, published):
     difference, interval = proportion_difference(k1, n1, k2, n2)
     assert difference == pytest.approx(k1 / n1 - k2 / n2)
     assert interval == pytest.approx(published, abs=1e-4)
+
+
+def test_alpha_sets_the_one_interval_that_decides_both_ways():
+    """At α the (1 − 2α) interval decides: inside ±δ is equivalent, wholly outside is different,
+    and a smaller α widens it until the same data decide nothing."""
+    assert decision_level(0.05) == pytest.approx(0.90) and decision_level(0.001) == pytest.approx(0.998)
+    near = Estimate(0.0, 0.004 ** 2, 10.0)
+    assert equivalence(near, 0.01, alpha=0.05) == "equivalent"
+    assert equivalence(near, 0.01, alpha=0.001) == "undecided"
+    beyond = Estimate(0.02, 0.004 ** 2, 10.0)  # 90% interval [0.0127, 0.0273]: wholly above +δ
+    assert equivalence(beyond, 0.01) == "different"
+    assert non_inferiority(Estimate(-0.02, 0.004 ** 2, 10.0), 0.01) == "worse"
+    with pytest.raises(ValueError):
+        decision_level(0.5)
+
+
+def test_seeds_to_decide_clears_the_distance_with_power():
+    s, n = 0.1, 3
+    estimate = Estimate(0.05, 2 * s * s / n, 2 * n - 2)
+    needed = seeds_to_decide(estimate, n, 0.05, alpha=0.05)
+    at = lambda k, a: (stats.t.ppf(1 - a, 2 * k - 2) + stats.t.ppf(0.8, 2 * k - 2)) * s * math.sqrt(2 / k)
+    assert at(needed, 0.05) <= 0.05 < at(needed - 1, 0.05)
+    assert seeds_to_decide(estimate, n, 0.05, alpha=0.001) > needed  # a stricter α needs more seeds
+    assert seeds_to_decide(estimate, n, 0.0) is None and seeds_to_decide(Estimate(0.05, math.nan, 1.0), n, 0.05) is None

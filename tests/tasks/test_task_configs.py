@@ -80,7 +80,7 @@ def test_out_of_range_value_raises_one_line_naming_key_value_and_rule(config_cla
 @pytest.mark.parametrize("name", sorted(TASK_CONFIGS))
 def test_yaml_lists_every_field_with_its_default_in_field_order(name):
     raw = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "task" / f"{name}.yaml"))
-    assert raw.pop("defaults") == [f"{name}_schema", "_self_"]
+    assert raw.pop("defaults") == [f"/task_{name}_schema@_here_", "_self_"]
     config_class = TASK_CONFIGS[name]
     assert list(raw) == [field.name for field in dataclasses.fields(config_class)]
     assert raw == dataclasses.asdict(config_class())
@@ -91,7 +91,7 @@ def task_schemas():
     # The app registers the same schemas; registering them here keeps this test self-contained.
     store = ConfigStore.instance()
     for name, config_class in TASK_CONFIGS.items():
-        store.store(group="task", name=f"{name}_schema", node=config_class)
+        store.store(name=f"task_{name}_schema", node=config_class)
 
 
 @pytest.mark.parametrize("name", sorted(TASK_CONFIGS))

@@ -1,0 +1,25 @@
+"""Claims from the normalization literature, checked against the runs at hand.
+
+specs.py holds the claims as data; engine.py the one set of rules that judges them (its docstring
+states the tests, the α, the pooling and the four verdicts).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from normbench.report.claims.engine import (ACCURACY_DELTA, ALPHA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
+                                            NOT_APPLICABLE, PART_COLUMNS, RANGE_SHARE, SLOPE_DELTA, SUPPORTED,
+                                            TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
+                                            PartSpec, Verdict, evaluate, part_rows, settings, studies)
+from normbench.report.claims.specs import CLAIMS, TRAINS_SHARE
+
+__all__ = ["ACCURACY_DELTA", "ALPHA", "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "LEARNED_SHARE", "NOT_APPLICABLE",
+           "PART_COLUMNS", "RANGE_SHARE", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
+           "TRAINS_SHARE", "Claim", "Effect", "Measure", "Part", "PartSpec", "Verdict", "evaluate_claims",
+           "part_rows", "settings", "studies"]
+
+
+def evaluate_claims(runs: pd.DataFrame, alpha: float = ALPHA) -> list[tuple[Claim, Verdict]]:
+    """Every claim, judged within each study and setting where it applies, every test at ``alpha``."""
+    return evaluate(CLAIMS, runs, alpha)

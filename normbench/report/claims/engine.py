@@ -1,0 +1,1167 @@
+"""The claims engine: one set of rules that judges every claim spec (specs.py) against the runs.
+
+A claim names its **arms** as selectors over settings (``{"norm": "ln", "placement": "in_cell"}``)
+and asserts **parts** from a small vocabulary (``better``, ``not_worse``, ``equivalent``,
+``more_stable``, ``faster``, ``higher_rate``, ``ratio``, ``slope``, ``converges_faster``,
+``grows``); each part is tested on its own and reported, and the claim is
+
+* `supported` only when every part is supported,
+* `contradicted` when some part is contradicted,
+* `inconclusive` otherwise (a part whose arms have fewer than 2 seeds is never decided),
+* `not applicable` when the runs lack the arms or axes the claim is about, or no part can be tested.
+
+One α. ``evaluate_claims(runs, alpha)`` makes every directional part a one-sided test at α in each
+direction, so one (1 − 2α) interval decides both ways (90% at α = 0.05): *supported* when it lies
+wholly on the claimed side of the null, *contradicted* when wholly on the other side. Equivalence
+parts are TOST at α: the same (1 − 2α) interval inside (−δ, +δ) is *supported*, wholly outside is
+*contradicted*; non-inferiority ("not worse") is TOST's lower test on the same interval. A slope is
+the OLS slope's t interval; a divergence rate, Newcombe's interval at the same level; a zero-width
+interval (every seed equal) falls back to the exact sign test at α. A sequential study runner may
+pass a spent α per look: it reaches every test.
+
+Margins δ are fixed before any data: ACCURACY_DELTA for accuracy, RANGE_SHARE of the chance-to-ideal
+range for other metrics, SLOPE_DELTA in log-log units for slopes.
+
+Learned something. A part that compares task scores first checks, in each stratum, that at least one
+of its arms learned: its finished runs' mean beats chance by LEARNED_SHARE of the chance-to-ideal
+range. Arms that all sit at chance (a degenerate stratum: too large an lr, too few steps) say nothing
+about the claim; that stratum is left out, named in the part's test, and a part with no stratum left
+is not applicable with that reason. Parts measured at initialization, on timings or on gradients do
+not depend on learning and skip the check.
+
+Divergence. A diverged run is a result and counts as worse than every finished run; it is never
+scored at chance. Score comparisons test the divergence rate and the finished runs' measure apart and
+show both; either may decide unless they point opposite ways.
+
+Where. Claims are judged within each study (the runs' ``study`` column; absent = one study), never
+pooling two studies; within a study, within each setting that agrees on every axis the claim does not
+compare or pool (most seeds first, the others listed with it). Inside a setting another axis is
+pooled only when balanced between the two arms of a part, else the effect is taken within each level
+both share and combined with inverse-variance weights.
+
+Inconclusive parts say which way the estimate leans (``lean``), the minimum detectable effect of the
+design at α and power 0.8 (``mde``), and the seeds per arm that would decide at the effect seen
+(``seeds_needed``: the n whose MDE reaches the distance from the estimate to the boundary it must
+clear).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from normbench.report.aggregate import PRIMARY, format_value
+from normbench.report.intervals import (ALPHA, POWER, Estimate, agresti_caffo, combine, decision_level,
+                                        equivalence, inverse_variance, mean_estimate, minimum_detectable_effect,
+                                        non_inferiority, proportion_difference, seeds_to_decide, slope_estimate)
+
+SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
+    "supported", "contradicted", "inconclusive", "not applicable")
+TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward contradicted"
+FINISHED = ("ok", "diverged")  # runs whose record says how training went
+ACCURACY_DELTA = 0.01  # accuracy points: a difference below this is not one anybody would act on
+RANGE_SHARE = 0.10     # other metrics: 10% of the distance from chance to the ideal value
+SLOPE_DELTA = 0.1      # log-log slope: depth ×10 changes the gradient by at most 10^0.1 ≈ 1.26×
+LEARNED_SHARE = 0.10   # an arm learned when its mean beats chance by 10% of the chance-to-ideal range
+INTERFERENCE = 1.5     # a run's step-time p90/p10 above this: its timing was disturbed
+PART_COLUMNS = ["part", "test", "effect [interval]", "verdict"]
+
+
+# --- selectors ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Is:
+    """A predicate over one setting's value (None when the run lacks the setting)."""
+
+    text: str
+    test: Callable[[object], bool]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Extreme:
+    """The smallest or largest value of an axis among those every arm using it shares."""
+
+    which: str  # "smallest" | "largest"
+
+    def __str__(self) -> str:
+        return f"its {self.which} shared value"
+
+
+SMALLEST, LARGEST = Extreme("smallest"), Extreme("largest")
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def _number(value) -> float | None:
+    if isinstance(value, (bool, np.bool_)) or _missing(value):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _same(value, expected) -> bool:
+    if _missing(value):
+        return False
+    if isinstance(expected, (bool, np.bool_)) or isinstance(value, (bool, np.bool_)):
+        return str(value).lower() == str(expected).lower()
+    a, b = _number(value), _number(expected)
+    if a is not None and b is not None:
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-15)
+    return str(value) == str(expected)
+
+
+POSITIVE = Is("> 0", lambda v: (_number(v) or 0.0) > 0)
+TRUE = Is("true", lambda v: _same(v, True))
+NOT_TRUE = Is("not true", lambda v: not _same(v, True))
+
+
+def one_of(*values) -> Is:
+    return Is(" or ".join(str(v) for v in values), lambda v: any(_same(v, e) for e in values))
+
+
+def named(*parts: str) -> Is:
+    """A value whose name contains one of ``parts`` (model "lstm" in "lstm_peephole")."""
+    return Is(" or ".join(parts), lambda v: not _missing(v) and any(p in str(v).lower() for p in parts))
+
+
+def axis(runs: pd.DataFrame, name: str) -> pd.Series:
+    column = f"axes.{name}"
+    return runs[column] if column in runs else pd.Series(None, index=runs.index, dtype=object)
+
+
+def metric(runs: pd.DataFrame, name: str) -> pd.Series:
+    return pd.to_numeric(runs[name], errors="coerce") if name in runs else pd.Series(np.nan, index=runs.index)
+
+
+def _matches(values: pd.Series, expected) -> pd.Series:
+    if isinstance(expected, Is):
+        return values.map(lambda v: bool(expected.test(None if _missing(v) else v))).astype(bool)
+    return values.map(lambda v: _same(v, expected)).astype(bool)
+
+
+def select(runs: pd.DataFrame, selector: Mapping[str, object]) -> pd.Series:
+    keep = pd.Series(True, index=runs.index)
+    for name, expected in selector.items():
+        if not isinstance(expected, Extreme):
+            keep &= _matches(axis(runs, name), expected)
+    return keep
+
+
+def values_text(series: pd.Series) -> str:
+    values = sorted({format_value(v) for v in series.dropna().tolist()})
+    return "{" + ", ".join(values) + "}" if values else "none"
+
+
+def describe(selector: Mapping[str, object]) -> str:
+    return ", ".join(f"{k} {v}" if isinstance(v, (Is, Extreme)) else f"{k}={format_value(v)}"
+                     for k, v in selector.items())
+
+
+# --- measures -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Measure:
+    """What a part compares, one value per run."""
+
+    name: str
+    values: Callable[[pd.DataFrame], pd.Series]
+    higher: bool | None = None   # None: the task's direction (its metric)
+    finished_only: bool = True   # diverged runs have no value; their rate is tested apart
+    log: bool = False            # compared on the log scale; the effect reads as a ratio
+    task_metric: bool = False    # the task's own metric: named by it, and checked against chance
+
+
+def column(name: str, transform: Callable[[pd.Series], pd.Series] | None = None) -> Callable[[pd.DataFrame], pd.Series]:
+    return lambda runs: (transform or (lambda s: s))(metric(runs, name))
+
+
+SCORE = Measure("best_val", column(PRIMARY), task_metric=True)
+
+
+# --- results ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Effect:
+    label: str  # what the number is and which sign means what
+    estimate: float
+    interval: tuple[float, float] | None  # the (1 − 2α) interval; None when it cannot be had
+    null: float = 0.0  # the "no effect" value: 0 for differences, 1 for ratios
+    level: float = decision_level(ALPHA)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One assertion of a claim, tested on its own."""
+
+    assertion: str
+    status: str
+    test: str                     # arms, test, strata
+    effects: tuple[Effect, ...] = ()  # the first is the one the status rests on
+    arms: tuple[str, ...] = ()    # the arm names it compares
+    margin: str = ""              # δ and why, for equivalence and non-inferiority parts
+    lean: str | None = None       # inconclusive: TOWARD_SUPPORTED / TOWARD_CONTRADICTED / None
+    seeds_needed: int | None = None  # seeds per arm that would decide at the effect seen
+    mde: float | None = None      # the design's minimum detectable effect at α, power 0.8
+    note: str = ""                # the real reason it is undecided or not applicable
+
+    @property
+    def claim(self) -> str:
+        return self.assertion
+
+    @property
+    def effect(self) -> Effect | None:
+        return self.effects[0] if self.effects else None
+
+
+@dataclass
+class Verdict:
+    status: str
+    effect: Effect | None
+    n_per_arm: dict[str, int]
+    evidence: pd.DataFrame
+    explanation: str
+    more_effects: list[Effect] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
+    study: str = ""
+    setting: str = ""
+    alpha: float = ALPHA
+    others: list[tuple[str, str]] = field(default_factory=list)  # (setting, status) judged beside it
+    context: str = ""  # the explanation without its per-part lines (shown above the part table)
+
+
+# --- specs --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PartSpec:
+    kind: str
+    assertion: str
+    a: str
+    b: str | None = None
+    measure: Measure = SCORE
+    claimed: int = 1              # slope: −1 shrinks, +1 grows, 0 flat (TOST)
+    x: str | None = None          # slope and grows: the axis along which
+    margin: float | None = None   # a fixed δ where the measure is not the task's metric
+    margin_text: str = ""
+    learned: bool = True          # check that an arm learned (module docstring)
+    per_seed: Callable | None = None  # ratio: (arm runs, all runs) -> (value per seed, facts)
+
+
+@dataclass(frozen=True)
+class Require:
+    selector: Mapping[str, object]
+    needs: str
+
+
+@dataclass(frozen=True, eq=False)
+class Claim:
+    id: str
+    statement: str
+    citation: str
+    arms: Mapping[str, Mapping[str, object]]
+    parts: tuple[PartSpec, ...]
+    requires: tuple[Require, ...] = ()
+    pool: tuple[str, ...] = ()        # other axes the claim may average over (balanced, else stratified)
+    also_compare: tuple[str, ...] = ()  # axes tied to the arms (steps with batch size, depth for a slope)
+    statuses: tuple[str, ...] = FINISHED
+    prepare: Callable[[pd.DataFrame], tuple[pd.DataFrame, str] | str] | None = None  # a hook, rarely
+    design: str = ""                  # how the arms are chosen and what "supported" needs, one or two sentences
+
+    @property
+    def source(self) -> str:
+        """The citation's authors and year ("Ba, Kiros & Hinton 2016"), or its first words ("Practice")."""
+        found = re.match(r"(.*?\b(19|20)\d\d)\b", self.citation)
+        return found.group(1) if found else self.citation.split(":")[0]
+
+    @property
+    def compare(self) -> tuple[str, ...]:
+        keys = [k for selector in self.arms.values() for k in selector]
+        return tuple(dict.fromkeys([*keys, *self.also_compare]))
+
+    def check(self, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
+        """This claim on ``runs`` as one setting (no split into studies or settings)."""
+        return judge(self, runs, alpha)
+
+
+# --- vocabulary ---------------------------------------------------------------------------------
+
+def better(assertion: str, a: str, b: str, measure: Measure = SCORE) -> PartSpec:
+    return PartSpec("better", assertion, a, b, measure)
+
+
+def not_worse(assertion: str, a: str, b: str, measure: Measure = SCORE) -> PartSpec:
+    return PartSpec("not_worse", assertion, a, b, measure)
+
+
+def equivalent(assertion: str, a: str, b: str, measure: Measure = SCORE) -> PartSpec:
+    return PartSpec("equivalent", assertion, a, b, measure)
+
+
+def more_stable(assertion: str, a: str, b: str) -> PartSpec:
+    return PartSpec("more_stable", assertion, a, b, learned=False)
+
+
+def faster(assertion: str, a: str, b: str) -> PartSpec:
+    return PartSpec("faster", assertion, a, b, learned=False)
+
+
+def higher_rate(assertion: str, a: str, b: str) -> PartSpec:
+    """a diverges more often than b (the divergence is the effect, so no learning check)."""
+    return PartSpec("higher_rate", assertion, a, b, learned=False)
+
+
+def ratio(assertion: str, a: str, b: str, per_seed: Callable, name: str) -> PartSpec:
+    return PartSpec("ratio", assertion, a, b, Measure(name, lambda r: pd.Series(np.nan, index=r.index)),
+                    learned=False, per_seed=per_seed)
+
+
+def slope(assertion: str, a: str, x: str, measure: Measure, claimed: int, margin: float = SLOPE_DELTA,
+          margin_text: str = "") -> PartSpec:
+    return PartSpec("slope", assertion, a, None, measure, claimed, x, margin, margin_text, learned=False)
+
+
+def converges_faster(assertion: str, a: str, b: str) -> PartSpec:
+    return PartSpec("converges_faster", assertion, a, b)
+
+
+def grows(assertion: str, a: str, b: str, x: str) -> PartSpec:
+    """a's advantage over b grows from the smallest to the largest value of x (an interaction)."""
+    return PartSpec("grows", assertion, a, b, x=x)
+
+
+# --- shared pieces ------------------------------------------------------------------------------
+
+def pct(level: float) -> str:
+    """90%, 99.8%: a level as people write it."""
+    return f"{level * 100:.4g}%"
+
+
+def _fmt(x) -> str:
+    return format_value(float(x)) if isinstance(x, (int, float, np.floating)) and math.isfinite(x) else "n/a"
+
+
+def _task(runs: pd.DataFrame) -> tuple[int, str, float | None]:
+    """(+1 higher is better / −1 lower, the metric's name, its chance level or None)."""
+    higher = bool(runs["task.higher_is_better"].iloc[0]) if "task.higher_is_better" in runs and len(runs) else True
+    name = str(runs["task.metric"].dropna().iloc[0]) if "task.metric" in runs and runs["task.metric"].notna().any() else "score"
+    chance = metric(runs, "task.chance").dropna()
+    return (1 if higher else -1), name, (float(chance.iloc[0]) if len(chance) else None)
+
+
+def _sign(measure: Measure, runs: pd.DataFrame) -> int:
+    return _task(runs)[0] if measure.higher is None else (1 if measure.higher else -1)
+
+
+def _measure_name(measure: Measure, runs: pd.DataFrame) -> str:
+    return f"{_task(runs)[1]} ({measure.name})" if measure.task_metric else measure.name
+
+
+def _better_word(sign: int) -> str:
+    return "higher is better" if sign > 0 else "lower is better"
+
+
+def _values(measure: Measure, frame: pd.DataFrame) -> pd.Series:
+    values = measure.values(frame).astype(float)
+    if measure.finished_only:
+        values = values.where(frame["status"] == "ok")
+    if measure.log:
+        values = np.log(values.where(values > 0))
+    return values
+
+
+def _seeds(*frames: pd.DataFrame) -> int:
+    return min((int(f["seed"].nunique()) for f in frames), default=0)
+
+
+def _score_margin(runs: pd.DataFrame) -> tuple[float, str]:
+    """The equivalence margin δ of a task score, from the task alone (never from the results)."""
+    sign, name, chance = _task(runs)
+    if name == "accuracy":
+        return ACCURACY_DELTA, f"δ = {ACCURACY_DELTA:g} accuracy"
+    if chance is None:
+        return math.nan, f"no margin: the task records no chance level for {name}"
+    ideal = 1.0 if sign > 0 else 0.0
+    delta = RANGE_SHARE * abs(chance - ideal)
+    return delta, (f"δ = {delta:.4g} {name} ({RANGE_SHARE:.0%} of the range from chance "
+                   f"{format_value(chance)} to the ideal {format_value(ideal)})")
+
+
+def learned(frame: pd.DataFrame, runs: pd.DataFrame) -> tuple[bool | None, str]:
+    """Whether an arm's finished runs beat chance by LEARNED_SHARE of the chance-to-ideal range
+    (None when the task records no chance level), and the numbers that say so."""
+    sign, name, chance = _task(runs)
+    if chance is None:
+        return None, "no chance level recorded"
+    ideal = 1.0 if sign > 0 else 0.0
+    threshold = chance + sign * LEARNED_SHARE * abs(ideal - chance)
+    scores = metric(frame, PRIMARY).where(frame["status"] == "ok").dropna()
+    if scores.empty:
+        return False, "no run finished"
+    mean = float(scores.mean())
+    return sign * (mean - threshold) > 0, f"mean {_fmt(mean)} vs chance {_fmt(chance)}, needs {'>' if sign > 0 else '<'} {_fmt(threshold)}"
+
+
+def varying(runs: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[str]:
+    """Axis columns with more than one distinct non-missing value (missing = does not apply)."""
+    return [c for c in runs.columns if c.startswith("axes.") and c != "axes.seed" and not _named(c, exclude)
+            and runs[c].dropna().astype(str).nunique() > 1]
+
+
+def _named(column_name: str, names: tuple[str, ...]) -> bool:
+    """Axis column `axes.optim.lr` is named by "optim.lr" and by "optim"."""
+    name = column_name.removeprefix("axes.")
+    return any(name == n or name.startswith(n + ".") for n in names)
+
+
+def _keys(runs: pd.DataFrame, columns: list[str]) -> list[tuple]:
+    return [tuple(None if _missing(v) else str(v) for v in row)
+            for row in runs[columns].astype(object).itertuples(index=False, name=None)]
+
+
+def _level_label(columns: list[str], key: tuple) -> str:
+    return ", ".join(f"{c.removeprefix('axes.')}={'n/a' if v is None else v}" for c, v in zip(columns, key))
+
+
+def strata(a: pd.DataFrame, b: pd.DataFrame, compared: tuple[str, ...]) -> tuple[list[tuple[str, pd.DataFrame, pd.DataFrame]], str]:
+    """The (level, a, b) triples to compare: one, pooled, when every other varying axis is balanced
+    between the arms (same share of runs at each level); else one per level both arms share."""
+    both = pd.concat([a, b])
+    columns = varying(both, compared)
+    if not columns:
+        return [("", a, b)], ""
+    names = ", ".join(c.removeprefix("axes.") for c in columns)
+    keys_a = pd.Series(_keys(a, columns), index=a.index, dtype=object)
+    keys_b = pd.Series(_keys(b, columns), index=b.index, dtype=object)
+    share_a, share_b = keys_a.value_counts(normalize=True), keys_b.value_counts(normalize=True)
+    if set(share_a.index) == set(share_b.index) and all(math.isclose(share_a[k], share_b[k]) for k in share_a.index):
+        return [("", a, b)], f" Pooled over {names} (balanced: both arms have the same share of runs at each level)."
+    shared = sorted((k for k in share_a.index if k in share_b.index), key=lambda k: tuple("" if v is None else v for v in k))
+    triples = [(_level_label(columns, key), a[keys_a.map(lambda k, key=key: k == key)],
+                b[keys_b.map(lambda k, key=key: k == key)]) for key in shared]
+    if not triples:
+        return [], (f" The arms share no level of {names} (unbalanced: "
+                    f"{'; '.join(_level_label(columns, k) for k in share_a.index)} vs "
+                    f"{'; '.join(_level_label(columns, k) for k in share_b.index)}), so they cannot be compared.")
+    return triples, (f" Stratified by {names}: the arms cover its levels unequally, so the effect is taken within "
+                     f"each shared level ({'; '.join(t[0] for t in triples)}) and combined with inverse-variance weights.")
+
+
+def _learning_strata(triples, runs: pd.DataFrame, names: tuple[str, str]):
+    """The strata where at least one arm learned, and a sentence naming those left out."""
+    kept, dropped = [], []
+    for level, a, b in triples:
+        checks = [learned(a, runs), learned(b, runs)]
+        if any(ok is None for ok, _ in checks) or any(ok for ok, _ in checks):
+            kept.append((level, a, b))
+        else:
+            dropped.append(f"{level or 'the runs'} ({names[0]}: {checks[0][1]}; {names[1]}: {checks[1][1]})")
+    text = (f" No arm learned (mean better than chance by {LEARNED_SHARE:.0%} of the chance-to-ideal range) in: "
+            f"{'; '.join(dropped)}; {'those strata are' if kept else 'so the part'} left out." if dropped else "")
+    return kept, text
+
+
+def _difference(triples, values: Callable[[pd.DataFrame], pd.Series]) -> Estimate:
+    return inverse_variance([combine([(1, mean_estimate(values(a))), (-1, mean_estimate(values(b)))])
+                             for _, a, b in triples])
+
+
+def _as_effect(label: str, estimate: Estimate, alpha: float, null: float = 0.0, exp: bool = False) -> Effect:
+    interval = estimate.interval(decision_level(alpha))
+    if exp:
+        return Effect(label, math.exp(estimate.value) if math.isfinite(estimate.value) else math.nan,
+                      (math.exp(interval[0]), math.exp(interval[1])) if interval else None, 1.0, decision_level(alpha))
+    return Effect(label, estimate.value, interval, null, decision_level(alpha))
+
+
+def _side(effect: Effect | None, claimed: int) -> str:
+    """supported / contradicted / inconclusive from an effect's interval and the claimed sign."""
+    if effect is None or effect.interval is None:
+        return INCONCLUSIVE
+    low, high = (v - effect.null for v in effect.interval)
+    if claimed * low > 0 and claimed * high > 0:
+        return SUPPORTED
+    if claimed * low < 0 and claimed * high < 0:
+        return CONTRADICTED
+    return INCONCLUSIVE
+
+
+def _lean_of(value: float, claimed: int) -> str | None:
+    if not math.isfinite(value) or value == 0:
+        return None
+    return TOWARD_SUPPORTED if claimed * value > 0 else TOWARD_CONTRADICTED
+
+
+def _divergence(triples, a_name: str, b_name: str, alpha: float) -> tuple[Effect, int, Estimate]:
+    """Divergence rate a − b: Newcombe's interval for one stratum, Agresti–Caffo combined when stratified."""
+    counts = [(int((a["status"] == "diverged").sum()), len(a), int((b["status"] == "diverged").sum()), len(b))
+              for _, a, b in triples]
+    label = f"divergence rate: {a_name} − {b_name} (+ = {a_name} diverges more)"
+    total = sum(k1 + k2 for k1, _, k2, _ in counts)
+    approx = inverse_variance([agresti_caffo(*c) for c in counts])
+    if len(counts) == 1:
+        difference, interval = proportion_difference(*counts[0], level=decision_level(alpha))
+        return Effect(label, difference, interval, 0.0, decision_level(alpha)), total, approx
+    return _as_effect(label, approx, alpha), total, approx
+
+
+def _effect_text(effect: Effect | None) -> str:
+    if effect is None:
+        return "—"
+    if effect.interval is None:
+        where = "interval undefined"
+    elif effect.interval[0] == effect.interval[1]:
+        where = "no spread: every seed gave the same value"
+    else:
+        where = f"{pct(effect.level)} interval [{_fmt(effect.interval[0])}, {_fmt(effect.interval[1])}]"
+    return f"{effect.label}: {_fmt(effect.estimate)} ({where})"
+
+
+# --- the parts ----------------------------------------------------------------------------------
+
+@dataclass
+class _Context:
+    runs: pd.DataFrame
+    arms: dict[str, pd.DataFrame]
+    compare: tuple[str, ...]
+    alpha: float
+
+
+def _undecided(estimate: Estimate, seeds: int, distance: float, claimed_value: float, alpha: float):
+    """(lean, seeds_needed, mde) of a part: which way the estimate points and what would decide it."""
+    mde = minimum_detectable_effect(estimate, alpha)
+    needed = seeds_to_decide(estimate, seeds, distance, alpha) if seeds >= 1 else None
+    return _lean_of(claimed_value, 1), needed, (mde if math.isfinite(mde) else None)
+
+
+def _score_part(spec: PartSpec, ctx: _Context) -> Part:
+    """better / not_worse / equivalent on a per-run measure, divergence rate tested apart."""
+    a, b = ctx.arms[spec.a], ctx.arms[spec.b]
+    runs, alpha = ctx.runs, ctx.alpha
+    sign, name = _sign(spec.measure, runs), _measure_name(spec.measure, runs)
+    triples, design = strata(a, b, ctx.compare)
+    dropped = ""
+    if triples and spec.learned and spec.measure.task_metric:
+        triples, dropped = _learning_strata(triples, runs, (spec.a, spec.b))
+    level = decision_level(alpha)
+    kinds = {"better": f"Welch t, one-sided at α = {alpha:g} each way ({pct(level)} interval) on",
+             "not_worse": f"non-inferiority (TOST's lower test at α = {alpha:g}: the {pct(level)} interval's worse end above −δ) on",
+             "equivalent": f"equivalence by TOST at α = {alpha:g} (the {pct(level)} interval inside ±δ) on"}
+    what = "finished runs" if spec.measure.finished_only else "all runs"
+    test = (f"{spec.a} vs {spec.b}: {kinds[spec.kind]} {name} of {what}"
+            f"{'; divergence rate apart (Newcombe; a diverged run is worse than any finished one)' if spec.measure.finished_only else ''}."
+            f"{design}{dropped if triples else ''}")
+    arms = (spec.a, spec.b)
+    if not triples:
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=(dropped or design).strip())
+    values = lambda frame: _values(spec.measure, frame)  # noqa: E731
+    raw = _difference(triples, values)
+    label = f"{name}: {spec.a} − {spec.b} ({_better_word(sign)})"
+    margin, margin_text = (math.nan, "")
+    if spec.kind != "better":
+        margin, margin_text = ((spec.margin, spec.margin_text) if spec.margin is not None else _score_margin(runs))
+        label = f"{label[:-1]}; margin ±{_fmt(margin)})"
+    score = _as_effect(label, raw, alpha)
+    rate, diverged, rate_estimate = _divergence(triples, spec.a, spec.b, alpha)
+    effects = (score, rate) if diverged and spec.measure.finished_only else (score,)
+    oriented = Estimate(sign * raw.value, raw.var, raw.df)
+    seeds = _seeds(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)]) if spec.measure.finished_only \
+        else _seeds(*[f for _, f1, f2 in triples for f in (f1, f2)])
+    note, lean, needed, mde = "", None, None, None
+    if spec.kind == "better":
+        by_score = _side(score, sign)
+        by_rate = _side(rate, -1) if diverged and spec.measure.finished_only else INCONCLUSIVE
+        found = {by_score, by_rate}
+        status = (INCONCLUSIVE if {SUPPORTED, CONTRADICTED} <= found else CONTRADICTED if CONTRADICTED in found
+                  else SUPPORTED if SUPPORTED in found else INCONCLUSIVE)
+        if {SUPPORTED, CONTRADICTED} <= found:
+            note = " Divergence rate and finished-run scores point opposite ways."
+        if status == INCONCLUSIVE:
+            lean, needed, mde = _undecided(raw, seeds, abs(raw.value), oriented.value, alpha)
+            if not math.isfinite(raw.value) and diverged:
+                lean = _lean_of(-rate.estimate, 1)
+    else:
+        if not math.isfinite(margin):
+            by_score = INCONCLUSIVE
+            note = f" {margin_text}."
+        elif spec.kind == "not_worse":
+            by_score = {"not worse": SUPPORTED, "worse": CONTRADICTED}.get(non_inferiority(oriented, margin, alpha), INCONCLUSIVE)
+        else:
+            by_score = {"equivalent": SUPPORTED, "different": CONTRADICTED}.get(equivalence(oriented, margin, alpha), INCONCLUSIVE)
+        one_sided = spec.kind == "not_worse"
+        relevant = int((a["status"] == "diverged").sum()) if one_sided else diverged
+        by_rate = INCONCLUSIVE
+        if relevant and spec.measure.finished_only:
+            differs = _side(rate, +1) == SUPPORTED if one_sided else _side(rate, +1) != INCONCLUSIVE
+            by_rate = CONTRADICTED if differs else INCONCLUSIVE
+            note += (" Divergence rates differ." if differs else
+                     f" {relevant} run(s) diverged, so {'non-inferiority' if one_sided else 'equivalence'} cannot be shown.")
+        if CONTRADICTED in (by_score, by_rate):
+            status = CONTRADICTED
+        elif by_score == SUPPORTED and not (relevant and spec.measure.finished_only):
+            status = SUPPORTED
+        else:
+            status = INCONCLUSIVE
+        if status == INCONCLUSIVE and math.isfinite(margin) and math.isfinite(oriented.value):
+            # the distance from the estimate to the boundary it must clear, on the side it leans to
+            inside = oriented.value + margin if one_sided else margin - abs(oriented.value)
+            lean, needed, mde = _undecided(raw, seeds, abs(inside), inside, alpha)
+    return Part(spec.assertion, status, test, effects, arms, margin_text, lean, needed, mde, note)
+
+
+def _stability_part(spec: PartSpec, ctx: _Context) -> Part:
+    """"a is more stable than b": gradient kurtosis decides; the largest gradient norm and the
+    divergence rate may contradict it, and contradict each other."""
+    a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
+    triples, design = strata(a, b, ctx.compare)
+    level = decision_level(alpha)
+    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on gradient kurtosis "
+            f"of finished runs (decides), on log10 grad_norm_max, and Newcombe interval on divergence rate; "
+            f"supported when kurtosis is lower and neither other measure is shown worse, contradicted when a "
+            f"measure is shown worse and none better, inconclusive when they disagree.{design}")
+    arms = (spec.a, spec.b)
+    if not triples:
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=design.strip())
+    ok = lambda f, s: s.where(f["status"] == "ok")  # noqa: E731
+    kurtosis = _difference(triples, lambda f: -ok(f, metric(f, "metrics.grad_kurtosis")))
+    log_max = _difference(triples, lambda f: -ok(f, np.log10(metric(f, "metrics.grad_norm_max").where(lambda v: v > 0))))
+    effects = (_as_effect(f"grad kurtosis: {spec.b} − {spec.a} (+ = {spec.a} more stable)", kurtosis, alpha),
+               _as_effect(f"log10 grad_norm_max: {spec.b} − {spec.a} (+ = {spec.a} calmer)", log_max, alpha))
+    rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
+    found = [_side(effects[0], +1), _side(effects[1], +1), _side(rate, -1) if diverged else INCONCLUSIVE]
+    note, lean, needed, mde = "", None, None, None
+    if CONTRADICTED in found and SUPPORTED in found:
+        status, note = INCONCLUSIVE, " The stability measures disagree."
+    elif CONTRADICTED in found:
+        status = CONTRADICTED
+    elif found[0] == SUPPORTED:
+        status = SUPPORTED
+    else:
+        status = INCONCLUSIVE
+    if status == INCONCLUSIVE:
+        lean, needed, mde = _undecided(kurtosis, _seeds(a, b), abs(kurtosis.value), kurtosis.value, alpha)
+    return Part(spec.assertion, status, test, effects + ((rate,) if diverged else ()), arms, "", lean, needed, mde, note)
+
+
+def _timing(runs: pd.DataFrame) -> tuple[pd.Series, str]:
+    """Which runs' step times can be compared: those whose p90/p10 shows no interference."""
+    p10, p90 = metric(runs, "throughput.step_ms_p10"), metric(runs, "throughput.step_ms_p90")
+    if p10.isna().all() or p90.isna().all():
+        return pd.Series(False, index=runs.index), (
+            "the records carry no step-time spread (throughput.step_ms_p10/p90), so interference cannot be ruled out")
+    quiet = (p90 / p10.where(p10 > 0)) <= INTERFERENCE
+    set_aside = int((~quiet).sum())
+    return quiet, (f"runs were timed separately, not interleaved; {set_aside} run(s) whose step-time p90/p10 "
+                   f"exceeds {INTERFERENCE:g} (or is unknown) were set aside as disturbed" if set_aside else
+                   f"runs were timed separately, not interleaved; every run's step-time p90/p10 is ≤ {INTERFERENCE:g}")
+
+
+def _faster_part(spec: PartSpec, ctx: _Context) -> Part:
+    a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
+    both = pd.concat([a, b])
+    quiet, timing_note = _timing(both)
+    log_ms = np.log(metric(both, "throughput.step_ms_median").where(lambda v: v > 0)).where(quiet)
+    devices = both["environment.device_name"].dropna().unique() if "environment.device_name" in both else []
+    speed = combine([(1, mean_estimate(log_ms[a.index])), (-1, mean_estimate(log_ms[b.index]))])
+    effect = _as_effect(f"step-time ratio {spec.a} / {spec.b} (geometric mean of median step ms, undisturbed runs; "
+                        f"< 1 = {spec.a} faster)", speed, alpha, exp=True)
+    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(decision_level(alpha))} interval) on log "
+            f"median step time; {timing_note}"
+            f"{'; timed on ' + str(len(devices)) + ' different devices' if len(devices) > 1 else ''}.")
+    kept = {spec.a: int(log_ms[a.index].notna().sum()), spec.b: int(log_ms[b.index].notna().sum())}
+    arms = (spec.a, spec.b)
+    if len(devices) > 1:
+        return Part(spec.assertion, INCONCLUSIVE, test, (effect,), arms, note=" Cannot be judged: the arms mix devices.")
+    if min(kept.values()) < 2:
+        total = {spec.a: len(a), spec.b: len(b)}
+        return Part(spec.assertion, INCONCLUSIVE, test, (effect,), arms, note=(
+            f" Cannot be judged: fewer than 2 undisturbed timings in an arm "
+            f"({', '.join(f'{k}: {v} of {total[k]} runs' for k, v in kept.items())})."))
+    status = _side(effect, -1)
+    lean, needed, mde = (_undecided(speed, min(kept.values()), abs(speed.value), -speed.value, alpha)
+                         if status == INCONCLUSIVE else (None, None, None))
+    return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde)
+
+
+def _rate_part(spec: PartSpec, ctx: _Context) -> Part:
+    a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
+    triples, design = strata(a, b, ctx.compare)
+    test = (f"{spec.a} vs {spec.b}: divergence rate difference, Newcombe interval ({pct(decision_level(alpha))}, "
+            f"one-sided at α = {alpha:g} each way).{design}")
+    arms = (spec.a, spec.b)
+    if not triples:
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=design.strip())
+    rate, _, approx = _divergence(triples, spec.a, spec.b, alpha)
+    status = _side(rate, +1)
+    lean, needed, mde = (_undecided(approx, _seeds(a, b), abs(approx.value), approx.value, alpha)
+                         if status == INCONCLUSIVE else (None, None, None))
+    return Part(spec.assertion, status, test, (rate,), arms, "", lean, needed, mde)
+
+
+def _ratio_part(spec: PartSpec, ctx: _Context) -> Part:
+    """a's per-seed value ÷ b's (geometric means), Welch on the logs; a zero-width interval falls
+    back to the exact sign test at α (every seed agreeing on a discrete grid is no spread, not proof)."""
+    a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
+    (va, fa), (vb, fb) = spec.per_seed(a, ctx.runs), spec.per_seed(b, ctx.runs)
+    arms = (spec.a, spec.b)
+    test = (f"{spec.a} vs {spec.b}: {fa.get('rule', spec.measure.name)}; Welch t at α = {alpha:g} each way "
+            f"({pct(decision_level(alpha))} interval) on the log of the per-seed values, exponentiated to a ratio, "
+            f"must exceed 1.")
+    why = fa.get("not_applicable") or fb.get("not_applicable")
+    if why:
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=why)
+    estimate = combine([(1, mean_estimate(np.log(va))), (-1, mean_estimate(np.log(vb)))])
+    effect = _as_effect(f"{spec.measure.name} ratio: {spec.a} ÷ {spec.b} (geometric mean over seeds; > 1 = {spec.a} larger)",
+                        estimate, alpha, exp=True)
+    status, note = _side(effect, +1), ""
+    seeds = min(len(va), len(vb))
+    if estimate.var == 0 and status != INCONCLUSIVE:
+        # One-sided exact sign test: n seeds of n agreeing.
+        sign_p = stats.binomtest(seeds, seeds, 0.5, alternative="greater").pvalue
+        if sign_p > alpha:
+            needed = next(n for n in range(1, 64) if stats.binomtest(n, n, 0.5, alternative="greater").pvalue <= alpha)
+            status, note = INCONCLUSIVE, (
+                f" Every seed agrees, but with no spread the t interval says nothing; by an exact sign test "
+                f"{seeds} agreeing seed(s) give p = {sign_p:.3g}, and {needed} would be needed for p ≤ {alpha:g}.")
+            lean = _lean_of(estimate.value, 1)
+            return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, None,
+                        note + _caveats(fa, fb, estimate))
+    lean, needed, mde = (_undecided(estimate, seeds, abs(estimate.value), estimate.value, alpha)
+                         if status == INCONCLUSIVE else (None, None, None))
+    return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde, note + _caveats(fa, fb, estimate))
+
+
+def _caveats(fa: dict, fb: dict, estimate: Estimate) -> str:
+    found = [c for c in (fa.get("caveat"), fb.get("caveat")) if c]
+    if estimate.var == 0:
+        found.append("every seed of each arm has the same value, so the interval has no width: the ratio is known "
+                     "only to the grid's resolution")
+    return (" " + "; ".join(found) + ".") if found else ""
+
+
+def _slope_part(spec: PartSpec, ctx: _Context) -> Part:
+    frame, alpha = ctx.arms[spec.a], ctx.alpha
+    x = pd.to_numeric(axis(frame, spec.x), errors="coerce")
+    arms = (spec.a,)
+    name = spec.measure.name
+    level = decision_level(alpha)
+    if x.dropna().nunique() < 2:
+        return Part(spec.assertion, NOT_APPLICABLE, f"OLS slope of log({name}) on log({spec.x}).", (), arms,
+                    note=f"Needs at least 2 values of {spec.x} in {spec.a}; found {values_text(x)}.")
+    y = spec.measure.values(frame).astype(float)
+    estimate = slope_estimate(np.log(x.where(x > 0)), np.log(y.where(y > 0)))
+    seeds = int(frame["seed"].nunique())
+    if spec.claimed:
+        word = "shrinks" if spec.claimed < 0 else "grows"
+        effect = _as_effect(f"slope of log({name}) on log({spec.x}), {spec.a} ({'−' if spec.claimed < 0 else '+'} = {word})",
+                            estimate, alpha)
+        status = _side(effect, spec.claimed)
+        test = (f"OLS slope of log({name}) on log({spec.x}), t interval ({pct(level)}, one-sided at α = {alpha:g} each "
+                f"way) on n − 2 df, must be {'< 0' if spec.claimed < 0 else '> 0'}.")
+        lean, needed, mde = (_undecided(estimate, seeds, abs(estimate.value), spec.claimed * estimate.value, alpha)
+                             if status == INCONCLUSIVE else (None, None, None))
+        return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde)
+    delta = spec.margin
+    effect = _as_effect(f"slope of log({name}) on log({spec.x}), {spec.a} (flat = inside ±{delta:g})", estimate, alpha)
+    status = {"equivalent": SUPPORTED, "different": CONTRADICTED}.get(equivalence(estimate, delta, alpha), INCONCLUSIVE)
+    margin = spec.margin_text or f"δ = {delta:g} in log-log units, fixed before the data"
+    test = f"OLS slope of log({name}) on log({spec.x}), TOST at α = {alpha:g}: the {pct(level)} interval inside ±δ, {margin}."
+    lean = needed = mde = None
+    if status == INCONCLUSIVE and math.isfinite(estimate.value):
+        inside = delta - abs(estimate.value)
+        lean, needed, mde = _undecided(estimate, seeds, abs(inside), inside, alpha)
+    return Part(spec.assertion, status, test, (effect,), arms, margin, lean, needed, mde)
+
+
+TARGET_SHARE = 0.5  # steps to target: the first evaluation this share of the way from chance to the setting's best
+
+
+def curve_summaries(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run (index of ``runs``), from its metrics.jsonl: train_loss_auc and val_auc (the means of
+    the training loss and of the validation metric over the run, as the runner records them) and
+    steps_to_target (the first evaluation at least TARGET_SHARE of the way from chance to the best
+    evaluation of any run here; NaN when never reached or diverged). Empty when no curves can be read."""
+    from pathlib import Path
+
+    from normbench.report.records import read_curves
+
+    dirs = runs["run_dir"].dropna().astype(str) if "run_dir" in runs else pd.Series(dtype=str)
+    if dirs.empty or not any((Path(d) / "metrics.jsonl").is_file() for d in dirs):
+        return pd.DataFrame(index=runs.index)
+    curves = read_curves(dirs.unique())
+    train, evals = curves[curves["kind"] == "train"], curves[curves["kind"] == "eval"]
+    loss = train.groupby("run_dir")["loss"].mean()
+    val = evals.groupby("run_dir")["val_metric"].mean()
+    sign, _, chance = _task(runs)
+    ok_dirs = set(runs.loc[runs["status"] == "ok", "run_dir"].astype(str))
+    finished = evals[evals["run_dir"].isin(ok_dirs)]["val_metric"]
+    reached = pd.Series(dtype=float)
+    if chance is not None and finished.notna().any():
+        best = float(finished.max() if sign > 0 else finished.min())
+        target = chance + TARGET_SHARE * (best - chance)
+        hits = evals[evals["run_dir"].isin(ok_dirs) & (sign * (evals["val_metric"] - target) >= 0)]
+        reached = hits.groupby("run_dir")["step"].min()
+    by_dir = runs["run_dir"].astype(str)
+    return pd.DataFrame({"train_loss_auc": by_dir.map(loss), "val_auc": by_dir.map(val),
+                         "steps_to_target": by_dir.map(reached)}, index=runs.index)
+
+
+def _with_curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with metrics.train_loss_auc / val_auc filled from their curves where the record
+    lacks them, and curves.steps_to_target (curve_summaries) when curves exist."""
+    summaries = curve_summaries(runs)
+    if summaries.columns.empty:
+        return runs
+    runs = runs.copy()
+    for name in ("train_loss_auc", "val_auc"):
+        recorded = metric(runs, f"metrics.{name}")
+        runs[f"metrics.{name}"] = recorded.where(recorded.notna(), summaries[name])
+    runs["curves.steps_to_target"] = summaries["steps_to_target"]
+    return runs
+
+
+TRAIN_LOSS_AUC = Measure("train_loss_auc (mean training loss over the run)", column("metrics.train_loss_auc"), higher=False)
+VAL_AUC = Measure("val_auc (mean validation metric over the run)", column("metrics.val_auc"))
+
+
+def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
+    """"a converges faster than b": the area under the training-loss curve decides (lower = faster);
+    the area under the validation curve and the divergence rate may contradict it (a diverged run
+    counts as slower than every finished one)."""
+    runs = _with_curves(ctx.runs)
+    a, b, alpha = runs.loc[ctx.arms[spec.a].index], runs.loc[ctx.arms[spec.b].index], ctx.alpha
+    arms = (spec.a, spec.b)
+    level = decision_level(alpha)
+    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on train_loss_auc of "
+            f"finished runs (decides; lower = faster), on val_auc, and Newcombe interval on the divergence rate (a "
+            f"diverged run counts as slowest); supported when train_loss_auc is lower and neither other measure is "
+            f"shown worse, contradicted when a measure is shown worse and none better.")
+    if metric(pd.concat([a, b]), "metrics.train_loss_auc").isna().all():
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,
+                    note="The records carry no metrics.train_loss_auc (runs recorded before convergence summaries).")
+    triples, design = strata(a, b, ctx.compare)
+    dropped = ""
+    if triples:
+        triples, dropped = _learning_strata(triples, runs, arms)
+    test += design + (dropped if triples else "")
+    if not triples:
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=(dropped or design).strip())
+    loss = _difference(triples, lambda f: _values(TRAIN_LOSS_AUC, f))
+    val = _difference(triples, lambda f: _values(VAL_AUC, f))
+    sign = _task(runs)[0]
+    effects = (_as_effect(f"train_loss_auc: {spec.b} − {spec.a} (+ = {spec.a} converges faster)",
+                          Estimate(-loss.value, loss.var, loss.df), alpha),
+               _as_effect(f"val_auc: {spec.a} − {spec.b} ({_better_word(sign)})", val, alpha))
+    rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
+    found = [_side(effects[0], +1), _side(effects[1], sign), _side(rate, -1) if diverged else INCONCLUSIVE]
+    note, lean, needed, mde = _steps_note(runs, a, b, arms), None, None, None
+    if CONTRADICTED in found and SUPPORTED in found:
+        status, note = INCONCLUSIVE, note + " The convergence measures disagree."
+    elif CONTRADICTED in found:
+        status = CONTRADICTED
+    elif found[0] == SUPPORTED:
+        status = SUPPORTED
+    else:
+        status = INCONCLUSIVE
+    if status == INCONCLUSIVE:
+        seeds = _seeds(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)])
+        lean, needed, mde = _undecided(loss, seeds, abs(loss.value), -loss.value, alpha)
+    return Part(spec.assertion, status, test, effects + ((rate,) if diverged else ()), arms, "", lean, needed, mde, note)
+
+
+def _steps_note(runs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> str:
+    """Steps to the study-relative target per arm (shown beside the decision, from the curves)."""
+    if "curves.steps_to_target" not in runs or runs["curves.steps_to_target"].isna().all():
+        return ""
+    shown = []
+    for name, frame in zip(names, (a, b)):
+        steps = runs.loc[frame.index, "curves.steps_to_target"]
+        shown.append(f"{name} median {_fmt(float(steps.median())) if steps.notna().any() else '—'} "
+                     f"({int(steps.notna().sum())}/{len(steps)} runs reached it)")
+    return (f" Steps to target ({TARGET_SHARE:.0%} of the way from chance to the best evaluation here; a diverged "
+            f"run never reaches it): {'; '.join(shown)}.")
+
+
+def _grows_part(spec: PartSpec, ctx: _Context) -> Part:
+    """(a − b at the largest x) − (a − b at the smallest x), oriented + = a's advantage grows."""
+    a, b, runs, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.runs, ctx.alpha
+    arms = (spec.a, spec.b)
+    xa, xb = pd.to_numeric(axis(a, spec.x), errors="coerce"), pd.to_numeric(axis(b, spec.x), errors="coerce")
+    shared = sorted(set(xa.dropna()) & set(xb.dropna()))
+    sign, name = _task(runs)[0], _task(runs)[1]
+    level = decision_level(alpha)
+    test = (f"{spec.a} − {spec.b} at {spec.x} = largest minus at smallest (a difference of differences, Welch–"
+            f"Satterthwaite df), {name} of finished runs, one-sided at α = {alpha:g} each way ({pct(level)} interval).")
+    if len(shared) < 2:
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,
+                    note=f"Needs at least 2 values of {spec.x} in both {spec.a} and {spec.b}; shared: {values_text(pd.Series(shared, dtype=float))}.")
+    low, high = shared[0], shared[-1]
+    cells = {(arm, where): frame[np.isclose(x, where)] for arm, frame, x in ((spec.a, a, xa), (spec.b, b, xb))
+             for where in (low, high)}
+    if not any(learned(f, runs)[0] is not False for f in cells.values()):
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note="No arm learned at either end of the axis.")
+    score = lambda f: _values(SCORE, f)  # noqa: E731
+    contrast = combine([(sign, mean_estimate(score(cells[(spec.a, high)]))), (-sign, mean_estimate(score(cells[(spec.b, high)]))),
+                        (-sign, mean_estimate(score(cells[(spec.a, low)]))), (sign, mean_estimate(score(cells[(spec.b, low)])))])
+    effect = _as_effect(f"growth of {spec.a}'s advantage over {spec.b} from {spec.x} = {format_value(low)} to "
+                        f"{format_value(high)} ({name}, + = grows)", contrast, alpha)
+    status = _side(effect, +1)
+    lean, needed, mde = (_undecided(contrast, _seeds(*cells.values()), abs(contrast.value), contrast.value, alpha)
+                         if status == INCONCLUSIVE else (None, None, None))
+    return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde)
+
+
+_KINDS = {"better": _score_part, "not_worse": _score_part, "equivalent": _score_part, "more_stable": _stability_part,
+          "faster": _faster_part, "higher_rate": _rate_part, "ratio": _ratio_part, "slope": _slope_part,
+          "converges_faster": _convergence_part, "grows": _grows_part}
+
+
+def evaluate_part(spec: PartSpec, ctx: _Context) -> Part:
+    part = _KINDS[spec.kind](spec, ctx)
+    short = [name for name in part.arms if ctx.arms[name]["seed"].nunique() < 2]
+    if not short or part.status == NOT_APPLICABLE:
+        return part
+    note = part.note + f" Fewer than 2 seeds in {', '.join(short)}"
+    if part.status == INCONCLUSIVE:
+        return replace(part, note=note + ".")
+    lean = TOWARD_SUPPORTED if part.status == SUPPORTED else TOWARD_CONTRADICTED
+    return replace(part, status=INCONCLUSIVE, lean=lean, seeds_needed=None, mde=None,
+                   note=note + ": cannot support or contradict.")
+
+
+# --- one claim in one setting -------------------------------------------------------------------
+
+def not_applicable(why: str) -> Verdict:
+    return Verdict(NOT_APPLICABLE, None, {}, pd.DataFrame(), why)
+
+
+def _resolve(claim: Claim, runs: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], dict[str, dict], str | None]:
+    """Each arm's runs; Extreme values resolved among the values every arm using them shares."""
+    frames = {name: runs[select(runs, selector)] for name, selector in claim.arms.items()}
+    missing = [name for name, frame in frames.items() if frame.empty]
+    if missing:
+        keys = list(dict.fromkeys(k for n in missing for k in claim.arms[n]))
+        have = "; ".join(f"{k} ∈ {values_text(axis(runs, k))}" for k in keys)
+        return {}, {}, (f"Needs {'; '.join(f'{n} ({describe(claim.arms[n])})' for n in missing)}; "
+                        f"the runs have {have}.")
+    resolved: dict[str, dict] = {name: {} for name in frames}
+    extremes = list(dict.fromkeys(k for s in claim.arms.values() for k, v in s.items() if isinstance(v, Extreme)))
+    for key in extremes:
+        users = [n for n, s in claim.arms.items() if isinstance(s.get(key), Extreme)]
+        shared = set.intersection(*[set(pd.to_numeric(axis(frames[n], key), errors="coerce").dropna()) for n in users])
+        if len(shared) < 2:
+            return {}, {}, (f"Needs at least 2 values of {key} shared by {', '.join(users)}; shared: "
+                            f"{values_text(pd.Series(sorted(shared), dtype=float))}.")
+        for name in users:
+            value = min(shared) if claim.arms[name][key].which == "smallest" else max(shared)
+            frames[name] = frames[name][np.isclose(pd.to_numeric(axis(frames[name], key), errors="coerce"), value)]
+            resolved[name][key] = value
+    return frames, resolved, None
+
+
+def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str, dict], runs: pd.DataFrame) -> pd.DataFrame:
+    measures = {"score": SCORE}
+    for spec in claim.parts:
+        if spec.kind == "converges_faster":
+            measures.update({"train_loss_auc": TRAIN_LOSS_AUC, "val_auc": VAL_AUC})
+        elif spec.kind in ("better", "not_worse", "equivalent", "slope") and spec.measure is not SCORE:
+            measures[spec.measure.name.split(" (")[0]] = spec.measure
+    rows = []
+    _, name, _ = _task(runs)
+    for arm, frame in frames.items():
+        row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, "runs": int(len(frame)),
+               "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum())}
+        for label, measure in measures.items():
+            values = measure.values(frame).astype(float)
+            values = values.where(frame["status"] == "ok") if measure.finished_only else values
+            values = values[np.isfinite(values)]
+            label = name if label == "score" else label
+            row[f"{label} mean"] = float(values.mean()) if len(values) else math.nan
+            row[f"{label} std"] = float(values.std()) if len(values) > 1 else math.nan
+        if any(s.kind == "more_stable" for s in claim.parts):
+            ok = frame["status"] == "ok"
+            row["grad kurtosis mean"] = float(metric(frame[ok], "metrics.grad_kurtosis").mean())
+        if any(s.kind == "faster" for s in claim.parts):
+            row["median step ms"] = float(metric(frame, "throughput.step_ms_median").median())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def part_line(index: int, part: Part) -> str:
+    extra = ""
+    if part.status == INCONCLUSIVE:
+        bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
+        if part.mde is not None:
+            bits.append(f"minimum detectable effect {_fmt(part.mde)}")
+        bits.append(f"about {part.seeds_needed} seeds per arm would decide it at the effect seen" if part.seeds_needed
+                    else "no number of seeds (≤ 1000 per arm) is known to decide it")
+        extra = " (" + "; ".join(bits) + ")"
+    return (f" Part {index} — {part.assertion}: {part.status}{extra}. Effect: {_effect_text(part.effect)}. "
+            f"Test: {part.test}{part.note}")
+
+
+def verdict_text(part: Part) -> str:
+    """The verdict cell of a part: status, and for an undecided part the way it leans and what would decide it."""
+    if part.status != INCONCLUSIVE:
+        return part.status + (f": {part.note.strip()}" if part.status == NOT_APPLICABLE and part.note else "")
+    bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
+    if part.mde is not None:
+        bits.append(f"MDE {_fmt(part.mde)}")
+    if part.seeds_needed:
+        bits.append(f"≈{part.seeds_needed} seeds/arm would decide")
+    return f"inconclusive ({', '.join(bits)})" + (f": {part.note.strip()}" if part.note else "")
+
+
+def part_rows(verdict: Verdict) -> list[list[str]]:
+    """The per-part table of a verdict (PART_COLUMNS)."""
+    return [[p.assertion, p.test, _effect_text(p.effect), verdict_text(p)] for p in verdict.parts]
+
+
+def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
+    """One claim on one setting's runs."""
+    decision_level(alpha)  # rejects an α outside (0, 0.5)
+    runs = runs[runs["status"].isin(claim.statuses)]
+    for need in claim.requires:
+        kept = runs[select(runs, need.selector)]
+        if kept.empty:
+            have = "; ".join(f"{k} ∈ {values_text(axis(runs, k))}" for k in need.selector)
+            return not_applicable(f"Needs {need.needs}; the runs have {have}.")
+        runs = kept
+    frames, resolved, why = _resolve(claim, runs)
+    if why:
+        return not_applicable(why)
+    prepared = ""
+    if claim.prepare is not None:
+        out = claim.prepare(runs)
+        if isinstance(out, str):
+            return not_applicable(out)
+        runs, prepared = out
+        frames, resolved, why = _resolve(claim, runs)
+        if why:
+            return not_applicable(why)
+    ctx = _Context(runs, frames, claim.compare, alpha)
+    parts = [evaluate_part(spec, ctx) for spec in claim.parts]
+    if all(p.status == NOT_APPLICABLE for p in parts):
+        return not_applicable("No part can be tested: " + " ".join(
+            f"{p.assertion}: {p.note.strip() or 'not applicable'}" for p in parts))
+    statuses = [p.status for p in parts]
+    status = (CONTRADICTED if CONTRADICTED in statuses else
+              SUPPORTED if all(s == SUPPORTED for s in statuses) else INCONCLUSIVE)
+    level = decision_level(alpha)
+    context = (f"{claim.design}{prepared} Each part is a one-sided test at α = {alpha:g} in each direction on one "
+               f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ).").strip()
+    explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1))
+    effects = [e for p in parts for e in p.effects]
+    return Verdict(status, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
+                   _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
+                   context=context)
+
+
+# --- settings and studies -----------------------------------------------------------------------
+
+def _typed(values: pd.Series, text: str):
+    """The column's own value whose str() is ``text`` (so 1e-05 prints as 1e-05, not '1e-05')."""
+    for value in values.dropna().unique():
+        if str(value) == text:
+            return value
+    return text
+
+
+def settings(runs: pd.DataFrame, free: tuple[str, ...]) -> list[tuple[str, pd.DataFrame]]:
+    """Runs split into settings that agree on every varying axis outside ``free`` (and the seed),
+    most seeds (then most runs) first: a claim compares like with like.
+
+    A run whose value is missing (the setting does not apply to it, e.g. eps for norm=none) joins
+    every setting that agrees with it on the axes it has. So does the un-normalised model, whose
+    placement is recorded as ``none``: it is the same model at every placement."""
+    view = runs
+    if "axes.placement" in runs:
+        view = runs.assign(**{"axes.placement": runs["axes.placement"].where(runs["axes.placement"] != "none")})
+    fixed = varying(view, free)
+    if not fixed:
+        return [("", runs)]
+    keys = _keys(view, fixed)
+
+    def covers(general: tuple, specific: tuple) -> bool:
+        return all(g is None or g == s for g, s in zip(general, specific))
+
+    distinct = sorted(set(keys), key=lambda k: tuple("" if v is None else v for v in k))
+    chosen = [k for k in distinct if not any(other != k and covers(k, other) for other in distinct)]
+    groups = []
+    for key in chosen:
+        members = [i for i, row in zip(runs.index, keys) if covers(row, key)]
+        name = ", ".join(f"{c.removeprefix('axes.')}={'n/a' if v is None else format_value(_typed(runs[c], v))}"
+                         for c, v in zip(fixed, key))
+        groups.append((name, runs.loc[members]))
+    return sorted(groups, key=lambda g: (-g[1]["seed"].nunique(), -len(g[1])))
+
+
+def _checked(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
+    try:
+        return judge(claim, runs, alpha)
+    except Exception as error:  # noqa: BLE001 - reported in the verdict, not swallowed
+        return Verdict(INCONCLUSIVE, None, {}, pd.DataFrame(), f"The check itself failed ({type(error).__name__}: {error}).")
+
+
+def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
+    """A claim within one study: judged within each setting where it applies; the headline is the
+    setting with most seeds, the others listed with it by name and verdict, never averaged into it."""
+    applicable = [(name, verdict) for name, frame in settings(runs, claim.compare + claim.pool)
+                  if (verdict := _checked(claim, frame, alpha)).status != NOT_APPLICABLE]
+    if not applicable:
+        verdict = _checked(claim, runs, alpha)
+        if verdict.status != NOT_APPLICABLE:  # only a mix of settings has every arm: do not mix
+            verdict = not_applicable(f"No single setting has every arm: the runs that differ only in "
+                                     f"{', '.join(claim.compare)} (and seed) do not cover the comparison.")
+        return verdict
+    (name, verdict), others = applicable[0], applicable[1:]
+    verdict.setting, verdict.others = name, [(n, v.status) for n, v in others]
+    where = f" Judged within {name} (the setting with most seeds)." if name else ""
+    if others:
+        shown = "; ".join(f"{n}: {v.status}" for n, v in others[:6])
+        where += f" Other settings ({len(others)}), judged apart: {shown}{' …' if len(others) > 6 else ''}."
+    verdict.explanation += where
+    verdict.context += where
+    return verdict
+
+
+def studies(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The runs of each study (the ``study`` column; absent or empty = one unnamed study)."""
+    if "study" not in runs or runs["study"].isna().all():
+        return [("", runs)]
+    label = runs["study"].astype(object).where(runs["study"].notna(), "").astype(str)
+    return [(str(name), frame) for name, frame in runs.groupby(label, sort=True)]
+
+
+def evaluate(claims: list[Claim], runs: pd.DataFrame, alpha: float = ALPHA) -> list[tuple[Claim, Verdict]]:
+    """Every claim within every study: one verdict per (claim, study) where it applies, and one
+    "not applicable" entry for a claim that applies in no study. Studies are never pooled."""
+    decision_level(alpha)
+    parts = studies(runs)
+    out = []
+    for claim in claims:
+        found, missed = [], []
+        for study, frame in parts:
+            verdict = in_study(claim, frame, alpha)
+            verdict.study, verdict.alpha = study, alpha
+            (found if verdict.status != NOT_APPLICABLE else missed).append(verdict)
+        if found:
+            out.extend((claim, v) for v in found)
+        elif len(missed) == 1:
+            out.append((claim, missed[0]))
+        else:
+            why = "; ".join(f"{v.study or 'unnamed'}: {v.explanation}" for v in missed[:4])
+            out.append((claim, not_applicable(f"Not applicable in any of the {len(missed)} studies ({why}"
+                                              f"{' …' if len(missed) > 4 else ''}).")))
+    return out

@@ -1,0 +1,70 @@
+"""Checkpoints: an interrupted run resumed from its checkpoint ends as an uninterrupted one (normbench/checkpoint.py)."""
+
+import json
+
+import pytest
+
+from normbench import checkpoint
+from normbench.train import Trainer
+
+# Timings differ between any two runs; everything else a run measures must not.
+CLOCKS = {"seconds_to_target"}
+
+
+def interrupt_at(monkeypatch, stop_step):
+    """Ctrl-C as the training loop reaches ``stop_step`` (the test hook: a preemption mid-run)."""
+    step = Trainer._step
+
+    def stopping(self, at):
+        if at == stop_step:
+            raise KeyboardInterrupt("test preemption")
+        return step(self, at)
+    monkeypatch.setattr(Trainer, "_step", stopping)
+
+
+def curves(run_dir):
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in row.items() if k != "time_s"} for row in rows]
+
+
+@pytest.mark.parametrize("extra", [[], ["norm=bn", "optim=sgd", "warmup_steps=3", "optim.schedule=cosine"]])
+def test_interrupted_and_resumed_run_equals_an_uninterrupted_one_bitwise(cli, tmp_path, monkeypatch, tiny_args, extra):
+    args = [*tiny_args, *extra, "steps=11", "deterministic=true", "checkpoint_every=4"]
+    code, _, err = cli(*args, "hydra.run.dir=whole")
+    assert code == 0, err
+    interrupt_at(monkeypatch, 7)  # checkpoint at step 4, lost work at steps 5 and 6
+    code, _, err = cli(*args, "hydra.run.dir=parts")
+    assert code == 130, err
+    assert (tmp_path / "parts" / checkpoint.FILE).is_file()
+    assert json.loads((tmp_path / "parts" / "summary.json").read_text())["status"] == "interrupted"
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(*args, "resume=true", "hydra.run.dir=parts")
+    assert code == 0, err
+    whole, parts = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "parts"))
+    assert parts["status"] == "ok" and parts["resumed_from_step"] == 4 and "resumed_from_step" not in whole
+    # bitwise: == on every float the run measured, curves and summary alike
+    assert {k: v for k, v in parts["metrics"].items() if k not in CLOCKS} == \
+        {k: v for k, v in whole["metrics"].items() if k not in CLOCKS}
+    assert parts["profiles"] == whole["profiles"] and parts["precision"] == whole["precision"]
+    assert curves(tmp_path / "parts") == curves(tmp_path / "whole")
+    assert not (tmp_path / "parts" / checkpoint.FILE).exists()  # a finished run deletes its checkpoint
+
+
+def test_resume_without_a_checkpoint_starts_again_and_a_torn_file_is_no_checkpoint(cli, tmp_path, tiny_args):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / checkpoint.FILE).write_bytes(b"half a file")
+    assert checkpoint.load(tmp_path / "run" / checkpoint.FILE) is None
+    code, _, err = cli(*tiny_args, "resume=true", "hydra.run.dir=run")
+    assert code == 0, err
+    assert "resumed_from_step" not in json.loads((tmp_path / "run" / "summary.json").read_text())
+
+
+def test_checkpoint_every_is_a_harness_key_and_checked(cli, compose, tiny_args):
+    from normbench.contract import identity
+    from omegaconf import OmegaConf
+
+    plain = lambda node: {k: v for k, v in OmegaConf.to_container(node, resolve=True).items() if k != "hydra"}
+    assert identity(plain(compose("checkpoint_every=5"))).config_hash == identity(plain(compose())).config_hash
+    code, _, err = cli(*tiny_args, "checkpoint_every=-1")
+    assert code == 2 and "checkpoint_every must be >= 0, got -1" in err

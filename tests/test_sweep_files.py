@@ -1,0 +1,55 @@
+"""The sweeps folder: every sweeps/*.yaml is a sweep (+sweep=NAME) that sweeps without -m; a user's
+folder joins through NORMBENCH_SWEEPS (normbench/config.py)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.types import RunMode
+
+from normbench.config import config_dir, sweep_dirs, sweep_names
+
+ROOT = Path(__file__).resolve().parent.parent
+SWEEPS = sorted(p.stem for p in (ROOT / "sweeps").glob("*.yaml"))
+
+
+def test_the_checkout_sweeps_folder_is_the_one_found():
+    assert sweep_dirs() == [ROOT / "sweeps"]
+    assert sweep_names() == SWEEPS and {"smoke", "batch_size", "rnn_table"} <= set(SWEEPS)
+
+
+@pytest.mark.parametrize("name", SWEEPS)
+def test_every_sweep_file_composes_and_sets_multirun(name):
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=[f"+sweep={name}"], return_hydra_config=True)
+    assert cfg.hydra.mode == RunMode.MULTIRUN
+    assert cfg.hydra.sweeper.params  # a sweep sweeps something
+
+
+def test_a_sweeps_own_group_composes(compose):
+    assert compose("+sweep=smoke", "+smoke=bn_bf16").precision.dtype == "bf16"
+    assert compose("+sweep=rnn_table", "+rnn_arm=post_ln").placement.name == "post"
+
+
+def test_a_users_sweep_runs_without_dash_m_with_its_own_group(cli, tmp_path, monkeypatch, tiny_args):
+    mine = tmp_path / "my_sweeps"
+    (mine / "arm").mkdir(parents=True)
+    (mine / "arm" / "rms.yaml").write_text("# @package _global_\nnorm:\n  kind: rms\n")
+    (mine / "arm" / "ln.yaml").write_text("# @package _global_\nnorm:\n  kind: ln\n")
+    (mine / "mine.yaml").write_text("# @package _global_\nhydra:\n  mode: MULTIRUN\n  sweeper:\n"
+                                    "    params:\n      +arm: glob(*)\n")
+    monkeypatch.setenv("NORMBENCH_SWEEPS", str(mine))
+    code, _, err = cli("+sweep=mine", *tiny_args, "hydra.sweep.dir=sw", "report=false")
+    assert code == 0, err
+    kinds = sorted(json.loads(p.read_text())["config"]["norm"]["kind"] for p in (tmp_path / "sw").rglob("summary.json"))
+    assert kinds == ["ln", "rms"]
+
+
+def test_a_missing_user_sweep_folder_is_one_line(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("NORMBENCH_SWEEPS", str(tmp_path / "nope"))
+    code, _, err = cli("+sweep=smoke")
+    assert code == 2
+    assert err.strip() == f"normbench: error: NORMBENCH_SWEEPS: {tmp_path / 'nope'} is not a folder (it names " \
+                          "folders of sweep files, separated by ':')"
