@@ -76,6 +76,8 @@ def arms_of(sweep_dir: Path) -> list[Arm]:
     """One arm per (study, group) with a run that trained (ok, else diverged), labelled as the report
     labels them, each with that run's record to rebuild it from. Groups whose runs were invalid,
     skipped or failed are not arms: their step cannot be taken as their runs took it."""
+    if not Path(sweep_dir).is_dir():
+        raise ArmsError(f"{sweep_dir}: no such folder")
     records = find_records([Path(sweep_dir)])
     usable = [r for r in records.runs if isinstance(r.summary.get("config"), dict)]
     if not any(r.summary.get("status") in TIMED for r in usable):

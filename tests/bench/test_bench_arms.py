@@ -166,6 +166,8 @@ def test_cpu_pressure_is_read_from_psi_and_none_without_it(tmp_path, monkeypatch
 def test_bad_input_is_one_line_and_status_2(tmp_path, study, capsys):
     assert main(["arms", str(tmp_path)]) == 2
     assert "no finished run records" in capsys.readouterr().err
+    assert main(["arms", str(tmp_path / "absent")]) == 2
+    assert "no such folder" in capsys.readouterr().err
     assert main(["arms", str(study), "--reference", "norm=bn", "--rounds", "1", "--warmup", "0",
                  "--steps-per-round", "1"]) == 2
     err = capsys.readouterr().err.strip()
