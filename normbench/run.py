@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from normbench import checkpoint
 from normbench.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
-from normbench import study_info
+from normbench import machine, study_info
 from normbench.contract import FINISHED, SCHEMA, config_hash, identity
 from normbench.loggers import build_logger
 from normbench.record import RunRecord, environment, read_summary, write_run_text
@@ -230,7 +230,8 @@ def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: i
         if resume_from is not None:
             checkpoint.restore(trainer, resume_from[1])
             fields["resumed_from_step"] = trainer.start_step
-        progress = trainer.fit()
+        with machine.on_record(fields["environment"], parallel_jobs):  # load and CPU pressure over the steps
+            progress = trainer.fit()
     except KeyboardInterrupt as err:
         _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
         raise

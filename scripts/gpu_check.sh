@@ -2,7 +2,8 @@
 # The GPU check issue 6 asks for, as one script for a lent CUDA machine (run from the repo root):
 # CUDA correctness of every norm and placement in a tiny sweep, the kernel benchmark (GB/s, fraction of
 # the datasheet peak and of a measured copy), then the in-cell LSTM and GRU against cuDNN, eager and with
-# the step through torch.compile (model.cell_kernel=compile). Every ratio is printed.
+# the step through torch.compile (model.cell_kernel=compile), and the paired timing of a tiny study's arms
+# (LN vs RMSNorm, rebuilt from their records and timed interleaved, CUDA-synchronized). Every ratio is printed.
 #
 # A machine without hydra-core/omegaconf gets them as wheels in .whl/ (pure Python), made here with
 #   python3 -m pip download --no-deps --only-binary=:all: -d .whl \
@@ -44,3 +45,15 @@ cell_args=(--device "$device" --hidden 128 --candidates fused+norm_calls,in_cell
 python3 -m normbench.bench cells "${cell_args[@]}" > "$out/cells.log" 2>&1
 echo "cells exit $?" | tee -a "$out/device.txt"
 sed -n "/^## Summary/,\$p" "$out/cells.log" | grep -E "^- "
+
+# Paired timing of a study's arms on the device: a tiny LN-vs-RMSNorm study, its arms rebuilt from the records
+# and their training steps timed interleaved in one process (bench arms: CUDA events, synchronized).
+arm_steps=$([ "$quick" = --quick ] && echo 2 || echo 20)
+python3 -m normbench -m model=lstm,transformer norm=ln,rms seed=0,1 device="$device" steps="$arm_steps" \
+    eval_every="$arm_steps" task=adding task.length=16 hydra.sweep.dir="$out/arms" progress=false report=false \
+    > "$out/arms.log" 2>&1
+arm_args=(--reference norm=ln)
+[ "$quick" = --quick ] && arm_args+=(--rounds 2 --warmup 1 --steps-per-round 1)
+python3 -m normbench.bench arms "$out/arms" "${arm_args[@]}" >> "$out/arms.log" 2>&1
+echo "arms exit $?" | tee -a "$out/device.txt"
+grep -E "^\| [a-z_.]+=|^## study" "$out/arms.log"

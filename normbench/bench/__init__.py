@@ -1,10 +1,13 @@
-"""Speed benchmarks of normbench's parts: ``python -m normbench.bench {kernels,cells,harness,sweep,all}``.
+"""Speed benchmarks of normbench's parts: ``python -m normbench.bench {kernels,cells,harness,sweep,all,arms}``.
 
     kernels   norm kernels alone: time, GB/s and fraction of a device copy, per kind x impl x shape x dtype;
               ``fastest_impls`` reduces them to the rule behind ``norm.impl=auto``
-    cells     the in-cell LN-LSTM training step against nn.LSTM, its fastrnns lower bound, the bare loop
+    cells     the in-cell LN-LSTM training step against nn.LSTM, its fastrnns lower bound, the bare loop;
+              ``--grid axes`` at every shape users run, and the masked variable-length batch
     harness   normbench's training loop (probes, logging) against a bare PyTorch loop
     sweep     a multirun on the joblib launcher against the same runs in sequence
+    arms      a study's arms rebuilt from their records, timed side by side: SWEEP_DIR/paired-timing.json,
+              which the report's throughput reads (normbench.report.speed)
 
 Every figure is a ratio of candidates timed side by side in one process (``timing.measure``), so it
 holds on a machine that is busy with something else; absolute times are recorded but not relied on.

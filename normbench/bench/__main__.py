@@ -1,4 +1,5 @@
-"""python -m normbench.bench {kernels,cells,harness,sweep,all} [--out DIR] [--quick] [options]"""
+"""python -m normbench.bench {kernels,cells,harness,sweep,all} [--out DIR] [--quick] [options]
+python -m normbench.bench arms SWEEP_DIR [--rounds N] [--warmup K] [--steps-per-round S] [--reference ARM] [--threads T]"""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import torch
 
-from normbench.bench import cells, harness, kernels, sweep
+from normbench import machine
+from normbench.bench import arms, cells, harness, kernels, sweep
 from normbench.bench.section import OtherLoad, Section, finite_json
 from normbench.models.recurrent import FAMILIES
 from normbench.schema import KINDS
@@ -102,8 +104,15 @@ def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--batch", type=_positive, default=32)
     p.add_argument("--input-size", type=_positive, default=32)
     p.add_argument("--norm", default="ln", choices=KINDS, help="norm kind inside the cell (default ln)")
-    p.add_argument("--candidates", type=_csv(str, cells.CANDIDATES), default=cells.CANDIDATES,
-                   help=f"comma list from {','.join(cells.CANDIDATES)} (fused is always timed: every ratio is to it)")
+    p.add_argument("--candidates", type=_csv(str, (*cells.CANDIDATES, cells.MASKED)),
+                   help=f"comma list from {','.join(cells.CANDIDATES)},{cells.MASKED} (fused is always timed: every "
+                        f"ratio is to it; default all but {cells.MASKED}, with --grid {','.join(cells.GRID_CANDIDATES)})")
+    p.add_argument("--grid", choices=("axes",), help="axes: walk each axis from (batch 32, T 64, hidden 128) -- "
+                   "hidden 64..1024, batch 1..128, T 64 and 512 -- plus a masked variable-length point, each "
+                   "ratio beside its target (--hidden/--batch/--length are then the grid's)")
+    p.add_argument("--masked", action="store_true",
+                   help=f"also time {cells.MASKED}: the in-cell layer on a variable-length batch (skipped, with the "
+                        "reason, where the layer takes no lengths)")
 
 
 def _harness_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -131,6 +140,17 @@ def parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=helps[name], description=helps[name])
         _common(p)
         add(p)
+    paired = sub.add_parser("arms", help="a study's arms, rebuilt from their records, timed side by side",
+                            description="Time each arm's training step interleaved in one process; writes "
+                                        "SWEEP_DIR/paired-timing.json and .md, which the report reads.")
+    paired.add_argument("sweep_dir", type=Path, metavar="SWEEP_DIR", help="a folder of run records (a multirun)")
+    paired.add_argument("--rounds", type=int, default=20, help="timed rounds, each one loop of every arm (default 20)")
+    paired.add_argument("--warmup", type=int, default=5, help="untimed steps of each arm first (default 5)")
+    paired.add_argument("--steps-per-round", type=int, default=10, help="steps of an arm per round (default 10)")
+    paired.add_argument("--reference", help="the arm ratios are to, e.g. norm=ln (default: the fastest of each "
+                                            "study and task)")
+    paired.add_argument("--threads", type=int, help="torch threads for every arm (default: the records' own, else 1)")
+    paired.add_argument("--device", choices=("cpu", "cuda", "auto"), help="override the records' device")
     everything = sub.add_parser("all", help="every subcommand, then one summary of the ratios")
     _common(everything)
     for name, add in adders.items():
@@ -163,8 +183,10 @@ def _command(name: str, args: argparse.Namespace) -> str:
             if tuple(value) != default if isinstance(default, tuple) else value != default:
                 text = ",".join(map(str, value)) if isinstance(default, tuple) else str(value)
                 words += [f"--{key.replace('cell_', '').replace('_', '-')}", text]
-        if tuple(args.candidates) != cells.CANDIDATES:
+        if args.candidates:
             words += ["--candidates", ",".join(args.candidates)]
+        words += ["--grid", args.grid] if args.grid else []
+        words += ["--masked"] if args.masked else []
     elif name == "harness":
         for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every")):
             words += [flag, str(getattr(args, key))] if getattr(args, key) else []
@@ -176,7 +198,7 @@ def _command(name: str, args: argparse.Namespace) -> str:
 
 
 def run_one(name: str, args: argparse.Namespace) -> Section:
-    started, others = time.perf_counter(), OtherLoad()
+    started, others, condition = time.perf_counter(), OtherLoad(), machine.Condition()
     threads = args.threads or (1 if args.quick else None)
     if threads:
         torch.set_num_threads(threads)
@@ -186,10 +208,15 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
                               hidden=args.kernel_hidden, kinds=args.kinds, repeats=args.repeats,
                               headline=args.headline, out_dir=args.out, command=command,
                               default_malloc=args.default_malloc)
+    elif name == "cells" and args.grid:
+        section = cells.run_grid(family=args.family, input_size=args.input_size, norm=args.norm, quick=args.quick,
+                                 repeats=args.repeats, candidates=tuple(args.candidates or cells.GRID_CANDIDATES),
+                                 device=args.cell_device, command=command)
     elif name == "cells":
+        candidates = tuple(args.candidates or cells.CANDIDATES) + ((cells.MASKED,) if args.masked else ())
         section = cells.run(family=args.family, hidden=args.cell_hidden, length=args.length, batch=args.batch,
                             input_size=args.input_size, norm=args.norm, quick=args.quick, repeats=args.repeats,
-                            candidates=tuple(args.candidates), device=args.cell_device, command=command)
+                            candidates=tuple(dict.fromkeys(candidates)), device=args.cell_device, command=command)
     elif name == "harness":
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)
@@ -198,6 +225,7 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
                             command=command)
     section.extra["elapsed_s"] = time.perf_counter() - started
     section.environment["other_processes_cpu_share"] = others.fraction()
+    section.environment.update(condition.finish())  # load_1m and cpu_pressure at start and end
     print(section.markdown, flush=True)
     if args.out is not None:
         written = section.write(args.out)
@@ -221,11 +249,31 @@ def summary_block(sections: list[Section]) -> str:
     return "\n".join(lines)
 
 
+def run_arms(args: argparse.Namespace) -> int:
+    command = shlex.join(["python", "-m", "normbench.bench", "arms", str(args.sweep_dir)]
+                         + [w for flag, value in (("--rounds", args.rounds), ("--warmup", args.warmup),
+                                                  ("--steps-per-round", args.steps_per_round),
+                                                  ("--reference", args.reference), ("--threads", args.threads),
+                                                  ("--device", args.device)) if value is not None
+                            for w in (flag, str(value))])
+    try:
+        result = arms.run(args.sweep_dir, rounds=args.rounds, warmup=args.warmup, steps_per_round=args.steps_per_round,
+                          reference=args.reference, threads=args.threads, device=args.device, command=command)
+    except (ValueError, OSError) as err:  # ArmsError, a config the runner refuses, a folder it cannot write to
+        print(f"normbench.bench arms: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print(arms.render(result), flush=True)
+    print(f"wrote {args.sweep_dir / arms.FILE} and {(args.sweep_dir / arms.FILE).with_suffix('.md')}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     top = parser()
     args = top.parse_args(argv)
     if "cuda" in (getattr(args, "device", None), getattr(args, "cell_device", None)) and not torch.cuda.is_available():
         top.error("--device cuda: no CUDA device is available here")
+    if args.command == "arms":
+        return run_arms(args)
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
     sections, failures = [], {}
     started = time.perf_counter()

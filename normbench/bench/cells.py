@@ -19,6 +19,16 @@ data, timed interleaved:
     in_cell_compile  the same layer with model.cell_kernel=compile: the autograd loop with its step
                      through torch.compile (compiled during warm-up, which is not timed); on CUDA
                      the alternative to one kernel launch per op per time step
+    in_cell_masked   (--masked) the in-cell layer on a variable-length batch: per-example lengths
+                     from T/2 to T, padded to T, the loss on each example's last real step; its
+                     ratio is to in_cell at fixed length T. Needs the layer's forward to take
+                     ``lengths`` (or ``mask``); skipped, with that reason, where it does not
+
+``--grid axes`` walks each axis from (batch 32, T 64, hidden 128) rather than the full product:
+hidden 64..1024 at batch 32, T 64; batch 1, 8, 32, 128 at hidden 256; T 64 and 512 at hidden 128;
+and one masked variable-length point. Every in-cell ratio is printed beside its target; where a
+point misses, the lower bound beside it (the fused cell + the norm calls alone) says how much of
+the gap no in-cell kernel built from a fused cell and separate norm kernels could close.
 
 Before any timing the loop layer is checked to compute what nn.LSTM (nn.GRU) computes, as fastrnns
 checks each custom LSTM against nn.LSTM before timing it.
@@ -27,6 +37,7 @@ checks each custom LSTM against nn.LSTM before timing it.
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 from dataclasses import asdict, dataclass
 
@@ -39,9 +50,11 @@ from normbench.bench.timing import clock_for, measure, paired_difference, paired
 from normbench.models.recurrent import FUSED, GATES, InCellLayer, cell_kernel_in_use
 from normbench.norms import NormSpec
 
-TARGET = 1.5  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
-TARGET_FAMILIES = ("lstm", "gru")
+TARGETS = {"lstm": 1.3, "gru": 1.0}  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
+MASKED_TARGET = 1.15  # in-cell step on a variable-length batch / the same at fixed length
+TARGET_FAMILIES = tuple(TARGETS)
 CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python", "in_cell_compile")
+MASKED = "in_cell_masked"  # not in CANDIDATES: asked for with --masked, and at the grid's masked point
 
 
 def python_kernel(family: str) -> str:
@@ -123,6 +136,39 @@ class FusedWithNormCalls(FusedLast):
             t.grad = None
         extras = [self.norms[c.module](t, c.step) for c, t in zip(self.calls, self.inputs)]
         return last, extras
+
+
+def mask_keyword(layer: nn.Module) -> str | None:
+    """How the layer's forward takes a variable-length batch: "lengths" (per example) or "mask"
+    (batch, time); None when it takes neither (models without variable-length support)."""
+    parameters = inspect.signature(layer.forward).parameters
+    return next((name for name in ("lengths", "mask") if name in parameters), None)
+
+
+NO_MASK_REASON = ("InCellLayer.forward takes no `lengths` or `mask`: this checkout's models have no "
+                  "variable-length support (issue 23), so the masked point is not timed")
+
+
+class MaskedLast(nn.Module):
+    """The layer on a padded variable-length batch; the signal is each example's last real step."""
+
+    def __init__(self, layer: nn.Module, lengths: torch.Tensor, keyword: str):
+        super().__init__()
+        self.layer, self.keyword = layer, keyword
+        self.register_buffer("lengths", lengths)
+        steps = torch.arange(int(lengths.max()))
+        self.register_buffer("mask", steps[None, :] < lengths[:, None])
+
+    def forward(self, x):
+        out = self.layer(x, **{self.keyword: self.lengths if self.keyword == "lengths" else self.mask})
+        return out[torch.arange(len(x), device=out.device), self.lengths - 1], []
+
+
+def variable_lengths(batch: int, length: int, generator: torch.Generator) -> torch.Tensor:
+    """Per-example lengths from length // 2 to length, the longest exactly ``length`` (the padded size)."""
+    lengths = torch.randint(max(1, length // 2), length + 1, (batch,), generator=generator)
+    lengths[0] = length
+    return lengths
 
 
 class TrainStep:
@@ -208,16 +254,25 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     bound = FusedWithNormCalls(*args, norm, calls, generator, device)
     models = {"fused": fused, "fused+norm_calls": bound, "loop": LayerLast(loop), "in_cell": LayerLast(in_cell),
               "in_cell_python": LayerLast(in_cell_python), "in_cell_compile": LayerLast(in_cell_compile)}
+    skipped = {}
+    if MASKED in candidates:
+        keyword = mask_keyword(in_cell)
+        if keyword is None:
+            skipped[MASKED] = NO_MASK_REASON
+        else:
+            masked = InCellLayer(*args, norm)
+            masked.load_state_dict(in_cell.state_dict())
+            models[MASKED] = MaskedLast(masked, variable_lengths(shape.batch, shape.length, generator), keyword)
     x, target = x.to(device), target.to(device)
     steps = {name: TrainStep(m.to(device).train(), x, target) for name, m in models.items()
-             if name in candidates or name == "fused"}
+             if (name in candidates or name == "fused") and name not in skipped}
     counts: dict[str, int] = {}
     for c in calls:
         key = f"{c.module} {tuple(c.shape)}"
         counts[key] = counts.get(key, 0) + 1
     facts = {"norm_calls": counts, "norm_calls_total": len(calls), "loop_max_abs_difference_vs_fused": difference,
              "in_cell_variants_max_abs_difference": in_cell_differences,
-             "in_cell_kernel": cell_kernel_in_use(in_cell, device)}
+             "in_cell_kernel": cell_kernel_in_use(in_cell, device), "skipped": skipped}
     return steps, facts
 
 
@@ -248,6 +303,90 @@ def run(*, family: str | tuple[str, ...] = TARGET_FAMILIES, hidden: int | tuple[
     return Section("cells", command, env, rows, "\n\n".join(parts), ratios, {"shapes": shapes})
 
 
+# --grid axes: each axis walked from one point, (values, the other sizes held fixed); not the full product.
+AXES = {"hidden": ((64, 128, 256, 512, 1024), {"batch": 32, "length": 64}),
+        "batch": ((1, 8, 32, 128), {"hidden": 256, "length": 64}),
+        "length": ((64, 512), {"hidden": 128, "batch": 32})}
+MASKED_POINT = {"batch": 32, "length": 64, "hidden": 128}
+QUICK_AXES = {"hidden": ((8, 16), {"batch": 4, "length": 4}), "batch": ((1, 4), {"hidden": 8, "length": 4}),
+              "length": ((4, 8), {"hidden": 8, "batch": 4})}
+QUICK_MASKED_POINT = {"batch": 4, "length": 6, "hidden": 8}
+GRID_CANDIDATES = ("fused", "fused+norm_calls", "in_cell")  # the ratio, and the lower bound beside a miss
+
+
+def axis_points(axes: dict = AXES) -> list[tuple[str, dict]]:
+    """(axes the point lies on, {batch, length, hidden}) for every point of the walk, each point once."""
+    points: dict[tuple, list[str]] = {}
+    for axis, (values, fixed) in axes.items():
+        for value in values:
+            point = {**fixed, axis: value}
+            points.setdefault((point["batch"], point["length"], point["hidden"]), []).append(axis)
+    return [("+".join(on), {"batch": b, "length": t, "hidden": h}) for (b, t, h), on in points.items()]
+
+
+def run_grid(*, family: str | tuple[str, ...] = TARGET_FAMILIES, input_size: int = 32, norm: str = "ln",
+             device: str = "cpu", quick: bool = False, repeats: int | None = None,
+             candidates: tuple[str, ...] = GRID_CANDIDATES, masked: bool = True, axes: dict | None = None,
+             masked_point: dict | None = None, command: str = "") -> Section:
+    """The fast paths at every shape users run: each axis from the middle point, then the masked point."""
+    families = (family,) if isinstance(family, str) else tuple(family)
+    axes = axes or (QUICK_AXES if quick else AXES)
+    masked_point = masked_point or (QUICK_MASKED_POINT if quick else MASKED_POINT)
+    env = bench_environment(device)
+    rows, ratios, parts, shapes, grid, skipped_rows = [], [], [], {}, [], []
+    points = [(axis, point, tuple(candidates)) for axis, point in axis_points(axes)]
+    for name in families:
+        fused_name = f"nn.{FUSED[name].__name__}"
+        layer = InCellLayer(name, input_size, masked_point["hidden"], NormSpec(norm))
+        mine = list(points)
+        if masked and mask_keyword(layer) is not None:
+            mine.append(("masked", masked_point, ("fused", "in_cell", MASKED)))
+        elif masked:
+            ratios.append(RatioLine(f"in-cell {norm.upper()}-{name.upper()} on a variable-length batch", None,
+                                    "the same layer at fixed length", command, target=f"<= {MASKED_TARGET}",
+                                    note=f"skipped: {NO_MASK_REASON}"))
+            skipped_rows.append({"family": name, "axis": "masked", **masked_point, "ratio": None,
+                                 "target": MASKED_TARGET, "met": None, "lower_bound": None, "skipped": NO_MASK_REASON})
+        for axis, point, wanted in mine:
+            print(f"cells: {name} {axis} b{point['batch']} T{point['length']} h{point['hidden']} ...", flush=True)
+            shape = CellShape(name, point["batch"], point["length"], input_size, point["hidden"])
+            shape_rows, facts, decomposition, shape_ratios = measure_shape(shape, NormSpec(norm), device, quick,
+                                                                          repeats, wanted, command)
+            rows += [{"axis": axis, **r} for r in shape_rows]
+            ratios += shape_ratios
+            parts.append(render_markdown(shape_rows, facts, decomposition, shape_ratios, env, command, fused_name))
+            shapes[f"{name} {axis} b{point['batch']} T{point['length']} h{point['hidden']}"] = {
+                "facts": facts, "decomposition": decomposition}
+            by = {r["candidate"]: r for r in shape_rows}
+            if axis == "masked":
+                ratio, target = by[MASKED].get("vs_fixed_length"), MASKED_TARGET
+            else:
+                ratio, target = by.get("in_cell", {}).get("vs_fused"), TARGETS.get(name)
+            bound = by.get("fused+norm_calls", {}).get("vs_fused")
+            met = None if ratio is None or target is None else ratio <= target
+            grid.append({"family": name, "axis": axis, **point, "ratio": ratio, "target": target, "met": met,
+                         "lower_bound": bound if met is False else None, "skipped": None})
+    grid += skipped_rows
+    table = render_grid(grid)
+    markdown = "\n\n".join([f"## Recurrent cells at every shape users run\n\n`{command}`\n\n"
+                             f"{env['device']} ({env['device_name']}), torch {env['torch']}, {env['threads']} "
+                             f"threads, CPU capability {env.get('cpu_capability')}. Each axis walked from "
+                             "(batch 32, T 64, hidden 128); ratio = in-cell step / fused step (masked: variable-"
+                             "length step / the same at fixed length); where a point misses its target, the "
+                             "lower bound (fused cell + the norm calls alone) is shown.", table, *parts])
+    return Section("cells-grid", command, env, rows, markdown, ratios, {"grid": grid, "shapes": shapes})
+
+
+def render_grid(grid: list[dict]) -> str:
+    def num(v):
+        return "—" if v is None else f"{v:.2f}"
+    return markdown_table(
+        ["family", "axis", "batch", "T", "hidden", "ratio", "target", "met", "lower bound (miss)"],
+        [[g["family"], g["axis"], g["batch"], g["length"], g["hidden"],
+          num(g["ratio"]) if not g["skipped"] else "skipped", f"<= {g['target']}" if g["target"] else "—",
+          {True: "yes", False: "NO", None: "—"}[g["met"]], num(g["lower_bound"])] for g in grid])
+
+
 def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, repeats: int | None,
                   candidates: tuple[str, ...], command: str):
     """(rows, facts, decomposition, ratios) of one shape; candidates left out are absent from all four."""
@@ -265,7 +404,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
     by = {r["candidate"]: r for r in rows}
     decomposition = {key: paired_difference(timings[name], fused) * 1e3 for key, name in (
         ("loop_overhead_ms", "loop"), ("in_cell_extra_ms", "in_cell"), ("in_cell_python_extra_ms", "in_cell_python"),
-        ("in_cell_compile_extra_ms", "in_cell_compile"),
+        ("in_cell_compile_extra_ms", "in_cell_compile"), ("in_cell_masked_extra_ms", MASKED),
         ("norm_cost_lower_bound_ms", "fused+norm_calls")) if name in timings}
     family = shape.family
     fused_name = f"nn.{FUSED[family].__name__}"
@@ -273,11 +412,24 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
     ratios = []
     if "in_cell" in by:
         in_cell = by["in_cell"]
-        ratios.append(RatioLine(
+        line = RatioLine(
             f"in-cell {spec.kind.upper()}-{family.upper()} training step ({label})", in_cell["vs_fused"], fused_name,
-            command, target=f"<= {TARGET}" if family in TARGET_FAMILIES else None,
+            command, target=f"<= {TARGETS[family]}" if family in TARGETS else None,
             note=f"{facts['in_cell_kernel'] or 'autograd'} recurrence; "
-                 f"IQR {in_cell['vs_fused_q1']:.2f}-{in_cell['vs_fused_q3']:.2f}"))
+                 f"IQR {in_cell['vs_fused_q1']:.2f}-{in_cell['vs_fused_q3']:.2f}")
+        if line.met is False and "fused+norm_calls" in by:  # a miss: how far a fused cell + norms could go
+            line.note += f"; lower bound ({fused_name} + norm calls alone) {by['fused+norm_calls']['vs_fused']:.2f}x"
+        ratios.append(line)
+    if MASKED in by and "in_cell" in timings:
+        masked = paired_ratio(timings[MASKED], timings["in_cell"])
+        by[MASKED]["vs_fixed_length"] = masked.median
+        ratios.append(RatioLine(f"in-cell {spec.kind.upper()}-{family.upper()} on a variable-length batch "
+                                f"(lengths T/2..T, masked; {label})", masked.median,
+                                "the same layer at fixed length", command, target=f"<= {MASKED_TARGET}",
+                                note=f"IQR {masked.q1:.2f}-{masked.q3:.2f}"))
+    for name, why in facts["skipped"].items():
+        ratios.append(RatioLine(f"{name} ({label})", None, "the same layer at fixed length", command,
+                                note=f"skipped: {why}"))
     others = (("in_cell_python", f"the same with model.cell_kernel=python: {python_kernel(family)}"),
               ("in_cell_compile", "the same with model.cell_kernel=compile: the step through torch.compile"),
               ("fused+norm_calls", f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone"),
@@ -290,7 +442,8 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
 DECOMPOSITION = {"loop_overhead_ms": "a Python time loop without norms", "norm_cost_lower_bound_ms": "the norm calls alone",
                  "in_cell_extra_ms": "the in-cell layer",
                  "in_cell_python_extra_ms": "the in-cell layer with model.cell_kernel=python",
-                 "in_cell_compile_extra_ms": "the in-cell layer with model.cell_kernel=compile"}
+                 "in_cell_compile_extra_ms": "the in-cell layer with model.cell_kernel=compile",
+                 "in_cell_masked_extra_ms": "the in-cell layer on a variable-length batch"}
 
 
 def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name) -> str:
@@ -299,7 +452,8 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
             "loop": "InCellLayer without norm (Python time loop)",
             "in_cell": f"InCellLayer with {norm} ({facts['in_cell_kernel'] or 'autograd'} recurrence)",
             "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python ({python_kernel(family)})",
-            "in_cell_compile": f"InCellLayer with {norm}, model.cell_kernel=compile (torch.compile of the step)"}
+            "in_cell_compile": f"InCellLayer with {norm}, model.cell_kernel=compile (torch.compile of the step)",
+            MASKED: f"InCellLayer with {norm} on a variable-length batch (lengths T/2..T, masked)"}
     table = markdown_table(
         ["candidate", "what", "ms / step", "IQR ms", f"x {fused_name}", "ratio IQR"],
         [[r["candidate"], what[r["candidate"]], f"{r['median_ms']:.2f}", f"{r['iqr_ms']:.2f}", f"{r['vs_fused']:.2f}",

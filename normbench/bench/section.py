@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from normbench import machine
 from normbench.record import environment
 
 
@@ -27,7 +28,8 @@ ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_
 
 def bench_environment(device: torch.device | str) -> dict:
     """normbench's run environment plus what decides a timing: threads, cores, the CPU capability
-    torch dispatches for (ATEN_CPU_CAPABILITY lowers it), the other ISA limits set, load when measured."""
+    torch dispatches for (ATEN_CPU_CAPABILITY lowers it), the other ISA limits set, load and CPU
+    pressure (PSI avg10, %; None without /proc/pressure/cpu) when measured."""
     device = torch.device(device)
     env = environment(device)
     env.update(interop_threads=torch.get_num_interop_threads(), cpu_count=os.cpu_count(),
@@ -35,6 +37,7 @@ def bench_environment(device: torch.device | str) -> dict:
                isa_limits={name: os.environ[name] for name in ISA_LIMITS if name in os.environ})
     if hasattr(os, "getloadavg"):
         env["load_average_1m"] = os.getloadavg()[0]
+    env["cpu_pressure"] = {"start": machine.cpu_pressure()}  # the bench CLI adds the end (machine.Condition)
     return env
 
 

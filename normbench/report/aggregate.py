@@ -23,6 +23,7 @@ from normbench import contract
 from normbench.report.intervals import LEVEL, t_quantile
 from normbench.report.ranking import rank_groups
 from normbench.report.records import RunRecord
+from normbench.report.speed import record_columns
 
 PRIMARY = "metrics.best_val"
 # Groups are ranked on the last evaluation, a value not selected on the data it reports; best_val
@@ -115,6 +116,7 @@ def _flatten(record: RunRecord) -> dict:
     environment = summary.get("environment") if isinstance(summary.get("environment"), dict) else {}
     for key in _ENVIRONMENT_KEYS:
         row[f"environment.{key}"] = environment.get(key)
+    row.update(record_columns(environment))  # load and CPU pressure while it trained
     profiles = summary.get("profiles") if isinstance(summary.get("profiles"), dict) else {}
     row["profiles.last_layer_grad_norm_init"] = _last_layer_grad_norm(profiles.get("layer_grad_norm_init"))
     return row

@@ -170,8 +170,8 @@ def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
     speed = best.get("samples_per_s_median")
     if speed is not None and pd.notna(speed):
         noisy = best.get("timing_noise_median")
-        flag = ("per-run timing, noisy: p90/p10 " + f"{noisy:.2g}" if pd.notna(noisy) and noisy > TIMING_NOISY
-                else "per-run timing")
+        flag = ("paired timing of the arms" if best.get("timing") == "paired" else
+                "per-run timing, noisy" + (f": p90/p10 {noisy:.2g}" if pd.notna(noisy) and noisy > TIMING_NOISY else ""))
         parts.append(f"it trained at {number(speed, 3)} samples/s ({flag})")
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."

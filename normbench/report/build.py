@@ -7,6 +7,7 @@ files an earlier report wrote and left unchanged, and deletes nothing else (see 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 from datetime import datetime, timezone
@@ -15,7 +16,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench.report import aggregate, answers, figures, profiles, tables, tuning
+from normbench.report import aggregate, answers, figures, profiles, speed, tables, tuning
 from normbench.report.claims import evaluate_claims
 from normbench.report.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
@@ -68,9 +69,11 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
     axes = aggregate.varying_axes(runs)
     runs = aggregate.label_groups(runs, axes)
     summary = aggregate.summarize_groups(runs, axes)
+    # a group's throughput is its paired timing (bench arms) where one lies beside its records
+    summary, timing = speed.prefer_paired(summary, speed.paired_timing(runs))
     try:
         with ReportOutput(out) as output:
-            _write(records, runs, copies, summary, axes, paths, out, output.staging, alpha)
+            _write(records, runs, copies, summary, axes, paths, out, output.staging, alpha, timing)
             output.commit()
     except OutputError as error:
         raise OutputNotWritable(str(error)) from None
@@ -80,7 +83,7 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
 
 
 def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-           paths: list[Path], out: Path, staging: Path, alpha: float | None = None) -> None:
+           paths: list[Path], out: Path, staging: Path, alpha: float | None = None, timing: str = "") -> None:
     """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
     spreadsheet_safe(runs).to_csv(staging / "runs.csv", index=False)
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
@@ -94,7 +97,8 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         "timing_noisy": f"{aggregate.TIMING_NOISY:g}",
         "what_was_run": _what_was_run(records, runs, copies, axes, out),
         "leaderboards": tables.leaderboards(summary, axes),
-        **_figure_sections(records, runs, summary, axes, staging),
+        "timing": timing,  # which step time the throughput figures show (paired or per-run)
+        **_figure_sections(records, runs, summary, axes, staging, timing),
         **_tuning_sections(runs, summary, axes, staging),
         "divergences": tables.divergence_table(runs, axes, out),
         "claims": [tables.claim_view(c, v, aggregate.study_titles(runs))
@@ -103,11 +107,12 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]
-    context["answer"] = _answer_section(runs, summary, axes, staging)
+    context["answer"] = _answer_section(runs, summary, axes, staging, timing)
     write_report(context, staging)
 
 
-def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
+def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path,
+                    timing: str = "") -> dict:
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
     if summary.empty:
         return {"tasks": [], "figure": None, "rule": tables.RANKING_RULE, "note": ""}
@@ -123,6 +128,8 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
     metrics = {str(t): (str(m), bool(h)) for t, m, h in
                summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)}
     figure = figures.tradeoff(labelled, metrics, staging)
+    if figure is not None and timing:
+        figure = dataclasses.replace(figure, caption=f"{figure.caption} {timing}")
     return {"tasks": answers.answers(runs, summary, axes), "figure": figure, "rule": tables.RANKING_RULE,
             "note": note}
 
@@ -188,13 +195,13 @@ def _what_was_run(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, ax
 
 
 def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-                     staging: Path) -> dict:
+                     staging: Path, timing: str = "") -> dict:
     metrics = ({} if summary.empty else
                {str(t): (str(m), bool(h)) for t, m, h in
                 summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)})
     return {"heatmaps": _heatmap_section(runs, summary, axes, metrics, staging),
             **_curve_sections(records, runs, summary, axes, metrics, staging),
-            "throughput": _throughput_section(summary, axes, staging)}
+            "throughput": _throughput_section(summary, axes, staging, timing)}
 
 
 def _heatmap_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], metrics: dict,
@@ -252,7 +259,7 @@ def _gradient_flow_figure(records: Records, runs: pd.DataFrame, summary: pd.Data
                              _shown_note(len(flow_groups), len(recurrent), "recurrent "))
 
 
-def _throughput_section(summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
+def _throughput_section(summary: pd.DataFrame, axes: list[str], staging: Path, timing: str = "") -> dict:
     """Speed and memory bars. Every task gets its own panel: its first groups in leaderboard order (★ groups lead)."""
     bars = _with_task_labels(summary, axes).groupby("task", sort=False).head(BAR_GROUPS)
     bars = bars.assign(noisy=(bars["timing_noise_median"] > aggregate.TIMING_NOISY)
@@ -260,9 +267,10 @@ def _throughput_section(summary: pd.DataFrame, axes: list[str], staging: Path) -
     cut = summary.groupby("task").size().gt(BAR_GROUPS).any() if not summary.empty else False
     bar_note = (f"At most {BAR_GROUPS} groups per task, in leaderboard order; all are in summary.csv." if cut
                 else "Groups in leaderboard order.")
-    speed = figures.throughput(bars, staging, bar_note, aggregate.TIMING_NOISY) if not bars.empty else None
+    speed_note = bar_note + (f" {timing}" if timing else "")
+    speed = figures.throughput(bars, staging, speed_note, aggregate.TIMING_NOISY) if not bars.empty else None
     memory = figures.peak_memory(bars, staging, bar_note) if not bars.empty else None
-    return {"figures": [f for f in (speed, memory) if f is not None],
+    return {"figures": [f for f in (speed, memory) if f is not None], "timing": timing,
             "skipped": "" if speed or memory else "No run recorded throughput or memory."}
 
 

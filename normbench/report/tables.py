@@ -15,6 +15,7 @@ import pandas as pd
 
 from normbench.report.aggregate import NO_STUDY, STATUSES, TIMING_NOISY, TRAINED, display_path, format_value
 from normbench.report.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
+from normbench.report.speed import condition_rows
 from normbench.report.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
 
 MAX_ROWS = 200  # a table past this length is cut, with a pointer to the CSV
@@ -95,6 +96,7 @@ def environment_table(runs: pd.DataFrame) -> Table:
             continue
         for value, n in runs[column].fillna("not recorded").astype(str).value_counts().items():
             rows.append([key, value, str(int(n))])
+    rows += condition_rows(runs)  # how busy the machine was (normbench/machine.py)
     return Table(["setting", "value", "runs"], rows, wrap=("value",))
 
 

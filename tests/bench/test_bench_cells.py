@@ -79,7 +79,7 @@ def test_quick_cells_cli_writes_its_section(tmp_path):
     assert [(r["family"], r["candidate"]) for r in data["rows"]] == [
         (family, name) for family in ("lstm", "gru") for name in cells.CANDIDATES]  # both families by default
     targets = [r for r in data["ratios"] if r["target"]]
-    assert [r["target"] for r in targets] == ["<= 1.5"] * 2 and all(r["value"] > 0 for r in targets)
+    assert [r["target"] for r in targets] == ["<= 1.3", "<= 1.0"] and all(r["value"] > 0 for r in targets)
     assert [t["name"].startswith(f"in-cell LN-{family}") for t, family in zip(targets, ("LSTM", "GRU"))] == [True] * 2
     assert "--hidden 8" in data["command"]
 

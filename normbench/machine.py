@@ -1,0 +1,85 @@
+"""How busy the machine was while something was timed: load average, CPU pressure, cores, parallel jobs.
+
+A step time means little without the machine's condition beside it: the same step on a 2-core
+machine shared by a test suite reads several times slower. So every run record and every bench
+section keeps what the kernel says about contention at the start and at the end of its timed
+work. CPU pressure (Linux PSI, /proc/pressure/cpu) is the better figure: the share of time some
+runnable task waited for a CPU, which a load average cannot tell from the job's own threads.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+PRESSURE = Path("/proc/pressure/cpu")
+
+
+def load_1m() -> float | None:
+    """The 1-minute load average; None where the platform has none."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (its affinity mask; os.cpu_count() where there is none)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _pressure_some() -> tuple[float, int] | None:
+    """(avg10 in %, total stalled µs) of the ``some`` line of /proc/pressure/cpu; None without PSI."""
+    try:
+        for line in PRESSURE.read_text().splitlines():
+            kind, *fields = line.split()
+            if kind == "some":
+                values = dict(f.split("=", 1) for f in fields)
+                return float(values["avg10"]), int(values["total"])
+    except (OSError, ValueError, KeyError):
+        pass
+    return None
+
+
+def cpu_pressure() -> float | None:
+    """CPU pressure now: % of the last 10 s in which some runnable task waited for a CPU (PSI avg10)."""
+    some = _pressure_some()
+    return None if some is None else some[0]
+
+
+class Condition:
+    """The machine's condition from construction to ``finish()``: load and CPU pressure at both ends,
+    and the pressure over the span itself (stalled time / elapsed time, from PSI's running total)."""
+
+    def __init__(self):
+        self.started = time.monotonic()
+        self.load_start = load_1m()
+        self.pressure_start = _pressure_some()
+
+    def finish(self) -> dict:
+        elapsed = time.monotonic() - self.started
+        end = _pressure_some()
+        span = None
+        if self.pressure_start is not None and end is not None and elapsed > 0:
+            span = min(100.0, (end[1] - self.pressure_start[1]) / 1e6 / elapsed * 100)
+        return {"load_1m": {"start": self.load_start, "end": load_1m()},
+                "cpu_pressure": {"start": None if self.pressure_start is None else self.pressure_start[0],
+                                 "end": None if end is None else end[0], "over_span": span}}
+
+
+@contextmanager
+def on_record(environment: dict, parallel_jobs: int) -> Iterator[None]:
+    """Adds cpu_count, parallel_jobs, load_1m and cpu_pressure to a record's ``environment`` around
+    the timed work in the ``with`` block; the end is sampled however the block ends."""
+    environment.update(cpu_count=cpu_count(), parallel_jobs=parallel_jobs)
+    condition = Condition()
+    try:
+        yield
+    finally:
+        environment.update(condition.finish())
+

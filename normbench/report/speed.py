@@ -1,0 +1,191 @@
+"""Which step time the report trusts: the paired timing of the arms where it exists, per-run otherwise.
+
+``python -m normbench.bench arms SWEEP_DIR`` times every arm of a study side by side in one process
+and writes SWEEP_DIR/paired-timing.json (normbench/bench/arms.py). Each run's own step time was
+taken while other runs and processes shared the machine, so where a group has a paired timing the
+report's throughput (table, trade-off figure, the answer's speed sentence) is that, and says so;
+where it has none, it says "per-run timing, noisy". Torch-free: it reads JSON only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+FILE = "paired-timing.json"
+SCHEMA = "normbench.paired-timing/1"
+COLUMNS = ["group", "arm", "study", "task", "group_hash", "step_ms_median", "iqr", "samples_per_s", "ratio",
+           "ratio_low", "ratio_high", "reference", "rounds", "threads", "device", "source", "rounds_ms"]
+LEVEL = 0.95  # of a ratio's interval
+PAIRED, PER_RUN = "paired", "per-run"
+PER_RUN_TEXT = ("per-run timing, noisy: each run timed its own steps while the sweep's other runs and other "
+                "processes shared the machine (`python -m normbench.bench arms SWEEP_DIR` times the arms side by side)")
+
+
+def log_ratio_interval(samples, reference, level: float = LEVEL) -> tuple[float, float, float]:
+    """(ratio, low, high) of two arms timed in the same rounds: the geometric mean of the per-round
+    ratios samples[i] / reference[i] and its t-interval over rounds (NaN bounds with one round).
+    Any two arms' ``rounds_ms`` of one paired-timing file may be passed: they shared every round."""
+    logs = [math.log(a / b) for a, b in zip(samples, reference)]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), math.nan, math.nan
+    half = stats.t.ppf(0.5 + level / 2, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def _files_near(paths: Iterable[Path]) -> list[Path]:
+    """paired-timing.json in each folder given, below it, and in the folders above it."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        path = Path(path)
+        folder = path if path.is_dir() else path.parent
+        for above in (folder, *folder.parents):
+            if (above / FILE).is_file():
+                found[(above / FILE).resolve()] = None
+        if path.is_dir():
+            for below in sorted(path.rglob(FILE)):
+                found[below.resolve()] = None
+    return list(found)
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("arms"), list) else None
+
+
+def paired_timing(runs_or_dirs: pd.DataFrame | Iterable[Path | str]) -> pd.DataFrame:
+    """One row per arm that has a paired timing, newest file first where two time the same arm.
+
+    ``runs_or_dirs``: the report's runs frame (the files are looked for beside and above each
+    ``run_dir``, and ``group`` is the report's label of the arm's group: its study and group_hash
+    matched) or folders (``group`` is then the label the timing recorded). Columns: group, arm,
+    study, task, group_hash, step_ms_median (ms), iqr (ms, over rounds), samples_per_s, ratio (to
+    ``reference``, the geometric mean of per-round ratios), ratio_low, ratio_high (95% t-interval
+    over rounds), reference (the reference arm's label), rounds, threads, device, source (the file),
+    rounds_ms (the arm's ms per step in each round: two arms of one source shared every round, so
+    ``log_ratio_interval(a.rounds_ms, b.rounds_ms)`` compares any pair). Empty (with these columns)
+    when no paired timing exists.
+    """
+    runs = runs_or_dirs if isinstance(runs_or_dirs, pd.DataFrame) else None
+    if runs is not None:
+        dirs = [Path(d) for d in runs["run_dir"].dropna().astype(str).unique()] if "run_dir" in runs else []
+        folders = list(dict.fromkeys(d.parent for d in dirs))
+    else:
+        folders = [Path(p) for p in runs_or_dirs]
+    rows = []
+    for path in _files_near(folders):
+        data = _read(path)
+        if data is None:
+            continue
+        for arm in data["arms"]:
+            rows.append({"group": arm.get("group"), "arm": arm.get("arm"), "study": arm.get("study"),
+                         "task": arm.get("task"), "group_hash": arm.get("group_hash"),
+                         "step_ms_median": arm.get("step_ms_median"), "iqr": arm.get("iqr_ms"),
+                         "samples_per_s": arm.get("samples_per_s"), "ratio": arm.get("ratio"),
+                         "ratio_low": arm.get("ratio_low"), "ratio_high": arm.get("ratio_high"),
+                         "reference": arm.get("reference"), "rounds": data.get("rounds"),
+                         "threads": data.get("threads"), "device": data.get("device"), "source": str(path),
+                         "rounds_ms": arm.get("rounds_ms"),
+                         "_created": str(data.get("created") or "")})
+    frame = pd.DataFrame(rows, columns=[*COLUMNS, "_created"])
+    if frame.empty:
+        return frame.drop(columns="_created")
+    frame = (frame.sort_values("_created", ascending=False, kind="stable")
+             .drop_duplicates(["study", "group_hash"]).drop(columns="_created"))
+    for column in ("step_ms_median", "iqr", "samples_per_s", "ratio", "ratio_low", "ratio_high"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    if runs is not None and {"study", "group_hash", "group"} <= set(runs.columns):
+        labels = (runs.assign(study=runs["study"].astype(str), group_hash=runs["group_hash"].astype(str))
+                  .drop_duplicates(["study", "group_hash"]).set_index(["study", "group_hash"])["group"])
+        keys = list(zip(frame["study"].astype(str), frame["group_hash"].astype(str)))
+        frame["group"] = [labels.get(key) for key in keys]
+        frame = frame[frame["group"].notna()]
+    return frame.reset_index(drop=True)
+
+
+def prefer_paired(summary: pd.DataFrame, paired: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """``summary`` with each group's throughput from its paired timing where there is one.
+
+    samples_per_s_median and step_ms_median become the paired figures (the runs' own medians stay
+    in *_per_run); the per-run noise flags (timing_noise_median, samples_per_s_spread) do not apply
+    to a paired figure and are emptied for it (kept in *_per_run). Adds ``timing`` (paired |
+    per-run), ``paired_ratio``, ``paired_ratio_low``, ``paired_ratio_high`` and ``paired_reference``.
+    Returns the frame and one sentence saying which timing the throughput figures use.
+    """
+    if summary.empty:
+        return summary, ""
+    out = summary.copy()
+    by_group = paired.set_index("group") if not paired.empty else paired
+    has = out["group"].isin(by_group.index) if not paired.empty else pd.Series(False, index=out.index)
+    out["timing"] = np.where(has, PAIRED, PER_RUN)
+    for column in ("samples_per_s_median", "step_ms_median", "timing_noise_median", "samples_per_s_spread"):
+        if column in out:
+            out[f"{column}_per_run"] = out[column]
+    for name in ("paired_ratio", "paired_ratio_low", "paired_ratio_high", "paired_reference"):
+        out[name] = None if name == "paired_reference" else np.nan
+    if has.any():
+        picked = by_group.loc[out.loc[has, "group"]]
+        out.loc[has, "samples_per_s_median"] = picked["samples_per_s"].to_numpy()
+        out.loc[has, "step_ms_median"] = picked["step_ms_median"].to_numpy()
+        for column in ("timing_noise_median", "samples_per_s_spread"):
+            if column in out:
+                out.loc[has, column] = np.nan
+        for name, source in (("paired_ratio", "ratio"), ("paired_ratio_low", "ratio_low"),
+                             ("paired_ratio_high", "ratio_high"), ("paired_reference", "reference")):
+            out.loc[has, name] = picked[source].to_numpy()
+    return out, timing_text(out, paired)
+
+
+def timing_text(summary: pd.DataFrame, paired: pd.DataFrame) -> str:
+    """The sentence that says which step time the throughput figures show."""
+    n, total = int((summary["timing"] == PAIRED).sum()), len(summary)
+    if n == 0:
+        return "Throughput: " + PER_RUN_TEXT + "."
+    used = paired[paired["group"].isin(summary.loc[summary["timing"] == PAIRED, "group"])]
+    rounds = ", ".join(sorted({str(int(r)) for r in used["rounds"].dropna()}))
+    threads = ", ".join(sorted({str(int(t)) for t in used["threads"].dropna()}))
+    text = (f"Throughput: paired timing of the arms (`python -m normbench.bench arms`: each arm's training step "
+            f"rebuilt from its record and timed interleaved with the others in one process, {rounds} rounds, "
+            f"{threads} thread(s)) for {n} of {total} groups")
+    return text + ("." if n == total else f"; the other {total - n}: {PER_RUN_TEXT}.")
+
+
+def record_columns(environment: dict) -> dict:
+    """A record's machine condition (normbench/machine.py writes it) as flat columns: environment.load_1m.start, ..."""
+    out = {f"environment.{key}": environment.get(key) for key in ("cpu_count", "parallel_jobs")}
+    for key, parts in (("load_1m", ("start", "end")), ("cpu_pressure", ("start", "end", "over_span"))):
+        value = environment.get(key) if isinstance(environment.get(key), dict) else {}
+        out.update({f"environment.{key}.{part}": value.get(part) for part in parts})
+    return out
+
+
+CONDITION = (("cpu_count", "cores"), ("parallel_jobs", "parallel jobs of the sweep"),
+             ("load_1m.start", "1-min load as training began"), ("load_1m.end", "1-min load as training ended"),
+             ("cpu_pressure.over_span", "CPU pressure over training, % (PSI some)"))
+
+
+def condition_rows(runs: pd.DataFrame) -> list[list[str]]:
+    """Environment-table rows (setting, value, runs) for the machine's condition while the runs trained:
+    the median and range over the runs that recorded it (records before it: no row)."""
+    rows = []
+    for key, what in CONDITION:
+        column = f"environment.{key}"
+        values = pd.to_numeric(runs[column], errors="coerce").dropna() if column in runs else pd.Series(dtype=float)
+        if values.empty:
+            continue
+        low, mid, high = values.min(), values.median(), values.max()
+        text = (f"{mid:.3g}" if f"{low:.3g}" == f"{high:.3g}"
+                else f"median {mid:.3g} (range {low:.3g}–{high:.3g})")
+        rows.append([what, text, str(len(values))])
+    return rows
