@@ -824,3 +824,35 @@ def test_false_verdicts_under_no_difference_stay_near_alpha(runs_of):
         found[status] = found.get(status, 0) + 1
     assert found[SUPPORTED] / 600 < 0.05 + 3 * 0.009 and found[CONTRADICTED] / 600 < 0.05 + 3 * 0.009
     assert found[SUPPORTED] + found[CONTRADICTED] > 0  # the tests are not vacuous
+
+
+@pytest.mark.parametrize("rms_ms, expected", [(0.8, SUPPORTED), (1.25, CONTRADICTED), (None, INCONCLUSIVE)])
+def test_rms_speed_reads_a_paired_timing_when_one_lies_beside_the_runs(write_record, tmp_path, rms_ms, expected):
+    """The runs' own clocks are disturbed (p90/p10 3.0), so without a paired timing the part cannot be
+    judged; a paired timing (bench arms) that interleaved both arms decides it from its rounds."""
+    import json
+
+    import numpy as np
+
+    from normbench.report import aggregate
+    from normbench.report.records import find_records
+
+    study = {"schema": "normbench.study/1", "id": "s1", "name": "rms_vs_ln", "arms": ["norm"], "command": ""}
+    for seed in SEEDS:
+        for norm in ("ln", "rms"):
+            write_record(tmp_path, f"{norm}-{seed}", seed=seed, best_val=0.9 + jitter(seed), study=study,
+                         axes={"norm": norm}, throughput={"step_ms_p10": 5.0, "step_ms_p90": 15.0})
+    runs = aggregate.runs_frame(find_records([tmp_path]).runs)
+    runs = aggregate.label_groups(runs, aggregate.varying_axes(runs))
+    if rms_ms is not None:
+        rng = np.random.default_rng(0)
+        ln = 10 + rng.normal(0, 0.3, 20)
+        arms = [{"group_hash": str(runs.loc[runs["axes.norm"] == norm, "group_hash"].iloc[0]), "study": "s1",
+                 "group": f"norm={norm}", "rounds_ms": list(ln * factor * (1 + rng.normal(0, 0.01, 20)))}
+                for norm, factor in (("ln", 1.0), ("rms", rms_ms))]
+        (tmp_path / "paired-timing.json").write_text(json.dumps({"schema": "normbench.paired-timing/1", "arms": arms,
+                                                                "rounds": 20, "created": "2026-12-01T00:00:00"}))
+    (claim, verdict), = [(c, v) for c, v in evaluate_claims(runs) if c.id == "rms_faster_than_ln"]
+    speed = verdict.parts[0]
+    assert speed.status == expected, speed.test + speed.note
+    assert ("paired timing" in speed.test) == (rms_ms is not None)

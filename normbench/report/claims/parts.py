@@ -367,8 +367,50 @@ def _timing(runs: pd.DataFrame) -> tuple[pd.Series, str]:
                    f"runs were timed separately, not interleaved; every run's step-time p90/p10 is ≤ {INTERFERENCE:g}")
 
 
+def _paired_rounds(a: pd.DataFrame, b: pd.DataFrame, keys: tuple[str, ...]) -> tuple[np.ndarray, int, str]:
+    """Per-round log step-time ratios a / b from a paired timing (python -m normbench.bench arms) that
+    timed both arms in the same rounds: each group of a is paired with the group of b that shares its
+    other settings (every axis but the arms' own keys), and the pairs' log ratios are averaged per round.
+    (logs, pairs, source); logs empty when no such timing exists."""
+    from normbench.report.speed import paired_timing
+
+    timed = paired_timing(pd.concat([a, b]))
+    if timed.empty:
+        return np.array([]), 0, ""
+    others = [c for c in a.columns if c.startswith("axes.") and c.removeprefix("axes.") not in keys]
+
+    def setting(frame: pd.DataFrame) -> dict:
+        first = frame.groupby("group", sort=False).first()
+        return {g: tuple(format_value(v) for v in row) for g, row in first[others].iterrows()}
+
+    sa, sb = setting(a), setting(b)
+    best: tuple[np.ndarray, int, str] = (np.array([]), 0, "")
+    for source, rows in timed.groupby("source", sort=False):
+        rounds = {r.group: np.asarray(r.rounds_ms, float) for r in rows.itertuples()}
+        pairs = [(ga, gb) for ga in sa if ga in rounds for gb in sb if gb in rounds and sb[gb] == sa[ga]]
+        if not pairs or len({len(rounds[g]) for pair in pairs for g in pair}) != 1:
+            continue
+        logs = np.mean([np.log(rounds[ga] / rounds[gb]) for ga, gb in pairs], axis=0)
+        if len(pairs) > best[1]:
+            best = (logs, len(pairs), str(source))
+    return best
+
+
 def _faster_part(spec: PartSpec, ctx: _Context) -> Part:
     a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
+    logs, pairs, source = _paired_rounds(a, b, ctx.compare)
+    if len(logs) >= 2:  # a paired timing: the arms interleaved in one process decide, not the runs' own clocks
+        speed = mean_estimate(logs)
+        effect = _as_effect(f"step-time ratio {spec.a} / {spec.b} (geometric mean of per-round ratios, paired "
+                            f"timing; < 1 = {spec.a} faster)", speed, alpha, exp=True)
+        test = (f"{spec.a} vs {spec.b}: paired timing (bench arms: the arms' training steps interleaved in one process, "
+                f"{len(logs)} rounds, {pairs} pair(s) of groups matched on their other settings), t at α = {alpha:g} "
+                f"each way ({pct(decision_level(alpha))} interval) on the per-round log ratio.")
+        status = _side(effect, -1)
+        lean, needed, mde = (_undecided(speed, len(logs), abs(speed.value), -speed.value, alpha)
+                             if status == INCONCLUSIVE else (None, None, None))
+        return Part(spec.assertion, status, test, (effect,), (spec.a, spec.b), "", lean, needed, mde,
+                    f" Rounds, not seeds, are the replicates here ({source}).")
     both = pd.concat([a, b])
     quiet, timing_note = _timing(both)
     log_ms = np.log(metric(both, "throughput.step_ms_median").where(lambda v: v > 0)).where(quiet)
