@@ -215,8 +215,9 @@ def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Pat
             command = str(row.get("study.command") or "")
             name = str(row.get("study.name") or "")
             if command:
-                commands.append({"what": f"Run the study {name} (its runs' own command; add seeds with "
-                                         f"python -m normbench.study and the same settings):", "command": command})
+                commands.append({"what": f"Run the study \u201c{name}\u201d (the command its runs recorded; "
+                                         f"python -m normbench.study with the same settings adds seeds):",
+                                 "command": command})
     if not commands:
         commands.append({"what": "These runs were started one at a time; each run's settings are in its "
                                  "summary.json (config, overrides) and in runs.csv.",
