@@ -362,6 +362,12 @@ def _metrics(summary: pd.DataFrame) -> dict[str, tuple[str, bool]]:
 MAX_FACETS = 6  # heatmap panels per task beyond which a study's grid is left to its leaderboard
 
 
+def _natural(value) -> tuple:
+    """Numbers in numeric order, then text."""
+    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    return (0, float(number), "") if pd.notna(number) and not isinstance(value, bool) else (1, 0.0, str(value))
+
+
 def _heatmap_section(runs: pd.DataFrame, studies: list["_Study"], metrics: dict, staging: Path) -> dict:
     """Per study, heatmaps over its two main arm settings, one panel per task; further arm settings
     get a panel per value (never pooled), up to MAX_FACETS per task. Cells pool seeds only."""
@@ -379,16 +385,17 @@ def _heatmap_section(runs: pd.DataFrame, studies: list["_Study"], metrics: dict,
         rest = [a for a in varying if a not in (row, col)]
         panels = []
         for task, task_runs in mine.groupby("task.name", sort=True):
-            combos = (task_runs[rest].astype(str).drop_duplicates().to_dict("records") if rest else [{}])
+            combos = (sorted(task_runs[rest].drop_duplicates().to_dict("records"),
+                             key=lambda combo: tuple(_natural(v) for v in combo.values())) if rest else [{}])
             if len(combos) > MAX_FACETS:
                 panels = None
                 break
             for combo in combos:
                 cell_runs = task_runs
                 for axis, value in combo.items():
-                    cell_runs = cell_runs[cell_runs[axis].astype(str) == value]
+                    cell_runs = cell_runs[cell_runs[axis].map(aggregate.format_value) == aggregate.format_value(value)]
                 fixed = ", ".join(f"{a.removeprefix('axes.')}={aggregate.format_value(v)}" for a, v in combo.items())
-                heading = " · ".join(p for p in (f"task {task}" if len(metrics) > 1 or combo else "", fixed) if p)
+                heading = " · ".join(p for p in (f"task {task}" if study.rows["task"].nunique() > 1 else "", fixed) if p)
                 panels.append(figures.HeatmapPanel(str(task), heading, aggregate.axis_grid(cell_runs, row, col)))
         if panels is None:
             skipped.append(f"{named}{len(varying)} settings vary ({', '.join(a.removeprefix('axes.') for a in varying)}); "

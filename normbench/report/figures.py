@@ -429,6 +429,13 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
         return []
     figures = []
     shape = panels[0].grid.metric.shape
+    # one colour range per metric over every panel of the figure, so equal colours mean equal values
+    spans: dict[str, tuple[float, float]] = {}
+    for panel in panels:
+        metric_name = metric[panel.task][0]
+        low, high = _interval_range(panel.grid, metric_name)
+        known = spans.get(metric_name, (low, high))
+        spans[metric_name] = (min(low, known[0]), max(high, known[1]))
     for name, title in (("heatmap_primary", "Best validation metric (mean over ok runs)"),
                         ("heatmap_divergence", "Divergence rate (diverged / runs)")):
         ranges: list[str] = []
@@ -445,8 +452,8 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
                     metric_name, higher = metric[panel.task]
                     cmap = "viridis" if higher else "viridis_r"
                     label = f"best val {metric_name} ({'higher' if higher else 'lower'} is better)"
-                    vmin, vmax = _interval_range(grid, metric_name)
-                    ranges.append(f"{panel.heading or panel.task}: {vmin:.3g} to {vmax:.3g}")
+                    vmin, vmax = spans[metric_name]
+                    ranges.append(f"{metric_name}: {vmin:.3g} to {vmax:.3g}")
                     annotations = _cell_text(grid)
                 else:
                     cmap, label, vmin, vmax = "cividis", "divergence rate", 0.0, 1.0
@@ -474,7 +481,7 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
         if name == "heatmap_primary":
             caption = (f"Each cell: mean, ± half-width of its 95% t-interval, n = ok runs (seeds) in the cell. "
                        f"Colour range (the span of the cells' intervals, clipped to the metric's range): "
-                       f"{'; '.join(ranges)}. " + note)
+                       f"{'; '.join(dict.fromkeys(ranges))}, the same in every panel. " + note)
         figures.append(Figure(name + suffix, title, caption, study))
     return figures
 
@@ -831,9 +838,12 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
                 height = 0.03 + 0.05 * (index % 6)  # stacked, so arms diverging at one lr stay apart
                 ax.scatter(failed["lr"], [height] * len(failed), marker="v", s=45, color=style["color"],
                            transform=ax.get_xaxis_transform(), clip_on=False, zorder=6)
+                top = float(points["lr"].max())
                 for lr, count, runs in zip(failed["lr"], failed["diverged"], failed["runs"]):
+                    at_right = lr >= top / shift  # the largest lr: the note goes to its left, inside the panel
                     ax.annotate(f"{int(count)}/{int(runs)} div.", (lr, height), xycoords=ax.get_xaxis_transform(),
-                                xytext=(5, -3), textcoords="offset points", color=style["color"])
+                                xytext=(-7 if at_right else 5, -3), textcoords="offset points",
+                                ha="right" if at_right else "left", color=style["color"])
             ax.set_xscale("log")
             ax.set_xlabel("learning rate (log scale; arms shifted slightly apart)")
             ax.set_ylabel(f"final val {metric}")

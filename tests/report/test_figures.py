@@ -73,6 +73,7 @@ def test_the_check_finds_overlapping_tick_labels_and_repeated_legend_labels():
     assert any("legend repeats" in p for p in found) and any("cuts a label short" in p for p in found), found
 
 
+@pytest.mark.filterwarnings("ignore:constrained_layout not applied")
 def test_the_check_finds_a_squashed_panel():
     with matplotlib.rc_context(figures._STYLE):
         figure, panels = figures._grid(WIDE, 8, 0.35, columns=1)
