@@ -111,7 +111,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
 def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
     if summary.empty:
-        return {"tasks": [], "figures": [], "rule": tables.RANKING_RULE, "note": ""}
+        return {"tasks": [], "blocks": [], "figures": [], "rule": tables.RANKING_RULE, "note": ""}
     note = ""
     if "axes.role" in runs and (runs["axes.role"] == "evaluation").any():
         # A tuned study: selection runs chose each arm's lr, so their scores flatter it; the answer
@@ -121,11 +121,16 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
         note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
                 "selection runs, fresh seeds); section 9 ranks them on the test metric.")
     metrics = _metrics(summary)
-    figures_out = [f for study in _studies(summary) if (f := figures.tradeoff(
-        study.rows.assign(label=study.rows["arm"].astype(str)), metrics, staging, f"tradeoff{study.suffix}",
-        study.title)) is not None]
-    return {"tasks": answers.answers(runs, summary, axes), "figures": figures_out, "rule": tables.RANKING_RULE,
-            "note": note}
+    tasks = answers.answers(runs, summary, axes)  # per study and task, in summary order
+    blocks, start = [], 0
+    for study in _studies(summary):
+        count = study.rows["task"].nunique()
+        figure = figures.tradeoff(study.rows.assign(label=study.rows["arm"].astype(str)), metrics, staging,
+                                  f"tradeoff{study.suffix}", study.title)
+        blocks.append({"tasks": tasks[start:start + count], "figure": figure})
+        start += count
+    return {"tasks": tasks, "blocks": blocks, "figures": [b["figure"] for b in blocks if b["figure"]],
+            "rule": tables.RANKING_RULE, "note": note}
 
 
 CONDITION_KEYS = ("load_1m", "parallel_jobs", "cpu_pressure")  # environment fields on the machine's load

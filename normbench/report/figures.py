@@ -893,7 +893,9 @@ def performance_profile(ratios: pd.DataFrame, tau_max: float, out: Path, note: s
         return figure
 
     _render(out, "performance_profile", draw)
-    caption = note + " Arms with the same profile overlap; the wider line underneath is the earlier arm in the legend."
+    caption = (note + " Steps to target are counted at evaluations, so they move in steps of the evaluation interval "
+               "(eval_every) and arms often tie. Arms with the same profile overlap; the wider line underneath is the "
+               "earlier arm in the legend.")
     if tied:
         caption += " Here every arm has the same profile: the steps to target do not tell them apart."
     return Figure("performance_profile", "Performance profile (steps to target)", caption)
