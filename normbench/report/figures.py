@@ -385,7 +385,8 @@ def _label_points(ax, mine: pd.DataFrame, score: str) -> None:
             choices = (str(row["label"]),)
         for label in choices:
             done = False
-            for dx, dy, align in offsets:
+            # a long label only beside its point; the short one may also sit above or below it
+            for dx, dy, align in (offsets if label == choices[-1] else offsets[:4]):
                 note = ax.annotate(text(label), (row["samples_per_s_median"], row[f"{score}_mean"]),
                                    xytext=(dx, dy), textcoords="offset points", ha=align, fontsize=MIN_FONT_PT,
                                    color="0.15", gid="label", annotation_clip=True)
