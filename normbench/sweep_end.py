@@ -32,14 +32,21 @@ def _plain(value):
     return str(value)[:60]
 
 
+NOISY_TIMING = 1.5  # step_ms p90/p10 above this: the machine's load changed while the run was timed (the report's TIMING_NOISY)
+
+
 def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
     rows = []
     for path, s in summaries.items():
         metrics, speed = s.get("metrics") or {}, s.get("throughput") or {}
         reached = _plain(metrics.get("steps_to_target"))
+        p10, p90 = speed.get("step_ms_p10"), speed.get("step_ms_p90")
+        noisy = isinstance(p10, (int, float)) and isinstance(p90, (int, float)) and p10 > 0 and p90 / p10 > NOISY_TIMING
+        ms = speed.get("step_ms_median")
         rows.append({"run": path.parent.name, **{str(k): _plain(v) for k, v in (s.get("axes") or {}).items()},
                      "seed": _plain(s.get("seed")), "status": s["status"], "best_val": _plain(metrics.get("best_val")),
-                     "to_target": "—" if reached is None else reached, "ms/step": _plain(speed.get("step_ms_median"))})
+                     "to_target": "—" if reached is None else reached,
+                     "ms/step": "—" if not isinstance(ms, (int, float)) else f"{ms:.4g}" + (" noisy" if noisy else "")})
     table = pd.DataFrame(rows)
     varying = [c for c in table.columns if c not in ("run", "status", "best_val", "to_target", "ms/step")
                and table[c].astype(str).nunique() > 1]

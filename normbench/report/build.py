@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import shlex
 import sys
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
@@ -108,6 +110,11 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]
     context["answer"] = _answer_section(runs, summary, axes, staging, timing)
+    # Sections with nothing to show are left out, from the contents too.
+    context["show_lr"] = bool(context["lr_sensitivity"]["figures"] or context["lr_sensitivity"]["table"]
+                              or context["tuned"]["boards"])
+    context["show_profiles"] = bool(context["performance_profiles"]["figures"] or context["performance_profiles"]["table"])
+    context["reproduce"] = _reproduce(records, runs, paths, out, staging)
     write_report(context, staging)
 
 
@@ -115,7 +122,7 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                     timing: str = "") -> dict:
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
     if summary.empty:
-        return {"tasks": [], "figure": None, "rule": tables.RANKING_RULE, "note": ""}
+        return {"tasks": [], "blocks": [], "figures": [], "rule": tables.RANKING_RULE, "note": ""}
     note = ""
     if "axes.role" in runs and (runs["axes.role"] == "evaluation").any():
         # A tuned study: selection runs chose each arm's lr, so their scores flatter it; the answer
@@ -124,22 +131,152 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
         summary = summary[summary["group"].isin(runs["group"])]
         note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
                 "selection runs, fresh seeds); section 9 ranks them on the test metric.")
-    labelled = _with_task_labels(summary, axes)
-    metrics = {str(t): (str(m), bool(h)) for t, m, h in
-               summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)}
-    figure = figures.tradeoff(labelled, metrics, staging)
-    if figure is not None and timing:
-        figure = dataclasses.replace(figure, caption=f"{figure.caption} {timing}")
-    return {"tasks": answers.answers(runs, summary, axes), "figure": figure, "rule": tables.RANKING_RULE,
-            "note": note}
+    metrics = _metrics(summary)
+    tasks = answers.answers(runs, summary, axes)  # per study and task, in summary order
+    blocks, start = [], 0
+    for study in _studies(summary):
+        count = study.rows["task"].nunique()
+        figure = figures.tradeoff(study.rows.assign(label=study.rows["arm"].astype(str)), metrics, staging,
+                                  f"tradeoff{study.suffix}", study.title)
+        if figure is not None and timing:  # which step time the x axis shows (paired or per-run)
+            figure = dataclasses.replace(figure, caption=f"{figure.caption} {timing}")
+        blocks.append({"tasks": tasks[start:start + count], "figure": figure})
+        start += count
+    return {"tasks": tasks, "blocks": blocks, "figures": [b["figure"] for b in blocks if b["figure"]],
+            "rule": tables.RANKING_RULE, "note": note}
 
 
-def _with_task_labels(summary: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """summary plus `label`: each group named by the settings that differ within its own task."""
-    labels: dict[str, str] = {}
-    for _, rows in summary.groupby("task", sort=False):
-        labels.update(aggregate.legend_labels(rows, rows["group"].tolist(), axes))
-    return summary.assign(label=summary["group"].map(labels))
+CONDITION_KEYS = ("load_1m", "parallel_jobs", "cpu_pressure")  # environment fields on the machine's load
+
+
+def _machine_condition(records: Records, finished: pd.DataFrame) -> tables.Table:
+    """The machine's condition the runs recorded (environment.load_1m ...): numbers as median and
+    range over the runs, anything else counted by value. Empty when no record has them."""
+    kept = set(finished["run_dir"].astype(str))
+    values: dict[str, list] = {}
+    for record in records.runs:
+        environment = record.summary.get("environment")
+        if str(record.run_dir) not in kept or not isinstance(environment, dict):
+            continue
+        for key in CONDITION_KEYS:
+            value = environment.get(key)
+            items = value.items() if isinstance(value, dict) else [("", value)]
+            for sub, item in items:
+                if item is not None and not isinstance(item, (dict, list)):
+                    values.setdefault(f"{key}.{sub}" if sub else key, []).append(item)
+    rows = []
+    for key, seen in values.items():
+        numbers = pd.to_numeric(pd.Series(seen), errors="coerce")
+        if numbers.notna().all() and not any(isinstance(v, bool) for v in seen):
+            shown = (tables.number(numbers.iloc[0], 3) if numbers.nunique() == 1 else
+                     f"median {tables.number(numbers.median(), 3)} (range {tables.number(numbers.min(), 3)}–"
+                     f"{tables.number(numbers.max(), 3)})")
+        else:
+            shown = ", ".join(f"{v} ({n})" for v, n in pd.Series(seen).astype(str).value_counts().items())
+        rows.append([key, shown, str(len(seen))])
+    return tables.Table(["condition", "value over the runs", "runs"], rows, wrap=("value over the runs",))
+
+
+DATASETS = {
+    "copy": "synthetic copy-memory sequences drawn from the run's seed (no files)",
+    "adding": "synthetic adding-problem sequences drawn from the run's seed (no files)",
+    "mqar": "synthetic multi-query associative recall sequences drawn from the run's seed (no files)",
+    "digits": "scikit-learn's bundled 8×8 handwritten digits (1797 images), read pixel by pixel",
+    "idx": "MNIST-format IDX image files",
+    "imdb": "the aclImdb movie reviews (Maas et al. 2011)",
+    "text": "a UTF-8 text file, character by character",
+}
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"  # Debian's dataset-fashion-mnist package
+
+GLOSSARY = [
+    ("final val", "the validation metric at the last evaluation of a run; arms are ranked on its mean over seeds."),
+    ("best val", "the best validation metric over a run's evaluations; it flatters arms evaluated often, so it is "
+                 "shown but never ranked."),
+    ("test", "the metric on the test split, measured once on the final model."),
+    ("rank, ★", "the leaderboard's rule (section 2): rank 1 = best mean final val, fewest divergences first; ★ = "
+                "not shown worse than rank 1 (Holm-adjusted Welch tests), given only when some arm is shown worse."),
+    ("95% CI / band", f"a t-interval over seeds, clipped to the metric's range; figures draw bands only where "
+                      f"≥ {figures.MIN_BAND_SEEDS} seeds stand behind a point."),
+    ("diverged", "a run whose loss became NaN or infinite (or exploded): counted, never scored; it ranks below "
+                 "every finished run."),
+    ("steps to target", "the first evaluated step whose validation metric reaches the task's target (so it moves "
+                        "in steps of eval_every); a group's value is the lower median over seeds, with runs that "
+                        "never reached it counted as infinite."),
+    ("seconds to target", "training seconds (train steps only) at that step."),
+    ("samples/s", "training examples per second over the timed steps (warm-up steps excluded), median over seeds."),
+    ("timing p90/p10", f"a run's slowest tenth of step times over its fastest tenth; above {aggregate.TIMING_NOISY:g} "
+                       f"(⚠, hatched bars) the machine's load changed while it was timed."),
+    ("grad_time_ratio", "log10(‖∂L/∂h_1‖ / ‖∂L/∂h_T‖) of a recurrent run, at init and at the end: 0 = gradients "
+                        "reach the first step as strongly as the last, below 0 = vanishing, above 0 = exploding."),
+    ("flow score", "−|grad_time_ratio_init|: 0 is perfect flow through time, more negative is worse (the "
+                   "gamma-init claim tests it)."),
+    ("gradient flow through time", "‖∂L/∂h_t‖ against t, the norm of the loss's gradient with respect to the "
+                                   "hidden state at step t."),
+    ("grad norm", "the global L2 norm of the gradient before clipping, per logged step."),
+    ("grad kurtosis", "Pearson's kurtosis of all gradient entries at a probe (normal = 3; larger = heavy tails)."),
+    ("bn_train_eval_gap", "BatchNorm runs only: validation loss in train mode minus eval mode (running statistics); "
+                          "large = the running statistics do not match the batches."),
+    ("peak MB", "peak memory: GPU tensor memory on a GPU, the whole process's resident memory on a CPU."),
+    ("MDE", "the smallest difference a comparison's design detects (α = 0.05, power 0.8) at its seeds."),
+    ("stable range", "the largest learning rate at which an arm works (no divergence, near its best) ÷ the smallest."),
+    ("ρ(τ), area", "performance profile: the share of tasks on which an arm needs at most τ × the fewest steps to "
+                   "target; area = ∫ρ d(log τ) over [1, 4] ÷ log 4."),
+]
+
+
+def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Path, staging: Path) -> dict:
+    """How to get this report again: the commands, the code version, its files, the data, the terms."""
+    commands = []
+    finished = runs[runs["status"] != "incomplete"]
+    if "study.command" in finished:
+        for _, row in finished.drop_duplicates("study").iterrows():
+            command = str(row.get("study.command") or "")
+            name = str(row.get("study.name") or "")
+            if command:
+                commands.append({"what": f"Run the study \u201c{name}\u201d (the command its runs recorded; "
+                                         f"python -m normbench.study with the same settings adds seeds):",
+                                 "command": command})
+    if not commands:
+        commands.append({"what": "These runs were started one at a time; each run's settings are in its "
+                                 "summary.json (config, overrides) and in runs.csv.",
+                         "command": "python -m normbench <the overrides in the run's summary.json>"})
+    inputs = " ".join(shlex.quote(str(p)) for p in paths)
+    same = len(paths) == 1 and Path(paths[0]).resolve() == Path(out).resolve()
+    commands.append({"what": "Then build this report from the run records:",
+                     "command": f"python -m normbench.report {inputs}" + ("" if same else f" --out {shlex.quote(str(out))}")})
+    commits = (finished["environment.git_commit"].dropna().astype(str).value_counts()
+               if "environment.git_commit" in finished else pd.Series(dtype=int))
+    versions = (finished["environment.normbench_version"].dropna().astype(str).unique()
+                if "environment.normbench_version" in finished else [])
+    code = (", ".join(f"git commit {c} ({n} runs)" if len(commits) > 1 else f"git commit {c}" for c, n in commits.items())
+            or "git commit not recorded")
+    if len(versions):
+        code += f"; normbench {', '.join(versions)}"
+    files = [{"path": "runs.csv", "what": "one row per run"}]
+    if (staging / "runs.parquet").is_file():
+        files.append({"path": "runs.parquet", "what": "the same, with types kept"})
+    files.append({"path": "summary.csv", "what": "one row per arm: every number in the tables"})
+    paths_of: dict[str, set[str]] = {}
+    for record in records.runs:
+        config = record.summary.get("config") if isinstance(record.summary.get("config"), dict) else {}
+        task = config.get("task") if isinstance(config.get("task"), dict) else {}
+        name = str((record.summary.get("task") or {}).get("name") or task.get("name") or "")
+        if name:
+            paths_of.setdefault(name, set())
+            if task.get("path"):
+                paths_of[name].add(str(task["path"]))
+    datasets = []
+    for task in sorted(set(finished["task.name"].astype(str)) if "task.name" in finished else []):
+        what = DATASETS.get(task, "see the task's config")
+        where = sorted(paths_of.get(task, ()))
+        if task == "idx" and where and all(p.rstrip("/").endswith("fashion-mnist") for p in where):
+            what = "Fashion-MNIST (28×28 clothing images, 10 classes) as IDX files"
+            if any(p.rstrip("/") == FASHION_MNIST for p in where):
+                what += " from Debian's dataset-fashion-mnist package"
+        if where:
+            what += f", at task.path = {', '.join(where)}"
+        datasets.append({"task": task, "what": what})
+    return {"commands": commands, "code": code, "files": files, "datasets": datasets, "glossary": GLOSSARY}
 
 
 def _parquet_ready(runs: pd.DataFrame) -> pd.DataFrame:
@@ -190,94 +327,177 @@ def _what_was_run(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, ax
                    f"{aggregate.display_path(c.copy_of, out)} (same config and seed), not counted again"
                    for c in copies.itertuples()],
         "environment": tables.environment_table(finished),
+        "condition": _machine_condition(records, finished),
         "dates": tables.date_range(runs),
     }
 
 
 def _figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
                      staging: Path, timing: str = "") -> dict:
-    metrics = ({} if summary.empty else
-               {str(t): (str(m), bool(h)) for t, m, h in
-                summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)})
-    return {"heatmaps": _heatmap_section(runs, summary, axes, metrics, staging),
-            **_curve_sections(records, runs, summary, axes, metrics, staging),
-            "throughput": _throughput_section(summary, axes, staging, timing)}
+    """Heatmaps, curves, gradients and bars: one set of figures per study (arms compared only there)."""
+    metrics = _metrics(summary)
+    studies = _studies(summary)
+    return {"heatmaps": _heatmap_section(runs, studies, metrics, staging),
+            **_curve_sections(records, runs, summary, axes, studies, metrics, staging),
+            "throughput": _throughput_section(studies, staging, timing)}
 
 
-def _heatmap_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], metrics: dict,
-                     staging: Path) -> dict:
-    """Heatmaps over the two main axes, one panel per task."""
-    grid_axes = aggregate.main_axes(runs, axes)
-    if len(grid_axes) < 2 or summary.empty:
-        varying = ", ".join(a.removeprefix("axes.") for a in axes if a != "axes.task") or "none"
-        return {"figures": [], "skipped": f"Fewer than 2 axes vary (varying: {varying}), "
-                                          f"so there is no grid to draw."}
-    row, col = grid_axes
+@dataclass(frozen=True)
+class _Study:
+    """One study's rows of summary.csv, as its figures see them."""
+
+    id: str
+    title: str  # the heading its figures are shown under ("" when the report holds one study)
+    suffix: str  # of its figure files: "" for the first, "-2", "-3" ... after it
+    rows: pd.DataFrame
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """group -> its arm: the study's arm settings only (the study is the heading)."""
+        return dict(zip(self.rows["group"], self.rows["arm"].astype(str)))
+
+
+def _studies(summary: pd.DataFrame) -> list[_Study]:
+    if summary.empty:
+        return []
+    key = "study" if "study" in summary else None
+    ids = list(dict.fromkeys(summary[key])) if key else [""]
+    studies = []
+    for index, sid in enumerate(ids):
+        rows = summary[summary[key] == sid] if key else summary
+        name = str(rows["study_name"].iloc[0]) if "study_name" in rows else ""
+        title = "" if len(ids) == 1 else ("runs without a study" if name == aggregate.NO_STUDY else f"Study {name}")
+        studies.append(_Study(str(sid), title, "" if index == 0 else f"-{index + 1}", rows))
+    return studies
+
+
+def _metrics(summary: pd.DataFrame) -> dict[str, tuple[str, bool]]:
+    return ({} if summary.empty else
+            {str(t): (str(m), bool(h)) for t, m, h in
+             summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)})
+
+
+MAX_FACETS = 6  # heatmap panels per task beyond which a study's grid is left to its leaderboard
+
+
+def _natural(value) -> tuple:
+    """Numbers in numeric order, then text."""
+    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    return (0, float(number), "") if pd.notna(number) and not isinstance(value, bool) else (1, 0.0, str(value))
+
+
+def _heatmap_section(runs: pd.DataFrame, studies: list["_Study"], metrics: dict, staging: Path) -> dict:
+    """Per study, heatmaps over its two main arm settings, one panel per task; further arm settings
+    get a panel per value (never pooled), up to MAX_FACETS per task. Cells pool seeds only."""
     trained = runs[runs["status"].isin(aggregate.TRAINED)]
-    grids = {str(t): aggregate.axis_grid(mine, row, col) for t, mine in trained.groupby("task.name", sort=True)}
-    others = [a.removeprefix("axes.") for a in axes if a not in (row, col, "axes.task")]
-    note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}. Each cell pools "
-            f"its runs over seeds" + (f" and over {', '.join(others)}." if others else ".")
-            + " Empty cells: no run (or no ok run) there.")
-    return {"figures": figures.heatmaps(grids, row, col, metrics, staging, note), "skipped": ""}
+    figures_out, skipped = [], []
+    for study in studies:
+        mine = trained[trained["group"].isin(study.rows["group"])]
+        varying = [a for a in aggregate.varying_axes(mine) if a != "axes.task"]
+        named = f"{study.title}: " if study.title else ""
+        if len(varying) < 2:
+            shown = ", ".join(a.removeprefix("axes.") for a in varying) or "none"
+            skipped.append(f"{named}Fewer than 2 axes vary (varying: {shown}), so there is no grid to draw.")
+            continue
+        row, col = aggregate.main_axes(mine, varying)
+        rest = [a for a in varying if a not in (row, col)]
+        panels = []
+        for task, task_runs in mine.groupby("task.name", sort=True):
+            combos = (sorted(task_runs[rest].drop_duplicates().to_dict("records"),
+                             key=lambda combo: tuple(_natural(v) for v in combo.values())) if rest else [{}])
+            if len(combos) > MAX_FACETS:
+                panels = None
+                break
+            for combo in combos:
+                cell_runs = task_runs
+                for axis, value in combo.items():
+                    cell_runs = cell_runs[cell_runs[axis].map(aggregate.format_value) == aggregate.format_value(value)]
+                fixed = ", ".join(f"{a.removeprefix('axes.')}={aggregate.format_value(v)}" for a, v in combo.items())
+                heading = " · ".join(p for p in (f"task {task}" if study.rows["task"].nunique() > 1 else "", fixed) if p)
+                panels.append(figures.HeatmapPanel(str(task), heading, aggregate.axis_grid(cell_runs, row, col)))
+        if panels is None:
+            skipped.append(f"{named}{len(varying)} settings vary ({', '.join(a.removeprefix('axes.') for a in varying)}); "
+                           f"a grid over two of them would pool the others, so see its leaderboard instead.")
+            continue
+        note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}."
+                + (f" One panel per value of {', '.join(a.removeprefix('axes.') for a in rest)}." if rest else "")
+                + " Each cell pools its runs over seeds only. Empty cells: no run (or no ok run) there.")
+        figures_out += figures.heatmaps(panels, row, col, metrics, staging, note, study.suffix, study.title)
+    return {"figures": figures_out, "skipped": " ".join(skipped)}
 
 
-def _curve_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], metrics: dict,
-                    staging: Path) -> dict:
-    """Learning and gradient-norm curves of the best groups, gradient flow through time, the gradient table."""
-    # The best groups only, so the figure count and the metrics.jsonl reading stay bounded.
-    groups = aggregate.plotted_groups(summary, CURVE_GROUPS)
-    labels = aggregate.legend_labels(summary, groups, axes)
-    shown = runs[runs["group"].isin(groups) & runs["status"].isin(aggregate.TRAINED)]
-    note = _shown_note(len(groups), len(summary))
+def _curve_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
+                    studies: list["_Study"], metrics: dict, staging: Path) -> dict:
+    """Per study, training loss and validation curves and gradient norms of its best arms, gradient
+    flow through time; the gradient table."""
+    trained = runs[runs["status"].isin(aggregate.TRAINED)]
+    chosen = {s.id: aggregate.plotted_groups(s.rows, CURVE_GROUPS) for s in studies}
+    shown = trained[trained["group"].isin([g for groups in chosen.values() for g in groups])]
     curves = read_curves(shown["run_dir"])
-    eval_bands = aggregate.curve_bands(curves, shown, "eval", "val_metric")
-    grad_bands = aggregate.curve_bands(curves, shown, "train", "grad_norm", log=True)
-    learning = {"figures": figures.learning_curves(eval_bands, labels, metrics, staging, note),
-                "skipped": "" if not eval_bands.empty else "No eval lines in the runs' metrics.jsonl."}
-    grad_norm = figures.grad_norm_curves(grad_bands, labels, staging, note)
-    flow = _gradient_flow_figure(records, runs, summary, axes, staging)
+    learning, gradient_figures = [], []
+    for study in studies:
+        groups = chosen[study.id]
+        labels = {g: study.labels[g] for g in groups}
+        mine = shown[shown["group"].isin(groups)]
+        note = _shown_note(len(groups), len(study.rows))
+        eval_bands = aggregate.curve_bands(curves, mine, "eval", "val_metric")
+        loss_bands = aggregate.curve_bands(curves, mine, "train", "loss")
+        grad_bands = aggregate.curve_bands(curves, mine, "train", "grad_norm", log=True)
+        loss = figures.loss_curves(loss_bands, labels, staging, note, study.suffix, study.title)
+        learning += [f for f in (loss, *figures.learning_curves(eval_bands, labels, metrics, staging, note,
+                                                                 study.suffix, study.title)) if f is not None]
+        grad_norm = figures.grad_norm_curves(grad_bands, labels, staging, note, study.suffix, study.title)
+        flow = _gradient_flow_figure(records, runs, study, staging)
+        gradient_figures += [f for f in (grad_norm, flow) if f is not None]
+    has_flow = any(f.name.startswith("grad_flow") for f in gradient_figures)
+    has_norm = any(f.name.startswith("grad_norm") for f in gradient_figures)
     gradients = {
-        "figures": [f for f in (grad_norm, flow) if f is not None],
+        "figures": gradient_figures,
         "skipped": " ".join(s for s in (
-            "" if grad_norm else "No train lines with grad_norm in the runs' metrics.jsonl.",
-            "" if flow else "No recurrent runs with grad_time profiles, so no gradient flow through time.")
+            "" if has_norm else "No train lines with grad_norm in the runs' metrics.jsonl.",
+            "" if has_flow else "No recurrent runs with grad_time profiles, so no gradient flow through time.")
             if s),
         "table": tables.gradient_table(summary, axes) if not summary.empty else None,
     }
-    return {"curves": learning, "gradients": gradients}
+    return {"curves": {"figures": learning,
+                       "skipped": "" if learning else "No train or eval lines in the runs' metrics.jsonl."},
+            "gradients": gradients}
 
 
-def _gradient_flow_figure(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-                          staging: Path):
+def _gradient_flow_figure(records: Records, runs: pd.DataFrame, study: "_Study", staging: Path):
     """Flow through time exists for recurrent groups only; they get their own pick of the best."""
-    recurrent = summary[summary["grad_time_ratio_init_mean"].notna()] if not summary.empty else summary
+    recurrent = study.rows[study.rows["grad_time_ratio_init_mean"].notna()]
     flow_groups = aggregate.plotted_groups(recurrent, CURVE_GROUPS)
+    if not flow_groups:
+        return None
     flow_runs = runs[runs["group"].isin(flow_groups) & runs["status"].isin(aggregate.TRAINED)]
     profiles = aggregate.grad_time_profiles(records.runs, flow_runs)
-    return figures.grad_flow(profiles, aggregate.legend_labels(summary, flow_groups, axes), staging,
-                             _shown_note(len(flow_groups), len(recurrent), "recurrent "))
+    return figures.grad_flow(profiles, {g: study.labels[g] for g in flow_groups}, staging,
+                             _shown_note(len(flow_groups), len(recurrent), "recurrent "), study.suffix, study.title)
 
 
-def _throughput_section(summary: pd.DataFrame, axes: list[str], staging: Path, timing: str = "") -> dict:
-    """Speed and memory bars. Every task gets its own panel: its first groups in leaderboard order (★ groups lead)."""
-    bars = _with_task_labels(summary, axes).groupby("task", sort=False).head(BAR_GROUPS)
-    bars = bars.assign(noisy=(bars["timing_noise_median"] > aggregate.TIMING_NOISY)
-                       | (bars["samples_per_s_spread"] > aggregate.TIMING_NOISY)) if not bars.empty else bars
-    cut = summary.groupby("task").size().gt(BAR_GROUPS).any() if not summary.empty else False
-    bar_note = (f"At most {BAR_GROUPS} groups per task, in leaderboard order; all are in summary.csv." if cut
-                else "Groups in leaderboard order.")
-    speed_note = bar_note + (f" {timing}" if timing else "")
-    speed = figures.throughput(bars, staging, speed_note, aggregate.TIMING_NOISY) if not bars.empty else None
-    memory = figures.peak_memory(bars, staging, bar_note) if not bars.empty else None
-    return {"figures": [f for f in (speed, memory) if f is not None], "timing": timing,
-            "skipped": "" if speed or memory else "No run recorded throughput or memory."}
+def _throughput_section(studies: list["_Study"], staging: Path, timing: str = "") -> dict:
+    """Speed and memory bars per study. Every task gets its own panel: its first arms in leaderboard order."""
+    out = []
+    for study in studies:
+        rows = study.rows.assign(label=study.rows["arm"].astype(str))
+        bars = rows.groupby("task", sort=False).head(BAR_GROUPS)
+        bars = bars.assign(noisy=(bars["timing_noise_median"] > aggregate.TIMING_NOISY)
+                           | (bars["samples_per_s_spread"] > aggregate.TIMING_NOISY))
+        cut = rows.groupby("task").size().gt(BAR_GROUPS).any()
+        note = (f"At most {BAR_GROUPS} arms per task, in leaderboard order; all are in summary.csv." if cut
+                else "Arms in leaderboard order.")
+        speed = figures.throughput(bars, staging, note + (f" {timing}" if timing else ""), aggregate.TIMING_NOISY,
+                                   study.suffix, study.title)
+        memory = figures.peak_memory(bars, staging, note, study.suffix, study.title)
+        out += [f for f in (speed, memory) if f is not None]
+    return {"figures": out, "timing": timing, "skipped": "" if out else "No run recorded throughput or memory."}
 
 
 def _shown_note(shown: int, total: int, kind: str = "") -> str:
     if shown >= total:
         return ""
-    return (f"Showing {shown} of {total} {kind}groups (the best of each task by the primary metric); "
+    return (f"Showing {shown} of {total} {kind}arms (the best of each task in leaderboard order); "
             f"all are in summary.csv.")
 
 

@@ -1,19 +1,25 @@
 """The report's figures, drawn from the aggregated frames and saved as PNG under figures/.
 
 Figures are built as matplotlib.figure.Figure objects on an Agg canvas, never through pyplot:
-nothing enters pyplot's global figure registry (so there is nothing to close; each figure is
-cleared once saved), and a runner that calls build_report at the end of a long multirun leaks no
-figures. The count is fixed (one file per figure) whatever the size of the sweep; the callers
-choose which groups are drawn.
+nothing enters pyplot's global figure registry, and a runner that calls build_report at the end of
+a long multirun leaks no figures. The callers choose which groups are drawn (one study at a time,
+its best groups), so the count of files is fixed whatever the size of the sweep.
 
-Every figure is at most FIGURE_WIDTH inches wide, with panels stacked rather than side by side and
-legends below, and no text smaller than MIN_FONT_PT: scaled to a 420 px phone screen, its text
-stays at least 9 px tall. Each PNG records its smallest text size (in pixels) under the key
-MIN_FONT_KEY so that a test can check this.
+Every figure is drawn twice, for two columns a reader meets: WIDE fills the report's 1200 px column
+at a desktop width (figures/NAME.png, panels side by side), NARROW is for a phone
+(figures/narrow/NAME.png, panels stacked), so text is never scaled below 9 px on either. Heights
+follow the content: panels have a fixed height each, and legends (below the panels, every label
+whole, wrapped, never cut) get the lines they need. Before it is saved, each figure is laid out and
+checked (`layout_problems`: tick labels over each other, texts over texts, squashed panels, legends
+with repeated or cut labels); each PNG records the findings and its smallest text size in pixels
+(PROBLEMS_KEY, MIN_FONT_KEY), so tests and the browser check read them back from the file.
 """
 
 from __future__ import annotations
 
+import io
+import itertools
+import math
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -33,61 +39,97 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure as MplFigure  # noqa: E402
+from PIL import Image, PngImagePlugin  # noqa: E402  (matplotlib's own dependency)
 
 PALETTE = sns.color_palette("colorblind", 10)
 # Groups differ by line style and marker too, so they stay apart without colour (or in grey print).
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 METRIC_UNITS = {"accuracy": "fraction correct", "mse": "mean squared error", "bpc": "bits per character"}
-# A t-band from two seeds can reach past what the metric can be; drawn, it is clipped to this range.
+# A t-band from few seeds can reach past what the metric can be; drawn, it is clipped to this range.
 METRIC_RANGE = {"accuracy": (0.0, 1.0), "mse": (0.0, None), "bpc": (0.0, None)}
-FIGURE_WIDTH = 6.2  # inches; at _DPI that is about 620 px
+MIN_BAND_SEEDS = 3  # a band or error bar from fewer seeds is mostly the t quantile, so none is drawn
 MIN_FONT_PT = 10.5
 MIN_FONT_KEY = "normbench:min_font_px"
+PROBLEMS_KEY = "normbench:layout_problems"
 _STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook"),
-          "font.size": 11, "axes.labelsize": 11, "axes.titlesize": 12, "xtick.labelsize": MIN_FONT_PT,
+          "font.size": 11, "axes.labelsize": 11, "axes.titlesize": 11.5, "xtick.labelsize": MIN_FONT_PT,
           "ytick.labelsize": MIN_FONT_PT, "legend.fontsize": MIN_FONT_PT, "legend.title_fontsize": 11,
           "figure.titlesize": 12}
 _DPI = 100
-_MAX_TASK_PANELS = 4
+_MIN_PANEL_PX = 60  # a panel lower than this has been squashed by its legend or labels
 _SINGLE_PANEL_GROUPS = 5  # beyond this many groups a task's curves become small multiples
+_LINE_IN = 0.2  # one line of legend text (10.5 pt), in inches
+_CHAR_IN = 0.085  # the width of an average character at 10.5 pt, in inches
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One rendering of every figure: its width in inches and how many panels sit side by side."""
+
+    key: str
+    width: float
+    columns: int  # big panels (one per task) side by side
+    small_columns: int  # small multiples side by side
+    folder: str  # under figures/
+
+    @property
+    def column_px(self) -> int:
+        """The page column the figure is drawn for (the report's CSS): the PNG is shown that wide."""
+        return 1170 if self.key == "wide" else 400
+
+
+WIDE = Layout("wide", 11.6, 2, 4, "")
+NARROW = Layout("narrow", 6.0, 1, 2, "narrow")
+LAYOUTS = (WIDE, NARROW)
 
 
 @dataclass(frozen=True)
 class Figure:
-    name: str  # file stem under figures/
+    name: str  # file stem under figures/ (and figures/narrow/)
     title: str
     caption: str
+    study: str = ""  # the study whose groups it draws: the heading it is shown under
 
     @property
     def relative_path(self) -> str:
         return f"figures/{self.name}.png"
 
+    @property
+    def narrow_path(self) -> str:
+        return f"figures/{NARROW.folder}/{self.name}.png"
 
-def text(label: object, width: int = 60) -> str:
+
+def text(label: object) -> str:
     """A label safe for matplotlib: '$' would start mathtext, and config strings may hold one."""
-    label = str(label)
-    if len(label) > width:
-        label = label[: width - 1] + "…"
-    return label.replace("$", r"\$")
+    return str(label).replace("$", r"\$")
+
+
+def wrap(label: object, width: int) -> str:
+    """The whole label on lines of about `width` characters (breaking after ", " where it can)."""
+    return "\n".join(textwrap.wrap(text(label), max(8, width), break_on_hyphens=False)) or text(label)
 
 
 def metric_label(metric: str, higher_is_better: bool | None = None) -> str:
     unit = METRIC_UNITS.get(metric, metric)
     direction = "" if higher_is_better is None else (", higher is better" if higher_is_better else ", lower is better")
-    return f"best val {metric} ({unit}{direction})"
+    return f"final val {metric} ({unit}{direction})"
 
 
-def _spans_decades(values: pd.Series | np.ndarray, ratio: float = 100.0) -> bool:
+def _spans_decades(values, ratio: float = 100.0) -> bool:
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
     return values.size > 0 and values.min() > 0 and values.max() / values.min() >= ratio
 
 
-def _new(n_panels: int, height: float = 3.6, ncols: int = 1) -> tuple[MplFigure, list]:
-    """Panels stacked in `ncols` columns, each about `height` inches tall, FIGURE_WIDTH wide in all."""
+def _grid(layout: Layout, n_panels: int, panel_height: float, columns: int | None = None,
+          extra_height: float = 0.0) -> tuple[MplFigure, list]:
+    """n_panels panels, `columns` (default: the layout's) side by side, each `panel_height` inches
+    tall, plus `extra_height` for what sits below them (the legend)."""
+    ncols = max(1, min(columns or layout.columns, n_panels))
     nrows = -(-n_panels // ncols)
-    figure = MplFigure(figsize=(FIGURE_WIDTH, height * nrows), dpi=_DPI, layout="constrained")
+    figure = MplFigure(figsize=(layout.width, panel_height * nrows + extra_height + 0.3), dpi=_DPI,
+                       layout="constrained")
     FigureCanvasAgg(figure)
     panels = list(figure.subplots(nrows, ncols, squeeze=False).flat)
     for extra in panels[n_panels:]:
@@ -95,18 +137,32 @@ def _new(n_panels: int, height: float = 3.6, ncols: int = 1) -> tuple[MplFigure,
     return figure, panels[:n_panels]
 
 
-def _smallest_text_px(figure: MplFigure) -> float:
-    sizes = [t.get_fontsize() for t in figure.findobj(matplotlib.text.Text)
-             if t.get_visible() and t.get_text().strip() and
-             (t.axes is None or t.axes.get_visible())]
-    return min(sizes, default=MIN_FONT_PT) * _DPI / 72
+@dataclass(frozen=True)
+class _Legend:
+    labels: list[str]  # wrapped
+    ncols: int
+    height: float  # inches
 
 
-def _save(figure: MplFigure, out: Path, name: str) -> None:
-    (out / "figures").mkdir(parents=True, exist_ok=True)
-    figure.savefig(out / "figures" / f"{name}.png", dpi=_DPI, bbox_inches="tight",
-                   metadata={MIN_FONT_KEY: f"{_smallest_text_px(figure):.2f}"})
-    figure.clear()
+def _legend_plan(labels: list[str], layout: Layout, title: bool = True) -> _Legend:
+    """Every label whole, wrapped to its legend column; the height the legend needs."""
+    if not labels:
+        return _Legend([], 1, 0.0)
+    longest = max(len(str(label)) for label in labels)
+    ncols = max(1, min(len(labels), int(layout.width // max(2.0, min(longest * _CHAR_IN + 0.8, layout.width)))))
+    chars = int((layout.width / ncols - 0.8) / _CHAR_IN)
+    wrapped = [wrap(label, chars) for label in labels]
+    lines = [w.count("\n") + 1 for w in wrapped]
+    rows = -(-len(labels) // ncols)
+    tallest_column = max(sum(lines[i:i + rows]) for i in range(0, len(lines), rows))
+    height = (tallest_column + (1.2 if title else 0.3)) * _LINE_IN + 0.15 * rows
+    return _Legend(wrapped, ncols, height)
+
+
+def _legend(figure: MplFigure, handles: list, plan: _Legend, title: str = "") -> None:
+    if handles:
+        figure.legend(handles, plan.labels, loc="outside lower center", ncols=plan.ncols, title=title or None,
+                      frameon=False)
 
 
 def _line_style(index: int) -> dict:
@@ -115,122 +171,329 @@ def _line_style(index: int) -> dict:
             "marker": MARKERS[index % len(MARKERS)]}
 
 
-def _legend_below(figure: MplFigure, handles: list, labels: list, title: str = "group") -> None:
-    if handles:
-        labels = ["\n".join(textwrap.wrap(str(label), 48)) or str(label) for label in labels]
-        figure.legend(handles, labels, loc="outside lower center", ncols=1, title=title, frameon=False)
+def _visible_texts(figure: MplFigure) -> list[matplotlib.text.Text]:
+    return [t for t in figure.findobj(matplotlib.text.Text)
+            if t.get_visible() and t.get_text().strip() and (t.axes is None or t.axes.get_visible())]
 
 
-def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: Path) -> Figure | None:
-    """The answer's trade-off: each group's best val (mean, 95% CI) against its throughput, one panel
-    per task; ★ groups drawn as stars (the answer names them), groups with a diverged run crossed, the Pareto front
-    (no other group both faster and better) joined by a line."""
-    rows = summary.dropna(subset=["best_val_mean", "samples_per_s_median"])
+def _smallest_text_px(figure: MplFigure) -> float:
+    return min((t.get_fontsize() for t in _visible_texts(figure)), default=MIN_FONT_PT) * _DPI / 72
+
+
+def _overlap(a, b, slack: float = 1.0) -> bool:
+    return (min(a.x1, b.x1) - max(a.x0, b.x0) > slack) and (min(a.y1, b.y1) - max(a.y0, b.y0) > slack)
+
+
+def layout_problems(figure: MplFigure) -> list[str]:
+    """What would make a laid-out figure hard to read, each in a phrase: tick labels (or any of the
+    figure's labels, titles and legend entries) drawn over each other, a panel squashed below
+    _MIN_PANEL_PX, a legend that repeats a label or cuts one short. Heatmap cell values are left out
+    (they sit inside their cells by construction); direct labels are in (gid "label")."""
+    renderer = figure.canvas.get_renderer()
+    problems: list[str] = []
+    owned: list[tuple[object, str, object]] = []  # (owner, the text, its box)
+    for ax in figure.axes:
+        if not ax.get_visible():
+            continue
+        frame = ax.get_window_extent(renderer)
+        if frame.height < _MIN_PANEL_PX and frame.width > frame.height:
+            problems.append(f"panel {ax.get_title()!r} squashed to {frame.height:.0f} px")
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            low, high = (frame.x0, frame.x1) if name == "x" else (frame.y0, frame.y1)
+            shown = []
+            for label in axis.get_ticklabels(which="both"):
+                if not (label.get_visible() and label.get_text().strip()):
+                    continue
+                box = label.get_window_extent(renderer)
+                centre = (box.x0 + box.x1) / 2 if name == "x" else (box.y0 + box.y1) / 2
+                if low - 1 <= centre <= high + 1:  # ticks outside the view are not drawn
+                    shown.append((label.get_text(), box))
+            for (a, box_a), (b, box_b) in itertools.combinations(shown, 2):
+                if _overlap(box_a, box_b):
+                    problems.append(f"{name} tick labels {a!r} and {b!r} overlap in panel {ax.get_title()!r}")
+            owned += [((ax, name), t, box) for t, box in shown]
+        for decoration in (ax.xaxis.label, ax.yaxis.label, ax.title):
+            if decoration.get_visible() and decoration.get_text().strip():
+                owned.append((decoration, decoration.get_text(), decoration.get_window_extent(renderer)))
+        owned += [(t, t.get_text(), t.get_window_extent(renderer)) for t in ax.texts
+                  if t.get_gid() == "label" and t.get_visible()]
+    legends = list(figure.legends) + [ax.get_legend() for ax in figure.axes if ax.get_legend() is not None]
+    for legend in legends:
+        entries = [t.get_text() for t in legend.get_texts()]
+        repeated = sorted({e for e in entries if entries.count(e) > 1})
+        if repeated:
+            problems.append(f"legend repeats {repeated[0]!r}")
+        if any(e.rstrip().endswith("…") for e in entries):
+            problems.append("legend cuts a label short")
+        owned += [(t, t.get_text(), t.get_window_extent(renderer)) for t in legend.get_texts()]
+    for (owner_a, a, box_a), (owner_b, b, box_b) in itertools.combinations(owned, 2):
+        if owner_a is not owner_b and not (isinstance(owner_a, tuple) and owner_a == owner_b) and _overlap(box_a, box_b, 2.0):
+            problems.append(f"{a!r} and {b!r} overlap")
+    return list(dict.fromkeys(problems))
+
+
+def _save(figure: MplFigure, out: Path, name: str, layout: Layout) -> None:
+    """Lays the figure out once (constrained layout), checks it, then freezes that layout and renders it:
+    laid out again at save time, the figure could differ from what was checked (and it costs a second layout)."""
+    figure.draw_without_rendering()
+    problems = layout_problems(figure)
+    smallest = _smallest_text_px(figure)
+    figure.set_layout_engine("none")
+    folder = out / "figures" / layout.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    drawn = io.BytesIO()
+    figure.savefig(drawn, dpi=_DPI, format="png")
+    figure.clear()
+    # A plot has few colours: a 256-colour palette keeps it sharp at a third of the bytes, and
+    # report.html carries every figure twice.
+    info = PngImagePlugin.PngInfo()
+    info.add_text(MIN_FONT_KEY, f"{smallest:.2f}")
+    info.add_text(PROBLEMS_KEY, "; ".join(problems))
+    with Image.open(drawn) as image:
+        image.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT).save(
+            folder / f"{name}.png", format="PNG", optimize=True, pnginfo=info)
+
+
+def _render(out: Path, name: str, draw: Callable[[Layout], MplFigure]) -> None:
+    """`draw` once per layout, each saved where its layout's PNGs go."""
+    with matplotlib.rc_context(_STYLE):
+        for layout in LAYOUTS:
+            _save(draw(layout), out, name, layout)
+
+
+def _banded(bands: pd.DataFrame) -> pd.DataFrame:
+    """low and high only where at least MIN_BAND_SEEDS seeds stand behind the step."""
+    few = bands["n"] < MIN_BAND_SEEDS
+    return bands.assign(low=bands["low"].mask(few), high=bands["high"].mask(few))
+
+
+def _limits(values: np.ndarray, metric: str | None, log: bool) -> tuple[float, float] | None:
+    """One y-range for every panel of a metric: its values, a margin, within what the metric can be."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values) & ((values > 0) if log else True)]
+    if not values.size:
+        return None
+    low, high = float(values.min()), float(values.max())
+    if log:
+        low, high = np.log10(low), np.log10(high)
+    pad = 0.05 * (high - low) or 0.05 * max(abs(high), 1e-3 if not log else 0.5)
+    low, high = low - pad, high + pad
+    if log:
+        return 10.0 ** low, 10.0 ** high
+    floor, ceiling = METRIC_RANGE.get(metric or "", (None, None))
+    low = low if floor is None else max(low, floor - 0.02 * (ceiling or 1.0))
+    high = high if ceiling is None else min(high, ceiling + 0.02 * ceiling)
+    return low, high
+
+
+def _tidy_ticks(ax, panel_width: float) -> None:
+    """At most one x tick per ~0.9 inch on a linear axis, so tick labels never run into each other."""
+    if ax.get_xscale() == "linear":
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=max(2, int(panel_width / 0.9)),
+                                                                  steps=[1, 2, 2.5, 5, 10]))
+
+
+def _panel_width(layout: Layout, ncols: int) -> float:
+    return layout.width / max(ncols, 1)
+
+
+def _task_of(tasks: list[str], task: str) -> str:
+    return f"task {task}" if len(tasks) > 1 else ""
+
+
+def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: Path, name: str = "tradeoff",
+             study: str = "") -> Figure | None:
+    """The answer's trade-off for one study: each arm's mean final val (95% CI where ≥ 3 seeds)
+    against its throughput, one panel per task; points labelled by leaderboard rank (and the arm
+    where it fits), ★ arms drawn as stars, arms with a diverged run crossed, the Pareto front (no
+    other ranked arm both faster and better) joined by a line. `summary` has `label` (the arm)."""
+    score = "final_val" if summary.get("final_val_mean", pd.Series(dtype=float)).notna().any() else "best_val"
+    rows = summary.dropna(subset=[f"{score}_mean", "samples_per_s_median"])
     if rows.empty:
         return None
-    all_tasks = list(dict.fromkeys(rows["task"]))
-    tasks = all_tasks[:_MAX_TASK_PANELS]
-    with matplotlib.rc_context(_STYLE):
-        figure, panels = _new(len(tasks), height=3.4)
+    tasks = list(dict.fromkeys(rows["task"]))
+    legend_entries = ["★ not shown worse than rank 1", "other ranked arms", "1 seed: not ranked",
+                      "≥ 1 run diverged", "Pareto front"]
+
+    def draw(layout: Layout) -> MplFigure:
+        plan = _legend_plan(legend_entries, layout, title=False)
+        figure, panels = _grid(layout, len(tasks), 3.8, extra_height=plan.height)
         for ax, task in zip(panels, tasks):
             mine = rows[rows["task"] == task]
             metric_name, higher = metrics.get(task, ("metric", True))
             floor, ceiling = METRIC_RANGE.get(metric_name, (None, None))
-            low = mine["best_val_ci_low"].clip(lower=floor, upper=ceiling).fillna(mine["best_val_mean"])
-            high = mine["best_val_ci_high"].clip(lower=floor, upper=ceiling).fillna(mine["best_val_mean"])
-            error = np.vstack([(mine["best_val_mean"] - low).clip(lower=0), (high - mine["best_val_mean"]).clip(lower=0)])
-            star = mine["best"].astype(bool).to_numpy()
-            ax.errorbar(mine["samples_per_s_median"], mine["best_val_mean"], yerr=error, fmt="none",
-                        ecolor="0.7", elinewidth=0.8, zorder=1)
-            ax.scatter(mine["samples_per_s_median"][~star], mine["best_val_mean"][~star], s=22,
-                       facecolors="none", edgecolors="0.45", label="other groups", zorder=2)
-            ax.scatter(mine["samples_per_s_median"][star], mine["best_val_mean"][star], s=48, marker="*",
-                       color=PALETTE[2], edgecolors="black", linewidths=0.5, label="★ not shown worse", zorder=3)
+            x, y = mine["samples_per_s_median"], mine[f"{score}_mean"]
+            banded = mine[mine[f"{score}_n"] >= MIN_BAND_SEEDS] if f"{score}_n" in mine else mine.iloc[0:0]
+            if len(banded):
+                low = banded[f"{score}_ci_low"].clip(lower=floor, upper=ceiling)
+                high = banded[f"{score}_ci_high"].clip(lower=floor, upper=ceiling)
+                centre = banded[f"{score}_mean"]
+                ax.errorbar(banded["samples_per_s_median"], centre, fmt="none", ecolor="0.7", elinewidth=0.9,
+                            yerr=np.vstack([(centre - low).clip(lower=0), (high - centre).clip(lower=0)]), zorder=1)
+            ranked = mine["rank"].notna().to_numpy() if "rank" in mine else np.ones(len(mine), bool)
+            star = mine["best"].astype(bool).to_numpy() & ranked
+            ax.scatter(x[ranked & ~star], y[ranked & ~star], s=26, facecolors="none", edgecolors="0.35",
+                       label=legend_entries[1], zorder=2)
+            ax.scatter(x[~ranked], y[~ranked], s=14, color="0.65", marker="s", label=legend_entries[2], zorder=2)
+            ax.scatter(x[star], y[star], s=70, marker="*", color=PALETTE[2], edgecolors="black", linewidths=0.5,
+                       label=legend_entries[0], zorder=3)
             unstable = (mine["divergence_rate"] > 0).to_numpy()
-            if unstable.any():
-                ax.scatter(mine["samples_per_s_median"][unstable], mine["best_val_mean"][unstable], s=60,
-                           marker="x", color=PALETTE[3], label="≥ 1 run diverged", zorder=4)
-            front = _pareto_front(mine, higher)
-            ax.plot(front["samples_per_s_median"], front["best_val_mean"], color=PALETTE[0], linewidth=1,
-                    linestyle="--", label="Pareto front", zorder=1)
-            if _spans_decades(mine["samples_per_s_median"], 10):
+            ax.scatter(x[unstable], y[unstable], s=60, marker="x", color=PALETTE[3], label=legend_entries[3], zorder=4)
+            front = _pareto_front(mine[ranked], higher, score)
+            ax.plot(front["samples_per_s_median"], front[f"{score}_mean"], color=PALETTE[0], linewidth=1,
+                    linestyle="--", label=legend_entries[4], zorder=1)
+            if _spans_decades(x, 10):
                 ax.set_xscale("log")
-            ax.set_ylabel(text(f"best val {metric_name} ({'higher' if higher else 'lower'} is better)", 40))
-            ax.set_title(text(f"task {task}", 40))
-        panels[-1].set_xlabel("training throughput (samples/s, median over seeds)")
-        handles, labels = panels[0].get_legend_handles_labels()
-        for ax in panels[1:]:
+            limits = _limits(np.concatenate([y, banded.get(f"{score}_ci_low", []), banded.get(f"{score}_ci_high", [])]),
+                             metric_name, False)
+            if limits:
+                ax.set_ylim(*limits)
+            ax.set_ylabel(wrap(f"final val {metric_name} ({'higher' if higher else 'lower'} is better)", 34))
+            ax.set_xlabel("training samples/s (median over seeds)")
+            ax.set_title(text(_task_of(tasks, task)))
+            _tidy_ticks(ax, _panel_width(layout, min(layout.columns, len(tasks))))
+        handles = {}
+        for ax in panels:
             for handle, label in zip(*ax.get_legend_handles_labels()):
-                if label not in labels:
-                    handles.append(handle)
-                    labels.append(label)
-        _legend_below(figure, handles, labels, title="")
-        _save(figure, out, "tradeoff")
-    caption = ("Each point is a group: mean best validation metric (bars: 95% t-interval, clipped to the "
-               "metric's range) against median throughput. The dashed line joins the groups no other group "
-               "beats on both. Throughput is only as steady as the machine it was timed on (see Throughput).")
-    return Figure("tradeoff", "Metric against speed", caption + _task_cut_note(len(all_tasks)))
+                drawn = (len(handle.get_offsets()) if hasattr(handle, "get_offsets") else
+                         len(handle.get_xdata()) if hasattr(handle, "get_xdata") else 1)
+                if drawn:
+                    handles.setdefault(label, handle)
+        kept = [e for e in legend_entries if e in handles]
+        _legend(figure, [handles[e] for e in kept], _legend_plan(kept, layout, title=False))
+        figure.draw_without_rendering()
+        for ax, task in zip(panels, tasks):
+            _label_points(ax, rows[rows["task"] == task], score)
+        return figure
+
+    _render(out, name, draw)
+    caption = (f"Each point is an arm: mean final validation metric against median training throughput; bars: 95% "
+               f"t-interval over seeds, drawn only for arms with ≥ {MIN_BAND_SEEDS} seeds, clipped to the metric's "
+               f"range. Labels: the arm's rank in the leaderboard and its settings (the rank alone where there is no "
+               f"room; one-seed arms are not ranked). The dashed "
+               f"line joins the ranked arms no other ranked arm beats on both. Throughput is only as steady as the "
+               f"machine it was timed on (see Throughput).")
+    return Figure(name, "Metric against speed", caption, study)
 
 
-def _pareto_front(groups: pd.DataFrame, higher_is_better: bool) -> pd.DataFrame:
+def _label_points(ax, mine: pd.DataFrame, score: str) -> None:
+    """Each point's label: its rank and arm, or the rank alone where the arm does not fit (unranked
+    points: the arm), placed where it covers no other label and stays inside the panel; ★ arms
+    first, then by rank. A point whose label fits nowhere keeps its marker only."""
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    placed = []
+    ranks = mine["rank"] if "rank" in mine else pd.Series(np.nan, index=mine.index)
+    ordered = mine.assign(_star=~mine["best"].astype(bool), _rank=ranks.fillna(np.inf)).sort_values(["_star", "_rank"])
+    offsets = [(7, 5, "left"), (7, -13, "left"), (-7, 5, "right"), (-7, -13, "right"), (0, 9, "center"),
+               (0, -17, "center")]
+    for _, row in ordered.iterrows():
+        if math.isfinite(row["_rank"]):
+            rank = f"{int(row['_rank'])}" if float(row["_rank"]).is_integer() else f"{row['_rank']:g}"
+            choices = (f"{rank}: {row['label']}", rank)
+        else:  # not ranked: its arm, or nothing
+            choices = (str(row["label"]),)
+        for label in choices:
+            done = False
+            # a long label only beside its point; the short one may also sit above or below it
+            for dx, dy, align in (offsets if label == choices[-1] else offsets[:4]):
+                note = ax.annotate(text(label), (row["samples_per_s_median"], row[f"{score}_mean"]),
+                                   xytext=(dx, dy), textcoords="offset points", ha=align, fontsize=MIN_FONT_PT,
+                                   color="0.15", gid="label", annotation_clip=True)
+                note.set_in_layout(False)
+                box = note.get_window_extent(renderer)
+                inside = box.x0 >= frame.x0 + 2 and box.x1 <= frame.x1 - 2 and box.y0 >= frame.y0 + 2 and box.y1 <= frame.y1 - 2
+                if inside and not any(_overlap(box, other, 0.0) for other in placed):
+                    placed.append(box)
+                    done = True
+                    break
+                note.remove()
+            if done:
+                break
+
+
+def _pareto_front(groups: pd.DataFrame, higher_is_better: bool, score: str = "final_val") -> pd.DataFrame:
     """Groups no other group beats on both throughput and metric, fastest first."""
     ordered = groups.sort_values("samples_per_s_median", ascending=False)
-    score = ordered["best_val_mean"] if higher_is_better else -ordered["best_val_mean"]
-    keep = score > score.cummax().shift(fill_value=-np.inf)
+    values = ordered[f"{score}_mean"]
+    values = values if higher_is_better else -values
+    keep = values > values.cummax().shift(fill_value=-np.inf)
     return ordered[keep.to_numpy()]
 
 
-def heatmaps(grids: dict, row: str, col: str, metric: dict[str, tuple[str, bool]], out: Path,
-             note: str) -> list[Figure]:
-    """Primary-metric mean and divergence rate over (row, col), one panel per task, stacked.
+@dataclass(frozen=True)
+class HeatmapPanel:
+    task: str
+    heading: str  # the task, and the setting it holds fixed when the study varies more than two
+    grid: object  # aggregate.AxisGrid
 
-    `grids` maps each task to its aggregate.AxisGrid. Metric cells read "mean, ±95% half-width,
-    n"; the colour range spans the cells' intervals (not only their means), so differences
-    smaller than the noise do not look dramatic. The caption states each task's range.
-    """
-    tasks = list(grids)[:_MAX_TASK_PANELS]
-    note += _task_cut_note(len(grids))
+
+def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, tuple[str, bool]], out: Path,
+             note: str, suffix: str = "", study: str = "") -> list[Figure]:
+    """Primary-metric mean and divergence rate over (row, col), one panel per task (and per value of
+    any further arm setting), for one study: cells pool seeds only.
+
+    Metric cells read "mean, ±95% half-width, n"; the colour range spans the cells' intervals (not only
+    their means), so differences smaller than the noise do not look dramatic. The caption states each
+    task's range."""
+    if not panels:
+        return []
     figures = []
-    with matplotlib.rc_context(_STYLE):
-        for name, title in (("heatmap_primary", "Best validation metric (mean over ok runs)"),
-                            ("heatmap_divergence", "Divergence rate (diverged / runs)")):
-            shape = grids[tasks[0]].metric.shape
-            figure, panels = _new(len(tasks), height=max(2.4, 0.75 * shape[0] + 1.6))
-            ranges = []
-            for ax, task in zip(panels, tasks):
-                grid = grids[task]
+    shape = panels[0].grid.metric.shape
+    # one colour range per metric over every panel of the figure, so equal colours mean equal values
+    spans: dict[str, tuple[float, float]] = {}
+    for panel in panels:
+        metric_name = metric[panel.task][0]
+        low, high = _interval_range(panel.grid, metric_name)
+        known = spans.get(metric_name, (low, high))
+        spans[metric_name] = (min(low, known[0]), max(high, known[1]))
+    for name, title in (("heatmap_primary", "Best validation metric (mean over ok runs)"),
+                        ("heatmap_divergence", "Divergence rate (diverged / runs)")):
+        ranges: list[str] = []
+
+        def draw(layout: Layout, name=name, ranges=ranges) -> MplFigure:
+            ranges.clear()
+            ncols = min(layout.columns, len(panels))
+            figure, axes = _grid(layout, len(panels), max(2.6, 0.75 * shape[0] + 1.8), columns=ncols)
+            panel_width = _panel_width(layout, ncols)
+            for ax, panel in zip(axes, panels):
+                grid = panel.grid
                 table = (grid.metric if name == "heatmap_primary" else grid.diverged).astype(float)
-                annotations = None
                 if name == "heatmap_primary":
-                    metric_name, higher = metric[task]
+                    metric_name, higher = metric[panel.task]
                     cmap = "viridis" if higher else "viridis_r"
                     label = f"best val {metric_name} ({'higher' if higher else 'lower'} is better)"
-                    vmin, vmax = _interval_range(grid, metric_name)
-                    ranges.append(f"{task}: {vmin:.3g} to {vmax:.3g}")
+                    vmin, vmax = spans[metric_name]
+                    ranges.append(f"{metric_name}: {vmin:.3g} to {vmax:.3g}")
                     annotations = _cell_text(grid)
                 else:
                     cmap, label, vmin, vmax = "cividis", "divergence rate", 0.0, 1.0
                     annotations = table.map(lambda v: "" if np.isnan(v) else f"{v:.2g}")
+                cell_width = (panel_width - 2.2) / max(table.shape[1], 1)
                 display = table.copy()
-                display.index = [text(v, 14) for v in table.index]
-                display.columns = [text(v, 14) for v in table.columns]
+                display.index = [text(v) for v in table.index]
+                display.columns = [text(v) for v in table.columns]
                 if display.notna().to_numpy().any():
-                    show = table.size <= 48
                     sns.heatmap(display, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax,
-                                annot=annotations.to_numpy() if show else False, fmt="",
+                                annot=annotations.to_numpy() if cell_width >= 0.6 else False, fmt="",
                                 annot_kws={"fontsize": MIN_FONT_PT}, linewidths=0.5,
-                                cbar_kws={"label": text(label, 40)})
+                                cbar_kws={"label": wrap(label, 30)})
+                longest = max((len(str(c)) for c in display.columns), default=1)
+                if longest * _CHAR_IN > cell_width * 0.9:
+                    ax.tick_params(axis="x", labelrotation=90)
                 ax.grid(False)
                 ax.set_xlabel(text(col.removeprefix("axes.")))
                 ax.set_ylabel(text(row.removeprefix("axes.")))
-                ax.set_title(text(f"task {task}" if len(grids) > 1 else title, 50))
-            caption = note
-            if ranges:
-                caption = (f"Each cell: mean, ± half-width of its 95% t-interval, n = ok runs pooled in the "
-                           f"cell. Colour range (the span of the cells' intervals, clipped to the metric's "
-                           f"range): {'; '.join(ranges)}. " + note)
-            _save(figure, out, name)
-            figures.append(Figure(name, title, caption))
+                ax.set_title(wrap(panel.heading, int(panel_width / _CHAR_IN) - 4))
+            return figure
+
+        _render(out, name + suffix, draw)
+        caption = note
+        if name == "heatmap_primary":
+            caption = (f"Each cell: mean, ± half-width of its 95% t-interval, n = ok runs (seeds) in the cell. "
+                       f"Colour range (the span of the cells' intervals, clipped to the metric's range): "
+                       f"{'; '.join(dict.fromkeys(ranges))}, the same in every panel. " + note)
+        figures.append(Figure(name + suffix, title, caption, study))
     return figures
 
 
@@ -258,42 +521,48 @@ def _cell_text(grid) -> pd.DataFrame:
                              grid.n.to_numpy(dtype=float))], index=grid.metric.index, columns=grid.metric.columns)
 
 
-def _task_cut_note(n_tasks: int) -> str:
-    return f" Only the first {_MAX_TASK_PANELS} of {n_tasks} tasks are drawn." if n_tasks > _MAX_TASK_PANELS else ""
-
-
 def _curve_panels(bands: pd.DataFrame, groups: dict[str, str], x: str, ylabel: Callable[[str], str],
-                  xlabel: str, log_y: Callable[[pd.DataFrame], bool], out: Path, name: str, title: str,
-                  caption: str) -> Figure | None:
+                  xlabel: str, metric_of: Callable[[str], str], log_y: bool | None, out: Path, name: str,
+                  title: str, caption: str, study: str) -> Figure | None:
     """Per task, one line (mean) and band (low..high) per group, x against mean.
 
-    A task with up to _SINGLE_PANEL_GROUPS groups gets one panel; beyond that, small multiples: one
-    panel per group, its line and band in colour over the other groups' lines in light grey, so
-    overlapping bands never hide each other. Each group keeps one colour, dash and marker throughout.
-    """
+    When every task has up to _SINGLE_PANEL_GROUPS groups, one panel per task with a legend below;
+    otherwise small multiples: one panel per group (titled by it), its line and band in colour over
+    the other groups' lines in light grey, so overlapping bands never hide each other. Panels of one
+    metric share one y-range (log when the metric spans decades, or when log_y says so)."""
     if bands.empty:
         return None
-    all_tasks = list(dict.fromkeys(bands["task"]))
-    tasks = all_tasks[:_MAX_TASK_PANELS]
-    caption += _task_cut_note(len(all_tasks))
+    tasks = list(dict.fromkeys(bands["task"]))
     style_of = {group: _line_style(i) for i, group in enumerate(groups)}
-    layout = []  # (task, groups drawn in colour in this panel)
-    for task in tasks:
-        present = [g for g in groups if (bands["group"][bands["task"] == task] == g).any()]
-        if len(present) <= _SINGLE_PANEL_GROUPS:
-            layout.append((task, present, present))
-        else:
-            layout += [(task, [g], present) for g in present]
-    small_multiples = len(layout) > len(tasks)
-    with matplotlib.rc_context(_STYLE):
-        figure, panels = _new(len(layout), height=2.6 if small_multiples else 3.6, ncols=2 if small_multiples else 1)
+    present = {t: [g for g in groups if (bands["group"][bands["task"] == t] == g).any()] for t in tasks}
+    small = any(len(p) > _SINGLE_PANEL_GROUPS for p in present.values())
+    layout_rows = ([(t, [g], present[t]) for t in tasks for g in present[t]] if small
+                   else [(t, present[t], present[t]) for t in tasks])
+    kinds = {metric_of(t) for t in tasks}
+    log_of = {k: (log_y if log_y is not None else
+                  _spans_decades(bands.loc[bands["task"].map(metric_of) == k, "mean"])) for k in kinds}
+    limits = {}
+    for kind in kinds:
+        mine = bands[bands["task"].map(metric_of) == kind]
+        limits[kind] = _limits(np.concatenate([mine["mean"], mine["low"].dropna(), mine["high"].dropna()]),
+                               kind, log_of[kind])
+
+    def draw(layout: Layout) -> MplFigure:
+        ncols = min(layout.small_columns if small else layout.columns, len(layout_rows))
+        panel_width = _panel_width(layout, ncols)
+        title_chars = int((panel_width - 0.4) / _CHAR_IN)
+        plan = _legend_plan(list(dict.fromkeys(groups[g] for t in tasks for g in present[t])) if not small else [], layout)
+        heading_lines = max((wrap(_heading(tasks, t, coloured, context, groups), title_chars).count("\n") + 1
+                             for t, coloured, context in layout_rows), default=1)
+        figure, panels = _grid(layout, len(layout_rows), (2.5 if small else 3.4) + 0.2 * heading_lines, columns=ncols,
+                               extra_height=plan.height)
         handles: dict[str, object] = {}
-        for ax, (task, coloured, context) in zip(panels, layout):
+        for index, (ax, (task, coloured, context)) in enumerate(zip(panels, layout_rows)):
             mine = bands[bands["task"] == task]
             if len(coloured) < len(context):
                 for group in context:
                     curve = mine[mine["group"] == group].sort_values(x)
-                    ax.plot(curve[x], curve["mean"], color="0.8", linewidth=0.9, zorder=1)
+                    ax.plot(curve[x], curve["mean"], color="0.82", linewidth=0.9, zorder=1)
             for group in coloured:
                 curve = mine[mine["group"] == group].sort_values(x)
                 style = style_of[group]
@@ -301,108 +570,181 @@ def _curve_panels(bands: pd.DataFrame, groups: dict[str, str], x: str, ylabel: C
                                   markevery=max(1, len(curve) // 8), zorder=3, **style)
                 ax.fill_between(curve[x], curve["low"], curve["high"], color=style["color"], alpha=0.15,
                                 linewidth=0, zorder=2)
-                handles.setdefault(group, line)
-            ax.set_xlabel(xlabel)
-            if not small_multiples or ax.get_subplotspec().is_first_col():  # one y label per row
-                ax.set_ylabel("\n".join(textwrap.wrap(text(ylabel(task), 60), 30 if small_multiples else 50)))
-            if log_y(mine):
+                handles.setdefault(groups[group], line)
+            kind = metric_of(task)
+            if log_of[kind]:
                 ax.set_yscale("log")
-            heading = f"task {task}" if len(all_tasks) > 1 else ""
-            if len(coloured) < len(context):
-                heading = f"{heading}: {groups[coloured[0]]}" if heading else groups[coloured[0]]
+            if limits[kind]:
+                ax.set_ylim(*limits[kind])
+            if index >= len(layout_rows) - ncols:  # the bottom row names x
+                ax.set_xlabel(xlabel)
+            if index % ncols == 0 or len({metric_of(t) for t in tasks}) > 1:
+                ax.set_ylabel(wrap(ylabel(task), int(3.0 / _CHAR_IN) if small else 40))
+            heading = _heading(tasks, task, coloured, context, groups)
             if heading:
-                ax.set_title("\n".join(textwrap.wrap(text(heading, 70), 30)), fontsize=MIN_FONT_PT)
-        if not small_multiples:
-            _legend_below(figure, list(handles.values()), [text(groups[g], 60) for g in handles])
-        _save(figure, out, name)
-    if small_multiples:
-        caption += (f" Tasks with more than {_SINGLE_PANEL_GROUPS} groups: one panel per group, the other "
-                    f"groups in grey.")
-    return Figure(name, title, caption)
+                ax.set_title(wrap(heading, title_chars), fontsize=MIN_FONT_PT)
+            _tidy_ticks(ax, panel_width)
+        if not small:
+            _legend(figure, list(handles.values()), _legend_plan(list(handles), layout), "arm")
+        return figure
+
+    _render(out, name, draw)
+    if small:
+        caption += (f" More than {_SINGLE_PANEL_GROUPS} arms: one panel per arm (its title), the other arms in grey; "
+                    f"every panel of a metric shares one y-range.")
+    return Figure(name, title, caption, study)
 
 
-def learning_curves(bands: pd.DataFrame, groups: dict[str, str], metrics: dict[str, tuple[str, bool]],
-                    out: Path, note: str) -> list[Figure]:
-    def ylabel(task: str) -> str:
-        metric, _ = metrics.get(task, ("metric", True))
-        return f"validation {metric} ({METRIC_UNITS.get(metric, metric)})"
+def _heading(tasks: list[str], task: str, coloured: list[str], context: list[str], groups: dict[str, str]) -> str:
+    heading = _task_of(tasks, task)
+    if len(coloured) < len(context):
+        heading = f"{heading}: {groups[coloured[0]]}" if heading else groups[coloured[0]]
+    return heading
 
-    def log_y(frame: pd.DataFrame) -> bool:
-        return _spans_decades(frame["mean"])
 
+def _clipped(bands: pd.DataFrame, metrics: dict[str, tuple[str, bool]]) -> pd.DataFrame:
     metric_of = bands["task"].map(lambda task: metrics.get(task, ("metric", True))[0])
     low_bound = metric_of.map(lambda m: METRIC_RANGE.get(m, (None, None))[0]).astype(float)
     high_bound = metric_of.map(lambda m: METRIC_RANGE.get(m, (None, None))[1]).astype(float)
-    bands = bands.assign(low=bands["low"].clip(lower=low_bound), high=bands["high"].clip(upper=high_bound))
-    band = ("Line: mean over seeds; band: 95% t-interval, clipped to the metric's range (no band where a step "
-            "has a single run).")
+    return bands.assign(low=bands["low"].clip(lower=low_bound), high=bands["high"].clip(upper=high_bound))
+
+
+BAND_TEXT = (f"Line: mean over seeds; band: 95% t-interval over seeds, drawn only where ≥ {MIN_BAND_SEEDS} seeds "
+             f"reached the step, clipped to the metric's range.")
+
+
+def learning_curves(bands: pd.DataFrame, groups: dict[str, str], metrics: dict[str, tuple[str, bool]],
+                    out: Path, note: str, suffix: str = "", study: str = "") -> list[Figure]:
+    """Validation metric against step and against training seconds (one study's arms)."""
+    def ylabel(task: str) -> str:
+        metric, higher = metrics.get(task, ("metric", True))
+        return f"validation {metric} ({METRIC_UNITS.get(metric, metric)}, {'higher' if higher else 'lower'} is better)"
+
+    def metric_of(task: str) -> str:
+        return metrics.get(task, ("metric", True))[0]
+
+    if bands.empty:
+        return []
+    bands = _banded(_clipped(bands, metrics))
     figures = [
-        _curve_panels(bands, groups, "step", ylabel, "training step", log_y, out, "curves_val_vs_step",
-                      "Validation metric vs step", f"{band} {note}"),
+        _curve_panels(bands, groups, "step", ylabel, "training step", metric_of, None, out,
+                      f"curves_val_vs_step{suffix}", "Validation metric vs step", f"{BAND_TEXT} {note}", study),
         _curve_panels(bands.dropna(subset=["time_s"]), groups, "time_s", ylabel,
-                      "training time (s, train steps only)", log_y, out, "curves_val_vs_seconds",
+                      "training time (s, train steps only)", metric_of, None, out, f"curves_val_vs_seconds{suffix}",
                       "Validation metric vs training seconds",
-                      f"{band} x: mean train seconds over seeds at each evaluated step. {note}"),
+                      f"{BAND_TEXT} x: mean train seconds over seeds at each evaluated step (each run timed on its "
+                      f"own, so seconds carry the machine's load). {note}", study),
     ]
     return [f for f in figures if f is not None]
 
 
-def grad_norm_curves(bands: pd.DataFrame, groups: dict[str, str], out: Path, note: str) -> Figure | None:
-    return _curve_panels(bands, groups, "step", lambda task: "gradient L2 norm before clipping (log scale)",
-                         "training step", lambda frame: True, out, "grad_norm_vs_step", "Gradient norm vs step",
-                         f"Geometric mean over seeds with a 95% t-band on log10. {note}")
+def loss_curves(bands: pd.DataFrame, groups: dict[str, str], out: Path, note: str, suffix: str = "",
+                study: str = "") -> Figure | None:
+    """Training loss (the logged train lines) against step, one study's arms."""
+    if bands.empty:
+        return None
+    return _curve_panels(_banded(bands.assign(low=bands["low"].clip(lower=0))), groups, "step",
+                         lambda task: "training loss (task loss, per logged step)", "training step",
+                         lambda task: "loss", None, out, f"curves_loss_vs_step{suffix}", "Training loss vs step",
+                         f"{BAND_TEXT} The loss is the task's training loss at each logged step (one batch), so it "
+                         f"is noisier than the validation metric. {note}", study)
 
 
-def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: str) -> Figure | None:
-    """||dL/dh_t|| against t at init and at the end of training, recurrent runs only."""
+def grad_norm_curves(bands: pd.DataFrame, groups: dict[str, str], out: Path, note: str, suffix: str = "",
+                     study: str = "") -> Figure | None:
+    if bands.empty:
+        return None
+    return _curve_panels(_banded(bands), groups, "step", lambda task: "gradient L2 norm before clipping",
+                         "training step", lambda task: "grad_norm", True, out, f"grad_norm_vs_step{suffix}",
+                         "Gradient norm vs step",
+                         f"Geometric mean over seeds (log scale); band: 95% t-interval on log10, drawn only where "
+                         f"≥ {MIN_BAND_SEEDS} seeds. {note}", study)
+
+
+def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: str, suffix: str = "",
+              study: str = "") -> Figure | None:
+    """||dL/dh_t|| against t at init and at the end of training, recurrent runs only. Up to
+    _SINGLE_PANEL_GROUPS arms: two panels (init, final) with every arm; more: one panel per arm with
+    its two profiles. One log y-range for every panel."""
     if profiles.empty:
         return None
-    with matplotlib.rc_context(_STYLE):
-        figure, panels = _new(2)
-        for ax, moment in zip(panels, ("init", "final")):
-            mine = profiles[profiles["moment"] == moment]
-            for index, (group, label) in enumerate(groups.items()):
-                curve = mine[mine["group"] == group]
-                if not curve.empty:
-                    ax.plot(curve["t"], curve["norm"], label=text(label, 60), linewidth=1.4, markersize=4,
+    shown = [g for g in groups if (profiles["group"] == g).any()]
+    small = len(shown) > _SINGLE_PANEL_GROUPS
+    limits = _limits(profiles["norm"].to_numpy(dtype=float), None, True)
+
+    def draw(layout: Layout) -> MplFigure:
+        if not small:
+            plan = _legend_plan([groups[g] for g in shown], layout)
+            figure, panels = _grid(layout, 2, 3.4, extra_height=plan.height)
+            for ax, moment in zip(panels, ("init", "final")):
+                mine = profiles[profiles["moment"] == moment]
+                for index, group in enumerate(shown):
+                    curve = mine[mine["group"] == group]
+                    ax.plot(curve["t"], curve["norm"], label=groups[group], linewidth=1.4, markersize=4,
                             markevery=max(1, len(curve) // 8), **_line_style(index))
+                ax.set_title("at initialization" if moment == "init" else "after training")
+            handles = {}
+            for ax in panels:
+                for handle, label in zip(*ax.get_legend_handles_labels()):
+                    handles.setdefault(label, handle)
+            _legend(figure, list(handles.values()), _legend_plan(list(handles), layout), "arm")
+        else:
+            ncols = layout.small_columns
+            chars = int((_panel_width(layout, ncols) - 0.4) / _CHAR_IN)
+            lines = max(wrap(groups[g], chars).count("\n") + 1 for g in shown)
+            legend = ["at initialization", "after training"]
+            figure, panels = _grid(layout, len(shown), 2.4 + 0.2 * lines, columns=ncols,
+                                   extra_height=_legend_plan(legend, layout, False).height)
+            for ax, group in zip(panels, shown):
+                for moment, style in (("init", {"color": "0.55", "linestyle": "--"}),
+                                      ("final", {"color": PALETTE[0], "linestyle": "-"})):
+                    curve = profiles[(profiles["moment"] == moment) & (profiles["group"] == group)]
+                    ax.plot(curve["t"], curve["norm"], linewidth=1.4, label=legend[moment == "final"], **style)
+                ax.set_title(wrap(groups[group], chars), fontsize=MIN_FONT_PT)
+            _legend(figure, panels[0].get_legend_handles_labels()[0], _legend_plan(legend, layout, False))
+        ncols = min(len(panels), layout.small_columns if small else layout.columns)
+        for index, ax in enumerate(panels):
             ax.set_yscale("log")
-            ax.set_xlabel("time step t")
-            ax.set_ylabel("‖∂L/∂h_t‖ (log scale)")
-            ax.set_title("at initialization" if moment == "init" else "after training")
-        handles, labels = panels[0].get_legend_handles_labels()
-        if not handles:
-            handles, labels = panels[1].get_legend_handles_labels()
-        _legend_below(figure, handles, labels)
-        _save(figure, out, "grad_flow_through_time")
-    return Figure("grad_flow_through_time", "Gradient flow through time",
-                  "Geometric mean over seeds. A flat line is perfect flow; falling toward t = 1 is vanishing. "
-                  + note)
+            if limits:
+                ax.set_ylim(*limits)
+            if index >= len(panels) - ncols:
+                ax.set_xlabel("time step t")
+            if index % ncols == 0:
+                ax.set_ylabel("‖∂L/∂h_t‖")
+            _tidy_ticks(ax, _panel_width(layout, ncols))
+        return figure
+
+    _render(out, f"grad_flow_through_time{suffix}", draw)
+    return Figure(f"grad_flow_through_time{suffix}", "Gradient flow through time",
+                  "Geometric mean over seeds of ‖∂L/∂h_t‖ (log scale, one range for every panel). A flat line is "
+                  "perfect flow; falling toward t = 1 is vanishing." + (" One panel per arm." if small else "")
+                  + (f" {note}" if note else ""), study)
 
 
-def _bars(bars: pd.DataFrame, value: str, low: str | None, high: str | None, xlabel: str,
-          out: Path, name: str, title: str, caption: str, flag_noise: bool = True) -> Figure | None:
-    """Horizontal bars, one panel per task (stacked), labelled by bars["label"]; bars whose
-    bars["noisy"] is true are hatched and marked "(noisy timing)"."""
+def _bars(bars: pd.DataFrame, value: str, low: str | None, high: str | None, xlabel: str, out: Path,
+          name: str, title: str, caption: str, study: str, flag_noise: bool = True) -> Figure | None:
+    """Horizontal bars, one panel per task (stacked), labelled by bars["label"] (whole, wrapped);
+    bars whose bars["noisy"] is true are hatched and marked "(noisy timing)"."""
     rows = bars.dropna(subset=[value])
     if rows.empty:
         return None
-    all_tasks = list(dict.fromkeys(rows["task"]))
-    tasks = all_tasks[:_MAX_TASK_PANELS]
-    caption += _task_cut_note(len(all_tasks))
+    tasks = list(dict.fromkeys(rows["task"]))
     values = rows[value].to_numpy(dtype=float)
     if low:
         values = np.concatenate([values, rows[low].to_numpy(dtype=float)])
     log_x = _spans_decades(values)
-    with matplotlib.rc_context(_STYLE):
-        def label_of(label: object, noisy: bool) -> str:
-            return "\n".join(textwrap.wrap(text(label, 60), 26)) + ("\n(noisy timing)" if noisy else "")
+    flags = (rows["noisy"].fillna(False).astype(bool) if flag_noise and "noisy" in rows
+             else pd.Series(False, index=rows.index))
 
-        flags = (rows["noisy"].fillna(False).astype(bool) if flag_noise and "noisy" in rows
-                 else pd.Series(False, index=rows.index))
+    def draw(layout: Layout) -> MplFigure:
+        chars = 44 if layout is WIDE else 26
+
+        def label_of(label: object, noisy: bool) -> str:
+            return wrap(label, chars) + ("\n(noisy timing)" if noisy else "")
+
         lines = pd.Series([label_of(lab, n).count("\n") + 1 for lab, n in zip(rows["label"], flags)], index=rows.index)
-        heights = [0.2 * lines[rows["task"] == t].clip(lower=2).sum() + 1.1 for t in tasks]
-        figure = MplFigure(figsize=(FIGURE_WIDTH, sum(heights)), dpi=_DPI, layout="constrained")
+        heights = [0.2 * lines[rows["task"] == t].clip(lower=2).sum() + 1.2 for t in tasks]
+        figure = MplFigure(figsize=(layout.width, sum(heights) + 0.4), dpi=_DPI, layout="constrained")
         FigureCanvasAgg(figure)
         panels = list(figure.subplots(len(tasks), 1, squeeze=False, height_ratios=heights).flat)
         for ax, task in zip(panels, tasks):
@@ -414,16 +756,18 @@ def _bars(bars: pd.DataFrame, value: str, low: str | None, high: str | None, xla
             noisy = flags[mine.index].to_numpy()
             ax.barh(positions, mine[value], xerr=error, color=[PALETTE[7] if n else PALETTE[0] for n in noisy],
                     hatch=["//" if n else "" for n in noisy], ecolor="0.25", capsize=2)
-            labels = [label_of(label, n) for label, n in zip(mine["label"], noisy)]
-            ax.set_yticks(positions, labels)
+            ax.set_yticks(positions, [label_of(label, n) for label, n in zip(mine["label"], noisy)])
             ax.invert_yaxis()
             if log_x:
                 ax.set_xscale("log")
-            if len(all_tasks) > 1:
-                ax.set_title(text(f"task {task}", 40))
-        panels[-1].set_xlabel("\n".join(textwrap.wrap(text(xlabel, 120), 50)))
-        _save(figure, out, name)
-    return Figure(name, title, caption)
+            if len(tasks) > 1:
+                ax.set_title(text(f"task {task}"))
+            _tidy_ticks(ax, layout.width * 0.55)
+        panels[-1].set_xlabel(wrap(xlabel, 60))
+        return figure
+
+    _render(out, name, draw)
+    return Figure(name, title, caption, study)
 
 
 _NOISE_NOTE = ("Hatched grey bars, \"(noisy timing)\": the median run's slowest tenth of steps took more than "
@@ -431,11 +775,11 @@ _NOISE_NOTE = ("Hatched grey bars, \"(noisy timing)\": the median run's slowest 
                "{limit:g}×: the machine's load changed during timing, so treat those numbers as rough.")
 
 
-def throughput(bars: pd.DataFrame, out: Path, note: str, noisy_limit: float) -> Figure | None:
+def throughput(bars: pd.DataFrame, out: Path, note: str, noisy_limit: float, suffix: str = "",
+               study: str = "") -> Figure | None:
     return _bars(bars, "samples_per_s_median", "samples_per_s_min", "samples_per_s_max",
-                 "samples/s (median over seeds; whiskers: min–max)", out,
-                 "throughput", "Throughput",
-                 f"Training samples per second, per task. {_NOISE_NOTE.format(limit=noisy_limit)} {note}")
+                 "samples/s (median over seeds; whiskers: min–max)", out, f"throughput{suffix}", "Throughput",
+                 f"Training samples per second, per task. {_NOISE_NOTE.format(limit=noisy_limit)} {note}", study)
 
 
 MEMORY_KINDS = {
@@ -449,50 +793,53 @@ def memory_label(kinds: list[str]) -> str:
     return "; ".join(MEMORY_KINDS.get(k, k) for k in kinds) if kinds else "peak memory (kind not recorded)"
 
 
-def peak_memory(bars: pd.DataFrame, out: Path, note: str) -> Figure | None:
+def peak_memory(bars: pd.DataFrame, out: Path, note: str, suffix: str = "", study: str = "") -> Figure | None:
     kinds = sorted({k for value in bars.get("memory_kind", pd.Series(dtype=str)).dropna()
                     for k in str(value).split("/") if k})
     honest = ("On the CPU this is the whole Python process (interpreter, libraries, data), so differences "
               "between norms are small against a large shared base. " if any(k.startswith("process") for k in kinds)
               else "")
     return _bars(bars, "peak_memory_mb_median", None, None, f"MB, median over seeds: {memory_label(kinds)}",
-                 out, "peak_memory", "Peak memory",
+                 out, f"peak_memory{suffix}", "Peak memory",
                  f"{memory_label(kinds).capitalize()}, per task. {honest}GPU tensor memory and process resident "
-                 f"memory are not comparable. {note}", flag_noise=False)
+                 f"memory are not comparable. {note}", study, flag_noise=False)
 
 
 def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: Path,
                    note: str) -> Figure | None:
     """Final validation metric against lr (log x), one line per arm, one panel per task.
 
-    Point: mean of the finished runs, bar: 95% t-interval clipped to the metric's range (none with
-    one run). Diverged runs are
-    never dropped: a triangle at the panel's bottom, labelled with their count, at each lr where any
-    diverged; ★ marks each arm's best lr."""
+    Point: mean of the finished runs, bar: 95% t-interval clipped to the metric's range, drawn where
+    ≥ MIN_BAND_SEEDS runs finished. Diverged runs are never dropped: a triangle at the panel's bottom,
+    labelled with their count, at each lr where any diverged; ★ marks each arm's best lr."""
     if points.empty:
         return None
-    all_tasks = list(dict.fromkeys(points["task"]))
-    tasks = all_tasks[:_MAX_TASK_PANELS]
-    caption = note + _task_cut_note(len(all_tasks))
-    with matplotlib.rc_context(_STYLE):
-        figure, panels = _new(len(tasks))
+    tasks = list(dict.fromkeys(points["task"]))
+    labels = list(dict.fromkeys(points["arm_label"]))
+
+    def draw(layout: Layout) -> MplFigure:
+        plan = _legend_plan(labels, layout)
+        figure, panels = _grid(layout, len(tasks), 3.8, extra_height=plan.height)
         for ax, task in zip(panels, tasks):
             mine = points[points["task"] == task]
             metric, higher = metrics.get(task, ("metric", True))
             floor, ceiling = METRIC_RANGE.get(metric, (None, None))
-            labels = list(dict.fromkeys(mine["arm_label"]))
             for index, label in enumerate(labels):
                 # arms side by side at each lr (a small shift on the log axis), so their bars stay apart
                 shift = 10.0 ** (0.012 * (index - (len(labels) - 1) / 2))
                 curve = mine[mine["arm_label"] == label].sort_values("lr")
-                curve = curve.assign(lr=curve["lr"] * shift, low=curve["low"].clip(lower=floor, upper=ceiling),
-                                     high=curve["high"].clip(lower=floor, upper=ceiling))
+                if curve.empty:
+                    continue
+                few = curve["finished"] < MIN_BAND_SEEDS
+                curve = curve.assign(lr=curve["lr"] * shift,
+                                     low=curve["low"].clip(lower=floor, upper=ceiling).mask(few),
+                                     high=curve["high"].clip(lower=floor, upper=ceiling).mask(few))
                 style = _line_style(index)
                 shown = curve[curve["finished"] > 0]
                 error = np.vstack([(shown["mean"] - shown["low"]).clip(lower=0).fillna(0),
                                    (shown["high"] - shown["mean"]).clip(lower=0).fillna(0)])
-                ax.errorbar(shown["lr"], shown["mean"], yerr=error, markersize=4, capsize=2,
-                            linewidth=1.3, label=text(label, 90), **style)
+                ax.errorbar(shown["lr"], shown["mean"], yerr=error, markersize=4, capsize=2, linewidth=1.3,
+                            label=text(label), **style)
                 best = arms[(arms["task"] == task) & (arms["arm_label"] == label)]["best_lr"]
                 if len(best) and best.notna().iloc[0]:
                     at = shown[np.isclose(shown["lr"], float(best.iloc[0]) * shift)]
@@ -502,17 +849,26 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
                 height = 0.03 + 0.05 * (index % 6)  # stacked, so arms diverging at one lr stay apart
                 ax.scatter(failed["lr"], [height] * len(failed), marker="v", s=45, color=style["color"],
                            transform=ax.get_xaxis_transform(), clip_on=False, zorder=6)
+                top = float(points["lr"].max())
                 for lr, count, runs in zip(failed["lr"], failed["diverged"], failed["runs"]):
+                    at_right = lr >= top / shift  # the largest lr: the note goes to its left, inside the panel
                     ax.annotate(f"{int(count)}/{int(runs)} div.", (lr, height), xycoords=ax.get_xaxis_transform(),
-                                xytext=(5, -3), textcoords="offset points", color=style["color"])
+                                xytext=(-7 if at_right else 5, -3), textcoords="offset points",
+                                ha="right" if at_right else "left", color=style["color"])
             ax.set_xscale("log")
             ax.set_xlabel("learning rate (log scale; arms shifted slightly apart)")
-            ax.set_ylabel(f"final val {metric}")  # short: stacked panels share the figure's height
+            ax.set_ylabel(f"final val {metric}")
             ax.set_title(text(f"{'task ' + str(task) + ': ' if len(tasks) > 1 else ''}"
                               f"{'higher' if higher else 'lower'} is better"))
-        _legend_below(figure, *panels[0].get_legend_handles_labels(), title="arm")
-        _save(figure, out, "lr_sensitivity")
-    return Figure("lr_sensitivity", "Learning-rate sensitivity", caption)
+        handles = {}
+        for ax in panels:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(label, handle)
+        _legend(figure, list(handles.values()), _legend_plan(list(handles), layout), "arm")
+        return figure
+
+    _render(out, "lr_sensitivity", draw)
+    return Figure("lr_sensitivity", "Learning-rate sensitivity", note)
 
 
 def performance_profile(ratios: pd.DataFrame, tau_max: float, out: Path, note: str) -> Figure | None:
@@ -522,25 +878,35 @@ def performance_profile(ratios: pd.DataFrame, tau_max: float, out: Path, note: s
     finite = ratios.to_numpy(dtype=float)
     finite = finite[np.isfinite(finite)]
     right = max(tau_max, float(finite.max()) * 1.25 if finite.size else tau_max)
-    with matplotlib.rc_context(_STYLE):
-        figure, (ax,) = _new(1)
+    arms = [str(a) for a in ratios.columns]
+    tied = all(np.array_equal(np.sort(ratios[c].to_numpy(dtype=float)), np.sort(ratios[ratios.columns[0]].to_numpy(dtype=float)))
+               for c in ratios.columns)
+
+    def draw(layout: Layout) -> MplFigure:
+        plan = _legend_plan(arms, layout)
+        figure, (ax,) = _grid(layout, 1, 3.6, extra_height=plan.height)
         for index, arm in enumerate(ratios.columns):
             r = np.sort(ratios[arm].to_numpy(dtype=float))
-            taus = np.concatenate([[1.0], r[np.isfinite(r) & (r > 1.0)], [right]])
-            taus = np.unique(taus)
+            taus = np.unique(np.concatenate([[1.0], r[np.isfinite(r) & (r > 1.0)], [right]]))
             rho = [(r <= t * (1 + 1e-12)).mean() for t in taus]
             # earlier arms drawn wider, so arms with the same profile show as nested lines, not one
             width = 1.5 + 3.0 * (len(ratios.columns) - 1 - index) / max(len(ratios.columns) - 1, 1)
-            ax.step(taus, rho, where="post", linewidth=width, alpha=0.85, label=text(arm, 90), **_line_style(index))
+            ax.step(taus, rho, where="post", linewidth=width, alpha=0.85, label=text(arm), **_line_style(index))
         ax.set_xscale("log")
-        plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
-        ax.xaxis.set_major_formatter(plain)
-        ax.xaxis.set_minor_formatter(plain)
+        ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlim(1.0, right)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("τ: steps to target ÷ the fastest arm's on that task (log scale)")
         ax.set_ylabel("ρ(τ): share of tasks")
-        _legend_below(figure, *ax.get_legend_handles_labels(), title="arm")
-        _save(figure, out, "performance_profile")
-    return Figure("performance_profile", "Performance profile (steps to target)",
-                  note + " Arms with the same profile overlap; the wider line underneath is the earlier arm in the legend.")
+        _legend(figure, *ax.get_legend_handles_labels()[:1], _legend_plan(arms, layout), "arm")
+        return figure
+
+    _render(out, "performance_profile", draw)
+    caption = (note + " Steps to target are counted at evaluations, so they move in steps of the evaluation interval "
+               "(eval_every) and arms often tie. Arms with the same profile overlap; the wider line underneath is the "
+               "earlier arm in the legend.")
+    if tied:
+        caption += " Here every arm has the same profile: the steps to target do not tell them apart."
+    return Figure("performance_profile", "Performance profile (steps to target)", caption)

@@ -1,5 +1,6 @@
 """The two report files from one context: report.md (GitHub pipe tables, figures by relative path)
-and report.html (one self-contained file: inline CSS, figures as base64 data URIs, no scripts).
+and report.html (one self-contained file: inline CSS, figures as base64 data URIs, no scripts;
+each figure in its wide rendering, and its narrow one for screens up to 900 px through <picture>).
 
 Every string in the context may come from a config, a path or a failure reason, so the HTML
 environment autoescapes everything and the Markdown filters escape every cell.
@@ -12,7 +13,9 @@ import html
 from pathlib import Path
 
 import jinja2
+from PIL import Image  # matplotlib's own dependency
 
+from normbench.report.figures import MIN_FONT_KEY
 from normbench.report.tables import Table
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -59,8 +62,14 @@ def write_report(context: dict, out: Path) -> tuple[Path, Path]:
         encoded = base64.b64encode((out / relative_path).read_bytes()).decode("ascii")
         return f"data:image/png;base64,{encoded}"
 
+    def font_px(relative_path: str) -> str:
+        """The smallest text of a figure in its PNG's own pixels (figures.MIN_FONT_KEY), for the browser check."""
+        with Image.open(out / relative_path) as image:
+            return str(image.text.get(MIN_FONT_KEY, ""))
+
     page = _environment(autoescape=True)
     page.filters["data_uri"] = data_uri
+    page.filters["font_px"] = font_px
     html_path = out / "report.html"
     html_path.write_text(page.get_template("report.html.j2").render(**context), encoding="utf-8")
     return md_path, html_path

@@ -67,10 +67,21 @@ window.addEventListener("load", function () {
     if (r.width > 0 && (r.right > width + 1 || r.left < -1)) overflow.push(describe(el) + " right=" + Math.round(r.right));
   });
   var images = Array.prototype.map.call(doc.images, function (img) {
+    /* a <picture> picks the narrow rendering on small screens; each rendering names its smallest text */
+    var narrow = Boolean(img.currentSrc) && img.currentSrc !== img.src;
+    var holder = img.closest("figure") || img.parentElement;
     return {alt: img.alt, loaded: img.complete && img.naturalWidth > 0, natural_width: img.naturalWidth,
-            shown_width: Math.round(img.getBoundingClientRect().width)};
+            shown_width: Math.round(img.getBoundingClientRect().width), narrow: narrow,
+            column_width: Math.round(holder.getBoundingClientRect().width),
+            font_px: parseFloat(img.getAttribute(narrow ? "data-narrow-font-px" : "data-font-px")) || null};
+  });
+  var style = win.getComputedStyle(doc.body);
+  var column = doc.body.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  var boards = Array.prototype.map.call(doc.querySelectorAll(".board table"), function (table) {
+    return Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
   });
   var result = {viewport_width: width, page_width: doc.documentElement.scrollWidth, images: images,
+                column_width: Math.round(column), boards: boards,
                 overflow: overflow.slice(0, 20), errors: win.__nbErrors || ["the error recorder did not run"],
                 answer_top: top("answer"), what_top: top("what")};
   var out = document.createElement("pre");
@@ -142,9 +153,23 @@ def check_page(report: Path, width: int, height: int = HEIGHT) -> dict:
     return json.loads(html_lib.unescape(found.group(1)))
 
 
+MIN_TEXT_PX = 9  # smaller text on a screen is hard to read
+
+
+def shown_font_px(image: dict) -> float | None:
+    """The smallest text of a figure as shown: its size in the PNG scaled by the image's shown width."""
+    if not image.get("font_px") or not image.get("natural_width"):
+        return None
+    return image["font_px"] * image["shown_width"] / image["natural_width"]
+
+
 def problems(check: dict) -> list[str]:
     """What a reader would see go wrong, from one check_page result; empty when all is well."""
     found = [f"image not loaded: {i['alt']}" for i in check["images"] if not i["loaded"]]
+    found += [f"image wider than its column: {i['alt']} ({i['shown_width']} > {i['column_width']} px)"
+              for i in check["images"] if i["shown_width"] > i["column_width"] + 1]
+    found += [f"image text shrunk to {shown_font_px(i):.1f} px: {i['alt']}" for i in check["images"]
+              if shown_font_px(i) is not None and shown_font_px(i) < MIN_TEXT_PX]
     found += [f"sticks out sideways: {o}" for o in check["overflow"]]
     if check["page_width"] > check["viewport_width"]:
         found.append(f"page scrolls sideways: {check['page_width']} px wide in a {check['viewport_width']} px window")
@@ -168,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             path = screenshot(args.report, args.out, width, args.height)
             found = problems(check_page(args.report, width, args.height))
             status = status or (1 if found else 0)
-            print(f"{path}: " + ("; ".join(found) if found else "ok (images loaded, nothing sticks out, no errors)"))
+            print(f"{path}: " + ("; ".join(found) if found else "ok (images loaded and legible, nothing sticks out, no errors)"))
         return status
     except (NoBrowser, RuntimeError, subprocess.TimeoutExpired) as error:
         print(f"normbench.report.screenshot: {error}", file=sys.stderr)

@@ -139,3 +139,56 @@ def write_record_fixture():
 @pytest.fixture(name="runs_of", scope="session")
 def runs_of_fixture():
     return runs_of
+
+
+def _study(name: str, arms: list[str], command: str) -> dict:
+    return {"schema": "normbench.study/1", "id": f"{abs(hash(name)) % 16**12:012x}", "name": name,
+            "purpose": f"Which {' and '.join(arms)} to use ({name}).", "swept": [*arms, "seed"], "arms": arms,
+            "command": command}
+
+
+def write_crafted_sweep(sweep: Path, norms: int = 5, lrs: int = 4) -> Path:
+    """Records of two studies. The first has norms x 2 placements x lrs arms on copy (5 x 2 x 4 = 40,
+    what used to break the figures; past 5 arms the curves become small multiples), 3 seeds for one
+    arm and 2 for the rest, a diverged run and long arm labels; the second is a 4-arm recurrent
+    study on adding whose throughput timing is noisy."""
+    wide = _study("norm_placement_lr", ["norm", "placement", "lr"],
+                  "python -m normbench -m norm=ln,rms,bn,ws_ln,scale_norm placement=pre,post lr=1e-4,3e-4,1e-3,3e-3 seed=0,1")
+    small = _study("adding_norms", ["norm", "placement"], "python -m normbench -m task=adding norm=ln,bn placement=pre,post seed=0,1,2")
+    index = 0
+    for n, norm in enumerate(("ln", "rms", "bn", "ws_ln", "scale_norm")[:norms]):
+        for p, placement in enumerate(("pre", "post")):
+            for k, lr in enumerate((1e-4, 3e-4, 1e-3, 3e-3)[-lrs:]):
+                for seed in range(3 if n == 0 and p == 0 else 2):
+                    diverged = (norm, placement, lr, seed) == ("bn", "post", 3e-3, 1)
+                    write_record(sweep, f"w{index}", seed=seed, study=wide,
+                                 best_val=0.55 + 0.08 * k - 0.03 * n - 0.02 * p + 0.004 * seed,
+                                 status="diverged" if diverged else "ok",
+                                 axes={"task": "copy", "norm": norm, "placement": placement, "lr": lr})
+                    index += 1
+    for norm in ("ln", "bn"):
+        for placement in ("pre", "post"):
+            for seed in range(3):
+                write_record(sweep, f"s{index}", seed=seed, study=small, recurrent=True,
+                             best_val=0.02 + 0.01 * (norm == "bn") + 0.002 * seed,
+                             axes={"task": "adding", "model": "lstm", "norm": norm, "placement": placement},
+                             throughput={"step_ms_p90": 40.0, "step_ms_p10": 10.0, "samples_per_s": 1500.0 + 900 * seed})
+                index += 1
+    return sweep
+
+
+@pytest.fixture(name="crafted_report", scope="session")
+def crafted_report_fixture(tmp_path_factory):
+    """report.html of write_crafted_sweep's 40-arm records (built once per session; slow tests only)."""
+    from normbench.report import build_report
+
+    return build_report([write_crafted_sweep(tmp_path_factory.mktemp("crafted"))], tmp_path_factory.mktemp("crafted_out"))
+
+
+@pytest.fixture(name="small_crafted_report", scope="session")
+def small_crafted_report_fixture(tmp_path_factory):
+    """The same with 8 arms in the first study (2 norms x 2 placements x 2 lrs): small multiples, quick."""
+    from normbench.report import build_report
+
+    sweep = write_crafted_sweep(tmp_path_factory.mktemp("crafted_small"), norms=2, lrs=2)
+    return build_report([sweep], tmp_path_factory.mktemp("crafted_small_out"))

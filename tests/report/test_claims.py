@@ -554,6 +554,8 @@ def test_fp16_small_eps_judged_where_the_norm_is_fp16_beside_its_fp32_control(ru
 
 def two_arms(a_val: float, b_val: float, seeds=SEEDS, spread: float = QUIET, key: str = "model.dropout_at",
              values=("after_norm", "before_norm"), extra: dict | None = None) -> list[dict]:
+    if key == "model.dropout_at":  # where dropout_at acts (contract._inert): a post-norm LSTM with dropout on
+        extra = {"model": "lstm", "placement": "post", "model.dropout": 0.3, **(extra or {})}
     return [{"seed": seed, "best_val": val + jitter(seed, spread), "axes": {key: value, **(extra or {})}}
             for seed in seeds for value, val in zip(values, (a_val, b_val))]
 
@@ -764,7 +766,7 @@ def length_runs(unmasked: dict[int, float], masked: float = 0.9, ln: float = 0.9
     for seed in seeds:
         for min_length, bn_value in unmasked.items():
             for arm, value, mask in (("ln", ln, None), ("bn", masked, True), ("bn", bn_value, False)):
-                axes = {"model": "lstm", "norm": arm, "placement": "in_cell", "task.min_length": min_length,
+                axes = {"model": "lstm", "norm": arm, "placement": "in_cell", "task.min_length": min_length, "task.length": 24,
                         **({"norm.bn_mask": mask} if mask is not None else {})}
                 rows.append({"seed": seed, "best_val": value + jitter(seed), "axes": axes})
     return rows
