@@ -350,6 +350,8 @@ def _per_run(trained: pd.DataFrame) -> pd.DataFrame:
         "grad_norm_max": column("metrics.grad_norm_max"),
         "grad_time_ratio_init": column("metrics.grad_time_ratio_init"),
         "grad_time_ratio": column("metrics.grad_time_ratio"),
+        "bn_gap": column("metrics.bn_train_eval_gap"),
+        "bn_gap_running": column("metrics.bn_train_eval_gap_running"),
     })
 
 
@@ -384,6 +386,8 @@ def _group_statistics(work: pd.DataFrame) -> pd.DataFrame:
         grad_norm_max_max=("grad_norm_max", "max"),
         grad_time_ratio_init_mean=("grad_time_ratio_init", "mean"),
         grad_time_ratio_mean=("grad_time_ratio", "mean"),
+        bn_gap_mean=("bn_gap", "mean"),
+        bn_gap_running_mean=("bn_gap_running", "mean"),
     )
     # The lower median: "not reached" exactly when more than half of the runs did not reach it.
     summary["steps_to_target_median"] = grouped["steps"].quantile(0.5, interpolation="lower")

@@ -99,6 +99,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         "timing_noisy": f"{aggregate.TIMING_NOISY:g}",
         "what_was_run": _what_was_run(records, runs, copies, axes, out),
         "leaderboards": tables.leaderboards(summary, axes),
+        "bn_gaps": tables.bn_gap_table(summary),
         "timing": timing,  # which step time the throughput figures show (paired or per-run)
         **_figure_sections(records, runs, summary, axes, staging, timing),
         **_tuning_sections(runs, summary, axes, staging),
@@ -214,8 +215,10 @@ GLOSSARY = [
                                    "hidden state at step t."),
     ("grad norm", "the global L2 norm of the gradient before clipping, per logged step."),
     ("grad kurtosis", "Pearson's kurtosis of all gradient entries at a probe (normal = 3; larger = heavy tails)."),
-    ("bn_train_eval_gap", "BatchNorm runs only: validation loss in train mode minus eval mode (running statistics); "
-                          "large = the running statistics do not match the batches."),
+    ("bn_train_eval_gap", "BatchNorm runs only: validation loss in train mode (batch statistics) minus eval mode "
+                          "(the statistics the run evaluates with: population statistics of the evaluated weights "
+                          "with norm.bn_reestimate, else the running averages); far from 0 = evaluation does not "
+                          "see what training saw."),
     ("peak MB", "peak memory: GPU tensor memory on a GPU, the whole process's resident memory on a CPU."),
     ("MDE", "the smallest difference a comparison's design detects (α = 0.05, power 0.8) at its seeds."),
     ("stable range", "the largest learning rate at which an arm works (no divergence, near its best) ÷ the smallest."),

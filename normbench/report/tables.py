@@ -252,6 +252,24 @@ def gradient_table(summary: pd.DataFrame, axes: list[str]) -> Table:
     return Table(columns, body, note)
 
 
+def bn_gap_table(summary: pd.DataFrame) -> Table | None:
+    """Every BatchNorm arm's train/eval gap: how far evaluation (the statistics it evaluates with) sits
+    from training mode (batch statistics), and the same with the running averages of training."""
+    if summary.empty or "bn_gap_mean" not in summary or not summary["bn_gap_mean"].notna().any():
+        return None
+    rows = summary[summary["bn_gap_mean"].notna()]
+    several = rows["study_name"].nunique() > 1 if "study_name" in rows else False
+    columns = [*(["study"] if several else []), "task", "arm", "runs", "gap: val loss train mode − eval mode",
+               "the same with training's running averages"]
+    body = [[*([str(r["study_name"])] if several else []), str(r["task"]), str(r["arm"]), str(int(r["n"])),
+             number(r["bn_gap_mean"], 3), number(r.get("bn_gap_running_mean"), 3)] for _, r in rows.iterrows()]
+    body, note = _cut(body, "groups")
+    return Table(columns, body, note or (
+        "Near 0: evaluation sees what training saw. norm.bn_reestimate (on by default) evaluates with population "
+        "statistics of the evaluated weights; the last column (— when the option is off) shows what the running "
+        "averages alone would give."))
+
+
 def _run_table(runs: pd.DataFrame, axes: list[str], base: Path, extra: list[tuple[str, str]]) -> list[list[str]]:
     body = []
     for _, row in runs.iterrows():

@@ -262,3 +262,14 @@ def test_answer_comes_first_with_numbers_and_intervals(report):
     assert "test " in answer and "chance " in answer
     # claims the runs cannot address are counted, not listed, on the first screen
     assert "not applicable" in answer and 'href="#claim-ln_batch_robust"' not in answer
+
+
+def test_the_batchnorm_train_eval_gap_is_shown_wherever_bn_is_evaluated(tmp_path, write_record):
+    for seed in (0, 1):
+        for norm, gap in (("bn", -0.02), ("ln", None)):
+            write_record(tmp_path, f"{norm}-{seed}", seed=seed, best_val=0.9, axes={"norm": norm},
+                         metrics={"bn_train_eval_gap": gap, "bn_train_eval_gap_running": -1.5 if gap else None})
+    build_report([tmp_path], tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    section = md.split("**BatchNorm: evaluation against training**")[1].split("## 3.")[0]
+    assert "| norm=bn | 2 | -0.02 | -1.5 |" in section and "norm=ln" not in section
