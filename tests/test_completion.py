@@ -56,7 +56,8 @@ def test_help_lists_groups_and_sweeps_but_no_schema_or_internal_group():
     groups = done.stdout.split("== Config ==")[0]
     assert "task: adding, copy," in groups and "_schema" not in groups
     assert "\nsmoke:" not in groups and "rnn_arm" not in groups
-    assert "sweep: batch_size, eps_fp16," in groups
+    listed = groups.split("sweep: ")[1].split("\n")[0].split(", ")
+    assert {"batch_size", "eps_fp16", "ln_vs_bn_varlen", "smoke"} <= set(listed) and listed == sorted(listed)
 
 
 def test_a_users_sweep_folder_is_completed_and_a_missing_one_is_one_line(tmp_path):
