@@ -78,7 +78,7 @@ def test_every_report_format_treats_record_strings_as_data(sweep, tmp_path):
     out = tmp_path / "out"
     md = (out / "report.md").read_text()
     body = md.replace("](figures/", "]FIG(")  # the report's own figure links
-    body = re.sub(r"\]\((#[\w-]+|[\w-]+\.csv)\)", "]", body)  # its own anchors and CSV links
+    body = re.sub(r"\]\((#[\w-]+|[\w-]+\.(?:csv|parquet))\)", "]", body)  # its own anchors and data links
     assert not any(pattern.search(body) for pattern in LIVE)
     for name in ("runs.csv", "summary.csv"):
         with open(out / name, newline="", encoding="utf-8") as handle:
@@ -108,7 +108,7 @@ def test_compare_summary_treats_record_strings_as_data(sweep, tmp_path):
 def test_figure_labels_of_record_strings_are_plain_text(tmp_path, name):
     from normbench.report import figures
 
-    label = figures.text(HOSTILE_STRINGS[name], 200)
+    label = figures.text(HOSTILE_STRINGS[name])
     with matplotlib.rc_context(figures._STYLE):
         figure = matplotlib.figure.Figure()
         ax = figure.subplots()

@@ -23,8 +23,8 @@ run() {
         rms_vs_ln)         study rms_vs_ln 6m --pilot 3 --step 2 --max-seeds 5 +sweep=rms_vs_ln
                            python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 ;;
         dropout_placement) study dropout_placement 6m --pilot 3 --step 2 --max-seeds 5 +sweep=dropout_placement ;;
-        ln_vs_bn_varlen)   study ln_vs_bn_varlen 10m --pilot 3 --step 2 --max-seeds 5 +sweep=ln_vs_bn_varlen ;;
-        warmup_depth)      study warmup_depth 10m --pilot 2 --step 1 --max-seeds 3 +sweep=warmup_depth ;;
+        ln_vs_bn_varlen)   study ln_vs_bn_varlen 8m --pilot 3 --step 2 --max-seeds 5 +sweep=ln_vs_bn_varlen ;;
+        warmup_depth)      study warmup_depth 8m --pilot 2 --step 1 --max-seeds 3 +sweep=warmup_depth ;;
         lr_grid)           study lr_grid 6m --pilot 2 --step 1 --max-seeds 4 +sweep=tuned model=lstm placement=in_cell norm=none,ln ;;
         *) echo "unknown study $1" >&2; exit 2 ;;
     esac
