@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import shlex
 import sys
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Iterable
 import pandas as pd
 
 from normbench.report import aggregate, answers, figures, profiles, speed, tables, tuning
-from normbench.report.claims import evaluate_claims
+from normbench.report.claims import CLAIMS, evaluate_claims
 from normbench.report.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
 from normbench.report.records import Records, find_records, quiet_numerics, read_curves
@@ -105,7 +106,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         **_tuning_sections(runs, summary, axes, staging),
         "divergences": tables.divergence_table(runs, axes, out),
         "claims": [tables.claim_view(c, v, aggregate.study_titles(runs))
-                   for c, v in evaluate_claims(runs, **({} if alpha is None else {"alpha": alpha}))],
+                   for c, v in _claims(runs, paths, alpha)],
     }
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
@@ -117,6 +118,49 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     context["show_profiles"] = bool(context["performance_profiles"]["figures"] or context["performance_profiles"]["table"])
     context["reproduce"] = _reproduce(records, runs, paths, out, staging)
     write_report(context, staging)
+
+
+def sequential_levels(paths: list[Path]) -> dict[Path, float]:
+    """Folder -> the level of its study's last look, from each sequential.json (normbench.study) found."""
+    levels = {}
+    for path in paths:
+        for found in ([path / "sequential.json"] if (path / "sequential.json").is_file() else []) + \
+                sorted(Path(path).glob("*/sequential.json")):
+            try:
+                level = float(json.loads(found.read_text(encoding="utf-8"))["final_level"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if 0 < level < 0.5:
+                levels[found.parent.resolve()] = level
+    return levels
+
+
+def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None) -> list:
+    """The claims, each study's at the level its sequential plan reached (its last look), the others at
+    ``alpha`` (or the claims' default): a study that peeked may not test its final data at the full α."""
+    levels = sequential_levels(paths) if alpha is None else {}
+    if not levels:
+        return evaluate_claims(runs, **({} if alpha is None else {"alpha": alpha}))
+
+    def level_of(run_dir: str) -> float | None:
+        here = Path(run_dir).resolve()
+        return next((lvl for folder, lvl in levels.items() if folder == here or folder in here.parents), None)
+
+    study_level = runs.groupby("study")["run_dir"].first().map(level_of)
+    verdicts = []
+    for level, mine in runs.groupby(runs["study"].map(study_level).fillna(-1.0), sort=False):
+        verdicts += evaluate_claims(mine, **({} if level < 0 else {"alpha": float(level)}))
+    # one "not applicable" per claim that applies in no study
+    decided = {c.id for c, v in verdicts if v.status != "not applicable"}
+    seen, kept = set(), []
+    for c, v in verdicts:
+        if v.status == "not applicable":
+            if c.id in decided or c.id in seen:
+                continue
+            seen.add(c.id)
+        kept.append((c, v))
+    position = {c.id: i for i, c in enumerate(CLAIMS)}
+    return sorted(kept, key=lambda cv: position.get(cv[0].id, len(position)))
 
 
 def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path,

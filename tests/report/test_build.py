@@ -273,3 +273,21 @@ def test_the_batchnorm_train_eval_gap_is_shown_wherever_bn_is_evaluated(tmp_path
     md = (tmp_path / "out" / "report.md").read_text()
     section = md.split("**BatchNorm: evaluation against training**")[1].split("## 3.")[0]
     assert "| norm=bn | 2 | -0.02 | -1.5 |" in section and "norm=ln" not in section
+
+
+def test_a_sequential_study_is_judged_at_its_last_looks_level(tmp_path, write_record):
+    """sequential.json (normbench.study) says the last look tested at 0.001: a difference that is
+    supported at 0.05 is not yet supported at that level, in that study only."""
+    import json
+
+    study = {"schema": "normbench.study/1", "id": "abc", "name": "dropout", "arms": ["model.dropout_at"], "command": ""}
+    for seed in (0, 1, 2):
+        for at, value in (("after_norm", 0.90), ("before_norm", 0.88)):
+            write_record(tmp_path / "s", f"{at}-{seed}", seed=seed, best_val=value + 0.003 * seed, study=study,
+                         axes={"model": "lstm", "placement": "post", "model.dropout": 0.3, "model.dropout_at": at})
+    build_report([tmp_path / "s"], tmp_path / "full")
+    assert "dropout_after_norm-supported" in (tmp_path / "full" / "report.md").read_text()
+    (tmp_path / "s" / "sequential.json").write_text(json.dumps({"final_level": 0.0001}))
+    build_report([tmp_path], tmp_path / "spent")
+    md = (tmp_path / "spent" / "report.md").read_text()
+    assert "dropout_after_norm-supported" not in md and "α = 0.0001" in md
