@@ -414,7 +414,7 @@ def _label_groups(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str])
     summary.insert(2, "arm", first["arm"])
     for key in ("purpose", "command"):
         summary[f"study_{key}"] = first[f"study.{key}"] if f"study.{key}" in first else ""
-    summary["study_role"] = first["axes.role"] if "axes.role" in first else "single"
+    summary["study_role"] = first["axes.role"].fillna("single") if "axes.role" in first else "single"
     # one comparison = one study's groups of one role on one task (ranking.comparisons)
     summary["comparison"] = (first["study"].astype(str) + "|" + summary["study_role"].astype(str) + "|"
                              + first["task.name"].astype(str))

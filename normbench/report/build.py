@@ -170,9 +170,10 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
         return {"tasks": [], "blocks": [], "figures": [], "rule": tables.RANKING_RULE, "note": ""}
     note = ""
     if "axes.role" in runs and (runs["axes.role"] == "evaluation").any():
-        # A tuned study: selection runs chose each arm's lr, so their scores flatter it; the answer
-        # rests on the evaluation runs alone (section 9 ranks them on the test metric).
-        runs = runs[runs["axes.role"] == "evaluation"]
+        # A tuned study: selection runs chose each arm's lr, so their scores flatter it; its answer
+        # rests on the evaluation runs alone (section 9 ranks them on the test metric). Other studies stay.
+        tuned = runs.loc[runs["axes.role"] == "evaluation", "study"].unique()
+        runs = runs[~runs["study"].isin(tuned) | (runs["axes.role"] == "evaluation")]
         summary = summary[summary["group"].isin(runs["group"])]
         note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
                 "selection runs, fresh seeds); section 9 ranks them on the test metric.")
@@ -180,7 +181,7 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
     tasks = answers.answers(runs, summary, axes)  # per study and task, in summary order
     blocks, start = [], 0
     for study in _studies(summary):
-        count = study.rows["task"].nunique()
+        count = study.rows["comparison" if "comparison" in study.rows else "task"].nunique()  # one answer each
         figure = figures.tradeoff(study.rows.assign(label=study.rows["arm"].astype(str)), metrics, staging,
                                   f"tradeoff{study.suffix}", study.title)
         if figure is not None and timing:  # which step time the x axis shows (paired or per-run)

@@ -42,3 +42,16 @@ def test_design_power_grows_seeds_for_small_differences():
     ranked = pd.DataFrame({"final_val_n": [3, 3], "final_val_std": [0.05, 0.05], "final_val_mean": [0.90, 0.88]})
     mde, needed, largest = design_power(ranked)
     assert mde > largest and needed is not None and needed > 3
+
+
+def test_every_study_gets_its_answer_when_one_study_has_roles(runs_of):
+    """A tuned study's runs carry a role; the other studies' runs do not (role is inert there)."""
+    base = {"schema": "normbench.study/1", "arms": ["norm"], "command": ""}
+    rows = [{"seed": s, "best_val": v + 0.01 * s, "axes": {"norm": n, **extra}, "study": {**base, "id": sid, "name": sid}}
+            for sid, extra in (("plain", {}), ("tuned", {"role": "selection"}))
+            for n, v in (("ln", 0.9), ("rms", 0.7)) for s in range(3)]
+    runs = runs_of(*rows)
+    runs = label_groups(runs, varying_axes(runs))
+    summary = summarize_groups(runs, varying_axes(runs))
+    assert summary["comparison"].notna().all()
+    assert [a.study.split(":")[0] for a in answers(runs, summary, varying_axes(runs))] == ["plain", "tuned"]
