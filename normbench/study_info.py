@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -48,17 +49,24 @@ def swept_keys(overrides: list[str], params: dict[str, str] | None) -> list[str]
 
 
 def purpose_of(sweep_file: Path | None) -> str:
-    """The sweep file's question: its first comment line after `# @package`."""
+    """The sweep file's question: its first sentence, from the comment lines after `# @package`."""
     if sweep_file is None or not sweep_file.is_file():
         return ""
+    words: list[str] = []
     for line in sweep_file.read_text(encoding="utf-8", errors="replace").splitlines():
-        text = line.strip()
-        if not text.startswith("#"):
+        if not line.startswith("#"):
             break
-        text = text.lstrip("#").strip()
-        if text and not text.startswith("@package"):
-            return text[:300]
-    return ""
+        text = line.lstrip("#")
+        if text.strip().startswith("@package"):
+            continue
+        if not text.strip() or text.startswith("   ") or text.strip().startswith(("python ", "normbench ")):
+            if words:
+                break
+            continue
+        words.append(text.strip())
+    prose = " ".join(words)
+    end = re.search(r"(?<!al\.)(?<!e\.g\.)(?<=[.?])\s", prose)  # "Ba et al. 2016" ends no sentence
+    return (prose[:end.start()] if end else prose)[:300]
 
 
 def describe(name: str | None, overrides: list[str], params: dict[str, str] | None,
@@ -78,21 +86,22 @@ def describe(name: str | None, overrides: list[str], params: dict[str, str] | No
             "swept": swept, "arms": [k for k in swept if k not in NOT_ARMS], "command": command.strip()}
 
 
-def _sweep_file(config: DictConfig) -> tuple[str | None, Path | None]:
-    choices = config.hydra.runtime.get("choices") or {}
-    name = choices.get("sweep")
+def sweep_file(name: str | None) -> Path | None:
+    """The sweep file of that name in the sweeps folders (normbench.config.sweep_dirs), or None."""
     if not name:
-        return None, None
-    for source in config.hydra.runtime.get("config_sources") or []:
-        path = str(source.get("path", ""))
-        if source.get("schema") == "file" and path:
-            candidate = Path(path) / "sweep" / f"{name}.yaml"
-            if candidate.is_file():
-                return str(name), candidate
-    from normbench.config import config_dir  # the packaged sweep files
+        return None
+    from normbench.config import sweep_dirs
 
-    candidate = config_dir() / "sweep" / f"{name}.yaml"
-    return str(name), candidate if candidate.is_file() else None
+    try:
+        folders = sweep_dirs()
+    except ValueError:  # a NORMBENCH_SWEEPS folder that does not exist: the run itself says so
+        return None
+    return next((f / f"{name}.yaml" for f in folders if (f / f"{name}.yaml").is_file()), None)
+
+
+def _sweep_file(config: DictConfig) -> tuple[str | None, Path | None]:
+    name = (config.hydra.runtime.get("choices") or {}).get("sweep")
+    return (str(name), sweep_file(str(name))) if name else (None, None)
 
 
 def from_config(config: DictConfig) -> dict:

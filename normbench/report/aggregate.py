@@ -11,6 +11,7 @@ in "what was run" but never enter a mean, a rate or a median.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,14 @@ def _last_layer_grad_norm(layer_norms) -> float | None:
     return math.sqrt(sum(v * v for v in deepest[last]))
 
 
+@functools.lru_cache(maxsize=64)
+def _purpose(name) -> str:
+    """A shipped sweep's question, for records whose study did not name it."""
+    from normbench import study_info
+
+    return study_info.purpose_of(study_info.sweep_file(name)) if isinstance(name, str) else ""
+
+
 def _flatten(record: RunRecord) -> dict:
     summary = record.summary
     status = summary.get("status")
@@ -100,7 +109,7 @@ def _flatten(record: RunRecord) -> dict:
     study = summary.get("study") if isinstance(summary.get("study"), dict) else {}
     arms = study.get("arms") if isinstance(study.get("arms"), list) else []
     row.update({"study": str(study.get("id") or NO_STUDY), "study.name": str(study.get("name") or NO_STUDY),
-                "study.purpose": str(study.get("purpose") or ""), "study.command": str(study.get("command") or ""),
+                "study.purpose": str(study.get("purpose") or _purpose(study.get("name"))), "study.command": str(study.get("command") or ""),
                 "study.arms": ",".join(str(a) for a in arms)})
     if known:
         row.update({f"axes.{k}": v for k, v in known.settings.items() if _is_scalar(v)})

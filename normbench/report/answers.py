@@ -107,7 +107,10 @@ def study_command(summary_rows: pd.DataFrame) -> str:
     overrides = command.removeprefix("python -m normbench -m").strip()
     if not overrides:
         return ""
-    kept = [o for o in shlex.split(overrides) if not o.startswith("seed=")]
+    from normbench.contract import HARNESS  # how the runs ran is the runner's choice, not the question's
+
+    kept = [o for o in shlex.split(overrides)
+            if o.split("=", 1)[0].lstrip("+~") not in ("seed", *HARNESS) and not o.startswith("hydra")]
     return "python -m normbench.study " + " ".join(shlex.quote(o) for o in kept) + " --budget 30m"
 
 
@@ -156,7 +159,9 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame) -> TaskAnswer:
                    if needed else f"the largest difference seen ({number(largest, 2)}) would need more than "
                                   f"{_MAX_SEEDS} seeds per arm: for practical purposes the arms are alike."
                    if math.isfinite(largest) else ""))
-    return TaskAnswer(task, metric, higher, headline, study, also, _tradeoff(best, ranked), lone, command)
+    decided = bool(rows["best"].any()) and not len(single)  # a ranking that informs, every arm compared
+    return TaskAnswer(task, metric, higher, headline, study, also, _tradeoff(best, ranked), lone,
+                      "" if decided else command)
 
 
 def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
