@@ -340,18 +340,21 @@ def _stability_part(spec: PartSpec, ctx: _Context) -> Part:
                _as_effect(f"log10 grad_norm_max: {spec.b} − {spec.a} (+ = {spec.a} calmer)", log_max, alpha))
     rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
     found = [_side(effects[0], +1), _side(effects[1], +1), _side(rate, -1) if diverged else INCONCLUSIVE]
-    note, lean, needed, mde = "", None, None, None
-    if CONTRADICTED in found and SUPPORTED in found:
-        status, note = INCONCLUSIVE, " The stability measures disagree."
-    elif CONTRADICTED in found:
-        status = CONTRADICTED
-    elif found[0] == SUPPORTED:
-        status = SUPPORTED
-    else:
-        status = INCONCLUSIVE
+    status, note = _decided_by_first(found, "stability")
+    lean, needed, mde = None, None, None
     if status == INCONCLUSIVE:
         lean, needed, mde = _undecided(kurtosis, _seeds(a, b), abs(kurtosis.value), kurtosis.value, alpha)
     return Part(spec.assertion, status, test, effects + ((rate,) if diverged else ()), arms, "", lean, needed, mde, note)
+
+
+def _decided_by_first(found: list[str], what: str) -> tuple[str, str]:
+    """A part judged on several measures, the first deciding: supported when it is and no other is
+    contradicted; contradicted when one is and none is supported; inconclusive when they disagree."""
+    if CONTRADICTED in found and SUPPORTED in found:
+        return INCONCLUSIVE, f" The {what} measures disagree."
+    if CONTRADICTED in found:
+        return CONTRADICTED, ""
+    return (SUPPORTED if found[0] == SUPPORTED else INCONCLUSIVE), ""
 
 
 def _timing(runs: pd.DataFrame) -> tuple[pd.Series, str]:
@@ -609,15 +612,8 @@ def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
                _as_effect(f"val_auc: {spec.a} − {spec.b} ({_better_word(sign)})", val, alpha))
     rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
     found = [_side(effects[0], +1), _side(effects[1], sign), _side(rate, -1) if diverged else INCONCLUSIVE]
-    note, lean, needed, mde = _steps_note(runs, a, b, arms), None, None, None
-    if CONTRADICTED in found and SUPPORTED in found:
-        status, note = INCONCLUSIVE, note + " The convergence measures disagree."
-    elif CONTRADICTED in found:
-        status = CONTRADICTED
-    elif found[0] == SUPPORTED:
-        status = SUPPORTED
-    else:
-        status = INCONCLUSIVE
+    status, disagree = _decided_by_first(found, "convergence")
+    note, lean, needed, mde = _steps_note(runs, a, b, arms) + disagree, None, None, None
     if status == INCONCLUSIVE:
         seeds = _seeds(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)])
         lean, needed, mde = _undecided(loss, seeds, abs(loss.value), -loss.value, alpha)
