@@ -123,7 +123,9 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame) -> TaskAnswer:
     purpose = str(first.get("study_purpose", "") or "")
     study = title + (f": {purpose}" if purpose else "")
     ranked, single = rows[rows["rank"].notna()].sort_values("rank"), rows[rows["rank"].isna()]
-    lone = [f"{row['arm']}: {number(row['final_val_mean'], 3)}" for _, row in single.iterrows()]
+    lone = [f"{row['arm']}: " + (f"all {int(row['n'])} runs diverged" if int(row["n_ok"]) == 0 and int(row["n_diverged"])
+                                else f"{number(row['final_val_mean'], 3)} ({_seeds(row['seeds'])})")
+            for _, row in single.iterrows()]
     command = study_command(rows)
     facts = _task_facts(runs) if len(runs) else ""
     if ranked.empty:

@@ -55,3 +55,12 @@ def test_every_study_gets_its_answer_when_one_study_has_roles(runs_of):
     summary = summarize_groups(runs, varying_axes(runs))
     assert summary["comparison"].notna().all()
     assert [a.study.split(":")[0] for a in answers(runs, summary, varying_axes(runs))] == ["plain", "tuned"]
+
+
+def test_an_arm_whose_runs_all_diverged_is_listed_as_such_not_as_one_seed(runs_of):
+    rows = [{"seed": s, "best_val": 0.9 + 0.01 * s, "axes": {"norm": "ln"}} for s in range(3)]
+    rows += [{"seed": s, "status": "diverged", "best_val": None, "axes": {"norm": "rms"}} for s in range(3)]
+    runs = runs_of(*rows)
+    runs = label_groups(runs, varying_axes(runs))
+    (answer,) = answers(runs, summarize_groups(runs, varying_axes(runs)), varying_axes(runs))
+    assert answer.single == ["norm=rms: all 3 runs diverged"]
