@@ -21,14 +21,13 @@ import json
 import logging
 import os
 import random
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from normbench.loggers import RunLogger
-from normbench.record import read_summary
+from normbench.record import read_summary, write_atomic
 
 log = logging.getLogger("normbench")
 FILE = "checkpoint.pt"
@@ -72,17 +71,7 @@ def state(trainer, step: int, config_hash: str) -> dict:
 
 def save(trainer, path: Path, step: int, config_hash: str) -> None:
     """``state`` into ``path``, atomically: a reader (or a kill mid-write) sees the old file or the new one."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            torch.save(state(trainer, step, config_hash), out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(Path(path), lambda out: torch.save(state(trainer, step, config_hash), out), binary=True)
 
 
 def load(path: Path) -> dict | None:

@@ -44,20 +44,26 @@ def _umask() -> int:
     return mask
 
 
-def write_json_atomic(path: Path, obj) -> None:
-    """Write to a temporary file in the same folder, fsync, rename: readers see old or new, never half."""
-    text = json.dumps(_finite_or_none(obj), indent=1, sort_keys=False, allow_nan=False)
+def write_atomic(path: Path, write, binary: bool = False) -> None:
+    """``write(file)`` into a temporary file in the same folder, fsync, rename: readers (and a kill
+    mid-write) see the old file or the new one, never half."""
+    path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it 0600; a record gets the mode any file would
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    text = json.dumps(_finite_or_none(obj), indent=1, sort_keys=False, allow_nan=False)
+    write_atomic(path, lambda f: f.write(text))
 
 
 def now_iso() -> str:
