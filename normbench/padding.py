@@ -53,6 +53,14 @@ def reverse_real(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
     return x.gather(1, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
 
 
+def held_past_end(h: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(batch, time, d): each example's output past its last real step replaced by the one at that step."""
+    steps = h.shape[1]
+    t = torch.arange(steps, device=h.device)
+    index = torch.minimum(t, lengths.to(h.device)[:, None] - 1)  # (batch, time)
+    return h.gather(1, index.unsqueeze(-1).expand_as(h))
+
+
 def last_real(h: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
     """(batch, time, d) -> (batch, d): each example's output at its last real step."""
     if lengths is None:

@@ -13,8 +13,9 @@ consume, so d(loss)/d(h_t) from autograd is the total derivative through time.
 
 Given ``lengths`` (a padded batch, normbench/padding.py), a layer stops updating an example's
 state after its last real step: a fused core runs packed sequences (outputs past the end are 0),
-a cell's loop keeps the state it had (outputs past the end repeat the last real one). Either
-way no padded step reaches a real one; BatchNorm's statistics skip them through the stack's mask.
+a cell's loop keeps the state it had (outputs past the end repeat the last real one), and an
+in-cell LN kernel runs every step and then repeats each example's last real output (the same
+outputs: the recurrence is causal). No padded step reaches a real one; BatchNorm's statistics skip them through the stack's mask.
 A bidirectional layer (BiLayer) is two layers, each with its own norms; the backward one reads
 each example's real steps in reverse.
 """
@@ -33,7 +34,7 @@ from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
 from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig  # noqa: F401
 from normbench.norms import NormSpec, StepBatchNorm
-from normbench.padding import real_steps, reverse_real, step_mask
+from normbench.padding import held_past_end, real_steps, reverse_real, step_mask
 
 FAMILIES = RECURRENT
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
@@ -219,13 +220,25 @@ class InCellLayer(_CellLayer):
         """Whether a probe or logger has hooks on this layer's norms now (their closures would be guards)."""
         return any(m._forward_hooks or m._forward_pre_hooks for m in self.modules() if m is not self)
 
+    def recurrence(self, x, trace=None):
+        """The whole-sequence recurrence forward runs on ``x`` (lnlstm.cpp, gru.cpp or fused_lstm), or
+        None for the autograd loop of ``step``: traces, autocast, torch.compile, every other norm, a
+        GRU without gru.cpp. The one place the choice is made; cell_kernel_in_use reports it."""
+        if self.kernel == "compile" or not self.fused or trace is not None \
+                or x.dtype not in (torch.float32, torch.float64) or torch.is_autocast_enabled(x.device.type):
+            return None
+        if self.family == "lstm":
+            return self.lstm_recurrence  # the same cell, with a hand-written backward
+        return self.gru_recurrence if self.compiled_kernel(x.device) else None
+
     def forward(self, x, trace=None, lengths=None):
-        if lengths is not None:
-            # A padded batch: the autograd loop, which holds each example's state past its end (the
-            # kernels know no lengths; torch.compile would trace the mask BatchNorm reads). Recorded
-            # by cell_kernel_in_use(padded=True).
-            return super().forward(x, trace, lengths)
-        if self.kernel == "compile":
+        recurrence = self.recurrence(x, trace)
+        if recurrence is not None:
+            # A padded batch runs the same kernel over every step: the recurrence is causal, so no
+            # padded step reaches a real one, and each example's outputs past its end are replaced by
+            # its last real one (what the loop's held state gives); padded steps get no gradient.
+            return recurrence(x) if lengths is None else held_past_end(recurrence(x), lengths)
+        if self.kernel == "compile" and lengths is None:
             for norm in self.modules():  # per-step BatchNorm grows its statistics to T now, not at step t
                 if isinstance(norm, StepBatchNorm) and norm.training:  # (a graph per buffer size otherwise)
                     norm.reserve(x.shape[1])
@@ -233,14 +246,9 @@ class InCellLayer(_CellLayer):
             # runs the same step eagerly: each hook's closure would cost a graph, every probe step.
             step = self.step if self._norms_hooked() else self.compiled_step()
             return self.loop(x, trace, step, state_grad=torch.is_grad_enabled())
-        if self.fused and trace is None and x.dtype in (torch.float32, torch.float64) \
-                and not torch.is_autocast_enabled(x.device.type):
-            if self.family == "lstm":
-                return self.lstm_recurrence(x)  # the same cell, with a hand-written backward
-            if self.compiled_kernel(x.device):
-                return self.gru_recurrence(x)
-        # the autograd loop of ``step``: traces, autocast, every other norm, a GRU without gru.cpp
-        return super().forward(x, trace)
+        # the autograd loop of ``step``, which holds each example's state past its end; a padded batch
+        # with model.cell_kernel=compile runs it eagerly (torch.compile would trace the mask BatchNorm reads)
+        return super().forward(x, trace, lengths)
 
     def gru_recurrence(self, x):
         """The LN-GRU cell of ``step`` over all time steps, by gru.cpp (tested equal)."""
@@ -428,15 +436,16 @@ def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = 
                         precision policy), and a GRU's wherever gru.cpp does not run
     "compile"           model.cell_kernel=compile: that loop with ``step`` through torch.compile,
                         any family and norm
-    "autograd-padded"   ``padded`` (a task with variable lengths): padded batches run the autograd
-                        loop of ``step``, which honours lengths (a batch without padding may still
-                        run the kernel named above: the same function)
+    "autograd-padded"   ``padded`` (a task with variable lengths) with model.cell_kernel=compile:
+                        padded batches run the autograd loop of ``step`` eagerly, which honours lengths
     None                the model has no such layer
+
+    A padded batch otherwise runs the kernel named above, over every step (InCellLayer.forward).
 
     Compiles the kernel now if it will be used, so that the first training step does not pay for the build.
     """
     in_cell = [m for m in model.modules() if isinstance(m, InCellLayer)]
-    if padded and any(m.kernel == "compile" or m.fused for m in in_cell):
+    if padded and any(m.kernel == "compile" for m in in_cell):
         return "autograd-padded"
     if any(m.kernel == "compile" for m in in_cell):
         return "compile"  # model.cell_kernel=compile: torch.compile of the step, whatever the family and norm

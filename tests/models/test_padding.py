@@ -256,3 +256,31 @@ def test_a_traced_pass_over_a_padded_batch_is_the_same_function(family, placemen
     assert len(trace) == max(LENGTHS)
     for i, n in enumerate(LENGTHS):
         torch.testing.assert_close(traced[i, :n], model(x)[i, :n], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("family", ["lstm", "gru"])
+@pytest.mark.parametrize("kernel", ["auto", "python"])
+def test_an_in_cell_ln_kernel_on_a_padded_batch_computes_what_the_loop_that_holds_state_computes(family, kernel):
+    from normbench.models.recurrent import InCellLayer, _CellLayer, cell_kernel_in_use
+
+    torch.manual_seed(3)
+    layer = InCellLayer(family, 3, 5, NormSpec("ln"), kernel=kernel).double()
+    x = torch.randn(3, 9, 3, dtype=torch.float64)
+    lengths = torch.tensor([9, 2, 5])
+    weights = torch.randn(3, 9, 5, dtype=torch.float64)  # a loss that reads every step, padded ones too
+
+    def outputs_and_grads(forward):
+        model = copy.deepcopy(layer)
+        out = forward(model)
+        (out * weights).sum().backward()
+        return out, {name: p.grad for name, p in model.named_parameters()}
+
+    assert layer.recurrence(x) is not None or (family, kernel) == ("gru", "python")  # the GRU's python is the loop
+    ran, ran_grads = outputs_and_grads(lambda m: m(x, None, lengths))
+    held, held_grads = outputs_and_grads(lambda m: _CellLayer.forward(m, x, None, lengths))
+    torch.testing.assert_close(ran, held, rtol=0, atol=1e-10)
+    for name in held_grads:
+        torch.testing.assert_close(ran_grads[name], held_grads[name], rtol=0, atol=1e-10, msg=name)
+    assert cell_kernel_in_use(layer, torch.device("cpu"), padded=True) == cell_kernel_in_use(layer, torch.device("cpu"))
+    compiled = InCellLayer(family, 3, 5, NormSpec("ln"), kernel="compile")
+    assert cell_kernel_in_use(compiled, torch.device("cpu"), padded=True) == "autograd-padded"
