@@ -16,7 +16,7 @@ import json
 from dataclasses import fields
 from typing import NamedTuple
 
-from normbench.norms.kinds import inert_settings, kinds
+from normbench.norms.kinds import inert_settings, kind_names
 from normbench.schema import RECURRENT, Config
 
 SCHEMA = "normbench.run/2"
@@ -57,7 +57,7 @@ def _inert(config: dict) -> list[str]:
     family = _get(config, "model.family")
     placement = _get(config, "placement.name")
     inert = []
-    if kind in kinds():  # what the kind does not use (its descriptor, normbench/norms/kinds.py)
+    if kind in kind_names():  # what the kind does not use (its descriptor, normbench/norms/kinds.py)
         inert += inert_settings(kind, affine=_get(config, "norm.affine"), gain_offset=_get(config, "norm.gain_offset"),
                                 bn_reestimate=_get(config, "norm.bn_reestimate"))
     if _get(config, "precision.dtype") == "fp32":

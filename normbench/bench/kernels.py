@@ -37,9 +37,9 @@ from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import Timing, clock_for, keep_freed_memory, measure, paired_ratio
-from normbench.norms import AutoNorm, kind_of, kinds, norm_class
+from normbench.norms import AutoNorm, kind_names, kind_of, norm_class
 
-KERNEL_KINDS = tuple(k for k in kinds() if kind_of(k).timed)  # each kind's descriptor says (normbench/norms/kinds.py)
+KERNEL_KINDS = tuple(k for k in kind_names() if kind_of(k).timed)  # each kind's descriptor says (normbench/norms/kinds.py)
 RULE_IMPLS = ("native", "reference")    # what norm.impl can be set to; the rule picks between these
 FUSED_IMPLS = ("apex", "liger")
 BYTES_PER_ELEMENT = {"fwd": 2, "bwd": 3, "fwd+bwd": 5, "copy": 2}

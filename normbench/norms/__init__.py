@@ -13,7 +13,7 @@ and spec.py, never load torch.
 import importlib
 
 _EXPORTS = {
-    **dict.fromkeys(("NormKind", "register", "unregister", "kind_of", "kinds", "impls", "require_eps", "KINDS",
+    **dict.fromkeys(("NormKind", "register", "unregister", "kind_of", "kind_names", "impl_names", "require_eps", "KINDS",
                      "IMPLS", "CORE_IMPLS", "inert_settings"), "kinds"),
     "NormSpec": "spec",
     **dict.fromkeys(("Norm", "Identity", "ZeroCentredGain", "LayerNorm", "LayerNormReference", "RMSNorm",

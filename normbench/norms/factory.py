@@ -15,7 +15,7 @@ from torch import nn
 
 from normbench.norms import layers
 from normbench.norms.dispatch import measure
-from normbench.norms.kinds import CORE_IMPLS, NormKind, impls, kind_of, kinds, require_eps
+from normbench.norms.kinds import CORE_IMPLS, NormKind, impl_names, kind_names, kind_of, require_eps
 from normbench.norms.layers import Norm
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -33,7 +33,7 @@ class _ClassTable(Mapping):
         self.core = core
 
     def _items(self) -> dict[tuple[str, str], type[Norm]]:
-        return {(name, impl): cls for name in kinds() for impl, cls in classes_of(kind_of(name)).items()
+        return {(name, impl): cls for name in kind_names() for impl, cls in classes_of(kind_of(name)).items()
                 if (impl in CORE_IMPLS) == self.core}
 
     def __getitem__(self, key):
@@ -138,10 +138,10 @@ class AutoNorm(nn.Module):
 
 
 def norm_class(kind: str, impl: str = "native") -> type[Norm]:
-    if kind not in kinds():
-        raise ValueError(f"unknown norm kind {kind!r}; valid: {', '.join(kinds())}")
-    if impl not in impls():
-        raise ValueError(f"unknown norm impl {impl!r}; valid: {', '.join(impls())}")
+    if kind not in kind_names():
+        raise ValueError(f"unknown norm kind {kind!r}; valid: {', '.join(kind_names())}")
+    if impl not in impl_names():
+        raise ValueError(f"unknown norm impl {impl!r}; valid: {', '.join(impl_names())}")
     classes = classes_of(kind_of(kind))
     chosen = "native" if impl == "auto" else impl
     if chosen not in classes:
@@ -154,7 +154,7 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
                per_step: bool = False, gain_offset: bool = False, bn_mask: bool = True) -> nn.Module:
     """Build a normalization layer over the last dimension of (..., dim) inputs.
 
-    kind: none | bn | ln | rms | scale | dyt (kinds.kinds()).   impl: native (fused PyTorch op) | reference
+    kind: none | bn | ln | rms | scale | dyt (kinds.kind_names()).   impl: native (fused PyTorch op) | reference
     (textbook formula) | auto (whichever measures faster here, per shape) | a kind's own (rms: compiled).
     fp32: compute in fp32 under autocast (True) or in the input's dtype (False).   per_step: kinds with
     batch statistics, separate statistics per time step (inside a recurrence).   gain_offset: store

@@ -70,12 +70,12 @@ def unregister(name: str) -> None:
     del _REGISTRY[name]
 
 
-def kinds() -> tuple[str, ...]:
+def kind_names() -> tuple[str, ...]:
     """The registered kind names, in registration order."""
     return tuple(_REGISTRY)
 
 
-def impls() -> tuple[str, ...]:
+def impl_names() -> tuple[str, ...]:
     """Every norm.impl value: the core pair, auto (whichever of them measures faster), and each kind's own."""
     extra = (impl for kind in _REGISTRY.values() for impl in kind.classes if impl not in CORE_IMPLS)
     return (*CORE_IMPLS, "auto", *dict.fromkeys(extra))
@@ -134,6 +134,6 @@ for _kind in (
 ):
     register(_kind)
 
-# The built-in kinds and impls, as tuples for argparse choices and docs; kinds() and impls() also
+# The built-in kinds and impls, as tuples for argparse choices and docs; kind_names() and impl_names() also
 # see a kind registered later (what the schema validates against).
-KINDS, IMPLS = kinds(), impls()
+KINDS, IMPLS = kind_names(), impl_names()

@@ -10,7 +10,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from normbench.errors import ConfigError
-from normbench.norms.kinds import impls, kind_of, kinds, require_eps
+from normbench.norms.kinds import impl_names, kind_names, kind_of, require_eps
 
 
 def _one_of(key: str, value: str, valid: tuple[str, ...]) -> None:
@@ -38,8 +38,8 @@ class NormSpec:
     bn_mask: bool = True       # BatchNorm: statistics over the real steps of a padded batch; false: over padding too
 
     def __post_init__(self):
-        _one_of("norm.kind", self.kind, kinds())
-        _one_of("norm.impl", self.impl, impls())
+        _one_of("norm.kind", self.kind, kind_names())
+        _one_of("norm.impl", self.impl, impl_names())
         require_eps(self.kind, self.eps)
         for key in ("gamma_init", "alpha_init"):
             if not math.isfinite(getattr(self, key)):
