@@ -150,8 +150,8 @@ def norm_class(kind: str, impl: str = "native") -> type[Norm]:
 
 
 def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.0, affine: bool = True,
-               impl: str = "native", fp32: bool = True, alpha_init: float = 0.5,
-               per_step: bool = False, gain_offset: bool = False, bn_mask: bool = True) -> nn.Module:
+               impl: str = "native", fp32: bool = True, per_step: bool = False, gain_offset: bool = False,
+               bn_mask: bool = True, **params) -> nn.Module:
     """Build a normalization layer over the last dimension of (..., dim) inputs.
 
     kind: none | bn | ln | rms | scale | dyt (kinds.kind_names()).   impl: native (fused PyTorch op) | reference
@@ -160,9 +160,13 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     batch statistics, separate statistics per time step (inside a recurrence).   gain_offset: store
     gamma - 1 instead of gamma (kinds with a per-feature gain; the others ignore it).   bn_mask: kinds
     with batch statistics, over the real steps of a padded batch (True) or over padding too (False).
-    alpha_init: DyT's, and any kind's whose descriptor names it.
+    params: a kind's own (dyt: alpha_init), passed to the kinds whose descriptor names them; the class's
+    default where not given.
     """
     cls = norm_class(kind, impl)
+    unknown = set(params).difference(*(kind_of(name).params for name in kind_names()))
+    if unknown:
+        raise TypeError(f"build_norm() got an unexpected keyword argument {sorted(unknown)[0]!r}")
     if dim < 1:
         raise ValueError(f"norm dim must be >= 1, got {dim}")
     require_eps(kind, eps, "norm eps")
@@ -172,8 +176,7 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     stepwise = per_step and described.per_step is not None
     if stepwise:
         cls = getattr(layers, described.per_step)
-    options = {"alpha_init": alpha_init}
-    extra = {name: options[name] for name in described.params}
+    extra = {name: params[name] for name in described.params if name in params}
     if described.gain == "feature":
         extra["gain_offset"] = gain_offset
     if described.batch_stats:

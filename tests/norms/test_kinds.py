@@ -87,3 +87,11 @@ def test_a_descriptor_needs_both_core_impls_and_a_known_gain():
         NormKind("odd", {"native": "LayerNorm", "reference": "LayerNorm"}, gain="vector")
     with pytest.raises(ValueError, match="already registered"):
         register(NormKind("ln", {"native": "LayerNorm", "reference": "LayerNorm"}))
+
+
+def test_a_kinds_own_parameters_go_to_it_alone():
+    assert build_norm("dyt", 4, alpha_init=2.0).norm.alpha.item() == 2.0
+    assert build_norm("dyt", 4).norm.alpha.item() == 0.5  # the class's default
+    build_norm("ln", 4, alpha_init=2.0)  # another kind's parameter: not this one's, ignored
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beta_init'"):
+        build_norm("ln", 4, beta_init=1.0)
