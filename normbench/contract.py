@@ -16,6 +16,7 @@ import json
 from dataclasses import fields
 from typing import NamedTuple
 
+from normbench.norms.kinds import inert_settings, kind_names
 from normbench.schema import RECURRENT, Config
 
 SCHEMA = "normbench.run/2"
@@ -56,15 +57,9 @@ def _inert(config: dict) -> list[str]:
     family = _get(config, "model.family")
     placement = _get(config, "placement.name")
     inert = []
-    if kind == "none":  # no norm: nothing to configure, nowhere to place it
-        inert += ["norm.eps", "norm.gamma_init", "norm.affine", "norm.impl", "norm.fp32", "norm.alpha_init",
-                  "placement.cell_norm", "placement.summed", "optim.norm_weight_decay"]
-    if kind == "dyt":  # elementwise tanh: no statistics, so no eps, and one implementation
-        inert += ["norm.eps", "norm.impl"]
-    if kind != "dyt":
-        inert.append("norm.alpha_init")
-    if kind in ("ln", "rms", "bn", "dyt") and _get(config, "norm.affine") is False:
-        inert.append("norm.gamma_init")  # no gain to initialise (ScaleNorm keeps its g as a buffer)
+    if kind in kind_names():  # what the kind does not use (its descriptor, normbench/norms/kinds.py)
+        inert += inert_settings(kind, affine=_get(config, "norm.affine"), gain_offset=_get(config, "norm.gain_offset"),
+                                bn_reestimate=_get(config, "norm.bn_reestimate"))
     if _get(config, "precision.dtype") == "fp32":
         inert.append("norm.fp32")  # the fp32 policy only acts under autocast
     if placement != "in_cell":
@@ -88,10 +83,6 @@ def _inert(config: dict) -> list[str]:
         inert.append("task.permutation_seed")
     if family != "transformer" or not _get(config, "model.qk_norm"):
         inert.append("model.qk_norm")  # attention only; off is how every earlier record ran
-    if kind in ("none", "scale") or _get(config, "norm.affine") is False or not _get(config, "norm.gain_offset"):
-        inert.append("norm.gain_offset")  # no per-feature gain to offset; off is how earlier records ran
-    if kind != "bn" or not _get(config, "norm.bn_reestimate"):  # evaluation with the running averages, as
-        inert += ["norm.bn_reestimate", "norm.bn_reestimate_batches"]  # every earlier record was evaluated
     task = _get(config, "task.name")
     min_length = _get(config, "task.min_length")
     variable = (task == "imdb" and _get(config, "task.variable_length", True)) \
@@ -101,8 +92,6 @@ def _inert(config: dict) -> list[str]:
         inert += ["norm.bn_mask", "task.bucket"]
         if task == "adding":
             inert.append("task.min_length")  # null or = length: the fixed-length task of earlier records
-    if kind != "bn":
-        inert.append("norm.bn_mask")
     if task == "text" and _get(config, "task.examples") == "windows":
         inert.append("task.examples")  # the fixed windows of earlier records
     if task == "imdb" and _get(config, "task.variable_length") is False:

@@ -13,7 +13,7 @@
 
 In the half model the norm layers keep float32 parameters and buffers (apex O2 keeps BatchNorm in
 float32 too): the fp32 policy then computes entirely in float32, and the input-dtype policy casts
-the parameters to the input's dtype itself (normbench/norms.py).
+the parameters to the input's dtype itself (normbench/norms/factory.py).
 """
 
 from __future__ import annotations

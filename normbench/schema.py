@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import PurePosixPath
 from typing import Any, Optional
 
-KINDS = ("none", "bn", "ln", "rms", "scale", "dyt")
-IMPLS = ("native", "reference", "auto", "compiled")  # compiled: rms only (normbench/models/rmsnorm.cpp)
+from normbench.errors import ConfigError
+from normbench.norms.kinds import IMPLS, KINDS, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
+from normbench.norms.spec import NormSpec
+
 FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
 CELL_KERNELS = ("auto", "cpp", "python", "compile")  # how an in-cell layer runs its recurrence (models/recurrent.py)
@@ -32,10 +34,6 @@ SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
 LOGGERS = ("none", "tensorboard", "mlflow")
 PIXELS = 64  # an 8x8 scikit-learn digit
-
-
-class ConfigError(ValueError):
-    """A config value out of range; the message is one line naming the key."""
 
 
 RECORD_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", "normbench.log", ".normbench.lock")
@@ -58,13 +56,6 @@ def _one_of(key: str, value: str, valid: tuple[str, ...]) -> None:
 
 def _positive(key: str, value: float) -> None:
     _require(isinstance(value, (int, float)) and math.isfinite(value) and value > 0, f"{key} must be > 0, got {value}")
-
-
-def require_eps(kind: str, eps: float, key: str = "norm.eps") -> None:
-    """The one eps rule, for the config and the library alike: positive and finite wherever the norm
-    uses it (not without a norm, not in DyT's elementwise tanh)."""
-    if kind not in ("none", "dyt"):
-        _positive(key, eps)
 
 
 def require_at_least(key: str, value: int, minimum: int) -> None:
@@ -90,45 +81,6 @@ def harness(why: str, default):
 
 
 # --- the groups -----------------------------------------------------------------------------------
-
-@dataclass
-class NormSpec:
-    """Everything needed to build one kind of norm at any width: the ``norm`` config group, and what
-    the library's models take (``NormSpec("rms").build(dim)``)."""
-
-    kind: str = "ln"
-    eps: float = 1e-5
-    gamma_init: float = 1.0
-    affine: bool = True
-    impl: str = "native"
-    fp32: bool = True          # compute the norm in fp32 under bf16/fp16 autocast
-    alpha_init: float = 0.5    # DyT only
-    gain_offset: bool = False  # store gamma - 1 (Gemma's RMSNorm): weight decay pulls the gain toward 1
-    # bn only: before every evaluation, population statistics from the current weights (a pass over
-    # bn_reestimate_batches batches of 512 training examples, cumulative average) replace the running ones
-    bn_reestimate: bool = False
-    bn_reestimate_batches: int = 8
-    bn_mask: bool = True       # BatchNorm: statistics over the real steps of a padded batch; false: over padding too
-
-    def __post_init__(self):
-        _one_of("norm.kind", self.kind, KINDS)
-        _one_of("norm.impl", self.impl, IMPLS)
-        require_eps(self.kind, self.eps)
-        _require(math.isfinite(self.gamma_init), f"norm.gamma_init must be finite, got {self.gamma_init}")
-        _require(math.isfinite(self.alpha_init), f"norm.alpha_init must be finite, got {self.alpha_init}")
-        _require(self.bn_reestimate_batches >= 1,
-                 f"norm.bn_reestimate_batches must be >= 1, got {self.bn_reestimate_batches}")
-
-    def build(self, dim: int, per_step: bool = False):
-        from normbench.norms import build_norm  # torch only when a model is built: this module stays torch-free
-
-        layer = {k: v for k, v in asdict(self).items() if not k.startswith("bn_reestimate")}  # the trainer's
-        return build_norm(dim=dim, per_step=per_step, **layer)
-
-    @property
-    def active(self) -> bool:
-        return self.kind != "none"
-
 
 @dataclass
 class PlacementConfig:
@@ -271,7 +223,8 @@ class Config:
         _require(self.task is not None and hasattr(self.task, "name"), "task is not set; choose one with task=NAME")
         _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")
         # BatchNorm of one example has no batch statistics (zero variance everywhere)
-        _require(self.norm.kind != "bn" or self.batch_size >= 2, f"norm=bn needs batch_size >= 2, got {self.batch_size}")
+        _require(not kind_of(self.norm.kind).batch_stats or self.batch_size >= 2,
+                 f"norm={self.norm.kind} needs batch_size >= 2, got {self.batch_size}")
         # torch.compile traces the step: impl=auto times native against reference in Python on its first
         # calls, and impl=compiled is a C++ extension dynamo cannot look into
         compiled_cell = self.model.cell_kernel == "compile" and self.placement.name == "in_cell" \

@@ -82,7 +82,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="cpu | cuda (default cpu)")
     p.add_argument("--compile", action="store_true", help="also time torch.compile of the reference modules")
-    p.add_argument("--dtypes", type=_csv(str, tuple(kernels.DTYPES)), help="comma list of fp32,bf16,fp16 (default fp32,bf16; CUDA adds fp16)")
+    p.add_argument("--dtypes", type=_csv(str, tuple(kernels.TORCH_DTYPES)), help="comma list of fp32,bf16,fp16 (default fp32,bf16; CUDA adds fp16)")
     p.add_argument(f"--{prefix}hidden", type=_csv(int), dest="kernel_hidden",
                    help=f"comma list of hidden sizes (default {','.join(map(str, kernels.DEFAULT_HIDDEN))}; "
                         "rows sized to ~32 MiB in fp32)")

@@ -37,14 +37,14 @@ from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import Timing, clock_for, keep_freed_memory, measure, paired_ratio
-from normbench.norms import EXTRA_IMPLS, REGISTRY, AutoNorm
+from normbench.norms import AutoNorm, kind_names, kind_of, norm_class
 
-KERNEL_KINDS = ("ln", "rms", "bn", "scale", "dyt")
+KERNEL_KINDS = tuple(k for k in kind_names() if kind_of(k).timed)  # each kind's descriptor says (normbench/norms/kinds.py)
 RULE_IMPLS = ("native", "reference")    # what norm.impl can be set to; the rule picks between these
 FUSED_IMPLS = ("apex", "liger")
 BYTES_PER_ELEMENT = {"fwd": 2, "bwd": 3, "fwd+bwd": 5, "copy": 2}
 PASSES = ("fwd", "fwd+bwd")
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # precision name -> tensor dtype
 DEFAULT_HIDDEN = (256, 1024, 4096, 16384)
 # fp32 size of each grid tensor (bf16: half): x and y together outgrow a 32 MiB last-level cache,
 # so the copy and the norms stream from memory rather than cache
@@ -124,13 +124,13 @@ def build_kernel(kind: str, impl: str, hidden: int, device: torch.device, dtype:
         except Exception as err:
             return f"unavailable: {_first_line(err)}"
     elif impl == "auto":  # exactly what build_norm(impl="auto") builds (no wrapper where both are one class)
-        native = REGISTRY[(kind, "native")](hidden)
-        module = native if REGISTRY[(kind, "reference")] is type(native) else AutoNorm(kind, native)
+        native = norm_class(kind, "native")(hidden)
+        module = native if norm_class(kind, "reference") is type(native) else AutoNorm(kind, native)
     else:
-        cls = {**REGISTRY, **EXTRA_IMPLS}.get((kind, "reference" if impl == "torch_compile" else impl))
-        if cls is None:
+        chosen = "reference" if impl == "torch_compile" else impl
+        if chosen not in kind_of(kind).classes:
             return "unavailable: no such impl for this kind"
-        module = cls(hidden)
+        module = norm_class(kind, chosen)(hidden)
     module = module.to(device=device, dtype=dtype).train()
     if impl == "torch_compile":
         module = torch.compile(module)
@@ -163,7 +163,7 @@ def measure_shape(rows: int, hidden: int, dtype_name: str, device: torch.device,
                   impls=RULE_IMPLS, repeats: int = 5, warmup: int = 1, min_loop_s: float = 5e-3,
                   unavailable: Mapping[str, str | None] | None = None) -> list[dict]:
     """One (rows, hidden, dtype): every kind x impl x pass and a copy, interleaved in the same rounds."""
-    dtype = DTYPES[dtype_name]
+    dtype = TORCH_DTYPES[dtype_name]
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(rows, hidden, generator=generator).to(device, dtype)
     dy = torch.randn(rows, hidden, generator=generator).to(device, dtype)
@@ -174,7 +174,7 @@ def measure_shape(rows: int, hidden: int, dtype_name: str, device: torch.device,
     skipped: dict[tuple[str, str, str], str] = {}
     for kind in kinds:
         for impl in impls:
-            if impl == "compiled" and (kind, impl) not in EXTRA_IMPLS:
+            if impl == "compiled" and impl not in kind_of(kind).classes:
                 continue  # no such kernel for this kind: not a row
             reason = (unavailable or {}).get(impl)
             module = reason or build_kernel(kind, impl, hidden, device, dtype)

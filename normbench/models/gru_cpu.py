@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from normbench.models import cpu_build
+from normbench.native import cpu_build
 
 KERNEL = cpu_build.Kernel(Path(__file__).with_name("gru.cpp"), "compiled LN-GRU kernel", "the autograd loop")
 

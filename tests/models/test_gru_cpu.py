@@ -4,8 +4,9 @@
 import pytest
 import torch
 
-from normbench.models import cell_kernel_in_use, cpu_build, gru_cpu
+from normbench.models import cell_kernel_in_use, gru_cpu
 from normbench.models.recurrent import InCellLayer, _CellLayer
+from normbench.native import cpu_build
 from normbench.norms import NormSpec
 
 CPU = torch.device("cpu")

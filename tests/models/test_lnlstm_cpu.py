@@ -6,8 +6,9 @@ import os
 import pytest
 import torch
 
-from normbench.models import cell_kernel_in_use, cpu_build, lnlstm_cpu
+from normbench.models import cell_kernel_in_use, lnlstm_cpu
 from normbench.models.recurrent import InCellLayer, _CellLayer
+from normbench.native import cpu_build
 from normbench.norms import NormSpec
 
 CPU = torch.device("cpu")

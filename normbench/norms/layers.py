@@ -1,26 +1,22 @@
-"""Normalization layers: one registry, one factory.
+"""The normalization layers, one class per (kind, impl), named by the kinds' descriptors (kinds.py).
 
 Every norm normalizes over the last dimension of an input shaped (..., dim). Each (kind, impl)
 pair is its own class, so a reader sees the exact arithmetic of the variant being measured:
 ``native`` calls PyTorch's fused op, ``reference`` spells out the textbook formula with
-elementary ops (mean, biased variance, sqrt). Numerics policy under autocast is a wrapper
-(``Fp32Norm`` / ``InputDtypeNorm``), visible in the module's repr.
+elementary ops (mean, biased variance, sqrt). A constructor takes (dim, eps=, gamma_init=,
+affine=) and the extras its descriptor names.
 """
 
 from __future__ import annotations
 
 import math
-import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from normbench.norm_dispatch import measure
+from normbench.norms import rmsnorm_cpu
 from normbench.padding import masked_batch_norm, real_rows
-from normbench.schema import IMPLS, KINDS, NormSpec, require_eps  # noqa: F401 - the names a config may use; the spec models take
-
-LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 class Norm(nn.Module):
@@ -118,13 +114,11 @@ class RMSNormReference(RMSNorm):
 
 
 class RMSNormCompiled(RMSNorm):
-    """impl="compiled": normbench's own CPU kernel (models/rmsnorm.cpp, two vectorized passes over
+    """impl="compiled": normbench's own CPU kernel (norms/rmsnorm.cpp, two vectorized passes over
     each row each way) for fp32/fp64 on a CPU, the fastest RMSNorm the suite has there; anywhere
     else (a GPU, half precision, no compiler) PyTorch's native one. Same function, tested equal."""
 
     def forward(self, x, step=None):
-        from normbench.models import rmsnorm_cpu  # imported here: normbench.models imports this module
-
         if rmsnorm_cpu.usable(x):
             return rmsnorm_cpu.RMSNormFunction.apply(x, self.weight, self.eps)
         return super().forward(x, step)
@@ -323,159 +317,6 @@ class DynamicTanh(ZeroCentredGain, Norm):
 
     def extra_repr(self) -> str:
         return f"{self.dim}, {self._gain_repr()}"
-
-
-REGISTRY: dict[tuple[str, str], type[Norm]] = {
-    ("none", "native"): Identity,
-    ("none", "reference"): Identity,
-    ("ln", "native"): LayerNorm,
-    ("ln", "reference"): LayerNormReference,
-    ("rms", "native"): RMSNorm,
-    ("rms", "reference"): RMSNormReference,
-    ("bn", "native"): BatchNorm,
-    ("bn", "reference"): BatchNormReference,
-    ("scale", "native"): ScaleNorm,
-    ("scale", "reference"): ScaleNormReference,
-    ("dyt", "native"): DynamicTanh,  # elementwise: no fused op to compare against
-    ("dyt", "reference"): DynamicTanh,
-}
-
-
-# Impls only some kinds have, beyond the native/reference pair every kind has in REGISTRY.
-EXTRA_IMPLS: dict[tuple[str, str], type[Norm]] = {
-    ("rms", "compiled"): RMSNormCompiled,  # CPU fp32/fp64; native elsewhere
-}
-
-
-class _PrecisionPolicy(nn.Module):
-    """How a norm computes when its input is bf16/fp16; fp32/fp64 inputs pass straight through."""
-
-    def __init__(self, norm: nn.Module):
-        super().__init__()
-        self.norm = norm
-
-    def forward(self, x, step=None):
-        if x.dtype not in LOW_PRECISION:
-            return self.norm(x, step)
-        with torch.autocast(x.device.type, enabled=False):
-            return self.low_precision(x, step)
-
-
-class Fp32Norm(_PrecisionPolicy):
-    """Computes the wrapped norm in fp32 with autocast off, returns the input's dtype.
-
-    CUDA autocast already runs layer_norm in fp32, CPU autocast does not, and neither knows
-    our reference or ScaleNorm/DyT variants: this wrapper makes the policy explicit and equal
-    on every device.
-    """
-
-    def low_precision(self, x, step):
-        return self.norm(x.float(), step).to(x.dtype)
-
-
-class InputDtypeNorm(_PrecisionPolicy):
-    """Computes the wrapped norm in the input's own dtype (bf16/fp16), parameters cast to it.
-
-    This is the low-precision norm the fp32 policy protects against; it exists to be measured.
-    """
-
-    def low_precision(self, x, step):
-        params = {name: p.to(x.dtype) for name, p in self.norm.named_parameters()}
-        return torch.func.functional_call(self.norm, params, (x, step))
-
-
-def auto_sites(model: nn.Module):
-    """(site name, AutoNorm) of every norm built with impl="auto", named as precision_sites names them."""
-    return [(name, m.norm) for name, m in precision_sites(model) if isinstance(m.norm, AutoNorm)]
-
-
-def auto_choices(model: nn.Module) -> dict[str, str | None]:
-    """{site: the impl impl="auto" chose there}, several choices (one per shape met) joined with ``|``;
-    null for a site never called."""
-    return {name: "|".join(sorted(set(auto.choices.values()))) or None for name, auto in auto_sites(model)}
-
-
-def precision_sites(model: nn.Module):
-    """(name, wrapper) of every norm built with a precision policy: where a norm meets its input."""
-    return [(name, m) for name, m in model.named_modules() if isinstance(m, _PrecisionPolicy)]
-
-
-class AutoNorm(nn.Module):
-    """impl="auto": runs the native or the reference forward on one set of parameters, whichever
-    measured faster for this input's device, dtype and shape (see normbench.norm_dispatch)."""
-
-    def __init__(self, kind: str, norm: Norm):
-        super().__init__()
-        self.kind, self.norm = kind, norm
-        self.candidates = {impl: REGISTRY[(kind, impl)] for impl in ("native", "reference")}
-        self.chosen: str | None = None
-        self.choices: dict[tuple, str] = {}  # (device type, dtype, shape) -> "native" | "reference"
-        self.timings: dict[tuple, dict[str, float]] = {}  # the medians behind each choice, in ms
-        self.measured_s = 0.0  # seconds spent measuring (the trainer keeps it out of train_s)
-        self._seen = self._forward = None  # last input's (shape, dtype, device) and the forward chosen for it
-
-    def forward(self, x, step=None):
-        seen = (x.shape, x.dtype, x.device)
-        if seen != self._seen:  # the hot path is one tuple compare; a new shape looks up or measures
-            self.chosen, self._seen = self._choose(x, step), seen
-            self._forward = self.candidates[self.chosen].forward
-        return self._forward(self.norm, x, step)
-
-    def _choose(self, x, step) -> str:
-        key = (x.device.type, x.dtype, tuple(x.shape))
-        if key not in self.choices:
-            began = time.perf_counter()
-            self.timings[key] = measure(self.norm, x, step, self.candidates)
-            self.choices[key] = min(self.timings[key], key=self.timings[key].get)
-            self.measured_s += time.perf_counter() - began
-        return self.choices[key]
-
-    def extra_repr(self) -> str:
-        return f"impl=auto, chosen={self.chosen or 'at first call'}"
-
-
-def norm_class(kind: str, impl: str = "native") -> type[Norm]:
-    if kind not in KINDS:
-        raise ValueError(f"unknown norm kind {kind!r}; valid: {', '.join(KINDS)}")
-    if impl not in IMPLS:
-        raise ValueError(f"unknown norm impl {impl!r}; valid: {', '.join(IMPLS)}")
-    key = (kind, "native" if impl == "auto" else impl)
-    classes = {**REGISTRY, **EXTRA_IMPLS}
-    if key not in classes:
-        raise ValueError(f"norm {kind!r} has no impl {impl!r}; it has: "
-                         + ", ".join(i for k, i in classes if k == kind) + ", auto")
-    return classes[key]
-
-
-def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.0, affine: bool = True,
-               impl: str = "native", fp32: bool = True, alpha_init: float = 0.5,
-               per_step: bool = False, gain_offset: bool = False, bn_mask: bool = True) -> nn.Module:
-    """Build a normalization layer over the last dimension of (..., dim) inputs.
-
-    kind: none | bn | ln | rms | scale | dyt.   impl: native (fused PyTorch op) | reference
-    (textbook formula) | auto (whichever measures faster here, per shape).   fp32: compute in fp32 under
-    autocast (True) or in the input's dtype (False).   per_step: BatchNorm only, separate
-    statistics per time step (inside a recurrence).   gain_offset: store gamma - 1 instead of gamma
-    (ln, rms, bn, dyt; ScaleNorm's single g and norms without a gain ignore it).   bn_mask: BatchNorm
-    only, statistics over the real steps of a padded batch (True) or over padding too (False).
-    """
-    cls = norm_class(kind, impl)
-    if dim < 1:
-        raise ValueError(f"norm dim must be >= 1, got {dim}")
-    require_eps(kind, eps, "norm eps")
-    if kind == "bn" and per_step:
-        cls = StepBatchNorm
-    if kind == "none":
-        return Identity(dim)
-    extra = {"alpha_init": alpha_init} if kind == "dyt" else {}
-    if issubclass(cls, ZeroCentredGain):
-        extra["gain_offset"] = gain_offset
-    if issubclass(cls, BatchNorm):
-        extra["mask_padding"] = bn_mask
-    norm = cls(dim, eps=eps, gamma_init=gamma_init, affine=affine, **extra)
-    if impl == "auto" and cls is not StepBatchNorm and REGISTRY[(kind, "native")] is not REGISTRY[(kind, "reference")]:
-        norm = AutoNorm(kind, norm)
-    return Fp32Norm(norm) if fp32 else InputDtypeNorm(norm)
 
 
 def norm_parameters(model: nn.Module):

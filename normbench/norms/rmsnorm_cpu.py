@@ -11,14 +11,14 @@ from pathlib import Path
 
 import torch
 
-from normbench.models import cpu_build
+from normbench.native import cpu_build
 
-DTYPES = (torch.float32, torch.float64)
+TORCH_DTYPES = (torch.float32, torch.float64)  # what the kernel computes in
 KERNEL = cpu_build.Kernel(Path(__file__).with_name("rmsnorm.cpp"), "compiled RMSNorm", "the native one")
 
 
 def usable(x: torch.Tensor) -> bool:
-    return x.device.type == "cpu" and x.dtype in DTYPES and KERNEL.load() is not None
+    return x.device.type == "cpu" and x.dtype in TORCH_DTYPES and KERNEL.load() is not None
 
 
 class RMSNormFunction(torch.autograd.Function):

@@ -224,7 +224,7 @@ def test_registry_covers_every_kind_and_impl():
 
 @pytest.mark.parametrize("kind", ["ln", "rms", "bn", "scale"])
 def test_auto_measures_once_then_uses_the_faster_impl_with_the_same_result(kind, monkeypatch):
-    from normbench import norm_dispatch
+    from normbench.norms import dispatch as norm_dispatch
 
     torch.manual_seed(8)
     auto = build_norm(kind, 16, impl="auto")

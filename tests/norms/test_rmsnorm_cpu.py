@@ -3,8 +3,7 @@
 import pytest
 import torch
 
-from normbench.models import rmsnorm_cpu
-from normbench.norms import EXTRA_IMPLS, RMSNormCompiled, RMSNormReference, build_norm
+from normbench.norms import EXTRA_IMPLS, RMSNormCompiled, RMSNormReference, build_norm, rmsnorm_cpu
 
 needs_kernel = pytest.mark.skipif(rmsnorm_cpu.KERNEL.load() is None,
                                   reason=f"the compiled RMSNorm does not build here: {rmsnorm_cpu.KERNEL.unavailable}")

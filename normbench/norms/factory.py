@@ -1,0 +1,187 @@
+"""The factory: every consumer builds its norm here, from the kind's descriptor (kinds.py).
+
+``build_norm`` looks up the class the descriptor names for the impl, passes it what the kind uses,
+and wraps it in its numerics policy under autocast (``Fp32Norm`` / ``InputDtypeNorm``, visible in
+the module's repr); ``impl="auto"`` adds ``AutoNorm``, which measures native against reference.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator, Mapping
+
+import torch
+from torch import nn
+
+from normbench.norms import layers
+from normbench.norms.dispatch import measure
+from normbench.norms.kinds import CORE_IMPLS, NormKind, impl_names, kind_names, kind_of, require_eps
+from normbench.norms.layers import Norm
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def classes_of(kind: NormKind) -> dict[str, type[Norm]]:
+    """{impl: layer class} of one kind, as its descriptor names them in normbench/norms/layers.py."""
+    return {impl: getattr(layers, name) for impl, name in kind.classes.items()}
+
+
+class _ClassTable(Mapping):
+    """{(kind, impl): class} read from the descriptors at each use: the core pair or the extras."""
+
+    def __init__(self, core: bool):
+        self.core = core
+
+    def _items(self) -> dict[tuple[str, str], type[Norm]]:
+        return {(name, impl): cls for name in kind_names() for impl, cls in classes_of(kind_of(name)).items()
+                if (impl in CORE_IMPLS) == self.core}
+
+    def __getitem__(self, key):
+        return self._items()[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+
+REGISTRY = _ClassTable(core=True)        # native and reference, every kind
+EXTRA_IMPLS = _ClassTable(core=False)    # impls only some kinds have (rms compiled: CPU fp32/fp64)
+
+
+class _PrecisionPolicy(nn.Module):
+    """How a norm computes when its input is bf16/fp16; fp32/fp64 inputs pass straight through."""
+
+    def __init__(self, norm: nn.Module):
+        super().__init__()
+        self.norm = norm
+
+    def forward(self, x, step=None):
+        if x.dtype not in LOW_PRECISION:
+            return self.norm(x, step)
+        with torch.autocast(x.device.type, enabled=False):
+            return self.low_precision(x, step)
+
+
+class Fp32Norm(_PrecisionPolicy):
+    """Computes the wrapped norm in fp32 with autocast off, returns the input's dtype.
+
+    CUDA autocast already runs layer_norm in fp32, CPU autocast does not, and neither knows
+    our reference or ScaleNorm/DyT variants: this wrapper makes the policy explicit and equal
+    on every device.
+    """
+
+    def low_precision(self, x, step):
+        return self.norm(x.float(), step).to(x.dtype)
+
+
+class InputDtypeNorm(_PrecisionPolicy):
+    """Computes the wrapped norm in the input's own dtype (bf16/fp16), parameters cast to it.
+
+    This is the low-precision norm the fp32 policy protects against; it exists to be measured.
+    """
+
+    def low_precision(self, x, step):
+        params = {name: p.to(x.dtype) for name, p in self.norm.named_parameters()}
+        return torch.func.functional_call(self.norm, params, (x, step))
+
+
+def auto_sites(model: nn.Module):
+    """(site name, AutoNorm) of every norm built with impl="auto", named as precision_sites names them."""
+    return [(name, m.norm) for name, m in precision_sites(model) if isinstance(m.norm, AutoNorm)]
+
+
+def auto_choices(model: nn.Module) -> dict[str, str | None]:
+    """{site: the impl impl="auto" chose there}, several choices (one per shape met) joined with ``|``;
+    null for a site never called."""
+    return {name: "|".join(sorted(set(auto.choices.values()))) or None for name, auto in auto_sites(model)}
+
+
+def precision_sites(model: nn.Module):
+    """(name, wrapper) of every norm built with a precision policy: where a norm meets its input."""
+    return [(name, m) for name, m in model.named_modules() if isinstance(m, _PrecisionPolicy)]
+
+
+class AutoNorm(nn.Module):
+    """impl="auto": runs the native or the reference forward on one set of parameters, whichever
+    measured faster for this input's device, dtype and shape (see normbench/norms/dispatch.py)."""
+
+    def __init__(self, kind: str, norm: Norm):
+        super().__init__()
+        self.kind, self.norm = kind, norm
+        self.candidates = {impl: classes_of(kind_of(kind))[impl] for impl in CORE_IMPLS}
+        self.chosen: str | None = None
+        self.choices: dict[tuple, str] = {}  # (device type, dtype, shape) -> "native" | "reference"
+        self.timings: dict[tuple, dict[str, float]] = {}  # the medians behind each choice, in ms
+        self.measured_s = 0.0  # seconds spent measuring (the trainer keeps it out of train_s)
+        self._seen = self._forward = None  # last input's (shape, dtype, device) and the forward chosen for it
+
+    def forward(self, x, step=None):
+        seen = (x.shape, x.dtype, x.device)
+        if seen != self._seen:  # the hot path is one tuple compare; a new shape looks up or measures
+            self.chosen, self._seen = self._choose(x, step), seen
+            self._forward = self.candidates[self.chosen].forward
+        return self._forward(self.norm, x, step)
+
+    def _choose(self, x, step) -> str:
+        key = (x.device.type, x.dtype, tuple(x.shape))
+        if key not in self.choices:
+            began = time.perf_counter()
+            self.timings[key] = measure(self.norm, x, step, self.candidates)
+            self.choices[key] = min(self.timings[key], key=self.timings[key].get)
+            self.measured_s += time.perf_counter() - began
+        return self.choices[key]
+
+    def extra_repr(self) -> str:
+        return f"impl=auto, chosen={self.chosen or 'at first call'}"
+
+
+def norm_class(kind: str, impl: str = "native") -> type[Norm]:
+    if kind not in kind_names():
+        raise ValueError(f"unknown norm kind {kind!r}; valid: {', '.join(kind_names())}")
+    if impl not in impl_names():
+        raise ValueError(f"unknown norm impl {impl!r}; valid: {', '.join(impl_names())}")
+    classes = classes_of(kind_of(kind))
+    chosen = "native" if impl == "auto" else impl
+    if chosen not in classes:
+        raise ValueError(f"norm {kind!r} has no impl {impl!r}; it has: " + ", ".join(classes) + ", auto")
+    return classes[chosen]
+
+
+def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.0, affine: bool = True,
+               impl: str = "native", fp32: bool = True, per_step: bool = False, gain_offset: bool = False,
+               bn_mask: bool = True, **params) -> nn.Module:
+    """Build a normalization layer over the last dimension of (..., dim) inputs.
+
+    kind: none | bn | ln | rms | scale | dyt (kinds.kind_names()).   impl: native (fused PyTorch op) | reference
+    (textbook formula) | auto (whichever measures faster here, per shape) | a kind's own (rms: compiled).
+    fp32: compute in fp32 under autocast (True) or in the input's dtype (False).   per_step: kinds with
+    batch statistics, separate statistics per time step (inside a recurrence).   gain_offset: store
+    gamma - 1 instead of gamma (kinds with a per-feature gain; the others ignore it).   bn_mask: kinds
+    with batch statistics, over the real steps of a padded batch (True) or over padding too (False).
+    params: a kind's own (dyt: alpha_init), passed to the kinds whose descriptor names them; the class's
+    default where not given.
+    """
+    cls = norm_class(kind, impl)
+    unknown = set(params).difference(*(kind_of(name).params for name in kind_names()))
+    if unknown:
+        raise TypeError(f"build_norm() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    if dim < 1:
+        raise ValueError(f"norm dim must be >= 1, got {dim}")
+    require_eps(kind, eps, "norm eps")
+    described = kind_of(kind)
+    if not described.active:
+        return cls(dim)
+    stepwise = per_step and described.per_step is not None
+    if stepwise:
+        cls = getattr(layers, described.per_step)
+    extra = {name: params[name] for name in described.params if name in params}
+    if described.gain == "feature":
+        extra["gain_offset"] = gain_offset
+    if described.batch_stats:
+        extra["mask_padding"] = bn_mask
+    norm = cls(dim, eps=eps, gamma_init=gamma_init, affine=affine, **extra)
+    if impl == "auto" and not stepwise and described.classes["native"] != described.classes["reference"]:
+        norm = AutoNorm(kind, norm)
+    return Fp32Norm(norm) if fp32 else InputDtypeNorm(norm)

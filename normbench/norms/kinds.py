@@ -1,0 +1,139 @@
+"""One descriptor per norm kind: the one place a kind is described.
+
+What a kind uses (eps, a gain, a bias, extra parameters, batch statistics), which layer class each
+impl builds, and whether the kernel benchmark times it. The config schema (valid kinds and impls,
+the eps rule), the run's identity (which ``norm.*`` settings cannot change a run of this kind),
+the factory (``build_norm``) and ``normbench bench kernels`` all read it, so adding a kind is its
+descriptor here, its class in ``layers.py``, its ``conf/norm/`` file and its test.
+
+Imports no torch and nothing of normbench but its ConfigError: the schema and the record contract stand on it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+from normbench.errors import ConfigError
+
+CORE_IMPLS = ("native", "reference")  # every kind has both (the same class where there is one formula)
+GAINS = ("feature", "scalar", "none")
+
+
+@dataclass(frozen=True)
+class NormKind:
+    """A norm kind. ``classes`` maps each impl to its class name in normbench/norms/layers.py."""
+
+    name: str
+    classes: Mapping[str, str]
+    eps: bool = True             # divides by a statistic: eps is used, and must be > 0
+    # "feature": gamma per feature (``norm.gain_offset`` may store gamma - 1; gone without affine);
+    # "scalar": one g, a buffer without affine, so gamma_init still acts; "none"
+    gain: str = "feature"
+    bias: bool = True            # a shift beta per feature (with affine)
+    params: tuple[str, ...] = ()  # the NormSpec fields its constructor also takes (dyt: alpha_init)
+    batch_stats: bool = False    # statistics over the batch: needs batch >= 2; norm.bn_* act on it
+    per_step: str | None = None  # the class with separate statistics per time step, inside a recurrence
+    active: bool = True          # False: the identity (norm=none), nothing computed, nowhere to place it
+    timed: bool = True           # `normbench bench kernels` times it
+
+    def __post_init__(self):
+        missing = [impl for impl in CORE_IMPLS if impl not in self.classes]
+        if missing or self.gain not in GAINS:
+            raise ValueError(f"norm kind {self.name!r}: needs classes for {', '.join(CORE_IMPLS)} "
+                             f"and a gain in {GAINS}")
+        object.__setattr__(self, "classes", MappingProxyType(dict(self.classes)))
+
+    @property
+    def has_parameters(self) -> bool:
+        return self.gain != "none" or self.bias or bool(self.params)
+
+    @property
+    def one_formula(self) -> bool:
+        """Every impl builds the same class: norm.impl cannot change a run."""
+        return len(set(self.classes.values())) == 1
+
+
+_REGISTRY: dict[str, NormKind] = {}
+
+
+def register(kind: NormKind) -> NormKind:
+    if kind.name in _REGISTRY:
+        raise ValueError(f"norm kind {kind.name!r} is already registered")
+    _REGISTRY[kind.name] = kind
+    return kind
+
+
+def unregister(name: str) -> None:
+    del _REGISTRY[name]
+
+
+def kind_names() -> tuple[str, ...]:
+    """The registered kind names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def impl_names() -> tuple[str, ...]:
+    """Every norm.impl value: the core pair, auto (whichever of them measures faster), and each kind's own."""
+    extra = (impl for kind in _REGISTRY.values() for impl in kind.classes if impl not in CORE_IMPLS)
+    return (*CORE_IMPLS, "auto", *dict.fromkeys(extra))
+
+
+def kind_of(name: str) -> NormKind:
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown norm kind {name!r}; valid: {', '.join(_REGISTRY)}")
+    return _REGISTRY[name]
+
+
+def require_eps(kind: str, eps: float, key: str = "norm.eps") -> None:
+    """The one eps rule, for the config and the library alike: positive and finite wherever the kind
+    uses it (not without a norm, not in DyT's elementwise tanh)."""
+    if kind_of(kind).eps and not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
+        raise ConfigError(f"{key} must be > 0, got {eps}")
+
+
+def inert_settings(kind: str, *, affine: bool, gain_offset: bool, bn_reestimate: bool) -> list[str]:
+    """The settings a run of ``kind`` cannot feel, whatever the rest of its config (normbench/contract.py)."""
+    k = kind_of(kind)
+    inert = [] if k.eps else ["norm.eps"]
+    if k.one_formula:
+        inert.append("norm.impl")
+    params = dict.fromkeys(p for other in _REGISTRY.values() for p in other.params)
+    inert += [f"norm.{p}" for p in params if p not in k.params]
+    if k.gain == "none" or (k.gain == "feature" and affine is False):
+        inert.append("norm.gamma_init")  # no gain to initialise (ScaleNorm keeps its g as a buffer)
+    if k.gain == "none" and not k.bias:
+        inert.append("norm.affine")
+    if k.gain != "feature" or affine is False or not gain_offset:
+        inert.append("norm.gain_offset")  # no per-feature gain to offset; off is how earlier records ran
+    if not k.has_parameters:
+        inert.append("optim.norm_weight_decay")
+    if not k.batch_stats:
+        inert.append("norm.bn_mask")
+    if not k.batch_stats or not bn_reestimate:  # evaluation with the running averages, as
+        inert += ["norm.bn_reestimate", "norm.bn_reestimate_batches"]  # every earlier record was evaluated
+    if not k.active:  # no norm: nothing computed, nowhere to place it
+        inert += ["norm.fp32", "placement.cell_norm", "placement.summed"]
+    return inert
+
+
+for _kind in (
+    NormKind("none", {"native": "Identity", "reference": "Identity"}, eps=False, gain="none", bias=False,
+             active=False, timed=False),
+    NormKind("bn", {"native": "BatchNorm", "reference": "BatchNormReference"}, batch_stats=True,
+             per_step="StepBatchNorm"),
+    NormKind("ln", {"native": "LayerNorm", "reference": "LayerNormReference"}),
+    # Zhang & Sennrich 2019: no re-centering, no bias; compiled: normbench's CPU kernel (rmsnorm.cpp)
+    NormKind("rms", {"native": "RMSNorm", "reference": "RMSNormReference", "compiled": "RMSNormCompiled"},
+             bias=False),
+    NormKind("scale", {"native": "ScaleNorm", "reference": "ScaleNormReference"}, gain="scalar", bias=False),
+    # elementwise tanh: no statistics, so no eps, and one formula (no fused op to compare against)
+    NormKind("dyt", {"native": "DynamicTanh", "reference": "DynamicTanh"}, eps=False, params=("alpha_init",)),
+):
+    register(_kind)
+
+# The built-in kinds and impls, as tuples for argparse choices and docs; kind_names() and impl_names() also
+# see a kind registered later (what the schema validates against).
+KINDS, IMPLS = kind_names(), impl_names()
