@@ -37,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from normbench.record import RESULT_STATUSES
+from normbench.record import FINAL_STATUSES, RESULT_STATUSES
 from normbench.report import aggregate
 from normbench.report.intervals import mean_estimate
 from normbench.report.records import find_records, quiet_numerics
@@ -155,7 +155,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", 
             diverged_new=int((rows["status_new"] == "diverged").sum()),
             unfinished_new=[f"seed {aggregate.format_value(s)}: {st}" for s, st, was in
                             zip(rows["seed_new"], rows["status_new"], rows["status_base"])
-                            if st not in RESULT_STATUSES and st not in ("invalid", "skipped") and was in RESULT_STATUSES],
+                            if st not in FINAL_STATUSES and was in RESULT_STATUSES],
             gradients={g: delta(g) for g in GRADIENTS},
             step_ms=delta(STEP_TIME, rows["status_base"].eq("ok") & rows["status_new"].eq("ok")))
         _judge(setting, metric, tolerance, relative, max_new_divergences, step_time_tolerance)

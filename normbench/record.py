@@ -23,7 +23,6 @@ import tempfile
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 
-import normbench
 from normbench.contract import READABLE, SCHEMA, config_hash, group_hash  # noqa: F401
 from normbench.schema import TASK_CONFIGS, Config
 
@@ -33,7 +32,7 @@ log = logging.getLogger("normbench")
 RUNNING = "running"  # written at an attempt's start; a record left so was killed or runs still
 STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted")  # how an attempt ended
 FINAL_STATUSES = ("ok", "diverged", "invalid", "skipped")  # final: never run again by resume, never overwritten
-RESULT_STATUSES = ("ok", "diverged")  # training ran to its end (a divergence is a result): the metrics say how it went
+RESULT_STATUSES = ("ok", "diverged")  # training ran to its end or diverged (a result): the metrics say how it went
 TRAINED_STATUSES = ("ok", "diverged", "failed", "interrupted")  # training started (invalid and skipped never train)
 SUMMARY = "summary.json"
 
@@ -42,8 +41,8 @@ SUMMARY = "summary.json"
 class RunRecord:
     """One run's record: its folder and its summary.json's object, every key as written (docs/run-record.md).
 
-    The summary stays the dict on disk, keys in their order, so a record read and written again is
-    the same file and keys this version does not know (older or newer records) are kept.
+    The summary stays the object on disk, keys in their order, so a record read and written again is
+    the same file (bar strings cut to MAX_STRING) and keys this version does not know are kept.
     """
 
     run_dir: Path
@@ -264,7 +263,7 @@ def now_iso() -> str:
 
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str | None:
-    source = Path(normbench.__file__).resolve().parent.parent
+    source = Path(__file__).resolve().parent.parent  # the checkout (or site-packages) this package runs from
     try:
         out = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
