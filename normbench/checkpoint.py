@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from normbench.loggers import RunLogger
-from normbench.record import read_summary, write_atomic
+from normbench.record import RunRecord, read_summary, write_atomic
 
 log = logging.getLogger("normbench")
 FILE = "checkpoint.pt"
@@ -88,7 +88,8 @@ def find(run_dir: Path, sweep_dir: Path | None, config_hash: str) -> tuple[Path,
     candidates = [Path(run_dir) / FILE]
     if sweep_dir is not None:  # another folder's checkpoint, when the record beside it is of this run
         candidates += sorted(p for p in Path(sweep_dir).rglob(FILE) if p != candidates[0]
-                             and (read_summary(p.parent / "summary.json") or {}).get("config_hash") == config_hash)
+                             and isinstance(record := read_summary(p.parent / "summary.json"), RunRecord)
+                             and record.summary.get("config_hash") == config_hash)
     for path in candidates:
         saved = load(path) if path.is_file() else None
         if saved is not None and saved["config_hash"] == config_hash:

@@ -37,6 +37,7 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
+from normbench.record import FINAL_STATUSES, RESULT_STATUSES
 from normbench.report import aggregate
 from normbench.report.intervals import mean_estimate
 from normbench.report.records import find_records, quiet_numerics
@@ -46,7 +47,6 @@ METRICS = {"best_val": "metrics.best_val", "test": "metrics.test"}
 # Shown with intervals; gated only where the module docstring says.
 GRADIENTS = ("metrics.grad_norm_median", "metrics.grad_norm_max", "metrics.grad_kurtosis_max")
 STEP_TIME = "throughput.step_ms_median"
-FINISHED = ("ok", "diverged")
 ENVIRONMENT = ("git_commit", "torch", "device", "device_name", "python", "normbench_version")
 CLOCKS = ("metrics.seconds_to_target",)  # wall-clock readings: never equal twice, not gated by --exact
 POWER, ALPHA = 0.8, 0.05
@@ -142,7 +142,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", 
     for group, rows in pairs.groupby("group_hash_base", sort=False):
         first = base[base[key] == rows[key].iloc[0]].iloc[0]
         higher = bool(rows["task.higher_is_better_base"].iloc[0])
-        finished = rows["status_base"].isin(FINISHED) & rows["status_new"].isin(FINISHED)
+        finished = rows["status_base"].isin(RESULT_STATUSES) & rows["status_new"].isin(RESULT_STATUSES)
 
         def delta(name: str, where=finished) -> Delta | None:
             if f"{name}_base" not in rows or f"{name}_new" not in rows:
@@ -155,7 +155,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", 
             diverged_new=int((rows["status_new"] == "diverged").sum()),
             unfinished_new=[f"seed {aggregate.format_value(s)}: {st}" for s, st, was in
                             zip(rows["seed_new"], rows["status_new"], rows["status_base"])
-                            if st not in FINISHED and st not in ("invalid", "skipped") and was in FINISHED],
+                            if st not in FINAL_STATUSES and was in RESULT_STATUSES],
             gradients={g: delta(g) for g in GRADIENTS},
             step_ms=delta(STEP_TIME, rows["status_base"].eq("ok") & rows["status_new"].eq("ok")))
         _judge(setting, metric, tolerance, relative, max_new_divergences, step_time_tolerance)

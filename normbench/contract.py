@@ -21,8 +21,6 @@ from normbench.schema import RECURRENT, Config
 
 SCHEMA = "normbench.run/2"
 READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it
-STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted")
-FINISHED = ("ok", "diverged", "invalid", "skipped")  # final: never run again by resume, never overwritten
 HARNESS = {f.name: f.metadata["harness"] for f in fields(Config) if "harness" in f.metadata}
 
 # Short names the report and the claims use for the settings people sweep most.

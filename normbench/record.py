@@ -1,4 +1,11 @@
-"""The run record on disk (docs/run-record.md): metrics.jsonl as it goes, summary.json atomically."""
+"""The run record (docs/run-record.md): what a record is, the one reader and the one writer.
+
+A run's record is its folder's ``summary.json`` (written at the start and the end of each attempt,
+atomically) and ``metrics.jsonl`` (a line per step, as it goes). ``RunRecord`` is one record in
+memory: what ``read_summary`` returns and what ``write_record`` writes. ``RecordWriter`` holds a
+run's folder while the run fills its record. Imports no torch: the report reads records through
+this module (the record's ``environment`` block, which asks torch, is normbench/environment.py).
+"""
 
 from __future__ import annotations
 
@@ -6,27 +13,206 @@ import datetime as dt
 import errno
 import fcntl
 import functools
-import logging
 import json
+import logging
 import math
 import os
-import platform
-import socket
 import stat
 import subprocess
 import tempfile
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 
-import torch
-
-import normbench
-from normbench.contract import FINISHED, READABLE, SCHEMA, STATUSES, config_hash, group_hash  # noqa: F401
-from normbench.report import records
+from normbench.contract import READABLE, SCHEMA, config_hash, group_hash  # noqa: F401
+from normbench.schema import TASK_CONFIGS, Config
 
 log = logging.getLogger("normbench")
 
+# -- what a record says: its status ---------------------------------------------------------------
+RUNNING = "running"  # written at an attempt's start; a record left so was killed or runs still
+STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted")  # how an attempt ended
+FINAL_STATUSES = ("ok", "diverged", "invalid", "skipped")  # final: never run again by resume, never overwritten
+RESULT_STATUSES = ("ok", "diverged")  # training ran to its end or diverged (a result): the metrics say how it went
+TRAINED_STATUSES = ("ok", "diverged", "failed", "interrupted")  # training started (invalid and skipped never train)
+SUMMARY = "summary.json"
 
 
+@dataclass(frozen=True)
+class RunRecord:
+    """One run's record: its folder and its summary.json's object, every key as written (docs/run-record.md).
+
+    The summary stays the object on disk, keys in their order, so a record read and written again is
+    the same file (bar strings cut to MAX_STRING) and keys this version does not know are kept.
+    """
+
+    run_dir: Path
+    summary: dict
+
+    @property
+    def path(self) -> Path:
+        return self.run_dir / SUMMARY
+
+    @property
+    def status(self) -> str:
+        """One of STATUSES, or RUNNING (read_summary sets aside a record with any other)."""
+        return self.summary.get("status")
+
+    @property
+    def config(self) -> dict | None:
+        """The config the run was given, plain (read_summary sets aside a record whose config is not an object)."""
+        return self.summary.get("config")
+
+    @property
+    def final(self) -> bool:
+        """Whether this attempt is final: it is never run again or overwritten (FINAL_STATUSES)."""
+        return self.status in FINAL_STATUSES
+
+    def of_run(self, digest: str) -> bool:
+        """Whether this is a record of run ``digest``; identity is recomputed from the config, so a record
+        of an earlier version (another hash) is still recognised."""
+        return isinstance(self.config, dict) and config_hash(self.config) == digest
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A summary.json that is not read, and why (a short phrase)."""
+
+    path: Path
+    why: str
+
+
+# -- the one reader -------------------------------------------------------------------------------
+# What one record may bring in. A record the runner writes is a few kB to a few hundred kB; the
+# caps are far above that and far below what would hold up (or exhaust) a report.
+MAX_RECORD_BYTES = 16 << 20
+MAX_STRING = 10_000  # characters of one string (a failure reason, a path); longer ones end in "…"
+DICT_FIELDS = ("config", "axes", "task", "metrics", "profiles", "throughput", "environment", "time",
+               "precision", "rerun_of")
+
+
+class Unreadable(Exception):
+    """A run file that is not read; the message is the one phrase saying why."""
+
+
+def read_run_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file inside a run folder, at most ``max_bytes`` of them.
+
+    Opened without following a link in its last component and without blocking, then checked
+    with fstat: a FIFO, a device, a folder or a link (planted, or to /dev/zero) is refused, never
+    waited on or read without end. Raises Unreadable.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise Unreadable(f"no {Path(path).name}") from None
+    except OSError as error:
+        link = os.path.islink(path)
+        raise Unreadable(f"{Path(path).name} is a symbolic link" if link else
+                         f"{Path(path).name} cannot be opened ({error.strerror or error})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"{Path(path).name} is not a regular file")
+        if info.st_size > max_bytes:
+            raise Unreadable(f"{Path(path).name} is larger than {max_bytes >> 20} MiB")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as error:
+        raise Unreadable(f"{Path(path).name} cannot be read ({error.strerror or error})") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:  # grew while being read
+        raise Unreadable(f"{Path(path).name} is larger than {max_bytes >> 20} MiB")
+    return data
+
+
+def bounded(value: object) -> object:
+    """``value`` with every string (and key) cut to MAX_STRING characters, ending in "…"."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STRING else value[: MAX_STRING - 1] + "…"
+    if isinstance(value, dict):
+        return {bounded(k): bounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [bounded(v) for v in value]
+    return value
+
+
+def _finite_float(text: str) -> float | None:
+    number = float(text)
+    return number if math.isfinite(number) else None  # 1e999: as the runner writes inf, null
+
+
+def parse_record(data: bytes) -> dict:
+    """A summary.json's object, bounded; raises Unreadable with the reason it is not one.
+
+    NaN and ±Infinity (which JSON does not have, and the runner never writes: it writes null)
+    read as null, like a number too large for a float.
+    """
+    try:
+        summary = json.loads(data.decode("utf-8"), parse_constant=lambda _: None, parse_float=_finite_float)
+        summary = bounded(summary)
+    except (UnicodeDecodeError, ValueError):  # JSONDecodeError, an int of thousands of digits
+        raise Unreadable("unreadable summary.json") from None
+    except RecursionError:
+        raise Unreadable("summary.json is nested too deeply") from None
+    if not isinstance(summary, dict):
+        raise Unreadable("summary.json is not an object")
+    schema = summary.get("schema")
+    if schema not in READABLE:
+        raise Unreadable("no schema" if schema is None else f"schema {str(schema)[:60]!r}")
+    status = summary.get("status")
+    if not isinstance(status, str) or status not in (*STATUSES, RUNNING):
+        raise Unreadable(f"status {str(status)[:60]!r} is not a run status")
+    wrong = [key for key in DICT_FIELDS if summary.get(key) is not None and not isinstance(summary[key], dict)]
+    if wrong:
+        raise Unreadable(f"{wrong[0]} is not an object")
+    mistyped = _mistyped(summary.get("config") or {}, Config, "config.")
+    if mistyped:
+        raise Unreadable(mistyped)
+    return summary
+
+
+# What a config value of each annotated type may be in JSON (a float setting may be written as 1).
+_JSON_TYPES = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,),
+               "Optional[float]": (int, float, type(None)), "Optional[int]": (int, type(None)),
+               "Optional[str]": (str, type(None))}
+
+
+def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
+    """The first setting of a recorded config whose value is not of its schema type (a string where
+    the schema has a number), or None. Keys the schema does not know are left alone (older records)."""
+    for item in fields(schema):
+        if item.name not in values:
+            continue
+        value, key = values[item.name], f"{prefix}{item.name}"
+        group = TASK_CONFIGS.get(value.get("name")) if item.name == "task" and isinstance(value, dict) else (
+            item.default_factory if is_dataclass(item.default_factory) else None)
+        if group is not None or is_dataclass(item.default_factory):
+            if not isinstance(value, dict):
+                return f"{key} is not an object"
+            found = _mistyped(value, group, f"{key}.") if group is not None else None
+            if found:
+                return found
+            continue
+        allowed = _JSON_TYPES.get(str(item.type))
+        if allowed and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
+            return f"{key} is not of type {item.type}"
+    return None
+
+
+def read_summary(path: Path) -> RunRecord | SetAside:
+    """The one reader of a summary.json, used by the report, load_runs, compare, rerun, tune, the
+    runner's resume and folder claims, checkpoints and the end of a sweep. Never raises, hangs or
+    reads without bound: a record it cannot use comes back as SetAside with a one-phrase reason."""
+    path = Path(path)
+    try:
+        return RunRecord(path.parent, parse_record(read_run_file(path, MAX_RECORD_BYTES)))
+    except Unreadable as why:
+        return SetAside(path, str(why))
+
+
+# -- the one writer -------------------------------------------------------------------------------
 def _finite_or_none(value):
     """JSON has no NaN/inf: a non-finite measurement is written as null (its status says why)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -66,13 +252,18 @@ def write_json_atomic(path: Path, obj) -> None:
     write_atomic(path, lambda f: f.write(text))
 
 
+def write_record(record: RunRecord) -> None:
+    """``record`` as its folder's summary.json, atomically: the one writer of a summary.json."""
+    write_json_atomic(record.path, record.summary)
+
+
 def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str | None:
-    source = Path(normbench.__file__).resolve().parent.parent
+    source = Path(__file__).resolve().parent.parent  # the checkout (or site-packages) this package runs from
     try:
         out = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
@@ -82,59 +273,6 @@ def git_commit() -> str | None:
     if out.returncode != 0:
         return None  # an installed wheel: normbench_version identifies the code
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-
-
-# What torch.utils.collect_env reports that the fields below do not: versions of the driver, the
-# CUDA runtime, the compilers and the pip packages torch cares about (numpy, triton, ...).
-_COLLECT_ENV = ("nvidia_driver_version", "nvidia_gpu_models", "cuda_runtime_version", "cudnn_version",
-                "gcc_version", "os", "libc_version", "pip_packages", "caching_allocator_config")
-
-
-@functools.lru_cache(maxsize=1)
-def collected_environment() -> dict:
-    """Part of torch.utils.collect_env.get_env_info(), once per process: it runs lscpu, pip and
-    nvidia-smi (about 1 s on a 2-core CPU), and jobs that share a process share the machine."""
-    try:
-        from torch.utils import collect_env
-
-        info = collect_env.get_env_info()._asdict()
-    except Exception as err:  # a missing tool or a locked pip: the record goes on without it
-        return {"error": f"{type(err).__name__}: {err}"[:200]}
-    out = {key: info.get(key) for key in _COLLECT_ENV}
-    if isinstance(out["pip_packages"], str):
-        out["pip_packages"] = out["pip_packages"].splitlines()
-    return {k: v if isinstance(v, (str, int, float, bool, list, type(None))) else str(v) for k, v in out.items()}
-
-
-def environment(device: torch.device) -> dict:
-    cuda = device.type == "cuda"
-    if cuda:
-        name = torch.cuda.get_device_name(device)
-    else:
-        name = platform.processor() or platform.machine()
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-        except OSError:
-            pass
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "device": device.type,
-        "device_name": name,
-        "cuda": torch.version.cuda if cuda else None,
-        "cudnn": torch.backends.cudnn.version() if cuda else None,
-        "threads": torch.get_num_threads(),
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "normbench_version": normbench.__version__,
-        "git_commit": git_commit(),
-        "deterministic": torch.are_deterministic_algorithms_enabled(),
-        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
-        "collect_env": collected_environment(),
-    }
 
 
 LOCK = ".normbench.lock"
@@ -147,16 +285,15 @@ def _occupant(run_dir: Path, digest: str) -> str | None:
     interrupted, killed) of this very run: a finished record of any run, a record of another run
     or one this version cannot read is never overwritten.
     """
-    path = run_dir / "summary.json"
+    path = run_dir / SUMMARY
     if not path.exists():
         return None
-    summary = read_summary(path)
-    if summary is None:
+    record = read_summary(path)
+    if isinstance(record, SetAside):
         return "an unreadable or foreign summary.json, set aside untouched"
-    if summary.get("status") in FINISHED:
-        return f"a finished record (status {summary.get('status')})"
-    config = summary.get("config")
-    if not isinstance(config, dict) or config_hash(config) != digest:
+    if record.final:
+        return f"a finished record (status {record.status})"
+    if not record.of_run(digest):
         return "an unfinished record of another run"
     return None
 
@@ -196,25 +333,33 @@ def claim_run_dir(preferred: Path, digest: str) -> tuple[Path, int]:
     raise OSError(f"no free run folder beside {preferred}")
 
 
-class RunRecord:
-    """Owns one run directory's metrics.jsonl and summary.json."""
+class RecordWriter:
+    """Holds one run's folder while the run writes its record: summary.json (through write_record)
+    at the start and the end, metrics.jsonl a line at a time, and the folder's lock until the end."""
 
     def __init__(self, run_dir: Path, lock: int | None = None):
-        self.run_dir = Path(run_dir)
-        self.summary_path = self.run_dir / "summary.json"
-        self.summary: dict = {"schema": SCHEMA, "status": "running", "reason": None}
+        self.record = RunRecord(Path(run_dir), {"schema": SCHEMA, "status": RUNNING, "reason": None})
         self._metrics = None
         self._lock = lock
 
+    @property
+    def run_dir(self) -> Path:
+        return self.record.run_dir
+
+    @property
+    def summary(self) -> dict:
+        """The record's summary, filled in by the run (the Trainer adds its ``precision``) until ``finish``."""
+        return self.record.summary
+
     @classmethod
-    def claim(cls, preferred: Path, digest: str) -> "RunRecord":
-        """The record of a new attempt at run ``digest``, in a folder claimed by ``claim_run_dir``."""
+    def claim(cls, preferred: Path, digest: str) -> "RecordWriter":
+        """The writer of a new attempt at run ``digest``, in a folder claimed by ``claim_run_dir``."""
         return cls(*claim_run_dir(preferred, digest))
 
     def start(self, **fields) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.summary.update(fields, time={"started": now_iso()})
-        write_json_atomic(self.summary_path, self.summary)
+        write_record(self.record)
         # "w": a resumed run starts its curve again rather than appending to a dead run's lines
         self._metrics = os.fdopen(open_run_file(self.run_dir / "metrics.jsonl"), "w", buffering=1)
 
@@ -227,18 +372,10 @@ class RunRecord:
             self._metrics.close()
         times = {**self.summary.get("time", {}), **fields.pop("time", {}), "ended": now_iso()}
         self.summary.update(fields, status=status, reason=reason, time=times)
-        write_json_atomic(self.summary_path, self.summary)
+        write_record(self.record)
         if self._lock is not None:
             os.close(self._lock)  # releases the folder
             self._lock = None
-
-
-def read_summary(path: Path) -> dict | None:
-    """A summary.json of a schema this version reads, or None for one the report would set aside
-    (missing, partial, foreign, not a regular file, too large, malformed): the report's reader,
-    normbench/report/records.py, is the only one."""
-    record = records.read_summary(path)
-    return None if isinstance(record, records.SetAside) else record.summary
 
 
 # The policy for every file a run writes into its folder: a link planted there is never followed

@@ -18,8 +18,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from normbench.contract import config_hash
-from normbench.record import git_commit
-from normbench.report import records
+from normbench.record import SetAside, git_commit, read_summary
 
 COMPARED = ("best_val", "final_val", "test", "final_train_loss", "steps_to_target", "diverged_at_step",
             "grad_norm_max", "loss_spikes")
@@ -56,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="a run directory holding summary.json")
     parser.add_argument("--out", type=Path, help="where the new record goes (default: outputs/reruns/DATE/TIME-HASH)")
     args = parser.parse_args(argv)
-    found = records.read_summary(args.run_dir / "summary.json")
-    if isinstance(found, records.SetAside) or not isinstance(found.summary.get("config"), dict):
-        why = found.why if isinstance(found, records.SetAside) else "no config"
+    found = read_summary(args.run_dir / "summary.json")
+    if isinstance(found, SetAside) or found.config is None:
+        why = found.why if isinstance(found, SetAside) else "no config"
         print(f"normbench.rerun: no readable normbench record in {str(args.run_dir)[:300]} ({why})", file=sys.stderr)
         return 2
     old = found.summary

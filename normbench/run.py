@@ -19,9 +19,10 @@ from normbench import checkpoint
 from normbench.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
 from normbench import machine, study_info
-from normbench.contract import FINISHED, SCHEMA, config_hash, identity
+from normbench.contract import SCHEMA, identity
+from normbench.environment import environment
 from normbench.loggers import build_logger
-from normbench.record import RunRecord, environment, read_summary, write_run_text
+from normbench.record import RecordWriter, RunRecord, read_summary, write_run_text
 from normbench.report.records import record_paths
 from normbench.tasks import load_task
 from normbench.train import AUTOCAST_DTYPES, Trainer
@@ -93,9 +94,8 @@ def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path 
     if sweep_dir is not None:
         candidates += record_paths(sweep_dir)
     for path in candidates:
-        summary = read_summary(path)  # a malformed, linked or FIFO record anywhere is passed over
-        if summary and summary.get("status") in FINISHED and isinstance(summary.get("config"), dict) \
-                and config_hash(summary["config"]) == digest:
+        record = read_summary(path)  # a malformed, linked or FIFO record anywhere is passed over
+        if isinstance(record, RunRecord) and record.final and record.of_run(digest):
             return path
     return None
 
@@ -193,9 +193,11 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
         if done is not None:
             log.info("%s: already finished in %s, not run again", "resume" if plain.get("resume") else "duplicate",
                      done.parent)
-            return {**(read_summary(done) or {}), "run_dir": str(done.parent), "duplicate_of": str(done.parent)}
+            found = read_summary(done)
+            summary = found.summary if isinstance(found, RunRecord) else {}
+            return {**summary, "run_dir": str(done.parent), "duplicate_of": str(done.parent)}
         with sigterm_as_interrupt():  # from here on, SIGTERM leaves an `interrupted` record, even while loading
-            record = RunRecord.claim(run_dir, digest)
+            record = RecordWriter.claim(run_dir, digest)
             if claim is not None:
                 claim.name(record.run_dir)
             follow_logs(run_dir, record.run_dir)
@@ -212,7 +214,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             claim.release()
 
 
-def _attempt(record: RunRecord, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float,
+def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float,
              resume_from: tuple[Path, dict] | None = None) -> dict:
     trainer = None
     fields: dict = {}
@@ -322,7 +324,7 @@ def require_memory(needed: int, what: str, device: torch.device) -> None:
                           f"{available / 2**30:.1f} GiB are free on {device.type}")
 
 
-def _finish(record: RunRecord, trainer: Trainer | None, fields: dict, status: str, reason: str | None,
+def _finish(record: RecordWriter, trainer: Trainer | None, fields: dict, status: str, reason: str | None,
             wall_start: float) -> dict:
     if trainer is not None:
         fields.update(metrics=trainer.metrics(), profiles=trainer.profiles(), throughput=trainer.throughput())

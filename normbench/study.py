@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from normbench.record import RESULT_STATUSES
+
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh]?)$")
 
 
@@ -110,7 +112,7 @@ def undecided(runs, level: float) -> list[str]:
         if verdict.status == "inconclusive":
             open_items.append(f"claim {claim.id}")
     score = "metrics.final_val"
-    for study, task, mine in comparisons(runs[runs["status"].isin(("ok", "diverged"))]):
+    for study, task, mine in comparisons(runs[runs["status"].isin(RESULT_STATUSES)]):
         higher = bool(mine["task.higher_is_better"].iloc[0])
         ranked = best_set(mine, higher, score=score)
         if ranked.best is None:

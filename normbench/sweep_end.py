@@ -61,7 +61,7 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         records = find_records([sweep_dir])
-        summaries = {r.run_dir / "summary.json": r.summary for r in records.runs}
+        summaries = {r.path: r.summary for r in records.runs}
         if records.set_aside and not config.get("report", True):  # else the report's warning names them
             aside = "; ".join(f"{r.path} ({r.why})" for r in records.set_aside[:10])
             more = f" and {len(records.set_aside) - 10} more" if len(records.set_aside) > 10 else ""

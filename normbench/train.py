@@ -22,7 +22,7 @@ from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
 from normbench.precision import PRECISIONS, MasterWeights, half_model, norm_input_dtypes
-from normbench.record import RunRecord
+from normbench.record import RecordWriter
 from normbench.tasks.batching import epoch_order
 
 log = logging.getLogger("normbench")
@@ -139,7 +139,7 @@ class StepDone:
 
 
 class Trainer:
-    def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RunRecord,
+    def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RecordWriter,
                  logger: RunLogger | None = None, hooks: Iterable[RunLogger] = ()):
         self.cfg, self.task, self.device, self.record = cfg, task, device, record
         # normbench/loggers.py: the run's logger, then any other hooks (the harness's clocks), each

@@ -9,7 +9,7 @@ from normbench.config import to_config
 from normbench.contract import config_hash
 from normbench.models import build_model
 from normbench.norms import BatchNorm, BatchNormReference, StepBatchNorm, batch_norms, reestimate_statistics
-from normbench.record import RunRecord
+from normbench.record import RecordWriter
 from normbench.run import execute, prepare
 from normbench.schema import ModelShape, NormSpec, PlacementConfig
 from normbench.train import Trainer
@@ -81,7 +81,7 @@ def momentum_none_outputs(model, x_train, x_val, batch: int = 512):
 
 def trained(compose, tmp_path, *overrides):
     cfg, task, model, device = prepare(compose(*DIGITS, *overrides))
-    record = RunRecord(tmp_path)
+    record = RecordWriter(tmp_path)
     record.start(config={}, overrides=[], seed=cfg.seed)
     trainer = Trainer(cfg, task, model, device, record)
     trainer.fit()

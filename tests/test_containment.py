@@ -73,7 +73,7 @@ def test_a_run_never_writes_through_a_planted_file(tmp_path, victim, kind, name)
     preferred = tmp_path / "sweep" / "0"
     preferred.mkdir(parents=True)
     plant(kind, preferred / name, victim)
-    run = record.RunRecord.claim(preferred, "0123456789abcdef")
+    run = record.RecordWriter.claim(preferred, "0123456789abcdef")
     assert run.run_dir != preferred  # a folder with a planted run file is not claimed
     run.start(config={}, overrides=[])
     run.log({"kind": "train", "step": 1, "loss": 1.0})

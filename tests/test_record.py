@@ -1,9 +1,13 @@
 import json
+import subprocess
+import sys
 
 import pytest
 
-from normbench import record
-from normbench.record import RunRecord, config_hash, read_summary, write_json_atomic
+from normbench import compare, contract, record
+from normbench.record import (FINAL_STATUSES, RESULT_STATUSES, RUNNING, STATUSES, TRAINED_STATUSES, RecordWriter,
+                              RunRecord, SetAside, config_hash, read_summary, write_json_atomic, write_record)
+from normbench.report.claims import vocabulary
 
 
 def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path, monkeypatch):
@@ -16,7 +20,7 @@ def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         write_json_atomic(path, {"status": "ok"})
     monkeypatch.undo()
-    assert read_summary(path)["status"] == "running"
+    assert read_summary(path).status == "running"
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temp file left behind
 
 
@@ -26,22 +30,62 @@ def test_non_finite_numbers_are_written_as_null(tmp_path):
 
 
 def test_record_lifecycle_and_metrics_lines_are_flushed(tmp_path):
-    rec = RunRecord(tmp_path)
+    rec = RecordWriter(tmp_path)
     rec.start(config={"seed": 1})
-    assert read_summary(tmp_path / "summary.json")["status"] == "running"
+    assert read_summary(tmp_path / "summary.json").status == RUNNING
     rec.log({"kind": "train", "step": 1, "loss": 0.5})
     assert json.loads((tmp_path / "metrics.jsonl").read_text())["loss"] == 0.5  # visible before close
+    rec.summary["precision"] = {"dtype": "fp32"}  # the Trainer fills the dict; finish writes it
     rec.finish("ok", None, metrics={"best_val": 1.0})
-    s = read_summary(tmp_path / "summary.json")
-    assert s["status"] == "ok" and s["time"]["started"] and s["time"]["ended"]
+    found = read_summary(tmp_path / "summary.json")
+    assert isinstance(found, RunRecord) and found.run_dir == tmp_path and found.path == tmp_path / "summary.json"
+    assert found.status == "ok" and found.final and found.summary["time"]["started"] and found.summary["time"]["ended"]
+    assert found.summary["precision"] == {"dtype": "fp32"} and found == rec.record
 
 
-def test_read_summary_rejects_partial_and_foreign_records(tmp_path):
+def test_read_summary_sets_aside_partial_foreign_and_missing_records_with_a_reason(tmp_path):
     (tmp_path / "cut.json").write_text('{"schema": "normbench.run/1", "sta')
     (tmp_path / "foreign.json").write_text('{"schema": "other/2"}')
-    assert read_summary(tmp_path / "cut.json") is None
-    assert read_summary(tmp_path / "foreign.json") is None
-    assert read_summary(tmp_path / "missing.json") is None
+    reasons = {name: read_summary(tmp_path / name) for name in ("cut.json", "foreign.json", "missing.json")}
+    assert all(isinstance(r, SetAside) for r in reasons.values())
+    assert [r.why for r in reasons.values()] == ["unreadable summary.json", "schema 'other/2'", "no missing.json"]
+    assert reasons["cut.json"].path == tmp_path / "cut.json"
+
+
+def test_a_record_written_by_the_previous_version_reads_and_writes_back_byte_identical(tmp_path):
+    # As 2b6f36d's RunRecord.finish wrote it: indent=1, keys in the runner's order, null for NaN.
+    summary = {"schema": "normbench.run/2", "status": "diverged", "reason": "loss is non-finite at step 3",
+               "config": {"seed": 2, "lr": 0.1}, "overrides": ["lr=0.1"], "config_hash": "ab" * 8,
+               "group_hash": "cd" * 8, "seed": 2, "axes": {"lr": 0.1}, "task": {"name": "adding"},
+               "metrics": {"best_val": None, "diverged_at_step": 3}, "later_key": [1, 2.5, "é"],
+               "time": {"started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:01+00:00"}}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(summary, indent=1, sort_keys=False, allow_nan=False))
+    before = path.read_bytes()
+    found = read_summary(path)
+    assert found.summary == summary and list(found.summary) == list(summary)
+    write_record(found)
+    assert path.read_bytes() == before
+
+
+def test_a_record_is_of_its_run_by_recomputed_identity_not_its_recorded_hash(tmp_path):
+    config = {"seed": 0, "lr": 0.1}
+    old = RunRecord(tmp_path, {"schema": "normbench.run/1", "status": "ok", "config": config, "config_hash": "stale"})
+    assert old.of_run(config_hash(config)) and not old.of_run("stale")
+    assert not RunRecord(tmp_path, {"schema": "normbench.run/2", "status": "ok"}).of_run(config_hash(config))
+
+
+def test_each_set_of_statuses_is_named_once_for_what_it_is():
+    assert set(RESULT_STATUSES) < set(FINAL_STATUSES) < set(STATUSES) and RUNNING not in STATUSES
+    assert set(RESULT_STATUSES) < set(TRAINED_STATUSES) and {"invalid", "skipped"}.isdisjoint(TRAINED_STATUSES)
+    assert not hasattr(contract, "FINISHED") and not hasattr(compare, "FINISHED")
+    assert not hasattr(vocabulary, "FINISHED")
+    assert vocabulary.Claim.__dataclass_fields__["statuses"].default is RESULT_STATUSES
+
+
+def test_the_record_module_imports_no_torch():
+    code = "import sys, normbench.record, normbench.report.records; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_config_hash_ignores_harness_keys_only():

@@ -19,7 +19,7 @@ def lines(path):
 def test_ok_run_writes_a_complete_record(compose, tmp_path):
     summary = execute(compose(), tmp_path, ["task=adding"])
     assert summary.pop("run_dir") == str(tmp_path)  # where the record went; not part of the record
-    assert summary == read_summary(tmp_path / "summary.json")
+    assert summary == read_summary(tmp_path / "summary.json").summary
     assert summary["status"] == "ok" and summary["reason"] is None
     assert summary["axes"]["norm"] == "ln" and summary["axes"]["placement"] == "pre"
     m, t = summary["metrics"], summary["throughput"]
@@ -88,7 +88,7 @@ def test_batchnorm_records_train_eval_gap(compose, tmp_path):
 def test_invalid_input_is_recorded_as_invalid(compose, tmp_path, overrides, reason):
     summary = execute(compose(*overrides), tmp_path, overrides)
     assert summary["status"] == "invalid" and reason in summary["reason"]
-    assert read_summary(tmp_path / "summary.json")["status"] == "invalid"
+    assert read_summary(tmp_path / "summary.json").status == "invalid"
 
 
 def test_divergence_is_a_result_with_its_step(compose, tmp_path):
@@ -115,7 +115,7 @@ def test_interrupt_keeps_metrics_so_far_and_reraises(compose, tmp_path, monkeypa
     monkeypatch.setattr(Trainer, "_probe", interrupt_later)
     with pytest.raises(KeyboardInterrupt):
         execute(compose(), tmp_path, [])
-    summary = read_summary(tmp_path / "summary.json")
+    summary = read_summary(tmp_path / "summary.json").summary
     assert summary["status"] == "interrupted"
     assert summary["metrics"]["steps_done"] == 3 and summary["metrics"]["final_train_loss"] is not None
     assert len(lines(tmp_path / "metrics.jsonl")) >= 3

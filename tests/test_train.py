@@ -2,7 +2,7 @@ import pytest
 
 from normbench.config import to_config
 from normbench.loggers import RunLogger
-from normbench.record import RunRecord
+from normbench.record import RecordWriter
 from normbench.run import prepare
 from normbench.train import Trainer, learning_rate
 
@@ -45,7 +45,7 @@ class Calls(RunLogger):
 
 def test_hooks_are_called_in_the_loops_order(compose, tmp_path):
     cfg, task, model, device = prepare(compose("log_every=2", "steps=4", "probe_every=2", "eval_every=4"))
-    record = RunRecord(tmp_path)
+    record = RecordWriter(tmp_path)
     record.start(config={}, overrides=[], seed=cfg.seed)
     logger, clock = Calls(), Calls()
     try:

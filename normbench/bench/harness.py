@@ -41,7 +41,7 @@ from normbench.bench.section import RatioLine, Section, bench_environment, markd
 from normbench.bench.timing import clock_for, measure, paired_difference
 from normbench.config import config_dir, register
 from normbench.loggers import RunLogger
-from normbench.record import RunRecord
+from normbench.record import RecordWriter
 from normbench.run import prepare, resolve_device
 from normbench.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate, loss_function
 
@@ -141,7 +141,7 @@ def trial(node: DictConfig, work_dir: Path) -> dict:
     """One harness run with a bare loop on a copy of its model (same initial weights) in lockstep."""
     cfg, task, model, device = prepare(node)
     bare = BareLoop(cfg, task, copy.deepcopy(model), device)
-    record = RunRecord(work_dir)
+    record = RecordWriter(work_dir)
     record.start(config={}, overrides=[], seed=cfg.seed)
     try:
         return timed_fit(Trainer(cfg, task, model, device, record), bare)

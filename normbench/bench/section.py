@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from normbench import machine
-from normbench.record import environment
+from normbench.environment import environment
 
 
 # What lowers the instruction set each part of torch uses: ATen's own kernels, MKL's BLAS (nn.LSTM's

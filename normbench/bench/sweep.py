@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
-from normbench.record import read_summary
+from normbench.record import RunRecord, read_summary
 
 TARGET = 1.6  # sequential wall time / parallel wall time with 2 workers on 2 cores
 # Small runs of the default setup: start-up (~seconds) must not dominate, the whole comparison must stay short.
@@ -46,7 +46,8 @@ def timed_sweep(command: list[str], sweep_dir: Path, runs: int, timeout_s: float
         done = subprocess.run([*command, f"hydra.sweep.dir={sweep_dir}"], stdout=out, stderr=subprocess.STDOUT,
                               timeout=timeout_s, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
     wall = time.perf_counter() - start
-    summaries = [s for p in sorted(sweep_dir.rglob("summary.json")) if (s := read_summary(p))]
+    summaries = [r.summary for p in sorted(sweep_dir.rglob("summary.json"))
+                 if isinstance(r := read_summary(p), RunRecord)]
     statuses = [s["status"] for s in summaries]
     if done.returncode != 0 or len(summaries) != runs or any(st != "ok" for st in statuses):
         tail = "".join(log.read_text().splitlines(keepends=True)[-15:])

@@ -306,7 +306,7 @@ def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Pat
     files.append({"path": "summary.csv", "what": "one row per arm: every number in the tables"})
     paths_of: dict[str, set[str]] = {}
     for record in records.runs:
-        config = record.summary.get("config") if isinstance(record.summary.get("config"), dict) else {}
+        config = record.config or {}
         task = config.get("task") if isinstance(config.get("task"), dict) else {}
         name = str((record.summary.get("task") or {}).get("name") or task.get("name") or "")
         if name:

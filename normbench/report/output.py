@@ -19,7 +19,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from normbench.report.records import Unreadable, read_run_file
+from normbench.record import Unreadable, read_run_file
 
 MANIFEST = ".normbench-report.json"
 MAX_MANIFEST_BYTES = 4 << 20

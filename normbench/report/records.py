@@ -1,4 +1,4 @@
-"""Finding and reading run records (docs/run-record.md). The report's only input.
+"""Finding run records in folders and reading their curves (docs/run-record.md). The report's only input.
 
 A sweep can be half-written when the report runs: a job still running, a job killed mid-write, a
 directory from another tool. None of that may stop the report, so every record is either read or
@@ -13,29 +13,14 @@ import math
 import os
 import stat
 import warnings
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
-from normbench.contract import READABLE, STATUSES
-from normbench.schema import TASK_CONFIGS, Config
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    run_dir: Path
-    summary: dict
-
-
-@dataclass(frozen=True)
-class SetAside:
-    """A summary.json the report could not use, and why (a short phrase)."""
-
-    path: Path
-    why: str
+from normbench.record import SUMMARY, RunRecord, SetAside, read_summary
 
 
 @dataclass(frozen=True)
@@ -56,7 +41,7 @@ def find_records(paths: Iterable[Path]) -> Records:
         if not os.path.lexists(root):
             missing.append(root)
             continue
-        candidates = [root] if root.name == "summary.json" else record_paths(root)
+        candidates = [root] if root.name == SUMMARY else record_paths(root)
         for summary_path in candidates:
             resolved = summary_path.resolve()
             if resolved in seen:
@@ -73,139 +58,9 @@ def find_records(paths: Iterable[Path]) -> Records:
 def record_paths(folder: Path) -> list[Path]:
     """Every summary.json under ``folder``, sorted; a folder that cannot be listed yields nothing."""
     try:
-        return sorted(Path(folder).rglob("summary.json"))
+        return sorted(Path(folder).rglob(SUMMARY))
     except OSError:
         return []
-
-
-# What one record may bring in. A record the runner writes is a few kB to a few hundred kB; the
-# caps are far above that and far below what would hold up (or exhaust) a report.
-MAX_RECORD_BYTES = 16 << 20
-MAX_STRING = 10_000  # characters of one string (a failure reason, a path); longer ones end in "…"
-DICT_FIELDS = ("config", "axes", "task", "metrics", "profiles", "throughput", "environment", "time",
-               "precision", "rerun_of")
-
-
-class Unreadable(Exception):
-    """A run file that is not read; the message is the one phrase saying why."""
-
-
-def read_run_file(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file inside a run folder, at most ``max_bytes`` of them.
-
-    Opened without following a link in its last component and without blocking, then checked
-    with fstat: a FIFO, a device, a folder or a link (planted, or to /dev/zero) is refused, never
-    waited on or read without end. Raises Unreadable.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise Unreadable(f"no {Path(path).name}") from None
-    except OSError as error:
-        link = os.path.islink(path)
-        raise Unreadable(f"{Path(path).name} is a symbolic link" if link else
-                         f"{Path(path).name} cannot be opened ({error.strerror or error})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Unreadable(f"{Path(path).name} is not a regular file")
-        if info.st_size > max_bytes:
-            raise Unreadable(f"{Path(path).name} is larger than {max_bytes >> 20} MiB")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError as error:
-        raise Unreadable(f"{Path(path).name} cannot be read ({error.strerror or error})") from None
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:  # grew while being read
-        raise Unreadable(f"{Path(path).name} is larger than {max_bytes >> 20} MiB")
-    return data
-
-
-def bounded(value: object) -> object:
-    """``value`` with every string (and key) cut to MAX_STRING characters, ending in "…"."""
-    if isinstance(value, str):
-        return value if len(value) <= MAX_STRING else value[: MAX_STRING - 1] + "…"
-    if isinstance(value, dict):
-        return {bounded(k): bounded(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [bounded(v) for v in value]
-    return value
-
-
-def _finite_float(text: str) -> float | None:
-    number = float(text)
-    return number if math.isfinite(number) else None  # 1e999: as the runner writes inf, null
-
-
-def parse_record(data: bytes) -> dict:
-    """A summary.json's object, bounded; raises Unreadable with the reason it is not one.
-
-    NaN and ±Infinity (which JSON does not have, and the runner never writes: it writes null)
-    read as null, like a number too large for a float.
-    """
-    try:
-        summary = json.loads(data.decode("utf-8"), parse_constant=lambda _: None, parse_float=_finite_float)
-        summary = bounded(summary)
-    except (UnicodeDecodeError, ValueError):  # JSONDecodeError, an int of thousands of digits
-        raise Unreadable("unreadable summary.json") from None
-    except RecursionError:
-        raise Unreadable("summary.json is nested too deeply") from None
-    if not isinstance(summary, dict):
-        raise Unreadable("summary.json is not an object")
-    schema = summary.get("schema")
-    if schema not in READABLE:
-        raise Unreadable("no schema" if schema is None else f"schema {str(schema)[:60]!r}")
-    status = summary.get("status")
-    if not isinstance(status, str) or status not in (*STATUSES, "running"):
-        raise Unreadable(f"status {str(status)[:60]!r} is not a run status")
-    wrong = [key for key in DICT_FIELDS if summary.get(key) is not None and not isinstance(summary[key], dict)]
-    if wrong:
-        raise Unreadable(f"{wrong[0]} is not an object")
-    mistyped = _mistyped(summary.get("config") or {}, Config, "config.")
-    if mistyped:
-        raise Unreadable(mistyped)
-    return summary
-
-
-# What a config value of each annotated type may be in JSON (a float setting may be written as 1).
-_JSON_TYPES = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,),
-               "Optional[float]": (int, float, type(None)), "Optional[int]": (int, type(None)),
-               "Optional[str]": (str, type(None))}
-
-
-def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
-    """The first setting of a recorded config whose value is not of its schema type (a string where
-    the schema has a number), or None. Keys the schema does not know are left alone (older records)."""
-    for item in fields(schema):
-        if item.name not in values:
-            continue
-        value, key = values[item.name], f"{prefix}{item.name}"
-        group = TASK_CONFIGS.get(value.get("name")) if item.name == "task" and isinstance(value, dict) else (
-            item.default_factory if is_dataclass(item.default_factory) else None)
-        if group is not None or is_dataclass(item.default_factory):
-            if not isinstance(value, dict):
-                return f"{key} is not an object"
-            found = _mistyped(value, group, f"{key}.") if group is not None else None
-            if found:
-                return found
-            continue
-        allowed = _JSON_TYPES.get(str(item.type))
-        if allowed and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
-            return f"{key} is not of type {item.type}"
-    return None
-
-
-def read_summary(path: Path) -> RunRecord | SetAside:
-    """The one reader of a summary.json, used by the report, load_runs, compare, rerun, tune, the
-    runner's resume and folder claims, and the end of a sweep. Never raises, hangs or reads
-    without bound: a record it cannot use comes back as SetAside with a one-phrase reason."""
-    path = Path(path)
-    try:
-        return RunRecord(path.parent, parse_record(read_run_file(path, MAX_RECORD_BYTES)))
-    except Unreadable as why:
-        return SetAside(path, str(why))
 
 
 @contextlib.contextmanager

@@ -122,8 +122,8 @@ def write_record(root: Path, name: str, **fields) -> Path:
 
 def runs_of(*records: dict):
     """The report's runs table for in-memory records (make_record's keyword arguments each)."""
+    from normbench.record import RunRecord
     from normbench.report.aggregate import runs_frame
-    from normbench.report.records import RunRecord
 
     return runs_frame(RunRecord(Path(f"/runs/{i}"), make_record(f"{i}", **fields)[0])
                       for i, fields in enumerate(records))

@@ -11,13 +11,13 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from normbench.record import RESULT_STATUSES
 from normbench.report.aggregate import PRIMARY, format_value
 from normbench.report.intervals import ALPHA, decision_level
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
     "supported", "contradicted", "inconclusive", "not applicable")
 TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward contradicted"
-FINISHED = ("ok", "diverged")  # runs whose record says how training went
 ACCURACY_DELTA = 0.01  # accuracy points: a difference below this is not one anybody would act on
 RANGE_SHARE = 0.10     # other metrics: 10% of the distance from chance to the ideal value
 SLOPE_DELTA = 0.1      # log-log slope: depth ×10 changes the gradient by at most 10^0.1 ≈ 1.26×
@@ -228,7 +228,7 @@ class Claim:
     requires: tuple[Require, ...] = ()
     pool: tuple[str, ...] = ()        # other axes the claim may average over (balanced, else stratified)
     also_compare: tuple[str, ...] = ()  # axes tied to the arms (steps with batch size, depth for a slope)
-    statuses: tuple[str, ...] = FINISHED
+    statuses: tuple[str, ...] = RESULT_STATUSES  # runs whose record says how training went
     prepare: Callable[[pd.DataFrame], tuple[pd.DataFrame, str] | str] | None = None  # a hook, rarely
     design: str = ""                  # how the arms are chosen and what "supported" needs, one or two sentences
 
