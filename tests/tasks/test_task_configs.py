@@ -20,8 +20,8 @@ from normbench.tasks import (
     ImdbConfig,
     MqarConfig,
     TextConfig,
-    load_task,
 )
+from normbench.tasks.tensors import load_task
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 SIMPLE_TYPES = {int, float, str, bool, typing.Optional[str], typing.Optional[int]}
