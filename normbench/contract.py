@@ -16,7 +16,8 @@ import json
 from dataclasses import fields
 from typing import NamedTuple
 
-from normbench.schema import RECURRENT, Config
+from normbench.schema import RECURRENT, TASK_CONFIGS, Config
+from normbench.tasks import TaskConfig
 
 SCHEMA = "normbench.run/2"
 READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it
@@ -84,29 +85,21 @@ def _inert(config: dict) -> list[str]:
         inert += ["model.heads", "model.ff_mult"]
     optimizer = _get(config, "optim.name")
     inert += {"adamw": ["optim.momentum"], "sgd": ["optim.beta1", "optim.beta2"]}.get(optimizer, [])
-    if _get(config, "task.name") == "digits" and not _get(config, "task.permute"):
-        inert.append("task.permutation_seed")
     if family != "transformer" or not _get(config, "model.qk_norm"):
         inert.append("model.qk_norm")  # attention only; off is how every earlier record ran
     if kind in ("none", "scale") or _get(config, "norm.affine") is False or not _get(config, "norm.gain_offset"):
         inert.append("norm.gain_offset")  # no per-feature gain to offset; off is how earlier records ran
     if kind != "bn" or not _get(config, "norm.bn_reestimate"):  # evaluation with the running averages, as
         inert += ["norm.bn_reestimate", "norm.bn_reestimate_batches"]  # every earlier record was evaluated
-    task = _get(config, "task.name")
-    min_length = _get(config, "task.min_length")
-    variable = (task == "imdb" and _get(config, "task.variable_length", True)) \
-        or (task == "text" and _get(config, "task.examples", "windows") != "windows") \
-        or (min_length is not None and min_length < (_get(config, "task.length") or 0))
-    if not variable:  # every example as long as the longest: no padding to mask or bucket by
+    task = TASK_CONFIGS.get(_get(config, "task.name"), TaskConfig)  # each task says which of its keys are inert
+
+    def setting(key: str, default=None):
+        return _get(config, f"task.{key}", default)
+    if not task.padded(setting):  # every example as long as the longest: no padding to mask or bucket by
         inert += ["norm.bn_mask", "task.bucket"]
-        if task == "adding":
-            inert.append("task.min_length")  # null or = length: the fixed-length task of earlier records
     if kind != "bn":
         inert.append("norm.bn_mask")
-    if task == "text" and _get(config, "task.examples") == "windows":
-        inert.append("task.examples")  # the fixed windows of earlier records
-    if task == "imdb" and _get(config, "task.variable_length") is False:
-        inert.append("task.variable_length")  # left-padded to max_len: the imdb of earlier records
+    inert += [f"task.{key}" for key in task.inert(setting)]
     if not _get(config, "model.bidirectional"):
         inert.append("model.bidirectional")  # off is how every earlier record ran
     if not _get(config, "model.dropout"):

@@ -47,6 +47,19 @@ class TaskConfig:
         bounded by the task's files instead (each reader caps what it reads)."""
         return 0
 
+    # A run's identity (normbench/contract.py) asks these of a recorded config, which may predate
+    # a key: ``setting(key, default=None)`` reads the record's task.<key>.
+
+    @classmethod
+    def padded(cls, setting) -> bool:
+        """Whether the examples vary in length (padding to mask, lengths to bucket by)."""
+        return False
+
+    @classmethod
+    def inert(cls, setting) -> list[str]:
+        """The task's own keys that cannot change this run (each left out of its identity)."""
+        return []
+
 
 BYTES_PER_POSITION = 16  # an int64 or two float32 inputs plus a target
 

@@ -33,6 +33,10 @@ class DigitsConfig(TaskConfig):
     def load(self, seed: int) -> TaskData:
         return load_digits(self, seed)
 
+    @classmethod
+    def inert(cls, setting) -> list[str]:
+        return [] if setting("permute") else ["permutation_seed"]
+
 
 def pixel_order(config: DigitsConfig) -> np.ndarray:
     """The order in which the 64 pixels are read: row by row, or one fixed permutation."""

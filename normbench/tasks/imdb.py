@@ -51,6 +51,15 @@ class ImdbConfig(TaskConfig):
     def load(self, seed: int) -> TaskData:
         return load_imdb(self, seed)
 
+    @classmethod
+    def padded(cls, setting) -> bool:
+        return bool(setting("variable_length", True))
+
+    @classmethod
+    def inert(cls, setting) -> list[str]:
+        # left-padded to max_len: the imdb of earlier records
+        return ["variable_length"] if setting("variable_length") is False else []
+
 
 def words(review: str) -> list[str]:
     """Lowercased words; the HTML line breaks the reviews are full of are not words."""

@@ -38,6 +38,14 @@ class AddingConfig(TaskConfig):
     def tensor_bytes(self) -> int:
         return draw_bytes(self, 2 * self.length + 1)
 
+    @classmethod
+    def padded(cls, setting) -> bool:
+        return setting("min_length") is not None and setting("min_length") < (setting("length") or 0)
+
+    @classmethod
+    def inert(cls, setting) -> list[str]:
+        return [] if cls.padded(setting) else ["min_length"]  # null or = length: the fixed-length task of earlier records
+
 
 @dataclass
 class CopyConfig(TaskConfig):

@@ -43,6 +43,14 @@ class TextConfig(TaskConfig):
     def tensor_bytes(self) -> int:
         return draw_bytes(self, 2 * self.length + 1)  # the windows (the file itself is capped at MAX_BYTES)
 
+    @classmethod
+    def padded(cls, setting) -> bool:
+        return setting("examples", "windows") != "windows"
+
+    @classmethod
+    def inert(cls, setting) -> list[str]:
+        return ["examples"] if setting("examples") == "windows" else []  # the fixed windows of earlier records
+
 SPLIT_FRACTIONS = (0.90, 0.05, 0.05)  # train, val, test: contiguous stretches of the file, in order
 # The whole file is decoded, then held as UTF-32 and as int64 ids: about 13 bytes of memory per
 # byte read. 256 MiB is more than twice enwik8, the largest common character-LM corpus of this size.

@@ -1,8 +1,8 @@
 """One table of tasks: a task is its config class, registered once, and every consumer asks it.
 
 The toy task below is defined here and entered in ``TASK_CONFIGS`` alone; the schema, the Hydra
-composition, ``to_config``, the runner's memory check, ``load_task`` and the record then take it
-with no edit of their own.
+composition, ``to_config``, the runner's memory check, ``load_task``, the run's identity and the
+record then take it with no edit of their own.
 """
 
 import dataclasses
@@ -18,6 +18,7 @@ import normbench.schema
 import normbench.tasks
 from normbench.checks import ConfigError, require_at_least, require_name
 from normbench.config import to_config
+from normbench.contract import effective_config
 from normbench.run import execute
 from normbench.tasks import TASK_CONFIGS, AddingConfig, CopyConfig, MqarConfig, TaskConfig, TaskData, TextConfig
 from normbench.tasks.data import Split
@@ -122,3 +123,11 @@ def test_the_task_configs_import_without_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_a_run_identity_asks_the_task_which_of_its_keys_are_inert(toy_task, compose, monkeypatch):
+    recorded = dataclasses.asdict(to_config(compose("task=toy", "norm=bn")))
+    assert "n_test" in effective_config(recorded)["task"] and "bn_mask" not in effective_config(recorded)["norm"]
+    monkeypatch.setattr(ToyConfig, "inert", classmethod(lambda cls, setting: ["n_test"]))
+    monkeypatch.setattr(ToyConfig, "padded", classmethod(lambda cls, setting: setting("length") > 3))
+    assert "n_test" not in effective_config(recorded)["task"] and "bn_mask" in effective_config(recorded)["norm"]
