@@ -21,7 +21,7 @@ from normbench.checks import ConfigError, require_at_least, require_name  # noqa
 from normbench.checks import one_of as _one_of, require as _require
 # The task group: each config beside its loader (normbench/tasks/), re-exported here with the other groups
 from normbench.tasks import (TASK_CONFIGS, AddingConfig, CopyConfig, DigitsConfig, IdxConfig,  # noqa: F401
-                             ImdbConfig, MqarConfig, TextConfig)
+                             ImdbConfig, MqarConfig, TaskConfig, TextConfig)
 from normbench.tasks.digits import PIXELS  # noqa: F401 - re-exported
 from normbench.tasks.text import TEXT_EXAMPLES  # noqa: F401 - re-exported
 

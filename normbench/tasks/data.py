@@ -60,6 +60,11 @@ class TaskConfig:
         """The task's own keys that cannot change this run (each left out of its identity)."""
         return []
 
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        """What the task reads, for the report's list of data sets; ``paths``: its runs' task.path values."""
+        return "see the task's config"
+
 
 BYTES_PER_POSITION = 16  # an int64 or two float32 inputs plus a target
 

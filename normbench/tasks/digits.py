@@ -37,6 +37,10 @@ class DigitsConfig(TaskConfig):
     def inert(cls, setting) -> list[str]:
         return [] if setting("permute") else ["permutation_seed"]
 
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "scikit-learn's bundled 8×8 handwritten digits (1797 images), read pixel by pixel"
+
 
 def pixel_order(config: DigitsConfig) -> np.ndarray:
     """The order in which the 64 pixels are read: row by row, or one fixed permutation."""

@@ -17,6 +17,7 @@ from normbench.tasks.splits import holdout, majority_class_accuracy
 IMAGES_MAGIC = 0x00000803
 LABELS_MAGIC = 0x00000801
 VAL_FRACTION = 0.1
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"  # Debian's dataset-fashion-mnist package (conf/task/fashion_small.yaml)
 # MNIST's training images are 47 MB and EMNIST's largest split about 550 MB; the images are then
 # held again as float32 (4x). The cap applies after decompression: a small .gz can expand without bound.
 MAX_BYTES = 1024 * MIB
@@ -40,6 +41,15 @@ class IdxConfig(TaskConfig):
 
     def load(self, seed: int) -> TaskData:
         return load_idx(self, seed)
+
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        if not (paths and all(p.rstrip("/").endswith("fashion-mnist") for p in paths)):
+            return "MNIST-format IDX image files"
+        what = "Fashion-MNIST (28×28 clothing images, 10 classes) as IDX files"
+        if any(p.rstrip("/") == FASHION_MNIST for p in paths):
+            what += " from Debian's dataset-fashion-mnist package"
+        return what
 
 
 def find_idx_file(folder: Path, stem: str) -> Path:

@@ -60,6 +60,10 @@ class ImdbConfig(TaskConfig):
         # left-padded to max_len: the imdb of earlier records
         return ["variable_length"] if setting("variable_length") is False else []
 
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "the aclImdb movie reviews (Maas et al. 2011)"
+
 
 def words(review: str) -> list[str]:
     """Lowercased words; the HTML line breaks the reviews are full of are not words."""

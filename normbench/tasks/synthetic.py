@@ -39,6 +39,10 @@ class AddingConfig(TaskConfig):
         return draw_bytes(self, 2 * self.length + 1)
 
     @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "synthetic adding-problem sequences drawn from the run's seed (no files)"
+
+    @classmethod
     def padded(cls, setting) -> bool:
         return setting("min_length") is not None and setting("min_length") < (setting("length") or 0)
 
@@ -71,6 +75,10 @@ class CopyConfig(TaskConfig):
     def tensor_bytes(self) -> int:
         return draw_bytes(self, 2 * self.length + self.delay + 1)
 
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "synthetic copy-memory sequences drawn from the run's seed (no files)"
+
 
 @dataclass
 class MqarConfig(TaskConfig):
@@ -100,6 +108,10 @@ class MqarConfig(TaskConfig):
 
     def tensor_bytes(self) -> int:
         return draw_bytes(self, 3 * self.n_pairs + 1)  # at most 2 * n_pairs + n_queries positions
+
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "synthetic multi-query associative recall sequences drawn from the run's seed (no files)"
 
 
 def draw_splits(sizes: tuple[int, int, int], seed: int, draw: Callable) -> tuple[Split, Split, Split]:

@@ -51,6 +51,10 @@ class TextConfig(TaskConfig):
     def inert(cls, setting) -> list[str]:
         return ["examples"] if setting("examples") == "windows" else []  # the fixed windows of earlier records
 
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "a UTF-8 text file, character by character"
+
 SPLIT_FRACTIONS = (0.90, 0.05, 0.05)  # train, val, test: contiguous stretches of the file, in order
 # The whole file is decoded, then held as UTF-32 and as int64 ids: about 13 bytes of memory per
 # byte read. 256 MiB is more than twice enwik8, the largest common character-LM corpus of this size.

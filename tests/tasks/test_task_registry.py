@@ -131,3 +131,18 @@ def test_a_run_identity_asks_the_task_which_of_its_keys_are_inert(toy_task, comp
     monkeypatch.setattr(ToyConfig, "inert", classmethod(lambda cls, setting: ["n_test"]))
     monkeypatch.setattr(ToyConfig, "padded", classmethod(lambda cls, setting: setting("length") > 3))
     assert "n_test" not in effective_config(recorded)["task"] and "bn_mask" in effective_config(recorded)["norm"]
+
+
+@pytest.mark.parametrize("name, paths, expected", [
+    ("copy", [], "synthetic copy-memory sequences drawn from the run's seed (no files)"),
+    ("digits", [], "scikit-learn's bundled 8×8 handwritten digits (1797 images), read pixel by pixel"),
+    ("idx", ["/data/mnist"], "MNIST-format IDX image files"),
+    ("idx", ["/data/fashion-mnist/", "/data/mnist"], "MNIST-format IDX image files"),
+    ("idx", ["/data/fashion-mnist/"], "Fashion-MNIST (28×28 clothing images, 10 classes) as IDX files"),
+    ("idx", ["/usr/share/datasets/fashion-mnist"],
+     "Fashion-MNIST (28×28 clothing images, 10 classes) as IDX files from Debian's dataset-fashion-mnist package"),
+    ("text", ["/a.txt"], "a UTF-8 text file, character by character"),
+])
+def test_each_task_says_what_data_it_reads_for_the_report(name, paths, expected):
+    assert TASK_CONFIGS[name].describe_data(paths) == expected
+    assert TaskConfig.describe_data(paths) == "see the task's config"  # a task that says nothing
