@@ -16,8 +16,7 @@ import json
 from dataclasses import fields
 from typing import NamedTuple
 
-from normbench.schema import RECURRENT, TASK_CONFIGS, Config
-from normbench.tasks import TaskConfig
+from normbench.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig
 
 SCHEMA = "normbench.run/2"
 READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it
@@ -95,6 +94,7 @@ def _inert(config: dict) -> list[str]:
 
     def setting(key: str, default=None):
         return _get(config, f"task.{key}", default)
+
     if not task.padded(setting):  # every example as long as the longest: no padding to mask or bucket by
         inert += ["norm.bn_mask", "task.bucket"]
     if kind != "bn":
