@@ -17,7 +17,7 @@ from dataclasses import fields
 from typing import NamedTuple
 
 from normbench.norms.kinds import inert_settings, kind_names
-from normbench.schema import RECURRENT, Config
+from normbench.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig
 
 SCHEMA = "normbench.run/2"
 READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it
@@ -77,23 +77,16 @@ def _inert(config: dict) -> list[str]:
         inert += ["model.heads", "model.ff_mult"]
     optimizer = _get(config, "optim.name")
     inert += {"adamw": ["optim.momentum"], "sgd": ["optim.beta1", "optim.beta2"]}.get(optimizer, [])
-    if _get(config, "task.name") == "digits" and not _get(config, "task.permute"):
-        inert.append("task.permutation_seed")
     if family != "transformer" or not _get(config, "model.qk_norm"):
         inert.append("model.qk_norm")  # attention only; off is how every earlier record ran
-    task = _get(config, "task.name")
-    min_length = _get(config, "task.min_length")
-    variable = (task == "imdb" and _get(config, "task.variable_length", True)) \
-        or (task == "text" and _get(config, "task.examples", "windows") != "windows") \
-        or (min_length is not None and min_length < (_get(config, "task.length") or 0))
-    if not variable:  # every example as long as the longest: no padding to mask or bucket by
+    task = TASK_CONFIGS.get(_get(config, "task.name"), TaskConfig)  # each task says which of its keys are inert
+
+    def setting(key: str, default=None):
+        return _get(config, f"task.{key}", default)
+
+    if not task.padded(setting):  # every example as long as the longest: no padding to mask or bucket by
         inert += ["norm.bn_mask", "task.bucket"]
-        if task == "adding":
-            inert.append("task.min_length")  # null or = length: the fixed-length task of earlier records
-    if task == "text" and _get(config, "task.examples") == "windows":
-        inert.append("task.examples")  # the fixed windows of earlier records
-    if task == "imdb" and _get(config, "task.variable_length") is False:
-        inert.append("task.variable_length")  # left-padded to max_len: the imdb of earlier records
+    inert += [f"task.{key}" for key in task.inert(setting)]
     if not _get(config, "model.bidirectional"):
         inert.append("model.bidirectional")  # off is how every earlier record ran
     if not _get(config, "model.dropout"):

@@ -17,8 +17,7 @@ import contextvars
 
 import torch
 
-PAD_TOKEN = -1  # token id of a padded step; feature inputs mark padded steps with NaN
-NOT_SCORED = -100  # the target at a padded step (torch's cross_entropy ignore_index)
+from normbench.tasks.data import NOT_SCORED, PAD_TOKEN  # noqa: F401 - the tasks write the marks this module reads
 
 _REAL = contextvars.ContextVar("real_steps", default=None)
 

@@ -24,7 +24,7 @@ from normbench.environment import environment
 from normbench.loggers import build_logger
 from normbench.record import RecordWriter, RunRecord, read_summary, write_run_text
 from normbench.report.records import record_paths
-from normbench.tasks import load_task
+from normbench.tasks.tensors import load_task
 from normbench.train import AUTOCAST_DTYPES, Trainer
 
 log = logging.getLogger("normbench")
@@ -271,7 +271,7 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     torch.set_num_threads(threads_for(cfg.threads, parallel_jobs))
     fields["environment"] = environment(device)
     torch.manual_seed(cfg.seed)
-    require_memory(synthetic_task_bytes(cfg.task), "the task's tensors", device)
+    require_memory(cfg.task.tensor_bytes(), "the task's tensors", device)
     task = load_task(cfg.task, cfg.seed)
     fields["task"] = {"name": task.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
                       "chance": task.chance, "target": task.target, "seq_len": task.seq_len,
@@ -298,15 +298,6 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     fields["environment"]["cell_kernel"] = cell_kernel_in_use(model, device, cfg.precision.dtype in AUTOCAST_DTYPES,
                                                               padded=task.variable_length)
     return cfg, task, model, device
-
-
-def synthetic_task_bytes(task) -> int:
-    """About what a generated task's tensors take (0 for file-backed tasks, bounded by their files):
-    examples x positions x 16 bytes (an int64 or two float32 inputs plus a target per position)."""
-    examples = sum(getattr(task, key, 0) or 0 for key in ("n_train", "n_val", "n_test"))
-    positions = 2 * (getattr(task, "length", 0) or 0) + (getattr(task, "delay", 0) or 0) \
-        + 3 * (getattr(task, "n_pairs", 0) or 0) + 1
-    return examples * positions * 16
 
 
 def require_memory(needed: int, what: str, device: torch.device) -> None:

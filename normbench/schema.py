@@ -17,23 +17,27 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import PurePosixPath
 from typing import Any, Optional
 
-from normbench.errors import ConfigError
+from normbench.checks import ConfigError, require_at_least, require_name  # noqa: F401 - re-exported
+from normbench.checks import one_of as _one_of, require as _require
 from normbench.norms.kinds import IMPLS, KINDS, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
 from normbench.norms.spec import NormSpec
+# The task group: each config beside its loader (normbench/tasks/), re-exported here with the other groups
+from normbench.tasks import (TASK_CONFIGS, AddingConfig, CopyConfig, DigitsConfig, IdxConfig,  # noqa: F401
+                             ImdbConfig, MqarConfig, TaskConfig, TextConfig)
+from normbench.tasks.digits import PIXELS  # noqa: F401 - re-exported
+from normbench.tasks.text import TEXT_EXAMPLES  # noqa: F401 - re-exported
 
 FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
 CELL_KERNELS = ("auto", "cpp", "python", "compile")  # how an in-cell layer runs its recurrence (models/recurrent.py)
 PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
 DROPOUT_AT = ("before_norm", "after_norm")
-TEXT_EXAMPLES = ("windows", "lines", "paragraphs")  # what one example of task=text is
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd")
 ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/tune.py)
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
 LOGGERS = ("none", "tensorboard", "mlflow")
-PIXELS = 64  # an 8x8 scikit-learn digit
 
 
 RECORD_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", "normbench.log", ".normbench.lock")
@@ -45,34 +49,10 @@ def _short(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ConfigError(message)
-
-
-def _one_of(key: str, value: str, valid: tuple[str, ...]) -> None:
-    _require(value in valid, f"{key}={value!r} is not valid; valid: {', '.join(valid)}")
-
-
 def _positive(key: str, value: float) -> None:
     _require(isinstance(value, (int, float)) and math.isfinite(value) and value > 0, f"{key} must be > 0, got {value}")
 
 
-def require_at_least(key: str, value: int, minimum: int) -> None:
-    """Reject a task config value below `minimum`, naming the user's Hydra key."""
-    if value < minimum:
-        raise ConfigError(f"task.{key} must be >= {minimum}, got {value}")
-
-
-def require_name(name: str, expected: str) -> None:
-    """Reject a task config whose `name` is not its own task: load_task dispatches on the name."""
-    if name != expected:
-        raise ConfigError(f"task.name must be {expected!r} for this config, got {name!r}")
-
-
-def _require_split_sizes(config) -> None:
-    for key in ("n_train", "n_val", "n_test"):
-        require_at_least(key, getattr(config, key), 1)
 
 
 def harness(why: str, default):
@@ -255,144 +235,3 @@ def _require_float32(config, prefix: str = "") -> None:
         elif isinstance(value, float):
             _require(math.isfinite(value) and abs(value) <= FLOAT32_MAX,
                      f"{key} must be a finite number within float32's range (|x| <= 3.4e38), got {_short(value)}")
-
-# --- tasks: one dataclass each, chosen by the task group ------------------------------------------
-
-@dataclass
-class AddingConfig:
-    name: str = "adding"
-    length: int = 50  # sequence length T; one marker falls in each half
-    n_train: int = 10000
-    n_val: int = 1000
-    n_test: int = 1000
-    target: float = 0.01  # val MSE that counts as solved
-    min_length: Optional[int] = None  # variable lengths: each example's T drawn from [min_length, length]; null: all T
-    bucket: bool = False  # variable lengths: train batches of examples of about one length
-
-    def __post_init__(self):
-        require_name(self.name, "adding")
-        require_at_least("length", self.length, 2)
-        if self.min_length is not None:
-            require_at_least("min_length", self.min_length, 2)
-            _require(self.min_length <= self.length,
-                     f"task.min_length must be <= task.length ({self.length}), got {self.min_length}")
-        _require_split_sizes(self)
-
-
-@dataclass
-class CopyConfig:
-    name: str = "copy"
-    n_symbols: int = 8  # data symbols to choose from
-    length: int = 10  # symbols to memorise
-    delay: int = 20  # blanks between the last symbol and the delimiter
-    n_train: int = 10000
-    n_val: int = 1000
-    n_test: int = 1000
-    target: float = 0.9  # val accuracy over the output positions that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "copy")
-        require_at_least("n_symbols", self.n_symbols, 2)
-        require_at_least("length", self.length, 1)
-        require_at_least("delay", self.delay, 0)
-        _require_split_sizes(self)
-
-
-@dataclass
-class DigitsConfig:
-    name: str = "digits"
-    pixels_per_step: int = 1  # 1: 64 steps of one pixel; 8: 8 rows of 8 pixels; must divide 64
-    permute: bool = False  # read the pixels in one fixed random order instead of row by row
-    permutation_seed: int = 0  # draws that order; apart from the run seed, so all runs share it
-    target: float = 0.9  # val accuracy that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "digits")
-        if self.pixels_per_step < 1 or PIXELS % self.pixels_per_step:
-            raise ValueError(
-                f"task.pixels_per_step must divide {PIXELS} (1, 2, 4, 8, 16, 32, 64), got {self.pixels_per_step}"
-            )
-        if self.permutation_seed < 0:
-            raise ValueError(f"task.permutation_seed must be >= 0, got {self.permutation_seed}")
-
-
-@dataclass
-class IdxConfig:
-    name: str = "idx"
-    path: Optional[str] = None  # folder with the four IDX files, each plain or .gz; required
-    limit_train: Optional[int] = None  # use only the first N training images (quick runs)
-    target: float = 0.9  # val accuracy that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "idx")
-        if self.limit_train is not None:
-            require_at_least("limit_train", self.limit_train, 2)  # one to train on, one to validate
-
-
-@dataclass
-class ImdbConfig:
-    name: str = "imdb"
-    path: Optional[str] = None  # the aclImdb folder; required
-    max_vocab: int = 20000  # most frequent training words kept; the rest read as "unknown"
-    max_len: int = 256  # tokens kept per review: its last ones
-    max_files_per_class: Optional[int] = None  # read only the first N reviews of each folder (quick runs)
-    target: float = 0.85  # val accuracy that counts as solved
-    variable_length: bool = True  # each review as long as it is (padding masked); false: left-padded to max_len
-    bucket: bool = False  # variable_length: train batches of reviews of about one length
-
-    def __post_init__(self):
-        require_name(self.name, "imdb")
-        require_at_least("max_vocab", self.max_vocab, 1)
-        require_at_least("max_len", self.max_len, 1)
-        if self.max_files_per_class is not None:
-            require_at_least("max_files_per_class", self.max_files_per_class, 1)
-
-
-@dataclass
-class MqarConfig:
-    name: str = "mqar"
-    n_pairs: int = 8  # key-value pairs to memorise per sequence
-    n_keys: int = 64  # size of the key vocabulary
-    n_values: int = 64  # size of the value vocabulary, disjoint from the keys
-    n_queries: Optional[int] = None  # keys asked for after the pairs, each once; None = all of them
-    n_train: int = 10000
-    n_val: int = 1000
-    n_test: int = 1000
-    target: float = 0.9  # val accuracy over the query positions that counts as solved
-
-    def __post_init__(self):
-        require_name(self.name, "mqar")
-        require_at_least("n_pairs", self.n_pairs, 1)
-        # Keys and values are drawn without replacement within a sequence, as in Zoology.
-        if self.n_keys < self.n_pairs:
-            raise ValueError(f"task.n_keys must be >= task.n_pairs ({self.n_pairs}), got {self.n_keys}")
-        if self.n_values < self.n_pairs:
-            raise ValueError(f"task.n_values must be >= task.n_pairs ({self.n_pairs}), got {self.n_values}")
-        if self.n_queries is not None and not 1 <= self.n_queries <= self.n_pairs:
-            raise ValueError(
-                f"task.n_queries must be null or between 1 and task.n_pairs ({self.n_pairs}), got {self.n_queries}"
-            )
-        _require_split_sizes(self)
-
-
-@dataclass
-class TextConfig:
-    name: str = "text"
-    path: Optional[str] = None  # a UTF-8 text file; required
-    length: int = 64  # characters per input window (each predicts its next character)
-    n_train: int = 10000  # windows sampled from the first 90% of the file
-    n_val: int = 1000  # windows sampled from the next 5%
-    n_test: int = 1000  # windows sampled from the last 5%
-    target: float = 2.5  # val bits per character that counts as solved
-    examples: str = "windows"  # windows (fixed length) | lines | paragraphs: one example each, as long as it is (up to length)
-    bucket: bool = False  # lines, paragraphs: train batches of examples of about one length
-
-    def __post_init__(self):
-        require_name(self.name, "text")
-        require_at_least("length", self.length, 1)
-        _one_of("task.examples", self.examples, TEXT_EXAMPLES)
-        for key in ("n_train", "n_val", "n_test"):
-            require_at_least(key, getattr(self, key), 1)
-
-TASK_CONFIGS: dict[str, type] = {cls.name: cls for cls in (AddingConfig, CopyConfig, DigitsConfig, IdxConfig,
-                                                          ImdbConfig, MqarConfig, TextConfig)}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from normbench.errors import ConfigError
+from normbench.checks import ConfigError
 
 CORE_IMPLS = ("native", "reference")  # every kind has both (the same class where there is one formula)
 GAINS = ("feature", "scalar", "none")

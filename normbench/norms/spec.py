@@ -9,13 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from normbench.errors import ConfigError
+from normbench.checks import ConfigError, one_of as _one_of
 from normbench.norms.kinds import impl_names, kind_names, kind_of, require_eps
-
-
-def _one_of(key: str, value: str, valid: tuple[str, ...]) -> None:
-    if value not in valid:
-        raise ConfigError(f"{key}={value!r} is not valid; valid: {', '.join(valid)}")
 
 
 @dataclass

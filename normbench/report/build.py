@@ -25,6 +25,7 @@ from normbench.report.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
 from normbench.report.records import Records, find_records, quiet_numerics, read_curves
 from normbench.report.render import write_report
+from normbench.schema import TASK_CONFIGS, TaskConfig
 
 CURVE_GROUPS = 12  # most groups drawn in the curve figures
 BAR_GROUPS = 12  # most groups of each task drawn in the throughput and memory bars
@@ -223,17 +224,6 @@ def _machine_condition(records: Records, finished: pd.DataFrame) -> tables.Table
     return tables.Table(["condition", "value over the runs", "runs"], rows, wrap=("value over the runs",))
 
 
-DATASETS = {
-    "copy": "synthetic copy-memory sequences drawn from the run's seed (no files)",
-    "adding": "synthetic adding-problem sequences drawn from the run's seed (no files)",
-    "mqar": "synthetic multi-query associative recall sequences drawn from the run's seed (no files)",
-    "digits": "scikit-learn's bundled 8×8 handwritten digits (1797 images), read pixel by pixel",
-    "idx": "MNIST-format IDX image files",
-    "imdb": "the aclImdb movie reviews (Maas et al. 2011)",
-    "text": "a UTF-8 text file, character by character",
-}
-FASHION_MNIST = "/usr/share/datasets/fashion-mnist"  # Debian's dataset-fashion-mnist package
-
 GLOSSARY = [
     ("final val", "the validation metric at the last evaluation of a run; arms are ranked on its mean over seeds."),
     ("best val", "the best validation metric over a run's evaluations; it flatters arms evaluated often, so it is "
@@ -315,12 +305,8 @@ def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Pat
                 paths_of[name].add(str(task["path"]))
     datasets = []
     for task in sorted(set(finished["task.name"].astype(str)) if "task.name" in finished else []):
-        what = DATASETS.get(task, "see the task's config")
         where = sorted(paths_of.get(task, ()))
-        if task == "idx" and where and all(p.rstrip("/").endswith("fashion-mnist") for p in where):
-            what = "Fashion-MNIST (28×28 clothing images, 10 classes) as IDX files"
-            if any(p.rstrip("/") == FASHION_MNIST for p in where):
-                what += " from Debian's dataset-fashion-mnist package"
+        what = TASK_CONFIGS.get(task, TaskConfig).describe_data(where)  # each task says what it reads
         if where:
             what += f", at task.path = {', '.join(where)}"
         datasets.append({"task": task, "what": what})

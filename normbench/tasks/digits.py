@@ -3,17 +3,43 @@
 The data ships inside scikit-learn, so this is the one real-data task that needs no download.
 """
 
+from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from normbench.tasks import Split, TaskData
-from normbench.schema import DigitsConfig  # the config lives in the torch-free schema
+from normbench.checks import require, require_name
+from normbench.tasks.data import Split, TaskConfig, TaskData
 from normbench.tasks.splits import majority_class_accuracy, stratified_split
 
-PIXELS = 64
+PIXELS = 64  # an 8x8 digit
 SPLIT_FRACTIONS = (0.70, 0.15, 0.15)  # train, val, test
 MAX_INTENSITY = 16  # each pixel counts the set bits of a 4x4 block of the original 32x32 bitmap
+
+
+@dataclass
+class DigitsConfig(TaskConfig):
+    name: str = "digits"
+    pixels_per_step: int = 1  # 1: 64 steps of one pixel; 8: 8 rows of 8 pixels; must divide 64
+    permute: bool = False  # read the pixels in one fixed random order instead of row by row
+    permutation_seed: int = 0  # draws that order; apart from the run seed, so all runs share it
+    target: float = 0.9  # val accuracy that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "digits")
+        require(self.pixels_per_step >= 1 and PIXELS % self.pixels_per_step == 0,
+                f"task.pixels_per_step must divide {PIXELS} (1, 2, 4, 8, 16, 32, 64), got {self.pixels_per_step}")
+        require(self.permutation_seed >= 0, f"task.permutation_seed must be >= 0, got {self.permutation_seed}")
+
+    def load(self, seed: int) -> TaskData:
+        return load_digits(self, seed)
+
+    @classmethod
+    def inert(cls, setting) -> list[str]:
+        return [] if setting("permute") else ["permutation_seed"]
+
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "scikit-learn's bundled 8×8 handwritten digits (1797 images), read pixel by pixel"
 
 
 def pixel_order(config: DigitsConfig) -> np.ndarray:
@@ -31,8 +57,8 @@ def load_digits(config: DigitsConfig, seed: int) -> TaskData:
     images, labels = datasets.load_digits(return_X_y=True)
     pixels = (images[:, pixel_order(config)] / MAX_INTENSITY).astype(np.float32)
     steps = PIXELS // config.pixels_per_step
-    x = torch.from_numpy(pixels.reshape(len(pixels), steps, config.pixels_per_step))
-    y = torch.from_numpy(labels.astype(np.int64))
+    x = pixels.reshape(len(pixels), steps, config.pixels_per_step)
+    y = labels.astype(np.int64)
     train, val, test = stratified_split(labels, SPLIT_FRACTIONS, np.random.default_rng(seed))
     return TaskData.classification(
         name="digits",

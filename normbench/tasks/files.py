@@ -15,7 +15,7 @@ import stat
 import zlib
 from pathlib import Path
 
-from normbench.tasks import TaskDataError
+from normbench.tasks.data import TaskDataError
 
 MIB = 1 << 20
 

@@ -1,13 +1,14 @@
 """MNIST or Fashion-MNIST from their IDX files, read as a sequence of image rows."""
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
-import torch
 
-from normbench.tasks import Split, TaskData, TaskDataError, resolve_path
-from normbench.schema import IdxConfig  # the config lives in the torch-free schema
+from normbench.checks import require_at_least, require_name
+from normbench.tasks.data import Split, TaskConfig, TaskData, TaskDataError, resolve_path
 from normbench.tasks.files import MIB, gunzip_capped, read_regular_file
 from normbench.tasks.splits import holdout, majority_class_accuracy
 
@@ -16,6 +17,7 @@ from normbench.tasks.splits import holdout, majority_class_accuracy
 IMAGES_MAGIC = 0x00000803
 LABELS_MAGIC = 0x00000801
 VAL_FRACTION = 0.1
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"  # Debian's dataset-fashion-mnist package (conf/task/fashion_small.yaml)
 # MNIST's training images are 47 MB and EMNIST's largest split about 550 MB; the images are then
 # held again as float32 (4x). The cap applies after decompression: a small .gz can expand without bound.
 MAX_BYTES = 1024 * MIB
@@ -23,6 +25,31 @@ EXPECTED = (
     "the folder with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,"
     " t10k-labels-idx1-ubyte"
 )
+
+
+@dataclass
+class IdxConfig(TaskConfig):
+    name: str = "idx"
+    path: Optional[str] = None  # folder with the four IDX files, each plain or .gz; required
+    limit_train: Optional[int] = None  # use only the first N training images (quick runs)
+    target: float = 0.9  # val accuracy that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "idx")
+        if self.limit_train is not None:
+            require_at_least("limit_train", self.limit_train, 2)  # one to train on, one to validate
+
+    def load(self, seed: int) -> TaskData:
+        return load_idx(self, seed)
+
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        if not (paths and all(p.rstrip("/").endswith("fashion-mnist") for p in paths)):
+            return "MNIST-format IDX image files"
+        what = "Fashion-MNIST (28×28 clothing images, 10 classes) as IDX files"
+        if any(p.rstrip("/") == FASHION_MNIST for p in paths):
+            what += " from Debian's dataset-fashion-mnist package"
+        return what
 
 
 def find_idx_file(folder: Path, stem: str) -> Path:
@@ -87,14 +114,14 @@ def load_idx(config: IdxConfig, seed: int) -> TaskData:
     train_images, train_labels = train_images[: config.limit_train], train_labels[: config.limit_train]
     if len(train_labels) < 2:
         raise TaskDataError(f"idx: {folder} holds {len(train_labels)} training images; at least 2 are needed")
-    x = torch.from_numpy(train_images / np.float32(255))
-    y = torch.from_numpy(train_labels.astype(np.int64))
+    x = train_images / np.float32(255)
+    y = train_labels.astype(np.int64)
     kept, held_out = holdout(len(train_labels), VAL_FRACTION, np.random.default_rng(seed))
     return TaskData.classification(
         name="idx",
         train=Split(x=x[kept], y=y[kept]),
         val=Split(x=x[held_out], y=y[held_out]),
-        test=Split(x=torch.from_numpy(test_images / np.float32(255)), y=torch.from_numpy(test_labels.astype(np.int64))),
+        test=Split(x=test_images / np.float32(255), y=test_labels.astype(np.int64)),
         input_kind="features",
         input_dim=train_images.shape[2],
         n_outputs=n_classes,

@@ -7,14 +7,14 @@ so the model reads the padding as input (how this task ran before masks).
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import torch
 
-from normbench.tasks import PAD_TOKEN, Split, TaskData, TaskDataError, resolve_path
-from normbench.schema import ImdbConfig  # the config lives in the torch-free schema
+from normbench.checks import require_at_least, require_name
+from normbench.tasks.data import PAD_TOKEN, Split, TaskConfig, TaskData, TaskDataError, resolve_path
 from normbench.tasks.files import MIB, read_regular_file
 from normbench.tasks.splits import holdout, majority_class_accuracy
 
@@ -28,6 +28,41 @@ EXPECTED = "the aclImdb folder, with train/pos, train/neg, test/pos, test/neg"
 # only stop a path that is not aclImdb (a huge file, a symlink to a device) from filling memory.
 MAX_REVIEW_BYTES = 1 * MIB
 MAX_TOTAL_BYTES = 256 * MIB
+
+
+@dataclass
+class ImdbConfig(TaskConfig):
+    name: str = "imdb"
+    path: Optional[str] = None  # the aclImdb folder; required
+    max_vocab: int = 20000  # most frequent training words kept; the rest read as "unknown"
+    max_len: int = 256  # tokens kept per review: its last ones
+    max_files_per_class: Optional[int] = None  # read only the first N reviews of each folder (quick runs)
+    target: float = 0.85  # val accuracy that counts as solved
+    variable_length: bool = True  # each review as long as it is (padding masked); false: left-padded to max_len
+    bucket: bool = False  # variable_length: train batches of reviews of about one length
+
+    def __post_init__(self):
+        require_name(self.name, "imdb")
+        require_at_least("max_vocab", self.max_vocab, 1)
+        require_at_least("max_len", self.max_len, 1)
+        if self.max_files_per_class is not None:
+            require_at_least("max_files_per_class", self.max_files_per_class, 1)
+
+    def load(self, seed: int) -> TaskData:
+        return load_imdb(self, seed)
+
+    @classmethod
+    def padded(cls, setting) -> bool:
+        return bool(setting("variable_length", True))
+
+    @classmethod
+    def inert(cls, setting) -> list[str]:
+        # left-padded to max_len: the imdb of earlier records
+        return ["variable_length"] if setting("variable_length") is False else []
+
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "the aclImdb movie reviews (Maas et al. 2011)"
 
 
 def words(review: str) -> list[str]:
@@ -119,19 +154,18 @@ def load_imdb(config: ImdbConfig, seed: int) -> TaskData:
     # The vocabulary counts the whole train folder, val included: it uses no labels, and
     # this way every seed shares one vocabulary and so one embedding size.
     vocabulary = build_vocabulary(train_reviews, config.max_vocab)
-    y = torch.from_numpy(train_labels)
+    y = train_labels
     kept, held_out = holdout(len(train_labels), VAL_FRACTION, np.random.default_rng(seed))
     if config.variable_length:
-        x, lengths = (torch.from_numpy(a) for a in encode_lengths(train_reviews, vocabulary, config.max_len))
-        test_x, test_lengths = (torch.from_numpy(a) for a in encode_lengths(test_reviews, vocabulary, config.max_len))
+        x, lengths = encode_lengths(train_reviews, vocabulary, config.max_len)
+        test_x, test_lengths = encode_lengths(test_reviews, vocabulary, config.max_len)
         train = Split(x=x[kept], y=y[kept], lengths=lengths[kept])
         val = Split(x=x[held_out], y=y[held_out], lengths=lengths[held_out])
-        test = Split(x=test_x, y=torch.from_numpy(test_labels), lengths=test_lengths)
+        test = Split(x=test_x, y=test_labels, lengths=test_lengths)
     else:
-        x = torch.from_numpy(encode(train_reviews, vocabulary, config.max_len))
+        x = encode(train_reviews, vocabulary, config.max_len)
         train, val = Split(x=x[kept], y=y[kept]), Split(x=x[held_out], y=y[held_out])
-        test = Split(x=torch.from_numpy(encode(test_reviews, vocabulary, config.max_len)),
-                     y=torch.from_numpy(test_labels))
+        test = Split(x=encode(test_reviews, vocabulary, config.max_len), y=test_labels)
     return TaskData.classification(
         name="imdb",
         train=train,

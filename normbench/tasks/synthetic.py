@@ -4,15 +4,114 @@ Each split draws from its own random stream, numbered (seed, split), so the thre
 independent draws and resizing one leaves the examples of the others unchanged.
 """
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import numpy as np
-import torch
 
-from normbench.tasks import Split, TaskData
-from normbench.schema import AddingConfig, CopyConfig, MqarConfig  # the config lives in the torch-free schema
+from normbench.checks import require, require_at_least, require_name, require_split_sizes
+from normbench.tasks.data import NOT_SCORED, Split, TaskConfig, TaskData, draw_bytes
 
-NOT_SCORED = -100  # the ignore_index of torch's cross_entropy
+@dataclass
+class AddingConfig(TaskConfig):
+    name: str = "adding"
+    length: int = 50  # sequence length T; one marker falls in each half
+    n_train: int = 10000
+    n_val: int = 1000
+    n_test: int = 1000
+    target: float = 0.01  # val MSE that counts as solved
+    min_length: Optional[int] = None  # variable lengths: each example's T drawn from [min_length, length]; null: all T
+    bucket: bool = False  # variable lengths: train batches of examples of about one length
+
+    def __post_init__(self):
+        require_name(self.name, "adding")
+        require_at_least("length", self.length, 2)
+        if self.min_length is not None:
+            require_at_least("min_length", self.min_length, 2)
+            require(self.min_length <= self.length,
+                    f"task.min_length must be <= task.length ({self.length}), got {self.min_length}")
+        require_split_sizes(self)
+
+    def load(self, seed: int) -> TaskData:
+        return load_adding(self, seed)
+
+    def tensor_bytes(self) -> int:
+        return draw_bytes(self, 2 * self.length + 1)
+
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "synthetic adding-problem sequences drawn from the run's seed (no files)"
+
+    @classmethod
+    def padded(cls, setting) -> bool:
+        return setting("min_length") is not None and setting("min_length") < (setting("length") or 0)
+
+    @classmethod
+    def inert(cls, setting) -> list[str]:
+        return [] if cls.padded(setting) else ["min_length"]  # null or = length: the fixed-length task of earlier records
+
+
+@dataclass
+class CopyConfig(TaskConfig):
+    name: str = "copy"
+    n_symbols: int = 8  # data symbols to choose from
+    length: int = 10  # symbols to memorise
+    delay: int = 20  # blanks between the last symbol and the delimiter
+    n_train: int = 10000
+    n_val: int = 1000
+    n_test: int = 1000
+    target: float = 0.9  # val accuracy over the output positions that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "copy")
+        require_at_least("n_symbols", self.n_symbols, 2)
+        require_at_least("length", self.length, 1)
+        require_at_least("delay", self.delay, 0)
+        require_split_sizes(self)
+
+    def load(self, seed: int) -> TaskData:
+        return load_copy(self, seed)
+
+    def tensor_bytes(self) -> int:
+        return draw_bytes(self, 2 * self.length + self.delay + 1)
+
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "synthetic copy-memory sequences drawn from the run's seed (no files)"
+
+
+@dataclass
+class MqarConfig(TaskConfig):
+    name: str = "mqar"
+    n_pairs: int = 8  # key-value pairs to memorise per sequence
+    n_keys: int = 64  # size of the key vocabulary
+    n_values: int = 64  # size of the value vocabulary, disjoint from the keys
+    n_queries: Optional[int] = None  # keys asked for after the pairs, each once; None = all of them
+    n_train: int = 10000
+    n_val: int = 1000
+    n_test: int = 1000
+    target: float = 0.9  # val accuracy over the query positions that counts as solved
+
+    def __post_init__(self):
+        require_name(self.name, "mqar")
+        require_at_least("n_pairs", self.n_pairs, 1)
+        # Keys and values are drawn without replacement within a sequence, as in Zoology.
+        require(self.n_keys >= self.n_pairs, f"task.n_keys must be >= task.n_pairs ({self.n_pairs}), got {self.n_keys}")
+        require(self.n_values >= self.n_pairs,
+                f"task.n_values must be >= task.n_pairs ({self.n_pairs}), got {self.n_values}")
+        require(self.n_queries is None or 1 <= self.n_queries <= self.n_pairs,
+                f"task.n_queries must be null or between 1 and task.n_pairs ({self.n_pairs}), got {self.n_queries}")
+        require_split_sizes(self)
+
+    def load(self, seed: int) -> TaskData:
+        return load_mqar(self, seed)
+
+    def tensor_bytes(self) -> int:
+        return draw_bytes(self, 3 * self.n_pairs + 1)  # at most 2 * n_pairs + n_queries positions
+
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "synthetic multi-query associative recall sequences drawn from the run's seed (no files)"
 
 
 def draw_splits(sizes: tuple[int, int, int], seed: int, draw: Callable) -> tuple[Split, Split, Split]:
@@ -31,7 +130,7 @@ def adding_examples(n: int, length: int, rng: np.random.Generator) -> Split:
     markers[rows, second] = 1.0
     x = np.stack([values, markers], axis=-1)
     y = values[rows, first] + values[rows, second]
-    return Split(x=torch.from_numpy(x), y=torch.from_numpy(y))
+    return Split(x=x, y=y)
 
 
 def adding_examples_of_lengths(n: int, min_length: int, length: int, rng: np.random.Generator) -> Split:
@@ -48,7 +147,7 @@ def adding_examples_of_lengths(n: int, min_length: int, length: int, rng: np.ran
     y = values[rows, first] + values[rows, second]
     x = np.stack([values, markers], axis=-1)
     x[np.arange(length)[None, :] >= lengths[:, None]] = np.nan
-    return Split(x=torch.from_numpy(x), y=torch.from_numpy(y), lengths=torch.from_numpy(lengths))
+    return Split(x=x, y=y, lengths=lengths)
 
 
 def load_adding(config: AddingConfig, seed: int) -> TaskData:
@@ -96,7 +195,7 @@ def copy_examples(n: int, n_symbols: int, length: int, delay: int, rng: np.rando
     x[:, length + delay] = delimiter
     y = np.full_like(x, NOT_SCORED)
     y[:, length + delay + 1 :] = symbols
-    return Split(x=torch.from_numpy(x), y=torch.from_numpy(y))
+    return Split(x=x, y=y)
 
 
 def load_copy(config: CopyConfig, seed: int) -> TaskData:
@@ -141,7 +240,7 @@ def mqar_examples(
     x[:, context:] = np.take_along_axis(keys, asked, axis=1)
     y = np.full_like(x, NOT_SCORED)
     y[:, context:] = np.take_along_axis(values, asked, axis=1)
-    return Split(x=torch.from_numpy(x), y=torch.from_numpy(y))
+    return Split(x=x, y=y)
 
 
 def load_mqar(config: MqarConfig, seed: int) -> TaskData:

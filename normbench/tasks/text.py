@@ -5,15 +5,55 @@ paragraph (blank-line separated) of the file, as long as it is up to ``length`` 
 variable lengths, padded and masked (normbench/padding.py).
 """
 import re
-
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
-import torch
 
-from normbench.tasks import NOT_SCORED, PAD_TOKEN, Split, TaskData, TaskDataError, resolve_path
-from normbench.schema import TextConfig  # the config lives in the torch-free schema
+from normbench.checks import one_of, require_at_least, require_name, require_split_sizes
+from normbench.tasks.data import (NOT_SCORED, PAD_TOKEN, Split, TaskConfig, TaskData, TaskDataError, draw_bytes,
+                                  resolve_path)
 from normbench.tasks.files import MIB, read_regular_file
+
+TEXT_EXAMPLES = ("windows", "lines", "paragraphs")  # what one example is
+
+
+@dataclass
+class TextConfig(TaskConfig):
+    name: str = "text"
+    path: Optional[str] = None  # a UTF-8 text file; required
+    length: int = 64  # characters per input window (each predicts its next character)
+    n_train: int = 10000  # windows sampled from the first 90% of the file
+    n_val: int = 1000  # windows sampled from the next 5%
+    n_test: int = 1000  # windows sampled from the last 5%
+    target: float = 2.5  # val bits per character that counts as solved
+    examples: str = "windows"  # windows (fixed length) | lines | paragraphs: one example each, as long as it is (up to length)
+    bucket: bool = False  # lines, paragraphs: train batches of examples of about one length
+
+    def __post_init__(self):
+        require_name(self.name, "text")
+        require_at_least("length", self.length, 1)
+        one_of("task.examples", self.examples, TEXT_EXAMPLES)
+        require_split_sizes(self)
+
+    def load(self, seed: int) -> TaskData:
+        return load_text(self, seed)
+
+    def tensor_bytes(self) -> int:
+        return draw_bytes(self, 2 * self.length + 1)  # the windows (the file itself is capped at MAX_BYTES)
+
+    @classmethod
+    def padded(cls, setting) -> bool:
+        return setting("examples", "windows") != "windows"
+
+    @classmethod
+    def inert(cls, setting) -> list[str]:
+        return ["examples"] if setting("examples") == "windows" else []  # the fixed windows of earlier records
+
+    @classmethod
+    def describe_data(cls, paths: list[str]) -> str:
+        return "a UTF-8 text file, character by character"
 
 SPLIT_FRACTIONS = (0.90, 0.05, 0.05)  # train, val, test: contiguous stretches of the file, in order
 # The whole file is decoded, then held as UTF-32 and as int64 ids: about 13 bytes of memory per
@@ -56,10 +96,7 @@ def sample_windows(stream: np.ndarray, n: int, length: int, rng: np.random.Gener
     """`n` random windows of length+1 characters; y is x shifted by one."""
     starts = rng.integers(0, len(stream) - length, n)
     windows = stream[starts[:, None] + np.arange(length + 1)]
-    return Split(
-        x=torch.from_numpy(np.ascontiguousarray(windows[:, :-1])),
-        y=torch.from_numpy(np.ascontiguousarray(windows[:, 1:])),
-    )
+    return Split(x=np.ascontiguousarray(windows[:, :-1]), y=np.ascontiguousarray(windows[:, 1:]))
 
 
 UNIT_BREAKS = {"lines": re.compile(r"\r?\n"), "paragraphs": re.compile(r"(?:\r?\n){2,}")}
@@ -86,7 +123,7 @@ def sample_units(pool: list[np.ndarray], n: int, length: int, rng: np.random.Gen
     y = np.full((n, steps), NOT_SCORED, dtype=np.int64)
     for row, unit in enumerate(chosen):
         x[row, : len(unit) - 1], y[row, : len(unit) - 1] = unit[:-1], unit[1:]
-    return Split(x=torch.from_numpy(x), y=torch.from_numpy(y), lengths=torch.from_numpy(lengths))
+    return Split(x=x, y=y, lengths=lengths)
 
 
 def load_units(config: TextConfig, path: Path, text: str, alphabet: np.ndarray, ids: np.ndarray,

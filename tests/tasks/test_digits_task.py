@@ -5,7 +5,8 @@ import pytest
 import torch
 from sklearn import datasets
 
-from normbench.tasks import DigitsConfig, load_task
+from normbench.tasks import DigitsConfig
+from normbench.tasks.tensors import load_task
 from normbench.tasks.digits import pixel_order
 from normbench.tasks.splits import stratified_split
 

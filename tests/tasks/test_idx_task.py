@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from normbench.tasks import IdxConfig, TaskDataError, load_task
+from normbench.tasks import IdxConfig, TaskDataError
+from normbench.tasks.tensors import load_task
 from normbench.tasks.idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
 
 N_TRAIN, N_TEST = 40, 12

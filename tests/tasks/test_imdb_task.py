@@ -5,7 +5,8 @@ import shutil
 import pytest
 import torch
 
-from normbench.tasks import ImdbConfig, TaskDataError, load_task
+from normbench.tasks import ImdbConfig, TaskDataError
+from normbench.tasks.tensors import load_task
 from normbench.tasks.imdb import build_vocabulary, encode, encode_lengths, words
 
 REVIEWS = {

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from normbench.tasks import AddingConfig, CopyConfig, MqarConfig, load_task
+from normbench.tasks import AddingConfig, CopyConfig, MqarConfig
+from normbench.tasks.tensors import load_task
 from normbench.tasks.synthetic import adding_examples
 
 SMALL = dict(n_train=200, n_val=50, n_test=40)

@@ -11,6 +11,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from normbench.checks import ConfigError
 from normbench.tasks import (
     TASK_CONFIGS,
     AddingConfig,
@@ -20,8 +21,8 @@ from normbench.tasks import (
     ImdbConfig,
     MqarConfig,
     TextConfig,
-    load_task,
 )
+from normbench.tasks.tensors import load_task
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 SIMPLE_TYPES = {int, float, str, bool, typing.Optional[str], typing.Optional[int]}
@@ -69,7 +70,7 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize("config_class, key, value", BAD_VALUES)
 def test_out_of_range_value_raises_one_line_naming_key_value_and_rule(config_class, key, value):
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(ConfigError) as caught:  # as every other setting: the app's one line and status 2
         config_class(**{key: value})
     message = str(caught.value)
     assert f"task.{key} must" in message
@@ -108,7 +109,7 @@ def test_hydra_composes_each_yaml_against_its_schema(name, task_schemas):
 def test_load_task_rechecks_values_merged_past_post_init():
     # Hydra merges overrides into the schema without rerunning __post_init__.
     cfg = OmegaConf.merge(OmegaConf.structured(AddingConfig), {"length": 1})
-    with pytest.raises(ValueError, match="task.length must be >= 2, got 1"):
+    with pytest.raises(ConfigError, match="task.length must be >= 2, got 1"):
         load_task(cfg, seed=0)
 
 
@@ -121,7 +122,7 @@ def test_load_task_accepts_any_object_with_the_config_attributes():
 
 
 def test_load_task_rejects_unknown_name_and_negative_seed():
-    with pytest.raises(ValueError, match="task.name must be one of .*got 'nope'"):
+    with pytest.raises(ConfigError, match="task.name must be one of .*got 'nope'"):
         load_task(SimpleNamespace(name="nope"), seed=0)
-    with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
+    with pytest.raises(ConfigError, match="seed must be >= 0, got -1"):
         load_task(AddingConfig(), seed=-1)

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from normbench.tasks import IdxConfig, ImdbConfig, TaskDataError, TextConfig, idx, imdb, load_task, text
+from normbench.tasks import IdxConfig, ImdbConfig, TaskDataError, TextConfig, idx, imdb, text
+from normbench.tasks.tensors import load_task
 from test_idx_task import write_idx, write_mnist
 from test_imdb_task import write_acl_imdb
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from normbench.tasks import TaskDataError, TextConfig, load_task
+from normbench.tasks import TaskDataError, TextConfig
+from normbench.tasks.tensors import load_task
 
 ALPHABET = list("abcdefghijklmnop é\n")
 SMALL = dict(length=16, n_train=100, n_val=20, n_test=20)
