@@ -33,11 +33,10 @@ from normbench.models.kernel_choice import recorded_name, recurrence_on
 from normbench.models.dropout import dropout
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
-from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig, hand_written_cell  # noqa: F401
+from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig, hand_written_cell
 from normbench.norms import NormSpec, StepBatchNorm
 from normbench.padding import held_past_end, real_steps, reverse_real, step_mask
 
-FAMILIES = RECURRENT
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
 FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
 
@@ -51,6 +50,7 @@ class RecurrentShape:
     dropout: float = 0.0            # on layer outputs; see RecurrentStack
     dropout_at: str = "after_norm"  # before_norm | after_norm, where a layer output meets a norm (pre, post)
     dropout_recurrent: bool = False  # one mask per sequence, the same at every step
+    cell_kernel: str = "auto"       # how an in-cell layer runs its recurrence (schema.cell_recurrences)
 
 
 def run_fused(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None,
@@ -383,38 +383,41 @@ class RecurrentStack(nn.Module):
         return x
 
 
-def in_cell_layer(family, input_size, hidden_size, norm: NormSpec, where: PlacementConfig, cell_kernel: str):
-    """N(Wx) + N(Uh) + b, or with ``summed`` N(Wx + Uh) + b; the per-term layer runs ``cell_kernel``'s recurrence."""
-    if where.summed:
-        return SummedInCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm)
-    return InCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm, kernel=cell_kernel)
+def in_cell_layer(family, input_size, shape: RecurrentShape, norm: NormSpec, placement: PlacementConfig):
+    """N(Wx) + N(Uh) + b, or with ``summed`` N(Wx + Uh) + b; the per-term layer runs ``shape.cell_kernel``'s recurrence."""
+    if placement.summed:
+        return SummedInCellLayer(family, input_size, shape.hidden_size, norm, cell_norm=placement.cell_norm)
+    return InCellLayer(family, input_size, shape.hidden_size, norm, cell_norm=placement.cell_norm,
+                       kernel=shape.cell_kernel)
 
 
-# placement -> builder(family, input_size, hidden_size, norm, where, cell_kernel) of one layer. Which families
-# a placement is valid for is read off this table (validity.py), less the (family, placement) pairs it names.
+# placement name -> builder(family, input_size, shape, norm, placement) of one layer; only in_cell reads the
+# placement's other settings. Which families a placement is valid for is read off this table
+# (validity.placements_of), less the pairs validity names.
 LAYERS = {
-    "pre": lambda family, size_in, hidden, norm, where, cell_kernel: PreNormLayer(family, size_in, hidden, norm),
-    "post": lambda family, size_in, hidden, norm, where, cell_kernel: PostNormLayer(family, size_in, hidden, norm),
+    "pre": lambda family, size_in, shape, norm, placement: PreNormLayer(family, size_in, shape.hidden_size, norm),
+    "post": lambda family, size_in, shape, norm, placement: PostNormLayer(family, size_in, shape.hidden_size, norm),
     "in_cell": in_cell_layer,
-    "gate": lambda family, size_in, hidden, norm, where, cell_kernel: GateNormLayer(family, size_in, hidden, norm),
+    "gate": lambda family, size_in, shape, norm, placement: GateNormLayer(family, size_in, shape.hidden_size, norm),
 }
 
 
-def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placement: str,
-                    cell_norm: bool = True, summed: bool = False, cell_kernel: str = "auto") -> RecurrentStack:
-    if family not in FAMILIES:
-        raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(FAMILIES)}")
-    check_combination(family, norm.kind, placement, summed, bidirectional=shape.bidirectional)
-    where = PlacementConfig(placement, cell_norm=cell_norm, summed=summed)
-    placement = placement if norm.active else "none"
+def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec,
+                    placement: PlacementConfig | str) -> RecurrentStack:
+    """``placement``: a PlacementConfig, or its name alone (its other settings at their defaults)."""
+    if family not in RECURRENT:
+        raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(RECURRENT)}")
+    placement = PlacementConfig(placement) if isinstance(placement, str) else placement
+    check_combination(family, norm.kind, placement.name, LAYERS, placement.summed, bidirectional=shape.bidirectional)
+    name = placement.name if norm.active else "none"  # no norm: nowhere to place one
     width_out = shape.hidden_size * (2 if shape.bidirectional else 1)
 
     def one_direction(size_in: int, first: bool) -> nn.Module:
-        if placement == "none":
+        if name == "none":
             return PlainLayer(family, size_in, shape.hidden_size)
-        layer = LAYERS[placement](family, size_in, shape.hidden_size, norm, where, cell_kernel)
+        layer = LAYERS[name](family, size_in, shape, norm, placement)
         # pre: the dropout sits around this layer's norm on the layer below's output (none on the input)
-        if (placement == "pre" and not first) or placement == "post":
+        if (name == "pre" and not first) or name == "post":
             site = "drop_before" if shape.dropout_at == "before_norm" else "drop_after"
             setattr(layer, site, dropout(shape.dropout, shape.dropout_recurrent))
         return layer
@@ -428,7 +431,7 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placemen
             layer = BiLayer(layer, one_direction(size_in, first))
         layers.append(layer)
         # Before the readout, and between layers where no norm meets the output: plain dropout.
-        held = placement == "post" or (placement == "pre" and not last)
+        held = name == "post" or (name == "pre" and not last)
         output_dropout.append(nn.Identity() if held else dropout(shape.dropout, shape.dropout_recurrent))
     return RecurrentStack(layers, output_dropout, shape.bidirectional)
 
