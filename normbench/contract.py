@@ -16,7 +16,7 @@ import json
 from dataclasses import fields
 from typing import NamedTuple
 
-from normbench.schema import RECURRENT, Config, hand_written_cell
+from normbench.schema import RECURRENT, Config, hand_written_cell, per_term_in_cell
 
 SCHEMA = "normbench.run/2"
 READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it
@@ -74,7 +74,7 @@ def _inert(config: dict) -> list[str]:
     # How an in-cell layer runs its recurrence (schema.cell_recurrences): auto, cpp and python choose between
     # the hand-written LN-LSTM/LN-GRU recurrences, which only fp32 reaches; compile acts on every in-cell cell.
     kernels_apply = hand_written_cell(family, kind, _get(config, "norm.impl"), _get(config, "precision.dtype") == "fp32")
-    if not (placement == "in_cell" and kind != "none" and not _get(config, "placement.summed")
+    if not (per_term_in_cell(placement, _get(config, "placement.summed"), kind)
             and (kernels_apply or _get(config, "model.cell_kernel") == "compile")):
         inert.append("model.cell_kernel")
     if family == "transformer":

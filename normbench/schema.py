@@ -172,6 +172,11 @@ class ModelShape:
 HAND_WRITTEN_CELLS = {"lstm": ("cpp", "python"), "gru": ("cpp",)}
 
 
+def per_term_in_cell(placement: str, summed: bool, norm_kind: str) -> bool:
+    """Whether the layers are per-term in-cell ones (N(Wx) + N(Uh) + b), the ones model.cell_kernel acts on."""
+    return placement == "in_cell" and not summed and norm_kind != "none"
+
+
 def hand_written_cell(family: str, norm_kind: str, impl: str, full_precision: bool = True) -> bool:
     """Whether a per-term in-cell layer can run a hand-written recurrence: native LayerNorm in an LSTM
     or GRU, in float32 or float64 without autocast (the kernels compute in their input's dtype, outside
@@ -310,8 +315,8 @@ class Config:
         _require(self.norm.kind != "bn" or self.batch_size >= 2, f"norm=bn needs batch_size >= 2, got {self.batch_size}")
         # torch.compile traces the step: impl=auto times native against reference in Python on its first
         # calls, and impl=compiled is a C++ extension dynamo cannot look into
-        compiled_cell = self.model.cell_kernel == "compile" and self.placement.name == "in_cell" \
-            and not self.placement.summed and self.norm.kind != "none"
+        compiled_cell = self.model.cell_kernel == "compile" \
+            and per_term_in_cell(self.placement.name, self.placement.summed, self.norm.kind)
         _require(not compiled_cell or self.norm.impl in ("native", "reference"),
                  f"model.cell_kernel=compile needs norm.impl=native or reference, got {self.norm.impl} "
                  "(auto measures both eagerly; compiled is a C++ extension torch.compile cannot trace)")
