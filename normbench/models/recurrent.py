@@ -192,12 +192,9 @@ class InCellLayer(_CellLayer):
         self._compiled_step = None
 
     def runs(self, device: torch.device, full_precision: bool = True) -> str | None:
-        """The recurrence forward runs on ``device`` (kernel_choice.recurrence_on; None: the autograd loop)."""
+        """The recurrence forward runs on ``device`` (kernel_choice.recurrence_on; None: the autograd loop);
+        "cpp" builds the compiled kernel now if it has not been."""
         return recurrence_on(self.family, self.norm_kind, self.norm_impl, self.kernel, device, full_precision)
-
-    def compiled_kernel(self, device: torch.device) -> bool:
-        """Whether forward on ``device`` runs lnlstm.cpp or gru.cpp (compiling it now if it has not been)."""
-        return self.runs(device) == "cpp"
 
     def input_preactivations(self, x):
         return self.norm_x(x @ self.weight_ih.T) + self.bias_ih
