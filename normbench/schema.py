@@ -188,7 +188,7 @@ def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
                      full_precision: bool = True) -> tuple[str, ...]:
     """What a per-term in-cell layer may run, preferred first: the layer runs the first its device
     offers (cpp where the compiled kernel builds on a CPU; the others anywhere), and refuses to run
-    when the only one is cpp and it does not build (models/recurrent.py: recurrence_on).
+    when the only one is cpp and it does not build (models/kernel_choice.py: recurrence_on).
 
         compile   the autograd loop with its step through torch.compile: any family and norm
         cpp       lnlstm.cpp or gru.cpp
@@ -204,8 +204,8 @@ def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
         return ("autograd",)
     if cell_kernel == "cpp":
         return ("cpp",)
-    own = HAND_WRITTEN_CELLS[family]
-    return (*(k for k in own if cell_kernel == "auto" or k != "cpp"), "autograd")
+    own = HAND_WRITTEN_CELLS[family]  # auto: all of them; python: those that are not compiled
+    return (*(own if cell_kernel == "auto" else tuple(k for k in own if k != "cpp")), "autograd")
 
 
 @dataclass

@@ -16,8 +16,8 @@ from normbench.norms import NormSpec, norm_parameters
 from normbench.padding import last_real, lengths_from_input, unmarked
 from normbench.schema import CELL_KERNELS, FAMILIES, RECURRENT, ModelShape, PlacementConfig
 
-TABLES = {**{family: LAYERS for family in RECURRENT}, "transformer": BLOCKS}  # family -> its placement table
-VALID_PLACEMENTS = {family: placements_of(family, table) for family, table in TABLES.items()}
+PLACEMENT_TABLES = {**{family: LAYERS for family in RECURRENT}, "transformer": BLOCKS}  # family -> its table
+VALID_PLACEMENTS = {family: placements_of(family, table) for family, table in PLACEMENT_TABLES.items()}
 
 __all__ = ["CELL_KERNELS", "FAMILIES", "cell_kernel_in_use", "VALID_PLACEMENTS", "InvalidCombination", "ModelShape", "PlacementConfig", "SequenceModel", "build_model",
            "check_combination", "parameter_groups", "layer_of",
