@@ -17,7 +17,7 @@ from dataclasses import fields
 from typing import NamedTuple
 
 from normbench.norms.kinds import inert_settings, kind_names
-from normbench.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig
+from normbench.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig, hand_written_cell, per_term_in_cell
 
 SCHEMA = "normbench.run/2"
 READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it
@@ -64,11 +64,10 @@ def _inert(config: dict) -> list[str]:
         inert.append("placement.summed")
     if not (placement == "in_cell" and family == "lstm"):
         inert.append("placement.cell_norm")  # only an LSTM cell has a c_t to normalise
-    # How an in-cell layer runs its recurrence (models/recurrent.py): auto, cpp and python choose between
-    # the LN-LSTM/LN-GRU kernels, which only native LN at fp32 reaches; compile acts on every in-cell cell.
-    kernels_apply = family in ("lstm", "gru") and kind == "ln" and _get(config, "norm.impl") == "native" \
-        and _get(config, "precision.dtype") == "fp32"
-    if not (placement == "in_cell" and kind != "none" and not _get(config, "placement.summed")
+    # How an in-cell layer runs its recurrence (schema.cell_recurrences): auto, cpp and python choose between
+    # the hand-written LN-LSTM/LN-GRU recurrences, which only fp32 reaches; compile acts on every in-cell cell.
+    kernels_apply = hand_written_cell(family, kind, _get(config, "norm.impl"), _get(config, "precision.dtype") == "fp32")
+    if not (per_term_in_cell(placement, _get(config, "placement.summed"), kind)
             and (kernels_apply or _get(config, "model.cell_kernel") == "compile")):
         inert.append("model.cell_kernel")
     if family == "transformer":

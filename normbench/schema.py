@@ -29,7 +29,7 @@ from normbench.tasks.text import TEXT_EXAMPLES  # noqa: F401 - re-exported
 
 FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
-CELL_KERNELS = ("auto", "cpp", "python", "compile")  # how an in-cell layer runs its recurrence (models/recurrent.py)
+CELL_KERNELS = ("auto", "cpp", "python", "compile")  # model.cell_kernel: how an in-cell layer runs (cell_recurrences)
 PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
 DROPOUT_AT = ("before_norm", "after_norm")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precision.py says what each means
@@ -97,6 +97,47 @@ class ModelShape:
         _require(0 <= self.dropout < 1, f"model.dropout must be in [0, 1), got {self.dropout}")
         for key in ("hidden", "layers", "embed", "heads", "ff_mult"):
             _require(getattr(self, key) >= 1, f"model.{key} must be >= 1, got {getattr(self, key)}")
+
+
+# family -> the in-cell LayerNorm recurrences with a hand-written backward it has: cpp (models/lnlstm.cpp,
+# models/gru.cpp, built on a CPU) and python (the LSTM's models/fused_lstm.py), each tested equal to the loop
+HAND_WRITTEN_CELLS = {"lstm": ("cpp", "python"), "gru": ("cpp",)}
+
+
+def per_term_in_cell(placement: str, summed: bool, norm_kind: str) -> bool:
+    """Whether the layers are per-term in-cell ones (N(Wx) + N(Uh) + b), the ones model.cell_kernel acts on."""
+    return placement == "in_cell" and not summed and norm_kind != "none"
+
+
+def hand_written_cell(family: str, norm_kind: str, impl: str, full_precision: bool = True) -> bool:
+    """Whether a per-term in-cell layer can run a hand-written recurrence: native LayerNorm in an LSTM
+    or GRU, in float32 or float64 without autocast (the kernels compute in their input's dtype, outside
+    the norms' precision policy). Only there do model.cell_kernel auto, cpp and python differ."""
+    return family in HAND_WRITTEN_CELLS and norm_kind == "ln" and impl == "native" and full_precision
+
+
+def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
+                     full_precision: bool = True) -> tuple[str, ...]:
+    """What a per-term in-cell layer may run, preferred first: the layer runs the first its device
+    offers (cpp where the compiled kernel builds on a CPU; the others anywhere), and refuses to run
+    when the only one is cpp and it does not build (models/kernel_choice.py: recurrence_on).
+
+        compile   the autograd loop with its step through torch.compile: any family and norm
+        cpp       lnlstm.cpp or gru.cpp
+        python    the LSTM's hand-written Python recurrence
+        autograd  the autograd loop of the cell's step
+
+    () for a layer with no hand-written recurrence: the autograd loop, whatever auto, cpp, python say."""
+    if cell_kernel == "compile":
+        return ("compile",)
+    if not hand_written_cell(family, norm_kind, impl):
+        return ()
+    if not full_precision:
+        return ("autograd",)
+    if cell_kernel == "cpp":
+        return ("cpp",)
+    own = HAND_WRITTEN_CELLS[family]  # auto: all of them; python: those that are not compiled
+    return (*(own if cell_kernel == "auto" else tuple(k for k in own if k != "cpp")), "autograd")
 
 
 @dataclass
@@ -207,8 +248,8 @@ class Config:
                  f"norm={self.norm.kind} needs batch_size >= 2, got {self.batch_size}")
         # torch.compile traces the step: impl=auto times native against reference in Python on its first
         # calls, and impl=compiled is a C++ extension dynamo cannot look into
-        compiled_cell = self.model.cell_kernel == "compile" and self.placement.name == "in_cell" \
-            and not self.placement.summed and self.norm.kind != "none"
+        compiled_cell = self.model.cell_kernel == "compile" \
+            and per_term_in_cell(self.placement.name, self.placement.summed, self.norm.kind)
         _require(not compiled_cell or self.norm.impl in ("native", "reference"),
                  f"model.cell_kernel=compile needs norm.impl=native or reference, got {self.norm.impl} "
                  "(auto measures both eagerly; compiled is a C++ extension torch.compile cannot trace)")

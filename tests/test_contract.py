@@ -112,10 +112,10 @@ def test_the_contract_and_the_schema_import_no_torch():
 
 def test_the_cell_kernel_rule_follows_what_the_layer_runs(compose):
     """Two cell_kernel values share a hash exactly when the built layer runs the same recurrence
-    (cell_kernel_in_use), so the contract's copy of InCellLayer's conditions cannot drift from it."""
+    (cell_kernel_in_use), so the contract's reading of the kernel choice cannot drift from the layer's."""
     import torch
 
-    from normbench.models.recurrent import cell_kernel_in_use, in_cell_layer
+    from normbench.models.recurrent import RecurrentShape, cell_kernel_in_use, in_cell_layer
     from normbench.norms import NormSpec
     from normbench.schema import PlacementConfig
 
@@ -127,8 +127,8 @@ def test_the_cell_kernel_rule_follows_what_the_layer_runs(compose):
                            "placement=in_cell", f"placement.summed={str(summed).lower()}")
                 ran = {}
                 for kernel in ("auto", "python", "compile"):
-                    layer = in_cell_layer(family, 3, 4, NormSpec(kind, impl=impl), PlacementConfig("in_cell", summed=summed),
-                                          kernel)
+                    layer = in_cell_layer(family, 3, RecurrentShape(3, 4, cell_kernel=kernel), NormSpec(kind, impl=impl),
+                                          PlacementConfig("in_cell", summed=summed))
                     ran[kernel] = (type(layer).__name__, cell_kernel_in_use(layer, cpu, autocast=precision == "bf16"))
                 hashes = {k: config_hash(resolved(compose, *setting, f"model.cell_kernel={k}")) for k in ran}
                 for a, b in (("auto", "python"), ("auto", "compile")):

@@ -60,6 +60,12 @@ def test_half_model_keeps_norms_fp32_and_master_weights_track_it(compose):
         assert torch.equal(h, m.to(h.dtype)), name
 
 
+def test_the_precisions_the_config_accepts_are_the_ones_defined_here():
+    from normbench.schema import DTYPES  # precision.dtype's names (torch-free); PRECISIONS: what each one is
+
+    assert tuple(PRECISIONS) == DTYPES and all(name == p.name for name, p in PRECISIONS.items())
+
+
 def test_every_half_precision_goes_through_the_device_check():
     assert {name for name, p in PRECISIONS.items() if p.dtype is not None} == set(AUTOCAST_DTYPES)
 

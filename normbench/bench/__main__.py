@@ -15,8 +15,7 @@ import torch
 from normbench import machine
 from normbench.bench import arms, cells, harness, kernels, sweep
 from normbench.bench.section import OtherLoad, Section, finite_json
-from normbench.models.recurrent import FAMILIES
-from normbench.schema import KINDS
+from normbench.schema import KINDS, RECURRENT
 
 # `all` runs kernels last: it changes glibc's allocator for the rest of the process (see
 # timing.keep_freed_memory), and the training-step benchmarks should see the default one.
@@ -64,9 +63,9 @@ def _folder(text: str) -> Path:
 
 def _families(text):
     names = _csv(str)(text)
-    unknown = [n for n in names if n not in FAMILIES]
+    unknown = [n for n in names if n not in RECURRENT]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"{','.join(unknown) or text!r}: valid families are {', '.join(FAMILIES)}")
+        raise argparse.ArgumentTypeError(f"{','.join(unknown) or text!r}: valid families are {', '.join(RECURRENT)}")
     return names
 
 
@@ -96,7 +95,7 @@ def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
 
 def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--family", type=_families, default=cells.TARGET_FAMILIES,
-                   help=f"comma list of {','.join(FAMILIES)} (default {','.join(cells.TARGET_FAMILIES)})")
+                   help=f"comma list of {','.join(RECURRENT)} (default {','.join(cells.TARGET_FAMILIES)})")
     p.add_argument(f"--{prefix}device", dest="cell_device", default="cpu", choices=("cpu", "cuda"), help="cpu | cuda (default cpu)")
     p.add_argument(f"--{prefix}hidden", dest="cell_hidden", type=_csv(int), default=cells.GRID_HIDDEN,
                    help=f"comma list of hidden sizes, each timed on its own (default {','.join(map(str, cells.GRID_HIDDEN))})")

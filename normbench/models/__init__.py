@@ -9,23 +9,19 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from normbench.models.validity import FAMILIES, InvalidCombination, check_combination, valid_placements
-from normbench.models.recurrent import CELL_KERNELS, RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
-from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
+from normbench.models.validity import InvalidCombination, check_combination, placements_of
+from normbench.models.recurrent import LAYERS, RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
+from normbench.models.transformer import BLOCKS, TransformerShape, TransformerStack, build_transformer
 from normbench.norms import NormSpec, norm_parameters
 from normbench.padding import last_real, lengths_from_input, unmarked
-from normbench.schema import ModelShape, PlacementConfig
+from normbench.schema import CELL_KERNELS, FAMILIES, RECURRENT, ModelShape, PlacementConfig
 
-VALID_PLACEMENTS = valid_placements()  # family -> placements, read off recurrent.LAYERS and transformer.BLOCKS
+PLACEMENT_TABLES = {**{family: LAYERS for family in RECURRENT}, "transformer": BLOCKS}  # family -> its table
+VALID_PLACEMENTS = {family: placements_of(family, table) for family, table in PLACEMENT_TABLES.items()}
 
 __all__ = ["CELL_KERNELS", "FAMILIES", "cell_kernel_in_use", "VALID_PLACEMENTS", "InvalidCombination", "ModelShape", "PlacementConfig", "SequenceModel", "build_model",
-           "check_combination", "effective_placement", "parameter_groups", "layer_of",
+           "check_combination", "parameter_groups", "layer_of",
            "RecurrentShape", "TransformerShape", "build_recurrent", "build_transformer"]
-
-
-def effective_placement(norm: NormSpec, placement: str) -> str:
-    """Without a norm there is nowhere to place it: the model is the un-normalized one."""
-    return placement if norm.active else "none"
 
 
 class SequenceModel(nn.Module):
@@ -76,25 +72,23 @@ def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | 
     """input_kind "features": (batch, time, input_dim) floats; "tokens": (batch, time) ids < input_dim.
     ``placement`` is a PlacementConfig, or its name alone (the other placement settings at their defaults).
     An impossible combination raises InvalidCombination, from the family's builder: the one check."""
-    where = PlacementConfig(placement) if isinstance(placement, str) else placement
-    placement = where.name
+    placement = PlacementConfig(placement) if isinstance(placement, str) else placement
     width_in = shape.hidden if shape.family == "transformer" else shape.embed
     if input_kind == "tokens":
         encoder = nn.Embedding(input_dim, width_in)
     else:
-        encoder = nn.Linear(input_dim, width_in, bias=not batch_normalizes_input(shape.family, norm, placement))
+        encoder = nn.Linear(input_dim, width_in, bias=not batch_normalizes_input(shape.family, norm, placement.name))
     if shape.family == "transformer":
         if shape.bidirectional:
-            check_combination(shape.family, norm.kind, placement, bidirectional=True)  # refused: causal
+            check_combination(shape.family, norm.kind, placement.name, BLOCKS, bidirectional=True)  # refused: causal
         backbone = build_transformer(TransformerShape(shape.hidden, shape.layers, shape.heads, shape.ff_mult,
                                                       max_len=max_len, qk_norm=shape.qk_norm, dropout=shape.dropout,
                                                       dropout_at=shape.dropout_at), norm, placement)
     else:
         recurrent = RecurrentShape(width_in, shape.hidden, shape.layers, bidirectional=shape.bidirectional,
                                    dropout=shape.dropout, dropout_at=shape.dropout_at,
-                                   dropout_recurrent=shape.dropout_recurrent)
-        backbone = build_recurrent(shape.family, recurrent, norm, placement, cell_norm=where.cell_norm,
-                                   summed=where.summed, cell_kernel=shape.cell_kernel)
+                                   dropout_recurrent=shape.dropout_recurrent, cell_kernel=shape.cell_kernel)
+        backbone = build_recurrent(shape.family, recurrent, norm, placement)
     width_out = shape.hidden * (2 if shape.bidirectional else 1)
     return SequenceModel(encoder, backbone, nn.Linear(width_out, n_outputs), readout)
 

@@ -29,17 +29,16 @@ import torch
 from torch import nn
 
 from normbench.models import gru_cpu, lnlstm_cpu
+from normbench.models.kernel_choice import recorded_name, recurrence_on
 from normbench.models.dropout import dropout
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
-from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig  # noqa: F401
+from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig, hand_written_cell
 from normbench.norms import NormSpec, StepBatchNorm
 from normbench.padding import held_past_end, real_steps, reverse_real, step_mask
 
-FAMILIES = RECURRENT
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
 FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
-COMPILED = {"lstm": lnlstm_cpu, "gru": gru_cpu}  # family -> its compiled in-cell LN recurrence (CPU)
 
 
 @dataclass(frozen=True)
@@ -51,6 +50,7 @@ class RecurrentShape:
     dropout: float = 0.0            # on layer outputs; see RecurrentStack
     dropout_at: str = "after_norm"  # before_norm | after_norm, where a layer output meets a norm (pre, post)
     dropout_recurrent: bool = False  # one mask per sequence, the same at every step
+    cell_kernel: str = "auto"       # how an in-cell layer runs its recurrence (schema.cell_recurrences)
 
 
 def run_fused(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None,
@@ -168,6 +168,7 @@ class InCellLayer(_CellLayer):
     recurrence with a hand-written backward (same function, tested equal): on a CPU the compiled
     one of ``lnlstm.cpp`` or ``gru.cpp`` unless ``kernel="python"``. Elsewhere (or where it does not
     compile) an LSTM runs the Python one of ``fused_lstm``, a GRU the autograd loop of ``step``.
+    Which one is decided by kernel_choice.recurrence_on (from schema.cell_recurrences), not here.
 
     ``kernel="compile"``, for any family and norm on any device: the autograd loop with ``step``
     through ``torch.compile`` (inductor), which fuses a step's dozen elementwise ops and norms into
@@ -185,20 +186,15 @@ class InCellLayer(_CellLayer):
         self.norm_h = norm.build(width, per_step=True)
         use_cell_norm = family == "lstm" and cell_norm
         self.norm_c = norm.build(hidden_size, per_step=True) if use_cell_norm else NormSpec("none").build(hidden_size)
-        self.fused = family in COMPILED and norm.kind == "ln" and norm.impl == "native"
+        self.norm_kind, self.norm_impl = norm.kind, norm.impl
+        self.fused = hand_written_cell(family, norm.kind, norm.impl)
         self.cell_norm, self.kernel = use_cell_norm, kernel
         self._compiled_step = None
 
-    def compiled_kernel(self, device: torch.device) -> bool:
-        """Whether forward on ``device`` runs lnlstm.cpp or gru.cpp (compiling it now if it has not been)."""
-        if self.fused and self.kernel == "cpp" and device.type != "cpu":
-            raise ValueError(f"model.cell_kernel=cpp runs on a CPU only, not {device.type}: use auto, python or compile")
-        if not (self.fused and device.type == "cpu" and self.kernel != "python"):
-            return False
-        kernel = COMPILED[self.family].KERNEL
-        if kernel.load() is None and self.kernel == "cpp":
-            raise ValueError(f"model.cell_kernel=cpp, but the compiled kernel is unavailable: {kernel.unavailable}")
-        return kernel.unavailable is None
+    def runs(self, device: torch.device, full_precision: bool = True) -> str | None:
+        """The recurrence forward runs on ``device`` (kernel_choice.recurrence_on; None: the autograd loop);
+        "cpp" builds the compiled kernel now if it has not been."""
+        return recurrence_on(self.family, self.norm_kind, self.norm_impl, self.kernel, device, full_precision)
 
     def input_preactivations(self, x):
         return self.norm_x(x @ self.weight_ih.T) + self.bias_ih
@@ -222,14 +218,18 @@ class InCellLayer(_CellLayer):
 
     def recurrence(self, x, trace=None):
         """The whole-sequence recurrence forward runs on ``x`` (lnlstm.cpp, gru.cpp or fused_lstm), or
-        None for the autograd loop of ``step``: traces, autocast, torch.compile, every other norm, a
-        GRU without gru.cpp. The one place the choice is made; cell_kernel_in_use reports it."""
-        if self.kernel == "compile" or not self.fused or trace is not None \
-                or x.dtype not in (torch.float32, torch.float64) or torch.is_autocast_enabled(x.device.type):
+        None for the autograd loop of ``step``: traces (h_t must be graph nodes), and whatever ``runs``
+        names no hand-written recurrence for (cell_kernel_in_use records the same choice)."""
+        if trace is not None:
             return None
+        full_precision = x.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(x.device.type)
+        return self.recurrences().get(self.runs(x.device, full_precision))
+
+    def recurrences(self) -> dict:
+        """schema.HAND_WRITTEN_CELLS[family] -> the method that runs it (a test holds the two equal)."""
         if self.family == "lstm":
-            return self.lstm_recurrence  # the same cell, with a hand-written backward
-        return self.gru_recurrence if self.compiled_kernel(x.device) else None
+            return {"cpp": self.lstm_cpp_recurrence, "python": self.lstm_python_recurrence}
+        return {"cpp": self.gru_cpp_recurrence} if self.family == "gru" else {}
 
     def forward(self, x, trace=None, lengths=None):
         recurrence = self.recurrence(x, trace)
@@ -250,7 +250,7 @@ class InCellLayer(_CellLayer):
         # with model.cell_kernel=compile runs it eagerly (torch.compile would trace the mask BatchNorm reads)
         return super().forward(x, trace, lengths)
 
-    def gru_recurrence(self, x):
+    def gru_cpp_recurrence(self, x):
         """The LN-GRU cell of ``step`` over all time steps, by gru.cpp (tested equal)."""
         ln_x, ln_h = self.norm_x.norm, self.norm_h.norm  # the native LayerNorms inside the precision wrappers
         bias_x, bias_h = self.bias_ih, self.bias_hh
@@ -261,22 +261,26 @@ class InCellLayer(_CellLayer):
         return gru_cpu.LayerNormGRULayer.apply(x @ self.weight_ih.T, self.weight_hh, gamma_x, gamma_h, bias_x, bias_h,
                                                ln_h.eps)
 
-    def lstm_recurrence(self, x):
-        """The LN-LSTM cell of ``step`` over all time steps, by lnlstm.cpp or fused_lstm (tested equal)."""
+    def lstm_cpp_recurrence(self, x):
+        """The LN-LSTM cell of ``step`` over all time steps, by lnlstm.cpp (tested equal)."""
         ln_x, ln_h = self.norm_x.norm, self.norm_h.norm  # the native LayerNorms inside the precision wrappers
         ln_c = self.norm_c.norm if self.cell_norm else None
-        if self.compiled_kernel(x.device):
-            bias = self.bias_ih + self.bias_hh
-            if ln_x.weight is not None:  # the kernel always takes gains; without affine they are ones
-                gamma_x, gamma_h, bias = ln_x.weight, ln_h.weight, bias + ln_x.bias + ln_h.bias
-            else:
-                gamma_x = gamma_h = x.new_ones(ln_x.dim)
-            if ln_c is not None and ln_c.weight is not None:
-                gamma_c, beta_c = ln_c.weight, ln_c.bias
-            else:  # unused without a cell norm
-                gamma_c, beta_c = x.new_ones(self.hidden_size), x.new_zeros(self.hidden_size)
-            return lnlstm_cpu.LayerNormLSTMLayer.apply(x @ self.weight_ih.T, self.weight_hh, gamma_x, gamma_h, bias,
-                                                       gamma_c, beta_c, ln_h.eps, self.cell_norm)
+        bias = self.bias_ih + self.bias_hh
+        if ln_x.weight is not None:  # the kernel always takes gains; without affine they are ones
+            gamma_x, gamma_h, bias = ln_x.weight, ln_h.weight, bias + ln_x.bias + ln_h.bias
+        else:
+            gamma_x = gamma_h = x.new_ones(ln_x.dim)
+        if ln_c is not None and ln_c.weight is not None:
+            gamma_c, beta_c = ln_c.weight, ln_c.bias
+        else:  # unused without a cell norm
+            gamma_c, beta_c = x.new_ones(self.hidden_size), x.new_zeros(self.hidden_size)
+        return lnlstm_cpu.LayerNormLSTMLayer.apply(x @ self.weight_ih.T, self.weight_hh, gamma_x, gamma_h, bias,
+                                                   gamma_c, beta_c, ln_h.eps, self.cell_norm)
+
+    def lstm_python_recurrence(self, x):
+        """The LN-LSTM cell of ``step`` over all time steps, by fused_lstm (tested equal)."""
+        ln_h = self.norm_h.norm  # the native LayerNorm inside the precision wrapper
+        ln_c = self.norm_c.norm if self.cell_norm else None
         return LayerNormLSTMRecurrence.apply(
             self.input_preactivations(x) + self.bias_hh, self.weight_hh, ln_h.weight, ln_h.bias,
             ln_c.weight if ln_c else None, ln_c.bias if ln_c else None, ln_h.eps, self.cell_norm)
@@ -376,38 +380,41 @@ class RecurrentStack(nn.Module):
         return x
 
 
-def in_cell_layer(family, input_size, hidden_size, norm: NormSpec, where: PlacementConfig, cell_kernel: str):
-    """N(Wx) + N(Uh) + b, or with ``summed`` N(Wx + Uh) + b; the per-term layer runs ``cell_kernel``'s recurrence."""
-    if where.summed:
-        return SummedInCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm)
-    return InCellLayer(family, input_size, hidden_size, norm, cell_norm=where.cell_norm, kernel=cell_kernel)
+def in_cell_layer(family, input_size, shape: RecurrentShape, norm: NormSpec, placement: PlacementConfig):
+    """N(Wx) + N(Uh) + b, or with ``summed`` N(Wx + Uh) + b; the per-term layer runs ``shape.cell_kernel``'s recurrence."""
+    if placement.summed:
+        return SummedInCellLayer(family, input_size, shape.hidden_size, norm, cell_norm=placement.cell_norm)
+    return InCellLayer(family, input_size, shape.hidden_size, norm, cell_norm=placement.cell_norm,
+                       kernel=shape.cell_kernel)
 
 
-# placement -> builder(family, input_size, hidden_size, norm, where, cell_kernel) of one layer. Which families
-# a placement is valid for is read off this table (validity.py), less the (family, placement) pairs it names.
+# placement name -> builder(family, input_size, shape, norm, placement) of one layer; only in_cell reads the
+# placement's other settings. Which families a placement is valid for is read off this table
+# (validity.placements_of), less the pairs validity names.
 LAYERS = {
-    "pre": lambda family, size_in, hidden, norm, where, cell_kernel: PreNormLayer(family, size_in, hidden, norm),
-    "post": lambda family, size_in, hidden, norm, where, cell_kernel: PostNormLayer(family, size_in, hidden, norm),
+    "pre": lambda family, size_in, shape, norm, placement: PreNormLayer(family, size_in, shape.hidden_size, norm),
+    "post": lambda family, size_in, shape, norm, placement: PostNormLayer(family, size_in, shape.hidden_size, norm),
     "in_cell": in_cell_layer,
-    "gate": lambda family, size_in, hidden, norm, where, cell_kernel: GateNormLayer(family, size_in, hidden, norm),
+    "gate": lambda family, size_in, shape, norm, placement: GateNormLayer(family, size_in, shape.hidden_size, norm),
 }
 
 
-def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placement: str,
-                    cell_norm: bool = True, summed: bool = False, cell_kernel: str = "auto") -> RecurrentStack:
-    if family not in FAMILIES:
-        raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(FAMILIES)}")
-    check_combination(family, norm.kind, placement, summed, bidirectional=shape.bidirectional)
-    where = PlacementConfig(placement, cell_norm=cell_norm, summed=summed)
-    placement = placement if norm.active else "none"
+def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec,
+                    placement: PlacementConfig | str) -> RecurrentStack:
+    """``placement``: a PlacementConfig, or its name alone (its other settings at their defaults)."""
+    if family not in RECURRENT:
+        raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(RECURRENT)}")
+    placement = PlacementConfig(placement) if isinstance(placement, str) else placement
+    check_combination(family, norm.kind, placement.name, LAYERS, placement.summed, bidirectional=shape.bidirectional)
+    name = placement.name if norm.active else "none"  # no norm: nowhere to place one
     width_out = shape.hidden_size * (2 if shape.bidirectional else 1)
 
     def one_direction(size_in: int, first: bool) -> nn.Module:
-        if placement == "none":
+        if name == "none":
             return PlainLayer(family, size_in, shape.hidden_size)
-        layer = LAYERS[placement](family, size_in, shape.hidden_size, norm, where, cell_kernel)
+        layer = LAYERS[name](family, size_in, shape, norm, placement)
         # pre: the dropout sits around this layer's norm on the layer below's output (none on the input)
-        if (placement == "pre" and not first) or placement == "post":
+        if (name == "pre" and not first) or name == "post":
             site = "drop_before" if shape.dropout_at == "before_norm" else "drop_after"
             setattr(layer, site, dropout(shape.dropout, shape.dropout_recurrent))
         return layer
@@ -421,7 +428,7 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec, placemen
             layer = BiLayer(layer, one_direction(size_in, first))
         layers.append(layer)
         # Before the readout, and between layers where no norm meets the output: plain dropout.
-        held = placement == "post" or (placement == "pre" and not last)
+        held = name == "post" or (name == "pre" and not last)
         output_dropout.append(nn.Identity() if held else dropout(shape.dropout, shape.dropout_recurrent))
     return RecurrentStack(layers, output_dropout, shape.bidirectional)
 
@@ -444,18 +451,7 @@ def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = 
 
     Compiles the kernel now if it will be used, so that the first training step does not pay for the build.
     """
-    in_cell = [m for m in model.modules() if isinstance(m, InCellLayer)]
-    if padded and any(m.kernel == "compile" for m in in_cell):
-        return "autograd-padded"
-    if any(m.kernel == "compile" for m in in_cell):
-        return "compile"  # model.cell_kernel=compile: torch.compile of the step, whatever the family and norm
-    layers = [m for m in model.modules() if isinstance(m, InCellLayer) and m.fused]
-    if not layers:
-        return None
-    if autocast:
-        return "autograd"
-    family = layers[0].family  # a model's layers are all of one family
-    if all(layer.compiled_kernel(device) for layer in layers):
-        return COMPILED[family].KERNEL.name()
-    return "python" if family == "lstm" else "autograd"
+    runs = [(m.runs(device, full_precision=not autocast), m.family) for m in model.modules() if isinstance(m, InCellLayer)]
+    # a model's layers are all of one family and cell_kernel: each layer asked, the first answer recorded
+    return next((recorded_name(name, family, padded) for name, family in runs if name is not None), None)
 

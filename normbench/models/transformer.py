@@ -25,6 +25,7 @@ from torch import nn
 from normbench.models.validity import InvalidCombination, check_combination
 from normbench.norms import NormSpec
 from normbench.padding import real_steps, step_mask
+from normbench.schema import PlacementConfig
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,10 @@ class TransformerStack(nn.Module):
             return self.final_norm(x)
 
 
-def build_transformer(shape: TransformerShape, norm: NormSpec, placement: str) -> TransformerStack:
-    check_combination("transformer", norm.kind, placement)
+def build_transformer(shape: TransformerShape, norm: NormSpec, placement: PlacementConfig | str) -> TransformerStack:
+    """``placement``: a PlacementConfig or its name (a block has no other placement settings)."""
+    placement = placement if isinstance(placement, str) else placement.name
+    check_combination("transformer", norm.kind, placement, BLOCKS)
     if shape.qk_norm and not norm.active:
         raise InvalidCombination("model.qk_norm=true needs a norm to apply to queries and keys; "
                                  "valid with norm=none: qk_norm=false")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from normbench.schema import FAMILIES, RECURRENT
 
 # Why a placement does not exist for a family. The valid ones are read off the families' tables
-# (valid_placements); a pair named here is refused even where its family's table has the placement.
+# (placements_of); a pair named here is refused even where its family's table has the placement.
 WHY_INVALID = {
     ("rnn", "gate"): "a tanh rnn has no gates",
     ("rnn", "peri"): "peri (sandwich) is a Transformer placement",
@@ -16,23 +16,20 @@ WHY_INVALID = {
 }
 
 
-def valid_placements() -> dict[str, tuple[str, ...]]:
-    """Family -> the placements it builds: the keys of its table, less the pairs WHY_INVALID names."""
-    # Imported here, not above: the family modules import this one for check_combination.
-    from normbench.models.recurrent import LAYERS
-    from normbench.models.transformer import BLOCKS
-
-    tables = {**{family: LAYERS for family in RECURRENT}, "transformer": BLOCKS}
-    return {family: tuple(p for p in tables[family] if (family, p) not in WHY_INVALID) for family in FAMILIES}
+def placements_of(family: str, table) -> tuple[str, ...]:
+    """The placements ``family`` builds: the keys of its table (recurrent.LAYERS, transformer.BLOCKS,
+    which each builder hands in: this module imports neither), less the pairs WHY_INVALID names."""
+    return tuple(p for p in table if (family, p) not in WHY_INVALID)
 
 
 class InvalidCombination(ValueError):
     """A (family, norm, placement) combination that cannot be built; the message says what is valid."""
 
 
-def check_combination(family: str, norm_kind: str, placement: str, summed: bool = False,
+def check_combination(family: str, norm_kind: str, placement: str, table, summed: bool = False,
                       bidirectional: bool = False) -> None:
-    """Raise InvalidCombination (one line, naming what is valid) for anything the builders refuse."""
+    """Raise InvalidCombination (one line, naming what is valid) for anything the builders refuse;
+    ``table``: the family's placement -> layer (or block) table."""
     if family not in FAMILIES:
         raise InvalidCombination(f"unknown model family {family!r}; valid: {', '.join(FAMILIES)}")
     if bidirectional and family not in RECURRENT:
@@ -40,7 +37,7 @@ def check_combination(family: str, norm_kind: str, placement: str, summed: bool 
                                  f"the {family} is causal: valid for it: bidirectional=false")
     if norm_kind == "none":
         return  # nowhere to place a norm: every placement builds the un-normalized model
-    valid = valid_placements()[family]
+    valid = placements_of(family, table)
     if placement not in valid:
         why = WHY_INVALID.get((family, placement), "not one of its placements")
         raise InvalidCombination(f"placement {placement!r} is invalid for {family} ({why}); valid: {', '.join(valid)}")

@@ -171,7 +171,7 @@ def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine, kernel
         for name, p in layer.named_parameters():
             if "norm" in name:
                 p.add_(0.3 * torch.randn_like(p))
-    assert layer.fused and layer.compiled_kernel(torch.device("cpu")) == (kernel == "cpp")
+    assert layer.fused and (layer.runs(torch.device("cpu")) == "cpp") == (kernel == "cpp")
     x = torch.randn(3, 7, 5, dtype=torch.double, requires_grad=True)
     fused, loop = layer(x), _CellLayer.forward(layer, x)
     torch.testing.assert_close(fused, loop, atol=1e-12, rtol=0)

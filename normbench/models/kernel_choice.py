@@ -1,0 +1,47 @@
+"""Which recurrence an in-cell layer runs on a device: schema.cell_recurrences says what the layer may
+run, preferred first; this module asks the device which of them it offers. InCellLayer holds the cell's
+arithmetic (its step and the hand-written recurrences, tested equal); it asks here which one to run.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from normbench.models import gru_cpu, lnlstm_cpu
+from normbench.schema import cell_recurrences
+
+COMPILED = {"lstm": lnlstm_cpu, "gru": gru_cpu}  # family -> its compiled in-cell LN recurrence (CPU)
+
+
+def compiled_runs(family: str, device: torch.device, required: bool = False) -> bool:
+    """Whether lnlstm.cpp or gru.cpp runs on ``device`` (built now if it has not been). ``required``
+    (model.cell_kernel=cpp): a device it cannot run on is an error, not a fall-back."""
+    if device.type != "cpu":
+        if required:
+            raise ValueError(f"model.cell_kernel=cpp runs on a CPU only, not {device.type}: use auto, python or compile")
+        return False
+    kernel = COMPILED[family].KERNEL
+    if kernel.load() is None and required:
+        raise ValueError(f"model.cell_kernel=cpp, but the compiled kernel is unavailable: {kernel.unavailable}")
+    return kernel.unavailable is None
+
+
+def recurrence_on(family: str, norm_kind: str, impl: str, cell_kernel: str, device: torch.device,
+                  full_precision: bool = True) -> str | None:
+    """The recurrence a per-term in-cell layer runs on ``device`` (a name of schema.cell_recurrences),
+    or None where it has no hand-written one (the autograd loop, whatever cell_kernel says)."""
+    wanted = cell_recurrences(family, norm_kind, impl, cell_kernel, full_precision)
+    for name in wanted:
+        if name != "cpp" or compiled_runs(family, device, required=wanted == ("cpp",)):
+            return name
+    return None
+
+
+def recorded_name(name: str | None, family: str, padded: bool = False) -> str | None:
+    """environment.cell_kernel for a recurrence of recurrence_on: cpp is named for its build
+    (cpp-avx512, ...); with variable lengths the compiled step gives way to the eager loop."""
+    if name == "cpp":
+        return COMPILED[family].KERNEL.name()
+    if name == "compile" and padded:
+        return "autograd-padded"
+    return name

@@ -1,0 +1,50 @@
+"""Which recurrence an in-cell layer runs: decided once (schema.cell_recurrences), asked of the device
+(models/kernel_choice.py), and run by the layer's methods."""
+
+import pytest
+import torch
+
+from normbench.models import lnlstm_cpu
+from normbench.models.kernel_choice import recorded_name, recurrence_on
+from normbench.models.recurrent import InCellLayer
+from normbench.norms import NormSpec
+from normbench.schema import HAND_WRITTEN_CELLS, RECURRENT, cell_recurrences
+
+META = torch.device("meta")  # no compiled kernel runs there
+
+
+def test_each_hand_written_recurrence_the_schema_names_is_a_method_of_the_layer():
+    for family in RECURRENT:
+        assert tuple(InCellLayer(family, 3, 4, NormSpec("ln")).recurrences()) == HAND_WRITTEN_CELLS.get(family, ())
+
+
+def test_what_each_setting_may_run_preferred_first():
+    assert cell_recurrences("lstm", "ln", "native", "auto") == ("cpp", "python", "autograd")
+    assert cell_recurrences("gru", "ln", "native", "auto") == ("cpp", "autograd")
+    assert cell_recurrences("lstm", "ln", "native", "python") == ("python", "autograd")
+    assert cell_recurrences("gru", "ln", "native", "python") == ("autograd",)
+    assert cell_recurrences("gru", "ln", "native", "cpp") == ("cpp",)  # no fall-back: refused where it cannot run
+    assert cell_recurrences("lstm", "ln", "native", "cpp", full_precision=False) == ("autograd",)
+    for family, kind, impl in (("rnn", "ln", "native"), ("lstm", "rms", "native"), ("lstm", "ln", "reference")):
+        assert cell_recurrences(family, kind, impl, "cpp") == ()  # no hand-written one: cpp is inert
+        assert cell_recurrences(family, kind, impl, "compile") == ("compile",)
+
+
+def test_the_device_picks_the_first_it_offers_and_cpp_alone_is_refused_elsewhere(monkeypatch):
+    assert recurrence_on("lstm", "ln", "native", "auto", META) == "python"
+    assert recurrence_on("gru", "ln", "native", "auto", META) == "autograd"
+    assert recurrence_on("gru", "rms", "native", "cpp", META) is None
+    with pytest.raises(ValueError, match="model.cell_kernel=cpp runs on a CPU only, not meta"):
+        recurrence_on("gru", "ln", "native", "cpp", META)
+    assert recurrence_on("gru", "ln", "native", "cpp", META, full_precision=False) == "autograd"  # autocast: no kernel
+    monkeypatch.setattr(lnlstm_cpu.KERNEL, "module", None)
+    monkeypatch.setattr(lnlstm_cpu.KERNEL, "unavailable", "RuntimeError: no compiler (test)")
+    assert recurrence_on("lstm", "ln", "native", "auto", torch.device("cpu")) == "python"
+    with pytest.raises(ValueError, match="the compiled kernel is unavailable: RuntimeError: no compiler"):
+        recurrence_on("lstm", "ln", "native", "cpp", torch.device("cpu"))
+
+
+def test_the_recorded_names():
+    assert recorded_name("cpp", "lstm") == lnlstm_cpu.KERNEL.name() and recorded_name("cpp", "lstm").startswith("cpp-")
+    assert recorded_name("compile", "gru", padded=True) == "autograd-padded"
+    assert [recorded_name(n, "lstm", padded=True) for n in ("python", "autograd", None)] == ["python", "autograd", None]
