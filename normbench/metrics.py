@@ -4,7 +4,9 @@ One ``Metric`` per record key, in the record's order: which way is better, wheth
 level applies, its unit, the name a reader sees, the module that fills it, and how a group of seeds
 summarizes it in summary.csv. The Trainer orders its record by this table, the report builds its
 per-group columns from it, and the claims, the loggers, ``rerun`` and ``compare`` name metrics
-through it. Adding a metric: one entry here and the line that computes it (``computed_in``).
+through it. Adding a metric: one entry here and the line that computes it (``computed_in``); its
+summary.csv columns follow the existing ones, and VIEWS names it where a logger, rerun or compare
+should show it.
 
 Torch-free and importing nothing of normbench: every floor may read it.
 """
@@ -53,7 +55,7 @@ class Metric:
 
 
 _SCORE = (Stat("count"), Stat("mean"), Stat("std"))
-_TRAIN, _PROBES, _CONVERGENCE = "normbench.train", "normbench.probes", "normbench.convergence"
+_PROBES, _CONVERGENCE = "normbench.probes", "normbench.convergence"
 
 METRICS: tuple[Metric, ...] = (
     Metric("best_val", "metrics", "best validation metric", "task", "task", "task", group=_SCORE,
