@@ -858,3 +858,14 @@ def test_rms_speed_reads_a_paired_timing_when_one_lies_beside_the_runs(write_rec
     speed = verdict.parts[0]
     assert speed.status == expected, speed.test + speed.note
     assert ("paired timing" in speed.test) == (rms_ms is not None)
+
+
+def test_the_vocabulary_imports_neither_the_engine_nor_the_parts():
+    """vocabulary.py is the floor the parts and the engine stand on; a claim is judged by engine.judge."""
+    import ast
+
+    from normbench.report.claims import vocabulary
+
+    tree = ast.parse(open(vocabulary.__file__).read())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"normbench.report.claims.engine", "normbench.report.claims.parts"}
