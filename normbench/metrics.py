@@ -21,6 +21,23 @@ TIMING_NOISY = 1.5
 
 
 @dataclass(frozen=True)
+class TaskMetric:
+    """A task's own metric (what best_val, final_val, test and val_auc are in): the record's
+    ``task.metric`` names it; the report falls back on this where a record lacks the direction."""
+
+    higher_is_better: bool
+    unit: str                                  # the figures' axis words
+    bounds: tuple[float | None, float | None]  # what the metric can be: a t-band is clipped to it
+
+
+TASK_METRICS: dict[str, TaskMetric] = {
+    "accuracy": TaskMetric(True, "fraction correct", (0.0, 1.0)),
+    "mse": TaskMetric(False, "mean squared error", (0.0, None)),
+    "bpc": TaskMetric(False, "bits per character", (0.0, None)),
+}
+
+
+@dataclass(frozen=True)
 class Stat:
     """One summary.csv column of a group of seeds: ``<prefix>_<how>`` (pandas' named aggregation)."""
 

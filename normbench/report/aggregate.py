@@ -37,7 +37,7 @@ TRAINED = ("ok", "diverged", "failed", "interrupted")
 ALL_RUNS = "all runs"
 NO_STUDY = "runs without a study"  # records of single runs or of versions before studies: one comparison
 # When the task's record omits higher_is_better, the metric decides (run-record.md lists three).
-_HIGHER_IS_BETTER = {"accuracy": True, "mse": False, "bpc": False}
+_HIGHER_IS_BETTER = {name: m.higher_is_better for name, m in registry.TASK_METRICS.items()}
 _ENVIRONMENT_KEYS = ("device", "device_name", "torch", "python", "normbench_version", "git_commit")
 _AXIS_PREFERENCE = ("norm", "placement", "model", "batch_size", "lr", "eps", "gamma_init",
                     "warmup_steps", "layers", "hidden", "precision", "impl", "optim", "steps",

@@ -47,9 +47,9 @@ PALETTE = sns.color_palette("colorblind", 10)
 # Groups differ by line style and marker too, so they stay apart without colour (or in grey print).
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-METRIC_UNITS = {"accuracy": "fraction correct", "mse": "mean squared error", "bpc": "bits per character"}
+METRIC_UNITS = {name: m.unit for name, m in registry.TASK_METRICS.items()}
 # A t-band from few seeds can reach past what the metric can be; drawn, it is clipped to this range.
-METRIC_RANGE = {"accuracy": (0.0, 1.0), "mse": (0.0, None), "bpc": (0.0, None)}
+METRIC_RANGE = {name: m.bounds for name, m in registry.TASK_METRICS.items()}
 MIN_BAND_SEEDS = 3  # a band or error bar from fewer seeds is mostly the t quantile, so none is drawn
 MIN_FONT_PT = 10.5
 MIN_FONT_KEY = "normbench:min_font_px"

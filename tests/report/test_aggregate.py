@@ -155,3 +155,20 @@ def test_summary_columns_are_the_ones_summary_csv_always_had(runs_of):
         "grad_kurtosis_mean", "grad_kurtosis_max", "grad_norm_median_median", "grad_norm_max_max",
         "grad_time_ratio_init_mean", "grad_time_ratio_mean", "bn_gap_mean", "bn_gap_running_mean",
         "samples_per_s_spread", "study_purpose", "study_command", "study_role", "comparison", "memory_kind"]
+
+
+
+def test_a_record_without_a_direction_takes_its_task_metrics(write_record, tmp_path):
+    """Older records lack task.higher_is_better: the task metric's entry in normbench/metrics.py decides."""
+    import json
+
+    from normbench.report.aggregate import runs_frame
+    from normbench.report.records import find_records
+
+    for task in ("adding", "copy"):
+        summary_path = write_record(tmp_path, task, axes={"task": task}) / "summary.json"
+        summary = json.loads(summary_path.read_text())
+        del summary["task"]["higher_is_better"]
+        summary_path.write_text(json.dumps(summary))
+    runs = runs_frame(find_records([tmp_path]).runs).set_index("task.name")
+    assert not runs.loc["adding", "task.higher_is_better"] and runs.loc["copy", "task.higher_is_better"]
