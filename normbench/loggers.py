@@ -5,8 +5,8 @@ a logger only adds another view of the same numbers. ``RunLogger`` names the tra
 the points where it already records (``on_log``, ``on_eval``, ``on_probe``), the edges of each
 step and probe (``on_step_start``, ``on_step_end``, ``on_probe_start``, for clocks such as
 normbench/bench/harness.py's) and the end (``on_end`` with the finished summary); a hook object
-implements the ones it needs (the hooks live in normbench/hooks.py, below every logger). A logger never changes what is trained or measured, so ``logger`` is
-a harness key (normbench/schema.py).
+implements the ones it needs (the hooks live in normbench/hooks.py, below every logger). A logger
+never changes what is trained or measured, so ``logger`` is a harness key (normbench/schema.py).
 """
 
 from __future__ import annotations

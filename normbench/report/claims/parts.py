@@ -572,8 +572,8 @@ def _with_curves(runs: pd.DataFrame) -> pd.DataFrame:
         return runs
     runs = runs.copy()
     for name in ("train_loss_auc", "val_auc"):
-        recorded = metric(runs, path(name))
-        runs[path(name)] = recorded.where(recorded.notna(), summaries[name])
+        stored = metric(runs, path(name))
+        runs[path(name)] = stored.where(stored.notna(), summaries[name])
     runs["curves.steps_to_target"] = summaries["steps_to_target"]
     return runs
 
