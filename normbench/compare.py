@@ -37,6 +37,7 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
+from normbench.metrics import path, viewed
 from normbench.record import FINAL_STATUSES, RESULT_STATUSES
 from normbench.report import aggregate
 from normbench.report.intervals import mean_estimate
@@ -45,7 +46,7 @@ from normbench.report.render import markdown_text
 
 METRICS = {"best_val": "metrics.best_val", "test": "metrics.test"}
 # Shown with intervals; gated only where the module docstring says.
-GRADIENTS = ("metrics.grad_norm_median", "metrics.grad_norm_max", "metrics.grad_kurtosis_max")
+GRADIENTS = tuple(path(key) for key in viewed("compare"))
 STEP_TIME = "throughput.step_ms_median"
 ENVIRONMENT = ("git_commit", "torch", "device", "device_name", "python", "normbench_version")
 CLOCKS = ("metrics.seconds_to_target",)  # wall-clock readings: never equal twice, not gated by --exact

@@ -5,8 +5,8 @@ a logger only adds another view of the same numbers. ``RunLogger`` names the tra
 the points where it already records (``on_log``, ``on_eval``, ``on_probe``), the edges of each
 step and probe (``on_step_start``, ``on_step_end``, ``on_probe_start``, for clocks such as
 normbench/bench/harness.py's) and the end (``on_end`` with the finished summary); a hook object
-implements the ones it needs. A logger never changes what is trained or measured, so ``logger`` is
-a harness key (normbench/schema.py).
+implements the ones it needs (the hooks live in normbench/hooks.py, below every logger). A logger
+never changes what is trained or measured, so ``logger`` is a harness key (normbench/schema.py).
 """
 
 from __future__ import annotations
@@ -17,34 +17,14 @@ from pathlib import Path
 
 import torch
 
+from normbench.hooks import RunLogger
+from normbench.metrics import viewed
+from normbench.mlflow_logger import MLflowLogger
 from normbench.norms import Identity, Norm
 
+__all__ = ["FINAL_METRICS", "MLflowLogger", "RunLogger", "TensorBoardLogger", "build_logger", "norm_outputs"]
+
 log = logging.getLogger("normbench")
-
-
-class RunLogger:
-    """The hooks, each a no-op: ``logger=none``, and the base of every logger and hook object."""
-
-    def on_step_start(self, trainer, step: int) -> None:
-        """Before each training step draws its batch."""
-
-    def on_log(self, trainer, step: int, **scalars: float) -> None:
-        """Every ``log_every`` steps: loss, lr, grad_norm (as metrics.jsonl's train line)."""
-
-    def on_eval(self, trainer, step: int, **scalars: float) -> None:
-        """Every ``eval_every`` steps: val_metric, val_loss."""
-
-    def on_probe_start(self, trainer, step: int) -> None:
-        """At probe steps, after the optimizer step, before the probe's readings are kept and logged."""
-
-    def on_probe(self, trainer, step: int, stats: dict, activations: dict) -> None:
-        """At probe steps, after the optimizer step: the gradient and activation statistics just measured."""
-
-    def on_step_end(self, trainer, step: int) -> None:
-        """After each step's log line and probe, before any evaluation (which is the run's measurement)."""
-
-    def on_end(self, summary: dict) -> None:
-        """Once, with the finished record (status, axes, metrics, throughput); then release files."""
 
 
 class TensorBoardLogger(RunLogger):
@@ -117,8 +97,7 @@ class TensorBoardLogger(RunLogger):
             self.writer.add_scalar(tag, value, self.last_step)
 
 
-FINAL_METRICS = ("best_val", "final_val", "test", "final_train_loss", "steps_to_target", "seconds_to_target",
-                 "grad_norm_median", "grad_norm_max", "grad_kurtosis_max", "step_ms_median", "samples_per_s")
+FINAL_METRICS = viewed("final")  # the record's values a logger keeps as the run's final metrics
 
 
 @torch.no_grad()
@@ -151,7 +130,5 @@ def build_logger(config, run_dir: Path) -> RunLogger:
     if config.name == "tensorboard":
         return TensorBoardLogger(Path(run_dir) / config.dir, histograms=config.histograms)
     if config.name == "mlflow":
-        from normbench.mlflow_logger import MLflowLogger
-
         return MLflowLogger(Path(run_dir) / config.dir, tracking_uri=config.tracking_uri)
     return RunLogger()

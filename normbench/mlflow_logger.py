@@ -1,4 +1,4 @@
-"""logger=mlflow: the run in an MLflow store, beside its record (normbench/loggers.py's hooks).
+"""logger=mlflow: the run in an MLflow store, beside its record (normbench/hooks.py's hooks).
 
 One MLflow run per normbench run, in the experiment ``normbench``: the resolved config as params
 (dotted keys: ``norm.kind``, ``model.hidden``), the seed and the run folder as tags, every train
@@ -18,7 +18,8 @@ import os
 import time
 from pathlib import Path
 
-from normbench.loggers import FINAL_METRICS, RunLogger
+from normbench.hooks import RunLogger
+from normbench.metrics import viewed
 
 log = logging.getLogger("normbench")
 EXPERIMENT = "normbench"
@@ -98,9 +99,10 @@ class MLflowLogger(RunLogger):
             from mlflow.entities import Metric
 
             finals = {**(summary.get("metrics") or {}), **(summary.get("throughput") or {})}
+            kept = viewed("final")  # the record's values a logger keeps as the run's final metrics
             now = int(time.time() * 1000)
             self.client.log_batch(self.run_id, metrics=[Metric(f"final/{k}", float(v), now, 0)
-                                                        for k, v in finals.items() if k in FINAL_METRICS and _number(v)])
+                                                        for k, v in finals.items() if k in kept and _number(v)])
             self.client.set_tag(self.run_id, "normbench.status", str(summary.get("status")))
             run_dir = Path(summary.get("run_dir") or self.client.get_run(self.run_id).data.tags["normbench.run_dir"])
             for name in ("summary.json", "metrics.jsonl"):

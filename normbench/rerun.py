@@ -18,10 +18,10 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from normbench.contract import config_hash
+from normbench.metrics import viewed
 from normbench.record import SetAside, git_commit, read_summary
 
-COMPARED = ("best_val", "final_val", "test", "final_train_loss", "steps_to_target", "diverged_at_step",
-            "grad_norm_max", "loss_spikes")
+COMPARED = viewed("rerun")
 
 
 def _interpolations(node, path: str = "config") -> str | None:

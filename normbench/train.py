@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from normbench import probes
 from normbench.convergence import convergence
 from normbench.loggers import RunLogger
+from normbench.metrics import in_record_order
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
@@ -410,7 +411,7 @@ class Trainer:
         probe = p.last_probe
         acts = probe.get("act_max_abs") or {}
         rms = probe.get("act_rms") or {}
-        return {
+        return in_record_order("metrics", {
             "best_val": p.best_val, "final_val": p.final_val, "test": p.test,
             "final_train_loss": p.losses[-1] if p.losses else None,
             "steps_to_target": p.steps_to_target, "seconds_to_target": p.seconds_to_target,
@@ -427,7 +428,7 @@ class Trainer:
             **convergence(list(enumerate(p.losses, start=1)), p.evals, self.cfg.steps, p.diverged_at_step is not None),
             "steps_done": p.step,
             "skipped_steps": p.skipped_steps if self.scaler is not None else None,
-        }
+        })
 
     def profiles(self) -> dict:
         p = self.progress
@@ -448,7 +449,7 @@ class Trainer:
         else:
             self._sample_rss()
             peak, kind = self.rss_peak_mb, "process_rss_sampled"
-        return {
+        return in_record_order("throughput", {
             "step_ms_median": step_ms,
             "step_ms_p10": timed[len(timed) // 10] if timed else None,
             "step_ms_p90": timed[(len(timed) * 9) // 10] if timed else None,
@@ -456,7 +457,7 @@ class Trainer:
             "samples_per_s": batch / (step_ms / 1e3) if step_ms else None,
             "tokens_per_s": batch * self.task.seq_len / (step_ms / 1e3) if step_ms else None,
             "peak_memory_mb": peak, "memory_kind": kind,
-        }
+        })
 
 
 class ProgressReport:

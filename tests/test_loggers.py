@@ -42,3 +42,21 @@ def test_tensorboard_writes_scalars_histograms_and_hparams(compose, tmp_path):
     assert hparams["norm"].string_value == "rms" and hparams["model.qk_norm"].number_value == 1  # torch writes bools as numbers
     experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"])
     assert "hparam/best_val" in {m.name.tag for m in experiment.experiment.metric_infos}
+
+
+def _imported(module_file) -> set[str]:
+    import ast
+
+    tree = ast.parse(open(module_file).read())
+    return ({n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+            | {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names})
+
+
+def test_the_mlflow_logger_stands_below_the_module_that_picks_it():
+    """mlflow_logger.py takes the hooks and the final metrics from below (hooks.py, metrics.py), so
+    loggers.build_logger imports it at the top and the two never import each other."""
+    from normbench import hooks, loggers, mlflow_logger
+
+    assert "normbench.loggers" not in _imported(mlflow_logger.__file__)
+    assert "normbench.mlflow_logger" in _imported(loggers.__file__)
+    assert loggers.RunLogger is hooks.RunLogger and issubclass(mlflow_logger.MLflowLogger, hooks.RunLogger)

@@ -56,3 +56,19 @@ def test_hooks_are_called_in_the_loops_order(compose, tmp_path):
     probe = [("step_start", 2), ("log", 2), ("probe_start", 2), ("probe", 2), ("step_end", 2)]
     assert logger.calls == clock.calls == [*step, *probe, ("step_start", 3), ("step_end", 3),
                                           *[(kind, n + 2) for kind, n in probe], ("eval", 4)]
+
+
+def test_the_record_sections_carry_every_registered_metric_in_its_order(compose, tmp_path):
+    """normbench/metrics.py is the record's table of contents: each key the Trainer fills, in its order."""
+    from normbench.metrics import keys
+
+    cfg, task, model, device = prepare(compose("steps=2", "eval_every=2", "probe_every=2"))
+    record = RunRecord(tmp_path)
+    record.start(config={}, overrides=[], seed=cfg.seed)
+    trainer = Trainer(cfg, task, model, device, record)
+    try:
+        trainer.fit()
+    finally:
+        record.finish("ok", None)
+    assert list(trainer.metrics()) == list(keys("metrics"))
+    assert list(trainer.throughput()) == list(keys("throughput"))

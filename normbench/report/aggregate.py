@@ -21,24 +21,23 @@ import numpy as np
 import pandas as pd
 
 from normbench import contract
+from normbench import metrics as registry
+from normbench.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, tables, answers)
 from normbench.report.intervals import LEVEL, t_quantile
 from normbench.report.ranking import rank_groups
 from normbench.report.records import RunRecord
 from normbench.report.speed import record_columns
 
-PRIMARY = "metrics.best_val"
+PRIMARY = registry.path("best_val")
 # Groups are ranked on the last evaluation, a value not selected on the data it reports; best_val
 # (the best of the evaluations) is shown beside it but flatters the group evaluated most often.
-RANK_SCORE = "metrics.final_val"
+RANK_SCORE = registry.path("final_val")
 STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted", "incomplete")
 TRAINED = ("ok", "diverged", "failed", "interrupted")
-# A run whose slowest tenth of steps took this many times its fastest tenth was timed on a busy
-# machine (or one that changed speed); its throughput says more about the load than the code.
-TIMING_NOISY = 1.5
 ALL_RUNS = "all runs"
 NO_STUDY = "runs without a study"  # records of single runs or of versions before studies: one comparison
 # When the task's record omits higher_is_better, the metric decides (run-record.md lists three).
-_HIGHER_IS_BETTER = {"accuracy": True, "mse": False, "bpc": False}
+_HIGHER_IS_BETTER = {name: m.higher_is_better for name, m in registry.TASK_METRICS.items()}
 _ENVIRONMENT_KEYS = ("device", "device_name", "torch", "python", "normbench_version", "git_commit")
 _AXIS_PREFERENCE = ("norm", "placement", "model", "batch_size", "lr", "eps", "gamma_init",
                     "warmup_steps", "layers", "hidden", "precision", "impl", "optim", "steps",
@@ -139,7 +138,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     numeric = [c for c in runs.columns if c.startswith(("metrics.", "throughput.", "profiles."))
                or c in ("time.wall_s", "time.train_s", "seed", "task.chance", "task.target")]
     for column in numeric:
-        if column != "throughput.memory_kind":
+        if column != registry.path("memory_kind"):
             runs[column] = pd.to_numeric(runs[column], errors="coerce")
     if "task.name" not in runs:
         runs["task.name"] = runs["axes.task"] if "axes.task" in runs else None
@@ -327,85 +326,56 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
 
 
 def _per_run(trained: pd.DataFrame) -> pd.DataFrame:
-    """One row per trained run: the values the groups aggregate, failures and misses made explicit."""
+    """One row per trained run: the values the groups aggregate, failures and misses made explicit.
+
+    The grouped metrics come from normbench/metrics.py (a finished_only one counts only runs that
+    ended ok: best_val is the best of many evaluations, so it flatters; the last evaluation and the
+    test split do not); steps and seconds to target and the timing noise are made here."""
     def column(name: str) -> pd.Series:
         return trained[name] if name in trained else pd.Series(np.nan, index=trained.index)
 
     ok = trained["status"] == "ok"
-    steps = column("metrics.steps_to_target")
+    steps = column(registry.path("steps_to_target"))
     return pd.DataFrame({
         "group": trained["group"],
         "ok": ok,
         "diverged": trained["status"] == "diverged",
-        "primary": column(PRIMARY).where(ok),
-        # best_val is the best of many evaluations, so it flatters; the last evaluation and the test
-        # split do not.
-        "final_val": column("metrics.final_val").where(ok),
-        "test": column("metrics.test").where(ok),
         "seed": column("seed"),
-        "timing_noise": column("throughput.step_ms_p90") / column("throughput.step_ms_p10"),
+        "timing_noise": column(registry.path("step_ms_p90")) / column(registry.path("step_ms_p10")),
         "reached": steps.notna(),
         # A run that never reached the target counts as taking forever, so it pulls the median
         # rather than vanishing from it.
         "steps": steps.fillna(math.inf),
-        "seconds": column("metrics.seconds_to_target").where(steps.notna(), math.inf).fillna(math.inf),
-        "samples_per_s": column("throughput.samples_per_s"),
-        "step_ms": column("throughput.step_ms_median"),
-        "peak_memory_mb": column("throughput.peak_memory_mb"),
-        "grad_std": column("metrics.grad_std"),
-        "grad_kurtosis": column("metrics.grad_kurtosis"),
-        "grad_kurtosis_max": column("metrics.grad_kurtosis_max"),
-        "grad_norm_median": column("metrics.grad_norm_median"),
-        "grad_norm_max": column("metrics.grad_norm_max"),
-        "grad_time_ratio_init": column("metrics.grad_time_ratio_init"),
-        "grad_time_ratio": column("metrics.grad_time_ratio"),
-        "bn_gap": column("metrics.bn_train_eval_gap"),
-        "bn_gap_running": column("metrics.bn_train_eval_gap_running"),
+        "seconds": column(registry.path("seconds_to_target")).where(steps.notna(), math.inf).fillna(math.inf),
+        **{m.key: column(m.path).where(ok) if m.finished_only else column(m.path) for m in registry.grouped()},
     })
+
+
+def _named_statistics(metrics: list[registry.Metric]) -> dict[str, tuple[str, str]]:
+    """summary.csv's columns of these metrics, as pandas' named aggregation: {column: (per-run column, how)}."""
+    return {stat.column(m.prefix): (m.key, stat.how) for m in metrics for stat in m.group}
 
 
 def _group_statistics(work: pd.DataFrame) -> pd.DataFrame:
     """Counts, means, spreads, intervals and medians per group (indexed by group)."""
     grouped = work.groupby("group", sort=False)
+    scores = [m for m in registry.grouped() if m.finished_only]
+    others = [m for m in registry.grouped() if not m.finished_only]
     summary = grouped.agg(
         n=("ok", "size"),
         n_ok=("ok", "sum"),
         n_diverged=("diverged", "sum"),
-        best_val_n=("primary", "count"),
-        best_val_mean=("primary", "mean"),
-        best_val_std=("primary", "std"),
         seeds=("seed", "nunique"),
-        final_val_n=("final_val", "count"),
-        final_val_mean=("final_val", "mean"),
-        final_val_std=("final_val", "std"),
-        test_n=("test", "count"),
-        test_mean=("test", "mean"),
-        test_std=("test", "std"),
+        **_named_statistics(scores),
         timing_noise_median=("timing_noise", "median"),
         reached=("reached", "sum"),
-        samples_per_s_median=("samples_per_s", "median"),
-        samples_per_s_min=("samples_per_s", "min"),
-        samples_per_s_max=("samples_per_s", "max"),
-        step_ms_median=("step_ms", "median"),
-        peak_memory_mb_median=("peak_memory_mb", "median"),
-        grad_std_mean=("grad_std", "mean"),
-        grad_kurtosis_mean=("grad_kurtosis", "mean"),
-        grad_kurtosis_max=("grad_kurtosis_max", "max"),
-        grad_norm_median_median=("grad_norm_median", "median"),
-        grad_norm_max_max=("grad_norm_max", "max"),
-        grad_time_ratio_init_mean=("grad_time_ratio_init", "mean"),
-        grad_time_ratio_mean=("grad_time_ratio", "mean"),
-        bn_gap_mean=("bn_gap", "mean"),
-        bn_gap_running_mean=("bn_gap_running", "mean"),
+        **_named_statistics(others),
     )
     # The lower median: "not reached" exactly when more than half of the runs did not reach it.
     summary["steps_to_target_median"] = grouped["steps"].quantile(0.5, interpolation="lower")
     summary["seconds_to_target_median"] = grouped["seconds"].quantile(0.5, interpolation="lower")
     summary["divergence_rate"] = summary["n_diverged"] / summary["n"]
-    half = _t_half_width(summary["best_val_std"], summary["best_val_n"])
-    summary["best_val_ci_low"] = summary["best_val_mean"] - half
-    summary["best_val_ci_high"] = summary["best_val_mean"] + half
-    for name in ("final_val", "test"):
+    for name in (m.prefix for m in scores if {"mean", "std", "count"} <= {s.how for s in m.group}):
         half = _t_half_width(summary[f"{name}_std"], summary[f"{name}_n"])
         summary[f"{name}_ci_low"] = summary[f"{name}_mean"] - half
         summary[f"{name}_ci_high"] = summary[f"{name}_mean"] + half
@@ -431,9 +401,9 @@ def _label_groups(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str])
         summary.insert(position, axis.removeprefix("axes."), first[axis])
     summary["metric"] = first["task.metric"] if "task.metric" in first else "best_val"
     summary["higher_is_better"] = first["task.higher_is_better"].astype(bool)
-    summary["memory_kind"] = (trained.groupby("group", sort=False)["throughput.memory_kind"]
+    summary["memory_kind"] = (trained.groupby("group", sort=False)[registry.path("memory_kind")]
                               .agg(lambda kinds: "/".join(sorted(set(kinds.dropna().astype(str)))))
-                              if "throughput.memory_kind" in trained else "")
+                              if registry.path("memory_kind") in trained else "")
     return summary
 
 

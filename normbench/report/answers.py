@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from normbench.report.aggregate import NO_STUDY, TIMING_NOISY
+from normbench import metrics as registry
+from normbench.metrics import TIMING_NOISY
+from normbench.report.aggregate import NO_STUDY
 from normbench.report.figures import METRIC_RANGE
 from normbench.report.ranking import ALPHA, EVALUATION
 from normbench.report.tables import number
@@ -179,7 +181,7 @@ def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
         noisy = best.get("timing_noise_median")
         flag = ("paired timing of the arms" if best.get("timing") == "paired" else
                 "per-run timing, noisy" + (f": p90/p10 {noisy:.2g}" if pd.notna(noisy) and noisy > TIMING_NOISY else ""))
-        parts.append(f"it trained at {number(speed, 3)} samples/s ({flag})")
+        parts.append(f"it trained at {number(speed, 3)} {registry.metric('samples_per_s').unit} ({flag})")
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."
 

@@ -41,13 +41,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure as MplFigure  # noqa: E402
 from PIL import Image, PngImagePlugin  # noqa: E402  (matplotlib's own dependency)
 
+from normbench import metrics as registry  # noqa: E402
+
 PALETTE = sns.color_palette("colorblind", 10)
 # Groups differ by line style and marker too, so they stay apart without colour (or in grey print).
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-METRIC_UNITS = {"accuracy": "fraction correct", "mse": "mean squared error", "bpc": "bits per character"}
+METRIC_UNITS = {name: m.unit for name, m in registry.TASK_METRICS.items()}
 # A t-band from few seeds can reach past what the metric can be; drawn, it is clipped to this range.
-METRIC_RANGE = {"accuracy": (0.0, 1.0), "mse": (0.0, None), "bpc": (0.0, None)}
+METRIC_RANGE = {name: m.bounds for name, m in registry.TASK_METRICS.items()}
 MIN_BAND_SEEDS = 3  # a band or error bar from fewer seeds is mostly the t quantile, so none is drawn
 MIN_FONT_PT = 10.5
 MIN_FONT_KEY = "normbench:min_font_px"
@@ -349,7 +351,7 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
             if limits:
                 ax.set_ylim(*limits)
             ax.set_ylabel(wrap(f"final val {metric_name} ({'higher' if higher else 'lower'} is better)", 34))
-            ax.set_xlabel("training samples/s (median over seeds)")
+            ax.set_xlabel(f"training {registry.metric('samples_per_s').unit} (median over seeds)")
             ax.set_title(text(_task_of(tasks, task)))
             _tidy_ticks(ax, _panel_width(layout, min(layout.columns, len(tasks))))
         handles = {}
@@ -777,8 +779,9 @@ _NOISE_NOTE = ("Hatched grey bars, \"(noisy timing)\": the median run's slowest 
 
 def throughput(bars: pd.DataFrame, out: Path, note: str, noisy_limit: float, suffix: str = "",
                study: str = "") -> Figure | None:
+    unit = registry.metric("samples_per_s").unit
     return _bars(bars, "samples_per_s_median", "samples_per_s_min", "samples_per_s_max",
-                 "samples/s (median over seeds; whiskers: min–max)", out, f"throughput{suffix}", "Throughput",
+                 f"{unit} (median over seeds; whiskers: min–max)", out, f"throughput{suffix}", "Throughput",
                  f"Training samples per second, per task. {_NOISE_NOTE.format(limit=noisy_limit)} {note}", study)
 
 

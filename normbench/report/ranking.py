@@ -33,6 +33,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from normbench.metrics import path
+
 ALPHA = 0.05
 _EXACT_LIMIT = 9999  # arrangements of two groups' runs up to which the rank test is exact
 RULE = (
@@ -107,7 +109,7 @@ def holm(p_values: list[float], alpha: float = ALPHA) -> tuple[list[bool], list[
 
 
 def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group", status: str = "status",
-             score: str = "metrics.best_val", alpha: float = ALPHA) -> BestSet:
+             score: str = path("best_val"), alpha: float = ALPHA) -> BestSet:
     """The ★ groups of one task's runs (one row per run) under the rule in the module docstring.
 
     Runs whose status is neither "ok" nor "diverged" (failed, interrupted, ...) have no score and
@@ -181,12 +183,12 @@ def comparisons(runs: pd.DataFrame):
 
 def comparison_score(runs: pd.DataFrame, score: str) -> str:
     """The metric a comparison ranks on: the test split for a tuned study's evaluation runs."""
-    if "axes.role" in runs and (runs["axes.role"] == EVALUATION).all() and "metrics.test" in runs:
-        return "metrics.test"
+    if "axes.role" in runs and (runs["axes.role"] == EVALUATION).all() and path("test") in runs:
+        return path("test")
     return score
 
 
-def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = "metrics.final_val") -> pd.DataFrame:
+def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = path("final_val")) -> pd.DataFrame:
     """summary.csv's `rank`, `best` (★) and `shown_worse` columns, by RULE within each comparison.
 
     ``trained`` is the runs table (one row per run, with study, group, status, task.name,

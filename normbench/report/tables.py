@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.report.aggregate import NO_STUDY, STATUSES, TIMING_NOISY, TRAINED, display_path, format_value
+from normbench import metrics as registry
+from normbench.metrics import TIMING_NOISY
+from normbench.report.aggregate import NO_STUDY, STATUSES, TRAINED, display_path, format_value
 from normbench.report.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
 from normbench.report.speed import condition_rows
 from normbench.report.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
@@ -174,10 +176,11 @@ def _board_columns(metric: str, arms: list[str]) -> list[tuple[str, object]]:
     ]
     optional = [
         ("best val (flatters)", lambda row: mean_with_interval(row)),
-        ("samples/s", lambda row: number(row["samples_per_s_median"]) + (" ⚠" if _noisy(row) else "")),
+        (registry.metric("samples_per_s").label,
+         lambda row: number(row["samples_per_s_median"]) + (" ⚠" if _noisy(row) else "")),
         ("steps to target (reached)", lambda row: f"{to_target(row['steps_to_target_median'])} "
                                                   f"({int(row['reached'])}/{int(row['n'])})"),
-        ("peak MB", lambda row: number(row["peak_memory_mb_median"])),
+        (registry.metric("peak_memory_mb").label, lambda row: number(row["peak_memory_mb_median"])),
     ]
     return columns + optional[:max(0, MAX_COLUMNS - len(columns))]
 
@@ -227,15 +230,9 @@ def unfinished_reasons(runs: pd.DataFrame) -> Table:
     return Table(["status", "reason", "runs"], rows, wrap=("reason",))
 
 
-_GRADIENT_COLUMNS = [
-    ("grad_std_mean", "grad std (mean)"),
-    ("grad_kurtosis_mean", "grad kurtosis (mean; normal = 3)"),
-    ("grad_kurtosis_max", "grad kurtosis (max over probes)"),
-    ("grad_norm_median_median", "grad norm (median)"),
-    ("grad_norm_max_max", "grad norm (max)"),
-    ("grad_time_ratio_init_mean", "grad_time_ratio at init (mean)"),
-    ("grad_time_ratio_mean", "grad_time_ratio at end (mean)"),
-]
+# (summary.csv column, title) of every grouped metric with a gradient-table title (normbench/metrics.py)
+_GRADIENT_COLUMNS = [(stat.column(m.prefix), stat.title)
+                     for m in registry.grouped() for stat in m.group if stat.title]
 
 
 def gradient_table(summary: pd.DataFrame, axes: list[str]) -> Table:
@@ -282,7 +279,7 @@ def _run_table(runs: pd.DataFrame, axes: list[str], base: Path, extra: list[tupl
 
 def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
     diverged = runs[runs["status"] == "diverged"]
-    extra = [("metrics.diverged_at_step", "diverged at step"), ("metrics.last_finite_loss", "last finite loss"),
+    extra = [*[(registry.path(key), registry.metric(key).label) for key in ("diverged_at_step", "last_finite_loss")],
              ("reason", "reason")]
     columns = [*[a.removeprefix("axes.") for a in axes], "seed", *[t for _, t in extra], "run dir"]
     body, note = _cut(_run_table(diverged, axes, base, extra), "diverged runs")

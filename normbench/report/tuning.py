@@ -29,12 +29,13 @@ import math
 import numpy as np
 import pandas as pd
 
+from normbench.metrics import path
 from normbench.report.aggregate import TRAINED, format_value
 from normbench.report.intervals import mean_estimate
 from normbench.report.ranking import best_set
 
-SCORE = "metrics.final_val"
-TEST = "metrics.test"
+SCORE = path("final_val")
+TEST = path("test")
 LR = "axes.lr"
 ROLE = "axes.role"
 STABLE_ACCURACY = 0.02  # accuracy points below the arm's best that still count as "works"

@@ -121,3 +121,54 @@ def test_groups_rank_on_the_last_evaluation_not_the_best_of_many(runs_of):
     _, _, summary = grouped(runs_of(*rows))
     by = summary.set_index("norm")
     assert by.loc["rms", "rank"] == 1 and bool(by.loc["rms", "best"]) and not bool(by.loc["ln", "best"])
+
+
+def test_a_metric_added_to_the_registry_gets_its_group_columns_without_other_edits(runs_of, monkeypatch):
+    """The proof of normbench/metrics.py: one new entry (and the records that carry it) is all that
+    summary.csv needs; the existing columns keep their order, the new ones come after them."""
+    from normbench import metrics
+
+    before = list(grouped(runs_of({"seed": 0}, {"seed": 1}))[2].columns)
+    toy = metrics.Metric("grad_toy", "metrics", "toy gradient measure", group=(metrics.Stat("mean"), metrics.Stat("max")))
+    monkeypatch.setattr(metrics, "METRICS", (*metrics.METRICS, toy))
+    monkeypatch.setitem(metrics.BY_KEY, "grad_toy", toy)
+    rows = [{"seed": s, "metrics": {"grad_toy": v}} for s, v in enumerate((1.0, 2.0, 6.0))]
+    _, _, summary = grouped(runs_of(*rows))
+    after = list(summary.columns)
+    assert [c for c in after if c not in before] == ["grad_toy_mean", "grad_toy_max"]
+    assert [c for c in after if c in before] == before
+    assert after.index("grad_toy_mean") > after.index("bn_gap_running_mean")
+    assert summary.loc[0, "grad_toy_mean"] == pytest.approx(3.0) and summary.loc[0, "grad_toy_max"] == 6.0
+
+
+def test_summary_columns_are_the_ones_summary_csv_always_had(runs_of):
+    """summary.csv's columns and their order, as written before the metric registry (a byte-level
+    contract with the readers of summary.csv)."""
+    _, _, summary = grouped(runs_of({"seed": 0}, {"seed": 1}))
+    assert list(summary.columns) == [
+        "study", "study_name", "task", "arm", "group", "rank", "best", "shown_worse", "metric", "higher_is_better",
+        "best_val_mean", "best_val_ci_low", "best_val_ci_high", "best_val_std", "best_val_n", "final_val_mean",
+        "final_val_ci_low", "final_val_ci_high", "test_mean", "test_ci_low", "test_ci_high", "seeds", "n", "n_ok",
+        "n_diverged", "divergence_rate", "reached", "steps_to_target_median", "seconds_to_target_median",
+        "final_val_n", "final_val_std", "test_n", "test_std", "timing_noise_median", "samples_per_s_median",
+        "samples_per_s_min", "samples_per_s_max", "step_ms_median", "peak_memory_mb_median", "grad_std_mean",
+        "grad_kurtosis_mean", "grad_kurtosis_max", "grad_norm_median_median", "grad_norm_max_max",
+        "grad_time_ratio_init_mean", "grad_time_ratio_mean", "bn_gap_mean", "bn_gap_running_mean",
+        "samples_per_s_spread", "study_purpose", "study_command", "study_role", "comparison", "memory_kind"]
+
+
+
+def test_a_record_without_a_direction_takes_its_task_metrics(write_record, tmp_path):
+    """Older records lack task.higher_is_better: the task metric's entry in normbench/metrics.py decides."""
+    import json
+
+    from normbench.report.aggregate import runs_frame
+    from normbench.report.records import find_records
+
+    for task in ("adding", "copy"):
+        summary_path = write_record(tmp_path, task, axes={"task": task}) / "summary.json"
+        summary = json.loads(summary_path.read_text())
+        del summary["task"]["higher_is_better"]
+        summary_path.write_text(json.dumps(summary))
+    runs = runs_frame(find_records([tmp_path]).runs).set_index("task.name")
+    assert not runs.loc["adding", "task.higher_is_better"] and runs.loc["copy", "task.higher_is_better"]

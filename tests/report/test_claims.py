@@ -9,13 +9,13 @@ import math
 import pytest
 
 from normbench.report.claims import (CLAIMS, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SLOPE_DELTA, SUPPORTED,
-                                     TOWARD_CONTRADICTED, TOWARD_SUPPORTED, evaluate_claims, settings)
+                                     TOWARD_CONTRADICTED, TOWARD_SUPPORTED, evaluate_claims, judge, settings)
 
 BY_ID = {c.id: c for c in CLAIMS}
 
 
 def checker(claim_id: str):
-    return lambda runs, alpha=0.05: BY_ID[claim_id].check(runs, alpha)
+    return lambda runs, alpha=0.05: judge(BY_ID[claim_id], runs, alpha)
 
 
 ln_batch_robust, postln_needs_warmup, postln_grad_depth = (
@@ -567,7 +567,7 @@ def in_studies(runs_of, *studies: tuple[str, list[dict]]):
 
 
 def dropout(runs, alpha=0.05):
-    return BY_ID["dropout_after_norm"].check(runs, alpha)
+    return judge(BY_ID["dropout_after_norm"], runs, alpha)
 
 
 @pytest.mark.parametrize("a_val, b_val, spread, expected, lean", [
@@ -693,7 +693,7 @@ def lr_grid(norm: str, peak: float, diverges_above: float, seeds=SEEDS, noisy_se
 
 
 def stable_lr(runs):
-    return BY_ID["ln_larger_stable_lr"].check(runs)
+    return judge(BY_ID["ln_larger_stable_lr"], runs)
 
 
 @pytest.mark.parametrize("ln, none, expected, ratio", [
@@ -748,13 +748,13 @@ def convergence_runs(norm: str, a_loss: float, b_loss: float, seeds=SEEDS, a_val
     (dict(a_loss=0.5, b_loss=0.9, a_val=0.1, b_val=0.1), NOT_APPLICABLE),  # nobody learned
 ])
 def test_convergence_claims(runs_of, claim_id, norm, kwargs, expected):
-    verdict = BY_ID[claim_id].check(runs_of(*convergence_runs(norm, **kwargs)))
+    verdict = judge(BY_ID[claim_id], runs_of(*convergence_runs(norm, **kwargs)))
     assert verdict.status == expected, verdict.explanation
 
 
 def test_convergence_needs_the_curve_summaries(runs_of):
     rows = [{**r, "metrics": {}} for r in convergence_runs("ln", 0.5, 0.9)]
-    verdict = BY_ID["ln_lstm_converges_faster"].check(runs_of(*rows))
+    verdict = judge(BY_ID["ln_lstm_converges_faster"], runs_of(*rows))
     assert verdict.status == NOT_APPLICABLE and "train_loss_auc" in verdict.explanation
 
 
@@ -779,7 +779,7 @@ def length_runs(unmasked: dict[int, float], masked: float = 0.9, ln: float = 0.9
     (length_runs({4: 0.6}), NOT_APPLICABLE),  # one level: only the growth part cannot be tested
 ])
 def test_ln_beats_bn_variable_length(runs_of, rows, expected):
-    verdict = BY_ID["ln_beats_bn_varlen"].check(runs_of(*rows))
+    verdict = judge(BY_ID["ln_beats_bn_varlen"], runs_of(*rows))
     if expected == NOT_APPLICABLE:
         assert verdict.parts[2].status == NOT_APPLICABLE and verdict.status != SUPPORTED
     else:
@@ -804,7 +804,7 @@ def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_r
     from normbench.report.records import find_records
 
     runs = aggregate.runs_frame(find_records([tmp_path]).runs)  # the report's frame (load_runs renames settings)
-    verdict = BY_ID["ln_lstm_converges_faster"].check(aggregate.label_groups(runs, aggregate.varying_axes(runs)))
+    verdict = judge(BY_ID["ln_lstm_converges_faster"], aggregate.label_groups(runs, aggregate.varying_axes(runs)))
     assert verdict.status == SUPPORTED, verdict.explanation
     assert "Steps to target (50% of the way from chance" in verdict.parts[0].note
     assert "ln-lstm median 25 (3/3 runs reached it); lstm median 50 (3/3" in verdict.parts[0].note
@@ -858,3 +858,14 @@ def test_rms_speed_reads_a_paired_timing_when_one_lies_beside_the_runs(write_rec
     speed = verdict.parts[0]
     assert speed.status == expected, speed.test + speed.note
     assert ("paired timing" in speed.test) == (rms_ms is not None)
+
+
+def test_the_vocabulary_imports_neither_the_engine_nor_the_parts():
+    """vocabulary.py is the floor the parts and the engine stand on; a claim is judged by engine.judge."""
+    import ast
+
+    from normbench.report.claims import vocabulary
+
+    tree = ast.parse(open(vocabulary.__file__).read())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"normbench.report.claims.engine", "normbench.report.claims.parts"}

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from normbench.report import profiles, tuning
-from normbench.report.claims import CLAIMS, INCONCLUSIVE, NOT_APPLICABLE, SUPPORTED
+from normbench.report.claims import CLAIMS, INCONCLUSIVE, NOT_APPLICABLE, SUPPORTED, judge
 
 GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 LSTM = {"model": "lstm", "task": "copy", "layers": 1}
@@ -122,7 +122,7 @@ def test_a_task_no_arm_reached_counts_for_no_arm():
 
 def _claim(runs):
     (check,) = [c for c in CLAIMS if c.id == "ln_larger_stable_lr"]
-    return check.check(runs)
+    return judge(check, runs)
 
 
 def test_the_lr_claim_is_supported_when_ln_stays_stable_longer(two_arms):

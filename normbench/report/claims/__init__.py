@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from normbench.report.claims.engine import evaluate, part_rows, settings, studies
+from normbench.report.claims.engine import evaluate, judge, part_rows, settings, studies
 from normbench.report.claims.vocabulary import (ACCURACY_DELTA, ALPHA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
                                                 NOT_APPLICABLE, PART_COLUMNS, RANGE_SHARE, SLOPE_DELTA, SUPPORTED,
                                                 TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
@@ -19,7 +19,7 @@ from normbench.report.claims.specs import CLAIMS, TRAINS_SHARE
 __all__ = ["ACCURACY_DELTA", "ALPHA", "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "LEARNED_SHARE", "NOT_APPLICABLE",
            "PART_COLUMNS", "RANGE_SHARE", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
            "TRAINS_SHARE", "Claim", "Effect", "Measure", "Part", "PartSpec", "Verdict", "evaluate_claims",
-           "part_rows", "settings", "studies"]
+           "judge", "part_rows", "settings", "studies"]
 
 
 def evaluate_claims(runs: pd.DataFrame, alpha: float = ALPHA) -> list[tuple[Claim, Verdict]]:

@@ -52,6 +52,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from normbench.metrics import path
 from normbench.report.aggregate import format_value
 from normbench.report.claims.parts import (TRAIN_LOSS_AUC, VAL_AUC, _Context, _effect_text, _keys, _task,
                                            evaluate_part, pct, varying)
@@ -111,9 +112,9 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
             row[f"{label} std"] = float(values.std()) if len(values) > 1 else math.nan
         if any(s.kind == "more_stable" for s in claim.parts):
             ok = frame["status"] == "ok"
-            row["grad kurtosis mean"] = float(metric(frame[ok], "metrics.grad_kurtosis").mean())
+            row["grad kurtosis mean"] = float(metric(frame[ok], path("grad_kurtosis")).mean())
         if any(s.kind == "faster" for s in claim.parts):
-            row["median step ms"] = float(metric(frame, "throughput.step_ms_median").median())
+            row["median step ms"] = float(metric(frame, path("step_ms_median")).median())
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from normbench.metrics import TIMING_NOISY, path
 from normbench.report.aggregate import PRIMARY, format_value
-from normbench.report.claims.vocabulary import (ACCURACY_DELTA, CONTRADICTED, INCONCLUSIVE, INTERFERENCE, LEARNED_SHARE,
+from normbench.report.claims.vocabulary import (ACCURACY_DELTA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
                                                 NOT_APPLICABLE, RANGE_SHARE, SCORE, SUPPORTED, TOWARD_CONTRADICTED,
                                                 TOWARD_SUPPORTED, Effect, Measure, Part, PartSpec, _missing, axis,
-                                                column, metric, values_text)
+                                                column, metric, recorded, values_text)
 from normbench.report.intervals import (Estimate, agresti_caffo, combine, decision_level, equivalence,
                                         inverse_variance, mean_estimate, minimum_detectable_effect,
                                         non_inferiority, proportion_difference, seeds_to_decide, slope_estimate)
@@ -334,8 +335,8 @@ def _stability_part(spec: PartSpec, ctx: _Context) -> Part:
     if not triples:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=design.strip())
     ok = lambda f, s: s.where(f["status"] == "ok")  # noqa: E731
-    kurtosis = _difference(triples, lambda f: -ok(f, metric(f, "metrics.grad_kurtosis")))
-    log_max = _difference(triples, lambda f: -ok(f, np.log10(metric(f, "metrics.grad_norm_max").where(lambda v: v > 0))))
+    kurtosis = _difference(triples, lambda f: -ok(f, metric(f, path("grad_kurtosis"))))
+    log_max = _difference(triples, lambda f: -ok(f, np.log10(metric(f, path("grad_norm_max")).where(lambda v: v > 0))))
     effects = (_as_effect(f"grad kurtosis: {spec.b} − {spec.a} (+ = {spec.a} more stable)", kurtosis, alpha),
                _as_effect(f"log10 grad_norm_max: {spec.b} − {spec.a} (+ = {spec.a} calmer)", log_max, alpha))
     rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
@@ -359,15 +360,15 @@ def _decided_by_first(found: list[str], what: str) -> tuple[str, str]:
 
 def _timing(runs: pd.DataFrame) -> tuple[pd.Series, str]:
     """Which runs' step times can be compared: those whose p90/p10 shows no interference."""
-    p10, p90 = metric(runs, "throughput.step_ms_p10"), metric(runs, "throughput.step_ms_p90")
+    p10, p90 = metric(runs, path("step_ms_p10")), metric(runs, path("step_ms_p90"))
     if p10.isna().all() or p90.isna().all():
         return pd.Series(False, index=runs.index), (
             "the records carry no step-time spread (throughput.step_ms_p10/p90), so interference cannot be ruled out")
-    quiet = (p90 / p10.where(p10 > 0)) <= INTERFERENCE
+    quiet = (p90 / p10.where(p10 > 0)) <= TIMING_NOISY
     set_aside = int((~quiet).sum())
     return quiet, (f"runs were timed separately, not interleaved; {set_aside} run(s) whose step-time p90/p10 "
-                   f"exceeds {INTERFERENCE:g} (or is unknown) were set aside as disturbed" if set_aside else
-                   f"runs were timed separately, not interleaved; every run's step-time p90/p10 is ≤ {INTERFERENCE:g}")
+                   f"exceeds {TIMING_NOISY:g} (or is unknown) were set aside as disturbed" if set_aside else
+                   f"runs were timed separately, not interleaved; every run's step-time p90/p10 is ≤ {TIMING_NOISY:g}")
 
 
 def _paired_rounds(a: pd.DataFrame, b: pd.DataFrame, keys: tuple[str, ...]) -> tuple[np.ndarray, int, str]:
@@ -416,7 +417,7 @@ def _faster_part(spec: PartSpec, ctx: _Context) -> Part:
                     f" Rounds, not seeds, are the replicates here ({source}).")
     both = pd.concat([a, b])
     quiet, timing_note = _timing(both)
-    log_ms = np.log(metric(both, "throughput.step_ms_median").where(lambda v: v > 0)).where(quiet)
+    log_ms = np.log(metric(both, path("step_ms_median")).where(lambda v: v > 0)).where(quiet)
     devices = both["environment.device_name"].dropna().unique() if "environment.device_name" in both else []
     speed = combine([(1, mean_estimate(log_ms[a.index])), (-1, mean_estimate(log_ms[b.index]))])
     effect = _as_effect(f"step-time ratio {spec.a} / {spec.b} (geometric mean of median step ms, undisturbed runs; "
@@ -571,14 +572,13 @@ def _with_curves(runs: pd.DataFrame) -> pd.DataFrame:
         return runs
     runs = runs.copy()
     for name in ("train_loss_auc", "val_auc"):
-        recorded = metric(runs, f"metrics.{name}")
-        runs[f"metrics.{name}"] = recorded.where(recorded.notna(), summaries[name])
+        stored = metric(runs, path(name))
+        runs[path(name)] = stored.where(stored.notna(), summaries[name])
     runs["curves.steps_to_target"] = summaries["steps_to_target"]
     return runs
 
 
-TRAIN_LOSS_AUC = Measure("train_loss_auc (mean training loss over the run)", column("metrics.train_loss_auc"), higher=False)
-VAL_AUC = Measure("val_auc (mean validation metric over the run)", column("metrics.val_auc"))
+TRAIN_LOSS_AUC, VAL_AUC = recorded("train_loss_auc"), recorded("val_auc")
 
 
 def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
@@ -593,7 +593,7 @@ def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
             f"finished runs (decides; lower = faster), on val_auc, and Newcombe interval on the divergence rate (a "
             f"diverged run counts as slowest); supported when train_loss_auc is lower and neither other measure is "
             f"shown worse, contradicted when a measure is shown worse and none better.")
-    if metric(pd.concat([a, b]), "metrics.train_loss_auc").isna().all():
+    if metric(pd.concat([a, b]), path("train_loss_auc")).isna().all():
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,
                     note="The records carry no metrics.train_loss_auc (runs recorded before convergence summaries).")
     triples, design = strata(a, b, ctx.compare)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from normbench.metrics import path
 from normbench.report.aggregate import format_value
 from normbench.report.claims.parts import _keys, _named, _task, axis, column, metric, values_text, varying
 from normbench.report.claims.vocabulary import (
@@ -23,7 +24,7 @@ TRAINS_SHARE = 0.50  # an lr "trains" a seed when it gets this share of the way 
 # Settings that cannot change a quantity measured at initialization, before the first update.
 INIT_INVARIANT = ("warmup_steps", "lr", "steps", "optim", "schedule")
 FLOW_AT_INIT = Measure("flow score −|grad_time_ratio_init| (0 = no vanishing or exploding)",
-                       column("metrics.grad_time_ratio_init", lambda s: -s.abs()), higher=True, finished_only=False)
+                       column(path("grad_time_ratio_init"), lambda s: -s.abs()), higher=True, finished_only=False)
 GRAD_AT_INIT = Measure("last-layer grad norm at init", column("profiles.last_layer_grad_norm_init"), finished_only=False)
 
 
@@ -96,7 +97,7 @@ def largest_training_lr(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Serie
     if chance is None:
         return pd.Series(dtype=float), {"rule": rule, "not_applicable": f"The task records no chance level for {name}."}
     ok = runs[runs["status"] == "ok"]
-    score = metric(ok, "metrics.final_val")
+    score = metric(ok, path("final_val"))
     groups = [c for c in ok.columns if c.startswith("axes.") and c != "axes.seed"]
     means = score.groupby(pd.Series(_keys(ok, groups), index=ok.index, dtype=object)).mean() if len(ok) else pd.Series(dtype=float)
     best = float(means.max() if sign > 0 else means.min()) if len(means) else math.nan
@@ -108,7 +109,7 @@ def largest_training_lr(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Serie
     step = (grid[-1] / grid[0]) ** (1 / (len(grid) - 1))
     values = {}
     for seed, mine in arm.groupby("seed", sort=True):
-        final = metric(mine, "metrics.final_val")
+        final = metric(mine, path("final_val"))
         trains = mine[(mine["status"] == "ok") & np.isfinite(final) & (sign * (final - threshold) >= 0)]
         values[int(seed)] = float(pd.to_numeric(axis(trains, "lr")).max()) if len(trains) else grid[0] / step
     series = pd.Series(values, dtype=float)

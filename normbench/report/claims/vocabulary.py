@@ -11,6 +11,7 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from normbench import metrics as registry
 from normbench.record import RESULT_STATUSES
 from normbench.report.aggregate import PRIMARY, format_value
 from normbench.report.intervals import ALPHA, decision_level
@@ -22,7 +23,6 @@ ACCURACY_DELTA = 0.01  # accuracy points: a difference below this is not one any
 RANGE_SHARE = 0.10     # other metrics: 10% of the distance from chance to the ideal value
 SLOPE_DELTA = 0.1      # log-log slope: depth ×10 changes the gradient by at most 10^0.1 ≈ 1.26×
 LEARNED_SHARE = 0.10   # an arm learned when its mean beats chance by 10% of the chance-to-ideal range
-INTERFERENCE = 1.5     # a run's step-time p90/p10 above this: its timing was disturbed
 PART_COLUMNS = ["part", "test", "effect [interval]", "verdict"]
 
 
@@ -144,6 +144,14 @@ def column(name: str, transform: Callable[[pd.Series], pd.Series] | None = None)
 SCORE = Measure("best_val", column(PRIMARY), task_metric=True)
 
 
+def recorded(key: str) -> Measure:
+    """A record's metric as a measure: named by its key and display name, directed as the registry says
+    (``"task"``: the task's direction)."""
+    entry = registry.metric(key)
+    higher = {"higher": True, "lower": False}.get(entry.direction)
+    return Measure(f"{key} ({entry.label})", column(entry.path), higher=higher)
+
+
 # --- results ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -242,12 +250,6 @@ class Claim:
     def compare(self) -> tuple[str, ...]:
         keys = [k for selector in self.arms.values() for k in selector]
         return tuple(dict.fromkeys([*keys, *self.also_compare]))
-
-    def check(self, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
-        """This claim on ``runs`` as one setting (no split into studies or settings)."""
-        from normbench.report.claims.engine import judge
-
-        return judge(self, runs, alpha)
 
 
 # --- vocabulary ---------------------------------------------------------------------------------

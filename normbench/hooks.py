@@ -1,0 +1,33 @@
+"""The training loop's hooks (``RunLogger``), below the loggers that implement them.
+
+normbench/loggers.py explains what each logger keeps; the base lives here so that a logger in its
+own module (mlflow_logger.py) and the module that picks one (loggers.build_logger) need not import
+each other.
+"""
+
+from __future__ import annotations
+
+
+class RunLogger:
+    """The hooks, each a no-op: ``logger=none``, and the base of every logger and hook object."""
+
+    def on_step_start(self, trainer, step: int) -> None:
+        """Before each training step draws its batch."""
+
+    def on_log(self, trainer, step: int, **scalars: float) -> None:
+        """Every ``log_every`` steps: loss, lr, grad_norm (as metrics.jsonl's train line)."""
+
+    def on_eval(self, trainer, step: int, **scalars: float) -> None:
+        """Every ``eval_every`` steps: val_metric, val_loss."""
+
+    def on_probe_start(self, trainer, step: int) -> None:
+        """At probe steps, after the optimizer step, before the probe's readings are kept and logged."""
+
+    def on_probe(self, trainer, step: int, stats: dict, activations: dict) -> None:
+        """At probe steps, after the optimizer step: the gradient and activation statistics just measured."""
+
+    def on_step_end(self, trainer, step: int) -> None:
+        """After each step's log line and probe, before any evaluation (which is the run's measurement)."""
+
+    def on_end(self, summary: dict) -> None:
+        """Once, with the finished record (status, axes, metrics, throughput); then release files."""
