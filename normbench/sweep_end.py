@@ -10,6 +10,7 @@ import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from normbench.metrics import TIMING_NOISY  # step_ms p90/p10 above this: the load changed while the run was timed
 from normbench.report.records import find_records
 
 log = logging.getLogger("normbench")
@@ -32,7 +33,6 @@ def _plain(value):
     return str(value)[:60]
 
 
-NOISY_TIMING = 1.5  # step_ms p90/p10 above this: the machine's load changed while the run was timed (the report's TIMING_NOISY)
 
 
 def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
@@ -41,7 +41,7 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
         metrics, speed = s.get("metrics") or {}, s.get("throughput") or {}
         reached = _plain(metrics.get("steps_to_target"))
         p10, p90 = speed.get("step_ms_p10"), speed.get("step_ms_p90")
-        noisy = isinstance(p10, (int, float)) and isinstance(p90, (int, float)) and p10 > 0 and p90 / p10 > NOISY_TIMING
+        noisy = isinstance(p10, (int, float)) and isinstance(p90, (int, float)) and p10 > 0 and p90 / p10 > TIMING_NOISY
         ms = speed.get("step_ms_median")
         rows.append({"run": path.parent.name, **{str(k): _plain(v) for k, v in (s.get("axes") or {}).items()},
                      "seed": _plain(s.get("seed")), "status": s["status"], "best_val": _plain(metrics.get("best_val")),

@@ -63,7 +63,7 @@ def test_the_record_sections_carry_every_registered_metric_in_its_order(compose,
     from normbench.metrics import keys
 
     cfg, task, model, device = prepare(compose("steps=2", "eval_every=2", "probe_every=2"))
-    record = RunRecord(tmp_path)
+    record = RecordWriter(tmp_path)
     record.start(config={}, overrides=[], seed=cfg.seed)
     trainer = Trainer(cfg, task, model, device, record)
     try:

@@ -13,6 +13,7 @@ from normbench.models.validity import InvalidCombination, check_combination, pla
 from normbench.models.recurrent import LAYERS, RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
 from normbench.models.transformer import BLOCKS, TransformerShape, TransformerStack, build_transformer
 from normbench.norms import NormSpec, norm_parameters
+from normbench.norms.kinds import kind_of
 from normbench.padding import last_real, lengths_from_input, unmarked
 from normbench.schema import CELL_KERNELS, FAMILIES, RECURRENT, ModelShape, PlacementConfig
 
@@ -64,7 +65,7 @@ def batch_normalizes_input(family: str, norm: NormSpec, placement: str) -> bool:
     running means trail it by ~1/momentum steps, and with one pixel per step the trail is many per-step
     deviations: evaluation with running statistics collapsed to near chance while training looked fine.
     """
-    return family != "transformer" and norm.kind == "bn" and placement in ("in_cell", "gate")
+    return family != "transformer" and kind_of(norm.kind).per_step is not None and placement in ("in_cell", "gate")
 
 
 def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | str, *, input_kind: str,

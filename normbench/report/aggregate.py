@@ -22,6 +22,7 @@ import pandas as pd
 
 from normbench import contract
 from normbench import metrics as registry
+from normbench import record
 from normbench.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, tables, answers)
 from normbench.report.intervals import LEVEL, t_quantile
 from normbench.report.ranking import rank_groups
@@ -32,8 +33,8 @@ PRIMARY = registry.path("best_val")
 # Groups are ranked on the last evaluation, a value not selected on the data it reports; best_val
 # (the best of the evaluations) is shown beside it but flatters the group evaluated most often.
 RANK_SCORE = registry.path("final_val")
-STATUSES = ("ok", "diverged", "invalid", "skipped", "failed", "interrupted", "incomplete")
-TRAINED = ("ok", "diverged", "failed", "interrupted")
+STATUSES = (*record.STATUSES, "incomplete")  # incomplete: a record still "running" when the report read it
+TRAINED = record.TRAINED_STATUSES
 ALL_RUNS = "all runs"
 NO_STUDY = "runs without a study"  # records of single runs or of versions before studies: one comparison
 # When the task's record omits higher_is_better, the metric decides (run-record.md lists three).

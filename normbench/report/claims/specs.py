@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.metrics import path
+from normbench.record import TRAINED_STATUSES
 from normbench.report.aggregate import format_value
 from normbench.report.claims.parts import _keys, _named, _task, axis, column, metric, values_text, varying
 from normbench.report.claims.vocabulary import (
@@ -157,7 +158,7 @@ CLAIMS: list[Claim] = [
                        margin_text=f"δ = {SLOPE_DELTA:g} in log-log units (depth ×10 moves the gradient by at most "
                                    f"{10 ** SLOPE_DELTA:.2f}×), fixed before the data")),
           requires=(Require({"model": named("transformer")}, "model transformer"),),
-          also_compare=("layers",), pool=INIT_INVARIANT, statuses=("ok", "diverged", "failed", "interrupted"),
+          also_compare=("layers",), pool=INIT_INVARIANT, statuses=TRAINED_STATUSES,
           prepare=once_per_seed_at_init,
           design="Arms: Pre-LN and Post-LN transformers over depth, the last block's gradient norm at "
                  "initialization (theory: slopes about −0.5 and 0)."),
