@@ -1,3 +1,4 @@
+import signal
 import sys
 
 import pytest
@@ -50,3 +51,16 @@ def cli(tmp_path, monkeypatch, capsys):
             GlobalHydra.instance().clear()
         return code, *capsys.readouterr()
     return _run
+
+
+@pytest.fixture
+def no_hang():
+    """A record reader or writer that blocks (a FIFO, a lock) or reads without end fails its test
+    after 60 s instead of stalling the suite."""
+    def stuck(signum, frame):
+        raise TimeoutError("a record reader or writer blocked")
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import warnings
 from pathlib import Path
 
@@ -95,16 +94,7 @@ if not hasattr(os, "mkfifo"):
     HOSTILE.pop("fifo")
 
 
-@pytest.fixture(autouse=True)
-def no_hang():
-    """A reader that blocks or reads without end fails the test instead of stalling the suite."""
-    def stuck(signum, frame):
-        raise TimeoutError("a record reader hung")
-    previous = signal.signal(signal.SIGALRM, stuck)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+pytestmark = pytest.mark.usefixtures("no_hang")  # tests/conftest.py: a reader that blocks fails its test
 
 
 def sweep_with(tmp_path: Path, make) -> Path:

@@ -50,16 +50,20 @@ def test_refused_runs_exit_2_in_one_line(cli, tiny_args, args):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def assert_refused(main, argv, tmp_path, capsys):
+    """``main(argv)`` (``{file}`` naming an existing file) exits 2, without a traceback."""
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SystemExit) as exit_:
+        main([a.format(file=tmp_path / "file") for a in argv])
+    assert exit_.value.code == 2 and "Traceback" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv", [
     ["--evaluation-seeds", "a,b"], ["--evaluation-seeds", "-1"], ["--evaluation-seeds", ","],
     ["--evaluation-seeds", "1" * 30], ["--out", "{file}"], ["--out", "a\\b"],
 ])
 def test_tune_arguments_are_checked_before_anything_runs(argv, tmp_path, capsys):
-    (tmp_path / "file").write_text("x")
-    argv = [a.format(file=tmp_path / "file") for a in argv]
-    with pytest.raises(SystemExit) as exit_:
-        tune.main(argv)
-    assert exit_.value.code == 2 and "Traceback" not in capsys.readouterr().err
+    assert_refused(tune.main, argv, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("path", ["/tmp/a,b", "/tmp/${oc.env:HOME}/x", "/tmp/it's", "/tmp/[x]", "/tmp/a=b"])
@@ -79,11 +83,7 @@ def test_tune_out_reaches_hydra_as_one_literal_string(path):
     ["kernels", "--out", "{file}"], ["all", "--repeats", "0"],
 ])
 def test_bench_arguments_are_checked_before_anything_runs(argv, tmp_path, capsys):
-    (tmp_path / "file").write_text("x")
-    argv = [a.format(file=tmp_path / "file") for a in argv]
-    with pytest.raises(SystemExit) as exit_:
-        bench.main(argv)
-    assert exit_.value.code == 2 and "Traceback" not in capsys.readouterr().err
+    assert_refused(bench.main, argv, tmp_path, capsys)
 
 
 MESSAGES = [

@@ -187,9 +187,13 @@ class InCellLayer(_CellLayer):
         use_cell_norm = family == "lstm" and cell_norm
         self.norm_c = norm.build(hidden_size, per_step=True) if use_cell_norm else NormSpec("none").build(hidden_size)
         self.norm_kind, self.norm_impl = norm.kind, norm.impl
-        self.fused = hand_written_cell(family, norm.kind, norm.impl)
         self.cell_norm, self.kernel = use_cell_norm, kernel
         self._compiled_step = None
+
+    @property
+    def fused(self) -> bool:
+        """Whether this layer has a hand-written recurrence at all (schema.hand_written_cell)."""
+        return hand_written_cell(self.family, self.norm_kind, self.norm_impl)
 
     def runs(self, device: torch.device, full_precision: bool = True) -> str | None:
         """The recurrence forward runs on ``device`` (kernel_choice.recurrence_on; None: the autograd loop);
