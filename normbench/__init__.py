@@ -44,7 +44,7 @@ def load_runs(*paths, keep_copies: bool = False):
     import pandas as pd
 
     from normbench.contract import ALIASES
-    from normbench.report import aggregate
+    from normbench.analysis import aggregate
 
     from normbench.report.records import quiet_numerics
 
@@ -67,7 +67,7 @@ def load_curves(*paths):
     ``time_s``, ``loss``, ``lr``, ``grad_norm``, ``val_metric``, ``val_loss``). Join with
     ``load_runs`` on ``run_dir`` for the settings. Lines a killed run left cut short are skipped.
     """
-    from normbench.report import aggregate
+    from normbench.analysis import aggregate
     from normbench.report.records import read_curves
 
     records = _records(paths).runs

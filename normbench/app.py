@@ -75,7 +75,7 @@ def check_job(hc, node: DictConfig) -> None:
 def objective(summary: dict) -> float:
     """A run's score for a sweeper, always to MINIMIZE: the final validation metric, negated when
     higher is better (accuracy), as is when lower is better (mse, bpc). Final, not best: it is the
-    model the test metric measures, and what a tuned study selects on (normbench/report/tuning.py).
+    model the test metric measures, and what a tuned study selects on (normbench/analysis/tuning.py).
     Any run that did not finish ok (diverged, invalid, skipped, failed) scores +inf, worse than every
     finished run; a finished run without a finite metric too.
     """

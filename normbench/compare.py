@@ -39,8 +39,8 @@ from scipy import stats
 
 from normbench.metrics import path, viewed
 from normbench.record import FINAL_STATUSES, RESULT_STATUSES
-from normbench.report import aggregate
-from normbench.report.intervals import mean_estimate
+from normbench.analysis import aggregate
+from normbench.analysis.intervals import mean_estimate
 from normbench.report.records import find_records, quiet_numerics
 from normbench.report.render import markdown_text
 

@@ -5,9 +5,9 @@
 
 1. **Pilot**: ``python -m normbench -m OVERRIDES seed=0..pilot-1`` into DIR/round-1 (the sweep
    file's own seed list is replaced by the runner's).
-2. **Look**: the study's questions are its claims (report/claims.py, each part) and its ranking
+2. **Look**: the study's questions are its claims (analysis/claims, each part) and its ranking
    (each arm against the first-ranked arm of its comparison). At look k the runner tests them at
-   the level α_k that the sequential plan spends there (report/sequential.py: Lan–DeMets spending of
+   the level α_k that the sequential plan spends there (analysis/sequential.py: Lan–DeMets spending of
    O'Brien–Fleming type over the planned looks pilot, pilot+step, ..., max-seeds; at most α false
    verdicts per direction over all looks). A claim is decided when it is supported, contradicted
    or not applicable; an arm when it is shown worse or better than the first, or equivalent to it
@@ -92,7 +92,7 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int) -> i
 
 def _margin(runs) -> float:
     """The claims' margin for "equivalent": 0.01 accuracy, else 10% of the chance-to-best range."""
-    from normbench.report.claims import ACCURACY_DELTA, RANGE_SHARE
+    from normbench.analysis.claims import ACCURACY_DELTA, RANGE_SHARE
 
     first = runs.iloc[0]
     if first.get("task.metric") == "accuracy":
@@ -103,9 +103,9 @@ def _margin(runs) -> float:
 
 def undecided(runs, level: float) -> list[str]:
     """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons."""
-    from normbench.report.claims import evaluate_claims
-    from normbench.report.ranking import best_set, comparisons
-    from normbench.report.sequential import decide
+    from normbench.analysis.claims import evaluate_claims
+    from normbench.analysis.ranking import best_set, comparisons
+    from normbench.analysis.sequential import decide
 
     open_items = []
     for claim, verdict in evaluate_claims(runs, alpha=level):
@@ -129,7 +129,7 @@ def undecided(runs, level: float) -> list[str]:
 
 
 def _runs(folder: Path):
-    from normbench.report import aggregate
+    from normbench.analysis import aggregate
     from normbench.report.records import find_records
 
     runs, _ = aggregate.distinct_runs(aggregate.runs_frame(find_records([folder]).runs))
@@ -138,7 +138,7 @@ def _runs(folder: Path):
 
 def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     from normbench.report import ReportError, build_report
-    from normbench.report.sequential import Plan
+    from normbench.analysis.sequential import Plan
 
     out = args.out or Path("studies") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
     out.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@
 1. **Selection**: ``python -m normbench -m +sweep=tuned OVERRIDES`` into DIR/selection: every arm
    (the cartesian product of the overrides) over the sweep file's lr grid and selection seeds,
    ``role=selection``.
-2. **Choice**: each arm's lr is chosen from those records alone (normbench/report/tuning.py:
+2. **Choice**: each arm's lr is chosen from those records alone (normbench/analysis/tuning.py:
    the best lr group of the arm under the report's ranking rule, on the final validation metric).
 3. **Evaluation**: every arm once more at its chosen lr on the evaluation seeds, disjoint from the
    selection seeds, ``role=evaluation``, into DIR/evaluation. Arms may choose different lrs, which
@@ -70,9 +70,9 @@ def arm_file(config: dict, lr: float) -> str:
 
 def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, float]]:
     """One file per arm with a chosen lr; returns (file name, label, lr) of each. Reads the selection records only."""
-    from normbench.report import aggregate
+    from normbench.analysis import aggregate
     from normbench.report.records import find_records
-    from normbench.report.tuning import chosen_lrs, with_arms
+    from normbench.analysis.tuning import chosen_lrs, with_arms
 
     records = find_records([selection_dir])
     configs = {str(r.run_dir): r.summary.get("config") for r in records.runs}

@@ -64,8 +64,9 @@ def test_the_convergence_keys_are_the_ones_convergence_computes():
 
 
 def test_one_timing_threshold_read_by_the_report_and_the_claims():
-    from normbench.report import aggregate, answers, tables
-    from normbench.report.claims import parts, vocabulary
+    from normbench.analysis import aggregate
+    from normbench.report import answers, tables
+    from normbench.analysis.claims import parts, vocabulary
 
     for module in (aggregate, answers, tables, parts):
         assert module.TIMING_NOISY is metrics.TIMING_NOISY
@@ -77,8 +78,8 @@ def _string_literals(module: Path) -> set[str]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str)}
 
 
-@pytest.mark.parametrize("module", ["report/aggregate.py", "report/claims/engine.py", "report/claims/parts.py",
-                                    "report/claims/specs.py", "report/ranking.py", "report/tuning.py",
+@pytest.mark.parametrize("module", ["analysis/aggregate.py", "analysis/claims/engine.py", "analysis/claims/parts.py",
+                                    "analysis/claims/specs.py", "analysis/ranking.py", "analysis/tuning.py",
                                     "report/tables.py", "report/figures.py", "report/answers.py",
                                     "loggers.py", "mlflow_logger.py", "rerun.py"])
 def test_readers_name_record_metrics_through_the_registry(module):

@@ -7,7 +7,7 @@ import pytest
 from normbench import compare, contract, record
 from normbench.record import (FINAL_STATUSES, RESULT_STATUSES, RUNNING, STATUSES, TRAINED_STATUSES, RecordWriter,
                               RunRecord, SetAside, config_hash, read_summary, write_json_atomic, write_record)
-from normbench.report.claims import vocabulary
+from normbench.analysis.claims import vocabulary
 
 
 def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@
     harness   normbench's training loop (probes, logging) against a bare PyTorch loop
     sweep     a multirun on the joblib launcher against the same runs in sequence
     arms      a study's arms rebuilt from their records, timed side by side: SWEEP_DIR/paired-timing.json,
-              which the report's throughput reads (normbench.report.speed)
+              which the report's throughput reads (normbench.analysis.speed)
 
 Every figure is a ratio of candidates timed side by side in one process (``timing.measure``), so it
 holds on a machine that is busy with something else; absolute times are recorded but not relied on.

@@ -12,7 +12,7 @@ to the reference arm is the geometric mean of the per-round ratios with a t-inte
 on their logarithms.
 
 Results go beside the records, SWEEP_DIR/paired-timing.json (and .md), which the report reads
-(normbench/report/speed.py). The arms are timed with the learning rate their runs start with;
+(normbench/analysis/speed.py). The arms are timed with the learning rate their runs start with;
 a step whose loss turned non-finite skips the optimizer step (as a run's last step would), and
 is counted in ``diverged_steps``.
 """
@@ -32,9 +32,9 @@ from normbench import machine
 from normbench.bench.section import OtherLoad, bench_environment, finite_json, markdown_table
 from normbench.bench.timing import Timing, clock_for, measure
 from normbench.record import now_iso
-from normbench.report import aggregate
+from normbench.analysis import aggregate
 from normbench.report.records import find_records
-from normbench.report.speed import LEVEL, log_ratio_interval
+from normbench.analysis.speed import LEVEL, log_ratio_interval
 from normbench.run import prepare
 from normbench.train import Trainer
 

@@ -20,9 +20,9 @@ from scipy import stats
 
 from normbench import metrics as registry
 from normbench.metrics import TIMING_NOISY
-from normbench.report.aggregate import NO_STUDY
+from normbench.analysis.aggregate import NO_STUDY
 from normbench.report.figures import METRIC_RANGE
-from normbench.report.ranking import ALPHA, EVALUATION
+from normbench.analysis.ranking import ALPHA, EVALUATION
 from normbench.report.tables import number
 
 POWER = 0.8

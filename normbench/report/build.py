@@ -19,9 +19,10 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench.report import aggregate, answers, figures, profiles, speed, tables, tuning
-from normbench.report.claims import CLAIMS, evaluate_claims
-from normbench.report.intervals import METHOD
+from normbench.analysis import aggregate, profiles, speed, tuning
+from normbench.report import answers, figures, tables
+from normbench.analysis.claims import CLAIMS, evaluate_claims
+from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
 from normbench.report.records import Records, find_records, quiet_numerics, read_curves
 from normbench.report.render import write_report

@@ -15,10 +15,10 @@ import pandas as pd
 
 from normbench import metrics as registry
 from normbench.metrics import TIMING_NOISY
-from normbench.report.aggregate import NO_STUDY, STATUSES, TRAINED, display_path, format_value
-from normbench.report.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
-from normbench.report.speed import condition_rows
-from normbench.report.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
+from normbench.analysis.aggregate import NO_STUDY, STATUSES, TRAINED, display_path, format_value
+from normbench.analysis.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
+from normbench.analysis.speed import condition_rows
+from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
 
 MAX_ROWS = 200  # a table past this length is cut, with a pointer to the CSV
 

@@ -14,7 +14,7 @@ from normbench import machine
 from normbench.bench import arms
 from normbench.bench.__main__ import main
 from normbench.bench.timing import WallClock
-from normbench.report import speed
+from normbench.analysis import speed
 from normbench.report.build import build_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +190,8 @@ def test_a_reference_that_fits_several_arms_pairs_each_with_its_counterpart():
 
 
 def test_the_reports_environment_table_shows_the_machines_condition(study):
-    from normbench.report import aggregate, tables
+    from normbench.analysis import aggregate
+    from normbench.report import tables
     from normbench.report.records import find_records
     runs = aggregate.runs_frame(find_records([study]).runs)
     rows = {row[0]: row for row in tables.environment_table(runs).rows}

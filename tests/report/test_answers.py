@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from normbench.report.aggregate import label_groups, summarize_groups, varying_axes
+from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
 from normbench.report.answers import answers, design_power
 
 

@@ -204,7 +204,7 @@ def test_cli_exit_status(tmp_path, write_record):
 # by (contract, schema, the norm kinds, the metric registry, the task configs), all torch-free.
 TORCH_FREE = ("normbench.record", "normbench.contract", "normbench.schema", "normbench.checks",
               "normbench.metrics", "normbench.norms", "normbench.norms.kinds", "normbench.norms.spec")
-TORCH_FREE_PACKAGES = ("normbench.report", "normbench.tasks")
+TORCH_FREE_PACKAGES = ("normbench.report", "normbench.analysis", "normbench.tasks")
 
 
 def test_report_imports_neither_torch_nor_the_rest_of_normbench():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from normbench.report import build_report
-from normbench.report.aggregate import runs_frame
+from normbench.analysis.aggregate import runs_frame
 from normbench.report.records import MAX_LINE_BYTES, VALUE_COLUMNS, find_records, read_curves
 
 

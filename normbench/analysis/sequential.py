@@ -13,7 +13,7 @@ given direction is at most Σ α_k = α(1) = α, whatever the correlation betwee
 conservative, exact-enough control that needs no boundary recursion. Each directional verdict
 ("A better", "B better") is a one-sided test at α_k, i.e. it reads the (1 − 2α_k) interval; an
 equivalence (within ±δ) is TOST on the same interval. `simulate` checks the rule: with no true
-difference, the false-verdict rate stays within α (tests/report/test_sequential.py).
+difference, the false-verdict rate stays within α (tests/analysis/test_sequential.py).
 """
 
 from __future__ import annotations

@@ -24,10 +24,10 @@ from normbench import contract
 from normbench import metrics as registry
 from normbench import record
 from normbench.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, tables, answers)
-from normbench.report.intervals import LEVEL, t_quantile
-from normbench.report.ranking import rank_groups
-from normbench.report.records import RunRecord
-from normbench.report.speed import record_columns
+from normbench.analysis.intervals import LEVEL, t_quantile
+from normbench.analysis.ranking import rank_groups
+from normbench.record import RunRecord
+from normbench.analysis.speed import record_columns
 
 PRIMARY = registry.path("best_val")
 # Groups are ranked on the last evaluation, a value not selected on the data it reports; best_val

@@ -1,6 +1,6 @@
 """The literature's claims, as data: arms as selectors over settings, parts from the engine's vocabulary.
 
-A new claim is one ``Claim(...)`` here and one row in tests/report/test_claims.py. Hooks (``prepare``,
+A new claim is one ``Claim(...)`` here and one row in tests/analysis/test_claims.py. Hooks (``prepare``,
 a ratio's ``per_seed``) exist only where a claim's measurement needs one: equal data for batch sizes,
 one observation per seed for a gradient at initialization, the largest lr at which an arm trains.
 """
@@ -14,9 +14,9 @@ import pandas as pd
 
 from normbench.metrics import path
 from normbench.record import TRAINED_STATUSES
-from normbench.report.aggregate import format_value
-from normbench.report.claims.parts import _keys, _named, _task, axis, column, metric, values_text, varying
-from normbench.report.claims.vocabulary import (
+from normbench.analysis.aggregate import format_value
+from normbench.analysis.claims.parts import _keys, _named, _task, axis, column, metric, values_text, varying
+from normbench.analysis.claims.vocabulary import (
     LARGEST, LEARNED_SHARE, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Measure, Require, better,
     converges_faster, equivalent, faster, grows, higher_rate, more_stable, named, not_worse, one_of, ratio, slope)
 

@@ -11,12 +11,12 @@ import pandas as pd
 from scipy import stats
 
 from normbench.metrics import TIMING_NOISY, path
-from normbench.report.aggregate import PRIMARY, format_value
-from normbench.report.claims.vocabulary import (ACCURACY_DELTA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
+from normbench.analysis.aggregate import PRIMARY, format_value
+from normbench.analysis.claims.vocabulary import (ACCURACY_DELTA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
                                                 NOT_APPLICABLE, RANGE_SHARE, SCORE, SUPPORTED, TOWARD_CONTRADICTED,
                                                 TOWARD_SUPPORTED, Effect, Measure, Part, PartSpec, _missing, axis,
                                                 column, metric, recorded, values_text)
-from normbench.report.intervals import (Estimate, agresti_caffo, combine, decision_level, equivalence,
+from normbench.analysis.intervals import (Estimate, agresti_caffo, combine, decision_level, equivalence,
                                         inverse_variance, mean_estimate, minimum_detectable_effect,
                                         non_inferiority, proportion_difference, seeds_to_decide, slope_estimate)
 
@@ -376,7 +376,7 @@ def _paired_rounds(a: pd.DataFrame, b: pd.DataFrame, keys: tuple[str, ...]) -> t
     timed both arms in the same rounds: each group of a is paired with the group of b that shares its
     other settings (every axis but the arms' own keys), and the pairs' log ratios are averaged per round.
     (logs, pairs, source); logs empty when no such timing exists."""
-    from normbench.report.speed import paired_timing
+    from normbench.analysis.speed import paired_timing
 
     timed = paired_timing(pd.concat([a, b]))
     if timed.empty:

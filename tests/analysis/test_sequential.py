@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from normbench.report.sequential import A_BETTER, B_BETTER, EQUIVALENT, Plan, decide, simulate
+from normbench.analysis.sequential import A_BETTER, B_BETTER, EQUIVALENT, Plan, decide, simulate
 
 
 def test_spending_reaches_alpha_at_the_last_look_and_spends_little_early():

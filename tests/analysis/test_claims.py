@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from normbench.report.aggregate import NO_STUDY
+from normbench.analysis.aggregate import NO_STUDY
 
 import math
 
 import pytest
 
-from normbench.report.claims import (CLAIMS, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SLOPE_DELTA, SUPPORTED,
+from normbench.analysis.claims import (CLAIMS, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SLOPE_DELTA, SUPPORTED,
                                      TOWARD_CONTRADICTED, TOWARD_SUPPORTED, evaluate_claims, judge, settings)
 
 BY_ID = {c.id: c for c in CLAIMS}
@@ -658,7 +658,7 @@ def test_rms_speed_undecided_says_the_real_reason(runs_of):
 
 
 def test_part_table_has_one_row_per_part(runs_of):
-    from normbench.report.claims import PART_COLUMNS, part_rows
+    from normbench.analysis.claims import PART_COLUMNS, part_rows
 
     verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.93, spread=0.03)))
     rows = part_rows(verdict)
@@ -802,7 +802,7 @@ def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_r
                 if line["kind"] == "train":
                     line["loss"] *= scale * (1 + 0.01 * seed)
             (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    from normbench.report import aggregate
+    from normbench.analysis import aggregate
     from normbench.report.records import find_records
 
     runs = aggregate.runs_frame(find_records([tmp_path]).runs)  # the report's frame (load_runs renames settings)
@@ -838,7 +838,7 @@ def test_rms_speed_reads_a_paired_timing_when_one_lies_beside_the_runs(write_rec
 
     import numpy as np
 
-    from normbench.report import aggregate
+    from normbench.analysis import aggregate
     from normbench.report.records import find_records
 
     study = {"schema": "normbench.study/1", "id": "s1", "name": "rms_vs_ln", "arms": ["norm"], "command": ""}
@@ -866,8 +866,8 @@ def test_the_vocabulary_imports_neither_the_engine_nor_the_parts():
     """vocabulary.py is the floor the parts and the engine stand on; a claim is judged by engine.judge."""
     import ast
 
-    from normbench.report.claims import vocabulary
+    from normbench.analysis.claims import vocabulary
 
     tree = ast.parse(open(vocabulary.__file__).read())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert not imported & {"normbench.report.claims.engine", "normbench.report.claims.parts"}
+    assert not imported & {"normbench.analysis.claims.engine", "normbench.analysis.claims.parts"}

@@ -3,7 +3,7 @@
 An *arm* is every result-affecting setting but the learning rate and the seed (role included, so a
 tuned study's selection and evaluation runs are never pooled). Within an arm, each lr is one group
 of seeds, and the best lr is the best group under the report's one ranking rule
-(normbench/report/ranking.py: diverged runs rank below every finished run, best = highest mean
+(normbench/analysis/ranking.py: diverged runs rank below every finished run, best = highest mean
 rank), applied to SCORE. No second rule is invented here.
 
 SCORE is the *final* validation metric, not the best one: the tuned comparison reads the test metric,
@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from normbench.metrics import path
-from normbench.report.aggregate import TRAINED, format_value
-from normbench.report.intervals import mean_estimate
-from normbench.report.ranking import best_set
+from normbench.analysis.aggregate import TRAINED, format_value
+from normbench.analysis.intervals import mean_estimate
+from normbench.analysis.ranking import best_set
 
 SCORE = path("final_val")
 TEST = path("test")

@@ -53,12 +53,12 @@ import numpy as np
 import pandas as pd
 
 from normbench.metrics import path
-from normbench.report.aggregate import format_value
-from normbench.report.claims.parts import (TRAIN_LOSS_AUC, VAL_AUC, _Context, _effect_text, _keys, _task,
+from normbench.analysis.aggregate import format_value
+from normbench.analysis.claims.parts import (TRAIN_LOSS_AUC, VAL_AUC, _Context, _effect_text, _keys, _task,
                                            evaluate_part, pct, varying)
-from normbench.report.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SCORE, SUPPORTED, Claim,
+from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SCORE, SUPPORTED, Claim,
                                                 Extreme, Part, Verdict, axis, describe, metric, select, values_text)
-from normbench.report.intervals import ALPHA, decision_level
+from normbench.analysis.intervals import ALPHA, decision_level
 
 
 # --- one claim in one setting -------------------------------------------------------------------

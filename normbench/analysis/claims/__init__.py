@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from normbench.report.claims.engine import evaluate, judge, part_rows, settings, studies
-from normbench.report.claims.vocabulary import (ACCURACY_DELTA, ALPHA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
+from normbench.analysis.claims.engine import evaluate, judge, part_rows, settings, studies
+from normbench.analysis.claims.vocabulary import (ACCURACY_DELTA, ALPHA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
                                                 NOT_APPLICABLE, PART_COLUMNS, RANGE_SHARE, SLOPE_DELTA, SUPPORTED,
                                                 TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
                                                 PartSpec, Verdict)
-from normbench.report.claims.specs import CLAIMS, TRAINS_SHARE
+from normbench.analysis.claims.specs import CLAIMS, TRAINS_SHARE
 
 __all__ = ["ACCURACY_DELTA", "ALPHA", "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "LEARNED_SHARE", "NOT_APPLICABLE",
            "PART_COLUMNS", "RANGE_SHARE", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",

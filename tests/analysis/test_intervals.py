@@ -8,7 +8,7 @@ import pytest
 
 from scipy import stats
 
-from normbench.report.intervals import (Estimate, agresti_caffo, combine, equivalence, inverse_variance,
+from normbench.analysis.intervals import (Estimate, agresti_caffo, combine, equivalence, inverse_variance,
                                         mean_estimate, minimum_detectable_effect, non_inferiority,
                                         decision_level, proportion_difference, seeds_for_equivalence,
                                         seeds_to_decide, seeds_to_detect,

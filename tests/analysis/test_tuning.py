@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from normbench.report import profiles, tuning
-from normbench.report.claims import CLAIMS, INCONCLUSIVE, NOT_APPLICABLE, SUPPORTED, judge
+from normbench.analysis import profiles, tuning
+from normbench.analysis.claims import CLAIMS, INCONCLUSIVE, NOT_APPLICABLE, SUPPORTED, judge
 
 GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 LSTM = {"model": "lstm", "task": "copy", "layers": 1}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from normbench.report.ranking import ALPHA, RULE, best_set, holm, rank_groups
+from normbench.analysis.ranking import ALPHA, RULE, best_set, holm, rank_groups
 
 
 def table(groups: dict[str, list], task: str = "copy", higher: bool = True) -> pd.DataFrame:
@@ -126,7 +126,7 @@ def test_one_seed_groups_are_not_ranked():
 
 def test_rank_groups_line_up_with_summarize_groups(runs_of):
     """What aggregate.summarize_groups calls: its trained runs and its summary rows."""
-    from normbench.report.aggregate import TRAINED, label_groups, summarize_groups, varying_axes
+    from normbench.analysis.aggregate import TRAINED, label_groups, summarize_groups, varying_axes
 
     rows = [{"seed": s, "best_val": v + 0.001 * s, "axes": {"norm": norm}}
             for norm, v in (("ln", 0.95), ("bn", 0.80)) for s in range(3)]

@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench.report.aggregate import format_value
+from normbench.analysis.aggregate import format_value
 
 AREA_TAU = 4.0
 TAUS = (1.0, 2.0, 4.0)

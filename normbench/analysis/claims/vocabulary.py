@@ -13,8 +13,8 @@ import pandas as pd
 
 from normbench import metrics as registry
 from normbench.record import RESULT_STATUSES
-from normbench.report.aggregate import PRIMARY, format_value
-from normbench.report.intervals import ALPHA, decision_level
+from normbench.analysis.aggregate import PRIMARY, format_value
+from normbench.analysis.intervals import ALPHA, decision_level
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
     "supported", "contradicted", "inconclusive", "not applicable")

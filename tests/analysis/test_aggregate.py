@@ -8,7 +8,7 @@ import pandas as pd
 
 import pytest
 
-from normbench.report.aggregate import (ALL_RUNS, label_groups, legend_labels, main_axes, plotted_groups,
+from normbench.analysis.aggregate import (ALL_RUNS, label_groups, legend_labels, main_axes, plotted_groups,
                                         summarize_groups, varying_axes)
 from normbench.report.tables import leaderboards, mean_with_interval
 
@@ -162,7 +162,7 @@ def test_a_record_without_a_direction_takes_its_task_metrics(write_record, tmp_p
     """Older records lack task.higher_is_better: the task metric's entry in normbench/metrics.py decides."""
     import json
 
-    from normbench.report.aggregate import runs_frame
+    from normbench.analysis.aggregate import runs_frame
     from normbench.report.records import find_records
 
     for task in ("adding", "copy"):

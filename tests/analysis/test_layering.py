@@ -1,0 +1,18 @@
+"""The statistics import no presentation: normbench.analysis reads records, the report shows."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_analysis_imports_nothing_shown():
+    root = Path(__file__).resolve().parents[2]
+    modules = sorted("normbench.analysis." + ".".join(p.relative_to(root / "normbench" / "analysis").with_suffix("").parts)
+                     for p in (root / "normbench" / "analysis").rglob("*.py") if p.name != "__init__.py")
+    code = ("import importlib, sys\n"
+            f"for name in {modules!r}: importlib.import_module(name)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('normbench.report') "
+            "and m not in ('normbench.report', 'normbench.report.records')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
