@@ -218,6 +218,8 @@ class Config:
     resume: bool = harness("what to run, not how", False)     # skip finished jobs, continue interrupted ones from a checkpoint
     # steps between checkpoints (normbench/checkpoint.py); 0 = none. Saving the state changes nothing trained.
     checkpoint_every: int = harness("how a run survives preemption, not what is trained", 0)
+    # keep the trained weights in the run folder (normbench/saved_model.py); saving them changes nothing trained
+    save_model: bool = harness("what is kept, not what is trained", False)
     report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
     progress: bool = harness("output only", True)            # progress bar on a terminal
     # Deterministic kernels compute the same functions in a fixed reduction order: the same class
