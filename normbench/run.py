@@ -32,9 +32,15 @@ log = logging.getLogger("normbench")
 
 def resolve_device(name: str, job_num: int = 0) -> torch.device:
     """auto: CUDA when present. Jobs side by side on a host with several GPUs each take their own
-    (round-robin by job number); under SLURM each job sees only its own GPU, so that is cuda:0."""
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device=cuda but no CUDA device is available here; use device=auto or device=cpu")
+    (round-robin by job number); under SLURM each job sees only its own GPU, so that is cuda:0.
+    cuda:N: that GPU, for every job; an index the host does not have is the user's input."""
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device={name} but no CUDA device is available here; use device=auto or device=cpu")
+    if name.startswith("cuda:"):
+        index, count = int(name.split(":")[1]), torch.cuda.device_count()
+        if index >= count:
+            raise ConfigError(f"device={name} but this host has {count} CUDA device(s): cuda:0..cuda:{count - 1}")
+        return torch.device("cuda", index)
     if name == "cpu" or not torch.cuda.is_available():
         return torch.device("cpu")
     return torch.device("cuda", job_num % torch.cuda.device_count())

@@ -80,3 +80,19 @@ def test_help_with_a_bad_override_is_one_line():
     assert done.returncode == 2
     assert done.stderr.splitlines()[0].startswith("normbench: error: In 'config': Could not find 'task/nope'")
     assert "Traceback" not in done.stderr
+
+
+def test_commands_are_dispatched_before_hydra_parses_and_listed_in_help_and_completion(tmp_path):
+    from normbench.__main__ import SUBCOMMANDS
+
+    missing = normbench("report", str(tmp_path / "nope"))
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.splitlines()[0].startswith("normbench.report: no usable run records")  # not Hydra's parse error
+    assert "torch imported: False" in missing.stderr  # the report reads records only
+    usage = normbench("compare", "--help")
+    assert usage.returncode == 0 and "BASELINE" in usage.stdout
+    commands = normbench("--help").stdout.split("== Commands ==")[1].split("\n\n")[0]
+    assert [line.split()[0] for line in commands.strip().splitlines()] == list(SUBCOMMANDS)
+    assert {"report", "rerun"} <= complete("normbench re") and "compare" not in complete("normbench re")
+    assert complete("normbench report ") == set()  # a command's argument: the shell offers file names
+    assert not set(SUBCOMMANDS) & complete("normbench norm.eps=1 ")  # only the first word is a command
