@@ -160,6 +160,14 @@ def load_model(run_dir, which: str = "final", device: torch.device | str = "cpu"
 
 
 def load_weights(model: torch.nn.Module, weights: dict, path: Path) -> None:
+    """``weights`` into ``model``. Per-step BatchNorm statistics grow with the steps a model has seen
+    (StepBatchNorm starts with none), so a buffer takes the saved shape; parameters must fit as built."""
+    for name, buffer in list(model.named_buffers()):
+        saved = weights.get(name)
+        if saved is not None and saved.shape != buffer.shape and buffer.dim() == saved.dim():
+            module_name, _, attr = name.rpartition(".")
+            setattr(model.get_submodule(module_name) if module_name else model, attr,
+                    torch.empty(saved.shape, dtype=buffer.dtype, device=buffer.device))
     try:
         model.load_state_dict(weights)
     except RuntimeError as err:
