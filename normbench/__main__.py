@@ -66,7 +66,8 @@ def _completion(args: list[str]) -> bool:
         return True
     if not after_program or (len(after_program) == 1 and not typing):
         start = after_program[0] if after_program else ""
-        print(" ".join(name for name in SUBCOMMANDS if name.startswith(start)))
+        fish = "query=fish" in args  # fish reads one candidate a line, bash and zsh a word list
+        print(("\n" if fish else " ").join(name for name in SUBCOMMANDS if name.startswith(start)))
     return False
 
 

@@ -1,4 +1,4 @@
-"""Score a saved model on its task: `normbench evaluate RUN_DIR` (or `python -m normbench.evaluate`).
+"""Score a saved model on its task: `python -m normbench.evaluate RUN_DIR` (or `normbench evaluate RUN_DIR`).
 
 A run trained with ``save_model=true`` kept its weights (normbench/saved_model.py). This rebuilds
 the model from the record's config, loads them, and evaluates them as the run did (the same
@@ -49,7 +49,7 @@ def recorded(summary: dict, which: str, split: str) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="normbench evaluate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m normbench.evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory trained with save_model=true")
     parser.add_argument("--which", choices=tuple(FILES), default="final",
                         help="final: the weights the test metric measured; best: those of the best evaluation")

@@ -222,7 +222,7 @@ class Config:
     # keep the trained weights in the run folder (normbench/saved_model.py); saving them changes nothing trained
     save_model: bool = harness("what is kept, not what is trained", False)
     report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
-    progress: bool = harness("output only", True)            # progress bar on a terminal
+    progress: bool = harness("output only", True)            # on a terminal: the bar, a sweep's job lines (progress.py)
     # Deterministic kernels compute the same functions in a fixed reduction order: the same class
     # of difference as the thread count or the device, and both are harness. environment.deterministic
     # records it, and rerun uses the recorded config.
