@@ -6,6 +6,8 @@ Library API (pure PyTorch, no Hydra):
 Results as data (never loads torch):
     load_runs(*paths, keep_copies=False) -> pandas.DataFrame, one row per run (per record with keep_copies)
     load_curves(*paths) -> pandas.DataFrame, the learning curves: one row per train or eval line
+Trained models (a run with save_model=true):
+    load_model(run_dir, which="final"|"best", device="cpu") -> nn.Module, rebuilt from the record's config
 
 Names are imported on first use, so `python -m normbench.report` never loads torch.
 """
@@ -21,6 +23,7 @@ _EXPORTS = {
     "build_recurrent": "normbench.models", "build_transformer": "normbench.models",
     "RecurrentShape": "normbench.models", "TransformerShape": "normbench.models",
     "InvalidCombination": "normbench.models", "parameter_groups": "normbench.models",
+    "load_model": "normbench.saved_model",
 }
 __all__ = [*_EXPORTS, "load_runs", "load_curves"]
 

@@ -1,26 +1,77 @@
-"""`normbench` and `python -m normbench`: the Hydra application (normbench/app.py).
+"""`normbench` and `python -m normbench`: the Hydra application (normbench/app.py), and the commands
+beside it (``normbench report DIR``, ``normbench compare A B``, ...: SUBCOMMANDS).
 
-Shell completion and ``--help`` only read the configs, so they are answered here without the
-training code: no torch import, so a TAB answers in a fraction of a second.
+A subcommand is the first word and never a Hydra override (an override always holds ``=``), so it
+is dispatched here, before Hydra parses anything: ``normbench report DIR`` is
+``python -m normbench.report DIR``. Shell completion and ``--help`` only read the configs, so they
+are answered here without the training code: no torch import, so a TAB answers in a fraction of a
+second.
 """
 
+import importlib
+import os
 import sys
 
 CONFIG_ONLY = ("-sc", "--shell-completion", "-h", "--help", "--hydra-help")
 
+# name: (module with main(argv) -> exit status, what it does). `--help` and completion list these.
+SUBCOMMANDS = {
+    "report": ("normbench.report.__main__", "the report of sweeps or runs: normbench report DIR [DIR ...] [--out DIR]"),
+    "compare": ("normbench.compare", "has NEW got worse than BASELINE? normbench compare BASELINE NEW (exit 1 if so)"),
+    "study": ("normbench.study", "run a study's sweep and add seeds in rounds until it is decided: normbench study +sweep=NAME"),
+    "tune": ("normbench.tune", "a tuned study: lr selection, then evaluation at the chosen lr"),
+    "bench": ("normbench.bench.__main__", "speed benchmarks: normbench bench {kernels,cells,harness,sweep,arms,all}"),
+    "rerun": ("normbench.rerun", "run a recorded run again and say whether it reproduced: normbench rerun RUN_DIR"),
+    "evaluate": ("normbench.evaluate", "score a run's saved model (save_model=true): normbench evaluate RUN_DIR"),
+}
+
 
 def main() -> None:
-    if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in sys.argv[1:]):
-        _configs_only()
+    args = sys.argv[1:]
+    if args and args[0] in SUBCOMMANDS:
+        module = importlib.import_module(SUBCOMMANDS[args[0]][0])
+        sys.exit(module.main(args[1:]))
+    if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
+        _configs_only(args)
     else:
         from normbench.app import main as run
 
         run()
 
 
-def _configs_only() -> None:
-    import os
+def commands_help() -> str:
+    """What `--help` says before Hydra's part: the two ways to call normbench, and every subcommand."""
+    width = max(map(len, SUBCOMMANDS))
+    lines = ["normbench [OVERRIDES ...]          one run (-m: a sweep); OVERRIDES are key=value, listed below",
+             "normbench COMMAND [ARGS ...]       one of the commands below; normbench COMMAND --help for its arguments",
+             "", "== Commands =="]
+    lines += [f"{name:<{width}}  {what}" for name, (_, what) in SUBCOMMANDS.items()]
+    lines += ["", "The config below is the default composition (norm=ln ...). A group's keys show that option's "
+              "defaults: norm.bn_reestimate is false here and acts only with norm=bn, where it is on by default "
+              "(normbench norm=bn --help shows true).", ""]
+    return "\n".join(lines)
 
+
+def _completion(args: list[str]) -> bool:
+    """Completes the subcommands in the first word; True when the line is a subcommand's (nothing for
+    Hydra to complete: the shell then offers file names)."""
+    line = os.environ.get("COMP_LINE")
+    if line is None or not any(a.startswith("query=") for a in args):
+        return False
+    point = int(os.environ.get("COMP_POINT", len(line)))
+    words = line[:point].split()
+    typing = line[:point].endswith(" ")
+    after_program = words[1:]
+    if after_program and (len(after_program) > 1 or typing) and after_program[0] in SUBCOMMANDS:
+        return True
+    if not after_program or (len(after_program) == 1 and not typing):
+        start = after_program[0] if after_program else ""
+        fish = "query=fish" in args  # fish reads one candidate a line, bash and zsh a word list
+        print(("\n" if fish else " ").join(name for name in SUBCOMMANDS if name.startswith(start)))
+    return False
+
+
+def _configs_only(args: list[str]) -> None:
     import hydra
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -31,6 +82,10 @@ def _configs_only() -> None:
     try:
         sweep_dirs()
         register()
+        if _completion(args):
+            return
+        if any(arg in ("-h", "--help") for arg in args):
+            print(commands_help())
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(_never_called)()
     except (HydraException, OmegaConfBaseException, ValueError) as err:
         print(f"normbench: error: {' '.join(str(err).split('Config search path')[0].split())}", file=sys.stderr)

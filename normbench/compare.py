@@ -279,7 +279,9 @@ def _delta(d: Delta | None, percent_of_base: bool = False) -> str:
 def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.DataFrame, *, baseline: Path,
              new: Path, environment: list[str], metric: str, tolerance: float, relative: bool,
              max_new_divergences: int, step_time_tolerance: float | None, exact: bool = False,
-             ignore: tuple[str, ...] = ()) -> str:
+             ignore: tuple[str, ...] = (), cell=markdown_text) -> str:
+    """The summary in Markdown; ``cell`` makes each string from a record safe where the text goes
+    (markdown_text for a Markdown file, terminal_text for a terminal, which shows no HTML entities)."""
     failed = [s for s in settings if s.problems]
     verdict = f"FAIL: NEW is worse in {len(failed)} of {len(settings)} settings" if failed else \
         f"PASS: NEW is not worse in any of {len(settings)} settings"
@@ -287,9 +289,9 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
     lines = [
         f"## normbench compare: {verdict}",
         "",
-        f"**{markdown_text('; '.join(environment)) if environment else 'same environment (git commit, torch, device)'}**",
+        f"**{cell('; '.join(environment)) if environment else 'same environment (git commit, torch, device)'}**",
         "",
-        f"BASELINE {markdown_text(baseline)} vs NEW {markdown_text(new)}: {sum(s.pairs for s in settings)} runs paired by "
+        f"BASELINE {cell(baseline)} vs NEW {cell(new)}: {sum(s.pairs for s in settings)} runs paired by "
         + (f"all settings and the seed except {', '.join(f'`{k}`' for k in ignore)}. " if ignore else
            "config hash (setting and seed). ")
         + f"Differences are NEW − BASELINE, mean over seeds with a 95% paired t-interval "
@@ -313,21 +315,26 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
         arrow = "↑" if s.higher_is_better else "↓"
         level = f"{_fmt(m.base)} → {_fmt(m.new)} ({arrow} better)" if m else "n/a"
         lines.append(" | ".join([
-            f"| {markdown_text(s.label)}", str(s.pairs), level, _delta(m), "any" if exact else _fmt(s.detectable),
+            f"| {cell(s.label)}", str(s.pairs), level, _delta(m), "any" if exact else _fmt(s.detectable),
             f"{s.diverged_base} → {s.diverged_new}",
             _delta(s.gradients["metrics.grad_norm_median"]), _delta(s.gradients["metrics.grad_kurtosis_max"]),
             _delta(s.step_ms, percent_of_base=True),
-            ("**worse**: " + markdown_text("; ".join(s.problems))) if s.problems else "ok"]) + " |")
+            ("**worse**: " + cell("; ".join(s.problems))) if s.problems else "ok"]) + " |")
     for title, runs in (("Only in BASELINE (no counterpart in NEW)", only_base),
                         ("Only in NEW (no counterpart in BASELINE)", only_new)):
         if len(runs):
             lines += ["", f"### {title}: {len(runs)}", ""]
-            lines += [f"- {markdown_text(r.run_dir)} (seed {markdown_text(aggregate.format_value(r.seed))}, "
-                      f"{markdown_text(r.status)})"
+            lines += [f"- {cell(r.run_dir)} (seed {cell(aggregate.format_value(r.seed))}, "
+                      f"{cell(r.status)})"
                       for r in runs.itertuples()][:50]
             if len(runs) > 50:
                 lines.append(f"- … and {len(runs) - 50} more")
     return "\n".join(lines) + "\n"
+
+
+def terminal_text(value: object) -> str:
+    """A record's string as a terminal shows it: one line, characters a terminal would act on escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(str(value).splitlines()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -366,12 +373,14 @@ def main(argv: list[str] | None = None) -> int:
                                f"common: other settings or seeds, or records from before a new config field)"
                                + (f"; the settings that differ: {', '.join(differ)} (pair across them with "
                                   f"--ignore {differ[0]})" if differ else ""))
-        text = markdown(settings, only_base, only_new, baseline=args.baseline, new=args.new,
-                        environment=environment_axis(base, new), metric=args.metric, tolerance=args.tolerance,
-                        relative=args.relative, max_new_divergences=args.max_new_divergences,
-                        step_time_tolerance=args.step_time_tolerance, exact=args.exact, ignore=tuple(args.ignore))
+        said = dict(baseline=args.baseline, new=args.new, environment=environment_axis(base, new), metric=args.metric,
+                    tolerance=args.tolerance, relative=args.relative, max_new_divergences=args.max_new_divergences,
+                    step_time_tolerance=args.step_time_tolerance, exact=args.exact, ignore=tuple(args.ignore))
+        text = markdown(settings, only_base, only_new, **said)
         if args.out is not None:
             args.out.write_text(text, encoding="utf-8")
+        if sys.stdout.isatty():  # the same summary without the escapes Markdown needs (`>`, not `&gt;`)
+            text = markdown(settings, only_base, only_new, **said, cell=terminal_text)
     except (CompareError, OSError) as error:
         print(f"normbench.compare: {error}", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from normbench import checkpoint
 from normbench.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
-from normbench import machine, study_info
+from normbench import machine, saved_model, study_info
 from normbench.contract import SCHEMA, identity
 from normbench.environment import environment
 from normbench.loggers import build_logger
@@ -32,9 +32,15 @@ log = logging.getLogger("normbench")
 
 def resolve_device(name: str, job_num: int = 0) -> torch.device:
     """auto: CUDA when present. Jobs side by side on a host with several GPUs each take their own
-    (round-robin by job number); under SLURM each job sees only its own GPU, so that is cuda:0."""
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device=cuda but no CUDA device is available here; use device=auto or device=cpu")
+    (round-robin by job number); under SLURM each job sees only its own GPU, so that is cuda:0.
+    cuda:N: that GPU, for every job; an index the host does not have is the user's input."""
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device={name} but no CUDA device is available here; use device=auto or device=cpu")
+    if name.startswith("cuda:"):
+        index, count = int(name.split(":")[1]), torch.cuda.device_count()
+        if index >= count:
+            raise ConfigError(f"device={name} but this host has {count} CUDA device(s): cuda:0..cuda:{count - 1}")
+        return torch.device("cuda", index)
     if name == "cpu" or not torch.cuda.is_available():
         return torch.device("cpu")
     return torch.device("cuda", job_num % torch.cuda.device_count())
@@ -228,12 +234,16 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
             return _finish(record, None, fields, "skipped", skip, wall_start)
         saving = [checkpoint.Checkpointer(cfg.checkpoint_every, record.run_dir / checkpoint.FILE,
                                           record.summary["config_hash"])] if cfg.checkpoint_every else []
-        trainer = Trainer(cfg, task, model, device, record, build_logger(cfg.logger, record.run_dir), hooks=saving)
+        keeper = saved_model.ModelSaver(record.run_dir) if cfg.save_model else None
+        trainer = Trainer(cfg, task, model, device, record, build_logger(cfg.logger, record.run_dir),
+                          hooks=[*saving, *([keeper] if keeper else [])])
         if resume_from is not None:
             checkpoint.restore(trainer, resume_from[1])
             fields["resumed_from_step"] = trainer.start_step
         with machine.on_record(fields["environment"], parallel_jobs):  # load and CPU pressure over the steps
             progress = trainer.fit()
+        if keeper is not None:
+            fields["saved_model"] = keeper.finish(trainer, ended_ok=progress.diverged_at_step is None)
     except KeyboardInterrupt as err:
         _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
         raise

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import PurePosixPath
 from typing import Any, Optional
@@ -207,7 +208,7 @@ class Config:
     warmup_steps: int = 0
     grad_clip: Optional[float] = 1.0  # max global grad norm; null = no clipping
     # where, not what: a run keeps its identity on any machine (the record says where it ran)
-    device: str = harness("where it runs; environment.device records it", "auto")  # auto: cuda when available
+    device: str = harness("where it runs; environment.device records it", "auto")  # auto: cuda when available; cuda:N
     # CPU results depend on the thread count (reduction order), but a thread count is not a
     # setting to compare: environment.threads records it and rerun uses the recorded one
     threads: int = harness("environment.threads records the count used", 0)  # 0: cores / parallel jobs
@@ -218,8 +219,10 @@ class Config:
     resume: bool = harness("what to run, not how", False)     # skip finished jobs, continue interrupted ones from a checkpoint
     # steps between checkpoints (normbench/checkpoint.py); 0 = none. Saving the state changes nothing trained.
     checkpoint_every: int = harness("how a run survives preemption, not what is trained", 0)
+    # keep the trained weights in the run folder (normbench/saved_model.py); saving them changes nothing trained
+    save_model: bool = harness("what is kept, not what is trained", False)
     report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
-    progress: bool = harness("output only", True)            # progress bar on a terminal
+    progress: bool = harness("output only", True)            # on a terminal: the bar, a sweep's job lines (progress.py)
     # Deterministic kernels compute the same functions in a fixed reduction order: the same class
     # of difference as the thread count or the device, and both are harness. environment.deterministic
     # records it, and rerun uses the recorded config.
@@ -239,7 +242,8 @@ class Config:
         _require(self.threads <= 4 * cores, f"threads must be <= {4 * cores} (4 x the {cores} cores here), got {self.threads}")
         _require(self.grad_clip is None or (math.isfinite(self.grad_clip) and self.grad_clip > 0),
                  f"grad_clip must be > 0 and finite, or null, got {self.grad_clip}")
-        _one_of("device", self.device, DEVICES)
+        _require(self.device in DEVICES or re.fullmatch(r"cuda:(0|[1-9][0-9]{0,3})", str(self.device)) is not None,
+                 f"device={_short(self.device)!r} is not valid; valid: {', '.join(DEVICES)}, cuda:N (N the GPU's index)")
         _one_of("role", self.role, ROLES)
         _require(self.task is not None and hasattr(self.task, "name"), "task is not set; choose one with task=NAME")
         _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")

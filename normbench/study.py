@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normbench import progress
 from normbench.record import RESULT_STATUSES
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh]?)$")
@@ -159,9 +160,7 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
         spent = time.monotonic() - round_started
         log["rounds"].append({"look": look, "seeds_per_arm": seeds, "level": level, "seconds": round(spent, 1),
                               "undecided": still})
-        print(f"normbench.study: look {look} at {seeds} seeds per arm, level {level:.4g}: "
-              f"{len(still)} undecided" + (f" ({'; '.join(still[:4])}{' ...' if len(still) > 4 else ''})"
-                                           if still else ""), flush=True)
+        print(progress.study_round(look, len(plan.looks), seeds, level, still, time.monotonic() - started), flush=True)
         if not still:
             break
         elapsed = time.monotonic() - started
@@ -181,6 +180,7 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
         print(f"report: {build_report([out], out, alpha=log['final_level'])}")
     except ReportError as error:
         print(f"normbench.study: no report: {error}", file=sys.stderr)
+    print("\n".join(progress.study_answer(log, _runs(out), still)), flush=True)
     return status
 
 

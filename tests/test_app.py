@@ -44,6 +44,8 @@ BAD_INPUTS = [
     (["steps=0"], 2, "steps must be >= 1, got 0"),
     (["steps=ten"], 2, "could not be converted to Integer"),
     (["device=cuda"], 2, "no CUDA device"),
+    (["device=cuda:1"], 2, "device=cuda:1 but no CUDA device"),
+    (["device=cuda:x"], 2, "valid: auto, cpu, cuda, cuda:N"),
     (["model=rnn", "placement=gate"], 2, "placement 'gate' is invalid for rnn"),
     (["model=transformer", "placement=in_cell"], 2, "placement 'in_cell' is invalid for transformer"),
     (["model=gru", "placement=in_cell", "placement.summed=true"], 2, "summed=true needs lstm or rnn"),
@@ -134,3 +136,19 @@ def test_the_four_job_multirun_as_a_user_types_it(tmp_path, tiny_args):
     assert all(s["status"] == "ok" for s in found.values())
     assert "normbench sweep: 4 runs" in proc.stdout
     assert (tmp_path / "sweep" / "report.html").is_file()  # the report is written at the end of a multirun
+    assert "normbench sweep: job" not in proc.stderr  # progress lines only on a terminal (tests/test_progress.py)
+
+
+def test_device_cuda_n_names_one_gpu_and_an_index_the_host_lacks_is_refused(monkeypatch):
+    """The index check as a host with two GPUs answers it (this machine has none: its counts are set)."""
+    import torch
+
+    from normbench.config import ConfigError
+    from normbench.run import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1", job_num=4) == torch.device("cuda", 1)  # every job on the GPU named
+    assert resolve_device("auto", job_num=3) == torch.device("cuda", 1)     # round-robin without a name
+    with pytest.raises(ConfigError, match=r"device=cuda:2 but this host has 2 CUDA device\(s\): cuda:0..cuda:1"):
+        resolve_device("cuda:2")

@@ -46,3 +46,9 @@ def test_the_workflow_in_docs_ci_parses_and_runs_smoke_compare_and_posts():
     assert "actions/cache/save@v4" in uses and "actions/cache/restore@v4" in uses
     restore = next(step for step in steps if step.get("uses") == "actions/cache/restore@v4")
     assert "pull_request.base.sha" in restore["with"]["key"]
+
+
+def test_every_readme_section_the_docs_cite_exists():
+    headings = {line.lstrip("#").strip() for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("#")}
+    cited = {m for doc in (ROOT / "docs").glob("*.md") for m in re.findall(r'README: "([^"]+)"', doc.read_text())}
+    assert cited and cited <= headings, cited - headings

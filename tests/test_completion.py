@@ -80,3 +80,30 @@ def test_help_with_a_bad_override_is_one_line():
     assert done.returncode == 2
     assert done.stderr.splitlines()[0].startswith("normbench: error: In 'config': Could not find 'task/nope'")
     assert "Traceback" not in done.stderr
+
+
+def test_commands_are_dispatched_before_hydra_parses_and_listed_in_help_and_completion(tmp_path):
+    from normbench.__main__ import SUBCOMMANDS
+
+    missing = normbench("report", str(tmp_path / "nope"))
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.splitlines()[0].startswith("normbench.report: no usable run records")  # not Hydra's parse error
+    assert "torch imported: False" in missing.stderr  # the report reads records only
+    shown = normbench("--help").stdout
+    commands = shown.split("== Commands ==")[1].split("\n\n")[0]
+    assert [line.split()[0] for line in commands.strip().splitlines()] == list(SUBCOMMANDS)
+    assert "norm.bn_reestimate is false here and acts only with norm=bn" in shown
+    assert {"report", "rerun"} <= complete("normbench re") and "compare" not in complete("normbench re")
+    assert complete("normbench report ") == set()  # a command's argument: the shell offers file names
+
+
+def test_the_readmes_key_table_names_every_top_level_key():
+    from dataclasses import MISSING, fields
+
+    from normbench.schema import Config
+
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("### What you can set"):text.index("Every value is typed and range-checked")]
+    keys = [f.name for f in fields(Config) if f.default_factory is MISSING and f.name != "task"]  # not the groups
+    assert len(keys) > 15 and not [k for k in keys if f"`{k}`" not in table]
+    assert "`norm.alpha_init`" in table

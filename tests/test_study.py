@@ -48,3 +48,7 @@ def test_a_tiny_study_runs_rounds_and_writes_its_plan_and_report(tmp_path):
     studies = {json.loads(p.read_text())["study"]["id"] for p in tmp_path.rglob("summary.json")}
     assert len(studies) == 1  # every round belongs to one study
     assert (tmp_path / "report.html").is_file()
+    assert "normbench.study: round 1 of at most 2: 2 seeds per arm" in result.stdout  # progress (normbench/progress.py)
+    answer = result.stdout[result.stdout.index("normbench.study: answer after"):]  # the answer comes last
+    assert "stopped at the maximum seed count" in answer or "every question decided" in answer
+    assert "digits: ranked first " in answer and "  undecided: " in answer

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -103,8 +104,11 @@ def design_power(ranked: pd.DataFrame, alpha: float = ALPHA, power: float = POWE
     return mde(n), needed, largest
 
 
-def study_command(summary_rows: pd.DataFrame) -> str:
-    """The study runner's command that would add seeds to this study until it is decided."""
+def study_command(summary_rows: pd.DataFrame, runs: pd.DataFrame | None = None) -> str:
+    """The command that would add seeds to this study until it is decided: the study runner's, at
+    the lr an Optuna sweep found (its sweep folder's optimization_results.yaml) where one did; for a
+    tuned study (normbench.tune) tune's own, into its folder with more evaluation seeds, so that the
+    lrs chosen on the selection seeds are carried on and never judged on the seeds that chose them."""
     command = str(summary_rows["study_command"].iloc[0]) if "study_command" in summary_rows else ""
     overrides = command.removeprefix("python -m normbench -m").strip()
     if not overrides:
@@ -113,7 +117,37 @@ def study_command(summary_rows: pd.DataFrame) -> str:
 
     kept = [o for o in shlex.split(overrides)
             if o.split("=", 1)[0].lstrip("+~") not in ("seed", *HARNESS) and not o.startswith("hydra")]
+    run_dirs = [Path(str(d)) for d in runs["run_dir"]] if runs is not None and "run_dir" in runs else []
+    folders = {d.parent.parent for d in run_dirs}  # tune's DIR: DIR/selection/N and DIR/evaluation/N
+    if run_dirs and "study.name" in runs and set(runs["study.name"].astype(str)) == {"tuned"} and len(folders) == 1:
+        roles = runs["axes.role"] if "axes.role" in runs else pd.Series("", index=runs.index)
+        evaluated = sorted({int(seed) for seed in runs.loc[roles == EVALUATION, "seed"].dropna()})
+        more = [*evaluated, *range(evaluated[-1] + 1, evaluated[-1] + 1 + len(evaluated))] if evaluated else []
+        return " ".join(["python -m normbench.tune", "--out", shlex.quote(str(folders.pop())),
+                         *(["--evaluation-seeds", ",".join(map(str, more))] if more else []),
+                         *(shlex.quote(o) for o in kept)])
+    found = {_optuna_lr(folder) for folder in {d.parent for d in run_dirs}} - {None}
+    if len(found) == 1:  # the lr the sweep's Optuna study found replaces the one it searched from
+        kept = [o for o in kept if o.split("=", 1)[0].lstrip("+~") != "lr"] + [f"lr={found.pop()!r}"]
     return "python -m normbench.study " + " ".join(shlex.quote(o) for o in kept) + " --budget 30m"
+
+
+def _optuna_lr(sweep_dir: Path) -> float | None:
+    """best_params.lr of an Optuna sweep's optimization_results.yaml, read as data (a regular file, at
+    most 1 MiB, safe YAML); None when there is none or it holds no positive finite lr."""
+    import yaml
+
+    from normbench.record import Unreadable, read_run_file
+
+    try:
+        results = yaml.safe_load(read_run_file(sweep_dir / "optimization_results.yaml", 1 << 20))
+    except (Unreadable, yaml.YAMLError, UnicodeDecodeError, RecursionError):
+        return None
+    best = results.get("best_params") if isinstance(results, dict) else None
+    lr = best.get("lr") if isinstance(best, dict) else None
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
+        return None
+    return float(lr)
 
 
 def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame) -> TaskAnswer:
@@ -128,7 +162,7 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame) -> TaskAnswer:
     lone = [f"{row['arm']}: " + (f"all {int(row['n'])} runs diverged" if int(row["n_ok"]) == 0 and int(row["n_diverged"])
                                 else f"{number(row['final_val_mean'], 3)} ({_seeds(row['seeds'])})")
             for _, row in single.iterrows()]
-    command = study_command(rows)
+    command = study_command(rows, runs)
     facts = _task_facts(runs) if len(runs) else ""
     if ranked.empty:
         headline = (f"On {task}, no arm is ranked yet: every arm ran 1 seed (or none finished), so none can be "

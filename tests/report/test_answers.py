@@ -64,3 +64,41 @@ def test_an_arm_whose_runs_all_diverged_is_listed_as_such_not_as_one_seed(runs_o
     runs = label_groups(runs, varying_axes(runs))
     (answer,) = answers(runs, summarize_groups(runs, varying_axes(runs)), varying_axes(runs))
     assert answer.single == ["norm=rms: all 3 runs diverged"]
+
+
+def _answers_of(folders):
+    from normbench.report.aggregate import distinct_runs, runs_frame
+    from normbench.report.records import find_records
+
+    runs, _ = distinct_runs(runs_frame(find_records(folders).runs))
+    runs = label_groups(runs, varying_axes(runs))
+    return answers(runs, summarize_groups(runs, varying_axes(runs)), varying_axes(runs))
+
+
+def test_the_command_to_decide_carries_the_lr_optuna_found(tmp_path, write_record):
+    study = {"schema": "normbench.study/1", "id": "abc", "name": "command line", "purpose": "", "arms": ["norm"],
+             "command": "python -m normbench -m hydra/sweeper=optuna_lr norm=ln,rms seed=0"}
+    for i, (norm, value) in enumerate((n, v) for n, vs in (("ln", (0.90, 0.80, 0.85)), ("rms", (0.88, 0.82, 0.84)))
+                                      for v in vs):
+        write_record(tmp_path / "sweep", str(i), seed=i % 3, best_val=value, axes={"norm": norm}, study=study)
+    (answer,) = _answers_of([tmp_path / "sweep"])
+    assert answer.command == "python -m normbench.study norm=ln,rms --budget 30m"  # no Optuna results: as it was
+    (tmp_path / "sweep" / "optimization_results.yaml").write_text(
+        "name: optuna\nbest_params:\n  lr: 0.0081234\nbest_value: -0.9\n")
+    (answer,) = _answers_of([tmp_path / "sweep"])
+    assert answer.command == "python -m normbench.study norm=ln,rms lr=0.0081234 --budget 30m"
+    (tmp_path / "sweep" / "optimization_results.yaml").write_text("best_params: {lr: !!python/name:os.system}\n")
+    (answer,) = _answers_of([tmp_path / "sweep"])  # read as data: a tag that would run code is no lr
+    assert "lr=" not in answer.command
+
+
+def test_a_tuned_studys_command_to_decide_is_tune_with_more_evaluation_seeds(tmp_path, write_record):
+    study = {"schema": "normbench.study/1", "id": "def", "name": "tuned", "purpose": "", "arms": ["norm"],
+             "command": "python -m normbench -m norm=ln,rms"}
+    values = {"ln": (0.90, 0.80, 0.85), "rms": (0.88, 0.82, 0.84)}
+    for i, (norm, seed) in enumerate((n, s) for n in values for s in range(3)):
+        write_record(tmp_path / "tune" / "evaluation", str(i), seed=100 + seed, best_val=values[norm][seed],
+                     axes={"norm": norm, "role": "evaluation", "lr": 0.01 if norm == "ln" else 0.003}, study=study)
+    (answer,) = _answers_of([tmp_path / "tune" / "evaluation"])
+    assert answer.command == (f"python -m normbench.tune --out {tmp_path / 'tune'} --evaluation-seeds "
+                              "100,101,102,103,104,105 norm=ln,rms")

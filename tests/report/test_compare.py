@@ -96,3 +96,14 @@ def test_compare_runs_as_a_module_without_torch(write_record, tmp_path):
             "assert 'torch' not in sys.modules, 'compare imported torch'\n")
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "base")], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_terminal_sees_the_summary_without_markdowns_html_escapes(write_record, tmp_path, capsys, monkeypatch):
+    sweep(write_record, tmp_path / "base", [0.90 + n for n in NOISE])
+    sweep(write_record, tmp_path / "new", [0.70 + n for n in NOISE[::-1]], commit="def5678")
+    out = tmp_path / "summary.md"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main([str(tmp_path / "base"), str(tmp_path / "new"), "--out", str(out)]) == 1
+    shown, written = capsys.readouterr().out, out.read_text()
+    assert "&gt;" in written and "&gt;" not in shown  # the file is Markdown, the terminal plain text
+    assert "best_val worse by 0.2 (> 0.01)" in shown

@@ -1,0 +1,71 @@
+"""Score a saved model on its task: `python -m normbench.evaluate RUN_DIR` (or `normbench evaluate RUN_DIR`).
+
+A run trained with ``save_model=true`` kept its weights (normbench/saved_model.py). This rebuilds
+the model from the record's config, loads them, and evaluates them as the run did (the same
+batches, precision and thread count), so ``final`` on ``test`` reproduces the record's test
+metric; the line printed says whether it does. Nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from normbench.saved_model import FILES
+
+SPLITS = ("test", "val")
+
+
+def score(run_dir: Path, which: str = "final", split: str = "test") -> tuple[dict, float, float]:
+    """(record summary, metric, loss) of the kept weights ``which`` on ``split``, evaluated as the run evaluated."""
+    from omegaconf import OmegaConf
+
+    from normbench.record import RecordWriter
+    from normbench.rerun import recorded_config
+    from normbench.run import prepare
+    from normbench.saved_model import load_weights, model_file, read_weights, run_record
+    from normbench.train import Trainer, fixed_batches
+
+    path = model_file(run_dir, which)
+    record = run_record(run_dir)
+    weights = read_weights(path)
+    config = {**recorded_config(record.summary), "progress": False}  # the recorded thread count; no bar
+    cfg, task, model, device = prepare(OmegaConf.create(config))
+    load_weights(model, weights, path)
+    # The Trainer evaluates as training did (precision, batches); its record is never started: nothing is written.
+    trainer = Trainer(cfg, task, model, device, RecordWriter(Path(run_dir)))
+    batches = fixed_batches(task.test, device, dtype=trainer.inputs) if split == "test" else trainer.val
+    metric, loss = trainer.evaluate(batches)
+    return record.summary, metric, loss
+
+
+def recorded(summary: dict, which: str, split: str) -> float | None:
+    """The metric the record holds for these weights on this split, if it holds one."""
+    kept = (summary.get("saved_model") or {}).get(which) or {}
+    if which == "final":
+        return (summary.get("metrics") or {}).get("test" if split == "test" else "final_val")
+    return kept.get("val_metric") if split == "val" else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m normbench.evaluate", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, help="a run directory trained with save_model=true")
+    parser.add_argument("--which", choices=tuple(FILES), default="final",
+                        help="final: the weights the test metric measured; best: those of the best evaluation")
+    parser.add_argument("--split", choices=SPLITS, default="test")
+    args = parser.parse_args(argv)
+    try:
+        summary, metric, loss = score(args.run_dir, args.which, args.split)
+    except ValueError as err:  # NoSavedModel, ConfigError: the user's input, one line
+        print(f"normbench evaluate: {' '.join(str(err).split())[:400]}", file=sys.stderr)
+        return 2
+    name = (summary.get("task") or {}).get("metric", "metric")
+    was = recorded(summary, args.which, args.split)
+    note = "" if was is None else f"  (recorded {was:.6g}: {'the same' if was == metric else 'DIFFERS'})"
+    print(f"{args.split} {name} {metric:.6g}  loss {loss:.6g}  [{args.which}: {args.run_dir}]{note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

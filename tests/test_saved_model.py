@@ -1,0 +1,67 @@
+"""Trained models kept on request (save_model=true) and read back as data (normbench/saved_model.py, evaluate.py)."""
+
+import json
+import os
+
+import pytest
+import torch
+
+import normbench
+from normbench import evaluate
+from normbench.saved_model import NoSavedModel, read_weights
+
+
+def test_a_saved_model_reloads_and_reproduces_its_recorded_metrics_exactly(cli, tmp_path, tiny_args, capsys):
+    # In-cell BN: population statistics (the kept weights hold those the evaluation used), kept per
+    # time step (buffers that grow with the steps seen, so a fresh model's do not fit as built)
+    code, _, err = cli(*tiny_args, "model=lstm", "placement=in_cell", "norm=bn", "save_model=true", "steps=7",
+                       "hydra.run.dir=run")
+    assert code == 0, err
+    run = tmp_path / "run"
+    record = json.loads((run / "summary.json").read_text())
+    kept = record["saved_model"]
+    assert kept["final"] == {"file": "model_final.pt", "step": 7, "test": record["metrics"]["test"]}
+    assert kept["best"]["val_metric"] == record["metrics"]["best_val"] and kept["best"]["step"] in (3, 6, 7)
+    weights = torch.load(run / "model_final.pt", weights_only=True)  # plain tensors: the safe loader reads it
+    assert weights and all(isinstance(v, torch.Tensor) for v in weights.values())
+
+    assert evaluate.main([str(run)]) == 0
+    line = capsys.readouterr().out
+    assert line.startswith(f"test mse {record['metrics']['test']:.6g} ") and "the same" in line, line
+    _, test, _ = evaluate.score(run, "final", "test")
+    assert test == record["metrics"]["test"]  # exactly, not approximately
+    _, best, _ = evaluate.score(run, "best", "val")
+    assert best == record["metrics"]["best_val"]
+
+    model = normbench.load_model(run, which="best")
+    assert not model.training
+    assert all(torch.equal(p, q) for p, q in zip(model.state_dict().values(), read_weights(run / "model_best.pt").values()))
+
+
+def test_without_save_model_nothing_is_kept(cli, tmp_path, tiny_args):
+    code, _, err = cli(*tiny_args, "steps=3", "hydra.run.dir=run")
+    assert code == 0, err
+    assert not list((tmp_path / "run").glob("*.pt"))
+    assert "saved_model" not in json.loads((tmp_path / "run" / "summary.json").read_text())
+    with pytest.raises(NoSavedModel, match="not run with save_model=true"):
+        normbench.load_model(tmp_path / "run")
+    assert evaluate.main([str(tmp_path / "run")]) == 2
+
+
+def test_a_model_file_is_data_never_code_or_a_link(tmp_path):
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'pwned'}",))
+    torch.save({"w": Payload()}, tmp_path / "model_final.pt")
+    with pytest.raises(NoSavedModel, match="not a model file"):
+        read_weights(tmp_path / "model_final.pt")
+    assert not (tmp_path / "pwned").exists()
+    torch.save({"w": torch.ones(2)}, tmp_path / "real.pt")
+    (tmp_path / "model_best.pt").symlink_to(tmp_path / "real.pt")
+    with pytest.raises(NoSavedModel, match="symbolic link"):
+        read_weights(tmp_path / "model_best.pt")
+    torch.save([torch.ones(2)], tmp_path / "list.pt")
+    with pytest.raises(NoSavedModel, match="not a state dict"):
+        read_weights(tmp_path / "list.pt")
+    with pytest.raises(NoSavedModel, match="which='last' is not valid"):
+        normbench.load_model(tmp_path, which="last")
