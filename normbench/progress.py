@@ -127,8 +127,8 @@ def study_round(look: int, looks: int, seeds: int, level: float, undecided: list
 def study_answer(log: dict, runs, undecided: list[str]) -> list[str]:
     """The study runner's last lines: when and why it stopped, each claim's verdict and each
     comparison's first-ranked arm at the last look's level, and what is still undecided."""
-    from normbench.report.claims import evaluate_claims
-    from normbench.report.ranking import best_set, comparisons
+    from normbench.analysis.claims import evaluate_claims
+    from normbench.analysis.ranking import best_set, comparisons
 
     last = log["rounds"][-1]
     stopped = {"decided": "every question decided", "budget": "stopped by the budget",
