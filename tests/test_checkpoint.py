@@ -54,7 +54,8 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one_bitwise(cli, tm
 def test_resume_without_a_checkpoint_starts_again_and_a_torn_file_is_no_checkpoint(cli, tmp_path, tiny_args):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / checkpoint.FILE).write_bytes(b"half a file")
-    assert checkpoint.load(tmp_path / "run" / checkpoint.FILE) is None
+    with pytest.raises(checkpoint.Refused):
+        checkpoint.read(tmp_path / "run" / checkpoint.FILE, "any")
     code, _, err = cli(*tiny_args, "resume=true", "hydra.run.dir=run")
     assert code == 0, err
     assert "resumed_from_step" not in json.loads((tmp_path / "run" / "summary.json").read_text())
