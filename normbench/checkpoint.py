@@ -34,6 +34,7 @@ import logging
 import os
 import random
 import stat
+import warnings
 from dataclasses import fields
 from pathlib import Path
 
@@ -77,7 +78,9 @@ def load_tensor_file(path: Path):
             raise Unreadable(f"{path.name} is not a regular file")
         os.set_blocking(handle.fileno(), True)
         try:
-            return torch.load(handle, map_location="cpu", weights_only=True)
+            with warnings.catch_warnings():  # torch's remarks on a foreign pickle: the refusal below says it
+                warnings.simplefilter("ignore")
+                return torch.load(handle, map_location="cpu", weights_only=True)
         except Exception as error:  # noqa: BLE001 - torn, foreign or code-carrying: not data torch can read
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise Unreadable(f"{path.name} is not a tensor file read as data ({first[:120]})") from None
