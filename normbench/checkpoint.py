@@ -35,6 +35,7 @@ import os
 import random
 import stat
 import warnings
+import zipfile
 from dataclasses import fields
 from pathlib import Path
 
@@ -60,7 +61,8 @@ def load_tensor_file(path: Path):
 
     ``path`` must be a regular file, opened without following a link in its last component and
     without blocking (a link, FIFO, device or folder is refused, never waited on or read without
-    end); it is read by ``torch.load(weights_only=True)``, which builds no object but tensors,
+    end), and the zip archive torch.save writes with its entries stored (so nothing inflates
+    beyond the file's size); it is read by ``torch.load(weights_only=True)``, which builds no object but tensors,
     containers and numbers, so a pickle that would call a function is refused. Raises Unreadable
     with one phrase; never anything else for a file that is not one torch can read as data.
     """
@@ -74,9 +76,11 @@ def load_tensor_file(path: Path):
         raise Unreadable(f"{path.name} is a symbolic link" if os.path.islink(path) else
                          f"{path.name} cannot be opened ({error.strerror or error})") from None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
             raise Unreadable(f"{path.name} is not a regular file")
         os.set_blocking(handle.fileno(), True)
+        _require_stored_archive(handle, info.st_size, path.name)
         try:
             with warnings.catch_warnings():  # torch's remarks on a foreign pickle: the refusal below says it
                 warnings.simplefilter("ignore")
@@ -84,6 +88,20 @@ def load_tensor_file(path: Path):
         except Exception as error:  # noqa: BLE001 - torn, foreign or code-carrying: not data torch can read
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise Unreadable(f"{path.name} is not a tensor file read as data ({first[:120]})") from None
+
+
+def _require_stored_archive(handle, size: int, name: str) -> None:
+    """The zip archive torch.save writes (entries stored, not compressed), so that what torch.load
+    allocates is bounded by the file's size: a legacy (non-zip) file claims storage sizes it need not
+    hold, and a deflated entry can inflate a few MB into many GB."""
+    try:
+        with zipfile.ZipFile(handle) as archive:  # a file object passed in stays open
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
+        raise Unreadable(f"{name} is not the zip archive torch.save writes") from None
+    if any(e.compress_type != zipfile.ZIP_STORED for e in entries) or sum(e.file_size for e in entries) > size:
+        raise Unreadable(f"{name} holds compressed entries (torch.save stores them; a compressed one may inflate)")
+    handle.seek(0)
 
 
 # -- saving ----------------------------------------------------------------------------------------

@@ -244,6 +244,25 @@ def _under(rest: str, keys: tuple[str, ...]) -> bool:
     return any(rest == k or rest.startswith(k + ".") for k in keys)
 
 
+def _refused_hydra_setting(rest: str) -> bool:
+    """Whether ``hydra.<rest>`` is a setting a sweep file may not hold (one not on the way to SWEEP_HYDRA_KEYS)."""
+    if not rest:
+        return False
+    allowed = _under(rest, SWEEP_HYDRA_KEYS) or any(k.startswith(rest + ".") for k in SWEEP_HYDRA_KEYS)
+    return not allowed or _under(rest, REFUSED_HYDRA_KEYS)
+
+
+def _refused_override_key(key: str) -> bool:
+    """A sweeper parameter is an override of each job's config: ``hydra.job.env_set.X`` there sets
+    what the file may not, ``+hydra/job_logging`` chooses a logging config, ``x._target_`` plants code."""
+    name = key.lstrip("+~")
+    if any(word in name for word in SMUGGLING) or name.rpartition(".")[2] in CODE_KEYS:
+        return True
+    if name.split("/")[0] == "hydra":
+        return name.rpartition("/")[0] != "hydra" or name.partition("/")[2] not in ("launcher", "sweeper")
+    return name.split(".")[0] == "hydra" and _refused_hydra_setting(name.partition(".")[2])
+
+
 def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
     """The first setting of ``value`` (whose keys land at ``at``) that a sweep file may not hold, dotted."""
     dotted = ".".join(at) or "the top level"
@@ -254,14 +273,13 @@ def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
         if rest is not None and "${" in value and not _under(rest, INTERPOLATED_HYDRA_KEYS):
             return dotted  # an interpolation could bring a whole node into hydra's settings
         return None
-    if rest is not None and rest and not (_under(rest, SWEEP_HYDRA_KEYS) or any(k.startswith(rest + ".") for k in
-                                                                                SWEEP_HYDRA_KEYS)):
-        return dotted
-    if rest is not None and _under(rest, REFUSED_HYDRA_KEYS):
+    if rest is not None and _refused_hydra_setting(rest):
         return dotted
     if isinstance(value, dict):
         for key, inner in value.items():
             if str(key) in CODE_KEYS or (str(key) == "hydra" and at):  # hydra's settings only at the top
+                return ".".join((*at, str(key)))
+            if at == ("hydra", "sweeper", "params") and _refused_override_key(str(key)):
                 return ".".join((*at, str(key)))
             found = _code_or_hydra_key(inner, (*at, str(key)))
             if found:

