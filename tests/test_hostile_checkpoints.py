@@ -162,6 +162,8 @@ HOSTILE = {
     "model_a_list": setting("model", [1, 2]),
     "progress_losses_strings": rebuilt(lambda s: s["progress"].__setitem__("losses", ["a"])),
     "progress_unknown_field": rebuilt(lambda s: s["progress"].__setitem__("extra", 1)),
+    "rng_a_tensor": setting("rng", torch.zeros(2)),
+    "optimizer_param_ids_lists": rebuilt(lambda s: s["optimizer"]["param_groups"][0].__setitem__("params", [[0]])),
     "rng_numpy_short": rebuilt(lambda s: s["rng"]["numpy"].__setitem__("keys", torch.zeros(3, dtype=torch.int64))),
     "batch_pos_beyond_order": rebuilt(lambda s: s["batches"].__setitem__("pos", 10**6)),
     "batch_order_out_of_range": rebuilt(lambda s: s["batches"].__setitem__("order", torch.tensor([10**6]))),
