@@ -36,6 +36,7 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from normbench.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
                               PlacementConfig, PrecisionConfig)
@@ -267,17 +268,17 @@ def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
     """The first setting of ``value`` (whose keys land at ``at``) that a sweep file may not hold, dotted."""
     dotted = ".".join(at) or "the top level"
     rest = ".".join(at[1:]) if at[:1] == ("hydra",) else None
+    if rest is not None and _refused_hydra_setting(rest):
+        return dotted
     if isinstance(value, str):
         if any(word in value for word in SMUGGLING):  # a node built from a string at resolution
             return dotted
         if rest is not None and "${" in value and not _under(rest, INTERPOLATED_HYDRA_KEYS):
             return dotted  # an interpolation could bring a whole node into hydra's settings
         return None
-    if rest is not None and _refused_hydra_setting(rest):
-        return dotted
     if isinstance(value, dict):
         for key, inner in value.items():
-            if str(key) in CODE_KEYS or (str(key) == "hydra" and at):  # hydra's settings only at the top
+            if str(key) in CODE_KEYS or "_target_" in str(key) or (str(key) == "hydra" and at):  # hydra: only at the top
                 return ".".join((*at, str(key)))
             if at == ("hydra", "sweeper", "params") and _refused_override_key(str(key)):
                 return ".".join((*at, str(key)))
@@ -322,6 +323,9 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
         raise ConfigError(f"sweep file {path} is not valid YAML: {type(error).__name__}") from None
     except ConfigError as error:
         raise ConfigError(f"sweep file {path}: {error}") from None
+    except (OmegaConfBaseException, ValueError) as error:  # a set, a null key, an int of 5000 digits
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ConfigError(f"sweep file {path} holds what a config cannot: {first[:160]}") from None
     if not isinstance(config, DictConfig):
         raise ConfigError(f"sweep file {path} is not a mapping of settings")
     plain = OmegaConf.to_container(config, resolve=False)

@@ -42,6 +42,8 @@ HOSTILE = {
     "hydra_logging": ("evil.yaml", GLOBAL + "hydra:\n  hydra_logging:\n    version: 1\n"),
     "search_path": ("evil.yaml", GLOBAL + "hydra:\n  searchpath: [file:///tmp/elsewhere]\n"),
     "env_set_ld_preload": ("evil.yaml", GLOBAL + "hydra:\n  job:\n    env_set:\n      LD_PRELOAD: /tmp/evil.so\n"),
+    "env_set_as_one_string": ("evil.yaml", GLOBAL + "hydra:\n  job:\n    env_set: LD_PRELOAD\n"),
+    "launcher_setup_as_one_string": ("evil.yaml", GLOBAL + "hydra:\n  launcher:\n    setup: rm -rf ~\n"),
     "launcher_setup_lines": ("evil.yaml", GLOBAL + "hydra:\n  launcher:\n    setup: ['rm -rf ~']\n"),
     "package_header_into_callbacks": ("evil.yaml", "# @package hydra.callbacks\nx:\n  _target_: os.system\n"),
     "package_header_into_hydra": ("evil.yaml", "# @package hydra\njob_logging:\n  version: 1\n"),
@@ -71,6 +73,9 @@ HOSTILE = {
     "top_level_list": ("evil.yaml", "- 1\n- 2\n"),
     "top_level_scalar": ("evil.yaml", "just words\n"),
     "not_utf8": ("evil.yaml", b"seed: \xff\xfe\n"),
+    "a_yaml_set": ("evil.yaml", GLOBAL + "s: !!set {a, b}\n"),
+    "a_null_key": ("evil.yaml", GLOBAL + "~: 1\n"),
+    "an_int_of_5000_digits": ("evil.yaml", GLOBAL + "a: " + "9" * 5000 + "\n"),
     "over_one_mib": ("evil.yaml", "#" * (MAX_SWEEP_BYTES + 1)),
 }
 
