@@ -61,10 +61,10 @@ def load_tensor_file(path: Path):
 
     ``path`` must be a regular file, opened without following a link in its last component and
     without blocking (a link, FIFO, device or folder is refused, never waited on or read without
-    end), and the zip archive torch.save writes with its entries stored (so nothing inflates
-    beyond the file's size); it is read by ``torch.load(weights_only=True)``, which builds no object but tensors,
-    containers and numbers, so a pickle that would call a function is refused. Raises Unreadable
-    with one phrase; never anything else for a file that is not one torch can read as data.
+    end), and the zip archive torch.save writes, its entries stored (nothing inflates beyond the
+    file's size). It is read by ``torch.load(weights_only=True)``, which builds no object but
+    tensors, containers and numbers, so a pickle that would call a function is refused. Raises
+    Unreadable with one phrase; never anything else for a file torch cannot read as data.
     """
     path = Path(path)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -141,7 +141,8 @@ def _rng() -> dict:
 def _set_rng(rng: dict, device: torch.device) -> None:
     torch.set_rng_state(rng["torch"])
     n = rng["numpy"]
-    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
     p = rng["python"]
     random.setstate((p["version"], tuple(p["internal"].tolist()), p["gauss_next"]))
     if rng["cuda"] is not None and device.type == "cuda":
@@ -274,10 +275,12 @@ def _fields_problem(saved: dict, steps: int | None) -> str | None:
     ok = isinstance(rng, dict) and isinstance(numpy_rng, dict) and isinstance(python_rng, dict) \
         and _tensor(rng.get("torch"), torch.uint8, 1) \
         and _tensor(numpy_rng.get("keys"), torch.int64, 1) and numpy_rng["keys"].numel() == 624 \
-        and _int(numpy_rng.get("pos")) and _int(numpy_rng.get("has_gauss")) and _number(numpy_rng.get("cached_gaussian")) \
+        and _int(numpy_rng.get("pos")) and _int(numpy_rng.get("has_gauss")) \
+        and _number(numpy_rng.get("cached_gaussian")) \
         and _int(python_rng.get("version")) and _tensor(python_rng.get("internal"), torch.int64, 1) \
         and (python_rng.get("gauss_next") is None or _number(python_rng["gauss_next"])) \
-        and (rng.get("cuda") is None or (isinstance(rng["cuda"], list) and all(_tensor(t, torch.uint8, 1) for t in rng["cuda"])))
+        and (rng.get("cuda") is None or (isinstance(rng["cuda"], list)
+                                         and all(_tensor(t, torch.uint8, 1) for t in rng["cuda"])))
     if not ok:
         return "rng is not the random generators' states"
     batches = saved["batches"]
@@ -387,7 +390,8 @@ def _fit_problem(trainer, saved: dict) -> str | None:
     if shapes(saved["model"]) != shapes(trainer.master.state_dict()):
         return "its model is not this run's (other parameters or shapes)"
     half = trainer.model is not trainer.master
-    if (saved["model_half"] is not None) != half or (half and shapes(saved["model_half"]) != shapes(trainer.model.state_dict())):
+    if (saved["model_half"] is not None) != half or (
+            half and shapes(saved["model_half"]) != shapes(trainer.model.state_dict())):
         return "its half-precision model is not this run's"
     if (saved["scaler"] is not None) != (trainer.scaler is not None):
         return "its loss scaler is not this run's"

@@ -278,7 +278,8 @@ def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
         return None
     if isinstance(value, dict):
         for key, inner in value.items():
-            if str(key) in CODE_KEYS or "_target_" in str(key) or (str(key) == "hydra" and at):  # hydra: only at the top
+            # code, or hydra's settings anywhere but at the top of the config
+            if str(key) in CODE_KEYS or "_target_" in str(key) or (str(key) == "hydra" and at):
                 return ".".join((*at, str(key)))
             if at == ("hydra", "sweeper", "params") and _refused_override_key(str(key)):
                 return ".".join((*at, str(key)))

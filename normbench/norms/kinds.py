@@ -6,7 +6,7 @@ the eps rule), the run's identity (which ``norm.*`` settings cannot change a run
 the factory (``build_norm``) and ``normbench bench kernels`` all read it, so adding a kind is its
 descriptor here, its class in ``layers.py``, its ``conf/norm/`` file and its test.
 
-Imports no torch and nothing of normbench but its checks (normbench/checks.py): the schema and the record contract stand on it.
+Imports no torch and nothing of normbench but its range checks (normbench/checks.py): the schema and the record contract stand on it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from normbench.checks import ConfigError, require_positive
+from normbench.checks import require_positive
 
 CORE_IMPLS = ("native", "reference")  # every kind has both (the same class where there is one formula)
 GAINS = ("feature", "scalar", "none")
