@@ -98,9 +98,11 @@ class Job:
         self.refused: str | None = None
         self.unwritable: str | None = None
         self.single: dict | None = None
+        self.secrets: list[str] = []  # the values read from the environment by any job so far (node_secrets)
 
     def __call__(self, node: DictConfig) -> float:
         hc = HydraConfig.get()
+        self.secrets = sorted({*self.secrets, *node_secrets(node)}, key=len, reverse=True)
         try:
             check_job(hc, node)
             OmegaConf.to_container(node, resolve=True)  # an interpolation that fails is the user's input
@@ -120,8 +122,8 @@ class Job:
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
             self.unwritable = self.unwritable or f"cannot write output: {err}"
             return math.inf
-        if multirun or summary["status"] not in EXIT_STATUS:
-            log.info("%s -> %s", describe(summary), summary.get("run_dir", run_dir))
+        if multirun or summary["status"] not in EXIT_STATUS:  # masked as a single run's error line is
+            log.info("%s -> %s", message_text(describe(summary), self.secrets), summary.get("run_dir", run_dir))
         if not multirun:
             self.single = summary
         return objective(summary)
@@ -140,6 +142,16 @@ def _secrets(argv: list[str]) -> list[str]:
     return sorted((os.environ[n] for n in names if os.environ.get(n)), key=len, reverse=True)
 
 
+def node_secrets(node: DictConfig) -> list[str]:
+    """The values of the environment variables a job's config reads through ``${oc.env:NAME}``, wherever
+    it was written: the command line, a sweep file, a group's config (a logger's tracking URI)."""
+    try:
+        written = repr(OmegaConf.to_container(node, resolve=False))
+    except OmegaConfBaseException:
+        written = ""
+    return _secrets([*sys.argv[1:], written])
+
+
 def message_text(value: object, secrets: list[str] = (), limit: int = 400) -> str:
     """An error line made safe to print: a value read from the environment is replaced by a mark
     (the override as typed names it), characters a terminal would act on are escaped, a long word
@@ -152,12 +164,32 @@ def message_text(value: object, secrets: list[str] = (), limit: int = 400) -> st
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _say(message: str) -> None:
-    print(f"normbench: {message_text(message, _secrets(sys.argv[1:]))}", file=sys.stderr)
+def _say(message: str, secrets: list[str] = ()) -> None:
+    known = sorted({*_secrets(sys.argv[1:]), *secrets}, key=len, reverse=True)
+    print(f"normbench: {message_text(message, known)}", file=sys.stderr)
+
+
+def _bound_hydra_lines(limit: int = 2000) -> None:
+    """Hydra's own lines echo each job's overrides as typed (``#0 : lr=...``): a 2 MB value would be a
+    2 MB line. Every record of a ``hydra`` logger is cut to ``limit`` characters, ending in "…"."""
+    make = logging.getLogRecordFactory()
+    if getattr(make, "bounds_hydra", False):
+        return
+
+    def factory(*args, **kwargs):
+        record = make(*args, **kwargs)
+        if record.name.startswith("hydra"):
+            text = record.getMessage()
+            if len(text) > limit:
+                record.msg, record.args = text[: limit - 1] + "…", None
+        return record
+    factory.bounds_hydra = True
+    logging.setLogRecordFactory(factory)
 
 
 def main() -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
+    _bound_hydra_lines()
     job = Job()
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
@@ -182,8 +214,8 @@ def main() -> None:
         sys.exit(130)
     for message in (job.refused, job.unwritable):
         if message:
-            _say(f"error: {message}")
+            _say(f"error: {message}", job.secrets)
             sys.exit(2)
     if job.single is not None and job.single["status"] in EXIT_STATUS:
-        _say(f"{job.single['status']}: {job.single['reason']}")
+        _say(f"{job.single['status']}: {job.single['reason']}", job.secrets)
         sys.exit(EXIT_STATUS[job.single["status"]])

@@ -11,29 +11,100 @@ its checkpoint: the new attempt writes the saved curves again and trains steps k
 ends with the metrics an uninterrupted run has (bitwise, on CPU with ``deterministic=true``;
 tests/test_checkpoint.py). A run that ends (ok, diverged) deletes its checkpoint.
 
+A checkpoint is data, never code: the state is tensors and plain containers only (numpy's and
+Python's generator states as integer tensors), read back with ``torch.load(weights_only=True)``
+(``load_tensor_file``, the one loader of a tensor file) from a regular file opened without
+following a link. Before anything is restored it must be of this format, match its SHA-256 (over
+every tensor's bytes and every value), be of this run (its config hash), lie beside a record of
+this run, hold fields of the types this version writes, a step within the run's steps and curves
+that parse, and fit the model and optimizer as built. One that fails any of these, or that fails
+while being restored (the trainer is then put back as it was built), is set aside (renamed
+``checkpoint.pt.set-aside``, nothing deleted) with one line, and the run starts fresh.
+
 The Trainer knows nothing of this: ``Checkpointer`` is one more hook on its loop
 (normbench/loggers.py), and ``restore`` sets its state and ``start_step`` before ``fit``.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import logging
 import os
 import random
+import stat
+import warnings
+import zipfile
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from normbench.loggers import RunLogger
-from normbench.record import RunRecord, read_summary, write_atomic
+from normbench.record import RunRecord, Unreadable, read_summary, write_atomic
 
 log = logging.getLogger("normbench")
 FILE = "checkpoint.pt"
-FORMAT = 1
+FORMAT = 2  # 1: the pickled numpy and Python states of earlier versions (not data: never loaded)
+SET_ASIDE = ".set-aside"
 
 
+class Refused(Exception):
+    """A checkpoint that is not restored; the message is the one phrase saying why."""
+
+
+# -- the one loader of a tensor file ---------------------------------------------------------------
+def load_tensor_file(path: Path):
+    """What ``torch.save`` wrote into ``path``, read as data: tensors and plain containers only.
+
+    ``path`` must be a regular file, opened without following a link in its last component and
+    without blocking (a link, FIFO, device or folder is refused, never waited on or read without
+    end), and the zip archive torch.save writes, its entries stored (nothing inflates beyond the
+    file's size). It is read by ``torch.load(weights_only=True)``, which builds no object but
+    tensors, containers and numbers, so a pickle that would call a function is refused. Raises
+    Unreadable with one phrase; never anything else for a file torch cannot read as data.
+    """
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise Unreadable(f"no {path.name}") from None
+    except OSError as error:
+        raise Unreadable(f"{path.name} is a symbolic link" if os.path.islink(path) else
+                         f"{path.name} cannot be opened ({error.strerror or error})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"{path.name} is not a regular file")
+        os.set_blocking(handle.fileno(), True)
+        _require_stored_archive(handle, info.st_size, path.name)
+        try:
+            with warnings.catch_warnings():  # torch's remarks on a foreign pickle: the refusal below says it
+                warnings.simplefilter("ignore")
+                return torch.load(handle, map_location="cpu", weights_only=True)
+        except Exception as error:  # noqa: BLE001 - torn, foreign or code-carrying: not data torch can read
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise Unreadable(f"{path.name} is not a tensor file read as data ({first[:120]})") from None
+
+
+def _require_stored_archive(handle, size: int, name: str) -> None:
+    """The zip archive torch.save writes (entries stored, not compressed), so that what torch.load
+    allocates is bounded by the file's size: a legacy (non-zip) file claims storage sizes it need not
+    hold, and a deflated entry can inflate a few MB into many GB."""
+    try:
+        with zipfile.ZipFile(handle) as archive:  # a file object passed in stays open
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
+        raise Unreadable(f"{name} is not the zip archive torch.save writes") from None
+    if any(e.compress_type != zipfile.ZIP_STORED for e in entries) or sum(e.file_size for e in entries) > size:
+        raise Unreadable(f"{name} holds compressed entries (torch.save stores them; a compressed one may inflate)")
+    handle.seek(0)
+
+
+# -- saving ----------------------------------------------------------------------------------------
 class Checkpointer(RunLogger):
     """Saves the trainer's state every ``every`` steps into ``<run_dir>/checkpoint.pt``."""
 
@@ -44,22 +115,51 @@ class Checkpointer(RunLogger):
     def on_step_start(self, trainer, step: int) -> None:
         done = step - 1
         if done > self.saved_step and done % self.every == 0:
+            if self.saved_step == 0 and os.path.lexists(self.path) and not _regular(self.path):
+                set_aside(self.path, "not a regular file")  # a folder there would fail every save
             save(trainer, self.path, done, self.config_hash)
             self.saved_step = done
 
 
+def _numpy_rng() -> dict:
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    assert kind == "MT19937", kind
+    return {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos), "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached)}
+
+
+def _python_rng() -> dict:
+    version, internal, gauss_next = random.getstate()
+    return {"version": version, "internal": torch.tensor(internal, dtype=torch.int64), "gauss_next": gauss_next}
+
+
+def _rng() -> dict:
+    return {"torch": torch.get_rng_state(), "numpy": _numpy_rng(), "python": _python_rng(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+
+def _set_rng(rng: dict, device: torch.device) -> None:
+    torch.set_rng_state(rng["torch"])
+    n = rng["numpy"]
+    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    p = rng["python"]
+    random.setstate((p["version"], tuple(p["internal"].tolist()), p["gauss_next"]))
+    if rng["cuda"] is not None and device.type == "cuda":
+        torch.cuda.set_rng_state_all(rng["cuda"])
+
+
 def state(trainer, step: int, config_hash: str) -> dict:
-    """Everything the run's remaining steps depend on, after ``step`` steps."""
+    """Everything the run's remaining steps depend on, after ``step`` steps: tensors and plain containers."""
     batches = trainer.train_batches
     curves = trainer.record.run_dir / "metrics.jsonl"
     return {
-        "format": FORMAT, "config_hash": config_hash, "step": step,
+        "config_hash": config_hash, "step": step,
         "model": trainer.master.state_dict(),
         "model_half": trainer.model.state_dict() if trainer.model is not trainer.master else None,
         "optimizer": trainer.optimizer.state_dict(),
         "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
-        "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+        "rng": _rng(),
         "batches": {"generator": batches.generator.get_state(), "order": batches.order, "pos": batches.pos},
         "progress": dict(vars(trainer.progress)),
         "spikes": {"window": list(trainer.spikes.window), "steps": list(trainer.spikes.steps)},
@@ -69,52 +169,292 @@ def state(trainer, step: int, config_hash: str) -> dict:
     }
 
 
+def checksum(value) -> str:
+    """SHA-256 over a state: every tensor's dtype, shape and bytes, every key and value, in order."""
+    digest = hashlib.sha256()
+
+    def feed(item):
+        if isinstance(item, torch.Tensor):
+            tensor = item.detach().cpu().contiguous()
+            digest.update(f"T{tensor.dtype}{tuple(tensor.shape)}".encode())
+            digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+        elif isinstance(item, dict):
+            digest.update(b"D%d" % len(item))
+            for key, inner in item.items():
+                feed(key)
+                feed(inner)
+        elif isinstance(item, (list, tuple)):
+            digest.update(b"L%d" % len(item))
+            for inner in item:
+                feed(inner)
+        elif item is None or isinstance(item, (bool, int, float, str)):
+            digest.update(repr((type(item).__name__, item)).encode())
+        else:
+            raise Refused(f"holds a {type(item).__name__}, not data this version writes")
+    feed(value)
+    return digest.hexdigest()
+
+
 def save(trainer, path: Path, step: int, config_hash: str) -> None:
     """``state`` into ``path``, atomically: a reader (or a kill mid-write) sees the old file or the new one."""
-    write_atomic(Path(path), lambda out: torch.save(state(trainer, step, config_hash), out), binary=True)
+    saved = state(trainer, step, config_hash)
+    wrapped = {"format": FORMAT, "sha256": checksum(saved), "state": saved}
+    write_atomic(Path(path), lambda out: torch.save(wrapped, out), binary=True)
 
 
-def load(path: Path) -> dict | None:
-    """A checkpoint this version wrote, or None (missing, partial, foreign)."""
+# -- reading ---------------------------------------------------------------------------------------
+def _regular(path: Path) -> bool:
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=False)  # our own file: pickled numpy/python state
-    except Exception:  # noqa: BLE001 - any unreadable file is no checkpoint
-        return None
-    return saved if isinstance(saved, dict) and saved.get("format") == FORMAT else None
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
-def find(run_dir: Path, sweep_dir: Path | None, config_hash: str) -> tuple[Path, dict] | None:
-    """The checkpoint of run ``config_hash``: in its run folder first, else anywhere in its sweep."""
-    candidates = [Path(run_dir) / FILE]
-    if sweep_dir is not None:  # another folder's checkpoint, when the record beside it is of this run
-        candidates += sorted(p for p in Path(sweep_dir).rglob(FILE) if p != candidates[0]
-                             and isinstance(record := read_summary(p.parent / "summary.json"), RunRecord)
-                             and record.summary.get("config_hash") == config_hash)
-    for path in candidates:
-        saved = load(path) if path.is_file() else None
-        if saved is not None and saved["config_hash"] == config_hash:
-            return path, saved
+def _tensor(value, dtype=None, ndim=None) -> bool:
+    return isinstance(value, torch.Tensor) and (dtype is None or value.dtype == dtype) \
+        and (ndim is None or value.dim() == ndim) and not value.is_sparse
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_ANNOTATED = {"int": _int, "float": _number, "list": lambda v: isinstance(v, list),
+              "dict": lambda v: isinstance(v, dict), "None": lambda v: v is None}
+
+
+def _progress_problem(progress) -> str | None:
+    from normbench.train import Progress  # the trainer's own bookkeeping, field by field
+
+    if not isinstance(progress, dict):
+        return "progress is not a mapping"
+    names = {item.name: item.type for item in fields(Progress)}
+    if set(progress) != set(names):
+        return "progress holds other fields than this version's"
+    for name, annotation in names.items():
+        if not any(_ANNOTATED[kind.strip()](progress[name]) for kind in str(annotation).split("|")):
+            return f"progress.{name} is not of type {annotation}"
+    for name in ("losses", "grad_norms", "step_ms"):
+        if not all(_number(v) for v in progress[name]):
+            return f"progress.{name} holds a value that is not a number"
+    if not all(isinstance(e, (list, tuple)) and len(e) == 2 and _int(e[0]) and _number(e[1]) for e in progress["evals"]):
+        return "progress.evals holds an entry that is not (step, value)"
     return None
 
 
-def restore(trainer, saved: dict) -> None:
-    """Puts ``saved`` (from ``find``) into a freshly built trainer: it continues after ``saved['step']``."""
-    device = trainer.device
+def _fields_problem(saved: dict, steps: int | None) -> str | None:
+    """Why ``saved`` does not hold the fields of the types this version writes (None: it does)."""
+    expected = {"config_hash", "step", "model", "model_half", "optimizer", "scaler", "rng", "batches", "progress",
+                "spikes", "precision", "rss_peak_mb", "curves"}
+    if set(saved) != expected:
+        return "holds other fields than this version's"
+    step = saved["step"]
+    if not _int(step) or step < 1:
+        return f"step {str(step)[:40]} is not a positive step"
+    if _int(steps) and step > steps:
+        return f"step {step} is beyond the run's {steps} steps"
+    for key in ("model", "model_half"):
+        value = saved[key]
+        if not (value is None and key == "model_half") and not (
+                isinstance(value, dict) and all(isinstance(k, str) and _tensor(v) for k, v in value.items())):
+            return f"{key} is not a mapping of names to tensors"
+    optimizer = saved["optimizer"]
+    if not (isinstance(optimizer, dict) and isinstance(optimizer.get("state"), dict)
+            and isinstance(optimizer.get("param_groups"), list)
+            and all(isinstance(g, dict) and isinstance(g.get("params"), list) and all(map(_int, g["params"]))
+                    for g in optimizer["param_groups"])):
+        return "optimizer is not an optimizer's state"
+    if saved["scaler"] is not None and not isinstance(saved["scaler"], dict):
+        return "scaler is not a loss scaler's state"
+    rng = saved["rng"]
+    numpy_rng, python_rng = (rng.get(k) if isinstance(rng, dict) else None for k in ("numpy", "python"))
+    ok = isinstance(rng, dict) and isinstance(numpy_rng, dict) and isinstance(python_rng, dict) \
+        and _tensor(rng.get("torch"), torch.uint8, 1) \
+        and _tensor(numpy_rng.get("keys"), torch.int64, 1) and numpy_rng["keys"].numel() == 624 \
+        and _int(numpy_rng.get("pos")) and _int(numpy_rng.get("has_gauss")) \
+        and _number(numpy_rng.get("cached_gaussian")) \
+        and _int(python_rng.get("version")) and _tensor(python_rng.get("internal"), torch.int64, 1) \
+        and (python_rng.get("gauss_next") is None or _number(python_rng["gauss_next"])) \
+        and (rng.get("cuda") is None or (isinstance(rng["cuda"], list)
+                                         and all(_tensor(t, torch.uint8, 1) for t in rng["cuda"])))
+    if not ok:
+        return "rng is not the random generators' states"
+    batches = saved["batches"]
+    if not (isinstance(batches, dict) and _tensor(batches.get("generator"), torch.uint8, 1)
+            and _tensor(batches.get("order"), torch.int64, 1) and _int(batches.get("pos"))
+            and 0 <= batches["pos"] <= batches["order"].numel()):
+        return "batches is not the batch sampler's state"
+    spikes = saved["spikes"]
+    if not (isinstance(spikes, dict) and isinstance(spikes.get("window"), list) and isinstance(spikes.get("steps"), list)
+            and all(_number(v) for v in spikes["window"]) and all(_int(v) for v in spikes["steps"])):
+        return "spikes is not the spike detector's state"
+    if saved["precision"] is not None and not isinstance(saved["precision"], dict):
+        return "precision is not a mapping"
+    if not _number(saved["rss_peak_mb"]):
+        return "rss_peak_mb is not a number"
+    if not isinstance(saved["curves"], str):
+        return "curves is not text"
+    for number, line in enumerate(saved["curves"].splitlines(), start=1):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            return f"curve line {number} is cut or not JSON"
+        if not isinstance(row, dict):
+            return f"curve line {number} is not an object"
+    return _progress_problem(saved["progress"])
+
+
+def read(path: Path, config_hash: str, steps: int | None = None) -> dict:
+    """The state in checkpoint ``path`` of run ``config_hash`` (a run of ``steps`` steps), checked
+    before anything is restored from it. Raises Refused with the reason it is no checkpoint of this run."""
+    path = Path(path)
+    if not _regular(path):
+        raise Refused("is a symbolic link" if os.path.islink(path) else "is not a regular file")
+    record = read_summary(path.parent / "summary.json")
+    if not (isinstance(record, RunRecord) and record.summary.get("config_hash") == config_hash):
+        raise Refused("lies beside no record of this run")
+    try:
+        wrapped = load_tensor_file(path)
+    except Unreadable as why:
+        raise Refused(str(why)) from None
+    if not isinstance(wrapped, dict) or set(wrapped) != {"format", "sha256", "state"} or wrapped["format"] != FORMAT:
+        found = wrapped.get("format") if isinstance(wrapped, dict) else None
+        raise Refused(f"format {str(found)[:20]} is not this version's ({FORMAT})" if found is not None else
+                      "is not a checkpoint of this version")
+    saved = wrapped["state"]
+    if not isinstance(saved, dict) or checksum(saved) != wrapped["sha256"]:
+        raise Refused("does not match its checksum (corrupted)")
+    if saved.get("config_hash") != config_hash:
+        raise Refused("is a checkpoint of another run" if "config_hash" in saved else "names no config hash")
+    why = _fields_problem(saved, steps)
+    if why is not None:
+        raise Refused(why)
+    return saved
+
+
+def set_aside(path: Path, why: str) -> Path | None:
+    """``path`` renamed beside itself (``checkpoint.pt.set-aside``, ``-2`` ...), never deleted, with one line."""
+    path = Path(path)
+    for n in range(1, 1000):
+        target = path.with_name(f"{path.name}{SET_ASIDE}" + (f"-{n}" if n > 1 else ""))
+        if os.path.lexists(target):
+            continue
+        try:
+            os.rename(path, target)
+        except OSError as error:
+            log.warning("resume: %s not used (%s); it cannot be set aside (%s)", path, why, error.strerror or error)
+            return None
+        log.warning("resume: %s set aside as %s: %s; the run starts fresh", path, target.name, why)
+        return target
+    return None
+
+
+def find(run_dir: Path, sweep_dir: Path | None, config_hash: str, steps: int | None = None) -> tuple[Path, dict] | None:
+    """The checkpoint of run ``config_hash``: in its run folder first, else anywhere in its sweep
+    beside a record of this run. A candidate that fails ``read`` is set aside."""
+    own = Path(run_dir) / FILE
+    candidates = [own] if os.path.lexists(own) else []
+    if sweep_dir is not None:  # another folder's checkpoint, when the record beside it is of this run
+        try:
+            found = sorted(Path(sweep_dir).rglob(FILE))  # ** does not enter linked folders
+        except OSError:
+            found = []
+        candidates += [p for p in found if p != own
+                       and isinstance(record := read_summary(p.parent / "summary.json"), RunRecord)
+                       and record.summary.get("config_hash") == config_hash]
+    for path in candidates:
+        try:
+            return path, read(path, config_hash, steps)
+        except Refused as why:
+            set_aside(path, str(why))
+        except Exception as error:  # noqa: BLE001 - a check this file trips over: still no checkpoint, never a crash
+            set_aside(path, f"cannot be checked ({type(error).__name__}: {' '.join(str(error).split())[:160]})")
+    return None
+
+
+def discard(path: Path) -> None:
+    """Deletes a checkpoint that has served; anything there that is not a regular file is left alone."""
+    if _regular(path):
+        Path(path).unlink(missing_ok=True)
+
+
+# -- restoring -------------------------------------------------------------------------------------
+def _fit_problem(trainer, saved: dict) -> str | None:
+    """Why ``saved`` does not fit the trainer as built (another model, optimizer or precision), or None."""
+    def shapes(state_dict):
+        return {k: (tuple(v.shape), v.dtype) for k, v in state_dict.items()}
+    if shapes(saved["model"]) != shapes(trainer.master.state_dict()):
+        return "its model is not this run's (other parameters or shapes)"
+    half = trainer.model is not trainer.master
+    if (saved["model_half"] is not None) != half or (
+            half and shapes(saved["model_half"]) != shapes(trainer.model.state_dict())):
+        return "its half-precision model is not this run's"
+    if (saved["scaler"] is not None) != (trainer.scaler is not None):
+        return "its loss scaler is not this run's"
+    params = [p for group in trainer.optimizer.param_groups for p in group["params"]]
+    saved_ids = [i for group in saved["optimizer"]["param_groups"] for i in group["params"]]
+    if len(saved_ids) != len(params):
+        return "its optimizer is not this run's (another number of parameters)"
+    by_id = dict(zip(saved_ids, params))
+    for key, entries in saved["optimizer"]["state"].items():
+        if key not in by_id or not isinstance(entries, dict):
+            return "its optimizer state names no parameter of this run"
+        for value in entries.values():
+            if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != by_id[key].shape:
+                return "its optimizer state is not of this run's shapes"
+    order = saved["batches"]["order"]
+    if order.numel() and (int(order.min()) < 0 or int(order.max()) >= len(trainer.train_batches.x)):
+        return "its batch order indexes examples this task does not have"
+    return None
+
+
+def _tensor_state(trainer) -> dict:
+    """The part of the trainer ``restore`` loads into objects (and can fail in): copied, to put back."""
+    return copy.deepcopy({
+        "model": trainer.master.state_dict(),
+        "model_half": trainer.model.state_dict() if trainer.model is not trainer.master else None,
+        "optimizer": trainer.optimizer.state_dict(),
+        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
+        "rng": _rng(),
+        "batches": {"generator": trainer.train_batches.generator.get_state(), "order": trainer.train_batches.order,
+                    "pos": trainer.train_batches.pos}})
+
+
+def _load_tensor_state(trainer, saved: dict) -> None:
     trainer.master.load_state_dict(saved["model"])
     if saved["model_half"] is not None:
         trainer.model.load_state_dict(saved["model_half"])
     trainer.optimizer.load_state_dict(saved["optimizer"])
     if trainer.scaler is not None and saved["scaler"] is not None:
         trainer.scaler.load_state_dict(saved["scaler"])
-    rng = saved["rng"]
-    torch.set_rng_state(rng["torch"])
-    np.random.set_state(rng["numpy"])
-    random.setstate(rng["python"])
-    if rng["cuda"] is not None and device.type == "cuda":
-        torch.cuda.set_rng_state_all(rng["cuda"])
+    _set_rng(saved["rng"], trainer.device)
     batches = trainer.train_batches
     batches.generator.set_state(saved["batches"]["generator"])
     batches.order, batches.pos = saved["batches"]["order"], saved["batches"]["pos"]
+
+
+def restore(trainer, path: Path, saved: dict) -> bool:
+    """Puts ``saved`` (from ``find``, read from ``path``) into a freshly built trainer, which then
+    continues after ``saved['step']``. One that does not fit, or fails while being loaded, is set
+    aside and the trainer left as built (False): the run starts fresh."""
+    try:
+        why = _fit_problem(trainer, saved)
+    except Exception as error:  # noqa: BLE001 - a field this version cannot compare: it does not fit
+        why = f"does not fit this run ({type(error).__name__}: {' '.join(str(error).split())[:160]})"
+    if why is None:
+        built = _tensor_state(trainer)
+        try:
+            _load_tensor_state(trainer, saved)
+        except Exception as error:  # noqa: BLE001 - another version's state: the run starts fresh instead
+            _load_tensor_state(trainer, built)
+            why = f"cannot be restored ({type(error).__name__}: {' '.join(str(error).split())[:160]})"
+    if why is not None:
+        set_aside(path, why)
+        return False
     for key, value in saved["progress"].items():
         setattr(trainer.progress, key, value)
     trainer.spikes.window.extend(saved["spikes"]["window"])
@@ -126,3 +466,4 @@ def restore(trainer, saved: dict) -> None:
         trainer.record.log(json.loads(line))
     trainer.start_step = saved["step"]
     log.info("resume: continuing from the checkpoint at step %d", saved["step"])
+    return True

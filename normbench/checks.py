@@ -2,12 +2,38 @@
 
 The lowest floor: the schema's groups and the tasks' configs (normbench/tasks/) both check their
 values with these, so a bad setting anywhere is a ``ConfigError``: one line naming the key, which
-the app prints and exits with status 2.
+the app prints and exits with status 2. A value the line shows is cut (``shown``): a 2 MB string
+makes an 80-character line, not a 2 MB one.
 """
+
+import math
+
+# Below half the smallest positive float32 (2**-149, a subnormal) a number rounds to 0 in float32,
+# where the model and optimizer compute: lr=1e-46 or eps=1e-50 would be 0 there, not small.
+FLOAT32_ZERO_BELOW = 2.0**-150
 
 
 class ConfigError(ValueError):
     """A config value out of range; the message is one line naming the key."""
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``value`` as an error line shows it: its repr, at most ``limit`` characters, ending in "…" when cut."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def positive(value: object) -> bool:
+    """A finite number > 0 that stays > 0 in float32."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and value > FLOAT32_ZERO_BELOW
+
+
+def require_positive(key: str, value: object) -> None:
+    """Reject a setting that must be > 0 and is not, or is 0 once the model holds it in float32."""
+    if isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= FLOAT32_ZERO_BELOW:
+        raise ConfigError(f"{key} must be > 0 in float32 (at least 1.4e-45; smaller rounds to 0), got {value}")
+    require(positive(value), f"{key} must be > 0, got {shown(value)}")
 
 
 def require(ok: bool, message: str) -> None:
@@ -16,7 +42,7 @@ def require(ok: bool, message: str) -> None:
 
 
 def one_of(key: str, value: str, valid: tuple[str, ...]) -> None:
-    require(value in valid, f"{key}={value!r} is not valid; valid: {', '.join(valid)}")
+    require(value in valid, f"{key}={shown(value)} is not valid; valid: {', '.join(valid)}")
 
 
 def require_at_least(key: str, value: int, minimum: int) -> None:
@@ -26,7 +52,7 @@ def require_at_least(key: str, value: int, minimum: int) -> None:
 
 def require_name(name: str, expected: str) -> None:
     """Reject a task config whose `name` is not its own task: load_task dispatches on the name."""
-    require(name == expected, f"task.name must be {expected!r} for this config, got {name!r}")
+    require(name == expected, f"task.name must be {expected!r} for this config, got {shown(name)}")
 
 
 def require_split_sizes(config) -> None:

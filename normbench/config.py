@@ -7,6 +7,13 @@ first, so a file of the same name replaces a shipped one). In a sweeps folder ev
 sweep (``+sweep=NAME``) and every subfolder is a group its sweeps use (``+smoke=ln_fp32``): those
 groups compose but are not listed by ``--help`` or completion, which show what users type.
 
+A sweep file is config, never code (``read_sweep_file``): a regular file of at most 1 MiB, YAML
+whose aliases expand to at most MAX_SWEEP_NODES nodes (an anchor bomb is refused before it
+expands), no ``_target_`` (Hydra would instantiate it) or logging factory (``()``) anywhere, and
+under ``hydra`` only what says how to sweep (``SWEEP_HYDRA_KEYS``): never ``hydra.callbacks``,
+its logging configs, search path, environment or a launcher's shell lines. A file that breaks
+any of these, or is not YAML, is one line (ConfigError, exit 2).
+
 Hydra composes YAML from ``conf/`` onto the dataclasses (types are checked while composing);
 ``to_config`` then builds them, whose ``__post_init__`` checks ranges, so a bad value fails before
 any data is loaded or any model built.
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import stat
 from dataclasses import fields
 from pathlib import Path
 
@@ -26,7 +34,9 @@ from hydra.core.object_type import ObjectType
 from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult
 from hydra.plugins.search_path_plugin import SearchPathPlugin
+import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from normbench.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
                               PlacementConfig, PrecisionConfig)
@@ -144,9 +154,11 @@ class SweepSource(FileConfigSource):
         path = self._file(config_path)
         if path is None:
             raise ConfigLoadError(f"Config not found : {config_path}")
-        text = path.read_text(encoding="utf-8")
-        return ConfigResult(config=OmegaConf.create(OmegaConf.load(path) or {}), path=f"{self.scheme()}://{path.parent}",
-                            provider=self.provider, header=self._get_header_dict(text[:512]))
+        text = _sweep_text(path)
+        header = self._get_header_dict(text[:512])
+        group = self._normalize_file_name(config_path).rpartition("/")[0]
+        return ConfigResult(config=read_sweep_file(path, text, _package(header.get("package"), group)),
+                            path=f"{self.scheme()}://{path.parent}", provider=self.provider, header=header)
 
     def available(self) -> bool:
         return bool(self.dirs)
@@ -168,3 +180,161 @@ class SweepSource(FileConfigSource):
             return []
         folders = [Path(d) if path == SWEEP_GROUP else Path(d) / path for d in self.dirs]
         return sorted({f.stem for folder in folders if folder.is_dir() for f in folder.glob("*.yaml")})
+
+
+# -- a sweep file is config, not code --------------------------------------------------------------
+MAX_SWEEP_BYTES = 1 << 20
+MAX_SWEEP_NODES = 100_000  # YAML nodes once every alias is expanded; a sweep file has tens
+# What a sweep file may set under ``hydra``: how to sweep and where to write. Everything else Hydra
+# reads there can run code or commands (callbacks, logging handlers and factories, env_set for
+# subprocesses, a search path to unchecked configs, a launcher's setup lines in its job script).
+SWEEP_HYDRA_KEYS = ("mode", "sweeper", "sweep", "run", "launcher", "job.name", "output_subdir", "verbose")
+REFUSED_HYDRA_KEYS = ("launcher.setup", "launcher.srun_args", "launcher.additional_parameters")
+CODE_KEYS = ("_target_", "()")
+SMUGGLING = ("_target_", "oc.create", "oc.decode")
+INTERPOLATED_HYDRA_KEYS = ("sweep.dir", "sweep.subdir", "run.dir", "job.name")  # paths: ${now:...}, ${hydra.job.num}
+
+
+def _sweep_text(path: Path) -> str:
+    """A sweep file's text: a regular file (a FIFO or device is never waited on), at most MAX_SWEEP_BYTES."""
+    try:
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | getattr(os, "O_NONBLOCK", 0))) as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ConfigError(f"sweep file {path} is not a regular file")
+            data = handle.read(MAX_SWEEP_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"sweep file {path} cannot be read ({error.strerror or error})") from None
+    if len(data) > MAX_SWEEP_BYTES:
+        raise ConfigError(f"sweep file {path} is larger than {MAX_SWEEP_BYTES >> 20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"sweep file {path} is not UTF-8 text") from None
+
+
+def _package(package: str | None, group: str) -> tuple[str, ...]:
+    """Where a file's keys land in the composed config (its ``# @package``, else its group's place)."""
+    package = (package or "_group_").replace("_group_", group.replace("/", "."))
+    parts = tuple(p for p in package.split(".") if p)
+    return parts[1:] if parts[:1] == ("_global_",) else parts
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """How many nodes ``root`` becomes once every alias is copied out, counted without copying;
+    ConfigError for an alias of a node that contains it (endless)."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise ConfigError("an alias refers to a node that contains it")
+        open_nodes.add(key)
+        children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else \
+            node.value if isinstance(node, yaml.SequenceNode) else []
+        total = 1 + sum(size(child) for child in children)
+        open_nodes.discard(key)
+        sizes[key] = min(total, MAX_SWEEP_NODES + 1)  # saturate: the count stays small however deep
+        return sizes[key]
+    return size(root)
+
+
+def _under(rest: str, keys: tuple[str, ...]) -> bool:
+    return any(rest == k or rest.startswith(k + ".") for k in keys)
+
+
+def _refused_hydra_setting(rest: str) -> bool:
+    """Whether ``hydra.<rest>`` is a setting a sweep file may not hold (one not on the way to SWEEP_HYDRA_KEYS)."""
+    if not rest:
+        return False
+    allowed = _under(rest, SWEEP_HYDRA_KEYS) or any(k.startswith(rest + ".") for k in SWEEP_HYDRA_KEYS)
+    return not allowed or _under(rest, REFUSED_HYDRA_KEYS)
+
+
+def _refused_override_key(key: str) -> bool:
+    """A sweeper parameter is an override of each job's config: ``hydra.job.env_set.X`` there sets
+    what the file may not, ``+hydra/job_logging`` chooses a logging config, ``x._target_`` plants code."""
+    name = key.lstrip("+~")
+    if any(word in name for word in SMUGGLING) or name.rpartition(".")[2] in CODE_KEYS:
+        return True
+    if name.split("/")[0] == "hydra":
+        return name.rpartition("/")[0] != "hydra" or name.partition("/")[2] not in ("launcher", "sweeper")
+    return name.split(".")[0] == "hydra" and _refused_hydra_setting(name.partition(".")[2])
+
+
+def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
+    """The first setting of ``value`` (whose keys land at ``at``) that a sweep file may not hold, dotted."""
+    dotted = ".".join(at) or "the top level"
+    rest = ".".join(at[1:]) if at[:1] == ("hydra",) else None
+    if rest is not None and _refused_hydra_setting(rest):
+        return dotted
+    if isinstance(value, str):
+        if any(word in value for word in SMUGGLING):  # a node built from a string at resolution
+            return dotted
+        if rest is not None and "${" in value and not _under(rest, INTERPOLATED_HYDRA_KEYS):
+            return dotted  # an interpolation could bring a whole node into hydra's settings
+        return None
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            # code, or hydra's settings anywhere but at the top of the config
+            if str(key) in CODE_KEYS or "_target_" in str(key) or (str(key) == "hydra" and at):
+                return ".".join((*at, str(key)))
+            if at == ("hydra", "sweeper", "params") and _refused_override_key(str(key)):
+                return ".".join((*at, str(key)))
+            found = _code_or_hydra_key(inner, (*at, str(key)))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for inner in value:
+            found = _code_or_hydra_key(inner, at)
+            if found:
+                return found
+    return None
+
+
+def _defaults_problem(defaults) -> str | None:
+    """A defaults entry that would put a config into ``hydra`` under another package (``@hydra...``)."""
+    for entry in defaults if isinstance(defaults, list) else []:
+        names = [entry] if isinstance(entry, str) else list(entry) if isinstance(entry, dict) else []
+        for name in map(str, names):
+            package = name.partition("@")[2]
+            if package and _package(package, "")[:1] == ("hydra",):
+                return f"defaults entry {name!r} puts a config into hydra's settings"
+    return None
+
+
+def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...] = ()) -> DictConfig:
+    """A sweep file's config, checked as data (the module docstring says what is refused); ``package``
+    is where its keys land. Raises ConfigError with one line naming the file."""
+    text = _sweep_text(path) if text is None else text
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is not None and not isinstance(root, yaml.MappingNode):
+            raise ConfigError("it is not a mapping of settings")
+        if root is not None and _expanded_size(root) > MAX_SWEEP_NODES:
+            raise ConfigError(f"its aliases expand to more than {MAX_SWEEP_NODES} YAML nodes (an alias bomb)")
+        config = OmegaConf.create(text) if root is not None else OmegaConf.create({})
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"sweep file {path} is not valid YAML: {error.problem or error.context}{where}") from None
+    except (yaml.YAMLError, RecursionError) as error:
+        raise ConfigError(f"sweep file {path} is not valid YAML: {type(error).__name__}") from None
+    except ConfigError as error:
+        raise ConfigError(f"sweep file {path}: {error}") from None
+    except (OmegaConfBaseException, ValueError) as error:  # a set, a null key, an int of 5000 digits
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ConfigError(f"sweep file {path} holds what a config cannot: {first[:160]}") from None
+    if not isinstance(config, DictConfig):
+        raise ConfigError(f"sweep file {path} is not a mapping of settings")
+    plain = OmegaConf.to_container(config, resolve=False)
+    refused = _code_or_hydra_key(plain, package)
+    if refused:
+        raise ConfigError(f"sweep file {path} sets {refused}: a sweep file is config, not code; under hydra it may "
+                          f"set only {', '.join(SWEEP_HYDRA_KEYS)} (no _target_, callbacks or logging)")
+    why = _defaults_problem(plain.get("defaults"))
+    if why:
+        raise ConfigError(f"sweep file {path}: {why}")
+    return config

@@ -208,7 +208,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
                 claim.name(record.run_dir)
             follow_logs(run_dir, record.run_dir)
             # resume: an interrupted attempt's checkpoint (this folder first, else anywhere in the sweep)
-            resume_from = checkpoint.find(record.run_dir, sweep_dir, digest) if plain.get("resume") else None
+            resume_from = checkpoint.find(record.run_dir, sweep_dir, digest, plain.get("steps")) if plain.get("resume") else None
             fields = {"study": study_info.current(), **(extra or {})}  # a rerun keeps its original's study
             record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=run_identity.group_hash,
                          seed=plain.get("seed"), axes=run_identity.settings, task={}, metrics={}, profiles={},
@@ -237,8 +237,7 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
         keeper = saved_model.ModelSaver(record.run_dir) if cfg.save_model else None
         trainer = Trainer(cfg, task, model, device, record, build_logger(cfg.logger, record.run_dir),
                           hooks=[*saving, *([keeper] if keeper else [])])
-        if resume_from is not None:
-            checkpoint.restore(trainer, resume_from[1])
+        if resume_from is not None and checkpoint.restore(trainer, *resume_from):
             fields["resumed_from_step"] = trainer.start_step
         with machine.on_record(fields["environment"], parallel_jobs):  # load and CPU pressure over the steps
             progress = trainer.fit()
@@ -260,7 +259,7 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
     else:
         summary = _finish(record, trainer, fields, "ok", None, wall_start)
     for path in {record.run_dir / checkpoint.FILE, *([resume_from[0]] if resume_from else [])}:
-        path.unlink(missing_ok=True)  # a finished run is never continued: its checkpoint has served
+        checkpoint.discard(path)  # a finished run is never continued: its checkpoint has served
     return summary
 
 

@@ -16,15 +16,14 @@ The weights are those of the module that computed the metrics: in a pure mode (`
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import torch
 
 from normbench import probes
+from normbench.checkpoint import load_tensor_file
 from normbench.hooks import RunLogger
-from normbench.record import RunRecord, read_summary, write_atomic
+from normbench.record import RunRecord, Unreadable, read_summary, write_atomic
 
 FILES = {"final": "model_final.pt", "best": "model_best.pt"}
 
@@ -85,26 +84,12 @@ class NoSavedModel(ValueError):
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
-    """A model file, read as data: a regular file opened without following a link (no FIFO, no
-    device), loaded with ``weights_only=True``; only a dict of tensors is accepted.
-
-    A small local reader: normbench's safe checkpoint loader may take its place once there is one.
-    """
-    path = Path(path)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    """A model file, read as data by the checkpoints' loader (regular file, no link, no FIFO,
+    ``weights_only=True``); only a dict of tensors is accepted."""
     try:
-        fd = os.open(path, flags)
-    except OSError as err:
-        why = "is a symbolic link" if path.is_symlink() else f"cannot be opened ({err.strerror or err})"
-        raise NoSavedModel(f"{path}: {why}") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NoSavedModel(f"{path}: not a regular file")
-        try:
-            weights = torch.load(handle, map_location="cpu", weights_only=True)
-        except Exception as err:  # noqa: BLE001 - any file torch refuses is no model file
-            first = (str(err).strip().splitlines() or [""])[0][:200]
-            raise NoSavedModel(f"{path}: not a model file ({type(err).__name__}: {first})") from None
+        weights = load_tensor_file(path)
+    except Unreadable as err:
+        raise NoSavedModel(f"{path}: {err}") from None
     if not isinstance(weights, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                                 for k, v in weights.items()):
         raise NoSavedModel(f"{path}: not a state dict of tensors")

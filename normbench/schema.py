@@ -19,7 +19,7 @@ from pathlib import PurePosixPath
 from typing import Any, Optional
 
 from normbench.checks import ConfigError, require_at_least, require_name  # noqa: F401 - re-exported
-from normbench.checks import one_of as _one_of, require as _require
+from normbench.checks import one_of as _one_of, require as _require, require_positive
 from normbench.norms.kinds import IMPLS, KINDS, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
 from normbench.norms.spec import NormSpec
 # The task group: each config beside its loader (normbench/tasks/), re-exported here with the other groups
@@ -51,7 +51,7 @@ def _short(value: object, limit: int = 80) -> str:
 
 
 def _positive(key: str, value: float) -> None:
-    _require(isinstance(value, (int, float)) and math.isfinite(value) and value > 0, f"{key} must be > 0, got {value}")
+    require_positive(key, value)
 
 
 
@@ -240,8 +240,8 @@ class Config:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         # far more threads than cores only slows a run down (thousands of times at threads=999)
         _require(self.threads <= 4 * cores, f"threads must be <= {4 * cores} (4 x the {cores} cores here), got {self.threads}")
-        _require(self.grad_clip is None or (math.isfinite(self.grad_clip) and self.grad_clip > 0),
-                 f"grad_clip must be > 0 and finite, or null, got {self.grad_clip}")
+        if self.grad_clip is not None:  # clip_grad_norm_ scales by it in float32: 1e-50 would zero every gradient
+            require_positive("grad_clip", self.grad_clip)
         _require(self.device in DEVICES or re.fullmatch(r"cuda:(0|[1-9][0-9]{0,3})", str(self.device)) is not None,
                  f"device={_short(self.device)!r} is not valid; valid: {', '.join(DEVICES)}, cuda:N (N the GPU's index)")
         _one_of("role", self.role, ROLES)

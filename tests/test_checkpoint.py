@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from normbench import checkpoint
 from normbench.train import Trainer
@@ -54,7 +55,8 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one_bitwise(cli, tm
 def test_resume_without_a_checkpoint_starts_again_and_a_torn_file_is_no_checkpoint(cli, tmp_path, tiny_args):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / checkpoint.FILE).write_bytes(b"half a file")
-    assert checkpoint.load(tmp_path / "run" / checkpoint.FILE) is None
+    with pytest.raises(checkpoint.Refused):
+        checkpoint.read(tmp_path / "run" / checkpoint.FILE, "any")
     code, _, err = cli(*tiny_args, "resume=true", "hydra.run.dir=run")
     assert code == 0, err
     assert "resumed_from_step" not in json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -68,3 +70,40 @@ def test_checkpoint_every_is_a_harness_key_and_checked(cli, compose, tiny_args):
     assert identity(plain(compose("checkpoint_every=5"))).config_hash == identity(plain(compose())).config_hash
     code, _, err = cli(*tiny_args, "checkpoint_every=-1")
     assert code == 2 and "checkpoint_every must be >= 0, got -1" in err
+
+
+def test_a_checkpoint_that_fails_while_restored_is_set_aside_and_the_run_equals_a_fresh_one(cli, tmp_path, monkeypatch,
+                                                                                             tiny_args):
+    """Another version's optimizer state (its groups merged: the model loads, then the optimizer
+    refuses): the trainer is put back as built, so the resumed attempt is an uninterrupted run, bitwise."""
+    args = [*tiny_args, "steps=11", "deterministic=true", "checkpoint_every=4"]
+    code, _, err = cli(*args, "hydra.run.dir=whole")
+    assert code == 0, err
+    interrupt_at(monkeypatch, 7)
+    assert cli(*args, "hydra.run.dir=parts")[0] == 130
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "parts" / checkpoint.FILE
+    wrapped = checkpoint.load_tensor_file(path)
+    groups = wrapped["state"]["optimizer"]["param_groups"]
+    assert len(groups) > 1  # decayed and undecayed parameters
+    wrapped["state"]["optimizer"]["param_groups"] = [{**groups[0], "params": [i for g in groups for i in g["params"]]}]
+    wrapped["sha256"] = checkpoint.checksum(wrapped["state"])
+    torch.save(wrapped, path)
+    code, _, err = cli(*args, "resume=true", "hydra.run.dir=parts")
+    assert code == 0, err
+    whole, parts = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "parts"))
+    assert parts["status"] == "ok" and "resumed_from_step" not in parts
+    assert {k: v for k, v in parts["metrics"].items() if k not in CLOCKS} == \
+        {k: v for k, v in whole["metrics"].items() if k not in CLOCKS}
+    assert curves(tmp_path / "parts") == curves(tmp_path / "whole")
+    assert (tmp_path / "parts" / f"{checkpoint.FILE}{checkpoint.SET_ASIDE}").is_file()
+
+
+def test_a_folder_named_checkpoint_pt_is_set_aside_by_the_first_save(cli, tmp_path, tiny_args):
+    (tmp_path / "run" / checkpoint.FILE).mkdir(parents=True)
+    (tmp_path / "run" / checkpoint.FILE / "keep").write_text("mine")
+    code, _, err = cli(*tiny_args, "checkpoint_every=2", "hydra.run.dir=run")
+    assert code == 0, err
+    assert (tmp_path / "run" / f"{checkpoint.FILE}{checkpoint.SET_ASIDE}" / "keep").read_text() == "mine"
+    assert not (tmp_path / "run" / checkpoint.FILE).exists()  # the run's own checkpoint, deleted at its end

@@ -8,6 +8,7 @@ not a regression.
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,21 @@ def test_extreme_floats_are_refused_naming_the_key(compose, key, value):
 
 def test_float32_extremes_that_fit_pass(compose):
     to_config(compose("norm.gamma_init=3e38", "lr=1e30"))
+
+
+# (key, value): a positive setting that is 0 once float32 holds it (below half of 2**-149)
+ZERO_IN_FLOAT32 = [("lr", "1e-46"), ("norm.eps", "1e-50"), ("grad_clip", "1e-50"), ("norm.eps", "7e-46"),
+                   ("norm.eps", "1e-320")]
+
+
+@pytest.mark.parametrize(("key", "value"), ZERO_IN_FLOAT32)
+def test_a_positive_setting_that_rounds_to_0_in_float32_is_refused(compose, key, value):
+    with pytest.raises(ValueError, match=rf"{key.replace('.', '[.]')} must be > 0 in float32"):
+        to_config(compose(f"{key}={value}"))
+
+
+def test_the_smallest_positive_float32_values_pass(compose):
+    to_config(compose("lr=1e-45", "norm.eps=1.5e-45", "grad_clip=8e-46"))
 
 
 @pytest.mark.parametrize("args", [
@@ -134,3 +150,32 @@ def test_a_run_failed_in_both_sets_is_not_a_regression(tmp_path, capsys):
     factory.write_record(tmp_path / "c", "dead", seed=2, status="interrupted")
     assert compare.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
     assert "seed 0: failed" in capsys.readouterr().out
+
+
+SECRET = "s3cr3t-value"
+# name -> (overrides of a one-job sweep, its user sweep file or None): the job is invalid, and no
+# line printed may show the secret or be longer than about 2000 characters
+SWEEP_LINES = {
+    "secret_in_an_override": (["optim.name=${oc.env:NORMBENCH_TEST_SECRET}"], None),
+    "secret_in_a_sweep_file": (["+sweep=mine"], "# @package _global_\noptim:\n  name: ${oc.env:NORMBENCH_TEST_SECRET}\n"),
+    "long_value": ([f"norm.kind={'x' * 100_000}"], None),
+    "two_mb_value": ([f"norm.kind={'x' * 2_000_000}"], None),  # Hydra takes ~25 s to parse it: slow
+}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c == "two_mb_value" else c
+                                  for c in SWEEP_LINES])
+def test_a_sweeps_invalid_run_line_is_masked_and_bounded(cli, tmp_path, monkeypatch, tiny_args, case):
+    overrides, sweep_file = SWEEP_LINES[case]
+    monkeypatch.setenv("NORMBENCH_TEST_SECRET", SECRET)
+    if sweep_file is not None:
+        (tmp_path / "mine").mkdir()
+        (tmp_path / "mine" / "mine.yaml").write_text(sweep_file)
+        monkeypatch.setenv("NORMBENCH_SWEEPS", str(tmp_path / "mine"))
+    code, out, err = cli("-m", *tiny_args, *overrides, "seed=0", "hydra.sweep.dir=sw", "report=false")
+    assert code == 0, err[-2000:]
+    lines = (out + err).splitlines()
+    assert any("invalid |" in line for line in lines), err[-2000:]
+    assert SECRET not in out + err and max(map(len, lines)) <= 2100
+    reason = json.loads(next((tmp_path / "sw").rglob("summary.json")).read_text())["reason"]
+    assert len(reason) < 300

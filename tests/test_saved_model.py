@@ -53,7 +53,7 @@ def test_a_model_file_is_data_never_code_or_a_link(tmp_path):
         def __reduce__(self):
             return (os.system, (f"touch {tmp_path / 'pwned'}",))
     torch.save({"w": Payload()}, tmp_path / "model_final.pt")
-    with pytest.raises(NoSavedModel, match="not a model file"):
+    with pytest.raises(NoSavedModel, match="not a tensor file read as data"):
         read_weights(tmp_path / "model_final.pt")
     assert not (tmp_path / "pwned").exists()
     torch.save({"w": torch.ones(2)}, tmp_path / "real.pt")

@@ -6,17 +6,16 @@ the eps rule), the run's identity (which ``norm.*`` settings cannot change a run
 the factory (``build_norm``) and ``normbench bench kernels`` all read it, so adding a kind is its
 descriptor here, its class in ``layers.py``, its ``conf/norm/`` file and its test.
 
-Imports no torch and nothing of normbench but its ConfigError: the schema and the record contract stand on it.
+Imports no torch and nothing of normbench but its range checks (normbench/checks.py): the schema and the record contract stand on it.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from normbench.checks import ConfigError
+from normbench.checks import require_positive
 
 CORE_IMPLS = ("native", "reference")  # every kind has both (the same class where there is one formula)
 GAINS = ("feature", "scalar", "none")
@@ -90,8 +89,8 @@ def kind_of(name: str) -> NormKind:
 def require_eps(kind: str, eps: float, key: str = "norm.eps") -> None:
     """The one eps rule, for the config and the library alike: positive and finite wherever the kind
     uses it (not without a norm, not in DyT's elementwise tanh)."""
-    if kind_of(kind).eps and not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
-        raise ConfigError(f"{key} must be > 0, got {eps}")
+    if kind_of(kind).eps:  # > 0 in float32 too: an eps that rounds to 0 divides by a zero variance
+        require_positive(key, eps)
 
 
 def inert_settings(kind: str, *, affine: bool, gain_offset: bool, bn_reestimate: bool) -> list[str]:

@@ -1,0 +1,128 @@
+"""A sweep file is config, not code: one table of hostile sweep files, each refused in one line.
+
+Each file is served the way Hydra asks for it (normbench/config.py's SweepSource, as a sweep
+``NAME.yaml`` or a group file ``GROUP/NAME.yaml`` of a NORMBENCH_SWEEPS folder). It must be
+refused with a ConfigError (one line, exit 2) before Hydra sees it, within seconds and without
+expanding what it asks to expand; end to end, nothing outside is touched.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import pytest
+
+from normbench.config import MAX_SWEEP_BYTES, ConfigError, SweepSource
+
+VICTIM = "/tmp/normbench-hostile-sweep-victim"
+GLOBAL = "# @package _global_\n"
+
+
+def bomb(levels: int = 9) -> str:
+    """The billion laughs: each level ten aliases of the one before, 10**levels strings in about 1 KB."""
+    lines = ['a0: &a0 "lol"']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels + 1)]
+    return GLOBAL + "\n".join(lines) + "\n"
+
+
+# name -> (file inside the sweeps folder, its text). Every one must be refused.
+HOSTILE = {
+    "callback_unlinks_a_file": ("evil.yaml", GLOBAL + f"hydra:\n  callbacks:\n    x:\n      _target_: pathlib.Path.unlink\n"
+                                              f"      _args_: [{VICTIM}]\n"),
+    "callback_truncates_a_file": ("evil.yaml", GLOBAL + f"hydra:\n  callbacks:\n    x:\n      _target_: builtins.open\n"
+                                                f"      _args_: [{VICTIM}, w]\n"),
+    "callback_loads_a_pickle": ("evil.yaml", GLOBAL + "hydra:\n  callbacks:\n    x:\n      _target_: torch.load\n"
+                                              "      f: /tmp/x.pt\n      weights_only: false\n"),
+    "callback_without_target": ("evil.yaml", GLOBAL + "hydra:\n  callbacks:\n    x: {}\n"),
+    "target_in_a_setting": ("evil.yaml", GLOBAL + "norm:\n  _target_: os.system\n  _args_: [id]\n"),
+    "logging_factory": ("evil.yaml", GLOBAL + "hydra:\n  job_logging:\n    handlers:\n      h:\n        (): os.system\n"),
+    "logging_file_outside": ("evil.yaml", GLOBAL + f"hydra:\n  job_logging:\n    version: 1\n    handlers:\n      f:\n"
+                                                   f"        class: logging.FileHandler\n        filename: {VICTIM}\n"),
+    "hydra_logging": ("evil.yaml", GLOBAL + "hydra:\n  hydra_logging:\n    version: 1\n"),
+    "search_path": ("evil.yaml", GLOBAL + "hydra:\n  searchpath: [file:///tmp/elsewhere]\n"),
+    "env_set_ld_preload": ("evil.yaml", GLOBAL + "hydra:\n  job:\n    env_set:\n      LD_PRELOAD: /tmp/evil.so\n"),
+    "env_set_as_one_string": ("evil.yaml", GLOBAL + "hydra:\n  job:\n    env_set: LD_PRELOAD\n"),
+    "launcher_setup_as_one_string": ("evil.yaml", GLOBAL + "hydra:\n  launcher:\n    setup: rm -rf ~\n"),
+    "launcher_setup_lines": ("evil.yaml", GLOBAL + "hydra:\n  launcher:\n    setup: ['rm -rf ~']\n"),
+    "package_header_into_callbacks": ("evil.yaml", "# @package hydra.callbacks\nx:\n  _target_: os.system\n"),
+    "package_header_into_hydra": ("evil.yaml", "# @package hydra\njob_logging:\n  version: 1\n"),
+    "group_file_of_a_hydra_group": ("hydra/job_logging/evil.yaml", "version: 1\nroot:\n  level: INFO\n"),
+    "hydra_below_the_top": ("arm/evil.yaml", "hydra:\n  job:\n    env_set: {X: '1'}\n"),
+    "defaults_into_hydra": ("evil.yaml", GLOBAL + "defaults:\n  - /arm@hydra.job_logging: evil\n"),
+    "interpolated_hydra_node": ("evil.yaml", GLOBAL + "stash:\n  job:\n    env_set: {X: '1'}\nhydra: ${stash}\n"),
+    "interpolated_launcher": ("evil.yaml", GLOBAL + "stash:\n  setup: [id]\nhydra:\n  launcher: ${stash}\n"),
+    "oc_create_smuggles_a_target": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
+                                                          "      seed: '${oc.create:{_target_: os.system}}'\n"),
+    "oc_decode_smuggles_a_node": ("evil.yaml", GLOBAL + "x: '${oc.decode:\"{a: 1}\"}'\n"),
+    "sweeper_param_sets_env": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
+                                                     "      hydra.job.env_set.LD_PRELOAD: /tmp/evil.so\n"),
+    "sweeper_param_adds_a_callback": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
+                                                            "      +hydra.callbacks.x._target_: os.system\n"),
+    "sweeper_param_chooses_logging": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
+                                                            "      hydra/job_logging: disabled,default\n"),
+    "python_tag": ("evil.yaml", GLOBAL + "seed: !!python/object/apply:os.system [id]\n"),
+    "deep_nesting": ("evil.yaml", GLOBAL + "a: " + "[" * 10_000 + "]" * 10_000 + "\n"),
+    "anchor_bomb": ("evil.yaml", bomb()),
+    "merge_key_bomb": ("evil.yaml", GLOBAL + 'a0: &a0 {k: v}\n' + "".join(
+        f"a{i}: &a{i} {{{', '.join(f'k{j}: *a{i - 1}' for j in range(10))}}}\n" for i in range(1, 9))),
+    "recursive_alias": ("evil.yaml", GLOBAL + "a: &a [*a]\n"),
+    "syntax_error": ("evil.yaml", GLOBAL + "hydra:\n  mode: MULTIRUN\n  sweeper: [\n"),
+    "tab_indentation": ("evil.yaml", GLOBAL + "hydra:\n\tmode: MULTIRUN\n"),
+    "duplicate_key": ("evil.yaml", GLOBAL + "seed: 1\nseed: 2\n"),
+    "top_level_list": ("evil.yaml", "- 1\n- 2\n"),
+    "top_level_scalar": ("evil.yaml", "just words\n"),
+    "not_utf8": ("evil.yaml", b"seed: \xff\xfe\n"),
+    "a_yaml_set": ("evil.yaml", GLOBAL + "s: !!set {a, b}\n"),
+    "a_null_key": ("evil.yaml", GLOBAL + "~: 1\n"),
+    "an_int_of_5000_digits": ("evil.yaml", GLOBAL + "a: " + "9" * 5000 + "\n"),
+    "over_one_mib": ("evil.yaml", "#" * (MAX_SWEEP_BYTES + 1)),
+}
+
+
+def serve(tmp_path, name: str, text):
+    """SweepSource.load_config of ``name`` in a NORMBENCH_SWEEPS folder holding ``text``, as Hydra asks for it."""
+    path = tmp_path / "sweeps" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    source = SweepSource("test", f"{SweepSource.scheme()}://")
+    source.dirs = [str(tmp_path / "sweeps")]
+    group, _, file = name.rpartition("/")
+    return source.load_config(f"{group or 'sweep'}/{file}")
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_a_hostile_sweep_file_is_refused_in_one_line_fast(tmp_path, case):
+    name, text = HOSTILE[case]
+    memory = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as refused:
+        serve(tmp_path, name, text)
+    assert time.perf_counter() - start < 5.0  # a bomb expands for minutes
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - memory < 200_000  # kB: nothing expanded
+    message = str(refused.value)
+    assert "\n" not in message and str(tmp_path / "sweeps") in message and len(message) < 600, message
+
+
+@pytest.mark.parametrize("text", [
+    GLOBAL + "hydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n      seed: 0,1\n      +arm: glob(*)\n",
+    GLOBAL + "hydra:\n  sweep:\n    dir: multirun/${now:%Y-%m-%d}\n    subdir: ${hydra.job.num}\n"
+             "  launcher:\n    n_jobs: 2\n  job:\n    name: mine\n",
+    GLOBAL + "defaults:\n  - override /norm: rms\n  - _self_\nlr: 0.01\nanchor: &x 3\nsteps: *x\n",
+    "",
+])
+def test_a_sweep_file_of_settings_passes(tmp_path, text):
+    serve(tmp_path, "fine.yaml", text)
+
+
+@pytest.mark.parametrize("case", ["callback_unlinks_a_file", "anchor_bomb", "syntax_error"])
+def test_end_to_end_a_hostile_sweep_file_exits_2_in_one_line_and_touches_nothing(cli, tmp_path, monkeypatch, case):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    name, text = HOSTILE[case]
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / name).write_text(text.replace(VICTIM, str(victim)))
+    monkeypatch.setenv("NORMBENCH_SWEEPS", str(tmp_path / "mine"))
+    code, out, err = cli("+sweep=evil", "hydra.sweep.dir=sw", "report=false")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert victim.read_text() == "keep me" and not (tmp_path / "sw").exists()
