@@ -42,13 +42,13 @@ BATCH = 100       # params per log_batch call (MLflow's limit); metrics: 1000
 def preflight(settings, secrets: tuple[str, ...] = ()) -> None:
     """Before anything is written: the package is installed (with SQLAlchemy for a database store)
     and a tracking server answers (ConfigError, one line, otherwise)."""
-    require_package("mlflow", "logger=mlflow", "mlflow")
     uri = settings.tracking_uri
-    if uri is not None and uri_scheme(uri) in ("sqlite", "postgresql", "mysql", "mssql"):
-        require_package("sqlalchemy", f"logger.mlflow.tracking_uri={uri_scheme(uri)}://...", "mlflow")
-        require_package("alembic", f"logger.mlflow.tracking_uri={uri_scheme(uri)}://...", "mlflow")
     if uri is not None:
         require_reachable(uri, "logger.mlflow.tracking_uri", secrets)
+    require_package("mlflow", "logger=mlflow", "mlflow")
+    if uri is not None and uri_scheme(uri) in ("sqlite", "postgresql", "mysql", "mssql"):
+        for module in ("sqlalchemy", "alembic"):  # what MLflow's database stores import
+            require_package(module, f"logger.mlflow.tracking_uri={uri_scheme(uri)}://...", "mlflow")
 
 
 def _local_path(uri: str) -> Path | None:

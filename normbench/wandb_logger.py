@@ -29,10 +29,16 @@ MAX_TAG = 64  # W&B's limit on a tag's length
 
 def preflight(settings, secrets: tuple[str, ...] = ()) -> None:
     """Before anything is written: wandb is installed and, online, its server answers (ConfigError)."""
-    require_package("wandb", "logger=wandb", "wandb")
     if settings.mode == "online":
         require_reachable(os.environ.get("WANDB_BASE_URL") or DEFAULT_SERVER, "WANDB_BASE_URL (logger.wandb.mode=online)",
                           secrets)
+    require_package("wandb", "logger=wandb", "wandb")
+
+
+def _known(settings_class, **wanted) -> dict:
+    """The settings this wandb version has (their names change between versions; all are niceties)."""
+    fields = getattr(settings_class, "model_fields", None)
+    return wanted if fields is None else {k: v for k, v in wanted.items() if k in fields}
 
 
 class WandbLogger(RunLogger):
@@ -52,8 +58,8 @@ class WandbLogger(RunLogger):
                 dir=str(root), mode=settings.mode, project=settings.project, entity=settings.entity,
                 name=names.name, group=names.experiment, job_type="train", tags=tags,
                 config={**names.params, **names.tags}, reinit="create_new",
-                settings=wandb.Settings(silent=True, console="off", x_disable_stats=True, save_code=False,
-                                        symlink=False, use_dot_wandb=False))
+                settings=wandb.Settings(**_known(wandb.Settings, silent=True, console="off", x_disable_stats=True,
+                                                 save_code=False, symlink=False, use_dot_wandb=False)))
         finally:
             if cache is None:
                 os.environ.pop("WANDB_CACHE_DIR", None)
