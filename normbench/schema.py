@@ -198,6 +198,7 @@ def uri_scheme(uri: str) -> str:
 class TensorBoardLog:
     """logger=tensorboard: event files in <run_dir>/<dir>/ (pip install -e ".[tensorboard]")."""
 
+    enabled: bool = False      # set by logger=tensorboard
     dir: str = "tb"            # relative to the run directory
     histograms: bool = True    # at probe steps: gradients and the outputs of every norm
 
@@ -209,6 +210,7 @@ class TensorBoardLog:
 class MLflowLog:
     """logger=mlflow: one MLflow run per normbench run (pip install -e ".[mlflow]")."""
 
+    enabled: bool = False      # set by logger=mlflow
     dir: str = "mlruns"        # the file store, relative to the run directory, when tracking_uri is null
     tracking_uri: Optional[str] = None       # a server or store (http://host:5000, sqlite:///m.db, file:///x)
     artifact_location: Optional[str] = None  # a new experiment's artifact root; null: inside the run (or sweep) folder
@@ -235,6 +237,7 @@ WANDB_MODES = ("offline", "online")
 class WandbLog:
     """logger=wandb: a Weights & Biases run, offline by default (pip install -e ".[wandb]")."""
 
+    enabled: bool = False      # set by logger=wandb
     dir: str = "."             # wandb writes <run_dir>/<dir>/wandb/ (offline-run-*; `wandb sync` uploads one)
     mode: str = "offline"      # offline: no account, no network | online: to the W&B server now
     project: str = "normbench"
@@ -251,6 +254,7 @@ class WandbLog:
 class CsvLog:
     """logger=csv: one CSV file of every scalar the loggers see (step, metric, value)."""
 
+    enabled: bool = False      # set by logger=csv
     file: str = "metrics.csv"  # relative to the run directory
 
     def __post_init__(self):
@@ -264,23 +268,31 @@ LOGGER_KINDS = {"tensorboard": TensorBoardLog, "mlflow": MLflowLog, "wandb": Wan
 class LoggerConfig:
     """Where a run's curves go besides its record: the record is always written, each logger only adds.
 
-    One optional entry per logger kind, set by the ``logger`` group: ``logger=tensorboard`` sets
-    ``tensorboard``, ``logger=[tensorboard,mlflow]`` both (Hydra merges the group's options), and
-    ``logger=none`` none.
+    One entry per logger kind, each with ``enabled``, which the ``logger`` group sets: ``logger=tensorboard``
+    enables ``tensorboard``, ``logger=[tensorboard,mlflow]`` both (Hydra merges the group's options),
+    ``logger=none`` none. A kind's settings changed while it is not enabled (``logger.mlflow.tracking_uri=...``
+    without ``logger=mlflow``) are refused: they would silently do nothing.
     """
 
-    tensorboard: Optional[TensorBoardLog] = None
-    mlflow: Optional[MLflowLog] = None
-    wandb: Optional[WandbLog] = None
-    csv: Optional[CsvLog] = None
+    tensorboard: TensorBoardLog = field(default_factory=TensorBoardLog)
+    mlflow: MLflowLog = field(default_factory=MLflowLog)
+    wandb: WandbLog = field(default_factory=WandbLog)
+    csv: CsvLog = field(default_factory=CsvLog)
 
     def __post_init__(self):
         for key, cls in LOGGER_KINDS.items():
             value = getattr(self, key)
+            if value is None:
+                value = {}
             if isinstance(value, dict):
                 unknown = sorted(set(value) - {f.name for f in fields(cls)})
                 _require(not unknown, f"unknown key logger.{key}.{unknown[0] if unknown else ''}")
-                setattr(self, key, cls(**value))
+                value = cls(**value)
+                setattr(self, key, value)
+            changed = [f.name for f in fields(cls) if getattr(value, f.name) != getattr(cls(), f.name)]
+            _require(value.enabled or not changed,
+                     f"logger.{key}.{changed[0] if changed else ''} is set but {key} is not a logger of this run; "
+                     f"choose it: logger={key}, or several: 'logger=[tensorboard,{key}]'")
 
     @classmethod
     def from_plain(cls, plain: dict | None) -> "LoggerConfig":
@@ -290,15 +302,17 @@ class LoggerConfig:
         if "name" in plain:  # the earlier form: one logger
             name = plain.pop("name")
             _one_of("logger.name", name, ("none", *LOGGER_KINDS))
-            keep = {f.name for f in fields(LOGGER_KINDS[name])} if name != "none" else set()
-            return cls(**({name: {k: v for k, v in plain.items() if k in keep and v is not None}} if keep else {}))
+            if name == "none":
+                return cls()
+            keep = {f.name for f in fields(LOGGER_KINDS[name])}
+            return cls(**{name: {**{k: v for k, v in plain.items() if k in keep and v is not None}, "enabled": True}})
         unknown = sorted(set(plain) - set(LOGGER_KINDS))
         _require(not unknown, f"unknown logger {unknown[0] if unknown else ''}; valid: {', '.join(LOGGER_KINDS)}")
         return cls(**plain)
 
     def chosen(self) -> dict:
         """The loggers this run writes, by kind: ``{"tensorboard": TensorBoardLog(...)}``."""
-        return {key: getattr(self, key) for key in LOGGER_KINDS if getattr(self, key) is not None}
+        return {key: getattr(self, key) for key in LOGGER_KINDS if getattr(self, key).enabled}
 
 
 @dataclass

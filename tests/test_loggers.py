@@ -84,12 +84,19 @@ def test_the_logger_group_selects_several_at_once(compose):
     assert set(to_config(compose("logger=csv")).logger.chosen()) == {"csv"}
 
 
+def test_a_logger_setting_without_its_logger_is_one_line_not_silence(cli, tiny_args, tmp_path):
+    code, out, err = cli(*tiny_args, "logger=tensorboard", "logger.mlflow.tracking_uri=sqlite:///m.db", "hydra.run.dir=run")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "logger.mlflow.tracking_uri is set but mlflow is not a logger" in lines[0]
+    assert "Traceback" not in err + out and not (tmp_path / "m.db").exists() and not (tmp_path / "run" / "tb").exists()
+
+
 def test_a_record_of_the_one_logger_form_reads_as_that_logger():
     """Records before several loggers kept {name, dir, histograms, tracking_uri}: rerun still runs them."""
     old = LoggerConfig.from_plain({"name": "tensorboard", "dir": "events", "histograms": False, "tracking_uri": None})
-    assert old.chosen() == {"tensorboard": TensorBoardLog(dir="events", histograms=False)}
+    assert old.chosen() == {"tensorboard": TensorBoardLog(enabled=True, dir="events", histograms=False)}
     old = LoggerConfig.from_plain({"name": "mlflow", "dir": "mlruns", "histograms": False, "tracking_uri": "file:///x"})
-    assert old.chosen() == {"mlflow": MLflowLog(dir="mlruns", tracking_uri="file:///x")}
+    assert old.chosen() == {"mlflow": MLflowLog(enabled=True, dir="mlruns", tracking_uri="file:///x")}
     assert LoggerConfig.from_plain({"name": "none", "dir": "tb", "histograms": True, "tracking_uri": None}).chosen() == {}
     with pytest.raises(ConfigError, match="logger.name"):
         LoggerConfig.from_plain({"name": "comet"})
