@@ -9,7 +9,8 @@ the study as W&B's group, the resolved config (dotted keys) and the ``normbench.
 config, the seed and arm as W&B tags; the same scalars at each step, the final metrics and the
 status in its summary. W&B's service log goes into the run's wandb folder too (WANDB_CACHE_DIR,
 when unset), and the service stops with the run: nothing is written outside the run folder and
-nothing keeps running. System metrics sampling is off: it would load the CPU the steps are timed on.
+nothing keeps running. System metrics sampling is off (it would load the CPU the steps are timed
+on), and so is W&B's metadata (it copies the command line, passwords typed there included).
 """
 
 from __future__ import annotations
@@ -58,8 +59,11 @@ class WandbLogger(RunLogger):
                 dir=str(root), mode=settings.mode, project=settings.project, entity=settings.entity,
                 name=names.name, group=names.experiment, job_type="train", tags=tags,
                 config={**names.params, **names.tags}, reinit="create_new",
+                # no system metrics (they would load the CPU the steps are timed on), no metadata (it
+                # copies the command line, where a typed password would leave the masks behind)
                 settings=wandb.Settings(**_known(wandb.Settings, silent=True, console="off", x_disable_stats=True,
-                                                 save_code=False, symlink=False, use_dot_wandb=False)))
+                                                 x_disable_meta=True, save_code=False, symlink=False,
+                                                 use_dot_wandb=False)))
         finally:
             if cache is None:
                 os.environ.pop("WANDB_CACHE_DIR", None)

@@ -7,6 +7,8 @@ import os
 
 import pytest
 
+from normbench.hooks import RunLogger
+from normbench.loggers import CsvLogger, Loggers
 from normbench.run import execute
 
 
@@ -74,3 +76,24 @@ def test_a_planted_logger_path_is_refused_and_nothing_is_written_through_it(comp
     summary = execute(compose(*overrides), run, [])
     assert summary["status"] == "failed" and says in summary["reason"], summary["reason"]
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_logger_that_fails_mid_run_is_dropped_and_the_others_go_on(tmp_path, caplog):
+    """A server gone at step 2 must not fail the run, nor stop the other loggers: one warning, then silence."""
+    class GoneAtStep2(RunLogger):
+        kind = "gone"
+        calls = 0
+
+        def on_log(self, trainer, step, **scalars):
+            GoneAtStep2.calls += 1
+            if step == 2:
+                raise ConnectionError("server went away")
+
+    loggers = Loggers([GoneAtStep2(), CsvLogger(tmp_path / "metrics.csv")])
+    for step in (1, 2, 3):
+        loggers.on_log(None, step, loss=1.0 / step)
+    loggers.on_end({"status": "ok", "metrics": {"best_val": 0.5}})
+    assert GoneAtStep2.calls == 2 and len(loggers.members) == 1
+    assert [m for m in caplog.messages if "gone: stopped logging" in m and "server went away" in m]
+    assert [(s, m) for s, m, _ in rows(tmp_path / "metrics.csv")] == [(1, "train/loss"), (2, "train/loss"), (3, "train/loss"),
+                                                                     (3, "final/best_val"), (3, "final/diverged")]

@@ -42,9 +42,10 @@ def read_offline_run(run_dir: Path) -> dict:
 
     def key(item):
         return item.key or "/".join(item.nested_key)
-    out = {"history": {}, "summary": {}, "exit": None}
+    out = {"history": {}, "summary": {}, "exit": None, "kinds": set()}
     for record in wandb_records(log):
         kind = record.WhichOneof("record_type")
+        out["kinds"].add(kind)
         if kind == "run":
             out["run"] = record.run
             out["config"] = {key(i): json.loads(i.value_json) for i in record.run.config.update}
@@ -113,6 +114,7 @@ def test_several_loggers_read_back_hold_the_same_run_under_the_same_names(compos
     assert {a.path for a in client.list_artifacts(ml.info.run_id, "record")} == {"record/summary.json",
                                                                                  "record/metrics.jsonl"}
     wb = read_offline_run(run_dir)
+    assert "environment" not in wb["kinds"]  # W&B's metadata would copy the command line, typed secrets included
     events = EventAccumulator(str(run_dir / "tb"), size_guidance={"scalars": 0, "tensors": 0})
     events.Reload()
 
