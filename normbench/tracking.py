@@ -4,7 +4,8 @@ TensorBoard, MLflow, W&B and the CSV file (normbench/loggers.py, mlflow_logger.p
 all take their names from here, so a run looks the same in each:
 
     run name    the study's arm, the seed and the run's config hash: ``norm=rms, placement=pre seed=0 3f2a9c1e``
-    experiment  the study (MLflow's experiment, W&B's group); ``normbench`` outside a study
+    experiment  the study (MLflow's experiment, W&B's group): its sweep file's name, or ``command line [<id>]``
+                for a sweep typed on the command line; ``normbench`` outside a study
     params      the resolved config, dotted (``norm.kind``, ``model.hidden``), as TensorBoard's hparams too
     tags        ``normbench.study``, ``.study_id``, ``.arm``, ``.seed``, ``.group_hash``, ``.config_hash``,
                 ``.commit``, ``.version``, ``.run_dir`` (and ``.status`` at the end)
@@ -108,6 +109,13 @@ def arm_of(summary: dict) -> str:
     return ", ".join(parts)
 
 
+def experiment_of(study: dict) -> str:
+    """A study's experiment name: its sweep file's name; a sweep typed on the command line (study_info
+    names every one "command line") adds its id, so that two such sweeps are two experiments."""
+    name, study_id = str(study.get("name")), str(study.get("id") or "")
+    return f"{name} [{study_id[:6]}]" if name == "command line" and study_id else name
+
+
 @dataclass(frozen=True)
 class RunNames:
     """How one run is named in every logger (the module's docstring lists each part)."""
@@ -137,7 +145,7 @@ def run_names(summary: dict, secrets: tuple[str, ...] = ()) -> RunNames:
             "normbench.config_hash": config_hash or None, "normbench.commit": commit,
             "normbench.version": environment.get("normbench_version"), "normbench.run_dir": summary.get("run_dir")}
     params = {k: masked(v, secrets) for k, v in flat(summary.get("config") or {}).items()}
-    return RunNames(name=masked(name, secrets), experiment=masked(str(study.get("name")), secrets) if study else NO_STUDY,
+    return RunNames(name=masked(name, secrets), experiment=masked(experiment_of(study), secrets) if study else NO_STUDY,
                     arm=masked(arm, secrets),
                     params=params, tags={k: masked(str(v), secrets) for k, v in tags.items() if v is not None},
                     secrets=tuple(secrets))

@@ -172,3 +172,9 @@ def test_names_say_the_study_arm_seed_and_group():
     assert names.tags == {"normbench.study": "ln_vs_rms", "normbench.study_id": "0123456789ab",
                           "normbench.arm": "norm=rms, lr=0.01", "normbench.seed": "3", "normbench.group_hash": "e" * 16,
                           "normbench.config_hash": "f" * 16, "normbench.commit": "abc-dirty", "normbench.version": "0.1.0"}
+
+
+def test_each_command_line_sweep_is_its_own_experiment():
+    one, two = ({"schema": "normbench.study/1", "id": i * 12, "name": "command line", "arms": []} for i in "ab")
+    assert run_names({"study": one}).experiment == "command line [aaaaaa]" != run_names({"study": two}).experiment
+    assert run_names({"study": {**one, "name": "ln_vs_rms"}}).experiment == "ln_vs_rms"

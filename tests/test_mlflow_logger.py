@@ -93,7 +93,7 @@ def test_a_sweep_is_one_experiment_named_for_its_study_with_artifacts_in_the_swe
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
-    (experiment,) = [e for e in client.search_experiments() if e.name == "command line"]
+    (experiment,) = [e for e in client.search_experiments() if e.name.startswith("command line [")]  # + the study's id
     assert experiment.artifact_location == (tmp_path / "sweep" / "mlruns" / "artifacts").as_uri()
     runs = client.search_runs([experiment.experiment_id])
     assert sorted(r.info.run_name.rsplit(" ", 1)[0] for r in runs) == ["norm=ln seed=0", "norm=rms seed=0"]
