@@ -143,6 +143,17 @@ def test_a_server_that_does_not_answer_is_refused_up_front_in_one_line(cli, tiny
                                                             "metrics.jsonl"}  # the record alone
 
 
+@pytest.mark.parametrize(("logger", "module"), [("wandb", "wandb"), ("mlflow", "mlflow"), ("tensorboard", "tensorboard")])
+def test_a_logger_without_its_package_is_one_line_naming_the_extra(cli, tiny_args, tmp_path, monkeypatch, logger, module):
+    import sys
+
+    monkeypatch.setitem(sys.modules, module, None)  # as where the extra is not installed
+    code, out, err = cli(*tiny_args, f"logger=[csv,{logger}]", "hydra.run.dir=run")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and f'logger={logger} needs the {module} package: pip install -e ".[{logger}]"' in lines[0]
+    assert not (tmp_path / "run" / "metrics.csv").exists()  # checked before any logger opened a file
+
+
 def test_secrets_never_reach_a_logger(compose, monkeypatch):
     """A value read through ${oc.env:...} and a URI's password are a mark in every param and tag."""
     monkeypatch.setenv("NB_TEST_TOKEN", "s3cr3t-token")
