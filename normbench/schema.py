@@ -194,6 +194,18 @@ def uri_scheme(uri: str) -> str:
     return match.group(1).split("+")[0].lower()
 
 
+def require_server_url(key: str, url: str) -> None:
+    """An ``http(s)://`` URL that names a host and, if any, a port in range (the message shows neither)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(str(url))
+        parts.port  # noqa: B018 - raises ValueError when out of range or not a number
+    except ValueError as err:
+        raise ConfigError(f"{key} is not a valid URL ({_short(err, 60)})") from None
+    _require(bool(parts.hostname), f"{key} names no host (http://HOST:PORT)")
+
+
 @dataclass
 class TensorBoardLog:
     """logger=tensorboard: event files in <run_dir>/<dir>/ (pip install -e ".[tensorboard]")."""
@@ -225,6 +237,8 @@ class MLflowLog:
             _require(scheme in ("", *TRACKING_SCHEMES),
                      f"logger.mlflow.tracking_uri has the scheme {_short(scheme, 20)!r}; valid: "
                      f"{', '.join(TRACKING_SCHEMES)}, or a local path")
+            if scheme in ("http", "https"):
+                require_server_url("logger.mlflow.tracking_uri", self.tracking_uri)
         for key in ("artifact_location", "experiment"):
             _require(getattr(self, key) is None or bool(str(getattr(self, key)).strip()),
                      f"logger.mlflow.{key} must not be empty (null: the default)")

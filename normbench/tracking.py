@@ -228,13 +228,13 @@ def require_reachable(uri: str, key: str, secrets: tuple[str, ...] = (), timeout
     """ConfigError (one line, exit 2) unless the server of an ``http(s)://`` URI accepts a connection
     within ``timeout`` seconds: a client that retries an unreachable server would stall the run for
     minutes before its first step."""
-    parts = urlsplit(str(uri))
-    if parts.scheme not in ("http", "https"):
-        return
     try:
+        parts = urlsplit(str(uri))
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        raise ConfigError(f"{key}={public_uri(uri, secrets)!r} has no valid port") from None
+        raise ConfigError(f"{key}={public_uri(uri, secrets)!r} is not a valid URL") from None
+    if parts.scheme not in ("http", "https"):
+        return
     if not parts.hostname:
         raise ConfigError(f"{key}={public_uri(uri, secrets)!r} names no host")
     try:

@@ -102,7 +102,8 @@ def test_a_record_of_the_one_logger_form_reads_as_that_logger():
         LoggerConfig.from_plain({"name": "comet"})
 
 
-BAD_URIS = ["garbage://x", "ftp://host/x", "mlflow.db:x", " ", "s3://bucket/x"]
+BAD_URIS = ["garbage://x", "ftp://host/x", "mlflow.db:x", " ", "s3://bucket/x", "http://[::1", "http://h:99999",
+            "http://h:port", "http://", "https:///path"]
 
 
 @pytest.mark.parametrize("uri", BAD_URIS)
