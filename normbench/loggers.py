@@ -7,59 +7,74 @@ step and probe (``on_step_start``, ``on_step_end``, ``on_probe_start``, for cloc
 normbench/bench/harness.py's) and the end (``on_end`` with the finished summary); a hook object
 implements the ones it needs (the hooks live in normbench/hooks.py, below every logger). A logger
 never changes what is trained or measured, so ``logger`` is a harness key (normbench/schema.py).
+
+Several loggers at once (``logger=[tensorboard,mlflow,wandb,csv]``) are one ``Loggers``: every hook
+goes to each, named one way (normbench/tracking.py: run name, params, tags, scalar names). A
+logger that raises during the run is dropped with one warning line: the record is written anyway.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
-import math
+import os
 from pathlib import Path
 
 import torch
 
 from normbench.hooks import RunLogger
-from normbench.metrics import viewed
-from normbench.mlflow_logger import MLflowLogger
+from normbench.mlflow_logger import MLflowLogger, preflight as mlflow_preflight
 from normbench.norms import Identity, Norm
+from normbench.record import open_run_file
+from normbench.tracking import (FINAL_METRICS, RunNames, eval_scalars, final_scalars, logger_folder, number,
+                                probe_scalars, require_package, run_names, train_scalars)
+from normbench.wandb_logger import WandbLogger, preflight as wandb_preflight
 
-__all__ = ["FINAL_METRICS", "MLflowLogger", "RunLogger", "TensorBoardLogger", "build_logger", "norm_outputs"]
+__all__ = ["FINAL_METRICS", "CsvLogger", "Loggers", "MLflowLogger", "RunLogger", "ScalarLogger", "TensorBoardLogger",
+           "WandbLogger", "build_logger", "norm_outputs"]
 
 log = logging.getLogger("normbench")
 
 
-class TensorBoardLogger(RunLogger):
+class ScalarLogger(RunLogger):
+    """A logger of named scalars: the hooks' values under normbench/tracking.py's names, to ``scalars``."""
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        raise NotImplementedError
+
+    def on_log(self, trainer, step, **scalars):
+        self.scalars(step, train_scalars(scalars))
+
+    def on_eval(self, trainer, step, **scalars):
+        self.scalars(step, eval_scalars(trainer.task.metric, scalars))
+
+    def on_probe(self, trainer, step, stats, activations):
+        self.scalars(step, probe_scalars(stats, activations))
+
+
+class TensorBoardLogger(ScalarLogger):
     """Event files in ``<run_dir>/<dir>``: scalars, histograms at probe steps, hparams with final metrics."""
 
-    def __init__(self, logdir: Path, histograms: bool = True):
+    kind = "tensorboard"
+
+    def __init__(self, logdir: Path, names: RunNames, histograms: bool = True):
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as err:  # torch ships the writer; the tensorboard package provides its protobufs
             raise ImportError('logger=tensorboard needs the tensorboard package: pip install -e ".[tensorboard]"'
                               f" ({err})") from None
-        self.logdir, self.histograms = Path(logdir), histograms
+        self.logdir, self.names, self.histograms = Path(logdir), names, histograms
         self.writer = SummaryWriter(log_dir=str(self.logdir))
-        self.metric_name = "metric"
         self.last_step = 0
 
-    def _scalars(self, prefix: str, step: int, values: dict) -> None:
+    def scalars(self, step, values):
         for name, value in values.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                self.writer.add_scalar(f"{prefix}/{name}", value, step)
+            self.writer.add_scalar(name, value, step)
         self.last_step = max(self.last_step, step)
 
-    def on_log(self, trainer, step, **scalars):
-        self._scalars("train", step, scalars)
-
-    def on_eval(self, trainer, step, **scalars):
-        self.metric_name = trainer.task.metric
-        self._scalars("val", step, {trainer.task.metric if k == "val_metric" else k.removeprefix("val_"): v
-                                    for k, v in scalars.items()})
-
     def on_probe(self, trainer, step, stats, activations):
-        self._scalars("grad", step, {"std": stats.get("grad_std"), "kurtosis": stats.get("grad_kurtosis")})
-        self._scalars("grad_norm", step, stats.get("layer_grad_norm") or {})
-        self._scalars("act_rms", step, activations.get("act_rms") or {})
-        self._scalars("act_max_abs", step, activations.get("act_max_abs") or {})
+        super().on_probe(trainer, step, stats, activations)
         if self.histograms:
             self._histograms(trainer, step)
 
@@ -77,27 +92,106 @@ class TensorBoardLogger(RunLogger):
         except Exception as err:  # the record is written already: a logger must not turn a result into a crash
             log.warning("tensorboard: could not write the hparams: %s", err)
         finally:
-            self.writer.close()
+            self.close()
+
+    def close(self) -> None:
+        self.writer.close()
 
     def _hparams(self, summary: dict) -> None:
         from torch.utils.tensorboard.summary import hparams
 
-        axes = summary.get("axes") or {}
-        hparam_dict = {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in axes.items()}
-        hparam_dict["seed"] = summary.get("seed")
-        hparam_dict = {k: v for k, v in hparam_dict.items() if v is not None}
-        finals = {**(summary.get("metrics") or {}), **(summary.get("throughput") or {})}
-        metrics = {f"hparam/{k}": v for k, v in finals.items()
-                   if k in FINAL_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
-        metrics["hparam/diverged"] = float(summary.get("status") == "diverged")
+        # the params every logger gets (dotted names), as TensorBoard's hparams take them
+        hparam_dict = {k: v for k, v in self.names.params.items()
+                       if isinstance(v, (str, bool)) or number(v)}
+        metrics = final_scalars(summary)
         # Into this writer's own file (as Lightning does), not add_hparams' timestamped subfolder.
         for part in hparams(hparam_dict, metrics, hparam_domain_discrete=None):
             self.writer.file_writer.add_summary(part)
-        for tag, value in metrics.items():
-            self.writer.add_scalar(tag, value, self.last_step)
+        self.scalars(self.last_step, metrics)
 
 
-FINAL_METRICS = viewed("final")  # the record's values a logger keeps as the run's final metrics
+class CsvLogger(ScalarLogger):
+    """One CSV file in the run folder: ``step,metric,value``, a row per scalar, every scalar the
+    other loggers get (final ones at the last step). Appends: a resumed run continues its file."""
+
+    kind = "csv"
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        fd = open_run_file(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)  # no link followed, no FIFO
+        self.file = io.TextIOWrapper(os.fdopen(fd, "wb"), encoding="utf-8", newline="")
+        self.rows = csv.writer(self.file)
+        if os.fstat(fd).st_size == 0:
+            self.rows.writerow(["step", "metric", "value"])
+        self.last_step = 0
+
+    def scalars(self, step, values):
+        self.rows.writerows([step, name, repr(value)] for name, value in values.items())
+        self.file.flush()
+        self.last_step = max(self.last_step, step)
+
+    def on_end(self, summary):
+        try:
+            self.scalars(self.last_step, final_scalars(summary))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class Loggers(RunLogger):
+    """The run's loggers as one hook object. A logger that raises in a hook is dropped with one
+    warning (its library's server went away, a disk filled): the run and its record go on."""
+
+    def __init__(self, members: list[RunLogger]):
+        self.members = list(members)
+
+    def _each(self, hook: str, *args, **kwargs) -> None:
+        for member in list(self.members):
+            try:
+                getattr(member, hook)(*args, **kwargs)
+            except Exception as err:
+                self.members.remove(member)
+                log.warning("%s: stopped logging (%s: %s); the run and its record go on",
+                            getattr(member, "kind", type(member).__name__), type(err).__name__,
+                            " ".join(str(err).split())[:200])
+                _close(member)
+
+    def on_step_start(self, trainer, step):
+        self._each("on_step_start", trainer, step)
+
+    def on_log(self, trainer, step, **scalars):
+        self._each("on_log", trainer, step, **scalars)
+
+    def on_eval(self, trainer, step, **scalars):
+        self._each("on_eval", trainer, step, **scalars)
+
+    def on_probe_start(self, trainer, step):
+        self._each("on_probe_start", trainer, step)
+
+    def on_probe(self, trainer, step, stats, activations):
+        self._each("on_probe", trainer, step, stats, activations)
+
+    def on_step_end(self, trainer, step):
+        self._each("on_step_end", trainer, step)
+
+    def on_end(self, summary):
+        self._each("on_end", summary)
+
+
+def _close(member: RunLogger) -> None:
+    try:
+        getattr(member, "close", lambda: None)()
+    except Exception:  # noqa: BLE001 - already reported; only its files are released here
+        pass
+
+
+def tensorboard_preflight(settings, secrets=()) -> None:
+    require_package("tensorboard", "logger=tensorboard", "tensorboard")
+
+
+PREFLIGHT = {"tensorboard": tensorboard_preflight, "mlflow": mlflow_preflight, "wandb": wandb_preflight}
 
 
 @torch.no_grad()
@@ -125,10 +219,34 @@ def norm_outputs(model, x, autocast) -> dict[str, torch.Tensor]:
     return seen
 
 
-def build_logger(config, run_dir: Path) -> RunLogger:
-    """The logger a run's ``logger`` config names, writing under its run directory."""
-    if config.name == "tensorboard":
-        return TensorBoardLogger(Path(run_dir) / config.dir, histograms=config.histograms)
-    if config.name == "mlflow":
-        return MLflowLogger(Path(run_dir) / config.dir, tracking_uri=config.tracking_uri)
-    return RunLogger()
+def build_logger(config, run_dir: Path, summary: dict | None = None, *, sweep_dir: Path | None = None,
+                 secrets: tuple[str, ...] = ()) -> RunLogger:
+    """The loggers a run's ``logger`` config names (normbench/schema.py: LoggerConfig), writing under
+    its run directory, named from its record as started (``summary``). Each logger's folder is made
+    by the project first (tracking.logger_folder); a tracking server that does not answer is a
+    ConfigError before anything is written (one line, exit status 2)."""
+    chosen = config.chosen()
+    if not chosen:
+        return RunLogger()
+    run_dir = Path(run_dir)
+    names = run_names({**(summary or {}), "run_dir": str(run_dir)}, secrets)
+    for kind, check in PREFLIGHT.items():  # every package is there and every server answers before any file opens
+        if kind in chosen:
+            check(chosen[kind], names.secrets)
+    built: list[RunLogger] = []
+    try:
+        for kind, settings in chosen.items():
+            if kind == "tensorboard":
+                built.append(TensorBoardLogger(logger_folder(run_dir, settings.dir), names, settings.histograms))
+            elif kind == "mlflow":
+                built.append(MLflowLogger(settings, run_dir, names, sweep_dir=sweep_dir))
+            elif kind == "wandb":
+                built.append(WandbLogger(settings, run_dir, names))
+            elif kind == "csv":
+                parent = logger_folder(run_dir, str(Path(settings.file).parent))
+                built.append(CsvLogger(parent / Path(settings.file).name))
+    except BaseException:
+        for member in built:
+            _close(member)
+        raise
+    return Loggers(built)

@@ -22,6 +22,7 @@ from normbench import machine, saved_model, study_info
 from normbench.contract import SCHEMA, identity
 from normbench.environment import environment
 from normbench.loggers import build_logger
+from normbench.tracking import interpolated_secrets
 from normbench.record import RecordWriter, RunRecord, read_summary, write_run_text
 from normbench.report.records import record_paths
 from normbench.tasks.tensors import load_task
@@ -213,7 +214,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=run_identity.group_hash,
                          seed=plain.get("seed"), axes=run_identity.settings, task={}, metrics={}, profiles={},
                          throughput={}, environment={}, **fields)
-            summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from)
+            summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from, sweep_dir=sweep_dir)
             return {**summary, "run_dir": str(record.run_dir)}
     finally:  # after the record is final: a duplicate that comes later finds it finished
         if claim is not None:
@@ -221,7 +222,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
 
 
 def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float,
-             resume_from: tuple[Path, dict] | None = None) -> dict:
+             resume_from: tuple[Path, dict] | None = None, sweep_dir: Path | None = None) -> dict:
     trainer = None
     fields: dict = {}
     try:
@@ -234,9 +235,13 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
             return _finish(record, None, fields, "skipped", skip, wall_start)
         saving = [checkpoint.Checkpointer(cfg.checkpoint_every, record.run_dir / checkpoint.FILE,
                                           record.summary["config_hash"])] if cfg.checkpoint_every else []
+        try:  # a logger's package missing or its server not answering is the user's input, refused before step 1
+            loggers = build_logger(cfg.logger, record.run_dir, {**record.summary, **fields}, sweep_dir=sweep_dir,
+                                   secrets=interpolated_secrets(node))
+        except ConfigError as err:
+            return _finish(record, None, fields, "invalid", " ".join(str(err).split()), wall_start)
         keeper = saved_model.ModelSaver(record.run_dir) if cfg.save_model else None
-        trainer = Trainer(cfg, task, model, device, record, build_logger(cfg.logger, record.run_dir),
-                          hooks=[*saving, *([keeper] if keeper else [])])
+        trainer = Trainer(cfg, task, model, device, record, loggers, hooks=[*saving, *([keeper] if keeper else [])])
         if resume_from is not None and checkpoint.restore(trainer, *resume_from):
             fields["resumed_from_step"] = trainer.start_step
         with machine.on_record(fields["environment"], parallel_jobs):  # load and CPU pressure over the steps

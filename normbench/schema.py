@@ -38,7 +38,6 @@ OPTIMIZERS = ("adamw", "sgd")
 ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/tune.py)
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
-LOGGERS = ("none", "tensorboard", "mlflow")
 
 
 RECORD_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", "normbench.log", ".normbench.lock")
@@ -171,23 +170,163 @@ class OptimConfig:
             _require(0 <= getattr(self, key) < 1, f"optim.{key} must be in [0, 1), got {getattr(self, key)}")
 
 
-@dataclass
-class LoggerConfig:
-    """Where a run's curves go besides its record: the record is always written, this only adds."""
+def _inside_run(key: str, value: str) -> None:
+    """A path a logger writes under the run directory: relative, no '..', not a record file."""
+    _require(bool(value), f"{key} must not be empty")
+    parts = PurePosixPath(str(value)).parts
+    _require(not os.path.isabs(str(value)) and ".." not in parts,
+             f"{key}={_short(value)!r} must stay inside the run directory (relative, no '..')")
+    _require(not parts or parts[0] not in RECORD_FILES,
+             f"{key}={_short(value)!r} is the name of a record file ({', '.join(RECORD_FILES)})")
 
-    name: str = "none"         # none | tensorboard (<run_dir>/<dir>/, pip install -e ".[tensorboard]")
+
+# logger.mlflow.tracking_uri: the schemes MLflow's own stores answer (a database URI may name its
+# driver, postgresql+psycopg2://); a plain path is a local file store. Anything else would fail
+# every run at its first step, so it is refused with the key instead.
+TRACKING_SCHEMES = ("http", "https", "file", "sqlite", "postgresql", "mysql", "mssql", "databricks")
+
+
+def uri_scheme(uri: str) -> str:
+    """``sqlite`` for ``sqlite:///m.db``, ``postgresql`` for ``postgresql+psycopg2://...``, ``""`` for a path."""
+    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", str(uri))
+    if match is None or len(match.group(1)) == 1:  # C:\mlruns is a path, not a scheme
+        return ""
+    return match.group(1).split("+")[0].lower()
+
+
+def require_server_url(key: str, url: str) -> None:
+    """An ``http(s)://`` URL that names a host and, if any, a port in range (the message shows neither)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(str(url))
+        parts.port  # noqa: B018 - raises ValueError when out of range or not a number
+    except ValueError as err:
+        raise ConfigError(f"{key} is not a valid URL ({_short(err, 60)})") from None
+    _require(bool(parts.hostname), f"{key} names no host (http://HOST:PORT)")
+
+
+@dataclass
+class TensorBoardLog:
+    """logger=tensorboard: event files in <run_dir>/<dir>/ (pip install -e ".[tensorboard]")."""
+
+    enabled: bool = False      # set by logger=tensorboard
     dir: str = "tb"            # relative to the run directory
     histograms: bool = True    # at probe steps: gradients and the outputs of every norm
-    tracking_uri: Optional[str] = None  # mlflow: a tracking server or store; null = file store in <run_dir>/<dir>
 
     def __post_init__(self):
-        _one_of("logger.name", self.name, LOGGERS)
-        _require(bool(self.dir), "logger.dir must not be empty")
-        parts = PurePosixPath(str(self.dir)).parts
-        _require(not os.path.isabs(str(self.dir)) and ".." not in parts,
-                 f"logger.dir={_short(self.dir)!r} must stay inside the run directory (relative, no '..')")
-        _require(not parts or parts[0] not in RECORD_FILES,
-                 f"logger.dir={_short(self.dir)!r} is the name of a record file ({', '.join(RECORD_FILES)})")
+        _inside_run("logger.tensorboard.dir", self.dir)
+
+
+@dataclass
+class MLflowLog:
+    """logger=mlflow: one MLflow run per normbench run (pip install -e ".[mlflow]")."""
+
+    enabled: bool = False      # set by logger=mlflow
+    dir: str = "mlruns"        # the file store, relative to the run directory, when tracking_uri is null
+    tracking_uri: Optional[str] = None       # a server or store (http://host:5000, sqlite:///m.db, file:///x)
+    artifact_location: Optional[str] = None  # a new experiment's artifact root; null: inside the run (or sweep) folder
+    experiment: Optional[str] = None         # null: the study's name ("normbench" for a run outside a study)
+
+    def __post_init__(self):
+        _inside_run("logger.mlflow.dir", self.dir)
+        if self.tracking_uri is not None:
+            scheme = uri_scheme(self.tracking_uri)
+            _require(bool(str(self.tracking_uri).strip()), "logger.mlflow.tracking_uri must not be empty (null: the "
+                                                            "file store in the run folder)")
+            _require(scheme in ("", *TRACKING_SCHEMES),
+                     f"logger.mlflow.tracking_uri has the scheme {_short(scheme, 20)!r}; valid: "
+                     f"{', '.join(TRACKING_SCHEMES)}, or a local path")
+            if scheme in ("http", "https"):
+                require_server_url("logger.mlflow.tracking_uri", self.tracking_uri)
+        for key in ("artifact_location", "experiment"):
+            _require(getattr(self, key) is None or bool(str(getattr(self, key)).strip()),
+                     f"logger.mlflow.{key} must not be empty (null: the default)")
+
+
+WANDB_MODES = ("offline", "online")
+
+
+@dataclass
+class WandbLog:
+    """logger=wandb: a Weights & Biases run, offline by default (pip install -e ".[wandb]")."""
+
+    enabled: bool = False      # set by logger=wandb
+    dir: str = "."             # wandb writes <run_dir>/<dir>/wandb/ (offline-run-*; `wandb sync` uploads one)
+    mode: str = "offline"      # offline: no account, no network | online: to the W&B server now
+    project: str = "normbench"
+    entity: Optional[str] = None
+
+    def __post_init__(self):
+        _inside_run("logger.wandb.dir", self.dir)
+        _one_of("logger.wandb.mode", self.mode, WANDB_MODES)
+        _require(bool(self.project) and not set(self.project) & set("/\\#?%:") and len(self.project) <= 128,
+                 f"logger.wandb.project={_short(self.project)!r} must be 1-128 characters without / \\ # ? % :")
+
+
+@dataclass
+class CsvLog:
+    """logger=csv: one CSV file of every scalar the loggers see (step, metric, value)."""
+
+    enabled: bool = False      # set by logger=csv
+    file: str = "metrics.csv"  # relative to the run directory
+
+    def __post_init__(self):
+        _inside_run("logger.csv.file", self.file)
+
+
+LOGGER_KINDS = {"tensorboard": TensorBoardLog, "mlflow": MLflowLog, "wandb": WandbLog, "csv": CsvLog}
+
+
+@dataclass
+class LoggerConfig:
+    """Where a run's curves go besides its record: the record is always written, each logger only adds.
+
+    One entry per logger kind, each with ``enabled``, which the ``logger`` group sets: ``logger=tensorboard``
+    enables ``tensorboard``, ``logger=[tensorboard,mlflow]`` both (Hydra merges the group's options),
+    ``logger=none`` none. A kind's settings changed while it is not enabled (``logger.mlflow.tracking_uri=...``
+    without ``logger=mlflow``) are refused: they would silently do nothing.
+    """
+
+    tensorboard: TensorBoardLog = field(default_factory=TensorBoardLog)
+    mlflow: MLflowLog = field(default_factory=MLflowLog)
+    wandb: WandbLog = field(default_factory=WandbLog)
+    csv: CsvLog = field(default_factory=CsvLog)
+
+    def __post_init__(self):
+        for key, cls in LOGGER_KINDS.items():
+            value = getattr(self, key)
+            if value is None:
+                value = {}
+            if isinstance(value, dict):
+                unknown = sorted(set(value) - {f.name for f in fields(cls)})
+                _require(not unknown, f"unknown key logger.{key}.{unknown[0] if unknown else ''}")
+                value = cls(**value)
+                setattr(self, key, value)
+            changed = [f.name for f in fields(cls) if getattr(value, f.name) != getattr(cls(), f.name)]
+            _require(value.enabled or not changed,
+                     f"logger.{key}.{changed[0] if changed else ''} is set but {key} is not a logger of this run; "
+                     f"choose it: logger={key}, or several: 'logger=[tensorboard,{key}]'")
+
+    @classmethod
+    def from_plain(cls, plain: dict | None) -> "LoggerConfig":
+        """From a record's or a composition's plain dict; a record of an earlier version names one
+        logger as ``{name, dir, histograms, tracking_uri}``, read as the same logger."""
+        plain = dict(plain or {})
+        if "name" in plain:  # the earlier form: one logger
+            name = plain.pop("name")
+            _one_of("logger.name", name, ("none", *LOGGER_KINDS))
+            if name == "none":
+                return cls()
+            keep = {f.name for f in fields(LOGGER_KINDS[name])}
+            return cls(**{name: {**{k: v for k, v in plain.items() if k in keep and v is not None}, "enabled": True}})
+        unknown = sorted(set(plain) - set(LOGGER_KINDS))
+        _require(not unknown, f"unknown logger {unknown[0] if unknown else ''}; valid: {', '.join(LOGGER_KINDS)}")
+        return cls(**plain)
+
+    def chosen(self) -> dict:
+        """The loggers this run writes, by kind: ``{"tensorboard": TensorBoardLog(...)}``."""
+        return {key: getattr(self, key) for key in LOGGER_KINDS if getattr(self, key).enabled}
 
 
 @dataclass
@@ -260,8 +399,8 @@ class Config:
         _require(not (self.model.bidirectional and getattr(self.task, "name", None) == "text"),
                  "model.bidirectional=true cannot run task=text: its backward direction reads the next "
                  "character each step must predict; valid for text: bidirectional=false")
-        if isinstance(self.logger, dict):  # to_config builds the groups it knows; the logger group is built here
-            self.logger = LoggerConfig(**self.logger)
+        if isinstance(self.logger, dict) or self.logger is None:  # to_config builds the groups it knows; this one here
+            self.logger = LoggerConfig.from_plain(self.logger)
         _require_float32(self)
 
 

@@ -75,7 +75,7 @@ BAD_INPUTS = [
     (["hydra.job.name=../../../../escaped_log"], 2, "must be a plain file name"),
     (["seed=18446744073709551616"], 2, "seed must be in [0, 2**63)"),
     (["model=transformer", "norm=none", "model.qk_norm=true"], 2, "qk_norm=true needs a norm"),
-    (["logger=wandb"], 2, "Could not find 'logger/wandb'"),
+    (["logger=comet"], 2, "Could not find 'logger/comet'"),
 ]
 
 

@@ -18,7 +18,7 @@ import pytest
 from normbench import record
 from normbench.report import build_report
 from normbench.report.output import MANIFEST, SCHEMA, inside
-from normbench.schema import RECORD_FILES, ConfigError, LoggerConfig
+from normbench.schema import RECORD_FILES, ConfigError, CsvLog, MLflowLog, TensorBoardLog, WandbLog
 
 VICTIM_TEXT = "the user's own file\n"
 
@@ -137,15 +137,20 @@ def test_inside_sees_through_links(tmp_path):
 LOGGER_DIRS = ["../tb", "../../..", "/tmp/tb", "a/../../b", *RECORD_FILES, "summary.json/x"]
 
 
+LOGGER_PATHS = [(TensorBoardLog, "dir"), (MLflowLog, "dir"), (WandbLog, "dir"), (CsvLog, "file")]
+
+
 @pytest.mark.parametrize("value", LOGGER_DIRS)
-def test_logger_dir_stays_inside_the_run_and_off_the_record_files(value):
-    with pytest.raises(ConfigError, match="logger.dir"):
-        LoggerConfig(dir=value)
+@pytest.mark.parametrize(("kind", "key"), LOGGER_PATHS, ids=[k.__name__ for k, _ in LOGGER_PATHS])
+def test_logger_dir_stays_inside_the_run_and_off_the_record_files(kind, key, value):
+    with pytest.raises(ConfigError, match=rf"logger\.\w+\.{key}"):
+        kind(**{key: value})
 
 
 @pytest.mark.parametrize("value", ["tb", "logs/tb", "a/./b"])
-def test_plain_logger_dirs_pass(value):
-    LoggerConfig(dir=value)
+@pytest.mark.parametrize(("kind", "key"), LOGGER_PATHS, ids=[k.__name__ for k, _ in LOGGER_PATHS])
+def test_plain_logger_dirs_pass(kind, key, value):
+    kind(**{key: value})
 
 
 def test_a_sweep_subdir_outside_the_sweep_is_refused(cli, tiny_args, tmp_path):

@@ -58,8 +58,8 @@ def test_the_smallest_positive_float32_values_pass(compose):
 
 
 @pytest.mark.parametrize("args", [
-    ["lr=1e308"], ["norm.gamma_init=1e308"], ["norm.eps=1e300"], ["logger.dir=../../x"], ["logger.dir=/tmp/x"],
-    ["logger.dir=metrics.jsonl"], ["model.layers=1000000000"],
+    ["lr=1e308"], ["norm.gamma_init=1e308"], ["norm.eps=1e300"], ["logger=tensorboard", "logger.tensorboard.dir=../../x"],
+    ["logger=csv", "logger.csv.file=/tmp/x"], ["logger=mlflow", "logger.mlflow.dir=metrics.jsonl"], ["model.layers=1000000000"],
 ])
 def test_refused_runs_exit_2_in_one_line(cli, tiny_args, args):
     code, out, err = cli(*tiny_args, *args)

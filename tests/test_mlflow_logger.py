@@ -1,6 +1,8 @@
-"""logger=mlflow: the local store, read back with MLflow's client, holds what the record holds."""
+"""logger=mlflow: the store, read back with MLflow's client, holds what the record holds, named as
+every logger names the run; a database store keeps its artifacts in the run (or sweep) folder."""
 
 import json
+import os
 
 import pytest
 
@@ -9,12 +11,12 @@ from normbench.run import execute
 mlflow = pytest.importorskip("mlflow", reason='logger=mlflow needs pip install -e ".[mlflow]"')
 
 
-def only_run(uri):
+def only_run(uri, experiment="normbench"):
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
-    (experiment,) = [e for e in client.search_experiments() if e.name == "normbench"]
-    (run,) = client.search_runs([experiment.experiment_id])
+    (found,) = [e for e in client.search_experiments() if e.name == experiment]
+    (run,) = client.search_runs([found.experiment_id])
     return client, run
 
 
@@ -22,9 +24,11 @@ def test_mlflow_store_holds_params_per_step_metrics_and_the_record(compose, tmp_
     summary = execute(compose("logger=mlflow", "norm=rms"), tmp_path, [])
     assert summary["status"] == "ok"
     client, run = only_run((tmp_path / "mlruns").as_uri())
-    assert run.info.status == "FINISHED"
+    assert run.info.status == "FINISHED" and run.info.run_name == f"seed=0 {summary['config_hash'][:8]}"
     assert run.data.params["norm.kind"] == "rms" and run.data.params["task.name"] == "adding"
-    assert run.data.tags["normbench.config_hash"] == summary["config_hash"]
+    tags = run.data.tags
+    assert tags["normbench.config_hash"] == summary["config_hash"] and tags["normbench.group_hash"] == summary["group_hash"]
+    assert tags["normbench.seed"] == "0" and tags["normbench.status"] == "ok" and tags["normbench.run_dir"] == str(tmp_path)
     lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     train = [(row["step"], row["loss"]) for row in lines if row["kind"] == "train"]
     history = [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "train/loss")]
@@ -32,6 +36,7 @@ def test_mlflow_store_holds_params_per_step_metrics_and_the_record(compose, tmp_
     evals = [(row["step"], row["val_metric"]) for row in lines if row["kind"] == "eval"]
     assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "val/mse")] == evals
     assert run.data.metrics["final/best_val"] == summary["metrics"]["best_val"]
+    assert {"grad/std", "grad_norm/layers.0", "act_rms/layers.0"} <= set(run.data.metrics)  # the probes, as TensorBoard's
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id, "record")}
     assert artifacts == {"record/summary.json", "record/metrics.jsonl"}
     copy = client.download_artifacts(run.info.run_id, "record/summary.json", str(tmp_path / "back"))
@@ -40,7 +45,58 @@ def test_mlflow_store_holds_params_per_step_metrics_and_the_record(compose, tmp_
 
 def test_mlflow_tracking_uri_puts_the_run_elsewhere(compose, tmp_path):
     shared = tmp_path / "shared"
-    summary = execute(compose("logger=mlflow", f"logger.tracking_uri={shared.as_uri()}"), tmp_path / "run", [])
+    summary = execute(compose("logger=mlflow", f"logger.mlflow.tracking_uri={shared.as_uri()}",
+                              "logger.mlflow.experiment=mine"), tmp_path / "run", [])
     assert summary["status"] == "ok" and not (tmp_path / "run" / "mlruns").exists()
-    _, run = only_run(shared.as_uri())
+    client, run = only_run(shared.as_uri(), "mine")
     assert run.data.tags["normbench.run_dir"] == str(tmp_path / "run")
+    assert {a.path for a in client.list_artifacts(run.info.run_id, "record")}  # inside the store that was named
+
+
+@pytest.mark.slow  # the default suite reads a sqlite store back in test_wandb_logger.py's several-logger run
+def test_a_sqlite_store_keeps_its_artifacts_in_the_run_folder(compose, tmp_path, monkeypatch, quick_sqlite):
+    """No ./mlruns in the working directory: the experiment's artifacts are made inside the run folder."""
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "run"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    summary = execute(compose("logger=mlflow", f"logger.mlflow.tracking_uri={uri}"), run_dir, [])
+    assert summary["status"] == "ok" and not (tmp_path / "mlruns").exists()
+    client, run = only_run(uri)
+    assert run.info.artifact_uri.startswith((run_dir / "mlruns" / "artifacts").as_uri())
+    copy = client.download_artifacts(run.info.run_id, "record/summary.json", str(tmp_path / "back"))
+    assert json.loads(open(copy).read())["config_hash"] == summary["config_hash"]
+
+    # a second run into that experiment: its artifact folder belongs to the first run, never written into
+    other = execute(compose("logger=mlflow", f"logger.mlflow.tracking_uri={uri}", "seed=1"), tmp_path / "other", [])
+    assert other["status"] == "ok" and not (tmp_path / "other" / "mlruns").exists()
+    second = [r for r in client.search_runs([run.info.experiment_id]) if r.info.run_id != run.info.run_id]
+    assert len(second) == 1 and second[0].data.tags["normbench.status"] == "ok"
+    assert client.list_artifacts(second[0].info.run_id) == []
+    assert sorted(os.listdir(run_dir / "mlruns" / "artifacts")) == [run.info.run_id]
+
+
+def test_a_planted_link_as_the_store_is_refused_not_followed(compose, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "mlruns").symlink_to(elsewhere)
+    summary = execute(compose("logger=mlflow"), tmp_path / "run", [])
+    assert summary["status"] == "failed" and "link" in summary["reason"] and list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_sweep_is_one_experiment_named_for_its_study_with_artifacts_in_the_sweep(cli, tiny_args, tmp_path, quick_sqlite):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code, out, err = cli("-m", *tiny_args, "norm=ln,rms", "logger=mlflow", f"logger.mlflow.tracking_uri={uri}",
+                         "hydra.sweep.dir=sweep", "report=false")
+    assert code == 0, err
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    (experiment,) = [e for e in client.search_experiments() if e.name.startswith("command line [")]  # + the study's id
+    assert experiment.artifact_location == (tmp_path / "sweep" / "mlruns" / "artifacts").as_uri()
+    runs = client.search_runs([experiment.experiment_id])
+    assert sorted(r.info.run_name.rsplit(" ", 1)[0] for r in runs) == ["norm=ln seed=0", "norm=rms seed=0"]
+    assert {r.data.tags["normbench.arm"] for r in runs} == {"norm=ln", "norm=rms"}
+    assert all(len(client.list_artifacts(r.info.run_id, "record")) == 2 for r in runs)
+    assert not (tmp_path / "mlruns").exists()
