@@ -98,12 +98,12 @@ def test_records_made_with_impl_native_are_resumed_and_compared_by_the_default_a
     again, and compare pairs its records with auto's (contract.effective_config: auto counts as native)."""
     from normbench import compare
 
-    assert cli("-m", *tiny_args, "norm=rms", "norm.impl=native", "seed=0,1", "hydra.sweep.dir=old", "report=false")[0] == 0
+    assert cli("-m", *tiny_args, "norm=rms", "norm.impl=native", "hydra.sweep.dir=old", "report=false")[0] == 0
     before = record_bytes(tmp_path / "old")
     executed.clear()
-    assert cli("-m", *tiny_args, "norm=rms", "seed=0,1", "resume=true", "hydra.sweep.dir=old", "report=false")[0] == 0
+    assert cli("-m", *tiny_args, "norm=rms", "resume=true", "hydra.sweep.dir=old", "report=false")[0] == 0
     assert executed == [] and record_bytes(tmp_path / "old") == before
-    assert cli("-m", *tiny_args, "norm=rms", "seed=0,1", "hydra.sweep.dir=new", "report=false")[0] == 0
+    assert cli("-m", *tiny_args, "norm=rms", "hydra.sweep.dir=new", "report=false")[0] == 0
     settings_, only_old, only_new = compare.compare(compare.load(tmp_path / "old"), compare.load(tmp_path / "new"))
     assert len(settings_) == 1 and only_old.empty and only_new.empty
     new = [json.loads(p.read_text()) for p in (tmp_path / "new").rglob("summary.json")]
