@@ -1,7 +1,7 @@
 """normbench: which normalization should this sequence model use, where, and with what settings.
 
 Library API (pure PyTorch, no Hydra):
-    build_norm(kind, dim, *, eps=1e-5, gamma_init=1.0, affine=True, impl="native") -> nn.Module
+    build_norm(kind, dim, *, eps=1e-5, gamma_init=1.0, affine=True, impl="auto") -> nn.Module
     NormSpec, build_model, ModelShape, PlacementConfig, build_recurrent, build_transformer, InvalidCombination
 Results as data (never loads torch):
     load_runs(*paths, keep_copies=False) -> pandas.DataFrame, one row per run (per record with keep_copies)

@@ -22,6 +22,9 @@ from normbench.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig, hand_w
 SCHEMA = "normbench.run/2"
 READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it
 HARNESS = {f.name: f.metadata["harness"] for f in fields(Config) if "harness" in f.metadata}
+# norm.impl=auto counts as native in a run's identity (effective_config): a record made with impl=native,
+# the default before auto, is the same run as one made with auto, the default now
+AUTO_IMPL, AUTO_IDENTITY = "auto", "native"
 
 # Short names the report and the claims use for the settings people sweep most.
 ALIASES = {
@@ -107,8 +110,13 @@ def effective_config(config: dict) -> dict:
 
     ``config`` is a plain dict as the record stores it (``summary.json``'s ``config``). Without a
     norm, placement is recorded as ``none``: every placement builds the same un-normalised model.
+    ``norm.impl=auto`` is the run with ``native``: auto runs native's arithmetic by whichever kernel of
+    it runs fastest here (normbench/norms/dispatch.py), a choice of the machine like the thread count's,
+    and the record's ``environment.norm_impls`` names the kernel each norm ran.
     """
     effective = {k: copy.deepcopy(v) for k, v in config.items() if k not in HARNESS and k != "hydra"}
+    if _get(effective, "norm.impl") == AUTO_IMPL:
+        effective["norm"]["impl"] = AUTO_IDENTITY
     for dotted in _inert(effective):
         _drop(effective, dotted)
     if _get(effective, "norm.kind") == "none" and isinstance(effective.get("placement"), dict):

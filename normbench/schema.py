@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from normbench.checks import ConfigError, require_at_least, require_name  # noqa: F401 - re-exported
 from normbench.checks import one_of as _one_of, require as _require, require_positive
-from normbench.norms.kinds import IMPLS, KINDS, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
+from normbench.norms.kinds import IMPLS, KINDS, builds_native, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
 from normbench.norms.spec import NormSpec
 # The task group: each config beside its loader (normbench/tasks/), re-exported here with the other groups
 from normbench.tasks import (TASK_CONFIGS, AddingConfig, CopyConfig, DigitsConfig, IdxConfig,  # noqa: F401
@@ -111,9 +111,10 @@ def per_term_in_cell(placement: str, summed: bool, norm_kind: str) -> bool:
 
 def hand_written_cell(family: str, norm_kind: str, impl: str, full_precision: bool = True) -> bool:
     """Whether a per-term in-cell layer can run a hand-written recurrence: native LayerNorm in an LSTM
-    or GRU, in float32 or float64 without autocast (the kernels compute in their input's dtype, outside
-    the norms' precision policy). Only there do model.cell_kernel auto, cpp and python differ."""
-    return family in HAND_WRITTEN_CELLS and norm_kind == "ln" and impl == "native" and full_precision
+    or GRU (norm.impl native, or auto, which builds native LayerNorm: LN has no other kernel), in float32
+    or float64 without autocast (the kernels compute in their input's dtype, outside the norms' precision
+    policy). Only there do model.cell_kernel auto, cpp and python differ."""
+    return family in HAND_WRITTEN_CELLS and norm_kind == "ln" and builds_native(norm_kind, impl) and full_precision
 
 
 def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
@@ -389,13 +390,13 @@ class Config:
         # BatchNorm of one example has no batch statistics (zero variance everywhere)
         _require(not kind_of(self.norm.kind).batch_stats or self.batch_size >= 2,
                  f"norm={self.norm.kind} needs batch_size >= 2, got {self.batch_size}")
-        # torch.compile traces the step: impl=auto times native against reference in Python on its first
-        # calls, and impl=compiled is a C++ extension dynamo cannot look into
+        # torch.compile traces the step: impl=compiled is a C++ extension dynamo cannot look into (auto
+        # runs native's ops while it traces, normbench/norms/dispatch.py)
         compiled_cell = self.model.cell_kernel == "compile" \
             and per_term_in_cell(self.placement.name, self.placement.summed, self.norm.kind)
-        _require(not compiled_cell or self.norm.impl in ("native", "reference"),
-                 f"model.cell_kernel=compile needs norm.impl=native or reference, got {self.norm.impl} "
-                 "(auto measures both eagerly; compiled is a C++ extension torch.compile cannot trace)")
+        _require(not compiled_cell or self.norm.impl in ("auto", "native", "reference"),
+                 f"model.cell_kernel=compile needs norm.impl=auto, native or reference, got {self.norm.impl} "
+                 "(compiled is a C++ extension torch.compile cannot trace)")
         _require(not (self.model.bidirectional and getattr(self.task, "name", None) == "text"),
                  "model.bidirectional=true cannot run task=text: its backward direction reads the next "
                  "character each step must predict; valid for text: bidirectional=false")

@@ -52,6 +52,21 @@ def test_every_other_setting_is_identity_even_ones_no_list_names(compose):
     assert settings({**base, "task": {**base["task"], "new_knob": 3}})["task.new_knob"] == 3
 
 
+def test_impl_auto_is_the_run_with_native_and_the_other_impls_are_their_own(compose):
+    """auto (the default) runs native's arithmetic by the fastest kernel of it here: a record made with
+    impl=native, the default before auto, is the same run; reference and compiled, asked by name, are not."""
+    for kind in ("ln", "rms", "bn"):
+        default = resolved(compose, f"norm={kind}")
+        assert default["norm"]["impl"] == "auto" and effective_config(default)["norm"]["impl"] == "native"
+        native = resolved(compose, f"norm={kind}", "norm.impl=native")
+        assert (config_hash(default), group_hash(default)) == (config_hash(native), group_hash(native)), kind
+        assert settings(default)["impl"] == settings(native)["impl"] == "native"
+        assert config_hash(resolved(compose, f"norm={kind}", "norm.impl=reference")) != config_hash(default), kind
+    assert config_hash(resolved(compose, "norm=rms", "norm.impl=compiled")) != config_hash(resolved(compose, "norm=rms"))
+    in_cell = ("norm=ln", "placement=in_cell", "model.cell_kernel=python")  # the LN kernels reach auto as they do native
+    assert config_hash(resolved(compose, *in_cell)) == config_hash(resolved(compose, *in_cell, "norm.impl=native"))
+
+
 def test_the_cell_kernel_is_identity_only_where_a_compiled_kernel_can_run(compose):
     """The in-cell LN-LSTM and LN-GRU have a compiled kernel (it rounds differently from the Python one)."""
     for family in ("lstm", "gru"):
@@ -121,7 +136,7 @@ def test_the_cell_kernel_rule_follows_what_the_layer_runs(compose):
 
     cpu = torch.device("cpu")
     for family in ("rnn", "lstm", "gru"):
-        for kind, impl in (("ln", "native"), ("ln", "reference"), ("rms", "native")):
+        for kind, impl in (("ln", "native"), ("ln", "auto"), ("ln", "reference"), ("rms", "auto")):
             for precision, summed in (("fp32", False), ("bf16", False), ("fp32", True)):
                 setting = (f"model.family={family}", f"norm={kind}", f"norm.impl={impl}", f"precision={precision}",
                            "placement=in_cell", f"placement.summed={str(summed).lower()}")

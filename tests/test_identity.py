@@ -93,6 +93,25 @@ def test_resume_after_changing_steps_keeps_the_old_records(cli, tmp_path, tiny_a
     assert steps == [6, 6, 8, 8]
 
 
+def test_records_made_with_impl_native_are_resumed_and_compared_by_the_default_auto(cli, tmp_path, tiny_args, executed):
+    """norm.impl was native by default before auto: a sweep made then resumes under auto without running
+    again, and compare pairs its records with auto's (contract.effective_config: auto counts as native)."""
+    from normbench import compare
+
+    assert cli("-m", *tiny_args, "norm=rms", "norm.impl=native", "hydra.sweep.dir=old", "report=false")[0] == 0
+    before = record_bytes(tmp_path / "old")
+    executed.clear()
+    assert cli("-m", *tiny_args, "norm=rms", "resume=true", "hydra.sweep.dir=old", "report=false")[0] == 0
+    assert executed == [] and record_bytes(tmp_path / "old") == before
+    assert cli("-m", *tiny_args, "norm=rms", "hydra.sweep.dir=new", "report=false")[0] == 0
+    settings_, only_old, only_new = compare.compare(compare.load(tmp_path / "old"), compare.load(tmp_path / "new"))
+    assert len(settings_) == 1 and only_old.empty and only_new.empty
+    new = [json.loads(p.read_text()) for p in (tmp_path / "new").rglob("summary.json")]
+    assert {r["config"]["norm"]["impl"] for r in new} == {"auto"}  # the record keeps what was asked
+    ran = {impl for r in new for impl in r["environment"]["norm_impls"].values()}
+    assert ran and ran <= {"compiled", "native"}  # and names what ran: compiled where it built, else native
+
+
 def test_a_foreign_or_unreadable_record_is_set_aside_untouched(cli, tmp_path, tiny_args, executed):
     for job, text in (("0", json.dumps({"schema": "normbench.run/99", "status": "ok"})), ("1", "{not json")):
         (tmp_path / "sweep" / job).mkdir(parents=True)

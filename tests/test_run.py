@@ -68,10 +68,10 @@ def test_transformer_records_layer_gradients_at_init(compose, tmp_path):
 
 
 def test_the_record_names_each_impl_auto_chose(compose, tmp_path):
-    summary = execute(compose("norm.impl=auto", "model=transformer", "model.layers=1"), tmp_path, [])
+    summary = execute(compose("norm=rms", "model=transformer", "model.layers=1"), tmp_path, [])  # auto: the default
     chosen = summary["environment"]["norm_impls"]
-    assert chosen and all(set(c.split("|")) <= {"native", "reference"} for c in chosen.values())
-    assert execute(compose(), tmp_path / "native", [])["environment"]["norm_impls"] == {}
+    assert chosen and all(set(c.split("|")) <= {"native", "compiled"} for c in chosen.values())
+    assert execute(compose("norm.impl=native"), tmp_path / "native", [])["environment"]["norm_impls"] == {}
 
 
 def test_batchnorm_records_train_eval_gap(compose, tmp_path):

@@ -1,7 +1,7 @@
 """Speed benchmarks of normbench's parts: ``python -m normbench.bench {kernels,cells,harness,sweep,all,arms}``.
 
     kernels   norm kernels alone: time, GB/s and fraction of a device copy, per kind x impl x shape x dtype;
-              ``fastest_impls`` reduces them to the rule behind ``norm.impl=auto``
+              ``fastest_impls`` reduces them to the fastest impl per kind, device and dtype
     cells     the in-cell LN-LSTM training step against nn.LSTM, its fastrnns lower bound, the bare loop;
               ``--grid axes`` at every shape users run, and the masked variable-length batch
     harness   normbench's training loop (probes, logging) against a bare PyTorch loop

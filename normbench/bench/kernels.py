@@ -16,8 +16,16 @@ the parameters with a fixed dy, so no gradient accumulates between calls. BatchN
 mode (batch statistics, running averages updated), as in a training step.
 
 impls: ``native`` and ``reference`` from the registry; ``compiled`` = normbench's own kernel where
-a kind has one (RMSNorm on CPU: ``norm.impl=compiled``); ``torch_compile`` = torch.compile of the
-reference module (with ``--compile``); on CUDA, apex's and Liger's fused LN/RMSNorm if installed.
+a kind has one (RMSNorm on CPU: ``norm.impl=compiled``); ``auto`` = what ``build_norm`` builds by
+default (``norm.impl=auto``; its rows say which kernel it ran); ``torch_compile`` = torch.compile of
+the reference module (with ``--compile``); on CUDA, apex's and Liger's fused LN/RMSNorm if installed.
+
+Every kind is held two ways, per dtype and pass: its default (auto) against the fastest other impl
+measured beside it (per-round ratio), and its fastest impl against LayerNorm's fastest ("best
+against best"); RMSNorm's default is also held against LayerNorm's default at every width. In bf16
+and fp16 the reference and torch_compile rows compute in the input's dtype, another arithmetic
+than native's, which auto never runs (normbench/norms/dispatch.py): the default is held to the
+fastest of the rest there.
 
 On a GPU each tensor of the grid is sized to at least four times the L2 cache
 (``torch.cuda.get_device_properties().L2_cache_size``), so no timed call finds its input left in
@@ -37,19 +45,22 @@ from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import Timing, clock_for, keep_freed_memory, measure, paired_ratio
-from normbench.norms import AutoNorm, kind_names, kind_of, norm_class
+from normbench.norms import AutoImpl, kind_names, kind_of, norm_class
 
 KERNEL_KINDS = tuple(k for k in kind_names() if kind_of(k).timed)  # each kind's descriptor says (normbench/norms/kinds.py)
-RULE_IMPLS = ("native", "reference")    # what norm.impl can be set to; the rule picks between these
+RULE_IMPLS = ("native", "reference")    # every kind has both; the bench's rule adds the kinds' own kernels
 FUSED_IMPLS = ("apex", "liger")
 BYTES_PER_ELEMENT = {"fwd": 2, "bwd": 3, "fwd+bwd": 5, "copy": 2}
 PASSES = ("fwd", "fwd+bwd")
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # precision name -> tensor dtype
-DEFAULT_HIDDEN = (256, 1024, 4096, 16384)
+DEFAULT_HIDDEN = (64, 256, 1024, 4096, 16384)
 # fp32 size of each grid tensor (bf16: half): x and y together outgrow a 32 MiB last-level cache,
 # so the copy and the norms stream from memory rather than cache
 TARGET_BYTES = 32 * 2**20
-QUICK_SHAPES = ((64, 256), (32, 1024))
+QUICK_SHAPES = ((256, 64), (64, 256), (32, 1024))
+HALF_DTYPES = ("bf16", "fp16")
+OWN_DTYPE_IMPLS = ("reference", "torch_compile")  # in bf16/fp16 they compute in it: not auto's rivals there
+DEFAULT_WIDTHS = (64, 1024)  # RMSNorm's default is held to LayerNorm's at widths in this range
 # Datasheet peak memory bandwidth, GB/s, by a name fragment of torch.cuda.get_device_name (the
 # first match wins, so the more specific names come first). NVIDIA's product pages.
 DATASHEET_PEAK_GBPS = (
@@ -123,9 +134,8 @@ def build_kernel(kind: str, impl: str, hidden: int, device: torch.device, dtype:
             module = _fused_module(impl, kind, hidden)
         except Exception as err:
             return f"unavailable: {_first_line(err)}"
-    elif impl == "auto":  # exactly what build_norm(impl="auto") builds (no wrapper where both are one class)
-        native = norm_class(kind, "native")(hidden)
-        module = native if norm_class(kind, "reference") is type(native) else AutoNorm(kind, native)
+    elif impl == "auto":  # exactly what build_norm builds by default, without the precision wrapper
+        module = norm_class(kind, "auto")(hidden)
     else:
         chosen = "reference" if impl == "torch_compile" else impl
         if chosen not in kind_of(kind).classes:
@@ -172,6 +182,7 @@ def measure_shape(rows: int, hidden: int, dtype_name: str, device: torch.device,
         torch._dynamo.reset()  # every shape its own graphs; stale ones would count against the recompile limit
     candidates = {("copy", "copy", "copy"): lambda: copy_out.copy_(x)}
     skipped: dict[tuple[str, str, str], str] = {}
+    ran: dict[str, str] = {}  # kind -> the impl its default ran
     for kind in kinds:
         for impl in impls:
             if impl == "compiled" and impl not in kind_of(kind).classes:
@@ -190,11 +201,17 @@ def measure_shape(rows: int, hidden: int, dtype_name: str, device: torch.device,
                     skipped[key] = f"unavailable: {_first_line(err)}"
                 else:
                     candidates[key] = fn
+            if impl == "auto" and not isinstance(module, str):
+                ran[kind] = module.chosen if isinstance(module, AutoImpl) else "native"
     timings = measure(candidates, repeats=repeats, warmup=warmup, min_loop_s=min_loop_s, timer=clock_for(device))
     base = {"device": device.type, "dtype": dtype_name, "rows": rows, "hidden": hidden, "numel": x.numel(),
             "elem_size": x.element_size(), "mib": x.numel() * x.element_size() / 2**20,
             "peak_gbps": _peak(device)}
-    return _rows(base, timings, skipped)
+    out = _rows(base, timings, skipped)
+    for row in out:
+        if row["impl"] == "auto":
+            row["auto_ran"] = ran.get(row["kind"])
+    return out
 
 
 def _peak(device: torch.device) -> float | None:
@@ -209,11 +226,12 @@ def _rows(base: dict, timings: dict[tuple, Timing], skipped: dict[tuple, str]) -
     for (kind, impl, pass_), timing in timings.items():
         moved = bytes_moved(base["numel"], base["elem_size"], pass_)
         native, ln = timings.get((kind, "native", pass_)), timings.get(("ln", "native", pass_))
-        # auto chooses between native and reference: it is held to the faster of those two
-        among = RULE_IMPLS if impl == "auto" else None
-        others = [t for (k, i, p), t in timings.items() if (k, p) == (kind, pass_) and i not in (impl, "copy")
-                  and (among is None or i in among)]
-        fastest = min(others, key=lambda t: t.median, default=None)
+        ln_default = timings.get(("ln", "auto", pass_))
+        # auto runs native's arithmetic: in bf16/fp16 it is not held to impls that compute in that dtype
+        rivals = [i for (k, i, p) in timings if (k, p) == (kind, pass_) and i not in (impl, "copy")
+                  and not (impl == "auto" and base["dtype"] in HALF_DTYPES and i in OWN_DTYPE_IMPLS)]
+        fastest_name = min(rivals, key=lambda i: timings[(kind, i, pass_)].median, default=None)
+        fastest = timings[(kind, fastest_name, pass_)] if fastest_name else None
         peak = base.get("peak_gbps")
         out.append({**base, "kind": kind, "impl": impl, "pass": pass_, "status": "ok", **timing.to_dict(),
                     "bytes": moved, "gbps": moved / timing.median / 1e9, "copy_gbps": copied / copy.median / 1e9,
@@ -221,6 +239,9 @@ def _rows(base: dict, timings: dict[tuple, Timing], skipped: dict[tuple, str]) -
                     "copy_fraction": (moved / copied) / paired_ratio(timing, copy).median,
                     "time_vs_native": paired_ratio(timing, native).median if native and kind != "copy" else None,
                     "time_vs_native_ln": paired_ratio(timing, ln).median if ln and kind != "copy" else None,
+                    "time_vs_default_ln": paired_ratio(timing, ln_default).median if ln_default and kind != "copy"
+                    else None,
+                    "fastest_other": fastest_name,
                     "time_vs_fastest_other": paired_ratio(timing, fastest).median if fastest else None})
     return out + [{**base, "kind": k, "impl": i, "pass": p, "status": why} for (k, i, p), why in skipped.items()]
 
@@ -318,9 +339,9 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
                                   unavailable=unavailable)
     headline = not quick if headline is None else headline
     headline_rows = measure_headline(device, compile_, repeats) if headline else []
-    rule = impl_rule(rows)
+    rule = impl_rule(rows, RULE_IMPLS + ("compiled",))  # the evidence for norm.impl=auto's table (kinds.py: fastest)
     ratios = headline_ratios(headline_rows, command) + grid_ratios(rows, command) + best_ratios(rows, command) \
-        + auto_ratios(rows, command)
+        + auto_ratios(rows, command) + default_ratios(rows, command)
     not_measured = {impl: why for impl, why in fused_status(device).items() if why}
     if not compile_:
         not_measured["torch_compile"] = "not requested (--compile)"
@@ -363,47 +384,110 @@ def grid_ratios(rows: list[dict], command: str) -> list[RatioLine]:
     return lines
 
 
+def _best(rows: list[dict], dtype: str, pass_: str) -> dict[tuple, dict[str, dict]]:
+    """{shape: {kind: the row of its fastest impl}} (auto left out: it runs one of the others)."""
+    best: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    for r in rows:
+        if (r["dtype"], r["pass"], r.get("status")) == (dtype, pass_, "ok") and r["kind"] != "copy" \
+                and r["impl"] != "auto":
+            shape, held = (r["rows"], r["hidden"]), best[(r["rows"], r["hidden"])].get(r["kind"])
+            if held is None or r["median_ms"] < held["median_ms"]:
+                best[shape][r["kind"]] = r
+    return best
+
+
 def best_ratios(rows: list[dict], command: str) -> list[RatioLine]:
-    """Per dtype: the fastest RMSNorm impl against the fastest LayerNorm impl at each shape, forward+backward
-    (ratio of median times; auto left out, it is one of the others), median over shapes: best against best."""
+    """Per dtype, pass and kind: the kind's fastest impl against LayerNorm's fastest at each shape (ratio
+    of median times), median over shapes: best against best."""
     lines = []
     for dtype in dict.fromkeys(r["dtype"] for r in rows):
-        best: dict[tuple, dict[str, tuple[float, str]]] = defaultdict(dict)
-        for r in rows:
-            if (r["dtype"], r["pass"], r.get("status")) == (dtype, "fwd+bwd", "ok") and r["kind"] in ("ln", "rms") \
-                    and r["impl"] != "auto":
-                shape = (r["rows"], r["hidden"])
-                if r["kind"] not in best[shape] or r["median_ms"] < best[shape][r["kind"]][0]:
-                    best[shape][r["kind"]] = (r["median_ms"], r["impl"])
-        pairs = [(b["rms"], b["ln"]) for b in best.values() if "rms" in b and "ln" in b]
-        if pairs:
-            winners = ", ".join(f"rms {rms[1]} / ln {ln[1]}" for rms, ln in pairs)
-            lines.append(RatioLine(f"fastest RMSNorm time, {dtype} forward+backward (median over shapes)",
-                                   statistics.median(rms[0] / ln[0] for rms, ln in pairs),
-                                   "fastest LayerNorm", command, note=f"best against best: {winners}"))
+        for pass_ in PASSES:
+            best = _best(rows, dtype, pass_)
+            for kind in dict.fromkeys(k for b in best.values() for k in b if k != "ln"):
+                pairs = [(b[kind], b["ln"]) for b in best.values() if kind in b and "ln" in b]
+                if not pairs:
+                    continue
+                winners = ", ".join(f"{r['hidden']}: {kind} {r['impl']} / ln {ln['impl']}" for r, ln in pairs)
+                lines.append(RatioLine(f"fastest {kind} time, {dtype} {_pass_name(pass_)} (median over shapes)",
+                                       statistics.median(r["median_ms"] / ln["median_ms"] for r, ln in pairs),
+                                       "fastest LayerNorm", command, note=f"best against best: {winners}"))
     return lines
 
 
 def auto_ratios(rows: list[dict], command: str) -> list[RatioLine]:
-    """Per dtype: norm.impl=auto's forward+backward over the fastest other impl measured beside it
-    (per-round ratio, so load common to a round cancels), the median over shapes for each kind,
-    and the worst kind. A single cell of the grid is noisier
-    than 10% on a CPU (allocator, page faults), so "every norm within 10%" is judged per norm."""
+    """Per dtype and pass: the default impl (norm.impl=auto) over the fastest other impl measured beside it
+    (per-round ratio, so load common to a round cancels), the median over shapes for each kind, and the
+    worst kind; held to 1.10 forward+backward. A single cell of the grid is noisier than 10% on a CPU
+    (allocator, page faults), so "every norm within 10%" is judged per norm."""
     lines = []
     for dtype in dict.fromkeys(r["dtype"] for r in rows):
-        per_kind: dict[str, list[float]] = {}
-        for r in rows:
-            if (r["dtype"], r["impl"], r["pass"], r.get("status")) == (dtype, "auto", "fwd+bwd", "ok") \
-                    and r.get("time_vs_fastest_other") is not None:
-                per_kind.setdefault(r["kind"], []).append(r["time_vs_fastest_other"])
-        if per_kind:
-            medians = {kind: statistics.median(v) for kind, v in per_kind.items()}
-            worst = max(medians, key=medians.get)
-            lines.append(RatioLine(f"norm.impl=auto time, {dtype} forward+backward, worst norm (median over shapes)",
-                                   medians[worst], "the faster of native and reference", command, target="<= 1.10",
-                                   note=f"worst: {worst}; per norm: "
-                                        + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())))
+        for pass_ in PASSES:
+            per_kind: dict[str, list[float]] = {}
+            for r in rows:
+                if (r["dtype"], r["impl"], r["pass"], r.get("status")) == (dtype, "auto", pass_, "ok") \
+                        and r.get("time_vs_fastest_other") is not None:
+                    per_kind.setdefault(r["kind"], []).append(r["time_vs_fastest_other"])
+            if per_kind:
+                medians = {kind: statistics.median(v) for kind, v in per_kind.items()}
+                worst = max(medians, key=medians.get)
+                rivals = "the fastest other impl" + (" of native's arithmetic" if dtype in HALF_DTYPES else "")
+                lines.append(RatioLine(f"default impl (norm.impl=auto) time, {dtype} {_pass_name(pass_)}, worst norm "
+                                       "(median over shapes)", medians[worst], rivals, command,
+                                       target="<= 1.10" if pass_ == "fwd+bwd" else None,
+                                       note=f"worst: {worst}; per norm: "
+                                            + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())))
     return lines
+
+
+def default_ratios(rows: list[dict], command: str) -> list[RatioLine]:
+    """Per dtype and pass: RMSNorm's default against LayerNorm's default (per-round ratio) at every width
+    of DEFAULT_WIDTHS measured, the worst width; held to 1.00 forward+backward."""
+    lines = []
+    low, high = DEFAULT_WIDTHS
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        for pass_ in PASSES:
+            by_width = {r["hidden"]: r["time_vs_default_ln"] for r in rows
+                        if (r["dtype"], r["kind"], r["impl"], r["pass"], r.get("status")) == (dtype, "rms", "auto", pass_, "ok")
+                        and low <= r["hidden"] <= high and r.get("time_vs_default_ln") is not None}
+            if by_width:
+                worst = max(by_width, key=by_width.get)
+                lines.append(RatioLine(f"default RMSNorm time, {dtype} {_pass_name(pass_)}, worst width {low}-{high}",
+                                       by_width[worst], "default LayerNorm", command,
+                                       target="<= 1.00" if pass_ == "fwd+bwd" else None,
+                                       note=f"worst: {worst}; per width: "
+                                            + ", ".join(f"{h} {v:.2f}" for h, v in sorted(by_width.items()))))
+    return lines
+
+
+def _pass_name(pass_: str) -> str:
+    return "forward" if pass_ == "fwd" else "forward+backward"
+
+
+def defaults_table(rows: list[dict]) -> str:
+    """Per dtype: for each kind, pass and width, what the default ran, its time over the fastest other
+    impl's, the kind's best over LayerNorm's best, and the default over LayerNorm's default."""
+    parts = []
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        lines = []
+        for pass_ in PASSES:
+            best = _best(rows, dtype, pass_)
+            for r in rows:
+                if (r["dtype"], r["impl"], r["pass"], r.get("status")) != (dtype, "auto", pass_, "ok"):
+                    continue
+                shape = best.get((r["rows"], r["hidden"]), {})
+                ratio = (shape[r["kind"]]["median_ms"] / shape["ln"]["median_ms"]) if {r["kind"], "ln"} <= set(shape) else None
+                lines.append([r["kind"], _pass_name(pass_), r["hidden"], r.get("auto_ran") or "-", f"{r['median_ms']:.3f}",
+                              r.get("fastest_other") or "-", _times(r.get("time_vs_fastest_other")),
+                              _times(ratio), _times(r.get("time_vs_default_ln"))])
+        if lines:
+            parts.append(f"### {dtype}: the default impl (norm.impl=auto), each kind against its fastest and LayerNorm\n\n"
+                         + markdown_table(["kind", "pass", "hidden", "default ran", "ms", "fastest other",
+                                           "default / fastest other", "best / LN best", "default / LN default"], lines))
+    return "\n\n".join(parts)
+
+
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def _fmt_cell(row: dict | None) -> str:
@@ -446,6 +530,8 @@ def render_markdown(rows, headline_rows, rule, environment, command, not_measure
         text.append(f"### Headline: fp32 forward, {HEADLINE_SHAPE[0]}x{HEADLINE_SHAPE[1]}\n\n"
                     + markdown_table(["kind", "impl", "ms", "GB/s", "of copy", "time / native LN"], lines))
     text.append(bandwidth_tables(rows))
+    if any(r["impl"] == "auto" for r in rows):
+        text.append(defaults_table(rows))
     if rule:
         lines = [[r["kind"], r["device"], r["dtype"], r["impl"],
                   "-" if r["runner_up_time_ratio"] is None else f"{r['runner_up_time_ratio']:.2f}x", r["shapes"]]

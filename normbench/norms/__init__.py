@@ -3,7 +3,8 @@
     kinds.py        one NormKind per kind (what it uses, its classes per impl, what is inert): torch-free
     spec.py         NormSpec, the ``norm`` config group (torch-free)
     layers.py       the layer classes, one per (kind, impl)
-    factory.py      build_norm, the precision wrappers, impl=auto (dispatch.py measures for it)
+    factory.py      build_norm, the precision wrappers
+    dispatch.py     impl=auto (the default): which kernel of native's arithmetic runs, decided once per process
     rmsnorm_cpu.py  the compiled RMSNorm (rmsnorm.cpp), ``norm.impl=compiled``
 
 Names are imported on first use, so the schema and the record contract, which stand on kinds.py
@@ -14,14 +15,15 @@ import importlib
 
 _EXPORTS = {
     **dict.fromkeys(("NormKind", "register", "unregister", "kind_of", "kind_names", "impl_names", "require_eps", "KINDS",
-                     "IMPLS", "CORE_IMPLS", "inert_settings"), "kinds"),
+                     "IMPLS", "CORE_IMPLS", "DEFAULT_IMPL", "inert_settings"), "kinds"),
+    **dict.fromkeys(("AutoImpl", "decide", "decisions"), "dispatch"),
     "NormSpec": "spec",
     **dict.fromkeys(("Norm", "Identity", "ZeroCentredGain", "LayerNorm", "LayerNormReference", "RMSNorm",
-                     "RMSNormReference", "RMSNormCompiled", "BatchNorm", "BatchNormReference", "StepBatchNorm",
+                     "RMSNormReference", "RMSNormCompiled", "RMSNormAuto", "BatchNorm", "BatchNormReference", "StepBatchNorm",
                      "ScaleNorm", "ScaleNormReference", "DynamicTanh", "batch_norms", "reestimate_statistics",
                      "norm_parameters"), "layers"),
     **dict.fromkeys(("build_norm", "norm_class", "classes_of", "REGISTRY", "EXTRA_IMPLS", "LOW_PRECISION",
-                     "Fp32Norm", "InputDtypeNorm", "AutoNorm", "auto_sites", "auto_choices", "precision_sites"),
+                     "Fp32Norm", "InputDtypeNorm", "auto_sites", "auto_choices", "precision_sites"),
                     "factory"),
 }
 __all__ = list(_EXPORTS)

@@ -1,64 +1,103 @@
-"""``impl="auto"``: the faster of native and reference, measured on this machine, once per shape.
+"""``impl="auto"`` (the default): native's arithmetic, run by the fastest kernel of it that runs here.
 
-On a layer's first forward for a (device, dtype, shape) the two implementations run forward +
-backward on a copy of the input, interleaved A/B so a busy machine slows both alike, and the
-faster one (median) is used by that layer from then on. The layer keeps its choices and the time
-it spent measuring (``AutoNorm.choices``, ``AutoNorm.measured_s``): the trainer keeps that time
-out of train_s and the record names each choice. Each reference class subclasses its native
-class, so both run on the same parameters and buffers.
+Each kind's descriptor (kinds.py, ``fastest``) names, per device type, the kind's own kernels of
+native's arithmetic to run instead of native; the first whose class runs on the input's device and
+dtype (``runs_on``: for rmsnorm.cpp a CPU, fp32 or fp64, and a kernel that builds) is used, native
+everywhere else. ``decide`` makes each (kind, device type, dtype, width) decision once per process
+and keeps it; a layer built with auto (``AutoImpl``) keeps the decisions it ran, which the record
+names (``environment.norm_impls``).
+
+Why a table and not a measurement. The choices it makes are the ones the committed benchmark
+measured with a wide margin (reports/bench-cpu/kernels.csv, fp32 forward+backward, 2-core AMD
+EPYC, AVX-512): the compiled RMSNorm takes 0.20-0.22x native RMSNorm's time at every shape
+(7.59 against 37.6 ms at 32768x256) and about native LayerNorm's (0.95x), while for every other
+kind native is the fastest impl or within 5% of it. The gap holds for the kernel's other builds:
+with ATEN_CPU_CAPABILITY=avx2 and =default (no SIMD; ATen's kernels lowered alike) it took
+0.14-0.22x and 0.27-0.35x native's time at widths 64, 256 and 1024 (`bench kernels --kinds ln,rms
+--hidden 64,256,1024 --dtypes fp32 --threads 1` on a loaded 2-core AMD EPYC, load 9). A gap of 5x needs no measuring on each
+machine, and a gap of 5% cannot be measured on a loaded one: the auto before this one timed each
+layer on its first call and chose by the load of that moment (on a busy 2-core machine, layers of
+one width chose differently). A table chooses the same kernels for every run of a config on one
+kind of machine and spends no training time on it. Where the kernel does not build (no compiler),
+``runs_on`` says so and auto runs native: the kernel's one warning line says why.
+
+Reference is never a candidate: it is the textbook formula in the input's dtype, under
+``norm.fp32=false`` a different low-precision arithmetic (what it exists to measure), and in fp32
+never faster than native by more than noise. Under torch.compile (``model.cell_kernel=compile``)
+auto runs native, whose ops inductor fuses; a C++ kernel is opaque to it.
 """
 
 from __future__ import annotations
 
 import time
-from statistics import median
+from typing import Mapping
 
 import torch
 
-REPEATS, WARMUP = 5, 1
-CLEAR_WIN = 1.5  # after 3 repeats, a gap this large is not noise: stop measuring
+from normbench.norms.kinds import kind_of
+
+_DECIDED: dict[tuple[str, str, torch.dtype, int], str] = {}
 
 
-def _fwd_bwd(cls, module, x, step):
-    """Forward and the whole backward (input and parameter gradients), accumulating nothing.
-
-    The upstream gradient is a dense tensor, as training gives. Not ``out.sum()``: its gradient is
-    a stride-0 expansion, which sends native BatchNorm's fp32 backward down a path 8x slower on a
-    CPU, so auto measured it slower than the reference and chose wrong.
-    """
-    x = x.detach().requires_grad_()
-    wrt = [x, *(p for p in module.parameters() if p.requires_grad)]
-    out = cls.forward(module, x, step)
-    torch.autograd.grad(out, wrt, torch.ones_like(out))
+def decide(kind: str, impls: Mapping[str, type], device_type: str, dtype: torch.dtype, width: int) -> str:
+    """The impl auto runs for ``kind`` on (device type, dtype, width), decided once per process."""
+    key = (kind, device_type, dtype, width)
+    if key not in _DECIDED:
+        preferred = kind_of(kind).fastest.get(device_type, ())
+        _DECIDED[key] = next((impl for impl in preferred if impls[impl].runs_on(device_type, dtype)), "native")
+    return _DECIDED[key]
 
 
-def _sync(x):
-    if x.device.type == "cuda":
-        torch.cuda.synchronize(x.device)
+def decisions() -> dict[str, str]:
+    """This process's decisions so far, ``{"rms cpu float32 256": "compiled"}``."""
+    return {f"{kind} {device} {str(dtype).removeprefix('torch.')} {width}": impl
+            for (kind, device, dtype, width), impl in _DECIDED.items()}
 
 
-def measure(module, x: torch.Tensor, step, candidates: dict[str, type]) -> dict[str, float]:
-    """The median forward+backward time of each candidate on ``x``, in ms; ``module`` is left as it was."""
-    buffers = {n: b.clone() for n, b in module.named_buffers()}
-    times = {name: [] for name in candidates}
-    with torch.enable_grad():  # the first call for a shape may come from evaluation, under no_grad
-        _measure(candidates, module, x, step, times)
-    with torch.no_grad():  # measuring must not train: BatchNorm's running statistics come back
-        for n, b in module.named_buffers():
-            b.copy_(buffers[n])
-    return {name: median(t) * 1e3 for name, t in times.items()}
+def forget() -> None:
+    """Drop the decisions made (a test that makes a kernel unavailable decides again)."""
+    _DECIDED.clear()
 
 
-def _measure(candidates, module, x, step, times):
-    """Forward+backward of each candidate, interleaved; stops early once one is clearly faster."""
-    for rep in range(WARMUP + REPEATS):
-        for name, cls in candidates.items():
-            _sync(x)
-            start = time.perf_counter()
-            _fwd_bwd(cls, module, x, step)
-            _sync(x)
-            if rep >= WARMUP:
-                times[name].append(time.perf_counter() - start)
-        medians = [median(t) for t in times.values() if t]
-        if rep - WARMUP >= 2 and max(medians) > CLEAR_WIN * min(medians):
-            break
+class AutoImpl:
+    """Mixin of a kind's ``auto_class`` (layers.py), before the kind's native class: its forward runs
+    the impl ``decide`` names for the input, on the layer's own parameters (every impl's class
+    subclasses native's, so they share parameters, buffers and state_dict keys with native)."""
+
+    kind: str  # the kind whose descriptor names the kernels
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.choices: dict[tuple[str, str, int], str] = {}  # (device type, dtype, width) -> the impl run
+        self.measured_s = 0.0  # seconds deciding (a first decision may build a kernel): kept out of train_s
+        self._seen = self._forward = None  # the last input's (device, dtype, width) and the forward run for it
+
+    def forward(self, x, step=None):
+        if torch.compiler.is_compiling():
+            return super().forward(x, step)  # the native class's: the one after this mixin
+        seen = (x.device, x.dtype, x.shape[-1])
+        if seen != self._seen:  # the hot path is one tuple compare
+            self._seen, self._forward = seen, self.impls()[self._choose(x)].forward
+        return self._forward(self, x, step)
+
+    def _choose(self, x) -> str:
+        key = (x.device.type, str(x.dtype).removeprefix("torch."), x.shape[-1])
+        if key not in self.choices:
+            began = time.perf_counter()
+            self.choices[key] = decide(self.kind, self.impls(), x.device.type, x.dtype, x.shape[-1])
+            self.measured_s += time.perf_counter() - began
+        return self.choices[key]
+
+    @classmethod
+    def impls(cls) -> dict[str, type]:
+        from normbench.norms.factory import classes_of  # the factory imports the layers, which import this
+
+        return classes_of(kind_of(cls.kind))
+
+    @property
+    def chosen(self) -> str | None:
+        """The impls run so far, joined with ``|`` where inputs differed; None before the first call."""
+        return "|".join(sorted(set(self.choices.values()))) or None
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, impl=auto ({self.chosen or 'decided at first call'})"

@@ -2,20 +2,21 @@
 
 ``build_norm`` looks up the class the descriptor names for the impl, passes it what the kind uses,
 and wraps it in its numerics policy under autocast (``Fp32Norm`` / ``InputDtypeNorm``, visible in
-the module's repr); ``impl="auto"`` adds ``AutoNorm``, which measures native against reference.
+the module's repr). ``impl="auto"``, the default, builds the kind's ``auto_class`` where its
+descriptor names a faster kernel (RMSNorm: ``RMSNormAuto``, which runs rmsnorm.cpp on a CPU), else
+the native class itself (dispatch.py says why a table decides).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Iterator, Mapping
 
 import torch
 from torch import nn
 
 from normbench.norms import layers
-from normbench.norms.dispatch import measure
-from normbench.norms.kinds import CORE_IMPLS, NormKind, impl_names, kind_names, kind_of, require_eps
+from normbench.norms.dispatch import AutoImpl
+from normbench.norms.kinds import CORE_IMPLS, DEFAULT_IMPL, NormKind, impl_names, kind_names, kind_of, require_eps
 from normbench.norms.layers import Norm
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -53,9 +54,9 @@ EXTRA_IMPLS = _ClassTable(core=False)    # impls only some kinds have (rms compi
 class _PrecisionPolicy(nn.Module):
     """How a norm computes when its input is bf16/fp16; fp32/fp64 inputs pass straight through."""
 
-    def __init__(self, norm: nn.Module):
+    def __init__(self, norm: nn.Module, impl: str = "native"):
         super().__init__()
-        self.norm = norm
+        self.norm, self.impl = norm, impl  # impl: what it was built with (auto: the record names what ran)
 
     def forward(self, x, step=None):
         if x.dtype not in LOW_PRECISION:
@@ -88,14 +89,17 @@ class InputDtypeNorm(_PrecisionPolicy):
 
 
 def auto_sites(model: nn.Module):
-    """(site name, AutoNorm) of every norm built with impl="auto", named as precision_sites names them."""
-    return [(name, m.norm) for name, m in precision_sites(model) if isinstance(m.norm, AutoNorm)]
+    """(site name, layer) of every norm built with impl="auto" that decides per input (``AutoImpl``), named
+    as precision_sites names them."""
+    return [(name, m.norm) for name, m in precision_sites(model) if isinstance(m.norm, AutoImpl)]
 
 
 def auto_choices(model: nn.Module) -> dict[str, str | None]:
-    """{site: the impl impl="auto" chose there}, several choices (one per shape met) joined with ``|``;
-    null for a site never called."""
-    return {name: "|".join(sorted(set(auto.choices.values()))) or None for name, auto in auto_sites(model)}
+    """{site: the impl impl="auto" ran there} for every norm built with auto: several (one per device,
+    dtype or width met) joined with ``|``, null for a site that decides per input and was never called,
+    native where the kind has no other kernel (auto builds native itself there)."""
+    return {name: m.norm.chosen if isinstance(m.norm, AutoImpl) else "native"
+            for name, m in precision_sites(model) if m.impl == "auto"}
 
 
 def precision_sites(model: nn.Module):
@@ -103,59 +107,28 @@ def precision_sites(model: nn.Module):
     return [(name, m) for name, m in model.named_modules() if isinstance(m, _PrecisionPolicy)]
 
 
-class AutoNorm(nn.Module):
-    """impl="auto": runs the native or the reference forward on one set of parameters, whichever
-    measured faster for this input's device, dtype and shape (see normbench/norms/dispatch.py)."""
-
-    def __init__(self, kind: str, norm: Norm):
-        super().__init__()
-        self.kind, self.norm = kind, norm
-        self.candidates = {impl: classes_of(kind_of(kind))[impl] for impl in CORE_IMPLS}
-        self.chosen: str | None = None
-        self.choices: dict[tuple, str] = {}  # (device type, dtype, shape) -> "native" | "reference"
-        self.timings: dict[tuple, dict[str, float]] = {}  # the medians behind each choice, in ms
-        self.measured_s = 0.0  # seconds spent measuring (the trainer keeps it out of train_s)
-        self._seen = self._forward = None  # last input's (shape, dtype, device) and the forward chosen for it
-
-    def forward(self, x, step=None):
-        seen = (x.shape, x.dtype, x.device)
-        if seen != self._seen:  # the hot path is one tuple compare; a new shape looks up or measures
-            self.chosen, self._seen = self._choose(x, step), seen
-            self._forward = self.candidates[self.chosen].forward
-        return self._forward(self.norm, x, step)
-
-    def _choose(self, x, step) -> str:
-        key = (x.device.type, x.dtype, tuple(x.shape))
-        if key not in self.choices:
-            began = time.perf_counter()
-            self.timings[key] = measure(self.norm, x, step, self.candidates)
-            self.choices[key] = min(self.timings[key], key=self.timings[key].get)
-            self.measured_s += time.perf_counter() - began
-        return self.choices[key]
-
-    def extra_repr(self) -> str:
-        return f"impl=auto, chosen={self.chosen or 'at first call'}"
-
-
 def norm_class(kind: str, impl: str = "native") -> type[Norm]:
     if kind not in kind_names():
         raise ValueError(f"unknown norm kind {kind!r}; valid: {', '.join(kind_names())}")
     if impl not in impl_names():
         raise ValueError(f"unknown norm impl {impl!r}; valid: {', '.join(impl_names())}")
-    classes = classes_of(kind_of(kind))
-    chosen = "native" if impl == "auto" else impl
-    if chosen not in classes:
+    described = kind_of(kind)
+    if impl == "auto":  # the class that decides per input where the kind has a kernel to prefer, else native
+        return getattr(layers, described.auto_class) if described.auto_class else classes_of(described)["native"]
+    classes = classes_of(described)
+    if impl not in classes:
         raise ValueError(f"norm {kind!r} has no impl {impl!r}; it has: " + ", ".join(classes) + ", auto")
-    return classes[chosen]
+    return classes[impl]
 
 
 def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.0, affine: bool = True,
-               impl: str = "native", fp32: bool = True, per_step: bool = False, gain_offset: bool = False,
+               impl: str = DEFAULT_IMPL, fp32: bool = True, per_step: bool = False, gain_offset: bool = False,
                bn_mask: bool = True, **params) -> nn.Module:
     """Build a normalization layer over the last dimension of (..., dim) inputs.
 
-    kind: none | bn | ln | rms | scale | dyt (kinds.kind_names()).   impl: native (fused PyTorch op) | reference
-    (textbook formula) | auto (whichever measures faster here, per shape) | a kind's own (rms: compiled).
+    kind: none | bn | ln | rms | scale | dyt (kinds.kind_names()).   impl: auto (the default: native's
+    arithmetic by the fastest kernel of it that runs for the input, dispatch.py) | native (fused PyTorch op) |
+    reference (textbook formula) | a kind's own (rms: compiled).
     fp32: compute in fp32 under autocast (True) or in the input's dtype (False).   per_step: kinds with
     batch statistics, separate statistics per time step (inside a recurrence).   gain_offset: store
     gamma - 1 instead of gamma (kinds with a per-feature gain; the others ignore it).   bn_mask: kinds
@@ -182,6 +155,4 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     if described.batch_stats:
         extra["mask_padding"] = bn_mask
     norm = cls(dim, eps=eps, gamma_init=gamma_init, affine=affine, **extra)
-    if impl == "auto" and not stepwise and described.classes["native"] != described.classes["reference"]:
-        norm = AutoNorm(kind, norm)
-    return Fp32Norm(norm) if fp32 else InputDtypeNorm(norm)
+    return Fp32Norm(norm, impl) if fp32 else InputDtypeNorm(norm, impl)

@@ -1,7 +1,8 @@
 """One descriptor per norm kind: the one place a kind is described.
 
 What a kind uses (eps, a gain, a bias, extra parameters, batch statistics), which layer class each
-impl builds, and whether the kernel benchmark times it. The config schema (valid kinds and impls,
+impl builds, which of its kernels ``impl=auto`` prefers on each device, and whether the kernel
+benchmark times it. The config schema (valid kinds and impls,
 the eps rule), the run's identity (which ``norm.*`` settings cannot change a run of this kind),
 the factory (``build_norm``) and ``normbench bench kernels`` all read it, so adding a kind is its
 descriptor here, its class in ``layers.py``, its ``conf/norm/`` file and its test.
@@ -11,7 +12,7 @@ Imports no torch and nothing of normbench but its range checks (normbench/checks
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
@@ -19,6 +20,7 @@ from normbench.checks import require_positive
 
 CORE_IMPLS = ("native", "reference")  # every kind has both (the same class where there is one formula)
 GAINS = ("feature", "scalar", "none")
+DEFAULT_IMPL = "auto"  # norm.impl's default: native's arithmetic, by the fastest kernel of it that runs (dispatch.py)
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,25 @@ class NormKind:
     per_step: str | None = None  # the class with separate statistics per time step, inside a recurrence
     active: bool = True          # False: the identity (norm=none), nothing computed, nowhere to place it
     timed: bool = True           # `normbench bench kernels` times it
+    # impl=auto's table (normbench/norms/dispatch.py): per device type, the kind's own kernels of native's
+    # arithmetic to run instead of native, first that runs wins, each measured faster than native there
+    # (reports/bench-cpu/kernels.csv); native everywhere else. Never reference: another arithmetic.
+    fastest: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # the class impl=auto builds where ``fastest`` names a kernel: a subclass of native's with its
+    # parameters and state_dict, whose forward runs the kernel dispatch.py decides on
+    auto_class: str | None = None
 
     def __post_init__(self):
         missing = [impl for impl in CORE_IMPLS if impl not in self.classes]
         if missing or self.gain not in GAINS:
             raise ValueError(f"norm kind {self.name!r}: needs classes for {', '.join(CORE_IMPLS)} "
                              f"and a gain in {GAINS}")
+        named = {impl for impls in self.fastest.values() for impl in impls}
+        if named - (set(self.classes) - set(CORE_IMPLS)) or bool(named) != bool(self.auto_class):
+            raise ValueError(f"norm kind {self.name!r}: fastest may name only its own kernels (not "
+                             f"{', '.join(CORE_IMPLS)}), and needs an auto_class exactly when it names one")
         object.__setattr__(self, "classes", MappingProxyType(dict(self.classes)))
+        object.__setattr__(self, "fastest", MappingProxyType({d: tuple(i) for d, i in self.fastest.items()}))
 
     @property
     def has_parameters(self) -> bool:
@@ -75,7 +89,8 @@ def kind_names() -> tuple[str, ...]:
 
 
 def impl_names() -> tuple[str, ...]:
-    """Every norm.impl value: the core pair, auto (whichever of them measures faster), and each kind's own."""
+    """Every norm.impl value: the core pair, auto (native's arithmetic by the fastest kernel of it here), and
+    each kind's own."""
     extra = (impl for kind in _REGISTRY.values() for impl in kind.classes if impl not in CORE_IMPLS)
     return (*CORE_IMPLS, "auto", *dict.fromkeys(extra))
 
@@ -84,6 +99,12 @@ def kind_of(name: str) -> NormKind:
     if name not in _REGISTRY:
         raise ValueError(f"unknown norm kind {name!r}; valid: {', '.join(_REGISTRY)}")
     return _REGISTRY[name]
+
+
+def builds_native(kind: str, impl: str) -> bool:
+    """Whether ``impl`` builds the kind's native class itself: native, and auto where the kind's descriptor
+    names no faster kernel (what the hand-written in-cell recurrences, which compute native LN, need)."""
+    return impl == "native" or (impl == "auto" and kind_of(kind).auto_class is None)
 
 
 def require_eps(kind: str, eps: float, key: str = "norm.eps") -> None:
@@ -124,9 +145,10 @@ for _kind in (
     NormKind("bn", {"native": "BatchNorm", "reference": "BatchNormReference"}, batch_stats=True,
              per_step="StepBatchNorm"),
     NormKind("ln", {"native": "LayerNorm", "reference": "LayerNormReference"}),
-    # Zhang & Sennrich 2019: no re-centering, no bias; compiled: normbench's CPU kernel (rmsnorm.cpp)
+    # Zhang & Sennrich 2019: no re-centering, no bias; compiled: normbench's CPU kernel (rmsnorm.cpp), about
+    # 5x native's forward+backward on a CPU (F.rms_norm's backward is unfused there), LayerNorm's speed
     NormKind("rms", {"native": "RMSNorm", "reference": "RMSNormReference", "compiled": "RMSNormCompiled"},
-             bias=False),
+             bias=False, fastest={"cpu": ("compiled",)}, auto_class="RMSNormAuto"),
     NormKind("scale", {"native": "ScaleNorm", "reference": "ScaleNormReference"}, gain="scalar", bias=False),
     # elementwise tanh: no statistics, so no eps, and one formula (no fused op to compare against)
     NormKind("dyt", {"native": "DynamicTanh", "reference": "DynamicTanh"}, eps=False, params=("alpha_init",)),

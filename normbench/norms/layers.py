@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from normbench.norms import rmsnorm_cpu
+from normbench.norms.dispatch import AutoImpl
 from normbench.padding import masked_batch_norm, real_rows
 
 
@@ -118,10 +119,22 @@ class RMSNormCompiled(RMSNorm):
     each row each way) for fp32/fp64 on a CPU, the fastest RMSNorm the suite has there; anywhere
     else (a GPU, half precision, no compiler) PyTorch's native one. Same function, tested equal."""
 
+    @staticmethod
+    def runs_on(device_type: str, dtype: torch.dtype) -> bool:
+        """Whether the compiled kernel, not the native fall-back, runs for inputs of this device and dtype."""
+        return rmsnorm_cpu.runs_on(device_type, dtype)
+
     def forward(self, x, step=None):
         if rmsnorm_cpu.usable(x):
             return rmsnorm_cpu.RMSNormFunction.apply(x, self.weight, self.eps)
         return super().forward(x, step)
+
+
+class RMSNormAuto(AutoImpl, RMSNorm):
+    """impl="auto" (the default): native RMSNorm's parameters, run by the compiled kernel where it runs
+    (a CPU, fp32/fp64, the kernel built), by native elsewhere (normbench/norms/dispatch.py)."""
+
+    kind = "rms"
 
 
 class BatchNorm(_AffineNorm):

@@ -17,8 +17,13 @@ TORCH_DTYPES = (torch.float32, torch.float64)  # what the kernel computes in
 KERNEL = cpu_build.Kernel(Path(__file__).with_name("rmsnorm.cpp"), "compiled RMSNorm", "the native one")
 
 
+def runs_on(device_type: str, dtype: torch.dtype) -> bool:
+    """Whether the kernel computes inputs of this device and dtype (builds it on first use)."""
+    return device_type == "cpu" and dtype in TORCH_DTYPES and KERNEL.load() is not None
+
+
 def usable(x: torch.Tensor) -> bool:
-    return x.device.type == "cpu" and x.dtype in TORCH_DTYPES and KERNEL.load() is not None
+    return runs_on(x.device.type, x.dtype)
 
 
 class RMSNormFunction(torch.autograd.Function):

@@ -10,7 +10,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from normbench.checks import ConfigError, one_of as _one_of
-from normbench.norms.kinds import impl_names, kind_names, kind_of, require_eps
+from normbench.norms.kinds import DEFAULT_IMPL, impl_names, kind_names, kind_of, require_eps
 
 
 @dataclass
@@ -22,7 +22,7 @@ class NormSpec:
     eps: float = 1e-5
     gamma_init: float = 1.0
     affine: bool = True
-    impl: str = "native"
+    impl: str = DEFAULT_IMPL   # auto: native's arithmetic by the fastest kernel of it here (norms/dispatch.py)
     fp32: bool = True          # compute the norm in fp32 under bf16/fp16 autocast
     alpha_init: float = 0.5    # DyT only
     gain_offset: bool = False  # store gamma - 1 (Gemma's RMSNorm): weight decay pulls the gain toward 1

@@ -60,7 +60,7 @@ def test_quick_kernels_run_end_to_end(tmp_path):
     data = json.loads((tmp_path / "kernels.json").read_text())
     ok = [r for r in data["rows"] if r["status"] == "ok"]
     assert {(r["kind"], r["impl"]) for r in ok} >= {("copy", "copy"), ("ln", "native"), ("rms", "reference")}
-    assert {r["dtype"] for r in ok} == {"fp32", "bf16"} and len({r["hidden"] for r in ok}) == 2
+    assert {r["dtype"] for r in ok} == {"fp32", "bf16"} and {r["hidden"] for r in ok} == {64, 256, 1024}
     assert all(r["gbps"] > 0 and r["copy_fraction"] > 0 for r in ok)
     assert data["environment"]["torch"] and data["environment"]["threads"] == 1
     assert data["environment"]["allocator"] == "default"
@@ -76,8 +76,41 @@ def test_auto_is_judged_per_round_against_the_fastest_other_impl():
     auto = by[("auto", "fwd+bwd")]
     fastest = min((by[(i, "fwd+bwd")] for i in ("native", "reference")), key=lambda r: r["median_ms"])
     assert auto["time_vs_fastest_other"] > 0 and fastest["time_vs_fastest_other"] > 0
-    (line,) = kernels.auto_ratios(rows, "cmd")
-    assert line.value == auto["time_vs_fastest_other"] and line.target == "<= 1.10" and "ln" in line.note
+    assert auto["fastest_other"] == fastest["impl"] and auto["auto_ran"] == "native"
+    forward, train = kernels.auto_ratios(rows, "cmd")
+    assert train.value == auto["time_vs_fastest_other"] and train.target == "<= 1.10" and "ln" in train.note
+    assert "forward," in forward.name and forward.target is None  # forward is reported, not held to a target
+
+
+def test_every_kind_default_and_best_against_layernorms_both_passes_at_tiny_widths():
+    """Every timed kind, forward and forward+backward, at the widths the defaults are held at: the default
+    names what it ran and its ratio to the fastest other impl, every kind's best meets LayerNorm's best,
+    and RMSNorm's default meets LayerNorm's default at each width. Timings are not asserted."""
+    impls = ("native", "reference", "auto", "compiled")
+    rows = [r for hidden in (64, 1024) for r in kernels.measure_shape(
+        8, hidden, "fp32", torch.device("cpu"), impls=impls, repeats=1, min_loop_s=1e-5)]
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert {(r["kind"], r["pass"]) for r in ok if r["impl"] == "auto"} == {
+        (k, p) for k in kernels.KERNEL_KINDS for p in kernels.PASSES} and "none" not in kernels.KERNEL_KINDS
+    defaults = {(r["kind"], r["hidden"]): r for r in ok if r["impl"] == "auto" and r["pass"] == "fwd+bwd"}
+    assert defaults[("rms", 64)]["auto_ran"] in ("compiled", "native") and defaults[("ln", 64)]["auto_ran"] == "native"
+    assert all(r["time_vs_fastest_other"] > 0 and r["fastest_other"] and r["time_vs_default_ln"] > 0
+               for r in defaults.values())
+    best = {line.name for line in kernels.best_ratios(ok, "cmd")}
+    assert best == {f"fastest {k} time, fp32 {p} (median over shapes)" for k in kernels.KERNEL_KINDS if k != "ln"
+                    for p in ("forward", "forward+backward")}
+    forward, train = kernels.default_ratios(ok, "cmd")
+    assert train.target == "<= 1.00" and "per width: 64 " in train.note and ", 1024 " in train.note
+    assert train.value == max(defaults[("rms", h)]["time_vs_default_ln"] for h in (64, 1024))
+    table = kernels.defaults_table(ok)
+    assert "default / fastest other" in table and "| rms | forward+backward | 1024 |" in table
+
+
+def test_in_half_precision_the_default_is_not_held_to_impls_of_another_arithmetic():
+    rows = kernels.measure_shape(8, 64, "bf16", torch.device("cpu"), kinds=("rms",),
+                                 impls=("native", "reference", "auto"), repeats=1, min_loop_s=1e-5)
+    (auto,) = [r for r in rows if (r["impl"], r["pass"], r["status"]) == ("auto", "fwd+bwd", "ok")]
+    assert auto["fastest_other"] == "native" and auto["auto_ran"] == "native"  # the kernel is fp32/fp64 only
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's; other platforms keep their allocator")

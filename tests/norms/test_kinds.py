@@ -89,6 +89,16 @@ def test_a_descriptor_needs_both_core_impls_and_a_known_gain():
         register(NormKind("ln", {"native": "LayerNorm", "reference": "LayerNorm"}))
 
 
+def test_auto_may_prefer_only_a_kinds_own_kernels_and_needs_its_class_for_them():
+    both = {"native": "RMSNorm", "reference": "RMSNormReference"}
+    with pytest.raises(ValueError, match="fastest may name only its own kernels"):
+        NormKind("r", both, fastest={"cpu": ("reference",)}, auto_class="RMSNormAuto")  # another arithmetic
+    with pytest.raises(ValueError, match="needs an auto_class"):
+        NormKind("r", {**both, "compiled": "RMSNormCompiled"}, fastest={"cpu": ("compiled",)})
+    assert kind_of("rms").fastest == {"cpu": ("compiled",)} and kind_of("rms").auto_class == "RMSNormAuto"
+    assert not any(kind_of(k).fastest for k in KINDS if k != "rms")  # native is the fastest of the rest
+
+
 def test_a_kinds_own_parameters_go_to_it_alone():
     assert build_norm("dyt", 4, alpha_init=2.0).norm.alpha.item() == 2.0
     assert build_norm("dyt", 4).norm.alpha.item() == 0.5  # the class's default

@@ -1,13 +1,16 @@
 """Every norm x impl against float64 formulas written here, forward and backward."""
 
+import inspect
 import math
 
 import pytest
 import torch
+from torch import nn
 
-from normbench.norms import KINDS, REGISTRY, BatchNorm, Fp32Norm, InputDtypeNorm, NormSpec, StepBatchNorm, build_norm
+from normbench.norms import (KINDS, REGISTRY, BatchNorm, Fp32Norm, InputDtypeNorm, NormSpec, RMSNorm, RMSNormCompiled,
+                             StepBatchNorm, auto_choices, build_norm, decisions, dispatch, norm_class, rmsnorm_cpu)
 
-IMPLS = ("native", "reference")  # "auto" picks one of these: tested on its own below
+IMPLS = ("native", "reference")  # "auto" runs native's arithmetic by the fastest kernel of it: tested on its own below
 SHAPES = [(5, 7), (3, 4, 16), (2, 1, 1), (6, 2), (1, 3, 33)]
 
 
@@ -45,7 +48,7 @@ def _set_affine(norm, gamma, beta):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("impl", (*IMPLS, "auto"))
 @pytest.mark.parametrize("shape", SHAPES)
 def test_forward_and_backward_match_float64_formula(kind, impl, shape):
     if kind == "bn" and math.prod(shape[:-1]) < 2:
@@ -72,7 +75,7 @@ def test_forward_and_backward_match_float64_formula(kind, impl, shape):
 
 
 @pytest.mark.parametrize("kind", ["ln", "rms", "bn", "scale", "dyt"])
-@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("impl", (*IMPLS, "auto"))
 def test_gradcheck_double(kind, impl):
     torch.manual_seed(1)
     norm = build_norm(kind, 6, eps=1e-3, impl=impl).double()
@@ -222,51 +225,61 @@ def test_registry_covers_every_kind_and_impl():
     assert issubclass(REGISTRY[("bn", "reference")], BatchNorm)
 
 
-@pytest.mark.parametrize("kind", ["ln", "rms", "bn", "scale"])
-def test_auto_measures_once_then_uses_the_faster_impl_with_the_same_result(kind, monkeypatch):
-    from normbench.norms import dispatch as norm_dispatch
-
-    torch.manual_seed(8)
-    auto = build_norm(kind, 16, impl="auto")
-    assert "chosen=at first call" in repr(auto)
-    inner = auto.norm.norm
-    x = torch.randn(64, 16) * 3 + 2
-    y = auto(x)
-    chosen = auto.norm.chosen
-    assert chosen in ("native", "reference") and f"chosen={chosen}" in repr(auto)
-    assert list(auto.norm.choices.values()) == [chosen] and auto.norm.measured_s > 0  # the layer reports both
-    assert all(p.grad is None for p in auto.parameters())  # measuring accumulated no gradients
-    if kind == "bn":  # measuring ran training-mode forwards 2 x (1 + 5) times, yet statistics moved once
-        torch.testing.assert_close(inner.running_mean, 0.1 * x.mean(0))
-    reference = build_norm(kind, 16, impl=chosen)
-    torch.testing.assert_close(y, reference(x))
-    calls = []
-    monkeypatch.setattr(norm_dispatch, "_fwd_bwd", lambda *a: calls.append(1))
-    auto(torch.randn(8, 16))  # another shape: measured once more
-    auto(x)  # the first shape again: its kept choice
-    assert len(calls) > 0 and len(auto.norm.choices) == 2
-    calls.clear()
-    auto(x)
-    assert calls == []
+def test_auto_is_the_default_and_builds_native_itself_where_a_kind_has_no_faster_kernel():
+    assert NormSpec().impl == "auto" and inspect.signature(build_norm).parameters["impl"].default == "auto"
+    for kind in ("ln", "bn", "scale", "dyt"):
+        assert type(build_norm(kind, 8).norm) is norm_class(kind, "native"), kind
+        assert auto_choices(nn.Sequential(build_norm(kind, 8))) == {"0": "native"}
+    assert type(build_norm("bn", 8, per_step=True).norm) is StepBatchNorm  # per-step statistics: native
+    assert auto_choices(nn.Sequential(build_norm("ln", 8, impl="native"))) == {}  # not built with auto: not named
 
 
-def test_auto_first_met_under_no_grad_still_measures_forward_and_backward(monkeypatch):
-    auto = build_norm("ln", 8, impl="auto")
-    with torch.no_grad():  # e.g. evaluation with a batch size training never used
-        y = auto(torch.randn(5, 8))
-    assert auto.norm.chosen in ("native", "reference") and not y.requires_grad
+def test_auto_rmsnorm_is_native_rmsnorm_run_by_the_compiled_kernel_where_it_runs():
+    """Native's parameters and state_dict (a checkpoint of either loads into the other), native's
+    function (to rounding), and on a CPU in fp32 the compiled kernel; what ran is named per site."""
+    torch.manual_seed(3)
+    auto, native = build_norm("rms", 16, gamma_init=0.5), build_norm("rms", 16, impl="native", gamma_init=0.5)
+    assert isinstance(auto.norm, RMSNorm) and auto.state_dict().keys() == native.state_dict().keys()
+    native.load_state_dict(auto.state_dict())
+    assert "decided at first call" in repr(auto) and auto_choices(nn.Sequential(auto)) == {"0": None}
+    x, upstream = torch.randn(6, 16) * 3 + 1, torch.randn(6, 16)
+    for norm in (auto, native):  # forward and the whole backward of each, on the same input
+        xi = x.clone().requires_grad_()
+        norm.grads = [norm(xi), *torch.autograd.grad(norm(xi), [xi, norm.norm.weight], upstream)]
+    for a, b in zip(auto.grads, native.grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    ran = "compiled" if rmsnorm_cpu.KERNEL.load() is not None else "native"
+    assert auto.norm.chosen == ran and f"impl=auto ({ran})" in repr(auto)
+    assert decisions()["rms cpu float32 16"] == ran and auto.norm.measured_s >= 0
+    half = build_norm("rms", 16, fp32=False)  # bf16 in its own dtype: the kernel is fp32/fp64 only
+    half(x.to(torch.bfloat16))
+    assert half.norm.chosen == "native" and decisions()["rms cpu bfloat16 16"] == "native"
 
 
-def test_auto_measures_with_a_dense_upstream_gradient_as_training_gives(monkeypatch):
-    """out.sum()'s gradient is a stride-0 expansion: native fp32 BatchNorm's backward takes a much
-    slower path for it on a CPU, and auto once chose the reference BatchNorm for that reason."""
-    upstream = []
-    original = torch.autograd.grad
-    monkeypatch.setattr(torch.autograd, "grad",
-                        lambda out, wrt, grad_outputs=None, **kw: upstream.append(grad_outputs)
-                        or original(out, wrt, grad_outputs, **kw))
-    build_norm("bn", 8, impl="auto")(torch.randn(6, 8))
-    assert upstream and all(g is not None and g.is_contiguous() and 0 not in g.stride() for g in upstream)
+def test_auto_decides_once_per_process_and_falls_back_to_native_without_a_compiler(monkeypatch):
+    asked = []
+    monkeypatch.setattr(dispatch, "_DECIDED", {})  # this test's decisions, not the process's
+    monkeypatch.setattr(rmsnorm_cpu.KERNEL, "module", None)
+    monkeypatch.setattr(rmsnorm_cpu.KERNEL, "unavailable", "RuntimeError: no compiler (test)")
+    real = RMSNormCompiled.runs_on
+    monkeypatch.setattr(RMSNormCompiled, "runs_on", staticmethod(lambda *a: asked.append(a) or real(*a)))
+    layers_ = [build_norm("rms", 8) for _ in range(3)]
+    for norm in layers_:
+        torch.testing.assert_close(norm(torch.ones(2, 8)), torch.ones(2, 8), rtol=1e-4, atol=1e-4)
+    assert len(asked) == 1 and all(n.norm.chosen == "native" for n in layers_)  # one decision for all three
+    layers_[0](torch.ones(2, 4, 8))  # another shape, the same width: the same decision
+    build_norm("rms", 4)(torch.ones(2, 4))  # another width: decided for it
+    assert len(asked) == 2 and dispatch.decisions() == {"rms cpu float32 8": "native", "rms cpu float32 4": "native"}
+
+
+def test_auto_runs_native_while_torch_compile_traces(monkeypatch):
+    """A C++ kernel is opaque to dynamo; inductor fuses native's ops (model.cell_kernel=compile)."""
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    monkeypatch.setattr(RMSNormCompiled, "forward", lambda *a: pytest.fail("the C++ kernel ran under torch.compile"))
+    norm = build_norm("rms", 8)
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(norm(x), build_norm("rms", 8, impl="native")(x))
+    assert norm.norm.choices == {}
 
 
 # --- gain_offset: the parameter is gamma - 1 (Gemma's RMSNorm), the function is unchanged -------------
