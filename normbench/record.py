@@ -246,7 +246,7 @@ def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
         if item.name not in values:
             continue
         value, key = values[item.name], f"{prefix}{item.name}"
-        group = TASK_CONFIGS.get(value.get("name")) if item.name == "task" and isinstance(value, dict) else (
+        group = TASK_CONFIGS.get(str(value.get("name"))) if item.name == "task" and isinstance(value, dict) else (
             item.default_factory if is_dataclass(item.default_factory) else None)
         if group is not None or is_dataclass(item.default_factory):
             if not isinstance(value, dict):
@@ -259,6 +259,16 @@ def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
         if allowed and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
             return f"{key} is not of type {item.type}"
     return None
+
+
+def interpolation_in(value: object, prefix: str = "config") -> str | None:
+    """The dotted key of the first string in ``value`` that OmegaConf would resolve (``${...}``), or
+    None. A record's values are data: what rebuilds a run from one (bench arms, tune) refuses such a
+    value rather than resolve ``${oc.env:SECRET}`` or pass it on; the runner records resolved configs."""
+    if isinstance(value, str):
+        return prefix if "${" in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return next((found for key, item in items if (found := interpolation_in(item, f"{prefix}.{key}"))), None)
 
 
 def read_summary(path: Path) -> RunRecord | SetAside:

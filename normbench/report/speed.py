@@ -9,7 +9,6 @@ where it has none, it says "per-run timing, noisy". Torch-free: it reads JSON on
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from pathlib import Path
@@ -18,6 +17,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from normbench.record import Unreadable, read_json_file
 
 FILE = "paired-timing.json"
 SCHEMA = "normbench.paired-timing/1"
@@ -57,9 +58,9 @@ def _files_near(paths: Iterable[Path]) -> list[Path]:
 
 
 def _read(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    try:  # the hardened reader: a FIFO or a link to /dev/zero there never hangs the report
+        data = read_json_file(path, 16 << 20)
+    except Unreadable:
         return None
     return data if isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("arms"), list) else None
 
