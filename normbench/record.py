@@ -246,6 +246,8 @@ def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
         if item.name not in values:
             continue
         value, key = values[item.name], f"{prefix}{item.name}"
+        if item.name == "task" and isinstance(value, dict) and not isinstance(value.get("name", ""), str):
+            return f"{key}.name is not a string"  # the task's name picks its schema: a list is no name
         group = TASK_CONFIGS.get(str(value.get("name"))) if item.name == "task" and isinstance(value, dict) else (
             item.default_factory if is_dataclass(item.default_factory) else None)
         if group is not None or is_dataclass(item.default_factory):

@@ -51,6 +51,7 @@ _DURATION = re.compile(r"^(\d{1,12}(?:\.\d{1,12})?)([smh]?)$")
 MAX_SEEDS = 1_000
 MAX_JOBS = 256
 MAX_BUDGET_S = 30 * 24 * 3600
+CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the round too: it gets this long to stop by itself
 
 
 class StudyArgumentError(ValueError):
@@ -190,7 +191,7 @@ def _stop_child(child: subprocess.Popen, signum: int | None) -> None:
     Further signals are held off meanwhile, so the child is never left running behind the runner."""
     held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        steps = [(signum, 60)] if signum is not None else [(None, 5), (signal.SIGINT, 60)]
+        steps = [(signum, 60)] if signum is not None else [(None, CTRL_C_GRACE_S), (signal.SIGINT, 60)]
         for send, wait in [*steps, (signal.SIGKILL, None)]:
             if child.poll() is not None:
                 return
