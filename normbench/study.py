@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from normbench import study_info, study_plan
+from normbench import study_info
+from normbench.report import study_plan
 from normbench.record import RESULT_STATUSES, MAX_STRING, read_run_file, Unreadable
 
 _DURATION = re.compile(r"^(\d{1,12}(?:\.\d{1,12})?)([smh]?)$")

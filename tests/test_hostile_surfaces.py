@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from normbench import compare, record, study, study_plan, tune
+from normbench import compare, record, study, tune
 from normbench.bench import arms
 from normbench.record import Unreadable, folder_inside, read_json_file, write_file, write_inside
-from normbench.report import build_report
+from normbench.report import build_report, study_plan
 from normbench.report.output import STAGING, remove_stale_staging
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")

@@ -18,7 +18,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench import study_plan
+from normbench.report import study_plan
 from normbench.report import aggregate, answers, figures, profiles, speed, tables, tuning
 from normbench.report.claims import CLAIMS, evaluate_claims
 from normbench.report.intervals import METHOD

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from normbench.record import Unreadable, read_run_file
+from normbench.record import Unreadable, read_json_file
 
 MANIFEST = ".normbench-report.json"
 STAGING = ".normbench-report-staging-"
@@ -136,8 +136,8 @@ class ReportOutput:
         if not _regular(path):
             raise OutputError(problem)
         try:
-            manifest = json.loads(read_run_file(path, MAX_MANIFEST_BYTES).decode("utf-8"))
-        except (Unreadable, UnicodeDecodeError, ValueError, RecursionError):
+            manifest = read_json_file(path, MAX_MANIFEST_BYTES)
+        except Unreadable:
             raise OutputError(problem) from None
         files = manifest.get("files") if isinstance(manifest, dict) else None
         if not isinstance(files, dict) or manifest.get("schema") != SCHEMA or not all(

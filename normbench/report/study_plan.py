@@ -8,7 +8,7 @@ and the report applies it only to records of that study under the file's folder:
 another study, one without this schema or a planted one changes nothing and is named in one line.
 A second study run into the same folder writes sequential-<id>.json beside the first's file.
 
-Torch-free: the report imports it.
+Torch-free: the report imports it, and the study runner writes through it.
 """
 
 from __future__ import annotations
