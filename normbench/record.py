@@ -200,7 +200,9 @@ def parse_record(data: bytes) -> dict:
     wide = next((key for key in COLUMN_FIELDS if _keys(summary.get(key)) > MAX_COLUMN_KEYS), None)
     if wide:
         raise Unreadable(f"{wide} has more than {MAX_COLUMN_KEYS:,} keys")
-    mistyped = _mistyped(summary.get("config") or {}, Config, "config.") or _mistyped_study(summary.get("study"))
+    mistyped = (_mistyped(summary.get("config") or {}, Config, "config.") or _mistyped_study(summary.get("study"))
+                or next((f"metrics.{k} is not a number" for k, v in (summary.get("metrics") or {}).items()
+                         if isinstance(v, (str, dict))), None))  # the runner's metrics: numbers, null, step lists
     if mistyped:
         raise Unreadable(mistyped)
     return summary
@@ -264,11 +266,12 @@ def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
 
 
 def interpolation_in(value: object, prefix: str = "config") -> str | None:
-    """The dotted key of the first string in ``value`` that OmegaConf would resolve (``${...}``), or
-    None. A record's values are data: what rebuilds a run from one (bench arms, tune) refuses such a
-    value rather than resolve ``${oc.env:SECRET}`` or pass it on; the runner records resolved configs."""
+    """The dotted key of the first string in ``value`` that OmegaConf would not take as text: one it
+    would resolve (``${...}``) or its missing-value mark ``???``; None when there is none. A record's
+    values are data: what rebuilds a run from one (bench arms, tune) refuses such a value rather than
+    resolve ``${oc.env:SECRET}`` or pass it on; the runner records resolved configs."""
     if isinstance(value, str):
-        return prefix if "${" in value else None
+        return prefix if "${" in value or value == "???" else None
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     return next((found for key, item in items if (found := interpolation_in(item, f"{prefix}.{key}"))), None)
 

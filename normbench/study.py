@@ -46,7 +46,7 @@ from normbench import study_info
 from normbench.report import study_plan
 from normbench.record import RESULT_STATUSES, MAX_STRING, read_run_file, Unreadable
 
-_DURATION = re.compile(r"^(\d{1,12}(?:\.\d{1,12})?)([smh]?)$")
+_DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
 # Bounds checked before anything runs: beyond them a study is a typo, not a plan (a thousand seeds
 # per arm is past any budget here, and the plan's looks are built up front).
 MAX_SEEDS = 1_000
@@ -68,7 +68,7 @@ class _Parser(argparse.ArgumentParser):
 
 def budget_seconds(text: str) -> float:
     """ "30m", "90s", "1.5h" or a plain number of seconds, up to 30 days."""
-    match = _DURATION.match(text.strip())
+    match = _DURATION.fullmatch(text.strip())
     if not match or float(match.group(1)) <= 0:
         raise StudyArgumentError(f"--budget must be a positive duration such as 30m, 90s or 1h, got {text[:80]!r}")
     seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]

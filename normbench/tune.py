@@ -95,7 +95,7 @@ def arm_file(config: dict, lr: float) -> str:
 
     found = interpolation_in(config)
     if found:
-        raise ArmRefused(f"{found[:200]} holds an interpolation (${{...}})")
+        raise ArmRefused(f"{found[:200]} holds an interpolation (${{...}}) or ???")
     settings = _recognised(config, Config)
     values = {k: v for k, v in settings.items() if k not in HARNESS and k not in ("hydra", "seed", "role", "lr")}
     defaults = []
@@ -103,7 +103,7 @@ def arm_file(config: dict, lr: float) -> str:
         option = settings[group].get(field) if isinstance(settings.get(group), dict) else None
         if option is None:
             continue
-        if not isinstance(option, str) or not _OPTION.match(option) or ".." in option:
+        if not isinstance(option, str) or not _OPTION.fullmatch(option) or ".." in option:
             raise ArmRefused(f"{group}.{field} {str(option)[:60]!r} is not the name of a {group} option")
         defaults.append({f"override /{group}": option})
     body = {"defaults": defaults, **values, "lr": float(lr)}

@@ -142,6 +142,27 @@ def test_a_summary_with_400000_metric_keys_is_set_aside_in_a_second(tmp_path):
     assert isinstance(found, record.SetAside) and "keys" in found.why and time.monotonic() - started < 5
 
 
+# name -> a paired-timing.json beside the records that the report passes over (never hangs or crashes on)
+PAIRED_TIMING = {
+    "fifo": lambda p: os.mkfifo(p),
+    "dev_zero": lambda p: p.symlink_to("/dev/zero"),
+    "folder": lambda p: p.mkdir(),
+    "arms_not_objects": lambda p: p.write_text(json.dumps({"schema": "normbench.paired-timing/1", "arms": [1, None]})),
+    "group_a_dict": lambda p: p.write_text(json.dumps({"schema": "normbench.paired-timing/1",
+                                                        "arms": [{"group": {"a": 1}, "study": ["x"]}]})),
+    "rounds_text": lambda p: p.write_text(json.dumps({"schema": "normbench.paired-timing/1",
+                                                       "arms": [{"group": "g", "rounds_ms": ["a"]}]})),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRED_TIMING))
+def test_the_report_passes_over_a_hostile_paired_timing_file(tmp_path, name):
+    from normbench.report import speed
+
+    PAIRED_TIMING[name](tmp_path / "paired-timing.json")
+    assert speed.paired_timing([tmp_path]).empty
+
+
 # -- plan files (sequential.json): which apply ------------------------------------------------------
 STUDY = {"schema": "normbench.study/1", "id": "abc", "name": "dropout", "arms": ["model.dropout_at"], "command": ""}
 
@@ -264,7 +285,7 @@ BAD_STUDY_ARGUMENTS = [
     (["--max-seeds", "50000000"], "--max-seeds"), (["--jobs", "100000"], "--jobs"),
     (["--budget", "99999999999h"], "--budget"), (["--budget", "9" * 5000], "--budget"), (["--alpha", "nan"], "--alpha"),
     (["--pilot", "three"], "invalid int"), (["--max-seeds"], "expected one argument"),
-    (["--alpha", "inf"], "--alpha"),
+    (["--alpha", "inf"], "--alpha"), (["--budget", "\u0661\u0660m"], "--budget"),  # Arabic-Indic digits
 ]
 BAD_OUTS = ["file", "plan_folder", "plan_fifo", "under_a_file"]
 
@@ -345,6 +366,8 @@ HOSTILE_ARMS = {
     "interpolation_in_list": {**RECORDED, "tags": ["${oc.env:HOME}"]},
     "option_path": {**RECORDED, "model": {"family": "../../../etc/passwd"}},
     "option_dict": {**RECORDED, "norm": {"kind": {"a": 1}}},
+    "option_newline": {**RECORDED, "model": {"family": "gru\n"}},
+    "missing_mark": {**RECORDED, "task": {"name": "adding", "path": "???"}},
 }
 
 

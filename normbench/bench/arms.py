@@ -115,7 +115,7 @@ def build(arm: Arm, threads: int | None = None, device: str | None = None) -> Ar
     ``Trainer._timed_step`` (forward, backward, clip, optimizer step, CUDA synchronized)."""
     found = interpolation_in(arm.config)
     if found:  # a record's values are data: never resolved here, nor printed
-        raise ValueError(f"{found[:200]} in its record holds an interpolation (${{...}}); not rebuilt from it")
+        raise ValueError(f"{found[:200]} in its record holds an interpolation (${{...}}) or ???; not rebuilt from it")
     config = dict(arm.config, progress=False, resume=False)
     if threads:
         config["threads"] = threads

@@ -65,6 +65,18 @@ def _read(path: Path) -> dict | None:
     return data if isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("arms"), list) else None
 
 
+_ARM_TEXT = ("group", "arm", "study", "task", "group_hash", "reference")
+
+
+def _an_arm(arm: object) -> bool:
+    """Whether a paired-timing row has the types bench arms writes: text labels, a list of numbers."""
+    if not isinstance(arm, dict) or any(not isinstance(arm.get(k), (str, type(None))) for k in _ARM_TEXT):
+        return False
+    rounds = arm.get("rounds_ms")
+    return rounds is None or (isinstance(rounds, list) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in rounds))
+
+
 def paired_timing(runs_or_dirs: pd.DataFrame | Iterable[Path | str]) -> pd.DataFrame:
     """One row per arm that has a paired timing, newest file first where two time the same arm.
 
@@ -90,6 +102,8 @@ def paired_timing(runs_or_dirs: pd.DataFrame | Iterable[Path | str]) -> pd.DataF
         if data is None:
             continue
         for arm in data["arms"]:
+            if not _an_arm(arm):  # not a row bench arms wrote: passed over, as a file of another schema is
+                continue
             rows.append({"group": arm.get("group"), "arm": arm.get("arm"), "study": arm.get("study"),
                          "task": arm.get("task"), "group_hash": arm.get("group_hash"),
                          "step_ms_median": arm.get("step_ms_median"), "iqr": arm.get("iqr_ms"),
