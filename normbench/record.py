@@ -133,9 +133,15 @@ def read_run_file(path: Path, max_bytes: int) -> bytes:
     return data
 
 
+def _int64(text: str) -> int | float | None:
+    """An int as JSON has it, but one beyond int64 (which no table column holds) as the float it is near."""
+    number = int(text)
+    return number if -2**63 <= number < 2**63 else _finite_float(text)
+
+
 def parse_json(data: bytes, name: str, max_keys: int = MAX_KEYS):
     """The JSON value of a file's bytes, every string cut to MAX_STRING; NaN, ±Infinity and numbers
-    too large for a float read as null. Raises Unreadable with the reason it is not one: not UTF-8
+    too large for a float read as null, an int beyond int64 as a float. Raises Unreadable with the reason it is not one: not UTF-8
     JSON, nested too deeply, or more than ``max_keys`` keys (counted while parsing, so a file of
     millions of keys is refused after ``max_keys`` of them, not after building them all)."""
     keys = 0
@@ -148,8 +154,8 @@ def parse_json(data: bytes, name: str, max_keys: int = MAX_KEYS):
         return dict(pairs)
 
     try:
-        return bounded(json.loads(data.decode("utf-8"), parse_constant=lambda _: None,
-                                  parse_float=_finite_float, object_pairs_hook=counted))
+        return bounded(json.loads(data.decode("utf-8"), parse_constant=lambda _: None, parse_float=_finite_float,
+                                  parse_int=_int64, object_pairs_hook=counted))
     except (UnicodeDecodeError, ValueError):  # JSONDecodeError, an int of thousands of digits
         raise Unreadable(f"unreadable {name}") from None
     except RecursionError:

@@ -90,6 +90,7 @@ HOSTILE = {
     "study_id_list": _bytes(_json({**GOOD, "study": {"id": ["x"], "name": "a"}})),
     "study_arms_dicts": _bytes(_json({**GOOD, "study": {"id": "x", "arms": [{"a": 1}]}})),
     "keys_60k": _bytes(_json({**GOOD, "profiles": {f"p{i}": 1.0 for i in range(60_000)}})),
+    "config_steps_beyond_int64": _bytes(_json({**GOOD, "config": {**GOOD["config"], "steps": 10 ** 30}})),
     "metrics_string": _bytes(_json({**GOOD, "metrics": {**GOOD["metrics"], "best_val": "0.9"}})),
     "metrics_2k_keys": _bytes(_json({**GOOD, "metrics": {f"m{i}": 1.0 for i in range(2_000)}})),
 }
