@@ -44,7 +44,7 @@ import numpy as np
 
 from normbench import study_info
 from normbench.report import study_plan
-from normbench.record import RESULT_STATUSES, MAX_STRING, read_run_file, Unreadable
+from normbench.record import MAX_STRING, RESULT_STATUSES, Unreadable, read_run_file
 
 _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
 # Bounds checked before anything runs: beyond them a study is a typo, not a plan (a thousand seeds
@@ -157,7 +157,10 @@ def study_of(overrides: list[str]) -> dict:
     """The study these rounds are: described as a multirun of the same overrides describes itself
     (study_info.describe), so its id is the one its records carry; every round is put in it."""
     name, params, path = _sweep_params(overrides)
-    return study_info.describe(name, overrides, params, study_info.purpose_of(path))
+    try:
+        return study_info.describe(name, overrides, params, study_info.purpose_of(path))
+    except Exception as error:  # Hydra's override grammar refused one: the user's input
+        raise StudyArgumentError(f"an override cannot be parsed: {' '.join(str(error).split())[:300]}") from None
 
 
 class Stopped(Exception):

@@ -286,14 +286,15 @@ BAD_STUDY_ARGUMENTS = [
     (["--budget", "99999999999h"], "--budget"), (["--budget", "9" * 5000], "--budget"), (["--alpha", "nan"], "--alpha"),
     (["--pilot", "three"], "invalid int"), (["--max-seeds"], "expected one argument"),
     (["--alpha", "inf"], "--alpha"), (["--budget", "\u0661\u0660m"], "--budget"),  # Arabic-Indic digits
+    (["norm=[ln", "--out", "{tmp}"], "cannot be parsed"),
 ]
 BAD_OUTS = ["file", "plan_folder", "plan_fifo", "under_a_file"]
 
 
 @pytest.mark.parametrize("argv, words", BAD_STUDY_ARGUMENTS)
-def test_bad_study_numbers_are_refused_up_front_in_one_line(argv, words, capsys):
+def test_bad_study_numbers_are_refused_up_front_in_one_line(argv, words, capsys, tmp_path):
     started = time.monotonic()
-    assert study.main(argv) == 2
+    assert study.main([a.format(tmp=tmp_path) for a in argv]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1 and time.monotonic() - started < 2
 
