@@ -141,9 +141,9 @@ def _int64(text: str) -> int | float | None:
 
 def parse_json(data: bytes, name: str, max_keys: int = MAX_KEYS):
     """The JSON value of a file's bytes, every string cut to MAX_STRING; NaN, ±Infinity and numbers
-    too large for a float read as null, an int beyond int64 as a float. Raises Unreadable with the reason it is not one: not UTF-8
-    JSON, nested too deeply, or more than ``max_keys`` keys (counted while parsing, so a file of
-    millions of keys is refused after ``max_keys`` of them, not after building them all)."""
+    too large for a float read as null, an int beyond int64 as a float. Raises Unreadable with the
+    reason it is not one: not UTF-8 JSON, nested too deeply, or more than ``max_keys`` keys (counted
+    while parsing, so a file of millions of keys is refused after ``max_keys`` of them)."""
     keys = 0
 
     def counted(pairs):

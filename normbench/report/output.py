@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from normbench.record import Unreadable, read_json_file
+from normbench.record import Unreadable, read_json_file, write_file
 
 MANIFEST = ".normbench-report.json"
 STAGING = ".normbench-report-staging-"
@@ -124,9 +124,7 @@ class ReportOutput:
             if inside(self.out, rel) and _holds(self.out / rel, written[rel]):
                 (self.out / rel).unlink()
         manifest = {"schema": SCHEMA, "files": hashes}
-        draft = self.staging / MANIFEST
-        draft.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-        os.replace(draft, self.out / MANIFEST)
+        write_file(self.out / MANIFEST, json.dumps(manifest, indent=1) + "\n")  # the one writer: atomic, fsynced
 
     def _read_manifest(self) -> dict[str, str]:
         path = self.out / MANIFEST
