@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import stats
 
 from normbench.metrics import path, viewed
-from normbench.record import FINAL_STATUSES, RESULT_STATUSES
+from normbench.record import FINAL_STATUSES, RESULT_STATUSES, write_file
 from normbench.analysis import aggregate
 from normbench.analysis.intervals import mean_estimate
 from normbench.report.records import find_records, quiet_numerics
@@ -126,6 +126,8 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", 
     """(settings, only in BASELINE, only in NEW). A setting's ``problems`` say why NEW is worse there."""
     column = METRICS[metric]
     base, new = base[base["config_hash"].notna()], new[new["config_hash"].notna()]
+    # a set whose records lack the metric still has its column, so that its absence is seen (not passed)
+    base, new = (runs if column in runs else runs.assign(**{column: math.nan}) for runs in (base, new))
     key = "config_hash"
     if ignore:  # pair by every setting and the seed except the ignored keys (module docstring)
         key = "pair_key"
@@ -160,6 +162,11 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", 
             gradients={g: delta(g) for g in GRADIENTS},
             step_ms=delta(STEP_TIME, rows["status_base"].eq("ok") & rows["status_new"].eq("ok")))
         _judge(setting, metric, tolerance, relative, max_new_divergences, step_time_tolerance)
+        # a NEW run that finished without the metric its baseline has cannot pass on that metric's absence
+        lost = finished & rows[f"{column}_base"].notna() & rows[f"{column}_new"].isna()
+        if lost.any():
+            setting.problems.append(f"{metric} missing in NEW for {int(lost.sum())} of {int(finished.sum())} "
+                                    f"finished pairs")
         if exact:
             setting.problems += exact_differences(rows)
         setting.detectable = 0.0 if exact else detectable_change(setting, tolerance, relative)
@@ -378,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
                     step_time_tolerance=args.step_time_tolerance, exact=args.exact, ignore=tuple(args.ignore))
         text = markdown(settings, only_base, only_new, **said)
         if args.out is not None:
-            args.out.write_text(text, encoding="utf-8")
+            write_file(args.out, text)  # the one writer: atomic, never through a link, never into a FIFO
         if sys.stdout.isatty():  # the same summary without the escapes Markdown needs (`>`, not `&gt;`)
             text = markdown(settings, only_base, only_new, **said, cell=terminal_text)
     except (CompareError, OSError) as error:

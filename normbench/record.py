@@ -86,6 +86,12 @@ class SetAside:
 # caps are far above that and far below what would hold up (or exhaust) a report.
 MAX_RECORD_BYTES = 16 << 20
 MAX_STRING = 10_000  # characters of one string (a failure reason, a path); longer ones end in "…"
+# Keys in one file: a record holds hundreds (a deep model's per-layer profiles a few thousand);
+# 400,000 metric keys would be 400,000 report columns, minutes of work for nothing.
+MAX_KEYS = 50_000
+# Keys of each block the report turns into table columns (a record has some tens in each).
+MAX_COLUMN_KEYS = 1_000
+COLUMN_FIELDS = ("config", "axes", "task", "metrics", "throughput")
 DICT_FIELDS = ("config", "axes", "task", "metrics", "profiles", "throughput", "environment", "time",
                "precision", "rerun_of")
 
@@ -127,6 +133,42 @@ def read_run_file(path: Path, max_bytes: int) -> bytes:
     return data
 
 
+def _int64(text: str) -> int | float | None:
+    """An int as JSON has it, but one beyond int64 (which no table column holds) as the float it is near."""
+    number = int(text)
+    return number if -2**63 <= number < 2**63 else _finite_float(text)
+
+
+def parse_json(data: bytes, name: str, max_keys: int = MAX_KEYS):
+    """The JSON value of a file's bytes, every string cut to MAX_STRING; NaN, ±Infinity and numbers
+    too large for a float read as null, an int beyond int64 as a float. Raises Unreadable with the
+    reason it is not one: not UTF-8 JSON, nested too deeply, or more than ``max_keys`` keys (counted
+    while parsing, so a file of millions of keys is refused after ``max_keys`` of them)."""
+    keys = 0
+
+    def counted(pairs):
+        nonlocal keys
+        keys += len(pairs)
+        if keys > max_keys:
+            raise Unreadable(f"{name} has more than {max_keys:,} keys")
+        return dict(pairs)
+
+    try:
+        return bounded(json.loads(data.decode("utf-8"), parse_constant=lambda _: None, parse_float=_finite_float,
+                                  parse_int=_int64, object_pairs_hook=counted))
+    except (UnicodeDecodeError, ValueError):  # JSONDecodeError, an int of thousands of digits
+        raise Unreadable(f"unreadable {name}") from None
+    except RecursionError:
+        raise Unreadable(f"{name} is nested too deeply") from None
+
+
+def read_json_file(path: Path, max_bytes: int = MAX_RECORD_BYTES, max_keys: int = MAX_KEYS):
+    """The one reader of every JSON file the project reads besides records (sequential.json,
+    paired-timing.json, a report's manifest): read_run_file's policy (a regular file, never a link,
+    FIFO or device; at most ``max_bytes``), then parse_json's (at most ``max_keys`` keys). Raises Unreadable."""
+    return parse_json(read_run_file(path, max_bytes), Path(path).name, max_keys)
+
+
 def bounded(value: object) -> object:
     """``value`` with every string (and key) cut to MAX_STRING characters, ending in "…"."""
     if isinstance(value, str):
@@ -149,13 +191,7 @@ def parse_record(data: bytes) -> dict:
     NaN and ±Infinity (which JSON does not have, and the runner never writes: it writes null)
     read as null, like a number too large for a float.
     """
-    try:
-        summary = json.loads(data.decode("utf-8"), parse_constant=lambda _: None, parse_float=_finite_float)
-        summary = bounded(summary)
-    except (UnicodeDecodeError, ValueError):  # JSONDecodeError, an int of thousands of digits
-        raise Unreadable("unreadable summary.json") from None
-    except RecursionError:
-        raise Unreadable("summary.json is nested too deeply") from None
+    summary = parse_json(data, SUMMARY)
     if not isinstance(summary, dict):
         raise Unreadable("summary.json is not an object")
     schema = summary.get("schema")
@@ -167,10 +203,42 @@ def parse_record(data: bytes) -> dict:
     wrong = [key for key in DICT_FIELDS if summary.get(key) is not None and not isinstance(summary[key], dict)]
     if wrong:
         raise Unreadable(f"{wrong[0]} is not an object")
-    mistyped = _mistyped(summary.get("config") or {}, Config, "config.")
+    wide = next((key for key in COLUMN_FIELDS if _keys(summary.get(key)) > MAX_COLUMN_KEYS), None)
+    if wide:
+        raise Unreadable(f"{wide} has more than {MAX_COLUMN_KEYS:,} keys")
+    mistyped = (_mistyped(summary.get("config") or {}, Config, "config.") or _mistyped_study(summary.get("study"))
+                or next((f"metrics.{k} is not a number" for k, v in (summary.get("metrics") or {}).items()
+                         if isinstance(v, (str, dict))), None))  # the runner's metrics: numbers, null, step lists
     if mistyped:
         raise Unreadable(mistyped)
     return summary
+
+
+def _keys(value: object) -> int:
+    """The keys of ``value`` and of every object within it."""
+    if isinstance(value, dict):
+        return len(value) + sum(_keys(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_keys(v) for v in value)
+    return 0
+
+
+_STUDY_TEXT = ("schema", "id", "name", "purpose", "command")  # study_info.describe's strings
+
+
+def _mistyped_study(study: object) -> str | None:
+    """Why a record's ``study`` block is not what study_info.describe writes (an object of strings and
+    lists of strings), or None; a name that is a dict would be a key nobody can hash or print."""
+    if study is None:
+        return None
+    if not isinstance(study, dict):
+        return "study is not an object"
+    wrong = next((k for k in _STUDY_TEXT if study.get(k) is not None and not isinstance(study[k], str)), None)
+    if wrong:
+        return f"study.{wrong} is not a string"
+    wrong = next((k for k in ("swept", "arms") if study.get(k) is not None and not (
+        isinstance(study[k], list) and all(isinstance(v, str) for v in study[k]))), None)
+    return f"study.{wrong} is not a list of strings" if wrong else None
 
 
 # What a config value of each annotated type may be in JSON (a float setting may be written as 1).
@@ -186,7 +254,9 @@ def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
         if item.name not in values:
             continue
         value, key = values[item.name], f"{prefix}{item.name}"
-        group = TASK_CONFIGS.get(value.get("name")) if item.name == "task" and isinstance(value, dict) else (
+        if item.name == "task" and isinstance(value, dict) and not isinstance(value.get("name", ""), str):
+            return f"{key}.name is not a string"  # the task's name picks its schema: a list is no name
+        group = TASK_CONFIGS.get(str(value.get("name"))) if item.name == "task" and isinstance(value, dict) else (
             item.default_factory if is_dataclass(item.default_factory) else None)
         if group is not None or is_dataclass(item.default_factory):
             if not isinstance(value, dict):
@@ -199,6 +269,17 @@ def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
         if allowed and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
             return f"{key} is not of type {item.type}"
     return None
+
+
+def interpolation_in(value: object, prefix: str = "config") -> str | None:
+    """The dotted key of the first string in ``value`` that OmegaConf would not take as text: one it
+    would resolve (``${...}``) or its missing-value mark ``???``; None when there is none. A record's
+    values are data: what rebuilds a run from one (bench arms, tune) refuses such a value rather than
+    resolve ``${oc.env:SECRET}`` or pass it on; the runner records resolved configs."""
+    if isinstance(value, str):
+        return prefix if "${" in value or value == "???" else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return next((found for key, item in items if (found := interpolation_in(item, f"{prefix}.{key}"))), None)
 
 
 def read_summary(path: Path) -> RunRecord | SetAside:
@@ -237,7 +318,7 @@ def write_atomic(path: Path, write, binary: bool = False) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it 0600; a record gets the mode any file would
-        with os.fdopen(fd, "wb" if binary else "w") as f:
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -245,6 +326,54 @@ def write_atomic(path: Path, write, binary: bool = False) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def folder_inside(root: Path, rel: Path | str = ".") -> Path:
+    """``root/rel`` as a folder, made as needed, whose every part below ``root`` is a real folder and
+    not a link: what is written there lands inside ``root``. ``rel`` is a plain relative path (no
+    ``..``). Raises OSError naming the part that is a link, a file or a FIFO."""
+    rel = Path(rel)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise OSError(errno.EINVAL, "not a plain relative path", str(rel))
+    folder = Path(root)
+    for part in rel.parts:
+        if part == ".":
+            continue
+        folder = folder / part
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            pass
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):  # lstat: a link to a folder is not one here
+            raise OSError(errno.ENOTDIR, "a link or a file where a folder should be", str(folder))
+    return folder
+
+
+def write_file(path: Path, data: str | bytes) -> None:
+    """``data`` as the file ``path``: the writer of every file the project writes besides records
+    (sequential.json, paired-timing.*, tune's arm files, compare --out, the report's manifest).
+
+    The same policy as a record's: written beside it and renamed over, after fsync (a kill or a
+    full disk leaves the old file or none, never a cut or empty one); a link of that name is
+    replaced, never written through; a folder, FIFO or device of that name is refused, never
+    waited on. Raises OSError naming the path.
+    """
+    path = Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise OSError(errno.EEXIST, "exists and is not a regular file", str(path))
+    write_atomic(path, lambda f: f.write(data), binary=isinstance(data, bytes))
+
+
+def write_inside(root: Path, rel: Path | str, data: str | bytes) -> Path:
+    """``data`` as ``root/rel`` (write_file), every folder on the way inside ``root`` (folder_inside)."""
+    rel = Path(rel)
+    path = folder_inside(root, rel.parent) / rel.name
+    write_file(path, data)
+    return path
 
 
 def write_json_atomic(path: Path, obj) -> None:

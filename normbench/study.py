@@ -19,7 +19,11 @@
    DIR/sequential.json: the plan, each look's level and what was undecided at each.
 
 Resume by identity makes a repeated command free: runs already finished in DIR are not run again.
-Bad arguments: one line, exit 2.
+The study's runs carry its id (normbench/study_info.py: the question, not the seeds or the folder),
+and the looks count those only: a second study run into the same DIR neither spends its budget on
+the first one's records nor overwrites its sequential.json (it writes sequential-<id>.json).
+Bad arguments (numbers out of their bounds, an --out that cannot take the study): one line, exit 2.
+SIGTERM or Ctrl-C: passed to the round running, one line, exit 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import argparse
 import json
 import os
 import re
+import signal
+import stat
 import subprocess
 import sys
 import time
@@ -36,27 +42,44 @@ from pathlib import Path
 
 import numpy as np
 
-from normbench import progress
-from normbench.record import RESULT_STATUSES
+from normbench import progress, study_info
+from normbench.report import study_plan
+from normbench.record import MAX_STRING, RESULT_STATUSES, Unreadable, read_run_file
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh]?)$")
+_DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
+# Bounds checked before anything runs: beyond them a study is a typo, not a plan (a thousand seeds
+# per arm is past any budget here, and the plan's looks are built up front).
+MAX_SEEDS = 1_000
+MAX_JOBS = 256
+MAX_BUDGET_S = 30 * 24 * 3600
+CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the round too: it gets this long to stop by itself
 
 
 class StudyArgumentError(ValueError):
     """A bad command-line argument; the message is one line."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's own errors (a word where a number goes) as one line, like the runner's."""
+
+    def error(self, message: str):
+        raise StudyArgumentError(message)
+
+
 def budget_seconds(text: str) -> float:
-    """ "30m", "90s", "1.5h" or a plain number of seconds."""
-    match = _DURATION.match(text.strip())
+    """ "30m", "90s", "1.5h" or a plain number of seconds, up to 30 days."""
+    match = _DURATION.fullmatch(text.strip())
     if not match or float(match.group(1)) <= 0:
-        raise StudyArgumentError(f"--budget must be a positive duration such as 30m, 90s or 1h, got {text!r}")
-    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+        raise StudyArgumentError(f"--budget must be a positive duration such as 30m, 90s or 1h, got {text[:80]!r}")
+    seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+    if seconds > MAX_BUDGET_S:
+        raise StudyArgumentError(f"--budget must be at most 30 days, got {text[:80]!r}")
+    return seconds
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(prog="python -m normbench.study", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="python -m normbench.study", description=__doc__.split("\n\n")[0],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", default="30m", help="wall-clock budget for all rounds (default 30m)")
     parser.add_argument("--pilot", type=int, default=3, help="seeds per arm in the first round (default 3)")
     parser.add_argument("--step", type=int, default=2, help="seeds per arm added each round (default 2)")
@@ -73,22 +96,119 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if args.pilot < 2 or args.step < 1 or args.max_seeds < args.pilot:
         raise StudyArgumentError(f"need --pilot >= 2, --step >= 1 and --max-seeds >= --pilot, got "
                                  f"{args.pilot}, {args.step}, {args.max_seeds}")
-    if not 0 < args.alpha < 0.5:
+    if args.max_seeds > MAX_SEEDS:
+        raise StudyArgumentError(f"--max-seeds must be at most {MAX_SEEDS}, got {args.max_seeds}")
+    if not 0 < args.alpha < 0.5:  # NaN fails this too
         raise StudyArgumentError(f"--alpha must be in (0, 0.5), got {args.alpha}")
-    if args.jobs < 1:
-        raise StudyArgumentError(f"--jobs must be at least 1, got {args.jobs}")
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise StudyArgumentError(f"--out {args.out} exists and is not a folder")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise StudyArgumentError(f"--jobs must be from 1 to {MAX_JOBS}, got {args.jobs}")
     args.budget_s = budget_seconds(args.budget)
+    if args.out is not None:
+        _check_out(args.out)
     return args, overrides
 
 
-def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int) -> int:
+def _check_out(out: Path) -> None:
+    """--out must be a folder this process can write, and its sequential.json (if any) a regular file:
+    a folder or FIFO there would stop the study at its end, after every round was paid for."""
+    text = str(out)[:200]
+    if os.path.lexists(out) and not out.is_dir():
+        raise StudyArgumentError(f"--out {text} exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StudyArgumentError(f"--out {text} cannot be made: {error.strerror or error}") from None
+    if not os.access(out, os.W_OK | os.X_OK):  # EROFS included: a read-only mount
+        raise StudyArgumentError(f"--out {text} is not writable")
+    plan = out / study_plan.FILE
+    try:
+        mode = os.lstat(plan).st_mode
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise StudyArgumentError(f"--out {text}: {study_plan.FILE} there is not a regular file; move it away")
+
+
+def _sweep_params(overrides: list[str]) -> tuple[str | None, dict[str, str] | None, Path | None]:
+    """The sweep file an override names (+sweep=NAME), its hydra.sweeper.params as text, and its path.
+
+    Read as data (yaml.safe_load of at most 1 MiB, through the hardened reader); only plain keys and
+    scalar values are taken, so an alias bomb in the file is never expanded here.
+    """
+    import yaml
+
+    name = next((o.split("=", 1)[1] for o in overrides if "=" in o and o.split("=", 1)[0].lstrip("+~") == "sweep"),
+                None)
+    path = study_info.sweep_file(name) if name else None
+    if path is None:
+        return name, None, None
+    try:
+        node = yaml.safe_load(read_run_file(path, 1 << 20).decode("utf-8"))
+        params = node["hydra"]["sweeper"]["params"]
+    except (Unreadable, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, RecursionError):
+        return name, None, path
+    if not isinstance(params, dict):
+        return name, None, path
+    return name, {str(k): str(v) for k, v in params.items()
+                  if isinstance(k, str) and isinstance(v, (str, int, float, bool))}, path
+
+
+def study_of(overrides: list[str]) -> dict:
+    """The study these rounds are: described as a multirun of the same overrides describes itself
+    (study_info.describe), so its id is the one its records carry; every round is put in it."""
+    name, params, path = _sweep_params(overrides)
+    try:
+        return study_info.describe(name, overrides, params, study_info.purpose_of(path))
+    except Exception as error:  # Hydra's override grammar refused one: the user's input
+        raise StudyArgumentError(f"an override cannot be parsed: {' '.join(str(error).split())[:300]}") from None
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGINT reached the study runner; the round running was passed the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    raise Stopped(signum)
+
+
+def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, study: dict | None = None) -> int:
     launcher = ["hydra/launcher=local", f"hydra.launcher.n_jobs={jobs}", "threads=1"] if jobs > 1 else ["threads=1"]
     args = ["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher, "resume=true", "report=false",
             "progress=false", f"hydra.sweep.dir={folder}"]
     print("+ python -m normbench " + " ".join(args), flush=True)
-    return subprocess.run([sys.executable, "-m", "normbench", *args], env={**os.environ}).returncode
+    env = {**os.environ, **({study_info.ENVIRONMENT: json.dumps(study)} if study else {})}
+    child = subprocess.Popen([sys.executable, "-m", "normbench", *args], env=env)
+    try:
+        return child.wait()
+    except BaseException as stop:  # Stopped, KeyboardInterrupt: the round stops too, never left running
+        _stop_child(child, stop.signum if isinstance(stop, Stopped) else None)
+        raise
+
+
+def _stop_child(child: subprocess.Popen, signum: int | None) -> None:
+    """Passes the signal on (a Ctrl-C in a terminal reached the child already: it gets a few seconds to
+    stop first), waits for the child to write its interrupted records, and kills it after a minute.
+    Further signals are held off meanwhile, so the child is never left running behind the runner."""
+    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        steps = [(signum, 60)] if signum is not None else [(None, CTRL_C_GRACE_S), (signal.SIGINT, 60)]
+        for send, wait in [*steps, (signal.SIGKILL, None)]:
+            if child.poll() is not None:
+                return
+            if send is not None:
+                child.send_signal(send)  # the runner turns SIGTERM and SIGINT into interrupted records
+            try:
+                child.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+    finally:
+        for s, handler in held.items():
+            signal.signal(s, handler)
 
 
 def _margin(runs) -> float:
@@ -129,11 +249,19 @@ def undecided(runs, level: float) -> list[str]:
     return open_items
 
 
-def _runs(folder: Path):
-    from normbench.analysis import aggregate
+def own_records(folder: Path, study: str) -> list:
+    """The records under ``folder`` of study ``study``: what its looks count (another study's records
+    in the same folder are not its question's)."""
     from normbench.report.records import find_records
 
-    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(find_records([folder]).runs))
+    return [r for r in find_records([folder]).runs
+            if isinstance(r.summary.get("study"), dict) and r.summary["study"].get("id") == study]
+
+
+def _runs(folder: Path, study: str):
+    from normbench.analysis import aggregate
+
+    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(own_records(folder, study)))
     return aggregate.label_groups(runs, aggregate.varying_axes(runs))
 
 
@@ -142,21 +270,26 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     from normbench.analysis.sequential import Plan
 
     out = args.out or Path("studies") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
-    out.mkdir(parents=True, exist_ok=True)
+    _check_out(out)
     plan = Plan.rounds(args.pilot, args.step, args.max_seeds, args.alpha)
-    log = {"schema": "normbench.sequential/1", "overrides": overrides, "alpha": args.alpha,
+    study = study_of(overrides)
+    log = {"study_name": study["name"], "overrides": overrides, "alpha": args.alpha,
            "looks": list(plan.looks), "levels": plan.levels(), "budget_s": args.budget_s,
            "spending": "Lan-DeMets O'Brien-Fleming type, Bonferroni over looks", "rounds": []}
     started, done, status = time.monotonic(), 0, 0
     for look, (seeds, level) in enumerate(zip(plan.looks, plan.levels()), start=1):
         round_started = time.monotonic()
-        code = _normbench(overrides, range(done, seeds), out / f"round-{look}", args.jobs)
+        code = _normbench(overrides, range(done, seeds), out / f"round-{look}", args.jobs, study)
         status = max(status, code)
         if code not in (0, 1):  # 2: the overrides were refused; nothing more to run
             print(f"normbench.study: round {look} did not run (exit {code})", file=sys.stderr)
             return code
         done = seeds
-        still = undecided(_runs(out), level)
+        runs = _runs(out, study["id"])
+        if runs.empty:
+            print(f"normbench.study: round {look} left no record of this study in {str(out)[:200]}", file=sys.stderr)
+            return max(status, 1)
+        still = undecided(runs, level)
         spent = time.monotonic() - round_started
         log["rounds"].append({"look": look, "seeds_per_arm": seeds, "level": level, "seconds": round(spent, 1),
                               "undecided": still})
@@ -175,12 +308,18 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     log.setdefault("stopped", "decided")
     log["seconds"] = round(time.monotonic() - started, 1)
     log["final_level"] = log["rounds"][-1]["level"]
-    (out / "sequential.json").write_text(json.dumps(log, indent=2, allow_nan=False))
     try:
-        print(f"report: {build_report([out], out, alpha=log['final_level'])}")
+        written = study_plan.write(out, study["id"], log)
+    except OSError as error:
+        print(f"normbench.study: cannot write the plan into {str(out)[:200]}: {error.strerror or error}",
+              file=sys.stderr)
+        return max(status, 1)
+    print(f"plan: {written}", flush=True)
+    try:  # the report reads the plan: this study's claims at its last look's level, any other study's at α
+        print(f"report: {build_report([out], out)}")
     except ReportError as error:
         print(f"normbench.study: no report: {error}", file=sys.stderr)
-    print("\n".join(progress.study_answer(log, _runs(out), still)), flush=True)
+    print("\n".join(progress.study_answer(log, runs, still)), flush=True)
     return status
 
 
@@ -188,9 +327,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args, overrides = _parse(sys.argv[1:] if argv is None else argv)
     except StudyArgumentError as error:
+        print(f"normbench.study: {' '.join(str(error).split())[:MAX_STRING]}", file=sys.stderr)
+        return 2
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        return run_study(overrides, args)
+    except StudyArgumentError as error:  # the default --out, checked when the study starts
         print(f"normbench.study: {error}", file=sys.stderr)
         return 2
-    return run_study(overrides, args)
+    except (Stopped, KeyboardInterrupt) as stop:
+        signum = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
+        print(f"normbench.study: stopped by {signal.Signals(signum).name}; the round running was stopped too "
+              f"(the same command resumes)", file=sys.stderr)
+        return 128 + signum
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

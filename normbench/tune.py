@@ -25,8 +25,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
+from dataclasses import fields, is_dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -34,6 +36,7 @@ import yaml
 
 from normbench import study_info
 from normbench.contract import HARNESS
+from normbench.record import folder_inside, interpolation_in, write_inside
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
 GROUPS = {"task": "name", "model": "family", "norm": "kind", "placement": "name", "precision": "dtype",
@@ -58,11 +61,51 @@ def _normbench(args: list[str]) -> int:
     return subprocess.run([sys.executable, "-m", "normbench", *args], env=env).returncode
 
 
+_OPTION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")  # a config group's option: a file name, no path
+
+
+class ArmRefused(ValueError):
+    """A selection record that cannot become an arm file; the message is one phrase."""
+
+
+def _recognised(values: dict, schema: type) -> dict:
+    """The settings of ``values`` that ``schema`` knows, nested groups by their own schema: a record's
+    other keys (a planted ``defaults`` list, a ``hydra`` block) never reach Hydra."""
+    from normbench.schema import TASK_CONFIGS
+
+    kept = {}
+    for item in fields(schema):
+        if item.name not in values:
+            continue
+        value = values[item.name]
+        group = TASK_CONFIGS.get(str(value.get("name"))) if item.name == "task" and isinstance(value, dict) else (
+            item.default_factory if is_dataclass(item.default_factory) else None)
+        kept[item.name] = _recognised(value, group) if group is not None and isinstance(value, dict) else value
+    return kept
+
+
 def arm_file(config: dict, lr: float) -> str:
-    """A config (package _global_) that reproduces a recorded run's config at ``lr``, seed and role aside."""
-    values = {k: v for k, v in config.items() if k not in HARNESS and k not in ("hydra", "seed", "role", "lr")}
-    defaults = [{f"override /{group}": config[group][field]} for group, field in GROUPS.items()
-                if isinstance(config.get(group), dict) and config[group].get(field) is not None]
+    """A config (package _global_) that reproduces a recorded run's config at ``lr``, seed and role aside.
+
+    Built from the record's recognised settings only (the config schema's fields; each group's
+    option by its plain name): record values are data, so one holding ``${...}``, which Hydra would
+    resolve, or an option that is not a plain name is refused (ArmRefused), never passed on.
+    """
+    from normbench.schema import Config
+
+    found = interpolation_in(config)
+    if found:
+        raise ArmRefused(f"{found[:200]} holds an interpolation (${{...}}) or ???")
+    settings = _recognised(config, Config)
+    values = {k: v for k, v in settings.items() if k not in HARNESS and k not in ("hydra", "seed", "role", "lr")}
+    defaults = []
+    for group, field in GROUPS.items():
+        option = settings[group].get(field) if isinstance(settings.get(group), dict) else None
+        if option is None:
+            continue
+        if not isinstance(option, str) or not _OPTION.fullmatch(option) or ".." in option:
+            raise ArmRefused(f"{group}.{field} {str(option)[:60]!r} is not the name of a {group} option")
+        defaults.append({f"override /{group}": option})
     body = {"defaults": defaults, **values, "lr": float(lr)}
     return "# @package _global_\n# written by normbench.tune: a selected arm at its chosen lr\n" + yaml.safe_dump(
         body, sort_keys=False)
@@ -79,10 +122,10 @@ def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, floa
     runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
     choice = chosen_lrs(runs)
     selection = with_arms(runs[runs.get("axes.role") == "selection"]) if "axes.role" in runs else runs.iloc[0:0]
-    folder = arms_dir / "tuned_arm"
-    folder.mkdir(parents=True, exist_ok=True)
+    # inside DIR, every part a real folder: a planted link never turns the clean-up or the writes outside
+    folder = folder_inside(arms_dir.parent, Path(arms_dir.name) / "tuned_arm")
     for old in folder.glob("*.yaml"):
-        old.unlink()
+        old.unlink()  # a link among them goes, never what it points to
     written = []
     for index, row in enumerate(choice.itertuples(index=False)):
         if row.chosen_lr is None:
@@ -92,7 +135,13 @@ def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, floa
         at_lr = selection[(selection["task.name"] == row.task) & (selection["arm_label"] == row.arm_label)
                           & (selection["axes.lr"].astype(float) == row.chosen_lr)]
         config = configs[at_lr["run_dir"].iloc[0]]
-        (folder / f"arm{index:03d}.yaml").write_text(arm_file(config, row.chosen_lr))
+        try:
+            text = arm_file(config, row.chosen_lr)
+        except ArmRefused as why:
+            print(f"normbench.tune: {row.task}, {row.arm_label}: its record cannot become an arm ({why}); "
+                  f"not evaluated", file=sys.stderr)
+            continue
+        write_inside(folder, f"arm{index:03d}.yaml", text)
         written.append((f"arm{index:03d}", f"{row.task}: {row.arm_label}", row.chosen_lr))
     return written
 
@@ -155,7 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"normbench.tune: evaluation seeds {sorted(selection_seeds & set(seeds))} were selection seeds; "
               f"choose others with --evaluation-seeds", file=sys.stderr)
         return 2
-    written = write_arms(out / "selection", out / "arms")
+    try:
+        written = write_arms(out / "selection", out / "arms")
+    except OSError as err:  # a link or a file planted where the arms' folder goes
+        print(f"normbench.tune: cannot write the arm files: {' '.join(str(err).split())[:300]}", file=sys.stderr)
+        return 2
     if not written:
         print("normbench.tune: no arm has a chosen lr (each needs 2 selection runs at some lr, one finished)",
               file=sys.stderr)

@@ -83,12 +83,25 @@ HOSTILE = {
     "config_lr_string": _bytes(_json({**GOOD, "config": {**GOOD["config"], "lr": "${oc.env:HOME}"}})),
     "config_layers_bool": _bytes(_json({**GOOD, "config": {**GOOD["config"], "model": {"layers": True}}})),
     "config_model_string": _bytes(_json({**GOOD, "config": {**GOOD["config"], "model": "lstm"}})),
+    "config_task_name_list": _bytes(_json({**GOOD, "config": {**GOOD["config"], "task": {"name": ["adding"]}}})),
+    "study_string": _bytes(_json({**GOOD, "study": "mine"})),
+    "study_name_dict": _bytes(_json({**GOOD, "study": {"id": "x", "name": {"a": 1}}})),
+    "study_name_list": _bytes(_json({**GOOD, "study": {"id": "x", "name": ["a"]}})),
+    "study_id_list": _bytes(_json({**GOOD, "study": {"id": ["x"], "name": "a"}})),
+    "study_arms_dicts": _bytes(_json({**GOOD, "study": {"id": "x", "arms": [{"a": 1}]}})),
+    "keys_60k": _bytes(_json({**GOOD, "profiles": {f"p{i}": 1.0 for i in range(60_000)}})),
+    "config_steps_beyond_int64": _bytes(_json({**GOOD, "config": {**GOOD["config"], "steps": 10 ** 30}})),
+    "metrics_string": _bytes(_json({**GOOD, "metrics": {**GOOD["metrics"], "best_val": "0.9"}})),
+    "metrics_2k_keys": _bytes(_json({**GOOD, "metrics": {f"m{i}": 1.0 for i in range(2_000)}})),
 }
 # Records that are read, but with their hazards defused.
 DEFUSED = {
     "nan_metrics": _bytes(json.dumps({**GOOD, "metrics": {**GOOD["metrics"], "best_val": float("nan"),
                                                            "test": float("inf")}}).encode()),
     "long_reason": _bytes(_json({**GOOD, "status": "failed", "reason": "x" * 500_000})),
+    "huge_values": _bytes(_json({**GOOD, "metrics": {**GOOD["metrics"], "best_val": 1e308, "grad_norm_median": 1e308},
+                                 "profiles": {"grad_time_init": [1e308, 1e-308] * 10, "grad_time_final": [1e308] * 20},
+                                 "throughput": {**GOOD["throughput"], "samples_per_s": 1e308}})),
 }
 if not hasattr(os, "mkfifo"):
     HOSTILE.pop("fifo")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from normbench.study import StudyArgumentError, _parse, budget_seconds
+from normbench.report import study_plan
+from normbench.study import StudyArgumentError, _parse, budget_seconds, study_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,9 +47,48 @@ def test_a_tiny_study_runs_rounds_and_writes_its_plan_and_report(tmp_path):
     seeds = {json.loads(p.read_text())["seed"] for p in tmp_path.rglob("summary.json")}
     assert seeds == set(range(len(plan["rounds"]) + 1))  # 2 seeds in the pilot, 1 more per further round
     studies = {json.loads(p.read_text())["study"]["id"] for p in tmp_path.rglob("summary.json")}
-    assert len(studies) == 1  # every round belongs to one study
+    assert studies == {plan["study"]} and plan["schema"] == study_plan.SCHEMA  # every round is the plan's study
     assert (tmp_path / "report.html").is_file()
     assert "normbench.study: round 1 of at most 2: 2 seeds per arm" in result.stdout  # progress (normbench/progress.py)
     answer = result.stdout[result.stdout.index("normbench.study: answer after"):]  # the answer comes last
     assert "stopped at the maximum seed count" in answer or "every question decided" in answer
     assert "digits: ranked first " in answer and "  undecided: " in answer
+
+
+def test_a_study_of_a_sweep_file_is_described_as_its_multirun_describes_itself():
+    described = study_of(["+sweep=batch_size", "steps=4"])
+    assert described["name"] == "batch_size" and {"norm", "batch_size"} <= set(described["arms"])
+    assert "seed" not in described["arms"] and described["id"] == study_of(["steps=4", "+sweep=batch_size"])["id"]
+
+
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_sigterm_of_the_study_runner_stops_its_round_in_one_line(tmp_path):
+    import signal
+    import time
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    runner = subprocess.Popen([sys.executable, "-m", "normbench.study", "norm=ln,none", "steps=3000", "eval_every=1000",
+                               "--jobs", "1", "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, env=env)
+    assert runner.stdout.readline().startswith("+ python -m normbench")
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.rglob("summary.json")) and time.monotonic() < deadline:
+        time.sleep(0.5)  # the round's first run has started
+    runner.send_signal(signal.SIGTERM)
+    _, err = runner.communicate(timeout=120)
+    assert runner.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "stopped by SIGTERM" in err and "Traceback" not in err
+    assert _processes_naming(str(tmp_path)) == []  # the round's process is gone too
+    statuses = {json.loads(p.read_text())["status"] for p in tmp_path.rglob("summary.json")}
+    assert statuses <= {"interrupted", "ok"}

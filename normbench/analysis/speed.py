@@ -9,7 +9,6 @@ where it has none, it says "per-run timing, noisy". Torch-free: it reads JSON on
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from pathlib import Path
@@ -18,6 +17,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from normbench.record import Unreadable, read_json_file
 
 FILE = "paired-timing.json"
 SCHEMA = "normbench.paired-timing/1"
@@ -57,11 +58,23 @@ def _files_near(paths: Iterable[Path]) -> list[Path]:
 
 
 def _read(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    try:  # the hardened reader: a FIFO or a link to /dev/zero there never hangs the report
+        data = read_json_file(path, 16 << 20)
+    except Unreadable:
         return None
     return data if isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("arms"), list) else None
+
+
+_ARM_TEXT = ("group", "arm", "study", "task", "group_hash", "reference")
+
+
+def _an_arm(arm: object) -> bool:
+    """Whether a paired-timing row has the types bench arms writes: text labels, a list of numbers."""
+    if not isinstance(arm, dict) or any(not isinstance(arm.get(k), (str, type(None))) for k in _ARM_TEXT):
+        return False
+    rounds = arm.get("rounds_ms")
+    return rounds is None or (isinstance(rounds, list) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in rounds))
 
 
 def paired_timing(runs_or_dirs: pd.DataFrame | Iterable[Path | str]) -> pd.DataFrame:
@@ -89,6 +102,8 @@ def paired_timing(runs_or_dirs: pd.DataFrame | Iterable[Path | str]) -> pd.DataF
         if data is None:
             continue
         for arm in data["arms"]:
+            if not _an_arm(arm):  # not a row bench arms wrote: passed over, as a file of another schema is
+                continue
             rows.append({"group": arm.get("group"), "arm": arm.get("arm"), "study": arm.get("study"),
                          "task": arm.get("task"), "group_hash": arm.get("group_hash"),
                          "step_ms_median": arm.get("step_ms_median"), "iqr": arm.get("iqr_ms"),

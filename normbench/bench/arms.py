@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -31,7 +32,7 @@ from omegaconf import OmegaConf
 from normbench import machine
 from normbench.bench.section import OtherLoad, bench_environment, finite_json, markdown_table
 from normbench.bench.timing import Timing, clock_for, measure
-from normbench.record import now_iso
+from normbench.record import interpolation_in, now_iso, write_inside
 from normbench.analysis import aggregate
 from normbench.report.records import find_records
 from normbench.analysis.speed import LEVEL, log_ratio_interval
@@ -112,6 +113,9 @@ class _Scratch:
 def build(arm: Arm, threads: int | None = None, device: str | None = None) -> Arm:
     """The arm's training step, as its run took it: ``run.prepare`` on the recorded config, then
     ``Trainer._timed_step`` (forward, backward, clip, optimizer step, CUDA synchronized)."""
+    found = interpolation_in(arm.config)
+    if found:  # a record's values are data: never resolved here, nor printed
+        raise ValueError(f"{found[:200]} in its record holds an interpolation (${{...}}) or ???; not rebuilt from it")
     config = dict(arm.config, progress=False, resume=False)
     if threads:
         config["threads"] = threads
@@ -230,6 +234,9 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
                         f"{steps_per_round})")
     sweep_dir = Path(sweep_dir)
     arms = arms_of(sweep_dir)
+    for name in (FILE, Path(FILE).with_suffix(".md").name):  # a folder or FIFO there fails now, not after the timing
+        if os.path.lexists(sweep_dir / name) and not (sweep_dir / name).is_symlink() and not (sweep_dir / name).is_file():
+            raise ArmsError(f"{sweep_dir / name} exists and is not a regular file; move it away")
     references(arms, reference)  # a --reference that names no arm fails now, not after the timing
     recorded = {a.threads for a in arms}
     threads = threads or (recorded.pop() if len(recorded) == 1 and None not in recorded else None) or 1
@@ -256,6 +263,7 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
               "rounds": rounds, "warmup": warmup, "steps_per_round": steps_per_round, "threads": threads,
               "device": where.type, "environment": env, "arms": rows_of(arms, timings, chosen), "skipped": skipped}
     result = finite_json(result)
-    (sweep_dir / FILE).write_text(json.dumps(result, indent=1) + "\n")
-    (sweep_dir / FILE).with_suffix(".md").write_text(render(result))
+    # the one writer (record.write_inside): atomic, never through a planted link, never a cut file on a full disk
+    write_inside(sweep_dir, FILE, json.dumps(result, indent=1) + "\n")
+    write_inside(sweep_dir, Path(FILE).with_suffix(".md").name, render(result))
     return result

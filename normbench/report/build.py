@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import shlex
 import sys
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Iterable
 import pandas as pd
 
 from normbench.analysis import aggregate, profiles, speed, tuning
-from normbench.report import answers, figures, tables
+from normbench.report import answers, figures, study_plan, tables
 from normbench.analysis.claims import CLAIMS, evaluate_claims
 from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
@@ -122,33 +121,26 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     write_report(context, staging)
 
 
-def sequential_levels(paths: list[Path]) -> dict[Path, float]:
-    """Folder -> the level of its study's last look, from each sequential.json (normbench.study) found."""
-    levels = {}
-    for path in paths:
-        for found in ([path / "sequential.json"] if (path / "sequential.json").is_file() else []) + \
-                sorted(Path(path).glob("*/sequential.json")):
-            try:
-                level = float(json.loads(found.read_text(encoding="utf-8"))["final_level"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            if 0 < level < 0.5:
-                levels[found.parent.resolve()] = level
-    return levels
+def sequential_levels(paths: list[Path]) -> list[study_plan.Level]:
+    """The sequential.json files (normbench.study) under ``paths`` that apply, each to its own study's
+    records; the others (another schema, no study id, a planted file) are named in one line on stderr."""
+    plans, ignored = study_plan.levels(paths)
+    if ignored:
+        more = f" (and {len(ignored) - 1} more)" if len(ignored) > 1 else ""
+        print(f"normbench report: ignored {len(ignored)} sequential plan file(s): {ignored[0][:300]}{more}",
+              file=sys.stderr)
+    return plans
 
 
 def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None) -> list:
     """The claims, each study's at the level its sequential plan reached (its last look), the others at
     ``alpha`` (or the claims' default): a study that peeked may not test its final data at the full α."""
-    levels = sequential_levels(paths) if alpha is None else {}
-    if not levels:
+    plans = sequential_levels(paths) if alpha is None else []
+    if not plans:
         return evaluate_claims(runs, **({} if alpha is None else {"alpha": alpha}))
 
-    def level_of(run_dir: str) -> float | None:
-        here = Path(run_dir).resolve()
-        return next((lvl for folder, lvl in levels.items() if folder == here or folder in here.parents), None)
-
-    study_level = runs.groupby("study")["run_dir"].first().map(level_of)
+    first = runs.groupby("study")["run_dir"].first()
+    study_level = {study: study_plan.level_of(plans, study, run_dir) for study, run_dir in first.items()}
     verdicts = []
     for level, mine in runs.groupby(runs["study"].map(study_level).fillna(-1.0), sort=False):
         verdicts += evaluate_claims(mine, **({} if level < 0 else {"alpha": float(level)}))

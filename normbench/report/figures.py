@@ -269,10 +269,23 @@ def _banded(bands: pd.DataFrame) -> pd.DataFrame:
     return bands.assign(low=bands["low"].mask(few), high=bands["high"].mask(few))
 
 
+# What a figure draws: the runner measures in float32, so a finite value outside its range (1e308
+# in a planted record) was never measured, and kept, its margin overflows the axis limits to inf.
+_PLOTTABLE = (float(np.finfo(np.float32).smallest_subnormal), float(np.finfo(np.float32).max))
+
+
+def _plottable(values: np.ndarray, log: bool) -> np.ndarray:
+    """Which values a figure may draw: finite, within float32's range (and > 0 on a log axis)."""
+    values = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        inside = np.isfinite(values) & (np.abs(values) <= _PLOTTABLE[1])
+        return inside & (values >= _PLOTTABLE[0]) if log else inside
+
+
 def _limits(values: np.ndarray, metric: str | None, log: bool) -> tuple[float, float] | None:
     """One y-range for every panel of a metric: its values, a margin, within what the metric can be."""
     values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values) & ((values > 0) if log else True)]
+    values = values[_plottable(values, log)]
     if not values.size:
         return None
     low, high = float(values.min()), float(values.max())
@@ -311,6 +324,7 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
     other ranked arm both faster and better) joined by a line. `summary` has `label` (the arm)."""
     score = "final_val" if summary.get("final_val_mean", pd.Series(dtype=float)).notna().any() else "best_val"
     rows = summary.dropna(subset=[f"{score}_mean", "samples_per_s_median"])
+    rows = rows[_plottable(rows[f"{score}_mean"], False) & _plottable(rows["samples_per_s_median"], True)]
     if rows.empty:
         return None
     tasks = list(dict.fromkeys(rows["task"]))
@@ -668,6 +682,7 @@ def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: s
     """||dL/dh_t|| against t at init and at the end of training, recurrent runs only. Up to
     _SINGLE_PANEL_GROUPS arms: two panels (init, final) with every arm; more: one panel per arm with
     its two profiles. One log y-range for every panel."""
+    profiles = profiles[_plottable(profiles["norm"].to_numpy(dtype=float), True)]
     if profiles.empty:
         return None
     shown = [g for g in groups if (profiles["group"] == g).any()]

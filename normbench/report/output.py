@@ -7,21 +7,30 @@ placed are listed with their sha256 in MANIFEST. A later report may replace or d
 when the manifest lists it and its content is still the one written; anything else in the way
 (a user's report.md, a figure they edited, a folder named runs.csv) stops the report before it
 has touched the directory, with one line naming the file.
+
+A report killed mid-way (kill -9, a sweep killed during its end-of-sweep report) leaves its staging
+folder behind; the next report into that folder removes it. A build holds a lock on its own staging
+folder while it runs (it dies with its process), so only the folders of dead builds are removed,
+never those of a report running beside this one.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
-from normbench.record import Unreadable, read_run_file
+from normbench.record import Unreadable, read_json_file, write_file
 
 MANIFEST = ".normbench-report.json"
+STAGING = ".normbench-report-staging-"
+STAGING_GRACE_S = 2.0  # a staging folder this young may be a running build's, made but not yet locked
 MAX_MANIFEST_BYTES = 4 << 20
 SCHEMA = "normbench.report-files/1"
 
@@ -72,20 +81,26 @@ class ReportOutput:
     def __init__(self, out: Path):
         self.out = Path(out)
         self.staging: Path | None = None
+        self._lock: int | None = None
 
     def __enter__(self) -> "ReportOutput":
         try:
             self.out.mkdir(parents=True, exist_ok=True)
-            self.staging = Path(tempfile.mkdtemp(prefix=".normbench-report-staging-", dir=self.out))
+            self.staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=self.out))
+            self._lock = _locked(self.staging)
         except FileExistsError:
             raise OutputError(f"cannot write the report to {self.out}: it exists and is not a folder") from None
         except OSError as error:
             raise OutputError(f"cannot write the report to {self.out}: {error.strerror or error}") from None
+        remove_stale_staging(self.out)
         return self
 
     def __exit__(self, *exc_info) -> None:
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def commit(self) -> None:
         """Moves every staged file into `out`, after checking that each one it replaces is its own."""
@@ -109,9 +124,7 @@ class ReportOutput:
             if inside(self.out, rel) and _holds(self.out / rel, written[rel]):
                 (self.out / rel).unlink()
         manifest = {"schema": SCHEMA, "files": hashes}
-        draft = self.staging / MANIFEST
-        draft.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-        os.replace(draft, self.out / MANIFEST)
+        write_file(self.out / MANIFEST, json.dumps(manifest, indent=1) + "\n")  # the one writer: atomic, fsynced
 
     def _read_manifest(self) -> dict[str, str]:
         path = self.out / MANIFEST
@@ -121,8 +134,8 @@ class ReportOutput:
         if not _regular(path):
             raise OutputError(problem)
         try:
-            manifest = json.loads(read_run_file(path, MAX_MANIFEST_BYTES).decode("utf-8"))
-        except (Unreadable, UnicodeDecodeError, ValueError, RecursionError):
+            manifest = read_json_file(path, MAX_MANIFEST_BYTES)
+        except Unreadable:
             raise OutputError(problem) from None
         files = manifest.get("files") if isinstance(manifest, dict) else None
         if not isinstance(files, dict) or manifest.get("schema") != SCHEMA or not all(
@@ -142,6 +155,45 @@ class ReportOutput:
         if not os.path.lexists(target):
             return True
         return rel in written and _holds(target, written[rel])
+
+
+_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _locked(folder: Path) -> int | None:
+    """An exclusive lock on ``folder`` (its descriptor), or None when a live process holds one."""
+    fd = os.open(folder, _DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def remove_stale_staging(out: Path) -> list[Path]:
+    """Removes the staging folders in ``out`` that no live build holds (a killed report's); returns them.
+    Only real folders of that name, never a link: what is removed lies inside ``out``."""
+    removed = []
+    try:
+        entries = [e for e in os.scandir(out) if e.name.startswith(STAGING) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if time.time() - entry.stat(follow_symlinks=False).st_mtime < STAGING_GRACE_S:
+                continue
+            fd = _locked(Path(entry.path))
+        except OSError:  # gone already, or not ours to open
+            continue
+        if fd is None:  # a build running beside this one
+            continue
+        try:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+        finally:
+            os.close(fd)
+    return removed
 
 
 def _relative_files(root: Path) -> list[str]:

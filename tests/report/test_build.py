@@ -295,7 +295,8 @@ def test_a_sequential_study_is_judged_at_its_last_looks_level(tmp_path, write_re
                          axes={"model": "lstm", "placement": "post", "model.dropout": 0.3, "model.dropout_at": at})
     build_report([tmp_path / "s"], tmp_path / "full")
     assert "dropout_after_norm-supported" in (tmp_path / "full" / "report.md").read_text()
-    (tmp_path / "s" / "sequential.json").write_text(json.dumps({"final_level": 0.0001}))
+    (tmp_path / "s" / "sequential.json").write_text(json.dumps(
+        {"schema": "normbench.sequential/2", "study": "abc", "final_level": 0.0001}))
     build_report([tmp_path], tmp_path / "spent")
     md = (tmp_path / "spent" / "report.md").read_text()
     assert "dropout_after_norm-supported" not in md and "α = 0.0001" in md

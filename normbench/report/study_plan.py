@@ -1,0 +1,105 @@
+"""A sequential study's plan file, DIR/sequential.json: whose it is, and which records it may touch.
+
+The study runner (normbench/study.py) writes it into its folder when its looks are done: the plan,
+each look's level and what was undecided there. The report (normbench/report/build.py) tests a
+study's claims at the level its last look reached. A level changes verdicts, so the file names
+its study (the id each of the study's records carries, normbench/study_info.py) and its schema,
+and the report applies it only to records of that study under the file's folder: a file of
+another study, one without this schema or a planted one changes nothing and is named in one line.
+A second study run into the same folder writes sequential-<id>.json beside the first's file.
+
+Torch-free: the report imports it, and the study runner writes through it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from normbench.record import Unreadable, read_json_file, write_inside
+
+SCHEMA = "normbench.sequential/2"
+FILE = "sequential.json"
+MAX_BYTES = 4 << 20  # a plan of a thousand looks is some hundred kB
+
+
+@dataclass(frozen=True)
+class Level:
+    """What one plan file says: study ``study``'s runs under ``folder`` are tested at ``level``."""
+
+    folder: Path
+    study: str
+    level: float
+    path: Path
+
+
+def name_for(study: str) -> str:
+    """The file a study writes: sequential.json, or its own beside another study's."""
+    return f"sequential-{study}.json"
+
+
+def own_file(out: Path, study: str) -> Path:
+    """Where study ``study`` writes its plan in ``out``: sequential.json when it is free or already
+    this study's (or cannot be read: it is then replaced, not trusted), else sequential-<id>.json."""
+    path = Path(out) / FILE
+    try:
+        plan = read(path)
+    except Unreadable:
+        return path
+    return path if plan.study == study else Path(out) / name_for(study)
+
+
+def write(out: Path, study: str, plan: dict) -> Path:
+    """``plan`` as this study's file in ``out``, through the one writer (record.write_inside)."""
+    path = own_file(out, study)
+    text = json.dumps({"schema": SCHEMA, "study": study, **plan}, indent=2, allow_nan=False) + "\n"
+    return write_inside(out, path.name, text)
+
+
+def read(path: Path) -> Level:
+    """The plan file at ``path``; raises Unreadable with the phrase saying why it is not one."""
+    plan = read_json_file(path, MAX_BYTES)
+    if not isinstance(plan, dict):
+        raise Unreadable("not an object")
+    if plan.get("schema") != SCHEMA:
+        raise Unreadable("no schema" if plan.get("schema") is None else f"schema {str(plan['schema'])[:40]!r}")
+    study, level = plan.get("study"), plan.get("final_level")
+    if not isinstance(study, str) or not study:
+        raise Unreadable("no study id")
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not (
+            math.isfinite(level) and 0 < level < 0.5):
+        raise Unreadable("no final_level in (0, 0.5)")
+    return Level(Path(path).parent.resolve(), study, float(level), Path(path))
+
+
+def files(paths: Iterable[Path]) -> list[Path]:
+    """Every plan file in each path and in the folders right below it (a study folder, or a folder of studies)."""
+    found = []
+    for path in map(Path, paths):
+        for pattern in ("sequential.json", "sequential-*.json", "*/sequential.json", "*/sequential-*.json"):
+            try:
+                found += sorted(path.glob(pattern))
+            except OSError:
+                continue
+    return list(dict.fromkeys(found))
+
+
+def levels(paths: Iterable[Path]) -> tuple[list[Level], list[str]]:
+    """The plan files found (files) that can be applied, and one phrase per file that cannot."""
+    kept, ignored = [], []
+    for path in files(paths):
+        try:
+            kept.append(read(path))
+        except Unreadable as why:
+            ignored.append(f"{path}: {why}")
+    return kept, ignored
+
+
+def level_of(plans: list[Level], study: str, run_dir: str | Path) -> float | None:
+    """The level a run of ``study`` in ``run_dir`` is tested at: its study's plan whose folder holds it."""
+    here = Path(run_dir).resolve()
+    return next((p.level for p in plans if p.study == study and (p.folder == here or p.folder in here.parents)),
+                None)

@@ -1,0 +1,442 @@
+"""The newer surfaces (the one writer, plan files, the study runner, bench arms, tune, compare --out,
+report staging) driven through hostile tables, as tests/test_hostile_records.py drives the record readers.
+
+Each table is one surface: what is planted (a link to a victim outside, a dangling link, a FIFO, a
+folder, a link to /dev/zero, a foreign or schema-less file) and what must hold: the victim comes
+through unchanged, nothing blocks, a bad input is one line (exit 2), never a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from normbench import compare, record, study, tune
+from normbench.bench import arms
+from normbench.record import Unreadable, folder_inside, read_json_file, write_file, write_inside
+from normbench.report import build_report, study_plan
+from normbench.report.output import STAGING, remove_stale_staging
+
+_spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
+factory = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(factory)
+
+VICTIM_TEXT = "the user's own file\n"
+pytestmark = pytest.mark.usefixtures("no_hang")  # tests/conftest.py: a reader or writer that blocks fails its test
+
+
+@pytest.fixture
+def victim(tmp_path) -> Path:
+    path = tmp_path / "outside" / "victim.txt"
+    path.parent.mkdir()
+    path.write_text(VICTIM_TEXT)
+    return path
+
+
+def plant(kind: str, path: Path, victim: Path) -> None:
+    if kind == "link_to_victim":
+        path.symlink_to(victim)
+    elif kind == "dangling_link":  # following it would create a file outside
+        path.symlink_to(victim.parent / "created-through-a-link")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "dev_zero":
+        path.symlink_to("/dev/zero")
+
+
+def untouched(victim: Path) -> bool:
+    return victim.read_text() == VICTIM_TEXT and sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
+
+
+# -- the one writer ---------------------------------------------------------------------------------
+# kind -> whether write_file replaces it (a link is replaced, never written through) or refuses it
+WRITER = {"link_to_victim": "replaced", "dangling_link": "replaced", "dev_zero": "replaced", "fifo": "refused",
+          "folder": "refused"}
+
+
+@pytest.mark.parametrize("kind", sorted(WRITER))
+def test_the_one_writer_never_writes_through_or_waits_on_a_planted_file(tmp_path, victim, kind):
+    target = tmp_path / "out" / "paired-timing.json"
+    target.parent.mkdir()
+    plant(kind, target, victim)
+    if WRITER[kind] == "replaced":
+        write_file(target, "{}\n")
+        assert target.read_text() == "{}\n" and not target.is_symlink()
+    else:
+        with pytest.raises(OSError):
+            write_file(target, "{}\n")
+    assert untouched(victim)
+    assert [p.name for p in target.parent.iterdir()] == ["paired-timing.json"]  # no temporary file left
+
+
+def test_a_full_disk_leaves_the_old_file_not_an_empty_one(tmp_path, monkeypatch):
+    target = tmp_path / "paired-timing.json"
+    write_file(target, "old\n")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space"):
+        write_file(target, "new\n")
+    assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["paired-timing.json"]
+
+
+@pytest.mark.parametrize("kind", ["link_to_victim", "folder_link", "file"])
+def test_folders_on_the_way_are_real_folders_inside(tmp_path, victim, kind):
+    root = tmp_path / "out"
+    root.mkdir()
+    if kind == "folder_link":
+        (root / "arms").symlink_to(victim.parent, target_is_directory=True)
+    elif kind == "link_to_victim":
+        (root / "arms").symlink_to(victim)
+    else:
+        (root / "arms").write_text("a file")
+    with pytest.raises(OSError):
+        write_inside(root, "arms/tuned_arm/arm000.yaml", "x: 1\n")
+    with pytest.raises(OSError):
+        folder_inside(root, "../outside")
+    assert untouched(victim)
+
+
+# -- the one reader ---------------------------------------------------------------------------------
+READER = {
+    "fifo": lambda p, v: os.mkfifo(p),
+    "dev_zero": lambda p, v: p.symlink_to("/dev/zero"),
+    "link": lambda p, v: p.symlink_to(v),
+    "folder": lambda p, v: p.mkdir(),
+    "huge": lambda p, v: (p.write_bytes(b""), os.truncate(p, study_plan.MAX_BYTES + 1)),
+    "many_keys": lambda p, v: p.write_text(json.dumps({f"k{i}": 1 for i in range(record.MAX_KEYS + 1)})),
+    "nested": lambda p, v: p.write_bytes(b"[" * 100_000 + b"]" * 100_000),
+    "not_utf8": lambda p, v: p.write_bytes(b'{"a": "\xff"}'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READER))
+def test_the_one_reader_refuses_quickly_what_is_not_a_small_regular_json_file(tmp_path, victim, name):
+    path = tmp_path / "sequential.json"
+    READER[name](path, victim)
+    started = time.monotonic()
+    with pytest.raises(Unreadable) as why:
+        read_json_file(path, study_plan.MAX_BYTES)
+    assert time.monotonic() - started < 5 and "\n" not in str(why.value)
+
+
+def test_a_summary_with_400000_metric_keys_is_set_aside_in_a_second(tmp_path):
+    good = factory.make_record("many")[0]
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({**good, "metrics": {f"m{i}": 1.0 for i in range(400_000)}}))
+    started = time.monotonic()
+    found = record.read_summary(path)
+    assert isinstance(found, record.SetAside) and "keys" in found.why and time.monotonic() - started < 5
+
+
+# name -> a paired-timing.json beside the records that the report passes over (never hangs or crashes on)
+PAIRED_TIMING = {
+    "fifo": lambda p: os.mkfifo(p),
+    "dev_zero": lambda p: p.symlink_to("/dev/zero"),
+    "folder": lambda p: p.mkdir(),
+    "arms_not_objects": lambda p: p.write_text(json.dumps({"schema": "normbench.paired-timing/1", "arms": [1, None]})),
+    "group_a_dict": lambda p: p.write_text(json.dumps({"schema": "normbench.paired-timing/1",
+                                                        "arms": [{"group": {"a": 1}, "study": ["x"]}]})),
+    "rounds_text": lambda p: p.write_text(json.dumps({"schema": "normbench.paired-timing/1",
+                                                       "arms": [{"group": "g", "rounds_ms": ["a"]}]})),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRED_TIMING))
+def test_the_report_passes_over_a_hostile_paired_timing_file(tmp_path, name):
+    from normbench.analysis import speed
+
+    PAIRED_TIMING[name](tmp_path / "paired-timing.json")
+    assert speed.paired_timing([tmp_path]).empty
+
+
+# -- plan files (sequential.json): which apply ------------------------------------------------------
+STUDY = {"schema": "normbench.study/1", "id": "abc", "name": "dropout", "arms": ["model.dropout_at"], "command": ""}
+
+
+def _plan(**fields) -> bytes:
+    return json.dumps({"schema": study_plan.SCHEMA, "study": "abc", "final_level": 0.0001, **fields}).encode()
+
+
+# name -> the bytes (or maker) of a plan file that must change nothing
+FOREIGN_PLANS = {
+    "no_schema": json.dumps({"final_level": 0.0001}).encode(),
+    "old_schema": _plan(schema="normbench.sequential/1"),
+    "other_study": _plan(study="someone-else"),
+    "no_study": _plan(study=None),
+    "study_dict": _plan(study={"id": "abc"}),
+    "level_0_45_planted": json.dumps({"final_level": 0.45}).encode(),
+    "level_out_of_range": _plan(final_level=0.7),
+    "level_string": _plan(final_level="0.0001"),
+    "level_nan": _plan().replace(b"0.0001", b"NaN"),
+    "list": b"[1]",
+    "fifo": os.mkfifo,
+    "dev_zero": lambda p: p.symlink_to("/dev/zero"),
+    "folder": lambda p: p.mkdir(),
+}
+
+
+@pytest.fixture(scope="module")
+def dropout_sweep(tmp_path_factory) -> Path:
+    """The supported dropout claim of tests/report/test_build.py, one study (id abc), three seeds."""
+    root = tmp_path_factory.mktemp("plans") / "s"
+    for seed in (0, 1, 2):
+        for at, value in (("after_norm", 0.90), ("before_norm", 0.88)):
+            factory.write_record(root, f"{at}-{seed}", seed=seed, best_val=value + 0.003 * seed, study=STUDY,
+                                 axes={"model": "lstm", "placement": "post", "model.dropout": 0.3,
+                                       "model.dropout_at": at})
+    return root
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN_PLANS))
+def test_a_foreign_or_planted_plan_file_is_ignored_with_one_line(dropout_sweep, name):
+    path = dropout_sweep / "sequential.json"
+    try:
+        made = FOREIGN_PLANS[name]
+        made(path) if callable(made) else path.write_bytes(made)
+        plans, ignored = study_plan.levels([dropout_sweep])
+        assert study_plan.level_of(plans, "abc", dropout_sweep / "after_norm-0") is None
+        assert plans if name == "other_study" else (len(ignored) == 1 and "\n" not in ignored[0])
+    finally:
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink()
+
+
+def test_the_report_applies_a_plan_to_its_own_study_only_and_names_the_rest(dropout_sweep, capsys):
+    from normbench.analysis import aggregate
+    from normbench.report.build import _claims
+    from normbench.report.records import find_records
+
+    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(find_records([dropout_sweep]).runs))
+    runs = aggregate.label_groups(runs, aggregate.varying_axes(runs))
+
+    def verdict(level: float | None = None) -> str:
+        return next(v.status for c, v in _claims(runs, [dropout_sweep], level) if c.id == "dropout_after_norm")
+
+    assert verdict() == "supported"
+    (dropout_sweep / "sequential.json").write_bytes(json.dumps({"final_level": 0.45}).encode())  # planted
+    (dropout_sweep / study_plan.name_for("zzz")).write_bytes(_plan(study="zzz"))  # another study's: no runs here
+    try:
+        capsys.readouterr()
+        assert verdict() == "supported"
+        lines = [line for line in capsys.readouterr().err.splitlines() if "sequential plan" in line]
+        assert len(lines) == 1 and "no schema" in lines[0]
+        (dropout_sweep / study_plan.name_for("abc")).write_bytes(_plan())  # its own: applies
+        assert verdict() != "supported"
+    finally:
+        (dropout_sweep / study_plan.name_for("abc")).unlink(missing_ok=True)
+        (dropout_sweep / "sequential.json").unlink()
+        (dropout_sweep / study_plan.name_for("zzz")).unlink()
+
+
+def test_a_second_study_writes_its_own_plan_beside_the_first(tmp_path, victim):
+    first = study_plan.write(tmp_path, "aaa", {"final_level": 0.01})
+    second = study_plan.write(tmp_path, "bbb", {"final_level": 0.02})
+    again = study_plan.write(tmp_path, "aaa", {"final_level": 0.03})
+    assert first == again == tmp_path / "sequential.json" and second == tmp_path / "sequential-bbb.json"
+    assert {p.study: p.level for p in study_plan.levels([tmp_path])[0]} == {"aaa": 0.03, "bbb": 0.02}
+    (tmp_path / "sequential.json").unlink()
+    (tmp_path / "sequential.json").symlink_to(victim)  # planted: not a plan, replaced rather than written through
+    assert study_plan.write(tmp_path, "ccc", {"final_level": 0.01}) == tmp_path / "sequential.json"
+    assert untouched(victim)
+
+
+# -- the study runner -------------------------------------------------------------------------------
+def test_the_looks_count_the_studys_own_runs_only(tmp_path):
+    other = {**STUDY, "id": "other"}
+    for seed in (0, 1):
+        factory.write_record(tmp_path / "round-1", f"mine-{seed}", seed=seed, study=STUDY)
+        factory.write_record(tmp_path / "round-1", f"theirs-{seed}", seed=seed, study=other, axes={"norm": "rms"})
+    factory.write_record(tmp_path / "round-1", "none", seed=5)
+    runs = study._runs(tmp_path, "abc")
+    assert sorted(Path(d).name for d in runs["run_dir"]) == ["mine-0", "mine-1"]
+
+
+def _out_is(kind: str, tmp_path: Path) -> list[str]:
+    out = tmp_path / "out"
+    if kind == "file":
+        out.write_text("x")
+    elif kind in ("plan_folder", "plan_fifo"):
+        out.mkdir()
+        (out / "sequential.json").mkdir() if kind == "plan_folder" else os.mkfifo(out / "sequential.json")
+    elif kind == "under_a_file":
+        (tmp_path / "f").write_text("x")
+        out = tmp_path / "f" / "out"
+    return ["--out", str(out)]
+
+
+# argv -> words of the one line; every one is refused before anything runs
+BAD_STUDY_ARGUMENTS = [
+    (["--max-seeds", "50000000"], "--max-seeds"), (["--jobs", "100000"], "--jobs"),
+    (["--budget", "99999999999h"], "--budget"), (["--budget", "9" * 5000], "--budget"), (["--alpha", "nan"], "--alpha"),
+    (["--pilot", "three"], "invalid int"), (["--max-seeds"], "expected one argument"),
+    (["--alpha", "inf"], "--alpha"), (["--budget", "\u0661\u0660m"], "--budget"),  # Arabic-Indic digits
+    (["norm=[ln", "--out", "{tmp}"], "cannot be parsed"),
+]
+BAD_OUTS = ["file", "plan_folder", "plan_fifo", "under_a_file"]
+
+
+@pytest.mark.parametrize("argv, words", BAD_STUDY_ARGUMENTS)
+def test_bad_study_numbers_are_refused_up_front_in_one_line(argv, words, capsys, tmp_path):
+    started = time.monotonic()
+    assert study.main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize("kind", BAD_OUTS)
+def test_an_out_that_cannot_take_the_study_is_one_line(kind, tmp_path, capsys):
+    assert study.main(["norm=ln", *_out_is(kind, tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("normbench.study: --out") and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_round_is_passed_the_signal_and_never_left_running(signum, monkeypatch):
+    monkeypatch.setattr(study, "CTRL_C_GRACE_S", 0.1)
+    child = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\n"
+                              "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\ntime.sleep(60)"])
+    time.sleep(0.3)
+    started = time.monotonic()
+    study._stop_child(child, signum if signum == signal.SIGTERM else None)
+    assert child.poll() is not None and time.monotonic() - started < 10
+    assert child.returncode == (7 if signum == signal.SIGTERM else -signal.SIGINT)
+
+
+# -- record values are data -------------------------------------------------------------------------
+def test_bench_arms_never_resolves_an_interpolation_found_in_a_record(monkeypatch):
+    monkeypatch.setenv("NB_SECRET", "hunter2")
+    arm = arms.Arm("s", "adding", "g", "a", "h", Path("r"), {"task": {"name": "adding", "data": "${oc.env:NB_SECRET}"}})
+    with pytest.raises(ValueError) as why:
+        arms.build(arm)
+    assert "task.data" in str(why.value) and "hunter2" not in str(why.value)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_bench_arms_refuses_a_planted_output_before_timing(tmp_path, kind, victim):
+    factory.write_record(tmp_path, "a")
+    plant(kind, tmp_path / "paired-timing.md", victim)
+    with pytest.raises(arms.ArmsError, match="not a regular file"):
+        arms.run(tmp_path)
+
+
+# -- compare ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", sorted(WRITER))
+def test_compare_out_never_writes_through_or_waits_on_a_planted_file(tmp_path, victim, kind, capsys):
+    factory.write_record(tmp_path / "base", "a")
+    out = tmp_path / "summary.md"
+    plant(kind, out, victim)
+    code = compare.main([str(tmp_path / "base"), str(tmp_path / "base"), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == (0 if WRITER[kind] == "replaced" else 2) and "Traceback" not in err
+    assert untouched(victim)
+
+
+def test_compare_fails_a_new_whose_runs_finished_without_the_metric(tmp_path, capsys):
+    for seed in (0, 1, 2):
+        factory.write_record(tmp_path / "base", f"r{seed}", seed=seed, best_val=0.9)
+        new = factory.write_record(tmp_path / "new", f"r{seed}", seed=seed, best_val=0.9)
+        summary = json.loads((new / "summary.json").read_text())
+        summary["metrics"] = {}
+        (new / "summary.json").write_text(json.dumps(summary))
+    assert compare.main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
+    assert "best_val missing in NEW for 3 of 3" in capsys.readouterr().out
+
+
+# -- tune -------------------------------------------------------------------------------------------
+RECORDED = {"task": {"name": "adding", "length": 7}, "model": {"family": "gru", "hidden": 8}, "norm": {"kind": "rms"},
+            "lr": 0.01, "seed": 1, "steps": 10}
+# name -> a selection record's config that must not become an arm file as it is
+HOSTILE_ARMS = {
+    "interpolation": {**RECORDED, "task": {"name": "adding", "path": "${oc.env:HOME}"}},
+    "interpolation_in_list": {**RECORDED, "tags": ["${oc.env:HOME}"]},
+    "option_path": {**RECORDED, "model": {"family": "../../../etc/passwd"}},
+    "option_dict": {**RECORDED, "norm": {"kind": {"a": 1}}},
+    "option_newline": {**RECORDED, "model": {"family": "gru\n"}},
+    "missing_mark": {**RECORDED, "task": {"name": "adding", "path": "???"}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_ARMS))
+def test_a_hostile_selection_record_never_becomes_config(name):
+    with pytest.raises(tune.ArmRefused):
+        tune.arm_file(HOSTILE_ARMS[name], 0.03)
+
+
+def test_an_arm_file_holds_recognised_settings_only():
+    import yaml
+
+    planted = {**RECORDED, "defaults": [{"override /hydra/launcher": "joblib"}], "hydra": {"callbacks": {"x": 1}},
+               "surprise": {"_target_": "os.system"}, "model": {**RECORDED["model"], "_target_": "os.system"}}
+    body = yaml.safe_load(tune.arm_file(planted, 0.03))
+    assert body["defaults"] == [{"override /task": "adding"}, {"override /model": "gru"}, {"override /norm": "rms"}]
+    assert "hydra" not in body and "surprise" not in body and "_target_" not in body["model"]
+    assert body["lr"] == 0.03 and body["steps"] == 10 and "seed" not in body
+
+
+@pytest.mark.parametrize("kind", ["link_to_victim", "folder_link"])
+def test_tune_never_cleans_or_writes_through_a_planted_arms_folder(tmp_path, victim, kind):
+    (tmp_path / "arms").mkdir()
+    if kind == "folder_link":
+        (victim.parent / "mine.yaml").write_text("x")
+        (tmp_path / "arms" / "tuned_arm").symlink_to(victim.parent, target_is_directory=True)
+    else:
+        (tmp_path / "arms").rmdir()
+        (tmp_path / "arms").symlink_to(victim)
+    with pytest.raises(OSError):
+        tune.write_arms(tmp_path / "selection", tmp_path / "arms")
+    assert victim.read_text() == VICTIM_TEXT and (kind != "folder_link" or (victim.parent / "mine.yaml").exists())
+
+
+# -- the report's staging folders -------------------------------------------------------------------
+def test_staging_folders_of_killed_reports_go_and_a_running_ones_stay(tmp_path):
+    out = tmp_path / "out"
+    dead, running, young = (out / f"{STAGING}{n}" for n in ("dead", "running", "young"))
+    for folder in (dead, running, young):
+        folder.mkdir(parents=True)
+        (folder / "runs.csv").write_text("x")
+    old = time.time() - 60
+    for folder in (dead, running):
+        os.utime(folder, (old, old))
+    held = os.open(running, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # a build running beside this one
+    try:
+        assert remove_stale_staging(out) == [dead]
+    finally:
+        os.close(held)
+    assert not dead.exists() and running.exists() and young.exists()
+    (out / f"{STAGING}link").symlink_to(tmp_path, target_is_directory=True)  # never followed
+    remove_stale_staging(out)
+    assert tmp_path.is_dir() and (out / f"{STAGING}link").is_symlink()
+
+
+def test_sigterm_of_a_report_is_one_line_and_leaves_no_staging(tmp_path, capsys):
+    from normbench.report.__main__ import main
+
+    for seed in (0, 1):
+        factory.write_record(tmp_path / "sweep", f"r{seed}", seed=seed)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)  # no_hang's SIGALRM handler is replaced for this test
+    previous = signal.signal(signal.SIGALRM, lambda *a: os.kill(os.getpid(), signal.SIGTERM))
+    try:
+        code = main([str(tmp_path / "sweep"), "--out", str(tmp_path / "out")])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    err = capsys.readouterr().err
+    assert code == 128 + signal.SIGTERM and "stopped by SIGTERM" in err and "Traceback" not in err
+    assert not list((tmp_path / "out").glob(f"{STAGING}*"))
