@@ -220,6 +220,8 @@ class Config:
     checkpoint_every: int = harness("how a run survives preemption, not what is trained", 0)
     report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
     progress: bool = harness("output only", True)            # progress bar on a terminal
+    # The primary score every summary ranks on (normbench/analysis/rules.py); what is trained is the same
+    optimized_metric: str = harness("what the summaries rank on, not what is trained", "final_val")
     # Deterministic kernels compute the same functions in a fixed reduction order: the same class
     # of difference as the thread count or the device, and both are harness. environment.deterministic
     # records it, and rerun uses the recorded config.
@@ -241,6 +243,7 @@ class Config:
                  f"grad_clip must be > 0 and finite, or null, got {self.grad_clip}")
         _one_of("device", self.device, DEVICES)
         _one_of("role", self.role, ROLES)
+        _one_of("optimized_metric", self.optimized_metric, ("final_val", "best_val"))
         _require(self.task is not None and hasattr(self.task, "name"), "task is not set; choose one with task=NAME")
         _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")
         # BatchNorm of one example has no batch statistics (zero variance everywhere)

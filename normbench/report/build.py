@@ -19,7 +19,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench.analysis import aggregate, profiles, speed, tuning
+from normbench.analysis import aggregate, profiles, sequential, speed, tuning
 from normbench.report import answers, figures, tables
 from normbench.analysis.claims import CLAIMS, evaluate_claims
 from normbench.analysis.intervals import METHOD
@@ -73,12 +73,16 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
 
     axes = aggregate.varying_axes(runs)
     runs = aggregate.label_groups(runs, axes)
-    summary = aggregate.summarize_groups(runs, axes)
+    # one level per study (analysis/rules.py): the one its sequential design spent, for every verdict
+    designs = study_designs(paths, runs)
+    levels = ({str(s): float(alpha) for s in runs["study"].unique()} if alpha is not None
+              else {study: design.level for study, design in designs.items()})
+    summary = aggregate.summarize_groups(runs, axes, levels)
     # a group's throughput is its paired timing (bench arms) where one lies beside its records
     summary, timing = speed.prefer_paired(summary, speed.paired_timing(runs))
     try:
         with ReportOutput(out) as output:
-            _write(records, runs, copies, summary, axes, paths, out, output.staging, alpha, timing)
+            _write(records, runs, copies, summary, axes, paths, out, output.staging, alpha, timing, designs)
             output.commit()
     except OutputError as error:
         raise OutputNotWritable(str(error)) from None
@@ -88,7 +92,8 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
 
 
 def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-           paths: list[Path], out: Path, staging: Path, alpha: float | None = None, timing: str = "") -> None:
+           paths: list[Path], out: Path, staging: Path, alpha: float | None = None, timing: str = "",
+           designs: dict | None = None) -> None:
     """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
     spreadsheet_safe(runs).to_csv(staging / "runs.csv", index=False)
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
@@ -113,7 +118,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]
-    context["answer"] = _answer_section(runs, summary, axes, staging, timing)
+    context["answer"] = _answer_section(runs, summary, axes, staging, timing, designs or {})
     # Sections with nothing to show are left out, from the contents too.
     context["show_lr"] = bool(context["lr_sensitivity"]["figures"] or context["lr_sensitivity"]["table"]
                               or context["tuned"]["boards"])
@@ -135,6 +140,29 @@ def sequential_levels(paths: list[Path]) -> dict[Path, float]:
             if 0 < level < 0.5:
                 levels[found.parent.resolve()] = level
     return levels
+
+
+def study_designs(paths: list[Path], runs: pd.DataFrame) -> dict[str, sequential.Design]:
+    """Study id -> its sequential design, from the sequential.json whose folder holds the study's runs."""
+    found = {}
+    for path in paths:
+        for file in ([path / "sequential.json"] if (path / "sequential.json").is_file() else []) + \
+                sorted(Path(path).glob("*/sequential.json")):
+            try:
+                design = sequential.read_design(json.loads(file.read_text(encoding="utf-8")))
+            except (OSError, ValueError, AttributeError):
+                continue
+            if design is not None:
+                found[file.parent.resolve()] = design
+    if not found or runs.empty:
+        return {}
+    designs = {}
+    for study, run_dir in runs.groupby("study")["run_dir"].first().items():
+        here = Path(str(run_dir)).resolve()
+        match = next((d for folder, d in found.items() if folder == here or folder in here.parents), None)
+        if match is not None:
+            designs[str(study)] = match
+    return designs
 
 
 def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None) -> list:
@@ -166,7 +194,7 @@ def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None) -> list:
 
 
 def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path,
-                    timing: str = "") -> dict:
+                    timing: str = "", designs: dict | None = None) -> dict:
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
     if summary.empty:
         return {"tasks": [], "blocks": [], "figures": [], "rule": tables.RANKING_RULE, "note": ""}
@@ -180,7 +208,7 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
         note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
                 "selection runs, fresh seeds); section 9 ranks them on the test metric.")
     metrics = _metrics(summary)
-    tasks = answers.answers(runs, summary, axes)  # per study and task, in summary order
+    tasks = answers.answers(runs, summary, axes, designs)  # per study and task, in summary order
     blocks, start = [], 0
     for study in _studies(summary):
         count = study.rows["comparison" if "comparison" in study.rows else "task"].nunique()  # one answer each
