@@ -122,6 +122,8 @@ class Design:
     level: float                    # the last look's level
 
     def text(self) -> str:
+        if not self.looks:
+            return f"Sequential design: tested at the level its last look spent, {self.level:.3g}."
         looks = ", ".join(f"{n} ({lvl:.2g})" for n, lvl in zip(self.looks, self.levels))
         taken = len(self.done)
         why = {"decided": "every question decided", "budget": "the next round would overrun the budget",
@@ -137,7 +139,7 @@ def read_design(data: dict) -> Design | None:
     try:
         rounds = data.get("rounds") or []
         level = float(data["final_level"])
-        design = Design(tuple(int(n) for n in data["looks"]), tuple(float(v) for v in data["levels"]),
+        design = Design(tuple(int(n) for n in data.get("looks") or ()), tuple(float(v) for v in data.get("levels") or ()),
                         tuple(int(r["seeds_per_arm"]) for r in rounds), str(data.get("stopped", "")), level)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None

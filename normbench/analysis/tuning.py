@@ -32,9 +32,10 @@ import pandas as pd
 from normbench.metrics import path
 from normbench.analysis.aggregate import TRAINED, format_value
 from normbench.analysis.intervals import mean_estimate
+from normbench.analysis import rules
 from normbench.analysis.ranking import best_set
 
-SCORE = path("final_val")
+SCORE = path(rules.PRIMARY)  # the primary score (rules.py): final_val
 TEST = path("test")
 LR = "axes.lr"
 ROLE = "axes.role"

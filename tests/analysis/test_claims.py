@@ -479,17 +479,18 @@ def test_single_seed_never_supports(runs_of):
 
 
 def test_claims_compare_like_with_like_across_mixed_sweeps(runs_of):
-    """A smoke sweep's tiny runs beside a real batch-size sweep: the claim is judged within the real
-    setting, the smoke setting is listed apart, and neither is pooled into the other."""
+    """A smoke sweep's tiny runs beside a real batch-size sweep: the claim is judged within each setting,
+    neither pooled into the other; supported at the real one and inconclusive at the smoke one, the
+    settings do not agree, so the claim depends on lr (rules.py: no setting is chosen by sort order)."""
     real = [dict(r, axes={**r["axes"], "lr": 1e-3}) for r in batch_runs(bn_small=0.60, ln_small=0.95)]
     smoke = [{"seed": 0, "best_val": 0.1 * i, "axes": {"norm": norm, "batch_size": bs, "steps": 1024 // bs, "lr": 1.0}}
              for i, (norm, bs) in enumerate([("bn", 4), ("bn", 256), ("ln", 4), ("ln", 256)] * 3)]
     verdicts = dict((c.id, v) for c, v in evaluate_claims(runs_of(*real, *smoke)))
     verdict = verdicts["ln_batch_robust"]
-    assert verdict.status == SUPPORTED
+    assert verdict.status == "depends on lr"
     assert verdict.effect.estimate == pytest.approx(ln_batch_robust(runs_of(*real)).effect.estimate)
     assert verdict.setting == "lr=0.001" and verdict.others == [("lr=1", INCONCLUSIVE)]
-    assert "Judged within lr=0.001" in verdict.explanation and "lr=1: inconclusive" in verdict.explanation
+    assert "lr=0.001: supported" in verdict.explanation and "lr=1: inconclusive" in verdict.explanation
 
 
 def test_a_claim_needing_a_mix_of_settings_is_not_applicable(runs_of):

@@ -133,6 +133,7 @@ def test_design_text_names_looks_levels_and_stop_reason():
     text = design.text()
     assert "3 (0.0002), 5 (0.01), 7 (0.04)" in text and "2 look(s) taken" in text and "seed limit" in text
     assert read_design({"looks": [3], "levels": [0.05]}) is None  # no final level: not a design
+    assert read_design({"final_level": 0.001}).text().endswith("0.001.")
 
 
 def test_a_claim_over_two_disagreeing_settings_depends_on_the_key(runs_of):
@@ -163,3 +164,20 @@ def test_the_claims_line_names_each_study_and_each_section_has_its_own_id():
     views = [claim_view(claim, Verdict("contradicted", None, {}, pd.DataFrame(), "", study=s), {"s1": "one", "s2": "two"})
              for s in ("s1", "s2")]
     assert [v.anchor for v in views] == ["claim-c-s1", "claim-c-s2"] and [v.study for v in views] == ["one", "two"]
+
+
+def test_two_load_spikes_cannot_undo_a_paired_timing_slower_in_19_of_20_rounds():
+    from normbench.analysis.intervals import mean_estimate
+    from normbench.analysis.speed import log_ratio_interval, sign_test
+
+    ratios = [1.01 + 0.001 * i for i in range(18)] + [1.575, 0.697]
+    logs = np.log(ratios)
+    low, high = mean_estimate(logs).interval(0.90)
+    assert low < 0 < high  # the old t-interval on the mean: "inconclusive"
+    signs = sign_test(logs, 0.90)
+    assert (signs.above, signs.below) == (19, 1) and signs.p_above < 1e-4 and signs.low > 0
+    ratio, r_low, r_high = log_ratio_interval(ratios, [1.0] * 20)
+    assert 1.0 < r_low <= ratio <= r_high < 1.1
+    # advice in timing rounds: 12 of 20 rounds slower is not yet decided; more rounds would be
+    lean = sign_test(np.log([1.02] * 12 + [0.98] * 8), 0.90)
+    assert lean.p_above > 0.05 and lean.rounds_to_decide(0.05) > 20

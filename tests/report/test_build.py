@@ -300,3 +300,6 @@ def test_a_sequential_study_is_judged_at_its_last_looks_level(tmp_path, write_re
     build_report([tmp_path], tmp_path / "spent")
     md = (tmp_path / "spent" / "report.md").read_text()
     assert "(#claim-dropout_after_norm-abc) (supported" not in md and "α = 0.0001" in md
+    # the ranking and the answer use the same level (analysis/rules.py: one level per study)
+    assert set(pd.read_csv(tmp_path / "spent" / "summary.csv")["level"]) == {0.0001}
+    assert "last look spent, 0.0001" in md

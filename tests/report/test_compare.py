@@ -36,7 +36,7 @@ def test_a_degraded_metric_fails_and_says_where(write_record, tmp_path, capsys):
     assert "FAIL: NEW is worse in 1 of 2 settings" in text
     assert "git_commit abc1234 → def5678" in text                    # the axis of the comparison, in the header
     worse = next(line for line in text.splitlines() if line.startswith("| norm=rms"))
-    assert "**worse**: best_val worse by 0.1" in worse and "3 |" in worse
+    assert "**worse**: final_val worse by 0.1" in worse and "3 |" in worse
     ok = next(line for line in text.splitlines() if line.startswith("| norm=ln"))
     assert ok.endswith("| ok |")
 

@@ -416,8 +416,9 @@ def _faster_part(spec: PartSpec, ctx: _Context) -> Part:
         status = (SUPPORTED if signs.p_below <= alpha else CONTRADICTED if signs.p_above <= alpha else INCONCLUSIVE)
         needed = signs.rounds_to_decide(alpha) if status == INCONCLUSIVE else None
         lean = _lean_of(-signs.median, 1) if status == INCONCLUSIVE else None
+        more = (f" `python -m normbench.bench arms SWEEP_DIR --rounds {needed}` times that many." if needed else "")
         return Part(spec.assertion, status, test, (effect,), (spec.a, spec.b), "", lean, needed, None,
-                    f" Rounds, not seeds, are the replicates here ({source}).", needed_unit="timing rounds")
+                    f" Rounds, not seeds, are the replicates here ({source}).{more}", needed_unit="timing rounds")
     both = pd.concat([a, b])
     quiet, timing_note = _timing(both)
     log_ms = np.log(metric(both, path("step_ms_median")).where(lambda v: v > 0)).where(quiet)
