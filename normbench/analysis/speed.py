@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from normbench.analysis import rules
+
 FILE = "paired-timing.json"
 SCHEMA = "normbench.paired-timing/1"
 COLUMNS = ["group", "arm", "study", "task", "group_hash", "step_ms_median", "iqr", "samples_per_s", "ratio",
            "ratio_low", "ratio_high", "reference", "rounds", "threads", "device", "source", "rounds_ms"]
-LEVEL = 0.95  # of a ratio's interval
+LEVEL = rules.LEVEL  # of a ratio's interval
 PAIRED, PER_RUN = "paired", "per-run"
 PER_RUN_TEXT = ("per-run timing, noisy: each run timed its own steps while the sweep's other runs and other "
                 "processes shared the machine (`python -m normbench.bench arms SWEEP_DIR` times the arms side by side)")

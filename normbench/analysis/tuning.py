@@ -234,7 +234,8 @@ def tuned_leaderboards(runs: pd.DataFrame) -> list[dict]:
                          "diverged": int((part["status"] == "diverged").sum()),
                          "test_mean": estimate.value, "test_low": interval[0] if interval else math.nan,
                          "test_high": interval[1] if interval else math.nan,
-                         "star": arm in ranked.members, "best": arm == ranked.best,
+                         "star": arm in ranked.members, "best": arm == ranked.best or arm in ranked.ties,
+                         "tie": arm in ranked.ties,
                          "p": float(table.loc[arm, "p"]) if arm in table.index else math.nan})
         sign = 1.0 if higher else -1.0
         rows.sort(key=lambda r: (not r["best"], not r["star"],

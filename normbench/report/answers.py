@@ -155,7 +155,7 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
         kept = others[~others["shown_worse"].astype(bool)]
         listed = ", ".join(f"{r['arm']} {number(r[f'{score}_mean'], 3)}{_failures(r)}" for _, r in kept.head(_LISTED).iterrows())
         more = f" and {len(kept) - _LISTED} more" if len(kept) > _LISTED else ""
-        also = (f"Not shown worse (★): {listed}{more}. " if len(kept) else "Every other arm is shown worse. ")
+        also = (f"Could also be the best (★): {listed}{more}. " if len(kept) else "Every other arm is shown worse. ")
         if len(kept):
             also += f"Shown worse: {len(worse)} of {len(others)} other arms."
     else:

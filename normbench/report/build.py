@@ -254,12 +254,17 @@ def _machine_condition(records: Records, finished: pd.DataFrame) -> tables.Table
 
 
 GLOSSARY = [
-    ("final val", "the validation metric at the last evaluation of a run; arms are ranked on its mean over seeds."),
+    ("final val", "the validation metric at the last evaluation of a run: the primary score (unless the runs set "
+                  "optimized_metric=best_val); arms are ranked on its mean over seeds."),
     ("best val", "the best validation metric over a run's evaluations; it flatters arms evaluated often, so it is "
-                 "shown but never ranked."),
+                 "shown as the secondary score, not ranked."),
     ("test", "the metric on the test split, measured once on the final model."),
-    ("rank, ★", "the leaderboard's rule (section 2): rank 1 = best mean final val, fewest divergences first; ★ = "
-                "not shown worse than rank 1 (Holm-adjusted Welch tests), given only when some arm is shown worse."),
+    ("rank, ★", "the leaderboard's rule (section 2): rank 1 = best mean primary score, fewest failed runs first, "
+                "\"1=\" a tie; ★ = the arms that could be the best (multiple comparisons with the best at the "
+                "study's level: the best is outside the ★ set with probability at most α), given only when some arm "
+                "is shown worse."),
+    ("did not train", "a finished run whose best evaluation never left the task metric's chance band "
+                      "(normbench/metrics.py): a failure, counted like a divergence."),
     ("95% CI / band", f"a t-interval over seeds, clipped to the metric's range; figures draw bands only where "
                       f"≥ {figures.MIN_BAND_SEEDS} seeds stand behind a point."),
     ("diverged", "a run whose loss became NaN or infinite (or exploded): counted, never scored; it ranks below "

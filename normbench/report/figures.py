@@ -314,7 +314,7 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
     if rows.empty:
         return None
     tasks = list(dict.fromkeys(rows["task"]))
-    legend_entries = ["★ not shown worse than rank 1", "other ranked arms", "1 seed: not ranked",
+    legend_entries = ["★ could be the best", "other ranked arms", "1 seed: not ranked",
                       "≥ 1 run diverged", "Pareto front"]
 
     def draw(layout: Layout) -> MplFigure:

@@ -8,6 +8,7 @@ Markdown).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -328,7 +329,7 @@ def claim_view(claim: Claim, verdict: Verdict, titles: dict[str, str] | None = N
                      verdict.status.split(" on ")[0].replace(" ", "-"),
                      Table(list(PART_COLUMNS), part_rows(verdict), wrap=tuple(PART_COLUMNS[:2])),
                      (titles or {}).get(verdict.study, verdict.study),
-                     f"claim-{claim.id}" + (f"-{verdict.study}" if verdict.study else ""))
+                     f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""))
 
 
 def trained_count(runs: pd.DataFrame) -> int:
@@ -369,7 +370,7 @@ def tuned_leaderboard_tables(boards: list[dict]) -> list[Leaderboard]:
     for board in boards:
         metric = board["metric"]
         columns = ["★", "arm", "chosen lr (selection runs)", "lr run", f"test {metric} mean ± 95% CI", "runs",
-                   "diverged", "p (worse than best, before Holm)"]
+                   "diverged", "p (shown worse by another arm; ★ lost at α/(k − 1))"]
         body = []
         for row in board["rows"]:
             n_ok = row["n"] - row["diverged"]
@@ -382,7 +383,8 @@ def tuned_leaderboard_tables(boards: list[dict]) -> list[Leaderboard]:
             body.append(["★" if row["star"] else "", row["arm_label"],
                          number(row["chosen_lr"]) if row["chosen_lr"] is not None else "—",
                          ", ".join(format_value(v) for v in row["lr_run"]), score, str(row["n"]),
-                         str(row["diverged"]), "best" if row["best"] else number(row["p"], 3)])
+                         str(row["diverged"]), ("best (tie)" if row.get("tie") else "best") if row["best"]
+                         else number(row["p"], 3)])
         body, cut = _cut(body, "arms")
         note = "; ".join(board["notes"] + ([cut] if cut else []))
         out.append(Leaderboard(str(board["task"]), metric, bool(board["higher_is_better"]), Table(columns, body, note)))

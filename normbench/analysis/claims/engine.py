@@ -62,6 +62,7 @@ from normbench.analysis.claims.parts import (TRAIN_LOSS_AUC, VAL_AUC, _Context, 
                                            evaluate_part, pct, varying)
 from normbench.analysis.claims.vocabulary import (CONTRADICTED, DEPENDS, INCONCLUSIVE, NOT_APPLICABLE, SCORE, SUPPORTED, Claim,
                                                 Extreme, Part, Verdict, axis, describe, metric, select, values_text)
+from normbench.analysis import rules
 from normbench.analysis.intervals import ALPHA, decision_level
 
 
@@ -106,12 +107,13 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     _, name, _ = _task(runs)
     for arm, frame in frames.items():
         row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, "runs": int(len(frame)),
-               "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum())}
+               "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
+               "did not train": int(rules.not_trained(frame).sum())}
         for label, measure in measures.items():
             values = measure.values(frame).astype(float)
             values = values.where(frame["status"] == "ok") if measure.finished_only else values
             values = values[np.isfinite(values)]
-            label = name if label == "score" else label
+            label = f"{name} ({SCORE.name})" if label == "score" else label  # which score: the primary
             row[f"{label} mean"] = float(values.mean()) if len(values) else math.nan
             row[f"{label} std"] = float(values.std()) if len(values) > 1 else math.nan
         if any(s.kind == "more_stable" for s in claim.parts):
