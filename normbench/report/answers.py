@@ -122,12 +122,14 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
     study = title + (f": {purpose}" if purpose else "")
     ranked, single = rows[rows["rank"].notna()].sort_values("rank"), rows[rows["rank"].isna()]
     lone = [f"{row['arm']}: " + (f"all {int(row['n'])} runs diverged" if int(row["n_ok"]) == 0 and int(row["n_diverged"])
+                                else f"all {int(row['n'])} runs failed{_failures(row)}"
+                                if int(row.get("failed") or 0) >= int(row["n"]) > 0
                                 else f"{number(row['final_val_mean'], 3)} ({_seeds(row['seeds'])})")
             for _, row in single.iterrows()]
     command = study_command(rows)
     facts = _task_facts(runs) if len(runs) else ""
     if ranked.empty:
-        headline = (f"On {task}, no arm is ranked yet: every arm ran 1 seed (or none finished), so none can be "
+        headline = (f"On {task}, no arm is ranked yet: every arm ran 1 seed (or none trained), so none can be "
                     f"compared ({facts}).")
         return TaskAnswer(task, metric, higher, headline, study, single=lone, command=command,
                           design=design.text() if design is not None else "")
@@ -136,7 +138,8 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
     score_words = {"final_val": "final val", "best_val": "best val (optimized_metric)"}.get(score, score)
     tied = ranked[ranked["rank"] == best["rank"]] if "tie" in ranked and bool(best.get("tie")) else ranked.iloc[:1]
     if len(tied) > 1:
-        names = " and ".join(", ".join(str(a) for a in tied["arm"]).rsplit(", ", 1))
+        arms = [str(a) for a in tied["arm"]]
+        names = "; ".join(arms[:-1]) + " and " + arms[-1]  # labels hold commas themselves
         headline = (f"On {task}, {names} tie for first: {score_words} {metric} {_value(best, score, metric)}, "
                     f"test {_value(best, 'test', metric)} ({best['arm']}), {_seeds(best['seeds'])} each ({facts}); "
                     f"the ranking's rule does not separate them.")
