@@ -24,7 +24,9 @@ leaderboard, summary.csv and the study runner (normbench/analysis/rules.py holds
    identical value are tied (p = 1); two constant groups with different values differ with
    certainty (p = 0). A group more than half of whose runs failed, against a group most of whose
    runs did not, is worse by definition, untested.
-4. The ★ marks the best set, but only when some group is shown worse: when none is, a ★ on every
+4. Groups that could be the best rank above the groups shown worse (a group with fewer failures but
+   a worse score can be shown worse by one with a failed run), so rank 1 is always in the best set.
+   The ★ marks the best set, but only when some group is shown worse: when none is, a ★ on every
    row would say nothing, and the answer says in words that the arms cannot be told apart.
    Every ★ is shown beside its group's failure count.
 """
@@ -49,7 +51,8 @@ RULE = (
     "Ranked within each study and task on the mean primary score (the final validation metric unless "
     "optimized_metric says best_val; MSE on the log scale) of the runs that did not fail, fewest failed runs "
     "first (a run that diverged or never left the chance band counts against its group); only groups with 2 or "
-    "more seeds are ranked, rank 1 is the best and equal groups share a rank. ★ = the groups that could be "
+    "more seeds are ranked, rank 1 is the best (the groups that could be the best rank above those shown worse) "
+    "and equal groups share a rank. ★ = the groups that could be "
     "the best: multiple comparisons with the best (Hsu), a group being shown worse when any other group beats "
     "it in a one-sided test at α / (k − 1) (Welch t; Mann–Whitney U with failed runs ranked worst plus Fisher's "
     "exact test on failure counts, Bonferroni-combined, when a group has a failed run), α the study's level, "
@@ -194,7 +197,10 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     table["shown_worse"] = table["group"].map(lambda g: bool(outcome[g][2]) if g in outcome else False)
     table["beaten_by"] = table["group"].map(lambda g: outcome[g][3] if g in outcome else "")
     members = [g for g in order if not outcome[g][2]]
-    ties = [g for g in order if key[g] == key[best]]
+    # the groups that could be the best rank above those shown worse, so rank 1 always holds the ★
+    order = members + [g for g in order if outcome[g][2]]
+    best = order[0]
+    ties = [g for g in members if key[g] == key[best]]
     return BestSet(best, members, order, table, ties=ties if len(ties) > 1 else [], level=alpha)
 
 

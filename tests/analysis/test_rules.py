@@ -181,3 +181,14 @@ def test_two_load_spikes_cannot_undo_a_paired_timing_slower_in_19_of_20_rounds()
     # advice in timing rounds: 12 of 20 rounds slower is not yet decided; more rounds would be
     lean = sign_test(np.log([1.02] * 12 + [0.98] * 8), 0.90)
     assert lean.p_above > 0.05 and lean.rounds_to_decide(0.05) > 20
+
+
+def test_rank_one_is_always_in_the_best_set():
+    """Fewer failures rank first, but ten seeds that all score 0.80 are shown worse by an arm whose nine
+    finished seeds all beat them: the arm that could be the best takes rank 1."""
+    runs = pd.DataFrame([{"group": g, "status": s, "metrics.final_val": v}
+                         for g, rows in (("steady", [("ok", 0.80 + 0.001 * i) for i in range(10)]),
+                                         ("strong", [("ok", 0.95 + 0.001 * i) for i in range(9)] + [("diverged", None)]))
+                         for s, v in rows])
+    result = best_set(runs, True)
+    assert result.best == "strong" and result.members == ["strong"] and result.order == ["strong", "steady"]
