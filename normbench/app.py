@@ -23,6 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from normbench import sweep_end
 from normbench.config import ConfigError, config_dir, register
+from normbench.metrics import PRIMARY_SCORE, SCORES
 from normbench.report.output import inside
 from normbench.run import execute
 from normbench.schema import TASK_CONFIGS
@@ -43,10 +44,14 @@ def _parallel_jobs(hc) -> int:
 def describe(summary: dict) -> str:
     task, metrics, speed = summary.get("task") or {}, summary.get("metrics") or {}, summary.get("throughput") or {}
     parts = [str(summary.get("status"))]
-    if metrics.get("best_val") is not None and {"metric", "chance", "target"} <= set(task):
-        parts.append(f"best val {task['metric']} {metrics['best_val']:.4g} (chance {task['chance']:.3g}, "
-                     f"test {metrics['test']:.4g})" if metrics.get("test") is not None else
-                     f"best val {task['metric']} {metrics['best_val']:.4g} (chance {task['chance']:.3g})")
+    config = summary.get("config") if isinstance(summary.get("config"), dict) else {}
+    primary = config.get("optimized_metric") if config.get("optimized_metric") in SCORES else PRIMARY_SCORE
+    secondary = next(k for k in SCORES if k != primary)
+    if metrics.get(primary) is not None and {"metric", "chance", "target"} <= set(task):
+        # the primary score (analysis/rules.py) first; the other validation score labelled beside it
+        also = (f", {secondary.replace('_', ' ')} {metrics[secondary]:.4g}" if metrics.get(secondary) is not None else "")
+        parts.append(f"{primary.replace('_', ' ')} {task['metric']} {metrics[primary]:.4g} (chance {task['chance']:.3g}"
+                     + also + (f", test {metrics['test']:.4g})" if metrics.get("test") is not None else ")"))
         if metrics.get("steps_to_target") is not None:
             parts.append(f"target {task['target']:g} at step {metrics['steps_to_target']} "
                          f"({metrics['seconds_to_target']:.1f} s)")
@@ -79,7 +84,9 @@ def objective(summary: dict) -> float:
     Any run that did not finish ok (diverged, invalid, skipped, failed) scores +inf, worse than every
     finished run; a finished run without a finite metric too.
     """
-    value = (summary.get("metrics") or {}).get("final_val")
+    config = summary.get("config") if isinstance(summary.get("config"), dict) else {}
+    primary = config.get("optimized_metric") if config.get("optimized_metric") in SCORES else PRIMARY_SCORE
+    value = (summary.get("metrics") or {}).get(primary)  # the primary score (analysis/rules.py)
     if summary.get("status") != "ok" or not isinstance(value, (int, float)) or not math.isfinite(value):
         return math.inf
     return -float(value) if (summary.get("task") or {}).get("higher_is_better", True) else float(value)

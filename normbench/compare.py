@@ -39,18 +39,18 @@ from scipy import stats
 
 from normbench.metrics import path, viewed
 from normbench.record import FINAL_STATUSES, RESULT_STATUSES, write_file
-from normbench.analysis import aggregate
+from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
 from normbench.report.records import find_records, quiet_numerics
 from normbench.report.render import markdown_text
 
-METRICS = {"best_val": "metrics.best_val", "test": "metrics.test"}
+METRICS = {key: path(key) for key in ("final_val", "best_val", "test")}
 # Shown with intervals; gated only where the module docstring says.
 GRADIENTS = tuple(path(key) for key in viewed("compare"))
 STEP_TIME = "throughput.step_ms_median"
 ENVIRONMENT = ("git_commit", "torch", "device", "device_name", "python", "normbench_version")
 CLOCKS = ("metrics.seconds_to_target",)  # wall-clock readings: never equal twice, not gated by --exact
-POWER, ALPHA = 0.8, 0.05
+POWER, ALPHA = rules.POWER, rules.ALPHA
 
 
 class CompareError(Exception):
@@ -119,7 +119,7 @@ def _label(row: pd.Series, axes: list[str]) -> str:
     return ", ".join(parts) or aggregate.ALL_RUNS
 
 
-def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = "best_val", tolerance: float = 0.01,
+def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = rules.PRIMARY, tolerance: float = 0.01,
             relative: bool = False, max_new_divergences: int = 0,
             step_time_tolerance: float | None = None, exact: bool = False,
             ignore: tuple[str, ...] = ()) -> tuple[list[Setting], pd.DataFrame, pd.DataFrame]:
@@ -350,8 +350,9 @@ def main(argv: list[str] | None = None) -> int:
         description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
     parser.add_argument("baseline", type=Path, metavar="BASELINE", help="a sweep or run directory")
     parser.add_argument("new", type=Path, metavar="NEW", help="a sweep or run directory")
-    parser.add_argument("--metric", choices=sorted(METRICS), default="best_val",
-                        help="primary metric (default best_val: the best validation value; test: the final model on test)")
+    parser.add_argument("--metric", choices=sorted(METRICS), default=rules.PRIMARY,
+                        help=f"primary metric (default {rules.PRIMARY}, the report's primary score: the last validation "
+                             "value; best_val: the best validation value; test: the final model on test)")
     parser.add_argument("--tolerance", type=float, default=0.01,
                         help="how much worse the primary metric may get, in its own units (default 0.01)")
     parser.add_argument("--relative", action="store_true", help="--tolerance is a fraction of the baseline mean")

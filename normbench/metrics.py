@@ -23,18 +23,32 @@ TIMING_NOISY = 1.5
 @dataclass(frozen=True)
 class TaskMetric:
     """A task's own metric (what best_val, final_val, test and val_auc are in): the record's
-    ``task.metric`` names it; the report falls back on this where a record lacks the direction."""
+    ``task.metric`` names it; the report falls back on this where a record lacks the direction.
+
+    The decision fields (docs/studies.md, "The rules", says why each value): ``ratio`` compares
+    arms as ratios (log scale; a metric that spans decades), ``smallest_effect`` is the smallest
+    difference anyone would act on (a ratio when ``ratio``) and the margin of every equivalence,
+    non-inferiority and "alike" statement, ``chance_band`` is how far from the task's chance level
+    a run's best evaluation must get to count as trained (a ratio when ``ratio``)."""
 
     higher_is_better: bool
     unit: str                                  # the figures' axis words
     bounds: tuple[float | None, float | None]  # what the metric can be: a t-band is clipped to it
+    ratio: bool = False
+    smallest_effect: float = 0.01
+    chance_band: float = 0.02
 
 
 TASK_METRICS: dict[str, TaskMetric] = {
-    "accuracy": TaskMetric(True, "fraction correct", (0.0, 1.0)),
-    "mse": TaskMetric(False, "mean squared error", (0.0, None)),
-    "bpc": TaskMetric(False, "bits per character", (0.0, None)),
+    "accuracy": TaskMetric(True, "fraction correct", (0.0, 1.0), smallest_effect=0.01, chance_band=0.02),
+    "mse": TaskMetric(False, "mean squared error", (0.0, None), ratio=True, smallest_effect=1.1, chance_band=1.05),
+    "bpc": TaskMetric(False, "bits per character", (0.0, None), smallest_effect=0.02, chance_band=0.05),
 }
+
+# The score every surface ranks on unless a run's ``optimized_metric`` names the other one: the last
+# validation evaluation (best_val is the best of many evaluations, selected on the data it reports).
+PRIMARY_SCORE, SECONDARY_SCORE = "final_val", "best_val"
+SCORES = (PRIMARY_SCORE, SECONDARY_SCORE)
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("steps_to_target", "metrics", "steps to target", "steps", "lower"),
     Metric("seconds_to_target", "metrics", "seconds to target", "s", "lower"),
     Metric("diverged_at_step", "metrics", "diverged at step", "step"),
+    # a finished run whose best evaluation never left the task metric's chance band (analysis/rules.py)
+    Metric("did_not_train", "metrics", "did not train (best evaluation within the chance band)"),
     Metric("last_finite_loss", "metrics", "last finite loss", "loss"),
     Metric("loss_spikes", "metrics", "loss spikes", "count", "lower", computed_in=_PROBES),
     Metric("loss_spike_steps", "metrics", "steps of the loss spikes (first 100)", "step", computed_in=_PROBES),

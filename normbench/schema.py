@@ -363,6 +363,8 @@ class Config:
     save_model: bool = harness("what is kept, not what is trained", False)
     report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
     progress: bool = harness("output only", True)            # on a terminal: the bar, a sweep's job lines (progress.py)
+    # The primary score every summary ranks on (normbench/analysis/rules.py); what is trained is the same
+    optimized_metric: str = harness("what the summaries rank on, not what is trained", "final_val")
     # Deterministic kernels compute the same functions in a fixed reduction order: the same class
     # of difference as the thread count or the device, and both are harness. environment.deterministic
     # records it, and rerun uses the recorded config.
@@ -385,6 +387,7 @@ class Config:
         _require(self.device in DEVICES or re.fullmatch(r"cuda:(0|[1-9][0-9]{0,3})", str(self.device)) is not None,
                  f"device={_short(self.device)!r} is not valid; valid: {', '.join(DEVICES)}, cuda:N (N the GPU's index)")
         _one_of("role", self.role, ROLES)
+        _one_of("optimized_metric", self.optimized_metric, ("final_val", "best_val"))
         _require(self.task is not None and hasattr(self.task, "name"), "task is not set; choose one with task=NAME")
         _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")
         # BatchNorm of one example has no batch statistics (zero variance everywhere)

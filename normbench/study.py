@@ -212,37 +212,38 @@ def _stop_child(child: subprocess.Popen, signum: int | None) -> None:
 
 
 def _margin(runs) -> float:
-    """The claims' margin for "equivalent": 0.01 accuracy, else 10% of the chance-to-best range."""
-    from normbench.analysis.claims import ACCURACY_DELTA, RANGE_SHARE
+    """The margin for "equivalent": the task metric's smallest effect of interest (analysis/rules.py,
+    on the compared scale: log for MSE), the same one every claim part uses."""
+    from normbench.analysis import rules
 
-    first = runs.iloc[0]
-    if first.get("task.metric") == "accuracy":
-        return ACCURACY_DELTA
-    chance = float(first.get("task.chance") or 0.0)
-    return RANGE_SHARE * abs(chance) if chance else ACCURACY_DELTA
+    return rules.margin(runs.iloc[0].get("task.metric"))[0]
 
 
 def undecided(runs, level: float) -> list[str]:
     """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons."""
     from normbench.analysis.claims import evaluate_claims
     from normbench.analysis.ranking import best_set, comparisons
+    from normbench.analysis import rules
     from normbench.analysis.sequential import decide
 
     open_items = []
     for claim, verdict in evaluate_claims(runs, alpha=level):
         if verdict.status == "inconclusive":
             open_items.append(f"claim {claim.id}")
-    score = "metrics.final_val"
+    score = rules.primary_column(runs)
     for study, task, mine in comparisons(runs[runs["status"].isin(RESULT_STATUSES)]):
         higher = bool(mine["task.higher_is_better"].iloc[0])
-        ranked = best_set(mine, higher, score=score)
+        ranked = best_set(mine, higher, score=score, alpha=level)
         if ranked.best is None:
             continue
         sign = 1.0 if higher else -1.0
-        finished = mine[mine["status"] == "ok"]
-        scores = {g: sign * finished.loc[finished["group"] == g, score].to_numpy(float) for g in ranked.order}
+        finished = mine[(mine["status"] == "ok") & ~rules.not_trained(mine)]
+        name = mine["task.metric"].iloc[0] if "task.metric" in mine else None
+        scores = {g: sign * rules.to_scale(finished.loc[finished["group"] == g, score], name) for g in ranked.order}
         delta = _margin(mine)
         for other in ranked.order[1:]:
+            if other not in ranked.members:  # shown worse by the best-set rule (failures count): decided
+                continue
             a, b = scores[ranked.best], scores[other]
             if len(a) < 2 or len(b) < 2 or decide(a, b, level, delta) is None:
                 open_items.append(f"{task}: {ranked.best} vs {other}")

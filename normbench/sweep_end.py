@@ -10,6 +10,7 @@ import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from normbench.metrics import PRIMARY_SCORE, SCORES, SECONDARY_SCORE
 from normbench.metrics import TIMING_NOISY  # step_ms p90/p10 above this: the load changed while the run was timed
 from normbench.report.records import find_records
 
@@ -35,8 +36,19 @@ def _plain(value):
 
 
 
+def _scores(summary: dict) -> tuple[str, str]:
+    """(primary, secondary) score keys of a record: its optimized_metric (analysis/rules.py), final_val by default."""
+    named = (summary.get("config") or {}).get("optimized_metric") if isinstance(summary.get("config"), dict) else None
+    primary = named if named in SCORES else PRIMARY_SCORE
+    return primary, next(k for k in SCORES if k != primary)
+
+
 def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
+    """One row per run; the primary score first, the other validation score as the labelled secondary."""
     rows = []
+    keys = {_scores(s) for s in summaries.values()}
+    primary, secondary = keys.pop() if len(keys) == 1 else (PRIMARY_SCORE, SECONDARY_SCORE)
+    second = f"{secondary} (secondary)"
     for path, s in summaries.items():
         metrics, speed = s.get("metrics") or {}, s.get("throughput") or {}
         reached = _plain(metrics.get("steps_to_target"))
@@ -44,13 +56,14 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
         noisy = isinstance(p10, (int, float)) and isinstance(p90, (int, float)) and p10 > 0 and p90 / p10 > TIMING_NOISY
         ms = speed.get("step_ms_median")
         rows.append({"run": path.parent.name, **{str(k): _plain(v) for k, v in (s.get("axes") or {}).items()},
-                     "seed": _plain(s.get("seed")), "status": s["status"], "best_val": _plain(metrics.get("best_val")),
+                     "seed": _plain(s.get("seed")), "status": s["status"], primary: _plain(metrics.get(primary)),
+                     second: _plain(metrics.get(secondary)),
                      "to_target": "—" if reached is None else reached,
                      "ms/step": "—" if not isinstance(ms, (int, float)) else f"{ms:.4g}" + (" noisy" if noisy else "")})
     table = pd.DataFrame(rows)
-    varying = [c for c in table.columns if c not in ("run", "status", "best_val", "to_target", "ms/step")
+    varying = [c for c in table.columns if c not in ("run", "status", primary, second, "to_target", "ms/step")
                and table[c].astype(str).nunique() > 1]
-    return table[["run", *varying, "status", "best_val", "to_target", "ms/step"]]
+    return table[["run", *varying, "status", primary, second, "to_target", "ms/step"]]
 
 
 class SweepSummary(Callback):

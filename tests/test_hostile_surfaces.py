@@ -355,7 +355,7 @@ def test_compare_fails_a_new_whose_runs_finished_without_the_metric(tmp_path, ca
         summary["metrics"] = {}
         (new / "summary.json").write_text(json.dumps(summary))
     assert compare.main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
-    assert "best_val missing in NEW for 3 of 3" in capsys.readouterr().out
+    assert "final_val missing in NEW for 3 of 3" in capsys.readouterr().out
 
 
 # -- tune -------------------------------------------------------------------------------------------

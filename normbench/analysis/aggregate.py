@@ -25,14 +25,17 @@ from normbench import metrics as registry
 from normbench import record
 from normbench.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, tables, answers)
 from normbench.analysis.intervals import LEVEL, t_quantile
+from normbench.analysis import rules
 from normbench.analysis.ranking import rank_groups
 from normbench.record import RunRecord
 from normbench.analysis.speed import record_columns
 
-PRIMARY = registry.path("best_val")
-# Groups are ranked on the last evaluation, a value not selected on the data it reports; best_val
-# (the best of the evaluations) is shown beside it but flatters the group evaluated most often.
-RANK_SCORE = registry.path("final_val")
+# One primary score on every surface (analysis/rules.py): the last evaluation, a value not selected
+# on the data it reports, unless the runs' optimized_metric says best_val; best_val (the best of the
+# evaluations, which flatters the group evaluated most often) is shown beside it, labelled.
+PRIMARY = registry.path(rules.PRIMARY)
+SECONDARY = registry.path(rules.SECONDARY)
+RANK_SCORE = PRIMARY
 STATUSES = (*record.STATUSES, "incomplete")  # incomplete: a record still "running" when the report read it
 TRAINED = record.TRAINED_STATUSES
 ALL_RUNS = "all runs"
@@ -105,6 +108,7 @@ def _flatten(record: RunRecord) -> dict:
         "config_hash": known.config_hash if known else summary.get("config_hash"),
         "group_hash": known.group_hash if known else summary.get("group_hash"),
         "rerun_of": (summary.get("rerun_of") or {}).get("run_dir") if isinstance(summary.get("rerun_of"), dict) else None,
+        "optimized_metric": config.get("optimized_metric") if isinstance(config, dict) else None,
     }
     study = summary.get("study") if isinstance(summary.get("study"), dict) else {}
     arms = study.get("arms") if isinstance(study.get("arms"), list) else []
@@ -316,14 +320,15 @@ def _t_half_width(std: pd.Series, n: pd.Series) -> pd.Series:
     return factor * std / np.sqrt(n.astype(float))
 
 
-def summarize_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """Per group of seeds: the content of summary.csv, ranked within each task (direction-aware)."""
+def summarize_groups(runs: pd.DataFrame, axes: list[str], levels: dict[str, float] | None = None) -> pd.DataFrame:
+    """Per group of seeds: the content of summary.csv, ranked within each task (direction-aware);
+    ``levels``: each study's level (rules: the one its sequential design spent), ALPHA otherwise."""
     trained = runs[runs["status"].isin(TRAINED)]
     if trained.empty:
         return pd.DataFrame(columns=["task", "group", *axes, "n", "rank", "best"])
     summary = _group_statistics(_per_run(trained))
     summary = _label_groups(summary, trained, axes).reset_index()
-    return _ranked(summary, trained, axes)
+    return _ranked(summary, trained, axes, levels)
 
 
 def _per_run(trained: pd.DataFrame) -> pd.DataFrame:
@@ -408,13 +413,26 @@ def _label_groups(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str])
     return summary
 
 
-def _ranked(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+def primary_score(runs: pd.DataFrame) -> str:
+    """The runs frame's column the summaries rank on: rules.primary, or the other score for records
+    that lack it (versions before final_val)."""
+    score = rules.primary_column(runs)
+    other = SECONDARY if score == PRIMARY else PRIMARY
+    return score if score in runs and runs[score].notna().any() or other not in runs else other
+
+
+def _ranked(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str],
+            levels: dict[str, float] | None = None) -> pd.DataFrame:
     """Rank and best flag within each task, rows best first, the columns a reader wants first in front."""
-    ranked = summary["final_val_mean"].fillna(summary["best_val_mean"])  # records without final_val: best_val
+    score = primary_score(trained)
+    name = score.removeprefix("metrics.")
+    other = "best_val" if name == "final_val" else "final_val"
+    ranked = summary[f"{name}_mean"].fillna(summary[f"{other}_mean"])
     oriented = ranked.where(summary["higher_is_better"], -ranked)
-    score = RANK_SCORE if RANK_SCORE in trained and trained[RANK_SCORE].notna().any() else PRIMARY
-    ranks = rank_groups(trained, summary, score=score)  # ranking.RULE, within each study and task
-    summary["rank"], summary["best"], summary["shown_worse"] = ranks["rank"], ranks["best"], ranks["shown_worse"]
+    ranks = rank_groups(trained, summary, score=score, levels=levels)  # ranking.RULE, within each study and task
+    for column in ranks.columns:
+        summary[column] = ranks[column]
+    summary["score"] = name  # which score ranked this comparison (the primary; best_val is secondary)
     summary = summary.assign(_order=summary["rank"].fillna(math.inf), _unranked=-oriented.fillna(-math.inf))
     summary = summary.sort_values(["study_name", "study", "task", "_order", "_unranked"], kind="stable")
     leading = ["study", "study_name", "task", "arm", "group", *[a.removeprefix("axes.") for a in axes if a != "axes.task"],
@@ -456,7 +474,8 @@ def axis_grid(runs: pd.DataFrame, row: str, col: str) -> AxisGrid:
     rows = sorted_values(trained[row])
     cols = sorted_values(trained[col])
     keys = [trained[row].map(format_value), trained[col].map(format_value)]
-    primary = trained[PRIMARY].where(trained["status"] == "ok") if PRIMARY in trained else np.nan
+    score = primary_score(trained)
+    primary = trained[score].where(trained["status"] == "ok") if score in trained else np.nan
     frame = pd.DataFrame({"row": keys[0], "col": keys[1], "primary": primary,
                           "diverged": (trained["status"] == "diverged").astype(float)})
     index = [format_value(v) for v in rows]

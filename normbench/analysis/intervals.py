@@ -14,9 +14,8 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy import stats
 
-LEVEL = 0.95   # the level of intervals shown in tables (not of the claims' tests: those take α)
-ALPHA = 0.05   # default one-sided level of each test a claim makes
-POWER = 0.8
+from normbench.analysis.rules import ALPHA, LEVEL, POWER  # noqa: F401  (written once, in rules.py)
+
 METHOD = (
     "Student-t intervals (Welch–Satterthwaite degrees of freedom for differences, quantiles from "
     "scipy.stats.t); every directional claim part is a one-sided test at α in each direction, read "

@@ -1,49 +1,62 @@
-"""Which group of a comparison is best, and which are "not shown to be worse" than it: the ★.
+"""Which groups of a comparison could be the best: the ★, with a stated error rate.
 
 A comparison is the groups of one study and task (studies.py): arms that differ only in what the
 study varies. Its ranking follows one stated rule (RULE below), the same in the answer, the
-leaderboard and summary.csv:
+leaderboard, summary.csv and the study runner (normbench/analysis/rules.py holds the constants):
 
-1. The score is the final validation metric (the leaderboard's column), oriented so higher =
-   better. A diverged run has no score and counts against its group: groups are ordered by their
-   share of diverged runs first (fewest first), then by the mean score of their finished runs. A
-   mostly-diverged group can therefore never be best on the strength of one surviving run.
-2. Only groups with at least 2 runs (distinct seeds) and one finished run are ranked: one run has
+1. The score is the primary score (rules.primary: the final validation metric unless the runs'
+   optimized_metric says best_val), on the metric's compared scale (log for a ratio metric such
+   as MSE), oriented so higher = better. A failed run (diverged, or finished without its best
+   evaluation leaving the chance band: "did not train") has no score and counts against its
+   group: groups are ordered by their share of failed runs first (fewest first), then by the mean
+   score of their other runs. Groups equal on both tie, and share a rank.
+2. Only groups with at least 2 runs (distinct seeds) and one scored run are ranked: one run has
    no spread to compare. The others are listed below the ranking with what they scored.
-3. The best group is rank 1. Each other ranked group is compared with it by a one-sided test of
-   "worse than the best": Welch's t-test on the scores when neither group has a diverged run;
-   otherwise the Mann–Whitney U test on the scores with diverged runs ranked worst, and Fisher's
-   exact test on the divergence counts, combined by Bonferroni (p = twice the smaller). Two
-   groups whose runs all score one identical value are tied (p = 1); two constant groups with
-   different values differ with certainty (p = 0). A group more than half of whose runs diverged,
-   against a best group most of whose runs finished, is worse by definition, untested.
-4. Holm's step-down correction over those m comparisons at α = 0.05. A group is "shown worse" when
-   Holm rejects its p-value. The ★ marks the best group and every group not shown worse, but only
-   when at least one group is shown worse: when none is, a ★ on every row would say nothing, and
-   the answer says in words that the arms cannot be told apart at the seeds run.
+3. The best set is multiple comparisons with the best (Hsu 1984), Bonferroni form: a group is
+   "shown worse" when some other group is better than it by a one-sided test at α / (k − 1), k the
+   ranked groups; α is the study's level (the level its sequential design spent; 0.05 for a plain
+   sweep). Whichever group is truly best is wrongly shown worse with probability at most α (each of
+   its k − 1 comparisons at α / (k − 1)), so the ★ set holds the best with probability ≥ 1 − α
+   whatever the spread of each arm: a noisy arm cannot escape by being noisy, because any other
+   arm may show it worse. The test is Welch's t on the scores when neither group has a failed run;
+   otherwise the Mann–Whitney U test with failed runs ranked worst and Fisher's exact test on the
+   failure counts, Bonferroni-combined (p = twice the smaller). Two groups whose runs all score one
+   identical value are tied (p = 1); two constant groups with different values differ with
+   certainty (p = 0). A group more than half of whose runs failed, against a group most of whose
+   runs did not, is worse by definition, untested.
+4. Groups that could be the best rank above the groups shown worse (a group with fewer failures but
+   a worse score can be shown worse by one with a failed run), so rank 1 is always in the best set.
+   The ★ marks the best set, but only when some group is shown worse: when none is, a ★ on every
+   row would say nothing, and the answer says in words that the arms cannot be told apart.
+   Every ★ is shown beside its group's failure count.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from normbench.analysis import rules
 from normbench.metrics import path
 
-ALPHA = 0.05
+ALPHA = rules.ALPHA
 _EXACT_LIMIT = 9999  # arrangements of two groups' runs up to which the rank test is exact
 RULE = (
-    "Ranked within each study and task on the mean final validation metric of the finished runs, "
-    "fewest diverged runs first (a diverged run counts against its group); only groups with 2 or more "
-    "seeds are ranked, and rank 1 is the best. ★ = the best and every group not shown worse than it: "
-    "a one-sided Welch t-test against the best (Mann–Whitney U with diverged runs ranked worst plus "
-    "Fisher's exact test on divergence counts, Bonferroni-combined, when a group has a diverged run), "
-    f"Holm-corrected at α = {ALPHA:g}. No ★ is given when no group is shown worse."
+    "Ranked within each study and task on the mean primary score (the final validation metric unless "
+    "optimized_metric says best_val; MSE on the log scale) of the runs that did not fail, fewest failed runs "
+    "first (a run that diverged or never left the chance band counts against its group); only groups with 2 or "
+    "more seeds are ranked, rank 1 is the best (the groups that could be the best rank above those shown worse) "
+    "and equal groups share a rank. ★ = the groups that could be "
+    "the best: multiple comparisons with the best (Hsu), a group being shown worse when any other group beats "
+    "it in a one-sided test at α / (k − 1) (Welch t; Mann–Whitney U with failed runs ranked worst plus Fisher's "
+    "exact test on failure counts, Bonferroni-combined, when a group has a failed run), α the study's level, "
+    "so the best is outside the ★ set with probability at most α. No ★ is given when no group is shown worse."
 )
 
 
@@ -54,8 +67,10 @@ class BestSet:
     best: str | None            # rank 1, which the others are compared with; None when no group is eligible
     members: list[str]          # the best and the groups not shown worse, best first
     order: list[str]            # the ranked (eligible) groups, rank 1 first
-    comparisons: pd.DataFrame   # group, eligible, test, p, holm_threshold, shown_worse, why
+    comparisons: pd.DataFrame   # group, runs, diverged, did_not_train, failed, eligible, why, test, p, threshold, shown_worse, beaten_by
     rule: str = RULE
+    ties: list[str] = dataclasses.field(default_factory=list)  # the groups that tie with the best (itself included)
+    level: float = ALPHA
 
     @property
     def informative(self) -> bool:
@@ -109,61 +124,84 @@ def holm(p_values: list[float], alpha: float = ALPHA) -> tuple[list[bool], list[
 
 
 def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group", status: str = "status",
-             score: str = path("best_val"), alpha: float = ALPHA) -> BestSet:
+             score: str = path(rules.PRIMARY), alpha: float = ALPHA, metric: object = None) -> BestSet:
     """The ★ groups of one task's runs (one row per run) under the rule in the module docstring.
 
-    Runs whose status is neither "ok" nor "diverged" (failed, interrupted, ...) have no score and
-    are left out; an "ok" run without a finite score is left out too.
+    ``metric``: the task metric (task.metric when omitted), which decides the compared scale. Runs
+    whose status is neither "ok" nor "diverged" (failed, interrupted, ...) have no score and are
+    left out; an "ok" run without a finite score is left out too, unless it did not train.
     """
-    finished = (runs[status] == "ok") & np.isfinite(pd.to_numeric(runs[score], errors="coerce"))
-    diverged = runs[status] == "diverged"
-    used = runs[finished | diverged]
-    oriented = _oriented(pd.to_numeric(used[score], errors="coerce"), higher_is_better)
-    is_diverged = used[status] == "diverged"
+    if metric is None and "task.metric" in runs and len(runs):
+        metric = runs["task.metric"].iloc[0]
+    values = pd.Series(rules.to_scale(pd.to_numeric(runs[score], errors="coerce"), metric), index=runs.index)
+    not_trained = rules.not_trained(runs) if status == "status" else pd.Series(False, index=runs.index)
+    is_failed_all = (runs[status] == "diverged") | not_trained
+    finished = (runs[status] == "ok") & np.isfinite(values) & ~not_trained
+    used = runs[finished | is_failed_all]
+    oriented = values[used.index] if higher_is_better else -values[used.index]
+    is_failed = is_failed_all[used.index]
 
     rows, eligible = [], []
     for name, part in used.groupby(group, sort=False):
-        n, n_finished = len(part), int((~is_diverged[part.index]).sum())
-        why = ("fewer than 2 seeds" if n < 2 else "no finished run" if n_finished == 0 else "")
-        rows.append({"group": name, "runs": n, "diverged": n - n_finished, "eligible": not why, "why": why})
+        n, n_scored = len(part), int((~is_failed[part.index]).sum())
+        why = ("fewer than 2 seeds" if n < 2 else "no run trained" if n_scored == 0 else "")
+        rows.append({"group": name, "runs": n, "diverged": int((part[status] == "diverged").sum()),
+                     "did_not_train": int(not_trained[part.index].sum()), "failed": n - n_scored,
+                     "eligible": not why, "why": why})
         if not why:
             eligible.append(name)
-    table = pd.DataFrame(rows, columns=["group", "runs", "diverged", "eligible", "why"])
+    table = pd.DataFrame(rows, columns=["group", "runs", "diverged", "did_not_train", "failed", "eligible", "why"])
     if not eligible:
-        return BestSet(None, [], [], table.assign(test="", p=math.nan, holm_threshold=math.nan, shown_worse=False))
+        return BestSet(None, [], [], table.assign(test="", p=math.nan, threshold=math.nan, shown_worse=False,
+                                                  beaten_by=""), level=alpha)
 
     pool = used[used[group].isin(eligible)]
-    diverged_share = is_diverged[pool.index].groupby(pool[group]).mean()
-    finished_mean = oriented[pool.index][~is_diverged[pool.index]].groupby(pool[group]).mean()
-    order = sorted(eligible, key=lambda g: (diverged_share[g], -finished_mean.get(g, -math.inf)))
+    failed_share = is_failed[pool.index].groupby(pool[group]).mean()
+    scored_mean = oriented[pool.index][~is_failed[pool.index]].groupby(pool[group]).mean()
+    key = {g: (float(failed_share[g]), -float(scored_mean.get(g, -math.inf))) for g in eligible}
+    order = sorted(eligible, key=lambda g: key[g])
     best = order[0]
 
-    def arm(name: str) -> tuple[np.ndarray, int]:
-        mine = pool[pool[group] == name].index
-        return oriented[mine][~is_diverged[mine]].to_numpy(), int(is_diverged[mine].sum())
+    labels = pool[group]
+    arrays = {name: (oriented[idx][~is_failed[idx]].to_numpy(), int(is_failed[idx].sum()))
+              for name in eligible for idx in [labels.index[labels == name]]}
 
-    best_scores, best_diverged = arm(best)
-    majority = best_diverged * 2 <= best_diverged + len(best_scores)  # the best's median run finished
-    outcome: dict[str, tuple[str, float, float, bool]] = {}
-    for name in order[1:]:
-        scores, n_diverged = arm(name)
-        if majority and n_diverged * 2 > n_diverged + len(scores):
-            outcome[name] = ("most runs diverged (median run diverged)", math.nan, math.nan, True)
-    others = [g for g in order if g != best and g not in outcome]
-    tests, p_values = [], []
-    for name in others:
-        scores, n_diverged = arm(name)
-        test, p = _worse_p(best_scores, scores, best_diverged, n_diverged)
-        tests.append(test)
-        p_values.append(p)
-    rejected, thresholds = holm(p_values, alpha)
-    outcome.update({name: (t, p, h, r) for name, t, p, h, r in zip(others, tests, p_values, thresholds, rejected)})
-    table["test"] = table["group"].map(lambda g: "best" if g == best else outcome.get(g, ("",))[0])
+    def arm(name: str) -> tuple[np.ndarray, int]:
+        return arrays[name]
+
+    def mostly_failed(name: str) -> bool:
+        scores, n_failed = arm(name)
+        return n_failed * 2 > n_failed + len(scores)
+
+    threshold = rules.bonferroni(alpha, len(order) - 1)
+    outcome: dict[str, tuple[str, float, bool, str]] = {}
+    for name in order:
+        scores, n_failed = arm(name)
+        worst: tuple[str, float, str] = ("", math.inf, "")
+        for other in order:
+            if other == name:
+                continue
+            if mostly_failed(name) and not mostly_failed(other):
+                worst = ("most runs failed (median run failed)", 0.0, other)
+                break
+            other_scores, other_failed = arm(other)
+            test, p = _worse_p(other_scores, scores, other_failed, n_failed)
+            if p < worst[1]:
+                worst = (test, p, other)
+        shown = len(order) > 1 and worst[1] <= threshold
+        outcome[name] = (worst[0] if len(order) > 1 else "", worst[1] if len(order) > 1 else math.nan, shown,
+                         worst[2] if shown else "")
+    table["test"] = table["group"].map(lambda g: outcome[g][0] if g in outcome else "")
     table["p"] = table["group"].map(lambda g: outcome[g][1] if g in outcome else math.nan)
-    table["holm_threshold"] = table["group"].map(lambda g: outcome[g][2] if g in outcome else math.nan)
-    table["shown_worse"] = table["group"].map(lambda g: bool(outcome[g][3]) if g in outcome else False)
-    members = [best] + [g for g in order[1:] if not outcome[g][3]]
-    return BestSet(best, members, order, table)
+    table["threshold"] = table["group"].map(lambda g: threshold if g in outcome and len(order) > 1 else math.nan)
+    table["shown_worse"] = table["group"].map(lambda g: bool(outcome[g][2]) if g in outcome else False)
+    table["beaten_by"] = table["group"].map(lambda g: outcome[g][3] if g in outcome else "")
+    members = [g for g in order if not outcome[g][2]]
+    # the groups that could be the best rank above those shown worse, so rank 1 always holds the ★
+    order = members + [g for g in order if outcome[g][2]]
+    best = order[0]
+    ties = [g for g in members if key[g] == key[best]]
+    return BestSet(best, members, order, table, ties=ties if len(ties) > 1 else [], level=alpha)
 
 
 COMPARISON = ["study", "axes.role", "task.name"]  # the runs columns that make one comparison
@@ -188,24 +226,74 @@ def comparison_score(runs: pd.DataFrame, score: str) -> str:
     return score
 
 
-def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = path("final_val")) -> pd.DataFrame:
-    """summary.csv's `rank`, `best` (★) and `shown_worse` columns, by RULE within each comparison.
+def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = path(rules.PRIMARY),
+                levels: dict[str, float] | None = None) -> pd.DataFrame:
+    """summary.csv's `rank`, `best` (★), `shown_worse`, `tie`, `failed`, `did_not_train` and
+    `level` columns, by RULE within each comparison.
 
     ``trained`` is the runs table (one row per run, with study, group, status, task.name,
-    task.higher_is_better and the score); ``summary`` has one row per group. Unranked groups
-    (fewer than 2 seeds, no finished run) have no rank; ★ only where it informs (BestSet.informative).
+    task.higher_is_better and the score); ``summary`` has one row per group; ``levels``: a
+    study's level (the one its sequential design spent) by study id, ALPHA for the others.
+    Unranked groups (fewer than 2 seeds, no scored run) have no rank; groups tied on the rule's
+    key share a rank; ★ only where it informs (BestSet.informative).
     """
-    columns = pd.DataFrame({"rank": math.nan, "best": False, "shown_worse": False}, index=summary.index)
+    columns = pd.DataFrame({"rank": math.nan, "best": False, "shown_worse": False, "tie": False, "failed": 0,
+                            "did_not_train": 0, "level": ALPHA}, index=summary.index)
     if score not in trained or trained.empty:
         return columns
-    for _, _, runs in comparisons(trained):
+    levels = levels or {}
+    for study, _, runs in comparisons(trained):
         higher = bool(runs["task.higher_is_better"].iloc[0])
-        result = best_set(runs, higher, score=comparison_score(runs, score))
+        level = float(levels.get(study, ALPHA))
+        result = best_set(runs, higher, score=comparison_score(runs, score), alpha=level)
         rows = summary["group"].isin(runs["group"].unique())
         position = {g: i + 1 for i, g in enumerate(result.order)}
+        for tied in _tie_runs(result):
+            for g in tied:
+                position[g] = min(position[t] for t in tied)
         columns.loc[rows, "rank"] = summary.loc[rows, "group"].map(position)
+        columns.loc[rows, "level"] = level
         if result.informative:
             columns.loc[rows, "best"] = summary.loc[rows, "group"].isin(result.members)
         worse = set(result.comparisons.loc[result.comparisons["shown_worse"].astype(bool), "group"])
         columns.loc[rows, "shown_worse"] = summary.loc[rows, "group"].isin(worse)
+        columns.loc[rows, "tie"] = summary.loc[rows, "group"].isin(result.ties)
+        counts = result.comparisons.set_index("group")
+        for name in ("failed", "did_not_train"):
+            columns.loc[rows, name] = summary.loc[rows, "group"].map(counts[name]).fillna(0).astype(int)
     return columns
+
+
+def _tie_runs(result: BestSet) -> list[list[str]]:
+    """The best's ties (other exact ties share a rank through the same rule when they are the best's)."""
+    return [result.ties] if result.ties else []
+
+
+def design_power(groups: dict[str, np.ndarray], alpha: float = ALPHA, power: float = rules.POWER,
+                 limit: int = 200) -> tuple[float, int | None, float]:
+    """(MDE, seeds per arm to detect the largest difference seen, that difference) of a ranking.
+
+    ``groups``: each ranked group's scores on the compared scale (rules.to_scale). The ranking's
+    own test: one-sided at α / (k − 1) (the best set's Bonferroni level), so MDE =
+    (t_{1−α/(k−1)} + t_{power}) · s · √(2/n) on 2n − 2 degrees of freedom, with s the pooled
+    standard deviation and n the smallest seed count (EVIDENCE.md). NaN / None when fewer than two
+    groups have 2 scores.
+    """
+    usable = {g: np.asarray(v, float)[np.isfinite(np.asarray(v, float))] for g, v in groups.items()}
+    usable = {g: v for g, v in usable.items() if len(v) >= 2}
+    if len(usable) < 2:
+        return math.nan, None, math.nan
+    s = math.sqrt(float(np.mean([v.var(ddof=1) for v in usable.values()])))
+    n = min(len(v) for v in usable.values())
+    means = [float(v.mean()) for v in usable.values()]
+    largest = max(means) - min(means)
+    level = rules.bonferroni(alpha, len(usable) - 1)
+
+    def mde(k: int) -> float:
+        df = 2 * k - 2
+        return (stats.t.ppf(1 - level, df) + stats.t.ppf(power, df)) * s * math.sqrt(2 / k)
+
+    if s == 0:
+        return 0.0, n, largest
+    needed = next((k for k in range(2, limit + 1) if mde(k) <= largest), None) if largest > 0 else None
+    return mde(n), needed, largest

@@ -108,3 +108,39 @@ def simulate(plan: Plan, repetitions: int = 2000, sd: float = 1.0, difference: f
     rates.update({f"{k} se": math.sqrt(r * (1 - r) / repetitions) for k, r in list(rates.items())})
     rates["mean seeds"] = used / repetitions
     return rates
+
+
+@dataclass(frozen=True)
+class Design:
+    """What a study's sequential.json (normbench.study) says it did: the level its ranking, best set,
+    answers and claims are read at is the last look's (rules: one level per study)."""
+
+    looks: tuple[int, ...]          # planned seeds per arm at each look
+    levels: tuple[float, ...]       # α_k of each planned look
+    done: tuple[int, ...]           # seeds per arm at the looks taken
+    stopped: str                    # decided, budget, maximum seeds
+    level: float                    # the last look's level
+
+    def text(self) -> str:
+        if not self.looks:
+            return f"Sequential design: tested at the level its last look spent, {self.level:.3g}."
+        looks = ", ".join(f"{n} ({lvl:.2g})" for n, lvl in zip(self.looks, self.levels))
+        taken = len(self.done)
+        why = {"decided": "every question decided", "budget": "the next round would overrun the budget",
+               "maximum seeds": "the seed limit was reached"}.get(self.stopped, self.stopped)
+        return (f"Sequential design: looks planned at {looks} seeds per arm (level of each look in brackets, "
+                f"α spent over the looks); {taken} look(s) taken, at {', '.join(map(str, self.done))} seeds; stopped: "
+                f"{why}. Ranking, best set, claims and detectable differences here are read at the last look's "
+                f"level, {self.level:.3g}.")
+
+
+def read_design(data: dict) -> Design | None:
+    """The Design of one parsed sequential.json, None when it is not one."""
+    try:
+        rounds = data.get("rounds") or []
+        level = float(data["final_level"])
+        design = Design(tuple(int(n) for n in data.get("looks") or ()), tuple(float(v) for v in data.get("levels") or ()),
+                        tuple(int(r["seeds_per_arm"]) for r in rounds), str(data.get("stopped", "")), level)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return design if 0 < level < 0.5 else None

@@ -10,7 +10,7 @@ where it has none, it says "per-run timing, noisy". Torch-free: it reads JSON on
 from __future__ import annotations
 
 import math
-import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
@@ -18,28 +18,68 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from normbench.analysis import rules
 from normbench.record import Unreadable, read_json_file
 
 FILE = "paired-timing.json"
 SCHEMA = "normbench.paired-timing/1"
 COLUMNS = ["group", "arm", "study", "task", "group_hash", "step_ms_median", "iqr", "samples_per_s", "ratio",
            "ratio_low", "ratio_high", "reference", "rounds", "threads", "device", "source", "rounds_ms"]
-LEVEL = 0.95  # of a ratio's interval
+LEVEL = rules.LEVEL  # of a ratio's interval
 PAIRED, PER_RUN = "paired", "per-run"
 PER_RUN_TEXT = ("per-run timing, noisy: each run timed its own steps while the sweep's other runs and other "
                 "processes shared the machine (`python -m normbench.bench arms SWEEP_DIR` times the arms side by side)")
 
 
 def log_ratio_interval(samples, reference, level: float = LEVEL) -> tuple[float, float, float]:
-    """(ratio, low, high) of two arms timed in the same rounds: the geometric mean of the per-round
-    ratios samples[i] / reference[i] and its t-interval over rounds (NaN bounds with one round).
-    Any two arms' ``rounds_ms`` of one paired-timing file may be passed: they shared every round."""
-    logs = [math.log(a / b) for a, b in zip(samples, reference)]
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return math.exp(mean), math.nan, math.nan
-    half = stats.t.ppf(0.5 + level / 2, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    """(ratio, low, high) of two arms timed in the same rounds: the median of the per-round ratios
+    samples[i] / reference[i] and its distribution-free interval (sign_test). Any two arms'
+    ``rounds_ms`` of one paired-timing file may be passed: they shared every round."""
+    result = sign_test([math.log(a / b) for a, b in zip(samples, reference)], level)
+    return math.exp(result.median), math.exp(result.low), math.exp(result.high)
+
+
+@dataclass(frozen=True)
+class SignTest:
+    """The sign test on per-round log-ratios: a load spike in one round is one round on one side, never
+    a widened interval. ``low``/``high``: the order-statistic interval of the median (NaN when too
+    few rounds for the level); ``p_below``/``p_above``: one-sided p of "ratio < 1" / "ratio > 1"."""
+
+    median: float
+    low: float
+    high: float
+    below: int       # rounds with a ratio below 1
+    above: int
+    p_below: float
+    p_above: float
+
+    def rounds_to_decide(self, alpha: float, limit: int = 1000) -> int | None:
+        """Timing rounds at which the share of rounds seen on the side the median leans to would give a
+        one-sided p ≤ α (`bench arms --rounds N`); None when no round leans or more than ``limit``."""
+        n = self.below + self.above
+        if n == 0 or self.below == self.above:
+            return None
+        share = max(self.below, self.above) / n
+        for rounds in range(2, limit + 1):
+            if stats.binomtest(math.ceil(share * rounds), rounds, 0.5, alternative="greater").pvalue <= alpha:
+                return rounds
+        return None
+
+
+def sign_test(logs, level: float = LEVEL) -> SignTest:
+    """The sign test and the median's interval at ``level`` over per-round log-ratios (ties dropped)."""
+    x = np.sort(np.asarray([v for v in logs if math.isfinite(v)], float))
+    n = len(x)
+    if n == 0:
+        return SignTest(math.nan, math.nan, math.nan, 0, 0, math.nan, math.nan)
+    below, above = int((x < 0).sum()), int((x > 0).sum())
+    decided = below + above
+    p_below = stats.binomtest(below, decided, 0.5, alternative="greater").pvalue if decided else 1.0
+    p_above = stats.binomtest(above, decided, 0.5, alternative="greater").pvalue if decided else 1.0
+    # the largest k with P(Binom(n, 1/2) < k) ≤ (1 − level)/2: the median lies in [x_(k), x_(n−k+1)]
+    k = int(stats.binom.ppf((1 - level) / 2, n, 0.5))  # the smallest j with P(≤ j) ≥ (1 − level)/2, so P(≤ k − 1) < it
+    low, high = (float(x[k - 1]), float(x[n - k])) if k >= 1 else (math.nan, math.nan)
+    return SignTest(float(np.median(x)), low, high, below, above, float(p_below), float(p_above))
 
 
 def _files_near(paths: Iterable[Path]) -> list[Path]:

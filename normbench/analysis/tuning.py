@@ -32,9 +32,10 @@ import pandas as pd
 from normbench.metrics import path
 from normbench.analysis.aggregate import TRAINED, format_value
 from normbench.analysis.intervals import mean_estimate
+from normbench.analysis import rules
 from normbench.analysis.ranking import best_set
 
-SCORE = path("final_val")
+SCORE = path(rules.PRIMARY)  # the primary score (rules.py): final_val
 TEST = path("test")
 LR = "axes.lr"
 ROLE = "axes.role"
@@ -233,7 +234,8 @@ def tuned_leaderboards(runs: pd.DataFrame) -> list[dict]:
                          "diverged": int((part["status"] == "diverged").sum()),
                          "test_mean": estimate.value, "test_low": interval[0] if interval else math.nan,
                          "test_high": interval[1] if interval else math.nan,
-                         "star": arm in ranked.members, "best": arm == ranked.best,
+                         "star": arm in ranked.members, "best": arm == ranked.best or arm in ranked.ties,
+                         "tie": arm in ranked.ties,
                          "p": float(table.loc[arm, "p"]) if arm in table.index else math.nan})
         sign = 1.0 if higher else -1.0
         rows.sort(key=lambda r: (not r["best"], not r["star"],

@@ -205,8 +205,8 @@ def render(result: dict) -> str:
              f"{num(pressure.get('over_span'), 1)}%; other processes used "
              f"{num((env.get('other_processes_cpu_share') or math.nan) * 100, 0)}% of the CPUs. "
              f"{result['rounds']} rounds of {result['steps_per_round']} steps of every arm, interleaved in a "
-             f"shuffled order, after {result['warmup']} untimed steps of each. Ratio: geometric mean of the "
-             f"per-round ratios to the reference arm, {LEVEL:.0%} t-interval over rounds."]
+             f"shuffled order, after {result['warmup']} untimed steps of each. Ratio: median of the per-round "
+             f"ratios to the reference arm, {LEVEL:.0%} sign-test (order-statistic) interval over rounds."]
     by: dict[tuple, list[dict]] = {}
     for row in result["arms"]:
         by.setdefault((row["study"], row["task"]), []).append(row)

@@ -17,16 +17,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from normbench import metrics as registry
 from normbench.metrics import TIMING_NOISY
 from normbench.analysis.aggregate import NO_STUDY
 from normbench.report.figures import METRIC_RANGE
-from normbench.analysis.ranking import ALPHA, EVALUATION
+from normbench.analysis import rules
+from normbench.analysis.ranking import EVALUATION, design_power
 from normbench.report.tables import number
 
-POWER = 0.8
 _LISTED = 5  # arms named in a sentence before "and N more"
 _MAX_SEEDS = 200  # beyond this "about K seeds" is no plan anyone would run
 
@@ -43,6 +42,7 @@ class TaskAnswer:
     single: list[str] = field(default_factory=list)  # one-seed arms: what they scored, not comparable yet
     command: str = ""             # what would decide it
     caveat: str = ""
+    design: str = ""              # the study's sequential design: looks, levels, stop reason
 
 
 def _interval(low: float, high: float, metric: str) -> str:
@@ -80,28 +80,24 @@ def _task_facts(runs: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def design_power(ranked: pd.DataFrame, alpha: float = ALPHA, power: float = POWER,
-                 name: str = "final_val") -> tuple[float, int | None, float]:
-    """(MDE, seeds per arm to detect the largest difference seen, that difference) of a comparison.
+def _compared(runs: pd.DataFrame, groups, score: str, metric: str) -> dict[str, np.ndarray]:
+    """Each group's scores on the compared scale (log for a ratio metric), failed runs left out."""
+    scored = runs[(runs["status"] == "ok") & ~rules.not_trained(runs)]
+    return {g: rules.to_scale(pd.to_numeric(scored.loc[scored["group"] == g, score], errors="coerce"), metric)
+            for g in groups}
 
-    MDE = (t_{1−α/2} + t_{power}) · s · √(2/n) on 2n − 2 degrees of freedom, with s the pooled
-    standard deviation of the ranked groups' final val and n their smallest seed count (EVIDENCE.md).
-    """
-    usable = ranked[ranked[f"{name}_n"] >= 2]
-    if len(usable) < 2:
-        return math.nan, None, math.nan
-    s = math.sqrt(float(np.nanmean(usable[f"{name}_std"].astype(float) ** 2)))
-    n = int(usable[f"{name}_n"].min())
-    largest = float(usable[f"{name}_mean"].max() - usable[f"{name}_mean"].min())
 
-    def mde(k: int) -> float:
-        df = 2 * k - 2
-        return (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * s * math.sqrt(2 / k)
+def _difference_text(value: float, metric: str) -> str:
+    """A difference on the compared scale in the metric's words: ×ratio for a ratio metric."""
+    return f"×{number(math.exp(value), 3)}" if rules.ratio_scale(metric) else f"{number(value, 2)} {metric}"
 
-    if s == 0:
-        return 0.0, n, largest
-    needed = next((k for k in range(2, _MAX_SEEDS + 1) if mde(k) <= largest), None) if largest > 0 else None
-    return mde(n), needed, largest
+
+def _failures(row: pd.Series) -> str:
+    """" (1 of 3 diverged, 1 did not train)": what counts against an arm, beside its mark."""
+    parts = [f"{int(row.get('n_diverged') or 0)} diverged" if int(row.get("n_diverged") or 0) else "",
+             f"{int(row.get('did_not_train') or 0)} did not train" if int(row.get("did_not_train") or 0) else ""]
+    parts = [p for p in parts if p]
+    return f" ({', '.join(parts)} of {int(row['n'])})" if parts else ""
 
 
 def study_command(summary_rows: pd.DataFrame, runs: pd.DataFrame | None = None) -> str:
@@ -150,7 +146,7 @@ def _optuna_lr(sweep_dir: Path) -> float | None:
     return float(lr)
 
 
-def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame) -> TaskAnswer:
+def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> TaskAnswer:
     """The answer for one comparison: ``rows`` its summary rows (ranked first), ``runs`` its runs."""
     first = rows.iloc[0]
     task, metric, higher = str(first["task"]), str(first["metric"]), bool(first["higher_is_better"])
@@ -160,56 +156,77 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame) -> TaskAnswer:
     study = title + (f": {purpose}" if purpose else "")
     ranked, single = rows[rows["rank"].notna()].sort_values("rank"), rows[rows["rank"].isna()]
     lone = [f"{row['arm']}: " + (f"all {int(row['n'])} runs diverged" if int(row["n_ok"]) == 0 and int(row["n_diverged"])
+                                else f"all {int(row['n'])} runs failed{_failures(row)}"
+                                if int(row.get("failed") or 0) >= int(row["n"]) > 0
                                 else f"{number(row['final_val_mean'], 3)} ({_seeds(row['seeds'])})")
             for _, row in single.iterrows()]
     command = study_command(rows, runs)
     facts = _task_facts(runs) if len(runs) else ""
     if ranked.empty:
-        headline = (f"On {task}, no arm is ranked yet: every arm ran 1 seed (or none finished), so none can be "
+        headline = (f"On {task}, no arm is ranked yet: every arm ran 1 seed (or none trained), so none can be "
                     f"compared ({facts}).")
-        return TaskAnswer(task, metric, higher, headline, study, single=lone, command=command)
+        return TaskAnswer(task, metric, higher, headline, study, single=lone, command=command,
+                          design=design.text() if design is not None else "")
     best = ranked.iloc[0]
-    if str(first.get("study_role")) == EVALUATION:  # a tuned study: each arm at its chosen lr, ranked on test
+    score = str(first.get("score") or rules.PRIMARY)
+    score_words = {"final_val": "final val", "best_val": "best val (optimized_metric)"}.get(score, score)
+    tied = ranked[ranked["rank"] == best["rank"]] if "tie" in ranked and bool(best.get("tie")) else ranked.iloc[:1]
+    if len(tied) > 1:
+        arms = [str(a) for a in tied["arm"]]
+        names = "; ".join(arms[:-1]) + " and " + arms[-1]  # labels hold commas themselves
+        headline = (f"On {task}, {names} tie for first: {score_words} {metric} {_value(best, score, metric)}, "
+                    f"test {_value(best, 'test', metric)} ({best['arm']}), {_seeds(best['seeds'])} each ({facts}); "
+                    f"the ranking's rule does not separate them.")
+    elif str(first.get("study_role")) == EVALUATION:  # a tuned study: each arm at its chosen lr, ranked on test
         headline = (f"On {task}, each arm at its tuned lr, {best['arm']} ranks first: test {metric} "
                     f"{_value(best, 'test', metric)}, final val {_value(best, 'final_val', metric)}, "
                     f"{_seeds(best['seeds'])} ({facts}).")
     else:
-        headline = (f"On {task}, {best['arm']} ranks first: final val {metric} {_value(best, 'final_val', metric)}, "
-                    f"test {_value(best, 'test', metric)}, {_seeds(best['seeds'])} ({facts}).")
+        headline = (f"On {task}, {best['arm']} ranks first{_failures(best)}: {score_words} {metric} "
+                    f"{_value(best, score, metric)}, test {_value(best, 'test', metric)}, {_seeds(best['seeds'])} ({facts}).")
     others = ranked.iloc[1:]
     if others.empty:
         also = "No other arm ran 2 or more seeds, so nothing was compared with it."
     elif bool(rows["best"].any()):
         worse = others[others["shown_worse"].astype(bool)]
         kept = others[~others["shown_worse"].astype(bool)]
-        listed = ", ".join(f"{r['arm']} {number(r['final_val_mean'], 3)}" for _, r in kept.head(_LISTED).iterrows())
+        listed = ", ".join(f"{r['arm']} {number(r[f'{score}_mean'], 3)}{_failures(r)}" for _, r in kept.head(_LISTED).iterrows())
         more = f" and {len(kept) - _LISTED} more" if len(kept) > _LISTED else ""
-        also = (f"Not shown worse (★): {listed}{more}. " if len(kept) else "Every other arm is shown worse. ")
+        also = (f"Could also be the best (★): {listed}{more}. " if len(kept) else "Every other arm is shown worse. ")
         if len(kept):
             also += f"Shown worse: {len(worse)} of {len(others)} other arms."
     else:
-        mde, needed, largest = design_power(ranked, name="test" if str(first.get("study_role")) == EVALUATION else "final_val")
+        level = float(first.get("level") or rules.ALPHA)
+        compared = "test" if str(first.get("study_role")) == EVALUATION else score
+        mde, needed, largest = design_power(_compared(runs, ranked["group"], registry.path(compared), metric),
+                                            alpha=level, power=rules.POWER, limit=_MAX_SEEDS)
         n = int(ranked["seeds"].min())
-        also = (f"The {len(ranked)} arms cannot be told apart at {n} seeds: no arm is shown worse than the first. "
-                + (f"The smallest difference this design detects is {number(mde, 2)} {metric} (α = {ALPHA:g}, "
-                   f"power {POWER:g}); " if math.isfinite(mde) else "")
-                + (f"about {needed} seeds per arm would detect the largest difference seen ({number(largest, 2)})."
-                   if needed else f"the largest difference seen ({number(largest, 2)}) would need more than "
-                                  f"{_MAX_SEEDS} seeds per arm: for practical purposes the arms are alike."
-                   if math.isfinite(largest) else ""))
+        delta, delta_text = rules.margin(metric)
+        alike = (f"the largest difference seen ({_difference_text(largest, metric)}) is smaller than the smallest "
+                 f"effect of interest ({delta_text}): no difference that matters was seen, none is excluded."
+                 if math.isfinite(largest) and largest < delta else "")
+        also = (f"The {len(ranked)} arms cannot be told apart at {n} seeds: no arm is shown worse (level {level:.3g}). "
+                + (f"The smallest difference this design detects is {_difference_text(mde, metric)} (one-sided at "
+                   f"{level:.3g}/{len(ranked) - 1}, power {rules.POWER:g}); " if math.isfinite(mde) else "")
+                + (alike or (f"about {needed} seeds per arm would detect the largest difference seen "
+                             f"({_difference_text(largest, metric)})." if needed else
+                             f"the largest difference seen ({_difference_text(largest, metric)}) would need more "
+                             f"than {_MAX_SEEDS} seeds per arm." if math.isfinite(largest) else "")))
     decided = bool(rows["best"].any()) and not len(single)  # a ranking that informs, every arm compared
     return TaskAnswer(task, metric, higher, headline, study, also, _tradeoff(best, ranked), lone,
-                      "" if decided else command)
+                      "" if decided else command, design=design.text() if design is not None else "")
 
 
 def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
     parts = []
-    diverged = int(best["n_diverged"])
+    diverged, untrained = int(best["n_diverged"]), int(best.get("did_not_train") or 0)
     parts.append(f"{diverged} of {int(best['n'])} of its runs diverged" if diverged
                  else f"none of its {int(best['n'])} runs diverged")
-    unstable = ranked[ranked["divergence_rate"] > 0]
+    if untrained:
+        parts.append(f"{untrained} of its runs did not train (never left the chance band)")
+    unstable = ranked[(ranked["divergence_rate"] > 0) | (ranked.get("did_not_train", 0) > 0)]
     if len(unstable):
-        parts.append(f"{len(unstable)} arm(s) had a diverged run")
+        parts.append(f"{len(unstable)} arm(s) had a diverged or untrained run")
     speed = best.get("samples_per_s_median")
     if speed is not None and pd.notna(speed):
         noisy = best.get("timing_noise_median")
@@ -220,12 +237,14 @@ def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-def answers(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str]) -> list[TaskAnswer]:
-    """One answer per comparison (study and task), in the leaderboard's order."""
+def answers(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], designs: dict | None = None) -> list[TaskAnswer]:
+    """One answer per comparison (study and task), in the leaderboard's order; ``designs``: each
+    study's sequential design (its looks, levels and stop reason are stated in its answer)."""
     if summary.empty:
         return []
     result = []
     for _, rows in summary.groupby("comparison" if "comparison" in summary else "task", sort=False):
-        result.append(comparison_answer(rows, runs[runs["group"].isin(rows["group"])]))
+        design = (designs or {}).get(str(rows["study"].iloc[0])) if "study" in rows else None
+        result.append(comparison_answer(rows, runs[runs["group"].isin(rows["group"])], design))
     return result
 

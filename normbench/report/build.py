@@ -18,7 +18,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench.analysis import aggregate, profiles, speed, tuning
+from normbench.analysis import aggregate, profiles, sequential, speed, tuning
 from normbench.report import answers, figures, study_plan, tables
 from normbench.analysis.claims import CLAIMS, evaluate_claims
 from normbench.analysis.intervals import METHOD
@@ -72,12 +72,16 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
 
     axes = aggregate.varying_axes(runs)
     runs = aggregate.label_groups(runs, axes)
-    summary = aggregate.summarize_groups(runs, axes)
+    # one level per study (analysis/rules.py): the one its sequential design spent, for every verdict
+    designs = study_designs(paths, runs)
+    levels = ({str(s): float(alpha) for s in runs["study"].unique()} if alpha is not None
+              else {study: design.level for study, design in designs.items()})
+    summary = aggregate.summarize_groups(runs, axes, levels)
     # a group's throughput is its paired timing (bench arms) where one lies beside its records
     summary, timing = speed.prefer_paired(summary, speed.paired_timing(runs))
     try:
         with ReportOutput(out) as output:
-            _write(records, runs, copies, summary, axes, paths, out, output.staging, alpha, timing)
+            _write(records, runs, copies, summary, axes, paths, out, output.staging, alpha, timing, designs)
             output.commit()
     except OutputError as error:
         raise OutputNotWritable(str(error)) from None
@@ -87,7 +91,8 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
 
 
 def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-           paths: list[Path], out: Path, staging: Path, alpha: float | None = None, timing: str = "") -> None:
+           paths: list[Path], out: Path, staging: Path, alpha: float | None = None, timing: str = "",
+           designs: dict | None = None) -> None:
     """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
     spreadsheet_safe(runs).to_csv(staging / "runs.csv", index=False)
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
@@ -107,12 +112,12 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         **_tuning_sections(runs, summary, axes, staging),
         "divergences": tables.divergence_table(runs, axes, out),
         "claims": [tables.claim_view(c, v, aggregate.study_titles(runs))
-                   for c, v in _claims(runs, paths, alpha)],
+                   for c, v in _claims(runs, paths, alpha, designs if alpha is None else None)],
     }
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]
-    context["answer"] = _answer_section(runs, summary, axes, staging, timing)
+    context["answer"] = _answer_section(runs, summary, axes, staging, timing, designs or {})
     # Sections with nothing to show are left out, from the contents too.
     context["show_lr"] = bool(context["lr_sensitivity"]["figures"] or context["lr_sensitivity"]["table"]
                               or context["tuned"]["boards"])
@@ -121,28 +126,45 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     write_report(context, staging)
 
 
-def sequential_levels(paths: list[Path]) -> list[study_plan.Level]:
+def sequential_levels(paths: list[Path], say: bool = True) -> list[study_plan.Level]:
     """The sequential.json files (normbench.study) under ``paths`` that apply, each to its own study's
     records; the others (another schema, no study id, a planted file) are named in one line on stderr."""
     plans, ignored = study_plan.levels(paths)
-    if ignored:
+    if ignored and say:
         more = f" (and {len(ignored) - 1} more)" if len(ignored) > 1 else ""
         print(f"normbench report: ignored {len(ignored)} sequential plan file(s): {ignored[0][:300]}{more}",
               file=sys.stderr)
     return plans
 
 
-def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None) -> list:
+def study_designs(paths: list[Path], runs: pd.DataFrame, say: bool = True) -> dict[str, sequential.Design]:
+    """Study id -> its sequential design: the plan file of that study (study_plan: its id, its schema,
+    read by the one reader) whose folder holds the study's runs. The one source of a study's level."""
+    plans = sequential_levels(paths, say)
+    if not plans or runs.empty:
+        return {}
+    designs = {}
+    for study, run_dir in runs.groupby("study")["run_dir"].first().items():
+        here = Path(str(run_dir)).resolve()
+        plan = next((p for p in plans if p.study == str(study) and (p.folder == here or p.folder in here.parents)),
+                    None)
+        design = sequential.read_design(plan.data) if plan is not None else None
+        if design is not None:
+            designs[str(study)] = design
+    return designs
+
+
+def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None, designs: dict | None = None) -> list:
     """The claims, each study's at the level its sequential plan reached (its last look), the others at
     ``alpha`` (or the claims' default): a study that peeked may not test its final data at the full α."""
-    plans = sequential_levels(paths) if alpha is None else []
-    if not plans:
+    if alpha is None and designs is None:
+        designs = study_designs(paths, runs)
+    if alpha is not None or not designs:
         return evaluate_claims(runs, **({} if alpha is None else {"alpha": alpha}))
 
-    first = runs.groupby("study")["run_dir"].first()
-    study_level = {study: study_plan.level_of(plans, study, run_dir) for study, run_dir in first.items()}
+    study_level = {study: design.level for study, design in designs.items()}
     verdicts = []
-    for level, mine in runs.groupby(runs["study"].map(study_level).fillna(-1.0), sort=False):
+    for level, mine in runs.groupby(runs["study"].astype(str).map(study_level).fillna(-1.0), sort=False):
         verdicts += evaluate_claims(mine, **({} if level < 0 else {"alpha": float(level)}))
     # one "not applicable" per claim that applies in no study
     decided = {c.id for c, v in verdicts if v.status != "not applicable"}
@@ -158,7 +180,7 @@ def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None) -> list:
 
 
 def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path,
-                    timing: str = "") -> dict:
+                    timing: str = "", designs: dict | None = None) -> dict:
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
     if summary.empty:
         return {"tasks": [], "blocks": [], "figures": [], "rule": tables.RANKING_RULE, "note": ""}
@@ -172,7 +194,7 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
         note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
                 "selection runs, fresh seeds); section 9 ranks them on the test metric.")
     metrics = _metrics(summary)
-    tasks = answers.answers(runs, summary, axes)  # per study and task, in summary order
+    tasks = answers.answers(runs, summary, axes, designs)  # per study and task, in summary order
     blocks, start = [], 0
     for study in _studies(summary):
         count = study.rows["comparison" if "comparison" in study.rows else "task"].nunique()  # one answer each
@@ -218,12 +240,17 @@ def _machine_condition(records: Records, finished: pd.DataFrame) -> tables.Table
 
 
 GLOSSARY = [
-    ("final val", "the validation metric at the last evaluation of a run; arms are ranked on its mean over seeds."),
+    ("final val", "the validation metric at the last evaluation of a run: the primary score (unless the runs set "
+                  "optimized_metric=best_val); arms are ranked on its mean over seeds."),
     ("best val", "the best validation metric over a run's evaluations; it flatters arms evaluated often, so it is "
-                 "shown but never ranked."),
+                 "shown as the secondary score, not ranked."),
     ("test", "the metric on the test split, measured once on the final model."),
-    ("rank, ★", "the leaderboard's rule (section 2): rank 1 = best mean final val, fewest divergences first; ★ = "
-                "not shown worse than rank 1 (Holm-adjusted Welch tests), given only when some arm is shown worse."),
+    ("rank, ★", "the leaderboard's rule (section 2): rank 1 = best mean primary score, fewest failed runs first, "
+                "\"1=\" a tie; ★ = the arms that could be the best (multiple comparisons with the best at the "
+                "study's level: the best is outside the ★ set with probability at most α), given only when some arm "
+                "is shown worse."),
+    ("did not train", "a finished run whose best evaluation never left the task metric's chance band "
+                      "(normbench/metrics.py): a failure, counted like a divergence."),
     ("95% CI / band", f"a t-interval over seeds, clipped to the metric's range; figures draw bands only where "
                       f"≥ {figures.MIN_BAND_SEEDS} seeds stand behind a point."),
     ("diverged", "a run whose loss became NaN or infinite (or exploded): counted, never scored; it ranks below "

@@ -328,7 +328,7 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
     if rows.empty:
         return None
     tasks = list(dict.fromkeys(rows["task"]))
-    legend_entries = ["★ not shown worse than rank 1", "other ranked arms", "1 seed: not ranked",
+    legend_entries = ["★ could be the best", "other ranked arms", "1 seed: not ranked",
                       "≥ 1 run diverged", "Pareto front"]
 
     def draw(layout: Layout) -> MplFigure:
@@ -463,7 +463,7 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
         low, high = _interval_range(panel.grid, metric_name)
         known = spans.get(metric_name, (low, high))
         spans[metric_name] = (min(low, known[0]), max(high, known[1]))
-    for name, title in (("heatmap_primary", "Best validation metric (mean over ok runs)"),
+    for name, title in (("heatmap_primary", "Primary score: validation metric (mean over ok runs)"),
                         ("heatmap_divergence", "Divergence rate (diverged / runs)")):
         ranges: list[str] = []
 
@@ -478,7 +478,7 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
                 if name == "heatmap_primary":
                     metric_name, higher = metric[panel.task]
                     cmap = "viridis" if higher else "viridis_r"
-                    label = f"best val {metric_name} ({'higher' if higher else 'lower'} is better)"
+                    label = f"{metric_name}, primary score ({'higher' if higher else 'lower'} is better)"
                     vmin, vmax = spans[metric_name]
                     ranges.append(f"{metric_name}: {vmin:.3g} to {vmax:.3g}")
                     annotations = _cell_text(grid)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -34,6 +34,7 @@ class Level:
     study: str
     level: float
     path: Path
+    data: dict = field(default_factory=dict, compare=False, repr=False)  # the whole plan: its design
 
 
 def name_for(study: str) -> str:
@@ -72,7 +73,7 @@ def read(path: Path) -> Level:
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not (
             math.isfinite(level) and 0 < level < 0.5):
         raise Unreadable("no final_level in (0, 0.5)")
-    return Level(Path(path).parent.resolve(), study, float(level), Path(path))
+    return Level(Path(path).parent.resolve(), study, float(level), Path(path), plan)
 
 
 def files(paths: Iterable[Path]) -> list[Path]:

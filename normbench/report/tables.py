@@ -8,6 +8,7 @@ Markdown).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pandas as pd
 
 from normbench import metrics as registry
 from normbench.metrics import TIMING_NOISY
+from normbench.analysis import rules
 from normbench.analysis.aggregate import NO_STUDY, STATUSES, TRAINED, display_path, format_value
 from normbench.analysis.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
 from normbench.analysis.speed import condition_rows
@@ -57,6 +59,7 @@ class ClaimView:
     css: str = field(default="")
     parts: Table | None = None  # one row per part (claims.PART_COLUMNS)
     study: str = ""
+    anchor: str = ""  # the section's HTML id: one per claim and study
 
 
 def number(value, digits: int = 4) -> str:
@@ -160,22 +163,25 @@ def timing_noise(row: pd.Series) -> str:
 MAX_COLUMNS = 12  # a leaderboard wider than this cannot be read on a phone
 
 
-def _board_columns(metric: str, arms: list[str]) -> list[tuple[str, object]]:
+def _board_columns(metric: str, arms: list[str], score: str = "final_val") -> list[tuple[str, object]]:
     """(header, cell function) of a leaderboard: the arm settings first, the ranked metric next,
-    then as many of the secondary columns as fit in MAX_COLUMNS."""
+    then as many of the secondary columns as fit in MAX_COLUMNS. ``score``: the primary score the
+    comparison ranked on (analysis/rules.py); the other validation score is the labelled secondary."""
+    secondary = "best_val" if score == "final_val" else "final_val"
     def cell_of(axis: str):
         return lambda row: format_value(row.get(axis.removeprefix("axes."))) if axis else str(row["arm"])
     columns: list[tuple[str, object]] = [(a.removeprefix("axes."), cell_of(a)) for a in arms] or [("arm", cell_of(""))]
     columns += [
-        ("rank", lambda row: number(row["rank"]) if pd.notna(row["rank"]) else "—"),
+        ("rank", lambda row: (number(row["rank"]) + ("=" if row.get("tie") else "")) if pd.notna(row["rank"]) else "—"),
         ("★", lambda row: "★" if row["best"] else ""),
-        (f"final val {metric} (mean ± 95% CI)", lambda row: mean_with_interval(row, "final_val")),
+        (f"{score.replace('_', ' ')} {metric} (mean ± 95% CI)", lambda row: mean_with_interval(row, score)),
         ("test", lambda row: mean_with_interval(row, "test")),
         ("seeds", lambda row: str(int(row["seeds"])) if pd.notna(row.get("seeds")) else "—"),
-        ("diverged", lambda row: f"{int(row['n_diverged'])} / {int(row['n'])}"),
+        ("diverged · did not train", lambda row: f"{int(row['n_diverged'])} · {int(row.get('did_not_train') or 0)} / {int(row['n'])}"),
     ]
     optional = [
-        ("best val (flatters)", lambda row: mean_with_interval(row)),
+        (f"{secondary.replace('_', ' ')} (secondary{', flatters' if secondary == 'best_val' else ''})",
+         lambda row: mean_with_interval(row, secondary)),
         (registry.metric("samples_per_s").label,
          lambda row: number(row["samples_per_s_median"]) + (" ⚠" if _noisy(row) else "")),
         ("steps to target (reached)", lambda row: f"{to_target(row['steps_to_target_median'])} "
@@ -201,7 +207,7 @@ def leaderboards(summary: pd.DataFrame, axes: list[str]) -> list[Leaderboard]:
         metric = str(rows["metric"].iloc[0])
         higher = bool(rows["higher_is_better"].iloc[0])
         arms, constant = varying_within(rows, axes)
-        columns = _board_columns(metric, arms)
+        columns = _board_columns(metric, arms, str(rows["score"].iloc[0]) if "score" in rows else "final_val")
         ranked, single = rows[rows["rank"].notna()], rows[rows["rank"].isna()]
         body = [[cell(row) for _, cell in columns] for _, row in ranked.iterrows()]
         body, note = _cut(body, "groups")
@@ -278,7 +284,12 @@ def _run_table(runs: pd.DataFrame, axes: list[str], base: Path, extra: list[tupl
 
 
 def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
-    diverged = runs[runs["status"] == "diverged"]
+    """The failed runs: diverged, and finished without leaving the chance band ("did not train",
+    analysis/rules.py), which count against their arm alike."""
+    untrained = rules.not_trained(runs)
+    diverged = runs[(runs["status"] == "diverged") | untrained].assign(
+        reason=lambda f: f["reason"].where(~untrained[f.index],
+                                           rules.NOT_TRAINED + ": its best evaluation never left the chance band"))
     extra = [*[(registry.path(key), registry.metric(key).label) for key in ("diverged_at_step", "last_finite_loss")],
              ("reason", "reason")]
     columns = [*[a.removeprefix("axes.") for a in axes], "seed", *[t for _, t in extra], "run dir"]
@@ -315,9 +326,10 @@ def claim_view(claim: Claim, verdict: Verdict, titles: dict[str, str] | None = N
     arms = ", ".join(f"{name}: {n}" for name, n in verdict.n_per_arm.items()) or "—"
     return ClaimView(claim.id, claim.statement, claim.citation, verdict.status, effect_text(verdict.effect),
                      [effect_text(e) for e in verdict.more_effects], arms, verdict.context or verdict.explanation, table,
-                     verdict.status.replace(" ", "-"),
+                     verdict.status.split(" on ")[0].replace(" ", "-"),
                      Table(list(PART_COLUMNS), part_rows(verdict), wrap=tuple(PART_COLUMNS[:2])),
-                     (titles or {}).get(verdict.study, verdict.study))
+                     (titles or {}).get(verdict.study, verdict.study),
+                     f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""))
 
 
 def trained_count(runs: pd.DataFrame) -> int:
@@ -358,7 +370,7 @@ def tuned_leaderboard_tables(boards: list[dict]) -> list[Leaderboard]:
     for board in boards:
         metric = board["metric"]
         columns = ["★", "arm", "chosen lr (selection runs)", "lr run", f"test {metric} mean ± 95% CI", "runs",
-                   "diverged", "p (worse than best, before Holm)"]
+                   "diverged", "p (shown worse by another arm; ★ lost at α/(k − 1))"]
         body = []
         for row in board["rows"]:
             n_ok = row["n"] - row["diverged"]
@@ -371,7 +383,8 @@ def tuned_leaderboard_tables(boards: list[dict]) -> list[Leaderboard]:
             body.append(["★" if row["star"] else "", row["arm_label"],
                          number(row["chosen_lr"]) if row["chosen_lr"] is not None else "—",
                          ", ".join(format_value(v) for v in row["lr_run"]), score, str(row["n"]),
-                         str(row["diverged"]), "best" if row["best"] else number(row["p"], 3)])
+                         str(row["diverged"]), ("best (tie)" if row.get("tie") else "best") if row["best"]
+                         else number(row["p"], 3)])
         body, cut = _cut(body, "arms")
         note = "; ".join(board["notes"] + ([cut] if cut else []))
         out.append(Leaderboard(str(board["task"]), metric, bool(board["higher_is_better"]), Table(columns, body, note)))

@@ -10,7 +10,7 @@ from normbench.analysis.ranking import ALPHA, RULE, best_set, holm, rank_groups
 
 def table(groups: dict[str, list], task: str = "copy", higher: bool = True) -> pd.DataFrame:
     """One row per run; a score of None is a diverged run."""
-    rows = [{"group": name, "status": "diverged" if v is None else "ok", "metrics.best_val": v,
+    rows = [{"group": name, "status": "diverged" if v is None else "ok", "metrics.final_val": v,
              "task.name": task, "task.higher_is_better": higher}
             for name, values in groups.items() for v in values]
     return pd.DataFrame(rows)
@@ -30,7 +30,7 @@ def test_a_mostly_diverged_group_is_never_best_and_gets_no_star():
                              "lucky": [0.99, None, None, None, None, None]}), higher_is_better=True)
     assert result.best == "steady"
     assert result.members == ["steady"]
-    assert "most runs diverged" in result.comparisons.set_index("group").loc["lucky", "test"]
+    assert "most runs failed" in result.comparisons.set_index("group").loc["lucky", "test"]
     # the same with only five runs of the steady group, whose rank test alone could not show it
     few = best_set(table({"steady": [0.90, 0.91, 0.89], "lucky": [0.99, None, None, None, None]}), True)
     assert few.members == ["steady"]
@@ -59,7 +59,7 @@ def test_single_runs_and_all_diverged_groups_get_no_star():
     result = best_set(table({"a": [0.90, 0.91, 0.89], "one": [0.99], "dead": [None, None, None]}), True)
     assert result.members == ["a"]
     why = result.comparisons.set_index("group")["why"]
-    assert why["one"] == "fewer than 2 seeds" and why["dead"] == "no finished run"
+    assert why["one"] == "fewer than 2 seeds" and why["dead"] == "no run trained"
     assert best_set(table({"one": [0.99], "dead": [None, None]}), True).members == []
 
 
@@ -86,10 +86,10 @@ def test_rank_groups_fill_summary_per_task_and_the_rule_is_stated():
                       table({"p": [0.1, 0.11, 0.12], "q": [0.105, 0.115, 0.095], "r": [0.5, 0.52, 0.51]},
                             task="adding", higher=False)])
     summary = pd.DataFrame({"task": ["copy", "copy", "adding", "adding", "adding"], "group": ["x", "y", "p", "q", "r"]})
-    ranks = rank_groups(runs, summary, score="metrics.best_val")
+    ranks = rank_groups(runs, summary, score="metrics.final_val")
     assert ranks["best"].tolist() == [True, False, True, True, False]
     assert ranks["rank"].tolist() == [1, 2, 2, 1, 3]  # lower MSE first: q's mean 0.105 beats p's 0.11
-    for words in ("Welch", "Mann–Whitney", "Holm", "α = 0.05", "diverged", "mean final validation"):
+    for words in ("Welch", "Mann–Whitney", "Hsu", "α / (k − 1)", "diverged", "chance band", "final validation metric"):
         assert words in RULE
 
 
@@ -104,7 +104,7 @@ def test_no_star_when_no_group_is_shown_worse():
     summary = pd.DataFrame({"task": ["copy"] * 3, "group": ["a", "b", "c"]})
     result = best_set(runs, True)
     assert not result.informative and len(result.members) == 3
-    ranks = rank_groups(runs, summary, score="metrics.best_val")
+    ranks = rank_groups(runs, summary, score="metrics.final_val")
     assert not ranks["best"].any() and ranks["rank"].notna().all()
 
 
@@ -112,7 +112,7 @@ def test_groups_of_different_studies_never_share_a_rank_or_a_star():
     one = table({"a": [0.90, 0.91, 0.92], "b": [0.5, 0.52, 0.51]}).assign(study="s1")
     two = table({"c": [0.60, 0.61, 0.62], "d": [0.2, 0.22, 0.21]}).assign(study="s2")
     summary = pd.DataFrame({"task": ["copy"] * 4, "group": ["a", "b", "c", "d"]})
-    ranks = rank_groups(pd.concat([one, two]), summary, score="metrics.best_val")
+    ranks = rank_groups(pd.concat([one, two]), summary, score="metrics.final_val")
     assert ranks["rank"].tolist() == [1, 2, 1, 2]  # c is best of its own study although a beats it
     assert ranks["best"].tolist() == [True, False, True, False]
 
@@ -120,7 +120,7 @@ def test_groups_of_different_studies_never_share_a_rank_or_a_star():
 def test_one_seed_groups_are_not_ranked():
     runs = table({"a": [0.90, 0.91, 0.92], "b": [0.5, 0.52, 0.51], "solo": [0.99]})
     summary = pd.DataFrame({"task": ["copy"] * 3, "group": ["a", "b", "solo"]})
-    ranks = rank_groups(runs, summary, score="metrics.best_val")
+    ranks = rank_groups(runs, summary, score="metrics.final_val")
     assert ranks["rank"].tolist()[:2] == [1, 2] and pd.isna(ranks["rank"].iloc[2]) and not ranks["best"].iloc[2]
 
 
@@ -134,5 +134,5 @@ def test_rank_groups_line_up_with_summarize_groups(runs_of):
     runs = runs_of(*rows)
     runs = label_groups(runs, varying_axes(runs))
     summary = summarize_groups(runs, varying_axes(runs))
-    flags = rank_groups(runs[runs["status"].isin(TRAINED)], summary, score="metrics.best_val")["best"]
+    flags = rank_groups(runs[runs["status"].isin(TRAINED)], summary, score="metrics.final_val")["best"]
     assert dict(zip(summary["group"], flags)) == {"norm=ln": True, "norm=bn": False, "norm=rms": False}

@@ -108,9 +108,12 @@ def test_warm_up_is_not_in_the_timing_and_the_ratio_is_paired(timed, study):
 
 
 def test_the_interval_comes_from_per_round_log_ratios():
-    ratio, low, high = speed.log_ratio_interval((2.0, 4.0, 2.0, 4.0), (1.0, 1.0, 1.0, 1.0))
+    """The median per-round ratio and its sign-test interval (order statistics): 8 rounds give a 95%
+    interval from the smallest to the largest round; 4 rounds are too few for one."""
+    ratio, low, high = speed.log_ratio_interval((2.0, 4.0) * 4, (1.0,) * 8)
     assert ratio == pytest.approx(math.sqrt(8))
-    assert low < ratio < high and low > 1.0
+    assert (low, high) == pytest.approx((2.0, 4.0)) and low > 1.0
+    assert all(math.isnan(v) for v in speed.log_ratio_interval((2.0, 4.0) * 2, (1.0,) * 4)[1:])
 
 
 def test_the_report_prefers_the_paired_timing_and_says_so(timed, study, tmp_path):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
-from normbench.report.answers import answers, design_power
+from normbench.analysis.ranking import design_power
+from normbench.report.answers import answers
 
 
 def _answer(runs_of, values: dict[str, list[float]], **study):
@@ -39,8 +41,8 @@ def test_one_seed_arms_are_listed_not_ranked(runs_of):
 
 
 def test_design_power_grows_seeds_for_small_differences():
-    ranked = pd.DataFrame({"final_val_n": [3, 3], "final_val_std": [0.05, 0.05], "final_val_mean": [0.90, 0.88]})
-    mde, needed, largest = design_power(ranked)
+    spread = np.array([-0.05, 0.0, 0.05])
+    mde, needed, largest = design_power({"a": 0.90 + spread, "b": 0.88 + spread})
     assert mde > largest and needed is not None and needed > 3
 
 

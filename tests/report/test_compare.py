@@ -36,7 +36,7 @@ def test_a_degraded_metric_fails_and_says_where(write_record, tmp_path, capsys):
     assert "FAIL: NEW is worse in 1 of 2 settings" in text
     assert "git_commit abc1234 → def5678" in text                    # the axis of the comparison, in the header
     worse = next(line for line in text.splitlines() if line.startswith("| norm=rms"))
-    assert "**worse**: best_val worse by 0.1" in worse and "3 |" in worse
+    assert "**worse**: final_val worse by 0.1" in worse and "3 |" in worse
     ok = next(line for line in text.splitlines() if line.startswith("| norm=ln"))
     assert ok.endswith("| ok |")
 
@@ -106,4 +106,4 @@ def test_a_terminal_sees_the_summary_without_markdowns_html_escapes(write_record
     assert main([str(tmp_path / "base"), str(tmp_path / "new"), "--out", str(out)]) == 1
     shown, written = capsys.readouterr().out, out.read_text()
     assert "&gt;" in written and "&gt;" not in shown  # the file is Markdown, the terminal plain text
-    assert "best_val worse by 0.2 (> 0.01)" in shown
+    assert "final_val worse by 0.2 (> 0.01)" in shown

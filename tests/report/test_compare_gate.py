@@ -38,7 +38,7 @@ def test_ignore_pairs_across_a_changed_setting(write_record, tmp_path, capsys):
     assert "the settings that differ: grad_clip (pair across them with --ignore grad_clip)" in capsys.readouterr().err
     assert main([str(tmp_path / "base"), str(tmp_path / "new"), "--ignore", "grad_clip"]) == 1
     text = capsys.readouterr().out
-    assert "paired by all settings and the seed except `grad_clip`" in text and "best_val worse by 0.02" in text
+    assert "paired by all settings and the seed except `grad_clip`" in text and "final_val worse by 0.02" in text
 
 
 def test_ignore_refuses_runs_it_would_make_ambiguous(write_record, tmp_path, capsys):
@@ -57,8 +57,8 @@ def test_power_line_states_the_change_the_seeds_can_detect(write_record, tmp_pat
     assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 0
     sd = statistics.stdev(n - b for b, n in zip(base, new))
     expected = (stats.t.ppf(0.975, 2) + stats.t.ppf(0.8, 2)) * sd / math.sqrt(3)
-    assert f"This gate detects a change of {expected:.3g} in `best_val` at 3 seeds" in capsys.readouterr().out
+    assert f"This gate detects a change of {expected:.3g} in `final_val` at 3 seeds" in capsys.readouterr().out
     # tight seeds: the tolerance is the floor
     sweep(write_record, tmp_path / "tight", [0.9005, 0.8005, 0.9505])
     assert main([str(tmp_path / "base"), str(tmp_path / "tight"), "--tolerance", "0.01"]) == 0
-    assert "This gate detects a change of 0.01 in `best_val` at 3 seeds" in capsys.readouterr().out
+    assert "This gate detects a change of 0.01 in `final_val` at 3 seeds" in capsys.readouterr().out

@@ -10,14 +10,14 @@ from __future__ import annotations
 import pandas as pd
 
 from normbench.analysis.claims.engine import evaluate, judge, part_rows, settings, studies
-from normbench.analysis.claims.vocabulary import (ACCURACY_DELTA, ALPHA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
-                                                NOT_APPLICABLE, PART_COLUMNS, RANGE_SHARE, SLOPE_DELTA, SUPPORTED,
+from normbench.analysis.claims.vocabulary import (ALPHA, CONTRADICTED, DEPENDS, INCONCLUSIVE,
+                                                NOT_APPLICABLE, PART_COLUMNS, SLOPE_DELTA, SUPPORTED,
                                                 TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
                                                 PartSpec, Verdict)
 from normbench.analysis.claims.specs import CLAIMS, TRAINS_SHARE
 
-__all__ = ["ACCURACY_DELTA", "ALPHA", "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "LEARNED_SHARE", "NOT_APPLICABLE",
-           "PART_COLUMNS", "RANGE_SHARE", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
+__all__ = ["ALPHA", "CLAIMS", "CONTRADICTED", "DEPENDS", "INCONCLUSIVE", "NOT_APPLICABLE",
+           "PART_COLUMNS", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
            "TRAINS_SHARE", "Claim", "Effect", "Measure", "Part", "PartSpec", "Verdict", "evaluate_claims",
            "judge", "part_rows", "settings", "studies"]
 

@@ -19,12 +19,13 @@ the OLS slope's t interval; a divergence rate, Newcombe's interval at the same l
 interval (every seed equal) falls back to the exact sign test at α. A sequential study runner may
 pass a spent α per look: it reaches every test.
 
-Margins δ are fixed before any data: ACCURACY_DELTA for accuracy, RANGE_SHARE of the chance-to-ideal
-range for other metrics, SLOPE_DELTA in log-log units for slopes.
+Margins δ are fixed before any data: each task metric's smallest effect of interest
+(normbench/metrics.py; accuracy 0.01, bits/char 0.02, MSE a ratio of 1.1: MSE is compared on the log
+scale, its effects read as ratios), SLOPE_DELTA in log-log units for slopes (analysis/rules.py).
 
 Learned something. A part that compares task scores first checks, in each stratum, that at least one
-of its arms learned: its finished runs' mean beats chance by LEARNED_SHARE of the chance-to-ideal
-range. Arms that all sit at chance (a degenerate stratum: too large an lr, too few steps) say nothing
+of its arms learned: its finished runs' mean primary score lies outside the metric's chance band
+(rules.chance_limit, the band that marks a run "did not train"). Arms that all sit at chance (a degenerate stratum: too large an lr, too few steps) say nothing
 about the claim; that stratum is left out, named in the part's test, and a part with no stratum left
 is not applicable with that reason. Parts measured at initialization, on timings or on gradients do
 not depend on learning and skip the check.
@@ -35,7 +36,10 @@ show both; either may decide unless they point opposite ways.
 
 Where. Claims are judged within each study (the runs' ``study`` column; absent = one study), never
 pooling two studies; within a study, within each setting that agrees on every axis the claim does not
-compare or pool (most seeds first, the others listed with it). Inside a setting another axis is
+compare or pool, and the settings' verdicts combine by one rule: supported (or contradicted, or
+inconclusive) when every setting says so, "depends on KEY" when they differ and at least one decided,
+KEY the axes on which the settings differ, each setting's verdict listed. No sort order chooses a
+verdict; the setting with most seeds only supplies the effect shown first. Inside a setting another axis is
 pooled only when balanced between the two arms of a part, else the effect is taken within each level
 both share and combined with inverse-variance weights.
 
@@ -56,8 +60,9 @@ from normbench.metrics import path
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.parts import (TRAIN_LOSS_AUC, VAL_AUC, _Context, _effect_text, _keys, _task,
                                            evaluate_part, pct, varying)
-from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SCORE, SUPPORTED, Claim,
+from normbench.analysis.claims.vocabulary import (CONTRADICTED, DEPENDS, INCONCLUSIVE, NOT_APPLICABLE, SCORE, SUPPORTED, Claim,
                                                 Extreme, Part, Verdict, axis, describe, metric, select, values_text)
+from normbench.analysis import rules
 from normbench.analysis.intervals import ALPHA, decision_level
 
 
@@ -102,12 +107,13 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     _, name, _ = _task(runs)
     for arm, frame in frames.items():
         row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, "runs": int(len(frame)),
-               "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum())}
+               "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
+               "did not train": int(rules.not_trained(frame).sum())}
         for label, measure in measures.items():
             values = measure.values(frame).astype(float)
             values = values.where(frame["status"] == "ok") if measure.finished_only else values
             values = values[np.isfinite(values)]
-            label = name if label == "score" else label
+            label = f"{name} ({SCORE.name})" if label == "score" else label  # which score: the primary
             row[f"{label} mean"] = float(values.mean()) if len(values) else math.nan
             row[f"{label} std"] = float(values.std()) if len(values) > 1 else math.nan
         if any(s.kind == "more_stable" for s in claim.parts):
@@ -125,8 +131,8 @@ def part_line(index: int, part: Part) -> str:
         bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
         if part.mde is not None:
             bits.append(f"minimum detectable effect {part.mde:.3g}")
-        bits.append(f"about {part.seeds_needed} seeds per arm would decide it at the effect seen" if part.seeds_needed
-                    else "no number of seeds (≤ 1000 per arm) is known to decide it")
+        bits.append(f"about {part.seeds_needed} {part.needed_unit} would decide it at the effect seen" if part.seeds_needed
+                    else f"no number of {part.needed_unit.split()[0]} (≤ 1000) is known to decide it")
         extra = " (" + "; ".join(bits) + ")"
     return (f" Part {index} — {part.assertion}: {part.status}{extra}. Effect: {_effect_text(part.effect)}. "
             f"Test: {part.test}{part.note}")
@@ -140,7 +146,8 @@ def verdict_text(part: Part) -> str:
     if part.mde is not None:
         bits.append(f"MDE {part.mde:.3g}")
     if part.seeds_needed:
-        bits.append(f"≈{part.seeds_needed} seeds/arm would decide")
+        bits.append(f"≈{part.seeds_needed} {'seeds/arm' if part.needed_unit == 'seeds per arm' else part.needed_unit} "
+                    f"would decide")
     return f"inconclusive ({', '.join(bits)})" + (f": {part.note.strip()}" if part.note else "")
 
 
@@ -260,13 +267,32 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
         return verdict
     (name, verdict), others = applicable[0], applicable[1:]
     verdict.setting, verdict.others = name, [(n, v.status) for n, v in others]
-    where = f" Judged within {name} (the setting with most seeds)." if name else ""
-    if others:
-        shown = "; ".join(f"{n}: {v.status}" for n, v in others[:6])
-        where += f" Other settings ({len(others)}), judged apart: {shown}{' …' if len(others) > 6 else ''}."
+    statuses = {v.status for _, v in applicable}
+    if len(statuses) > 1 and statuses & {SUPPORTED, CONTRADICTED}:
+        keys = _differing([n for n, _ in applicable])
+        shown = "; ".join(f"{n}: {v.status}" for n, v in applicable[:8])
+        verdict.status = f"{DEPENDS} {keys}"
+        where = (f" Judged at each of {len(applicable)} settings, which disagree ({shown}"
+                 f"{' …' if len(applicable) > 8 else ''}): the claim depends on {keys}. The effect shown is {name}'s.")
+    else:
+        where = (f" Judged at each of {len(applicable)} settings, which agree: {verdict.status}. The effect shown is "
+                 f"{name}'s (most seeds); the others: " + "; ".join(f"{n}: {v.status}" for n, v in others[:6])
+                 + (" …" if len(others) > 6 else "") + "." if others else
+                 f" Judged within {name}." if name else "")
     verdict.explanation += where
     verdict.context += where
     return verdict
+
+
+def _differing(names: list[str]) -> str:
+    """The axes whose values differ between settings named "k=v, k=v" (settings())."""
+    values: dict[str, set[str]] = {}
+    for name in names:
+        for pair in name.split(", "):
+            key, _, value = pair.partition("=")
+            values.setdefault(key, set()).add(value)
+    differ = [k for k, v in values.items() if len(v) > 1]
+    return ", ".join(differ) or "the setting"
 
 
 def studies(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:

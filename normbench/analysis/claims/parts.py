@@ -11,9 +11,10 @@ import pandas as pd
 from scipy import stats
 
 from normbench.metrics import TIMING_NOISY, path
+from normbench.analysis import rules
 from normbench.analysis.aggregate import PRIMARY, format_value
-from normbench.analysis.claims.vocabulary import (ACCURACY_DELTA, CONTRADICTED, INCONCLUSIVE, LEARNED_SHARE,
-                                                NOT_APPLICABLE, RANGE_SHARE, SCORE, SUPPORTED, TOWARD_CONTRADICTED,
+from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE,
+                                                NOT_APPLICABLE, SCORE, SUPPORTED, TOWARD_CONTRADICTED,
                                                 TOWARD_SUPPORTED, Effect, Measure, Part, PartSpec, _missing, axis,
                                                 column, metric, recorded, values_text)
 from normbench.analysis.intervals import (Estimate, agresti_caffo, combine, decision_level, equivalence,
@@ -66,26 +67,18 @@ def _seeds(*frames: pd.DataFrame) -> int:
 
 
 def _score_margin(runs: pd.DataFrame) -> tuple[float, str]:
-    """The equivalence margin δ of a task score, from the task alone (never from the results)."""
-    sign, name, chance = _task(runs)
-    if name == "accuracy":
-        return ACCURACY_DELTA, f"δ = {ACCURACY_DELTA:g} accuracy"
-    if chance is None:
-        return math.nan, f"no margin: the task records no chance level for {name}"
-    ideal = 1.0 if sign > 0 else 0.0
-    delta = RANGE_SHARE * abs(chance - ideal)
-    return delta, (f"δ = {delta:.4g} {name} ({RANGE_SHARE:.0%} of the range from chance "
-                   f"{format_value(chance)} to the ideal {format_value(ideal)})")
+    """The equivalence margin δ of a task score: the metric's smallest effect of interest (rules.margin;
+    on the log scale for a ratio metric), from the task alone, never from the results."""
+    return rules.margin(_task(runs)[1])
 
 
 def learned(frame: pd.DataFrame, runs: pd.DataFrame) -> tuple[bool | None, str]:
-    """Whether an arm's finished runs beat chance by LEARNED_SHARE of the chance-to-ideal range
-    (None when the task records no chance level), and the numbers that say so."""
+    """Whether an arm's finished runs' mean lies outside the metric's chance band (rules.chance_limit;
+    None when the task records no chance level), and the numbers that say so."""
     sign, name, chance = _task(runs)
-    if chance is None:
+    threshold = rules.chance_limit(name, chance)
+    if threshold is None:
         return None, "no chance level recorded"
-    ideal = 1.0 if sign > 0 else 0.0
-    threshold = chance + sign * LEARNED_SHARE * abs(ideal - chance)
     scores = metric(frame, PRIMARY).where(frame["status"] == "ok").dropna()
     if scores.empty:
         return False, "no run finished"
@@ -147,7 +140,7 @@ def _learning_strata(triples, runs: pd.DataFrame, names: tuple[str, str]):
             kept.append((level, a, b))
         else:
             dropped.append(f"{level or 'the runs'} ({names[0]}: {checks[0][1]}; {names[1]}: {checks[1][1]})")
-    text = (f" No arm learned (mean better than chance by {LEARNED_SHARE:.0%} of the chance-to-ideal range) in: "
+    text = (f" No arm learned (mean outside the metric's chance band, normbench/metrics.py) in: "
             f"{'; '.join(dropped)}; {'those strata are' if kept else 'so the part'} left out." if dropped else "")
     return kept, text
 
@@ -265,14 +258,18 @@ def _score_part(spec: PartSpec, ctx: _Context) -> Part:
     arms = (spec.a, spec.b)
     if not triples:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=(dropped or design).strip())
-    values = lambda frame: _values(spec.measure, frame)  # noqa: E731
+    # a ratio metric (MSE) is compared on the log scale: its effect is the ratio of geometric means
+    ratio = spec.measure.task_metric and not spec.measure.log and rules.ratio_scale(_task(runs)[1])
+    values = ((lambda frame: np.log(_values(spec.measure, frame).where(_values(spec.measure, frame) > 0))) if ratio
+              else (lambda frame: _values(spec.measure, frame)))
     raw = _difference(triples, values)
-    label = f"{name}: {spec.a} − {spec.b} ({_better_word(sign)})"
+    label = (f"{name}: {spec.a} / {spec.b} (ratio of geometric means; {_better_word(sign)})" if ratio
+             else f"{name}: {spec.a} − {spec.b} ({_better_word(sign)})")
     margin, margin_text = (math.nan, "")
     if spec.kind != "better":
         margin, margin_text = ((spec.margin, spec.margin_text) if spec.margin is not None else _score_margin(runs))
-        label = f"{label[:-1]}; margin ±{_fmt(margin)})"
-    score = _as_effect(label, raw, alpha)
+        label = f"{label[:-1]}; margin " + (f"×{_fmt(math.exp(margin))})" if ratio else f"±{_fmt(margin)})")
+    score = _as_effect(label, raw, alpha, exp=ratio)
     rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
     effects = (score, rate) if diverged and spec.measure.finished_only else (score,)
     test += _per_stratum(triples, values, alpha)
@@ -404,17 +401,24 @@ def _faster_part(spec: PartSpec, ctx: _Context) -> Part:
     a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
     logs, pairs, source = _paired_rounds(a, b, ctx.compare)
     if len(logs) >= 2:  # a paired timing: the arms interleaved in one process decide, not the runs' own clocks
-        speed = mean_estimate(logs)
-        effect = _as_effect(f"step-time ratio {spec.a} / {spec.b} (geometric mean of per-round ratios, paired "
-                            f"timing; < 1 = {spec.a} faster)", speed, alpha, exp=True)
+        from normbench.analysis.speed import sign_test
+
+        level = decision_level(alpha)
+        signs = sign_test(logs, level)
+        interval = (math.exp(signs.low), math.exp(signs.high)) if math.isfinite(signs.low) else None
+        effect = Effect(f"step-time ratio {spec.a} / {spec.b} (median of per-round ratios, paired timing; < 1 = "
+                        f"{spec.a} faster; {signs.below} of {len(logs)} rounds below 1)", math.exp(signs.median),
+                        interval, 1.0, level)
         test = (f"{spec.a} vs {spec.b}: paired timing (bench arms: the arms' training steps interleaved in one process, "
-                f"{len(logs)} rounds, {pairs} pair(s) of groups matched on their other settings), t at α = {alpha:g} "
-                f"each way ({pct(decision_level(alpha))} interval) on the per-round log ratio.")
-        status = _side(effect, -1)
-        lean, needed, mde = (_undecided(speed, len(logs), abs(speed.value), -speed.value, alpha)
-                             if status == INCONCLUSIVE else (None, None, None))
-        return Part(spec.assertion, status, test, (effect,), (spec.a, spec.b), "", lean, needed, mde,
-                    f" Rounds, not seeds, are the replicates here ({source}).")
+                f"{len(logs)} rounds, {pairs} pair(s) of groups matched on their other settings), sign test at "
+                f"α = {alpha:g} each way on the per-round log ratios ({pct(level)} order-statistic interval of the "
+                f"median): a load spike is one round on one side, whatever its size.")
+        status = (SUPPORTED if signs.p_below <= alpha else CONTRADICTED if signs.p_above <= alpha else INCONCLUSIVE)
+        needed = signs.rounds_to_decide(alpha) if status == INCONCLUSIVE else None
+        lean = _lean_of(-signs.median, 1) if status == INCONCLUSIVE else None
+        more = (f" `python -m normbench.bench arms SWEEP_DIR --rounds {needed}` times that many." if needed else "")
+        return Part(spec.assertion, status, test, (effect,), (spec.a, spec.b), "", lean, needed, None,
+                    f" Rounds, not seeds, are the replicates here ({source}).{more}", needed_unit="timing rounds")
     both = pd.concat([a, b])
     quiet, timing_note = _timing(both)
     log_ms = np.log(metric(both, path("step_ms_median")).where(lambda v: v > 0)).where(quiet)

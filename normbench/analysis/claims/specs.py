@@ -14,10 +14,11 @@ import pandas as pd
 
 from normbench.metrics import path
 from normbench.record import TRAINED_STATUSES
+from normbench.analysis import rules
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.parts import _keys, _named, _task, axis, column, metric, values_text, varying
 from normbench.analysis.claims.vocabulary import (
-    LARGEST, LEARNED_SHARE, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Measure, Require, better,
+    LARGEST, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Measure, Require, better,
     converges_faster, equivalent, faster, grows, higher_rate, more_stable, named, not_worse, one_of, ratio, slope)
 
 RECURRENT = Require({"model": named("rnn", "lstm", "gru")}, "a recurrent model (rnn, lstm or gru)")
@@ -102,8 +103,8 @@ def largest_training_lr(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Serie
     groups = [c for c in ok.columns if c.startswith("axes.") and c != "axes.seed"]
     means = score.groupby(pd.Series(_keys(ok, groups), index=ok.index, dtype=object)).mean() if len(ok) else pd.Series(dtype=float)
     best = float(means.max() if sign > 0 else means.min()) if len(means) else math.nan
-    ideal = 1.0 if sign > 0 else 0.0
-    if not (math.isfinite(best) and sign * (best - chance) > LEARNED_SHARE * abs(ideal - chance)):
+    limit = rules.chance_limit(name, chance)
+    if not (math.isfinite(best) and (limit is None or sign * (best - limit) > 0)):
         return pd.Series(dtype=float), {"rule": rule, "not_applicable": (
             f"No arm learned at any lr (best mean {format_value(best)} vs chance {format_value(chance)}).")}
     threshold = chance + TRAINS_SHARE * (best - chance)

@@ -14,15 +14,16 @@ import pandas as pd
 from normbench import metrics as registry
 from normbench.record import RESULT_STATUSES
 from normbench.analysis.aggregate import PRIMARY, format_value
+from normbench.analysis import rules
 from normbench.analysis.intervals import ALPHA, decision_level
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
     "supported", "contradicted", "inconclusive", "not applicable")
 TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward contradicted"
-ACCURACY_DELTA = 0.01  # accuracy points: a difference below this is not one anybody would act on
-RANGE_SHARE = 0.10     # other metrics: 10% of the distance from chance to the ideal value
+DEPENDS = "depends on"  # a claim whose settings disagree: "depends on lr" (engine.in_study)
+# Task-score margins are each metric's smallest effect of interest and "learned" is its chance band
+# (normbench/metrics.py, applied by analysis/rules.py); a slope has its own:
 SLOPE_DELTA = 0.1      # log-log slope: depth ×10 changes the gradient by at most 10^0.1 ≈ 1.26×
-LEARNED_SHARE = 0.10   # an arm learned when its mean beats chance by 10% of the chance-to-ideal range
 PART_COLUMNS = ["part", "test", "effect [interval]", "verdict"]
 
 
@@ -141,7 +142,7 @@ def column(name: str, transform: Callable[[pd.Series], pd.Series] | None = None)
     return lambda runs: (transform or (lambda s: s))(metric(runs, name))
 
 
-SCORE = Measure("best_val", column(PRIMARY), task_metric=True)
+SCORE = Measure(rules.PRIMARY, column(PRIMARY), task_metric=True)  # the primary score (rules.py)
 
 
 def recorded(key: str) -> Measure:
@@ -177,6 +178,7 @@ class Part:
     seeds_needed: int | None = None  # seeds per arm that would decide at the effect seen
     mde: float | None = None      # the design's minimum detectable effect at α, power 0.8
     note: str = ""                # the real reason it is undecided or not applicable
+    needed_unit: str = "seeds per arm"  # what seeds_needed counts (a paired timing: timing rounds)
 
     @property
     def claim(self) -> str:

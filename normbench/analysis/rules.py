@@ -1,0 +1,129 @@
+"""The decision rules, written once: what is compared, at which level, on which scale, within which margin.
+
+Every surface that turns numbers into words (a run's last line, the terminal table at the end of a
+sweep, the heatmaps, leaderboard, answers, claims, ``compare``, ``tune``, the study runner) takes
+these from here:
+
+- **The primary score** is the last validation evaluation (``final_val``) unless the runs'
+  ``optimized_metric`` names ``best_val``; best_val stays visible as a labelled secondary value.
+  A tuned study's evaluation runs rank on the test split by design (ranking.comparison_score).
+- **The level** of a study is the one its design spent: a sequential study's last look
+  (normbench.study), ALPHA for a plain sweep. Its ranking, best set, answers, claims, smallest
+  detectable difference and seeds-to-decide all use it.
+- **The scale**: a metric the registry marks ``ratio`` (MSE) is compared on the log scale; its
+  differences, intervals and detectable effects are ratios.
+- **The margin** of every equivalence, non-inferiority and "alike" statement is the metric's
+  declared smallest effect of interest (normbench/metrics.py; on the log scale for a ratio metric).
+- **Did not train**: a finished run whose best evaluation never left the metric's chance band is
+  a failure, counted like a divergence.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from normbench import metrics as registry
+
+ALPHA = 0.05   # per direction: the level of a plain sweep's ranking, best set and claims
+POWER = 0.8    # of the smallest detectable difference and of "about N seeds would decide"
+LEVEL = 0.95   # of the intervals shown in tables (a display level, not a test's)
+CONFIG_KEY = "optimized_metric"
+PRIMARY, SECONDARY = registry.PRIMARY_SCORE, registry.SECONDARY_SCORE
+NOT_TRAINED = "did not train"
+
+
+def primary(runs: pd.DataFrame | None = None) -> str:
+    """The record key of the primary score: the runs' ``optimized_metric`` when they all name one
+    of the scores (final_val, best_val), final_val otherwise."""
+    if runs is not None and CONFIG_KEY in runs:
+        named = set(runs[CONFIG_KEY].dropna().astype(str))
+        if len(named) == 1 and (key := named.pop()) in registry.SCORES:
+            return key
+    return PRIMARY
+
+
+def primary_column(runs: pd.DataFrame | None = None) -> str:
+    """The runs frame's column of the primary score (metrics.final_val)."""
+    return registry.path(primary(runs))
+
+
+def task_metric(name: object) -> registry.TaskMetric | None:
+    return registry.TASK_METRICS.get(str(name)) if isinstance(name, str) else None
+
+
+def ratio_scale(name: object) -> bool:
+    """Whether the task metric ``name`` is compared as a ratio (log scale)."""
+    found = task_metric(name)
+    return bool(found and found.ratio)
+
+
+def to_scale(values, name: object) -> np.ndarray:
+    """Scores on the scale they are compared on: log for a ratio metric (non-positive values: NaN)."""
+    x = np.asarray(values, dtype=float)
+    if not ratio_scale(name):
+        return x
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), np.nan)
+
+
+def from_scale(value: float, name: object) -> float:
+    """A difference on the compared scale back in the metric's terms: a ratio for a ratio metric."""
+    return math.exp(value) if ratio_scale(name) else value
+
+
+def margin(name: object) -> tuple[float, str]:
+    """(δ on the compared scale, its words) for task metric ``name``: the smallest effect of interest."""
+    found = task_metric(name)
+    if found is None:
+        return registry.TASK_METRICS["accuracy"].smallest_effect, f"δ = {registry.TASK_METRICS['accuracy'].smallest_effect:g}"
+    if found.ratio:
+        return math.log(found.smallest_effect), f"δ = ×{found.smallest_effect:g} {name}"
+    return found.smallest_effect, f"δ = {found.smallest_effect:g} {name}"
+
+
+def chance_limit(name: object, chance: float | None) -> float | None:
+    """The edge of the chance band: a score on chance's side of it (or at it) never trained."""
+    found = task_metric(name)
+    if found is None or chance is None or not math.isfinite(chance):
+        return None
+    if found.ratio:
+        return chance * found.chance_band if found.higher_is_better else chance / found.chance_band
+    return chance + found.chance_band if found.higher_is_better else chance - found.chance_band
+
+
+def never_trained(best: float | None, name: object, chance: float | None) -> bool:
+    """Whether a run whose best evaluation is ``best`` never left the chance band of ``name``."""
+    limit = chance_limit(name, chance)
+    if limit is None or best is None or not math.isfinite(best):
+        return False
+    higher = task_metric(name).higher_is_better
+    return best <= limit if higher else best >= limit
+
+
+def not_trained(runs: pd.DataFrame) -> pd.Series:
+    """Per run: finished ("ok") but its best evaluation never left the chance band. Uses the
+    record's mark (metrics.did_not_train) where the trainer wrote one, the band otherwise."""
+    if runs.empty:
+        return pd.Series(False, index=runs.index, dtype=bool)
+    best = pd.to_numeric(runs.get(registry.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
+    chance = pd.to_numeric(runs.get("task.chance", pd.Series(np.nan, index=runs.index)), errors="coerce")
+    names = runs.get("task.metric", pd.Series(None, index=runs.index, dtype=object))
+    band = pd.Series([never_trained(b, n, c) for b, n, c in zip(best, names, chance)], index=runs.index, dtype=bool)
+    marked = registry.path("did_not_train")
+    if marked in runs:
+        recorded = runs[marked].map(lambda v: v if isinstance(v, bool) else None)
+        band = recorded.where(recorded.notna(), band).astype(bool)
+    return band & (runs["status"] == "ok")
+
+
+def failed(runs: pd.DataFrame) -> pd.Series:
+    """Per run: diverged or did not train: a run that counts against its arm."""
+    return (runs["status"] == "diverged") | not_trained(runs)
+
+
+def bonferroni(alpha: float, comparisons: int) -> float:
+    """The level of each of ``comparisons`` tests whose union keeps the error at ``alpha``."""
+    return alpha / max(1, comparisons)

@@ -1,0 +1,194 @@
+"""One rule for every verdict (analysis/rules.py): one score, one level, one best set, one scale, one margin.
+
+Each test crafts records whose verdict the old rules got wrong, and checks the surface a reader sees.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from normbench.analysis import aggregate, rules
+from normbench.analysis.claims import vocabulary
+from normbench.analysis.ranking import best_set
+from normbench.analysis.sequential import Design, read_design
+
+STUDY = {"schema": "normbench.study/1", "id": "s1", "name": "mine", "purpose": "Which norm?", "arms": ["norm"],
+         "command": "python -m normbench -m norm=ln,rms"}
+
+
+def _summary(runs, levels=None):
+    runs = aggregate.label_groups(runs, aggregate.varying_axes(runs))
+    return runs, aggregate.summarize_groups(runs, aggregate.varying_axes(runs), levels)
+
+
+def _rows(values: dict[str, list], task: str = "copy", **extra) -> list[dict]:
+    return [{"seed": s, "axes": {"norm": norm, "task": task}, "study": STUDY, **extra, **spec}
+            for norm, specs in values.items() for s, spec in enumerate(specs)]
+
+
+def test_one_primary_score_on_the_ranking_heatmap_and_claims(runs_of):
+    """best_val ranks ln first, final_val ranks rms first: every surface follows final_val."""
+    rows = _rows({"ln": [{"best_val": 0.95, "metrics": {"final_val": v}} for v in (0.80, 0.81, 0.79)],
+                  "rms": [{"best_val": 0.90, "metrics": {"final_val": v}} for v in (0.88, 0.89, 0.87)]})
+    runs, summary = _summary(runs_of(*rows))
+    assert summary.iloc[0]["arm"] == "norm=rms" and summary.iloc[0]["score"] == "final_val"
+    grid = aggregate.axis_grid(runs, "axes.norm", "axes.task")
+    assert grid.metric.loc["rms", "copy"] == pytest.approx(0.88)
+    assert vocabulary.SCORE.name == "final_val"
+    assert vocabulary.SCORE.values(runs).tolist() == runs["metrics.final_val"].tolist()
+    # optimized_metric=best_val names the other score, and the same surfaces follow it
+    assert rules.primary(runs.assign(optimized_metric="best_val")) == "best_val"
+
+
+def test_a_budget_stopped_study_ranks_at_its_spent_level(runs_of):
+    """A gap with one-sided p ≈ 0.02 is shown worse at 0.05 but not at the 0.000175 look 1 spent."""
+    rows = _rows({"ln": [{"best_val": v} for v in (0.90, 0.92, 0.88)],
+                  "none": [{"best_val": v} for v in (0.85, 0.87, 0.86)]})
+    runs, plain = _summary(runs_of(*rows))
+    assert plain["shown_worse"].any() and plain["best"].any()
+    _, spent = _summary(runs_of(*rows), {"s1": 0.000175})
+    assert not spent["shown_worse"].any() and not spent["best"].any() and (spent["level"] == 0.000175).all()
+    from normbench.report.answers import answers
+
+    design = read_design({"looks": [3, 5], "levels": [0.000175, 0.0498], "final_level": 0.000175,
+                          "stopped": "budget", "rounds": [{"seeds_per_arm": 3}]})
+    (answer,) = answers(runs, spent, [], {"s1": design})
+    assert "cannot be told apart" in answer.also and "level 0.000175" in answer.also
+    assert "stopped: the next round would overrun the budget" in answer.design and "at 3 (0.0001" in answer.design and ", 5 (0.05)" in answer.design
+
+
+def test_a_noisy_arm_with_an_untrained_seed_is_not_best_and_shows_its_failure(runs_of):
+    """Post-LN without warm-up: one seed stuck at the unigram level all run. With-warm-up is best."""
+    task = {"name": "text", "metric": "bpc", "higher_is_better": False, "chance": 4.87, "target": 2.0}
+    runs = runs_of(*_rows({"warm": [{"best_val": v} for v in (3.16, 3.15, 3.17)],
+                           "cold": [{"best_val": v} for v in (3.60, 3.70, 4.86)]}))
+    runs["task.metric"], runs["task.chance"], runs["task.higher_is_better"] = "bpc", task["chance"], False
+    assert rules.not_trained(runs).sum() == 1
+    runs, summary = _summary(runs)
+    rows = summary.set_index("arm")
+    assert rows.loc["norm=warm", "rank"] == 1 and not rows.loc["norm=warm", "shown_worse"]
+    assert rows.loc["norm=cold", "did_not_train"] == 1 and rows.loc["norm=cold", "failed"] == 1
+    from normbench.report.answers import answers
+
+    (answer,) = answers(runs, summary, [])
+    assert "warm ranks first" in answer.headline
+    assert "cold" not in answer.also or "1 did not train of 3" in answer.also
+
+
+def test_a_27_fold_mse_gap_is_decided_on_the_log_scale():
+    """LN beats BN in every seed by a factor of ~27; linear-scale Welch cannot see it, the ratio can."""
+    ln, bn = [0.0010, 0.0012, 0.0011], [0.005, 0.03, 0.055]
+    runs = pd.DataFrame([{"group": g, "status": "ok", "metrics.final_val": v, "task.metric": m}
+                         for m in ("mse",) for g, vs in (("ln", ln), ("bn", bn)) for v in vs])
+    on_log = best_set(runs, False)
+    assert on_log.members == ["ln"]
+    linear = best_set(runs.drop(columns="task.metric"), False)
+    assert linear.members == ["ln", "bn"]  # what the old linear rule said: cannot be told apart
+    assert rules.from_scale(float(np.mean(np.log(bn)) - np.mean(np.log(ln))), "mse") == pytest.approx(18.4, rel=0.01)
+    assert rules.margin("mse")[0] == pytest.approx(math.log(1.1))
+
+
+def test_exact_ties_are_named_as_ties(runs_of):
+    rows = _rows({"pre": [{"best_val": 0.9789}] * 3, "none": [{"best_val": 0.9789}] * 3,
+                  "post": [{"best_val": v} for v in (0.5, 0.51, 0.49)]})
+    runs, summary = _summary(runs_of(*rows))
+    top = summary[summary["rank"] == 1]
+    assert len(top) == 2 and top["tie"].all()
+    from normbench.report.answers import answers
+
+    (answer,) = answers(runs, summary, [])
+    assert "tie for first" in answer.headline and "pre" in answer.headline and "none" in answer.headline
+
+
+def test_a_run_that_never_trained_is_counted_like_a_divergence(runs_of, tmp_path):
+    """Stuck at chance (0.1 accuracy) for its whole budget: status ok, yet a failure everywhere."""
+    rows = _rows({"ln": [{"best_val": v} for v in (0.90, 0.91, 0.92)],
+                  "bn": [{"best_val": 0.105}, {"best_val": 0.89}, {"best_val": 0.90}]})
+    runs, summary = _summary(runs_of(*rows))
+    assert rules.not_trained(runs).tolist().count(True) == 1
+    assert summary.set_index("arm").loc["norm=bn", "did_not_train"] == 1
+    from normbench.report.tables import divergence_table
+
+    table = divergence_table(runs, ["axes.norm"], tmp_path)
+    assert len(table.rows) == 1 and "did not train" in table.rows[0][-2]
+    # the record's own mark wins over the band where the trainer wrote one
+    marked = runs.assign(**{"metrics.did_not_train": False})
+    assert not rules.not_trained(marked).any()
+
+
+def test_the_chance_band_and_margins_come_from_the_registry():
+    assert rules.never_trained(0.11, "accuracy", 0.1) and not rules.never_trained(0.13, "accuracy", 0.1)
+    assert rules.never_trained(0.160, "mse", 0.167) and not rules.never_trained(0.15, "mse", 0.167)
+    assert rules.never_trained(4.83, "bpc", 4.87) and not rules.never_trained(4.7, "bpc", 4.87)
+    assert rules.margin("bpc")[0] == 0.02 and rules.margin("accuracy")[0] == 0.01
+    assert rules.ratio_scale("mse") and not rules.ratio_scale("bpc")
+
+
+def test_design_text_names_looks_levels_and_stop_reason():
+    design = Design((3, 5, 7), (0.0002, 0.01, 0.04), (3, 5), "maximum seeds", 0.01)
+    text = design.text()
+    assert "3 (0.0002), 5 (0.01), 7 (0.04)" in text and "2 look(s) taken" in text and "seed limit" in text
+    assert read_design({"looks": [3], "levels": [0.05]}) is None  # no final level: not a design
+    assert read_design({"final_level": 0.001}).text().endswith("0.001.")
+
+
+def test_a_claim_over_two_disagreeing_settings_depends_on_the_key(runs_of):
+    """LN beats BN at lr 0.001, BN beats LN at lr 0.01: no sort order picks one; it depends on lr."""
+    from normbench.analysis.claims.engine import evaluate
+    from normbench.analysis.claims.vocabulary import Claim, better
+
+    claim = Claim("ln_better", "LN beats BN.", "Practice", {"ln": {"norm": "ln"}, "bn": {"norm": "bn"}},
+                  (better("LN scores higher", "ln", "bn"),))
+    scores = {(0.001, "ln"): 0.90, (0.001, "bn"): 0.80, (0.01, "ln"): 0.80, (0.01, "bn"): 0.90}
+    rows = [{"seed": s, "best_val": v + 0.002 * s, "axes": {"norm": n, "lr": lr}, "study": STUDY}
+            for (lr, n), v in scores.items() for s in range(3)]
+    ((_, verdict),) = evaluate([claim], runs_of(*rows))
+    assert verdict.status == "depends on lr"
+    assert "lr=0.001: supported" in verdict.explanation and "lr=0.01: contradicted" in verdict.explanation
+    agree = {k: (0.90 if k[1] == "ln" else 0.80) for k in scores}
+    rows = [{"seed": s, "best_val": v + 0.002 * s, "axes": {"norm": n, "lr": lr}, "study": STUDY}
+            for (lr, n), v in agree.items() for s in range(3)]
+    ((_, verdict),) = evaluate([claim], runs_of(*rows))
+    assert verdict.status == "supported" and "which agree" in verdict.explanation
+
+
+def test_the_claims_line_names_each_study_and_each_section_has_its_own_id():
+    from normbench.analysis.claims.vocabulary import Claim, Verdict
+    from normbench.report.tables import claim_view
+
+    claim = Claim("c", "A claim.", "Practice", {"a": {"norm": "ln"}}, ())
+    views = [claim_view(claim, Verdict("contradicted", None, {}, pd.DataFrame(), "", study=s), {"s1": "one", "s2": "two"})
+             for s in ("s1", "s2")]
+    assert [v.anchor for v in views] == ["claim-c-s1", "claim-c-s2"] and [v.study for v in views] == ["one", "two"]
+
+
+def test_two_load_spikes_cannot_undo_a_paired_timing_slower_in_19_of_20_rounds():
+    from normbench.analysis.intervals import mean_estimate
+    from normbench.analysis.speed import log_ratio_interval, sign_test
+
+    ratios = [1.01 + 0.001 * i for i in range(18)] + [1.575, 0.697]
+    logs = np.log(ratios)
+    low, high = mean_estimate(logs).interval(0.90)
+    assert low < 0 < high  # the old t-interval on the mean: "inconclusive"
+    signs = sign_test(logs, 0.90)
+    assert (signs.above, signs.below) == (19, 1) and signs.p_above < 1e-4 and signs.low > 0
+    ratio, r_low, r_high = log_ratio_interval(ratios, [1.0] * 20)
+    assert 1.0 < r_low <= ratio <= r_high < 1.1
+    # advice in timing rounds: 12 of 20 rounds slower is not yet decided; more rounds would be
+    lean = sign_test(np.log([1.02] * 12 + [0.98] * 8), 0.90)
+    assert lean.p_above > 0.05 and lean.rounds_to_decide(0.05) > 20
+
+
+def test_rank_one_is_always_in_the_best_set():
+    """Fewer failures rank first, but ten seeds that all score 0.80 are shown worse by an arm whose nine
+    finished seeds all beat them: the arm that could be the best takes rank 1."""
+    runs = pd.DataFrame([{"group": g, "status": s, "metrics.final_val": v}
+                         for g, rows in (("steady", [("ok", 0.80 + 0.001 * i) for i in range(10)]),
+                                         ("strong", [("ok", 0.95 + 0.001 * i) for i in range(9)] + [("diverged", None)]))
+                         for s, v in rows])
+    result = best_set(runs, True)
+    assert result.best == "strong" and result.members == ["strong"] and result.order == ["strong", "steady"]
