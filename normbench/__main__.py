@@ -15,7 +15,7 @@ def main() -> None:
     else:
         from normbench.app import main as run
 
-        run()
+        run(from_process_start=True)
 
 
 def _configs_only() -> None:

@@ -7,11 +7,14 @@ replaced by ours (HYDRA_FULL_ERROR hands us the exception) so that no traceback 
 
 from __future__ import annotations
 
+import atexit
+import gc
 import logging
 import math
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import hydra
@@ -21,16 +24,21 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from normbench import sweep_end
+from normbench import machine, sweep_end, sweep_time
 from normbench.config import ConfigError, config_dir, register
 from normbench.report.output import inside
-from normbench.run import execute
 from normbench.schema import TASK_CONFIGS
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
 
 register()
+# At exit CPython's last collections walk every object alive, and torch's optimizers bring in
+# torch._dynamo, whose objects take ~2 s to walk on a 2-core CPU: a process that is ending skips
+# them, the launcher and each joblib worker alike (the launcher waits for its workers to end).
+# Nothing waits on a collection to be written: records and logs are closed explicitly.
+atexit.register(gc.freeze)
+IMPORTED = time.time()  # this process's start-up ends here; torch comes with its first job (Job.__call__)
 
 
 def _parallel_jobs(hc) -> int:
@@ -100,6 +108,7 @@ class Job:
         self.single: dict | None = None
 
     def __call__(self, node: DictConfig) -> float:
+        called = time.time()
         hc = HydraConfig.get()
         try:
             check_job(hc, node)
@@ -114,12 +123,25 @@ class Job:
                                             f"sweep directory {message_text(hc.sweep.dir)}")
             _remove_if_empty(run_dir)  # Hydra made it before calling the job
             return math.inf
+        # Imported here, not with this module: a joblib launcher only hands jobs to its workers and
+        # never needs torch, so it starts them a few seconds sooner.
+        from normbench import environment
+        from normbench.run import execute
+
+        ready = time.time()
+        environment.share_in(Path(hc.sweep.dir) if multirun else None)
         try:
             summary = execute(node, run_dir, list(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
                               parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
             self.unwritable = self.unwritable or f"cannot write output: {err}"
             return math.inf
+        if multirun:
+            try:  # where this job's time went, for the sweep's efficiency (normbench/sweep_time.py)
+                sweep_time.write_job(Path(hc.sweep.dir), hc.job.num,
+                                     sweep_time.job_marks(machine.process_started(), IMPORTED, called, ready, summary))
+            except OSError as err:  # the sweep's end line then counts this job's time as idle
+                log.warning("job timing not written: %s", err)
         if multirun or summary["status"] not in EXIT_STATUS:
             log.info("%s -> %s", describe(summary), summary.get("run_dir", run_dir))
         if not multirun:
@@ -156,7 +178,10 @@ def _say(message: str) -> None:
     print(f"normbench: {message_text(message, _secrets(sys.argv[1:]))}", file=sys.stderr)
 
 
-def main() -> None:
+def main(from_process_start: bool = False) -> None:
+    """``from_process_start``: this process was started for this command (the command line), so
+    its start-up counts in a sweep's time (normbench/sweep_time.py); else the time starts now."""
+    sweep_time.mark_start((machine.process_started() if from_process_start else None) or time.time())
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     job = Job()
     try:

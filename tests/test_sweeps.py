@@ -109,6 +109,12 @@ def test_real_launchers_run_a_tiny_sweep(tmp_path, tiny_args, launcher):
     if launcher == "local":  # two workers share the cores: threads = cores // 2
         cores = len(os.sched_getaffinity(0))
         assert all(s["environment"]["threads"] == max(1, cores // 2) for s in found)
+    # each job ran in a process of its own (a joblib worker, a submitit job), and the end line says how they spent it
+    efficiency = json.loads((tmp_path / "sweep" / "efficiency.json").read_text())
+    marks = [json.loads(p.read_text()) for p in (tmp_path / "sweep" / ".timing").glob("*.json")]
+    assert efficiency["workers"] == efficiency["processes"] == 2 and 0 < efficiency["efficiency"] <= 1
+    assert len({m["pid"] for m in marks}) == 2 and proc.pid not in {m["pid"] for m in marks}
+    assert abs(sum(efficiency["shares"].values()) - 1) < 1e-9 and f"efficiency {efficiency['efficiency']:.2f}" in out
 
 
 def test_full_disk_is_one_line_and_no_half_written_summary(cli, tmp_path, monkeypatch, tiny_args):
