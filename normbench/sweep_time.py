@@ -1,7 +1,8 @@
 """Where a sweep's wall time went: each job's timestamps, and the sweep's efficiency from them.
 
 Efficiency = the runs' summed training time (``time.train_s``: forward, backward and optimizer
-steps) / (the sweep's wall time x its workers). The wall time runs from the start of the launching
+steps) / (the sweep's wall time x its workers); ``loop_efficiency`` also counts the rest of the
+runs' training loops (evaluation, probes, logging: the run's own measuring, not the sweep's). The wall time runs from the start of the launching
 process (before Python imported anything) to the end of the sweep's last callback (table and
 report written); each worker slot is charged for all of it, so every second a worker waits (for
 the launcher to start it, for another worker to finish, for the report) is counted as spent.
@@ -141,7 +142,8 @@ def account(jobs: list[dict], started: float, ended: float, workers: int | None,
     spent["report"] = min(max(report_s, 0.0) * workers, max(slots - sum(spent.values()), 0.0))
     spent["idle"] = max(slots - sum(spent.values()), 0.0)
     total = sum(spent.values())  # slots, unless a restarted worker's start-up overlapped another's
-    return {"efficiency": spent["training"] / slots, "wall_s": wall, "workers": workers, "jobs": len(jobs),
+    return {"efficiency": spent["training"] / slots, "loop_efficiency": (spent["training"] + spent["evaluation"]) / slots,
+            "wall_s": wall, "workers": workers, "jobs": len(jobs),
             "processes": len(by_process), "train_s": spent["training"],
             "seconds": spent, "shares": {k: v / total for k, v in spent.items()},
             "apart_s": dict(apart or {}), "started": started, "ended": ended}
@@ -153,7 +155,8 @@ def line(result: dict) -> str:
     workers = result["workers"]
     text = (f"efficiency {result['efficiency']:.2f}: {result['train_s']:.1f} s training of "
             f"{result['wall_s']:.1f} s wall x {workers} worker{'s' if workers != 1 else ''} "
-            f"({result['jobs']} jobs in {result['processes']} process{'es' if result['processes'] != 1 else ''}); "
+            f"({result['jobs']} jobs in {result['processes']} process{'es' if result['processes'] != 1 else ''}; "
+            f"{result['loop_efficiency']:.2f} with the runs' evaluation and probes); "
             + ", ".join(f"{k} {v:.0%}" for k, v in rest if v >= 0.005))
     if result["apart_s"]:
         text += "; not counted: " + ", ".join(f"{k} {v:.1f} s" for k, v in result["apart_s"].items())

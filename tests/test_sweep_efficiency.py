@@ -115,7 +115,9 @@ def test_shares_of_two_workers_follow_their_timelines():
     assert s["report"] == pytest.approx(2 * 0.5) and s["idle"] == pytest.approx(40.0 - 38.5)
     assert math.isclose(sum(result["shares"].values()), 1.0) and result["apart_s"] == {"paired_timing": 9.0}
     line = sweep_time.line(result)
-    assert line.startswith("efficiency 0.42: 17.0 s training of 20.0 s wall x 2 workers (4 jobs in 2 processes)")
+    assert result["loop_efficiency"] == pytest.approx(20.0 / 40.0)
+    assert line.startswith("efficiency 0.42: 17.0 s training of 20.0 s wall x 2 workers (4 jobs in 2 processes; "
+                           "0.50 with the runs' evaluation and probes)")
     assert "startup 25%" in line and "not counted: paired_timing 9.0 s" in line
 
 

@@ -62,7 +62,8 @@ def timed_sweep(command: list[str], sweep_dir: Path, runs: int, timeout_s: float
     shares = account.get("shares", {})
     return {"wall_s": wall, "runs_wall_s": sum(s["time"]["wall_s"] for s in summaries),
             "runs_train_s": sum(s["time"].get("train_s", 0.0) for s in summaries),
-            "efficiency": account.get("efficiency"), "sweep_wall_s": account.get("wall_s"),
+            "efficiency": account.get("efficiency"), "loop_efficiency": account.get("loop_efficiency"),
+            "sweep_wall_s": account.get("wall_s"),
             "after_end_s": None if account.get("wall_s") is None else wall - account["wall_s"],
             **{f"share_{k}": shares.get(k) for k in sweep_time.SHARES}}
 
@@ -134,9 +135,10 @@ def render_markdown(rows, speedup, overrides, env, command, jobs) -> str:
     overhead = ("startup", "composition", "environment", "setup", "evaluation", "writing", "report", "idle")
     table = markdown_table(
         ["pair", "launcher", "wall s (launch to exit)", "sum of runs' training s", "efficiency",
+         "with evaluation",
          *[f"{k} share" for k in overhead], "exit s", "speed-up"],
         [[r["pair"], r["launcher"], f"{r['wall_s']:.1f}", f"{r['runs_train_s']:.1f}", number(r["efficiency"], ".2f"),
-          *[share(r, k) for k in overhead], number(r["after_end_s"], ".1f"), f"{r['speedup']:.2f}"] for r in rows])
+          number(r.get("loop_efficiency"), ".2f"), *[share(r, k) for k in overhead], number(r["after_end_s"], ".1f"), f"{r['speedup']:.2f}"] for r in rows])
     return "\n\n".join([
         f"## Sweep launcher: joblib ({jobs} workers) vs sequential\n\n`{command}`\n\n{env['cpu_count']} cores "
         f"({env['device_name']}), load {env.get('load_average_1m', float('nan')):.2f} at start. Each sweep is "
@@ -145,5 +147,6 @@ def render_markdown(rows, speedup, overrides, env, command, jobs) -> str:
         f"Mean speed-up {speedup:.2f}x (target >= {TARGET}: the parallel sweep is faster). Efficiency: the runs' "
         f"summed training time / (the sweep's wall time x workers), target >= {EFFICIENCY_TARGET} in sequence; the "
         "shares say where the rest of the workers' time went (normbench/sweep_time.py), from the sweep's "
-        "efficiency.json, whose wall time ends with its last line; exit s: the process's exit after it.",
+        "efficiency.json, whose wall time ends with its last line; with evaluation: the runs' whole training "
+        "loops (evaluation, probes, logging) counted as training; exit s: the process's exit after its last line.",
     ])
