@@ -136,6 +136,8 @@ class Job:
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
             self.unwritable = self.unwritable or f"cannot write output: {err}"
             return math.inf
+        finally:  # whatever runs next in this process (a rerun, a bench) collects its own
+            environment.share_in(None)
         if multirun:
             try:  # where this job's time went, for the sweep's efficiency (normbench/sweep_time.py)
                 sweep_time.write_job(Path(hc.sweep.dir), hc.job.num,

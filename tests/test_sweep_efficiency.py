@@ -55,6 +55,7 @@ def test_the_second_job_of_a_process_does_not_collect_the_environment_again(tiny
     assert second["collect_env"] == first["collect_env"] and second["collect_env_s"] < first["collect_env_s"]
     cache = json.loads((tiny_sweep / SWEEP_CACHE).read_text())
     assert cache["key"] == environment.cache_key() and cache["collect_env"] == first["collect_env"]
+    assert environment._shared_in is None  # after its jobs, this process shares nothing with the sweep
 
 
 def test_another_process_of_the_sweep_reads_the_cache_until_its_key_changes(tiny_sweep, tmp_path, monkeypatch):
@@ -86,7 +87,7 @@ def test_a_cache_file_that_is_not_the_cache_is_not_used(tiny_sweep, tmp_path, co
 
 def test_a_single_run_collects_its_own_environment(cli, tiny_args, tiny_sweep, tmp_path, monkeypatch):
     monkeypatch.setattr(environment, "_in_process", {})
-    environment.share_in(tiny_sweep)  # as a sweep's job left it: a single run after it must not read the sweep's cache
+    environment.share_in(tiny_sweep)  # as if a sweep's job had left it: a single run must not read the sweep's cache
     code, out, err = cli(*tiny_args, "hydra.run.dir=run", "report=false")
     assert code == 0, err
     recorded = json.loads((tmp_path / "run" / "summary.json").read_text())["environment"]
