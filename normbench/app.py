@@ -39,6 +39,19 @@ register()
 # Nothing waits on a collection to be written: records and logs are closed explicitly.
 atexit.register(gc.freeze)
 IMPORTED = time.time()  # this process's start-up ends here; torch comes with its first job (Job.__call__)
+_launcher_pid: int | None = None  # the process main() runs in; a joblib worker never calls it
+_frozen = False
+
+
+def _freeze_worker() -> None:
+    """After a joblib worker's first job: collect once, and freeze what is left. loky runs a full
+    gc.collect() after a worker's jobs (its guard against leaks), which walks every object torch
+    and torch._dynamo made, ~0.5-1 s a job on a 2-core CPU; what the first job leaves lives as long
+    as the worker, so later collections need walk only what later jobs make."""
+    global _frozen
+    gc.collect()
+    gc.freeze()
+    _frozen = True
 
 
 def _parallel_jobs(hc) -> int:
@@ -144,6 +157,8 @@ class Job:
                                      sweep_time.job_marks(machine.process_started(), IMPORTED, called, ready, summary))
             except OSError as err:  # the sweep's end line then counts this job's time as idle
                 log.warning("job timing not written: %s", err)
+            if not _frozen and os.getpid() != _launcher_pid and "joblib" in str(hc.launcher.get("_target_", "")):
+                _freeze_worker()
         if multirun or summary["status"] not in EXIT_STATUS:
             log.info("%s -> %s", describe(summary), summary.get("run_dir", run_dir))
         if not multirun:
@@ -183,6 +198,8 @@ def _say(message: str) -> None:
 def main(from_process_start: bool = False) -> None:
     """``from_process_start``: this process was started for this command (the command line), so
     its start-up counts in a sweep's time (normbench/sweep_time.py); else the time starts now."""
+    global _launcher_pid
+    _launcher_pid = os.getpid()
     sweep_time.mark_start((machine.process_started() if from_process_start else None) or time.time())
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     job = Job()
