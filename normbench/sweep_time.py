@@ -2,10 +2,10 @@
 
 Efficiency = the runs' summed training time (``time.train_s``: forward, backward and optimizer
 steps) / (the sweep's wall time x its workers); ``loop_efficiency`` also counts the rest of the
-runs' training loops (evaluation, probes, logging: the run's own measuring, not the sweep's). The wall time runs from the start of the launching
-process (before Python imported anything) to the end of the sweep's last callback (table and
-report written); each worker slot is charged for all of it, so every second a worker waits (for
-the launcher to start it, for another worker to finish, for the report) is counted as spent.
+runs' training loops (evaluation, probes, logging: the run's own measuring, not the sweep's). The
+wall time runs from the start of the launching process (before Python imported anything) to the
+end of the sweep's table and report; each worker slot is charged for all of it, so every second a
+worker waits (for the launcher to start it, for another worker to finish, for the report) counts.
 
 Each job writes its timestamps into ``<sweep>/.timing/<job>.json`` once its record is written
 (``write_job``); ``account`` splits the slots' time into the shares below, which add up to 1:
@@ -28,6 +28,7 @@ reported beside the efficiency, never in it. Imports no torch.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -37,17 +38,18 @@ from normbench.record import Unreadable, read_run_file, write_json_atomic
 FOLDER = ".timing"
 RECORD = "efficiency.json"
 SHARES = ("training", "startup", "composition", "environment", "setup", "evaluation", "writing", "report", "idle")
-_start: list[float] = []  # when this process's current run or sweep began (mark_start)
+_started: float | None = None  # when this process's current run or sweep began (mark_start)
 
 
 def mark_start(at: float) -> None:
     """The wall clock a sweep's time is counted from: the launching process's start when the
     command line started it (normbench/__main__.py), else when normbench.app.main was called."""
-    _start[:] = [at]
+    global _started
+    _started = at
 
 
 def start_mark() -> float | None:
-    return _start[0] if _start else None
+    return _started
 
 
 def write_job(sweep_dir: Path, job_num: int, marks: dict) -> None:
@@ -74,13 +76,13 @@ def read_jobs(sweep_dir: Path, since: float | None = None) -> list[dict]:
             continue
         if not isinstance(marks, dict) or not all(_number(marks.get(k)) for k in ("pid", "called", "ready", "returned")):
             continue
-        if since is None or marks["called"] >= since - 1.0:  # process start times come in 10 ms steps
+        if since is None or marks["called"] >= since - 1.0:  # a process's start is read from the boot clock
             jobs.append(marks)
     return jobs
 
 
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _seconds(marks: dict, key: str) -> float:
