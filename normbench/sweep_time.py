@@ -27,6 +27,7 @@ reported beside the efficiency, never in it. Imports no torch.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -180,4 +181,5 @@ def job_marks(process_start: float | None, imported: float, called: float, ready
     times, env = ({}, {}) if copy else (summary.get("time") or {}, summary.get("environment") or {})
     return {"pid": os.getpid(), "process_start": process_start, "imported": imported, "called": called,
             "ready": ready, "returned": time.time(), "wall_s": times.get("wall_s"), "train_s": times.get("train_s"),
-            "span_s": env.get("span_s"), "collect_env_s": env.get("collect_env_s"), "status": summary.get("status")}
+            "span_s": env.get("span_s"), "collect_env_s": env.get("collect_env_s"), "status": summary.get("status"),
+            "gc_frozen": gc.get_freeze_count()}  # objects a worker froze after its first job (normbench.app)
