@@ -36,7 +36,7 @@ def main() -> None:
     else:
         from normbench.app import main as run
 
-        run()
+        run(from_process_start=True)
 
 
 def commands_help() -> str:

@@ -7,11 +7,14 @@ replaced by ours (HYDRA_FULL_ERROR hands us the exception) so that no traceback 
 
 from __future__ import annotations
 
+import atexit
+import gc
 import logging
 import math
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import hydra
@@ -21,17 +24,35 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from normbench import sweep_end
+from normbench import machine, sweep_end, sweep_time
 from normbench.config import ConfigError, config_dir, register
 from normbench.metrics import PRIMARY_SCORE, SCORES
 from normbench.report.output import inside
-from normbench.run import execute
 from normbench.schema import TASK_CONFIGS
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
 
 register()
+# At exit CPython's last collections walk every object alive, and torch's optimizers bring in
+# torch._dynamo, whose objects take ~2 s to walk on a 2-core CPU: a process that is ending skips
+# them, the launcher and each joblib worker alike (the launcher waits for its workers to end).
+# Nothing waits on a collection to be written: records and logs are closed explicitly.
+atexit.register(gc.freeze)
+IMPORTED = time.time()  # this process's start-up ends here; torch comes with its first job (Job.__call__)
+_launcher_pid: int | None = None  # the process main() runs in; a joblib worker never calls it
+_frozen = False
+
+
+def _freeze_worker() -> None:
+    """After a joblib worker's first job: collect once, and freeze what is left. loky runs a full
+    gc.collect() after a worker's jobs (its guard against leaks), which walks every object torch
+    and torch._dynamo made, ~0.5-1 s a job on a 2-core CPU; what the first job leaves lives as long
+    as the worker, so later collections need walk only what later jobs make."""
+    global _frozen
+    gc.collect()
+    gc.freeze()
+    _frozen = True
 
 
 def _parallel_jobs(hc) -> int:
@@ -108,6 +129,7 @@ class Job:
         self.secrets: list[str] = []  # the values read from the environment by any job so far (node_secrets)
 
     def __call__(self, node: DictConfig) -> float:
+        called = time.time()
         hc = HydraConfig.get()
         self.secrets = sorted({*self.secrets, *node_secrets(node)}, key=len, reverse=True)
         try:
@@ -123,12 +145,29 @@ class Job:
                                             f"sweep directory {message_text(hc.sweep.dir)}")
             _remove_if_empty(run_dir)  # Hydra made it before calling the job
             return math.inf
+        # Imported here, not with this module: a joblib launcher only hands jobs to its workers and
+        # never needs torch, so it starts them a few seconds sooner.
+        from normbench import environment
+        from normbench.run import execute
+
+        ready = time.time()
+        environment.share_in(Path(hc.sweep.dir) if multirun else None)
         try:
             summary = execute(node, run_dir, list(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
                               parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
             self.unwritable = self.unwritable or f"cannot write output: {err}"
             return math.inf
+        finally:  # whatever runs next in this process (a rerun, a bench) collects its own
+            environment.share_in(None)
+        if multirun:
+            try:  # where this job's time went, for the sweep's efficiency (normbench/sweep_time.py)
+                sweep_time.write_job(Path(hc.sweep.dir), hc.job.num,
+                                     sweep_time.job_marks(machine.process_started(), IMPORTED, called, ready, summary))
+            except OSError as err:  # the sweep's end line then counts this job's time as idle
+                log.warning("job timing not written: %s", err)
+            if not _frozen and os.getpid() != _launcher_pid and "joblib" in str(hc.launcher.get("_target_", "")):
+                _freeze_worker()
         if multirun or summary["status"] not in EXIT_STATUS:  # masked as a single run's error line is
             log.info("%s -> %s", message_text(describe(summary), self.secrets), summary.get("run_dir", run_dir))
         if not multirun:
@@ -194,7 +233,12 @@ def _bound_hydra_lines(limit: int = 2000) -> None:
     logging.setLogRecordFactory(factory)
 
 
-def main() -> None:
+def main(from_process_start: bool = False) -> None:
+    """``from_process_start``: this process was started for this command (the command line), so
+    its start-up counts in a sweep's time (normbench/sweep_time.py); else the time starts now."""
+    global _launcher_pid
+    _launcher_pid = os.getpid()
+    sweep_time.mark_start((machine.process_started() if from_process_start else None) or time.time())
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     _bound_hydra_lines()
     job = Job()

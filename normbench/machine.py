@@ -33,6 +33,20 @@ def cpu_count() -> int:
     return os.cpu_count() or 1
 
 
+def process_started() -> float | None:
+    """When this process started, in seconds since the epoch (``time.time()``'s clock); None where
+    /proc has no answer. From /proc/self/stat's start time (clock ticks since boot, 10 ms steps)
+    and the boot clock now, so a sweep's start-up is counted from the process's own beginning,
+    before Python imported anything."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22; the name in () may hold spaces
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return time.time() - max(age, 0.0)
+
+
 def _pressure_some() -> tuple[float, int] | None:
     """(avg10 in %, total stalled µs) of the ``some`` line of /proc/pressure/cpu; None without PSI."""
     try:
@@ -54,7 +68,8 @@ def cpu_pressure() -> float | None:
 
 class Condition:
     """The machine's condition from construction to ``finish()``: load and CPU pressure at both ends,
-    and the pressure over the span itself (stalled time / elapsed time, from PSI's running total)."""
+    the pressure over the span itself (stalled time / elapsed time, from PSI's running total), and
+    the span's length (``span_s``: for a run, the wall time of its training loop)."""
 
     def __init__(self):
         self.started = time.monotonic()
@@ -69,7 +84,8 @@ class Condition:
             span = min(100.0, (end[1] - self.pressure_start[1]) / 1e6 / elapsed * 100)
         return {"load_1m": {"start": self.load_start, "end": load_1m()},
                 "cpu_pressure": {"start": None if self.pressure_start is None else self.pressure_start[0],
-                                 "end": None if end is None else end[0], "over_span": span}}
+                                 "end": None if end is None else end[0], "over_span": span},
+                "span_s": elapsed}
 
 
 @contextmanager

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from normbench import machine, sweep_time
 from normbench.metrics import PRIMARY_SCORE, SCORES, SECONDARY_SCORE
 from normbench.metrics import TIMING_NOISY  # step_ms p90/p10 above this: the load changed while the run was timed
 from normbench.report.records import find_records
@@ -66,12 +68,35 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
     return table[["run", *varying, "status", primary, second, "to_target", "ms/step"]]
 
 
+def efficiency(config: DictConfig, sweep_dir: Path, end_s: float) -> dict | None:
+    """The sweep's efficiency line on stdout and its efficiency.json (normbench/sweep_time.py): wall
+    time from this process's start to now, ``end_s`` of it this callback's table and report."""
+    launcher = config.hydra.launcher
+    if "n_jobs" in launcher:  # joblib: its workers; -1 is one per core
+        workers = machine.cpu_count() if (launcher.n_jobs or 1) < 0 else launcher.n_jobs or 1
+    else:  # the basic launcher (one job at a time), submitit: the jobs' own spans tell
+        workers = None
+    try:
+        started = sweep_time.start_mark()
+        jobs = sweep_time.read_jobs(sweep_dir, since=started)
+        if not jobs:
+            return None
+        result = sweep_time.account(jobs, started or min(j["called"] for j in jobs), time.time(), workers, end_s)
+        path = sweep_time.record(sweep_dir, result)
+    except Exception as err:  # a courtesy like the table: the exit status still follows
+        print(f"normbench: no efficiency line: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
+        return None
+    print(f"normbench sweep: {sweep_time.line(result)} -> {path}", file=sys.stdout)
+    return result
+
+
 class SweepSummary(Callback):
     """The table, the report, then the failed runs. Nothing a record holds can stop it: a record
     the reader sets aside is named in one line, and the exit status comes from the records read
     (a failed run exits 1 even when the table or the report could not be made)."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        end_started = time.time()
         sweep_dir = Path(config.hydra.sweep.dir)
         records = find_records([sweep_dir])
         summaries = {r.path: r.summary for r in records.runs}
@@ -98,5 +123,6 @@ class SweepSummary(Callback):
                 print(f"normbench: no report: {err}", file=sys.stderr)
             except Exception as err:  # a report bug must not turn a sweep's failed runs into exit 0
                 print(f"normbench: no report: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
+        efficiency(config, sweep_dir, time.time() - end_started)
         if failed:  # last: the report is written first, and this callback is the last Hydra notifies
             raise RunsFailed(failed)

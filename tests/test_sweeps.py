@@ -100,15 +100,25 @@ def test_signal_during_a_run_writes_an_interrupted_summary(tmp_path, tiny_args, 
 
 @pytest.mark.parametrize("launcher", ["local", "submitit_local"])
 def test_real_launchers_run_a_tiny_sweep(tmp_path, tiny_args, launcher):
-    proc = normbench("-m", f"hydra/launcher={launcher}", *tiny_args, "norm=ln,rms", "hydra.sweep.dir=sweep",
+    seeds = ["seed=0,1"] if launcher == "local" else []  # two jobs a worker: the second finds the first's objects frozen
+    proc = normbench("-m", f"hydra/launcher={launcher}", *tiny_args, "norm=ln,rms", *seeds, "hydra.sweep.dir=sweep",
                      "report=false", cwd=tmp_path)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
     found = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
-    assert sorted(s["axes"]["norm"] for s in found) == ["ln", "rms"] and all(s["status"] == "ok" for s in found)
+    expected = ["ln", "ln", "rms", "rms"] if seeds else ["ln", "rms"]
+    assert sorted(s["axes"]["norm"] for s in found) == expected and all(s["status"] == "ok" for s in found)
     if launcher == "local":  # two workers share the cores: threads = cores // 2
         cores = len(os.sched_getaffinity(0))
         assert all(s["environment"]["threads"] == max(1, cores // 2) for s in found)
+    # each job ran in a process of its own (a joblib worker, a submitit job), and the end line says how they spent it
+    efficiency = json.loads((tmp_path / "sweep" / "efficiency.json").read_text())
+    marks = [json.loads(p.read_text()) for p in (tmp_path / "sweep" / ".timing").glob("*.json")]
+    assert efficiency["workers"] == efficiency["processes"] == 2 and 0 < efficiency["efficiency"] <= 1
+    assert len({m["pid"] for m in marks}) == 2 and proc.pid not in {m["pid"] for m in marks}
+    assert abs(sum(efficiency["shares"].values()) - 1) < 1e-9 and f"efficiency {efficiency['efficiency']:.2f}" in out
+    if launcher == "local":
+        assert any(m["gc_frozen"] > 0 for m in marks) and efficiency["jobs"] == 4
 
 
 def test_full_disk_is_one_line_and_no_half_written_summary(cli, tmp_path, monkeypatch, tiny_args):

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import torch
 
 from normbench.bench import harness, sweep
@@ -20,8 +21,17 @@ def test_sweep_commands_differ_only_in_the_launcher():
     parallel = sweep.sweep_command(4, ["steps=10"], jobs=2)
     sequential = sweep.sweep_command(4, ["steps=10"], jobs=None)
     assert parallel[:len(sequential)] == sequential
-    assert parallel[len(sequential):] == ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    assert parallel[len(sequential):] == ["hydra/launcher=local", "hydra.launcher.n_jobs=2"]  # the project's preset
     assert "seed=0,1,2,3" in sequential and "threads=1" in sequential and "report=false" in sequential
+
+
+@pytest.mark.slow
+def test_bench_sweep_reads_each_sweeps_efficiency():
+    section = sweep.run(quick=True, command="python -m normbench.bench sweep --quick")
+    assert {r["launcher"] for r in section.rows} == {"parallel", "sequential"}
+    assert all(0 < r["efficiency"] <= 1 and r["after_end_s"] >= 0 for r in section.rows)
+    assert [r.name.split(" ")[0] for r in section.ratios] == ["sweep", "efficiency", "efficiency"]
+    assert "efficiency" in section.markdown and section.extra["efficiency"]["sequential"] is not None
 
 
 def test_ratio_targets_and_section_files(tmp_path):

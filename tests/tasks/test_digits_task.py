@@ -31,6 +31,15 @@ def test_pixel_sequence_shapes_ranges_and_metadata():
     )
 
 
+def test_the_bundled_file_is_read_as_scikit_learn_reads_it():
+    from normbench.tasks.digits import bundled_digits
+
+    images, labels = bundled_digits()
+    expected_images, expected_labels = datasets.load_digits(return_X_y=True)
+    assert images.dtype == expected_images.dtype and labels.dtype == expected_labels.dtype
+    assert np.array_equal(images, expected_images) and np.array_equal(labels, expected_labels)
+
+
 def test_rows_of_eight_are_the_same_pixels_regrouped():
     one = load_task(DigitsConfig(pixels_per_step=1), seed=2)
     rows = load_task(DigitsConfig(pixels_per_step=8), seed=2)
