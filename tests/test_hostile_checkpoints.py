@@ -27,7 +27,7 @@ from normbench.contract import SCHEMA, identity
 from normbench.record import RecordWriter
 from normbench.train import Trainer
 
-from conftest import TINY, TINY_TASK
+from tests.conftest import TINY, TINY_TASK
 
 STEPS = 11
 
