@@ -12,7 +12,6 @@ import gc
 import logging
 import math
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from normbench.config import ConfigError, config_dir, register
 from normbench.metrics import PRIMARY_SCORE, SCORES
 from normbench.report.output import inside
 from normbench.schema import TASK_CONFIGS
+from normbench.tracking import env_secrets, interpolated_secrets
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
@@ -184,18 +184,17 @@ def _remove_if_empty(folder: Path) -> None:
 
 def _secrets(argv: list[str]) -> list[str]:
     """The values of the environment variables the command line reads through ``${oc.env:NAME}``."""
-    names = {m.group(1) for arg in argv for m in re.finditer(r"oc\.env\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)", arg)}
-    return sorted((os.environ[n] for n in names if os.environ.get(n)), key=len, reverse=True)
+    return env_secrets(argv)
 
 
 def node_secrets(node: DictConfig) -> list[str]:
     """The values of the environment variables a job's config reads through ``${oc.env:NAME}``, wherever
     it was written: the command line, a sweep file, a group's config (a logger's tracking URI)."""
     try:
-        written = repr(OmegaConf.to_container(node, resolve=False))
+        written = list(interpolated_secrets(node))
     except OmegaConfBaseException:
-        written = ""
-    return _secrets([*sys.argv[1:], written])
+        written = []
+    return sorted({*env_secrets(sys.argv[1:]), *written}, key=len, reverse=True)
 
 
 def message_text(value: object, secrets: list[str] = (), limit: int = 400) -> str:

@@ -43,13 +43,20 @@ _ENV = re.compile(r"oc\.env\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
 
 # --- secrets -----------------------------------------------------------------------------------------
 
+def env_secrets(texts) -> list[str]:
+    """The values of the environment variables that ``texts`` (overrides as typed, config strings) read
+    through ``${oc.env:NAME}``, longest first: what every printed line and logged value masks."""
+    names = {name for text in texts for name in _ENV.findall(str(text))}
+    return sorted((os.environ[n] for n in names if os.environ.get(n)), key=len, reverse=True)
+
+
 def interpolated_secrets(node) -> tuple[str, ...]:
     """The values of the environment variables that ``node`` (a config before resolution, a DictConfig
     or a plain container) reads through ``${oc.env:NAME}``, longest first."""
     from omegaconf import DictConfig, ListConfig, OmegaConf
 
     plain = OmegaConf.to_container(node, resolve=False) if isinstance(node, (DictConfig, ListConfig)) else node
-    names: set[str] = set()
+    texts: list[str] = []
 
     def walk(value) -> None:
         if isinstance(value, dict):
@@ -59,9 +66,9 @@ def interpolated_secrets(node) -> tuple[str, ...]:
             for item in value:
                 walk(item)
         elif isinstance(value, str):
-            names.update(_ENV.findall(value))
+            texts.append(value)
     walk(plain)
-    return tuple(sorted((os.environ[n] for n in names if os.environ.get(n)), key=len, reverse=True))
+    return tuple(env_secrets(texts))
 
 
 def masked(value, secrets: tuple[str, ...] = ()):
