@@ -129,6 +129,7 @@ def study_answer(log: dict, runs, undecided: list[str]) -> list[str]:
     comparison's first-ranked arm at the last look's level, and what is still undecided."""
     from normbench.analysis.claims import evaluate_claims
     from normbench.analysis.ranking import best_set, comparisons
+    from normbench.analysis.rules import primary_column
 
     last = log["rounds"][-1]
     stopped = {"decided": "every question decided", "budget": "stopped by the budget",
@@ -138,7 +139,7 @@ def study_answer(log: dict, runs, undecided: list[str]) -> list[str]:
     verdicts = [(claim.id, verdict.status) for claim, verdict in evaluate_claims(runs, alpha=last["level"])]
     lines += [f"  claim {name}: {status}" for name, status in verdicts if status != "not applicable"]
     for _, task, mine in comparisons(runs[runs["status"].isin(RESULT_STATUSES)]):
-        ranked = best_set(mine, bool(mine["task.higher_is_better"].iloc[0]), score="metrics.final_val")
+        ranked = best_set(mine, bool(mine["task.higher_is_better"].iloc[0]), score=primary_column(mine))
         if ranked.best is not None:
             lines.append(f"  {task}: ranked first {ranked.best}")
     lines += [f"  undecided: {item}" for item in undecided[:20]]

@@ -71,12 +71,13 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
 def efficiency(config: DictConfig, sweep_dir: Path, end_s: float) -> dict | None:
     """The sweep's efficiency line on stdout and its efficiency.json (normbench/sweep_time.py): wall
     time from this process's start to now, ``end_s`` of it this callback's table and report."""
-    launcher = config.hydra.launcher
-    if "n_jobs" in launcher:  # joblib: its workers; -1 is one per core
-        workers = machine.cpu_count() if (launcher.n_jobs or 1) < 0 else launcher.n_jobs or 1
-    else:  # the basic launcher (one job at a time), submitit: the jobs' own spans tell
-        workers = None
     try:
+        launcher = config.hydra.get("launcher") or {}
+        n_jobs = launcher.get("n_jobs")
+        if n_jobs is not None:  # joblib: its workers; -1 is one per core
+            workers = machine.cpu_count() if (n_jobs or 1) < 0 else n_jobs or 1
+        else:  # the basic launcher (one job at a time), submitit: the jobs' own spans tell
+            workers = None
         started = sweep_time.start_mark()
         jobs = sweep_time.read_jobs(sweep_dir, since=started)
         if not jobs:
