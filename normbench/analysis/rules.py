@@ -10,7 +10,8 @@ these from here:
 - **The level** of a study is the one its design spent: a sequential study's last look
   (normbench.study), ALPHA for a plain sweep. Its ranking, best set, answers, claims, smallest
   detectable difference and seeds-to-decide all use it.
-- **The scale**: a metric the registry marks ``ratio`` (MSE) is compared on the log scale; its
+- **The scale**: a task metric the registry marks ``ratio`` (MSE), and a record metric whose unit is
+  ``loss``, are compared on the log scale; their
   differences, intervals and detectable effects are ratios.
 - **The margin** of every equivalence, non-inferiority and "alike" statement is the metric's
   declared smallest effect of interest (normbench/metrics.py; on the log scale for a ratio metric).
@@ -58,6 +59,12 @@ def ratio_scale(name: object) -> bool:
     """Whether the task metric ``name`` is compared as a ratio (log scale)."""
     found = task_metric(name)
     return bool(found and found.ratio)
+
+
+def ratio_record_metric(key: str) -> bool:
+    """Whether the record metric ``key`` is compared as a ratio (log scale): a loss (the registry's unit
+    "loss": training losses and their areas span decades, like MSE)."""
+    return registry.metric(key).unit == "loss"
 
 
 def to_scale(values, name: object) -> np.ndarray:

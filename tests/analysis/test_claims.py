@@ -872,3 +872,16 @@ def test_the_vocabulary_imports_neither_the_engine_nor_the_parts():
     tree = ast.parse(open(vocabulary.__file__).read())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not imported & {"normbench.analysis.claims.engine", "normbench.analysis.claims.parts"}
+
+
+def test_convergence_compares_loss_areas_as_ratios(runs_of):
+    """Loss areas that span a decade: one slow seed of the plain LSTM widens a linear interval over 0,
+    while the log-ratio (what a loss needs) decides that the LN-LSTM's area is smaller."""
+    rows = []
+    for seed, (ln_loss, plain_loss) in enumerate(((0.010, 0.10), (0.012, 0.11), (0.011, 2.0))):
+        for norm, loss, placement in (("ln", ln_loss, "in_cell"), ("none", plain_loss, "none")):
+            rows.append({"seed": seed, "best_val": 0.85, "axes": {"model": "lstm", "norm": norm, "placement": placement},
+                         "metrics": {"train_loss_auc": loss, "val_auc": 0.75 + jitter(seed)}})
+    verdict = judge(BY_ID["ln_lstm_converges_faster"], runs_of(*rows))
+    assert verdict.status == SUPPORTED, verdict.explanation
+    assert "ratio of geometric means" in verdict.explanation

@@ -192,3 +192,10 @@ def test_rank_one_is_always_in_the_best_set():
                          for s, v in rows])
     result = best_set(runs, True)
     assert result.best == "strong" and result.members == ["strong"] and result.order == ["strong", "steady"]
+
+
+def test_losses_are_compared_as_ratios_and_accuracy_is_not():
+    from normbench.analysis import rules
+
+    assert rules.ratio_record_metric("train_loss_auc") and rules.ratio_record_metric("final_train_loss")
+    assert not rules.ratio_record_metric("grad_norm_max") and rules.ratio_scale("mse") and not rules.ratio_scale("accuracy")

@@ -593,7 +593,7 @@ def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
     a, b, alpha = runs.loc[ctx.arms[spec.a].index], runs.loc[ctx.arms[spec.b].index], ctx.alpha
     arms = (spec.a, spec.b)
     level = decision_level(alpha)
-    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on train_loss_auc of "
+    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on log train_loss_auc of "
             f"finished runs (decides; lower = faster), on val_auc, and Newcombe interval on the divergence rate (a "
             f"diverged run counts as slowest); supported when train_loss_auc is lower and neither other measure is "
             f"shown worse, contradicted when a measure is shown worse and none better.")
@@ -607,15 +607,22 @@ def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
     test += design + (dropped if triples else "")
     if not triples:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=(dropped or design).strip())
-    loss = _difference(triples, lambda f: _values(TRAIN_LOSS_AUC, f))
-    test += _per_stratum(triples, lambda f: _values(TRAIN_LOSS_AUC, f), alpha, sign=-1)
-    val = _difference(triples, lambda f: _values(VAL_AUC, f))
-    sign = _task(runs)[0]
-    effects = (_as_effect(f"train_loss_auc: {spec.b} − {spec.a} (+ = {spec.a} converges faster)",
-                          Estimate(-loss.value, loss.var, loss.df), alpha),
-               _as_effect(f"val_auc: {spec.a} − {spec.b} ({_better_word(sign)})", val, alpha))
+    # a loss spans decades (rules.ratio_record_metric): its area is compared as a ratio (log scale), and so is the validation
+    # curve's area of a ratio metric (MSE) (analysis/rules.py)
+    def logged(measure):
+        return lambda f: np.log(_values(measure, f).where(lambda v: v > 0))
+
+    loss = _difference(triples, logged(TRAIN_LOSS_AUC))
+    test += _per_stratum(triples, logged(TRAIN_LOSS_AUC), alpha)
+    sign, task_name, _ = _task(runs)
+    val_ratio = rules.ratio_scale(task_name)
+    val = _difference(triples, logged(VAL_AUC) if val_ratio else (lambda f: _values(VAL_AUC, f)))
+    effects = (_as_effect(f"train_loss_auc: {spec.a} / {spec.b} (ratio of geometric means; < 1 = {spec.a} "
+                          f"converges faster)", loss, alpha, exp=True),
+               _as_effect(f"val_auc: {spec.a} {'/' if val_ratio else '−'} {spec.b} ({_better_word(sign)})", val,
+                          alpha, exp=val_ratio))
     rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
-    found = [_side(effects[0], +1), _side(effects[1], sign), _side(rate, -1) if diverged else INCONCLUSIVE]
+    found = [_side(effects[0], -1), _side(effects[1], sign), _side(rate, -1) if diverged else INCONCLUSIVE]
     status, disagree = _decided_by_first(found, "convergence")
     note, lean, needed, mde = _steps_note(runs, a, b, arms) + disagree, None, None, None
     if status == INCONCLUSIVE:
