@@ -175,6 +175,19 @@ def _seeds(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The tuned study; the study it names in the environment for its children is taken out again at
+    the end, so a caller in this process (a test, a notebook) keeps its own environment."""
+    before = os.environ.get(study_info.ENVIRONMENT)
+    try:
+        return _tune(argv)
+    finally:
+        if before is None:
+            os.environ.pop(study_info.ENVIRONMENT, None)
+        else:
+            os.environ[study_info.ENVIRONMENT] = before
+
+
+def _tune(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m normbench.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="study folder (default multirun/tuned/DATE_TIME)")
     parser.add_argument("--evaluation-seeds", type=_seeds, default=list(EVALUATION_SEEDS),

@@ -1,3 +1,4 @@
+import os
 import signal
 import sys
 
@@ -80,3 +81,13 @@ def quick_sqlite():
     event.listen(Engine, "connect", no_fsync)
     yield
     event.remove(Engine, "connect", no_fsync)
+
+
+@pytest.fixture(autouse=True)
+def _no_study_left_in_the_environment():
+    """A multirun run in this process (a test's in-process sweep, tune) names its study and progress in
+    os.environ for its jobs; one that stops early leaves them there, and the next test's runs would
+    carry that study (an MLflow experiment, a W&B group). A CLI process ends; a test must not leak."""
+    yield
+    for name in ("NORMBENCH_STUDY", "NORMBENCH_SWEEP_PROGRESS"):
+        os.environ.pop(name, None)
