@@ -23,7 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from normbench import machine, sweep_end, sweep_time
+from normbench import hydra_files, machine, sweep_end, sweep_time
 from normbench.config import ConfigError, config_dir, register
 from normbench.metrics import PRIMARY_SCORE, SCORES
 from normbench.report.output import inside
@@ -34,6 +34,7 @@ log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
 
 register()
+hydra_files.install()  # .hydra/ files never written through a link or into a FIFO (normbench/hydra_files.py)
 # At exit CPython's last collections walk every object alive, and torch's optimizers bring in
 # torch._dynamo, whose objects take ~2 s to walk on a 2-core CPU: a process that is ending skips
 # them, the launcher and each joblib worker alike (the launcher waits for its workers to end).
@@ -243,6 +244,9 @@ def main(from_process_start: bool = False) -> None:
     job = Job()
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
+    except hydra_files.Refused as refused:
+        _say(f"error: {refused}")
+        sys.exit(2)
     except sweep_end.RunsFailed as failed:
         _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
         sys.exit(1)

@@ -11,7 +11,8 @@ A sweep file is config, never code (``read_sweep_file``): a regular file of at m
 whose aliases expand to at most MAX_SWEEP_NODES nodes (an anchor bomb is refused before it
 expands), no ``_target_`` (Hydra would instantiate it) or logging factory (``()``) anywhere, and
 under ``hydra`` only what says how to sweep (``SWEEP_HYDRA_KEYS``): never ``hydra.callbacks``,
-its logging configs, search path, environment or a launcher's shell lines. A file that breaks
+its logging configs, search path, environment or a launcher's shell lines; its ``defaults`` may
+choose no Hydra group but ``hydra/launcher`` and ``hydra/sweeper`` (no ``override /hydra/job_logging``). A file that breaks
 any of these, or is not YAML, is one line (ConfigError, exit 2).
 
 Hydra composes YAML from ``conf/`` onto the dataclasses (types are checked while composing);
@@ -295,13 +296,20 @@ def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
 
 
 def _defaults_problem(defaults) -> str | None:
-    """A defaults entry that would put a config into ``hydra`` under another package (``@hydra...``)."""
+    """A defaults entry that would put a config into ``hydra`` under another package (``@hydra...``),
+    or choose one of Hydra's own groups other than its launcher or sweeper
+    (``override /hydra/job_logging: X``: a logging config, its handlers and their files)."""
     for entry in defaults if isinstance(defaults, list) else []:
         names = [entry] if isinstance(entry, str) else list(entry) if isinstance(entry, dict) else []
         for name in map(str, names):
-            package = name.partition("@")[2]
+            group, _, package = name.partition("@")
             if package and _package(package, "")[:1] == ("hydra",):
                 return f"defaults entry {name!r} puts a config into hydra's settings"
+            words = group.split()
+            group = words[-1].strip("/") if words else ""
+            if group.split("/")[0] == "hydra" and group not in ("hydra/launcher", "hydra/sweeper"):
+                return (f"defaults entry {name!r} chooses a config of Hydra's group {group}: a sweep file may choose "
+                        f"only hydra/launcher and hydra/sweeper")
     return None
 
 

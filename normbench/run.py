@@ -22,6 +22,7 @@ from normbench import machine, saved_model, study_info
 from normbench.contract import SCHEMA, identity
 from normbench.environment import environment
 from normbench.loggers import build_logger
+from normbench.logfile import RunLogHandler
 from normbench.tracking import interpolated_secrets
 from normbench.record import RecordWriter, RunRecord, read_summary, write_run_text
 from normbench.report.records import record_paths
@@ -164,8 +165,8 @@ def follow_logs(old_dir: Path, new_dir: Path) -> None:
         return
     root = logging.getLogger()
     for handler in list(root.handlers):
-        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == old_dir.resolve():
-            moved = logging.FileHandler(new_dir / Path(handler.baseFilename).name, delay=True)
+        if isinstance(handler, (logging.FileHandler, RunLogHandler)) and Path(handler.baseFilename).parent == old_dir.resolve():
+            moved = RunLogHandler(new_dir / Path(handler.baseFilename).name, delay=True)
             moved.setFormatter(handler.formatter)
             moved.setLevel(handler.level)
             root.removeHandler(handler)

@@ -158,3 +158,58 @@ def test_a_sweep_subdir_outside_the_sweep_is_refused(cli, tiny_args, tmp_path):
                          "report=false")
     assert code == 2 and "outside the sweep directory" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "escaped").exists()
+
+
+# The files Hydra writes itself (normbench/hydra_files.py): a planted name is refused in one line,
+# exit 2, before anything is written through it; (where it is planted, the overrides that make Hydra write it).
+HYDRA_FILES = {
+    "sweep_multirun_yaml": ("sweep/multirun.yaml", ["-m", "hydra.sweep.dir=sweep"]),
+    "run_hydra_config_yaml": ("run/.hydra/config.yaml", ["hydra.run.dir=run", "hydra.output_subdir=.hydra"]),
+    "run_hydra_folder": ("run/.hydra", ["hydra.run.dir=run", "hydra.output_subdir=.hydra"]),
+    "sweep_job_overrides_yaml": ("sweep/0/.hydra/overrides.yaml", ["-m", "hydra.sweep.dir=sweep",
+                                                                   "hydra.output_subdir=.hydra"]),
+}
+
+
+@pytest.mark.parametrize(("where", "kind"), [(w, k) for w in HYDRA_FILES for k in ("link_to_victim", "dangling_link", "fifo")
+                                             if w != "run_hydra_folder" or k == "link_to_victim"])
+def test_a_file_hydra_writes_is_never_written_through_a_planted_one(cli, tiny_args, tmp_path, victim, where, kind):
+    name, overrides = HYDRA_FILES[where]
+    planted = tmp_path / name
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    plant(kind, planted, victim.parent if where == "run_hydra_folder" else victim)
+    code, out, err = cli(*overrides, *tiny_args, "steps=2", "eval_every=1", "report=false")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and name.rpartition("/")[2] in err, err
+    assert victim.read_text() == VICTIM_TEXT
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
+    assert os.path.lexists(planted) and not (planted.parent / "summary.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["link_to_victim", "dangling_link", "fifo", "folder"])
+def test_the_run_log_writes_beside_a_planted_file(tmp_path, victim, kind):
+    import logging
+
+    from normbench.logfile import RunLogHandler
+
+    plant(kind, tmp_path / "normbench.log", victim)
+    handler = RunLogHandler(tmp_path / "normbench.log", delay=True)
+    handler.setFormatter(logging.Formatter("[x] %(message)s"))
+    handler.emit(logging.LogRecord("normbench", logging.INFO, __file__, 1, "a line", None, None))
+    handler.close()
+    assert victim.read_text() == VICTIM_TEXT and handler.path == tmp_path / "normbench-1.log"
+    assert (tmp_path / "normbench-1.log").read_text() == "[x] a line\n"
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
+
+
+@pytest.mark.parametrize("kind", ["link_to_victim", "dangling_link", "fifo"])
+@pytest.mark.parametrize("mode", ["run", "sweep"])
+def test_a_planted_normbench_log_is_left_and_the_log_goes_beside_it(cli, tiny_args, tmp_path, victim, mode, kind):
+    folder = tmp_path / ("run" if mode == "run" else "sweep/0")
+    folder.mkdir(parents=True)
+    plant(kind, folder / "normbench.log", victim)
+    where = ["hydra.run.dir=run"] if mode == "run" else ["-m", "hydra.sweep.dir=sweep"]
+    code, out, err = cli(*where, *tiny_args, "steps=2", "eval_every=1", "report=false")
+    assert code == 0, err
+    assert victim.read_text() == VICTIM_TEXT
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
+    assert "step 2/2" in (folder / "normbench-1.log").read_text()

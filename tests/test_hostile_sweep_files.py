@@ -50,6 +50,10 @@ HOSTILE = {
     "group_file_of_a_hydra_group": ("hydra/job_logging/evil.yaml", "version: 1\nroot:\n  level: INFO\n"),
     "hydra_below_the_top": ("arm/evil.yaml", "hydra:\n  job:\n    env_set: {X: '1'}\n"),
     "defaults_into_hydra": ("evil.yaml", GLOBAL + "defaults:\n  - /arm@hydra.job_logging: evil\n"),
+    "defaults_override_job_logging": ("evil.yaml", GLOBAL + "defaults:\n  - override /hydra/job_logging: evil\n"),
+    "defaults_override_hydra_logging": ("evil.yaml", GLOBAL + "defaults:\n  - override /hydra/hydra_logging: disabled\n"),
+    "defaults_chooses_hydra_env": ("evil.yaml", GLOBAL + "defaults:\n  - /hydra/env: default\n"),
+    "defaults_optional_job_logging": ("evil.yaml", GLOBAL + "defaults:\n  - optional override /hydra/job_logging: x\n"),
     "interpolated_hydra_node": ("evil.yaml", GLOBAL + "stash:\n  job:\n    env_set: {X: '1'}\nhydra: ${stash}\n"),
     "interpolated_launcher": ("evil.yaml", GLOBAL + "stash:\n  setup: [id]\nhydra:\n  launcher: ${stash}\n"),
     "oc_create_smuggles_a_target": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
@@ -109,13 +113,14 @@ def test_a_hostile_sweep_file_is_refused_in_one_line_fast(tmp_path, case):
     GLOBAL + "hydra:\n  sweep:\n    dir: multirun/${now:%Y-%m-%d}\n    subdir: ${hydra.job.num}\n"
              "  launcher:\n    n_jobs: 2\n  job:\n    name: mine\n",
     GLOBAL + "defaults:\n  - override /norm: rms\n  - _self_\nlr: 0.01\nanchor: &x 3\nsteps: *x\n",
+    GLOBAL + "defaults:\n  - override /hydra/launcher: joblib\n  - override /hydra/sweeper: basic\n  - _self_\n",
     "",
 ])
 def test_a_sweep_file_of_settings_passes(tmp_path, text):
     serve(tmp_path, "fine.yaml", text)
 
 
-@pytest.mark.parametrize("case", ["callback_unlinks_a_file", "anchor_bomb", "syntax_error"])
+@pytest.mark.parametrize("case", ["callback_unlinks_a_file", "anchor_bomb", "syntax_error", "defaults_override_job_logging"])
 def test_end_to_end_a_hostile_sweep_file_exits_2_in_one_line_and_touches_nothing(cli, tmp_path, monkeypatch, case):
     victim = tmp_path / "victim"
     victim.write_text("keep me")

@@ -1,0 +1,69 @@
+"""The files Hydra itself writes into a sweep or run folder: the sweep's ``multirun.yaml`` (its
+sweeper) and, where ``hydra.output_subdir`` is set, each job's ``.hydra/config.yaml``,
+``hydra.yaml`` and ``overrides.yaml``. Hydra opens them with open(..., "w"): a link planted under
+one of these names would be written through (a file outside the folder replaced or created), a FIFO
+would block the run forever. Each name is checked with os.lstat (never opened) just before Hydra
+writes it, and a name that is anything but a regular file (a link, dangling or not, a FIFO, socket,
+device or folder) ends the command with one line and exit status 2: nothing is deleted.
+
+``CheckHydraFiles`` (a Hydra callback, conf/config.yaml) checks multirun.yaml at the start of a
+multirun, before the sweeper writes it; ``install()`` (normbench/app.py, in the launcher and in each
+joblib worker) puts the check in front of Hydra's writer of the ``.hydra/`` files.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from hydra.experimental.callback import Callback
+
+KINDS = ((stat.S_ISLNK, "a link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+         (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder"))
+
+
+class Refused(BaseException):
+    """A name Hydra would write is not a regular file. A BaseException: Hydra's callbacks turn an
+    Exception into a warning and go on; this one reaches normbench.app.main, which prints it."""
+
+
+def what_is(path: Path, folder_ok: bool = False) -> str | None:
+    """None if ``path`` is absent or a regular file (a folder too, with ``folder_ok``); else what it is."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return f"unreadable ({err.strerror})"
+    if stat.S_ISREG(mode) or (folder_ok and stat.S_ISDIR(mode)):
+        return None
+    return next((name for test, name in KINDS if test(mode)), "not a regular file")
+
+
+def check(path: Path, folder_ok: bool = False) -> None:
+    kind = what_is(path, folder_ok)
+    if kind is not None:
+        raise Refused(f"{path} is {kind}: Hydra would write its {path.name} there; "
+                      f"move it away or choose another output folder")
+
+
+class CheckHydraFiles(Callback):
+    def on_multirun_start(self, config, **kwargs) -> None:
+        check(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
+
+
+def install() -> None:
+    """Hydra's _save_config (hydra.core.utils, the .hydra/ files of a job), checked before it writes."""
+    from hydra.core import utils
+
+    original = utils._save_config
+    if getattr(original, "checks_names", False):
+        return
+
+    def save_config(cfg, filename: str, output_dir: Path) -> None:
+        check(Path(output_dir), folder_ok=True)
+        check(Path(output_dir) / filename)
+        original(cfg, filename, output_dir)
+    save_config.checks_names = True
+    utils._save_config = save_config
