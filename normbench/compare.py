@@ -367,9 +367,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write the Markdown summary here too")
     args = parser.parse_args(argv)
     try:
-        if not (args.tolerance >= 0 and args.max_new_divergences >= 0
-                and (args.step_time_tolerance is None or args.step_time_tolerance >= 0)):
-            raise CompareError("tolerances must be >= 0")
+        # finite too: --tolerance inf would turn the gate off, and nan fails every comparison
+        if not (math.isfinite(args.tolerance) and args.tolerance >= 0 and args.max_new_divergences >= 0
+                and (args.step_time_tolerance is None
+                     or (math.isfinite(args.step_time_tolerance) and args.step_time_tolerance >= 0))):
+            raise CompareError("tolerances must be finite numbers >= 0")
         base, new = load(args.baseline), load(args.new)
         settings, only_base, only_new = compare(
             base, new, metric=args.metric, tolerance=args.tolerance, relative=args.relative,

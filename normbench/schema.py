@@ -376,9 +376,12 @@ class Config:
         _positive("lr", self.lr)
         _require(0 <= self.seed < 2**63, f"seed must be in [0, 2**63), got {self.seed}")  # torch's generator range
         for key in ("batch_size", "steps", "eval_every", "log_every"):
-            _require(getattr(self, key) >= 1, f"{key} must be >= 1, got {getattr(self, key)}")
+            _require(getattr(self, key) >= 1, f"{key} must be >= 1, got {_short(getattr(self, key))}")
+        # A billion steps is over a day at the fastest step any task here takes (~0.1 ms) and weeks at
+        # a typical one: beyond it steps= is a typo (an extra digit group), not a run to start.
+        _require(self.steps <= MAX_STEPS, f"steps must be <= {MAX_STEPS:.0e}, got {_short(self.steps)}")
         for key in ("warmup_steps", "threads", "probe_every", "timing_warmup", "checkpoint_every"):
-            _require(getattr(self, key) >= 0, f"{key} must be >= 0, got {getattr(self, key)}")
+            _require(getattr(self, key) >= 0, f"{key} must be >= 0, got {_short(getattr(self, key))}")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         # far more threads than cores only slows a run down (thousands of times at threads=999)
         _require(self.threads <= 4 * cores, f"threads must be <= {4 * cores} (4 x the {cores} cores here), got {self.threads}")
@@ -405,10 +408,26 @@ class Config:
                  "character each step must predict; valid for text: bidirectional=false")
         if isinstance(self.logger, dict) or self.logger is None:  # to_config builds the groups it knows; this one here
             self.logger = LoggerConfig.from_plain(self.logger)
+        _require_int64(self)  # before anything compares a huge int to a float or hands it to torch
         _require_float32(self)
 
 
 FLOAT32_MAX = 3.4028234663852886e38
+MAX_STEPS = 10**9
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def _require_int64(config, prefix: str = "") -> None:
+    """Every int setting of ``config`` and its groups must fit in int64: torch, numpy and the record's
+    readers hold them there, and steps=99999999999999999999 (which YAML and OmegaConf accept) would
+    otherwise fail deep in a run, or be read back as a float, instead of being refused here with its key."""
+    for item in fields(config):
+        value = getattr(config, item.name)
+        key = f"{prefix}{item.name}"
+        if is_dataclass(value):
+            _require_int64(value, f"{key}.")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            _require(INT64[0] <= value <= INT64[1], f"{key} must fit in int64 (|x| < 9.2e18), got {_short(value)}")
 
 
 def _require_float32(config, prefix: str = "") -> None:

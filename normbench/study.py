@@ -22,8 +22,10 @@ Resume by identity makes a repeated command free: runs already finished in DIR a
 The study's runs carry its id (normbench/study_info.py: the question, not the seeds or the folder),
 and the looks count those only: a second study run into the same DIR neither spends its budget on
 the first one's records nor overwrites its sequential.json (it writes sequential-<id>.json).
-Bad arguments (numbers out of their bounds, an --out that cannot take the study): one line, exit 2.
-SIGTERM or Ctrl-C: passed to the round running, one line, exit 128 + the signal's number.
+Bad arguments (numbers out of their bounds, an --out that cannot take the study, a config no job
+could run once resolved, check_config): one line, exit 2, before any round.
+SIGTERM or Ctrl-C: passed to the round running, one line, exit 128 + the signal's number; a runner
+killed outright takes its round along (normbench/children.py: the parent-death signal, Linux).
 """
 
 from __future__ import annotations
@@ -32,9 +34,7 @@ import argparse
 import json
 import os
 import re
-import signal
 import stat
-import subprocess
 import sys
 import time
 from datetime import datetime
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from normbench import progress, study_info
+from normbench import children, progress, study_info
 from normbench.report import study_plan
 from normbench.record import MAX_STRING, RESULT_STATUSES, Unreadable, read_run_file
 
@@ -52,7 +52,6 @@ _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
 MAX_SEEDS = 1_000
 MAX_JOBS = 256
 MAX_BUDGET_S = 30 * 24 * 3600
-CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the round too: it gets this long to stop by itself
 
 
 class StudyArgumentError(ValueError):
@@ -163,16 +162,47 @@ def study_of(overrides: list[str]) -> dict:
         raise StudyArgumentError(f"an override cannot be parsed: {' '.join(str(error).split())[:300]}") from None
 
 
-class Stopped(Exception):
-    """SIGTERM or SIGINT reached the study runner; the round running was passed the signal."""
+def check_config(overrides: list[str]) -> None:
+    """Before any round: the config the rounds' jobs run, composed from the overrides (a swept one at
+    its first value) and resolved and checked as a run does (config.to_config). A value no job could
+    run, such as ``lr=${oc.env:NAME}`` whose variable holds a word, is then refused in one line with
+    the value masked, rather than each job of the first round failing on it. Hydra's own refusals
+    (an unknown option) are left to the round, which reports them as exit 2."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+    from normbench.app import message_text
+    from normbench.config import config_dir, register, to_config
+    from normbench.tracking import env_secrets, interpolated_secrets
+
+    single = []
+    try:
+        for parsed, text in zip(OverridesParser.create().parse_overrides(overrides), overrides):
+            if parsed.is_sweep_override():
+                prefix = {"ADD": "+", "FORCE_ADD": "++", "DEL": "~"}.get(parsed.type.name, "")
+                text = f"{prefix}{parsed.get_key_element()}={next(iter(parsed.sweep_string_iterator()))}"
+            single.append(text)
+    except Exception:  # an interval sweep, a grammar error: study_of reports the latter
+        return
+    secrets = env_secrets(overrides)
+    try:
+        register()
+        with initialize_config_dir(str(config_dir()), version_base="1.3"):  # as bench's harness composes
+            node = compose("config", overrides=single)
+    except HydraException:
+        return
+    except (OmegaConfBaseException, ValueError, TypeError) as error:
+        raise StudyArgumentError(f"the config cannot run: {message_text(error, secrets, 300)}") from None
+    try:
+        to_config(node)
+    except (OmegaConfBaseException, ValueError, TypeError) as error:  # ConfigError is a ValueError
+        masked = sorted({*secrets, *interpolated_secrets(node)}, key=len, reverse=True)
+        raise StudyArgumentError(f"the config cannot run: {message_text(error, masked, 300)}") from None
 
 
-def _stop(signum, frame) -> None:
-    raise Stopped(signum)
+Stopped = children.Stopped  # SIGTERM or SIGINT reached the study runner (normbench/children.py)
 
 
 def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, study: dict | None = None) -> int:
@@ -181,34 +211,8 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
             "progress=false", f"hydra.sweep.dir={folder}"]
     print("+ python -m normbench " + " ".join(args), flush=True)
     env = {**os.environ, **({study_info.ENVIRONMENT: json.dumps(study)} if study else {})}
-    child = subprocess.Popen([sys.executable, "-m", "normbench", *args], env=env)
-    try:
-        return child.wait()
-    except BaseException as stop:  # Stopped, KeyboardInterrupt: the round stops too, never left running
-        _stop_child(child, stop.signum if isinstance(stop, Stopped) else None)
-        raise
-
-
-def _stop_child(child: subprocess.Popen, signum: int | None) -> None:
-    """Passes the signal on (a Ctrl-C in a terminal reached the child already: it gets a few seconds to
-    stop first), waits for the child to write its interrupted records, and kills it after a minute.
-    Further signals are held off meanwhile, so the child is never left running behind the runner."""
-    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        steps = [(signum, 60)] if signum is not None else [(None, CTRL_C_GRACE_S), (signal.SIGINT, 60)]
-        for send, wait in [*steps, (signal.SIGKILL, None)]:
-            if child.poll() is not None:
-                return
-            if send is not None:
-                child.send_signal(send)  # the runner turns SIGTERM and SIGINT into interrupted records
-            try:
-                child.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-    finally:
-        for s, handler in held.items():
-            signal.signal(s, handler)
+    # the signal passed on, the round stopped before the runner ends; a killed runner takes it along
+    return children.run([sys.executable, "-m", "normbench", *args], env=env)
 
 
 def _margin(runs) -> float:
@@ -274,6 +278,7 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     _check_out(out)
     plan = Plan.rounds(args.pilot, args.step, args.max_seeds, args.alpha)
     study = study_of(overrides)
+    check_config(overrides)
     log = {"study_name": study["name"], "overrides": overrides, "alpha": args.alpha,
            "looks": list(plan.looks), "levels": plan.levels(), "budget_s": args.budget_s,
            "spending": "Lan-DeMets O'Brien-Fleming type, Bonferroni over looks", "rounds": []}
@@ -330,20 +335,16 @@ def main(argv: list[str] | None = None) -> int:
     except StudyArgumentError as error:
         print(f"normbench.study: {' '.join(str(error).split())[:MAX_STRING]}", file=sys.stderr)
         return 2
-    previous = signal.signal(signal.SIGTERM, _stop)
     try:
-        return run_study(overrides, args)
-    except StudyArgumentError as error:  # the default --out, checked when the study starts
+        with children.handling():
+            return run_study(overrides, args)
+    except StudyArgumentError as error:  # the default --out, or a config the runs would refuse
         print(f"normbench.study: {error}", file=sys.stderr)
         return 2
     except (Stopped, KeyboardInterrupt) as stop:
-        signum = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
-        print(f"normbench.study: stopped by {signal.Signals(signum).name}; the round running was stopped too "
-              f"(the same command resumes)", file=sys.stderr)
-        return 128 + signum
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
+        line, code = children.stop_line("normbench.study", stop, "the round running")
+        print(line, file=sys.stderr)
+        return code
 
 if __name__ == "__main__":
     np.seterr(all="ignore")

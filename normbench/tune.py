@@ -18,6 +18,8 @@ Both stages run with ``resume=true``: the same command into the same DIR continu
 stopped, and two jobs of one run (norm=none at several placements is one model) train once.
 Overrides under ``hydra`` and the harness keys (device, threads, progress) reach both stages; the
 other overrides define the arms and reach the evaluation through the arm files.
+SIGTERM or Ctrl-C: passed to the stage running, one line, exit 128 + the signal's number; a tune
+killed outright takes its stage along (normbench/children.py, as normbench.study).
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 from dataclasses import fields, is_dataclass
 from datetime import datetime
@@ -34,11 +35,12 @@ from pathlib import Path
 
 import yaml
 
-from normbench import study_info
+from normbench import children, study_info
 from normbench.contract import HARNESS
 from normbench.record import folder_inside, interpolation_in, write_inside
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
+MAX_SEEDS = 1_000  # as normbench.study's --max-seeds: beyond it a seed list is a typo, not a plan
 GROUPS = {"task": "name", "model": "family", "norm": "kind", "placement": "name", "precision": "dtype",
           "optim": "name"}  # config group -> the field naming the option that was chosen
 
@@ -58,7 +60,8 @@ def _normbench(args: list[str]) -> int:
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     print("+ python -m normbench " + " ".join(args), flush=True)
-    return subprocess.run([sys.executable, "-m", "normbench", *args], env=env).returncode
+    # SIGTERM or Ctrl-C stops the child before tune ends; a killed tune takes it along (normbench/children.py)
+    return children.run([sys.executable, "-m", "normbench", *args], env=env)
 
 
 _OPTION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")  # a config group's option: a file name, no path
@@ -163,7 +166,8 @@ def hydra_quoted(value: object) -> str:
 
 
 def _seeds(text: str) -> list[int]:
-    """--evaluation-seeds: a comma-separated list of seeds, each in [0, 2**63)."""
+    """--evaluation-seeds: a comma-separated list of distinct seeds, at most MAX_SEEDS, each in [0, 2**63)
+    (a seed twice would be one run counted twice: resume by identity trains it once)."""
     words = [w.strip() for w in text.split(",") if w.strip()]
     try:
         seeds = [int(w) for w in words]
@@ -171,15 +175,27 @@ def _seeds(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a comma-separated list of integers") from None
     if not seeds or not all(0 <= s < 2**63 for s in seeds):
         raise argparse.ArgumentTypeError("needs at least one seed, each in [0, 2**63)")
+    if len(set(seeds)) != len(seeds):
+        twice = sorted({s for s in seeds if seeds.count(s) > 1})[:5] if len(seeds) <= MAX_SEEDS else "some"
+        raise argparse.ArgumentTypeError(f"seeds must be distinct; given more than once: {twice}")
+    if len(seeds) > MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_SEEDS} seeds, got {len(seeds)}")
     return seeds
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The tuned study; the study it names in the environment for its children is taken out again at
-    the end, so a caller in this process (a test, a notebook) keeps its own environment."""
+    """The two stages and the report; SIGTERM or Ctrl-C at any point: the stage running is stopped
+    too, one line, exit 128 + the signal's number (the same command resumes). The study it names in
+    the environment for its children is taken out again at the end, so a caller in this process (a
+    test, a notebook) keeps its own environment."""
     before = os.environ.get(study_info.ENVIRONMENT)
     try:
-        return _tune(argv)
+        with children.handling():
+            return _tune(argv)
+    except (children.Stopped, KeyboardInterrupt) as stop:
+        line, code = children.stop_line("normbench.tune", stop, "the stage running")
+        print(line, file=sys.stderr)
+        return code
     finally:
         if before is None:
             os.environ.pop(study_info.ENVIRONMENT, None)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench import compare, record, study, tune
+from normbench import children, compare, record, study, tune
 from normbench.bench import arms
 from normbench.record import Unreadable, folder_inside, read_json_file, write_file, write_inside
 from normbench.report import build_report, study_plan
@@ -251,9 +251,30 @@ def test_a_second_study_writes_its_own_plan_beside_the_first(tmp_path, victim):
     assert first == again == tmp_path / "sequential.json" and second == tmp_path / "sequential-bbb.json"
     assert {p.study: p.level for p in study_plan.levels([tmp_path])[0]} == {"aaa": 0.03, "bbb": 0.02}
     (tmp_path / "sequential.json").unlink()
-    (tmp_path / "sequential.json").symlink_to(victim)  # planted: not a plan, replaced rather than written through
-    assert study_plan.write(tmp_path, "ccc", {"final_level": 0.01}) == tmp_path / "sequential.json"
-    assert untouched(victim)
+    (tmp_path / "sequential.json").symlink_to(victim)  # planted: not a plan, left alone, never written through
+    assert study_plan.write(tmp_path, "ccc", {"final_level": 0.01}) == tmp_path / "sequential-ccc.json"
+    assert untouched(victim) and (tmp_path / "sequential.json").is_symlink()
+
+
+# name -> a file already at DIR/sequential.json that a study must keep as it is (README: ignored)
+KEPT_PLANS = {
+    "older_format": json.dumps({"schema": "normbench.sequential/1", "study": "other", "final_level": 0.45}).encode(),
+    "older_format_same_id": json.dumps({"schema": "normbench.sequential/1", "study": "abc", "final_level": 0.01}).encode(),
+    "another_study": _plan(study="someone-else"),
+    "no_schema": json.dumps({"final_level": 0.0001}).encode(),
+    "garbage": b"\x00\xffnot json at all",
+    "empty": b"",
+    "bad_level_same_study": _plan(final_level=0.7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT_PLANS))
+def test_a_study_never_replaces_a_plan_file_it_cannot_read_as_its_own(tmp_path, name):
+    (tmp_path / "sequential.json").write_bytes(KEPT_PLANS[name])
+    written = study_plan.write(tmp_path, "abc", {"final_level": 0.02})
+    assert written == tmp_path / "sequential-abc.json"
+    assert (tmp_path / "sequential.json").read_bytes() == KEPT_PLANS[name]
+    assert study_plan.read(written).study == "abc" and study_plan.read(written).level == 0.02
 
 
 # -- the study runner -------------------------------------------------------------------------------
@@ -306,14 +327,23 @@ def test_an_out_that_cannot_take_the_study_is_one_line(kind, tmp_path, capsys):
     assert err.startswith("normbench.study: --out") and err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_a_config_no_job_could_run_is_refused_before_any_round_with_the_secret_masked(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NB_SECRET", "hunter2SECRETxyz")
+    ran = []
+    monkeypatch.setattr(study, "_normbench", lambda *a, **k: ran.append(a) or 0)
+    assert study.main(["--out", str(tmp_path), "--pilot", "2", "--max-seeds", "2", "lr=${oc.env:NB_SECRET}"]) == 2
+    err = capsys.readouterr().err
+    assert not ran and err.count("\n") == 1 and "lr" in err and "hunter2SECRETxyz" not in err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_stopped_round_is_passed_the_signal_and_never_left_running(signum, monkeypatch):
-    monkeypatch.setattr(study, "CTRL_C_GRACE_S", 0.1)
-    child = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\n"
-                              "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\ntime.sleep(60)"])
+def test_a_stopped_round_is_passed_the_signal_and_never_left_running(signum):
+    child = children.start([sys.executable, "-c", "import signal, sys, time\n"
+                            "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\ntime.sleep(60)"])
     time.sleep(0.3)
     started = time.monotonic()
-    study._stop_child(child, signum if signum == signal.SIGTERM else None)
+    children.stop_child(child, signum if signum == signal.SIGTERM else None, grace=0.1)
     assert child.poll() is not None and time.monotonic() - started < 10
     assert child.returncode == (7 if signum == signal.SIGTERM else -signal.SIGINT)
 
@@ -440,3 +470,202 @@ def test_sigterm_of_a_report_is_one_line_and_leaves_no_staging(tmp_path, capsys)
     err = capsys.readouterr().err
     assert code == 128 + signal.SIGTERM and "stopped by SIGTERM" in err and "Traceback" not in err
     assert not list((tmp_path / "out").glob(f"{STAGING}*"))
+
+
+# -- the runners' children (normbench/children.py: study and tune) ----------------------------------
+SLEEPER = "import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\ntime.sleep(60)"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_child_is_started_with_sigterm_as_its_parent_death_signal():
+    code = ("import ctypes, ctypes.util; libc = ctypes.CDLL(ctypes.util.find_library('c')); v = ctypes.c_int(); "
+            "libc.prctl(2, ctypes.byref(v), 0, 0, 0); print(v.value)")  # PR_GET_PDEATHSIG
+    child = children.start([sys.executable, "-c", code], env=None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout  # a plain child: 0
+    child.wait(timeout=30)
+    assert out.strip() == "0"
+    reader = subprocess.run([sys.executable, "-c", "from normbench import children; import sys; "
+                             f"sys.exit(children.start([sys.executable, '-c', {code!r}]).wait())"],
+                            capture_output=True, text=True, timeout=60)
+    assert reader.stdout.strip() == str(int(signal.SIGTERM))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_runner_killed_outright_takes_its_child_along(tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", "from normbench import children; import sys\n"
+                               f"child = children.start([sys.executable, '-c', {SLEEPER!r}])\n"
+                               "print(child.pid, flush=True)\nchild.wait()"], stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    assert _alive(pid)
+    parent.kill()  # SIGKILL: no handler of the runner runs
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_tune_passes_the_signal_on_and_ends_in_one_line(signum, tmp_path, monkeypatch, capsys):
+    started = []
+
+    def stage(args):  # the stage's child: a sleeper that stops on SIGTERM, as normbench -m does
+        child = children.start([sys.executable, "-c", SLEEPER])
+        started.append(child)
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        try:
+            return child.wait()
+        except BaseException as stop:
+            children.stop_child(child, stop.signum if isinstance(stop, children.Stopped) else None, grace=0.1)
+            raise
+
+    monkeypatch.setattr(tune, "_normbench", stage)
+    previous = signal.signal(signal.SIGALRM, lambda *a: os.kill(os.getpid(), signum))  # replaces no_hang's
+    try:
+        code = tune.main(["--out", str(tmp_path / "t"), "norm=ln"])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    err = capsys.readouterr().err
+    assert code == 128 + signum and err.count("\n") == 1 and signal.Signals(signum).name in err
+    assert "Traceback" not in err and started[0].poll() is not None
+
+
+def _tune_children(out: Path) -> list[int]:
+    """Processes whose command line names ``out`` (the tune's stages, their jobs), the test's own aside."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if str(out).encode() in (proc / "cmdline").read_bytes() and _alive(int(proc.name)):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_a_real_tune_stopped_during_selection_leaves_no_child_training(how, tmp_path, tiny_args):
+    out = tmp_path / "tuned"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    tuner = subprocess.Popen([sys.executable, "-m", "normbench.tune", "--out", str(out), *tiny_args, "steps=400"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not list(out.glob("selection/*/summary.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the selection is training: its first job has claimed its folder
+    tuner.send_signal(getattr(signal, how))
+    _, err = tuner.communicate(timeout=120)
+    deadline = time.monotonic() + 60
+    while _tune_children(out) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _tune_children(out)
+    if how != "SIGKILL":
+        assert tuner.returncode == 128 + getattr(signal, how) and "Traceback" not in err
+        assert err.strip().splitlines()[-1].startswith(f"normbench.tune: stopped by {how}")
+
+
+# argv of --evaluation-seeds -> refused before anything runs (argparse: exit 2)
+BAD_TUNE_SEEDS = {
+    "duplicate": "1,1", "duplicate_far": "100,7,100", "too_many": ",".join(map(str, range(100, 1101))),
+    "twenty_thousand": ",".join(map(str, range(100, 20100))), "negative": "-1", "empty": ",",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_TUNE_SEEDS))
+def test_bad_evaluation_seeds_are_refused_up_front(name, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tune, "_normbench", lambda args: pytest.fail("a stage ran"))
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--out", str(tmp_path / "t"), "--evaluation-seeds", BAD_TUNE_SEEDS[name], "norm=ln"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--evaluation-seeds" in err and len(err) < 2000 and "Traceback" not in err
+
+
+def test_a_thousand_distinct_evaluation_seeds_are_accepted():
+    assert len(tune._seeds(",".join(map(str, range(1000))))) == 1000
+
+
+# -- bench arms and compare: numbers out of their bounds --------------------------------------------
+BAD_ARMS_NUMBERS = {
+    "rounds_huge": ["--rounds", "1000000000000"], "rounds_10001": ["--rounds", "10001"], "rounds_0": ["--rounds", "0"],
+    "warmup_huge": ["--warmup", "99999999999"], "steps_per_round_huge": ["--steps-per-round", "99999999999"],
+    "threads_0": ["--threads", "0"], "threads_negative": ["--threads", "-2"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_ARMS_NUMBERS))
+def test_bench_arms_refuses_numbers_out_of_bounds_in_one_line(name, tmp_path, capsys):
+    from normbench.bench.__main__ import main
+
+    started = time.monotonic()
+    assert main(["arms", str(tmp_path), *BAD_ARMS_NUMBERS[name]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("normbench.bench arms:") and time.monotonic() - started < 5
+
+
+BAD_COMPARE_NUMBERS = {
+    "tolerance_inf": ["--tolerance", "inf"], "tolerance_minus_inf": ["--tolerance=-inf"],
+    "tolerance_nan": ["--tolerance", "nan"], "tolerance_negative": ["--tolerance", "-1"],
+    "step_time_inf": ["--step-time-tolerance", "inf"], "step_time_nan": ["--step-time-tolerance", "nan"],
+    "divergences_negative": ["--max-new-divergences", "-1"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_COMPARE_NUMBERS))
+def test_compare_refuses_a_tolerance_that_is_not_a_finite_number(name, tmp_path, capsys):
+    assert compare.main([str(tmp_path), str(tmp_path), *BAD_COMPARE_NUMBERS[name]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tolerances must be finite" in err
+
+
+# -- config ints: bounded before a run starts -------------------------------------------------------
+BAD_CONFIG_INTS = {
+    "steps_above_int64": ("steps=99999999999999999999", "steps"),
+    "steps_above_a_billion": ("steps=1000000001", "steps must be <="),
+    "batch_size_above_int64": ("batch_size=99999999999999999999", "batch_size"),
+    "eval_every_above_int64": ("eval_every=99999999999999999999", "eval_every"),
+    "warmup_above_int64": ("warmup_steps=99999999999999999999", "warmup_steps"),
+    "hidden_above_int64": ("model.hidden=99999999999999999999", "model.hidden"),
+    "task_length_above_int64": ("task.length=99999999999999999999", "task.length"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CONFIG_INTS))
+def test_an_int_setting_beyond_int64_or_its_maximum_is_one_line(name, compose):
+    from normbench.checks import ConfigError
+    from normbench.config import to_config
+
+    override, words = BAD_CONFIG_INTS[name]
+    with pytest.raises((ConfigError, ValueError)) as why:
+        to_config(compose(override))
+    assert words in str(why.value) and "\n" not in str(why.value) and len(str(why.value)) < 300
+
+
+def test_a_billion_steps_is_still_a_config(compose):
+    from normbench.config import to_config
+
+    assert to_config(compose("steps=1000000000")).steps == 10**9
+
+
+# -- the report: a signal at any moment, the imports included ---------------------------------------
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_report_imports_is_one_line(signum, tmp_path):
+    for seed in (0, 1):
+        factory.write_record(tmp_path / "sweep", f"r{seed}", seed=seed)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    report = subprocess.Popen([sys.executable, "-m", "normbench.report", str(tmp_path / "sweep"), "--out",
+                               str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(0.4)  # past the interpreter's start, inside the imports of pandas and matplotlib
+    report.send_signal(signum)
+    out, err = report.communicate(timeout=60)
+    assert report.returncode == 128 + signum, (report.returncode, err[-2000:])
+    assert err.count("\n") == 1 and f"stopped by {signal.Signals(signum).name}" in err and "Traceback" not in err

@@ -93,3 +93,46 @@ def test_sigterm_of_the_study_runner_stops_its_round_in_one_line(tmp_path):
     assert _processes_naming(str(tmp_path)) == []  # the round's process is gone too
     statuses = {json.loads(p.read_text())["status"] for p in tmp_path.rglob("summary.json")}
     assert statuses <= {"interrupted", "ok"}
+
+
+# overrides -> refused before any round (the config the jobs would run cannot), or None: left to the rounds
+CONFIG_CHECKS = [
+    (["lr=${oc.env:NB_SECRET}"], "lr"), (["steps=${oc.env:NB_SECRET}"], "steps"),
+    (["norm=ln,none", "lr=${oc.env:NB_SECRET}"], "lr"), (["steps=99999999999999999999"], "steps"),
+    (["norm=ln,none", "steps=4"], None), (["+sweep=batch_size", "steps=4"], None),
+    (["lr=${oc.env:NB_NUMBER}"], None), (["norm=nonesuch"], None),  # Hydra's own refusal: the round says it
+]
+
+
+@pytest.mark.parametrize("overrides, words", CONFIG_CHECKS)
+def test_the_config_is_resolved_and_checked_before_any_round(overrides, words, monkeypatch):
+    from normbench.study import check_config
+
+    monkeypatch.setenv("NB_SECRET", "hunter2SECRETxyz")
+    monkeypatch.setenv("NB_NUMBER", "0.01")
+    if words is None:
+        check_config(overrides)
+        return
+    with pytest.raises(StudyArgumentError, match=words) as why:
+        check_config(overrides)
+    assert "hunter2SECRETxyz" not in str(why.value) and "\n" not in str(why.value)
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_study_runner_takes_its_round_along(tmp_path):
+    import signal
+    import time
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    runner = subprocess.Popen([sys.executable, "-m", "normbench.study", "norm=ln,none", "steps=3000", "eval_every=1000",
+                               "--jobs", "1", "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, env=env)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.rglob("summary.json")) and time.monotonic() < deadline:
+        time.sleep(0.5)  # the round's first run has started
+    runner.send_signal(signal.SIGKILL)
+    runner.communicate(timeout=60)
+    deadline = time.monotonic() + 60
+    while _processes_naming(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.5)  # the round got SIGTERM from the kernel and writes its interrupted records
+    assert _processes_naming(str(tmp_path)) == []

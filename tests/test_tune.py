@@ -52,3 +52,17 @@ def test_only_how_jobs_run_passes_to_the_evaluation_stage():
     kept = _passthrough(["norm=ln,none", "hydra/launcher=local", "hydra.launcher.n_jobs=2", "threads=1",
                          "task.limit_train=500", "steps=100"])
     assert kept == ["hydra/launcher=local", "hydra.launcher.n_jobs=2", "threads=1"]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("1,1", "distinct"), ("100,101,100", "distinct"), (",".join(map(str, range(1001))), "at most 1000"),
+    (",".join(map(str, range(20000))), "distinct|at most"), ("x", "not a comma-separated"), ("-3", "2\\*\\*63"),
+])
+def test_evaluation_seeds_are_distinct_and_at_most_a_thousand(text, words):
+    import argparse
+
+    from normbench.tune import _seeds
+
+    with pytest.raises(argparse.ArgumentTypeError, match=words):
+        _seeds(text)
+    assert _seeds("100, 101,102") == [100, 101, 102]

@@ -41,6 +41,10 @@ from normbench.train import Trainer
 
 FILE = "paired-timing.json"
 SCHEMA = "normbench.paired-timing/1"
+# Upper bounds checked before any arm is built: 10,000 rounds is hours of timing and far past where
+# the interval stops narrowing; beyond them a number is a typo, and would time until the machine dies.
+MAX_ROUNDS = 10_000
+MAX_STEPS = 10_000  # --warmup and --steps-per-round, each
 
 
 class ArmsError(ValueError):
@@ -229,9 +233,11 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
         reference: str | None = None, threads: int | None = None, device: str | None = None,
         command: str = "", timer=None) -> dict:
     """Time every arm under ``sweep_dir`` side by side; write paired-timing.json and .md there; return the result."""
-    if rounds < 1 or warmup < 0 or steps_per_round < 1:
-        raise ArmsError(f"need rounds >= 1, warmup >= 0 and steps-per-round >= 1 (got {rounds}, {warmup}, "
-                        f"{steps_per_round})")
+    if not (1 <= rounds <= MAX_ROUNDS and 0 <= warmup <= MAX_STEPS and 1 <= steps_per_round <= MAX_STEPS):
+        raise ArmsError(f"need 1 <= rounds <= {MAX_ROUNDS}, 0 <= warmup <= {MAX_STEPS} and 1 <= steps-per-round "
+                        f"<= {MAX_STEPS} (got {rounds}, {warmup}, {steps_per_round})")
+    if threads is not None and threads < 1:  # 0 would otherwise read as "not given"
+        raise ArmsError(f"--threads must be >= 1, got {threads}")
     sweep_dir = Path(sweep_dir)
     arms = arms_of(sweep_dir)
     for name in (FILE, Path(FILE).with_suffix(".md").name):  # a folder or FIFO there fails now, not after the timing

@@ -1,41 +1,14 @@
-"""python -m normbench.report PATH [PATH ...] [--out DIR]"""
+"""python -m normbench.report PATH [PATH ...] [--out DIR]
+
+Ctrl-C or SIGTERM at any moment (the imports of pandas and matplotlib included, which take a second
+or more) is one line and exit 128 + the signal's number, never a traceback: the SIGTERM handler is
+installed before anything heavy is imported, and the imports run inside main's handling.
+"""
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
-from pathlib import Path
-
-from normbench.report.build import ReportError, build_report
-from normbench.report.output import MANIFEST
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m normbench.report",
-        description="Report on normbench run records: leaderboard, curves, gradients, throughput, claims.")
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
-                        help="a sweep directory (searched recursively for summary.json) or a run directory")
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"output directory (default: the first PATH). The report lists what it writes in "
-                             f"DIR/{MANIFEST} and replaces only those files, if unchanged; any other file in "
-                             f"the way stops it (exit status 2) before anything is written")
-    args = parser.parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        html = build_report(args.paths, args.out)
-    except ReportError as error:
-        print(f"normbench.report: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the staging folder is gone, nothing half-placed
-        signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
-        print(f"normbench.report: stopped by {signal.Signals(signum).name}; no report written", file=sys.stderr)
-        return 128 + signum
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    print(html)
-    return 0
 
 
 class Terminated(KeyboardInterrupt):
@@ -46,5 +19,52 @@ def _interrupt(signum, frame):
     raise Terminated()
 
 
+if __name__ == "__main__":  # first, before the imports below and main's (an early SIGTERM is one line too)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+import argparse  # noqa: E402  (after the handler, deliberately)
+from pathlib import Path  # noqa: E402
+
+from normbench.report.output import MANIFEST  # noqa: E402  (light: the record reader, no pandas)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m normbench.report",
+        description="Report on normbench run records: leaderboard, curves, gradients, throughput, claims.")
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                        help="a sweep directory (searched recursively for summary.json) or a run directory")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"output directory (default: the first PATH). The report lists what it writes in "
+                             f"DIR/{MANIFEST} and replaces only those files, if unchanged; any other file in "
+                             f"the way stops it (exit status 2) before anything is written")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        args = _parser().parse_args(argv)
+        from normbench.report.build import ReportError, build_report  # heavy: pandas, matplotlib
+
+        try:
+            html = build_report(args.paths, args.out)
+        except ReportError as error:
+            print(f"normbench.report: {error}", file=sys.stderr)
+            return 2
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the staging folder is gone, nothing half-placed
+        signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+        print(f"normbench.report: stopped by {signal.Signals(signum).name}; no report written", file=sys.stderr)
+        return 128 + signum
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(html)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:  # the instant between main's return and here
+        code = 128 + signal.SIGINT
+    sys.exit(code)

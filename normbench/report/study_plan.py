@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -43,13 +44,17 @@ def name_for(study: str) -> str:
 
 
 def own_file(out: Path, study: str) -> Path:
-    """Where study ``study`` writes its plan in ``out``: sequential.json when it is free or already
-    this study's (or cannot be read: it is then replaced, not trusted), else sequential-<id>.json."""
+    """Where study ``study`` writes its plan in ``out``: sequential.json when nothing is there or it is
+    already this study's plan (this schema, this study's id), else sequential-<id>.json beside it. A
+    file there that cannot be read as this schema (an older format, another study's, garbage, a
+    planted link) is the user's or another study's: never replaced, and the report ignores it."""
     path = Path(out) / FILE
+    if not os.path.lexists(path):
+        return path
     try:
         plan = read(path)
     except Unreadable:
-        return path
+        return Path(out) / name_for(study)
     return path if plan.study == study else Path(out) / name_for(study)
 
 

@@ -1,0 +1,111 @@
+"""The one way the command-line runners (normbench.study, normbench.tune) run a ``normbench -m`` child.
+
+SIGTERM or Ctrl-C of the runner reaches the child (``run`` raises ``Stopped`` or KeyboardInterrupt
+after the child has stopped, so the runner can end with one line), and a runner killed outright
+(SIGKILL, where no handler runs) takes its child along: on Linux the child is started with the
+parent-death signal SIGTERM (prctl PR_SET_PDEATHSIG), which the child turns into interrupted
+records as it does any SIGTERM. Elsewhere the child starts as before, without it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+import sys
+
+CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the child too: it gets this long to stop by itself
+STOP_WAIT_S = 60.0    # then the signal is passed on, and after this long the child is killed
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGINT reached the runner; the child running was passed the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def raise_stopped(signum, frame) -> None:
+    """The runner's SIGTERM handler: the wait for the child ends in Stopped."""
+    raise Stopped(signum)
+
+
+def _libc():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC = _libc()  # loaded here: preexec_fn runs between fork and exec, where loading a library is unsafe
+
+
+def _die_with_parent() -> None:
+    """preexec_fn of every child: SIGTERM when the runner dies, however it dies (Linux only)."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def stop_line(tool: str, stop: BaseException, what: str) -> tuple[str, int]:
+    """The one line a runner ends with after ``stop`` (Stopped or KeyboardInterrupt), and its exit status."""
+    signum = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
+    return (f"{tool}: stopped by {signal.Signals(signum).name}; {what} was stopped too (the same command resumes)",
+            128 + signum)
+
+
+def stop_child(child: subprocess.Popen, signum: int | None, grace: float | None = None) -> None:
+    """Passes the signal on (a Ctrl-C in a terminal, ``signum`` None, reached the child already: it
+    gets ``grace`` seconds to stop first, then SIGINT), waits for the child to write its interrupted
+    records, and kills it after a minute. Further signals are held off meanwhile, so the child is
+    never left running behind the runner."""
+    grace = CTRL_C_GRACE_S if grace is None else grace
+    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        steps = [(signum, STOP_WAIT_S)] if signum is not None else [(None, grace), (signal.SIGINT, STOP_WAIT_S)]
+        for send, wait in [*steps, (signal.SIGKILL, None)]:
+            if child.poll() is not None:
+                return
+            if send is not None:
+                child.send_signal(send)  # the normbench runner turns SIGTERM and SIGINT into interrupted records
+            try:
+                child.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+    finally:
+        for s, handler in held.items():
+            signal.signal(s, handler)
+
+
+def start(command: list[str], env: dict | None = None) -> subprocess.Popen:
+    """``command`` as a child that dies with the runner (Linux)."""
+    return subprocess.Popen(command, env=env, preexec_fn=_die_with_parent if _LIBC is not None else None)
+
+
+def run(command: list[str], env: dict | None = None) -> int:
+    """Runs ``command`` to its end and returns its exit status. Install ``raise_stopped`` for SIGTERM
+    first (``handling``); a Stopped or KeyboardInterrupt while it runs stops the child, then goes on up."""
+    child = start(command, env)
+    try:
+        return child.wait()
+    except BaseException as stop:  # Stopped, KeyboardInterrupt: the child stops too, never left running
+        stop_child(child, stop.signum if isinstance(stop, Stopped) else None)
+        raise
+
+
+class handling:
+    """``with children.handling():`` SIGTERM raises Stopped inside the block (and its old handler is back after)."""
+
+    def __enter__(self):
+        self._previous = signal.signal(signal.SIGTERM, raise_stopped)
+        return self
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGTERM, self._previous)
+        return False
