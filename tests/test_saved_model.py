@@ -63,6 +63,9 @@ def test_a_model_file_is_data_never_code_or_a_link(tmp_path):
     torch.save([torch.ones(2)], tmp_path / "list.pt")
     with pytest.raises(NoSavedModel, match="not a state dict"):
         read_weights(tmp_path / "list.pt")
+    torch.save({"w": torch.zeros(1).expand(2**27)}, tmp_path / "stride0.pt")  # 512 MiB claimed by 4 bytes
+    with pytest.raises(NoSavedModel, match="stride-0 or overlapping view"):
+        read_weights(tmp_path / "stride0.pt")
     with pytest.raises(NoSavedModel, match="which='last' is not valid"):
         normbench.load_model(tmp_path, which="last")
 
