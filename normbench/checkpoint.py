@@ -63,7 +63,9 @@ def load_tensor_file(path: Path):
     without blocking (a link, FIFO, device or folder is refused, never waited on or read without
     end), and the zip archive torch.save writes, its entries stored (nothing inflates beyond the
     file's size). It is read by ``torch.load(weights_only=True)``, which builds no object but
-    tensors, containers and numbers, so a pickle that would call a function is refused. Raises
+    tensors, containers and numbers, so a pickle that would call a function is refused; then every
+    tensor it built must be contiguous, inside its storage, and all of them no more bytes than the
+    file (``_tensors_problem``: a stride-0 view claims what its storage does not hold). Raises
     Unreadable with one phrase; never anything else for a file torch cannot read as data.
     """
     path = Path(path)
@@ -84,10 +86,49 @@ def load_tensor_file(path: Path):
         try:
             with warnings.catch_warnings():  # torch's remarks on a foreign pickle: the refusal below says it
                 warnings.simplefilter("ignore")
-                return torch.load(handle, map_location="cpu", weights_only=True)
+                loaded = torch.load(handle, map_location="cpu", weights_only=True)
         except Exception as error:  # noqa: BLE001 - torn, foreign or code-carrying: not data torch can read
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise Unreadable(f"{path.name} is not a tensor file read as data ({first[:120]})") from None
+    why = _tensors_problem(loaded, info.st_size)
+    if why:
+        raise Unreadable(f"{path.name} {why}")
+    return loaded
+
+
+def _tensors(value):
+    """Every tensor in ``value`` and the containers within it, each time it occurs (no recursion:
+    a pickle may nest deeply)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+
+
+def _tensors_problem(value, size: int) -> str | None:
+    """Why the tensors torch.load built would hold more than the file does (None: they do not).
+    A pickled tensor names its storage, offset, shape and strides apart: a stride-0 or overlapping
+    view of a 4-byte storage can claim 2 GiB, which the checksum (or any operation) would build. So
+    every tensor must be dense, contiguous and inside its storage, and all of them together, counted
+    each time they occur, no more bytes than the file: checked here, before anything touches them."""
+    total = 0
+    for tensor in _tensors(value):
+        if tensor.layout != torch.strided:
+            return f"holds a {str(tensor.layout).removeprefix('torch.')} tensor, not a dense one"
+        if not tensor.is_contiguous():
+            return "holds a tensor that is not contiguous (a stride-0 or overlapping view)"
+        nbytes = tensor.numel() * tensor.element_size()
+        if tensor.storage_offset() * tensor.element_size() + nbytes > tensor.untyped_storage().nbytes():
+            return "holds a tensor larger than its storage (a stride-0 or overlapping view)"
+        total += nbytes
+        if total > size:
+            return f"holds tensors of more bytes than its own {size:,}"
+    return None
 
 
 def _require_stored_archive(handle, size: int, name: str) -> None:
@@ -169,6 +210,22 @@ def state(trainer, step: int, config_hash: str) -> dict:
     }
 
 
+def _contiguous(item):
+    """``item`` with every tensor in it contiguous (a copy only of one that is not); containers are
+    copied, not changed (an optimizer's state_dict holds its live per-parameter dicts), a state
+    dict's ``_metadata`` kept."""
+    if isinstance(item, torch.Tensor):
+        return item if item.is_contiguous() else item.contiguous()
+    if isinstance(item, (dict, list)):
+        out = copy.copy(item)
+        for key, inner in (item.items() if isinstance(item, dict) else enumerate(item)):
+            out[key] = _contiguous(inner)
+        return out
+    if type(item) is tuple:
+        return tuple(_contiguous(inner) for inner in item)
+    return item
+
+
 def checksum(value) -> str:
     """SHA-256 over a state: every tensor's dtype, shape and bytes, every key and value, in order."""
     digest = hashlib.sha256()
@@ -197,7 +254,7 @@ def checksum(value) -> str:
 
 def save(trainer, path: Path, step: int, config_hash: str) -> None:
     """``state`` into ``path``, atomically: a reader (or a kill mid-write) sees the old file or the new one."""
-    saved = state(trainer, step, config_hash)
+    saved = _contiguous(state(trainer, step, config_hash))  # what load_tensor_file accepts
     wrapped = {"format": FORMAT, "sha256": checksum(saved), "state": saved}
     write_atomic(Path(path), lambda out: torch.save(wrapped, out), binary=True)
 

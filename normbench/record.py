@@ -170,8 +170,15 @@ def read_json_file(path: Path, max_bytes: int = MAX_RECORD_BYTES, max_keys: int 
 
 
 def bounded(value: object) -> object:
-    """``value`` with every string (and key) cut to MAX_STRING characters, ending in "…"."""
+    """``value`` with every string (and key) encodable as UTF-8 (a lone surrogate, which JSON's
+    ``\\ud800`` escape lets in and no file, table or terminal can write, kept as that escape) and cut
+    to MAX_STRING characters, ending in "…"."""
     if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                value = value.encode("utf-8", "backslashreplace").decode("utf-8")
         return value if len(value) <= MAX_STRING else value[: MAX_STRING - 1] + "…"
     if isinstance(value, dict):
         return {bounded(k): bounded(v) for k, v in value.items()}

@@ -23,7 +23,7 @@ import torch
 from normbench import probes
 from normbench.checkpoint import load_tensor_file
 from normbench.hooks import RunLogger
-from normbench.record import RunRecord, Unreadable, read_summary, write_atomic
+from normbench.record import RunRecord, Unreadable, interpolation_in, read_summary, write_atomic
 
 FILES = {"final": "model_final.pt", "best": "model_best.pt"}
 
@@ -97,10 +97,17 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
 
 
 def run_record(run_dir: Path) -> RunRecord:
+    """The record whose config rebuilds the model. Its values are data: a config holding ``${...}``
+    (which OmegaConf would resolve, ``${oc.env:SECRET}`` included) or ``???`` anywhere is refused
+    here, before anything is composed from it, as rerun, tune and bench arms refuse it."""
     found = read_summary(Path(run_dir) / "summary.json")
     if not isinstance(found, RunRecord) or not isinstance(found.config, dict):
         why = getattr(found, "why", "no config")
         raise NoSavedModel(f"{run_dir}: no readable normbench record ({why})")
+    where = interpolation_in(found.config)
+    if where:
+        raise NoSavedModel(f"{run_dir}: {where[:200]} holds an interpolation (${{...}}) or ???; "
+                           f"a record is data and is never resolved")
     return found
 
 

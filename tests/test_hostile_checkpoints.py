@@ -137,6 +137,24 @@ def format_one(path):  # what the earlier version wrote: numpy's state pickled (
     torch.save({"format": 1, "config_hash": "x", "step": 4, "rng": {"numpy": np.random.get_state()}}, path)
 
 
+def planted(key, value):
+    """The good checkpoint with ``value`` in state[key][its first name] (``key`` a mapping) or as
+    state[key]; its checksum left as it was: the tensors are refused before any checksum is taken."""
+    def make(path):
+        wrapped = checkpoint.load_tensor_file(path)
+        inner = wrapped["state"][key]
+        if isinstance(inner, dict) and not isinstance(value, dict):
+            inner[next(iter(inner))] = value
+        else:
+            wrapped["state"][key] = value
+        torch.save(wrapped, path)
+    return make
+
+
+_BASE = torch.zeros(20_000)
+_SHARED = torch.zeros(10_000)
+
+
 # name -> how to make the hostile checkpoint.pt from the good one in place
 HOSTILE = {
     "pickle_calls_os_system": replace_with(pickled_code),
@@ -172,6 +190,12 @@ HOSTILE = {
     "another_model": rebuilt(lambda s: s.__setitem__("model", {"other.weight": torch.zeros(3)})),
     "another_shape": rebuilt(lambda s: s["model"].__setitem__(next(iter(s["model"])), torch.zeros(1))),
     "optimizer_state_shape": rebuilt(lambda s: s["optimizer"]["state"].__setitem__(0, {"exp_avg": torch.zeros(7, 7)})),
+    # Views whose storage holds far less than their shape: torch.load builds them without the bytes.
+    "stride0_view_of_one_float": planted("model", torch.zeros(1).expand(2**27)),  # 512 MiB from 4 bytes
+    "overlapping_view": planted("model", torch.zeros(8191).as_strided((4096, 4096), (1, 1))),
+    "transposed_view": planted("model", torch.zeros(3, 5).t()),
+    "views_beyond_the_file": planted("model", {f"v{i}": _BASE[i : i + 10_000] for i in range(500)}),
+    "one_tensor_referenced_100k_times": planted("spikes", {"window": [_SHARED] * 100_000, "steps": []}),
 }
 
 
@@ -285,3 +309,28 @@ def test_a_resumed_sweep_with_planted_checkpoints_runs_fresh_and_exits_0(cli, tm
     for job in jobs:
         assert json.loads((job / "summary.json").read_text())["status"] == "ok"
         assert os.path.lexists(job / f"{checkpoint.FILE}{checkpoint.SET_ASIDE}")
+
+
+VIEWS = {"stride0_view_of_one_float": "not contiguous", "overlapping_view": "not contiguous",
+         "transposed_view": "not contiguous", "views_beyond_the_file": "more bytes than its own",
+         "one_tensor_referenced_100k_times": "more bytes than its own"}
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_tensors_holding_more_than_the_file_are_refused_before_the_checksum(good, monkeypatch, caplog, name):
+    run_dir, digest = good
+    HOSTILE[name](run_dir / checkpoint.FILE)
+    assert (run_dir / checkpoint.FILE).stat().st_size < 1 << 20
+
+    def never(_state):
+        raise AssertionError("the checksum built the tensors")
+    monkeypatch.setattr(checkpoint, "checksum", never)
+    with caplog.at_level(logging.WARNING, logger="normbench"):
+        assert checkpoint.find(run_dir, None, digest, STEPS) is None
+    assert VIEWS[name] in caplog.text
+
+
+def test_a_view_inside_its_storage_is_read(tmp_path):
+    run_dir = tmp_path
+    torch.save({"w": torch.zeros(8)[2:6], "r": torch.get_rng_state()}, run_dir / "view.pt")  # inside its storage
+    assert torch.equal(checkpoint.load_tensor_file(run_dir / "view.pt")["w"], torch.zeros(4))

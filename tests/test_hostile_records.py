@@ -102,6 +102,10 @@ DEFUSED = {
     "huge_values": _bytes(_json({**GOOD, "metrics": {**GOOD["metrics"], "best_val": 1e308, "grad_norm_median": 1e308},
                                  "profiles": {"grad_time_init": [1e308, 1e-308] * 10, "grad_time_final": [1e308] * 20},
                                  "throughput": {**GOOD["throughput"], "samples_per_s": 1e308}})),
+    # JSON's \ud800 escapes: strings no parquet, CSV or terminal can encode, in a value, an axis and a key
+    "lone_surrogates": _bytes(_json({**GOOD, "status": "failed", "reason": "\ud800abc",
+                                     "overrides": ["norm=\udfff"], "axes": {**GOOD["axes"], "norm": "ln\ud800"},
+                                     "profiles": {**GOOD["profiles"], "p\udc80": 1.0}})),
 }
 if not hasattr(os, "mkfifo"):
     HOSTILE.pop("fifo")
@@ -184,10 +188,24 @@ def test_hazards_inside_a_readable_record_are_defused(tmp_path, name):
     strings = [v for v in json.dumps(result.summary, ensure_ascii=False).split('"') if v]
     assert max(map(len, strings)) <= MAX_STRING
     assert "NaN" not in json.dumps(result.summary) and "Infinity" not in json.dumps(result.summary)
+    json.dumps(result.summary, ensure_ascii=False).encode("utf-8")  # every string can be written
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
+        assert len(normbench.load_runs(sweep)) >= 1
+        assert compare.main([str(sweep), str(sweep)]) in (0, 1)
         build_report([sweep], tmp_path / "out")
     assert (tmp_path / "out" / "report.md").stat().st_size < 1_000_000
+
+
+def test_a_lone_surrogate_is_kept_as_its_escape(tmp_path):
+    sweep = sweep_with(tmp_path, DEFUSED["lone_surrogates"])
+    summary = read_summary(sweep / "bad" / "summary.json").summary
+    assert summary["reason"] == "\\ud800abc" and summary["axes"]["norm"] == "ln\\ud800"
+    assert "p\\udc80" in summary["profiles"]
+    (sweep / "bad" / "metrics.jsonl").write_text('{"kind": "train", "step": 1, "loss": 1.0, "note": "\\ud800"}\n')
+    from normbench.report.records import read_curves
+
+    read_curves([sweep / "bad"]).to_parquet(tmp_path / "curves.parquet")
 
 
 def test_metrics_jsonl_readers_pass_over_the_same_hostile_files(tmp_path):

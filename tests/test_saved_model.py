@@ -63,5 +63,49 @@ def test_a_model_file_is_data_never_code_or_a_link(tmp_path):
     torch.save([torch.ones(2)], tmp_path / "list.pt")
     with pytest.raises(NoSavedModel, match="not a state dict"):
         read_weights(tmp_path / "list.pt")
+    torch.save({"w": torch.zeros(1).expand(2**27)}, tmp_path / "stride0.pt")  # 512 MiB claimed by 4 bytes
+    with pytest.raises(NoSavedModel, match="stride-0 or overlapping view"):
+        read_weights(tmp_path / "stride0.pt")
     with pytest.raises(NoSavedModel, match="which='last' is not valid"):
         normbench.load_model(tmp_path, which="last")
+
+
+def _good_record() -> dict:
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
+    factory = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(factory)
+    return factory.make_record("kept")[0]
+
+
+# A record's config is data: what would be resolved or composed from it is refused first, in one line.
+_RECORD = _good_record()
+INTERPOLATED = {
+    "secret_task_name": {**_RECORD["config"], "task": {"name": "${oc.env:NB_SECRET}"}},  # would print the secret
+    "env_task_name": {**_RECORD["config"], "task": {"name": "${oc.env:NB_TASK}"}},  # would resolve and run
+    "missing_mark": {**_RECORD["config"], "norm": {**_RECORD["config"]["norm"], "name": "???"}},
+    "nested_in_a_list": {**_RECORD["config"], "extra": {"tags": ["ok", "x${oc.env:NB_SECRET}"]}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(INTERPOLATED))
+def test_a_record_config_holding_an_interpolation_is_refused_before_anything_is_built(tmp_path, monkeypatch,
+                                                                                       capsys, name):
+    monkeypatch.setenv("NB_SECRET", "hunter2SECRETxyz")
+    monkeypatch.setenv("NB_TASK", "digits")
+
+    def composed(*_args, **_kwargs):
+        raise AssertionError("a model was built from the record")
+    monkeypatch.setattr("normbench.saved_model.build_recorded", composed)
+    monkeypatch.setattr("normbench.run.prepare", composed)
+    (tmp_path / "summary.json").write_text(json.dumps({**_RECORD, "config": INTERPOLATED[name]}))
+    torch.save({"w": torch.ones(2)}, tmp_path / "model_final.pt")
+    assert evaluate.main([str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert not out and len(err.splitlines()) == 1 and "never resolved" in err
+    assert "hunter2" not in err and "digits" not in err
+    with pytest.raises(NoSavedModel, match="holds an interpolation") as refused:
+        normbench.load_model(tmp_path)
+    assert "hunter2" not in str(refused.value) and "\n" not in str(refused.value)

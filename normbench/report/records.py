@@ -20,7 +20,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from normbench.record import SUMMARY, RunRecord, SetAside, read_summary
+from normbench.record import SUMMARY, RunRecord, SetAside, bounded, read_summary
 
 
 @dataclass(frozen=True)
@@ -152,4 +152,4 @@ def _jsonl_objects(path: Path) -> Iterable[dict]:
             except (ValueError, RecursionError):  # JSONDecodeError, an int of thousands of digits
                 continue
             if isinstance(entry, dict):
-                yield entry
+                yield bounded(entry)  # a lone surrogate in a string, as the record reader defuses it
