@@ -657,6 +657,21 @@ def test_a_billion_steps_is_still_a_config(compose):
 
 
 # -- the report: a signal at any moment, the imports included ---------------------------------------
+def _wait_until_caught(pid: int, signum: int, limit_s: float = 60.0) -> None:
+    """Until process ``pid`` catches ``signum`` (Linux: its SigCgt mask), so that the signal sent next
+    meets the report's own handler however slowly a loaded machine starts the interpreter."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return
+        caught = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+        if caught >> (signum - 1) & 1:
+            return
+        time.sleep(0.01)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_while_the_report_imports_is_one_line(signum, tmp_path):
     for seed in (0, 1):
@@ -664,7 +679,9 @@ def test_a_signal_while_the_report_imports_is_one_line(signum, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     report = subprocess.Popen([sys.executable, "-m", "normbench.report", str(tmp_path / "sweep"), "--out",
                                str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(0.4)  # past the interpreter's start, inside the imports of pandas and matplotlib
+    # the report's SIGTERM handler is in place (Python catches SIGINT from its own start, before any module of
+    # the program runs): the imports of pandas and matplotlib follow
+    _wait_until_caught(report.pid, signal.SIGTERM)
     report.send_signal(signum)
     out, err = report.communicate(timeout=60)
     assert report.returncode == 128 + signum, (report.returncode, err[-2000:])

@@ -7,6 +7,7 @@ installed before anything heavy is imported, and the imports run inside main's h
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -19,8 +20,17 @@ def _interrupt(signum, frame):
     raise Terminated()
 
 
-if __name__ == "__main__":  # first, before the imports below and main's (an early SIGTERM is one line too)
-    signal.signal(signal.SIGTERM, _interrupt)
+def _before_main(signum, frame):
+    """A signal before main's handling is in place (the imports below): nothing is written yet, so the
+    one line and the exit status are all there is to do."""
+    print(f"normbench.report: stopped by {signal.Signals(signum).name}; no report written", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(128 + signum)
+
+
+if __name__ == "__main__":  # first, before the imports below and main's (an early signal is one line too)
+    signal.signal(signal.SIGTERM, _before_main)
+    signal.signal(signal.SIGINT, _before_main)
 
 import argparse  # noqa: E402  (after the handler, deliberately)
 from pathlib import Path  # noqa: E402
@@ -43,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt, caught below
     try:
         args = _parser().parse_args(argv)
         from normbench.report.build import ReportError, build_report  # heavy: pandas, matplotlib
