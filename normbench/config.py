@@ -189,7 +189,9 @@ MAX_SWEEP_NODES = 100_000  # YAML nodes once every alias is expanded; a sweep fi
 # What a sweep file may set under ``hydra``: how to sweep and where to write. Everything else Hydra
 # reads there can run code or commands (callbacks, logging handlers and factories, env_set for
 # subprocesses, a search path to unchecked configs, a launcher's setup lines in its job script).
-SWEEP_HYDRA_KEYS = ("mode", "sweeper", "sweep", "run", "launcher", "job.name", "output_subdir", "verbose")
+# (not output_subdir: Hydra writes its .hydra files there, and a relative one climbs out of the job folder;
+# the project keeps it null)
+SWEEP_HYDRA_KEYS = ("mode", "sweeper", "sweep", "run", "launcher", "job.name", "verbose")
 REFUSED_HYDRA_KEYS = ("launcher.setup", "launcher.srun_args", "launcher.additional_parameters")
 CODE_KEYS = ("_target_", "()")
 SMUGGLING = ("_target_", "oc.create", "oc.decode")

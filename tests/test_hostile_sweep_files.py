@@ -43,6 +43,7 @@ HOSTILE = {
     "search_path": ("evil.yaml", GLOBAL + "hydra:\n  searchpath: [file:///tmp/elsewhere]\n"),
     "env_set_ld_preload": ("evil.yaml", GLOBAL + "hydra:\n  job:\n    env_set:\n      LD_PRELOAD: /tmp/evil.so\n"),
     "env_set_as_one_string": ("evil.yaml", GLOBAL + "hydra:\n  job:\n    env_set: LD_PRELOAD\n"),
+    "output_subdir_outside": ("evil.yaml", GLOBAL + "hydra:\n  output_subdir: ../../../outside/hy\n"),
     "launcher_setup_as_one_string": ("evil.yaml", GLOBAL + "hydra:\n  launcher:\n    setup: rm -rf ~\n"),
     "launcher_setup_lines": ("evil.yaml", GLOBAL + "hydra:\n  launcher:\n    setup: ['rm -rf ~']\n"),
     "package_header_into_callbacks": ("evil.yaml", "# @package hydra.callbacks\nx:\n  _target_: os.system\n"),
