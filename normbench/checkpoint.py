@@ -77,10 +77,11 @@ def load_tensor_file(path: Path):
     except OSError as error:
         raise Unreadable(f"{path.name} is a symbolic link" if os.path.islink(path) else
                          f"{path.name} cannot be opened ({error.strerror or error})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # a folder opens read-only too, and fdopen would then raise
+        os.close(fd)
+        raise Unreadable(f"{path.name} is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise Unreadable(f"{path.name} is not a regular file")
         os.set_blocking(handle.fileno(), True)
         _require_stored_archive(handle, info.st_size, path.name)
         try:

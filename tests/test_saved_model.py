@@ -109,3 +109,9 @@ def test_a_record_config_holding_an_interpolation_is_refused_before_anything_is_
     with pytest.raises(NoSavedModel, match="holds an interpolation") as refused:
         normbench.load_model(tmp_path)
     assert "hunter2" not in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_model_file_that_is_a_folder_is_one_line_not_a_traceback(tmp_path):
+    (tmp_path / "model_final.pt").mkdir()
+    with pytest.raises(NoSavedModel, match="not a regular file"):
+        read_weights(tmp_path / "model_final.pt")
