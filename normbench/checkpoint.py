@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from normbench.loggers import RunLogger
-from normbench.record import RunRecord, Unreadable, read_summary, write_atomic
+from normbench.record import RunRecord, Unreadable, open_regular, read_summary, write_atomic
 
 log = logging.getLogger("normbench")
 FILE = "checkpoint.pt"
@@ -69,18 +69,7 @@ def load_tensor_file(path: Path):
     Unreadable with one phrase; never anything else for a file torch cannot read as data.
     """
     path = Path(path)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise Unreadable(f"no {path.name}") from None
-    except OSError as error:
-        raise Unreadable(f"{path.name} is a symbolic link" if os.path.islink(path) else
-                         f"{path.name} cannot be opened ({error.strerror or error})") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):  # a folder opens read-only too, and fdopen would then raise
-        os.close(fd)
-        raise Unreadable(f"{path.name} is not a regular file")
+    fd, info = open_regular(path)  # the record reader's open: a regular file, no link, never blocking
     with os.fdopen(fd, "rb") as handle:
         os.set_blocking(handle.fileno(), True)
         _require_stored_archive(handle, info.st_size, path.name)

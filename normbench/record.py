@@ -100,12 +100,12 @@ class Unreadable(Exception):
     """A run file that is not read; the message is the one phrase saying why."""
 
 
-def read_run_file(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file inside a run folder, at most ``max_bytes`` of them.
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """A file descriptor of the regular file at ``path`` and its fstat, for reading as data.
 
     Opened without following a link in its last component and without blocking, then checked
     with fstat: a FIFO, a device, a folder or a link (planted, or to /dev/zero) is refused, never
-    waited on or read without end. Raises Unreadable.
+    waited on or read without end. The caller closes the descriptor. Raises Unreadable.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -118,8 +118,20 @@ def read_run_file(path: Path, max_bytes: int) -> bytes:
                          f"{Path(path).name} cannot be opened ({error.strerror or error})") from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Unreadable(f"{Path(path).name} is not a regular file")
+    except OSError as error:
+        os.close(fd)
+        raise Unreadable(f"{Path(path).name} cannot be read ({error.strerror or error})") from None
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise Unreadable(f"{Path(path).name} is not a regular file")
+    return fd, info
+
+
+def read_run_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file inside a run folder (open_regular), at most ``max_bytes`` of them.
+    Raises Unreadable."""
+    fd, info = open_regular(path)
+    try:
         if info.st_size > max_bytes:
             raise Unreadable(f"{Path(path).name} is larger than {max_bytes >> 20} MiB")
         with os.fdopen(os.dup(fd), "rb") as handle:
