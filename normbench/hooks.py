@@ -7,6 +7,8 @@ each other.
 
 from __future__ import annotations
 
+from normbench.tracking import eval_scalars, probe_scalars, train_scalars
+
 
 class RunLogger:
     """The hooks, each a no-op: ``logger=none``, and the base of every logger and hook object."""
@@ -31,3 +33,19 @@ class RunLogger:
 
     def on_end(self, summary: dict) -> None:
         """Once, with the finished record (status, axes, metrics, throughput); then release files."""
+
+
+class ScalarLogger(RunLogger):
+    """A logger of named scalars: the hooks' values under normbench/tracking.py's names, to ``scalars``."""
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        raise NotImplementedError
+
+    def on_log(self, trainer, step, **scalars):
+        self.scalars(step, train_scalars(scalars))
+
+    def on_eval(self, trainer, step, **scalars):
+        self.scalars(step, eval_scalars(trainer.task.metric, scalars))
+
+    def on_probe(self, trainer, step, stats, activations):
+        self.scalars(step, probe_scalars(stats, activations))

@@ -23,34 +23,18 @@ from pathlib import Path
 
 import torch
 
-from normbench.hooks import RunLogger
+from normbench.hooks import RunLogger, ScalarLogger
 from normbench.mlflow_logger import MLflowLogger, preflight as mlflow_preflight
 from normbench.norms import Identity, Norm
 from normbench.record import open_run_file
-from normbench.tracking import (FINAL_METRICS, RunNames, eval_scalars, final_scalars, logger_folder, number,
-                                probe_scalars, require_package, run_names, train_scalars)
+from normbench.tracking import (FINAL_METRICS, RunNames, final_scalars, logger_folder, number, require_package,
+                                run_names)
 from normbench.wandb_logger import WandbLogger, preflight as wandb_preflight
 
 __all__ = ["FINAL_METRICS", "CsvLogger", "Loggers", "MLflowLogger", "RunLogger", "ScalarLogger", "TensorBoardLogger",
            "WandbLogger", "build_logger", "norm_outputs"]
 
 log = logging.getLogger("normbench")
-
-
-class ScalarLogger(RunLogger):
-    """A logger of named scalars: the hooks' values under normbench/tracking.py's names, to ``scalars``."""
-
-    def scalars(self, step: int, values: dict[str, float]) -> None:
-        raise NotImplementedError
-
-    def on_log(self, trainer, step, **scalars):
-        self.scalars(step, train_scalars(scalars))
-
-    def on_eval(self, trainer, step, **scalars):
-        self.scalars(step, eval_scalars(trainer.task.metric, scalars))
-
-    def on_probe(self, trainer, step, stats, activations):
-        self.scalars(step, probe_scalars(stats, activations))
 
 
 class TensorBoardLogger(ScalarLogger):

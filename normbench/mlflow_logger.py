@@ -28,10 +28,9 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from normbench.hooks import RunLogger
+from normbench.hooks import ScalarLogger
 from normbench.schema import uri_scheme
-from normbench.tracking import (RunNames, eval_scalars, final_scalars, logger_folder, probe_scalars, require_package,
-                                require_reachable, train_scalars)
+from normbench.tracking import (RunNames, final_scalars, logger_folder, require_package, require_reachable)
 
 log = logging.getLogger("normbench")
 MAX_PARAM = 6000  # MLflow's limit on a param's value
@@ -65,7 +64,7 @@ def _within(path: Path, folder: Path | None) -> bool:
     return folder is not None and path.is_relative_to(Path(folder).resolve())
 
 
-class MLflowLogger(RunLogger):
+class MLflowLogger(ScalarLogger):
     kind = "mlflow"
 
     def __init__(self, settings, run_dir: Path, names: RunNames, sweep_dir: Path | None = None):
@@ -106,22 +105,13 @@ class MLflowLogger(RunLogger):
         for start in range(0, len(params), BATCH):
             self.client.log_batch(self.run_id, params=params[start:start + BATCH])
 
-    def _metrics(self, step: int, values: dict[str, float]) -> None:
+    def scalars(self, step: int, values: dict[str, float]) -> None:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
         metrics = [Metric(name, value, now, step) for name, value in values.items()]
         for start in range(0, len(metrics), 1000):
             self.client.log_batch(self.run_id, metrics=metrics[start:start + 1000])
-
-    def on_log(self, trainer, step, **scalars):
-        self._metrics(step, train_scalars(scalars))
-
-    def on_eval(self, trainer, step, **scalars):
-        self._metrics(step, eval_scalars(trainer.task.metric, scalars))
-
-    def on_probe(self, trainer, step, stats, activations):
-        self._metrics(step, probe_scalars(stats, activations))
 
     def _artifacts_here(self) -> bool:
         """Whether the record may be copied into the run's artifact folder: a remote one (the server's),
@@ -136,7 +126,7 @@ class MLflowLogger(RunLogger):
 
     def on_end(self, summary):
         try:
-            self._metrics(0, final_scalars(summary))
+            self.scalars(0, final_scalars(summary))
             self.client.set_tag(self.run_id, "normbench.status", str(summary.get("status")))
             run_dir = Path(summary.get("run_dir") or self.run_dir)
             if self._artifacts_here():

@@ -19,9 +19,8 @@ import logging
 import os
 from pathlib import Path
 
-from normbench.hooks import RunLogger
-from normbench.tracking import (RunNames, eval_scalars, final_scalars, logger_folder, probe_scalars, require_package,
-                                require_reachable, train_scalars)
+from normbench.hooks import ScalarLogger
+from normbench.tracking import (RunNames, final_scalars, logger_folder, require_package, require_reachable)
 
 log = logging.getLogger("normbench")
 DEFAULT_SERVER = "https://api.wandb.ai"
@@ -42,7 +41,7 @@ def _known(settings_class, **wanted) -> dict:
     return wanted if fields is None else {k: v for k, v in wanted.items() if k in fields}
 
 
-class WandbLogger(RunLogger):
+class WandbLogger(ScalarLogger):
     kind = "wandb"
 
     def __init__(self, settings, run_dir: Path, names: RunNames):
@@ -68,18 +67,9 @@ class WandbLogger(RunLogger):
             if cache is None:
                 os.environ.pop("WANDB_CACHE_DIR", None)
 
-    def _log(self, step: int, values: dict[str, float]) -> None:
+    def scalars(self, step: int, values: dict[str, float]) -> None:
         if values:
             self.run.log(values, step=step)
-
-    def on_log(self, trainer, step, **scalars):
-        self._log(step, train_scalars(scalars))
-
-    def on_eval(self, trainer, step, **scalars):
-        self._log(step, eval_scalars(trainer.task.metric, scalars))
-
-    def on_probe(self, trainer, step, stats, activations):
-        self._log(step, probe_scalars(stats, activations))
 
     def on_end(self, summary):
         try:
