@@ -91,3 +91,29 @@ def _no_study_left_in_the_environment():
     yield
     for name in ("NORMBENCH_STUDY", "NORMBENCH_SWEEP_PROGRESS"):
         os.environ.pop(name, None)
+
+
+VICTIM_TEXT = "the user's own file\n"
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """A file of the user's outside the folder under test; the hostile tables check it is untouched."""
+    path = tmp_path / "outside" / "victim.txt"
+    path.parent.mkdir()
+    path.write_text(VICTIM_TEXT)
+    return path
+
+
+def plant(kind: str, path, victim) -> None:
+    """Put a hostile thing where the suite will read or write ``path``."""
+    if kind == "link_to_victim":
+        path.symlink_to(victim)
+    elif kind == "dangling_link":  # following it would create a file outside
+        path.symlink_to(victim.parent / "created-through-a-link")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "dev_zero":
+        path.symlink_to("/dev/zero")

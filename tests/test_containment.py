@@ -14,13 +14,13 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.conftest import VICTIM_TEXT, plant
 
 from normbench import record
 from normbench.report import build_report
 from normbench.report.output import MANIFEST, SCHEMA, inside
 from normbench.schema import RECORD_FILES, ConfigError, CsvLog, MLflowLog, TensorBoardLog, WandbLog
 
-VICTIM_TEXT = "the user's own file\n"
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
 factory = importlib.util.module_from_spec(_spec)
@@ -35,23 +35,6 @@ def write_record():
 pytestmark = pytest.mark.usefixtures("no_hang")  # tests/conftest.py: a writer that blocks fails its test
 
 
-@pytest.fixture
-def victim(tmp_path) -> Path:
-    path = tmp_path / "outside" / "victim.txt"
-    path.parent.mkdir()
-    path.write_text(VICTIM_TEXT)
-    return path
-
-
-def plant(kind: str, path: Path, victim: Path) -> None:
-    if kind == "link_to_victim":
-        path.symlink_to(victim)
-    elif kind == "dangling_link":  # following it would create a file outside
-        path.symlink_to(victim.parent / "created-through-a-link")
-    elif kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "folder":
-        path.mkdir()
 
 
 PLANTS = ["link_to_victim", "dangling_link", "fifo", "folder"]

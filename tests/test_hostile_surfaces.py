@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.conftest import VICTIM_TEXT, plant
 
 from normbench import children, compare, record, study, tune
 from normbench.bench import arms
@@ -31,29 +32,9 @@ _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).
 factory = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(factory)
 
-VICTIM_TEXT = "the user's own file\n"
 pytestmark = pytest.mark.usefixtures("no_hang")  # tests/conftest.py: a reader or writer that blocks fails its test
 
 
-@pytest.fixture
-def victim(tmp_path) -> Path:
-    path = tmp_path / "outside" / "victim.txt"
-    path.parent.mkdir()
-    path.write_text(VICTIM_TEXT)
-    return path
-
-
-def plant(kind: str, path: Path, victim: Path) -> None:
-    if kind == "link_to_victim":
-        path.symlink_to(victim)
-    elif kind == "dangling_link":  # following it would create a file outside
-        path.symlink_to(victim.parent / "created-through-a-link")
-    elif kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "folder":
-        path.mkdir()
-    elif kind == "dev_zero":
-        path.symlink_to("/dev/zero")
 
 
 def untouched(victim: Path) -> bool:
