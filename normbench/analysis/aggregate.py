@@ -132,6 +132,7 @@ def _flatten(record: RunRecord) -> dict:
     row.update(record_columns(environment))  # load and CPU pressure while it trained
     profiles = summary.get("profiles") if isinstance(summary.get("profiles"), dict) else {}
     row["profiles.last_layer_grad_norm_init"] = _last_layer_grad_norm(profiles.get("layer_grad_norm_init"))
+    row["profiles.ffn_w2_grad_norm_init"] = profiles.get("ffn_w2_grad_norm_init") if _is_scalar(profiles.get("ffn_w2_grad_norm_init")) else None
     return row
 
 
