@@ -621,11 +621,13 @@ def test_ln_batch_robust_needs_equal_data(runs_of):
 
 
 def test_ln_batch_robust_says_the_arms_saw_equal_data(runs_of):
-    rows = [dict(r, axes={**r["axes"], "eval_every": 6400 // r["axes"]["batch_size"]})
+    rows = [dict(r, axes={**r["axes"], "eval_every": 6400 // r["axes"]["batch_size"], "placement": "post",
+                          "task.length": 20})
             for r in batch_runs(bn_small=0.60, ln_small=0.95, examples=25600)]
     verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*rows)))["ln_batch_robust"]
     assert verdict.status == SUPPORTED, verdict.explanation
     assert "equal data: 25600 examples each (steps × batch_size), each evaluated every 6400 examples" in verdict.explanation
+    assert "pools batch × time, so at batch 4 its statistics are over 4 × 20 = 80 vectors" in verdict.explanation
 
 
 def test_ln_batch_robust_takes_the_equal_data_runs_beside_a_fixed_steps_sweep(runs_of):

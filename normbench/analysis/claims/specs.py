@@ -76,7 +76,26 @@ def equal_data(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
              if interval.nunique() == 1 else ", evaluated at different intervals of examples (best-of-more-"
              "evaluations favours the arm evaluated more often)")
     others = f" {len(levels) - 1} other equal-data level(s) left aside." if len(levels) > 1 else ""
-    return runs[at], f" The arms saw equal data: {format_value(level)} examples each (steps × batch_size){evals}.{others}"
+    return runs[at], (f" The arms saw equal data: {format_value(level)} examples each (steps × batch_size){evals}.{others}"
+                      f"{_bn_pool(runs[at], batch)}")
+
+
+def _bn_pool(runs: pd.DataFrame, batch: pd.Series) -> str:
+    """How many vectors BatchNorm's statistics pool at the smallest batch: batch × length outside the
+    cell (post/pre placements normalize every step of every sequence together), batch in it (per step)."""
+    placement = axis(runs, "placement")[axis(runs, "norm") == "bn"].dropna().astype(str)
+    length = metric(runs, "task.seq_len").dropna()
+    if length.empty:
+        length = pd.to_numeric(axis(runs, "task.length"), errors="coerce").dropna()
+    if placement.empty or length.empty:
+        return ""
+    smallest, steps = batch[runs.index].min(), int(length.max())
+    pooled = placement.isin(["pre", "post", "peri"]).any()
+    if pooled:
+        return (f" BatchNorm here is outside the cell ({values_text(placement)}): it pools batch × time, so at batch "
+                f"{format_value(smallest)} its statistics are over {format_value(smallest)} × {steps} = "
+                f"{format_value(smallest * steps)} vectors, not {format_value(smallest)} examples as in the paper's MLP.")
+    return f" BatchNorm here is in the cell: per-step statistics over {format_value(smallest)} examples at the smallest batch."
 
 
 def once_per_seed_at_init(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
