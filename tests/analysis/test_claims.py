@@ -493,7 +493,7 @@ def test_the_measure_that_decides_is_shown_first_with_its_values_and_named(runs_
     assert part.effect.label.startswith("log10 grad_norm_max: none − in_cell")
     assert "in_cell mean 4" in part.effect.label and "none mean 3" in part.effect.label
     assert part.effect.estimate == pytest.approx(-1.0, abs=0.05)
-    assert "Decided by log10 grad_norm_max (gradient kurtosis: inconclusive)" in part.note
+    assert "Decided by log10 grad_norm_max (gradient kurtosis: inconclusive; log10 grad_norm_max: contradicted)" in part.note
     assert part.effects[1].label.startswith("grad kurtosis")
 
 

@@ -362,7 +362,8 @@ def _stability_part(spec: PartSpec, ctx: _Context) -> Part:
     decider = 0 if status == INCONCLUSIVE or found[0] == status else found.index(status)
     everything = (everything[decider],) + tuple(e for i, e in enumerate(everything) if i != decider)
     names = ("gradient kurtosis", "log10 grad_norm_max", "the divergence rate")
-    note = (f" Decided by {names[decider]}" + (f" (gradient kurtosis: {found[0]})." if decider else ".")) + note
+    readings = "; ".join(f"{n}: {f}" for n, f, shown in zip(names, found, (True, True, bool(diverged))) if shown)
+    note = (f" Undecided ({readings})." if status == INCONCLUSIVE else f" Decided by {names[decider]} ({readings}).") + note
     lean, needed, mde = None, None, None
     if status == INCONCLUSIVE:
         lean, needed, mde = _undecided(kurtosis, _seeds(a, b), abs(kurtosis.value), kurtosis.value, alpha)
