@@ -1124,3 +1124,24 @@ def test_convergence_is_decided_on_the_validation_curve(write_record, tmp_path, 
     assert "shown, not deciding" in loss.label and (loss.estimate > 1) == (loss_scale > 1)
     steps = next(e for e in part.effects if e.label.startswith("steps to target"))
     assert (steps.estimate < 1) == (expected == SUPPORTED)
+
+
+@pytest.mark.slow
+def test_the_paired_interaction_and_the_failure_rate_stay_near_alpha_under_no_effect(runs_of):
+    """No interaction (every cell drawn from one distribution, 3 seeds) and equal failure chances (0.3 in each
+    arm, 6 seeds): each part reads supported about α of the time or less. 300 draws: Monte Carlo error ≈ 0.013."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    base = runs_of(*batch_runs(bn_small=0.8, ln_small=0.8, large=0.8))
+    rates = runs_of(*failing_runs(post_cold_fails=0))
+    judge_rate = checker("postln_fails_without_warmup")
+    found = {"interaction": 0, "rate": 0}
+    for _ in range(300):
+        drawn = base.assign(**{"metrics.best_val": 0.8 + 0.02 * rng.standard_normal(len(base))})
+        found["interaction"] += ln_batch_robust(drawn).parts[1].status == SUPPORTED
+        failed = rng.random(len(rates)) < 0.3
+        drawn = rates.assign(**{"metrics.best_val": np.where(failed, 0.1, 0.9)})
+        drawn = drawn.assign(**{"metrics.did_not_train": failed}) if "metrics.did_not_train" in drawn else drawn
+        found["rate"] += judge_rate(drawn).parts[0].status == SUPPORTED
+    assert found["interaction"] / 300 < 0.05 + 3 * 0.013 and found["rate"] / 300 < 0.05 + 3 * 0.013, found
