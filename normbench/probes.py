@@ -13,7 +13,7 @@ from statistics import median
 
 import torch
 
-from normbench.models import SequenceModel, layer_of
+from normbench.models import SequenceModel, TransformerStack, layer_of
 
 
 @contextlib.contextmanager
@@ -111,15 +111,28 @@ def grad_time_ratio(profile: list[float] | None) -> float | None:
     return math.log10(profile[0] / profile[-1])
 
 
-def layer_gradient_norms(model: SequenceModel, x, y, loss_fn, loss_scale: float = 1.0) -> dict[str, float]:
-    """Per-layer gradient norm of one batch (used at initialization, Xiong et al. 2020 Thm. 1)."""
+def last_ffn_w2(model: SequenceModel) -> torch.nn.Parameter | None:
+    """W^{2,L}: the second weight of the last block's feed-forward net (Xiong et al. 2020, Thm. 1);
+    None for a model that is no Transformer."""
+    if not isinstance(model.backbone, TransformerStack) or not len(model.backbone.layers):
+        return None
+    return model.backbone.layers[-1].mlp[-1].weight
+
+
+def layer_gradient_norms(model: SequenceModel, x, y, loss_fn, loss_scale: float = 1.0) -> tuple[dict[str, float], float | None]:
+    """Per-layer gradient norm of one batch (used at initialization), and from the same backward pass
+    ‖∂L/∂W^{2,L}‖_F, the norm Xiong et al. 2020 Theorem 1 bounds: O(d·sqrt(ln d)) for Post-LN and
+    O(d·sqrt(ln d / L)) for Pre-LN (None for a model that is no Transformer)."""
+    w2 = last_ffn_w2(model)
+
     def measure(scale):
         model.zero_grad(set_to_none=True)
         with buffers_preserved(model):
             (loss_fn(model(x), y) * scale).backward()
         norms = {k: v / scale for k, v in gradient_statistics(model)["layer_grad_norm"].items()}
-        measure.result = norms
-        return list(norms.values())
+        last = float(w2.grad.detach().double().norm()) / scale if w2 is not None and w2.grad is not None else None
+        measure.result = norms, last
+        return list(norms.values()) + ([last] if last is not None else [])
     _loss_scaled(measure, loss_scale)
     model.zero_grad(set_to_none=True)
     return measure.result

@@ -123,6 +123,7 @@ class Progress:
     grad_time_init: list | None = None
     grad_time_final: list | None = None
     layer_grad_norm_init: dict = field(default_factory=dict)
+    ffn_w2_grad_norm_init: float | None = None  # Transformers: ‖∂L/∂W^{2,L}‖_F of the last block (Xiong et al. Thm. 1)
     bn_train_eval_gap: float | None = None
     bn_train_eval_gap_running: float | None = None
     skipped_steps: int = 0  # fp16 with a loss scale: steps whose gradients overflowed, not applied
@@ -287,8 +288,8 @@ class Trainer:
         p = self.progress
         p.grad_time_init = self._flow_profile()
         with self.autocast():
-            p.layer_grad_norm_init = probes.layer_gradient_norms(self.model, *self.probe_batch, self.loss_fn,
-                                                                 self.probe_loss_scale)
+            p.layer_grad_norm_init, p.ffn_w2_grad_norm_init = probes.layer_gradient_norms(
+                self.model, *self.probe_batch, self.loss_fn, self.probe_loss_scale)
 
     def _final_profiles(self):
         p = self.progress
@@ -436,6 +437,8 @@ class Trainer:
     def profiles(self) -> dict:
         p = self.progress
         out = {"layer_grad_norm_init": p.layer_grad_norm_init}
+        if p.ffn_w2_grad_norm_init is not None:
+            out["ffn_w2_grad_norm_init"] = p.ffn_w2_grad_norm_init
         if p.grad_time_init is not None:
             out["grad_time_init"] = p.grad_time_init
         if p.grad_time_final is not None:

@@ -28,7 +28,8 @@ def curves(run_dir):
     return [{k: v for k, v in row.items() if k != "time_s"} for row in rows]
 
 
-@pytest.mark.parametrize("extra", [[], ["norm=bn", "optim=sgd", "warmup_steps=3", "optim.schedule=cosine"]])
+@pytest.mark.parametrize("extra", [[], ["norm=bn", "optim=sgd", "warmup_steps=3", "optim.schedule=cosine"],
+                                   ["model=transformer", "model.layers=2"]])
 def test_interrupted_and_resumed_run_equals_an_uninterrupted_one_bitwise(cli, tmp_path, monkeypatch, tiny_args, extra):
     args = [*tiny_args, *extra, "steps=11", "deterministic=true", "checkpoint_every=4"]
     code, _, err = cli(*args, "hydra.run.dir=whole")

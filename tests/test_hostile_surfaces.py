@@ -177,7 +177,7 @@ def dropout_sweep(tmp_path_factory) -> Path:
     for seed in (0, 1, 2):
         for at, value in (("after_norm", 0.90), ("before_norm", 0.88)):
             factory.write_record(root, f"{at}-{seed}", seed=seed, best_val=value + 0.003 * seed, study=STUDY,
-                                 axes={"model": "lstm", "placement": "post", "model.dropout": 0.3,
+                                 axes={"model": "lstm", "norm": "bn", "placement": "post", "model.dropout": 0.3,
                                        "model.dropout_at": at})
     return root
 

@@ -46,6 +46,20 @@ def test_gradient_through_time_profile_and_ratio():
     assert probes.gradient_through_time(tiny("transformer"), x, y, mse) is None
 
 
+def test_last_ffn_w2_gradient_norm_is_that_weights_frobenius_norm_from_the_same_backward():
+    torch.manual_seed(2)
+    model = build_model(ModelShape("transformer", hidden=8, embed=8, heads=2, layers=3), NormSpec("ln"), "post",
+                        input_kind="features", input_dim=2, n_outputs=1, readout="last")
+    x, y = torch.rand(4, 6, 2), torch.rand(4)
+    per_layer, w2_norm = probes.layer_gradient_norms(model, x, y, mse)
+    weight = model.backbone.layers[2].mlp[2].weight
+    assert probes.last_ffn_w2(model) is weight and weight.shape == (8, 4 * 8)
+    expected = torch.autograd.grad(mse(model(x), y), weight)[0].norm()
+    assert w2_norm == pytest.approx(float(expected), rel=1e-6) and 0 < w2_norm < per_layer["layers.2"]
+    assert weight.grad is None  # the probe leaves no gradient behind
+    assert probes.layer_gradient_norms(tiny("lstm"), x, y, mse)[1] is None  # Transformers only
+
+
 def test_probes_restore_batchnorm_running_statistics():
     model = tiny("lstm", "bn", "in_cell")
     model(torch.rand(4, 5, 2))  # grow per-step statistics
@@ -92,8 +106,11 @@ def test_loss_scaled_probes_give_the_same_norms_and_back_off_on_overflow():
     plain = probes.gradient_through_time(model, x, y, mse)
     scaled = probes.gradient_through_time(model, x, y, mse, loss_scale=2.0**16)
     assert scaled == pytest.approx(plain, rel=1e-4)
-    layers = probes.layer_gradient_norms(model, x, y, mse, loss_scale=2.0**16)
-    assert layers == pytest.approx(probes.layer_gradient_norms(model, x, y, mse), rel=1e-4)
+    layers, _ = probes.layer_gradient_norms(model, x, y, mse, loss_scale=2.0**16)
+    assert layers == pytest.approx(probes.layer_gradient_norms(model, x, y, mse)[0], rel=1e-4)
+    transformer = tiny("transformer", "ln", "post")
+    scaled_w2 = probes.layer_gradient_norms(transformer, x, y, mse, loss_scale=2.0**16)[1]
+    assert scaled_w2 == pytest.approx(probes.layer_gradient_norms(transformer, x, y, mse)[1], rel=1e-4)
     tried = []
 
     def overflowing(scale):

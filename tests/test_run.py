@@ -64,6 +64,7 @@ def test_transformer_records_layer_gradients_at_init(compose, tmp_path):
     summary = execute(compose("model=transformer", "model.layers=3", "placement=post"), tmp_path, [])
     assert summary["status"] == "ok"
     assert {"layers.0", "layers.1", "layers.2"} <= set(summary["profiles"]["layer_grad_norm_init"])
+    assert 0 < summary["profiles"]["ffn_w2_grad_norm_init"] < summary["profiles"]["layer_grad_norm_init"]["layers.2"]
     assert "grad_time_init" not in summary["profiles"] and summary["metrics"]["grad_time_ratio"] is None
 
 

@@ -52,6 +52,18 @@ def _is_scalar(value) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
+def _flow_after_first_step(profile) -> float | None:
+    """log10(‖∂L/∂h_2‖ / ‖∂L/∂h_T‖) of a gradient-through-time profile: how many decades the gradient
+    loses going back in time, leaving out t = 1, where a per-step norm of U·h_0 with h_0 = 0 divides a
+    zero-variance row by sqrt(eps) (the spike Cooijmans et al. 2016 §5.1 describe and work around)."""
+    if not isinstance(profile, list) or len(profile) < 3:
+        return None
+    first, last = profile[1], profile[-1]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in (first, last)):
+        return None
+    return math.log10(first / last)
+
+
 def _last_layer_grad_norm(layer_norms) -> float | None:
     """The entry of the deepest block, `layers.<i>` with the largest i.
 
@@ -132,6 +144,8 @@ def _flatten(record: RunRecord) -> dict:
     row.update(record_columns(environment))  # load and CPU pressure while it trained
     profiles = summary.get("profiles") if isinstance(summary.get("profiles"), dict) else {}
     row["profiles.last_layer_grad_norm_init"] = _last_layer_grad_norm(profiles.get("layer_grad_norm_init"))
+    row["profiles.grad_time_decay_init"] = _flow_after_first_step(profiles.get("grad_time_init"))
+    row["profiles.ffn_w2_grad_norm_init"] = profiles.get("ffn_w2_grad_norm_init") if _is_scalar(profiles.get("ffn_w2_grad_norm_init")) else None
     return row
 
 

@@ -293,7 +293,7 @@ def test_a_sequential_study_is_judged_at_its_last_looks_level(tmp_path, write_re
     for seed in (0, 1, 2):
         for at, value in (("after_norm", 0.90), ("before_norm", 0.88)):
             write_record(tmp_path / "s", f"{at}-{seed}", seed=seed, best_val=value + 0.003 * seed, study=study,
-                         axes={"model": "lstm", "placement": "post", "model.dropout": 0.3, "model.dropout_at": at})
+                         axes={"model": "lstm", "norm": "bn", "placement": "post", "model.dropout": 0.3, "model.dropout_at": at})
     build_report([tmp_path / "s"], tmp_path / "full")
     assert "(#claim-dropout_after_norm-abc) (supported" in (tmp_path / "full" / "report.md").read_text()
     (tmp_path / "s" / "sequential.json").write_text(json.dumps(

@@ -189,11 +189,21 @@ def _lean_of(value: float, claimed: int) -> str | None:
     return TOWARD_SUPPORTED if claimed * value > 0 else TOWARD_CONTRADICTED
 
 
-def _divergence(triples, a_name: str, b_name: str, alpha: float) -> tuple[Effect, int, Estimate]:
-    """Divergence rate a − b: Newcombe's interval for one stratum, Agresti–Caffo combined when stratified."""
-    counts = [(int((a["status"] == "diverged").sum()), len(a), int((b["status"] == "diverged").sum()), len(b))
-              for _, a, b in triples]
-    label = f"divergence rate: {a_name} − {b_name} (+ = {a_name} diverges more)"
+FAILED = Measure("did not train (diverged, or finished without leaving the chance band: rules.failed)",
+                 lambda runs: rules.failed(runs).astype(float), finished_only=False)
+
+
+def _divergence(triples, a_name: str, b_name: str, alpha: float,
+                outcome: Measure | None = None) -> tuple[Effect, int, Estimate]:
+    """Rate of an outcome a − b (divergence, or ``outcome``'s 0/1 per run, e.g. FAILED): Newcombe's
+    interval for one stratum, Agresti–Caffo combined when stratified."""
+    def hits(frame):
+        return int((frame["status"] == "diverged").sum()) if outcome is None else int(outcome.values(frame).sum())
+    counts = [(hits(a), len(a), hits(b), len(b)) for _, a, b in triples]
+    label = (f"divergence rate: {a_name} − {b_name} (+ = {a_name} diverges more)" if outcome is None else
+             f"failure rate, {outcome.name.split(' (')[0]}: {a_name} − {b_name} (+ = {a_name} fails more often; "
+             f"{a_name} {sum(c[0] for c in counts)}/{sum(c[1] for c in counts)}, "
+             f"{b_name} {sum(c[2] for c in counts)}/{sum(c[3] for c in counts)})")
     total = sum(k1 + k2 for k1, _, k2, _ in counts)
     approx = inverse_variance([agresti_caffo(*c) for c in counts])
     if len(counts) == 1:
@@ -325,24 +335,39 @@ def _stability_part(spec: PartSpec, ctx: _Context) -> Part:
     triples, design = strata(a, b, ctx.compare)
     level = decision_level(alpha)
     test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on gradient kurtosis "
-            f"of finished runs (decides), on log10 grad_norm_max, and Newcombe interval on divergence rate; "
+            f"of finished runs, on log10 grad_norm_max, and Newcombe interval on divergence rate; "
             f"supported when kurtosis is lower and neither other measure is shown worse, contradicted when a "
-            f"measure is shown worse and none better, inconclusive when they disagree.{design}")
+            f"measure is shown worse and none better (that measure decides), inconclusive when they disagree.{design}")
     arms = (spec.a, spec.b)
     if not triples:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=design.strip())
     ok = lambda f, s: s.where(f["status"] == "ok")  # noqa: E731
-    kurtosis = _difference(triples, lambda f: -ok(f, metric(f, path("grad_kurtosis"))))
-    log_max = _difference(triples, lambda f: -ok(f, np.log10(metric(f, path("grad_norm_max")).where(lambda v: v > 0))))
-    effects = (_as_effect(f"grad kurtosis: {spec.b} − {spec.a} (+ = {spec.a} more stable)", kurtosis, alpha),
-               _as_effect(f"log10 grad_norm_max: {spec.b} − {spec.a} (+ = {spec.a} calmer)", log_max, alpha))
+    kurt_of = lambda f: ok(f, metric(f, path("grad_kurtosis")))  # noqa: E731
+    max_of = lambda f: ok(f, np.log10(metric(f, path("grad_norm_max")).where(lambda v: v > 0)))  # noqa: E731
+    kurtosis = _difference(triples, lambda f: -kurt_of(f))
+    log_max = _difference(triples, lambda f: -max_of(f))
+
+    def means(values) -> str:  # each arm's own mean: the numbers the difference is made of
+        return "; ".join(f"{name} mean {_short(values(frame).mean())}" for name, frame in ((spec.a, a), (spec.b, b)))
+    effects = (_as_effect(f"grad kurtosis: {spec.b} − {spec.a} (+ = {spec.a} more stable; {means(kurt_of)})",
+                          kurtosis, alpha),
+               _as_effect(f"log10 grad_norm_max: {spec.b} − {spec.a} (+ = {spec.a} calmer; {means(max_of)})",
+                          log_max, alpha))
     rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
     found = [_side(effects[0], +1), _side(effects[1], +1), _side(rate, -1) if diverged else INCONCLUSIVE]
     status, note = _decided_by_first(found, "stability")
+    everything = effects + ((rate,) if diverged else ())
+    # The measure that decided comes first (it is the effect shown) and is named: kurtosis when it
+    # decides or nothing does, else the measure whose interval gave the verdict.
+    decider = 0 if status == INCONCLUSIVE or found[0] == status else found.index(status)
+    everything = (everything[decider],) + tuple(e for i, e in enumerate(everything) if i != decider)
+    names = ("gradient kurtosis", "log10 grad_norm_max", "the divergence rate")
+    readings = "; ".join(f"{n}: {f}" for n, f, shown in zip(names, found, (True, True, bool(diverged))) if shown)
+    note = (f" Undecided ({readings})." if status == INCONCLUSIVE else f" Decided by {names[decider]} ({readings}).") + note
     lean, needed, mde = None, None, None
     if status == INCONCLUSIVE:
         lean, needed, mde = _undecided(kurtosis, _seeds(a, b), abs(kurtosis.value), kurtosis.value, alpha)
-    return Part(spec.assertion, status, test, effects + ((rate,) if diverged else ()), arms, "", lean, needed, mde, note)
+    return Part(spec.assertion, status, test, everything, arms, "", lean, needed, mde, note)
 
 
 def _decided_by_first(found: list[str], what: str) -> tuple[str, str]:
@@ -445,14 +470,18 @@ def _faster_part(spec: PartSpec, ctx: _Context) -> Part:
 
 
 def _rate_part(spec: PartSpec, ctx: _Context) -> Part:
+    """a's rate of an outcome exceeds b's: divergence (the default measure), or the 0/1 outcome its
+    measure gives per run (FAILED: diverged or did not train, rules.failed)."""
     a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
     triples, design = strata(a, b, ctx.compare)
-    test = (f"{spec.a} vs {spec.b}: divergence rate difference, Newcombe interval ({pct(decision_level(alpha))}, "
+    outcome = None if spec.measure is SCORE else spec.measure
+    what = "divergence rate" if outcome is None else f"rate of runs that {outcome.name}"
+    test = (f"{spec.a} vs {spec.b}: {what} difference, Newcombe interval ({pct(decision_level(alpha))}, "
             f"one-sided at α = {alpha:g} each way).{design}")
     arms = (spec.a, spec.b)
     if not triples:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=design.strip())
-    rate, _, approx = _divergence(triples, spec.a, spec.b, alpha)
+    rate, _, approx = _divergence(triples, spec.a, spec.b, alpha, outcome)
     status = _side(rate, +1)
     lean, needed, mde = (_undecided(approx, _seeds(a, b), abs(approx.value), approx.value, alpha)
                          if status == INCONCLUSIVE else (None, None, None))
@@ -501,15 +530,20 @@ def _caveats(spec: PartSpec, fa: dict, fb: dict, estimate: Estimate) -> str:
     return (" " + "; ".join(found) + ".") if found else ""
 
 
+MIN_SLOPE_LEVELS = 3  # a log-log slope from two depths is a line through two points
+
+
 def _slope_part(spec: PartSpec, ctx: _Context) -> Part:
     frame, alpha = ctx.arms[spec.a], ctx.alpha
     x = pd.to_numeric(axis(frame, spec.x), errors="coerce")
     arms = (spec.a,)
     name = spec.measure.name
     level = decision_level(alpha)
-    if x.dropna().nunique() < 2:
+    if x.dropna().nunique() < MIN_SLOPE_LEVELS:
         return Part(spec.assertion, NOT_APPLICABLE, f"OLS slope of log({name}) on log({spec.x}).", (), arms,
-                    note=f"Needs at least 2 values of {spec.x} in {spec.a}; found {values_text(x)}.")
+                    note=(f"Not testable here: a slope needs at least {MIN_SLOPE_LEVELS} values of {spec.x} (two "
+                          f"always lie on a line, so straightness cannot be seen); {spec.a} has {values_text(x)} — "
+                          f"testable with {MIN_SLOPE_LEVELS} or more {spec.x} values spread over a factor ≥ 2."))
     y = spec.measure.values(frame).astype(float)
     estimate = slope_estimate(np.log(x.where(x > 0)), np.log(y.where(y > 0)))
     seeds = int(frame["seed"].nunique())
@@ -586,20 +620,24 @@ TRAIN_LOSS_AUC, VAL_AUC = recorded("train_loss_auc"), recorded("val_auc")
 
 
 def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
-    """"a converges faster than b": the area under the training-loss curve decides (lower = faster);
-    the area under the validation curve and the divergence rate may contradict it (a diverged run
-    counts as slower than every finished one)."""
+    """"a converges faster than b", as the papers' figures show it: on the validation curve (Ba et al.
+    2016 Figs. 2, 5; Cooijmans et al. 2016 Figs. 2-4). The area under the validation curve (val_auc, the
+    mean evaluation over the run) decides; the steps to a target on that curve and the divergence rate
+    may contradict it (a diverged run counts as slower than every finished one). The training-loss area
+    is shown beside it and never decides: a BatchNorm arm's training loss is under batch statistics,
+    its evaluations under running ones, so the two curves are not the same model's."""
     runs = _with_curves(ctx.runs)
     a, b, alpha = runs.loc[ctx.arms[spec.a].index], runs.loc[ctx.arms[spec.b].index], ctx.alpha
     arms = (spec.a, spec.b)
     level = decision_level(alpha)
-    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on log train_loss_auc of "
-            f"finished runs (decides; lower = faster), on val_auc, and Newcombe interval on the divergence rate (a "
-            f"diverged run counts as slowest); supported when train_loss_auc is lower and neither other measure is "
-            f"shown worse, contradicted when a measure is shown worse and none better.")
-    if metric(pd.concat([a, b]), path("train_loss_auc")).isna().all():
+    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on val_auc, the area "
+            f"under the validation curve, of finished runs (decides), on the steps to a target on the validation "
+            f"curve (log, runs that reached it), and Newcombe interval on the divergence rate (a diverged run counts "
+            f"as slowest); supported when val_auc is better and neither other measure is shown worse, "
+            f"contradicted when a measure is shown worse and none better. train_loss_auc is shown, not deciding.")
+    if metric(pd.concat([a, b]), path("val_auc")).isna().all():
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,
-                    note="The records carry no metrics.train_loss_auc (runs recorded before convergence summaries).")
+                    note="The records carry no metrics.val_auc and no readable validation curve (metrics.jsonl).")
     triples, design = strata(a, b, ctx.compare)
     dropped = ""
     if triples:
@@ -607,28 +645,40 @@ def _convergence_part(spec: PartSpec, ctx: _Context) -> Part:
     test += design + (dropped if triples else "")
     if not triples:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=(dropped or design).strip())
-    # a loss spans decades (rules.ratio_record_metric): its area is compared as a ratio (log scale), and so is the validation
-    # curve's area of a ratio metric (MSE) (analysis/rules.py)
+
+    # a loss spans decades (rules.ratio_record_metric): its area is compared as a ratio (log scale), and
+    # so is the validation curve's area of a ratio metric (MSE) (analysis/rules.py)
     def logged(measure):
         return lambda f: np.log(_values(measure, f).where(lambda v: v > 0))
 
-    loss = _difference(triples, logged(TRAIN_LOSS_AUC))
-    test += _per_stratum(triples, logged(TRAIN_LOSS_AUC), alpha)
     sign, task_name, _ = _task(runs)
     val_ratio = rules.ratio_scale(task_name)
-    val = _difference(triples, logged(VAL_AUC) if val_ratio else (lambda f: _values(VAL_AUC, f)))
-    effects = (_as_effect(f"train_loss_auc: {spec.a} / {spec.b} (ratio of geometric means; < 1 = {spec.a} "
-                          f"converges faster)", loss, alpha, exp=True),
-               _as_effect(f"val_auc: {spec.a} {'/' if val_ratio else '−'} {spec.b} ({_better_word(sign)})", val,
-                          alpha, exp=val_ratio))
+    val_values = logged(VAL_AUC) if val_ratio else (lambda f: _values(VAL_AUC, f))
+    val = _difference(triples, val_values)
+    test += _per_stratum(triples, val_values, alpha)
+    effects = [_as_effect(f"val_auc: {spec.a} {'/' if val_ratio else '−'} {spec.b} ({_better_word(sign)}; the "
+                          f"validation curve's area decides)", val, alpha, exp=val_ratio)]
+    found = [_side(effects[0], sign)]
+    reached = lambda f: np.log(runs.loc[f.index, "curves.steps_to_target"].where(lambda v: v > 0))  # noqa: E731
+    if "curves.steps_to_target" in runs and all(reached(f).notna().sum() >= 2 for _, f1, f2 in triples for f in (f1, f2)):
+        steps = _difference(triples, reached)
+        effects.append(_as_effect(f"steps to target on the validation curve: {spec.a} / {spec.b} (ratio of geometric "
+                                  f"means over the runs that reached it; < 1 = {spec.a} faster)", steps, alpha, exp=True))
+        found.append(_side(effects[-1], -1))
+    loss = metric(pd.concat([a, b]), path("train_loss_auc"))
+    if loss.notna().any():
+        effects.append(_as_effect(f"train_loss_auc: {spec.a} / {spec.b} (ratio of geometric means; < 1 = lower training "
+                                  f"loss; shown, not deciding)", _difference(triples, logged(TRAIN_LOSS_AUC)), alpha, exp=True))
     rate, diverged, _ = _divergence(triples, spec.a, spec.b, alpha)
-    found = [_side(effects[0], -1), _side(effects[1], sign), _side(rate, -1) if diverged else INCONCLUSIVE]
+    if diverged:
+        effects.append(rate)
+        found.append(_side(rate, -1))
     status, disagree = _decided_by_first(found, "convergence")
     note, lean, needed, mde = _steps_note(runs, a, b, arms) + disagree, None, None, None
     if status == INCONCLUSIVE:
         seeds = _seeds(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)])
-        lean, needed, mde = _undecided(loss, seeds, abs(loss.value), -loss.value, alpha)
-    return Part(spec.assertion, status, test, effects + ((rate,) if diverged else ()), arms, "", lean, needed, mde, note)
+        lean, needed, mde = _undecided(val, seeds, abs(val.value), sign * val.value, alpha)
+    return Part(spec.assertion, status, test, tuple(effects), arms, "", lean, needed, mde, note)
 
 
 def _steps_note(runs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> str:
@@ -645,7 +695,10 @@ def _steps_note(runs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, names: tup
 
 
 def _grows_part(spec: PartSpec, ctx: _Context) -> Part:
-    """(a − b at the largest x) − (a − b at the smallest x), oriented + = a's advantage grows."""
+    """(a − b at the largest x) − (a − b at the smallest x), oriented + = a's advantage grows (toward the
+    smallest x with claimed −1). Paired by seed when at least 2 seeds finished in all four cells (the
+    per-seed contrasts' t interval), else Welch–Satterthwaite over the four cells. A ratio metric (MSE)
+    is compared on the log scale, so the contrast is a log-ratio of ratios."""
     a, b, runs, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.runs, ctx.alpha
     arms = (spec.a, spec.b)
     xa, xb = pd.to_numeric(axis(a, spec.x), errors="coerce"), pd.to_numeric(axis(b, spec.x), errors="coerce")
@@ -653,8 +706,10 @@ def _grows_part(spec: PartSpec, ctx: _Context) -> Part:
     sign, name = _task(runs)[0], _task(runs)[1]
     level = decision_level(alpha)
     toward = "smallest" if spec.claimed < 0 else "largest"
-    test = (f"{spec.a} − {spec.b} at the {toward} {spec.x} minus at the other end (a difference of differences, Welch–"
-            f"Satterthwaite df), {name} of finished runs, one-sided at α = {alpha:g} each way ({pct(level)} interval).")
+    test = (f"{spec.a} − {spec.b} at the {toward} {spec.x} minus at the other end (a difference of differences, paired "
+            f"by seed where the seeds finished in all four cells, else Welch–Satterthwaite df), {name} of finished runs"
+            f"{' on the log scale' if rules.ratio_scale(name) else ''}, one-sided at α = {alpha:g} each way "
+            f"({pct(level)} interval).")
     if len(shared) < 2:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,
                     note=f"Needs at least 2 values of {spec.x} in both {spec.a} and {spec.b}; shared: {values_text(pd.Series(shared, dtype=float))}.")
@@ -663,15 +718,33 @@ def _grows_part(spec: PartSpec, ctx: _Context) -> Part:
              for where in (low, high)}
     if not any(learned(f, runs)[0] is not False for f in cells.values()):
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note="No arm learned at either end of the axis.")
-    score = lambda f: _values(SCORE, f)  # noqa: E731
-    contrast = combine([(sign, mean_estimate(score(cells[(spec.a, high)]))), (-sign, mean_estimate(score(cells[(spec.b, high)]))),
-                        (-sign, mean_estimate(score(cells[(spec.a, low)]))), (sign, mean_estimate(score(cells[(spec.b, low)])))])
+    logged = rules.ratio_scale(name)
+    score = lambda f: np.log(_values(SCORE, f).where(lambda v: v > 0)) if logged else _values(SCORE, f)  # noqa: E731
+    weights = {(spec.a, high): sign, (spec.b, high): -sign, (spec.a, low): -sign, (spec.b, low): sign}
+    by_seed = {cell: score(frame).groupby(frame["seed"]).mean().dropna() for cell, frame in cells.items()}
+    paired = sorted(set.intersection(*[set(v.index) for v in by_seed.values()]))
+    how = ""
+    if len(paired) >= 2:
+        per_seed = sum(w * by_seed[cell].loc[paired] for cell, w in weights.items())
+        contrast = mean_estimate(per_seed)
+        left = sum(len(f) for f in cells.values()) - 4 * len(paired)
+        how = f"paired by seed over {len(paired)} seeds" + (f", {left} run(s) without a partner left out" if left else "")
+    else:
+        contrast = combine([(w, mean_estimate(score(cells[cell]))) for cell, w in weights.items()])
+        how = "unpaired (Welch)"
     effect = _as_effect(f"growth of {spec.a}'s advantage over {spec.b} from {spec.x} = {format_value(low)} to "
-                        f"{format_value(high)} ({name}, + = grows)", contrast, alpha)
-    status = _side(effect, +1)
+                        f"{format_value(high)} ({name}{', log scale' if logged else ''}, + = grows; {how})", contrast, alpha)
+    status, note = _side(effect, +1), ""
+    if len(paired) >= 2 and not contrast.var > 0 and status != INCONCLUSIVE:
+        # every seed's contrast equal: no spread, so the t interval says nothing; the exact sign test does
+        sign_p = stats.binomtest(len(paired), len(paired), 0.5, alternative="greater").pvalue
+        if sign_p > alpha:
+            return Part(spec.assertion, INCONCLUSIVE, test, (effect,), arms, "", _lean_of(contrast.value, 1), None, None,
+                        f" Every seed's contrast is the same, so the interval has no width; by an exact sign test "
+                        f"{len(paired)} agreeing seeds give p = {sign_p:.3g} > α.")
     lean, needed, mde = (_undecided(contrast, _seeds(*cells.values()), abs(contrast.value), contrast.value, alpha)
                          if status == INCONCLUSIVE else (None, None, None))
-    return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde)
+    return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde, note)
 
 
 _KINDS = {"better": _score_part, "not_worse": _score_part, "equivalent": _score_part, "more_stable": _stability_part,

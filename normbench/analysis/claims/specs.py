@@ -15,19 +15,37 @@ import pandas as pd
 from normbench.metrics import path
 from normbench.record import TRAINED_STATUSES
 from normbench.analysis import rules
-from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims.parts import _keys, _named, _task, axis, column, metric, values_text, varying
+from normbench.analysis.aggregate import PRIMARY, format_value
+from normbench.analysis.claims.parts import (FAILED, _keys, _named, _task, axis, column, metric, values_text,
+                                           varying)
 from normbench.analysis.claims.vocabulary import (
-    LARGEST, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Measure, Require, better,
-    converges_faster, equivalent, faster, grows, higher_rate, more_stable, named, not_worse, one_of, ratio, slope)
+    LARGEST, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require, better,
+    converges_faster, faster, grows, higher_rate, more_stable, named, not_worse, one_of, ratio, slope)
+from normbench.analysis.intervals import ALPHA, combine, decision_level, mean_estimate
 
 RECURRENT = Require({"model": named("rnn", "lstm", "gru")}, "a recurrent model (rnn, lstm or gru)")
 TRAINS_SHARE = 0.50  # an lr "trains" a seed when it gets this share of the way from chance to the best
 # Settings that cannot change a quantity measured at initialization, before the first update.
 INIT_INVARIANT = ("warmup_steps", "lr", "steps", "optim", "schedule")
-FLOW_AT_INIT = Measure("flow score −|grad_time_ratio_init| (0 = no vanishing or exploding)",
-                       column(path("grad_time_ratio_init"), lambda s: -s.abs()), higher=True, finished_only=False)
-GRAD_AT_INIT = Measure("last-layer grad norm at init", column("profiles.last_layer_grad_norm_init"), finished_only=False)
+# Cooijmans et al. 2016 Fig. 1(a): ‖∂L/∂h_t‖ over t at init, read from t = 2 (at t = 1 a per-step norm of
+# U·h_0 = 0 divides a zero-variance row by sqrt(eps): the spike their §5.1 works around with noise on h_0)
+FLOW_AT_INIT = Measure("flow score −|log10(‖∂L/∂h_2‖ / ‖∂L/∂h_T‖)| at init (0 = nearly constant over time)",
+                       column("profiles.grad_time_decay_init", lambda s: -s.abs()), higher=True, finished_only=False)
+W2_GRAD = "profiles.ffn_w2_grad_norm_init"  # ‖∂L/∂W^{2,L}‖_F of the last FFN at init (normbench/probes.py)
+GRAD_AT_INIT = Measure("‖∂L/∂W²‖_F of the last FFN at init", column(W2_GRAD), finished_only=False)
+
+
+def fails_more_often(assertion: str, a: str, b: str) -> PartSpec:
+    """a ends as "did not train" (diverged, or finished in the chance band: rules.failed) more often than b."""
+    return PartSpec("higher_rate", assertion, a, b, FAILED, learned=False)
+
+
+def below(limit: float, text: str) -> Is:
+    return Is(text, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < limit)
+
+
+def at_least(limit: float, text: str) -> Is:
+    return Is(text, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= limit)
 
 
 # --- hooks --------------------------------------------------------------------------------------
@@ -58,14 +76,34 @@ def equal_data(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
              if interval.nunique() == 1 else ", evaluated at different intervals of examples (best-of-more-"
              "evaluations favours the arm evaluated more often)")
     others = f" {len(levels) - 1} other equal-data level(s) left aside." if len(levels) > 1 else ""
-    return runs[at], f" The arms saw equal data: {format_value(level)} examples each (steps × batch_size){evals}.{others}"
+    return runs[at], (f" The arms saw equal data: {format_value(level)} examples each (steps × batch_size){evals}.{others}"
+                      f"{_bn_pool(runs[at], batch)}")
+
+
+def _bn_pool(runs: pd.DataFrame, batch: pd.Series) -> str:
+    """How many vectors BatchNorm's statistics pool at the smallest batch: batch × length outside the
+    cell (post/pre placements normalize every step of every sequence together), batch in it (per step)."""
+    placement = axis(runs, "placement")[axis(runs, "norm") == "bn"].dropna().astype(str)
+    length = metric(runs, "task.seq_len").dropna()
+    if length.empty:
+        length = pd.to_numeric(axis(runs, "task.length"), errors="coerce").dropna()
+    if placement.empty or length.empty:
+        return ""
+    smallest, steps = batch[runs.index].min(), int(length.max())
+    pooled = placement.isin(["pre", "post", "peri"]).any()
+    if pooled:
+        return (f" BatchNorm here is outside the cell ({values_text(placement)}): it pools batch × time, so at batch "
+                f"{format_value(smallest)} its statistics are over {format_value(smallest)} × {steps} = "
+                f"{format_value(smallest * steps)} vectors, not {format_value(smallest)} examples as in the paper's MLP.")
+    return f" BatchNorm here is in the cell: per-step statistics over {format_value(smallest)} examples at the smallest batch."
 
 
 def once_per_seed_at_init(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
     """Runs that differ only in settings that cannot change a gradient at init are one observation."""
-    runs = runs[metric(runs, "profiles.last_layer_grad_norm_init") > 0]
+    runs = runs[metric(runs, W2_GRAD) > 0]
     if runs.empty:
-        return "Needs a last-layer gradient norm at initialization (profiles.layer_grad_norm_init) in the records."
+        return ("Needs ‖∂L/∂W²‖ of the last FFN at initialization (profiles.ffn_w2_grad_norm_init) in the records: "
+                "runs recorded before this probe have only the whole block's gradient, which is not Theorem 1's quantity.")
     pooled = [c.removeprefix("axes.") for c in varying(runs) if _named(c, INIT_INVARIANT)]
     others = [c for c in runs.columns if c.startswith("axes.") and not _named(c, INIT_INVARIANT)]
     keys = pd.Series(_keys(runs, others + ["seed"]), index=runs.index, dtype=object)
@@ -73,6 +111,47 @@ def once_per_seed_at_init(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
     collapsed = len(runs) - len(kept)
     return kept, (f" {collapsed} run(s) differing only in {', '.join(pooled)} (which cannot change a gradient "
                   f"measured before the first update) were counted once per seed." if collapsed else "")
+
+
+def normalization_matters(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
+    """DyT "matches" LN only means something where LN does better than no normalization: LN − none on
+    the primary score, one-sided at α; otherwise not testable here (both "matches" and its negation
+    are empty where nothing needs a norm)."""
+    norm = axis(runs, "norm")
+    ok = runs[runs["status"] == "ok"]
+    sign, name, _ = _task(runs)
+    logged = rules.ratio_scale(name)
+
+    def scores(kind):
+        values = metric(ok[axis(ok, "norm") == kind], PRIMARY)
+        return np.log(values.where(values > 0)) if logged else values
+    estimate = combine([(sign, mean_estimate(scores("ln"))), (-sign, mean_estimate(scores("none")))])
+    interval = estimate.interval(decision_level(ALPHA))
+    shown = (f"LN vs none on {name}: {format_value(math.exp(sign * estimate.value) if logged else sign * estimate.value)}"
+             f"{' (ratio)' if logged else ''}" + (f", {decision_level(ALPHA) * 100:.4g}% interval "
+             f"[{', '.join(format_value(math.exp(sign * v) if logged else sign * v) for v in sorted(interval, reverse=sign < 0))}]"
+             if interval else ", interval undefined"))
+    if not (norm == "ln").any() or not (norm == "none").any() or interval is None or not interval[0] > 0:
+        return (f"Not testable here: LayerNorm is not shown better than no normalization ({shown}), so neither "
+                f"\"DyT matches LN\" nor its negation can be read — testable where normalization matters (a deeper "
+                f"model, a larger lr, or more steps; sweeps/dyt_vs_ln.yaml states its regime).")
+    return runs, f" Normalization matters here: {shown}."
+
+
+def padded(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
+    """The runs whose sequences vary in length (task.min_length < task.length): without padding,
+    masking BatchNorm's statistics changes nothing."""
+    low = pd.to_numeric(axis(runs, "task.min_length"), errors="coerce")
+    high = pd.to_numeric(axis(runs, "task.length"), errors="coerce")
+    varied = runs[(low < high).fillna(False)]
+    if varied.empty:
+        return (f"Not testable here: no run has variable lengths (task.min_length {values_text(low)}, task.length "
+                f"{values_text(high)}), so no padding enters BatchNorm's statistics — testable with "
+                f"task.min_length below task.length (sweeps/ln_vs_bn_varlen.yaml).")
+    share = (1 - (low + high) / 2 / high)[varied.index] * 100
+    shown = {f"{v:.0f}" for v in (share.min(), share.max())}
+    return varied, (f" Lengths vary: about {'–'.join(sorted(shown, key=float))}% of a batch's positions are padding "
+                    f"(lengths uniform in [task.min_length, task.length]).")
 
 
 def shared_lr_grid(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
@@ -123,94 +202,190 @@ def largest_training_lr(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Serie
 
 
 # --- the claims ---------------------------------------------------------------------------------
+# Each claim as its paper states it: quote (verbatim, checked against a copy of the paper, or marked
+# "Paraphrase:"), where (paper, section, figure/table), what the paper measured, and the regime it
+# needs. The sources, with the copies read: docs/claim-sources.md.
 
 CLAIMS: list[Claim] = [
     Claim("ln_batch_robust",
-          "LayerNorm is robust to batch size; BatchNorm degrades at small batch.",
-          "Ba, Kiros & Hinton 2016, Layer Normalization, §6.6",
-          arms={"bn @ large batch": {"norm": "bn", "batch_size": LARGEST},
+          "At a small batch LayerNorm does better than BatchNorm, and LN's advantage over BN is larger at the "
+          "small batch than at the large one.",
+          "Ba, Kiros & Hinton 2016, Layer Normalization, §6.6, Figure 6",
+          arms={"ln @ small batch": {"norm": "ln", "batch_size": SMALLEST},
                 "bn @ small batch": {"norm": "bn", "batch_size": SMALLEST},
-                "ln @ small batch": {"norm": "ln", "batch_size": SMALLEST},
-                "ln @ large batch": {"norm": "ln", "batch_size": LARGEST}},
-          parts=(better("BN is worse at the small batch than at the large", "bn @ large batch", "bn @ small batch"),
-                 equivalent("LN scores the same at the small and the large batch", "ln @ small batch", "ln @ large batch")),
-          also_compare=("steps", "eval_every"),  # equal data ties steps (and evaluations) to the batch
+                "ln": {"norm": "ln"}, "bn": {"norm": "bn"}},
+          parts=(better("At the smallest batch LN scores better than BN", "ln @ small batch", "bn @ small batch"),
+                 grows("LN's advantage over BN is larger at the small batch than at the large (the norm × batch "
+                       "interaction, (LN−BN)@small − (LN−BN)@large, paired by seed)", "ln", "bn", "batch_size",
+                       toward="smallest")),
+          also_compare=("batch_size", "steps", "eval_every"),  # equal data ties steps (and evaluations) to the batch
           prepare=equal_data,
-          design="Arms: BN and LN, each at the smallest and largest batch both ran, at equal examples seen. "
-                 "Supported only when BN degrades and LN is shown equivalent."),
+          design="Arms: LN and BN at each batch size, at equal examples seen (steps × batch). The paper compares "
+                 "LN with BN at the same batch size (one panel at 128, one at 4), never one norm across sizes, so "
+                 "the parts are LN − BN at the small batch and the interaction (LN−BN)@small − (LN−BN)@large, "
+                 "paired by seed. Post-placement BatchNorm pools batch × time: its statistics at batch B are over "
+                 "B × length vectors (batch 4 × 64 steps = 256), not over B examples as in the paper's MLP.",
+          quote="The experimental results from Figure 6 highlight that layer normalization is robust to the "
+                "batch-sizes and exhibits a faster training convergence comparing to batch normalization that is "
+                "applied to all layers.",
+          where="Ba, Kiros & Hinton 2016, §6.6 and Figure 6 (left: batch 128; right: batch 4)",
+          measures="NLL and test error per epoch of a 784-1000-1000-10 MLP on permutation-invariant MNIST, LN vs BN "
+                   "vs baseline at the same batch size, equal epochs",
+          regime="BN must see small-batch statistics (per-step BN in the cell, or a short sequence: post-placement "
+                 "BN pools batch × time); equal examples seen; validation metric off chance and ceiling"),
     Claim("postln_needs_warmup",
-          "Post-LN Transformers need learning-rate warm-up; Pre-LN ones do not.",
-          "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, §3.2",
+          "Post-LN Transformers need learning-rate warm-up; Pre-LN ones without warm-up do as well as Post-LN "
+          "with it.",
+          "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, §3.2 and §4.2",
           arms={"post, warm-up": {"placement": "post", "warmup_steps": POSITIVE},
                 "post, no warm-up": {"placement": "post", "warmup_steps": 0},
-                "pre, warm-up": {"placement": "pre", "warmup_steps": POSITIVE},
                 "pre, no warm-up": {"placement": "pre", "warmup_steps": 0}},
           parts=(better("Post-LN does better with warm-up than without", "post, warm-up", "post, no warm-up"),
-                 not_worse("Pre-LN without warm-up is not worse than with it", "pre, no warm-up", "pre, warm-up")),
+                 not_worse("Pre-LN without warm-up is not worse than Post-LN with warm-up", "pre, no warm-up",
+                           "post, warm-up")),
           pool=("layers",),
-          design="Arms: Post-LN and Pre-LN, each with warm-up (all lengths > 0 together) and without. Supported "
-                 "only when Post-LN gains from warm-up and Pre-LN is shown not to need it."),
+          design="Arms: Post-LN with warm-up (all lengths > 0 together) and without, and Pre-LN without (the paper's "
+                 "§4.2 comparison: Pre-LN without warm-up against the Post-LN baseline with it). Supported only "
+                 "when Post-LN gains from warm-up and Pre-LN without it is shown not worse.",
+          quote="First, we can see that for both optimizers, the learning rate warm-up stage is essential. Without "
+                "the warm-up stage, the BLEU score of the model trained with Adam optimizer can only achieve 8.45. "
+                "[...] First, as we can see from the figure, the learning rate warm-up stage is not critical anymore "
+                "for training the Pre-LN Transformer and the performance of the learned model is competitive.",
+          where="Xiong et al. 2020, §3.2 (Figure 2) and §4.2 (Figure 4)",
+          measures="validation loss and BLEU per epoch, IWSLT14 De-En, Post-LN with vs without warm-up at lr_max "
+                   "5e-4 and 1e-3; Pre-LN without warm-up vs Post-LN with it",
+          regime="a learning rate large enough for Post-LN without warm-up to fail (the paper: Adam 5e-4–1e-3 at "
+                 "d = 512, 6 layers); arms off the ceiling (a task not solved in a few hundred steps)"),
     Claim("postln_grad_depth",
-          "At initialization, Post-LN's last-layer gradient norm does not depend on depth; Pre-LN's shrinks with depth.",
-          "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, Theorem 1",
+          "At initialization, ‖∂L/∂W²‖ of the last FFN does not depend on depth in a Post-LN Transformer and "
+          "shrinks with depth in a Pre-LN one.",
+          "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, Theorem 1 and Figure 3",
           arms={"pre": {"placement": "pre"}, "post": {"placement": "post"}},
-          parts=(slope("Pre-LN's last-layer gradient shrinks with depth", "pre", "layers", GRAD_AT_INIT, -1),
-                 slope("Post-LN's last-layer gradient does not depend on depth", "post", "layers", GRAD_AT_INIT, 0,
+          parts=(slope("Pre-LN's last-FFN ‖∂L/∂W²‖ shrinks with depth", "pre", "layers", GRAD_AT_INIT, -1),
+                 slope("Post-LN's last-FFN ‖∂L/∂W²‖ does not depend on depth", "post", "layers", GRAD_AT_INIT, 0,
                        margin_text=f"δ = {SLOPE_DELTA:g} in log-log units (depth ×10 moves the gradient by at most "
                                    f"{10 ** SLOPE_DELTA:.2f}×), fixed before the data")),
           requires=(Require({"model": named("transformer")}, "model transformer"),),
           also_compare=("layers",), pool=INIT_INVARIANT, statuses=TRAINED_STATUSES,
           prepare=once_per_seed_at_init,
-          design="Arms: Pre-LN and Post-LN transformers over depth, the last block's gradient norm at "
-                 "initialization (theory: slopes about −0.5 and 0)."),
+          design="Arms: Pre-LN and Post-LN Transformers over depth; the measure is Theorem 1's, the Frobenius norm "
+                 "of the gradient of the last block's second FFN weight at initialization "
+                 "(profiles.ffn_w2_grad_norm_init). A slope needs at least 3 depths (the paper: 5, from 6 to 14). "
+                 "Theory: Pre-LN's bound falls as 1/√L, Post-LN's is flat.",
+          quote="From Theorem 1, we can see that for the Post-LN Transformer, the scale of the gradients to the last "
+                "FFN layer is of order O(d√(ln d)) which is independent of L. For the Pre-LN Transformer, the scale "
+                "of the gradients is much smaller.",
+          where="Xiong et al. 2020, §3.3 Theorem 1; §3.4 Figure 3(c)(d)",
+          measures="‖∂L̃/∂W^{2,L}‖_F, the gradient of the last FFN's second weight, at initialization, in 6-6 to "
+                   "14-14 layer Post-LN and Pre-LN Transformers, ten seeds",
+          regime="at initialization (no training needed); at least 3 depths spread over a factor ≥ 2, several seeds"),
     Claim("bn_gamma_small_flow",
-          "In a BN-LSTM, a BatchNorm gain initialized at 0.1 keeps gradients flowing through time better than "
-          "1.0, without costing accuracy.",
-          "Cooijmans et al. 2016, Recurrent Batch Normalization, §4 and Fig. 1",
+          "In a batch-normalized tanh RNN, γ = 1 makes the gradient ‖∂L/∂h_t‖ vanish going back in time, while "
+          "γ = 0.1 keeps it nearly constant.",
+          "Cooijmans et al. 2016, Recurrent Batch Normalization, §4 and Figure 1(a)",
           arms={"bn γ 0.1": {"norm": "bn", "gamma_init": 0.1}, "bn γ 1.0": {"norm": "bn", "gamma_init": 1.0}},
-          parts=(better("γ = 0.1 keeps gradients flowing through time better (at init)", "bn γ 0.1", "bn γ 1.0",
-                        FLOW_AT_INIT),
-                 not_worse("γ = 0.1 is not less accurate than γ = 1.0", "bn γ 0.1", "bn γ 1.0")),
-          requires=(RECURRENT,),
-          design="Arms: recurrent BatchNorm at γ 0.1 and 1.0. Flow is −|log10(‖∂L/∂h_1‖ / ‖∂L/∂h_T‖)| at "
-                 "initialization (diverged runs count); accuracy is non-inferiority at δ."),
-    Claim("ln_gamma_insensitive",
-          "LayerNorm's accuracy in a recurrent net is insensitive to its gain's initial value (0.1 or 1.0).",
+          parts=(better("γ = 0.1 keeps ‖∂L/∂h_t‖ more nearly constant over time than γ = 1.0 (at init)", "bn γ 0.1",
+                        "bn γ 1.0", FLOW_AT_INIT),),
+          requires=(Require({"model": one_of("rnn")}, "model rnn (the paper's tanh RNN; its BN-LSTM uses γ = 0.1 "
+                                                       "throughout and plots no flow)"),),
+          design="Arms: a tanh RNN with BatchNorm at γ 0.1 and 1.0. The measure is log10(‖∂L/∂h_2‖ / ‖∂L/∂h_T‖) at "
+                 "initialization, from t = 2: at t = 1 the per-step norm of U·h_0 with h_0 = 0 divides a "
+                 "zero-variance row by √eps, the spike the paper's §5.1 works around. The paper reports no accuracy "
+                 "comparison, so the claim has none.",
+          quote="For large values of γ, the norm quickly goes to zero as gradient is propagated back in time. For "
+                "small values of γ the norm is nearly constant.",
+          where="Cooijmans et al. 2016, §4, Figure 1(a) (\"the gradient flow through a batch-normalized tanh RNN as "
+                "a function of γ\")",
+          measures="the norm of the gradient of the loss with respect to the hidden state at each time step, "
+                   "sequential MNIST, several γ",
+          regime="a tanh RNN (model=rnn) with BatchNorm in the recurrence, at initialization; sequences long enough "
+                 "for vanishing to show (the paper: 784 steps)"),
+    Claim("ln_gamma_one_better",
+          "In an LN-LSTM, initializing LayerNorm's gain at 1.0 performs better than at 0.1.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2",
-          arms={"ln γ 0.1": {"norm": "ln", "gamma_init": 0.1}, "ln γ 1.0": {"norm": "ln", "gamma_init": 1.0}},
-          parts=(equivalent("LN's score is the same at γ 0.1 and 1.0", "ln γ 0.1", "ln γ 1.0"),),
+          arms={"ln γ 1.0": {"norm": "ln", "gamma_init": 1.0}, "ln γ 0.1": {"norm": "ln", "gamma_init": 0.1}},
+          parts=(better("LN at γ = 1.0 scores better than at γ = 0.1", "ln γ 1.0", "ln γ 0.1"),),
           requires=(RECURRENT,),
-          design="Arms: recurrent LayerNorm at γ 0.1 and 1.0; an equivalence at the margin δ."),
+          design="Arms: recurrent LayerNorm at γ 1.0 and 0.1, on the validation metric. The paper found 1.0 "
+                 "significantly better; its \"not sensitive\" means LN does not need BN's small γ, not that the two "
+                 "inits tie (this replaces ln_gamma_insensitive, an equivalence the paper contradicts).",
+          quote="We experimented with layer normalization for both 1.0 and 0.1 scale initialization and found that "
+                "the former model performed significantly better. This demonstrates that layer normalization is not "
+                "sensitive to the initial scale in the same way that recurrent BN is.",
+          where="Ba, Kiros & Hinton 2016, §6.2 (attentive reader, Figure 2)",
+          measures="validation error of an LN-LSTM attentive reader on the CNN corpus, γ₀ = 1.0 vs 0.1",
+          regime="LN inside the LSTM cell; trained to a plateau (not still improving), off the ceiling"),
     Claim("fp16_small_eps_nonfinite",
-          "In fp16, too small an epsilon makes the normalization produce non-finite values.",
-          "Practice: fp16's smallest normal is 6.1e-5, so eps below it vanishes next to a tiny variance",
-          arms={"smallest eps": {"eps": SMALLEST}, "largest eps": {"eps": LARGEST}},
-          parts=(higher_rate("the smaller eps diverges (produces non-finite values) more often",
-                             "smallest eps", "largest eps"),),
+          "In fp16, an epsilon that fp16 rounds to zero (below about 3e-8) makes the normalization of a "
+          "zero-variance row non-finite.",
+          "Practice: mechanism from framework reports (PyTorch #41527, TensorFlow #24979)",
+          arms={"eps fp16 rounds to 0": {"eps": below(3e-8, "< 3e-8 (0 in fp16)")},
+                "eps fp16 keeps": {"eps": at_least(6e-8, "≥ 6e-8 (kept in fp16)")}},
+          parts=(higher_rate("the eps fp16 rounds to zero diverges (produces non-finite values) more often",
+                             "eps fp16 rounds to 0", "eps fp16 keeps"),),
           requires=(Require({"precision": one_of("fp16", "fp16_pure")}, "precision fp16 or fp16_pure"),
                     Require({"norm_fp32": NOT_TRUE}, "norms computing in fp16 (norm_fp32 false; with "
                             "norm.fp32=true the norm computes in fp32, where no eps vanishes)")),
-          design="Arms: runs whose norms compute in the input's dtype, at the smallest and largest eps."),
+          design="Arms: runs whose norms compute in fp16, with an eps fp16 cannot hold (below half its smallest "
+                 "subnormal, 6e-8) and one it keeps. The failure needs a row of zero fp16 variance (padding, a "
+                 "constant input, h_0 = 0 in an in-cell LN), where (x − mean)/√(var + eps) is 0/0.",
+          quote="When the input is a torch.float16 tensor and all values are 0, the torch.nn.functional.layer_norm "
+                "function returns nan.",
+          where="PyTorch issue #41527 (eps = 1e-12); also TensorFlow PR #24979: \"The original epsilon value (1e-12) "
+                "is too small for float16 and can cause NaNs in the output when the variance is small.\"",
+          measures="non-finite outputs of a norm in fp16 on zero-variance rows (bug reports, no paper)",
+          regime="norms computing in fp16 (norm.fp32=false), rows whose fp16 variance is 0, eps below ~3e-8 against "
+                 "an eps fp16 keeps; shows at the first step, so learning is not needed"),
     Claim("rms_faster_than_ln",
           "RMSNorm is faster than LayerNorm at equal accuracy.",
-          "Zhang & Sennrich 2019, Root Mean Square Layer Normalization",
-          arms={"rms": {"norm": "rms"}, "ln": {"norm": "ln"}},
-          parts=(faster("RMSNorm's training step is faster than LayerNorm's", "rms", "ln"),
-                 not_worse("RMSNorm is not less accurate than LayerNorm", "rms", "ln")),
-          design="Arms: RMSNorm and LayerNorm. 'Equal accuracy' is read as no accuracy cost (non-inferiority at δ)."),
+          "Zhang & Sennrich 2019, Root Mean Square Layer Normalization, Abstract",
+          arms={"rms fastest": {"norm": "rms", "impl": "native"}, "ln fastest": {"norm": "ln", "impl": "native"},
+                "rms reference": {"norm": "rms", "impl": "reference"},
+                "ln reference": {"norm": "ln", "impl": "reference"}},
+          parts=(faster("RMSNorm's training step is faster than LayerNorm's, each at its fastest correct "
+                        "implementation", "rms fastest", "ln fastest"),
+                 faster("RMSNorm's training step is faster than LayerNorm's, reference vs reference (the same "
+                        "elementary ops: the paper's comparison)", "rms reference", "ln reference"),
+                 not_worse("RMSNorm is not less accurate than LayerNorm", "rms fastest", "ln fastest")),
+          design="Arms: RMSNorm and LayerNorm at norm.impl=auto (recorded as native: each site runs the fastest "
+                 "correct kernel it measured, named in environment.norm_impls) and at impl=reference. Speed is "
+                 "a paired timing where one exists (bench arms), else the runs' own step times. 'Equal accuracy' "
+                 "is non-inferiority at δ.",
+          quote="Extensive experiments on several tasks using diverse network architectures show that RMSNorm "
+                "achieves comparable performance against LayerNorm but reduces the running time by 7%∼64% on "
+                "different models.",
+          where="Zhang & Sennrich 2019, Abstract; speed per model in Tables 2-10 (per third-party notes: no full "
+                "text was read)",
+          measures="whole-model training time per 1k steps on one GPU, RMSNorm vs LayerNorm in the same model and "
+                   "framework (composed ops), and task quality",
+          regime="like against like: both norms at their fastest correct implementation, and reference vs "
+                 "reference; timings interleaved in one process; accuracy off the ceiling"),
     Claim("in_cell_most_stable",
-          "In a recurrent net, LayerNorm inside the cell stabilizes training more than LayerNorm on the output "
-          "only, which beats no normalization.",
-          "Practice: gradient std ~1 vs >100 and kurtosis 3.2 vs 8.7 between in-cell and unnormalized cells",
+          "In a recurrent net, LayerNorm inside the cell makes training more stable than no normalization, and "
+          "(practice) more stable than LayerNorm on the output only.",
+          "Ba, Kiros & Hinton 2016, Layer Normalization, §3.1 (mechanism); the in-cell vs output part is practice",
           arms={"in_cell": {"norm": "ln", "placement": "in_cell"}, "post": {"norm": "ln", "placement": "post"},
                 "none": {"norm": "none"}},
-          parts=(more_stable("LayerNorm in the cell is more stable than on the output", "in_cell", "post"),
-                 more_stable("LayerNorm on the output is more stable than no normalization", "post", "none")),
+          parts=(more_stable("LayerNorm in the cell is more stable than no normalization", "in_cell", "none"),
+                 more_stable("LayerNorm in the cell is more stable than on the output (practice: no paper compares "
+                             "the two)", "in_cell", "post")),
           requires=(RECURRENT,),
-          design="Arms: LayerNorm in the cell, on the output, and no normalization. Supported when both steps hold."),
+          design="Arms: LayerNorm in the cell, on the output, and no normalization. Each part names the measure "
+                 "that decided it (gradient kurtosis, the largest gradient norm, or the divergence rate) and shows "
+                 "each arm's mean of it.",
+          quote="In a standard RNN, there is a tendency for the average magnitude of the summed inputs to the "
+                "recurrent units to either grow or shrink at every time-step, leading to exploding or vanishing "
+                "gradients. In a layer normalized RNN, the normalization terms make it invariant to re-scaling all "
+                "of the summed inputs to a layer, which results in much more stable hidden-to-hidden dynamics.",
+          where="Ba, Kiros & Hinton 2016, §3.1",
+          measures="a mechanism, no measurement; here gradient kurtosis, log10 of the largest gradient norm and the "
+                   "divergence rate over training",
+          regime="a recurrent model; an lr and length where the unnormalized cell's gradients can grow (clipping "
+                 "states its limit)"),
     Claim("ln_larger_stable_lr",
           "LayerNorm allows a larger stable learning rate than no normalization in an RNN/LSTM.",
-          "Ba, Kiros & Hinton 2016, Layer Normalization, §6 (LN-LSTMs train at larger step sizes); practice",
+          "Practice: by analogy with Ioffe & Szegedy 2015 §3.3 (BatchNorm in feed-forward nets); Ba et al. 2016 "
+          "report no lr sweep",
           arms={"ln in_cell": {"norm": "ln", "placement": "in_cell"}, "none": {"norm": "none"}},
           parts=(ratio("LN's largest lr that trains is larger than no normalization's", "ln in_cell", "none",
                        largest_training_lr, "largest lr that trains"),),
@@ -219,41 +394,137 @@ CLAIMS: list[Claim] = [
           design=f"Arms: in-cell LayerNorm (Ba et al.'s LN-LSTM) and no normalization at the same lrs. An lr is "
                  f"stable for a seed when the run trains there: it did not diverge and reached "
                  f"{TRAINS_SHARE:.0%} of the chance-to-best range, so a noisy seed or a higher peak is not "
-                 f"instability. Instability can only show where clipping lets it (the sweep states grad_clip)."),
+                 f"instability. Instability can only show where clipping lets it (the sweep states grad_clip).",
+          quote="In traditional deep networks, too-high learning rates may result in the gradients that explode or "
+                "vanish, as well as getting stuck in poor local minima. Batch Normalization helps address these "
+                "issues in several ways.",
+          where="Ioffe & Szegedy 2015, Batch Normalization, §3.3 (BatchNorm, feed-forward; carried to LN by analogy)",
+          measures="no lr sweep in either paper; here the largest lr of a shared grid at which a seed trains",
+          regime="an lr grid that reaches divergence for the unnormalized arm, clipping off or loose"),
     Claim("ln_lstm_converges_faster",
-          "An LSTM with LayerNorm in the cell converges faster than a plain LSTM.",
-          "Ba, Kiros & Hinton 2016, Layer Normalization, §6 (Figs. 2-5: faster convergence)",
+          "An LSTM with LayerNorm in the cell converges faster than a plain LSTM, on the validation curve.",
+          "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2 Figure 2, §6.5 Figure 5",
           arms={"ln-lstm": {"model": "lstm", "norm": "ln", "placement": "in_cell"},
                 "lstm": {"model": "lstm", "norm": "none"}},
-          parts=(converges_faster("LN-LSTM's training loss falls faster than LSTM's", "ln-lstm", "lstm"),),
-          design="Arms: in-cell LN-LSTM and a plain LSTM on the same task and steps; convergence is the mean "
-                 "training loss over the run (train_loss_auc)."),
+          parts=(converges_faster("LN-LSTM's validation curve rises (or falls) faster than LSTM's", "ln-lstm", "lstm"),),
+          design="Arms: in-cell LN-LSTM and a plain LSTM on the same task and steps; convergence is read on the "
+                 "validation curve as the paper's figures are: its area (val_auc) decides, steps to a target on it "
+                 "beside.",
+          quote="We observe that layer normalization not only trains faster but converges to a better validation "
+                "result over both the baseline and BN variants.",
+          where="Ba, Kiros & Hinton 2016, §6.2, Figure 2 (\"Validation curves for the attentive reader model\"); "
+                "§6.5, Figure 5",
+          measures="validation error curves (attentive reader), test NLL (handwriting), LN-LSTM vs LSTM with the "
+                   "same hyperparameters",
+          regime="a validation curve with room to differ: off chance and ceiling during the run"),
     Claim("bn_lstm_converges_faster",
-          "An LSTM with BatchNorm in the cell converges faster than a plain LSTM.",
-          "Cooijmans et al. 2016, Recurrent Batch Normalization, §5 (Figs. 2-3: faster convergence)",
+          "An LSTM with BatchNorm in the cell converges faster than a plain LSTM, on the validation curve.",
+          "Cooijmans et al. 2016, Recurrent Batch Normalization, §5.1 Figure 2, §5.2 Figure 3(a)",
           arms={"bn-lstm": {"model": "lstm", "norm": "bn", "placement": "in_cell"},
                 "lstm": {"model": "lstm", "norm": "none"}},
-          parts=(converges_faster("BN-LSTM's training loss falls faster than LSTM's", "bn-lstm", "lstm"),),
-          design="Arms: in-cell BN-LSTM and a plain LSTM on the same task and steps; convergence is the mean "
-                 "training loss over the run (train_loss_auc)."),
+          parts=(converges_faster("BN-LSTM's validation curve rises (or falls) faster than LSTM's", "bn-lstm", "lstm"),),
+          design="Arms: in-cell BN-LSTM and a plain LSTM on the same task and steps; convergence is read on the "
+                 "validation curve (BN evaluated with running statistics), its area (val_auc) deciding, steps to a "
+                 "target on it beside; the training loss (BN under batch statistics) is shown, never deciding.",
+          quote="In Figure 2 we show the validation accuracy while training for both LSTM and batch-normalized LSTM "
+                "(BN-LSTM). BN-LSTM converges faster than LSTM on both tasks.",
+          where="Cooijmans et al. 2016, §5.1, Figure 2 (\"Accuracy on the validation set for the pixel by pixel MNIST "
+                "classification tasks\"); §5.2 Figure 3(a)",
+          measures="validation accuracy / bits per character during training, population statistics at evaluation",
+          regime="a validation curve with room to differ: off chance and ceiling during the run"),
     Claim("ln_beats_bn_varlen",
-          "On variable-length sequences LayerNorm beats BatchNorm, and BatchNorm's deficit grows with the "
-          "variation in length.",
-          "Ba, Kiros & Hinton 2016, §1 and §3 (batch statistics over sequences of varying length); practice",
+          "On variable-length sequences LayerNorm beats BatchNorm, whether or not BN's statistics include padding.",
+          "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2 Figure 2 (motivation: §1, §3.1)",
           arms={"ln": {"norm": "ln"}, "bn masked": {"norm": "bn", "norm.bn_mask": TRUE},
                 "bn unmasked": {"norm": "bn", "norm.bn_mask": False}},
           parts=(better("LN beats BN with statistics over padding", "ln", "bn unmasked"),
-                 better("LN beats BN with statistics over real steps only", "ln", "bn masked"),
-                 grows("LN's advantage over unmasked BN grows with length variation", "ln", "bn unmasked",
-                       "task.min_length", toward="smallest")),
+                 better("LN beats BN with statistics over real steps only", "ln", "bn masked")),
           pool=("task.min_length",),
-          design="Arms: LN, BN masked (norm.bn_mask=true) and BN over padding (false) (sweeps/ln_vs_bn_varlen.yaml); "
-                 "each example's length is drawn from [task.min_length, task.length], so a smaller min_length "
-                 "is more length variation."),
+          prepare=padded,
+          design="Arms: LN, BN masked (norm.bn_mask=true) and BN over padding (false) (sweeps/ln_vs_bn_varlen.yaml), "
+                 "on runs with variable lengths. The former third part (BN's deficit grows with the length "
+                 "variation) had no source and was retired.",
+          quote="We observe that layer normalization not only trains faster but converges to a better validation "
+                "result over both the baseline and BN variants.",
+          where="Ba, Kiros & Hinton 2016, §6.2, Figure 2 (attentive reader on variable-length CNN passages); §3.1 "
+                "for why BN is awkward on varying lengths",
+          measures="validation error curves of LN-LSTM and BN-LSTM (BN curves taken from Cooijmans et al.)",
+          regime="sequences that vary in length (padding in a batch); validation metric off chance and ceiling"),
     Claim("dropout_after_norm",
-          "Dropout placed after the norm works better than dropout before it.",
-          "Practice: dropout after normalization (in a Transformer block, before the residual add)",
-          arms={"after norm": {"model.dropout_at": "after_norm"}, "before norm": {"model.dropout_at": "before_norm"}},
-          parts=(better("dropout after the norm scores better than before it", "after norm", "before norm"),),
-          design="Arms: model.dropout_at after_norm and before_norm, at the same dropout rate."),
+          "With BatchNorm, dropout placed before the norm scores worse than dropout placed after it.",
+          "Li, Chen, Hu & Yang 2019, Understanding the Disharmony between Dropout and Batch Normalization, Abstract",
+          arms={"after norm": {"norm": "bn", "model.dropout_at": "after_norm"},
+                "before norm": {"norm": "bn", "model.dropout_at": "before_norm"}},
+          parts=(better("with BN, dropout after the norm scores better than before it", "after norm", "before norm"),),
+          design="Arms: BatchNorm with model.dropout_at after_norm and before_norm, at the same dropout rate. The "
+                 "source's mechanism (variance shift) is about BN with population statistics; it does not carry "
+                 "to LayerNorm, so the claim needs BN.",
+          quote="The inconsistency of that variance (we name this scheme as \"variance shift\") causes the unstable "
+                "numerical behavior in inference that leads to more erroneous predictions finally, when applying "
+                "Dropout before BN.",
+          where="Li, Chen, Hu & Yang 2019 (CVPR), Abstract",
+          measures="test error of CNNs (DenseNet, ResNet, ResNeXt, Wide ResNet) with dropout before BN vs not",
+          regime="BatchNorm evaluated with population statistics; a dropout rate that matters (the sweep states it)"),
+    Claim("dyt_matches_ln",
+          "In a Pre-LN Transformer, replacing every LayerNorm with DyT (tanh(αx)) is not worse than LayerNorm.",
+          "Zhu, Chen, He, LeCun & Liu 2025, Transformers without Normalization, Abstract and §5",
+          arms={"dyt": {"norm": "dyt", "placement": "pre"}, "ln": {"norm": "ln", "placement": "pre"},
+                "none": {"norm": "none"}},
+          parts=(not_worse("DyT is not worse than LayerNorm in a Pre-LN Transformer", "dyt", "ln"),),
+          requires=(Require({"model": named("transformer")}, "model transformer"),),
+          prepare=normalization_matters,
+          design="Arms: Pre-LN Transformers with DyT and with LN (every norm, the final one included, same "
+                 "hyperparameters), and without normalization: the claim is testable only where LN beats none "
+                 "(one-sided at α), else 'DyT matches LN' and its negation are both empty. Non-inferiority at δ; "
+                 "DyT's divergence is shown apart.",
+          quote="By incorporating DyT, Transformers without normalization can match or exceed the performance of "
+                "their normalized counterparts, mostly without hyperparameter tuning.",
+          where="Zhu et al. 2025, Abstract; §5, Tables 1-4",
+          measures="final top-1 accuracy, FID, loss and zero-shot scores of the same architecture and recipe with LN "
+                   "vs DyT (ViT, ConvNeXt, DiT, LLaMA 7B-70B, wav2vec 2.0)",
+          regime="normalization must matter (LN better than no norm); off the ceiling; the paper's scale is Base "
+                 "size and up"),
+    Claim("bn_masked_varlen",
+          "On variable-length sequences, BatchNorm whose statistics exclude padded steps scores better than "
+          "BatchNorm whose statistics include them.",
+          "Practice: mechanism from Cooijmans et al. 2016, §5.4",
+          arms={"bn masked": {"norm": "bn", "norm.bn_mask": TRUE}, "bn unmasked": {"norm": "bn", "norm.bn_mask": False}},
+          parts=(better("BN with statistics over real steps only beats BN with statistics over padding", "bn masked",
+                        "bn unmasked"),),
+          pool=("task.min_length",),
+          prepare=padded,
+          design="Arms: BatchNorm masked (norm.bn_mask=true) and over padding (false), same lengths and seeds, on "
+                 "runs with variable lengths (the share of padded positions is stated). No paper isolates masking: "
+                 "Cooijmans' BN-e* changes the statistics' sharing too, and Jasper reports masking BN made things "
+                 "worse.",
+          quote="Throughout this experiment we followed the common practice of padding each batch of variable-length "
+                "data with zeros. However, this biases the batch mean and variance of x_t toward zero.",
+          where="Cooijmans et al. 2016, §5.4 (attentive reader)",
+          measures="a mechanism; the paper's result (BN-e*, 47.1% vs 50.0% validation error) also changes how "
+                   "statistics are shared over time",
+          regime="sequences that vary in length (padding present in BN's statistics); validation metric off chance "
+                 "and ceiling"),
+    Claim("postln_fails_without_warmup",
+          "Post-LN Transformers without warm-up fail to train more often than with warm-up, and more often than "
+          "Pre-LN Transformers without warm-up.",
+          "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, §3.2 and §3.3",
+          arms={"post, no warm-up": {"placement": "post", "warmup_steps": 0},
+                "post, warm-up": {"placement": "post", "warmup_steps": POSITIVE},
+                "pre, no warm-up": {"placement": "pre", "warmup_steps": 0}},
+          parts=(fails_more_often("Post-LN without warm-up fails to train more often than with warm-up",
+                                  "post, no warm-up", "post, warm-up"),
+                 fails_more_often("Post-LN without warm-up fails to train more often than Pre-LN without warm-up",
+                                  "post, no warm-up", "pre, no warm-up")),
+          requires=(Require({"model": named("transformer")}, "model transformer"),),
+          pool=("layers",),
+          design="Arms: Post-LN without and with warm-up, and Pre-LN without. A run fails to train when it diverged "
+                 "or finished without leaving the metric's chance band (rules.failed); each part is the difference "
+                 "in failure rates over seeds (Newcombe interval), the papers' per-run outcome (BLEU near zero, "
+                 "\"diverged\") counted.",
+          quote="We can see that the Post-LN Transformer cannot be trained with a large learning rate from scratch.",
+          where="Xiong et al. 2020, §3.3; §3.2 (\"The BLEU score is just above zero in 15 epochs without using the "
+                "warm-up stage.\", SGD)",
+          measures="per-run outcome: BLEU near zero or diverged without warm-up, one run per setting",
+          regime="a learning rate large enough for Post-LN without warm-up to fail in some seeds (deeper, or a "
+                 "larger lr; sweeps/warmup_depth.yaml)"),
 ]

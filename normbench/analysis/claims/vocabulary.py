@@ -241,10 +241,20 @@ class Claim:
     statuses: tuple[str, ...] = RESULT_STATUSES  # runs whose record says how training went
     prepare: Callable[[pd.DataFrame], tuple[pd.DataFrame, str] | str] | None = None  # a hook, rarely
     design: str = ""                  # how the arms are chosen and what "supported" needs, one or two sentences
+    # The claim as its paper states it (docs/claim-sources.md): the sentence, verbatim (or marked
+    # "Paraphrase:" where no copy of the paper could be checked), where it stands (paper, section,
+    # figure or table), the quantity the paper measured, and the setup the claim needs to be testable.
+    quote: str = ""
+    where: str = ""
+    measures: str = ""
+    regime: str = ""
 
     @property
     def source(self) -> str:
-        """The citation's authors and year ("Ba, Kiros & Hinton 2016"), or its first words ("Practice")."""
+        """The citation's authors and year ("Ba, Kiros & Hinton 2016"), or "Practice" for a claim no paper
+        states (its mechanism's source follows in the citation)."""
+        if self.citation.startswith("Practice"):
+            return "Practice"
         found = re.match(r"(.*?\b(19|20)\d\d)\b", self.citation)
         return found.group(1) if found else self.citation.split(":")[0]
 
