@@ -35,5 +35,6 @@ def test_convergence_sweeps_compare_a_normalized_lstm_with_the_plain_one(compose
         assert arm.norm.gamma_init == 0.1 and arm.norm.bn_reestimate
 
 
-def test_warmup_sweep_runs_past_the_accuracy_jump(compose):
-    assert to_config(compose("+sweep=warmup_depth", tiny=False)).steps >= 800
+def test_warmup_sweep_runs_where_post_ln_fails_without_warm_up(compose):
+    cfg = to_config(compose("+sweep=warmup_depth", "placement=post", "warmup_steps=0", tiny=False))
+    assert cfg.lr >= 0.01 and cfg.model.layers >= 6 and cfg.steps // cfg.eval_every >= 10  # the pilot's regime
