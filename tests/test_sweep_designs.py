@@ -29,7 +29,7 @@ def test_convergence_sweeps_compare_a_normalized_lstm_with_the_plain_one(compose
     plain = to_config(compose(f"+sweep={sweep}", "norm=none", tiny=False))
     for cfg in (arm, plain):
         assert cfg.model.family == "lstm" and cfg.model.hidden == 64 and cfg.task.name == "digits"
-        assert cfg.task.pixels_per_step == 1 and cfg.steps == 600 and cfg.steps // cfg.eval_every >= 10
+        assert cfg.task.pixels_per_step == 1 and cfg.steps >= 400 and cfg.steps // cfg.eval_every >= 10
     assert arm.placement.name == "in_cell" and arm.norm.kind == norm
     if norm == "bn":  # Cooijmans et al.'s gamma = 0.1, evaluated with population statistics
         assert arm.norm.gamma_init == 0.1 and arm.norm.bn_reestimate
