@@ -72,3 +72,25 @@ def test_grad_depth_measures_at_init_in_short_runs_at_every_depth(compose):
     for layers in (2, 16):
         cfg = to_config(compose("+sweep=grad_depth", "placement=post", f"model.layers={layers}", tiny=False))
         assert cfg.model.family == "transformer" and cfg.model.layers == layers and cfg.steps <= 50
+
+
+def test_the_example_make_sh_runs_every_listed_study_from_a_shipped_sweep_within_32_minutes():
+    import re
+    from pathlib import Path
+
+    from normbench.study import budget_seconds
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "reports" / "example" / "make.sh").read_text()
+    listed = re.search(r"^ALL=\((.*?)\)", text, re.S | re.M).group(1).split()
+    lines = {m.group(1): m.group(0) for m in re.finditer(r"^\s*(\w+)\)\s+study .*$", text, re.M)}
+    total = 0.0
+    for name in listed:
+        line = lines[name]
+        budget = re.search(rf"study {name} (\S+)", line).group(1)
+        total += budget_seconds(budget)
+        sweep = re.search(r"\+sweep=(\w+)", line).group(1)
+        assert (root / "sweeps" / f"{sweep}.yaml").is_file(), line
+        pilot, most = (int(re.search(rf"--{key} (\d+)", line).group(1)) for key in ("pilot", "max-seeds"))
+        assert 2 <= pilot <= most, line
+    assert len(listed) == len(set(listed)) >= 15 and total <= 32 * 60

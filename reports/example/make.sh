@@ -17,21 +17,21 @@ study() {  # NAME BUDGET [runner options] [overrides]
 run() {
     case $1 in
         warmup_depth)      study warmup_depth 5m --pilot 4 --step 1 --max-seeds 5 +sweep=warmup_depth ;;
-        grad_depth)        study grad_depth 1m30s --pilot 3 --max-seeds 3 +sweep=grad_depth ;;
+        grad_depth)        study grad_depth 90s --pilot 3 --max-seeds 3 +sweep=grad_depth ;;
         dyt_vs_ln)         study dyt_vs_ln 3m --pilot 3 --max-seeds 3 +sweep=dyt_vs_ln ;;
         scalenorm)         study scalenorm 2m --pilot 3 --max-seeds 3 +sweep=scalenorm ;;
-        rms_vs_ln)         study rms_vs_ln 2m30s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
+        rms_vs_ln)         study rms_vs_ln 150s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
                            python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 --rounds 10 ;;
         eps_fp16)          study eps_fp16 1m --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
         ln_converges)      study ln_converges 1m --pilot 3 --step 2 --max-seeds 5 +sweep=ln_converges ;;
         bn_converges)      study bn_converges 2m --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
         batch_size)        study batch_size 2m --pilot 3 --max-seeds 3 +sweep=batch_size ;;
-        gamma_init)        study gamma_init 2m30s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
+        gamma_init)        study gamma_init 150s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
         rnn_table)         study rnn_table 1m --pilot 3 --step 2 --max-seeds 5 +sweep=rnn_table ;;
         dropout_placement) study dropout_placement 1m --pilot 5 --max-seeds 5 +sweep=dropout_placement ;;
         ln_vs_bn_varlen)   study ln_vs_bn_varlen 2m --pilot 3 --max-seeds 3 +sweep=ln_vs_bn_varlen ;;
-        gru)               study gru 2m30s --pilot 3 --max-seeds 3 +sweep=gru ;;
-        placements)        study placements 2m30s --pilot 3 --max-seeds 3 +sweep=placements ;;
+        gru)               study gru 150s --pilot 3 --max-seeds 3 +sweep=gru ;;
+        placements)        study placements 150s --pilot 3 --max-seeds 3 +sweep=placements ;;
         # not in ALL (its 20 runs a seed do not fit the 32 minutes): the lr grid of ln_larger_stable_lr
         lr_grid)           study lr_grid 6m --pilot 2 --step 1 --max-seeds 4 +sweep=tuned model=lstm placement=in_cell norm=none,ln ;;
         *) echo "unknown study $1" >&2; exit 2 ;;
