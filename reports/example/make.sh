@@ -4,8 +4,10 @@
 # verdict seeds 0, 1, ... (the pilots that fixed each sweep's regime used seeds >= 100; each sweep
 # file's header gives its pilot, regime, scale and budget). Most studies are one look: --pilot N
 # --max-seeds N tests at alpha 0.05 once, the most a budget that affords one round can buy; where a
-# second round fits, --step 1 adds a seed per arm and alpha is spent across the looks (Lan-DeMets,
-# O'Brien-Fleming type). The budgets below sum to 32 minutes on a 2-core CPU (docs/studies.md).
+# second round may fit (ln_converges, rnn_table), --step 2 adds seeds and alpha is spent across the
+# looks (Lan-DeMets, O'Brien-Fleming type). Each budget is the study's expected wall time (its runs
+# from the pilots' timings, halved for 2 workers, + ~20 s of start-up and report); a first round
+# always runs whole, so a busier machine takes longer. The budgets sum to 31.9 minutes (docs/studies.md).
 # Usage: bash reports/example/make.sh [STUDY ...]   (no argument: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,20 +18,20 @@ study() {  # NAME BUDGET [runner options] [overrides]
 }
 run() {
     case $1 in
-        warmup_depth)      study warmup_depth 5m --pilot 4 --step 1 --max-seeds 5 +sweep=warmup_depth ;;
-        grad_depth)        study grad_depth 90s --pilot 3 --max-seeds 3 +sweep=grad_depth ;;
-        dyt_vs_ln)         study dyt_vs_ln 3m --pilot 3 --max-seeds 3 +sweep=dyt_vs_ln ;;
-        scalenorm)         study scalenorm 2m --pilot 3 --max-seeds 3 +sweep=scalenorm ;;
+        warmup_depth)      study warmup_depth 270s --pilot 4 --max-seeds 4 +sweep=warmup_depth ;;
+        grad_depth)        study grad_depth 100s --pilot 2 --max-seeds 2 +sweep=grad_depth ;;
+        dyt_vs_ln)         study dyt_vs_ln 180s --pilot 3 --max-seeds 3 +sweep=dyt_vs_ln ;;
+        scalenorm)         study scalenorm 110s --pilot 3 --max-seeds 3 +sweep=scalenorm ;;
         rms_vs_ln)         study rms_vs_ln 150s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
                            python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 --rounds 10 ;;
-        eps_fp16)          study eps_fp16 1m --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
-        ln_converges)      study ln_converges 1m --pilot 3 --step 2 --max-seeds 5 +sweep=ln_converges ;;
-        bn_converges)      study bn_converges 2m --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
-        batch_size)        study batch_size 2m --pilot 3 --max-seeds 3 +sweep=batch_size ;;
-        gamma_init)        study gamma_init 150s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
-        rnn_table)         study rnn_table 1m --pilot 3 --step 2 --max-seeds 5 +sweep=rnn_table ;;
-        dropout_placement) study dropout_placement 1m --pilot 5 --max-seeds 5 +sweep=dropout_placement ;;
-        ln_vs_bn_varlen)   study ln_vs_bn_varlen 2m --pilot 3 --max-seeds 3 +sweep=ln_vs_bn_varlen ;;
+        eps_fp16)          study eps_fp16 80s --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
+        ln_converges)      study ln_converges 50s --pilot 3 --step 2 --max-seeds 5 +sweep=ln_converges ;;
+        bn_converges)      study bn_converges 150s --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
+        batch_size)        study batch_size 120s --pilot 3 --max-seeds 3 +sweep=batch_size ;;
+        gamma_init)        study gamma_init 165s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
+        rnn_table)         study rnn_table 60s --pilot 3 --step 2 --max-seeds 5 +sweep=rnn_table ;;
+        dropout_placement) study dropout_placement 60s --pilot 4 --max-seeds 4 +sweep=dropout_placement ;;
+        ln_vs_bn_varlen)   study ln_vs_bn_varlen 120s --pilot 3 --max-seeds 3 +sweep=ln_vs_bn_varlen ;;
         gru)               study gru 150s --pilot 3 --max-seeds 3 +sweep=gru ;;
         placements)        study placements 150s --pilot 3 --max-seeds 3 +sweep=placements ;;
         # not in ALL (its 20 runs a seed do not fit the 32 minutes): the lr grid of ln_larger_stable_lr
