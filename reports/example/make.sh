@@ -24,12 +24,12 @@ run() {
         scalenorm)         study scalenorm 110s --pilot 3 --max-seeds 3 +sweep=scalenorm ;;
         rms_vs_ln)         study rms_vs_ln 150s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
                            python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 --rounds 10 ;;
-        eps_fp16)          study eps_fp16 80s --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
+        eps_fp16)          study eps_fp16 70s --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
         ln_converges)      study ln_converges 50s --pilot 3 --step 2 --max-seeds 5 +sweep=ln_converges ;;
         bn_converges)      study bn_converges 150s --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
-        batch_size)        study batch_size 120s --pilot 3 --max-seeds 3 +sweep=batch_size ;;
+        batch_size)        study batch_size 140s --pilot 3 --max-seeds 3 +sweep=batch_size ;;
         gamma_init)        study gamma_init 165s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
-        rnn_table)         study rnn_table 60s --pilot 3 --step 2 --max-seeds 5 +sweep=rnn_table ;;
+        rnn_table)         study rnn_table 50s --pilot 3 --step 2 --max-seeds 5 +sweep=rnn_table ;;
         dropout_placement) study dropout_placement 60s --pilot 4 --max-seeds 4 +sweep=dropout_placement ;;
         ln_vs_bn_varlen)   study ln_vs_bn_varlen 120s --pilot 3 --max-seeds 3 +sweep=ln_vs_bn_varlen ;;
         gru)               study gru 150s --pilot 3 --max-seeds 3 +sweep=gru ;;
