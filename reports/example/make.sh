@@ -3,11 +3,10 @@
 # one study per research question, then the report. Every study: 2 joblib workers x 1 torch thread,
 # verdict seeds 0, 1, ... (the pilots that fixed each sweep's regime used seeds >= 100; each sweep
 # file's header gives its pilot, regime, scale and budget). Most studies are one look: --pilot N
-# --max-seeds N tests at alpha 0.05 once, the most a budget that affords one round can buy; where a
-# second round may fit (ln_converges, rnn_table), --step 2 adds seeds and alpha is spent across the
-# looks (Lan-DeMets, O'Brien-Fleming type). Each budget is the study's expected wall time (its runs
+# --max-seeds N tests at alpha 0.05 once, the most a budget that affords one round can buy (planned
+# looks that the budget then cuts short would leave most of alpha unspent). Each budget is the study's expected wall time (its runs
 # from the pilots' timings, halved for 2 workers, + ~20 s of start-up and report); a first round
-# always runs whole, so a busier machine takes longer. The budgets sum to 31.9 minutes (docs/studies.md).
+# always runs whole, so a busier machine takes longer. The budgets sum to 32.0 minutes (docs/studies.md).
 # Usage: bash reports/example/make.sh [STUDY ...]   (no argument: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,11 +24,11 @@ run() {
         rms_vs_ln)         study rms_vs_ln 150s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
                            python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 --rounds 10 ;;
         eps_fp16)          study eps_fp16 70s --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
-        ln_converges)      study ln_converges 50s --pilot 3 --step 2 --max-seeds 5 +sweep=ln_converges ;;
+        ln_converges)      study ln_converges 55s --pilot 4 --max-seeds 4 +sweep=ln_converges ;;
         bn_converges)      study bn_converges 150s --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
         batch_size)        study batch_size 140s --pilot 3 --max-seeds 3 +sweep=batch_size ;;
         gamma_init)        study gamma_init 165s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
-        rnn_table)         study rnn_table 50s --pilot 3 --step 2 --max-seeds 5 +sweep=rnn_table ;;
+        rnn_table)         study rnn_table 50s --pilot 3 --max-seeds 3 +sweep=rnn_table ;;
         dropout_placement) study dropout_placement 60s --pilot 4 --max-seeds 4 +sweep=dropout_placement ;;
         ln_vs_bn_varlen)   study ln_vs_bn_varlen 120s --pilot 3 --max-seeds 3 +sweep=ln_vs_bn_varlen ;;
         gru)               study gru 150s --pilot 3 --max-seeds 3 +sweep=gru ;;
