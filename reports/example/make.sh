@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates the example's run records (reports/example/runs/, git-ignored) with the study runner,
 # one study per research question, then the report. Every study: 2 joblib workers x 1 torch thread,
-# a pilot of 3 seeds per arm, +2 per round while a claim or ranking is undecided, at most 5 seeds
-# (looks at 3 and 5 seeds; alpha 0.05 spent by Lan-DeMets O'Brien-Fleming), each within its budget.
-# The slowest designs (warm-up x depth, the lr grid) start at 2 seeds and add 1 per round.
+# verdict seeds 0, 1, ... (the pilots that fixed each sweep's regime used seeds >= 100; each sweep
+# file's header gives its pilot, regime, scale and budget). Most studies are one look: --pilot N
+# --max-seeds N tests at alpha 0.05 once, the most a budget that affords one round can buy (planned
+# looks that the budget then cuts short would leave most of alpha unspent). Each budget is the study's expected wall time (its runs
+# from the pilots' timings, halved for 2 workers, + ~20 s of start-up and report); a first round
+# always runs whole, so a busier machine takes longer. The budgets sum to 32.0 minutes (docs/studies.md).
 # Usage: bash reports/example/make.sh [STUDY ...]   (no argument: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,22 +17,30 @@ study() {  # NAME BUDGET [runner options] [overrides]
 }
 run() {
     case $1 in
-        ln_converges)      study ln_converges 6m --pilot 3 --step 2 --max-seeds 5 +sweep=ln_converges ;;
-        bn_converges)      study bn_converges 8m --pilot 3 --step 2 --max-seeds 5 +sweep=bn_converges ;;
-        batch_size)        study batch_size 6m --pilot 3 --step 2 --max-seeds 5 +sweep=batch_size ;;
-        eps_fp16)          study eps_fp16 3m --pilot 3 --step 2 --max-seeds 5 +sweep=eps_fp16 ;;
-        gamma_init)        study gamma_init 8m --pilot 3 --step 2 --max-seeds 5 +sweep=gamma_init ;;
-        rnn_table)         study rnn_table 6m --pilot 3 --step 2 --max-seeds 5 +sweep=rnn_table ;;
-        rms_vs_ln)         study rms_vs_ln 6m --pilot 3 --step 2 --max-seeds 5 +sweep=rms_vs_ln
-                           python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 ;;
-        dropout_placement) study dropout_placement 6m --pilot 3 --step 2 --max-seeds 5 +sweep=dropout_placement ;;
-        ln_vs_bn_varlen)   study ln_vs_bn_varlen 8m --pilot 3 --step 2 --max-seeds 5 +sweep=ln_vs_bn_varlen ;;
-        warmup_depth)      study warmup_depth 8m --pilot 2 --step 1 --max-seeds 3 +sweep=warmup_depth ;;
+        warmup_depth)      study warmup_depth 270s --pilot 4 --max-seeds 4 +sweep=warmup_depth ;;
+        grad_depth)        study grad_depth 100s --pilot 2 --max-seeds 2 +sweep=grad_depth ;;
+        dyt_vs_ln)         study dyt_vs_ln 180s --pilot 3 --max-seeds 3 +sweep=dyt_vs_ln ;;
+        scalenorm)         study scalenorm 110s --pilot 3 --max-seeds 3 +sweep=scalenorm ;;
+        rms_vs_ln)         study rms_vs_ln 150s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
+                           python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 --rounds 10 ;;
+        eps_fp16)          study eps_fp16 70s --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
+        ln_converges)      study ln_converges 55s --pilot 4 --max-seeds 4 +sweep=ln_converges ;;
+        bn_converges)      study bn_converges 150s --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
+        batch_size)        study batch_size 140s --pilot 3 --max-seeds 3 +sweep=batch_size ;;
+        gamma_init)        study gamma_init 165s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
+        rnn_table)         study rnn_table 50s --pilot 3 --max-seeds 3 +sweep=rnn_table ;;
+        dropout_placement) study dropout_placement 60s --pilot 4 --max-seeds 4 +sweep=dropout_placement ;;
+        ln_vs_bn_varlen)   study ln_vs_bn_varlen 120s --pilot 3 --max-seeds 3 +sweep=ln_vs_bn_varlen ;;
+        gru)               study gru 150s --pilot 3 --max-seeds 3 +sweep=gru ;;
+        placements)        study placements 150s --pilot 3 --max-seeds 3 +sweep=placements ;;
+        # not in ALL (its 20 runs a seed do not fit the 32 minutes): the lr grid of ln_larger_stable_lr
         lr_grid)           study lr_grid 6m --pilot 2 --step 1 --max-seeds 4 +sweep=tuned model=lstm placement=in_cell norm=none,ln ;;
         *) echo "unknown study $1" >&2; exit 2 ;;
     esac
 }
-ALL=(ln_converges bn_converges batch_size eps_fp16 gamma_init rnn_table rms_vs_ln dropout_placement ln_vs_bn_varlen warmup_depth lr_grid)
+ALL=(warmup_depth grad_depth dyt_vs_ln scalenorm rms_vs_ln eps_fp16 ln_converges bn_converges batch_size gamma_init
+     rnn_table dropout_placement ln_vs_bn_varlen gru placements)
+mkdir -p "$R"
 for s in "${@:-${ALL[@]}}"; do
     start=$(date +%s); run "$s"; echo "study $s: $(( $(date +%s) - start )) s" | tee -a "$R/timing.txt"
 done
