@@ -19,6 +19,9 @@ from normbench.analysis.intervals import ALPHA, decision_level
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
     "supported", "contradicted", "inconclusive", "not applicable")
+# the setup cannot show an effect (analysis/regime.py: at chance, at ceiling, still improving, confounded);
+# "not applicable" is left for runs that lack the arms
+NOT_TESTABLE = "not testable here"
 TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward contradicted"
 DEPENDS = "depends on"  # a claim whose settings disagree: "depends on lr" (engine.in_study)
 # Task-score margins are each metric's smallest effect of interest and "learned" is its chance band
@@ -203,6 +206,7 @@ class Verdict:
     alpha: float = ALPHA
     others: list[tuple[str, str]] = field(default_factory=list)  # (setting, status) judged beside it
     context: str = ""  # the explanation without its per-part lines (shown above the part table)
+    scale: str = ""    # what it was measured at (regime.scale_text): parameters, steps, examples, device
 
 
 # --- specs --------------------------------------------------------------------------------------
