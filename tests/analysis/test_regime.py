@@ -168,3 +168,23 @@ def test_the_study_runner_buys_no_seeds_for_a_gated_comparison(runs_of):
 
     assert comparisons(0.995, 0.996) == []  # at the ceiling: decided as not testable here
     assert comparisons(0.61, 0.60) != []    # the middle: still open, more seeds may decide it
+
+
+@pytest.mark.parametrize("none, expected", [(0.5, SUPPORTED), (0.7, NOT_TESTABLE), (0.8, NOT_TESTABLE)])
+def test_a_failed_setup_check_makes_the_claim_not_testable_never_contradicted(runs_of, none, expected):
+    """dyt_matches_ln's contract: LN must beat no normalization here, else "DyT matches LN" says nothing."""
+    from normbench.analysis.claims.vocabulary import setup_check
+
+    claim = Claim("crafted_dyt", "DyT is not worse than LN.", "Crafted 2026",
+                  {"dyt": {"norm": "dyt", "placement": "pre"}, "ln": {"norm": "ln", "placement": "pre"},
+                   "none": {"norm": "none", "placement": "none"}},
+                  (setup_check("LN beats no normalization here", "ln", "none", "a setup where normalization matters"),
+                   not_worse("DyT is not worse than LN", "dyt", "ln")))
+    crafted = [{"seed": s, "best_val": value + 0.002 * (s - 1), "axes": {"norm": norm}}
+               for s in SEEDS for norm, value in (("dyt", 0.7), ("ln", 0.7), ("none", none))]
+    verdict = judge(claim, runs_of(*crafted))
+    assert verdict.status == expected, verdict.explanation
+    if expected == NOT_TESTABLE:
+        assert all(p.status == NOT_TESTABLE and "testable with a setup where normalization matters" in p.note
+                   for p in verdict.parts)
+        assert verdict.parts[0].effects and ("is inconclusive" in verdict.parts[0].note or "is contradicted" in verdict.parts[0].note)

@@ -216,6 +216,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
     if all(p.status == NOT_APPLICABLE for p in parts):
         return not_applicable("No part can be tested: " + " ".join(
             f"{p.assertion}: {p.note.strip() or 'not applicable'}" for p in parts))
+    parts = _after_setup(claim, parts)
     status = claim_status([p.status for p in parts])
     level = decision_level(alpha)
     measured = regime.scale_text(pd.concat(list(frames.values())))
@@ -240,6 +241,21 @@ def claim_status(statuses: list[str]) -> str:
     if NOT_TESTABLE in tested and all(s in (NOT_TESTABLE, SUPPORTED) for s in tested):
         return NOT_TESTABLE
     return INCONCLUSIVE
+
+
+def _after_setup(claim: Claim, parts: list[Part]) -> list[Part]:
+    """A claim's parts once its setup checks (vocabulary.setup_check) are read: when one is not supported,
+    every part is not testable here, the check keeping its effect so the reader sees why."""
+    failed = [(spec, part) for spec, part in zip(claim.parts, parts) if spec.setup and part.status != SUPPORTED]
+    if not failed:
+        return parts
+    spec, part = failed[0]
+    reason = (part.note.strip().removeprefix("not testable here: ").split(" — ")[0] if part.status == NOT_TESTABLE
+              else f"the setup check \"{spec.assertion}\" is {part.status}")
+    note = f"not testable here: {reason} — testable with {spec.setup}"
+    return [p if p.status == NOT_APPLICABLE and s is not spec else
+            Part(p.assertion, NOT_TESTABLE, p.test, p.effects if s.setup else (), p.arms, p.margin, note=note)
+            for s, p in zip(claim.parts, parts)]
 
 
 def _gated(claim: Claim, spec: PartSpec, ctx: _Context, curves: pd.DataFrame | None) -> Part | None:
