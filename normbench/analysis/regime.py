@@ -11,9 +11,9 @@ show an effect decide nothing.
 gate               rule (from the records)                                      testable with
 =================  ===========================================================  =====================
 at chance          every arm's finished runs have a mean primary score on       more steps or an
-                   chance's side of the metric's chance band (rules.chance_limit easier task
-                   , the band of rules.not_trained); an arm with no finished
-                   run learned nothing either
+                   chance's side of the metric's chance band                    easier task
+                   (rules.chance_limit, the band of rules.not_trained); an arm
+                   with no finished run learned nothing either
 at ceiling         every arm's finished-run mean lies within the metric's       a harder task (longer
                    smallest effect of interest of its best possible value       sequences, more keys)
                    (rules.ceiling_limit: accuracy ≥ 1 − 0.01, bits/char ≤ 0.02;
@@ -77,7 +77,6 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from normbench import metrics as registry
 from normbench.analysis import rules
 
 AT_CHANCE, AT_CEILING, STILL_IMPROVING, CONFOUNDED = "at chance", "at ceiling", "still improving", "confounded"
