@@ -9,9 +9,10 @@
    (each arm against the first-ranked arm of its comparison). At look k the runner tests them at
    the level α_k that the sequential plan spends there (analysis/sequential.py: Lan–DeMets spending of
    O'Brien–Fleming type over the planned looks pilot, pilot+step, ..., max-seeds; at most α false
-   verdicts per direction over all looks). A claim is decided when it is supported, contradicted
-   or not applicable; an arm when it is shown worse or better than the first, or equivalent to it
-   within the claims' margin.
+   verdicts per direction over all looks). A claim is decided when it is supported, contradicted,
+   not applicable or not testable here; an arm when it is shown worse or better than the first, or
+   equivalent to it within the claims' margin; a comparison whose arms are at chance, at ceiling or
+   still improving (analysis/regime.py) is not testable here, and no round is run for it.
 3. **Round**: while something is undecided, every arm gets `step` more seeds (balanced rounds keep
    the arms paired by seed and every pooling rule valid), unless the next round would overrun the
    budget or the maximum seed count is reached.
@@ -227,7 +228,7 @@ def undecided(runs, level: float) -> list[str]:
     """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons."""
     from normbench.analysis.claims import evaluate_claims
     from normbench.analysis.ranking import best_set, comparisons
-    from normbench.analysis import rules
+    from normbench.analysis import regime, rules
     from normbench.analysis.sequential import decide
 
     open_items = []
@@ -238,8 +239,9 @@ def undecided(runs, level: float) -> list[str]:
     for study, task, mine in comparisons(runs[runs["status"].isin(RESULT_STATUSES)]):
         higher = bool(mine["task.higher_is_better"].iloc[0])
         ranked = best_set(mine, higher, score=score, alpha=level)
-        if ranked.best is None:
-            continue
+        if ranked.best is None or regime.check({g: mine[mine["group"] == g] for g in ranked.order}, mine,
+                                               regime.ANSWER_GATES) is not None:
+            continue  # no arm ranked, or not testable here (analysis/regime.py): more seeds would decide nothing
         sign = 1.0 if higher else -1.0
         finished = mine[(mine["status"] == "ok") & ~rules.not_trained(mine)]
         name = mine["task.metric"].iloc[0] if "task.metric" in mine else None

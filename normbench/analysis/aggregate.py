@@ -121,6 +121,7 @@ def _flatten(record: RunRecord) -> dict:
         "group_hash": known.group_hash if known else summary.get("group_hash"),
         "rerun_of": (summary.get("rerun_of") or {}).get("run_dir") if isinstance(summary.get("rerun_of"), dict) else None,
         "optimized_metric": config.get("optimized_metric") if isinstance(config, dict) else None,
+        "parameters": summary.get("parameters") if _is_scalar(summary.get("parameters")) else None,  # regime.scale
     }
     study = summary.get("study") if isinstance(summary.get("study"), dict) else {}
     arms = study.get("arms") if isinstance(study.get("arms"), list) else []
@@ -155,7 +156,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     if runs.empty:
         return pd.DataFrame(columns=["run_dir", "status", "reason", "seed", "config_hash"])
     numeric = [c for c in runs.columns if c.startswith(("metrics.", "throughput.", "profiles."))
-               or c in ("time.wall_s", "time.train_s", "seed", "task.chance", "task.target")]
+               or c in ("time.wall_s", "time.train_s", "seed", "task.chance", "task.target", "parameters")]
     for column in numeric:
         if column != registry.path("memory_kind"):
             runs[column] = pd.to_numeric(runs[column], errors="coerce")

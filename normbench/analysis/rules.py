@@ -134,3 +134,36 @@ def failed(runs: pd.DataFrame) -> pd.Series:
 def bonferroni(alpha: float, comparisons: int) -> float:
     """The level of each of ``comparisons`` tests whose union keeps the error at ``alpha``."""
     return alpha / max(1, comparisons)
+
+
+# --- regimes (analysis/regime.py) ---------------------------------------------------------------
+FINAL_SHARE = 0.25    # "still improving": the final share of a run whose evaluations the last one is held against
+RATIO_CEILING = 0.01  # a ratio metric (MSE, bound 0) is at its ceiling below this fraction of chance
+
+
+def best_value(name: object) -> float | None:
+    """The best value the task metric ``name`` can take (accuracy 1, MSE and bits/char 0), None when unknown."""
+    found = task_metric(name)
+    if found is None:
+        return None
+    return found.bounds[1] if found.higher_is_better else found.bounds[0]
+
+
+def ceiling_limit(name: object, chance: float | None) -> float | None:
+    """The edge of the ceiling: a mean on the bound's side of it is within the smallest effect of interest of
+    the best possible value. A ratio metric's margin is a ratio, which no value has to a bound of 0: its
+    ceiling is RATIO_CEILING × chance (an MSE a hundredth of chance's)."""
+    found, bound = task_metric(name), best_value(name)
+    if found is None or bound is None:
+        return None
+    if found.ratio:
+        return chance * RATIO_CEILING if chance is not None and math.isfinite(chance) and chance > 0 else None
+    return bound - found.smallest_effect if found.higher_is_better else bound + found.smallest_effect
+
+
+def ceiling_words(name: object) -> str:
+    """How close to the bound the ceiling is, in words."""
+    found = task_metric(name)
+    if found is not None and found.ratio:
+        return f"{RATIO_CEILING:g} × chance"
+    return f"the smallest effect of interest ({margin(name)[1]})"

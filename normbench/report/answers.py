@@ -6,6 +6,11 @@ than it, or, when none is, the plain statement that the arms cannot be told apar
 with the smallest difference the design detects, the seeds that would detect the largest difference
 seen and the command that adds them. Arms with one seed are listed with what they scored and are
 never ranked.
+
+A comparison whose arms cannot differ here (analysis/regime.py: every arm at chance, every arm at the
+ceiling, or still improving at the end) says so instead, "not testable here: REASON — testable with
+WHAT", with no seeds and no command: more seeds of such a setup decide nothing. Every answer states
+the scale its runs were measured at (its caveat).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from normbench import metrics as registry
 from normbench.metrics import TIMING_NOISY
 from normbench.analysis.aggregate import NO_STUDY
 from normbench.report.figures import METRIC_RANGE
-from normbench.analysis import rules
+from normbench.analysis import regime, rules
 from normbench.analysis.ranking import EVALUATION, design_power
 from normbench.report.tables import number
 
@@ -43,6 +48,8 @@ class TaskAnswer:
     command: str = ""             # what would decide it
     caveat: str = ""
     design: str = ""              # the study's sequential design: looks, levels, stop reason
+    regime: str = ""              # "not testable here: REASON — testable with WHAT" (analysis/regime.py), "" when testable
+    scale: str = ""               # what it was measured at (regime.scale_text)
 
 
 def _interval(low: float, high: float, metric: str) -> str:
@@ -165,8 +172,11 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
     if ranked.empty:
         headline = (f"On {task}, no arm is ranked yet: every arm ran 1 seed (or none trained), so none can be "
                     f"compared ({facts}).")
-        return TaskAnswer(task, metric, higher, headline, study, single=lone, command=command,
-                          design=design.text() if design is not None else "")
+        gate, measured = _regime(rows, runs)
+        return TaskAnswer(task, metric, higher, headline, study, also=gate.text[0].upper() + gate.text[1:] + "."
+                          if gate is not None else "", single=lone, command="" if gate is not None else command,
+                          caveat=_scale_caveat(measured), design=design.text() if design is not None else "",
+                          regime=gate.text if gate is not None else "", scale=measured)
     best = ranked.iloc[0]
     score = str(first.get("score") or rules.PRIMARY)
     score_words = {"final_val": "final val", "best_val": "best val (optimized_metric)"}.get(score, score)
@@ -213,8 +223,27 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
                              f"the largest difference seen ({_difference_text(largest, metric)}) would need more "
                              f"than {_MAX_SEEDS} seeds per arm." if math.isfinite(largest) else "")))
     decided = bool(rows["best"].any()) and not len(single)  # a ranking that informs, every arm compared
+    gate, measured = _regime(rows, runs)
+    if gate is not None:  # the setup cannot tell the arms apart: no seeds, no budget would
+        also, command = gate.text[0].upper() + gate.text[1:] + ".", ""
     return TaskAnswer(task, metric, higher, headline, study, also, _tradeoff(best, ranked), lone,
-                      "" if decided else command, design=design.text() if design is not None else "")
+                      "" if decided else command, _scale_caveat(measured),
+                      design=design.text() if design is not None else "",
+                      regime=gate.text if gate is not None else "", scale=measured)
+
+
+def _regime(rows: pd.DataFrame, runs: pd.DataFrame) -> tuple[regime.Gate | None, str]:
+    """The gate the comparison's arms fail (regime.ANSWER_GATES: at chance, at ceiling, still improving),
+    and the scale its runs were measured at."""
+    if runs.empty or "group" not in runs:
+        return None, ""
+    labels = dict(zip(rows["group"], rows["arm"])) if "arm" in rows else {}
+    arms = {str(labels.get(g, g)): runs[runs["group"] == g] for g in rows["group"] if (runs["group"] == g).any()}
+    return (regime.check(arms, runs, regime.ANSWER_GATES) if len(arms) >= 2 else None), regime.scale_text(runs)
+
+
+def _scale_caveat(measured: str) -> str:
+    return measured[0].upper() + measured[1:] + "." if measured else ""
 
 
 def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:

@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from normbench.analysis.claims import (CLAIMS, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, SLOPE_DELTA, SUPPORTED,
+from normbench.analysis.claims import (CLAIMS, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE, SLOPE_DELTA,
+                                     SUPPORTED,
                                      TOWARD_CONTRADICTED, TOWARD_SUPPORTED, evaluate_claims, judge, settings)
 
 BY_ID = {c.id: c for c in CLAIMS}
@@ -230,7 +231,7 @@ def depth_runs(pre_exponent: float, post_exponent: float, seeds=(0, 1), post_noi
     (depth_runs(pre_exponent=0.0, post_exponent=-0.5), CONTRADICTED),
     (depth_runs(pre_exponent=-0.5, post_exponent=0.0, seeds=(0,)), INCONCLUSIVE),
     ([{**r, "axes": {**r["axes"], "model": "lstm"}} for r in depth_runs(-0.5, 0.0)], NOT_APPLICABLE),
-    ([r for r in depth_runs(-0.5, 0.0) if r["axes"]["layers"] == 4], NOT_APPLICABLE),
+    ([r for r in depth_runs(-0.5, 0.0) if r["axes"]["layers"] == 4], NOT_TESTABLE),  # one depth: a slope needs 3
 ])
 def test_postln_grad_depth(runs_of, rows, expected):
     verdict = postln_grad_depth(runs_of(*rows))
@@ -259,7 +260,7 @@ def test_records_without_the_w2_probe_are_not_read_as_theorem_1(runs_of):
 
 def test_a_slope_needs_three_depths_and_says_so(runs_of):
     verdict = postln_grad_depth(runs_of(*depth_runs(-0.5, 0.0, depths=(2, 6))))
-    assert verdict.status == NOT_APPLICABLE
+    assert verdict.status == NOT_TESTABLE
     assert "a slope needs at least 3 values of layers" in verdict.explanation and "{2, 6}" in verdict.explanation
 
 
@@ -687,12 +688,12 @@ def dropout(runs, alpha=0.05):
     (0.80, 0.90, QUIET, CONTRADICTED, None),   # the interval excludes the claimed direction
     (0.86, 0.85, 0.05, INCONCLUSIVE, TOWARD_SUPPORTED),
     (0.84, 0.85, 0.05, INCONCLUSIVE, TOWARD_CONTRADICTED),
-    (0.12, 0.11, QUIET, NOT_APPLICABLE, None),  # both arms at chance (0.1): a degenerate stratum
+    (0.12, 0.11, QUIET, NOT_TESTABLE, None),  # both arms at chance (0.1): not testable here (regime.py)
 ])
 def test_a_directional_part_reads_its_interval_both_ways(runs_of, a_val, b_val, spread, expected, lean):
     verdict = dropout(runs_of(*two_arms(a_val, b_val, spread=spread)))
     assert verdict.status == expected, verdict.explanation
-    if expected != NOT_APPLICABLE:
+    if expected != NOT_TESTABLE:
         part = verdict.parts[0]
         assert part.arms == ("after norm", "before norm") and part.lean == lean
         assert (part.seeds_needed is not None and part.seeds_needed > 3) == (expected == INCONCLUSIVE)
@@ -700,7 +701,7 @@ def test_a_directional_part_reads_its_interval_both_ways(runs_of, a_val, b_val, 
         assert part.effect.level == pytest.approx(0.90)
         assert (low > 0) == (expected == SUPPORTED) and (high < 0) == (expected == CONTRADICTED)
     else:
-        assert "No arm learned" in verdict.explanation
+        assert "every arm is at chance" in verdict.explanation and "seeds" not in verdict.explanation
 
 
 def test_alpha_flows_into_every_test(runs_of):
@@ -746,7 +747,7 @@ def test_a_degenerate_stratum_never_supports_and_is_named(runs_of):
     assert "Stratified by layers" in post.test and "No arm learned" in post.test and "layers=6" in post.test
     assert post.effect.estimate == pytest.approx(0.6, abs=1e-9)  # the layers=2 stratum alone
     only_chance = postln_needs_warmup(runs_of(*[r for r in rows if r["axes"]["layers"] == 6]))
-    assert only_chance.status == NOT_APPLICABLE and "No arm learned" in only_chance.explanation
+    assert only_chance.status == NOT_TESTABLE and "every arm is at chance" in only_chance.explanation  # regime.py
 
 
 def test_claims_never_pool_two_studies(runs_of):
@@ -860,7 +861,7 @@ def convergence_runs(norm: str, a_loss: float, b_loss: float, seeds=SEEDS, a_val
     (dict(a_loss=0.5, b_loss=0.9, a_val=0.7, b_val=0.9), CONTRADICTED),  # lower training loss, worse validation: val decides
     (dict(a_loss=0.9, b_loss=0.5, a_val=0.9, b_val=0.8), SUPPORTED),  # higher training loss, better validation
     (dict(a_loss=0.5, b_loss=0.9, seeds=(0, 1, 2, 3, 4, 5), a_diverged=5), CONTRADICTED),  # diverged counts as slowest
-    (dict(a_loss=0.5, b_loss=0.9, a_val=0.1, b_val=0.1), NOT_APPLICABLE),  # nobody learned
+    (dict(a_loss=0.5, b_loss=0.9, a_val=0.1, b_val=0.1), NOT_TESTABLE),  # nobody learned: at chance (regime.py)
 ])
 def test_convergence_claims(runs_of, claim_id, norm, kwargs, expected):
     verdict = judge(BY_ID[claim_id], runs_of(*convergence_runs(norm, **kwargs)))
@@ -947,12 +948,12 @@ def dyt_runs(dyt: float, ln: float, none: float, seeds=SEEDS, spread: float = QU
     (dyt_runs(dyt=0.93, ln=0.90, none=0.50), SUPPORTED),  # better is not worse
     (dyt_runs(dyt=0.80, ln=0.90, none=0.50), CONTRADICTED),  # worse by more than δ
     (dyt_runs(dyt=0.895, ln=0.90, none=0.50, spread=0.03), INCONCLUSIVE),
-    (dyt_runs(dyt=0.90, ln=0.90, none=0.90), NOT_APPLICABLE),  # normalization does not matter here
+    (dyt_runs(dyt=0.90, ln=0.90, none=0.90), NOT_TESTABLE),  # normalization does not matter here
 ])
 def test_dyt_matches_ln(runs_of, rows, expected):
     verdict = judge(BY_ID["dyt_matches_ln"], runs_of(*rows))
     assert verdict.status == expected, verdict.explanation
-    if expected == NOT_APPLICABLE:
+    if expected == NOT_TESTABLE:
         assert verdict.explanation.startswith("Not testable here: LayerNorm is not shown better than no normalization")
     else:
         assert "Normalization matters here: LN vs none on accuracy: 0.4" in verdict.explanation
@@ -1016,6 +1017,8 @@ def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_r
             for line in lines:
                 if line["kind"] == "train":
                     line["loss"] *= scale * (1 + 0.01 * seed)
+                elif norm == "none" and line["step"] == 25:  # the plain LSTM is still at chance at its first evaluation
+                    line["val_metric"] = 0.1
             (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     from normbench.analysis import aggregate
     from normbench.report.records import find_records
@@ -1092,7 +1095,8 @@ def test_the_vocabulary_imports_neither_the_engine_nor_the_parts():
 
 def curve_records(write_record, root, a_loss_scale: float, a_best: float, b_best: float = 0.8) -> list:
     """LN-LSTM and plain-LSTM records whose metrics.jsonl curves are crafted: the LN arm's training loss
-    is multiplied by ``a_loss_scale``; each arm's validation curve rises from chance to its best."""
+    is multiplied by ``a_loss_scale``; each arm's validation curve rises from chance to its best, the worse
+    arm's two evaluations later (from half its first value)."""
     import json
 
     for seed in SEEDS:
@@ -1103,6 +1107,11 @@ def curve_records(write_record, root, a_loss_scale: float, a_best: float, b_best
             for line in lines:
                 if line["kind"] == "train":
                     line["loss"] *= scale * (1 + 0.01 * seed)
+            if best < max(a_best, b_best):  # the worse arm's validation curve also rises two evaluations later
+                evals = [line for line in lines if line["kind"] == "eval"]
+                values = [line["val_metric"] for line in evals]
+                for line, value in zip(evals, [values[0] / 2] * 2 + values[:-2]):
+                    line["val_metric"] = value
             (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     from normbench.analysis import aggregate
     from normbench.report.records import find_records

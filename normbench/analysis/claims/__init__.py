@@ -11,13 +11,13 @@ import pandas as pd
 
 from normbench.analysis.claims.engine import evaluate, judge, part_rows, settings, studies
 from normbench.analysis.claims.vocabulary import (ALPHA, CONTRADICTED, DEPENDS, INCONCLUSIVE,
-                                                NOT_APPLICABLE, PART_COLUMNS, SLOPE_DELTA, SUPPORTED,
+                                                NOT_APPLICABLE, NOT_TESTABLE, PART_COLUMNS, SLOPE_DELTA, SUPPORTED,
                                                 TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
                                                 PartSpec, Verdict)
 from normbench.analysis.claims.specs import CLAIMS, TRAINS_SHARE
 
 __all__ = ["ALPHA", "CLAIMS", "CONTRADICTED", "DEPENDS", "INCONCLUSIVE", "NOT_APPLICABLE",
-           "PART_COLUMNS", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
+           "NOT_TESTABLE", "PART_COLUMNS", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
            "TRAINS_SHARE", "Claim", "Effect", "Measure", "Part", "PartSpec", "Verdict", "evaluate_claims",
            "judge", "part_rows", "settings", "studies"]
 

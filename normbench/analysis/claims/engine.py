@@ -8,7 +8,17 @@ and asserts **parts** from a small vocabulary (``better``, ``not_worse``, ``equi
 * `supported` only when every part is supported,
 * `contradicted` when some part is contradicted,
 * `inconclusive` otherwise (a part whose arms have fewer than 2 seeds is never decided),
-* `not applicable` when the runs lack the arms or axes the claim is about, or no part can be tested.
+* `not applicable` when the runs lack the arms or axes the claim is about, or no part can be tested,
+* `not testable here` when every part that can be tested is gated by its regime, or the rest are
+  supported (a gated part means the claim is not supported; more seeds would not change that).
+
+Regimes. Before a part is tested, the records of the arms it compares are checked once, here, by
+the gates of analysis/regime.py that apply to its kind (regime.GATES: at chance, at ceiling, still
+improving, confounded); a gated part reads `not testable here: REASON — testable with WHAT`, carries
+no effect, no lean, no seeds-to-decide and no detectable effect, and is never contradicted. A claim
+whose arms exist only in different settings that differ in steps, data or task (and none of its own
+axes) is confounded as a whole. Every verdict carries the scale it was measured at (Verdict.scale,
+regime.scale_text), also the last sentence of its explanation.
 
 One α. ``evaluate_claims(runs, alpha)`` makes every directional part a one-sided test at α in each
 direction, so one (1 − 2α) interval decides both ways (90% at α = 0.05): *supported* when it lies
@@ -60,16 +70,20 @@ from normbench.metrics import path
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.parts import (TRAIN_LOSS_AUC, VAL_AUC, _Context, _effect_text, _keys, _task,
                                            evaluate_part, pct, varying)
-from normbench.analysis.claims.vocabulary import (CONTRADICTED, DEPENDS, INCONCLUSIVE, NOT_APPLICABLE, SCORE, SUPPORTED, Claim,
-                                                Extreme, Part, Verdict, axis, describe, metric, select, values_text)
-from normbench.analysis import rules
+from normbench.analysis.claims.vocabulary import (CONTRADICTED, DEPENDS, INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE, SCORE,
+                                                SUPPORTED, Claim, Extreme, Part, PartSpec, Verdict, axis, describe, metric,
+                                                select, values_text)
+from normbench.analysis import regime, rules
 from normbench.analysis.intervals import ALPHA, decision_level
 
 
 # --- one claim in one setting -------------------------------------------------------------------
 
 def not_applicable(why: str) -> Verdict:
-    return Verdict(NOT_APPLICABLE, None, {}, pd.DataFrame(), why)
+    """A claim the records cannot judge: not applicable (the arms are missing), or not testable here when
+    a claim's own hook found the setup unable to show the effect (its text says so)."""
+    status = NOT_TESTABLE if why.lower().startswith("not testable here") else NOT_APPLICABLE
+    return Verdict(status, None, {}, pd.DataFrame(), why)
 
 
 def _resolve(claim: Claim, runs: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], dict[str, dict], str | None]:
@@ -134,12 +148,16 @@ def part_line(index: int, part: Part) -> str:
         bits.append(f"about {part.seeds_needed} {part.needed_unit} would decide it at the effect seen" if part.seeds_needed
                     else f"no number of {part.needed_unit.split()[0]} (≤ 1000) is known to decide it")
         extra = " (" + "; ".join(bits) + ")"
+    if part.status == NOT_TESTABLE:
+        return f" Part {index} — {part.assertion}: {part.note.strip()}. Test: {part.test}"
     return (f" Part {index} — {part.assertion}: {part.status}{extra}. Effect: {_effect_text(part.effect)}. "
             f"Test: {part.test}{part.note}")
 
 
 def verdict_text(part: Part) -> str:
     """The verdict cell of a part: status, and for an undecided part the way it leans and what would decide it."""
+    if part.status == NOT_TESTABLE:
+        return part.note.strip() or NOT_TESTABLE  # "not testable here: REASON — testable with WHAT"
     if part.status != INCONCLUSIVE:
         return part.status + (f": {part.note.strip()}" if part.status == NOT_APPLICABLE and part.note else "")
     bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
@@ -195,21 +213,64 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
         if why:
             return not_applicable(why)
     ctx = _Context(runs, frames, claim.compare, alpha)
-    parts = [evaluate_part(spec, ctx) for spec in claim.parts]
+    curves = (regime.read_evals(runs["run_dir"].dropna()) if "run_dir" in runs and any(
+        regime.STILL_IMPROVING in regime.gates_for(s.kind, s.measure.task_metric) for s in claim.parts) else None)
+    parts = [_gated(claim, spec, ctx, curves) or evaluate_part(spec, ctx) for spec in claim.parts]
     if all(p.status == NOT_APPLICABLE for p in parts):
         return not_applicable("No part can be tested: " + " ".join(
             f"{p.assertion}: {p.note.strip() or 'not applicable'}" for p in parts))
-    statuses = [p.status for p in parts]
-    status = (CONTRADICTED if CONTRADICTED in statuses else
-              SUPPORTED if all(s == SUPPORTED for s in statuses) else INCONCLUSIVE)
+    parts = _after_setup(claim, parts)
+    status = claim_status([p.status for p in parts])
     level = decision_level(alpha)
+    measured = regime.scale_text(pd.concat(list(frames.values())))
     context = (f"{claim.design}{prepared} Each part is a one-sided test at α = {alpha:g} in each direction on one "
                f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ).").strip()
-    explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1))
+    explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1)) + f" Scale: {measured}."
     effects = [e for p in parts for e in p.effects]
     return Verdict(status, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
-                   context=context)
+                   context=context, scale=measured)
+
+
+def claim_status(statuses: list[str]) -> str:
+    """A claim from its parts' statuses (parts that cannot be tested aside): contradicted when one part
+    is; supported when every part is; not testable here when the rest are gated or supported (the claim
+    cannot be supported here, and seeds would not change that); inconclusive otherwise."""
+    tested = [s for s in statuses if s != NOT_APPLICABLE]
+    if CONTRADICTED in tested:
+        return CONTRADICTED
+    if tested and all(s == SUPPORTED for s in tested) and len(tested) == len(statuses):
+        return SUPPORTED
+    if NOT_TESTABLE in tested and all(s in (NOT_TESTABLE, SUPPORTED) for s in tested):
+        return NOT_TESTABLE
+    return INCONCLUSIVE
+
+
+def _after_setup(claim: Claim, parts: list[Part]) -> list[Part]:
+    """A claim's parts once its setup checks (vocabulary.setup_check) are read: when one is not supported,
+    every part is not testable here, the check keeping its effect so the reader sees why."""
+    failed = [(spec, part) for spec, part in zip(claim.parts, parts) if spec.setup and part.status != SUPPORTED]
+    if not failed:
+        return parts
+    spec, part = failed[0]
+    reason = (part.note.strip().removeprefix("not testable here: ").split(" — ")[0] if part.status == NOT_TESTABLE
+              else f"the setup check \"{spec.assertion}\" is {part.status}")
+    note = f"not testable here: {reason} — testable with {spec.setup}"
+    return [p if p.status == NOT_APPLICABLE and s is not spec else
+            Part(p.assertion, NOT_TESTABLE, p.test, p.effects if s.setup else (), p.arms, p.margin, note=note)
+            for s, p in zip(claim.parts, parts)]
+
+
+def _gated(claim: Claim, spec: PartSpec, ctx: _Context, curves: pd.DataFrame | None) -> Part | None:
+    """The part as "not testable here" when the regime of its arms cannot show an effect (regime.GATES
+    for its kind), None when it can be tested: every part kind is gated here, once."""
+    names = tuple(n for n in (spec.a, spec.b) if n)
+    gates = regime.gates_for(spec.kind, spec.measure.task_metric)
+    gate = regime.check({n: ctx.arms[n] for n in names}, ctx.runs, gates, claim.compare + claim.pool, curves)
+    if gate is None:
+        return None
+    return Part(spec.assertion, NOT_TESTABLE, f"{' vs '.join(names)}: regime checked before any test ({gate.kind}).",
+                (), names, note=gate.text)
 
 
 # --- settings and studies -----------------------------------------------------------------------
@@ -262,8 +323,9 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     if not applicable:
         verdict = _checked(claim, runs, alpha)
         if verdict.status != NOT_APPLICABLE:  # only a mix of settings has every arm: do not mix
-            verdict = not_applicable(f"No single setting has every arm: the runs that differ only in "
-                                     f"{', '.join(claim.compare)} (and seed) do not cover the comparison.")
+            confound = _confounded_mix(claim, runs)
+            verdict = confound or not_applicable(f"No single setting has every arm: the runs that differ only in "
+                                                 f"{', '.join(claim.compare)} (and seed) do not cover the comparison.")
         return verdict
     (name, verdict), others = applicable[0], applicable[1:]
     verdict.setting, verdict.others = name, [(n, v.status) for n, v in others]
@@ -282,6 +344,25 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     verdict.explanation += where
     verdict.context += where
     return verdict
+
+
+def _confounded_mix(claim: Claim, runs: pd.DataFrame) -> Verdict | None:
+    """A claim whose arms exist only in settings that differ in steps, data or task (regime.confounded):
+    not testable here, every part, rather than not applicable."""
+    frames, _, why = _resolve(claim, runs)
+    if why:
+        return None
+    gate = regime.confounded(frames, claim.compare + claim.pool)
+    if gate is None:
+        return None
+    parts = [Part(s.assertion, NOT_TESTABLE, f"{' vs '.join(n for n in (s.a, s.b) if n)}: regime checked before any "
+                                             f"test ({gate.kind}).", (), tuple(n for n in (s.a, s.b) if n), note=gate.text)
+             for s in claim.parts]
+    measured = regime.scale_text(pd.concat(list(frames.values())))
+    context = f"{claim.design} No single setting has every arm, and the arms' settings differ: {gate.text}.".strip()
+    return Verdict(NOT_TESTABLE, None, {n: int(len(f)) for n, f in frames.items()}, pd.DataFrame(),
+                   context + "".join(part_line(i, p) for i, p in enumerate(parts, 1)) + f" Scale: {measured}.",
+                   parts=parts, context=context, scale=measured)
 
 
 def _differing(names: list[str]) -> str:

@@ -14,7 +14,7 @@ from normbench.metrics import TIMING_NOISY, path
 from normbench.analysis import rules
 from normbench.analysis.aggregate import PRIMARY, format_value
 from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE,
-                                                NOT_APPLICABLE, SCORE, SUPPORTED, TOWARD_CONTRADICTED,
+                                                NOT_APPLICABLE, NOT_TESTABLE, SCORE, SUPPORTED, TOWARD_CONTRADICTED,
                                                 TOWARD_SUPPORTED, Effect, Measure, Part, PartSpec, _missing, axis,
                                                 column, metric, recorded, values_text)
 from normbench.analysis.intervals import (Estimate, agresti_caffo, combine, decision_level, equivalence,
@@ -540,10 +540,10 @@ def _slope_part(spec: PartSpec, ctx: _Context) -> Part:
     name = spec.measure.name
     level = decision_level(alpha)
     if x.dropna().nunique() < MIN_SLOPE_LEVELS:
-        return Part(spec.assertion, NOT_APPLICABLE, f"OLS slope of log({name}) on log({spec.x}).", (), arms,
-                    note=(f"Not testable here: a slope needs at least {MIN_SLOPE_LEVELS} values of {spec.x} (two "
+        return Part(spec.assertion, NOT_TESTABLE, f"OLS slope of log({name}) on log({spec.x}).", (), arms,
+                    note=(f"not testable here: a slope needs at least {MIN_SLOPE_LEVELS} values of {spec.x} (two "
                           f"always lie on a line, so straightness cannot be seen); {spec.a} has {values_text(x)} — "
-                          f"testable with {MIN_SLOPE_LEVELS} or more {spec.x} values spread over a factor ≥ 2."))
+                          f"testable with {MIN_SLOPE_LEVELS} or more {spec.x} values spread over a factor ≥ 2"))
     y = spec.measure.values(frame).astype(float)
     estimate = slope_estimate(np.log(x.where(x > 0)), np.log(y.where(y > 0)))
     seeds = int(frame["seed"].nunique())

@@ -19,6 +19,9 @@ from normbench.analysis.intervals import ALPHA, decision_level
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
     "supported", "contradicted", "inconclusive", "not applicable")
+# the setup cannot show an effect (analysis/regime.py: at chance, at ceiling, still improving, confounded);
+# "not applicable" is left for runs that lack the arms
+NOT_TESTABLE = "not testable here"
 TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward contradicted"
 DEPENDS = "depends on"  # a claim whose settings disagree: "depends on lr" (engine.in_study)
 # Task-score margins are each metric's smallest effect of interest and "learned" is its chance band
@@ -203,6 +206,7 @@ class Verdict:
     alpha: float = ALPHA
     others: list[tuple[str, str]] = field(default_factory=list)  # (setting, status) judged beside it
     context: str = ""  # the explanation without its per-part lines (shown above the part table)
+    scale: str = ""    # what it was measured at (regime.scale_text): parameters, steps, examples, device
 
 
 # --- specs --------------------------------------------------------------------------------------
@@ -220,6 +224,7 @@ class PartSpec:
     margin_text: str = ""
     learned: bool = True          # check that an arm learned (module docstring)
     per_seed: Callable | None = None  # ratio: (arm runs, all runs) -> (value per seed, facts)
+    setup: str = ""               # a setup check (setup_check): what would make the claim testable when it fails
 
 
 @dataclass(frozen=True)
@@ -299,6 +304,13 @@ def ratio(assertion: str, a: str, b: str, per_seed: Callable, name: str) -> Part
 def slope(assertion: str, a: str, x: str, measure: Measure, claimed: int, margin: float = SLOPE_DELTA,
           margin_text: str = "") -> PartSpec:
     return PartSpec("slope", assertion, a, None, measure, claimed, x, margin, margin_text, learned=False)
+
+
+def setup_check(assertion: str, a: str, b: str, remedy: str, measure: Measure = SCORE) -> PartSpec:
+    """A precondition, not a claim: a is better than b here (LN beats no normalization, so the setup is one
+    where normalization matters). Unless it is supported, every part of the claim is "not testable here"
+    (engine.judge), ``remedy`` saying what would make it testable; it never contradicts the claim."""
+    return PartSpec("better", assertion, a, b, measure, setup=remedy)
 
 
 def converges_faster(assertion: str, a: str, b: str) -> PartSpec:

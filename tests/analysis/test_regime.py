@@ -1,0 +1,190 @@
+"""Regime gates (analysis/regime.py): a setup that cannot show an effect reads "not testable here" for
+every claim part it touches, with its reason and what would make it testable, and never advises seeds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from normbench.analysis import regime
+from normbench.analysis.aggregate import label_groups, runs_frame, summarize_groups, varying_axes
+from normbench.analysis.claims import (CONTRADICTED, NOT_TESTABLE, SUPPORTED, Claim, evaluate, judge, part_rows)
+from normbench.analysis.claims.vocabulary import better, equivalent, more_stable, not_worse
+from normbench.record import RunRecord
+from normbench.report.answers import answers
+from normbench.report.records import find_records
+
+SEEDS = (0, 1, 2)
+ARMS = {"ln": {"norm": "ln"}, "bn": {"norm": "bn"}}
+# one claim with every score part kind: each must be gated where its regime takes the question away
+SCORES = Claim("crafted_scores", "LN beats BN, and is at least as good, and alike.", "Crafted 2026", ARMS,
+               (better("ln scores better than bn", "ln", "bn"), not_worse("ln is not worse than bn", "ln", "bn"),
+                equivalent("ln and bn score alike", "ln", "bn")))
+# a score part beside a stability part: "still improving" takes the first away, never the second
+MIXED = Claim("crafted_mixed", "LN beats BN and is more stable.", "Crafted 2026", ARMS,
+              (better("ln scores better than bn", "ln", "bn"), more_stable("ln is more stable than bn", "ln", "bn")))
+
+
+def rows(ln: float, bn: float, task: str = "copy", spread: float = 0.002, **axes) -> list[dict]:
+    return [{"seed": s, "best_val": value + spread * (s - 1), "axes": {"task": task, "norm": norm, **axes}}
+            for s in SEEDS for norm, value in (("ln", ln), ("bn", bn))]
+
+
+def assert_gated(verdict, reason: str, remedy: str, parts: int | None = None):
+    gated = [p for p in verdict.parts if p.status == NOT_TESTABLE]
+    assert verdict.status == NOT_TESTABLE, verdict.explanation
+    assert len(gated) == (parts or len(verdict.parts))
+    for part in gated:
+        assert part.note.startswith("not testable here: ") and reason in part.note and f"testable with {remedy}" in part.note
+        assert part.seeds_needed is None and part.mde is None and part.lean is None and part.effects == ()
+    text = verdict.explanation + " ".join(cell for row in part_rows(verdict) for cell in row)
+    assert CONTRADICTED not in [p.status for p in verdict.parts]
+    assert "would decide" not in text and "seeds/arm" not in text and "--budget" not in text
+
+
+def test_every_arm_at_chance_is_not_testable_for_every_score_part(runs_of):
+    verdict = judge(SCORES, runs_of(*rows(0.105, 0.11)))  # copy: chance 0.1, the band ends at 0.12
+    assert_gated(verdict, "every arm is at chance (ln: mean 0.105; bn: mean 0.11; chance 0.1", "more steps or an easier task")
+
+
+def test_every_arm_at_ceiling_is_not_testable_for_every_score_part(runs_of):
+    verdict = judge(SCORES, runs_of(*rows(0.995, 0.998, spread=0.001)))
+    assert_gated(verdict, "every arm is at the ceiling", "a harder task")
+    mse = judge(SCORES, runs_of(*rows(0.0010, 0.0012, task="adding", spread=0.0001)))  # below 1% of chance 0.167
+    assert_gated(mse, "every arm is at the ceiling", "a harder task")
+    assert "0.01 × chance" in mse.parts[0].note
+
+
+def test_a_failed_run_keeps_the_ceiling_testable(runs_of):
+    """All finished runs at 0.995, but one of bn's diverged: the divergence rate can still tell them apart."""
+    crafted = rows(0.995, 0.998, spread=0.001)
+    crafted[1]["status"] = "diverged"
+    verdict = judge(SCORES, runs_of(*crafted))
+    assert NOT_TESTABLE not in [p.status for p in verdict.parts], verdict.explanation
+
+
+def test_the_learnable_middle_is_not_gated_and_states_its_scale(runs_of):
+    verdict = judge(SCORES, runs_of(*rows(0.60, 0.50)))
+    assert [p.status for p in verdict.parts][0] == SUPPORTED and NOT_TESTABLE not in [p.status for p in verdict.parts]
+    assert verdict.scale == ("measured at parameters not recorded, 100 steps, 3.2k examples, CPU; a verdict about this "
+                             "scale, not the paper's")
+    assert verdict.explanation.endswith(f"Scale: {verdict.scale}.")
+
+
+def _write_curves(write_record, root: Path, final: float, rising: bool) -> Path:
+    """Copy-task runs whose four evaluations either rise to the end or level off before it."""
+    curve = [0.3, 0.5, 0.7, final] if rising else [0.3, final - 0.004, final - 0.002, final]
+    for seed in SEEDS:
+        for norm, shift in (("ln", 0.0), ("bn", -0.1)):
+            run = write_record(root, f"{norm}-{seed}", seed=seed, best_val=final + shift + 0.002 * seed,
+                               axes={"norm": norm})
+            lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+            evals = iter(curve)
+            for line in lines:
+                if line["kind"] == "eval":
+                    line["val_metric"] = next(evals) + shift + 0.002 * seed
+            (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    runs = runs_frame(find_records([root]).runs)
+    return label_groups(runs, varying_axes(runs))
+
+
+def test_runs_still_improving_gate_final_quality_but_not_stability(write_record, tmp_path):
+    runs = _write_curves(write_record, tmp_path / "rising", 0.9, rising=True)
+    verdict = judge(MIXED, runs)
+    score, stability = verdict.parts
+    assert score.status == NOT_TESTABLE and "still improving at the end (ln: 3 of 3 runs; bn: 3 of 3 runs" in score.note
+    assert "testable with more steps (at least 200)" in score.note and score.seeds_needed is None
+    assert stability.status != NOT_TESTABLE  # gradient kurtosis does not wait for the curve to level off
+    flat = judge(MIXED, _write_curves(write_record, tmp_path / "flat", 0.9, rising=False))
+    assert flat.parts[0].status == SUPPORTED, flat.explanation
+
+
+def test_arms_that_differ_in_steps_are_confounded(runs_of):
+    """ln ran 400 steps, bn 100: the arms meet in no setting, and the mix differs in more than the norm."""
+    crafted = [r for r in rows(0.7, 0.5, steps=400) if r["axes"]["norm"] == "ln"] + \
+              [r for r in rows(0.7, 0.5, steps=100) if r["axes"]["norm"] == "bn"]
+    (claim, verdict), = evaluate([SCORES], runs_of(*crafted))
+    assert_gated(verdict, "the arms differ in more than the claim is about (steps: ln 400; bn 100", "equal steps and data")
+    assert "examples seen: ln 12800; bn 3200" in verdict.parts[0].note
+
+
+def test_confounded_reads_the_task_settings_but_not_the_claims_own_axes(runs_of):
+    ln, bn = runs_of(*rows(0.7, 0.5, **{"task.min_length": 10})), runs_of(*rows(0.7, 0.5, **{"task.min_length": 40}))
+    arms = {"ln": ln[ln["axes.norm"] == "ln"], "bn": bn[bn["axes.norm"] == "bn"]}
+    assert "task.min_length: ln 10; bn 40" in regime.confounded(arms).reason
+    assert regime.confounded(arms, own=("norm", "task.min_length")) is None
+
+
+def test_the_gates_per_part_kind():
+    assert regime.gates_for("equivalent") == regime.SCORE_GATES  # two arms at chance are alike without information
+    assert regime.STILL_IMPROVING not in regime.gates_for("converges_faster")
+    assert regime.gates_for("higher_rate") == regime.gates_for("ratio") == (regime.CONFOUNDED,)
+    assert regime.gates_for("better", task_score=False) == (regime.CONFOUNDED,)
+
+
+def test_scale_reads_the_records_parameter_count(runs_of):
+    from tests.report.conftest import make_record
+
+    summaries = []
+    for i, (params, steps, batch) in enumerate(((52_000, 600, 32), (210_000, 600, 32))):
+        summary, _ = make_record(str(i), axes={"steps": steps, "batch_size": batch})
+        summaries.append(RunRecord(Path(f"/runs/{i}"), {**summary, "parameters": params}))
+    runs = runs_frame(summaries)
+    assert regime.scale(runs)["parameters"] == (52_000, 210_000)
+    assert regime.scale_text(runs) == ("measured at 52k–210k parameters, 600 steps, 19.2k examples, CPU; a verdict "
+                                       "about this scale, not the paper's")
+
+
+def _answer(runs_of, ln: float, bn: float):
+    study = {"schema": "normbench.study/1", "id": "abc", "name": "mine", "purpose": "Which norm?", "arms": ["norm"],
+             "command": "python -m normbench -m norm=ln,bn seed=0,1,2"}
+    runs = runs_of(*[{**r, "study": study} for r in rows(ln, bn, spread=0.02)])
+    runs = label_groups(runs, varying_axes(runs))
+    (answer,) = answers(runs, summarize_groups(runs, varying_axes(runs)), varying_axes(runs))
+    return answer
+
+
+@pytest.mark.parametrize("ln, bn, reason", [(0.105, 0.11, "every arm is at chance"), (0.995, 0.996, "every arm is at the ceiling")])
+def test_the_answer_of_a_gated_comparison_says_so_and_offers_no_seeds(runs_of, ln, bn, reason):
+    answer = _answer(runs_of, ln, bn)
+    assert answer.regime.startswith("not testable here: ") and reason in answer.also
+    assert answer.command == "" and "seeds per arm" not in answer.also and "--budget" not in answer.also
+    assert answer.caveat.startswith("Measured at ") and answer.scale[1:] in answer.caveat
+
+
+def test_the_answer_in_the_middle_keeps_its_seed_advice(runs_of):
+    answer = _answer(runs_of, 0.61, 0.60)
+    assert answer.regime == "" and "cannot be told apart" in answer.also and "--budget 30m" in answer.command
+
+
+def test_the_study_runner_buys_no_seeds_for_a_gated_comparison(runs_of):
+    from normbench.study import undecided
+
+    def comparisons(ln, bn):
+        runs = runs_of(*rows(ln, bn, spread=0.02))
+        return [item for item in undecided(label_groups(runs, varying_axes(runs)), 0.05) if not item.startswith("claim ")]
+
+    assert comparisons(0.995, 0.996) == []  # at the ceiling: decided as not testable here
+    assert comparisons(0.61, 0.60) != []    # the middle: still open, more seeds may decide it
+
+
+@pytest.mark.parametrize("none, expected", [(0.5, SUPPORTED), (0.7, NOT_TESTABLE), (0.8, NOT_TESTABLE)])
+def test_a_failed_setup_check_makes_the_claim_not_testable_never_contradicted(runs_of, none, expected):
+    """dyt_matches_ln's contract: LN must beat no normalization here, else "DyT matches LN" says nothing."""
+    from normbench.analysis.claims.vocabulary import setup_check
+
+    claim = Claim("crafted_dyt", "DyT is not worse than LN.", "Crafted 2026",
+                  {"dyt": {"norm": "dyt", "placement": "pre"}, "ln": {"norm": "ln", "placement": "pre"},
+                   "none": {"norm": "none", "placement": "none"}},
+                  (setup_check("LN beats no normalization here", "ln", "none", "a setup where normalization matters"),
+                   not_worse("DyT is not worse than LN", "dyt", "ln")))
+    crafted = [{"seed": s, "best_val": value + 0.002 * (s - 1), "axes": {"norm": norm}}
+               for s in SEEDS for norm, value in (("dyt", 0.7), ("ln", 0.7), ("none", none))]
+    verdict = judge(claim, runs_of(*crafted))
+    assert verdict.status == expected, verdict.explanation
+    if expected == NOT_TESTABLE:
+        assert all(p.status == NOT_TESTABLE and "testable with a setup where normalization matters" in p.note
+                   for p in verdict.parts)
+        assert verdict.parts[0].effects and ("is inconclusive" in verdict.parts[0].note or "is contradicted" in verdict.parts[0].note)
