@@ -227,13 +227,23 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
   }
 }
 
-Saved allocate(int64_t steps, int64_t batch, int64_t hidden, const at::TensorOptions& opt) {
+// Every step writes its slices, so only h_0 and c_0 start at zero (and, without a cell norm, the
+// c_hat and rstd_c the backward then reads as zeros and ones): filling all of them each call cost
+// as much as a step's cell arithmetic at hidden 64.
+Saved allocate(int64_t steps, int64_t batch, int64_t hidden, bool cell_norm, const at::TensorOptions& opt) {
   const int64_t width = 4 * hidden;
-  return Saved{at::zeros({steps + 1, batch, hidden}, opt), at::zeros({steps + 1, batch, hidden}, opt),
-               at::empty({steps, batch, width}, opt),      at::empty({steps, batch, width}, opt),
-               at::zeros({steps, batch, hidden}, opt),     at::empty({steps, batch, hidden}, opt),
-               at::empty({steps, batch}, opt),             at::empty({steps, batch}, opt),
-               at::empty({steps, batch}, opt),             at::ones({steps, batch}, opt)};
+  Saved s{at::empty({steps + 1, batch, hidden}, opt), at::empty({steps + 1, batch, hidden}, opt),
+          at::empty({steps, batch, width}, opt),      at::empty({steps, batch, width}, opt),
+          at::empty({steps, batch, hidden}, opt),     at::empty({steps, batch, hidden}, opt),
+          at::empty({steps, batch}, opt),             at::empty({steps, batch}, opt),
+          at::empty({steps, batch}, opt),             at::empty({steps, batch}, opt)};
+  s.hs[0].zero_();
+  s.cs[0].zero_();
+  if (!cell_norm) {
+    s.c_hat.zero_();
+    s.rstd_c.fill_(1);
+  }
+  return s;
 }
 
 void check_parameters(const at::Tensor& w_hh, const at::Tensor& gamma_x, const at::Tensor& gamma_h,
@@ -257,7 +267,7 @@ std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w
   check_parameters(w_hh, gamma_x, gamma_h, gamma_c, dtype, hidden);
   check(bias, "bias", dtype, {4 * hidden});
   check(beta_c, "beta_c", dtype, {hidden});
-  Saved s = allocate(xw.size(1), xw.size(0), hidden, xw.options());
+  Saved s = allocate(xw.size(1), xw.size(0), hidden, cell_norm, xw.options());
   gemm::Stopwatch watch(clocks);
   const at::Tensor u_t = w_hh.detach().t().contiguous();  // packed once: every step reads it in order
   watch.lap(gemm::kForwardProducts);
@@ -342,5 +352,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("onednn") = false);
   m.def("project_backward", &lnlstm_project_backward, "gradients of x W_ih^T", py::arg("grad_xw"), py::arg("x"),
         py::arg("w_ih"), py::arg("need_x"), py::arg("need_w"), py::arg("onednn") = false);
+  m.def("onednn_runs", &gemm::onednn_runs, "whether oneDNN's float32 matmul runs on this CPU");
   m.def("phases", &lnlstm_phases, "CPU seconds per phase since the last call, then zero", py::arg("on") = false);
 }

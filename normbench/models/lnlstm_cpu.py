@@ -10,6 +10,7 @@ function.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import torch
@@ -21,12 +22,18 @@ PHASES = ("input_products", "forward_products", "forward_cell", "backward_produc
 
 
 def onednn_products(dtype: torch.dtype) -> bool:
-    """Whether the kernel's matrix products run on oneDNN (gemm.h says why): float32, where torch has
-    oneDNN and runs its float32 matmul at full precision (not torch.backends.mkldnn's bf16 or tf32)."""
+    """Whether the kernel's larger matrix products run on oneDNN (gemm.h says why): float32, where
+    torch has oneDNN, this CPU runs its float32 matmul, and at full precision (not
+    torch.backends.mkldnn's bf16 or tf32)."""
     if dtype != torch.float32 or not torch.backends.mkldnn.is_available():
         return False
     precision = getattr(getattr(torch.backends.mkldnn, "matmul", None), "fp32_precision", "ieee")
-    return precision in ("ieee", "none")
+    return precision in ("ieee", "none") and _onednn_runs(KERNEL.module)
+
+
+@functools.cache
+def _onednn_runs(module) -> bool:
+    return module.onednn_runs()
 
 
 def phases(on: bool = False) -> dict[str, float]:
