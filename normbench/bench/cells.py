@@ -286,7 +286,7 @@ GRID_HIDDEN = (64, 128, 256)  # the issue's shape grid, at batch 32, T 64, input
 def run(*, family: str | tuple[str, ...] = TARGET_FAMILIES, hidden: int | tuple[int, ...] = GRID_HIDDEN,
         length: int = 64, batch: int = 32, input_size: int = 32, norm: str = "ln", device: str = "cpu",
         quick: bool = False, repeats: int | None = None, candidates: tuple[str, ...] = CANDIDATES,
-        command: str = "") -> Section:
+        clock: str = "wall", command: str = "") -> Section:
     """Each family and hidden size in turn, every one its own set of interleaved rounds."""
     families = (family,) if isinstance(family, str) else tuple(family)
     sizes = (hidden,) if isinstance(hidden, int) else tuple(hidden)
@@ -298,7 +298,7 @@ def run(*, family: str | tuple[str, ...] = TARGET_FAMILIES, hidden: int | tuple[
             print(f"cells: {name} h{size} ...", flush=True)
             shape = CellShape(name, batch, length, input_size, size)
             shape_rows, facts, decomposition, shape_ratios = measure_shape(shape, NormSpec(norm), device, quick,
-                                                                          repeats, candidates, command)
+                                                                          repeats, candidates, command, clock)
             rows += shape_rows
             ratios += shape_ratios
             parts.append(render_markdown(shape_rows, facts, decomposition, shape_ratios, env, command, fused_name))
@@ -331,7 +331,7 @@ def axis_points(axes: dict = AXES) -> list[tuple[str, dict]]:
 def run_grid(*, family: str | tuple[str, ...] = TARGET_FAMILIES, input_size: int = 32, norm: str = "ln",
              device: str = "cpu", quick: bool = False, repeats: int | None = None,
              candidates: tuple[str, ...] = GRID_CANDIDATES, masked: bool = True, axes: dict | None = None,
-             masked_point: dict | None = None, command: str = "") -> Section:
+             masked_point: dict | None = None, clock: str = "wall", command: str = "") -> Section:
     """The fast paths at every shape users run: each axis from the middle point, then the masked point."""
     families = (family,) if isinstance(family, str) else tuple(family)
     axes = axes or (QUICK_AXES if quick else AXES)
@@ -355,7 +355,7 @@ def run_grid(*, family: str | tuple[str, ...] = TARGET_FAMILIES, input_size: int
             print(f"cells: {name} {axis} b{point['batch']} T{point['length']} h{point['hidden']} ...", flush=True)
             shape = CellShape(name, point["batch"], point["length"], input_size, point["hidden"])
             shape_rows, facts, decomposition, shape_ratios = measure_shape(shape, NormSpec(norm), device, quick,
-                                                                          repeats, wanted, command)
+                                                                          repeats, wanted, command, clock)
             rows += [{"axis": axis, **r} for r in shape_rows]
             ratios += shape_ratios
             parts.append(render_markdown(shape_rows, facts, decomposition, shape_ratios, env, command, fused_name))
@@ -430,11 +430,12 @@ def render_split(split: dict) -> str:
 
 
 def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, repeats: int | None,
-                  candidates: tuple[str, ...], command: str):
+                  candidates: tuple[str, ...], command: str, clock: str = "wall"):
     """(rows, facts, decomposition, ratios) of one shape; candidates left out are absent from all four."""
     steps, facts = build_steps(shape, spec, device, candidates=candidates)
     repeats = repeats or (5 if quick else 25)
-    timings = measure(steps, repeats=repeats, warmup=2 if quick else 5, timer=clock_for(device))
+    timings = measure(steps, repeats=repeats, warmup=2 if quick else 5, timer=clock_for(device, clock))
+    facts["clock"] = clock
     kernel = facts["in_cell_kernel"] or ""
     if "in_cell" in steps and shape.family == "lstm" and kernel.startswith("cpp"):
         facts["in_cell_split_ms"] = in_cell_split(steps["in_cell"], repeats)
@@ -516,8 +517,9 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
         f"in{s['input_size']} h{s['hidden']}, torch CPU capability {s['cpu_capability']}\n\n`{command}`\n\n"
         f"{env['device']} ({env['device_name']}), "
         f"torch {env['torch']}, {env['threads']} threads, load {env.get('load_average_1m', math.nan):.2f} at start. "
-        "One training step each (forward, MSE on the last output, backward, AdamW), interleaved; "
-        "ratios are medians of per-round ratios.",
+        "One training step each (forward, MSE on the last output, backward, AdamW), interleaved, timed by "
+        + ("the process's CPU time" if facts.get("clock") == "cpu" else "the wall clock")
+        + "; ratios are medians of per-round ratios.",
         table,
         f"Norm calls replayed for the lower bound: {calls}. "
         f"The loop layer matches {fused_name} to {facts['loop_max_abs_difference_vs_fused']:.1e}"
