@@ -398,16 +398,17 @@ SPLIT = {"input_products": "input products x W_ih^T (fwd+bwd)", "forward_product
 
 def in_cell_split(step: TrainStep, rounds: int) -> dict | None:
     """Where one in-cell LN-LSTM training step's time goes, by lnlstm.cpp's own clocks (gemm.h): the
-    median over ``rounds`` steps of each phase and of the rest of the step (ms of CPU time, which other
-    processes on a busy machine do not inflate; with one thread, the step's), and the products' share
-    of the step. None where the step did not run the compiled kernel."""
+    median over ``rounds`` steps of each phase and of the rest of the step (ms of the process's CPU
+    time, which other processes on a busy machine inflate far less than the wall time; summed over
+    threads, as the kernel's clocks are), and the products' share of the step. None where the step did
+    not run the compiled kernel."""
     lnlstm_cpu.phases(on=True)  # zeroed, and running
     walls, laps = [], []
     try:
         for _ in range(rounds):
-            start = time.thread_time()
+            start = time.process_time()
             step()
-            walls.append(time.thread_time() - start)
+            walls.append(time.process_time() - start)
             laps.append(lnlstm_cpu.phases(on=True))
     finally:
         lnlstm_cpu.phases(on=False)

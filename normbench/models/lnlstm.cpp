@@ -228,8 +228,8 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
 }
 
 // Every step writes its slices, so only h_0 and c_0 start at zero (and, without a cell norm, the
-// c_hat and rstd_c the backward then reads as zeros and ones): filling all of them each call cost
-// as much as a step's cell arithmetic at hidden 64.
+// c_hat and rstd_c the backward then reads as zeros and ones): filling whole sequences that the
+// steps overwrite was one more pass over memory per call.
 Saved allocate(int64_t steps, int64_t batch, int64_t hidden, bool cell_norm, const at::TensorOptions& opt) {
   const int64_t width = 4 * hidden;
   Saved s{at::empty({steps + 1, batch, hidden}, opt), at::empty({steps + 1, batch, hidden}, opt),

@@ -58,8 +58,8 @@ inline at::Tensor product(const at::Tensor& a, const at::Tensor& b, bool onednn)
 }
 
 // Where a layer's time goes, summed over calls until read, while switched on (off, a lap costs one
-// branch): each thread's CPU time, which a busy machine's other processes do not inflate, so with
-// several threads the phases add up to more than the wall time.
+// branch): each thread's CPU time, which a busy machine's other processes inflate far less than the
+// wall time; with several threads the phases add up to more than the wall time.
 enum Phase { kInputProducts, kForwardProducts, kForwardCell, kBackwardProducts, kBackwardCell, kPhases };
 
 class Clocks {
