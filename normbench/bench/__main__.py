@@ -15,6 +15,7 @@ import torch
 from normbench import machine
 from normbench.bench import arms, cells, harness, kernels, sweep
 from normbench.bench.section import OtherLoad, Section, finite_json
+from normbench.bench.timing import CLOCKS
 from normbench.schema import KINDS, RECURRENT
 
 # `all` runs kernels last: it changes glibc's allocator for the rest of the process (see
@@ -109,6 +110,9 @@ def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--grid", choices=("axes",), help="axes: walk each axis from (batch 32, T 64, hidden 128) -- "
                    "hidden 64..1024, batch 1..128, T 64 and 512 -- plus a masked variable-length point, each "
                    "ratio beside its target (--hidden/--batch/--length are then the grid's)")
+    p.add_argument("--clock", choices=CLOCKS, default="wall",
+                   help="wall (default) | cpu: time each step by the process's CPU time, which a busy machine's "
+                        "other processes inflate far less (with --threads 1, each step's own; CPU only)")
     p.add_argument("--masked", action="store_true",
                    help=f"also time {cells.MASKED}: the in-cell layer on a variable-length batch (skipped, with the "
                         "reason, where the layer takes no lengths)")
@@ -186,6 +190,7 @@ def _command(name: str, args: argparse.Namespace) -> str:
             words += ["--candidates", ",".join(args.candidates)]
         words += ["--grid", args.grid] if args.grid else []
         words += ["--masked"] if args.masked else []
+        words += ["--clock", args.clock] if args.clock != "wall" else []
     elif name == "harness":
         for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every")):
             words += [flag, str(getattr(args, key))] if getattr(args, key) else []
@@ -210,12 +215,13 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
     elif name == "cells" and args.grid:
         section = cells.run_grid(family=args.family, input_size=args.input_size, norm=args.norm, quick=args.quick,
                                  repeats=args.repeats, candidates=tuple(args.candidates or cells.GRID_CANDIDATES),
-                                 device=args.cell_device, command=command)
+                                 device=args.cell_device, clock=args.clock, command=command)
     elif name == "cells":
         candidates = tuple(args.candidates or cells.CANDIDATES) + ((cells.MASKED,) if args.masked else ())
         section = cells.run(family=args.family, hidden=args.cell_hidden, length=args.length, batch=args.batch,
                             input_size=args.input_size, norm=args.norm, quick=args.quick, repeats=args.repeats,
-                            candidates=tuple(dict.fromkeys(candidates)), device=args.cell_device, command=command)
+                            candidates=tuple(dict.fromkeys(candidates)), device=args.cell_device, clock=args.clock,
+                            command=command)
     elif name == "harness":
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)
@@ -271,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     args = top.parse_args(argv)
     if "cuda" in (getattr(args, "device", None), getattr(args, "cell_device", None)) and not torch.cuda.is_available():
         top.error("--device cuda: no CUDA device is available here")
+    if getattr(args, "clock", "wall") == "cpu" and getattr(args, "cell_device", "cpu") == "cuda":
+        top.error("--clock cpu times a CPU's work; on --device cuda steps are timed on the GPU's own timeline")
     if args.command == "arms":
         return run_arms(args)
     names = SUBCOMMANDS if args.command == "all" else (args.command,)

@@ -39,6 +39,8 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import statistics
+import time
 from dataclasses import asdict, dataclass
 
 import torch
@@ -47,6 +49,7 @@ from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference, paired_ratio
+from normbench.models import lnlstm_cpu
 from normbench.models.recurrent import FUSED, GATES, InCellLayer, cell_kernel_in_use
 from normbench.norms import NormSpec
 from normbench.schema import HAND_WRITTEN_CELLS
@@ -283,7 +286,7 @@ GRID_HIDDEN = (64, 128, 256)  # the issue's shape grid, at batch 32, T 64, input
 def run(*, family: str | tuple[str, ...] = TARGET_FAMILIES, hidden: int | tuple[int, ...] = GRID_HIDDEN,
         length: int = 64, batch: int = 32, input_size: int = 32, norm: str = "ln", device: str = "cpu",
         quick: bool = False, repeats: int | None = None, candidates: tuple[str, ...] = CANDIDATES,
-        command: str = "") -> Section:
+        clock: str = "wall", command: str = "") -> Section:
     """Each family and hidden size in turn, every one its own set of interleaved rounds."""
     families = (family,) if isinstance(family, str) else tuple(family)
     sizes = (hidden,) if isinstance(hidden, int) else tuple(hidden)
@@ -295,7 +298,7 @@ def run(*, family: str | tuple[str, ...] = TARGET_FAMILIES, hidden: int | tuple[
             print(f"cells: {name} h{size} ...", flush=True)
             shape = CellShape(name, batch, length, input_size, size)
             shape_rows, facts, decomposition, shape_ratios = measure_shape(shape, NormSpec(norm), device, quick,
-                                                                          repeats, candidates, command)
+                                                                          repeats, candidates, command, clock)
             rows += shape_rows
             ratios += shape_ratios
             parts.append(render_markdown(shape_rows, facts, decomposition, shape_ratios, env, command, fused_name))
@@ -328,7 +331,7 @@ def axis_points(axes: dict = AXES) -> list[tuple[str, dict]]:
 def run_grid(*, family: str | tuple[str, ...] = TARGET_FAMILIES, input_size: int = 32, norm: str = "ln",
              device: str = "cpu", quick: bool = False, repeats: int | None = None,
              candidates: tuple[str, ...] = GRID_CANDIDATES, masked: bool = True, axes: dict | None = None,
-             masked_point: dict | None = None, command: str = "") -> Section:
+             masked_point: dict | None = None, clock: str = "wall", command: str = "") -> Section:
     """The fast paths at every shape users run: each axis from the middle point, then the masked point."""
     families = (family,) if isinstance(family, str) else tuple(family)
     axes = axes or (QUICK_AXES if quick else AXES)
@@ -352,7 +355,7 @@ def run_grid(*, family: str | tuple[str, ...] = TARGET_FAMILIES, input_size: int
             print(f"cells: {name} {axis} b{point['batch']} T{point['length']} h{point['hidden']} ...", flush=True)
             shape = CellShape(name, point["batch"], point["length"], input_size, point["hidden"])
             shape_rows, facts, decomposition, shape_ratios = measure_shape(shape, NormSpec(norm), device, quick,
-                                                                          repeats, wanted, command)
+                                                                          repeats, wanted, command, clock)
             rows += [{"axis": axis, **r} for r in shape_rows]
             ratios += shape_ratios
             parts.append(render_markdown(shape_rows, facts, decomposition, shape_ratios, env, command, fused_name))
@@ -388,12 +391,55 @@ def render_grid(grid: list[dict]) -> str:
           {True: "yes", False: "NO", None: "—"}[g["met"]], num(g["lower_bound"])] for g in grid])
 
 
+SPLIT = {"input_products": "input products x W_ih^T (fwd+bwd)", "forward_products": "recurrent products fwd",
+         "backward_products": "recurrent products bwd (dh per step, dW_hh)", "forward_cell": "cell fwd (norms, gates, state)",
+         "backward_cell": "cell bwd", "rest": "rest of the step (loss, AdamW, autograd, allocation)"}
+
+
+def in_cell_split(step: TrainStep, rounds: int) -> dict | None:
+    """Where one in-cell LN-LSTM training step's time goes, by lnlstm.cpp's own clocks (gemm.h): the
+    median over ``rounds`` steps of each phase and of the rest of the step (ms of the process's CPU
+    time, which other processes on a busy machine inflate far less than the wall time; summed over
+    threads, as the kernel's clocks are), and the products' share of the step. None where the step did
+    not run the compiled kernel."""
+    lnlstm_cpu.phases(on=True)  # zeroed, and running
+    walls, laps = [], []
+    try:
+        for _ in range(rounds):
+            start = time.process_time()
+            step()
+            walls.append(time.process_time() - start)
+            laps.append(lnlstm_cpu.phases(on=True))
+    finally:
+        lnlstm_cpu.phases(on=False)
+    if not any(laps[-1].values()):
+        return None
+    split = {name: statistics.median(lap[name] for lap in laps) * 1e3 for name in lnlstm_cpu.PHASES}
+    split["rest"] = statistics.median(w - sum(lap.values()) for w, lap in zip(walls, laps)) * 1e3
+    split["step"] = statistics.median(walls) * 1e3
+    products = sum(split[k] for k in ("input_products", "forward_products", "backward_products"))
+    split["products_share"] = products / split["step"]
+    split["onednn"] = lnlstm_cpu.onednn_products(torch.float32)
+    return split
+
+
+def render_split(split: dict) -> str:
+    library = "oneDNN" if split["onednn"] else "at::mm"
+    return (f"Where an in-cell step's {split['step']:.2f} ms go (lnlstm.cpp's clocks, CPU time, medians, ms; "
+            f"products by {library}): " + "; ".join(f"{SPLIT[k]} {split[k]:.2f}" for k in SPLIT)
+            + f". Products: {100 * split['products_share']:.0f}% of the step.")
+
+
 def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, repeats: int | None,
-                  candidates: tuple[str, ...], command: str):
+                  candidates: tuple[str, ...], command: str, clock: str = "wall"):
     """(rows, facts, decomposition, ratios) of one shape; candidates left out are absent from all four."""
     steps, facts = build_steps(shape, spec, device, candidates=candidates)
     repeats = repeats or (5 if quick else 25)
-    timings = measure(steps, repeats=repeats, warmup=2 if quick else 5, timer=clock_for(device))
+    timings = measure(steps, repeats=repeats, warmup=2 if quick else 5, timer=clock_for(device, clock))
+    facts["clock"] = clock
+    kernel = facts["in_cell_kernel"] or ""
+    if "in_cell" in steps and shape.family == "lstm" and kernel.startswith("cpp"):
+        facts["in_cell_split_ms"] = in_cell_split(steps["in_cell"], repeats)
     fused = timings["fused"]
     capability = torch.backends.cpu.get_cpu_capability()
     rows = []
@@ -420,6 +466,11 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
                  f"IQR {in_cell['vs_fused_q1']:.2f}-{in_cell['vs_fused_q3']:.2f}")
         if line.met is False and "fused+norm_calls" in by:  # a miss: how far a fused cell + norms could go
             line.note += f"; lower bound ({fused_name} + norm calls alone) {by['fused+norm_calls']['vs_fused']:.2f}x"
+        split = facts.get("in_cell_split_ms")
+        if line.met is False and split:  # a miss: what the step spends on products, on the cell and on the rest
+            products = sum(split[k] for k in ("input_products", "forward_products", "backward_products"))
+            line.note += (f"; split {products:.2f} ms products, {split['forward_cell'] + split['backward_cell']:.2f} ms "
+                          f"cell, {split['rest']:.2f} ms rest")
         ratios.append(line)
     if MASKED in by and "in_cell" in timings:
         masked = paired_ratio(timings[MASKED], timings["in_cell"])
@@ -467,8 +518,9 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
         f"in{s['input_size']} h{s['hidden']}, torch CPU capability {s['cpu_capability']}\n\n`{command}`\n\n"
         f"{env['device']} ({env['device_name']}), "
         f"torch {env['torch']}, {env['threads']} threads, load {env.get('load_average_1m', math.nan):.2f} at start. "
-        "One training step each (forward, MSE on the last output, backward, AdamW), interleaved; "
-        "ratios are medians of per-round ratios.",
+        "One training step each (forward, MSE on the last output, backward, AdamW), interleaved, timed by "
+        + ("the process's CPU time" if facts.get("clock") == "cpu" else "the wall clock")
+        + "; ratios are medians of per-round ratios.",
         table,
         f"Norm calls replayed for the lower bound: {calls}. "
         f"The loop layer matches {fused_name} to {facts['loop_max_abs_difference_vs_fused']:.1e}"
@@ -476,5 +528,6 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
                   for name, value in facts["in_cell_variants_max_abs_difference"].items()) + ".",
         f"Where the time goes (medians of per-round differences from {fused_name}, ms): "
         + "; ".join(f"{DECOMPOSITION[key]} {value:+.2f}" for key, value in d.items()) + ".",
+        *([render_split(facts["in_cell_split_ms"])] if facts.get("in_cell_split_ms") else []),
         "\n".join(f"- {r}" for r in ratios),
     ])

@@ -120,9 +120,17 @@ class CudaEventClock:
         return self.start.elapsed_time(self.end) / 1e3
 
 
-def clock_for(device: torch.device | str) -> WallClock | CudaEventClock:
+CLOCKS = ("wall", "cpu")  # cpu: the process's CPU time (time.process_time), which other processes on a busy
+                          # machine inflate far less than the wall time; with one thread, the step's own
+
+
+def clock_for(device: torch.device | str, clock: str = "wall") -> WallClock | CudaEventClock:
     device = torch.device(device)
-    return CudaEventClock(device) if device.type == "cuda" else WallClock()
+    if device.type == "cuda":
+        if clock != "wall":
+            raise ValueError("--clock cpu times a CPU's work; a GPU's steps are timed on its own timeline")
+        return CudaEventClock(device)
+    return WallClock(time.process_time if clock == "cpu" else time.perf_counter)
 
 
 def loop_length(fn: Candidate, timer, min_loop_s: float, max_loop: int) -> int:

@@ -1,7 +1,9 @@
 // The in-cell LayerNorm-LSTM layer (Ba et al. 2016, suppl. eqs. 20-22) as two CPU kernels.
 //
-// Same arithmetic as InCellLayer's autograd loop (tested equal in float64). Per time step the
-// forward issues one matrix product (at::mm, MKL); everything else (both input norms, biases, the
+// Same arithmetic as InCellLayer's autograd loop (tested equal in float64). The input projection
+// x W_ih^T is one product over all time steps, before the recurrence; per time step the forward
+// issues one more (h_{t-1} U^T, U^T packed contiguous once per call), by oneDNN in float32 where
+// the caller asks (gemm.h says why), else at::mm; everything else (both input norms, biases, the
 // gates' sigmoid and tanh, the cell update, the cell norm) is a few passes of ATen's Vectorized<T>
 // over each batch row (rows.h), built for the CPU capability torch dispatches for (AVX-512, AVX2).
 // The backward issues one matrix product per step. On a CPU at these sizes an ATen call costs
@@ -19,6 +21,7 @@
 
 #include <vector>
 
+#include "gemm.h"
 #include "row_blocks.h"
 #include "rows.h"
 
@@ -32,6 +35,8 @@ using rows::Vec;
 using row_blocks::add_to;
 using row_blocks::check;
 using row_blocks::steps_of;
+
+gemm::Clocks clocks;  // where the layer's time went since phases() last read it
 
 // One batch row, one step, forward. z holds h_{t-1} U^T and is overwritten with z_hat. Writes the
 // gate activations a = (i, f, g, o), c_t, c_hat, k and h_t, and the row's statistics.
@@ -163,7 +168,7 @@ struct Saved {  // what the backward needs, all (time, batch, ...); x_hat is rec
 // Each block of batch rows runs every step on its own thread (row_blocks.h says why).
 template <typename T>
 void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor& u_t, const T* gx, const T* gh,
-                  const T* bias, const T* gc, const T* bc, double eps, bool cell_norm, Saved& s) {
+                  const T* bias, const T* gc, const T* bc, double eps, bool cell_norm, bool onednn, Saved& s) {
   const int64_t batch = xw.size(0), steps = xw.size(1), width = xw.size(2), hidden = width / 4, rows = b1 - b0;
   const int64_t wide = batch * width, narrow = batch * hidden;
   std::vector<at::Tensor> h_steps = steps_of(s.hs, b0, rows), z_steps = steps_of(s.z_hat, b0, rows);
@@ -171,14 +176,17 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
   T *h_p = s.hs.data_ptr<T>(), *c_p = s.cs.data_ptr<T>(), *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>();
   T *c_hat_p = s.c_hat.data_ptr<T>(), *k_p = s.k.data_ptr<T>(), *mx_p = s.mean_x.data_ptr<T>();
   T *rx_p = s.rstd_x.data_ptr<T>(), *rz_p = s.rstd_z.data_ptr<T>(), *rc_p = s.rstd_c.data_ptr<T>();
+  gemm::Stopwatch watch(clocks);
   for (int64_t t = 0; t < steps; ++t) {
-    at::mm_out(z_steps[t], h_steps[t], u_t);
+    gemm::product(z_steps[t], h_steps[t], u_t, onednn);
+    watch.lap(gemm::kForwardProducts);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
       row_forward(xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, bias, c_p + row, gc, bc, hidden, eps,
                   cell_norm, a_p + wrow, c_p + narrow + row, c_hat_p + row, k_p + row, h_p + narrow + row,
                   mx_p + r, rx_p + r, rz_p + r, rc_p + r);
     }
+    watch.lap(gemm::kForwardCell);
   }
 }
 
@@ -187,7 +195,7 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
 template <typename T>
 void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at::Tensor& xw, const at::Tensor& w_hh,
                    const T* gx, const T* gh, const T* gc, bool cell_norm, const Saved& s, at::Tensor& grad_xw,
-                   at::Tensor& dz, at::Tensor& dh, T* totals) {
+                   at::Tensor& dz, at::Tensor& dh, bool onednn, T* totals) {
   const int64_t batch = grad_out.size(0), steps = grad_out.size(1), hidden = grad_out.size(2), width = 4 * hidden;
   const int64_t wide = batch * width, narrow = batch * hidden, rows = b1 - b0;
   std::vector<at::Tensor> dz_steps = steps_of(dz, b0, rows);
@@ -202,6 +210,7 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
   std::vector<T> step_v(n_totals);
   T *step_gx = step_v.data(), *step_gh = step_gx + width, *step_bias = step_gh + width;
   T *step_gc = step_bias + width, *step_bc = step_gc + hidden;
+  gemm::Stopwatch watch(clocks);
   for (int64_t t = steps - 1; t >= 0; --t) {
     std::fill(step_v.begin(), step_v.end(), T(0));
     for (int64_t b = b0; b < b1; ++b) {
@@ -211,18 +220,30 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
                    rc_p[r], hidden, cell_norm, dc_next_v.data() + (b - b0) * hidden, dm_v.data(), da_v.data(),
                    gxw_p + (b * steps + t) * width, dz_p + wrow, step_gx, step_gh, step_bias, step_gc, step_bc);
     }
-    at::mm_out(dh_rows, dz_steps[t], w_hh);
     add_to(totals, step_v.data(), n_totals);
+    watch.lap(gemm::kBackwardCell);
+    gemm::product(dh_rows, dz_steps[t], w_hh, onednn);
+    watch.lap(gemm::kBackwardProducts);
   }
 }
 
-Saved allocate(int64_t steps, int64_t batch, int64_t hidden, const at::TensorOptions& opt) {
+// Every step writes its slices, so only h_0 and c_0 start at zero (and, without a cell norm, the
+// c_hat and rstd_c the backward then reads as zeros and ones): filling whole sequences that the
+// steps overwrite was one more pass over memory per call.
+Saved allocate(int64_t steps, int64_t batch, int64_t hidden, bool cell_norm, const at::TensorOptions& opt) {
   const int64_t width = 4 * hidden;
-  return Saved{at::zeros({steps + 1, batch, hidden}, opt), at::zeros({steps + 1, batch, hidden}, opt),
-               at::empty({steps, batch, width}, opt),      at::empty({steps, batch, width}, opt),
-               at::zeros({steps, batch, hidden}, opt),     at::empty({steps, batch, hidden}, opt),
-               at::empty({steps, batch}, opt),             at::empty({steps, batch}, opt),
-               at::empty({steps, batch}, opt),             at::ones({steps, batch}, opt)};
+  Saved s{at::empty({steps + 1, batch, hidden}, opt), at::empty({steps + 1, batch, hidden}, opt),
+          at::empty({steps, batch, width}, opt),      at::empty({steps, batch, width}, opt),
+          at::empty({steps, batch, hidden}, opt),     at::empty({steps, batch, hidden}, opt),
+          at::empty({steps, batch}, opt),             at::empty({steps, batch}, opt),
+          at::empty({steps, batch}, opt),             at::empty({steps, batch}, opt)};
+  s.hs[0].zero_();
+  s.cs[0].zero_();
+  if (!cell_norm) {
+    s.c_hat.zero_();
+    s.rstd_c.fill_(1);
+  }
+  return s;
 }
 
 void check_parameters(const at::Tensor& w_hh, const at::Tensor& gamma_x, const at::Tensor& gamma_h,
@@ -238,7 +259,7 @@ void check_parameters(const at::Tensor& w_hh, const at::Tensor& gamma_x, const a
 // xw = x W_ih^T (batch, time, 4h), no bias. -> [h (time+1, batch, hidden) with h_0 = 0, saved...]
 std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w_hh, const at::Tensor& gamma_x,
                                        const at::Tensor& gamma_h, const at::Tensor& bias, const at::Tensor& gamma_c,
-                                       const at::Tensor& beta_c, double eps, bool cell_norm) {
+                                       const at::Tensor& beta_c, double eps, bool cell_norm, bool onednn) {
   TORCH_CHECK(xw.dim() == 3 && xw.size(2) % 4 == 0, "xw: (batch, time, 4 hidden)");
   const auto dtype = xw.scalar_type();
   const int64_t hidden = xw.size(2) / 4;
@@ -246,13 +267,15 @@ std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w
   check_parameters(w_hh, gamma_x, gamma_h, gamma_c, dtype, hidden);
   check(bias, "bias", dtype, {4 * hidden});
   check(beta_c, "beta_c", dtype, {hidden});
-  Saved s = allocate(xw.size(1), xw.size(0), hidden, xw.options());
-  const at::Tensor u_t = w_hh.detach().t();
+  Saved s = allocate(xw.size(1), xw.size(0), hidden, cell_norm, xw.options());
+  gemm::Stopwatch watch(clocks);
+  const at::Tensor u_t = w_hh.detach().t().contiguous();  // packed once: every step reads it in order
+  watch.lap(gemm::kForwardProducts);
   AT_DISPATCH_FLOATING_TYPES(dtype, "lnlstm_forward", [&] {
     row_blocks::for_each(xw.size(0), [&](int64_t b0, int64_t b1) {
       forward_rows<scalar_t>(b0, b1, xw, u_t, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
                              bias.data_ptr<scalar_t>(), gamma_c.data_ptr<scalar_t>(), beta_c.data_ptr<scalar_t>(),
-                             eps, cell_norm, s);
+                             eps, cell_norm, onednn, s);
     });
   });
   return {s.hs, s.cs, s.z_hat, s.act, s.c_hat, s.k, s.mean_x, s.rstd_x, s.rstd_z, s.rstd_c};
@@ -261,7 +284,8 @@ std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w
 // -> [grad xw, grad w_hh, grad gamma_x, grad gamma_h, grad bias, grad gamma_c, grad beta_c]
 std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Tensor& xw, const at::Tensor& w_hh,
                                         const at::Tensor& gamma_x, const at::Tensor& gamma_h,
-                                        const at::Tensor& gamma_c, bool cell_norm, const std::vector<at::Tensor>& saved) {
+                                        const at::Tensor& gamma_c, bool cell_norm, const std::vector<at::Tensor>& saved,
+                                        bool onednn) {
   TORCH_CHECK(saved.size() == 10, "saved: the ten tensors lnlstm_forward returned");
   const Saved s{saved[0], saved[1], saved[2], saved[3], saved[4], saved[5], saved[6], saved[7], saved[8], saved[9]};
   const at::Tensor go = grad_out.contiguous();
@@ -278,16 +302,56 @@ std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Te
   AT_DISPATCH_FLOATING_TYPES(go.scalar_type(), "lnlstm_backward", [&] {
     total = row_blocks::summed(batch, 3 * width + 2 * hidden, opt, [&](int64_t b0, int64_t b1, at::Tensor& block) {
       backward_rows<scalar_t>(b0, b1, go, xw, w, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
-                              gamma_c.data_ptr<scalar_t>(), cell_norm, s, grad_xw, dz, dh, block.data_ptr<scalar_t>());
+                              gamma_c.data_ptr<scalar_t>(), cell_norm, s, grad_xw, dz, dh, onednn,
+                              block.data_ptr<scalar_t>());
     });
   });
   const std::vector<at::Tensor> grads = total.split_with_sizes({width, width, width, hidden, hidden});
   // dL/dU = sum_t dz_t^T h_{t-1}: one product over all steps, outside the recurrence.
-  at::Tensor grad_w_hh = at::mm(dz.reshape({-1, width}).t(), s.hs.narrow(0, 0, steps).reshape({-1, hidden}));
+  gemm::Stopwatch watch(clocks);
+  at::Tensor grad_w_hh = gemm::product(dz.reshape({-1, width}).t(), s.hs.narrow(0, 0, steps).reshape({-1, hidden}),
+                                       onednn);
+  watch.lap(gemm::kBackwardProducts);
   return {grad_xw, grad_w_hh, grads[0], grads[1], grads[2], grads[3], grads[4]};
 }
 
+// xw = x W_ih^T for every time step at once: (batch, time, input) -> (batch, time, 4 hidden)
+at::Tensor lnlstm_project(const at::Tensor& x, const at::Tensor& w_ih, bool onednn) {
+  TORCH_CHECK(x.dim() == 3 && w_ih.dim() == 2 && x.size(2) == w_ih.size(1), "x: (batch, time, input), w_ih: (4 hidden, input)");
+  gemm::Stopwatch watch(clocks);
+  const at::Tensor xw = gemm::product(x.reshape({-1, x.size(2)}), w_ih.detach().t(), onednn);
+  watch.lap(gemm::kInputProducts);
+  return xw.view({x.size(0), x.size(1), w_ih.size(0)});
+}
+
+// -> [grad x (undefined unless need_x), grad w_ih (undefined unless need_w)]
+std::vector<at::Tensor> lnlstm_project_backward(const at::Tensor& grad_xw, const at::Tensor& x, const at::Tensor& w_ih,
+                                                bool need_x, bool need_w, bool onednn) {
+  gemm::Stopwatch watch(clocks);
+  const at::Tensor g = grad_xw.reshape({-1, grad_xw.size(2)});
+  at::Tensor grad_x, grad_w;
+  if (need_x) grad_x = gemm::product(g, w_ih.detach(), onednn).view(x.sizes());
+  if (need_w) grad_w = gemm::product(g.t(), x.detach().reshape({-1, x.size(2)}), onednn);
+  watch.lap(gemm::kInputProducts);
+  return {grad_x, grad_w};
+}
+
+// CPU seconds per phase since the last call (input products, forward products, forward cell,
+// backward products, backward cell; summed over calls and threads); the clocks then run if ``on``.
+std::vector<double> lnlstm_phases(bool on) { return clocks.read(on); }
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &lnlstm_forward, "in-cell LN-LSTM layer, forward");
-  m.def("backward", &lnlstm_backward, "in-cell LN-LSTM layer, backward");
+  namespace py = pybind11;
+  m.def("forward", &lnlstm_forward, "in-cell LN-LSTM layer, forward", py::arg("xw"), py::arg("w_hh"),
+        py::arg("gamma_x"), py::arg("gamma_h"), py::arg("bias"), py::arg("gamma_c"), py::arg("beta_c"), py::arg("eps"),
+        py::arg("cell_norm"), py::arg("onednn") = false);
+  m.def("backward", &lnlstm_backward, "in-cell LN-LSTM layer, backward", py::arg("grad_out"), py::arg("xw"),
+        py::arg("w_hh"), py::arg("gamma_x"), py::arg("gamma_h"), py::arg("gamma_c"), py::arg("cell_norm"),
+        py::arg("saved"), py::arg("onednn") = false);
+  m.def("project", &lnlstm_project, "x W_ih^T over all time steps", py::arg("x"), py::arg("w_ih"),
+        py::arg("onednn") = false);
+  m.def("project_backward", &lnlstm_project_backward, "gradients of x W_ih^T", py::arg("grad_xw"), py::arg("x"),
+        py::arg("w_ih"), py::arg("need_x"), py::arg("need_w"), py::arg("onednn") = false);
+  m.def("onednn_runs", &gemm::onednn_runs, "whether oneDNN's float32 matmul runs on this CPU");
+  m.def("phases", &lnlstm_phases, "CPU seconds per phase since the last call, then zero", py::arg("on") = false);
 }

@@ -10,6 +10,7 @@ function.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import torch
@@ -17,26 +18,54 @@ import torch
 from normbench.native import cpu_build
 
 KERNEL = cpu_build.Kernel(Path(__file__).with_name("lnlstm.cpp"), "compiled LN-LSTM kernel", "the Python recurrence")
+PHASES = ("input_products", "forward_products", "forward_cell", "backward_products", "backward_cell")
+
+
+def onednn_products(dtype: torch.dtype) -> bool:
+    """Whether the kernel's larger matrix products run on oneDNN (gemm.h says why): float32, where
+    torch has oneDNN, this CPU runs its float32 matmul, and at full precision (not
+    torch.backends.mkldnn's bf16 or tf32)."""
+    if dtype != torch.float32 or not torch.backends.mkldnn.is_available():
+        return False
+    precision = getattr(getattr(torch.backends.mkldnn, "matmul", None), "fp32_precision", "ieee")
+    return precision in ("ieee", "none") and _onednn_runs(KERNEL.module)
+
+
+@functools.cache
+def _onednn_runs(module) -> bool:
+    return module.onednn_runs()
+
+
+def phases(on: bool = False) -> dict[str, float]:
+    """CPU seconds per phase of the kernel (PHASES) since the last call, summed over calls and threads;
+    the kernel's clocks then run until a call with ``on`` false (off, they cost nothing)."""
+    return dict(zip(PHASES, KERNEL.module.phases(on)))
 
 
 class LayerNormLSTMLayer(torch.autograd.Function):
-    """h (batch, time, hidden) of the in-cell LN-LSTM, from xw = x W_ih^T (batch, time, 4 hidden).
+    """h (batch, time, hidden) of the in-cell LN-LSTM on x (batch, time, input); xw = x W_ih^T is one
+    product over all time steps.
 
     ``bias`` is beta_x + beta_h + b_ih + b_hh: the four are added to the same pre-activation, so
     each one's gradient is the sum of da over rows and autograd hands it to all four.
     """
 
     @staticmethod
-    def forward(ctx, xw, w_hh, gamma_x, gamma_h, bias, gamma_c, beta_c, eps: float, cell_norm: bool):
-        xw, w_hh, gamma_x, gamma_h, gamma_c = (t.contiguous() for t in (xw, w_hh, gamma_x, gamma_h, gamma_c))
+    def forward(ctx, x, w_ih, w_hh, gamma_x, gamma_h, bias, gamma_c, beta_c, eps: float, cell_norm: bool):
+        x, w_ih, w_hh, gamma_x, gamma_h, gamma_c = (t.contiguous() for t in (x, w_ih, w_hh, gamma_x, gamma_h, gamma_c))
+        onednn = onednn_products(x.dtype)
+        xw = KERNEL.module.project(x, w_ih, onednn)
         saved = KERNEL.module.forward(xw, w_hh, gamma_x, gamma_h, bias.contiguous(), gamma_c, beta_c.contiguous(), eps,
-                                cell_norm)
-        ctx.save_for_backward(xw, w_hh, gamma_x, gamma_h, gamma_c, *saved)
-        ctx.cell_norm = cell_norm
+                                      cell_norm, onednn)
+        ctx.save_for_backward(x, w_ih, xw, w_hh, gamma_x, gamma_h, gamma_c, *saved)
+        ctx.cell_norm, ctx.onednn = cell_norm, onednn
         return saved[0][1:].transpose(0, 1)
 
     @staticmethod
     def backward(ctx, grad_out):
-        xw, w_hh, gamma_x, gamma_h, gamma_c, *saved = ctx.saved_tensors
-        grads = KERNEL.module.backward(grad_out, xw, w_hh, gamma_x, gamma_h, gamma_c, ctx.cell_norm, saved)
-        return (*grads, None, None)
+        x, w_ih, xw, w_hh, gamma_x, gamma_h, gamma_c, *saved = ctx.saved_tensors
+        grad_xw, *grads = KERNEL.module.backward(grad_out, xw, w_hh, gamma_x, gamma_h, gamma_c, ctx.cell_norm, saved,
+                                                 ctx.onednn)
+        grad_x, grad_w_ih = KERNEL.module.project_backward(grad_xw, x, w_ih, ctx.needs_input_grad[0],
+                                                           ctx.needs_input_grad[1], ctx.onednn)
+        return (grad_x, grad_w_ih, *grads, None, None)

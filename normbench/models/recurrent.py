@@ -278,7 +278,7 @@ class InCellLayer(_CellLayer):
             gamma_c, beta_c = ln_c.weight, ln_c.bias
         else:  # unused without a cell norm
             gamma_c, beta_c = x.new_ones(self.hidden_size), x.new_zeros(self.hidden_size)
-        return lnlstm_cpu.LayerNormLSTMLayer.apply(x @ self.weight_ih.T, self.weight_hh, gamma_x, gamma_h, bias,
+        return lnlstm_cpu.LayerNormLSTMLayer.apply(x, self.weight_ih, self.weight_hh, gamma_x, gamma_h, bias,
                                                    gamma_c, beta_c, ln_h.eps, self.cell_norm)
 
     def lstm_python_recurrence(self, x):

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).parent
-HEADERS = (HERE / "rows.h", HERE / "row_blocks.h")
+HEADERS = (HERE / "rows.h", HERE / "row_blocks.h", HERE / "gemm.h")
 # The flags CMake gives ATen's AVX2 and AVX-512 kernels (cmake/Codegen.cmake), plus the macros
 # that select Vectorized<T>'s implementation. -fopenmp: at::parallel_for uses torch's own pool.
 CAPABILITY_FLAGS = {

@@ -111,3 +111,25 @@ def test_an_in_cell_variant_computing_something_else_is_not_timed(monkeypatch):
     monkeypatch.setattr(InCellLayer, "forward", off_by_a_little)
     with pytest.raises(AssertionError, match="in_cell_python differs from in_cell by 1e-06"):
         cells.build_steps(SMALL, NormSpec("ln"), candidates=("in_cell", "in_cell_python"))
+
+
+@pytest.mark.skipif(lnlstm_cpu.KERNEL.load() is None, reason="the compiled LN-LSTM kernel does not build here")
+def test_cells_prints_where_an_in_cell_step_goes_and_times_cpu_time(tmp_path):
+    """The split comes from lnlstm.cpp's own clocks: every phase counted, the phases within the step's CPU time."""
+    assert main(["cells", "--quick", "--repeats", "3", "--family", "lstm", "--hidden", "8", "--length", "4",
+                 "--batch", "4", "--input-size", "3", "--candidates", "fused,in_cell", "--clock", "cpu",
+                 "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "cells.json").read_text())
+    assert "--clock cpu" in data["command"]
+    facts = data["shapes"]["lstm h8"]["facts"]
+    split = facts["in_cell_split_ms"]
+    assert facts["clock"] == "cpu" and all(split[p] > 0 for p in lnlstm_cpu.PHASES)
+    assert sum(split[p] for p in lnlstm_cpu.PHASES) <= 1.05 * split["step"]
+    assert "Where an in-cell step's" in (tmp_path / "cells.md").read_text()
+    assert "the process's CPU time" in (tmp_path / "cells.md").read_text()
+
+
+def test_a_cpu_clock_on_cuda_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["cells", "--clock", "cpu", "--device", "cuda"])
+    assert exit_.value.code == 2 and "error:" in capsys.readouterr().err

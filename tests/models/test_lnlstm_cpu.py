@@ -97,3 +97,33 @@ def test_every_capability_build_equals_the_autograd_loop_in_float64(variant, hid
     loop = outputs_and_grads(lambda inp: _CellLayer.forward(layer, inp), x, upstream, layer.parameters())
     for a, b in zip(compiled, loop):
         torch.testing.assert_close(a, b, atol=1e-11, rtol=0)
+
+
+@needs_kernel
+def test_onednn_products_give_the_at_mm_result_in_float32(monkeypatch):
+    """The products on oneDNN (gemm.h) and on at::mm are the same sums in other orders: float32 rounding apart."""
+    if not lnlstm_cpu.onednn_products(torch.float32):
+        pytest.skip("torch here runs no full-precision oneDNN matmul")
+    assert not lnlstm_cpu.onednn_products(torch.float64)  # float64 (the equality tests) stays on at::mm
+    torch.manual_seed(5)
+    layer = InCellLayer("lstm", 6, 24, NormSpec("ln"))
+    x, upstream = torch.randn(8, 7, 6), torch.randn(8, 7, 24)
+    onednn = outputs_and_grads(layer, x, upstream)
+    monkeypatch.setattr(lnlstm_cpu, "onednn_products", lambda dtype: False)
+    aten = outputs_and_grads(layer, x, upstream)
+    for a, b in zip(onednn, aten):
+        torch.testing.assert_close(a, b, atol=1e-5 * (1 + b.abs().max().item()), rtol=1e-5)
+
+
+@needs_kernel
+def test_the_kernel_clocks_count_each_phase_only_while_on():
+    layer = InCellLayer("lstm", 3, 8, NormSpec("ln"))
+    x = torch.randn(4, 5, 3, requires_grad=True)
+    lnlstm_cpu.phases(on=False)
+    layer(x).sum().backward()
+    assert set(lnlstm_cpu.phases(on=True).values()) == {0.0}
+    layer(x).sum().backward()
+    laps = lnlstm_cpu.phases(on=False)
+    assert list(laps) == list(lnlstm_cpu.PHASES) and all(v > 0 for v in laps.values()), laps
+    layer(x).sum().backward()
+    assert set(lnlstm_cpu.phases().values()) == {0.0}

@@ -1,0 +1,111 @@
+// Matrix products of the recurrent kernels (lnlstm.cpp), and the clocks that say how much of a
+// layer's time they take.
+//
+// Why oneDNN: torch's at::mm runs float32 on MKL, which on AMD CPUs takes a slower path than on
+// Intel's (measured on a 2-core AMD EPYC with AVX-512: 30-60 GFLOPS at the kernels' sizes), while
+// nn.LSTM runs on oneDNN's RNN primitive, whose products reach about three times that. oneDNN's
+// matmul, which libtorch_cpu exports as at::native::mkldnn_matmul (its header is not installed),
+// puts the kernel's products on the library nn.LSTM uses, so the ratio between the two no longer
+// depends on how well MKL does on a given CPU. It is float32 only, and only where oneDNN runs
+// float32 at full precision: the caller decides (lnlstm_cpu.onednn_products) and says so.
+#pragma once
+
+#include <torch/extension.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+
+namespace at {
+namespace native {
+// result = beta * result + alpha * mat1 @ mat2 (ATen/native/mkldnn/Matmul.h)
+TORCH_API void mkldnn_matmul(const Tensor& mat1, const Tensor& mat2, const Tensor& result, float beta, float alpha);
+}  // namespace native
+}  // namespace at
+
+namespace gemm {
+
+// Below this many multiply-adds a oneDNN matmul's fixed cost (about 5 us a call, its primitive
+// looked up from the cache) outweighs its speed: a step's product at hidden 64, batch 32 (0.5 M)
+// took 15 us on oneDNN and 11 on MKL, at hidden 128 (2.1 M) 30 against 43 (CPU time, AMD EPYC).
+constexpr int64_t kOneDnnFrom = 1 << 20;
+
+// out = a @ b; with onednn (float32 only) by oneDNN's matmul unless it is small, else at::mm (MKL or OpenBLAS)
+inline void product(at::Tensor out, const at::Tensor& a, const at::Tensor& b, bool onednn) {
+  if (onednn && a.scalar_type() == at::kFloat && a.size(0) * a.size(1) * b.size(1) >= kOneDnnFrom)
+    at::native::mkldnn_matmul(a, b, out, 0.f, 1.f);
+  else
+    at::mm_out(out, a, b);
+}
+
+// Whether oneDNN's float32 matmul runs here: torch refuses it on CPUs without AVX-512 (BW, VL, DQ)
+// or AVX-NE-CONVERT, as its message says, rather than falling back.
+inline bool onednn_runs() {
+  try {
+    const at::Tensor a = at::ones({2, 2}, at::kFloat), out = at::empty({2, 2}, at::kFloat);
+    at::native::mkldnn_matmul(a, a, out, 0.f, 1.f);
+    return out.eq(2).all().item<bool>();
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
+inline at::Tensor product(const at::Tensor& a, const at::Tensor& b, bool onednn) {
+  at::Tensor out = at::empty({a.size(0), b.size(1)}, a.options());
+  product(out, a, b, onednn);
+  return out;
+}
+
+// Where a layer's time goes, summed over calls until read, while switched on (off, a lap costs one
+// branch): each thread's CPU time, which a busy machine's other processes inflate far less than the
+// wall time; with several threads the phases add up to more than the wall time.
+enum Phase { kInputProducts, kForwardProducts, kForwardCell, kBackwardProducts, kBackwardCell, kPhases };
+
+class Clocks {
+ public:
+  bool on() const { return on_.load(std::memory_order_relaxed); }
+  void add(const std::array<int64_t, kPhases>& ns) {
+    for (int p = 0; p < kPhases; ++p) total_[p].fetch_add(ns[p], std::memory_order_relaxed);
+  }
+  // seconds per phase since the last read, and back to zero
+  std::vector<double> read(bool keep_on) {
+    on_.store(keep_on);
+    std::vector<double> seconds(kPhases);
+    for (int p = 0; p < kPhases; ++p) seconds[p] = total_[p].exchange(0) * 1e-9;
+    return seconds;
+  }
+
+ private:
+  std::atomic<bool> on_{false};
+  std::array<std::atomic<int64_t>, kPhases> total_{};
+};
+
+// One thread's laps: lap(p) charges the time since the previous lap to phase p; the total goes to
+// the shared clocks once, when the stopwatch ends.
+class Stopwatch {
+ public:
+  explicit Stopwatch(Clocks& clocks) : clocks_(clocks), on_(clocks.on()), last_(on_ ? now() : 0) {}
+  ~Stopwatch() {
+    if (on_) clocks_.add(ns_);
+  }
+  void lap(Phase p) {
+    if (!on_) return;
+    const int64_t t = now();
+    ns_[p] += t - last_;
+    last_ = t;
+  }
+
+ private:
+  static int64_t now() {
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+  }
+  Clocks& clocks_;
+  const bool on_;
+  int64_t last_;
+  std::array<int64_t, kPhases> ns_{};
+};
+
+}  // namespace gemm
