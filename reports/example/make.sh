@@ -19,9 +19,10 @@ run() {
     case $1 in
         warmup_depth)      study warmup_depth 270s --pilot 4 --max-seeds 4 +sweep=warmup_depth ;;
         grad_depth)        study grad_depth 100s --pilot 2 --max-seeds 2 +sweep=grad_depth ;;
+        gamma_flow)        study gamma_flow 40s --pilot 4 --max-seeds 4 +sweep=gamma_flow ;;
         dyt_vs_ln)         study dyt_vs_ln 180s --pilot 3 --max-seeds 3 +sweep=dyt_vs_ln ;;
         scalenorm)         study scalenorm 110s --pilot 3 --max-seeds 3 +sweep=scalenorm ;;
-        rms_vs_ln)         study rms_vs_ln 150s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
+        rms_vs_ln)         study rms_vs_ln 130s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
                            python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 --rounds 10 ;;
         eps_fp16)          study eps_fp16 70s --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
         ln_converges)      study ln_converges 55s --pilot 4 --max-seeds 4 +sweep=ln_converges ;;
@@ -32,13 +33,13 @@ run() {
         dropout_placement) study dropout_placement 60s --pilot 4 --max-seeds 4 +sweep=dropout_placement ;;
         ln_vs_bn_varlen)   study ln_vs_bn_varlen 120s --pilot 3 --max-seeds 3 +sweep=ln_vs_bn_varlen ;;
         gru)               study gru 150s --pilot 3 --max-seeds 3 +sweep=gru ;;
-        placements)        study placements 150s --pilot 3 --max-seeds 3 +sweep=placements ;;
+        placements)        study placements 130s --pilot 3 --max-seeds 3 +sweep=placements ;;
         # not in ALL (its 20 runs a seed do not fit the 32 minutes): the lr grid of ln_larger_stable_lr
         lr_grid)           study lr_grid 6m --pilot 2 --step 1 --max-seeds 4 +sweep=tuned model=lstm placement=in_cell norm=none,ln ;;
         *) echo "unknown study $1" >&2; exit 2 ;;
     esac
 }
-ALL=(warmup_depth grad_depth dyt_vs_ln scalenorm rms_vs_ln eps_fp16 ln_converges bn_converges batch_size gamma_init
+ALL=(warmup_depth grad_depth gamma_flow dyt_vs_ln scalenorm rms_vs_ln eps_fp16 ln_converges bn_converges batch_size gamma_init
      rnn_table dropout_placement ln_vs_bn_varlen gru placements)
 mkdir -p "$R"
 for s in "${@:-${ALL[@]}}"; do
