@@ -40,7 +40,8 @@ SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
 
 
-RECORD_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", "normbench.log", ".normbench.lock")
+RECORD_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", "normbench.log", ".normbench.lock", "checkpoint.pt",
+                "model_final.pt", "model_best.pt", ".hydra")
 
 
 def _short(value: object, limit: int = 80) -> str:
@@ -274,6 +275,9 @@ class CsvLog:
 
     def __post_init__(self):
         _inside_run("logger.csv.file", self.file)
+        name = PurePosixPath(str(self.file)).name
+        _require(name not in ("", ".", "..") and not str(self.file).endswith("/"),
+                 f"logger.csv.file={_short(self.file)!r} names a folder, not a file (e.g. metrics.csv)")
 
 
 LOGGER_KINDS = {"tensorboard": TensorBoardLog, "mlflow": MLflowLog, "wandb": WandbLog, "csv": CsvLog}
@@ -382,6 +386,9 @@ class Config:
         _require(self.steps <= MAX_STEPS, f"steps must be <= {MAX_STEPS:.0e}, got {_short(self.steps)}")
         for key in ("warmup_steps", "threads", "probe_every", "timing_warmup", "checkpoint_every"):
             _require(getattr(self, key) >= 0, f"{key} must be >= 0, got {_short(getattr(self, key))}")
+        for key in ("warmup_steps", "eval_every", "log_every", "probe_every", "timing_warmup", "checkpoint_every"):
+            _require(getattr(self, key) <= MAX_STEPS, f"{key} must be <= {MAX_STEPS:.0e} (a count of steps), "
+                                                      f"got {_short(getattr(self, key))}")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         # far more threads than cores only slows a run down (thousands of times at threads=999)
         _require(self.threads <= 4 * cores, f"threads must be <= {4 * cores} (4 x the {cores} cores here), got {self.threads}")
