@@ -269,14 +269,14 @@ def main(from_process_start: bool = False) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     _bound_hydra_lines()
     job = Job()
-    if {"-m", "--multirun"} & set(sys.argv[1:]):
-        try:  # Hydra's basic sweeper lists every job before the first: a billion would never start
-            from normbench.config import require_sweep_size
+    try:  # Hydra's basic sweeper lists every job before the first: a billion would never start (a sweep
+        # file's mode may be MULTIRUN without -m, so the command line is counted either way)
+        from normbench.config import require_sweep_size
 
-            require_sweep_size([a for a in sys.argv[1:] if not a.startswith("-")], "the command line")
-        except ConfigError as err:
-            _say(f"error: {err}")
-            sys.exit(2)
+        require_sweep_size([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")], "the command line")
+    except ConfigError as err:
+        _say(f"error: {err}")
+        sys.exit(2)
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
     except hydra_files.Refused as refused:

@@ -346,6 +346,25 @@ def require_sweep_size(overrides: list[str], where: str) -> None:
         raise ConfigError(f"{where} makes {jobs:,} jobs; a sweep may have at most {MAX_SWEEP_JOBS:,}")
 
 
+def _not_a_bool(values: dict, schema: type, prefix: str = "") -> str | None:
+    """A bool setting given a number other than 0 or 1 (``save_model: 2``), which OmegaConf would take as
+    true; the key and value as one phrase, or None."""
+    import dataclasses
+
+    for item in fields(schema):
+        value = values.get(item.name) if isinstance(values, dict) else None
+        if value is None:
+            continue
+        kind = getattr(item.default_factory, "__name__", None) if item.default_factory is not dataclasses.MISSING else None
+        if str(item.type) == "bool" and not isinstance(value, (bool, str)) and value not in (0, 1):
+            return f"{prefix}{item.name} must be true or false, got {str(value)[:40]}"
+        if kind and dataclasses.is_dataclass(item.default_factory) and isinstance(value, dict):
+            found = _not_a_bool(value, item.default_factory, f"{prefix}{item.name}.")
+            if found:
+                return found
+    return None
+
+
 def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...] = ()) -> DictConfig:
     """A sweep file's config, checked as data (the module docstring says what is refused); ``package``
     is where its keys land. Raises ConfigError with one line naming the file."""
@@ -378,6 +397,9 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
     why = _defaults_problem(plain.get("defaults"))
     if why:
         raise ConfigError(f"sweep file {path}: {why}")
+    mistyped = _not_a_bool(plain, Config) if not package else None  # a global file's settings
+    if mistyped:
+        raise ConfigError(f"sweep file {path}: {mistyped}")
     params = plain
     for key in ("hydra", "sweeper", "params"):
         params = params.get(key) if isinstance(params, dict) else None

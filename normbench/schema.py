@@ -312,6 +312,15 @@ class LoggerConfig:
             _require(value.enabled or not changed,
                      f"logger.{key}.{changed[0] if changed else ''} is set but {key} is not a logger of this run; "
                      f"choose it: logger={key}, or several: 'logger=[tensorboard,{key}]'")
+        if self.csv.enabled:  # the CSV file may not be where another logger's folder goes (nor above one)
+            csv_file = PurePosixPath(os.path.normpath(str(self.csv.file)))
+            folders = {"tensorboard": self.tensorboard.dir, "mlflow": self.mlflow.dir,
+                       "wandb": str(PurePosixPath(str(self.wandb.dir)) / "wandb")}
+            for kind, folder in folders.items():
+                folder = PurePosixPath(os.path.normpath(str(folder)))
+                _require(not getattr(self, kind).enabled or not (folder == csv_file or csv_file in folder.parents),
+                         f"logger.csv.file={_short(self.csv.file)!r} is where logger {kind} writes its folder "
+                         f"({folder}); choose another file name")
 
     @classmethod
     def from_plain(cls, plain: dict | None) -> "LoggerConfig":

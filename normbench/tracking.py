@@ -82,10 +82,11 @@ def masked(value, secrets: tuple[str, ...] = ()):
 
 def as_recorded(resolved, written, secrets: tuple[str, ...] = ()):
     """What a record keeps of a value read from the environment: ``resolved`` (the config as the run
-    uses it) with every value whose ``written`` form (the config before resolution) reads
-    ``${oc.env:NAME}`` kept as that text, numbers included, and any other string holding a secret
-    masked. The record names where the value came from; the value itself is never written."""
-    if isinstance(written, str) and _ENV.search(written):
+    uses it) with every string whose ``written`` form (the config before resolution) reads
+    ``${oc.env:NAME}`` kept as that text, and any other string holding a secret masked: the record
+    names where the value came from, never the value. A number or a bool stays as it is: the run's
+    identity, its curves (``lr`` at every step) and the record's types depend on it."""
+    if isinstance(written, str) and _ENV.search(written) and isinstance(resolved, str):
         return written
     if isinstance(resolved, dict):
         return {k: as_recorded(v, written.get(k) if isinstance(written, dict) else None, secrets)

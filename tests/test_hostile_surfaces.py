@@ -681,7 +681,6 @@ SECRET_SETTINGS = {
     "csv_file": "logger.csv.file=${oc.env:NB_SECRET}.csv",
     "tensorboard_dir": "logger.tensorboard.dir=${oc.env:NB_SECRET}",
     "device": "device=${oc.env:NB_SECRET}",
-    "a_number": "lr=${oc.env:NB_NUMBER}",
 }
 
 
@@ -692,11 +691,10 @@ def _files_holding(folder: Path, text: str) -> list[str]:
 @pytest.mark.parametrize("name", sorted(SECRET_SETTINGS))
 def test_a_value_read_from_the_environment_is_never_written_into_the_record(cli, tiny_args, monkeypatch, tmp_path, name):
     monkeypatch.setenv("NB_SECRET", SECRET)
-    monkeypatch.setenv("NB_NUMBER", "0.0123456789")
     override = SECRET_SETTINGS[name]
     code, out, err = cli(*tiny_args, override, "batch_size=0", "hydra.run.dir=run")
     assert code == 2 and err.count("\n") == 1 and SECRET not in out + err
-    assert not _files_holding(tmp_path / "run", SECRET) and not _files_holding(tmp_path / "run", "0.0123456789")
+    assert not _files_holding(tmp_path / "run", SECRET)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     key, _, text = override.partition("=")
     value = summary["config"]
@@ -711,6 +709,15 @@ def test_a_run_whose_config_reads_the_environment_is_still_found_finished(cli, t
     assert cli(*args)[0] == 0
     code, out, err = cli(*args, "resume=true")
     assert code == 0 and "already finished" in out + err  # the record's config holds the text, its hash the run's
+
+
+def test_a_number_read_from_the_environment_is_kept_so_the_record_stays_readable(cli, tiny_args, monkeypatch, tmp_path):
+    from normbench.record import RunRecord, read_summary
+
+    monkeypatch.setenv("NB_LR", "0.0123")
+    assert cli(*tiny_args, "lr=${oc.env:NB_LR}", "hydra.run.dir=run")[0] == 0
+    found = read_summary(tmp_path / "run" / "summary.json")  # the report, resume and compare read it
+    assert isinstance(found, RunRecord) and found.config["lr"] == 0.0123
 
 
 def test_a_sweeps_study_command_keeps_the_interpolation_text(compose, monkeypatch):
@@ -745,6 +752,10 @@ SILENT_VALUES = {
     "csv_file_ends_in_slash": ("logger.csv.file=logs/", "names a folder"),
     "csv_file_the_checkpoint": ("logger.csv.file=checkpoint.pt", "record file"),
     "csv_file_the_model": ("logger.csv.file=model_final.pt", "record file"),
+    "csv_file_is_the_tb_folder": ("logger=[tensorboard,csv] logger.csv.file=tb", "where logger tensorboard writes"),
+    "tb_folder_is_the_csv_file": ("logger=[tensorboard,csv] logger.tensorboard.dir=metrics.csv", "where logger tensorboard"),
+    "csv_file_above_the_wandb_folder": ("logger=[wandb,csv] logger.wandb.dir=logs logger.csv.file=logs/wandb",
+                                        "where logger wandb writes"),
     "timing_warmup_huge": ("timing_warmup=10000000000", "timing_warmup must be <="),
     "checkpoint_every_huge": ("checkpoint_every=10000000000", "checkpoint_every must be <="),
     "eval_every_huge": ("eval_every=10000000000", "eval_every must be <="),
@@ -754,9 +765,9 @@ SILENT_VALUES = {
 @pytest.mark.parametrize("name", sorted(SILENT_VALUES))
 def test_a_value_that_would_be_taken_silently_is_one_line(cli, tiny_args, tmp_path, name):
     override, words = SILENT_VALUES[name]
-    code, out, err = cli(*tiny_args, override, "hydra.run.dir=run")
+    code, out, err = cli(*tiny_args, *override.split(" "), "hydra.run.dir=run")
     assert code == 2 and err.count("\n") == 1 and words in err and "Traceback" not in err, err
-    assert not (tmp_path / "run" / "metrics.jsonl").exists() or name.startswith(("csv", "timing", "checkpoint", "eval"))
+    assert not (tmp_path / "run" / "metrics.jsonl").exists() or name.startswith(("csv", "tb", "timing", "checkpoint", "eval"))
 
 
 def test_a_sweep_of_a_billion_jobs_on_the_command_line_is_one_line(cli, tiny_args, tmp_path):
