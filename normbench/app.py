@@ -110,7 +110,8 @@ def _check_overrides(overrides: list[str], node: DictConfig, groups) -> None:
 
     for override in OverridesParser.create().parse_overrides(overrides):
         key = override.key_or_group
-        if override.is_delete() and override.package is None and "/" not in key and key not in groups:
+        if override.is_delete() and override.package is None and "/" not in key and key not in groups \
+                and key.split(".")[0] != "hydra":
             raise ConfigError(f"~{key} cannot delete a setting every run has (its default would run); "
                               f"give {key}=VALUE instead")
         if override.is_delete() or override.is_sweep_override():
