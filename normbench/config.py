@@ -355,10 +355,9 @@ def _not_a_bool(values: dict, schema: type, prefix: str = "") -> str | None:
         value = values.get(item.name) if isinstance(values, dict) else None
         if value is None:
             continue
-        kind = getattr(item.default_factory, "__name__", None) if item.default_factory is not dataclasses.MISSING else None
         if str(item.type) == "bool" and not isinstance(value, (bool, str)) and value not in (0, 1):
             return f"{prefix}{item.name} must be true or false, got {str(value)[:40]}"
-        if kind and dataclasses.is_dataclass(item.default_factory) and isinstance(value, dict):
+        if dataclasses.is_dataclass(item.default_factory) and isinstance(value, dict):  # a group: norm, model, ...
             found = _not_a_bool(value, item.default_factory, f"{prefix}{item.name}.")
             if found:
                 return found

@@ -191,7 +191,8 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     plain.pop("hydra", None)
     run_identity = identity(plain)
     digest = run_identity.config_hash
-    # what the record keeps: a value read from the environment as its ${oc.env:...} text, never the value
+    # what the record keeps: a string read from the environment as its ${oc.env:...} text, never the value
+    # (tracking.as_recorded); the reason masks it (RecordWriter.secrets)
     secrets = tuple(sorted({*interpolated_secrets(node), *env_secrets(overrides)}, key=len, reverse=True))
     written = OmegaConf.to_container(node, resolve=False)
     written.pop("hydra", None)
@@ -222,8 +223,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             record.secrets = secrets
             record.start(config=recorded, overrides=[hidden(o, secrets) for o in overrides], config_hash=digest,
                          group_hash=run_identity.group_hash, seed=recorded.get("seed"), axes=axes, task={}, metrics={},
-                         profiles={},
-                         throughput={}, environment={}, **fields)
+                         profiles={}, throughput={}, environment={}, **fields)
             summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from, sweep_dir=sweep_dir)
             return {**summary, "run_dir": str(record.run_dir)}
     finally:  # after the record is final: a duplicate that comes later finds it finished
