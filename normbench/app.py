@@ -92,11 +92,34 @@ def check_job(hc, node: DictConfig) -> None:
     name = str(hc.job.name)
     if not name or name in (".", "..") or "/" in name or os.sep in name:
         raise ConfigError(f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder")
+    _check_overrides(_as_typed(hc.overrides.task), node, set(hc.runtime.choices))
     chosen = hc.runtime.choices.get("task")
     task_name = node.get("task", {}).get("name") if isinstance(node.get("task"), DictConfig) else None
     if chosen in TASK_CONFIGS and task_name != chosen:
         raise ConfigError(f"task.name={task_name!r} does not match task={chosen} (its length, sizes and target are "
                           f"{chosen}'s); choose the task with task={task_name}")
+
+
+_BOOL_WORDS = ("true", "false", "yes", "no", "y", "n", "on", "off")
+
+
+def _check_overrides(overrides: list[str], node: DictConfig, groups) -> None:
+    """What OmegaConf would take silently: ``save_model=2`` (any int is a bool to it) and ``~steps`` (the
+    schema puts back the default of a setting deleted, 600 steps where the user asked for none)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for override in OverridesParser.create().parse_overrides(overrides):
+        key = override.key_or_group
+        if override.is_delete() and override.package is None and "/" not in key and key not in groups \
+                and key.split(".")[0] != "hydra":
+            raise ConfigError(f"~{key} cannot delete a setting every run has (its default would run); "
+                              f"give {key}=VALUE instead")
+        if override.is_delete() or override.is_sweep_override():
+            continue
+        value = override.value()
+        if isinstance(OmegaConf.select(node, key, default=None, throw_on_missing=False), bool) and not (
+                isinstance(value, bool) or value in (0, 1) or str(value).lower() in _BOOL_WORDS):
+            raise ConfigError(f"{key} must be true or false, got {message_text(repr(value), limit=80)}")
 
 
 def objective(summary: dict) -> float:
@@ -154,7 +177,7 @@ class Job:
         ready = time.time()
         environment.share_in(Path(hc.sweep.dir) if multirun else None)
         try:
-            summary = execute(node, run_dir, list(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
+            summary = execute(node, run_dir, _as_typed(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
                               parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
             self.unwritable = self.unwritable or f"cannot write output: {err}"
@@ -174,6 +197,11 @@ class Job:
         if not multirun:
             self.single = summary
         return objective(summary)
+
+
+def _as_typed(overrides) -> list[str]:
+    """The job's overrides as typed: ``${oc.env:NAME}`` stays that text (iterating Hydra's list would resolve it)."""
+    return [str(o) for o in OmegaConf.to_container(overrides, resolve=False)]
 
 
 def _remove_if_empty(folder: Path) -> None:
@@ -242,6 +270,14 @@ def main(from_process_start: bool = False) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     _bound_hydra_lines()
     job = Job()
+    try:  # Hydra's basic sweeper lists every job before the first: a billion would never start (a sweep
+        # file's mode may be MULTIRUN without -m, so the command line is counted either way)
+        from normbench.config import require_sweep_size
+
+        require_sweep_size([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")], "the command line")
+    except ConfigError as err:
+        _say(f"error: {err}")
+        sys.exit(2)
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
     except hydra_files.Refused as refused:

@@ -88,12 +88,20 @@ def start(command: list[str], env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, preexec_fn=_die_with_parent if _LIBC is not None else None)
 
 
-def run(command: list[str], env: dict | None = None) -> int:
+class OutOfTime(Exception):
+    """The child ran past the time it was given and was stopped (SIGTERM: its runs end interrupted)."""
+
+
+def run(command: list[str], env: dict | None = None, timeout_s: float | None = None) -> int:
     """Runs ``command`` to its end and returns its exit status. Install ``raise_stopped`` for SIGTERM
-    first (``handling``); a Stopped or KeyboardInterrupt while it runs stops the child, then goes on up."""
+    first (``handling``); a Stopped or KeyboardInterrupt while it runs stops the child, then goes on up.
+    Past ``timeout_s`` seconds the child is stopped as by SIGTERM and OutOfTime is raised."""
     child = start(command, env)
     try:
-        return child.wait()
+        return child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        stop_child(child, signal.SIGTERM)
+        raise OutOfTime() from None
     except BaseException as stop:  # Stopped, KeyboardInterrupt: the child stops too, never left running
         stop_child(child, stop.signum if isinstance(stop, Stopped) else None)
         raise

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ import pandas as pd
 from scipy import stats
 
 from normbench.metrics import path, viewed
-from normbench.record import FINAL_STATUSES, RESULT_STATUSES, write_file
+from normbench.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
 from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
 from normbench.report.records import find_records, quiet_numerics
@@ -283,6 +284,28 @@ def _delta(d: Delta | None, percent_of_base: bool = False) -> str:
     return text
 
 
+HEADING = "## normbench compare: "  # the first line of every summary: how --out recognises its own file
+
+
+def _check_out(out: Path) -> None:
+    """``--out`` may replace only a summary compare wrote (its first line is HEADING): any other
+    regular file there is the user's, refused before anything is compared. A link is replaced,
+    never followed, and a FIFO or folder refused, by the one writer (record.write_file)."""
+    if os.path.islink(out) or not os.path.lexists(out):
+        return
+    try:
+        fd, _ = open_regular(out)
+    except Unreadable:
+        return  # a FIFO, a folder, a device: write_file refuses it in one line
+    try:
+        first = os.read(fd, len(HEADING))
+    finally:
+        os.close(fd)
+    if first != HEADING.encode():
+        raise CompareError(f"--out {str(out)[:200]} exists and is not a summary compare wrote; choose another "
+                           f"path or move it away")
+
+
 def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.DataFrame, *, baseline: Path,
              new: Path, environment: list[str], metric: str, tolerance: float, relative: bool,
              max_new_divergences: int, step_time_tolerance: float | None, exact: bool = False,
@@ -294,7 +317,7 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
         f"PASS: NEW is not worse in any of {len(settings)} settings"
     bound = f"{tolerance:g} × |baseline mean|" if relative else f"{tolerance:g} (absolute)"
     lines = [
-        f"## normbench compare: {verdict}",
+        f"{HEADING}{verdict}",
         "",
         f"**{cell('; '.join(environment)) if environment else 'same environment (git commit, torch, device)'}**",
         "",
@@ -367,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write the Markdown summary here too")
     args = parser.parse_args(argv)
     try:
+        if args.out is not None:
+            _check_out(args.out)
         # finite too: --tolerance inf would turn the gate off, and nan fails every comparison
         if not (math.isfinite(args.tolerance) and args.tolerance >= 0 and args.max_new_divergences >= 0
                 and (args.step_time_tolerance is None

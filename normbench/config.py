@@ -23,6 +23,7 @@ any data is loaded or any model built.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import stat
 from dataclasses import fields
@@ -315,6 +316,54 @@ def _defaults_problem(defaults) -> str | None:
     return None
 
 
+MAX_SWEEP_JOBS = 100_000  # jobs one sweep may expand to: Hydra's basic sweeper lists them all before the first
+
+
+def sweep_jobs(overrides: list[str]) -> int:
+    """How many jobs ``overrides`` (``key=value`` strings, a sweep's) expand to, counted without
+    expanding them (``seed=range(0,1000000000)`` is a billion, known at once). Raises ValueError for
+    an override Hydra cannot parse."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
+
+    total = 1
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        value = override.value() if override.is_sweep_override() else None
+        if isinstance(value, ChoiceSweep):
+            total *= max(len(value.list), 1)
+        elif isinstance(value, RangeSweep) and value.step:
+            total *= max(math.ceil((value.stop - value.start) / value.step), 1)
+    return total
+
+
+def require_sweep_size(overrides: list[str], where: str) -> None:
+    """ConfigError (one line) when the overrides make more than MAX_SWEEP_JOBS jobs."""
+    try:
+        jobs = sweep_jobs(overrides)
+    except Exception:  # noqa: BLE001 - what Hydra cannot parse it reports itself, in one line
+        return
+    if jobs > MAX_SWEEP_JOBS:
+        raise ConfigError(f"{where} makes {jobs:,} jobs; a sweep may have at most {MAX_SWEEP_JOBS:,}")
+
+
+def _not_a_bool(values: dict, schema: type, prefix: str = "") -> str | None:
+    """A bool setting given a number other than 0 or 1 (``save_model: 2``), which OmegaConf would take as
+    true; the key and value as one phrase, or None."""
+    import dataclasses
+
+    for item in fields(schema):
+        value = values.get(item.name) if isinstance(values, dict) else None
+        if value is None:
+            continue
+        if str(item.type) == "bool" and not isinstance(value, (bool, str)) and value not in (0, 1):
+            return f"{prefix}{item.name} must be true or false, got {str(value)[:40]}"
+        if dataclasses.is_dataclass(item.default_factory) and isinstance(value, dict):  # a group: norm, model, ...
+            found = _not_a_bool(value, item.default_factory, f"{prefix}{item.name}.")
+            if found:
+                return found
+    return None
+
+
 def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...] = ()) -> DictConfig:
     """A sweep file's config, checked as data (the module docstring says what is refused); ``package``
     is where its keys land. Raises ConfigError with one line naming the file."""
@@ -347,4 +396,12 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
     why = _defaults_problem(plain.get("defaults"))
     if why:
         raise ConfigError(f"sweep file {path}: {why}")
+    mistyped = _not_a_bool(plain, Config) if not package else None  # a global file's settings
+    if mistyped:
+        raise ConfigError(f"sweep file {path}: {mistyped}")
+    params = plain
+    for key in ("hydra", "sweeper", "params"):
+        params = params.get(key) if isinstance(params, dict) else None
+    if isinstance(params, dict):
+        require_sweep_size([f"{k}={v}" for k, v in params.items()], f"sweep file {path}")
     return config

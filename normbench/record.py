@@ -70,7 +70,11 @@ class RunRecord:
     def of_run(self, digest: str) -> bool:
         """Whether this is a record of run ``digest``; identity is recomputed from the config, so a record
         of an earlier version (another hash) is still recognised."""
-        return isinstance(self.config, dict) and config_hash(self.config) == digest
+        if not isinstance(self.config, dict):
+            return False
+        if interpolation_in(self.config) is not None:  # a value read from the environment is kept as its text
+            return self.summary.get("config_hash") == digest
+        return config_hash(self.config) == digest
 
 
 @dataclass(frozen=True)
@@ -489,6 +493,7 @@ class RecordWriter:
         self.record = RunRecord(Path(run_dir), {"schema": SCHEMA, "status": RUNNING, "reason": None})
         self._metrics = None
         self._lock = lock
+        self.secrets: tuple[str, ...] = ()  # values read from the environment: the reason masks them
 
     @property
     def run_dir(self) -> Path:
@@ -519,6 +524,8 @@ class RecordWriter:
         if self._metrics is not None:
             self._metrics.close()
         times = {**self.summary.get("time", {}), **fields.pop("time", {}), "ended": now_iso()}
+        for secret in self.secrets if isinstance(reason, str) else ():
+            reason = reason.replace(secret, "***")
         self.summary.update(fields, status=status, reason=reason, time=times)
         write_record(self.record)
         if self._lock is not None:

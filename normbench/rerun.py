@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
               f"and is never evaluated", file=sys.stderr)
         return 2
     digest = config_hash(old["config"])
+    if args.out is not None and args.out.is_symlink():  # a planted link would carry the record elsewhere
+        print(f"normbench.rerun: --out {str(args.out)[:200]} is a symbolic link; give the folder it points to if "
+              f"the record belongs there", file=sys.stderr)
+        return 2
     if args.out is not None and (args.out / "summary.json").exists():
         print(f"normbench.rerun: {args.out} already holds a record; choose another --out", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ from normbench.contract import SCHEMA, identity
 from normbench.environment import environment
 from normbench.loggers import build_logger
 from normbench.logfile import RunLogHandler
-from normbench.tracking import interpolated_secrets
+from normbench.tracking import as_recorded, env_secrets, hidden, interpolated_secrets
 from normbench.record import RecordWriter, RunRecord, read_summary, write_run_text
 from normbench.report.records import record_paths
 from normbench.tasks.tensors import load_task
@@ -191,6 +191,14 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     plain.pop("hydra", None)
     run_identity = identity(plain)
     digest = run_identity.config_hash
+    # what the record keeps: a string read from the environment as its ${oc.env:...} text, never the value
+    # (tracking.as_recorded); the reason masks it (RecordWriter.secrets)
+    secrets = tuple(sorted({*interpolated_secrets(node), *env_secrets(overrides)}, key=len, reverse=True))
+    written = OmegaConf.to_container(node, resolve=False)
+    written.pop("hydra", None)
+    recorded = as_recorded(plain, written, secrets)
+    shown = identity(recorded).settings
+    axes = {k: hidden(shown.get(k, v), secrets) for k, v in run_identity.settings.items()}
     claim = SweepClaim(sweep_dir, digest) if sweep_dir is not None else None
     try:
         if claim is not None and not claim.held:
@@ -212,9 +220,10 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             # resume: an interrupted attempt's checkpoint (this folder first, else anywhere in the sweep)
             resume_from = checkpoint.find(record.run_dir, sweep_dir, digest, plain.get("steps")) if plain.get("resume") else None
             fields = {"study": study_info.current(), **(extra or {})}  # a rerun keeps its original's study
-            record.start(config=plain, overrides=overrides, config_hash=digest, group_hash=run_identity.group_hash,
-                         seed=plain.get("seed"), axes=run_identity.settings, task={}, metrics={}, profiles={},
-                         throughput={}, environment={}, **fields)
+            record.secrets = secrets
+            record.start(config=recorded, overrides=[hidden(o, secrets) for o in overrides], config_hash=digest,
+                         group_hash=run_identity.group_hash, seed=recorded.get("seed"), axes=axes, task={}, metrics={},
+                         profiles={}, throughput={}, environment={}, **fields)
             summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from, sweep_dir=sweep_dir)
             return {**summary, "run_dir": str(record.run_dir)}
     finally:  # after the record is final: a duplicate that comes later finds it finished

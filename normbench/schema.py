@@ -40,7 +40,8 @@ SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
 
 
-RECORD_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", "normbench.log", ".normbench.lock")
+RECORD_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", "normbench.log", ".normbench.lock", "checkpoint.pt",
+                "model_final.pt", "model_best.pt", ".hydra")
 
 
 def _short(value: object, limit: int = 80) -> str:
@@ -274,6 +275,9 @@ class CsvLog:
 
     def __post_init__(self):
         _inside_run("logger.csv.file", self.file)
+        name = PurePosixPath(str(self.file)).name
+        _require(name not in ("", ".", "..") and not str(self.file).endswith("/"),
+                 f"logger.csv.file={_short(self.file)!r} names a folder, not a file (e.g. metrics.csv)")
 
 
 LOGGER_KINDS = {"tensorboard": TensorBoardLog, "mlflow": MLflowLog, "wandb": WandbLog, "csv": CsvLog}
@@ -308,6 +312,15 @@ class LoggerConfig:
             _require(value.enabled or not changed,
                      f"logger.{key}.{changed[0] if changed else ''} is set but {key} is not a logger of this run; "
                      f"choose it: logger={key}, or several: 'logger=[tensorboard,{key}]'")
+        if self.csv.enabled:  # the CSV file may not be where another logger's folder goes (nor above one)
+            csv_file = PurePosixPath(os.path.normpath(str(self.csv.file)))
+            folders = {"tensorboard": self.tensorboard.dir, "mlflow": self.mlflow.dir,
+                       "wandb": str(PurePosixPath(str(self.wandb.dir)) / "wandb")}
+            for kind, folder in folders.items():
+                folder = PurePosixPath(os.path.normpath(str(folder)))
+                _require(not getattr(self, kind).enabled or not (folder == csv_file or csv_file in folder.parents),
+                         f"logger.csv.file={_short(self.csv.file)!r} is where logger {kind} writes its folder "
+                         f"({folder}); choose another file name")
 
     @classmethod
     def from_plain(cls, plain: dict | None) -> "LoggerConfig":
@@ -382,6 +395,9 @@ class Config:
         _require(self.steps <= MAX_STEPS, f"steps must be <= {MAX_STEPS:.0e}, got {_short(self.steps)}")
         for key in ("warmup_steps", "threads", "probe_every", "timing_warmup", "checkpoint_every"):
             _require(getattr(self, key) >= 0, f"{key} must be >= 0, got {_short(getattr(self, key))}")
+        for key in ("warmup_steps", "eval_every", "log_every", "probe_every", "timing_warmup", "checkpoint_every"):
+            _require(getattr(self, key) <= MAX_STEPS, f"{key} must be <= {MAX_STEPS:.0e} (a count of steps), "
+                                                      f"got {_short(getattr(self, key))}")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         # far more threads than cores only slows a run down (thousands of times at threads=999)
         _require(self.threads <= 4 * cores, f"threads must be <= {4 * cores} (4 x the {cores} cores here), got {self.threads}")

@@ -45,7 +45,7 @@ import numpy as np
 
 from normbench import children, progress, study_info
 from normbench.report import study_plan
-from normbench.record import MAX_STRING, RESULT_STATUSES, Unreadable, read_run_file
+from normbench.record import MAX_STRING, RESULT_STATUSES, Unreadable, read_json_file, read_run_file
 
 _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
 # Bounds checked before anything runs: beyond them a study is a typo, not a plan (a thousand seeds
@@ -125,8 +125,17 @@ def _check_out(out: Path) -> None:
         mode = os.lstat(plan).st_mode
     except FileNotFoundError:
         return
-    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+    if not stat.S_ISREG(mode):  # a link included: a planted name is refused before any round is paid for
         raise StudyArgumentError(f"--out {text}: {study_plan.FILE} there is not a regular file; move it away")
+    try:  # another study's plan (any schema of this project) is kept: this study writes its own beside it
+        planned = read_json_file(plan, study_plan.MAX_BYTES)
+    except Unreadable as why:
+        planned, reason = None, str(why)
+    else:
+        reason = "no schema of normbench.sequential"
+    if not (isinstance(planned, dict) and str(planned.get("schema", "")).startswith("normbench.sequential/")
+            and isinstance(planned.get("study"), str)):
+        raise StudyArgumentError(f"--out {text}: {study_plan.FILE} there is not a study's plan ({reason}); move it away")
 
 
 def _sweep_params(overrides: list[str]) -> tuple[str | None, dict[str, str] | None, Path | None]:
@@ -206,14 +215,15 @@ def check_config(overrides: list[str]) -> None:
 Stopped = children.Stopped  # SIGTERM or SIGINT reached the study runner (normbench/children.py)
 
 
-def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, study: dict | None = None) -> int:
+def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, study: dict | None = None,
+               timeout_s: float | None = None) -> int:
     launcher = ["hydra/launcher=local", f"hydra.launcher.n_jobs={jobs}", "threads=1"] if jobs > 1 else ["threads=1"]
     args = ["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher, "resume=true", "report=false",
             "progress=false", f"hydra.sweep.dir={folder}"]
     print("+ python -m normbench " + " ".join(args), flush=True)
     env = {**os.environ, **({study_info.ENVIRONMENT: json.dumps(study)} if study else {})}
     # the signal passed on, the round stopped before the runner ends; a killed runner takes it along
-    return children.run([sys.executable, "-m", "normbench", *args], env=env)
+    return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
 
 
 def _margin(runs) -> float:
@@ -287,7 +297,17 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     started, done, status = time.monotonic(), 0, 0
     for look, (seeds, level) in enumerate(zip(plan.looks, plan.levels()), start=1):
         round_started = time.monotonic()
-        code = _normbench(overrides, range(done, seeds), out / f"round-{look}", args.jobs, study)
+        left = args.budget_s - (round_started - started)
+        try:  # the budget bounds every round, the pilot's too: past it the round is stopped (its runs resume)
+            code = _normbench(overrides, range(done, seeds), out / f"round-{look}", args.jobs, study,
+                              timeout_s=max(left, 0.0))
+        except children.OutOfTime:
+            print(f"normbench.study: the budget ({args.budget_s:g} s) ran out during round {look}; its jobs were "
+                  f"stopped (interrupted: a larger --budget resumes them)", file=sys.stderr, flush=True)
+            if look == 1:
+                return 1
+            log["stopped"] = "budget"
+            break
         status = max(status, code)
         if code not in (0, 1):  # 2: the overrides were refused; nothing more to run
             print(f"normbench.study: round {look} did not run (exit {code})", file=sys.stderr)

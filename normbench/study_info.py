@@ -109,7 +109,8 @@ def from_config(config: DictConfig) -> dict:
     params = config.hydra.sweeper.get("params")
     params = {str(k): str(v) for k, v in OmegaConf.to_container(params).items()} if params else None
     name, path = _sweep_file(config)
-    return describe(name, [str(o) for o in config.hydra.overrides.task], params, purpose_of(path))
+    overrides = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)  # ${oc.env:...} as typed
+    return describe(name, [str(o) for o in overrides], params, purpose_of(path))
 
 
 def current() -> dict | None:

@@ -80,6 +80,31 @@ def masked(value, secrets: tuple[str, ...] = ()):
     return re.sub(r"(://[^/@:\s]*:)[^/@\s]+@", rf"\g<1>{MASK}@", value)
 
 
+def as_recorded(resolved, written, secrets: tuple[str, ...] = ()):
+    """What a record keeps of a value read from the environment: ``resolved`` (the config as the run
+    uses it) with every string whose ``written`` form (the config before resolution) reads
+    ``${oc.env:NAME}`` kept as that text, and any other string holding a secret masked: the record
+    names where the value came from, never the value. A number or a bool stays as it is: the run's
+    identity, its curves (``lr`` at every step) and the record's types depend on it."""
+    if isinstance(written, str) and _ENV.search(written) and isinstance(resolved, str):
+        return written
+    if isinstance(resolved, dict):
+        return {k: as_recorded(v, written.get(k) if isinstance(written, dict) else None, secrets)
+                for k, v in resolved.items()}
+    if isinstance(resolved, list):
+        texts = written if isinstance(written, list) and len(written) == len(resolved) else [None] * len(resolved)
+        return [as_recorded(v, w, secrets) for v, w in zip(resolved, texts)]
+    return hidden(resolved, secrets)
+
+
+def hidden(value, secrets: tuple[str, ...] = ()):
+    """``value`` with every secret replaced by ``***`` (a string; anything else as it is)."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, MASK)
+    return value
+
+
 def public_uri(uri: str, secrets: tuple[str, ...] = ()) -> str:
     """A tracking URI as an error line shows it: no password, no secret, no query string."""
     return masked(str(uri).split("?")[0], secrets)[:200]
@@ -151,7 +176,9 @@ def run_names(summary: dict, secrets: tuple[str, ...] = ()) -> RunNames:
             "normbench.arm": arm or None, "normbench.seed": seed, "normbench.group_hash": summary.get("group_hash"),
             "normbench.config_hash": config_hash or None, "normbench.commit": commit,
             "normbench.version": environment.get("normbench_version"), "normbench.run_dir": summary.get("run_dir")}
-    params = {k: masked(v, secrets) for k, v in flat(summary.get("config") or {}).items()}
+    # a record keeps a value read from the environment as its ${oc.env:...} text (as_recorded): a logger, the mark
+    params = {k: MASK if isinstance(v, str) and _ENV.search(v) else masked(v, secrets)
+              for k, v in flat(summary.get("config") or {}).items()}
     return RunNames(name=masked(name, secrets), experiment=masked(experiment_of(study), secrets) if study else NO_STUDY,
                     arm=masked(arm, secrets),
                     params=params, tags={k: masked(str(v), secrets) for k, v in tags.items() if v is not None},

@@ -180,6 +180,12 @@ class Trainer:
         self.spikes = probes.SpikeDetector()
         self.progress = Progress()
         self.start_step = 0  # steps already done: a run resumed from its checkpoint (normbench/checkpoint.py)
+        # steps left out of the step-time median: at most all but the last two (the last is a probe
+        # step, never timed), so that some step is timed
+        self.timing_warmup = min(cfg.timing_warmup, max(cfg.steps - 2, 0))
+        if self.timing_warmup < cfg.timing_warmup:
+            log.warning("timing_warmup=%d is not below steps=%d: the first %d steps are left out of the step time "
+                        "instead", cfg.timing_warmup, cfg.steps, self.timing_warmup)
         self.better = (lambda a, b: a > b) if task.higher_is_better else (lambda a, b: a < b)
         self.report = ProgressReport(cfg, task)
         # Peak memory of this run only: several jobs may share a process (sequential sweeps, joblib).
@@ -383,7 +389,7 @@ class Trainer:
         """The step's time, loss and gradient norm into the progress; probe steps are not timed steps."""
         p = self.progress
         p.step, p.train_s = step, p.train_s + done.elapsed_s
-        if step > self.cfg.timing_warmup and not probing:
+        if step > self.timing_warmup and not probing:
             p.step_ms.append(done.elapsed_s * 1e3)
         p.losses.append(done.loss)
         p.last_finite_loss = done.loss
@@ -459,7 +465,7 @@ class Trainer:
             "step_ms_median": step_ms,
             "step_ms_p10": timed[len(timed) // 10] if timed else None,
             "step_ms_p90": timed[(len(timed) * 9) // 10] if timed else None,
-            "timed_steps": len(timed), "warmup_steps_excluded": min(cfg.timing_warmup, p.step),
+            "timed_steps": len(timed), "warmup_steps_excluded": min(self.timing_warmup, p.step),
             "samples_per_s": batch / (step_ms / 1e3) if step_ms else None,
             "tokens_per_s": batch * self.task.seq_len / (step_ms / 1e3) if step_ms else None,
             "peak_memory_mb": peak, "memory_kind": kind,

@@ -96,7 +96,8 @@ def arm_file(config: dict, lr: float) -> str:
     """
     from normbench.schema import Config
 
-    found = interpolation_in(config)
+    # the harness keys (logger, device, ...) never enter the arm: tune passes the user's own on
+    found = interpolation_in({k: v for k, v in config.items() if k not in HARNESS})
     if found:
         raise ArmRefused(f"{found[:200]} holds an interpolation (${{...}}) or ???")
     settings = _recognised(config, Config)
@@ -147,6 +148,30 @@ def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, floa
         write_inside(folder, f"arm{index:03d}.yaml", text)
         written.append((f"arm{index:03d}", f"{row.task}: {row.arm_label}", row.chosen_lr))
     return written
+
+
+def planned_selection_seeds(overrides: list[str], limit: int = 100_000) -> set[int]:
+    """The seeds the selection stage will run, known before it runs: a ``seed=...`` the user gave, else
+    the tuned sweep file's (its first ``limit`` values), so that an evaluation seed among them is refused
+    up front rather than after minutes of selection. Empty when they cannot be told here."""
+    import itertools
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    given = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] == "seed"]
+    text = given[-1].lstrip("+~") if given else None
+    if text is None:
+        try:
+            sweep = yaml.safe_load(study_info.sweep_file("tuned").read_text())
+            text = f"seed={sweep['hydra']['sweeper']['params']['seed']}"
+        except (OSError, AttributeError, KeyError, TypeError, yaml.YAMLError):
+            return set()
+    try:
+        parsed = OverridesParser.create().parse_override(text)
+        values = parsed.sweep_iterator() if parsed.is_sweep_override() else [parsed.value()]
+        return {v for v in itertools.islice(values, limit) if isinstance(v, int) and not isinstance(v, bool)}
+    except Exception:  # the runner itself refuses what Hydra cannot parse, in one line
+        return set()
 
 
 def _selection_seeds(selection_dir: Path) -> set[int]:
@@ -220,6 +245,10 @@ def _tune(argv: list[str] | None) -> int:
     except ValueError as err:
         parser.error(f"--out: {err}")
     harness = _passthrough(args.overrides)
+    clash = planned_selection_seeds(args.overrides) & set(seeds)
+    if clash:
+        parser.error(f"--evaluation-seeds {sorted(clash)[:5]} are selection seeds too; choose others (the default is "
+                     f"{','.join(map(str, EVALUATION_SEEDS))})")
     # Selection and evaluation answer one question: their runs form one study (normbench/study_info.py).
     os.environ[study_info.ENVIRONMENT] = json.dumps(study_info.describe(
         "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "

@@ -667,3 +667,202 @@ def test_a_signal_while_the_report_imports_is_one_line(signum, tmp_path):
     out, err = report.communicate(timeout=60)
     assert report.returncode == 128 + signum, (report.returncode, err[-2000:])
     assert err.count("\n") == 1 and f"stopped by {signal.Signals(signum).name}" in err and "Traceback" not in err
+
+
+# -- secrets: a value read from the environment never reaches a record (third hostile pass) ---------
+SECRET = "hunter2SECRETxyz"
+# name -> an override reading NB_SECRET; each run is refused (batch_size=0) after its record started, so
+# its config, overrides, axes and reason are all written
+SECRET_SETTINGS = {
+    "mlflow_experiment": "logger.mlflow.experiment=${oc.env:NB_SECRET}",
+    "mlflow_tracking_uri": "logger.mlflow.tracking_uri=http://user:${oc.env:NB_SECRET}@localhost:5000",
+    "wandb_project": "logger.wandb.project=${oc.env:NB_SECRET}",
+    "wandb_entity": "logger.wandb.entity=${oc.env:NB_SECRET}",
+    "csv_file": "logger.csv.file=${oc.env:NB_SECRET}.csv",
+    "tensorboard_dir": "logger.tensorboard.dir=${oc.env:NB_SECRET}",
+    "device": "device=${oc.env:NB_SECRET}",
+}
+
+
+def _files_holding(folder: Path, text: str) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+
+
+@pytest.mark.parametrize("name", sorted(SECRET_SETTINGS))
+def test_a_value_read_from_the_environment_is_never_written_into_the_record(cli, tiny_args, monkeypatch, tmp_path, name):
+    monkeypatch.setenv("NB_SECRET", SECRET)
+    override = SECRET_SETTINGS[name]
+    code, out, err = cli(*tiny_args, override, "batch_size=0", "hydra.run.dir=run")
+    assert code == 2 and err.count("\n") == 1 and SECRET not in out + err
+    assert not _files_holding(tmp_path / "run", SECRET)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    key, _, text = override.partition("=")
+    value = summary["config"]
+    for part in key.split("."):
+        value = value[part]
+    assert value == text and override in summary["overrides"]  # the record names where the value came from
+
+
+def test_a_run_whose_config_reads_the_environment_is_still_found_finished(cli, tiny_args, monkeypatch):
+    monkeypatch.setenv("NB_DEVICE", "cpu")
+    args = [*tiny_args, "device=${oc.env:NB_DEVICE}", "hydra.run.dir=run"]
+    assert cli(*args)[0] == 0
+    code, out, err = cli(*args, "resume=true")
+    assert code == 0 and "already finished" in out + err  # the record's config holds the text, its hash the run's
+
+
+def test_a_number_read_from_the_environment_is_kept_so_the_record_stays_readable(cli, tiny_args, monkeypatch, tmp_path):
+    from normbench.record import RunRecord, read_summary
+
+    monkeypatch.setenv("NB_LR", "0.0123")
+    assert cli(*tiny_args, "lr=${oc.env:NB_LR}", "hydra.run.dir=run")[0] == 0
+    found = read_summary(tmp_path / "run" / "summary.json")  # the report, resume and compare read it
+    assert isinstance(found, RunRecord) and found.config["lr"] == 0.0123
+
+
+def test_a_sweeps_study_command_keeps_the_interpolation_text(compose, monkeypatch):
+    from normbench import study_info
+
+    monkeypatch.setenv("NB_SECRET", SECRET)
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from normbench.config import config_dir
+
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
+        config = hydra_compose("config", ["lr=${oc.env:NB_SECRET}", "steps=3"], return_hydra_config=True)
+    command = study_info.from_config(config)["command"]
+    assert SECRET not in command and "lr=${oc.env:NB_SECRET}" in command  # the report's "how to reproduce"
+
+
+@pytest.mark.slow
+def test_a_sweep_with_a_secret_axis_leaks_it_nowhere(cli, tiny_args, monkeypatch, tmp_path):
+    monkeypatch.setenv("NB_SECRET", SECRET)
+    code, out, err = cli("-m", "lr=${oc.env:NB_SECRET},0.1", *tiny_args, "hydra.sweep.dir=sw")
+    assert code == 2 and SECRET not in out + err and (tmp_path / "sw" / "report.html").exists()
+    assert not _files_holding(tmp_path / "sw", SECRET)
+
+
+# -- values OmegaConf or the schema would take silently ---------------------------------------------
+# name -> (override, words of the one line): refused before anything runs, exit 2
+SILENT_VALUES = {
+    "save_model_2": ("save_model=2", "save_model must be true or false"),
+    "resume_a_word": ("resume=maybe", "resume"),
+    "delete_steps": ("~steps", "~steps cannot delete"),
+    "delete_lr": ("~lr", "~lr cannot delete"),
+    "csv_file_a_folder": ("logger.csv.file=.", "names a folder"),
+    "csv_file_ends_in_slash": ("logger.csv.file=logs/", "names a folder"),
+    "csv_file_the_checkpoint": ("logger.csv.file=checkpoint.pt", "record file"),
+    "csv_file_the_model": ("logger.csv.file=model_final.pt", "record file"),
+    "csv_file_is_the_tb_folder": ("logger=[tensorboard,csv] logger.csv.file=tb", "where logger tensorboard writes"),
+    "tb_folder_is_the_csv_file": ("logger=[tensorboard,csv] logger.tensorboard.dir=metrics.csv", "where logger tensorboard"),
+    "csv_file_above_the_wandb_folder": ("logger=[wandb,csv] logger.wandb.dir=logs logger.csv.file=logs/wandb",
+                                        "where logger wandb writes"),
+    "timing_warmup_huge": ("timing_warmup=10000000000", "timing_warmup must be <="),
+    "checkpoint_every_huge": ("checkpoint_every=10000000000", "checkpoint_every must be <="),
+    "eval_every_huge": ("eval_every=10000000000", "eval_every must be <="),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SILENT_VALUES))
+def test_a_value_that_would_be_taken_silently_is_one_line(cli, tiny_args, tmp_path, name):
+    override, words = SILENT_VALUES[name]
+    code, out, err = cli(*tiny_args, *override.split(" "), "hydra.run.dir=run")
+    assert code == 2 and err.count("\n") == 1 and words in err and "Traceback" not in err, err
+    assert not (tmp_path / "run" / "metrics.jsonl").exists() or name.startswith(("csv", "tb", "timing", "checkpoint", "eval"))
+
+
+def test_a_sweep_of_a_billion_jobs_on_the_command_line_is_one_line(cli, tiny_args, tmp_path):
+    started = time.monotonic()
+    code, out, err = cli("-m", "seed=range(0,1000000000)", *tiny_args, "hydra.sweep.dir=sw")
+    assert code == 2 and "1,000,000,000 jobs" in err and err.count("\n") == 1 and time.monotonic() - started < 10
+    assert not (tmp_path / "sw").exists()
+
+
+def test_a_timing_warmup_past_the_steps_is_cut_to_leave_a_step_timed(cli, tiny_args, tmp_path):
+    code, out, err = cli(*tiny_args, "steps=3", "probe_every=0", "timing_warmup=10", "hydra.run.dir=run")
+    throughput = json.loads((tmp_path / "run" / "summary.json").read_text())["throughput"]
+    assert code == 0 and "timing_warmup=10 is not below steps=3" in err
+    assert throughput["warmup_steps_excluded"] == 1 and throughput["timed_steps"] >= 1
+
+
+# -- tune and study: bad numbers refused before any stage or round ----------------------------------
+@pytest.mark.parametrize("seeds, overrides", [("0", []), ("100,1", []), ("5", ["seed=range(0,10)"]),
+                                              ("7", ["+seed=choice(7,8)"])])
+def test_evaluation_seeds_among_the_selection_seeds_are_refused_before_the_selection(seeds, overrides, tmp_path,
+                                                                                     monkeypatch, capsys):
+    monkeypatch.setattr(tune, "_normbench", lambda args: pytest.fail("a stage ran"))
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--out", str(tmp_path / "t"), "--evaluation-seeds", seeds, "norm=ln", *overrides])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "are selection seeds too" in err and time.monotonic() - started < 5
+
+
+PLANTED_PLANS = {
+    "link_to_victim": None, "dangling_link": None,
+    "an_array": b"[1, 2]", "no_schema": b'{"final_level": 0.45}', "garbage": b"\x00\xff",
+    "empty": b"", "nan": b'{"schema": NaN}', "deep": b"[" * 100_000 + b"]" * 100_000,
+    "schema_not_a_string": b'{"schema": 7, "study": "x"}', "no_study": b'{"schema": "normbench.sequential/2"}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED_PLANS))
+def test_a_planted_plan_file_stops_the_study_before_any_round(name, tmp_path, victim, monkeypatch, capsys):
+    monkeypatch.setattr(study, "_normbench", lambda *a, **k: pytest.fail("a round ran"))
+    out = tmp_path / "out"
+    out.mkdir()
+    if PLANTED_PLANS[name] is None:
+        plant(name, out / "sequential.json", victim)
+    else:
+        (out / "sequential.json").write_bytes(PLANTED_PLANS[name])
+    assert study.main(["norm=ln", "--out", str(out), "--budget", "1s"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"normbench.study: --out {out}: sequential.json") and err.count("\n") == 1
+    assert untouched(victim)
+
+
+def test_another_studys_plan_file_does_not_stop_a_study(tmp_path):
+    (tmp_path / "sequential.json").write_text(json.dumps({"schema": "normbench.sequential/1", "study": "other"}))
+    study._check_out(tmp_path)  # it writes sequential-<id>.json beside it
+
+
+def test_a_child_past_its_time_is_stopped_and_out_of_time_raised():
+    started = time.monotonic()
+    with pytest.raises(children.OutOfTime):
+        children.run([sys.executable, "-c", SLEEPER], timeout_s=0.5)
+    assert time.monotonic() - started < 10
+
+
+def test_a_budget_shorter_than_the_pilot_stops_it_in_one_line(tmp_path, monkeypatch, capsys):
+    real_start = children.start
+    monkeypatch.setattr(children, "start", lambda command, env=None: real_start([sys.executable, "-c", SLEEPER], env))
+    started = time.monotonic()
+    assert study.main(["norm=ln", "--out", str(tmp_path / "out"), "--budget", "1s"]) == 1
+    err = capsys.readouterr().err
+    assert "ran out during round 1" in err and err.count("\n") == 1 and time.monotonic() - started < 20
+    assert not (tmp_path / "out" / "sequential.json").exists()
+
+
+# -- compare, rerun and report --out: the user's files and links -----------------------------------
+def test_compare_out_never_replaces_a_file_it_did_not_write(tmp_path, victim, capsys):
+    factory.write_record(tmp_path / "base", "a")
+    runs = [str(tmp_path / "base"), str(tmp_path / "base")]
+    assert compare.main([*runs, "--out", str(victim)]) == 2
+    err = capsys.readouterr().err
+    assert "is not a summary compare wrote" in err and err.count("\n") == 1 and untouched(victim)
+    out = tmp_path / "summary.md"
+    assert compare.main([*runs, "--out", str(out)]) == 0 and compare.main([*runs, "--out", str(out)]) == 0  # its own
+    assert out.read_text().startswith(compare.HEADING)
+
+
+def test_rerun_and_report_refuse_an_out_that_is_a_link(tmp_path, victim, capsys):
+    from normbench import rerun
+    from normbench.report.__main__ import main as report_main
+
+    run = factory.write_record(tmp_path / "sweep", "a")
+    link = tmp_path / "out"
+    link.symlink_to(victim.parent, target_is_directory=True)
+    assert rerun.main([str(run), "--out", str(link)]) == 2
+    assert report_main([str(tmp_path / "sweep"), "--out", str(link)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("is a symbolic link") == 2 and err.count("\n") == 2
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]

@@ -82,6 +82,13 @@ HOSTILE = {
     "a_null_key": ("evil.yaml", GLOBAL + "~: 1\n"),
     "an_int_of_5000_digits": ("evil.yaml", GLOBAL + "a: " + "9" * 5000 + "\n"),
     "over_one_mib": ("evil.yaml", "#" * (MAX_SWEEP_BYTES + 1)),
+    # Hydra's basic sweeper lists every job before the first: these would never start (third hostile pass)
+    "a_billion_seeds": ("evil.yaml", GLOBAL + "hydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n"
+                                              "      seed: range(0,1000000000)\n"),
+    "a_bool_given_2": ("evil.yaml", GLOBAL + "save_model: 2\n"),  # OmegaConf would take it as true
+    "a_nested_bool_given_5": ("evil.yaml", GLOBAL + "norm:\n  affine: 5\n"),
+    "a_product_past_the_cap": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      seed: range(0,1000)\n"
+                                                     "      lr: range(0.0001,0.1,0.0001)\n      norm: none,ln\n"),
 }
 
 

@@ -56,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt, caught below
     try:
         args = _parser().parse_args(argv)
+        if args.out is not None and args.out.is_symlink():  # a planted link would carry the report elsewhere
+            print(f"normbench.report: --out {str(args.out)[:200]} is a symbolic link; give the folder it points to "
+                  f"if the report belongs there", file=sys.stderr)
+            return 2
         from normbench.report.build import ReportError, build_report  # heavy: pandas, matplotlib
 
         try:
