@@ -19,7 +19,7 @@ from typing import Iterable
 import pandas as pd
 
 from normbench.analysis import aggregate, profiles, sequential, speed, tuning
-from normbench.report import answers, figures, study_plan, tables
+from normbench.report import answers, figures, sections, study_plan, synthesis, tables
 from normbench.analysis.claims import CLAIMS, evaluate_claims
 from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
@@ -123,7 +123,90 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
                               or context["tuned"]["boards"])
     context["show_profiles"] = bool(context["performance_profiles"]["figures"] or context["performance_profiles"]["table"])
     context["reproduce"] = _reproduce(records, runs, paths, out, staging)
+    context.update(_by_study(runs, summary, axes, context, out))
     write_report(context, staging)
+
+
+def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], context: dict, out: Path) -> dict:
+    """The page's study sections (sections.py), the synthesis over them, the legend's figure notes
+    and the one memory table: from the pieces _write already computed."""
+    studies = _studies(summary)
+    drawn = [f for key in ("heatmaps", "curves", "gradients", "throughput") for f in context[key]["figures"]]
+    drawn += context["answer"]["figures"]
+    blocks = {b["study"]: b["tasks"] for b in context["answer"]["blocks"]}
+    anchors: set[str] = set()
+    out_sections = []
+    for study in studies:
+        mine = runs[runs["group"].isin(study.rows["group"])]
+        name = str(study.rows["study_name"].iloc[0]) if "study_name" in study.rows else ""
+        title = "runs without a study" if name in ("", aggregate.NO_STUDY) else name
+        anchor = sections.anchor(title)
+        while anchor in anchors:
+            anchor += "-2"
+        anchors.add(anchor)
+        choices, conditions = sections.roles(mine)
+        shown, left = sections.pick_figures([f for f in drawn if f.study == study.title])
+        purpose = str(study.rows["study_purpose"].iloc[0] or "") if "study_purpose" in study.rows else ""
+        out_sections.append(sections.StudySection(
+            study.id, anchor, title, purpose, choices, conditions, blocks.get(study.id, []),
+            tables.leaderboards(study.rows, axes), shown, left,
+            [c for c in context["claims"] if c.study_id == study.id and c.status != "not applicable"],
+            sections.reproduce_commands(mine)))
+    notes = sections.written_once(out_sections)
+    lines = synthesis.synthesis(summary, runs, out_sections) if not summary.empty else []
+    unjudged = [c for c in context["claims"] if c.status == "not applicable"]
+    return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
+            "memory": _memory_table(runs, summary), "unjudged": unjudged,
+            "gradient_table": context["gradients"]["table"],
+            "glossary": [*context["reproduce"]["glossary"], *getattr(figures, "GLOSSARY", {}).items()],
+            "make_sh": (out / "make.sh").is_file(), "legend_rules": LEGEND_RULES}
+
+
+LEGEND_RULES = [
+    ("Leaderboards", "one table per study and task: arms are compared only with the arms of their own study, "
+                     "named by the settings the study varies; the setup they share is named above the table. Seeds = "
+                     "distinct seeds; mean ± half-width of the 95% interval over the group's finished runs (\"n=1\" when "
+                     "undefined) of final val (the last evaluation), test and, where room is left, best val (best of the "
+                     "evaluations: it flatters); diverged = diverged runs / runs that trained; ⚠ beside samples/s: the "
+                     f"run's timing p90/p10 exceeded {aggregate.TIMING_NOISY:g} (a busy machine); steps to target are "
+                     "lower medians with runs that never reached it counted as infinite. A table wider than "
+                     f"{tables.MAX_COLUMNS} columns is split, each part led by the arm."),
+    ("Choices and conditions", "a study's choices are the settings a user picks (its arms); its conditions (task, "
+                               "length, budget) change the problem, so arms are compared within a condition and the "
+                               "answer is read across them, never as a ranking of conditions."),
+    ("Claims", "a claim is judged within each study, never pooling two, and split into the parts it asserts, each "
+               "tested on its own; it is supported only when every part is, contradicted when a part is shown false, "
+               "inconclusive otherwise (or when an arm has fewer than 2 seeds), and not applicable when the runs lack "
+               "the arms it needs or its arms all sit at chance. Every directional part is a one-sided test at α in "
+               "each direction, so one (1 − 2α) interval decides both \"supported\" (wholly on the claimed side) and "
+               "\"contradicted\" (wholly on the other); \"equal\", \"insensitive\" and \"does not depend\" parts are "
+               "equivalence tests (TOST at α: the same interval inside ±δ, δ stated per claim and fixed before the "
+               "data). A diverged run is never scored: divergence rates (Newcombe intervals) and the scores of "
+               "finished runs are tested apart. Other settings are pooled only when both arms cover them equally, "
+               "else compared within each level and combined. An inconclusive part says which way it leans, the "
+               "smallest effect its design could detect and the seeds per arm that would decide it."),
+]
+
+
+def _memory_table(runs: pd.DataFrame, summary: pd.DataFrame) -> tables.Table | None:
+    """One table of peak memory for every study's arms (figures.memory_table where figures.py has it)."""
+    if hasattr(figures, "memory_table"):
+        frame = figures.memory_table(runs)
+    elif summary.empty or "peak_memory_mb_median" not in summary:
+        return None
+    else:
+        frame = summary[["study_name", "task", "arm", "peak_memory_mb_median", "memory_kind"]].rename(columns={
+            "study_name": "study", "peak_memory_mb_median": "peak MB (median over seeds)", "memory_kind": "measured as"})
+        frame = frame[frame["peak MB (median over seeds)"].notna()]
+    if frame is None or frame.empty:
+        return None
+    columns = [str(c) for c in frame.columns]
+    rows = [[tables.number(v) if isinstance(v, float) else str(v) for v in row]
+            for row in frame.itertuples(index=False, name=None)]
+    note = f"First {tables.MAX_ROWS} of {len(rows)} arms; all are in summary.csv." if len(rows) > tables.MAX_ROWS else ""
+    rows = rows[:tables.MAX_ROWS]
+    return tables.Table(columns, rows, note, wrap=tuple(c for c in columns if c in ("study", "arm")),
+                        keep=tuple(c for c in columns if c == "arm"), lead=min(3, len(columns)))
 
 
 def sequential_levels(paths: list[Path], say: bool = True) -> list[study_plan.Level]:
@@ -202,7 +285,7 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                                   f"tradeoff{study.suffix}", study.title)
         if figure is not None and timing:  # which step time the x axis shows (paired or per-run)
             figure = dataclasses.replace(figure, caption=f"{figure.caption} {timing}")
-        blocks.append({"tasks": tasks[start:start + count], "figure": figure})
+        blocks.append({"study": study.id, "tasks": tasks[start:start + count], "figure": figure})
         start += count
     return {"tasks": tasks, "blocks": blocks, "figures": [b["figure"] for b in blocks if b["figure"]],
             "rule": tables.RANKING_RULE, "note": note}
