@@ -87,10 +87,17 @@ def number(value, digits: int = 4) -> str:
 
 
 def interval(low, high, digits: int = 3) -> str:
-    """"low–high" with as many significant digits as it takes for the two ends to differ (a 95% CI
-    is never shown as "1–1" because both ends round to the same number)."""
+    """"low–high" with as many significant digits as it takes for each printed end to lie within a
+    quarter of the interval's width of the true one: never "1–1" (both ends rounded alike) nor
+    "0.999–1" for 0.9991–0.9996 (one end rounded across most of the interval)."""
+    def close(shown: str, value: float) -> bool:
+        try:
+            return abs(float(shown) - value) <= abs(high - low) / 4
+        except ValueError:  # "∞", "—": nothing to round
+            return True
+
     shown = (number(low, digits), number(high, digits))
-    while shown[0] == shown[1] and digits < 8 and low != high:
+    while digits < 8 and low != high and not (close(shown[0], low) and close(shown[1], high)):
         digits += 1
         shown = (number(low, digits), number(high, digits))
     return f"{shown[0]}–{shown[1]}"
