@@ -371,12 +371,12 @@ def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Pat
     finished = runs[runs["status"] != "incomplete"]
     if "study.command" in finished:
         for _, row in finished.drop_duplicates("study").iterrows():
-            command = str(row.get("study.command") or "")
             name = str(row.get("study.name") or "")
-            if command:
-                commands.append({"what": f"Run the study \u201c{name}\u201d (the command its runs recorded; "
-                                         f"python -m normbench.study with the same settings adds seeds):",
-                                 "command": command})
+            # the command its runs recorded, with every seed they hold (not the pilot's seeds)
+            for command in sections.reproduce_commands(finished[finished["study"] == row["study"]]):
+                commands.append({"what": f"Run the study \u201c{name}\u201d (the command its runs recorded, with "
+                                         f"every seed reported; python -m normbench.study with the same settings "
+                                         f"adds seeds):", "command": command})
     if not commands:
         commands.append({"what": "These runs were started one at a time; each run's settings are in its "
                                  "summary.json (config, overrides) and in runs.csv.",
