@@ -270,12 +270,12 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
     note = ""
     if "axes.role" in runs and (runs["axes.role"] == "evaluation").any():
         # A tuned study: selection runs chose each arm's lr, so their scores flatter it; its answer
-        # rests on the evaluation runs alone (section 9 ranks them on the test metric). Other studies stay.
+        # rests on the evaluation runs alone (the tuned comparison ranks them on the test metric). Other studies stay.
         tuned = runs.loc[runs["axes.role"] == "evaluation", "study"].unique()
         runs = runs[~runs["study"].isin(tuned) | (runs["axes.role"] == "evaluation")]
         summary = summary[summary["group"].isin(runs["group"])]
         note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
-                "selection runs, fresh seeds); section 9 ranks them on the test metric.")
+                "selection runs, fresh seeds); the tuned comparison below ranks them on the test metric.")
     metrics = _metrics(summary)
     tasks = answers.answers(runs, summary, axes, designs)  # per study and task, in summary order
     blocks, start = [], 0
@@ -328,7 +328,7 @@ GLOSSARY = [
     ("best val", "the best validation metric over a run's evaluations; it flatters arms evaluated often, so it is "
                  "shown as the secondary score, not ranked."),
     ("test", "the metric on the test split, measured once on the final model."),
-    ("rank, ★", "the leaderboard's rule (section 2): rank 1 = best mean primary score, fewest failed runs first, "
+    ("rank, ★", "the leaderboard's rule (see the legend): rank 1 = best mean primary score, fewest failed runs first, "
                 "\"1=\" a tie; ★ = the arms that could be the best (multiple comparisons with the best at the "
                 "study's level: the best is outside the ★ set with probability at most α), given only when some arm "
                 "is shown worse."),
