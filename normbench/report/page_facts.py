@@ -2,8 +2,8 @@
 
     python -m normbench.report.page_facts REPORT.html [--widths 1400 420]
 
-prints the page's size, its figures per study, its widest table, ids used twice and captions
-repeated (from the HTML alone, with the standard library's parser), and, per width, the cells a
+prints the page's size, its figures per study, its widest table, ids used twice, links to no id
+and captions repeated (from the HTML alone, with the standard library's parser), and, per width, the cells a
 reader must see whole (arm, metric, interval, verdict: class "keep") that Chromium lays out cut or
 off-screen. Exit status 1 when a promise is broken (see `broken`).
 """
@@ -28,6 +28,7 @@ class _Reader(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.ids: list[str] = []
+        self.links: list[str] = []  # in-page links: href="#id"
         self.captions: list[str] = []
         self.widths: list[int] = []  # cells in each table row
         self.study_figures: dict[str, int] = {}
@@ -39,6 +40,8 @@ class _Reader(HTMLParser):
         found = dict(attrs)
         if found.get("id"):
             self.ids.append(str(found["id"]))
+        if tag == "a" and str(found.get("href") or "").startswith("#"):
+            self.links.append(str(found["href"])[1:])
         if tag == "section":
             study = "study" in str(found.get("class") or "").split()
             self._sections.append(str(found.get("id")) if study else None)
@@ -77,6 +80,7 @@ def html_facts(page: Path) -> dict:
     return {"bytes": len(text.encode("utf-8")), "study_figures": reader.study_figures,
             "figures": len(reader.captions), "widest_table": max(reader.widths, default=0),
             "duplicate_ids": sorted(i for i, n in Counter(reader.ids).items() if n > 1),
+            "dangling_links": sorted(set(reader.links) - set(reader.ids)),
             "repeated_captions": sorted(c[:100] for c, n in Counter(reader.captions).items() if n > 1)}
 
 
@@ -122,6 +126,7 @@ def broken(facts: dict) -> list[str]:
     if facts["widest_table"] > MAX_COLUMNS:
         found.append(f"a table {facts['widest_table']} columns wide (at most {MAX_COLUMNS})")
     found += [f"id used twice: {i}" for i in facts["duplicate_ids"]]
+    found += [f"link to no id: #{i}" for i in facts["dangling_links"]]
     found += [f"caption repeated: {c}" for c in facts["repeated_captions"]]
     if facts["bytes"] > MAX_BYTES:
         found.append(f"{facts['bytes'] / 2**20:.1f} MB (at most {MAX_BYTES / 2**20:g} MB)")

@@ -104,10 +104,12 @@ def test_the_synthesis_names_each_family_and_no_evidence_where_none():
 def test_page_facts_see_what_breaks(tmp_path):
     page = tmp_path / "report.html"
     page.write_text('<section class="study" id="study-a">' + "<figure><figcaption>Same.</figcaption></figure>" * 7
-                    + '</section><p id="x"></p><p id="x"></p><table><tr>' + "<td>1</td>" * 13 + "</tr></table>")
+                    + '</section><p id="x"></p><p id="x"></p><a href="#nowhere">a</a><a href="#x">b</a><table><tr>'
+                    + "<td>1</td>" * 13 + "</tr></table>")
     found = broken(html_facts(page))
     assert any("7 figures" in f for f in found) and any("13 columns" in f for f in found)
     assert "id used twice: x" in found and "caption repeated: Same." in found
+    assert "link to no id: #nowhere" in found and "link to no id: #x" not in found
 
 
 def test_the_crafted_studies_report_keeps_its_promises(small_crafted_report):
@@ -127,6 +129,9 @@ def test_the_crafted_studies_report_keeps_its_promises(small_crafted_report):
     # each study names what it chose between and the command (with its seeds) that made it
     assert "<strong>Choices (ranked):</strong> norm, placement, lr" in html
     assert "seed=0,1,2</code>" in html and "95% CI 1–1" not in html
+    # a question a claim asks (rms_faster_than_ln: speed) is answered in its measure, before the ranking
+    wide = html.split('id="study-norm_placement_lr"')[1].split("<h3>Leaderboard</h3>")[0]
+    assert "own measure:</strong> RMSNorm is faster than LayerNorm" in wide and "step-time ratio" in wide
     assert not re.search(r"95% CI (\S+)–\1\b", html)  # no interval whose two ends print alike
 
 
