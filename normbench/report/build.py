@@ -122,12 +122,28 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     context["show_lr"] = bool(context["lr_sensitivity"]["figures"] or context["lr_sensitivity"]["table"]
                               or context["tuned"]["boards"])
     context["show_profiles"] = bool(context["performance_profiles"]["figures"] or context["performance_profiles"]["table"])
-    context["reproduce"] = _reproduce(records, runs, paths, out, staging)
-    context.update(_by_study(runs, summary, axes, context, out))
+    runner = _runner_commands(paths, runs)
+    context["reproduce"] = _reproduce(records, runs, paths, out, staging, runner)
+    context.update(_by_study(runs, summary, axes, context, out, runner))
     write_report(context, staging)
 
 
-def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], context: dict, out: Path) -> dict:
+def _runner_commands(paths: list[Path], runs: pd.DataFrame) -> dict[str, str]:
+    """Study id -> the normbench.study command its plan file (the one study_designs applies) describes."""
+    plans = sequential_levels(paths, say=False)
+    commands = {}
+    for study, run_dir in (runs.groupby("study")["run_dir"].first().items() if plans and not runs.empty else []):
+        here = Path(str(run_dir)).resolve()
+        plan = next((p for p in plans if p.study == str(study) and (p.folder == here or p.folder in here.parents)),
+                    None)
+        command = sections.study_runner_command(plan.data) if plan is not None and isinstance(plan.data, dict) else ""
+        if command:
+            commands[str(study)] = command
+    return commands
+
+
+def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], context: dict, out: Path,
+              runner: dict[str, str] | None = None) -> dict:
     """The page's study sections (sections.py), the synthesis over them, the legend's figure notes
     and the one memory table: from the pieces _write already computed."""
     studies = _studies(summary)
@@ -151,7 +167,7 @@ def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], contex
             study.id, anchor, title, purpose, choices, conditions, blocks.get(study.id, []),
             tables.leaderboards(study.rows, axes), shown, left,
             [c for c in context["claims"] if c.study_id == study.id and c.status != "not applicable"],
-            sections.reproduce_commands(mine)))
+            [runner[study.id]] if study.id in (runner or {}) else sections.reproduce_commands(mine)))
     notes = sections.written_once(out_sections)
     lines = synthesis.synthesis(summary, runs, out_sections) if not summary.empty else []
     unjudged = [c for c in context["claims"] if c.status == "not applicable"]
@@ -365,7 +381,8 @@ GLOSSARY = [
 ]
 
 
-def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Path, staging: Path) -> dict:
+def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Path, staging: Path,
+               runner: dict[str, str] | None = None) -> dict:
     """How to get this report again: the commands, the code version, its files, the data, the terms."""
     commands = []
     finished = runs[runs["status"] != "incomplete"]
@@ -373,6 +390,10 @@ def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Pat
         for _, row in finished.drop_duplicates("study").iterrows():
             name = str(row.get("study.name") or "")
             # the command its runs recorded, with every seed they hold (not the pilot's seeds)
+            if str(row["study"]) in (runner or {}):  # the study runner made it: its command, with its budget
+                commands.append({"what": f"Run the study \u201c{name}\u201d as it was run (its sequential.json):",
+                                 "command": runner[str(row["study"])]})
+                continue
             for command in sections.reproduce_commands(finished[finished["study"] == row["study"]]):
                 commands.append({"what": f"Run the study \u201c{name}\u201d (the command its runs recorded, with "
                                          f"every seed reported; python -m normbench.study with the same settings "

@@ -127,5 +127,21 @@ def reproduce_commands(study_runs: pd.DataFrame) -> list[str]:
     return [shlex.join(words + [f"seed={','.join(str(s) for s in seeds)}"])]
 
 
+def study_runner_command(plan: dict) -> str:
+    """The normbench.study command a study's sequential.json describes (its overrides, budget, looks,
+    α), or "" when the file does not hold them as plain values: the file is data, checked, never run."""
+    overrides, looks, budget, alpha = (plan.get(k) for k in ("overrides", "looks", "budget_s", "alpha"))
+    if not (isinstance(overrides, list) and all(isinstance(o, str) for o in overrides)
+            and isinstance(looks, list) and looks and all(isinstance(n, int) and not isinstance(n, bool) for n in looks)
+            and isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0):
+        return ""
+    words = ["python", "-m", "normbench.study", *overrides, "--budget", f"{budget:.0f}s", "--pilot", str(looks[0])]
+    if len(looks) > 1:
+        words += ["--step", str(looks[1] - looks[0]), "--max-seeds", str(looks[-1])]
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        words += ["--alpha", f"{alpha:g}"]
+    return shlex.join(words)
+
+
 def anchor(text: str) -> str:
     return "study-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "runs")

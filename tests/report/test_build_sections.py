@@ -80,6 +80,14 @@ def test_the_reproduce_command_names_every_seed_run():
     assert sections.reproduce_commands(runs.assign(**{"study.command": ""})) == []
 
 
+def test_a_sequential_study_is_reproduced_by_the_study_runner_with_its_budget():
+    plan = {"overrides": ["+sweep=rms_vs_ln"], "looks": [3, 5, 7], "budget_s": 1800.0, "alpha": 0.05}
+    assert sections.study_runner_command(plan) == ("python -m normbench.study +sweep=rms_vs_ln --budget 1800s "
+                                                   "--pilot 3 --step 2 --max-seeds 7 --alpha 0.05")
+    for bad in ({**plan, "overrides": "rm -rf /"}, {**plan, "looks": []}, {**plan, "budget_s": True}, {}):
+        assert sections.study_runner_command(bad) == ""  # a plan file is data: anything odd, no command
+
+
 def test_the_synthesis_names_each_family_and_no_evidence_where_none():
     summary = pd.DataFrame({
         "study": ["s", "s", "s"], "task": ["copy"] * 3, "group": ["g1", "g2", "g3"],
