@@ -123,6 +123,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
                               or context["tuned"]["boards"])
     context["show_profiles"] = bool(context["performance_profiles"]["figures"] or context["performance_profiles"]["table"])
     runner = _runner_commands(paths, runs)
+    context["staging"] = staging  # where the figures are, for their weight on the page
     context["reproduce"] = _reproduce(records, runs, paths, out, staging, runner)
     context.update(_by_study(runs, summary, axes, context, out, runner))
     write_report(context, staging)
@@ -168,6 +169,9 @@ def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], contex
             tables.leaderboards(study.rows, axes), shown, left,
             [c for c in context["claims"] if c.study_id == study.id and c.status != "not applicable"],
             [runner[study.id]] if study.id in (runner or {}) else sections.reproduce_commands(mine)))
+    staging = context["staging"]
+    sections.fit_page(out_sections, lambda f: sum(
+        (staging / path).stat().st_size * 4 // 3 for path in (f.relative_path, f.narrow_path) if (staging / path).is_file()))
     notes = sections.written_once(out_sections)
     lines = synthesis.synthesis(summary, runs, out_sections) if not summary.empty else []
     unjudged = [c for c in context["claims"] if c.status == "not applicable"]

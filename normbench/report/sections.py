@@ -67,6 +67,30 @@ def pick_figures(drawn: list[figures.Figure], limit: int = MAX_FIGURES) -> tuple
     return ranked[:limit], [f.title for f in ranked[limit:]]
 
 
+PAGE_FIGURE_BYTES = int(2.6 * 2**20)  # embedded figures (base64, both renderings) of a page at most 3 MB
+
+
+def fit_page(sections: list[StudySection], size_of, budget: int = PAGE_FIGURE_BYTES) -> None:
+    """Leaves figures out of the page, least informative first (figure_order, from the study showing
+    the most), until the embedded figures fit ``budget`` bytes; every study keeps its first figure.
+    ``size_of(figure)``: the bytes it adds to the page. A figure left out stays in figures/, named."""
+    order = figure_order()
+
+    def rank(f: figures.Figure) -> int:
+        kind = figure_kind(f)
+        return order.index(kind) if kind in order else len(order)
+
+    total = sum(size_of(f) for s in sections for f in s.figures)
+    while total > budget:
+        candidates = [(len(s.figures), rank(s.figures[-1]), i) for i, s in enumerate(sections) if len(s.figures) > 1]
+        if not candidates:
+            return
+        *_, index = max(candidates)
+        dropped = sections[index].figures.pop()
+        sections[index].left_out.insert(0, dropped.title)
+        total -= size_of(dropped)
+
+
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"“])")
 
 

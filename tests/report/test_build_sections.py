@@ -48,6 +48,18 @@ def test_a_study_keeps_its_six_most_informative_figures_and_no_memory_chart():
     assert sections.pick_figures([None, _figure("tradeoff")])[0] == [_figure("tradeoff")]  # None: nothing to show
 
 
+def test_figures_leave_the_page_least_informative_first_until_it_fits():
+    names = ("curves_val_vs_step", "heatmap_primary", "throughput")
+    big = sections.StudySection("a", "study-a", "a", "", [], [], figures=[_figure(n, study="a") for n in names])
+    small = sections.StudySection("b", "study-b", "b", "", [], [], figures=[_figure(n, study="b") for n in names[:2]])
+    sections.fit_page([big, small], lambda f: 100, budget=300)
+    # the study showing the most gives first, its least informative figure (throughput) first
+    assert [f.name for f in big.figures] == ["curves_val_vs_step", "heatmap_primary"] and big.left_out == ["throughput"]
+    assert [f.name for f in small.figures] == ["curves_val_vs_step"] and small.left_out == ["heatmap primary"]
+    sections.fit_page([big, small], lambda f: 100, budget=0)
+    assert len(big.figures) == len(small.figures) == 1  # each study keeps its most informative figure
+
+
 def test_a_caption_sentence_is_written_once():
     shared = "Line: mean over seeds; band: 95% t-interval."
     one = sections.StudySection("a", "study-a", "a", "", [], [], figures=[
