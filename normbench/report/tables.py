@@ -256,8 +256,10 @@ def leaderboards(summary: pd.DataFrame, axes: list[str]) -> list[Leaderboard]:
         if len(single):
             lone = [[cell(row) for name, cell in columns if name not in ("rank", "★")] for _, row in single.iterrows()]
             lone, lone_note = _cut(lone, "groups")
-            unranked = Table([name for name, _ in columns if name not in ("rank", "★")], lone,
-                             lone_note or "1 seed (or no finished run): not comparable yet, so not ranked.")
+            lone_columns = [name for name, _ in columns if name not in ("rank", "★")]
+            lead = max(len(arms), 1)
+            unranked = Table(lone_columns, lone, lone_note or "1 seed (or no finished run): not comparable yet, so not ranked.",
+                             keep=(*lone_columns[:lead], lone_columns[lead]), lead=lead)
         shared = ", ".join(f"{k}={v}" for k, v in constant.items())
         first = rows.iloc[0]
         names = [n for n, _ in columns]

@@ -110,6 +110,8 @@ def test_leaderboard_marks_best_and_single_seed(report):
     md = report["md"]
     assert "★" in md
     assert "0.97 (n=1)" in md
+    # the unranked arm's metric is a cell a phone must show whole, as a ranked one's
+    assert 'data-label="final val accuracy (mean ± 95% CI)" class="keep">0.97 (n=1)</td>' in report["html"]
     assert "not reached" in md  # bn/pre never reaches the 0.9 target
 
 
