@@ -105,7 +105,6 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         "method": METHOD,
         "timing_noisy": f"{aggregate.TIMING_NOISY:g}",
         "what_was_run": _what_was_run(records, runs, copies, axes, out),
-        "leaderboards": tables.leaderboards(summary, axes),
         "bn_gaps": tables.bn_gap_table(summary),
         "timing": timing,  # which step time the throughput figures show (paired or per-run)
         **_figure_sections(records, runs, summary, axes, staging, timing),
