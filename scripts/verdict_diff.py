@@ -25,10 +25,13 @@ _STUDY = re.compile(r"Study: (.+?)\.(?:\s|$)")
 
 def answers(md: str) -> dict[str, str]:
     """(study heading + task) -> headline and the paragraph after it, from the answer section."""
-    section = md.split("## The answer", 1)[-1].split("\n## 1.", 1)[0]
+    by_study = "## The answer" not in md  # a report by study: each answer under its "## Study NAME"
+    section = md if by_study else md.split("## The answer", 1)[-1].split("\n## 1.", 1)[0]
     found, study, lines = {}, "", section.splitlines()
     for i, line in enumerate(lines):
-        if line.startswith("### "):
+        if by_study and line.startswith("## "):
+            study = line.removeprefix("## Study ") if line.startswith("## Study ") else ""
+        elif not by_study and line.startswith("### "):
             study = line[4:].split(":", 1)[0]
         elif line.startswith("**On "):
             headline = line.strip("*")
@@ -40,7 +43,7 @@ def answers(md: str) -> dict[str, str]:
 
 def verdicts(md: str) -> dict[str, str]:
     """(claim id + study) -> status, from the claims section's headings."""
-    section = md.split("## 8. Claims", 1)[-1]
+    section = md.split("## 8. Claims", 1)[-1]  # the whole report when it is by study
     found, lines = {}, section.splitlines()
     for i, line in enumerate(lines):
         match = _CLAIM.match(line)

@@ -29,7 +29,7 @@ from normbench.analysis.aggregate import NO_STUDY
 from normbench.report.figures import METRIC_RANGE
 from normbench.analysis import regime, rules
 from normbench.analysis.ranking import EVALUATION, design_power
-from normbench.report.tables import number
+from normbench.report.tables import interval, number
 
 _LISTED = 5  # arms named in a sentence before "and N more"
 _MAX_SEEDS = 200  # beyond this "about K seeds" is no plan anyone would run
@@ -59,7 +59,7 @@ def _interval(low: float, high: float, metric: str) -> str:
     floor, ceiling = METRIC_RANGE.get(metric, (None, None))
     low = low if floor is None else max(low, floor)
     high = high if ceiling is None else min(high, ceiling)
-    return f"95% CI {number(low, 3)}–{number(high, 3)}"
+    return f"95% CI {interval(low, high)}"
 
 
 def _value(row: pd.Series, name: str, metric: str) -> str:

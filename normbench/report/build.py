@@ -19,7 +19,7 @@ from typing import Iterable
 import pandas as pd
 
 from normbench.analysis import aggregate, profiles, sequential, speed, tuning
-from normbench.report import answers, figures, study_plan, tables
+from normbench.report import answers, figures, sections, study_plan, synthesis, tables
 from normbench.analysis.claims import CLAIMS, evaluate_claims
 from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
@@ -105,7 +105,6 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         "method": METHOD,
         "timing_noisy": f"{aggregate.TIMING_NOISY:g}",
         "what_was_run": _what_was_run(records, runs, copies, axes, out),
-        "leaderboards": tables.leaderboards(summary, axes),
         "bn_gaps": tables.bn_gap_table(summary),
         "timing": timing,  # which step time the throughput figures show (paired or per-run)
         **_figure_sections(records, runs, summary, axes, staging, timing),
@@ -122,8 +121,113 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     context["show_lr"] = bool(context["lr_sensitivity"]["figures"] or context["lr_sensitivity"]["table"]
                               or context["tuned"]["boards"])
     context["show_profiles"] = bool(context["performance_profiles"]["figures"] or context["performance_profiles"]["table"])
-    context["reproduce"] = _reproduce(records, runs, paths, out, staging)
+    runner = _runner_commands(paths, runs)
+    context["staging"] = staging  # where the figures are, for their weight on the page
+    context["reproduce"] = _reproduce(records, runs, paths, out, staging, runner)
+    context.update(_by_study(runs, summary, axes, context, out, runner))
     write_report(context, staging)
+
+
+def _runner_commands(paths: list[Path], runs: pd.DataFrame) -> dict[str, str]:
+    """Study id -> the normbench.study command its plan file (the one study_designs applies) describes."""
+    plans = sequential_levels(paths, say=False)
+    commands = {}
+    for study, run_dir in (runs.groupby("study")["run_dir"].first().items() if plans and not runs.empty else []):
+        here = Path(str(run_dir)).resolve()
+        plan = next((p for p in plans if p.study == str(study) and (p.folder == here or p.folder in here.parents)),
+                    None)
+        command = sections.study_runner_command(plan.data) if plan is not None and isinstance(plan.data, dict) else ""
+        if command:
+            commands[str(study)] = command
+    return commands
+
+
+def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], context: dict, out: Path,
+              runner: dict[str, str] | None = None) -> dict:
+    """The page's study sections (sections.py), the synthesis over them, the legend's figure notes
+    and the one memory table: from the pieces _write already computed."""
+    studies = _studies(summary)
+    drawn = [f for key in ("heatmaps", "curves", "gradients", "throughput") for f in context[key]["figures"]]
+    drawn += context["answer"]["figures"]
+    blocks = {b["study"]: b["tasks"] for b in context["answer"]["blocks"]}
+    anchors: set[str] = set()
+    out_sections = []
+    for study in studies:
+        mine = runs[runs["group"].isin(study.rows["group"])]
+        name = str(study.rows["study_name"].iloc[0]) if "study_name" in study.rows else ""
+        title = "runs without a study" if name in ("", aggregate.NO_STUDY) else name
+        anchor = sections.anchor(title)
+        while anchor in anchors:
+            anchor += "-2"
+        anchors.add(anchor)
+        choices, conditions = sections.roles(mine)
+        shown, left = sections.pick_figures([f for f in drawn if f.study == study.title])
+        purpose = str(study.rows["study_purpose"].iloc[0] or "") if "study_purpose" in study.rows else ""
+        out_sections.append(sections.StudySection(
+            study.id, anchor, title, purpose, choices, conditions, blocks.get(study.id, []),
+            tables.leaderboards(study.rows, axes), shown, left,
+            [c for c in context["claims"] if c.study_id == study.id and c.status != "not applicable"],
+            [runner[study.id]] if study.id in (runner or {}) else sections.reproduce_commands(mine)))
+    staging = context["staging"]
+    sections.fit_page(out_sections, lambda f: sum(
+        (staging / path).stat().st_size * 4 // 3 for path in (f.relative_path, f.narrow_path) if (staging / path).is_file()))
+    notes = sections.written_once(out_sections)
+    lines = synthesis.synthesis(summary, runs, out_sections) if not summary.empty else []
+    unjudged = [c for c in context["claims"] if c.status == "not applicable"]
+    return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
+            "memory": _memory_table(runs, summary), "unjudged": unjudged,
+            "gradient_table": context["gradients"]["table"],
+            "glossary": [*context["reproduce"]["glossary"], *getattr(figures, "GLOSSARY", {}).items()],
+            "make_sh": (out / "make.sh").is_file(), "legend_rules": LEGEND_RULES}
+
+
+LEGEND_RULES = [
+    ("Leaderboards", "one table per study and task: arms are compared only with the arms of their own study, "
+                     "named by the settings the study varies; the setup they share is named above the table. Seeds = "
+                     "distinct seeds; mean ± half-width of the 95% interval over the group's finished runs (\"n=1\" when "
+                     "undefined) of final val (the last evaluation), test and, where room is left, best val (best of the "
+                     "evaluations: it flatters); diverged = diverged runs / runs that trained; ⚠ beside samples/s: the "
+                     f"run's timing p90/p10 exceeded {aggregate.TIMING_NOISY:g} (a busy machine); steps to target are "
+                     "lower medians with runs that never reached it counted as infinite. A table wider than "
+                     f"{tables.MAX_COLUMNS} columns is split, each part led by the arm."),
+    ("Choices and conditions", "a study's choices are the settings a user picks (its arms); its conditions (task, "
+                               "length, budget) change the problem, so arms are compared within a condition and the "
+                               "answer is read across them, never as a ranking of conditions."),
+    ("Claims", "a claim is judged within each study, never pooling two, and split into the parts it asserts, each "
+               "tested on its own; it is supported only when every part is, contradicted when a part is shown false, "
+               "inconclusive otherwise (or when an arm has fewer than 2 seeds), not applicable when the runs lack "
+               "the arms it needs, and not testable here when its arms cannot differ in this setup (all at chance, all "
+               "at the ceiling, still improving at the end, or differing in steps or data: the reason and what would "
+               "make it testable are stated, never seeds to add). Every directional part is a one-sided test at α in "
+               "each direction, so one (1 − 2α) interval decides both \"supported\" (wholly on the claimed side) and "
+               "\"contradicted\" (wholly on the other); \"equal\", \"insensitive\" and \"does not depend\" parts are "
+               "equivalence tests (TOST at α: the same interval inside ±δ, δ stated per claim and fixed before the "
+               "data). A diverged run is never scored: divergence rates (Newcombe intervals) and the scores of "
+               "finished runs are tested apart. Other settings are pooled only when both arms cover them equally, "
+               "else compared within each level and combined. An inconclusive part says which way it leans, the "
+               "smallest effect its design could detect and the seeds per arm that would decide it."),
+]
+
+
+def _memory_table(runs: pd.DataFrame, summary: pd.DataFrame) -> tables.Table | None:
+    """One table of peak memory for every study's arms (figures.memory_table where figures.py has it)."""
+    if hasattr(figures, "memory_table"):
+        frame = figures.memory_table(runs)
+    elif summary.empty or "peak_memory_mb_median" not in summary:
+        return None
+    else:
+        frame = summary[["study_name", "task", "arm", "peak_memory_mb_median", "memory_kind"]].rename(columns={
+            "study_name": "study", "peak_memory_mb_median": "peak MB (median over seeds)", "memory_kind": "measured as"})
+        frame = frame[frame["peak MB (median over seeds)"].notna()]
+    if frame is None or frame.empty:
+        return None
+    columns = [str(c) for c in frame.columns]
+    rows = [[tables.number(v) if isinstance(v, float) else str(v) for v in row]
+            for row in frame.itertuples(index=False, name=None)]
+    note = f"First {tables.MAX_ROWS} of {len(rows)} arms; all are in summary.csv." if len(rows) > tables.MAX_ROWS else ""
+    rows = rows[:tables.MAX_ROWS]
+    return tables.Table(columns, rows, note, wrap=tuple(c for c in columns if c in ("study", "arm")),
+                        keep=tuple(c for c in columns if c == "arm"), lead=min(3, len(columns)))
 
 
 def sequential_levels(paths: list[Path], say: bool = True) -> list[study_plan.Level]:
@@ -187,12 +291,12 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
     note = ""
     if "axes.role" in runs and (runs["axes.role"] == "evaluation").any():
         # A tuned study: selection runs chose each arm's lr, so their scores flatter it; its answer
-        # rests on the evaluation runs alone (section 9 ranks them on the test metric). Other studies stay.
+        # rests on the evaluation runs alone (the tuned comparison ranks them on the test metric). Other studies stay.
         tuned = runs.loc[runs["axes.role"] == "evaluation", "study"].unique()
         runs = runs[~runs["study"].isin(tuned) | (runs["axes.role"] == "evaluation")]
         summary = summary[summary["group"].isin(runs["group"])]
         note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
-                "selection runs, fresh seeds); section 9 ranks them on the test metric.")
+                "selection runs, fresh seeds); the tuned comparison below ranks them on the test metric.")
     metrics = _metrics(summary)
     tasks = answers.answers(runs, summary, axes, designs)  # per study and task, in summary order
     blocks, start = [], 0
@@ -202,7 +306,7 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                                   f"tradeoff{study.suffix}", study.title)
         if figure is not None and timing:  # which step time the x axis shows (paired or per-run)
             figure = dataclasses.replace(figure, caption=f"{figure.caption} {timing}")
-        blocks.append({"tasks": tasks[start:start + count], "figure": figure})
+        blocks.append({"study": study.id, "tasks": tasks[start:start + count], "figure": figure})
         start += count
     return {"tasks": tasks, "blocks": blocks, "figures": [b["figure"] for b in blocks if b["figure"]],
             "rule": tables.RANKING_RULE, "note": note}
@@ -245,7 +349,7 @@ GLOSSARY = [
     ("best val", "the best validation metric over a run's evaluations; it flatters arms evaluated often, so it is "
                  "shown as the secondary score, not ranked."),
     ("test", "the metric on the test split, measured once on the final model."),
-    ("rank, ★", "the leaderboard's rule (section 2): rank 1 = best mean primary score, fewest failed runs first, "
+    ("rank, ★", "the leaderboard's rule (see the legend): rank 1 = best mean primary score, fewest failed runs first, "
                 "\"1=\" a tie; ★ = the arms that could be the best (multiple comparisons with the best at the "
                 "study's level: the best is outside the ★ set with probability at most α), given only when some arm "
                 "is shown worse."),
@@ -282,18 +386,23 @@ GLOSSARY = [
 ]
 
 
-def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Path, staging: Path) -> dict:
+def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Path, staging: Path,
+               runner: dict[str, str] | None = None) -> dict:
     """How to get this report again: the commands, the code version, its files, the data, the terms."""
     commands = []
     finished = runs[runs["status"] != "incomplete"]
     if "study.command" in finished:
         for _, row in finished.drop_duplicates("study").iterrows():
-            command = str(row.get("study.command") or "")
             name = str(row.get("study.name") or "")
-            if command:
-                commands.append({"what": f"Run the study \u201c{name}\u201d (the command its runs recorded; "
-                                         f"python -m normbench.study with the same settings adds seeds):",
-                                 "command": command})
+            # the command its runs recorded, with every seed they hold (not the pilot's seeds)
+            if str(row["study"]) in (runner or {}):  # the study runner made it: its command, with its budget
+                commands.append({"what": f"Run the study \u201c{name}\u201d as it was run (its sequential.json):",
+                                 "command": runner[str(row["study"])]})
+                continue
+            for command in sections.reproduce_commands(finished[finished["study"] == row["study"]]):
+                commands.append({"what": f"Run the study \u201c{name}\u201d (the command its runs recorded, with "
+                                         f"every seed reported; python -m normbench.study with the same settings "
+                                         f"adds seeds):", "command": command})
     if not commands:
         commands.append({"what": "These runs were started one at a time; each run's settings are in its "
                                  "summary.json (config, overrides) and in runs.csv.",

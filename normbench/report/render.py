@@ -16,7 +16,7 @@ import jinja2
 from PIL import Image  # matplotlib's own dependency
 
 from normbench.report.figures import MIN_FONT_KEY
-from normbench.report.tables import Table
+from normbench.report.tables import Table, split_wide
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -37,9 +37,12 @@ def markdown_text(value: object) -> str:
 def markdown_table(table: Table) -> str:
     if not table.columns:
         return ""
-    lines = ["| " + " | ".join(markdown_text(c) for c in table.columns) + " |",
-             "|" + "|".join("---" for _ in table.columns) + "|"]
-    lines += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in table.rows]
+    lines = []
+    for part in split_wide(table):  # at most tables.MAX_COLUMNS columns, as on the page
+        lines += ([""] if lines else []) + [
+            "| " + " | ".join(markdown_text(c) for c in part.columns) + " |",
+            "|" + "|".join("---" for _ in part.columns) + "|"]
+        lines += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in part.rows]
     if table.note:
         lines += ["", f"*{markdown_text(table.note)}*"]
     return "\n".join(lines)
@@ -70,6 +73,7 @@ def write_report(context: dict, out: Path) -> tuple[Path, Path]:
     page = _environment(autoescape=True)
     page.filters["data_uri"] = data_uri
     page.filters["font_px"] = font_px
+    page.filters["split_wide"] = split_wide
     html_path = out / "report.html"
     html_path.write_text(page.get_template("report.html.j2").render(**context), encoding="utf-8")
     return md_path, html_path

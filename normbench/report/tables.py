@@ -31,6 +31,8 @@ class Table:
     rows: list[list[str]]
     note: str = ""
     wrap: tuple[str, ...] = ()  # columns whose cells may wrap (long text); every other cell stays on one line
+    keep: tuple[str, ...] = ()  # columns a reader must see whole at any width (arm, metric, interval, verdict)
+    lead: int = 1  # the first columns, which name a row: repeated in each part of a table split for width
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,10 @@ class ClaimView:
     parts: Table | None = None  # one row per part (claims.PART_COLUMNS)
     study: str = ""
     anchor: str = ""  # the section's HTML id: one per claim and study
+    study_id: str = ""  # the study whose runs judged it ("" when none)
+    quote: str = ""  # the source's own words, where the claim records them
+    where: str = ""  # where in the source
+    scale: str = ""  # the scale the verdict was measured at, where it says
 
 
 def number(value, digits: int = 4) -> str:
@@ -78,6 +84,41 @@ def number(value, digits: int = 4) -> str:
     if 10**digits <= abs(value) < 1e15:  # 15360 reads better than 1.536e+04
         return f"{value:.0f}"
     return f"{value:.{digits}g}"
+
+
+def interval(low, high, digits: int = 3) -> str:
+    """"low–high" with as many significant digits as it takes for each printed end to lie within a
+    quarter of the interval's width of the true one: never "1–1" (both ends rounded alike) nor
+    "0.999–1" for 0.9991–0.9996 (one end rounded across most of the interval)."""
+    def close(shown: str, value: float) -> bool:
+        try:
+            return abs(float(shown) - value) <= abs(high - low) / 4
+        except ValueError:  # "∞", "—": nothing to round
+            return True
+
+    shown = (number(low, digits), number(high, digits))
+    while digits < 8 and low != high and not (close(shown[0], low) and close(shown[1], high)):
+        digits += 1
+        shown = (number(low, digits), number(high, digits))
+    return f"{shown[0]}–{shown[1]}"
+
+
+def split_wide(table: Table, limit: int | None = None) -> list[Table]:
+    """A table wider than ``limit`` (MAX_COLUMNS) as several, each repeating the first ``lead``
+    columns (what names the row), so that no table on the page needs more than a screen's columns."""
+    limit = limit or MAX_COLUMNS
+    lead = min(table.lead, limit - 1)
+    if len(table.columns) <= limit:
+        return [table]
+    width = limit - lead
+    parts = []
+    for start in range(lead, len(table.columns), width):
+        columns = table.columns[:lead] + table.columns[start:start + width]
+        rows = [row[:lead] + row[start:start + width] for row in table.rows]
+        parts.append(Table(columns, rows, table.note if start + width >= len(table.columns) else "",
+                           tuple(c for c in table.wrap if c in columns), tuple(c for c in table.keep if c in columns),
+                           lead))
+    return parts
 
 
 def _cut(rows: list[list[str]], what: str) -> tuple[list[list[str]], str]:
@@ -215,11 +256,16 @@ def leaderboards(summary: pd.DataFrame, axes: list[str]) -> list[Leaderboard]:
         if len(single):
             lone = [[cell(row) for name, cell in columns if name not in ("rank", "★")] for _, row in single.iterrows()]
             lone, lone_note = _cut(lone, "groups")
-            unranked = Table([name for name, _ in columns if name not in ("rank", "★")], lone,
-                             lone_note or "1 seed (or no finished run): not comparable yet, so not ranked.")
+            lone_columns = [name for name, _ in columns if name not in ("rank", "★")]
+            lead = max(len(arms), 1)
+            unranked = Table(lone_columns, lone, lone_note or "1 seed (or no finished run): not comparable yet, so not ranked.",
+                             keep=(*lone_columns[:lead], lone_columns[lead]), lead=lead)
         shared = ", ".join(f"{k}={v}" for k, v in constant.items())
         first = rows.iloc[0]
-        boards.append(Leaderboard(str(first["task"]), metric, higher, Table([n for n, _ in columns], body, note), shared,
+        names = [n for n, _ in columns]
+        lead = max(len(arms), 1)  # the arm settings, then rank, ★ and the ranked metric
+        board = Table(names, body, note, keep=(*names[:lead], names[lead + 2]), lead=lead)
+        boards.append(Leaderboard(str(first["task"]), metric, higher, board, shared,
                                   study="" if first.get("study_name") in (None, NO_STUDY) else str(first["study_name"]), purpose=str(first.get("study_purpose", "") or ""),
                                   unranked=unranked))
     return boards
@@ -242,17 +288,21 @@ _GRADIENT_COLUMNS = [(stat.column(m.prefix), stat.title)
 
 
 def gradient_table(summary: pd.DataFrame, axes: list[str]) -> Table:
+    """One row per arm (its study's arm settings: the study is the heading), split for width by the
+    templates (split_wide), the arm repeated in each part."""
     present = [(c, title) for c, title in _GRADIENT_COLUMNS if c in summary and summary[c].notna().any()]
     task_column = ["task"] if summary["task"].nunique() > 1 else []
-    columns = [*task_column, *_axis_header([a for a in axes if a != "axes.task"]), "runs",
+    by_arm = "arm" in summary
+    columns = [*task_column, *(["arm"] if by_arm else _axis_header([a for a in axes if a != "axes.task"])), "runs",
                *[title for _, title in present]]
     body = []
     for _, row in summary.iterrows():
         body.append([*([str(row["task"])] if task_column else []),
-                     *_axis_cells(row, [a for a in axes if a != "axes.task"]), str(int(row["n"])),
-                     *[number(row[c]) for c, _ in present]])
+                     *([str(row["arm"])] if by_arm else _axis_cells(row, [a for a in axes if a != "axes.task"])),
+                     str(int(row["n"])), *[number(row[c]) for c, _ in present]])
     body, note = _cut(body, "groups")
-    return Table(columns, body, note)
+    lead = len(task_column) + (1 if by_arm else len(_axis_header([a for a in axes if a != "axes.task"])))
+    return Table(columns, body, note, wrap=("arm",), keep=("arm",), lead=lead)
 
 
 def bn_gap_table(summary: pd.DataFrame) -> Table | None:
@@ -292,9 +342,12 @@ def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
                                            rules.NOT_TRAINED + ": its best evaluation never left the chance band"))
     extra = [*[(registry.path(key), registry.metric(key).label) for key in ("diverged_at_step", "last_finite_loss")],
              ("reason", "reason")]
-    columns = [*[a.removeprefix("axes.") for a in axes], "seed", *[t for _, t in extra], "run dir"]
-    body, note = _cut(_run_table(diverged, axes, base, extra), "diverged runs")
-    return Table(columns, body, note, wrap=("reason", "run dir"))
+    several = "study.name" in diverged and diverged["study.name"].nunique() > 1
+    lead = (["study.name"] if several else []) + (["arm"] if "arm" in diverged else axes)
+    columns = [*(["study"] if several else []), *(["arm"] if "arm" in diverged else [a.removeprefix("axes.") for a in axes]),
+               "seed", *[t for _, t in extra], "run dir"]
+    body, note = _cut(_run_table(diverged, lead, base, extra), "diverged runs")
+    return Table(columns, body, note, wrap=("arm", "reason", "run dir"), keep=("arm",), lead=len(lead) + 1)
 
 
 def unfinished_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
@@ -311,10 +364,10 @@ def effect_text(effect: Effect | None) -> str:
     if effect is None:
         return "—"
     level = f"{effect.level * 100:.4g}%"
-    interval = (f"{level} interval undefined" if effect.interval is None else
+    shown = (f"{level} interval undefined" if effect.interval is None else
                 "no spread: every seed gave the same value" if effect.interval[0] == effect.interval[1] else
-                f"{level} interval [{number(effect.interval[0], 3)}, {number(effect.interval[1], 3)}]")
-    return f"{effect.label}: {number(effect.estimate, 3)} ({interval})"
+                f"{level} interval [{interval(*effect.interval).replace('–', ', ')}]")
+    return f"{effect.label}: {number(effect.estimate, 3)} ({shown})"
 
 
 def claim_view(claim: Claim, verdict: Verdict, titles: dict[str, str] | None = None) -> ClaimView:
@@ -327,9 +380,17 @@ def claim_view(claim: Claim, verdict: Verdict, titles: dict[str, str] | None = N
     return ClaimView(claim.id, claim.statement, claim.citation, verdict.status, effect_text(verdict.effect),
                      [effect_text(e) for e in verdict.more_effects], arms, verdict.context or verdict.explanation, table,
                      verdict.status.split(" on ")[0].replace(" ", "-"),
-                     Table(list(PART_COLUMNS), part_rows(verdict), wrap=tuple(PART_COLUMNS[:2])),
+                     Table(list(PART_COLUMNS), part_rows(verdict), wrap=tuple(PART_COLUMNS),
+                           keep=tuple(PART_COLUMNS[2:])),
                      (titles or {}).get(verdict.study, verdict.study),
-                     f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""))
+                     f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""),
+                     str(verdict.study or ""), _text(getattr(claim, "quote", None)), _text(getattr(claim, "where", None)),
+                     _text(getattr(verdict, "scale", None)))
+
+
+def _text(value) -> str:
+    """An optional attribute (a claim's quote, a verdict's scale) as text; "" when absent."""
+    return "" if value is None else str(value)
 
 
 def trained_count(runs: pd.DataFrame) -> int:

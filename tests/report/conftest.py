@@ -12,7 +12,7 @@ SCHEMA = "normbench.run/2"
 
 DEFAULT_AXES = {
     "model": "transformer", "task": "copy", "norm": "ln", "placement": "pre", "precision": "fp32",
-    "impl": "torch", "eps": 1e-5, "gamma_init": 1.0, "batch_size": 32, "lr": 1e-3, "warmup_steps": 0,
+    "impl": "native", "eps": 1e-5, "gamma_init": 1.0, "batch_size": 32, "lr": 1e-3, "warmup_steps": 0,
     "layers": 2, "hidden": 64, "optim": "adamw", "steps": 100, "norm_fp32": False,
 }
 TASKS = {

@@ -1,0 +1,163 @@
+"""The report by study (sections.py, synthesis.py, page_facts.py): one section per study, a synthesis
+per model family, tables at most 12 columns, ids and captions once, intervals that show their ends."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from normbench.report import sections, synthesis, tables
+from normbench.report.figures import Figure
+from normbench.report.page_facts import MAX_BYTES, broken, html_facts
+
+
+def test_an_interval_gets_the_digits_that_tell_its_ends_apart():
+    assert tables.interval(0.9991, 0.9996) == "0.9991–0.9996"  # 3 digits: "0.999–1", one end off by most of it
+    assert tables.interval(1.00004, 1.00011) == "1.00004–1.00011"  # not "1–1"
+    assert tables.interval(0.2, 0.7) == "0.2–0.7"
+    assert tables.interval(1.0, 1.0) == "1–1"  # a point is a point: no digits invented
+
+
+def test_a_wide_table_is_split_with_its_arm_in_every_part():
+    columns = ["arm", "seed", *[f"c{i}" for i in range(30)]]
+    table = tables.Table(columns, [["ln/pre", "0", *map(str, range(30))]], "the note", keep=("arm",), lead=2)
+    parts = tables.split_wide(table)
+    assert all(len(p.columns) <= tables.MAX_COLUMNS for p in parts) and len(parts) == 3
+    assert all(p.columns[:2] == ["arm", "seed"] and p.rows[0][:2] == ["ln/pre", "0"] for p in parts)
+    assert [c for p in parts for c in p.columns[2:]] == columns[2:]  # every column once, in order
+    assert [p.note for p in parts] == ["", "", "the note"] and all(p.keep == ("arm",) for p in parts)
+    assert tables.split_wide(tables.Table(["a", "b"], [["1", "2"]])) == [tables.Table(["a", "b"], [["1", "2"]])]
+
+
+def _figure(name: str, caption: str = "", study: str = "Study s") -> Figure:
+    return Figure(name, name.replace("_", " "), caption or f"What {name} shows.", study)
+
+
+def test_a_study_keeps_its_six_most_informative_figures_and_no_memory_chart():
+    drawn = [_figure(n) for n in ("throughput", "peak_memory", "tradeoff", "grad_norm_vs_step",
+                                  "grad_flow_through_time", "curves_loss_vs_step", "heatmap_primary",
+                                  "curves_val_vs_step", "curves_val_vs_seconds")]
+    shown, left = sections.pick_figures(drawn)
+    order = sections.figure_order()
+    kinds = [sections.figure_kind(f) for f in shown]
+    assert len(shown) == sections.MAX_FIGURES and "peak_memory" not in kinds
+    assert [order.index(k) for k in kinds] == sorted(order.index(k) for k in kinds)  # most informative first
+    assert len(left) == len(drawn) - 1 - sections.MAX_FIGURES  # named, not shown; memory is a table
+    assert sections.pick_figures([None, _figure("tradeoff")])[0] == [_figure("tradeoff")]  # None: nothing to show
+
+
+def test_figures_leave_the_page_least_informative_first_until_it_fits():
+    names = ("curves_val_vs_step", "heatmap_primary", "throughput")
+    big = sections.StudySection("a", "study-a", "a", "", [], [], figures=[_figure(n, study="a") for n in names])
+    small = sections.StudySection("b", "study-b", "b", "", [], [], figures=[_figure(n, study="b") for n in names[:2]])
+    sections.fit_page([big, small], lambda f: 100, budget=300)
+    # the study showing the most gives first, its least informative figure (throughput) first
+    assert [f.name for f in big.figures] == ["curves_val_vs_step", "heatmap_primary"] and big.left_out == ["throughput"]
+    assert [f.name for f in small.figures] == ["curves_val_vs_step"] and small.left_out == ["heatmap primary"]
+    sections.fit_page([big, small], lambda f: 100, budget=0)
+    assert len(big.figures) == len(small.figures) == 1  # each study keeps its most informative figure
+
+
+def test_a_caption_sentence_is_written_once():
+    shared = "Line: mean over seeds; band: 95% t-interval."
+    one = sections.StudySection("a", "study-a", "a", "", [], [], figures=[
+        _figure("curves_val_vs_step", f"Validation metric. {shared}", "Study a")])
+    two = sections.StudySection("b", "study-b", "b", "", [], [], figures=[
+        _figure("curves_val_vs_step", f"Validation metric. {shared} Showing 12 of 40 arms.", "Study b")])
+    notes = sections.written_once([one, two])
+    assert notes == ["Validation metric.", shared]
+    assert shared not in one.figures[0].caption + two.figures[0].caption
+    assert "Showing 12 of 40 arms." in two.figures[0].caption and "legend" in one.figures[0].caption
+
+
+def test_choices_and_conditions(runs_of):
+    study = {"schema": "normbench.study/1", "id": "b", "name": "batch", "arms": ["norm"], "command": ""}
+    runs = runs_of(*[{"seed": s, "study": study, "axes": {"norm": n, "batch_size": b, "task": t}}
+                     for s in (0, 1) for n in ("ln", "bn") for b in (4, 64) for t in ("copy", "adding")])
+    choices, conditions = sections.roles(runs)
+    assert choices == ["norm"] and set(conditions) == {"batch_size", "task"}
+    undeclared = runs.assign(**{"study.arms": ""})
+    choices, conditions = sections.roles(undeclared)
+    assert set(choices) == {"norm", "batch_size"} and conditions == ["task"]  # the task is never a choice
+
+
+def test_the_reproduce_command_names_every_seed_run():
+    runs = pd.DataFrame({"study.command": ["python -m normbench -m norm=ln,bn seed=0,1,2"] * 5,
+                         "seed": [0, 1, 2, 3, 4]})
+    assert sections.reproduce_commands(runs) == ["python -m normbench -m norm=ln,bn seed=0,1,2,3,4"]
+    study = runs.assign(**{"study.command": "python -m normbench.study sweeps/rms_vs_ln.yaml --budget 5"})
+    assert sections.reproduce_commands(study) == ["python -m normbench.study sweeps/rms_vs_ln.yaml --budget 5"]
+    assert sections.reproduce_commands(runs.assign(**{"study.command": ""})) == []
+
+
+def test_a_sequential_study_is_reproduced_by_the_study_runner_with_its_budget():
+    plan = {"overrides": ["+sweep=rms_vs_ln"], "looks": [3, 5, 7], "budget_s": 1800.0, "alpha": 0.05}
+    assert sections.study_runner_command(plan) == ("python -m normbench.study +sweep=rms_vs_ln --budget 1800s "
+                                                   "--pilot 3 --step 2 --max-seeds 7 --alpha 0.05")
+    for bad in ({**plan, "overrides": "rm -rf /"}, {**plan, "looks": []}, {**plan, "budget_s": True}, {}):
+        assert sections.study_runner_command(bad) == ""  # a plan file is data: anything odd, no command
+
+
+def test_the_synthesis_names_each_family_and_no_evidence_where_none():
+    summary = pd.DataFrame({
+        "study": ["s", "s", "s"], "task": ["copy"] * 3, "group": ["g1", "g2", "g3"],
+        "arm": ["norm=ln", "norm=bn", "norm=rms"], "rank": [1.0, 3.0, 1.0], "best": [True, False, True],
+        "shown_worse": [False, True, False], "seeds": [5, 5, 5]})
+    runs = pd.DataFrame({"group": ["g1", "g2", "g3"], "axes.model": ["lstm"] * 3, "axes.hidden": [64] * 3,
+                         "axes.layers": [2] * 3, "axes.steps": [400] * 3})
+    section = sections.StudySection("s", "study-s", "s", "", ["norm"], [])
+    lines = synthesis.synthesis(summary, runs, [section])
+    by_family = {line.family: line for line in lines}
+    assert list(by_family) == ["RNN", "LSTM", "GRU", "Transformer"]
+    assert by_family["LSTM"].favoured.startswith("norm=ln ★; norm=rms ★") and "bn" not in by_family["LSTM"].favoured
+    assert "2 of 3 arms could be the best" in by_family["LSTM"].sure and "5+ seeds" in by_family["LSTM"].sure
+    assert by_family["LSTM"].scale == "hidden 64, layers 2, steps 400"
+    assert all(by_family[f].favoured == "no evidence yet" for f in ("RNN", "GRU", "Transformer"))
+    tied = summary.assign(shown_worse=False, best=False)
+    assert synthesis.synthesis(tied, runs, [section])[1].favoured.startswith("none yet (norm=ln ranks first")
+    table = synthesis.synthesis_table(lines)
+    assert len(table.columns) <= tables.MAX_COLUMNS and "family" in table.keep and "how sure" in table.keep
+
+
+def test_page_facts_see_what_breaks(tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text('<section class="study" id="study-a">' + "<figure><figcaption>Same.</figcaption></figure>" * 7
+                    + '</section><p id="x"></p><p id="x"></p><a href="#nowhere">a</a><a href="#x">b</a><table><tr>'
+                    + "<td>1</td>" * 13 + "</tr></table>")
+    found = broken(html_facts(page))
+    assert any("7 figures" in f for f in found) and any("13 columns" in f for f in found)
+    assert "id used twice: x" in found and "caption repeated: Same." in found
+    assert "link to no id: #nowhere" in found and "link to no id: #x" not in found
+
+
+def test_the_crafted_studies_report_keeps_its_promises(small_crafted_report):
+    """Two studies (8 and 4 arms): each its own section, ≤ 6 figures, no id twice, no caption repeated,
+    no table over 12 columns, well under the page's weight; the same sections in the Markdown."""
+    facts = html_facts(small_crafted_report)
+    assert broken(facts) == [], broken(facts)
+    assert set(facts["study_figures"]) == {"study-norm_placement_lr", "study-adding_norms"}
+    assert all(1 <= n <= sections.MAX_FIGURES for n in facts["study_figures"].values())
+    assert facts["bytes"] < MAX_BYTES
+    html = small_crafted_report.read_text()
+    md = (small_crafted_report.parent / "report.md").read_text()
+    html_sections = re.findall(r"<h2[^>]*>(.*?)</h2>", html)
+    md_sections = [line[3:] for line in md.splitlines() if line.startswith("## ")]
+    assert html_sections == md_sections and html_sections[0].startswith("Synthesis")
+    assert "Study norm_placement_lr" in html_sections and "Study adding_norms" in html_sections
+    # each study names what it chose between and the command (with its seeds) that made it
+    assert "<strong>Choices (ranked):</strong> norm, placement, lr" in html
+    assert "seed=0,1,2</code>" in html and "95% CI 1–1" not in html
+    # a question a claim asks is answered in its measure, before the ranking; this study has no claim's arms
+    # (rms_faster_than_ln needs native and reference kernels of both norms), so it says nothing of the kind
+    wide = html.split('id="study-norm_placement_lr"')[1].split("<h3>Leaderboard</h3>")[0]
+    assert "own measure:" not in wide and "the claim above is" not in wide
+    assert not re.search(r"95% CI (\S+)–\1\b", html)  # no interval whose two ends print alike
+
+
+@pytest.mark.slow
+def test_forty_arms_keep_the_promises(crafted_report):
+    facts = html_facts(crafted_report)
+    assert broken(facts) == [], broken(facts)
+    assert facts["study_figures"]["study-norm_placement_lr"] <= sections.MAX_FIGURES
