@@ -7,6 +7,11 @@
 # looks that the budget then cuts short would leave most of alpha unspent). Each study's EXPECTED time is its wall time (its runs
 # from the pilots' timings, halved for 2 workers, + ~20 s of start-up and report); a first round
 # gets 3x that as its budget (study() below). The expected times sum to 32.0 minutes (docs/studies.md).
+# Sequential (--step): gamma_flow, dropout_placement, ln_vs_bn_varlen and batch_size add seeds while a claim
+# or their ranking is undecided, up to --max-seeds, alpha spent over the looks (Lan-DeMets O'Brien-Fleming),
+# and rms_vs_ln times 20 rounds. Chosen on 2026-12-01 after a one-look regeneration of every study took
+# 12.7 minutes (quiet machine) of these 32 and left those claims undecided for want of seeds or rounds (its
+# parts named 9-16 seeds an arm, or 13 rounds); the records were regenerated whole with this design.
 # Usage: bash reports/example/make.sh [STUDY ...]   (no argument: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,19 +27,19 @@ run() {
     case $1 in
         warmup_depth)      study warmup_depth 270s --pilot 4 --max-seeds 4 +sweep=warmup_depth ;;
         grad_depth)        study grad_depth 100s --pilot 2 --max-seeds 2 +sweep=grad_depth ;;
-        gamma_flow)        study gamma_flow 40s --pilot 4 --max-seeds 4 +sweep=gamma_flow ;;
+        gamma_flow)        study gamma_flow 40s --pilot 4 --step 4 --max-seeds 16 +sweep=gamma_flow ;;
         dyt_vs_ln)         study dyt_vs_ln 180s --pilot 3 --max-seeds 3 +sweep=dyt_vs_ln ;;
         scalenorm)         study scalenorm 110s --pilot 3 --max-seeds 3 +sweep=scalenorm ;;
         rms_vs_ln)         study rms_vs_ln 130s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
-                           python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 --rounds 10 ;;
+                           python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 --rounds 20 ;;
         eps_fp16)          study eps_fp16 70s --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
         ln_converges)      study ln_converges 55s --pilot 4 --max-seeds 4 +sweep=ln_converges ;;
         bn_converges)      study bn_converges 150s --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
-        batch_size)        study batch_size 140s --pilot 3 --max-seeds 3 +sweep=batch_size ;;
+        batch_size)        study batch_size 140s --pilot 3 --step 3 --max-seeds 12 +sweep=batch_size ;;
         gamma_init)        study gamma_init 165s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
         rnn_table)         study rnn_table 50s --pilot 3 --max-seeds 3 +sweep=rnn_table ;;
-        dropout_placement) study dropout_placement 60s --pilot 4 --max-seeds 4 +sweep=dropout_placement ;;
-        ln_vs_bn_varlen)   study ln_vs_bn_varlen 120s --pilot 3 --max-seeds 3 +sweep=ln_vs_bn_varlen ;;
+        dropout_placement) study dropout_placement 60s --pilot 4 --step 4 --max-seeds 12 +sweep=dropout_placement ;;
+        ln_vs_bn_varlen)   study ln_vs_bn_varlen 120s --pilot 3 --step 3 --max-seeds 9 +sweep=ln_vs_bn_varlen ;;
         gru)               study gru 150s --pilot 3 --max-seeds 3 +sweep=gru ;;
         placements)        study placements 130s --pilot 3 --max-seeds 3 +sweep=placements ;;
         # not in ALL (its 20 runs a seed do not fit the 32 minutes): the lr grid of ln_larger_stable_lr
