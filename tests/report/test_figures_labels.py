@@ -63,9 +63,9 @@ def test_the_trade_off_figure_passes_its_own_check_with_close_points(tmp_path, m
     legends = []
     save = figures._save
 
-    def keep_legend(figure, out, name, layout):
+    def keep_legend(figure, *rest):
         legends.append([t.get_text() for legend in figure.legends for t in legend.get_texts()])
-        save(figure, out, name, layout)
+        save(figure, *rest)
 
     monkeypatch.setattr(figures, "_save", keep_legend)
     figure = figures.tradeoff(_arms(), METRICS, tmp_path)
