@@ -11,8 +11,15 @@ at a desktop width (figures/NAME.png, panels side by side), NARROW is for a phon
 follow the content: panels have a fixed height each, and legends (below the panels, every label
 whole, wrapped, never cut) get the lines they need. Before it is saved, each figure is laid out and
 checked (`layout_problems`: tick labels over each other, texts over texts, squashed panels, legends
-with repeated or cut labels); each PNG records the findings and its smallest text size in pixels
-(PROBLEMS_KEY, MIN_FONT_KEY), so tests and the browser check read them back from the file.
+with repeated or cut labels, direct labels on a point's marker or nearer another point than their
+own); each PNG records the findings and its smallest text size in pixels (PROBLEMS_KEY,
+MIN_FONT_KEY), so tests and the browser check read them back from the file.
+
+A figure function returns None (or []) where its figure would carry no information (no run
+diverged, whole-process memory); the report takes a study's figures in STUDY_FIGURE_ORDER and
+gives peak memory once, as memory_table. Captions are short and name their terms, explained once
+in GLOSSARY. A figure's `speed` says what a speed axis rests on: paired timing, or unpaired
+per-run throughput (never a result).
 """
 
 from __future__ import annotations
@@ -730,7 +737,7 @@ def _curve_panels(bands: pd.DataFrame, groups: dict[str, str], x: str, ylabel: C
 
     _render(out, name, draw)
     if small:
-        caption += " One panel per arm: see the glossary, small multiples."
+        caption += " One panel per arm (see the glossary: small multiples)."
     return Figure(name, title, caption, study)
 
 
@@ -748,7 +755,7 @@ def _clipped(bands: pd.DataFrame, metrics: dict[str, tuple[str, bool]]) -> pd.Da
     return bands.assign(low=bands["low"].clip(lower=low_bound), high=bands["high"].clip(upper=high_bound))
 
 
-BAND_TEXT = "Line: mean over seeds; band: interval (see the glossary)."
+BAND_TEXT = "Line: mean over seeds; band: 95% t-interval (see the glossary: interval)."
 
 
 def learning_curves(bands: pd.DataFrame, groups: dict[str, str], metrics: dict[str, tuple[str, bool]],
@@ -770,7 +777,8 @@ def learning_curves(bands: pd.DataFrame, groups: dict[str, str], metrics: dict[s
         _curve_panels(bands.dropna(subset=["time_s"]), groups, "time_s", ylabel,
                       "training time (s, train steps only)", metric_of, None, out, f"curves_val_vs_seconds{suffix}",
                       "Validation metric vs training seconds",
-                      f"{BAND_TEXT} x: mean train seconds over seeds, unpaired per-run (see the glossary). {note}",
+                      f"{BAND_TEXT} x: mean train seconds over seeds (see the glossary: unpaired per-run "
+                      f"throughput). {note}",
                       study),
     ]
     return [f for f in figures if f is not None]
@@ -794,7 +802,8 @@ def grad_norm_curves(bands: pd.DataFrame, groups: dict[str, str], out: Path, not
     return _curve_panels(_banded(bands), groups, "step", lambda task: "gradient L2 norm before clipping",
                          "training step", lambda task: "grad_norm", True, out, f"grad_norm_vs_step{suffix}",
                          "Gradient norm vs step",
-                         f"Geometric mean over seeds (log scale); band: interval on log10 (see the glossary). {note}",
+                         f"Geometric mean over seeds (log scale); band: 95% t-interval on log10 (see the "
+                         f"glossary: interval). {note}",
                          study)
 
 
@@ -854,7 +863,7 @@ def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: s
 
     _render(out, f"grad_flow_through_time{suffix}", draw)
     return Figure(f"grad_flow_through_time{suffix}", "Gradient flow through time",
-                  "See the glossary: gradient flow (log scale, one range for every panel)."
+                  "See the glossary: gradient flow. Log scale, one range for every panel."
                   + (" One panel per arm." if small else "")
                   + (f" {note}" if note else ""), study)
 

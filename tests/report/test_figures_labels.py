@@ -136,7 +136,9 @@ def test_no_divergence_map_when_no_run_diverged(tmp_path):
 def test_captions_are_short_and_name_only_glossary_terms(small_crafted_report):
     """Each figure the report draws refers to the glossary for its long explanations."""
     html = small_crafted_report.read_text()
-    for term in re.findall(r"[Ss]ee the glossary: ([^.(<]+)", html):
+    terms = re.findall(r"[Ss]ee the glossary: ([^.()<]+)", html)
+    assert terms and "see the glossary" not in re.sub(r"[Ss]ee the glossary: [^.()<]+", "", html).lower()
+    for term in terms:
         for name in term.split(","):
             assert name.strip() in figures.GLOSSARY, name
     assert set(figures.STUDY_FIGURE_ORDER) <= {n for n in dir(figures) if callable(getattr(figures, n))}
