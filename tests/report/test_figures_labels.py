@@ -142,3 +142,21 @@ def test_captions_are_short_and_name_only_glossary_terms(small_crafted_report):
         for name in term.split(","):
             assert name.strip() in figures.GLOSSARY, name
     assert set(figures.STUDY_FIGURE_ORDER) <= {n for n in dir(figures) if callable(getattr(figures, n))}
+
+
+def test_the_smaller_pngs_keep_every_plotted_colour_exact(tmp_path):
+    """The reduced palette the PNGs are saved with still holds each line's colour as drawn (a coarser one
+    would merge neighbouring arms' colours)."""
+    def draw(layout):
+        figure, (ax,) = figures._grid(layout, 1, 3.0)
+        for index in range(6):
+            ax.plot(np.arange(50), np.sin(np.arange(50) / (index + 2)) + index, linewidth=1.6,
+                    **figures._line_style(index))
+        return figure
+
+    figures._render(tmp_path, "lines", draw)
+    with Image.open(tmp_path / "figures" / "lines.png") as image:
+        assert image.mode == "P"
+        palette = np.asarray(image.getpalette()[:768], dtype=float).reshape(-1, 3)
+    for colour in figures.PALETTE[:6]:
+        assert np.abs(palette - np.asarray(colour) * 255).sum(axis=1).min() <= 3, colour
