@@ -375,6 +375,9 @@ class Config:
     # keep the trained weights in the run folder (normbench/saved_model.py); saving them changes nothing trained
     save_model: bool = harness("what is kept, not what is trained", False)
     report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
+    # multirun: "paired" times the sweep's own arms side by side at its end (normbench/bench/arms.py),
+    # before the report, which then states speed from that timing; its seconds are reported apart
+    sweep_timing: str = harness("output only", "none")
     progress: bool = harness("output only", True)            # on a terminal: the bar, a sweep's job lines (progress.py)
     # The primary score every summary ranks on (normbench/analysis/rules.py); what is trained is the same
     optimized_metric: str = harness("what the summaries rank on, not what is trained", "final_val")
@@ -407,6 +410,7 @@ class Config:
                  f"device={_short(self.device)!r} is not valid; valid: {', '.join(DEVICES)}, cuda:N (N the GPU's index)")
         _one_of("role", self.role, ROLES)
         _one_of("optimized_metric", self.optimized_metric, ("final_val", "best_val"))
+        _one_of("sweep_timing", self.sweep_timing, ("none", "paired"))
         _require(self.task is not None and hasattr(self.task, "name"), "task is not set; choose one with task=NAME")
         _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")
         # BatchNorm of one example has no batch statistics (zero variance everywhere)

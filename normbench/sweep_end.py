@@ -1,8 +1,11 @@
-"""At the end of a multirun: one screen of results, the report, and which runs failed."""
+"""At the end of a multirun: one screen of results (in run-number order), the arms' paired timing
+when sweep_timing=paired, the report, which runs failed, and, when no arm can be ranked, why and
+the command that ranks them."""
 
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -29,6 +32,12 @@ class RunsFailed(BaseException):
         self.run_dirs = run_dirs
 
 
+def _run_order(path: Path) -> tuple:
+    """Hydra's job numbers in numeric order (0, 1, 2, ..., 10), other folder names after them."""
+    name = path.parent.name
+    return (0, int(name), "") if name.isdigit() else (1, 0, name)
+
+
 def _plain(value):
     """A table cell: a number or a short text (a record's strings are bounded, its types not trusted)."""
     if value is None or isinstance(value, (int, float)):
@@ -51,7 +60,7 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
     keys = {_scores(s) for s in summaries.values()}
     primary, secondary = keys.pop() if len(keys) == 1 else (PRIMARY_SCORE, SECONDARY_SCORE)
     second = f"{secondary} (secondary)"
-    for path, s in summaries.items():
+    for path, s in sorted(summaries.items(), key=lambda item: _run_order(item[0])):
         metrics, speed = s.get("metrics") or {}, s.get("throughput") or {}
         reached = _plain(metrics.get("steps_to_target"))
         p10, p90 = speed.get("step_ms_p10"), speed.get("step_ms_p90")
@@ -68,9 +77,59 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
     return table[["run", *varying, "status", primary, second, "to_target", "ms/step"]]
 
 
-def efficiency(config: DictConfig, sweep_dir: Path, end_s: float) -> dict | None:
+RANK_SEEDS = 2  # finished seeds an arm needs before it is ranked (analysis/ranking.py)
+RANK_WITH = "seed=0,1,2"  # what the end line suggests: enough seeds to rank, the pilot's three
+
+
+def unranked_line(config: DictConfig, summaries: dict[Path, dict]) -> str | None:
+    """The sweep's last line when no arm can be ranked: why (too few seeds per arm) and the command
+    that ranks the same arms. None when some arm has RANK_SEEDS finished seeds."""
+    seeds: dict[tuple, set] = {}
+    for s in summaries.values():
+        if s.get("status") in ("ok", "diverged"):
+            arm = tuple(sorted((str(k), str(v)) for k, v in (s.get("axes") or {}).items() if k != "seed"))
+            seeds.setdefault(arm, set()).add(s.get("seed"))
+    if any(len(v) >= RANK_SEEDS for v in seeds.values()):
+        return None
+    try:
+        overrides = [o for o in (config.hydra.overrides.get("task") or [])
+                     if not str(o).startswith(("seed=", "hydra.sweep.dir=", "hydra.run.dir="))]
+    except Exception:  # a config without Hydra's overrides (a test's): the command without them
+        overrides = []
+    command = shlex.join(["python", "-m", "normbench", "-m", *map(str, overrides), RANK_WITH])
+    why = (f"every arm has fewer than {RANK_SEEDS} finished seeds" if seeds else "no run finished")
+    return f"normbench sweep: no arm is ranked: {why}, and a rank needs {RANK_SEEDS}. To rank these arms: {command}"
+
+
+def time_arms(config: DictConfig, sweep_dir: Path) -> float:
+    """sweep_timing=paired: the sweep's arms timed side by side (normbench/bench/arms.py) into
+    SWEEP_DIR/paired-timing.json, before the report, which reads it. Returns its seconds, which the
+    efficiency line reports apart (a pass after the sweep, not the sweep's own time)."""
+    mode = str(config.get("sweep_timing", "none") or "none")
+    if mode != "paired":
+        return 0.0
+    from normbench.bench import arms
+
+    started = time.time()
+    command = f"python -m normbench.bench arms {shlex.quote(str(sweep_dir))}"
+    try:
+        result = arms.run(sweep_dir, command=command + "  # sweep_timing=paired")
+    except (ValueError, OSError) as err:  # no arm to time, a config the timer refuses: the sweep's results stand
+        print(f"normbench: no paired timing: {' '.join(str(err).split())[:300]}", file=sys.stderr)
+        return time.time() - started
+    except Exception as err:  # a courtesy like the table: the report and the exit status still follow
+        print(f"normbench: no paired timing: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
+        return time.time() - started
+    spent = time.time() - started
+    print(f"normbench sweep: paired timing of {len(result['arms'])} arm(s) in {spent:.1f} s "
+          f"(not part of the sweep's efficiency) -> {sweep_dir / arms.FILE}", file=sys.stdout)
+    return spent
+
+
+def efficiency(config: DictConfig, sweep_dir: Path, end_s: float, apart: dict | None = None) -> dict | None:
     """The sweep's efficiency line on stdout and its efficiency.json (normbench/sweep_time.py): wall
-    time from this process's start to now, ``end_s`` of it this callback's table and report."""
+    time from this process's start to now, ``end_s`` of it this callback's table and report;
+    ``apart``: seconds of passes after the sweep (the paired timing), taken off the wall and named."""
     try:
         launcher = config.hydra.get("launcher") or {}
         n_jobs = launcher.get("n_jobs")
@@ -82,7 +141,9 @@ def efficiency(config: DictConfig, sweep_dir: Path, end_s: float) -> dict | None
         jobs = sweep_time.read_jobs(sweep_dir, since=started)
         if not jobs:
             return None
-        result = sweep_time.account(jobs, started or min(j["called"] for j in jobs), time.time(), workers, end_s)
+        apart = {k: v for k, v in (apart or {}).items() if v > 0}
+        result = sweep_time.account(jobs, started or min(j["called"] for j in jobs),
+                                    time.time() - sum(apart.values()), workers, end_s, apart)
         path = sweep_time.record(sweep_dir, result)
     except Exception as err:  # a courtesy like the table: the exit status still follows
         print(f"normbench: no efficiency line: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
@@ -115,6 +176,7 @@ class SweepSummary(Callback):
                       f"{sweep_table(summaries).to_string(index=False)}", file=sys.stdout)
         except Exception as err:  # the table is a courtesy; the report and the exit status still follow
             print(f"normbench: no sweep table: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
+        timed = time_arms(config, sweep_dir)
         if config.get("report", True):
             from normbench.report import ReportError, build_report
 
@@ -124,6 +186,9 @@ class SweepSummary(Callback):
                 print(f"normbench: no report: {err}", file=sys.stderr)
             except Exception as err:  # a report bug must not turn a sweep's failed runs into exit 0
                 print(f"normbench: no report: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
-        efficiency(config, sweep_dir, time.time() - end_started)
+        efficiency(config, sweep_dir, time.time() - end_started - timed, {"paired timing": timed})
+        last = unranked_line(config, summaries)
+        if last:
+            print(last, file=sys.stdout)
         if failed:  # last: the report is written first, and this callback is the last Hydra notifies
             raise RunsFailed(failed)

@@ -11,12 +11,20 @@ at a desktop width (figures/NAME.png, panels side by side), NARROW is for a phon
 follow the content: panels have a fixed height each, and legends (below the panels, every label
 whole, wrapped, never cut) get the lines they need. Before it is saved, each figure is laid out and
 checked (`layout_problems`: tick labels over each other, texts over texts, squashed panels, legends
-with repeated or cut labels); each PNG records the findings and its smallest text size in pixels
-(PROBLEMS_KEY, MIN_FONT_KEY), so tests and the browser check read them back from the file.
+with repeated or cut labels, direct labels on a point's marker or nearer another point than their
+own); each PNG records the findings and its smallest text size in pixels (PROBLEMS_KEY,
+MIN_FONT_KEY), so tests and the browser check read them back from the file.
+
+A figure function returns None (or []) where its figure would carry no information (no run
+diverged, whole-process memory); the report takes a study's figures in STUDY_FIGURE_ORDER and
+gives peak memory once, as memory_table. Captions are short and name their terms, explained once
+in GLOSSARY. A figure's `speed` says what a speed axis rests on: paired timing, or unpaired
+per-run throughput (never a result).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import math
@@ -37,6 +45,8 @@ if "matplotlib.pyplot" not in sys.modules:
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+import matplotlib.collections  # noqa: E402
+import matplotlib.text  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure as MplFigure  # noqa: E402
 from PIL import Image, PngImagePlugin  # noqa: E402  (matplotlib's own dependency)
@@ -92,6 +102,9 @@ class Figure:
     title: str
     caption: str
     study: str = ""  # the study whose groups it draws: the heading it is shown under
+    # what its speed axis rests on: "paired" (bench arms), "unpaired" (each run's own step time:
+    # never a result, so never on the first screen), "" where it shows no speed
+    speed: str = ""
 
     @property
     def relative_path(self) -> str:
@@ -100,6 +113,45 @@ class Figure:
     @property
     def narrow_path(self) -> str:
         return f"figures/{NARROW.folder}/{self.name}.png"
+
+
+# Each figure's caption names its terms; their long explanations are written once, here, and the
+# report shows them in one legend/glossary section.
+GLOSSARY: dict[str, str] = {
+    "arm": "One choice a study compares (its settings, e.g. norm=ln, placement=pre); its runs differ only in seed.",
+    "interval": (f"A line's band, a bar's whisker or a point's bar: the 95% t-interval of the mean over seeds, "
+                 f"drawn only where ≥ {MIN_BAND_SEEDS} seeds stand behind it (fewer seeds make it mostly the t "
+                 f"quantile) and clipped to what the metric can be."),
+    "rank": ("An arm's place in its study's leaderboard for one task; one-seed arms are not ranked. ★: an arm "
+             "the evidence cannot yet tell apart from the best."),
+    "Pareto front": "The dashed line through the ranked arms that no other ranked arm beats on both speed and metric.",
+    "paired timing": ("Speed from `python -m normbench.bench arms`: every arm's training step rebuilt from its "
+                      "record and timed interleaved in one process, round by round, so load falls on all arms "
+                      "alike; the only speed the report states as a result."),
+    "unpaired per-run throughput": ("Each run's own median step time, taken while the sweep's other runs and "
+                                    "other processes shared the machine: it carries the load each run met, so "
+                                    "a difference between arms is not a speed result."),
+    "noisy timing": (f"Hatched grey bars: the median run's slowest tenth of steps took more than "
+                     f"{registry.TIMING_NOISY:g}× its fastest tenth (step_ms p90/p10), or the seeds' throughputs "
+                     f"differ by more than {registry.TIMING_NOISY:g}×: the machine's load changed while it was timed."),
+    "small multiples": (f"Beyond {_SINGLE_PANEL_GROUPS} arms, one panel per arm (its title): its line in colour over "
+                        "the other arms in grey; every panel of a metric shares one y-range."),
+    "peak memory": ("GPU tensor memory on a GPU; on a CPU the whole process's resident memory (interpreter, "
+                    "libraries, data), whose differences between norms are small against the shared base. The "
+                    "two kinds are not comparable, so the report gives one memory table, not a chart per study."),
+    "gradient flow": "‖∂L/∂h_t‖ against t, geometric mean over seeds: flat is perfect flow, falling toward t = 1 vanishing.",
+    "steps to target": ("Steps until the validation metric first reached the task's target, counted at "
+                        "evaluations (so in steps of eval_every); a run that never reaches it counts as such."),
+}
+
+# The report draws at most a handful of figures per study; it takes them in this order, most
+# informative first. Curves answer convergence and the metric; the heatmap lays a two-key study
+# out; speed comes only after (and means something only with paired timing); memory last, as a
+# table (memory_table), not a figure per study.
+STUDY_FIGURE_ORDER: tuple[str, ...] = (
+    "learning_curves", "heatmaps", "tradeoff", "grad_flow", "loss_curves", "grad_norm_curves",
+    "lr_sensitivity", "performance_profile", "throughput", "peak_memory",
+)
 
 
 def text(label: object) -> str:
@@ -186,11 +238,69 @@ def _overlap(a, b, slack: float = 1.0) -> bool:
     return (min(a.x1, b.x1) - max(a.x0, b.x0) > slack) and (min(a.y1, b.y1) - max(a.y0, b.y0) > slack)
 
 
+def _markers(ax, renderer) -> list[tuple[float, float, float]]:
+    """Every scatter marker the panel draws: (x, y, radius) in display pixels."""
+    found = []
+    for collection in ax.collections:
+        if not isinstance(collection, matplotlib.collections.PathCollection) or not collection.get_visible():
+            continue
+        offsets = np.asarray(collection.get_offsets(), dtype=float).reshape(-1, 2)
+        if not len(offsets):
+            continue
+        centres = collection.get_offset_transform().transform(offsets)
+        sizes = np.resize(np.asarray(collection.get_sizes(), dtype=float), len(centres)) if len(
+            collection.get_sizes()) else np.full(len(centres), matplotlib.rcParams["lines.markersize"] ** 2)
+        radii = np.sqrt(sizes) / 2 * ax.figure.dpi / 72  # a scatter size is the marker's area in pt²
+        found += [(float(x), float(y), float(r)) for (x, y), r in zip(centres, radii) if np.isfinite([x, y]).all()]
+    return found
+
+
+def _gap(box, x: float, y: float, radius: float) -> float:
+    """Pixels from a text box to the edge of a marker (negative: the box covers part of it)."""
+    dx = max(box.x0 - x, 0.0, x - box.x1)
+    dy = max(box.y0 - y, 0.0, y - box.y1)
+    return math.hypot(dx, dy) - radius
+
+
+def _misplaced(box, own: tuple[float, float], markers: list[tuple[float, float, float]]) -> list[str]:
+    """What is wrong with a label's text box `box` for the point at display `own`: it covers a
+    marker (its own or another point's), or another point lies nearer to it than its own."""
+    mine = [m for m in markers if math.hypot(m[0] - own[0], m[1] - own[1]) <= 0.5]
+    others = [m for m in markers if m not in mine]
+    found = []
+    if any(_gap(box, *m) < -0.5 for m in mine):
+        found.append("covers its own point")
+    if any(_gap(box, *m) < -0.5 for m in others):
+        found.append("sits on another point")
+    nearest_own = min((_gap(box, *m) for m in mine), default=_gap(box, own[0], own[1], 0.0))
+    if any(_gap(box, *m) < nearest_own for m in others):
+        found.append("is nearer another point than its own")
+    return found
+
+
+def label_point_problems(ax, renderer=None) -> list[str]:
+    """A direct label (an annotation with gid "label") must name its own point without doubt: its
+    text box covers no marker (its own point's or another's) and lies nearer its own point than
+    any other point. Checked on the drawn artists in display pixels: each label's text box from
+    the renderer, each point where its scatter collection puts it, with its marker's size."""
+    renderer = renderer or ax.figure.canvas.get_renderer()
+    markers = _markers(ax, renderer)
+    problems = []
+    for note in ax.texts:
+        if note.get_gid() != "label" or not note.get_visible() or not isinstance(note, matplotlib.text.Annotation):
+            continue
+        own = tuple(ax.transData.transform(np.asarray(note.xy, dtype=float)))
+        problems += [f"label {note.get_text()!r} {what}"
+                     for what in _misplaced(note.get_window_extent(renderer), own, markers)]
+    return problems
+
+
 def layout_problems(figure: MplFigure) -> list[str]:
     """What would make a laid-out figure hard to read, each in a phrase: tick labels (or any of the
     figure's labels, titles and legend entries) drawn over each other, a panel squashed below
-    _MIN_PANEL_PX, a legend that repeats a label or cuts one short. Heatmap cell values are left out
-    (they sit inside their cells by construction); direct labels are in (gid "label")."""
+    _MIN_PANEL_PX, a legend that repeats a label or cuts one short, a direct label (gid "label") on
+    a point's marker or nearer another point than its own (`label_point_problems`). Heatmap cell
+    values are left out (they sit inside their cells by construction)."""
     renderer = figure.canvas.get_renderer()
     problems: list[str] = []
     owned: list[tuple[object, str, object]] = []  # (owner, the text, its box)
@@ -219,6 +329,7 @@ def layout_problems(figure: MplFigure) -> list[str]:
                 owned.append((decoration, decoration.get_text(), decoration.get_window_extent(renderer)))
         owned += [(t, t.get_text(), t.get_window_extent(renderer)) for t in ax.texts
                   if t.get_gid() == "label" and t.get_visible()]
+        problems += label_point_problems(ax, renderer)
     legends = list(figure.legends) + [ax.get_legend() for ax in figure.axes if ax.get_legend() is not None]
     for legend in legends:
         entries = [t.get_text() for t in legend.get_texts()]
@@ -234,7 +345,7 @@ def layout_problems(figure: MplFigure) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
-def _save(figure: MplFigure, out: Path, name: str, layout: Layout) -> None:
+def _save(figure: MplFigure, out: Path, name: str, layout: Layout, smooth: bool = False) -> None:
     """Lays the figure out once (constrained layout), checks it, then freezes that layout and renders it:
     laid out again at save time, the figure could differ from what was checked (and it costs a second layout)."""
     figure.draw_without_rendering()
@@ -247,20 +358,23 @@ def _save(figure: MplFigure, out: Path, name: str, layout: Layout) -> None:
     figure.savefig(drawn, dpi=_DPI, format="png")
     figure.clear()
     # A plot has few colours: a 256-colour palette keeps it sharp at a third of the bytes, and
-    # report.html carries every figure twice.
+    # report.html carries every figure twice. The octree quantizer keeps the plotted colours exact
+    # (the palette's lines and markers) and cuts another third of the bytes; it bands a continuous
+    # colour scale, so a figure with one (`smooth`, the heatmaps' colour bars) keeps median cut.
     info = PngImagePlugin.PngInfo()
     info.add_text(MIN_FONT_KEY, f"{smallest:.2f}")
     info.add_text(PROBLEMS_KEY, "; ".join(problems))
     with Image.open(drawn) as image:
-        image.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT).save(
+        method = Image.Quantize.MEDIANCUT if smooth else Image.Quantize.FASTOCTREE
+        image.convert("RGB").quantize(256, method=method).save(
             folder / f"{name}.png", format="PNG", optimize=True, pnginfo=info)
 
 
-def _render(out: Path, name: str, draw: Callable[[Layout], MplFigure]) -> None:
-    """`draw` once per layout, each saved where its layout's PNGs go."""
+def _render(out: Path, name: str, draw: Callable[[Layout], MplFigure], smooth: bool = False) -> None:
+    """`draw` once per layout, each saved where its layout's PNGs go (`smooth`: it has a colour scale)."""
     with matplotlib.rc_context(_STYLE):
         for layout in LAYOUTS:
-            _save(draw(layout), out, name, layout)
+            _save(draw(layout), out, name, layout, smooth)
 
 
 def _banded(bands: pd.DataFrame) -> pd.DataFrame:
@@ -330,6 +444,12 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
     tasks = list(dict.fromkeys(rows["task"]))
     legend_entries = ["★ could be the best", "other ranked arms", "1 seed: not ranked",
                       "≥ 1 run diverged", "Pareto front"]
+    # Speed is a result only from paired timing (the arms timed side by side, analysis/speed.py);
+    # a run's own step time carries the load it met, so without pairing the axis says so.
+    paired = bool(len(rows)) and "timing" in rows and (rows["timing"] == "paired").all()
+    unit = registry.metric("samples_per_s").unit
+    speed_axis = (f"training {unit}, paired timing" if paired
+                  else f"unpaired per-run throughput ({unit}, median over seeds)")
 
     def draw(layout: Layout) -> MplFigure:
         plan = _legend_plan(legend_entries, layout, title=False)
@@ -356,8 +476,9 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
             unstable = (mine["divergence_rate"] > 0).to_numpy()
             ax.scatter(x[unstable], y[unstable], s=60, marker="x", color=PALETTE[3], label=legend_entries[3], zorder=4)
             front = _pareto_front(mine[ranked], higher, score)
-            ax.plot(front["samples_per_s_median"], front[f"{score}_mean"], color=PALETTE[0], linewidth=1,
-                    linestyle="--", label=legend_entries[4], zorder=1)
+            if len(front) >= 2:  # one arm on the front is a point, not a line: nothing to draw or name
+                ax.plot(front["samples_per_s_median"], front[f"{score}_mean"], color=PALETTE[0], linewidth=1,
+                        linestyle="--", label=legend_entries[4], zorder=1)
             if _spans_decades(x, 10):
                 ax.set_xscale("log")
             limits = _limits(np.concatenate([y, banded.get(f"{score}_ci_low", []), banded.get(f"{score}_ci_high", [])]),
@@ -365,15 +486,16 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
             if limits:
                 ax.set_ylim(*limits)
             ax.set_ylabel(wrap(f"final val {metric_name} ({'higher' if higher else 'lower'} is better)", 34))
-            ax.set_xlabel(f"training {registry.metric('samples_per_s').unit} (median over seeds)")
+            ax.set_xlabel(speed_axis)
             ax.set_title(text(_task_of(tasks, task)))
             _tidy_ticks(ax, _panel_width(layout, min(layout.columns, len(tasks))))
         handles = {}
         for ax in panels:
             for handle, label in zip(*ax.get_legend_handles_labels()):
+                # a legend names only what the panels draw: a scatter with points, a line through two
                 drawn = (len(handle.get_offsets()) if hasattr(handle, "get_offsets") else
-                         len(handle.get_xdata()) if hasattr(handle, "get_xdata") else 1)
-                if drawn:
+                         len(handle.get_xdata()) - 1 if hasattr(handle, "get_xdata") else 1)
+                if drawn > 0:
                     handles.setdefault(label, handle)
         kept = [e for e in legend_entries if e in handles]
         _legend(figure, [handles[e] for e in kept], _legend_plan(kept, layout, title=False))
@@ -383,43 +505,46 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
         return figure
 
     _render(out, name, draw)
-    caption = (f"Each point is an arm: mean final validation metric against median training throughput; bars: 95% "
-               f"t-interval over seeds, drawn only for arms with ≥ {MIN_BAND_SEEDS} seeds, clipped to the metric's "
-               f"range. Labels: the arm's rank in the leaderboard and its settings (the rank alone where there is no "
-               f"room; one-seed arms are not ranked). The dashed "
-               f"line joins the ranked arms no other ranked arm beats on both. Throughput is only as steady as the "
-               f"machine it was timed on (see Throughput).")
-    return Figure(name, "Metric against speed", caption, study)
+    caption = ("Each point is an arm: mean final validation metric (bars: 95% t-interval, ≥ "
+               f"{MIN_BAND_SEEDS} seeds) against {'paired-timing' if paired else 'unpaired per-run'} throughput; "
+               "labels: leaderboard rank and arm. See the glossary: interval, rank, Pareto front, "
+               + ("paired timing." if paired else "unpaired per-run throughput."))
+    return Figure(name, "Metric against speed" if paired else "Metric against unpaired per-run throughput",
+                  caption, study, speed="paired" if paired else "unpaired")
 
 
 def _label_points(ax, mine: pd.DataFrame, score: str) -> None:
     """Each point's label: its rank and arm, or the rank alone where the arm does not fit (unranked
-    points: the arm), placed where it covers no other label and stays inside the panel; ★ arms
-    first, then by rank. A point whose label fits nowhere keeps its marker only."""
+    points: the arm), placed where it covers no other label and no point's marker, lies nearer its
+    own point than any other (`_misplaced`) and stays inside the panel; ★ arms first, then by rank.
+    A point whose label fits nowhere keeps its marker only (the leaderboard still names it)."""
     renderer = ax.figure.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
+    markers = _markers(ax, renderer)
     placed = []
     ranks = mine["rank"] if "rank" in mine else pd.Series(np.nan, index=mine.index)
     ordered = mine.assign(_star=~mine["best"].astype(bool), _rank=ranks.fillna(np.inf)).sort_values(["_star", "_rank"])
     offsets = [(7, 5, "left"), (7, -13, "left"), (-7, 5, "right"), (-7, -13, "right"), (0, 9, "center"),
-               (0, -17, "center")]
+               (0, -19, "center")]
     for _, row in ordered.iterrows():
         if math.isfinite(row["_rank"]):
             rank = f"{int(row['_rank'])}" if float(row["_rank"]).is_integer() else f"{row['_rank']:g}"
             choices = (f"{rank}: {row['label']}", rank)
         else:  # not ranked: its arm, or nothing
             choices = (str(row["label"]),)
+        point = (row["samples_per_s_median"], row[f"{score}_mean"])
+        own = tuple(ax.transData.transform(np.asarray(point, dtype=float)))
         for label in choices:
             done = False
             # a long label only beside its point; the short one may also sit above or below it
             for dx, dy, align in (offsets if label == choices[-1] else offsets[:4]):
-                note = ax.annotate(text(label), (row["samples_per_s_median"], row[f"{score}_mean"]),
-                                   xytext=(dx, dy), textcoords="offset points", ha=align, fontsize=MIN_FONT_PT,
-                                   color="0.15", gid="label", annotation_clip=True)
+                note = ax.annotate(text(label), point, xytext=(dx, dy), textcoords="offset points", ha=align,
+                                   fontsize=MIN_FONT_PT, color="0.15", gid="label", annotation_clip=True)
                 note.set_in_layout(False)
                 box = note.get_window_extent(renderer)
                 inside = box.x0 >= frame.x0 + 2 and box.x1 <= frame.x1 - 2 and box.y0 >= frame.y0 + 2 and box.y1 <= frame.y1 - 2
-                if inside and not any(_overlap(box, other, 0.0) for other in placed):
+                if (inside and not any(_overlap(box, other, 0.0) for other in placed)
+                        and not _misplaced(box, own, markers)):
                     placed.append(box)
                     done = True
                     break
@@ -463,8 +588,13 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
         low, high = _interval_range(panel.grid, metric_name)
         known = spans.get(metric_name, (low, high))
         spans[metric_name] = (min(low, known[0]), max(high, known[1]))
-    for name, title in (("heatmap_primary", "Primary score: validation metric (mean over ok runs)"),
-                        ("heatmap_divergence", "Divergence rate (diverged / runs)")):
+    kinds = [("heatmap_primary", "Primary score: validation metric (mean over ok runs)")]
+    # a divergence map where no run diverged is one colour and says nothing; the caption of the
+    # primary map says so instead
+    diverged = any((np.nan_to_num(p.grid.diverged.to_numpy(dtype=float)) > 0).any() for p in panels)
+    if diverged:
+        kinds.append(("heatmap_divergence", "Divergence rate (diverged / runs)"))
+    for name, title in kinds:
         ranges: list[str] = []
 
         def draw(layout: Layout, name=name, ranges=ranges) -> MplFigure:
@@ -503,12 +633,13 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
                 ax.set_title(wrap(panel.heading, int(panel_width / _CHAR_IN) - 4))
             return figure
 
-        _render(out, name + suffix, draw)
+        _render(out, name + suffix, draw, smooth=True)
         caption = note
         if name == "heatmap_primary":
             caption = (f"Each cell: mean, ± half-width of its 95% t-interval, n = ok runs (seeds) in the cell. "
                        f"Colour range (the span of the cells' intervals, clipped to the metric's range): "
-                       f"{'; '.join(dict.fromkeys(ranges))}, the same in every panel. " + note)
+                       f"{'; '.join(dict.fromkeys(ranges))}, the same in every panel."
+                       + ("" if diverged else " No run diverged (no divergence map).") + (f" {note}" if note else ""))
         figures.append(Figure(name + suffix, title, caption, study))
     return figures
 
@@ -606,8 +737,7 @@ def _curve_panels(bands: pd.DataFrame, groups: dict[str, str], x: str, ylabel: C
 
     _render(out, name, draw)
     if small:
-        caption += (f" More than {_SINGLE_PANEL_GROUPS} arms: one panel per arm (its title), the other arms in grey; "
-                    f"every panel of a metric shares one y-range.")
+        caption += " One panel per arm (see the glossary: small multiples)."
     return Figure(name, title, caption, study)
 
 
@@ -625,8 +755,7 @@ def _clipped(bands: pd.DataFrame, metrics: dict[str, tuple[str, bool]]) -> pd.Da
     return bands.assign(low=bands["low"].clip(lower=low_bound), high=bands["high"].clip(upper=high_bound))
 
 
-BAND_TEXT = (f"Line: mean over seeds; band: 95% t-interval over seeds, drawn only where ≥ {MIN_BAND_SEEDS} seeds "
-             f"reached the step, clipped to the metric's range.")
+BAND_TEXT = "Line: mean over seeds; band: 95% t-interval (see the glossary: interval)."
 
 
 def learning_curves(bands: pd.DataFrame, groups: dict[str, str], metrics: dict[str, tuple[str, bool]],
@@ -648,8 +777,9 @@ def learning_curves(bands: pd.DataFrame, groups: dict[str, str], metrics: dict[s
         _curve_panels(bands.dropna(subset=["time_s"]), groups, "time_s", ylabel,
                       "training time (s, train steps only)", metric_of, None, out, f"curves_val_vs_seconds{suffix}",
                       "Validation metric vs training seconds",
-                      f"{BAND_TEXT} x: mean train seconds over seeds at each evaluated step (each run timed on its "
-                      f"own, so seconds carry the machine's load). {note}", study),
+                      f"{BAND_TEXT} x: mean train seconds over seeds (see the glossary: unpaired per-run "
+                      f"throughput). {note}",
+                      study),
     ]
     return [f for f in figures if f is not None]
 
@@ -662,8 +792,7 @@ def loss_curves(bands: pd.DataFrame, groups: dict[str, str], out: Path, note: st
     return _curve_panels(_banded(bands.assign(low=bands["low"].clip(lower=0))), groups, "step",
                          lambda task: "training loss (task loss, per logged step)", "training step",
                          lambda task: "loss", None, out, f"curves_loss_vs_step{suffix}", "Training loss vs step",
-                         f"{BAND_TEXT} The loss is the task's training loss at each logged step (one batch), so it "
-                         f"is noisier than the validation metric. {note}", study)
+                         f"{BAND_TEXT} One batch's loss at each logged step. {note}", study)
 
 
 def grad_norm_curves(bands: pd.DataFrame, groups: dict[str, str], out: Path, note: str, suffix: str = "",
@@ -673,8 +802,9 @@ def grad_norm_curves(bands: pd.DataFrame, groups: dict[str, str], out: Path, not
     return _curve_panels(_banded(bands), groups, "step", lambda task: "gradient L2 norm before clipping",
                          "training step", lambda task: "grad_norm", True, out, f"grad_norm_vs_step{suffix}",
                          "Gradient norm vs step",
-                         f"Geometric mean over seeds (log scale); band: 95% t-interval on log10, drawn only where "
-                         f"≥ {MIN_BAND_SEEDS} seeds. {note}", study)
+                         f"Geometric mean over seeds (log scale); band: 95% t-interval on log10 (see the "
+                         f"glossary: interval). {note}",
+                         study)
 
 
 def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: str, suffix: str = "",
@@ -733,8 +863,8 @@ def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: s
 
     _render(out, f"grad_flow_through_time{suffix}", draw)
     return Figure(f"grad_flow_through_time{suffix}", "Gradient flow through time",
-                  "Geometric mean over seeds of ‖∂L/∂h_t‖ (log scale, one range for every panel). A flat line is "
-                  "perfect flow; falling toward t = 1 is vanishing." + (" One panel per arm." if small else "")
+                  "See the glossary: gradient flow. Log scale, one range for every panel."
+                  + (" One panel per arm." if small else "")
                   + (f" {note}" if note else ""), study)
 
 
@@ -766,38 +896,42 @@ def _bars(bars: pd.DataFrame, value: str, low: str | None, high: str | None, xla
         panels = list(figure.subplots(len(tasks), 1, squeeze=False, height_ratios=heights).flat)
         for ax, task in zip(panels, tasks):
             mine = rows[rows["task"] == task]
-            positions = np.arange(len(mine))
+            # each bar gets the room its wrapped label needs (at least two lines), so a long label
+            # never runs into its neighbour's; a bar is 0.8 of the narrowest room
+            room = lines[mine.index].clip(lower=2).to_numpy(dtype=float)
+            positions = np.cumsum(room) - room / 2
             error = None
             if low and high:
                 error = np.vstack([(mine[value] - mine[low]).clip(lower=0), (mine[high] - mine[value]).clip(lower=0)])
             noisy = flags[mine.index].to_numpy()
-            ax.barh(positions, mine[value], xerr=error, color=[PALETTE[7] if n else PALETTE[0] for n in noisy],
+            ax.barh(positions, mine[value], height=1.6, xerr=error, color=[PALETTE[7] if n else PALETTE[0] for n in noisy],
                     hatch=["//" if n else "" for n in noisy], ecolor="0.25", capsize=2)
             ax.set_yticks(positions, [label_of(label, n) for label, n in zip(mine["label"], noisy)])
-            ax.invert_yaxis()
+            ax.set_ylim(room.sum(), 0)  # the first bar on top
             if log_x:
                 ax.set_xscale("log")
             if len(tasks) > 1:
                 ax.set_title(text(f"task {task}"))
             _tidy_ticks(ax, layout.width * 0.55)
-        panels[-1].set_xlabel(wrap(xlabel, 60))
+        panels[-1].set_xlabel(wrap(xlabel, 60 if layout is WIDE else 40))
         return figure
 
     _render(out, name, draw)
     return Figure(name, title, caption, study)
 
 
-_NOISE_NOTE = ("Hatched grey bars, \"(noisy timing)\": the median run's slowest tenth of steps took more than "
-               "{limit:g}× its fastest tenth (step_ms p90/p10), or the seeds' throughputs differ by more than "
-               "{limit:g}×: the machine's load changed during timing, so treat those numbers as rough.")
-
-
 def throughput(bars: pd.DataFrame, out: Path, note: str, noisy_limit: float, suffix: str = "",
                study: str = "") -> Figure | None:
+    """Samples per second per arm, one panel per task; labelled unpaired unless every bar is a paired timing."""
     unit = registry.metric("samples_per_s").unit
-    return _bars(bars, "samples_per_s_median", "samples_per_s_min", "samples_per_s_max",
-                 f"{unit} (median over seeds; whiskers: min–max)", out, f"throughput{suffix}", "Throughput",
-                 f"Training samples per second, per task. {_NOISE_NOTE.format(limit=noisy_limit)} {note}", study)
+    paired = bool(len(bars)) and "timing" in bars and (bars["timing"] == "paired").all()
+    kind = "paired timing" if paired else "unpaired per-run throughput"
+    figure = _bars(bars, "samples_per_s_median", "samples_per_s_min", "samples_per_s_max",
+                   f"{unit}, {kind} (median over seeds; whiskers: min–max)", out, f"throughput{suffix}",
+                   "Throughput (paired timing)" if paired else "Unpaired per-run throughput",
+                   f"Training {unit} per task; hatched: noisy timing (limit {noisy_limit:g}×). See the glossary: "
+                   f"{kind}, noisy timing. {note}".strip(), study)
+    return None if figure is None else dataclasses.replace(figure, speed="paired" if paired else "unpaired")
 
 
 MEMORY_KINDS = {
@@ -812,15 +946,56 @@ def memory_label(kinds: list[str]) -> str:
 
 
 def peak_memory(bars: pd.DataFrame, out: Path, note: str, suffix: str = "", study: str = "") -> Figure | None:
+    """Peak GPU tensor memory per arm; None where it would carry no information: whole-process
+    memory (a CPU run's), whose differences between norms vanish in the shared base, or arms within
+    MEMORY_SAME of each other. memory_table gives the numbers once for the whole report."""
     kinds = sorted({k for value in bars.get("memory_kind", pd.Series(dtype=str)).dropna()
                     for k in str(value).split("/") if k})
-    honest = ("On the CPU this is the whole Python process (interpreter, libraries, data), so differences "
-              "between norms are small against a large shared base. " if any(k.startswith("process") for k in kinds)
-              else "")
+    values = bars.get("peak_memory_mb_median", pd.Series(dtype=float)).dropna().to_numpy(dtype=float)
+    values = values[_plottable(values, True)]
+    if not kinds or any(k.startswith("process") for k in kinds) or not values.size:
+        return None
+    if values.max() <= values.min() * (1 + MEMORY_SAME):
+        return None
     return _bars(bars, "peak_memory_mb_median", None, None, f"MB, median over seeds: {memory_label(kinds)}",
                  out, f"peak_memory{suffix}", "Peak memory",
-                 f"{memory_label(kinds).capitalize()}, per task. {honest}GPU tensor memory and process resident "
-                 f"memory are not comparable. {note}", study, flag_noise=False)
+                 f"{memory_label(kinds).capitalize()}, per task. See the glossary: peak memory. {note}".strip(),
+                 study, flag_noise=False)
+
+
+MEMORY_SAME = 0.02  # arms whose peak memory differs by at most 2% draw bars of one length: no figure
+# The settings that decide how much memory a run needs: the memory table's rows
+MEMORY_KEYS = ("task", "model", "hidden", "layers", "norm", "placement", "precision", "batch_size")
+
+
+def memory_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One table of peak memory for the whole report (not a chart per study): one row per setting of
+    MEMORY_KEYS that varies across the finished runs (the same settings in two studies pool), with
+    the memory kind, the number of runs, their median and their min–max in MB. Empty when no
+    finished run recorded its memory."""
+    column = registry.path("peak_memory_mb")
+    kind = registry.path("memory_kind")
+    if column not in runs:
+        return pd.DataFrame()
+    done = runs[runs["status"].isin(("ok", "diverged"))] if "status" in runs else runs
+    done = done[pd.to_numeric(done[column], errors="coerce").notna()]
+    if done.empty:
+        return pd.DataFrame()
+    keyed = pd.DataFrame(index=done.index)
+    for key in MEMORY_KEYS:
+        source = "task.name" if key == "task" and "task.name" in done else f"axes.{key}"
+        if source in done:
+            keyed[key] = done[source].astype(str)
+    keys = [k for k in keyed.columns if k == "task" or keyed[k].nunique() > 1]
+    keyed["memory kind"] = done[kind].fillna("not recorded").map(lambda k: MEMORY_KINDS.get(str(k), str(k))) \
+        if kind in done else "not recorded"
+    keyed["mb"] = pd.to_numeric(done[column], errors="coerce")
+    grouped = keyed.groupby(keys + ["memory kind"], sort=False)["mb"]
+    table = grouped.agg(runs="size", median="median", low="min", high="max").reset_index()
+    table["peak MB (median)"] = table["median"].map(lambda v: f"{v:.4g}")
+    table["min–max MB"] = [f"{a:.4g}–{b:.4g}" if f"{a:.4g}" != f"{b:.4g}" else f"{a:.4g}"
+                           for a, b in zip(table["low"], table["high"])]
+    return table[[*keys, "memory kind", "runs", "peak MB (median)", "min–max MB"]]
 
 
 def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: Path,
@@ -922,9 +1097,8 @@ def performance_profile(ratios: pd.DataFrame, tau_max: float, out: Path, note: s
         return figure
 
     _render(out, "performance_profile", draw)
-    caption = (note + " Steps to target are counted at evaluations, so they move in steps of the evaluation interval "
-               "(eval_every) and arms often tie. Arms with the same profile overlap; the wider line underneath is the "
-               "earlier arm in the legend.")
+    caption = (note + " See the glossary: steps to target. Arms with the same profile overlap; the wider line "
+               "underneath is the earlier arm in the legend.")
     if tied:
         caption += " Here every arm has the same profile: the steps to target do not tell them apart."
     return Figure("performance_profile", "Performance profile (steps to target)", caption)

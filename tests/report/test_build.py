@@ -18,7 +18,7 @@ from normbench.report import NoUsableRecords, build_report
 
 INJECTION = "<script>alert(1)</script>"
 FIGURES = {"heatmap_primary", "heatmap_divergence", "curves_loss_vs_step", "curves_val_vs_step", "curves_val_vs_seconds",
-           "grad_norm_vs_step", "grad_flow_through_time", "throughput", "peak_memory", "tradeoff"}
+           "grad_norm_vs_step", "grad_flow_through_time", "throughput", "tradeoff"}  # CPU memory: no chart (figures.memory_table)
 SECTIONS = ["Synthesis: which norm, where, per model family", "Study runs without a study", "Failures", "Memory",
             "What was run", "Legend", "How to reproduce"]
 

@@ -1,0 +1,67 @@
+"""The end of a multirun: its table in run-number order, the arms' paired timing when asked for
+(reported apart from the sweep's efficiency), and a last line that says why no arm is ranked."""
+
+import json
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from normbench import sweep_end, sweep_time
+from normbench.bench import arms
+
+
+def test_the_table_lists_runs_in_numeric_order():
+    summaries = {Path(f"s/{k}/summary.json"): {"status": "ok", "axes": {"norm": "ln"}, "seed": int(k) if k.isdigit() else 0}
+                 for k in ("10", "2", "0", "11", "1", "resumed")}
+    assert sweep_end.sweep_table(summaries)["run"].tolist() == ["0", "1", "2", "10", "11", "resumed"]
+
+
+def test_the_unranked_line_names_the_reason_and_a_command_that_ranks():
+    config = OmegaConf.create({"hydra": {"overrides": {"task": ["norm=ln,bn", "placement=pre,post", "seed=0",
+                                                                 "hydra.sweep.dir=/tmp/x"]}}})
+    one_seed = {Path(f"s/{i}/summary.json"): {"status": "ok", "seed": 0, "axes": {"norm": n, "placement": p}}
+                for i, (n, p) in enumerate([("ln", "pre"), ("ln", "post"), ("bn", "pre"), ("bn", "post")])}
+    line = sweep_end.unranked_line(config, one_seed)
+    assert "no arm is ranked: every arm has fewer than 2 finished seeds" in line
+    assert line.endswith("To rank these arms: python -m normbench -m norm=ln,bn placement=pre,post seed=0,1,2")
+    two_seeds = {**one_seed, Path("s/9/summary.json"): {"status": "ok", "seed": 1, "axes": {"norm": "ln", "placement": "pre"}}}
+    assert sweep_end.unranked_line(config, two_seeds) is None
+    failed = {p: {**s, "status": "failed"} for p, s in one_seed.items()}
+    assert "no run finished" in sweep_end.unranked_line(config, failed)
+
+
+def test_an_unknown_sweep_timing_is_one_clear_error(compose):
+    from normbench.checks import ConfigError
+    from normbench.config import to_config
+
+    with pytest.raises(ConfigError, match="sweep_timing"):
+        to_config(compose("sweep_timing=unpaired"))
+
+
+def test_a_sweep_can_time_its_own_arms_at_the_end(tmp_path, capfd):
+    """sweep_timing=paired on a real two-arm multirun of one seed each: the paired timing is written
+    beside the records, the efficiency line counts it apart, and the last line says why nothing is ranked."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from normbench import app
+    from tests.conftest import TINY, TINY_TASK
+
+    patch = pytest.MonkeyPatch()
+    patch.chdir(tmp_path)
+    patch.setattr("sys.argv", ["normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms", "hydra.sweep.dir=sweep",
+                               "report=false", "progress=false", "sweep_timing=paired"])
+    try:
+        app.main()
+    finally:
+        GlobalHydra.instance().clear()
+        patch.undo()
+    out = capfd.readouterr().out.strip().splitlines()
+    timing = json.loads((tmp_path / "sweep" / arms.FILE).read_text())
+    assert sorted(a["arm"] for a in timing["arms"]) == ["norm=ln", "norm=rms"]
+    assert any(line.startswith("normbench sweep: paired timing of 2 arm(s)") for line in out), out
+    efficiency = json.loads((tmp_path / "sweep" / sweep_time.RECORD).read_text())
+    assert efficiency["apart_s"]["paired timing"] > 0
+    last = out[-1]
+    assert last.startswith("normbench sweep: no arm is ranked") and last.endswith(" seed=0,1,2"), last
+    assert " norm=ln,rms " in last and "hydra.sweep.dir" not in last  # the same arms, into a new folder
