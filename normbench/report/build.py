@@ -90,6 +90,22 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
     return out / "report.html"
 
 
+def claims_frame(claims: list[tables.ClaimView]) -> pd.DataFrame:
+    """One row per claim judged in a study (and one per claim no study could judge): its verdict, each
+    part's verdict, the regime (the gates that held a part back, else "testable here") and the scale."""
+    rows = []
+    for c in claims:
+        verdicts = [row[-1] for row in (c.parts.rows if c.parts else [])]
+        gated = sorted({v.split(" — ")[0].removeprefix("not testable here: ") for v in verdicts
+                        if v.startswith("not testable here")})
+        regime = ("; ".join(gated) if gated else "not testable here" if c.status == "not testable here"
+                  else "—" if c.status == "not applicable" else "testable here")
+        rows.append({"claim": c.id, "study": c.study, "verdict": c.status,
+                     "parts": " | ".join(f"{i}: {v.split(' (leans ')[0]}" for i, v in enumerate(verdicts, 1)),
+                     "regime": regime, "scale": c.scale, "source": c.where or c.citation})
+    return pd.DataFrame(rows, columns=["claim", "study", "verdict", "parts", "regime", "scale", "source"])
+
+
 def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
            paths: list[Path], out: Path, staging: Path, alpha: float | None = None, timing: str = "",
            designs: dict | None = None) -> None:
@@ -114,6 +130,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
                    for c, v in _claims(runs, paths, alpha, designs if alpha is None else None)],
     }
     context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
+    spreadsheet_safe(claims_frame(context["claims"])).to_csv(staging / "claims.csv", index=False)
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]
     context["answer"] = _answer_section(runs, summary, axes, staging, timing, designs or {})
@@ -423,6 +440,7 @@ def _reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Pat
     if (staging / "runs.parquet").is_file():
         files.append({"path": "runs.parquet", "what": "the same, with types kept"})
     files.append({"path": "summary.csv", "what": "one row per arm: every number in the tables"})
+    files.append({"path": "claims.csv", "what": "one row per claim and study: verdict, each part's verdict, regime, scale"})
     paths_of: dict[str, set[str]] = {}
     for record in records.runs:
         config = record.config or {}
