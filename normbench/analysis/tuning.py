@@ -249,39 +249,3 @@ def tuned_leaderboards(runs: pd.DataFrame) -> list[dict]:
                        "evaluation_seeds": sorted(int(s) for s in mine["seed"].unique())})
     return boards
 
-
-def largest_stable_per_seed(arm: pd.DataFrame, score: str = SCORE) -> tuple[pd.Series, dict]:
-    """Per seed, the largest lr of the arm's grid at which that seed's run is stable.
-
-    Stable for one run: it finished ("ok") and its score is within the tolerance (module docstring)
-    of the arm's best lr's mean. A seed stable nowhere gets one grid step below the smallest lr
-    (the geometric spacing of the grid), so it is counted, not dropped. Returns (lr per seed,
-    facts: best_lr, reference, tolerance, grid, censored_high = seeds stable at the largest lr).
-    """
-    metric = str(arm["task.metric"].iloc[0]) if "task.metric" in arm else "metric"
-    higher = _higher(arm)
-    chance = (float(arm["task.chance"].dropna().iloc[0])
-              if "task.chance" in arm and arm["task.chance"].notna().any() else None)
-    grid = sorted(set(arm[LR].astype(float)))
-    best, why = best_lr(arm, score)
-    facts = {"best_lr": best, "why": why, "grid": grid, "reference": math.nan, "tolerance": math.nan,
-             "censored_high": 0, "below_grid": 0}
-    if best is None:
-        return pd.Series(dtype=float), facts
-    at_best = arm[np.isclose(arm[LR].astype(float), best) & (arm["status"] == "ok")][score].astype(float)
-    reference = float(at_best.mean())
-    tol = tolerance(metric, reference, chance)
-    facts.update(reference=reference, tolerance=tol)
-    if not math.isfinite(tol):
-        return pd.Series(dtype=float), facts
-    sign = 1.0 if higher else -1.0
-    step = (grid[-1] / grid[0]) ** (1 / (len(grid) - 1)) if len(grid) > 1 else 10.0
-    values = {}
-    for seed, runs in arm.groupby("seed", sort=True):
-        scores = runs[score].astype(float)
-        stable = runs[(runs["status"] == "ok") & np.isfinite(scores) & (sign * (scores - reference) >= -tol - 1e-12)]
-        values[int(seed)] = float(stable[LR].astype(float).max()) if len(stable) else grid[0] / step
-    series = pd.Series(values, dtype=float)
-    facts["censored_high"] = int(np.isclose(series, grid[-1]).sum())
-    facts["below_grid"] = int((series < grid[0] * (1 - 1e-9)).sum())
-    return series, facts

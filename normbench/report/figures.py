@@ -164,12 +164,6 @@ def wrap(label: object, width: int) -> str:
     return "\n".join(textwrap.wrap(text(label), max(8, width), break_on_hyphens=False)) or text(label)
 
 
-def metric_label(metric: str, higher_is_better: bool | None = None) -> str:
-    unit = METRIC_UNITS.get(metric, metric)
-    direction = "" if higher_is_better is None else (", higher is better" if higher_is_better else ", lower is better")
-    return f"final val {metric} ({unit}{direction})"
-
-
 def _spans_decades(values, ratio: float = 100.0) -> bool:
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
