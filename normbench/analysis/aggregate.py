@@ -312,6 +312,8 @@ def label_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         label = label.where(~clashing, label + suffix)
         arm = arm.where(~clashing, arm + suffix)
     runs["arm"], runs["group"] = arm, label
+    from normbench.analysis.conditions import condition_labels  # it reads this module's varying_axes
+    runs["condition"] = condition_labels(runs)  # ranked within, never across (conditions.py)
     return runs
 
 
@@ -343,7 +345,11 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str], levels: dict[str, floa
         return pd.DataFrame(columns=["task", "group", *axes, "n", "rank", "best"])
     summary = _group_statistics(_per_run(trained))
     summary = _label_groups(summary, trained, axes).reset_index()
-    return _ranked(summary, trained, axes, levels)
+    summary = _ranked(summary, trained, axes, levels)
+    # the condition its arms are ranked within (analysis/conditions.py): after the columns readers had
+    by_group = trained.groupby("group", sort=False)["condition"].first() if "condition" in trained else {}
+    summary["condition"] = summary["group"].map(by_group).fillna("") if len(by_group) else ""
+    return summary
 
 
 def _per_run(trained: pd.DataFrame) -> pd.DataFrame:
@@ -415,9 +421,10 @@ def _label_groups(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str])
     for key in ("purpose", "command"):
         summary[f"study_{key}"] = first[f"study.{key}"] if f"study.{key}" in first else ""
     summary["study_role"] = first["axes.role"].fillna("single") if "axes.role" in first else "single"
-    # one comparison = one study's groups of one role on one task (ranking.comparisons)
+    # one comparison = one study's groups of one role on one task at one condition (ranking.comparisons)
+    condition = first["condition"].astype(str) if "condition" in first else ""
     summary["comparison"] = (first["study"].astype(str) + "|" + summary["study_role"].astype(str) + "|"
-                             + first["task.name"].astype(str))
+                             + first["task.name"].astype(str) + "|" + condition)
     for position, axis in enumerate([a for a in axes if a != "axes.task"], start=1):
         summary.insert(position, axis.removeprefix("axes."), first[axis])
     summary["metric"] = first["task.metric"] if "task.metric" in first else "best_val"

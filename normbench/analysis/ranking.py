@@ -204,13 +204,14 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     return BestSet(best, members, order, table, ties=ties if len(ties) > 1 else [], level=alpha)
 
 
-COMPARISON = ["study", "axes.role", "task.name"]  # the runs columns that make one comparison
+COMPARISON = ["study", "axes.role", "task.name", "condition"]  # the runs columns that make one comparison (conditions.py)
 EVALUATION = "evaluation"  # a tuned study's evaluation runs: ranked on the test split (tuning.py)
 
 
 def comparisons(runs: pd.DataFrame):
-    """(study, task, runs) for each comparison: the groups of one study on one task (a tuned
-    study's selection and evaluation runs are two comparisons: the first chose the second's lrs)."""
+    """(study, task, runs) for each comparison: the groups of one study on one task at one condition
+    (conditions.py; a tuned study's selection and evaluation runs are two comparisons: the first chose
+    the second's lrs)."""
     keys = [c for c in COMPARISON if c in runs]
     if runs.empty:
         return

@@ -157,6 +157,8 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
     """The answer for one comparison: ``rows`` its summary rows (ranked first), ``runs`` its runs."""
     first = rows.iloc[0]
     task, metric, higher = str(first["task"]), str(first["metric"]), bool(first["higher_is_better"])
+    if str(first.get("condition") or ""):  # ranked within this condition only (analysis/conditions.py)
+        task = f"{task} at {first['condition']}"
     title = str(first.get("study_name", "") or "")
     title = "" if title == NO_STUDY else title
     purpose = str(first.get("study_purpose", "") or "")

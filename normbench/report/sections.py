@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from normbench.analysis import aggregate
+from normbench.analysis import aggregate, conditions
 from normbench.report import figures
 from normbench.report.tables import ClaimView, Leaderboard
 
@@ -29,8 +29,6 @@ _DEFAULT_ORDER = ("learning_curves", "heatmaps", "loss_curves", "grad_flow", "gr
                   "throughput")
 NOT_IN_STUDIES = ("peak_memory",)  # one memory table for the report instead of a chart per study
 
-# Swept keys that change the problem or its budget: conditions to rank within, never choices to rank.
-CONDITION_KEYS = ("task", "steps", "length", "min_length", "max_length", "n_train", "budget")
 
 
 @dataclass
@@ -125,8 +123,10 @@ def roles(study_runs: pd.DataFrame) -> tuple[list[str], list[str]]:
         for text in study_runs["study.arms"].dropna().astype(str).unique():
             declared |= {k.split(".")[-1] for k in text.split(",") if k} | {k for k in text.split(",") if k}
 
+    tied = {a.removeprefix("axes.") for a in conditions.condition_axes(study_runs)}
+
     def condition(key: str) -> bool:
-        return key.split(".")[-1] in CONDITION_KEYS or key.startswith("task")
+        return key in tied or key == "task" or conditions.is_condition_key(key)
 
     if declared:
         choices = [k for k in varying if k in declared and not condition(k)]

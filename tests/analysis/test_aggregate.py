@@ -156,7 +156,7 @@ def test_summary_columns_are_the_ones_summary_csv_always_had(runs_of):
         "grad_time_ratio_init_mean", "grad_time_ratio_mean", "bn_gap_mean", "bn_gap_running_mean",
         "samples_per_s_spread", "study_purpose", "study_command", "study_role", "comparison", "memory_kind",
         # the decision rules' columns (analysis/rules.py), after the ones readers had
-        "tie", "failed", "did_not_train", "level", "score"]
+        "tie", "failed", "did_not_train", "level", "score", "condition"]
 
 
 
