@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from normbench import machine, sweep_time
 from normbench.metrics import PRIMARY_SCORE, SCORES, SECONDARY_SCORE
@@ -79,6 +79,7 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
 
 RANK_SEEDS = 2  # finished seeds an arm needs before it is ranked (analysis/ranking.py)
 RANK_WITH = "seed=0,1,2"  # what the end line suggests: enough seeds to rank, the pilot's three
+MAX_OVERRIDE = 200  # characters of one override the suggested command shows
 
 
 def unranked_line(config: DictConfig, summaries: dict[Path, dict]) -> str | None:
@@ -91,12 +92,14 @@ def unranked_line(config: DictConfig, summaries: dict[Path, dict]) -> str | None
             seeds.setdefault(arm, set()).add(s.get("seed"))
     if any(len(v) >= RANK_SEEDS for v in seeds.values()):
         return None
-    try:
-        overrides = [o for o in (config.hydra.overrides.get("task") or [])
-                     if not str(o).startswith(("seed=", "hydra.sweep.dir=", "hydra.run.dir="))]
+    try:  # as typed: ${oc.env:...} stays that text (iterating Hydra's list would resolve it)
+        typed = OmegaConf.to_container(config.hydra.overrides.get("task") or [], resolve=False)
+        overrides = [str(o) for o in typed if not str(o).startswith(("seed=", "hydra.sweep.dir=", "hydra.run.dir="))]
     except Exception:  # a config without Hydra's overrides (a test's): the command without them
         overrides = []
-    command = shlex.join(["python", "-m", "normbench", "-m", *map(str, overrides), RANK_WITH])
+    # a huge value is named, not printed whole: the line stays readable
+    overrides = [o if len(o) <= MAX_OVERRIDE else f"{o[:MAX_OVERRIDE]}…" for o in overrides]
+    command = shlex.join(["python", "-m", "normbench", "-m", *overrides, RANK_WITH])
     why = (f"every arm has fewer than {RANK_SEEDS} finished seeds" if seeds else "no run finished")
     return f"normbench sweep: no arm is ranked: {why}, and a rank needs {RANK_SEEDS}. To rank these arms: {command}"
 
