@@ -148,7 +148,7 @@ def _study(name: str, arms: list[str], command: str) -> dict:
             "command": command}
 
 
-def write_crafted_sweep(sweep: Path, norms: int = 5, lrs: int = 4) -> Path:
+def write_crafted_sweep(sweep: Path, norms: int = 5, lrs: int = 4, claim_study: bool = False) -> Path:
     """Records of two studies. The first has norms x 2 placements x lrs arms on copy (5 x 2 x 4 = 40,
     what used to break the figures; past 5 arms the curves become small multiples), 3 seeds for one
     arm and 2 for the rest, a diverged run and long arm labels; the second is a 4-arm recurrent
@@ -175,6 +175,13 @@ def write_crafted_sweep(sweep: Path, norms: int = 5, lrs: int = 4) -> Path:
                              axes={"task": "adding", "model": "lstm", "norm": norm, "placement": placement},
                              throughput={"step_ms_p90": 40.0, "step_ms_p10": 10.0, "samples_per_s": 1500.0 + 900 * seed})
                 index += 1
+    if claim_study:  # a study a claim judges (dyt_matches_ln: Pre-LN, LN beats none), for its claim table
+        dyt = _study("dyt_vs_ln", ["norm"], "python -m normbench -m norm=ln,dyt,none placement=pre seed=0,1,2")
+        for norm, score in (("ln", 0.80), ("dyt", 0.81), ("none", 0.50)):
+            for seed in range(3):
+                write_record(sweep, f"d{index}", seed=seed, study=dyt, best_val=score + 0.003 * seed,
+                             axes={"task": "copy", "norm": norm, "placement": "none" if norm == "none" else "pre"})
+                index += 1
     return sweep
 
 
@@ -188,8 +195,9 @@ def crafted_report_fixture(tmp_path_factory):
 
 @pytest.fixture(name="small_crafted_report", scope="session")
 def small_crafted_report_fixture(tmp_path_factory):
-    """The same with 8 arms in the first study (2 norms x 2 placements x 2 lrs): small multiples, quick."""
+    """The same with 8 arms in the first study (2 norms x 2 placements x 2 lrs): small multiples, quick; and a
+    third study that a claim judges (its claim table must read whole too)."""
     from normbench.report import build_report
 
-    sweep = write_crafted_sweep(tmp_path_factory.mktemp("crafted_small"), norms=2, lrs=2)
+    sweep = write_crafted_sweep(tmp_path_factory.mktemp("crafted_small"), norms=2, lrs=2, claim_study=True)
     return build_report([sweep], tmp_path_factory.mktemp("crafted_small_out"))

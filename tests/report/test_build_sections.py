@@ -137,7 +137,7 @@ def test_the_crafted_studies_report_keeps_its_promises(small_crafted_report):
     no table over 12 columns, well under the page's weight; the same sections in the Markdown."""
     facts = html_facts(small_crafted_report)
     assert broken(facts) == [], broken(facts)
-    assert set(facts["study_figures"]) == {"study-norm_placement_lr", "study-adding_norms"}
+    assert set(facts["study_figures"]) == {"study-norm_placement_lr", "study-adding_norms", "study-dyt_vs_ln"}
     assert all(1 <= n <= sections.MAX_FIGURES for n in facts["study_figures"].values())
     assert facts["bytes"] < MAX_BYTES
     html = small_crafted_report.read_text()
