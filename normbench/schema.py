@@ -22,7 +22,7 @@ from normbench.checks import ConfigError, require_at_least, require_name  # noqa
 from normbench.checks import one_of as _one_of, require as _require, require_positive
 from normbench.norms.kinds import IMPLS, KINDS, builds_native, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
 from normbench.norms.spec import NormSpec
-from normbench.placements import PLACEMENTS, described, placement_names  # noqa: F401 - the placements' descriptors
+from normbench.placements import described, placement_names  # the placements' descriptors
 # The task group: each config beside its loader (normbench/tasks/), re-exported here with the other groups
 from normbench.tasks import (TASK_CONFIGS, AddingConfig, CopyConfig, DigitsConfig, IdxConfig,  # noqa: F401
                              ImdbConfig, MqarConfig, TaskConfig, TextConfig)
