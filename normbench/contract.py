@@ -17,6 +17,7 @@ from dataclasses import fields
 from typing import NamedTuple
 
 from normbench.norms.kinds import inert_settings, kind_names
+from normbench.placements import described
 from normbench.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig, hand_written_cell, per_term_in_cell
 
 SCHEMA = "normbench.run/2"
@@ -63,10 +64,7 @@ def _inert(config: dict) -> list[str]:
                                 bn_reestimate=_get(config, "norm.bn_reestimate"))
     if _get(config, "precision.dtype") == "fp32":
         inert.append("norm.fp32")  # the fp32 policy only acts under autocast
-    if placement != "in_cell":
-        inert.append("placement.summed")
-    if not (placement == "in_cell" and family == "lstm"):
-        inert.append("placement.cell_norm")  # only an LSTM cell has a c_t to normalise
+    inert += described(placement).inert_settings(family)  # what the placement's layers do not read
     # How an in-cell layer runs its recurrence (schema.cell_recurrences): auto, cpp and python choose between
     # the hand-written LN-LSTM/LN-GRU recurrences, which only fp32 reaches; compile acts on every in-cell cell.
     kernels_apply = hand_written_cell(family, kind, _get(config, "norm.impl"), _get(config, "precision.dtype") == "fp32")
@@ -95,9 +93,9 @@ def _inert(config: dict) -> list[str]:
         inert += ["model.dropout", "model.dropout_at", "model.dropout_recurrent"]  # off: as earlier records ran
     elif family == "transformer":
         inert.append("model.dropout_recurrent")
-        if placement != "peri":
-            inert.append("model.dropout_at")  # residual dropout sits before the add, after any norm
-    elif placement not in ("pre", "post") or kind == "none" or (placement == "pre" and _get(config, "model.layers") == 1):
+        if not described(placement).dropout_meets_norm(family, _get(config, "model.layers")):
+            inert.append("model.dropout_at")  # residual dropout sits before the add, after any norm but peri's
+    elif kind == "none" or not described(placement).dropout_meets_norm(family, _get(config, "model.layers")):
         # no norm meets a layer output (in_cell, gate, none; pre with one layer: only the embedding enters one)
         inert.append("model.dropout_at")
     if _get(config, "role", "single") == "single":

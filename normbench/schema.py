@@ -22,6 +22,7 @@ from normbench.checks import ConfigError, require_at_least, require_name  # noqa
 from normbench.checks import one_of as _one_of, require as _require, require_positive
 from normbench.norms.kinds import IMPLS, KINDS, builds_native, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
 from normbench.norms.spec import NormSpec
+from normbench.placements import described, placement_names  # the placements' descriptors
 # The task group: each config beside its loader (normbench/tasks/), re-exported here with the other groups
 from normbench.tasks import (TASK_CONFIGS, AddingConfig, CopyConfig, DigitsConfig, IdxConfig,  # noqa: F401
                              ImdbConfig, MqarConfig, TaskConfig, TextConfig)
@@ -31,7 +32,6 @@ from normbench.tasks.text import TEXT_EXAMPLES  # noqa: F401 - re-exported
 FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
 CELL_KERNELS = ("auto", "cpp", "python", "compile")  # model.cell_kernel: how an in-cell layer runs (cell_recurrences)
-PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
 DROPOUT_AT = ("before_norm", "after_norm")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd")
@@ -70,7 +70,7 @@ class PlacementConfig:
     summed: bool = False       # in_cell: one norm on W·x + U·h instead of one on each
 
     def __post_init__(self):
-        _one_of("placement.name", self.name, PLACEMENTS)
+        _one_of("placement.name", self.name, placement_names())
 
 
 @dataclass
@@ -107,7 +107,7 @@ HAND_WRITTEN_CELLS = {"lstm": ("cpp", "python"), "gru": ("cpp",)}
 
 def per_term_in_cell(placement: str, summed: bool, norm_kind: str) -> bool:
     """Whether the layers are per-term in-cell ones (N(Wx) + N(Uh) + b), the ones model.cell_kernel acts on."""
-    return placement == "in_cell" and not summed and norm_kind != "none"
+    return described(placement).cell_kernel and not summed and norm_kind != "none"
 
 
 def hand_written_cell(family: str, norm_kind: str, impl: str, full_precision: bool = True) -> bool:

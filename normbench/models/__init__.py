@@ -10,15 +10,16 @@ import torch
 from torch import nn
 
 from normbench.models.validity import InvalidCombination, check_combination, placements_of
-from normbench.models.recurrent import LAYERS, RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
-from normbench.models.transformer import BLOCKS, TransformerShape, TransformerStack, build_transformer
+from normbench.models.recurrent import RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
+from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
 from normbench.norms import NormSpec, norm_parameters
 from normbench.norms.kinds import kind_of
 from normbench.padding import last_real, lengths_from_input, unmarked
-from normbench.schema import CELL_KERNELS, FAMILIES, RECURRENT, ModelShape, PlacementConfig
+from normbench.placements import INPUT_PREACTIVATION, placement_of
+from normbench.schema import CELL_KERNELS, FAMILIES, ModelShape, PlacementConfig
 
-PLACEMENT_TABLES = {**{family: LAYERS for family in RECURRENT}, "transformer": BLOCKS}  # family -> its table
-VALID_PLACEMENTS = {family: placements_of(family, table) for family, table in PLACEMENT_TABLES.items()}
+# family -> the built-in placements valid for it (placements_of also sees one registered later)
+VALID_PLACEMENTS = {family: placements_of(family) for family in FAMILIES}
 
 __all__ = ["CELL_KERNELS", "FAMILIES", "cell_kernel_in_use", "VALID_PLACEMENTS", "InvalidCombination", "ModelShape", "PlacementConfig", "SequenceModel", "build_model",
            "check_combination", "parameter_groups", "layer_of",
@@ -56,7 +57,8 @@ class SequenceModel(nn.Module):
 
 
 def batch_normalizes_input(family: str, norm: NormSpec, placement: str) -> bool:
-    """Whether the first recurrent layer batch-normalizes W·x_t with per-step statistics (in_cell, gate):
+    """Whether the first recurrent layer batch-normalizes W·x_t with per-step statistics (a norm in a wx or
+    gates slot: in_cell, gate):
     then a feature encoder's bias b is redundant, and harmful, so the encoder has none.
 
     Per-step BatchNorm subtracts the constant W·b exactly, so the loss cannot see b; its float32
@@ -65,7 +67,8 @@ def batch_normalizes_input(family: str, norm: NormSpec, placement: str) -> bool:
     running means trail it by ~1/momentum steps, and with one pixel per step the trail is many per-step
     deviations: evaluation with running statistics collapsed to near chance while training looked fine.
     """
-    return family != "transformer" and kind_of(norm.kind).per_step is not None and placement in ("in_cell", "gate")
+    return family != "transformer" and kind_of(norm.kind).per_step is not None \
+        and bool(set(placement_of(placement).slots_in(family)) & set(INPUT_PREACTIVATION))
 
 
 def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | str, *, input_kind: str,
@@ -81,7 +84,7 @@ def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | 
         encoder = nn.Linear(input_dim, width_in, bias=not batch_normalizes_input(shape.family, norm, placement.name))
     if shape.family == "transformer":
         if shape.bidirectional:
-            check_combination(shape.family, norm.kind, placement.name, BLOCKS, bidirectional=True)  # refused: causal
+            check_combination(shape.family, norm.kind, placement, bidirectional=True)  # refused: causal
         backbone = build_transformer(TransformerShape(shape.hidden, shape.layers, shape.heads, shape.ff_mult,
                                                       max_len=max_len, qk_norm=shape.qk_norm, dropout=shape.dropout,
                                                       dropout_at=shape.dropout_at), norm, placement)

@@ -36,6 +36,7 @@ from normbench.models.validity import check_combination
 from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig, hand_written_cell
 from normbench.norms import NormSpec, StepBatchNorm
 from normbench.padding import held_past_end, real_steps, reverse_real, step_mask
+from normbench.placements import placement_of
 
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
 FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
@@ -392,9 +393,9 @@ def in_cell_layer(family, input_size, shape: RecurrentShape, norm: NormSpec, pla
                        kernel=shape.cell_kernel)
 
 
-# placement name -> builder(family, input_size, shape, norm, placement) of one layer; only in_cell reads the
-# placement's other settings. Which families a placement is valid for is read off this table
-# (validity.placements_of), less the pairs validity names.
+# placement name -> builder(family, input_size, shape, norm, placement) of one layer, the layer that fills
+# the slots the placement's descriptor names (normbench/placements.py); only in_cell reads the placement's
+# other settings. Which families a placement is valid for is its descriptor's (validity.placements_of).
 LAYERS = {
     "pre": lambda family, size_in, shape, norm, placement: PreNormLayer(family, size_in, shape.hidden_size, norm),
     "post": lambda family, size_in, shape, norm, placement: PostNormLayer(family, size_in, shape.hidden_size, norm),
@@ -409,16 +410,18 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec,
     if family not in RECURRENT:
         raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(RECURRENT)}")
     placement = PlacementConfig(placement) if isinstance(placement, str) else placement
-    check_combination(family, norm.kind, placement.name, LAYERS, placement.summed, bidirectional=shape.bidirectional)
+    check_combination(family, norm.kind, placement, bidirectional=shape.bidirectional)
     name = placement.name if norm.active else "none"  # no norm: nowhere to place one
+    slots = placement_of(name).slots_in(family) if norm.active else ()
     width_out = shape.hidden_size * (2 if shape.bidirectional else 1)
 
     def one_direction(size_in: int, first: bool) -> nn.Module:
         if name == "none":
             return PlainLayer(family, size_in, shape.hidden_size)
         layer = LAYERS[name](family, size_in, shape, norm, placement)
-        # pre: the dropout sits around this layer's norm on the layer below's output (none on the input)
-        if (name == "pre" and not first) or name == "post":
+        # a layer_input norm (pre) meets the layer below's output (none on the model's input): the dropout
+        # sits around it, as around a layer_output norm (post)
+        if ("layer_input" in slots and not first) or "layer_output" in slots:
             site = "drop_before" if shape.dropout_at == "before_norm" else "drop_after"
             setattr(layer, site, dropout(shape.dropout, shape.dropout_recurrent))
         return layer
@@ -432,7 +435,7 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec,
             layer = BiLayer(layer, one_direction(size_in, first))
         layers.append(layer)
         # Before the readout, and between layers where no norm meets the output: plain dropout.
-        held = name == "post" or (name == "pre" and not last)
+        held = "layer_output" in slots or ("layer_input" in slots and not last)
         output_dropout.append(nn.Identity() if held else dropout(shape.dropout, shape.dropout_recurrent))
     return RecurrentStack(layers, output_dropout, shape.bidirectional)
 

@@ -1,4 +1,4 @@
-"""A small causal Transformer stack with the norm at one of three places.
+"""A small causal Transformer stack with the norm at one of its placements (normbench/placements.py).
 
     pre   x = x + f(norm(x))          ... final norm before the head (Xiong et al. 2020)
     post  x = norm(x + f(x))          (Vaswani et al. 2017)
@@ -25,6 +25,7 @@ from torch import nn
 from normbench.models.validity import InvalidCombination, check_combination
 from normbench.norms import NormSpec
 from normbench.padding import real_steps, step_mask
+from normbench.placements import TRANSFORMER_SLOTS, Placement, placement_of
 from normbench.schema import PlacementConfig
 
 
@@ -78,54 +79,60 @@ class FeedForward(nn.Sequential):
         super().__init__(nn.Linear(d_model, ff_mult * d_model), nn.GELU(), nn.Linear(ff_mult * d_model, d_model))
 
 
-class _Block(nn.Module):
-    def __init__(self, shape: TransformerShape, norm: NormSpec):
+# slot -> the attribute holding its norm in sublayer i (1: attention, 2: feed-forward): the parameter names
+# (``layers.0.norm1.weight``) every record's gradient profile and every checkpoint carries
+SLOT_ATTRIBUTES = {"branch_in": "norm{}", "branch_out": "norm{}_out", "main": "norm{}"}
+
+
+def _unnormalized(x):
+    return x
+
+
+class Block(nn.Module):
+    """One residual block for every placement: each sublayer f (attention, then feed-forward) is
+
+        x = main(x + D(branch_out(f(branch_in(x)))))
+
+    with the run's norm in the slots the placement fills (normbench/placements.py) and the identity in
+    the others, D the residual dropout; ``dropout_at`` puts D before or after a ``branch_out`` norm."""
+
+    def __init__(self, shape: TransformerShape, norm: NormSpec, placement: Placement):
         super().__init__()
+        self.placement = placement.name
         self.attn = SelfAttention(shape.d_model, shape.n_heads, shape.causal, norm if shape.qk_norm else None,
                                   shape.dropout)
         self.mlp = FeedForward(shape.d_model, shape.ff_mult)
-        self.norm1 = norm.build(shape.d_model)
-        self.norm2 = norm.build(shape.d_model)
+        slots = placement.slots_in("transformer")
+        for slot in slots:  # slot-major, as the parameters were always registered: norm1, norm2, norm1_out, ...
+            for i in (1, 2):
+                setattr(self, SLOT_ATTRIBUTES[slot].format(i), norm.build(shape.d_model))
         self.drop = nn.Dropout(shape.dropout)  # residual dropout: each branch's output before the add
+        before = shape.dropout_at == "before_norm"  # D commutes with an empty branch_out slot: either is the same
+        self._drop_before, self._drop_after = (self.drop, _unnormalized) if before else (_unnormalized, self.drop)
+        # per sublayer, the attribute in each slot (branch_in, branch_out, main), "" for an empty one
+        self._filled = {i: tuple(SLOT_ATTRIBUTES[s].format(i) if s in slots else "" for s in TRANSFORMER_SLOTS)
+                        for i in (1, 2)}
 
+    def _norms(self, i: int):
+        return tuple(getattr(self, name) if name else _unnormalized for name in self._filled[i])
 
-class PreNormBlock(_Block):
-    def forward(self, x, keys_real=None):
-        x = x + self.drop(self.attn(self.norm1(x), keys_real))
-        return x + self.drop(self.mlp(self.norm2(x)))
-
-
-class PostNormBlock(_Block):
-    def forward(self, x, keys_real=None):
-        x = self.norm1(x + self.drop(self.attn(x, keys_real)))
-        return self.norm2(x + self.drop(self.mlp(x)))
-
-
-class PeriNormBlock(_Block):
-    def __init__(self, shape, norm):
-        super().__init__(shape, norm)
-        self.norm1_out = norm.build(shape.d_model)
-        self.norm2_out = norm.build(shape.d_model)
-        identity = nn.Identity()
-        self.drop_before, self.drop_after = (self.drop, identity) if shape.dropout_at == "before_norm" \
-            else (identity, self.drop)
+    def _sublayer(self, x, i: int, f):
+        branch_in, branch_out, main = self._norms(i)
+        return main(x + self._drop_after(branch_out(self._drop_before(f(branch_in(x))))))
 
     def forward(self, x, keys_real=None):
-        x = x + self.drop_after(self.norm1_out(self.drop_before(self.attn(self.norm1(x), keys_real))))
-        return x + self.drop_after(self.norm2_out(self.drop_before(self.mlp(self.norm2(x)))))
-
-
-BLOCKS = {"pre": PreNormBlock, "post": PostNormBlock, "peri": PeriNormBlock}
+        x = self._sublayer(x, 1, lambda h: self.attn(h, keys_real))
+        return self._sublayer(x, 2, self.mlp)
 
 
 class TransformerStack(nn.Module):
-    def __init__(self, shape: TransformerShape, norm: NormSpec, placement: str):
+    def __init__(self, shape: TransformerShape, norm: NormSpec, placement: Placement):
         super().__init__()
         self.pos = nn.Parameter(torch.zeros(shape.max_len, shape.d_model))
         nn.init.normal_(self.pos, std=0.02)
-        self.layers = nn.ModuleList(BLOCKS[placement](shape, norm) for _ in range(shape.n_layers))
-        # Pre- and Peri-LN leave the residual stream un-normalized: normalize it once before the head.
-        self.final_norm = norm.build(shape.d_model) if placement in ("pre", "peri") else NormSpec("none").build(shape.d_model)
+        self.layers = nn.ModuleList(Block(shape, norm, placement) for _ in range(shape.n_layers))
+        # a placement that leaves the residual stream un-normalized (pre, peri) normalizes it once before the head
+        self.final_norm = (norm if placement.final_norm else NormSpec("none")).build(shape.d_model)
 
     def forward(self, x, trace=None, lengths=None):
         """(batch, time, d_model) -> (batch, time, d_model). ``trace`` is unused (no recurrence);
@@ -142,11 +149,11 @@ class TransformerStack(nn.Module):
 
 def build_transformer(shape: TransformerShape, norm: NormSpec, placement: PlacementConfig | str) -> TransformerStack:
     """``placement``: a PlacementConfig or its name (a block has no other placement settings)."""
-    placement = placement if isinstance(placement, str) else placement.name
-    check_combination("transformer", norm.kind, placement, BLOCKS)
+    placement = PlacementConfig(placement) if isinstance(placement, str) else placement
+    check_combination("transformer", norm.kind, placement)
     if shape.qk_norm and not norm.active:
         raise InvalidCombination("model.qk_norm=true needs a norm to apply to queries and keys; "
                                  "valid with norm=none: qk_norm=false")
     if not norm.active:
-        return TransformerStack(shape, norm, "pre")  # identity norms: x + f(x), no final norm
-    return TransformerStack(shape, norm, placement)
+        return TransformerStack(shape, norm, placement_of("pre"))  # identity norms: x + f(x), no final norm
+    return TransformerStack(shape, norm, placement_of(placement.name))

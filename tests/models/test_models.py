@@ -6,11 +6,10 @@ import torch
 from normbench.models import (FAMILIES, VALID_PLACEMENTS, InvalidCombination, ModelShape, PlacementConfig, build_model, layer_of,
                               parameter_groups)
 from normbench.norms import KINDS, NormSpec
+from normbench.placements import PLACEMENTS, placement_of
 
-ALL_PLACEMENTS = ("pre", "post", "in_cell", "gate", "peri")
 
-
-@pytest.mark.parametrize("family,placement", list(itertools.product(FAMILIES, ALL_PLACEMENTS)))
+@pytest.mark.parametrize("family,placement", list(itertools.product(FAMILIES, PLACEMENTS)))
 def test_every_cell_of_the_table_builds_or_raises_the_documented_error(family, placement):
     io = dict(input_kind="tokens", input_dim=7, n_outputs=3, readout="last")
     shape = ModelShape(family, hidden=8, layers=1, embed=8, heads=2)
@@ -52,19 +51,21 @@ def test_layer_labels():
     assert labels == {"encoder", "layers.0", "layers.1", "final_norm", "head"}
 
 
-def test_placements_are_the_union_of_the_family_tables():
-    """schema.PLACEMENTS (torch-free, what the config accepts) and conf/placement/ name every table entry."""
+def test_every_placement_has_its_config_and_every_recurrent_one_its_layer():
+    """The descriptors (normbench/placements.py), conf/placement/ and recurrent.LAYERS name the same placements,
+    and each descriptor gives every family slots or the reason it is refused."""
     from pathlib import Path
 
     from normbench.models.recurrent import LAYERS
-    from normbench.models.transformer import BLOCKS
-    from normbench.schema import PLACEMENTS
+    from normbench.schema import RECURRENT
 
-    assert len(set(PLACEMENTS)) == len(PLACEMENTS) and set(PLACEMENTS) == set(LAYERS) | set(BLOCKS)
     conf = Path(__file__).parents[2] / "conf" / "placement"
     assert {p.stem for p in conf.glob("*.yaml")} == set(PLACEMENTS)
+    assert set(LAYERS) == {p for p in PLACEMENTS if any(placement_of(p).slots_in(f) for f in RECURRENT)}
+    for p in PLACEMENTS:
+        assert set(placement_of(p).slots) | set(placement_of(p).why_not) == set(FAMILIES), p
 
 
-def test_valid_placements_as_read_off_the_tables():
-    assert VALID_PLACEMENTS == {"rnn": ("pre", "post", "in_cell"), "lstm": ("pre", "post", "in_cell", "gate"),
-                                "gru": ("pre", "post", "in_cell", "gate"), "transformer": ("pre", "post", "peri")}
+def test_valid_placements_are_those_the_descriptors_give_slots():
+    assert VALID_PLACEMENTS == {f: tuple(p for p in PLACEMENTS if placement_of(p).slots_in(f)) for f in FAMILIES}
+    assert VALID_PLACEMENTS["rnn"] == ("pre", "post", "in_cell")  # the README's table, one row of it
