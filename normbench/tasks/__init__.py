@@ -5,7 +5,8 @@ Each task is one config dataclass, beside its loader in its module here: the ``t
 (normbench/tasks/data.py says what a task hands back). ``TASK_CONFIGS`` below is the one list of
 them: the schema, the Hydra store, the runner and the report read it. Nothing here imports torch,
 so the schema and the report stay torch-free; ``normbench.tasks.tensors.load_task`` makes a
-task's arrays the tensors a run trains on.
+task's arrays the tensors a run trains on, and ``normbench.tasks.scoring`` computes the loss and
+metric a task names (the training loop asks it, never the task's name).
 
 To add a task: a module here with its config (a ``TaskConfig`` dataclass) and loader, one line in
 ``TASK_CONFIGS``, conf/task/NAME.yaml, and its test.
