@@ -1,8 +1,8 @@
 """A task owns its measure: its loss and metric are table entries, its target predicate its own.
 
 The toy metric below (the error rate, lower is better) is defined here and entered in
-``METRIC_SUMS`` alone; a toy task that names it then trains, is judged and is recorded with no edit
-of the trainer's.
+``METRIC_SUMS`` alone; the toy task (tests/tasks/conftest.py), naming it, then trains, is judged and
+is recorded with no edit of the trainer's.
 """
 
 import dataclasses
@@ -12,14 +12,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hydra.core.config_store import ConfigStore
 
-from normbench.checks import require_name
 from normbench.metrics import TASK_METRICS
 from normbench.run import execute
-from normbench.tasks import TASK_CONFIGS, TaskConfig, TaskData
+from normbench.tasks import AddingConfig, CopyConfig, MqarConfig, TaskData, TextConfig
 from normbench.tasks.data import NOT_SCORED, Split
-from normbench.tasks.scoring import LOSSES, METRIC_SUMS, accuracy_sums, scoring
+from normbench.tasks.scoring import LOSSES, METRIC_SUMS, Scoring, accuracy_sums, scoring
 from normbench.tasks.tensors import load_task
 
 
@@ -30,52 +28,21 @@ def error_rate_sums(out, y) -> tuple[float, int]:
     return float((logits.argmax(-1) != labels).sum()), int(labels.numel())
 
 
-@dataclasses.dataclass
-class SignConfig(TaskConfig):
-    """Classify the sign of the sum of a sequence of +-1 steps, scored by ``metric``."""
-
-    name: str = "sign"
-    metric: str = "accuracy"
-    length: int = 5
-    n_train: int = 64
-    n_val: int = 16
-    n_test: int = 16
-    target: float = 0.75  # of the accuracy; the error rate's is 1 - target
-
-    def __post_init__(self):
-        require_name(self.name, "sign")
-
-    def load(self, seed: int) -> TaskData:
-        rng = np.random.default_rng(seed)
-        splits = []
-        for n in (self.n_train, self.n_val, self.n_test):
-            x = rng.choice(np.array([-1.0, 1.0], dtype=np.float32), (n, self.length, 1))
-            splits.append(Split(x=x, y=(x.sum(axis=(1, 2)) > 0).astype(np.int64)))
-        data = TaskData.classification("sign", *splits, input_kind="features", input_dim=1, n_outputs=2,
-                                       chance=0.5, target=self.target, seq_len=self.length)
-        if self.metric == "error_rate":
-            return dataclasses.replace(data, metric="error_rate", higher_is_better=False, target=1 - self.target)
-        return data
-
-
-@pytest.fixture
-def sign_task(monkeypatch):
-    """The toy task in the task table and Hydra's task group; the toy metric in METRIC_SUMS alone."""
-    monkeypatch.setitem(TASK_CONFIGS, "sign", SignConfig)
-    monkeypatch.setitem(METRIC_SUMS, "error_rate", error_rate_sums)
-    store = ConfigStore.instance()
-    store.store(group="task", name="sign", node=SignConfig)
-    yield SignConfig
-    store.repo["task"].pop("sign.yaml")
-
-
-def test_a_metric_registered_in_the_table_alone_is_what_a_run_is_judged_by(sign_task, compose, tmp_path):
-    runs = {metric: execute(compose("task=sign", f"task.metric={metric}", "task.target=0.3", "steps=9"), tmp_path / metric,
-                            ["task=sign"]) for metric in ("accuracy", "error_rate")}
-    for summary in runs.values():
+def test_a_metric_registered_in_the_table_alone_is_what_a_run_is_judged_by(toy_task, compose, tmp_path, monkeypatch):
+    def run(name):
+        summary = execute(compose("task=toy", "task.target=0.3", "steps=9"), tmp_path / name, ["task=toy"])
         assert summary["status"] == "ok", summary["reason"]
-    accuracy, error = (runs[m]["metrics"] for m in ("accuracy", "error_rate"))
-    assert runs["error_rate"]["task"]["metric"] == "error_rate" and not runs["error_rate"]["task"]["higher_is_better"]
+        return summary
+
+    accuracy = run("accuracy")["metrics"]
+    # the toy task scored by the toy metric, which is entered in METRIC_SUMS alone
+    monkeypatch.setitem(METRIC_SUMS, "error_rate", error_rate_sums)
+    load = toy_task.load
+    monkeypatch.setattr(toy_task, "load", lambda self, seed: dataclasses.replace(
+        load(self, seed), metric="error_rate", higher_is_better=False, target=1 - self.target))
+    summary = run("error_rate")
+    error = summary["metrics"]
+    assert summary["task"]["metric"] == "error_rate" and not summary["task"]["higher_is_better"]
     # the same training (the metric is read, never trained on), judged the other way round
     assert error["final_train_loss"] == accuracy["final_train_loss"]
     for key in ("best_val", "final_val", "test"):  # best_val: the lowest error is the highest accuracy
@@ -84,15 +51,24 @@ def test_a_metric_registered_in_the_table_alone_is_what_a_run_is_judged_by(sign_
     assert error["did_not_train"] is False  # a metric without decisions (metrics.TASK_METRICS) has no chance band
 
 
-def test_an_unregistered_metric_is_refused_by_name(sign_task):
-    task = dataclasses.replace(load_task(SignConfig(), seed=0), metric="nope")
-    with pytest.raises(KeyError, match="sign: 'nope' is not registered in normbench/tasks/scoring.py"):
+def test_an_unregistered_metric_is_refused_by_name(toy_task):
+    task = dataclasses.replace(load_task(toy_task(), seed=0), metric="nope")
+    with pytest.raises(KeyError, match="toy: 'nope' is not registered in normbench/tasks/scoring.py"):
         scoring(task)
 
 
-def test_every_metric_with_decisions_is_computed_and_every_task_loss_is_registered():
+def test_every_metric_with_decisions_is_computed_and_every_tasks_measure_is_registered(tmp_path):
     assert set(METRIC_SUMS) == set(TASK_METRICS)
-    assert set(LOSSES) == {"mse", "cross_entropy"}
+    book = tmp_path / "book.txt"
+    book.write_text("the quick brown fox jumps over the lazy dog. " * 20, encoding="utf-8")
+    small = dict(n_train=8, n_val=4, n_test=4)
+    tasks = [load_task(config, seed=0) for config in (
+        AddingConfig(length=4, **small), CopyConfig(length=2, delay=1, **small), MqarConfig(**small),
+        TextConfig(path=str(book), length=8, **small))]
+    assert {(task.loss, task.metric) for task in tasks} == {
+        ("mse", "mse"), ("cross_entropy", "accuracy"), ("cross_entropy", "bpc")}
+    for task in tasks:
+        assert scoring(task) == Scoring(LOSSES[task.loss], METRIC_SUMS[task.metric])
 
 
 def test_the_metrics_sum_scored_steps_only():
