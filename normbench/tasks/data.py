@@ -94,8 +94,8 @@ class TaskData:
     input_dim: int  # features per step, or vocabulary size (token ids are 0..input_dim-1)
     n_outputs: int  # number of classes, or 1 for regression
     readout: str  # "last" (one prediction from the last step) | "every_step"
-    loss: str  # "mse" | "cross_entropy"
-    metric: str  # "mse" | "accuracy" | "bpc" (cross-entropy in bits per character)
+    loss: str  # "mse" | "cross_entropy": an entry of normbench/tasks/scoring.py's LOSSES
+    metric: str  # "mse" | "accuracy" | "bpc" (cross-entropy in bits per character): an entry of METRIC_SUMS there
     higher_is_better: bool
     chance: float  # the metric an uninformed predictor gets
     target: float  # the val metric that counts as solved, for steps-to-target
