@@ -10,7 +10,7 @@ A metric is summed over a batch, not averaged: (sum, count) pairs add up exactly
 any size and batches of any length. Adding a task metric: its function ``(out, y) -> (sum,
 count)``, here or in a module of its own, and one entry in ``METRIC_SUMS`` (tests/tasks/test_scoring.py
 registers a toy one from the test alone); an entry in normbench/metrics.py's TASK_METRICS gives it
-its decisions (without one it has no chance band, and the report has no unit for it).
+its decisions (without one it has no chance band, and the figures give it no bounds or unit).
 """
 
 from __future__ import annotations
