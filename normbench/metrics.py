@@ -24,6 +24,7 @@ TIMING_NOISY = 1.5
 class TaskMetric:
     """A task's own metric (what best_val, final_val, test and val_auc are in): the record's
     ``task.metric`` names it; the report falls back on this where a record lacks the direction.
+    A run computes it with its entry in normbench/tasks/scoring.py (``METRIC_SUMS``).
 
     The decision fields (docs/studies.md, "The rules", says why each value): ``ratio`` compares
     arms as ratios (log scale; a metric that spans decades), ``smallest_effect`` is the smallest

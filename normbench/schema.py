@@ -23,11 +23,8 @@ from normbench.checks import one_of as _one_of, require as _require, require_pos
 from normbench.norms.kinds import IMPLS, KINDS, builds_native, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
 from normbench.norms.spec import NormSpec
 from normbench.placements import described, placement_names  # the placements' descriptors
-# The task group: each config beside its loader (normbench/tasks/), re-exported here with the other groups
-from normbench.tasks import (TASK_CONFIGS, AddingConfig, CopyConfig, DigitsConfig, IdxConfig,  # noqa: F401
-                             ImdbConfig, MqarConfig, TaskConfig, TextConfig)
-from normbench.tasks.digits import PIXELS  # noqa: F401 - re-exported
-from normbench.tasks.text import TEXT_EXAMPLES  # noqa: F401 - re-exported
+# The task group: its one table, each config beside its loader (normbench/tasks/)
+from normbench.tasks import TASK_CONFIGS, TaskConfig  # noqa: F401 - re-exported
 
 FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")

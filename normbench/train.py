@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from statistics import median
 
 import torch
-import torch.nn.functional as F
 
 from normbench import probes
 from normbench.analysis import rules
@@ -26,31 +25,13 @@ from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_st
 from normbench.precision import PRECISIONS, MasterWeights, half_model, norm_input_dtypes
 from normbench.record import RecordWriter
 from normbench.tasks.batching import epoch_order
+from normbench.tasks.scoring import scoring
 
 log = logging.getLogger("normbench")
 # The half dtype of every precision that computes in half, pure modes included: run.unsupported_precision
 # tries each under autocast at that dtype, which on CPU needs the same half kernels a pure run calls.
 AUTOCAST_DTYPES = {name: p.dtype for name, p in PRECISIONS.items() if p.dtype is not None}
 EVAL_BATCH = 512
-
-
-def loss_function(task):
-    if task.loss == "mse":
-        return lambda out, y: F.mse_loss(out.squeeze(-1).float(), y)
-    return lambda out, y: F.cross_entropy(out.float().reshape(-1, out.shape[-1]), y.reshape(-1), ignore_index=-100)
-
-
-def metric_sums(task, out, y) -> tuple[float, int]:
-    """(sum, count) of the task's metric over one batch, so splits of any size average exactly."""
-    if task.metric == "mse":
-        return float(F.mse_loss(out.squeeze(-1).float(), y, reduction="sum")), y.numel()
-    scored = y.reshape(-1) != -100
-    logits, labels = out.float().reshape(-1, out.shape[-1])[scored], y.reshape(-1)[scored]
-    if task.metric == "accuracy":
-        return float((logits.argmax(-1) == labels).sum()), int(labels.numel())
-    if task.metric == "bpc":
-        return float(F.cross_entropy(logits, labels, reduction="sum")) / math.log(2), int(labels.numel())
-    raise ValueError(f"unknown metric {task.metric!r}")
 
 
 def learning_rate(cfg: Config, step: int) -> float:
@@ -149,7 +130,8 @@ class Trainer:
         # called at the loop's named points: step start and end, log line, probe, evaluation.
         self.logger = logger or RunLogger()
         self.hooks = [self.logger, *hooks]
-        self.loss_fn = loss_function(task)
+        self.scoring = scoring(task)  # the task's loss and metric (normbench/tasks/scoring.py)
+        self.loss_fn = self.scoring.loss
         precision = self.precision = PRECISIONS[cfg.precision.dtype]
         # The optimizer steps ``master`` (float32); ``model`` computes forward and backward. They are
         # one module except in a pure mode, where ``model`` is the half copy (normbench/precision.py).
@@ -186,7 +168,6 @@ class Trainer:
         if self.timing_warmup < cfg.timing_warmup:
             log.warning("timing_warmup=%d is not below steps=%d: the first %d steps are left out of the step time "
                         "instead", cfg.timing_warmup, cfg.steps, self.timing_warmup)
-        self.better = (lambda a, b: a > b) if task.higher_is_better else (lambda a, b: a < b)
         self.report = ProgressReport(cfg, task)
         # Peak memory of this run only: several jobs may share a process (sequential sweeps, joblib).
         if device.type == "cuda":
@@ -221,7 +202,7 @@ class Trainer:
         with self.autocast():
             for x, y in batches:
                 out = self.model(x)
-                s, n = metric_sums(self.task, out, y)
+                s, n = self.scoring.metric_sums(out, y)
                 total, count = total + s, count + n
                 loss_sum += float(self.loss_fn(out, y)) * len(x)
         self.model.train()
@@ -253,10 +234,9 @@ class Trainer:
             val, val_loss = self.evaluate(self.val)
         p.final_val = val
         p.evals.append((step, val))
-        if math.isfinite(val) and (p.best_val is None or self.better(val, p.best_val)):
+        if math.isfinite(val) and (p.best_val is None or self.task.better(val, p.best_val)):
             p.best_val = val
-        reached = val >= self.task.target if self.task.higher_is_better else val <= self.task.target
-        if reached and p.steps_to_target is None:
+        if self.task.reached(val) and p.steps_to_target is None:
             p.steps_to_target, p.seconds_to_target = step, p.train_s
         self.record.log({"kind": "eval", "step": step, "val_metric": val, "val_loss": val_loss, "time_s": p.train_s})
         self.report.eval(step, p.losses[-1] if p.losses else math.nan, val, p.train_s)

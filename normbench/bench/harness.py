@@ -43,7 +43,8 @@ from normbench.config import config_dir, register
 from normbench.loggers import RunLogger
 from normbench.record import RecordWriter
 from normbench.run import prepare, resolve_device
-from normbench.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate, loss_function
+from normbench.tasks.scoring import scoring
+from normbench.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate
 
 TARGET = 1.10  # harness time per step / bare loop time per step
 OVERHEAD_BUDGET = TARGET - 1
@@ -68,7 +69,7 @@ class BareLoop:
         self.cfg, self.model = cfg, model.to(device).train()
         self.optimizer = build_optimizer(cfg, self.model)
         self.batches = Batches(task.train, cfg.batch_size, device, cfg.seed)
-        self.loss_fn = loss_function(task)
+        self.loss_fn = scoring(task).loss
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         dtype = AUTOCAST_DTYPES.get(cfg.precision.dtype)
         self.autocast = (lambda: torch.autocast(device.type, dtype=dtype)) if dtype else contextlib.nullcontext
@@ -153,7 +154,7 @@ def probe_costs(node: DictConfig, repeats: int) -> dict:
     """ms a probe adds to a step: activation hooks (a step with and without them) and gradient statistics."""
     cfg, task, model, device = prepare(node)
     model = model.to(device).train()
-    loss_fn = loss_function(task)
+    loss_fn = scoring(task).loss
     x, y = next(Batches(task.train, cfg.batch_size, device, cfg.seed))
 
     def step():

@@ -3,7 +3,8 @@
 A task knows nothing about models, training or reports, nor about torch: its loader returns a
 `TaskData` of numpy arrays (normbench/tasks/tensors.py makes them tensors). `TaskData` holds
 three splits plus what a runner needs to build a model's input and output layers, pick a loss,
-and judge the result (metric, its direction, chance level, target).
+and judge the result (metric, its direction, chance level, target and the predicate on it, `reached`);
+normbench/tasks/scoring.py computes the loss and metric that ``loss`` and ``metric`` name.
 
 A task with variable lengths left-aligns its examples and marks the padding in the input (token
 id ``PAD_TOKEN``, or NaN features; normbench/padding.py reads them), with target ``NOT_SCORED``
@@ -93,8 +94,8 @@ class TaskData:
     input_dim: int  # features per step, or vocabulary size (token ids are 0..input_dim-1)
     n_outputs: int  # number of classes, or 1 for regression
     readout: str  # "last" (one prediction from the last step) | "every_step"
-    loss: str  # "mse" | "cross_entropy"
-    metric: str  # "mse" | "accuracy" | "bpc" (cross-entropy in bits per character)
+    loss: str  # "mse" | "cross_entropy": an entry of normbench/tasks/scoring.py's LOSSES
+    metric: str  # "mse" | "accuracy" | "bpc" (cross-entropy in bits per character): an entry of METRIC_SUMS there
     higher_is_better: bool
     chance: float  # the metric an uninformed predictor gets
     target: float  # the val metric that counts as solved, for steps-to-target
@@ -104,6 +105,14 @@ class TaskData:
     @property
     def variable_length(self) -> bool:
         return self.train.lengths is not None
+
+    def better(self, value: float, than: float) -> bool:
+        """Whether metric ``value`` beats ``than`` (normbench/tasks/scoring.py computes the metric)."""
+        return value > than if self.higher_is_better else value < than
+
+    def reached(self, value: float) -> bool:
+        """The target predicate: whether val metric ``value`` counts as solved, for steps-to-target."""
+        return value >= self.target if self.higher_is_better else value <= self.target
 
     @classmethod
     def classification(cls, name: str, train: Split, val: Split, test: Split, **io) -> "TaskData":

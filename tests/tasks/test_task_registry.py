@@ -1,6 +1,6 @@
 """One table of tasks: a task is its config class, registered once, and every consumer asks it.
 
-The toy task below is defined here and entered in ``TASK_CONFIGS`` alone; the schema, the Hydra
+The toy task (tests/tasks/conftest.py) is entered in ``TASK_CONFIGS`` alone; the schema, the Hydra
 composition, ``to_config``, the runner's memory check, ``load_task``, the run's identity and the
 record then take it with no edit of their own.
 """
@@ -12,60 +12,20 @@ import sys
 import numpy as np
 import pytest
 import torch
-from hydra.core.config_store import ConfigStore
 
 import normbench.schema
 import normbench.tasks
-from normbench.checks import ConfigError, require_at_least, require_name
+from normbench.checks import ConfigError
 from normbench.config import to_config
 from normbench.contract import effective_config
 from normbench.run import execute
 from normbench.tasks import TASK_CONFIGS, AddingConfig, CopyConfig, MqarConfig, TaskConfig, TaskData, TextConfig
-from normbench.tasks.data import Split
 from normbench.tasks.tensors import load_task
 
 
-@dataclasses.dataclass
-class ToyConfig(TaskConfig):
-    """Classify the sign of the sum of a sequence of +-1 steps."""
-
-    name: str = "toy"
-    length: int = 5
-    n_train: int = 64
-    n_val: int = 16
-    n_test: int = 16
-    target: float = 0.9
-
-    def __post_init__(self):
-        require_name(self.name, "toy")
-        require_at_least("length", self.length, 1)
-
-    def load(self, seed: int) -> TaskData:
-        rng = np.random.default_rng(seed)
-        splits = []
-        for n in (self.n_train, self.n_val, self.n_test):
-            x = rng.choice(np.array([-1.0, 1.0], dtype=np.float32), (n, self.length, 1))
-            splits.append(Split(x=x, y=(x.sum(axis=(1, 2)) > 0).astype(np.int64)))
-        return TaskData.classification("toy", *splits, input_kind="features", input_dim=1, n_outputs=2,
-                                       chance=0.5, target=self.target, seq_len=self.length)
-
-    def tensor_bytes(self) -> int:
-        return (self.n_train + self.n_val + self.n_test) * self.length * 8
-
-
-@pytest.fixture
-def toy_task(monkeypatch):
-    """The toy entered in the one table; Hydra's task group gets its node, as conf/task/toy.yaml would."""
-    monkeypatch.setitem(TASK_CONFIGS, "toy", ToyConfig)
-    store = ConfigStore.instance()
-    store.store(group="task", name="toy", node=ToyConfig)
-    yield ToyConfig
-    store.repo["task"].pop("toy.yaml")
-
-
 def test_a_task_registered_in_the_table_alone_runs_end_to_end(toy_task, compose, tmp_path):
-    assert normbench.schema.TASK_CONFIGS["toy"] is ToyConfig  # the schema reads the same table
-    assert type(to_config(compose("task=toy")).task) is ToyConfig
+    assert normbench.schema.TASK_CONFIGS["toy"] is toy_task  # the schema reads the same table
+    assert type(to_config(compose("task=toy")).task) is toy_task
     summary = execute(compose("task=toy", "task.length=7"), tmp_path, ["task=toy"])
     assert summary["status"] == "ok", summary["reason"]
     assert summary["task"]["name"] == "toy" and summary["task"]["seq_len"] == 7
@@ -73,7 +33,7 @@ def test_a_task_registered_in_the_table_alone_runs_end_to_end(toy_task, compose,
 
 
 def test_the_runner_asks_the_task_for_its_memory(toy_task, compose, tmp_path, monkeypatch):
-    monkeypatch.setattr(ToyConfig, "tensor_bytes", lambda self: 1 << 62)
+    monkeypatch.setattr(toy_task, "tensor_bytes", lambda self: 1 << 62)
     summary = execute(compose("task=toy"), tmp_path, ["task=toy"])
     assert summary["status"] == "invalid" and "GiB for the task's tensors" in summary["reason"]
 
@@ -110,10 +70,9 @@ def test_a_loader_gives_arrays_and_load_task_the_same_values_as_tensors():
     assert [getattr(tensors, key) for key in rest] == [getattr(arrays, key) for key in rest]
 
 
-def test_every_table_entry_is_a_task_config_the_schema_re_exports():
+def test_every_table_entry_is_a_task_config_the_package_exports():
     for name, config_class in TASK_CONFIGS.items():
         assert issubclass(config_class, TaskConfig) and dataclasses.is_dataclass(config_class)
-        assert getattr(normbench.schema, config_class.__name__) is config_class
         assert getattr(normbench.tasks, config_class.__name__) is config_class
     assert normbench.schema.ConfigError is ConfigError
 
@@ -128,8 +87,8 @@ def test_the_task_configs_import_without_torch():
 def test_a_run_identity_asks_the_task_which_of_its_keys_are_inert(toy_task, compose, monkeypatch):
     recorded = dataclasses.asdict(to_config(compose("task=toy", "norm=bn")))
     assert "n_test" in effective_config(recorded)["task"] and "bn_mask" not in effective_config(recorded)["norm"]
-    monkeypatch.setattr(ToyConfig, "inert", classmethod(lambda cls, setting: ["n_test"]))
-    monkeypatch.setattr(ToyConfig, "padded", classmethod(lambda cls, setting: setting("length") > 3))
+    monkeypatch.setattr(toy_task, "inert", classmethod(lambda cls, setting: ["n_test"]))
+    monkeypatch.setattr(toy_task, "padded", classmethod(lambda cls, setting: setting("length") > 3))
     assert "n_test" not in effective_config(recorded)["task"] and "bn_mask" in effective_config(recorded)["norm"]
 
 
