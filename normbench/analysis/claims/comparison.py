@@ -191,7 +191,7 @@ FAILED = Measure("did not train (diverged, or finished without leaving the chanc
 
 
 def divergence_test(triples, a_name: str, b_name: str, alpha: float,
-                outcome: Measure | None = None) -> tuple[Effect, int, Estimate]:
+                    outcome: Measure | None = None) -> tuple[Effect, int, Estimate]:
     """Rate of an outcome a − b (divergence, or ``outcome``'s 0/1 per run, e.g. FAILED): Newcombe's
     interval for one stratum, Agresti–Caffo combined when stratified."""
     def hits(frame):

@@ -108,18 +108,18 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
     val = stratified_difference(triples, val_values)
     test += per_stratum_text(triples, val_values, alpha)
     effects = [as_effect(f"val_auc: {spec.a} {'/' if val_ratio else '−'} {spec.b} ({better_word(sign)}; the "
-                          f"validation curve's area decides)", val, alpha, exp=val_ratio)]
+                         f"validation curve's area decides)", val, alpha, exp=val_ratio)]
     found = [side_of(effects[0], sign)]
     reached = lambda f: np.log(runs.loc[f.index, "curves.steps_to_target"].where(lambda v: v > 0))  # noqa: E731
     if "curves.steps_to_target" in runs and all(reached(f).notna().sum() >= 2 for _, f1, f2 in triples for f in (f1, f2)):
         steps = stratified_difference(triples, reached)
         effects.append(as_effect(f"steps to target on the validation curve: {spec.a} / {spec.b} (ratio of geometric "
-                                  f"means over the runs that reached it; < 1 = {spec.a} faster)", steps, alpha, exp=True))
+                                 f"means over the runs that reached it; < 1 = {spec.a} faster)", steps, alpha, exp=True))
         found.append(side_of(effects[-1], -1))
     loss = metric(pd.concat([a, b]), path("train_loss_auc"))
     if loss.notna().any():
         effects.append(as_effect(f"train_loss_auc: {spec.a} / {spec.b} (ratio of geometric means; < 1 = lower training "
-                                  f"loss; shown, not deciding)", stratified_difference(triples, logged(TRAIN_LOSS_AUC)), alpha, exp=True))
+                                 f"loss; shown, not deciding)", stratified_difference(triples, logged(TRAIN_LOSS_AUC)), alpha, exp=True))
     rate, diverged, _ = divergence_test(triples, spec.a, spec.b, alpha)
     if diverged:
         effects.append(rate)
@@ -184,7 +184,7 @@ def grows_part(spec: PartSpec, ctx: Context) -> Part:
         contrast = combine([(w, mean_estimate(score(cells[cell]))) for cell, w in weights.items()])
         how = "unpaired (Welch)"
     effect = as_effect(f"growth of {spec.a}'s advantage over {spec.b} from {spec.x} = {format_value(low)} to "
-                        f"{format_value(high)} ({name}{', log scale' if logged else ''}, + = grows; {how})", contrast, alpha)
+                       f"{format_value(high)} ({name}{', log scale' if logged else ''}, + = grows; {how})", contrast, alpha)
     status, note = side_of(effect, +1), ""
     if len(paired) >= 2 and not contrast.var > 0 and status != INCONCLUSIVE:
         # every seed's contrast equal: no spread, so the t interval says nothing; the exact sign test does

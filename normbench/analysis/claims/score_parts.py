@@ -18,7 +18,7 @@ from normbench.analysis.claims.comparison import (Context, as_effect, better_wor
                                                   side_of, strata, stratified_difference, task_direction,
                                                   undecided)
 from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE, SCORE,
-                                                SUPPORTED, Part, PartSpec, axis, metric, values_text)
+                                                SUPPORTED, Effect, Part, PartSpec, axis, metric, values_text)
 from normbench.analysis.intervals import (Estimate, combine, decision_level, equivalence, mean_estimate,
                                         non_inferiority, slope_estimate)
 
@@ -61,46 +61,65 @@ def score_part(spec: PartSpec, ctx: Context) -> Part:
     oriented = Estimate(sign * raw.value, raw.var, raw.df)
     seeds = seed_count(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)]) if spec.measure.finished_only \
         else seed_count(*[f for _, f1, f2 in triples for f in (f1, f2)])
-    note, lean, needed, mde = "", None, None, None
     if spec.kind == "better":
-        by_score = side_of(score, sign)
-        by_rate = side_of(rate, -1) if diverged and spec.measure.finished_only else INCONCLUSIVE
-        found = {by_score, by_rate}
-        status = (INCONCLUSIVE if {SUPPORTED, CONTRADICTED} <= found else CONTRADICTED if CONTRADICTED in found
-                  else SUPPORTED if SUPPORTED in found else INCONCLUSIVE)
-        if {SUPPORTED, CONTRADICTED} <= found:
-            note = " Divergence rate and finished-run scores point opposite ways."
-        if status == INCONCLUSIVE:
-            lean, needed, mde = undecided(raw, seeds, abs(raw.value), oriented.value, alpha)
-            if not math.isfinite(raw.value) and diverged:
-                lean = lean_of(-rate.estimate, 1)
+        status, note, lean, needed, mde = _better_verdict(score, rate, raw, oriented, sign, diverged,
+                                                          spec.measure.finished_only, seeds, alpha)
     else:
-        if not math.isfinite(margin):
-            by_score = INCONCLUSIVE
-            note = f" {margin_text}."
-        elif spec.kind == "not_worse":
-            by_score = {"not worse": SUPPORTED, "worse": CONTRADICTED}.get(non_inferiority(oriented, margin, alpha), INCONCLUSIVE)
-        else:
-            by_score = {"equivalent": SUPPORTED, "different": CONTRADICTED}.get(equivalence(oriented, margin, alpha), INCONCLUSIVE)
-        one_sided = spec.kind == "not_worse"
-        relevant = int((a["status"] == "diverged").sum()) if one_sided else diverged
-        by_rate = INCONCLUSIVE
-        if relevant and spec.measure.finished_only:
-            differs = side_of(rate, +1) == SUPPORTED if one_sided else side_of(rate, +1) != INCONCLUSIVE
-            by_rate = CONTRADICTED if differs else INCONCLUSIVE
-            note += (" Divergence rates differ." if differs else
-                     f" {relevant} run(s) diverged, so {'non-inferiority' if one_sided else 'equivalence'} cannot be shown.")
-        if CONTRADICTED in (by_score, by_rate):
-            status = CONTRADICTED
-        elif by_score == SUPPORTED and not (relevant and spec.measure.finished_only):
-            status = SUPPORTED
-        else:
-            status = INCONCLUSIVE
-        if status == INCONCLUSIVE and math.isfinite(margin) and math.isfinite(oriented.value):
-            # the distance from the estimate to the boundary it must clear, on the side it leans to
-            inside = oriented.value + margin if one_sided else margin - abs(oriented.value)
-            lean, needed, mde = undecided(raw, seeds, abs(inside), inside, alpha)
+        status, note, lean, needed, mde = _margin_verdict(spec, a, oriented, margin, margin_text, rate, diverged,
+                                                          raw, seeds, alpha)
     return Part(spec.assertion, status, test, effects, arms, margin_text, lean, needed, mde, note)
+
+
+def _better_verdict(score: Effect, rate: Effect | None, raw: Estimate, oriented: Estimate, sign: int, diverged: int,
+                    finished_only: bool, seeds: int, alpha: float):
+    """(status, note, lean, seeds_needed, mde) of a `better` part: the finished-run scores and the
+    divergence rate each decide, and where they point opposite ways nothing is decided."""
+    note, lean, needed, mde = "", None, None, None
+    by_score = side_of(score, sign)
+    by_rate = side_of(rate, -1) if diverged and finished_only else INCONCLUSIVE
+    found = {by_score, by_rate}
+    status = (INCONCLUSIVE if {SUPPORTED, CONTRADICTED} <= found else CONTRADICTED if CONTRADICTED in found
+              else SUPPORTED if SUPPORTED in found else INCONCLUSIVE)
+    if {SUPPORTED, CONTRADICTED} <= found:
+        note = " Divergence rate and finished-run scores point opposite ways."
+    if status == INCONCLUSIVE:
+        lean, needed, mde = undecided(raw, seeds, abs(raw.value), oriented.value, alpha)
+        if not math.isfinite(raw.value) and diverged:
+            lean = lean_of(-rate.estimate, 1)
+    return status, note, lean, needed, mde
+
+
+def _margin_verdict(spec: PartSpec, a: pd.DataFrame, oriented: Estimate, margin: float, margin_text: str,
+                    rate: Effect | None, diverged: int, raw: Estimate, seeds: int, alpha: float):
+    """(status, note, lean, seeds_needed, mde) of a not_worse / equivalent part: the interval against
+    the margin, and a divergence rate that differs (or any divergence) keeps it from being supported."""
+    note, lean, needed, mde = "", None, None, None
+    if not math.isfinite(margin):
+        by_score = INCONCLUSIVE
+        note = f" {margin_text}."
+    elif spec.kind == "not_worse":
+        by_score = {"not worse": SUPPORTED, "worse": CONTRADICTED}.get(non_inferiority(oriented, margin, alpha), INCONCLUSIVE)
+    else:
+        by_score = {"equivalent": SUPPORTED, "different": CONTRADICTED}.get(equivalence(oriented, margin, alpha), INCONCLUSIVE)
+    one_sided = spec.kind == "not_worse"
+    relevant = int((a["status"] == "diverged").sum()) if one_sided else diverged
+    by_rate = INCONCLUSIVE
+    if relevant and spec.measure.finished_only:
+        differs = side_of(rate, +1) == SUPPORTED if one_sided else side_of(rate, +1) != INCONCLUSIVE
+        by_rate = CONTRADICTED if differs else INCONCLUSIVE
+        note += (" Divergence rates differ." if differs else
+                 f" {relevant} run(s) diverged, so {'non-inferiority' if one_sided else 'equivalence'} cannot be shown.")
+    if CONTRADICTED in (by_score, by_rate):
+        status = CONTRADICTED
+    elif by_score == SUPPORTED and not (relevant and spec.measure.finished_only):
+        status = SUPPORTED
+    else:
+        status = INCONCLUSIVE
+    if status == INCONCLUSIVE and math.isfinite(margin) and math.isfinite(oriented.value):
+        # the distance from the estimate to the boundary it must clear, on the side it leans to
+        inside = oriented.value + margin if one_sided else margin - abs(oriented.value)
+        lean, needed, mde = undecided(raw, seeds, abs(inside), inside, alpha)
+    return status, note, lean, needed, mde
 
 
 def stability_part(spec: PartSpec, ctx: Context) -> Part:
@@ -125,9 +144,9 @@ def stability_part(spec: PartSpec, ctx: Context) -> Part:
     def means(values) -> str:  # each arm's own mean: the numbers the difference is made of
         return "; ".join(f"{name} mean {short_number(values(frame).mean())}" for name, frame in ((spec.a, a), (spec.b, b)))
     effects = (as_effect(f"grad kurtosis: {spec.b} − {spec.a} (+ = {spec.a} more stable; {means(kurt_of)})",
-                          kurtosis, alpha),
+                         kurtosis, alpha),
                as_effect(f"log10 grad_norm_max: {spec.b} − {spec.a} (+ = {spec.a} calmer; {means(max_of)})",
-                          log_max, alpha))
+                         log_max, alpha))
     rate, diverged, _ = divergence_test(triples, spec.a, spec.b, alpha)
     found = [side_of(effects[0], +1), side_of(effects[1], +1), side_of(rate, -1) if diverged else INCONCLUSIVE]
     status, note = decided_by_first(found, "stability")
@@ -178,7 +197,7 @@ def ratio_part(spec: PartSpec, ctx: Context) -> Part:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=why)
     estimate = combine([(1, mean_estimate(np.log(va))), (-1, mean_estimate(np.log(vb)))])
     effect = as_effect(f"{spec.measure.name} ratio: {spec.a} ÷ {spec.b} (geometric mean over seeds; > 1 = {spec.a} larger)",
-                        estimate, alpha, exp=True)
+                       estimate, alpha, exp=True)
     status, note = side_of(effect, +1), ""
     seeds = min(len(va), len(vb))
     if estimate.var == 0 and status != INCONCLUSIVE:
@@ -226,7 +245,7 @@ def slope_part(spec: PartSpec, ctx: Context) -> Part:
     if spec.claimed:
         word = "shrinks" if spec.claimed < 0 else "grows"
         effect = as_effect(f"slope of log({name}) on log({spec.x}), {spec.a} ({'−' if spec.claimed < 0 else '+'} = {word})",
-                            estimate, alpha)
+                           estimate, alpha)
         status = side_of(effect, spec.claimed)
         test = (f"OLS slope of log({name}) on log({spec.x}), t interval ({pct(level)}, one-sided at α = {alpha:g} each "
                 f"way) on n − 2 df, must be {'< 0' if spec.claimed < 0 else '> 0'}.")

@@ -85,7 +85,7 @@ def faster_part(spec: PartSpec, ctx: Context) -> Part:
     devices = both["environment.device_name"].dropna().unique() if "environment.device_name" in both else []
     speed = combine([(1, mean_estimate(log_ms[a.index])), (-1, mean_estimate(log_ms[b.index]))])
     effect = as_effect(f"step-time ratio {spec.a} / {spec.b} (geometric mean of median step ms, undisturbed runs; "
-                        f"< 1 = {spec.a} faster)", speed, alpha, exp=True)
+                       f"< 1 = {spec.a} faster)", speed, alpha, exp=True)
     test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(decision_level(alpha))} interval) on log "
             f"median step time; {timing_note}"
             f"{'; timed on ' + str(len(devices)) + ' different devices' if len(devices) > 1 else ''}.")
