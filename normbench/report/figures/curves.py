@@ -32,14 +32,7 @@ def _curve_panels(bands: pd.DataFrame, groups: dict[str, str], x: str, ylabel: C
     small = any(len(p) > drawing.SINGLE_PANEL_GROUPS for p in present.values())
     layout_rows = ([(t, [g], present[t]) for t in tasks for g in present[t]] if small
                    else [(t, present[t], present[t]) for t in tasks])
-    kinds = {metric_of(t) for t in tasks}
-    log_of = {k: (log_y if log_y is not None else
-                  drawing.spans_decades(bands.loc[bands["task"].map(metric_of) == k, "mean"])) for k in kinds}
-    limits = {}
-    for kind in kinds:
-        mine = bands[bands["task"].map(metric_of) == kind]
-        limits[kind] = drawing.limits(np.concatenate([mine["mean"], mine["low"].dropna(), mine["high"].dropna()]),
-                               kind, log_of[kind])
+    log_of, limits = _y_scales(bands, tasks, metric_of, log_y)
 
     def draw(layout: Layout) -> MplFigure:
         ncols = min(layout.small_columns if small else layout.columns, len(layout_rows))
@@ -48,22 +41,11 @@ def _curve_panels(bands: pd.DataFrame, groups: dict[str, str], x: str, ylabel: C
         plan = drawing.legend_plan(list(dict.fromkeys(groups[g] for t in tasks for g in present[t])) if not small else [], layout)
         heading_lines = max((wrap(_heading(tasks, t, coloured, context, groups), title_chars).count("\n") + 1
                              for t, coloured, context in layout_rows), default=1)
-        figure, panels = drawing.grid(layout, len(layout_rows), (2.5 if small else 3.4) + 0.2 * heading_lines, columns=ncols,
-                               extra_height=plan.height)
+        figure, panels = drawing.grid(layout, len(layout_rows), (2.5 if small else 3.4) + 0.2 * heading_lines,
+                                      columns=ncols, extra_height=plan.height)
         handles: dict[str, object] = {}
         for index, (ax, (task, coloured, context)) in enumerate(zip(panels, layout_rows)):
-            mine = bands[bands["task"] == task]
-            if len(coloured) < len(context):
-                for group in context:
-                    curve = mine[mine["group"] == group].sort_values(x)
-                    ax.plot(curve[x], curve["mean"], color="0.82", linewidth=0.9, zorder=1)
-            for group in coloured:
-                curve = mine[mine["group"] == group].sort_values(x)
-                style = style_of[group]
-                (line,) = ax.plot(curve[x], curve["mean"], linewidth=1.6, markersize=4,
-                                  markevery=max(1, len(curve) // 8), zorder=3, **style)
-                ax.fill_between(curve[x], curve["low"], curve["high"], color=style["color"], alpha=0.15,
-                                linewidth=0, zorder=2)
+            for group, line in _draw_curves(ax, bands[bands["task"] == task], x, coloured, context, style_of):
                 handles.setdefault(groups[group], line)
             kind = metric_of(task)
             if log_of[kind]:
@@ -87,6 +69,40 @@ def _curve_panels(bands: pd.DataFrame, groups: dict[str, str], x: str, ylabel: C
         caption += " One panel per arm (see the glossary: small multiples)."
     return Figure(name, title, caption, study)
 
+
+def _y_scales(bands: pd.DataFrame, tasks: list[str], metric_of: Callable[[str], str],
+              log_y: bool | None) -> tuple[dict[str, bool], dict[str, tuple[float, float] | None]]:
+    """Per metric: whether its y axis is log (log_y, else when its means span decades) and the one
+    y-range every panel of it shares."""
+    kinds = {metric_of(t) for t in tasks}
+    log_of = {k: (log_y if log_y is not None else
+                  drawing.spans_decades(bands.loc[bands["task"].map(metric_of) == k, "mean"])) for k in kinds}
+    limits = {}
+    for kind in kinds:
+        mine = bands[bands["task"].map(metric_of) == kind]
+        limits[kind] = drawing.limits(np.concatenate([mine["mean"], mine["low"].dropna(), mine["high"].dropna()]),
+                                      kind, log_of[kind])
+    return log_of, limits
+
+
+def _draw_curves(ax, mine: pd.DataFrame, x: str, coloured: list[str], context: list[str],
+                 style_of: dict[str, dict]) -> list[tuple[str, object]]:
+    """One panel's lines: the context groups in light grey (small multiples), then each coloured
+    group's mean and band; returns (group, line) for the legend."""
+    if len(coloured) < len(context):
+        for group in context:
+            curve = mine[mine["group"] == group].sort_values(x)
+            ax.plot(curve[x], curve["mean"], color="0.82", linewidth=0.9, zorder=1)
+    drawn = []
+    for group in coloured:
+        curve = mine[mine["group"] == group].sort_values(x)
+        style = style_of[group]
+        (line,) = ax.plot(curve[x], curve["mean"], linewidth=1.6, markersize=4,
+                          markevery=max(1, len(curve) // 8), zorder=3, **style)
+        ax.fill_between(curve[x], curve["low"], curve["high"], color=style["color"], alpha=0.15,
+                        linewidth=0, zorder=2)
+        drawn.append((group, line))
+    return drawn
 
 def _heading(tasks: list[str], task: str, coloured: list[str], context: list[str], groups: dict[str, str]) -> str:
     heading = drawing.task_of(tasks, task)
@@ -188,7 +204,7 @@ def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: s
             lines = max(wrap(groups[g], chars).count("\n") + 1 for g in shown)
             legend = ["at initialization", "after training"]
             figure, panels = drawing.grid(layout, len(shown), 2.4 + 0.2 * lines, columns=ncols,
-                                   extra_height=drawing.legend_plan(legend, layout, False).height)
+                                          extra_height=drawing.legend_plan(legend, layout, False).height)
             for ax, group in zip(panels, shown):
                 for moment, style in (("init", {"color": "0.55", "linestyle": "--"}),
                                       ("final", {"color": PALETTE[0], "linestyle": "-"})):

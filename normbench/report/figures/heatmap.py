@@ -34,13 +34,7 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
         return []
     figures = []
     shape = panels[0].grid.metric.shape
-    # one colour range per metric over every panel of the figure, so equal colours mean equal values
-    spans: dict[str, tuple[float, float]] = {}
-    for panel in panels:
-        metric_name = metric[panel.task][0]
-        low, high = _interval_range(panel.grid, metric_name)
-        known = spans.get(metric_name, (low, high))
-        spans[metric_name] = (min(low, known[0]), max(high, known[1]))
+    spans = _colour_spans(panels, metric)
     kinds = [("heatmap_primary", "Primary score: validation metric (mean over ok runs)")]
     # a divergence map where no run diverged is one colour and says nothing; the caption of the
     # primary map says so instead
@@ -56,31 +50,7 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
             figure, axes = drawing.grid(layout, len(panels), max(2.6, 0.75 * shape[0] + 1.8), columns=ncols)
             panel_width = drawing.panel_width(layout, ncols)
             for ax, panel in zip(axes, panels):
-                grid = panel.grid
-                table = (grid.metric if name == "heatmap_primary" else grid.diverged).astype(float)
-                if name == "heatmap_primary":
-                    metric_name, higher = metric[panel.task]
-                    cmap = "viridis" if higher else "viridis_r"
-                    label = f"{metric_name}, primary score ({'higher' if higher else 'lower'} is better)"
-                    vmin, vmax = spans[metric_name]
-                    ranges.append(f"{metric_name}: {vmin:.3g} to {vmax:.3g}")
-                    annotations = _cell_text(grid)
-                else:
-                    cmap, label, vmin, vmax = "cividis", "divergence rate", 0.0, 1.0
-                    annotations = table.map(lambda v: "" if np.isnan(v) else f"{v:.2g}")
-                cell_width = (panel_width - 2.2) / max(table.shape[1], 1)
-                display = table.copy()
-                display.index = [text(v) for v in table.index]
-                display.columns = [text(v) for v in table.columns]
-                if display.notna().to_numpy().any():
-                    sns.heatmap(display, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax,
-                                annot=annotations.to_numpy() if cell_width >= 0.6 else False, fmt="",
-                                annot_kws={"fontsize": MIN_FONT_PT}, linewidths=0.5,
-                                cbar_kws={"label": wrap(label, 30)})
-                longest = max((len(str(c)) for c in display.columns), default=1)
-                if longest * drawing.CHAR_IN > cell_width * 0.9:
-                    ax.tick_params(axis="x", labelrotation=90)
-                ax.grid(False)
+                _heatmap_panel(ax, panel, name == "heatmap_primary", metric, spans, ranges, panel_width)
                 ax.set_xlabel(text(col.removeprefix("axes.")))
                 ax.set_ylabel(text(row.removeprefix("axes.")))
                 ax.set_title(wrap(panel.heading, int(panel_width / drawing.CHAR_IN) - 4))
@@ -95,6 +65,48 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
                        + ("" if diverged else " No run diverged (no divergence map).") + (f" {note}" if note else ""))
         figures.append(Figure(name + suffix, title, caption, study))
     return figures
+
+
+def _colour_spans(panels: list[HeatmapPanel], metric: dict[str, tuple[str, bool]]) -> dict[str, tuple[float, float]]:
+    """One colour range per metric over every panel of the figure, so equal colours mean equal values."""
+    spans: dict[str, tuple[float, float]] = {}
+    for panel in panels:
+        metric_name = metric[panel.task][0]
+        low, high = _interval_range(panel.grid, metric_name)
+        known = spans.get(metric_name, (low, high))
+        spans[metric_name] = (min(low, known[0]), max(high, known[1]))
+    return spans
+
+
+def _heatmap_panel(ax, panel: HeatmapPanel, primary: bool, metric: dict[str, tuple[str, bool]],
+                   spans: dict[str, tuple[float, float]], ranges: list[str], panel_width: float) -> None:
+    """One panel's cells: the primary metric (mean, ± half-width, n; its range added to `ranges`) or
+    the divergence rate; cell texts only where the cells are wide enough, x labels turned where long."""
+    grid = panel.grid
+    table = (grid.metric if primary else grid.diverged).astype(float)
+    if primary:
+        metric_name, higher = metric[panel.task]
+        cmap = "viridis" if higher else "viridis_r"
+        label = f"{metric_name}, primary score ({'higher' if higher else 'lower'} is better)"
+        vmin, vmax = spans[metric_name]
+        ranges.append(f"{metric_name}: {vmin:.3g} to {vmax:.3g}")
+        annotations = _cell_text(grid)
+    else:
+        cmap, label, vmin, vmax = "cividis", "divergence rate", 0.0, 1.0
+        annotations = table.map(lambda v: "" if np.isnan(v) else f"{v:.2g}")
+    cell_width = (panel_width - 2.2) / max(table.shape[1], 1)
+    display = table.copy()
+    display.index = [text(v) for v in table.index]
+    display.columns = [text(v) for v in table.columns]
+    if display.notna().to_numpy().any():
+        sns.heatmap(display, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax,
+                    annot=annotations.to_numpy() if cell_width >= 0.6 else False, fmt="",
+                    annot_kws={"fontsize": MIN_FONT_PT}, linewidths=0.5,
+                    cbar_kws={"label": wrap(label, 30)})
+    longest = max((len(str(c)) for c in display.columns), default=1)
+    if longest * drawing.CHAR_IN > cell_width * 0.9:
+        ax.tick_params(axis="x", labelrotation=90)
+    ax.grid(False)
 
 
 def _interval_range(grid, metric_name: str) -> tuple[float, float]:

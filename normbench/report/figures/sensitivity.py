@@ -25,6 +25,7 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
         return None
     tasks = list(dict.fromkeys(points["task"]))
     labels = list(dict.fromkeys(points["arm_label"]))
+    top = float(points["lr"].max())
 
     def draw(layout: Layout) -> MplFigure:
         plan = drawing.legend_plan(labels, layout)
@@ -34,36 +35,7 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
             metric, higher = metrics.get(task, ("metric", True))
             floor, ceiling = METRIC_RANGE.get(metric, (None, None))
             for index, label in enumerate(labels):
-                # arms side by side at each lr (a small shift on the log axis), so their bars stay apart
-                shift = 10.0 ** (0.012 * (index - (len(labels) - 1) / 2))
-                curve = mine[mine["arm_label"] == label].sort_values("lr")
-                if curve.empty:
-                    continue
-                few = curve["finished"] < MIN_BAND_SEEDS
-                curve = curve.assign(lr=curve["lr"] * shift,
-                                     low=curve["low"].clip(lower=floor, upper=ceiling).mask(few),
-                                     high=curve["high"].clip(lower=floor, upper=ceiling).mask(few))
-                style = drawing.line_style(index)
-                shown = curve[curve["finished"] > 0]
-                error = np.vstack([(shown["mean"] - shown["low"]).clip(lower=0).fillna(0),
-                                   (shown["high"] - shown["mean"]).clip(lower=0).fillna(0)])
-                ax.errorbar(shown["lr"], shown["mean"], yerr=error, markersize=4, capsize=2, linewidth=1.3,
-                            label=text(label), **style)
-                best = arms[(arms["task"] == task) & (arms["arm_label"] == label)]["best_lr"]
-                if len(best) and best.notna().iloc[0]:
-                    at = shown[np.isclose(shown["lr"], float(best.iloc[0]) * shift)]
-                    ax.scatter(at["lr"], at["mean"], marker="*", s=140, color=style["color"], zorder=5,
-                               edgecolors="black", linewidths=0.5)
-                failed = curve[curve["diverged"] > 0]
-                height = 0.03 + 0.05 * (index % 6)  # stacked, so arms diverging at one lr stay apart
-                ax.scatter(failed["lr"], [height] * len(failed), marker="v", s=45, color=style["color"],
-                           transform=ax.get_xaxis_transform(), clip_on=False, zorder=6)
-                top = float(points["lr"].max())
-                for lr, count, runs in zip(failed["lr"], failed["diverged"], failed["runs"]):
-                    at_right = lr >= top / shift  # the largest lr: the note goes to its left, inside the panel
-                    ax.annotate(f"{int(count)}/{int(runs)} div.", (lr, height), xycoords=ax.get_xaxis_transform(),
-                                xytext=(-7 if at_right else 5, -3), textcoords="offset points",
-                                ha="right" if at_right else "left", color=style["color"])
+                _draw_arm(ax, mine, arms, task, label, index, len(labels), (floor, ceiling), top)
             ax.set_xscale("log")
             ax.set_xlabel("learning rate (log scale; arms shifted slightly apart)")
             ax.set_ylabel(f"final val {metric}")
@@ -78,6 +50,41 @@ def lr_sensitivity(points: pd.DataFrame, arms: pd.DataFrame, metrics: dict[str, 
 
     png.render(out, "lr_sensitivity", draw)
     return Figure("lr_sensitivity", "Learning-rate sensitivity", note)
+
+
+def _draw_arm(ax, mine: pd.DataFrame, arms: pd.DataFrame, task: str, label: str, index: int, n_labels: int,
+              bounds: tuple, top: float) -> None:
+    """One arm's line over lr in one task's panel: means with interval bars (clipped to `bounds`), ★ at
+    its best lr, and a triangle with the count of diverged runs at each lr where any diverged."""
+    # arms side by side at each lr (a small shift on the log axis), so their bars stay apart
+    shift = 10.0 ** (0.012 * (index - (n_labels - 1) / 2))
+    curve = mine[mine["arm_label"] == label].sort_values("lr")
+    if curve.empty:
+        return
+    few = curve["finished"] < MIN_BAND_SEEDS
+    curve = curve.assign(lr=curve["lr"] * shift,
+                         low=curve["low"].clip(lower=bounds[0], upper=bounds[1]).mask(few),
+                         high=curve["high"].clip(lower=bounds[0], upper=bounds[1]).mask(few))
+    style = drawing.line_style(index)
+    shown = curve[curve["finished"] > 0]
+    error = np.vstack([(shown["mean"] - shown["low"]).clip(lower=0).fillna(0),
+                       (shown["high"] - shown["mean"]).clip(lower=0).fillna(0)])
+    ax.errorbar(shown["lr"], shown["mean"], yerr=error, markersize=4, capsize=2, linewidth=1.3,
+                label=text(label), **style)
+    best = arms[(arms["task"] == task) & (arms["arm_label"] == label)]["best_lr"]
+    if len(best) and best.notna().iloc[0]:
+        at = shown[np.isclose(shown["lr"], float(best.iloc[0]) * shift)]
+        ax.scatter(at["lr"], at["mean"], marker="*", s=140, color=style["color"], zorder=5,
+                   edgecolors="black", linewidths=0.5)
+    failed = curve[curve["diverged"] > 0]
+    height = 0.03 + 0.05 * (index % 6)  # stacked, so arms diverging at one lr stay apart
+    ax.scatter(failed["lr"], [height] * len(failed), marker="v", s=45, color=style["color"],
+               transform=ax.get_xaxis_transform(), clip_on=False, zorder=6)
+    for lr, count, runs in zip(failed["lr"], failed["diverged"], failed["runs"]):
+        at_right = lr >= top / shift  # the largest lr: the note goes to its left, inside the panel
+        ax.annotate(f"{int(count)}/{int(runs)} div.", (lr, height), xycoords=ax.get_xaxis_transform(),
+                    xytext=(-7 if at_right else 5, -3), textcoords="offset points",
+                    ha="right" if at_right else "left", color=style["color"])
 
 
 def performance_profile(ratios: pd.DataFrame, tau_max: float, out: Path, note: str) -> Figure | None:

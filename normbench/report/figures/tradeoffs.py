@@ -41,48 +41,11 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
         plan = drawing.legend_plan(legend_entries, layout, title=False)
         figure, panels = drawing.grid(layout, len(tasks), 3.8, extra_height=plan.height)
         for ax, task in zip(panels, tasks):
-            mine = rows[rows["task"] == task]
-            metric_name, higher = metrics.get(task, ("metric", True))
-            floor, ceiling = METRIC_RANGE.get(metric_name, (None, None))
-            x, y = mine["samples_per_s_median"], mine[f"{score}_mean"]
-            banded = mine[mine[f"{score}_n"] >= MIN_BAND_SEEDS] if f"{score}_n" in mine else mine.iloc[0:0]
-            if len(banded):
-                low = banded[f"{score}_ci_low"].clip(lower=floor, upper=ceiling)
-                high = banded[f"{score}_ci_high"].clip(lower=floor, upper=ceiling)
-                centre = banded[f"{score}_mean"]
-                ax.errorbar(banded["samples_per_s_median"], centre, fmt="none", ecolor="0.7", elinewidth=0.9,
-                            yerr=np.vstack([(centre - low).clip(lower=0), (high - centre).clip(lower=0)]), zorder=1)
-            ranked = mine["rank"].notna().to_numpy() if "rank" in mine else np.ones(len(mine), bool)
-            star = mine["best"].astype(bool).to_numpy() & ranked
-            ax.scatter(x[ranked & ~star], y[ranked & ~star], s=26, facecolors="none", edgecolors="0.35",
-                       label=legend_entries[1], zorder=2)
-            ax.scatter(x[~ranked], y[~ranked], s=14, color="0.65", marker="s", label=legend_entries[2], zorder=2)
-            ax.scatter(x[star], y[star], s=70, marker="*", color=PALETTE[2], edgecolors="black", linewidths=0.5,
-                       label=legend_entries[0], zorder=3)
-            unstable = (mine["divergence_rate"] > 0).to_numpy()
-            ax.scatter(x[unstable], y[unstable], s=60, marker="x", color=PALETTE[3], label=legend_entries[3], zorder=4)
-            front = _pareto_front(mine[ranked], higher, score)
-            if len(front) >= 2:  # one arm on the front is a point, not a line: nothing to draw or name
-                ax.plot(front["samples_per_s_median"], front[f"{score}_mean"], color=PALETTE[0], linewidth=1,
-                        linestyle="--", label=legend_entries[4], zorder=1)
-            if drawing.spans_decades(x, 10):
-                ax.set_xscale("log")
-            limits = drawing.limits(np.concatenate([y, banded.get(f"{score}_ci_low", []), banded.get(f"{score}_ci_high", [])]),
-                             metric_name, False)
-            if limits:
-                ax.set_ylim(*limits)
-            ax.set_ylabel(wrap(f"final val {metric_name} ({'higher' if higher else 'lower'} is better)", 34))
+            _trade_off_panel(ax, rows[rows["task"] == task], metrics.get(task, ("metric", True)), score, legend_entries)
             ax.set_xlabel(speed_axis)
             ax.set_title(text(drawing.task_of(tasks, task)))
             drawing.tidy_ticks(ax, drawing.panel_width(layout, min(layout.columns, len(tasks))))
-        handles = {}
-        for ax in panels:
-            for handle, label in zip(*ax.get_legend_handles_labels()):
-                # a legend names only what the panels draw: a scatter with points, a line through two
-                drawn = (len(handle.get_offsets()) if hasattr(handle, "get_offsets") else
-                         len(handle.get_xdata()) - 1 if hasattr(handle, "get_xdata") else 1)
-                if drawn > 0:
-                    handles.setdefault(label, handle)
+        handles = _drawn_handles(panels)
         kept = [e for e in legend_entries if e in handles]
         drawing.legend(figure, [handles[e] for e in kept], drawing.legend_plan(kept, layout, title=False))
         figure.draw_without_rendering()
@@ -97,6 +60,53 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
                + ("paired timing." if paired else "unpaired per-run throughput."))
     return Figure(name, "Metric against speed" if paired else "Metric against unpaired per-run throughput",
                   caption, study, speed="paired" if paired else "unpaired")
+
+
+def _trade_off_panel(ax, mine: pd.DataFrame, metric: tuple[str, bool], score: str, entries: list[str]) -> None:
+    """One task's arms: interval bars (≥ MIN_BAND_SEEDS seeds), ranked, unranked and ★ points, a cross
+    on each arm with a diverged run, the Pareto front; the axis ranges and the y label."""
+    metric_name, higher = metric
+    floor, ceiling = METRIC_RANGE.get(metric_name, (None, None))
+    x, y = mine["samples_per_s_median"], mine[f"{score}_mean"]
+    banded = mine[mine[f"{score}_n"] >= MIN_BAND_SEEDS] if f"{score}_n" in mine else mine.iloc[0:0]
+    if len(banded):
+        low = banded[f"{score}_ci_low"].clip(lower=floor, upper=ceiling)
+        high = banded[f"{score}_ci_high"].clip(lower=floor, upper=ceiling)
+        centre = banded[f"{score}_mean"]
+        ax.errorbar(banded["samples_per_s_median"], centre, fmt="none", ecolor="0.7", elinewidth=0.9,
+                    yerr=np.vstack([(centre - low).clip(lower=0), (high - centre).clip(lower=0)]), zorder=1)
+    ranked = mine["rank"].notna().to_numpy() if "rank" in mine else np.ones(len(mine), bool)
+    star = mine["best"].astype(bool).to_numpy() & ranked
+    ax.scatter(x[ranked & ~star], y[ranked & ~star], s=26, facecolors="none", edgecolors="0.35",
+               label=entries[1], zorder=2)
+    ax.scatter(x[~ranked], y[~ranked], s=14, color="0.65", marker="s", label=entries[2], zorder=2)
+    ax.scatter(x[star], y[star], s=70, marker="*", color=PALETTE[2], edgecolors="black", linewidths=0.5,
+               label=entries[0], zorder=3)
+    unstable = (mine["divergence_rate"] > 0).to_numpy()
+    ax.scatter(x[unstable], y[unstable], s=60, marker="x", color=PALETTE[3], label=entries[3], zorder=4)
+    front = _pareto_front(mine[ranked], higher, score)
+    if len(front) >= 2:  # one arm on the front is a point, not a line: nothing to draw or name
+        ax.plot(front["samples_per_s_median"], front[f"{score}_mean"], color=PALETTE[0], linewidth=1,
+                linestyle="--", label=entries[4], zorder=1)
+    if drawing.spans_decades(x, 10):
+        ax.set_xscale("log")
+    limits = drawing.limits(np.concatenate([y, banded.get(f"{score}_ci_low", []), banded.get(f"{score}_ci_high", [])]),
+                            metric_name, False)
+    if limits:
+        ax.set_ylim(*limits)
+    ax.set_ylabel(wrap(f"final val {metric_name} ({'higher' if higher else 'lower'} is better)", 34))
+
+
+def _drawn_handles(panels: list) -> dict:
+    """Label -> handle, for what the panels draw: a scatter with points, a line through two."""
+    handles = {}
+    for ax in panels:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            drawn = (len(handle.get_offsets()) if hasattr(handle, "get_offsets") else
+                     len(handle.get_xdata()) - 1 if hasattr(handle, "get_xdata") else 1)
+            if drawn > 0:
+                handles.setdefault(label, handle)
+    return handles
 
 
 def label_points(ax, mine: pd.DataFrame, score: str) -> None:
