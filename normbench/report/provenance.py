@@ -90,7 +90,7 @@ GLOSSARY = [
 
 
 def reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Path, staging: Path,
-               runner: dict[str, str] | None = None) -> dict:
+              runner: dict[str, str] | None = None) -> dict:
     """How to get this report again: the commands, the code version, its files, the data, the terms."""
     commands = []
     finished = runs[runs["status"] != "incomplete"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.analysis import aggregate, profiles, tuning
+from normbench.analysis import aggregate, performance_profiles, tuning
 from normbench.report import figures, tables
 from normbench.report.records import Records, read_curves
 
@@ -18,7 +18,7 @@ BAR_GROUPS = 12  # most groups of each task drawn in the throughput and memory b
 
 
 def figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-                     staging: Path, timing: str = "") -> dict:
+                    staging: Path, timing: str = "") -> dict:
     """Heatmaps, curves, gradients and bars: one set of figures per study (arms compared only there)."""
     metrics = task_metrics(summary)
     studies = studies_of(summary)
@@ -156,8 +156,8 @@ def _gradient_flow_figure(records: Records, runs: pd.DataFrame, study: "Study", 
     if not flow_groups:
         return None
     flow_runs = runs[runs["group"].isin(flow_groups) & runs["status"].isin(aggregate.TRAINED)]
-    profiles = aggregate.grad_time_profiles(records.runs, flow_runs)
-    return figures.grad_flow(profiles, {g: study.labels[g] for g in flow_groups}, staging,
+    gradient_profiles = aggregate.grad_time_profiles(records.runs, flow_runs)
+    return figures.grad_flow(gradient_profiles, {g: study.labels[g] for g in flow_groups}, staging,
                              _shown_note(len(flow_groups), len(recurrent), "recurrent "), study.suffix, study.title)
 
 
@@ -187,7 +187,7 @@ def _shown_note(shown: int, total: int, kind: str = "") -> str:
 
 
 def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
-    """Learning-rate sensitivity, the tuned comparison and performance profiles (tuning.py, profiles.py)."""
+    """Learning-rate sensitivity, the tuned comparison and performance profiles (tuning.py, performance_profiles.py)."""
     metrics = task_metrics(summary)
     points, arms = tuning.sensitivity(runs)
     if arms.empty:
@@ -207,13 +207,13 @@ def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                  "Selection runs but no evaluation runs: `python -m normbench.tune` runs both stages."
                  if has_selection else "No tuned study (no runs with role selection and evaluation).")}
     evaluated = bool(boards)
-    table, used = profiles.arm_table(summary, axes, tuned=evaluated)
+    table, used = performance_profiles.arm_table(summary, axes, tuned=evaluated)
     profile = {"figures": [], "table": None, "used": used, "skipped": ""}
     if table.empty or len(table.index) < 2:
         profile["skipped"] = (f"Performance profiles need at least 2 tasks; the runs have "
                               f"{0 if table.empty else len(table.index)} ({used}).")
     else:
-        ratios, rows, left_out = profiles.performance_profiles(table)
+        ratios, rows, left_out = performance_profiles.step_ratios(table)
         if len(ratios.index) < 2:
             profile["skipped"] = f"Fewer than 2 tasks on which every arm ran (left out: {', '.join(left_out)})."
         else:
@@ -222,6 +222,6 @@ def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                                                     if left_out else "")
                     + ". Steps only: the runs were not timed side by side, so seconds would measure the "
                       "machine's load as much as the arm.")
-            figure = figures.performance_profile(ratios, profiles.AREA_TAU, staging, note)
-            profile.update(figures=[figure] if figure else [], table=tables.profile_table(rows, profiles.TAUS))
+            figure = figures.performance_profile(ratios, performance_profiles.AREA_TAU, staging, note)
+            profile.update(figures=[figure] if figure else [], table=tables.profile_table(rows, performance_profiles.TAUS))
     return {"lr_sensitivity": lr, "tuned": tuned, "performance_profiles": profile}

@@ -170,24 +170,24 @@ def grad_norm_curves(bands: pd.DataFrame, groups: dict[str, str], out: Path, not
                          study)
 
 
-def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: str, suffix: str = "",
+def grad_flow(gradient_profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: str, suffix: str = "",
               study: str = "") -> Figure | None:
     """||dL/dh_t|| against t at init and at the end of training, recurrent runs only. Up to
     drawing.SINGLE_PANEL_GROUPS arms: two panels (init, final) with every arm; more: one panel per arm with
     its two profiles. One log y-range for every panel."""
-    profiles = profiles[drawing.plottable(profiles["norm"].to_numpy(dtype=float), True)]
-    if profiles.empty:
+    gradient_profiles = gradient_profiles[drawing.plottable(gradient_profiles["norm"].to_numpy(dtype=float), True)]
+    if gradient_profiles.empty:
         return None
-    shown = [g for g in groups if (profiles["group"] == g).any()]
+    shown = [g for g in groups if (gradient_profiles["group"] == g).any()]
     small = len(shown) > drawing.SINGLE_PANEL_GROUPS
-    limits = drawing.limits(profiles["norm"].to_numpy(dtype=float), None, True)
+    limits = drawing.limits(gradient_profiles["norm"].to_numpy(dtype=float), None, True)
 
     def draw(layout: Layout) -> MplFigure:
         if not small:
             plan = drawing.legend_plan([groups[g] for g in shown], layout)
             figure, panels = drawing.grid(layout, 2, 3.4, extra_height=plan.height)
             for ax, moment in zip(panels, ("init", "final")):
-                mine = profiles[profiles["moment"] == moment]
+                mine = gradient_profiles[gradient_profiles["moment"] == moment]
                 for index, group in enumerate(shown):
                     curve = mine[mine["group"] == group]
                     ax.plot(curve["t"], curve["norm"], label=groups[group], linewidth=1.4, markersize=4,
@@ -208,7 +208,7 @@ def grad_flow(profiles: pd.DataFrame, groups: dict[str, str], out: Path, note: s
             for ax, group in zip(panels, shown):
                 for moment, style in (("init", {"color": "0.55", "linestyle": "--"}),
                                       ("final", {"color": PALETTE[0], "linestyle": "-"})):
-                    curve = profiles[(profiles["moment"] == moment) & (profiles["group"] == group)]
+                    curve = gradient_profiles[(gradient_profiles["moment"] == moment) & (gradient_profiles["group"] == group)]
                     ax.plot(curve["t"], curve["norm"], linewidth=1.4, label=legend[moment == "final"], **style)
                 ax.set_title(wrap(groups[group], chars), fontsize=MIN_FONT_PT)
             drawing.legend(figure, panels[0].get_legend_handles_labels()[0], drawing.legend_plan(legend, layout, False))
