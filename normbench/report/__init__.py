@@ -4,7 +4,7 @@ It reads the records' JSON, never the runner's objects: from the rest of normben
 the statistics (normbench.analysis), the metric registry (normbench.metrics) and the task and
 record descriptions (normbench.schema, normbench.record), none of which imports torch, so it runs
 anywhere the records can be copied to, without torch. The names below load on first use, so the
-runner can import the record reader (normbench.report.records) without matplotlib.
+runner can import the record reader (normbench.report.reading) without matplotlib.
 """
 
 import importlib
