@@ -1,6 +1,6 @@
 """Which groups of a comparison could be the best: the ★, with a stated error rate.
 
-A comparison is the groups of one study and task (studies.py): arms that differ only in what the
+A comparison is the groups of one study and task (docs/studies.md): arms that differ only in what the
 study varies. Its ranking follows one stated rule (RULE below), the same in the answer, the
 leaderboard, summary.csv and the study runner (normbench/analysis/rules.py holds the constants):
 
@@ -78,10 +78,6 @@ class BestSet:
         return len(self.members) < len(self.order)
 
 
-def _oriented(scores: pd.Series, higher_is_better: bool) -> pd.Series:
-    return scores.astype(float) if higher_is_better else -scores.astype(float)
-
-
 def _worse_p(best: np.ndarray, other: np.ndarray, best_diverged: int, other_diverged: int) -> tuple[str, float]:
     """One-sided p-value of "other is worse than best"; finished scores oriented higher = better."""
     if best_diverged == 0 and other_diverged == 0:
@@ -107,20 +103,6 @@ def _worse_p(best: np.ndarray, other: np.ndarray, best_diverged: int, other_dive
                                       alternative="greater").pvalue)
     return ("Mann–Whitney U (one-sided, diverged ranked worst) and Fisher's exact test on divergence counts, "
             "Bonferroni-combined"), min(1.0, 2 * min(ranks, counts))
-
-
-def holm(p_values: list[float], alpha: float = ALPHA) -> tuple[list[bool], list[float]]:
-    """Holm's step-down: sort p ascending, reject the i-th smallest while p ≤ α / (m − i); stop at
-    the first that is not rejected. Returns (rejected, threshold) in the input order."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    rejected, thresholds = [False] * m, [math.nan] * m
-    still = True
-    for step, i in enumerate(order):
-        thresholds[i] = alpha / (m - step)
-        still = still and p_values[i] <= thresholds[i]
-        rejected[i] = still
-    return rejected, thresholds
 
 
 def _eligibility(used: pd.DataFrame, group: str, status: str, is_failed: pd.Series,
