@@ -18,7 +18,7 @@ from normbench.analysis import rules
 from normbench.analysis.aggregate import PRIMARY, format_value
 from normbench.analysis.claims.comparison import FAILED, level_keys, names_axis, task_direction, varying
 from normbench.analysis.claims.vocabulary import (
-    LARGEST, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require, better,
+    NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require, better,
     axis, column, converges_faster, faster, grows, higher_rate, metric, more_stable, named, not_worse, one_of,
     ratio, slope, values_text)
 from normbench.analysis.intervals import ALPHA, combine, decision_level, mean_estimate
