@@ -49,7 +49,7 @@ def load_runs(*paths, keep_copies: bool = False):
     from normbench.contract import ALIASES
     from normbench.analysis import aggregate
 
-    from normbench.report.records import quiet_numerics
+    from normbench.report.reading import quiet_numerics
 
     with quiet_numerics():  # NaN metrics are data, not warnings on stderr
         runs, copies = aggregate.distinct_runs(aggregate.runs_frame(_records(paths).runs))
@@ -71,7 +71,7 @@ def load_curves(*paths):
     ``load_runs`` on ``run_dir`` for the settings. Lines a killed run left cut short are skipped.
     """
     from normbench.analysis import aggregate
-    from normbench.report.records import read_curves
+    from normbench.report.reading import read_curves
 
     records = _records(paths).runs
     curves = read_curves(r.run_dir for r in records)
@@ -84,7 +84,7 @@ def load_curves(*paths):
 def _records(paths):
     from pathlib import Path
 
-    from normbench.report.records import find_records
+    from normbench.report.reading import find_records
 
     records = find_records(Path(p) for p in paths)
     if records.missing_paths:

@@ -21,8 +21,8 @@ import normbench
 from normbench import compare, record, rerun, run, tune
 from normbench.record import MAX_RECORD_BYTES, MAX_STRING, SetAside, read_summary
 from normbench.report import build_report
-from normbench.report import records as report_records
-from normbench.report.records import find_records
+from normbench.report import reading as report_records
+from normbench.report.reading import find_records
 from normbench.sweep_end import RunsFailed, SweepSummary
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
@@ -203,13 +203,13 @@ def test_a_lone_surrogate_is_kept_as_its_escape(tmp_path):
     assert summary["reason"] == "\\ud800abc" and summary["axes"]["norm"] == "ln\\ud800"
     assert "p\\udc80" in summary["profiles"]
     (sweep / "bad" / "metrics.jsonl").write_text('{"kind": "train", "step": 1, "loss": 1.0, "note": "\\ud800"}\n')
-    from normbench.report.records import read_curves
+    from normbench.report.reading import read_curves
 
     read_curves([sweep / "bad"]).to_parquet(tmp_path / "curves.parquet")
 
 
 def test_metrics_jsonl_readers_pass_over_the_same_hostile_files(tmp_path):
-    from normbench.report.records import read_curves
+    from normbench.report.reading import read_curves
 
     runs = []
     for name, make in HOSTILE.items():

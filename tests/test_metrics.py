@@ -66,9 +66,9 @@ def test_the_convergence_keys_are_the_ones_convergence_computes():
 def test_one_timing_threshold_read_by_the_report_and_the_claims():
     from normbench.analysis import aggregate
     from normbench.report import answers, tables
-    from normbench.analysis.claims import parts, vocabulary
+    from normbench.analysis.claims import speed_parts, vocabulary
 
-    for module in (aggregate, answers, tables, parts):
+    for module in (aggregate, answers, tables, speed_parts):
         assert module.TIMING_NOISY is metrics.TIMING_NOISY
     assert not hasattr(vocabulary, "INTERFERENCE")
 
@@ -78,9 +78,12 @@ def _string_literals(module: Path) -> set[str]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str)}
 
 
-@pytest.mark.parametrize("module", ["analysis/aggregate.py", "analysis/claims/engine.py", "analysis/claims/parts.py",
+@pytest.mark.parametrize("module", ["analysis/aggregate.py", "analysis/claims/engine.py",
+                                    "analysis/claims/comparison.py", "analysis/claims/score_parts.py",
+                                    "analysis/claims/speed_parts.py", "analysis/claims/convergence_parts.py",
                                     "analysis/claims/specs.py", "analysis/ranking.py", "analysis/tuning.py",
-                                    "report/tables.py", "report/figures.py", "report/answers.py",
+                                    "report/tables.py", "report/figures/tradeoffs.py", "report/figures/bars.py",
+                                    "report/answers.py",
                                     "loggers.py", "mlflow_logger.py", "rerun.py"])
 def test_readers_name_record_metrics_through_the_registry(module):
     """No ``"metrics.<key>"`` / ``"throughput.<key>"`` column spelled out, no list of keys repeated."""

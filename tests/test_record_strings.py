@@ -107,9 +107,10 @@ def test_compare_summary_treats_record_strings_as_data(sweep, tmp_path):
 @pytest.mark.parametrize("name", ["mathtext", "dollar"])
 def test_figure_labels_of_record_strings_are_plain_text(tmp_path, name):
     from normbench.report import figures
+    from normbench.report.figures import drawing
 
     label = figures.text(HOSTILE_STRINGS[name])
-    with matplotlib.rc_context(figures._STYLE):
+    with matplotlib.rc_context(drawing.STYLE):
         figure = matplotlib.figure.Figure()
         ax = figure.subplots()
         ax.plot([0, 1], [0, 1], label=label)

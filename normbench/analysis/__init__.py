@@ -5,7 +5,7 @@ performance profiles, tuning selection, the sequential design and the claims eng
 runner, tune, compare, bench arms and the report take every statistic from here.
 
 It may import normbench.metrics, normbench.record and normbench.contract (what a record is), and
-reads records through the record reader (normbench.report.records, which imports no presentation);
+reads records through the record reader (normbench.report.reading, which imports no presentation);
 it imports nothing else from normbench.report: the report shows what this package computes. Like
 the report it is torch-free, so it runs wherever the records can be copied to.
 """

@@ -23,7 +23,7 @@ import pandas as pd
 from normbench import contract
 from normbench import metrics as registry
 from normbench import record
-from normbench.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, tables, answers)
+from normbench.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, study_figures.py, provenance.py)
 from normbench.analysis.intervals import LEVEL, t_quantile
 from normbench.analysis import rules
 from normbench.analysis.ranking import rank_groups
@@ -585,15 +585,3 @@ def plotted_groups(summary: pd.DataFrame, limit: int = 12) -> list[str]:
     chosen = summary.groupby("task", sort=False).head(per_task)
     return chosen["group"].head(limit).tolist()
 
-
-def legend_labels(summary: pd.DataFrame, groups: list[str], axes: list[str]) -> dict[str, str]:
-    """Group labels naming only the axes that differ among `groups`, so legends stay readable."""
-    chosen = summary[summary["group"].isin(groups)].drop_duplicates("group")
-    names = [a.removeprefix("axes.") for a in axes if a != "axes.task"]
-    differing = [n for n in names if n in chosen and chosen[n].astype(str).nunique() > 1]
-    if not differing:
-        return {g: g for g in groups}
-    labels = {}
-    for _, row in chosen.iterrows():
-        labels[row["group"]] = ", ".join(f"{n}={format_value(row[n])}" for n in differing)
-    return {g: labels.get(g, g) for g in groups}

@@ -201,28 +201,6 @@ def seeds_to_decide(estimate: Estimate, seeds: int, distance: float, alpha: floa
     return None
 
 
-def seeds_to_detect(estimate: Estimate, seeds: int, effect: float | None = None, limit: int = 1000,
-                    alpha: float = ALPHA) -> int | None:
-    """Seeds per arm at which the design's MDE falls to |effect| (the effect seen by default)."""
-    return seeds_to_decide(estimate, seeds, abs(estimate.value if effect is None else effect), alpha, limit=limit)
-
-
-def seeds_for_equivalence(estimate: Estimate, seeds: int, delta: float, limit: int = 1000,
-                          one_sided: bool = False, alpha: float = ALPHA) -> int | None:
-    """Seeds per arm at which the (1 − 2α) interval around the difference seen would fit inside ±δ
-    (with one_sided: above −δ, the estimate oriented + = better), no allowance for power; None when
-    the difference seen is already beyond the margin or it would take more than ``limit``."""
-    beyond = estimate.value <= -delta if one_sided else abs(estimate.value) >= delta
-    if not (math.isfinite(estimate.var) and seeds >= 1) or beyond:
-        return None
-    for n in range(2, limit + 1):
-        scaled = _scaled(estimate, seeds, n)
-        if (non_inferiority(scaled, delta, alpha) == "not worse" if one_sided
-                else equivalence(scaled, delta, alpha) == "equivalent"):
-            return n
-    return None
-
-
 def agresti_caffo(k1: int, n1: int, k2: int, n2: int) -> Estimate:
     """k1/n1 − k2/n2 with Agresti–Caffo's variance (one success and one failure added to each arm):
     a normal-theory estimate that can be inverse-variance combined across strata."""

@@ -1,6 +1,6 @@
 """Which groups of a comparison could be the best: the ★, with a stated error rate.
 
-A comparison is the groups of one study and task (studies.py): arms that differ only in what the
+A comparison is the groups of one study and task (docs/studies.md): arms that differ only in what the
 study varies. Its ranking follows one stated rule (RULE below), the same in the answer, the
 leaderboard, summary.csv and the study runner (normbench/analysis/rules.py holds the constants):
 
@@ -78,10 +78,6 @@ class BestSet:
         return len(self.members) < len(self.order)
 
 
-def _oriented(scores: pd.Series, higher_is_better: bool) -> pd.Series:
-    return scores.astype(float) if higher_is_better else -scores.astype(float)
-
-
 def _worse_p(best: np.ndarray, other: np.ndarray, best_diverged: int, other_diverged: int) -> tuple[str, float]:
     """One-sided p-value of "other is worse than best"; finished scores oriented higher = better."""
     if best_diverged == 0 and other_diverged == 0:
@@ -109,18 +105,49 @@ def _worse_p(best: np.ndarray, other: np.ndarray, best_diverged: int, other_dive
             "Bonferroni-combined"), min(1.0, 2 * min(ranks, counts))
 
 
-def holm(p_values: list[float], alpha: float = ALPHA) -> tuple[list[bool], list[float]]:
-    """Holm's step-down: sort p ascending, reject the i-th smallest while p ≤ α / (m − i); stop at
-    the first that is not rejected. Returns (rejected, threshold) in the input order."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    rejected, thresholds = [False] * m, [math.nan] * m
-    still = True
-    for step, i in enumerate(order):
-        thresholds[i] = alpha / (m - step)
-        still = still and p_values[i] <= thresholds[i]
-        rejected[i] = still
-    return rejected, thresholds
+def _eligibility(used: pd.DataFrame, group: str, status: str, is_failed: pd.Series,
+                 not_trained: pd.Series) -> tuple[pd.DataFrame, list]:
+    """One row per group: its runs, diverged, did-not-train and failed counts, and whether it may
+    be ranked (why not: fewer than 2 seeds, or no run trained); and the groups that may."""
+    rows, eligible = [], []
+    for name, part in used.groupby(group, sort=False):
+        n, n_scored = len(part), int((~is_failed[part.index]).sum())
+        why = ("fewer than 2 seeds" if n < 2 else "no run trained" if n_scored == 0 else "")
+        rows.append({"group": name, "runs": n, "diverged": int((part[status] == "diverged").sum()),
+                     "did_not_train": int(not_trained[part.index].sum()), "failed": n - n_scored,
+                     "eligible": not why, "why": why})
+        if not why:
+            eligible.append(name)
+    table = pd.DataFrame(rows, columns=["group", "runs", "diverged", "did_not_train", "failed", "eligible", "why"])
+    return table, eligible
+
+
+def _worse_outcomes(order: list, arrays: dict[object, tuple[np.ndarray, int]],
+                    threshold: float) -> dict[object, tuple[str, float, bool, str]]:
+    """Group -> (the test, its smallest p against any other group, shown worse at `threshold`, the
+    group that shows it). A group whose median run failed is worse than one whose median run did not."""
+    def mostly_failed(name) -> bool:
+        scores, n_failed = arrays[name]
+        return n_failed * 2 > n_failed + len(scores)
+
+    outcome: dict[object, tuple[str, float, bool, str]] = {}
+    for name in order:
+        scores, n_failed = arrays[name]
+        worst: tuple[str, float, str] = ("", math.inf, "")
+        for other in order:
+            if other == name:
+                continue
+            if mostly_failed(name) and not mostly_failed(other):
+                worst = ("most runs failed (median run failed)", 0.0, other)
+                break
+            other_scores, other_failed = arrays[other]
+            test, p = _worse_p(other_scores, scores, other_failed, n_failed)
+            if p < worst[1]:
+                worst = (test, p, other)
+        shown = len(order) > 1 and worst[1] <= threshold
+        outcome[name] = (worst[0] if len(order) > 1 else "", worst[1] if len(order) > 1 else math.nan, shown,
+                         worst[2] if shown else "")
+    return outcome
 
 
 def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group", status: str = "status",
@@ -141,16 +168,7 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     oriented = values[used.index] if higher_is_better else -values[used.index]
     is_failed = is_failed_all[used.index]
 
-    rows, eligible = [], []
-    for name, part in used.groupby(group, sort=False):
-        n, n_scored = len(part), int((~is_failed[part.index]).sum())
-        why = ("fewer than 2 seeds" if n < 2 else "no run trained" if n_scored == 0 else "")
-        rows.append({"group": name, "runs": n, "diverged": int((part[status] == "diverged").sum()),
-                     "did_not_train": int(not_trained[part.index].sum()), "failed": n - n_scored,
-                     "eligible": not why, "why": why})
-        if not why:
-            eligible.append(name)
-    table = pd.DataFrame(rows, columns=["group", "runs", "diverged", "did_not_train", "failed", "eligible", "why"])
+    table, eligible = _eligibility(used, group, status, is_failed, not_trained)
     if not eligible:
         return BestSet(None, [], [], table.assign(test="", p=math.nan, threshold=math.nan, shown_worse=False,
                                                   beaten_by=""), level=alpha)
@@ -165,32 +183,8 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     labels = pool[group]
     arrays = {name: (oriented[idx][~is_failed[idx]].to_numpy(), int(is_failed[idx].sum()))
               for name in eligible for idx in [labels.index[labels == name]]}
-
-    def arm(name: str) -> tuple[np.ndarray, int]:
-        return arrays[name]
-
-    def mostly_failed(name: str) -> bool:
-        scores, n_failed = arm(name)
-        return n_failed * 2 > n_failed + len(scores)
-
     threshold = rules.bonferroni(alpha, len(order) - 1)
-    outcome: dict[str, tuple[str, float, bool, str]] = {}
-    for name in order:
-        scores, n_failed = arm(name)
-        worst: tuple[str, float, str] = ("", math.inf, "")
-        for other in order:
-            if other == name:
-                continue
-            if mostly_failed(name) and not mostly_failed(other):
-                worst = ("most runs failed (median run failed)", 0.0, other)
-                break
-            other_scores, other_failed = arm(other)
-            test, p = _worse_p(other_scores, scores, other_failed, n_failed)
-            if p < worst[1]:
-                worst = (test, p, other)
-        shown = len(order) > 1 and worst[1] <= threshold
-        outcome[name] = (worst[0] if len(order) > 1 else "", worst[1] if len(order) > 1 else math.nan, shown,
-                         worst[2] if shown else "")
+    outcome = _worse_outcomes(order, arrays, threshold)
     table["test"] = table["group"].map(lambda g: outcome[g][0] if g in outcome else "")
     table["p"] = table["group"].map(lambda g: outcome[g][1] if g in outcome else math.nan)
     table["threshold"] = table["group"].map(lambda g: threshold if g in outcome and len(order) > 1 else math.nan)

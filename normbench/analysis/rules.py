@@ -76,11 +76,6 @@ def to_scale(values, name: object) -> np.ndarray:
         return np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), np.nan)
 
 
-def from_scale(value: float, name: object) -> float:
-    """A difference on the compared scale back in the metric's terms: a ratio for a ratio metric."""
-    return math.exp(value) if ratio_scale(name) else value
-
-
 def margin(name: object) -> tuple[float, str]:
     """(δ on the compared scale, its words) for task metric ``name``: the smallest effect of interest."""
     found = task_metric(name)

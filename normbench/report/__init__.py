@@ -1,8 +1,10 @@
 """The report: reads run records (docs/run-record.md) and writes report.md, report.html, CSVs, figures.
 
-It reads JSON only and imports nothing else from normbench, so it runs anywhere the records can be
-copied to, without torch. The names below load on first use, so the runner can import the record
-reader (normbench.report.records) without matplotlib.
+It reads the records' JSON, never the runner's objects: from the rest of normbench it imports
+the statistics (normbench.analysis), the metric registry (normbench.metrics) and the task and
+record descriptions (normbench.schema, normbench.record), none of which imports torch, so it runs
+anywhere the records can be copied to, without torch. The names below load on first use, so the
+runner can import the record reader (normbench.report.reading) without matplotlib.
 """
 
 import importlib

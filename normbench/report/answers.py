@@ -180,50 +180,8 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
                           caveat=_scale_caveat(measured), design=design.text() if design is not None else "",
                           regime=gate.text if gate is not None else "", scale=measured)
     best = ranked.iloc[0]
-    score = str(first.get("score") or rules.PRIMARY)
-    score_words = {"final_val": "final val", "best_val": "best val (optimized_metric)"}.get(score, score)
-    tied = ranked[ranked["rank"] == best["rank"]] if "tie" in ranked and bool(best.get("tie")) else ranked.iloc[:1]
-    if len(tied) > 1:
-        arms = [str(a) for a in tied["arm"]]
-        names = "; ".join(arms[:-1]) + " and " + arms[-1]  # labels hold commas themselves
-        headline = (f"On {task}, {names} tie for first: {score_words} {metric} {_value(best, score, metric)}, "
-                    f"test {_value(best, 'test', metric)} ({best['arm']}), {_seeds(best['seeds'])} each ({facts}); "
-                    f"the ranking's rule does not separate them.")
-    elif str(first.get("study_role")) == EVALUATION:  # a tuned study: each arm at its chosen lr, ranked on test
-        headline = (f"On {task}, each arm at its tuned lr, {best['arm']} ranks first: test {metric} "
-                    f"{_value(best, 'test', metric)}, final val {_value(best, 'final_val', metric)}, "
-                    f"{_seeds(best['seeds'])} ({facts}).")
-    else:
-        headline = (f"On {task}, {best['arm']} ranks first{_failures(best)}: {score_words} {metric} "
-                    f"{_value(best, score, metric)}, test {_value(best, 'test', metric)}, {_seeds(best['seeds'])} ({facts}).")
-    others = ranked.iloc[1:]
-    if others.empty:
-        also = "No other arm ran 2 or more seeds, so nothing was compared with it."
-    elif bool(rows["best"].any()):
-        worse = others[others["shown_worse"].astype(bool)]
-        kept = others[~others["shown_worse"].astype(bool)]
-        listed = ", ".join(f"{r['arm']} {number(r[f'{score}_mean'], 3)}{_failures(r)}" for _, r in kept.head(_LISTED).iterrows())
-        more = f" and {len(kept) - _LISTED} more" if len(kept) > _LISTED else ""
-        also = (f"Could also be the best (★): {listed}{more}. " if len(kept) else "Every other arm is shown worse. ")
-        if len(kept):
-            also += f"Shown worse: {len(worse)} of {len(others)} other arms."
-    else:
-        level = float(first.get("level") or rules.ALPHA)
-        compared = "test" if str(first.get("study_role")) == EVALUATION else score
-        mde, needed, largest = design_power(_compared(runs, ranked["group"], registry.path(compared), metric),
-                                            alpha=level, power=rules.POWER, limit=_MAX_SEEDS)
-        n = int(ranked["seeds"].min())
-        delta, delta_text = rules.margin(metric)
-        alike = (f"the largest difference seen ({_difference_text(largest, metric)}) is smaller than the smallest "
-                 f"effect of interest ({delta_text}): no difference that matters was seen, none is excluded."
-                 if math.isfinite(largest) and largest < delta else "")
-        also = (f"The {len(ranked)} arms cannot be told apart at {n} seeds: no arm is shown worse (level {level:.3g}). "
-                + (f"The smallest difference this design detects is {_difference_text(mde, metric)} (one-sided at "
-                   f"{level:.3g}/{len(ranked) - 1}, power {rules.POWER:g}); " if math.isfinite(mde) else "")
-                + (alike or (f"about {needed} seeds per arm would detect the largest difference seen "
-                             f"({_difference_text(largest, metric)})." if needed else
-                             f"the largest difference seen ({_difference_text(largest, metric)}) would need more "
-                             f"than {_MAX_SEEDS} seeds per arm." if math.isfinite(largest) else "")))
+    headline = _winner_headline(first, ranked, best, task, metric, facts)
+    also = _others_text(rows, runs, ranked, first, metric)
     decided = bool(rows["best"].any()) and not len(single)  # a ranking that informs, every arm compared
     gate, measured = _regime(rows, runs)
     if gate is not None:  # the setup cannot tell the arms apart: no seeds, no budget would
@@ -232,6 +190,61 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
                       "" if decided else command, _scale_caveat(measured),
                       design=design.text() if design is not None else "",
                       regime=gate.text if gate is not None else "", scale=measured)
+
+
+def _winner_headline(first: pd.Series, ranked: pd.DataFrame, best: pd.Series, task: str, metric: str,
+                     facts: str) -> str:
+    """The answer's first sentence: the arm ranked first (or the arms tied for it), its scores and seeds."""
+    score = str(first.get("score") or rules.PRIMARY)
+    score_words = {"final_val": "final val", "best_val": "best val (optimized_metric)"}.get(score, score)
+    tied = ranked[ranked["rank"] == best["rank"]] if "tie" in ranked and bool(best.get("tie")) else ranked.iloc[:1]
+    if len(tied) > 1:
+        arms = [str(a) for a in tied["arm"]]
+        names = "; ".join(arms[:-1]) + " and " + arms[-1]  # labels hold commas themselves
+        return (f"On {task}, {names} tie for first: {score_words} {metric} {_value(best, score, metric)}, "
+                f"test {_value(best, 'test', metric)} ({best['arm']}), {_seeds(best['seeds'])} each ({facts}); "
+                f"the ranking's rule does not separate them.")
+    if str(first.get("study_role")) == EVALUATION:  # a tuned study: each arm at its chosen lr, ranked on test
+        return (f"On {task}, each arm at its tuned lr, {best['arm']} ranks first: test {metric} "
+                f"{_value(best, 'test', metric)}, final val {_value(best, 'final_val', metric)}, "
+                f"{_seeds(best['seeds'])} ({facts}).")
+    return (f"On {task}, {best['arm']} ranks first{_failures(best)}: {score_words} {metric} "
+            f"{_value(best, score, metric)}, test {_value(best, 'test', metric)}, {_seeds(best['seeds'])} ({facts}).")
+
+
+def _others_text(rows: pd.DataFrame, runs: pd.DataFrame, ranked: pd.DataFrame, first: pd.Series,
+                 metric: str) -> str:
+    """What the other ranked arms are: could also be the best (★), shown worse, or not told apart
+    (then the smallest difference the design detects and the seeds that would decide)."""
+    score = str(first.get("score") or rules.PRIMARY)
+    others = ranked.iloc[1:]
+    if others.empty:
+        return "No other arm ran 2 or more seeds, so nothing was compared with it."
+    if bool(rows["best"].any()):
+        worse = others[others["shown_worse"].astype(bool)]
+        kept = others[~others["shown_worse"].astype(bool)]
+        listed = ", ".join(f"{r['arm']} {number(r[f'{score}_mean'], 3)}{_failures(r)}" for _, r in kept.head(_LISTED).iterrows())
+        more = f" and {len(kept) - _LISTED} more" if len(kept) > _LISTED else ""
+        also = (f"Could also be the best (★): {listed}{more}. " if len(kept) else "Every other arm is shown worse. ")
+        if len(kept):
+            also += f"Shown worse: {len(worse)} of {len(others)} other arms."
+        return also
+    level = float(first.get("level") or rules.ALPHA)
+    compared = "test" if str(first.get("study_role")) == EVALUATION else score
+    mde, needed, largest = design_power(_compared(runs, ranked["group"], registry.path(compared), metric),
+                                        alpha=level, power=rules.POWER, limit=_MAX_SEEDS)
+    n = int(ranked["seeds"].min())
+    delta, delta_text = rules.margin(metric)
+    alike = (f"the largest difference seen ({_difference_text(largest, metric)}) is smaller than the smallest "
+             f"effect of interest ({delta_text}): no difference that matters was seen, none is excluded."
+             if math.isfinite(largest) and largest < delta else "")
+    return (f"The {len(ranked)} arms cannot be told apart at {n} seeds: no arm is shown worse (level {level:.3g}). "
+            + (f"The smallest difference this design detects is {_difference_text(mde, metric)} (one-sided at "
+               f"{level:.3g}/{len(ranked) - 1}, power {rules.POWER:g}); " if math.isfinite(mde) else "")
+            + (alike or (f"about {needed} seeds per arm would detect the largest difference seen "
+                         f"({_difference_text(largest, metric)})." if needed else
+                         f"the largest difference seen ({_difference_text(largest, metric)}) would need more "
+                         f"than {_MAX_SEEDS} seeds per arm." if math.isfinite(largest) else "")))
 
 
 def _regime(rows: pd.DataFrame, runs: pd.DataFrame) -> tuple[regime.Gate | None, str]:

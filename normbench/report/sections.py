@@ -20,13 +20,10 @@ from normbench.report.tables import ClaimView, Leaderboard
 
 MAX_FIGURES = 6  # a study's figures beyond this say less than its leaderboard already does
 
-# Figure file stem -> the figures.py function that draws it (a stem starts with its kind).
+# Figure file stem -> the figures function that draws it (a stem starts with its kind).
 _KIND_OF = (("heatmap", "heatmaps"), ("curves_loss", "loss_curves"), ("curves_", "learning_curves"),
             ("grad_norm", "grad_norm_curves"), ("grad_flow", "grad_flow"), ("throughput", "throughput"),
             ("peak_memory", "peak_memory"), ("tradeoff", "tradeoff"))
-# Used while figures.py names no order of its own: learning first, speed last (it needs paired timing).
-_DEFAULT_ORDER = ("learning_curves", "heatmaps", "loss_curves", "grad_flow", "grad_norm_curves", "tradeoff",
-                  "throughput")
 NOT_IN_STUDIES = ("peak_memory",)  # one memory table for the report instead of a chart per study
 
 
@@ -48,12 +45,12 @@ class StudySection:
 
 
 def figure_kind(figure: figures.Figure) -> str:
-    """The figures.py function that drew `figure`, from its file stem."""
+    """The figures function that drew `figure`, from its file stem."""
     return next((kind for prefix, kind in _KIND_OF if figure.name.startswith(prefix)), figure.name)
 
 
 def figure_order() -> tuple[str, ...]:
-    return tuple(getattr(figures, "STUDY_FIGURE_ORDER", None) or _DEFAULT_ORDER)
+    return figures.STUDY_FIGURE_ORDER
 
 
 def pick_figures(drawn: list[figures.Figure], limit: int = MAX_FIGURES) -> tuple[list[figures.Figure], list[str]]:

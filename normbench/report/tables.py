@@ -453,7 +453,7 @@ def tuned_leaderboard_tables(boards: list[dict]) -> list[Leaderboard]:
 
 
 def profile_table(summary: pd.DataFrame, taus: tuple[float, ...]) -> Table:
-    """ρ at a few τ, the area, and how many tasks each arm reached the target on (profiles.py)."""
+    """ρ at a few τ, the area, and how many tasks each arm reached the target on (performance_profiles.py)."""
     columns = ["arm", *[f"ρ({format_value(t)})" for t in taus], "area (log τ, 1…4)", "tasks reached / tasks"]
     body = [[str(row["arm"]), *[number(row[f"rho_{format_value(t)}"], 3) for t in taus], number(row["area"], 3),
              f"{int(row['reached'])} / {int(row['tasks'])}"] for _, row in summary.iterrows()]

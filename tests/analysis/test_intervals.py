@@ -10,8 +10,7 @@ from scipy import stats
 
 from normbench.analysis.intervals import (Estimate, agresti_caffo, combine, equivalence, inverse_variance,
                                         mean_estimate, minimum_detectable_effect, non_inferiority,
-                                        decision_level, proportion_difference, seeds_for_equivalence,
-                                        seeds_to_decide, seeds_to_detect,
+                                        decision_level, proportion_difference, seeds_to_decide,
                                         slope_estimate, t_quantile, wilson_interval)
 
 # Two-sided 95% critical values from any printed t table.
@@ -105,13 +104,10 @@ def test_minimum_detectable_effect_and_seeds_needed():
     df = 2 * n - 2
     expected = (stats.t.ppf(0.95, df) + stats.t.ppf(0.8, df)) * s * math.sqrt(2 / n)  # one-sided at α = 0.05
     assert minimum_detectable_effect(estimate) == pytest.approx(expected, rel=1e-9)
-    needed = seeds_to_detect(Estimate(0.05, estimate.var, estimate.df), n)
+    needed = seeds_to_decide(Estimate(0.05, estimate.var, estimate.df), n, 0.05)
     at = lambda k: (stats.t.ppf(0.95, 2 * k - 2) + stats.t.ppf(0.8, 2 * k - 2)) * s * math.sqrt(2 / k)
     assert at(needed) <= 0.05 < at(needed - 1)
-    assert seeds_to_detect(Estimate(0.0, estimate.var, estimate.df), n) is None
-    assert seeds_for_equivalence(Estimate(0.02, estimate.var, estimate.df), n, 0.01) is None  # already beyond δ
-    more = seeds_for_equivalence(Estimate(0.0, estimate.var, estimate.df), n, 0.05)
-    assert more > n and equivalence(Estimate(0.0, estimate.var * n / more, 2 * more - 2), 0.05) == "equivalent"
+    assert seeds_to_decide(Estimate(0.0, estimate.var, estimate.df), n, 0.0) is None
 
 
 def test_inverse_variance_combination():
@@ -130,12 +126,6 @@ def test_agresti_caffo():
     low, high = estimate.interval()
     assert 0 < low < 1 < high
 
-
-def test_seeds_for_non_inferiority_allow_a_better_estimate():
-    better = Estimate(0.05, 0.02 ** 2, 4.0)  # better by more than δ: equivalence can never be shown
-    assert seeds_for_equivalence(better, 3, 0.01) is None
-    assert seeds_for_equivalence(better, 3, 0.01, one_sided=True) == 3  # already shown at 3
-    assert seeds_for_equivalence(Estimate(-0.02, 0.02 ** 2, 4.0), 3, 0.01, one_sided=True) is None
 
 
 # Newcombe RG (1998a), "Two-sided confidence intervals for the single proportion: comparison of seven

@@ -12,7 +12,7 @@ def test_analysis_imports_nothing_shown():
     code = ("import importlib, sys\n"
             f"for name in {modules!r}: importlib.import_module(name)\n"
             "print(sorted(m for m in sys.modules if m.startswith('normbench.report') "
-            "and m not in ('normbench.report', 'normbench.report.records')))")
+            "and m not in ('normbench.report', 'normbench.report.reading')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

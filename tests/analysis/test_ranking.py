@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
-from normbench.analysis.ranking import ALPHA, RULE, best_set, holm, rank_groups
+from normbench.analysis.ranking import RULE, best_set, rank_groups
 
 
 def table(groups: dict[str, list], task: str = "copy", higher: bool = True) -> pd.DataFrame:
@@ -72,13 +71,6 @@ def test_tied_data():
 def test_lower_is_better():
     result = best_set(table({"a": [0.10, 0.11, 0.09], "b": [0.50, 0.52, 0.49]}, higher=False), False)
     assert result.members == ["a"]
-
-
-def test_holm_step_down():
-    rejected, thresholds = holm([0.01, 0.04, 0.03, 0.5])
-    assert thresholds == pytest.approx([ALPHA / 4, ALPHA / 1, ALPHA / 3, ALPHA / 1][:1] + [ALPHA / 2, ALPHA / 3, ALPHA / 1])
-    assert rejected == [True, False, False, False]  # 0.03 > 0.05/3 stops the steps
-    assert holm([0.001, 0.02])[0] == [True, True]
 
 
 def test_rank_groups_fill_summary_per_task_and_the_rule_is_stated():

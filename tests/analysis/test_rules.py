@@ -88,7 +88,7 @@ def test_a_27_fold_mse_gap_is_decided_on_the_log_scale():
     assert on_log.members == ["ln"]
     linear = best_set(runs.drop(columns="task.metric"), False)
     assert linear.members == ["ln", "bn"]  # what the old linear rule said: cannot be told apart
-    assert rules.from_scale(float(np.mean(np.log(bn)) - np.mean(np.log(ln))), "mse") == pytest.approx(18.4, rel=0.01)
+    assert rules.ratio_scale("mse") and math.exp(np.mean(np.log(bn)) - np.mean(np.log(ln))) == pytest.approx(18.4, rel=0.01)
     assert rules.margin("mse")[0] == pytest.approx(math.log(1.1))
 
 

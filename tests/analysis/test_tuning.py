@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from normbench.analysis import profiles, tuning
+from normbench.analysis import performance_profiles, tuning
 from normbench.analysis.claims import CLAIMS, INCONCLUSIVE, NOT_APPLICABLE, SUPPORTED, judge
 
 GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
@@ -103,20 +103,20 @@ def test_the_tuned_leaderboard_stars_with_the_ranking_rule(runs_of):
 def test_performance_profiles_count_not_reached_as_infinite():
     steps = pd.DataFrame({"a": [100.0, 200.0, math.inf], "b": [200.0, 100.0, 300.0], "c": [math.inf] * 3},
                          index=["t1", "t2", "t3"])
-    ratios, summary, left_out = profiles.performance_profiles(steps)
+    ratios, summary, left_out = performance_profiles.step_ratios(steps)
     rows = summary.set_index("arm")
     assert not left_out
     assert rows.loc["a", "rho_1"] == pytest.approx(1 / 3) and rows.loc["a", "rho_2"] == pytest.approx(2 / 3)
     assert rows.loc["a", "rho_4"] == pytest.approx(2 / 3)  # never reached on t3: never counted
     assert rows.loc["b", "rho_1"] == pytest.approx(2 / 3) and rows.loc["b", "rho_2"] == pytest.approx(1.0)
     assert rows.loc["c", "rho_4"] == 0.0 and rows.loc["c", "area"] == 0.0 and rows.loc["c", "reached"] == 0
-    assert profiles.profile_area(np.array([1.0, 1.0])) == pytest.approx(1.0)
-    assert profiles.profile_area(np.array([2.0])) == pytest.approx(0.5)  # log 2 / log 4 short of the top
+    assert performance_profiles.profile_area(np.array([1.0, 1.0])) == pytest.approx(1.0)
+    assert performance_profiles.profile_area(np.array([2.0])) == pytest.approx(0.5)  # log 2 / log 4 short of the top
 
 
 def test_a_task_no_arm_reached_counts_for_no_arm():
     steps = pd.DataFrame({"a": [100.0, math.inf], "b": [50.0, math.inf]}, index=["t1", "t2"])
-    _, summary, _ = profiles.performance_profiles(steps)
+    _, summary, _ = performance_profiles.step_ratios(steps)
     assert summary.set_index("arm").loc["b", "rho_4"] == pytest.approx(0.5)
 
 

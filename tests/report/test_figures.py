@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from normbench.report import figures
+from normbench.report.figures import drawing
 from normbench.report.figures import LAYOUTS, MIN_FONT_KEY, NARROW, PROBLEMS_KEY, WIDE
 
 
@@ -60,8 +61,8 @@ def test_panel_heights_follow_the_panel_count(small_crafted_report):
 
 
 def test_the_check_finds_overlapping_tick_labels_and_repeated_legend_labels():
-    with matplotlib.rc_context(figures._STYLE):
-        figure, (ax,) = figures._grid(NARROW, 1, 3.0)
+    with matplotlib.rc_context(drawing.STYLE):
+        figure, (ax,) = drawing.grid(NARROW, 1, 3.0)
         ax.set_xticks(range(40), [f"label number {i}" for i in range(40)])
         ax.set_xlim(0, 39)
         ax.plot([0, 1], [0, 1], label="norm=ln, placement=…")
@@ -75,8 +76,8 @@ def test_the_check_finds_overlapping_tick_labels_and_repeated_legend_labels():
 
 @pytest.mark.filterwarnings("ignore:constrained_layout not applied")
 def test_the_check_finds_a_squashed_panel():
-    with matplotlib.rc_context(figures._STYLE):
-        figure, panels = figures._grid(WIDE, 8, 0.35, columns=1)
+    with matplotlib.rc_context(drawing.STYLE):
+        figure, panels = drawing.grid(WIDE, 8, 0.35, columns=1)
         figure.draw_without_rendering()
         assert any("squashed" in p for p in figures.layout_problems(figure))
 
@@ -84,6 +85,6 @@ def test_the_check_finds_a_squashed_panel():
 @pytest.mark.parametrize("count", [3, 30])
 def test_legends_keep_every_label_whole(count):
     labels = [f"norm=ln, placement=pre, lr={i}, warmup_steps=100, gamma_init=0.1, batch_size=32" for i in range(count)]
-    plan = figures._legend_plan(labels, NARROW)
+    plan = drawing.legend_plan(labels, NARROW)
     assert [w.replace("\n", " ") for w in plan.labels] == labels
     assert plan.height >= 0.2 * sum(w.count("\n") + 1 for w in plan.labels) / plan.ncols

@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from normbench.report import figures
+from normbench.report.figures import drawing, png, tradeoffs
 from normbench.report.figures import LAYOUTS, PROBLEMS_KEY, WIDE
 
 METRICS = {"adding": ("mse", False)}
@@ -27,7 +28,7 @@ def _arms(timing: str = "per-run") -> pd.DataFrame:
 
 
 def _panel(arms: pd.DataFrame):
-    figure, (ax,) = figures._grid(WIDE, 1, 3.8)
+    figure, (ax,) = drawing.grid(WIDE, 1, 3.8)
     ax.scatter(arms["samples_per_s_median"], arms["final_val_mean"], s=70, marker="*")
     figure.draw_without_rendering()
     return figure, ax
@@ -35,7 +36,7 @@ def _panel(arms: pd.DataFrame):
 
 def test_a_label_on_another_arms_point_is_found_and_the_placement_avoids_it():
     arms = _arms()
-    with matplotlib.rc_context(figures._STYLE):
+    with matplotlib.rc_context(drawing.STYLE):
         figure, ax = _panel(arms)
         near = ax.transData.transform([[1000.0, 0.100], [1012.0, 0.101]])
         assert np.hypot(*(near[0] - near[1])) < 15  # close on the page: a label beside one is near the other
@@ -53,7 +54,7 @@ def test_a_label_on_another_arms_point_is_found_and_the_placement_avoids_it():
 
         for note in list(ax.texts):
             note.remove()
-        figures._label_points(ax, arms, "final_val")
+        tradeoffs.label_points(ax, arms, "final_val")
         assert figures.layout_problems(figure) == []
         labels = [t.get_text() for t in ax.texts if t.get_gid() == "label"]
         assert len(labels) == 3, labels  # every point keeps a label (its rank at least)
@@ -61,13 +62,13 @@ def test_a_label_on_another_arms_point_is_found_and_the_placement_avoids_it():
 
 def test_the_trade_off_figure_passes_its_own_check_with_close_points(tmp_path, monkeypatch):
     legends = []
-    save = figures._save
+    save = png.save
 
     def keep_legend(figure, *rest):
         legends.append([t.get_text() for legend in figure.legends for t in legend.get_texts()])
         save(figure, *rest)
 
-    monkeypatch.setattr(figures, "_save", keep_legend)
+    monkeypatch.setattr(png, "save", keep_legend)
     figure = figures.tradeoff(_arms(), METRICS, tmp_path)
     for layout in LAYOUTS:
         with Image.open(tmp_path / "figures" / layout.folder / "tradeoff.png") as image:
@@ -79,8 +80,8 @@ def test_the_trade_off_figure_passes_its_own_check_with_close_points(tmp_path, m
 
 def test_a_one_point_pareto_front_is_neither_drawn_nor_named(tmp_path, monkeypatch):
     legends = []
-    save = figures._save
-    monkeypatch.setattr(figures, "_save", lambda figure, *rest: (legends.append(
+    save = png.save
+    monkeypatch.setattr(png, "save", lambda figure, *rest: (legends.append(
         [t.get_text() for legend in figure.legends for t in legend.get_texts()]), save(figure, *rest)))
     dominant = _arms("paired").assign(samples_per_s_median=[3000.0, 1000.0, 1012.0])  # fastest and best
     figure = figures.tradeoff(dominant, METRICS, tmp_path)
@@ -148,13 +149,13 @@ def test_the_smaller_pngs_keep_every_plotted_colour_exact(tmp_path):
     """The reduced palette the PNGs are saved with still holds each line's colour as drawn (a coarser one
     would merge neighbouring arms' colours)."""
     def draw(layout):
-        figure, (ax,) = figures._grid(layout, 1, 3.0)
+        figure, (ax,) = drawing.grid(layout, 1, 3.0)
         for index in range(6):
             ax.plot(np.arange(50), np.sin(np.arange(50) / (index + 2)) + index, linewidth=1.6,
-                    **figures._line_style(index))
+                    **drawing.line_style(index))
         return figure
 
-    figures._render(tmp_path, "lines", draw)
+    png.render(tmp_path, "lines", draw)
     with Image.open(tmp_path / "figures" / "lines.png") as image:
         assert image.mode == "P"
         palette = np.asarray(image.getpalette()[:768], dtype=float).reshape(-1, 3)

@@ -1,8 +1,10 @@
 """Claims from the normalization literature, checked against the runs at hand.
 
-specs.py holds the claims as data, in the vocabulary of vocabulary.py; parts.py tests each kind of
-part; engine.py is the one set of rules that judges a claim within each study and setting (its
-docstring states the tests, the α, the pooling and the four verdicts).
+specs.py holds the claims as data, in the vocabulary of vocabulary.py; parts.py names the module
+that tests each kind of part (score_parts, speed_parts, convergence_parts, on what comparison.py
+shares: strata, effects, the divergence test); engine.py is the one set of rules that judges a
+claim within each study and setting (its docstring states the tests, the α, the pooling and the
+four verdicts).
 """
 
 from __future__ import annotations

@@ -68,8 +68,9 @@ import pandas as pd
 
 from normbench.metrics import path
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims.parts import (TRAIN_LOSS_AUC, VAL_AUC, _Context, _effect_text, _keys, _task,
-                                           evaluate_part, pct, varying)
+from normbench.analysis.claims.comparison import Context, effect_text, level_keys, pct, task_direction, varying
+from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC
+from normbench.analysis.claims.parts import evaluate_part
 from normbench.analysis.claims.vocabulary import (CONTRADICTED, DEPENDS, INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE, SCORE,
                                                 SUPPORTED, Claim, Extreme, Part, PartSpec, Verdict, axis, describe, metric,
                                                 select, values_text)
@@ -118,7 +119,7 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
         elif spec.kind in ("better", "not_worse", "equivalent", "slope") and spec.measure is not SCORE:
             measures[spec.measure.name.split(" (")[0]] = spec.measure
     rows = []
-    _, name, _ = _task(runs)
+    _, name, _ = task_direction(runs)
     for arm, frame in frames.items():
         row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, "runs": int(len(frame)),
                "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
@@ -150,7 +151,7 @@ def part_line(index: int, part: Part) -> str:
         extra = " (" + "; ".join(bits) + ")"
     if part.status == NOT_TESTABLE:
         return f" Part {index} — {part.assertion}: {part.note.strip()}. Test: {part.test}"
-    return (f" Part {index} — {part.assertion}: {part.status}{extra}. Effect: {_effect_text(part.effect)}. "
+    return (f" Part {index} — {part.assertion}: {part.status}{extra}. Effect: {effect_text(part.effect)}. "
             f"Test: {part.test}{part.note}")
 
 
@@ -171,7 +172,7 @@ def verdict_text(part: Part) -> str:
 
 def part_rows(verdict: Verdict) -> list[list[str]]:
     """The per-part table of a verdict (PART_COLUMNS)."""
-    return [[p.assertion, p.test, _effect_text(p.effect), verdict_text(p)] for p in verdict.parts]
+    return [[p.assertion, p.test, effect_text(p.effect), verdict_text(p)] for p in verdict.parts]
 
 
 def relevant(claim: Claim, runs: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
@@ -212,7 +213,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
         frames, resolved, why = _resolve(claim, runs)
         if why:
             return not_applicable(why)
-    ctx = _Context(runs, frames, claim.compare, alpha)
+    ctx = Context(runs, frames, claim.compare, alpha)
     curves = (regime.read_evals(runs["run_dir"].dropna()) if "run_dir" in runs and any(
         regime.STILL_IMPROVING in regime.gates_for(s.kind, s.measure.task_metric) for s in claim.parts) else None)
     parts = [_gated(claim, spec, ctx, curves) or evaluate_part(spec, ctx) for spec in claim.parts]
@@ -261,7 +262,7 @@ def _after_setup(claim: Claim, parts: list[Part]) -> list[Part]:
             for s, p in zip(claim.parts, parts)]
 
 
-def _gated(claim: Claim, spec: PartSpec, ctx: _Context, curves: pd.DataFrame | None) -> Part | None:
+def _gated(claim: Claim, spec: PartSpec, ctx: Context, curves: pd.DataFrame | None) -> Part | None:
     """The part as "not testable here" when the regime of its arms cannot show an effect (regime.GATES
     for its kind), None when it can be tested: every part kind is gated here, once."""
     names = tuple(n for n in (spec.a, spec.b) if n)
@@ -288,7 +289,7 @@ def settings(runs: pd.DataFrame, free: tuple[str, ...]) -> list[tuple[str, pd.Da
     fixed = varying(view, free)
     if not fixed:
         return [("", runs)]
-    keys = _keys(view, fixed)
+    keys = level_keys(view, fixed)
 
     def covers(general: tuple, specific: tuple) -> bool:
         return all(g is None or g == s for g, s in zip(general, specific))

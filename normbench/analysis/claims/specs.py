@@ -16,11 +16,11 @@ from normbench.metrics import path
 from normbench.record import TRAINED_STATUSES
 from normbench.analysis import rules
 from normbench.analysis.aggregate import PRIMARY, format_value
-from normbench.analysis.claims.parts import (FAILED, _keys, _named, _task, axis, column, metric, values_text,
-                                           varying)
+from normbench.analysis.claims.comparison import FAILED, level_keys, names_axis, task_direction, varying
 from normbench.analysis.claims.vocabulary import (
-    LARGEST, NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require, better,
-    converges_faster, faster, grows, higher_rate, more_stable, named, not_worse, one_of, ratio, slope)
+    NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require, better,
+    axis, column, converges_faster, faster, grows, higher_rate, metric, more_stable, named, not_worse, one_of,
+    ratio, slope, values_text)
 from normbench.analysis.intervals import ALPHA, combine, decision_level, mean_estimate
 
 RECURRENT = Require({"model": named("rnn", "lstm", "gru")}, "a recurrent model (rnn, lstm or gru)")
@@ -104,9 +104,9 @@ def once_per_seed_at_init(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
     if runs.empty:
         return ("Needs ‖∂L/∂W²‖ of the last FFN at initialization (profiles.ffn_w2_grad_norm_init) in the records: "
                 "runs recorded before this probe have only the whole block's gradient, which is not Theorem 1's quantity.")
-    pooled = [c.removeprefix("axes.") for c in varying(runs) if _named(c, INIT_INVARIANT)]
-    others = [c for c in runs.columns if c.startswith("axes.") and not _named(c, INIT_INVARIANT)]
-    keys = pd.Series(_keys(runs, others + ["seed"]), index=runs.index, dtype=object)
+    pooled = [c.removeprefix("axes.") for c in varying(runs) if names_axis(c, INIT_INVARIANT)]
+    others = [c for c in runs.columns if c.startswith("axes.") and not names_axis(c, INIT_INVARIANT)]
+    keys = pd.Series(level_keys(runs, others + ["seed"]), index=runs.index, dtype=object)
     kept = runs[~keys.duplicated()]
     collapsed = len(runs) - len(kept)
     return kept, (f" {collapsed} run(s) differing only in {', '.join(pooled)} (which cannot change a gradient "
@@ -119,7 +119,7 @@ def normalization_matters(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
     are empty where nothing needs a norm)."""
     norm = axis(runs, "norm")
     ok = runs[runs["status"] == "ok"]
-    sign, name, _ = _task(runs)
+    sign, name, _ = task_direction(runs)
     logged = rules.ratio_scale(name)
 
     def scores(kind):
@@ -169,7 +169,7 @@ def largest_training_lr(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Serie
     diverge) and its final metric got TRAINS_SHARE of the way from chance to the best lr's mean in
     this setting (any arm). One noisy seed, or an arm with a lower peak, still trains; a seed that
     trains at no lr counts one grid step below the smallest, so it is counted, not dropped."""
-    sign, name, chance = _task(runs)
+    sign, name, chance = task_direction(runs)
     lr = pd.to_numeric(axis(runs, "lr"), errors="coerce")
     grid = sorted(set(lr.dropna()))
     rule = (f"per seed, the largest lr of the shared grid ({values_text(pd.Series(grid, dtype=float))}) at which "
@@ -180,7 +180,7 @@ def largest_training_lr(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Serie
     ok = runs[runs["status"] == "ok"]
     score = metric(ok, path("final_val"))
     groups = [c for c in ok.columns if c.startswith("axes.") and c != "axes.seed"]
-    means = score.groupby(pd.Series(_keys(ok, groups), index=ok.index, dtype=object)).mean() if len(ok) else pd.Series(dtype=float)
+    means = score.groupby(pd.Series(level_keys(ok, groups), index=ok.index, dtype=object)).mean() if len(ok) else pd.Series(dtype=float)
     best = float(means.max() if sign > 0 else means.min()) if len(means) else math.nan
     limit = rules.chance_limit(name, chance)
     if not (math.isfinite(best) and (limit is None or sign * (best - limit) > 0)):

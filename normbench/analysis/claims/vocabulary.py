@@ -56,12 +56,12 @@ class Extreme:
 SMALLEST, LARGEST = Extreme("smallest"), Extreme("largest")
 
 
-def _missing(value) -> bool:
+def is_missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
 
 
 def _number(value) -> float | None:
-    if isinstance(value, (bool, np.bool_)) or _missing(value):
+    if isinstance(value, (bool, np.bool_)) or is_missing(value):
         return None
     try:
         return float(value)
@@ -70,7 +70,7 @@ def _number(value) -> float | None:
 
 
 def _same(value, expected) -> bool:
-    if _missing(value):
+    if is_missing(value):
         return False
     if isinstance(expected, (bool, np.bool_)) or isinstance(value, (bool, np.bool_)):
         return str(value).lower() == str(expected).lower()
@@ -91,7 +91,7 @@ def one_of(*values) -> Is:
 
 def named(*parts: str) -> Is:
     """A value whose name contains one of ``parts`` (model "lstm" in "lstm_peephole")."""
-    return Is(" or ".join(parts), lambda v: not _missing(v) and any(p in str(v).lower() for p in parts))
+    return Is(" or ".join(parts), lambda v: not is_missing(v) and any(p in str(v).lower() for p in parts))
 
 
 def axis(runs: pd.DataFrame, name: str) -> pd.Series:
@@ -105,7 +105,7 @@ def metric(runs: pd.DataFrame, name: str) -> pd.Series:
 
 def _matches(values: pd.Series, expected) -> pd.Series:
     if isinstance(expected, Is):
-        return values.map(lambda v: bool(expected.test(None if _missing(v) else v))).astype(bool)
+        return values.map(lambda v: bool(expected.test(None if is_missing(v) else v))).astype(bool)
     return values.map(lambda v: _same(v, expected)).astype(bool)
 
 

@@ -56,7 +56,7 @@ def arm_table(summary: pd.DataFrame, axes: list[str], tuned: bool = False) -> tu
     return table, note
 
 
-def performance_profiles(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+def step_ratios(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """(ratios r(a, t), summary per arm with ρ at TAUS and area, tasks left out). Needs ≥ 2 tasks."""
     complete = table.dropna(how="any")
     left_out = [str(t) for t in table.index if t not in complete.index]
@@ -73,10 +73,6 @@ def performance_profiles(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
         rows.append(row)
     summary = pd.DataFrame(rows).sort_values(["area", "arm"], ascending=[False, True], kind="stable")
     return ratios, summary.reset_index(drop=True), left_out
-
-
-def rho(ratios: np.ndarray, tau: float) -> float:
-    return float((np.asarray(ratios, dtype=float) <= tau * (1 + 1e-12)).mean())
 
 
 def profile_area(ratios: np.ndarray, tau_max: float = AREA_TAU) -> float:

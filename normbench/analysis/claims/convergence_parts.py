@@ -1,0 +1,198 @@
+"""The parts judged on training curves: converges faster (steps to target, the areas under the
+validation and training-loss curves) and grows (a measure that rises over training)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from normbench.metrics import path
+from normbench.analysis import rules
+from normbench.analysis.aggregate import format_value
+from normbench.analysis.claims.comparison import (Context, as_effect, better_word, decided_by_first,
+                                                  divergence_test, learned, learning_strata, lean_of,
+                                                  measure_values, number_text, pct, per_stratum_text, seed_count,
+                                                  side_of, strata, stratified_difference, task_direction,
+                                                  undecided)
+from normbench.analysis.claims.vocabulary import (INCONCLUSIVE, NOT_APPLICABLE, SCORE, Part, PartSpec, axis, metric,
+                                                recorded, values_text)
+from normbench.analysis.intervals import combine, decision_level, mean_estimate
+
+
+TARGET_SHARE = 0.5  # steps to target: the first evaluation this share of the way from chance to the setting's best
+
+
+def curve_summaries(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run (index of ``runs``), from its metrics.jsonl: train_loss_auc and val_auc (the means of
+    the training loss and of the validation metric over the run, as the runner records them) and
+    steps_to_target (the first evaluation at least TARGET_SHARE of the way from chance to the best
+    evaluation of any run here; NaN when never reached or diverged). Empty when no curves can be read."""
+    from pathlib import Path
+
+    from normbench.report.reading import read_curves
+
+    dirs = runs["run_dir"].dropna().astype(str) if "run_dir" in runs else pd.Series(dtype=str)
+    if dirs.empty or not any((Path(d) / "metrics.jsonl").is_file() for d in dirs):
+        return pd.DataFrame(index=runs.index)
+    curves = read_curves(dirs.unique())
+    train, evals = curves[curves["kind"] == "train"], curves[curves["kind"] == "eval"]
+    loss = train.groupby("run_dir")["loss"].mean()
+    val = evals.groupby("run_dir")["val_metric"].mean()
+    sign, _, chance = task_direction(runs)
+    ok_dirs = set(runs.loc[runs["status"] == "ok", "run_dir"].astype(str))
+    finished = evals[evals["run_dir"].isin(ok_dirs)]["val_metric"]
+    reached = pd.Series(dtype=float)
+    if chance is not None and finished.notna().any():
+        best = float(finished.max() if sign > 0 else finished.min())
+        target = chance + TARGET_SHARE * (best - chance)
+        hits = evals[evals["run_dir"].isin(ok_dirs) & (sign * (evals["val_metric"] - target) >= 0)]
+        reached = hits.groupby("run_dir")["step"].min()
+    by_dir = runs["run_dir"].astype(str)
+    return pd.DataFrame({"train_loss_auc": by_dir.map(loss), "val_auc": by_dir.map(val),
+                         "steps_to_target": by_dir.map(reached)}, index=runs.index)
+
+
+def _with_curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with metrics.train_loss_auc / val_auc filled from their curves where the record
+    lacks them, and curves.steps_to_target (curve_summaries) when curves exist."""
+    summaries = curve_summaries(runs)
+    if summaries.columns.empty:
+        return runs
+    runs = runs.copy()
+    for name in ("train_loss_auc", "val_auc"):
+        stored = metric(runs, path(name))
+        runs[path(name)] = stored.where(stored.notna(), summaries[name])
+    runs["curves.steps_to_target"] = summaries["steps_to_target"]
+    return runs
+
+
+TRAIN_LOSS_AUC, VAL_AUC = recorded("train_loss_auc"), recorded("val_auc")
+
+
+def convergence_part(spec: PartSpec, ctx: Context) -> Part:
+    """"a converges faster than b", as the papers' figures show it: on the validation curve (Ba et al.
+    2016 Figs. 2, 5; Cooijmans et al. 2016 Figs. 2-4). The area under the validation curve (val_auc, the
+    mean evaluation over the run) decides; the steps to a target on that curve and the divergence rate
+    may contradict it (a diverged run counts as slower than every finished one). The training-loss area
+    is shown beside it and never decides: a BatchNorm arm's training loss is under batch statistics,
+    its evaluations under running ones, so the two curves are not the same model's."""
+    runs = _with_curves(ctx.runs)
+    a, b, alpha = runs.loc[ctx.arms[spec.a].index], runs.loc[ctx.arms[spec.b].index], ctx.alpha
+    arms = (spec.a, spec.b)
+    level = decision_level(alpha)
+    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on val_auc, the area "
+            f"under the validation curve, of finished runs (decides), on the steps to a target on the validation "
+            f"curve (log, runs that reached it), and Newcombe interval on the divergence rate (a diverged run counts "
+            f"as slowest); supported when val_auc is better and neither other measure is shown worse, "
+            f"contradicted when a measure is shown worse and none better. train_loss_auc is shown, not deciding.")
+    if metric(pd.concat([a, b]), path("val_auc")).isna().all():
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,
+                    note="The records carry no metrics.val_auc and no readable validation curve (metrics.jsonl).")
+    triples, design = strata(a, b, ctx.compare)
+    dropped = ""
+    if triples:
+        triples, dropped = learning_strata(triples, runs, arms)
+    test += design + (dropped if triples else "")
+    if not triples:
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=(dropped or design).strip())
+
+    # a loss spans decades (rules.ratio_record_metric): its area is compared as a ratio (log scale), and
+    # so is the validation curve's area of a ratio metric (MSE) (analysis/rules.py)
+    def logged(measure):
+        return lambda f: np.log(measure_values(measure, f).where(lambda v: v > 0))
+
+    sign, task_name, _ = task_direction(runs)
+    val_ratio = rules.ratio_scale(task_name)
+    val_values = logged(VAL_AUC) if val_ratio else (lambda f: measure_values(VAL_AUC, f))
+    val = stratified_difference(triples, val_values)
+    test += per_stratum_text(triples, val_values, alpha)
+    effects = [as_effect(f"val_auc: {spec.a} {'/' if val_ratio else '−'} {spec.b} ({better_word(sign)}; the "
+                         f"validation curve's area decides)", val, alpha, exp=val_ratio)]
+    found = [side_of(effects[0], sign)]
+    reached = lambda f: np.log(runs.loc[f.index, "curves.steps_to_target"].where(lambda v: v > 0))  # noqa: E731
+    if "curves.steps_to_target" in runs and all(reached(f).notna().sum() >= 2 for _, f1, f2 in triples for f in (f1, f2)):
+        steps = stratified_difference(triples, reached)
+        effects.append(as_effect(f"steps to target on the validation curve: {spec.a} / {spec.b} (ratio of geometric "
+                                 f"means over the runs that reached it; < 1 = {spec.a} faster)", steps, alpha, exp=True))
+        found.append(side_of(effects[-1], -1))
+    loss = metric(pd.concat([a, b]), path("train_loss_auc"))
+    if loss.notna().any():
+        effects.append(as_effect(f"train_loss_auc: {spec.a} / {spec.b} (ratio of geometric means; < 1 = lower training "
+                                 f"loss; shown, not deciding)", stratified_difference(triples, logged(TRAIN_LOSS_AUC)), alpha, exp=True))
+    rate, diverged, _ = divergence_test(triples, spec.a, spec.b, alpha)
+    if diverged:
+        effects.append(rate)
+        found.append(side_of(rate, -1))
+    status, disagree = decided_by_first(found, "convergence")
+    note, lean, needed, mde = _steps_note(runs, a, b, arms) + disagree, None, None, None
+    if status == INCONCLUSIVE:
+        seeds = seed_count(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)])
+        lean, needed, mde = undecided(val, seeds, abs(val.value), sign * val.value, alpha)
+    return Part(spec.assertion, status, test, tuple(effects), arms, "", lean, needed, mde, note)
+
+
+def _steps_note(runs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> str:
+    """Steps to the study-relative target per arm (shown beside the decision, from the curves)."""
+    if "curves.steps_to_target" not in runs or runs["curves.steps_to_target"].isna().all():
+        return ""
+    shown = []
+    for name, frame in zip(names, (a, b)):
+        steps = runs.loc[frame.index, "curves.steps_to_target"]
+        shown.append(f"{name} median {number_text(float(steps.median())) if steps.notna().any() else '—'} "
+                     f"({int(steps.notna().sum())}/{len(steps)} runs reached it)")
+    return (f" Steps to target ({TARGET_SHARE:.0%} of the way from chance to the best evaluation here; a diverged "
+            f"run never reaches it): {'; '.join(shown)}.")
+
+
+def grows_part(spec: PartSpec, ctx: Context) -> Part:
+    """(a − b at the largest x) − (a − b at the smallest x), oriented + = a's advantage grows (toward the
+    smallest x with claimed −1). Paired by seed when at least 2 seeds finished in all four cells (the
+    per-seed contrasts' t interval), else Welch–Satterthwaite over the four cells. A ratio metric (MSE)
+    is compared on the log scale, so the contrast is a log-ratio of ratios."""
+    a, b, runs, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.runs, ctx.alpha
+    arms = (spec.a, spec.b)
+    xa, xb = pd.to_numeric(axis(a, spec.x), errors="coerce"), pd.to_numeric(axis(b, spec.x), errors="coerce")
+    shared = sorted(set(xa.dropna()) & set(xb.dropna()))
+    sign, name = task_direction(runs)[0], task_direction(runs)[1]
+    level = decision_level(alpha)
+    toward = "smallest" if spec.claimed < 0 else "largest"
+    test = (f"{spec.a} − {spec.b} at the {toward} {spec.x} minus at the other end (a difference of differences, paired "
+            f"by seed where the seeds finished in all four cells, else Welch–Satterthwaite df), {name} of finished runs"
+            f"{' on the log scale' if rules.ratio_scale(name) else ''}, one-sided at α = {alpha:g} each way "
+            f"({pct(level)} interval).")
+    if len(shared) < 2:
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,
+                    note=f"Needs at least 2 values of {spec.x} in both {spec.a} and {spec.b}; shared: {values_text(pd.Series(shared, dtype=float))}.")
+    low, high = (shared[0], shared[-1]) if spec.claimed > 0 else (shared[-1], shared[0])  # from → toward
+    cells = {(arm, where): frame[np.isclose(x, where)] for arm, frame, x in ((spec.a, a, xa), (spec.b, b, xb))
+             for where in (low, high)}
+    if not any(learned(f, runs)[0] is not False for f in cells.values()):
+        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note="No arm learned at either end of the axis.")
+    logged = rules.ratio_scale(name)
+    score = lambda f: np.log(measure_values(SCORE, f).where(lambda v: v > 0)) if logged else measure_values(SCORE, f)  # noqa: E731
+    weights = {(spec.a, high): sign, (spec.b, high): -sign, (spec.a, low): -sign, (spec.b, low): sign}
+    by_seed = {cell: score(frame).groupby(frame["seed"]).mean().dropna() for cell, frame in cells.items()}
+    paired = sorted(set.intersection(*[set(v.index) for v in by_seed.values()]))
+    how = ""
+    if len(paired) >= 2:
+        per_seed = sum(w * by_seed[cell].loc[paired] for cell, w in weights.items())
+        contrast = mean_estimate(per_seed)
+        left = sum(len(f) for f in cells.values()) - 4 * len(paired)
+        how = f"paired by seed over {len(paired)} seeds" + (f", {left} run(s) without a partner left out" if left else "")
+    else:
+        contrast = combine([(w, mean_estimate(score(cells[cell]))) for cell, w in weights.items()])
+        how = "unpaired (Welch)"
+    effect = as_effect(f"growth of {spec.a}'s advantage over {spec.b} from {spec.x} = {format_value(low)} to "
+                       f"{format_value(high)} ({name}{', log scale' if logged else ''}, + = grows; {how})", contrast, alpha)
+    status, note = side_of(effect, +1), ""
+    if len(paired) >= 2 and not contrast.var > 0 and status != INCONCLUSIVE:
+        # every seed's contrast equal: no spread, so the t interval says nothing; the exact sign test does
+        sign_p = stats.binomtest(len(paired), len(paired), 0.5, alternative="greater").pvalue
+        if sign_p > alpha:
+            return Part(spec.assertion, INCONCLUSIVE, test, (effect,), arms, "", lean_of(contrast.value, 1), None, None,
+                        f" Every seed's contrast is the same, so the interval has no width; by an exact sign test "
+                        f"{len(paired)} agreeing seeds give p = {sign_p:.3g} > α.")
+    lean, needed, mde = (undecided(contrast, seed_count(*cells.values()), abs(contrast.value), contrast.value, alpha)
+                         if status == INCONCLUSIVE else (None, None, None))
+    return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde, note)

@@ -1,0 +1,133 @@
+"""Heatmaps of a two-key study: the primary metric per cell (mean, half-width, n) on one colour
+range over every panel, and the divergence rate where any run diverged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure as MplFigure
+
+from normbench.report.figures import drawing, png
+from normbench.report.figures.drawing import METRIC_RANGE, MIN_FONT_PT, Figure, Layout, text, wrap
+
+
+@dataclass(frozen=True)
+class HeatmapPanel:
+    task: str
+    heading: str  # the task, and the setting it holds fixed when the study varies more than two
+    grid: object  # aggregate.AxisGrid
+
+
+def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, tuple[str, bool]], out: Path,
+             note: str, suffix: str = "", study: str = "") -> list[Figure]:
+    """Primary-metric mean and divergence rate over (row, col), one panel per task (and per value of
+    any further arm setting), for one study: cells pool seeds only.
+
+    Metric cells read "mean, ±95% half-width, n"; the colour range spans the cells' intervals (not only
+    their means), so differences smaller than the noise do not look dramatic. The caption states each
+    task's range."""
+    if not panels:
+        return []
+    figures = []
+    shape = panels[0].grid.metric.shape
+    spans = _colour_spans(panels, metric)
+    kinds = [("heatmap_primary", "Primary score: validation metric (mean over ok runs)")]
+    # a divergence map where no run diverged is one colour and says nothing; the caption of the
+    # primary map says so instead
+    diverged = any((np.nan_to_num(p.grid.diverged.to_numpy(dtype=float)) > 0).any() for p in panels)
+    if diverged:
+        kinds.append(("heatmap_divergence", "Divergence rate (diverged / runs)"))
+    for name, title in kinds:
+        ranges: list[str] = []
+
+        def draw(layout: Layout, name=name, ranges=ranges) -> MplFigure:
+            ranges.clear()
+            ncols = min(layout.columns, len(panels))
+            figure, axes = drawing.grid(layout, len(panels), max(2.6, 0.75 * shape[0] + 1.8), columns=ncols)
+            panel_width = drawing.panel_width(layout, ncols)
+            for ax, panel in zip(axes, panels):
+                _heatmap_panel(ax, panel, name == "heatmap_primary", metric, spans, ranges, panel_width)
+                ax.set_xlabel(text(col.removeprefix("axes.")))
+                ax.set_ylabel(text(row.removeprefix("axes.")))
+                ax.set_title(wrap(panel.heading, int(panel_width / drawing.CHAR_IN) - 4))
+            return figure
+
+        png.render(out, name + suffix, draw, smooth=True)
+        caption = note
+        if name == "heatmap_primary":
+            caption = (f"Each cell: mean, ± half-width of its 95% t-interval, n = ok runs (seeds) in the cell. "
+                       f"Colour range (the span of the cells' intervals, clipped to the metric's range): "
+                       f"{'; '.join(dict.fromkeys(ranges))}, the same in every panel."
+                       + ("" if diverged else " No run diverged (no divergence map).") + (f" {note}" if note else ""))
+        figures.append(Figure(name + suffix, title, caption, study))
+    return figures
+
+
+def _colour_spans(panels: list[HeatmapPanel], metric: dict[str, tuple[str, bool]]) -> dict[str, tuple[float, float]]:
+    """One colour range per metric over every panel of the figure, so equal colours mean equal values."""
+    spans: dict[str, tuple[float, float]] = {}
+    for panel in panels:
+        metric_name = metric[panel.task][0]
+        low, high = _interval_range(panel.grid, metric_name)
+        known = spans.get(metric_name, (low, high))
+        spans[metric_name] = (min(low, known[0]), max(high, known[1]))
+    return spans
+
+
+def _heatmap_panel(ax, panel: HeatmapPanel, primary: bool, metric: dict[str, tuple[str, bool]],
+                   spans: dict[str, tuple[float, float]], ranges: list[str], panel_width: float) -> None:
+    """One panel's cells: the primary metric (mean, ± half-width, n; its range added to `ranges`) or
+    the divergence rate; cell texts only where the cells are wide enough, x labels turned where long."""
+    grid = panel.grid
+    table = (grid.metric if primary else grid.diverged).astype(float)
+    if primary:
+        metric_name, higher = metric[panel.task]
+        cmap = "viridis" if higher else "viridis_r"
+        label = f"{metric_name}, primary score ({'higher' if higher else 'lower'} is better)"
+        vmin, vmax = spans[metric_name]
+        ranges.append(f"{metric_name}: {vmin:.3g} to {vmax:.3g}")
+        annotations = _cell_text(grid)
+    else:
+        cmap, label, vmin, vmax = "cividis", "divergence rate", 0.0, 1.0
+        annotations = table.map(lambda v: "" if np.isnan(v) else f"{v:.2g}")
+    cell_width = (panel_width - 2.2) / max(table.shape[1], 1)
+    display = table.copy()
+    display.index = [text(v) for v in table.index]
+    display.columns = [text(v) for v in table.columns]
+    if display.notna().to_numpy().any():
+        sns.heatmap(display, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax,
+                    annot=annotations.to_numpy() if cell_width >= 0.6 else False, fmt="",
+                    annot_kws={"fontsize": MIN_FONT_PT}, linewidths=0.5,
+                    cbar_kws={"label": wrap(label, 30)})
+    longest = max((len(str(c)) for c in display.columns), default=1)
+    if longest * drawing.CHAR_IN > cell_width * 0.9:
+        ax.tick_params(axis="x", labelrotation=90)
+    ax.grid(False)
+
+
+def _interval_range(grid, metric_name: str) -> tuple[float, float]:
+    """The colour range: from the lowest interval bound to the highest, within the metric's range."""
+    mean = grid.metric.to_numpy(dtype=float)
+    half = np.nan_to_num(grid.half_width.to_numpy(dtype=float), nan=0.0)
+    low, high = np.nanmin(mean - half), np.nanmax(mean + half)
+    floor, ceiling = METRIC_RANGE.get(metric_name, (None, None))
+    low = low if floor is None else max(low, floor)
+    high = high if ceiling is None else min(high, ceiling)
+    if not high > low:
+        low, high = low - 0.5 * abs(low or 1.0), high + 0.5 * abs(high or 1.0)
+    return float(low), float(high)
+
+
+def _cell_text(grid) -> pd.DataFrame:
+    def cell(mean: float, half: float, n: float) -> str:
+        if np.isnan(mean):
+            return ""
+        spread = f"\n±{half:.2g}" if not np.isnan(half) else ""
+        return f"{mean:.3g}{spread}\nn={int(n)}"
+    return pd.DataFrame([[cell(m, h, k) for m, h, k in zip(*rows)] for rows in
+                         zip(grid.metric.to_numpy(dtype=float), grid.half_width.to_numpy(dtype=float),
+                             grid.n.to_numpy(dtype=float))], index=grid.metric.index, columns=grid.metric.columns)

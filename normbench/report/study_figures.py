@@ -1,0 +1,227 @@
+"""The report's figures, study by study: each study's heatmaps, curves, gradient figures,
+throughput and memory bars, and the learning-rate, tuned-comparison and performance-profile
+sections, with what was left out and why. Arms are compared only within their own study."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from normbench.analysis import aggregate, performance_profiles, tuning
+from normbench.report import figures, tables
+from normbench.report.reading import Records, read_curves
+
+CURVE_GROUPS = 12  # most groups drawn in the curve figures
+BAR_GROUPS = 12  # most groups of each task drawn in the throughput and memory bars
+
+
+def figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
+                    staging: Path, timing: str = "") -> dict:
+    """Heatmaps, curves, gradients and bars: one set of figures per study (arms compared only there)."""
+    metrics = task_metrics(summary)
+    studies = studies_of(summary)
+    return {"heatmaps": _heatmap_section(runs, studies, metrics, staging),
+            **_curve_sections(records, runs, summary, axes, studies, metrics, staging),
+            "throughput": _throughput_section(studies, staging, timing)}
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study's rows of summary.csv, as its figures see them."""
+
+    id: str
+    title: str  # the heading its figures are shown under ("" when the report holds one study)
+    suffix: str  # of its figure files: "" for the first, "-2", "-3" ... after it
+    rows: pd.DataFrame
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """group -> its arm: the study's arm settings only (the study is the heading)."""
+        return dict(zip(self.rows["group"], self.rows["arm"].astype(str)))
+
+
+def studies_of(summary: pd.DataFrame) -> list[Study]:
+    if summary.empty:
+        return []
+    key = "study" if "study" in summary else None
+    ids = list(dict.fromkeys(summary[key])) if key else [""]
+    studies = []
+    for index, sid in enumerate(ids):
+        rows = summary[summary[key] == sid] if key else summary
+        name = str(rows["study_name"].iloc[0]) if "study_name" in rows else ""
+        title = "" if len(ids) == 1 else ("runs without a study" if name == aggregate.NO_STUDY else f"Study {name}")
+        studies.append(Study(str(sid), title, "" if index == 0 else f"-{index + 1}", rows))
+    return studies
+
+
+def task_metrics(summary: pd.DataFrame) -> dict[str, tuple[str, bool]]:
+    return ({} if summary.empty else
+            {str(t): (str(m), bool(h)) for t, m, h in
+             summary[["task", "metric", "higher_is_better"]].drop_duplicates("task").itertuples(index=False)})
+
+
+MAX_FACETS = 6  # heatmap panels per task beyond which a study's grid is left to its leaderboard
+
+
+def _natural(value) -> tuple:
+    """Numbers in numeric order, then text."""
+    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    return (0, float(number), "") if pd.notna(number) and not isinstance(value, bool) else (1, 0.0, str(value))
+
+
+def _heatmap_section(runs: pd.DataFrame, studies: list["Study"], metrics: dict, staging: Path) -> dict:
+    """Per study, heatmaps over its two main arm settings, one panel per task; further arm settings
+    get a panel per value (never pooled), up to MAX_FACETS per task. Cells pool seeds only."""
+    trained = runs[runs["status"].isin(aggregate.TRAINED)]
+    figures_out, skipped = [], []
+    for study in studies:
+        mine = trained[trained["group"].isin(study.rows["group"])]
+        varying = [a for a in aggregate.varying_axes(mine) if a != "axes.task"]
+        named = f"{study.title}: " if study.title else ""
+        if len(varying) < 2:
+            shown = ", ".join(a.removeprefix("axes.") for a in varying) or "none"
+            skipped.append(f"{named}Fewer than 2 axes vary (varying: {shown}), so there is no grid to draw.")
+            continue
+        row, col = aggregate.main_axes(mine, varying)
+        rest = [a for a in varying if a not in (row, col)]
+        panels = []
+        for task, task_runs in mine.groupby("task.name", sort=True):
+            combos = (sorted(task_runs[rest].drop_duplicates().to_dict("records"),
+                             key=lambda combo: tuple(_natural(v) for v in combo.values())) if rest else [{}])
+            if len(combos) > MAX_FACETS:
+                panels = None
+                break
+            for combo in combos:
+                cell_runs = task_runs
+                for axis, value in combo.items():
+                    cell_runs = cell_runs[cell_runs[axis].map(aggregate.format_value) == aggregate.format_value(value)]
+                fixed = ", ".join(f"{a.removeprefix('axes.')}={aggregate.format_value(v)}" for a, v in combo.items())
+                heading = " · ".join(p for p in (f"task {task}" if study.rows["task"].nunique() > 1 else "", fixed) if p)
+                panels.append(figures.HeatmapPanel(str(task), heading, aggregate.axis_grid(cell_runs, row, col)))
+        if panels is None:
+            skipped.append(f"{named}{len(varying)} settings vary ({', '.join(a.removeprefix('axes.') for a in varying)}); "
+                           f"a grid over two of them would pool the others, so see its leaderboard instead.")
+            continue
+        note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}."
+                + (f" One panel per value of {', '.join(a.removeprefix('axes.') for a in rest)}." if rest else "")
+                + " Each cell pools its runs over seeds only. Empty cells: no run (or no ok run) there.")
+        figures_out += figures.heatmaps(panels, row, col, metrics, staging, note, study.suffix, study.title)
+    return {"figures": figures_out, "skipped": " ".join(skipped)}
+
+
+def _curve_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
+                    studies: list["Study"], metrics: dict, staging: Path) -> dict:
+    """Per study, training loss and validation curves and gradient norms of its best arms, gradient
+    flow through time; the gradient table."""
+    trained = runs[runs["status"].isin(aggregate.TRAINED)]
+    chosen = {s.id: aggregate.plotted_groups(s.rows, CURVE_GROUPS) for s in studies}
+    shown = trained[trained["group"].isin([g for groups in chosen.values() for g in groups])]
+    curves = read_curves(shown["run_dir"])
+    learning, gradient_figures = [], []
+    for study in studies:
+        groups = chosen[study.id]
+        labels = {g: study.labels[g] for g in groups}
+        mine = shown[shown["group"].isin(groups)]
+        note = _shown_note(len(groups), len(study.rows))
+        eval_bands = aggregate.curve_bands(curves, mine, "eval", "val_metric")
+        loss_bands = aggregate.curve_bands(curves, mine, "train", "loss")
+        grad_bands = aggregate.curve_bands(curves, mine, "train", "grad_norm", log=True)
+        loss = figures.loss_curves(loss_bands, labels, staging, note, study.suffix, study.title)
+        learning += [f for f in (loss, *figures.learning_curves(eval_bands, labels, metrics, staging, note,
+                                                                 study.suffix, study.title)) if f is not None]
+        grad_norm = figures.grad_norm_curves(grad_bands, labels, staging, note, study.suffix, study.title)
+        flow = _gradient_flow_figure(records, runs, study, staging)
+        gradient_figures += [f for f in (grad_norm, flow) if f is not None]
+    has_flow = any(f.name.startswith("grad_flow") for f in gradient_figures)
+    has_norm = any(f.name.startswith("grad_norm") for f in gradient_figures)
+    gradients = {
+        "figures": gradient_figures,
+        "skipped": " ".join(s for s in (
+            "" if has_norm else "No train lines with grad_norm in the runs' metrics.jsonl.",
+            "" if has_flow else "No recurrent runs with grad_time profiles, so no gradient flow through time.")
+            if s),
+        "table": tables.gradient_table(summary, axes) if not summary.empty else None,
+    }
+    return {"curves": {"figures": learning,
+                       "skipped": "" if learning else "No train or eval lines in the runs' metrics.jsonl."},
+            "gradients": gradients}
+
+
+def _gradient_flow_figure(records: Records, runs: pd.DataFrame, study: "Study", staging: Path):
+    """Flow through time exists for recurrent groups only; they get their own pick of the best."""
+    recurrent = study.rows[study.rows["grad_time_ratio_init_mean"].notna()]
+    flow_groups = aggregate.plotted_groups(recurrent, CURVE_GROUPS)
+    if not flow_groups:
+        return None
+    flow_runs = runs[runs["group"].isin(flow_groups) & runs["status"].isin(aggregate.TRAINED)]
+    gradient_profiles = aggregate.grad_time_profiles(records.runs, flow_runs)
+    return figures.grad_flow(gradient_profiles, {g: study.labels[g] for g in flow_groups}, staging,
+                             _shown_note(len(flow_groups), len(recurrent), "recurrent "), study.suffix, study.title)
+
+
+def _throughput_section(studies: list["Study"], staging: Path, timing: str = "") -> dict:
+    """Speed and memory bars per study. Every task gets its own panel: its first arms in leaderboard order."""
+    out = []
+    for study in studies:
+        rows = study.rows.assign(label=study.rows["arm"].astype(str))
+        bars = rows.groupby("task", sort=False).head(BAR_GROUPS)
+        bars = bars.assign(noisy=(bars["timing_noise_median"] > aggregate.TIMING_NOISY)
+                           | (bars["samples_per_s_spread"] > aggregate.TIMING_NOISY))
+        cut = rows.groupby("task").size().gt(BAR_GROUPS).any()
+        note = (f"At most {BAR_GROUPS} arms per task, in leaderboard order; all are in summary.csv." if cut
+                else "Arms in leaderboard order.")
+        speed = figures.throughput(bars, staging, note + (f" {timing}" if timing else ""), aggregate.TIMING_NOISY,
+                                   study.suffix, study.title)
+        memory = figures.peak_memory(bars, staging, note, study.suffix, study.title)
+        out += [f for f in (speed, memory) if f is not None]
+    return {"figures": out, "timing": timing, "skipped": "" if out else "No run recorded throughput or memory."}
+
+
+def _shown_note(shown: int, total: int, kind: str = "") -> str:
+    if shown >= total:
+        return ""
+    return (f"Showing {shown} of {total} {kind}arms (the best of each task in leaderboard order); "
+            f"all are in summary.csv.")
+
+
+def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
+    """Learning-rate sensitivity, the tuned comparison and performance profiles (tuning.py, performance_profiles.py)."""
+    metrics = task_metrics(summary)
+    points, arms = tuning.sensitivity(runs)
+    if arms.empty:
+        lr = {"figures": [], "table": None, "tolerance": tuning.TOLERANCE_TEXT,
+              "skipped": "No arm was run at 2 or more learning rates."}
+    else:
+        note = ("One line per arm (every setting but lr and seed). Point: mean final validation metric of the "
+                "finished runs; bar: 95% t-interval, clipped to the metric's range; ★: the arm's best lr (ranking rule, diverged runs ranked "
+                "worst). Triangles at the bottom: diverged runs at that lr (count / runs), never dropped.")
+        figure = figures.lr_sensitivity(points, arms, metrics, staging, note)
+        lr = {"figures": [figure] if figure else [], "table": tables.sensitivity_table(arms, points),
+              "tolerance": tuning.TOLERANCE_TEXT, "skipped": ""}
+    boards = tuning.tuned_leaderboards(runs)
+    has_selection = "axes.role" in runs and (runs["axes.role"] == tuning.SELECTION).any()
+    tuned = {"boards": tables.tuned_leaderboard_tables(boards),
+             "skipped": "" if boards else (
+                 "Selection runs but no evaluation runs: `python -m normbench.tune` runs both stages."
+                 if has_selection else "No tuned study (no runs with role selection and evaluation).")}
+    evaluated = bool(boards)
+    table, used = performance_profiles.arm_table(summary, axes, tuned=evaluated)
+    profile = {"figures": [], "table": None, "used": used, "skipped": ""}
+    if table.empty or len(table.index) < 2:
+        profile["skipped"] = (f"Performance profiles need at least 2 tasks; the runs have "
+                              f"{0 if table.empty else len(table.index)} ({used}).")
+    else:
+        ratios, rows, left_out = performance_profiles.step_ratios(table)
+        if len(ratios.index) < 2:
+            profile["skipped"] = f"Fewer than 2 tasks on which every arm ran (left out: {', '.join(left_out)})."
+        else:
+            note = (f"From {used}: steps to target, the group's lower median with not reached = ∞; "
+                    f"{len(ratios.index)} tasks" + (f" (left out, not run by every arm: {', '.join(left_out)})"
+                                                    if left_out else "")
+                    + ". Steps only: the runs were not timed side by side, so seconds would measure the "
+                      "machine's load as much as the arm.")
+            figure = figures.performance_profile(ratios, performance_profiles.AREA_TAU, staging, note)
+            profile.update(figures=[figure] if figure else [], table=tables.profile_table(rows, performance_profiles.TAUS))
+    return {"lr_sensitivity": lr, "tuned": tuned, "performance_profiles": profile}
