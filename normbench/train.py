@@ -317,7 +317,7 @@ class Trainer:
         lr = learning_rate(cfg, step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        done = self._timed_step(step, probing)
+        done = self.timed_step(step, probing)
         if done.diverged:
             p.diverged_at_step, p.step = step, step
             self.record.log({"kind": "train", "step": step, "loss": done.loss, "lr": lr,
@@ -333,8 +333,10 @@ class Trainer:
             self._eval_and_log(step)
         return True
 
-    def _timed_step(self, step: int, probing: bool) -> StepDone:
-        """Forward, backward, clip and optimizer step, timed without the probes and impl=auto's measuring."""
+    def timed_step(self, step: int, probing: bool = False) -> StepDone:
+        """Forward, backward, clip and optimizer step, timed without the probes and impl=auto's measuring
+        (CUDA synchronized); what ``normbench bench arms`` times. Of the bookkeeping only a step the loss
+        scaler skipped is counted here; the rest is ``_step``'s."""
         x, y = next(self.train_batches)
         acts = probes.activation_probe(self.model) if probing else contextlib.nullcontext({})
         self._sync()
@@ -406,6 +408,11 @@ class Trainer:
         self._notify("on_log", step, loss=done.loss, lr=lr, grad_norm=done.grad_norm)
 
     # -- summary ----------------------------------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        """Examples per training step: ``batch_size``, or the whole split where it is smaller."""
+        return self.train_batches.batch_size
+
     def autotune_s(self) -> float:
         """Seconds the model's impl="auto" norms have spent measuring so far."""
         return sum(auto.measured_s for auto in self.auto_norms)
@@ -455,7 +462,7 @@ class Trainer:
         p, cfg = self.progress, self.cfg
         timed = sorted(p.step_ms)
         step_ms = median(timed) if timed else None
-        batch = self.train_batches.batch_size
+        batch = self.batch_size
         if self.device.type == "cuda":
             peak, kind = torch.cuda.max_memory_allocated(self.device) / 2**20, "cuda_max_allocated"
         else:
