@@ -189,7 +189,7 @@ def state(trainer, step: int, config_hash: str) -> dict:
         "model": trainer.master.state_dict(),
         "model_half": trainer.model.state_dict() if trainer.model is not trainer.master else None,
         "optimizer": trainer.optimizer.state_dict(),
-        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
+        "scaler": trainer.precision.state_dict(),
         "rng": _rng(),
         "batches": {"generator": batches.generator.get_state(), "order": batches.order, "pos": batches.pos},
         "progress": dict(vars(trainer.progress)),
@@ -440,7 +440,7 @@ def _fit_problem(trainer, saved: dict) -> str | None:
     if (saved["model_half"] is not None) != half or (
             half and shapes(saved["model_half"]) != shapes(trainer.model.state_dict())):
         return "its half-precision model is not this run's"
-    if (saved["scaler"] is not None) != (trainer.scaler is not None):
+    if (saved["scaler"] is not None) != trainer.precision.scales_loss:
         return "its loss scaler is not this run's"
     params = [p for group in trainer.optimizer.param_groups for p in group["params"]]
     saved_ids = [i for group in saved["optimizer"]["param_groups"] for i in group["params"]]
@@ -465,7 +465,7 @@ def _tensor_state(trainer) -> dict:
         "model": trainer.master.state_dict(),
         "model_half": trainer.model.state_dict() if trainer.model is not trainer.master else None,
         "optimizer": trainer.optimizer.state_dict(),
-        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
+        "scaler": trainer.precision.state_dict(),
         "rng": _rng(),
         "batches": {"generator": trainer.train_batches.generator.get_state(), "order": trainer.train_batches.order,
                     "pos": trainer.train_batches.pos}})
@@ -476,8 +476,7 @@ def _load_tensor_state(trainer, saved: dict) -> None:
     if saved["model_half"] is not None:
         trainer.model.load_state_dict(saved["model_half"])
     trainer.optimizer.load_state_dict(saved["optimizer"])
-    if trainer.scaler is not None and saved["scaler"] is not None:
-        trainer.scaler.load_state_dict(saved["scaler"])
+    trainer.precision.load_state_dict(saved["scaler"])
     _set_rng(saved["rng"], trainer.device)
     batches = trainer.train_batches
     batches.generator.set_state(saved["batches"]["generator"])

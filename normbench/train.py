@@ -23,7 +23,7 @@ from normbench.metrics import in_record_order
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
-from normbench.precision import PRECISIONS, MasterWeights, half_model, norm_input_dtypes
+from normbench.precision import PRECISIONS, RunPrecision, norm_input_dtypes
 from normbench.record import RecordWriter
 from normbench.tasks.batching import epoch_order
 
@@ -150,25 +150,17 @@ class Trainer:
         self.logger = logger or RunLogger()
         self.hooks = [self.logger, *hooks]
         self.loss_fn = loss_function(task)
-        precision = self.precision = PRECISIONS[cfg.precision.dtype]
         # The optimizer steps ``master`` (float32); ``model`` computes forward and backward. They are
         # one module except in a pure mode, where ``model`` is the half copy (normbench/precision.py).
-        self.master = model.to(device)
-        self.model = half_model(self.master, precision.dtype) if precision.pure else self.master
+        self.precision = RunPrecision(cfg.precision.dtype, model.to(device), device)
+        self.master, self.model = self.precision.master, self.precision.model
         self.auto_norms = [auto for _, auto in auto_sites(self.model)]
-        self.master_weights = MasterWeights(self.master, self.model) if precision.pure else None
         self.optimizer = build_optimizer(cfg, self.master)
         self.params = [q for q in self.master.parameters() if q.requires_grad]
         self.clip = cfg.grad_clip if cfg.grad_clip is not None else math.inf
-        autocast = precision.dtype if precision.mode == "autocast" else None
-        self.autocast = (lambda: torch.autocast(device.type, dtype=autocast)) if autocast else contextlib.nullcontext
-        fp16 = precision.dtype == torch.float16
-        self.scaler = (torch.amp.GradScaler(device.type) if fp16 and precision.pure else
-                       torch.amp.GradScaler("cuda") if fp16 and device.type == "cuda" else None)
-        # fp16 gradients below ~6e-8 flush to 0: the gradient probes scale their loss like a GradScaler.
-        self.probe_loss_scale = 2.0**16 if fp16 else 1.0
-        inputs = precision.dtype if precision.pure else None
-        self.inputs = inputs
+        self.autocast = self.precision.autocast
+        self.probe_loss_scale = self.precision.probe_loss_scale
+        inputs = self.inputs = self.precision.inputs
         self.train_batches = Batches(task.train, cfg.batch_size, device, cfg.seed, inputs, task.bucket)
         self.val = fixed_batches(task.val, device, dtype=inputs)
         self.probe_batch = self.val[0]
@@ -193,12 +185,7 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(device)
         self.rss_peak_mb = 0.0
         self._sample_rss()
-        # The record's ``precision``: what each norm received is filled in by the first training step.
-        record.summary["precision"] = {
-            "mode": precision.mode, "dtype": str(precision.dtype or torch.float32).removeprefix("torch."),
-            "master_weights": "float32" if precision.pure else None,
-            "loss_scale": "dynamic" if self.scaler is not None else None,
-            "norm_input_dtypes": {}}
+        record.summary["precision"] = self.precision.summary()
 
     # -- measurement ------------------------------------------------------------------------
     def _sample_rss(self):
@@ -351,9 +338,9 @@ class Trainer:
             probe_s = time.perf_counter() - probe_start
             grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.clip)
             loss_value, grad_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
-            if not math.isfinite(loss_value) or (self.scaler is None and not math.isfinite(grad_value)):
+            if not math.isfinite(loss_value) or (not self.precision.scales_loss and not math.isfinite(grad_value)):
                 return StepDone(loss_value, grad_value, diverged=True)
-            self._optimizer_step()
+            self.progress.skipped_steps += self.precision.step(self.optimizer)  # True: skipped, an overflow
         self._sync()
         elapsed = time.perf_counter() - start - probe_s - (self.autotune_s() - dispatch_s)
         return StepDone(loss_value, grad_value, grad_stats, activations, elapsed)
@@ -366,26 +353,8 @@ class Trainer:
             loss = self.loss_fn(self.model(x), y)
         if step == 1:
             self.record.summary["precision"]["norm_input_dtypes"] = received
-        if self.scaler is not None:
-            self.scaler.scale(loss).backward()
-        else:
-            loss.backward()
-        if self.master_weights is not None:
-            self.master_weights.grads_to_master()
-        if self.scaler is not None:
-            self.scaler.unscale_(self.optimizer)
+        self.precision.backward(loss, self.optimizer)
         return loss
-
-    def _optimizer_step(self):
-        if self.scaler is not None:
-            scale = self.scaler.get_scale()
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            self.progress.skipped_steps += self.scaler.get_scale() < scale  # an overflow: step skipped, scale lowered
-        else:
-            self.optimizer.step()
-        if self.master_weights is not None:
-            self.master_weights.master_to_model()
 
     def _account(self, step: int, done: StepDone, probing: bool):
         """The step's time, loss and gradient norm into the progress; probe steps are not timed steps."""
@@ -444,7 +413,7 @@ class Trainer:
             "bn_train_eval_gap": p.bn_train_eval_gap, "bn_train_eval_gap_running": p.bn_train_eval_gap_running,
             **convergence(list(enumerate(p.losses, start=1)), p.evals, self.cfg.steps, p.diverged_at_step is not None),
             "steps_done": p.step,
-            "skipped_steps": p.skipped_steps if self.scaler is not None else None,
+            "skipped_steps": p.skipped_steps if self.precision.scales_loss else None,
         })
 
     def profiles(self) -> dict:
