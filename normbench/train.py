@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import copy
+import json
 import logging
 import math
 import resource
@@ -77,6 +79,7 @@ class Batches:
     def __init__(self, split, batch_size: int, device, seed: int, dtype: torch.dtype | None = None,
                  bucket: bool = False):
         self.x, self.y = _inputs(split.x, device, dtype), split.y.to(device)
+        self.examples = len(self.x)
         self.lengths = split.lengths if bucket else None
         self.batch_size = min(batch_size, len(self.x))
         self.generator = torch.Generator().manual_seed(seed)
@@ -88,6 +91,14 @@ class Batches:
         idx = self.order[self.pos : self.pos + self.batch_size].to(self.x.device)
         self.pos += self.batch_size
         return self.x[idx], self.y[idx]
+
+    def state_dict(self) -> dict:
+        """The generator and the place in the current epoch: the batches still to come."""
+        return {"generator": self.generator.get_state(), "order": self.order, "pos": self.pos}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
+        self.order, self.pos = state["order"], state["pos"]
 
 
 def _inputs(x, device, dtype: torch.dtype | None):
@@ -261,6 +272,90 @@ class Trainer:
     def _notify(self, hook: str, step: int, *args, **scalars):
         for target in self.hooks:
             getattr(target, hook)(self, step, *args, **scalars)
+
+    # -- state ------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Everything the rest of the run depends on that the trainer holds, as tensors and plain
+        containers: weights (and a pure mode's half copy), optimizer, loss scaler, batch sampler,
+        progress, spike detector, and what it has written into its record (the precision section,
+        the curves). The process's random generators are not the trainer's (normbench/checkpoint.py)."""
+        curves = self.record.run_dir / "metrics.jsonl"
+        return {
+            **self._tensor_state(),
+            "progress": dict(vars(self.progress)),
+            "spikes": {"window": list(self.spikes.window), "steps": list(self.spikes.steps)},
+            "precision": self.record.summary.get("precision"),
+            "rss_peak_mb": self.rss_peak_mb,
+            "curves": curves.read_text() if curves.is_file() else "",
+        }
+
+    def misfit(self, state: dict) -> str | None:
+        """Why ``state`` (a ``state_dict()``) does not fit this trainer as built (another model,
+        optimizer, precision or task), or None."""
+        def shapes(state_dict):
+            return {k: (tuple(v.shape), v.dtype) for k, v in state_dict.items()}
+        if shapes(state["model"]) != shapes(self.master.state_dict()):
+            return "its model is not this run's (other parameters or shapes)"
+        half = self.model is not self.master
+        if (state["model_half"] is not None) != half or (
+                half and shapes(state["model_half"]) != shapes(self.model.state_dict())):
+            return "its half-precision model is not this run's"
+        if (state["scaler"] is not None) != self.precision.scales_loss:
+            return "its loss scaler is not this run's"
+        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        saved_ids = [i for group in state["optimizer"]["param_groups"] for i in group["params"]]
+        if len(saved_ids) != len(params):
+            return "its optimizer is not this run's (another number of parameters)"
+        by_id = dict(zip(saved_ids, params))
+        for key, entries in state["optimizer"]["state"].items():
+            if key not in by_id or not isinstance(entries, dict):
+                return "its optimizer state names no parameter of this run"
+            for value in entries.values():
+                if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != by_id[key].shape:
+                    return "its optimizer state is not of this run's shapes"
+        order = state["batches"]["order"]
+        if order.numel() and (int(order.min()) < 0 or int(order.max()) >= self.train_batches.examples):
+            return "its batch order indexes examples this task does not have"
+        return None
+
+    def load_state_dict(self, state: dict, step: int) -> None:
+        """Puts ``state`` (a ``state_dict()`` taken after ``step`` steps) into this freshly built
+        trainer, which then continues with step ``step + 1``. All or nothing: one that does not fit
+        raises ValueError, and one that fails while being loaded leaves the trainer as built (and raises)."""
+        why = self.misfit(state)
+        if why is not None:
+            raise ValueError(why)
+        built = copy.deepcopy(self._tensor_state())
+        try:
+            self._load_tensor_state(state)
+        except Exception:
+            self._load_tensor_state(built)
+            raise
+        for key, value in state["progress"].items():
+            setattr(self.progress, key, value)
+        self.spikes.window.extend(state["spikes"]["window"])
+        self.spikes.steps[:] = state["spikes"]["steps"]
+        if state["precision"] is not None:
+            self.record.summary["precision"] = state["precision"]
+        self.rss_peak_mb = max(self.rss_peak_mb, state["rss_peak_mb"])
+        for line in state["curves"].splitlines():  # the curves as they stood at ``step``, then on from there
+            self.record.log(json.loads(line))
+        self.start_step = step
+
+    def _tensor_state(self) -> dict:
+        """The part of the state loaded into objects, which loading can fail in."""
+        return {"model": self.master.state_dict(),
+                "model_half": self.model.state_dict() if self.model is not self.master else None,
+                "optimizer": self.optimizer.state_dict(), "scaler": self.precision.state_dict(),
+                "batches": self.train_batches.state_dict()}
+
+    def _load_tensor_state(self, state: dict) -> None:
+        self.master.load_state_dict(state["model"])
+        if state["model_half"] is not None:
+            self.model.load_state_dict(state["model_half"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.precision.load_state_dict(state["scaler"])
+        self.train_batches.load_state_dict(state["batches"])
 
     # -- the loop ---------------------------------------------------------------------------
     def fit(self) -> Progress:
