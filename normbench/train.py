@@ -153,6 +153,13 @@ class StepDone:
 
 
 class Trainer:
+    """One run's training: the loop (``fit``), its measurements and the record sections they fill.
+
+    It owns its state: normbench/checkpoint.py saves ``state_dict()`` and hands it back through
+    ``load_state_dict``. Its precision object (normbench/precision.py) holds the half copy and the
+    loss scaler; ``timed_step`` is the one step ``bench arms`` times.
+    """
+
     def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RecordWriter,
                  logger: RunLogger | None = None, hooks: Iterable[RunLogger] = ()):
         self.cfg, self.task, self.device, self.record = cfg, task, device, record
