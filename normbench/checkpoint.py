@@ -21,8 +21,9 @@ that parse, and fit the model and optimizer as built. One that fails any of thes
 while being restored (the trainer is then put back as it was built), is set aside (renamed
 ``checkpoint.pt.set-aside``, nothing deleted) with one line, and the run starts fresh.
 
-The Trainer knows nothing of this: ``Checkpointer`` is one more hook on its loop
-(normbench/loggers.py), and ``restore`` sets its state and ``start_step`` before ``fit``.
+The Trainer knows nothing of files: ``Checkpointer`` is one more hook on its loop
+(normbench/loggers.py), which saves the trainer's ``state_dict()`` with the random generators' states;
+``restore`` hands a checked one back to ``Trainer.load_state_dict`` before ``fit``.
 """
 
 from __future__ import annotations
@@ -182,22 +183,7 @@ def _set_rng(rng: dict, device: torch.device) -> None:
 
 def state(trainer, step: int, config_hash: str) -> dict:
     """Everything the run's remaining steps depend on, after ``step`` steps: tensors and plain containers."""
-    batches = trainer.train_batches
-    curves = trainer.record.run_dir / "metrics.jsonl"
-    return {
-        "config_hash": config_hash, "step": step,
-        "model": trainer.master.state_dict(),
-        "model_half": trainer.model.state_dict() if trainer.model is not trainer.master else None,
-        "optimizer": trainer.optimizer.state_dict(),
-        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
-        "rng": _rng(),
-        "batches": {"generator": batches.generator.get_state(), "order": batches.order, "pos": batches.pos},
-        "progress": dict(vars(trainer.progress)),
-        "spikes": {"window": list(trainer.spikes.window), "steps": list(trainer.spikes.steps)},
-        "precision": trainer.record.summary.get("precision"),
-        "rss_peak_mb": trainer.rss_peak_mb,
-        "curves": curves.read_text() if curves.is_file() else "",
-    }
+    return {"config_hash": config_hash, "step": step, "rng": _rng(), **trainer.state_dict()}
 
 
 def _contiguous(item):
@@ -430,87 +416,28 @@ def discard(path: Path) -> None:
 
 
 # -- restoring -------------------------------------------------------------------------------------
-def _fit_problem(trainer, saved: dict) -> str | None:
-    """Why ``saved`` does not fit the trainer as built (another model, optimizer or precision), or None."""
-    def shapes(state_dict):
-        return {k: (tuple(v.shape), v.dtype) for k, v in state_dict.items()}
-    if shapes(saved["model"]) != shapes(trainer.master.state_dict()):
-        return "its model is not this run's (other parameters or shapes)"
-    half = trainer.model is not trainer.master
-    if (saved["model_half"] is not None) != half or (
-            half and shapes(saved["model_half"]) != shapes(trainer.model.state_dict())):
-        return "its half-precision model is not this run's"
-    if (saved["scaler"] is not None) != (trainer.scaler is not None):
-        return "its loss scaler is not this run's"
-    params = [p for group in trainer.optimizer.param_groups for p in group["params"]]
-    saved_ids = [i for group in saved["optimizer"]["param_groups"] for i in group["params"]]
-    if len(saved_ids) != len(params):
-        return "its optimizer is not this run's (another number of parameters)"
-    by_id = dict(zip(saved_ids, params))
-    for key, entries in saved["optimizer"]["state"].items():
-        if key not in by_id or not isinstance(entries, dict):
-            return "its optimizer state names no parameter of this run"
-        for value in entries.values():
-            if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != by_id[key].shape:
-                return "its optimizer state is not of this run's shapes"
-    order = saved["batches"]["order"]
-    if order.numel() and (int(order.min()) < 0 or int(order.max()) >= len(trainer.train_batches.x)):
-        return "its batch order indexes examples this task does not have"
-    return None
-
-
-def _tensor_state(trainer) -> dict:
-    """The part of the trainer ``restore`` loads into objects (and can fail in): copied, to put back."""
-    return copy.deepcopy({
-        "model": trainer.master.state_dict(),
-        "model_half": trainer.model.state_dict() if trainer.model is not trainer.master else None,
-        "optimizer": trainer.optimizer.state_dict(),
-        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
-        "rng": _rng(),
-        "batches": {"generator": trainer.train_batches.generator.get_state(), "order": trainer.train_batches.order,
-                    "pos": trainer.train_batches.pos}})
-
-
-def _load_tensor_state(trainer, saved: dict) -> None:
-    trainer.master.load_state_dict(saved["model"])
-    if saved["model_half"] is not None:
-        trainer.model.load_state_dict(saved["model_half"])
-    trainer.optimizer.load_state_dict(saved["optimizer"])
-    if trainer.scaler is not None and saved["scaler"] is not None:
-        trainer.scaler.load_state_dict(saved["scaler"])
-    _set_rng(saved["rng"], trainer.device)
-    batches = trainer.train_batches
-    batches.generator.set_state(saved["batches"]["generator"])
-    batches.order, batches.pos = saved["batches"]["order"], saved["batches"]["pos"]
+def _one_line(error: Exception) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:160]}"
 
 
 def restore(trainer, path: Path, saved: dict) -> bool:
     """Puts ``saved`` (from ``find``, read from ``path``) into a freshly built trainer, which then
     continues after ``saved['step']``. One that does not fit, or fails while being loaded, is set
-    aside and the trainer left as built (False): the run starts fresh."""
+    aside and the trainer (and the random generators) left as built (False): the run starts fresh."""
     try:
-        why = _fit_problem(trainer, saved)
+        why = trainer.misfit(saved)
     except Exception as error:  # noqa: BLE001 - a field this version cannot compare: it does not fit
-        why = f"does not fit this run ({type(error).__name__}: {' '.join(str(error).split())[:160]})"
+        why = f"does not fit this run ({_one_line(error)})"
     if why is None:
-        built = _tensor_state(trainer)
+        built = _rng()
         try:
-            _load_tensor_state(trainer, saved)
+            _set_rng(saved["rng"], trainer.device)
+            trainer.load_state_dict(saved, saved["step"])
         except Exception as error:  # noqa: BLE001 - another version's state: the run starts fresh instead
-            _load_tensor_state(trainer, built)
-            why = f"cannot be restored ({type(error).__name__}: {' '.join(str(error).split())[:160]})"
+            _set_rng(built, trainer.device)
+            why = f"cannot be restored ({_one_line(error)})"
     if why is not None:
         set_aside(path, why)
         return False
-    for key, value in saved["progress"].items():
-        setattr(trainer.progress, key, value)
-    trainer.spikes.window.extend(saved["spikes"]["window"])
-    trainer.spikes.steps[:] = saved["spikes"]["steps"]
-    if saved["precision"] is not None:
-        trainer.record.summary["precision"] = saved["precision"]
-    trainer.rss_peak_mb = max(trainer.rss_peak_mb, saved["rss_peak_mb"])
-    for line in saved["curves"].splitlines():  # the curves as they stood at the checkpoint, then on from there
-        trainer.record.log(json.loads(line))
-    trainer.start_step = saved["step"]
     log.info("resume: continuing from the checkpoint at step %d", saved["step"])
     return True

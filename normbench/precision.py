@@ -80,6 +80,67 @@ class MasterWeights:
             h.copy_(m)
 
 
+class RunPrecision:
+    """One run's precision: its entry in PRECISIONS, the model that computes (the float32 master
+    itself, or its half copy in a pure mode), autocast, and the loss scaler. The scaler is always
+    there, enabled where fp16 needs one (a pure mode on any device, autocast on CUDA): a disabled
+    GradScaler passes the loss, the gradients and the optimizer step through unchanged."""
+
+    def __init__(self, name: str, master: nn.Module, device: torch.device):
+        self.spec = spec = PRECISIONS[name]
+        self.master = master
+        self.model = half_model(master, spec.dtype) if spec.pure else master
+        self.master_weights = MasterWeights(master, self.model) if spec.pure else None
+        fp16 = spec.dtype == torch.float16
+        self.scaler = torch.amp.GradScaler(device.type, enabled=fp16 and (spec.pure or device.type == "cuda"))
+        self._autocast = (lambda: torch.autocast(device.type, dtype=spec.dtype)) if spec.mode == "autocast" \
+            else contextlib.nullcontext
+        # fp16 gradients below ~6e-8 flush to 0: the gradient probes scale their loss like a GradScaler.
+        self.probe_loss_scale = 2.0**16 if fp16 else 1.0
+        self.inputs = spec.dtype if spec.pure else None  # the dtype float inputs are given in (None: as they are)
+
+    @property
+    def scales_loss(self) -> bool:
+        """Whether steps scale their loss: an overflow then skips the step instead of diverging the run."""
+        return self.scaler.is_enabled()
+
+    def autocast(self):
+        return self._autocast()
+
+    def summary(self) -> dict:
+        """The record's ``precision``; what each norm received is filled in by the first training step."""
+        return {"mode": self.spec.mode, "dtype": str(self.spec.dtype or torch.float32).removeprefix("torch."),
+                "master_weights": "float32" if self.spec.pure else None,
+                "loss_scale": "dynamic" if self.scales_loss else None, "norm_input_dtypes": {}}
+
+    def backward(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer) -> None:
+        """The gradients of ``loss`` on the master weights, unscaled."""
+        self.scaler.scale(loss).backward()
+        if self.master_weights is not None:
+            self.master_weights.grads_to_master()
+        self.scaler.unscale_(optimizer)
+
+    def step(self, optimizer: torch.optim.Optimizer) -> bool:
+        """The optimizer's step, then the half model made its copy again; True when the scaler skipped
+        it (an overflow: the step not applied, the scale lowered)."""
+        scale = self.scaler.get_scale()
+        self.scaler.step(optimizer)
+        self.scaler.update()
+        if self.master_weights is not None:
+            self.master_weights.master_to_model()
+        return self.scaler.get_scale() < scale
+
+    def state_dict(self) -> dict | None:
+        """The loss scaler's state; None where it is disabled (what checkpoints have always held)."""
+        return self.scaler.state_dict() if self.scales_loss else None
+
+    def load_state_dict(self, state: dict | None) -> None:
+        if (state is not None) != self.scales_loss:
+            raise ValueError("its loss scaler is not this run's")
+        if state is not None:
+            self.scaler.load_state_dict(state)
+
+
 @contextlib.contextmanager
 def norm_input_dtypes(model: nn.Module):
     """{norm site: dtype its normalization received} during the forward passes inside the block.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import copy
+import json
 import logging
 import math
 import resource
@@ -22,7 +24,7 @@ from normbench.metrics import in_record_order
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
-from normbench.precision import PRECISIONS, MasterWeights, half_model, norm_input_dtypes
+from normbench.precision import PRECISIONS, RunPrecision, norm_input_dtypes
 from normbench.record import RecordWriter
 from normbench.tasks.batching import epoch_order
 from normbench.tasks.scoring import scoring
@@ -58,6 +60,7 @@ class Batches:
     def __init__(self, split, batch_size: int, device, seed: int, dtype: torch.dtype | None = None,
                  bucket: bool = False):
         self.x, self.y = _inputs(split.x, device, dtype), split.y.to(device)
+        self.examples = len(self.x)
         self.lengths = split.lengths if bucket else None
         self.batch_size = min(batch_size, len(self.x))
         self.generator = torch.Generator().manual_seed(seed)
@@ -69,6 +72,14 @@ class Batches:
         idx = self.order[self.pos : self.pos + self.batch_size].to(self.x.device)
         self.pos += self.batch_size
         return self.x[idx], self.y[idx]
+
+    def state_dict(self) -> dict:
+        """The generator and the place in the current epoch: the batches still to come."""
+        return {"generator": self.generator.get_state(), "order": self.order, "pos": self.pos}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
+        self.order, self.pos = state["order"], state["pos"]
 
 
 def _inputs(x, device, dtype: torch.dtype | None):
@@ -123,6 +134,13 @@ class StepDone:
 
 
 class Trainer:
+    """One run's training: the loop (``fit``), its measurements and the record sections they fill.
+
+    It owns its state: normbench/checkpoint.py saves ``state_dict()`` and hands it back through
+    ``load_state_dict``. Its precision object (normbench/precision.py) holds the half copy and the
+    loss scaler; ``timed_step`` is the one step ``bench arms`` times.
+    """
+
     def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RecordWriter,
                  logger: RunLogger | None = None, hooks: Iterable[RunLogger] = ()):
         self.cfg, self.task, self.device, self.record = cfg, task, device, record
@@ -132,25 +150,17 @@ class Trainer:
         self.hooks = [self.logger, *hooks]
         self.scoring = scoring(task)  # the task's loss and metric (normbench/tasks/scoring.py)
         self.loss_fn = self.scoring.loss
-        precision = self.precision = PRECISIONS[cfg.precision.dtype]
         # The optimizer steps ``master`` (float32); ``model`` computes forward and backward. They are
         # one module except in a pure mode, where ``model`` is the half copy (normbench/precision.py).
-        self.master = model.to(device)
-        self.model = half_model(self.master, precision.dtype) if precision.pure else self.master
+        self.precision = RunPrecision(cfg.precision.dtype, model.to(device), device)
+        self.master, self.model = self.precision.master, self.precision.model
         self.auto_norms = [auto for _, auto in auto_sites(self.model)]
-        self.master_weights = MasterWeights(self.master, self.model) if precision.pure else None
         self.optimizer = build_optimizer(cfg, self.master)
         self.params = [q for q in self.master.parameters() if q.requires_grad]
         self.clip = cfg.grad_clip if cfg.grad_clip is not None else math.inf
-        autocast = precision.dtype if precision.mode == "autocast" else None
-        self.autocast = (lambda: torch.autocast(device.type, dtype=autocast)) if autocast else contextlib.nullcontext
-        fp16 = precision.dtype == torch.float16
-        self.scaler = (torch.amp.GradScaler(device.type) if fp16 and precision.pure else
-                       torch.amp.GradScaler("cuda") if fp16 and device.type == "cuda" else None)
-        # fp16 gradients below ~6e-8 flush to 0: the gradient probes scale their loss like a GradScaler.
-        self.probe_loss_scale = 2.0**16 if fp16 else 1.0
-        inputs = precision.dtype if precision.pure else None
-        self.inputs = inputs
+        self.autocast = self.precision.autocast
+        self.probe_loss_scale = self.precision.probe_loss_scale
+        inputs = self.inputs = self.precision.inputs
         self.train_batches = Batches(task.train, cfg.batch_size, device, cfg.seed, inputs, task.bucket)
         self.val = fixed_batches(task.val, device, dtype=inputs)
         self.probe_batch = self.val[0]
@@ -174,12 +184,7 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(device)
         self.rss_peak_mb = 0.0
         self._sample_rss()
-        # The record's ``precision``: what each norm received is filled in by the first training step.
-        record.summary["precision"] = {
-            "mode": precision.mode, "dtype": str(precision.dtype or torch.float32).removeprefix("torch."),
-            "master_weights": "float32" if precision.pure else None,
-            "loss_scale": "dynamic" if self.scaler is not None else None,
-            "norm_input_dtypes": {}}
+        record.summary["precision"] = self.precision.summary()
 
     # -- measurement ------------------------------------------------------------------------
     def _sample_rss(self):
@@ -255,6 +260,90 @@ class Trainer:
         for target in self.hooks:
             getattr(target, hook)(self, step, *args, **scalars)
 
+    # -- state ------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Everything the rest of the run depends on that the trainer holds, as tensors and plain
+        containers: weights (and a pure mode's half copy), optimizer, loss scaler, batch sampler,
+        progress, spike detector, and what it has written into its record (the precision section,
+        the curves). The process's random generators are not the trainer's (normbench/checkpoint.py)."""
+        curves = self.record.run_dir / "metrics.jsonl"
+        return {
+            **self._tensor_state(),
+            "progress": dict(vars(self.progress)),
+            "spikes": {"window": list(self.spikes.window), "steps": list(self.spikes.steps)},
+            "precision": self.record.summary.get("precision"),
+            "rss_peak_mb": self.rss_peak_mb,
+            "curves": curves.read_text() if curves.is_file() else "",
+        }
+
+    def misfit(self, state: dict) -> str | None:
+        """Why ``state`` (a ``state_dict()``) does not fit this trainer as built (another model,
+        optimizer, precision or task), or None."""
+        def shapes(state_dict):
+            return {k: (tuple(v.shape), v.dtype) for k, v in state_dict.items()}
+        if shapes(state["model"]) != shapes(self.master.state_dict()):
+            return "its model is not this run's (other parameters or shapes)"
+        half = self.model is not self.master
+        if (state["model_half"] is not None) != half or (
+                half and shapes(state["model_half"]) != shapes(self.model.state_dict())):
+            return "its half-precision model is not this run's"
+        if (state["scaler"] is not None) != self.precision.scales_loss:
+            return "its loss scaler is not this run's"
+        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        saved_ids = [i for group in state["optimizer"]["param_groups"] for i in group["params"]]
+        if len(saved_ids) != len(params):
+            return "its optimizer is not this run's (another number of parameters)"
+        by_id = dict(zip(saved_ids, params))
+        for key, entries in state["optimizer"]["state"].items():
+            if key not in by_id or not isinstance(entries, dict):
+                return "its optimizer state names no parameter of this run"
+            for value in entries.values():
+                if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != by_id[key].shape:
+                    return "its optimizer state is not of this run's shapes"
+        order = state["batches"]["order"]
+        if order.numel() and (int(order.min()) < 0 or int(order.max()) >= self.train_batches.examples):
+            return "its batch order indexes examples this task does not have"
+        return None
+
+    def load_state_dict(self, state: dict, step: int) -> None:
+        """Puts ``state`` (a ``state_dict()`` taken after ``step`` steps) into this freshly built
+        trainer, which then continues with step ``step + 1``. All or nothing: one that does not fit
+        raises ValueError, and one that fails while being loaded leaves the trainer as built (and raises)."""
+        why = self.misfit(state)
+        if why is not None:
+            raise ValueError(why)
+        built = copy.deepcopy(self._tensor_state())
+        try:
+            self._load_tensor_state(state)
+        except Exception:
+            self._load_tensor_state(built)
+            raise
+        for key, value in state["progress"].items():
+            setattr(self.progress, key, value)
+        self.spikes.window.extend(state["spikes"]["window"])
+        self.spikes.steps[:] = state["spikes"]["steps"]
+        if state["precision"] is not None:
+            self.record.summary["precision"] = state["precision"]
+        self.rss_peak_mb = max(self.rss_peak_mb, state["rss_peak_mb"])
+        for line in state["curves"].splitlines():  # the curves as they stood at ``step``, then on from there
+            self.record.log(json.loads(line))
+        self.start_step = step
+
+    def _tensor_state(self) -> dict:
+        """The part of the state loaded into objects, which loading can fail in."""
+        return {"model": self.master.state_dict(),
+                "model_half": self.model.state_dict() if self.model is not self.master else None,
+                "optimizer": self.optimizer.state_dict(), "scaler": self.precision.state_dict(),
+                "batches": self.train_batches.state_dict()}
+
+    def _load_tensor_state(self, state: dict) -> None:
+        self.master.load_state_dict(state["model"])
+        if state["model_half"] is not None:
+            self.model.load_state_dict(state["model_half"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.precision.load_state_dict(state["scaler"])
+        self.train_batches.load_state_dict(state["batches"])
+
     # -- the loop ---------------------------------------------------------------------------
     def fit(self) -> Progress:
         self.model.train()
@@ -297,7 +386,7 @@ class Trainer:
         lr = learning_rate(cfg, step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        done = self._timed_step(step, probing)
+        done = self.timed_step(step, probing)
         if done.diverged:
             p.diverged_at_step, p.step = step, step
             self.record.log({"kind": "train", "step": step, "loss": done.loss, "lr": lr,
@@ -313,8 +402,10 @@ class Trainer:
             self._eval_and_log(step)
         return True
 
-    def _timed_step(self, step: int, probing: bool) -> StepDone:
-        """Forward, backward, clip and optimizer step, timed without the probes and impl=auto's measuring."""
+    def timed_step(self, step: int, probing: bool = False) -> StepDone:
+        """Forward, backward, clip and optimizer step, timed without the probes and impl=auto's measuring
+        (CUDA synchronized); what ``normbench bench arms`` times. Of the bookkeeping only a step the loss
+        scaler skipped is counted here; the rest is ``_step``'s."""
         x, y = next(self.train_batches)
         acts = probes.activation_probe(self.model) if probing else contextlib.nullcontext({})
         self._sync()
@@ -329,9 +420,9 @@ class Trainer:
             probe_s = time.perf_counter() - probe_start
             grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.clip)
             loss_value, grad_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
-            if not math.isfinite(loss_value) or (self.scaler is None and not math.isfinite(grad_value)):
+            if not math.isfinite(loss_value) or (not self.precision.scales_loss and not math.isfinite(grad_value)):
                 return StepDone(loss_value, grad_value, diverged=True)
-            self._optimizer_step()
+            self.progress.skipped_steps += self.precision.step(self.optimizer)  # True: skipped, an overflow
         self._sync()
         elapsed = time.perf_counter() - start - probe_s - (self.autotune_s() - dispatch_s)
         return StepDone(loss_value, grad_value, grad_stats, activations, elapsed)
@@ -344,26 +435,8 @@ class Trainer:
             loss = self.loss_fn(self.model(x), y)
         if step == 1:
             self.record.summary["precision"]["norm_input_dtypes"] = received
-        if self.scaler is not None:
-            self.scaler.scale(loss).backward()
-        else:
-            loss.backward()
-        if self.master_weights is not None:
-            self.master_weights.grads_to_master()
-        if self.scaler is not None:
-            self.scaler.unscale_(self.optimizer)
+        self.precision.backward(loss, self.optimizer)
         return loss
-
-    def _optimizer_step(self):
-        if self.scaler is not None:
-            scale = self.scaler.get_scale()
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            self.progress.skipped_steps += self.scaler.get_scale() < scale  # an overflow: step skipped, scale lowered
-        else:
-            self.optimizer.step()
-        if self.master_weights is not None:
-            self.master_weights.master_to_model()
 
     def _account(self, step: int, done: StepDone, probing: bool):
         """The step's time, loss and gradient norm into the progress; probe steps are not timed steps."""
@@ -386,6 +459,11 @@ class Trainer:
         self._notify("on_log", step, loss=done.loss, lr=lr, grad_norm=done.grad_norm)
 
     # -- summary ----------------------------------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        """Examples per training step: ``batch_size``, or the whole split where it is smaller."""
+        return self.train_batches.batch_size
+
     def autotune_s(self) -> float:
         """Seconds the model's impl="auto" norms have spent measuring so far."""
         return sum(auto.measured_s for auto in self.auto_norms)
@@ -417,7 +495,7 @@ class Trainer:
             "bn_train_eval_gap": p.bn_train_eval_gap, "bn_train_eval_gap_running": p.bn_train_eval_gap_running,
             **convergence(list(enumerate(p.losses, start=1)), p.evals, self.cfg.steps, p.diverged_at_step is not None),
             "steps_done": p.step,
-            "skipped_steps": p.skipped_steps if self.scaler is not None else None,
+            "skipped_steps": p.skipped_steps if self.precision.scales_loss else None,
         })
 
     def profiles(self) -> dict:
@@ -435,7 +513,7 @@ class Trainer:
         p, cfg = self.progress, self.cfg
         timed = sorted(p.step_ms)
         step_ms = median(timed) if timed else None
-        batch = self.train_batches.batch_size
+        batch = self.batch_size
         if self.device.type == "cuda":
             peak, kind = torch.cuda.max_memory_allocated(self.device) / 2**20, "cuda_max_allocated"
         else:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from normbench.norms import build_norm
-from normbench.precision import PRECISIONS, MasterWeights, half_model
+from normbench.precision import PRECISIONS, MasterWeights, RunPrecision, half_model
 from normbench.run import execute, prepare, unsupported_precision
 from normbench.train import AUTOCAST_DTYPES
 
@@ -43,6 +43,37 @@ def test_fp16_pure_scales_its_loss_and_bf16_pure_does_not(compose, tmp_path):
     bf16 = execute(compose(*TRANSFORMER, "precision=bf16_pure"), tmp_path / "bf16", [])
     assert fp16["precision"]["loss_scale"] == "dynamic" and isinstance(fp16["metrics"]["skipped_steps"], int)
     assert bf16["precision"]["loss_scale"] is None and bf16["metrics"]["skipped_steps"] is None
+
+
+@pytest.mark.parametrize("name", PRECISIONS)
+def test_the_loss_scaler_is_enabled_only_where_fp16_needs_one_and_a_disabled_one_passes_through(name):
+    """On CPU only fp16_pure scales its loss (an overflow then skips the step); fp32 steps exactly
+    as the unscaled loop does, through the disabled scaler."""
+    torch.manual_seed(0)
+    plain, model = torch.nn.Linear(4, 1), torch.nn.Linear(4, 1)
+    model.load_state_dict(plain.state_dict())
+    run = RunPrecision(name, model, torch.device("cpu"))
+    assert run.scales_loss == (name == "fp16_pure") and (run.state_dict() is None) == (name != "fp16_pure")
+    optimizer = torch.optim.SGD(run.master.parameters(), lr=0.1)
+
+    def step(x):
+        with run.autocast():
+            loss = run.model(x.to(run.inputs or x.dtype)).float().pow(2).mean()
+        run.backward(loss, optimizer)
+        return run.step(optimizer)
+
+    x = torch.randn(8, 4) / 100  # small enough that 2^16 times its gradients fit fp16
+    assert step(x) is False
+    if name == "fp32":
+        plain(x).pow(2).mean().backward()
+        torch.optim.SGD(plain.parameters(), lr=0.1).step()
+        assert all(torch.equal(a, b) for a, b in zip(run.master.parameters(), plain.parameters()))
+    if run.scales_loss:  # gradients x 2^16 overflow fp16: the step is skipped, the scale lowered, the weights kept
+        before = [p.clone() for p in run.master.parameters()]
+        assert step(torch.full((8, 4), 1e3)) is True and run.state_dict()["scale"] < 2.0**16
+        assert all(torch.equal(a, b) for a, b in zip(run.master.parameters(), before))
+    with pytest.raises(ValueError, match="loss scaler"):
+        run.load_state_dict(None if run.scales_loss else {"scale": 1.0})
 
 
 def test_half_model_keeps_norms_fp32_and_master_weights_track_it(compose):

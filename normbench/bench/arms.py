@@ -116,7 +116,7 @@ class _Scratch:
 
 def build(arm: Arm, threads: int | None = None, device: str | None = None) -> Arm:
     """The arm's training step, as its run took it: ``run.prepare`` on the recorded config, then
-    ``Trainer._timed_step`` (forward, backward, clip, optimizer step, CUDA synchronized)."""
+    ``Trainer.timed_step`` (forward, backward, clip, optimizer step, CUDA synchronized)."""
     found = interpolation_in(arm.config)
     if found:  # a record's values are data: never resolved here, nor printed
         raise ValueError(f"{found[:200]} in its record holds an interpolation (${{...}}) or ???; not rebuilt from it")
@@ -130,11 +130,11 @@ def build(arm: Arm, threads: int | None = None, device: str | None = None) -> Ar
     counter = iter(range(1, 2**62))
 
     def step():
-        done = trainer._timed_step(next(counter), probing=False)
+        done = trainer.timed_step(next(counter))
         if done.diverged:
             arm.diverged_steps += 1
 
-    arm.step, arm.batch_size, arm.seq_len = step, trainer.train_batches.batch_size, max(task.seq_len, 1)
+    arm.step, arm.batch_size, arm.seq_len = step, trainer.batch_size, max(task.seq_len, 1)
     arm.device = str(where)
     return arm
 
