@@ -174,7 +174,7 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
     if ranked.empty:
         headline = (f"On {task}, no arm is ranked yet: every arm ran 1 seed (or none trained), so none can be "
                     f"compared ({facts}).")
-        gate, measured = _regime(rows, runs)
+        gate, measured = regime_of(rows, runs)
         return TaskAnswer(task, metric, higher, headline, study, also=gate.text[0].upper() + gate.text[1:] + "."
                           if gate is not None else "", single=lone, command="" if gate is not None else command,
                           caveat=_scale_caveat(measured), design=design.text() if design is not None else "",
@@ -183,7 +183,7 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
     headline = _winner_headline(first, ranked, best, task, metric, facts)
     also = _others_text(rows, runs, ranked, first, metric)
     decided = bool(rows["best"].any()) and not len(single)  # a ranking that informs, every arm compared
-    gate, measured = _regime(rows, runs)
+    gate, measured = regime_of(rows, runs)
     if gate is not None:  # the setup cannot tell the arms apart: no seeds, no budget would
         also, command = gate.text[0].upper() + gate.text[1:] + ".", ""
     return TaskAnswer(task, metric, higher, headline, study, also, _tradeoff(best, ranked), lone,
@@ -247,7 +247,7 @@ def _others_text(rows: pd.DataFrame, runs: pd.DataFrame, ranked: pd.DataFrame, f
                          f"than {_MAX_SEEDS} seeds per arm." if math.isfinite(largest) else "")))
 
 
-def _regime(rows: pd.DataFrame, runs: pd.DataFrame) -> tuple[regime.Gate | None, str]:
+def regime_of(rows: pd.DataFrame, runs: pd.DataFrame) -> tuple[regime.Gate | None, str]:
     """The gate the comparison's arms fail (regime.ANSWER_GATES: at chance, at ceiling, still improving),
     and the scale its runs were measured at."""
     if runs.empty or "group" not in runs:

@@ -21,7 +21,7 @@ from pathlib import Path
 from normbench.report.sections import MAX_FIGURES
 from normbench.report.tables import MAX_COLUMNS
 
-MAX_BYTES = 3 * 1024 * 1024  # a page a researcher can open and send
+MAX_BYTES = 3_000_000  # a page a researcher can open and send: 3 MB
 
 
 class _Reader(HTMLParser):
@@ -129,7 +129,7 @@ def broken(facts: dict) -> list[str]:
     found += [f"link to no id: #{i}" for i in facts["dangling_links"]]
     found += [f"caption repeated: {c}" for c in facts["repeated_captions"]]
     if facts["bytes"] > MAX_BYTES:
-        found.append(f"{facts['bytes'] / 2**20:.1f} MB (at most {MAX_BYTES / 2**20:g} MB)")
+        found.append(f"{facts['bytes'] / 1e6:.2f} MB (at most {MAX_BYTES / 1e6:g} MB)")
     return found
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from normbench.analysis.aggregate import format_value
 from normbench.report.tables import ClaimView, Table
+from normbench.report import answers
 
 FAMILIES = (("rnn", "RNN"), ("lstm", "LSTM"), ("gru", "GRU"), ("transformer", "Transformer"))
 SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
@@ -62,7 +63,7 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
 
 
 def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list[FamilyLine]:
-    """One line per (family, study, task) the evidence covers, in FAMILIES order; a family no study
+    """One line per (family, study, task and condition) the evidence covers, in FAMILIES order; a family no study
     covers gets one "no evidence yet" line. ``sections``: sections.StudySection, for titles, anchors
     and claims."""
     family = _family_of(runs)
@@ -72,9 +73,16 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list
         for section in sections:
             mine = summary[(summary["study"].astype(str) == section.id)
                            & summary["group"].map(family).eq(key)]
-            for task, rows in mine.groupby("task", sort=False):
+            # one line per comparison: a task, and a condition where the study has one (analysis/conditions.py)
+            for _, rows in mine.groupby("comparison" if "comparison" in mine else "task", sort=False):
+                task = str(rows["task"].iloc[0])
+                condition = str(rows["condition"].iloc[0]) if "condition" in rows else ""
+                task += f" at {condition}" if condition and condition != "nan" else ""
                 ranked = rows[rows["rank"].notna()].sort_values("rank", kind="stable")
-                if ranked.empty:
+                gate, _ = answers.regime_of(rows, runs[runs["group"].isin(rows["group"])])
+                if gate is not None:  # the same gate the study's answer names: no favourite from such a setup
+                    favoured = gate.text
+                elif ranked.empty:
                     favoured = "not ranked yet"
                 elif ranked["shown_worse"].astype(bool).any():
                     stars = ranked[ranked["best"].astype(bool)]
