@@ -299,6 +299,10 @@ def main(from_process_start: bool = False) -> None:
     except OSError as err:  # an output folder that cannot be created or written, a full disk
         _say(f"error: cannot write output: {err}")
         sys.exit(2)
+    except RecursionError:  # composition that never ends: a sweep file whose defaults list includes itself
+        _say("error: the configuration does not compose: it refers to itself without end (a sweep file whose "
+             "defaults list names itself, or a chain of them that comes back round)")
+        sys.exit(2)
     except KeyboardInterrupt:
         print("normbench: interrupted; summaries written", file=sys.stderr)
         sys.exit(130)

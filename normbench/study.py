@@ -112,6 +112,9 @@ def _check_out(out: Path) -> None:
     """--out must be a folder this process can write, and its sequential.json (if any) a regular file:
     a folder or FIFO there would stop the study at its end, after every round was paid for."""
     text = str(out)[:200]
+    if out.is_symlink():  # a planted link would carry the study elsewhere (report and rerun refuse it too)
+        raise StudyArgumentError(f"--out {text} is a symbolic link; give the folder it points to if the study "
+                                 f"belongs there")
     if os.path.lexists(out) and not out.is_dir():
         raise StudyArgumentError(f"--out {text} exists and is not a folder")
     try:

@@ -235,6 +235,9 @@ def _tune(argv: list[str] | None) -> int:
                         help="comma-separated seeds of the evaluation runs; must not be selection seeds")
     parser.add_argument("overrides", nargs="*", help="normbench overrides, e.g. norm=none,ln model=lstm")
     args = parser.parse_args(argv)
+    if args.out is not None and args.out.is_symlink():  # a planted link would carry the study elsewhere
+        parser.error(f"--out {str(args.out)[:200]} is a symbolic link; give the folder it points to if the study "
+                     f"belongs there")
     out = (args.out or Path("multirun/tuned") / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")).resolve()
     seeds = args.evaluation_seeds
     if out.exists() and not out.is_dir():

@@ -866,3 +866,18 @@ def test_rerun_and_report_refuse_an_out_that_is_a_link(tmp_path, victim, capsys)
     err = capsys.readouterr().err
     assert err.count("is a symbolic link") == 2 and err.count("\n") == 2
     assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
+
+
+def test_study_and_tune_refuse_an_out_that_is_a_link(tmp_path, victim, capsys):
+    """As report and rerun do: a linked --out would carry the study's rounds and report elsewhere."""
+    from normbench import study, tune
+
+    link = tmp_path / "out"
+    link.symlink_to(victim.parent, target_is_directory=True)
+    assert study.main(["--out", str(link), "steps=4"]) == 2
+    with pytest.raises(SystemExit) as refused:
+        tune.main(["--out", str(link), "steps=4"])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("is a symbolic link") == 2
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]

@@ -139,3 +139,13 @@ def test_end_to_end_a_hostile_sweep_file_exits_2_in_one_line_and_touches_nothing
     code, out, err = cli("+sweep=evil", "hydra.sweep.dir=sw", "report=false")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert victim.read_text() == "keep me" and not (tmp_path / "sw").exists()
+
+
+def test_a_sweep_file_that_includes_itself_is_one_line_and_exit_2(cli, tmp_path, monkeypatch):
+    """A defaults list that names its own file composes without end: one line, not a RecursionError's traceback."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "loop.yaml").write_text(GLOBAL + "defaults:\n  - /sweep/loop\n")
+    monkeypatch.setenv("NORMBENCH_SWEEPS", str(tmp_path / "mine"))
+    code, out, err = cli("+sweep=loop", "hydra.sweep.dir=sw", "report=false")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "refers to itself" in err and not (tmp_path / "sw").exists()
