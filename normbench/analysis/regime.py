@@ -346,8 +346,8 @@ def _compact(x: float) -> str:
 def _span(found: tuple[float, float] | None, words: str) -> str:
     if found is None:
         return f"{words} not recorded"
-    low, high = found
-    return f"{_compact(low)} {words}" if low == high else f"{_compact(low)}–{_compact(high)} {words}"
+    low, high = _compact(found[0]), _compact(found[1])
+    return f"{low} {words}" if low == high else f"{low}–{high} {words}"  # alike as printed: one number
 
 
 def scale_text(runs: pd.DataFrame) -> str:

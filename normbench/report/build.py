@@ -94,7 +94,7 @@ def claims_frame(claims: list[tables.ClaimView]) -> pd.DataFrame:
                         if v.startswith("not testable here")})
         regime = ("; ".join(gated) if gated else "not testable here" if c.status == "not testable here"
                   else "—" if c.status == "not applicable" else "testable here")
-        rows.append({"claim": c.id, "study": c.study, "verdict": c.status,
+        rows.append({"claim": c.id, "study": c.study if c.status != "not applicable" else "", "verdict": c.status,
                      "parts": " | ".join(f"{i}: {v.split(' (leans ')[0]}" for i, v in enumerate(verdicts, 1)),
                      "regime": regime, "scale": c.scale, "source": c.where or c.citation})
     return pd.DataFrame(rows, columns=["claim", "study", "verdict", "parts", "regime", "scale", "source"])

@@ -54,10 +54,12 @@ def test_panel_heights_follow_the_panel_count(small_crafted_report):
     """8 arms make small multiples (one panel per arm), so that figure is much taller than the
     4-arm study's single panel, and its narrow rendering (2 panels a row) taller than the wide one (4 a row)."""
     folder = small_crafted_report.parent / "figures"
-    many = Image.open(folder / "narrow" / "curves_val_vs_step-2.png").size
-    few = Image.open(folder / "narrow" / "curves_val_vs_step.png").size
-    assert many[1] > 2 * few[1]
-    assert Image.open(folder / "curves_val_vs_step-2.png").size[1] < many[1]
+    # one curves figure per study (their numbers follow the studies' order): the 8-arm one is the tallest
+    sizes = {p.name: Image.open(p).size for p in (folder / "narrow").glob("curves_val_vs_step*.png")}
+    tallest = max(sizes, key=lambda name: sizes[name][1])
+    many, few = sizes[tallest], min(sizes.values(), key=lambda size: size[1])
+    assert len(sizes) == 3 and many[1] > 2 * few[1]
+    assert Image.open(folder / tallest).size[1] < many[1]
 
 
 def test_the_check_finds_overlapping_tick_labels_and_repeated_legend_labels():
