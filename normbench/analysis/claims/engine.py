@@ -172,7 +172,9 @@ def verdict_text(part: Part) -> str:
 
 def part_rows(verdict: Verdict) -> list[list[str]]:
     """The per-part table of a verdict (PART_COLUMNS)."""
-    return [[p.assertion, p.test, effect_text(p.effect), verdict_text(p)] for p in verdict.parts]
+    # every measure a part read, the deciding one first: a verdict set by a second measure shows it
+    return [[p.assertion, p.test, "; ".join(effect_text(e) for e in p.effects) if p.effects else effect_text(None),
+             verdict_text(p)] for p in verdict.parts]
 
 
 def relevant(claim: Claim, runs: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
