@@ -1,0 +1,37 @@
+"""The committed example report keeps the page's promises: at most 6 figures a study, no caption
+repeated, unique ids, at most 3 MB, tables of at most 12 columns, a synthesis line for every model
+family a study covers, and in Chromium at 1400 and 420 px no arm, metric, interval or verdict cut."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from normbench.report.page_facts import broken, html_facts, layout_facts
+from normbench.report.screenshot import NoBrowser, find_chromium, problems
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "example" / "report.html"
+
+
+def test_the_example_page_keeps_its_promises():
+    facts = html_facts(EXAMPLE)
+    assert broken(facts) == [] and len(facts["study_figures"]) >= 15
+    families = set(re.findall(r'<td[^>]*data-label="family"[^>]*>(\w+)</td>', EXAMPLE.read_text()))
+    assert families == {"RNN", "LSTM", "GRU", "Transformer"}  # every family a study covers has its line
+
+
+def _browser() -> str:
+    try:
+        find_chromium()
+    except NoBrowser as missing:
+        return str(missing)
+    return ""
+
+
+@pytest.mark.skipif(bool(_browser()), reason=_browser() or "chromium found")
+@pytest.mark.parametrize("width", [1400, 420])
+def test_the_example_page_reads_whole_in_chromium(width):
+    layout = layout_facts(EXAMPLE, width)
+    assert layout["n_cut"] == 0, layout["cut"]
+    assert problems(layout["check"]) == []
+    assert {"arm", "verdict", "effect [interval]", "family", "how sure"} <= set(layout["kept"])
