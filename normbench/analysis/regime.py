@@ -139,20 +139,32 @@ def _finished_mean(frame: pd.DataFrame, score: str) -> float:
 
 # --- the gates ----------------------------------------------------------------------------------
 
+def _every_arm(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame, reading) -> list[str] | None:
+    """"ARM: what it reads" for every arm, or None as soon as one arm's ``reading(frame, mean)`` is None
+    (that arm is not in the regime); ``mean`` is the arm's finished-run mean of the primary score."""
+    score, shown = rules.primary_column(runs), []
+    for arm, frame in arms.items():
+        text = reading(frame, _finished_mean(frame, score))
+        if text is None:
+            return None
+        shown.append(f"{arm}: {text}")
+    return shown
+
+
 def at_chance(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame) -> Gate | None:
     name, higher, chance = _task(runs)
     limit = rules.chance_limit(name, chance)
     if limit is None or not arms:
         return None
-    score = rules.primary_column(runs)
-    shown = []
-    for arm, frame in arms.items():
-        mean = _finished_mean(frame, score)
-        if math.isfinite(mean) and (mean > limit if higher else mean < limit):
-            return None
-        shown.append(f"{arm}: {'no run finished' if not math.isfinite(mean) else 'mean ' + _fmt(mean)}")
-    return Gate(AT_CHANCE, f"every arm is at chance ({'; '.join(shown)}; chance {_fmt(chance)}, the chance band ends at "
-                           f"{_fmt(limit)} {name})", REMEDY[AT_CHANCE])
+
+    def reading(frame, mean):  # an arm with no finished run counts as at chance
+        if not math.isfinite(mean):
+            return "no run finished"
+        return None if (mean > limit if higher else mean < limit) else f"mean {_fmt(mean)}"
+    shown = _every_arm(arms, runs, reading)
+    return None if shown is None else Gate(
+        AT_CHANCE, f"every arm is at chance ({'; '.join(shown)}; chance {_fmt(chance)}, the chance band ends at "
+                   f"{_fmt(limit)} {name})", REMEDY[AT_CHANCE])
 
 
 def at_ceiling(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame) -> Gate | None:
@@ -160,16 +172,14 @@ def at_ceiling(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame) -> Gate | N
     limit = rules.ceiling_limit(name, chance)
     if limit is None or not arms:
         return None
-    score = rules.primary_column(runs)
-    shown = []
-    for arm, frame in arms.items():
-        mean = _finished_mean(frame, score)
-        if not math.isfinite(mean) or (mean < limit if higher else mean > limit) or rules.failed(frame).any():
-            return None
-        shown.append(f"{arm}: mean {_fmt(mean)}")
-    bound = rules.best_value(name)
-    return Gate(AT_CEILING, f"every arm is at the ceiling ({'; '.join(shown)}; within {rules.ceiling_words(name)} of "
-                            f"the best possible {_fmt(bound)} {name}, no run failed)", REMEDY[AT_CEILING])
+
+    def reading(frame, mean):  # a failed run shows room below the ceiling
+        below = not math.isfinite(mean) or (mean < limit if higher else mean > limit) or rules.failed(frame).any()
+        return None if below else f"mean {_fmt(mean)}"
+    shown = _every_arm(arms, runs, reading)
+    return None if shown is None else Gate(
+        AT_CEILING, f"every arm is at the ceiling ({'; '.join(shown)}; within {rules.ceiling_words(name)} of the best "
+                    f"possible {_fmt(rules.best_value(name))} {name}, no run failed)", REMEDY[AT_CEILING])
 
 
 def improving(frame: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame | None = None) -> tuple[int, int, int]:

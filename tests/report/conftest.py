@@ -8,6 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from normbench.report.screenshot import NoBrowser, find_chromium
+
+try:
+    find_chromium()
+    NO_BROWSER = ""
+except NoBrowser as missing:
+    NO_BROWSER = str(missing)
+# the mark of every test that opens a page in Chromium: skipped, with the reason, where none is installed
+needs_browser = pytest.mark.skipif(bool(NO_BROWSER), reason=NO_BROWSER or "chromium found")
+
 SCHEMA = "normbench.run/2"
 
 DEFAULT_AXES = {

@@ -17,15 +17,10 @@ from PIL import Image
 
 from normbench.report import build_report
 from normbench.report.figures import PROBLEMS_KEY
-from normbench.report.screenshot import NoBrowser, check_page, find_chromium, problems, screenshot, shown_font_px
+from normbench.report.screenshot import check_page, problems, screenshot, shown_font_px
+from tests.report.conftest import needs_browser
 
-try:
-    find_chromium()
-    NO_BROWSER = ""
-except NoBrowser as error:
-    NO_BROWSER = str(error)
-
-pytestmark = pytest.mark.skipif(bool(NO_BROWSER), reason=NO_BROWSER or "chromium found")
+pytestmark = needs_browser
 LONG_REASON = ("placement 'gate' is invalid for transformer (a Transformer has no gates); valid: pre, post, peri. "
                "This reason is long on purpose, as the runner's are.")
 WIDTHS = (1400, 420)

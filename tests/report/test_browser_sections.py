@@ -7,15 +7,10 @@ from __future__ import annotations
 import pytest
 
 from normbench.report.page_facts import broken, html_facts, layout_facts
-from normbench.report.screenshot import NoBrowser, find_chromium, problems
+from normbench.report.screenshot import problems
+from tests.report.conftest import needs_browser
 
-try:
-    find_chromium()
-    NO_BROWSER = ""
-except NoBrowser as error:
-    NO_BROWSER = str(error)
-
-pytestmark = pytest.mark.skipif(bool(NO_BROWSER), reason=NO_BROWSER or "chromium found")
+pytestmark = needs_browser
 WIDTHS = (1400, 420)
 MUST_SEE = ("arm", "verdict", "effect [interval]", "family", "how sure")
 

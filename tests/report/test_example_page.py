@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from normbench.report.page_facts import broken, html_facts, layout_facts
-from normbench.report.screenshot import NoBrowser, find_chromium, problems
+from normbench.report.screenshot import problems
+from tests.report.conftest import needs_browser
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "example" / "report.html"
 
@@ -20,15 +21,7 @@ def test_the_example_page_keeps_its_promises():
     assert families == {"RNN", "LSTM", "GRU", "Transformer"}  # every family a study covers has its line
 
 
-def _browser() -> str:
-    try:
-        find_chromium()
-    except NoBrowser as missing:
-        return str(missing)
-    return ""
-
-
-@pytest.mark.skipif(bool(_browser()), reason=_browser() or "chromium found")
+@needs_browser
 @pytest.mark.parametrize("width", [1400, 420])
 def test_the_example_page_reads_whole_in_chromium(width):
     layout = layout_facts(EXAMPLE, width)
