@@ -186,6 +186,7 @@ def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], contex
     lines = synthesis.synthesis(summary, runs, out_sections) if not summary.empty else []
     unjudged = [c for c in context["claims"] if c.status == "not applicable"]
     return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
+            "recommend": synthesis.recommendation_table(lines),
             "memory": _memory_table(runs), "unjudged": unjudged,
             "gradient_table": context["gradients"]["table"],
             "glossary": [*context["reproduce"]["glossary"], *figures.GLOSSARY.items()],

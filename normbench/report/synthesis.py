@@ -1,8 +1,11 @@
 """The report's first section: per model family, what the studies' evidence favours, and how sure.
 
-It states nothing new: each line is a study's rank-1 arm (ranking.RULE) on one task, whether the
-other arms were shown worse, the claims that study decided, and the scale its runs were at. A
-family no study covered says "no evidence yet".
+It states nothing new. Each line is one study on one task (and condition): the arms that could be
+the best (ranking.RULE) where some arm is shown worse, a tie where none is, or the gate that makes
+final quality untestable there; with the claims that study decided and the scale its runs were at.
+Above the lines, one recommendation per family gathers its testable lines: what they favour, what
+they leave tied, and which studies could not test final quality. A family no study covered says
+"no evidence yet".
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ class FamilyLine:
     studies: list[tuple[str, str]] = field(default_factory=list)  # (title, anchor) of the studies behind it
     sure: str = ""
     scale: str = ""
+    kind: str = ""  # FAVOURED, TIED, GATED or UNRANKED: what the line can say about a choice
+    arms: list[str] = field(default_factory=list)  # the favoured (or tied) arms
+    task: str = ""  # the task, and the condition where the study has one
+
+
+FAVOURED, TIED, GATED, UNRANKED = "favoured", "tied", "not testable here", "not ranked yet"
 
 
 def _family_of(runs: pd.DataFrame) -> pd.Series:
@@ -81,18 +90,19 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list
                 ranked = rows[rows["rank"].notna()].sort_values("rank", kind="stable")
                 gate, _ = answers.regime_of(rows, runs[runs["group"].isin(rows["group"])])
                 if gate is not None:  # the same gate the study's answer names: no favourite from such a setup
-                    favoured = gate.text
+                    kind, arms, favoured = GATED, [], gate.text
                 elif ranked.empty:
-                    favoured = "not ranked yet"
+                    kind, arms, favoured = UNRANKED, [], "not ranked yet"
                 elif ranked["shown_worse"].astype(bool).any():
-                    stars = ranked[ranked["best"].astype(bool)]
-                    favoured = "; ".join(f"{a} ★" for a in stars["arm"].astype(str)[:3])
-                    favoured += f" and {len(stars) - 3} more" if len(stars) > 3 else ""
+                    kind, arms = FAVOURED, list(ranked[ranked["best"].astype(bool)]["arm"].astype(str))
+                    favoured = "; ".join(f"{a} ★" for a in arms[:3])
+                    favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
                 else:
-                    favoured = f"none yet ({ranked['arm'].astype(str).iloc[0]} ranks first, not shown better)"
+                    kind, arms = TIED, list(ranked["arm"].astype(str))
+                    favoured = f"none yet ({arms[0]} ranks first, not shown better)"
                 study_runs = runs[runs["group"].isin(rows["group"])]
                 lines.append(FamilyLine(name, f"{favoured} · task {task}", [(section.title, section.anchor)],
-                                        _sureness(rows, section.claims), _scale(study_runs)))
+                                        _sureness(rows, section.claims), _scale(study_runs), kind, arms, task))
         out += lines or [FamilyLine(name, "no evidence yet", [], "no study ran this family", "")]
     return out
 
@@ -102,3 +112,48 @@ def synthesis_table(lines: list[FamilyLine]) -> Table:
             for line in lines]
     columns = ["family", "favoured (norm, placement …)", "study", "how sure", "scale"]
     return Table(columns, rows, wrap=tuple(columns), keep=("family", "favoured (norm, placement …)", "how sure"))
+
+
+def _studies(lines: list[FamilyLine]) -> str:
+    return ", ".join(dict.fromkeys(title for line in lines for title, _ in line.studies))
+
+
+def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
+    """The family's one line over its study lines: the favoured arms of every testable study that shows
+    one arm worse (each with its study), else the arms the testable studies leave tied (a tie is the
+    answer "none of these is shown better here"), else why none could be tested. The sort order of
+    nothing picks it: every favoured arm is named, with its study."""
+    favoured = [line for line in lines if line.kind == FAVOURED]
+    tied = [line for line in lines if line.kind == TIED]
+    gated = [line for line in lines if line.kind == GATED]
+    if not any(line.studies for line in lines):
+        return FamilyLine(family, "no evidence yet", [], "no study ran this family", "")
+    if favoured:
+        text = " · ".join(f"{' or '.join(line.arms[:3])}{' …' if len(line.arms) > 3 else ''} "
+                          f"({line.studies[0][0]}, {line.task})" for line in favoured)
+    elif tied:
+        text = "no choice shown better: " + " · ".join(
+            f"{', '.join(line.arms)} tie ({line.studies[0][0]}, {line.task})" for line in tied)
+    elif gated:
+        text = "not testable here yet: final quality could not be tested in any study of this family (see its lines)"
+    else:
+        text = "not ranked yet (one seed per arm)"
+    counts = [f"{len(group)} {word}" for group, word in ((favoured, "favour an arm"), (tied, "tie"),
+                                                         (gated, "not testable here"))
+              if group]
+    sure = "study lines: " + ", ".join(counts)
+    behind = favoured or tied or gated or lines
+    kind = FAVOURED if favoured else TIED if tied else GATED if gated else UNRANKED
+    return FamilyLine(family, text, [s for line in behind for s in line.studies], sure,
+                      "; ".join(dict.fromkeys(line.scale for line in behind if line.scale)), kind)
+
+
+def recommendations(lines: list[FamilyLine]) -> list[FamilyLine]:
+    """One recommendation per family, in FAMILIES order."""
+    return [recommendation(name, [line for line in lines if line.family == name]) for _, name in FAMILIES]
+
+
+def recommendation_table(lines: list[FamilyLine]) -> Table:
+    rows = [[line.family, line.favoured, _studies([line]) or "—", line.sure] for line in recommendations(lines)]
+    columns = ["family", "recommendation (norm, placement …)", "studies", "how sure"]
+    return Table(columns, rows, wrap=tuple(columns), keep=("family", "recommendation (norm, placement …)"))

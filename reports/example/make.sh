@@ -6,7 +6,7 @@
 # --max-seeds N tests at alpha 0.05 once, the most a budget that affords one round can buy (planned
 # looks that the budget then cuts short would leave most of alpha unspent). Each study's EXPECTED time is its wall time (its runs
 # from the pilots' timings, halved for 2 workers, + ~20 s of start-up and report); a first round
-# gets 3x that as its budget (study() below). The expected times sum to 32.0 minutes (docs/studies.md).
+# gets 3x that as its budget (study() below). The expected times sum to 28.5 minutes (docs/studies.md).
 # Sequential (--step): gamma_flow, dropout_placement, ln_vs_bn_varlen and batch_size add seeds while a claim
 # or their ranking is undecided, up to --max-seeds, alpha spent over the looks (Lan-DeMets O'Brien-Fleming),
 # and rms_vs_ln times 20 rounds. Chosen on 2026-12-01 after a one-look regeneration of every study took
@@ -33,16 +33,16 @@ run() {
         rms_vs_ln)         study rms_vs_ln 130s --pilot 3 --max-seeds 3 +sweep=rms_vs_ln
                            python -m normbench.bench arms "$R/rms_vs_ln" --reference norm=ln --threads 1 --rounds 20 ;;
         eps_fp16)          study eps_fp16 70s --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
-        ln_converges)      study ln_converges 55s --pilot 4 --max-seeds 4 +sweep=ln_converges ;;
-        bn_converges)      study bn_converges 150s --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
+        ln_converges)      study ln_converges 70s --pilot 4 --max-seeds 4 +sweep=ln_converges ;;
+        bn_converges)      study bn_converges 120s --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
         batch_size)        study batch_size 140s --pilot 3 --step 3 --max-seeds 12 +sweep=batch_size ;;
-        gamma_init)        study gamma_init 165s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
+        gamma_init)        study gamma_init 60s --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
         rnn_table)         study rnn_table 50s --pilot 3 --max-seeds 3 +sweep=rnn_table ;;
         dropout_placement) study dropout_placement 60s --pilot 4 --step 4 --max-seeds 12 +sweep=dropout_placement ;;
         ln_vs_bn_varlen)   study ln_vs_bn_varlen 120s --pilot 3 --step 3 --max-seeds 9 +sweep=ln_vs_bn_varlen ;;
-        gru)               study gru 150s --pilot 3 --max-seeds 3 +sweep=gru ;;
+        gru)               study gru 60s --pilot 3 --max-seeds 3 +sweep=gru ;;
         placements)        study placements 130s --pilot 3 --max-seeds 3 +sweep=placements ;;
-        # not in ALL (its 20 runs a seed do not fit the 32 minutes): the lr grid of ln_larger_stable_lr
+        # not in ALL (its 20 runs a seed do not fit the 28.5 minutes): the lr grid of ln_larger_stable_lr
         lr_grid)           study lr_grid 360s --pilot 2 --step 1 --max-seeds 4 +sweep=tuned model=lstm placement=in_cell norm=none,ln ;;
         *) echo "unknown study $1" >&2; exit 2 ;;
     esac

@@ -22,3 +22,33 @@ def test_arms_at_chance_favour_nothing_and_arms_apart_favour_the_best(runs_of):
              for s in range(4) for n in ("ln", "bn")]
     favoured = lines_for(runs_of(*apart))
     assert len(favoured) == 1 and favoured[0].favoured.startswith("norm=ln ★")
+
+
+def test_a_family_recommendation_names_every_favoured_arm_and_ties_as_ties():
+    from normbench.report.synthesis import FAVOURED, GATED, TIED, FamilyLine, recommendation
+
+    def line(kind, arms, study):
+        return FamilyLine("LSTM", "", [(study, study)], "", "hidden 64", kind, arms, "digits")
+    gated = line(GATED, [], "short")
+    mixed = recommendation("LSTM", [line(TIED, ["norm=ln", "norm=bn"], "b"), gated,
+                                    line(FAVOURED, ["norm=ln"], "a"), line(FAVOURED, ["norm=rms", "norm=ln"], "c")])
+    # every favoured study's arms, in the lines' order (not a sort), each with its study; a tie is not used then
+    assert mixed.favoured == "norm=ln (a, digits) · norm=rms or norm=ln (c, digits)"
+    assert mixed.sure == "study lines: 2 favour an arm, 1 tie, 1 not testable here" and mixed.kind == FAVOURED
+    tied = recommendation("LSTM", [line(TIED, ["norm=ln", "norm=bn"], "b"), gated])
+    assert tied.favoured == "no choice shown better: norm=ln, norm=bn tie (b, digits)" and tied.kind == TIED
+    only_gated = recommendation("LSTM", [gated])
+    assert only_gated.favoured.startswith("not testable here yet") and only_gated.kind == GATED
+    assert recommendation("GRU", []).favoured == "no evidence yet"
+
+
+def test_the_recommendation_of_crafted_runs_follows_their_lines(runs_of):
+    from normbench.report.synthesis import recommendations
+
+    apart = [{"seed": s, "best_val": (0.80 if n == "ln" else 0.60) + 0.001 * s, "axes": {"norm": n}}
+             for s in range(4) for n in ("ln", "bn")]
+    lines = lines_for(runs_of(*apart))
+    by_family = {line.family: line for line in recommendations(lines)}
+    assert by_family[lines[0].family].favoured.startswith("norm=ln (x, ")
+    assert [f for f, line in by_family.items() if line.favoured == "no evidence yet"] == \
+        [f for f in ("RNN", "LSTM", "GRU", "Transformer") if f != lines[0].family]
