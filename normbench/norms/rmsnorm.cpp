@@ -4,7 +4,8 @@
 // the fp32 kernel's on the widened inputs, rounded; rstd is kept in the compute type.
 //
 // Forward: two passes of ATen's Vectorized over each row (sum of squares, then the scaled product).
-// Backward, a tile of kTile rows at a time: one pass per row for its sum, then one pass over the
+// Backward, a tile of up to kTile rows at a time (fewer for wide rows, so that the tile's dy and x
+// are still in L1 when they are read again): one pass per row for its sum, then one pass over the
 // tile's columns writing each row's dx and adding the tile's share of dw in registers, so dw is read
 // and written once per tile, not once per row. Rows are split into one contiguous block per torch
 // thread; each block sums its own dw in the compute type and the blocks are added in row order, so
@@ -30,7 +31,8 @@ using rows::store;
 using rows::store_narrow;
 using rows::Vec;
 
-constexpr int64_t kTile = 4;           // rows whose dw shares are summed in registers
+constexpr int64_t kTile = 4;           // at most this many rows' dw shares are summed in registers
+constexpr int64_t kTileBytes = 16384;  // a tile's dy and x, re-read by its second pass, stay in L1 (32 KiB)
 constexpr int64_t kRowsPerThread = 64;  // below this a thread's block is not worth a fork
 
 // Forward of rows [r0, r1): T is the storage type, A = opmath_type<T> the compute type.
@@ -52,8 +54,9 @@ void forward_rows(int64_t r0, int64_t r1, const T* x, const T* w, double eps, in
 template <typename T, typename A = at::opmath_type<T>>
 void backward_rows(int64_t r0, int64_t r1, const T* dy, const T* x, const T* w, const A* rstd, int64_t n, T* dx,
                    A* dw) {
-  for (int64_t t0 = r0; t0 < r1; t0 += kTile) {
-    const int64_t rows_here = std::min(kTile, r1 - t0);
+  const int64_t tile = std::clamp<int64_t>(kTileBytes / (2 * n * int64_t(sizeof(T))), 1, kTile);
+  for (int64_t t0 = r0; t0 < r1; t0 += tile) {
+    const int64_t rows_here = std::min(tile, r1 - t0);
     A mean[kTile];
     for (int64_t i = 0; i < rows_here; ++i) {
       const T *dyr = dy + (t0 + i) * n, *xr = x + (t0 + i) * n;
