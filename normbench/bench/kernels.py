@@ -345,7 +345,8 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
     not_measured = {impl: why for impl, why in fused_status(device).items() if why}
     if not compile_:
         not_measured["torch_compile"] = "not requested (--compile)"
-    markdown = render_markdown(rows, headline_rows, rule, environment, command, not_measured)
+    markdown = render_markdown(rows, headline_rows, rule, environment, command, not_measured,
+                               [r for r in ratios if r.target is not None])
     extra = {"headline": headline_rows, "rule": rule, "not_measured": not_measured,
              "shapes": [list(s) for s in shapes], "dtypes": list(dtypes), "impls": list(impls)}
     section = Section("kernels", command, environment, rows, markdown, ratios, extra)
@@ -517,7 +518,14 @@ def bandwidth_tables(rows: list[dict]) -> str:
     return "\n\n".join(parts)
 
 
-def render_markdown(rows, headline_rows, rule, environment, command, not_measured) -> str:
+def targets_block(targets: list[RatioLine]) -> str:
+    """The last lines: issue 37's kernel targets (every ratio line held to one) and whether each is met."""
+    met = sum(bool(t.met) for t in targets)
+    lines = [f"- {'met' if t.met else 'NOT met' if t.met is False else 'n/a'}: {t}" for t in targets]
+    return (f"### Issue 37's kernel targets: {met} of {len(targets)} met\n\n" + "\n".join(lines)) if targets else ""
+
+
+def render_markdown(rows, headline_rows, rule, environment, command, not_measured, targets=()) -> str:
     env = environment
     text = [f"## Norm kernels\n\n`{command}`\n\n{env['device']} ({env['device_name']}), torch {env['torch']}, "
             f"{env['threads']} threads, load {env.get('load_average_1m', float('nan')):.2f} at start, "
@@ -541,7 +549,8 @@ def render_markdown(rows, headline_rows, rule, environment, command, not_measure
     if not_measured:
         text.append("Not measured: " + "; ".join(f"{k}: {v}" for k, v in not_measured.items()) + ".")
     text.append("![GB/s vs hidden, fp32 forward](kernels.png)")
-    return "\n\n".join(text)
+    text.append(targets_block(list(targets)))
+    return "\n\n".join(t for t in text if t)
 
 
 def plot_bandwidth(rows: list[dict], path: Path) -> Path | None:

@@ -25,12 +25,13 @@ import torch
 
 HERE = Path(__file__).parent
 HEADERS = (HERE / "rows.h", HERE / "row_blocks.h", HERE / "gemm.h")
-# The flags CMake gives ATen's AVX2 and AVX-512 kernels (cmake/Codegen.cmake), plus the macros
+# The flags CMake gives ATen's AVX2 and AVX-512 kernels (cmake/Codegen.cmake; -mf16c: the fp16 loads of
+# Vectorized<Half> under AVX2, which rmsnorm.cpp uses), plus the macros
 # that select Vectorized<T>'s implementation. -fopenmp: at::parallel_for uses torch's own pool.
 CAPABILITY_FLAGS = {
     "avx512": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-DCPU_CAPABILITY_AVX512",
                "-DCPU_CAPABILITY=AVX512"],
-    "avx2": ["-mavx2", "-mfma", "-DCPU_CAPABILITY_AVX2", "-DCPU_CAPABILITY=AVX2"],
+    "avx2": ["-mavx2", "-mfma", "-mf16c", "-DCPU_CAPABILITY_AVX2", "-DCPU_CAPABILITY=AVX2"],
     "default": ["-DCPU_CAPABILITY_DEFAULT", "-DCPU_CAPABILITY=DEFAULT"],
 }
 COMMON_FLAGS = ["-O3", "-fopenmp"]

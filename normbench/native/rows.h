@@ -8,7 +8,12 @@
 // sees them whatever the arithmetic makes of a zero.
 #pragma once
 
+#include <ATen/OpMathType.h>
+#include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+#include <type_traits>
 
 #include <cmath>
 #include <cstdint>
@@ -34,6 +39,35 @@ inline Vec<T> load(const T* p, int64_t count) {
 template <typename T>
 inline void store(const Vec<T>& v, T* p, int64_t count) {
   v.store(p, count);
+}
+
+// count values of T at p widened to the compute type (bf16/fp16 -> fp32, exactly): a chunk is
+// Vec<opmath_type<T>>::size() values whatever T is. Lanes past count load as zero.
+template <typename T, typename A = at::opmath_type<T>>
+inline Vec<A> load_wide(const T* p, int64_t count) {
+  if constexpr (std::is_same_v<T, A>) {
+    return load(p, count);
+  } else {
+    Vec<A> v;
+    if (count == Vec<A>::size()) {
+      at::vec::load_to_float(p, v);
+    } else {
+      T part[Vec<A>::size()] = {};
+      std::copy(p, p + count, part);
+      at::vec::load_to_float(part, v);
+    }
+    return v;
+  }
+}
+
+// v rounded to T (round to nearest even for bf16/fp16), its first count lanes stored at p
+template <typename T, typename A = at::opmath_type<T>>
+inline void store_narrow(const Vec<A>& v, T* p, int64_t count) {
+  if constexpr (std::is_same_v<T, A>) {
+    store(v, p, count);
+  } else {
+    at::vec::convert_from_float<T>(v, v).store(p, count);
+  }
 }
 
 // p[0:count] += v
@@ -79,15 +113,15 @@ inline T mean_rstd(const T* x, int64_t n, double eps, T* mean_out) {
   return T(1) / std::sqrt(sum_lanes(squares) / T(n) + T(eps));
 }
 
-// 1 / sqrt(mean(x^2) + eps)
-template <typename T>
-inline T rms_rstd(const T* x, int64_t n, double eps) {
-  Vec<T> squares(T(0));
-  chunks<T>(n, [&](int64_t j, int64_t c) {
-    const Vec<T> v = load(x + j, c);
+// 1 / sqrt(mean(x^2) + eps), in the compute type of T (fp32 for bf16/fp16)
+template <typename T, typename A = at::opmath_type<T>>
+inline A rms_rstd(const T* x, int64_t n, double eps) {
+  Vec<A> squares(A(0));
+  chunks<A>(n, [&](int64_t j, int64_t c) {
+    const Vec<A> v = load_wide(x + j, c);
     squares = squares + v * v;
   });
-  return T(1) / std::sqrt(sum_lanes(squares) / T(n) + T(eps));
+  return A(1) / std::sqrt(sum_lanes(squares) / A(n) + A(eps));
 }
 
 }  // namespace rows

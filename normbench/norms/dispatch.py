@@ -2,7 +2,7 @@
 
 Each kind's descriptor (kinds.py, ``fastest``) names, per device type, the kind's own kernels of
 native's arithmetic to run instead of native; the first whose class runs on the input's device and
-dtype (``runs_on``: for rmsnorm.cpp a CPU, fp32 or fp64, and a kernel that builds) is used, native
+dtype (``runs_on``: for rmsnorm.cpp a CPU, fp32, fp64, bf16 or fp16, and a kernel that builds) is used, native
 everywhere else. ``decide`` makes each (kind, device type, dtype, width) decision once per process
 and keeps it; a layer built with auto (``AutoImpl``) keeps the decisions it ran, which the record
 names (``environment.norm_impls``).
@@ -18,7 +18,10 @@ with ATEN_CPU_CAPABILITY=avx2 and =default (no SIMD; ATen's kernels lowered alik
 machine, and a gap of 5% cannot be measured on a loaded one: the auto before this one timed each
 layer on its first call and chose by the load of that moment (on a busy 2-core machine, layers of
 one width chose differently). A table chooses the same kernels for every run of a config on one
-kind of machine and spends no training time on it. Where the kernel does not build (no compiler),
+kind of machine and spends no training time on it. In bf16 (``norm.fp32=false``) the same
+table holds for the same reason: native RMSNorm took 2.5-5.8x native LayerNorm's forward+backward at
+widths 64-1024 (reports/bench-cpu/quiet-2026-12-01), and the kernel computes bf16 as native does, in
+fp32, rounding once. Where the kernel does not build (no compiler),
 ``runs_on`` says so and auto runs native: the kernel's one warning line says why.
 
 Reference is never a candidate: it is the textbook formula in the input's dtype, under

@@ -48,7 +48,7 @@ class _ClassTable(Mapping):
 
 
 REGISTRY = _ClassTable(core=True)        # native and reference, every kind
-EXTRA_IMPLS = _ClassTable(core=False)    # impls only some kinds have (rms compiled: CPU fp32/fp64)
+EXTRA_IMPLS = _ClassTable(core=False)    # impls only some kinds have (rms compiled: CPU fp32/fp64/bf16/fp16)
 
 
 class _PrecisionPolicy(nn.Module):

@@ -116,8 +116,9 @@ class RMSNormReference(RMSNorm):
 
 class RMSNormCompiled(RMSNorm):
     """impl="compiled": normbench's own CPU kernel (norms/rmsnorm.cpp, two vectorized passes over
-    each row each way) for fp32/fp64 on a CPU, the fastest RMSNorm the suite has there; anywhere
-    else (a GPU, half precision, no compiler) PyTorch's native one. Same function, tested equal."""
+    each row each way) for fp32/fp64/bf16/fp16 on a CPU (bf16/fp16 computed in fp32), the fastest
+    RMSNorm the suite has there; anywhere else (a GPU, a weight of another dtype than the input, no
+    compiler) PyTorch's native one. Same function, tested equal."""
 
     @staticmethod
     def runs_on(device_type: str, dtype: torch.dtype) -> bool:
@@ -125,14 +126,14 @@ class RMSNormCompiled(RMSNorm):
         return rmsnorm_cpu.runs_on(device_type, dtype)
 
     def forward(self, x, step=None):
-        if rmsnorm_cpu.usable(x):
+        if rmsnorm_cpu.usable(x, self.weight):
             return rmsnorm_cpu.RMSNormFunction.apply(x, self.weight, self.eps)
         return super().forward(x, step)
 
 
 class RMSNormAuto(AutoImpl, RMSNorm):
     """impl="auto" (the default): native RMSNorm's parameters, run by the compiled kernel where it runs
-    (a CPU, fp32/fp64, the kernel built), by native elsewhere (normbench/norms/dispatch.py)."""
+    (a CPU, fp32/fp64/bf16/fp16, the kernel built), by native elsewhere (normbench/norms/dispatch.py)."""
 
     kind = "rms"
 

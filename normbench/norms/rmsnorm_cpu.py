@@ -13,7 +13,8 @@ import torch
 
 from normbench.native import cpu_build
 
-TORCH_DTYPES = (torch.float32, torch.float64)  # what the kernel computes in
+# what the kernel takes: bf16 and fp16 are computed in fp32 and rounded once when stored
+TORCH_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 KERNEL = cpu_build.Kernel(Path(__file__).with_name("rmsnorm.cpp"), "compiled RMSNorm", "the native one")
 
 
@@ -22,8 +23,9 @@ def runs_on(device_type: str, dtype: torch.dtype) -> bool:
     return device_type == "cpu" and dtype in TORCH_DTYPES and KERNEL.load() is not None
 
 
-def usable(x: torch.Tensor) -> bool:
-    return runs_on(x.device.type, x.dtype)
+def usable(x: torch.Tensor, weight: torch.Tensor | None = None) -> bool:
+    """Whether the kernel runs for this input (and weight: of the input's dtype, as it requires)."""
+    return (weight is None or weight.dtype == x.dtype) and runs_on(x.device.type, x.dtype)
 
 
 class RMSNormFunction(torch.autograd.Function):

@@ -1,4 +1,5 @@
-"""The compiled RMSNorm (rmsnorm.cpp, norm.impl=compiled): equal to the reference in float64."""
+"""The compiled RMSNorm (rmsnorm.cpp, norm.impl=compiled): equal to the reference in float64, and in
+fp32, bf16 and fp16 to the reference one precision up, rounded."""
 
 import pytest
 import torch
@@ -50,15 +51,70 @@ def test_several_threads_give_the_one_thread_result():
         torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
 
 
-def test_half_precision_and_no_compiler_use_the_native_kernel(monkeypatch):
-    module = RMSNormCompiled(16)
+# Each dtype's kernel against the reference one precision up, rounded to the dtype. Tolerances: bf16 and
+# fp16 are computed in fp32 and rounded once, so a value may differ from the rounded fp32 reference by
+# at most one unit in the last place where the two fp32 results straddle a rounding boundary: rtol one
+# ulp (2^-7 bf16, 2^-10 fp16), and nearly every value equal. fp32 against fp64: sums of at most 256
+# products, each step rounding by 2^-24, stay within 1e-5 relative. atol: dx of a width-1 row is a
+# difference of two equal terms, zero up to the higher precision's rounding of them (< 1e-5 here).
+LOW_PRECISION = {torch.float32: (torch.float64, 1e-5), torch.bfloat16: (torch.float32, 2**-7),
+                 torch.float16: (torch.float32, 2**-10)}
+
+
+def _against_the_reference_one_precision_up(dtype, x, weight, upstream):
+    """[y, dx, (dw)] of the compiled kernel in dtype, and of the reference in the next precision up rounded to dtype."""
+    up, _ = LOW_PRECISION[dtype]
+    compiled, reference = RMSNormCompiled(x.shape[-1], affine=weight is not None), RMSNormReference(x.shape[-1],
+                                                                                               affine=weight is not None)
+    results = []
+    for module, dt in ((compiled, dtype), (reference, up)):
+        if weight is not None:
+            module.weight = torch.nn.Parameter(weight.to(dt))
+        results.append([t.to(dtype) for t in outputs_and_grads(type(module), module, x.to(dt), upstream.to(dt))])
+    return results
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", list(LOW_PRECISION), ids=str)
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(3, 5, 20), (130, 64), (7, 1), (2, 33), (70, 256), (9, 1000)])
+def test_compiled_equals_the_reference_one_precision_up(shape, affine, dtype):
+    torch.manual_seed(1)
+    x, upstream = torch.randn(shape).to(dtype), torch.randn(shape).to(dtype)
+    weight = (1 + 0.3 * torch.randn(shape[-1])).to(dtype) if affine else None
+    compiled, reference = _against_the_reference_one_precision_up(dtype, x, weight, upstream)
+    assert rmsnorm_cpu.usable(x, weight) and len(compiled) == (3 if affine else 2)
+    rtol = LOW_PRECISION[dtype][1]
+    for name, a, b in zip(("y", "dx", "dw"), compiled, reference):
+        assert a.dtype == dtype
+        torch.testing.assert_close(a, b, rtol=rtol, atol=1e-5, msg=lambda m: f"{name}: {m}")
+        if dtype != torch.float32 and shape[-1] > 1:  # rounded from the same fp32 values: equal but at a boundary
+            assert (a == b).float().mean() >= 0.99, name
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_non_contiguous_input_and_gradient(dtype):
+    torch.manual_seed(2)
+    x, upstream = torch.randn(37, 12).to(dtype).t(), torch.randn(37, 12).to(dtype).t()  # (12, 37), strided
+    assert not x.is_contiguous()
+    weight = (1 + 0.3 * torch.randn(37)).to(dtype)
+    compiled, reference = _against_the_reference_one_precision_up(dtype, x, weight, upstream)
+    for a, b in zip(compiled, reference):
+        torch.testing.assert_close(a, b, rtol=LOW_PRECISION[dtype][1], atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")
+def test_a_weight_of_another_dtype_and_no_compiler_use_the_native_kernel(monkeypatch):
+    module = RMSNormCompiled(16)  # fp32 weight, bf16 input: the kernel wants one dtype, F.rms_norm runs
     x = torch.randn(4, 16, dtype=torch.bfloat16)
-    torch.testing.assert_close(module.to(torch.bfloat16)(x), torch.nn.functional.rms_norm(
-        x, (16,), module.weight, module.eps), atol=0, rtol=0)
+    assert not rmsnorm_cpu.usable(x, module.weight)
+    torch.testing.assert_close(module(x), torch.nn.functional.rms_norm(x, (16,), module.weight, module.eps),
+                               atol=0, rtol=0)
     monkeypatch.setattr(rmsnorm_cpu.KERNEL, "module", None)
     monkeypatch.setattr(rmsnorm_cpu.KERNEL, "unavailable", "RuntimeError: c++: not found (test)")
-    module.float()
     y = torch.randn(4, 16)
+    assert not rmsnorm_cpu.usable(y)
     torch.testing.assert_close(module(y), torch.nn.functional.rms_norm(y, (16,), module.weight, module.eps))
 
 
