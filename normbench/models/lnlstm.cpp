@@ -178,7 +178,7 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
   T *rx_p = s.rstd_x.data_ptr<T>(), *rz_p = s.rstd_z.data_ptr<T>(), *rc_p = s.rstd_c.data_ptr<T>();
   gemm::Stopwatch watch(clocks);
   for (int64_t t = 0; t < steps; ++t) {
-    gemm::product(z_steps[t], h_steps[t], u_t, onednn);
+    gemm::step_product<T>(z_steps[t], h_steps[t], u_t, onednn);
     watch.lap(gemm::kForwardProducts);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
@@ -222,7 +222,7 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
     }
     add_to(totals, step_v.data(), n_totals);
     watch.lap(gemm::kBackwardCell);
-    gemm::product(dh_rows, dz_steps[t], w_hh, onednn);
+    gemm::step_product<T>(dh_rows, dz_steps[t], w_hh, onednn);
     watch.lap(gemm::kBackwardProducts);
   }
 }
