@@ -2,8 +2,9 @@
 //
 // Same arithmetic as InCellLayer's autograd loop (tested equal in float64). The input projection
 // x W_ih^T is one product over all time steps, before the recurrence; per time step the forward
-// issues one more (h_{t-1} U^T, U^T packed contiguous once per call), by oneDNN in float32 where
-// the caller asks (gemm.h says why), else at::mm; everything else (both input norms, biases, the
+// issues one more (h_{t-1} U^T, U^T packed contiguous once per call), by register tiles written
+// here where it is small (gemm::step_product), else by oneDNN in float32 where the caller asks
+// (gemm.h says why) or at::mm; the large products likewise; everything else (both input norms, biases, the
 // gates' sigmoid and tanh, the cell update, the cell norm) is a few passes of ATen's Vectorized<T>
 // over each batch row (rows.h), built for the CPU capability torch dispatches for (AVX-512, AVX2).
 // The backward issues one matrix product per step. On a CPU at these sizes an ATen call costs
