@@ -20,6 +20,7 @@
 
 #include <vector>
 
+#include "gemm.h"
 #include "row_blocks.h"
 #include "rows.h"
 
@@ -132,7 +133,7 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
   T *h_p = s.hs.data_ptr<T>(), *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>();
   T *mx_p = s.mean_x.data_ptr<T>(), *rx_p = s.rstd_x.data_ptr<T>(), *rz_p = s.rstd_z.data_ptr<T>();
   for (int64_t t = 0; t < steps; ++t) {
-    at::mm_out(z_steps[t], h_steps[t], u_t);
+    gemm::step_product<T>(z_steps[t], h_steps[t], u_t, false);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
       row_forward(xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, bias_x, bias_h, h_p + row, hidden, eps,
@@ -166,7 +167,7 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
                    da_x.data(), da_h.data(), gxw_p + (b * steps + t) * width, dz_p + wrow, step_gx, step_gh,
                    step_bx, step_bh);
     }
-    if (t > 0) dh_rows.addmm_(dz_steps[t], w_hh);  // dL/dh_{t-1} = u dh + dz U; h_0 = 0 needs none
+    if (t > 0) gemm::step_product<T>(dh_rows, dz_steps[t], w_hh, false, true);  // dL/dh_{t-1} = u dh + dz U; h_0 = 0 needs none
     add_to(totals, step_v.data(), 4 * width);
   }
 }

@@ -2,8 +2,9 @@
 //
 // Same arithmetic as InCellLayer's autograd loop (tested equal in float64). The input projection
 // x W_ih^T is one product over all time steps, before the recurrence; per time step the forward
-// issues one more (h_{t-1} U^T, U^T packed contiguous once per call), by oneDNN in float32 where
-// the caller asks (gemm.h says why), else at::mm; everything else (both input norms, biases, the
+// issues one more (h_{t-1} U^T, U^T packed contiguous once per call), by register tiles written
+// here where it is small (gemm::step_product), else by oneDNN in float32 where the caller asks
+// (gemm.h says why) or at::mm; the large products likewise; everything else (both input norms, biases, the
 // gates' sigmoid and tanh, the cell update, the cell norm) is a few passes of ATen's Vectorized<T>
 // over each batch row (rows.h), built for the CPU capability torch dispatches for (AVX-512, AVX2).
 // The backward issues one matrix product per step. On a CPU at these sizes an ATen call costs
@@ -178,7 +179,7 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
   T *rx_p = s.rstd_x.data_ptr<T>(), *rz_p = s.rstd_z.data_ptr<T>(), *rc_p = s.rstd_c.data_ptr<T>();
   gemm::Stopwatch watch(clocks);
   for (int64_t t = 0; t < steps; ++t) {
-    gemm::product(z_steps[t], h_steps[t], u_t, onednn);
+    gemm::step_product<T>(z_steps[t], h_steps[t], u_t, onednn);
     watch.lap(gemm::kForwardProducts);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
@@ -222,7 +223,7 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
     }
     add_to(totals, step_v.data(), n_totals);
     watch.lap(gemm::kBackwardCell);
-    gemm::product(dh_rows, dz_steps[t], w_hh, onednn);
+    gemm::step_product<T>(dh_rows, dz_steps[t], w_hh, onednn);
     watch.lap(gemm::kBackwardProducts);
   }
 }

@@ -72,3 +72,19 @@ def test_float32_is_as_accurate_as_what_python_runs(family):
         error_c, error_p = (c.double() - e).abs().max().item(), (p.double() - e).abs().max().item()
         scale = e.abs().max().item()
         assert error_c <= 4 * error_p + 1e-6 * scale, (error_c, error_p, scale)
+
+
+@pytest.mark.skipif(lnlstm_cpu.KERNEL.load() is None, reason=f"does not build here: {lnlstm_cpu.KERNEL.unavailable}")
+@pytest.mark.parametrize("cell_norm", [True, False])
+@pytest.mark.parametrize("hidden", [20, 36])  # widths of whole tiles, single registers and a short one (gemm.h)
+def test_the_tiled_step_products_give_the_autograd_loop_in_float64(hidden, cell_norm):
+    """7 rows: one full tile of rows and three left over, in the forward's and the backward's step products."""
+    torch.manual_seed(3)
+    layer = InCellLayer("lstm", 5, hidden, NormSpec("ln"), cell_norm=cell_norm, kernel="cpp").double()
+    x, upstream = torch.randn(7, 6, 5, dtype=torch.double), torch.randn(7, 6, hidden, dtype=torch.double)
+    compiled = outputs_and_grads(layer, x, upstream)
+    x = x.clone().requires_grad_()
+    y = _CellLayer.forward(layer, x)
+    loop = [y.detach(), *torch.autograd.grad(y, [x, *layer.parameters()], upstream)]
+    for a, b in zip(compiled, loop):
+        torch.testing.assert_close(a, b, atol=1e-11, rtol=0)
