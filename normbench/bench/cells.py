@@ -426,7 +426,7 @@ def in_cell_split(step: TrainStep, rounds: int) -> dict | None:
 def render_split(split: dict) -> str:
     library = "oneDNN" if split["onednn"] else "at::mm"
     return (f"Where an in-cell step's {split['step']:.2f} ms go (lnlstm.cpp's clocks, CPU time, medians, ms; "
-            f"products by {library}): " + "; ".join(f"{SPLIT[k]} {split[k]:.2f}" for k in SPLIT)
+            f"a step's products up to 4M multiply-adds by the tiled gemm::step_product, larger ones by {library}): " + "; ".join(f"{SPLIT[k]} {split[k]:.2f}" for k in SPLIT)
             + f". Products: {100 * split['products_share']:.0f}% of the step.")
 
 
