@@ -25,7 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from normbench import hydra_files, machine, sweep_end, sweep_time
 from normbench.config import ConfigError, config_dir, register
-from normbench.metrics import PRIMARY_SCORE, SCORES
+from normbench.records.metrics import PRIMARY_SCORE, SCORES
 from normbench.report.output import inside
 from normbench.schema import TASK_CONFIGS
 from normbench.tracking import env_secrets, interpolated_secrets

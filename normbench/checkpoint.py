@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from normbench.loggers import RunLogger
-from normbench.record import RunRecord, Unreadable, open_regular, read_summary, write_atomic
+from normbench.records.record import RunRecord, Unreadable, open_regular, read_summary, write_atomic
 
 log = logging.getLogger("normbench")
 FILE = "checkpoint.pt"

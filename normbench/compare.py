@@ -38,8 +38,8 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from normbench.metrics import path, viewed
-from normbench.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
+from normbench.records.metrics import path, viewed
+from normbench.records.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
 from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
 from normbench.report.reading import find_records, quiet_numerics

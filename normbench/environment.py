@@ -1,6 +1,6 @@
 """A run record's ``environment``: what the run ran on (versions, device, threads, host, code version).
 
-Apart from the record (normbench/record.py) because it asks torch, and the record is read by the
+Apart from the record (normbench/records/record.py) because it asks torch, and the record is read by the
 report, which must not import torch.
 
 The slow part, torch.utils.collect_env (about 1 s: it runs pip, lscpu and nvidia-smi), is asked
@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 import normbench
-from normbench.record import Unreadable, git_commit, read_run_file, write_json_atomic
+from normbench.records.record import Unreadable, git_commit, read_run_file, write_json_atomic
 
 # What torch.utils.collect_env reports that the fields below do not: versions of the driver, the
 # CUDA runtime, the compilers and the pip packages torch cares about (numpy, triton, ...).

@@ -21,7 +21,7 @@ def score(run_dir: Path, which: str = "final", split: str = "test") -> tuple[dic
     """(record summary, metric, loss) of the kept weights ``which`` on ``split``, evaluated as the run evaluated."""
     from omegaconf import OmegaConf
 
-    from normbench.record import RecordWriter
+    from normbench.records.record import RecordWriter
     from normbench.rerun import recorded_config
     from normbench.run import prepare
     from normbench.saved_model import load_weights, model_file, read_weights, run_record

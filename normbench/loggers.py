@@ -26,7 +26,7 @@ import torch
 from normbench.hooks import RunLogger, ScalarLogger
 from normbench.mlflow_logger import MLflowLogger, preflight as mlflow_preflight
 from normbench.norms import Identity, Norm
-from normbench.record import open_run_file
+from normbench.records.record import open_run_file
 from normbench.tracking import (FINAL_METRICS, RunNames, final_scalars, logger_folder, number, require_package,
                                 run_names)
 from normbench.wandb_logger import WandbLogger, preflight as wandb_preflight

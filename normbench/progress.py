@@ -27,7 +27,7 @@ import time
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from normbench.record import RESULT_STATUSES
+from normbench.records.record import RESULT_STATUSES
 
 ENVIRONMENT = "NORMBENCH_SWEEP_PROGRESS"
 

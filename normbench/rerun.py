@@ -18,8 +18,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from normbench.contract import config_hash
-from normbench.metrics import viewed
-from normbench.record import SetAside, git_commit, read_summary
+from normbench.records.metrics import viewed
+from normbench.records.record import SetAside, git_commit, read_summary
 
 COMPARED = viewed("rerun")
 

@@ -24,7 +24,7 @@ from normbench.environment import environment
 from normbench.loggers import build_logger
 from normbench.logfile import RunLogHandler
 from normbench.tracking import as_recorded, env_secrets, hidden, interpolated_secrets
-from normbench.record import RecordWriter, RunRecord, read_summary, write_run_text
+from normbench.records.record import RecordWriter, RunRecord, read_summary, write_run_text
 from normbench.report.reading import record_paths
 from normbench.tasks.tensors import load_task
 from normbench.train import AUTOCAST_DTYPES, Trainer

@@ -23,7 +23,7 @@ import torch
 from normbench import probes
 from normbench.checkpoint import load_tensor_file
 from normbench.hooks import RunLogger
-from normbench.record import RunRecord, Unreadable, interpolation_in, read_summary, write_atomic
+from normbench.records.record import RunRecord, Unreadable, interpolation_in, read_summary, write_atomic
 
 FILES = {"final": "model_final.pt", "best": "model_best.pt"}
 

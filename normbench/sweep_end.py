@@ -15,8 +15,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from normbench import machine, sweep_time
-from normbench.metrics import PRIMARY_SCORE, SCORES, SECONDARY_SCORE
-from normbench.metrics import TIMING_NOISY  # step_ms p90/p10 above this: the load changed while the run was timed
+from normbench.records.metrics import PRIMARY_SCORE, SCORES, SECONDARY_SCORE
+from normbench.records.metrics import TIMING_NOISY  # step_ms p90/p10 above this: the load changed while the run was timed
 from normbench.report.reading import find_records
 
 log = logging.getLogger("normbench")

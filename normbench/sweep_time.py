@@ -34,7 +34,7 @@ import os
 import time
 from pathlib import Path
 
-from normbench.record import Unreadable, read_run_file, write_json_atomic
+from normbench.records.record import Unreadable, read_run_file, write_json_atomic
 
 FOLDER = ".timing"
 RECORD = "efficiency.json"

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from normbench.checks import ConfigError
 from normbench.contract import ALIASES
-from normbench.metrics import viewed
+from normbench.records.metrics import viewed
 
 FINAL_METRICS = viewed("final")  # the record's values a logger keeps as the run's final metrics
 NO_STUDY = "normbench"           # the experiment of runs outside a study
@@ -166,7 +166,7 @@ def run_names(summary: dict, secrets: tuple[str, ...] = ()) -> RunNames:
     environment = summary.get("environment") if isinstance(summary.get("environment"), dict) else {}
     commit = environment.get("git_commit")
     if "git_commit" not in environment:
-        from normbench.record import git_commit
+        from normbench.records.record import git_commit
 
         commit = git_commit()
     arm = arm_of(summary)

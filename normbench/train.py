@@ -18,14 +18,14 @@ import torch
 
 from normbench import probes
 from normbench.analysis import rules
-from normbench.convergence import convergence
+from normbench.records.convergence import convergence
 from normbench.loggers import RunLogger
-from normbench.metrics import in_record_order
+from normbench.records.metrics import in_record_order
 from normbench.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
 from normbench.precision import PRECISIONS, RunPrecision, norm_input_dtypes
-from normbench.record import RecordWriter
+from normbench.records.record import RecordWriter
 from normbench.tasks.batching import epoch_order
 from normbench.tasks.scoring import scoring
 

@@ -37,7 +37,7 @@ import yaml
 
 from normbench import children, study_info
 from normbench.contract import HARNESS
-from normbench.record import folder_inside, interpolation_in, write_inside
+from normbench.records.record import folder_inside, interpolation_in, write_inside
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
 MAX_SEEDS = 1_000  # as normbench.study's --max-seeds: beyond it a seed list is a typo, not a plan

@@ -9,7 +9,7 @@ from normbench.config import to_config
 from normbench.contract import config_hash
 from normbench.models import build_model
 from normbench.norms import BatchNorm, BatchNormReference, StepBatchNorm, batch_norms, reestimate_statistics
-from normbench.record import RecordWriter
+from normbench.records.record import RecordWriter
 from normbench.run import execute, prepare
 from normbench.schema import ModelShape, NormSpec, PlacementConfig
 from normbench.train import Trainer

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import VICTIM_TEXT, plant
 
-from normbench import record
+from normbench.records import record
 from normbench.report import build_report
 from normbench.report.output import MANIFEST, SCHEMA, inside
 from normbench.schema import RECORD_FILES, ConfigError, CsvLog, MLflowLog, TensorBoardLog, WandbLog

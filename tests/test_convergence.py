@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from normbench.convergence import convergence, train_loss_at, val_auc
+from normbench.records.convergence import convergence, train_loss_at, val_auc
 
 
 def curve(steps, loss_of_step):

@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 from normbench import checkpoint, run
 from normbench.config import config_dir
 from normbench.contract import SCHEMA, identity
-from normbench.record import RecordWriter
+from normbench.records.record import RecordWriter
 from normbench.train import Trainer
 
 from tests.conftest import TINY, TINY_TASK

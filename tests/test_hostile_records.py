@@ -18,8 +18,9 @@ import pytest
 from omegaconf import OmegaConf
 
 import normbench
-from normbench import compare, record, rerun, run, tune
-from normbench.record import MAX_RECORD_BYTES, MAX_STRING, SetAside, read_summary
+from normbench import compare, rerun, run, tune
+from normbench.records import record
+from normbench.records.record import MAX_RECORD_BYTES, MAX_STRING, SetAside, read_summary
 from normbench.report import build_report
 from normbench.report import reading as report_records
 from normbench.report.reading import find_records

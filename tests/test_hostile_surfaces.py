@@ -22,9 +22,11 @@ from pathlib import Path
 import pytest
 from tests.conftest import VICTIM_TEXT, plant
 
-from normbench import children, compare, record, study, tune
+from normbench import children, compare, study, tune
+
+from normbench.records import record
 from normbench.bench import arms
-from normbench.record import Unreadable, folder_inside, read_json_file, write_file, write_inside
+from normbench.records.record import Unreadable, folder_inside, read_json_file, write_file, write_inside
 from normbench.report import build_report, study_plan
 from normbench.report.output import STAGING, remove_stale_staging
 
@@ -712,7 +714,7 @@ def test_a_run_whose_config_reads_the_environment_is_still_found_finished(cli, t
 
 
 def test_a_number_read_from_the_environment_is_kept_so_the_record_stays_readable(cli, tiny_args, monkeypatch, tmp_path):
-    from normbench.record import RunRecord, read_summary
+    from normbench.records.record import RunRecord, read_summary
 
     monkeypatch.setenv("NB_LR", "0.0123")
     assert cli(*tiny_args, "lr=${oc.env:NB_LR}", "hydra.run.dir=run")[0] == 0

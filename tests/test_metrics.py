@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from normbench import metrics
-from normbench.metrics import METRICS, VIEWS, in_record_order, keys, path, viewed
+from normbench.records import metrics
+from normbench.records.metrics import METRICS, VIEWS, in_record_order, keys, path, viewed
 
-PACKAGE = Path(metrics.__file__).parent
+PACKAGE = Path(metrics.__file__).parents[1]  # normbench/, above records/
 
 
 def test_each_key_is_registered_once_in_its_section():
@@ -56,10 +56,10 @@ def test_path_names_the_frame_column_and_refuses_a_typo():
 
 
 def test_the_convergence_keys_are_the_ones_convergence_computes():
-    from normbench.convergence import convergence
+    from normbench.records.convergence import convergence
 
     computed = convergence([(1, 1.0), (2, 0.5)], [(2, 0.3)], 2, False)
-    assert set(computed) == {m.key for m in METRICS if m.computed_in == "normbench.convergence"}
+    assert set(computed) == {m.key for m in METRICS if m.computed_in == "normbench.records.convergence"}
     assert list(in_record_order("metrics", computed)) == list(computed)
 
 

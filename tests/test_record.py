@@ -4,8 +4,10 @@ import sys
 
 import pytest
 
-from normbench import compare, contract, record
-from normbench.record import (FINAL_STATUSES, RESULT_STATUSES, RUNNING, STATUSES, TRAINED_STATUSES, RecordWriter,
+from normbench import compare, contract
+
+from normbench.records import record
+from normbench.records.record import (FINAL_STATUSES, RESULT_STATUSES, RUNNING, STATUSES, TRAINED_STATUSES, RecordWriter,
                               RunRecord, SetAside, config_hash, read_summary, write_json_atomic, write_record)
 from normbench.analysis.claims import vocabulary
 
@@ -84,7 +86,7 @@ def test_each_set_of_statuses_is_named_once_for_what_it_is():
 
 
 def test_the_record_module_imports_no_torch():
-    code = "import sys, normbench.record, normbench.report.reading; assert 'torch' not in sys.modules"
+    code = "import sys, normbench.records.record, normbench.report.reading; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

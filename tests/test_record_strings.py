@@ -19,7 +19,7 @@ import pytest
 from normbench import compare
 from normbench.report import build_report
 from normbench.report.output import spreadsheet_safe
-from normbench.record import MAX_STRING
+from normbench.records.record import MAX_STRING
 from normbench.report.render import markdown_text
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")

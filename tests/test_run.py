@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from normbench import run as run_module
-from normbench.record import read_summary
+from normbench.records.record import read_summary
 from normbench.run import execute, threads_for, unsupported_precision
 from normbench.train import Trainer
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from normbench import record, rerun
+from normbench.records import record
+
+from normbench import rerun
 from normbench.train import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent

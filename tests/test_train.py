@@ -2,7 +2,7 @@ import pytest
 
 from normbench.config import to_config
 from normbench.loggers import RunLogger
-from normbench.record import RecordWriter
+from normbench.records.record import RecordWriter
 from normbench.run import prepare
 from normbench.train import Trainer, learning_rate
 
@@ -59,8 +59,8 @@ def test_hooks_are_called_in_the_loops_order(compose, tmp_path):
 
 
 def test_the_record_sections_carry_every_registered_metric_in_its_order(compose, tmp_path):
-    """normbench/metrics.py is the record's table of contents: each key the Trainer fills, in its order."""
-    from normbench.metrics import keys
+    """normbench/records/metrics.py is the record's table of contents: each key the Trainer fills, in its order."""
+    from normbench.records.metrics import keys
 
     cfg, task, model, device = prepare(compose("steps=2", "eval_every=2", "probe_every=2"))
     record = RecordWriter(tmp_path)

@@ -21,13 +21,13 @@ import numpy as np
 import pandas as pd
 
 from normbench import contract
-from normbench import metrics as registry
-from normbench import record
-from normbench.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, study_figures.py, provenance.py)
+from normbench.records import metrics as registry
+from normbench.records import record
+from normbench.records.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, study_figures.py, provenance.py)
 from normbench.analysis.intervals import LEVEL, t_quantile
 from normbench.analysis import rules
 from normbench.analysis.ranking import rank_groups
-from normbench.record import RunRecord
+from normbench.records.record import RunRecord
 from normbench.analysis.speed import record_columns
 
 # One primary score on every surface (analysis/rules.py): the last evaluation, a value not selected
@@ -355,7 +355,7 @@ def summarize_groups(runs: pd.DataFrame, axes: list[str], levels: dict[str, floa
 def _per_run(trained: pd.DataFrame) -> pd.DataFrame:
     """One row per trained run: the values the groups aggregate, failures and misses made explicit.
 
-    The grouped metrics come from normbench/metrics.py (a finished_only one counts only runs that
+    The grouped metrics come from normbench/records/metrics.py (a finished_only one counts only runs that
     ended ok: best_val is the best of many evaluations, so it flatters; the last evaluation and the
     test split do not); steps and seconds to target and the timing noise are made here."""
     def column(name: str) -> pd.Series:

@@ -43,7 +43,7 @@ import pandas as pd
 from scipy import stats
 
 from normbench.analysis import rules
-from normbench.metrics import path
+from normbench.records.metrics import path
 
 ALPHA = rules.ALPHA
 _EXACT_LIMIT = 9999  # arrangements of two groups' runs up to which the rank test is exact

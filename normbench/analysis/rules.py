@@ -14,7 +14,7 @@ these from here:
   ``loss``, are compared on the log scale; their
   differences, intervals and detectable effects are ratios.
 - **The margin** of every equivalence, non-inferiority and "alike" statement is the metric's
-  declared smallest effect of interest (normbench/metrics.py; on the log scale for a ratio metric).
+  declared smallest effect of interest (normbench/records/metrics.py; on the log scale for a ratio metric).
 - **Did not train**: a finished run whose best evaluation never left the metric's chance band is
   a failure, counted like a divergence.
 """
@@ -26,8 +26,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench import metrics as registry
-
+from normbench.records import metrics as registry
 ALPHA = 0.05   # per direction: the level of a plain sweep's ranking, best set and claims
 POWER = 0.8    # of the smallest detectable difference and of "about N seeds would decide"
 LEVEL = 0.95   # of the intervals shown in tables (a display level, not a test's)

@@ -19,7 +19,7 @@ import pandas as pd
 from scipy import stats
 
 from normbench.analysis import rules
-from normbench.record import Unreadable, read_json_file
+from normbench.records.record import Unreadable, read_json_file
 
 FILE = "paired-timing.json"
 SCHEMA = "normbench.paired-timing/1"

@@ -29,7 +29,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench.metrics import path
+from normbench.records.metrics import path
 from normbench.analysis.aggregate import TRAINED, format_value
 from normbench.analysis.intervals import mean_estimate
 from normbench.analysis import rules

@@ -32,7 +32,7 @@ from omegaconf import OmegaConf
 from normbench import machine
 from normbench.bench.section import OtherLoad, bench_environment, finite_json, markdown_table
 from normbench.bench.timing import Timing, clock_for, measure
-from normbench.record import interpolation_in, now_iso, write_inside
+from normbench.records.record import interpolation_in, now_iso, write_inside
 from normbench.analysis import aggregate
 from normbench.report.reading import find_records
 from normbench.analysis.speed import LEVEL, log_ratio_interval

@@ -41,7 +41,7 @@ from normbench.bench.section import RatioLine, Section, bench_environment, markd
 from normbench.bench.timing import clock_for, measure, paired_difference
 from normbench.config import config_dir, register
 from normbench.loggers import RunLogger
-from normbench.record import RecordWriter
+from normbench.records.record import RecordWriter
 from normbench.run import prepare, resolve_device
 from normbench.tasks.scoring import scoring
 from normbench.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from normbench import sweep_time
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
-from normbench.record import RunRecord, read_summary
+from normbench.records.record import RunRecord, read_summary
 
 TARGET = 1.0  # sequential wall time / parallel wall time with 2 workers on 2 cores: the parallel sweep is faster
 EFFICIENCY_TARGET = 0.8  # the sequential sweep's summed training time / its wall time

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from normbench import metrics as registry
-from normbench.metrics import TIMING_NOISY
+from normbench.records import metrics as registry
+from normbench.records.metrics import TIMING_NOISY
 from normbench.analysis.aggregate import NO_STUDY
 from normbench.report.figures import METRIC_RANGE
 from normbench.analysis import regime, rules
@@ -140,7 +140,7 @@ def _optuna_lr(sweep_dir: Path) -> float | None:
     most 1 MiB, safe YAML); None when there is none or it holds no positive finite lr."""
     import yaml
 
-    from normbench.record import Unreadable, read_run_file
+    from normbench.records.record import Unreadable, read_run_file
 
     try:
         results = yaml.safe_load(read_run_file(sweep_dir / "optimization_results.yaml", 1 << 20))

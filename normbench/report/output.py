@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from normbench.record import Unreadable, read_json_file, write_file
+from normbench.records.record import Unreadable, read_json_file, write_file
 
 MANIFEST = ".normbench-report.json"
 STAGING = ".normbench-report-staging-"

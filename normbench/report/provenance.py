@@ -57,7 +57,7 @@ GLOSSARY = [
                 "study's level: the best is outside the ★ set with probability at most α), given only when some arm "
                 "is shown worse."),
     ("did not train", "a finished run whose best evaluation never left the task metric's chance band "
-                      "(normbench/metrics.py): a failure, counted like a divergence."),
+                      "(normbench/records/metrics.py): a failure, counted like a divergence."),
     ("95% CI / band", f"a t-interval over seeds, clipped to the metric's range; figures draw bands only where "
                       f"≥ {figures.MIN_BAND_SEEDS} seeds stand behind a point."),
     ("diverged", "a run whose loss became NaN or infinite (or exploded): counted, never scored; it ranks below "

@@ -20,7 +20,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from normbench.record import SUMMARY, RunRecord, SetAside, bounded, read_summary
+from normbench.records.record import SUMMARY, RunRecord, SetAside, bounded, read_summary
 
 
 @dataclass(frozen=True)

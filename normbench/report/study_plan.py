@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from normbench.record import Unreadable, read_json_file, write_inside
+from normbench.records.record import Unreadable, read_json_file, write_inside
 
 SCHEMA = "normbench.sequential/2"
 FILE = "sequential.json"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench import metrics as registry
-from normbench.metrics import TIMING_NOISY
+from normbench.records import metrics as registry
+from normbench.records.metrics import TIMING_NOISY
 from normbench.analysis import rules
 from normbench.analysis.aggregate import NO_STUDY, STATUSES, TRAINED, display_path, format_value
 from normbench.analysis.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
@@ -282,7 +282,7 @@ def unfinished_reasons(runs: pd.DataFrame) -> Table:
     return Table(["status", "reason", "runs"], rows, wrap=("reason",))
 
 
-# (summary.csv column, title) of every grouped metric with a gradient-table title (normbench/metrics.py)
+# (summary.csv column, title) of every grouped metric with a gradient-table title (normbench/records/metrics.py)
 _GRADIENT_COLUMNS = [(stat.column(m.prefix), stat.title)
                      for m in registry.grouped() for stat in m.group if stat.title]
 

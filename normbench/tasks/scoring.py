@@ -4,12 +4,12 @@ A task names both in its `TaskData` (``loss``, ``metric``: the names the record 
 one entry of ``LOSSES`` or ``METRIC_SUMS`` here, and `Scoring` is what the loop holds, so the
 loop never branches on a name. The target predicate is the task's own (`TaskData.reached`), and a
 metric's decisions (its direction for the report, its chance band, its unit) are its entry in
-normbench/metrics.py, which stays torch-free for the report.
+normbench/records/metrics.py, which stays torch-free for the report.
 
 A metric is summed over a batch, not averaged: (sum, count) pairs add up exactly over splits of
 any size and batches of any length. Adding a task metric: its function ``(out, y) -> (sum,
 count)``, here or in a module of its own, and one entry in ``METRIC_SUMS`` (tests/tasks/test_scoring.py
-registers a toy one from the test alone); an entry in normbench/metrics.py's TASK_METRICS gives it
+registers a toy one from the test alone); an entry in normbench/records/metrics.py's TASK_METRICS gives it
 its decisions (without one it has no chance band, and the figures give it no bounds or unit).
 """
 

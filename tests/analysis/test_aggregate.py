@@ -122,10 +122,9 @@ def test_groups_rank_on_the_last_evaluation_not_the_best_of_many(runs_of):
 
 
 def test_a_metric_added_to_the_registry_gets_its_group_columns_without_other_edits(runs_of, monkeypatch):
-    """The proof of normbench/metrics.py: one new entry (and the records that carry it) is all that
+    """The proof of normbench/records/metrics.py: one new entry (and the records that carry it) is all that
     summary.csv needs; the existing columns keep their order, the new ones come after them."""
-    from normbench import metrics
-
+    from normbench.records import metrics
     before = list(grouped(runs_of({"seed": 0}, {"seed": 1}))[2].columns)
     toy = metrics.Metric("grad_toy", "metrics", "toy gradient measure", group=(metrics.Stat("mean"), metrics.Stat("max")))
     monkeypatch.setattr(metrics, "METRICS", (*metrics.METRICS, toy))
@@ -159,7 +158,7 @@ def test_summary_columns_are_the_ones_summary_csv_always_had(runs_of):
 
 
 def test_a_record_without_a_direction_takes_its_task_metrics(write_record, tmp_path):
-    """Older records lack task.higher_is_better: the task metric's entry in normbench/metrics.py decides."""
+    """Older records lack task.higher_is_better: the task metric's entry in normbench/records/metrics.py decides."""
     import json
 
     from normbench.analysis.aggregate import runs_frame

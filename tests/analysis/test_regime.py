@@ -12,7 +12,7 @@ from normbench.analysis import regime
 from normbench.analysis.aggregate import label_groups, runs_frame, summarize_groups, varying_axes
 from normbench.analysis.claims import (CONTRADICTED, NOT_TESTABLE, SUPPORTED, Claim, evaluate, judge, part_rows)
 from normbench.analysis.claims.vocabulary import better, equivalent, more_stable, not_worse
-from normbench.record import RunRecord
+from normbench.records.record import RunRecord
 from normbench.report.answers import answers
 from normbench.report.reading import find_records
 

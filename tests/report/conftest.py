@@ -133,7 +133,7 @@ def write_record(root: Path, name: str, **fields) -> Path:
 
 def runs_of(*records: dict):
     """The report's runs table for in-memory records (make_record's keyword arguments each)."""
-    from normbench.record import RunRecord
+    from normbench.records.record import RunRecord
     from normbench.analysis.aggregate import runs_frame
 
     return runs_frame(RunRecord(Path(f"/runs/{i}"), make_record(f"{i}", **fields)[0])

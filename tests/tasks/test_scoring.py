@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from normbench.metrics import TASK_METRICS
+from normbench.records.metrics import TASK_METRICS
 from normbench.run import execute
 from normbench.tasks import AddingConfig, CopyConfig, MqarConfig, TaskData, TextConfig
 from normbench.tasks.data import NOT_SCORED, Split

@@ -137,7 +137,7 @@ def learning_strata(triples, runs: pd.DataFrame, names: tuple[str, str]):
             kept.append((level, a, b))
         else:
             dropped.append(f"{level or 'the runs'} ({names[0]}: {checks[0][1]}; {names[1]}: {checks[1][1]})")
-    text = (f" No arm learned (mean outside the metric's chance band, normbench/metrics.py) in: "
+    text = (f" No arm learned (mean outside the metric's chance band, normbench/records/metrics.py) in: "
             f"{'; '.join(dropped)}; {'those strata are' if kept else 'so the part'} left out." if dropped else "")
     return kept, text
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from normbench.metrics import path
+from normbench.records.metrics import path
 from normbench.analysis import rules
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import (Context, as_effect, better_word, decided_by_first,

@@ -30,7 +30,7 @@ interval (every seed equal) falls back to the exact sign test at α. A sequentia
 pass a spent α per look: it reaches every test.
 
 Margins δ are fixed before any data: each task metric's smallest effect of interest
-(normbench/metrics.py; accuracy 0.01, bits/char 0.02, MSE a ratio of 1.1: MSE is compared on the log
+(normbench/records/metrics.py; accuracy 0.01, bits/char 0.02, MSE a ratio of 1.1: MSE is compared on the log
 scale, its effects read as ratios), SLOPE_DELTA in log-log units for slopes (analysis/rules.py).
 
 Learned something. A part that compares task scores first checks, in each stratum, that at least one
@@ -66,7 +66,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench.metrics import path
+from normbench.records.metrics import path
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import Context, effect_text, level_keys, pct, task_direction, varying
 from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC

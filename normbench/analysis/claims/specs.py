@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench.metrics import path
-from normbench.record import TRAINED_STATUSES
+from normbench.records.metrics import path
+from normbench.records.record import TRAINED_STATUSES
 from normbench.analysis import rules
 from normbench.analysis.aggregate import PRIMARY, format_value
 from normbench.analysis.claims.comparison import FAILED, level_keys, names_axis, task_direction, varying

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench.metrics import TIMING_NOISY, path
+from normbench.records.metrics import TIMING_NOISY, path
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import Context, as_effect, lean_of, pct, side_of, undecided
 from normbench.analysis.claims.vocabulary import CONTRADICTED, INCONCLUSIVE, SUPPORTED, Effect, Part, PartSpec, metric

@@ -11,8 +11,8 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from normbench import metrics as registry
-from normbench.record import RESULT_STATUSES
+from normbench.records import metrics as registry
+from normbench.records.record import RESULT_STATUSES
 from normbench.analysis.aggregate import PRIMARY, format_value
 from normbench.analysis import rules
 from normbench.analysis.intervals import ALPHA, decision_level
@@ -25,7 +25,7 @@ NOT_TESTABLE = "not testable here"
 TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward contradicted"
 DEPENDS = "depends on"  # a claim whose settings disagree: "depends on lr" (engine.in_study)
 # Task-score margins are each metric's smallest effect of interest and "learned" is its chance band
-# (normbench/metrics.py, applied by analysis/rules.py); a slope has its own:
+# (normbench/records/metrics.py, applied by analysis/rules.py); a slope has its own:
 SLOPE_DELTA = 0.1      # log-log slope: depth ×10 changes the gradient by at most 10^0.1 ≈ 1.26×
 PART_COLUMNS = ["part", "test", "effect [interval]", "verdict"]
 

@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
-from normbench import metrics as registry
+from normbench.records import metrics as registry
 from normbench.report.figures import drawing, png
 from normbench.report.figures.drawing import PALETTE, WIDE, Figure, Layout, text, wrap
 

@@ -14,9 +14,7 @@ import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
-from normbench import metrics as registry
-
-
+from normbench.records import metrics as registry
 PALETTE = sns.color_palette("colorblind", 10)
 # Groups differ by line style and marker too, so they stay apart without colour (or in grey print).
 LINESTYLES = ("-", "--", ":", "-.")

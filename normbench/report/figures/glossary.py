@@ -3,7 +3,7 @@ report takes a study's figures (STUDY_FIGURE_ORDER)."""
 
 from __future__ import annotations
 
-from normbench import metrics as registry
+from normbench.records import metrics as registry
 from normbench.report.figures import drawing
 from normbench.report.figures.drawing import MIN_BAND_SEEDS
 

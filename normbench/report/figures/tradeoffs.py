@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from normbench import metrics as registry
+from normbench.records import metrics as registry
 from normbench.report.figures import checks, drawing, png
 from normbench.report.figures.drawing import (METRIC_RANGE, MIN_BAND_SEEDS, MIN_FONT_PT, PALETTE, Figure, Layout,
                                               text, wrap)

@@ -87,7 +87,7 @@ class Metric:
 
 
 _SCORE = (Stat("count"), Stat("mean"), Stat("std"))
-_PROBES, _CONVERGENCE = "normbench.probes", "normbench.convergence"
+_PROBES, _CONVERGENCE = "normbench.probes", "normbench.records.convergence"
 
 METRICS: tuple[Metric, ...] = (
     Metric("best_val", "metrics", "best validation metric", "task", "task", "task", group=_SCORE,
@@ -168,7 +168,7 @@ def metric(key: str) -> Metric:
     try:
         return BY_KEY[key]
     except KeyError:
-        raise KeyError(f"{key!r} is not a metric of normbench/metrics.py") from None
+        raise KeyError(f"{key!r} is not a metric of normbench/records/metrics.py") from None
 
 
 def path(key: str) -> str:
@@ -196,5 +196,5 @@ def in_record_order(section: str, values: dict) -> dict:
     """``values`` in the record's order; a key this table lacks is a mistake, not a new field."""
     unknown = [k for k in values if BY_KEY.get(k) is None or BY_KEY[k].section != section]
     if unknown:
-        raise KeyError(f"{section} keys not in normbench/metrics.py: {', '.join(unknown)}")
+        raise KeyError(f"{section} keys not in normbench/records/metrics.py: {', '.join(unknown)}")
     return {k: values[k] for k in keys(section) if k in values}
