@@ -14,8 +14,6 @@ Names are imported on first use, so `python -m normbench.report` never loads tor
 
 import importlib
 
-__version__ = "0.1.0"
-
 _EXPORTS = {
     "build_norm": "normbench.norms", "NormSpec": "normbench.norms", "KINDS": "normbench.norms",
     "build_model": "normbench.models", "ModelShape": "normbench.models", "PlacementConfig": "normbench.models",
@@ -93,6 +91,8 @@ def _records(paths):
 
 
 def __getattr__(name):
+    if name == "__version__":  # pyproject.toml's, as installed: written in one place, read on first use
+        return importlib.import_module("normbench.environment").installed_version()
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'normbench' has no attribute {name!r}")

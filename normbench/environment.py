@@ -12,6 +12,7 @@ same read it instead. A single run always collects its own.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import platform
@@ -22,7 +23,6 @@ from pathlib import Path
 
 import torch
 
-import normbench
 from normbench.records.record import Unreadable, git_commit, read_run_file, write_json_atomic
 
 # What torch.utils.collect_env reports that the fields below do not: versions of the driver, the
@@ -33,6 +33,15 @@ SWEEP_CACHE = ".environment.json"
 _CACHE_BYTES = 1 << 20
 
 _shared_in: Path | None = None  # the sweep folder whose jobs share one collection (share_in)
+
+
+def installed_version() -> str:
+    """normbench's version as installed (pyproject.toml's, the one place it is written); "unknown" when
+    the package runs from a source tree that was never installed."""
+    try:
+        return importlib.metadata.version("normbench")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def share_in(sweep_dir: Path | None) -> None:
@@ -147,7 +156,7 @@ def environment(device: torch.device) -> dict:
         "threads": torch.get_num_threads(),
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
-        "normbench_version": normbench.__version__,
+        "normbench_version": installed_version(),
         "git_commit": git_commit(),
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
