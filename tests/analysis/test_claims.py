@@ -1154,3 +1154,13 @@ def test_the_paired_interaction_and_the_failure_rate_stay_near_alpha_under_no_ef
         drawn = drawn.assign(**{"metrics.did_not_train": failed}) if "metrics.did_not_train" in drawn else drawn
         found["rate"] += judge_rate(drawn).parts[0].status == SUPPORTED
     assert found["interaction"] / 300 < 0.05 + 3 * 0.013 and found["rate"] / 300 < 0.05 + 3 * 0.013, found
+
+
+def test_a_timing_file_is_named_as_the_reader_finds_it_not_by_a_machine_path(tmp_path, monkeypatch):
+    from normbench.analysis.claims.speed_parts import _shown
+
+    monkeypatch.chdir(tmp_path)
+    inside = tmp_path / "runs" / "study" / "paired-timing.json"
+    assert _shown(str(inside)) == "runs/study/paired-timing.json"  # a committed report names no /home/...
+    outside = "/elsewhere/paired-timing.json"
+    assert _shown(outside) == outside

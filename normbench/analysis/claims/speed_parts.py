@@ -4,6 +4,7 @@ runs' own step times, with the disturbed runs (step-time p90/p10 past TIMING_NOI
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pandas as pd
@@ -78,7 +79,7 @@ def faster_part(spec: PartSpec, ctx: Context) -> Part:
         lean = lean_of(-signs.median, 1) if status == INCONCLUSIVE else None
         more = (f" `python -m normbench.bench arms SWEEP_DIR --rounds {needed}` times that many." if needed else "")
         return Part(spec.assertion, status, test, (effect,), (spec.a, spec.b), "", lean, needed, None,
-                    f" Rounds, not seeds, are the replicates here ({source}).{more}", needed_unit="timing rounds")
+                    f" Rounds, not seeds, are the replicates here ({_shown(source)}).{more}", needed_unit="timing rounds")
     both = pd.concat([a, b])
     quiet, timing_note = _timing(both)
     log_ms = np.log(metric(both, path("step_ms_median")).where(lambda v: v > 0)).where(quiet)
@@ -102,3 +103,10 @@ def faster_part(spec: PartSpec, ctx: Context) -> Part:
     lean, needed, mde = (undecided(speed, min(kept.values()), abs(speed.value), -speed.value, alpha)
                          if status == INCONCLUSIVE else (None, None, None))
     return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde)
+
+
+def _shown(source: str) -> str:
+    """The timing file as the reader can find it: relative to the folder the report was built in where it
+    lies under it (a committed report names no machine's paths), else as given."""
+    relative = os.path.relpath(os.path.abspath(source))
+    return source if relative.startswith("..") else relative
