@@ -34,7 +34,7 @@ def load_runs(*paths, keep_copies: bool = False):
 
     One naming scheme: every setting is ``axes.`` + the key as typed on the command line
     (``axes.model.hidden``, ``axes.norm.kind``, ``axes.optim.weight_decay``); runs.csv and the
-    report keep short names for the most swept ones (normbench.contract.ALIASES: ``axes.hidden``).
+    report keep short names for the most swept ones (normbench.configuration.contract.ALIASES: ``axes.hidden``).
 
     Copies of one run (a rerun, a resumed or copied record, the same run recorded by two code
     versions) are one row, chosen as the report chooses; ``keep_copies=True`` keeps every record,
@@ -44,7 +44,7 @@ def load_runs(*paths, keep_copies: bool = False):
     """
     import pandas as pd
 
-    from normbench.contract import ALIASES
+    from normbench.configuration.contract import ALIASES
     from normbench.analysis import aggregate
 
     from normbench.report.reading import quiet_numerics

@@ -76,7 +76,7 @@ def _configs_only(args: list[str]) -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from normbench.config import config_dir, register, sweep_dirs
+    from normbench.configuration.config import config_dir, register, sweep_dirs
 
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; one line below instead of its report
     try:

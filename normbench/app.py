@@ -23,18 +23,19 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from normbench import hydra_files, machine, sweep_end, sweep_time
-from normbench.config import ConfigError, config_dir, register
+from normbench import machine, sweep_end, sweep_time
+from normbench.configuration import hydra_files
+from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.records.metrics import PRIMARY_SCORE, SCORES
 from normbench.report.output import inside
-from normbench.schema import TASK_CONFIGS
+from normbench.configuration.schema import TASK_CONFIGS
 from normbench.tracking import env_secrets, interpolated_secrets
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
 
 register()
-hydra_files.install()  # .hydra/ files never written through a link or into a FIFO (normbench/hydra_files.py)
+hydra_files.install()  # .hydra/ files never written through a link or into a FIFO (normbench/configuration/hydra_files.py)
 # At exit CPython's last collections walk every object alive, and torch's optimizers bring in
 # torch._dynamo, whose objects take ~2 s to walk on a 2-core CPU: a process that is ending skips
 # them, the launcher and each joblib worker alike (the launcher waits for its workers to end).
@@ -272,7 +273,7 @@ def main(from_process_start: bool = False) -> None:
     job = Job()
     try:  # Hydra's basic sweeper lists every job before the first: a billion would never start (a sweep
         # file's mode may be MULTIRUN without -m, so the command line is counted either way)
-        from normbench.config import require_sweep_size
+        from normbench.configuration.config import require_sweep_size
 
         require_sweep_size([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")], "the command line")
     except ConfigError as err:

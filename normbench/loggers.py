@@ -6,7 +6,7 @@ the points where it already records (``on_log``, ``on_eval``, ``on_probe``), the
 step and probe (``on_step_start``, ``on_step_end``, ``on_probe_start``, for clocks such as
 normbench/bench/harness.py's) and the end (``on_end`` with the finished summary); a hook object
 implements the ones it needs (the hooks live in normbench/hooks.py, below every logger). A logger
-never changes what is trained or measured, so ``logger`` is a harness key (normbench/schema.py).
+never changes what is trained or measured, so ``logger`` is a harness key (normbench/configuration/schema.py).
 
 Several loggers at once (``logger=[tensorboard,mlflow,wandb,csv]``) are one ``Loggers``: every hook
 goes to each, named one way (normbench/tracking.py: run name, params, tags, scalar names). A
@@ -205,7 +205,7 @@ def norm_outputs(model, x, autocast) -> dict[str, torch.Tensor]:
 
 def build_logger(config, run_dir: Path, summary: dict | None = None, *, sweep_dir: Path | None = None,
                  secrets: tuple[str, ...] = ()) -> RunLogger:
-    """The loggers a run's ``logger`` config names (normbench/schema.py: LoggerConfig), writing under
+    """The loggers a run's ``logger`` config names (normbench/configuration/schema.py: LoggerConfig), writing under
     its run directory, named from its record as started (``summary``). Each logger's folder is made
     by the project first (tracking.logger_folder); a tracking server that does not answer is a
     ConfigError before anything is written (one line, exit status 2)."""

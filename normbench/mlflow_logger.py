@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from normbench.hooks import ScalarLogger
-from normbench.schema import uri_scheme
+from normbench.configuration.schema import uri_scheme
 from normbench.tracking import (RunNames, final_scalars, logger_folder, require_package, require_reachable)
 
 log = logging.getLogger("normbench")

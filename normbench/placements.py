@@ -71,7 +71,7 @@ class Placement:
         return self.slots.get(family, ())
 
     def inert_settings(self, family: str) -> list[str]:
-        """The ``placement.*`` keys a run of ``family`` at this placement cannot feel (normbench/contract.py):
+        """The ``placement.*`` keys a run of ``family`` at this placement cannot feel (normbench/configuration/contract.py):
         those its layers do not read, and cell_norm where it fills no ``c`` slot (only an LSTM cell has one)."""
         inert = [f"placement.{key}" for key in ("summed",) if key not in self.settings]
         if "c" not in self.slots_in(family):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from normbench.contract import config_hash
+from normbench.configuration.contract import config_hash
 from normbench.records.metrics import viewed
 from normbench.records.record import SetAside, git_commit, read_summary
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path("outputs", "reruns", f"{now:%Y-%m-%d}", f"{now:%H-%M-%S}-{digest[:8]}")
     from omegaconf.errors import OmegaConfBaseException
 
-    from normbench.config import to_config
+    from normbench.configuration.config import to_config
     from normbench.run import execute  # torch is loaded only once there is something to run
 
     try:

@@ -16,10 +16,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from normbench import checkpoint
-from normbench.config import ConfigError, to_config
+from normbench.configuration.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
 from normbench import machine, saved_model, study_info
-from normbench.contract import SCHEMA, identity
+from normbench.configuration.contract import SCHEMA, identity
 from normbench.environment import environment
 from normbench.loggers import build_logger
 from normbench.logfile import RunLogHandler

@@ -126,7 +126,7 @@ def build_recorded(config: dict, device: torch.device | str = "cpu"):
     """(cfg, task, model) as the record's config builds them; the model's weights are a fresh init."""
     from omegaconf import OmegaConf
 
-    from normbench.config import to_config
+    from normbench.configuration.config import to_config
     from normbench.models import build_model
     from normbench.tasks.tensors import load_task
 

@@ -187,7 +187,7 @@ def check_config(overrides: list[str]) -> None:
     from omegaconf.errors import OmegaConfBaseException
 
     from normbench.app import message_text
-    from normbench.config import config_dir, register, to_config
+    from normbench.configuration.config import config_dir, register, to_config
     from normbench.tracking import env_secrets, interpolated_secrets
 
     single = []

@@ -28,7 +28,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from normbench.contract import HARNESS  # where and how runs execute is not part of a study's question
+from normbench.configuration.contract import HARNESS  # where and how runs execute is not part of a study's question
 
 ENVIRONMENT = "NORMBENCH_STUDY"
 SCHEMA = "normbench.study/1"
@@ -87,10 +87,10 @@ def describe(name: str | None, overrides: list[str], params: dict[str, str] | No
 
 
 def sweep_file(name: str | None) -> Path | None:
-    """The sweep file of that name in the sweeps folders (normbench.config.sweep_dirs), or None."""
+    """The sweep file of that name in the sweeps folders (normbench.configuration.config.sweep_dirs), or None."""
     if not name:
         return None
-    from normbench.config import sweep_dirs
+    from normbench.configuration.config import sweep_dirs
 
     try:
         folders = sweep_dirs()

@@ -32,7 +32,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from normbench.checks import ConfigError
-from normbench.contract import ALIASES
+from normbench.configuration.contract import ALIASES
 from normbench.records.metrics import viewed
 
 FINAL_METRICS = viewed("final")  # the record's values a logger keeps as the run's final metrics

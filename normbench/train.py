@@ -21,7 +21,7 @@ from normbench.analysis import rules
 from normbench.records.convergence import convergence
 from normbench.loggers import RunLogger
 from normbench.records.metrics import in_record_order
-from normbench.config import Config
+from normbench.configuration.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
 from normbench.precision import PRECISIONS, RunPrecision, norm_input_dtypes

@@ -36,7 +36,7 @@ from pathlib import Path
 import yaml
 
 from normbench import children, study_info
-from normbench.contract import HARNESS
+from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
@@ -74,7 +74,7 @@ class ArmRefused(ValueError):
 def _recognised(values: dict, schema: type) -> dict:
     """The settings of ``values`` that ``schema`` knows, nested groups by their own schema: a record's
     other keys (a planted ``defaults`` list, a ``hydra`` block) never reach Hydra."""
-    from normbench.schema import TASK_CONFIGS
+    from normbench.configuration.schema import TASK_CONFIGS
 
     kept = {}
     for item in fields(schema):
@@ -94,7 +94,7 @@ def arm_file(config: dict, lr: float) -> str:
     option by its plain name): record values are data, so one holding ``${...}``, which Hydra would
     resolve, or an option that is not a plain name is refused (ArmRefused), never passed on.
     """
-    from normbench.schema import Config
+    from normbench.configuration.schema import Config
 
     # the harness keys (logger, device, ...) never enter the arm: tune passes the user's own on
     found = interpolation_in({k: v for k, v in config.items() if k not in HARNESS})

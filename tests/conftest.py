@@ -7,7 +7,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 
-from normbench.config import config_dir, register
+from normbench.configuration.config import config_dir, register
 
 register()
 

@@ -143,7 +143,7 @@ def test_device_cuda_n_names_one_gpu_and_an_index_the_host_lacks_is_refused(monk
     """The index check as a host with two GPUs answers it (this machine has none: its counts are set)."""
     import torch
 
-    from normbench.config import ConfigError
+    from normbench.configuration.config import ConfigError
     from normbench.run import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

@@ -5,13 +5,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from normbench.config import to_config
-from normbench.contract import config_hash
+from normbench.configuration.config import to_config
+from normbench.configuration.contract import config_hash
 from normbench.models import build_model
 from normbench.norms import BatchNorm, BatchNormReference, StepBatchNorm, batch_norms, reestimate_statistics
 from normbench.records.record import RecordWriter
 from normbench.run import execute, prepare
-from normbench.schema import ModelShape, NormSpec, PlacementConfig
+from normbench.configuration.schema import ModelShape, NormSpec, PlacementConfig
 from normbench.train import Trainer
 from omegaconf import OmegaConf
 

@@ -100,7 +100,7 @@ def test_commands_are_dispatched_before_hydra_parses_and_listed_in_help_and_comp
 def test_the_readmes_key_table_names_every_top_level_key():
     from dataclasses import MISSING, fields
 
-    from normbench.schema import Config
+    from normbench.configuration.schema import Config
 
     text = (ROOT / "README.md").read_text()
     table = text[text.index("### What you can set"):text.index("Every value is typed and range-checked")]

@@ -2,7 +2,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ValidationError
 
-from normbench.config import Config, ConfigError, to_config
+from normbench.configuration.config import Config, ConfigError, to_config
 from normbench.tasks import TASK_CONFIGS
 
 

@@ -19,7 +19,7 @@ from tests.conftest import VICTIM_TEXT, plant
 from normbench.records import record
 from normbench.report import build_report
 from normbench.report.output import MANIFEST, SCHEMA, inside
-from normbench.schema import RECORD_FILES, ConfigError, CsvLog, MLflowLog, TensorBoardLog, WandbLog
+from normbench.configuration.schema import RECORD_FILES, ConfigError, CsvLog, MLflowLog, TensorBoardLog, WandbLog
 
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
@@ -143,7 +143,7 @@ def test_a_sweep_subdir_outside_the_sweep_is_refused(cli, tiny_args, tmp_path):
     assert not (tmp_path / "escaped").exists()
 
 
-# The files Hydra writes itself (normbench/hydra_files.py): a planted name is refused in one line,
+# The files Hydra writes itself (normbench/configuration/hydra_files.py): a planted name is refused in one line,
 # exit 2, before anything is written through it; (where it is planted, the overrides that make Hydra write it).
 HYDRA_FILES = {
     "sweep_multirun_yaml": ("sweep/multirun.yaml", ["-m", "hydra.sweep.dir=sweep"]),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from normbench.contract import HARNESS, config_hash, effective_config, group_hash, settings
+from normbench.configuration.contract import HARNESS, config_hash, effective_config, group_hash, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,7 +120,7 @@ def test_effective_config_leaves_the_record_untouched(compose):
 
 
 def test_the_contract_and_the_schema_import_no_torch():
-    code = "import sys, normbench.contract; print([m for m in sys.modules if m == 'torch' or m.startswith('hydra')])"
+    code = "import sys, normbench.configuration.contract; print([m for m in sys.modules if m == 'torch' or m.startswith('hydra')])"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
 
@@ -133,7 +133,7 @@ def test_the_cell_kernel_rule_follows_what_the_layer_runs(compose):
 
     from normbench.models.recurrent import RecurrentShape, cell_kernel_in_use, in_cell_layer
     from normbench.norms import NormSpec
-    from normbench.schema import PlacementConfig
+    from normbench.configuration.schema import PlacementConfig
 
     cpu = torch.device("cpu")
     for family in ("rnn", "lstm", "gru"):

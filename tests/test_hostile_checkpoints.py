@@ -22,8 +22,8 @@ from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
 from normbench import checkpoint, run
-from normbench.config import config_dir
-from normbench.contract import SCHEMA, identity
+from normbench.configuration.config import config_dir
+from normbench.configuration.contract import SCHEMA, identity
 from normbench.records.record import RecordWriter
 from normbench.train import Trainer
 

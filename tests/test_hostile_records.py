@@ -230,6 +230,6 @@ def test_a_resumed_sweep_passes_over_a_hostile_record(tmp_path):
     summary = read_summary(sweep / "good" / "summary.json").summary
     assert summary["status"] == "ok"
     assert run.finished_record(sweep / "x", sweep, digest) is None  # the hand-made hash is not its config's
-    from normbench.contract import config_hash
+    from normbench.configuration.contract import config_hash
 
     assert run.finished_record(sweep / "x", sweep, config_hash(GOOD["config"])) == sweep / "good" / "summary.json"

@@ -625,7 +625,7 @@ BAD_CONFIG_INTS = {
 @pytest.mark.parametrize("name", sorted(BAD_CONFIG_INTS))
 def test_an_int_setting_beyond_int64_or_its_maximum_is_one_line(name, compose):
     from normbench.checks import ConfigError
-    from normbench.config import to_config
+    from normbench.configuration.config import to_config
 
     override, words = BAD_CONFIG_INTS[name]
     with pytest.raises((ConfigError, ValueError)) as why:
@@ -634,7 +634,7 @@ def test_an_int_setting_beyond_int64_or_its_maximum_is_one_line(name, compose):
 
 
 def test_a_billion_steps_is_still_a_config(compose):
-    from normbench.config import to_config
+    from normbench.configuration.config import to_config
 
     assert to_config(compose("steps=1000000000")).steps == 10**9
 
@@ -727,7 +727,7 @@ def test_a_sweeps_study_command_keeps_the_interpolation_text(compose, monkeypatc
 
     monkeypatch.setenv("NB_SECRET", SECRET)
     from hydra import compose as hydra_compose, initialize_config_dir
-    from normbench.config import config_dir
+    from normbench.configuration.config import config_dir
 
     with initialize_config_dir(str(config_dir()), version_base="1.3"):
         config = hydra_compose("config", ["lr=${oc.env:NB_SECRET}", "steps=3"], return_hydra_config=True)

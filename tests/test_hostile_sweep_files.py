@@ -1,6 +1,6 @@
 """A sweep file is config, not code: one table of hostile sweep files, each refused in one line.
 
-Each file is served the way Hydra asks for it (normbench/config.py's SweepSource, as a sweep
+Each file is served the way Hydra asks for it (normbench/configuration/config.py's SweepSource, as a sweep
 ``NAME.yaml`` or a group file ``GROUP/NAME.yaml`` of a NORMBENCH_SWEEPS folder). It must be
 refused with a ConfigError (one line, exit 2) before Hydra sees it, within seconds and without
 expanding what it asks to expand; end to end, nothing outside is touched.
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from normbench.config import MAX_SWEEP_BYTES, ConfigError, SweepSource
+from normbench.configuration.config import MAX_SWEEP_BYTES, ConfigError, SweepSource
 
 VICTIM = "/tmp/normbench-hostile-sweep-victim"
 GLOBAL = "# @package _global_\n"

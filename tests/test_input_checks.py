@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 from normbench import compare, tune
 from normbench.app import message_text
 from normbench.bench import __main__ as bench
-from normbench.config import to_config
+from normbench.configuration.config import to_config
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
 factory = importlib.util.module_from_spec(_spec)

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from normbench.config import to_config
+from normbench.configuration.config import to_config
 from normbench.run import execute
-from normbench.schema import ConfigError, LoggerConfig, MLflowLog, TensorBoardLog
+from normbench.configuration.schema import ConfigError, LoggerConfig, MLflowLog, TensorBoardLog
 from normbench.tracking import interpolated_secrets, masked, run_names
 
 

@@ -35,7 +35,7 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     assert install.returncode == 0, install.stderr[-2000:]
     work = tmp_path / "elsewhere"
     work.mkdir()
-    where = subprocess.run([python, "-c", "import normbench.config as c; print(c.config_dir())"], cwd=work,
+    where = subprocess.run([python, "-c", "import normbench.configuration.config as c; print(c.config_dir())"], cwd=work,
                            capture_output=True, text=True, timeout=120)
     assert str(env_dir) in where.stdout, (where.stdout, where.stderr)  # the wheel's copy, not the checkout's
     script = env_dir / "bin" / "normbench"
@@ -47,7 +47,7 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     kernel = summary["environment"]["cell_kernel"]  # cpp-<capability> (cpp-avx512, cpp-avx2, cpp-default)
     assert kernel == "python" if lnlstm_cpu.KERNEL.load() is None else kernel.startswith("cpp-")
     assert {"normbench/sweeps/smoke.yaml", "normbench/sweeps/smoke/ln_fp32.yaml", "normbench/optional/optuna_lr.yaml"} <= names
-    sweeps = subprocess.run([python, "-c", "import normbench.config as c; print(*c.sweep_dirs())"], cwd=work,
+    sweeps = subprocess.run([python, "-c", "import normbench.configuration.config as c; print(*c.sweep_dirs())"], cwd=work,
                             capture_output=True, text=True, timeout=120)
     assert sweeps.stdout.split() == [str(Path(where.stdout.strip()).parent / "sweeps")], sweeps.stderr
     helped = subprocess.run([script, "--help"], cwd=work, capture_output=True, text=True, timeout=120)

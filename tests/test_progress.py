@@ -12,7 +12,7 @@ import pytest
 from hydra import compose as hydra_compose, initialize_config_dir
 from omegaconf import open_dict
 
-from normbench.config import config_dir
+from normbench.configuration.config import config_dir
 from normbench.progress import ENVIRONMENT, SweepProgress, duration, job_count, job_line
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,8 @@ import sys
 
 import pytest
 
-from normbench import compare, contract
+from normbench import compare
+from normbench.configuration import contract
 
 from normbench.records import record
 from normbench.records.record import (FINAL_STATUSES, RESULT_STATUSES, RUNNING, STATUSES, TRAINED_STATUSES, RecordWriter,

@@ -163,7 +163,7 @@ def test_gradient_probe_reads_gradients_before_clipping(compose, tmp_path):
 
 
 def test_jobs_side_by_side_take_their_own_gpu(monkeypatch):
-    from normbench.config import ConfigError
+    from normbench.configuration.config import ConfigError
     from normbench.run import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

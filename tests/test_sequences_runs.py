@@ -2,7 +2,7 @@
 
 import pytest
 
-from normbench.contract import identity
+from normbench.configuration.contract import identity
 from normbench.run import execute
 
 VARLEN = ["task.length=8", "task.min_length=3"]
@@ -72,7 +72,7 @@ def test_invalid_sequence_settings_are_refused_in_one_line(compose, tmp_path, cl
 def test_the_sequence_sweeps_compose_into_the_settings_their_records_will_hold(compose, sweep, overrides, expect):
     from omegaconf import OmegaConf
 
-    from normbench.config import to_config
+    from normbench.configuration.config import to_config
 
     node = compose(f"+sweep={sweep}", *overrides, tiny=False)
     to_config(node)  # valid

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from normbench.config import to_config
+from normbench.configuration.config import to_config
 
 
 @pytest.mark.parametrize("batch, steps, eval_every", [(4, 2400, 300), (16, 600, 75), (64, 150, 19)])

@@ -33,7 +33,7 @@ def test_the_unranked_line_names_the_reason_and_a_command_that_ranks():
 
 def test_an_unknown_sweep_timing_is_one_clear_error(compose):
     from normbench.checks import ConfigError
-    from normbench.config import to_config
+    from normbench.configuration.config import to_config
 
     with pytest.raises(ConfigError, match="sweep_timing"):
         to_config(compose("sweep_timing=unpaired"))

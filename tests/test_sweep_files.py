@@ -1,5 +1,5 @@
 """The sweeps folder: every sweeps/*.yaml is a sweep (+sweep=NAME) that sweeps without -m; a user's
-folder joins through NORMBENCH_SWEEPS (normbench/config.py)."""
+folder joins through NORMBENCH_SWEEPS (normbench/configuration/config.py)."""
 
 import json
 from pathlib import Path
@@ -9,7 +9,7 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.types import RunMode
 
-from normbench.config import config_dir, sweep_dirs, sweep_names
+from normbench.configuration.config import config_dir, sweep_dirs, sweep_names
 
 ROOT = Path(__file__).resolve().parent.parent
 SWEEPS = sorted(p.stem for p in (ROOT / "sweeps").glob("*.yaml"))

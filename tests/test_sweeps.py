@@ -203,7 +203,7 @@ def test_duplicate_jobs_of_one_sweep_execute_once(cli, tmp_path, monkeypatch, ti
 def test_a_duplicate_of_a_running_job_writes_nothing_and_names_it(compose, tmp_path):
     from omegaconf import OmegaConf
 
-    from normbench.contract import config_hash
+    from normbench.configuration.contract import config_hash
     from normbench.run import SweepClaim, execute
 
     node = compose("norm=none")

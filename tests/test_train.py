@@ -1,6 +1,6 @@
 import pytest
 
-from normbench.config import to_config
+from normbench.configuration.config import to_config
 from normbench.loggers import RunLogger
 from normbench.records.record import RecordWriter
 from normbench.run import prepare

@@ -8,9 +8,9 @@ from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
 from normbench.app import objective
-from normbench.config import config_dir
-from normbench.contract import group_hash
-from normbench.schema import ConfigError
+from normbench.configuration.config import config_dir
+from normbench.configuration.contract import group_hash
+from normbench.configuration.schema import ConfigError
 from normbench.tune import _passthrough, arm_file
 
 

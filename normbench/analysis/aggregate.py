@@ -1,6 +1,6 @@
 """Run records -> pandas: one row per run (runs.csv), one row per group of seeds (summary.csv).
 
-A *run* is one effective config with one seed (normbench/contract.py): copies of a record, a
+A *run* is one effective config with one seed (normbench/configuration/contract.py): copies of a record, a
 rerun and a job resumed after it finished are the same run, counted once (``distinct_runs``).
 A *group* is the runs identical in every result-affecting setting but the seed (``group_hash``);
 its n is the number of distinct seeds. Groups are labelled by the settings that vary. Group statistics count
@@ -20,7 +20,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from normbench import contract
+from normbench.configuration import contract
 from normbench.records import metrics as registry
 from normbench.records import record
 from normbench.records.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, study_figures.py, provenance.py)

@@ -16,7 +16,7 @@ from normbench import machine
 from normbench.bench import arms, cells, harness, kernels, sweep
 from normbench.bench.section import OtherLoad, Section, finite_json
 from normbench.bench.timing import CLOCKS
-from normbench.schema import KINDS, RECURRENT
+from normbench.configuration.schema import KINDS, RECURRENT
 
 # `all` runs kernels last: it changes glibc's allocator for the rest of the process (see
 # timing.keep_freed_memory), and the training-step benchmarks should see the default one.

@@ -52,7 +52,7 @@ from normbench.bench.timing import clock_for, measure, paired_difference, paired
 from normbench.models import lnlstm_cpu
 from normbench.models.recurrent import FUSED, GATES, InCellLayer, cell_kernel_in_use
 from normbench.norms import NormSpec
-from normbench.schema import HAND_WRITTEN_CELLS
+from normbench.configuration.schema import HAND_WRITTEN_CELLS
 
 TARGETS = {"lstm": 1.3, "gru": 1.0}  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
 MASKED_TARGET = 1.15  # in-cell step on a variable-length batch / the same at fixed length

@@ -39,7 +39,7 @@ from omegaconf import DictConfig
 from normbench import probes
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference
-from normbench.config import config_dir, register
+from normbench.configuration.config import config_dir, register
 from normbench.loggers import RunLogger
 from normbench.records.record import RecordWriter
 from normbench.run import prepare, resolve_device

@@ -16,7 +16,7 @@ from normbench.norms import NormSpec, norm_parameters
 from normbench.norms.kinds import kind_of
 from normbench.padding import last_real, lengths_from_input, unmarked
 from normbench.placements import INPUT_PREACTIVATION, placement_of
-from normbench.schema import CELL_KERNELS, FAMILIES, ModelShape, PlacementConfig
+from normbench.configuration.schema import CELL_KERNELS, FAMILIES, ModelShape, PlacementConfig
 
 # family -> the built-in placements valid for it (placements_of also sees one registered later)
 VALID_PLACEMENTS = {family: placements_of(family) for family in FAMILIES}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from normbench.models import gru_cpu, lnlstm_cpu
-from normbench.schema import cell_recurrences
+from normbench.configuration.schema import cell_recurrences
 
 COMPILED = {"lstm": lnlstm_cpu, "gru": gru_cpu}  # family -> its compiled in-cell LN recurrence (CPU)
 

@@ -33,7 +33,7 @@ from normbench.models.kernel_choice import recorded_name, recurrence_on
 from normbench.models.dropout import dropout
 from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
-from normbench.schema import CELL_KERNELS, RECURRENT, PlacementConfig, hand_written_cell
+from normbench.configuration.schema import CELL_KERNELS, RECURRENT, PlacementConfig, hand_written_cell
 from normbench.norms import NormSpec, StepBatchNorm
 from normbench.padding import held_past_end, real_steps, reverse_real, step_mask
 from normbench.placements import placement_of

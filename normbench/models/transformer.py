@@ -26,7 +26,7 @@ from normbench.models.validity import InvalidCombination, check_combination
 from normbench.norms import NormSpec
 from normbench.padding import real_steps, step_mask
 from normbench.placements import TRANSFORMER_SLOTS, Placement, placement_of
-from normbench.schema import PlacementConfig
+from normbench.configuration.schema import PlacementConfig
 
 
 @dataclass(frozen=True)

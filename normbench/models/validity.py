@@ -4,7 +4,7 @@ placements' descriptors (normbench/placements.py)."""
 from __future__ import annotations
 
 from normbench.placements import placement_names, placement_of
-from normbench.schema import FAMILIES, RECURRENT
+from normbench.configuration.schema import FAMILIES, RECURRENT
 
 
 def placements_of(family: str) -> tuple[str, ...]:

@@ -115,7 +115,7 @@ def require_eps(kind: str, eps: float, key: str = "norm.eps") -> None:
 
 
 def inert_settings(kind: str, *, affine: bool, gain_offset: bool, bn_reestimate: bool) -> list[str]:
-    """The settings a run of ``kind`` cannot feel, whatever the rest of its config (normbench/contract.py)."""
+    """The settings a run of ``kind`` cannot feel, whatever the rest of its config (normbench/configuration/contract.py)."""
     k = kind_of(kind)
     inert = [] if k.eps else ["norm.eps"]
     if k.one_formula:

@@ -23,8 +23,8 @@ import tempfile
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 
-from normbench.contract import READABLE, SCHEMA, config_hash, group_hash  # noqa: F401
-from normbench.schema import TASK_CONFIGS, Config
+from normbench.configuration.contract import READABLE, SCHEMA, config_hash, group_hash  # noqa: F401
+from normbench.configuration.schema import TASK_CONFIGS, Config
 
 log = logging.getLogger("normbench")
 

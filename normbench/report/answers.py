@@ -116,7 +116,7 @@ def study_command(summary_rows: pd.DataFrame, runs: pd.DataFrame | None = None) 
     overrides = command.removeprefix("python -m normbench -m").strip()
     if not overrides:
         return ""
-    from normbench.contract import HARNESS  # how the runs ran is the runner's choice, not the question's
+    from normbench.configuration.contract import HARNESS  # how the runs ran is the runner's choice, not the question's
 
     kept = [o for o in shlex.split(overrides)
             if o.split("=", 1)[0].lstrip("+~") not in ("seed", *HARNESS) and not o.startswith("hydra")]

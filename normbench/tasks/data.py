@@ -48,7 +48,7 @@ class TaskConfig:
         bounded by the task's files instead (each reader caps what it reads)."""
         return 0
 
-    # A run's identity (normbench/contract.py) asks these of a recorded config, which may predate
+    # A run's identity (normbench/configuration/contract.py) asks these of a recorded config, which may predate
     # a key: ``setting(key, default=None)`` reads the record's task.<key>.
 
     @classmethod

@@ -8,7 +8,7 @@ from normbench.models import lnlstm_cpu
 from normbench.models.kernel_choice import recorded_name, recurrence_on
 from normbench.models.recurrent import InCellLayer
 from normbench.norms import NormSpec
-from normbench.schema import HAND_WRITTEN_CELLS, RECURRENT, cell_recurrences
+from normbench.configuration.schema import HAND_WRITTEN_CELLS, RECURRENT, cell_recurrences
 
 META = torch.device("meta")  # no compiled kernel runs there
 

@@ -57,7 +57,7 @@ def test_every_placement_has_its_config_and_every_recurrent_one_its_layer():
     from pathlib import Path
 
     from normbench.models.recurrent import LAYERS
-    from normbench.schema import RECURRENT
+    from normbench.configuration.schema import RECURRENT
 
     conf = Path(__file__).parents[2] / "conf" / "placement"
     assert {p.stem for p in conf.glob("*.yaml")} == set(PLACEMENTS)

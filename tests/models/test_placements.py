@@ -7,8 +7,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from normbench.config import ConfigError, to_config
-from normbench.contract import config_hash, effective_config
+from normbench.configuration.config import ConfigError, to_config
+from normbench.configuration.contract import config_hash, effective_config
 from normbench.models import InvalidCombination, ModelShape, PlacementConfig, build_model
 from normbench.norms import NormSpec
 from normbench.placements import PLACEMENTS, Placement, placement_names, placement_of, register, unregister

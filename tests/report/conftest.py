@@ -33,7 +33,7 @@ TASKS = {
 
 def config_of(axes: dict, seed: int, steps: int) -> dict:
     """The resolved config a runner would record for these axes (the contract's short names undone)."""
-    from normbench.contract import ALIASES
+    from normbench.configuration.contract import ALIASES
 
     config: dict = {"seed": seed, "steps": steps, "task": {"name": axes["task"]}}
     dotted = {short: full for full, short in ALIASES.items()}

@@ -209,7 +209,7 @@ def test_cli_exit_status(tmp_path, write_record):
 
 # What the report may import from the rest of normbench: the record and the descriptions it is read
 # by (contract, schema, the norm kinds, the metric registry, the task configs), all torch-free.
-TORCH_FREE = ("normbench.records.record", "normbench.contract", "normbench.schema", "normbench.checks",
+TORCH_FREE = ("normbench.records.record", "normbench.configuration.contract", "normbench.configuration.schema", "normbench.checks",
               "normbench.records.metrics", "normbench.norms", "normbench.norms.kinds", "normbench.norms.spec",
               "normbench.placements")
 TORCH_FREE_PACKAGES = ("normbench.report", "normbench.analysis", "normbench.tasks")

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import normbench
-from normbench.contract import ALIASES
+from normbench.configuration.contract import ALIASES
 
 ALIASED = {f"axes.{short}": f"axes.{dotted}" for dotted, short in ALIASES.items()}
 

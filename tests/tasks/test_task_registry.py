@@ -13,18 +13,18 @@ import numpy as np
 import pytest
 import torch
 
-import normbench.schema
+import normbench.configuration.schema
 import normbench.tasks
 from normbench.checks import ConfigError
-from normbench.config import to_config
-from normbench.contract import effective_config
+from normbench.configuration.config import to_config
+from normbench.configuration.contract import effective_config
 from normbench.run import execute
 from normbench.tasks import TASK_CONFIGS, AddingConfig, CopyConfig, MqarConfig, TaskConfig, TaskData, TextConfig
 from normbench.tasks.tensors import load_task
 
 
 def test_a_task_registered_in_the_table_alone_runs_end_to_end(toy_task, compose, tmp_path):
-    assert normbench.schema.TASK_CONFIGS["toy"] is toy_task  # the schema reads the same table
+    assert normbench.configuration.schema.TASK_CONFIGS["toy"] is toy_task  # the schema reads the same table
     assert type(to_config(compose("task=toy")).task) is toy_task
     summary = execute(compose("task=toy", "task.length=7"), tmp_path, ["task=toy"])
     assert summary["status"] == "ok", summary["reason"]
@@ -74,11 +74,11 @@ def test_every_table_entry_is_a_task_config_the_package_exports():
     for name, config_class in TASK_CONFIGS.items():
         assert issubclass(config_class, TaskConfig) and dataclasses.is_dataclass(config_class)
         assert getattr(normbench.tasks, config_class.__name__) is config_class
-    assert normbench.schema.ConfigError is ConfigError
+    assert normbench.configuration.schema.ConfigError is ConfigError
 
 
 def test_the_task_configs_import_without_torch():
-    code = "import sys, normbench.tasks, normbench.schema; print('torch' in sys.modules)"
+    code = "import sys, normbench.tasks, normbench.configuration.schema; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"

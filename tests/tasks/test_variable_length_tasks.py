@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from normbench.padding import lengths_from_input
-from normbench.schema import ConfigError
+from normbench.configuration.schema import ConfigError
 from normbench.tasks import AddingConfig, TextConfig
 from normbench.tasks.tensors import load_task
 from normbench.tasks.batching import epoch_order

@@ -4,7 +4,7 @@ What a record is (schema version, statuses) and what makes two records the same 
 identity is its *effective* config, every setting that can change what is trained and measured,
 after the settings that cannot change this run are removed (a norm's eps when there is no norm,
 a Transformer's heads in an LSTM, ...). Which settings exist is read from the typed schema
-(normbench/schema.py): a new config field is part of the identity, and an axis of the report,
+(normbench/configuration/schema.py): a new config field is part of the identity, and an axis of the report,
 without any change here. Imports no torch, so the report can use it.
 """
 
@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from normbench.norms.kinds import inert_settings, kind_names
 from normbench.placements import described
-from normbench.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig, hand_written_cell, per_term_in_cell
+from normbench.configuration.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig, hand_written_cell, per_term_in_cell
 
 SCHEMA = "normbench.run/2"
 READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it

@@ -1,8 +1,8 @@
 """The typed config schema: every key a run is configured by, its type, default and valid range.
 
 Imports neither torch nor Hydra, so the runner, the report and the record contract all read the
-same definitions (normbench/contract.py derives a run's identity from them). Hydra composes the
-YAML in ``conf/`` onto these dataclasses (normbench/config.py registers them); their
+same definitions (normbench/configuration/contract.py derives a run's identity from them). Hydra composes the
+YAML in ``conf/`` onto these dataclasses (normbench/configuration/config.py registers them); their
 ``__post_init__`` checks ranges, so a bad value fails before any data is loaded or model built.
 
 A field whose metadata carries ``harness`` says how a run is executed, not what is trained; it

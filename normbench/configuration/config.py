@@ -1,4 +1,4 @@
-"""Hydra's side of the schema: registers normbench/schema.py's dataclasses, builds a typed Config
+"""Hydra's side of the schema: registers normbench/configuration/schema.py's dataclasses, builds a typed Config
 from a composition, finds ``conf/`` in a checkout or a wheel, and serves the sweep files.
 
 Sweep files live in ``sweeps/`` (a checkout) or ``normbench/sweeps/`` (the wheel), and in the
@@ -40,13 +40,13 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from normbench.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
+from normbench.configuration.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
                               PlacementConfig, PrecisionConfig)
 
 __all__ = ["Config", "ConfigError", "SWEEPS_ENV", "config_dir", "register", "sweep_dirs", "to_config"]
 SWEEPS_ENV = "NORMBENCH_SWEEPS"
 SWEEP_GROUP = "sweep"
-OPTIONAL = Path(__file__).resolve().parent / "optional"  # configs offered only with their extra
+OPTIONAL = Path(__file__).resolve().parents[1] / "optional"  # configs offered only with their extra
 
 
 def register() -> None:
@@ -94,7 +94,7 @@ def _known_keys(prefix: str, values: dict, schema: type) -> None:
 
 def config_dir() -> Path:
     """conf/ inside an installed wheel (normbench/conf) or beside the package in a source checkout."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the package: conf/ and sweeps/ are its, or its checkout's
     for candidate in (here / "conf", here.parent / "conf"):
         if (candidate / "config.yaml").is_file():
             return candidate
@@ -109,7 +109,7 @@ def sweep_dirs() -> list[Path]:
         if not folder.is_dir():
             raise ConfigError(f"{SWEEPS_ENV}: {folder} is not a folder (it names folders of sweep files, "
                               f"separated by {os.pathsep!r})")
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the package: conf/ and sweeps/ are its, or its checkout's
     shipped = [c for c in (here / "sweeps", here.parent / "sweeps") if c.is_dir()][:1]
     return [folder.resolve() for folder in named] + shipped
 
