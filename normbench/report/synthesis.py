@@ -37,6 +37,10 @@ class FamilyLine:
 FAVOURED, TIED, GATED, UNRANKED = "favoured", "tied", "not testable here", "not ranked yet"
 
 
+def _no_evidence(family: str) -> FamilyLine:
+    return FamilyLine(family, "no evidence yet", [], "no study ran this family", "")
+
+
 def _family_of(runs: pd.DataFrame) -> pd.Series:
     """group -> model family, from the runs' model setting (missing: unknown)."""
     column = "axes.model" if "axes.model" in runs else None
@@ -103,7 +107,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list
                 study_runs = runs[runs["group"].isin(rows["group"])]
                 lines.append(FamilyLine(name, f"{favoured} · task {task}", [(section.title, section.anchor)],
                                         _sureness(rows, section.claims), _scale(study_runs), kind, arms, task))
-        out += lines or [FamilyLine(name, "no evidence yet", [], "no study ran this family", "")]
+        out += lines or [_no_evidence(name)]
     return out
 
 
@@ -127,7 +131,7 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
     tied = [line for line in lines if line.kind == TIED]
     gated = [line for line in lines if line.kind == GATED]
     if not any(line.studies for line in lines):
-        return FamilyLine(family, "no evidence yet", [], "no study ran this family", "")
+        return _no_evidence(family)
     if favoured:
         text = " · ".join(f"{' or '.join(line.arms[:3])}{' …' if len(line.arms) > 3 else ''} "
                           f"({line.studies[0][0]}, {line.task})" for line in favoured)
