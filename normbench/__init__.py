@@ -21,7 +21,7 @@ _EXPORTS = {
     "build_recurrent": "normbench.models", "build_transformer": "normbench.models",
     "RecurrentShape": "normbench.models", "TransformerShape": "normbench.models",
     "InvalidCombination": "normbench.models", "parameter_groups": "normbench.models",
-    "load_model": "normbench.saved_model",
+    "load_model": "normbench.training.saved_model",
 }
 __all__ = [*_EXPORTS, "load_runs", "load_curves"]
 
@@ -92,7 +92,7 @@ def _records(paths):
 
 def __getattr__(name):
     if name == "__version__":  # pyproject.toml's, as installed: written in one place, read on first use
-        return importlib.import_module("normbench.environment").installed_version()
+        return importlib.import_module("normbench.training.environment").installed_version()
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'normbench' has no attribute {name!r}")

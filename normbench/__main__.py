@@ -1,4 +1,4 @@
-"""`normbench` and `python -m normbench`: the Hydra application (normbench/app.py), and the commands
+"""`normbench` and `python -m normbench`: the Hydra application (normbench/studies/app.py), and the commands
 beside it (``normbench report DIR``, ``normbench compare A B``, ...: SUBCOMMANDS).
 
 A subcommand is the first word and never a Hydra override (an override always holds ``=``), so it
@@ -17,12 +17,12 @@ CONFIG_ONLY = ("-sc", "--shell-completion", "-h", "--help", "--hydra-help")
 # name: (module with main(argv) -> exit status, what it does). `--help` and completion list these.
 SUBCOMMANDS = {
     "report": ("normbench.report.__main__", "the report of sweeps or runs: normbench report DIR [DIR ...] [--out DIR]"),
-    "compare": ("normbench.compare", "has NEW got worse than BASELINE? normbench compare BASELINE NEW (exit 1 if so)"),
-    "study": ("normbench.study", "run a study's sweep and add seeds in rounds until it is decided: normbench study +sweep=NAME"),
-    "tune": ("normbench.tune", "a tuned study: lr selection, then evaluation at the chosen lr"),
+    "compare": ("normbench.studies.compare", "has NEW got worse than BASELINE? normbench compare BASELINE NEW (exit 1 if so)"),
+    "study": ("normbench.studies.study", "run a study's sweep and add seeds in rounds until it is decided: normbench study +sweep=NAME"),
+    "tune": ("normbench.studies.tune", "a tuned study: lr selection, then evaluation at the chosen lr"),
     "bench": ("normbench.bench.__main__", "speed benchmarks: normbench bench {kernels,cells,harness,sweep,arms,all}"),
-    "rerun": ("normbench.rerun", "run a recorded run again and say whether it reproduced: normbench rerun RUN_DIR"),
-    "evaluate": ("normbench.evaluate", "score a run's saved model (save_model=true): normbench evaluate RUN_DIR"),
+    "rerun": ("normbench.training.rerun", "run a recorded run again and say whether it reproduced: normbench rerun RUN_DIR"),
+    "evaluate": ("normbench.training.evaluate", "score a run's saved model (save_model=true): normbench evaluate RUN_DIR"),
 }
 
 
@@ -34,7 +34,7 @@ def main() -> None:
     if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
         _configs_only(args)
     else:
-        from normbench.app import main as run
+        from normbench.studies.app import main as run
 
         run(from_process_start=True)
 

@@ -37,7 +37,7 @@ def tiny_args():
 @pytest.fixture
 def cli(tmp_path, monkeypatch, capsys):
     """`python -m normbench ARGS` in this process, from tmp_path: (exit status, stdout, stderr)."""
-    from normbench import app
+    from normbench.studies import app
 
     monkeypatch.chdir(tmp_path)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench.train import Trainer
+from normbench.training.train import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -144,7 +144,7 @@ def test_device_cuda_n_names_one_gpu_and_an_index_the_host_lacks_is_refused(monk
     import torch
 
     from normbench.configuration.config import ConfigError
-    from normbench.run import resolve_device
+    from normbench.training.run import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)

@@ -10,9 +10,9 @@ from normbench.configuration.contract import config_hash
 from normbench.models import build_model
 from normbench.norms import BatchNorm, BatchNormReference, StepBatchNorm, batch_norms, reestimate_statistics
 from normbench.records.record import RecordWriter
-from normbench.run import execute, prepare
+from normbench.training.run import execute, prepare
 from normbench.configuration.schema import ModelShape, NormSpec, PlacementConfig
-from normbench.train import Trainer
+from normbench.training.train import Trainer
 from omegaconf import OmegaConf
 
 # 64 steps of one pixel: the setting where evaluation with running averages collapsed

@@ -1,12 +1,12 @@
-"""Checkpoints: an interrupted run resumed from its checkpoint ends as an uninterrupted one (normbench/checkpoint.py)."""
+"""Checkpoints: an interrupted run resumed from its checkpoint ends as an uninterrupted one (normbench/training/checkpoint.py)."""
 
 import json
 
 import pytest
 import torch
 
-from normbench import checkpoint
-from normbench.train import Trainer
+from normbench.training import checkpoint
+from normbench.training.train import Trainer
 
 # Timings differ between any two runs; everything else a run measures must not.
 CLOCKS = {"seconds_to_target"}

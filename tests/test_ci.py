@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from normbench.compare import main as compare
+from normbench.studies.compare import main as compare
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,7 @@ def ci_run_smoke_args() -> list[str]:
 
 def test_ci_run_compares_a_baseline_it_makes_with_the_same_code_exactly():
     script = (ROOT / ".ci" / "run").read_text()
-    assert re.search(r'^python -m normbench.compare "\$baseline_dir" "\$sweep_dir" --exact', script, re.M)
+    assert re.search(r'^python -m normbench compare "\$baseline_dir" "\$sweep_dir" --exact', script, re.M)
     assert script.count('normbench "${smoke[@]}"') == 2
     assert {"+sweep=smoke", "deterministic=true", "threads=1"} <= set(ci_run_smoke_args())
 
@@ -40,7 +40,7 @@ def test_the_workflow_in_docs_ci_parses_and_runs_smoke_compare_and_posts():
     assert set(triggers) == {"push", "pull_request"}
     steps = workflow["jobs"]["gate"]["steps"]
     commands = "\n".join(step.get("run", "") for step in steps)
-    assert "normbench +sweep=smoke" in commands and "python -m normbench.compare runs-main runs" in commands
+    assert "normbench +sweep=smoke" in commands and "python -m normbench compare runs-main runs" in commands
     assert "gh pr comment" in commands and "GITHUB_STEP_SUMMARY" in commands
     uses = [step.get("uses", "") for step in steps]
     assert "actions/cache/save@v4" in uses and "actions/cache/restore@v4" in uses

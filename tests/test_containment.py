@@ -172,7 +172,7 @@ def test_a_file_hydra_writes_is_never_written_through_a_planted_one(cli, tiny_ar
 def test_the_run_log_writes_beside_a_planted_file(tmp_path, victim, kind):
     import logging
 
-    from normbench.logfile import RunLogHandler
+    from normbench.training.logfile import RunLogHandler
 
     plant(kind, tmp_path / "normbench.log", victim)
     handler = RunLogHandler(tmp_path / "normbench.log", delay=True)

@@ -55,7 +55,7 @@ def test_val_auc_is_the_trapezoid_mean_over_the_evaluated_span():
 
 
 def test_every_run_record_has_the_convergence_measures(compose, tmp_path):
-    from normbench.run import execute
+    from normbench.training.run import execute
 
     metrics = execute(compose("steps=8", "eval_every=2"), tmp_path, [])["metrics"]
     for key in ("train_loss_at_25", "train_loss_at_50", "train_loss_at_75", "train_loss_at_100",

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from normbench.hooks import RunLogger
-from normbench.loggers import CsvLogger, Loggers
-from normbench.run import execute
+from normbench.training.hooks import RunLogger
+from normbench.training.loggers import CsvLogger, Loggers
+from normbench.training.run import execute
 
 
 def rows(path):

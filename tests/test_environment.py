@@ -4,7 +4,7 @@ import tomllib
 from pathlib import Path
 
 import normbench
-from normbench import environment
+from normbench.training import environment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -12,5 +12,5 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_version_is_written_once_and_read_without_the_package_face():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert environment.installed_version() == normbench.__version__ == declared
-    assert "import normbench\n" not in (ROOT / "normbench" / "environment.py").read_text()  # below the package face
+    assert "import normbench\n" not in (ROOT / "normbench" / "training" / "environment.py").read_text()  # below the package face
     assert "__version__ =" not in (ROOT / "normbench" / "__init__.py").read_text()  # pyproject.toml holds it

@@ -21,11 +21,11 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from normbench import checkpoint, run
+from normbench.training import checkpoint, run
 from normbench.configuration.config import config_dir
 from normbench.configuration.contract import SCHEMA, identity
 from normbench.records.record import RecordWriter
-from normbench.train import Trainer
+from normbench.training.train import Trainer
 
 from tests.conftest import TINY, TINY_TASK
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import VICTIM_TEXT, plant
 
-from normbench import children, compare, study, tune
+from normbench.studies import children, compare, study, tune
 
 from normbench.records import record
 from normbench.bench import arms
@@ -458,7 +458,7 @@ def test_sigterm_of_a_report_is_one_line_and_leaves_no_staging(tmp_path, capsys)
     assert not list((tmp_path / "out").glob(f"{STAGING}*"))
 
 
-# -- the runners' children (normbench/children.py: study and tune) ----------------------------------
+# -- the runners' children (normbench/studies/children.py: study and tune) ----------------------------------
 SLEEPER = "import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\ntime.sleep(60)"
 
 
@@ -478,7 +478,7 @@ def test_a_child_is_started_with_sigterm_as_its_parent_death_signal():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout  # a plain child: 0
     child.wait(timeout=30)
     assert out.strip() == "0"
-    reader = subprocess.run([sys.executable, "-c", "from normbench import children; import sys; "
+    reader = subprocess.run([sys.executable, "-c", "from normbench.studies import children; import sys; "
                              f"sys.exit(children.start([sys.executable, '-c', {code!r}]).wait())"],
                             capture_output=True, text=True, timeout=60)
     assert reader.stdout.strip() == str(int(signal.SIGTERM))
@@ -486,7 +486,7 @@ def test_a_child_is_started_with_sigterm_as_its_parent_death_signal():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_runner_killed_outright_takes_its_child_along(tmp_path):
-    parent = subprocess.Popen([sys.executable, "-c", "from normbench import children; import sys\n"
+    parent = subprocess.Popen([sys.executable, "-c", "from normbench.studies import children; import sys\n"
                                f"child = children.start([sys.executable, '-c', {SLEEPER!r}])\n"
                                "print(child.pid, flush=True)\nchild.wait()"], stdout=subprocess.PIPE, text=True)
     pid = int(parent.stdout.readline())
@@ -543,7 +543,7 @@ def _tune_children(out: Path) -> list[int]:
 def test_a_real_tune_stopped_during_selection_leaves_no_child_training(how, tmp_path, tiny_args):
     out = tmp_path / "tuned"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    tuner = subprocess.Popen([sys.executable, "-m", "normbench.tune", "--out", str(out), *tiny_args, "steps=400"],
+    tuner = subprocess.Popen([sys.executable, "-m", "normbench.studies.tune", "--out", str(out), *tiny_args, "steps=400"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 60
     while not list(out.glob("selection/*/summary.json")) and time.monotonic() < deadline:
@@ -726,7 +726,7 @@ def test_a_number_read_from_the_environment_is_kept_so_the_record_stays_readable
 
 
 def test_a_sweeps_study_command_keeps_the_interpolation_text(compose, monkeypatch):
-    from normbench import study_info
+    from normbench.configuration import study_info
 
     monkeypatch.setenv("NB_SECRET", SECRET)
     from hydra import compose as hydra_compose, initialize_config_dir
@@ -860,7 +860,7 @@ def test_compare_out_never_replaces_a_file_it_did_not_write(tmp_path, victim, ca
 
 
 def test_rerun_and_report_refuse_an_out_that_is_a_link(tmp_path, victim, capsys):
-    from normbench import rerun
+    from normbench.training import rerun
     from normbench.report.__main__ import main as report_main
 
     run = factory.write_record(tmp_path / "sweep", "a")
@@ -875,7 +875,7 @@ def test_rerun_and_report_refuse_an_out_that_is_a_link(tmp_path, victim, capsys)
 
 def test_study_and_tune_refuse_an_out_that_is_a_link(tmp_path, victim, capsys):
     """As report and rerun do: a linked --out would carry the study's rounds and report elsewhere."""
-    from normbench import study, tune
+    from normbench.studies import study, tune
 
     link = tmp_path / "out"
     link.symlink_to(victim.parent, target_is_directory=True)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from normbench import rerun
+from normbench.training import rerun
 from normbench.report import build_report
-from normbench.train import Trainer
+from normbench.training.train import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -96,7 +96,7 @@ def test_resume_after_changing_steps_keeps_the_old_records(cli, tmp_path, tiny_a
 def test_records_made_with_impl_native_are_resumed_and_compared_by_the_default_auto(cli, tmp_path, tiny_args, executed):
     """norm.impl was native by default before auto: a sweep made then resumes under auto without running
     again, and compare pairs its records with auto's (contract.effective_config: auto counts as native)."""
-    from normbench import compare
+    from normbench.studies import compare
 
     assert cli("-m", *tiny_args, "norm=rms", "norm.impl=native", "hydra.sweep.dir=old", "report=false")[0] == 0
     before = record_bytes(tmp_path / "old")
@@ -168,7 +168,7 @@ def test_rerun_of_a_joblib_job_uses_its_recorded_threads_and_reproduces(tmp_path
     run = tmp_path / "sweep" / "0"
     recorded = json.loads((run / "summary.json").read_text())
     assert recorded["config"]["threads"] == 0 and recorded["environment"]["threads"] == (os.cpu_count() or 2) // 2
-    again = subprocess.run([sys.executable, "-m", "normbench.rerun", str(run), "--out", str(tmp_path / "again")],
+    again = subprocess.run([sys.executable, "-m", "normbench.training.rerun", str(run), "--out", str(tmp_path / "again")],
                            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "reproduced exactly" in again.stdout, again.stdout + again.stderr
     assert json.loads((tmp_path / "again" / "summary.json").read_text())["environment"]["threads"] == \
@@ -178,7 +178,7 @@ def test_rerun_of_a_joblib_job_uses_its_recorded_threads_and_reproduces(tmp_path
 def test_sigterm_while_loading_leaves_an_interrupted_record(compose, tmp_path, monkeypatch):
     import signal
 
-    from normbench import run
+    from normbench.training import run
 
     def slow_load(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)

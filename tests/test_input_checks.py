@@ -17,8 +17,8 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from normbench import compare, tune
-from normbench.app import message_text
+from normbench.studies import compare, tune
+from normbench.studies.app import message_text
 from normbench.bench import __main__ as bench
 from normbench.configuration.config import to_config
 

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from normbench.configuration.config import to_config
-from normbench.run import execute
+from normbench.training.run import execute
 from normbench.configuration.schema import ConfigError, LoggerConfig, MLflowLog, TensorBoardLog
-from normbench.tracking import interpolated_secrets, masked, run_names
+from normbench.training.tracking import interpolated_secrets, masked, run_names
 
 
 def test_logger_none_writes_nothing_beside_the_record(compose, tmp_path):
@@ -65,13 +65,13 @@ def _imported(module_file) -> set[str]:
 def test_the_library_loggers_stand_below_the_module_that_picks_them():
     """mlflow_logger.py and wandb_logger.py take the hooks and the names from below (hooks.py,
     tracking.py), so loggers.build_logger imports them at the top and none imports it back."""
-    from normbench import hooks, loggers, mlflow_logger, tracking, wandb_logger
+    from normbench.training import hooks, loggers, mlflow_logger, tracking, wandb_logger
 
     for module, cls in ((mlflow_logger, "MLflowLogger"), (wandb_logger, "WandbLogger")):
-        assert "normbench.loggers" not in _imported(module.__file__)
+        assert "normbench.training.loggers" not in _imported(module.__file__)
         assert module.__name__ in _imported(loggers.__file__)
         assert issubclass(getattr(module, cls), hooks.RunLogger)
-    assert "normbench.loggers" not in _imported(tracking.__file__)
+    assert "normbench.training.loggers" not in _imported(tracking.__file__)
     assert loggers.RunLogger is hooks.RunLogger
 
 

@@ -84,7 +84,7 @@ def _string_literals(module: Path) -> set[str]:
                                     "analysis/claims/specs.py", "analysis/ranking.py", "analysis/tuning.py",
                                     "report/tables.py", "report/figures/tradeoffs.py", "report/figures/bars.py",
                                     "report/answers.py",
-                                    "loggers.py", "mlflow_logger.py", "rerun.py"])
+                                    "training/loggers.py", "training/mlflow_logger.py", "training/rerun.py"])
 def test_readers_name_record_metrics_through_the_registry(module):
     """No ``"metrics.<key>"`` / ``"throughput.<key>"`` column spelled out, no list of keys repeated."""
     literals = _string_literals(PACKAGE / module)
@@ -94,7 +94,8 @@ def test_readers_name_record_metrics_through_the_registry(module):
 
 
 def test_the_loggers_rerun_and_compare_show_the_registry_views():
-    from normbench import compare, loggers, rerun
+    from normbench.studies import compare
+    from normbench.training import loggers, rerun
 
     assert compare.GRADIENTS == tuple(path(k) for k in viewed("compare"))
     assert loggers.FINAL_METRICS == viewed("final") and rerun.COMPARED == viewed("rerun")

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from normbench.run import execute
+from normbench.training.run import execute
 
 mlflow = pytest.importorskip("mlflow", reason='logger=mlflow needs pip install -e ".[mlflow]"')
 

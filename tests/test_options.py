@@ -2,7 +2,7 @@
 
 import torch
 
-from normbench.run import execute
+from normbench.training.run import execute
 
 
 def test_deterministic_is_recorded_and_not_inherited_by_the_next_job(compose, tmp_path):

@@ -1,4 +1,4 @@
-"""Workers stop when the process that launched them is killed with SIGKILL (normbench.orphans)."""
+"""Workers stop when the process that launched them is killed with SIGKILL (normbench.studies.orphans)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench import orphans
+from normbench.studies import orphans
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
@@ -59,7 +59,7 @@ def kill_all(pids) -> None:
 # A worker as the runner makes one: SIGTERM becomes KeyboardInterrupt, which writes the record.
 WORKER = textwrap.dedent("""
     import os, signal, sys, time
-    from normbench import orphans
+    from normbench.studies import orphans
     def interrupt(signum, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, signal.SIG_IGN if sys.argv[2] == "ignore" else interrupt)
@@ -73,7 +73,7 @@ WORKER = textwrap.dedent("""
 """)
 LAUNCHER = textwrap.dedent("""
     import subprocess, sys, time
-    from normbench import orphans
+    from normbench.studies import orphans
     orphans.mark_launcher()
     worker = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3]])
     print(worker.pid, flush=True)
@@ -115,7 +115,7 @@ def test_joblib_sweep_workers_stop_when_the_sweep_is_killed(tmp_path, tiny_args)
     sweep = tmp_path / "sweep"
     command = [sys.executable, "-m", "normbench", "-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2",
                *tiny_args, "steps=1000000", "eval_every=1000000", "probe_every=1000000", "seed=0,1",
-               f"hydra.sweep.dir={sweep}"]  # conf/config.yaml registers normbench.orphans.StopWhenOrphaned
+               f"hydra.sweep.dir={sweep}"]  # conf/config.yaml registers normbench.studies.orphans.StopWhenOrphaned
     parent = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []

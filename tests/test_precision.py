@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from normbench.norms import build_norm
-from normbench.precision import PRECISIONS, MasterWeights, RunPrecision, half_model
-from normbench.run import execute, prepare, unsupported_precision
-from normbench.train import AUTOCAST_DTYPES
+from normbench.training.precision import PRECISIONS, MasterWeights, RunPrecision, half_model
+from normbench.training.run import execute, prepare, unsupported_precision
+from normbench.training.train import AUTOCAST_DTYPES
 
 TRANSFORMER = ["model=transformer", "norm=ln"]
 

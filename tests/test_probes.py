@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from normbench import probes
+from normbench.training import probes
 from normbench.models import ModelShape, build_model
 from normbench.norms import NormSpec
 

@@ -1,4 +1,4 @@
-"""Progress on long work: "job k of N" with elapsed and time left for sweeps (normbench/progress.py)."""
+"""Progress on long work: "job k of N" with elapsed and time left for sweeps (normbench/studies/progress.py)."""
 
 import io
 import json
@@ -13,7 +13,7 @@ from hydra import compose as hydra_compose, initialize_config_dir
 from omegaconf import open_dict
 
 from normbench.configuration.config import config_dir
-from normbench.progress import ENVIRONMENT, SweepProgress, duration, job_count, job_line
+from normbench.studies.progress import ENVIRONMENT, SweepProgress, duration, job_count, job_line
 
 ROOT = Path(__file__).resolve().parent.parent
 BASIC = {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "max_batch_size": None}

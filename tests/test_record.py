@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from normbench import compare
+from normbench.studies import compare
 from normbench.configuration import contract
 
 from normbench.records import record

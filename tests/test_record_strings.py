@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from normbench import compare
+from normbench.studies import compare
 from normbench.report import build_report
 from normbench.report.output import spreadsheet_safe
 from normbench.records.record import MAX_STRING

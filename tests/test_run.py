@@ -6,10 +6,10 @@ import time
 import pytest
 import torch
 
-from normbench import run as run_module
+from normbench.training import run as run_module
 from normbench.records.record import read_summary
-from normbench.run import execute, threads_for, unsupported_precision
-from normbench.train import Trainer
+from normbench.training.run import execute, threads_for, unsupported_precision
+from normbench.training.train import Trainer
 
 
 def lines(path):
@@ -164,7 +164,7 @@ def test_gradient_probe_reads_gradients_before_clipping(compose, tmp_path):
 
 def test_jobs_side_by_side_take_their_own_gpu(monkeypatch):
     from normbench.configuration.config import ConfigError
-    from normbench.run import resolve_device
+    from normbench.training.run import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
@@ -186,7 +186,7 @@ def test_probe_every_0_still_probes_at_the_end(compose, tmp_path):
 
 
 def test_train_seconds_leave_out_the_gradient_probe(compose, tmp_path, monkeypatch):
-    from normbench import probes
+    from normbench.training import probes
 
     real = probes.gradient_statistics
 

@@ -1,4 +1,4 @@
-"""Trained models kept on request (save_model=true) and read back as data (normbench/saved_model.py, evaluate.py)."""
+"""Trained models kept on request (save_model=true) and read back as data (normbench/training/saved_model.py, evaluate.py)."""
 
 import json
 import os
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import normbench
-from normbench import evaluate
-from normbench.saved_model import NoSavedModel, read_weights
+from normbench.training import evaluate
+from normbench.training.saved_model import NoSavedModel, read_weights
 
 
 def test_a_saved_model_reloads_and_reproduces_its_recorded_metrics_exactly(cli, tmp_path, tiny_args, capsys):
@@ -98,8 +98,8 @@ def test_a_record_config_holding_an_interpolation_is_refused_before_anything_is_
 
     def composed(*_args, **_kwargs):
         raise AssertionError("a model was built from the record")
-    monkeypatch.setattr("normbench.saved_model.build_recorded", composed)
-    monkeypatch.setattr("normbench.run.prepare", composed)
+    monkeypatch.setattr("normbench.training.saved_model.build_recorded", composed)
+    monkeypatch.setattr("normbench.training.run.prepare", composed)
     (tmp_path / "summary.json").write_text(json.dumps({**_RECORD, "config": INTERPOLATED[name]}))
     torch.save({"w": torch.ones(2)}, tmp_path / "model_final.pt")
     assert evaluate.main([str(tmp_path)]) == 2

@@ -3,7 +3,7 @@
 import pytest
 
 from normbench.configuration.contract import identity
-from normbench.run import execute
+from normbench.training.run import execute
 
 VARLEN = ["task.length=8", "task.min_length=3"]
 

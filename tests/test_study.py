@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from normbench.report import study_plan
-from normbench.study import StudyArgumentError, _parse, budget_seconds, study_of
+from normbench.studies.study import StudyArgumentError, _parse, budget_seconds, study_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,14 +31,14 @@ def test_budget_units():
 
 
 def test_bad_arguments_exit_2_without_a_traceback():
-    result = subprocess.run([sys.executable, "-m", "normbench.study", "--budget", "-3"], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "normbench.studies.study", "--budget", "-3"], capture_output=True,
                             text=True, cwd=ROOT)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
 def test_a_tiny_study_runs_rounds_and_writes_its_plan_and_report(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([sys.executable, "-m", "normbench.study", "norm=ln,none", "steps=4", "eval_every=2",
+    result = subprocess.run([sys.executable, "-m", "normbench.studies.study", "norm=ln,none", "steps=4", "eval_every=2",
                              "--pilot", "2", "--step", "1", "--max-seeds", "3", "--jobs", "1", "--out", str(tmp_path)],
                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -49,7 +49,7 @@ def test_a_tiny_study_runs_rounds_and_writes_its_plan_and_report(tmp_path):
     studies = {json.loads(p.read_text())["study"]["id"] for p in tmp_path.rglob("summary.json")}
     assert studies == {plan["study"]} and plan["schema"] == study_plan.SCHEMA  # every round is the plan's study
     assert (tmp_path / "report.html").is_file()
-    assert "normbench.study: round 1 of at most 2: 2 seeds per arm" in result.stdout  # progress (normbench/progress.py)
+    assert "normbench.study: round 1 of at most 2: 2 seeds per arm" in result.stdout  # progress (normbench/studies/progress.py)
     answer = result.stdout[result.stdout.index("normbench.study: answer after"):]  # the answer comes last
     assert "stopped at the maximum seed count" in answer or "every question decided" in answer
     assert "digits: ranked first " in answer
@@ -79,7 +79,7 @@ def test_sigterm_of_the_study_runner_stops_its_round_in_one_line(tmp_path):
     import time
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    runner = subprocess.Popen([sys.executable, "-m", "normbench.study", "norm=ln,none", "steps=3000", "eval_every=1000",
+    runner = subprocess.Popen([sys.executable, "-m", "normbench.studies.study", "norm=ln,none", "steps=3000", "eval_every=1000",
                                "--jobs", "1", "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=ROOT, env=env)
     assert runner.stdout.readline().startswith("+ python -m normbench")
@@ -106,7 +106,7 @@ CONFIG_CHECKS = [
 
 @pytest.mark.parametrize("overrides, words", CONFIG_CHECKS)
 def test_the_config_is_resolved_and_checked_before_any_round(overrides, words, monkeypatch):
-    from normbench.study import check_config
+    from normbench.studies.study import check_config
 
     monkeypatch.setenv("NB_SECRET", "hunter2SECRETxyz")
     monkeypatch.setenv("NB_NUMBER", "0.01")
@@ -124,7 +124,7 @@ def test_kill_9_of_the_study_runner_takes_its_round_along(tmp_path):
     import time
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    runner = subprocess.Popen([sys.executable, "-m", "normbench.study", "norm=ln,none", "steps=3000", "eval_every=1000",
+    runner = subprocess.Popen([sys.executable, "-m", "normbench.studies.study", "norm=ln,none", "steps=3000", "eval_every=1000",
                                "--jobs", "1", "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=ROOT, env=env)
     deadline = time.monotonic() + 120

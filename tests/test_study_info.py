@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from normbench import study_info
+from normbench.configuration import study_info
 
 
 def test_swept_keys_from_the_sweep_file_and_the_command_line():

@@ -78,7 +78,7 @@ def test_the_example_make_sh_runs_every_listed_study_from_a_shipped_sweep_within
     import re
     from pathlib import Path
 
-    from normbench.study import budget_seconds
+    from normbench.studies.study import budget_seconds
 
     root = Path(__file__).resolve().parents[1]
     text = (root / "reports" / "example" / "make.sh").read_text()

@@ -1,4 +1,4 @@
-"""A sweep's efficiency (normbench/sweep_time.py) and the environment it collects once (normbench/environment.py)."""
+"""A sweep's efficiency (normbench/records/sweep_time.py) and the environment it collects once (normbench/training/environment.py)."""
 
 import json
 import math
@@ -7,8 +7,9 @@ import shutil
 import pytest
 import torch
 
-from normbench import environment, sweep_time
-from normbench.environment import SWEEP_CACHE
+from normbench.training import environment
+from normbench.records import sweep_time
+from normbench.training.environment import SWEEP_CACHE
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +17,7 @@ def tiny_sweep(tmp_path_factory):
     """A real two-run multirun of very few steps, in this process (the basic launcher), run once for the module."""
     from hydra.core.global_hydra import GlobalHydra
 
-    from normbench import app
+    from normbench.studies import app
     from tests.conftest import TINY, TINY_TASK
 
     folder = tmp_path_factory.mktemp("efficiency")

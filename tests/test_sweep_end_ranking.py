@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from normbench import sweep_end, sweep_time
+from normbench.studies import sweep_end
+from normbench.records import sweep_time
 from normbench.bench import arms
 
 
@@ -44,7 +45,7 @@ def test_a_sweep_can_time_its_own_arms_at_the_end(tmp_path, capfd):
     beside the records, the efficiency line counts it apart, and the last line says why nothing is ranked."""
     from hydra.core.global_hydra import GlobalHydra
 
-    from normbench import app
+    from normbench.studies import app
     from tests.conftest import TINY, TINY_TASK
 
     patch = pytest.MonkeyPatch()

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from normbench.sweep_end import sweep_table
+from normbench.studies.sweep_end import sweep_table
 
 
 def _summary(norm: str, p10: float, p90: float) -> dict:

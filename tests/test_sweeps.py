@@ -12,8 +12,8 @@ import pytest
 
 from normbench.records import record
 
-from normbench import rerun
-from normbench.train import Trainer
+from normbench.training import rerun
+from normbench.training.train import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -204,7 +204,7 @@ def test_a_duplicate_of_a_running_job_writes_nothing_and_names_it(compose, tmp_p
     from omegaconf import OmegaConf
 
     from normbench.configuration.contract import config_hash
-    from normbench.run import SweepClaim, execute
+    from normbench.training.run import SweepClaim, execute
 
     node = compose("norm=none")
     original = SweepClaim(tmp_path / "sweep", config_hash(OmegaConf.to_container(node, resolve=True)))

@@ -1,10 +1,10 @@
 import pytest
 
 from normbench.configuration.config import to_config
-from normbench.loggers import RunLogger
+from normbench.training.loggers import RunLogger
 from normbench.records.record import RecordWriter
-from normbench.run import prepare
-from normbench.train import Trainer, learning_rate
+from normbench.training.run import prepare
+from normbench.training.train import Trainer, learning_rate
 
 
 @pytest.mark.parametrize("schedule", ["constant", "cosine"])
@@ -86,7 +86,7 @@ def test_the_trainer_owns_its_state_and_a_fresh_one_takes_it_back_whole(compose,
     and read back through every check); load_state_dict puts it all back, or refuses and changes nothing."""
     import torch
 
-    from normbench import checkpoint
+    from normbench.training import checkpoint
 
     trained = _trainer(compose, tmp_path / "a")
     trained.fit()

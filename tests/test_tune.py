@@ -7,11 +7,11 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from normbench.app import objective
+from normbench.studies.app import objective
 from normbench.configuration.config import config_dir
 from normbench.configuration.contract import group_hash
 from normbench.configuration.schema import ConfigError
-from normbench.tune import _passthrough, arm_file
+from normbench.studies.tune import _passthrough, arm_file
 
 
 @pytest.mark.parametrize("summary, expected", [
@@ -61,7 +61,7 @@ def test_only_how_jobs_run_passes_to_the_evaluation_stage():
 def test_evaluation_seeds_are_distinct_and_at_most_a_thousand(text, words):
     import argparse
 
-    from normbench.tune import _seeds
+    from normbench.studies.tune import _seeds
 
     with pytest.raises(argparse.ArgumentTypeError, match=words):
         _seeds(text)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench.run import execute
+from normbench.training.run import execute
 
 wandb = pytest.importorskip("wandb", reason='logger=wandb needs pip install -e ".[wandb]"')
 

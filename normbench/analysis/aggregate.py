@@ -97,7 +97,7 @@ def _last_layer_grad_norm(layer_norms) -> float | None:
 @functools.lru_cache(maxsize=64)
 def _purpose(name) -> str:
     """A shipped sweep's question, for records whose study did not name it."""
-    from normbench import study_info
+    from normbench.configuration import study_info
 
     return study_info.purpose_of(study_info.sweep_file(name)) if isinstance(name, str) else ""
 

@@ -8,7 +8,7 @@ these from here:
   ``optimized_metric`` names ``best_val``; best_val stays visible as a labelled secondary value.
   A tuned study's evaluation runs rank on the test split by design (ranking.comparison_score).
 - **The level** of a study is the one its design spent: a sequential study's last look
-  (normbench.study), ALPHA for a plain sweep. Its ranking, best set, answers, claims, smallest
+  (normbench.studies.study), ALPHA for a plain sweep. Its ranking, best set, answers, claims, smallest
   detectable difference and seeds-to-decide all use it.
 - **The scale**: a task metric the registry marks ``ratio`` (MSE), and a record metric whose unit is
   ``loss``, are compared on the log scale; their

@@ -112,7 +112,7 @@ def simulate(plan: Plan, repetitions: int = 2000, sd: float = 1.0, difference: f
 
 @dataclass(frozen=True)
 class Design:
-    """What a study's sequential.json (normbench.study) says it did: the level its ranking, best set,
+    """What a study's sequential.json (normbench.studies.study) says it did: the level its ranking, best set,
     answers and claims are read at is the last look's (rules: one level per study)."""
 
     looks: tuple[int, ...]          # planned seeds per arm at each look

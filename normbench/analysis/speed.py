@@ -217,7 +217,7 @@ def timing_text(summary: pd.DataFrame, paired: pd.DataFrame) -> str:
 
 
 def record_columns(environment: dict) -> dict:
-    """A record's machine condition (normbench/machine.py writes it) as flat columns: environment.load_1m.start, ..."""
+    """A record's machine condition (normbench/training/machine.py writes it) as flat columns: environment.load_1m.start, ..."""
     out = {f"environment.{key}": environment.get(key) for key in ("cpu_count", "parallel_jobs")}
     for key, parts in (("load_1m", ("start", "end")), ("cpu_pressure", ("start", "end", "over_span"))):
         value = environment.get(key) if isinstance(environment.get(key), dict) else {}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from normbench import machine
+from normbench.training import machine
 from normbench.bench import arms, cells, harness, kernels, sweep
 from normbench.bench.section import OtherLoad, Section, finite_json
 from normbench.bench.timing import CLOCKS

@@ -29,15 +29,15 @@ from typing import Callable
 import torch
 from omegaconf import OmegaConf
 
-from normbench import machine
+from normbench.training import machine
 from normbench.bench.section import OtherLoad, bench_environment, finite_json, markdown_table
 from normbench.bench.timing import Timing, clock_for, measure
 from normbench.records.record import interpolation_in, now_iso, write_inside
 from normbench.analysis import aggregate
 from normbench.report.reading import find_records
 from normbench.analysis.speed import LEVEL, log_ratio_interval
-from normbench.run import prepare
-from normbench.train import Trainer
+from normbench.training.run import prepare
+from normbench.training.train import Trainer
 
 FILE = "paired-timing.json"
 SCHEMA = "normbench.paired-timing/1"

@@ -18,7 +18,7 @@ not do the same work.
 Separately, the cost of one probe: a training step with and without the activation probe's hooks
 and the gradient statistics, timed interleaved, plus ``Trainer._probe`` (bookkeeping, log line)
 as timed inside fit. All the timing inside fit is done by trainer hooks (``Lockstep``, a
-normbench.loggers.RunLogger): the bare step at each step's start, the span's end at the last
+normbench.training.loggers.RunLogger): the bare step at each step's start, the span's end at the last
 step's end, the probe between ``on_probe_start`` and ``on_probe``.
 """
 
@@ -36,15 +36,15 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from normbench import probes
+from normbench.training import probes
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference
 from normbench.configuration.config import config_dir, register
-from normbench.loggers import RunLogger
+from normbench.training.loggers import RunLogger
 from normbench.records.record import RecordWriter
-from normbench.run import prepare, resolve_device
+from normbench.training.run import prepare, resolve_device
 from normbench.tasks.scoring import scoring
-from normbench.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate
+from normbench.training.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate
 
 TARGET = 1.10  # harness time per step / bare loop time per step
 OVERHEAD_BUDGET = TARGET - 1

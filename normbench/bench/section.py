@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from normbench import machine
-from normbench.environment import environment
+from normbench.training import machine
+from normbench.training.environment import environment
 
 
 # What lowers the instruction set each part of torch uses: ATen's own kernels, MKL's BLAS (nn.LSTM's

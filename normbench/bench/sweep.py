@@ -2,7 +2,7 @@
 
 Both are real ``python -m normbench -m ...`` subprocesses, timed by wall clock from launch to exit,
 so interpreter and launcher start-up are counted: the speed-up is what a user waiting for the
-sweep gets. Each sweep's own account of its time (its ``efficiency.json``, normbench/sweep_time.py)
+sweep gets. Each sweep's own account of its time (its ``efficiency.json``, normbench/records/sweep_time.py)
 gives its efficiency, summed training time / (wall time x workers), and where the rest went.
 Every run uses one thread (``threads=1``), so the parallel sweep does not oversubscribe the
 cores, and writes no report (``report=false``). The pair is run in both orders (parallel then
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from normbench import sweep_time
+from normbench.records import sweep_time
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.records.record import RunRecord, read_summary
 
@@ -146,7 +146,7 @@ def render_markdown(rows, speedup, overrides, env, command, jobs) -> str:
         table,
         f"Mean speed-up {speedup:.2f}x (target >= {TARGET}: the parallel sweep is faster). Efficiency: the runs' "
         f"summed training time / (the sweep's wall time x workers), target >= {EFFICIENCY_TARGET} in sequence; the "
-        "shares say where the rest of the workers' time went (normbench/sweep_time.py), from the sweep's "
+        "shares say where the rest of the workers' time went (normbench/records/sweep_time.py), from the sweep's "
         "efficiency.json, whose wall time ends with its last line; with evaluation: the runs' whole training "
         "loops (evaluation, probes, logging) counted as training; exit s: the process's exit after its last line.",
     ])

@@ -2,6 +2,8 @@
 the library's `NormSpec`, `ModelShape` and `PlacementConfig` are among them), `config` Hydra's side of
 them (registration, the typed `Config`, the sweeps folders and their search path), `contract` what a
 setting means for a run's identity (inert keys, aliases, the group key), and `hydra_files` the checks
-on the files Hydra writes itself. This package may import the descriptors below it (`normbench.checks`,
-`normbench.norms.kinds` and `spec`, `normbench.placements`, `normbench.tasks`) and nothing above: the
+on the files Hydra writes itself; `placements` one descriptor per placement (where a family's norms
+sit: valid names, inert settings, the builders' slots), and `study_info` what study a run belongs to
+(the swept keys of a multirun, its sweep file's purpose). This package may import the descriptors below it (`normbench.checks`,
+`normbench.norms.kinds` and `spec`, `normbench.tasks`) and nothing above: the
 records, training, studies, the analysis and the report import it, never the reverse."""

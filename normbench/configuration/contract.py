@@ -17,7 +17,7 @@ from dataclasses import fields
 from typing import NamedTuple
 
 from normbench.norms.kinds import inert_settings, kind_names
-from normbench.placements import described
+from normbench.configuration.placements import described
 from normbench.configuration.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig, hand_written_cell, per_term_in_cell
 
 SCHEMA = "normbench.run/2"

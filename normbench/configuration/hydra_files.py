@@ -7,7 +7,7 @@ writes it, and a name that is anything but a regular file (a link, dangling or n
 device or folder) ends the command with one line and exit status 2: nothing is deleted.
 
 ``CheckHydraFiles`` (a Hydra callback, conf/config.yaml) checks multirun.yaml at the start of a
-multirun, before the sweeper writes it; ``install()`` (normbench/app.py, in the launcher and in each
+multirun, before the sweeper writes it; ``install()`` (normbench/studies/app.py, in the launcher and in each
 joblib worker) puts the check in front of Hydra's writer of the ``.hydra/`` files.
 """
 
@@ -25,7 +25,7 @@ KINDS = ((stat.S_ISLNK, "a link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a
 
 class Refused(BaseException):
     """A name Hydra would write is not a regular file. A BaseException: Hydra's callbacks turn an
-    Exception into a warning and go on; this one reaches normbench.app.main, which prints it."""
+    Exception into a warning and go on; this one reaches normbench.studies.app.main, which prints it."""
 
 
 def what_is(path: Path, folder_ok: bool = False) -> str | None:

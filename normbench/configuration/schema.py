@@ -22,7 +22,7 @@ from normbench.checks import ConfigError, require_at_least, require_name  # noqa
 from normbench.checks import one_of as _one_of, require as _require, require_positive
 from normbench.norms.kinds import IMPLS, KINDS, builds_native, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
 from normbench.norms.spec import NormSpec
-from normbench.placements import described, placement_names  # the placements' descriptors
+from normbench.configuration.placements import described, placement_names  # the placements' descriptors
 # The task group: its one table, each config beside its loader (normbench/tasks/)
 from normbench.tasks import TASK_CONFIGS, TaskConfig  # noqa: F401 - re-exported
 
@@ -30,9 +30,9 @@ FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
 CELL_KERNELS = ("auto", "cpp", "python", "compile")  # model.cell_kernel: how an in-cell layer runs (cell_recurrences)
 DROPOUT_AT = ("before_norm", "after_norm")
-DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/precision.py says what each means
+DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/training/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd")
-ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/tune.py)
+ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/studies/tune.py)
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -142,7 +142,7 @@ def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
 @dataclass
 class PrecisionConfig:
     # fp32 | bf16, fp16: autocast (fp16 adds a GradScaler on CUDA) | bf16_pure, fp16_pure: weights and
-    # activations in half, fp32 master weights, fp16 with a dynamic loss scale (normbench/precision.py)
+    # activations in half, fp32 master weights, fp16 with a dynamic loss scale (normbench/training/precision.py)
     dtype: str = "fp32"
 
     def __post_init__(self):
@@ -350,7 +350,7 @@ class Config:
     task: Any = None                 # one of normbench.tasks.TASK_CONFIGS, chosen by the task group
     seed: int = 0
     # What the run is for in a tuned study: lr selection, or evaluation at the chosen lr on fresh
-    # seeds. Part of identity, so a group never pools the two (normbench/tune.py).
+    # seeds. Part of identity, so a group never pools the two (normbench/studies/tune.py).
     role: str = "single"
     lr: float = 3e-3
     batch_size: int = 32
@@ -367,9 +367,9 @@ class Config:
     probe_every: int = 50             # gradient/activation probes; 0 = only at init and at the end
     timing_warmup: int = 10           # steps excluded from the step-time median
     resume: bool = harness("what to run, not how", False)     # skip finished jobs, continue interrupted ones from a checkpoint
-    # steps between checkpoints (normbench/checkpoint.py); 0 = none. Saving the state changes nothing trained.
+    # steps between checkpoints (normbench/training/checkpoint.py); 0 = none. Saving the state changes nothing trained.
     checkpoint_every: int = harness("how a run survives preemption, not what is trained", 0)
-    # keep the trained weights in the run folder (normbench/saved_model.py); saving them changes nothing trained
+    # keep the trained weights in the run folder (normbench/training/saved_model.py); saving them changes nothing trained
     save_model: bool = harness("what is kept, not what is trained", False)
     report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
     # multirun: "paired" times the sweep's own arms side by side at its end (normbench/bench/arms.py),

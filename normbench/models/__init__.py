@@ -1,6 +1,6 @@
 """Sequence models: encoder -> backbone (recurrent or Transformer, norm at ``placement``) -> head.
 
-A padded batch (variable lengths, normbench/padding.py) is read off its padding marks, or given as
+A padded batch (variable lengths, normbench/tasks/padding.py) is read off its padding marks, or given as
 ``lengths=``: the backbone honours the lengths, a "last" readout takes each example's last real step.
 """
 
@@ -14,8 +14,8 @@ from normbench.models.recurrent import RecurrentShape, RecurrentStack, build_rec
 from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
 from normbench.norms import NormSpec, norm_parameters
 from normbench.norms.kinds import kind_of
-from normbench.padding import last_real, lengths_from_input, unmarked
-from normbench.placements import INPUT_PREACTIVATION, placement_of
+from normbench.tasks.padding import last_real, lengths_from_input, unmarked
+from normbench.configuration.placements import INPUT_PREACTIVATION, placement_of
 from normbench.configuration.schema import CELL_KERNELS, FAMILIES, ModelShape, PlacementConfig
 
 # family -> the built-in placements valid for it (placements_of also sees one registered later)

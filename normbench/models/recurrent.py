@@ -11,7 +11,7 @@ Every layer maps (batch, time, in) -> (batch, time, hidden). Given a ``trace`` l
 appends its hidden state h_t for every t as tensors that both the output and the next step
 consume, so d(loss)/d(h_t) from autograd is the total derivative through time.
 
-Given ``lengths`` (a padded batch, normbench/padding.py), a layer stops updating an example's
+Given ``lengths`` (a padded batch, normbench/tasks/padding.py), a layer stops updating an example's
 state after its last real step: a fused core runs packed sequences (outputs past the end are 0),
 a cell's loop keeps the state it had (outputs past the end repeat the last real one), and an
 in-cell LN kernel runs every step and then repeats each example's last real output (the same
@@ -35,8 +35,8 @@ from normbench.models.fused_lstm import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
 from normbench.configuration.schema import CELL_KERNELS, RECURRENT, PlacementConfig, hand_written_cell
 from normbench.norms import NormSpec, StepBatchNorm
-from normbench.padding import held_past_end, real_steps, reverse_real, step_mask
-from normbench.placements import placement_of
+from normbench.tasks.padding import held_past_end, real_steps, reverse_real, step_mask
+from normbench.configuration.placements import placement_of
 
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
 FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
@@ -394,7 +394,7 @@ def in_cell_layer(family, input_size, shape: RecurrentShape, norm: NormSpec, pla
 
 
 # placement name -> builder(family, input_size, shape, norm, placement) of one layer, the layer that fills
-# the slots the placement's descriptor names (normbench/placements.py); only in_cell reads the placement's
+# the slots the placement's descriptor names (normbench/configuration/placements.py); only in_cell reads the placement's
 # other settings. Which families a placement is valid for is its descriptor's (validity.placements_of).
 LAYERS = {
     "pre": lambda family, size_in, shape, norm, placement: PreNormLayer(family, size_in, shape.hidden_size, norm),

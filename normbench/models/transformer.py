@@ -1,4 +1,4 @@
-"""A small causal Transformer stack with the norm at one of its placements (normbench/placements.py).
+"""A small causal Transformer stack with the norm at one of its placements (normbench/configuration/placements.py).
 
     pre   x = x + f(norm(x))          ... final norm before the head (Xiong et al. 2020)
     post  x = norm(x + f(x))          (Vaswani et al. 2017)
@@ -24,8 +24,8 @@ from torch import nn
 
 from normbench.models.validity import InvalidCombination, check_combination
 from normbench.norms import NormSpec
-from normbench.padding import real_steps, step_mask
-from normbench.placements import TRANSFORMER_SLOTS, Placement, placement_of
+from normbench.tasks.padding import real_steps, step_mask
+from normbench.configuration.placements import TRANSFORMER_SLOTS, Placement, placement_of
 from normbench.configuration.schema import PlacementConfig
 
 
@@ -93,7 +93,7 @@ class Block(nn.Module):
 
         x = main(x + D(branch_out(f(branch_in(x)))))
 
-    with the run's norm in the slots the placement fills (normbench/placements.py) and the identity in
+    with the run's norm in the slots the placement fills (normbench/configuration/placements.py) and the identity in
     the others, D the residual dropout; ``dropout_at`` puts D before or after a ``branch_out`` norm."""
 
     def __init__(self, shape: TransformerShape, norm: NormSpec, placement: Placement):

@@ -1,9 +1,9 @@
 """Which (family, norm, placement) combinations exist, and why the others do not: read off the
-placements' descriptors (normbench/placements.py)."""
+placements' descriptors (normbench/configuration/placements.py)."""
 
 from __future__ import annotations
 
-from normbench.placements import placement_names, placement_of
+from normbench.configuration.placements import placement_names, placement_of
 from normbench.configuration.schema import FAMILIES, RECURRENT
 
 

@@ -17,7 +17,7 @@ from torch import nn
 
 from normbench.norms import rmsnorm_cpu
 from normbench.norms.dispatch import AutoImpl
-from normbench.padding import masked_batch_norm, real_rows
+from normbench.tasks.padding import masked_batch_norm, real_rows
 
 
 class Norm(nn.Module):
@@ -144,7 +144,7 @@ class BatchNorm(_AffineNorm):
     Running statistics follow PyTorch's convention: exponential average with ``momentum`` of the
     batch mean and of the *unbiased* batch variance; normalization uses the biased variance.
 
-    In a padded batch (normbench/padding.py) training statistics are over the real steps alone;
+    In a padded batch (normbench/tasks/padding.py) training statistics are over the real steps alone;
     ``mask_padding=False`` takes them over padding too (the failure the LN papers describe).
     """
 

@@ -71,7 +71,7 @@ class Metric:
     unit: str = ""             # "" for a pure number; "task" for the task's own metric (accuracy, bpc, mse)
     direction: str | None = None  # "higher", "lower", "task" (the task's higher_is_better), None: neither
     chance: str | None = None  # "task": the task's chance level is this metric's uninformed value
-    computed_in: str = "normbench.train"
+    computed_in: str = "normbench.training.train"
     group: tuple[Stat, ...] = ()  # its summary.csv columns per group of seeds
     group_as: str | None = None   # the prefix of those columns when it is not the key
     finished_only: bool = False   # a group counts it only for runs that ended ok
@@ -87,7 +87,7 @@ class Metric:
 
 
 _SCORE = (Stat("count"), Stat("mean"), Stat("std"))
-_PROBES, _CONVERGENCE = "normbench.probes", "normbench.records.convergence"
+_PROBES, _CONVERGENCE = "normbench.training.probes", "normbench.records.convergence"
 
 METRICS: tuple[Metric, ...] = (
     Metric("best_val", "metrics", "best validation metric", "task", "task", "task", group=_SCORE,

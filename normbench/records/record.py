@@ -4,7 +4,7 @@ A run's record is its folder's ``summary.json`` (written at the start and the en
 atomically) and ``metrics.jsonl`` (a line per step, as it goes). ``RunRecord`` is one record in
 memory: what ``read_summary`` returns and what ``write_record`` writes. ``RecordWriter`` holds a
 run's folder while the run fills its record. Imports no torch: the report reads records through
-this module (the record's ``environment`` block, which asks torch, is normbench/environment.py).
+this module (the record's ``environment`` block, which asks torch, is normbench/training/environment.py).
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def _failures(row: pd.Series) -> str:
 def study_command(summary_rows: pd.DataFrame, runs: pd.DataFrame | None = None) -> str:
     """The command that would add seeds to this study until it is decided: the study runner's, at
     the lr an Optuna sweep found (its sweep folder's optimization_results.yaml) where one did; for a
-    tuned study (normbench.tune) tune's own, into its folder with more evaluation seeds, so that the
+    tuned study (normbench.studies.tune) tune's own, into its folder with more evaluation seeds, so that the
     lrs chosen on the selection seeds are carried on and never judged on the seeds that chose them."""
     command = str(summary_rows["study_command"].iloc[0]) if "study_command" in summary_rows else ""
     overrides = command.removeprefix("python -m normbench -m").strip()
@@ -126,13 +126,13 @@ def study_command(summary_rows: pd.DataFrame, runs: pd.DataFrame | None = None) 
         roles = runs["axes.role"] if "axes.role" in runs else pd.Series("", index=runs.index)
         evaluated = sorted({int(seed) for seed in runs.loc[roles == EVALUATION, "seed"].dropna()})
         more = [*evaluated, *range(evaluated[-1] + 1, evaluated[-1] + 1 + len(evaluated))] if evaluated else []
-        return " ".join(["python -m normbench.tune", "--out", shlex.quote(str(folders.pop())),
+        return " ".join(["python -m normbench tune", "--out", shlex.quote(str(folders.pop())),
                          *(["--evaluation-seeds", ",".join(map(str, more))] if more else []),
                          *(shlex.quote(o) for o in kept)])
     found = {_optuna_lr(folder) for folder in {d.parent for d in run_dirs}} - {None}
     if len(found) == 1:  # the lr the sweep's Optuna study found replaces the one it searched from
         kept = [o for o in kept if o.split("=", 1)[0].lstrip("+~") != "lr"] + [f"lr={found.pop()!r}"]
-    return "python -m normbench.study " + " ".join(shlex.quote(o) for o in kept) + " --budget 30m"
+    return "python -m normbench study " + " ".join(shlex.quote(o) for o in kept) + " --budget 30m"
 
 
 def _optuna_lr(sweep_dir: Path) -> float | None:

@@ -44,7 +44,7 @@ def build_report(paths: Iterable[Path], out: Path | None = None, alpha: float | 
     warning line on stderr and in the report; they never stop it. Raises NoUsableRecords when no
     record is left, and OutputNotWritable, before anything in `out` is replaced, when `out` cannot
     take the report or holds a file of that name that no earlier report wrote. ``alpha``: the level
-    the claims are tested at (a sequential study's last look, normbench.study); the claims' default otherwise.
+    the claims are tested at (a sequential study's last look, normbench.studies.study); the claims' default otherwise.
     """
     with quiet_numerics():
         return _build_report(paths, out, alpha)
@@ -140,7 +140,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
 
 
 def _runner_commands(paths: list[Path], runs: pd.DataFrame) -> dict[str, str]:
-    """Study id -> the normbench.study command its plan file (the one study_designs applies) describes."""
+    """Study id -> the normbench.studies.study command its plan file (the one study_designs applies) describes."""
     plans = sequential_levels(paths, say=False)
     commands = {}
     for study, run_dir in (runs.groupby("study")["run_dir"].first().items() if plans and not runs.empty else []):
@@ -236,7 +236,7 @@ def _memory_table(runs: pd.DataFrame) -> tables.Table | None:
 
 
 def sequential_levels(paths: list[Path], say: bool = True) -> list[study_plan.Level]:
-    """The sequential.json files (normbench.study) under ``paths`` that apply, each to its own study's
+    """The sequential.json files (normbench.studies.study) under ``paths`` that apply, each to its own study's
     records; the others (another schema, no study id, a planted file) are named in one line on stderr."""
     plans, ignored = study_plan.levels(paths)
     if ignored and say:

@@ -104,7 +104,7 @@ def reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Path
                 continue
             for command in sections.reproduce_commands(finished[finished["study"] == row["study"]]):
                 commands.append({"what": f"Run the study \u201c{name}\u201d (the command its runs recorded, with "
-                                         f"every seed reported; python -m normbench.study with the same settings "
+                                         f"every seed reported; python -m normbench study with the same settings "
                                          f"adds seeds):", "command": command})
     if not commands:
         commands.append({"what": "These runs were started one at a time; each run's settings are in its "

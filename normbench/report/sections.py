@@ -142,21 +142,21 @@ def reproduce_commands(study_runs: pd.DataFrame) -> list[str]:
         words = shlex.split(command)
     except ValueError:
         return [command]
-    if "normbench.study" in command or not seeds:  # the study runner: its budget decides the seeds
+    if any(runner in command for runner in ("normbench.study", "normbench study")) or not seeds:  # the study runner: its budget decides
         return [command]
     words = [w for w in words if w.split("=", 1)[0].lstrip("+~") != "seed"]
     return [shlex.join(words + [f"seed={','.join(str(s) for s in seeds)}"])]
 
 
 def study_runner_command(plan: dict) -> str:
-    """The normbench.study command a study's sequential.json describes (its overrides, budget, looks,
+    """The normbench.studies.study command a study's sequential.json describes (its overrides, budget, looks,
     α), or "" when the file does not hold them as plain values: the file is data, checked, never run."""
     overrides, looks, budget, alpha = (plan.get(k) for k in ("overrides", "looks", "budget_s", "alpha"))
     if not (isinstance(overrides, list) and all(isinstance(o, str) for o in overrides)
             and isinstance(looks, list) and looks and all(isinstance(n, int) and not isinstance(n, bool) for n in looks)
             and isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0):
         return ""
-    words = ["python", "-m", "normbench.study", *overrides, "--budget", f"{budget:.0f}s", "--pilot", str(looks[0])]
+    words = ["python", "-m", "normbench", "study", *overrides, "--budget", f"{budget:.0f}s", "--pilot", str(looks[0])]
     if len(looks) > 1:
         words += ["--step", str(looks[1] - looks[0]), "--max-seeds", str(looks[-1])]
     if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):

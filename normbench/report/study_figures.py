@@ -204,7 +204,7 @@ def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
     has_selection = "axes.role" in runs and (runs["axes.role"] == tuning.SELECTION).any()
     tuned = {"boards": tables.tuned_leaderboard_tables(boards),
              "skipped": "" if boards else (
-                 "Selection runs but no evaluation runs: `python -m normbench.tune` runs both stages."
+                 "Selection runs but no evaluation runs: `python -m normbench tune` runs both stages."
                  if has_selection else "No tuned study (no runs with role selection and evaluation).")}
     evaluated = bool(boards)
     table, used = performance_profiles.arm_table(summary, axes, tuned=evaluated)

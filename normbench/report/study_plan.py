@@ -1,9 +1,9 @@
 """A sequential study's plan file, DIR/sequential.json: whose it is, and which records it may touch.
 
-The study runner (normbench/study.py) writes it into its folder when its looks are done: the plan,
+The study runner (normbench/studies/study.py) writes it into its folder when its looks are done: the plan,
 each look's level and what was undecided there. The report (normbench/report/build.py) tests a
 study's claims at the level its last look reached. A level changes verdicts, so the file names
-its study (the id each of the study's records carries, normbench/study_info.py) and its schema,
+its study (the id each of the study's records carries, normbench/configuration/study_info.py) and its schema,
 and the report applies it only to records of that study under the file's folder: a file of
 another study, one without this schema or a planted one changes nothing and is named in one line.
 A second study run into the same folder writes sequential-<id>.json beside the first's file.

@@ -142,7 +142,7 @@ def environment_table(runs: pd.DataFrame) -> Table:
             continue
         for value, n in runs[column].fillna("not recorded").astype(str).value_counts().items():
             rows.append([key, value, str(int(n))])
-    rows += condition_rows(runs)  # how busy the machine was (normbench/machine.py)
+    rows += condition_rows(runs)  # how busy the machine was (normbench/training/machine.py)
     return Table(["setting", "value", "runs"], rows, wrap=("value",))
 
 

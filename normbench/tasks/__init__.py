@@ -4,10 +4,12 @@ Each task is one config dataclass, beside its loader in its module here: the ``t
 (conf/task/NAME.yaml composes onto it), its range checks, its ``load`` and its ``tensor_bytes``
 (normbench/tasks/data.py says what a task hands back). ``TASK_CONFIGS`` below is the one list of
 them: the schema, the Hydra store, the runner and the report read it. The configs and loaders
-import no torch, so the schema and the report stay torch-free; two modules here do, and only a run
-imports them: ``normbench.tasks.tensors.load_task`` makes a task's arrays the tensors a run trains
-on, and ``normbench.tasks.scoring`` computes the loss and metric a task names (the training loop
-asks it, never branching on the task's name).
+import no torch, so the schema and the report stay torch-free; four modules here do, and only a
+run imports them: ``normbench.tasks.tensors.load_task`` makes a task's arrays the tensors a run
+trains on, ``normbench.tasks.batching`` orders an epoch's batches, ``normbench.tasks.scoring``
+computes the loss and metric a task names (the training loop asks it, never branching on the task's
+name), and ``normbench.tasks.padding`` reads the padding marks a task writes into a variable-length
+batch (the models and BatchNorm take their real steps from it).
 
 To add a task: a module here with its config (a ``TaskConfig`` dataclass) and loader, one line in
 ``TASK_CONFIGS``, conf/task/NAME.yaml, and its test.

@@ -7,7 +7,7 @@ and judge the result (metric, its direction, chance level, target and the predic
 normbench/tasks/scoring.py computes the loss and metric that ``loss`` and ``metric`` name.
 
 A task with variable lengths left-aligns its examples and marks the padding in the input (token
-id ``PAD_TOKEN``, or NaN features; normbench/padding.py reads them), with target ``NOT_SCORED``
+id ``PAD_TOKEN``, or NaN features; normbench/tasks/padding.py reads them), with target ``NOT_SCORED``
 at every padded step; its splits carry the lengths, which batching by length (``bucket``) reads.
 """
 

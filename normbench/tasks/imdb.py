@@ -1,7 +1,7 @@
 """IMDB movie-review sentiment (Maas et al. 2011) from the Stanford aclImdb folder layout.
 
 Each review is as long as it is (its last ``max_len`` words), padded at the end and masked
-(normbench/padding.py); ``variable_length=false`` left-pads every review to ``max_len`` instead,
+(normbench/tasks/padding.py); ``variable_length=false`` left-pads every review to ``max_len`` instead,
 so the model reads the padding as input (how this task ran before masks).
 """
 

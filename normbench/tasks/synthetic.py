@@ -135,7 +135,7 @@ def adding_examples(n: int, length: int, rng: np.random.Generator) -> Split:
 
 def adding_examples_of_lengths(n: int, min_length: int, length: int, rng: np.random.Generator) -> Split:
     """The adding problem with each example's own length L ~ U{min_length..length}: one marker in
-    each half of its own L; the steps past L are padding (NaN, normbench/padding.py)."""
+    each half of its own L; the steps past L are padding (NaN, normbench/tasks/padding.py)."""
     lengths = rng.integers(min_length, length + 1, n)
     values = rng.random((n, length), dtype=np.float32)
     first = rng.integers(0, lengths // 2)

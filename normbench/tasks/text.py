@@ -2,7 +2,7 @@
 
 An example is a window of fixed length cut anywhere (``examples=windows``), or one line or one
 paragraph (blank-line separated) of the file, as long as it is up to ``length`` + 1 characters:
-variable lengths, padded and masked (normbench/padding.py).
+variable lengths, padded and masked (normbench/tasks/padding.py).
 """
 import re
 from dataclasses import dataclass

@@ -21,7 +21,7 @@ study() {  # NAME EXPECTED [runner options] [overrides]
     # budget bounds every round, the first included (a round past it is stopped, and a study without a
     # look fails), so the budget given is 3x that: a loaded machine ran the pilots 2-3x slower.
     local name=$1 expected=${2%s}; shift 2
-    python -m normbench.study --jobs 2 --budget "$(( expected * 3 ))s" --out "$R/$name" "$@"
+    python -m normbench study --jobs 2 --budget "$(( expected * 3 ))s" --out "$R/$name" "$@"
 }
 run() {
     case $1 in

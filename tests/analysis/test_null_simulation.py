@@ -1,7 +1,7 @@
 """Equal arms through the real code: the study runner's looks, then the report's ranking and best set.
 
 Each repetition draws every arm's final validation scores from one normal distribution (no true
-difference), lets normbench.study.undecided decide at each planned look at the level the plan
+difference), lets normbench.studies.study.undecided decide at each planned look at the level the plan
 spends there, stops where the runner stops, and ranks the seeds it had with
 aggregate.summarize_groups (what build_report writes into summary.csv and the answer) at the level
 of the last look. An arm "shown worse" is then a false verdict. The best-set rule promises each arm
@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from normbench import study
+from normbench.studies import study
 from normbench.analysis import aggregate
 from normbench.analysis.sequential import Plan
 

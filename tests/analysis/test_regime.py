@@ -160,7 +160,7 @@ def test_the_answer_in_the_middle_keeps_its_seed_advice(runs_of):
 
 
 def test_the_study_runner_buys_no_seeds_for_a_gated_comparison(runs_of):
-    from normbench.study import undecided
+    from normbench.studies.study import undecided
 
     def comparisons(ln, bn):
         runs = runs_of(*rows(ln, bn, spread=0.02))

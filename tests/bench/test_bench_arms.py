@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from normbench import machine
+from normbench.training import machine
 from normbench.bench import arms
 from normbench.bench.__main__ import main
 from normbench.bench.timing import WallClock

@@ -6,7 +6,7 @@ import torch
 from normbench.models import (FAMILIES, VALID_PLACEMENTS, InvalidCombination, ModelShape, PlacementConfig, build_model, layer_of,
                               parameter_groups)
 from normbench.norms import KINDS, NormSpec
-from normbench.placements import PLACEMENTS, placement_of
+from normbench.configuration.placements import PLACEMENTS, placement_of
 
 
 @pytest.mark.parametrize("family,placement", list(itertools.product(FAMILIES, PLACEMENTS)))
@@ -52,7 +52,7 @@ def test_layer_labels():
 
 
 def test_every_placement_has_its_config_and_every_recurrent_one_its_layer():
-    """The descriptors (normbench/placements.py), conf/placement/ and recurrent.LAYERS name the same placements,
+    """The descriptors (normbench/configuration/placements.py), conf/placement/ and recurrent.LAYERS name the same placements,
     and each descriptor gives every family slots or the reason it is refused."""
     from pathlib import Path
 

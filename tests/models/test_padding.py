@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from normbench.models import VALID_PLACEMENTS, build_model
 from normbench.norms import BatchNorm, StepBatchNorm
-from normbench.padding import NOT_SCORED, PAD_TOKEN, lengths_from_input, reverse_real, unmarked
+from normbench.tasks.padding import NOT_SCORED, PAD_TOKEN, lengths_from_input, reverse_real, unmarked
 from normbench.configuration.schema import ModelShape, NormSpec
 
 LENGTHS = [5, 2, 7]

@@ -1,4 +1,4 @@
-"""A placement is its descriptor (normbench/placements.py): a toy Transformer placement registered here,
+"""A placement is its descriptor (normbench/configuration/placements.py): a toy Transformer placement registered here,
 res_post (x + N(f(x)): the norm on each branch's output only, as Swin V2's res-post-norm), is accepted by
 the config schema, built by the one Transformer block, refused for the families it names no slots for,
 given its inert settings by the identity contract and trained end to end, with no edit anywhere else."""
@@ -11,8 +11,8 @@ from normbench.configuration.config import ConfigError, to_config
 from normbench.configuration.contract import config_hash, effective_config
 from normbench.models import InvalidCombination, ModelShape, PlacementConfig, build_model
 from normbench.norms import NormSpec
-from normbench.placements import PLACEMENTS, Placement, placement_names, placement_of, register, unregister
-from normbench.run import execute
+from normbench.configuration.placements import PLACEMENTS, Placement, placement_names, placement_of, register, unregister
+from normbench.training.run import execute
 
 TOY = Placement("res_post", {"transformer": ("branch_out",)}, why_not={"lstm": "a toy of branch outputs"},
                 final_norm=True)

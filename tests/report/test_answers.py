@@ -32,7 +32,7 @@ def test_arms_that_cannot_be_told_apart_are_said_so_with_the_seeds_that_would(ru
     (answer,), summary = _answer(runs_of, {"ln": [0.90, 0.80, 0.85], "rms": [0.88, 0.82, 0.84]})
     assert not summary["best"].any()
     assert "cannot be told apart at 3 seeds" in answer.also and "smallest difference this design detects" in answer.also
-    assert answer.command.startswith("python -m normbench.study norm=ln,rms") and "seed=" not in answer.command
+    assert answer.command.startswith("python -m normbench study norm=ln,rms") and "seed=" not in answer.command
 
 
 def test_one_seed_arms_are_listed_not_ranked(runs_of):
@@ -84,11 +84,11 @@ def test_the_command_to_decide_carries_the_lr_optuna_found(tmp_path, write_recor
                                       for v in vs):
         write_record(tmp_path / "sweep", str(i), seed=i % 3, best_val=value, axes={"norm": norm}, study=study)
     (answer,) = _answers_of([tmp_path / "sweep"])
-    assert answer.command == "python -m normbench.study norm=ln,rms --budget 30m"  # no Optuna results: as it was
+    assert answer.command == "python -m normbench study norm=ln,rms --budget 30m"  # no Optuna results: as it was
     (tmp_path / "sweep" / "optimization_results.yaml").write_text(
         "name: optuna\nbest_params:\n  lr: 0.0081234\nbest_value: -0.9\n")
     (answer,) = _answers_of([tmp_path / "sweep"])
-    assert answer.command == "python -m normbench.study norm=ln,rms lr=0.0081234 --budget 30m"
+    assert answer.command == "python -m normbench study norm=ln,rms lr=0.0081234 --budget 30m"
     (tmp_path / "sweep" / "optimization_results.yaml").write_text("best_params: {lr: !!python/name:os.system}\n")
     (answer,) = _answers_of([tmp_path / "sweep"])  # read as data: a tag that would run code is no lr
     assert "lr=" not in answer.command
@@ -102,5 +102,5 @@ def test_a_tuned_studys_command_to_decide_is_tune_with_more_evaluation_seeds(tmp
         write_record(tmp_path / "tune" / "evaluation", str(i), seed=100 + seed, best_val=values[norm][seed],
                      axes={"norm": norm, "role": "evaluation", "lr": 0.01 if norm == "ln" else 0.003}, study=study)
     (answer,) = _answers_of([tmp_path / "tune" / "evaluation"])
-    assert answer.command == (f"python -m normbench.tune --out {tmp_path / 'tune'} --evaluation-seeds "
+    assert answer.command == (f"python -m normbench tune --out {tmp_path / 'tune'} --evaluation-seeds "
                               "100,101,102,103,104,105 norm=ln,rms")

@@ -211,7 +211,7 @@ def test_cli_exit_status(tmp_path, write_record):
 # by (contract, schema, the norm kinds, the metric registry, the task configs), all torch-free.
 TORCH_FREE = ("normbench.records.record", "normbench.configuration.contract", "normbench.configuration.schema", "normbench.checks",
               "normbench.records.metrics", "normbench.norms", "normbench.norms.kinds", "normbench.norms.spec",
-              "normbench.placements")
+              "normbench.configuration.placements")
 TORCH_FREE_PACKAGES = ("normbench.report", "normbench.analysis", "normbench.tasks")
 TORCH_FREE += ("normbench.records", "normbench.configuration")  # packages by role: their __init__ is a docstring
 
@@ -300,7 +300,7 @@ def test_the_batchnorm_train_eval_gap_is_shown_wherever_bn_is_evaluated(tmp_path
 
 
 def test_a_sequential_study_is_judged_at_its_last_looks_level(tmp_path, write_record):
-    """sequential.json (normbench.study) says the last look tested at 0.001: a difference that is
+    """sequential.json (normbench.studies.study) says the last look tested at 0.001: a difference that is
     supported at 0.05 is not yet supported at that level, in that study only."""
     import json
 

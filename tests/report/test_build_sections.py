@@ -87,14 +87,14 @@ def test_the_reproduce_command_names_every_seed_run():
     runs = pd.DataFrame({"study.command": ["python -m normbench -m norm=ln,bn seed=0,1,2"] * 5,
                          "seed": [0, 1, 2, 3, 4]})
     assert sections.reproduce_commands(runs) == ["python -m normbench -m norm=ln,bn seed=0,1,2,3,4"]
-    study = runs.assign(**{"study.command": "python -m normbench.study sweeps/rms_vs_ln.yaml --budget 5"})
-    assert sections.reproduce_commands(study) == ["python -m normbench.study sweeps/rms_vs_ln.yaml --budget 5"]
+    study = runs.assign(**{"study.command": "python -m normbench study sweeps/rms_vs_ln.yaml --budget 5"})
+    assert sections.reproduce_commands(study) == ["python -m normbench study sweeps/rms_vs_ln.yaml --budget 5"]
     assert sections.reproduce_commands(runs.assign(**{"study.command": ""})) == []
 
 
 def test_a_sequential_study_is_reproduced_by_the_study_runner_with_its_budget():
     plan = {"overrides": ["+sweep=rms_vs_ln"], "looks": [3, 5, 7], "budget_s": 1800.0, "alpha": 0.05}
-    assert sections.study_runner_command(plan) == ("python -m normbench.study +sweep=rms_vs_ln --budget 1800s "
+    assert sections.study_runner_command(plan) == ("python -m normbench study +sweep=rms_vs_ln --budget 1800s "
                                                    "--pilot 3 --step 2 --max-seeds 7 --alpha 0.05")
     for bad in ({**plan, "overrides": "rm -rf /"}, {**plan, "looks": []}, {**plan, "budget_s": True}, {}):
         assert sections.study_runner_command(bad) == ""  # a plan file is data: anything odd, no command

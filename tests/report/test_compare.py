@@ -1,4 +1,4 @@
-"""python -m normbench.compare on crafted records: a degraded metric fails, noise passes, orphans are listed."""
+"""python -m normbench compare on crafted records: a degraded metric fails, noise passes, orphans are listed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 
-from normbench.compare import main
+from normbench.studies.compare import main
 
 SEEDS = (0, 1, 2)
 NOISE = (0.002, -0.003, 0.001)
@@ -91,7 +91,7 @@ def test_bad_input_is_one_line_and_exit_2(write_record, tmp_path, capsys):
 def test_compare_runs_as_a_module_without_torch(write_record, tmp_path):
     sweep(write_record, tmp_path / "base", [0.9, 0.9, 0.9])
     code = ("import sys, runpy; sys.argv = ['x', sys.argv[1], sys.argv[1]]\n"
-            "try: runpy.run_module('normbench.compare', run_name='__main__')\n"
+            "try: runpy.run_module('normbench.studies.compare', run_name='__main__')\n"
             "except SystemExit as e: assert e.code == 0, e.code\n"
             "assert 'torch' not in sys.modules, 'compare imported torch'\n")
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "base")], capture_output=True, text=True)

@@ -7,7 +7,7 @@ import statistics
 
 from scipy import stats
 
-from normbench.compare import main
+from normbench.studies.compare import main
 
 SEEDS = (0, 1, 2)
 

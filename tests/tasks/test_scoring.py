@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from normbench.records.metrics import TASK_METRICS
-from normbench.run import execute
+from normbench.training.run import execute
 from normbench.tasks import AddingConfig, CopyConfig, MqarConfig, TaskData, TextConfig
 from normbench.tasks.data import NOT_SCORED, Split
 from normbench.tasks.scoring import LOSSES, METRIC_SUMS, Scoring, accuracy_sums, scoring

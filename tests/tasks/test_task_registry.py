@@ -18,7 +18,7 @@ import normbench.tasks
 from normbench.checks import ConfigError
 from normbench.configuration.config import to_config
 from normbench.configuration.contract import effective_config
-from normbench.run import execute
+from normbench.training.run import execute
 from normbench.tasks import TASK_CONFIGS, AddingConfig, CopyConfig, MqarConfig, TaskConfig, TaskData, TextConfig
 from normbench.tasks.tensors import load_task
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from normbench.padding import lengths_from_input
+from normbench.tasks.padding import lengths_from_input
 from normbench.configuration.schema import ConfigError
 from normbench.tasks import AddingConfig, TextConfig
 from normbench.tasks.tensors import load_task

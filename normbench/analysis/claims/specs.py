@@ -31,7 +31,7 @@ INIT_INVARIANT = ("warmup_steps", "lr", "steps", "optim", "schedule")
 # U·h_0 = 0 divides a zero-variance row by sqrt(eps): the spike their §5.1 works around with noise on h_0)
 FLOW_AT_INIT = Measure("flow score −|log10(‖∂L/∂h_2‖ / ‖∂L/∂h_T‖)| at init (0 = nearly constant over time)",
                        column("profiles.grad_time_decay_init", lambda s: -s.abs()), higher=True, finished_only=False)
-W2_GRAD = "profiles.ffn_w2_grad_norm_init"  # ‖∂L/∂W^{2,L}‖_F of the last FFN at init (normbench/probes.py)
+W2_GRAD = "profiles.ffn_w2_grad_norm_init"  # ‖∂L/∂W^{2,L}‖_F of the last FFN at init (normbench/training/probes.py)
 GRAD_AT_INIT = Measure("‖∂L/∂W²‖_F of the last FFN at init", column(W2_GRAD), finished_only=False)
 
 

@@ -15,19 +15,20 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from normbench import checkpoint
+from normbench.training import checkpoint
 from normbench.configuration.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
-from normbench import machine, saved_model, study_info
+from normbench.training import machine, saved_model
+from normbench.configuration import study_info
 from normbench.configuration.contract import SCHEMA, identity
-from normbench.environment import environment
-from normbench.loggers import build_logger
-from normbench.logfile import RunLogHandler
-from normbench.tracking import as_recorded, env_secrets, hidden, interpolated_secrets
+from normbench.training.environment import environment
+from normbench.training.loggers import build_logger
+from normbench.training.logfile import RunLogHandler
+from normbench.training.tracking import as_recorded, env_secrets, hidden, interpolated_secrets
 from normbench.records.record import RecordWriter, RunRecord, read_summary, write_run_text
 from normbench.report.reading import record_paths
 from normbench.tasks.tensors import load_task
-from normbench.train import AUTOCAST_DTYPES, Trainer
+from normbench.training.train import AUTOCAST_DTYPES, Trainer
 
 log = logging.getLogger("normbench")
 

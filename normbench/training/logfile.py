@@ -2,7 +2,7 @@
 never blocking on a FIFO or device planted under its name. Where the name is not a regular file the
 log goes to a file beside it (``normbench-1.log``, ``normbench-2.log``, ...), as a record does.
 
-conf/hydra/job_logging/normbench.yaml names this class; normbench/run.py moves it to the claimed folder.
+conf/hydra/job_logging/normbench.yaml names this class; normbench/training/run.py moves it to the claimed folder.
 """
 
 from __future__ import annotations

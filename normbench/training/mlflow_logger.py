@@ -1,6 +1,6 @@
-"""logger=mlflow: the run in an MLflow store, beside its record (normbench/hooks.py's hooks).
+"""logger=mlflow: the run in an MLflow store, beside its record (normbench/training/hooks.py's hooks).
 
-One MLflow run per normbench run, named as every logger names it (normbench/tracking.py): in the
+One MLflow run per normbench run, named as every logger names it (normbench/training/tracking.py): in the
 experiment named for the study (``logger.mlflow.experiment`` to choose one; ``normbench`` outside a
 study), the resolved config as params (dotted: ``norm.kind``, ``model.hidden``), the study, arm,
 seed, group and config hashes and the commit as ``normbench.*`` tags, every train line,
@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from normbench.hooks import ScalarLogger
+from normbench.training.hooks import ScalarLogger
 from normbench.configuration.schema import uri_scheme
-from normbench.tracking import (RunNames, final_scalars, logger_folder, require_package, require_reachable)
+from normbench.training.tracking import (RunNames, final_scalars, logger_folder, require_package, require_reachable)
 
 log = logging.getLogger("normbench")
 MAX_PARAM = 6000  # MLflow's limit on a param's value

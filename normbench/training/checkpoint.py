@@ -22,7 +22,7 @@ while being restored (the trainer is then put back as it was built), is set asid
 ``checkpoint.pt.set-aside``, nothing deleted) with one line, and the run starts fresh.
 
 The Trainer knows nothing of files: ``Checkpointer`` is one more hook on its loop
-(normbench/loggers.py), which saves the trainer's ``state_dict()`` with the random generators' states;
+(normbench/training/loggers.py), which saves the trainer's ``state_dict()`` with the random generators' states;
 ``restore`` hands a checked one back to ``Trainer.load_state_dict`` before ``fit``.
 """
 
@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from normbench.loggers import RunLogger
+from normbench.training.loggers import RunLogger
 from normbench.records.record import RunRecord, Unreadable, open_regular, read_summary, write_atomic
 
 log = logging.getLogger("normbench")
@@ -261,7 +261,7 @@ _ANNOTATED = {"int": _int, "float": _number, "list": lambda v: isinstance(v, lis
 
 
 def _progress_problem(progress) -> str | None:
-    from normbench.train import Progress  # the trainer's own bookkeeping, field by field
+    from normbench.training.train import Progress  # the trainer's own bookkeeping, field by field
 
     if not isinstance(progress, dict):
         return "progress is not a mapping"

@@ -64,7 +64,7 @@ def stop_when_orphaned(launcher_pid: int | None = None, poll_s: float = POLL_S, 
 
 
 class StopWhenOrphaned(Callback):
-    """Hydra callback: hydra.callbacks.orphans._target_=normbench.orphans.StopWhenOrphaned."""
+    """Hydra callback: hydra.callbacks.orphans._target_=normbench.studies.orphans.StopWhenOrphaned."""
 
     def on_multirun_start(self, config, **kwargs) -> None:
         mark_launcher()

@@ -1,13 +1,13 @@
 """The training loop's hooks (``RunLogger``), below the loggers that implement them.
 
-normbench/loggers.py explains what each logger keeps; the base lives here so that a logger in its
+normbench/training/loggers.py explains what each logger keeps; the base lives here so that a logger in its
 own module (mlflow_logger.py) and the module that picks one (loggers.build_logger) need not import
 each other.
 """
 
 from __future__ import annotations
 
-from normbench.tracking import eval_scalars, probe_scalars, train_scalars
+from normbench.training.tracking import eval_scalars, probe_scalars, train_scalars
 
 
 class RunLogger:
@@ -36,7 +36,7 @@ class RunLogger:
 
 
 class ScalarLogger(RunLogger):
-    """A logger of named scalars: the hooks' values under normbench/tracking.py's names, to ``scalars``."""
+    """A logger of named scalars: the hooks' values under normbench/training/tracking.py's names, to ``scalars``."""
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         raise NotImplementedError

@@ -14,7 +14,8 @@ import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from normbench import machine, sweep_time
+from normbench.training import machine
+from normbench.records import sweep_time
 from normbench.records.metrics import PRIMARY_SCORE, SCORES, SECONDARY_SCORE
 from normbench.records.metrics import TIMING_NOISY  # step_ms p90/p10 above this: the load changed while the run was timed
 from normbench.report.reading import find_records
@@ -24,7 +25,7 @@ log = logging.getLogger("normbench")
 
 class RunsFailed(BaseException):
     """The sweep's failed runs (their folders), raised at the very end of the multirun for
-    normbench.app.main's exit status. A BaseException because Hydra turns any Exception a callback
+    normbench.studies.app.main's exit status. A BaseException because Hydra turns any Exception a callback
     raises into a warning; this one must reach main."""
 
     def __init__(self, run_dirs: list[str]):
@@ -130,7 +131,7 @@ def time_arms(config: DictConfig, sweep_dir: Path) -> float:
 
 
 def efficiency(config: DictConfig, sweep_dir: Path, end_s: float, apart: dict | None = None) -> dict | None:
-    """The sweep's efficiency line on stdout and its efficiency.json (normbench/sweep_time.py): wall
+    """The sweep's efficiency line on stdout and its efficiency.json (normbench/records/sweep_time.py): wall
     time from this process's start to now, ``end_s`` of it this callback's table and report;
     ``apart``: seconds of passes after the sweep (the paired timing), taken off the wall and named."""
     try:

@@ -1,7 +1,7 @@
 """What a study is: the runs of one sweep, the question they answer, and the settings they vary.
 
 A *study* is one research question: the jobs of one multirun (a sweep file, a command-line sweep,
-or the rounds of `python -m normbench.study` and the two stages of `python -m normbench.tune`).
+or the rounds of `python -m normbench study` and the two stages of `python -m normbench tune`).
 Its *arms* are the settings the sweep varies; its *setup* is everything else. The report compares,
 ranks and stars groups only within one study, and labels them by their arm settings alone.
 

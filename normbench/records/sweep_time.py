@@ -14,7 +14,7 @@ Each job writes its timestamps into ``<sweep>/.timing/<job>.json`` once its reco
   worker's; torch, imported by a process's first job), and a worker slot's wait for its process;
 - ``composition``: from a process's imports, or its previous job, to the next job's call: Hydra
   composing the job's config and dispatching it;
-- ``environment``: collecting the run's environment (normbench/environment.py);
+- ``environment``: collecting the run's environment (normbench/training/environment.py);
 - ``setup``: inside the run, before and after its training loop: task data, model, first record;
 - ``evaluation``: inside the training loop but not a training step: evaluation, probes, logging;
 - ``writing``: writing the run's final record;
@@ -44,7 +44,7 @@ _started: float | None = None  # when this process's current run or sweep began 
 
 def mark_start(at: float) -> None:
     """The wall clock a sweep's time is counted from: the launching process's start when the
-    command line started it (normbench/__main__.py), else when normbench.app.main was called."""
+    command line started it (normbench/__main__.py), else when normbench.studies.app.main was called."""
     global _started
     _started = at
 
@@ -56,7 +56,7 @@ def start_mark() -> float | None:
 def write_job(sweep_dir: Path, job_num: int, marks: dict) -> None:
     """One job's timestamps (seconds since the epoch) and durations, after its record is written.
 
-    ``marks``: pid, process_start, imported (the process's normbench.app imported), called (the job
+    ``marks``: pid, process_start, imported (the process's normbench.studies.app imported), called (the job
     handed to normbench), ready (its torch imports done), returned (its record written), and from
     its summary wall_s, train_s, span_s (the training loop's wall time), collect_env_s, status.
     """
@@ -182,4 +182,4 @@ def job_marks(process_start: float | None, imported: float, called: float, ready
     return {"pid": os.getpid(), "process_start": process_start, "imported": imported, "called": called,
             "ready": ready, "returned": time.time(), "wall_s": times.get("wall_s"), "train_s": times.get("train_s"),
             "span_s": env.get("span_s"), "collect_env_s": env.get("collect_env_s"), "status": summary.get("status"),
-            "gc_frozen": gc.get_freeze_count()}  # objects a worker froze after its first job (normbench.app)
+            "gc_frozen": gc.get_freeze_count()}  # objects a worker froze after its first job (normbench.studies.app)

@@ -1,4 +1,4 @@
-"""python -m normbench.compare BASELINE NEW: has NEW got worse than BASELINE? For a CI job.
+"""python -m normbench compare BASELINE NEW: has NEW got worse than BASELINE? For a CI job.
 
 Runs are paired by identity (config_hash: the effective config, seed included), so a pair is the
 same setting and seed trained twice, e.g. before and after a commit. For each setting (a group of
@@ -369,7 +369,7 @@ def terminal_text(value: object) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m normbench.compare",
+        prog="python -m normbench compare",
         description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
     parser.add_argument("baseline", type=Path, metavar="BASELINE", help="a sweep or run directory")
     parser.add_argument("new", type=Path, metavar="NEW", help="a sweep or run directory")

@@ -23,13 +23,15 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from normbench import machine, sweep_end, sweep_time
+from normbench.training import machine
+from normbench.studies import sweep_end
+from normbench.records import sweep_time
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.records.metrics import PRIMARY_SCORE, SCORES
 from normbench.report.output import inside
 from normbench.configuration.schema import TASK_CONFIGS
-from normbench.tracking import env_secrets, interpolated_secrets
+from normbench.training.tracking import env_secrets, interpolated_secrets
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
@@ -172,8 +174,8 @@ class Job:
             return math.inf
         # Imported here, not with this module: a joblib launcher only hands jobs to its workers and
         # never needs torch, so it starts them a few seconds sooner.
-        from normbench import environment
-        from normbench.run import execute
+        from normbench.training import environment
+        from normbench.training.run import execute
 
         ready = time.time()
         environment.share_in(Path(hc.sweep.dir) if multirun else None)
@@ -186,7 +188,7 @@ class Job:
         finally:  # whatever runs next in this process (a rerun, a bench) collects its own
             environment.share_in(None)
         if multirun:
-            try:  # where this job's time went, for the sweep's efficiency (normbench/sweep_time.py)
+            try:  # where this job's time went, for the sweep's efficiency (normbench/records/sweep_time.py)
                 sweep_time.write_job(Path(hc.sweep.dir), hc.job.num,
                                      sweep_time.job_marks(machine.process_started(), IMPORTED, called, ready, summary))
             except OSError as err:  # the sweep's end line then counts this job's time as idle
@@ -264,7 +266,7 @@ def _bound_hydra_lines(limit: int = 2000) -> None:
 
 def main(from_process_start: bool = False) -> None:
     """``from_process_start``: this process was started for this command (the command line), so
-    its start-up counts in a sweep's time (normbench/sweep_time.py); else the time starts now."""
+    its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now."""
     global _launcher_pid
     _launcher_pid = os.getpid()
     sweep_time.mark_start((machine.process_started() if from_process_start else None) or time.time())

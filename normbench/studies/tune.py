@@ -1,6 +1,6 @@
 """A tuned comparison in one command (DeepOBS / AlgoPerf protocol):
 
-    python -m normbench.tune [--out DIR] [--evaluation-seeds 100,101,102] [overrides ...]
+    python -m normbench tune [--out DIR] [--evaluation-seeds 100,101,102] [overrides ...]
 
 1. **Selection**: ``python -m normbench -m +sweep=tuned OVERRIDES`` into DIR/selection: every arm
    (the cartesian product of the overrides) over the sweep file's lr grid and selection seeds,
@@ -19,7 +19,7 @@ stopped, and two jobs of one run (norm=none at several placements is one model) 
 Overrides under ``hydra`` and the harness keys (device, threads, progress) reach both stages; the
 other overrides define the arms and reach the evaluation through the arm files.
 SIGTERM or Ctrl-C: passed to the stage running, one line, exit 128 + the signal's number; a tune
-killed outright takes its stage along (normbench/children.py, as normbench.study).
+killed outright takes its stage along (normbench/studies/children.py, as normbench.studies.study).
 """
 
 from __future__ import annotations
@@ -35,12 +35,13 @@ from pathlib import Path
 
 import yaml
 
-from normbench import children, study_info
+from normbench.studies import children
+from normbench.configuration import study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
-MAX_SEEDS = 1_000  # as normbench.study's --max-seeds: beyond it a seed list is a typo, not a plan
+MAX_SEEDS = 1_000  # as normbench.studies.study's --max-seeds: beyond it a seed list is a typo, not a plan
 GROUPS = {"task": "name", "model": "family", "norm": "kind", "placement": "name", "precision": "dtype",
           "optim": "name"}  # config group -> the field naming the option that was chosen
 
@@ -57,10 +58,10 @@ def _passthrough(overrides: list[str]) -> list[str]:
 
 def _normbench(args: list[str]) -> int:
     env = {**os.environ}
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     print("+ python -m normbench " + " ".join(args), flush=True)
-    # SIGTERM or Ctrl-C stops the child before tune ends; a killed tune takes it along (normbench/children.py)
+    # SIGTERM or Ctrl-C stops the child before tune ends; a killed tune takes it along (normbench/studies/children.py)
     return children.run([sys.executable, "-m", "normbench", *args], env=env)
 
 
@@ -229,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _tune(argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench.tune", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m normbench tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="study folder (default multirun/tuned/DATE_TIME)")
     parser.add_argument("--evaluation-seeds", type=_seeds, default=list(EVALUATION_SEEDS),
                         help="comma-separated seeds of the evaluation runs; must not be selection seeds")
@@ -252,7 +253,7 @@ def _tune(argv: list[str] | None) -> int:
     if clash:
         parser.error(f"--evaluation-seeds {sorted(clash)[:5]} are selection seeds too; choose others (the default is "
                      f"{','.join(map(str, EVALUATION_SEEDS))})")
-    # Selection and evaluation answer one question: their runs form one study (normbench/study_info.py).
+    # Selection and evaluation answer one question: their runs form one study (normbench/configuration/study_info.py).
     os.environ[study_info.ENVIRONMENT] = json.dumps(study_info.describe(
         "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "
         "evaluation seeds (DeepOBS / AlgoPerf protocol)."))

@@ -1,6 +1,6 @@
 """Buy the answer: run a study's sweep, then add seeds in rounds until its questions are decided.
 
-    python -m normbench.study [OVERRIDES ...] [--budget 30m] [--pilot 3] [--step 2] [--max-seeds 11]
+    python -m normbench study [OVERRIDES ...] [--budget 30m] [--pilot 3] [--step 2] [--max-seeds 11]
                               [--alpha 0.05] [--jobs 2] [--out DIR]
 
 1. **Pilot**: ``python -m normbench -m OVERRIDES seed=0..pilot-1`` into DIR/round-1 (the sweep
@@ -20,13 +20,13 @@
    DIR/sequential.json: the plan, each look's level and what was undecided at each.
 
 Resume by identity makes a repeated command free: runs already finished in DIR are not run again.
-The study's runs carry its id (normbench/study_info.py: the question, not the seeds or the folder),
+The study's runs carry its id (normbench/configuration/study_info.py: the question, not the seeds or the folder),
 and the looks count those only: a second study run into the same DIR neither spends its budget on
 the first one's records nor overwrites its sequential.json (it writes sequential-<id>.json).
 Bad arguments (numbers out of their bounds, an --out that cannot take the study, a config no job
 could run once resolved, check_config): one line, exit 2, before any round.
 SIGTERM or Ctrl-C: passed to the round running, one line, exit 128 + the signal's number; a runner
-killed outright takes its round along (normbench/children.py: the parent-death signal, Linux).
+killed outright takes its round along (normbench/studies/children.py: the parent-death signal, Linux).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from normbench import children, progress, study_info
+from normbench.studies import children, progress
+from normbench.configuration import study_info
 from normbench.report import study_plan
 from normbench.records.record import MAX_STRING, RESULT_STATUSES, Unreadable, read_json_file, read_run_file
 
@@ -78,7 +79,7 @@ def budget_seconds(text: str) -> float:
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = _Parser(prog="python -m normbench.study", description=__doc__.split("\n\n")[0],
+    parser = _Parser(prog="python -m normbench study", description=__doc__.split("\n\n")[0],
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", default="30m", help="wall-clock budget for all rounds (default 30m)")
     parser.add_argument("--pilot", type=int, default=3, help="seeds per arm in the first round (default 3)")
@@ -186,9 +187,9 @@ def check_config(overrides: list[str]) -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from normbench.app import message_text
+    from normbench.studies.app import message_text
     from normbench.configuration.config import config_dir, register, to_config
-    from normbench.tracking import env_secrets, interpolated_secrets
+    from normbench.training.tracking import env_secrets, interpolated_secrets
 
     single = []
     try:
@@ -215,7 +216,7 @@ def check_config(overrides: list[str]) -> None:
         raise StudyArgumentError(f"the config cannot run: {message_text(error, masked, 300)}") from None
 
 
-Stopped = children.Stopped  # SIGTERM or SIGINT reached the study runner (normbench/children.py)
+Stopped = children.Stopped  # SIGTERM or SIGINT reached the study runner (normbench/studies/children.py)
 
 
 def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, study: dict | None = None,

@@ -1,6 +1,6 @@
-"""Score a saved model on its task: `python -m normbench.evaluate RUN_DIR` (or `normbench evaluate RUN_DIR`).
+"""Score a saved model on its task: `python -m normbench evaluate RUN_DIR` (or `normbench evaluate RUN_DIR`).
 
-A run trained with ``save_model=true`` kept its weights (normbench/saved_model.py). This rebuilds
+A run trained with ``save_model=true`` kept its weights (normbench/training/saved_model.py). This rebuilds
 the model from the record's config, loads them, and evaluates them as the run did (the same
 batches, precision and thread count), so ``final`` on ``test`` reproduces the record's test
 metric; the line printed says whether it does. Nothing is written.
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from normbench.saved_model import FILES
+from normbench.training.saved_model import FILES
 
 SPLITS = ("test", "val")
 
@@ -22,10 +22,10 @@ def score(run_dir: Path, which: str = "final", split: str = "test") -> tuple[dic
     from omegaconf import OmegaConf
 
     from normbench.records.record import RecordWriter
-    from normbench.rerun import recorded_config
-    from normbench.run import prepare
-    from normbench.saved_model import load_weights, model_file, read_weights, run_record
-    from normbench.train import Trainer, fixed_batches
+    from normbench.training.rerun import recorded_config
+    from normbench.training.run import prepare
+    from normbench.training.saved_model import load_weights, model_file, read_weights, run_record
+    from normbench.training.train import Trainer, fixed_batches
 
     path = model_file(run_dir, which)
     record = run_record(run_dir)
@@ -49,7 +49,7 @@ def recorded(summary: dict, which: str, split: str) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench.evaluate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m normbench evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory trained with save_model=true")
     parser.add_argument("--which", choices=tuple(FILES), default="final",
                         help="final: the weights the test metric measured; best: those of the best evaluation")

@@ -1,4 +1,4 @@
-"""The one way the command-line runners (normbench.study, normbench.tune) run a ``normbench -m`` child.
+"""The one way the command-line runners (normbench.studies.study, normbench.studies.tune) run a ``normbench -m`` child.
 
 SIGTERM or Ctrl-C of the runner reaches the child (``run`` raises ``Stopped`` or KeyboardInterrupt
 after the child has stopped, so the runner can end with one line), and a runner killed outright

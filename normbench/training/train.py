@@ -16,15 +16,15 @@ from statistics import median
 
 import torch
 
-from normbench import probes
+from normbench.training import probes
 from normbench.analysis import rules
 from normbench.records.convergence import convergence
-from normbench.loggers import RunLogger
+from normbench.training.loggers import RunLogger
 from normbench.records.metrics import in_record_order
 from normbench.configuration.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
-from normbench.precision import PRECISIONS, RunPrecision, norm_input_dtypes
+from normbench.training.precision import PRECISIONS, RunPrecision, norm_input_dtypes
 from normbench.records.record import RecordWriter
 from normbench.tasks.batching import epoch_order
 from normbench.tasks.scoring import scoring
@@ -136,22 +136,22 @@ class StepDone:
 class Trainer:
     """One run's training: the loop (``fit``), its measurements and the record sections they fill.
 
-    It owns its state: normbench/checkpoint.py saves ``state_dict()`` and hands it back through
-    ``load_state_dict``. Its precision object (normbench/precision.py) holds the half copy and the
+    It owns its state: normbench/training/checkpoint.py saves ``state_dict()`` and hands it back through
+    ``load_state_dict``. Its precision object (normbench/training/precision.py) holds the half copy and the
     loss scaler; ``timed_step`` is the one step ``bench arms`` times.
     """
 
     def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RecordWriter,
                  logger: RunLogger | None = None, hooks: Iterable[RunLogger] = ()):
         self.cfg, self.task, self.device, self.record = cfg, task, device, record
-        # normbench/loggers.py: the run's logger, then any other hooks (the harness's clocks), each
+        # normbench/training/loggers.py: the run's logger, then any other hooks (the harness's clocks), each
         # called at the loop's named points: step start and end, log line, probe, evaluation.
         self.logger = logger or RunLogger()
         self.hooks = [self.logger, *hooks]
         self.scoring = scoring(task)  # the task's loss and metric (normbench/tasks/scoring.py)
         self.loss_fn = self.scoring.loss
         # The optimizer steps ``master`` (float32); ``model`` computes forward and backward. They are
-        # one module except in a pure mode, where ``model`` is the half copy (normbench/precision.py).
+        # one module except in a pure mode, where ``model`` is the half copy (normbench/training/precision.py).
         self.precision = RunPrecision(cfg.precision.dtype, model.to(device), device)
         self.master, self.model = self.precision.master, self.precision.model
         self.auto_norms = [auto for _, auto in auto_sites(self.model)]
@@ -171,7 +171,7 @@ class Trainer:
             self.bn_population = [_inputs(x[i : i + EVAL_BATCH], device, inputs) for i in range(0, len(x), EVAL_BATCH)]
         self.spikes = probes.SpikeDetector()
         self.progress = Progress()
-        self.start_step = 0  # steps already done: a run resumed from its checkpoint (normbench/checkpoint.py)
+        self.start_step = 0  # steps already done: a run resumed from its checkpoint (normbench/training/checkpoint.py)
         # steps left out of the step-time median: at most all but the last two (the last is a probe
         # step, never timed), so that some step is timed
         self.timing_warmup = min(cfg.timing_warmup, max(cfg.steps - 2, 0))
@@ -265,7 +265,7 @@ class Trainer:
         """Everything the rest of the run depends on that the trainer holds, as tensors and plain
         containers: weights (and a pure mode's half copy), optimizer, loss scaler, batch sampler,
         progress, spike detector, and what it has written into its record (the precision section,
-        the curves). The process's random generators are not the trainer's (normbench/checkpoint.py)."""
+        the curves). The process's random generators are not the trainer's (normbench/training/checkpoint.py)."""
         curves = self.record.run_dir / "metrics.jsonl"
         return {
             **self._tensor_state(),

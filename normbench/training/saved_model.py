@@ -20,9 +20,9 @@ from pathlib import Path
 
 import torch
 
-from normbench import probes
-from normbench.checkpoint import load_tensor_file
-from normbench.hooks import RunLogger
+from normbench.training import probes
+from normbench.training.checkpoint import load_tensor_file
+from normbench.training.hooks import RunLogger
 from normbench.records.record import RunRecord, Unreadable, interpolation_in, read_summary, write_atomic
 
 FILES = {"final": "model_final.pt", "best": "model_best.pt"}

@@ -5,11 +5,11 @@ a logger only adds another view of the same numbers. ``RunLogger`` names the tra
 the points where it already records (``on_log``, ``on_eval``, ``on_probe``), the edges of each
 step and probe (``on_step_start``, ``on_step_end``, ``on_probe_start``, for clocks such as
 normbench/bench/harness.py's) and the end (``on_end`` with the finished summary); a hook object
-implements the ones it needs (the hooks live in normbench/hooks.py, below every logger). A logger
+implements the ones it needs (the hooks live in normbench/training/hooks.py, below every logger). A logger
 never changes what is trained or measured, so ``logger`` is a harness key (normbench/configuration/schema.py).
 
 Several loggers at once (``logger=[tensorboard,mlflow,wandb,csv]``) are one ``Loggers``: every hook
-goes to each, named one way (normbench/tracking.py: run name, params, tags, scalar names). A
+goes to each, named one way (normbench/training/tracking.py: run name, params, tags, scalar names). A
 logger that raises during the run is dropped with one warning line: the record is written anyway.
 """
 
@@ -23,13 +23,13 @@ from pathlib import Path
 
 import torch
 
-from normbench.hooks import RunLogger, ScalarLogger
-from normbench.mlflow_logger import MLflowLogger, preflight as mlflow_preflight
+from normbench.training.hooks import RunLogger, ScalarLogger
+from normbench.training.mlflow_logger import MLflowLogger, preflight as mlflow_preflight
 from normbench.norms import Identity, Norm
 from normbench.records.record import open_run_file
-from normbench.tracking import (FINAL_METRICS, RunNames, final_scalars, logger_folder, number, require_package,
+from normbench.training.tracking import (FINAL_METRICS, RunNames, final_scalars, logger_folder, number, require_package,
                                 run_names)
-from normbench.wandb_logger import WandbLogger, preflight as wandb_preflight
+from normbench.training.wandb_logger import WandbLogger, preflight as wandb_preflight
 
 __all__ = ["FINAL_METRICS", "CsvLogger", "Loggers", "MLflowLogger", "RunLogger", "ScalarLogger", "TensorBoardLogger",
            "WandbLogger", "build_logger", "norm_outputs"]
@@ -185,7 +185,7 @@ def norm_outputs(model, x, autocast) -> dict[str, torch.Tensor]:
     One extra forward in the model's current mode, outside the timed step: the training step's own
     forward is not hooked, so a logger cannot change its time.
     """
-    from normbench.probes import buffers_preserved
+    from normbench.training.probes import buffers_preserved
 
     seen: dict[str, torch.Tensor] = {}
     handles = []

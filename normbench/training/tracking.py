@@ -1,6 +1,6 @@
 """What every logger reports, named one way: the run's name, params, tags and scalars.
 
-TensorBoard, MLflow, W&B and the CSV file (normbench/loggers.py, mlflow_logger.py, wandb_logger.py)
+TensorBoard, MLflow, W&B and the CSV file (normbench/training/loggers.py, mlflow_logger.py, wandb_logger.py)
 all take their names from here, so a run looks the same in each:
 
     run name    the study's arm, the seed and the run's config hash: ``norm=rms, placement=pre seed=0 3f2a9c1e``

@@ -1,10 +1,10 @@
-"""logger=wandb: the run as a Weights & Biases run, offline by default (normbench/hooks.py's hooks).
+"""logger=wandb: the run as a Weights & Biases run, offline by default (normbench/training/hooks.py's hooks).
 
 Offline (``logger.wandb.mode=offline``, the default) needs no account and no network: W&B writes
 ``<run_dir>/<logger.wandb.dir>/wandb/offline-run-<time>-<id>/`` (its ``run-<id>.wandb`` holds every
 record), which ``wandb sync <that folder>`` uploads later. ``mode=online`` logs to the server now
 (``WANDB_BASE_URL``, default https://api.wandb.ai), which must answer within seconds, else the run
-is refused with one line. Named as every logger names it (normbench/tracking.py): the run's name,
+is refused with one line. Named as every logger names it (normbench/training/tracking.py): the run's name,
 the study as W&B's group, the resolved config (dotted keys) and the ``normbench.*`` tags as its
 config, the seed and arm as W&B tags; the same scalars at each step, the final metrics and the
 status in its summary. W&B's service log goes into the run's wandb folder too (WANDB_CACHE_DIR,
@@ -19,8 +19,8 @@ import logging
 import os
 from pathlib import Path
 
-from normbench.hooks import ScalarLogger
-from normbench.tracking import (RunNames, final_scalars, logger_folder, require_package, require_reachable)
+from normbench.training.hooks import ScalarLogger
+from normbench.training.tracking import (RunNames, final_scalars, logger_folder, require_package, require_reachable)
 
 log = logging.getLogger("normbench")
 DEFAULT_SERVER = "https://api.wandb.ai"

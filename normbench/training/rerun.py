@@ -1,4 +1,4 @@
-"""Run a recorded run again and say whether it reproduced: `python -m normbench.rerun RUN_DIR`.
+"""Run a recorded run again and say whether it reproduced: `python -m normbench rerun RUN_DIR`.
 
 The record's resolved config is the whole truth (docs/run-record.md), so it is executed as it
 stands, with no Hydra composition in between; the overrides are kept for reference only. It runs
@@ -51,7 +51,7 @@ def recorded_config(old: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench.rerun", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m normbench rerun", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory holding summary.json")
     parser.add_argument("--out", type=Path, help="where the new record goes (default: outputs/reruns/DATE/TIME-HASH)")
     args = parser.parse_args(argv)
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from normbench.configuration.config import to_config
-    from normbench.run import execute  # torch is loaded only once there is something to run
+    from normbench.training.run import execute  # torch is loaded only once there is something to run
 
     try:
         to_config(OmegaConf.create(recorded_config(old)))
