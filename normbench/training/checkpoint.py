@@ -9,7 +9,7 @@ curves written (metrics.jsonl up to step k). The learning-rate schedule is a fun
 (train.learning_rate), so the step is its state. ``resume=true`` continues an interrupted run from
 its checkpoint: the new attempt writes the saved curves again and trains steps k+1.., so that it
 ends with the metrics an uninterrupted run has (bitwise, on CPU with ``deterministic=true``;
-tests/test_checkpoint.py). A run that ends (ok, diverged) deletes its checkpoint.
+tests/training/test_checkpoint.py). A run that ends (ok, diverged) deletes its checkpoint.
 
 A checkpoint is data, never code: the state is tensors and plain containers only (numpy's and
 Python's generator states as integer tensors), read back with ``torch.load(weights_only=True)``

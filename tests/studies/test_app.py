@@ -10,7 +10,7 @@ import pytest
 
 from normbench.training.train import Trainer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def summaries(root: Path):
@@ -136,7 +136,7 @@ def test_the_four_job_multirun_as_a_user_types_it(tmp_path, tiny_args):
     assert all(s["status"] == "ok" for s in found.values())
     assert "normbench sweep: 4 runs" in proc.stdout
     assert (tmp_path / "sweep" / "report.html").is_file()  # the report is written at the end of a multirun
-    assert "normbench sweep: job" not in proc.stderr  # progress lines only on a terminal (tests/test_progress.py)
+    assert "normbench sweep: job" not in proc.stderr  # progress lines only on a terminal (tests/studies/test_progress.py)
 
 
 def test_device_cuda_n_names_one_gpu_and_an_index_the_host_lacks_is_refused(monkeypatch):

@@ -6,7 +6,7 @@ from pathlib import Path
 import normbench
 from normbench.training import environment
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_version_is_written_once_and_read_without_the_package_face():

@@ -74,7 +74,7 @@ def _good_record() -> dict:
     import importlib.util
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
+    spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parents[1] / "report" / "conftest.py")
     factory = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(factory)
     return factory.make_record("kept")[0]

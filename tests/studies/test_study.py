@@ -13,7 +13,7 @@ import pytest
 from normbench.report import study_plan
 from normbench.studies.study import StudyArgumentError, _parse, budget_seconds, study_of
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("argv, words", [

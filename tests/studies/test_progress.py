@@ -15,7 +15,7 @@ from omegaconf import open_dict
 from normbench.configuration.config import config_dir
 from normbench.studies.progress import ENVIRONMENT, SweepProgress, duration, job_count, job_line
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BASIC = {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "max_batch_size": None}
 
 
