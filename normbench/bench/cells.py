@@ -14,7 +14,7 @@ data, timed interleaved:
                      on a CPU the compiled lnlstm.cpp or gru.cpp where it builds), so a faster
                      layer shows up here with no change to this file
     in_cell_python   the same layer with model.cell_kernel=python, what runs where the C++ kernel
-                     does not build: an LSTM's hand-written recurrence in Python (fused_lstm), a
+                     does not build: an LSTM's hand-written recurrence in Python (lnlstm_python), a
                      GRU's autograd loop
     in_cell_compile  the same layer with model.cell_kernel=compile: the autograd loop with its step
                      through torch.compile (compiled during warm-up, which is not timed); on CUDA
@@ -50,7 +50,7 @@ from torch import nn
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference, paired_ratio
 from normbench.models import lnlstm_cpu
-from normbench.models.recurrent import FUSED, GATES, InCellLayer, cell_kernel_in_use
+from normbench.models.recurrent import TORCH_CORES as FUSED, GATES, InCellLayer, cell_kernel_in_use
 from normbench.norms import NormSpec
 from normbench.configuration.schema import HAND_WRITTEN_CELLS
 

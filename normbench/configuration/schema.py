@@ -98,7 +98,7 @@ class ModelShape:
 
 
 # family -> the in-cell LayerNorm recurrences with a hand-written backward it has: cpp (models/lnlstm.cpp,
-# models/gru.cpp, built on a CPU) and python (the LSTM's models/fused_lstm.py), each tested equal to the loop
+# models/gru.cpp, built on a CPU) and python (the LSTM's models/lnlstm_python.py), each tested equal to the loop
 HAND_WRITTEN_CELLS = {"lstm": ("cpp", "python"), "gru": ("cpp",)}
 
 

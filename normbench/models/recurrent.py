@@ -1,7 +1,7 @@
 """Recurrent stacks (tanh RNN, LSTM, GRU) with the norm at one of four places.
 
-    pre      h = core(norm(x))                      fused nn.RNN/LSTM/GRU core
-    post     h = norm(core(x))                      fused core ("RNNWithLayerNorm")
+    pre      h = core(norm(x))                      PyTorch's nn.RNN/LSTM/GRU core
+    post     h = norm(core(x))                      PyTorch's core ("RNNWithLayerNorm")
     in_cell  a_t = N_x(W x_t) + b_x + N_h(U h_{t-1}) + b_h,  LSTM: h_t = o * tanh(N_c(c_t))
              (Ba et al. 2016 suppl. eqs. 20-22; Cooijmans et al. 2016 eqs. 6-8);
              summed=True: a_t = N(W x_t + U h_{t-1}) + b
@@ -12,7 +12,7 @@ appends its hidden state h_t for every t as tensors that both the output and the
 consume, so d(loss)/d(h_t) from autograd is the total derivative through time.
 
 Given ``lengths`` (a padded batch, normbench/tasks/padding.py), a layer stops updating an example's
-state after its last real step: a fused core runs packed sequences (outputs past the end are 0),
+state after its last real step: PyTorch's core runs packed sequences (outputs past the end are 0),
 a cell's loop keeps the state it had (outputs past the end repeat the last real one), and an
 in-cell LN kernel runs every step and then repeats each example's last real output (the same
 outputs: the recurrence is causal). No padded step reaches a real one; BatchNorm's statistics skip them through the stack's mask.
@@ -31,7 +31,7 @@ from torch import nn
 from normbench.models import gru_cpu, lnlstm_cpu
 from normbench.models.kernel_choice import recorded_name, recurrence_on
 from normbench.models.dropout import dropout
-from normbench.models.fused_lstm import LayerNormLSTMRecurrence
+from normbench.models.lnlstm_python import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
 from normbench.configuration.schema import CELL_KERNELS, RECURRENT, PlacementConfig, hand_written_cell
 from normbench.norms import NormSpec, StepBatchNorm
@@ -39,7 +39,7 @@ from normbench.tasks.padding import held_past_end, real_steps, reverse_real, ste
 from normbench.configuration.placements import placement_of
 
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
-FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+TORCH_CORES = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,9 @@ class RecurrentShape:
     cell_kernel: str = "auto"       # how an in-cell layer runs its recurrence (schema.cell_recurrences)
 
 
-def run_fused(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None,
+def run_torch_core(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None,
               lengths: torch.Tensor | None = None) -> torch.Tensor:
-    """Run a one-layer fused core; with ``trace``, unrolled one step at a time (same arithmetic).
+    """Run a one-layer PyTorch core (nn.RNN, nn.LSTM, nn.GRU); with ``trace``, unrolled one step at a time (same arithmetic).
     With ``lengths``, packed (no trace) or with each example's state held after its last real step."""
     if trace is None:
         if lengths is None:
@@ -83,10 +83,10 @@ def run_fused(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None,
 class PlainLayer(nn.Module):
     def __init__(self, family: str, input_size: int, hidden_size: int):
         super().__init__()
-        self.core = FUSED[family](input_size, hidden_size, batch_first=True)
+        self.core = TORCH_CORES[family](input_size, hidden_size, batch_first=True)
 
     def forward(self, x, trace=None, lengths=None):
-        return run_fused(self.core, x, trace, lengths)
+        return run_torch_core(self.core, x, trace, lengths)
 
 
 class PreNormLayer(PlainLayer):
@@ -98,7 +98,7 @@ class PreNormLayer(PlainLayer):
         self.drop_before, self.drop_after = nn.Identity(), nn.Identity()
 
     def forward(self, x, trace=None, lengths=None):
-        return run_fused(self.core, self.drop_after(self.norm(self.drop_before(x))), trace, lengths)
+        return run_torch_core(self.core, self.drop_after(self.norm(self.drop_before(x))), trace, lengths)
 
 
 class PostNormLayer(PlainLayer):
@@ -110,7 +110,7 @@ class PostNormLayer(PlainLayer):
         self.drop_before, self.drop_after = nn.Identity(), nn.Identity()
 
     def forward(self, x, trace=None, lengths=None):
-        return self.drop_after(self.norm(self.drop_before(run_fused(self.core, x, trace, lengths))))
+        return self.drop_after(self.norm(self.drop_before(run_torch_core(self.core, x, trace, lengths))))
 
 
 class _CellLayer(nn.Module):
@@ -165,10 +165,10 @@ def lstm_update(i, f, g, o, c, cell_norm=None):
 class InCellLayer(_CellLayer):
     """N_x(W x_t) and N_h(U h_{t-1}) normalized separately, biases added after the norms.
 
-    An LSTM or GRU with native LayerNorm in fp32/fp64, no trace and no autocast (``fused``) runs a
+    An LSTM or GRU with native LayerNorm in fp32/fp64, no trace and no autocast (``hand_written``) runs a
     recurrence with a hand-written backward (same function, tested equal): on a CPU the compiled
     one of ``lnlstm.cpp`` or ``gru.cpp`` unless ``kernel="python"``. Elsewhere (or where it does not
-    compile) an LSTM runs the Python one of ``fused_lstm``, a GRU the autograd loop of ``step``.
+    compile) an LSTM runs the Python one of ``lnlstm_python``, a GRU the autograd loop of ``step``.
     Which one is decided by kernel_choice.recurrence_on (from schema.cell_recurrences), not here.
 
     ``kernel="compile"``, for any family and norm on any device: the autograd loop with ``step``
@@ -192,7 +192,7 @@ class InCellLayer(_CellLayer):
         self._compiled_step = None
 
     @property
-    def fused(self) -> bool:
+    def hand_written(self) -> bool:
         """Whether this layer has a hand-written recurrence at all (schema.hand_written_cell)."""
         return hand_written_cell(self.family, self.norm_kind, self.norm_impl)
 
@@ -222,7 +222,7 @@ class InCellLayer(_CellLayer):
         return any(m._forward_hooks or m._forward_pre_hooks for m in self.modules() if m is not self)
 
     def recurrence(self, x, trace=None):
-        """The whole-sequence recurrence forward runs on ``x`` (lnlstm.cpp, gru.cpp or fused_lstm), or
+        """The whole-sequence recurrence forward runs on ``x`` (lnlstm.cpp, gru.cpp or lnlstm_python), or
         None for the autograd loop of ``step``: traces (h_t must be graph nodes), and whatever ``runs``
         names no hand-written recurrence for (cell_kernel_in_use records the same choice)."""
         if trace is not None:
@@ -283,7 +283,7 @@ class InCellLayer(_CellLayer):
                                                    gamma_c, beta_c, ln_h.eps, self.cell_norm)
 
     def lstm_python_recurrence(self, x):
-        """The LN-LSTM cell of ``step`` over all time steps, by fused_lstm (tested equal)."""
+        """The LN-LSTM cell of ``step`` over all time steps, by lnlstm_python (tested equal)."""
         ln_h = self.norm_h.norm  # the native LayerNorm inside the precision wrapper
         ln_c = self.norm_c.norm if self.cell_norm else None
         return LayerNormLSTMRecurrence.apply(
@@ -445,7 +445,7 @@ def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = 
     """Which recurrence the model's in-cell LN-LSTM or LN-GRU layers train with on ``device``:
 
     "cpp-<capability>"  lnlstm.cpp or gru.cpp, built for avx512, avx2 or default
-    "python"            an LSTM's hand-written Python recurrence (fused_lstm)
+    "python"            an LSTM's hand-written Python recurrence (lnlstm_python)
     "autograd"          the plain autograd loop of ``step``: under autocast (it keeps the norms'
                         precision policy), and a GRU's wherever gru.cpp does not run
     "compile"           model.cell_kernel=compile: that loop with ``step`` through torch.compile,

@@ -47,7 +47,7 @@ def assert_equals_the_autograd_loop(layer, batch=3, steps=6):
 @pytest.mark.parametrize("hidden", [8, 20])  # shorter than one AVX-512 float register; 20 leaves a short chunk
 def test_equals_the_autograd_loop_in_float64(hidden, affine):
     layer = perturbed_layer(hidden, affine)
-    assert layer.fused and layer.runs(CPU) == "cpp"
+    assert layer.hand_written and layer.runs(CPU) == "cpp"
     assert_equals_the_autograd_loop(layer)
     x = torch.randn(2, 3, 5, dtype=torch.double, requires_grad=True)
     assert torch.autograd.gradcheck(lambda inp: layer(inp), (x,), fast_mode=True)

@@ -28,7 +28,7 @@ def test_what_each_setting_may_run_preferred_first():
     # norm.impl=auto, the default, builds native LayerNorm (LN has no other kernel): the LN kernels run
     assert cell_recurrences("lstm", "ln", "auto", "auto") == ("cpp", "python", "autograd")
     assert cell_recurrences("gru", "ln", "auto", "cpp") == ("cpp",)
-    assert InCellLayer("lstm", 3, 4, NormSpec("ln")).fused and not InCellLayer("lstm", 3, 4, NormSpec("rms")).fused
+    assert InCellLayer("lstm", 3, 4, NormSpec("ln")).hand_written and not InCellLayer("lstm", 3, 4, NormSpec("rms")).hand_written
     for family, kind, impl in (("rnn", "ln", "native"), ("lstm", "rms", "native"), ("lstm", "rms", "auto"),
                                ("lstm", "ln", "reference")):
         assert cell_recurrences(family, kind, impl, "cpp") == ()  # no hand-written one: cpp is inert

@@ -3,8 +3,8 @@ import torch
 from torch import nn
 
 from normbench.models import gru_cpu, lnlstm_cpu
-from normbench.models.fused_lstm import LayerNormLSTMRecurrence
-from normbench.models.recurrent import (FUSED, GateNormLayer, InCellLayer, PlainLayer, RecurrentShape,
+from normbench.models.lnlstm_python import LayerNormLSTMRecurrence
+from normbench.models.recurrent import (TORCH_CORES, GateNormLayer, InCellLayer, PlainLayer, RecurrentShape,
                                         SummedInCellLayer, build_recurrent)
 from normbench.norms import Identity, LayerNorm, NormSpec, StepBatchNorm
 
@@ -25,7 +25,7 @@ def test_cell_layers_without_norm_equal_pytorch(family, layer_cls):
     if (layer_cls is SummedInCellLayer and family == "gru") or (layer_cls is GateNormLayer and family == "rnn"):
         pytest.skip("combination refused by the builder (see test_invalid_combinations)")
     torch.manual_seed(0)
-    fused = FUSED[family](5, 8, batch_first=True)
+    fused = TORCH_CORES[family](5, 8, batch_first=True)
     layer = copy_fused_weights(layer_cls(family, 5, 8, NONE), fused)
     x = torch.randn(3, 6, 5)
     want = fused(x)[0]
@@ -171,7 +171,7 @@ def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine, kernel
         for name, p in layer.named_parameters():
             if "norm" in name:
                 p.add_(0.3 * torch.randn_like(p))
-    assert layer.fused and (layer.runs(torch.device("cpu")) == "cpp") == (kernel == "cpp")
+    assert layer.hand_written and (layer.runs(torch.device("cpu")) == "cpp") == (kernel == "cpp")
     x = torch.randn(3, 7, 5, dtype=torch.double, requires_grad=True)
     fused, loop = layer(x), _CellLayer.forward(layer, x)
     torch.testing.assert_close(fused, loop, atol=1e-12, rtol=0)
