@@ -151,7 +151,7 @@ STUDY = {"schema": "normbench.study/1", "id": "abc", "name": "dropout", "arms": 
 
 
 def _plan(**fields) -> bytes:
-    return json.dumps({"schema": study_plan.SCHEMA, "study": "abc", "final_level": 0.0001, **fields}).encode()
+    return json.dumps({"schema": study_plan.STUDY_PLAN_FORMAT, "study": "abc", "final_level": 0.0001, **fields}).encode()
 
 
 # name -> the bytes (or maker) of a plan file that must change nothing

@@ -15,7 +15,7 @@ from normbench.analysis.claims import vocabulary
 
 def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path, monkeypatch):
     path = tmp_path / "summary.json"
-    write_json_atomic(path, {"schema": record.SCHEMA, "status": "running"})
+    write_json_atomic(path, {"schema": record.RECORD_FORMAT, "status": "running"})
 
     def broken_dumps(*a, **k):
         raise OSError("disk full")

@@ -36,7 +36,7 @@ def test_purpose_is_the_sweep_files_first_comment(tmp_path):
 
 def test_a_multiruns_records_name_their_study(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    env.pop(study_info.ENVIRONMENT, None)
+    env.pop(study_info.STUDY_ENV_VAR, None)
     subprocess.run([sys.executable, "-m", "normbench", "-m", "norm=ln,rms", "steps=2", "eval_every=1", "threads=1",
                     "report=false", "progress=false", f"hydra.sweep.dir={tmp_path}"],
                    check=True, env=env, capture_output=True, cwd=Path(__file__).resolve().parents[1])

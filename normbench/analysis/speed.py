@@ -22,7 +22,7 @@ from normbench.analysis import rules
 from normbench.records.record import Unreadable, read_json_file
 
 FILE = "paired-timing.json"
-SCHEMA = "normbench.paired-timing/1"
+PAIRED_TIMING_FORMAT = "normbench.paired-timing/1"
 COLUMNS = ["group", "arm", "study", "task", "group_hash", "step_ms_median", "iqr", "samples_per_s", "ratio",
            "ratio_low", "ratio_high", "reference", "rounds", "threads", "device", "source", "rounds_ms"]
 LEVEL = rules.LEVEL  # of a ratio's interval
@@ -102,7 +102,7 @@ def _read(path: Path) -> dict | None:
         data = read_json_file(path, 16 << 20)
     except Unreadable:
         return None
-    return data if isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("arms"), list) else None
+    return data if isinstance(data, dict) and data.get("schema") == PAIRED_TIMING_FORMAT and isinstance(data.get("arms"), list) else None
 
 
 _ARM_TEXT = ("group", "arm", "study", "task", "group_hash", "reference")

@@ -40,7 +40,7 @@ from normbench.training.run import prepare
 from normbench.training.train import Trainer
 
 FILE = "paired-timing.json"
-SCHEMA = "normbench.paired-timing/1"
+from normbench.analysis.speed import PAIRED_TIMING_FORMAT as SCHEMA  # noqa: E402 - the format analysis/speed reads
 # Upper bounds checked before any arm is built: 10,000 rounds is hours of timing and far past where
 # the interval stops narrowing; beyond them a number is a typo, and would time until the machine dies.
 MAX_ROUNDS = 10_000

@@ -18,7 +18,7 @@ not do the same work.
 Separately, the cost of one probe: a training step with and without the activation probe's hooks
 and the gradient statistics, timed interleaved, plus ``Trainer._probe`` (bookkeeping, log line)
 as timed inside fit. All the timing inside fit is done by trainer hooks (``Lockstep``, a
-normbench.training.loggers.RunLogger): the bare step at each step's start, the span's end at the last
+normbench.training.loggers.Hook): the bare step at each step's start, the span's end at the last
 step's end, the probe between ``on_probe_start`` and ``on_probe``.
 """
 
@@ -40,7 +40,7 @@ from normbench.training import probes
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference
 from normbench.configuration.config import config_dir, register
-from normbench.training.loggers import RunLogger
+from normbench.training.loggers import Hook
 from normbench.records.record import RecordWriter
 from normbench.training.run import prepare, resolve_device
 from normbench.tasks.scoring import scoring
@@ -89,7 +89,7 @@ class BareLoop:
         self.optimizer.step()
 
 
-class Lockstep(RunLogger):
+class Lockstep(Hook):
     """Trainer hooks: before each harness step, one bare step, timed; the loop's span; the probes' time.
 
     So harness steps and bare steps alternate one for one, and load from other processes falls on

@@ -20,8 +20,8 @@ from normbench.norms.kinds import inert_settings, kind_names
 from normbench.configuration.placements import described
 from normbench.configuration.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig, hand_written_cell, per_term_in_cell
 
-SCHEMA = "normbench.run/2"
-READABLE = ("normbench.run/1", SCHEMA)  # /1 hashed the raw config; its identity is recomputed from it
+RECORD_FORMAT = "normbench.run/2"
+READABLE = ("normbench.run/1", RECORD_FORMAT)  # /1 hashed the raw config; its identity is recomputed from it
 HARNESS = {f.name: f.metadata["harness"] for f in fields(Config) if "harness" in f.metadata}
 # norm.impl=auto counts as native in a run's identity (effective_config): a record made with impl=native,
 # the default before auto, is the same run as one made with auto, the default now

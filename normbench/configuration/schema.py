@@ -29,6 +29,10 @@ from normbench.tasks import TASK_CONFIGS, TaskConfig  # noqa: F401 - re-exported
 FAMILIES = ("rnn", "lstm", "gru", "transformer")
 RECURRENT = ("rnn", "lstm", "gru")
 CELL_KERNELS = ("auto", "cpp", "python", "compile")  # model.cell_kernel: how an in-cell layer runs (cell_recurrences)
+# Two words for two different things, kept because users type them: the project's own C++ kernels are
+# model.cell_kernel=cpp (the in-cell LN-LSTM/GRU recurrence, models/lnlstm.cpp, models/gru.cpp) and
+# norm.impl=compiled (the RMSNorm, norms/rmsnorm.cpp), both compiled on first use; model.cell_kernel=compile
+# is torch.compile (inductor) of the autograd loop's step, no C++ of ours.
 DROPOUT_AT = ("before_norm", "after_norm")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/training/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd")
@@ -75,12 +79,14 @@ class ModelShape:
     """A model's shape: the ``model`` config group, and what the library's build_model takes."""
 
     family: str = "lstm"
-    hidden: int = 64           # recurrent hidden size, or Transformer d_model
+    hidden: int = 64           # the hidden size: a recurrent layer's h_t width, a Transformer's d_model
     layers: int = 1
     embed: int = 32            # input projection width of recurrent models
     heads: int = 4             # Transformer only
     ff_mult: int = 4           # Transformer only
-    cell_kernel: str = "auto"  # in_cell: auto (LN-LSTM/GRU: C++ on CPU where built) | cpp | python | compile (torch.compile)
+    # in_cell: auto (LN-LSTM/GRU: our C++ kernel on a CPU where it builds) | cpp (our C++ kernel, lnlstm.cpp, gru.cpp)
+    # | python (our Python recurrence, lnlstm_python.py) | compile (torch.compile of the autograd loop; no C++ of ours)
+    cell_kernel: str = "auto"
     qk_norm: bool = False      # Transformer only: the run's norm on queries and keys, per head
     bidirectional: bool = False  # rnn, lstm, gru: a second layer reads each sequence backward, own norms
     dropout: float = 0.0       # rate; recurrent: layer outputs (between layers, before the readout);
@@ -371,11 +377,13 @@ class Config:
     checkpoint_every: int = harness("how a run survives preemption, not what is trained", 0)
     # keep the trained weights in the run folder (normbench/training/saved_model.py); saving them changes nothing trained
     save_model: bool = harness("what is kept, not what is trained", False)
-    report: bool = harness("output only", True)              # multirun: write the report into the sweep dir at the end
+    # multirun: write the sweep's report (report.md, report.html, figures: normbench/report/) into the sweep dir at its end;
+    # the terminal's progress bar is `progress`
+    report: bool = harness("output only", True)
     # multirun: "paired" times the sweep's own arms side by side at its end (normbench/bench/arms.py),
     # before the report, which then states speed from that timing; its seconds are reported apart
     sweep_timing: str = harness("output only", "none")
-    progress: bool = harness("output only", True)            # on a terminal: the bar, a sweep's job lines (progress.py)
+    progress: bool = harness("output only", True)            # on a terminal: a run's bar (train.py), a sweep's job lines (studies/progress.py)
     # The primary score every summary ranks on (normbench/analysis/rules.py); what is trained is the same
     optimized_metric: str = harness("what the summaries rank on, not what is trained", "final_val")
     # Deterministic kernels compute the same functions in a fixed reduction order: the same class

@@ -30,8 +30,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from normbench.configuration.contract import HARNESS  # where and how runs execute is not part of a study's question
 
-ENVIRONMENT = "NORMBENCH_STUDY"
-SCHEMA = "normbench.study/1"
+STUDY_ENV_VAR = "NORMBENCH_STUDY"
+STUDY_FORMAT = "normbench.study/1"
 NOT_ARMS = ("seed",)  # swept to replicate, not to compare
 
 
@@ -82,7 +82,7 @@ def describe(name: str | None, overrides: list[str], params: dict[str, str] | No
     question = {"name": name, "overrides": asked, "params": asked_params}
     digest = hashlib.sha256(json.dumps(question, sort_keys=True).encode()).hexdigest()[:12]
     command = "python -m normbench -m " + " ".join(overrides)
-    return {"schema": SCHEMA, "id": digest, "name": name or "command line", "purpose": purpose,
+    return {"schema": STUDY_FORMAT, "id": digest, "name": name or "command line", "purpose": purpose,
             "swept": swept, "arms": [k for k in swept if k not in NOT_ARMS], "command": command.strip()}
 
 
@@ -115,14 +115,14 @@ def from_config(config: DictConfig) -> dict:
 
 def current() -> dict | None:
     """The study of the job running now (from the environment), or None outside a multirun."""
-    text = os.environ.get(ENVIRONMENT)
+    text = os.environ.get(STUDY_ENV_VAR)
     if not text:
         return None
     try:
         study = json.loads(text)
     except ValueError:
         return None
-    return study if isinstance(study, dict) and study.get("schema") == SCHEMA else None
+    return study if isinstance(study, dict) and study.get("schema") == STUDY_FORMAT else None
 
 
 class StudyStart(Callback):
@@ -134,10 +134,10 @@ class StudyStart(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         if current() is not None:  # a study runner or tune set it: these jobs are rounds of that study
             return
-        os.environ[ENVIRONMENT] = json.dumps(from_config(config))
+        os.environ[STUDY_ENV_VAR] = json.dumps(from_config(config))
         self._mine = True
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         if self._mine:
-            os.environ.pop(ENVIRONMENT, None)
+            os.environ.pop(STUDY_ENV_VAR, None)
             self._mine = False

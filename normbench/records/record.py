@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 
-from normbench.configuration.contract import READABLE, SCHEMA, config_hash, group_hash  # noqa: F401
+from normbench.configuration.contract import READABLE, RECORD_FORMAT, config_hash, group_hash  # noqa: F401
 from normbench.configuration.schema import TASK_CONFIGS, Config
 
 log = logging.getLogger("normbench")
@@ -490,7 +490,7 @@ class RecordWriter:
     at the start and the end, metrics.jsonl a line at a time, and the folder's lock until the end."""
 
     def __init__(self, run_dir: Path, lock: int | None = None):
-        self.record = RunRecord(Path(run_dir), {"schema": SCHEMA, "status": RUNNING, "reason": None})
+        self.record = RunRecord(Path(run_dir), {"schema": RECORD_FORMAT, "status": RUNNING, "reason": None})
         self._metrics = None
         self._lock = lock
         self.secrets: tuple[str, ...] = ()  # values read from the environment: the reason masks them

@@ -32,7 +32,7 @@ MANIFEST = ".normbench-report.json"
 STAGING = ".normbench-report-staging-"
 STAGING_GRACE_S = 2.0  # a staging folder this young may be a running build's, made but not yet locked
 MAX_MANIFEST_BYTES = 4 << 20
-SCHEMA = "normbench.report-files/1"
+REPORT_FILES_FORMAT = "normbench.report-files/1"
 
 
 class OutputError(Exception):
@@ -123,7 +123,7 @@ class ReportOutput:
         for rel in sorted(set(written) - set(staged)):  # e.g. a figure this report no longer draws
             if inside(self.out, rel) and _holds(self.out / rel, written[rel]):
                 (self.out / rel).unlink()
-        manifest = {"schema": SCHEMA, "files": hashes}
+        manifest = {"schema": REPORT_FILES_FORMAT, "files": hashes}
         write_file(self.out / MANIFEST, json.dumps(manifest, indent=1) + "\n")  # the one writer: atomic, fsynced
 
     def _read_manifest(self) -> dict[str, str]:
@@ -138,7 +138,7 @@ class ReportOutput:
         except Unreadable:
             raise OutputError(problem) from None
         files = manifest.get("files") if isinstance(manifest, dict) else None
-        if not isinstance(files, dict) or manifest.get("schema") != SCHEMA or not all(
+        if not isinstance(files, dict) or manifest.get("schema") != REPORT_FILES_FORMAT or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
             raise OutputError(problem)
         # An entry outside the folder (../x, /x) is not this report's file, whatever its checksum:

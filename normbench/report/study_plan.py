@@ -22,7 +22,7 @@ from typing import Iterable
 
 from normbench.records.record import Unreadable, read_json_file, write_inside
 
-SCHEMA = "normbench.sequential/2"
+STUDY_PLAN_FORMAT = "normbench.sequential/2"
 FILE = "sequential.json"
 MAX_BYTES = 4 << 20  # a plan of a thousand looks is some hundred kB
 
@@ -61,7 +61,7 @@ def own_file(out: Path, study: str) -> Path:
 def write(out: Path, study: str, plan: dict) -> Path:
     """``plan`` as this study's file in ``out``, through the one writer (record.write_inside)."""
     path = own_file(out, study)
-    text = json.dumps({"schema": SCHEMA, "study": study, **plan}, indent=2, allow_nan=False) + "\n"
+    text = json.dumps({"schema": STUDY_PLAN_FORMAT, "study": study, **plan}, indent=2, allow_nan=False) + "\n"
     return write_inside(out, path.name, text)
 
 
@@ -70,7 +70,7 @@ def read(path: Path) -> Level:
     plan = read_json_file(path, MAX_BYTES)
     if not isinstance(plan, dict):
         raise Unreadable("not an object")
-    if plan.get("schema") != SCHEMA:
+    if plan.get("schema") != STUDY_PLAN_FORMAT:
         raise Unreadable("no schema" if plan.get("schema") is None else f"schema {str(plan['schema'])[:40]!r}")
     study, level = plan.get("study"), plan.get("final_level")
     if not isinstance(study, str) or not study:

@@ -49,7 +49,7 @@ METRICS = {key: path(key) for key in ("final_val", "best_val", "test")}
 # Shown with intervals; gated only where the module docstring says.
 GRADIENTS = tuple(path(key) for key in viewed("compare"))
 STEP_TIME = "throughput.step_ms_median"
-ENVIRONMENT = ("git_commit", "torch", "device", "device_name", "python", "normbench_version")
+ENVIRONMENT_KEYS = ("git_commit", "torch", "device", "device_name", "python", "normbench_version")
 CLOCKS = ("metrics.seconds_to_target",)  # wall-clock readings: never equal twice, not gated by --exact
 POWER, ALPHA = rules.POWER, rules.ALPHA
 
@@ -110,7 +110,7 @@ def environment_axis(base: pd.DataFrame, new: pd.DataFrame) -> list[str]:
         found = runs[column].dropna().astype(str).unique() if column in runs else []
         return ", ".join(sorted(found)) or "n/a"
 
-    return [f"{key} {values(base, key)} → {values(new, key)}" for key in ENVIRONMENT
+    return [f"{key} {values(base, key)} → {values(new, key)}" for key in ENVIRONMENT_KEYS
             if values(base, key) != values(new, key)]
 
 

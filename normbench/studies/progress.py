@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from normbench.records.record import RESULT_STATUSES
 
-ENVIRONMENT = "NORMBENCH_SWEEP_PROGRESS"
+PROGRESS_ENV_VAR = "NORMBENCH_SWEEP_PROGRESS"
 
 
 def duration(seconds: float) -> str:
@@ -93,7 +93,7 @@ class SweepProgress(Callback):
         state = {"start": time.time(), "jobs": job_count([str(o) for o in config.hydra.overrides.task],
                                                           config.hydra.sweeper),
                  "parallel": parallel_jobs(config.hydra.launcher)}
-        os.environ[ENVIRONMENT] = json.dumps(state)
+        os.environ[PROGRESS_ENV_VAR] = json.dumps(state)
         self._mine = True
 
     def on_job_start(self, config: DictConfig, **kwargs) -> None:
@@ -101,7 +101,7 @@ class SweepProgress(Callback):
         if not config.get("progress", True) or not stream.isatty():
             return
         try:
-            state = json.loads(os.environ.get(ENVIRONMENT, ""))
+            state = json.loads(os.environ.get(PROGRESS_ENV_VAR, ""))
             index = int(config.hydra.job.num)
         except (ValueError, TypeError, KeyError, AttributeError):  # not a job of a multirun
             return
@@ -111,7 +111,7 @@ class SweepProgress(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         if self._mine:
-            os.environ.pop(ENVIRONMENT, None)
+            os.environ.pop(PROGRESS_ENV_VAR, None)
             self._mine = False
 
 

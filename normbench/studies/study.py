@@ -225,7 +225,7 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
     args = ["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher, "resume=true", "report=false",
             "progress=false", f"hydra.sweep.dir={folder}"]
     print("+ python -m normbench " + " ".join(args), flush=True)
-    env = {**os.environ, **({study_info.ENVIRONMENT: json.dumps(study)} if study else {})}
+    env = {**os.environ, **({study_info.STUDY_ENV_VAR: json.dumps(study)} if study else {})}
     # the signal passed on, the round stopped before the runner ends; a killed runner takes it along
     return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
 

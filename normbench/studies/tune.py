@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     too, one line, exit 128 + the signal's number (the same command resumes). The study it names in
     the environment for its children is taken out again at the end, so a caller in this process (a
     test, a notebook) keeps its own environment."""
-    before = os.environ.get(study_info.ENVIRONMENT)
+    before = os.environ.get(study_info.STUDY_ENV_VAR)
     try:
         with children.handling():
             return _tune(argv)
@@ -224,9 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         return code
     finally:
         if before is None:
-            os.environ.pop(study_info.ENVIRONMENT, None)
+            os.environ.pop(study_info.STUDY_ENV_VAR, None)
         else:
-            os.environ[study_info.ENVIRONMENT] = before
+            os.environ[study_info.STUDY_ENV_VAR] = before
 
 
 def _tune(argv: list[str] | None) -> int:
@@ -254,7 +254,7 @@ def _tune(argv: list[str] | None) -> int:
         parser.error(f"--evaluation-seeds {sorted(clash)[:5]} are selection seeds too; choose others (the default is "
                      f"{','.join(map(str, EVALUATION_SEEDS))})")
     # Selection and evaluation answer one question: their runs form one study (normbench/configuration/study_info.py).
-    os.environ[study_info.ENVIRONMENT] = json.dumps(study_info.describe(
+    os.environ[study_info.STUDY_ENV_VAR] = json.dumps(study_info.describe(
         "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "
         "evaluation seeds (DeepOBS / AlgoPerf protocol)."))
     code = _normbench(["-m", "+sweep=tuned", *args.overrides, "role=selection", f"hydra.sweep.dir={selection_dir}",

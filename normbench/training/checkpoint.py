@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from normbench.training.loggers import RunLogger
+from normbench.training.loggers import Hook
 from normbench.records.record import RunRecord, Unreadable, open_regular, read_summary, write_atomic
 
 log = logging.getLogger("normbench")
@@ -137,7 +137,7 @@ def _require_stored_archive(handle, size: int, name: str) -> None:
 
 
 # -- saving ----------------------------------------------------------------------------------------
-class Checkpointer(RunLogger):
+class Checkpointer(Hook):
     """Saves the trainer's state every ``every`` steps into ``<run_dir>/checkpoint.pt``."""
 
     def __init__(self, every: int, path: Path, config_hash: str):

@@ -1,4 +1,4 @@
-"""The training loop's hooks (``RunLogger``), below the loggers that implement them.
+"""The training loop's hooks (``Hook``), below the loggers that implement them.
 
 normbench/training/loggers.py explains what each logger keeps; the base lives here so that a logger in its
 own module (mlflow_logger.py) and the module that picks one (loggers.build_logger) need not import
@@ -10,8 +10,9 @@ from __future__ import annotations
 from normbench.training.tracking import eval_scalars, probe_scalars, train_scalars
 
 
-class RunLogger:
-    """The hooks, each a no-op: ``logger=none``, and the base of every logger and hook object."""
+class Hook:
+    """The training loop's hooks, each a no-op (``logger=none``): the base of every object the loop calls
+    back, the loggers among them and the checkpointer, the model saver and the bench's lockstep clock."""
 
     def on_step_start(self, trainer, step: int) -> None:
         """Before each training step draws its batch."""
@@ -35,7 +36,7 @@ class RunLogger:
         """Once, with the finished record (status, axes, metrics, throughput); then release files."""
 
 
-class ScalarLogger(RunLogger):
+class ScalarLogger(Hook):
     """A logger of named scalars: the hooks' values under normbench/training/tracking.py's names, to ``scalars``."""
 
     def scalars(self, step: int, values: dict[str, float]) -> None:

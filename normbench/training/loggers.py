@@ -1,7 +1,7 @@
 """Loggers: copies of what a run measures, for the tools researchers already use (``logger=...``).
 
 The run record (summary.json, metrics.jsonl) is always written and stays the report's only input;
-a logger only adds another view of the same numbers. ``RunLogger`` names the training loop's hooks:
+a logger only adds another view of the same numbers. ``Hook`` names the training loop's hooks:
 the points where it already records (``on_log``, ``on_eval``, ``on_probe``), the edges of each
 step and probe (``on_step_start``, ``on_step_end``, ``on_probe_start``, for clocks such as
 normbench/bench/harness.py's) and the end (``on_end`` with the finished summary); a hook object
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from normbench.training.hooks import RunLogger, ScalarLogger
+from normbench.training.hooks import Hook, ScalarLogger
 from normbench.training.mlflow_logger import MLflowLogger, preflight as mlflow_preflight
 from normbench.norms import Identity, Norm
 from normbench.records.record import open_run_file
@@ -31,7 +31,7 @@ from normbench.training.tracking import (FINAL_METRICS, RunNames, final_scalars,
                                 run_names)
 from normbench.training.wandb_logger import WandbLogger, preflight as wandb_preflight
 
-__all__ = ["FINAL_METRICS", "CsvLogger", "Loggers", "MLflowLogger", "RunLogger", "ScalarLogger", "TensorBoardLogger",
+__all__ = ["FINAL_METRICS", "CsvLogger", "Loggers", "MLflowLogger", "Hook", "ScalarLogger", "TensorBoardLogger",
            "WandbLogger", "build_logger", "norm_outputs"]
 
 log = logging.getLogger("normbench")
@@ -124,11 +124,11 @@ class CsvLogger(ScalarLogger):
         self.file.close()
 
 
-class Loggers(RunLogger):
+class Loggers(Hook):
     """The run's loggers as one hook object. A logger that raises in a hook is dropped with one
     warning (its library's server went away, a disk filled): the run and its record go on."""
 
-    def __init__(self, members: list[RunLogger]):
+    def __init__(self, members: list[Hook]):
         self.members = list(members)
 
     def _each(self, hook: str, *args, **kwargs) -> None:
@@ -164,7 +164,7 @@ class Loggers(RunLogger):
         self._each("on_end", summary)
 
 
-def _close(member: RunLogger) -> None:
+def _close(member: Hook) -> None:
     try:
         getattr(member, "close", lambda: None)()
     except Exception:  # noqa: BLE001 - already reported; only its files are released here
@@ -204,20 +204,20 @@ def norm_outputs(model, x, autocast) -> dict[str, torch.Tensor]:
 
 
 def build_logger(config, run_dir: Path, summary: dict | None = None, *, sweep_dir: Path | None = None,
-                 secrets: tuple[str, ...] = ()) -> RunLogger:
+                 secrets: tuple[str, ...] = ()) -> Hook:
     """The loggers a run's ``logger`` config names (normbench/configuration/schema.py: LoggerConfig), writing under
     its run directory, named from its record as started (``summary``). Each logger's folder is made
     by the project first (tracking.logger_folder); a tracking server that does not answer is a
     ConfigError before anything is written (one line, exit status 2)."""
     chosen = config.chosen()
     if not chosen:
-        return RunLogger()
+        return Hook()
     run_dir = Path(run_dir)
     names = run_names({**(summary or {}), "run_dir": str(run_dir)}, secrets)
     for kind, check in PREFLIGHT.items():  # every package is there and every server answers before any file opens
         if kind in chosen:
             check(chosen[kind], names.secrets)
-    built: list[RunLogger] = []
+    built: list[Hook] = []
     try:
         for kind, settings in chosen.items():
             if kind == "tensorboard":

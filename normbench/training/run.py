@@ -20,7 +20,7 @@ from normbench.configuration.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
 from normbench.training import machine, saved_model
 from normbench.configuration import study_info
-from normbench.configuration.contract import SCHEMA, identity
+from normbench.configuration.contract import RECORD_FORMAT, identity
 from normbench.training.environment import environment
 from normbench.training.loggers import build_logger
 from normbench.training.logfile import RunLogHandler
@@ -154,7 +154,7 @@ class SweepClaim:
 
 def duplicate_of_running(plain: dict, run_identity, holder: str) -> dict:
     """What a duplicate job of a sweep returns while its original runs: nothing is written for it."""
-    return {"schema": SCHEMA, "status": "skipped", "reason": f"duplicate of the run in progress in {holder}",
+    return {"schema": RECORD_FORMAT, "status": "skipped", "reason": f"duplicate of the run in progress in {holder}",
             "config": plain, "config_hash": run_identity.config_hash, "group_hash": run_identity.group_hash,
             "seed": plain.get("seed"), "axes": run_identity.settings, "metrics": {}, "run_dir": holder,
             "duplicate_of": holder}
@@ -343,7 +343,7 @@ def require_memory(needed: int, what: str, device: torch.device) -> None:
 def _finish(record: RecordWriter, trainer: Trainer | None, fields: dict, status: str, reason: str | None,
             wall_start: float) -> dict:
     if trainer is not None:
-        fields.update(metrics=trainer.metrics(), profiles=trainer.profiles(), throughput=trainer.throughput())
+        fields.update(metrics=trainer.metrics(), profiles=trainer.grad_profiles(), throughput=trainer.throughput())
         fields["time"] = {"train_s": trainer.progress.train_s}
         fields["environment"]["norm_impls"] = trainer.norm_impls()
     fields.setdefault("time", {})["wall_s"] = time.perf_counter() - wall_start

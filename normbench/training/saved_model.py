@@ -22,7 +22,7 @@ import torch
 
 from normbench.training import probes
 from normbench.training.checkpoint import load_tensor_file
-from normbench.training.hooks import RunLogger
+from normbench.training.hooks import Hook
 from normbench.records.record import RunRecord, Unreadable, interpolation_in, read_summary, write_atomic
 
 FILES = {"final": "model_final.pt", "best": "model_best.pt"}
@@ -36,7 +36,7 @@ def _write(path: Path, weights: dict[str, torch.Tensor]) -> None:
     write_atomic(path, lambda out: torch.save(weights, out), binary=True)
 
 
-class ModelSaver(RunLogger):
+class ModelSaver(Hook):
     """A hook on the training loop: each evaluation that sets a new best writes ``model_best.pt``;
     ``finish`` writes ``model_final.pt`` and says what was kept."""
 

@@ -19,7 +19,7 @@ import torch
 from normbench.training import probes
 from normbench.analysis import rules
 from normbench.records.convergence import convergence
-from normbench.training.loggers import RunLogger
+from normbench.training.loggers import Hook
 from normbench.records.metrics import in_record_order
 from normbench.configuration.config import Config
 from normbench.models import SequenceModel, parameter_groups
@@ -142,11 +142,11 @@ class Trainer:
     """
 
     def __init__(self, cfg: Config, task, model: SequenceModel, device: torch.device, record: RecordWriter,
-                 logger: RunLogger | None = None, hooks: Iterable[RunLogger] = ()):
+                 logger: Hook | None = None, hooks: Iterable[Hook] = ()):
         self.cfg, self.task, self.device, self.record = cfg, task, device, record
         # normbench/training/loggers.py: the run's logger, then any other hooks (the harness's clocks), each
         # called at the loop's named points: step start and end, log line, probe, evaluation.
-        self.logger = logger or RunLogger()
+        self.logger = logger or Hook()
         self.hooks = [self.logger, *hooks]
         self.scoring = scoring(task)  # the task's loss and metric (normbench/tasks/scoring.py)
         self.loss_fn = self.scoring.loss
@@ -178,7 +178,7 @@ class Trainer:
         if self.timing_warmup < cfg.timing_warmup:
             log.warning("timing_warmup=%d is not below steps=%d: the first %d steps are left out of the step time "
                         "instead", cfg.timing_warmup, cfg.steps, self.timing_warmup)
-        self.report = ProgressReport(cfg, task)
+        self.progress_bar = ProgressBar(cfg, task)
         # Peak memory of this run only: several jobs may share a process (sequential sweeps, joblib).
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
@@ -244,7 +244,7 @@ class Trainer:
         if self.task.reached(val) and p.steps_to_target is None:
             p.steps_to_target, p.seconds_to_target = step, p.train_s
         self.record.log({"kind": "eval", "step": step, "val_metric": val, "val_loss": val_loss, "time_s": p.train_s})
-        self.report.eval(step, p.losses[-1] if p.losses else math.nan, val, p.train_s)
+        self.progress_bar.eval(step, p.losses[-1] if p.losses else math.nan, val, p.train_s)
         self._notify("on_eval", step, val_metric=val, val_loss=val_loss)
 
     def _probe(self, step: int, stats: dict, activations: dict):
@@ -348,25 +348,25 @@ class Trainer:
     def fit(self) -> Progress:
         self.model.train()
         if self.start_step == 0:  # a resumed run's initial profiles come back with its progress
-            self._initial_profiles()
+            self._initial_grad_profiles()
         for step in range(self.start_step + 1, self.cfg.steps + 1):
             if not self._step(step):
                 break
-        self.report.close()
+        self.progress_bar.close()
         if self.progress.diverged_at_step is None:
-            self._final_profiles()
+            self._final_grad_profiles()
         self.model.zero_grad(set_to_none=True)
         self.master.zero_grad(set_to_none=True)
         return self.progress
 
-    def _initial_profiles(self):
+    def _initial_grad_profiles(self):
         p = self.progress
         p.grad_time_init = self._flow_profile()
         with self.autocast():
             p.layer_grad_norm_init, p.ffn_w2_grad_norm_init = probes.layer_gradient_norms(
                 self.model, *self.probe_batch, self.loss_fn, self.probe_loss_scale)
 
-    def _final_profiles(self):
+    def _final_grad_profiles(self):
         p = self.progress
         p.grad_time_final = self._flow_profile()
         if batch_norms(self.model):
@@ -455,7 +455,7 @@ class Trainer:
             self._sample_rss()
         self.record.log({"kind": "train", "step": step, "loss": done.loss, "lr": lr,
                          "grad_norm": done.grad_norm, "time_s": self.progress.train_s})
-        self.report.train(step, done.loss)
+        self.progress_bar.train(step, done.loss)
         self._notify("on_log", step, loss=done.loss, lr=lr, grad_norm=done.grad_norm)
 
     # -- summary ----------------------------------------------------------------------------
@@ -498,7 +498,8 @@ class Trainer:
             "skipped_steps": p.skipped_steps if self.precision.scales_loss else None,
         })
 
-    def profiles(self) -> dict:
+    def grad_profiles(self) -> dict:
+        """The record's ``profiles``: gradient norms per layer and through time (not the analysis's performance profiles)."""
         p = self.progress
         out = {"layer_grad_norm_init": p.layer_grad_norm_init}
         if p.ffn_w2_grad_norm_init is not None:
@@ -530,7 +531,7 @@ class Trainer:
         })
 
 
-class ProgressReport:
+class ProgressBar:
     """A tqdm bar on a terminal; otherwise one plain log line per evaluation (logs, SLURM, joblib)."""
 
     def __init__(self, cfg: Config, task):

@@ -18,7 +18,7 @@ except NoBrowser as missing:
 # the mark of every test that opens a page in Chromium: skipped, with the reason, where none is installed
 needs_browser = pytest.mark.skipif(bool(NO_BROWSER), reason=NO_BROWSER or "chromium found")
 
-SCHEMA = "normbench.run/2"
+RECORD_FORMAT = "normbench.run/2"
 
 DEFAULT_AXES = {
     "model": "transformer", "task": "copy", "norm": "ln", "placement": "pre", "precision": "fp32",
@@ -96,7 +96,7 @@ def make_record(name: str = "run", *, status: str = "ok", seed: int = 0, best_va
         summary_profiles["grad_time_init"] = [10 ** (-1.0 * (20 - t) / 19) for t in range(1, 21)]
         summary_profiles["grad_time_final"] = [10 ** (-0.8 * (20 - t) / 19) for t in range(1, 21)]
     summary = {
-        "schema": SCHEMA,
+        "schema": RECORD_FORMAT,
         "status": status,
         "reason": reason if reason is not None or status in ("ok", "running") else f"{status} for a test",
         "config": config_of(axes, seed, steps),

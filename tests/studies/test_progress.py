@@ -13,7 +13,7 @@ from hydra import compose as hydra_compose, initialize_config_dir
 from omegaconf import open_dict
 
 from normbench.configuration.config import config_dir
-from normbench.studies.progress import ENVIRONMENT, SweepProgress, duration, job_count, job_line
+from normbench.studies.progress import PROGRESS_ENV_VAR, SweepProgress, duration, job_count, job_line
 
 ROOT = Path(__file__).resolve().parents[2]
 BASIC = {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "max_batch_size": None}
@@ -43,7 +43,7 @@ class Terminal(io.StringIO):
 
 @pytest.mark.parametrize("launcher,parallel", [([], 1), (["hydra/launcher=local", "hydra.launcher.n_jobs=3"], 3)])
 def test_the_callback_counts_at_the_start_and_speaks_only_to_a_terminal(monkeypatch, launcher, parallel):
-    monkeypatch.delenv(ENVIRONMENT, raising=False)
+    monkeypatch.delenv(PROGRESS_ENV_VAR, raising=False)
     with initialize_config_dir(str(config_dir()), version_base="1.3"):
         config = hydra_compose("config", overrides=launcher, return_hydra_config=True)
     with open_dict(config):
@@ -53,11 +53,11 @@ def test_the_callback_counts_at_the_start_and_speaks_only_to_a_terminal(monkeypa
     for stream in (terminal, log):
         callback = SweepProgress(stream=stream)
         callback.on_multirun_start(config)
-        assert json.loads(os.environ[ENVIRONMENT])["jobs"] == 6
-        assert json.loads(os.environ[ENVIRONMENT])["parallel"] == parallel
+        assert json.loads(os.environ[PROGRESS_ENV_VAR])["jobs"] == 6
+        assert json.loads(os.environ[PROGRESS_ENV_VAR])["parallel"] == parallel
         callback.on_job_start(config)
         callback.on_multirun_end(config)
-        assert ENVIRONMENT not in os.environ
+        assert PROGRESS_ENV_VAR not in os.environ
     assert terminal.getvalue().startswith("normbench sweep: job 2 of 6 (#1), 0s elapsed")
     assert log.getvalue() == ""  # a log file, a pipe: quiet
     with open_dict(config):

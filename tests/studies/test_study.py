@@ -47,7 +47,7 @@ def test_a_tiny_study_runs_rounds_and_writes_its_plan_and_report(tmp_path):
     seeds = {json.loads(p.read_text())["seed"] for p in tmp_path.rglob("summary.json")}
     assert seeds == set(range(len(plan["rounds"]) + 1))  # 2 seeds in the pilot, 1 more per further round
     studies = {json.loads(p.read_text())["study"]["id"] for p in tmp_path.rglob("summary.json")}
-    assert studies == {plan["study"]} and plan["schema"] == study_plan.SCHEMA  # every round is the plan's study
+    assert studies == {plan["study"]} and plan["schema"] == study_plan.STUDY_PLAN_FORMAT  # every round is the plan's study
     assert (tmp_path / "report.html").is_file()
     assert "normbench.study: round 1 of at most 2: 2 seeds per arm" in result.stdout  # progress (normbench/studies/progress.py)
     answer = result.stdout[result.stdout.index("normbench.study: answer after"):]  # the answer comes last

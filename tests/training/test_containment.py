@@ -18,7 +18,7 @@ from tests.conftest import VICTIM_TEXT, plant
 
 from normbench.records import record
 from normbench.report import build_report
-from normbench.report.output import MANIFEST, SCHEMA, inside
+from normbench.report.output import MANIFEST, REPORT_FILES_FORMAT, inside
 from normbench.configuration.schema import RECORD_FILES, ConfigError, CsvLog, MLflowLog, TensorBoardLog, WandbLog
 
 
@@ -85,7 +85,7 @@ def test_a_crafted_manifest_cannot_make_the_report_delete_outside_out(tmp_path, 
     out = tmp_path / "report"
     out.mkdir()
     entry = entry.format(victim=victim)
-    (out / MANIFEST).write_text(json.dumps({"schema": SCHEMA, "files": {entry: _sha(victim)}}))
+    (out / MANIFEST).write_text(json.dumps({"schema": REPORT_FILES_FORMAT, "files": {entry: _sha(victim)}}))
     build_report([tmp_path / "sweep"], out)
     assert victim.read_text() == VICTIM_TEXT
     assert entry not in json.loads((out / MANIFEST).read_text())["files"]

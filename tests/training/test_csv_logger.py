@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from normbench.training.hooks import RunLogger
+from normbench.training.hooks import Hook
 from normbench.training.loggers import CsvLogger, Loggers
 from normbench.training.run import execute
 
@@ -80,7 +80,7 @@ def test_a_planted_logger_path_is_refused_and_nothing_is_written_through_it(comp
 
 def test_a_logger_that_fails_mid_run_is_dropped_and_the_others_go_on(tmp_path, caplog):
     """A server gone at step 2 must not fail the run, nor stop the other loggers: one warning, then silence."""
-    class GoneAtStep2(RunLogger):
+    class GoneAtStep2(Hook):
         kind = "gone"
         calls = 0
 

@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 
 from normbench.training import checkpoint, run
 from normbench.configuration.config import config_dir
-from normbench.configuration.contract import SCHEMA, identity
+from normbench.configuration.contract import RECORD_FORMAT, identity
 from normbench.records.record import RecordWriter
 from normbench.training.train import Trainer
 
@@ -249,7 +249,7 @@ def test_in_a_sweep_only_a_checkpoint_beside_a_record_of_this_run_is_read(good, 
     pickled_code(other / checkpoint.FILE)
     stranger = sweep / "stranger"  # beside another run's record: not touched at all
     stranger.mkdir()
-    (stranger / "summary.json").write_text(json.dumps({"schema": SCHEMA, "status": "running", "config_hash": "f" * 16}))
+    (stranger / "summary.json").write_text(json.dumps({"schema": RECORD_FORMAT, "status": "running", "config_hash": "f" * 16}))
     pickled_code(stranger / checkpoint.FILE)
     moved = sweep / "moved"  # the run's own checkpoint in another job folder: found (resume across folders)
     moved.mkdir()

@@ -70,9 +70,9 @@ def test_the_library_loggers_stand_below_the_module_that_picks_them():
     for module, cls in ((mlflow_logger, "MLflowLogger"), (wandb_logger, "WandbLogger")):
         assert "normbench.training.loggers" not in _imported(module.__file__)
         assert module.__name__ in _imported(loggers.__file__)
-        assert issubclass(getattr(module, cls), hooks.RunLogger)
+        assert issubclass(getattr(module, cls), hooks.Hook)
     assert "normbench.training.loggers" not in _imported(tracking.__file__)
-    assert loggers.RunLogger is hooks.RunLogger
+    assert loggers.Hook is hooks.Hook
 
 
 def test_the_logger_group_selects_several_at_once(compose):

@@ -1,7 +1,7 @@
 import pytest
 
 from normbench.configuration.config import to_config
-from normbench.training.loggers import RunLogger
+from normbench.training.loggers import Hook
 from normbench.records.record import RecordWriter
 from normbench.training.run import prepare
 from normbench.training.train import Trainer, learning_rate
@@ -18,7 +18,7 @@ def test_warmup_then_schedule(compose, schedule):
         assert learning_rate(cfg, 55) == pytest.approx(0.5) and learning_rate(cfg, 100) == pytest.approx(0.0)
 
 
-class Calls(RunLogger):
+class Calls(Hook):
     """A hook object that writes down which hook was called at which step."""
 
     def __init__(self):
