@@ -191,7 +191,8 @@ def test_a_foreign_or_planted_plan_file_is_ignored_with_one_line(dropout_sweep, 
         made = FOREIGN_PLANS[name]
         made(path) if callable(made) else path.write_bytes(made)
         plans, ignored = study_plan.levels([dropout_sweep])
-        assert study_plan.level_of(plans, "abc", dropout_sweep / "after_norm-0") is None
+        run = (dropout_sweep / "after_norm-0").resolve()
+        assert not [p for p in plans if p.study == "abc" and (p.folder == run or p.folder in run.parents)]
         assert plans if name == "other_study" else (len(ignored) == 1 and "\n" not in ignored[0])
     finally:
         if path.is_dir() and not path.is_symlink():

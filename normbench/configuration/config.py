@@ -114,11 +114,6 @@ def sweep_dirs() -> list[Path]:
     return [folder.resolve() for folder in named] + shipped
 
 
-def sweep_names() -> list[str]:
-    """Every sweep a user can name (``+sweep=NAME``): the ``*.yaml`` at the top of each sweeps folder."""
-    return sorted({f.stem for folder in sweep_dirs() for f in folder.glob("*.yaml")})
-
-
 class SweepSearchPath(SearchPathPlugin):
     """Puts the sweeps folders (SweepSource) on Hydra's search path, after conf/."""
 

@@ -2,7 +2,7 @@
 
 It reads the records' JSON, never the runner's objects: from the rest of normbench it imports
 the statistics (normbench.analysis), the metric registry (normbench.records.metrics) and the task and
-record descriptions (normbench.configuration.schema, normbench.records.record), none of which imports torch, so it runs
+record descriptions (normbench.configuration.schema and contract, normbench.records.record), none of which imports torch, so it runs
 anywhere the records can be copied to, without torch. The names below load on first use, so the
 runner can import the record reader (normbench.report.reading) without matplotlib.
 """

@@ -103,9 +103,3 @@ def levels(paths: Iterable[Path]) -> tuple[list[Level], list[str]]:
             ignored.append(f"{path}: {why}")
     return kept, ignored
 
-
-def level_of(plans: list[Level], study: str, run_dir: str | Path) -> float | None:
-    """The level a run of ``study`` in ``run_dir`` is tested at: its study's plan whose folder holds it."""
-    here = Path(run_dir).resolve()
-    return next((p.level for p in plans if p.study == study and (p.folder == here or p.folder in here.parents)),
-                None)

@@ -39,13 +39,16 @@ def test_every_figure_has_both_renderings_and_no_layout_problem(report):
                 assert image.text[PROBLEMS_KEY] == "", (layout.key, png.name, image.text[PROBLEMS_KEY])
 
 
+COLUMN_PX = {"wide": 1170, "narrow": 400}  # the page column each layout is drawn for (the report's CSS)
+
+
 def test_text_stays_legible_where_each_rendering_is_shown(report):
     """Shown at its column's width (1170 px at a desktop, 400 px on a phone), no text is below 9 px,
     and no PNG is so narrow that it would be blown up past 1.5x."""
     for layout in LAYOUTS:
         for png in _pngs(report)[layout.key]:
             with Image.open(png) as image:
-                scale = layout.column_px / image.width
+                scale = COLUMN_PX[layout.key] / image.width
                 assert float(image.text[MIN_FONT_KEY]) * scale >= 9, (layout.key, png.name, image.width)
                 assert scale <= 1.5, (layout.key, png.name, image.width)
 

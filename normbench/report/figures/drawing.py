@@ -45,11 +45,6 @@ class Layout:
     small_columns: int  # small multiples side by side
     folder: str  # under figures/
 
-    @property
-    def column_px(self) -> int:
-        """The page column the figure is drawn for (the report's CSS): the PNG is shown that wide."""
-        return 1170 if self.key == "wide" else 400
-
 
 WIDE = Layout("wide", 11.6, 2, 4, "")
 NARROW = Layout("narrow", 6.0, 1, 2, "narrow")
