@@ -287,7 +287,6 @@ def _runs(folder: Path, study: str):
 
 
 def run_study(overrides: list[str], args: argparse.Namespace) -> int:
-    from normbench.report import ReportError, build_report
     from normbench.analysis.sequential import Plan
 
     out = args.out or Path("studies") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
@@ -340,8 +339,16 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     log.setdefault("stopped", "decided")
     log["seconds"] = round(time.monotonic() - started, 1)
     log["final_level"] = log["rounds"][-1]["level"]
+    return _finish(out, study["id"], log, runs, still, status)
+
+
+def _finish(out: Path, study_id: str, log: dict, runs, still, status: int) -> int:
+    """The study's end: its plan file, its report and its answer; the exit status (``status``, or 1
+    when the plan could not be written)."""
+    from normbench.report import ReportError, build_report
+
     try:
-        written = study_plan.write(out, study["id"], log)
+        written = study_plan.write(out, study_id, log)
     except OSError as error:
         print(f"normbench.study: cannot write the plan into {str(out)[:200]}: {error.strerror or error}",
               file=sys.stderr)
