@@ -47,7 +47,7 @@ def load_runs(*paths, keep_copies: bool = False):
     from normbench.configuration.contract import ALIASES
     from normbench.analysis import aggregate
 
-    from normbench.report.reading import quiet_numerics
+    from normbench.records.reading import quiet_numerics
 
     with quiet_numerics():  # NaN metrics are data, not warnings on stderr
         runs, copies = aggregate.distinct_runs(aggregate.runs_frame(_records(paths).runs))
@@ -69,7 +69,7 @@ def load_curves(*paths):
     ``load_runs`` on ``run_dir`` for the settings. Lines a killed run left cut short are skipped.
     """
     from normbench.analysis import aggregate
-    from normbench.report.reading import read_curves
+    from normbench.records.reading import read_curves
 
     records = _records(paths).runs
     curves = read_curves(r.run_dir for r in records)
@@ -82,7 +82,7 @@ def load_curves(*paths):
 def _records(paths):
     from pathlib import Path
 
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
 
     records = find_records(Path(p) for p in paths)
     if records.missing_paths:

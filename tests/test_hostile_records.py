@@ -23,8 +23,8 @@ from normbench.training import rerun, run
 from normbench.records import record
 from normbench.records.record import MAX_RECORD_BYTES, MAX_STRING, SetAside, read_summary
 from normbench.report import build_report
-from normbench.report import reading as report_records
-from normbench.report.reading import find_records
+from normbench.records import reading as report_records
+from normbench.records.reading import find_records
 from normbench.studies.sweep_end import RunsFailed, SweepSummary
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
@@ -205,13 +205,13 @@ def test_a_lone_surrogate_is_kept_as_its_escape(tmp_path):
     assert summary["reason"] == "\\ud800abc" and summary["axes"]["norm"] == "ln\\ud800"
     assert "p\\udc80" in summary["profiles"]
     (sweep / "bad" / "metrics.jsonl").write_text('{"kind": "train", "step": 1, "loss": 1.0, "note": "\\ud800"}\n')
-    from normbench.report.reading import read_curves
+    from normbench.records.reading import read_curves
 
     read_curves([sweep / "bad"]).to_parquet(tmp_path / "curves.parquet")
 
 
 def test_metrics_jsonl_readers_pass_over_the_same_hostile_files(tmp_path):
-    from normbench.report.reading import read_curves
+    from normbench.records.reading import read_curves
 
     runs = []
     for name, make in HOSTILE.items():

@@ -17,9 +17,9 @@ ABOVE = {
     "configuration": ("records", "models", "training", "bench", "studies", "analysis", "report"),
     "records": ("models", "training", "bench", "studies", "analysis", "report"),
     "models": ("records", "training", "bench", "studies", "analysis", "report"),
-    "analysis": ("models", "training", "bench", "studies"),
+    "analysis": ("models", "report", "training", "bench", "studies"),
     "report": ("models", "training", "bench", "studies"),
-    "training": ("bench", "studies"),
+    "training": ("report", "bench", "studies"),
     "bench": ("studies",),
 }
 

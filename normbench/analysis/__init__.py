@@ -4,8 +4,8 @@ Aggregation of runs into groups, intervals, the ranking and the best set, paired
 performance profiles, tuning selection, the sequential design and the claims engine. The study
 runner, tune, compare, bench arms and the report take every statistic from here.
 
-It may import normbench.records.metrics, normbench.records.record and normbench.configuration.contract (what a
-record is) and normbench.configuration.study_info (a sweep file's purpose), and reads records through the record reader (normbench.report.reading, which imports no presentation);
-it imports nothing else from normbench.report: the report shows what this package computes. Like
-the report it is torch-free, so it runs wherever the records can be copied to.
+It may import normbench.records (the record, its reader and its metrics), normbench.configuration.contract
+(what a record is) and normbench.configuration.study_info (a sweep file's purpose), and nothing from
+normbench.report: the report shows what this package computes. Like the report it is torch-free, so
+it runs wherever the records can be copied to.
 """

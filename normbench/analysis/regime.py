@@ -230,7 +230,7 @@ def read_evals(run_dirs) -> pd.DataFrame:
 
 @functools.lru_cache(maxsize=4096)
 def _evals_of(run_dir: str, mtime_ns: int, size: int) -> pd.DataFrame:
-    from normbench.report.reading import read_curves  # the record reader: analysis may read records
+    from normbench.records.reading import read_curves  # the record reader: analysis may read records
 
     curves = read_curves([run_dir])
     return curves.loc[curves["kind"] == "eval", ["run_dir", "step", "val_metric"]].reset_index(drop=True)

@@ -34,7 +34,7 @@ from normbench.bench.section import OtherLoad, bench_environment, finite_json, m
 from normbench.bench.timing import Timing, clock_for, measure
 from normbench.records.record import interpolation_in, now_iso, write_inside
 from normbench.analysis import aggregate
-from normbench.report.reading import find_records
+from normbench.records.reading import find_records
 from normbench.analysis.speed import LEVEL, log_ratio_interval
 from normbench.training.run import prepare
 from normbench.training.train import Trainer

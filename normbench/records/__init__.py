@@ -1,5 +1,6 @@
 """The run record and its metrics: `record` reads and writes a run's files (summary.json, the
-per-step rows), `metrics` is the registry of record metrics, `convergence` the step-to-target
+per-step rows), `reading` finds the records in folders and reads their curves (the report's and the
+analysis's only input), `metrics` is the registry of record metrics, `convergence` the step-to-target
 measure they use, and `sweep_time` the timestamps each job of a sweep writes beside its record and the
 sweep's efficiency from them. This package may import the configuration modules below it (`normbench.configuration.schema`,
 `normbench.configuration.contract`, `normbench.checks`) and nothing above: training, studies, the analysis and

@@ -1,10 +1,10 @@
 """The report: reads run records (docs/run-record.md) and writes report.md, report.html, CSVs, figures.
 
 It reads the records' JSON, never the runner's objects: from the rest of normbench it imports
-the statistics (normbench.analysis), the metric registry (normbench.records.metrics) and the task and
-record descriptions (normbench.configuration.schema and contract, normbench.records.record), none of which imports torch, so it runs
-anywhere the records can be copied to, without torch. The names below load on first use, so the
-runner can import the record reader (normbench.report.reading) without matplotlib.
+the statistics (normbench.analysis), the records (normbench.records: the record, its reader and the
+metric registry) and the task and record descriptions (normbench.configuration.schema and contract),
+none of which imports torch, so it runs anywhere the records can be copied to, without torch. The
+names below load on first use: importing the package loads no matplotlib.
 """
 
 import importlib

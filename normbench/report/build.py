@@ -21,7 +21,7 @@ from normbench.report import answers, figures, provenance, sections, study_figur
 from normbench.analysis.claims import CLAIMS, evaluate_claims
 from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
-from normbench.report.reading import Records, find_records, quiet_numerics
+from normbench.records.reading import Records, find_records, quiet_numerics
 from normbench.report.render import write_report
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from normbench.analysis import aggregate
 from normbench.report import figures, sections, tables
-from normbench.report.reading import Records
+from normbench.records.reading import Records
 from normbench.configuration.schema import TASK_CONFIGS, TaskConfig
 
 CONDITION_KEYS = ("load_1m", "parallel_jobs", "cpu_pressure")  # environment fields on the machine's load

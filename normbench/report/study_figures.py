@@ -11,7 +11,7 @@ import pandas as pd
 
 from normbench.analysis import aggregate, performance_profiles, tuning
 from normbench.report import figures, tables
-from normbench.report.reading import Records, read_curves
+from normbench.records.reading import Records, read_curves
 
 CURVE_GROUPS = 12  # most groups drawn in the curve figures
 BAR_GROUPS = 12  # most groups of each task drawn in the throughput and memory bars

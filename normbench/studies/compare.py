@@ -42,7 +42,7 @@ from normbench.records.metrics import path, viewed
 from normbench.records.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
 from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
-from normbench.report.reading import find_records, quiet_numerics
+from normbench.records.reading import find_records, quiet_numerics
 from normbench.report.render import markdown_text
 
 METRICS = {key: path(key) for key in ("final_val", "best_val", "test")}

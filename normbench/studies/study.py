@@ -273,7 +273,7 @@ def undecided(runs, level: float) -> list[str]:
 def own_records(folder: Path, study: str) -> list:
     """The records under ``folder`` of study ``study``: what its looks count (another study's records
     in the same folder are not its question's)."""
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
 
     return [r for r in find_records([folder]).runs
             if isinstance(r.summary.get("study"), dict) and r.summary["study"].get("id") == study]

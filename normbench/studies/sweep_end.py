@@ -18,7 +18,7 @@ from normbench.training import machine
 from normbench.records import sweep_time
 from normbench.records.metrics import PRIMARY_SCORE, SCORES, SECONDARY_SCORE
 from normbench.records.metrics import TIMING_NOISY  # step_ms p90/p10 above this: the load changed while the run was timed
-from normbench.report.reading import find_records
+from normbench.records.reading import find_records
 
 log = logging.getLogger("normbench")
 

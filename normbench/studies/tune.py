@@ -119,7 +119,7 @@ def arm_file(config: dict, lr: float) -> str:
 def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, float]]:
     """One file per arm with a chosen lr; returns (file name, label, lr) of each. Reads the selection records only."""
     from normbench.analysis import aggregate
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
     from normbench.analysis.tuning import chosen_lrs, with_arms
 
     records = find_records([selection_dir])
@@ -176,7 +176,7 @@ def planned_selection_seeds(overrides: list[str], limit: int = 100_000) -> set[i
 
 
 def _selection_seeds(selection_dir: Path) -> set[int]:
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
 
     return {int(r.summary["seed"]) for r in find_records([selection_dir]).runs
             if isinstance(r.summary.get("seed"), int)}

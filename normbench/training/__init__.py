@@ -4,6 +4,6 @@ files a run writes beside its record (`checkpoint`, `saved_model`, `logfile`), t
 (`hooks`) and the loggers that implement them (`loggers`, `mlflow_logger`, `wandb_logger`, named by
 `tracking`), what the run ran on (`environment`, `machine`), and the commands that run a recorded run
 again (`rerun`, `evaluate`). This package may import the packages below it (`normbench.configuration`,
-`normbench.records`, `normbench.models`, `normbench.norms`, `normbench.tasks`, `normbench.analysis`,
-and the record reader `normbench.report.reading`) and nothing above: the studies and the benchmarks
-import it, never the reverse."""
+`normbench.records`, `normbench.models`, `normbench.norms`, `normbench.tasks`, `normbench.analysis`)
+and nothing above: the report, the benchmarks and the studies import it or stand beside it, never
+the reverse."""

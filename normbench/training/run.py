@@ -26,7 +26,7 @@ from normbench.training.loggers import build_logger
 from normbench.training.logfile import RunLogHandler
 from normbench.training.tracking import as_recorded, env_secrets, hidden, interpolated_secrets
 from normbench.records.record import RecordWriter, RunRecord, read_summary, write_run_text
-from normbench.report.reading import record_paths
+from normbench.records.reading import record_paths
 from normbench.tasks.tensors import load_task
 from normbench.training.train import AUTOCAST_DTYPES, Trainer
 

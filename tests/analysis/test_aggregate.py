@@ -162,7 +162,7 @@ def test_a_record_without_a_direction_takes_its_task_metrics(write_record, tmp_p
     import json
 
     from normbench.analysis.aggregate import runs_frame
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
 
     for task in ("adding", "copy"):
         summary_path = write_record(tmp_path, task, axes={"task": task}) / "summary.json"

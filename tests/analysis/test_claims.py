@@ -1021,7 +1021,7 @@ def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_r
                     line["val_metric"] = 0.1
             (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     from normbench.analysis import aggregate
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
 
     runs = aggregate.runs_frame(find_records([tmp_path]).runs)  # the report's frame (load_runs renames settings)
     verdict = judge(BY_ID["ln_lstm_converges_faster"], aggregate.label_groups(runs, aggregate.varying_axes(runs)))
@@ -1057,7 +1057,7 @@ def test_rms_speed_reads_a_paired_timing_when_one_lies_beside_the_runs(write_rec
     import numpy as np
 
     from normbench.analysis import aggregate
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
 
     study = {"schema": "normbench.study/1", "id": "s1", "name": "rms_vs_ln", "arms": ["norm"], "command": ""}
     for seed in SEEDS:
@@ -1114,7 +1114,7 @@ def curve_records(write_record, root, a_loss_scale: float, a_best: float, b_best
                     line["val_metric"] = value
             (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     from normbench.analysis import aggregate
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
 
     runs = aggregate.runs_frame(find_records([root]).runs)
     return aggregate.label_groups(runs, aggregate.varying_axes(runs))

@@ -14,7 +14,7 @@ from normbench.analysis.claims import (CONTRADICTED, NOT_TESTABLE, SUPPORTED, Cl
 from normbench.analysis.claims.vocabulary import better, equivalent, more_stable, not_worse
 from normbench.records.record import RunRecord
 from normbench.report.answers import answers
-from normbench.report.reading import find_records
+from normbench.records.reading import find_records
 
 SEEDS = (0, 1, 2)
 ARMS = {"ln": {"norm": "ln"}, "bn": {"norm": "bn"}}

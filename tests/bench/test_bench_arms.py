@@ -195,7 +195,7 @@ def test_a_reference_that_fits_several_arms_pairs_each_with_its_counterpart():
 def test_the_reports_environment_table_shows_the_machines_condition(study):
     from normbench.analysis import aggregate
     from normbench.report import tables
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
     runs = aggregate.runs_frame(find_records([study]).runs)
     rows = {row[0]: row for row in tables.environment_table(runs).rows}
     assert rows["cores"][1] == str(machine.cpu_count()) and rows["parallel jobs of the sweep"][1] == "1"

@@ -70,7 +70,7 @@ def test_an_arm_whose_runs_all_diverged_is_listed_as_such_not_as_one_seed(runs_o
 
 def _answers_of(folders):
     from normbench.analysis.aggregate import distinct_runs, runs_frame
-    from normbench.report.reading import find_records
+    from normbench.records.reading import find_records
 
     runs, _ = distinct_runs(runs_frame(find_records(folders).runs))
     runs = label_groups(runs, varying_axes(runs))

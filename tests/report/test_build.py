@@ -211,7 +211,7 @@ def test_cli_exit_status(tmp_path, write_record):
 # by (contract, schema, the norm kinds, the metric registry, the task configs), all torch-free.
 TORCH_FREE = ("normbench.records.record", "normbench.configuration.contract", "normbench.configuration.schema", "normbench.checks",
               "normbench.records.metrics", "normbench.norms", "normbench.norms.kinds", "normbench.norms.spec",
-              "normbench.configuration.placements")
+              "normbench.configuration.placements", "normbench.records.reading")
 TORCH_FREE_PACKAGES = ("normbench.report", "normbench.analysis", "normbench.tasks")
 TORCH_FREE += ("normbench.records", "normbench.configuration")  # packages by role: their __init__ is a docstring
 

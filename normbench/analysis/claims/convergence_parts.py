@@ -30,7 +30,7 @@ def curve_summaries(runs: pd.DataFrame) -> pd.DataFrame:
     evaluation of any run here; NaN when never reached or diverged). Empty when no curves can be read."""
     from pathlib import Path
 
-    from normbench.report.reading import read_curves
+    from normbench.records.reading import read_curves
 
     dirs = runs["run_dir"].dropna().astype(str) if "run_dir" in runs else pd.Series(dtype=str)
     if dirs.empty or not any((Path(d) / "metrics.jsonl").is_file() for d in dirs):
