@@ -35,7 +35,6 @@ using rows::store;
 using rows::Vec;
 using row_blocks::add_to;
 using row_blocks::check;
-using row_blocks::steps_of;
 
 gemm::Clocks clocks;  // where the layer's time went since phases() last read it
 
@@ -63,7 +62,7 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
       store(z_hat, z + at, n);
       pre[gate] = (load(xw + at, n) - mx) * rx * load(gx + at, n) + z_hat * load(gh + at, n) + load(bias + at, n);
     }
-    const Vec<T> i = rows::sigmoid(pre[0]), f = rows::sigmoid(pre[1]), g = pre[2].tanh(), o = rows::sigmoid(pre[3]);
+    const Vec<T> i = rows::sigmoid(pre[0]), f = rows::sigmoid(pre[1]), g = rows::tanh(pre[2]), o = rows::sigmoid(pre[3]);
     store(i, a + j, n);
     store(f, a + hidden + j, n);
     store(g, a + 2 * hidden + j, n);
@@ -74,7 +73,7 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
   });
   if (!cell_norm) {
     chunks<T>(hidden, [&](int64_t j, int64_t n) {
-      const Vec<T> kv = load(c + j, n).tanh();
+      const Vec<T> kv = rows::tanh(load(c + j, n));
       store(kv, k + j, n);
       store(load(a + 3 * hidden + j, n) * kv, h + j, n);
     });
@@ -92,7 +91,7 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
   chunks<T>(hidden, [&](int64_t j, int64_t n) {
     const Vec<T> ch = (load(c + j, n) - mc) * rc;
     store(ch, c_hat + j, n);
-    const Vec<T> kv = (ch * load(gc + j, n) + load(bc + j, n)).tanh();
+    const Vec<T> kv = rows::tanh(ch * load(gc + j, n) + load(bc + j, n));
     store(kv, k + j, n);
     store(load(a + 3 * hidden + j, n) * kv, h + j, n);
   });
@@ -172,14 +171,13 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
                   const T* bias, const T* gc, const T* bc, double eps, bool cell_norm, bool onednn, Saved& s) {
   const int64_t batch = xw.size(0), steps = xw.size(1), width = xw.size(2), hidden = width / 4, rows = b1 - b0;
   const int64_t wide = batch * width, narrow = batch * hidden;
-  std::vector<at::Tensor> h_steps = steps_of(s.hs, b0, rows), z_steps = steps_of(s.z_hat, b0, rows);
   const T* xw_p = xw.data_ptr<T>();
   T *h_p = s.hs.data_ptr<T>(), *c_p = s.cs.data_ptr<T>(), *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>();
   T *c_hat_p = s.c_hat.data_ptr<T>(), *k_p = s.k.data_ptr<T>(), *mx_p = s.mean_x.data_ptr<T>();
   T *rx_p = s.rstd_x.data_ptr<T>(), *rz_p = s.rstd_z.data_ptr<T>(), *rc_p = s.rstd_c.data_ptr<T>();
   gemm::Stopwatch watch(clocks);
   for (int64_t t = 0; t < steps; ++t) {
-    gemm::step_product<T>(z_steps[t], h_steps[t], u_t, onednn);
+    gemm::step_product<T>(z_p + t * wide + b0 * width, width, h_p + t * narrow + b0 * hidden, hidden, rows, u_t, onednn);
     watch.lap(gemm::kForwardProducts);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
@@ -199,8 +197,6 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
                    at::Tensor& dz, at::Tensor& dh, bool onednn, T* totals) {
   const int64_t batch = grad_out.size(0), steps = grad_out.size(1), hidden = grad_out.size(2), width = 4 * hidden;
   const int64_t wide = batch * width, narrow = batch * hidden, rows = b1 - b0;
-  std::vector<at::Tensor> dz_steps = steps_of(dz, b0, rows);
-  at::Tensor dh_rows = dh.narrow(0, b0, rows);
   const T *go = grad_out.data_ptr<T>(), *xw_p = xw.data_ptr<T>();
   const T *c_p = s.cs.data_ptr<T>(), *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>();
   const T *c_hat_p = s.c_hat.data_ptr<T>(), *k_p = s.k.data_ptr<T>(), *mx_p = s.mean_x.data_ptr<T>();
@@ -223,7 +219,7 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
     }
     add_to(totals, step_v.data(), n_totals);
     watch.lap(gemm::kBackwardCell);
-    gemm::step_product<T>(dh_rows, dz_steps[t], w_hh, onednn);
+    gemm::step_product<T>(dh_p + b0 * hidden, hidden, dz_p + t * wide + b0 * width, width, rows, w_hh, onednn);
     watch.lap(gemm::kBackwardProducts);
   }
 }
@@ -337,6 +333,17 @@ std::vector<at::Tensor> lnlstm_project_backward(const at::Tensor& grad_xw, const
   return {grad_x, grad_w};
 }
 
+// The cells' float tanh (rows.h) elementwise on a contiguous float32 tensor: exported so that its
+// accuracy is tested against torch.tanh over the whole range.
+at::Tensor cell_tanh(const at::Tensor& x) {
+  check(x, "x", at::kFloat, x.sizes());
+  at::Tensor y = at::empty_like(x);
+  const float* in = x.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  chunks<float>(x.numel(), [&](int64_t j, int64_t n) { store(rows::tanh(load(in + j, n)), out + j, n); });
+  return y;
+}
+
 // CPU seconds per phase since the last call (input products, forward products, forward cell,
 // backward products, backward cell; summed over calls and threads); the clocks then run if ``on``.
 std::vector<double> lnlstm_phases(bool on) { return clocks.read(on); }
@@ -354,5 +361,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("project_backward", &lnlstm_project_backward, "gradients of x W_ih^T", py::arg("grad_xw"), py::arg("x"),
         py::arg("w_ih"), py::arg("need_x"), py::arg("need_w"), py::arg("onednn") = false);
   m.def("onednn_runs", &gemm::onednn_runs, "whether oneDNN's float32 matmul runs on this CPU");
+  m.def("tanh", &cell_tanh, "the cells' float tanh, elementwise (float32)", py::arg("x"));
   m.def("phases", &lnlstm_phases, "CPU seconds per phase since the last call, then zero", py::arg("on") = false);
 }
