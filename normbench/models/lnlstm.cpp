@@ -360,6 +360,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("onednn") = false);
   m.def("project_backward", &lnlstm_project_backward, "gradients of x W_ih^T", py::arg("grad_xw"), py::arg("x"),
         py::arg("w_ih"), py::arg("need_x"), py::arg("need_w"), py::arg("onednn") = false);
+  m.attr("TILED_UP_TO") = gemm::kTiledUpTo;  // a step's products up to this many multiply-adds run tiled
   m.def("onednn_runs", &gemm::onednn_runs, "whether oneDNN's float32 matmul runs on this CPU");
   m.def("tanh", &cell_tanh, "the cells' float tanh, elementwise (float32)", py::arg("x"));
   m.def("phases", &lnlstm_phases, "CPU seconds per phase since the last call, then zero", py::arg("on") = false);
