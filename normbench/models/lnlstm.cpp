@@ -16,7 +16,8 @@
 //   i, f, o = sigmoid(a_t)   g = tanh(a_t)   c_t = f c_{t-1} + i g
 //   c_hat = LN(c_t)   k_t = tanh(c_hat gc + bc)   h_t = o k_t
 //
-// Saved tensors are time-major, so every step reads and writes contiguous slices.
+// xw (the input projection) and the saved tensors are time-major, so every step reads and writes
+// contiguous slices.
 
 #include <torch/extension.h>
 
@@ -169,7 +170,7 @@ struct Saved {  // what the backward needs, all (time, batch, ...); x_hat is rec
 template <typename T>
 void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor& u_t, const T* gx, const T* gh,
                   const T* bias, const T* gc, const T* bc, double eps, bool cell_norm, bool onednn, Saved& s) {
-  const int64_t batch = xw.size(0), steps = xw.size(1), width = xw.size(2), hidden = width / 4, rows = b1 - b0;
+  const int64_t steps = xw.size(0), batch = xw.size(1), width = xw.size(2), hidden = width / 4, rows = b1 - b0;
   const int64_t wide = batch * width, narrow = batch * hidden;
   const T* xw_p = xw.data_ptr<T>();
   T *h_p = s.hs.data_ptr<T>(), *c_p = s.cs.data_ptr<T>(), *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>();
@@ -181,7 +182,7 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
     watch.lap(gemm::kForwardProducts);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
-      row_forward(xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, bias, c_p + row, gc, bc, hidden, eps,
+      row_forward(xw_p + wrow, z_p + wrow, gx, gh, bias, c_p + row, gc, bc, hidden, eps,
                   cell_norm, a_p + wrow, c_p + narrow + row, c_hat_p + row, k_p + row, h_p + narrow + row,
                   mx_p + r, rx_p + r, rz_p + r, rc_p + r);
     }
@@ -213,9 +214,9 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
       row_backward(go + (b * steps + t) * hidden, dh_p + b * hidden, a_p + wrow, k_p + row, c_hat_p + row,
-                   c_p + row, xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, gc, mx_p[r], rx_p[r], rz_p[r],
+                   c_p + row, xw_p + wrow, z_p + wrow, gx, gh, gc, mx_p[r], rx_p[r], rz_p[r],
                    rc_p[r], hidden, cell_norm, dc_next_v.data() + (b - b0) * hidden, dm_v.data(), da_v.data(),
-                   gxw_p + (b * steps + t) * width, dz_p + wrow, step_gx, step_gh, step_bias, step_gc, step_bc);
+                   gxw_p + wrow, dz_p + wrow, step_gx, step_gh, step_bias, step_gc, step_bc);
     }
     add_to(totals, step_v.data(), n_totals);
     watch.lap(gemm::kBackwardCell);
@@ -253,23 +254,23 @@ void check_parameters(const at::Tensor& w_hh, const at::Tensor& gamma_x, const a
 
 }  // namespace
 
-// xw = x W_ih^T (batch, time, 4h), no bias. -> [h (time+1, batch, hidden) with h_0 = 0, saved...]
+// xw = x W_ih^T (time, batch, 4h), no bias. -> [h (time+1, batch, hidden) with h_0 = 0, saved...]
 std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w_hh, const at::Tensor& gamma_x,
                                        const at::Tensor& gamma_h, const at::Tensor& bias, const at::Tensor& gamma_c,
                                        const at::Tensor& beta_c, double eps, bool cell_norm, bool onednn) {
-  TORCH_CHECK(xw.dim() == 3 && xw.size(2) % 4 == 0, "xw: (batch, time, 4 hidden)");
+  TORCH_CHECK(xw.dim() == 3 && xw.size(2) % 4 == 0, "xw: (time, batch, 4 hidden)");
   const auto dtype = xw.scalar_type();
   const int64_t hidden = xw.size(2) / 4;
   check(xw, "xw", dtype, xw.sizes());
   check_parameters(w_hh, gamma_x, gamma_h, gamma_c, dtype, hidden);
   check(bias, "bias", dtype, {4 * hidden});
   check(beta_c, "beta_c", dtype, {hidden});
-  Saved s = allocate(xw.size(1), xw.size(0), hidden, cell_norm, xw.options());
+  Saved s = allocate(xw.size(0), xw.size(1), hidden, cell_norm, xw.options());
   gemm::Stopwatch watch(clocks);
   const at::Tensor u_t = w_hh.detach().t().contiguous();  // packed once: every step reads it in order
   watch.lap(gemm::kForwardProducts);
   AT_DISPATCH_FLOATING_TYPES(dtype, "lnlstm_forward", [&] {
-    row_blocks::for_each(xw.size(0), [&](int64_t b0, int64_t b1) {
+    row_blocks::for_each(xw.size(1), [&](int64_t b0, int64_t b1) {
       forward_rows<scalar_t>(b0, b1, xw, u_t, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
                              bias.data_ptr<scalar_t>(), gamma_c.data_ptr<scalar_t>(), beta_c.data_ptr<scalar_t>(),
                              eps, cell_norm, onednn, s);
@@ -288,10 +289,10 @@ std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Te
   const at::Tensor go = grad_out.contiguous();
   const int64_t steps = s.z_hat.size(0), batch = s.z_hat.size(1), width = s.z_hat.size(2), hidden = width / 4;
   TORCH_CHECK(go.size(0) == batch && go.size(1) == steps && go.size(2) == hidden, "grad_out: (batch, time, hidden)");
-  check(xw, "xw", go.scalar_type(), {batch, steps, width});
+  check(xw, "xw", go.scalar_type(), {steps, batch, width});
   check_parameters(w_hh, gamma_x, gamma_h, gamma_c, go.scalar_type(), hidden);
   const auto opt = go.options();
-  at::Tensor grad_xw = at::empty({batch, steps, width}, opt), dz = at::empty({steps, batch, width}, opt);
+  at::Tensor grad_xw = at::empty({steps, batch, width}, opt), dz = at::empty({steps, batch, width}, opt);
   at::Tensor dh = at::zeros({batch, hidden}, opt);
   // Gain and bias gradients: one vector per block of rows, summed in row order (row_blocks::summed).
   const at::Tensor w = w_hh.detach();
@@ -312,23 +313,27 @@ std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Te
   return {grad_xw, grad_w_hh, grads[0], grads[1], grads[2], grads[3], grads[4]};
 }
 
-// xw = x W_ih^T for every time step at once: (batch, time, input) -> (batch, time, 4 hidden)
+// xw = x W_ih^T for every time step at once, time-major: (batch, time, input) -> (time, batch, 4 hidden).
+// Time-major because each step reads its batch rows of xw (and the backward writes them): one
+// contiguous block a step, where batch-major rows lay a whole sequence apart.
 at::Tensor lnlstm_project(const at::Tensor& x, const at::Tensor& w_ih, bool onednn) {
   TORCH_CHECK(x.dim() == 3 && w_ih.dim() == 2 && x.size(2) == w_ih.size(1), "x: (batch, time, input), w_ih: (4 hidden, input)");
   gemm::Stopwatch watch(clocks);
-  const at::Tensor xw = gemm::product(x.reshape({-1, x.size(2)}), w_ih.detach().t(), onednn);
+  const at::Tensor x_steps = x.transpose(0, 1).contiguous();
+  const at::Tensor xw = gemm::product(x_steps.view({-1, x.size(2)}), w_ih.detach().t(), onednn);
   watch.lap(gemm::kInputProducts);
-  return xw.view({x.size(0), x.size(1), w_ih.size(0)});
+  return xw.view({x.size(1), x.size(0), w_ih.size(0)});
 }
 
-// -> [grad x (undefined unless need_x), grad w_ih (undefined unless need_w)]
+// -> [grad x (batch, time, input; undefined unless need_x), grad w_ih (undefined unless need_w)];
+// grad_xw is time-major, as lnlstm_project's xw
 std::vector<at::Tensor> lnlstm_project_backward(const at::Tensor& grad_xw, const at::Tensor& x, const at::Tensor& w_ih,
                                                 bool need_x, bool need_w, bool onednn) {
   gemm::Stopwatch watch(clocks);
   const at::Tensor g = grad_xw.reshape({-1, grad_xw.size(2)});
   at::Tensor grad_x, grad_w;
-  if (need_x) grad_x = gemm::product(g, w_ih.detach(), onednn).view(x.sizes());
-  if (need_w) grad_w = gemm::product(g.t(), x.detach().reshape({-1, x.size(2)}), onednn);
+  if (need_x) grad_x = gemm::product(g, w_ih.detach(), onednn).view({x.size(1), x.size(0), x.size(2)}).transpose(0, 1).contiguous();
+  if (need_w) grad_w = gemm::product(g.t(), x.detach().transpose(0, 1).contiguous().view({-1, x.size(2)}), onednn);
   watch.lap(gemm::kInputProducts);
   return {grad_x, grad_w};
 }
