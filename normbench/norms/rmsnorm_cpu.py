@@ -1,4 +1,4 @@
-"""normbench's compiled RMSNorm for CPUs (``rmsnorm.cpp``), behind an autograd Function: the
+"""normbench's compiled RMSNorm for CPUs (``rmsnorm.cpp``, with its autograd Function in C++): the
 ``compiled`` impl of the ``rms`` norm.
 
 Built on first use for this CPU's capability (``cpu_build``). Where it does not build, ``KERNEL.load()``
