@@ -420,13 +420,15 @@ def in_cell_split(step: TrainStep, rounds: int) -> dict | None:
     products = sum(split[k] for k in ("input_products", "forward_products", "backward_products"))
     split["products_share"] = products / split["step"]
     split["onednn"] = lnlstm_cpu.onednn_products(torch.float32)
+    split["tiled_up_to"] = lnlstm_cpu.KERNEL.module.TILED_UP_TO
     return split
 
 
 def render_split(split: dict) -> str:
     library = "oneDNN" if split["onednn"] else "at::mm"
     return (f"Where an in-cell step's {split['step']:.2f} ms go (lnlstm.cpp's clocks, CPU time, medians, ms; "
-            f"a step's products up to 4M multiply-adds by the tiled gemm::step_product, larger ones by {library}): " + "; ".join(f"{SPLIT[k]} {split[k]:.2f}" for k in SPLIT)
+            f"a step's products up to {split['tiled_up_to'] / 2**20:g}M multiply-adds by the tiled gemm::step_product, "
+            f"larger ones by {library}): " + "; ".join(f"{SPLIT[k]} {split[k]:.2f}" for k in SPLIT)
             + f". Products: {100 * split['products_share']:.0f}% of the step.")
 
 

@@ -33,7 +33,6 @@ using rows::store;
 using rows::Vec;
 using row_blocks::add_to;
 using row_blocks::check;
-using row_blocks::steps_of;
 
 // One batch row, one step, forward. z holds h_{t-1} U^T and is overwritten with z_hat. Writes the
 // gate activations a = (r, u, n), h_t, and the row's statistics.
@@ -58,7 +57,7 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
       uh[gate] = z_hat * load(gh + at, n) + load(bias_h + at, n);
     }
     const Vec<T> r = rows::sigmoid(wx[0] + uh[0]), u = rows::sigmoid(wx[1] + uh[1]);
-    const Vec<T> cand = (wx[2] + r * uh[2]).tanh();
+    const Vec<T> cand = rows::tanh(wx[2] + r * uh[2]);
     store(r, a + j, n);
     store(u, a + hidden + j, n);
     store(cand, a + 2 * hidden + j, n);
@@ -128,12 +127,11 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
                   const T* bias_x, const T* bias_h, double eps, Saved& s) {
   const int64_t batch = xw.size(0), steps = xw.size(1), width = xw.size(2), hidden = width / 3, rows = b1 - b0;
   const int64_t wide = batch * width, narrow = batch * hidden;
-  std::vector<at::Tensor> h_steps = steps_of(s.hs, b0, rows), z_steps = steps_of(s.z_hat, b0, rows);
   const T* xw_p = xw.data_ptr<T>();
   T *h_p = s.hs.data_ptr<T>(), *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>();
   T *mx_p = s.mean_x.data_ptr<T>(), *rx_p = s.rstd_x.data_ptr<T>(), *rz_p = s.rstd_z.data_ptr<T>();
   for (int64_t t = 0; t < steps; ++t) {
-    gemm::step_product<T>(z_steps[t], h_steps[t], u_t, false);
+    gemm::step_product<T>(z_p + t * wide + b0 * width, width, h_p + t * narrow + b0 * hidden, hidden, rows, u_t, false);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
       row_forward(xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, bias_x, bias_h, h_p + row, hidden, eps,
@@ -150,8 +148,6 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
                    at::Tensor& dh, T* totals) {
   const int64_t batch = grad_out.size(0), steps = grad_out.size(1), hidden = grad_out.size(2), width = 3 * hidden;
   const int64_t wide = batch * width, narrow = batch * hidden, rows = b1 - b0;
-  std::vector<at::Tensor> dz_steps = steps_of(dz, b0, rows);
-  at::Tensor dh_rows = dh.narrow(0, b0, rows);
   const T *go = grad_out.data_ptr<T>(), *xw_p = xw.data_ptr<T>(), *h_p = s.hs.data_ptr<T>();
   const T *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>(), *mx_p = s.mean_x.data_ptr<T>();
   const T *rx_p = s.rstd_x.data_ptr<T>(), *rz_p = s.rstd_z.data_ptr<T>();
@@ -167,7 +163,8 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
                    da_x.data(), da_h.data(), gxw_p + (b * steps + t) * width, dz_p + wrow, step_gx, step_gh,
                    step_bx, step_bh);
     }
-    if (t > 0) gemm::step_product<T>(dh_rows, dz_steps[t], w_hh, false, true);  // dL/dh_{t-1} = u dh + dz U; h_0 = 0 needs none
+    if (t > 0)  // dL/dh_{t-1} = u dh + dz U; h_0 = 0 needs none
+      gemm::step_product<T>(dh_p + b0 * hidden, hidden, dz_p + t * wide + b0 * width, width, rows, w_hh, false, true);
     add_to(totals, step_v.data(), 4 * width);
   }
 }

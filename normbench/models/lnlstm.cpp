@@ -16,7 +16,8 @@
 //   i, f, o = sigmoid(a_t)   g = tanh(a_t)   c_t = f c_{t-1} + i g
 //   c_hat = LN(c_t)   k_t = tanh(c_hat gc + bc)   h_t = o k_t
 //
-// Saved tensors are time-major, so every step reads and writes contiguous slices.
+// xw (the input projection) and the saved tensors are time-major, so every step reads and writes
+// contiguous slices.
 
 #include <torch/extension.h>
 
@@ -35,7 +36,6 @@ using rows::store;
 using rows::Vec;
 using row_blocks::add_to;
 using row_blocks::check;
-using row_blocks::steps_of;
 
 gemm::Clocks clocks;  // where the layer's time went since phases() last read it
 
@@ -63,7 +63,7 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
       store(z_hat, z + at, n);
       pre[gate] = (load(xw + at, n) - mx) * rx * load(gx + at, n) + z_hat * load(gh + at, n) + load(bias + at, n);
     }
-    const Vec<T> i = rows::sigmoid(pre[0]), f = rows::sigmoid(pre[1]), g = pre[2].tanh(), o = rows::sigmoid(pre[3]);
+    const Vec<T> i = rows::sigmoid(pre[0]), f = rows::sigmoid(pre[1]), g = rows::tanh(pre[2]), o = rows::sigmoid(pre[3]);
     store(i, a + j, n);
     store(f, a + hidden + j, n);
     store(g, a + 2 * hidden + j, n);
@@ -74,7 +74,7 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
   });
   if (!cell_norm) {
     chunks<T>(hidden, [&](int64_t j, int64_t n) {
-      const Vec<T> kv = load(c + j, n).tanh();
+      const Vec<T> kv = rows::tanh(load(c + j, n));
       store(kv, k + j, n);
       store(load(a + 3 * hidden + j, n) * kv, h + j, n);
     });
@@ -92,7 +92,7 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
   chunks<T>(hidden, [&](int64_t j, int64_t n) {
     const Vec<T> ch = (load(c + j, n) - mc) * rc;
     store(ch, c_hat + j, n);
-    const Vec<T> kv = (ch * load(gc + j, n) + load(bc + j, n)).tanh();
+    const Vec<T> kv = rows::tanh(ch * load(gc + j, n) + load(bc + j, n));
     store(kv, k + j, n);
     store(load(a + 3 * hidden + j, n) * kv, h + j, n);
   });
@@ -170,20 +170,19 @@ struct Saved {  // what the backward needs, all (time, batch, ...); x_hat is rec
 template <typename T>
 void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor& u_t, const T* gx, const T* gh,
                   const T* bias, const T* gc, const T* bc, double eps, bool cell_norm, bool onednn, Saved& s) {
-  const int64_t batch = xw.size(0), steps = xw.size(1), width = xw.size(2), hidden = width / 4, rows = b1 - b0;
+  const int64_t steps = xw.size(0), batch = xw.size(1), width = xw.size(2), hidden = width / 4, rows = b1 - b0;
   const int64_t wide = batch * width, narrow = batch * hidden;
-  std::vector<at::Tensor> h_steps = steps_of(s.hs, b0, rows), z_steps = steps_of(s.z_hat, b0, rows);
   const T* xw_p = xw.data_ptr<T>();
   T *h_p = s.hs.data_ptr<T>(), *c_p = s.cs.data_ptr<T>(), *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>();
   T *c_hat_p = s.c_hat.data_ptr<T>(), *k_p = s.k.data_ptr<T>(), *mx_p = s.mean_x.data_ptr<T>();
   T *rx_p = s.rstd_x.data_ptr<T>(), *rz_p = s.rstd_z.data_ptr<T>(), *rc_p = s.rstd_c.data_ptr<T>();
   gemm::Stopwatch watch(clocks);
   for (int64_t t = 0; t < steps; ++t) {
-    gemm::step_product<T>(z_steps[t], h_steps[t], u_t, onednn);
+    gemm::step_product<T>(z_p + t * wide + b0 * width, width, h_p + t * narrow + b0 * hidden, hidden, rows, u_t, onednn);
     watch.lap(gemm::kForwardProducts);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
-      row_forward(xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, bias, c_p + row, gc, bc, hidden, eps,
+      row_forward(xw_p + wrow, z_p + wrow, gx, gh, bias, c_p + row, gc, bc, hidden, eps,
                   cell_norm, a_p + wrow, c_p + narrow + row, c_hat_p + row, k_p + row, h_p + narrow + row,
                   mx_p + r, rx_p + r, rz_p + r, rc_p + r);
     }
@@ -199,8 +198,6 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
                    at::Tensor& dz, at::Tensor& dh, bool onednn, T* totals) {
   const int64_t batch = grad_out.size(0), steps = grad_out.size(1), hidden = grad_out.size(2), width = 4 * hidden;
   const int64_t wide = batch * width, narrow = batch * hidden, rows = b1 - b0;
-  std::vector<at::Tensor> dz_steps = steps_of(dz, b0, rows);
-  at::Tensor dh_rows = dh.narrow(0, b0, rows);
   const T *go = grad_out.data_ptr<T>(), *xw_p = xw.data_ptr<T>();
   const T *c_p = s.cs.data_ptr<T>(), *z_p = s.z_hat.data_ptr<T>(), *a_p = s.act.data_ptr<T>();
   const T *c_hat_p = s.c_hat.data_ptr<T>(), *k_p = s.k.data_ptr<T>(), *mx_p = s.mean_x.data_ptr<T>();
@@ -217,13 +214,13 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
       row_backward(go + (b * steps + t) * hidden, dh_p + b * hidden, a_p + wrow, k_p + row, c_hat_p + row,
-                   c_p + row, xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, gc, mx_p[r], rx_p[r], rz_p[r],
+                   c_p + row, xw_p + wrow, z_p + wrow, gx, gh, gc, mx_p[r], rx_p[r], rz_p[r],
                    rc_p[r], hidden, cell_norm, dc_next_v.data() + (b - b0) * hidden, dm_v.data(), da_v.data(),
-                   gxw_p + (b * steps + t) * width, dz_p + wrow, step_gx, step_gh, step_bias, step_gc, step_bc);
+                   gxw_p + wrow, dz_p + wrow, step_gx, step_gh, step_bias, step_gc, step_bc);
     }
     add_to(totals, step_v.data(), n_totals);
     watch.lap(gemm::kBackwardCell);
-    gemm::step_product<T>(dh_rows, dz_steps[t], w_hh, onednn);
+    gemm::step_product<T>(dh_p + b0 * hidden, hidden, dz_p + t * wide + b0 * width, width, rows, w_hh, onednn);
     watch.lap(gemm::kBackwardProducts);
   }
 }
@@ -257,23 +254,23 @@ void check_parameters(const at::Tensor& w_hh, const at::Tensor& gamma_x, const a
 
 }  // namespace
 
-// xw = x W_ih^T (batch, time, 4h), no bias. -> [h (time+1, batch, hidden) with h_0 = 0, saved...]
+// xw = x W_ih^T (time, batch, 4h), no bias. -> [h (time+1, batch, hidden) with h_0 = 0, saved...]
 std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w_hh, const at::Tensor& gamma_x,
                                        const at::Tensor& gamma_h, const at::Tensor& bias, const at::Tensor& gamma_c,
                                        const at::Tensor& beta_c, double eps, bool cell_norm, bool onednn) {
-  TORCH_CHECK(xw.dim() == 3 && xw.size(2) % 4 == 0, "xw: (batch, time, 4 hidden)");
+  TORCH_CHECK(xw.dim() == 3 && xw.size(2) % 4 == 0, "xw: (time, batch, 4 hidden)");
   const auto dtype = xw.scalar_type();
   const int64_t hidden = xw.size(2) / 4;
   check(xw, "xw", dtype, xw.sizes());
   check_parameters(w_hh, gamma_x, gamma_h, gamma_c, dtype, hidden);
   check(bias, "bias", dtype, {4 * hidden});
   check(beta_c, "beta_c", dtype, {hidden});
-  Saved s = allocate(xw.size(1), xw.size(0), hidden, cell_norm, xw.options());
+  Saved s = allocate(xw.size(0), xw.size(1), hidden, cell_norm, xw.options());
   gemm::Stopwatch watch(clocks);
   const at::Tensor u_t = w_hh.detach().t().contiguous();  // packed once: every step reads it in order
   watch.lap(gemm::kForwardProducts);
   AT_DISPATCH_FLOATING_TYPES(dtype, "lnlstm_forward", [&] {
-    row_blocks::for_each(xw.size(0), [&](int64_t b0, int64_t b1) {
+    row_blocks::for_each(xw.size(1), [&](int64_t b0, int64_t b1) {
       forward_rows<scalar_t>(b0, b1, xw, u_t, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
                              bias.data_ptr<scalar_t>(), gamma_c.data_ptr<scalar_t>(), beta_c.data_ptr<scalar_t>(),
                              eps, cell_norm, onednn, s);
@@ -292,10 +289,10 @@ std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Te
   const at::Tensor go = grad_out.contiguous();
   const int64_t steps = s.z_hat.size(0), batch = s.z_hat.size(1), width = s.z_hat.size(2), hidden = width / 4;
   TORCH_CHECK(go.size(0) == batch && go.size(1) == steps && go.size(2) == hidden, "grad_out: (batch, time, hidden)");
-  check(xw, "xw", go.scalar_type(), {batch, steps, width});
+  check(xw, "xw", go.scalar_type(), {steps, batch, width});
   check_parameters(w_hh, gamma_x, gamma_h, gamma_c, go.scalar_type(), hidden);
   const auto opt = go.options();
-  at::Tensor grad_xw = at::empty({batch, steps, width}, opt), dz = at::empty({steps, batch, width}, opt);
+  at::Tensor grad_xw = at::empty({steps, batch, width}, opt), dz = at::empty({steps, batch, width}, opt);
   at::Tensor dh = at::zeros({batch, hidden}, opt);
   // Gain and bias gradients: one vector per block of rows, summed in row order (row_blocks::summed).
   const at::Tensor w = w_hh.detach();
@@ -316,25 +313,40 @@ std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Te
   return {grad_xw, grad_w_hh, grads[0], grads[1], grads[2], grads[3], grads[4]};
 }
 
-// xw = x W_ih^T for every time step at once: (batch, time, input) -> (batch, time, 4 hidden)
+// xw = x W_ih^T for every time step at once, time-major: (batch, time, input) -> (time, batch, 4 hidden).
+// Time-major because each step reads its batch rows of xw (and the backward writes them): one
+// contiguous block a step, where batch-major rows lay a whole sequence apart.
 at::Tensor lnlstm_project(const at::Tensor& x, const at::Tensor& w_ih, bool onednn) {
   TORCH_CHECK(x.dim() == 3 && w_ih.dim() == 2 && x.size(2) == w_ih.size(1), "x: (batch, time, input), w_ih: (4 hidden, input)");
   gemm::Stopwatch watch(clocks);
-  const at::Tensor xw = gemm::product(x.reshape({-1, x.size(2)}), w_ih.detach().t(), onednn);
+  const at::Tensor x_steps = x.transpose(0, 1).contiguous();
+  const at::Tensor xw = gemm::product(x_steps.view({-1, x.size(2)}), w_ih.detach().t(), onednn);
   watch.lap(gemm::kInputProducts);
-  return xw.view({x.size(0), x.size(1), w_ih.size(0)});
+  return xw.view({x.size(1), x.size(0), w_ih.size(0)});
 }
 
-// -> [grad x (undefined unless need_x), grad w_ih (undefined unless need_w)]
+// -> [grad x (batch, time, input; undefined unless need_x), grad w_ih (undefined unless need_w)];
+// grad_xw is time-major, as lnlstm_project's xw
 std::vector<at::Tensor> lnlstm_project_backward(const at::Tensor& grad_xw, const at::Tensor& x, const at::Tensor& w_ih,
                                                 bool need_x, bool need_w, bool onednn) {
   gemm::Stopwatch watch(clocks);
   const at::Tensor g = grad_xw.reshape({-1, grad_xw.size(2)});
   at::Tensor grad_x, grad_w;
-  if (need_x) grad_x = gemm::product(g, w_ih.detach(), onednn).view(x.sizes());
-  if (need_w) grad_w = gemm::product(g.t(), x.detach().reshape({-1, x.size(2)}), onednn);
+  if (need_x) grad_x = gemm::product(g, w_ih.detach(), onednn).view({x.size(1), x.size(0), x.size(2)}).transpose(0, 1).contiguous();
+  if (need_w) grad_w = gemm::product(g.t(), x.detach().transpose(0, 1).contiguous().view({-1, x.size(2)}), onednn);
   watch.lap(gemm::kInputProducts);
   return {grad_x, grad_w};
+}
+
+// The cells' float tanh (rows.h) elementwise on a contiguous float32 tensor: exported so that its
+// accuracy is tested against torch.tanh over the whole range.
+at::Tensor cell_tanh(const at::Tensor& x) {
+  check(x, "x", at::kFloat, x.sizes());
+  at::Tensor y = at::empty_like(x);
+  const float* in = x.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  chunks<float>(x.numel(), [&](int64_t j, int64_t n) { store(rows::tanh(load(in + j, n)), out + j, n); });
+  return y;
 }
 
 // CPU seconds per phase since the last call (input products, forward products, forward cell,
@@ -353,6 +365,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("onednn") = false);
   m.def("project_backward", &lnlstm_project_backward, "gradients of x W_ih^T", py::arg("grad_xw"), py::arg("x"),
         py::arg("w_ih"), py::arg("need_x"), py::arg("need_w"), py::arg("onednn") = false);
+  m.attr("TILED_UP_TO") = gemm::kTiledUpTo;  // a step's products up to this many multiply-adds run tiled
   m.def("onednn_runs", &gemm::onednn_runs, "whether oneDNN's float32 matmul runs on this CPU");
+  m.def("tanh", &cell_tanh, "the cells' float tanh, elementwise (float32)", py::arg("x"));
   m.def("phases", &lnlstm_phases, "CPU seconds per phase since the last call, then zero", py::arg("on") = false);
 }

@@ -47,11 +47,6 @@ at::Tensor summed(int64_t batch, int64_t n, const at::TensorOptions& options, co
   return total;
 }
 
-// (time, batch, n) -> per step the block's rows (rows, n), contiguous
-inline std::vector<at::Tensor> steps_of(const at::Tensor& t, int64_t b0, int64_t rows) {
-  return t.narrow(1, b0, rows).unbind(0);
-}
-
 // total[0:n] += part[0:n]
 template <typename T>
 inline void add_to(T* __restrict__ total, const T* __restrict__ part, int64_t n) {

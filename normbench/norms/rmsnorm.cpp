@@ -139,7 +139,37 @@ std::vector<at::Tensor> rmsnorm_backward(const at::Tensor& grad_y, const at::Ten
   return {dx, dw};
 }
 
+// y = rmsnorm(x, weight) over the last dimension with its backward attached, as a C++ autograd
+// Function: a Python one cost about 50 us more a call than native LayerNorm's forward+backward, as
+// much as the arithmetic of a (64, 256) input.
+class RMSNormAutograd : public torch::autograd::Function<RMSNormAutograd> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const std::optional<at::Tensor>& weight, double eps) {
+    const at::Tensor flat = x.reshape({-1, x.size(-1)}).contiguous();
+    const at::Tensor w = weight.has_value() ? weight->contiguous() : at::Tensor();
+    std::vector<at::Tensor> out = rmsnorm_forward(flat, w.defined() ? c10::optional<at::Tensor>(w) : c10::nullopt, eps);
+    ctx->save_for_backward({flat, w, out[1]});
+    ctx->saved_data["shape"] = x.sizes().vec();
+    return out[0].view(x.sizes());
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &flat = saved[0], &w = saved[1];
+    std::vector<at::Tensor> out = rmsnorm_backward(grads[0].reshape(flat.sizes()), flat,
+                                                   w.defined() ? c10::optional<at::Tensor>(w) : c10::nullopt, saved[2]);
+    return {out[0].view(ctx->saved_data["shape"].toIntVector()), out[1], at::Tensor()};
+  }
+};
+
+at::Tensor rmsnorm(const at::Tensor& x, const c10::optional<at::Tensor>& weight, double eps) {
+  return RMSNormAutograd::apply(x, std::optional<at::Tensor>(weight), eps);
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("rmsnorm", &rmsnorm, "RMSNorm over the last dimension, with its backward for autograd");
   m.def("forward", &rmsnorm_forward, "RMSNorm over the last dimension, forward");
   m.def("backward", &rmsnorm_backward, "RMSNorm over the last dimension, backward");
 }

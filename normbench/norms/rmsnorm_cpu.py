@@ -1,4 +1,4 @@
-"""normbench's compiled RMSNorm for CPUs (``rmsnorm.cpp``), behind an autograd Function: the
+"""normbench's compiled RMSNorm for CPUs (``rmsnorm.cpp``, with its autograd Function in C++): the
 ``compiled`` impl of the ``rms`` norm.
 
 Built on first use for this CPU's capability (``cpu_build``). Where it does not build, ``KERNEL.load()``
@@ -28,20 +28,7 @@ def usable(x: torch.Tensor, weight: torch.Tensor | None = None) -> bool:
     return (weight is None or weight.dtype == x.dtype) and runs_on(x.device.type, x.dtype)
 
 
-class RMSNormFunction(torch.autograd.Function):
-    """y = x / sqrt(mean(x^2, last dim) + eps) * weight; ``weight`` may be None."""
-
-    @staticmethod
-    def forward(ctx, x, weight, eps: float):
-        flat = x.reshape(-1, x.shape[-1]).contiguous()
-        w = None if weight is None else weight.contiguous()
-        y, rstd = KERNEL.module.forward(flat, w, eps)
-        ctx.save_for_backward(flat, w, rstd)
-        ctx.shape = x.shape
-        return y.view(x.shape)
-
-    @staticmethod
-    def backward(ctx, grad_y):
-        flat, w, rstd = ctx.saved_tensors
-        dx, dw = KERNEL.module.backward(grad_y.reshape(flat.shape), flat, w, rstd)
-        return dx.view(ctx.shape), (dw if w is not None else None), None
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """y = x / sqrt(mean(x^2, last dim) + eps) * weight (``weight`` may be None), with its backward:
+    the kernel's own autograd Function, in C++ (rmsnorm.cpp says why)."""
+    return KERNEL.module.rmsnorm(x, weight, eps)

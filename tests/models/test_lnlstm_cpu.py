@@ -3,6 +3,7 @@
 
 import os
 
+import numpy as np
 import pytest
 import torch
 
@@ -127,3 +128,17 @@ def test_the_kernel_clocks_count_each_phase_only_while_on():
     assert list(laps) == list(lnlstm_cpu.PHASES) and all(v > 0 for v in laps.values()), laps
     layer(x).sum().backward()
     assert set(lnlstm_cpu.phases().values()) == {0.0}
+
+
+@needs_kernel
+def test_the_cells_float_tanh_is_within_3_ulp_and_keeps_sign_zero_inf_and_nan():
+    """rows.h's float tanh (a series below |x| = 0.55, exp above) against tanh in float64, over the whole range."""
+    x = torch.cat([torch.linspace(-20, 20, 400_001), torch.logspace(-38, 1, 100_000), -torch.logspace(-38, 1, 1000),
+                   torch.tensor([0.55, -0.55, 0.5499999, 88.0, -88.0, 1e30])])
+    y = lnlstm_cpu.KERNEL.module.tanh(x.float().contiguous()).double()
+    exact = torch.tanh(x.double())
+    ulp = torch.from_numpy(np.spacing(exact.abs().float().numpy())).double()
+    assert ((y - exact).abs() / ulp).max().item() <= 3
+    special = lnlstm_cpu.KERNEL.module.tanh(torch.tensor([-0.0, float("inf"), -float("inf"), float("nan")]))
+    assert torch.signbit(special[0]) and special[1].item() == 1.0 and special[2].item() == -1.0
+    assert torch.isnan(special[3])
