@@ -57,11 +57,6 @@ def decisions() -> dict[str, str]:
             for (kind, device, dtype, width), impl in _DECIDED.items()}
 
 
-def forget() -> None:
-    """Drop the decisions made (a test that makes a kernel unavailable decides again)."""
-    _DECIDED.clear()
-
-
 class AutoImpl:
     """Mixin of a kind's ``auto_class`` (layers.py), before the kind's native class: its forward runs
     the impl ``decide`` names for the input, on the layer's own parameters (every impl's class
