@@ -29,6 +29,8 @@ from normbench.analysis import rules
 from normbench.analysis.ranking import rank_groups
 from normbench.records.record import RunRecord
 from normbench.analysis.speed import record_columns
+from normbench.analysis.axes import axis_columns, fixed_settings, format_value, varying_axes  # noqa: F401  (readers' names)
+from normbench.analysis.conditions import condition_labels
 
 # One primary score on every surface (analysis/rules.py): the last evaluation, a value not selected
 # on the data it reports, unless the runs' optimized_metric says best_val; best_val (the best of the
@@ -43,9 +45,6 @@ NO_STUDY = "runs without a study"  # records of single runs or of versions befor
 # When the task's record omits higher_is_better, the metric decides (run-record.md lists three).
 _HIGHER_IS_BETTER = {name: m.higher_is_better for name, m in registry.TASK_METRICS.items()}
 _ENVIRONMENT_KEYS = ("device", "device_name", "torch", "python", "normbench_version", "git_commit")
-_AXIS_PREFERENCE = ("norm", "placement", "model", "batch_size", "lr", "eps", "gamma_init",
-                    "warmup_steps", "layers", "hidden", "precision", "impl", "optim", "steps",
-                    "norm_fp32")
 
 
 def _is_scalar(value) -> bool:
@@ -197,45 +196,6 @@ def distinct_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return distinct.drop(columns=helper), copies.drop(columns=helper)
 
 
-def axis_columns(runs: pd.DataFrame) -> list[str]:
-    return [c for c in runs.columns if c.startswith("axes.") and c != "axes.seed"]
-
-
-def varying_axes(runs: pd.DataFrame) -> list[str]:
-    """Axis columns with more than one distinct value among the finished runs, in a reading order."""
-    finished = runs[runs["status"] != "incomplete"]
-    # a missing value is a setting that does not apply (eps without a norm): it varies nothing
-    varying = [c for c in axis_columns(finished) if finished[c].dropna().astype(str).nunique() > 1]
-
-    def order(column: str) -> tuple[int, str]:
-        name = column.removeprefix("axes.")
-        rank = (-1 if name in ("task", "model") else
-                _AXIS_PREFERENCE.index(name) if name in _AXIS_PREFERENCE else len(_AXIS_PREFERENCE))
-        return (rank, name)
-
-    return sorted(varying, key=order)
-
-
-def fixed_settings(runs: pd.DataFrame) -> dict[str, object]:
-    finished = runs[runs["status"] != "incomplete"]
-    fixed = {}
-    for column in axis_columns(finished):
-        values = finished[column].dropna().unique()
-        if finished[column].astype(str).nunique() == 1 and len(values):
-            fixed[column.removeprefix("axes.")] = values[0]
-    return fixed
-
-
-def format_value(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value)).lower()
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):g}"
-    return str(value)
-
-
 def naming_axes(runs: pd.DataFrame, axes: list[str]) -> list[str]:
     """The fewest of ``axes`` (taken in reading order) whose values tell every group apart.
 
@@ -312,7 +272,6 @@ def label_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         label = label.where(~clashing, label + suffix)
         arm = arm.where(~clashing, arm + suffix)
     runs["arm"], runs["group"] = arm, label
-    from normbench.analysis.conditions import condition_labels  # it reads this module's varying_axes
     runs["condition"] = condition_labels(runs)  # ranked within, never across (conditions.py)
     return runs
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from normbench.analysis.aggregate import format_value, varying_axes
+from normbench.analysis.axes import format_value, varying_axes
 
 # Settings that change the problem or its budget; any `task.` setting does too.
 CONDITION_KEYS = ("steps", "length", "min_length", "max_length", "n_train", "budget")

@@ -2,7 +2,7 @@
 
     kinds.py        one NormKind per kind (what it uses, its classes per impl, what is inert): torch-free
     spec.py         NormSpec, the ``norm`` config group (torch-free)
-    layers.py       the layer classes, one per (kind, impl)
+    layers.py       the layer classes, one per (kind, impl), and impl=auto's mixin (AutoImpl)
     factory.py      build_norm, the precision wrappers
     dispatch.py     impl=auto (the default): which kernel of native's arithmetic runs, decided once per process
     rmsnorm_cpu.py  the compiled RMSNorm (rmsnorm.cpp), ``norm.impl=compiled``
@@ -16,13 +16,13 @@ import importlib
 _EXPORTS = {
     **dict.fromkeys(("NormKind", "register", "unregister", "kind_of", "kind_names", "impl_names", "require_eps", "KINDS",
                      "IMPLS", "CORE_IMPLS", "DEFAULT_IMPL", "inert_settings"), "kinds"),
-    **dict.fromkeys(("AutoImpl", "decide", "decisions"), "dispatch"),
+    **dict.fromkeys(("decide", "decisions"), "dispatch"),
     "NormSpec": "spec",
     **dict.fromkeys(("Norm", "Identity", "ZeroCentredGain", "LayerNorm", "LayerNormReference", "RMSNorm",
                      "RMSNormReference", "RMSNormCompiled", "RMSNormAuto", "BatchNorm", "BatchNormReference", "StepBatchNorm",
                      "ScaleNorm", "ScaleNormReference", "DynamicTanh", "batch_norms", "reestimate_statistics",
-                     "norm_parameters"), "layers"),
-    **dict.fromkeys(("build_norm", "norm_class", "classes_of", "REGISTRY", "EXTRA_IMPLS", "LOW_PRECISION",
+                     "norm_parameters", "AutoImpl", "classes_of"), "layers"),
+    **dict.fromkeys(("build_norm", "norm_class", "REGISTRY", "EXTRA_IMPLS", "LOW_PRECISION",
                      "Fp32Norm", "InputDtypeNorm", "auto_sites", "auto_choices", "precision_sites"),
                     "factory"),
 }

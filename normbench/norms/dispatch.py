@@ -4,7 +4,7 @@ Each kind's descriptor (kinds.py, ``fastest``) names, per device type, the kind'
 native's arithmetic to run instead of native; the first whose class runs on the input's device and
 dtype (``runs_on``: for rmsnorm.cpp a CPU, fp32, fp64, bf16 or fp16, and a kernel that builds) is used, native
 everywhere else. ``decide`` makes each (kind, device type, dtype, width) decision once per process
-and keeps it; a layer built with auto (``AutoImpl``) keeps the decisions it ran, which the record
+and keeps it; a layer built with auto (``layers.AutoImpl``) keeps the decisions it ran, which the record
 names (``environment.norm_impls``).
 
 Why a table and not a measurement. The choices it makes are the ones the committed benchmark
@@ -32,7 +32,6 @@ auto runs native, whose ops inductor fuses; a C++ kernel is opaque to it.
 
 from __future__ import annotations
 
-import time
 from typing import Mapping
 
 import torch
@@ -55,47 +54,3 @@ def decisions() -> dict[str, str]:
     """This process's decisions so far, ``{"rms cpu float32 256": "compiled"}``."""
     return {f"{kind} {device} {str(dtype).removeprefix('torch.')} {width}": impl
             for (kind, device, dtype, width), impl in _DECIDED.items()}
-
-
-class AutoImpl:
-    """Mixin of a kind's ``auto_class`` (layers.py), before the kind's native class: its forward runs
-    the impl ``decide`` names for the input, on the layer's own parameters (every impl's class
-    subclasses native's, so they share parameters, buffers and state_dict keys with native)."""
-
-    kind: str  # the kind whose descriptor names the kernels
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.choices: dict[tuple[str, str, int], str] = {}  # (device type, dtype, width) -> the impl run
-        self.measured_s = 0.0  # seconds deciding (a first decision may build a kernel): kept out of train_s
-        self._seen = self._forward = None  # the last input's (device, dtype, width) and the forward run for it
-
-    def forward(self, x, step=None):
-        if torch.compiler.is_compiling():
-            return super().forward(x, step)  # the native class's: the one after this mixin
-        seen = (x.device, x.dtype, x.shape[-1])
-        if seen != self._seen:  # the hot path is one tuple compare
-            self._seen, self._forward = seen, self.impls()[self._choose(x)].forward
-        return self._forward(self, x, step)
-
-    def _choose(self, x) -> str:
-        key = (x.device.type, str(x.dtype).removeprefix("torch."), x.shape[-1])
-        if key not in self.choices:
-            began = time.perf_counter()
-            self.choices[key] = decide(self.kind, self.impls(), x.device.type, x.dtype, x.shape[-1])
-            self.measured_s += time.perf_counter() - began
-        return self.choices[key]
-
-    @classmethod
-    def impls(cls) -> dict[str, type]:
-        from normbench.norms.factory import classes_of  # the factory imports the layers, which import this
-
-        return classes_of(kind_of(cls.kind))
-
-    @property
-    def chosen(self) -> str | None:
-        """The impls run so far, joined with ``|`` where inputs differed; None before the first call."""
-        return "|".join(sorted(set(self.choices.values()))) or None
-
-    def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, impl=auto ({self.chosen or 'decided at first call'})"

@@ -15,16 +15,10 @@ import torch
 from torch import nn
 
 from normbench.norms import layers
-from normbench.norms.dispatch import AutoImpl
-from normbench.norms.kinds import CORE_IMPLS, DEFAULT_IMPL, NormKind, impl_names, kind_names, kind_of, require_eps
-from normbench.norms.layers import Norm
+from normbench.norms.kinds import CORE_IMPLS, DEFAULT_IMPL, impl_names, kind_names, kind_of, require_eps
+from normbench.norms.layers import AutoImpl, Norm, classes_of
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
-
-
-def classes_of(kind: NormKind) -> dict[str, type[Norm]]:
-    """{impl: layer class} of one kind, as its descriptor names them in normbench/norms/layers.py."""
-    return {impl: getattr(layers, name) for impl, name in kind.classes.items()}
 
 
 class _ClassTable(Mapping):

@@ -10,13 +10,15 @@ affine=) and the extras its descriptor names.
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from normbench.norms import rmsnorm_cpu
-from normbench.norms.dispatch import AutoImpl
+from normbench.norms.dispatch import decide
+from normbench.norms.kinds import NormKind, kind_of
 from normbench.tasks.padding import masked_batch_norm, real_rows
 
 
@@ -129,6 +131,53 @@ class RMSNormCompiled(RMSNorm):
         if rmsnorm_cpu.usable(x, self.weight):
             return rmsnorm_cpu.rms_norm(x, self.weight, self.eps)
         return super().forward(x, step)
+
+
+def classes_of(kind: NormKind) -> dict[str, type[Norm]]:
+    """{impl: layer class} of one kind, as its descriptor names them in this module."""
+    return {impl: globals()[name] for impl, name in kind.classes.items()}
+
+
+class AutoImpl:
+    """Mixin of a kind's ``auto_class``, before the kind's native class: its forward runs
+    the impl ``dispatch.decide`` names for the input, on the layer's own parameters (every impl's class
+    subclasses native's, so they share parameters, buffers and state_dict keys with native)."""
+
+    kind: str  # the kind whose descriptor names the kernels
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.choices: dict[tuple[str, str, int], str] = {}  # (device type, dtype, width) -> the impl run
+        self.measured_s = 0.0  # seconds deciding (a first decision may build a kernel): kept out of train_s
+        self._seen = self._forward = None  # the last input's (device, dtype, width) and the forward run for it
+
+    def forward(self, x, step=None):
+        if torch.compiler.is_compiling():
+            return super().forward(x, step)  # the native class's: the one after this mixin
+        seen = (x.device, x.dtype, x.shape[-1])
+        if seen != self._seen:  # the hot path is one tuple compare
+            self._seen, self._forward = seen, self.impls()[self._choose(x)].forward
+        return self._forward(self, x, step)
+
+    def _choose(self, x) -> str:
+        key = (x.device.type, str(x.dtype).removeprefix("torch."), x.shape[-1])
+        if key not in self.choices:
+            began = time.perf_counter()
+            self.choices[key] = decide(self.kind, self.impls(), x.device.type, x.dtype, x.shape[-1])
+            self.measured_s += time.perf_counter() - began
+        return self.choices[key]
+
+    @classmethod
+    def impls(cls) -> dict[str, type]:
+        return classes_of(kind_of(cls.kind))
+
+    @property
+    def chosen(self) -> str | None:
+        """The impls run so far, joined with ``|`` where inputs differed; None before the first call."""
+        return "|".join(sorted(set(self.choices.values()))) or None
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, impl=auto ({self.chosen or 'decided at first call'})"
 
 
 class RMSNormAuto(AutoImpl, RMSNorm):
