@@ -49,7 +49,7 @@ from normbench.norms import AutoImpl, kind_names, kind_of, norm_class
 
 KERNEL_KINDS = tuple(k for k in kind_names() if kind_of(k).timed)  # each kind's descriptor says (normbench/norms/kinds.py)
 RULE_IMPLS = ("native", "reference")    # every kind has both; the bench's rule adds the kinds' own kernels
-FUSED_IMPLS = ("apex", "liger")
+VENDOR_IMPLS = ("apex", "liger")  # other libraries' LN/RMSNorm kernels, CUDA only ("fused" in their names)
 BYTES_PER_ELEMENT = {"fwd": 2, "bwd": 3, "fwd+bwd": 5, "copy": 2}
 PASSES = ("fwd", "fwd+bwd")
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # precision name -> tensor dtype
@@ -100,7 +100,7 @@ def default_dtypes(device: torch.device) -> tuple[str, ...]:
 
 
 # -- building the candidates ----------------------------------------------------------------------
-def _fused_module(impl: str, kind: str, hidden: int) -> nn.Module:
+def _vendor_module(impl: str, kind: str, hidden: int) -> nn.Module:
     if impl == "apex":
         from apex.normalization import FusedLayerNorm, FusedRMSNorm
         return {"ln": FusedLayerNorm, "rms": FusedRMSNorm}[kind](hidden, eps=1e-5)
@@ -110,8 +110,8 @@ def _fused_module(impl: str, kind: str, hidden: int) -> nn.Module:
     return LigerRMSNorm(hidden, eps=1e-5, in_place=False)  # in place would overwrite our fixed dy
 
 
-def fused_status(device: torch.device) -> dict[str, str | None]:
-    """None for a fused-kernel library usable here, else why not."""
+def vendor_status(device: torch.device) -> dict[str, str | None]:
+    """None for a vendor kernel library (apex, Liger: CUDA only) usable here, else why not."""
     status = {}
     for impl, module in (("apex", "apex.normalization"), ("liger", "liger_kernel.transformers")):
         if device.type != "cuda":
@@ -127,11 +127,11 @@ def fused_status(device: torch.device) -> dict[str, str | None]:
 
 def build_kernel(kind: str, impl: str, hidden: int, device: torch.device, dtype: torch.dtype) -> nn.Module | str:
     """The module to time, or a string saying why this (kind, impl) has none here."""
-    if impl in FUSED_IMPLS:
+    if impl in VENDOR_IMPLS:
         if kind not in ("ln", "rms"):
-            return "unavailable: no fused kernel for this kind"
+            return "unavailable: no vendor kernel for this kind"
         try:
-            module = _fused_module(impl, kind, hidden)
+            module = _vendor_module(impl, kind, hidden)
         except Exception as err:
             return f"unavailable: {_first_line(err)}"
     elif impl == "auto":  # exactly what build_norm builds by default, without the precision wrapper
@@ -327,8 +327,8 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
     shapes = list(QUICK_SHAPES) if quick and hidden is None else grid_shapes(hidden or DEFAULT_HIDDEN, target_bytes)
     repeats = repeats or (3 if quick else 5)
     impls = RULE_IMPLS + ("auto", "compiled") + (("torch_compile",) if compile_ else ()) \
-        + (FUSED_IMPLS if device.type == "cuda" else ())
-    unavailable = {impl: why for impl, why in fused_status(device).items() if why and impl in impls}
+        + (VENDOR_IMPLS if device.type == "cuda" else ())
+    unavailable = {impl: why for impl, why in vendor_status(device).items() if why and impl in impls}
     environment = {**bench_environment(device), "allocator": allocator, "grid_tensor_bytes": target_bytes,
                    "l2_bytes": l2_bytes, "datasheet_peak_gbps": _peak(device)}
     rows: list[dict] = []
@@ -342,7 +342,7 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
     rule = impl_rule(rows, RULE_IMPLS + ("compiled",))  # the evidence for norm.impl=auto's table (kinds.py: fastest)
     ratios = headline_ratios(headline_rows, command) + grid_ratios(rows, command) + best_ratios(rows, command) \
         + auto_ratios(rows, command) + default_ratios(rows, command)
-    not_measured = {impl: why for impl, why in fused_status(device).items() if why}
+    not_measured = {impl: why for impl, why in vendor_status(device).items() if why}
     if not compile_:
         not_measured["torch_compile"] = "not requested (--compile)"
     markdown = render_markdown(rows, headline_rows, rule, environment, command, not_measured,
