@@ -46,3 +46,42 @@ def test_a_package_imports_nothing_above_it(package):
 def test_the_root_holds_the_package_face_and_the_lowest_floor_only():
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py", "checks.py"]
     assert imported_packages(PACKAGE / "checks.py") == set()
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """{module: the normbench modules it imports}, top-level and deferred imports alike."""
+    modules = {".".join(("normbench", *p.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__"): p
+               for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("normbench"):
+                for alias in node.names:  # `from normbench.norms import layers` imports the submodule
+                    sub = f"{node.module}.{alias.name}"
+                    targets.add(sub if sub in modules else node.module)
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name in modules}
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """No circle of imports, inside a package or across packages (a package face is left out: it only hands names on)."""
+    graph = {m: {t for t in ts if not PACKAGE.joinpath(*t.split(".")[1:], "__init__.py").exists()}
+             for m, ts in _module_graph().items()}
+    done, path = set(), []
+
+    def visit(module):
+        if module in path:
+            raise AssertionError(" -> ".join(path[path.index(module):] + [module]))
+        if module in done:
+            return
+        path.append(module)
+        for target in sorted(graph[module]):
+            visit(target)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
