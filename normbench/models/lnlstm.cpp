@@ -313,27 +313,26 @@ std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Te
   return {grad_xw, grad_w_hh, grads[0], grads[1], grads[2], grads[3], grads[4]};
 }
 
-// xw = x W_ih^T for every time step at once, time-major: (batch, time, input) -> (time, batch, 4 hidden).
+// xw = x W_ih^T for every time step at once, time-major: x (time, batch, input) -> (time, batch, 4 hidden).
 // Time-major because each step reads its batch rows of xw (and the backward writes them): one
 // contiguous block a step, where batch-major rows lay a whole sequence apart.
 at::Tensor lnlstm_project(const at::Tensor& x, const at::Tensor& w_ih, bool onednn) {
-  TORCH_CHECK(x.dim() == 3 && w_ih.dim() == 2 && x.size(2) == w_ih.size(1), "x: (batch, time, input), w_ih: (4 hidden, input)");
+  TORCH_CHECK(x.dim() == 3 && w_ih.dim() == 2 && x.size(2) == w_ih.size(1), "x: (time, batch, input), w_ih: (4 hidden, input)");
   gemm::Stopwatch watch(clocks);
-  const at::Tensor x_steps = x.transpose(0, 1).contiguous();
-  const at::Tensor xw = gemm::product(x_steps.view({-1, x.size(2)}), w_ih.detach().t(), onednn);
+  const at::Tensor xw = gemm::product(x.reshape({-1, x.size(2)}), w_ih.detach().t(), onednn);
   watch.lap(gemm::kInputProducts);
-  return xw.view({x.size(1), x.size(0), w_ih.size(0)});
+  return xw.view({x.size(0), x.size(1), w_ih.size(0)});
 }
 
-// -> [grad x (batch, time, input; undefined unless need_x), grad w_ih (undefined unless need_w)];
-// grad_xw is time-major, as lnlstm_project's xw
+// -> [grad x (time, batch, input; undefined unless need_x), grad w_ih (undefined unless need_w)];
+// x and grad_xw time-major, as lnlstm_project's
 std::vector<at::Tensor> lnlstm_project_backward(const at::Tensor& grad_xw, const at::Tensor& x, const at::Tensor& w_ih,
                                                 bool need_x, bool need_w, bool onednn) {
   gemm::Stopwatch watch(clocks);
   const at::Tensor g = grad_xw.reshape({-1, grad_xw.size(2)});
   at::Tensor grad_x, grad_w;
-  if (need_x) grad_x = gemm::product(g, w_ih.detach(), onednn).view({x.size(1), x.size(0), x.size(2)}).transpose(0, 1).contiguous();
-  if (need_w) grad_w = gemm::product(g.t(), x.detach().transpose(0, 1).contiguous().view({-1, x.size(2)}), onednn);
+  if (need_x) grad_x = gemm::product(g, w_ih.detach(), onednn).view(x.sizes());
+  if (need_w) grad_w = gemm::product(g.t(), x.detach().reshape({-1, x.size(2)}), onednn);
   watch.lap(gemm::kInputProducts);
   return {grad_x, grad_w};
 }

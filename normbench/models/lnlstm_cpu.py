@@ -52,20 +52,21 @@ class LayerNormLSTMLayer(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, w_ih, w_hh, gamma_x, gamma_h, bias, gamma_c, beta_c, eps: float, cell_norm: bool):
-        x, w_ih, w_hh, gamma_x, gamma_h, gamma_c = (t.contiguous() for t in (x, w_ih, w_hh, gamma_x, gamma_h, gamma_c))
+        w_ih, w_hh, gamma_x, gamma_h, gamma_c = (t.contiguous() for t in (w_ih, w_hh, gamma_x, gamma_h, gamma_c))
+        x_steps = x.transpose(0, 1).contiguous()  # time-major, as the kernel reads it (lnlstm.cpp says why)
         onednn = onednn_products(x.dtype)
-        xw = KERNEL.module.project(x, w_ih, onednn)
+        xw = KERNEL.module.project(x_steps, w_ih, onednn)
         saved = KERNEL.module.forward(xw, w_hh, gamma_x, gamma_h, bias.contiguous(), gamma_c, beta_c.contiguous(), eps,
                                       cell_norm, onednn)
-        ctx.save_for_backward(x, w_ih, xw, w_hh, gamma_x, gamma_h, gamma_c, *saved)
+        ctx.save_for_backward(x_steps, w_ih, xw, w_hh, gamma_x, gamma_h, gamma_c, *saved)
         ctx.cell_norm, ctx.onednn = cell_norm, onednn
         return saved[0][1:].transpose(0, 1)
 
     @staticmethod
     def backward(ctx, grad_out):
-        x, w_ih, xw, w_hh, gamma_x, gamma_h, gamma_c, *saved = ctx.saved_tensors
+        x_steps, w_ih, xw, w_hh, gamma_x, gamma_h, gamma_c, *saved = ctx.saved_tensors
         grad_xw, *grads = KERNEL.module.backward(grad_out, xw, w_hh, gamma_x, gamma_h, gamma_c, ctx.cell_norm, saved,
                                                  ctx.onednn)
-        grad_x, grad_w_ih = KERNEL.module.project_backward(grad_xw, x, w_ih, ctx.needs_input_grad[0],
+        grad_x, grad_w_ih = KERNEL.module.project_backward(grad_xw, x_steps, w_ih, ctx.needs_input_grad[0],
                                                            ctx.needs_input_grad[1], ctx.onednn)
-        return (grad_x, grad_w_ih, *grads, None, None)
+        return (None if grad_x is None else grad_x.transpose(0, 1), grad_w_ih, *grads, None, None)

@@ -170,6 +170,4 @@ at::Tensor rmsnorm(const at::Tensor& x, const c10::optional<at::Tensor>& weight,
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("rmsnorm", &rmsnorm, "RMSNorm over the last dimension, with its backward for autograd");
-  m.def("forward", &rmsnorm_forward, "RMSNorm over the last dimension, forward");
-  m.def("backward", &rmsnorm_backward, "RMSNorm over the last dimension, backward");
 }
