@@ -19,7 +19,8 @@ ABOVE = {
     "models": ("records", "training", "bench", "studies", "analysis", "report"),
     "analysis": ("models", "report", "training", "bench", "studies"),
     "report": ("models", "training", "bench", "studies"),
-    "training": ("report", "bench", "studies"),
+    # a run writes what it measured; verdicts on it are the analysis's, from the records
+    "training": ("analysis", "report", "bench", "studies"),
     "bench": ("studies",),
 }
 
@@ -41,6 +42,14 @@ def test_a_package_imports_nothing_above_it(package):
     wrong = {f"{path.relative_to(PACKAGE)} imports normbench.{above}"
              for path in (PACKAGE / package).rglob("*.py") for above in imported_packages(path) & set(ABOVE[package])}
     assert not wrong, sorted(wrong)
+
+
+def test_the_training_loop_stands_on_the_hook_interface_not_on_the_loggers():
+    """train.py and checkpoint.py take Hook from hooks.py: the loop never loads TensorBoard, MLflow or W&B code."""
+    for name in ("train.py", "checkpoint.py"):
+        imported = {node.module for node in ast.walk(ast.parse((PACKAGE / "training" / name).read_text()))
+                    if isinstance(node, ast.ImportFrom)}
+        assert "normbench.training.hooks" in imported and "normbench.training.loggers" not in imported, name
 
 
 def test_the_root_holds_the_package_face_and_the_lowest_floor_only():

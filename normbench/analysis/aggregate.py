@@ -165,6 +165,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     inferred = runs.get("task.metric", pd.Series(None, index=runs.index)).map(_HIGHER_IS_BETTER)
     given = runs.get("task.higher_is_better", pd.Series(None, index=runs.index))
     runs["task.higher_is_better"] = given.where(given.notna(), inferred).fillna(True).astype(bool)
+    runs[registry.path("did_not_train")] = rules.did_not_train(runs)  # a verdict: decided here, never read back
     return runs
 
 

@@ -37,12 +37,25 @@ NOT_TRAINED = "did not train"
 
 def primary(runs: pd.DataFrame | None = None) -> str:
     """The record key of the primary score: the runs' ``optimized_metric`` when they all name one
-    of the scores (final_val, best_val), final_val otherwise."""
+    of the scores (final_val, best_val), final_val otherwise. Every consumer asks here (or record_score
+    for one record): the leaderboard, the answers, the claims, compare, the sweep's table and objective."""
     if runs is not None and CONFIG_KEY in runs:
         named = set(runs[CONFIG_KEY].dropna().astype(str))
         if len(named) == 1 and (key := named.pop()) in registry.SCORES:
             return key
     return PRIMARY
+
+
+def record_score(summary: dict) -> str:
+    """primary() for one record (summary.json as a dict): its config's ``optimized_metric``, final_val by default."""
+    config = summary.get("config") if isinstance(summary, dict) and isinstance(summary.get("config"), dict) else {}
+    named = config.get(CONFIG_KEY)
+    return named if named in registry.SCORES else PRIMARY
+
+
+def other_score(key: str) -> str:
+    """The validation score that is not ``key``: shown beside the primary one, labelled."""
+    return next(k for k in registry.SCORES if k != key)
 
 
 def primary_column(runs: pd.DataFrame | None = None) -> str:
@@ -104,20 +117,26 @@ def never_trained(best: float | None, name: object, chance: float | None) -> boo
     return best <= limit if higher else best >= limit
 
 
-def not_trained(runs: pd.DataFrame) -> pd.Series:
-    """Per run: finished ("ok") but its best evaluation never left the chance band. Uses the
-    record's mark (metrics.did_not_train) where the trainer wrote one, the band otherwise."""
-    if runs.empty:
-        return pd.Series(False, index=runs.index, dtype=bool)
+def did_not_train(runs: pd.DataFrame) -> pd.Series:
+    """Per run, the record's ``metrics.did_not_train``, decided here from what the run measured: 1.0 where
+    its best evaluation never left the chance band (never_trained), 0.0 where it did, NaN for a diverged run
+    and for one that did not train at all (no metrics). A frozen copy in an older record is not read: a
+    changed band judges old and new records alike."""
     best = pd.to_numeric(runs.get(registry.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
     chance = pd.to_numeric(runs.get("task.chance", pd.Series(np.nan, index=runs.index)), errors="coerce")
     names = runs.get("task.metric", pd.Series(None, index=runs.index, dtype=object))
-    band = pd.Series([never_trained(b, n, c) for b, n, c in zip(best, names, chance)], index=runs.index, dtype=bool)
-    marked = registry.path("did_not_train")
-    if marked in runs:
-        recorded = runs[marked].map(lambda v: v if isinstance(v, bool) else None)
-        band = recorded.where(recorded.notna(), band).astype(bool)
-    return band & (runs["status"] == "ok")
+    band = pd.Series([float(never_trained(b, n, c)) for b, n, c in zip(best, names, chance)], index=runs.index,
+                     dtype=float)
+    diverged = runs.get(registry.path("diverged_at_step"), pd.Series(np.nan, index=runs.index)).notna()
+    trained = runs.get("status", pd.Series(None, index=runs.index)).isin(("ok", "diverged"))
+    return band.where(trained & ~diverged)
+
+
+def not_trained(runs: pd.DataFrame) -> pd.Series:
+    """Per run: finished ("ok") but its best evaluation never left the chance band (did_not_train)."""
+    if runs.empty:
+        return pd.Series(False, index=runs.index, dtype=bool)
+    return did_not_train(runs).eq(1.0) & (runs["status"] == "ok")
 
 
 def failed(runs: pd.DataFrame) -> pd.Series:

@@ -17,9 +17,8 @@ from statistics import median
 import torch
 
 from normbench.training import probes
-from normbench.analysis import rules
 from normbench.records.convergence import convergence
-from normbench.training.loggers import Hook
+from normbench.training.hooks import Hook
 from normbench.records.metrics import in_record_order
 from normbench.configuration.config import Config
 from normbench.models import SequenceModel, parameter_groups
@@ -482,8 +481,6 @@ class Trainer:
             "final_train_loss": p.losses[-1] if p.losses else None,
             "steps_to_target": p.steps_to_target, "seconds_to_target": p.seconds_to_target,
             "diverged_at_step": p.diverged_at_step, "last_finite_loss": p.last_finite_loss,
-            "did_not_train": None if p.diverged_at_step is not None else
-            rules.never_trained(p.best_val, self.task.metric, self.task.chance),
             "loss_spikes": len(self.spikes.steps), "loss_spike_steps": self.spikes.steps[:100],
             "grad_norm_median": median(p.grad_norms) if p.grad_norms else None,
             "grad_norm_max": max(p.grad_norms) if p.grad_norms else None,

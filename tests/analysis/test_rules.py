@@ -115,9 +115,21 @@ def test_a_run_that_never_trained_is_counted_like_a_divergence(runs_of, tmp_path
 
     table = divergence_table(runs, ["axes.norm"], tmp_path)
     assert len(table.rows) == 1 and "did not train" in table.rows[0][-2]
-    # the record's own mark wins over the band where the trainer wrote one
+    # a frozen mark in an older record is not read: the band decides, for old and new records alike
     marked = runs.assign(**{"metrics.did_not_train": False})
-    assert not rules.not_trained(marked).any()
+    assert rules.not_trained(marked).tolist().count(True) == 1
+    assert rules.did_not_train(marked).tolist().count(1.0) == 1
+
+
+def test_the_analysis_recomputes_did_not_train_from_what_a_record_measured(runs_of):
+    """Training writes no verdict; reading records derives it, and a frozen copy from an older record
+    (here a wrong one) is replaced, not trusted. A diverged run, and one with no metrics, get none."""
+    frozen = [{"best_val": 0.105, "metrics": {"did_not_train": False}}, {"best_val": 0.89, "metrics": {"did_not_train": True}}]
+    frame = runs_of(*_rows({"bn": frozen}))  # runs_frame, as every reader reads records
+    assert frame["metrics.did_not_train"].tolist() == [1.0, 0.0] and rules.not_trained(frame).tolist() == [True, False]
+    diverged = frame.assign(status="diverged", **{"metrics.diverged_at_step": 3.0})
+    assert rules.did_not_train(diverged).isna().all() and not rules.not_trained(diverged).any()
+    assert rules.did_not_train(frame.assign(status="failed")).isna().all()
 
 
 def test_the_chance_band_and_margins_come_from_the_registry():
