@@ -108,8 +108,8 @@ def chance_limit(name: object, chance: float | None) -> float | None:
     return chance + found.chance_band if found.higher_is_better else chance - found.chance_band
 
 
-def never_trained(best: float | None, name: object, chance: float | None) -> bool:
-    """Whether a run whose best evaluation is ``best`` never left the chance band of ``name``."""
+def in_chance_band(best: float | None, name: object, chance: float | None) -> bool:
+    """Whether a best evaluation ``best`` never left the chance band of the task metric ``name``."""
     limit = chance_limit(name, chance)
     if limit is None or best is None or not math.isfinite(best):
         return False
@@ -118,30 +118,30 @@ def never_trained(best: float | None, name: object, chance: float | None) -> boo
 
 
 def did_not_train(runs: pd.DataFrame) -> pd.Series:
-    """Per run, the record's ``metrics.did_not_train``, decided here from what the run measured: 1.0 where
-    its best evaluation never left the chance band (never_trained), 0.0 where it did, NaN for a diverged run
-    and for one that did not train at all (no metrics). A frozen copy in an older record is not read: a
-    changed band judges old and new records alike."""
+    """Per run: finished ("ok") but its best evaluation never left the chance band (in_chance_band): a
+    failure, counted like a divergence. Decided here from what the run measured, whenever records are
+    read; a frozen copy in an older record (metrics.did_not_train) is not read: a changed band judges old
+    and new records alike."""
+    if runs.empty:
+        return pd.Series(False, index=runs.index, dtype=bool)
     best = pd.to_numeric(runs.get(registry.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
     chance = pd.to_numeric(runs.get("task.chance", pd.Series(np.nan, index=runs.index)), errors="coerce")
     names = runs.get("task.metric", pd.Series(None, index=runs.index, dtype=object))
-    band = pd.Series([float(never_trained(b, n, c)) for b, n, c in zip(best, names, chance)], index=runs.index,
-                     dtype=float)
+    band = pd.Series([in_chance_band(b, n, c) for b, n, c in zip(best, names, chance)], index=runs.index, dtype=bool)
+    return band & (runs["status"] == "ok")
+
+
+def did_not_train_column(runs: pd.DataFrame) -> pd.Series:
+    """The runs frame's ``metrics.did_not_train``: did_not_train as 1.0 / 0.0 for a finished run that did not
+    diverge, NaN for the others (a diverged run has its own failure; an unfinished one no metrics)."""
     diverged = runs.get(registry.path("diverged_at_step"), pd.Series(np.nan, index=runs.index)).notna()
-    trained = runs.get("status", pd.Series(None, index=runs.index)).isin(("ok", "diverged"))
-    return band.where(trained & ~diverged)
-
-
-def not_trained(runs: pd.DataFrame) -> pd.Series:
-    """Per run: finished ("ok") but its best evaluation never left the chance band (did_not_train)."""
-    if runs.empty:
-        return pd.Series(False, index=runs.index, dtype=bool)
-    return did_not_train(runs).eq(1.0) & (runs["status"] == "ok")
+    finished = runs["status"] == "ok" if "status" in runs else pd.Series(False, index=runs.index)
+    return did_not_train(runs).astype(float).where(finished & ~diverged)
 
 
 def failed(runs: pd.DataFrame) -> pd.Series:
     """Per run: diverged or did not train: a run that counts against its arm."""
-    return (runs["status"] == "diverged") | not_trained(runs)
+    return (runs["status"] == "diverged") | did_not_train(runs)
 
 
 def bonferroni(alpha: float, comparisons: int) -> float:

@@ -45,7 +45,7 @@ from normbench.analysis.intervals import mean_estimate
 from normbench.records.reading import find_records, quiet_numerics
 from normbench.report.render import markdown_text
 
-METRICS = {key: path(key) for key in ("final_val", "best_val", "test")}
+SCORE_COLUMNS = {key: path(key) for key in ("final_val", "best_val", "test")}  # the scores compare gates on
 # Shown with intervals; gated only where the module docstring says.
 GRADIENTS = tuple(path(key) for key in viewed("compare"))
 STEP_TIME = "throughput.step_ms_median"
@@ -127,7 +127,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
     """(settings, only in BASELINE, only in NEW). A setting's ``problems`` say why NEW is worse there.
     ``metric`` None: the baseline's primary score (rules.primary: its optimized_metric, final_val by default)."""
     metric = metric or rules.primary(base)
-    column = METRICS[metric]
+    column = SCORE_COLUMNS[metric]
     base, new = base[base["config_hash"].notna()], new[new["config_hash"].notna()]
     # a set whose records lack the metric still has its column, so that its absence is seen (not passed)
     base, new = (runs if column in runs else runs.assign(**{column: math.nan}) for runs in (base, new))
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
     parser.add_argument("baseline", type=Path, metavar="BASELINE", help="a sweep or run directory")
     parser.add_argument("new", type=Path, metavar="NEW", help="a sweep or run directory")
-    parser.add_argument("--metric", choices=sorted(METRICS), default=None,
+    parser.add_argument("--metric", choices=sorted(SCORE_COLUMNS), default=None,
                         help=f"primary metric (default: the report's primary score, the baseline's optimized_metric, "
                              f"else {rules.PRIMARY}: the last validation value; best_val: the best validation value; "
                              "test: the final model on test)")
