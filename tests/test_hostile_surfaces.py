@@ -1,5 +1,5 @@
 """The newer surfaces (the one writer, plan files, the study runner, bench arms, tune, compare --out,
-report staging) driven through hostile tables, as tests/test_hostile_records.py drives the record readers.
+report staging) driven through hostile tables, as tests/records/test_hostile_records.py drives the record readers.
 
 Each table is one surface: what is planted (a link to a victim outside, a dangling link, a FIFO, a
 folder, a link to /dev/zero, a foreign or schema-less file) and what must hold: the victim comes

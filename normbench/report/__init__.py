@@ -2,9 +2,11 @@
 
 It reads the records' JSON, never the runner's objects: from the rest of normbench it imports
 the statistics (normbench.analysis), the records (normbench.records: the record, its reader and the
-metric registry) and the task and record descriptions (normbench.configuration.schema and contract),
-none of which imports torch, so it runs anywhere the records can be copied to, without torch. The
-names below load on first use: importing the package loads no matplotlib.
+metric registry, a sequential study's plan file) and the task, family and record descriptions
+(normbench.configuration.schema, families and contract), none of which imports torch, so it runs anywhere the records can be copied to, without torch. The
+names below load on first use: importing the package loads no matplotlib. What reads a rendered page
+back (screenshots, the page's promises) is normbench.page_check; the report's own speed benchmark is
+normbench.bench.report_scale.
 """
 
 import importlib

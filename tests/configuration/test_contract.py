@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from normbench.configuration.contract import HARNESS, config_hash, effective_config, group_hash, settings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def resolved(compose, *overrides) -> dict:

@@ -27,7 +27,7 @@ from normbench.records import reading as report_records
 from normbench.records.reading import find_records
 from normbench.studies.sweep_end import RunsFailed, SweepSummary
 
-_spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
+_spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parents[1] / "report" / "conftest.py")
 factory = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(factory)
 

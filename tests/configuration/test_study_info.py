@@ -39,7 +39,7 @@ def test_a_multiruns_records_name_their_study(tmp_path):
     env.pop(study_info.STUDY_ENV_VAR, None)
     subprocess.run([sys.executable, "-m", "normbench", "-m", "norm=ln,rms", "steps=2", "eval_every=1", "threads=1",
                     "report=false", "progress=false", f"hydra.sweep.dir={tmp_path}"],
-                   check=True, env=env, capture_output=True, cwd=Path(__file__).resolve().parents[1])
+                   check=True, env=env, capture_output=True, cwd=Path(__file__).resolve().parents[2])
     studies = [json.loads(p.read_text())["study"] for p in sorted(tmp_path.rglob("summary.json"))]
     assert len(studies) == 2 and studies[0] == studies[1]
     assert studies[0]["arms"] == ["norm"] and studies[0]["name"] == "command line"

@@ -22,7 +22,7 @@ from normbench.report.output import spreadsheet_safe
 from normbench.records.record import MAX_STRING
 from normbench.report.render import markdown_text
 
-_spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
+_spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parents[1] / "report" / "conftest.py")
 factory = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(factory)
 
