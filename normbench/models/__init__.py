@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from normbench.models.validity import InvalidCombination, check_combination, placements_of
-from normbench.models.recurrent import RecurrentShape, RecurrentStack, build_recurrent, cell_kernel_in_use
+from normbench.models.recurrent import RecurrentShape, build_recurrent, cell_kernel_in_use
 from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
 from normbench.norms import NormSpec, norm_parameters
 from normbench.norms.kinds import kind_of
