@@ -29,14 +29,20 @@ SUBCOMMANDS = {
 def main() -> None:
     args = sys.argv[1:]
     if args and args[0] in SUBCOMMANDS:
-        module = importlib.import_module(SUBCOMMANDS[args[0]][0])
-        sys.exit(module.main(args[1:]))
+        forward(args[0], args[1:])
     if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
         _configs_only(args)
     else:
         from normbench.studies.app import main as run
 
         run(from_process_start=True)
+
+
+def forward(name: str, args: list[str]) -> None:
+    """Runs subcommand ``name``: ``normbench NAME ARGS``, and ``python -m normbench.NAME ARGS``, the previous
+    release's spelling, which scripts still use (normbench/NAME.py, or the package's __main__.py)."""
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    sys.exit(module.main(args))
 
 
 def commands_help() -> str:
