@@ -298,6 +298,11 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     torch.manual_seed(cfg.seed)
     require_memory(cfg.task.tensor_bytes(), "the task's tensors", device)
     task = load_task(cfg.task, cfg.seed)
+    if cfg.overfit_batches:  # debug=overfit_batch: these batches alone, over and over (the record's n_train says so)
+        if cfg.overfit_batches * cfg.batch_size > len(task.train.y):
+            raise ConfigError(f"overfit_batches={cfg.overfit_batches} x batch_size={cfg.batch_size} is more than the "
+                              f"{len(task.train.y)} training examples of task {task.name}")
+        task = task.first_train_examples(cfg.overfit_batches * cfg.batch_size)
     fields["task"] = {"name": task.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
                       "chance": task.chance, "target": task.target, "seq_len": task.seq_len,
                       "n_train": len(task.train.y), "n_val": len(task.val.y), "n_test": len(task.test.y)}
