@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import fcntl
 import logging
 import os
 import signal
@@ -13,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+from filelock import lock_descriptor  # flock on POSIX, LockFileEx on Windows: dies with its process
 from omegaconf import DictConfig, OmegaConf
 
 from normbench.training import checkpoint
@@ -124,9 +124,7 @@ class SweepClaim:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / digest
         self.fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not lock_descriptor(self.fd, blocking=False):
             os.close(self.fd)
             self.fd = None
 
