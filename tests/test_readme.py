@@ -211,3 +211,24 @@ def test_the_docs_name_the_metric_compare_compares():
         text = " ".join(page.read_text().split())
         assert "(`metrics.final_val`, the last validation value" in text, page
         assert "`metrics.best_val`, the best validation value" not in text and "change of X in `best_val`" not in text
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a Markdown page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_link_between_the_readme_and_the_docs_resolves():
+    """The README's sections moved to docs/: every relative link of the README and the docs pages
+    names a file that exists and, for a page#anchor, a heading of that page."""
+    broken = []
+    for page in [README, *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+://", target) or target.startswith("mailto:"):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists() or (anchor and file.suffix == ".md" and anchor not in _anchors(file)):
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, broken
