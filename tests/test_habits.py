@@ -5,7 +5,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
 from hydra.core.global_hydra import GlobalHydra
 
 from normbench.configuration.config import ADDED_GROUPS, plain_groups
