@@ -25,18 +25,33 @@ SUBCOMMANDS = {
     "evaluate": ("normbench.training.evaluate", "score a run's saved model (save_model=true): normbench evaluate RUN_DIR"),
 }
 
+TAKE_OVERRIDES = ("study", "tune")  # their arguments end in normbench overrides, as a run's do
+
 
 def main() -> None:
     args = sys.argv[1:]
     if args and args[0] in SUBCOMMANDS:
-        module = importlib.import_module(SUBCOMMANDS[args[0]][0])
-        sys.exit(module.main(args[1:]))
+        forward(args[0], args[1:])
+    from normbench.configuration.config import plain_groups  # torch-free
+
+    sys.argv[1:] = args = plain_groups(args)  # experiment=NAME is +experiment=NAME: Hydra reads sys.argv
     if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
         _configs_only(args)
     else:
         from normbench.studies.app import main as run
 
         run(from_process_start=True)
+
+
+def forward(name: str, args: list[str]) -> None:
+    """Runs subcommand ``name``: ``normbench NAME ARGS``, and ``python -m normbench.NAME ARGS``, the previous
+    release's spelling, which scripts still use (normbench/NAME.py, or the package's __main__.py)."""
+    if name in TAKE_OVERRIDES:
+        from normbench.configuration.config import plain_groups  # torch-free
+
+        args = plain_groups(args)
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    sys.exit(module.main(args))
 
 
 def commands_help() -> str:

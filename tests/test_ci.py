@@ -31,6 +31,9 @@ def test_the_compare_step_passes_on_two_sweeps_of_the_same_code(cli, tmp_path):
         code, _, err = cli(*ci_run_smoke_args(), *narrow, f"hydra.sweep.dir={name}")
         assert code == 0, err
     assert compare([str(tmp_path / "baseline"), str(tmp_path / "new"), "--exact"]) == 0
+    # the README's compare line (tests/test_readme.py): the same code passes the tolerance gate too
+    assert compare(["baseline", "new", "--tolerance", "0.01", "--out", "summary.md"]) == 0
+    assert (tmp_path / "summary.md").read_text().startswith("## normbench compare: ")
 
 
 def test_the_workflow_in_docs_ci_parses_and_runs_smoke_compare_and_posts():

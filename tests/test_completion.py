@@ -97,13 +97,13 @@ def test_commands_are_dispatched_before_hydra_parses_and_listed_in_help_and_comp
     assert complete("normbench report ") == set()  # a command's argument: the shell offers file names
 
 
-def test_the_readmes_key_table_names_every_top_level_key():
+def test_the_options_pages_key_table_names_every_top_level_key():
     from dataclasses import MISSING, fields
 
     from normbench.configuration.schema import Config
 
-    text = (ROOT / "README.md").read_text()
-    table = text[text.index("### What you can set"):text.index("Every value is typed and range-checked")]
+    text = (ROOT / "docs" / "options.md").read_text()
+    table = text[text.index("## What you can set"):text.index("Every value is typed and range-checked")]
     keys = [f.name for f in fields(Config) if f.default_factory is MISSING and f.name != "task"]  # not the groups
     assert len(keys) > 15 and not [k for k in keys if f"`{k}`" not in table]
     assert "`norm.alpha_init`" in table

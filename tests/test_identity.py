@@ -202,3 +202,37 @@ def test_two_sweeps_into_one_folder_never_share_a_record(tmp_path, tiny_args):
         lines = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
         steps = [line["step"] for line in lines if line["kind"] == "train"]
         assert steps == sorted(set(steps)) and json.loads((folder / "summary.json").read_text())["status"] == "ok"
+
+
+RECORDS_B1FA2F9 = ROOT / "tests" / "data" / "records_b1fa2f9"  # two tiny runs recorded by commit b1fa2f9's code
+
+
+@pytest.mark.parametrize("name", ["adding", "digits_gru_bn_in_cell"])
+def test_a_committed_older_record_keeps_its_identity(compose, name):
+    """Records made before overfit_batches, paths and the debug presets existed: today's code gives the
+    recorded hash, both from the record's config and from today's composition of its overrides at the
+    new settings' defaults; a debug preset's name and the paths change nothing (harness, or a preset of
+    ordinary settings), overfit_batches=1 is another run."""
+    from omegaconf import OmegaConf
+
+    from normbench.configuration.contract import config_hash
+
+    record = json.loads((RECORDS_B1FA2F9 / name / "summary.json").read_text())
+    assert record["environment"]["git_commit"].startswith("b1fa2f9") and "paths" not in record["config"]
+    assert config_hash(record["config"]) == record["config_hash"]
+
+    def hashed(*extra):
+        node = compose(*record["overrides"], *extra, tiny=False)
+        return config_hash(OmegaConf.to_container(node, resolve=True))
+
+    assert hashed() == record["config_hash"]
+    assert hashed("paths.outputs=elsewhere", "paths.multirun=sweeps", "paths.data=/mnt/data") == record["config_hash"]
+    assert hashed("overfit_batches=0") == record["config_hash"]
+    assert hashed("overfit_batches=1") != record["config_hash"]
+    # debug=fast_dev_run is its settings (the command line's own values win over a preset's): the same
+    # run as those settings typed out
+    preset = ["steps=4", "eval_every=4", "log_every=1", "probe_every=2", "timing_warmup=1", "checkpoint_every=0", "report=false"]
+    alone = [o for o in record["overrides"] if o.split("=")[0] not in {p.split("=")[0] for p in preset}]
+    typed = config_hash(OmegaConf.to_container(compose(*alone, *preset, tiny=False), resolve=True))
+    assert config_hash(OmegaConf.to_container(compose(*alone, "+debug=fast_dev_run", tiny=False), resolve=True)) == typed
+    assert typed != record["config_hash"]

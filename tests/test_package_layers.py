@@ -55,8 +55,17 @@ def test_the_training_loop_stands_on_the_hook_interface_not_on_the_loggers():
 
 
 def test_the_root_holds_the_package_face_and_the_lowest_floor_only():
-    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py", "checks.py"]
+    """The face (__init__, __main__), checks.py, and one forwarder per subcommand whose module is not a
+    package of that name (`python -m normbench.compare`: the previous release's spelling)."""
+    from normbench.__main__ import SUBCOMMANDS
+
+    forwarders = {f"{name}.py" for name in SUBCOMMANDS if not (PACKAGE / name / "__main__.py").exists()}
+    assert forwarders == {"compare.py", "study.py", "tune.py", "rerun.py", "evaluate.py"}
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == sorted(["__init__.py", "__main__.py", "checks.py", *forwarders])
     assert imported_packages(PACKAGE / "checks.py") == set()
+    for name in forwarders:  # a forwarder hands over to the subcommand and holds nothing else
+        tree = ast.parse((PACKAGE / name).read_text())
+        assert {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} == {"normbench.__main__"}, name
 
 
 def _module_graph() -> dict[str, set[str]]:

@@ -8,7 +8,7 @@ task's target never counts for it. AREA_TAU bounds the summary area, ∫ ρ_a d(
 divided by log AREA_TAU (1 = fastest on every task).
 
 Steps only, never seconds: runs are timed one at a time on a shared machine, and a ratio of step
-times taken at different moments measures the load as much as the arm (README.md, Performance).
+times taken at different moments measures the load as much as the arm (docs/performance.md).
 
 An arm is a group's settings without the task and the task's own settings (task.*); in a tuned
 study, the evaluation runs (each at its arm's chosen lr, which may differ by task) and the lr is left

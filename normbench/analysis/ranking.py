@@ -271,7 +271,7 @@ def design_power(groups: dict[str, np.ndarray], alpha: float = ALPHA, power: flo
     ``groups``: each ranked group's scores on the compared scale (rules.to_scale). The ranking's
     own test: one-sided at α / (k − 1) (the best set's Bonferroni level), so MDE =
     (t_{1−α/(k−1)} + t_{power}) · s · √(2/n) on 2n − 2 degrees of freedom, with s the pooled
-    standard deviation and n the smallest seed count (README.md, Report: the minimum detectable
+    standard deviation and n the smallest seed count (docs/report.md: the minimum detectable
     effect). NaN / None when fewer than two groups have 2 scores.
     """
     usable = {g: np.asarray(v, float)[np.isfinite(np.asarray(v, float))] for g, v in groups.items()}

@@ -557,7 +557,6 @@ def plot_bandwidth(rows: list[dict], path: Path) -> Path | None:
     """GB/s against hidden size (log x), fp32 forward: a colour per kind, a line style per impl, the copy grey."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    import seaborn as sns
 
     chosen = [r for r in rows if r["dtype"] == "fp32" and r["pass"] in ("fwd", "copy") and r.get("status") == "ok"]
     if not chosen:
@@ -565,7 +564,9 @@ def plot_bandwidth(rows: list[dict], path: Path) -> Path | None:
     fig = Figure(figsize=(8.5, 4.5))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    colors = dict(zip(KERNEL_KINDS, sns.color_palette("colorblind", len(KERNEL_KINDS))))
+    from normbench.report.figures.drawing import PALETTE
+
+    colors = dict(zip(KERNEL_KINDS, PALETTE))
     styles = {"native": "-", "reference": "--", "auto": (0, (1, 1)), "compiled": ":", "torch_compile": (0, (5, 1)), "apex": "-.", "liger": (0, (3, 1, 1, 1, 1, 1))}
     series = defaultdict(list)
     for r in chosen:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-_NORMS = ("none", "ln", "rms", "bn", "scale")  # a fixed sample of the kinds: the README times this grid
+_NORMS = ("none", "ln", "rms", "bn", "scale")  # a fixed sample of the kinds: docs/performance.md times this grid
 _PLACEMENTS = {"transformer": ("pre", "post"), "lstm": ("in_cell", "post")}
 _LRS = (3e-4, 1e-3, 3e-3)
 _BATCHES = (8, 64)

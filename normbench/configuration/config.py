@@ -43,9 +43,16 @@ from omegaconf.errors import OmegaConfBaseException
 from normbench.configuration.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
                               PlacementConfig, PrecisionConfig)
 
-__all__ = ["Config", "ConfigError", "SWEEPS_ENV", "config_dir", "register", "sweep_dirs", "to_config"]
+__all__ = ["ADDED_GROUPS", "Config", "ConfigError", "SWEEPS_ENV", "config_dir", "plain_groups", "register", "sweep_dirs",
+           "to_config"]
 SWEEPS_ENV = "NORMBENCH_SWEEPS"
 SWEEP_GROUP = "sweep"
+# Groups a run adds on top of the base config: none is in config.yaml's defaults, so Hydra takes them as
+# `+GROUP=NAME`, appended after the base config's _self_ (their values win). Users of
+# lightning-hydra-template type `experiment=NAME`, `debug=NAME`: the same composition, so the command
+# line is given to Hydra with the `+` (plain_groups). Listing them as `GROUP: null` defaults instead
+# would make the `+` spelling, which every earlier command, script and record uses, an error.
+ADDED_GROUPS = ("experiment", SWEEP_GROUP, "debug")
 OPTIONAL = Path(__file__).resolve().parents[1] / "optional"  # configs offered only with their extra
 
 
@@ -64,6 +71,12 @@ def register() -> None:
     # Hydra's manual plugin registration: every search path (hydra.main, compose, a glob(*) of a sweep) gets the sweeps
     Plugins.instance().register(SweepSource)
     Plugins.instance().register(SweepSearchPath)
+
+
+def plain_groups(overrides: list[str]) -> list[str]:
+    """``experiment=NAME`` as ``+experiment=NAME`` (and so for each ADDED_GROUPS); every other argument,
+    ``+experiment=NAME`` and ``logger.mlflow.experiment=NAME`` included, as it is."""
+    return [f"+{arg}" if arg.split("=", 1)[0] in ADDED_GROUPS and "=" in arg else arg for arg in overrides]
 
 
 def to_config(cfg: DictConfig) -> Config:

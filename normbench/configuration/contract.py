@@ -96,6 +96,8 @@ def _inert(config: dict) -> list[str]:
     elif kind == "none" or not described(placement).dropout_meets_norm(family, _get(config, "model.layers")):
         # no norm meets a layer output (in_cell, gate, none; pre with one layer: only the embedding enters one)
         inert.append("model.dropout_at")
+    if not _get(config, "overfit_batches"):
+        inert.append("overfit_batches")  # 0, the whole training split: how every earlier record ran
     if _get(config, "role", "single") == "single":
         inert.append("role")  # an ordinary run: its identity is what it was before roles existed
     return inert

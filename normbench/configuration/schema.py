@@ -309,6 +309,23 @@ class LoggerConfig:
 
 
 @dataclass
+class PathsConfig:
+    """Where files are read and written (the ``paths`` group; lightning-hydra-template's ``paths.*``).
+    conf/config.yaml puts single runs under ``outputs`` and sweeps under ``multirun``; ``data`` is a root
+    a config or command line can name (``task.path=${paths.data}/aclImdb``: the record keeps the
+    resolved path, which is what the run's identity holds). Where files go changes nothing trained."""
+
+    data: str = "data"
+    outputs: str = "outputs"
+    multirun: str = "multirun"
+
+    def __post_init__(self):
+        for key in ("data", "outputs", "multirun"):
+            _require(isinstance(getattr(self, key), str) and getattr(self, key).strip() != "",
+                     f"paths.{key} must name a folder, got {_short(getattr(self, key))!r}")
+
+
+@dataclass
 class Config:
     model: ModelShape = field(default_factory=ModelShape)
     norm: NormSpec = field(default_factory=NormSpec)
@@ -323,6 +340,9 @@ class Config:
     lr: float = 3e-3
     batch_size: int = 32
     steps: int = 600
+    # >0: train on the first N batches of the training split only, over and over (debug=overfit_batch,
+    # lightning's overfit_batches): can the model fit them at all? 0 (every earlier record): the whole split
+    overfit_batches: int = 0
     warmup_steps: int = 0
     grad_clip: Optional[float] = 1.0  # max global grad norm; null = no clipping
     # where, not what: a run keeps its identity on any machine (the record says where it ran)
@@ -354,6 +374,7 @@ class Config:
     deterministic: bool = harness("selects kernels, not what is trained; environment records it", False)
     # A logger reads what the run measures and writes a copy elsewhere; it changes nothing measured.
     logger: LoggerConfig = field(default_factory=LoggerConfig, metadata={"harness": "output only"})
+    paths: PathsConfig = field(default_factory=PathsConfig, metadata={"harness": "where files are read and written"})
 
     def __post_init__(self):
         _positive("lr", self.lr)
@@ -363,9 +384,10 @@ class Config:
         # A billion steps is over a day at the fastest step any task here takes (~0.1 ms) and weeks at
         # a typical one: beyond it steps= is a typo (an extra digit group), not a run to start.
         _require(self.steps <= MAX_STEPS, f"steps must be <= {MAX_STEPS:.0e}, got {_short(self.steps)}")
-        for key in ("warmup_steps", "threads", "probe_every", "timing_warmup", "checkpoint_every"):
+        for key in ("warmup_steps", "threads", "probe_every", "timing_warmup", "checkpoint_every", "overfit_batches"):
             _require(getattr(self, key) >= 0, f"{key} must be >= 0, got {_short(getattr(self, key))}")
-        for key in ("warmup_steps", "eval_every", "log_every", "probe_every", "timing_warmup", "checkpoint_every"):
+        for key in ("warmup_steps", "eval_every", "log_every", "probe_every", "timing_warmup", "checkpoint_every",
+                    "overfit_batches"):
             _require(getattr(self, key) <= MAX_STEPS, f"{key} must be <= {MAX_STEPS:.0e} (a count of steps), "
                                                       f"got {_short(getattr(self, key))}")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -395,6 +417,10 @@ class Config:
                  "character each step must predict; valid for text: bidirectional=false")
         if isinstance(self.logger, dict) or self.logger is None:  # to_config builds the groups it knows; this one here
             self.logger = LoggerConfig.from_plain(self.logger)
+        if isinstance(self.paths, dict) or self.paths is None:  # a record's or a composition's plain dict
+            unknown = sorted(set(self.paths or {}) - {f.name for f in fields(PathsConfig)})
+            _require(not unknown, f"unknown key paths.{unknown[0] if unknown else ''}; paths keys are: data, multirun, outputs")
+            self.paths = PathsConfig(**(self.paths or {}))
         _require_int64(self)  # before anything compares a huge int to a float or hands it to torch
         _require_float32(self)
 

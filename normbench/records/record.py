@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
-import fcntl
 import functools
 import json
 import logging
@@ -22,6 +21,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
+
+from filelock import lock_descriptor  # flock on POSIX, LockFileEx on Windows: a lock dies with its process
 
 from normbench.configuration.contract import READABLE, RECORD_FORMAT, config_hash, group_hash  # noqa: F401
 from normbench.configuration.schema import TASK_CONFIGS, Config
@@ -471,9 +472,7 @@ def claim_run_dir(preferred: Path, digest: str) -> tuple[Path, int]:
             fd = open_run_file(candidate / LOCK, os.O_RDWR | os.O_CREAT)
         except OSError:  # a link or FIFO planted between the check and the open
             continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not lock_descriptor(fd, blocking=False):
             os.close(fd)
             log.debug("run folder %s is in use by a running job; taking another", candidate)
             continue

@@ -16,7 +16,6 @@ never those of a report running beside this one.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -25,6 +24,8 @@ import stat
 import tempfile
 import time
 from pathlib import Path
+
+from filelock import lock_descriptor  # flock on POSIX, LockFileEx on Windows: a lock dies with its process
 
 from normbench.records.record import Unreadable, read_json_file, write_file
 
@@ -164,8 +165,10 @@ def _locked(folder: Path) -> int | None:
     """An exclusive lock on ``folder`` (its descriptor), or None when a live process holds one."""
     fd = os.open(folder, _DIRECTORY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+        held = lock_descriptor(fd, blocking=False)
+    except OSError:  # a folder this system cannot lock: treated as held, so it is left alone
+        held = False
+    if not held:
         os.close(fd)
         return None
     return fd

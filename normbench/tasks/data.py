@@ -13,7 +13,7 @@ at every padded step; its splits carry the lengths, which batching by length (``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -105,6 +105,13 @@ class TaskData:
     @property
     def variable_length(self) -> bool:
         return self.train.lengths is not None
+
+    def first_train_examples(self, n: int) -> "TaskData":
+        """The same task with only the first ``n`` training examples (overfit_batches: the split is in
+        the seed's order, so they are a random draw); validation and test unchanged."""
+        def cut(values):
+            return None if values is None else values[:n]
+        return replace(self, train=Split(x=self.train.x[:n], y=self.train.y[:n], lengths=cut(self.train.lengths)))
 
     def better(self, value: float, than: float) -> bool:
         """Whether metric ``value`` beats ``than`` (normbench/tasks/scoring.py computes the metric)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import fcntl
 import logging
 import os
 import signal
@@ -13,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+from filelock import lock_descriptor  # flock on POSIX, LockFileEx on Windows: dies with its process
 from omegaconf import DictConfig, OmegaConf
 
 from normbench.training import checkpoint
@@ -124,9 +124,7 @@ class SweepClaim:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / digest
         self.fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not lock_descriptor(self.fd, blocking=False):
             os.close(self.fd)
             self.fd = None
 
@@ -298,6 +296,11 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     torch.manual_seed(cfg.seed)
     require_memory(cfg.task.tensor_bytes(), "the task's tensors", device)
     task = load_task(cfg.task, cfg.seed)
+    if cfg.overfit_batches:  # debug=overfit_batch: these batches alone, over and over (the record's n_train says so)
+        if cfg.overfit_batches * cfg.batch_size > len(task.train.y):
+            raise ConfigError(f"overfit_batches={cfg.overfit_batches} x batch_size={cfg.batch_size} is more than the "
+                              f"{len(task.train.y)} training examples of task {task.name}")
+        task = task.first_train_examples(cfg.overfit_batches * cfg.batch_size)
     fields["task"] = {"name": task.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
                       "chance": task.chance, "target": task.target, "seq_len": task.seq_len,
                       "n_train": len(task.train.y), "n_val": len(task.val.y), "n_test": len(task.test.y)}

@@ -1,9 +1,11 @@
 """scikit-learn digits as a pixel sequence: shapes, stratified split, fixed permutation, chance."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
-from sklearn import datasets
 
 from normbench.tasks import DigitsConfig
 from normbench.tasks.tensors import load_task
@@ -31,13 +33,39 @@ def test_pixel_sequence_shapes_ranges_and_metadata():
     )
 
 
-def test_the_bundled_file_is_read_as_scikit_learn_reads_it():
+def test_the_shipped_file_is_read_as_scikit_learn_reads_it():
+    datasets = pytest.importorskip("sklearn.datasets", reason="the comparison needs scikit-learn (the [dev] extra)")
     from normbench.tasks.digits import bundled_digits
 
     images, labels = bundled_digits()
     expected_images, expected_labels = datasets.load_digits(return_X_y=True)
     assert images.dtype == expected_images.dtype and labels.dtype == expected_labels.dtype
     assert np.array_equal(images, expected_images) and np.array_equal(labels, expected_labels)
+
+
+def test_the_digits_need_no_scikit_learn():
+    probe = ("import sys; from normbench.tasks.digits import bundled_digits; images, labels = bundled_digits(); "
+             "print(images.shape, sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split("\n")[0] == "(1797, 64) []", done.stderr[-2000:]
+
+
+def test_a_damaged_shipped_file_gives_way_to_scikit_learns_and_without_it_is_one_line(tmp_path, monkeypatch):
+    import importlib.util
+
+    from normbench.tasks import digits
+    from normbench.tasks.data import TaskDataError
+
+    damaged = tmp_path / "digits.csv.gz"
+    damaged.write_bytes(digits.SHIPPED.read_bytes()[:-10])
+    expected = digits.bundled_digits()
+    monkeypatch.setattr(digits, "SHIPPED", damaged)
+    if importlib.util.find_spec("sklearn") is not None:
+        images, labels = digits.bundled_digits()  # scikit-learn's copy
+        assert np.array_equal(images, expected[0]) and np.array_equal(labels, expected[1])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(TaskDataError, match="missing or damaged and scikit-learn, which also has it, is not installed"):
+        digits.bundled_digits()
 
 
 def test_rows_of_eight_are_the_same_pixels_regrouped():
@@ -49,7 +77,9 @@ def test_rows_of_eight_are_the_same_pixels_regrouped():
 
 
 def test_stratified_split_is_disjoint_complete_and_proportional():
-    labels = datasets.load_digits().target
+    from normbench.tasks.digits import bundled_digits
+
+    labels = bundled_digits()[1]
     train, val, test = stratified_split(labels, (0.7, 0.15, 0.15), np.random.default_rng(0))
     assert len(np.intersect1d(train, val)) == len(np.intersect1d(train, test)) == len(np.intersect1d(val, test)) == 0
     assert np.array_equal(np.sort(np.concatenate([train, val, test])), np.arange(len(labels)))

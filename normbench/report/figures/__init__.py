@@ -35,8 +35,8 @@ import sys
 import matplotlib
 
 # Every figure is drawn on an explicit Agg canvas, so the backend only matters to pyplot, which
-# seaborn imports. Fix it to Agg unless a host process (the runner) has already chosen one:
-# switching would close that process's figures. This runs before any module here imports seaborn.
+# a library in the same process may import. Fix it to Agg unless a host process (the runner) has
+# already chosen one: switching would close that process's figures.
 if "matplotlib.pyplot" not in sys.modules:
     matplotlib.use("Agg")
 

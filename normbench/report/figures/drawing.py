@@ -10,12 +10,13 @@ from dataclasses import dataclass
 import matplotlib
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
 from normbench.records import metrics as registry
-PALETTE = sns.color_palette("colorblind", 10)
+# seaborn's "colorblind" palette (after Okabe and Ito's), as RGB in [0, 1]
+PALETTE = [tuple(int(code[i:i + 2], 16) / 255 for i in (1, 3, 5)) for code in (
+    "#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133", "#56b4e9")]
 # Groups differ by line style and marker too, so they stay apart without colour (or in grey print).
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
@@ -24,7 +25,21 @@ METRIC_UNITS = {name: m.unit for name, m in registry.TASK_METRICS.items()}
 METRIC_RANGE = {name: m.bounds for name, m in registry.TASK_METRICS.items()}
 MIN_BAND_SEEDS = 3  # a band or error bar from fewer seeds is mostly the t quantile, so none is drawn
 MIN_FONT_PT = 10.5
-STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook"),
+# A white grid: light grey gridlines and frame, dark grey text, no tick marks (seaborn's "whitegrid" style at
+# its "notebook" scale, which the figures were first drawn with), then the sizes that keep text >= 10.5 pt
+WHITEGRID = {
+    "figure.facecolor": "white", "axes.facecolor": "white", "axes.edgecolor": ".8", "axes.grid": True,
+    "axes.axisbelow": True, "axes.labelcolor": ".15", "axes.linewidth": 1.25, "grid.color": ".8", "grid.linestyle": "-",
+    "grid.linewidth": 1, "text.color": ".15", "xtick.color": ".15", "ytick.color": ".15", "xtick.direction": "out",
+    "ytick.direction": "out", "xtick.bottom": False, "xtick.top": False, "ytick.left": False, "ytick.right": False,
+    "xtick.major.width": 1.25, "ytick.major.width": 1.25, "xtick.minor.width": 1, "ytick.minor.width": 1,
+    "xtick.major.size": 6, "ytick.major.size": 6, "xtick.minor.size": 4, "ytick.minor.size": 4,
+    "font.family": ["sans-serif"], "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans",
+                                                        "sans-serif"],
+    "lines.linewidth": 1.5, "lines.markersize": 6, "lines.solid_capstyle": "round", "patch.edgecolor": "w",
+    "patch.force_edgecolor": True, "patch.linewidth": 1, "image.cmap": "viridis",
+}
+STYLE = {**WHITEGRID,
          "font.size": 11, "axes.labelsize": 11, "axes.titlesize": 11.5, "xtick.labelsize": MIN_FONT_PT,
          "ytick.labelsize": MIN_FONT_PT, "legend.fontsize": MIN_FONT_PT, "legend.title_fontsize": 11,
          "figure.titlesize": 12}

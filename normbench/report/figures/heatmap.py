@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
+from matplotlib import colormaps
 from matplotlib.figure import Figure as MplFigure
 
 from normbench.report.figures import drawing, png
@@ -99,14 +99,61 @@ def _heatmap_panel(ax, panel: HeatmapPanel, primary: bool, metric: dict[str, tup
     display.index = [text(v) for v in table.index]
     display.columns = [text(v) for v in table.columns]
     if display.notna().to_numpy().any():
-        sns.heatmap(display, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax,
-                    annot=annotations.to_numpy() if cell_width >= 0.6 else False, fmt="",
-                    annot_kws={"fontsize": MIN_FONT_PT}, linewidths=0.5,
-                    cbar_kws={"label": wrap(label, 30)})
+        _cells(ax, display, cmap, vmin, vmax, annotations.to_numpy() if cell_width >= 0.6 else None, wrap(label, 30))
     longest = max((len(str(c)) for c in display.columns), default=1)
     if longest * drawing.CHAR_IN > cell_width * 0.9:
         ax.tick_params(axis="x", labelrotation=90)
     ax.grid(False)
+
+
+DARK_TEXT, LIGHT_TEXT = ".15", "w"
+ROW_LABEL_IN = 1.0  # the widest row name read across, in inches
+LIGHT_CELL = 0.408  # relative luminance above which a cell's text is dark (WCAG's midpoint between black and white text)
+
+
+def _cells(ax, table: pd.DataFrame, cmap: str, vmin: float, vmax: float, annotations, label: str) -> None:
+    """A table as coloured cells in matrix order (first row on top), a white line between cells, missing
+    values left blank, each row and column named at its centre (thinned where they would not fit), the
+    cells' text in the shade that reads on each colour, and the colour bar with its label."""
+    values = np.ma.masked_invalid(table.to_numpy(dtype=float))
+    mesh = ax.pcolormesh(values, cmap=colormaps[cmap], vmin=vmin, vmax=vmax, edgecolors="white", linewidth=0.5)
+    ax.set(xlim=(0, values.shape[1]), ylim=(0, values.shape[0]))
+    ax.invert_yaxis()
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    bar = ax.figure.colorbar(mesh, ax=ax, label=label)
+    bar.outline.set_linewidth(0)
+    for axis, names in ((ax.xaxis, list(table.columns)), (ax.yaxis, list(table.index))):
+        shown = _every(axis, ax, len(names))
+        axis.set_ticks([i + 0.5 for i in range(0, len(names), shown)], [names[i] for i in range(0, len(names), shown)])
+    across = max((len(str(name)) for name in table.index), default=0) * drawing.CHAR_IN <= ROW_LABEL_IN
+    for tick in ax.get_yticklabels():  # short row names read across; long ones along the axis, taking no width
+        tick.set_rotation(0 if across else 90)
+        tick.set_verticalalignment("center")
+    if annotations is None:
+        return
+    missing = np.ma.getmaskarray(values)
+    for (row, col), value in np.ndenumerate(values.filled(np.nan)):
+        if missing[row, col]:
+            continue
+        shade = DARK_TEXT if _luminance(mesh.cmap(mesh.norm(value))[:3]) > LIGHT_CELL else LIGHT_TEXT
+        ax.text(col + 0.5, row + 0.5, str(annotations[row, col]), ha="center", va="center", color=shade,
+                fontsize=MIN_FONT_PT)
+
+
+def _every(axis, ax, count: int) -> int:
+    """Label every k-th cell so that labels at the axis's font size fit along it (1: every cell)."""
+    box = ax.get_window_extent().transformed(ax.figure.dpi_scale_trans.inverted())
+    length_in = box.width if axis is ax.xaxis else box.height
+    font_in = MIN_FONT_PT / 72
+    fit = int(length_in // font_in)
+    return 1 if fit < 1 or count <= fit else count // fit + 1
+
+
+def _luminance(rgb) -> float:
+    """Relative luminance (WCAG 2): linearised sRGB channels, weighted."""
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
 def _interval_range(grid, metric_name: str) -> tuple[float, float]:

@@ -1,0 +1,9 @@
+"""`python -m normbench.rerun`: the previous release's spelling of `normbench rerun`, kept so that
+scripts written for it still run. It only hands over to the subcommand (normbench/__main__.py)."""
+
+import sys
+
+from normbench.__main__ import forward
+
+if __name__ == "__main__":
+    forward("rerun", sys.argv[1:])
