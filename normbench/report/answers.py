@@ -27,7 +27,7 @@ from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
 from normbench.analysis.aggregate import NO_STUDY
 from normbench.report.figures import METRIC_RANGE
-from normbench.analysis import regime, rules
+from normbench.analysis import decisions, regime, rules
 from normbench.analysis.ranking import EVALUATION, design_power
 from normbench.report.tables import interval, number
 
@@ -252,9 +252,10 @@ def regime_of(rows: pd.DataFrame, runs: pd.DataFrame) -> tuple[regime.Gate | Non
     and the scale its runs were measured at."""
     if runs.empty or "group" not in runs:
         return None, ""
-    labels = dict(zip(rows["group"], rows["arm"])) if "arm" in rows else {}
-    arms = {str(labels.get(g, g)): runs[runs["group"] == g] for g in rows["group"] if (runs["group"] == g).any()}
-    return (regime.check(arms, runs, regime.ANSWER_GATES) if len(arms) >= 2 else None), regime.scale_text(runs)
+    if "arm" in rows:  # the labels the answer names the arms by
+        runs = runs.assign(arm=runs["group"].map(dict(zip(rows["group"], rows["arm"]))).fillna(runs["group"]))
+    # the study runner reads the same gate (analysis/decisions.py): it never calls decided what this calls not testable
+    return decisions.gate_of(runs, list(rows["group"])), regime.scale_text(runs)
 
 
 def _scale_caveat(measured: str) -> str:

@@ -230,44 +230,26 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
     return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
 
 
-def _margin(runs) -> float:
-    """The margin for "equivalent": the task metric's smallest effect of interest (analysis/rules.py,
-    on the compared scale: log for MSE), the same one every claim part uses."""
-    from normbench.analysis import rules
-
-    return rules.margin(runs.iloc[0].get("task.metric"))[0]
-
-
 def undecided(runs, level: float) -> list[str]:
-    """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons."""
+    """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons. A
+    comparison that is not testable here (analysis/decisions.py, the report's own gate) is not
+    listed: more seeds would decide nothing there."""
     from normbench.analysis.claims import evaluate_claims
-    from normbench.analysis.ranking import best_set, comparisons
-    from normbench.analysis import regime, rules
-    from normbench.analysis.sequential import decide
+    from normbench.analysis.decisions import decisions
 
-    open_items = []
-    for claim, verdict in evaluate_claims(runs, alpha=level):
-        if verdict.status == "inconclusive":
-            open_items.append(f"claim {claim.id}")
-    score = rules.primary_column(runs)
-    for study, task, mine in comparisons(runs[runs["status"].isin(RESULT_STATUSES)]):
-        higher = bool(mine["task.higher_is_better"].iloc[0])
-        ranked = best_set(mine, higher, score=score, alpha=level)
-        if ranked.best is None or regime.check({g: mine[mine["group"] == g] for g in ranked.order}, mine,
-                                               regime.ANSWER_GATES) is not None:
-            continue  # no arm ranked, or not testable here (analysis/regime.py): more seeds would decide nothing
-        sign = 1.0 if higher else -1.0
-        finished = mine[(mine["status"] == "ok") & ~rules.not_trained(mine)]
-        name = mine["task.metric"].iloc[0] if "task.metric" in mine else None
-        scores = {g: sign * rules.to_scale(finished.loc[finished["group"] == g, score], name) for g in ranked.order}
-        delta = _margin(mine)
-        for other in ranked.order[1:]:
-            if other not in ranked.members:  # shown worse by the best-set rule (failures count): decided
-                continue
-            a, b = scores[ranked.best], scores[other]
-            if len(a) < 2 or len(b) < 2 or decide(a, b, level, delta) is None:
-                open_items.append(f"{task}: {ranked.best} vs {other}")
-    return open_items
+    open_items = [f"claim {claim.id}" for claim, verdict in evaluate_claims(runs, alpha=level)
+                  if verdict.status == "inconclusive"]
+    return open_items + [f"{d.task}: {pair}" for d in decisions(runs, level) for pair in d.open]
+
+
+GATED_STOP = "decided or not testable"  # sequential.json's stop reason when a gate, not the data, ended it
+
+
+def gated_comparisons(runs, level: float) -> list:
+    """The comparisons the report calls not testable here (analysis/decisions.py)."""
+    from normbench.analysis.decisions import GATED, decisions
+
+    return [d for d in decisions(runs, level) if d.status == GATED]
 
 
 def own_records(folder: Path, study: str) -> list:
@@ -337,6 +319,8 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     else:
         log["stopped"] = "maximum seeds"
     log.setdefault("stopped", "decided")
+    if log["stopped"] == "decided" and gated_comparisons(runs, log["rounds"][-1]["level"]):
+        log["stopped"] = GATED_STOP  # not "every question decided": the report says not testable here
     log["seconds"] = round(time.monotonic() - started, 1)
     log["final_level"] = log["rounds"][-1]["level"]
     return _finish(out, study["id"], log, runs, still, status)
