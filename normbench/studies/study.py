@@ -19,6 +19,9 @@
 4. **Report** into DIR over every round, with the claims evaluated at the last look's level, and
    DIR/sequential.json: the plan, each look's level and what was undecided at each.
 
+Each round is one launch of the sweep's launcher: the local pool of --jobs workers by default, or the
+launcher named as for any sweep (``hydra/launcher=slurm|submitit_local|joblib|local``; LAUNCHERS below).
+
 Resume by identity makes a repeated command free: runs already finished in DIR are not run again.
 The study's runs carry its id (normbench/configuration/study_info.py: the question, not the seeds or the folder),
 and the looks count those only: a second study run into the same DIR neither spends its budget on
@@ -86,7 +89,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--step", type=int, default=2, help="seeds per arm added each round (default 2)")
     parser.add_argument("--max-seeds", type=int, default=11, help="most seeds per arm (default 11)")
     parser.add_argument("--alpha", type=float, default=0.05, help="error per direction over all looks (default 0.05)")
-    parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, one torch thread each (default 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, one torch thread each (default 2); with "
+                        "hydra/launcher=NAME, that launcher's parallelism where it has one here")
     parser.add_argument("--out", type=Path, default=None, help="the study folder (default studies/DATE/TIME)")
     args, overrides = parser.parse_known_args(argv)
     unknown = [o for o in overrides if o.startswith("--")]
@@ -219,9 +223,31 @@ def check_config(overrides: list[str]) -> None:
 Stopped = children.Stopped  # SIGTERM or SIGINT reached the study runner (normbench/studies/children.py)
 
 
+# A launcher the user names (hydra/launcher=NAME, as for any sweep): the key --jobs sets on it, and whether
+# its jobs share this machine's cores (then one torch thread each, as the local pool's). A cluster's
+# launcher keeps its own parallelism and threads (its config: cpus_per_task, array_parallelism).
+LAUNCHERS = {"local": ("hydra.launcher.n_jobs", True), "joblib": ("hydra.launcher.n_jobs", True),
+             "basic": (None, True), "submitit_local": ("hydra.launcher.array_parallelism", True),
+             "slurm": (None, False), "submitit_slurm": (None, False)}
+
+
+def launch_overrides(overrides: list[str], jobs: int) -> list[str]:
+    """What the runner adds to each round's multirun: with no launcher named, the local pool of
+    ``jobs`` workers (one job at a time when 1); with one named, that launcher as the user set it
+    (each round one launch of it: one SLURM array, one set of submitit jobs), --jobs as its parallelism
+    where it has one here. threads=1 where the jobs share these cores, unless the overrides set it."""
+    named = [o.split("=", 1)[1] for o in overrides if o.lstrip("+~").split("=", 1)[0] == "hydra/launcher" and "=" in o]
+    threads = [] if any(o.lstrip("+~").split("=", 1)[0] == "threads" for o in overrides) else ["threads=1"]
+    if not named:
+        return ["hydra/launcher=local", f"hydra.launcher.n_jobs={jobs}", *threads] if jobs > 1 else threads
+    key, shared = LAUNCHERS.get(named[-1], (None, False))
+    typed = {o.lstrip("+~").split("=", 1)[0] for o in overrides}
+    return [*([f"{key}={jobs}"] if key and key not in typed else []), *(threads if shared else [])]
+
+
 def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, study: dict | None = None,
                timeout_s: float | None = None) -> int:
-    launcher = ["hydra/launcher=local", f"hydra.launcher.n_jobs={jobs}", "threads=1"] if jobs > 1 else ["threads=1"]
+    launcher = launch_overrides(overrides, jobs)
     args = ["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher, "resume=true", "report=false",
             "progress=false", f"hydra.sweep.dir={folder}"]
     print("+ python -m normbench " + " ".join(args), flush=True)
@@ -274,8 +300,9 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     out = args.out or Path("studies") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
     _check_out(out)
     plan = Plan.rounds(args.pilot, args.step, args.max_seeds, args.alpha)
-    study = study_of(overrides)
-    check_config(overrides)
+    asked = [o for o in overrides if not o.lstrip("+~").split("=", 1)[0].startswith(("hydra/", "hydra."))]
+    study = study_of(asked)  # where its jobs run is not the question: a launcher changes no study id
+    check_config(asked)
     log = {"study_name": study["name"], "overrides": overrides, "alpha": args.alpha,
            "looks": list(plan.looks), "levels": plan.levels(), "budget_s": args.budget_s,
            "spending": "Lan-DeMets O'Brien-Fleming type, Bonferroni over looks", "rounds": []}
