@@ -227,7 +227,7 @@ Stopped = children.Stopped  # SIGTERM or SIGINT reached the study runner (normbe
 # its jobs share this machine's cores (then one torch thread each, as the local pool's). A cluster's
 # launcher keeps its own parallelism and threads (its config: cpus_per_task, array_parallelism).
 LAUNCHERS = {"local": ("hydra.launcher.n_jobs", True), "joblib": ("hydra.launcher.n_jobs", True),
-             "basic": (None, True), "submitit_local": ("hydra.launcher.array_parallelism", True),
+             "basic": (None, True), "submitit_local": (None, True),  # submitit's local queue runs every job at once
              "slurm": (None, False), "submitit_slurm": (None, False)}
 
 

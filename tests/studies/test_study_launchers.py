@@ -20,7 +20,7 @@ TINY = ["steps=4", "eval_every=2", "model.hidden=8"]
 @pytest.mark.parametrize("overrides, jobs, expected", [
     ([], 2, ["hydra/launcher=local", "hydra.launcher.n_jobs=2", "threads=1"]),   # the default pool
     ([], 1, ["threads=1"]),
-    (["hydra/launcher=submitit_local"], 2, ["hydra.launcher.array_parallelism=2", "threads=1"]),
+    (["hydra/launcher=submitit_local"], 2, ["threads=1"]),
     (["hydra/launcher=joblib"], 3, ["hydra.launcher.n_jobs=3", "threads=1"]),
     (["hydra/launcher=slurm", "hydra.launcher.partition=gpu"], 2, []),          # the cluster's config decides
     (["hydra/launcher=local", "hydra.launcher.n_jobs=4", "threads=2"], 2, []),  # what the user typed stands
@@ -58,7 +58,7 @@ def test_a_study_runs_its_rounds_through_submitit(tmp_path):
 def test_tune_runs_both_stages_through_submitit(tmp_path):
     out = tmp_path / "tune"
     result = _run("normbench.studies.tune", "--out", str(out), "--evaluation-seeds", "100,101",
-                  "hydra/launcher=submitit_local", "hydra.launcher.array_parallelism=2", "norm=ln", "lr=0.003,0.01",
+                  "hydra/launcher=submitit_local", "norm=ln", "lr=0.003,0.01",
                   *TINY)
     assert result.returncode == 0, result.stderr[-2000:]
     assert (out / "selection" / ".submitit").is_dir() and (out / "evaluation" / ".submitit").is_dir()
