@@ -185,7 +185,9 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
     decided = bool(rows["best"].any()) and not len(single)  # a ranking that informs, every arm compared
     gate, measured = regime_of(rows, runs)
     if gate is not None:  # the setup cannot tell the arms apart: no seeds, no budget would
-        also, command = gate.text[0].upper() + gate.text[1:] + ".", ""
+        # the bold line is the gate, never a "ranks first" the gate voids; the ranking follows as what it is
+        also = f"As the scores stand (this answers nothing here), {headline.removeprefix(f'On {task}, ')}"
+        headline, command = f"On {task}: {gate.text}.", ""
     return TaskAnswer(task, metric, higher, headline, study, also, _tradeoff(best, ranked), lone,
                       "" if decided else command, _scale_caveat(measured),
                       design=design.text() if design is not None else "",
