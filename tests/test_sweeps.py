@@ -111,9 +111,10 @@ def test_real_launchers_run_a_tiny_sweep(tmp_path, tiny_args, launcher):
     found = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
     expected = ["ln", "ln", "rms", "rms"] if seeds else ["ln", "rms"]
     assert sorted(s["axes"]["norm"] for s in found) == expected and all(s["status"] == "ok" for s in found)
-    if launcher == "local":  # two workers share the cores: threads = cores // 2
+    if launcher == "local":  # two workers share the cores: threads = cores // 2, fewer where the load left fewer free
         cores = len(os.sched_getaffinity(0))
-        assert all(s["environment"]["threads"] == max(1, cores // 2) for s in found)
+        assert all(1 <= s["environment"]["threads"] <= max(1, cores // 2) for s in found)
+        assert len({s["environment"]["threads"] for s in found}) == 1  # one count for the whole sweep
     # each job ran in a process of its own (a joblib worker, a submitit job), and the end line says how they spent it
     efficiency = json.loads((tmp_path / "sweep" / "efficiency.json").read_text())
     marks = [json.loads(p.read_text()) for p in (tmp_path / "sweep" / ".timing").glob("*.json")]

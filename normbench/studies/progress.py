@@ -93,6 +93,11 @@ class SweepProgress(Callback):
                                                           config.hydra.sweeper),
                  "parallel": parallel_jobs(config.hydra.launcher)}
         os.environ[PROGRESS_ENV_VAR] = json.dumps(state)
+        from normbench.training import machine  # torch-free
+
+        free = machine.free_cores()  # once, before any job: every job of the sweep runs on the same threads
+        if free is not None:
+            os.environ[machine.SWEEP_FREE_CORES] = str(free)
         self._mine = True
 
     def on_job_start(self, config: DictConfig, **kwargs) -> None:
@@ -110,7 +115,10 @@ class SweepProgress(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         if self._mine:
+            from normbench.training import machine
+
             os.environ.pop(PROGRESS_ENV_VAR, None)
+            os.environ.pop(machine.SWEEP_FREE_CORES, None)
             self._mine = False
 
 
