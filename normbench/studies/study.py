@@ -49,7 +49,7 @@ import numpy as np
 from normbench.studies import children, progress
 from normbench.configuration import study_info
 from normbench.report import study_plan
-from normbench.records.record import MAX_STRING, RESULT_STATUSES, Unreadable, read_json_file, read_run_file
+from normbench.records.record import MAX_STRING, Unreadable, read_json_file, read_run_file
 
 _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
 # Bounds checked before anything runs: beyond them a study is a typo, not a plan (a thousand seeds
