@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 ROOT = Path(__file__).resolve().parent.parent
 # The console script's entry point, as pip's `normbench` wrapper calls it (argv[0] is the script's name);
@@ -18,7 +19,7 @@ def normbench(*args, comp_line=None, env=None):
     if comp_line is not None:
         env.update(COMP_LINE=comp_line, COMP_POINT=str(len(comp_line)))
     return subprocess.run([sys.executable, "-c", AS_CONSOLE_SCRIPT, *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=120)
+                          env=env, cwd=ROOT, timeout=HANG_S)
 
 
 def complete(line, **kwargs) -> set[str]:

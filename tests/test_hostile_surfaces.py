@@ -29,6 +29,7 @@ from normbench.bench import arms
 from normbench.records.record import Unreadable, folder_inside, read_json_file, write_file, write_inside
 from normbench.records import study_plan
 from normbench.report.output import STAGING, remove_stale_staging
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
 factory = importlib.util.module_from_spec(_spec)
@@ -327,11 +328,11 @@ def test_a_stopped_round_is_passed_the_signal_and_never_left_running(signum):
     # inherits SIGINT ignored, and the subject here is the passing on, not that inheritance
     child = children.start([sys.executable, "-c", "import signal, sys, time\n"
                             "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-                            "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\ntime.sleep(60)"])
-    time.sleep(0.3)
+                            "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\ntime.sleep(3600)"])
+    _wait_until_caught(child.pid, signal.SIGTERM)  # its handlers are in place, however slowly it started
     started = time.monotonic()
     children.stop_child(child, signum if signum == signal.SIGTERM else None, grace=0.1)
-    assert child.poll() is not None and time.monotonic() - started < 10
+    assert child.poll() is not None and time.monotonic() - started < 600  # stopped, not its hour waited out
     assert child.returncode == (7 if signum == signal.SIGTERM else -signal.SIGINT)
 
 
@@ -477,11 +478,11 @@ def test_a_child_is_started_with_sigterm_as_its_parent_death_signal():
             "libc.prctl(2, ctypes.byref(v), 0, 0, 0); print(v.value)")  # PR_GET_PDEATHSIG
     child = children.start([sys.executable, "-c", code], env=None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout  # a plain child: 0
-    child.wait(timeout=30)
+    child.wait(timeout=HANG_S)
     assert out.strip() == "0"
     reader = subprocess.run([sys.executable, "-c", "from normbench.studies import children; import sys; "
                              f"sys.exit(children.start([sys.executable, '-c', {code!r}]).wait())"],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=HANG_S)
     assert reader.stdout.strip() == str(int(signal.SIGTERM))
 
 
@@ -493,8 +494,8 @@ def test_a_runner_killed_outright_takes_its_child_along(tmp_path):
     pid = int(parent.stdout.readline())
     assert _alive(pid)
     parent.kill()  # SIGKILL: no handler of the runner runs
-    parent.wait(timeout=10)
-    deadline = time.monotonic() + 10
+    parent.wait(timeout=HANG_S)
+    deadline = time.monotonic() + HANG_S
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
@@ -546,12 +547,12 @@ def test_a_real_tune_stopped_during_selection_leaves_no_child_training(how, tmp_
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     tuner = subprocess.Popen([sys.executable, "-m", "normbench.studies.tune", "--out", str(out), *tiny_args, "steps=400"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_S
     while not list(out.glob("selection/*/summary.json")) and time.monotonic() < deadline:
         time.sleep(0.2)  # the selection is training: its first job has claimed its folder
     tuner.send_signal(getattr(signal, how))
-    _, err = tuner.communicate(timeout=120)
-    deadline = time.monotonic() + 60
+    _, err = tuner.communicate(timeout=HANG_S)
+    deadline = time.monotonic() + HANG_S
     while _tune_children(out) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _tune_children(out)
@@ -644,7 +645,7 @@ def test_a_billion_steps_is_still_a_config(compose):
 
 
 # -- the report: a signal at any moment, the imports included ---------------------------------------
-def _wait_until_caught(pid: int, signum: int, limit_s: float = 60.0) -> None:
+def _wait_until_caught(pid: int, signum: int, limit_s: float = HANG_S) -> None:
     """Until process ``pid`` catches ``signum`` (Linux: its SigCgt mask), so that the signal sent next
     meets the report's own handler however slowly a loaded machine starts the interpreter."""
     deadline = time.monotonic() + limit_s
@@ -670,7 +671,7 @@ def test_a_signal_while_the_report_imports_is_one_line(signum, tmp_path):
     # the program runs): the imports of pandas and matplotlib follow
     _wait_until_caught(report.pid, signal.SIGTERM)
     report.send_signal(signum)
-    out, err = report.communicate(timeout=60)
+    out, err = report.communicate(timeout=HANG_S)
     assert report.returncode == 128 + signum, (report.returncode, err[-2000:])
     assert err.count("\n") == 1 and f"stopped by {signal.Signals(signum).name}" in err and "Traceback" not in err
 

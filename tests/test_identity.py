@@ -13,6 +13,7 @@ import pytest
 from normbench.training import rerun
 from normbench.report import build_report
 from normbench.training.train import Trainer
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -148,7 +149,7 @@ def test_concurrent_runs_into_one_folder_get_a_record_each(tmp_path, tiny_args):
     args = [*tiny_args, "steps=300", "eval_every=100", "hydra.run.dir=run"]
     procs = [subprocess.Popen([sys.executable, "-m", "normbench", *args, f"seed={s}"], cwd=tmp_path, env=ENV,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for s in (0, 1)]
-    assert all(p.wait(timeout=300) == 0 for p in procs), [p.stderr.read()[-2000:] for p in procs]
+    assert all(p.wait(timeout=HANG_S) == 0 for p in procs), [p.stderr.read()[-2000:] for p in procs]
     records = {json.loads(p.read_text())["seed"]: p.parent for p in tmp_path.rglob("summary.json")}
     assert sorted(records) == [0, 1] and len(set(records.values())) == 2
     for folder in records.values():  # each curve is one run's: steps rise, never interleave
@@ -163,13 +164,13 @@ def test_rerun_of_a_joblib_job_uses_its_recorded_threads_and_reproduces(tmp_path
     args = [a for a in tiny_args if not a.startswith("threads=")]
     proc = subprocess.run([sys.executable, "-m", "normbench", "-m", *args, "model.hidden=64", "steps=40",
                            "hydra/launcher=local", "hydra.launcher.n_jobs=2", "seed=0,1", "hydra.sweep.dir=sweep",
-                           "report=false"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+                           "report=false"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     run = tmp_path / "sweep" / "0"
     recorded = json.loads((run / "summary.json").read_text())
     assert recorded["config"]["threads"] == 0 and recorded["environment"]["threads"] == (os.cpu_count() or 2) // 2
     again = subprocess.run([sys.executable, "-m", "normbench.training.rerun", str(run), "--out", str(tmp_path / "again")],
-                           cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+                           cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=HANG_S)
     assert again.returncode == 0 and "reproduced exactly" in again.stdout, again.stdout + again.stderr
     assert json.loads((tmp_path / "again" / "summary.json").read_text())["environment"]["threads"] == \
         recorded["environment"]["threads"]
@@ -195,7 +196,7 @@ def test_two_sweeps_into_one_folder_never_share_a_record(tmp_path, tiny_args):
     procs = [subprocess.Popen([sys.executable, "-m", "normbench", "-m", *args, seeds], cwd=tmp_path, env=ENV,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for seeds in ("seed=0,1", "seed=2,3")]
-    assert all(p.wait(timeout=300) == 0 for p in procs), [p.stderr.read()[-2000:] for p in procs]
+    assert all(p.wait(timeout=HANG_S) == 0 for p in procs), [p.stderr.read()[-2000:] for p in procs]
     records = {json.loads(p.read_text())["seed"]: p.parent for p in (tmp_path / "sweep").rglob("summary.json")}
     assert sorted(records) == [0, 1, 2, 3] and len(set(records.values())) == 4
     for seed, folder in records.items():

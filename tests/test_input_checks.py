@@ -21,6 +21,7 @@ from normbench.studies import compare, tune
 from normbench.studies.app import message_text
 from normbench.bench import __main__ as bench
 from normbench.configuration.config import to_config
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
 factory = importlib.util.module_from_spec(_spec)
@@ -133,7 +134,7 @@ def test_odd_unicode_is_one_line(cli, tiny_args, override):
 
 def test_hydra_help_into_a_closed_pipe_is_quiet(tmp_path):
     done = subprocess.run(f"{sys.executable} -m normbench --hydra-help | head -1", shell=True, capture_output=True,
-                          text=True, cwd=tmp_path, timeout=120,
+                          text=True, cwd=tmp_path, timeout=HANG_S,
                           env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"})
     assert done.stdout.strip() and done.stderr == ""
 

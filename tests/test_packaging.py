@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 from normbench.models import lnlstm_cpu
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_args):
     dist = tmp_path / "dist"
     build = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=HANG_S)
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = dist.glob("normbench-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())  # the C++ kernels are compiled where they run
@@ -31,16 +32,16 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     python = env_dir / "bin" / "python"
     see_site_packages_of_this_interpreter(python)
     install = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True, timeout=HANG_S)
     assert install.returncode == 0, install.stderr[-2000:]
     work = tmp_path / "elsewhere"
     work.mkdir()
     where = subprocess.run([python, "-c", "import normbench.configuration.config as c; print(c.config_dir())"], cwd=work,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=HANG_S)
     assert str(env_dir) in where.stdout, (where.stdout, where.stderr)  # the wheel's copy, not the checkout's
     script = env_dir / "bin" / "normbench"
     run = subprocess.run([script, *tiny_args, "placement=in_cell", "norm=ln", "hydra.run.dir=run"], cwd=work,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=HANG_S)
     assert run.returncode == 0, run.stderr[-2000:]
     summary = json.loads((work / "run" / "summary.json").read_text())
     assert summary["status"] == "ok"
@@ -48,16 +49,16 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     assert kernel == "python" if lnlstm_cpu.KERNEL.load() is None else kernel.startswith("cpp-")
     assert {"normbench/sweeps/smoke.yaml", "normbench/sweeps/smoke/ln_fp32.yaml", "normbench/optional/optuna_lr.yaml"} <= names
     sweeps = subprocess.run([python, "-c", "import normbench.configuration.config as c; print(*c.sweep_dirs())"], cwd=work,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=HANG_S)
     assert sweeps.stdout.split() == [str(Path(where.stdout.strip()).parent / "sweeps")], sweeps.stderr
-    helped = subprocess.run([script, "--help"], cwd=work, capture_output=True, text=True, timeout=120)
+    helped = subprocess.run([script, "--help"], cwd=work, capture_output=True, text=True, timeout=HANG_S)
     assert "sweep: batch_size, " in helped.stdout and "eps_fp16, " in helped.stdout, helped.stderr[-2000:]
     # +sweep=NAME from the wheel, without -m: a user's sweep of two jobs over a shipped sweep's group
     (work / "mine").mkdir()
     (work / "mine" / "two.yaml").write_text("# @package _global_\nhydra:\n  mode: MULTIRUN\n  sweeper:\n"
                                             "    params:\n      +smoke: ln_fp32,rms_bf16\n")
     swept = subprocess.run([script, "+sweep=two", *tiny_args, "report=false", "hydra.sweep.dir=sw"],
-                           cwd=work, capture_output=True, text=True, timeout=300, env={**os.environ, "NORMBENCH_SWEEPS": "mine"})
+                           cwd=work, capture_output=True, text=True, timeout=HANG_S, env={**os.environ, "NORMBENCH_SWEEPS": "mine"})
     assert swept.returncode == 0, swept.stderr[-2000:]
     assert len(list((work / "sw").rglob("summary.json"))) == 2
 

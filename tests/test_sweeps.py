@@ -14,6 +14,7 @@ from normbench.records import record
 
 from normbench.training import rerun
 from normbench.training.train import Trainer
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -66,7 +67,7 @@ def test_kill_9_leaves_earlier_records_intact_and_resume_finishes(tmp_path, tiny
     args = ["-m", *tiny_args, "steps=1500", "eval_every=1000", "seed=0,1,2", "hydra.sweep.dir=sweep", "report=false"]
     proc = normbench(*args, cwd=tmp_path)
     running = tmp_path / "sweep" / "1" / "summary.json"
-    deadline = time.time() + 120
+    deadline = time.time() + HANG_S
     while not (running.exists() and json.loads(running.read_text())["status"] == "running"):
         assert time.time() < deadline and proc.poll() is None, "job 1 never started"
         time.sleep(0.05)
@@ -75,10 +76,10 @@ def test_kill_9_leaves_earlier_records_intact_and_resume_finishes(tmp_path, tiny
     proc.wait()
     assert statuses(tmp_path / "sweep") == {"0": "ok", "1": "running"}
     report = subprocess.run([sys.executable, "-m", "normbench.report", str(tmp_path / "sweep")], env=ENV,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=HANG_S)
     assert report.returncode == 0 and "incomplete" in (tmp_path / "sweep" / "report.md").read_text()
     resumed = normbench(*args, "resume=true", cwd=tmp_path)
-    out, err = resumed.communicate(timeout=300)
+    out, err = resumed.communicate(timeout=HANG_S)
     assert resumed.returncode == 0, err[-2000:]
     assert statuses(tmp_path / "sweep") == {"0": "ok", "1": "ok", "2": "ok"}
     assert "resume: already finished" in err and out.count(" ok ") >= 3
@@ -88,12 +89,12 @@ def test_kill_9_leaves_earlier_records_intact_and_resume_finishes(tmp_path, tiny
 def test_signal_during_a_run_writes_an_interrupted_summary(tmp_path, tiny_args, sig):
     proc = normbench(*tiny_args, "steps=100000", "eval_every=50000", "hydra.run.dir=run", cwd=tmp_path)
     metrics = tmp_path / "run" / "metrics.jsonl"
-    deadline = time.time() + 120
+    deadline = time.time() + HANG_S
     while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 20):
         assert time.time() < deadline and proc.poll() is None
         time.sleep(0.05)
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=HANG_S)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert proc.returncode == 130 and "interrupted" in err
     assert summary["status"] == "interrupted" and summary["metrics"]["steps_done"] >= 10
@@ -105,14 +106,15 @@ def test_real_launchers_run_a_tiny_sweep(tmp_path, tiny_args, launcher):
     seeds = ["seed=0,1"] if launcher == "local" else []  # two jobs a worker: the second finds the first's objects frozen
     proc = normbench("-m", f"hydra/launcher={launcher}", *tiny_args, "norm=ln,rms", *seeds, "hydra.sweep.dir=sweep",
                      "report=false", cwd=tmp_path)
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 0, err[-2000:]
     found = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
     expected = ["ln", "ln", "rms", "rms"] if seeds else ["ln", "rms"]
     assert sorted(s["axes"]["norm"] for s in found) == expected and all(s["status"] == "ok" for s in found)
-    if launcher == "local":  # two workers share the cores: threads = cores // 2
+    if launcher == "local":  # two workers share the cores: threads = cores // 2, fewer where the load left fewer free
         cores = len(os.sched_getaffinity(0))
-        assert all(s["environment"]["threads"] == max(1, cores // 2) for s in found)
+        assert all(1 <= s["environment"]["threads"] <= max(1, cores // 2) for s in found)
+        assert len({s["environment"]["threads"] for s in found}) == 1  # one count for the whole sweep
     # each job ran in a process of its own (a joblib worker, a submitit job), and the end line says how they spent it
     efficiency = json.loads((tmp_path / "sweep" / "efficiency.json").read_text())
     marks = [json.loads(p.read_text()) for p in (tmp_path / "sweep" / ".timing").glob("*.json")]
@@ -223,7 +225,7 @@ def test_duplicates_side_by_side_in_joblib_workers_execute_once(tmp_path, tiny_a
     # seed outermost: the two jobs of one seed, one effective config, start side by side
     proc = normbench("-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2", *tiny_args, "seed=0,1", "norm=none",
                      "norm.gamma_init=1.0,0.1", "hydra.sweep.dir=sweep", "report=false", cwd=tmp_path)
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 0, err[-2000:]
     found = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
     assert sorted(s["seed"] for s in found) == [0, 1] and all(s["status"] == "ok" for s in found)

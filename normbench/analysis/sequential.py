@@ -126,7 +126,9 @@ class Design:
             return f"Sequential design: tested at the level its last look spent, {self.level:.3g}."
         looks = ", ".join(f"{n} ({lvl:.2g})" for n, lvl in zip(self.looks, self.levels))
         taken = len(self.done)
-        why = {"decided": "every question decided", "budget": "the next round would overrun the budget",
+        why = {"decided": "every question decided",
+               "decided or not testable": "every testable question decided, the rest not testable here "
+                                          "(more seeds would not decide it)", "budget": "the next round would overrun the budget",
                "maximum seeds": "the seed limit was reached"}.get(self.stopped, self.stopped)
         return (f"Sequential design: looks planned at {looks} seeds per arm (level of each look in brackets, "
                 f"α spent over the looks); {taken} look(s) taken, at {', '.join(map(str, self.done))} seeds; stopped: "

@@ -349,7 +349,7 @@ class Config:
     device: str = harness("where it runs; environment.device records it", "auto")  # auto: cuda when available; cuda:N
     # CPU results depend on the thread count (reduction order), but a thread count is not a
     # setting to compare: environment.threads records it and rerun uses the recorded one
-    threads: int = harness("environment.threads records the count used", 0)  # 0: cores / parallel jobs
+    threads: int = harness("environment.threads records the count used", 0)  # 0: free cores (less the load) / parallel jobs
     eval_every: int = 100
     log_every: int = 10
     probe_every: int = 50             # gradient/activation probes; 0 = only at init and at the end

@@ -4,8 +4,8 @@ It states nothing new. Each line is one study on one task (and condition): the a
 the best (ranking.RULE) where some arm is shown worse, a tie where none is, or the gate that makes
 final quality untestable there; with the claims that study decided and the scale its runs were at.
 Above the lines, one recommendation per family gathers its testable lines: what they favour, what
-they leave tied, and which studies could not test final quality. A family no study covered says
-"no evidence yet".
+they leave tied, and which studies could not test final quality. Only the families the records ran
+are listed (runs naming no family: one "no evidence yet" line per family).
 """
 
 from __future__ import annotations
@@ -108,8 +108,10 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list
                 study_runs = runs[runs["group"].isin(rows["group"])]
                 lines.append(FamilyLine(name, f"{favoured} · task {task}", [(section.title, section.anchor)],
                                         _sureness(rows, section.claims), _scale(study_runs), kind, arms, task))
-        out += lines or [_no_evidence(name)]
-    return out
+        out += lines
+    # the families the records ran, and only those: a sweep of LSTMs lists no empty RNN, GRU and
+    # Transformer rows above its answer; records naming no family keep one "no evidence yet" line each
+    return out or [_no_evidence(f.display) for f in families()]
 
 
 def synthesis_table(lines: list[FamilyLine]) -> Table:
@@ -154,8 +156,11 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
 
 
 def recommendations(lines: list[FamilyLine]) -> list[FamilyLine]:
-    """One recommendation per registered family, in registration order."""
-    return [recommendation(f.display, [line for line in lines if line.family == f.display]) for f in families()]
+    """One recommendation per registered family the lines cover (every family when none is), in registration
+    order."""
+    names = [f.display for f in families()]
+    covered = [name for name in names if any(line.family == name and line.studies for line in lines)]
+    return [recommendation(name, [line for line in lines if line.family == name]) for name in covered or names]
 
 
 def recommendation_table(lines: list[FamilyLine]) -> Table:

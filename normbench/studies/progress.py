@@ -27,7 +27,6 @@ import time
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from normbench.records.record import RESULT_STATUSES
 
 PROGRESS_ENV_VAR = "NORMBENCH_SWEEP_PROGRESS"
 
@@ -94,6 +93,11 @@ class SweepProgress(Callback):
                                                           config.hydra.sweeper),
                  "parallel": parallel_jobs(config.hydra.launcher)}
         os.environ[PROGRESS_ENV_VAR] = json.dumps(state)
+        from normbench.training import machine  # torch-free
+
+        free = machine.free_cores()  # once, before any job: every job of the sweep runs on the same threads
+        if free is not None:
+            os.environ[machine.SWEEP_FREE_CORES] = str(free)
         self._mine = True
 
     def on_job_start(self, config: DictConfig, **kwargs) -> None:
@@ -111,7 +115,10 @@ class SweepProgress(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         if self._mine:
+            from normbench.training import machine
+
             os.environ.pop(PROGRESS_ENV_VAR, None)
+            os.environ.pop(machine.SWEEP_FREE_CORES, None)
             self._mine = False
 
 
@@ -126,22 +133,22 @@ def study_round(look: int, looks: int, seeds: int, level: float, undecided: list
 
 def study_answer(log: dict, runs, undecided: list[str]) -> list[str]:
     """The study runner's last lines: when and why it stopped, each claim's verdict and each
-    comparison's first-ranked arm at the last look's level, and what is still undecided."""
+    comparison's answer at the last look's level, in the report's words (analysis/decisions.py: a
+    comparison the report calls not testable here says so, never "ranked first"), and what is
+    still undecided."""
     from normbench.analysis.claims import evaluate_claims
-    from normbench.analysis.ranking import best_set, comparisons
-    from normbench.analysis.rules import primary_column
+    from normbench.analysis.decisions import decisions
 
     last = log["rounds"][-1]
-    stopped = {"decided": "every question decided", "budget": "stopped by the budget",
+    stopped = {"decided": "every question decided",
+               "decided or not testable": "every testable question decided, the rest not testable here",
+               "budget": "stopped by the budget",
                "maximum seeds": "stopped at the maximum seed count"}.get(log.get("stopped"), str(log.get("stopped")))
     lines = [f"normbench.study: answer after {len(log['rounds'])} round(s), {last['seeds_per_arm']} seeds per arm, "
              f"{duration(log['seconds'])}: {stopped} (level {last['level']:.4g})"]
     verdicts = [(claim.id, verdict.status) for claim, verdict in evaluate_claims(runs, alpha=last["level"])]
     lines += [f"  claim {name}: {status}" for name, status in verdicts if status != "not applicable"]
-    for _, task, mine in comparisons(runs[runs["status"].isin(RESULT_STATUSES)]):
-        ranked = best_set(mine, bool(mine["task.higher_is_better"].iloc[0]), score=primary_column(mine))
-        if ranked.best is not None:
-            lines.append(f"  {task}: ranked first {ranked.best}")
+    lines += [f"  {decision.line()}" for decision in decisions(runs, last["level"])]
     lines += [f"  undecided: {item}" for item in undecided[:20]]
     if len(undecided) > 20:
         lines.append(f"  ... and {len(undecided) - 20} more")

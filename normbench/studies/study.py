@@ -19,6 +19,9 @@
 4. **Report** into DIR over every round, with the claims evaluated at the last look's level, and
    DIR/sequential.json: the plan, each look's level and what was undecided at each.
 
+Each round is one launch of the sweep's launcher: the local pool of --jobs workers by default, or the
+launcher named as for any sweep (``hydra/launcher=slurm|submitit_local|joblib|local``; LAUNCHERS below).
+
 Resume by identity makes a repeated command free: runs already finished in DIR are not run again.
 The study's runs carry its id (normbench/configuration/study_info.py: the question, not the seeds or the folder),
 and the looks count those only: a second study run into the same DIR neither spends its budget on
@@ -46,7 +49,7 @@ import numpy as np
 from normbench.studies import children, progress
 from normbench.configuration import study_info
 from normbench.records import study_plan
-from normbench.records.record import MAX_STRING, RESULT_STATUSES, Unreadable, read_json_file, read_run_file
+from normbench.records.record import MAX_STRING, Unreadable, read_json_file, read_run_file
 
 _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
 # Bounds checked before anything runs: beyond them a study is a typo, not a plan (a thousand seeds
@@ -86,7 +89,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--step", type=int, default=2, help="seeds per arm added each round (default 2)")
     parser.add_argument("--max-seeds", type=int, default=11, help="most seeds per arm (default 11)")
     parser.add_argument("--alpha", type=float, default=0.05, help="error per direction over all looks (default 0.05)")
-    parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, one torch thread each (default 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, one torch thread each (default 2); with "
+                        "hydra/launcher=NAME, that launcher's parallelism where it has one here")
     parser.add_argument("--out", type=Path, default=None, help="the study folder (default studies/DATE/TIME)")
     args, overrides = parser.parse_known_args(argv)
     unknown = [o for o in overrides if o.startswith("--")]
@@ -219,9 +223,31 @@ def check_config(overrides: list[str]) -> None:
 Stopped = children.Stopped  # SIGTERM or SIGINT reached the study runner (normbench/studies/children.py)
 
 
+# A launcher the user names (hydra/launcher=NAME, as for any sweep): the key --jobs sets on it, and whether
+# its jobs share this machine's cores (then one torch thread each, as the local pool's). A cluster's
+# launcher keeps its own parallelism and threads (its config: cpus_per_task, array_parallelism).
+LAUNCHERS = {"local": ("hydra.launcher.n_jobs", True), "joblib": ("hydra.launcher.n_jobs", True),
+             "basic": (None, True), "submitit_local": (None, True),  # submitit's local queue runs every job at once
+             "slurm": (None, False), "submitit_slurm": (None, False)}
+
+
+def launch_overrides(overrides: list[str], jobs: int) -> list[str]:
+    """What the runner adds to each round's multirun: with no launcher named, the local pool of
+    ``jobs`` workers (one job at a time when 1); with one named, that launcher as the user set it
+    (each round one launch of it: one SLURM array, one set of submitit jobs), --jobs as its parallelism
+    where it has one here. threads=1 where the jobs share these cores, unless the overrides set it."""
+    named = [o.split("=", 1)[1] for o in overrides if o.lstrip("+~").split("=", 1)[0] == "hydra/launcher" and "=" in o]
+    threads = [] if any(o.lstrip("+~").split("=", 1)[0] == "threads" for o in overrides) else ["threads=1"]
+    if not named:
+        return ["hydra/launcher=local", f"hydra.launcher.n_jobs={jobs}", *threads] if jobs > 1 else threads
+    key, shared = LAUNCHERS.get(named[-1], (None, False))
+    typed = {o.lstrip("+~").split("=", 1)[0] for o in overrides}
+    return [*([f"{key}={jobs}"] if key and key not in typed else []), *(threads if shared else [])]
+
+
 def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, study: dict | None = None,
                timeout_s: float | None = None) -> int:
-    launcher = ["hydra/launcher=local", f"hydra.launcher.n_jobs={jobs}", "threads=1"] if jobs > 1 else ["threads=1"]
+    launcher = launch_overrides(overrides, jobs)
     args = ["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher, "resume=true", "report=false",
             "progress=false", f"hydra.sweep.dir={folder}"]
     print("+ python -m normbench " + " ".join(args), flush=True)
@@ -230,44 +256,26 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
     return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
 
 
-def _margin(runs) -> float:
-    """The margin for "equivalent": the task metric's smallest effect of interest (analysis/rules.py,
-    on the compared scale: log for MSE), the same one every claim part uses."""
-    from normbench.analysis import rules
-
-    return rules.margin(runs.iloc[0].get("task.metric"))[0]
-
-
 def undecided(runs, level: float) -> list[str]:
-    """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons."""
+    """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons. A
+    comparison that is not testable here (analysis/decisions.py, the report's own gate) is not
+    listed: more seeds would decide nothing there."""
     from normbench.analysis.claims import evaluate_claims
-    from normbench.analysis.ranking import best_set, comparisons
-    from normbench.analysis import regime, rules
-    from normbench.analysis.sequential import decide
+    from normbench.analysis.decisions import decisions
 
-    open_items = []
-    for claim, verdict in evaluate_claims(runs, alpha=level):
-        if verdict.status == "inconclusive":
-            open_items.append(f"claim {claim.id}")
-    score = rules.primary_column(runs)
-    for study, task, mine in comparisons(runs[runs["status"].isin(RESULT_STATUSES)]):
-        higher = bool(mine["task.higher_is_better"].iloc[0])
-        ranked = best_set(mine, higher, score=score, alpha=level)
-        if ranked.best is None or regime.check({g: mine[mine["group"] == g] for g in ranked.order}, mine,
-                                               regime.ANSWER_GATES) is not None:
-            continue  # no arm ranked, or not testable here (analysis/regime.py): more seeds would decide nothing
-        sign = 1.0 if higher else -1.0
-        finished = mine[(mine["status"] == "ok") & ~rules.did_not_train(mine)]
-        name = mine["task.metric"].iloc[0] if "task.metric" in mine else None
-        scores = {g: sign * rules.to_scale(finished.loc[finished["group"] == g, score], name) for g in ranked.order}
-        delta = _margin(mine)
-        for other in ranked.order[1:]:
-            if other not in ranked.members:  # shown worse by the best-set rule (failures count): decided
-                continue
-            a, b = scores[ranked.best], scores[other]
-            if len(a) < 2 or len(b) < 2 or decide(a, b, level, delta) is None:
-                open_items.append(f"{task}: {ranked.best} vs {other}")
-    return open_items
+    open_items = [f"claim {claim.id}" for claim, verdict in evaluate_claims(runs, alpha=level)
+                  if verdict.status == "inconclusive"]
+    return open_items + [f"{d.task}: {pair}" for d in decisions(runs, level) for pair in d.open]
+
+
+GATED_STOP = "decided or not testable"  # sequential.json's stop reason when a gate, not the data, ended it
+
+
+def gated_comparisons(runs, level: float) -> list:
+    """The comparisons the report calls not testable here (analysis/decisions.py)."""
+    from normbench.analysis.decisions import GATED, decisions
+
+    return [d for d in decisions(runs, level) if d.status == GATED]
 
 
 def own_records(folder: Path, study: str) -> list:
@@ -292,8 +300,9 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     out = args.out or Path("studies") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
     _check_out(out)
     plan = Plan.rounds(args.pilot, args.step, args.max_seeds, args.alpha)
-    study = study_of(overrides)
-    check_config(overrides)
+    asked = [o for o in overrides if not o.lstrip("+~").split("=", 1)[0].startswith(("hydra/", "hydra."))]
+    study = study_of(asked)  # where its jobs run is not the question: a launcher changes no study id
+    check_config(asked)
     log = {"study_name": study["name"], "overrides": overrides, "alpha": args.alpha,
            "looks": list(plan.looks), "levels": plan.levels(), "budget_s": args.budget_s,
            "spending": "Lan-DeMets O'Brien-Fleming type, Bonferroni over looks", "rounds": []}
@@ -337,6 +346,8 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     else:
         log["stopped"] = "maximum seeds"
     log.setdefault("stopped", "decided")
+    if log["stopped"] == "decided" and gated_comparisons(runs, log["rounds"][-1]["level"]):
+        log["stopped"] = GATED_STOP  # not "every question decided": the report says not testable here
     log["seconds"] = round(time.monotonic() - started, 1)
     log["final_level"] = log["rounds"][-1]["level"]
     return _finish(out, study["id"], log, runs, still, status)

@@ -1,6 +1,7 @@
 """At the end of a multirun: one screen of results (in run-number order), the arms' paired timing
-when sweep_timing=paired, the report, which runs failed, and, when no arm can be ranked, why and
-the command that ranks them."""
+when sweep_timing=paired, the report, which runs failed, when no arm can be ranked, why and
+the command that ranks them, and last the arms' means and ranks with the report's answer
+(normbench/studies/sweep_answer.py)."""
 
 from __future__ import annotations
 
@@ -154,6 +155,19 @@ def efficiency(config: DictConfig, sweep_dir: Path, end_s: float, apart: dict | 
     return result
 
 
+def _print_answer(sweep_dir: Path) -> None:
+    """The sweep's answer block (normbench/studies/sweep_answer.py); a courtesy like the table."""
+    try:
+        from normbench.studies.sweep_answer import answer_lines
+
+        lines = answer_lines(sweep_dir)
+    except Exception as err:  # the report and the exit status stand without it
+        print(f"normbench: no answer lines: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
+        return
+    if lines:
+        print("\n" + "\n".join(lines), file=sys.stdout, flush=True)
+
+
 class SweepSummary(Callback):
     """The table, the report, then the failed runs. Nothing a record holds can stop it: a record
     the reader sets aside is named in one line, and the exit status comes from the records read
@@ -192,5 +206,7 @@ class SweepSummary(Callback):
         last = unranked_line(config, summaries)
         if last:
             print(last, file=sys.stdout)
+        if config.get("report", True):  # last: the arms' means and ranks, and the answer the report gives
+            _print_answer(sweep_dir)
         if failed:  # last: the report is written first, and this callback is the last Hydra notifies
             raise RunsFailed(failed)

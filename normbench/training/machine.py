@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 PRESSURE = Path("/proc/pressure/cpu")
+SWEEP_FREE_CORES = "NORMBENCH_SWEEP_FREE_CORES"  # free_cores() when the sweep started, for its jobs' threads
 
 
 def load_1m() -> float | None:
@@ -31,6 +32,15 @@ def cpu_count() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def free_cores() -> int | None:
+    """Cores other work leaves free now: this process's cores less the 1-minute load, rounded, at
+    least 1; None where the platform has no load average. Read before a run starts its own threads."""
+    load = load_1m()
+    if load is None:
+        return None
+    return max(1, min(cpu_count(), int(cpu_count() - load + 0.5)))
 
 
 def process_started() -> float | None:

@@ -49,12 +49,26 @@ def resolve_device(name: str, job_num: int = 0) -> torch.device:
     return torch.device("cuda", job_num % torch.cuda.device_count())
 
 
-def threads_for(requested: int, parallel_jobs: int) -> int:
-    """0 = share the cores among the jobs running side by side, so N workers never oversubscribe."""
+def threads_for(requested: int, parallel_jobs: int, free: int | None = None) -> int:
+    """0 = share the cores among the jobs running side by side, so N workers never oversubscribe, and
+    use no more than ``free`` (the cores other work left free when the run or sweep started,
+    machine.free_cores): torch's threads on cores another process holds wait on each other at every
+    op (the default run at load 10 on 2 cores: 259 ms/step with 2 threads, 21.6 with 1)."""
     if requested:
         return requested
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cores // max(parallel_jobs, 1))
+    share = max(1, cores // max(parallel_jobs, 1))
+    return share if free is None else max(1, min(share, free))
+
+
+def free_cores_for(sweep_dir: Path | None) -> int | None:
+    """The free cores a job's thread count reads: a single run's now; a sweep's job the count taken
+    once when the sweep started (machine.SWEEP_FREE_CORES, set by studies/progress.py), so every arm
+    of a sweep runs on the same threads and a job never counts the sweep's own earlier jobs as other work."""
+    if sweep_dir is None:
+        return machine.free_cores()
+    text = os.environ.get(machine.SWEEP_FREE_CORES, "")
+    return int(text) if text.isdigit() and int(text) > 0 else None
 
 
 def unsupported_precision(model, task, device: torch.device, dtype: str) -> str | None:
@@ -236,7 +250,7 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
     fields: dict = {}
     try:
         try:
-            cfg, task, model, device = prepare(node, parallel_jobs, job_num, fields)
+            cfg, task, model, device = prepare(node, parallel_jobs, job_num, fields, free=free_cores_for(sweep_dir))
         except ValueError as err:  # ConfigError, InvalidCombination, TaskDataError, a task's range check
             return _finish(record, None, fields, "invalid", " ".join(str(err).split()), wall_start)
         skip = unsupported_precision(model, task, device, cfg.precision.dtype)
@@ -277,7 +291,8 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
     return summary
 
 
-def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: dict | None = None):
+def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: dict | None = None,
+            free: int | None = None):
     """(cfg, task, model, device) as a run builds them, seeded. A ValueError here is the user's input.
 
     ``fields`` collects what the record says about the run as soon as it is known (axes first,
@@ -291,7 +306,7 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     if cfg.model.cell_kernel == "compile":  # dynamo's caches and recompile budget are per process: each run
         torch._dynamo.reset()               # in a sweep's process (basic launcher, joblib worker) starts afresh
     device = resolve_device(cfg.device, job_num)
-    torch.set_num_threads(threads_for(cfg.threads, parallel_jobs))
+    torch.set_num_threads(threads_for(cfg.threads, parallel_jobs, free))
     fields["environment"] = environment(device)
     torch.manual_seed(cfg.seed)
     require_memory(cfg.task.tensor_bytes(), "the task's tensors", device)

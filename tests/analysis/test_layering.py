@@ -3,6 +3,7 @@
 import subprocess
 import sys
 from pathlib import Path
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 
 def test_analysis_imports_nothing_shown():
@@ -12,6 +13,6 @@ def test_analysis_imports_nothing_shown():
     code = ("import importlib, sys\n"
             f"for name in {modules!r}: importlib.import_module(name)\n"
             "print(sorted(m for m in sys.modules if m.startswith('normbench.report')))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=HANG_S)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

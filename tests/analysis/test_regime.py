@@ -149,7 +149,9 @@ def _answer(runs_of, ln: float, bn: float):
 @pytest.mark.parametrize("ln, bn, reason", [(0.105, 0.11, "every arm is at chance"), (0.995, 0.996, "every arm is at the ceiling")])
 def test_the_answer_of_a_gated_comparison_says_so_and_offers_no_seeds(runs_of, ln, bn, reason):
     answer = _answer(runs_of, ln, bn)
-    assert answer.regime.startswith("not testable here: ") and reason in answer.also
+    assert answer.regime.startswith("not testable here: ") and reason in answer.headline
+    assert answer.headline.startswith("On copy: not testable here: ") and "ranks first" not in answer.headline
+    assert "answers nothing here" in answer.also  # the ranking as it stands comes after the gate, named as such
     assert answer.command == "" and "seeds per arm" not in answer.also and "--budget" not in answer.also
     assert answer.caveat.startswith("Measured at ") and answer.scale[1:] in answer.caveat
 

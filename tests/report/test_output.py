@@ -11,13 +11,14 @@ import pytest
 
 from normbench.report import OutputNotWritable, build_report
 from normbench.report.output import MANIFEST
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "normbench.report", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+                          text=True, cwd=ROOT, timeout=HANG_S)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -50,5 +50,4 @@ def test_the_recommendation_of_crafted_runs_follows_their_lines(runs_of):
     lines = lines_for(runs_of(*apart))
     by_family = {line.family: line for line in recommendations(lines)}
     assert by_family[lines[0].family].favoured.startswith("norm=ln (x, ")
-    assert [f for f, line in by_family.items() if line.favoured == "no evidence yet"] == \
-        [f for f in ("RNN", "LSTM", "GRU", "Transformer") if f != lines[0].family]
+    assert list(by_family) == [lines[0].family]  # the families the runs did not run are not listed

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 from pathlib import Path
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "verdict_diff.py"
 MD = """# normbench report
@@ -37,7 +38,7 @@ def test_each_changed_answer_mark_and_verdict_is_listed(tmp_path):
     before = _build(tmp_path / "before", "ln", "Every other arm is shown worse.", "supported", "False", "True")
     after = _build(tmp_path / "after", "ln", "Not shown worse (★): bn 0.89.", "depends on lr", "True", "False")
     out = subprocess.run([sys.executable, str(SCRIPT), str(before), str(after)], capture_output=True, text=True,
-                         timeout=60).stdout
+                         timeout=HANG_S).stdout
     assert "## answer: 1 of 1 differ" in out and "Every other arm is shown worse." in out
     assert "## mark: 1 of 2 differ" in out and "mine / copy / bn: rank 2.0, no ★, shown worse  →  rank 2.0, ★" in out
     assert "## verdict: 1 of 1 differ" in out and "ln_claim / mine: supported  →  depends on lr" in out

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from normbench.training.train import Trainer
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,7 +128,7 @@ def test_the_four_job_multirun_as_a_user_types_it(tmp_path, tiny_args):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "normbench", "-m", "norm=ln,bn", "placement=pre,post", *tiny_args,
                            "hydra.sweep.dir=sweep"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = summaries(tmp_path / "sweep")
     assert sorted(found) == ["0", "1", "2", "3"]

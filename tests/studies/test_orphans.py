@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from normbench.studies import orphans
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
@@ -89,13 +90,13 @@ def test_worker_stops_when_its_launcher_is_killed(tmp_path, on_sigterm):
                                 stdout=subprocess.PIPE, text=True, env=env)
     worker = int(launcher.stdout.readline())
     try:
-        assert wait_until(lambda: Path(f"{marker}.started").exists(), 60)
+        assert wait_until(lambda: Path(f"{marker}.started").exists(), HANG_S)
         time.sleep(0.3)
         assert running(worker)  # a live launcher keeps its worker running
         launcher.kill()
         launcher.wait()
         # SIGTERM at once; a worker that ignores it is ended after grace_s (1 s here).
-        assert wait_until(lambda: not running(worker), 5), "worker outlived its launcher"
+        assert wait_until(lambda: not running(worker), HANG_S), "worker outlived its launcher"
         assert Path(f"{marker}.interrupted").exists() == (on_sigterm == "interrupt")
     finally:
         kill_all([worker, launcher.pid])
@@ -124,12 +125,12 @@ def test_joblib_sweep_workers_stop_when_the_sweep_is_killed(tmp_path, tiny_args)
             logs = list(sweep.rglob("metrics.jsonl"))
             return len(logs) == 2 and all(p.stat().st_size > 0 for p in logs)
 
-        assert wait_until(both_training, 180, poll_s=0.5), "the sweep never had two jobs running"
+        assert wait_until(both_training, HANG_S, poll_s=0.5), "the sweep never had two jobs running"
         workers = [pid for pid in children(parent.pid) if running(pid)]  # loky's workers and trackers
         assert len(workers) >= 2
         parent.kill()
         parent.wait()
-        assert wait_until(lambda: not any(running(pid) for pid in workers), 15), "workers outlived the sweep"
+        assert wait_until(lambda: not any(running(pid) for pid in workers), HANG_S), "workers outlived the sweep"
         statuses = {json.loads(p.read_text())["status"] for p in sweep.rglob("summary.json")}
         assert statuses == {"interrupted"}  # each record says what happened, none is left "running"
     finally:

@@ -14,6 +14,7 @@ from omegaconf import open_dict
 
 from normbench.configuration.config import config_dir
 from normbench.studies.progress import PROGRESS_ENV_VAR, SweepProgress, duration, job_count, job_line
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 ROOT = Path(__file__).resolve().parents[2]
 BASIC = {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "max_batch_size": None}
@@ -87,7 +88,7 @@ def test_a_real_sweep_on_a_terminal_says_job_k_of_n(tmp_path, tiny_args, launche
         if not chunk:
             break
         seen += chunk
-    assert proc.wait(timeout=300) == 0, seen.decode(errors="replace")[-2000:]
+    assert proc.wait(timeout=HANG_S) == 0, seen.decode(errors="replace")[-2000:]
     text = seen.decode(errors="replace")
     for k in (1, 2, 3):
         assert f"normbench sweep: job {k} of 3 (#{k - 1})" in text, text[-2000:]

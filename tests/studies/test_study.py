@@ -12,6 +12,7 @@ import pytest
 
 from normbench.records import study_plan
 from normbench.studies.study import StudyArgumentError, _parse, budget_seconds, study_of
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +41,7 @@ def test_a_tiny_study_runs_rounds_and_writes_its_plan_and_report(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run([sys.executable, "-m", "normbench.studies.study", "norm=ln,none", "steps=4", "eval_every=2",
                              "--pilot", "2", "--step", "1", "--max-seeds", "3", "--jobs", "1", "--out", str(tmp_path)],
-                            capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+                            capture_output=True, text=True, cwd=ROOT, env=env, timeout=HANG_S)
     assert result.returncode == 0, result.stderr[-2000:]
     plan = json.loads((tmp_path / "sequential.json").read_text())
     assert plan["looks"] == [2, 3] and abs(sum(plan["levels"]) - 0.05) < 1e-12
@@ -51,9 +52,12 @@ def test_a_tiny_study_runs_rounds_and_writes_its_plan_and_report(tmp_path):
     assert (tmp_path / "report.html").is_file()
     assert "normbench.study: round 1 of at most 2: 2 seeds per arm" in result.stdout  # progress (normbench/studies/progress.py)
     answer = result.stdout[result.stdout.index("normbench.study: answer after"):]  # the answer comes last
-    assert "stopped at the maximum seed count" in answer or "every question decided" in answer
-    assert "digits: ranked first " in answer
-    assert ("every question decided" in answer) != ("  undecided: " in answer)  # what is still open is listed
+    assert any(words in answer for words in ("stopped at the maximum seed count", "every question decided",
+                                             "every testable question decided, the rest not testable here"))
+    assert "\n  digits: " in answer  # the comparison's answer in the report's words (analysis/decisions.py)
+    if "digits: not testable here" in answer:  # 4 steps: likely at chance; then no rank is claimed
+        assert "ranks first" not in answer and "every question decided" not in answer
+    assert ("every question decided" in answer) + ("  undecided: " in answer) <= 1  # what is still open is listed
 
 
 def test_a_study_of_a_sweep_file_is_described_as_its_multirun_describes_itself():
@@ -83,11 +87,11 @@ def test_sigterm_of_the_study_runner_stops_its_round_in_one_line(tmp_path):
                                "--jobs", "1", "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=ROOT, env=env)
     assert runner.stdout.readline().startswith("+ python -m normbench")
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG_S
     while not list(tmp_path.rglob("summary.json")) and time.monotonic() < deadline:
         time.sleep(0.5)  # the round's first run has started
     runner.send_signal(signal.SIGTERM)
-    _, err = runner.communicate(timeout=120)
+    _, err = runner.communicate(timeout=HANG_S)
     assert runner.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert "stopped by SIGTERM" in err and "Traceback" not in err
     assert _processes_naming(str(tmp_path)) == []  # the round's process is gone too
@@ -127,12 +131,12 @@ def test_kill_9_of_the_study_runner_takes_its_round_along(tmp_path):
     runner = subprocess.Popen([sys.executable, "-m", "normbench.studies.study", "norm=ln,none", "steps=3000", "eval_every=1000",
                                "--jobs", "1", "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=ROOT, env=env)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG_S
     while not list(tmp_path.rglob("summary.json")) and time.monotonic() < deadline:
         time.sleep(0.5)  # the round's first run has started
     runner.send_signal(signal.SIGKILL)
-    runner.communicate(timeout=60)
-    deadline = time.monotonic() + 60
+    runner.communicate(timeout=HANG_S)
+    deadline = time.monotonic() + HANG_S
     while _processes_naming(str(tmp_path)) and time.monotonic() < deadline:
         time.sleep(0.5)  # the round got SIGTERM from the kernel and writes its interrupted records
     assert _processes_naming(str(tmp_path)) == []

@@ -17,13 +17,14 @@ from normbench.tasks import IdxConfig, ImdbConfig, TaskDataError, TextConfig, id
 from normbench.tasks.tensors import load_task
 from test_idx_task import write_idx, write_mnist
 from test_imdb_task import write_acl_imdb
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 needs_dev_zero = pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
 
 
 @contextmanager
-def deadline(seconds: int = 20):
+def deadline(seconds: int = int(HANG_S)):
     """Fail instead of hanging the suite when a read blocks (the FIFO case, before the fix)."""
     def expired(signum, frame):
         raise TimeoutError(f"still reading after {seconds} s")

@@ -1,0 +1,112 @@
+"""What each comparison has decided at a look: the one reading the study runner and the report share.
+
+A comparison (ranking.comparisons: one study's arms on one task at one condition) is, at a level α:
+
+- **not testable here** when its arms fail a regime gate (analysis/regime.py's ANSWER_GATES: every
+  arm at chance, every arm at the ceiling, or still improving at the end). The report's answer then
+  says "not testable here: REASON — testable with WHAT" and offers no seeds; the study runner buys
+  none for it and prints the same line, never "ranked first".
+- **decided** when the ranking's rule (ranking.best_set) shows every other arm worse than the first,
+  or each arm it does not show worse is shown different from, or equivalent to, the first within the
+  metric's smallest effect of interest (sequential.decide at α).
+- **undecided** otherwise: more seeds may decide it.
+- **not ranked** when no arm has the two seeds a rank needs.
+
+Both consumers read ``gate_of`` for the gate (the report's answers.regime_of calls it), so the runner
+cannot call decided what the report calls not testable, and the reverse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from normbench.analysis import regime, rules
+from normbench.analysis.ranking import best_set, comparisons
+from normbench.records.record import RESULT_STATUSES
+
+GATED, DECIDED, UNDECIDED, UNRANKED = "not testable here", "decided", "undecided", "not ranked"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One comparison's state at a look; arms are named by their labels (the runs' ``arm``)."""
+
+    study: str
+    task: str
+    status: str                          # GATED, DECIDED, UNDECIDED or UNRANKED
+    best: str | None = None              # the arm ranked first
+    arms: tuple[str, ...] = ()           # the ranked arms, rank 1 first
+    worse: tuple[str, ...] = ()          # arms shown worse than the first
+    open: tuple[str, ...] = ()           # "first vs other" pairs more seeds may decide
+    gate: regime.Gate | None = None
+
+    def line(self) -> str:
+        """The comparison's answer in one line, in the report's words."""
+        if self.status == GATED:
+            return f"{self.task}: {self.gate.text}"
+        if self.status == UNRANKED:
+            return f"{self.task}: no arm is ranked yet (a rank needs 2 seeds)"
+        if self.worse:
+            kept = [a for a in self.arms[1:] if a not in self.worse]
+            also = f"; could also be the best: {', '.join(kept)}" if kept else ""
+            return f"{self.task}: {self.best} ranks first{also}; shown worse: {', '.join(self.worse)}"
+        return (f"{self.task}: the {len(self.arms)} arms are not told apart ({self.best} ranks first, "
+                f"not shown better)")
+
+
+def gate_of(runs: pd.DataFrame, order: list | None = None) -> regime.Gate | None:
+    """The regime gate one comparison's arms fail (ANSWER_GATES), None when testable or fewer than 2
+    arms. ``runs``: the comparison's runs with ``group`` (and ``arm``, the label the text names);
+    ``order``: the groups in the order to name them (default: as they appear)."""
+    if runs.empty or "group" not in runs:
+        return None
+    labels = runs.groupby("group", sort=False)["arm"].first() if "arm" in runs else pd.Series(dtype=object)
+    groups = [g for g in (order if order is not None else runs["group"].unique()) if (runs["group"] == g).any()]
+    arms = {str(labels.get(g, g)): runs[runs["group"] == g] for g in groups}
+    return regime.check(arms, runs, regime.ANSWER_GATES) if len(arms) >= 2 else None
+
+
+def _open_pairs(mine: pd.DataFrame, ranked, level: float, higher: bool, score: str) -> list[str]:
+    """The "first vs other" pairs neither shown worse nor decided by sequential.decide at ``level``."""
+    from normbench.analysis.sequential import decide
+
+    sign = 1.0 if higher else -1.0
+    finished = mine[(mine["status"] == "ok") & ~rules.not_trained(mine)]
+    name = mine["task.metric"].iloc[0] if "task.metric" in mine else None
+    scores = {g: sign * rules.to_scale(finished.loc[finished["group"] == g, score], name) for g in ranked.order}
+    delta = rules.margin(name)[0]  # the smallest effect of interest every claim part uses
+    pairs = []
+    for other in ranked.order[1:]:
+        if other not in ranked.members:  # shown worse by the best-set rule (failures count): decided
+            continue
+        a, b = scores[ranked.best], scores[other]
+        if len(a) < 2 or len(b) < 2 or decide(a, b, level, delta) is None:
+            pairs.append(f"{ranked.best} vs {other}")
+    return pairs
+
+
+def decisions(runs: pd.DataFrame, level: float) -> list[Decision]:
+    """Every comparison of ``runs`` (a labelled runs frame: aggregate.label_groups) at level ``level``."""
+    out = []
+    score = rules.primary_column(runs)
+    for study, task, mine in comparisons(runs[runs["status"].isin(RESULT_STATUSES)]):
+        condition = str(mine["condition"].iloc[0]) if "condition" in mine else ""
+        task += f" at {condition}" if condition and condition != "nan" else ""  # as the report names it
+        higher = bool(mine["task.higher_is_better"].iloc[0])
+        ranked = best_set(mine, higher, score=score, alpha=level)
+        label = (mine.groupby("group", sort=False)["arm"].first() if "arm" in mine else pd.Series(dtype=object))
+        name = lambda g: str(label.get(g, g))  # noqa: E731 - a label lookup, three uses below
+        gate = gate_of(mine, [*ranked.order, *(g for g in mine["group"].unique() if g not in ranked.order)])
+        if gate is not None:
+            out.append(Decision(study, task, GATED, gate=gate))
+            continue
+        if ranked.best is None:
+            out.append(Decision(study, task, UNRANKED))
+            continue
+        pairs = _open_pairs(mine, ranked, level, higher, score)
+        worse = tuple(name(g) for g in ranked.order if g not in ranked.members)
+        out.append(Decision(study, task, UNDECIDED if pairs else DECIDED, name(ranked.best),
+                            tuple(name(g) for g in ranked.order), worse, tuple(pairs)))
+    return out

@@ -1,0 +1,65 @@
+"""A sweep's last lines: each comparison's arms with their mean score and rank, then the answer the
+report gives, word for word (report/answers.py: the sentence that names the first arm, or the
+"not testable here" line that voids it, then what is said of the other arms).
+
+Read from the records by the report's own steps (aggregate.runs_frame, distinct_runs, label_groups,
+summarize_groups, answers), so the terminal cannot say what the report does not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from normbench.analysis import aggregate
+from normbench.records.reading import find_records
+from normbench.report import answers as report_answers
+from normbench.report.tables import number
+
+MAX_ARMS = 12  # arms listed per comparison before "and N more": the answer stays on one screen
+
+
+def _arm_lines(rows: pd.DataFrame) -> list[str]:
+    """One line an arm, ranked first: rank (— when unranked), ★, mean primary score ± its 95% half-width, seeds."""
+    score = str(rows["score"].iloc[0]) if "score" in rows else "final_val"
+    ordered = rows.sort_values("rank", kind="stable", na_position="last")
+    width = max(len(str(a)) for a in ordered["arm"])
+    lines = []
+    for _, row in ordered.head(MAX_ARMS).iterrows():
+        rank = "—" if pd.isna(row.get("rank")) else str(int(row["rank"]))
+        mean, low = row.get(f"{score}_mean"), row.get(f"{score}_ci_low")
+        spread = f" ± {number(mean - low, 2)}" if pd.notna(mean) and pd.notna(low) else ""
+        star = "★" if bool(row.get("best")) else " "
+        lines.append(f"  {rank:>2} {star} {str(row['arm']):<{width}}  {score} {number(mean, 4)}{spread}  "
+                     f"({int(row['seeds'])} seed{'s' if int(row['seeds']) != 1 else ''})")
+    if len(ordered) > MAX_ARMS:
+        lines.append(f"  ... and {len(ordered) - MAX_ARMS} more arms (the report lists them)")
+    return lines
+
+
+def answer_lines(sweep_dir: Path) -> list[str]:
+    """The sweep's answer block; empty when no record trained."""
+    records = find_records([sweep_dir])
+    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
+    if runs.empty:
+        return []
+    axes = aggregate.varying_axes(runs)
+    runs = aggregate.label_groups(runs, axes)
+    summary = aggregate.summarize_groups(runs, axes)
+    if summary.empty:
+        return []
+    lines = []
+    key = "comparison" if "comparison" in summary else "task"
+    for (_, rows), answer in zip(summary.groupby(key, sort=False), report_answers.answers(runs, summary, axes)):
+        metric = str(rows["metric"].iloc[0]) if "metric" in rows else ""
+        higher = bool(rows["higher_is_better"].iloc[0]) if "higher_is_better" in rows else True
+        lines.append(f"normbench sweep: {answer.task}: {metric}, {'higher' if higher else 'lower'} is better "
+                     f"(rank, ★ could be the best, mean ± 95% CI)")
+        lines += _arm_lines(rows)
+        lines.append(f"answer: {answer.headline}")
+        if answer.also:
+            lines.append(f"  {answer.also.strip()}")
+        if answer.command:
+            lines.append(f"  To decide it: {answer.command}")
+    return lines
