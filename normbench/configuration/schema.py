@@ -69,9 +69,11 @@ class PlacementConfig:
     name: str = "pre"
     cell_norm: bool = True     # in_cell LSTM: also normalize c_t before its tanh
     summed: bool = False       # in_cell: one norm on W·x + U·h instead of one on each
+    post_fraction: float = 0.25  # mix: the first floor(post_fraction * layers) layers Post-LN, the rest Pre-LN
 
     def __post_init__(self):
         _one_of("placement.name", self.name, placement_names())
+        _require(0 <= self.post_fraction <= 1, f"placement.post_fraction must be in [0, 1], got {self.post_fraction}")
 
 
 @dataclass
