@@ -30,6 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from normbench.configuration.placements import placement_of
+from normbench.models.validity import InvalidCombination
 from normbench.norms import NormSpec
 from normbench.tasks.padding import real_steps, step_mask
 
@@ -63,8 +65,9 @@ def coefficients_log(family: str, pre: dict[str, torch.Tensor]) -> tuple[torch.T
     return -F.softplus(diff), -F.softplus(-diff) + log_h
 
 
-def sequential(family: str, pre: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The same recurrence step by step, in the paper's plain form (the scan's reference)."""
+def sequential(family: str, pre: dict[str, torch.Tensor], trace: list | None = None) -> torch.Tensor:
+    """The same recurrence step by step, in the paper's plain form (the scan's reference). Given ``trace``,
+    each h_t is appended as the tensor the next step consumes (d loss / d h_t through time, as a cell's loop)."""
     h_tilde = g(pre["h"])
     if family == "mingru":
         z = torch.sigmoid(pre["z"])
@@ -77,6 +80,8 @@ def sequential(family: str, pre: dict[str, torch.Tensor]) -> torch.Tensor:
     for t in range(h_tilde.shape[1]):
         h = keep[:, t] * h + take[:, t] * h_tilde[:, t]
         out.append(h)
+        if trace is not None:
+            trace.append(h)
     return torch.stack(out, 1)
 
 
@@ -106,8 +111,13 @@ class MinRNNLayer(nn.Module):
         return dict(zip(self.names, self.proj(self.norm_in(x)).chunk(len(self.names), -1)))
 
     def forward(self, x, trace=None, lengths=None, parallel: bool = True):
+        """``trace``: a probe's list for h_t of every step, which needs h_t as a node of the recurrence:
+        the sequential loop runs then (the same function, tests hold them equal), the scan otherwise."""
         pre = self.preactivations(x)
-        h = scan_log(*coefficients_log(self.family, pre)) if parallel else sequential(self.family, pre)
+        if trace is not None or not parallel:
+            h = sequential(self.family, pre, trace)
+        else:
+            h = scan_log(*coefficients_log(self.family, pre))
         if "o" not in pre:
             return self.norm_out(h)
         gate = F.silu(pre["o"])
@@ -115,7 +125,7 @@ class MinRNNLayer(nn.Module):
 
 
 class MinRNNStack(nn.Module):
-    """``layers`` minimal-RNN layers; ``trace`` stays empty (no step-by-step state: the scan makes every h_t at once)."""
+    """``layers`` minimal-RNN layers; ``trace`` collects layer 0's h_t (as a recurrent stack's does)."""
 
     def __init__(self, layers: list[MinRNNLayer]):
         super().__init__()
@@ -123,8 +133,8 @@ class MinRNNStack(nn.Module):
 
     def forward(self, x, trace=None, lengths=None):
         with real_steps(None if lengths is None else step_mask(lengths.to(x.device), x.shape[1])):
-            for layer in self.layers:
-                x = layer(x, None, lengths)
+            for i, layer in enumerate(self.layers):
+                x = layer(x, trace if i == 0 else None, lengths)
         return x
 
 
@@ -132,3 +142,15 @@ def build_stack(family: str, input_size: int, hidden_size: int, layers: int, nor
                 slots: tuple[str, ...]) -> MinRNNStack:
     return MinRNNStack([MinRNNLayer(family, input_size if i == 0 else hidden_size, hidden_size, norm, slots)
                         for i in range(layers)])
+
+
+def build(shape, norm: NormSpec, placement, max_len: int) -> MinRNNStack:
+    """The backbone of a minGRU or minLSTM model (``shape``: a ModelShape; the families' descriptors name
+    this builder). Causal and without dropout: a bidirectional or dropout setting is refused in one line."""
+    if shape.bidirectional:
+        raise InvalidCombination(f"model.bidirectional=true is not built for {shape.family} (its scan reads forward); "
+                                 "valid: bidirectional=false")
+    if shape.dropout:
+        raise InvalidCombination(f"model.dropout is not built for {shape.family}; valid: dropout=0")
+    slots = placement_of(placement.name).slots_in(shape.family) if norm.active else ()
+    return build_stack(shape.family, shape.embed, shape.hidden, shape.layers, norm, slots)
