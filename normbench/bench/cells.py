@@ -52,7 +52,7 @@ from normbench.bench.timing import clock_for, measure, paired_difference, paired
 from normbench.models import lnlstm_cpu
 from normbench.models.recurrent import TORCH_CORES as FUSED, GATES, InCellLayer, cell_kernel_in_use
 from normbench.norms import NormSpec
-from normbench.configuration.schema import HAND_WRITTEN_CELLS
+from normbench.configuration.families import described
 
 TARGETS = {"lstm": 1.3, "gru": 1.0}  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
 MASKED_TARGET = 1.15  # in-cell step on a variable-length batch / the same at fixed length
@@ -63,7 +63,7 @@ MASKED = "in_cell_masked"  # not in CANDIDATES: asked for with --masked, and at 
 
 def python_kernel(family: str) -> str:
     """What model.cell_kernel=python runs for ``family``: an LSTM has a hand-written recurrence, a GRU does not."""
-    return "the hand-written Python recurrence" if "python" in HAND_WRITTEN_CELLS.get(family, ()) else "the autograd loop"
+    return "the hand-written Python recurrence" if "python" in described(family).hand_written else "the autograd loop"
 
 
 @dataclass(frozen=True)

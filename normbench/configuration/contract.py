@@ -18,7 +18,8 @@ from typing import NamedTuple
 
 from normbench.norms.kinds import inert_settings, kind_names
 from normbench.configuration.placements import described
-from normbench.configuration.schema import RECURRENT, TASK_CONFIGS, Config, TaskConfig, hand_written_cell, per_term_in_cell
+from normbench.configuration import families
+from normbench.configuration.schema import TASK_CONFIGS, Config, TaskConfig, per_term_in_cell
 
 RECORD_FORMAT = "normbench.run/2"
 READABLE = ("normbench.run/1", RECORD_FORMAT)  # /1 hashed the raw config; its identity is recomputed from it
@@ -65,19 +66,17 @@ def _inert(config: dict) -> list[str]:
     if _get(config, "precision.dtype") == "fp32":
         inert.append("norm.fp32")  # the fp32 policy only acts under autocast
     inert += described(placement).inert_settings(family)  # what the placement's layers do not read
-    # How an in-cell layer runs its recurrence (schema.cell_recurrences): auto, cpp and python choose between
-    # the hand-written LN-LSTM/LN-GRU recurrences, which only fp32 reaches; compile acts on every in-cell cell.
-    kernels_apply = hand_written_cell(family, kind, _get(config, "norm.impl"), _get(config, "precision.dtype") == "fp32")
+    # How an in-cell layer runs its recurrence (models/kernel_choice.py): auto, cpp and python choose between
+    # the family's hand-written LN recurrences, which only fp32 reaches; compile acts on every in-cell cell.
+    kernels_apply = families.hand_written_cell(family, kind, _get(config, "norm.impl"),
+                                               _get(config, "precision.dtype") == "fp32")
     if not (per_term_in_cell(placement, _get(config, "placement.summed"), kind)
             and (kernels_apply or _get(config, "model.cell_kernel") == "compile")):
         inert.append("model.cell_kernel")
-    if family == "transformer":
-        inert.append("model.embed")  # a Transformer's width is model.hidden
-    elif family in RECURRENT:
-        inert += ["model.heads", "model.ff_mult"]
+    inert += families.described(family).inert_parameters()  # the other families' (a Transformer's heads in an LSTM)
     optimizer = _get(config, "optim.name")
     inert += {"adamw": ["optim.momentum"], "sgd": ["optim.beta1", "optim.beta2"]}.get(optimizer, [])
-    if family != "transformer" or not _get(config, "model.qk_norm"):
+    if "qk_norm" not in families.described(family).parameters or not _get(config, "model.qk_norm"):
         inert.append("model.qk_norm")  # attention only; off is how every earlier record ran
     task = TASK_CONFIGS.get(_get(config, "task.name"), TaskConfig)  # each task says which of its keys are inert
 
@@ -91,8 +90,7 @@ def _inert(config: dict) -> list[str]:
         inert.append("model.bidirectional")  # off is how every earlier record ran
     if not _get(config, "model.dropout"):
         inert += ["model.dropout", "model.dropout_at", "model.dropout_recurrent"]  # off: as earlier records ran
-    elif family == "transformer":
-        inert.append("model.dropout_recurrent")
+    elif family == "transformer":  # (model.dropout_recurrent: a recurrent family's parameter)
         if not described(placement).dropout_meets_norm(family, _get(config, "model.layers")):
             inert.append("model.dropout_at")  # residual dropout sits before the add, after any norm but peri's
     elif kind == "none" or not described(placement).dropout_meets_norm(family, _get(config, "model.layers")):

@@ -1,7 +1,8 @@
 """One descriptor per placement: where a family's norms sit, the one place a placement is described.
 
 A placement names, per model family it is valid for, the norm slots it fills; a family it names no
-slots for is refused, for the reason it gives. The config schema (valid names), the record contract
+slots for is refused, for the reason it gives. A family registered later (normbench/configuration/families.py)
+names its own slots at the placements it offers instead (``offer``), so neither file edits the other. The config schema (valid names), the record contract
 (which ``placement.*`` and ``model.dropout_at`` settings a run cannot feel), the validity check and
 both builders read it: a Transformer block fills its slots from here (any combination builds), a
 recurrent placement is a layer in ``models/recurrent.py``'s ``LAYERS``. Adding a placement is its
@@ -74,8 +75,9 @@ class Placement:
         object.__setattr__(self, "why_not", MappingProxyType(dict(self.why_not)))
 
     def slots_in(self, family: str) -> tuple[str, ...]:
-        """The slots it fills in ``family``; () where it does not exist."""
-        return self.slots.get(family, ())
+        """The slots it fills in ``family`` (its own table, or what the family offers here: offer); () where
+        it does not exist."""
+        return self.slots.get(family) or _OFFERED.get((self.name, family), ())
 
     def inert_settings(self, family: str) -> list[str]:
         """The ``placement.*`` keys a run of ``family`` at this placement cannot feel (normbench/configuration/contract.py):
@@ -139,6 +141,26 @@ def register(placement: Placement) -> Placement:
 
 def unregister(name: str) -> None:
     del _REGISTRY[name]
+
+
+# (placement, family) -> slots: what a family registered after the built-in placements fills at one of
+# them (normbench/configuration/families.py registers its descriptor's ``slots`` here)
+_OFFERED: dict[tuple[str, str], tuple[str, ...]] = {}
+
+
+def offer(family: str, placement: str, slots: tuple[str, ...], known: tuple[str, ...]) -> None:
+    """``family`` fills ``slots`` (among ``known``, its kind's slot names) at the registered ``placement``."""
+    described_here = placement_of(placement)
+    if not slots or set(slots) - set(known) or family in described_here.slots:
+        raise ValueError(f"family {family!r} at placement {placement!r}: needs slots among {', '.join(known)}, "
+                         "at a placement that does not name the family itself")
+    _OFFERED[(placement, family)] = tuple(slots)
+
+
+def withdraw(family: str) -> None:
+    """Forget every slot ``family`` offered."""
+    for key in [key for key in _OFFERED if key[1] == family]:
+        del _OFFERED[key]
 
 
 def placement_names() -> tuple[str, ...]:

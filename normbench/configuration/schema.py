@@ -23,12 +23,11 @@ from normbench.checks import one_of as _one_of, require as _require, require_pos
 from normbench.norms.kinds import IMPLS, KINDS, builds_native, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
 from normbench.norms.spec import NormSpec
 from normbench.configuration.placements import described, placement_names  # the placements' descriptors
+from normbench.configuration.families import FAMILIES, RECURRENT, family_names  # noqa: F401 - the families' descriptors
 # The task group: its one table, each config beside its loader (normbench/tasks/)
 from normbench.tasks import TASK_CONFIGS, TaskConfig  # noqa: F401 - re-exported
 
-FAMILIES = ("rnn", "lstm", "gru", "transformer")
-RECURRENT = ("rnn", "lstm", "gru")
-CELL_KERNELS = ("auto", "cpp", "python", "compile")  # model.cell_kernel: how an in-cell layer runs (cell_recurrences)
+CELL_KERNELS = ("auto", "cpp", "python", "compile")  # model.cell_kernel: how an in-cell layer runs (models/kernel_choice.py)
 # Two words for two different things, kept because users type them: the project's own C++ kernels are
 # model.cell_kernel=cpp (the in-cell LN-LSTM/GRU recurrence, models/lnlstm.cpp, models/gru.cpp) and
 # norm.impl=compiled (the RMSNorm, norms/rmsnorm.cpp), both compiled on first use; model.cell_kernel=compile
@@ -97,7 +96,7 @@ class ModelShape:
     dropout_recurrent: bool = False  # recurrent: one mask per sequence, the same at every step (variational)
 
     def __post_init__(self):
-        _one_of("model.family", self.family, FAMILIES)
+        _one_of("model.family", self.family, family_names())
         _one_of("model.cell_kernel", self.cell_kernel, CELL_KERNELS)
         _one_of("model.dropout_at", self.dropout_at, DROPOUT_AT)
         _require(0 <= self.dropout < 1, f"model.dropout must be in [0, 1), got {self.dropout}")
@@ -105,46 +104,9 @@ class ModelShape:
             _require(getattr(self, key) >= 1, f"model.{key} must be >= 1, got {getattr(self, key)}")
 
 
-# family -> the in-cell LayerNorm recurrences with a hand-written backward it has: cpp (models/lnlstm.cpp,
-# models/gru.cpp, built on a CPU) and python (the LSTM's models/lnlstm_python.py), each tested equal to the loop
-HAND_WRITTEN_CELLS = {"lstm": ("cpp", "python"), "gru": ("cpp",)}
-
-
 def per_term_in_cell(placement: str, summed: bool, norm_kind: str) -> bool:
     """Whether the layers are per-term in-cell ones (N(Wx) + N(Uh) + b), the ones model.cell_kernel acts on."""
     return described(placement).cell_kernel and not summed and norm_kind != "none"
-
-
-def hand_written_cell(family: str, norm_kind: str, impl: str, full_precision: bool = True) -> bool:
-    """Whether a per-term in-cell layer can run a hand-written recurrence: native LayerNorm in an LSTM
-    or GRU (norm.impl native, or auto, which builds native LayerNorm: LN has no other kernel), in float32
-    or float64 without autocast (the kernels compute in their input's dtype, outside the norms' precision
-    policy). Only there do model.cell_kernel auto, cpp and python differ."""
-    return family in HAND_WRITTEN_CELLS and norm_kind == "ln" and builds_native(norm_kind, impl) and full_precision
-
-
-def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
-                     full_precision: bool = True) -> tuple[str, ...]:
-    """What a per-term in-cell layer may run, preferred first: the layer runs the first its device
-    offers (cpp where the compiled kernel builds on a CPU; the others anywhere), and refuses to run
-    when the only one is cpp and it does not build (models/kernel_choice.py: recurrence_on).
-
-        compile   the autograd loop with its step through torch.compile: any family and norm
-        cpp       lnlstm.cpp or gru.cpp
-        python    the LSTM's hand-written Python recurrence
-        autograd  the autograd loop of the cell's step
-
-    () for a layer with no hand-written recurrence: the autograd loop, whatever auto, cpp, python say."""
-    if cell_kernel == "compile":
-        return ("compile",)
-    if not hand_written_cell(family, norm_kind, impl):
-        return ()
-    if not full_precision:
-        return ("autograd",)
-    if cell_kernel == "cpp":
-        return ("cpp",)
-    own = HAND_WRITTEN_CELLS[family]  # auto: all of them; python: those that are not compiled
-    return (*(own if cell_kernel == "auto" else tuple(k for k in own if k != "cpp")), "autograd")
 
 
 @dataclass

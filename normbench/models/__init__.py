@@ -1,10 +1,15 @@
 """Sequence models: encoder -> backbone (recurrent or Transformer, norm at ``placement``) -> head.
 
+A family's backbone is built by the function its descriptor names (normbench/configuration/families.py):
+recurrent.py's for rnn, lstm and gru, transformer.py's for the Transformer.
+
 A padded batch (variable lengths, normbench/tasks/padding.py) is read off its padding marks, or given as
 ``lengths=``: the backbone honours the lengths, a "last" readout takes each example's last real step.
 """
 
 from __future__ import annotations
+
+import importlib
 
 import torch
 from torch import nn
@@ -16,6 +21,7 @@ from normbench.norms import NormSpec, norm_parameters
 from normbench.norms.kinds import kind_of
 from normbench.tasks.padding import last_real, lengths_from_input, unmarked
 from normbench.configuration.placements import INPUT_PREACTIVATION, placement_of
+from normbench.configuration.families import family_of
 from normbench.configuration.schema import CELL_KERNELS, FAMILIES, ModelShape, PlacementConfig
 
 # family -> the built-in placements valid for it (placements_of also sees one registered later)
@@ -27,13 +33,10 @@ __all__ = ["CELL_KERNELS", "FAMILIES", "cell_kernel_in_use", "VALID_PLACEMENTS",
 
 
 class SequenceModel(nn.Module):
-    def __init__(self, encoder: nn.Module, backbone: nn.Module, head: nn.Module, readout: str):
+    def __init__(self, encoder: nn.Module, backbone: nn.Module, head: nn.Module, readout: str, recurrent: bool):
         super().__init__()
         self.encoder, self.backbone, self.head, self.readout = encoder, backbone, head, readout
-
-    @property
-    def recurrent(self) -> bool:
-        return isinstance(self.backbone, RecurrentStack)
+        self.recurrent = recurrent  # its family's descriptor says (a trace then holds h_t of layer 0)
 
     def forward(self, x, trace: list | None = None, lengths: torch.Tensor | None = None):
         """x: (batch, time[, features]); ``lengths`` (batch,) real steps per example, read off the
@@ -67,7 +70,7 @@ def batch_normalizes_input(family: str, norm: NormSpec, placement: str) -> bool:
     running means trail it by ~1/momentum steps, and with one pixel per step the trail is many per-step
     deviations: evaluation with running statistics collapsed to near chance while training looked fine.
     """
-    return family != "transformer" and kind_of(norm.kind).per_step is not None \
+    return family_of(family).recurrent and kind_of(norm.kind).per_step is not None \
         and bool(set(placement_of(placement).slots_in(family)) & set(INPUT_PREACTIVATION))
 
 
@@ -75,26 +78,19 @@ def build_model(shape: ModelShape, norm: NormSpec, placement: PlacementConfig | 
                 input_dim: int, n_outputs: int, readout: str, max_len: int = 1024) -> SequenceModel:
     """input_kind "features": (batch, time, input_dim) floats; "tokens": (batch, time) ids < input_dim.
     ``placement`` is a PlacementConfig, or its name alone (the other placement settings at their defaults).
-    An impossible combination raises InvalidCombination, from the family's builder: the one check."""
+    An impossible combination raises InvalidCombination (validity.check_combination, from the descriptors)."""
     placement = PlacementConfig(placement) if isinstance(placement, str) else placement
-    width_in = shape.hidden if shape.family == "transformer" else shape.embed
+    check_combination(shape.family, norm.kind, placement, bidirectional=shape.bidirectional)  # every family's
+    family = family_of(shape.family)
+    width_in = getattr(shape, family.input_width)
     if input_kind == "tokens":
         encoder = nn.Embedding(input_dim, width_in)
     else:
         encoder = nn.Linear(input_dim, width_in, bias=not batch_normalizes_input(shape.family, norm, placement.name))
-    if shape.family == "transformer":
-        if shape.bidirectional:
-            check_combination(shape.family, norm.kind, placement, bidirectional=True)  # refused: causal
-        backbone = build_transformer(TransformerShape(shape.hidden, shape.layers, shape.heads, shape.ff_mult,
-                                                      max_len=max_len, qk_norm=shape.qk_norm, dropout=shape.dropout,
-                                                      dropout_at=shape.dropout_at), norm, placement)
-    else:
-        recurrent = RecurrentShape(width_in, shape.hidden, shape.layers, bidirectional=shape.bidirectional,
-                                   dropout=shape.dropout, dropout_at=shape.dropout_at,
-                                   dropout_recurrent=shape.dropout_recurrent, cell_kernel=shape.cell_kernel)
-        backbone = build_recurrent(shape.family, recurrent, norm, placement)
+    module, function = family.builder.split(":")
+    backbone = getattr(importlib.import_module(module), function)(shape, norm, placement, max_len)
     width_out = shape.hidden * (2 if shape.bidirectional else 1)
-    return SequenceModel(encoder, backbone, nn.Linear(width_out, n_outputs), readout)
+    return SequenceModel(encoder, backbone, nn.Linear(width_out, n_outputs), readout, family.recurrent)
 
 
 def layer_of(param_name: str) -> str:

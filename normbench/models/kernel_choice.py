@@ -1,5 +1,6 @@
-"""Which recurrence an in-cell layer runs on a device: schema.cell_recurrences says what the layer may
-run, preferred first; this module asks the device which of them it offers. InCellLayer holds the cell's
+"""Which recurrence an in-cell layer runs on a device: cell_recurrences says what the layer may run,
+preferred first (from its family's descriptor, normbench/configuration/families.py: which hand-written
+recurrences it has); recurrence_on asks the device which of them it offers. InCellLayer holds the cell's
 arithmetic (its step and the hand-written recurrences, tested equal); it asks here which one to run.
 """
 
@@ -8,9 +9,34 @@ from __future__ import annotations
 import torch
 
 from normbench.models import gru_cpu, lnlstm_cpu
-from normbench.configuration.schema import cell_recurrences
+from normbench.configuration.families import described
 
 COMPILED = {"lstm": lnlstm_cpu, "gru": gru_cpu}  # family -> its compiled in-cell LN recurrence (CPU)
+
+
+def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
+                     full_precision: bool = True) -> tuple[str, ...]:
+    """What a per-term in-cell layer may run, preferred first: the layer runs the first its device
+    offers (cpp where the compiled kernel builds on a CPU; the others anywhere), and refuses to run
+    when the only one is cpp and it does not build (recurrence_on).
+
+        compile   the autograd loop with its step through torch.compile: any family and norm
+        cpp       lnlstm.cpp or gru.cpp
+        python    the LSTM's hand-written Python recurrence
+        autograd  the autograd loop of the cell's step
+
+    () for a layer with no hand-written recurrence (Family.hand_written_cell): the autograd loop, whatever
+    auto, cpp, python say."""
+    if cell_kernel == "compile":
+        return ("compile",)
+    if not described(family).hand_written_cell(norm_kind, impl):
+        return ()
+    if not full_precision:
+        return ("autograd",)
+    if cell_kernel == "cpp":
+        return ("cpp",)
+    own = described(family).hand_written  # auto: all of them; python: those that are not compiled
+    return (*(own if cell_kernel == "auto" else tuple(k for k in own if k != "cpp")), "autograd")
 
 
 def compiled_runs(family: str, device: torch.device, required: bool = False) -> bool:
@@ -28,7 +54,7 @@ def compiled_runs(family: str, device: torch.device, required: bool = False) -> 
 
 def recurrence_on(family: str, norm_kind: str, impl: str, cell_kernel: str, device: torch.device,
                   full_precision: bool = True) -> str | None:
-    """The recurrence a per-term in-cell layer runs on ``device`` (a name of schema.cell_recurrences),
+    """The recurrence a per-term in-cell layer runs on ``device`` (a name of cell_recurrences),
     or None where it has no hand-written one (the autograd loop, whatever cell_kernel says)."""
     wanted = cell_recurrences(family, norm_kind, impl, cell_kernel, full_precision)
     for name in wanted:

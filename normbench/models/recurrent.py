@@ -33,7 +33,8 @@ from normbench.models.kernel_choice import recorded_name, recurrence_on
 from normbench.models.dropout import dropout
 from normbench.models.lnlstm_python import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
-from normbench.configuration.schema import CELL_KERNELS, RECURRENT, PlacementConfig, hand_written_cell
+from normbench.configuration.families import hand_written_cell
+from normbench.configuration.schema import CELL_KERNELS, ModelShape, PlacementConfig
 from normbench.norms import NormSpec, StepBatchNorm
 from normbench.tasks.padding import held_past_end, real_steps, reverse_real, step_mask
 from normbench.configuration.placements import placement_of
@@ -51,7 +52,7 @@ class RecurrentShape:
     dropout: float = 0.0            # on layer outputs; see RecurrentStack
     dropout_at: str = "after_norm"  # before_norm | after_norm, where a layer output meets a norm (pre, post)
     dropout_recurrent: bool = False  # one mask per sequence, the same at every step
-    cell_kernel: str = "auto"       # how an in-cell layer runs its recurrence (schema.cell_recurrences)
+    cell_kernel: str = "auto"       # how an in-cell layer runs its recurrence (kernel_choice.cell_recurrences)
 
 
 def run_torch_core(core: nn.RNNBase, x: torch.Tensor, trace: list | None = None,
@@ -169,7 +170,7 @@ class InCellLayer(_CellLayer):
     recurrence with a hand-written backward (same function, tested equal): on a CPU the compiled
     one of ``lnlstm.cpp`` or ``gru.cpp`` unless ``kernel="python"``. Elsewhere (or where it does not
     compile) an LSTM runs the Python one of ``lnlstm_python``, a GRU the autograd loop of ``step``.
-    Which one is decided by kernel_choice.recurrence_on (from schema.cell_recurrences), not here.
+    Which one is decided by kernel_choice.recurrence_on (from kernel_choice.cell_recurrences), not here.
 
     ``kernel="compile"``, for any family and norm on any device: the autograd loop with ``step``
     through ``torch.compile`` (inductor), which fuses a step's dozen elementwise ops and norms into
@@ -195,7 +196,7 @@ class InCellLayer(_CellLayer):
 
     @property
     def hand_written(self) -> bool:
-        """Whether this layer has a hand-written recurrence at all (schema.hand_written_cell)."""
+        """Whether this layer has a hand-written recurrence at all (its family's descriptor: Family.hand_written_cell)."""
         return hand_written_cell(self.family, self.norm_kind, self.norm_impl)
 
     def runs(self, device: torch.device, full_precision: bool = True) -> str | None:
@@ -233,7 +234,7 @@ class InCellLayer(_CellLayer):
         return self.recurrences().get(self.runs(x.device, full_precision))
 
     def recurrences(self) -> dict:
-        """schema.HAND_WRITTEN_CELLS[family] -> the method that runs it (a test holds the two equal)."""
+        """Each of the family's hand-written recurrences (Family.hand_written) -> the method that runs it (a test holds the two equal)."""
         if self.family == "lstm":
             return {"cpp": self.lstm_cpp_recurrence, "python": self.lstm_python_recurrence}
         return {"cpp": self.gru_cpp_recurrence} if self.family == "gru" else {}
@@ -409,8 +410,8 @@ LAYERS = {
 def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec,
                     placement: PlacementConfig | str) -> RecurrentStack:
     """``placement``: a PlacementConfig, or its name alone (its other settings at their defaults)."""
-    if family not in RECURRENT:
-        raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(RECURRENT)}")
+    if family not in TORCH_CORES:
+        raise ValueError(f"unknown recurrent family {family!r}; valid: {', '.join(TORCH_CORES)}")
     placement = PlacementConfig(placement) if isinstance(placement, str) else placement
     check_combination(family, norm.kind, placement, bidirectional=shape.bidirectional)
     name = placement.name if norm.active else "none"  # no norm: nowhere to place one
@@ -440,6 +441,14 @@ def build_recurrent(family: str, shape: RecurrentShape, norm: NormSpec,
         held = "layer_output" in slots or ("layer_input" in slots and not last)
         output_dropout.append(nn.Identity() if held else dropout(shape.dropout, shape.dropout_recurrent))
     return RecurrentStack(layers, output_dropout, shape.bidirectional)
+
+
+def build(shape: ModelShape, norm: NormSpec, placement: PlacementConfig, max_len: int) -> RecurrentStack:
+    """The backbone of a tanh RNN, LSTM or GRU (the families' descriptors name this builder)."""
+    recurrent = RecurrentShape(shape.embed, shape.hidden, shape.layers, bidirectional=shape.bidirectional,
+                               dropout=shape.dropout, dropout_at=shape.dropout_at,
+                               dropout_recurrent=shape.dropout_recurrent, cell_kernel=shape.cell_kernel)
+    return build_recurrent(shape.family, recurrent, norm, placement)
 
 
 def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = False,

@@ -26,7 +26,7 @@ from normbench.models.validity import InvalidCombination, check_combination
 from normbench.norms import NormSpec
 from normbench.tasks.padding import real_steps, step_mask
 from normbench.configuration.placements import TRANSFORMER_SLOTS, Depth, Placement, depth_of, placement_of, post_layers
-from normbench.configuration.schema import PlacementConfig
+from normbench.configuration.schema import ModelShape, PlacementConfig
 
 
 @dataclass(frozen=True)
@@ -186,3 +186,10 @@ def build_transformer(shape: TransformerShape, norm: NormSpec, placement: Placem
     if not norm.active:
         return TransformerStack(shape, norm, placement_of("pre"))  # identity norms: x + f(x), no final norm
     return TransformerStack(shape, norm, placement_of(placement.name), placement.post_fraction)
+
+
+def build(shape: ModelShape, norm: NormSpec, placement: PlacementConfig, max_len: int) -> TransformerStack:
+    """The Transformer family's backbone (its descriptor names this builder)."""
+    return build_transformer(TransformerShape(shape.hidden, shape.layers, shape.heads, shape.ff_mult, max_len=max_len,
+                                              qk_norm=shape.qk_norm, dropout=shape.dropout,
+                                              dropout_at=shape.dropout_at), norm, placement)

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from normbench.analysis.aggregate import format_value
+from normbench.configuration.families import families
 from normbench.report.tables import ClaimView, Table
 from normbench.report import answers
 
-FAMILIES = (("rnn", "RNN"), ("lstm", "LSTM"), ("gru", "GRU"), ("transformer", "Transformer"))
 SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
 
 
@@ -76,12 +76,13 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
 
 
 def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list[FamilyLine]:
-    """One line per (family, study, task and condition) the evidence covers, in FAMILIES order; a family no study
+    """One line per (family, study, task and condition) the evidence covers, in the families' registration order
+    (normbench/configuration/families.py); a family no study
     covers gets one "no evidence yet" line. ``sections``: sections.StudySection, for titles, anchors
     and claims."""
     family = _family_of(runs)
     out = []
-    for key, name in FAMILIES:
+    for key, name in ((f.name, f.display) for f in families()):
         lines = []
         for section in sections:
             mine = summary[(summary["study"].astype(str) == section.id)
@@ -153,8 +154,8 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
 
 
 def recommendations(lines: list[FamilyLine]) -> list[FamilyLine]:
-    """One recommendation per family, in FAMILIES order."""
-    return [recommendation(name, [line for line in lines if line.family == name]) for _, name in FAMILIES]
+    """One recommendation per registered family, in registration order."""
+    return [recommendation(f.display, [line for line in lines if line.family == f.display]) for f in families()]
 
 
 def recommendation_table(lines: list[FamilyLine]) -> Table:

@@ -1,4 +1,4 @@
-"""Which recurrence an in-cell layer runs: decided once (schema.cell_recurrences), asked of the device
+"""Which recurrence an in-cell layer runs: decided once (kernel_choice.cell_recurrences), asked of the device
 (models/kernel_choice.py), and run by the layer's methods."""
 
 import pytest
@@ -8,14 +8,15 @@ from normbench.models import lnlstm_cpu
 from normbench.models.kernel_choice import recorded_name, recurrence_on
 from normbench.models.recurrent import InCellLayer
 from normbench.norms import NormSpec
-from normbench.configuration.schema import HAND_WRITTEN_CELLS, RECURRENT, cell_recurrences
+from normbench.configuration.families import RECURRENT, described
+from normbench.models.kernel_choice import cell_recurrences
 
 META = torch.device("meta")  # no compiled kernel runs there
 
 
 def test_each_hand_written_recurrence_the_schema_names_is_a_method_of_the_layer():
     for family in RECURRENT:
-        assert tuple(InCellLayer(family, 3, 4, NormSpec("ln")).recurrences()) == HAND_WRITTEN_CELLS.get(family, ())
+        assert tuple(InCellLayer(family, 3, 4, NormSpec("ln")).recurrences()) == described(family).hand_written
 
 
 def test_what_each_setting_may_run_preferred_first():

@@ -22,8 +22,11 @@ from normbench.analysis.claims.vocabulary import (
     axis, column, converges_faster, faster, grows, higher_rate, metric, more_stable, named, not_worse, one_of,
     ratio, slope, values_text)
 from normbench.analysis.intervals import ALPHA, combine, decision_level, mean_estimate
+from normbench.configuration.families import recurrent_names
 
-RECURRENT = Require({"model": named("rnn", "lstm", "gru")}, "a recurrent model (rnn, lstm or gru)")
+# a recurrent family's descriptor (normbench/configuration/families.py), one registered later included
+RECURRENT = Require({"model": Is(" or ".join(recurrent_names()), lambda v: named(*recurrent_names()).test(v))},
+                    f"a recurrent model ({', '.join(recurrent_names()[:-1])} or {recurrent_names()[-1]})")
 TRAINS_SHARE = 0.50  # an lr "trains" a seed when it gets this share of the way from chance to the best
 # Settings that cannot change a quantity measured at initialization, before the first update.
 INIT_INVARIANT = ("warmup_steps", "lr", "steps", "optim", "schedule")
