@@ -27,7 +27,8 @@ from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 TRANSFORMER_SLOTS = ("branch_in", "branch_out", "main")
-RECURRENT_SLOTS = ("layer_input", "layer_output", "wx", "uh", "c", "gates")
+RECURRENT_SLOTS = ("layer_input", "layer_output", "wx", "uh", "c", "gates",
+                   "before_gate", "after_gate")  # a minimal RNN's output gate: N(h) * o, or N(h * o) (models/minrnn.py)
 # slots holding a norm of W·x_t: with per-step BatchNorm there, the first layer's encoder has no bias
 INPUT_PREACTIVATION = ("wx", "gates")
 
@@ -189,6 +190,11 @@ def _block_only(name: str) -> dict:
     return {family: why.format(name) for family, why in _BLOCK_ONLY.items()}
 
 
+def _gated(name: str) -> dict:
+    return {family: f"{name} is a norm on a minimal RNN's output gate (mingru, minlstm)"
+            for family in ("rnn", "lstm", "gru", "transformer")}
+
+
 for _placement in (
     Placement("pre", {"rnn": ("layer_input",), "lstm": ("layer_input",), "gru": ("layer_input",),
                       "transformer": ("branch_in",)}, final_norm=True),
@@ -217,6 +223,10 @@ for _placement in (
               settings=("post_fraction",), first_layers="post"),
     # DeepNorm (Wang et al. 2022): Post-LN on alpha * x + f(x), the branches' init scaled by beta, both by depth
     Placement("deepnorm", {"transformer": ("main",)}, why_not=_block_only("deepnorm"), depth_rule="deepnorm"),
+    # Mamba-2's gated RMSNorm on a minimal RNN's output: N(h) * silu(W_o x) (norm_before_gate) or N(h * silu(W_o x));
+    # the families that have the gate offer their slots (families.py: mingru, minlstm)
+    Placement("gated_before", {}, why_not=_gated("gated_before")),
+    Placement("gated_after", {}, why_not=_gated("gated_after")),
 ):
     register(_placement)
 

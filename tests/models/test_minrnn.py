@@ -88,3 +88,58 @@ def test_each_norm_slot_is_the_layer_written_by_hand(family, slots):
     if slots:
         norms = [n for n, _ in layer.named_parameters() if "norm" in n]
         assert norms, slots
+
+
+# --- the families, through their descriptors (normbench/configuration/families.py) -------------------------------
+
+@pytest.mark.parametrize("family", list(GATES))
+def test_the_families_build_at_their_placements_and_refuse_the_others(family):
+    from normbench.models import InvalidCombination, ModelShape, build_model
+    from normbench.models.minrnn import MinRNNStack
+    from normbench.models.validity import placements_of
+
+    assert placements_of(family) == ("pre", "post", "gated_before", "gated_after")
+    model = build_model(ModelShape(family=family, hidden=8, embed=4, layers=2), NormSpec("ln"), "gated_after",
+                        input_kind="tokens", input_dim=5, n_outputs=2, readout="last")
+    assert isinstance(model.backbone, MinRNNStack) and model.recurrent
+    assert model(torch.randint(0, 5, (3, 6))).shape == (3, 2)
+    for placement, why in (("in_cell", "not one of its placements"), ("peri", "not one of its placements")):
+        with pytest.raises(InvalidCombination, match=why):
+            build_model(ModelShape(family=family), NormSpec("ln"), placement, input_kind="tokens", input_dim=5,
+                        n_outputs=2, readout="last")
+    for setting, value in (("bidirectional", True), ("dropout", 0.1)):
+        with pytest.raises(InvalidCombination, match=f"model.{setting}"):
+            build_model(ModelShape(family=family, **{setting: value}), NormSpec("ln"), "pre", input_kind="tokens",
+                        input_dim=5, n_outputs=2, readout="last")
+    with pytest.raises(InvalidCombination, match="norm on a minimal RNN's output gate"):
+        build_model(ModelShape(family="lstm"), NormSpec("ln"), "gated_before", input_kind="tokens", input_dim=5,
+                    n_outputs=2, readout="last")
+
+
+def test_a_probe_trace_gets_every_h_t_of_layer_0_and_the_same_output():
+    from normbench.models.minrnn import build_stack
+
+    torch.manual_seed(0)
+    stack = build_stack("minlstm", 4, 6, 2, NormSpec("rms"), ("layer_output",)).double()
+    x = torch.randn(2, 9, 4, dtype=torch.float64)
+    trace = []
+    traced = stack(x, trace)
+    assert len(trace) == 9 and trace[0].shape == (2, 6)
+    torch.testing.assert_close(traced, stack(x), rtol=0, atol=1e-12)
+
+
+def test_model_mingru_and_minlstm_run_from_the_cli_and_read_only_their_settings(cli, tiny_args, tmp_path, compose):
+    import json
+
+    from omegaconf import OmegaConf
+
+    from normbench.configuration.contract import effective_config
+
+    code, out, err = cli("-m", *tiny_args, "model=mingru,minlstm", "placement=pre,gated_after", "norm=rms",
+                         "hydra.sweep.dir=sweep", "report=false")
+    assert code == 0, err
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").rglob("summary.json"))]
+    assert sorted((r["config"]["model"]["family"], r["config"]["placement"]["name"], r["status"]) for r in records) == [
+        ("mingru", "gated_after", "ok"), ("mingru", "pre", "ok"), ("minlstm", "gated_after", "ok"), ("minlstm", "pre", "ok")]
+    model = effective_config(OmegaConf.to_container(compose("model=mingru"), resolve=True))["model"]
+    assert {"embed", "hidden", "layers"} <= set(model) and not {"heads", "ff_mult", "qk_norm", "dropout_recurrent"} & set(model)
