@@ -2,7 +2,10 @@
 
     pre   x = x + f(norm(x))          ... final norm before the head (Xiong et al. 2020)
     post  x = norm(x + f(x))          (Vaswani et al. 2017)
-    peri  x = x + norm_out(f(norm_in(x)))  ... final norm before the head (Sandwich/Peri-LN)
+    peri  x = x + norm_out(f(norm_in(x)))  ... final norm before the head (Sandwich/Peri-LN; ``sandwich`` too)
+    lns   x = x + f(norm(x) / sqrt(l))  in block l  ... final norm (LayerNorm Scaling, Sun et al. 2025)
+    mix   post in the first floor(post_fraction * L) blocks, pre after  ... final norm (Mix-LN, Li et al. 2025)
+    deepnorm  x = norm(alpha * x + f(x)), alpha = (2L)^(1/4), branch init gain (8L)^(-1/4) (Wang et al. 2022)
 
 ``qk_norm`` adds the run's norm on each head's queries and keys before the dot product
 (Henry et al. 2020; Dehghani et al. 2023; OLMo 2 and Gemma 3 use it), with any placement.
