@@ -20,7 +20,8 @@ Where the norm sits (the placement's slots for these families, normbench/configu
     after_gate    gated_after    y = N(h * silu(W_o x))   (Mamba-2's default, norm_before_gate=False)
 
 The gated placements add Mamba-2's output gate W_o with their norm (Feng et al.'s cells have none): the
-comparison between them and pre/post is of a norm with its gate. A model stacks ``layers`` such layers;
+comparison between them and pre/post is of a norm with its gate. A model stacks ``layers`` such layers, with
+dropout on layer outputs as a classic cell stack places it (recurrent.py);
 padded steps never reach real ones (the scan is causal) and BatchNorm's statistics skip them.
 """
 
@@ -106,9 +107,17 @@ class MinRNNLayer(nn.Module):
         self.norm_in = built.get("layer_input", unnormalized)
         self.norm_out = built.get("layer_output", built.get("before_gate", built.get("after_gate", unnormalized)))
         self.gate_after = "after_gate" in slots  # the gate multiplies h before the norm (else after it, or no gate)
+        # dropout where a layer_input norm meets the layer below's output, or around a layer_output norm: before
+        # or after that norm (model.dropout_at); build_stack sets them, as recurrent.py does for a cell's layers
+        self.drop_before, self.drop_after = nn.Identity(), nn.Identity()
+        self._dropped = "layer_input" if "layer_input" in slots else "layer_output" if "layer_output" in slots else None
+
+    def _around(self, norm, x):
+        return self.drop_after(norm(self.drop_before(x)))
 
     def preactivations(self, x) -> dict[str, torch.Tensor]:
-        return dict(zip(self.names, self.proj(self.norm_in(x)).chunk(len(self.names), -1)))
+        x = self._around(self.norm_in, x) if self._dropped == "layer_input" else self.norm_in(x)
+        return dict(zip(self.names, self.proj(x).chunk(len(self.names), -1)))
 
     def forward(self, x, trace=None, lengths=None, parallel: bool = True):
         """``trace``: a probe's list for h_t of every step, which needs h_t as a node of the recurrence:
@@ -119,38 +128,49 @@ class MinRNNLayer(nn.Module):
         else:
             h = scan_log(*coefficients_log(self.family, pre))
         if "o" not in pre:
-            return self.norm_out(h)
+            return self._around(self.norm_out, h) if self._dropped == "layer_output" else self.norm_out(h)
         gate = F.silu(pre["o"])
         return self.norm_out(h * gate) if self.gate_after else self.norm_out(h) * gate
 
 
 class MinRNNStack(nn.Module):
-    """``layers`` minimal-RNN layers; ``trace`` collects layer 0's h_t (as a recurrent stack's does)."""
+    """``layers`` minimal-RNN layers; ``trace`` collects layer 0's h_t (as a recurrent stack's does);
+    ``output_dropout`` after each layer whose output meets no norm (between layers, before the readout)."""
 
-    def __init__(self, layers: list[MinRNNLayer]):
+    def __init__(self, layers: list[MinRNNLayer], output_dropout: list[nn.Module] | None = None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
+        self.output_dropout = nn.ModuleList(output_dropout or [nn.Identity() for _ in layers])
 
     def forward(self, x, trace=None, lengths=None):
         with real_steps(None if lengths is None else step_mask(lengths.to(x.device), x.shape[1])):
-            for i, layer in enumerate(self.layers):
-                x = layer(x, trace if i == 0 else None, lengths)
+            for i, (layer, drop) in enumerate(zip(self.layers, self.output_dropout)):
+                x = drop(layer(x, trace if i == 0 else None, lengths))
         return x
 
 
 def build_stack(family: str, input_size: int, hidden_size: int, layers: int, norm: NormSpec,
-                slots: tuple[str, ...]) -> MinRNNStack:
-    return MinRNNStack([MinRNNLayer(family, input_size if i == 0 else hidden_size, hidden_size, norm, slots)
-                        for i in range(layers)])
+                slots: tuple[str, ...], dropout: float = 0.0, dropout_at: str = "after_norm") -> MinRNNStack:
+    """As recurrent.py places a cell stack's dropout: around the norm a layer output meets (a later layer's
+    layer_input norm, or its own layer_output norm), before or after it by ``dropout_at``; plain elsewhere."""
+    built, output_dropout = [], []
+    for i in range(layers):
+        layer = MinRNNLayer(family, input_size if i == 0 else hidden_size, hidden_size, norm, slots)
+        if dropout and (("layer_input" in slots and i > 0) or "layer_output" in slots):
+            setattr(layer, "drop_before" if dropout_at == "before_norm" else "drop_after", nn.Dropout(dropout))
+        held = "layer_output" in slots or ("layer_input" in slots and i < layers - 1)
+        output_dropout.append(nn.Dropout(dropout) if dropout and not held else nn.Identity())
+        built.append(layer)
+    return MinRNNStack(built, output_dropout)
 
 
 def build(shape, norm: NormSpec, placement, max_len: int) -> MinRNNStack:
     """The backbone of a minGRU or minLSTM model (``shape``: a ModelShape; the families' descriptors name
-    this builder). Causal and without dropout: a bidirectional or dropout setting is refused in one line."""
+    this builder). Causal: a bidirectional setting is refused in one line. Dropout on layer outputs as a
+    classic cell stack's (model.dropout_recurrent is not theirs: one fresh mask per step)."""
     if shape.bidirectional:
         raise InvalidCombination(f"model.bidirectional=true is not built for {shape.family} (its scan reads forward); "
                                  "valid: bidirectional=false")
-    if shape.dropout:
-        raise InvalidCombination(f"model.dropout is not built for {shape.family}; valid: dropout=0")
     slots = placement_of(placement.name).slots_in(shape.family) if norm.active else ()
-    return build_stack(shape.family, shape.embed, shape.hidden, shape.layers, norm, slots)
+    return build_stack(shape.family, shape.embed, shape.hidden, shape.layers, norm, slots, shape.dropout,
+                       shape.dropout_at)

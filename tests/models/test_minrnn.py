@@ -107,10 +107,9 @@ def test_the_families_build_at_their_placements_and_refuse_the_others(family):
         with pytest.raises(InvalidCombination, match=why):
             build_model(ModelShape(family=family), NormSpec("ln"), placement, input_kind="tokens", input_dim=5,
                         n_outputs=2, readout="last")
-    for setting, value in (("bidirectional", True), ("dropout", 0.1)):
-        with pytest.raises(InvalidCombination, match=f"model.{setting}"):
-            build_model(ModelShape(family=family, **{setting: value}), NormSpec("ln"), "pre", input_kind="tokens",
-                        input_dim=5, n_outputs=2, readout="last")
+    with pytest.raises(InvalidCombination, match="model.bidirectional"):
+        build_model(ModelShape(family=family, bidirectional=True), NormSpec("ln"), "pre", input_kind="tokens",
+                    input_dim=5, n_outputs=2, readout="last")
     with pytest.raises(InvalidCombination, match="norm on a minimal RNN's output gate"):
         build_model(ModelShape(family="lstm"), NormSpec("ln"), "gated_before", input_kind="tokens", input_dim=5,
                     n_outputs=2, readout="last")
@@ -143,3 +142,22 @@ def test_model_mingru_and_minlstm_run_from_the_cli_and_read_only_their_settings(
         ("mingru", "gated_after", "ok"), ("mingru", "pre", "ok"), ("minlstm", "gated_after", "ok"), ("minlstm", "pre", "ok")]
     model = effective_config(OmegaConf.to_container(compose("model=mingru"), resolve=True))["model"]
     assert {"embed", "hidden", "layers"} <= set(model) and not {"heads", "ff_mult", "qk_norm", "dropout_recurrent"} & set(model)
+
+
+@pytest.mark.parametrize("placement, at, where", [("post", "before_norm", "drop_before"), ("post", "after_norm", "drop_after"),
+                                                  ("pre", "before_norm", "drop_before")])
+def test_dropout_sits_around_the_norm_a_layer_output_meets(placement, at, where):
+    from normbench.models import ModelShape, build_model
+
+    torch.manual_seed(0)
+    model = build_model(ModelShape(family="mingru", hidden=8, embed=4, layers=2, dropout=0.5, dropout_at=at),
+                        NormSpec("ln"), placement, input_kind="tokens", input_dim=5, n_outputs=2, readout="last")
+    first, second = model.backbone.layers
+    dropped = [type(getattr(layer, where)).__name__ for layer in (first, second)]
+    # pre: the second layer's input norm meets the first's output (the model's input meets none); post: both
+    assert dropped == (["Dropout", "Dropout"] if placement == "post" else ["Identity", "Dropout"])
+    x = torch.randint(0, 5, (4, 6))
+    model.eval()
+    assert torch.equal(model(x), model(x))
+    model.train()
+    assert not torch.equal(model(x), model(x))
