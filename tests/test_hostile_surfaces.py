@@ -27,7 +27,8 @@ from normbench.studies import children, compare, study, tune
 from normbench.records import record
 from normbench.bench import arms
 from normbench.records.record import Unreadable, folder_inside, read_json_file, write_file, write_inside
-from normbench.report import build_report, study_plan
+from normbench.records import study_plan
+from normbench.report import build_report
 from normbench.report.output import STAGING, remove_stale_staging
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")

@@ -38,7 +38,7 @@ from normbench.analysis.conditions import condition_labels
 PRIMARY = registry.path(rules.PRIMARY)
 SECONDARY = registry.path(rules.SECONDARY)
 RANK_SCORE = PRIMARY
-STATUSES = (*record.STATUSES, "incomplete")  # incomplete: a record still "running" when the report read it
+REPORT_STATUSES = (*record.STATUSES, "incomplete")  # incomplete: a record still "running" when the report read it
 TRAINED = record.TRAINED_STATUSES
 ALL_RUNS = "all runs"
 NO_STUDY = "runs without a study"  # records of single runs or of versions before studies: one comparison
@@ -165,6 +165,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     inferred = runs.get("task.metric", pd.Series(None, index=runs.index)).map(_HIGHER_IS_BETTER)
     given = runs.get("task.higher_is_better", pd.Series(None, index=runs.index))
     runs["task.higher_is_better"] = given.where(given.notna(), inferred).fillna(True).astype(bool)
+    runs[registry.path("did_not_train")] = rules.did_not_train_column(runs)  # a verdict: decided here, never read back
     return runs
 
 

@@ -106,7 +106,7 @@ def _worse_p(best: np.ndarray, other: np.ndarray, best_diverged: int, other_dive
 
 
 def _eligibility(used: pd.DataFrame, group: str, status: str, is_failed: pd.Series,
-                 not_trained: pd.Series) -> tuple[pd.DataFrame, list]:
+                 untrained: pd.Series) -> tuple[pd.DataFrame, list]:
     """One row per group: its runs, diverged, did-not-train and failed counts, and whether it may
     be ranked (why not: fewer than 2 seeds, or no run trained); and the groups that may."""
     rows, eligible = [], []
@@ -114,7 +114,7 @@ def _eligibility(used: pd.DataFrame, group: str, status: str, is_failed: pd.Seri
         n, n_scored = len(part), int((~is_failed[part.index]).sum())
         why = ("fewer than 2 seeds" if n < 2 else "no run trained" if n_scored == 0 else "")
         rows.append({"group": name, "runs": n, "diverged": int((part[status] == "diverged").sum()),
-                     "did_not_train": int(not_trained[part.index].sum()), "failed": n - n_scored,
+                     "did_not_train": int(untrained[part.index].sum()), "failed": n - n_scored,
                      "eligible": not why, "why": why})
         if not why:
             eligible.append(name)
@@ -161,14 +161,14 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     if metric is None and "task.metric" in runs and len(runs):
         metric = runs["task.metric"].iloc[0]
     values = pd.Series(rules.to_scale(pd.to_numeric(runs[score], errors="coerce"), metric), index=runs.index)
-    not_trained = rules.not_trained(runs) if status == "status" else pd.Series(False, index=runs.index)
-    is_failed_all = (runs[status] == "diverged") | not_trained
-    finished = (runs[status] == "ok") & np.isfinite(values) & ~not_trained
+    untrained = rules.did_not_train(runs) if status == "status" else pd.Series(False, index=runs.index)
+    is_failed_all = (runs[status] == "diverged") | untrained
+    finished = (runs[status] == "ok") & np.isfinite(values) & ~untrained
     used = runs[finished | is_failed_all]
     oriented = values[used.index] if higher_is_better else -values[used.index]
     is_failed = is_failed_all[used.index]
 
-    table, eligible = _eligibility(used, group, status, is_failed, not_trained)
+    table, eligible = _eligibility(used, group, status, is_failed, untrained)
     if not eligible:
         return BestSet(None, [], [], table.assign(test="", p=math.nan, threshold=math.nan, shown_worse=False,
                                                   beaten_by=""), level=alpha)

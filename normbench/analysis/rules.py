@@ -37,12 +37,25 @@ NOT_TRAINED = "did not train"
 
 def primary(runs: pd.DataFrame | None = None) -> str:
     """The record key of the primary score: the runs' ``optimized_metric`` when they all name one
-    of the scores (final_val, best_val), final_val otherwise."""
+    of the scores (final_val, best_val), final_val otherwise. Every consumer asks here (or record_score
+    for one record): the leaderboard, the answers, the claims, compare, the sweep's table and objective."""
     if runs is not None and CONFIG_KEY in runs:
         named = set(runs[CONFIG_KEY].dropna().astype(str))
         if len(named) == 1 and (key := named.pop()) in registry.SCORES:
             return key
     return PRIMARY
+
+
+def record_score(summary: dict) -> str:
+    """primary() for one record (summary.json as a dict): its config's ``optimized_metric``, final_val by default."""
+    config = summary.get("config") if isinstance(summary, dict) and isinstance(summary.get("config"), dict) else {}
+    named = config.get(CONFIG_KEY)
+    return named if named in registry.SCORES else PRIMARY
+
+
+def other_score(key: str) -> str:
+    """The validation score that is not ``key``: shown beside the primary one, labelled."""
+    return next(k for k in registry.SCORES if k != key)
 
 
 def primary_column(runs: pd.DataFrame | None = None) -> str:
@@ -95,8 +108,8 @@ def chance_limit(name: object, chance: float | None) -> float | None:
     return chance + found.chance_band if found.higher_is_better else chance - found.chance_band
 
 
-def never_trained(best: float | None, name: object, chance: float | None) -> bool:
-    """Whether a run whose best evaluation is ``best`` never left the chance band of ``name``."""
+def in_chance_band(best: float | None, name: object, chance: float | None) -> bool:
+    """Whether a best evaluation ``best`` never left the chance band of the task metric ``name``."""
     limit = chance_limit(name, chance)
     if limit is None or best is None or not math.isfinite(best):
         return False
@@ -104,25 +117,31 @@ def never_trained(best: float | None, name: object, chance: float | None) -> boo
     return best <= limit if higher else best >= limit
 
 
-def not_trained(runs: pd.DataFrame) -> pd.Series:
-    """Per run: finished ("ok") but its best evaluation never left the chance band. Uses the
-    record's mark (metrics.did_not_train) where the trainer wrote one, the band otherwise."""
+def did_not_train(runs: pd.DataFrame) -> pd.Series:
+    """Per run: finished ("ok") but its best evaluation never left the chance band (in_chance_band): a
+    failure, counted like a divergence. Decided here from what the run measured, whenever records are
+    read; a frozen copy in an older record (metrics.did_not_train) is not read: a changed band judges old
+    and new records alike."""
     if runs.empty:
         return pd.Series(False, index=runs.index, dtype=bool)
     best = pd.to_numeric(runs.get(registry.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
     chance = pd.to_numeric(runs.get("task.chance", pd.Series(np.nan, index=runs.index)), errors="coerce")
     names = runs.get("task.metric", pd.Series(None, index=runs.index, dtype=object))
-    band = pd.Series([never_trained(b, n, c) for b, n, c in zip(best, names, chance)], index=runs.index, dtype=bool)
-    marked = registry.path("did_not_train")
-    if marked in runs:
-        recorded = runs[marked].map(lambda v: v if isinstance(v, bool) else None)
-        band = recorded.where(recorded.notna(), band).astype(bool)
+    band = pd.Series([in_chance_band(b, n, c) for b, n, c in zip(best, names, chance)], index=runs.index, dtype=bool)
     return band & (runs["status"] == "ok")
+
+
+def did_not_train_column(runs: pd.DataFrame) -> pd.Series:
+    """The runs frame's ``metrics.did_not_train``: did_not_train as 1.0 / 0.0 for a finished run that did not
+    diverge, NaN for the others (a diverged run has its own failure; an unfinished one no metrics)."""
+    diverged = runs.get(registry.path("diverged_at_step"), pd.Series(np.nan, index=runs.index)).notna()
+    finished = runs["status"] == "ok" if "status" in runs else pd.Series(False, index=runs.index)
+    return did_not_train(runs).astype(float).where(finished & ~diverged)
 
 
 def failed(runs: pd.DataFrame) -> pd.Series:
     """Per run: diverged or did not train: a run that counts against its arm."""
-    return (runs["status"] == "diverged") | not_trained(runs)
+    return (runs["status"] == "diverged") | did_not_train(runs)
 
 
 def bonferroni(alpha: float, comparisons: int) -> float:

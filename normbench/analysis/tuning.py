@@ -35,7 +35,8 @@ from normbench.analysis.intervals import mean_estimate
 from normbench.analysis import rules
 from normbench.analysis.ranking import best_set
 
-SCORE = path(rules.PRIMARY)  # the primary score (rules.py): final_val
+# final_val whatever score the study ranks on (rules.primary), deliberately (module docstring); score_note says so on the page
+SCORE = path(rules.PRIMARY)
 TEST = path("test")
 LR = "axes.lr"
 ROLE = "axes.role"
@@ -45,6 +46,16 @@ SELECTION, EVALUATION = "selection", "evaluation"
 TOLERANCE_TEXT = (f"an lr is stable when none of its runs diverged and its mean final validation metric is "
                   f"within {STABLE_ACCURACY:g} accuracy (other metrics: {STABLE_SHARE:.0%} of the distance from "
                   f"chance to the arm's best) of the arm's best lr")
+
+
+def score_note(runs: pd.DataFrame) -> str:
+    """Why the lr is judged on final_val when the study ranks on another score (empty when it does not)."""
+    ranked = rules.primary(runs)
+    if ranked == rules.PRIMARY:
+        return ""
+    return (f" This study ranks its arms on {ranked} (optimized_metric), but each arm's lr is chosen and judged stable "
+            f"on {rules.PRIMARY}: the tuned comparison reads the test metric, measured on the final model, and an lr "
+            f"must not be chosen for a peak the final model no longer has.")
 
 
 def _missing(value) -> bool:

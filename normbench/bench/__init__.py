@@ -9,6 +9,9 @@
     arms      a study's arms rebuilt from their records, timed side by side: SWEEP_DIR/paired-timing.json,
               which the report's throughput reads (normbench.analysis.speed)
 
+``python -m normbench.bench.report_scale --runs 500`` times the report itself (``python -m normbench.report``,
+in a child process) over a large synthetic sweep: its wall seconds and peak memory.
+
 Every figure is a ratio of candidates timed side by side in one process (``timing.measure``), so it
 holds on a machine that is busy with something else; absolute times are recorded but not relied on.
 """

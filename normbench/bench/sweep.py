@@ -25,7 +25,7 @@ from normbench.records import sweep_time
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.records.record import RunRecord, read_summary
 
-TARGET = 1.0  # sequential wall time / parallel wall time with 2 workers on 2 cores: the parallel sweep is faster
+SPEEDUP_TARGET = 1.0  # sequential wall time / parallel wall time with 2 workers on 2 cores: the parallel sweep is faster
 EFFICIENCY_TARGET = 0.8  # the sequential sweep's summed training time / its wall time
 # Small runs of the default setup: start-up (~seconds) must not dominate, the whole comparison must stay short.
 DEFAULT_OVERRIDES = ["steps=800"]
@@ -106,7 +106,7 @@ def run(*, runs: int = 4, jobs: int = 2, steps: int | None = None, overrides: li
                   for launcher in ("sequential", "parallel")}
     env = bench_environment("cpu")
     ratios = [RatioLine(f"sweep of {runs} runs, joblib n_jobs={jobs} (threads=1 each)", speedup,
-                        "the same runs in sequence (basic launcher)", command, target=f">= {TARGET}",
+                        "the same runs in sequence (basic launcher)", command, target=f">= {SPEEDUP_TARGET}",
                         note="speed-up = sequential / parallel wall time, mean over "
                              + " and ".join("/".join(o) for o in orders)),
               RatioLine(f"efficiency of the sequential sweep of {runs} runs", efficiency["sequential"],
@@ -144,7 +144,7 @@ def render_markdown(rows, speedup, overrides, env, command, jobs) -> str:
         f"({env['device_name']}), load {env.get('load_average_1m', float('nan')):.2f} at start. Each sweep is "
         f"`python -m normbench -m seed=... {' '.join(overrides)} threads=1 report=false`, timed from launch to exit.",
         table,
-        f"Mean speed-up {speedup:.2f}x (target >= {TARGET}: the parallel sweep is faster). Efficiency: the runs' "
+        f"Mean speed-up {speedup:.2f}x (target >= {SPEEDUP_TARGET}: the parallel sweep is faster). Efficiency: the runs' "
         f"summed training time / (the sweep's wall time x workers), target >= {EFFICIENCY_TARGET} in sequence; the "
         "shares say where the rest of the workers' time went (normbench/records/sweep_time.py), from the sweep's "
         "efficiency.json, whose wall time ends with its last line; with evaluation: the runs' whole training "

@@ -127,13 +127,13 @@ def _digest(obj) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-class Identity(NamedTuple):
+class RunIdentity(NamedTuple):
     config_hash: str  # one run: the effective config, seed included
     group_hash: str   # one group of seeds: the same without the seed
     settings: dict    # every result-affecting setting but the seed, flat (the record's axes)
 
 
-def identity(config: dict) -> Identity:
+def identity(config: dict) -> RunIdentity:
     """A run's identity, from one effective config.
 
     ``settings`` uses dotted names that follow the config (``optim.weight_decay``), with the short
@@ -153,7 +153,7 @@ def identity(config: dict) -> Identity:
                 flat[ALIASES.get(dotted, dotted)] = value
 
     walk(effective, "")
-    return Identity(digest, _digest(effective), flat)
+    return RunIdentity(digest, _digest(effective), flat)
 
 
 def config_hash(config: dict) -> str:

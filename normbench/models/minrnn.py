@@ -34,7 +34,8 @@ from torch import nn
 from normbench.configuration.placements import placement_of
 from normbench.models.validity import InvalidCombination
 from normbench.norms import NormSpec
-from normbench.tasks.padding import real_steps, step_mask
+from normbench.norms.masking import real_steps
+from normbench.tasks.padding import step_mask
 
 # family -> the input projections its gates need besides h~ (each hidden wide)
 GATES = {"mingru": ("z",), "minlstm": ("f", "i")}

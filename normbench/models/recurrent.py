@@ -36,7 +36,8 @@ from normbench.models.validity import check_combination
 from normbench.configuration.families import hand_written_cell
 from normbench.configuration.schema import CELL_KERNELS, ModelShape, PlacementConfig
 from normbench.norms import NormSpec, StepBatchNorm
-from normbench.tasks.padding import held_past_end, real_steps, reverse_real, step_mask
+from normbench.norms.masking import real_steps
+from normbench.tasks.padding import held_past_end, reverse_real, step_mask
 from normbench.configuration.placements import placement_of
 
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}

@@ -27,7 +27,8 @@ from torch import nn
 
 from normbench.models.validity import InvalidCombination, check_combination
 from normbench.norms import NormSpec
-from normbench.tasks.padding import real_steps, step_mask
+from normbench.norms.masking import real_steps
+from normbench.tasks.padding import step_mask
 from normbench.configuration.placements import TRANSFORMER_SLOTS, Depth, Placement, depth_of, placement_of, post_layers
 from normbench.configuration.schema import ModelShape, PlacementConfig
 

@@ -6,6 +6,7 @@
     factory.py      build_norm, the precision wrappers
     dispatch.py     impl=auto (the default): which kernel of native's arithmetic runs, decided once per process
     rmsnorm_cpu.py  the compiled RMSNorm (rmsnorm.cpp), ``norm.impl=compiled``
+    masking.py      BatchNorm over the real steps of a padded batch: the mask a model publishes, the masked statistics
 
 Names are imported on first use, so the schema and the record contract, which stand on kinds.py
 and spec.py, never load torch.

@@ -19,7 +19,7 @@ from torch import nn
 from normbench.norms import rmsnorm_cpu
 from normbench.norms.dispatch import decide
 from normbench.norms.kinds import NormKind, kind_of
-from normbench.tasks.padding import masked_batch_norm, real_rows
+from normbench.norms.masking import masked_batch_norm, real_rows
 
 
 class Norm(nn.Module):
@@ -223,7 +223,7 @@ class BatchNorm(_AffineNorm):
     Running statistics follow PyTorch's convention: exponential average with ``momentum`` of the
     batch mean and of the *unbiased* batch variance; normalization uses the biased variance.
 
-    In a padded batch (normbench/tasks/padding.py) training statistics are over the real steps alone;
+    In a padded batch (normbench/norms/masking.py) training statistics are over the real steps alone;
     ``mask_padding=False`` takes them over padding too (the failure the LN papers describe).
     """
 

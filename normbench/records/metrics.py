@@ -99,8 +99,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("steps_to_target", "metrics", "steps to target", "steps", "lower"),
     Metric("seconds_to_target", "metrics", "seconds to target", "s", "lower"),
     Metric("diverged_at_step", "metrics", "diverged at step", "step"),
-    # a finished run whose best evaluation never left the task metric's chance band (analysis/rules.py)
-    Metric("did_not_train", "metrics", "did not train (best evaluation within the chance band)"),
+    # a verdict, not a measurement: a finished run whose best evaluation never left the task metric's chance
+    # band, decided by the analysis from best_val whenever records are read (analysis/rules.py: did_not_train);
+    # records written before it was decided there carry a frozen copy, which the analysis recomputes
+    Metric("did_not_train", "metrics", "did not train (best evaluation within the chance band)",
+           computed_in="normbench.analysis.rules"),
     Metric("last_finite_loss", "metrics", "last finite loss", "loss"),
     Metric("loss_spikes", "metrics", "loss spikes", "count", "lower", computed_in=_PROBES),
     Metric("loss_spike_steps", "metrics", "steps of the loss spikes (first 100)", "step", computed_in=_PROBES),

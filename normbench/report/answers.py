@@ -89,7 +89,7 @@ def _task_facts(runs: pd.DataFrame) -> str:
 
 def _compared(runs: pd.DataFrame, groups, score: str, metric: str) -> dict[str, np.ndarray]:
     """Each group's scores on the compared scale (log for a ratio metric), failed runs left out."""
-    scored = runs[(runs["status"] == "ok") & ~rules.not_trained(runs)]
+    scored = runs[(runs["status"] == "ok") & ~rules.did_not_train(runs)]
     return {g: rules.to_scale(pd.to_numeric(scored.loc[scored["group"] == g, score], errors="coerce"), metric)
             for g in groups}
 

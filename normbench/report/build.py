@@ -17,7 +17,8 @@ from typing import Iterable
 import pandas as pd
 
 from normbench.analysis import aggregate, sequential, speed
-from normbench.report import answers, figures, provenance, sections, study_figures, study_plan, synthesis, tables
+from normbench.records import study_plan
+from normbench.report import answers, figures, provenance, sections, study_figures, synthesis, tables
 from normbench.analysis.claims import CLAIMS, evaluate_claims
 from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe

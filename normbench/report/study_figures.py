@@ -191,7 +191,7 @@ def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
     metrics = task_metrics(summary)
     points, arms = tuning.sensitivity(runs)
     if arms.empty:
-        lr = {"figures": [], "table": None, "tolerance": tuning.TOLERANCE_TEXT,
+        lr = {"figures": [], "table": None, "tolerance": tuning.TOLERANCE_TEXT + tuning.score_note(runs),
               "skipped": "No arm was run at 2 or more learning rates."}
     else:
         note = ("One line per arm (every setting but lr and seed). Point: mean final validation metric of the "
@@ -199,7 +199,7 @@ def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                 "worst). Triangles at the bottom: diverged runs at that lr (count / runs), never dropped.")
         figure = figures.lr_sensitivity(points, arms, metrics, staging, note)
         lr = {"figures": [figure] if figure else [], "table": tables.sensitivity_table(arms, points),
-              "tolerance": tuning.TOLERANCE_TEXT, "skipped": ""}
+              "tolerance": tuning.TOLERANCE_TEXT + tuning.score_note(runs), "skipped": ""}
     boards = tuning.tuned_leaderboards(runs)
     has_selection = "axes.role" in runs and (runs["axes.role"] == tuning.SELECTION).any()
     tuned = {"boards": tables.tuned_leaderboard_tables(boards),

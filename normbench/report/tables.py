@@ -17,7 +17,7 @@ import pandas as pd
 from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
 from normbench.analysis import rules
-from normbench.analysis.aggregate import NO_STUDY, STATUSES, TRAINED, display_path, format_value
+from normbench.analysis.aggregate import NO_STUDY, REPORT_STATUSES, TRAINED, display_path, format_value
 from normbench.analysis.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
 from normbench.analysis.speed import condition_rows
 from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
@@ -129,8 +129,8 @@ def _cut(rows: list[list[str]], what: str) -> tuple[list[list[str]], str]:
 
 def status_table(runs: pd.DataFrame) -> Table:
     counts = runs["status"].value_counts()
-    rows = [[status, str(int(counts.get(status, 0)))] for status in STATUSES]
-    rows += [[str(status), str(int(n))] for status, n in counts.items() if status not in STATUSES]
+    rows = [[status, str(int(counts.get(status, 0)))] for status in REPORT_STATUSES]
+    rows += [[str(status), str(int(n))] for status, n in counts.items() if status not in REPORT_STATUSES]
     return Table(["status", "runs"], rows)
 
 
@@ -336,7 +336,7 @@ def _run_table(runs: pd.DataFrame, axes: list[str], base: Path, extra: list[tupl
 def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
     """The failed runs: diverged, and finished without leaving the chance band ("did not train",
     analysis/rules.py), which count against their arm alike."""
-    untrained = rules.not_trained(runs)
+    untrained = rules.did_not_train(runs)
     diverged = runs[(runs["status"] == "diverged") | untrained].assign(
         reason=lambda f: f["reason"].where(~untrained[f.index],
                                            rules.NOT_TRAINED + ": its best evaluation never left the chance band"))

@@ -28,7 +28,7 @@ from normbench.studies import sweep_end
 from normbench.records import sweep_time
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
-from normbench.records.metrics import PRIMARY_SCORE, SCORES
+from normbench.analysis.rules import other_score, record_score
 from normbench.report.output import inside
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.training.tracking import env_secrets, interpolated_secrets
@@ -69,9 +69,7 @@ def _parallel_jobs(hc) -> int:
 def describe(summary: dict) -> str:
     task, metrics, speed = summary.get("task") or {}, summary.get("metrics") or {}, summary.get("throughput") or {}
     parts = [str(summary.get("status"))]
-    config = summary.get("config") if isinstance(summary.get("config"), dict) else {}
-    primary = config.get("optimized_metric") if config.get("optimized_metric") in SCORES else PRIMARY_SCORE
-    secondary = next(k for k in SCORES if k != primary)
+    primary, secondary = record_score(summary), other_score(record_score(summary))
     if metrics.get(primary) is not None and {"metric", "chance", "target"} <= set(task):
         # the primary score (analysis/rules.py) first; the other validation score labelled beside it
         also = (f", {secondary.replace('_', ' ')} {metrics[secondary]:.4g}" if metrics.get(secondary) is not None else "")
@@ -132,9 +130,7 @@ def objective(summary: dict) -> float:
     Any run that did not finish ok (diverged, invalid, skipped, failed) scores +inf, worse than every
     finished run; a finished run without a finite metric too.
     """
-    config = summary.get("config") if isinstance(summary.get("config"), dict) else {}
-    primary = config.get("optimized_metric") if config.get("optimized_metric") in SCORES else PRIMARY_SCORE
-    value = (summary.get("metrics") or {}).get(primary)  # the primary score (analysis/rules.py)
+    value = (summary.get("metrics") or {}).get(record_score(summary))  # the primary score (analysis/rules.py)
     if summary.get("status") != "ok" or not isinstance(value, (int, float)) or not math.isfinite(value):
         return math.inf
     return -float(value) if (summary.get("task") or {}).get("higher_is_better", True) else float(value)

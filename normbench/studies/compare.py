@@ -45,7 +45,7 @@ from normbench.analysis.intervals import mean_estimate
 from normbench.records.reading import find_records, quiet_numerics
 from normbench.report.render import markdown_text
 
-METRICS = {key: path(key) for key in ("final_val", "best_val", "test")}
+SCORE_COLUMNS = {key: path(key) for key in ("final_val", "best_val", "test")}  # the scores compare gates on
 # Shown with intervals; gated only where the module docstring says.
 GRADIENTS = tuple(path(key) for key in viewed("compare"))
 STEP_TIME = "throughput.step_ms_median"
@@ -120,12 +120,14 @@ def _label(row: pd.Series, axes: list[str]) -> str:
     return ", ".join(parts) or aggregate.ALL_RUNS
 
 
-def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str = rules.PRIMARY, tolerance: float = 0.01,
+def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None, tolerance: float = 0.01,
             relative: bool = False, max_new_divergences: int = 0,
             step_time_tolerance: float | None = None, exact: bool = False,
             ignore: tuple[str, ...] = ()) -> tuple[list[Setting], pd.DataFrame, pd.DataFrame]:
-    """(settings, only in BASELINE, only in NEW). A setting's ``problems`` say why NEW is worse there."""
-    column = METRICS[metric]
+    """(settings, only in BASELINE, only in NEW). A setting's ``problems`` say why NEW is worse there.
+    ``metric`` None: the baseline's primary score (rules.primary: its optimized_metric, final_val by default)."""
+    metric = metric or rules.primary(base)
+    column = SCORE_COLUMNS[metric]
     base, new = base[base["config_hash"].notna()], new[new["config_hash"].notna()]
     # a set whose records lack the metric still has its column, so that its absence is seen (not passed)
     base, new = (runs if column in runs else runs.assign(**{column: math.nan}) for runs in (base, new))
@@ -373,9 +375,10 @@ def main(argv: list[str] | None = None) -> int:
         description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
     parser.add_argument("baseline", type=Path, metavar="BASELINE", help="a sweep or run directory")
     parser.add_argument("new", type=Path, metavar="NEW", help="a sweep or run directory")
-    parser.add_argument("--metric", choices=sorted(METRICS), default=rules.PRIMARY,
-                        help=f"primary metric (default {rules.PRIMARY}, the report's primary score: the last validation "
-                             "value; best_val: the best validation value; test: the final model on test)")
+    parser.add_argument("--metric", choices=sorted(SCORE_COLUMNS), default=None,
+                        help=f"primary metric (default: the report's primary score, the baseline's optimized_metric, "
+                             f"else {rules.PRIMARY}: the last validation value; best_val: the best validation value; "
+                             "test: the final model on test)")
     parser.add_argument("--tolerance", type=float, default=0.01,
                         help="how much worse the primary metric may get, in its own units (default 0.01)")
     parser.add_argument("--relative", action="store_true", help="--tolerance is a fraction of the baseline mean")
@@ -398,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
                      or (math.isfinite(args.step_time_tolerance) and args.step_time_tolerance >= 0))):
             raise CompareError("tolerances must be finite numbers >= 0")
         base, new = load(args.baseline), load(args.new)
+        args.metric = args.metric or rules.primary(base)
         settings, only_base, only_new = compare(
             base, new, metric=args.metric, tolerance=args.tolerance, relative=args.relative,
             max_new_divergences=args.max_new_divergences, step_time_tolerance=args.step_time_tolerance,

@@ -45,7 +45,7 @@ import numpy as np
 
 from normbench.studies import children, progress
 from normbench.configuration import study_info
-from normbench.report import study_plan
+from normbench.records import study_plan
 from normbench.records.record import MAX_STRING, RESULT_STATUSES, Unreadable, read_json_file, read_run_file
 
 _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
@@ -257,7 +257,7 @@ def undecided(runs, level: float) -> list[str]:
                                                regime.ANSWER_GATES) is not None:
             continue  # no arm ranked, or not testable here (analysis/regime.py): more seeds would decide nothing
         sign = 1.0 if higher else -1.0
-        finished = mine[(mine["status"] == "ok") & ~rules.not_trained(mine)]
+        finished = mine[(mine["status"] == "ok") & ~rules.did_not_train(mine)]
         name = mine["task.metric"].iloc[0] if "task.metric" in mine else None
         scores = {g: sign * rules.to_scale(finished.loc[finished["group"] == g, score], name) for g in ranked.order}
         delta = _margin(mine)

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from normbench.training import machine
 from normbench.records import sweep_time
-from normbench.records.metrics import PRIMARY_SCORE, SCORES, SECONDARY_SCORE
+from normbench.analysis.rules import PRIMARY, other_score, record_score
 from normbench.records.metrics import TIMING_NOISY  # step_ms p90/p10 above this: the load changed while the run was timed
 from normbench.records.reading import find_records
 
@@ -50,16 +50,14 @@ def _plain(value):
 
 def _scores(summary: dict) -> tuple[str, str]:
     """(primary, secondary) score keys of a record: its optimized_metric (analysis/rules.py), final_val by default."""
-    named = (summary.get("config") or {}).get("optimized_metric") if isinstance(summary.get("config"), dict) else None
-    primary = named if named in SCORES else PRIMARY_SCORE
-    return primary, next(k for k in SCORES if k != primary)
+    return record_score(summary), other_score(record_score(summary))
 
 
 def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
     """One row per run; the primary score first, the other validation score as the labelled secondary."""
     rows = []
     keys = {_scores(s) for s in summaries.values()}
-    primary, secondary = keys.pop() if len(keys) == 1 else (PRIMARY_SCORE, SECONDARY_SCORE)
+    primary, secondary = keys.pop() if len(keys) == 1 else (PRIMARY, other_score(PRIMARY))
     second = f"{secondary} (secondary)"
     for path, s in sorted(summaries.items(), key=lambda item: _run_order(item[0])):
         metrics, speed = s.get("metrics") or {}, s.get("throughput") or {}

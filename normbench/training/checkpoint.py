@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from normbench.training.loggers import Hook
+from normbench.training.hooks import Hook
 from normbench.records.record import RunRecord, Unreadable, open_regular, read_summary, write_atomic
 
 log = logging.getLogger("normbench")

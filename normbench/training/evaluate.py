@@ -21,11 +21,12 @@ def score(run_dir: Path, which: str = "final", split: str = "test") -> tuple[dic
     """(record summary, metric, loss) of the kept weights ``which`` on ``split``, evaluated as the run evaluated."""
     from omegaconf import OmegaConf
 
-    from normbench.records.record import RecordWriter
+    from normbench.tasks.scoring import scoring
+    from normbench.training.precision import RunPrecision
     from normbench.training.rerun import recorded_config
     from normbench.training.run import prepare
     from normbench.training.saved_model import load_weights, model_file, read_weights, run_record
-    from normbench.training.train import Trainer, fixed_batches
+    from normbench.training.train import evaluate, fixed_batches
 
     path = model_file(run_dir, which)
     record = run_record(run_dir)
@@ -33,10 +34,11 @@ def score(run_dir: Path, which: str = "final", split: str = "test") -> tuple[dic
     config = {**recorded_config(record.summary), "progress": False}  # the recorded thread count; no bar
     cfg, task, model, device = prepare(OmegaConf.create(config))
     load_weights(model, weights, path)
-    # The Trainer evaluates as training did (precision, batches); its record is never started: nothing is written.
-    trainer = Trainer(cfg, task, model, device, RecordWriter(Path(run_dir)))
-    batches = fixed_batches(task.test, device, dtype=trainer.inputs) if split == "test" else trainer.val
-    metric, loss = trainer.evaluate(batches)
+    # Evaluated as training evaluated: the run's precision (a pure mode's half copy, autocast), its fixed batches;
+    # no Trainer is built and nothing is written.
+    precision = RunPrecision(cfg.precision.dtype, model.to(device), device)
+    batches = fixed_batches(task.test if split == "test" else task.val, device, dtype=precision.inputs)
+    metric, loss = evaluate(precision.model, batches, scoring(task), precision.autocast)
     return record.summary, metric, loss
 
 

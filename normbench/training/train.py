@@ -17,9 +17,8 @@ from statistics import median
 import torch
 
 from normbench.training import probes
-from normbench.analysis import rules
 from normbench.records.convergence import convergence
-from normbench.training.loggers import Hook
+from normbench.training.hooks import Hook
 from normbench.records.metrics import in_record_order
 from normbench.configuration.config import Config
 from normbench.models import SequenceModel, parameter_groups
@@ -28,7 +27,7 @@ from normbench.training.muon import build_muon
 from normbench.training.precision import PRECISIONS, RunPrecision, norm_input_dtypes
 from normbench.records.record import RecordWriter
 from normbench.tasks.batching import epoch_order
-from normbench.tasks.scoring import scoring
+from normbench.tasks.scoring import Scoring, scoring
 
 log = logging.getLogger("normbench")
 # The half dtype of every precision that computes in half, pure modes included: run.unsupported_precision
@@ -95,6 +94,22 @@ def _inputs(x, device, dtype: torch.dtype | None):
 def fixed_batches(split, device, size: int = EVAL_BATCH, dtype: torch.dtype | None = None):
     return [(_inputs(split.x[i : i + size], device, dtype), split.y[i : i + size].to(device))
             for i in range(0, len(split.x), size)]
+
+
+@torch.no_grad()
+def evaluate(model, batches, scoring: Scoring, autocast) -> tuple[float, float]:
+    """(metric, loss) of ``model`` over ``batches`` in evaluation mode, under the run's ``autocast`` context
+    (RunPrecision.autocast): how training evaluates, and how ``normbench evaluate`` scores kept weights."""
+    model.eval()
+    total = count = loss_sum = 0.0
+    with autocast():
+        for x, y in batches:
+            out = model(x)
+            s, n = scoring.metric_sums(out, y)
+            total, count = total + s, count + n
+            loss_sum += float(scoring.loss(out, y)) * len(x)
+    model.train()
+    return total / max(count, 1), loss_sum / sum(len(x) for x, _ in batches)
 
 
 @dataclass
@@ -204,18 +219,8 @@ class Trainer:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    @torch.no_grad()
     def evaluate(self, batches) -> tuple[float, float]:
-        self.model.eval()
-        total = count = loss_sum = 0.0
-        with self.autocast():
-            for x, y in batches:
-                out = self.model(x)
-                s, n = self.scoring.metric_sums(out, y)
-                total, count = total + s, count + n
-                loss_sum += float(self.loss_fn(out, y)) * len(x)
-        self.model.train()
-        return total / max(count, 1), loss_sum / sum(len(x) for x, _ in batches)
+        return evaluate(self.model, batches, self.scoring, self.autocast)
 
     def reestimate_bn(self) -> None:
         """norm.bn_reestimate: every BatchNorm's statistics from the current weights (norms.reestimate_statistics)."""
@@ -486,8 +491,6 @@ class Trainer:
             "final_train_loss": p.losses[-1] if p.losses else None,
             "steps_to_target": p.steps_to_target, "seconds_to_target": p.seconds_to_target,
             "diverged_at_step": p.diverged_at_step, "last_finite_loss": p.last_finite_loss,
-            "did_not_train": None if p.diverged_at_step is not None else
-            rules.never_trained(p.best_val, self.task.metric, self.task.chance),
             "loss_spikes": len(self.spikes.steps), "loss_spike_steps": self.spikes.steps[:100],
             "grad_norm_median": median(p.grad_norms) if p.grad_norms else None,
             "grad_norm_max": max(p.grad_norms) if p.grad_norms else None,

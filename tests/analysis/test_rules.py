@@ -67,7 +67,7 @@ def test_a_noisy_arm_with_an_untrained_seed_is_not_best_and_shows_its_failure(ru
     runs = runs_of(*_rows({"warm": [{"best_val": v} for v in (3.16, 3.15, 3.17)],
                            "cold": [{"best_val": v} for v in (3.60, 3.70, 4.86)]}))
     runs["task.metric"], runs["task.chance"], runs["task.higher_is_better"] = "bpc", task["chance"], False
-    assert rules.not_trained(runs).sum() == 1
+    assert rules.did_not_train(runs).sum() == 1
     runs, summary = _summary(runs)
     rows = summary.set_index("arm")
     assert rows.loc["norm=warm", "rank"] == 1 and not rows.loc["norm=warm", "shown_worse"]
@@ -109,21 +109,33 @@ def test_a_run_that_never_trained_is_counted_like_a_divergence(runs_of, tmp_path
     rows = _rows({"ln": [{"best_val": v} for v in (0.90, 0.91, 0.92)],
                   "bn": [{"best_val": 0.105}, {"best_val": 0.89}, {"best_val": 0.90}]})
     runs, summary = _summary(runs_of(*rows))
-    assert rules.not_trained(runs).tolist().count(True) == 1
+    assert rules.did_not_train(runs).tolist().count(True) == 1
     assert summary.set_index("arm").loc["norm=bn", "did_not_train"] == 1
     from normbench.report.tables import divergence_table
 
     table = divergence_table(runs, ["axes.norm"], tmp_path)
     assert len(table.rows) == 1 and "did not train" in table.rows[0][-2]
-    # the record's own mark wins over the band where the trainer wrote one
+    # a frozen mark in an older record is not read: the band decides, for old and new records alike
     marked = runs.assign(**{"metrics.did_not_train": False})
-    assert not rules.not_trained(marked).any()
+    assert rules.did_not_train(marked).tolist().count(True) == 1
+    assert rules.did_not_train_column(marked).tolist().count(1.0) == 1
+
+
+def test_the_analysis_recomputes_did_not_train_from_what_a_record_measured(runs_of):
+    """Training writes no verdict; reading records derives it, and a frozen copy from an older record
+    (here a wrong one) is replaced, not trusted. A diverged run, and one with no metrics, get none."""
+    frozen = [{"best_val": 0.105, "metrics": {"did_not_train": False}}, {"best_val": 0.89, "metrics": {"did_not_train": True}}]
+    frame = runs_of(*_rows({"bn": frozen}))  # runs_frame, as every reader reads records
+    assert frame["metrics.did_not_train"].tolist() == [1.0, 0.0] and rules.did_not_train(frame).tolist() == [True, False]
+    diverged = frame.assign(status="diverged", **{"metrics.diverged_at_step": 3.0})
+    assert rules.did_not_train_column(diverged).isna().all() and not rules.did_not_train(diverged).any()
+    assert rules.did_not_train_column(frame.assign(status="failed")).isna().all()
 
 
 def test_the_chance_band_and_margins_come_from_the_registry():
-    assert rules.never_trained(0.11, "accuracy", 0.1) and not rules.never_trained(0.13, "accuracy", 0.1)
-    assert rules.never_trained(0.160, "mse", 0.167) and not rules.never_trained(0.15, "mse", 0.167)
-    assert rules.never_trained(4.83, "bpc", 4.87) and not rules.never_trained(4.7, "bpc", 4.87)
+    assert rules.in_chance_band(0.11, "accuracy", 0.1) and not rules.in_chance_band(0.13, "accuracy", 0.1)
+    assert rules.in_chance_band(0.160, "mse", 0.167) and not rules.in_chance_band(0.15, "mse", 0.167)
+    assert rules.in_chance_band(4.83, "bpc", 4.87) and not rules.in_chance_band(4.7, "bpc", 4.87)
     assert rules.margin("bpc")[0] == 0.02 and rules.margin("accuracy")[0] == 0.01
     assert rules.ratio_scale("mse") and not rules.ratio_scale("bpc")
 

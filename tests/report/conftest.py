@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench.report.screenshot import NoBrowser, find_chromium
+from normbench.page_check.screenshot import NoBrowser, find_chromium
 
 try:
     find_chromium()

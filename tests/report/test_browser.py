@@ -17,7 +17,7 @@ from PIL import Image
 
 from normbench.report import build_report
 from normbench.report.figures import PROBLEMS_KEY
-from normbench.report.screenshot import check_page, problems, screenshot, shown_font_px
+from normbench.page_check.screenshot import check_page, problems, screenshot, shown_font_px
 from tests.report.conftest import needs_browser
 
 pytestmark = needs_browser

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from normbench.report.page_facts import broken, html_facts, layout_facts
-from normbench.report.screenshot import problems
+from normbench.page_check.facts import broken, html_facts, layout_facts
+from normbench.page_check.screenshot import problems
 from tests.report.conftest import needs_browser
 
 pytestmark = needs_browser

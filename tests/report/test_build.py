@@ -208,10 +208,10 @@ def test_cli_exit_status(tmp_path, write_record):
 
 
 # What the report may import from the rest of normbench: the record and the descriptions it is read
-# by (contract, schema, the norm kinds, the metric registry, the task configs), all torch-free.
+# by (contract, schema, the norm kinds, the model families, the metric registry, the task configs), all torch-free.
 TORCH_FREE = ("normbench.records.record", "normbench.configuration.contract", "normbench.configuration.schema", "normbench.checks",
               "normbench.records.metrics", "normbench.norms", "normbench.norms.kinds", "normbench.norms.spec",
-              "normbench.configuration.placements", "normbench.records.reading")
+              "normbench.configuration.placements", "normbench.configuration.families", "normbench.records.reading")
 TORCH_FREE_PACKAGES = ("normbench.report", "normbench.analysis", "normbench.tasks")
 TORCH_FREE += ("normbench.records", "normbench.configuration")  # packages by role: their __init__ is a docstring
 
@@ -226,7 +226,7 @@ def test_report_imports_neither_torch_nor_the_rest_of_normbench():
     root = Path(__file__).resolve().parents[2]
     code = ("import sys, types; parent = types.ModuleType('normbench'); "
             f"parent.__path__ = [{str(root / 'normbench')!r}]; sys.modules['normbench'] = parent; "
-            "import normbench.report, normbench.report.__main__, normbench.report.bench_scale; "
+            "import normbench.report, normbench.report.__main__; "
             "bad = [m for m in sys.modules if m == 'torch' or m.startswith('torch.') or "
             f"(m.startswith('normbench.') and not m.startswith({TORCH_FREE_PACKAGES!r}) "
             f"and m not in {TORCH_FREE!r})]; print(bad)")

@@ -1,4 +1,4 @@
-"""The report by study (sections.py, synthesis.py, page_facts.py): one section per study, a synthesis
+"""The report by study (sections.py, synthesis.py, page_check/facts.py): one section per study, a synthesis
 per model family, tables at most 12 columns, ids and captions once, intervals that show their ends."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from normbench.report import sections, synthesis, tables
 from normbench.report.figures import Figure
-from normbench.report.page_facts import MAX_BYTES, broken, html_facts
+from normbench.page_check.facts import MAX_BYTES, broken, html_facts
 
 
 def test_an_interval_gets_the_digits_that_tell_its_ends_apart():

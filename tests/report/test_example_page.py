@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from normbench.report.page_facts import broken, html_facts, layout_facts
-from normbench.report.screenshot import problems
+from normbench.page_check.facts import broken, html_facts, layout_facts
+from normbench.page_check.screenshot import problems
 from tests.report.conftest import needs_browser
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "example" / "report.html"

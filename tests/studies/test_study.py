@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench.report import study_plan
+from normbench.records import study_plan
 from normbench.studies.study import StudyArgumentError, _parse, budget_seconds, study_of
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from normbench.analysis.rules import in_chance_band
 from normbench.records.metrics import TASK_METRICS
 from normbench.training.run import execute
 from normbench.tasks import AddingConfig, CopyConfig, MqarConfig, TaskData, TextConfig
@@ -48,7 +49,8 @@ def test_a_metric_registered_in_the_table_alone_is_what_a_run_is_judged_by(toy_t
     for key in ("best_val", "final_val", "test"):  # best_val: the lowest error is the highest accuracy
         assert error[key] == pytest.approx(1 - accuracy[key])
     assert error["steps_to_target"] == accuracy["steps_to_target"] is not None  # each reached its own target
-    assert error["did_not_train"] is False  # a metric without decisions (metrics.TASK_METRICS) has no chance band
+    assert "did_not_train" not in error  # a verdict: the analysis decides it from the record (analysis/rules.py)
+    assert not in_chance_band(error["best_val"], "error_rate", summary["task"]["chance"])  # no chance band for it
 
 
 def test_an_unregistered_metric_is_refused_by_name(toy_task):

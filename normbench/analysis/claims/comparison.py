@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.analysis import rules
-from normbench.analysis.aggregate import PRIMARY, format_value
+from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, TOWARD_CONTRADICTED,
                                                 TOWARD_SUPPORTED, Effect, Measure, is_missing, metric)
 from normbench.analysis.intervals import (Estimate, agresti_caffo, combine, decision_level, inverse_variance,
@@ -76,7 +76,7 @@ def learned(frame: pd.DataFrame, runs: pd.DataFrame) -> tuple[bool | None, str]:
     threshold = rules.chance_limit(name, chance)
     if threshold is None:
         return None, "no chance level recorded"
-    scores = metric(frame, PRIMARY).where(frame["status"] == "ok").dropna()
+    scores = metric(frame, rules.primary_column(runs)).where(frame["status"] == "ok").dropna()
     if scores.empty:
         return False, "no run finished"
     mean = float(scores.mean())

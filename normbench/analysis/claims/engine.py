@@ -123,12 +123,12 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     for arm, frame in frames.items():
         row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, "runs": int(len(frame)),
                "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
-               "did not train": int(rules.not_trained(frame).sum())}
+               "did not train": int(rules.did_not_train(frame).sum())}
         for label, measure in measures.items():
             values = measure.values(frame).astype(float)
             values = values.where(frame["status"] == "ok") if measure.finished_only else values
             values = values[np.isfinite(values)]
-            label = f"{name} ({SCORE.name})" if label == "score" else label  # which score: the primary
+            label = f"{name} ({rules.primary(runs)})" if label == "score" else label  # which score: the primary
             row[f"{label} mean"] = float(values.mean()) if len(values) else math.nan
             row[f"{label} std"] = float(values.std()) if len(values) > 1 else math.nan
         if any(s.kind == "more_stable" for s in claim.parts):
@@ -391,7 +391,8 @@ def evaluate(claims: list[Claim], runs: pd.DataFrame, alpha: float = ALPHA) -> l
     """Every claim within every study: one verdict per (claim, study) where it applies, and one
     "not applicable" entry for a claim that applies in no study. Studies are never pooled."""
     decision_level(alpha)
-    parts = studies(runs)
+    # one score per study, chosen once (rules.primary), so that every arm's frame reads the same one
+    parts = [(study, frame.assign(**{rules.CONFIG_KEY: rules.primary(frame)})) for study, frame in studies(runs)]
     out = []
     for claim in claims:
         found, missed = [], []

@@ -15,7 +15,7 @@ import pandas as pd
 from normbench.records.metrics import path
 from normbench.records.record import TRAINED_STATUSES
 from normbench.analysis import rules
-from normbench.analysis.aggregate import PRIMARY, format_value
+from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import FAILED, level_keys, names_axis, task_direction, varying
 from normbench.analysis.claims.vocabulary import (
     NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require, better,
@@ -126,7 +126,7 @@ def normalization_matters(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
     logged = rules.ratio_scale(name)
 
     def scores(kind):
-        values = metric(ok[axis(ok, "norm") == kind], PRIMARY)
+        values = metric(ok[axis(ok, "norm") == kind], rules.primary_column(runs))
         return np.log(values.where(values > 0)) if logged else values
     estimate = combine([(sign, mean_estimate(scores("ln"))), (-sign, mean_estimate(scores("none")))])
     interval = estimate.interval(decision_level(ALPHA))

@@ -13,7 +13,7 @@ import pandas as pd
 
 from normbench.records import metrics as registry
 from normbench.records.record import RESULT_STATUSES
-from normbench.analysis.aggregate import PRIMARY, format_value
+from normbench.analysis.aggregate import format_value
 from normbench.analysis import rules
 from normbench.analysis.intervals import ALPHA, decision_level
 
@@ -145,7 +145,8 @@ def column(name: str, transform: Callable[[pd.Series], pd.Series] | None = None)
     return lambda runs: (transform or (lambda s: s))(metric(runs, name))
 
 
-SCORE = Measure(rules.PRIMARY, column(PRIMARY), task_metric=True)  # the primary score (rules.py)
+# the primary score: the study's optimized_metric, final_val by default (rules.primary, asked of the runs judged)
+SCORE = Measure(rules.PRIMARY, lambda runs: metric(runs, rules.primary_column(runs)), task_metric=True)
 
 
 def recorded(key: str) -> Measure:

@@ -1,6 +1,6 @@
 """Look at report.html as a reader would: headless Chromium at a desktop and a phone width.
 
-    python -m normbench.report.screenshot REPORT.html OUTDIR [--widths 1400 420] [--height 900]
+    python -m normbench.page_check.screenshot REPORT.html OUTDIR [--widths 1400 420] [--height 900]
 
 writes OUTDIR/report-<width>.png (the first screen at each width) and prints, per width, what
 `check_page` found: images that did not load, elements that stick out sideways, script errors.
@@ -178,14 +178,14 @@ def problems(check: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench.report.screenshot", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m normbench.page_check.screenshot", description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path, help="report.html")
     parser.add_argument("out", type=Path, help="folder for report-<width>.png")
     parser.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS))
     parser.add_argument("--height", type=int, default=HEIGHT)
     args = parser.parse_args(argv)
     if not args.report.is_file():
-        print(f"normbench.report.screenshot: {args.report} is not a file", file=sys.stderr)
+        print(f"normbench.page_check.screenshot: {args.report} is not a file", file=sys.stderr)
         return 2
     try:
         status = 0
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path}: " + ("; ".join(found) if found else "ok (images loaded and legible, nothing sticks out, no errors)"))
         return status
     except (NoBrowser, RuntimeError, subprocess.TimeoutExpired) as error:
-        print(f"normbench.report.screenshot: {error}", file=sys.stderr)
+        print(f"normbench.page_check.screenshot: {error}", file=sys.stderr)
         return 2
 
 

@@ -1,6 +1,6 @@
 """Benchmark: how long and how much memory the report takes over a large synthetic sweep.
 
-    python -m normbench.report.bench_scale --runs 500
+    python -m normbench.bench.report_scale --runs 500
 
 Writes `--runs` synthetic records (a norm x placement x lr x batch grid over two models, with
 seeds; about 1 in 12 diverged, a few still "running") into a temporary directory, then times
@@ -115,7 +115,7 @@ def _summary(index: int, axes: dict, run_seed: int, status: str, quality: float,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench.report.bench_scale", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m normbench.bench.report_scale", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=500)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="normbench-bench-") as tmp:

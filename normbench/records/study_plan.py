@@ -8,7 +8,8 @@ and the report applies it only to records of that study under the file's folder:
 another study, one without this schema or a planted one changes nothing and is named in one line.
 A second study run into the same folder writes sequential-<id>.json beside the first's file.
 
-Torch-free: the report imports it, and the study runner writes through it.
+Its format is the study runner's (only it writes one); it sits with the other files a run or study leaves on
+disk because the report, which reads it, may not import the studies. Torch-free.
 """
 
 from __future__ import annotations

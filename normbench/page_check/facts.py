@@ -1,6 +1,6 @@
 """What a report page promises, read back from it: for the tests and for a report someone is about to send.
 
-    python -m normbench.report.page_facts REPORT.html [--widths 1400 420]
+    python -m normbench.page_check.facts REPORT.html [--widths 1400 420]
 
 prints the page's size, its figures per study, its widest table, ids used twice, links to no id
 and captions repeated (from the HTML alone, with the standard library's parser), and, per width, the cells a
@@ -105,7 +105,7 @@ def layout_facts(page: Path, width: int) -> dict:
     """The cells a reader must see whole, as Chromium lays the page out `width` px wide: `cut`
     (wider than their box, or outside the window), `kept` (how many there are, per column), and
     `check`: screenshot.check_page's own findings, this probe's line taken out of its errors."""
-    from normbench.report.screenshot import check_page
+    from normbench.page_check.screenshot import check_page
 
     text = Path(page).read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="normbench-layout-") as folder:
@@ -134,7 +134,7 @@ def broken(facts: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench.report.page_facts", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m normbench.page_check.facts", description=__doc__.split("\n")[0])
     parser.add_argument("report", type=Path)
     parser.add_argument("--widths", type=int, nargs="*", default=[], help="also lay it out in Chromium at these widths")
     args = parser.parse_args(argv)
