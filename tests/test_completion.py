@@ -30,7 +30,7 @@ def complete(line, **kwargs) -> set[str]:
 
 
 def test_completion_lists_config_group_options_and_keys_without_torch():
-    assert complete("normbench norm=") == {f"norm={k}" for k in ("none", "bn", "ln", "rms", "scale", "dyt")}
+    assert complete("normbench norm=") == {f"norm={k}" for k in ("none", "bn", "ln", "rms", "scale", "dyt", "derf")}
     assert {"log_every=", "logger="} <= complete("normbench lo")  # a key and a group
 
 

@@ -150,6 +150,12 @@ BUILT_IN = (
            hand_written=("cpp",)),
     Family("transformer", "Transformer", recurrent=False, builder="normbench.models.transformer:build",
            parameters=("heads", "ff_mult", "qk_norm"), input_width="hidden"),
+    # Feng et al. 2024 (models/minrnn.py): gates of the input alone, parallel by a log-space scan; the norm before
+    # the layer, after it, or with Mamba-2's output gate (its gated RMSNorm) before or after the gating
+    *(Family(name, display, recurrent=True, builder="normbench.models.minrnn:build", parameters=("embed",),
+             slots={"pre": ("layer_input",), "post": ("layer_output",), "gated_before": ("before_gate",),
+                    "gated_after": ("after_gate",)})
+      for name, display in (("mingru", "minGRU"), ("minlstm", "minLSTM"))),
 )
 for _family in BUILT_IN:
     register(_family)

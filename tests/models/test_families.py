@@ -106,7 +106,8 @@ def test_the_contract_reads_its_parameters_and_the_built_in_identities_stay(leak
 
 def test_the_claims_count_it_recurrent_and_the_synthesis_lists_it(leaky):
     assert RECURRENT.selector["model"].test("leaky") and not RECURRENT.selector["model"].test("transformer")
-    assert [line.family for line in recommendations([])] == ["RNN", "LSTM", "GRU", "Transformer", "Leaky RNN"]
+    assert [line.family for line in recommendations([])] == ["RNN", "LSTM", "GRU", "Transformer", "minGRU", "minLSTM",
+                                                             "Leaky RNN"]
 
 
 def test_a_run_of_the_toy_family_trains_end_to_end(leaky, compose, tmp_path):
@@ -142,4 +143,7 @@ def test_a_descriptor_that_breaks_the_rules_is_refused():
 def test_the_built_in_families_match_what_their_builders_build():
     # the recurrent families are the ones recurrent.py has cores for; the hand-written recurrences are the layer's
     from normbench.models.recurrent import TORCH_CORES
-    assert {f.name for f in BUILT_IN if f.recurrent} == set(TORCH_CORES)
+    from normbench.models.minrnn import GATES
+    recurrent = {f.name: f.builder for f in BUILT_IN if f.recurrent}
+    assert {name for name, builder in recurrent.items() if builder.endswith("recurrent:build")} == set(TORCH_CORES)
+    assert {name for name, builder in recurrent.items() if builder.endswith("minrnn:build")} == set(GATES)

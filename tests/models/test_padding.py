@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from normbench.configuration.families import family_of
 from normbench.models import VALID_PLACEMENTS, build_model
 from normbench.norms import BatchNorm, StepBatchNorm
 from normbench.tasks.padding import NOT_SCORED, PAD_TOKEN, lengths_from_input, reverse_real, unmarked
@@ -16,7 +17,7 @@ LENGTHS = [5, 2, 7]
 NORMS = ("none", "ln", "rms", "scale", "dyt", "bn")
 CASES = [(family, placement, bidirectional)
          for family, placements in VALID_PLACEMENTS.items() for placement in placements
-         for bidirectional in ((False, True) if family != "transformer" else (False,))]
+         for bidirectional in ((False, True) if family_of(family).builder.endswith("recurrent:build") else (False,))]
 
 
 def padded(examples, steps, kind="features"):

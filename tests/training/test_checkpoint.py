@@ -29,7 +29,7 @@ def curves(run_dir):
 
 
 @pytest.mark.parametrize("extra", [[], ["norm=bn", "optim=sgd", "warmup_steps=3", "optim.schedule=cosine"],
-                                   ["model=transformer", "model.layers=2"]])
+                                   ["model=transformer", "model.layers=2"], ["model=mingru", "optim=muon"]])
 def test_interrupted_and_resumed_run_equals_an_uninterrupted_one_bitwise(cli, tmp_path, monkeypatch, tiny_args, extra):
     args = [*tiny_args, *extra, "steps=11", "deterministic=true", "checkpoint_every=4"]
     code, _, err = cli(*args, "hydra.run.dir=whole")
