@@ -264,6 +264,39 @@ def _bound_hydra_lines(limit: int = 2000) -> None:
     logging.setLogRecordFactory(factory)
 
 
+# Hydra's flags that read a file outside conf/ as code or as the primary config; --experimental-rerun
+# unpickles the file it names (a planted config.pickle would run its payload).
+RERUN_FLAG = "--experimental-rerun"
+ALLOW_CODE_FLAG = "--allow-code"
+
+
+def outside_code(argv: list[str]) -> str | None:
+    """One gate for every way code reaches a run from outside conf/ (the reason, or None). Removes
+    ``--allow-code`` from ``argv`` (Hydra does not know it) and, when given, says on stderr that the
+    files and keys below are used as given: the user's explicit, visible opt-in. Without it: the
+    pickle flag is refused, configs from ``--config-dir/--config-name/--config-path`` and
+    ``hydra.searchpath`` are read as sweep files are (configuration/config.py: CheckedFileSource),
+    and command-line keys that run code (``hydra.callbacks``, ``_target_``, logging) are refused."""
+    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code
+
+    if any(a == RERUN_FLAG or a.startswith(RERUN_FLAG + "=") for a in argv[1:]):
+        return (f"{RERUN_FLAG} unpickles a file, which can run any code; to run a recorded run again: "
+                "normbench rerun RUN_DIR")
+    if ALLOW_CODE_FLAG in argv[1:]:
+        argv[:] = [a for i, a in enumerate(argv) if i == 0 or a != ALLOW_CODE_FLAG]
+        os.environ[ALLOW_CODE_ENV] = "1"  # the jobs' processes (joblib workers) inherit it
+    if os.environ.get(ALLOW_CODE_ENV) == "1":
+        print(f"normbench: {ALLOW_CODE_FLAG}: configs from outside conf/ and keys that run code "
+              "(hydra.callbacks, _target_, logging) are used as given", file=sys.stderr)
+        return None
+    key = command_line_code(argv[1:])
+    if key:
+        return (f"{message_text(key, limit=120)} on the command line would run code (a _target_, Hydra callbacks, "
+                f"logging or environment settings); normbench runs only its own. To run it anyway, say so: "
+                f"normbench {ALLOW_CODE_FLAG} ...")
+    return None
+
+
 def main(from_process_start: bool = False) -> None:
     """``from_process_start``: this process was started for this command (the command line), so
     its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now."""
@@ -273,6 +306,10 @@ def main(from_process_start: bool = False) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     _bound_hydra_lines()
     job = Job()
+    refused = outside_code(sys.argv)
+    if refused:
+        _say(f"error: {refused}")
+        sys.exit(2)
     try:  # Hydra's basic sweeper lists every job before the first: a billion would never start (a sweep
         # file's mode may be MULTIRUN without -m, so the command line is counted either way)
         from normbench.configuration.config import require_sweep_size
