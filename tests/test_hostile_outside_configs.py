@@ -109,3 +109,17 @@ def test_the_opt_in_is_explicit_and_visible(tmp_path, cli):
                                                "      _target_: builtins.dict\n")
     code, _, err = cli("--allow-code", "--config-dir", str(tmp_path / "mine"), "--config-name", "cb", "--cfg", "job")
     assert code == 0, err
+
+
+def test_a_group_chosen_per_job_is_checked_in_the_workers_too(tmp_path, cli):
+    """A joblib worker composes each job's config itself: a sweep over a planted group is refused there."""
+    from tests.conftest import TINY, TINY_TASK
+
+    marker = tmp_path / "ran"
+    (tmp_path / "extra" / "evil").mkdir(parents=True)
+    for name in ("a", "b"):
+        (tmp_path / "extra" / "evil" / f"{name}.yaml").write_text("# @package _global_\n" + callback_file(marker))
+    code, _, err = cli("-m", *TINY, *TINY_TASK, f"hydra.searchpath=[file://{tmp_path / 'extra'}]", "+evil=a,b",
+                       "hydra/launcher=local", "hydra.launcher.n_jobs=2", "report=false", "hydra.sweep.dir=sweep")
+    assert code != 0 and not marker.exists(), err
+    assert "hydra.callbacks" in err

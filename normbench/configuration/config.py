@@ -341,6 +341,11 @@ class CheckedFileSource(FileConfigSource):
                             path=f"{self.scheme()}://{self.path}", provider=self.provider, header=header)
 
 
+# Hydra's registry tells sources apart by class name, and registers its own file source again in
+# every process it restores its state in (a joblib worker): under the same name, this one stays.
+CheckedFileSource.__name__ = FileConfigSource.__name__  # (its __qualname__ stays: a worker unpickles this class)
+
+
 # Hydra's settings that run code or commands: a key under one of these, typed on the command line, is
 # refused as a sweep file's is (its logging configs name handler classes and factories, env_set
 # reaches every subprocess the run starts, such as the C++ compiler).
