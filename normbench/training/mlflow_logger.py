@@ -22,6 +22,7 @@ global "active run".
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -116,6 +117,30 @@ def preflight(settings, secrets: tuple[str, ...] = ()) -> None:
             require_package(module, f"logger.mlflow.tracking_uri={uri_scheme(uri)}://...", "mlflow")
 
 
+@contextlib.contextmanager
+def store_made_once(uri: str):
+    """Held while a job opens a SQLite store: an exclusive lock on the database file itself (made
+    empty if new, which SQLite takes as a new database). Two jobs that open one new store at once
+    would both run its ~50 migrations and one would fail; the second now finds it made."""
+    if uri_scheme(uri) != "sqlite":
+        yield
+        return
+    import fcntl
+
+    # sqlite:///m.db is m.db (relative), sqlite:////abs/m.db is /abs/m.db; a query string is SQLAlchemy's
+    _, _, rest = uri.partition(":///")
+    path = Path(unquote(rest.split("?")[0]))
+    if not rest or not path.name or path.name == ":memory:":
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
 def _local_path(uri: str) -> Path | None:
     """The folder a ``file:`` URI or a plain path names; None for anything remote."""
     scheme = uri_scheme(uri)
@@ -135,7 +160,6 @@ class MLflowLogger(ScalarLogger):
 
     def __init__(self, settings, run_dir: Path, names: RunNames, sweep_dir: Path | None = None):
         from mlflow.entities import Param
-        from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
         self.run_dir, self.sweep_dir, self.names = Path(run_dir), sweep_dir, names
@@ -147,21 +171,9 @@ class MLflowLogger(ScalarLogger):
         self.store = _local_path(uri) if uri_scheme(uri) in ("", "file") else None  # a file store's folder
         if self.store is not None:  # MLflow 3 keeps the file store in maintenance: opt in
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-        self.client = MlflowClient(tracking_uri=uri)
-        name = settings.experiment or names.experiment
-        experiment = self.client.get_experiment_by_name(name)
-        if experiment is None:
-            location = settings.artifact_location
-            if location is None and uri_scheme(uri) not in ("", "file", "http", "https", "databricks"):
-                # a database store: artifacts in the sweep (or run) folder, not ./mlruns of the cwd
-                location = (logger_folder(logger_folder(Path(sweep_dir or run_dir), settings.dir), "artifacts")
-                            .resolve().as_uri())
-            try:
-                experiment_id = self.client.create_experiment(name, artifact_location=location)
-            except MlflowException:  # another job of the sweep made it first
-                experiment_id = self.client.get_experiment_by_name(name).experiment_id
-        else:
-            experiment_id = experiment.experiment_id
+        with store_made_once(uri):  # a new database store's tables are made by one job, the others wait
+            self.client = MlflowClient(tracking_uri=uri)
+            experiment_id = self._experiment(settings, uri, names, run_dir, sweep_dir)
         tags = {k: v[:MAX_TAG] for k, v in names.tags.items()}
         if names.labels:  # the user's tags=[a,b]: each one a tag to filter runs by, and all of them in one
             tags.update({label: "" for label in names.labels}, **{"normbench.tags": ",".join(names.labels)[:MAX_TAG]})
@@ -173,6 +185,24 @@ class MLflowLogger(ScalarLogger):
         params = [Param(k, str(v)[:MAX_PARAM]) for k, v in names.params.items()]
         for start in range(0, len(params), BATCH):
             self.client.log_batch(self.run_id, params=params[start:start + BATCH])
+
+    def _experiment(self, settings, uri: str, names: RunNames, run_dir: Path, sweep_dir: Path | None) -> str:
+        """The id of the run's experiment, made if new."""
+        from mlflow.exceptions import MlflowException
+
+        name = settings.experiment or names.experiment
+        experiment = self.client.get_experiment_by_name(name)
+        if experiment is not None:
+            return experiment.experiment_id
+        location = settings.artifact_location
+        if location is None and uri_scheme(uri) not in ("", "file", "http", "https", "databricks"):
+            # a database store: artifacts in the sweep (or run) folder, not ./mlruns of the cwd
+            location = (logger_folder(logger_folder(Path(sweep_dir or run_dir), settings.dir), "artifacts")
+                        .resolve().as_uri())
+        try:
+            return self.client.create_experiment(name, artifact_location=location)
+        except MlflowException:  # another job of the sweep made it first
+            return self.client.get_experiment_by_name(name).experiment_id
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         from mlflow.entities import Metric
