@@ -183,7 +183,7 @@ class Job:
             summary = execute(node, run_dir, _as_typed(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
                               parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
-            self.unwritable = self.unwritable or f"cannot write output: {err}"
+            self.unwritable = self.unwritable or f"cannot write output: {err}{stale_note(run_dir)}"
             return math.inf
         finally:  # whatever runs next in this process (a rerun, a bench) collects its own
             environment.share_in(None)
@@ -200,6 +200,19 @@ class Job:
         if not multirun:
             self.single = summary
         return objective(summary)
+
+
+def stale_note(run_dir: Path) -> str:
+    """What an error line adds when the run's record could not be finished: a summary.json left saying
+    ``running`` is stale (no process is running it), and the report counts it as incomplete."""
+    try:
+        import json
+
+        with open(run_dir / "summary.json", encoding="utf-8") as handle:
+            status = json.loads(handle.read(1 << 20)).get("status")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return f"; the record in {run_dir} is stale (it says {status!r})" if status == "running" else ""
 
 
 def _as_typed(overrides) -> list[str]:

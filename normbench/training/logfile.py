@@ -73,6 +73,26 @@ class RunLogHandler(logging.StreamHandler):
                 return
         logging.StreamHandler.emit(self, record)
 
+    def handleError(self, record: logging.LogRecord) -> None:
+        """A write that fails (a full disk, a quota, an I/O error) stops the file with one line on the
+        console, which keeps every line, instead of logging's "--- Logging error ---" and a traceback
+        at every later line; the run goes on, and its record says whether it could be written."""
+        import sys
+
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            return super().handleError(record)
+        stream, self.stream, self._failed = self.stream, None, True
+        try:
+            stream.close()
+        except OSError:
+            pass
+        try:
+            print(f"normbench: {self.path or self.baseFilename} not written further: {error.strerror or error} "
+                  "(the console has every line)", file=sys.stderr)
+        except OSError:
+            pass
+
     def close(self) -> None:
         self.acquire()
         try:
