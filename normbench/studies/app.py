@@ -28,6 +28,7 @@ from normbench.studies import sweep_end
 from normbench.records import sweep_time
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
+from normbench.configuration.env_names import NAME_KEYS, refused_env_name
 from normbench.records.metrics import PRIMARY_SCORE, SCORES
 from normbench.report.output import inside
 from normbench.configuration.schema import TASK_CONFIGS
@@ -92,6 +93,9 @@ def describe(summary: dict) -> str:
 def check_job(hc, node: DictConfig) -> None:
     """What Hydra accepts but a run must not: a log name that leaves the run folder, a task group
     whose settings were given to another task (``task=adding task.name=copy``)."""
+    refused = refused_env_name(written_names(node))
+    if refused:
+        raise ConfigError(refused)
     name = str(hc.job.name)
     if not name or name in (".", "..") or "/" in name or os.sep in name:
         raise ConfigError(f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder")
@@ -101,6 +105,21 @@ def check_job(hc, node: DictConfig) -> None:
     if chosen in TASK_CONFIGS and task_name != chosen:
         raise ConfigError(f"task.name={task_name!r} does not match task={chosen} (its length, sizes and target are "
                           f"{chosen}'s); choose the task with task={task_name}")
+
+
+def written_names(node: DictConfig) -> dict:
+    """Each name-bearing key (configuration/env_names.py) as written, before resolution: the job's
+    config for its own keys, Hydra's for ``hydra.*``."""
+    values = {}
+    for key in NAME_KEYS:
+        source = HydraConfig.instance().cfg if key.startswith("hydra.") else node
+        parent, _, leaf = key.rpartition(".")
+        try:
+            holder = OmegaConf.select(source, parent, default=None) if parent else source
+            values[key] = OmegaConf.to_container(holder, resolve=False).get(leaf) if OmegaConf.is_dict(holder) else None
+        except OmegaConfBaseException:
+            values[key] = None
+    return values
 
 
 _BOOL_WORDS = ("true", "false", "yes", "no", "y", "n", "on", "off")
