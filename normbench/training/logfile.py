@@ -49,7 +49,8 @@ class RunLogHandler(logging.StreamHandler):
     def __init__(self, filename, mode: str = "a", encoding: str | None = "utf-8", delay: bool = True, errors=None):
         self.baseFilename = os.path.abspath(os.fspath(filename))
         self.path: Path | None = None
-        self.encoding, self.errors = encoding or "utf-8", errors
+        # a path that is not valid UTF-8 (a folder named in another encoding) is written escaped, not a traceback
+        self.encoding, self.errors = encoding or "utf-8", errors or "backslashreplace"
         self._failed = False
         logging.Handler.__init__(self)
         self.stream = None
