@@ -10,6 +10,7 @@ second.
 
 import importlib
 import os
+import signal
 import sys
 
 CONFIG_ONLY = ("-sc", "--shell-completion", "-h", "--help", "--hydra-help")
@@ -26,6 +27,33 @@ SUBCOMMANDS = {
 }
 
 TAKE_OVERRIDES = ("study", "tune")  # their arguments end in normbench overrides, as a run's do
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that its own clean-up (a run's interrupted record, a
+    report's staging folder) happens on the way out, as for Ctrl-C."""
+
+
+def _terminated(signum, frame):
+    raise Terminated()
+
+
+def subcommand(name: str, args: list[str]) -> int:
+    """``normbench NAME ARGS``: its exit status. Ctrl-C or SIGTERM at any moment (its imports
+    included, which take seconds) ends it with one line and 128 + the signal's number, never a
+    traceback; a command with handlers of its own (report, study, tune) puts them in place itself."""
+    signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        module = importlib.import_module(SUBCOMMANDS[name][0])
+        return module.main(args)
+    except KeyboardInterrupt as stop:
+        signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+        try:
+            print(f"normbench {name}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second signal: the status says it
+            pass
+        return 128 + signum
 
 
 def main() -> None:
@@ -50,8 +78,7 @@ def forward(name: str, args: list[str]) -> None:
         from normbench.configuration.config import plain_groups  # torch-free
 
         args = plain_groups(args)
-    module = importlib.import_module(SUBCOMMANDS[name][0])
-    sys.exit(module.main(args))
+    sys.exit(subcommand(name, args))
 
 
 def commands_help() -> str:

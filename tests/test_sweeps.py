@@ -135,7 +135,8 @@ def test_full_disk_is_one_line_and_no_half_written_summary(cli, tmp_path, monkey
     monkeypatch.setattr(record.os, "replace", disk_full)
     code, out, err = cli(*tiny_args, "hydra.run.dir=run")
     errors = [line for line in err.splitlines() if line.startswith("normbench:")]
-    assert code == 2 and errors == ["normbench: error: cannot write output: [Errno 28] No space left on device"]
+    assert code == 2 and errors == ["normbench: error: cannot write output: [Errno 28] No space left on device; "
+                                    f"the record in {tmp_path / 'run'} is stale (it says 'running')"]  # named (issue 50)
     assert "Traceback" not in err and err.strip().splitlines()[-1] == errors[0]
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "running"  # old, whole
     assert not list((tmp_path / "run").glob(".summary.json.*"))

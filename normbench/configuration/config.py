@@ -30,6 +30,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from hydra._internal.core_plugins.file_config_source import FileConfigSource
+from hydra._internal.sources_registry import SourcesRegistry
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.config_store import ConfigStore
 from hydra.core.object_type import ObjectType
@@ -43,9 +44,12 @@ from omegaconf.errors import OmegaConfBaseException
 from normbench.configuration.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
                               PlacementConfig, PrecisionConfig)
 
-__all__ = ["ADDED_GROUPS", "Config", "ConfigError", "SWEEPS_ENV", "config_dir", "plain_groups", "register", "sweep_dirs",
-           "to_config"]
+__all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code", "config_dir",
+           "plain_groups", "register", "sweep_dirs", "to_config"]
 SWEEPS_ENV = "NORMBENCH_SWEEPS"
+# The user's explicit opt-in (``normbench --allow-code ...`` sets it, and says so on stderr): configs
+# from outside conf/ and command-line keys that run code are used as given.
+ALLOW_CODE_ENV = "NORMBENCH_ALLOW_CODE"
 SWEEP_GROUP = "sweep"
 # Groups a run adds on top of the base config: none is in config.yaml's defaults, so Hydra takes them as
 # `+GROUP=NAME`, appended after the base config's _self_ (their values win). Users of
@@ -71,6 +75,10 @@ def register() -> None:
     # Hydra's manual plugin registration: every search path (hydra.main, compose, a glob(*) of a sweep) gets the sweeps
     Plugins.instance().register(SweepSource)
     Plugins.instance().register(SweepSearchPath)
+    # Every ``file://`` config Hydra reads outside conf/ (--config-dir, --config-path, hydra.searchpath)
+    # is held to the sweep files' rules. Hydra's registry keeps the first class of a scheme, so the
+    # entry is replaced, not registered.
+    SourcesRegistry.instance().types[CheckedFileSource.scheme()] = CheckedFileSource
 
 
 def plain_groups(overrides: list[str]) -> list[str]:
@@ -321,6 +329,63 @@ def _defaults_problem(defaults) -> str | None:
             if group.split("/")[0] == "hydra" and group not in ("hydra/launcher", "hydra/sweeper"):
                 return (f"defaults entry {name!r} chooses a config of Hydra's group {group}: a sweep file may choose "
                         f"only hydra/launcher and hydra/sweeper")
+    return None
+
+
+def code_allowed() -> bool:
+    return os.environ.get(ALLOW_CODE_ENV) == "1"
+
+
+class CheckedFileSource(FileConfigSource):
+    """Hydra's ``file://`` config source, with every file outside conf/ read as a sweep file is
+    (``read_sweep_file``): a primary config from ``--config-dir/--config-name/--config-path`` or a
+    group from ``hydra.searchpath`` is config, never code (no ``hydra.callbacks``, ``_target_`` or
+    logging). conf/ is the project's own and is read as Hydra reads it."""
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        path = Path(os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path))))
+        if code_allowed() or path.is_relative_to(config_dir()) or not path.exists():
+            return super().load_config(config_path)
+        text = _sweep_text(path)
+        header = self._get_header_dict(text[:512])
+        group = self._normalize_file_name(config_path).rpartition("/")[0]
+        return ConfigResult(config=read_sweep_file(path, text, _package(header.get("package"), group)),
+                            path=f"{self.scheme()}://{self.path}", provider=self.provider, header=header)
+
+
+# Hydra's registry tells sources apart by class name, and registers its own file source again in
+# every process it restores its state in (a joblib worker): under the same name, this one stays.
+CheckedFileSource.__name__ = FileConfigSource.__name__  # (its __qualname__ stays: a worker unpickles this class)
+
+
+# Hydra's settings that run code or commands: a key under one of these, typed on the command line, is
+# refused as a sweep file's is (its logging configs name handler classes and factories, env_set
+# reaches every subprocess the run starts, such as the C++ compiler).
+COMMAND_LINE_CODE_HYDRA_KEYS = ("callbacks", "job_logging", "hydra_logging", "job.env_set", "job.env_copy",
+                                *REFUSED_HYDRA_KEYS)
+
+
+def command_line_code(arguments: list[str]) -> str | None:
+    """The first ``key=value`` of ``arguments`` (the command line) that would run code: a
+    ``_target_`` or logging factory (``()``) anywhere, a value Hydra builds a node from
+    (``oc.create``, ``oc.decode``), or a Hydra setting of COMMAND_LINE_CODE_HYDRA_KEYS (or a node
+    above one). None when there is none or the user opted in (``--allow-code``)."""
+    if code_allowed():
+        return None
+    for argument in arguments:
+        if argument.startswith("-") or "=" not in argument:
+            continue
+        key, _, value = argument.partition("=")
+        name = key.lstrip("+~").partition("@")[0]
+        if any(word in argument for word in SMUGGLING) or name.rpartition(".")[2] in CODE_KEYS \
+                or any(part in CODE_KEYS for part in name.split(".")):
+            return key
+        if name.split(".")[0] != "hydra":
+            continue
+        rest = name.partition(".")[2]
+        if not rest or _under(rest, COMMAND_LINE_CODE_HYDRA_KEYS) \
+                or any(k.startswith(rest + ".") for k in COMMAND_LINE_CODE_HYDRA_KEYS):
+            return key
     return None
 
 

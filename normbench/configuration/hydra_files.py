@@ -50,6 +50,19 @@ def check(path: Path, folder_ok: bool = False) -> None:
 
 class CheckHydraFiles(Callback):
     def on_multirun_start(self, config, **kwargs) -> None:
+        # before Hydra names any job's folder: a name read from the environment is refused up front
+        from omegaconf import OmegaConf
+
+        from normbench.configuration.env_names import NAME_KEYS, refused_env_name
+
+        written = {}
+        for key in (k for k in NAME_KEYS if k.startswith("hydra.")):
+            parent, _, leaf = key.rpartition(".")
+            holder = OmegaConf.select(config, parent, default=None)
+            written[key] = OmegaConf.to_container(holder, resolve=False).get(leaf) if OmegaConf.is_dict(holder) else None
+        refused = refused_env_name(written)
+        if refused:
+            raise Refused(refused)
         check(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
 
 

@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import PurePosixPath
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from normbench.checks import ConfigError, require_at_least, require_name  # noqa: F401 - re-exported
 from normbench.checks import one_of as _one_of, require as _require, require_positive
@@ -196,9 +196,15 @@ class MLflowLog:
     tracking_uri: Optional[str] = None       # a server or store (http://host:5000, sqlite:///m.db, file:///x)
     artifact_location: Optional[str] = None  # a new experiment's artifact root; null: inside the run (or sweep) folder
     experiment: Optional[str] = None         # null: the study's name ("normbench" for a run outside a study)
+    # A server's time bounds: seconds a request may wait for its answer, and retries after a failed one.
+    # A server that dies mid-run costs at most about (retries + 1) x timeout, then the logger is dropped.
+    timeout: int = 5
+    retries: int = 2
 
     def __post_init__(self):
         _inside_run("logger.mlflow.dir", self.dir)
+        _require(1 <= self.timeout <= 600, f"logger.mlflow.timeout must be 1-600 seconds, got {_short(self.timeout)}")
+        _require(0 <= self.retries <= 10, f"logger.mlflow.retries must be 0-10, got {_short(self.retries)}")
         if self.tracking_uri is not None:
             scheme = uri_scheme(self.tracking_uri)
             _require(bool(str(self.tracking_uri).strip()), "logger.mlflow.tracking_uri must not be empty (null: the "
@@ -377,6 +383,8 @@ class Config:
     # A logger reads what the run measures and writes a copy elsewhere; it changes nothing measured.
     logger: LoggerConfig = field(default_factory=LoggerConfig, metadata={"harness": "output only"})
     paths: PathsConfig = field(default_factory=PathsConfig, metadata={"harness": "where files are read and written"})
+    # The user's labels for the run (tags=[baseline,v2]): kept in the record and given to every logger.
+    tags: List[str] = field(default_factory=list, metadata={"harness": "labels, not what is trained"})
 
     def __post_init__(self):
         _positive("lr", self.lr)
@@ -417,6 +425,10 @@ class Config:
         _require(not (self.model.bidirectional and getattr(self.task, "name", None) == "text"),
                  "model.bidirectional=true cannot run task=text: its backward direction reads the next "
                  "character each step must predict; valid for text: bidirectional=false")
+        _require(isinstance(self.tags, (list, tuple)) and all(isinstance(t, str) and TAG.fullmatch(t) for t in self.tags)
+                 and len(self.tags) <= 32,
+                 f"tags must be a list of at most 32 labels of 1-64 letters, digits, _ - . / or spaces "
+                 f"(tags=[baseline,v2]), got {_short(self.tags)}")
         if isinstance(self.logger, dict) or self.logger is None:  # to_config builds the groups it knows; this one here
             self.logger = LoggerConfig.from_plain(self.logger)
         if isinstance(self.paths, dict) or self.paths is None:  # a record's or a composition's plain dict
@@ -427,6 +439,7 @@ class Config:
         _require_float32(self)
 
 
+TAG = re.compile(r"[\w.\-/ ]{1,64}")  # what MLflow takes as a tag's key and W&B as a tag
 FLOAT32_MAX = 3.4028234663852886e38
 MAX_STEPS = 10**9
 INT64 = (-(2**63), 2**63 - 1)

@@ -87,7 +87,7 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
     const Vec<T> d = keep(load(c + j, n) - mc, n);
     squares = squares + d * d;
   });
-  *rstd_c = T(1) / std::sqrt(rows::sum_lanes(squares) / T(hidden) + T(eps));
+  *rstd_c = rows::rstd_of(rows::sum_lanes(squares), hidden, eps);
   const Vec<T> rc(*rstd_c);
   chunks<T>(hidden, [&](int64_t j, int64_t n) {
     const Vec<T> ch = (load(c + j, n) - mc) * rc;

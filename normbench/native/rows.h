@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include <cmath>
+#include <limits>
 #include <cstdint>
 
 namespace rows {
@@ -120,6 +121,16 @@ inline Vec<T> tanh(const Vec<T>& x) {
   }
 }
 
+// 1 / sqrt(variance + eps) from a row's centred sum of squares. A variance that overflows T is NaN,
+// as torch's layer_norm gives for such a row: 1 / sqrt(inf) = 0 would turn the overflow into a
+// finite row of zeros, and a diverging run would keep training where native LayerNorm (and
+// model.cell_kernel=python) reads it as diverged.
+template <typename T>
+inline T rstd_of(T squares, int64_t n, double eps) {
+  const T variance = squares / T(n);
+  return std::isinf(variance) ? std::numeric_limits<T>::quiet_NaN() : T(1) / std::sqrt(variance + T(eps));
+}
+
 // Mean, then the centred sum of squares (two passes, as torch's layer_norm); returns rstd.
 template <typename T>
 inline T mean_rstd(const T* x, int64_t n, double eps, T* mean_out) {
@@ -133,7 +144,7 @@ inline T mean_rstd(const T* x, int64_t n, double eps, T* mean_out) {
     squares = squares + d * d;
   });
   *mean_out = mean;
-  return T(1) / std::sqrt(sum_lanes(squares) / T(n) + T(eps));
+  return rstd_of(sum_lanes(squares), n, eps);
 }
 
 // 1 / sqrt(mean(x^2) + eps), in the compute type of T (fp32 for bf16/fp16)

@@ -22,7 +22,7 @@ from normbench.report import answers, figures, provenance, sections, study_figur
 from normbench.analysis.claims import CLAIMS, evaluate_claims
 from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
-from normbench.records.reading import Records, find_records, quiet_numerics
+from normbench.records.reading import MAX_REPORT_RECORDS, Records, count_records, find_records, quiet_numerics
 from normbench.report.render import write_report
 
 
@@ -56,6 +56,9 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
     if not paths:
         raise ValueError("build_report needs at least one path")
     out = Path(out) if out is not None else paths[0]
+    if count_records(paths) > MAX_REPORT_RECORDS:
+        raise ReportError(f"more than {MAX_REPORT_RECORDS:,} run records under {', '.join(map(str, paths))[:300]}; "
+                          f"a report reads at most {MAX_REPORT_RECORDS:,}: report one sweep or study at a time")
     records = find_records(paths)
     runs, copies = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
     if not (runs["status"] != "incomplete").any():

@@ -29,6 +29,7 @@ from normbench.records import sweep_time
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.analysis.rules import other_score, record_score
+from normbench.configuration.env_names import NAME_KEYS, refused_env_name
 from normbench.report.output import inside
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.training.tracking import env_secrets, interpolated_secrets
@@ -90,6 +91,9 @@ def describe(summary: dict) -> str:
 def check_job(hc, node: DictConfig) -> None:
     """What Hydra accepts but a run must not: a log name that leaves the run folder, a task group
     whose settings were given to another task (``task=adding task.name=copy``)."""
+    refused = refused_env_name(written_names(node))
+    if refused:
+        raise ConfigError(refused)
     name = str(hc.job.name)
     if not name or name in (".", "..") or "/" in name or os.sep in name:
         raise ConfigError(f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder")
@@ -99,6 +103,21 @@ def check_job(hc, node: DictConfig) -> None:
     if chosen in TASK_CONFIGS and task_name != chosen:
         raise ConfigError(f"task.name={task_name!r} does not match task={chosen} (its length, sizes and target are "
                           f"{chosen}'s); choose the task with task={task_name}")
+
+
+def written_names(node: DictConfig) -> dict:
+    """Each name-bearing key (configuration/env_names.py) as written, before resolution: the job's
+    config for its own keys, Hydra's for ``hydra.*``."""
+    values = {}
+    for key in NAME_KEYS:
+        source = HydraConfig.instance().cfg if key.startswith("hydra.") else node
+        parent, _, leaf = key.rpartition(".")
+        try:
+            holder = OmegaConf.select(source, parent, default=None) if parent else source
+            values[key] = OmegaConf.to_container(holder, resolve=False).get(leaf) if OmegaConf.is_dict(holder) else None
+        except OmegaConfBaseException:
+            values[key] = None
+    return values
 
 
 _BOOL_WORDS = ("true", "false", "yes", "no", "y", "n", "on", "off")
@@ -179,7 +198,7 @@ class Job:
             summary = execute(node, run_dir, _as_typed(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
                               parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
-            self.unwritable = self.unwritable or f"cannot write output: {err}"
+            self.unwritable = self.unwritable or f"cannot write output: {err}{stale_note(run_dir)}"
             return math.inf
         finally:  # whatever runs next in this process (a rerun, a bench) collects its own
             environment.share_in(None)
@@ -196,6 +215,19 @@ class Job:
         if not multirun:
             self.single = summary
         return objective(summary)
+
+
+def stale_note(run_dir: Path) -> str:
+    """What an error line adds when the run's record could not be finished: a summary.json left saying
+    ``running`` is stale (no process is running it), and the report counts it as incomplete."""
+    try:
+        import json
+
+        with open(run_dir / "summary.json", encoding="utf-8") as handle:
+            status = json.loads(handle.read(1 << 20)).get("status")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return f"; the record in {run_dir} is stale (it says {status!r})" if status == "running" else ""
 
 
 def _as_typed(overrides) -> list[str]:
@@ -260,6 +292,39 @@ def _bound_hydra_lines(limit: int = 2000) -> None:
     logging.setLogRecordFactory(factory)
 
 
+# Hydra's flags that read a file outside conf/ as code or as the primary config; --experimental-rerun
+# unpickles the file it names (a planted config.pickle would run its payload).
+RERUN_FLAG = "--experimental-rerun"
+ALLOW_CODE_FLAG = "--allow-code"
+
+
+def outside_code(argv: list[str]) -> str | None:
+    """One gate for every way code reaches a run from outside conf/ (the reason, or None). Removes
+    ``--allow-code`` from ``argv`` (Hydra does not know it) and, when given, says on stderr that the
+    files and keys below are used as given: the user's explicit, visible opt-in. Without it: the
+    pickle flag is refused, configs from ``--config-dir/--config-name/--config-path`` and
+    ``hydra.searchpath`` are read as sweep files are (configuration/config.py: CheckedFileSource),
+    and command-line keys that run code (``hydra.callbacks``, ``_target_``, logging) are refused."""
+    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code
+
+    if any(a == RERUN_FLAG or a.startswith(RERUN_FLAG + "=") for a in argv[1:]):
+        return (f"{RERUN_FLAG} unpickles a file, which can run any code; to run a recorded run again: "
+                "normbench rerun RUN_DIR")
+    if ALLOW_CODE_FLAG in argv[1:]:
+        argv[:] = [a for i, a in enumerate(argv) if i == 0 or a != ALLOW_CODE_FLAG]
+        os.environ[ALLOW_CODE_ENV] = "1"  # the jobs' processes (joblib workers) inherit it
+    if os.environ.get(ALLOW_CODE_ENV) == "1":
+        print(f"normbench: {ALLOW_CODE_FLAG}: configs from outside conf/ and keys that run code "
+              "(hydra.callbacks, _target_, logging) are used as given", file=sys.stderr)
+        return None
+    key = command_line_code(argv[1:])
+    if key:
+        return (f"{message_text(key, limit=120)} on the command line would run code (a _target_, Hydra callbacks, "
+                f"logging or environment settings); normbench runs only its own. To run it anyway, say so: "
+                f"normbench {ALLOW_CODE_FLAG} ...")
+    return None
+
+
 def main(from_process_start: bool = False) -> None:
     """``from_process_start``: this process was started for this command (the command line), so
     its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now."""
@@ -269,6 +334,10 @@ def main(from_process_start: bool = False) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     _bound_hydra_lines()
     job = Job()
+    refused = outside_code(sys.argv)
+    if refused:
+        _say(f"error: {refused}")
+        sys.exit(2)
     try:  # Hydra's basic sweeper lists every job before the first: a billion would never start (a sweep
         # file's mode may be MULTIRUN without -m, so the command line is counted either way)
         from normbench.configuration.config import require_sweep_size

@@ -15,9 +15,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the child too: it gets this long to stop by itself
 STOP_WAIT_S = 60.0    # then the signal is passed on, and after this long the child is killed
+WORKERS_WAIT_S = 30.0  # its workers left after it get this long to end their runs, then are killed
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -59,28 +61,90 @@ def stop_line(tool: str, stop: BaseException, what: str) -> tuple[str, int]:
             128 + signum)
 
 
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process's parent and start time (pid -> (ppid, start)), from /proc; {} where there is none."""
+    found = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rpartition(b")")[2].split()  # after the command's name, which may hold spaces
+        except OSError:
+            continue
+        found[int(name)] = (int(fields[1]), fields[19].decode())  # ppid, starttime
+    return found
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """The processes ``pid`` started, and theirs (pid -> start time, which tells a reused pid apart)."""
+    table, found, frontier = _processes(), {}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, start) in table.items():
+            if ppid == parent and child not in found:
+                found[child] = start
+                frontier.append(child)
+    return found
+
+
+def _alive(processes: dict[int, str]) -> dict[int, str]:
+    table = _processes()
+    return {pid: start for pid, start in processes.items() if pid in table and table[pid][1] == start}
+
+
+def end_descendants(processes: dict[int, str], wait: float = WORKERS_WAIT_S) -> None:
+    """After the child ended: its workers (a joblib launcher's) that outlive it get SIGTERM, which
+    ends their runs ``interrupted``, and up to ``wait`` seconds to stop; then SIGKILL. The runner
+    ends after them, so nothing of its round writes once it has said it stopped."""
+    left = _alive(processes)
+    for send, limit in ((signal.SIGTERM, wait), (signal.SIGKILL, 5.0)):
+        for pid in left:
+            try:
+                os.kill(pid, send)
+            except OSError:
+                pass
+        deadline = time.monotonic() + limit
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = _alive(left)
+        if not left:
+            return
+
+
 def stop_child(child: subprocess.Popen, signum: int | None, grace: float | None = None) -> None:
     """Passes the signal on (a Ctrl-C in a terminal, ``signum`` None, reached the child already: it
     gets ``grace`` seconds to stop first, then SIGINT), waits for the child to write its interrupted
-    records, and kills it after a minute. Further signals are held off meanwhile, so the child is
-    never left running behind the runner."""
+    records, and kills it after a minute; then waits for the workers it started (end_descendants).
+    Further signals are held off meanwhile, so nothing of the child is left running behind the runner."""
     grace = CTRL_C_GRACE_S if grace is None else grace
     held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    workers = descendants(child.pid)  # before the child ends: its orphans are no longer its
     try:
-        steps = [(signum, STOP_WAIT_S)] if signum is not None else [(None, grace), (signal.SIGINT, STOP_WAIT_S)]
-        for send, wait in [*steps, (signal.SIGKILL, None)]:
-            if child.poll() is not None:
-                return
-            if send is not None:
-                child.send_signal(send)  # the normbench runner turns SIGTERM and SIGINT into interrupted records
-            try:
-                child.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        _stop(child, signum, grace)
+        end_descendants({**workers, **_alive(workers)})
     finally:
         for s, handler in held.items():
             signal.signal(s, handler)
+
+
+def _stop(child: subprocess.Popen, signum: int | None, grace: float) -> None:
+    """The child itself: the signal (or, after a Ctrl-C it already had, SIGINT), then SIGKILL."""
+    steps = [(signum, STOP_WAIT_S)] if signum is not None else [(None, grace), (signal.SIGINT, STOP_WAIT_S)]
+    for send, wait in [*steps, (signal.SIGKILL, None)]:
+        if child.poll() is not None:
+            return
+        if send is not None:
+            child.send_signal(send)  # the normbench runner turns SIGTERM and SIGINT into interrupted records
+        try:
+            child.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def start(command: list[str], env: dict | None = None) -> subprocess.Popen:

@@ -94,10 +94,16 @@ class Setting:
 
 
 def load(path: Path) -> pd.DataFrame:
+    """The distinct runs under ``path``, each paired by the hash of its own config (``config_hash``, as
+    resume does: a stored hash is only a label an edit can change), the label kept as ``stored_config_hash``."""
     records = find_records([path])
     if records.missing_paths:
         raise CompareError(f"{path} does not exist")
-    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
+    frame = aggregate.runs_frame(records.runs)  # config_hash: computed again from each record's config
+    if not frame.empty:  # one row per record, in order
+        frame = frame.assign(stored_config_hash=[r.summary.get("config_hash") if isinstance(r.summary.get("config"), dict)
+                                                 else None for r in records.runs])
+    runs, _ = aggregate.distinct_runs(frame)
     if runs.empty:
         raise CompareError(f"no readable run records under {path}")
     return runs
@@ -178,10 +184,27 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
     return settings, only_base, only_new
 
 
+def relabelled(runs: pd.DataFrame) -> list[str]:
+    """The run folders whose stored config_hash is not the hash of their config (edited, or copied
+    under another run's label): they are paired by what they ran, and named."""
+    if "stored_config_hash" not in runs:
+        return []
+    differs = runs["stored_config_hash"].notna() & (runs["stored_config_hash"] != runs["config_hash"])
+    return [str(d) for d in runs.loc[differs, "run_dir"]]
+
+
+def _finite(d: Delta | None) -> bool:
+    return d is None or all(math.isfinite(v) for v in (d.base, d.new, d.diff, *(d.interval or ())))
+
+
 def _judge(s: Setting, metric: str, tolerance: float, relative: bool, max_new_divergences: int,
            step_time_tolerance: float | None) -> None:
     m = s.metric
-    if m is not None:
+    # an infinite or undefined difference (an overflow: -1.7e308 -> +1.7e308) can hide any regression
+    for name, d in ((metric, m), ("step time", s.step_ms)):
+        if not _finite(d):
+            s.problems.append(f"{name} difference is not a finite number ({d.base!r} → {d.new!r}, Δ {d.diff!r})")
+    if m is not None and _finite(m):
         worse = -m.diff if s.higher_is_better else m.diff          # > 0: NEW is worse
         allowed = tolerance * abs(m.base) if relative else tolerance
         beyond_noise = m.interval is None or (m.interval[1] < 0 if s.higher_is_better else m.interval[0] > 0)
@@ -192,7 +215,7 @@ def _judge(s: Setting, metric: str, tolerance: float, relative: bool, max_new_di
     if s.unfinished_new:
         s.problems.append(f"did not finish: {'; '.join(s.unfinished_new)}")
     t = s.step_ms
-    if step_time_tolerance is not None and t is not None and t.base > 0 and t.diff / t.base > step_time_tolerance:
+    if step_time_tolerance is not None and t is not None and _finite(t) and t.base > 0 and t.diff / t.base > step_time_tolerance:
         s.problems.append(f"step time +{t.diff / t.base:.1%} (> {step_time_tolerance:.0%})")
 
 
@@ -416,6 +439,10 @@ def main(argv: list[str] | None = None) -> int:
                     tolerance=args.tolerance, relative=args.relative, max_new_divergences=args.max_new_divergences,
                     step_time_tolerance=args.step_time_tolerance, exact=args.exact, ignore=tuple(args.ignore))
         text = markdown(settings, only_base, only_new, **said)
+        relabels = relabelled(base) + relabelled(new)
+        if relabels:  # a record claims another identity than its config's: the gate cannot vouch for it
+            text += (f"\n**FAIL: {len(relabels)} record(s) whose stored config_hash is not their config's** "
+                     f"(paired by their config): {cell_list(relabels)}\n")
         if args.out is not None:
             write_file(args.out, text)  # the one writer: atomic, never through a link, never into a FIFO
         if sys.stdout.isatty():  # the same summary without the escapes Markdown needs (`>`, not `&gt;`)
@@ -424,7 +451,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"normbench.compare: {error}", file=sys.stderr)
         return 2
     print(text, end="")
-    return 1 if any(s.problems for s in settings) else 0
+    return 1 if any(s.problems for s in settings) or relabels else 0
+
+
+def cell_list(run_dirs: list[str]) -> str:
+    return ", ".join(markdown_text(d) for d in run_dirs[:10]) + (" …" if len(run_dirs) > 10 else "")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from normbench.studies import children
 from normbench.training import machine
 from normbench.records import sweep_time
 from normbench.analysis.rules import PRIMARY, other_score, record_score
@@ -197,7 +198,11 @@ class SweepSummary(Callback):
             from normbench.report import ReportError, build_report
 
             try:
-                print(f"report: {build_report([sweep_dir], sweep_dir)}", file=sys.stdout)
+                with children.handling():  # SIGTERM mid-report: the staging folder is removed on the way out
+                    print(f"report: {build_report([sweep_dir], sweep_dir)}", file=sys.stdout)
+            except children.Stopped:
+                print("normbench: stopped by SIGTERM during the report; no report written", file=sys.stderr)
+                raise KeyboardInterrupt() from None
             except ReportError as err:
                 print(f"normbench: no report: {err}", file=sys.stderr)
             except Exception as err:  # a report bug must not turn a sweep's failed runs into exit 0

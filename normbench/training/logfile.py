@@ -49,7 +49,8 @@ class RunLogHandler(logging.StreamHandler):
     def __init__(self, filename, mode: str = "a", encoding: str | None = "utf-8", delay: bool = True, errors=None):
         self.baseFilename = os.path.abspath(os.fspath(filename))
         self.path: Path | None = None
-        self.encoding, self.errors = encoding or "utf-8", errors
+        # a path that is not valid UTF-8 (a folder named in another encoding) is written escaped, not a traceback
+        self.encoding, self.errors = encoding or "utf-8", errors or "backslashreplace"
         self._failed = False
         logging.Handler.__init__(self)
         self.stream = None
@@ -72,6 +73,26 @@ class RunLogHandler(logging.StreamHandler):
             if self.stream is None:
                 return
         logging.StreamHandler.emit(self, record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """A write that fails (a full disk, a quota, an I/O error) stops the file with one line on the
+        console, which keeps every line, instead of logging's "--- Logging error ---" and a traceback
+        at every later line; the run goes on, and its record says whether it could be written."""
+        import sys
+
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            return super().handleError(record)
+        stream, self.stream, self._failed = self.stream, None, True
+        try:
+            stream.close()
+        except OSError:
+            pass
+        try:
+            print(f"normbench: {self.path or self.baseFilename} not written further: {error.strerror or error} "
+                  "(the console has every line)", file=sys.stderr)
+        except OSError:
+            pass
 
     def close(self) -> None:
         self.acquire()

@@ -8,7 +8,10 @@ normbench/bench/harness.py's) and the end (``on_end`` with the finished summary)
 implements the ones it needs (the hooks live in normbench/training/hooks.py, below every logger). A logger
 never changes what is trained or measured, so ``logger`` is a harness key (normbench/configuration/schema.py).
 
-Several loggers at once (``logger=[tensorboard,mlflow,wandb,csv]``) are one ``Loggers``: every hook
+A logger is one entry of ``LOGGERS`` (its check, its hook, what keeps it offline) beside its settings
+in normbench/configuration/schema.py's LOGGER_KINDS and its choice in conf/logger/.
+
+Several loggers at once (``logger=[tensorboard,mlflow,wandb,csv]``, or ``logger=many_loggers``) are one ``Loggers``: every hook
 goes to each, named one way (normbench/training/tracking.py: run name, params, tags, scalar names). A
 logger that raises during the run is dropped with one warning line: the record is written anyway.
 """
@@ -19,20 +22,22 @@ import csv
 import io
 import logging
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 
 from normbench.training.hooks import Hook, ScalarLogger
-from normbench.training.mlflow_logger import MLflowLogger, preflight as mlflow_preflight
+from normbench.training.mlflow_logger import OFFLINE as MLFLOW_OFFLINE, MLflowLogger, preflight as mlflow_preflight
 from normbench.norms import Identity, Norm
 from normbench.records.record import open_run_file
 from normbench.training.tracking import (FINAL_METRICS, RunNames, final_scalars, logger_folder, number, require_package,
-                                run_names)
-from normbench.training.wandb_logger import WandbLogger, preflight as wandb_preflight
+                                          run_names)
+from normbench.training.wandb_logger import OFFLINE as WANDB_OFFLINE, WandbLogger, preflight as wandb_preflight
 
-__all__ = ["FINAL_METRICS", "CsvLogger", "Loggers", "MLflowLogger", "Hook", "ScalarLogger", "TensorBoardLogger",
-           "WandbLogger", "build_logger", "norm_outputs"]
+__all__ = ["FINAL_METRICS", "LOGGERS", "CsvLogger", "LoggerKind", "Loggers", "MLflowLogger", "Hook", "ScalarLogger",
+           "TensorBoardLogger", "WandbLogger", "build_logger", "norm_outputs"]
 
 log = logging.getLogger("normbench")
 
@@ -51,6 +56,8 @@ class TensorBoardLogger(ScalarLogger):
         self.logdir, self.names, self.histograms = Path(logdir), names, histograms
         self.writer = SummaryWriter(log_dir=str(self.logdir))
         self.last_step = 0
+        if names.labels:  # the user's tags=[a,b], in TensorBoard's Text tab
+            self.writer.add_text("tags", ", ".join(names.labels), 0)
 
     def scalars(self, step, values):
         for name, value in values.items():
@@ -175,7 +182,42 @@ def tensorboard_preflight(settings, secrets=()) -> None:
     require_package("tensorboard", "logger=tensorboard", "tensorboard")
 
 
-PREFLIGHT = {"tensorboard": tensorboard_preflight, "mlflow": mlflow_preflight, "wandb": wandb_preflight}
+def _csv(settings, run_dir: Path, names: RunNames, sweep_dir: Path | None) -> Hook:
+    parent = logger_folder(run_dir, str(Path(settings.file).parent))
+    return CsvLogger(parent / Path(settings.file).name)
+
+
+@dataclass(frozen=True)
+class LoggerKind:
+    """One logger: everything the run asks of it. Its settings are schema.LOGGER_KINDS' entry of the
+    same name (conf/logger/<name>.yaml chooses it). ``preflight(settings, secrets)`` raises ConfigError
+    (one line, exit 2) before any file opens: its package is missing, its server does not answer as
+    its server would; ``build(settings, run_dir, names, sweep_dir)`` makes the hook; ``offline``
+    names the environment variables (and their values) that keep its library on this machine:
+    set for the process unless the user set them (the user's own value turns a feature on)."""
+
+    preflight: Callable
+    build: Callable
+    offline: dict = field(default_factory=dict)
+
+
+LOGGERS = {
+    "tensorboard": LoggerKind(tensorboard_preflight, lambda settings, run_dir, names, sweep_dir: TensorBoardLogger(
+        logger_folder(run_dir, settings.dir), names, settings.histograms)),
+    "mlflow": LoggerKind(mlflow_preflight, lambda settings, run_dir, names, sweep_dir: MLflowLogger(
+        settings, run_dir, names, sweep_dir=sweep_dir), MLFLOW_OFFLINE),
+    "wandb": LoggerKind(wandb_preflight, lambda settings, run_dir, names, sweep_dir: WandbLogger(
+        settings, run_dir, names), WANDB_OFFLINE),
+    "csv": LoggerKind(lambda settings, secrets=(): None, _csv),
+}
+PREFLIGHT = {kind: entry.preflight for kind, entry in LOGGERS.items()}  # what the earlier code called it
+
+
+def keep_offline(kinds) -> None:
+    """Each chosen logger's ``offline`` variables, set unless the user set them (LoggerKind)."""
+    for kind in kinds:
+        for name, value in LOGGERS[kind].offline.items():
+            os.environ.setdefault(name, value)
 
 
 @torch.no_grad()
@@ -214,21 +256,13 @@ def build_logger(config, run_dir: Path, summary: dict | None = None, *, sweep_di
         return Hook()
     run_dir = Path(run_dir)
     names = run_names({**(summary or {}), "run_dir": str(run_dir)}, secrets)
-    for kind, check in PREFLIGHT.items():  # every package is there and every server answers before any file opens
-        if kind in chosen:
-            check(chosen[kind], names.secrets)
+    keep_offline(chosen)  # before any logger's library is imported: its telemetry starts with the import
+    for kind, settings in chosen.items():  # every package is there and every server answers before any file opens
+        LOGGERS[kind].preflight(settings, names.secrets)
     built: list[Hook] = []
     try:
         for kind, settings in chosen.items():
-            if kind == "tensorboard":
-                built.append(TensorBoardLogger(logger_folder(run_dir, settings.dir), names, settings.histograms))
-            elif kind == "mlflow":
-                built.append(MLflowLogger(settings, run_dir, names, sweep_dir=sweep_dir))
-            elif kind == "wandb":
-                built.append(WandbLogger(settings, run_dir, names))
-            elif kind == "csv":
-                parent = logger_folder(run_dir, str(Path(settings.file).parent))
-                built.append(CsvLogger(parent / Path(settings.file).name))
+            built.append(LOGGERS[kind].build(settings, run_dir, names, sweep_dir))
     except BaseException:
         for member in built:
             _close(member)

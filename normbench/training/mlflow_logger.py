@@ -22,15 +22,18 @@ global "active run".
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from normbench.checks import ConfigError
 from normbench.training.hooks import ScalarLogger
 from normbench.configuration.schema import uri_scheme
-from normbench.training.tracking import (RunNames, final_scalars, logger_folder, require_package, require_reachable)
+from normbench.training.tracking import (RunNames, final_scalars, logger_folder, public_uri, require_package,
+                                         require_reachable)
 
 log = logging.getLogger("normbench")
 MAX_PARAM = 6000  # MLflow's limit on a param's value
@@ -38,16 +41,104 @@ MAX_TAG = 5000    # and on a tag's
 BATCH = 100       # params per log_batch call (MLflow's limit); metrics: 1000
 
 
+# MLflow 3 turns on usage telemetry (and writes ~/.config/mlflow/telemetry.json) unless told not to:
+# a benchmark that runs offline sends nothing. MLFLOW_DISABLE_TELEMETRY=false in the environment turns it on.
+OFFLINE = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
+PROBE = "/api/2.0/mlflow/experiments/search?max_results=1"  # what every MLflow tracking server answers
+
+
+def bound_requests(settings) -> None:
+    """The config's time bounds on MLflow's HTTP client (read by it at each request): ``timeout``
+    seconds an answer, ``retries`` retries, short backoff. Its own defaults (120 s, 7 retries with a
+    doubling backoff) let a dead server stall a run for minutes."""
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(int(settings.timeout))
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(int(settings.retries))
+    os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"] = "1"
+    os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_JITTER"] = "0"
+
+
+def require_tracking_server(uri: str, settings, secrets: tuple[str, ...] = ()) -> None:
+    """ConfigError (one line) unless ``uri`` answers as an MLflow tracking server within the config's
+    timeout: a server that accepts and never answers, answers 5xx, or is something else (a proxy's
+    404, a web page) is refused before training, not found out by MLflow's retries during it."""
+    import base64
+    import json
+    import urllib.error
+    import urllib.request
+
+    parts = urlsplit(uri)
+    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+    if ":" in parts.hostname:
+        netloc = f"[{parts.hostname}]" + (f":{parts.port}" if parts.port else "")
+    url = f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}{PROBE}"
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    user = unquote(parts.username) if parts.username else os.environ.get("MLFLOW_TRACKING_USERNAME")
+    password = unquote(parts.password or "") if parts.username else os.environ.get("MLFLOW_TRACKING_PASSWORD", "")
+    if os.environ.get("MLFLOW_TRACKING_TOKEN"):
+        request.add_header("Authorization", f"Bearer {os.environ['MLFLOW_TRACKING_TOKEN']}")
+    elif user:
+        request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    key, shown = "logger.mlflow.tracking_uri", public_uri(uri, secrets)
+    try:
+        with urllib.request.urlopen(request, timeout=settings.timeout) as answer:
+            body = answer.read(1 << 20)
+        json.loads(body or b"{}")
+        return
+    except urllib.error.HTTPError as err:
+        if err.code in (401, 403):
+            why = (f"refuses the request (HTTP {err.code}): give its credentials in MLFLOW_TRACKING_USERNAME and "
+                   "MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN")
+        elif err.code >= 500:
+            why = f"answers HTTP {err.code} (a server error); try again when it is up, or choose another"
+        else:
+            why = f"answers HTTP {err.code} where an MLflow tracking server answers: it is not one (a proxy, a web page?)"
+    except (TimeoutError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        why = (f"accepts connections but does not answer within logger.mlflow.timeout={settings.timeout} s"
+               if isinstance(reason, TimeoutError) or "timed out" in str(reason)
+               else f"cannot be asked ({' '.join(str(reason).split())[:120]})")
+    except ValueError:  # its answer is not JSON
+        why = "answers with something other than JSON: it is not an MLflow tracking server (a web page?)"
+    raise ConfigError(f"{key}={shown!r} {why}")
+
+
 def preflight(settings, secrets: tuple[str, ...] = ()) -> None:
     """Before anything is written: the package is installed (with SQLAlchemy for a database store)
-    and a tracking server answers (ConfigError, one line, otherwise)."""
+    and a tracking server answers, as an MLflow server does, within the config's timeout
+    (ConfigError, one line, otherwise)."""
     uri = settings.tracking_uri
     if uri is not None:
-        require_reachable(uri, "logger.mlflow.tracking_uri", secrets)
+        require_reachable(uri, "logger.mlflow.tracking_uri", secrets, timeout=min(3.0, settings.timeout))
+        if uri_scheme(uri) in ("http", "https"):
+            require_tracking_server(uri, settings, secrets)
     require_package("mlflow", "logger=mlflow", "mlflow")
     if uri is not None and uri_scheme(uri) in ("sqlite", "postgresql", "mysql", "mssql"):
         for module in ("sqlalchemy", "alembic"):  # what MLflow's database stores import
             require_package(module, f"logger.mlflow.tracking_uri={uri_scheme(uri)}://...", "mlflow")
+
+
+@contextlib.contextmanager
+def store_made_once(uri: str):
+    """Held while a job opens a SQLite store: an exclusive lock on the database file itself (made
+    empty if new, which SQLite takes as a new database). Two jobs that open one new store at once
+    would both run its ~50 migrations and one would fail; the second now finds it made."""
+    if uri_scheme(uri) != "sqlite":
+        yield
+        return
+    import fcntl
+
+    # sqlite:///m.db is m.db (relative), sqlite:////abs/m.db is /abs/m.db; a query string is SQLAlchemy's
+    _, _, rest = uri.partition(":///")
+    path = Path(unquote(rest.split("?")[0]))
+    if not rest or not path.name or path.name == ":memory:":
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 def _local_path(uri: str) -> Path | None:
@@ -69,10 +160,10 @@ class MLflowLogger(ScalarLogger):
 
     def __init__(self, settings, run_dir: Path, names: RunNames, sweep_dir: Path | None = None):
         from mlflow.entities import Param
-        from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
         self.run_dir, self.sweep_dir, self.names = Path(run_dir), sweep_dir, names
+        bound_requests(settings)
         self.artifacts_named = settings.artifact_location is not None
         uri = settings.tracking_uri
         if uri is None:  # the default: a file store inside the run folder, made by the project first
@@ -80,22 +171,12 @@ class MLflowLogger(ScalarLogger):
         self.store = _local_path(uri) if uri_scheme(uri) in ("", "file") else None  # a file store's folder
         if self.store is not None:  # MLflow 3 keeps the file store in maintenance: opt in
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-        self.client = MlflowClient(tracking_uri=uri)
-        name = settings.experiment or names.experiment
-        experiment = self.client.get_experiment_by_name(name)
-        if experiment is None:
-            location = settings.artifact_location
-            if location is None and uri_scheme(uri) not in ("", "file", "http", "https", "databricks"):
-                # a database store: artifacts in the sweep (or run) folder, not ./mlruns of the cwd
-                location = (logger_folder(logger_folder(Path(sweep_dir or run_dir), settings.dir), "artifacts")
-                            .resolve().as_uri())
-            try:
-                experiment_id = self.client.create_experiment(name, artifact_location=location)
-            except MlflowException:  # another job of the sweep made it first
-                experiment_id = self.client.get_experiment_by_name(name).experiment_id
-        else:
-            experiment_id = experiment.experiment_id
+        with store_made_once(uri):  # a new database store's tables are made by one job, the others wait
+            self.client = MlflowClient(tracking_uri=uri)
+            experiment_id = self._experiment(settings, uri, names, run_dir, sweep_dir)
         tags = {k: v[:MAX_TAG] for k, v in names.tags.items()}
+        if names.labels:  # the user's tags=[a,b]: each one a tag to filter runs by, and all of them in one
+            tags.update({label: "" for label in names.labels}, **{"normbench.tags": ",".join(names.labels)[:MAX_TAG]})
         commit = names.tags.get("normbench.commit")
         if commit:
             tags["mlflow.source.git.commit"] = commit.removesuffix("-dirty")
@@ -104,6 +185,24 @@ class MLflowLogger(ScalarLogger):
         params = [Param(k, str(v)[:MAX_PARAM]) for k, v in names.params.items()]
         for start in range(0, len(params), BATCH):
             self.client.log_batch(self.run_id, params=params[start:start + BATCH])
+
+    def _experiment(self, settings, uri: str, names: RunNames, run_dir: Path, sweep_dir: Path | None) -> str:
+        """The id of the run's experiment, made if new."""
+        from mlflow.exceptions import MlflowException
+
+        name = settings.experiment or names.experiment
+        experiment = self.client.get_experiment_by_name(name)
+        if experiment is not None:
+            return experiment.experiment_id
+        location = settings.artifact_location
+        if location is None and uri_scheme(uri) not in ("", "file", "http", "https", "databricks"):
+            # a database store: artifacts in the sweep (or run) folder, not ./mlruns of the cwd
+            location = (logger_folder(logger_folder(Path(sweep_dir or run_dir), settings.dir), "artifacts")
+                        .resolve().as_uri())
+        try:
+            return self.client.create_experiment(name, artifact_location=location)
+        except MlflowException:  # another job of the sweep made it first
+            return self.client.get_experiment_by_name(name).experiment_id
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         from mlflow.entities import Metric

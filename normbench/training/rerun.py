@@ -6,11 +6,18 @@ with the thread count the record says was used (CPU results depend on it), write
 outside the original's sweep (``outputs/reruns/...`` by default, or ``--out``), never over an
 existing record, and marks it ``rerun_of`` the original: the report counts a run once, however
 many times it was rerun.
+
+A record is data and cannot steer a rerun: what makes it the same run (its settings, thread count,
+``deterministic``) comes from the record, but where its copies go does not. The recorded loggers
+are never started (an edited ``summary.json`` could name a tracking server, or W&B online): the
+rerun has the loggers ``--logger`` names, each with its default settings (local files in the new
+run folder, W&B offline), and none unless given. ``--out`` must be a new or an empty folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +26,7 @@ from omegaconf import OmegaConf
 
 from normbench.configuration.contract import config_hash
 from normbench.records.metrics import viewed
+from normbench.configuration.schema import LOGGER_KINDS
 from normbench.records.record import SetAside, git_commit, read_summary
 
 COMPARED = viewed("rerun")
@@ -41,20 +49,38 @@ def _interpolations(node, path: str = "config") -> str | None:
     return None
 
 
-def recorded_config(old: dict) -> dict:
-    """The config to run again: as recorded, with the recorded thread count, and resume off."""
+def recorded_config(old: dict, loggers: tuple[str, ...] = ()) -> dict:
+    """The config to run again: as recorded, with the recorded thread count, resume off, and the
+    loggers ``loggers`` names (default settings) instead of the recorded ones."""
     threads = (old.get("environment") or {}).get("threads")
-    config = {**old["config"], "resume": False}  # a recorded resume=true would find the original and train nothing
+    # a recorded resume=true would find the original and train nothing; the recorded loggers are the record's word
+    config = {**old["config"], "resume": False, "logger": {kind: {"enabled": True} for kind in loggers}}
     if isinstance(threads, int) and threads > 0:
         config["threads"] = threads
     return config
 
 
+def _holds_something(out: Path) -> bool:
+    """Whether ``out`` exists as anything but an empty folder."""
+    try:
+        with os.scandir(out) as entries:
+            return next(entries, None) is not None
+    except FileNotFoundError:
+        return False
+    except OSError:  # a file, or a folder that cannot be read: not a place to write a record
+        return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m normbench rerun", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory holding summary.json")
-    parser.add_argument("--out", type=Path, help="where the new record goes (default: outputs/reruns/DATE/TIME-HASH)")
+    parser.add_argument("--out", type=Path, help="where the new record goes, a new or empty folder "
+                                                 "(default: outputs/reruns/DATE/TIME-HASH)")
+    parser.add_argument("--logger", action="append", default=[], choices=tuple(LOGGER_KINDS),
+                        help="a logger for the new run, with its default settings (repeat for several); "
+                             "the recorded ones are never used")
     args = parser.parse_args(argv)
+    loggers = tuple(dict.fromkeys(args.logger))
     found = read_summary(args.run_dir / "summary.json")
     if isinstance(found, SetAside) or found.config is None:
         why = found.why if isinstance(found, SetAside) else "no config"
@@ -71,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"normbench.rerun: --out {str(args.out)[:200]} is a symbolic link; give the folder it points to if "
               f"the record belongs there", file=sys.stderr)
         return 2
-    if args.out is not None and (args.out / "summary.json").exists():
-        print(f"normbench.rerun: {args.out} already holds a record; choose another --out", file=sys.stderr)
+    if args.out is not None and _holds_something(args.out):  # someone's files would be overwritten
+        print(f"normbench.rerun: --out {str(args.out)[:200]} is not a new or empty folder; choose another --out",
+              file=sys.stderr)
         return 2
     # the default folder is new; should a second rerun start in the same second, it takes the next free name
     now = datetime.now()
@@ -83,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     from normbench.training.run import execute  # torch is loaded only once there is something to run
 
     try:
-        to_config(OmegaConf.create(recorded_config(old)))
+        to_config(OmegaConf.create(recorded_config(old, loggers)))
     except (ValueError, TypeError, KeyError, AttributeError, OmegaConfBaseException) as err:
         print(f"normbench.rerun: {args.run_dir}: the recorded config is not valid: {' '.join(str(err).split())[:300]}",
               file=sys.stderr)
@@ -93,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     if recorded_commit and recorded_commit != git_commit():
         print(f"note: recorded with normbench {recorded_commit}, running {git_commit()}", file=sys.stderr)
     try:
-        new = execute(OmegaConf.create(recorded_config(old)), out, old.get("overrides", []),
+        new = execute(OmegaConf.create(recorded_config(old, loggers)), out, old.get("overrides", []),
                       extra={"rerun_of": {"run_dir": str(args.run_dir.resolve()), "config_hash": digest},
                              "study": old.get("study") if isinstance(old.get("study"), dict) else None})
     except OSError as err:

@@ -150,13 +150,13 @@ class SweepClaim:
     def holder(self) -> str:
         """The folder of the job that holds the claim, as it wrote it."""
         try:
-            return self.path.read_text().strip() or "another job of this sweep"
+            return os.fsdecode(self.path.read_bytes()).strip() or "another job of this sweep"  # a path in any encoding
         except OSError:
             return "another job of this sweep"
 
     def name(self, run_dir: Path) -> None:
         os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, str(run_dir).encode(), 0)
+        os.pwrite(self.fd, os.fsencode(run_dir), 0)  # the bytes of the path, valid UTF-8 or not
 
     def release(self) -> None:
         if self.fd is not None:

@@ -9,6 +9,8 @@ all take their names from here, so a run looks the same in each:
     params      the resolved config, dotted (``norm.kind``, ``model.hidden``), as TensorBoard's hparams too
     tags        ``normbench.study``, ``.study_id``, ``.arm``, ``.seed``, ``.group_hash``, ``.config_hash``,
                 ``.commit``, ``.version``, ``.run_dir`` (and ``.status`` at the end)
+    labels      the user's ``tags=[a,b]``: MLflow tags (``a``, ``b``, and ``normbench.tags`` "a,b"), W&B
+                tags, a TensorBoard text ``tags``
     scalars     ``train/loss`` ``train/lr`` ``train/grad_norm``, ``val/<metric>`` ``val/loss``, at probes
                 ``grad/std`` ``grad/kurtosis`` ``grad_norm/<layer>`` ``act_rms/<layer>`` ``act_max_abs/<layer>``,
                 at the end ``final/<key>`` (metrics.VIEWS' "final") and ``final/diverged``
@@ -158,6 +160,7 @@ class RunNames:
     params: dict = field(default_factory=dict)
     tags: dict = field(default_factory=dict)
     secrets: tuple = ()
+    labels: tuple = ()  # the user's own tags (config ``tags=[a,b]``): MLflow tags, W&B tags, a TensorBoard text
 
 
 def run_names(summary: dict, secrets: tuple[str, ...] = ()) -> RunNames:
@@ -170,6 +173,8 @@ def run_names(summary: dict, secrets: tuple[str, ...] = ()) -> RunNames:
 
         commit = git_commit()
     arm = arm_of(summary)
+    config = summary.get("config") if isinstance(summary.get("config"), dict) else {}
+    labels = config.get("tags") if isinstance(config.get("tags"), list) else []
     seed, config_hash = summary.get("seed"), str(summary.get("config_hash") or "")
     name = " ".join(part for part in (arm, f"seed={seed}", config_hash[:8]) if part)
     tags = {"normbench.study": study.get("name") if study else None, "normbench.study_id": study.get("id") if study else None,
@@ -182,7 +187,7 @@ def run_names(summary: dict, secrets: tuple[str, ...] = ()) -> RunNames:
     return RunNames(name=masked(name, secrets), experiment=masked(experiment_of(study), secrets) if study else NO_STUDY,
                     arm=masked(arm, secrets),
                     params=params, tags={k: masked(str(v), secrets) for k, v in tags.items() if v is not None},
-                    secrets=tuple(secrets))
+                    secrets=tuple(secrets), labels=tuple(masked(str(t), secrets) for t in labels))
 
 
 # --- scalars -------------------------------------------------------------------------------------------

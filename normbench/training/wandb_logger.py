@@ -24,6 +24,11 @@ from normbench.training.tracking import (RunNames, final_scalars, logger_folder,
 
 log = logging.getLogger("normbench")
 DEFAULT_SERVER = "https://api.wandb.ai"
+# W&B reports its own errors to its servers (Sentry) unless told not to, even offline; and keeps its
+# settings, data and artifacts under $HOME (HOME_FOLDERS, moved into the run's wandb folder instead).
+OFFLINE = {"WANDB_ERROR_REPORTING": "false", "WANDB_DISABLE_GIT": "true"}
+HOME_FOLDERS = {"WANDB_CACHE_DIR": "cache", "WANDB_CONFIG_DIR": "config", "WANDB_DATA_DIR": "data",
+                "WANDB_ARTIFACT_DIR": "artifacts"}
 MAX_TAG = 64  # W&B's limit on a tag's length
 
 
@@ -49,10 +54,12 @@ class WandbLogger(ScalarLogger):
 
         root = logger_folder(Path(run_dir), settings.dir)
         own = logger_folder(root, "wandb")  # where W&B writes: made here, so a planted link is refused
-        tags = [t for t in (f"seed={names.tags.get('normbench.seed')}", names.arm) if t and len(t) <= MAX_TAG]
-        cache = os.environ.get("WANDB_CACHE_DIR")
-        if cache is None:  # the service's own log (core-debug-*.log) would go to ~/.cache/wandb
-            os.environ["WANDB_CACHE_DIR"] = str(logger_folder(own, "cache"))
+        tags = [t for t in (f"seed={names.tags.get('normbench.seed')}", names.arm, *names.labels)
+                if t and len(t) <= MAX_TAG]
+        # the service's own log (core-debug-*.log) would go to ~/.cache/wandb, its settings to ~/.config/wandb
+        placed = [name for name in HOME_FOLDERS if os.environ.get(name) is None]
+        for name in placed:
+            os.environ[name] = str(logger_folder(own, HOME_FOLDERS[name]))
         try:
             self.run = wandb.init(
                 dir=str(root), mode=settings.mode, project=settings.project, entity=settings.entity,
@@ -64,8 +71,8 @@ class WandbLogger(ScalarLogger):
                                                  x_disable_meta=True, save_code=False, symlink=False,
                                                  use_dot_wandb=False)))
         finally:
-            if cache is None:
-                os.environ.pop("WANDB_CACHE_DIR", None)
+            for name in placed:
+                os.environ.pop(name, None)
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         if values:

@@ -88,3 +88,29 @@ def test_the_tiled_step_products_give_the_autograd_loop_in_float64(hidden, cell_
     loop = [y.detach(), *torch.autograd.grad(y, [x, *layer.parameters()], upstream)]
     for a, b in zip(compiled, loop):
         torch.testing.assert_close(a, b, atol=1e-11, rtol=0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("scale", [1e22, 1e30])
+def test_a_variance_that_overflows_float32_is_nan_as_in_native_layernorm(family, scale):
+    """Pre-activations whose variance overflows float32 (|W x| ~ 1e21 and more): torch's layer_norm, and
+    so model.cell_kernel=python, gives NaN there; the compiled kernel must too, not a finite row of zeros
+    (1 / sqrt(inf) = 0) that keeps a diverging run training."""
+    torch.manual_seed(0)
+    layer = InCellLayer(family, 8, 32, NormSpec("ln"))
+    x = torch.randn(4, 5, 8) * scale
+    with torch.no_grad():
+        compiled = layer(x)
+        layer.kernel = "python"
+        python = layer(x)
+    assert torch.isnan(python).all()
+    assert torch.equal(torch.isnan(compiled), torch.isnan(python))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_large_finite_inputs_stay_finite(family):
+    """Only an overflow turns into NaN: inputs of 1e15 (variance 1e30, within float32) stay finite."""
+    torch.manual_seed(0)
+    layer = InCellLayer(family, 8, 32, NormSpec("ln"))
+    with torch.no_grad():
+        assert torch.isfinite(layer(torch.randn(4, 5, 8) * 1e15)).all()

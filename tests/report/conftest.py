@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from normbench.page_check.screenshot import NoBrowser, find_chromium
+from normbench.configuration.contract import config_hash
 
 try:
     find_chromium()
@@ -101,7 +102,7 @@ def make_record(name: str = "run", *, status: str = "ok", seed: int = 0, best_va
         "reason": reason if reason is not None or status in ("ok", "running") else f"{status} for a test",
         "config": config_of(axes, seed, steps),
         "overrides": [f"norm={axes['norm']}", f"seed={seed}"],
-        "config_hash": f"{abs(hash((name, seed))) % 16**16:016x}",
+        "config_hash": config_hash(config_of(axes, seed, steps)),  # as the runner stores it (compare checks)
         "axes": axes,
         "seed": seed,
         "task": task,

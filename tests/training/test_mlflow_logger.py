@@ -100,3 +100,58 @@ def test_a_sweep_is_one_experiment_named_for_its_study_with_artifacts_in_the_swe
     assert {r.data.tags["normbench.arm"] for r in runs} == {"norm=ln", "norm=rms"}
     assert all(len(client.list_artifacts(r.info.run_id, "record")) == 2 for r in runs)
     assert not (tmp_path / "mlruns").exists()
+
+
+@pytest.mark.parametrize("uri", ["sqlite:///{db}", "sqlite:///{db}?timeout=5"])
+def test_a_sqlite_store_is_opened_under_its_files_lock(tmp_path, uri):
+    import fcntl
+    import os
+
+    from normbench.training.mlflow_logger import store_made_once
+
+    db = tmp_path / "m.db"
+    with store_made_once(uri.format(db=db)):
+        fd = os.open(db, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):  # another job waits here until the store is made
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    with store_made_once("http://127.0.0.1:9"), store_made_once(str(tmp_path / "mlruns")):
+        pass  # no lock for other stores
+
+
+@pytest.mark.slow
+def test_jobs_opening_one_new_sqlite_store_at_once_make_it_once(tmp_path):
+    """Three processes open one new SQLite store at the same moment: its tables are made once (the
+    others wait on the database file's lock) and every job gets its run."""
+    import subprocess
+    import sys
+    from pathlib import Path as P
+
+    pytest.importorskip("sqlalchemy")
+    db = tmp_path / "new.db"
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from normbench.configuration.schema import MLflowLog\n"
+        "from normbench.training.mlflow_logger import MLflowLogger\n"
+        "from normbench.training.tracking import run_names\n"
+        "start = float(sys.argv[2])\n"
+        "time.sleep(max(0.0, start - time.time()))\n"
+        "run = Path(sys.argv[1]); run.mkdir()\n"
+        f"MLflowLogger(MLflowLog(enabled=True, tracking_uri='sqlite:///{db}'), run, "
+        "run_names({'seed': 0, 'config': {}, 'environment': {'git_commit': 'x'}}))\n")
+    import time as clock
+
+    start = clock.time() + 8  # after every process has imported mlflow
+    root = P(__file__).resolve().parents[2]
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / f"job{i}"), str(start)], cwd=root,
+                              stderr=subprocess.PIPE, text=True) for i in range(3)]
+    errors = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    (experiment,) = [e for e in client.search_experiments() if e.name == "normbench"]
+    assert len(client.search_runs([experiment.experiment_id])) == 3

@@ -1,0 +1,54 @@
+"""Settings that name things (files, folders, experiments, projects), and what a value read from the
+environment (``${oc.env:NAME}``) may do there: one table, which the check and its test both iterate.
+
+Elsewhere a value read from the environment stays in the record as its ``${oc.env:NAME}`` text and is
+masked wherever it is shown (normbench/training/tracking.py). A name cannot be masked: it becomes a
+file or folder name, a logger's experiment or project, a line in ``normbench.log`` and on the terminal.
+So each name-bearing key says what it does with such a value:
+
+- ``REFUSED``: one line, exit 2, before anything is written (nothing to mask then);
+- ``PASSED_ON``: taken as the value it reads, shown as it is (docs/offline-and-safety.md says so):
+  where a folder from the environment is the point (``hydra.run.dir=${oc.env:SCRATCH}/runs``), or
+  where the tool itself treats the value as a secret and masks it (a tracking URI's password).
+
+A new string setting of a logger must appear here or in NOT_NAMES (tests/test_hostile_env_names.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+REFUSED, PASSED_ON = "refused", "passed on"
+ENV = re.compile(r"oc\.env\s*:")
+
+# key -> (what a value read from the environment does there, why)
+NAME_KEYS = {
+    "hydra.job.name": (REFUSED, "the log file's name"),
+    "hydra.run.dir": (PASSED_ON, "a folder from the environment ($SCRATCH) is what it is for; it is shown as it is"),
+    "hydra.sweep.dir": (PASSED_ON, "a folder from the environment ($SCRATCH) is what it is for; it is shown as it is"),
+    "hydra.sweep.subdir": (REFUSED, "a job's folder name inside the sweep"),
+    "logger.tensorboard.dir": (REFUSED, "a folder name in the run folder"),
+    "logger.mlflow.dir": (REFUSED, "a folder name in the run folder"),
+    "logger.mlflow.experiment": (REFUSED, "the MLflow experiment's name, in the store and its UI"),
+    "logger.mlflow.tracking_uri": (PASSED_ON, "a server's address; its password is masked wherever it is shown"),
+    "logger.mlflow.artifact_location": (PASSED_ON, "where artifacts go (s3://...); recorded in the experiment"),
+    "logger.wandb.dir": (REFUSED, "a folder name in the run folder"),
+    "logger.wandb.project": (REFUSED, "the W&B project's name (leave the default, or type it)"),
+    "logger.wandb.entity": (REFUSED, "the W&B entity (leave it null: W&B reads WANDB_ENTITY itself)"),
+    "logger.csv.file": (REFUSED, "a file name in the run folder"),
+    "tags": (REFUSED, "labels every logger shows"),
+}
+# String settings of the loggers that name nothing (a choice among fixed words)
+NOT_NAMES = {"logger.wandb.mode"}
+
+
+def refused_env_name(values: dict) -> str | None:
+    """The one line for the first REFUSED key whose value (``values``: dotted key -> the value as
+    written, before resolution) reads the environment; None when there is none."""
+    for key, (policy, why) in NAME_KEYS.items():
+        value = values.get(key)
+        texts = value if isinstance(value, list) else [value]
+        if policy == REFUSED and any(isinstance(t, str) and ENV.search(t) for t in texts):
+            return (f"{key} reads the environment (${{oc.env:...}}); it is {why}, where a value cannot be masked: "
+                    f"type the value itself")
+    return None

@@ -1,0 +1,65 @@
+"""How many workers a local launcher starts: at most the sweep's jobs and this machine's cores.
+
+A worker count is how to run, not what: ``hydra.launcher.n_jobs: 100000`` in a sweep file of one job
+would have joblib start workers without end. Before the sweeper makes its launcher (Hydra calls
+``on_multirun_start`` first), a local launcher's count is cut to ``min(n_jobs, jobs, cores)``, with one
+line saying so. Cluster launchers (Slurm through submitit) keep their own limits (``array_parallelism``):
+their jobs run on other machines.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+log = logging.getLogger("normbench")
+
+# launcher (a word of its _target_) -> the setting that counts its workers on this machine
+LOCAL_LAUNCHERS = {"JoblibLauncher": "n_jobs"}
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def sweep_size(config: DictConfig) -> int | None:
+    """The jobs of a sweep Hydra's basic sweeper runs (the command line's and the sweep file's
+    parameters); None for another sweeper, which chooses its jobs as it goes (Optuna's trials)."""
+    from normbench.configuration.config import sweep_jobs
+
+    sweeper = config.hydra.sweeper
+    if "BasicSweeper" not in str(sweeper.get("_target_", "")):
+        return None
+    params = sweeper.get("params")
+    params = OmegaConf.to_container(params, resolve=False) if OmegaConf.is_config(params) else {}
+    try:
+        return sweep_jobs([*[str(o) for o in config.hydra.overrides.task], *[f"{k}={v}" for k, v in params.items()]])
+    except Exception:  # noqa: BLE001 - what Hydra cannot parse it reports itself
+        return None
+
+
+def bounded(workers: int, jobs: int | None, here: int) -> int:
+    """A positive worker count cut to the jobs and the cores; joblib's negative counts (-1: every
+    core) already mean at most the cores."""
+    if workers <= 0:
+        return workers
+    return max(1, min(workers, here, jobs if jobs else workers))
+
+
+class BoundWorkers(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        launcher = config.hydra.launcher
+        key = next((k for word, k in LOCAL_LAUNCHERS.items() if word in str(launcher.get("_target_", ""))), None)
+        if key is None or not isinstance(launcher.get(key), int):
+            return
+        asked = launcher[key]
+        jobs = sweep_size(config)
+        allowed = bounded(asked, jobs, cores())
+        if allowed != asked:
+            with read_write(launcher), open_dict(launcher):
+                launcher[key] = allowed
+            log.info("hydra.launcher.%s=%d: %d worker(s) (%s%d cores here)", key, asked, allowed,
+                     f"{jobs} job(s), " if jobs else "", cores())

@@ -1,0 +1,63 @@
+"""compare on overflowing and relabelled records (issue 50): a non-finite difference fails, runs pair by
+the hash of their own config, and a record whose stored hash is not its config's is named and fails."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from normbench.studies.compare import main
+from tests.report.conftest import write_record
+
+
+def edit(run_dir, change):
+    path = run_dir / "summary.json"
+    summary = json.loads(path.read_text())
+    change(summary)
+    path.write_text(json.dumps(summary))
+
+
+def runs(root, values, task="adding"):
+    return [write_record(root, f"run-{seed}", seed=seed, axes={"task": task}, best_val=v)
+            for seed, v in enumerate(values)]
+
+
+def set_final(value):
+    return lambda s: s["metrics"].update(final_val=value, best_val=value)
+
+
+@pytest.mark.parametrize(("base", "new"), [(-1.7e308, 1.7e308), (1.7e308, -1.7e308), (-1e308, 1e308)])
+def test_a_difference_that_is_not_finite_fails(tmp_path, capsys, base, new):
+    for root, value in (("base", base), ("new", new)):
+        for run in runs(tmp_path / root, [0.05]):
+            edit(run, set_final(value))
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
+    assert "not a finite number" in capsys.readouterr().out
+
+
+def test_relabelled_records_are_named_and_fail(tmp_path, capsys):
+    runs(tmp_path / "base", [0.05, 0.06])
+    swapped = runs(tmp_path / "new", [0.05, 0.06])
+    labels = [json.loads((r / "summary.json").read_text())["config_hash"] for r in swapped]
+    for run, label in zip(swapped, labels[::-1]):  # each claims the other's identity
+        edit(run, lambda s, label=label: s.update(config_hash=label))
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
+    out = capsys.readouterr().out
+    assert "stored config_hash is not their config's" in out and str(swapped[0]) in out
+
+
+def test_pairs_follow_the_config_not_the_label(tmp_path, capsys):
+    """A NEW record labelled as the baseline's seed 0 but trained as seed 1 pairs with seed 1."""
+    runs(tmp_path / "base", [0.05])
+    (other,) = [write_record(tmp_path / "new", "run-1", seed=1, axes={"task": "adding"}, best_val=0.05)]
+    base_label = json.loads((tmp_path / "base" / "run-0" / "summary.json").read_text())["config_hash"]
+    edit(other, lambda s: s.update(config_hash=base_label))
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 2  # no pair: nothing in common
+    assert "no run in" in capsys.readouterr().err
+
+
+def test_unedited_records_pass(tmp_path):
+    runs(tmp_path / "base", [0.05, 0.06])
+    runs(tmp_path / "new", [0.05, 0.06])
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 0

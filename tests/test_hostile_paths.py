@@ -1,0 +1,26 @@
+"""A working folder whose name is not valid UTF-8 (issue 50): runs and sweeps finish, no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import TINY, TINY_TASK
+
+
+def test_a_sweep_in_a_folder_named_in_another_encoding(tmp_path):
+    folder = tmp_path / os.fsdecode(b"caf\xe9-latin1")  # not UTF-8: Python holds it as a surrogate
+    folder.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+    def normbench(*args):
+        return subprocess.run([sys.executable, "-m", "normbench", *args, *TINY, *TINY_TASK], cwd=folder, env=env,
+                              capture_output=True, timeout=300)
+    done = normbench("-m", "seed=0", "report=false", "hydra.sweep.dir=sweep")
+    err = done.stderr.decode(errors="replace")
+    assert done.returncode == 0 and "Traceback" not in err and "Logging error" not in err, err
+    assert json.loads((folder / "sweep" / "0" / "summary.json").read_text())["status"] == "ok"
+    assert "\\udce9" in (folder / "sweep" / "0" / "normbench.log").read_text()  # the path, escaped

@@ -1,0 +1,67 @@
+"""A rerun reproduces the run and nothing else (issue 50): a record cannot name where its copies go,
+and --out never holds someone's files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from normbench.training import rerun
+
+
+@pytest.fixture
+def recorded(cli, tmp_path, tiny_args):
+    code, _, err = cli(*tiny_args, "hydra.run.dir=run")
+    assert code == 0, err
+    return tmp_path / "run"
+
+
+def tamper(run, **logger):
+    path = run / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["config"]["logger"] = logger
+    path.write_text(json.dumps(summary))
+
+
+@pytest.mark.parametrize("logger", [
+    {"mlflow": {"enabled": True, "tracking_uri": "http://127.0.0.1:9"}},   # a server that would be connected to
+    {"wandb": {"enabled": True, "mode": "online"}},                      # an upload
+    {"csv": {"enabled": True, "file": "planted.csv"}},
+])
+def test_a_records_loggers_are_never_started(recorded, tmp_path, logger, monkeypatch):
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
+    tamper(recorded, **logger)
+    out = tmp_path / "again"
+    assert rerun.main([str(recorded), "--out", str(out)]) == 0
+    new = json.loads((out / "summary.json").read_text())
+    assert not any(v.get("enabled") for v in new["config"]["logger"].values())
+    written = {p.name for p in out.iterdir() if not p.name.startswith(".")} - {"normbench.log"}
+    assert written == {"metrics.jsonl", "summary.json"}
+
+
+def test_loggers_come_from_the_command_line(recorded, tmp_path):
+    out = tmp_path / "again"
+    assert rerun.main([str(recorded), "--out", str(out), "--logger", "csv"]) == 0
+    assert (out / "metrics.csv").is_file()
+
+
+def test_the_same_run_keeps_its_recorded_settings(recorded):
+    old = json.loads((recorded / "summary.json").read_text())
+    config = rerun.recorded_config({**old, "config": {**old["config"], "deterministic": True, "threads": 0}})
+    assert config["deterministic"] is True and config["threads"] == old["environment"]["threads"]
+
+
+@pytest.mark.parametrize("holds", ["metrics.jsonl", "model_final.pt", "notes.txt"])
+def test_out_holding_someones_files_is_refused(recorded, tmp_path, holds, capsys):
+    out = tmp_path / "theirs"
+    out.mkdir()
+    (out / holds).write_text("someone's file\n")
+    assert rerun.main([str(recorded), "--out", str(out)]) == 2
+    assert (out / holds).read_text() == "someone's file\n" and len(list(out.iterdir())) == 1
+    assert "new or empty" in capsys.readouterr().err
+
+
+def test_out_may_be_an_empty_folder(recorded, tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert rerun.main([str(recorded), "--out", str(tmp_path / "empty")]) == 0

@@ -1,0 +1,58 @@
+"""One line for every stop (issue 50): Ctrl-C or SIGTERM in any subcommand is one line and exit
+128 + the signal's number, never a traceback."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import normbench.__main__ as entry
+
+
+@pytest.fixture(autouse=True)
+def _handlers_back():
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, handler in saved.items():
+        signal.signal(s, handler)
+
+
+@pytest.mark.parametrize("name", sorted(entry.SUBCOMMANDS))
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_in_any_subcommand_is_one_line(name, signum, monkeypatch, capsys):
+    module = importlib.import_module(entry.SUBCOMMANDS[name][0])
+
+    def stopped(argv):
+        os.kill(os.getpid(), signum)
+        time.sleep(5)  # the signal arrives while the command works
+        return 0
+    monkeypatch.setattr(module, "main", stopped)
+    assert entry.subcommand(name, []) == 128 + signum
+    err = capsys.readouterr().err
+    assert err == f"normbench {name}: stopped by {signal.Signals(signum).name}\n"
+
+
+def test_sigterm_while_a_subcommand_imports_is_one_line(tmp_path):
+    """The signal arrives before the command's module has finished importing (pandas, torch)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os, signal, sys, time\n"
+        "if sys.argv[-1] == 'NB-SLOW-IMPORT':\n"
+        "    class Slow:\n"
+        "        def find_spec(self, name, path=None, target=None):\n"
+        "            if name == 'normbench.studies.compare':\n"
+        "                os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n"
+        "            return None\n"
+        "    sys.meta_path.insert(0, Slow())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.getcwd()])}
+    done = subprocess.run([sys.executable, "-m", "normbench", "compare", "NB-SLOW-IMPORT"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert done.stderr == "normbench compare: stopped by SIGTERM\n"
