@@ -45,8 +45,9 @@ RUN_BY = {
     "python -m normbench --help": {f"{HERE}::test_every_documented_entry_point_answers_help": []},
     # the headline sweep (between the README's "headline sweep" marks): a sweep of arms and seeds that
     # times its own arms at its end
-    "python -m normbench -m norm=ln,bn placement=pre,post seed=0,1,2 sweep_timing=paired": {
-        "tests/studies/test_sweep_end_ranking.py::test_a_sweep_can_time_its_own_arms_at_the_end": ['"-m"', "sweep_timing=paired"]},
+    "python -m normbench -m norm=ln,bn placement=in_cell model.hidden=32 task=adding task.length=24 task.min_length=4 "
+    "optim.schedule=cosine steps=400 eval_every=50 seed=0,1,2": {
+        "tests/studies/test_headline_sweep.py::test_the_headline_sweep_ends_with_the_answer_its_report_gives": ["_tiny_command"]},
     "normbench +sweep=batch_size": {f"{HERE}::test_a_sweep_file_its_resume_and_its_report_run": []},
     "normbench +sweep=smoke": {CI: [], "tests/test_ci.py::test_the_compare_step_passes_on_two_sweeps_of_the_same_code": ["ci_run_smoke_args"]},
     "normbench report multirun/2026-11-29/10-00-00 [more sweep or run dirs ...] [--out DIR]": {
