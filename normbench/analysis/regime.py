@@ -27,12 +27,14 @@ at ceiling         every arm's finished-run mean lies within the metric's       
                    MSE, compared as a ratio, below RATIO_CEILING × chance) and
                    no run of any arm failed (a divergence rate could still
                    tell them apart)
-still improving    in some arm, more than half of the finished runs whose       more steps (at least
-                   curves can be read are still improving: their last           twice the steps run)
-                   evaluation beats the best of the earlier evaluations in the
-                   final FINAL_SHARE (25%) of the run (or, with none there, the
-                   one before it) by more than the smallest effect of interest
-                   (on the compared scale: a ratio for MSE)
+still improving    in some arm, more than half of the finished runs whose       a learning rate that
+                   curves can be read are still improving: their last           decays to the end
+                   evaluation beats the best of the earlier evaluations in the  (optim.schedule=cosine)
+                   final FINAL_SHARE (25%) of the run (or, with none there, the  where the runs kept
+                   one before it) by more than the smallest effect of interest  one, or more steps (at
+                   (on the compared scale: a ratio for MSE). Where the primary  least twice the steps
+                   score is final_val_smoothed, the curve read is the same      run)
+                   smoothed one: each evaluation the mean of the last 3
 confounded         the arms differ in steps, examples seen (steps ×             equal steps and data
                    batch_size), or a task or data setting (axes.task*,
                    task.seq_len, task.n_train ...), and that quantity is none
@@ -86,6 +88,8 @@ import numpy as np
 import pandas as pd
 
 from normbench.analysis import rules
+from normbench.records.convergence import FINAL_EVALS, trailing_means
+from normbench.records.metrics import SMOOTHED_SCORE as SMOOTHED
 
 AT_CHANCE, AT_CEILING, STILL_IMPROVING, CONFOUNDED = "at chance", "at ceiling", "still improving", "confounded"
 ON_PLATEAU = "on a trivial plateau"
@@ -248,10 +252,12 @@ def improving(frame: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame | No
     if curves is None:
         curves = read_evals(dirs)
     sign = 1.0 if higher else -1.0
+    smoothed = rules.primary(runs) == SMOOTHED  # the gate reads the curve the score reads
     still = seen = longest = 0
     for run_dir, evals in curves[curves["run_dir"].isin(set(dirs))].groupby("run_dir"):
         evals = evals.sort_values("step")
-        values = rules.to_scale(evals["val_metric"].to_numpy(float), name)
+        raw = evals["val_metric"].to_numpy(float)
+        values = rules.to_scale(np.array(trailing_means(list(raw))) if smoothed else raw, name)
         steps = evals["step"].to_numpy(float)
         keep = np.isfinite(values)
         values, steps = values[keep], steps[keep]
@@ -299,18 +305,32 @@ def still_improving(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame,
         return None
     name = _task(runs)[0]
     _, delta_text = rules.margin(name)
-    shown, longest = [], 0
+    shown, longest, constant = [], 0, False
     for arm, frame in arms.items():
         still, seen, steps = improving(frame, runs, curves)
         longest = max(longest, steps)
         if seen and still > seen / 2:
             shown.append(f"{arm}: {still} of {seen} runs")
+            constant = constant or _constant_lr(frame)
     if not shown:
         return None
+    curve = (f"a mean of their last {FINAL_EVALS} evaluations" if rules.primary(runs) == SMOOTHED
+             else "a last evaluation")
+    earlier = "earlier means" if rules.primary(runs) == SMOOTHED else "earlier evaluations"
+    more = f"more steps (at least {2 * longest})"
     return Gate(STILL_IMPROVING,
-                f"still improving at the end ({'; '.join(shown)} end with a last evaluation better than the best of "
-                f"their final {FINAL_SHARE:.0%}'s earlier evaluations by more than {delta_text}), so final quality "
-                f"is not yet a property of the arm", f"more steps (at least {2 * longest})")
+                f"still improving at the end ({'; '.join(shown)} end with {curve} better than the best of "
+                f"their final {FINAL_SHARE:.0%}'s {earlier} by more than {delta_text}), so final quality "
+                f"is not yet a property of the arm",
+                f"a learning rate that decays to the end (optim.schedule=cosine) or {more}" if constant else more)
+
+
+def _constant_lr(frame: pd.DataFrame) -> bool:
+    """Whether some of an arm's runs kept one learning rate to the end (optim.schedule constant, the default)."""
+    column = "axes.optim.schedule"
+    if column not in frame:
+        return True  # a record from before the setting, or one that did not record it: the default, constant
+    return bool((frame[column].fillna("constant").astype(str) == "constant").any())
 
 
 def _quantities(frame: pd.DataFrame) -> dict[str, pd.Series]:

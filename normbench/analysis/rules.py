@@ -5,7 +5,8 @@ sweep, the heatmaps, leaderboard, answers, claims, ``compare``, ``tune``, the st
 these from here:
 
 - **The primary score** is the last validation evaluation (``final_val``) unless the runs'
-  ``optimized_metric`` names ``best_val``; best_val stays visible as a labelled secondary value.
+  ``optimized_metric`` names ``best_val`` or ``final_val_smoothed`` (the mean of the last 3
+  evaluations, normbench/records/convergence.py); the secondary stays visible as a labelled value.
   A tuned study's evaluation runs rank on the test split by design (ranking.comparison_score).
 - **The level** of a study is the one its design spent: a sequential study's last look
   (normbench.studies.study), ALPHA for a plain sweep. Its ranking, best set, answers, claims, smallest
@@ -45,7 +46,7 @@ TRIVIAL = "task.trivial."  # the runs frame's columns of the task's trivial solu
 
 def primary(runs: pd.DataFrame | None = None) -> str:
     """The record key of the primary score: the runs' ``optimized_metric`` when they all name one
-    of the scores (final_val, best_val), final_val otherwise."""
+    of the scores (final_val, best_val, final_val_smoothed), final_val otherwise."""
     if runs is not None and CONFIG_KEY in runs:
         named = set(runs[CONFIG_KEY].dropna().astype(str))
         if len(named) == 1 and (key := named.pop()) in registry.SCORES:
