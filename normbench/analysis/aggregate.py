@@ -352,8 +352,11 @@ def _named_statistics(metrics: list[registry.Metric]) -> dict[str, tuple[str, st
 def _group_statistics(work: pd.DataFrame) -> pd.DataFrame:
     """Counts, means, spreads, intervals and medians per group (indexed by group)."""
     grouped = work.groupby("group", sort=False)
-    scores = [m for m in registry.grouped() if m.finished_only]
-    others = [m for m in registry.grouped() if not m.finished_only]
+    # The scores summary.csv always led with (best_val, final_val, test: the registry's first, finished-only
+    # entries) come first; every later entry, a later score too, follows the others (columns only ever added).
+    metrics = list(registry.grouped())
+    lead = next((i for i, m in enumerate(metrics) if not m.finished_only), len(metrics))
+    scores, others = metrics[:lead], metrics[lead:]
     summary = grouped.agg(
         n=("ok", "size"),
         n_ok=("ok", "sum"),
@@ -368,7 +371,7 @@ def _group_statistics(work: pd.DataFrame) -> pd.DataFrame:
     summary["steps_to_target_median"] = grouped["steps"].quantile(0.5, interpolation="lower")
     summary["seconds_to_target_median"] = grouped["seconds"].quantile(0.5, interpolation="lower")
     summary["divergence_rate"] = summary["n_diverged"] / summary["n"]
-    for name in (m.prefix for m in scores if {"mean", "std", "count"} <= {s.how for s in m.group}):
+    for name in (m.prefix for m in metrics if m.finished_only and {"mean", "std", "count"} <= {s.how for s in m.group}):
         half = _t_half_width(summary[f"{name}_std"], summary[f"{name}_n"])
         summary[f"{name}_ci_low"] = summary[f"{name}_mean"] - half
         summary[f"{name}_ci_high"] = summary[f"{name}_mean"] + half

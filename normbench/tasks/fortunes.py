@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 
 from normbench.checks import one_of, require, require_at_least, require_name, require_split_sizes
-from normbench.tasks.data import PAD_TOKEN, Split, TaskConfig, TaskData, TaskDataError, draw_bytes
+from normbench.tasks.data import NOT_SCORED, PAD_TOKEN, Split, TaskConfig, TaskData, TaskDataError, draw_bytes
 from normbench.tasks.files import MIB, read_regular_file
 from normbench.tasks.splits import majority_class_accuracy
 from normbench.tasks.text import sample_windows, unigram_entropy_bits
@@ -94,7 +94,7 @@ def read_corpus(folder: Path) -> dict[str, list[str]]:
 def split_of(document: str) -> int:
     """0 train, 1 val, 2 test, from the document's own text (blake2b: the same on every machine)."""
     bucket = int.from_bytes(hashlib.blake2b(document.encode("utf-8"), digest_size=8).digest(), "big") % SPLIT_BUCKETS
-    return {0: 1, 1: 2}.get(bucket, 0)  # val and test ~1,500 documents each: an accuracy's step is 0.0007
+    return {0: 1, 1: 2}.get(bucket, 0)
 
 
 def order_key(document: str) -> bytes:
@@ -258,7 +258,7 @@ def document_examples(documents: list[str], alphabet: dict[str, int], length: in
     shifted by one, padded steps are PAD_TOKEN in x and not scored in y."""
     ids = [encoded(document[: length + 1], alphabet) for document in documents if len(document) >= 2]
     x, lengths = padded_rows([row[:-1] for row in ids], PAD_TOKEN)
-    y, _ = padded_rows([row[1:] for row in ids], -100)
+    y, _ = padded_rows([row[1:] for row in ids], NOT_SCORED)
     return Split(x=x, y=y, lengths=lengths)
 
 
