@@ -132,3 +132,21 @@ def test_a_real_tiny_sweep_held_at_its_trivial_solution_reads_not_testable(cli, 
     axes = varying_axes(runs)
     (answer,) = answers(runs, summarize_groups(runs, axes), axes)
     assert answer.regime.startswith("not testable here: on the task's trivial plateau any value from the context (0.5 ")
+
+
+@pytest.mark.parametrize("trivial, columns", [
+    ("not a mapping", {}),
+    ({"a": "0.25", "b": True, "c": None, "d": [0.25]}, {}),  # only numbers are trivial solutions
+    ({f"p{i}": 0.01 * i for i in range(100)}, {f"task.trivial.p{i}": 0.01 * i for i in range(16)}),  # at most 16
+])
+def test_a_records_trivial_solutions_are_read_as_data(tmp_path, write_record, trivial, columns):
+    from normbench.analysis.aggregate import runs_frame
+    from normbench.records.reading import find_records
+
+    run = write_record(tmp_path, "r", axes={"task": "mqar"})
+    summary = json.loads((run / "summary.json").read_text())
+    summary["task"]["trivial"] = trivial
+    (run / "summary.json").write_text(json.dumps(summary))
+    runs = runs_frame(find_records([tmp_path]).runs)
+    assert {c: runs.at[0, c] for c in rules.trivial_columns(runs)} == pytest.approx(columns)
+    assert not rules.not_learned(runs).any() or columns
