@@ -147,6 +147,10 @@ def test_a_tiny_run_on_each_records_the_tasks_trivial_solutions(cli, tmp_path, t
     assert code == 0, err
     record = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert record["status"] == "ok" and record["task"]["trivial"]
+    from normbench.studies.app import describe
+
+    for name, value in record["task"]["trivial"].items():  # the run's last line names its plateaus beside chance
+        assert f", {name} {value:.3g}" in describe(record)
     assert set(record["task"]["trivial"]) in ({"unigram model", "bigram model"}, {"majority class"})
 
 
