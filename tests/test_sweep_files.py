@@ -33,6 +33,22 @@ def test_a_sweeps_own_group_composes(compose):
     assert compose("+sweep=rnn_table", "+rnn_arm=post_ln").placement.name == "post"
 
 
+@pytest.mark.parametrize("case", sorted(p.stem for p in (ROOT / "sweeps" / "smoke").glob("*.yaml")))
+def test_each_smoke_case_runs_its_own_tiny_task(case):
+    """Every case names its task (sweeps/smoke_task/); the adding cases the very task the smoke sweep always
+    ran, so their runs keep their identity."""
+    from normbench.configuration.config import to_config
+    from normbench.tasks import AddingConfig
+
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
+        task = to_config(hydra_compose("config", overrides=["+sweep=smoke", f"+smoke={case}"])).task
+    if case.startswith("fortunes_"):
+        assert task.name == case.rsplit("_", 1)[0] and task.path == "/usr/share/games/fortunes"
+        assert task.n_train <= 64 and (task.name != "fortunes_lm" or task.examples == "documents")
+    else:
+        assert task == AddingConfig(length=8, min_length=3, n_train=64, n_val=32, n_test=32)
+
+
 def test_a_users_sweep_runs_without_dash_m_with_its_own_group(cli, tmp_path, monkeypatch, tiny_args):
     mine = tmp_path / "my_sweeps"
     (mine / "arm").mkdir(parents=True)

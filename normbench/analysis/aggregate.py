@@ -101,6 +101,9 @@ def _purpose(name) -> str:
     return study_info.purpose_of(study_info.sweep_file(name)) if isinstance(name, str) else ""
 
 
+MAX_TRIVIAL = 16  # trivial solutions read per record: a task declares one to three; a column each
+
+
 def _flatten(record: RunRecord) -> dict:
     summary = record.summary
     status = summary.get("status")
@@ -135,6 +138,10 @@ def _flatten(record: RunRecord) -> dict:
         values = summary.get(group)
         if isinstance(values, dict):
             row.update({f"{group}.{k}": v for k, v in values.items() if _is_scalar(v)})
+    trivial = summary.get("task", {}).get("trivial") if isinstance(summary.get("task"), dict) else None
+    if isinstance(trivial, dict):  # the task's trivial solutions by name (normbench/tasks/trivial.py)
+        numbers = [(str(k)[:80], v) for k, v in trivial.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        row.update({f"task.trivial.{k}": v for k, v in numbers[:MAX_TRIVIAL]})
     times = summary.get("time") if isinstance(summary.get("time"), dict) else {}
     for key in ("wall_s", "train_s", "started", "ended"):
         row[f"time.{key}"] = times.get(key)
@@ -154,7 +161,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     runs = pd.DataFrame([_flatten(r) for r in records])
     if runs.empty:
         return pd.DataFrame(columns=["run_dir", "status", "reason", "seed", "config_hash"])
-    numeric = [c for c in runs.columns if c.startswith(("metrics.", "throughput.", "profiles."))
+    numeric = [c for c in runs.columns if c.startswith(("metrics.", "throughput.", "profiles.", "task.trivial."))
                or c in ("time.wall_s", "time.train_s", "seed", "task.chance", "task.target", "parameters")]
     for column in numeric:
         if column != registry.path("memory_kind"):
@@ -346,8 +353,11 @@ def _named_statistics(metrics: list[registry.Metric]) -> dict[str, tuple[str, st
 def _group_statistics(work: pd.DataFrame) -> pd.DataFrame:
     """Counts, means, spreads, intervals and medians per group (indexed by group)."""
     grouped = work.groupby("group", sort=False)
-    scores = [m for m in registry.grouped() if m.finished_only]
-    others = [m for m in registry.grouped() if not m.finished_only]
+    # The scores summary.csv always led with (best_val, final_val, test: the registry's first, finished-only
+    # entries) come first; every later entry, a later score too, follows the others (columns only ever added).
+    metrics = list(registry.grouped())
+    lead = next((i for i, m in enumerate(metrics) if not m.finished_only), len(metrics))
+    scores, others = metrics[:lead], metrics[lead:]
     summary = grouped.agg(
         n=("ok", "size"),
         n_ok=("ok", "sum"),
@@ -362,7 +372,7 @@ def _group_statistics(work: pd.DataFrame) -> pd.DataFrame:
     summary["steps_to_target_median"] = grouped["steps"].quantile(0.5, interpolation="lower")
     summary["seconds_to_target_median"] = grouped["seconds"].quantile(0.5, interpolation="lower")
     summary["divergence_rate"] = summary["n_diverged"] / summary["n"]
-    for name in (m.prefix for m in scores if {"mean", "std", "count"} <= {s.how for s in m.group}):
+    for name in (m.prefix for m in metrics if m.finished_only and {"mean", "std", "count"} <= {s.how for s in m.group}):
         half = _t_half_width(summary[f"{name}_std"], summary[f"{name}_n"])
         summary[f"{name}_ci_low"] = summary[f"{name}_mean"] - half
         summary[f"{name}_ci_high"] = summary[f"{name}_mean"] + half

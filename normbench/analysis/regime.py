@@ -2,14 +2,21 @@
 
 A comparison can only show a difference where its arms have room to differ. Before a claim part or
 an answer is judged, the records of the arms it compares (two or more arms inside one study and one
-setting) are checked against four gates; a part that fails one reads **not testable here** (the
+setting) are checked against five gates; a part that fails one reads **not testable here** (the
 status ``NOT_TESTABLE`` of analysis/claims/vocabulary.py) with the reason and what would make it
 testable, never "contradicted", and never advice to buy seeds: more seeds of a setup that cannot
 show an effect decide nothing.
 
 =================  ===========================================================  =====================
-gate               rule (from the records)                                      testable with
+gate               rule (from the records), checked in this order               testable with
 =================  ===========================================================  =====================
+on a trivial       every arm's finished-run mean sits within the metric's       the change that takes
+plateau            chance band of one of the task's trivial solutions (the      the task off that
+                   record's task.trivial: mqar's any value from the context,    plateau (TRIVIAL_REMEDY:
+                   a character model's unigram or bigram model, a               mqar: a set-up where
+                   classifier's majority class; rules.sits_on), the same one    recall is learned; a
+                   for every arm                                                character model: more
+                                                                                steps or a larger model)
 at chance          every arm's finished runs have a mean primary score on       more steps or an
                    chance's side of the metric's chance band                    easier task
                    (rules.chance_limit, the band of rules.did_not_train); an arm
@@ -20,12 +27,14 @@ at ceiling         every arm's finished-run mean lies within the metric's       
                    MSE, compared as a ratio, below RATIO_CEILING × chance) and
                    no run of any arm failed (a divergence rate could still
                    tell them apart)
-still improving    in some arm, more than half of the finished runs whose       more steps (at least
-                   curves can be read are still improving: their last           twice the steps run)
-                   evaluation beats the best of the earlier evaluations in the
-                   final FINAL_SHARE (25%) of the run (or, with none there, the
-                   one before it) by more than the smallest effect of interest
-                   (on the compared scale: a ratio for MSE)
+still improving    in some arm, more than half of the finished runs whose       a learning rate that
+                   curves can be read are still improving: their last           decays to the end
+                   evaluation beats the best of the earlier evaluations in the  (optim.schedule=cosine)
+                   final FINAL_SHARE (25%) of the run (or, with none there, the  where the runs kept
+                   one before it) by more than the smallest effect of interest  one, or more steps (at
+                   (on the compared scale: a ratio for MSE). Where the primary  least twice the steps
+                   score is final_val_smoothed, the curve read is the same      run)
+                   smoothed one: each evaluation the mean of the last 3
 confounded         the arms differ in steps, examples seen (steps ×             equal steps and data
                    batch_size), or a task or data setting (axes.task*,
                    task.seq_len, task.n_train ...), and that quantity is none
@@ -40,25 +49,26 @@ information away:
 =====================================  ===================================================
 part kind                              gates
 =====================================  ===================================================
-better, not_worse, equivalent, grows   at chance, at ceiling, still improving, confounded
-(on the task's own score)              (two arms both at chance or both at ceiling are
-                                       "equal" without information: equivalence and
-                                       non-inferiority are gated too)
+better, not_worse, equivalent, grows   on a trivial plateau, at chance, at ceiling, still
+(on the task's own score)              improving, confounded (two arms both at chance or
+                                       both at ceiling are "equal" without information:
+                                       equivalence and non-inferiority are gated too)
 better, not_worse, equivalent on       confounded (a gradient or a probe has no chance
 another measure                        band and no ceiling)
-converges_faster                       at chance, confounded (a convergence question is about
-                                       the curve, not its end: never "still improving"; two
-                                       arms at the ceiling can still get there at different
-                                       speeds)
+converges_faster                       on a trivial plateau (reaching a shortcut sooner is
+                                       trainability, not the task), at chance, confounded
+                                       (a convergence question is about the curve, not its
+                                       end: never "still improving"; two arms at the ceiling
+                                       can still get there at different speeds)
 more_stable, higher_rate, ratio,       confounded (stability, divergence or failure rates and
 slope, faster                          gradients at initialization do not need learning)
 =====================================  ===================================================
 
 A kind not in the table (a new one) gets the confounded gate only.
 
-Answers (report/answers.py) gate each comparison of a study's ranking by at chance, at ceiling and
-still improving; a ranking compares the study's own configurations, so its arms differing in a swept
-setting is its design, not a confound.
+Answers (report/answers.py) gate each comparison of a study's ranking by on a trivial plateau, at
+chance, at ceiling and still improving; a ranking compares the study's own configurations, so its
+arms differing in a swept setting is its design, not a confound.
 
 The scale. ``scale(runs)`` and ``scale_text(runs)`` state what a verdict was measured at: the
 models' parameter counts (the record's ``parameters``), the steps, the examples seen and the
@@ -78,20 +88,33 @@ import numpy as np
 import pandas as pd
 
 from normbench.analysis import rules
+from normbench.records.convergence import FINAL_EVALS, trailing_means
+from normbench.records.metrics import SMOOTHED_SCORE as SMOOTHED
 
 AT_CHANCE, AT_CEILING, STILL_IMPROVING, CONFOUNDED = "at chance", "at ceiling", "still improving", "confounded"
-SCORE_GATES = (AT_CHANCE, AT_CEILING, STILL_IMPROVING, CONFOUNDED)
+ON_PLATEAU = "on a trivial plateau"
+SCORE_GATES = (ON_PLATEAU, AT_CHANCE, AT_CEILING, STILL_IMPROVING, CONFOUNDED)
 GATES: dict[str, tuple[str, ...]] = {
     "better": SCORE_GATES, "not_worse": SCORE_GATES, "equivalent": SCORE_GATES, "grows": SCORE_GATES,
-    "converges_faster": (AT_CHANCE, CONFOUNDED),
+    "converges_faster": (ON_PLATEAU, AT_CHANCE, CONFOUNDED),
     "more_stable": (CONFOUNDED,), "higher_rate": (CONFOUNDED,), "ratio": (CONFOUNDED,), "slope": (CONFOUNDED,),
     "faster": (CONFOUNDED,),
 }
-ANSWER_GATES = (AT_CHANCE, AT_CEILING, STILL_IMPROVING)
+ANSWER_GATES = (ON_PLATEAU, AT_CHANCE, AT_CEILING, STILL_IMPROVING)
 FINAL_SHARE = rules.FINAL_SHARE
 REMEDY = {AT_CHANCE: "more steps or an easier task",
           AT_CEILING: "a harder task (longer sequences, more keys or a smaller model)",
           CONFOUNDED: "equal steps and data: arms that differ only in what the claim is about"}
+# What takes a task off each trivial plateau (the names normbench/tasks/trivial.py and the tasks give);
+# a plateau not named here gets the last entry.
+TRIVIAL_REMEDY = {
+    "any value from the context": "a set-up where recall is learned, found by pilot (a smaller learning rate, "
+                                  "more steps or fewer key-value pairs)",
+    "unigram model": "more steps or a larger model (past character frequencies)",
+    "bigram model": "more steps or a larger model (past which character follows which)",
+    "majority class": "more steps, a larger model or an easier task (fewer, more distinct classes)",
+    None: "more steps or an easier task",
+}
 
 
 @dataclass(frozen=True)
@@ -182,6 +205,41 @@ def at_ceiling(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame) -> Gate | N
                     f"possible {_fmt(rules.best_value(name))} {name}, no run failed)", REMEDY[AT_CEILING])
 
 
+def _plateau_values(frame: pd.DataFrame) -> dict[str, float]:
+    """{trivial solution: its value} of one arm's runs (the first recorded value of each)."""
+    out = {}
+    for column in rules.trivial_columns(frame):
+        values = pd.to_numeric(frame[column], errors="coerce").dropna()
+        if len(values):
+            out[column.removeprefix(rules.TRIVIAL)] = float(values.iloc[0])
+    return out
+
+
+def _held(frame: pd.DataFrame, plateau: str) -> int:
+    """Finished runs of one arm whose best evaluation is held at ``plateau`` (rules.plateaus)."""
+    return int(((rules.plateaus(frame) == plateau) & (frame["status"] == "ok")).sum())
+
+
+def on_plateau(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame) -> Gate | None:
+    """Every arm's finished-run mean sits on one and the same trivial solution of the task (rules.sits_on)."""
+    name, _, _ = _task(runs)
+    if not arms or rules.task_metric(name) is None:
+        return None
+    score = rules.primary_column(runs)
+    per_arm = {arm: (_finished_mean(frame, score), _plateau_values(frame)) for arm, frame in arms.items()}
+    names = [n for n in dict.fromkeys(k for _, found in per_arm.values() for k in found)]
+    for plateau in names:
+        if all(plateau in found and rules.sits_on(mean, name, found[plateau]) for mean, found in per_arm.values()):
+            values = "/".join(_fmt(v) for v in sorted({found[plateau] for _, found in per_arm.values()}))
+            shown = "; ".join(f"{arm}: mean {_fmt(per_arm[arm][0])}, {_held(frame, plateau)} of "
+                              f"{int((frame['status'] == 'ok').sum())} finished runs held at it"
+                              for arm, frame in arms.items())
+            band = f"{'×' if rules.ratio_scale(name) else ''}{rules.plateau_band(name):g}"
+            return Gate(ON_PLATEAU, f"on the task's trivial plateau {plateau} ({values} {name}; {shown}; "
+                                    f"every arm within {band} of it)", TRIVIAL_REMEDY.get(plateau, TRIVIAL_REMEDY[None]))
+    return None
+
+
 def improving(frame: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame | None = None) -> tuple[int, int, int]:
     """(runs still improving, runs whose curves could be read, the most steps run) of one arm's finished runs
     (the rule in the module docstring)."""
@@ -194,10 +252,12 @@ def improving(frame: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame | No
     if curves is None:
         curves = read_evals(dirs)
     sign = 1.0 if higher else -1.0
+    smoothed = rules.primary(runs) == SMOOTHED  # the gate reads the curve the score reads
     still = seen = longest = 0
     for run_dir, evals in curves[curves["run_dir"].isin(set(dirs))].groupby("run_dir"):
         evals = evals.sort_values("step")
-        values = rules.to_scale(evals["val_metric"].to_numpy(float), name)
+        raw = evals["val_metric"].to_numpy(float)
+        values = rules.to_scale(np.array(trailing_means(list(raw))) if smoothed else raw, name)
         steps = evals["step"].to_numpy(float)
         keep = np.isfinite(values)
         values, steps = values[keep], steps[keep]
@@ -245,18 +305,32 @@ def still_improving(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame,
         return None
     name = _task(runs)[0]
     _, delta_text = rules.margin(name)
-    shown, longest = [], 0
+    shown, longest, constant = [], 0, False
     for arm, frame in arms.items():
         still, seen, steps = improving(frame, runs, curves)
         longest = max(longest, steps)
         if seen and still > seen / 2:
             shown.append(f"{arm}: {still} of {seen} runs")
+            constant = constant or _constant_lr(frame)
     if not shown:
         return None
+    curve = (f"a mean of their last {FINAL_EVALS} evaluations" if rules.primary(runs) == SMOOTHED
+             else "a last evaluation")
+    earlier = "earlier means" if rules.primary(runs) == SMOOTHED else "earlier evaluations"
+    more = f"more steps (at least {2 * longest})"
     return Gate(STILL_IMPROVING,
-                f"still improving at the end ({'; '.join(shown)} end with a last evaluation better than the best of "
-                f"their final {FINAL_SHARE:.0%}'s earlier evaluations by more than {delta_text}), so final quality "
-                f"is not yet a property of the arm", f"more steps (at least {2 * longest})")
+                f"still improving at the end ({'; '.join(shown)} end with {curve} better than the best of "
+                f"their final {FINAL_SHARE:.0%}'s {earlier} by more than {delta_text}), so final quality "
+                f"is not yet a property of the arm",
+                f"a learning rate that decays to the end (optim.schedule=cosine) or {more}" if constant else more)
+
+
+def _constant_lr(frame: pd.DataFrame) -> bool:
+    """Whether some of an arm's runs kept one learning rate to the end (optim.schedule constant, the default)."""
+    column = "axes.optim.schedule"
+    if column not in frame:
+        return True  # a record from before the setting, or one that did not record it: the default, constant
+    return bool((frame[column].fillna("constant").astype(str) == "constant").any())
 
 
 def _quantities(frame: pd.DataFrame) -> dict[str, pd.Series]:
@@ -320,7 +394,8 @@ def check(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame, gates: tuple[str
     """The first gate of ``gates`` (in that order) the arms fail, or None: the comparison can show an effect."""
     arms = {name: frame for name, frame in arms.items() if frame is not None}
     for gate in gates:
-        found = (at_chance(arms, runs) if gate == AT_CHANCE else at_ceiling(arms, runs) if gate == AT_CEILING
+        found = (at_chance(arms, runs) if gate == AT_CHANCE else on_plateau(arms, runs) if gate == ON_PLATEAU
+                 else at_ceiling(arms, runs) if gate == AT_CEILING
                  else still_improving(arms, runs, curves) if gate == STILL_IMPROVING
                  else confounded(arms, own) if gate == CONFOUNDED else None)
         if found is not None:

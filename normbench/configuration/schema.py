@@ -408,7 +408,7 @@ class Config:
         _require(self.device in DEVICES or re.fullmatch(r"cuda:(0|[1-9][0-9]{0,3})", str(self.device)) is not None,
                  f"device={_short(self.device)!r} is not valid; valid: {', '.join(DEVICES)}, cuda:N (N the GPU's index)")
         _one_of("role", self.role, ROLES)
-        _one_of("optimized_metric", self.optimized_metric, ("final_val", "best_val"))
+        _one_of("optimized_metric", self.optimized_metric, ("final_val", "best_val", "final_val_smoothed"))
         _one_of("sweep_timing", self.sweep_timing, ("none", "paired"))
         _require(self.task is not None and hasattr(self.task, "name"), "task is not set; choose one with task=NAME")
         _require(math.isfinite(self.task.target), f"task.target must be a finite number, got {self.task.target}")

@@ -74,8 +74,10 @@ def describe(summary: dict) -> str:
     if metrics.get(primary) is not None and {"metric", "chance", "target"} <= set(task):
         # the primary score (analysis/rules.py) first; the other validation score labelled beside it
         also = (f", {secondary.replace('_', ' ')} {metrics[secondary]:.4g}" if metrics.get(secondary) is not None else "")
+        trivial = task.get("trivial") if isinstance(task.get("trivial"), dict) else {}  # the task's plateaus
+        shown = "".join(f", {name} {value:.3g}" for name, value in trivial.items() if isinstance(value, (int, float)))
         parts.append(f"{primary.replace('_', ' ')} {task['metric']} {metrics[primary]:.4g} (chance {task['chance']:.3g}"
-                     + also + (f", test {metrics['test']:.4g})" if metrics.get("test") is not None else ")"))
+                     + shown + also + (f", test {metrics['test']:.4g})" if metrics.get("test") is not None else ")"))
         if metrics.get("steps_to_target") is not None:
             parts.append(f"target {task['target']:g} at step {metrics['steps_to_target']} "
                          f"({metrics['seconds_to_target']:.1f} s)")

@@ -151,6 +151,9 @@ def test_summary_columns_are_the_ones_summary_csv_always_had(runs_of):
         "samples_per_s_min", "samples_per_s_max", "step_ms_median", "peak_memory_mb_median", "grad_std_mean",
         "grad_kurtosis_mean", "grad_kurtosis_max", "grad_norm_median_median", "grad_norm_max_max",
         "grad_time_ratio_init_mean", "grad_time_ratio_mean", "bn_gap_mean", "bn_gap_running_mean",
+        # a score added since (the mean of the last 3 evaluations), after the columns readers had
+        "final_val_smoothed_n", "final_val_smoothed_mean", "final_val_smoothed_std", "final_val_smoothed_ci_low",
+        "final_val_smoothed_ci_high",
         "samples_per_s_spread", "study_purpose", "study_command", "study_role", "comparison", "memory_kind",
         # the decision rules' columns (analysis/rules.py), after the ones readers had
         "tie", "failed", "did_not_train", "level", "score", "condition"]

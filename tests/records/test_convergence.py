@@ -61,3 +61,16 @@ def test_every_run_record_has_the_convergence_measures(compose, tmp_path):
     for key in ("train_loss_at_25", "train_loss_at_50", "train_loss_at_75", "train_loss_at_100",
                 "train_loss_auc", "val_auc"):
         assert isinstance(metrics[key], float), key
+
+
+def test_final_val_smoothed_is_the_mean_of_the_last_three_evaluations():
+    from normbench.records.convergence import FINAL_EVALS, final_val_smoothed, trailing_means
+    from normbench.records.metrics import metric
+
+    evals = [(40, 0.9), (10, 0.5), (20, 0.6), (30, 0.7)]  # in any order: the last by step
+    assert final_val_smoothed(evals) == pytest.approx((0.6 + 0.7 + 0.9) / 3)
+    assert final_val_smoothed([(10, 0.5), (20, 0.7)]) == pytest.approx(0.6)  # fewer than three: all of them
+    assert final_val_smoothed([]) is None and final_val_smoothed([(10, 0.5), (20, math.nan)]) is None
+    assert convergence([], evals, steps=40)["final_val_smoothed"] == pytest.approx(final_val_smoothed(evals))
+    assert trailing_means([1.0, 2.0, 3.0, 7.0]) == pytest.approx([1.0, 1.5, 2.0, 4.0])
+    assert f"last {FINAL_EVALS} validation" in metric("final_val_smoothed").label

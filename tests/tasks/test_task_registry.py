@@ -101,6 +101,10 @@ def test_a_run_identity_asks_the_task_which_of_its_keys_are_inert(toy_task, comp
     ("idx", ["/usr/share/datasets/fashion-mnist"],
      "Fashion-MNIST (28×28 clothing images, 10 classes) as IDX files from Debian's dataset-fashion-mnist package"),
     ("text", ["/a.txt"], "a UTF-8 text file, character by character"),
+    ("fortunes_lm", ["/usr/share/games/fortunes"],
+     "Debian's fortunes package (%-separated English texts by topic file), character by character"),
+    ("fortunes_topic", ["/data/my-fortunes"],
+     "fortune files (%-separated English texts by topic file), each document's topic file, read character by character"),
 ])
 def test_each_task_says_what_data_it_reads_for_the_report(name, paths, expected):
     assert TASK_CONFIGS[name].describe_data(paths) == expected

@@ -1,0 +1,94 @@
+"""final_val_smoothed (the mean of the last 3 evaluations) as the primary score: recorded by a run, ranked
+on by the summaries when optimized_metric names it, and read by the "still improving" gate as the same
+smoothed curve, whose remedy names the change that works (a decaying learning rate, more steps)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from normbench.analysis import regime, rules
+from normbench.analysis.aggregate import label_groups, runs_frame, summarize_groups, varying_axes
+from normbench.records.reading import find_records
+
+SMOOTHED = "final_val_smoothed"
+
+
+def curves(write_record, root, values_of, schedule=None):
+    """Copy-task runs of two arms whose evaluations are ``values_of(arm, seed)``; returns the labelled frame."""
+    for seed in (0, 1, 2):
+        for norm in ("ln", "bn"):
+            values = values_of(norm, seed)
+            axes = {"norm": norm, **({"optim.schedule": schedule} if schedule else {})}
+            run = write_record(root, f"{norm}-{seed}", seed=seed, best_val=max(values), axes=axes, eval_every=10,
+                               metrics={"final_val": values[-1], SMOOTHED: sum(values[-3:]) / 3})
+            lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+            evals = iter(values)
+            for line in lines:
+                if line["kind"] == "eval":
+                    line["val_metric"] = next(evals)
+            (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    runs = runs_frame(find_records([root]).runs)
+    return label_groups(runs, varying_axes(runs))
+
+
+def arms(runs):
+    return {norm: runs[runs["axes.norm"] == norm] for norm in ("ln", "bn")}
+
+
+def scored_on(runs, score):
+    return runs.assign(optimized_metric=score)
+
+
+def noisy_last(norm, seed):
+    """Ten evaluations, level from the third on (±0.01), with a last iterate 0.02 up: one iterate's noise."""
+    base = 0.80 if norm == "ln" else 0.70
+    return [0.3, 0.6, *[base - 0.01 * (i % 2) for i in range(7)], base + 0.02 + 0.001 * seed]
+
+
+def test_one_noisy_last_iterate_reads_still_improving_but_its_smoothed_curve_does_not(write_record, tmp_path):
+    runs = curves(write_record, tmp_path, noisy_last)
+    raw = regime.still_improving(arms(runs), scored_on(runs, "final_val"))
+    assert raw is not None and "end with a last evaluation better" in raw.reason
+    assert regime.still_improving(arms(runs), scored_on(runs, SMOOTHED)) is None
+
+
+def rising(norm, seed):
+    base = 0.0 if norm == "ln" else -0.1
+    return [0.1 + 0.08 * i + base + 0.001 * seed * (i == 9) for i in range(10)]
+
+
+@pytest.mark.parametrize("schedule, remedy", [
+    (None, "a learning rate that decays to the end (optim.schedule=cosine) or more steps (at least 200)"),
+    ("constant", "a learning rate that decays to the end (optim.schedule=cosine) or more steps (at least 200)"),
+    ("cosine", "more steps (at least 200)"),  # it decays already: only more steps are left
+])
+def test_a_smoothed_curve_still_rising_names_the_change_that_works(write_record, tmp_path, schedule, remedy):
+    runs = scored_on(curves(write_record, tmp_path, rising, schedule), SMOOTHED)
+    gate = regime.still_improving(arms(runs), runs)
+    assert gate is not None and "a mean of their last 3 evaluations better than" in gate.reason
+    assert gate.remedy == remedy and gate.text.endswith(f"testable with {remedy}")
+
+
+def test_the_summaries_rank_on_the_smoothed_score_when_optimized_metric_names_it(write_record, tmp_path):
+    runs = scored_on(curves(write_record, tmp_path, noisy_last), SMOOTHED)
+    assert rules.primary(runs) == SMOOTHED and rules.primary_column(runs) == "metrics.final_val_smoothed"
+    summary = summarize_groups(runs, varying_axes(runs))
+    assert set(summary["score"]) == {SMOOTHED}
+    ln = summary[summary["arm"].astype(str).str.contains("ln")].iloc[0]
+    assert ln[f"{SMOOTHED}_mean"] == pytest.approx(sum(sum(noisy_last("ln", s)[-3:]) / 3 for s in (0, 1, 2)) / 3)
+    assert rules.primary(scored_on(runs, "final_val")) == "final_val"  # the default keeps its meaning
+
+
+def test_a_run_records_the_mean_of_its_last_three_evaluations(cli, tmp_path, tiny_args):
+    code, _, err = cli(*tiny_args, "steps=12", "eval_every=2", "optimized_metric=final_val_smoothed",
+                       "hydra.run.dir=run")
+    assert code == 0, err
+    record = json.loads((tmp_path / "run" / "summary.json").read_text())
+    lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    evals = [line["val_metric"] for line in lines if line["kind"] == "eval"]
+    assert len(evals) == 6 and record["metrics"]["final_val"] == evals[-1]
+    assert record["metrics"][SMOOTHED] == pytest.approx(sum(evals[-3:]) / 3)
+    code, _, err = cli(*tiny_args, "optimized_metric=final_val_mean", "hydra.run.dir=bad")
+    assert code == 2 and "optimized_metric" in err
