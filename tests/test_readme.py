@@ -40,6 +40,7 @@ def readme_commands() -> list[str]:
 RUN_BY = {
     'pip install torch==2.13.0 -e ".[dev,tensorboard,parquet,mlflow,wandb]"': {CI: []},
     "python -m pytest -q": {CI: []},
+    "apt-get install -y fortunes": {CI: []},
     "python -m normbench": {f"{HERE}::test_the_run_commands_run": []},
     "python -m normbench norm=rms placement=in_cell model=gru task=adding seed=3": {f"{HERE}::test_the_run_commands_run": []},
     "python -m normbench --help": {f"{HERE}::test_every_documented_entry_point_answers_help": []},
