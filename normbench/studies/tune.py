@@ -46,7 +46,7 @@ GROUPS = {"task": "name", "model": "family", "norm": "kind", "placement": "name"
           "optim": "name"}  # config group -> the field naming the option that was chosen
 
 
-def _passthrough(overrides: list[str]) -> list[str]:
+def passthrough(overrides: list[str]) -> list[str]:
     """Overrides that say how jobs run, not what they train: Hydra's own and the harness keys."""
     kept = []
     for override in overrides:
@@ -248,7 +248,7 @@ def _tune(argv: list[str] | None) -> int:
         arms_path = hydra_quoted(f"file://{out / 'arms'}")
     except ValueError as err:
         parser.error(f"--out: {err}")
-    harness = _passthrough(args.overrides)
+    harness = passthrough(args.overrides)
     clash = planned_selection_seeds(args.overrides) & set(seeds)
     if clash:
         parser.error(f"--evaluation-seeds {sorted(clash)[:5]} are selection seeds too; choose others (the default is "
