@@ -61,11 +61,16 @@ def test_gru_arms_are_the_norms_at_the_placements_a_gru_has(compose, arm, norm, 
 
 @pytest.mark.parametrize("sweep, norms", [("dyt_vs_ln", ("ln", "dyt", "none")), ("scalenorm", ("scale", "ln", "rms")),
                                           ("rms_vs_ln", ("ln", "rms"))])
-def test_transformer_norm_sweeps_run_where_the_pilot_found_a_plateau(compose, sweep, norms):
+def test_transformer_norm_sweeps_run_where_the_pilot_found_recall_learned(compose, sweep, norms):
+    """Off mqar's 1/n_pairs plateau (4 pairs at lr 0.01, the old design): 8 pairs, each arm at its own lr."""
+    from normbench.studies.study import lr_plan
+
     for norm in norms:
         cfg = to_config(compose(f"+sweep={sweep}", f"norm={norm}", tiny=False))
         assert cfg.model.family == "transformer" and cfg.placement.name == "pre" and cfg.norm.kind == norm
-        assert cfg.lr == 0.01 and cfg.task.n_pairs == 4 and cfg.steps // cfg.eval_every >= 10
+        assert cfg.task.n_pairs == 8 and cfg.model.layers == 2 and cfg.steps // cfg.eval_every >= 10
+    plan = lr_plan([f"+sweep={sweep}"])
+    assert plan.kind == "tuned" and plan.grid == (0.001, 0.003, 0.01)
 
 
 def test_grad_depth_measures_at_init_in_short_runs_at_every_depth(compose):
