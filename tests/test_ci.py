@@ -52,3 +52,29 @@ def test_every_readme_section_the_docs_cite_exists():
     headings = {line.lstrip("#").strip() for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("#")}
     cited = {m for doc in (ROOT / "docs").glob("*.md") for m in re.findall(r'README: "([^"]+)"', doc.read_text())}
     assert cited and cited <= headings, cited - headings
+
+
+def fortunes_block() -> str:
+    """.ci/run's install of the fortunes corpus: from its comment to its `fi`."""
+    (block,) = re.findall(r"^# The fortunes corpus.*?^fi$", (ROOT / ".ci" / "run").read_text(), re.S | re.M)
+    return block
+
+
+def test_ci_run_installs_the_fortunes_corpus_and_fails_when_it_cannot(tmp_path):
+    import subprocess
+
+    block = fortunes_block()
+    assert "apt-get install -y -qq fortunes" in block
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("apt-get", "sudo"):  # an apt-get that cannot install anything
+        (bin_dir / tool).write_text("#!/bin/sh\nexit 100\n")
+        (bin_dir / tool).chmod(0o755)
+    script = "set -euo pipefail\n" + block.replace("/usr/share/games/fortunes", str(tmp_path / "absent")) + "\necho went-on\n"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    failed = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
+    assert failed.returncode == 1 and "went-on" not in failed.stdout
+    assert "could not install the fortunes corpus" in failed.stderr
+    (tmp_path / "absent").mkdir()  # installed already: apt-get is not asked, CI goes on
+    present = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
+    assert present.returncode == 0 and "went-on" in present.stdout

@@ -101,6 +101,9 @@ def _purpose(name) -> str:
     return study_info.purpose_of(study_info.sweep_file(name)) if isinstance(name, str) else ""
 
 
+MAX_TRIVIAL = 16  # trivial solutions read per record: a task declares one to three; a column each
+
+
 def _flatten(record: RunRecord) -> dict:
     summary = record.summary
     status = summary.get("status")
@@ -138,6 +141,10 @@ def _flatten(record: RunRecord) -> dict:
         values = summary.get(group)
         if isinstance(values, dict):
             row.update({f"{group}.{k}": v for k, v in values.items() if _is_scalar(v)})
+    trivial = summary.get("task", {}).get("trivial") if isinstance(summary.get("task"), dict) else None
+    if isinstance(trivial, dict):  # the task's trivial solutions by name (normbench/tasks/trivial.py)
+        numbers = [(str(k)[:80], v) for k, v in trivial.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        row.update({f"task.trivial.{k}": v for k, v in numbers[:MAX_TRIVIAL]})
     times = summary.get("time") if isinstance(summary.get("time"), dict) else {}
     for key in ("wall_s", "train_s", "started", "ended"):
         row[f"time.{key}"] = times.get(key)
@@ -157,7 +164,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     runs = pd.DataFrame([_flatten(r) for r in records])
     if runs.empty:
         return pd.DataFrame(columns=["run_dir", "status", "reason", "seed", "config_hash"])
-    numeric = [c for c in runs.columns if c.startswith(("metrics.", "throughput.", "profiles."))
+    numeric = [c for c in runs.columns if c.startswith(("metrics.", "throughput.", "profiles.", "task.trivial."))
                or c in ("time.wall_s", "time.train_s", "seed", "task.chance", "task.target", "parameters")]
     for column in numeric:
         if column != registry.path("memory_kind"):

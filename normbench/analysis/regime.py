@@ -2,14 +2,21 @@
 
 A comparison can only show a difference where its arms have room to differ. Before a claim part or
 an answer is judged, the records of the arms it compares (two or more arms inside one study and one
-setting) are checked against four gates; a part that fails one reads **not testable here** (the
+setting) are checked against five gates; a part that fails one reads **not testable here** (the
 status ``NOT_TESTABLE`` of analysis/claims/vocabulary.py) with the reason and what would make it
 testable, never "contradicted", and never advice to buy seeds: more seeds of a setup that cannot
 show an effect decide nothing.
 
 =================  ===========================================================  =====================
-gate               rule (from the records)                                      testable with
+gate               rule (from the records), checked in this order               testable with
 =================  ===========================================================  =====================
+on a trivial       every arm's finished-run mean sits within the metric's       the change that takes
+plateau            chance band of one of the task's trivial solutions (the      the task off that
+                   record's task.trivial: mqar's any value from the context,    plateau (TRIVIAL_REMEDY:
+                   a character model's unigram or bigram model, a               mqar: a set-up where
+                   classifier's majority class; rules.sits_on), the same one    recall is learned; a
+                   for every arm                                                character model: more
+                                                                                steps or a larger model)
 at chance          every arm's finished runs have a mean primary score on       more steps or an
                    chance's side of the metric's chance band                    easier task
                    (rules.chance_limit, the band of rules.not_trained); an arm
@@ -40,25 +47,26 @@ information away:
 =====================================  ===================================================
 part kind                              gates
 =====================================  ===================================================
-better, not_worse, equivalent, grows   at chance, at ceiling, still improving, confounded
-(on the task's own score)              (two arms both at chance or both at ceiling are
-                                       "equal" without information: equivalence and
-                                       non-inferiority are gated too)
+better, not_worse, equivalent, grows   on a trivial plateau, at chance, at ceiling, still
+(on the task's own score)              improving, confounded (two arms both at chance or
+                                       both at ceiling are "equal" without information:
+                                       equivalence and non-inferiority are gated too)
 better, not_worse, equivalent on       confounded (a gradient or a probe has no chance
 another measure                        band and no ceiling)
-converges_faster                       at chance, confounded (a convergence question is about
-                                       the curve, not its end: never "still improving"; two
-                                       arms at the ceiling can still get there at different
-                                       speeds)
+converges_faster                       on a trivial plateau (reaching a shortcut sooner is
+                                       trainability, not the task), at chance, confounded
+                                       (a convergence question is about the curve, not its
+                                       end: never "still improving"; two arms at the ceiling
+                                       can still get there at different speeds)
 more_stable, higher_rate, ratio,       confounded (stability, divergence or failure rates and
 slope, faster                          gradients at initialization do not need learning)
 =====================================  ===================================================
 
 A kind not in the table (a new one) gets the confounded gate only.
 
-Answers (report/answers.py) gate each comparison of a study's ranking by at chance, at ceiling and
-still improving; a ranking compares the study's own configurations, so its arms differing in a swept
-setting is its design, not a confound.
+Answers (report/answers.py) gate each comparison of a study's ranking by on a trivial plateau, at
+chance, at ceiling and still improving; a ranking compares the study's own configurations, so its
+arms differing in a swept setting is its design, not a confound.
 
 The scale. ``scale(runs)`` and ``scale_text(runs)`` state what a verdict was measured at: the
 models' parameter counts (the record's ``parameters``), the steps, the examples seen and the
@@ -80,18 +88,29 @@ import pandas as pd
 from normbench.analysis import rules
 
 AT_CHANCE, AT_CEILING, STILL_IMPROVING, CONFOUNDED = "at chance", "at ceiling", "still improving", "confounded"
-SCORE_GATES = (AT_CHANCE, AT_CEILING, STILL_IMPROVING, CONFOUNDED)
+ON_PLATEAU = "on a trivial plateau"
+SCORE_GATES = (ON_PLATEAU, AT_CHANCE, AT_CEILING, STILL_IMPROVING, CONFOUNDED)
 GATES: dict[str, tuple[str, ...]] = {
     "better": SCORE_GATES, "not_worse": SCORE_GATES, "equivalent": SCORE_GATES, "grows": SCORE_GATES,
-    "converges_faster": (AT_CHANCE, CONFOUNDED),
+    "converges_faster": (ON_PLATEAU, AT_CHANCE, CONFOUNDED),
     "more_stable": (CONFOUNDED,), "higher_rate": (CONFOUNDED,), "ratio": (CONFOUNDED,), "slope": (CONFOUNDED,),
     "faster": (CONFOUNDED,),
 }
-ANSWER_GATES = (AT_CHANCE, AT_CEILING, STILL_IMPROVING)
+ANSWER_GATES = (ON_PLATEAU, AT_CHANCE, AT_CEILING, STILL_IMPROVING)
 FINAL_SHARE = rules.FINAL_SHARE
 REMEDY = {AT_CHANCE: "more steps or an easier task",
           AT_CEILING: "a harder task (longer sequences, more keys or a smaller model)",
           CONFOUNDED: "equal steps and data: arms that differ only in what the claim is about"}
+# What takes a task off each trivial plateau (the names normbench/tasks/trivial.py and the tasks give);
+# a plateau not named here gets the last entry.
+TRIVIAL_REMEDY = {
+    "any value from the context": "a set-up where recall is learned, found by pilot (a smaller learning rate, "
+                                  "more steps or fewer key-value pairs)",
+    "unigram model": "more steps or a larger model (past character frequencies)",
+    "bigram model": "more steps or a larger model (past which character follows which)",
+    "majority class": "more steps, a larger model or an easier task (fewer, more distinct classes)",
+    None: "more steps or an easier task",
+}
 
 
 @dataclass(frozen=True)
@@ -180,6 +199,41 @@ def at_ceiling(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame) -> Gate | N
     return None if shown is None else Gate(
         AT_CEILING, f"every arm is at the ceiling ({'; '.join(shown)}; within {rules.ceiling_words(name)} of the best "
                     f"possible {_fmt(rules.best_value(name))} {name}, no run failed)", REMEDY[AT_CEILING])
+
+
+def _plateau_values(frame: pd.DataFrame) -> dict[str, float]:
+    """{trivial solution: its value} of one arm's runs (the first recorded value of each)."""
+    out = {}
+    for column in rules.trivial_columns(frame):
+        values = pd.to_numeric(frame[column], errors="coerce").dropna()
+        if len(values):
+            out[column.removeprefix(rules.TRIVIAL)] = float(values.iloc[0])
+    return out
+
+
+def _held(frame: pd.DataFrame, plateau: str) -> int:
+    """Finished runs of one arm whose best evaluation is held at ``plateau`` (rules.plateaus)."""
+    return int(((rules.plateaus(frame) == plateau) & (frame["status"] == "ok")).sum())
+
+
+def on_plateau(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame) -> Gate | None:
+    """Every arm's finished-run mean sits on one and the same trivial solution of the task (rules.sits_on)."""
+    name, _, _ = _task(runs)
+    if not arms or rules.task_metric(name) is None:
+        return None
+    score = rules.primary_column(runs)
+    per_arm = {arm: (_finished_mean(frame, score), _plateau_values(frame)) for arm, frame in arms.items()}
+    names = [n for n in dict.fromkeys(k for _, found in per_arm.values() for k in found)]
+    for plateau in names:
+        if all(plateau in found and rules.sits_on(mean, name, found[plateau]) for mean, found in per_arm.values()):
+            values = "/".join(_fmt(v) for v in sorted({found[plateau] for _, found in per_arm.values()}))
+            shown = "; ".join(f"{arm}: mean {_fmt(per_arm[arm][0])}, {_held(frame, plateau)} of "
+                              f"{int((frame['status'] == 'ok').sum())} finished runs held at it"
+                              for arm, frame in arms.items())
+            band = f"{'×' if rules.ratio_scale(name) else ''}{rules.plateau_band(name):g}"
+            return Gate(ON_PLATEAU, f"on the task's trivial plateau {plateau} ({values} {name}; {shown}; "
+                                    f"every arm within {band} of it)", TRIVIAL_REMEDY.get(plateau, TRIVIAL_REMEDY[None]))
+    return None
 
 
 def improving(frame: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame | None = None) -> tuple[int, int, int]:
@@ -320,7 +374,8 @@ def check(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame, gates: tuple[str
     """The first gate of ``gates`` (in that order) the arms fail, or None: the comparison can show an effect."""
     arms = {name: frame for name, frame in arms.items() if frame is not None}
     for gate in gates:
-        found = (at_chance(arms, runs) if gate == AT_CHANCE else at_ceiling(arms, runs) if gate == AT_CEILING
+        found = (at_chance(arms, runs) if gate == AT_CHANCE else on_plateau(arms, runs) if gate == ON_PLATEAU
+                 else at_ceiling(arms, runs) if gate == AT_CEILING
                  else still_improving(arms, runs, curves) if gate == STILL_IMPROVING
                  else confounded(arms, own) if gate == CONFOUNDED else None)
         if found is not None:

@@ -17,6 +17,12 @@ these from here:
   declared smallest effect of interest (normbench/records/metrics.py; on the log scale for a ratio metric).
 - **Did not train**: a finished run whose best evaluation never left the metric's chance band is
   a failure, counted like a divergence.
+- **Did not learn the task**: a finished run that trained but whose best evaluation stays at or
+  below one of the task's trivial solutions (the record's ``task.trivial``: mqar's any value from the
+  context, a character model's unigram or bigram model, a classifier's majority class;
+  normbench/tasks/trivial.py), within the metric's chance band of it. It learned a shortcut, not
+  the task: not a failure, but a comparison whose arms all sit on one plateau is not testable
+  (analysis/regime.py).
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ LEVEL = 0.95   # of the intervals shown in tables (a display level, not a test's
 CONFIG_KEY = "optimized_metric"
 PRIMARY, SECONDARY = registry.PRIMARY_SCORE, registry.SECONDARY_SCORE
 NOT_TRAINED = "did not train"
+NOT_LEARNED = "did not learn the task"
+TRIVIAL = "task.trivial."  # the runs frame's columns of the task's trivial solutions: task.trivial.<name>
 
 
 def primary(runs: pd.DataFrame | None = None) -> str:
@@ -118,6 +126,70 @@ def not_trained(runs: pd.DataFrame) -> pd.Series:
         recorded = runs[marked].map(lambda v: v if isinstance(v, bool) else None)
         band = recorded.where(recorded.notna(), band).astype(bool)
     return band & (runs["status"] == "ok")
+
+
+def trivial_columns(runs: pd.DataFrame) -> list[str]:
+    """The runs frame's columns of trivial solutions (task.trivial.<name>), in the frame's order."""
+    return [column for column in runs.columns if str(column).startswith(TRIVIAL)]
+
+
+def plateau_band(name: object) -> float | None:
+    """How near a trivial solution a score sits on it: the metric's chance band (a ratio when ``ratio``)."""
+    found = task_metric(name)
+    return None if found is None else found.chance_band
+
+
+def not_beyond(value: float | None, name: object, plateau: float | None) -> bool:
+    """Whether score ``value`` stays at or below the trivial solution ``plateau``: it does not beat it by
+    more than the band (plateau_band)."""
+    found, band = task_metric(name), plateau_band(name)
+    if found is None or value is None or plateau is None or not (math.isfinite(value) and math.isfinite(plateau)):
+        return False
+    if found.ratio:
+        limit = plateau * band if found.higher_is_better else plateau / band
+    else:
+        limit = plateau + band if found.higher_is_better else plateau - band
+    return value <= limit if found.higher_is_better else value >= limit
+
+
+def sits_on(value: float | None, name: object, plateau: float | None) -> bool:
+    """Whether score ``value`` is within the band of the trivial solution ``plateau``, on either side."""
+    found, band = task_metric(name), plateau_band(name)
+    if found is None or value is None or plateau is None or not (math.isfinite(value) and math.isfinite(plateau)):
+        return False
+    if found.ratio:
+        return value > 0 and plateau > 0 and max(value / plateau, plateau / value) <= band
+    return abs(value - plateau) <= band + 1e-12  # a score exactly at the band's edge is on it
+
+
+def plateaus(runs: pd.DataFrame) -> pd.Series:
+    """Per run: the trivial solution its best evaluation is held at: the worst one it does not get beyond
+    (not_beyond), None where it gets beyond them all or its task declares none."""
+    out = pd.Series(None, index=runs.index, dtype=object)
+    columns = trivial_columns(runs)
+    if runs.empty or not columns:
+        return out
+    best = pd.to_numeric(runs.get(registry.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
+    names = runs.get("task.metric", pd.Series(None, index=runs.index, dtype=object))
+    for index in runs.index:
+        name = names[index]
+        found = task_metric(name)
+        if found is None:
+            continue
+        held = [(float(v), column.removeprefix(TRIVIAL)) for column in columns
+                if math.isfinite(v := pd.to_numeric(runs.at[index, column], errors="coerce"))
+                and not_beyond(best[index], name, float(v))]
+        if held:  # a run at 4.7 bits/char has not beaten the bigram model either, but it is held at the unigram's
+            out[index] = (min(held) if found.higher_is_better else max(held))[1]
+    return out
+
+
+def not_learned(runs: pd.DataFrame) -> pd.Series:
+    """Per run: finished ("ok"), trained (left the chance band), but its best evaluation stays at or below a
+    trivial solution of its task: it "did not learn the task"."""
+    if runs.empty:
+        return pd.Series(False, index=runs.index, dtype=bool)
+    return plateaus(runs).notna() & (runs["status"] == "ok") & ~not_trained(runs)
 
 
 def failed(runs: pd.DataFrame) -> pd.Series:

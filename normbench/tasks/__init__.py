@@ -17,19 +17,23 @@ To add a task: a module here with its config (a ``TaskConfig`` dataclass) and lo
 
 from normbench.tasks.data import Split, TaskConfig, TaskData, TaskDataError
 from normbench.tasks.digits import DigitsConfig
+from normbench.tasks.fortunes import FortunesLmConfig, FortunesTopicConfig
 from normbench.tasks.idx import IdxConfig
 from normbench.tasks.imdb import ImdbConfig
 from normbench.tasks.synthetic import AddingConfig, CopyConfig, MqarConfig
 from normbench.tasks.text import TextConfig
 
 TASK_CONFIGS: dict[str, type[TaskConfig]] = {config.name: config for config in (
-    AddingConfig, CopyConfig, DigitsConfig, IdxConfig, ImdbConfig, MqarConfig, TextConfig)}
+    AddingConfig, CopyConfig, DigitsConfig, FortunesLmConfig, FortunesTopicConfig, IdxConfig, ImdbConfig, MqarConfig,
+    TextConfig)}
 
 __all__ = [
     "TASK_CONFIGS",
     "AddingConfig",
     "CopyConfig",
     "DigitsConfig",
+    "FortunesLmConfig",
+    "FortunesTopicConfig",
     "IdxConfig",
     "ImdbConfig",
     "MqarConfig",

@@ -13,7 +13,7 @@ at every padded step; its splits carry the lengths, which batching by length (``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -101,6 +101,8 @@ class TaskData:
     target: float  # the val metric that counts as solved, for steps-to-target
     seq_len: int  # the longest example
     bucket: bool = False  # train batches of examples of similar length (tasks/batching.py)
+    # {name: the val metric of a trivial solution} (normbench/tasks/trivial.py): a plateau short of the task
+    trivial: dict = field(default_factory=dict)
 
     @property
     def variable_length(self) -> bool:

@@ -265,6 +265,9 @@ def load_mqar(config: MqarConfig, seed: int) -> TaskData:
         metric="accuracy",
         higher_is_better=True,
         chance=1 / config.n_values,  # guessing a value without looking at the context
+        # Any value the context holds: a model that has learned which tokens are values, not which
+        # value belongs to which key, stops here (normbench/tasks/trivial.py).
+        trivial={"any value from the context": 1 / config.n_pairs},
         target=config.target,
         seq_len=2 * config.n_pairs + n_queries,
     )

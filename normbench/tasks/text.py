@@ -15,6 +15,7 @@ from normbench.checks import one_of, require_at_least, require_name, require_spl
 from normbench.tasks.data import (NOT_SCORED, PAD_TOKEN, Split, TaskConfig, TaskData, TaskDataError, draw_bytes,
                                   resolve_path)
 from normbench.tasks.files import MIB, read_regular_file
+from normbench.tasks.trivial import ngram_bits
 
 TEXT_EXAMPLES = ("windows", "lines", "paragraphs")  # what one example is
 
@@ -142,7 +143,7 @@ def load_units(config: TextConfig, path: Path, text: str, alphabet: np.ndarray, 
                     n_outputs=len(alphabet), readout="every_step", loss="cross_entropy", metric="bpc",
                     higher_is_better=False, chance=unigram_entropy_bits(np.concatenate(pools[0])),
                     target=config.target, seq_len=max(split.x.shape[1] for split in (train, val, test)),
-                    bucket=config.bucket)
+                    bucket=config.bucket, trivial=ngram_bits(train, val, len(alphabet)))
 
 
 def load_text(config: TextConfig, seed: int) -> TaskData:
@@ -182,4 +183,5 @@ def load_text(config: TextConfig, seed: int) -> TaskData:
         chance=unigram_entropy_bits(streams[0]),
         target=config.target,
         seq_len=config.length,
+        trivial=ngram_bits(train, val, len(alphabet)),
     )

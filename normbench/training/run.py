@@ -299,7 +299,7 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     require_memory(cfg.task.tensor_bytes(), "the task's tensors", device)
     task = load_task(cfg.task, cfg.seed)
     fields["task"] = {"name": task.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
-                      "chance": task.chance, "target": task.target, "seq_len": task.seq_len,
+                      "chance": task.chance, "trivial": dict(task.trivial), "target": task.target, "seq_len": task.seq_len,
                       "n_train": len(task.train.y), "n_val": len(task.val.y), "n_test": len(task.test.y)}
     if cfg.batch_size > len(task.train.y):  # a silent clamp would record a batch size that never ran
         raise ConfigError(f"batch_size={cfg.batch_size} is larger than the {len(task.train.y)} training "

@@ -29,7 +29,7 @@ SIMPLE_TYPES = {int, float, str, bool, typing.Optional[str], typing.Optional[int
 
 
 def test_registry_names_every_task_by_its_own_name():
-    assert set(TASK_CONFIGS) == {"adding", "copy", "digits", "mqar", "text", "imdb", "idx"}
+    assert set(TASK_CONFIGS) == {"adding", "copy", "digits", "mqar", "text", "imdb", "idx", "fortunes_lm", "fortunes_topic"}
     for name, config_class in TASK_CONFIGS.items():
         assert config_class().name == name
 
