@@ -3,6 +3,9 @@
     python -m normbench study [OVERRIDES ...] [--budget 30m] [--pilot 3] [--step 2] [--max-seeds 11]
                               [--alpha 0.05] [--jobs 2] [--out DIR]
 
+0. **Learning rates** (normbench/studies/lr_protocol.py): a study whose sweep gives ``lr`` a grid is
+   tuned per arm: each arm runs the grid on selection seeds (DIR/selection), its lr is chosen there, and
+   every round below runs each arm at its own lr (``role=evaluation``); the looks read those runs only.
 1. **Pilot**: ``python -m normbench -m OVERRIDES seed=0..pilot-1`` into DIR/round-1 (the sweep
    file's own seed list is replaced by the runner's).
 2. **Look**: the study's questions are its claims (analysis/claims, each part) and its ranking
