@@ -120,6 +120,8 @@ def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, floa
     """One file per arm with a chosen lr; returns (file name, label, lr) of each. Reads the selection records only."""
     from normbench.analysis import aggregate
     from normbench.records.reading import find_records
+    import pandas as pd
+
     from normbench.analysis.tuning import chosen_lrs, with_arms
 
     records = find_records([selection_dir])
@@ -133,7 +135,7 @@ def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, floa
         old.unlink()  # a link among them goes, never what it points to
     written = []
     for index, row in enumerate(choice.itertuples(index=False)):
-        if row.chosen_lr is None:
+        if row.chosen_lr is None or pd.isna(row.chosen_lr):  # a column of lrs holds NaN for an arm without one
             print(f"normbench.tune: {row.task}, {row.arm_label}: no lr chosen ({row.why}); not evaluated",
                   file=sys.stderr)
             continue

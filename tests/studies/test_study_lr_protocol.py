@@ -104,3 +104,30 @@ def test_a_tiny_tuned_study_selects_then_compares_at_each_arms_lr(tmp_path):
     assert result.stdout.count("normbench.study: selected lr ") == 2
     report = (tmp_path / "report.md").read_text()
     assert "Learning rate: tuned per arm: grid 0.001, 0.003, 0.01 on selection seeds 1000, 1001" in report
+
+
+def _record_factory():
+    """tests/report/conftest.py's crafted-record writer (as tests/analysis/conftest.py loads it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("record_factory", ROOT / "tests" / "report" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_record
+
+
+def test_an_arm_without_a_chosen_lr_is_left_out_not_a_crash(tmp_path):
+    """One arm trains at some lr, the other never trains (its lr column is NaN beside a float): the arm files
+    hold the first only (a NaN once passed the 'no lr chosen' check and stopped the study)."""
+    from normbench.studies.tune import write_arms
+
+    write_record, index = _record_factory(), 0
+    for norm, scores in (("ln", {1e-3: 0.9, 1e-2: 0.95, 3e-2: 0.92}), ("none", {1e-3: None, 1e-2: None, 3e-2: None})):
+        for lr, score in scores.items():
+            for seed in lr_protocol.SELECTION_SEEDS:
+                write_record(tmp_path / "selection", f"r{index}", seed=seed, status="ok" if score else "diverged",
+                             best_val=score, axes={"norm": norm, "lr": lr, "role": "selection",
+                                                   "placement": "none" if norm == "none" else "pre"})
+                index += 1
+    written = write_arms(tmp_path / "selection", tmp_path / "arms")
+    assert [(label.split(": ")[1], lr) for _, label, lr in written] == [("norm=ln, placement=pre", 1e-2)]
