@@ -129,7 +129,10 @@ def _flatten(record: RunRecord) -> dict:
     arms = study.get("arms") if isinstance(study.get("arms"), list) else []
     row.update({"study": str(study.get("id") or NO_STUDY), "study.name": str(study.get("name") or NO_STUDY),
                 "study.purpose": str(study.get("purpose") or _purpose(study.get("name"))), "study.command": str(study.get("command") or ""),
-                "study.arms": ",".join(str(a) for a in arms)})
+                "study.arms": ",".join(str(a) for a in arms),
+                # how the study set its arms' lrs (studies/lr_protocol.py); absent in older records
+                "study.lr_protocol": study.get("lr_protocol") if isinstance(study.get("lr_protocol"), str) else None,
+                "study.lr_why": study.get("lr_why") if isinstance(study.get("lr_why"), str) else None})
     if known:
         row.update({f"axes.{k}": v for k, v in known.settings.items() if _is_scalar(v)})
     for group in ("axes", "task", "metrics", "throughput"):

@@ -27,7 +27,7 @@ from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
 from normbench.analysis.aggregate import NO_STUDY
 from normbench.report.figures import METRIC_RANGE
-from normbench.analysis import decisions, regime, rules
+from normbench.analysis import decisions, lr_protocol, regime, rules
 from normbench.analysis.ranking import EVALUATION, design_power
 from normbench.report.tables import interval, number
 
@@ -50,6 +50,7 @@ class TaskAnswer:
     design: str = ""              # the study's sequential design: looks, levels, stop reason
     regime: str = ""              # "not testable here: REASON — testable with WHAT" (analysis/regime.py), "" when testable
     scale: str = ""               # what it was measured at (regime.scale_text)
+    lr: str = ""                  # how the arms' lrs were set: tuned per arm, shared or fixed (analysis/lr_protocol.py)
 
 
 def _interval(low: float, high: float, metric: str) -> str:
@@ -284,14 +285,22 @@ def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-def answers(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], designs: dict | None = None) -> list[TaskAnswer]:
+def answers(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], designs: dict | None = None,
+            every_run: pd.DataFrame | None = None) -> list[TaskAnswer]:
     """One answer per comparison (study and task), in the leaderboard's order; ``designs``: each
-    study's sequential design (its looks, levels and stop reason are stated in its answer)."""
+    study's sequential design (its looks, levels and stop reason are stated in its answer);
+    ``every_run``: the runs with a tuned study's selection runs, which name its lr grid and choices."""
+    every_run = runs if every_run is None else every_run
     if summary.empty:
         return []
     result = []
     for _, rows in summary.groupby("comparison" if "comparison" in summary else "task", sort=False):
         design = (designs or {}).get(str(rows["study"].iloc[0])) if "study" in rows else None
-        result.append(comparison_answer(rows, runs[runs["group"].isin(rows["group"])], design))
+        mine = runs[runs["group"].isin(rows["group"])]
+        answer = comparison_answer(rows, mine, design)
+        study_runs = (every_run[every_run["study"] == rows["study"].iloc[0]] if "study" in rows and "study" in every_run
+                      else every_run)
+        answer.lr = lr_protocol.comparison_text(mine, study_runs)
+        result.append(answer)
     return result
 

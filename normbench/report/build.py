@@ -297,7 +297,7 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
     if summary.empty:
         return {"tasks": [], "blocks": [], "figures": [], "rule": tables.RANKING_RULE, "note": ""}
-    note = ""
+    note, every_run = "", runs  # the selection runs still name a tuned study's lr grid and choices
     if "axes.role" in runs and (runs["axes.role"] == "evaluation").any():
         # A tuned study: selection runs chose each arm's lr, so their scores flatter it; its answer
         # rests on the evaluation runs alone (the tuned comparison ranks them on the test metric). Other studies stay.
@@ -307,7 +307,7 @@ def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
         note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
                 "selection runs, fresh seeds); the tuned comparison below ranks them on the test metric.")
     metrics = study_figures.task_metrics(summary)
-    tasks = answers.answers(runs, summary, axes, designs)  # per study and task, in summary order
+    tasks = answers.answers(runs, summary, axes, designs, every_run)  # per study and task, in summary order
     blocks, start = [], 0
     for study in study_figures.studies_of(summary):
         count = study.rows["comparison" if "comparison" in study.rows else "task"].nunique()  # one answer each

@@ -3,6 +3,9 @@
     python -m normbench study [OVERRIDES ...] [--budget 30m] [--pilot 3] [--step 2] [--max-seeds 11]
                               [--alpha 0.05] [--jobs 2] [--out DIR]
 
+0. **Learning rates** (normbench/studies/lr_protocol.py): a study whose sweep gives ``lr`` a grid is
+   tuned per arm: each arm runs the grid on selection seeds (DIR/selection), its lr is chosen there, and
+   every round below runs each arm at its own lr (``role=evaluation``); the looks read those runs only.
 1. **Pilot**: ``python -m normbench -m OVERRIDES seed=0..pilot-1`` into DIR/round-1 (the sweep
    file's own seed list is replaced by the runner's).
 2. **Look**: the study's questions are its claims (analysis/claims, each part) and its ranking
@@ -289,9 +292,51 @@ def own_records(folder: Path, study: str) -> list:
 
 def _runs(folder: Path, study: str):
     from normbench.analysis import aggregate
+    from normbench.analysis.lr_protocol import compared_runs
 
     runs, _ = aggregate.distinct_runs(aggregate.runs_frame(own_records(folder, study)))
+    runs = compared_runs(runs)  # a study tuned per arm: its evaluation runs answer, its selection runs chose
     return aggregate.label_groups(runs, aggregate.varying_axes(runs))
+
+
+def lr_plan(overrides: list[str]):
+    """The study's lr protocol (normbench/studies/lr_protocol.py); a declaration the sweep contradicts is
+    the user's input, refused before any run."""
+    from normbench.studies.lr_protocol import ProtocolError, resolve
+
+    _, params, path = _sweep_params(overrides)
+    try:
+        return resolve(overrides, params, path)
+    except ProtocolError as error:
+        raise StudyArgumentError(str(error)) from None
+
+
+def _select_lrs(overrides: list[str], out: Path, args: argparse.Namespace, study: dict, started: float) -> list[str] | None:
+    """A tuned study's selection stage (normbench/studies/lr_protocol.py) inside the budget: the rounds'
+    overrides (each arm at its chosen lr), or None when it could not choose (its line printed)."""
+    from normbench.studies import lr_protocol
+
+    left = args.budget_s - (time.monotonic() - started)
+    try:
+        code = _normbench(overrides + ["role=selection"], lr_protocol.SELECTION_SEEDS, out / lr_protocol.SELECTION,
+                          args.jobs, study, timeout_s=max(left, 0.0))
+    except children.OutOfTime:
+        print(f"normbench.study: the budget ({args.budget_s:g} s) ran out while selecting the lrs; its jobs were "
+              f"stopped (interrupted: a larger --budget resumes them)", file=sys.stderr, flush=True)
+        return None
+    if code not in (0, 1):
+        print(f"normbench.study: the lr selection did not run (exit {code})", file=sys.stderr)
+        return None
+    try:
+        arms = lr_protocol.choose(out)
+    except OSError as error:  # a link or a file planted where the arms' folder goes
+        print(f"normbench.study: cannot write the arm files: {' '.join(str(error).split())[:300]}", file=sys.stderr)
+        return None
+    if not arms:
+        print("normbench.study: no arm has a selected lr (each needs 2 selection runs at some lr, one finished)",
+              file=sys.stderr)
+        return None
+    return lr_protocol.evaluation_overrides(overrides, out, arms)
 
 
 def run_study(overrides: list[str], args: argparse.Namespace) -> int:
@@ -301,17 +346,24 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     _check_out(out)
     plan = Plan.rounds(args.pilot, args.step, args.max_seeds, args.alpha)
     asked = [o for o in overrides if not o.lstrip("+~").split("=", 1)[0].startswith(("hydra/", "hydra."))]
-    study = study_of(asked)  # where its jobs run is not the question: a launcher changes no study id
+    lr = lr_plan(asked)
+    study = lr.stamp(study_of(asked))  # where its jobs run is not the question: a launcher changes no study id
     check_config(asked)
     log = {"study_name": study["name"], "overrides": overrides, "alpha": args.alpha,
            "looks": list(plan.looks), "levels": plan.levels(), "budget_s": args.budget_s,
            "spending": "Lan-DeMets O'Brien-Fleming type, Bonferroni over looks", "rounds": []}
     started, done, status = time.monotonic(), 0, 0
+    rounds = overrides
+    if lr.kind == "tuned":  # each arm at its own lr: chosen on selection seeds, the rounds at the chosen lrs
+        log["lr_grid"] = list(lr.grid)
+        rounds = _select_lrs(overrides, out, args, study, started)
+        if rounds is None:
+            return 1
     for look, (seeds, level) in enumerate(zip(plan.looks, plan.levels()), start=1):
         round_started = time.monotonic()
         left = args.budget_s - (round_started - started)
         try:  # the budget bounds every round, the pilot's too: past it the round is stopped (its runs resume)
-            code = _normbench(overrides, range(done, seeds), out / f"round-{look}", args.jobs, study,
+            code = _normbench(rounds, range(done, seeds), out / f"round-{look}", args.jobs, study,
                               timeout_s=max(left, 0.0))
         except children.OutOfTime:
             print(f"normbench.study: the budget ({args.budget_s:g} s) ran out during round {look}; its jobs were "

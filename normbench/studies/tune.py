@@ -47,7 +47,7 @@ GROUPS = {"task": "name", "model": "family", "norm": "kind", "placement": "name"
           "optim": "name"}  # config group -> the field naming the option that was chosen
 
 
-def _passthrough(overrides: list[str]) -> list[str]:
+def passthrough(overrides: list[str]) -> list[str]:
     """Overrides that say how jobs run, not what they train: Hydra's own and the harness keys."""
     kept = []
     for override in overrides:
@@ -121,6 +121,8 @@ def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, floa
     """One file per arm with a chosen lr; returns (file name, label, lr) of each. Reads the selection records only."""
     from normbench.analysis import aggregate
     from normbench.records.reading import find_records
+    import pandas as pd
+
     from normbench.analysis.tuning import chosen_lrs, with_arms
 
     records = find_records([selection_dir])
@@ -134,7 +136,7 @@ def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, floa
         old.unlink()  # a link among them goes, never what it points to
     written = []
     for index, row in enumerate(choice.itertuples(index=False)):
-        if row.chosen_lr is None:
+        if row.chosen_lr is None or pd.isna(row.chosen_lr):  # a column of lrs holds NaN for an arm without one
             print(f"normbench.tune: {row.task}, {row.arm_label}: no lr chosen ({row.why}); not evaluated",
                   file=sys.stderr)
             continue
@@ -249,7 +251,7 @@ def _tune(argv: list[str] | None) -> int:
         arms_path = hydra_quoted(f"file://{out / 'arms'}")
     except ValueError as err:
         parser.error(f"--out: {err}")
-    harness = _passthrough(args.overrides)
+    harness = passthrough(args.overrides)
     clash = planned_selection_seeds(args.overrides) & set(seeds)
     if clash:
         parser.error(f"--evaluation-seeds {sorted(clash)[:5]} are selection seeds too; choose others (the default is "

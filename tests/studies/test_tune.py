@@ -11,7 +11,7 @@ from normbench.studies.app import objective
 from normbench.configuration.config import config_dir
 from normbench.configuration.contract import group_hash
 from normbench.configuration.schema import ConfigError
-from normbench.studies.tune import _passthrough, arm_file
+from normbench.studies.tune import passthrough, arm_file
 
 
 @pytest.mark.parametrize("summary, expected", [
@@ -49,7 +49,7 @@ def test_an_arm_file_reproduces_the_recorded_config_at_the_chosen_lr(compose, tm
 
 
 def test_only_how_jobs_run_passes_to_the_evaluation_stage():
-    kept = _passthrough(["norm=ln,none", "hydra/launcher=local", "hydra.launcher.n_jobs=2", "threads=1",
+    kept = passthrough(["norm=ln,none", "hydra/launcher=local", "hydra.launcher.n_jobs=2", "threads=1",
                          "task.limit_train=500", "steps=100"])
     assert kept == ["hydra/launcher=local", "hydra.launcher.n_jobs=2", "threads=1"]
 

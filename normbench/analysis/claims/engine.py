@@ -74,7 +74,7 @@ from normbench.analysis.claims.parts import evaluate_part
 from normbench.analysis.claims.vocabulary import (CONTRADICTED, DEPENDS, INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE, SCORE,
                                                 SUPPORTED, Claim, Extreme, Part, PartSpec, Verdict, axis, describe, metric,
                                                 select, values_text)
-from normbench.analysis import regime, rules
+from normbench.analysis import lr_protocol, regime, rules
 from normbench.analysis.intervals import ALPHA, decision_level
 
 
@@ -317,7 +317,9 @@ def _checked(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
 
 def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     """A claim within one study: judged within each setting where it applies; the headline is the
-    setting with most seeds, the others listed with it by name and verdict, never averaged into it."""
+    setting with most seeds, the others listed with it by name and verdict, never averaged into it.
+    A study tuned per arm is judged on its evaluation runs, each arm at its own lr (analysis/lr_protocol.py)."""
+    runs, lr_note = lr_protocol.claim_runs(runs, compares_lr="lr" in claim.compare)
     runs, why = relevant(claim, runs)
     if why:
         return not_applicable(why)
@@ -344,8 +346,9 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
                  f"{name}'s (most seeds); the others: " + "; ".join(f"{n}: {v.status}" for n, v in others[:6])
                  + (" …" if len(others) > 6 else "") + "." if others else
                  f" Judged within {name}." if name else "")
-    verdict.explanation += where
-    verdict.context += where
+    # the lr note joins a text that says something; alone it would read as the verdict's reason
+    verdict.explanation += where + (lr_note if verdict.explanation.strip() else "")
+    verdict.context += where + (lr_note if verdict.context.strip() else "")
     return verdict
 
 

@@ -1,0 +1,95 @@
+"""Each arm at its own learning rate: a tuned study's claims, answers and protocol, on crafted records."""
+
+import pandas as pd
+import pytest
+
+from normbench.analysis import lr_protocol
+from normbench.analysis.claims import CONTRADICTED, NOT_APPLICABLE, SUPPORTED, evaluate_claims
+
+GRID = (1e-3, 3e-3, 1e-2)
+PREFERS = {"ln": 1e-2, "dyt": 1e-2, "none": 1e-3}  # the arms' best lrs differ: no shared lr serves all three
+STUDY = {"schema": "normbench.study/1", "id": "0123456789ab", "name": "dyt_vs_ln", "purpose": "DyT vs LN.",
+         "swept": ["norm", "lr", "seed"], "arms": ["norm", "lr"], "command": "python -m normbench -m +sweep=dyt_vs_ln"}
+
+
+def _axes(norm: str, lr: float, role: str) -> dict:
+    return {"model": "transformer", "norm": norm, "placement": "none" if norm == "none" else "pre", "lr": lr,
+            "role": role}
+
+
+def _score(norm: str, lr: float, seed: int) -> float:
+    """0.90 at the arm's own lr (none 0.85), 0.3 lower at every other: at any one shared lr some arm is far
+    off its best, so only a comparison at each arm's own lr sees LN beat none and DyT match LN."""
+    best = 0.85 if norm == "none" else 0.90
+    return best - (0 if lr == PREFERS[norm] else 0.3) + 0.002 * (seed % 3 - 1)
+
+
+def tuned_records(protocol: str | None = "tuned") -> list[dict]:
+    study = {**STUDY, **({"lr_protocol": protocol} if protocol else {})}
+    selection = [{"seed": seed, "best_val": _score(norm, lr, seed), "axes": _axes(norm, lr, "selection"),
+                  "study": study} for norm in PREFERS for lr in GRID for seed in (1000, 1001)]
+    evaluation = [{"seed": seed, "best_val": _score(norm, PREFERS[norm], seed),
+                   "axes": _axes(norm, PREFERS[norm], "evaluation"), "study": study}
+                  for norm in PREFERS for seed in (0, 1, 2)]
+    return selection + evaluation
+
+
+def test_a_tuned_study_compares_each_arm_at_its_own_lr(runs_of):
+    runs = runs_of(*tuned_records())
+    verdicts = {c.id: v for c, v in evaluate_claims(runs)}
+    dyt = verdicts["dyt_matches_ln"]
+    # judged on the evaluation runs (3 seeds an arm), not split by lr or role: DyT at 0.01 matches LN at 0.01,
+    # LN at 0.01 beats no norm at its own 0.001
+    assert dyt.status == SUPPORTED, dyt.explanation
+    assert "own learning rate" in dyt.explanation and "0.001, 0.01" in dyt.explanation
+    view, _ = lr_protocol.claim_runs(runs, compares_lr=False)
+    assert set(view["seed"]) == {0, 1, 2} and "axes.lr" not in view
+
+
+def test_the_same_records_at_each_lr_alone_would_not_compare_the_arms_at_their_best(runs_of):
+    """The crafted design is one where the protocol matters: on the selection runs (each lr a setting) the
+    claim splits by lr and no lr gives the tuned answer everywhere."""
+    selection = [r for r in tuned_records(protocol=None) if r["axes"]["role"] == "selection"]
+    verdict = {c.id: v for c, v in evaluate_claims(runs_of(*selection))}["dyt_matches_ln"]
+    assert verdict.status != SUPPORTED
+
+
+def test_a_claim_about_the_lr_reads_the_selection_grid(runs_of):
+    runs = runs_of(*tuned_records())
+    view, note = lr_protocol.claim_runs(runs, compares_lr=True)
+    assert set(view["axes.role"]) == {"selection"} and not note
+
+
+def test_each_answer_states_the_protocol_the_grid_and_each_arms_lr(runs_of):
+    runs = runs_of(*tuned_records())
+    evaluation = runs[runs["axes.role"] == "evaluation"]
+    text = lr_protocol.comparison_text(evaluation, runs)
+    assert text.startswith("Learning rate: tuned per arm: grid 0.001, 0.003, 0.01 on selection seeds 1000, 1001")
+    assert "0.001 for norm=none" in text and "0.01 for norm=ln" in text and "fresh seeds 0, 1, 2" in text
+    selection = runs[runs["axes.role"] == "selection"]
+    assert "answer nothing themselves" in lr_protocol.comparison_text(selection, runs)
+
+
+@pytest.mark.parametrize("declared, lrs, words", [
+    ("fixed", [0.01], "fixed by the question: 0.01 (warm-up shows at a large lr)."),
+    (None, [0.01], "one lr shared by every arm (0.01), not tuned per arm"),
+    (None, [0.001, 0.01], "swept as an arm"),
+])
+def test_fixed_shared_and_swept_lrs_say_so(runs_of, declared, lrs, words):
+    study = {**STUDY, **({"lr_protocol": declared, "lr_why": "warm-up shows at a large lr"} if declared else {})}
+    runs = runs_of(*[{"seed": s, "best_val": 0.9, "axes": {"norm": n, "lr": lr}, "study": study}
+                     for n in ("ln", "none") for lr in lrs for s in (0, 1)])
+    assert words in lr_protocol.comparison_text(runs, runs)
+    assert lr_protocol.compared_runs(runs) is runs  # only a tuned study drops runs
+
+
+def test_an_older_tuned_study_is_recognised_by_its_roles(runs_of):
+    runs = runs_of(*tuned_records(protocol=None))
+    assert lr_protocol.kind_of(runs) == "tuned"
+    assert set(lr_protocol.compared_runs(runs)["axes.role"]) == {"evaluation"}
+
+
+def test_a_study_block_with_a_protocol_that_is_not_text_is_read_as_none(runs_of):
+    runs = runs_of({"seed": 0, "best_val": 0.9, "study": {**STUDY, "lr_protocol": {"kind": "tuned"}}})
+    assert runs["study.lr_protocol"].isna().all() and lr_protocol.kind_of(runs) == "shared"
+    assert isinstance(runs, pd.DataFrame)
