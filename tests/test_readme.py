@@ -208,7 +208,7 @@ def test_the_docs_name_the_metric_compare_compares():
     from normbench.analysis import rules
     from normbench.studies import compare
 
-    assert rules.PRIMARY == "final_val" and compare.METRICS[rules.PRIMARY]
+    assert rules.PRIMARY == "final_val" and compare.SCORE_COLUMNS[rules.PRIMARY]
     for page in (README, ROOT / "docs" / "ci.md"):
         text = " ".join(page.read_text().split())
         assert "(`metrics.final_val`, the last validation value" in text, page

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from normbench.analysis import regime, rules
-from normbench.analysis.ranking import best_set, comparisons
+from normbench.analysis.ranking import best_set, comparison_score, comparisons
 from normbench.records.record import RESULT_STATUSES
 
 GATED, DECIDED, UNDECIDED, UNRANKED = "not testable here", "decided", "undecided", "not ranked"
@@ -73,7 +73,7 @@ def _open_pairs(mine: pd.DataFrame, ranked, level: float, higher: bool, score: s
     from normbench.analysis.sequential import decide
 
     sign = 1.0 if higher else -1.0
-    finished = mine[(mine["status"] == "ok") & ~rules.not_trained(mine)]
+    finished = mine[(mine["status"] == "ok") & ~rules.did_not_train(mine)]
     name = mine["task.metric"].iloc[0] if "task.metric" in mine else None
     scores = {g: sign * rules.to_scale(finished.loc[finished["group"] == g, score], name) for g in ranked.order}
     delta = rules.margin(name)[0]  # the smallest effect of interest every claim part uses
@@ -95,7 +95,8 @@ def decisions(runs: pd.DataFrame, level: float) -> list[Decision]:
         condition = str(mine["condition"].iloc[0]) if "condition" in mine else ""
         task += f" at {condition}" if condition and condition != "nan" else ""  # as the report names it
         higher = bool(mine["task.higher_is_better"].iloc[0])
-        ranked = best_set(mine, higher, score=score, alpha=level)
+        ranks_on = comparison_score(mine, score)  # as the leaderboard ranks it (a tuned study's evaluation: test)
+        ranked = best_set(mine, higher, score=ranks_on, alpha=level)
         label = (mine.groupby("group", sort=False)["arm"].first() if "arm" in mine else pd.Series(dtype=object))
         name = lambda g: str(label.get(g, g))  # noqa: E731 - a label lookup, three uses below
         gate = gate_of(mine, [*ranked.order, *(g for g in mine["group"].unique() if g not in ranked.order)])
@@ -105,7 +106,7 @@ def decisions(runs: pd.DataFrame, level: float) -> list[Decision]:
         if ranked.best is None:
             out.append(Decision(study, task, UNRANKED))
             continue
-        pairs = _open_pairs(mine, ranked, level, higher, score)
+        pairs = _open_pairs(mine, ranked, level, higher, ranks_on)
         worse = tuple(name(g) for g in ranked.order if g not in ranked.members)
         out.append(Decision(study, task, UNDECIDED if pairs else DECIDED, name(ranked.best),
                             tuple(name(g) for g in ranked.order), worse, tuple(pairs)))

@@ -207,7 +207,7 @@ def not_learned(runs: pd.DataFrame) -> pd.Series:
     trivial solution of its task: it "did not learn the task"."""
     if runs.empty:
         return pd.Series(False, index=runs.index, dtype=bool)
-    return plateaus(runs).notna() & (runs["status"] == "ok") & ~not_trained(runs)
+    return plateaus(runs).notna() & (runs["status"] == "ok") & ~did_not_train(runs)
 
 
 def failed(runs: pd.DataFrame) -> pd.Series:

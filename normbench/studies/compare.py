@@ -38,14 +38,14 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from normbench.records.metrics import path, viewed
+from normbench.records.metrics import SCORES, path, viewed
 from normbench.records.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
 from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
 from normbench.records.reading import find_records, quiet_numerics
 from normbench.report.render import markdown_text
 
-SCORE_COLUMNS = {key: path(key) for key in ("final_val", "best_val", "test")}  # the scores compare gates on
+SCORE_COLUMNS = {key: path(key) for key in (*SCORES, "test")}  # the scores compare gates on
 # Shown with intervals; gated only where the module docstring says.
 GRADIENTS = tuple(path(key) for key in viewed("compare"))
 STEP_TIME = "throughput.step_ms_median"
