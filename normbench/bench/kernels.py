@@ -60,6 +60,9 @@ TARGET_BYTES = 32 * 2**20
 QUICK_SHAPES = ((256, 64), (64, 256), (32, 1024))
 HALF_DTYPES = ("bf16", "fp16")
 OWN_DTYPE_IMPLS = ("reference", "torch_compile")  # in bf16/fp16 they compute in it: not auto's rivals there
+# (kind, impl) that compute bf16/fp16 in fp32 and round once where the kind's formula rounds after each op:
+# another arithmetic there, not auto's rivals either (DynamicTanhCompiled.runs_on says why auto runs the formula)
+ROUNDS_ONCE = {("dyt", "compiled"), ("derf", "compiled")}
 DEFAULT_WIDTHS = (64, 1024)  # RMSNorm's default is held to LayerNorm's at widths in this range
 # the elementwise kinds' defaults (their compiled kernel on a CPU) are held to LayerNorm's default at the same widths
 # (issue 48: an elementwise norm should not cost more than a LayerNorm of its width); the table sets DyT beside RMSNorm
@@ -232,7 +235,8 @@ def _rows(base: dict, timings: dict[tuple, Timing], skipped: dict[tuple, str]) -
         ln_default, rms_default = timings.get(("ln", "auto", pass_)), timings.get(("rms", "auto", pass_))
         # auto runs native's arithmetic: in bf16/fp16 it is not held to impls that compute in that dtype
         rivals = [i for (k, i, p) in timings if (k, p) == (kind, pass_) and i not in (impl, "copy")
-                  and not (impl == "auto" and base["dtype"] in HALF_DTYPES and i in OWN_DTYPE_IMPLS)]
+                  and not (impl == "auto" and base["dtype"] in HALF_DTYPES
+                           and (i in OWN_DTYPE_IMPLS or (kind, i) in ROUNDS_ONCE))]
         fastest_name = min(rivals, key=lambda i: timings[(kind, i, pass_)].median, default=None)
         fastest = timings[(kind, fastest_name, pass_)] if fastest_name else None
         peak = base.get("peak_gbps")
@@ -477,13 +481,19 @@ def elementwise_ratios(rows: list[dict], command: str) -> list[RatioLine]:
                 by_width = {r["hidden"]: r["time_vs_default_ln"] for r in rows
                             if (r["dtype"], r["kind"], r["impl"], r["pass"], r.get("status")) == (dtype, kind, "auto", pass_, "ok")
                             and low <= r["hidden"] <= high and r.get("time_vs_default_ln") is not None}
+                compiled = {r["hidden"]: r["time_vs_default_ln"] for r in rows
+                            if (r["dtype"], r["kind"], r["impl"], r["pass"], r.get("status")) == (dtype, kind, "compiled", pass_, "ok")
+                            and low <= r["hidden"] <= high and r.get("time_vs_default_ln") is not None}
                 if by_width:
                     worst = max(by_width, key=by_width.get)
+                    also = ("; norm.impl=compiled (fp32 arithmetic, rounded once): "
+                            + ", ".join(f"{h} {v:.2f}" for h, v in sorted(compiled.items()))) \
+                        if dtype in HALF_DTYPES and compiled else ""
                     lines.append(RatioLine(f"default {kind} time, {dtype} {_pass_name(pass_)}, worst width {low}-{high}",
                                            by_width[worst], "default LayerNorm", command,
                                            target=target if pass_ == "fwd+bwd" else None,
                                            note=f"worst: {worst}; per width: "
-                                                + ", ".join(f"{h} {v:.2f}" for h, v in sorted(by_width.items()))))
+                                                + ", ".join(f"{h} {v:.2f}" for h, v in sorted(by_width.items())) + also))
     return lines
 
 

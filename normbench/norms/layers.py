@@ -424,6 +424,9 @@ class DynamicErf(DynamicTanh):
         return y if self.weight is None else y * self.weight + self.bias
 
 
+FULL_PRECISION = (torch.float32, torch.float64)
+
+
 class DynamicTanhCompiled(DynamicTanh):
     """impl="compiled": normbench's own CPU kernel (norms/elementwise.cpp: one vectorized pass over each row
     each way, f(u) recomputed in the backward) for fp32/fp64/bf16/fp16 on a CPU (bf16/fp16 computed in fp32);
@@ -432,8 +435,11 @@ class DynamicTanhCompiled(DynamicTanh):
 
     @staticmethod
     def runs_on(device_type: str, dtype: torch.dtype) -> bool:
-        """Whether the compiled kernel, not the formula, runs for inputs of this device and dtype."""
-        return elementwise_cpu.runs_on(device_type, dtype)
+        """Whether impl=auto runs the kernel for inputs of this device and dtype: fp32 and fp64 on a CPU. In
+        bf16/fp16 the kernel computes in fp32 and rounds once, where the formula rounds after each op (alpha x,
+        tanh, the gain, the bias): another arithmetic, which auto never runs (dispatch.py). The default
+        norm.fp32=true hands the norm fp32 inputs under autocast; norm.impl=compiled runs bf16/fp16 too."""
+        return dtype in FULL_PRECISION and elementwise_cpu.runs_on(device_type, dtype)
 
     def forward(self, x, step=None):
         if elementwise_cpu.usable(x, self.weight, self.bias):
@@ -445,7 +451,7 @@ class DynamicErfCompiled(DynamicErf):
     """impl="compiled" of Derf: the kernel of DynamicTanhCompiled with erf (its own float erf, within 2 ulp,
     tested); the PyTorch formula wherever the kernel does not run."""
 
-    runs_on = DynamicTanhCompiled.runs_on
+    runs_on = staticmethod(DynamicTanhCompiled.runs_on)
 
     def forward(self, x, step=None):
         if elementwise_cpu.usable(x, self.weight, self.bias):

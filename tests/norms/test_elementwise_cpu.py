@@ -194,3 +194,31 @@ def test_norm_impl_stays_out_of_dyt_and_derf_identity_but_for_compiled_by_name(k
         assert "impl" not in _identity(kind, impl), impl
     assert _identity(kind, "compiled")["impl"] == "compiled"  # asked for by name: its own setting, as rms's
     assert _identity("rms", "native")["impl"] == "native" and _identity("ln", "reference")["impl"] == "reference"
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["dyt", "derf"])
+def test_auto_keeps_the_formulas_arithmetic_in_bf16_and_fp16(kind):
+    """The kernel rounds bf16 once, the formula after each op: auto runs the formula there (its own arithmetic,
+    what norm.fp32=false measures), and the kernel in fp32 (what the default norm.fp32=true hands the norm)."""
+    auto = build_norm(kind, 16, fp32=False).norm
+    x = torch.randn(5, 16)
+    for dtype in (torch.bfloat16, torch.float16):
+        module = build_norm(kind, 16).norm.to(dtype)
+        torch.testing.assert_close(module(x.to(dtype)), build_norm(kind, 16, impl="native").norm.to(dtype)(x.to(dtype)),
+                                   rtol=0, atol=0)
+        assert module.chosen == "native"
+    auto(x)
+    assert auto.chosen == "compiled"
+    named = build_norm(kind, 16, impl="compiled").norm.to(torch.bfloat16)
+    assert elementwise_cpu.usable(x.bfloat16(), named.weight, named.bias)  # asked for by name, it runs bf16
+
+
+@needs_kernel
+def test_in_bf16_the_bench_does_not_hold_the_default_to_the_kernel_of_another_arithmetic():
+    from normbench.bench import kernels
+
+    rows = kernels.measure_shape(8, 64, "bf16", torch.device("cpu"), kinds=("dyt",),
+                                 impls=("native", "auto", "compiled"), repeats=1, min_loop_s=1e-5)
+    (auto,) = [r for r in rows if (r["impl"], r["pass"], r["status"]) == ("auto", "fwd+bwd", "ok")]
+    assert auto["auto_ran"] == "native" and auto["fastest_other"] == "native"
