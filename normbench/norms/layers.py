@@ -448,7 +448,7 @@ class DynamicTanhCompiled(DynamicTanh):
 
 
 class DynamicErfCompiled(DynamicErf):
-    """impl="compiled" of Derf: the kernel of DynamicTanhCompiled with erf (its own float erf, within 2 ulp,
+    """impl="compiled" of Derf: the kernel of DynamicTanhCompiled with erf (its own float erf, within 1.5 ulp,
     tested); the PyTorch formula wherever the kernel does not run."""
 
     runs_on = staticmethod(DynamicTanhCompiled.runs_on)
@@ -460,8 +460,8 @@ class DynamicErfCompiled(DynamicErf):
 
 
 class DynamicTanhAuto(AutoImpl, DynamicTanh):
-    """impl="auto" (the default): DyT's parameters, run by the compiled kernel where it runs (a CPU,
-    fp32/fp64/bf16/fp16, the kernel built), by the formula elsewhere (normbench/norms/dispatch.py)."""
+    """impl="auto" (the default): DyT's parameters, run by the compiled kernel where auto may run it (a CPU,
+    fp32/fp64, the kernel built: DynamicTanhCompiled.runs_on), by the formula elsewhere (norms/dispatch.py)."""
 
     kind = "dyt"
 
