@@ -25,6 +25,7 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     (wheel,) = dist.glob("normbench-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())  # the C++ kernels are compiled where they run
     assert {"normbench/models/lnlstm.cpp", "normbench/models/gru.cpp", "normbench/norms/rmsnorm.cpp",
+            "normbench/norms/elementwise.cpp",
             "normbench/native/rows.h", "normbench/native/row_blocks.h", "normbench/tasks/digits.csv.gz"} <= names
     # Dependencies (torch, hydra, ...) come from this interpreter's site-packages; normbench from the wheel.
     env_dir = tmp_path / "venv"

@@ -60,7 +60,13 @@ TARGET_BYTES = 32 * 2**20
 QUICK_SHAPES = ((256, 64), (64, 256), (32, 1024))
 HALF_DTYPES = ("bf16", "fp16")
 OWN_DTYPE_IMPLS = ("reference", "torch_compile")  # in bf16/fp16 they compute in it: not auto's rivals there
+# (kind, impl) that compute bf16/fp16 in fp32 and round once where the kind's formula rounds after each op:
+# another arithmetic there, not auto's rivals either (DynamicTanhCompiled.runs_on says why auto runs the formula)
+ROUNDS_ONCE = {("dyt", "compiled"), ("derf", "compiled")}
 DEFAULT_WIDTHS = (64, 1024)  # RMSNorm's default is held to LayerNorm's at widths in this range
+# the elementwise kinds' defaults (their compiled kernel on a CPU) are held to LayerNorm's default at the same widths
+# (issue 48: an elementwise norm should not cost more than a LayerNorm of its width); the table sets DyT beside RMSNorm
+ELEMENTWISE_TARGETS = {"dyt": "<= 1.10", "derf": "<= 1.10"}
 # Datasheet peak memory bandwidth, GB/s, by a name fragment of torch.cuda.get_device_name (the
 # first match wins, so the more specific names come first). NVIDIA's product pages.
 DATASHEET_PEAK_GBPS = (
@@ -226,10 +232,11 @@ def _rows(base: dict, timings: dict[tuple, Timing], skipped: dict[tuple, str]) -
     for (kind, impl, pass_), timing in timings.items():
         moved = bytes_moved(base["numel"], base["elem_size"], pass_)
         native, ln = timings.get((kind, "native", pass_)), timings.get(("ln", "native", pass_))
-        ln_default = timings.get(("ln", "auto", pass_))
+        ln_default, rms_default = timings.get(("ln", "auto", pass_)), timings.get(("rms", "auto", pass_))
         # auto runs native's arithmetic: in bf16/fp16 it is not held to impls that compute in that dtype
         rivals = [i for (k, i, p) in timings if (k, p) == (kind, pass_) and i not in (impl, "copy")
-                  and not (impl == "auto" and base["dtype"] in HALF_DTYPES and i in OWN_DTYPE_IMPLS)]
+                  and not (impl == "auto" and base["dtype"] in HALF_DTYPES
+                           and (i in OWN_DTYPE_IMPLS or (kind, i) in ROUNDS_ONCE))]
         fastest_name = min(rivals, key=lambda i: timings[(kind, i, pass_)].median, default=None)
         fastest = timings[(kind, fastest_name, pass_)] if fastest_name else None
         peak = base.get("peak_gbps")
@@ -240,6 +247,8 @@ def _rows(base: dict, timings: dict[tuple, Timing], skipped: dict[tuple, str]) -
                     "time_vs_native": paired_ratio(timing, native).median if native and kind != "copy" else None,
                     "time_vs_native_ln": paired_ratio(timing, ln).median if ln and kind != "copy" else None,
                     "time_vs_default_ln": paired_ratio(timing, ln_default).median if ln_default and kind != "copy"
+                    else None,
+                    "time_vs_default_rms": paired_ratio(timing, rms_default).median if rms_default and kind != "copy"
                     else None,
                     "fastest_other": fastest_name,
                     "time_vs_fastest_other": paired_ratio(timing, fastest).median if fastest else None})
@@ -341,7 +350,7 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
     headline_rows = measure_headline(device, compile_, repeats) if headline else []
     rule = impl_rule(rows, RULE_IMPLS + ("compiled",))  # the evidence for norm.impl=auto's table (kinds.py: fastest)
     ratios = headline_ratios(headline_rows, command) + grid_ratios(rows, command) + best_ratios(rows, command) \
-        + auto_ratios(rows, command) + default_ratios(rows, command)
+        + auto_ratios(rows, command) + default_ratios(rows, command) + elementwise_ratios(rows, command)
     not_measured = {impl: why for impl, why in vendor_status(device).items() if why}
     if not compile_:
         not_measured["torch_compile"] = "not requested (--compile)"
@@ -460,6 +469,47 @@ def default_ratios(rows: list[dict], command: str) -> list[RatioLine]:
     return lines
 
 
+def elementwise_ratios(rows: list[dict], command: str) -> list[RatioLine]:
+    """Per elementwise kind (ELEMENTWISE_TARGETS), dtype and pass: its default against LayerNorm's default
+    (per-round ratio) at every width of DEFAULT_WIDTHS measured, the worst width; held to its target
+    forward+backward. (Within 10% of the kind's fastest impl: auto_ratios.)"""
+    lines = []
+    low, high = DEFAULT_WIDTHS
+    for kind, target in ELEMENTWISE_TARGETS.items():
+        for dtype in dict.fromkeys(r["dtype"] for r in rows):
+            for pass_ in PASSES:
+                by_width = {r["hidden"]: r["time_vs_default_ln"] for r in rows
+                            if (r["dtype"], r["kind"], r["impl"], r["pass"], r.get("status")) == (dtype, kind, "auto", pass_, "ok")
+                            and low <= r["hidden"] <= high and r.get("time_vs_default_ln") is not None}
+                compiled = {r["hidden"]: r["time_vs_default_ln"] for r in rows
+                            if (r["dtype"], r["kind"], r["impl"], r["pass"], r.get("status")) == (dtype, kind, "compiled", pass_, "ok")
+                            and low <= r["hidden"] <= high and r.get("time_vs_default_ln") is not None}
+                if by_width:
+                    worst = max(by_width, key=by_width.get)
+                    also = ("; norm.impl=compiled (fp32 arithmetic, rounded once): "
+                            + ", ".join(f"{h} {v:.2f}" for h, v in sorted(compiled.items()))) \
+                        if dtype in HALF_DTYPES and compiled else ""
+                    lines.append(RatioLine(f"default {kind} time, {dtype} {_pass_name(pass_)}, worst width {low}-{high}",
+                                           by_width[worst], "default LayerNorm", command,
+                                           target=target if pass_ == "fwd+bwd" else None,
+                                           note=f"worst: {worst}; per width: "
+                                                + ", ".join(f"{h} {v:.2f}" for h, v in sorted(by_width.items())) + also))
+    return lines
+
+
+def dyt_against_rms_table(rows: list[dict]) -> str:
+    """Per dtype, pass and width: DyT's default over RMSNorm's default, per round (measured side by side in the
+    same rounds, so load common to a round cancels), and which is faster."""
+    lines = [[r["dtype"], _pass_name(r["pass"]), r["hidden"], r.get("auto_ran") or "-", _times(r["time_vs_default_rms"]),
+              "DyT" if r["time_vs_default_rms"] < 1 else "RMSNorm"]
+             for r in rows if (r["kind"], r["impl"], r.get("status")) == ("dyt", "auto", "ok")
+             and r.get("time_vs_default_rms") is not None]
+    if not lines:
+        return ""
+    return ("### DyT against RMSNorm, each at its default (norm.impl=auto), side by side\n\n"
+            + markdown_table(["dtype", "pass", "hidden", "DyT ran", "DyT / RMSNorm (per round)", "faster"], lines))
+
+
 def _pass_name(pass_: str) -> str:
     return "forward" if pass_ == "fwd" else "forward+backward"
 
@@ -519,10 +569,10 @@ def bandwidth_tables(rows: list[dict]) -> str:
 
 
 def targets_block(targets: list[RatioLine]) -> str:
-    """The last lines: issue 37's kernel targets (every ratio line held to one) and whether each is met."""
+    """The last lines: issues 37's and 48's kernel targets (every ratio line held to one) and whether each is met."""
     met = sum(bool(t.met) for t in targets)
     lines = [f"- {'met' if t.met else 'NOT met' if t.met is False else 'n/a'}: {t}" for t in targets]
-    return (f"### Issue 37's kernel targets: {met} of {len(targets)} met\n\n" + "\n".join(lines)) if targets else ""
+    return (f"### Kernel targets (issues 37 and 48): {met} of {len(targets)} met\n\n" + "\n".join(lines)) if targets else ""
 
 
 def render_markdown(rows, headline_rows, rule, environment, command, not_measured, targets=()) -> str:
@@ -540,6 +590,7 @@ def render_markdown(rows, headline_rows, rule, environment, command, not_measure
     text.append(bandwidth_tables(rows))
     if any(r["impl"] == "auto" for r in rows):
         text.append(defaults_table(rows))
+        text.append(dyt_against_rms_table(rows))
     if rule:
         lines = [[r["kind"], r["device"], r["dtype"], r["impl"],
                   "-" if r["runner_up_time_ratio"] is None else f"{r['runner_up_time_ratio']:.2f}x", r["shapes"]]

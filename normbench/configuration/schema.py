@@ -30,7 +30,7 @@ from normbench.tasks import TASK_CONFIGS, TaskConfig  # noqa: F401 - re-exported
 CELL_KERNELS = ("auto", "cpp", "python", "compile")  # model.cell_kernel: how an in-cell layer runs (models/kernel_choice.py)
 # Two words for two different things, kept because users type them: the project's own C++ kernels are
 # model.cell_kernel=cpp (the in-cell LN-LSTM/GRU recurrence, models/lnlstm.cpp, models/gru.cpp) and
-# norm.impl=compiled (the RMSNorm, norms/rmsnorm.cpp), both compiled on first use; model.cell_kernel=compile
+# norm.impl=compiled (RMSNorm, DyT, Derf: norms/rmsnorm.cpp, elementwise.cpp), all compiled on first use; model.cell_kernel=compile
 # is torch.compile (inductor) of the autograd loop's step, no C++ of ours.
 DROPOUT_AT = ("before_norm", "after_norm")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/training/precision.py says what each means

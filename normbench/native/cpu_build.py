@@ -1,4 +1,4 @@
-"""Compiling normbench's C++ CPU kernels (lnlstm.cpp, gru.cpp, rmsnorm.cpp) for this CPU.
+"""Compiling normbench's C++ CPU kernels (lnlstm.cpp, gru.cpp, rmsnorm.cpp, elementwise.cpp) for this CPU.
 
 Each kernel is built once per CPU capability that torch dispatches its own kernels for
 (``torch.backends.cpu.get_cpu_capability()``, which ``ATEN_CPU_CAPABILITY=avx2`` lowers), with

@@ -6,6 +6,7 @@
     factory.py      build_norm, the precision wrappers
     dispatch.py     impl=auto (the default): which kernel of native's arithmetic runs, decided once per process
     rmsnorm_cpu.py  the compiled RMSNorm (rmsnorm.cpp), ``norm.impl=compiled``
+    elementwise_cpu.py  the compiled DyT and Derf (elementwise.cpp), their ``norm.impl=compiled``
     masking.py      BatchNorm over the real steps of a padded batch: the mask a model publishes, the masked statistics
 
 Names are imported on first use, so the schema and the record contract, which stand on kinds.py
@@ -21,7 +22,8 @@ _EXPORTS = {
     "NormSpec": "spec",
     **dict.fromkeys(("Norm", "Identity", "ZeroCentredGain", "LayerNorm", "LayerNormReference", "RMSNorm",
                      "RMSNormReference", "RMSNormCompiled", "RMSNormAuto", "BatchNorm", "BatchNormReference", "StepBatchNorm",
-                     "ScaleNorm", "ScaleNormReference", "DynamicTanh", "DynamicErf", "batch_norms", "reestimate_statistics",
+                     "ScaleNorm", "ScaleNormReference", "DynamicTanh", "DynamicErf", "DynamicTanhCompiled", "DynamicErfCompiled",
+                     "DynamicTanhAuto", "DynamicErfAuto", "batch_norms", "reestimate_statistics",
                      "norm_parameters", "AutoImpl", "classes_of"), "layers"),
     **dict.fromkeys(("build_norm", "norm_class", "REGISTRY", "EXTRA_IMPLS", "LOW_PRECISION",
                      "Fp32Norm", "InputDtypeNorm", "auto_sites", "auto_choices", "precision_sites"),

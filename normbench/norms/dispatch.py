@@ -24,6 +24,13 @@ widths 64-1024 (reports/bench-cpu/quiet-2026-12-01), and the kernel computes bf1
 fp32, rounding once. Where the kernel does not build (no compiler),
 ``runs_on`` says so and auto runs native: the kernel's one warning line says why.
 
+DyT and Derf (norms/elementwise.cpp): the formula is three to five separate ops a pass, each a trip
+through memory with autograd saving their outputs; the kernel is one vectorized pass each way, 3-5x faster
+than the formula at widths 64-1024 in fp32 (`bench kernels --kinds ln,rms,dyt,derf --hidden 64,256,1024
+--threads 1`, reports/bench-cpu/elementwise-loaded-2026-12-02, a loaded 2-core Xeon: ratios, to be
+re-measured on a quiet machine). In bf16/fp16 auto runs their formula: the kernel computes in fp32 and rounds
+once where the formula rounds after each op, another arithmetic (DynamicTanhCompiled.runs_on).
+
 Reference is never a candidate: it is the textbook formula in the input's dtype, under
 ``norm.fp32=false`` a different low-precision arithmetic (what it exists to measure), and in fp32
 never faster than native by more than noise. Under torch.compile (``model.cell_kernel=compile``)

@@ -42,7 +42,7 @@ class _ClassTable(Mapping):
 
 
 REGISTRY = _ClassTable(core=True)        # native and reference, every kind
-EXTRA_IMPLS = _ClassTable(core=False)    # impls only some kinds have (rms compiled: CPU fp32/fp64/bf16/fp16)
+EXTRA_IMPLS = _ClassTable(core=False)    # impls only some kinds have (rms, dyt, derf compiled: CPU fp32/fp64/bf16/fp16)
 
 
 class _PrecisionPolicy(nn.Module):
@@ -122,7 +122,7 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
 
     kind: none | bn | ln | rms | scale | dyt (kinds.kind_names()).   impl: auto (the default: native's
     arithmetic by the fastest kernel of it that runs for the input, dispatch.py) | native (fused PyTorch op) |
-    reference (textbook formula) | a kind's own (rms: compiled).
+    reference (textbook formula) | a kind's own (rms, dyt, derf: compiled).
     fp32: compute in fp32 under autocast (True) or in the input's dtype (False).   per_step: kinds with
     batch statistics, separate statistics per time step (inside a recurrence).   gain_offset: store
     gamma - 1 instead of gamma (kinds with a per-feature gain; the others ignore it).   bn_mask: kinds

@@ -71,6 +71,14 @@ class NormKind:
         """Every impl builds the same class: norm.impl cannot change a run."""
         return len(set(self.classes.values())) == 1
 
+    def impl_inert(self, impl: str) -> bool:
+        """Whether ``norm.impl=impl`` leaves a run of this kind as its native run: every impl builds one class,
+        or native and reference do (one formula) and ``impl`` is one of them (DyT and Derf, whose records
+        before their compiled kernel left norm.impl out of identity). A kernel of the kind's own asked for
+        by name stays its own setting, as RMSNorm's compiled (auto counts as native: contract.py)."""
+        return self.one_formula or (self.classes["native"] == self.classes["reference"]
+                                     and impl in (*CORE_IMPLS, DEFAULT_IMPL))
+
 
 _REGISTRY: dict[str, NormKind] = {}
 
@@ -133,7 +141,7 @@ def inert_settings(kind: str, *, affine: bool, gain_offset: bool, bn_reestimate:
         inert.append("norm.groups")
     if "alpha_init" not in k.params or settings.get("alpha_rule", "single") == EARLIER_DEFAULTS["alpha_rule"]:
         inert.append("norm.alpha_rule")  # how alpha_init is set per site: only where there is an alpha
-    if k.one_formula:
+    if k.impl_inert(settings.get("impl", "native")):  # (the identity's copy: auto already reads native)
         inert.append("norm.impl")
     params = dict.fromkeys(p for other in _REGISTRY.values() for p in other.params)
     inert += [f"norm.{p}" for p in params if p not in k.params]
@@ -165,12 +173,15 @@ for _kind in (
     NormKind("rms", {"native": "RMSNorm", "reference": "RMSNormReference", "compiled": "RMSNormCompiled"},
              bias=False, fastest={"cpu": ("compiled",)}, auto_class="RMSNormAuto", grouped=True),
     NormKind("scale", {"native": "ScaleNorm", "reference": "ScaleNormReference"}, gain="scalar", bias=False),
-    # elementwise tanh: no statistics, so no eps, and one formula (no fused op to compare against)
+    # elementwise tanh: no statistics, so no eps, and one formula (no fused op to compare against);
+    # compiled: normbench's CPU kernel (elementwise.cpp), one pass each way where the formula's ops make several
     # alpha_rule: alpha_init everywhere (single) or per site by width (Zhu et al. 2025's LLaMA table; norms/alpha.py)
-    NormKind("dyt", {"native": "DynamicTanh", "reference": "DynamicTanh"}, eps=False, params=("alpha_init",)),
+    NormKind("dyt", {"native": "DynamicTanh", "reference": "DynamicTanh", "compiled": "DynamicTanhCompiled"},
+             eps=False, params=("alpha_init",), fastest={"cpu": ("compiled",)}, auto_class="DynamicTanhAuto"),
     # Chen et al. 2025 (arXiv 2512.10938) eq. 10: gamma * erf(alpha * x + s) + beta, alpha and s learned scalars
-    NormKind("derf", {"native": "DynamicErf", "reference": "DynamicErf"}, eps=False,
-             params=("alpha_init", "shift_init")),
+    NormKind("derf", {"native": "DynamicErf", "reference": "DynamicErf", "compiled": "DynamicErfCompiled"},
+             eps=False, params=("alpha_init", "shift_init"), fastest={"cpu": ("compiled",)},
+             auto_class="DynamicErfAuto"),
 ):
     register(_kind)
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from normbench.norms import rmsnorm_cpu
+from normbench.norms import elementwise_cpu, rmsnorm_cpu
 from normbench.norms.dispatch import decide
 from normbench.norms.kinds import NormKind, kind_of
 from normbench.norms.masking import masked_batch_norm, real_rows
@@ -422,6 +422,54 @@ class DynamicErf(DynamicTanh):
     def forward(self, x, step=None):
         y = torch.erf(self.alpha * x + self.shift)
         return y if self.weight is None else y * self.weight + self.bias
+
+
+FULL_PRECISION = (torch.float32, torch.float64)
+
+
+class DynamicTanhCompiled(DynamicTanh):
+    """impl="compiled": normbench's own CPU kernel (norms/elementwise.cpp: one vectorized pass over each row
+    each way, f(u) recomputed in the backward) for fp32/fp64/bf16/fp16 on a CPU (bf16/fp16 computed in fp32);
+    anywhere else (a GPU, parameters of another dtype than the input, no compiler) the PyTorch formula.
+    Same function: tanh in float within 2 ulp (tested)."""
+
+    @staticmethod
+    def runs_on(device_type: str, dtype: torch.dtype) -> bool:
+        """Whether impl=auto runs the kernel for inputs of this device and dtype: fp32 and fp64 on a CPU. In
+        bf16/fp16 the kernel computes in fp32 and rounds once, where the formula rounds after each op (alpha x,
+        tanh, the gain, the bias): another arithmetic, which auto never runs (dispatch.py). The default
+        norm.fp32=true hands the norm fp32 inputs under autocast; norm.impl=compiled runs bf16/fp16 too."""
+        return dtype in FULL_PRECISION and elementwise_cpu.runs_on(device_type, dtype)
+
+    def forward(self, x, step=None):
+        if elementwise_cpu.usable(x, self.weight, self.bias):
+            return elementwise_cpu.elementwise("tanh", x, self.alpha, None, self.weight, self.bias)
+        return DynamicTanh.forward(self, x, step)  # named: impl=auto runs this forward on a DynamicTanhAuto
+
+
+class DynamicErfCompiled(DynamicErf):
+    """impl="compiled" of Derf: the kernel of DynamicTanhCompiled with erf (its own float erf, within 1.5 ulp,
+    tested); the PyTorch formula wherever the kernel does not run."""
+
+    runs_on = staticmethod(DynamicTanhCompiled.runs_on)
+
+    def forward(self, x, step=None):
+        if elementwise_cpu.usable(x, self.weight, self.bias):
+            return elementwise_cpu.elementwise("erf", x, self.alpha, self.shift, self.weight, self.bias)
+        return DynamicErf.forward(self, x, step)
+
+
+class DynamicTanhAuto(AutoImpl, DynamicTanh):
+    """impl="auto" (the default): DyT's parameters, run by the compiled kernel where auto may run it (a CPU,
+    fp32/fp64, the kernel built: DynamicTanhCompiled.runs_on), by the formula elsewhere (norms/dispatch.py)."""
+
+    kind = "dyt"
+
+
+class DynamicErfAuto(AutoImpl, DynamicErf):
+    """impl="auto" (the default) of Derf: as DynamicTanhAuto."""
+
+    kind = "derf"
 
 
 def norm_parameters(model: nn.Module):

@@ -68,7 +68,7 @@ def test_quick_kernels_run_end_to_end(tmp_path):
     markdown = (tmp_path / "kernels.md").read_text()
     assert "GB/s" in markdown
     # the last lines: issue 37's targets, each with its verdict (fp32 and bf16: default within 10%, RMS <= LN)
-    block = markdown[markdown.index("### Issue 37's kernel targets"):].splitlines()
+    block = markdown[markdown.index("### Kernel targets (issues 37 and 48)"):].splitlines()
     verdicts = [line for line in block[1:] if line.startswith("- ")]
     assert len(verdicts) == 4 and all(v.startswith(("- met: ", "- NOT met: ")) and "[target <= 1." in v for v in verdicts)
     assert f"{sum(v.startswith('- met') for v in verdicts)} of 4 met" in block[0] and markdown.rstrip().endswith(verdicts[-1])
@@ -146,3 +146,40 @@ def test_keeping_freed_memory_stops_a_large_block_being_page_faulted_in_every_ti
         pytest.skip(f"allocator left as it is here: {said}")
     assert int(kept) * 2 < int(runs["default"].stdout.strip()), (kept, runs["default"].stdout)
 
+
+
+def _default_row(kind, hidden, pass_, vs_ln, vs_rms=None, dtype="fp32"):
+    return {"kind": kind, "impl": "auto", "dtype": dtype, "hidden": hidden, "pass": pass_, "status": "ok",
+            "time_vs_default_ln": vs_ln, "time_vs_default_rms": vs_rms, "auto_ran": "compiled"}
+
+
+def test_the_elementwise_defaults_are_held_to_layernorms_default_at_their_worst_width():
+    rows = [_default_row("dyt", 64, "fwd+bwd", 1.05), _default_row("dyt", 1024, "fwd+bwd", 1.30),
+            _default_row("dyt", 4096, "fwd+bwd", 9.0),  # outside 64-1024: not held
+            _default_row("dyt", 64, "fwd", 2.0), _default_row("derf", 256, "fwd+bwd", 1.08),
+            _default_row("rms", 64, "fwd+bwd", 5.0)]  # RMSNorm: default_ratios' line, not these
+    lines = {line.name: line for line in kernels.elementwise_ratios(rows, "cmd")}
+    dyt = lines["default dyt time, fp32 forward+backward, worst width 64-1024"]
+    assert dyt.value == 1.30 and dyt.met is False and "worst: 1024" in dyt.note and "4096" not in dyt.note
+    assert lines["default dyt time, fp32 forward, worst width 64-1024"].target is None  # forward: reported only
+    assert lines["default derf time, fp32 forward+backward, worst width 64-1024"].met is True
+    assert not any("rms" in name for name in lines)
+
+
+def test_the_table_says_which_is_faster_dyt_or_rmsnorm_at_each_width_and_dtype():
+    rows = [_default_row("dyt", 64, "fwd+bwd", 1.0, 0.8), _default_row("dyt", 1024, "fwd+bwd", 1.0, 1.25, "bf16"),
+            _default_row("rms", 64, "fwd+bwd", 1.0, 1.0)]
+    table = kernels.dyt_against_rms_table(rows)
+    assert "| fp32 | forward+backward | 64 | compiled | 0.80x | DyT |" in table
+    assert "| bf16 | forward+backward | 1024 | compiled | 1.25x | RMSNorm |" in table
+    assert kernels.dyt_against_rms_table(rows[2:]) == ""  # no DyT measured: no table
+
+
+def test_dyt_and_rmsnorm_defaults_are_timed_in_the_same_rounds():
+    rows = kernels.measure_shape(8, 64, "fp32", torch.device("cpu"), kinds=("ln", "rms", "dyt", "derf"),
+                                 impls=("native", "auto", "compiled"), repeats=2, min_loop_s=1e-5)
+    dyt = {r["pass"]: r for r in rows if (r["kind"], r["impl"], r["status"]) == ("dyt", "auto", "ok")}
+    assert set(dyt) == set(kernels.PASSES) and all(r["time_vs_default_rms"] > 0 for r in dyt.values())
+    from normbench.norms import elementwise_cpu  # where the kernel builds, auto runs it
+    assert dyt["fwd+bwd"]["auto_ran"] == ("compiled" if elementwise_cpu.KERNEL.load() is not None else "native")
+    assert len(kernels.elementwise_ratios(rows, "cmd")) == 4 and "DyT / RMSNorm" in kernels.dyt_against_rms_table(rows)

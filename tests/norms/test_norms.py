@@ -229,7 +229,7 @@ def test_registry_covers_every_kind_and_impl():
 
 def test_auto_is_the_default_and_builds_native_itself_where_a_kind_has_no_faster_kernel():
     assert NormSpec().impl == "auto" and inspect.signature(build_norm).parameters["impl"].default == "auto"
-    for kind in ("ln", "bn", "scale", "dyt"):
+    for kind in ("ln", "bn", "scale"):  # (dyt, derf: their compiled kernel, tests/norms/test_elementwise_cpu.py)
         assert type(build_norm(kind, 8).norm) is norm_class(kind, "native"), kind
         assert auto_choices(nn.Sequential(build_norm(kind, 8))) == {"0": "native"}
     assert type(build_norm("bn", 8, per_step=True).norm) is StepBatchNorm  # per-step statistics: native

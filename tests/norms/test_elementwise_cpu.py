@@ -1,0 +1,224 @@
+"""The compiled DyT and Derf (elementwise.cpp, norm.impl=compiled): f in float within a stated ulp bound
+of the exact value, with torch's sign, 0, inf and NaN behaviour; the norms equal to their formula in
+float64 (and gradcheck), and in fp32, bf16 and fp16 to the formula one precision up, rounded; impl=auto
+runs the kernel on a CPU; identities of DyT/Derf records unchanged."""
+
+import pytest
+import torch
+
+from normbench.norms import (DynamicErf, DynamicErfAuto, DynamicErfCompiled, DynamicTanh, DynamicTanhAuto,
+                             DynamicTanhCompiled, EXTRA_IMPLS, build_norm, elementwise_cpu)
+
+needs_kernel = pytest.mark.skipif(elementwise_cpu.KERNEL.load() is None,
+                                  reason=f"the compiled DyT/Derf does not build here: {elementwise_cpu.KERNEL.unavailable}")
+FORMULA = {DynamicTanhCompiled: DynamicTanh, DynamicErfCompiled: DynamicErf}
+# the largest error of f in float over the grids below, in units in the last place of the exact value
+# rounded to float: measured 1.37 (tanh, rows.h) and 1.16 (erf, ours) on an AVX-512 build
+ULP_BOUND = {"tanh": 2.0, "erf": 1.5}
+EXACT = {"tanh": torch.tanh, "erf": torch.erf}
+
+
+def f_in_float(function: str, x: torch.Tensor) -> torch.Tensor:
+    """The kernel's f(x) alone (alpha 1, shift -0: x + -0 keeps the sign of a zero)."""
+    return elementwise_cpu.KERNEL.module.forward(x.reshape(1, -1).contiguous(), 1.0, -0.0,
+                                                 elementwise_cpu.FUNCTIONS[function]).reshape(x.shape)
+
+
+def ulp_error(function: str, x: torch.Tensor) -> torch.Tensor:
+    exact = EXACT[function](x.double())
+    rounded = exact.float().abs()
+    ulp = (torch.nextafter(rounded, torch.tensor(float("inf"))) - rounded).double()
+    return (f_in_float(function, x).double() - exact).abs() / ulp
+
+
+@needs_kernel
+@pytest.mark.parametrize("function", list(ULP_BOUND))
+def test_f_in_float_is_within_its_ulp_bound_over_a_dense_grid(function):
+    # every region of both approximations (erf: |x| < 1, 1-3.92, beyond; tanh: 0.55) and tiny values
+    x = torch.cat([torch.linspace(-6, 6, 600_001), torch.logspace(-30, 0.8, 100_001),
+                   -torch.logspace(-30, 0.8, 100_001)])
+    error = ulp_error(function, x)
+    assert torch.isfinite(error).all()
+    assert error.max() <= ULP_BOUND[function], (error.max(), x[error.argmax()])
+    assert error.max() > 0.3  # the grid reaches the approximation's error: not a vacuous bound
+
+
+@needs_kernel
+@pytest.mark.parametrize("function", list(ULP_BOUND))
+def test_f_keeps_torchs_sign_zero_infinity_and_nan(function):
+    x = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 3.92, -3.95, 1.0, -1.0, 0.55, 1e-40])
+    got, expected = f_in_float(function, x), EXACT[function](x)
+    assert torch.equal(torch.signbit(got), torch.signbit(expected))
+    assert torch.equal(torch.isnan(got), torch.isnan(expected))
+    finite = ~torch.isnan(expected)
+    torch.testing.assert_close(got[finite], expected[finite], atol=0, rtol=2 * 2**-24)
+
+
+def outputs_and_grads(forward, module, x, upstream):
+    x = x.clone().requires_grad_()
+    y = forward(module, x)
+    wrt = [x, *module.parameters()]
+    return [y.detach(), *torch.autograd.grad(y, wrt, upstream)]
+
+
+def _module(cls, dim, affine, dtype=torch.float64, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    module = cls(dim, affine=affine, alpha_init=0.7)
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.dim():
+                p.add_(0.3 * torch.randn(p.shape, generator=generator))
+        if hasattr(module, "shift"):
+            module.shift.fill_(0.2)
+    return module.to(dtype)
+
+
+@needs_kernel
+@pytest.mark.parametrize("cls", list(FORMULA), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(3, 5, 20), (130, 64), (7, 1), (2, 33)])  # short chunks, several blocks of rows
+def test_compiled_equals_the_formula_in_float64(cls, shape, affine):
+    torch.manual_seed(0)
+    module = _module(cls, shape[-1], affine)
+    x, upstream = 2 * torch.randn(shape, dtype=torch.double), torch.randn(shape, dtype=torch.double)
+    compiled = outputs_and_grads(cls.forward, module, x, upstream)
+    formula = outputs_and_grads(FORMULA[cls].forward, module, x, upstream)
+    assert len(compiled) == len([x, *module.parameters()]) + 1  # y, dx, dalpha, (ds), (dw, db)
+    for a, b in zip(compiled, formula):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
+    params = tuple(module.parameters())
+    assert torch.autograd.gradcheck(lambda inp, *ps: torch.func.functional_call(
+        module, dict(zip((n for n, _ in module.named_parameters()), ps)), (inp,)),
+        (x[:2].clone().requires_grad_(), *(p.detach().clone().requires_grad_() for p in params)), fast_mode=True)
+
+
+@needs_kernel
+def test_several_threads_give_the_one_thread_result():
+    module = _module(DynamicErfCompiled, 48, True)
+    x, upstream = torch.randn(300, 48, dtype=torch.double), torch.randn(300, 48, dtype=torch.double)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = outputs_and_grads(DynamicErfCompiled.forward, module, x, upstream)
+        torch.set_num_threads(2)
+        two = outputs_and_grads(DynamicErfCompiled.forward, module, x, upstream)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one, two):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
+# Each dtype's kernel against the formula one precision up, rounded to the dtype. bf16 and fp16 are computed
+# in fp32 and rounded once: a value differs from the rounded fp32 formula by at most one unit in the last place
+# (where the two straddle a rounding boundary), so rtol one ulp (2^-7 bf16, 2^-10 fp16) and nearly every y
+# equal. fp32 against fp64: f within 2 ulp, the gradients' sums of up to 2000 terms within 1e-5 relative.
+# atol: sums that nearly cancel (dalpha, ds, db of few rows) keep the higher precision's absolute error.
+LOW_PRECISION = {torch.float32: (torch.float64, 1e-5, 1e-5), torch.bfloat16: (torch.float32, 2**-7, 2e-2),
+                 torch.float16: (torch.float32, 2**-10, 4e-3)}
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", list(LOW_PRECISION), ids=str)
+@pytest.mark.parametrize("cls", list(FORMULA), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(3, 5, 20), (130, 64), (2, 33), (9, 1000)])
+def test_compiled_equals_the_formula_one_precision_up(shape, affine, cls, dtype):
+    torch.manual_seed(1)
+    up, rtol, atol = LOW_PRECISION[dtype]
+    x, upstream = (2 * torch.randn(shape)).to(dtype), torch.randn(shape).to(dtype)
+    module = _module(cls, shape[-1], affine, dtype)
+    assert elementwise_cpu.usable(x, module.weight, module.bias)
+    compiled = outputs_and_grads(cls.forward, module, x, upstream)
+    wide = module.to(up)
+    formula = [t.to(dtype) for t in outputs_and_grads(FORMULA[cls].forward, wide, x.to(up), upstream.to(up))]
+    for name, a, b in zip(("y", "dx", "dalpha", "ds/dw", "dw/db", "db"), compiled, formula):
+        assert a.dtype == dtype, name
+        torch.testing.assert_close(a, b, rtol=rtol, atol=atol * max(1.0, b.abs().max().item()) if a.dim() == 0
+                                   else atol, msg=lambda m: f"{name}: {m}")
+    if dtype != torch.float32:  # y rounded from (nearly) the same fp32 values: equal but at a boundary
+        assert (compiled[0] == formula[0]).float().mean() >= 0.98
+
+
+@needs_kernel
+def test_non_contiguous_input_and_gradient():
+    x, upstream = torch.randn(37, 12).t(), torch.randn(37, 12).t()  # (12, 37), strided
+    module = _module(DynamicTanhCompiled, 37, True, torch.float32)
+    compiled = outputs_and_grads(DynamicTanhCompiled.forward, module, x, upstream)
+    formula = outputs_and_grads(DynamicTanh.forward, module, x, upstream)
+    for a, b in zip(compiled, formula):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_parameters_of_another_dtype_and_no_compiler_run_the_formula(monkeypatch):
+    module = DynamicErfCompiled(16)  # fp32 weight, bf16 input: the kernel wants one dtype, the formula runs
+    x = torch.randn(4, 16, dtype=torch.bfloat16)
+    assert not elementwise_cpu.usable(x, module.weight, module.bias)
+    torch.testing.assert_close(module(x), DynamicErf.forward(module, x), atol=0, rtol=0)
+    monkeypatch.setattr(elementwise_cpu.KERNEL, "module", None)
+    monkeypatch.setattr(elementwise_cpu.KERNEL, "unavailable", "RuntimeError: c++: not found (test)")
+    y = torch.randn(4, 16)
+    assert not elementwise_cpu.usable(y) and not DynamicTanhCompiled.runs_on("cpu", torch.float32)
+    torch.testing.assert_close(DynamicTanhCompiled(16)(y), DynamicTanh(16)(y), atol=0, rtol=0)
+
+
+def test_the_factory_builds_compiled_and_auto_for_dyt_and_derf():
+    assert EXTRA_IMPLS[("dyt", "compiled")] is DynamicTanhCompiled
+    assert EXTRA_IMPLS[("derf", "compiled")] is DynamicErfCompiled
+    assert isinstance(build_norm("derf", 8, impl="compiled").norm, DynamicErfCompiled)
+    auto = build_norm("dyt", 8)  # the default: auto
+    assert isinstance(auto.norm, DynamicTanhAuto) and isinstance(build_norm("derf", 8).norm, DynamicErfAuto)
+    # auto keeps native's parameters and state_dict: a checkpoint of either loads into the other
+    assert auto.norm.state_dict().keys() == build_norm("dyt", 8, impl="native").norm.state_dict().keys()
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["dyt", "derf"])
+def test_auto_runs_the_kernel_on_a_cpu_and_names_it(kind):
+    norm = build_norm(kind, 16)
+    x = torch.randn(5, 16)
+    torch.testing.assert_close(norm(x), build_norm(kind, 16, impl="native")(x), rtol=1e-6, atol=1e-6)
+    assert norm.norm.chosen == "compiled"
+
+
+def _identity(kind: str, impl: str) -> str:
+    from normbench.configuration.contract import effective_config
+
+    config = {"norm": {"kind": kind, "impl": impl, "eps": 1e-5, "alpha_init": 0.5}, "seed": 0}
+    return effective_config(config)["norm"]
+
+
+@pytest.mark.parametrize("kind", ["dyt", "derf"])
+def test_norm_impl_stays_out_of_dyt_and_derf_identity_but_for_compiled_by_name(kind):
+    # records made before the kernel (impl native, reference or auto) keep their identity: impl is not in it
+    for impl in ("native", "reference", "auto"):
+        assert "impl" not in _identity(kind, impl), impl
+    assert _identity(kind, "compiled")["impl"] == "compiled"  # asked for by name: its own setting, as rms's
+    assert _identity("rms", "native")["impl"] == "native" and _identity("ln", "reference")["impl"] == "reference"
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["dyt", "derf"])
+def test_auto_keeps_the_formulas_arithmetic_in_bf16_and_fp16(kind):
+    """The kernel rounds bf16 once, the formula after each op: auto runs the formula there (its own arithmetic,
+    what norm.fp32=false measures), and the kernel in fp32 (what the default norm.fp32=true hands the norm)."""
+    auto = build_norm(kind, 16, fp32=False).norm
+    x = torch.randn(5, 16)
+    for dtype in (torch.bfloat16, torch.float16):
+        module = build_norm(kind, 16).norm.to(dtype)
+        torch.testing.assert_close(module(x.to(dtype)), build_norm(kind, 16, impl="native").norm.to(dtype)(x.to(dtype)),
+                                   rtol=0, atol=0)
+        assert module.chosen == "native"
+    auto(x)
+    assert auto.chosen == "compiled"
+    named = build_norm(kind, 16, impl="compiled").norm.to(torch.bfloat16)
+    assert elementwise_cpu.usable(x.bfloat16(), named.weight, named.bias)  # asked for by name, it runs bf16
+
+
+@needs_kernel
+def test_in_bf16_the_bench_does_not_hold_the_default_to_the_kernel_of_another_arithmetic():
+    from normbench.bench import kernels
+
+    rows = kernels.measure_shape(8, 64, "bf16", torch.device("cpu"), kinds=("dyt",),
+                                 impls=("native", "auto", "compiled"), repeats=1, min_loop_s=1e-5)
+    (auto,) = [r for r in rows if (r["impl"], r["pass"], r["status"]) == ("auto", "fwd+bwd", "ok")]
+    assert auto["auto_ran"] == "native" and auto["fastest_other"] == "native"
