@@ -46,6 +46,8 @@ class NormKind:
     # the class impl=auto builds where ``fastest`` names a kernel: a subclass of native's with its
     # parameters and state_dict, whose forward runs the kernel dispatch.py decides on
     auto_class: str | None = None
+    # a user's class (normbench/norms/user.py): its parameters are its own, normbench's settings none of its
+    user: bool = False
 
     def __post_init__(self):
         missing = [impl for impl in CORE_IMPLS if impl not in self.classes]
@@ -61,7 +63,7 @@ class NormKind:
 
     @property
     def has_parameters(self) -> bool:
-        return self.gain != "none" or self.bias or bool(self.params)
+        return self.gain != "none" or self.bias or bool(self.params) or self.user
 
     @property
     def one_formula(self) -> bool:
@@ -158,3 +160,9 @@ for _kind in (
 # The built-in kinds and impls, as tuples for argparse choices and docs; kind_names() and impl_names() also
 # see a kind registered later (what the schema validates against).
 KINDS, IMPLS = kind_names(), impl_names()
+
+# Installed packages' norms (entry point group normbench.norms), from their metadata: every process that
+# imports the kinds has them, so a joblib worker, a study round, rerun and evaluate validate and build them.
+from normbench.norms import user as _user  # noqa: E402 - after the built-ins, which keep their names
+
+_user.register_installed()

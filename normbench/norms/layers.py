@@ -29,6 +29,8 @@ class Norm(nn.Module):
     uses ``step``, the others ignore it, so recurrent cells need not know which norm they hold.
     """
 
+    owns_children = False  # its child modules' parameters are its own (a user's norm: UserNorm)
+
     def __init__(self, dim: int, eps: float):
         super().__init__()
         self.dim, self.eps = dim, eps
@@ -134,7 +136,12 @@ class RMSNormCompiled(RMSNorm):
 
 
 def classes_of(kind: NormKind) -> dict[str, type[Norm]]:
-    """{impl: layer class} of one kind, as its descriptor names them in this module."""
+    """{impl: layer class} of one kind, as its descriptor names them in this module (a user's kind:
+    its class, wrapped in UserNorm by normbench/norms/user.py)."""
+    if kind.user:
+        from normbench.norms.user import user_class
+
+        return {impl: user_class(name) for impl, name in kind.classes.items()}
     return {impl: globals()[name] for impl, name in kind.classes.items()}
 
 
@@ -382,12 +389,30 @@ class DynamicTanh(ZeroCentredGain, Norm):
         return f"{self.dim}, {self._gain_repr()}"
 
 
+class UserNorm(Norm):
+    """A user's norm class (normbench/norms/user.py) as a kind: built as ``inner_class(dim)``, called as
+    every norm is (``norm(x, step)``), its parameters all norm parameters (``owns_children``)."""
+
+    inner_class: type[nn.Module]
+    owns_children = True
+
+    def __init__(self, dim, eps=0.0, gamma_init=1.0, affine=True):
+        super().__init__(dim, eps)
+        self.inner = self.inner_class(dim)
+
+    def forward(self, x, step=None):
+        return self.inner(x)
+
+    def extra_repr(self) -> str:
+        return f"{self.dim}, {self.inner_class.__module__}.{self.inner_class.__qualname__}"
+
+
 def norm_parameters(model: nn.Module):
     """(name, parameter) of every norm gain/bias/alpha in ``model``: the ones weight decay skips."""
     seen = set()
     for mod_name, mod in model.named_modules():
         if isinstance(mod, Norm):
-            for p_name, p in mod.named_parameters(recurse=False):
+            for p_name, p in mod.named_parameters(recurse=mod.owns_children):
                 if id(p) not in seen:
                     seen.add(id(p))
                     yield f"{mod_name}.{p_name}" if mod_name else p_name, p

@@ -25,5 +25,8 @@ __all__ = ["ALPHA", "CLAIMS", "CONTRADICTED", "DEPENDS", "INCONCLUSIVE", "NOT_AP
 
 
 def evaluate_claims(runs: pd.DataFrame, alpha: float = ALPHA) -> list[tuple[Claim, Verdict]]:
-    """Every claim, judged within each study and setting where it applies, every test at ``alpha``."""
-    return evaluate(CLAIMS, runs, alpha)
+    """Every claim, judged within each study and setting where it applies, every test at ``alpha``: the
+    shipped ones and the YAML claims of the folders named in NORMBENCH_CLAIMS (yaml_claims.py)."""
+    from normbench.analysis.claims.yaml_claims import from_environment
+
+    return evaluate(CLAIMS + from_environment(CLAIMS), runs, alpha)
