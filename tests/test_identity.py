@@ -202,3 +202,22 @@ def test_two_sweeps_into_one_folder_never_share_a_record(tmp_path, tiny_args):
         lines = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
         steps = [line["step"] for line in lines if line["kind"] == "train"]
         assert steps == sorted(set(steps)) and json.loads((folder / "summary.json").read_text())["status"] == "ok"
+
+
+def test_committed_records_keep_their_identity_with_every_new_setting_at_its_default():
+    """Records written by normbench at b1fa2f9 (before Derf, norm.groups, norm.alpha_rule, norm.shift_init,
+    placement.post_fraction and optim=muon existed): their recorded hashes come out of their configs again,
+    and again once each new setting is added at its default, as a record written today carries it."""
+    from normbench.configuration.contract import identity
+
+    committed = json.loads((ROOT / "tests" / "data" / "records_b1fa2f9.json").read_text())["records"]
+    assert len(committed) >= 30
+    for record in committed:
+        config = record["config"]
+        assert identity(config).config_hash == record["config_hash"]
+        today = {**config, "norm": {**config["norm"], "groups": 1, "alpha_rule": "single", "shift_init": 0.0},
+                 "placement": {**config["placement"], "post_fraction": 0.25}}
+        assert (identity(today).config_hash, identity(today).group_hash) == (record["config_hash"], record["group_hash"])
+        moved = {**today, "norm": {**today["norm"], "groups": 2}}  # a setting away from its default that acts
+        if config["norm"]["kind"] in ("ln", "rms"):
+            assert identity(moved).config_hash != record["config_hash"]

@@ -61,7 +61,7 @@ def _inert(config: dict) -> list[str]:
     inert = []
     if kind in kind_names():  # what the kind does not use (its descriptor, normbench/norms/kinds.py)
         inert += inert_settings(kind, affine=_get(config, "norm.affine"), gain_offset=_get(config, "norm.gain_offset"),
-                                bn_reestimate=_get(config, "norm.bn_reestimate"))
+                                bn_reestimate=_get(config, "norm.bn_reestimate"), settings=_get(config, "norm"))
     if _get(config, "precision.dtype") == "fp32":
         inert.append("norm.fp32")  # the fp32 policy only acts under autocast
     inert += described(placement).inert_settings(family)  # what the placement's layers do not read
@@ -119,6 +119,8 @@ def effective_config(config: dict) -> dict:
         _drop(effective, dotted)
     if _get(effective, "norm.kind") == "none" and isinstance(effective.get("placement"), dict):
         effective["placement"]["name"] = "none"
+    elif described(_get(effective, "placement.name")).same_as:  # another name for one model (sandwich: peri)
+        effective["placement"]["name"] = described(_get(effective, "placement.name")).same_as
     return effective
 
 

@@ -20,6 +20,7 @@ Imports nothing: the schema and the record contract stand on it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, NamedTuple
@@ -54,6 +55,12 @@ class Placement:
     final_norm: bool = False
     cell_kernel: bool = False
     refusals: tuple[Refusal, ...] = ()
+    # the same model as another placement under the name users also know it by: a run's identity names that one
+    same_as: str | None = None
+    # a rule of depth (DEPTH_RULES): the Transformer block's residual weight, branch-input scale and branch init
+    depth_rule: str | None = None
+    # the placement whose slots the first ``placement.post_fraction`` of a Transformer's layers take (Mix-LN)
+    first_layers: str | None = None
 
     def __post_init__(self):
         for family, slots in self.slots.items():
@@ -73,7 +80,7 @@ class Placement:
     def inert_settings(self, family: str) -> list[str]:
         """The ``placement.*`` keys a run of ``family`` at this placement cannot feel (normbench/configuration/contract.py):
         those its layers do not read, and cell_norm where it fills no ``c`` slot (only an LSTM cell has one)."""
-        inert = [f"placement.{key}" for key in ("summed",) if key not in self.settings]
+        inert = [f"placement.{key}" for key in ("summed", "post_fraction") if key not in self.settings]
         if "c" not in self.slots_in(family):
             inert.append("placement.cell_norm")
         return inert
@@ -86,6 +93,35 @@ class Placement:
             return "branch_out" in slots  # residual dropout sits before the add, after any other norm
         # a layer's input norm meets the output of the layer below: none with one layer
         return "layer_output" in slots or ("layer_input" in slots and layers != 1)
+
+
+class Depth(NamedTuple):
+    """What a depth rule sets in Transformer block ``layer`` (1-based) of ``layers``: x = main(residual * x +
+    D(branch_out(f(branch_in(x) * branch_in_scale)))), and the gain of the branch weights' Xavier-normal init
+    (the FFN, attention's value and output projections; queries and keys at gain 1), None: PyTorch's default init."""
+
+    residual: float = 1.0
+    branch_in_scale: float = 1.0
+    branch_init_gain: float | None = None
+
+
+DEPTH_RULES = {
+    # Sun et al. (NeurIPS 2025), LayerNorm Scaling: the pre-norm's output times 1/sqrt(l) in layer l
+    "layernorm_scaling": lambda layer, layers: Depth(branch_in_scale=1 / math.sqrt(layer)),
+    # Wang et al. 2022 (DeepNet, Table 1, decoder-only or encoder-only with N layers): x = LN(alpha x + G(x)),
+    # alpha = (2N)^(1/4), branch init gain beta = (8N)^(-1/4)
+    "deepnorm": lambda layer, layers: Depth(residual=(2 * layers) ** 0.25, branch_init_gain=(8 * layers) ** -0.25),
+}
+
+
+def depth_of(placement: "Placement", layer: int, layers: int) -> Depth:
+    """The depth rule's settings for block ``layer`` (1-based) of ``layers``; the identity rule without one."""
+    return DEPTH_RULES[placement.depth_rule](layer, layers) if placement.depth_rule else Depth()
+
+
+def post_layers(fraction: float, layers: int) -> int:
+    """Mix-LN (Li et al., ICLR 2025): the first floor(fraction * layers) layers are Post-LN, the rest Pre-LN."""
+    return math.floor(fraction * layers)
 
 
 # A placement not registered here (a record's, from a version that had it) fills no slot anywhere.
@@ -123,6 +159,13 @@ def described(name: str) -> Placement:
 
 _NO_GATES = "a tanh rnn has no gates"
 _SANDWICH = "peri (sandwich) is a Transformer placement"
+_BLOCK_ONLY = {"rnn": "{} is a Transformer placement", "lstm": "{} is a Transformer placement",
+               "gru": "{} is a Transformer placement"}
+
+
+def _block_only(name: str) -> dict:
+    return {family: why.format(name) for family, why in _BLOCK_ONLY.items()}
+
 
 for _placement in (
     Placement("pre", {"rnn": ("layer_input",), "lstm": ("layer_input",), "gru": ("layer_input",),
@@ -141,6 +184,17 @@ for _placement in (
     # Sandwich/Peri-LN
     Placement("peri", {"transformer": ("branch_in", "branch_out")},
               why_not={"rnn": _SANDWICH, "lstm": _SANDWICH, "gru": _SANDWICH}, final_norm=True),
+    # Sandwich-LN (Ding et al. 2021; x-transformers' sandwich_norm): peri's model under its other name; the run is peri's
+    Placement("sandwich", {"transformer": ("branch_in", "branch_out")}, why_not=_block_only("sandwich"),
+              final_norm=True, same_as="peri"),
+    # LayerNorm Scaling (Sun et al., NeurIPS 2025): Pre-LN, each pre-norm's output x 1/sqrt(l) in layer l
+    Placement("lns", {"transformer": ("branch_in",)}, why_not=_block_only("lns"), final_norm=True,
+              depth_rule="layernorm_scaling"),
+    # Mix-LN (Li et al., ICLR 2025): Post-LN in the first placement.post_fraction of the layers, Pre-LN after
+    Placement("mix", {"transformer": ("branch_in",)}, why_not=_block_only("mix"), final_norm=True,
+              settings=("post_fraction",), first_layers="post"),
+    # DeepNorm (Wang et al. 2022): Post-LN on alpha * x + f(x), the branches' init scaled by beta, both by depth
+    Placement("deepnorm", {"transformer": ("main",)}, why_not=_block_only("deepnorm"), depth_rule="deepnorm"),
 ):
     register(_placement)
 

@@ -35,7 +35,7 @@ CELL_KERNELS = ("auto", "cpp", "python", "compile")  # model.cell_kernel: how an
 # is torch.compile (inductor) of the autograd loop's step, no C++ of ours.
 DROPOUT_AT = ("before_norm", "after_norm")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/training/precision.py says what each means
-OPTIMIZERS = ("adamw", "sgd")
+OPTIMIZERS = ("adamw", "sgd", "muon")  # muon: torch.optim.Muon on hidden matrices, AdamW on the rest
 ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/studies/tune.py)
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
@@ -69,9 +69,11 @@ class PlacementConfig:
     name: str = "pre"
     cell_norm: bool = True     # in_cell LSTM: also normalize c_t before its tanh
     summed: bool = False       # in_cell: one norm on W·x + U·h instead of one on each
+    post_fraction: float = 0.25  # mix: the first floor(post_fraction * layers) layers Post-LN, the rest Pre-LN
 
     def __post_init__(self):
         _one_of("placement.name", self.name, placement_names())
+        _require(0 <= self.post_fraction <= 1, f"placement.post_fraction must be in [0, 1], got {self.post_fraction}")
 
 
 @dataclass
@@ -162,7 +164,7 @@ class OptimConfig:
     norm_weight_decay: float = 0.0   # decaying gamma toward 0 would measure the optimizer, not the norm
     beta1: float = 0.9
     beta2: float = 0.999
-    momentum: float = 0.9            # sgd only
+    momentum: float = 0.9            # sgd; muon (its conf: 0.95, torch.optim.Muon's default)
     schedule: str = "constant"       # after warm-up: constant | cosine (to 0 at the last step)
 
     def __post_init__(self):

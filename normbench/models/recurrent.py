@@ -187,7 +187,9 @@ class InCellLayer(_CellLayer):
         self.norm_h = norm.build(width, per_step=True)
         use_cell_norm = family == "lstm" and cell_norm
         self.norm_c = norm.build(hidden_size, per_step=True) if use_cell_norm else NormSpec("none").build(hidden_size)
-        self.norm_kind, self.norm_impl = norm.kind, norm.impl
+        # a grouped LN (norm.groups > 1) is not the LN the hand-written recurrences compute: it runs the loop,
+        # as reference does
+        self.norm_kind, self.norm_impl = norm.kind, norm.impl if norm.groups == 1 else "reference"
         self.cell_norm, self.kernel = use_cell_norm, kernel
         self._compiled_step = None
 

@@ -25,7 +25,7 @@ from torch import nn
 from normbench.models.validity import InvalidCombination, check_combination
 from normbench.norms import NormSpec
 from normbench.tasks.padding import real_steps, step_mask
-from normbench.configuration.placements import TRANSFORMER_SLOTS, Placement, placement_of
+from normbench.configuration.placements import TRANSFORMER_SLOTS, Depth, Placement, depth_of, placement_of, post_layers
 from normbench.configuration.schema import PlacementConfig
 
 
@@ -91,48 +91,77 @@ def _unnormalized(x):
 class Block(nn.Module):
     """One residual block for every placement: each sublayer f (attention, then feed-forward) is
 
-        x = main(x + D(branch_out(f(branch_in(x)))))
+        x = main(residual * x + D(branch_out(f(branch_in(x) * branch_in_scale))))
 
     with the run's norm in the slots the placement fills (normbench/configuration/placements.py) and the identity in
-    the others, D the residual dropout; ``dropout_at`` puts D before or after a ``branch_out`` norm."""
+    the others, D the residual dropout; ``dropout_at`` puts D before or after a ``branch_out`` norm. ``depth``:
+    what the placement's depth rule sets for this block (residual 1, scale 1, PyTorch's init without one).
+    With norm.alpha_rule=width, the attention sublayer's norms take the attention alpha_0, the others the other."""
 
-    def __init__(self, shape: TransformerShape, norm: NormSpec, placement: Placement):
+    def __init__(self, shape: TransformerShape, norm: NormSpec, placement: Placement, depth: Depth = Depth()):
         super().__init__()
         self.placement = placement.name
-        self.attn = SelfAttention(shape.d_model, shape.n_heads, shape.causal, norm if shape.qk_norm else None,
-                                  shape.dropout)
+        self.attn = SelfAttention(shape.d_model, shape.n_heads, shape.causal,
+                                  norm.at("attention", shape.d_model) if shape.qk_norm else None, shape.dropout)
         self.mlp = FeedForward(shape.d_model, shape.ff_mult)
         slots = placement.slots_in("transformer")
+        sites = {1: norm.at("attention", shape.d_model), 2: norm.at("other", shape.d_model)}
         for slot in slots:  # slot-major, as the parameters were always registered: norm1, norm2, norm1_out, ...
             for i in (1, 2):
-                setattr(self, SLOT_ATTRIBUTES[slot].format(i), norm.build(shape.d_model))
+                setattr(self, SLOT_ATTRIBUTES[slot].format(i), sites[i].build(shape.d_model))
         self.drop = nn.Dropout(shape.dropout)  # residual dropout: each branch's output before the add
         before = shape.dropout_at == "before_norm"  # D commutes with an empty branch_out slot: either is the same
         self._drop_before, self._drop_after = (self.drop, _unnormalized) if before else (_unnormalized, self.drop)
         # per sublayer, the attribute in each slot (branch_in, branch_out, main), "" for an empty one
         self._filled = {i: tuple(SLOT_ATTRIBUTES[s].format(i) if s in slots else "" for s in TRANSFORMER_SLOTS)
                         for i in (1, 2)}
+        self.residual, self.branch_in_scale = depth.residual, depth.branch_in_scale
+        if depth.branch_init_gain is not None:
+            self._branch_init(depth.branch_init_gain)
+
+    @torch.no_grad()
+    def _branch_init(self, gain: float) -> None:
+        """DeepNet's init (Wang et al. 2022, Fig. 2): Xavier-normal, gain beta on the FFN, the value and
+        output projections, gain 1 on the queries and keys; biases as built."""
+        d = self.attn.proj.weight.shape[0]
+        q, k, v = self.attn.qkv.weight.split(d)
+        for w, g in ((q, 1.0), (k, 1.0), (v, gain), (self.attn.proj.weight, gain),
+                     (self.mlp[0].weight, gain), (self.mlp[2].weight, gain)):
+            nn.init.xavier_normal_(w, gain=g)
 
     def _norms(self, i: int):
         return tuple(getattr(self, name) if name else _unnormalized for name in self._filled[i])
 
     def _sublayer(self, x, i: int, f):
         branch_in, branch_out, main = self._norms(i)
-        return main(x + self._drop_after(branch_out(self._drop_before(f(branch_in(x))))))
+        h = branch_in(x)
+        if self.branch_in_scale != 1.0:  # a float multiply only where a depth rule scales: the others' arithmetic as ever
+            h = h * self.branch_in_scale
+        if self.residual != 1.0:
+            x = self.residual * x
+        return main(x + self._drop_after(branch_out(self._drop_before(f(h)))))
 
     def forward(self, x, keys_real=None):
         x = self._sublayer(x, 1, lambda h: self.attn(h, keys_real))
         return self._sublayer(x, 2, self.mlp)
 
 
+def block_placements(placement: Placement, layers: int, post_fraction: float = 0.25) -> list[Placement]:
+    """The placement each of ``layers`` blocks is built with: its own, or with ``first_layers`` (Mix-LN) that
+    placement's in the first floor(post_fraction * layers) blocks."""
+    early = post_layers(post_fraction, layers) if placement.first_layers else 0
+    return [placement_of(placement.first_layers) if i < early else placement for i in range(layers)]
+
+
 class TransformerStack(nn.Module):
-    def __init__(self, shape: TransformerShape, norm: NormSpec, placement: Placement):
+    def __init__(self, shape: TransformerShape, norm: NormSpec, placement: Placement, post_fraction: float = 0.25):
         super().__init__()
         self.pos = nn.Parameter(torch.zeros(shape.max_len, shape.d_model))
         nn.init.normal_(self.pos, std=0.02)
-        self.layers = nn.ModuleList(Block(shape, norm, placement) for _ in range(shape.n_layers))
+        self.layers = nn.ModuleList(Block(shape, norm, each, depth_of(placement, i + 1, shape.n_layers))
+                                    for i, each in enumerate(block_placements(placement, shape.n_layers, post_fraction)))
         # a placement that leaves the residual stream un-normalized (pre, peri) normalizes it once before the head
-        self.final_norm = (norm if placement.final_norm else NormSpec("none")).build(shape.d_model)
+        self.final_norm = (norm.at("other", shape.d_model) if placement.final_norm else NormSpec("none")).build(shape.d_model)
 
     def forward(self, x, trace=None, lengths=None):
         """(batch, time, d_model) -> (batch, time, d_model). ``trace`` is unused (no recurrence);
@@ -156,4 +185,4 @@ def build_transformer(shape: TransformerShape, norm: NormSpec, placement: Placem
                                  "valid with norm=none: qk_norm=false")
     if not norm.active:
         return TransformerStack(shape, norm, placement_of("pre"))  # identity norms: x + f(x), no final norm
-    return TransformerStack(shape, norm, placement_of(placement.name))
+    return TransformerStack(shape, norm, placement_of(placement.name), placement.post_fraction)

@@ -20,7 +20,7 @@ _EXPORTS = {
     "NormSpec": "spec",
     **dict.fromkeys(("Norm", "Identity", "ZeroCentredGain", "LayerNorm", "LayerNormReference", "RMSNorm",
                      "RMSNormReference", "RMSNormCompiled", "RMSNormAuto", "BatchNorm", "BatchNormReference", "StepBatchNorm",
-                     "ScaleNorm", "ScaleNormReference", "DynamicTanh", "batch_norms", "reestimate_statistics",
+                     "ScaleNorm", "ScaleNormReference", "DynamicTanh", "DynamicErf", "batch_norms", "reestimate_statistics",
                      "norm_parameters", "AutoImpl", "classes_of"), "layers"),
     **dict.fromkeys(("build_norm", "norm_class", "REGISTRY", "EXTRA_IMPLS", "LOW_PRECISION",
                      "Fp32Norm", "InputDtypeNorm", "auto_sites", "auto_choices", "precision_sites"),

@@ -117,7 +117,7 @@ def norm_class(kind: str, impl: str = "native") -> type[Norm]:
 
 def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.0, affine: bool = True,
                impl: str = DEFAULT_IMPL, fp32: bool = True, per_step: bool = False, gain_offset: bool = False,
-               bn_mask: bool = True, **params) -> nn.Module:
+               bn_mask: bool = True, groups: int = 1, **params) -> nn.Module:
     """Build a normalization layer over the last dimension of (..., dim) inputs.
 
     kind: none | bn | ln | rms | scale | dyt (kinds.kind_names()).   impl: auto (the default: native's
@@ -127,7 +127,8 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
     batch statistics, separate statistics per time step (inside a recurrence).   gain_offset: store
     gamma - 1 instead of gamma (kinds with a per-feature gain; the others ignore it).   bn_mask: kinds
     with batch statistics, over the real steps of a padded batch (True) or over padding too (False).
-    params: a kind's own (dyt: alpha_init), passed to the kinds whose descriptor names them; the class's
+    groups: kinds whose descriptor is ``grouped`` (ln, rms), statistics per group of dim/groups features
+    (the others ignore it).   params: a kind's own (dyt: alpha_init), passed to the kinds whose descriptor names them; the class's
     default where not given.
     """
     cls = norm_class(kind, impl)
@@ -148,5 +149,9 @@ def build_norm(kind: str, dim: int, *, eps: float = 1e-5, gamma_init: float = 1.
         extra["gain_offset"] = gain_offset
     if described.batch_stats:
         extra["mask_padding"] = bn_mask
+    if described.grouped and groups != 1:  # 1: the class's own default, so a layer's repr is as it always was
+        if groups < 1 or dim % groups:
+            raise ValueError(f"norm.groups={groups} must divide the norm's width {dim}")
+        extra["groups"] = groups
     norm = cls(dim, eps=eps, gamma_init=gamma_init, affine=affine, **extra)
     return Fp32Norm(norm, impl) if fp32 else InputDtypeNorm(norm, impl)

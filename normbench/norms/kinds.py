@@ -48,6 +48,9 @@ class NormKind:
     auto_class: str | None = None
     # a user's class (normbench/norms/user.py): its parameters are its own, normbench's settings none of its
     user: bool = False
+    # normalizes per group of channels where ``norm.groups`` > 1 (xLSTM's and Mamba-2's head-wise output norms):
+    # the kinds with per-token statistics over the features, LN and RMSNorm
+    grouped: bool = False
 
     def __post_init__(self):
         missing = [impl for impl in CORE_IMPLS if impl not in self.classes]
@@ -116,10 +119,22 @@ def require_eps(kind: str, eps: float, key: str = "norm.eps") -> None:
         require_positive(key, eps)
 
 
-def inert_settings(kind: str, *, affine: bool, gain_offset: bool, bn_reestimate: bool) -> list[str]:
-    """The settings a run of ``kind`` cannot feel, whatever the rest of its config (normbench/configuration/contract.py)."""
+# Settings added after records existed, at the value every earlier record ran with: a run at that value
+# leaves them out of its identity, so its hash is the one it always had (tests/test_identity.py)
+EARLIER_DEFAULTS = {"groups": 1, "alpha_rule": "single"}
+
+
+def inert_settings(kind: str, *, affine: bool, gain_offset: bool, bn_reestimate: bool,
+                   settings: Mapping | None = None) -> list[str]:
+    """The settings a run of ``kind`` cannot feel, whatever the rest of its config (normbench/configuration/contract.py).
+    ``settings``: the run's ``norm`` group, for the settings that are inert at their earlier default."""
     k = kind_of(kind)
+    settings = settings or {}
     inert = [] if k.eps else ["norm.eps"]
+    if not k.grouped or settings.get("groups", 1) == EARLIER_DEFAULTS["groups"]:
+        inert.append("norm.groups")
+    if "alpha_init" not in k.params or settings.get("alpha_rule", "single") == EARLIER_DEFAULTS["alpha_rule"]:
+        inert.append("norm.alpha_rule")  # how alpha_init is set per site: only where there is an alpha
     if k.one_formula:
         inert.append("norm.impl")
     params = dict.fromkeys(p for other in _REGISTRY.values() for p in other.params)
@@ -146,14 +161,18 @@ for _kind in (
              active=False, timed=False),
     NormKind("bn", {"native": "BatchNorm", "reference": "BatchNormReference"}, batch_stats=True,
              per_step="StepBatchNorm"),
-    NormKind("ln", {"native": "LayerNorm", "reference": "LayerNormReference"}),
+    NormKind("ln", {"native": "LayerNorm", "reference": "LayerNormReference"}, grouped=True),
     # Zhang & Sennrich 2019: no re-centering, no bias; compiled: normbench's CPU kernel (rmsnorm.cpp), about
     # 5x native's forward+backward on a CPU (F.rms_norm's backward is unfused there), LayerNorm's speed
     NormKind("rms", {"native": "RMSNorm", "reference": "RMSNormReference", "compiled": "RMSNormCompiled"},
-             bias=False, fastest={"cpu": ("compiled",)}, auto_class="RMSNormAuto"),
+             bias=False, fastest={"cpu": ("compiled",)}, auto_class="RMSNormAuto", grouped=True),
     NormKind("scale", {"native": "ScaleNorm", "reference": "ScaleNormReference"}, gain="scalar", bias=False),
     # elementwise tanh: no statistics, so no eps, and one formula (no fused op to compare against)
+    # alpha_rule: alpha_init everywhere (single) or per site by width (Zhu et al. 2025's LLaMA table; norms/alpha.py)
     NormKind("dyt", {"native": "DynamicTanh", "reference": "DynamicTanh"}, eps=False, params=("alpha_init",)),
+    # Chen et al. 2025 (arXiv 2512.10938) eq. 10: gamma * erf(alpha * x + s) + beta, alpha and s learned scalars
+    NormKind("derf", {"native": "DynamicErf", "reference": "DynamicErf"}, eps=False,
+             params=("alpha_init", "shift_init")),
 ):
     register(_kind)
 

@@ -86,36 +86,66 @@ class _AffineNorm(ZeroCentredGain, Norm):
         return f"{super().extra_repr()}, {self._gain_repr()}"
 
 
-class LayerNorm(_AffineNorm):
-    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, gain_offset=False):
-        super().__init__(dim, eps, gamma_init, affine, gain_offset=gain_offset)
+class _GroupedNorm(_AffineNorm):
+    """``groups`` > 1 (norm.groups): the statistics are taken per group of dim/groups consecutive features
+    (a head's, as xLSTM's and Mamba-2's output norms take them), the gain and bias stay per feature.
+    groups=1 is the layer as it always was."""
+
+    def __init__(self, dim, eps, gamma_init, affine, bias=True, gain_offset=False, groups=1):
+        super().__init__(dim, eps, gamma_init, affine, bias=bias, gain_offset=gain_offset)
+        if groups < 1 or dim % groups:
+            raise ValueError(f"groups={groups} must divide the norm's width {dim}")
+        self.groups = groups
+
+    def split(self, x):
+        """(..., dim) -> (..., groups, dim/groups): each group's features on the last axis."""
+        return x.unflatten(-1, (self.groups, self.dim // self.groups))
+
+    def gained(self, y):
+        """The per-feature gain (and bias) on the groups' normalized output, back as (..., dim)."""
+        y = y.flatten(-2)
+        if self.weight is None:
+            return y
+        return y * self.weight if self.bias is None else y * self.weight + self.bias
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + (f", groups={self.groups}" if self.groups != 1 else "")
+
+
+class LayerNorm(_GroupedNorm):
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, gain_offset=False, groups=1):
+        super().__init__(dim, eps, gamma_init, affine, gain_offset=gain_offset, groups=groups)
 
     def forward(self, x, step=None):
-        return F.layer_norm(x, (self.dim,), self.weight, self.bias, self.eps)
+        if self.groups == 1:
+            return F.layer_norm(x, (self.dim,), self.weight, self.bias, self.eps)
+        return self.gained(F.layer_norm(self.split(x), (self.dim // self.groups,), None, None, self.eps))
 
 
 class LayerNormReference(LayerNorm):
-    # Ba et al. 2016, eq. 4: y = gamma * (x - mu) / sqrt(sigma^2 + eps) + beta, sigma^2 biased.
+    # Ba et al. 2016, eq. 4: y = gamma * (x - mu) / sqrt(sigma^2 + eps) + beta, sigma^2 biased (per group).
     def forward(self, x, step=None):
-        mu = x.mean(-1, keepdim=True)
-        var = ((x - mu) ** 2).mean(-1, keepdim=True)
-        y = (x - mu) / torch.sqrt(var + self.eps)
-        return y if self.weight is None else y * self.weight + self.bias
+        g = self.split(x)
+        mu = g.mean(-1, keepdim=True)
+        var = ((g - mu) ** 2).mean(-1, keepdim=True)
+        return self.gained((g - mu) / torch.sqrt(var + self.eps))
 
 
-class RMSNorm(_AffineNorm):
+class RMSNorm(_GroupedNorm):
     # Zhang & Sennrich 2019: no re-centering, no bias.
-    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, gain_offset=False):
-        super().__init__(dim, eps, gamma_init, affine, bias=False, gain_offset=gain_offset)
+    def __init__(self, dim, eps=1e-5, gamma_init=1.0, affine=True, gain_offset=False, groups=1):
+        super().__init__(dim, eps, gamma_init, affine, bias=False, gain_offset=gain_offset, groups=groups)
 
     def forward(self, x, step=None):
-        return F.rms_norm(x, (self.dim,), self.weight, self.eps)
+        if self.groups == 1:
+            return F.rms_norm(x, (self.dim,), self.weight, self.eps)
+        return self.gained(F.rms_norm(self.split(x), (self.dim // self.groups,), None, self.eps))
 
 
 class RMSNormReference(RMSNorm):
     def forward(self, x, step=None):
-        y = x / torch.sqrt((x * x).mean(-1, keepdim=True) + self.eps)
-        return y if self.weight is None else y * self.weight
+        g = self.split(x)
+        return self.gained(g / torch.sqrt((g * g).mean(-1, keepdim=True) + self.eps))
 
 
 class RMSNormCompiled(RMSNorm):
@@ -130,9 +160,9 @@ class RMSNormCompiled(RMSNorm):
         return rmsnorm_cpu.runs_on(device_type, dtype)
 
     def forward(self, x, step=None):
-        if rmsnorm_cpu.usable(x, self.weight):
+        if self.groups == 1 and rmsnorm_cpu.usable(x, self.weight):  # the kernel normalizes whole rows
             return rmsnorm_cpu.rms_norm(x, self.weight, self.eps)
-        return super().forward(x, step)
+        return RMSNorm.forward(self, x, step)  # named: impl=auto runs this forward on an RMSNormAuto
 
 
 def classes_of(kind: NormKind) -> dict[str, type[Norm]]:
@@ -387,6 +417,18 @@ class DynamicTanh(ZeroCentredGain, Norm):
 
     def extra_repr(self) -> str:
         return f"{self.dim}, {self._gain_repr()}"
+
+
+class DynamicErf(DynamicTanh):
+    # Chen et al. 2025 (arXiv 2512.10938), eq. 10: y = gamma * erf(alpha * x + s) + beta, alpha and s learned
+    # scalars, gamma and beta per feature; the authors' code initialises alpha to 0.5 and s to 0. No statistics.
+    def __init__(self, dim, eps=0.0, gamma_init=1.0, affine=True, alpha_init=0.5, shift_init=0.0, gain_offset=False):
+        super().__init__(dim, eps, gamma_init, affine, alpha_init, gain_offset)
+        self.shift = nn.Parameter(torch.tensor(float(shift_init)))
+
+    def forward(self, x, step=None):
+        y = torch.erf(self.alpha * x + self.shift)
+        return y if self.weight is None else y * self.weight + self.bias
 
 
 class UserNorm(Norm):

@@ -24,6 +24,7 @@ from normbench.records.metrics import in_record_order
 from normbench.configuration.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
+from normbench.training.muon import build_muon
 from normbench.training.precision import PRECISIONS, RunPrecision, norm_input_dtypes
 from normbench.records.record import RecordWriter
 from normbench.tasks.batching import epoch_order
@@ -50,6 +51,9 @@ def build_optimizer(cfg: Config, model) -> torch.optim.Optimizer:
     groups = parameter_groups(model, cfg.optim.weight_decay, cfg.optim.norm_weight_decay)
     if cfg.optim.name == "sgd":
         return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.optim.momentum)
+    if cfg.optim.name == "muon":  # Muon on the hidden matrices, AdamW on the rest (normbench/training/muon.py)
+        return build_muon(model, groups, lr=cfg.lr, betas=(cfg.optim.beta1, cfg.optim.beta2),
+                          momentum=cfg.optim.momentum)
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.optim.beta1, cfg.optim.beta2))
 
 

@@ -34,6 +34,8 @@ def expected(kind, x, eps, gamma, beta, alpha=0.5):
         return gamma * math.sqrt(x.shape[-1]) * x / torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(eps)
     if kind == "dyt":
         return torch.tanh(alpha * x) * gamma + beta
+    if kind == "derf":  # Chen et al. 2025, eq. 10, at its initial shift s = 0
+        return torch.erf(alpha * x) * gamma + beta
     raise AssertionError(kind)
 
 
@@ -74,7 +76,7 @@ def test_forward_and_backward_match_float64_formula(kind, impl, shape):
     torch.testing.assert_close(x1.grad.double(), x2.grad, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind", ["ln", "rms", "bn", "scale", "dyt"])
+@pytest.mark.parametrize("kind", ["ln", "rms", "bn", "scale", "dyt", "derf"])
 @pytest.mark.parametrize("impl", (*IMPLS, "auto"))
 def test_gradcheck_double(kind, impl):
     torch.manual_seed(1)

@@ -1,0 +1,116 @@
+"""optim=muon: which parameters Muon steps, its step against Muon's update written out here (momentum,
+Nesterov, orthogonalization, the AdamW-RMS-matched lr, decoupled decay), AdamW's on the rest, the pair's
+state_dict round trip (what checkpoints hold), and a run from the CLI that is its own identity."""
+
+import copy
+import json
+import math
+
+import pytest
+import torch
+
+from normbench.models import build_model, parameter_groups
+from normbench.configuration.schema import ModelShape
+from normbench.norms import NormSpec
+from normbench.training.muon import MuonAdamW, build_muon, muon_parameters
+
+NS = (3.4445, -4.775, 2.0315)  # Jordan et al.'s quintic coefficients (torch.optim.Muon's defaults)
+
+
+def model_of(family="transformer"):
+    torch.manual_seed(0)
+    return build_model(ModelShape(family=family, hidden=16, layers=2, heads=2, embed=8), NormSpec("ln"), "pre",
+                       input_kind="tokens", input_dim=7, n_outputs=3, readout="last")
+
+
+def names(model, ids):
+    return sorted(n for n, p in model.named_parameters() if id(p) in ids)
+
+
+def test_muon_steps_the_hidden_matrices_and_adamw_the_rest():
+    model = model_of()
+    assert names(model, muon_parameters(model)) == sorted(
+        f"backbone.layers.{i}.{w}" for i in (0, 1)
+        for w in ("attn.qkv.weight", "attn.proj.weight", "mlp.0.weight", "mlp.2.weight"))
+    lstm = model_of("lstm")  # a recurrent core's matrices are hidden maps too; the encoder and head are not
+    assert names(lstm, muon_parameters(lstm)) == ["backbone.layers.0.core.weight_hh_l0", "backbone.layers.0.core.weight_ih_l0",
+                                                  "backbone.layers.1.core.weight_hh_l0", "backbone.layers.1.core.weight_ih_l0"]
+
+
+def orthogonalized(g):
+    """Newton-Schulz (Jordan et al. 2024): X = G / ||G||_F, then 5 times X <- aX + (bA + cA^2)X, A = XX^T (wide side)."""
+    x = g.double()
+    tall = x.shape[0] > x.shape[1]
+    x = x.T if tall else x
+    x = x / x.norm()
+    a, b, c = NS
+    for _ in range(5):
+        gram = x @ x.T
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return x.T if tall else x
+
+
+def test_one_step_is_muons_update_on_the_matrices_and_adamws_on_the_rest():
+    model = model_of()
+    before = copy.deepcopy(model)
+    groups = parameter_groups(model, weight_decay=0.1)
+    optimizer = build_muon(model, groups, lr=0.01, betas=(0.9, 0.999), momentum=0.95)
+    x = torch.randint(0, 7, (4, 5))
+    model(x).square().sum().backward()
+    for p in model.parameters():  # full-rank gradients: the polar factor below is then well defined
+        p.grad = torch.randn_like(p)
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    optimizer.step()
+    hidden = set(names(model, muon_parameters(model)))
+    params, old = dict(model.named_parameters()), dict(before.named_parameters())
+    for name in hidden:
+        g = grads[name].double()
+        update = g.lerp(0.05 * g, 0.95)  # the first step: buffer = (1 - momentum) g; Nesterov: g lerp buffer
+        rows, cols = g.shape
+        step = (old[name].detach().double() * (1 - 0.01 * 0.1) - params[name].detach().double())
+        step /= 0.01 * 0.2 * math.sqrt(max(rows, cols))  # the adjusted lr: Muon's update at AdamW's RMS
+        # Newton-Schulz (torch.optim.Muon's, in bfloat16) gives U S' V^T of the update U S V^T, S' near 1 (Jordan
+        # et al.: about 0.5-1.5): the step's polar factor is the update's, its singular values near 1
+        u, s, vt = torch.linalg.svd(step, full_matrices=False)
+        u0, _, vt0 = torch.linalg.svd(update, full_matrices=False)
+        assert ((u @ vt) - (u0 @ vt0)).norm() / (u0 @ vt0).norm() < 0.1, name
+        assert 0.3 < s.min() and s.max() < 1.7, name
+        assert (orthogonalized(update) - u0 @ vt0).norm() / (u0 @ vt0).norm() < 0.5  # the float64 iteration: the same
+    # AdamW's first step moves each other parameter by lr * sign(g) (bias-corrected m/sqrt(v)), decay aside
+    head = params["head.weight"].detach() - old["head.weight"].detach() * (1 - 0.01 * 0.1)
+    torch.testing.assert_close(head, -0.01 * torch.sign(grads["head.weight"]), rtol=1e-3, atol=1e-6)
+    assert any(g["algorithm"] == "muon" for g in optimizer.param_groups)
+
+
+def test_the_schedule_reaches_both_halves_and_the_state_round_trips():
+    model = model_of()
+    optimizer = build_muon(model, parameter_groups(model, 0.01), lr=0.01, betas=(0.9, 0.999), momentum=0.95)
+    for group in optimizer.param_groups:
+        group["lr"] = 0.5
+    assert {g["lr"] for part in optimizer.parts for g in part.param_groups} == {0.5}
+    model(torch.randint(0, 7, (4, 5))).sum().backward()
+    optimizer.step()
+    state = optimizer.state_dict()
+    ids = [i for g in state["param_groups"] for i in g["params"]]
+    assert ids == list(range(len(list(model.parameters())))) and set(state["state"]) <= set(ids)
+    again = build_muon(model, parameter_groups(model, 0.01), lr=0.01, betas=(0.9, 0.999), momentum=0.95)
+    again.load_state_dict(state)
+    for a, b in zip(optimizer.parts, again.parts):
+        for p in a.state:
+            for key, value in a.state[p].items():
+                assert torch.equal(torch.as_tensor(value), torch.as_tensor(b.state[p][key]))
+    adamw_only = MuonAdamW([], [{"params": [p for p in model.parameters() if p.dim() == 1]}], lr=0.01,
+                           betas=(0.9, 0.999), momentum=0.95)
+    with pytest.raises(ValueError, match="Muon and AdamW groups differ"):
+        adamw_only.load_state_dict(state)
+
+
+def test_optim_muon_runs_from_the_cli_as_its_own_run(cli, tiny_args, tmp_path):
+    code, out, err = cli(*tiny_args, "model=transformer", "optim=muon", "steps=6", "hydra.run.dir=run")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["config"]["optim"]["name"] == "muon"
+    assert summary["config"]["optim"]["momentum"] == 0.95  # conf/optim/muon.yaml: Muon's own default
+    assert cli(*tiny_args, "model=transformer", "steps=6", "hydra.run.dir=adamw")[0] == 0
+    adamw = json.loads((tmp_path / "adamw" / "summary.json").read_text())
+    assert summary["config_hash"] != adamw["config_hash"] and summary["metrics"]["final_val"] != adamw["metrics"]["final_val"]
