@@ -1,4 +1,4 @@
-"""The lr-sensitivity area of an lr sweep (Wortsman et al. 2023, §2): how much final quality an arm loses,
+"""The lr-sensitivity area of an lr sweep (Wortsman et al. 2023, "LR sensitivity"): how much final quality an arm loses,
 on average over a log-spaced grid of learning rates, against its best lr.
 
 Their definition, for a loss ℓ, a grid of lrs η over [a, b] and ℓ₀ the loss at initialization:
@@ -42,7 +42,7 @@ def per_seed(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Series, dict]:
 
     sign, name, chance = task_direction(runs)
     lr_all = pd.to_numeric(axis(runs, "lr"), errors="coerce")
-    rule = (f"per seed, the lr-sensitivity area (Wortsman et al. 2023 §2): the mean over the shared lr grid of the "
+    rule = (f"per seed, the lr-sensitivity area (Wortsman et al. 2023): the mean over the shared lr grid of the "
             f"best lr's final {name} minus each lr's (diverged or worse than chance: chance)")
     if chance is None:
         return pd.Series(dtype=float), {"rule": rule, "not_applicable": f"The task records no chance level for {name}."}

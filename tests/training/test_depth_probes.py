@@ -1,7 +1,7 @@
 """The depth, attention and saturation probes against a float64 re-implementation written from the papers'
 equations: a Pre-LN block (Xiong et al. 2020 eq. for Pre-LN: x ← x + Attn(LN(x)), x ← x + FFN(LN(x))),
 attention logits z_ij = ⟨q_i, k_j⟩/√d_h (Wortsman et al. 2023 §3.1.1), DyT tanh(αx) (Zhu et al. 2025),
-and the lr-sensitivity area E_η[min(ℓ(η), ℓ₀) − ℓ*] (Wortsman et al. 2023 §2)."""
+and the lr-sensitivity area E_η[min(ℓ(η), ℓ₀) − ℓ*] (Wortsman et al. 2023)."""
 
 import math
 

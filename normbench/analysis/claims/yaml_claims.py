@@ -297,9 +297,9 @@ def from_environment(shipped: list[Claim]) -> list[Claim]:
 
 def use_folders(folders) -> None:
     """``--claims``: read (and so check) the folders now, and name them for this process and the ones it starts."""
-    from normbench.analysis.claims.specs import CLAIMS
+    from normbench.analysis.claims import SHIPPED
 
     if not folders:
         return
-    read_folders(folders, CLAIMS)
+    read_folders(folders, SHIPPED)
     os.environ[CLAIMS_ENV] = os.pathsep.join(str(Path(f).expanduser().resolve()) for f in folders)
