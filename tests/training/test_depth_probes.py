@@ -140,3 +140,22 @@ def test_lr_sensitivity_is_the_papers_area():
     assert sensitivity({1e-3: 0.9, 1e-2: 0.95, 1e-1: 0.05}, 0.1, higher=True) == pytest.approx((0.05 + 0 + 0.85) / 3)
     assert sensitivity({1e-3: 0.9, 1e-2: 0.9}, 0.1, higher=True) == 0.0
     assert lr_grid_is_log_spaced([1e-3, 1e-2, 1e-1]) and not lr_grid_is_log_spaced([1e-3, 2e-3, 1e-1])
+
+
+def test_saturation_of_derf_counts_its_shifted_argument(batch):
+    torch.manual_seed(3)
+    model = build_model(ModelShape("transformer", hidden=D, embed=D, heads=HEADS, layers=1),
+                        NormSpec("derf", alpha_init=2.0, shift_init=1.0), "pre", input_kind="features", input_dim=2,
+                        n_outputs=1, readout="last").double()
+    x, _ = batch
+    inputs = {}
+    hooks = [m.register_forward_hook(lambda mod, i, o, n=name: inputs.__setitem__(n, i[0].detach()))
+             for name, m in model.named_modules() if type(m).__name__ == "DynamicErf"]
+    with torch.no_grad():
+        model.eval()(x)
+    for h in hooks:
+        h.remove()
+    shares = probes.saturated_share(model, x)
+    for name, seen in inputs.items():  # erf(αx + s): the shift counts, as the paper's formula has it
+        assert shares[name] == pytest.approx(float(((2.0 * seen + 1.0).abs() > 2.0).double().mean()), abs=1e-12)
+    assert set(shares) == {*inputs, "all"}

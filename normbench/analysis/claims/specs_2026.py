@@ -151,7 +151,7 @@ CLAIMS_2026: list[Claim] = [
                             GRAD_SPREAD)),
           requires=(TRANSFORMER,),
           design="Arms: Peri-LN (norm on each branch's input and output) and Pre-LN Transformers, same norm, depth "
-                 "and lr (sweeps/periln_depth.yaml); the measures are the end-of-training probes: the slope of ln "
+                 "and lr (sweeps/depth_placements.yaml); the measures are the end-of-training probes: the slope of ln "
                  "Var over the blocks and the spread of the per-block gradient norm.",
           quote="we conduct extensive experiments on Transformers up to 3.2B parameters, showing that Peri-LN "
                 "consistently achieves more balanced variance growth, steadier gradient flow, and convergence "
@@ -174,7 +174,7 @@ CLAIMS_2026: list[Claim] = [
                  better("Mix-LN scores better than Pre-LN", "mix", "pre")),
           requires=(TRANSFORMER,),
           design="Arms: Mix-LN (placement.post_fraction 0.25, the paper's) and Pre-LN Transformers at equal depth and "
-                 "lr (sweeps/mixln_depth.yaml); gradient norms per block and the loss increase when a deep block is "
+                 "lr (sweeps/depth_placements.yaml); gradient norms per block and the loss increase when a deep block is "
                  "skipped, at the end of training, and the task score.",
           quote="We demonstrate that Pre-LN, commonly employed in models like GPT and LLaMA, leads to diminished "
                 "gradient norms in its deeper layers, reducing their effectiveness. [...] Mix-LN applies Post-LN to "
@@ -196,7 +196,7 @@ CLAIMS_2026: list[Claim] = [
                             SKIP_DEEP),
                  better("LayerNorm Scaling scores better than Pre-LN", "lns", "pre")),
           requires=(TRANSFORMER,),
-          design="Arms: LayerNorm Scaling and Pre-LN Transformers at equal depth and lr (sweeps/lns_depth.yaml).",
+          design="Arms: LayerNorm Scaling and Pre-LN Transformers at equal depth and lr (sweeps/depth_placements.yaml).",
           quote="While Pre-LN stabilizes the training of Transformer LLMs, its output variance exponentially grows "
                 "with the model depth, which undesirably causes the derivative of the deep Transformer blocks to be "
                 "an identity matrix, and therefore barely contributes to the training. To resolve this training "
