@@ -79,6 +79,17 @@ def test_script_registers_and_runs_through_normbench_main(tmp_path):
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "steps" in bad.stderr
 
 
+def test_a_script_registered_norm_in_joblib_workers_is_an_invalid_run_naming_the_entry_point(tmp_path):
+    script = ROOT / "examples" / "my_norm_script.py"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(script), "-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2",
+                           "norm=halfscale", *TINY, "seed=0,1", "hydra.sweep.dir=sweep", "report=false"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    records = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
+    assert len(records) == 2 and {r["status"] for r in records} == {"invalid"}, done.stderr[-2000:]
+    assert all("entry point of group normbench.norms" in r["reason"] for r in records)
+
+
 def _installed_package(where: Path) -> Path:
     """A package installed as pip would leave it: its module and a dist-info declaring the entry point."""
     where.mkdir()
