@@ -110,3 +110,15 @@ def test_report_with_claims_folder_shows_the_verdict_and_a_bad_file_is_exit_2(tm
     (folder / "bad.yaml").write_text("id: bad\nstatement: s\nsource: me\n_target_: os.system\narms: {}\nparts: []\n")
     bad = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "_target_ names code" in bad.stderr
+
+
+def test_study_checks_its_claims_folder_before_any_round(tmp_path):
+    bad = tmp_path / "claims"
+    bad.mkdir()
+    (bad / "x.yaml").write_text("id: x\nstatement: s\nsource: me\narms: {a: {norm: ln}}\n"
+                                "parts: [{kind: better, assertion: t, a: a, b: a, module: os}]\n")
+    for folder, says in ((tmp_path / "missing", "not a folder"), (bad, "module names code")):
+        done = subprocess.run([sys.executable, "-m", "normbench", "study", "+sweep=smoke", "--claims", str(folder),
+                               "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr[-500:]
+    assert not list((tmp_path / "out").rglob("summary.json"))
