@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from normbench.checks import require_positive
+from normbench.norms import installed
 
 CORE_IMPLS = ("native", "reference")  # every kind has both (the same class where there is one formula)
 GAINS = ("feature", "scalar", "none")
@@ -180,8 +181,16 @@ for _kind in (
 # see a kind registered later (what the schema validates against).
 KINDS, IMPLS = kind_names(), impl_names()
 
+
+
+def user_kind(name: str, reference: str) -> NormKind:
+    """A user's norm (normbench/norms/user.py): its class owns its parameters, so no statistics of normbench's
+    to guard (eps) and no gain or bias of normbench's: norm.eps/gamma_init/affine/gain_offset cannot change it."""
+    return NormKind(name, {"native": reference, "reference": reference}, eps=False, gain="none", bias=False,
+                    timed=False, user=True)
+
+
 # Installed packages' norms (entry point group normbench.norms), from their metadata: every process that
 # imports the kinds has them, so a joblib worker, a study round, rerun and evaluate validate and build them.
-from normbench.norms import user as _user  # noqa: E402 - after the built-ins, which keep their names
-
-_user.register_installed()
+for _name, _reference in installed.usable({k.name: k.classes["native"] for k in _REGISTRY.values()}):
+    register(user_kind(_name, _reference))

@@ -169,10 +169,20 @@ def classes_of(kind: NormKind) -> dict[str, type[Norm]]:
     """{impl: layer class} of one kind, as its descriptor names them in this module (a user's kind:
     its class, wrapped in UserNorm by normbench/norms/user.py)."""
     if kind.user:
-        from normbench.norms.user import user_class
-
-        return {impl: user_class(name) for impl, name in kind.classes.items()}
+        return {impl: _user_layer(name) for impl, name in kind.classes.items()}
     return {impl: globals()[name] for impl, name in kind.classes.items()}
+
+
+_user_layers: dict[str, type] = {}  # class reference -> its UserNorm subclass, made once per process
+
+
+def _user_layer(reference: str) -> type:
+    if reference not in _user_layers:
+        from normbench.norms.user import load  # the user's class, imported when its first layer is built
+
+        inner = load(reference)
+        _user_layers[reference] = type(f"UserNorm_{inner.__name__}", (UserNorm,), {"inner_class": inner})
+    return _user_layers[reference]
 
 
 class AutoImpl:

@@ -212,7 +212,7 @@ def test_cli_exit_status(tmp_path, write_record):
 TORCH_FREE = ("normbench.records.record", "normbench.configuration.contract", "normbench.configuration.schema", "normbench.checks",
               "normbench.records.metrics", "normbench.norms", "normbench.norms.kinds", "normbench.norms.spec",
               "normbench.configuration.placements", "normbench.records.reading",
-              "normbench.norms.user")  # the users' norm kinds, read from package metadata: torch only when one is built
+              "normbench.norms.user", "normbench.norms.installed")  # the users' norm kinds, read from package metadata: torch only when one is built
 TORCH_FREE_PACKAGES = ("normbench.report", "normbench.analysis", "normbench.tasks")
 TORCH_FREE += ("normbench.records", "normbench.configuration")  # packages by role: their __init__ is a docstring
 
