@@ -243,7 +243,8 @@ CLAIMS_2026: list[Claim] = [
                  not_worse("DeepNorm is not worse than Pre-LN", "deepnorm", "pre")),
           requires=(TRANSFORMER,),
           design="Arms: deep, narrow Post-LN, DeepNorm (residual × α, branch init × β, as the paper sets them by "
-                 "depth) and Pre-LN Transformers at one lr without warm-up (sweeps/deepnorm_depth.yaml). A failed "
+                 "depth) and Pre-LN Transformers at one lr with a short warm-up, as the paper trains "
+                 "(sweeps/deepnorm_depth.yaml). A failed "
                  "run diverged or finished in the chance band.",
           quote="The proposed method combines the best of two worlds, i.e., good performance of Post-LN and stable "
                 "training of Pre-LN, making DeepNorm a preferred alternative. We successfully scale Transformers up "
