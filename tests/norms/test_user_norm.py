@@ -131,3 +131,7 @@ def test_entry_point_norm_runs_in_joblib_workers_and_resume_and_appears_in_recor
     assert toy_pids == {"toynorm_pkg:ToyNorm"}  # every worker had it, from the metadata
     runs = normbench.load_runs(tmp_path / "sweep")
     assert set(runs["axes.norm.kind"]) == {"toy", "ln"}
+    report = subprocess.run([sys.executable, "-m", "normbench", "report", "sweep", "--out", "out"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "norm=toy" in (tmp_path / "out" / "report.html").read_text()
