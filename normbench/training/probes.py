@@ -345,8 +345,9 @@ def deep_half_mean(values: list[float | None] | None) -> float | None:
 
 
 def depth_grad_log_ratio(layer_norms: dict[str, float] | None) -> float | None:
-    """log10(‖∂L/∂θ_last block‖ / ‖∂L/∂θ_first block‖) from a per-layer gradient profile (``layers.<i>``
-    entries): negative when the deeper blocks get smaller gradients (Pre-LN, Li et al. 2025 Fig. 3)."""
+    """log10(‖∂L/∂θ_last block‖ / ‖∂L/∂θ_first block‖) from a per-layer gradient profile
+    (``layers.<i>`` entries): negative when the deeper blocks get smaller gradients
+    (Pre-LN, as Li et al. 2025 report)."""
     if not layer_norms:
         return None
     blocks = {int(k.split(".")[1]): v for k, v in layer_norms.items()

@@ -261,7 +261,8 @@ def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         at = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ClaimFileError(f"{where}: not a claim file's YAML{at}: {' '.join(str(getattr(error, 'problem', '') or error).split())[:120]}") from None
+        problem = " ".join(str(getattr(error, "problem", "") or error).split())[:120]
+        raise ClaimFileError(f"{where}: not a claim file's YAML{at}: {problem}") from None
     return parse(doc, where, taken)
 
 
