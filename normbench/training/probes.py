@@ -313,7 +313,7 @@ def saturated_share(model: SequenceModel, x) -> dict[str, float]:
 @torch.no_grad()
 def layer_skip_losses(model: SequenceModel, x, y, loss_fn) -> list[float | None]:
     """Per block ℓ, loss with block ℓ replaced by the identity minus the full model's loss (_probe_mode, one
-    batch): how much the model relies on that layer (Li et al. 2025, Mix-LN §3, and Sun et al. 2025 drop
+    batch): how much the model relies on that layer (Li et al. 2025, Mix-LN, and Sun et al. 2025 drop
     one layer at a time). None for a block whose output width differs from its input's (no identity)."""
     blocks = _blocks(model)
     with _probe_mode(model):  # one mode and one set of buffers for the full model and every skip
