@@ -35,8 +35,9 @@ DEEP_GRAD = Measure("log10(‖∇ last block‖ / ‖∇ first block‖) at the 
                     "relatively more)", column("metrics.layer_grad_log_ratio"), higher=True)
 SKIP_DEEP = Measure("loss increase when one deep block is skipped (mean over the deeper half of the blocks; higher = "
                     "the deep blocks matter more)", column("metrics.skip_loss_increase_deep"), higher=True)
-ATTN_LOGIT = Measure("largest attention logit |q·k|/√d_h at the end of training", column("metrics.attn_logit_max"),
-                     higher=False, log=True)
+# compared on the log scale (logits span decades at a high lr): the effect reads as ln(a) − ln(b)
+ATTN_LOGIT = Measure("ln of the largest attention logit |q·k|/√d_h at the end of training (a difference of logs: "
+                     "−2.3 = 10× smaller)", column("metrics.attn_logit_max"), higher=False, log=True)
 SATURATION = Measure("share of DyT units with |αx| > 2 at the end of training", column("metrics.saturated_share"),
                      higher=True)
 
