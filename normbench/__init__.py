@@ -9,6 +9,9 @@ Results as data (never loads torch):
 Trained models (a run with save_model=true):
     load_model(run_dir, which="final"|"best", device="cpu") -> nn.Module, rebuilt from the record's config
 
+Your own norm (docs/extending.md):
+    register_norm(name, cls) -> None, cls an nn.Module built as cls(dim); main(argv) -> exit status, the CLI
+
 Names are imported on first use, so `python -m normbench.report` never loads torch.
 """
 
@@ -22,8 +25,28 @@ _EXPORTS = {
     "RecurrentShape": "normbench.models", "TransformerShape": "normbench.models",
     "InvalidCombination": "normbench.models", "parameter_groups": "normbench.models",
     "load_model": "normbench.training.saved_model",
+    "register_norm": "normbench.norms.user",
 }
-__all__ = [*_EXPORTS, "load_runs", "load_curves"]
+__all__ = [*_EXPORTS, "load_runs", "load_curves", "main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``normbench`` command, run in this process with ``argv`` (default: this process's own
+    arguments): a script registers its norm (``register_norm``) and then hands over to the CLI.
+    Returns the exit status (0, 1 for a failed run, 2 for bad input) instead of leaving the process."""
+    import sys
+
+    from normbench.__main__ import main as command
+
+    saved = sys.argv
+    sys.argv = [saved[0] if saved else "normbench", *(saved[1:] if argv is None else argv)]
+    try:
+        command()
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    finally:
+        sys.argv = saved
+    return 0
 
 
 def load_runs(*paths, keep_copies: bool = False):

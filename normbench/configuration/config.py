@@ -41,6 +41,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from normbench.norms import user as user_norms
 from normbench.configuration.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
                               PlacementConfig, PrecisionConfig)
 
@@ -72,6 +73,8 @@ def register() -> None:
     # hydra/sweeper=optuna_lr only where the [optuna] extra is installed (else it is no choice to offer)
     if importlib.util.find_spec("hydra_plugins.hydra_optuna_sweeper") is not None:
         store.store(group="hydra/sweeper", name="optuna_lr", node=OmegaConf.load(OPTIONAL / "optuna_lr.yaml"))
+    for name in user_norms.sources():  # a user's norm (normbench/norms/user.py): norm=NAME, as a conf/norm/ file would
+        offer_norm_kind(name)
     # Hydra's manual plugin registration: every search path (hydra.main, compose, a glob(*) of a sweep) gets the sweeps
     Plugins.instance().register(SweepSource)
     Plugins.instance().register(SweepSearchPath)
@@ -85,6 +88,12 @@ def plain_groups(overrides: list[str]) -> list[str]:
     """``experiment=NAME`` as ``+experiment=NAME`` (and so for each ADDED_GROUPS); every other argument,
     ``+experiment=NAME`` and ``logger.mlflow.experiment=NAME`` included, as it is."""
     return [f"+{arg}" if arg.split("=", 1)[0] in ADDED_GROUPS and "=" in arg else arg for arg in overrides]
+
+
+def offer_norm_kind(name: str) -> None:
+    """``norm=NAME`` for a kind with no conf/norm/NAME.yaml (a user's norm): the option holds its kind alone."""
+    if not (config_dir() / "norm" / f"{name}.yaml").is_file():
+        ConfigStore.instance().store(group="norm", name=name, node={"kind": name})
 
 
 def to_config(cfg: DictConfig) -> Config:

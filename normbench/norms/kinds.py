@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from normbench.checks import require_positive
+from normbench.norms import installed
 
 CORE_IMPLS = ("native", "reference")  # every kind has both (the same class where there is one formula)
 GAINS = ("feature", "scalar", "none")
@@ -46,6 +47,8 @@ class NormKind:
     # the class impl=auto builds where ``fastest`` names a kernel: a subclass of native's with its
     # parameters and state_dict, whose forward runs the kernel dispatch.py decides on
     auto_class: str | None = None
+    # a user's class (normbench/norms/user.py): its parameters are its own, normbench's settings none of its
+    user: bool = False
     # normalizes per group of channels where ``norm.groups`` > 1 (xLSTM's and Mamba-2's head-wise output norms):
     # the kinds with per-token statistics over the features, LN and RMSNorm
     grouped: bool = False
@@ -64,7 +67,7 @@ class NormKind:
 
     @property
     def has_parameters(self) -> bool:
-        return self.gain != "none" or self.bias or bool(self.params)
+        return self.gain != "none" or self.bias or bool(self.params) or self.user
 
     @property
     def one_formula(self) -> bool:
@@ -188,3 +191,17 @@ for _kind in (
 # The built-in kinds and impls, as tuples for argparse choices and docs; kind_names() and impl_names() also
 # see a kind registered later (what the schema validates against).
 KINDS, IMPLS = kind_names(), impl_names()
+
+
+
+def user_kind(name: str, reference: str) -> NormKind:
+    """A user's norm (normbench/norms/user.py): its class owns its parameters, so no statistics of normbench's
+    to guard (eps) and no gain or bias of normbench's: norm.eps/gamma_init/affine/gain_offset cannot change it."""
+    return NormKind(name, {"native": reference, "reference": reference}, eps=False, gain="none", bias=False,
+                    timed=False, user=True)
+
+
+# Installed packages' norms (entry point group normbench.norms), from their metadata: every process that
+# imports the kinds has them, so a joblib worker, a study round, rerun and evaluate validate and build them.
+for _name, _reference in installed.usable({k.name: k.classes["native"] for k in _REGISTRY.values()}):
+    register(user_kind(_name, _reference))

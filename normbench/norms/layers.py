@@ -29,6 +29,8 @@ class Norm(nn.Module):
     uses ``step``, the others ignore it, so recurrent cells need not know which norm they hold.
     """
 
+    owns_children = False  # its child modules' parameters are its own (a user's norm: UserNorm)
+
     def __init__(self, dim: int, eps: float):
         super().__init__()
         self.dim, self.eps = dim, eps
@@ -164,8 +166,23 @@ class RMSNormCompiled(RMSNorm):
 
 
 def classes_of(kind: NormKind) -> dict[str, type[Norm]]:
-    """{impl: layer class} of one kind, as its descriptor names them in this module."""
+    """{impl: layer class} of one kind, as its descriptor names them in this module (a user's kind:
+    its class, wrapped in UserNorm by normbench/norms/user.py)."""
+    if kind.user:
+        return {impl: _user_layer(name) for impl, name in kind.classes.items()}
     return {impl: globals()[name] for impl, name in kind.classes.items()}
+
+
+_user_layers: dict[str, type] = {}  # class reference -> its UserNorm subclass, made once per process
+
+
+def _user_layer(reference: str) -> type:
+    if reference not in _user_layers:
+        from normbench.norms.user import load  # the user's class, imported when its first layer is built
+
+        inner = load(reference)
+        _user_layers[reference] = type(f"UserNorm_{inner.__name__}", (UserNorm,), {"inner_class": inner})
+    return _user_layers[reference]
 
 
 class AutoImpl:
@@ -470,6 +487,22 @@ class DynamicErfAuto(AutoImpl, DynamicErf):
     """impl="auto" (the default) of Derf: as DynamicTanhAuto."""
 
     kind = "derf"
+class UserNorm(Norm):
+    """A user's norm class (normbench/norms/user.py) as a kind: built as ``inner_class(dim)``, called as
+    every norm is (``norm(x, step)``), its parameters all norm parameters (``owns_children``)."""
+
+    inner_class: type[nn.Module]
+    owns_children = True
+
+    def __init__(self, dim, eps=0.0, gamma_init=1.0, affine=True):
+        super().__init__(dim, eps)
+        self.inner = self.inner_class(dim)
+
+    def forward(self, x, step=None):
+        return self.inner(x)
+
+    def extra_repr(self) -> str:
+        return f"{self.dim}, {self.inner_class.__module__}.{self.inner_class.__qualname__}"
 
 
 def norm_parameters(model: nn.Module):
@@ -477,7 +510,7 @@ def norm_parameters(model: nn.Module):
     seen = set()
     for mod_name, mod in model.named_modules():
         if isinstance(mod, Norm):
-            for p_name, p in mod.named_parameters(recurse=False):
+            for p_name, p in mod.named_parameters(recurse=mod.owns_children):
                 if id(p) not in seen:
                     seen.add(id(p))
                     yield f"{mod_name}.{p_name}" if mod_name else p_name, p

@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"output directory (default: the first PATH). The report lists what it writes in "
                              f"DIR/{MANIFEST} and replaces only those files, if unchanged; any other file in "
                              f"the way stops it (exit status 2) before anything is written")
+    parser.add_argument("--claims", type=Path, action="append", default=[], metavar="DIR",
+                        help="a folder of your own claims as YAML files (docs/claims.md), judged beside the "
+                             "shipped ones; may be given more than once")
     return parser
 
 
@@ -61,10 +64,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"if the report belongs there", file=sys.stderr)
             return 2
         from normbench.report.build import ReportError, build_report  # heavy: pandas, matplotlib
+        from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders
 
         try:
+            use_folders(args.claims)
             html = build_report(args.paths, args.out)
-        except ReportError as error:
+        except (ReportError, ClaimFileError) as error:
             print(f"normbench.report: {error}", file=sys.stderr)
             return 2
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the staging folder is gone, nothing half-placed

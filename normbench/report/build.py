@@ -19,7 +19,7 @@ import pandas as pd
 from normbench.analysis import aggregate, sequential, speed
 from normbench.records import study_plan
 from normbench.report import answers, figures, provenance, sections, study_figures, synthesis, tables
-from normbench.analysis.claims import CLAIMS, evaluate_claims
+from normbench.analysis.claims import SHIPPED, evaluate_claims
 from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
 from normbench.records.reading import MAX_REPORT_RECORDS, Records, count_records, find_records, quiet_numerics
@@ -288,7 +288,7 @@ def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None, designs:
                 continue
             seen.add(c.id)
         kept.append((c, v))
-    position = {c.id: i for i, c in enumerate(CLAIMS)}
+    position = {c.id: i for i, c in enumerate(SHIPPED)}
     return sorted(kept, key=lambda cv: position.get(cv[0].id, len(position)))
 
 

@@ -95,6 +95,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, one torch thread each (default 2); with "
                         "hydra/launcher=NAME, that launcher's parallelism where it has one here")
     parser.add_argument("--out", type=Path, default=None, help="the study folder (default studies/DATE/TIME)")
+    parser.add_argument("--claims", type=Path, action="append", default=[], metavar="DIR",
+                        help="a folder of your own claims as YAML files (docs/claims.md), judged at every look")
     args, overrides = parser.parse_known_args(argv)
     unknown = [o for o in overrides if o.startswith("--")]
     if unknown:
@@ -111,6 +113,12 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if not 1 <= args.jobs <= MAX_JOBS:
         raise StudyArgumentError(f"--jobs must be from 1 to {MAX_JOBS}, got {args.jobs}")
     args.budget_s = budget_seconds(args.budget)
+    from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders
+
+    try:  # checked before any round is paid for; the folders reach the rounds and the report in NORMBENCH_CLAIMS
+        use_folders(args.claims)
+    except ClaimFileError as error:
+        raise StudyArgumentError(str(error)) from None
     if args.out is not None:
         _check_out(args.out)
     return args, overrides

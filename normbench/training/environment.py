@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from normbench.norms import user as user_norms
 from normbench.records.record import Unreadable, git_commit, read_run_file, write_json_atomic
 
 # What torch.utils.collect_env reports that the fields below do not: versions of the driver, the
@@ -163,4 +164,6 @@ def environment(device: torch.device) -> dict:
         "collect_env": collected,
         "collect_env_from": source,
         "collect_env_s": collect_s,
+        # the users' norm kinds this process had, and where each class came from (normbench/norms/user.py)
+        "user_norms": user_norms.sources(),
     }

@@ -164,3 +164,197 @@ class SpikeDetector:
             self.steps.append(step)
         self.window.append(loss)
         return spike
+
+
+# --- depth, attention and saturation probes (the 2026 claims: Peri-LN, Mix-LN, LayerNorm Scaling,
+# QK-norm, DyT's data regime). Each reads one batch once, at the end of training (and the hidden variance
+# at initialization too); none changes what training does next. Tested against float64 re-implementations
+# written from the papers' equations (tests/training/test_depth_probes.py).
+
+SATURATION_LIMIT = 2.0  # |argument| > 2: tanh within 3.6% of ±1 (Verma 2026's saturation threshold), erf within 0.5%
+# class name -> the argument of the bounded function (its saturation is |argument| > SATURATION_LIMIT);
+# a subclass finds its own entry first, then its parent's
+SATURATING = {
+    "DynamicErf": lambda m, x: m.alpha * x + m.shift,   # Chen et al. 2025: erf(αx + s)
+    "DynamicTanh": lambda m, x: m.alpha * x,            # Zhu et al. 2025: tanh(αx)
+}
+
+
+def _saturating_argument(module):
+    for cls in type(module).__mro__:
+        if cls.__name__ in SATURATING:
+            return SATURATING[cls.__name__]
+    return None
+
+
+def _blocks(model: SequenceModel):
+    return list(getattr(model.backbone, "layers", []))
+
+
+@contextlib.contextmanager
+def _probe_mode(model: SequenceModel):
+    """Eval mode (no dropout), except where the model has batch statistics: those have no running statistics
+    before training, so it reads them from the batch, as training does, and the buffers come back as they were.
+    The model's mode comes back as it was."""
+    from normbench.norms import batch_norms
+
+    was = model.training
+    model.train(bool(batch_norms(model)))
+    try:
+        with buffers_preserved(model):
+            yield
+    finally:
+        model.train(was)
+
+
+@contextlib.contextmanager
+def _hooked(modules, hook):
+    handles = [m.register_forward_hook(hook(name)) for name, m in modules]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@torch.no_grad()
+def hidden_variance(model: SequenceModel, x) -> list[float]:
+    """Var of each block's output over its features, per token, averaged over the tokens (the residual
+    stream's variance after block ℓ, the quantity Sun et al. 2025 and Kim et al. 2025 plot against depth).
+    One forward (_probe_mode)."""
+    out: dict[int, float] = {}
+
+    def hook(i):
+        def record(module, inputs, output):
+            h = output.detach().double()
+            out[i] = float(h.var(dim=-1, unbiased=False).mean())
+        return record
+    with _hooked(list(enumerate(_blocks(model))), hook), _probe_mode(model):
+        model(x)
+    return [out[i] for i in sorted(out)]
+
+
+def log_slope(values: list[float] | None) -> float | None:
+    """OLS slope of ln(value) against the index (0, 1, ...): an exponential growth rate per layer (0 = flat).
+    None with fewer than 2 positive finite values."""
+    if not values or len(values) < 2 or not all(isinstance(v, float) and math.isfinite(v) and v > 0 for v in values):
+        return None
+    n = len(values)
+    xs = [float(i) for i in range(n)]
+    ys = [math.log(v) for v in values]
+    mx, my = sum(xs) / n, sum(ys) / n
+    return sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / sum((a - mx) ** 2 for a in xs)
+
+
+def _causal_mask(module, steps: int, keys_real, device):
+    allowed = torch.ones(steps, steps, dtype=torch.bool, device=device)
+    if getattr(module, "causal", False):
+        allowed = allowed.tril()
+    allowed = allowed[None, None]
+    if keys_real is not None:
+        allowed = allowed & keys_real[:, None, None, :]
+    return allowed
+
+
+@torch.no_grad()
+def attention_logit_max(model: SequenceModel, x) -> list[float]:
+    """Per block, the largest |z_ij| = |⟨q_i, k_j⟩| / sqrt(d_h) over heads, the batch and the pairs the
+    attention may use (causal, real keys): the attention logit whose growth Dehghani et al. 2023 and
+    Wortsman et al. 2023 (§3.1.1) tie to instability, after QK-norm where the model has it. Empty for a
+    model without attention."""
+    found: dict[int, float] = {}
+    attentions = [(i, block.attn) for i, block in enumerate(_blocks(model)) if hasattr(block, "attn")]
+
+    def hook(i):
+        def record(module, inputs, output):
+            h = inputs[0]
+            keys_real = inputs[1] if len(inputs) > 1 else None
+            batch, steps, d = h.shape
+            heads = module.n_heads
+            q, k, _ = module.qkv(h).view(batch, steps, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
+            if getattr(module, "qk_norm", False):
+                q, k = module.q_norm(q), module.k_norm(k)
+            z = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(d // heads)
+            allowed = _causal_mask(module, steps, keys_real, h.device)
+            found[i] = float(z.abs().masked_fill(~allowed, 0.0).amax())
+        return record
+    if not attentions:
+        return []
+    with _hooked(attentions, hook), _probe_mode(model):
+        model(x)
+    return [found[i] for i in sorted(found)]
+
+
+@torch.no_grad()
+def saturated_share(model: SequenceModel, x) -> dict[str, float]:
+    """{norm site: share of its elements whose bounded function's argument exceeds SATURATION_LIMIT in
+    magnitude}, for every DyT / Derf layer (SATURATING), on one forward (_probe_mode); ``all`` pools every
+    element of every site. Empty when the model has no such norm."""
+    counts: dict[str, tuple[int, int]] = {}
+    sites = [(name, m) for name, m in model.named_modules() if _saturating_argument(m) is not None]
+
+    def hook(name):
+        def record(module, inputs, output):
+            argument = _saturating_argument(module)(module, inputs[0].detach().double())
+            saturated, total = counts.get(name, (0, 0))
+            counts[name] = (saturated + int((argument.abs() > SATURATION_LIMIT).sum()), total + argument.numel())
+        return record
+    if not sites:
+        return {}
+    with _hooked(sites, hook), _probe_mode(model):
+        model(x)
+    shares = {name: s / t for name, (s, t) in counts.items() if t}
+    pooled = [sum(v[0] for v in counts.values()), sum(v[1] for v in counts.values())]
+    if pooled[1]:
+        shares["all"] = pooled[0] / pooled[1]
+    return shares
+
+
+@torch.no_grad()
+def layer_skip_losses(model: SequenceModel, x, y, loss_fn) -> list[float | None]:
+    """Per block ℓ, loss with block ℓ replaced by the identity minus the full model's loss (_probe_mode, one
+    batch): how much the model relies on that layer (Li et al. 2025, Mix-LN, and Sun et al. 2025 drop
+    one layer at a time). None for a block whose output width differs from its input's (no identity)."""
+    blocks = _blocks(model)
+    with _probe_mode(model):  # one mode and one set of buffers for the full model and every skip
+        full = float(loss_fn(model(x), y))
+        out: list[float | None] = []
+        for block in blocks:
+            shapes = {}
+
+            def skip(module, inputs, output):
+                shapes["same"] = isinstance(output, torch.Tensor) and output.shape == inputs[0].shape
+                return inputs[0] if shapes["same"] else output
+            handle = block.register_forward_hook(skip)
+            try:
+                skipped = float(loss_fn(model(x), y))
+            finally:
+                handle.remove()
+            out.append(skipped - full if shapes.get("same") else None)
+    return out
+
+
+def deep_half_mean(values: list[float | None] | None) -> float | None:
+    """Mean over the deeper half of the blocks (the last ⌈L/2⌉), where every one has a value."""
+    if not values:
+        return None
+    deep = values[len(values) // 2:]
+    if any(v is None or not math.isfinite(v) for v in deep):
+        return None
+    return sum(deep) / len(deep)
+
+
+def depth_grad_log_ratio(layer_norms: dict[str, float] | None) -> float | None:
+    """log10(‖∂L/∂θ_last block‖ / ‖∂L/∂θ_first block‖) from a per-layer gradient profile
+    (``layers.<i>`` entries): negative when the deeper blocks get smaller gradients
+    (Pre-LN, as Li et al. 2025 report)."""
+    if not layer_norms:
+        return None
+    blocks = {int(k.split(".")[1]): v for k, v in layer_norms.items()
+              if k.startswith("layers.") and k.split(".")[1].isdigit() and k.count(".") == 1}
+    if len(blocks) < 2:
+        return None
+    first, last = blocks[min(blocks)], blocks[max(blocks)]
+    if not (first > 0 and last > 0):
+        return None
+    return math.log10(last / first)

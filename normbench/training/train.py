@@ -137,6 +137,8 @@ class Progress:
     ffn_w2_grad_norm_init: float | None = None  # Transformers: ‖∂L/∂W^{2,L}‖_F of the last block (Xiong et al. Thm. 1)
     bn_train_eval_gap: float | None = None
     bn_train_eval_gap_running: float | None = None
+    hidden_var_init: list | None = None  # per block, the residual stream's variance at init (probes.hidden_variance)
+    depth_final: dict = field(default_factory=dict)  # the end-of-training depth probes (Trainer._depth_probes)
     skipped_steps: int = 0  # fp16 with a loss scale: steps whose gradients overflowed, not applied
 
 
@@ -374,10 +376,24 @@ class Trainer:
         with self.autocast():
             p.layer_grad_norm_init, p.ffn_w2_grad_norm_init = probes.layer_gradient_norms(
                 self.model, *self.probe_batch, self.loss_fn, self.probe_loss_scale)
+            p.hidden_var_init = probes.hidden_variance(self.model, self.probe_batch[0])
+
+    def _depth_probes(self) -> dict:
+        """Per block at the end of training, on the probe batch: the residual stream's variance, the gradient
+        norm, the largest attention logit, the loss increase when the block is skipped; per DyT/Derf site
+        the share of saturated units (normbench/training/probes.py)."""
+        x, y = self.probe_batch
+        with self.autocast():
+            grads, _ = probes.layer_gradient_norms(self.model, x, y, self.loss_fn, self.probe_loss_scale)
+            return {"hidden_var_final": probes.hidden_variance(self.model, x), "layer_grad_norm_final": grads,
+                    "attn_logit_max_final": probes.attention_logit_max(self.model, x),
+                    "saturated_share_final": probes.saturated_share(self.model, x),
+                    "layer_skip_loss_increase": probes.layer_skip_losses(self.model, x, y, self.loss_fn)}
 
     def _final_grad_profiles(self):
         p = self.progress
         p.grad_time_final = self._flow_profile()
+        p.depth_final = self._depth_probes()
         if batch_norms(self.model):
             if self.bn_population is not None:  # the gap the running averages would have had, then the
                 with self.autocast():           # model keeps population statistics for the gap and the test
@@ -500,10 +516,21 @@ class Trainer:
             "grad_time_ratio_init": probes.grad_time_ratio(p.grad_time_init),
             "grad_time_ratio": probes.grad_time_ratio(p.grad_time_final),
             "bn_train_eval_gap": p.bn_train_eval_gap, "bn_train_eval_gap_running": p.bn_train_eval_gap_running,
+            **self._depth_metrics(),
             **convergence(list(enumerate(p.losses, start=1)), p.evals, self.cfg.steps, p.diverged_at_step is not None),
             "steps_done": p.step,
             "skipped_steps": p.skipped_steps if self.precision.scales_loss else None,
         })
+
+    def _depth_metrics(self) -> dict:
+        """One number per depth probe (None where the model or the run has none)."""
+        d = self.progress.depth_final
+        logits, shares = d.get("attn_logit_max_final") or [], d.get("saturated_share_final") or {}
+        return {"hidden_var_log_slope_init": probes.log_slope(self.progress.hidden_var_init),
+                "hidden_var_log_slope": probes.log_slope(d.get("hidden_var_final")),
+                "layer_grad_log_ratio": probes.depth_grad_log_ratio(d.get("layer_grad_norm_final")),
+                "attn_logit_max": max(logits) if logits else None, "saturated_share": shares.get("all"),
+                "skip_loss_increase_deep": probes.deep_half_mean(d.get("layer_skip_loss_increase"))}
 
     def grad_profiles(self) -> dict:
         """The record's ``profiles``: gradient norms per layer and through time (not the analysis's performance profiles)."""
@@ -515,6 +542,9 @@ class Trainer:
             out["grad_time_init"] = p.grad_time_init
         if p.grad_time_final is not None:
             out["grad_time_final"] = p.grad_time_final
+        if p.hidden_var_init:
+            out["hidden_var_init"] = p.hidden_var_init
+        out.update({k: v for k, v in p.depth_final.items() if v})
         return out
 
     def throughput(self) -> dict:

@@ -211,7 +211,8 @@ def test_cli_exit_status(tmp_path, write_record):
 # by (contract, schema, the norm kinds, the model families, the metric registry, the task configs), all torch-free.
 TORCH_FREE = ("normbench.records.record", "normbench.configuration.contract", "normbench.configuration.schema", "normbench.checks",
               "normbench.records.metrics", "normbench.norms", "normbench.norms.kinds", "normbench.norms.spec",
-              "normbench.configuration.placements", "normbench.configuration.families", "normbench.records.reading")
+              "normbench.configuration.placements", "normbench.configuration.families", "normbench.records.reading",
+              "normbench.norms.user", "normbench.norms.installed")  # the users' norm kinds, read from package metadata: torch only when one is built
 TORCH_FREE_PACKAGES = ("normbench.report", "normbench.analysis", "normbench.tasks")
 TORCH_FREE += ("normbench.records", "normbench.configuration")  # packages by role: their __init__ is a docstring
 

@@ -17,13 +17,20 @@ from normbench.analysis.claims.vocabulary import (ALPHA, CONTRADICTED, DEPENDS, 
                                                 TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
                                                 PartSpec, Verdict)
 from normbench.analysis.claims.specs import CLAIMS, TRAINS_SHARE
+from normbench.analysis.claims.specs_2026 import CLAIMS_2026
 
-__all__ = ["ALPHA", "CLAIMS", "CONTRADICTED", "DEPENDS", "INCONCLUSIVE", "NOT_APPLICABLE",
+__all__ = ["ALPHA", "CLAIMS", "CLAIMS_2026", "SHIPPED", "CONTRADICTED", "DEPENDS", "INCONCLUSIVE", "NOT_APPLICABLE",
            "NOT_TESTABLE", "PART_COLUMNS", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
            "TRAINS_SHARE", "Claim", "Effect", "Measure", "Part", "PartSpec", "Verdict", "evaluate_claims",
            "judge", "part_rows", "settings", "studies"]
 
 
+SHIPPED = [*CLAIMS, *CLAIMS_2026]  # every claim normbench carries: the 2015-2020 literature's, then 2026's
+
+
 def evaluate_claims(runs: pd.DataFrame, alpha: float = ALPHA) -> list[tuple[Claim, Verdict]]:
-    """Every claim, judged within each study and setting where it applies, every test at ``alpha``."""
-    return evaluate(CLAIMS, runs, alpha)
+    """Every claim, judged within each study and setting where it applies, every test at ``alpha``: the
+    shipped ones and the YAML claims of the folders named in NORMBENCH_CLAIMS (yaml_claims.py)."""
+    from normbench.analysis.claims.yaml_claims import from_environment
+
+    return evaluate(SHIPPED + from_environment(SHIPPED), runs, alpha)

@@ -1,0 +1,306 @@
+"""Your own claims as data: YAML files in a folder you name, judged by the same engine as the shipped ones.
+
+``normbench report DIR --claims MYDIR`` (and ``normbench study ... --claims MYDIR``) reads every
+``*.yaml`` in MYDIR; the folders travel to the processes a study starts in ``NORMBENCH_CLAIMS``
+(``os.pathsep``-separated), which ``evaluate_claims`` reads. One file is one claim::
+
+    id: ln_simple_as_good                 # lower-case, not a shipped claim's id
+    statement: LayerNorm without gain and bias is not worse than LayerNorm.
+    source: Xu et al. 2019, Understanding and Improving Layer Normalization, Abstract
+    quote: "..."            # optional, like where / measures / regime / design: shown in the report
+    arms:                   # arm name -> selector: setting -> value, or a predicate from PREDICATES
+      ln: {norm: ln, norm.affine: true}
+      ln-simple: {norm: ln, norm.affine: false}
+    parts:                  # each from the engine's vocabulary (PART_KINDS)
+      - {kind: not_worse, assertion: "LN-simple is not worse than LN", a: ln-simple, b: ln}
+    requires: [transformer]  # regime predicates by name (REQUIRES), optional
+    prepare: normalization_matters  # one of the engine's regime hooks by name (HOOKS), optional
+    pool: [layers]          # axes it may average over, optional
+    also_compare: []        # axes tied to the arms, optional
+
+A file is data, never code: YAML read with the safe loader (no Python tags), at most 64 KiB, every
+key and name checked against the tables below, and anything that names code (a ``_target_``, a
+module, a function, ``module:attribute``) refused. Each mistake is one line (ClaimFileError, exit
+status 2 from the commands), naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from normbench.checks import ConfigError, shown
+from normbench.analysis.claims import specs
+from normbench.analysis.claims.vocabulary import (
+    LARGEST, NOT_TRUE, POSITIVE, SCORE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require,
+    converges_faster, grows, named, one_of, recorded, slope)
+
+CLAIMS_ENV = "NORMBENCH_CLAIMS"
+MAX_BYTES = 64 * 1024
+_ID = re.compile(r"[a-z][a-z0-9_]{0,59}$")
+_CODE_KEYS = {"_target_", "_partial_", "_args_", "module", "function", "callable", "class", "import", "code",
+              "eval", "exec", "hook"}
+_CODE_VALUE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")  # module:attribute, as an entry point names code
+
+
+class ClaimFileError(ConfigError):
+    """A claim file that cannot be used: one line naming the file and what is wrong."""
+
+
+def _number(name: str):
+    def check(value, where):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ClaimFileError(f"{where}: {name} needs a number, got {shown(value)}")
+        return float(value)
+    return check
+
+
+# Selector predicates a value may be instead of a plain setting value: {name: argument}.
+PREDICATES: dict[str, Callable] = {
+    "one_of": lambda v, where: one_of(*_scalars(v, where)),
+    "named": lambda v, where: named(*[str(x) for x in _scalars(v, where)]),
+    "above": lambda v, where: (lambda n: Is(f"> {n:g}", lambda x: _num(x) is not None and _num(x) > n))(
+        _number("above")(v, where)),
+    "below": lambda v, where: (lambda n: Is(f"< {n:g}", lambda x: _num(x) is not None and _num(x) < n))(
+        _number("below")(v, where)),
+    "positive": lambda v, where: POSITIVE,
+    "true": lambda v, where: TRUE,
+    "not_true": lambda v, where: NOT_TRUE,
+    "smallest": lambda v, where: SMALLEST,
+    "largest": lambda v, where: LARGEST,
+}
+# Regime predicates by name: what the runs must be for the claim to apply (Require).
+REQUIRES: dict[str, Require] = {
+    "transformer": Require({"model": named("transformer")}, "model transformer"),
+    "recurrent": specs.RECURRENT,
+}
+# The engine's regime hooks (specs.py), by name: a file picks one, never supplies one.
+HOOKS: dict[str, Callable] = {
+    "normalization_matters": specs.normalization_matters,
+    "equal_data": specs.equal_data,
+    "padded": specs.padded,
+    "once_per_seed_at_init": specs.once_per_seed_at_init,
+}
+PART_KINDS = ("better", "not_worse", "equivalent", "more_stable", "faster", "higher_rate", "slope",
+              "converges_faster", "grows")
+_TOP = {"id", "statement", "source", "quote", "where", "measures", "regime", "design", "arms", "parts",
+        "requires", "prepare", "pool", "also_compare"}
+_PART = {"kind", "assertion", "a", "b", "measure", "x", "claimed", "margin", "toward"}
+_TEXT = ("statement", "source", "quote", "where", "measures", "regime", "design")
+
+
+def _num(value):
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _scalars(value, where) -> list:
+    values = value if isinstance(value, list) else [value]
+    for v in values:
+        if not isinstance(v, (str, int, float, bool)):
+            raise ClaimFileError(f"{where}: needs plain values, got {shown(v)}")
+    return values
+
+
+def _names_code(node, where: str) -> None:
+    """Refuses anything that names code, wherever it stands in the file."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if str(key) in _CODE_KEYS:
+                raise ClaimFileError(f"{where}: {key} names code; a claim file is data (names from normbench's "
+                                     f"tables only, docs/claims.md)")
+            _names_code(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _names_code(value, f"{where}[{i}]")
+    elif isinstance(node, str) and _CODE_VALUE.match(node.strip()):
+        raise ClaimFileError(f"{where}: {shown(node)} names code (module:attribute); a claim file is data")
+
+
+def _text(doc: dict, key: str, where: str, required: bool = False) -> str:
+    value = doc.get(key, "")
+    if required and not value:
+        raise ClaimFileError(f"{where}: {key} is required")
+    if not isinstance(value, str):
+        raise ClaimFileError(f"{where}: {key} must be text, got {shown(value)}")
+    return " ".join(value.split())
+
+
+def _selector(arm: str, selector, where: str) -> dict:
+    if not isinstance(selector, dict) or not selector:
+        raise ClaimFileError(f"{where}: arm {arm!r} needs a selector (setting: value), got {shown(selector)}")
+    built = {}
+    for key, value in selector.items():
+        if not isinstance(key, str) or not re.fullmatch(r"[a-z_][a-z0-9_.]*", key):
+            raise ClaimFileError(f"{where}: arm {arm!r}: {shown(key)} is not a setting name")
+        if isinstance(value, dict):
+            if len(value) != 1 or next(iter(value)) not in PREDICATES:
+                raise ClaimFileError(f"{where}: arm {arm!r}, {key}: a predicate is one of {', '.join(PREDICATES)}, "
+                                     f"got {shown(value)}")
+            name, argument = next(iter(value.items()))
+            built[key] = PREDICATES[name](argument, f"{where}: arm {arm!r}, {key}")
+        elif isinstance(value, (str, int, float, bool)):
+            built[key] = value
+        else:
+            raise ClaimFileError(f"{where}: arm {arm!r}, {key}: needs a value or a predicate, got {shown(value)}")
+    return built
+
+
+def _measure(value, where: str) -> Measure:
+    if value in (None, "score"):
+        return SCORE
+    if not isinstance(value, str):
+        raise ClaimFileError(f"{where}: measure must be 'score' or a recorded metric's key, got {shown(value)}")
+    try:
+        return recorded(value)
+    except KeyError:
+        raise ClaimFileError(f"{where}: measure {value!r} is neither 'score' nor a metric of "
+                             f"normbench/records/metrics.py") from None
+
+
+def _part(spec, arms: dict, where: str) -> PartSpec:
+    if not isinstance(spec, dict):
+        raise ClaimFileError(f"{where}: a part is a mapping (kind, assertion, a, b, ...), got {shown(spec)}")
+    unknown = sorted(set(map(str, spec)) - _PART)
+    if unknown:
+        raise ClaimFileError(f"{where}: unknown key {unknown[0]!r}; a part's keys are {', '.join(sorted(_PART))}")
+    kind = spec.get("kind")
+    if kind not in PART_KINDS:
+        raise ClaimFileError(f"{where}: kind must be one of {', '.join(PART_KINDS)}, got {shown(kind)}")
+    assertion = _text(spec, "assertion", where, required=True)
+    a, b = spec.get("a"), spec.get("b")
+    for role, arm in (("a", a), ("b", b)):
+        if arm is None and (role == "a" or kind != "slope"):
+            raise ClaimFileError(f"{where}: {role} (an arm name) is required")
+        if arm is not None and arm not in arms:
+            raise ClaimFileError(f"{where}: {role}={shown(arm)} is not an arm; arms are {', '.join(arms)}")
+    measure = _measure(spec.get("measure"), where)
+    if kind == "slope":
+        claimed = spec.get("claimed")
+        if claimed not in (-1, 0, 1) or not isinstance(spec.get("x"), str):
+            raise ClaimFileError(f"{where}: a slope needs x (an axis) and claimed (-1 shrinks, 0 flat, 1 grows)")
+        margin = _number("margin")(spec["margin"], where) if "margin" in spec else SLOPE_DELTA
+        return slope(assertion, a, spec["x"], measure, claimed, margin)
+    if kind == "grows":
+        if not isinstance(spec.get("x"), str) or spec.get("toward", "largest") not in ("largest", "smallest"):
+            raise ClaimFileError(f"{where}: grows needs x (an axis) and toward largest or smallest")
+        return grows(assertion, a, b, spec["x"], spec.get("toward", "largest"))
+    if kind == "converges_faster":
+        return converges_faster(assertion, a, b)
+    learned = kind not in ("more_stable", "faster", "higher_rate")
+    margin = _number("margin")(spec["margin"], where) if "margin" in spec else None
+    return PartSpec(kind, assertion, a, b, measure, margin=margin, learned=learned,
+                    margin_text=f"δ = {margin:g}, fixed in the claim file" if margin is not None else "")
+
+
+def _names(doc: dict, key: str, table: dict | None, where: str) -> tuple:
+    value = doc.get(key, [])
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ClaimFileError(f"{where}: {key} must be a list of names, got {shown(value)}")
+    if table is not None:
+        for v in values:
+            if v not in table:
+                raise ClaimFileError(f"{where}: {key} {v!r} is not one of {', '.join(table)}")
+    return tuple(values)
+
+
+def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
+    """One claim from one YAML document (already loaded); ClaimFileError on any mistake."""
+    if not isinstance(doc, dict):
+        raise ClaimFileError(f"{where}: a claim file holds one mapping (id, statement, arms, parts, ...)")
+    _names_code(doc, where)
+    unknown = sorted(set(map(str, doc)) - _TOP)
+    if unknown:
+        raise ClaimFileError(f"{where}: unknown key {unknown[0]!r}; keys are {', '.join(sorted(_TOP))}")
+    claim_id = doc.get("id")
+    if not isinstance(claim_id, str) or not _ID.match(claim_id):
+        raise ClaimFileError(f"{where}: id must be lower-case letters, digits and _ (a letter first), got "
+                             f"{shown(claim_id)}")
+    if claim_id in taken:
+        raise ClaimFileError(f"{where}: id {claim_id!r} is already a claim's; choose another")
+    texts = {key: _text(doc, key, where, required=key in ("statement", "source")) for key in _TEXT}
+    arms = doc.get("arms")
+    if not isinstance(arms, dict) or len(arms) < 1:
+        raise ClaimFileError(f"{where}: arms must map arm names to selectors")
+    built_arms = {str(name): _selector(str(name), sel, where) for name, sel in arms.items()}
+    parts = doc.get("parts")
+    if not isinstance(parts, list) or not parts:
+        raise ClaimFileError(f"{where}: parts must be a non-empty list")
+    built_parts = tuple(_part(p, built_arms, f"{where}: parts[{i}]") for i, p in enumerate(parts))
+    requires = tuple(REQUIRES[name] for name in _names(doc, "requires", REQUIRES, where))
+    prepare = doc.get("prepare")
+    if prepare is not None and prepare not in HOOKS:
+        raise ClaimFileError(f"{where}: prepare must be one of {', '.join(HOOKS)}, got {shown(prepare)}")
+    return Claim(claim_id, texts["statement"], texts["source"], built_arms, built_parts, requires=requires,
+                 pool=_names(doc, "pool", None, where), also_compare=_names(doc, "also_compare", None, where),
+                 prepare=HOOKS.get(prepare), design=texts["design"], quote=texts["quote"], where=texts["where"],
+                 measures=texts["measures"], regime=texts["regime"])
+
+
+def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
+    where = str(path)[-200:]
+    try:
+        if not path.is_file():
+            raise ClaimFileError(f"{where}: not a regular file")
+        if path.stat().st_size > MAX_BYTES:
+            raise ClaimFileError(f"{where}: larger than {MAX_BYTES // 1024} KiB; a claim is a short file")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ClaimFileError(f"{where}: cannot be read ({getattr(error, 'strerror', None) or error})") from None
+    try:
+        doc = yaml.safe_load(text)  # no Python tags: !!python/... is an error, never an object
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = " ".join(str(getattr(error, "problem", "") or error).split())[:120]
+        raise ClaimFileError(f"{where}: not a claim file's YAML{at}: {problem}") from None
+    return parse(doc, where, taken)
+
+
+def read_folder(folder: Path, taken: set[str]) -> list[Claim]:
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise ClaimFileError(f"--claims {str(folder)[-200:]}: not a folder of claim files (*.yaml)")
+    found = []
+    for path in sorted(folder.glob("*.yaml")):
+        claim = read_file(path, taken | {c.id for c in found})
+        found.append(claim)
+    return found
+
+
+def read_folders(folders, shipped: list[Claim]) -> list[Claim]:
+    """Every claim in ``folders``, checked against the shipped ids and each other."""
+    claims: list[Claim] = []
+    for folder in folders:
+        claims += read_folder(Path(folder), {c.id for c in shipped} | {c.id for c in claims})
+    return claims
+
+
+_cache: dict[str, list[Claim]] = {}
+
+
+def from_environment(shipped: list[Claim]) -> list[Claim]:
+    """The claims of the folders ``NORMBENCH_CLAIMS`` names (none when unset), read once per value."""
+    value = os.environ.get(CLAIMS_ENV, "")
+    if value not in _cache:
+        _cache[value] = read_folders([f for f in value.split(os.pathsep) if f.strip()], shipped)
+    return _cache[value]
+
+
+def use_folders(folders) -> None:
+    """``--claims``: read (and so check) the folders now, and name them for this process and the ones it starts."""
+    from normbench.analysis.claims import SHIPPED
+
+    if not folders:
+        return
+    read_folders(folders, SHIPPED)
+    os.environ[CLAIMS_ENV] = os.pathsep.join(str(Path(f).expanduser().resolve()) for f in folders)

@@ -1,0 +1,121 @@
+"""The 2026 claims (analysis/claims/specs_2026.py) on crafted records: each reads its measure in the paper's
+direction, with its sign, and is contradicted when the data show the opposite."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from normbench.analysis.claims import (CLAIMS, CLAIMS_2026, CONTRADICTED, NOT_APPLICABLE, SHIPPED, SUPPORTED,
+                                       evaluate_claims)
+from normbench.analysis.claims.specs_2026 import muon_level
+
+BY_ID = {c.id: c for c in CLAIMS_2026}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def verdict(runs, claim_id):
+    return dict((c.id, v) for c, v in evaluate_claims(runs))[claim_id]
+
+
+def test_the_registry_adds_at_least_eight_claims_with_sources_and_studies():
+    assert len(CLAIMS_2026) >= 8 and not {c.id for c in CLAIMS} & set(BY_ID)
+    assert [c.id for c in SHIPPED] == [*(c.id for c in CLAIMS), *BY_ID]
+    for c in CLAIMS_2026:
+        assert all(p.a in c.arms and (p.b is None or p.b in c.arms) for p in c.parts), c.id
+        assert len(c.quote) > 40 and c.measures and c.regime and re.search(r"(19|20)\d\d", c.where), c.id
+        study = re.search(r"sweeps/([a-z0-9_]+)\.yaml", c.design)
+        assert study and (ROOT / "sweeps" / f"{study.group(1)}.yaml").is_file(), c.id
+
+
+def test_docs_list_every_2026_claim_with_its_quote_and_where():
+    doc = (ROOT / "docs" / "claims.md").read_text()
+    sources = (ROOT / "docs" / "claim-sources.md").read_text()
+    for c in CLAIMS_2026:
+        block = doc.split(f"### `{c.id}`")[1].split("### `")[0]
+        for text in (c.statement, c.quote, c.where, c.measures, c.regime):
+            assert " ".join(text.split()) in " ".join(block.split()), (c.id, text[:40])
+        assert f"`{c.id}`" in sources, c.id
+
+
+def depth_runs(pre: float, other: float, placement: str, key: str, **extra):
+    return [{"seed": s, "best_val": 0.6 + 0.001 * s, "axes": {"placement": p, "layers": 8},
+             "metrics": {key: value + 0.01 * s, **extra}}
+            for p, value in (("pre", pre), (placement, other)) for s in range(4)]
+
+
+@pytest.mark.parametrize("claim_id, placement", [("periln_balanced_variance", "peri"), ("lns_variance_depth", "lns")])
+def test_variance_growth_is_read_with_its_sign(runs_of, claim_id, placement):
+    grows_less = verdict(runs_of(*depth_runs(0.30, 0.05, placement, "hidden_var_log_slope")), claim_id)
+    assert grows_less.parts[0].status == SUPPORTED
+    grows_more = verdict(runs_of(*depth_runs(0.05, 0.30, placement, "hidden_var_log_slope")), claim_id)
+    assert grows_more.parts[0].status == CONTRADICTED and grows_more.status == CONTRADICTED
+
+
+def test_gradient_spread_is_the_absolute_log_ratio(runs_of):
+    # Pre-LN: deep blocks get 10x less (−1); Peri-LN: 10x more (+1). Equally uneven: not "more even"
+    mirrored = [{"seed": s, "best_val": 0.6, "axes": {"placement": p, "layers": 8},
+                 "metrics": {"layer_grad_log_ratio": sign * (1.0 + 0.01 * s), "hidden_var_log_slope": 0.1}}
+                for p, sign in (("pre", -1), ("peri", 1)) for s in range(4)]
+    assert verdict(runs_of(*mirrored), "periln_balanced_variance").parts[1].status not in (SUPPORTED, CONTRADICTED)
+    even = runs_of(*depth_runs(-1.0, -0.1, "peri", "layer_grad_log_ratio", hidden_var_log_slope=0.1))
+    assert verdict(even, "periln_balanced_variance").parts[1].status == SUPPORTED
+
+
+def test_mixln_reads_deep_gradients_and_skipped_layers_in_the_papers_direction(runs_of):
+    rows = [{"seed": s, "best_val": best + 0.001 * s, "axes": {"placement": p, "layers": 8},
+             "metrics": {"layer_grad_log_ratio": ratio + 0.01 * s, "skip_loss_increase_deep": skip + 0.001 * s}}
+            for p, ratio, skip, best in (("pre", -1.0, 0.01, 0.6), ("mix", -0.2, 0.2, 0.7)) for s in range(4)]
+    found = verdict(runs_of(*rows), "mixln_deep_layers")
+    assert [p.status for p in found.parts] == [SUPPORTED, SUPPORTED, SUPPORTED]
+
+
+def test_dyt_data_regime_needs_the_sign_to_flip(runs_of):
+    def rows(small, large):
+        return [{"seed": s, "best_val": value + 0.002 * s, "axes": {"norm": norm, "task.n_train": n},
+                 "metrics": {"saturated_share": (0.5 if n == 250 else 0.2) if norm == "dyt" else None}}
+                for norm, n, value in (("dyt", 250, small[0]), ("ln", 250, small[1]),
+                                       ("dyt", 8000, large[0]), ("ln", 8000, large[1])) for s in range(4)]
+    flipped = verdict(runs_of(*rows((0.7, 0.5), (0.6, 0.8))), "dyt_data_regime")
+    assert [p.status for p in flipped.parts] == [SUPPORTED, SUPPORTED, SUPPORTED]
+    dyt_always_better = verdict(runs_of(*rows((0.7, 0.5), (0.9, 0.8))), "dyt_data_regime")
+    assert dyt_always_better.parts[1].status == CONTRADICTED and dyt_always_better.status == CONTRADICTED
+
+
+def test_derf_muon_interaction_is_a_difference_of_differences(runs_of):
+    def rows(gap_adamw, gap_muon):
+        jitter = {("rms", "adamw"): 1, ("derf", "adamw"): -2, ("rms", "muon"): 3, ("derf", "muon"): -1}
+        return [{"seed": s, "best_val": 0.8 - (gap if norm == "derf" else 0) + 0.002 * ((s * jitter[norm, optim]) % 5),
+                 "axes": {"norm": norm, "optim": optim}}
+                for optim, gap in (("adamw", gap_adamw), ("muon", gap_muon)) for norm in ("rms", "derf")
+                for s in range(4)]
+    grows = verdict(runs_of(*rows(0.02, 0.10)), "derf_muon_interaction")
+    assert [p.status for p in grows.parts] == [SUPPORTED, SUPPORTED]
+    shrinks = verdict(runs_of(*rows(0.10, 0.02)), "derf_muon_interaction")
+    assert shrinks.parts[0].status == CONTRADICTED
+    assert muon_level(runs_of(*rows(0.1, 0.1))[lambda r: r["axes.optim"] == "adamw"]).startswith("Needs runs")
+
+
+def test_qknorm_sensitivity_ratio_and_logits(runs_of):
+    lrs = (1e-3, 1e-2, 1e-1)
+
+    def rows(plain, normed):
+        return [{"seed": s, "best_val": v + 0.003 * ((s * (i + 2)) % 5), "metrics": {"final_val": v + 0.003 * ((s * (i + 2)) % 5),
+                 "attn_logit_max": (50.0 if not qk else 3.0) * (1 + 0.01 * s)},
+                 "axes": {"model.qk_norm": qk, "lr": lr}}
+                for qk, curve in ((False, plain), (True, normed)) for i, (lr, v) in enumerate(zip(lrs, curve))
+                for s in range(4)]
+    found = verdict(runs_of(*rows((0.9, 0.5, 0.1), (0.9, 0.85, 0.8))), "qknorm_lr_sensitivity")
+    assert [p.status for p in found.parts] == [SUPPORTED, SUPPORTED]
+    reverse = verdict(runs_of(*rows((0.9, 0.85, 0.8), (0.9, 0.5, 0.1))), "qknorm_lr_sensitivity")
+    assert reverse.parts[0].status == CONTRADICTED
+
+
+def test_deepnorm_fails_less_than_post_and_a_missing_arm_is_not_applicable(runs_of):
+    rows = [{"seed": s, "status": "diverged" if p == "post" and s < 3 else "ok",
+             "best_val": None if p == "post" and s < 3 else 0.8 + 0.001 * s, "axes": {"placement": p, "layers": 16}}
+            for p in ("post", "deepnorm", "pre") for s in range(6)]
+    found = verdict(runs_of(*rows), "deepnorm_trains_deep")
+    assert found.parts[1].status == SUPPORTED and found.parts[0].status in (SUPPORTED, "inconclusive")
+    assert verdict(runs_of(*[r for r in rows if r["axes"]["placement"] != "deepnorm"]),
+                   "deepnorm_trains_deep").status == NOT_APPLICABLE

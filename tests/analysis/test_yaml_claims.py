@@ -1,0 +1,124 @@
+"""Your own claims as YAML files: read, validated as data, judged by the engine, shown in your report."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from normbench.analysis.claims import CLAIMS, SUPPORTED, evaluate_claims
+from normbench.analysis.claims import yaml_claims
+from normbench.analysis.claims.yaml_claims import CLAIMS_ENV, ClaimFileError, parse, read_file, read_folders
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "claims" / "ln_simple_as_good.yaml"
+GOOD = {"id": "mine", "statement": "A is not worse than B.", "source": "Me 2026",
+        "arms": {"a": {"norm": "ln", "norm.affine": False}, "b": {"norm": "ln", "norm.affine": True}},
+        "parts": [{"kind": "not_worse", "assertion": "a is not worse than b", "a": "a", "b": "b"}]}
+
+
+def with_(**changes):
+    doc = {**GOOD, **changes}
+    return {k: v for k, v in doc.items() if v is not None}
+
+
+def test_the_example_claim_reads_as_the_engine_claim_it_describes():
+    claim = read_file(EXAMPLE, {c.id for c in CLAIMS})
+    assert claim.id == "ln_simple_as_good" and claim.source.startswith("Xu, Sun, Zhang, Zhao & Lin 2019")
+    assert [p.kind for p in claim.parts] == ["not_worse"] and claim.parts[0].a == "ln-simple"
+    assert claim.arms["ln-simple"] == {"norm": "ln", "norm.affine": False}
+    assert "LayerNorm-simple" in claim.quote
+
+
+@pytest.mark.parametrize("doc, says", [
+    (with_(_target_="os.system"), "_target_ names code"),
+    (with_(arms={"a": {"norm": {"_target_": "builtins.eval"}}, "b": {"norm": "ln"}}), "_target_ names code"),
+    (with_(prepare="normbench.analysis.claims.specs:equal_data"), "names code"),
+    (with_(design="os:system"), r"names code \(module:attribute\)"),
+    (with_(parts=[{"kind": "better", "assertion": "x", "a": "a", "b": "b", "function": "f"}]), "function names code"),
+    (with_(prepare="my_hook"), "prepare must be one of"),
+    (with_(requires=["gpu_cluster"]), "requires 'gpu_cluster' is not one of"),
+    (with_(parts=[{"kind": "wins", "assertion": "x", "a": "a", "b": "b"}]), "kind must be one of"),
+    (with_(parts=[{"kind": "better", "assertion": "x", "a": "a", "b": "c"}]), "b='c' is not an arm"),
+    (with_(parts=[{"kind": "better", "assertion": "x", "a": "a", "b": "b", "measure": "luck"}]), "measure 'luck'"),
+    (with_(arms={"a": {"lr": {"between": [1, 2]}}, "b": {"norm": "ln"}}), "a predicate is one of"),
+    (with_(id="postln_needs_warmup"), "already a claim's"),
+    (with_(id="Bad Id"), "id must be"),
+    (with_(statement=None), "statement is required"),
+    (with_(colour="red"), "unknown key 'colour'"),
+    ([1, 2], "holds one mapping"),
+])
+def test_a_bad_claim_is_one_line_naming_the_file_and_the_key(doc, says):
+    with pytest.raises(ClaimFileError, match=says) as error:
+        parse(doc, "mine.yaml", {c.id for c in CLAIMS})
+    assert "\n" not in str(error.value) and str(error.value).startswith("mine.yaml")
+
+
+def test_python_tags_and_oversized_files_are_refused_before_any_object_is_made(tmp_path):
+    tagged = tmp_path / "tagged.yaml"
+    tagged.write_text("id: !!python/object/apply:os.system ['true']\n")
+    with pytest.raises(ClaimFileError, match="not a claim file's YAML"):
+        read_file(tagged)
+    big = tmp_path / "big.yaml"
+    big.write_text("design: " + "x" * (yaml_claims.MAX_BYTES + 1))
+    with pytest.raises(ClaimFileError, match="larger than"):
+        read_file(big)
+    with pytest.raises(ClaimFileError, match="not a folder"):
+        read_folders([tmp_path / "missing"], CLAIMS)
+    twice = tmp_path / "twice"
+    twice.mkdir()
+    shutil.copy(EXAMPLE, twice / "one.yaml")
+    shutil.copy(EXAMPLE, twice / "two.yaml")
+    with pytest.raises(ClaimFileError, match="already a claim's"):
+        read_folders([twice], CLAIMS)
+
+
+def test_a_yaml_claim_is_judged_beside_the_shipped_ones(tmp_path, monkeypatch, runs_of):
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder)
+    runs = runs_of(*[{"seed": s, "best_val": 0.90 + 0.001 * s, "axes": {"norm": "ln", "norm.affine": affine}}
+                     for affine in (True, False) for s in range(4)],
+                   *[{"seed": s, "best_val": 0.40 + 0.001 * s, "axes": {"norm": "none", "norm.affine": True}}
+                     for s in range(4)])
+    monkeypatch.delenv(CLAIMS_ENV, raising=False)
+    assert "ln_simple_as_good" not in {c.id for c, _ in evaluate_claims(runs)}
+    monkeypatch.setenv(CLAIMS_ENV, str(folder))
+    verdicts = {c.id: v for c, v in evaluate_claims(runs)}
+    assert verdicts["ln_simple_as_good"].status == SUPPORTED  # equal scores: not worse at the metric's margin
+    assert {c.id for c in CLAIMS} <= set(verdicts)
+
+
+def test_report_with_claims_folder_shows_the_verdict_and_a_bad_file_is_exit_2(tmp_path, write_record):
+    for affine in (True, False):
+        for seed in range(3):
+            write_record(tmp_path / "sweep", f"{affine}-{seed}", seed=seed, best_val=0.9 + 0.001 * seed,
+                         axes={"norm": "ln", "norm.affine": affine})
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder)
+    command = [sys.executable, "-m", "normbench", "report", str(tmp_path / "sweep"), "--claims", str(folder),
+               "--out", str(tmp_path / "out")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    claims = (tmp_path / "out" / "claims.csv").read_text()
+    line = next(row for row in claims.splitlines() if row.startswith("ln_simple_as_good"))
+    assert "Xu, Sun, Zhang, Zhao & Lin 2019" in line or "Xu et al. 2019" in line
+    assert "ln_simple_as_good" in (tmp_path / "out" / "report.html").read_text()
+
+    (folder / "bad.yaml").write_text("id: bad\nstatement: s\nsource: me\n_target_: os.system\narms: {}\nparts: []\n")
+    bad = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "_target_ names code" in bad.stderr
+
+
+def test_study_checks_its_claims_folder_before_any_round(tmp_path):
+    bad = tmp_path / "claims"
+    bad.mkdir()
+    (bad / "x.yaml").write_text("id: x\nstatement: s\nsource: me\narms: {a: {norm: ln}}\n"
+                                "parts: [{kind: better, assertion: t, a: a, b: a, module: os}]\n")
+    for folder, says in ((tmp_path / "missing", "not a folder"), (bad, "module names code")):
+        done = subprocess.run([sys.executable, "-m", "normbench", "study", "+sweep=smoke", "--claims", str(folder),
+                               "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr[-500:]
+    assert not list((tmp_path / "out").rglob("summary.json"))

@@ -1,0 +1,161 @@
+"""The depth, attention and saturation probes against a float64 re-implementation written from the papers'
+equations: a Pre-LN block (Xiong et al. 2020 eq. for Pre-LN: x ← x + Attn(LN(x)), x ← x + FFN(LN(x))),
+attention logits z_ij = ⟨q_i, k_j⟩/√d_h (Wortsman et al. 2023 §3.1.1), DyT tanh(αx) (Zhu et al. 2025),
+and the lr-sensitivity area E_η[min(ℓ(η), ℓ₀) − ℓ*] (Wortsman et al. 2023)."""
+
+import math
+
+import pytest
+import torch
+
+from normbench.analysis.lr_sensitivity import lr_grid_is_log_spaced, sensitivity
+from normbench.models import ModelShape, build_model
+from normbench.norms import NormSpec
+from normbench.training import probes
+
+D, HEADS, LAYERS, T = 8, 2, 3, 5
+
+
+def model_of(kind="ln", layers=LAYERS, qk_norm=False, alpha=0.5):
+    torch.manual_seed(1)
+    norm = NormSpec(kind, alpha_init=alpha) if kind == "dyt" else NormSpec(kind)
+    model = build_model(ModelShape("transformer", hidden=D, embed=D, heads=HEADS, layers=layers, qk_norm=qk_norm),
+                        norm, "pre", input_kind="features", input_dim=2, n_outputs=1, readout="last")
+    return model.double().eval()
+
+
+def mse(out, y):
+    return torch.nn.functional.mse_loss(out.squeeze(-1), y)
+
+
+def norm_ref(layer, x, sites, name):
+    """LN (Ba et al. eq. 4, biased variance) or DyT γ·tanh(αx)+β, from the layer's parameters."""
+    inner = layer.norm
+    sites.setdefault(name, []).append(x)
+    if hasattr(inner, "alpha"):
+        return torch.tanh(inner.alpha * x) * inner.weight + inner.bias
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + inner.eps) * inner.weight + inner.bias
+
+
+@torch.no_grad()
+def reference(model, x, skip=None):
+    """The Pre-LN stack from its equations: per block the output variance and the largest |logit|; the
+    DyT inputs per site; the model's output."""
+    h = model.encoder(x) + model.backbone.pos[: x.shape[1]]
+    variances, logits, sites = [], [], {}
+    for i, block in enumerate(model.backbone.layers):
+        if i == skip:
+            variances.append(None)
+            continue
+        a = norm_ref(block.norm1, h, sites, f"layers.{i}.norm1")
+        qkv = a @ block.attn.qkv.weight.T + block.attn.qkv.bias
+        q, k, v = qkv.split(D, dim=-1)
+        heads = lambda t: t.view(t.shape[0], T, HEADS, D // HEADS).transpose(1, 2)  # noqa: E731
+        q, k, v = heads(q), heads(k), heads(v)
+        if block.attn.qk_norm:
+            q, k = norm_ref(block.attn.q_norm, q, sites, "q"), norm_ref(block.attn.k_norm, k, sites, "k")
+        z = q @ k.transpose(-1, -2) / math.sqrt(D // HEADS)
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        logits.append(float(z.abs()[..., causal].max()))
+        attn = torch.softmax(z.masked_fill(~causal, float("-inf")), dim=-1) @ v
+        h = h + attn.transpose(1, 2).reshape(h.shape) @ block.attn.proj.weight.T + block.attn.proj.bias
+        m = norm_ref(block.norm2, h, sites, f"layers.{i}.norm2")
+        h = h + block.mlp(m)
+        variances.append(float(h.var(dim=-1, unbiased=False).mean()))
+    out = model.head(norm_ref(model.backbone.final_norm, h, sites, "final")[:, -1])
+    return variances, logits, sites, out
+
+
+@pytest.fixture
+def batch():
+    torch.manual_seed(2)
+    return torch.randn(4, T, 2, dtype=torch.float64), torch.randn(4, dtype=torch.float64)
+
+
+def test_the_reference_is_the_model(batch):
+    model = model_of()
+    x, _ = batch
+    assert torch.allclose(reference(model, x)[3], model(x), atol=1e-12)
+
+
+@pytest.mark.parametrize("qk_norm", [False, True])
+def test_hidden_variance_and_attention_logits_match_the_equations(batch, qk_norm):
+    model = model_of(qk_norm=qk_norm)
+    x, _ = batch
+    variances, logits, _, _ = reference(model, x)
+    assert probes.hidden_variance(model, x) == pytest.approx(variances, rel=1e-10)
+    assert probes.attention_logit_max(model, x) == pytest.approx(logits, rel=1e-10)
+
+
+def test_attention_logits_grow_with_the_query_scale_and_qk_norm_bounds_them(batch):
+    x, _ = batch
+    plain, normed = model_of(), model_of(qk_norm=True)
+    for model in (plain, normed):
+        with torch.no_grad():
+            for block in model.backbone.layers:
+                block.attn.qkv.weight[: 2 * D] *= 10  # queries and keys ×10: logits ×100 without QK-norm
+    assert max(probes.attention_logit_max(plain, x)) > 10 * max(probes.attention_logit_max(normed, x))
+
+
+def test_saturated_share_counts_dyt_inputs_beyond_the_limit(batch):
+    model = model_of("dyt", alpha=3.0)
+    x, _ = batch
+    _, _, sites, _ = reference(model, x)
+    shares = probes.saturated_share(model, x)
+    names = {f"backbone.layers.{i}.norm{j}.norm": f"layers.{i}.norm{j}" for i in range(LAYERS) for j in (1, 2)}
+    for site, ref in names.items():
+        arg = 3.0 * sites[ref][0]
+        assert shares[site] == pytest.approx(float((arg.abs() > 2.0).double().mean()), abs=1e-12)
+    every = torch.cat([3.0 * s[0].flatten() for s in sites.values()])
+    assert shares["all"] == pytest.approx(float((every.abs() > 2.0).double().mean()), abs=1e-12)
+    assert 0 < shares["all"] < 1 and probes.saturated_share(model_of("ln"), x) == {}
+
+
+def test_layer_skip_losses_are_the_loss_without_each_block(batch):
+    model = model_of()
+    x, y = batch
+    full = float(mse(reference(model, x)[3], y))
+    expected = [float(mse(reference(model, x, skip=i)[3], y)) - full for i in range(LAYERS)]
+    assert probes.layer_skip_losses(model, x, y, mse) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert probes.deep_half_mean(expected) == pytest.approx(sum(expected[1:]) / 2)  # blocks 1, 2 of 3
+
+
+def test_log_slope_and_depth_ratio_read_growth_with_its_sign():
+    assert probes.log_slope([1.0, math.e, math.e ** 2, math.e ** 3]) == pytest.approx(1.0)
+    assert probes.log_slope([4.0, 2.0, 1.0]) == pytest.approx(-math.log(2))
+    assert probes.log_slope([1.0]) is None and probes.log_slope([1.0, 0.0]) is None
+    grads = {"encoder": 9.0, "layers.0": 1.0, "layers.1": 0.5, "layers.2": 0.1, "head": 3.0}
+    assert probes.depth_grad_log_ratio(grads) == pytest.approx(-1.0)  # deeper blocks get less: negative
+    assert probes.depth_grad_log_ratio({"layers.0": 1.0}) is None
+
+
+def test_lr_sensitivity_is_the_papers_area():
+    # a loss (lower better), ℓ₀ = chance = 2.0: min(ℓ, ℓ₀) − ℓ*, averaged; a diverged lr counts as ℓ₀
+    losses = {1e-3: 1.0, 1e-2: 0.5, 1e-1: 3.0, 1.0: None}
+    expected = ((1.0 - 0.5) + 0.0 + (2.0 - 0.5) + (2.0 - 0.5)) / 4
+    assert sensitivity(losses, 2.0, higher=False) == pytest.approx(expected)
+    # accuracy (higher better), chance 0.1: the same area on the signed score
+    assert sensitivity({1e-3: 0.9, 1e-2: 0.95, 1e-1: 0.05}, 0.1, higher=True) == pytest.approx((0.05 + 0 + 0.85) / 3)
+    assert sensitivity({1e-3: 0.9, 1e-2: 0.9}, 0.1, higher=True) == 0.0
+    assert lr_grid_is_log_spaced([1e-3, 1e-2, 1e-1]) and not lr_grid_is_log_spaced([1e-3, 2e-3, 1e-1])
+
+
+def test_saturation_of_derf_counts_its_shifted_argument(batch):
+    torch.manual_seed(3)
+    model = build_model(ModelShape("transformer", hidden=D, embed=D, heads=HEADS, layers=1),
+                        NormSpec("derf", alpha_init=2.0, shift_init=1.0), "pre", input_kind="features", input_dim=2,
+                        n_outputs=1, readout="last").double()
+    x, _ = batch
+    inputs = {}
+    hooks = [m.register_forward_hook(lambda mod, i, o, n=name: inputs.__setitem__(n, i[0].detach()))
+             for name, m in model.named_modules() if type(m).__name__ == "DynamicErf"]
+    with torch.no_grad():
+        model.eval()(x)
+    for h in hooks:
+        h.remove()
+    shares = probes.saturated_share(model, x)
+    for name, seen in inputs.items():  # erf(αx + s): the shift counts, as the paper's formula has it
+        assert shares[name] == pytest.approx(float(((2.0 * seen + 1.0).abs() > 2.0).double().mean()), abs=1e-12)
+    assert set(shares) == {*inputs, "all"}
