@@ -67,7 +67,7 @@ def test_ci_run_installs_the_fortunes_corpus_and_fails_when_it_cannot(tmp_path):
     import subprocess
 
     block = fortunes_block()
-    assert "apt-get install -y -qq fortunes" in block
+    assert "apt-get install -y fortunes -qq" in block
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("apt-get", "sudo"):  # an apt-get that cannot install anything

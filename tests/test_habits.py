@@ -51,7 +51,7 @@ def test_both_spellings_of_an_experiment_print_the_same_config(tmp_path, monkeyp
 def test_both_spellings_of_a_sweep_file_run_the_same_runs_of_the_same_study(tmp_path, monkeypatch):
     """One job of batch_size (narrowed), tiny, under each spelling: the same config hash and study id."""
     monkeypatch.chdir(tmp_path)
-    narrow = ["norm=ln", "batch_size=16", "seed=0", *SMALL, "steps=4", "report=false", "progress=false"]
+    narrow = ["norm=ln", "batch_size=16", "lr=0.003", "seed=0", *SMALL, "steps=4", "report=false", "progress=false"]
     records = []
     for name, spelling in (("plain", "sweep=batch_size"), ("plus", "+sweep=batch_size")):
         assert normbench(spelling, *narrow, f"hydra.sweep.dir={name}") == 0

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import TINY, TINY_TASK
+from tests.waiting import HANG_S
 
 
 def test_a_sweep_in_a_folder_named_in_another_encoding(tmp_path):
@@ -18,7 +19,7 @@ def test_a_sweep_in_a_folder_named_in_another_encoding(tmp_path):
 
     def normbench(*args):
         return subprocess.run([sys.executable, "-m", "normbench", *args, *TINY, *TINY_TASK], cwd=folder, env=env,
-                              capture_output=True, timeout=300)
+                              capture_output=True, timeout=HANG_S)
     done = normbench("-m", "seed=0", "report=false", "hydra.sweep.dir=sweep")
     err = done.stderr.decode(errors="replace")
     assert done.returncode == 0 and "Traceback" not in err and "Logging error" not in err, err

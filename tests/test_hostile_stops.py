@@ -13,6 +13,7 @@ import time
 import pytest
 
 import normbench.__main__ as entry
+from tests.waiting import HANG_S
 
 
 @pytest.fixture(autouse=True)
@@ -53,6 +54,6 @@ def test_sigterm_while_a_subcommand_imports_is_one_line(tmp_path):
         "    sys.meta_path.insert(0, Slow())\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.getcwd()])}
     done = subprocess.run([sys.executable, "-m", "normbench", "compare", "NB-SLOW-IMPORT"], env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
     assert done.stderr == "normbench compare: stopped by SIGTERM\n"

@@ -10,6 +10,7 @@ import pytest
 from normbench.analysis.claims import CLAIMS, SUPPORTED, evaluate_claims
 from normbench.analysis.claims import yaml_claims
 from normbench.analysis.claims.yaml_claims import CLAIMS_ENV, ClaimFileError, parse, read_file, read_folders
+from tests.waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "claims" / "ln_simple_as_good.yaml"
@@ -100,7 +101,7 @@ def test_report_with_claims_folder_shows_the_verdict_and_a_bad_file_is_exit_2(tm
     shutil.copy(EXAMPLE, folder)
     command = [sys.executable, "-m", "normbench", "report", str(tmp_path / "sweep"), "--claims", str(folder),
                "--out", str(tmp_path / "out")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr[-2000:]
     claims = (tmp_path / "out" / "claims.csv").read_text()
     line = next(row for row in claims.splitlines() if row.startswith("ln_simple_as_good"))
@@ -108,7 +109,7 @@ def test_report_with_claims_folder_shows_the_verdict_and_a_bad_file_is_exit_2(tm
     assert "ln_simple_as_good" in (tmp_path / "out" / "report.html").read_text()
 
     (folder / "bad.yaml").write_text("id: bad\nstatement: s\nsource: me\n_target_: os.system\narms: {}\nparts: []\n")
-    bad = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(command, capture_output=True, text=True, timeout=HANG_S)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "_target_ names code" in bad.stderr
 
 
@@ -119,6 +120,6 @@ def test_study_checks_its_claims_folder_before_any_round(tmp_path):
                                 "parts: [{kind: better, assertion: t, a: a, b: a, module: os}]\n")
     for folder, says in ((tmp_path / "missing", "not a folder"), (bad, "module names code")):
         done = subprocess.run([sys.executable, "-m", "normbench", "study", "+sweep=smoke", "--claims", str(folder),
-                               "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+                               "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=HANG_S)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr[-500:]
     assert not list((tmp_path / "out").rglob("summary.json"))

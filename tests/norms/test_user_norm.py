@@ -14,6 +14,7 @@ from torch import nn
 import normbench
 from normbench.checks import ConfigError
 from normbench.norms import build_norm, kinds, norm_parameters, user
+from tests.waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["task=adding", "task.length=6", "task.n_train=64", "task.n_val=32", "task.n_test=32", "steps=6",
@@ -68,14 +69,14 @@ def test_script_registers_and_runs_through_normbench_main(tmp_path):
     script = ROOT / "examples" / "my_norm_script.py"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, str(script), "norm=halfscale", *TINY, "hydra.run.dir=run"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "ok" and summary["config"]["norm"]["kind"] == "halfscale"
     assert summary["environment"]["user_norms"]["halfscale"] == "__main__:HalfScaleNorm"
     # a bad override is the CLI's one line and exit 2, returned by normbench.main, not raised
     bad = subprocess.run([sys.executable, str(script), "norm=halfscale", "steps=-1"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=HANG_S)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "steps" in bad.stderr
 
 
@@ -84,7 +85,7 @@ def test_a_script_registered_norm_in_joblib_workers_is_an_invalid_run_naming_the
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, str(script), "-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2",
                            "norm=halfscale", *TINY, "seed=0,1", "hydra.sweep.dir=sweep", "report=false"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=HANG_S)
     records = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
     assert len(records) == 2 and {r["status"] for r in records} == {"invalid"}, done.stderr[-2000:]
     assert all("entry point of group normbench.norms" in r["reason"] for r in records)
@@ -117,12 +118,12 @@ def test_entry_point_norm_runs_in_joblib_workers_and_resume_and_appears_in_recor
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
     sweep = [sys.executable, "-m", "normbench", "-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2", *TINY,
              "norm=toy,ln", "hydra.sweep.dir=sweep", "report=false"]
-    first = subprocess.run([*sweep, "seed=0"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    first = subprocess.run([*sweep, "seed=0"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert first.returncode == 0, first.stderr[-2000:]
     # a name already taken (ln) is left out with one line, never replacing the built-in kind
     assert "left out: ln (toynorm_pkg:ToyNorm): the name is taken" in first.stderr
     again = subprocess.run([*sweep, "seed=0,1", "resume=true"], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=600)
+                           text=True, timeout=HANG_S)
     assert again.returncode == 0, again.stderr[-2000:]
     records = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
     assert sorted((r["config"]["norm"]["kind"], r["seed"], r["status"]) for r in records) == [
@@ -132,6 +133,6 @@ def test_entry_point_norm_runs_in_joblib_workers_and_resume_and_appears_in_recor
     runs = normbench.load_runs(tmp_path / "sweep")
     assert set(runs["axes.norm.kind"]) == {"toy", "ln"}
     report = subprocess.run([sys.executable, "-m", "normbench", "report", "sweep", "--out", "out"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=HANG_S)
     assert report.returncode == 0, report.stderr[-2000:]
     assert "norm=toy" in (tmp_path / "out" / "report.html").read_text()

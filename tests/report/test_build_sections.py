@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from normbench.report import sections, synthesis, tables
+from normbench.configuration.families import families
 from normbench.report.figures import Figure
 from normbench.page_check.facts import MAX_BYTES, broken, html_facts
 
@@ -116,7 +117,7 @@ def test_the_synthesis_names_each_family_and_no_evidence_where_none():
     assert by_family["LSTM"].scale == "hidden 64, layers 2, steps 400"
     assert [line.family for line in synthesis.recommendations(lines)] == ["LSTM"]
     nothing = synthesis.synthesis(summary.iloc[:0], runs, [section])  # no family covered: each says so
-    assert [(line.family, line.favoured) for line in nothing] == [(f, "no evidence yet") for _, f in synthesis.FAMILIES]
+    assert [(line.family, line.favoured) for line in nothing] == [(f.display, "no evidence yet") for f in families()]
     tied = summary.assign(shown_worse=False, best=False)
     assert synthesis.synthesis(tied, runs, [section])[0].favoured.startswith("none yet (norm=ln ranks first")
     table = synthesis.synthesis_table(lines)

@@ -15,6 +15,7 @@ import yaml
 from normbench.studies import lr_protocol
 from normbench.studies.lr_protocol import ProtocolError, declared, lr_values, resolve
 from normbench.studies.study import StudyArgumentError, lr_plan
+from tests.waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,7 +93,7 @@ def test_a_tiny_tuned_study_selects_then_compares_at_each_arms_lr(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run([sys.executable, "-m", "normbench", "study", "norm=ln,none", "lr=0.001,0.003,0.01",
                              "steps=4", "eval_every=2", "--pilot", "2", "--max-seeds", "2", "--jobs", "1",
-                             "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
+                             "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=HANG_S)
     assert result.returncode == 0, result.stderr[-2000:]
     records = [json.loads(p.read_text()) for p in tmp_path.rglob("summary.json")]
     selection = [r for r in records if r["config"]["role"] == "selection"]

@@ -11,6 +11,7 @@ from normbench.tasks import DigitsConfig
 from normbench.tasks.tensors import load_task
 from normbench.tasks.digits import pixel_order
 from normbench.tasks.splits import stratified_split
+from tests.waiting import HANG_S
 
 N_IMAGES = 1797
 
@@ -46,7 +47,7 @@ def test_the_shipped_file_is_read_as_scikit_learn_reads_it():
 def test_the_digits_need_no_scikit_learn():
     probe = ("import sys; from normbench.tasks.digits import bundled_digits; images, labels = bundled_digits(); "
              "print(images.shape, sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_S)
     assert done.stdout.split("\n")[0] == "(1797, 64) []", done.stderr[-2000:]
 
 

@@ -133,7 +133,7 @@ def test_mlflow_requests_are_bounded_by_the_config(tmp_path):
 
     saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES")}
     try:
-        bound_requests(MLflowLog(enabled=True, timeout=7, retries=0))
+        bound_requests(MLflowLog(enabled=True, timeout=7, retries=0))  # a setting, not a wait bound
         from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT
 
         assert MLFLOW_HTTP_REQUEST_TIMEOUT.get() == 7 and MLFLOW_HTTP_REQUEST_MAX_RETRIES.get() == 0

@@ -22,6 +22,7 @@ from tests.conftest import TINY, TINY_TASK  # noqa: E402
 
 NO_NETWORK = '''
 import os, socket
+from tests.waiting import HANG_S
 _log = os.environ["NB_TEST_CONNECTIONS"]
 
 def _note(what):
@@ -60,7 +61,7 @@ def offline_run(tmp_path_factory):
                PYTHONPATH=os.pathsep.join([str(site), str(Path(__file__).resolve().parents[2])]))
     done = subprocess.run([sys.executable, "-m", "normbench", *TINY, *TINY_TASK, "logger=many_loggers",
                            "tags=[baseline,v2]", "hydra.run.dir=run"], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=HANG_S)
     return root, home, done
 
 

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from normbench.training.run import execute
+from tests.waiting import HANG_S
 
 mlflow = pytest.importorskip("mlflow", reason='logger=mlflow needs pip install -e ".[mlflow]"')
 
@@ -144,11 +145,11 @@ def test_jobs_opening_one_new_sqlite_store_at_once_make_it_once(tmp_path):
         "run_names({'seed': 0, 'config': {}, 'environment': {'git_commit': 'x'}}))\n")
     import time as clock
 
-    start = clock.time() + 8  # after every process has imported mlflow
+    start = clock.time() + 8  # after every process has imported mlflow (a start barrier, not a wait bound)
     root = P(__file__).resolve().parents[2]
     procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / f"job{i}"), str(start)], cwd=root,
                               stderr=subprocess.PIPE, text=True) for i in range(3)]
-    errors = [p.communicate(timeout=300)[1] for p in procs]
+    errors = [p.communicate(timeout=HANG_S)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], errors
     from mlflow.tracking import MlflowClient
 
