@@ -10,6 +10,22 @@ from hydra import initialize_config_dir
 from normbench.configuration.config import config_dir, register
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
+
+def normbench(*args: str) -> int:
+    """`normbench ARGS` in this process (the console script's own main: subcommands dispatched as typed)."""
+    from normbench.__main__ import main
+
+    argv = sys.argv
+    sys.argv = ["normbench", *args]
+    try:
+        main()
+        return 0
+    except SystemExit as exit_:
+        return exit_.code or 0
+    finally:
+        sys.argv = argv
+        GlobalHydra.instance().clear()
+
 register()
 
 # A run that trains for real but takes well under a second.

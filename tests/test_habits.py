@@ -2,32 +2,14 @@
 `sweep=` and `debug=` without the `+`, the debug presets, the paths group."""
 
 import json
-import sys
 from pathlib import Path
 
-from hydra.core.global_hydra import GlobalHydra
 
 from normbench.configuration.config import ADDED_GROUPS, plain_groups
-from tests.conftest import TINY, TINY_TASK
+from tests.conftest import TINY, TINY_TASK, normbench
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = [a for a in TINY if not a.startswith(("steps=", "eval_every=", "batch_size="))]  # the presets set these
-
-
-def normbench(*args: str) -> int:
-    """The console script's main in this process: what a user's command line goes through."""
-    from normbench.__main__ import main
-
-    argv = sys.argv
-    sys.argv = ["normbench", *args]
-    try:
-        main()
-        return 0
-    except SystemExit as exit_:
-        return exit_.code or 0
-    finally:
-        sys.argv = argv
-        GlobalHydra.instance().clear()
 
 
 def test_an_added_group_typed_plain_is_given_to_hydra_with_its_plus():

@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra.core.global_hydra import GlobalHydra
 
-from tests.conftest import TINY, TINY_TASK
+from tests.conftest import TINY, TINY_TASK, normbench
 from tests.waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,22 +106,6 @@ def test_the_headline_sweep_is_the_marked_one():
     marked = text.split("<!-- headline sweep:")[1].split("<!-- headline sweep: end -->")[0]
     (block,) = re.findall(r"```bash\n(.*?)```", marked, re.S)
     assert re.sub(r"\s+#\s.*$", "", block.strip()) in RUN_BY
-
-
-def normbench(*args: str) -> int:
-    """`normbench ARGS` in this process (the console script's own main: subcommands dispatched as typed)."""
-    from normbench.__main__ import main
-
-    argv = sys.argv
-    sys.argv = ["normbench", *args]
-    try:
-        main()
-        return 0
-    except SystemExit as exit_:
-        return exit_.code or 0
-    finally:
-        sys.argv = argv
-        GlobalHydra.instance().clear()
 
 
 def _args_of(command: str) -> list[str]:
