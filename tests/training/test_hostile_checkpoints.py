@@ -25,6 +25,8 @@ from normbench.training import checkpoint, run
 from normbench.configuration.config import config_dir
 from normbench.configuration.contract import RECORD_FORMAT, identity
 from normbench.records.record import RecordWriter
+from normbench.training.probes import Probes
+from normbench.training.recording import RecordHook
 from normbench.training.train import Trainer
 
 from tests.conftest import TINY, TINY_TASK
@@ -46,7 +48,7 @@ def build(run_dir):
     cfg, task, model, device = run.prepare(node)
     record = RecordWriter(run_dir)
     record.start(config=plain, config_hash=digest)
-    return Trainer(cfg, task, model, device, record), digest
+    return Trainer(cfg, task, model, device, [Probes(), RecordHook(record)]), digest
 
 
 @pytest.fixture

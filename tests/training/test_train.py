@@ -3,6 +3,9 @@ import pytest
 from normbench.configuration.config import to_config
 from normbench.training.loggers import Hook
 from normbench.records.record import RecordWriter
+from normbench.training import measures
+from normbench.training.probes import Probes
+from normbench.training.recording import RecordHook
 from normbench.training.run import prepare
 from normbench.training.train import Trainer, learning_rate
 
@@ -49,7 +52,7 @@ def test_hooks_are_called_in_the_loops_order(compose, tmp_path):
     record.start(config={}, overrides=[], seed=cfg.seed)
     logger, clock = Calls(), Calls()
     try:
-        Trainer(cfg, task, model, device, record, logger, hooks=[clock]).fit()
+        Trainer(cfg, task, model, device, [Probes(), RecordHook(record), logger, clock]).fit()
     finally:
         record.finish("ok", None)
     step = [("step_start", 1), ("step_end", 1)]
@@ -65,22 +68,22 @@ def test_the_record_sections_carry_every_registered_metric_in_its_order(compose,
     cfg, task, model, device = prepare(compose("steps=2", "eval_every=2", "probe_every=2"))
     record = RecordWriter(tmp_path)
     record.start(config={}, overrides=[], seed=cfg.seed)
-    trainer = Trainer(cfg, task, model, device, record)
+    trainer = Trainer(cfg, task, model, device, [Probes(), RecordHook(record)])
     try:
         trainer.fit()
     finally:
         record.finish("ok", None)
     # every key but the verdicts the analysis decides from the record (did_not_train: analysis/rules.py)
     written = [k for k in keys("metrics") if not BY_KEY[k].computed_in.startswith("normbench.analysis")]
-    assert list(trainer.metrics()) == written and "did_not_train" not in written
-    assert list(trainer.throughput()) == list(keys("throughput"))
+    assert list(measures.metrics(trainer)) == written and "did_not_train" not in written
+    assert list(measures.throughput(trainer)) == list(keys("throughput"))
 
 
 def _trainer(compose, run_dir, *overrides):
     cfg, task, model, device = prepare(compose("steps=3", "eval_every=3", *overrides))
     record = RecordWriter(run_dir)
     record.start(config={}, overrides=[], seed=cfg.seed, config_hash="h")
-    return Trainer(cfg, task, model, device, record)
+    return Trainer(cfg, task, model, device, [Probes(), RecordHook(record)])
 
 
 def test_the_trainer_owns_its_state_and_a_fresh_one_takes_it_back_whole(compose, tmp_path):
