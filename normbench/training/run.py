@@ -269,7 +269,7 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
         # the hooks in the order the loop calls them: the probes' readings are kept before anything writes
         trainer = Trainer(cfg, task, model, device, [Probes(), RecordHook(record), ProgressBar(cfg, task), loggers,
                                                      *saving, *([keeper] if keeper else [])])
-        if resume_from is not None and checkpoint.restore(trainer, *resume_from):
+        if resume_from is not None and checkpoint.restore(trainer, *resume_from, device):
             fields["resumed_from_step"] = trainer.start_step
         with machine.on_record(fields["environment"], parallel_jobs):  # load and CPU pressure over the steps
             progress = trainer.fit()

@@ -20,6 +20,7 @@ from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_st
 from normbench.training.measures import PeakMemory
 from normbench.training.muon import build_muon
 from normbench.training.precision import PRECISIONS, RunPrecision, norm_input_dtypes
+from normbench.training.state import Progress, misfit
 from normbench.tasks.batching import epoch_order
 from normbench.tasks.scoring import Scoring, scoring
 
@@ -104,34 +105,6 @@ def evaluate(model, batches, scoring: Scoring, autocast) -> tuple[float, float]:
             loss_sum += float(scoring.loss(out, y)) * len(x)
     model.train()
     return total / max(count, 1), loss_sum / sum(len(x) for x, _ in batches)
-
-
-@dataclass
-class Progress:
-    """Everything measured so far; a summary can be made from it at any moment (also mid-crash)."""
-
-    step: int = 0
-    train_s: float = 0.0
-    losses: list = field(default_factory=list)  # every step's training loss, step 1 first
-    evals: list = field(default_factory=list)   # (step, val metric) of every evaluation
-    grad_norms: list = field(default_factory=list)
-    step_ms: list = field(default_factory=list)  # timed steps only
-    best_val: float | None = None
-    final_val: float | None = None
-    test: float | None = None
-    steps_to_target: int | None = None
-    seconds_to_target: float | None = None
-    diverged_at_step: int | None = None
-    last_finite_loss: float | None = None
-    last_probe: dict = field(default_factory=dict)
-    grad_kurtosis_max: float | None = None
-    grad_time_init: list | None = None
-    grad_time_final: list | None = None
-    layer_grad_norm_init: dict = field(default_factory=dict)
-    ffn_w2_grad_norm_init: float | None = None  # Transformers: ‖∂L/∂W^{2,L}‖_F of the last block (Xiong et al. Thm. 1)
-    bn_train_eval_gap: float | None = None
-    bn_train_eval_gap_running: float | None = None
-    skipped_steps: int = 0  # fp16 with a loss scale: steps whose gradients overflowed, not applied
 
 
 @dataclass
@@ -248,40 +221,11 @@ class Trainer:
             **{key: value for hook in self.hooks for key, value in hook.state_dict().items()},
         }
 
-    def misfit(self, state: dict) -> str | None:
-        """Why ``state`` (a ``state_dict()``) does not fit this trainer as built (another model,
-        optimizer, precision or task), or None."""
-        def shapes(state_dict):
-            return {k: (tuple(v.shape), v.dtype) for k, v in state_dict.items()}
-        if shapes(state["model"]) != shapes(self.master.state_dict()):
-            return "its model is not this run's (other parameters or shapes)"
-        half = self.model is not self.master
-        if (state["model_half"] is not None) != half or (
-                half and shapes(state["model_half"]) != shapes(self.model.state_dict())):
-            return "its half-precision model is not this run's"
-        if (state["scaler"] is not None) != self.precision.scales_loss:
-            return "its loss scaler is not this run's"
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        saved_ids = [i for group in state["optimizer"]["param_groups"] for i in group["params"]]
-        if len(saved_ids) != len(params):
-            return "its optimizer is not this run's (another number of parameters)"
-        by_id = dict(zip(saved_ids, params))
-        for key, entries in state["optimizer"]["state"].items():
-            if key not in by_id or not isinstance(entries, dict):
-                return "its optimizer state names no parameter of this run"
-            for value in entries.values():
-                if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != by_id[key].shape:
-                    return "its optimizer state is not of this run's shapes"
-        order = state["batches"]["order"]
-        if order.numel() and (int(order.min()) < 0 or int(order.max()) >= self.train_batches.examples):
-            return "its batch order indexes examples this task does not have"
-        return None
-
     def load_state_dict(self, state: dict, step: int) -> None:
         """Puts ``state`` (a ``state_dict()`` taken after ``step`` steps) into this freshly built
         trainer, which then continues with step ``step + 1``. All or nothing: one that does not fit
         raises ValueError, and one that fails while being loaded leaves the trainer as built (and raises)."""
-        why = self.misfit(state)
+        why = misfit(state, self)  # normbench/training/state.py
         if why is not None:
             raise ValueError(why)
         built = copy.deepcopy(self._tensor_state())
