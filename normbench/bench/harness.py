@@ -16,9 +16,9 @@ is the run's measurement, not the harness's overhead. Both must end on the same 
 not do the same work.
 
 Separately, the cost of one probe: a training step with and without the activation probe's hooks
-and the gradient statistics, timed interleaved, plus ``Trainer._probe`` (bookkeeping, log line)
-as timed inside fit. All the timing inside fit is done by trainer hooks (``Lockstep``, a
-normbench.training.loggers.Hook): the bare step at each step's start, the span's end at the last
+and the gradient statistics, timed interleaved, plus the probe hooks the run calls before the clock's
+(``probes.Probes`` keeping the readings, the record's probe line) as timed inside fit. All the timing
+inside fit is done by trainer hooks (``Lockstep``, a normbench.training.hooks.Hook): the bare step at each step's start, the span's end at the last
 step's end, the probe between ``on_probe_start`` and ``on_probe``.
 """
 
