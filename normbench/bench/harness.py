@@ -40,7 +40,7 @@ from normbench.training import measures, probes
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference
 from normbench.configuration.config import config_dir, register
-from normbench.training.loggers import Hook
+from normbench.training.hooks import Hook
 from normbench.records.record import RecordWriter
 from normbench.training.recording import ProgressBar, RecordHook
 from normbench.training.run import prepare, resolve_device

@@ -365,6 +365,8 @@ def require_memory(needed: int, what: str, device: torch.device) -> None:
 def _finish(record: RecordWriter, trainer: Trainer | None, fields: dict, status: str, reason: str | None,
             wall_start: float) -> dict:
     if trainer is not None:
+        # RecordHook writes it as fit starts; a run that failed before then records it as built
+        record.summary.setdefault("precision", trainer.precision_summary)
         fields.update(metrics=measures.metrics(trainer), profiles=measures.grad_profiles(trainer),
                       throughput=measures.throughput(trainer))
         fields["time"] = {"train_s": trainer.progress.train_s}

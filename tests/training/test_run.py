@@ -106,6 +106,7 @@ def test_exception_in_training_is_failed_with_traceback(compose, tmp_path, monke
     summary = execute(compose(), tmp_path, [])
     assert summary["status"] == "failed" and "RuntimeError: kaboom" in summary["reason"]
     assert "kaboom" in (tmp_path / "traceback.txt").read_text()
+    assert summary["precision"]["mode"]  # the trainer was built: its precision is recorded though fit never began
 
 
 def test_interrupt_keeps_metrics_so_far_and_reraises(compose, tmp_path, monkeypatch):
