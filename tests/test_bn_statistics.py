@@ -10,6 +10,9 @@ from normbench.configuration.contract import config_hash
 from normbench.models import build_model
 from normbench.norms import BatchNorm, BatchNormReference, StepBatchNorm, batch_norms, reestimate_statistics
 from normbench.records.record import RecordWriter
+from normbench.training import measures
+from normbench.training.probes import Probes
+from normbench.training.recording import RecordHook
 from normbench.training.run import execute, prepare
 from normbench.configuration.schema import ModelShape, NormSpec, PlacementConfig
 from normbench.training.train import Trainer
@@ -83,7 +86,7 @@ def trained(compose, tmp_path, *overrides):
     cfg, task, model, device = prepare(compose(*DIGITS, *overrides))
     record = RecordWriter(tmp_path)
     record.start(config={}, overrides=[], seed=cfg.seed)
-    trainer = Trainer(cfg, task, model, device, record)
+    trainer = Trainer(cfg, task, model, device, [Probes(), RecordHook(record)])
     trainer.fit()
     record.finish("ok", None)
     return trainer, task
@@ -100,8 +103,8 @@ def test_after_training_bn_evaluates_with_population_statistics(compose, tmp_pat
         evaluated = F.log_softmax(model(task.val.x), -1)
     expected = momentum_none_outputs(model, task.train.x[:1024], task.val.x)
     assert (evaluated - expected).abs().max() < 1e-4
-    assert trainer.metrics()["bn_train_eval_gap"] is not None
-    assert trainer.metrics()["bn_train_eval_gap_running"] is not None
+    assert measures.metrics(trainer)["bn_train_eval_gap"] is not None
+    assert measures.metrics(trainer)["bn_train_eval_gap_running"] is not None
 
 
 def test_running_averages_alone_do_not_serve_in_cell_bn_evaluation(compose, tmp_path):
@@ -114,7 +117,7 @@ def test_running_averages_alone_do_not_serve_in_cell_bn_evaluation(compose, tmp_
         running = F.log_softmax(model(task.val.x), -1)
     expected = momentum_none_outputs(model, task.train.x[:1024], task.val.x)
     assert (running - expected).abs().max() > 0.2
-    assert trainer.metrics()["bn_train_eval_gap_running"] is None
+    assert measures.metrics(trainer)["bn_train_eval_gap_running"] is None
 
 
 def test_reestimation_changes_evaluation_only(compose, tmp_path):
@@ -123,4 +126,4 @@ def test_reestimation_changes_evaluation_only(compose, tmp_path):
     off, _ = trained(compose, tmp_path / "off", "placement=in_cell", "steps=40", "eval_every=20",
                      "norm.bn_reestimate=false")
     assert on.progress.losses == off.progress.losses
-    assert on.metrics()["bn_train_eval_gap_running"] == pytest.approx(off.metrics()["bn_train_eval_gap"])
+    assert measures.metrics(on)["bn_train_eval_gap_running"] == pytest.approx(measures.metrics(off)["bn_train_eval_gap"])

@@ -104,16 +104,6 @@ def arms_of(sweep_dir: Path) -> list[Arm]:
     return arms
 
 
-class _Scratch:
-    """What the Trainer needs of a run record for its timed step: a summary to note dtypes in."""
-
-    def __init__(self):
-        self.summary: dict = {}
-
-    def log(self, line: dict) -> None:
-        pass
-
-
 def build(arm: Arm, threads: int | None = None, device: str | None = None) -> Arm:
     """The arm's training step, as its run took it: ``run.prepare`` on the recorded config, then
     ``Trainer.timed_step`` (forward, backward, clip, optimizer step, CUDA synchronized)."""
@@ -126,7 +116,7 @@ def build(arm: Arm, threads: int | None = None, device: str | None = None) -> Ar
     if device:
         config["device"] = device
     cfg, task, model, where = prepare(OmegaConf.create(config))
-    trainer = Trainer(cfg, task, model, where, _Scratch())
+    trainer = Trainer(cfg, task, model, where)  # no hooks: nothing written
     counter = iter(range(1, 2**62))
 
     def step():

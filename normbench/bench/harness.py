@@ -16,9 +16,9 @@ is the run's measurement, not the harness's overhead. Both must end on the same 
 not do the same work.
 
 Separately, the cost of one probe: a training step with and without the activation probe's hooks
-and the gradient statistics, timed interleaved, plus ``Trainer._probe`` (bookkeeping, log line)
-as timed inside fit. All the timing inside fit is done by trainer hooks (``Lockstep``, a
-normbench.training.loggers.Hook): the bare step at each step's start, the span's end at the last
+and the gradient statistics, timed interleaved, plus the probe hooks the run calls before the clock's
+(``probes.Probes`` keeping the readings, the record's probe line) as timed inside fit. All the timing
+inside fit is done by trainer hooks (``Lockstep``, a normbench.training.hooks.Hook): the bare step at each step's start, the span's end at the last
 step's end, the probe between ``on_probe_start`` and ``on_probe``.
 """
 
@@ -36,12 +36,13 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from normbench.training import probes
+from normbench.training import measures, probes
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference
 from normbench.configuration.config import config_dir, register
-from normbench.training.loggers import Hook
+from normbench.training.hooks import Hook
 from normbench.records.record import RecordWriter
+from normbench.training.recording import ProgressBar, RecordHook
 from normbench.training.run import prepare, resolve_device
 from normbench.tasks.scoring import scoring
 from normbench.training.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate
@@ -135,7 +136,7 @@ def timed_fit(trainer: Trainer, bare: BareLoop) -> dict:
     return {"harness_s": lockstep.ended - lockstep.started - lockstep.bare_s, "bare_s": lockstep.bare_s,
             "steps": progress.step, "bare_steps": bare.steps, "probe_s": lockstep.probe_s, "probes": lockstep.probes,
             "final_loss": progress.losses[-1], "bare_final_loss": float(bare.loss.detach()),
-            "step_ms_median": trainer.throughput()["step_ms_median"]}
+            "step_ms_median": measures.throughput(trainer)["step_ms_median"]}
 
 
 def trial(node: DictConfig, work_dir: Path) -> dict:
@@ -145,7 +146,7 @@ def trial(node: DictConfig, work_dir: Path) -> dict:
     record = RecordWriter(work_dir)
     record.start(config={}, overrides=[], seed=cfg.seed)
     try:
-        return timed_fit(Trainer(cfg, task, model, device, record), bare)
+        return timed_fit(Trainer(cfg, task, model, device, [probes.Probes(), RecordHook(record), ProgressBar(cfg, task)]), bare)
     finally:
         record.finish("ok", None)
 

@@ -1,8 +1,9 @@
 """One run: `run` (config → task → model → training → record), the training loop `train` (the
-`Trainer`, which owns its state) with what it computes in (`precision`) and measures (`probes`), the
-files a run writes beside its record (`checkpoint`, `saved_model`, `logfile`), the hooks a run calls
-(`hooks`) and the loggers that implement them (`loggers`, `mlflow_logger`, `wandb_logger`, named by
-`tracking`), what the run ran on (`environment`, `machine`), and the commands that run a recorded run
+`Trainer`: the loop and its state, whose layout and checks are `state`'s) with what it computes in
+(`precision`), the hooks it calls (`hooks`): the probes (`probes`), the record writer and the progress bar
+(`recording`), the loggers (`loggers`, `mlflow_logger`, `wandb_logger`, named by `tracking`), the files a
+run writes beside its record (`checkpoint`, `saved_model`, `logfile`); the record's sections read off the
+trainer's state (`measures`), what the run ran on (`environment`, `machine`), and the commands that run a recorded run
 again (`rerun`, `evaluate`). This package may import the packages below it (`normbench.configuration`,
 `normbench.records`, `normbench.models`, `normbench.norms`, `normbench.tasks`) and nothing above, not
 even the analysis: a run writes what it measured, and verdicts on it (did it train?) are the analysis's,

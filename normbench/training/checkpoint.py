@@ -22,28 +22,30 @@ while being restored (the trainer is then put back as it was built), is set asid
 ``checkpoint.pt.set-aside``, nothing deleted) with one line, and the run starts fresh.
 
 The Trainer knows nothing of files: ``Checkpointer`` is one more hook on its loop
-(normbench/training/loggers.py), which saves the trainer's ``state_dict()`` with the random generators' states;
-``restore`` hands a checked one back to ``Trainer.load_state_dict`` before ``fit``.
+(normbench/training/hooks.py), which saves the trainer's ``state_dict()`` with the step and the random
+generators' states; ``restore`` hands a checked one back to ``Trainer.load_state_dict`` (which refuses one
+that does not fit the trainer as built) before ``fit``. This module reads the trainer through those two
+alone, and the state's layout and checks are normbench/training/state.py's, not restated here.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import logging
 import os
 import random
 import stat
 import warnings
 import zipfile
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from normbench.training import state as trainer_state
 from normbench.training.hooks import Hook
+from normbench.training.state import is_int, is_number, is_tensor
 from normbench.records.record import RunRecord, Unreadable, open_regular, read_summary, write_atomic
 
 log = logging.getLogger("normbench")
@@ -243,102 +245,30 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _tensor(value, dtype=None, ndim=None) -> bool:
-    return isinstance(value, torch.Tensor) and (dtype is None or value.dtype == dtype) \
-        and (ndim is None or value.dim() == ndim) and not value.is_sparse
-
-
-def _int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-_ANNOTATED = {"int": _int, "float": _number, "list": lambda v: isinstance(v, list),
-              "dict": lambda v: isinstance(v, dict), "None": lambda v: v is None}
-
-
-def _progress_problem(progress) -> str | None:
-    from normbench.training.train import Progress  # the trainer's own bookkeeping, field by field
-
-    if not isinstance(progress, dict):
-        return "progress is not a mapping"
-    names = {item.name: item.type for item in fields(Progress)}
-    if set(progress) != set(names):
-        return "progress holds other fields than this version's"
-    for name, annotation in names.items():
-        if not any(_ANNOTATED[kind.strip()](progress[name]) for kind in str(annotation).split("|")):
-            return f"progress.{name} is not of type {annotation}"
-    for name in ("losses", "grad_norms", "step_ms"):
-        if not all(_number(v) for v in progress[name]):
-            return f"progress.{name} holds a value that is not a number"
-    if not all(isinstance(e, (list, tuple)) and len(e) == 2 and _int(e[0]) and _number(e[1]) for e in progress["evals"]):
-        return "progress.evals holds an entry that is not (step, value)"
-    return None
-
-
 def _fields_problem(saved: dict, steps: int | None) -> str | None:
-    """Why ``saved`` does not hold the fields of the types this version writes (None: it does)."""
-    expected = {"config_hash", "step", "model", "model_half", "optimizer", "scaler", "rng", "batches", "progress",
-                "spikes", "precision", "rss_peak_mb", "curves"}
-    if set(saved) != expected:
+    """Why ``saved`` does not hold the fields of the types this version writes (None: it does): its own
+    (step, random generators), then the Trainer's state's (normbench/training/state.py)."""
+    if set(saved) != {"config_hash", "step", "rng", *trainer_state.FIELDS}:
         return "holds other fields than this version's"
     step = saved["step"]
-    if not _int(step) or step < 1:
+    if not is_int(step) or step < 1:
         return f"step {str(step)[:40]} is not a positive step"
-    if _int(steps) and step > steps:
+    if is_int(steps) and step > steps:
         return f"step {step} is beyond the run's {steps} steps"
-    for key in ("model", "model_half"):
-        value = saved[key]
-        if not (value is None and key == "model_half") and not (
-                isinstance(value, dict) and all(isinstance(k, str) and _tensor(v) for k, v in value.items())):
-            return f"{key} is not a mapping of names to tensors"
-    optimizer = saved["optimizer"]
-    if not (isinstance(optimizer, dict) and isinstance(optimizer.get("state"), dict)
-            and isinstance(optimizer.get("param_groups"), list)
-            and all(isinstance(g, dict) and isinstance(g.get("params"), list) and all(map(_int, g["params"]))
-                    for g in optimizer["param_groups"])):
-        return "optimizer is not an optimizer's state"
-    if saved["scaler"] is not None and not isinstance(saved["scaler"], dict):
-        return "scaler is not a loss scaler's state"
     rng = saved["rng"]
     numpy_rng, python_rng = (rng.get(k) if isinstance(rng, dict) else None for k in ("numpy", "python"))
     ok = isinstance(rng, dict) and isinstance(numpy_rng, dict) and isinstance(python_rng, dict) \
-        and _tensor(rng.get("torch"), torch.uint8, 1) \
-        and _tensor(numpy_rng.get("keys"), torch.int64, 1) and numpy_rng["keys"].numel() == 624 \
-        and _int(numpy_rng.get("pos")) and _int(numpy_rng.get("has_gauss")) \
-        and _number(numpy_rng.get("cached_gaussian")) \
-        and _int(python_rng.get("version")) and _tensor(python_rng.get("internal"), torch.int64, 1) \
-        and (python_rng.get("gauss_next") is None or _number(python_rng["gauss_next"])) \
+        and is_tensor(rng.get("torch"), torch.uint8, 1) \
+        and is_tensor(numpy_rng.get("keys"), torch.int64, 1) and numpy_rng["keys"].numel() == 624 \
+        and is_int(numpy_rng.get("pos")) and is_int(numpy_rng.get("has_gauss")) \
+        and is_number(numpy_rng.get("cached_gaussian")) \
+        and is_int(python_rng.get("version")) and is_tensor(python_rng.get("internal"), torch.int64, 1) \
+        and (python_rng.get("gauss_next") is None or is_number(python_rng["gauss_next"])) \
         and (rng.get("cuda") is None or (isinstance(rng["cuda"], list)
-                                         and all(_tensor(t, torch.uint8, 1) for t in rng["cuda"])))
+                                         and all(is_tensor(t, torch.uint8, 1) for t in rng["cuda"])))
     if not ok:
         return "rng is not the random generators' states"
-    batches = saved["batches"]
-    if not (isinstance(batches, dict) and _tensor(batches.get("generator"), torch.uint8, 1)
-            and _tensor(batches.get("order"), torch.int64, 1) and _int(batches.get("pos"))
-            and 0 <= batches["pos"] <= batches["order"].numel()):
-        return "batches is not the batch sampler's state"
-    spikes = saved["spikes"]
-    if not (isinstance(spikes, dict) and isinstance(spikes.get("window"), list) and isinstance(spikes.get("steps"), list)
-            and all(_number(v) for v in spikes["window"]) and all(_int(v) for v in spikes["steps"])):
-        return "spikes is not the spike detector's state"
-    if saved["precision"] is not None and not isinstance(saved["precision"], dict):
-        return "precision is not a mapping"
-    if not _number(saved["rss_peak_mb"]):
-        return "rss_peak_mb is not a number"
-    if not isinstance(saved["curves"], str):
-        return "curves is not text"
-    for number, line in enumerate(saved["curves"].splitlines(), start=1):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            return f"curve line {number} is cut or not JSON"
-        if not isinstance(row, dict):
-            return f"curve line {number} is not an object"
-    return _progress_problem(saved["progress"])
+    return trainer_state.problem(saved)
 
 
 def read(path: Path, config_hash: str, steps: int | None = None) -> dict:
@@ -420,22 +350,18 @@ def _one_line(error: Exception) -> str:
     return f"{type(error).__name__}: {' '.join(str(error).split())[:160]}"
 
 
-def restore(trainer, path: Path, saved: dict) -> bool:
-    """Puts ``saved`` (from ``find``, read from ``path``) into a freshly built trainer, which then
-    continues after ``saved['step']``. One that does not fit, or fails while being loaded, is set
-    aside and the trainer (and the random generators) left as built (False): the run starts fresh."""
+def restore(trainer, path: Path, saved: dict, device: torch.device) -> bool:
+    """Puts ``saved`` (from ``find``, read from ``path``) into a freshly built trainer on ``device`` through
+    ``Trainer.load_state_dict``, which refuses a state that does not fit; the trainer then continues after
+    ``saved['step']``. One that does not fit, or fails while being loaded, is set aside and the trainer
+    (and the random generators) left as built (False): the run starts fresh."""
+    built, why = _rng(), None
     try:
-        why = trainer.misfit(saved)
-    except Exception as error:  # noqa: BLE001 - a field this version cannot compare: it does not fit
-        why = f"does not fit this run ({_one_line(error)})"
-    if why is None:
-        built = _rng()
-        try:
-            _set_rng(saved["rng"], trainer.device)
-            trainer.load_state_dict(saved, saved["step"])
-        except Exception as error:  # noqa: BLE001 - another version's state: the run starts fresh instead
-            _set_rng(built, trainer.device)
-            why = f"cannot be restored ({_one_line(error)})"
+        _set_rng(saved["rng"], device)
+        trainer.load_state_dict(saved, saved["step"])
+    except Exception as error:  # noqa: BLE001 - another run's or version's state: the run starts fresh instead
+        _set_rng(built, device)
+        why = f"cannot be restored ({_one_line(error)})"
     if why is not None:
         set_aside(path, why)
         return False

@@ -1,7 +1,8 @@
 """Stability probes: what the gradients and activations look like, and how far gradients flow in time.
 
 Each probe reads the model without changing what training does next: probes that run a forward
-pass in training mode restore BatchNorm's running statistics afterwards.
+pass in training mode restore BatchNorm's running statistics afterwards. ``Probes`` is the hook by
+which the training loop runs them (normbench/training/train.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from statistics import median
 import torch
 
 from normbench.models import SequenceModel, TransformerStack, layer_of
+from normbench.norms import batch_norms
+from normbench.training.hooks import Hook
 
 
 @contextlib.contextmanager
@@ -358,3 +361,57 @@ def depth_grad_log_ratio(layer_norms: dict[str, float] | None) -> float | None:
     if not (first > 0 and last > 0):
         return None
     return math.log10(last / first)
+class Probes(Hook):
+    """The probes as the loop's hook: the gradient profiles at the start of a fresh run and at the end of
+    one that did not diverge (with BatchNorm's train/eval gaps, after which the model keeps population
+    statistics for the test when norm.bn_reestimate is on), and each probe step's readings kept. What they
+    find goes into the trainer's ``progress``, so that checkpoints and the record's sections carry it."""
+
+    def on_fit_start(self, trainer):
+        if trainer.start_step:  # a resumed run's initial profiles come back with its progress
+            return
+        p = trainer.progress
+        p.grad_time_init = self._flow(trainer)
+        with trainer.autocast():
+            p.layer_grad_norm_init, p.ffn_w2_grad_norm_init = layer_gradient_norms(
+                trainer.model, *trainer.probe_batch, trainer.loss_fn, trainer.probe_loss_scale)
+            p.hidden_var_init = hidden_variance(trainer.model, trainer.probe_batch[0])
+
+    def on_probe(self, trainer, step, stats, activations):
+        p = trainer.progress
+        p.last_probe = {**stats, **activations}
+        kurt = stats["grad_kurtosis"]
+        if kurt is not None and math.isfinite(kurt):
+            p.grad_kurtosis_max = max(kurt, p.grad_kurtosis_max or kurt)
+
+    def on_fit_end(self, trainer):
+        p, model = trainer.progress, trainer.model
+        if p.diverged_at_step is not None:
+            return
+        p.grad_time_final = self._flow(trainer)
+        p.depth_final = self._depth(trainer)
+        if batch_norms(model):
+            if trainer.bn_population is not None:  # the gap the running averages would have had, then the
+                with trainer.autocast():           # model keeps population statistics for the gap and the test
+                    p.bn_train_eval_gap_running = train_eval_gap(model, trainer.val, trainer.loss_fn)
+                trainer.reestimate_bn()
+            with trainer.autocast():
+                p.bn_train_eval_gap = train_eval_gap(model, trainer.val, trainer.loss_fn)
+
+    @staticmethod
+    def _depth(trainer) -> dict:
+        """Per block at the end of training, on the probe batch: the residual stream's variance, the gradient
+        norm, the largest attention logit, the loss increase when the block is skipped; per DyT/Derf site
+        the share of saturated units."""
+        x, y = trainer.probe_batch
+        with trainer.autocast():
+            grads, _ = layer_gradient_norms(trainer.model, x, y, trainer.loss_fn, trainer.probe_loss_scale)
+            return {"hidden_var_final": hidden_variance(trainer.model, x), "layer_grad_norm_final": grads,
+                    "attn_logit_max_final": attention_logit_max(trainer.model, x),
+                    "saturated_share_final": saturated_share(trainer.model, x),
+                    "layer_skip_loss_increase": layer_skip_losses(trainer.model, x, y, trainer.loss_fn)}
+
+    @staticmethod
+    def _flow(trainer):
+        with trainer.autocast():
+            return gradient_through_time(trainer.model, *trainer.probe_batch, trainer.loss_fn, trainer.probe_loss_scale)

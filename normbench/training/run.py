@@ -18,12 +18,14 @@ from omegaconf import DictConfig, OmegaConf
 from normbench.training import checkpoint
 from normbench.configuration.config import ConfigError, to_config
 from normbench.models import build_model, cell_kernel_in_use
-from normbench.training import machine, saved_model
+from normbench.training import machine, measures, saved_model
 from normbench.configuration import study_info
 from normbench.configuration.contract import RECORD_FORMAT, identity
 from normbench.training.environment import environment
 from normbench.training.loggers import build_logger
 from normbench.training.logfile import RunLogHandler
+from normbench.training.probes import Probes
+from normbench.training.recording import ProgressBar, RecordHook
 from normbench.training.tracking import as_recorded, env_secrets, hidden, interpolated_secrets
 from normbench.records.record import RecordWriter, RunRecord, read_summary, write_run_text
 from normbench.records.reading import record_paths
@@ -264,8 +266,10 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
         except ConfigError as err:
             return _finish(record, None, fields, "invalid", " ".join(str(err).split()), wall_start)
         keeper = saved_model.ModelSaver(record.run_dir) if cfg.save_model else None
-        trainer = Trainer(cfg, task, model, device, record, loggers, hooks=[*saving, *([keeper] if keeper else [])])
-        if resume_from is not None and checkpoint.restore(trainer, *resume_from):
+        # the hooks in the order the loop calls them: the probes' readings are kept before anything writes
+        trainer = Trainer(cfg, task, model, device, [Probes(), RecordHook(record), ProgressBar(cfg, task), loggers,
+                                                     *saving, *([keeper] if keeper else [])])
+        if resume_from is not None and checkpoint.restore(trainer, *resume_from, device):
             fields["resumed_from_step"] = trainer.start_step
         with machine.on_record(fields["environment"], parallel_jobs):  # load and CPU pressure over the steps
             progress = trainer.fit()
@@ -361,11 +365,14 @@ def require_memory(needed: int, what: str, device: torch.device) -> None:
 def _finish(record: RecordWriter, trainer: Trainer | None, fields: dict, status: str, reason: str | None,
             wall_start: float) -> dict:
     if trainer is not None:
-        fields.update(metrics=trainer.metrics(), profiles=trainer.grad_profiles(), throughput=trainer.throughput())
+        # RecordHook writes it as fit starts; a run that failed before then records it as built
+        record.summary.setdefault("precision", trainer.precision_summary)
+        fields.update(metrics=measures.metrics(trainer), profiles=measures.grad_profiles(trainer),
+                      throughput=measures.throughput(trainer))
         fields["time"] = {"train_s": trainer.progress.train_s}
         fields["environment"]["norm_impls"] = trainer.norm_impls()
     fields.setdefault("time", {})["wall_s"] = time.perf_counter() - wall_start
     record.finish(status, reason, **fields)
-    if trainer is not None:
-        trainer.logger.on_end(record.summary)
+    for hook in trainer.hooks if trainer is not None else ():  # the loggers close their files and runs
+        hook.on_end(record.summary)
     return record.summary

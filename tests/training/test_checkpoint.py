@@ -108,3 +108,19 @@ def test_a_folder_named_checkpoint_pt_is_set_aside_by_the_first_save(cli, tmp_pa
     assert code == 0, err
     assert (tmp_path / "run" / f"{checkpoint.FILE}{checkpoint.SET_ASIDE}" / "keep").read_text() == "mine"
     assert not (tmp_path / "run" / checkpoint.FILE).exists()  # the run's own checkpoint, deleted at its end
+
+
+def test_checkpoint_reads_the_trainer_through_its_state_dict_alone():
+    """checkpoint.py saves ``Trainer.state_dict()`` and hands it back through ``load_state_dict``: no other
+    attribute of the trainer (its device, its misfit check, its record) is read there, and the state's
+    layout is training/state.py's (the checkpoint's own fields beside it)."""
+    import ast
+    import inspect
+
+    from normbench.training import checkpoint, state
+
+    tree = ast.parse(inspect.getsource(checkpoint))
+    read = {node.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "trainer"}
+    assert read == {"state_dict", "load_state_dict"}
+    assert not any(isinstance(node, ast.Constant) and node.value in state.FIELDS for node in ast.walk(tree))

@@ -25,6 +25,8 @@ from normbench.training import checkpoint, run
 from normbench.configuration.config import config_dir
 from normbench.configuration.contract import RECORD_FORMAT, identity
 from normbench.records.record import RecordWriter
+from normbench.training.probes import Probes
+from normbench.training.recording import RecordHook
 from normbench.training.train import Trainer
 
 from tests.conftest import TINY, TINY_TASK
@@ -46,7 +48,7 @@ def build(run_dir):
     cfg, task, model, device = run.prepare(node)
     record = RecordWriter(run_dir)
     record.start(config=plain, config_hash=digest)
-    return Trainer(cfg, task, model, device, record), digest
+    return Trainer(cfg, task, model, device, [Probes(), RecordHook(record)]), digest
 
 
 @pytest.fixture
@@ -209,7 +211,7 @@ def test_a_hostile_checkpoint_is_set_aside_and_the_run_starts_fresh(good, name, 
     weights, rng = fresh_state(trainer)
     with caplog.at_level(logging.WARNING, logger="normbench"):
         found = checkpoint.find(run_dir, None, digest, STEPS)
-        assert found is None or not checkpoint.restore(trainer, *found)
+        assert found is None or not checkpoint.restore(trainer, *found, torch.device("cpu"))
     assert all(torch.equal(v, weights[k]) for k, v in trainer.master.state_dict().items())
     assert torch.equal(torch.get_rng_state(), rng) and trainer.start_step == 0 and trainer.progress.losses == []
     assert not (run_dir / "ran").exists()  # no code ran
@@ -285,7 +287,7 @@ def test_a_checkpoint_that_fails_while_restored_leaves_the_trainer_as_built(good
     weights, rng = fresh_state(trainer)
     saved = checkpoint.read(path, digest, STEPS)
     saved["model"] = {k: v + 1 for k, v in saved["model"].items()}  # weights that differ from the built ones
-    assert not checkpoint.restore(trainer, path, saved)
+    assert not checkpoint.restore(trainer, path, saved, torch.device("cpu"))
     assert all(torch.equal(v, weights[k]) for k, v in trainer.master.state_dict().items())
     assert torch.equal(torch.get_rng_state(), rng) and trainer.start_step == 0 and trainer.progress.losses == []
     assert (run_dir / f"{checkpoint.FILE}{checkpoint.SET_ASIDE}").is_file()

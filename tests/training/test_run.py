@@ -8,6 +8,7 @@ import torch
 
 from normbench.training import run as run_module
 from normbench.records.record import read_summary
+from normbench.training.probes import Probes
 from normbench.training.run import execute, threads_for, unsupported_precision
 from normbench.training.train import Trainer
 
@@ -105,15 +106,16 @@ def test_exception_in_training_is_failed_with_traceback(compose, tmp_path, monke
     summary = execute(compose(), tmp_path, [])
     assert summary["status"] == "failed" and "RuntimeError: kaboom" in summary["reason"]
     assert "kaboom" in (tmp_path / "traceback.txt").read_text()
+    assert summary["precision"]["mode"]  # the trainer was built: its precision is recorded though fit never began
 
 
 def test_interrupt_keeps_metrics_so_far_and_reraises(compose, tmp_path, monkeypatch):
-    real_probe = Trainer._probe
+    real_probe = Probes.on_probe
 
-    def interrupt_later(self, step, stats, activations):
-        real_probe(self, step, stats, activations)
+    def interrupt_later(self, trainer, step, stats, activations):
+        real_probe(self, trainer, step, stats, activations)
         raise KeyboardInterrupt
-    monkeypatch.setattr(Trainer, "_probe", interrupt_later)
+    monkeypatch.setattr(Probes, "on_probe", interrupt_later)
     with pytest.raises(KeyboardInterrupt):
         execute(compose(), tmp_path, [])
     summary = read_summary(tmp_path / "summary.json").summary
