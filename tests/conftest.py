@@ -28,6 +28,14 @@ def normbench(*args: str) -> int:
 
 register()
 
+
+@pytest.fixture(autouse=True)
+def _normbench_configs_registered():
+    """Hydra's launchers restore its singletons from a copy in each job (Singleton.set_state), which in an
+    in-process job (joblib cut to one worker, the local launcher) drops the sweeps' search path that
+    register() added: register again before every test, as a fresh process would."""
+    register()
+
 # A run that trains for real but takes well under a second.
 TINY_TASK = ["task=adding", "task.length=6", "task.n_train=64", "task.n_val=32", "task.n_test=32"]
 TINY = ["steps=6", "batch_size=16", "eval_every=3", "log_every=1", "probe_every=3", "timing_warmup=1", "model.hidden=8",

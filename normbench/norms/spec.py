@@ -55,9 +55,7 @@ class NormSpec:
         try:
             _one_of("norm.kind", self.kind, kind_names())
         except ConfigError as error:  # a script's register_norm reaches only its own process (docs/extending.md)
-            raise ConfigError(f"{error} (a norm of your own: register_norm reaches only the process that called it; "
-                              f"for sweep workers, studies, rerun and evaluate install it with an entry point of "
-                              f"group normbench.norms, docs/extending.md)") from None
+            raise ConfigError(f"{error} (your own norm in every process: an entry point, docs/extending.md)") from None
         _one_of("norm.impl", self.impl, impl_names())
         require_eps(self.kind, self.eps)
         _one_of("norm.alpha_rule", self.alpha_rule, ALPHA_RULES)

@@ -88,7 +88,7 @@ def test_a_script_registered_norm_in_joblib_workers_is_an_invalid_run_naming_the
                           env=env, capture_output=True, text=True, timeout=HANG_S)
     records = [json.loads(p.read_text()) for p in (tmp_path / "sweep").rglob("summary.json")]
     assert len(records) == 2 and {r["status"] for r in records} == {"invalid"}, done.stderr[-2000:]
-    assert all("entry point of group normbench.norms" in r["reason"] for r in records)
+    assert all("your own norm in every process: an entry point" in r["reason"] for r in records)
 
 
 def _installed_package(where: Path) -> Path:

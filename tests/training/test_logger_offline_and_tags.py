@@ -19,10 +19,10 @@ pytest.importorskip("wandb")
 pytest.importorskip("tensorboard")
 
 from tests.conftest import TINY, TINY_TASK  # noqa: E402
+from tests.waiting import HANG_S  # noqa: E402
 
 NO_NETWORK = '''
 import os, socket
-from tests.waiting import HANG_S
 _log = os.environ["NB_TEST_CONNECTIONS"]
 
 def _note(what):
