@@ -79,7 +79,8 @@ def masked(value, secrets: tuple[str, ...] = ()):
         return value
     for secret in secrets:
         value = value.replace(secret, MASK)
-    return re.sub(r"(://[^/@:\s]*:)[^/@\s]+@", rf"\g<1>{MASK}@", value)
+    # a password written as ${oc.env:NAME} names where it comes from, not the value: kept as written
+    return re.sub(r"(://[^/@:\s]*:)(?!\$\{)[^/@\s]+@", rf"\g<1>{MASK}@", value)
 
 
 def as_recorded(resolved, written, secrets: tuple[str, ...] = ()):
