@@ -93,15 +93,14 @@ class Setting:
     detectable: float | None = None  # the smallest worsening of the metric this gate detects here (power_line)
 
 
-def load(path: Path, unsure: list[str] | None = None) -> pd.DataFrame:
+def load(path: Path, unsure: list[str] | None = None, aside: list[str] | None = None) -> pd.DataFrame:
     """The distinct runs under ``path``, each paired by the hash of its own config (``config_hash``, as
     resume does: a stored hash is only a label an edit can change), the label kept as ``stored_config_hash``.
-    ``unsure`` gets a phrase per record the gate cannot vouch for (hostile cases C07, C13): one set aside
-    (a metric that is not a number: dropping it silently would pass on the runs left), and a second
-    finished record of a run (which of the two is compared would be silent)."""
+    ``unsure`` gets a phrase per second finished record of a run (which of the two is compared would be
+    silent: hostile case C07); ``aside`` one per record set aside (a metric that is not a number: C13)."""
     records = find_records([path])
-    if unsure is not None:
-        unsure += [f"{r.path.parent} (set aside: {r.why})" for r in records.set_aside]
+    if aside is not None:
+        aside += [f"{r.path.parent} (set aside: {r.why})" for r in records.set_aside]
     if records.missing_paths:
         raise CompareError(f"{path} does not exist")
     frame = aggregate.runs_frame(records.runs)  # config_hash: computed again from each record's config
@@ -436,7 +435,9 @@ def main(argv: list[str] | None = None) -> int:
                      or (math.isfinite(args.step_time_tolerance) and args.step_time_tolerance >= 0))):
             raise CompareError("tolerances must be finite numbers >= 0")
         unsure: list[str] = []
-        base, new = load(args.baseline, unsure), load(args.new, unsure)
+        aside_base: list[str] = []
+        aside_new: list[str] = []
+        base, new = load(args.baseline, unsure, aside_base), load(args.new, unsure, aside_new)
         args.metric = args.metric or rules.primary(base)
         settings, only_base, only_new = compare(
             base, new, metric=args.metric, tolerance=args.tolerance, relative=args.relative,
@@ -451,6 +452,9 @@ def main(argv: list[str] | None = None) -> int:
         said = dict(baseline=args.baseline, new=args.new, environment=environment_axis(base, new), metric=args.metric,
                     tolerance=args.tolerance, relative=args.relative, max_new_divergences=args.max_new_divergences,
                     step_time_tolerance=args.step_time_tolerance, exact=args.exact, ignore=tuple(args.ignore))
+        # a run of one set left without a counterpart while the other set has records it could not read:
+        # the unread one may be that counterpart, and the gate would pass on its absence (C13)
+        unsure += (aside_new if not only_base.empty else []) + (aside_base if not only_new.empty else [])
         relabels = relabelled(base) + relabelled(new)
         failed = ""
         if relabels:  # a record claims another identity than its config's: the gate cannot vouch for it
