@@ -32,6 +32,7 @@ TAKE_OVERRIDES = ("study", "tune")  # their arguments end in normbench overrides
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the command is, so that its own clean-up (a run's interrupted record, a
     report's staging folder) happens on the way out, as for Ctrl-C."""
+    signum = signal.SIGTERM
 
 
 def _terminated(signum, frame):
@@ -48,7 +49,8 @@ def subcommand(name: str, args: list[str]) -> int:
         module = importlib.import_module(SUBCOMMANDS[name][0])
         return module.main(args)
     except KeyboardInterrupt as stop:
-        signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+        # a handler of the command's own (a run's SIGTERM handler) says which signal it turned into this
+        signum = getattr(stop, "signum", signal.SIGINT)
         try:
             print(f"normbench {name}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second signal: the status says it
@@ -60,15 +62,22 @@ def main() -> None:
     args = sys.argv[1:]
     if args and args[0] in SUBCOMMANDS:
         forward(args[0], args[1:])
-    from normbench.configuration.config import plain_groups  # torch-free
+    try:  # Ctrl-C while the run's modules import (seconds: torch) is one line and 130, as a subcommand's
+        from normbench.configuration.config import plain_groups  # torch-free
 
-    sys.argv[1:] = args = plain_groups(args)  # experiment=NAME is +experiment=NAME: Hydra reads sys.argv
-    if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
-        _configs_only(args)
-    else:
-        from normbench.studies.app import main as run
+        sys.argv[1:] = args = plain_groups(args)  # experiment=NAME is +experiment=NAME: Hydra reads sys.argv
+        if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
+            _configs_only(args)
+        else:
+            from normbench.studies.app import main as run
 
-        run(from_process_start=True)
+            run(from_process_start=True)
+    except KeyboardInterrupt:
+        try:
+            print("normbench: stopped by SIGINT", file=sys.stderr)
+        except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second Ctrl-C: the status says it
+            pass
+        sys.exit(128 + signal.SIGINT)
 
 
 def forward(name: str, args: list[str]) -> None:

@@ -61,3 +61,33 @@ def test_unedited_records_pass(tmp_path):
     runs(tmp_path / "base", [0.05, 0.06])
     runs(tmp_path / "new", [0.05, 0.06])
     assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 0
+
+
+def test_a_second_finished_record_of_a_seed_is_named_and_fails(tmp_path, capsys):
+    """C07: NEW holds two records of seed 0 (a ``<folder>-<hash>`` sibling), the second much worse:
+    which of them is compared must not be silent."""
+    runs(tmp_path / "base", [0.05, 0.06])
+    runs(tmp_path / "new", [0.05, 0.06])
+    twin = write_record(tmp_path / "new", "run-0-dup", seed=0, axes={"task": "adding"}, best_val=0.05)
+    edit(twin, set_final(9.0))
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
+    out = capsys.readouterr().out
+    assert "cannot vouch for" in out and "a second finished record" in out
+
+
+def test_a_record_set_aside_is_named_and_fails(tmp_path, capsys):
+    """C13: NEW's seed-0 record whose metric is a string is set aside; the remaining pair must not pass alone."""
+    runs(tmp_path / "base", [0.05, 0.06])
+    kept, odd = runs(tmp_path / "new", [0.05, 0.06])
+    edit(odd, set_final("0.99"))
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
+    out = capsys.readouterr().out
+    assert "cannot vouch for" in out and str(odd) in out and "set aside" in out
+
+
+def test_a_failed_attempt_beside_its_finished_run_is_no_doubt(tmp_path):
+    runs(tmp_path / "base", [0.05, 0.06])
+    runs(tmp_path / "new", [0.05, 0.06])
+    attempt = write_record(tmp_path / "new", "run-0-again", seed=0, axes={"task": "adding"}, best_val=0.05)
+    edit(attempt, lambda s: s.update(status="failed", reason="killed"))
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 0

@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import re
 import stat
 from dataclasses import fields
 from pathlib import Path
@@ -45,8 +46,8 @@ from normbench.norms import user as user_norms
 from normbench.configuration.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
                               PlacementConfig, PrecisionConfig)
 
-__all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code", "config_dir",
-           "plain_groups", "register", "sweep_dirs", "to_config"]
+__all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code",
+           "command_line_place", "config_dir", "plain_groups", "register", "sweep_dirs", "to_config"]
 SWEEPS_ENV = "NORMBENCH_SWEEPS"
 # The user's explicit opt-in (``normbench --allow-code ...`` sets it, and says so on stderr): configs
 # from outside conf/ and command-line keys that run code are used as given.
@@ -395,6 +396,30 @@ def command_line_code(arguments: list[str]) -> str | None:
         if not rest or _under(rest, COMMAND_LINE_CODE_HYDRA_KEYS) \
                 or any(k.startswith(rest + ".") for k in COMMAND_LINE_CODE_HYDRA_KEYS):
             return key
+    return None
+
+
+# Where Hydra writes the run's config.yaml, hydra.yaml and overrides.yaml, relative to the run folder:
+# an absolute path, a ``..`` or an interpolation (whose value is not seen here) puts them outside it,
+# over someone's files. Not code, so ``--allow-code`` does not open it.
+PLACE_HYDRA_KEYS = ("output_subdir",)
+
+
+def command_line_place(arguments: list[str]) -> str | None:
+    """The first ``key=value`` of ``arguments`` (the command line) that would make Hydra write outside
+    the run folder (a PLACE_HYDRA_KEYS setting that is absolute, climbs with ``..`` or interpolates),
+    or None. ``hydra.output_subdir=null`` (no files) and a plain relative folder stay allowed."""
+    for argument in arguments:
+        if argument.startswith("-") or "=" not in argument:
+            continue
+        key, _, value = argument.partition("=")
+        name = key.lstrip("+~").partition("@")[0]
+        if name.partition(".")[0] != "hydra" or name.partition(".")[2] not in PLACE_HYDRA_KEYS:
+            continue
+        # a sweep (a,b), a choice(...) or quotes: every piece of the value is a folder name to check
+        pieces = [p for p in re.split(r"[\s,()\[\]{}'\"=:]+", value) if p]
+        if "$" in value or "\\" in value or any(p.startswith(("/", "~")) or ".." in p.split("/") for p in pieces):
+            return argument
     return None
 
 

@@ -533,8 +533,8 @@ class RecordWriter:
 
 
 # The policy for every file a run writes into its folder: a link planted there is never followed
-# (it would truncate or grow its target), a FIFO never blocks the run, anything but a regular file
-# is refused. summary.json is written beside and renamed over (write_json_atomic), which replaces
+# (it would truncate or grow its target), a hard link neither (its other name is someone's file: a
+# ``cp -al`` snapshot), a FIFO never blocks the run, anything but a regular file is refused. summary.json is written beside and renamed over (write_json_atomic), which replaces
 # a link rather than writing through it.
 RUN_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", ".normbench.lock")
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -542,10 +542,16 @@ _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getat
 
 def open_run_file(path: Path, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC) -> int:
     """A file descriptor for ``path`` opened under the policy above; OSError names the path otherwise."""
-    fd = os.open(path, flags | _NO_FOLLOW, 0o666)
+    # O_TRUNC at the open would empty a hard link's other name before it is seen: truncated after
+    fd = os.open(path, (flags & ~os.O_TRUNC) | _NO_FOLLOW, 0o666)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if status.st_nlink > 1:
+            raise OSError(errno.EMLINK, "a hard link to another file", str(path))
+        if flags & os.O_TRUNC:
+            os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -560,14 +566,15 @@ def write_run_text(path: Path, text: str) -> None:
 
 
 def planted(run_dir: Path) -> str | None:
-    """The first run file in ``run_dir`` that is there but is not a regular file (a link, a FIFO, a folder)."""
+    """The first run file in ``run_dir`` that is there but is not a regular file of its own (a link,
+    a hard link, a FIFO, a folder)."""
     for name in RUN_FILES:
         try:
-            mode = os.lstat(run_dir / name).st_mode
+            status = os.lstat(run_dir / name)
         except FileNotFoundError:
             continue
         except OSError:
             return name
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1:
             return name
     return None

@@ -307,8 +307,12 @@ def outside_code(argv: list[str]) -> str | None:
     pickle flag is refused, configs from ``--config-dir/--config-name/--config-path`` and
     ``hydra.searchpath`` are read as sweep files are (configuration/config.py: CheckedFileSource),
     and command-line keys that run code (``hydra.callbacks``, ``_target_``, logging) are refused."""
-    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code
+    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code, command_line_place
 
+    place = command_line_place(argv[1:])
+    if place:
+        return (f"{message_text(place, limit=120)} would make Hydra write config.yaml, hydra.yaml and overrides.yaml "
+                "outside the run folder; give a folder name inside it (or hydra.output_subdir=null for none)")
     if any(a == RERUN_FLAG or a.startswith(RERUN_FLAG + "=") for a in argv[1:]):
         return (f"{RERUN_FLAG} unpickles a file, which can run any code; to run a recorded run again: "
                 "normbench rerun RUN_DIR")

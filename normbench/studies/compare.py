@@ -93,17 +93,28 @@ class Setting:
     detectable: float | None = None  # the smallest worsening of the metric this gate detects here (power_line)
 
 
-def load(path: Path) -> pd.DataFrame:
+def load(path: Path, unsure: list[str] | None = None, aside: list[str] | None = None) -> pd.DataFrame:
     """The distinct runs under ``path``, each paired by the hash of its own config (``config_hash``, as
-    resume does: a stored hash is only a label an edit can change), the label kept as ``stored_config_hash``."""
+    resume does: a stored hash is only a label an edit can change), the label kept as ``stored_config_hash``.
+    ``unsure`` gets a phrase per second finished record of a run (which of the two is compared would be
+    silent: hostile case C07); ``aside`` one per record set aside (a metric that is not a number: C13)."""
     records = find_records([path])
+    if aside is not None:
+        aside += [f"{r.path.parent} (set aside: {r.why})" for r in records.set_aside]
     if records.missing_paths:
         raise CompareError(f"{path} does not exist")
     frame = aggregate.runs_frame(records.runs)  # config_hash: computed again from each record's config
     if not frame.empty:  # one row per record, in order
         frame = frame.assign(stored_config_hash=[r.summary.get("config_hash") if isinstance(r.summary.get("config"), dict)
                                                  else None for r in records.runs])
-    runs, _ = aggregate.distinct_runs(frame)
+    runs, copies = aggregate.distinct_runs(frame)
+    if unsure is not None and not copies.empty:
+        # a failed or interrupted attempt beside the finished one, or a rerun, is no doubt: two results are
+        result = copies["status"].isin(RESULT_STATUSES)
+        if "rerun_of" in copies:
+            result &= copies["rerun_of"].isna()
+        unsure += [f"{d} (a second finished record of the run in {k})"
+                   for d, k in zip(copies.loc[result, "run_dir"], copies.loc[result, "copy_of"])]
     if runs.empty:
         raise CompareError(f"no readable run records under {path}")
     return runs
@@ -423,7 +434,10 @@ def main(argv: list[str] | None = None) -> int:
                 and (args.step_time_tolerance is None
                      or (math.isfinite(args.step_time_tolerance) and args.step_time_tolerance >= 0))):
             raise CompareError("tolerances must be finite numbers >= 0")
-        base, new = load(args.baseline), load(args.new)
+        unsure: list[str] = []
+        aside_base: list[str] = []
+        aside_new: list[str] = []
+        base, new = load(args.baseline, unsure, aside_base), load(args.new, unsure, aside_new)
         args.metric = args.metric or rules.primary(base)
         settings, only_base, only_new = compare(
             base, new, metric=args.metric, tolerance=args.tolerance, relative=args.relative,
@@ -438,20 +452,26 @@ def main(argv: list[str] | None = None) -> int:
         said = dict(baseline=args.baseline, new=args.new, environment=environment_axis(base, new), metric=args.metric,
                     tolerance=args.tolerance, relative=args.relative, max_new_divergences=args.max_new_divergences,
                     step_time_tolerance=args.step_time_tolerance, exact=args.exact, ignore=tuple(args.ignore))
-        text = markdown(settings, only_base, only_new, **said)
+        # a run of one set left without a counterpart while the other set has records it could not read:
+        # the unread one may be that counterpart, and the gate would pass on its absence (C13)
+        unsure += (aside_new if not only_base.empty else []) + (aside_base if not only_new.empty else [])
         relabels = relabelled(base) + relabelled(new)
+        failed = ""
         if relabels:  # a record claims another identity than its config's: the gate cannot vouch for it
-            text += (f"\n**FAIL: {len(relabels)} record(s) whose stored config_hash is not their config's** "
-                     f"(paired by their config): {cell_list(relabels)}\n")
+            failed += (f"\n**FAIL: {len(relabels)} record(s) whose stored config_hash is not their config's** "
+                       f"(paired by their config): {cell_list(relabels)}\n")
+        if unsure:  # records read past: the pairs left could pass on their absence
+            failed += f"\n**FAIL: {len(unsure)} record(s) the gate cannot vouch for**: {cell_list(unsure)}\n"
+        text = markdown(settings, only_base, only_new, **said) + failed
         if args.out is not None:
             write_file(args.out, text)  # the one writer: atomic, never through a link, never into a FIFO
         if sys.stdout.isatty():  # the same summary without the escapes Markdown needs (`>`, not `&gt;`)
-            text = markdown(settings, only_base, only_new, **said, cell=terminal_text)
+            text = markdown(settings, only_base, only_new, **said, cell=terminal_text) + failed
     except (CompareError, OSError) as error:
         print(f"normbench.compare: {error}", file=sys.stderr)
         return 2
     print(text, end="")
-    return 1 if any(s.problems for s in settings) or relabels else 0
+    return 1 if any(s.problems for s in settings) or relabels or unsure else 0
 
 
 def cell_list(run_dirs: list[str]) -> str:

@@ -23,7 +23,8 @@ def open_regular(path: Path) -> int | None:
     except OSError:  # a link (ELOOP), a folder, a FIFO without a reader (ENXIO), no permission
         return None
     try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
+        status = os.fstat(fd)
+        if stat.S_ISREG(status.st_mode) and status.st_nlink == 1:  # a hard link's other name is someone's file
             os.set_blocking(fd, True)  # a regular file never blocks; writes then complete in full
             return fd
     except OSError:

@@ -57,11 +57,59 @@ def bound_requests(settings) -> None:
     os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_JITTER"] = "0"
 
 
+class _Refused(Exception):
+    """The check's answer was a redirect: normbench asks only the server the user named."""
+
+
+def _bounded_opener(deadline_s: float):
+    """A urllib opener (proxies as the environment says) that follows no redirect (one to another host
+    would connect where nobody named: hostile case L08) and whose connections are all shut at
+    ``deadline_s`` seconds from now: a server that drips its answer a byte at a time is bounded by the
+    whole check's time, not each read's (L11). Returns the opener and ``expired()``, true once the
+    deadline shut them."""
+    import socket
+    import threading
+    import urllib.request
+
+    opened: list[socket.socket] = []  # the sockets themselves: urllib drops the connection's after the headers
+    expired = threading.Event()
+
+    class Recording:
+        def do_open(self, http_class, req, **kwargs):
+            class Connection(http_class):
+                def connect(self):
+                    super().connect()
+                    opened.append(self.sock)
+            return super().do_open(Connection, req, **kwargs)
+
+    class Http(Recording, urllib.request.HTTPHandler):
+        pass
+
+    class Https(Recording, urllib.request.HTTPSHandler):
+        pass
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            raise _Refused(code)
+
+    def shut() -> None:
+        expired.set()
+        for sock in list(opened):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # a blocked read returns at once
+
+    timer = threading.Timer(deadline_s, shut)
+    timer.daemon = True
+    timer.start()
+    return urllib.request.build_opener(Http, Https, NoRedirect), expired, timer
+
+
 def require_tracking_server(uri: str, settings, secrets: tuple[str, ...] = ()) -> None:
     """ConfigError (one line) unless ``uri`` answers as an MLflow tracking server within the config's
     timeout: a server that accepts and never answers, answers 5xx, or is something else (a proxy's
     404, a web page) is refused before training, not found out by MLflow's retries during it."""
     import base64
+    import http.client
     import json
     import urllib.error
     import urllib.request
@@ -79,11 +127,18 @@ def require_tracking_server(uri: str, settings, secrets: tuple[str, ...] = ()) -
     elif user:
         request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
     key, shown = "logger.mlflow.tracking_uri", public_uri(uri, secrets)
+    slow = f"accepts connections but does not answer within logger.mlflow.timeout={settings.timeout} s"
+    opener, expired, timer = _bounded_opener(float(settings.timeout))
     try:
-        with urllib.request.urlopen(request, timeout=settings.timeout) as answer:
+        with opener.open(request, timeout=settings.timeout) as answer:
             body = answer.read(1 << 20)
+        if expired.is_set():  # the deadline cut the answer short
+            raise TimeoutError
         json.loads(body or b"{}")
         return
+    except _Refused as err:
+        why = (f"answers with a redirect (HTTP {err.args[0]}) where an MLflow tracking server answers; normbench "
+               "follows none: name the server itself")
     except urllib.error.HTTPError as err:
         if err.code in (401, 403):
             why = (f"refuses the request (HTTP {err.code}): give its credentials in MLFLOW_TRACKING_USERNAME and "
@@ -92,13 +147,15 @@ def require_tracking_server(uri: str, settings, secrets: tuple[str, ...] = ()) -
             why = f"answers HTTP {err.code} (a server error); try again when it is up, or choose another"
         else:
             why = f"answers HTTP {err.code} where an MLflow tracking server answers: it is not one (a proxy, a web page?)"
-    except (TimeoutError, OSError) as err:
+    except (TimeoutError, OSError, http.client.HTTPException) as err:
         reason = getattr(err, "reason", err)
-        why = (f"accepts connections but does not answer within logger.mlflow.timeout={settings.timeout} s"
-               if isinstance(reason, TimeoutError) or "timed out" in str(reason)
+        why = (slow if expired.is_set() or isinstance(reason, TimeoutError) or "timed out" in str(reason)
                else f"cannot be asked ({' '.join(str(reason).split())[:120]})")
     except ValueError:  # its answer is not JSON
-        why = "answers with something other than JSON: it is not an MLflow tracking server (a web page?)"
+        why = slow if expired.is_set() else \
+            "answers with something other than JSON: it is not an MLflow tracking server (a web page?)"
+    finally:
+        timer.cancel()
     raise ConfigError(f"{key}={shown!r} {why}")
 
 

@@ -97,7 +97,9 @@ def unsupported_precision(model, task, device: torch.device, dtype: str) -> str 
 def sigterm_as_interrupt():
     """SIGTERM (a cluster's time limit, kill) ends the run like Ctrl-C: summary written, status interrupted."""
     def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+        stop = KeyboardInterrupt(f"signal {signum}")
+        stop.signum = signum  # the command's last line names the signal that stopped it (__main__.subcommand)
+        raise stop
     try:
         previous = signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread: leave signals alone

@@ -79,7 +79,8 @@ def masked(value, secrets: tuple[str, ...] = ()):
         return value
     for secret in secrets:
         value = value.replace(secret, MASK)
-    return re.sub(r"(://[^/@:\s]*:)[^/@\s]+@", rf"\g<1>{MASK}@", value)
+    # a password written as ${oc.env:NAME} names where it comes from, not the value: kept as written
+    return re.sub(r"(://[^/@:\s]*:)(?!\$\{)[^/@\s]+@", rf"\g<1>{MASK}@", value)
 
 
 def as_recorded(resolved, written, secrets: tuple[str, ...] = ()):
@@ -100,11 +101,10 @@ def as_recorded(resolved, written, secrets: tuple[str, ...] = ()):
 
 
 def hidden(value, secrets: tuple[str, ...] = ()):
-    """``value`` with every secret replaced by ``***`` (a string; anything else as it is)."""
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, MASK)
-    return value
+    """``value`` with every secret and any URI password replaced by ``***`` (a string; anything else as
+    it is): what a record keeps. A password typed in a URI (``logger.mlflow.tracking_uri=http://bob:pw@host``)
+    is masked in the record's config and overrides as on the terminal (hostile cases L12, Z02)."""
+    return masked(value, secrets)
 
 
 def public_uri(uri: str, secrets: tuple[str, ...] = ()) -> str:

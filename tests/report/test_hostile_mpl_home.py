@@ -1,0 +1,35 @@
+"""The report draws with matplotlib, which left to itself writes its font cache and config folder under
+$HOME (hostile cases R00, R00b): nothing of it may stay there, nor in the temporary folder after."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+DRAW = ("import normbench.report.figures, matplotlib, matplotlib.font_manager, os, sys; "
+        "print(matplotlib.get_cachedir()); print(os.environ.get('MPLCONFIGDIR'))")
+
+
+def _draw(home, **env):
+    clean = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")}
+    done = subprocess.run([sys.executable, "-c", DRAW], env={**clean, "HOME": str(home), **env},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_matplotlib_writes_nothing_under_home_and_its_folder_goes(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    cache, folder = _draw(home)
+    assert list(home.iterdir()) == []
+    assert cache == folder and not os.path.exists(folder)  # removed at the process's exit
+
+
+def test_a_folder_the_user_chose_is_kept(tmp_path):
+    home, mine = tmp_path / "home", tmp_path / "mine"
+    home.mkdir()
+    cache, folder = _draw(home, MPLCONFIGDIR=str(mine))
+    assert folder == str(mine) and cache == str(mine) and mine.is_dir()
+    assert list(home.iterdir()) == []
