@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from tests.waiting import HANG_S
 
 DRAW = ("import normbench.report.figures, matplotlib, matplotlib.font_manager, os, sys; "
         "print(matplotlib.get_cachedir()); print(os.environ.get('MPLCONFIGDIR'))")
@@ -14,7 +15,7 @@ DRAW = ("import normbench.report.figures, matplotlib, matplotlib.font_manager, o
 def _draw(home, **env):
     clean = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")}
     done = subprocess.run([sys.executable, "-c", DRAW], env={**clean, "HOME": str(home), **env},
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 

@@ -83,7 +83,7 @@ def test_a_redirect_is_refused_and_never_followed(server):
     elsewhere = server("mlflow")
     s = server("redirect", elsewhere.uri)
     with pytest.raises(ConfigError, match="redirect") as err:
-        require_tracking_server(s.uri, MLflowLog(enabled=True, timeout=5))
+        require_tracking_server(s.uri, MLflowLog(enabled=True, timeout=5))  # a setting, not a wait bound
     assert s.requests and elsewhere.requests == [], elsewhere.requests
     assert "\n" not in str(err.value)
 
@@ -91,11 +91,11 @@ def test_a_redirect_is_refused_and_never_followed(server):
 def test_a_server_that_drips_its_answer_is_bounded_by_the_whole_timeout(server):
     s = server("drip")
     with pytest.raises(ConfigError, match="does not answer within logger.mlflow.timeout=1"):
-        require_tracking_server(s.uri, MLflowLog(enabled=True, timeout=1))  # whole answer: 20 s
+        require_tracking_server(s.uri, MLflowLog(enabled=True, timeout=1))  # a setting, not a wait bound (whole answer: 20 s)
 
 
 def test_a_server_that_answers_in_time_passes(server):
-    require_tracking_server(server("mlflow").uri, MLflowLog(enabled=True, timeout=5))
+    require_tracking_server(server("mlflow").uri, MLflowLog(enabled=True, timeout=5))  # a setting, not a wait bound
 
 
 @pytest.mark.parametrize("uri", ["http://bob:hunter2@127.0.0.1:{port}", "postgresql://bob:hunter2@127.0.0.1:{port}/db"])
