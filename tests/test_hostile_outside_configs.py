@@ -33,11 +33,16 @@ def callback_file(marker) -> str:
             "steps: 6\n")
 
 
-def test_the_pickle_flag_is_refused_and_names_rerun(tmp_path, cli):
+@pytest.mark.parametrize("flag", ["--experimental-rerun", "--experimental-rerun={f}", "--experimental", "--exp",
+                                  "--exp={f}", "--experimental-r", "--e"])
+def test_the_pickle_flag_is_refused_and_names_rerun(tmp_path, cli, flag):
+    """Spelled out or shortened: argparse takes any unambiguous prefix of a flag (a held-out pass ran the
+    payload through ``--exp FILE``)."""
     marker = tmp_path / "ran"
     planted = tmp_path / "config.pickle"
     planted.write_bytes(pickle.dumps(Payload(marker)))
-    code, _, err = cli("--experimental-rerun", str(planted))
+    args = [flag.format(f=planted)] if "{f}" in flag else [flag, str(planted)]
+    code, _, err = cli(*args)
     assert code == 2 and not marker.exists()
     assert "normbench rerun" in err and len(err.strip().splitlines()) == 1
 

@@ -66,6 +66,9 @@ HOSTILE = {
                                                             "      +hydra.callbacks.x._target_: os.system\n"),
     "sweeper_param_chooses_logging": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
                                                             "      hydra/job_logging: disabled,default\n"),
+    # a held-out pass: a swept hydra.sweep.dir beat the command line's and put the jobs' records elsewhere
+    "sweeper_param_moves_the_sweep": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n"
+                                                            "      hydra.sweep.dir: /tmp/elsewhere\n"),
     "python_tag": ("evil.yaml", GLOBAL + "seed: !!python/object/apply:os.system [id]\n"),
     "deep_nesting": ("evil.yaml", GLOBAL + "a: " + "[" * 10_000 + "]" * 10_000 + "\n"),
     "anchor_bomb": ("evil.yaml", bomb()),

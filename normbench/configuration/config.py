@@ -291,7 +291,9 @@ def _refused_override_key(key: str) -> bool:
         return True
     if name.split("/")[0] == "hydra":
         return name.rpartition("/")[0] != "hydra" or name.partition("/")[2] not in ("launcher", "sweeper")
-    return name.split(".")[0] == "hydra" and _refused_hydra_setting(name.partition(".")[2])
+    # Hydra's own settings are never a swept axis: hydra.sweep.dir there would move the jobs' folders
+    # outside the sweep's (a held-out pass: a sweep file's params beat the command line's sweep.dir)
+    return name.split(".")[0] == "hydra"
 
 
 def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:

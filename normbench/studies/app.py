@@ -300,6 +300,13 @@ RERUN_FLAG = "--experimental-rerun"
 ALLOW_CODE_FLAG = "--allow-code"
 
 
+def _names_rerun_flag(arg: str) -> bool:
+    """Whether ``arg`` is the pickle flag: spelled out, or any shortening argparse accepts for it (``--exp``,
+    ``--experimental=FILE``: no other Hydra flag starts with ``--e``)."""
+    flag = arg.split("=", 1)[0]
+    return len(flag) >= 3 and flag.startswith("--") and RERUN_FLAG.startswith(flag)
+
+
 def outside_code(argv: list[str]) -> str | None:
     """One gate for every way code reaches a run from outside conf/ (the reason, or None). Removes
     ``--allow-code`` from ``argv`` (Hydra does not know it) and, when given, says on stderr that the
@@ -313,7 +320,7 @@ def outside_code(argv: list[str]) -> str | None:
     if place:
         return (f"{message_text(place, limit=120)} would make Hydra write config.yaml, hydra.yaml and overrides.yaml "
                 "outside the run folder; give a folder name inside it (or hydra.output_subdir=null for none)")
-    if any(a == RERUN_FLAG or a.startswith(RERUN_FLAG + "=") for a in argv[1:]):
+    if any(_names_rerun_flag(a) for a in argv[1:]):
         return (f"{RERUN_FLAG} unpickles a file, which can run any code; to run a recorded run again: "
                 "normbench rerun RUN_DIR")
     if ALLOW_CODE_FLAG in argv[1:]:
