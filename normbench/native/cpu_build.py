@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).parent
-HEADERS = (HERE / "rows.h", HERE / "row_blocks.h", HERE / "gemm.h")
+HEADERS = (HERE / "rows.h", HERE / "row_blocks.h", HERE / "norm_blocks.h", HERE / "gemm.h")
 # The flags CMake gives ATen's AVX2 and AVX-512 kernels (cmake/Codegen.cmake; -mf16c: the fp16 loads of
 # Vectorized<Half> under AVX2, which rmsnorm.cpp uses), plus the macros
 # that select Vectorized<T>'s implementation. -fopenmp: at::parallel_for uses torch's own pool.

@@ -28,16 +28,20 @@
 #include <type_traits>
 #include <vector>
 
+#include "norm_blocks.h"
 #include "rows.h"
 
 namespace {
+
+using norm_blocks::blocks_for;
+using norm_blocks::check;
+using norm_blocks::for_blocks;
 
 using rows::chunks;
 using rows::load_wide;
 using rows::store_narrow;
 using rows::Vec;
 
-constexpr int64_t kRowsPerThread = 64;  // below this a thread's block is not worth a fork
 constexpr double kTwoOverSqrtPi = 1.1283791670955126;
 
 // exp(-u^2) with u^2 split into its float value and rounding error (fma), so the result is as exact as exp:
@@ -182,22 +186,6 @@ void backward_rows(int64_t r0, int64_t r1, const T* dy, const T* x, const Params
   }
   sums[0] = rows::sum_lanes(dalpha);
   sums[1] = rows::sum_lanes(dshift);
-}
-
-void check(const at::Tensor& t, const char* name, at::ScalarType dtype) {
-  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous() && t.scalar_type() == dtype, name,
-              ": expected a contiguous CPU tensor of the input's dtype");
-}
-
-template <typename F>
-void for_blocks(int64_t count, int64_t blocks, const F& f) {
-  at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) f(b, count * b / blocks, count * (b + 1) / blocks);
-  });
-}
-
-int64_t blocks_for(int64_t count) {
-  return std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), count / kRowsPerThread));
 }
 
 // the kind's functor: 0 = tanh (DyT), 1 = erf (Derf)

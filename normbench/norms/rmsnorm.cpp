@@ -19,9 +19,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "norm_blocks.h"
 #include "rows.h"
 
 namespace {
+
+using norm_blocks::blocks_for;
+using norm_blocks::check;
+using norm_blocks::for_blocks;
 
 using rows::chunks;
 using rows::load;
@@ -30,7 +35,6 @@ using rows::store;
 using rows::store_narrow;
 using rows::Vec;
 
-constexpr int64_t kRowsPerThread = 64;  // below this a thread's block is not worth a fork
 
 // Forward of rows [r0, r1): T is the storage type, A = opmath_type<T> the compute type.
 template <typename T, typename A = at::opmath_type<T>>
@@ -68,23 +72,6 @@ void backward_rows(int64_t r0, int64_t r1, const T* dy, const T* x, const T* w, 
       if (dw != nullptr) rows::accumulate(dyv * x_hat, dw + j, c);
     });
   }
-}
-
-void check(const at::Tensor& t, const char* name, at::ScalarType dtype) {
-  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous() && t.scalar_type() == dtype, name,
-              ": expected a contiguous CPU tensor of the input's dtype");
-}
-
-// f(b, r0, r1) for each of `blocks` contiguous blocks of [0, count), over torch's threads
-template <typename F>
-void for_blocks(int64_t count, int64_t blocks, const F& f) {
-  at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) f(b, count * b / blocks, count * (b + 1) / blocks);
-  });
-}
-
-int64_t blocks_for(int64_t count) {
-  return std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), count / kRowsPerThread));
 }
 
 }  // namespace
