@@ -299,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         top.error("--against compares fixed costs: give it with --profile")
     if getattr(args, "against", None) is not None and not (args.against / "normbench" / "__init__.py").is_file():
         top.error(f"--against {args.against}: not a checkout of normbench (no normbench/__init__.py in it)")
+    if getattr(args, "keep", None) is not None and args.keep.exists() and any(args.keep.iterdir()):
+        top.error(f"--keep {args.keep}: not empty (a sweep folder that holds records resumes them instead of running)")
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
     sections, failures = [], {}
     started = time.perf_counter()

@@ -127,6 +127,7 @@ def run(*, against: Path | None, rounds: int = 2, overrides: list[str] | None = 
     exact: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="normbench-sweep-profile-") as tmp:
         root = keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
         for k in range(rounds if against is not None else 1):
             order = trees if k % 2 == 0 else trees[::-1]
             for name, code in order:
