@@ -12,8 +12,9 @@ each job, the run's set-up, its data, evaluation and probes, its records. Two me
   then ``normbench compare A B --exact`` says whether their records are the same runs with the same
   numbers;
 - the **parts** (``--profile``): one more sweep of this code under cProfile, and each part of PARTS
-  as the cumulative seconds of the functions that do it (cProfile's own overhead included; the
-  shares, not the seconds, are the figure).
+  as the cumulative seconds of the functions that do it. These are wall seconds under cProfile, whose
+  per-call overhead inflates call-heavy Python (record parsing, YAML) far more than C work: they rank
+  where to look and do not predict a saving; the side-by-side CPU column measures one.
 
 Every sweep uses the basic launcher (one process), ``threads=1`` and no report.
 """
