@@ -375,20 +375,26 @@ class CheckedFileSource(FileConfigSource):
                             path=f"{self.scheme()}://{self.path}", provider=self.provider, header=header)
 
 
-# (file, what asked for it) -> (the file's stat when read, what it read). Hydra composes every job of a
-# sweep from the files again (twice: its sweeper checks the batch, its launcher composes each job), and
-# reading a file (YAML, OmegaConf, a sweep file's checks) is a fifth of a tiny job's composition. A file
-# changed since is read again; Hydra edits what it is given (it takes the defaults list out), so each
-# caller gets its own copy.
-_parsed: dict[tuple, tuple[tuple, ConfigResult]] = {}
+# (file, what asked for it) -> (the file's bytes when read, what it read). Hydra composes every job of a
+# sweep from the files again (twice: its sweeper checks the batch, its launcher composes each job); what
+# is kept is the parsing (YAML, OmegaConf, a sweep file's checks), not the reading: a file is read each
+# time and parsed again when its bytes changed (a file's mtime can stay the same over an edit). Only a
+# regular file within MAX_SWEEP_BYTES is kept (anything else goes to `read`, which refuses it). Hydra
+# edits what it is given (it takes the defaults list out), so each caller gets its own copy.
+_parsed: dict[tuple, tuple[bytes, ConfigResult]] = {}
 
 
 def parsed_once(path: Path, key: tuple, read) -> ConfigResult:
     info = os.stat(path)
-    stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SWEEP_BYTES:
+        return read()
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return read()
     known = _parsed.get((str(path), *key))
-    if known is None or known[0] != stamp:
-        known = _parsed[(str(path), *key)] = (stamp, read())
+    if known is None or known[0] != data:
+        known = _parsed[(str(path), *key)] = (data, read())
     kept = known[1]
     return ConfigResult(config=copy.deepcopy(kept.config), path=kept.path, provider=kept.provider,
                         header=dict(kept.header))
