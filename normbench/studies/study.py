@@ -53,6 +53,7 @@ from normbench.studies import children, progress
 from normbench.configuration import study_info
 from normbench.records import study_plan
 from normbench.records.record import MAX_STRING, Unreadable, read_json_file, read_run_file
+from normbench.checks import out_path
 
 _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
 # Bounds checked before anything runs: beyond them a study is a typo, not a plan (a thousand seeds
@@ -94,7 +95,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--alpha", type=float, default=0.05, help="error per direction over all looks (default 0.05)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, one torch thread each (default 2); with "
                         "hydra/launcher=NAME, that launcher's parallelism where it has one here")
-    parser.add_argument("--out", type=Path, default=None, help="the study folder (default studies/DATE/TIME)")
+    parser.add_argument("--out", type=out_path, default=None, help="the study folder (default studies/DATE/TIME)")
     parser.add_argument("--claims", type=Path, action="append", default=[], metavar="DIR",
                         help="a folder of your own claims as YAML files (docs/claims.md), judged at every look")
     args, overrides = parser.parse_known_args(argv)
