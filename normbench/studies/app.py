@@ -29,7 +29,7 @@ from normbench.records import sweep_time
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.analysis.rules import other_score, record_score
-from normbench.configuration.env_names import NAME_KEYS, refused_env_name
+from normbench.configuration.env_names import CONTROL, NAME_KEYS, refused_env_name
 from normbench.report.output import inside
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.training.tracking import env_secrets, interpolated_secrets
@@ -97,7 +97,7 @@ def check_job(hc, node: DictConfig) -> None:
     if refused:
         raise ConfigError(refused)
     name = str(hc.job.name)
-    if not name or name in (".", "..") or "/" in name or os.sep in name:
+    if not name or name in (".", "..") or "/" in name or os.sep in name or CONTROL.search(name):
         raise ConfigError(f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder")
     _check_overrides(_as_typed(hc.overrides.task), node, set(hc.runtime.choices))
     chosen = hc.runtime.choices.get("task")

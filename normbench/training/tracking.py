@@ -40,6 +40,9 @@ from normbench.records.metrics import viewed
 FINAL_METRICS = viewed("final")  # the record's values a logger keeps as the run's final metrics
 NO_STUDY = "normbench"           # the experiment of runs outside a study
 MASK = "***"
+# A value this short is no secret worth hiding, and masking it would garble every line: each "1" or "a"
+# in a run's output would become *** (a 1-character WORLD_SIZE read through oc.env did exactly that).
+MIN_SECRET = 4
 _ENV = re.compile(r"oc\.env\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -47,9 +50,10 @@ _ENV = re.compile(r"oc\.env\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
 
 def env_secrets(texts) -> list[str]:
     """The values of the environment variables that ``texts`` (overrides as typed, config strings) read
-    through ``${oc.env:NAME}``, longest first: what every printed line and logged value masks."""
+    through ``${oc.env:NAME}``, longest first: what every printed line and logged value masks. Values
+    shorter than MIN_SECRET are left out (shown as they are)."""
     names = {name for text in texts for name in _ENV.findall(str(text))}
-    return sorted((os.environ[n] for n in names if os.environ.get(n)), key=len, reverse=True)
+    return sorted((os.environ[n] for n in names if len(os.environ.get(n) or "") >= MIN_SECRET), key=len, reverse=True)
 
 
 def interpolated_secrets(node) -> tuple[str, ...]:
