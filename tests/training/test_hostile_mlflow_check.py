@@ -116,3 +116,29 @@ def test_a_tracking_uri_password_stays_out_of_the_record(uri, cli, tiny_args, tm
     summary = json.loads(record)
     assert summary["config"]["logger"]["mlflow"]["tracking_uri"] == given.replace("hunter2", "***")
     assert any("bob:***@" in o for o in summary["overrides"])
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 100 + b"{}" + b"}" * 100, b"[]"])
+def test_an_answer_nested_past_any_mlflow_answer_is_refused_in_one_line(body):
+    """A 100,000-deep answer reached the recursive decoder; a 100-deep or a list is no MLflow answer."""
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    http.daemon_threads = True
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(ConfigError, match="other than JSON|not an MLflow") as error:
+            require_tracking_server(f"http://127.0.0.1:{http.server_address[1]}", MLflowLog(timeout=5.0))
+        assert "\n" not in str(error.value)
+    finally:
+        http.shutdown()
+        http.server_close()
