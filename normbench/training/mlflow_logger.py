@@ -188,6 +188,18 @@ def preflight(settings, secrets: tuple[str, ...] = ()) -> None:
     if uri is not None and uri_scheme(uri) in ("sqlite", "postgresql", "mysql", "mssql"):
         for module in ("sqlalchemy", "alembic"):  # what MLflow's database stores import
             require_package(module, f"logger.mlflow.tracking_uri={uri_scheme(uri)}://...", "mlflow")
+    database = sqlite_file(uri) if uri is not None and uri_scheme(uri) == "sqlite" else None
+    if database is not None and not database.parent.is_dir():  # SQLite makes the file, never its folder
+        raise ConfigError(f"logger.mlflow.tracking_uri={public_uri(uri, secrets)!r}: the folder "
+                          f"{str(database.parent)[:200]!r} does not exist; make it, or name another")
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The database file a ``sqlite:`` URI names, or None (in memory, or no file named)."""
+    # sqlite:///m.db is m.db (relative), sqlite:////abs/m.db is /abs/m.db; a query string is SQLAlchemy's
+    _, _, rest = uri.partition(":///")
+    path = Path(unquote(rest.split("?")[0]))
+    return None if not rest or not path.name or path.name == ":memory:" else path
 
 
 @contextlib.contextmanager
@@ -200,10 +212,8 @@ def store_made_once(uri: str):
         return
     import fcntl
 
-    # sqlite:///m.db is m.db (relative), sqlite:////abs/m.db is /abs/m.db; a query string is SQLAlchemy's
-    _, _, rest = uri.partition(":///")
-    path = Path(unquote(rest.split("?")[0]))
-    if not rest or not path.name or path.name == ":memory:":
+    path = sqlite_file(uri)
+    if path is None:
         yield
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)

@@ -142,3 +142,12 @@ def test_an_answer_nested_past_any_mlflow_answer_is_refused_in_one_line(body):
     finally:
         http.shutdown()
         http.server_close()
+
+
+def test_a_sqlite_store_in_a_missing_folder_is_one_line_before_the_run(cli, tiny_args, tmp_path):
+    """SQLite makes the database file, never its folder: this failed as a traceback once training began."""
+    missing = tmp_path / "missing" / "dir" / "x.db"
+    code, _, err = cli(*tiny_args, "logger=mlflow", f"logger.mlflow.tracking_uri=sqlite:///{missing}",
+                       "hydra.run.dir=run")
+    assert code == 2 and "does not exist" in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and not (tmp_path / "missing").exists()
