@@ -124,12 +124,13 @@ def main() -> None:
             from normbench.studies.app import main as run
 
             run(from_process_start=True)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        signum = getattr(stop, "signum", signal.SIGINT)  # a run's SIGTERM or SIGHUP (training/run.py) names itself
         try:
-            print("normbench: stopped by SIGINT", file=sys.stderr)
+            print(f"normbench: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second Ctrl-C: the status says it
             pass
-        sys.exit(128 + signal.SIGINT)
+        sys.exit(128 + signum)
 
 
 def forward(name: str, args: list[str]) -> None:

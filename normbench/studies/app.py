@@ -12,6 +12,7 @@ import gc
 import logging
 import math
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -385,8 +386,9 @@ def main(from_process_start: bool = False) -> None:
         _say("error: the configuration does not compose: it refers to itself without end (a sweep file whose "
              "defaults list names itself, or a chain of them that comes back round)")
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("normbench: interrupted; summaries written", file=sys.stderr)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py); 130 for all
+        by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
+        print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
     for message in (job.refused, job.unwritable):
         if message:
