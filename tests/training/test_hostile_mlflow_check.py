@@ -151,3 +151,32 @@ def test_a_sqlite_store_in_a_missing_folder_is_one_line_before_the_run(cli, tiny
                        "hydra.run.dir=run")
     assert code == 2 and "does not exist" in err and len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err and not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("when", ["build", "on_log"])
+def test_a_server_that_dies_after_the_check_drops_the_logger_and_the_run_goes_on(when, cli, tiny_args, tmp_path,
+                                                                                  monkeypatch):
+    """docs/loggers.md: a logger that fails during a run is dropped with one line. A server that passed the
+    check and was gone when the logger started ended the run `failed`, exit 1."""
+    import dataclasses
+
+    from normbench.training import loggers
+    from normbench.training.hooks import Hook
+
+    class Gone(Hook):
+        kind = "mlflow"
+
+        def on_log(self, trainer, step, **scalars):
+            raise ConnectionError("the tracking server went away")
+
+    def build(settings, run_dir, names, sweep_dir):
+        if when == "build":
+            raise ConnectionError("the tracking server went away")
+        return Gone()
+    fake = dataclasses.replace(loggers.LOGGERS["mlflow"], preflight=lambda settings, secrets=(): None, build=build)
+    monkeypatch.setitem(loggers.LOGGERS, "mlflow", fake)
+    code, _, err = cli(*tiny_args, "logger=mlflow", "logger.mlflow.tracking_uri=http://127.0.0.1:9", "hydra.run.dir=run")
+    assert code == 0, err
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "ok"
+    said = [line for line in err.splitlines() if "the tracking server went away" in line]
+    assert len(said) == 1 and "the run and its record go on" in said[0], err
