@@ -102,13 +102,13 @@ def test_a_server_that_answers_in_time_passes(server):
 def test_a_tracking_uri_password_stays_out_of_the_record(uri, cli, tiny_args, tmp_path):
     import socket
 
-    with socket.socket() as closed:  # a port nothing listens on: the run stops before training
-        closed.bind(("127.0.0.1", 0))
+    with socket.socket() as closed:  # a port nothing listens on: refused before training (http), or the
+        closed.bind(("127.0.0.1", 0))  # logger dropped with one line as it starts (a database: no pre-run check)
         port = closed.getsockname()[1]
     given = uri.format(port=port)
     code, out, err = cli(*tiny_args, "logger=mlflow", f"logger.mlflow.tracking_uri={given}",
                          "logger.mlflow.timeout=1", "hydra.run.dir=run")
-    assert code != 0
+    assert code != 0 or "mlflow: not started" in err, err
     record = (tmp_path / "run" / "summary.json").read_text()
     assert "hunter2" not in record + out + err, record
     for written in (tmp_path / "run").rglob("*"):  # traceback.txt, normbench.log, the logger's files
