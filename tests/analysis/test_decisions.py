@@ -79,3 +79,17 @@ def test_arms_not_told_apart_stay_undecided_and_say_so(write_record, tmp_path):
     lines = _answer_lines(runs, "maximum seeds")
     assert "the 2 arms are not told apart (norm=ln ranks first, not shown better)" in lines
     assert "  undecided: copy: " in lines
+
+
+def test_a_study_of_one_arm_says_nothing_was_compared(write_record, tmp_path):
+    """One arm leaves nothing undecided because it asks nothing: its end line said "every question decided"."""
+    from normbench.studies.study import NOTHING_COMPARED, compared_anything
+
+    for seed in SEEDS:
+        write_record(tmp_path / "one", f"ln-{seed}", seed=seed, best_val=0.9 + 0.002 * seed, axes={"norm": "ln"})
+    runs = runs_frame(find_records([tmp_path / "one"]).runs)
+    runs = label_groups(runs, varying_axes(runs))
+    assert undecided(runs, 0.05) == [] and not compared_anything(runs, 0.05)
+    lines = _answer_lines(runs, NOTHING_COMPARED)
+    assert "every question decided" not in lines and "nothing compared" in lines
+    assert compared_anything(_runs(write_record, tmp_path / "two", rising=False), 0.05)
