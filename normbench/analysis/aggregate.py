@@ -184,7 +184,7 @@ def _flatten(record: RunRecord) -> dict:
     start = flow_start((summary.get("task") or {}).get("name") if isinstance(summary.get("task"), dict) else None)
     flow = _flow_over_window(profiles.get("grad_time_init"), start)
     row["profiles.grad_time_flow_init"] = flow
-    row["profiles.grad_time_flow_start"] = start if flow is not None else None
+    row["profiles.grad_time_flow_steps"] = len(profiles["grad_time_init"]) - start + 1 if flow is not None else None
     row["profiles.ffn_w2_grad_norm_init"] = profiles.get("ffn_w2_grad_norm_init") if _is_scalar(profiles.get("ffn_w2_grad_norm_init")) else None
     return row
 

@@ -168,6 +168,17 @@ def shown_verdict(claim: Claim, verdict: Verdict) -> str:
     return f"{NOT_REPRODUCED} (the paper: {paper}; here: {here})"
 
 
+def verdict_figures(verdict: Verdict) -> dict:
+    """The row a referee reads beside the verdict (claims.csv): the deciding effect with its units (its label)
+    and (1 − 2α) interval, the seeds (n = the fewest distinct seeds of any arm judged), the scale and the lr
+    protocol; empty strings where the verdict has none."""
+    effect = verdict.effect
+    low, high = effect.interval if effect is not None and effect.interval is not None else (None, None)
+    return {"effect": "" if effect is None else effect.estimate, "effect_low": "" if low is None else low,
+            "effect_high": "" if high is None else high, "effect_what": "" if effect is None else effect.label,
+            "seeds": "" if verdict.n_seeds is None else verdict.n_seeds, "scale": verdict.scale, "lr": verdict.lr}
+
+
 def part_line(index: int, part: Part) -> str:
     extra = ""
     if part.status == INCONCLUSIVE and part.within:

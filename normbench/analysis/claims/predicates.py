@@ -199,12 +199,11 @@ def _recorded(arms: Arms, runs: pd.DataFrame, args) -> str | None:
 
 def _flow_window(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     steps = float(args.get("steps", 8))
-    start = metric(runs, f"{FLOW_COLUMN.removesuffix('_init')}_start")
-    short = [n for n, f in arms.items()
-             if not ((_length(f) - metric(f, f"{FLOW_COLUMN.removesuffix('_init')}_start")).dropna() >= steps).any()]
+    column = f"{FLOW_COLUMN.removesuffix('_init')}_steps"  # the window's length, t = start..T (analysis/aggregate.py)
+    short = {n: metric(f, column).dropna() for n, f in arms.items()}
+    short = {n: v for n, v in short.items() if not (v >= steps).any()}
     if short:
-        return (f"{', '.join(short)}: no window of ≥ {steps:g} steps past the input's constant prefix (window starts "
-                f"{values_text(start)}, lengths {values_text(_length(runs))})")
+        return "; ".join(f"{n}'s window past the input's constant prefix spans {values_text(v)} steps" for n, v in short.items())
     return None
 
 
@@ -228,7 +227,8 @@ def _depth_spread(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     for name, frame in arms.items():
         depth = _numbers(frame, "layers").dropna()
         if depth.nunique() < need or depth.max() < factor * depth.min():
-            return f"{name} ran depths {values_text(depth)}"
+            return (f"a slope needs at least {need} values of layers spread over a factor ≥ {factor:g} (two always lie "
+                    f"on a line); {name} ran {values_text(depth)}")
     return None
 
 
@@ -249,8 +249,8 @@ def _grows_in(arm: str, column: str, words: str) -> Callable[[Arms, pd.DataFrame
 def _flow_vanishes(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     name, decades = str(args["arm"]), float(args["decades"])
     frame = arms.get(name)
-    if frame is None:
-        return None
+    if frame is None:  # the regime is about this arm: without it nothing shows the regime holds
+        return f"the runs have no {name} arm, whose gradient flow says whether the regime holds"
     values = metric(frame, FLOW_COLUMN).dropna()
     if values.empty:
         return f"{name} records no gradient flow through time ({FLOW_COLUMN})"
@@ -266,8 +266,8 @@ def _one_device(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     devices = {n: sorted({str(d) for d in f.get("environment.device", pd.Series(dtype=object)).dropna()})
                for n, f in arms.items()}
     every = {d for v in devices.values() for d in v}
-    if not every:
-        return "the records do not say the device each arm ran on"
+    if not every:  # records from before the device was recorded: nothing shows the arms differ
+        return None
     if len(every) > 1:
         return "the arms ran on different devices (" + "; ".join(f"{n}: {', '.join(v)}" for n, v in devices.items()) + ")"
     return None
