@@ -12,6 +12,13 @@ and asserts **parts** from a small vocabulary (``better``, ``not_worse``, ``equi
 * `not testable here` when every part that can be tested is gated by its regime, or the rest are
   supported (a gated part means the claim is not supported; more seeds would not change that).
 
+Regime predicates. Before a part is tested, the predicates its claim names for it (Claim.needs,
+predicates.PREDICATES: "BN pools ≤ N vectors", "equal data", "off the task's trivial solutions" ...)
+are checked on the records of its arms; one that fails makes the part `not testable here: WHY (the
+regime needs WHAT) — testable with CHANGE`. A claim with regime prose and no predicates cannot decide.
+A part whose arm the runs lack reads not testable here while the parts whose arms exist are judged;
+the claim is not applicable only when no part has its arms.
+
 Regimes. Before a part is tested, the records of the arms it compares are checked once, here, by
 the gates of analysis/regime.py that apply to its kind (regime.GATES: at chance, at ceiling, still
 improving, confounded); a gated part reads `not testable here: REASON — testable with WHAT`, carries
