@@ -271,6 +271,12 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
         return not_applicable("No part can be tested: " + " ".join(
             f"{p.assertion}: {p.note.strip() or 'not applicable'}" for p in parts))
     parts = _after_setup(claim, parts)
+    missing = tuple(n for n in claim.arms if n not in frames)
+    if missing and not any(p.status in (SUPPORTED, CONTRADICTED, INCONCLUSIVE) for p in parts):
+        # a study that lacks an arm and can test nothing else says nothing about the claim
+        return not_applicable(_missing_text(claim, runs, list(missing)) + " No part with its arms present can be "
+                              "tested here: " + " ".join(f"{p.assertion}: {p.note.strip()}" for p in parts
+                                                         if p.status == NOT_TESTABLE and "the runs have no" not in p.note))
     status = claim_status([p.status for p in parts])
     level = decision_level(alpha)
     measured = regime.scale_text(pd.concat(list(frames.values())))
@@ -281,7 +287,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
     return Verdict(status, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
                    context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
-                   missing=tuple(n for n in claim.arms if n not in frames))
+                   missing=missing)
 
 
 def claim_status(statuses: list[str]) -> str:
