@@ -219,4 +219,5 @@ def test_claims_csv_has_the_referee_columns(runs_of):
     row = table.iloc[0]
     assert row["verdict"] == "contradicted"  # the machine value stays
     assert row["seeds"] == 3 and row["effect_low"] < row["effect"] < row["effect_high"]
-    assert claim_view(claim, verdict).shown.startswith(NOT_REPRODUCED)
+    view = claim_view(claim, verdict)
+    assert view.shown == NOT_REPRODUCED and view.explanation.startswith("Not reproduced at this scale (the paper: test error")

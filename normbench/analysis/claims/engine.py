@@ -436,6 +436,10 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
                  f"{name}'s (most seeds); the others: " + "; ".join(f"{n}: {v.status}" for n, v in others[:6])
                  + (" …" if len(others) > 6 else "") + "." if others else
                  f" Judged within {name}." if name else "")
+    if verdict.status == CONTRADICTED:  # what differs from the paper stands first wherever the verdict is read
+        differs = shown_verdict(claim, verdict).removeprefix(NOT_REPRODUCED).strip(" ()")
+        verdict.context = f"Not reproduced at this scale ({differs}). {verdict.context}"
+        verdict.explanation = f"Not reproduced at this scale ({differs}). {verdict.explanation}"
     # the lr note joins a text that says something; alone it would read as the verdict's reason
     verdict.explanation += where + (lr_note if verdict.explanation.strip() else "")
     verdict.context += where + (lr_note if verdict.context.strip() else "")

@@ -250,7 +250,7 @@ def _flow_vanishes(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     name, decades = str(args["arm"]), float(args["decades"])
     frame = arms.get(name)
     if frame is None:  # the regime is about this arm: without it nothing shows the regime holds
-        return f"the runs have no {name} arm, whose gradient flow says whether the regime holds"
+        return f"no {name} arm here, whose gradient flow would show whether the regime holds"
     values = metric(frame, FLOW_COLUMN).dropna()
     if values.empty:
         return f"{name} records no gradient flow through time ({FLOW_COLUMN})"

@@ -37,8 +37,8 @@ INIT_INVARIANT = ("warmup_steps", "lr", "steps", "optim", "schedule")
 # around with noise on h_0). The fitted log10(‖∂L/∂h_start‖ / ‖∂L/∂h_T‖): negative = vanishes going back,
 # positive = grows going back. One measure for both gradient-flow claims; never an absolute value, which
 # would read a gradient that grows going back as "nearly constant".
-FLOW_AT_INIT = Measure("signed gradient flow through time at init, log10(‖∂L/∂h_start‖ / ‖∂L/∂h_T‖) fitted over "
-                       "the window past the input's constant prefix (decades; − = vanishes going back, + = grows)",
+FLOW_AT_INIT = Measure("signed gradient flow through time at init (fitted log10 ‖∂L/∂h_start‖ / ‖∂L/∂h_T‖ past the "
+                       "input's constant prefix, decades; − = vanishes going back, + = grows)",
                        column(FLOW_COLUMN), higher=True, finished_only=False)
 FLOW_STEPS = 8  # the fewest time steps a flow window must span for a fitted line to mean a trend
 W2_GRAD = "profiles.ffn_w2_grad_norm_init"  # ‖∂L/∂W^{2,L}‖_F of the last FFN at init (normbench/training/probes.py)
