@@ -221,3 +221,34 @@ def test_claims_csv_has_the_referee_columns(runs_of):
     assert row["seeds"] == 3 and row["effect_low"] < row["effect"] < row["effect_high"]
     view = claim_view(claim, verdict)
     assert view.shown == NOT_REPRODUCED and view.explanation.startswith("Not reproduced at this scale (the paper: test error")
+
+
+# --- a claim file names its regime predicates -------------------------------------------------
+
+def claim_doc(**extra):
+    return {"id": "mine", "statement": "s", "source": "Me 2026, §1", "arms": {"a": {"norm": "ln"}, "b": {"norm": "bn"}},
+            "parts": [{"kind": "better", "assertion": "a beats b", "a": "a", "b": "b"}], **extra}
+
+
+def test_a_claim_file_names_its_regime_predicates():
+    from normbench.analysis.claims.yaml_claims import ClaimFileError, parse
+
+    claim = parse(claim_doc(regime="BN over 16 examples", regime_checks=["off_ceiling",
+                                                                        {"name": "bn_pool_at_most", "n": 16, "parts": [1]}]), "f")
+    assert [n.name for n in claim.needs] == ["off_ceiling", "bn_pool_at_most"] and claim.needs[1].parts == (1,)
+    for bad, words in (([{"name": "bn_pool"}], "a predicate is one of"), ([{"name": "bn_pool_at_most"}], "needs the argument 'n'"),
+                       ([{"name": "off_ceiling", "parts": [2]}], "parts must list part numbers from 1 to 1"),
+                       ("off_ceiling", "must be a list")):
+        with pytest.raises(ClaimFileError, match=words):
+            parse(claim_doc(regime_checks=bad), "f")
+
+
+def test_a_claim_file_with_regime_prose_only_cannot_decide(runs_of):
+    from normbench.analysis.claims.yaml_claims import parse
+
+    runs = runs_of(*[{"seed": s, "best_val": v, "axes": {"norm": n}} for s in SEEDS for n, v in (("ln", 0.9), ("bn", 0.6))])
+    assert judge(parse(claim_doc(), "f"), runs).status == SUPPORTED  # no regime stated: nothing to check
+    prose = judge(parse(claim_doc(regime="BN over a small batch"), "f"), runs)
+    assert prose.status == NOT_TESTABLE and "regime is stated only in prose" in prose.parts[0].note
+    checked = judge(parse(claim_doc(regime="off the ceiling", regime_checks=["off_ceiling"]), "f"), runs)
+    assert checked.status == SUPPORTED
