@@ -56,7 +56,8 @@ def inside_margin(part: Part, delta: float | None) -> bool:
 def evaluate_part(spec: PartSpec, ctx: Context) -> Part:
     part = _KINDS[spec.kind](spec, ctx)
     delta = margin_of(spec, ctx)
-    if part.status == INCONCLUSIVE and inside_margin(part, delta):
+    # a part its own module could not judge (mixed devices, too few timings) says nothing about δ either
+    if part.status == INCONCLUSIVE and "Cannot be judged" not in part.note and inside_margin(part, delta):
         # undecided, yet the interval already excludes any effect of interest: more seeds would only say so again
         shown = f"×{math.exp(delta):.3g}" if part.effect.null == 1.0 else f"{delta:.3g}"
         part = replace(part, seeds_needed=None, mde=None, lean=None, within=shown,
