@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from normbench.analysis.aggregate import format_value
+from normbench.analysis.claims import shown_status
 from normbench.configuration.families import families
 from normbench.report.tables import ClaimView, Table
 from normbench.report import answers
@@ -71,7 +72,7 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
     words += f", {seeds}+ seeds per arm"
     decided = [c for c in claims if c.status in ("supported", "contradicted")]
     if decided:
-        words += "; claims " + ", ".join(f"{c.id} {c.status}" for c in decided)
+        words += "; claims " + ", ".join(f"{c.id} {shown_status(c.status)}" for c in decided)
     return words
 
 

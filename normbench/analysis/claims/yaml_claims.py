@@ -13,7 +13,10 @@
       ln-simple: {norm: ln, norm.affine: false}
     parts:                  # each from the engine's vocabulary (PART_KINDS)
       - {kind: not_worse, assertion: "LN-simple is not worse than LN", a: ln-simple, b: ln}
-    requires: [transformer]  # regime predicates by name (REQUIRES), optional
+    requires: [transformer]  # which runs the claim is about, by name (REQUIRES), optional
+    regime_checks:          # the regime as predicates by name (predicates.PREDICATES), each gating the parts it
+      - off_ceiling         # names (1-based; every part when none); a claim with regime text needs at least one
+      - {name: bn_pool_at_most, n: 16, parts: [1]}
     prepare: normalization_matters  # one of the engine's regime hooks by name (HOOKS), optional
     pool: [layers]          # axes it may average over, optional
     also_compare: []        # axes tied to the arms, optional
@@ -38,7 +41,7 @@ import yaml
 from normbench.checks import ConfigError, shown
 from normbench.configuration.contract import ALIASES, HARNESS
 from normbench.configuration.schema import Config
-from normbench.analysis.claims import specs
+from normbench.analysis.claims import predicates, specs
 from normbench.analysis.claims.vocabulary import (
     LARGEST, NOT_TRUE, POSITIVE, SCORE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require,
     converges_faster, grows, named, one_of, recorded, slope)
@@ -98,7 +101,7 @@ HOOKS: dict[str, Callable] = {
 PART_KINDS = ("better", "not_worse", "equivalent", "more_stable", "faster", "higher_rate", "slope",
               "converges_faster", "grows")
 _TOP = {"id", "statement", "source", "quote", "where", "measures", "regime", "design", "arms", "parts",
-        "requires", "prepare", "pool", "also_compare"}
+        "requires", "prepare", "pool", "also_compare", "regime_checks"}
 _PART = {"kind", "assertion", "a", "b", "measure", "x", "claimed", "margin", "toward"}
 _TEXT = ("statement", "source", "quote", "where", "measures", "regime", "design")
 
@@ -226,6 +229,34 @@ def _names(doc: dict, key: str, table: dict | None, where: str) -> tuple:
     return tuple(values)
 
 
+def _regime_checks(doc: dict, n_parts: int, where: str) -> tuple:
+    """The file's regime_checks: names of predicates.PREDICATES, or {name, parts, and the predicate's arguments}."""
+    value = doc.get("regime_checks", [])
+    if not isinstance(value, list):
+        raise ClaimFileError(f"{where}: regime_checks must be a list of predicate names or mappings, got {shown(value)}")
+    built = []
+    for i, entry in enumerate(value):
+        at = f"{where}: regime_checks[{i}]"
+        entry = {"name": entry} if isinstance(entry, str) else entry
+        if not isinstance(entry, dict) or entry.get("name") not in predicates.PREDICATES:
+            raise ClaimFileError(f"{at}: a predicate is one of {', '.join(predicates.PREDICATES)}, got {shown(entry)}")
+        parts = entry.get("parts", [])
+        if not isinstance(parts, list) or not all(isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= n_parts
+                                                   for p in parts):
+            raise ClaimFileError(f"{at}: parts must list part numbers from 1 to {n_parts}, got {shown(parts)}")
+        args = {k: v for k, v in entry.items() if k not in ("name", "parts")}
+        for key, arg in args.items():
+            if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
+                raise ClaimFileError(f"{at}: {key} must be a plain value, got {shown(arg)}")
+        need = predicates.needs(entry["name"], *parts, **args)
+        try:
+            predicates.holds_text(need)
+        except KeyError as missing:
+            raise ClaimFileError(f"{at}: {entry['name']} needs the argument {missing}") from None
+        built.append(need)
+    return tuple(built)
+
+
 def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     """One claim from one YAML document (already loaded); ClaimFileError on any mistake."""
     if not isinstance(doc, dict):
@@ -256,7 +287,8 @@ def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     return Claim(claim_id, texts["statement"], texts["source"], built_arms, built_parts, requires=requires,
                  pool=_names(doc, "pool", None, where), also_compare=_names(doc, "also_compare", None, where),
                  prepare=HOOKS.get(prepare), design=texts["design"], quote=texts["quote"], where=texts["where"],
-                 measures=texts["measures"], regime=texts["regime"])
+                 measures=texts["measures"], regime=texts["regime"],
+                 needs=_regime_checks(doc, len(built_parts), where))
 
 
 class _TooLarge(Exception):
