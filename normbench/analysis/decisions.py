@@ -3,7 +3,8 @@
 A comparison (ranking.comparisons: one study's arms on one task at one condition) is, at a level α:
 
 - **not testable here** when its arms fail a regime gate (analysis/regime.py's ANSWER_GATES: every
-  arm at chance, every arm at the ceiling, or still improving at the end). The report's answer then
+  arm at chance, every arm at the ceiling, or still improving at the end, where a leader the ranking
+  shows better than every other arm does not count: improving could only widen its lead). The report's answer then
   says "not testable here: REASON — testable with WHAT" and offers no seeds; the study runner buys
   none for it and prints the same line, never "ranked first".
 - **decided** when the ranking's rule (ranking.best_set) shows every other arm worse than the first,
@@ -56,16 +57,25 @@ class Decision:
                 f"not shown better)")
 
 
-def gate_of(runs: pd.DataFrame, order: list | None = None) -> regime.Gate | None:
+def gate_of(runs: pd.DataFrame, order: list | None = None, leader: object = None) -> regime.Gate | None:
     """The regime gate one comparison's arms fail (ANSWER_GATES), None when testable or fewer than 2
     arms. ``runs``: the comparison's runs with ``group`` (and ``arm``, the label the text names);
-    ``order``: the groups in the order to name them (default: as they appear)."""
+    ``order``: the groups in the order to name them (default: as they appear); ``leader``: the group
+    the best-set rule shows better than every other ranked group (lead_of), whose still improving
+    voids nothing: improving can only widen its lead (regime.still_improving)."""
     if runs.empty or "group" not in runs:
         return None
     labels = runs.groupby("group", sort=False)["arm"].first() if "arm" in runs else pd.Series(dtype=object)
     groups = [g for g in (order if order is not None else runs["group"].unique()) if (runs["group"] == g).any()]
     arms = {str(labels.get(g, g)): runs[runs["group"] == g] for g in groups}
-    return regime.check(arms, runs, regime.ANSWER_GATES) if len(arms) >= 2 else None
+    lead = str(labels.get(leader, leader)) if leader is not None else None
+    return regime.check(arms, runs, regime.ANSWER_GATES, leader=lead) if len(arms) >= 2 else None
+
+
+def lead_of(ranked) -> object:
+    """The group a ranking (ranking.BestSet) shows better than every other ranked group, or None."""
+    return ranked.best if ranked.best is not None and ranked.members == [ranked.best] and ranked.informative \
+        else None
 
 
 def _open_pairs(mine: pd.DataFrame, ranked, level: float, higher: bool, score: str) -> list[str]:
@@ -99,7 +109,8 @@ def decisions(runs: pd.DataFrame, level: float) -> list[Decision]:
         ranked = best_set(mine, higher, score=ranks_on, alpha=level)
         label = (mine.groupby("group", sort=False)["arm"].first() if "arm" in mine else pd.Series(dtype=object))
         name = lambda g: str(label.get(g, g))  # noqa: E731 - a label lookup, three uses below
-        gate = gate_of(mine, [*ranked.order, *(g for g in mine["group"].unique() if g not in ranked.order)])
+        gate = gate_of(mine, [*ranked.order, *(g for g in mine["group"].unique() if g not in ranked.order)],
+                       lead_of(ranked))
         if gate is not None:
             out.append(Decision(study, task, GATED, gate=gate))
             continue
