@@ -179,6 +179,7 @@ def test_seeds_to_decide_clears_the_distance_with_power():
 
 def test_pooled_strata_never_raise_n_above_the_seeds():
     """bn_masked_varlen's case: 6 seeds × 3 lengths = 18 runs per arm are 6 observations, not 18."""
+    import numpy as np
     import pandas as pd
 
     from normbench.analysis.claims.comparison import pairing_text, stratified_difference
