@@ -56,4 +56,4 @@ def test_or_x_only_for_an_arm_not_shown_worse_and_never_one_on_a_trivial_plateau
     (flat,) = lines_for(runs_of(*plateau))
     assert flat.kind == PLATEAU and not flat.choices
     (recommended,) = recommendations([flat])
-    assert "rms" not in recommended.favoured and "trivial plateau" in recommended.favoured
+    assert "norm=rms" not in recommended.favoured and "trivial plateau" in recommended.favoured
