@@ -123,7 +123,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list
                     favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
                     choices, effect = _choices(ranked, runs)
                     if not choices:  # the study varies no choice, or its best arms sit on a trivial plateau
-                        varied = varying_axes(runs[runs["group"].isin(rows["group"])])
+                        varied = _varying(runs[runs["group"].isin(rows["group"])])
                         kind = PLATEAU if any(_is_choice(a.removeprefix("axes.")) for a in varied) else NO_CHOICE
                 else:
                     kind, arms = TIED, list(ranked["arm"].astype(str))
@@ -144,6 +144,10 @@ def _is_choice(key: str) -> bool:
     return key in CHOICE_KEYS or key.startswith(CHOICE_PREFIXES) or key in CHOICE_EXTRA
 
 
+def _varying(runs: pd.DataFrame) -> list[str]:
+    return varying_axes(runs if "status" in runs else runs.assign(status="ok"))
+
+
 def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
     """(one arm as a choice: its norm and placement always, then the chosen settings its study varies; the
     swept settings that are conditions, "" when none). The choice is "" when the study varies no choice."""
@@ -162,7 +166,7 @@ def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
 
 def _on_plateau(frame: pd.DataFrame, runs: pd.DataFrame) -> bool:
     """Whether one arm's finished runs sit on one of the task's trivial solutions (regime.on_plateau)."""
-    return regime.on_plateau({"arm": frame}, runs) is not None
+    return "status" in runs and regime.on_plateau({"arm": frame}, runs) is not None
 
 
 def _scores(frame: pd.DataFrame, score: str) -> pd.DataFrame:
@@ -176,7 +180,7 @@ def _effect(best: pd.DataFrame, other: pd.DataFrame, other_name: str, runs: pd.D
     """The best arm's effect over ``other`` on the compared score: a difference in the metric's units, a
     ratio for a metric spanning decades; its (1 − 2α) interval; paired by seed where they share seeds."""
     score = comparison_score(runs, rules.primary_column(runs))
-    if score not in runs:
+    if score not in runs or "status" not in runs:  # a summary without its runs' scores: no effect to state
         return ""
     a, b = _scores(best, score), _scores(other, score)
     estimate, paired = seed_difference(a["value"], a["seed"], b["value"], b["seed"])
@@ -200,10 +204,11 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame) -> tuple[list[str], str]:
     members = [str(a) for a in ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]["arm"]]
     worse = [str(a) for a in ranked[ranked["shown_worse"].astype(bool)]["arm"]]
     kept = [a for a in members if not _on_plateau(frames[a], runs)]
-    varying = varying_axes(runs[runs["group"].isin(ranked["group"])])
+    varying = _varying(runs[runs["group"].isin(ranked["group"])])
     texts = []
     for arm in kept:
-        choice, condition = _choice_text(frames[arm], varying)
+        # runs that carry no swept axis (a summary alone): the arm's label names what was swept
+        choice, condition = _choice_text(frames[arm], varying or [f"axes.{k.split('=')[0]}" for k in arm.split(", ")])
         if choice:
             texts.append(f"{choice} (at {condition})" if condition else choice)
     if not texts or not worse:
