@@ -127,8 +127,9 @@ def claims_line(pairs, alpha: float = ALPHA) -> str:
     pieces = len({r.piece for r in found})
     shared = sorted({tuple(sorted((r.claim, *r.shares_with))) for r in found if r.shares_with})
     kept = [r.claim for r in found if math.isfinite(r.q) and r.q <= alpha]
-    lines = (f"Multiplicity: {len(found)} directional verdicts (supported or contradicted), each part one-sided at "
-             f"α = {alpha:g} in each direction, resting on {pieces} independent pieces of evidence")
+    lines = (f"Multiplicity: {_count(len(found), 'directional verdict')} (supported or contradicted), each part "
+             f"one-sided at α = {alpha:g} in each direction, resting on "
+             f"{_count(pieces, 'independent piece', 'independent pieces')} of evidence")
     if shared:
         lines += " (" + "; ".join(" and ".join(group) + " share their runs: one piece" for group in shared) + ")"
     lines += (f"; with no true effect anywhere, about {2 * alpha * pieces:.2g} of them would be directional by "
@@ -137,6 +138,10 @@ def claims_line(pairs, alpha: float = ALPHA) -> str:
               f"{len(found)}"
               + (f": {', '.join(kept)}" if kept else "") + ".")
     return lines
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def paper_scale(claim) -> str:
@@ -160,7 +165,8 @@ def external_validity(pairs) -> str:
     text = ("External validity: these verdicts were " + ("; ".join(ours) if ours else "measured at a scale not recorded")
             + "; each paper's own scale, where its claim spec states one, is named below.")
     if stated:
-        text += (" Verdicts whose paper states a larger scale and may move with scale: "
+        text += (" Verdicts whose claim spec names the paper's scale, which may move with scale toward or away from "
+                 "the paper's result: "
                  + "; ".join(f"{claim} (paper: {scale})" for claim, scale in stated) + ".")
     if unstated:
         text += f" The specs of {', '.join(unstated)} state no paper scale: read them as about this scale only."

@@ -189,7 +189,8 @@ def _effect(best: pd.DataFrame, other: pd.DataFrame, other_name: str, runs: pd.D
     level = decision_level(rules.ALPHA)
     interval = estimate.interval(level)
     seeds = paired or min(a["seed"].nunique(), b["seed"].nunique())
-    how = f"{seeds} {'paired ' if paired else ''}seeds"
+    higher = bool(runs["task.higher_is_better"].iloc[0]) if "task.higher_is_better" in runs else True
+    how = f"{'higher' if higher else 'lower'} is better; {seeds} {'paired ' if paired else ''}seeds"
     if rules.ratio_scale(metric):
         shown = f"[×{math.exp(interval[0]):.3g}, ×{math.exp(interval[1]):.3g}]" if interval else "(interval undefined)"
         return f"{metric} ×{math.exp(estimate.value):.3g} vs {other_name} ({level:.0%} {shown}; {how})"

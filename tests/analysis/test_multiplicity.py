@@ -53,7 +53,7 @@ def test_verdicts_from_the_same_runs_are_one_piece_of_evidence_and_the_line_says
     assert found[0].q == found[1].q  # one piece, one p (the smaller), one q
     line = claims_line(pairs)
     assert line.startswith("Multiplicity: 3 directional verdicts") and "α = 0.05" in line
-    assert "on 2 independent pieces of evidence" in line
+    assert "resting on 2 independent pieces of evidence" in line
     assert "postln_fails_without_warmup and postln_needs_warmup share their runs: one piece" in line
     assert "about 0.2 of them would be directional by chance" in line
     # 'other' (p ≈ 0.046) ranks 2nd of 3 with the inconclusive piece (p ≈ 0.2): q = 0.046·3/2 > 0.05
