@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from normbench.analysis import regime, rules
@@ -80,19 +81,30 @@ def lead_of(ranked) -> object:
 
 def _open_pairs(mine: pd.DataFrame, ranked, level: float, higher: bool, score: str) -> list[str]:
     """The "first vs other" pairs neither shown worse nor decided by sequential.decide at ``level``."""
-    from normbench.analysis.sequential import decide
+    from normbench.analysis.sequential import decide, decide_paired
 
     sign = 1.0 if higher else -1.0
     finished = mine[(mine["status"] == "ok") & ~rules.did_not_train(mine)]
     name = mine["task.metric"].iloc[0] if "task.metric" in mine else None
-    scores = {g: sign * rules.to_scale(finished.loc[finished["group"] == g, score], name) for g in ranked.order}
+    scores = {g: pd.Series(sign * rules.to_scale(finished.loc[finished["group"] == g, score], name),
+                           index=finished.loc[finished["group"] == g, "seed"] if "seed" in finished else None)
+              for g in ranked.order}
     delta = rules.margin(name)[0]  # the smallest effect of interest every claim part uses
     pairs = []
     for other in ranked.order[1:]:
         if other not in ranked.members:  # shown worse by the best-set rule (failures count): decided
             continue
         a, b = scores[ranked.best], scores[other]
-        if len(a) < 2 or len(b) < 2 or decide(a, b, level, delta) is None:
+        # arms that share seeds are read on their per-seed differences, as the best set reads them; the
+        # unpaired test only where pairing cannot apply (fewer than 2 shared seeds, or no spread), never both
+        shared = a.index.intersection(b.index) if "seed" in finished else []
+        differences = (a.groupby(level=0).mean() - b.groupby(level=0).mean()).loc[shared].to_numpy() \
+            if len(shared) >= 2 else np.array([])
+        if len(differences) >= 2 and np.ptp(differences) > 0:
+            verdict = decide_paired(differences, level, delta)
+        else:
+            verdict = decide(a.to_numpy(), b.to_numpy(), level, delta) if len(a) >= 2 and len(b) >= 2 else None
+        if verdict is None:
             pairs.append(f"{ranked.best} vs {other}")
     return pairs
 
