@@ -136,8 +136,13 @@ def claims_line(pairs, alpha: float = ALPHA) -> str:
               f"chance. Benjamini–Hochberg at {alpha:g} over one p per piece of the {family} judged (inconclusive ones "
               f"included; each p read from the verdict's interval by a normal approximation) keeps {len(kept)} of "
               f"{len(found)}"
-              + (f": {', '.join(kept)}" if kept else "") + ".")
+              + (f": {', '.join(kept)}" if kept else "") + "; q per verdict: "
+              + ", ".join(f"{r.claim} {_q(r.q)}" for r in found) + ".")
     return lines
+
+
+def _q(q: float) -> str:
+    return "n/a" if not math.isfinite(q) else "< 0.001" if q < 0.001 else f"{q:.2g}"
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

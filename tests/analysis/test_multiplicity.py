@@ -57,7 +57,8 @@ def test_verdicts_from_the_same_runs_are_one_piece_of_evidence_and_the_line_says
     assert "postln_fails_without_warmup and postln_needs_warmup share their runs: one piece" in line
     assert "about 0.2 of them would be directional by chance" in line
     # 'other' (p ≈ 0.046) ranks 2nd of 3 with the inconclusive piece (p ≈ 0.2): q = 0.046·3/2 > 0.05
-    assert "of the 3 judged" in line and "keeps 2 of 3: postln_needs_warmup, postln_fails_without_warmup." in line
+    assert "of the 3 judged" in line and "keeps 2 of 3: postln_needs_warmup, postln_fails_without_warmup;" in line
+    assert line.endswith("q per verdict: postln_needs_warmup < 0.001, postln_fails_without_warmup < 0.001, other 0.069.")
     assert claims_line([(claim("open"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3)))]) == ""
 
 
