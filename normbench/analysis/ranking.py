@@ -169,9 +169,9 @@ def plan_line(seeds: int, arms: int, alpha: float = ALPHA) -> str:
     needed = seeds_to_show_failures(arms, alpha)
     level = rules.bonferroni(alpha, max(1, arms - 1))
     if needed is not None and seeds >= needed:
-        return (f"plan: at {seeds} seeds per arm the best set can show an arm worse by its failed runs alone "
+        return (f"design: at {seeds} seeds per arm the best set can show an arm worse by its failed runs alone "
                 f"(level {level:.3g} over {arms} arms)")
-    return (f"plan: at {seeds} seeds per arm an arm with a failed run is shown worse only through its finished "
+    return (f"design: at {seeds} seeds per arm an arm with a failed run is shown worse only through its finished "
             f"runs' scores; its failures alone (a rank test's smallest p {smallest_rank_p(seeds):.3g} > level "
             f"{level:.3g} over {arms} arms) can show it from {needed if needed else 'more than 100'} seeds per arm")
 
