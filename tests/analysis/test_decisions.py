@@ -109,3 +109,17 @@ def test_a_leader_still_improving_voids_nothing_a_trailing_arm_still_improving_d
     (gated,) = decisions(trailing, 0.05)
     assert gated.status == GATED and "still improving" in gated.gate.text and "bn" in gated.gate.text
     assert _report_answer(trailing).regime == gated.gate.text
+
+
+def test_a_study_of_one_arm_says_nothing_was_compared(write_record, tmp_path):
+    """One arm leaves nothing undecided because it asks nothing: its end line said "every question decided"."""
+    from normbench.studies.study import NOTHING_COMPARED, compared_anything
+
+    for seed in SEEDS:
+        write_record(tmp_path / "one", f"ln-{seed}", seed=seed, best_val=0.9 + 0.002 * seed, axes={"norm": "ln"})
+    runs = runs_frame(find_records([tmp_path / "one"]).runs)
+    runs = label_groups(runs, varying_axes(runs))
+    assert undecided(runs, 0.05) == [] and not compared_anything(runs, 0.05)
+    lines = _answer_lines(runs, NOTHING_COMPARED)
+    assert "every question decided" not in lines and "nothing compared" in lines
+    assert compared_anything(_runs(write_record, tmp_path / "two", rising=False), 0.05)
