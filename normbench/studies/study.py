@@ -192,6 +192,23 @@ def study_of(overrides: list[str]) -> dict:
         raise StudyArgumentError(f"an override cannot be parsed: {' '.join(str(error).split())[:300]}") from None
 
 
+def arm_count(overrides: list[str]) -> int | None:
+    """The arms one comparison of these rounds holds: the product of the swept value lists (the sweep
+    file's and the command line's comma lists), tasks and seeds left out (a comparison is one task;
+    seeds are the rounds). None when a swept value is not a plain comma list (range(), glob())."""
+    _, params, _ = _sweep_params(overrides)
+    swept = dict(params or {})
+    swept.update(o.lstrip("+~").split("=", 1) for o in overrides if "=" in o and "," in o.split("=", 1)[1])
+    count = 1
+    for key, value in swept.items():
+        if key == "seed" or key == "task" or key.startswith(("task.", "hydra")):
+            continue
+        if "(" in value:
+            return None
+        count *= len([v for v in value.split(",") if v.strip()])
+    return count
+
+
 def check_config(overrides: list[str]) -> None:
     """Before any round: the config the rounds' jobs run, composed from the overrides (a swept one at
     its first value) and resolved and checked as a run does (config.to_config). A value no job could
@@ -371,6 +388,11 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     lr = lr_plan(asked)
     study = lr.stamp(study_of(asked))  # where its jobs run is not the question: a launcher changes no study id
     check_config(asked)
+    arms = arm_count(asked)
+    if arms is not None:  # before any run: what the planned seeds can show about an arm with a failed run
+        from normbench.analysis.ranking import plan_line
+
+        print(plan_line(plan.looks[-1], arms, args.alpha), flush=True)
     log = {"study_name": study["name"], "overrides": overrides, "alpha": args.alpha,
            "looks": list(plan.looks), "levels": plan.levels(), "budget_s": args.budget_s,
            "spending": "Lan-DeMets O'Brien-Fleming type, Bonferroni over looks", "rounds": []}
