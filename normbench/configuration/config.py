@@ -436,6 +436,18 @@ def command_line_code(arguments: list[str]) -> str | None:
     return None
 
 
+def require_flat_sweep_params(arguments: list[str]) -> None:
+    """A ``hydra.sweeper.params.KEY=...`` on the command line whose KEY has a dot builds a nested
+    node, where the sweeper needs one override per entry (it fails deep in OmegaConf): ConfigError."""
+    for argument in arguments:
+        key = argument.partition("=")[0].lstrip("+~").partition("@")[0]
+        if argument.startswith("-") or "=" not in argument or not key.startswith("hydra.sweeper.params."):
+            continue
+        if "." in key[len("hydra.sweeper.params."):]:
+            raise ConfigError(f"{key[:120]}: a sweep parameter with a dotted name cannot be given on the command "
+                              "line (it would nest); sweep it directly (KEY=a,b) or in a sweep file")
+
+
 # Where Hydra writes the run's config.yaml, hydra.yaml and overrides.yaml, relative to the run folder:
 # an absolute path, a ``..`` or an interpolation (whose value is not seen here) puts them outside it,
 # over someone's files. Not code, so ``--allow-code`` does not open it.

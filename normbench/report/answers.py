@@ -258,7 +258,18 @@ def regime_of(rows: pd.DataFrame, runs: pd.DataFrame) -> tuple[regime.Gate | Non
     if "arm" in rows:  # the labels the answer names the arms by
         runs = runs.assign(arm=runs["group"].map(dict(zip(rows["group"], rows["arm"]))).fillna(runs["group"]))
     # the study runner reads the same gate (analysis/decisions.py): it never calls decided what this calls not testable
-    return decisions.gate_of(runs, list(rows["group"])), regime.scale_text(runs)
+    return decisions.gate_of(runs, list(rows["group"]), _leader(rows)), regime.scale_text(runs)
+
+
+def _leader(rows: pd.DataFrame) -> object:
+    """The group ranked 1 that shows every other ranked group worse (decisions.lead_of, from summary's columns)."""
+    if not {"rank", "shown_worse"} <= set(rows.columns):
+        return None
+    ranked = rows[rows["rank"].notna()]
+    first = ranked[ranked["rank"] == 1]
+    others = ranked[ranked["rank"] != 1]
+    return first["group"].iloc[0] if len(first) == 1 and len(others) and others["shown_worse"].astype(bool).all() \
+        else None
 
 
 def _scale_caveat(measured: str) -> str:

@@ -16,10 +16,10 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench.analysis import aggregate, sequential, speed
+from normbench.analysis import aggregate, multiplicity, rules, sequential, speed
 from normbench.records import study_plan
 from normbench.report import answers, figures, provenance, sections, study_figures, synthesis, tables
-from normbench.analysis.claims import SHIPPED, evaluate_claims
+from normbench.analysis.claims import SHIPPED, evaluate_claims, shown_status
 from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
 from normbench.records.reading import MAX_REPORT_RECORDS, Records, count_records, find_records, quiet_numerics
@@ -100,8 +100,12 @@ def claims_frame(claims: list[tables.ClaimView]) -> pd.DataFrame:
                   else "—" if c.status == "not applicable" else "testable here")
         rows.append({"claim": c.id, "study": c.study if c.status != "not applicable" else "", "verdict": c.status,
                      "parts": " | ".join(f"{i}: {v.split(' (leans ')[0]}" for i, v in enumerate(verdicts, 1)),
-                     "regime": regime, "scale": c.scale, "source": c.where or c.citation})
-    return pd.DataFrame(rows, columns=["claim", "study", "verdict", "parts", "regime", "scale", "source"])
+                     "regime": regime, "source": c.where or c.citation,
+                     **{"effect": "", "effect_low": "", "effect_high": "", "effect_what": "", "seeds": "", "lr": "",
+                        **c.figures, "scale": c.scale}})
+    # verdict keeps the machine value (contradicted); the page prints it as "not reproduced at this scale"
+    return pd.DataFrame(rows, columns=["claim", "study", "verdict", "parts", "regime", "effect", "effect_low",
+                                       "effect_high", "effect_what", "seeds", "scale", "lr", "source"])
 
 
 def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
@@ -112,6 +116,7 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
         _parquet_ready(runs).to_parquet(staging / "runs.parquet", index=False)
     spreadsheet_safe(summary).to_csv(staging / "summary.csv", index=False)
+    judged = _claims(runs, paths, alpha, designs if alpha is None else None)  # (claim, verdict) pairs
     context = {
         "title": "normbench report",
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -124,10 +129,12 @@ def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: 
         **study_figures.figure_sections(records, runs, summary, axes, staging, timing),
         **study_figures.tuning_sections(runs, summary, axes, staging),
         "divergences": tables.divergence_table(runs, axes, out),
-        "claims": [tables.claim_view(c, v, aggregate.study_titles(runs))
-                   for c, v in _claims(runs, paths, alpha, designs if alpha is None else None)],
+        "claims": [tables.claim_view(c, v, aggregate.study_titles(runs)) for c, v in judged],
     }
-    context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
+    # beside the claims line: multiplicity across the claims, and what differs from the papers (analysis/multiplicity.py)
+    context["claims_multiplicity"] = multiplicity.claims_line(judged, alpha if alpha is not None else rules.ALPHA)
+    context["external_validity"] = multiplicity.external_validity(judged)
+    context["claim_counts"] = pd.Series([shown_status(c.status) for c in context["claims"]]).value_counts().to_dict()
     spreadsheet_safe(claims_frame(context["claims"])).to_csv(staging / "claims.csv", index=False)
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]

@@ -18,7 +18,7 @@ from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
 from normbench.analysis import rules
 from normbench.analysis.aggregate import NO_STUDY, REPORT_STATUSES, TRAINED, display_path, format_value
-from normbench.analysis.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
+from normbench.analysis.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows, shown_status, verdict_figures
 from normbench.analysis.speed import condition_rows
 from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
 
@@ -66,6 +66,8 @@ class ClaimView:
     quote: str = ""  # the source's own words, where the claim records them
     where: str = ""  # where in the source
     scale: str = ""  # the scale the verdict was measured at, where it says
+    shown: str = ""  # the status as printed: "contradicted" reads "not reproduced at this scale"
+    figures: dict = field(default_factory=dict)  # claims.csv's referee columns: effect, its interval, seeds, lr
 
 
 def number(value, digits: int = 4) -> str:
@@ -385,7 +387,7 @@ def claim_view(claim: Claim, verdict: Verdict, titles: dict[str, str] | None = N
                      (titles or {}).get(verdict.study, verdict.study),
                      f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""),
                      str(verdict.study or ""), _text(getattr(claim, "quote", None)), _text(getattr(claim, "where", None)),
-                     _text(getattr(verdict, "scale", None)))
+                     _text(getattr(verdict, "scale", None)), shown_status(verdict.status), verdict_figures(verdict))
 
 
 def _text(value) -> str:

@@ -93,22 +93,28 @@ def unsupported_precision(model, task, device: torch.device, dtype: str) -> str 
     return None
 
 
+# The signals that end a run as Ctrl-C does: a cluster's time limit or kill (SIGTERM), a closed terminal
+# or ssh session (SIGHUP, POSIX only). Left to their defaults they kill the process with its record `running`.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 @contextmanager
 def sigterm_as_interrupt():
-    """SIGTERM (a cluster's time limit, kill) ends the run like Ctrl-C: summary written, status interrupted."""
+    """SIGTERM or SIGHUP ends the run like Ctrl-C: summary written, status interrupted."""
     def handler(signum, frame):
         stop = KeyboardInterrupt(f"signal {signum}")
         stop.signum = signum  # the command's last line names the signal that stopped it (__main__.subcommand)
         raise stop
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
 
 
 def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path | None:

@@ -34,11 +34,12 @@ def test_a_family_recommendation_names_every_favoured_arm_and_ties_as_ties():
                                     line(FAVOURED, ["norm=ln"], "a"), line(FAVOURED, ["norm=rms", "norm=ln"], "c")])
     # every favoured study's arms, in the lines' order (not a sort), each with its study; a tie is not used then
     assert mixed.favoured == "norm=ln (a, digits) · norm=rms or norm=ln (c, digits)"
-    assert mixed.sure == "study lines: 2 favour an arm, 1 tie, 1 not testable here" and mixed.kind == FAVOURED
+    assert mixed.sure == "no effect: no arm shown worse on the same data" and mixed.kind == FAVOURED
     tied = recommendation("LSTM", [line(TIED, ["norm=ln", "norm=bn"], "b"), gated])
     assert tied.favoured == "no choice shown better: norm=ln, norm=bn tie (b, digits)" and tied.kind == TIED
     only_gated = recommendation("LSTM", [gated])
-    assert only_gated.favoured.startswith("not testable here yet") and only_gated.kind == GATED
+    assert only_gated.favoured == "no testable study covers this family (1 not testable here: see its lines)"
+    assert only_gated.kind == GATED
     assert recommendation("GRU", []).favoured == "no evidence yet"
 
 
@@ -49,5 +50,5 @@ def test_the_recommendation_of_crafted_runs_follows_their_lines(runs_of):
              for s in range(4) for n in ("ln", "bn")]
     lines = lines_for(runs_of(*apart))
     by_family = {line.family: line for line in recommendations(lines)}
-    assert by_family[lines[0].family].favoured.startswith("norm=ln (x, ")
+    assert by_family[lines[0].family].favoured.startswith("norm=ln, placement=pre (x, ")  # a choice names its placement
     assert list(by_family) == [lines[0].family]  # the families the runs did not run are not listed
