@@ -127,10 +127,30 @@ def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path 
     if sweep_dir is not None:
         candidates += record_paths(sweep_dir)
     for path in candidates:
-        record = read_summary(path)  # a malformed, linked or FIFO record anywhere is passed over
-        if isinstance(record, RunRecord) and record.final and record.of_run(digest):
+        if _final_digest(path) == digest:
             return path
     return None
+
+
+# path -> (its lstat's inode, size, mtime, the digest of the final record it held then, or None). Each job
+# of a sweep looks through every record of the sweep: without this, a worker's k-th job parses k files, and
+# a sweep of N jobs N^2/2. A record is replaced by a rename (write_json_atomic), which changes its inode.
+_seen: dict[Path, tuple[tuple, str | None]] = {}
+
+
+def _final_digest(path: Path) -> str | None:
+    try:
+        info = os.lstat(path)
+        key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode)
+    except OSError:
+        return None
+    known = _seen.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    record = read_summary(path)  # a malformed, linked or FIFO record anywhere is passed over
+    digest = record.run_digest() if isinstance(record, RunRecord) and record.final else None
+    _seen[path] = (key, digest)
+    return digest
 
 
 class SweepClaim:

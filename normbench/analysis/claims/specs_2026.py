@@ -92,8 +92,9 @@ CLAIMS_2026: list[Claim] = [
           arms={"dyt": {"norm": "dyt"}, "rms": {"norm": "rms"}},
           parts=(faster("DyT's training step is faster than RMSNorm's (impl=auto: each kind's fastest correct kernel "
                         "here)", "dyt", "rms"),),
-          design="Arms: the same model with DyT and with RMSNorm, impl=auto (RMSNorm runs normbench's compiled CPU "
-                 "kernel; DyT has one formula), step time of undisturbed runs or a paired timing "
+          design="Arms: the same model with DyT and with RMSNorm, impl=auto (each site runs the fastest correct kernel "
+                 "it measured: normbench's compiled CPU kernels for both, or PyTorch's), decided on the paired timing "
+                 "(bench arms --reference norm=rms) where one exists, else the step times of undisturbed runs "
                  "(sweeps/dyt_speed.yaml). The paper timed LLaMA 7B on a GPU in BF16; kernels differ by device.",
           quote="Paraphrase: the paper's efficiency analysis (§6.1) reports that replacing RMSNorm with DyT in LLaMA "
                 "7B reduces the time of the normalization layers and of the whole model, in inference and training "
