@@ -5,6 +5,8 @@ gradient-flow input without a constant prefix; BN evaluated the same way in ever
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -15,6 +17,7 @@ from normbench.norms.layers import BatchNorm
 from normbench.studies.study import lr_plan
 from normbench.tasks.tensors import load_task
 
+SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
 MIN_REAL_ROWS = 8  # the smallest expected per-step pool of masked BN that ln_vs_bn_varlen.yaml states
 
 
@@ -53,8 +56,8 @@ def test_small_batch_sweep_puts_bn_in_the_cell_where_its_statistics_pool_the_bat
     pools = _pools(bn, batch)
     assert pools and set(pools) == {batch}
     assert bn.norm.gamma_init == 0.1 and ln.norm.gamma_init == 1.0  # each paper's own initialization
-    # equal data: 4800 examples at every batch size, 8 evaluations each
-    assert bn.steps * batch >= 4800 > (bn.steps - 1) * batch and -(-bn.steps // bn.eval_every) == 8
+    # equal data: 9600 examples at every batch size, 8 evaluations each
+    assert bn.steps * batch >= 9600 > (bn.steps - 1) * batch and -(-bn.steps // bn.eval_every) == 8
 
 
 def test_post_placement_bn_pools_batch_times_length_so_the_check_above_can_fail(compose):
@@ -70,8 +73,9 @@ def test_batch_size_and_varlen_arms_each_get_their_own_lr():
 
 
 def _varlen_levels(compose) -> list[int]:
-    node = compose("+sweep=ln_vs_bn_varlen", tiny=False)
-    return [int(v) for v in str(node.hydra.sweeper.params["task.min_length"]).split(",")]
+    """The task.min_length levels the sweep file runs (its Hydra params; a composed job holds one)."""
+    params = OmegaConf.load(SWEEPS / "ln_vs_bn_varlen.yaml").hydra.sweeper.params
+    return [int(v) for v in str(params["task.min_length"]).split(",")]
 
 
 def test_varlen_sweep_has_a_fixed_length_control_and_masked_bn_pools_are_never_tiny(compose):

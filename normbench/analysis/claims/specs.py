@@ -226,16 +226,18 @@ CLAIMS: list[Claim] = [
           design="Arms: LN and BN at each batch size, at equal examples seen (steps × batch). The paper compares "
                  "LN with BN at the same batch size (one panel at 128, one at 4), never one norm across sizes, so "
                  "the parts are LN − BN at the small batch and the interaction (LN−BN)@small − (LN−BN)@large, "
-                 "paired by seed. Post-placement BatchNorm pools batch × time: its statistics at batch B are over "
-                 "B × length vectors (batch 4 × 64 steps = 256), not over B examples as in the paper's MLP.",
+                 "paired by seed. The study that can test it is sweeps/small_batch_bn.yaml: BatchNorm in the LSTM "
+                 "cell with statistics per time step (Cooijmans et al.), whose statistics at batch B pool B vectors, "
+                 "as in the paper's MLP; post-placement BatchNorm pools batch × length (64 at batch 4 on 16 steps).",
           quote="The experimental results from Figure 6 highlight that layer normalization is robust to the "
                 "batch-sizes and exhibits a faster training convergence comparing to batch normalization that is "
                 "applied to all layers.",
           where="Ba, Kiros & Hinton 2016, §6.6 and Figure 6 (left: batch 128; right: batch 4)",
           measures="NLL and test error per epoch of a 784-1000-1000-10 MLP on permutation-invariant MNIST, LN vs BN "
                    "vs baseline at the same batch size, equal epochs",
-          regime="BN must see small-batch statistics (per-step BN in the cell, or a short sequence: post-placement "
-                 "BN pools batch × time); equal examples seen; validation metric off chance and ceiling"),
+          regime="BN must see small-batch statistics (per-step BN in the cell, sweeps/small_batch_bn.yaml: a pool of "
+                 "B vectors; post-placement BN pools batch × time); equal examples seen; validation metric off chance "
+                 "and ceiling"),
     Claim("postln_needs_warmup",
           "Post-LN Transformers need learning-rate warm-up; Pre-LN ones without warm-up do as well as Post-LN "
           "with it.",
