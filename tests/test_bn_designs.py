@@ -137,3 +137,49 @@ def test_every_bn_study_evaluates_with_population_statistics_the_same_way(compos
     assert cfg.norm.kind == "bn"
     assert (cfg.norm.bn_reestimate, cfg.norm.bn_reestimate_batches) == (plain["bn_reestimate"],
                                                                          plain["bn_reestimate_batches"]) == (True, 8)
+
+
+
+def _arms_at_their_gains(claim_id: str) -> list[dict]:
+    """Crafted records of each sweep's arms, LN at gain 1.0 and BN at 0.1, LN clearly ahead everywhere."""
+    rows = []
+    for seed in (0, 1, 2):
+        wobble = 0.002 * (seed - 1)
+        if claim_id == "ln_batch_robust":  # small_batch_bn: equal data at batch 4 and 32
+            for norm, gain, small in (("ln", 1.0, 0.95), ("bn", 0.1, 0.70)):
+                for batch, value in ((4, small), (32, 0.93)):
+                    rows.append({"seed": seed, "best_val": value + wobble * (batch == 4) * (norm == "ln"),
+                                 "axes": {"task": "copy", "norm": norm, "gamma_init": gain, "batch_size": batch,
+                                          "steps": 9600 // batch, "eval_every": 1200 // batch}})
+        else:  # ln_vs_bn_varlen at one variable level: MSE, lower is better
+            for norm, gain, mask, value in (("ln", 1.0, None, 0.001), ("bn", 0.1, True, 0.004),
+                                            ("bn", 0.1, False, 0.009)):
+                axes = {"task": "adding", "norm": norm, "gamma_init": gain, "task.length": 16, "task.min_length": 12}
+                rows.append({"seed": seed, "best_val": value * (1 + wobble),
+                             "axes": {**axes, **({} if mask is None else {"norm.bn_mask": mask})}})
+    return rows
+
+
+@pytest.mark.parametrize("claim_id", ["ln_batch_robust", "ln_beats_bn_varlen"])
+def test_claims_read_each_norms_own_gain_as_part_of_its_arm(claim_id):
+    """LN at 1.0 and BN at 0.1 differ in gamma_init: a claim that did not compare it would split its arms
+    into settings no two arms share and read "not applicable" (the first tiny study of small_batch_bn did)."""
+    from normbench.analysis.claims import SHIPPED, judge
+    from tests.report.conftest import runs_of
+
+    verdict = judge(next(c for c in SHIPPED if c.id == claim_id), runs_of(*_arms_at_their_gains(claim_id)))
+    assert verdict.status == "supported", verdict.explanation
+
+
+@pytest.mark.parametrize("claim, sweep, ln_arm, bn_arm", [
+    ("ln_batch_robust", "small_batch_bn", "+small_batch_arm=ln", "+small_batch_arm=bn"),
+    ("ln_beats_bn_varlen", "ln_vs_bn_varlen", "+varlen_arm=ln", "+varlen_arm=bn_masked")])
+def test_claims_comparing_ln_with_bn_at_each_papers_gain_read_the_gain_as_part_of_the_arm(compose, claim, sweep,
+                                                                                          ln_arm, bn_arm):
+    """LN at 1.0 and BN at 0.1 differ in gamma_init: a claim that did not compare it would split the two arms
+    into settings no arm shares and read "not applicable" (the first tiny study of small_batch_bn did)."""
+    from normbench.analysis.claims import SHIPPED
+
+    gains = {to_config(compose(f"+sweep={sweep}", arm, tiny=False)).norm.gamma_init for arm in (ln_arm, bn_arm)}
+    assert gains == {1.0, 0.1}
+    assert "gamma_init" in next(c for c in SHIPPED if c.id == claim).compare

@@ -221,7 +221,8 @@ CLAIMS: list[Claim] = [
                  grows("LN's advantage over BN is larger at the small batch than at the large (the norm × batch "
                        "interaction, (LN−BN)@small − (LN−BN)@large, paired by seed)", "ln", "bn", "batch_size",
                        toward="smallest")),
-          also_compare=("batch_size", "steps", "eval_every"),  # equal data ties steps (and evaluations) to the batch
+          # equal data ties steps (and evaluations) to the batch; each norm may start at its paper's gain (BN 0.1)
+          also_compare=("batch_size", "steps", "eval_every", "gamma_init"),
           prepare=equal_data,
           design="Arms: LN and BN at each batch size, at equal examples seen (steps × batch). The paper compares "
                  "LN with BN at the same batch size (one panel at 128, one at 4), never one norm across sizes, so "
@@ -445,6 +446,7 @@ CLAIMS: list[Claim] = [
           parts=(better("LN beats BN with statistics over padding", "ln", "bn unmasked"),
                  better("LN beats BN with statistics over real steps only", "ln", "bn masked")),
           pool=("task.min_length",),
+          also_compare=("gamma_init",),  # each norm may start at its paper's gain: LN 1.0, BN 0.1 (Cooijmans et al.)
           prepare=padded,
           design="Arms: LN, BN masked (norm.bn_mask=true) and BN over padding (false) (sweeps/ln_vs_bn_varlen.yaml), "
                  "on runs with variable lengths. The former third part (BN's deficit grows with the length "
