@@ -228,21 +228,25 @@ CLAIMS: list[Claim] = [
                  grows("LN's advantage over BN is larger at the small batch than at the large (the norm × batch "
                        "interaction, (LN−BN)@small − (LN−BN)@large, paired by seed)", "ln", "bn", "batch_size",
                        toward="smallest")),
-          also_compare=("batch_size", "steps", "eval_every"),  # equal data ties steps (and evaluations) to the batch
+          # equal data ties steps (and evaluations) to the batch; each norm may start at its paper's gain (BN 0.1)
+          also_compare=("batch_size", "steps", "eval_every", "gamma_init"),
           prepare=equal_data,
           design="Arms: LN and BN at each batch size, at equal examples seen (steps × batch). The paper compares "
                  "LN with BN at the same batch size (one panel at 128, one at 4), never one norm across sizes, so "
                  "the parts are LN − BN at the small batch and the interaction (LN−BN)@small − (LN−BN)@large, "
-                 "paired by seed. Post-placement BatchNorm pools batch × time (B × length vectors, not B examples as in "
-                 "the paper's MLP); a regime predicate requires the pool at the small batch to be ≤ 16 vectors.",
+                 "paired by seed. The study that can test it is sweeps/small_batch_bn.yaml: BatchNorm in the LSTM "
+                 "cell with statistics per time step (Cooijmans et al.), whose statistics at batch B pool B vectors, "
+                 "as in the paper's MLP; post-placement BatchNorm pools batch × length (64 at batch 4 on 16 steps); "
+                 "a regime predicate requires the pool at the small batch to be ≤ 16 vectors.",
           quote="The experimental results from Figure 6 highlight that layer normalization is robust to the "
                 "batch-sizes and exhibits a faster training convergence comparing to batch normalization that is "
                 "applied to all layers.",
           where="Ba, Kiros & Hinton 2016, §6.6 and Figure 6 (left: batch 128; right: batch 4)",
           measures="NLL and test error per epoch of a 784-1000-1000-10 MLP on permutation-invariant MNIST, LN vs BN "
                    "vs baseline at the same batch size, equal epochs",
-          regime="BN must see small-batch statistics (per-step BN in the cell, or a short sequence: post-placement "
-                 "BN pools batch × time); equal examples seen; validation metric off chance and ceiling",
+          regime="BN must see small-batch statistics (per-step BN in the cell, sweeps/small_batch_bn.yaml: a pool of "
+                 "B vectors; post-placement BN pools batch × time); equal examples seen; validation metric off chance "
+                 "and ceiling",
           needs=(needs("bn_pool_at_most", n=16), needs("equal_data"), needs("off_trivial"),)),
     Claim("postln_needs_warmup",
           "Post-LN Transformers need learning-rate warm-up; Pre-LN ones without warm-up do as well as Post-LN "
@@ -466,6 +470,7 @@ CLAIMS: list[Claim] = [
           parts=(better("LN beats BN with statistics over padding", "ln", "bn unmasked"),
                  better("LN beats BN with statistics over real steps only", "ln", "bn masked")),
           pool=("task.min_length",),
+          also_compare=("gamma_init",),  # each norm may start at its paper's gain: LN 1.0, BN 0.1 (Cooijmans et al.)
           prepare=padded,
           design="Arms: LN, BN masked (norm.bn_mask=true) and BN over padding (false) (sweeps/ln_vs_bn_varlen.yaml), "
                  "on runs with variable lengths. The former third part (BN's deficit grows with the length "
