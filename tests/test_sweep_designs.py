@@ -45,7 +45,7 @@ def test_ln_converges_is_a_character_language_model_on_real_text_with_each_arm_a
         assert cfg.optim.schedule == "cosine" and cfg.steps // cfg.eval_every >= 8
     assert arm.placement.name == "in_cell" and arm.norm.kind == "ln"
     plan = lr_plan(["+sweep=ln_converges"])
-    assert plan.kind == "tuned" and plan.grid == (0.003, 0.01, 0.03)
+    assert plan.kind == "tuned" and plan.grid == (0.01, 0.03, 0.1)
 
 
 def test_warmup_sweep_runs_where_post_ln_fails_without_warm_up(compose):
@@ -55,7 +55,7 @@ def test_warmup_sweep_runs_where_post_ln_fails_without_warm_up(compose):
 
 
 @pytest.mark.parametrize("arm, norm, placement", [
-    ("plain", "none", None), ("ln_post", "ln", "post"), ("ln_in_cell", "ln", "in_cell"), ("bn_post", "bn", "post")])
+    ("plain", "none", None), ("ln_post", "ln", "post"), ("ln_in_cell", "ln", "in_cell")])
 @pytest.mark.parametrize("task", ["digits", "fortunes_lm"])
 def test_gru_arms_are_the_norms_at_the_placements_a_gru_has_on_two_tasks(compose, arm, norm, placement, task):
     """The GRU family on two tasks, one of them real text (issue 44)."""
