@@ -39,7 +39,7 @@ run() {
         derf_muon)         study derf_muon 180s --pilot 2 --max-seeds 2 +sweep=derf_muon ;;
         dyt_data_regime)   study dyt_data_regime 180s --pilot 2 --max-seeds 2 +sweep=dyt_data_regime ;;
         depth_placements)  study depth_placements 260s --pilot 3 --max-seeds 3 +sweep=depth_placements ;;
-        qknorm_lr)         study qknorm_lr 260s --pilot 3 --max-seeds 3 +sweep=qknorm_lr ;;
+        qknorm_lr)         study qknorm_lr 220s --pilot 2 --max-seeds 2 +sweep=qknorm_lr ;;
         eps_fp16)          study eps_fp16 70s --pilot 4 --max-seeds 4 +sweep=eps_fp16 ;;
         ln_converges)      study ln_converges 160s --selection-seeds 1 --pilot 4 --max-seeds 4 +sweep=ln_converges ;;
         bn_converges)      study bn_converges 135s --selection-seeds 1 --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
