@@ -45,7 +45,7 @@ run() {
         bn_converges)      study bn_converges 135s --selection-seeds 1 --pilot 3 --max-seeds 3 +sweep=bn_converges ;;
         batch_size)        study batch_size 140s --pilot 3 --step 3 --max-seeds 12 +sweep=batch_size ;;
         gamma_init)        study gamma_init 140s --selection-seeds 1 --pilot 3 --max-seeds 3 +sweep=gamma_init ;;
-        rnn_table)         study rnn_table 185s --selection-seeds 1 --pilot 3 --max-seeds 3 +sweep=rnn_table ;;
+        rnn_table)         study rnn_table 220s --selection-seeds 1 --pilot 3 --max-seeds 3 +sweep=rnn_table ;;
         dropout_placement) study dropout_placement 80s --selection-seeds 1 --pilot 4 --step 4 --max-seeds 12 +sweep=dropout_placement ;;
         ln_vs_bn_varlen)   study ln_vs_bn_varlen 120s --pilot 3 --step 3 --max-seeds 9 +sweep=ln_vs_bn_varlen ;;
         gru)               study gru 245s --selection-seeds 1 --pilot 3 --max-seeds 3 +sweep=gru ;;
