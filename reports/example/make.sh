@@ -8,7 +8,7 @@
 # Each study's EXPECTED time is its wall time on a quiet 2-core machine: its runs' time with a core each,
 # halved for 2 workers, + ~20 s of start-up and report. The runs' times come from pilots of 2026-12-02
 # (h44studies), measured at threads=1, one job at a time, on the shared 2-core machine at 1-minute load
-# 7-10 (uptime), divided by 3 (at that load a job got about a third of a core; the 2026-12-01 regeneration
+# 5-10 (uptime), divided by 3 (at that load a job got about a third of a core; the 2026-12-01 regeneration
 # ran 12.7 of its 32 expected minutes on a quiet machine, so this errs long): a 2-layer Transformer on
 # fortunes_lm, 800 steps, 113-124 s measured (~40 s); a 6-layer one, 300 steps, 138-209 s (~60 s); an LSTM
 # on fortunes_lm, 800 steps, 55-61 s (~20 s). A first round gets 3x EXPECTED as its budget (study() below).
