@@ -107,11 +107,26 @@ def best_lr(arm: pd.DataFrame, score: str = SCORE) -> tuple[float | None, str]:
     """The arm's best lr under ranking.best_set (each lr a group), and why there is none."""
     if arm[LR].nunique() < 2:
         return None, "a single lr"
+    if arm.groupby(LR)["seed"].nunique().max() < 2:
+        return _best_single_run(arm, score)
     runs = arm.assign(group=arm[LR].astype(float).map(lambda v: repr(float(v))))
     chosen = best_set(runs, _higher(arm), score=score)
     if chosen.best is None:
         return None, "no lr has 2 runs with one finished"
     return float(chosen.best), ""
+
+
+def _best_single_run(arm: pd.DataFrame, score: str) -> tuple[float | None, str]:
+    """One selection seed an lr (normbench study --selection-seeds 1): the lr of the best finished run. No test
+    can rank single runs, so this is the ranking rule's order alone (a diverged run or one that did not
+    train is never chosen); the evaluation seeds then compare the arms. Equal scores: the smaller lr."""
+    arm = arm.sort_values(LR)
+    values = pd.to_numeric(arm[score], errors="coerce")
+    finished = (arm["status"] == "ok") & np.isfinite(values) & ~rules.did_not_train(arm)
+    if not finished.any():
+        return None, "no lr has a finished run"
+    oriented = values[finished] if _higher(arm) else -values[finished]
+    return float(arm.loc[oriented.idxmax(), LR]), ""
 
 
 def lr_points(arm: pd.DataFrame, score: str = SCORE) -> pd.DataFrame:

@@ -95,6 +95,9 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--alpha", type=float, default=0.05, help="error per direction over all looks (default 0.05)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, one torch thread each (default 2); with "
                         "hydra/launcher=NAME, that launcher's parallelism where it has one here")
+    parser.add_argument("--selection-seeds", type=int, default=2, help="a tuned study's selection seeds per arm and "
+                        "lr, 1 or 2 (default 2; 1 halves the selection stage: each lr is then one run, its choice the "
+                        "best of them, untested)")
     parser.add_argument("--out", type=out_path, default=None, help="the study folder (default studies/DATE/TIME)")
     parser.add_argument("--claims", type=Path, action="append", default=[], metavar="DIR",
                         help="a folder of your own claims as YAML files (docs/claims.md), judged at every look")
@@ -111,6 +114,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise StudyArgumentError(f"--max-seeds must be at most {MAX_SEEDS}, got {args.max_seeds}")
     if not 0 < args.alpha < 0.5:  # NaN fails this too
         raise StudyArgumentError(f"--alpha must be in (0, 0.5), got {args.alpha}")
+    if args.selection_seeds not in (1, 2):
+        raise StudyArgumentError(f"--selection-seeds must be 1 or 2, got {args.selection_seeds}")
     if not 1 <= args.jobs <= MAX_JOBS:
         raise StudyArgumentError(f"--jobs must be from 1 to {MAX_JOBS}, got {args.jobs}")
     args.budget_s = budget_seconds(args.budget)
@@ -357,7 +362,8 @@ def _select_lrs(overrides: list[str], out: Path, args: argparse.Namespace, study
 
     left = args.budget_s - (time.monotonic() - started)
     try:
-        code = _normbench(overrides + ["role=selection"], lr_protocol.SELECTION_SEEDS, out / lr_protocol.SELECTION,
+        seeds = lr_protocol.SELECTION_SEEDS[:args.selection_seeds]
+        code = _normbench(overrides + ["role=selection"], seeds, out / lr_protocol.SELECTION,
                           args.jobs, study, timeout_s=max(left, 0.0))
     except children.OutOfTime:
         print(f"normbench.study: the budget ({args.budget_s:g} s) ran out while selecting the lrs; its jobs were "
@@ -372,7 +378,7 @@ def _select_lrs(overrides: list[str], out: Path, args: argparse.Namespace, study
         print(f"normbench.study: cannot write the arm files: {' '.join(str(error).split())[:300]}", file=sys.stderr)
         return None
     if not arms:
-        print("normbench.study: no arm has a selected lr (each needs 2 selection runs at some lr, one finished)",
+        print("normbench.study: no arm has a selected lr (each needs a finished selection run at some lr)",
               file=sys.stderr)
         return None
     return lr_protocol.evaluation_overrides(overrides, out, arms)

@@ -76,6 +76,19 @@ def test_selection_never_uses_an_evaluation_seed(runs_of):
     assert 100 not in both["selection_seeds"].iloc[0]
 
 
+def test_one_selection_seed_an_lr_chooses_the_best_finished_run_never_a_diverged_one(runs_of):
+    """normbench study --selection-seeds 1: one run an lr, no test can rank them; the best score chooses."""
+    one = [{"seed": 1000, "best_val": score, "axes": {**LSTM, "norm": "ln", "lr": lr, "role": "selection"}}
+           for lr, score in ((1e-3, 0.80), (3e-3, 0.90), (1e-2, 0.85))]
+    chosen = tuning.chosen_lrs(runs_of(*one))
+    assert chosen["chosen_lr"].tolist() == [3e-3] and chosen["selection_seeds"].iloc[0] == [1000]
+    # the best-looking lr diverged: it is never chosen, whatever its last finite score
+    blown = [{**one[0]}, {**one[1], "status": "diverged", "best_val": None}, {**one[2]}]
+    assert tuning.chosen_lrs(runs_of(*blown))["chosen_lr"].tolist() == [1e-2]
+    nothing = [{**r, "status": "diverged", "best_val": None} for r in one]
+    assert tuning.chosen_lrs(runs_of(*nothing))["chosen_lr"].isna().all()
+
+
 def test_the_tuned_leaderboard_reads_test_of_evaluation_runs_and_flags_a_wrong_lr(runs_of):
     selection, evaluation = _study(runs_of)  # evaluated at 1e-2, but 1e-3 was chosen
     (board,) = tuning.tuned_leaderboards(runs_of(*selection, *evaluation))

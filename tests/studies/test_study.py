@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
     (["--budget", "0"], "--budget"), (["--budget", "soon"], "--budget"), (["seed=0,1"], "seeds"),
     (["--pilot", "1"], "--pilot"), (["--max-seeds", "2", "--pilot", "3"], "--max-seeds"),
     (["--alpha", "0.7"], "--alpha"), (["--jobs", "0"], "--jobs"), (["--frobnicate"], "unknown option"),
+    (["--selection-seeds", "3"], "--selection-seeds"), (["--selection-seeds", "0"], "--selection-seeds"),
 ])
 def test_bad_arguments_are_one_line(argv, words):
     with pytest.raises(StudyArgumentError, match=words):
