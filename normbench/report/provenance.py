@@ -171,11 +171,11 @@ def what_was_run(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, axe
         "statuses": tables.status_table(runs),
         "unfinished": tables.unfinished_table(runs, axes, out),
         "unfinished_reasons": tables.unfinished_reasons(runs),
-        "set_aside": [f"{aggregate.display_path(r.path, out)}: {r.why}" for r in records.set_aside]
+        "set_aside": [f"{tables.display_path(r.path, out)}: {r.why}" for r in records.set_aside]
                      + [f"{p}: path does not exist" for p in records.missing_paths],
-        "copies": [f"{aggregate.display_path(c.run_dir, out)}: "
+        "copies": [f"{tables.display_path(c.run_dir, out)}: "
                    f"{'a rerun' if isinstance(c.rerun_of, str) else 'another record'} of the run in "
-                   f"{aggregate.display_path(c.copy_of, out)} (same config and seed), not counted again"
+                   f"{tables.display_path(c.copy_of, out)} (same config and seed), not counted again"
                    for c in copies.itertuples()],
         "environment": tables.environment_table(finished),
         "condition": machine_condition(records, finished),

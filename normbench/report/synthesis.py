@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from normbench.analysis.aggregate import format_value
+from normbench.records.values import format_value
 from normbench.configuration.families import families
 from normbench.report.tables import ClaimView, Table
 from normbench.report import answers

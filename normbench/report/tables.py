@@ -17,7 +17,8 @@ import pandas as pd
 from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
 from normbench.analysis import rules
-from normbench.analysis.aggregate import NO_STUDY, REPORT_STATUSES, TRAINED, display_path, format_value
+from normbench.analysis.aggregate import NO_STUDY, REPORT_STATUSES, TRAINED
+from normbench.records.values import format_value
 from normbench.analysis.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows
 from normbench.analysis.speed import condition_rows
 from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
@@ -66,6 +67,15 @@ class ClaimView:
     quote: str = ""  # the source's own words, where the claim records them
     where: str = ""  # where in the source
     scale: str = ""  # the scale the verdict was measured at, where it says
+
+
+def display_path(path: str | Path, base: Path) -> str:
+    """A run directory relative to base when it lies below it, else as given."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def number(value, digits: int = 4) -> str:
