@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.analysis import aggregate, performance_profiles, tuning
+from normbench.analysis import aggregate
+from normbench.analysis.result import AREA_TAU, TAUS, TOLERANCE_TEXT, StudyResult
 from normbench.report import figures, tables
 from normbench.records.reading import Records, read_curves
 
@@ -186,12 +187,14 @@ def _shown_note(shown: int, total: int, kind: str = "") -> str:
             f"all are in summary.csv.")
 
 
-def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
-    """Learning-rate sensitivity, the tuned comparison and performance profiles (tuning.py, performance_profiles.py)."""
-    metrics = task_metrics(summary)
-    points, arms = tuning.sensitivity(runs)
+def tuning_sections(result: StudyResult, staging: Path) -> dict:
+    """Learning-rate sensitivity, the tuned comparison and performance profiles (StudyResult.tuning:
+    analysis/tuning.py, performance_profiles.py)."""
+    metrics = task_metrics(result.summary)
+    tuned_result = result.tuning
+    points, arms = tuned_result.points, tuned_result.arms
     if arms.empty:
-        lr = {"figures": [], "table": None, "tolerance": tuning.TOLERANCE_TEXT + tuning.score_note(runs),
+        lr = {"figures": [], "table": None, "tolerance": TOLERANCE_TEXT + tuned_result.score_note,
               "skipped": "No arm was run at 2 or more learning rates."}
     else:
         note = ("One line per arm (every setting but lr and seed). Point: mean final validation metric of the "
@@ -199,21 +202,19 @@ def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                 "worst). Triangles at the bottom: diverged runs at that lr (count / runs), never dropped.")
         figure = figures.lr_sensitivity(points, arms, metrics, staging, note)
         lr = {"figures": [figure] if figure else [], "table": tables.sensitivity_table(arms, points),
-              "tolerance": tuning.TOLERANCE_TEXT + tuning.score_note(runs), "skipped": ""}
-    boards = tuning.tuned_leaderboards(runs)
-    has_selection = "axes.role" in runs and (runs["axes.role"] == tuning.SELECTION).any()
+              "tolerance": TOLERANCE_TEXT + tuned_result.score_note, "skipped": ""}
+    boards, has_selection = tuned_result.boards, tuned_result.has_selection
     tuned = {"boards": tables.tuned_leaderboard_tables(boards),
              "skipped": "" if boards else (
                  "Selection runs but no evaluation runs: `python -m normbench tune` runs both stages."
                  if has_selection else "No tuned study (no runs with role selection and evaluation).")}
-    evaluated = bool(boards)
-    table, used = performance_profiles.arm_table(summary, axes, tuned=evaluated)
+    table, used = tuned_result.profile_table, tuned_result.profile_used
     profile = {"figures": [], "table": None, "used": used, "skipped": ""}
     if table.empty or len(table.index) < 2:
         profile["skipped"] = (f"Performance profiles need at least 2 tasks; the runs have "
                               f"{0 if table.empty else len(table.index)} ({used}).")
     else:
-        ratios, rows, left_out = performance_profiles.step_ratios(table)
+        ratios, rows, left_out = tuned_result.ratios, tuned_result.profile_rows, tuned_result.left_out
         if len(ratios.index) < 2:
             profile["skipped"] = f"Fewer than 2 tasks on which every arm ran (left out: {', '.join(left_out)})."
         else:
@@ -222,6 +223,6 @@ def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                                                     if left_out else "")
                     + ". Steps only: the runs were not timed side by side, so seconds would measure the "
                       "machine's load as much as the arm.")
-            figure = figures.performance_profile(ratios, performance_profiles.AREA_TAU, staging, note)
-            profile.update(figures=[figure] if figure else [], table=tables.profile_table(rows, performance_profiles.TAUS))
+            figure = figures.performance_profile(ratios, AREA_TAU, staging, note)
+            profile.update(figures=[figure] if figure else [], table=tables.profile_table(rows, TAUS))
     return {"lr_sensitivity": lr, "tuned": tuned, "performance_profiles": profile}

@@ -17,7 +17,6 @@ import pandas as pd
 from normbench.records.values import format_value
 from normbench.configuration.families import families
 from normbench.report.tables import ClaimView, Table
-from normbench.report import answers
 
 SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
 
@@ -75,11 +74,11 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
     return words
 
 
-def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list[FamilyLine]:
+def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, regime_of) -> list[FamilyLine]:
     """One line per (family, study, task and condition) the evidence covers, in the families' registration order
     (normbench/configuration/families.py); a family no study
     covers gets one "no evidence yet" line. ``sections``: sections.StudySection, for titles, anchors
-    and claims."""
+    and claims; ``regime_of``: summary rows -> (gate, scale), the result's (analysis/result.py)."""
     family = _family_of(runs)
     out = []
     for key, name in ((f.name, f.display) for f in families()):
@@ -93,7 +92,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list
                 condition = str(rows["condition"].iloc[0]) if "condition" in rows else ""
                 task += f" at {condition}" if condition and condition != "nan" else ""
                 ranked = rows[rows["rank"].notna()].sort_values("rank", kind="stable")
-                gate, _ = answers.regime_of(rows, runs[runs["group"].isin(rows["group"])])
+                gate, _ = regime_of(rows)
                 if gate is not None:  # the same gate the study's answer names: no favourite from such a setup
                     kind, arms, favoured = GATED, [], gate.text
                 elif ranked.empty:

@@ -2,8 +2,9 @@
 report gives, word for word (report/answers.py: the sentence that names the first arm, or the
 "not testable here" line that voids it, then what is said of the other arms).
 
-Read from the records by the report's own steps (aggregate.runs_frame, distinct_runs, label_groups,
-summarize_groups, answers), so the terminal cannot say what the report does not.
+Read from the result the report renders (analysis/result.py: built once from the records, each study at
+its sequential design's level) and worded by the report's answers, so the terminal cannot say what the
+report does not.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.analysis import aggregate
+from normbench.analysis import result as study_result
 from normbench.records.reading import find_records
 from normbench.report import answers as report_answers
 from normbench.report.tables import number
@@ -41,17 +42,15 @@ def _arm_lines(rows: pd.DataFrame) -> list[str]:
 def answer_lines(sweep_dir: Path) -> list[str]:
     """The sweep's answer block; empty when no record trained."""
     records = find_records([sweep_dir])
-    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
+    runs, copies = study_result.runs_of(records)
     if runs.empty:
         return []
-    axes = aggregate.varying_axes(runs)
-    runs = aggregate.label_groups(runs, axes)
-    summary = aggregate.summarize_groups(runs, axes)
-    if summary.empty:
+    result = study_result.build(records, runs, copies, [sweep_dir], say=False)
+    if result.summary.empty:
         return []
     lines = []
-    key = "comparison" if "comparison" in summary else "task"
-    for (_, rows), answer in zip(summary.groupby(key, sort=False), report_answers.answers(runs, summary, axes)):
+    for comparison, answer in zip(result.comparisons, report_answers.answers(result)):
+        rows = comparison.rows
         metric = str(rows["metric"].iloc[0]) if "metric" in rows else ""
         higher = bool(rows["higher_is_better"].iloc[0]) if "higher_is_better" in rows else True
         lines.append(f"normbench sweep: {answer.task}: {metric}, {'higher' if higher else 'lower'} is better "
