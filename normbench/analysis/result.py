@@ -38,7 +38,7 @@ from normbench.analysis.performance_profiles import AREA_TAU, TAUS  # noqa: F401
 from normbench.analysis.tuning import SELECTION, TOLERANCE_TEXT  # noqa: F401
 from normbench.records import metrics as registry
 from normbench.records import study_plan
-from normbench.records.reading import Records
+from normbench.records.reading import Records, read_curves
 
 MAX_SEEDS = 200  # beyond this "about K seeds" is no plan anyone would run
 
@@ -92,6 +92,23 @@ class Tuning:
     ratios: pd.DataFrame | None  # None: fewer than 2 tasks
     profile_rows: pd.DataFrame | None
     left_out: list
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """One study's grid over its two main arm settings: a panel per task and per value of the others."""
+
+    varying: list[str]          # the arm settings that vary (task left out); fewer than 2: no grid
+    row: str = ""
+    col: str = ""
+    rest: list = field(default_factory=list)
+    panels: list | None = None  # [(task, {axis: value}, aggregate.AxisGrid)]; None: more combinations than allowed
+
+
+def _natural(value) -> tuple:
+    """Numbers in numeric order, then text."""
+    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    return (0, float(number), "") if pd.notna(number) and not isinstance(value, bool) else (1, 0.0, str(value))
 
 
 @dataclass(frozen=True)
@@ -165,6 +182,54 @@ class StudyResult:
     def machine_rows(self) -> list[list[str]]:
         """How busy the machine was while the finished runs trained (speed.condition_rows)."""
         return speed.condition_rows(self.finished)
+
+    @functools.cached_property
+    def trained(self) -> pd.DataFrame:
+        return self.runs[self.runs["status"].isin(TRAINED)]
+
+    def heatmap(self, groups, max_facets: int) -> Heatmap:
+        """The grid of a study's ``groups``: cells pool seeds only; further arm settings get a panel per
+        value (never pooled), at most ``max_facets`` per task."""
+        mine = self.trained[self.trained["group"].isin(groups)]
+        varying = [a for a in aggregate.varying_axes(mine) if a != "axes.task"]
+        if len(varying) < 2:
+            return Heatmap(varying)
+        row, col = aggregate.main_axes(mine, varying)
+        rest = [a for a in varying if a not in (row, col)]
+        panels = []
+        for task, task_runs in mine.groupby("task.name", sort=True):
+            combos = (sorted(task_runs[rest].drop_duplicates().to_dict("records"),
+                             key=lambda combo: tuple(_natural(v) for v in combo.values())) if rest else [{}])
+            if len(combos) > max_facets:
+                return Heatmap(varying, row, col, rest, None)
+            for combo in combos:
+                cell_runs = task_runs
+                for axis, value in combo.items():
+                    cell_runs = cell_runs[cell_runs[axis].map(aggregate.format_value) == aggregate.format_value(value)]
+                panels.append((task, combo, aggregate.axis_grid(cell_runs, row, col)))
+        return Heatmap(varying, row, col, rest, panels)
+
+    def plotted_groups(self, rows: pd.DataFrame, limit: int) -> list[str]:
+        """The groups of summary ``rows`` that get a curve: the best of each task in leaderboard order."""
+        return aggregate.plotted_groups(rows, limit)
+
+    def curve_bands(self, groups: dict[str, list[str]]) -> dict[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]:
+        """study id -> (validation, training loss, gradient norm) bands of its ``groups``' trained runs,
+        every curve read once (records/reading.read_curves)."""
+        shown = self.trained[self.trained["group"].isin([g for chosen in groups.values() for g in chosen])]
+        curves = read_curves(shown["run_dir"])
+        out = {}
+        for study, chosen in groups.items():
+            mine = shown[shown["group"].isin(chosen)]
+            out[study] = (aggregate.curve_bands(curves, mine, "eval", "val_metric"),
+                          aggregate.curve_bands(curves, mine, "train", "loss"),
+                          aggregate.curve_bands(curves, mine, "train", "grad_norm", log=True))
+        return out
+
+    def grad_flow(self, groups: list[str]) -> pd.DataFrame:
+        """Gradient flow through time of ``groups``' trained runs (the records' grad_time profiles)."""
+        flow_runs = self.runs[self.runs["group"].isin(groups) & self.runs["status"].isin(TRAINED)]
+        return aggregate.grad_time_profiles(self.records.runs, flow_runs)
 
     @functools.cached_property
     def tuning(self) -> Tuning:

@@ -97,7 +97,7 @@ def claims_frame(claims: list[tables.ClaimView]) -> pd.DataFrame:
 
 def _write(result: StudyResult, out: Path, staging: Path) -> None:
     """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
-    records, runs, copies, summary, axes = result.records, result.runs, result.copies, result.summary, result.axes
+    records, runs, summary, axes = result.records, result.runs, result.summary, result.axes
     paths, timing = list(result.paths), result.timing
     spreadsheet_safe(runs).to_csv(staging / "runs.csv", index=False)
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
@@ -112,7 +112,7 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
         "what_was_run": provenance.what_was_run(result, out),
         "bn_gaps": tables.bn_gap_table(summary),
         "timing": timing,  # which step time the throughput figures show (paired or per-run)
-        **study_figures.figure_sections(records, runs, summary, axes, staging, timing),
+        **study_figures.figure_sections(result, staging),
         **study_figures.tuning_sections(result, staging),
         "divergences": tables.divergence_table(runs, axes, out),
         "claims": [tables.claim_view(c, result.titles) for c in result.claims],

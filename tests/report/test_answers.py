@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from normbench.analysis.ranking import design_power
 from normbench.analysis.result import build, of_runs, runs_of as distinct_runs_of
