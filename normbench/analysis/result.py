@@ -28,6 +28,7 @@ from normbench.analysis import sequential, speed, tuning
 from normbench.analysis.aggregate import NO_STUDY, REPORT_STATUSES, TRAINED  # noqa: F401  (the result's words)
 from normbench.analysis.claims import SHIPPED, Claim, Effect, Part, Verdict, evaluate_claims  # noqa: F401
 from normbench.analysis.claims.comparison import effect_text
+from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders  # noqa: F401  (a user's claims, judged too)
 from normbench.analysis.claims.vocabulary import INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE  # noqa: F401
 from normbench.analysis.intervals import METHOD  # noqa: F401
 from normbench.analysis.ranking import EVALUATION, design_power
