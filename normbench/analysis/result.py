@@ -156,6 +156,12 @@ class StudyResult:
         runs, summary, _ = self.answered
         return comparisons(runs, summary, self.designs, self.runs)
 
+    @functools.cached_property
+    def decisions(self) -> list[decisions.Decision]:
+        """Each comparison's decision at the result's level (analysis/decisions.py, the report's gate):
+        the study runner's "decided" and "undecided" (studies/study.py, studies/progress.py)."""
+        return decisions.decisions(self.runs, self.alpha if self.alpha is not None else rules.ALPHA)
+
     def regime_of(self, rows: pd.DataFrame) -> tuple[Gate | None, str]:
         """The gate and the scale of the summary ``rows``' arms (any set of them: the synthesis reads a family's)."""
         return regime_of(rows, self.runs[self.runs["group"].isin(rows["group"])])
@@ -386,9 +392,10 @@ def comparisons(runs: pd.DataFrame, summary: pd.DataFrame, designs: dict | None 
     return out
 
 
-def of_runs(runs: pd.DataFrame, designs: dict | None = None) -> StudyResult:
-    """The result of a runs frame read elsewhere (runs_frame's columns; tests build them from crafted records)."""
-    return build(None, runs, designs=designs)
+def of_runs(runs: pd.DataFrame, designs: dict | None = None, alpha: float | None = None) -> StudyResult:
+    """The result of a runs frame read elsewhere (runs_frame's columns: the study runner's looks, a test's
+    crafted records), every study at ``alpha`` when given."""
+    return build(None, runs, alpha=alpha, designs=designs)
 
 
 def of_frames(runs: pd.DataFrame, summary: pd.DataFrame, designs: dict | None = None) -> StudyResult:

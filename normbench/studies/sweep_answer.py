@@ -19,6 +19,7 @@ from normbench.report import answers as report_answers
 from normbench.report.tables import number
 
 MAX_ARMS = 12  # arms listed per comparison before "and N more": the answer stays on one screen
+MAX_LINE = 400  # characters of one answer line: a gate over 200 arms names each, the report says it whole
 
 
 def _arm_lines(rows: pd.DataFrame) -> list[str]:
@@ -39,6 +40,21 @@ def _arm_lines(rows: pd.DataFrame) -> list[str]:
     return lines
 
 
+def bounded(text: str, sweep_dir: Path) -> str:
+    """``text`` when it fits MAX_LINE; else its first parts (a gate's list of arms is "; "-separated),
+    how many were left out, and where the whole line is: the report's answer."""
+    if len(text) <= MAX_LINE:
+        return text
+    parts, kept = text.split("; "), []
+    for part in parts:
+        if len("; ".join([*kept, part])) > MAX_LINE:
+            break
+        kept.append(part)
+    shown = "; ".join(kept) if kept else text[:MAX_LINE]
+    left = f"{len(parts) - len(kept)} more of {len(parts)} parts" if kept else f"{len(text) - MAX_LINE} more characters"
+    return f"{shown} … ({left} left out here; the report's answer has them all: python -m normbench.report {sweep_dir})"
+
+
 def answer_lines(sweep_dir: Path) -> list[str]:
     """The sweep's answer block; empty when no record trained."""
     records = find_records([sweep_dir])
@@ -56,9 +72,9 @@ def answer_lines(sweep_dir: Path) -> list[str]:
         lines.append(f"normbench sweep: {answer.task}: {metric}, {'higher' if higher else 'lower'} is better "
                      f"(rank, ★ could be the best, mean ± 95% CI)")
         lines += _arm_lines(rows)
-        lines.append(f"answer: {answer.headline}")
+        lines.append(bounded(f"answer: {answer.headline}", sweep_dir))
         if answer.also:
-            lines.append(f"  {answer.also.strip()}")
+            lines.append(bounded(f"  {answer.also.strip()}", sweep_dir))
         if answer.command:
             lines.append(f"  To decide it: {answer.command}")
     return lines

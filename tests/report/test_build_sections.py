@@ -109,17 +109,20 @@ def test_the_synthesis_names_each_family_and_no_evidence_where_none():
     runs = pd.DataFrame({"group": ["g1", "g2", "g3"], "axes.model": ["lstm"] * 3, "axes.hidden": [64] * 3,
                          "axes.layers": [2] * 3, "axes.steps": [400] * 3})
     section = sections.StudySection("s", "study-s", "s", "", ["norm"], [])
-    lines = synthesis.synthesis(summary, runs, [section])
+    from normbench.analysis.result import of_frames
+
+    gates = of_frames(runs, summary).regime_of  # the result's gate of any set of arms
+    lines = synthesis.synthesis(summary, runs, [section], gates)
     by_family = {line.family: line for line in lines}
     assert list(by_family) == ["LSTM"]  # only the families the records ran
     assert by_family["LSTM"].favoured.startswith("norm=ln ★; norm=rms ★") and "bn" not in by_family["LSTM"].favoured
     assert "2 of 3 arms could be the best" in by_family["LSTM"].sure and "5+ seeds" in by_family["LSTM"].sure
     assert by_family["LSTM"].scale == "hidden 64, layers 2, steps 400"
     assert [line.family for line in synthesis.recommendations(lines)] == ["LSTM"]
-    nothing = synthesis.synthesis(summary.iloc[:0], runs, [section])  # no family covered: each says so
+    nothing = synthesis.synthesis(summary.iloc[:0], runs, [section], gates)  # no family covered: each says so
     assert [(line.family, line.favoured) for line in nothing] == [(f.display, "no evidence yet") for f in families()]
     tied = summary.assign(shown_worse=False, best=False)
-    assert synthesis.synthesis(tied, runs, [section])[0].favoured.startswith("none yet (norm=ln ranks first")
+    assert synthesis.synthesis(tied, runs, [section], gates)[0].favoured.startswith("none yet (norm=ln ranks first")
     table = synthesis.synthesis_table(lines)
     assert len(table.columns) <= tables.MAX_COLUMNS and "family" in table.keep and "how sure" in table.keep
 
