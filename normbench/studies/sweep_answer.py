@@ -41,18 +41,23 @@ def _arm_lines(rows: pd.DataFrame) -> list[str]:
 
 
 def bounded(text: str, sweep_dir: Path) -> str:
-    """``text`` when it fits MAX_LINE; else its first parts (a gate's list of arms is "; "-separated),
-    how many were left out, and where the whole line is: the report's answer."""
+    """``text`` when it fits MAX_LINE; else its first parts (a gate's list of arms is "; "-separated) and
+    its last (which ends the list and says what would make it testable), how many were left out between,
+    and where the whole line is: the report's answer."""
     if len(text) <= MAX_LINE:
         return text
-    parts, kept = text.split("; "), []
-    for part in parts:
-        if len("; ".join([*kept, part])) > MAX_LINE:
+    where = f"the report's answer has them all: python -m normbench.report {sweep_dir}"
+    parts = text.split("; ")
+    last = parts[-1] if len(parts) > 1 and len(parts[-1]) <= MAX_LINE else ""
+    if len(parts) == 1 or len(parts[0]) > MAX_LINE:  # no list to shorten: the characters that fit
+        return f"{text[:MAX_LINE]} … ({len(text) - MAX_LINE} more characters left out here; {where})"
+    kept = parts[:1]  # the first names the gate
+    for part in parts[1:-1] if last else parts[1:]:
+        if len("; ".join([*kept, part])) + len(last) > MAX_LINE:
             break
         kept.append(part)
-    shown = "; ".join(kept) if kept else text[:MAX_LINE]
-    left = f"{len(parts) - len(kept)} more of {len(parts)} parts" if kept else f"{len(text) - MAX_LINE} more characters"
-    return f"{shown} … ({left} left out here; the report's answer has them all: python -m normbench.report {sweep_dir})"
+    left = len(parts) - len(kept) - bool(last)
+    return "; ".join([*kept, f"… ({left} more of {len(parts)} parts left out here; {where})", *([last] if last else [])])
 
 
 def answer_lines(sweep_dir: Path) -> list[str]:
