@@ -7,7 +7,9 @@ read the same object, so the terminal, the runner and the page cannot disagree.
 analysis/rules.py), the ranking, each comparison's regime, power and lr protocol, the claims with
 their parts and measures, the sequential designs, the tuning and sensitivity tables, the
 performance profiles and the machine's condition. What is costly and not read by every consumer
-(the claims, the tuning) is computed on first read and kept.
+(the claims, the decisions, the tuning) is computed on first read and kept; the figures' data (a study's
+heatmap grid, its curve bands, its gradient flow) are computed by its methods when the report asks for
+a study's figure, so a sweep's last lines never read a curve.
 
 The names below the dataclasses (the claim and verdict types, the statuses and rules a result is read
 with) are the result's types and words: the report imports them from here and no other analysis module.
