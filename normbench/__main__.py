@@ -8,6 +8,7 @@ are answered here without the training code: no torch import, so a TAB answers i
 second.
 """
 
+import errno
 import importlib
 import os
 import signal
@@ -45,9 +46,24 @@ def subcommand(name: str, args: list[str]) -> int:
     traceback; a command with handlers of its own (report, study, tune) puts them in place itself."""
     signal.signal(signal.SIGTERM, _terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    from normbench.checks import ArgumentRefused  # torch-free
+
+    out = sys.stdout = _WatchedOutput(sys.stdout)
     try:
         module = importlib.import_module(SUBCOMMANDS[name][0])
-        return module.main(args)
+        status = module.main(args)
+        sys.stdout.flush()  # what is still buffered fails here, where it can be said in one line, not at exit
+        return status
+    except ArgumentRefused as refused:
+        print(f"normbench {name}: {refused}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        if not out.failed:
+            raise
+        _give_up_stdout()
+        print(f"normbench {name}: cannot write to standard output ({os.strerror(error.errno or errno.EIO)})",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt as stop:
         # a handler of the command's own (a run's SIGTERM handler) says which signal it turned into this
         signum = getattr(stop, "signum", signal.SIGINT)
@@ -56,6 +72,42 @@ def subcommand(name: str, args: list[str]) -> int:
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second signal: the status says it
             pass
         return 128 + signum
+    finally:
+        if sys.stdout is out:
+            sys.stdout = out._stream
+
+
+class _WatchedOutput:
+    """Standard output that remembers whether writing to it failed: ``> /dev/full`` or a full disk
+    is then one line on stderr, told apart from a failed write to some file the command opened."""
+
+    def __init__(self, stream):
+        self._stream, self.failed = stream, False
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError:
+            self.failed = True
+            raise
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except OSError:
+            self.failed = True
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _give_up_stdout() -> None:
+    """Points standard output at /dev/null, so the interpreter's flush at exit prints no second error."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def main() -> None:
@@ -72,12 +124,13 @@ def main() -> None:
             from normbench.studies.app import main as run
 
             run(from_process_start=True)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        signum = getattr(stop, "signum", signal.SIGINT)  # a run's SIGTERM or SIGHUP (training/run.py) names itself
         try:
-            print("normbench: stopped by SIGINT", file=sys.stderr)
+            print(f"normbench: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second Ctrl-C: the status says it
             pass
-        sys.exit(128 + signal.SIGINT)
+        sys.exit(128 + signum)
 
 
 def forward(name: str, args: list[str]) -> None:

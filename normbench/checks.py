@@ -17,6 +17,22 @@ class ConfigError(ValueError):
     """A config value out of range; the message is one line naming the key."""
 
 
+class ArgumentRefused(Exception):
+    """A command-line argument no command can use; one line, exit status 2 (normbench/__main__.py).
+
+    Not a ValueError on purpose: argparse turns those into its usage text, two lines or more."""
+
+
+def out_path(text: str):
+    """``--out``'s type: a path, never the empty string (``Path('')`` is the working folder, so
+    ``--out ''`` from an unset shell variable would write a report or a record among your files)."""
+    from pathlib import Path
+
+    if not text.strip():
+        raise ArgumentRefused("--out is empty; name a folder (an unset shell variable?)")
+    return Path(text)
+
+
 def shown(value: object, limit: int = 80) -> str:
     """``value`` as an error line shows it: its repr, at most ``limit`` characters, ending in "…" when cut."""
     text = repr(value)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench.configuration.env_names import NAME_KEYS, NOT_NAMES, PASSED_ON, REFUSED
+from normbench.configuration.env_names import CONTROL, NAME_KEYS, NOT_NAMES, PASSED_ON, REFUSED
 from normbench.configuration.schema import LOGGER_KINDS
 from tests.conftest import TINY, TINY_TASK
 
@@ -66,3 +66,37 @@ def test_a_passed_on_folder_is_used(cli, tmp_path, monkeypatch):
     code, _, err = cli(*TINY, *TINY_TASK, "hydra.run.dir=${oc.env:NB_TEST_SCRATCH}/run")
     assert code == 0, err
     assert (tmp_path / "scratch" / "run" / "summary.json").is_file()
+
+
+def test_a_short_environment_value_is_not_masked_into_every_line(monkeypatch):
+    """A 1-character value (WORLD_SIZE=1) masked everywhere turned each "1" of a line into ***."""
+    from normbench.training.tracking import MIN_SECRET, env_secrets, masked
+
+    monkeypatch.setenv("NB_TEST_ONE", "1")
+    monkeypatch.setenv("NB_TEST_LONG", SECRET)
+    secrets = tuple(env_secrets(["x=${oc.env:NB_TEST_ONE}", "y=${oc.env:NB_TEST_LONG}"]))
+    assert secrets == (SECRET,) and MIN_SECRET <= 4
+    assert masked(f"step 10 of 100, token {SECRET}", secrets) == "step 10 of 100, token ***"
+
+
+@pytest.mark.parametrize("typed", ["logger.mlflow.experiment=${hydra:run.dir}",
+                                   "logger.csv.file=${hydra.run.dir}.csv"])
+def test_a_refused_name_key_cannot_take_a_passed_on_value(typed, cli, tmp_path, monkeypatch):
+    """``${hydra:run.dir}`` may carry an environment value (hydra.run.dir=${oc.env:SCRATCH}) into a name."""
+    monkeypatch.setenv("NB_TEST_NAME_SECRET", SECRET)
+    key = typed.partition("=")[0]
+    code, out, err = cli(*TINY, *TINY_TASK, f"logger={key.split('.')[1]}", typed,
+                         "hydra.run.dir=${oc.env:NB_TEST_NAME_SECRET}")
+    assert code == 2 and f"{key} takes hydra.run.dir's value" in err and len(err.strip().splitlines()) == 1, err
+    assert SECRET not in out + err  # the run folder is named by it, as hydra.run.dir's row allows; nothing else
+    assert not [p for p in tmp_path.rglob("*") if "mlruns" in p.name or p.suffix in (".csv", ".db")]
+
+
+@pytest.mark.parametrize("typed", ["hydra.job.name=a\tb", "hydra.job.name='x\x1by'", "logger.mlflow.experiment='a\nb'",
+                                   "logger.csv.file=a\tb.csv", "tags=[ok,'bad\x07']"])
+def test_a_control_character_in_a_name_is_one_line(typed, cli, tmp_path):
+    key = typed.partition("=")[0]
+    extra = [f"logger={key.split('.')[1]}"] if key.startswith("logger.") else []
+    code, out, err = cli(*TINY, *TINY_TASK, *extra, typed, "hydra.run.dir=run")
+    assert code == 2 and "control character" in err and len(err.strip().splitlines()) == 1, err
+    assert "\x1b" not in err and not [p for p in tmp_path.rglob("*") if CONTROL.search(p.name)]

@@ -128,3 +128,11 @@ def test_a_group_chosen_per_job_is_checked_in_the_workers_too(tmp_path, cli):
                        "hydra/launcher=local", "hydra.launcher.n_jobs=2", "report=false", "hydra.sweep.dir=sweep")
     assert code != 0 and not marker.exists(), err
     assert "hydra.callbacks" in err
+
+
+def test_a_nested_sweep_parameter_on_the_command_line_is_one_line(tmp_path, cli):
+    """``+hydra.sweeper.params.hydra.sweep.dir=/abs`` nests a node where the sweeper wants an override:
+    OmegaConf failed with an AssertionError traceback."""
+    code, _, err = cli("-m", f"+hydra.sweeper.params.hydra.sweep.dir={tmp_path / 'abs'}", "steps=1")
+    assert code == 2 and "dotted name" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "abs").exists()

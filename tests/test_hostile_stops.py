@@ -57,3 +57,47 @@ def test_sigterm_while_a_subcommand_imports_is_one_line(tmp_path):
                           capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
     assert done.stderr == "normbench compare: stopped by SIGTERM\n"
+
+
+@pytest.mark.parametrize("name", ["study", "report", "tune", "rerun", "compare"])
+def test_an_empty_out_is_refused_in_one_line(name, tmp_path, monkeypatch, capsys):
+    """``--out ''`` (an unset shell variable) is Path(''), the working folder: a report or a record would
+    land among the files there."""
+    monkeypatch.chdir(tmp_path)
+    args = {"rerun": [str(tmp_path), "--out", ""], "compare": [str(tmp_path), str(tmp_path), "--out", ""],
+            "report": [str(tmp_path), "--out", ""]}.get(name, ["--out", ""])
+    assert entry.subcommand(name, args) == 2
+    err = capsys.readouterr().err
+    assert err == f"normbench {name}: --out is empty; name a folder (an unset shell variable?)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_stdout_is_one_line_and_not_zero(tmp_path):
+    """``normbench report RUNS > /dev/full``: the report is written, printing its path fails."""
+    records = os.path.join(os.path.dirname(__file__), "data", "records_b1fa2f9")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "normbench", "report", records, "--out", str(tmp_path / "o")],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=HANG_S)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == "normbench report: cannot write to standard output (No space left on device)\n"
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX only")
+def test_sighup_during_a_run_leaves_an_interrupted_record_and_one_line(tmp_path):
+    """A closed terminal (SIGHUP) killed the run with its record still saying `running`."""
+    import json
+
+    from tests.conftest import TINY, TINY_TASK
+
+    args = [a for a in TINY if not a.startswith("steps=")] + TINY_TASK + ["steps=1000000", "hydra.run.dir=run"]
+    proc = subprocess.Popen([sys.executable, "-m", "normbench", *args], cwd=tmp_path, stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True)
+    metrics, deadline = tmp_path / "run" / "metrics.jsonl", time.monotonic() + HANG_S
+    while time.monotonic() < deadline and not (metrics.exists() and metrics.stat().st_size > 0):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGHUP)
+    err = proc.communicate(timeout=HANG_S)[1]
+    assert proc.returncode == 130 and "Traceback" not in err, err  # as SIGTERM and Ctrl-C end a run
+    assert err.strip().splitlines()[-1] == "normbench: interrupted by SIGHUP; summaries written"
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and f"signal {signal.SIGHUP.value}" in summary["reason"]

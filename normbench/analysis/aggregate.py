@@ -62,6 +62,32 @@ def _flow_after_first_step(profile) -> float | None:
     return math.log10(first / last)
 
 
+# Where a task's input stops being a near-constant prefix, so that a gradient-through-time profile read from
+# there measures the recurrence, not the transient of identical early inputs: digits' first image row
+# (pixels 0-7) is blank in most images (pixel 0 in every one, pixel 1 in 85%). Other tasks start at t = 2:
+# t = 1 is the per-step norm's division of a zero-variance row (h_0 = 0) by sqrt(eps).
+FLOW_WINDOW_START = {"digits": 8}
+FLOW_DEFAULT_START = 2
+
+
+def flow_start(task: object) -> int:
+    return FLOW_WINDOW_START.get(str(task), FLOW_DEFAULT_START)
+
+
+def _flow_over_window(profile, start: int) -> float | None:
+    """The signed flow of a gradient-through-time profile over t = start..T (1-based): the OLS line of
+    log10 ‖∂L/∂h_t‖ on t, read as log10(fitted ‖∂L/∂h_start‖ / fitted ‖∂L/∂h_T‖). Negative: the gradient
+    vanishes going back in time (that many decades); positive: it grows going back; never an absolute value."""
+    if not isinstance(profile, list) or len(profile) - start + 1 < 3:
+        return None
+    window = profile[start - 1:]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in window):
+        return None
+    t = np.arange(start, len(profile) + 1, dtype=float)
+    slope = float(np.polyfit(t, np.log10(np.asarray(window, dtype=float)), 1)[0])
+    return -slope * (t[-1] - t[0])
+
+
 def _last_layer_grad_norm(layer_norms) -> float | None:
     """The entry of the deepest block, `layers.<i>` with the largest i.
 
@@ -154,6 +180,10 @@ def _flatten(record: RunRecord) -> dict:
     profiles = summary.get("profiles") if isinstance(summary.get("profiles"), dict) else {}
     row["profiles.last_layer_grad_norm_init"] = _last_layer_grad_norm(profiles.get("layer_grad_norm_init"))
     row["profiles.grad_time_decay_init"] = _flow_after_first_step(profiles.get("grad_time_init"))
+    start = flow_start((summary.get("task") or {}).get("name") if isinstance(summary.get("task"), dict) else None)
+    flow = _flow_over_window(profiles.get("grad_time_init"), start)
+    row["profiles.grad_time_flow_init"] = flow
+    row["profiles.grad_time_flow_steps"] = len(profiles["grad_time_init"]) - start + 1 if flow is not None else None
     row["profiles.ffn_w2_grad_norm_init"] = profiles.get("ffn_w2_grad_norm_init") if _is_scalar(profiles.get("ffn_w2_grad_norm_init")) else None
     return row
 

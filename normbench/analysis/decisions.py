@@ -3,7 +3,8 @@
 A comparison (ranking.comparisons: one study's arms on one task at one condition) is, at a level α:
 
 - **not testable here** when its arms fail a regime gate (analysis/regime.py's ANSWER_GATES: every
-  arm at chance, every arm at the ceiling, or still improving at the end). The report's answer then
+  arm at chance, every arm at the ceiling, or still improving at the end, where a leader the ranking
+  shows better than every other arm does not count: improving could only widen its lead). The report's answer then
   says "not testable here: REASON — testable with WHAT" and offers no seeds; the study runner buys
   none for it and prints the same line, never "ranked first".
 - **decided** when the ranking's rule (ranking.best_set) shows every other arm worse than the first,
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from normbench.analysis import regime, rules
@@ -56,33 +58,53 @@ class Decision:
                 f"not shown better)")
 
 
-def gate_of(runs: pd.DataFrame, order: list | None = None) -> regime.Gate | None:
+def gate_of(runs: pd.DataFrame, order: list | None = None, leader: object = None) -> regime.Gate | None:
     """The regime gate one comparison's arms fail (ANSWER_GATES), None when testable or fewer than 2
     arms. ``runs``: the comparison's runs with ``group`` (and ``arm``, the label the text names);
-    ``order``: the groups in the order to name them (default: as they appear)."""
+    ``order``: the groups in the order to name them (default: as they appear); ``leader``: the group
+    the best-set rule shows better than every other ranked group (lead_of), whose still improving
+    voids nothing: improving can only widen its lead (regime.still_improving)."""
     if runs.empty or "group" not in runs:
         return None
     labels = runs.groupby("group", sort=False)["arm"].first() if "arm" in runs else pd.Series(dtype=object)
     groups = [g for g in (order if order is not None else runs["group"].unique()) if (runs["group"] == g).any()]
     arms = {str(labels.get(g, g)): runs[runs["group"] == g] for g in groups}
-    return regime.check(arms, runs, regime.ANSWER_GATES) if len(arms) >= 2 else None
+    lead = str(labels.get(leader, leader)) if leader is not None else None
+    return regime.check(arms, runs, regime.ANSWER_GATES, leader=lead) if len(arms) >= 2 else None
+
+
+def lead_of(ranked) -> object:
+    """The group a ranking (ranking.BestSet) shows better than every other ranked group, or None."""
+    return ranked.best if ranked.best is not None and ranked.members == [ranked.best] and ranked.informative \
+        else None
 
 
 def _open_pairs(mine: pd.DataFrame, ranked, level: float, higher: bool, score: str) -> list[str]:
     """The "first vs other" pairs neither shown worse nor decided by sequential.decide at ``level``."""
-    from normbench.analysis.sequential import decide
+    from normbench.analysis.sequential import decide, decide_paired
 
     sign = 1.0 if higher else -1.0
     finished = mine[(mine["status"] == "ok") & ~rules.did_not_train(mine)]
     name = mine["task.metric"].iloc[0] if "task.metric" in mine else None
-    scores = {g: sign * rules.to_scale(finished.loc[finished["group"] == g, score], name) for g in ranked.order}
+    scores = {g: pd.Series(sign * rules.to_scale(finished.loc[finished["group"] == g, score], name),
+                           index=finished.loc[finished["group"] == g, "seed"] if "seed" in finished else None)
+              for g in ranked.order}
     delta = rules.margin(name)[0]  # the smallest effect of interest every claim part uses
     pairs = []
     for other in ranked.order[1:]:
         if other not in ranked.members:  # shown worse by the best-set rule (failures count): decided
             continue
         a, b = scores[ranked.best], scores[other]
-        if len(a) < 2 or len(b) < 2 or decide(a, b, level, delta) is None:
+        # arms that share seeds are read on their per-seed differences, as the best set reads them; the
+        # unpaired test only where pairing cannot apply (fewer than 2 shared seeds, or no spread), never both
+        shared = a.index.intersection(b.index) if "seed" in finished else []
+        differences = (a.groupby(level=0).mean() - b.groupby(level=0).mean()).loc[shared].to_numpy() \
+            if len(shared) >= 2 else np.array([])
+        if len(differences) >= 2 and np.ptp(differences) > 0:
+            verdict = decide_paired(differences, level, delta)
+        else:
+            verdict = decide(a.to_numpy(), b.to_numpy(), level, delta) if len(a) >= 2 and len(b) >= 2 else None
+        if verdict is None:
             pairs.append(f"{ranked.best} vs {other}")
     return pairs
 
@@ -99,7 +121,8 @@ def decisions(runs: pd.DataFrame, level: float) -> list[Decision]:
         ranked = best_set(mine, higher, score=ranks_on, alpha=level)
         label = (mine.groupby("group", sort=False)["arm"].first() if "arm" in mine else pd.Series(dtype=object))
         name = lambda g: str(label.get(g, g))  # noqa: E731 - a label lookup, three uses below
-        gate = gate_of(mine, [*ranked.order, *(g for g in mine["group"].unique() if g not in ranked.order)])
+        gate = gate_of(mine, [*ranked.order, *(g for g in mine["group"].unique() if g not in ranked.order)],
+                       lead_of(ranked))
         if gate is not None:
             out.append(Decision(study, task, GATED, gate=gate))
             continue

@@ -21,8 +21,11 @@ METHOD = (
     "scipy.stats.t); every directional claim part is a one-sided test at α in each direction, read "
     "on one (1 − 2α) interval, and equivalence is two one-sided tests (TOST) at α: the same "
     "interval inside the stated margin ±δ. Divergence-rate differences use Newcombe's hybrid score interval built from "
-    "Wilson intervals (Agresti–Caffo intervals, inverse-variance combined, when stratified)."
+    "Wilson intervals (Agresti–Caffo intervals, inverse-variance combined, when stratified). n is seeds: "
+    "a seed's runs at several levels of a pooled axis are averaged into one value per seed, and arms that "
+    "share 2 or more seeds are compared on their per-seed differences (paired)."
 )
+PAIRED_MIN = 2  # shared seeds from which a difference is paired (the ranking uses the same: ranking.PAIRED_MIN)
 
 
 def t_quantile(p: float, nu: float) -> float:
@@ -82,6 +85,34 @@ def slope_estimate(x: Iterable[float], y: Iterable[float]) -> Estimate:
     if n == 2:
         return Estimate(float(fit.slope), math.nan, 0.0)
     return Estimate(float(fit.slope), float(fit.stderr) ** 2, float(n - 2))  # stderr² = SSE / (n - 2) / Sxx
+
+
+def per_seed(values: Iterable[float], seeds: Iterable) -> dict:
+    """{seed: the mean of its finite values}: a seed's runs at several strata (lengths, sizes) are one
+    observation, so pooling strata never raises n above the seeds."""
+    sums: dict = {}
+    for value, seed in zip(values, seeds):
+        value = float(value)
+        if math.isfinite(value):
+            total, count = sums.get(seed, (0.0, 0))
+            sums[seed] = (total + value, count + 1)
+    return {seed: total / count for seed, (total, count) in sums.items()}
+
+
+def seed_difference(a: Iterable[float], a_seeds: Iterable, b: Iterable[float], b_seeds: Iterable) -> tuple[Estimate, int]:
+    """mean(a) − mean(b) with n = seeds, and the number of seeds it is paired on (0: unpaired).
+
+    Each arm's values are first averaged per seed (per_seed). When the arms share PAIRED_MIN or more
+    seeds (the same seed draws the same data and initialization), the estimate is the mean of the
+    per-seed differences on the shared seeds (a paired t, n − 1 df); otherwise Welch on the per-seed
+    means. Per-seed differences that are all equal have no spread to read an interval from (seeds
+    agreeing on a discrete grid is not proof): those fall back to the unpaired test too."""
+    mine, theirs = per_seed(a, a_seeds), per_seed(b, b_seeds)
+    shared = [s for s in mine if s in theirs]
+    differences = [mine[s] - theirs[s] for s in shared]
+    if len(shared) >= PAIRED_MIN and np.ptp(differences) > 0:
+        return mean_estimate(differences), len(shared)
+    return combine([(1, mean_estimate(mine.values())), (-1, mean_estimate(theirs.values()))]), 0
 
 
 def combine(terms: Sequence[tuple[float, Estimate]]) -> Estimate:

@@ -18,11 +18,19 @@ leaderboard, summary.csv and the study runner (normbench/analysis/rules.py holds
    sweep). Whichever group is truly best is wrongly shown worse with probability at most α (each of
    its k − 1 comparisons at α / (k − 1)), so the ★ set holds the best with probability ≥ 1 − α
    whatever the spread of each arm: a noisy arm cannot escape by being noisy, because any other
-   arm may show it worse. The test is Welch's t on the scores when neither group has a failed run;
-   otherwise the Mann–Whitney U test with failed runs ranked worst and Fisher's exact test on the
-   failure counts, Bonferroni-combined (p = twice the smaller). Two groups whose runs all score one
-   identical value are tied (p = 1); two constant groups with different values differ with
-   certainty (p = 0). A group more than half of whose runs failed, against a group most of whose
+   arm may show it worse. The test is a t test on the scores when neither group has a failed run:
+   **paired by seed** (a one-sample t on the per-seed differences, on the compared scale, so a
+   ratio metric's differences are log-ratios) when the groups share 2 or more seeds, since the same
+   seed draws the same data windows and initialization; Welch's t otherwise. The table's ``test``
+   column says which. When a group has a failed run: the Mann–Whitney U test with failed runs ranked
+   worst and Fisher's exact test on the failure counts, and, when only the group tested has failed
+   runs, the same t test on the finished runs (its failures count as worse than any finished run, so
+   dropping them can only flatter it), Bonferroni-combined (p = the number of tests × the smallest).
+   Without the t route an arm with one failed run in 3 could never be shown worse: the rank test's
+   smallest p at 3 vs 3 is 0.05, doubled 0.10, above α / (k − 1). ``plan_line`` says before a study
+   runs how many seeds the failure route needs (the study runner prints it). Two groups whose runs
+   all score one identical value are tied (p = 1); two constant groups with different values differ
+   with certainty (p = 0). A group more than half of whose runs failed, against a group most of whose
    runs did not, is worse by definition, untested.
 4. Groups that could be the best rank above the groups shown worse (a group with fewer failures but
    a worse score can be shown worse by one with a failed run), so rank 1 is always in the best set.
@@ -47,6 +55,8 @@ from normbench.records.metrics import path
 
 ALPHA = rules.ALPHA
 _EXACT_LIMIT = 9999  # arrangements of two groups' runs up to which the rank test is exact
+SEED = "seed"       # the runs column that pairs arms: the same seed draws the same data windows and init
+PAIRED_MIN = 2      # shared seeds from which a comparison is paired
 RULE = (
     "Ranked within each study and task on the mean primary score (the final validation metric unless "
     "optimized_metric says best_val; MSE on the log scale) of the runs that did not fail, fewest failed runs "
@@ -54,8 +64,9 @@ RULE = (
     "more seeds are ranked, rank 1 is the best (the groups that could be the best rank above those shown worse) "
     "and equal groups share a rank. ★ = the groups that could be "
     "the best: multiple comparisons with the best (Hsu), a group being shown worse when any other group beats "
-    "it in a one-sided test at α / (k − 1) (Welch t; Mann–Whitney U with failed runs ranked worst plus Fisher's "
-    "exact test on failure counts, Bonferroni-combined, when a group has a failed run), α the study's level, "
+    "it in a one-sided test at α / (k − 1) (t on the per-seed differences when the groups share 2 or more seeds, "
+    "Welch t otherwise; when a group has a failed run, Mann–Whitney U with failed runs ranked worst plus Fisher's "
+    "exact test on failure counts plus that t on the finished runs, Bonferroni-combined), α the study's level, "
     "so the best is outside the ★ set with probability at most α. No ★ is given when no group is shown worse."
 )
 
@@ -78,18 +89,44 @@ class BestSet:
         return len(self.members) < len(self.order)
 
 
-def _worse_p(best: np.ndarray, other: np.ndarray, best_diverged: int, other_diverged: int) -> tuple[str, float]:
-    """One-sided p-value of "other is worse than best"; finished scores oriented higher = better."""
+def _paired(best: pd.Series, other: pd.Series) -> pd.Series | None:
+    """best − other per seed both finished (same seed: same data windows and init), or None when the
+    arms share fewer than PAIRED_MIN seeds or their seeds are not known (then the test is unpaired)."""
+    shared = best.index.intersection(other.index).dropna() if best.index.name == SEED else []
+    if len(shared) < PAIRED_MIN:
+        return None
+    return best.loc[shared].groupby(level=0).mean() - other.loc[shared].groupby(level=0).mean()
+
+
+def _t_p(best: pd.Series, other: pd.Series) -> tuple[str, float] | None:
+    """One-sided p of "other is worse than best" on finished scores: paired t on the per-seed
+    differences where the arms share seeds, Welch t otherwise; None when neither has the runs."""
+    difference = _paired(best, other)
+    with warnings.catch_warnings():  # near-identical scores: scipy warns, the p-value is still right
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if difference is not None and np.ptp(difference.to_numpy()) > 0:
+            result = stats.ttest_1samp(difference.to_numpy(), 0.0, alternative="greater")
+            return f"paired t on {len(difference)} shared seeds (one-sided)", float(result.pvalue)
+        a, b = best.to_numpy(float), other.to_numpy(float)
+        if len(a) < 1 or len(b) < 1 or len(a) + len(b) < 3:
+            return None
+        if np.ptp(a) == 0 and np.ptp(b) == 0:  # both constant: the difference is exact
+            return "exact (both groups constant)", 0.0 if a[0] > b[0] else 1.0
+        if len(a) < 2 or len(b) < 2:
+            return None
+        return "Welch t (one-sided, unpaired)", float(stats.ttest_ind(a, b, equal_var=False,
+                                                                       alternative="greater").pvalue)
+
+
+def _worse_p(best: pd.Series, other: pd.Series, best_diverged: int, other_diverged: int) -> tuple[str, float]:
+    """One-sided p-value of "other is worse than best"; finished scores (indexed by seed where known)
+    oriented higher = better; ``*_diverged``: each group's failed runs."""
     if best_diverged == 0 and other_diverged == 0:
-        if np.ptp(best) == 0 and np.ptp(other) == 0:  # both constant: the difference is exact
-            return "exact (both groups constant)", 0.0 if best[0] > other[0] else 1.0
-        with warnings.catch_warnings():  # near-identical scores: scipy warns, the p-value is still right
-            warnings.simplefilter("ignore", RuntimeWarning)
-            result = stats.ttest_ind(best, other, equal_var=False, alternative="greater")
-        return "Welch t (one-sided)", float(result.pvalue)
-    floor = min(np.min(best, initial=0.0), np.min(other, initial=0.0)) - 1.0  # below every finished run
-    ranked_best = np.concatenate([best, np.full(best_diverged, floor)])
-    ranked_other = np.concatenate([other, np.full(other_diverged, floor)])
+        found = _t_p(best, other)
+        return found if found is not None else ("no test (too few runs)", 1.0)
+    floor = min(np.min(best.to_numpy(float), initial=0.0), np.min(other.to_numpy(float), initial=0.0)) - 1.0
+    ranked_best = np.concatenate([best.to_numpy(float), np.full(best_diverged, floor)])
+    ranked_other = np.concatenate([other.to_numpy(float), np.full(other_diverged, floor)])
     if np.ptp(np.concatenate([ranked_best, ranked_other])) == 0:
         return "Mann–Whitney U (one-sided, all tied)", 1.0
     n1, n2 = len(ranked_best), len(ranked_other)
@@ -101,8 +138,52 @@ def _worse_p(best: np.ndarray, other: np.ndarray, best_diverged: int, other_dive
     # Rank tests are weak on a few runs; the divergence counts alone can be stronger evidence.
     counts = float(stats.fisher_exact([[other_diverged, len(other)], [best_diverged, len(best)]],
                                       alternative="greater").pvalue)
-    return ("Mann–Whitney U (one-sided, diverged ranked worst) and Fisher's exact test on divergence counts, "
-            "Bonferroni-combined"), min(1.0, 2 * min(ranks, counts))
+    tests = [ranks, counts]
+    name = ("Mann–Whitney U (one-sided, failed ranked worst) and Fisher's exact test on failure counts")
+    # A rank test cannot reach a Bonferroni level at 3 seeds (its smallest p is 1 / C(6, 3) = 0.05).
+    # When only the other group failed, its finished runs alone shown worse show the group worse:
+    # its failed runs count as worse than any finished run, and dropping them can only flatter it.
+    finished = _t_p(best, other) if best_diverged == 0 else None
+    if finished is not None:
+        tests.append(finished[1])
+        name += f", and {finished[0]} on the finished runs"
+    return f"{name}, Bonferroni-combined", min(1.0, len(tests) * min(tests))
+
+
+def smallest_rank_p(seeds: int) -> float:
+    """The smallest p the failure route of the best-set test (Mann–Whitney + Fisher, Bonferroni-combined)
+    can give at ``seeds`` runs per group: every run of the leader above every run of the other,
+    1 / C(2n, n), doubled."""
+    return min(1.0, 2.0 / math.comb(2 * seeds, seeds))
+
+
+def seeds_to_show_failures(arms: int, alpha: float = ALPHA, limit: int = 100) -> int | None:
+    """The fewest seeds per arm at which an arm whose failed runs are the evidence against it (its
+    finished runs no worse) can be shown worse at the best set's level α / (k − 1)."""
+    level = rules.bonferroni(alpha, max(1, arms - 1))
+    return next((n for n in range(2, limit + 1) if smallest_rank_p(n) <= level), None)
+
+
+def plan_line(seeds: int, arms: int, alpha: float = ALPHA) -> str:
+    """What the planned seeds can show about failed runs, said before any run (the study runner prints it)."""
+    needed = seeds_to_show_failures(arms, alpha)
+    level = rules.bonferroni(alpha, max(1, arms - 1))
+    if needed is not None and seeds >= needed:
+        return (f"design: at {seeds} seeds per arm the best set can show an arm worse by its failed runs alone "
+                f"(level {level:.3g} over {arms} arms)")
+    return (f"design: at {seeds} seeds per arm an arm with a failed run is shown worse only through its finished "
+            f"runs' scores; its failures alone (a rank test's smallest p {smallest_rank_p(seeds):.3g} > level "
+            f"{level:.3g} over {arms} arms) can show it from {needed if needed else 'more than 100'} seeds per arm")
+
+
+def _by_seed(scores: pd.Series, runs: pd.DataFrame) -> pd.Series:
+    """One group's finished scores indexed by their seed (the pairing key), or by row when seeds are not known."""
+    if SEED not in runs:
+        return scores.reset_index(drop=True)
+    seeds = pd.to_numeric(runs.loc[scores.index, SEED], errors="coerce")
+    if seeds.isna().any():
+        return scores.reset_index(drop=True)
+    return pd.Series(scores.to_numpy(float), index=pd.Index(seeds.to_numpy(), name=SEED))
 
 
 def _eligibility(used: pd.DataFrame, group: str, status: str, is_failed: pd.Series,
@@ -122,7 +203,7 @@ def _eligibility(used: pd.DataFrame, group: str, status: str, is_failed: pd.Seri
     return table, eligible
 
 
-def _worse_outcomes(order: list, arrays: dict[object, tuple[np.ndarray, int]],
+def _worse_outcomes(order: list, arrays: dict[object, tuple[pd.Series, int]],
                     threshold: float) -> dict[object, tuple[str, float, bool, str]]:
     """Group -> (the test, its smallest p against any other group, shown worse at `threshold`, the
     group that shows it). A group whose median run failed is worse than one whose median run did not."""
@@ -181,7 +262,7 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     best = order[0]
 
     labels = pool[group]
-    arrays = {name: (oriented[idx][~is_failed[idx]].to_numpy(), int(is_failed[idx].sum()))
+    arrays = {name: (_by_seed(oriented[idx][~is_failed[idx]], pool), int(is_failed[idx].sum()))
               for name in eligible for idx in [labels.index[labels == name]]}
     threshold = rules.bonferroni(alpha, len(order) - 1)
     outcome = _worse_outcomes(order, arrays, threshold)

@@ -25,13 +25,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from normbench.analysis import aggregate, conditions, decisions, lr_protocol, performance_profiles, regime, rules
-from normbench.analysis import sequential, speed, tuning
+from normbench.analysis import aggregate, choice_effects, conditions, decisions, lr_protocol, multiplicity
+from normbench.analysis import performance_profiles, regime, rules, sequential, speed, tuning
 from normbench.analysis.aggregate import NO_STUDY, REPORT_STATUSES, TRAINED  # noqa: F401  (the result's words)
 from normbench.analysis.claims import SHIPPED, Claim, Effect, Part, Verdict, evaluate_claims  # noqa: F401
+from normbench.analysis.claims import shown_status, verdict_figures  # noqa: F401  (shown_status: the page's word for a status)
 from normbench.analysis.claims.comparison import effect_text
 from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders  # noqa: F401  (a user's claims, judged too)
-from normbench.analysis.claims.vocabulary import INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE  # noqa: F401
+from normbench.analysis.claims.vocabulary import INCONCLUSIVE, NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE  # noqa: F401
 from normbench.analysis.intervals import METHOD  # noqa: F401
 from normbench.analysis.ranking import EVALUATION, design_power
 from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401
@@ -79,6 +80,7 @@ class ClaimResult:
     claim: Claim
     verdict: Verdict
     effects: tuple[tuple[str, ...], ...]  # per part: its measures, the deciding one first
+    figures: dict = field(default_factory=dict)  # claims.csv's referee columns (claims.verdict_figures)
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,22 @@ class StudyResult:
         """Each comparison's decision at the result's level (analysis/decisions.py, the report's gate):
         the study runner's "decided" and "undecided" (studies/study.py, studies/progress.py)."""
         return decisions.decisions(self.runs, self.alpha if self.alpha is not None else rules.ALPHA)
+
+    @functools.cached_property
+    def claims_multiplicity(self) -> str:
+        """The line beside the claims: multiplicity across them at the result's level (analysis/multiplicity.py)."""
+        return multiplicity.claims_line([(c.claim, c.verdict) for c in self.claims],
+                                        self.alpha if self.alpha is not None else rules.ALPHA)
+
+    @functools.cached_property
+    def external_validity(self) -> str:
+        """What differs between the runs and the papers the claims come from (analysis/multiplicity.py)."""
+        return multiplicity.external_validity([(c.claim, c.verdict) for c in self.claims])
+
+    # The synthesis' numbers (analysis/choice_effects.py), read by report/synthesis.py through the result.
+    varying = staticmethod(choice_effects.varying)
+    on_plateau = staticmethod(choice_effects.on_plateau)
+    effect = staticmethod(choice_effects.effect)
 
     def regime_of(self, rows: pd.DataFrame) -> tuple[Gate | None, str]:
         """The gate and the scale of the summary ``rows``' arms (any set of them: the synthesis reads a family's)."""
@@ -257,7 +275,7 @@ class StudyResult:
 def claim_result(claim: Claim | None, verdict: Verdict) -> ClaimResult:
     """A verdict with each part's measures in the analysis's words (claims/comparison.effect_text)."""
     return ClaimResult(claim, verdict, tuple(tuple(effect_text(e) for e in p.effects) if p.effects else (effect_text(None),)
-                                             for p in verdict.parts))
+                                             for p in verdict.parts), verdict_figures(verdict))
 
 
 def runs_of(records: Records) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -355,7 +373,18 @@ def regime_of(rows: pd.DataFrame, runs: pd.DataFrame) -> tuple[regime.Gate | Non
     if "arm" in rows:  # the labels the answer names the arms by
         runs = runs.assign(arm=runs["group"].map(dict(zip(rows["group"], rows["arm"]))).fillna(runs["group"]))
     # the study runner reads the same gate (analysis/decisions.py): it never calls decided what this calls not testable
-    return decisions.gate_of(runs, list(rows["group"])), regime.scale_text(runs)
+    return decisions.gate_of(runs, list(rows["group"]), _leader(rows)), regime.scale_text(runs)
+
+
+def _leader(rows: pd.DataFrame) -> object:
+    """The group ranked 1 that shows every other ranked group worse (decisions.lead_of, from summary's columns)."""
+    if not {"rank", "shown_worse"} <= set(rows.columns):
+        return None
+    ranked = rows[rows["rank"].notna()]
+    first = ranked[ranked["rank"] == 1]
+    others = ranked[ranked["rank"] != 1]
+    return first["group"].iloc[0] if len(first) == 1 and len(others) and others["shown_worse"].astype(bool).all() \
+        else None
 
 
 def power_of(rows: pd.DataFrame, runs: pd.DataFrame) -> Power | None:

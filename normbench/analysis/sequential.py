@@ -81,6 +81,23 @@ def decide(a: np.ndarray, b: np.ndarray, level: float, delta: float | None = Non
     return None
 
 
+def decide_paired(differences: np.ndarray, level: float, delta: float | None = None) -> str | None:
+    """decide() on arms that share seeds: the (1 − 2·level) t interval of the per-seed differences a − b
+    (n − 1 df). Differences all equal carry no spread: None, the caller falls back to decide()."""
+    d = np.asarray(differences, float)
+    if len(d) < 2 or np.ptp(d) == 0:
+        return None
+    half = stats.t.ppf(1 - level, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+    low, high = d.mean() - half, d.mean() + half
+    if low > 0:
+        return A_BETTER
+    if high < 0:
+        return B_BETTER
+    if delta is not None and -delta < low and high < delta:
+        return EQUIVALENT
+    return None
+
+
 def run_plan(a: np.ndarray, b: np.ndarray, plan: Plan, delta: float | None = None) -> tuple[str | None, int]:
     """The sequential rule on two arms' full seed lists: (verdict, seeds per arm used). Stops at
     the first look that decides."""

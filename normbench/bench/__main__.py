@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from normbench.training import machine
-from normbench.bench import arms, cells, harness, kernels, sweep
+from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
 from normbench.bench.section import OtherLoad, Section, finite_json
 from normbench.bench.timing import CLOCKS
 from normbench.configuration.schema import KINDS, RECURRENT
@@ -129,6 +129,14 @@ def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--jobs", type=_positive, default=2, help="joblib workers")
     p.add_argument(f"--{prefix}steps", type=_positive, dest="sweep_steps",
                    help="steps of each run (default 800: ~7 s a run on one idle core)")
+    p.add_argument("--profile", action="store_true",
+                   help="instead: where a tiny run's time goes in a sweep (a smoke subset; normbench/bench/sweep_profile.py)")
+    p.add_argument("--against", type=_folder, metavar="DIR",
+                   help="with --profile: the fixed cost per run against the checkout at DIR, side by side")
+    p.add_argument("--rounds", type=_positive, default=2, help="with --against: alternating rounds (default 2)")
+    p.add_argument("--subset", type=shlex.split, metavar="OVERRIDES",
+                   help="with --profile: the sweep's overrides, one string (default: " + " ".join(sweep_profile.SUBSET) + ")")
+    p.add_argument("--keep", type=Path, metavar="DIR", help="with --profile: keep the sweeps under DIR")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -194,6 +202,9 @@ def _command(name: str, args: argparse.Namespace) -> str:
     elif name == "harness":
         for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every")):
             words += [flag, str(getattr(args, key))] if getattr(args, key) else []
+    elif name == "sweep" and args.profile:
+        words += ["--profile"] + (["--against", str(args.against), "--rounds", str(args.rounds)] if args.against else [])
+        words += ["--subset", " ".join(args.subset)] if args.subset else []
     elif name == "sweep":
         words += ["--runs", str(args.runs)] if args.runs != 4 else []
         words += ["--jobs", str(args.jobs)] if args.jobs != 2 else []
@@ -225,6 +236,9 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
     elif name == "harness":
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)
+    elif args.profile:
+        section = sweep_profile.run(against=args.against, rounds=args.rounds, overrides=args.subset,
+                                    command=command, keep=args.keep)
     else:
         section = sweep.run(runs=args.runs, jobs=args.jobs, steps=args.sweep_steps, quick=args.quick,
                             command=command)
@@ -281,6 +295,12 @@ def main(argv: list[str] | None = None) -> int:
         top.error("--clock cpu times a CPU's work; on --device cuda steps are timed on the GPU's own timeline")
     if args.command == "arms":
         return run_arms(args)
+    if getattr(args, "against", None) is not None and not args.profile:
+        top.error("--against compares fixed costs: give it with --profile")
+    if getattr(args, "against", None) is not None and not (args.against / "normbench" / "__init__.py").is_file():
+        top.error(f"--against {args.against}: not a checkout of normbench (no normbench/__init__.py in it)")
+    if getattr(args, "keep", None) is not None and args.keep.exists() and any(args.keep.iterdir()):
+        top.error(f"--keep {args.keep}: not empty (a sweep folder that holds records resumes them instead of running)")
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
     sections, failures = [], {}
     started = time.perf_counter()

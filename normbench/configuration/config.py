@@ -22,6 +22,7 @@ any data is loaded or any model built.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import math
 import os
@@ -182,6 +183,9 @@ class SweepSource(FileConfigSource):
         path = self._file(config_path)
         if path is None:
             raise ConfigLoadError(f"Config not found : {config_path}")
+        return parsed_once(path, (self.scheme(), config_path), lambda: self._read(path, config_path))
+
+    def _read(self, path: Path, config_path: str) -> ConfigResult:
         text = _sweep_text(path)
         header = self._get_header_dict(text[:512])
         group = self._normalize_file_name(config_path).rpartition("/")[0]
@@ -356,13 +360,44 @@ class CheckedFileSource(FileConfigSource):
 
     def load_config(self, config_path: str) -> ConfigResult:
         path = Path(os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path))))
-        if code_allowed() or path.is_relative_to(config_dir()) or not path.exists():
+        if not path.exists():
+            return super().load_config(config_path)  # Hydra's own "not found"
+        return parsed_once(path, (self.scheme(), self.path, config_path, code_allowed()),
+                           lambda: self._read(path, config_path))
+
+    def _read(self, path: Path, config_path: str) -> ConfigResult:
+        if code_allowed() or path.is_relative_to(config_dir()):
             return super().load_config(config_path)
         text = _sweep_text(path)
         header = self._get_header_dict(text[:512])
         group = self._normalize_file_name(config_path).rpartition("/")[0]
         return ConfigResult(config=read_sweep_file(path, text, _package(header.get("package"), group)),
                             path=f"{self.scheme()}://{self.path}", provider=self.provider, header=header)
+
+
+# (file, what asked for it) -> (the file's bytes when read, what it read). Hydra composes every job of a
+# sweep from the files again (twice: its sweeper checks the batch, its launcher composes each job); what
+# is kept is the parsing (YAML, OmegaConf, a sweep file's checks), not the reading: a file is read each
+# time and parsed again when its bytes changed (a file's mtime can stay the same over an edit). Only a
+# regular file within MAX_SWEEP_BYTES is kept (anything else goes to `read`, which refuses it). Hydra
+# edits what it is given (it takes the defaults list out), so each caller gets its own copy.
+_parsed: dict[tuple, tuple[bytes, ConfigResult]] = {}
+
+
+def parsed_once(path: Path, key: tuple, read) -> ConfigResult:
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SWEEP_BYTES:
+        return read()
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return read()
+    known = _parsed.get((str(path), *key))
+    if known is None or known[0] != data:
+        known = _parsed[(str(path), *key)] = (data, read())
+    kept = known[1]
+    return ConfigResult(config=copy.deepcopy(kept.config), path=kept.path, provider=kept.provider,
+                        header=dict(kept.header))
 
 
 # Hydra's registry tells sources apart by class name, and registers its own file source again in
@@ -399,6 +434,18 @@ def command_line_code(arguments: list[str]) -> str | None:
                 or any(k.startswith(rest + ".") for k in COMMAND_LINE_CODE_HYDRA_KEYS):
             return key
     return None
+
+
+def require_flat_sweep_params(arguments: list[str]) -> None:
+    """A ``hydra.sweeper.params.KEY=...`` on the command line whose KEY has a dot builds a nested
+    node, where the sweeper needs one override per entry (it fails deep in OmegaConf): ConfigError."""
+    for argument in arguments:
+        key = argument.partition("=")[0].lstrip("+~").partition("@")[0]
+        if argument.startswith("-") or "=" not in argument or not key.startswith("hydra.sweeper.params."):
+            continue
+        if "." in key[len("hydra.sweeper.params."):]:
+            raise ConfigError(f"{key[:120]}: a sweep parameter with a dotted name cannot be given on the command "
+                              "line (it would nest); sweep it directly (KEY=a,b) or in a sweep file")
 
 
 # Where Hydra writes the run's config.yaml, hydra.yaml and overrides.yaml, relative to the run folder:

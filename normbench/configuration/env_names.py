@@ -11,6 +11,10 @@ So each name-bearing key says what it does with such a value:
   where a folder from the environment is the point (``hydra.run.dir=${oc.env:SCRATCH}/runs``), or
   where the tool itself treats the value as a secret and masks it (a tracking URI's password).
 
+A REFUSED key may not take its value from a PASSED_ON one either (``logger.mlflow.experiment=${hydra:run.dir}``
+carries the environment's value through the folder), and no name-bearing key may hold a control
+character (a tab or an escape in a log's or experiment's name garbles every line that shows it).
+
 A new string setting of a logger must appear here or in NOT_NAMES (tests/test_hostile_env_names.py).
 """
 
@@ -38,17 +42,40 @@ NAME_KEYS = {
     "logger.csv.file": (REFUSED, "a file name in the run folder"),
     "tags": (REFUSED, "labels every logger shows"),
 }
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _reads_passed_on(text: str) -> str | None:
+    """The PASSED_ON key ``text`` interpolates (``${hydra:run.dir}``, ``${logger.mlflow.tracking_uri}``), or None."""
+    flat = "".join(text.split())
+    for key, (policy, _) in NAME_KEYS.items():
+        if policy != PASSED_ON:
+            continue
+        forms = (f"${{{key}}}", f"${{hydra:{key[len('hydra.'):]}}}") if key.startswith("hydra.") else (f"${{{key}}}",)
+        if any(form in flat for form in forms):
+            return key
+    return None
+
+
 # String settings of the loggers that name nothing (a choice among fixed words)
 NOT_NAMES = {"logger.wandb.mode"}
 
 
 def refused_env_name(values: dict) -> str | None:
-    """The one line for the first REFUSED key whose value (``values``: dotted key -> the value as
-    written, before resolution) reads the environment; None when there is none."""
+    """The one line for the first key whose value (``values``: dotted key -> the value as written,
+    before resolution) holds a control character, or, for a REFUSED key, reads the environment
+    directly or through a PASSED_ON key; None when there is none."""
     for key, (policy, why) in NAME_KEYS.items():
         value = values.get(key)
         texts = value if isinstance(value, list) else [value]
-        if policy == REFUSED and any(isinstance(t, str) and ENV.search(t) for t in texts):
+        texts = [t for t in texts if isinstance(t, str)]
+        if any(CONTROL.search(t) for t in texts):
+            return f"{key} holds a control character; it is {why}: type plain text"
+        if policy == REFUSED and any(ENV.search(t) for t in texts):
             return (f"{key} reads the environment (${{oc.env:...}}); it is {why}, where a value cannot be masked: "
                     f"type the value itself")
+        source = next((found for found in map(_reads_passed_on, texts) if policy == REFUSED and found), None)
+        if source:
+            return (f"{key} takes {source}'s value, which may be read from the environment; it is {why}, where a "
+                    f"value cannot be masked: type the value itself")
     return None

@@ -71,11 +71,15 @@ class RunRecord:
     def of_run(self, digest: str) -> bool:
         """Whether this is a record of run ``digest``; identity is recomputed from the config, so a record
         of an earlier version (another hash) is still recognised."""
+        return self.run_digest() == digest
+
+    def run_digest(self):
+        """The identity of the run this records, recomputed from its config (None: it has no config)."""
         if not isinstance(self.config, dict):
-            return False
+            return None
         if interpolation_in(self.config) is not None:  # a value read from the environment is kept as its text
-            return self.summary.get("config_hash") == digest
-        return config_hash(self.config) == digest
+            return self.summary.get("config_hash")
+        return config_hash(self.config)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ import argparse  # noqa: E402  (after the handler, deliberately)
 from pathlib import Path  # noqa: E402
 
 from normbench.report.output import MANIFEST  # noqa: E402  (light: the record reader, no pandas)
+from normbench.checks import out_path  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Report on normbench run records: leaderboard, curves, gradients, throughput, claims.")
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="a sweep directory (searched recursively for summary.json) or a run directory")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=out_path, default=None,
                         help=f"output directory (default: the first PATH). The report lists what it writes in "
                              f"DIR/{MANIFEST} and replaces only those files, if unchanged; any other file in "
                              f"the way stops it (exit status 2) before anything is written")

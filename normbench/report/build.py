@@ -17,7 +17,7 @@ from typing import Iterable
 import pandas as pd
 
 from normbench.analysis import result as study_result
-from normbench.analysis.result import METHOD, StudyResult
+from normbench.analysis.result import METHOD, StudyResult, shown_status
 from normbench.records.metrics import TIMING_NOISY
 from normbench.report import answers, figures, provenance, sections, study_figures, synthesis, tables
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
@@ -91,8 +91,12 @@ def claims_frame(claims: list[tables.ClaimView]) -> pd.DataFrame:
                   else "—" if c.status == "not applicable" else "testable here")
         rows.append({"claim": c.id, "study": c.study if c.status != "not applicable" else "", "verdict": c.status,
                      "parts": " | ".join(f"{i}: {v.split(' (leans ')[0]}" for i, v in enumerate(verdicts, 1)),
-                     "regime": regime, "scale": c.scale, "source": c.where or c.citation})
-    return pd.DataFrame(rows, columns=["claim", "study", "verdict", "parts", "regime", "scale", "source"])
+                     "regime": regime, "source": c.where or c.citation,
+                     **{"effect": "", "effect_low": "", "effect_high": "", "effect_what": "", "seeds": "", "lr": "",
+                        **c.figures, "scale": c.scale}})
+    # verdict keeps the machine value (contradicted); the page prints it as "not reproduced at this scale"
+    return pd.DataFrame(rows, columns=["claim", "study", "verdict", "parts", "regime", "effect", "effect_low",
+                                       "effect_high", "effect_what", "seeds", "scale", "lr", "source"])
 
 
 def _write(result: StudyResult, out: Path, staging: Path) -> None:
@@ -117,7 +121,10 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
         "divergences": tables.divergence_table(runs, axes, out),
         "claims": [tables.claim_view(c, result.titles) for c in result.claims],
     }
-    context["claim_counts"] = pd.Series([c.status for c in context["claims"]]).value_counts().to_dict()
+    # beside the claims line: multiplicity across the claims, and what differs from the papers (analysis/multiplicity.py)
+    context["claims_multiplicity"] = result.claims_multiplicity
+    context["external_validity"] = result.external_validity
+    context["claim_counts"] = pd.Series([shown_status(c.status) for c in context["claims"]]).value_counts().to_dict()
     spreadsheet_safe(claims_frame(context["claims"])).to_csv(staging / "claims.csv", index=False)
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]
@@ -177,7 +184,7 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
     sections.fit_page(out_sections, lambda f: sum(
         (staging / path).stat().st_size * 4 // 3 for path in (f.relative_path, f.narrow_path) if (staging / path).is_file()))
     notes = sections.written_once(out_sections)
-    lines = synthesis.synthesis(summary, runs, out_sections, result.regime_of) if not summary.empty else []
+    lines = synthesis.synthesis(summary, runs, out_sections, result) if not summary.empty else []
     unjudged = [c for c in context["claims"] if c.status == "not applicable"]
     return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
             "recommend": synthesis.recommendation_table(lines),

@@ -3,9 +3,15 @@
 It states nothing new. Each line is one study on one task (and condition): the arms that could be
 the best (ranking.RULE) where some arm is shown worse, a tie where none is, or the gate that makes
 final quality untestable there; with the claims that study decided and the scale its runs were at.
-Above the lines, one recommendation per family gathers its testable lines: what they favour, what
-they leave tied, and which studies could not test final quality. Only the families the records ran
-are listed (runs naming no family: one "no evidence yet" line per family).
+Above the lines, one recommendation per family gathers its testable lines. A recommendation names
+**choices** only: the settings a user picks (CHOICE_KEYS: the norm, its placement and their
+settings), the norm and placement always, a study's other swept settings (batch size, lr, length)
+only as the condition it was measured at. Each comes with its task, its effect with units and
+interval against the best arm shown worse (paired by seed where the arms share seeds), and the
+seeds; "or X" only for an arm X not shown worse on the same runs; an arm sitting on the task's
+trivial plateau is never recommended. A family the records hold with no testable study says so in
+one line; families absent from the records are left out (runs naming no family: one "no evidence
+yet" line per family).
 """
 
 from __future__ import annotations
@@ -15,10 +21,18 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from normbench.records.values import format_value
+from normbench.analysis.result import shown_status
 from normbench.configuration.families import families
 from normbench.report.tables import ClaimView, Table
 
 SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
+# The settings a user picks for their model: the norm, where it sits, and their own settings. Any other
+# swept setting (batch size, lr fixed by the question, the task's length) is a study's condition.
+CHOICE_KEYS = ("norm", "placement")
+CHOICE_PREFIXES = ("norm.", "placement.")
+CHOICE_EXTRA = ("model.dropout_at", "model.cell_kernel", "warmup_steps", "optim.warmup_steps")
+NO_CHOICE = "no choice"  # a line whose arms differ in no setting a user picks
+PLATEAU = "best on a trivial plateau"  # a line whose best arms all sit on the task's trivial solution
 
 
 @dataclass
@@ -31,6 +45,8 @@ class FamilyLine:
     kind: str = ""  # FAVOURED, TIED, GATED or UNRANKED: what the line can say about a choice
     arms: list[str] = field(default_factory=list)  # the favoured (or tied) arms
     task: str = ""  # the task, and the condition where the study has one
+    choices: list[str] = field(default_factory=list)  # the favoured arms as choices ("norm=ln, placement=pre")
+    effect: str = ""  # the first choice's effect with units and interval, and its seeds
 
 
 FAVOURED, TIED, GATED, UNRANKED = "favoured", "tied", "not testable here", "not ranked yet"
@@ -70,15 +86,16 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
     words += f", {seeds}+ seeds per arm"
     decided = [c for c in claims if c.status in ("supported", "contradicted")]
     if decided:
-        words += "; claims " + ", ".join(f"{c.id} {c.status}" for c in decided)
+        words += "; claims " + ", ".join(f"{c.id} {shown_status(c.status)}" for c in decided)
     return words
 
 
-def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, regime_of) -> list[FamilyLine]:
+def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result) -> list[FamilyLine]:
     """One line per (family, study, task and condition) the evidence covers, in the families' registration order
     (normbench/configuration/families.py); a family no study
     covers gets one "no evidence yet" line. ``sections``: sections.StudySection, for titles, anchors
-    and claims; ``regime_of``: summary rows -> (gate, scale), the result's (analysis/result.py)."""
+    and claims; ``result``: the StudyResult of these runs (analysis/result.py), whose regime_of (summary rows ->
+    (gate, scale)), varying, on_plateau and effect give every number a line states."""
     family = _family_of(runs)
     out = []
     for key, name in ((f.name, f.display) for f in families()):
@@ -92,7 +109,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, regime_
                 condition = str(rows["condition"].iloc[0]) if "condition" in rows else ""
                 task += f" at {condition}" if condition and condition != "nan" else ""
                 ranked = rows[rows["rank"].notna()].sort_values("rank", kind="stable")
-                gate, _ = regime_of(rows)
+                gate, _ = result.regime_of(rows)
                 if gate is not None:  # the same gate the study's answer names: no favourite from such a setup
                     kind, arms, favoured = GATED, [], gate.text
                 elif ranked.empty:
@@ -101,16 +118,62 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, regime_
                     kind, arms = FAVOURED, list(ranked[ranked["best"].astype(bool)]["arm"].astype(str))
                     favoured = "; ".join(f"{a} ★" for a in arms[:3])
                     favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
+                    choices, effect = _choices(ranked, runs, result)
+                    if not choices:  # the study varies no choice, or its best arms sit on a trivial plateau
+                        varied = result.varying(runs[runs["group"].isin(rows["group"])])
+                        kind = PLATEAU if any(_is_choice(a.removeprefix("axes.")) for a in varied) else NO_CHOICE
                 else:
                     kind, arms = TIED, list(ranked["arm"].astype(str))
                     favoured = f"none yet ({arms[0]} ranks first, not shown better)"
                 study_runs = runs[runs["group"].isin(rows["group"])]
-                lines.append(FamilyLine(name, f"{favoured} · task {task}", [(section.title, section.anchor)],
-                                        _sureness(rows, section.claims), _scale(study_runs), kind, arms, task))
+                line = FamilyLine(name, f"{favoured} · task {task}", [(section.title, section.anchor)],
+                                  _sureness(rows, section.claims), _scale(study_runs), kind, arms, task)
+                if kind in (FAVOURED, NO_CHOICE, PLATEAU):
+                    line.choices, line.effect = choices, effect
+                lines.append(line)
         out += lines
     # the families the records ran, and only those: a sweep of LSTMs lists no empty RNN, GRU and
     # Transformer rows above its answer; records naming no family keep one "no evidence yet" line each
     return out or [_no_evidence(f.display) for f in families()]
+
+
+def _is_choice(key: str) -> bool:
+    return key in CHOICE_KEYS or key.startswith(CHOICE_PREFIXES) or key in CHOICE_EXTRA
+
+
+def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
+    """(one arm as a choice: its norm and placement always, then the chosen settings its study varies; the
+    swept settings that are conditions, "" when none). The choice is "" when the study varies no choice."""
+    def value(key):
+        column = f"axes.{key}"
+        return format_value(frame[column].dropna().iloc[0]) if column in frame and frame[column].notna().any() else None
+
+    swept = [a.removeprefix("axes.") for a in varying if a not in ("axes.task", "axes.seed")]
+    if not any(_is_choice(k) for k in swept):
+        return "", ""
+    keys = [*(k for k in CHOICE_KEYS), *(k for k in swept if _is_choice(k) and k not in CHOICE_KEYS)]
+    chosen = [f"{k}={value(k)}" for k in keys if value(k) is not None]
+    conditions = [f"{k}={value(k)}" for k in swept if not _is_choice(k) and value(k) is not None]
+    return ", ".join(chosen), ", ".join(conditions)
+
+
+def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str], str]:
+    """The best-set arms of one comparison as choices (plateau arms left out, "or X" only for arms not shown
+    worse), and the first one's effect over the best arm shown worse."""
+    frames = {str(a): runs[runs["group"] == g] for a, g in zip(ranked["arm"], ranked["group"])}
+    members = [str(a) for a in ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]["arm"]]
+    worse = [str(a) for a in ranked[ranked["shown_worse"].astype(bool)]["arm"]]
+    kept = [a for a in members if not result.on_plateau(frames[a], runs)]
+    varying = result.varying(runs[runs["group"].isin(ranked["group"])])
+    texts = []
+    for arm in kept:
+        # runs that carry no swept axis (a summary alone): the arm's label names what was swept
+        choice, condition = _choice_text(frames[arm], varying or [f"axes.{k.split('=')[0]}" for k in arm.split(", ")])
+        if choice:
+            texts.append(f"{choice} (at {condition})" if condition else choice)
+    if not texts or not worse:
+        return list(dict.fromkeys(texts)), ""
+    return list(dict.fromkeys(texts)), result.effect(frames[kept[0]], frames[worse[0]], worse[0], runs)
 
 
 def synthesis_table(lines: list[FamilyLine]) -> Table:
@@ -125,29 +188,37 @@ def _studies(lines: list[FamilyLine]) -> str:
 
 
 def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
-    """The family's one line over its study lines: the favoured arms of every testable study that shows
-    one arm worse (each with its study), else the arms the testable studies leave tied (a tie is the
-    answer "none of these is shown better here"), else why none could be tested. The sort order of
-    nothing picks it: every favoured arm is named, with its study."""
+    """The family's one line over its study lines: the favoured choices of every testable study that shows
+    one arm worse (each with its study, task, effect with units and seeds), else the arms the testable
+    studies leave tied (a tie is the answer "none of these is shown better here"), else one line saying
+    that no testable study covers the family. The sort order of nothing picks it: every favoured choice
+    is named, with its study."""
     favoured = [line for line in lines if line.kind == FAVOURED]
     tied = [line for line in lines if line.kind == TIED]
     gated = [line for line in lines if line.kind == GATED]
     if not any(line.studies for line in lines):
         return _no_evidence(family)
     if favoured:
-        text = " · ".join(f"{' or '.join(line.arms[:3])}{' …' if len(line.arms) > 3 else ''} "
-                          f"({line.studies[0][0]}, {line.task})" for line in favoured)
+        text = " · ".join(f"{' or '.join((line.choices or line.arms)[:3])}"
+                          f"{' …' if len(line.choices or line.arms) > 3 else ''} ({line.studies[0][0]}, {line.task})"
+                          for line in favoured)
+        sure = " · ".join(f"{line.studies[0][0]}: {line.effect}" for line in favoured if line.effect) \
+            or "no effect: no arm shown worse on the same data"
     elif tied:
         text = "no choice shown better: " + " · ".join(
-            f"{', '.join(line.arms)} tie ({line.studies[0][0]}, {line.task})" for line in tied)
-    elif gated:
-        text = "not testable here yet: final quality could not be tested in any study of this family (see its lines)"
+            f"{', '.join(line.choices or line.arms)} tie ({line.studies[0][0]}, {line.task})" for line in tied)
+        sure = "no arm shown worse: no effect to state"
     else:
-        text = "not ranked yet (one seed per arm)"
-    counts = [f"{len(group)} {word}" for group, word in ((favoured, "favour an arm"), (tied, "tie"),
-                                                         (gated, "not testable here"))
-              if group]
-    sure = "study lines: " + ", ".join(counts)
+        parts = [f"{len(group)} {word}" for group, word in ((gated, "not testable here"),
+                                                            ([ln for ln in lines if ln.kind == NO_CHOICE],
+                                                             "varying no choice"),
+                                                            ([ln for ln in lines if ln.kind == PLATEAU],
+                                                             "whose best arms sit on a trivial plateau"),
+                                                            ([ln for ln in lines if ln.kind == UNRANKED],
+                                                             "not ranked yet"))
+                 if group]
+        text = f"no testable study covers this family ({', '.join(parts)}: see its lines)"
+        sure = "no effect: nothing testable"
     behind = favoured or tied or gated or lines
     kind = FAVOURED if favoured else TIED if tied else GATED if gated else UNRANKED
     return FamilyLine(family, text, [s for line in behind for s in line.studies], sure,

@@ -17,7 +17,7 @@ import pandas as pd
 from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
 from normbench.analysis.result import INCONCLUSIVE, NO_STUDY, NOT_APPLICABLE, NOT_TESTABLE, NOT_TRAINED
-from normbench.analysis.result import REPORT_STATUSES, TRAINED, ClaimResult, Effect, Part
+from normbench.analysis.result import REPORT_STATUSES, TRAINED, ClaimResult, Effect, Part, shown_status
 from normbench.records.values import format_value
 from normbench.analysis.result import RANKING_RULE  # noqa: F401  (the answer section quotes it)
 
@@ -67,6 +67,8 @@ class ClaimView:
     quote: str = ""  # the source's own words, where the claim records them
     where: str = ""  # where in the source
     scale: str = ""  # the scale the verdict was measured at, where it says
+    shown: str = ""  # the status as printed: "contradicted" reads "not reproduced at this scale"
+    figures: dict = field(default_factory=dict)  # claims.csv's referee columns: effect, its interval, seeds, lr
 
 
 def display_path(path: str | Path, base: Path) -> str:
@@ -386,7 +388,9 @@ def verdict_text(part: Part) -> str:
     if part.status == NOT_TESTABLE:
         return part.note.strip() or NOT_TESTABLE  # "not testable here: REASON — testable with WHAT"
     if part.status != INCONCLUSIVE:
-        return part.status + (f": {part.note.strip()}" if part.status == NOT_APPLICABLE and part.note else "")
+        return shown_status(part.status) + (f": {part.note.strip()}" if part.status == NOT_APPLICABLE and part.note else "")
+    if part.within:
+        return f"inconclusive (no difference larger than δ = {part.within} is likely)"
     bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
     if part.mde is not None:
         bits.append(f"MDE {part.mde:.3g}")
@@ -419,7 +423,7 @@ def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> Cla
                      (titles or {}).get(verdict.study, verdict.study),
                      f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""),
                      str(verdict.study or ""), _text(getattr(claim, "quote", None)), _text(getattr(claim, "where", None)),
-                     _text(getattr(verdict, "scale", None)))
+                     _text(getattr(verdict, "scale", None)), shown_status(verdict.status), dict(result.figures))
 
 
 def _text(value) -> str:

@@ -12,6 +12,7 @@ import gc
 import logging
 import math
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -29,7 +30,7 @@ from normbench.records import sweep_time
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.analysis.rules import other_score, record_score
-from normbench.configuration.env_names import NAME_KEYS, refused_env_name
+from normbench.configuration.env_names import CONTROL, NAME_KEYS, refused_env_name
 from normbench.report.output import inside
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.training.tracking import env_secrets, interpolated_secrets
@@ -97,7 +98,7 @@ def check_job(hc, node: DictConfig) -> None:
     if refused:
         raise ConfigError(refused)
     name = str(hc.job.name)
-    if not name or name in (".", "..") or "/" in name or os.sep in name:
+    if not name or name in (".", "..") or "/" in name or os.sep in name or CONTROL.search(name):
         raise ConfigError(f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder")
     _check_overrides(_as_typed(hc.overrides.task), node, set(hc.runtime.choices))
     chosen = hc.runtime.choices.get("task")
@@ -353,9 +354,10 @@ def main(from_process_start: bool = False) -> None:
         sys.exit(2)
     try:  # Hydra's basic sweeper lists every job before the first: a billion would never start (a sweep
         # file's mode may be MULTIRUN without -m, so the command line is counted either way)
-        from normbench.configuration.config import require_sweep_size
+        from normbench.configuration.config import require_flat_sweep_params, require_sweep_size
 
         require_sweep_size([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")], "the command line")
+        require_flat_sweep_params(sys.argv[1:])
     except ConfigError as err:
         _say(f"error: {err}")
         sys.exit(2)
@@ -384,8 +386,9 @@ def main(from_process_start: bool = False) -> None:
         _say("error: the configuration does not compose: it refers to itself without end (a sweep file whose "
              "defaults list names itself, or a chain of them that comes back round)")
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("normbench: interrupted; summaries written", file=sys.stderr)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py); 130 for all
+        by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
+        print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
     for message in (job.refused, job.unwritable):
         if message:

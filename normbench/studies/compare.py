@@ -44,6 +44,7 @@ from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
 from normbench.records.reading import find_records, quiet_numerics
 from normbench.report.render import markdown_text
+from normbench.checks import out_path
 
 SCORE_COLUMNS = {key: path(key) for key in (*SCORES, "test")}  # the scores compare gates on
 # Shown with intervals; gated only where the module docstring says.
@@ -424,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="deterministic runs of one machine: any change of a recorded metric fails (with the diff)")
     parser.add_argument("--ignore", action="append", default=[], metavar="KEY",
                         help="pair runs by every setting and the seed except KEY (repeatable; e.g. grad_clip, model)")
-    parser.add_argument("--out", type=Path, default=None, help="write the Markdown summary here too")
+    parser.add_argument("--out", type=out_path, default=None, help="write the Markdown summary here too")
     args = parser.parse_args(argv)
     try:
         if args.out is not None:

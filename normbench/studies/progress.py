@@ -141,6 +141,7 @@ def study_answer(log: dict, runs, undecided: list[str]) -> list[str]:
     last = log["rounds"][-1]
     stopped = {"decided": "every question decided",
                "decided or not testable": "every testable question decided, the rest not testable here",
+               "nothing compared": "nothing compared (one arm, and no claim applies): a study needs two arms",
                "budget": "stopped by the budget",
                "maximum seeds": "stopped at the maximum seed count"}.get(log.get("stopped"), str(log.get("stopped")))
     lines = [f"normbench.study: answer after {len(log['rounds'])} round(s), {last['seeds_per_arm']} seeds per arm, "

@@ -53,6 +53,7 @@ from normbench.studies import children, progress
 from normbench.configuration import study_info
 from normbench.records import study_plan
 from normbench.records.record import MAX_STRING, Unreadable, read_json_file, read_run_file
+from normbench.checks import out_path
 
 _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
 # Bounds checked before anything runs: beyond them a study is a typo, not a plan (a thousand seeds
@@ -94,7 +95,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--alpha", type=float, default=0.05, help="error per direction over all looks (default 0.05)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, one torch thread each (default 2); with "
                         "hydra/launcher=NAME, that launcher's parallelism where it has one here")
-    parser.add_argument("--out", type=Path, default=None, help="the study folder (default studies/DATE/TIME)")
+    parser.add_argument("--out", type=out_path, default=None, help="the study folder (default studies/DATE/TIME)")
     parser.add_argument("--claims", type=Path, action="append", default=[], metavar="DIR",
                         help="a folder of your own claims as YAML files (docs/claims.md), judged at every look")
     args, overrides = parser.parse_known_args(argv)
@@ -191,6 +192,23 @@ def study_of(overrides: list[str]) -> dict:
         raise StudyArgumentError(f"an override cannot be parsed: {' '.join(str(error).split())[:300]}") from None
 
 
+def arm_count(overrides: list[str]) -> int | None:
+    """The arms one comparison of these rounds holds: the product of the swept value lists (the sweep
+    file's and the command line's comma lists), tasks and seeds left out (a comparison is one task;
+    seeds are the rounds). None when a swept value is not a plain comma list (range(), glob())."""
+    _, params, _ = _sweep_params(overrides)
+    swept = dict(params or {})
+    swept.update(o.lstrip("+~").split("=", 1) for o in overrides if "=" in o and "," in o.split("=", 1)[1])
+    count = 1
+    for key, value in swept.items():
+        if key == "seed" or key == "task" or key.startswith(("task.", "hydra")):
+            continue
+        if "(" in value:
+            return None
+        count *= len([v for v in value.split(",") if v.strip()])
+    return count
+
+
 def check_config(overrides: list[str]) -> None:
     """Before any round: the config the rounds' jobs run, composed from the overrides (a swept one at
     its first value) and resolved and checked as a run does (config.to_config). A value no job could
@@ -279,6 +297,19 @@ def undecided(runs, level: float) -> list[str]:
 
 
 GATED_STOP = "decided or not testable"  # sequential.json's stop reason when a gate, not the data, ended it
+NOTHING_COMPARED = "nothing compared"   # and when there was nothing to decide: one arm, no claim that applies
+
+
+def compared_anything(runs, level: float) -> bool:
+    """Whether ``runs`` hold a question at all: a comparison of two arms or more, or a claim that
+    applies. A study of one arm leaves nothing undecided because it asked nothing."""
+    from normbench.analysis.claims import evaluate_claims
+    from normbench.analysis.ranking import comparisons
+    from normbench.records.record import RESULT_STATUSES
+
+    done = runs[runs["status"].isin(RESULT_STATUSES)]  # as decisions() counts them
+    return (any(mine["group"].nunique() >= 2 for _, _, mine in comparisons(done))
+            or any(verdict.status != "not applicable" for _, verdict in evaluate_claims(runs, alpha=level)))
 
 
 def gated_comparisons(runs, level: float) -> list:
@@ -357,6 +388,11 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     lr = lr_plan(asked)
     study = lr.stamp(study_of(asked))  # where its jobs run is not the question: a launcher changes no study id
     check_config(asked)
+    arms = arm_count(asked)
+    if arms is not None:  # before any run: what the planned seeds can show about an arm with a failed run
+        from normbench.analysis.ranking import plan_line
+
+        print(plan_line(plan.looks[-1], arms, args.alpha), flush=True)
     log = {"study_name": study["name"], "overrides": overrides, "alpha": args.alpha,
            "looks": list(plan.looks), "levels": plan.levels(), "budget_s": args.budget_s,
            "spending": "Lan-DeMets O'Brien-Fleming type, Bonferroni over looks", "rounds": []}
@@ -408,6 +444,8 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     log.setdefault("stopped", "decided")
     if log["stopped"] == "decided" and gated_comparisons(runs, log["rounds"][-1]["level"]):
         log["stopped"] = GATED_STOP  # not "every question decided": the report says not testable here
+    elif log["stopped"] == "decided" and not compared_anything(runs, log["rounds"][-1]["level"]):
+        log["stopped"] = NOTHING_COMPARED  # not "every question decided": there was none
     log["seconds"] = round(time.monotonic() - started, 1)
     log["final_level"] = log["rounds"][-1]["level"]
     return _finish(out, study["id"], log, runs, still, status)

@@ -40,6 +40,7 @@ from normbench.studies import children
 from normbench.configuration import study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
+from normbench.checks import out_path
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
 MAX_SEEDS = 1_000  # as normbench.studies.study's --max-seeds: beyond it a seed list is a typo, not a plan
@@ -234,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _tune(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m normbench tune", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=None, help="study folder (default multirun/tuned/DATE_TIME)")
+    parser.add_argument("--out", type=out_path, default=None, help="study folder (default multirun/tuned/DATE_TIME)")
     parser.add_argument("--evaluation-seeds", type=_seeds, default=list(EVALUATION_SEEDS),
                         help="comma-separated seeds of the evaluation runs; must not be selection seeds")
     parser.add_argument("overrides", nargs="*", help="normbench overrides, e.g. norm=none,ln model=lstm")

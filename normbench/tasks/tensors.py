@@ -19,8 +19,37 @@ def load_task(cfg, seed: int) -> TaskData:
     # Rebuilding the dataclass re-runs its checks: Hydra merges overrides into the schema
     # without calling __post_init__ again, so a DictConfig may hold values it never saw.
     config = config_class(**{field.name: getattr(cfg, field.name) for field in fields(config_class)})
+    key = (repr(config), seed)  # every field of the task's config (its dataclass repr), and the seed
+    if key in _built:
+        _built[key] = data = _built.pop(key)  # now the most recently used
+        return data
     data = config.load(seed)
-    return replace(data, train=as_tensors(data.train), val=as_tensors(data.val), test=as_tensors(data.test))
+    data = replace(data, train=as_tensors(data.train), val=as_tensors(data.val), test=as_tensors(data.test))
+    _keep(key, data)
+    return data
+
+
+# A sweep's process (a joblib worker, the basic launcher's) runs job after job, and a sweep's jobs
+# mostly share a few tasks: each task is built once per process, not once per job (reading and
+# splitting a corpus is most of a tiny job's set-up). A task's data depends on its config and the
+# seed alone (each split draws from its own generator, never torch's), and no run writes into it.
+# The most recently used tasks are kept, up to KEPT_BYTES in all.
+KEPT_BYTES = 256 << 20
+_built: dict[tuple, TaskData] = {}
+
+
+def _keep(key: tuple, data: TaskData) -> None:
+    size = _bytes(data)
+    if size > KEPT_BYTES:
+        return
+    _built[key] = data
+    while sum(map(_bytes, _built.values())) > KEPT_BYTES:
+        _built.pop(next(iter(_built)))
+
+
+def _bytes(data: TaskData) -> int:
+    return sum(t.numel() * t.element_size() for split in (data.train, data.val, data.test)
+               for t in (split.x, split.y, split.lengths) if t is not None)
 
 
 def as_tensors(split: Split) -> Split:

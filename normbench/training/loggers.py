@@ -19,6 +19,7 @@ logger that raises during the run is dropped with one warning line: the record i
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import logging
 import os
@@ -28,6 +29,7 @@ from typing import Callable
 
 import torch
 
+from normbench.checks import ConfigError
 from normbench.training.hooks import Hook, ScalarLogger
 from normbench.training.mlflow_logger import OFFLINE as MLFLOW_OFFLINE, MLflowLogger, preflight as mlflow_preflight
 from normbench.norms import Identity, Norm
@@ -262,7 +264,13 @@ def build_logger(config, run_dir: Path, summary: dict | None = None, *, sweep_di
     built: list[Hook] = []
     try:
         for kind, settings in chosen.items():
-            built.append(LOGGERS[kind].build(settings, run_dir, names, sweep_dir))
+            try:
+                built.append(LOGGERS[kind].build(settings, run_dir, names, sweep_dir))
+            except Exception as err:  # its server answered the check, then went away: as a logger failing later
+                if isinstance(err, ConfigError) or (isinstance(err, OSError) and err.errno == errno.ELOOP):
+                    raise  # a setting, or a planted link as its folder (logger_folder): refused, never dropped
+                log.warning("%s: not started (%s: %s); the run and its record go on without it", kind,
+                            type(err).__name__, " ".join(str(err).split())[:200])
     except BaseException:
         for member in built:
             _close(member)

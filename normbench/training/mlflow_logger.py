@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 
 from normbench.checks import ConfigError
 from normbench.training.hooks import ScalarLogger
+from normbench.records.record import Unreadable, parse_json
 from normbench.configuration.schema import uri_scheme
 from normbench.training.tracking import (RunNames, final_scalars, logger_folder, public_uri, require_package,
                                          require_reachable)
@@ -45,6 +46,20 @@ BATCH = 100       # params per log_batch call (MLflow's limit); metrics: 1000
 # a benchmark that runs offline sends nothing. MLFLOW_DISABLE_TELEMETRY=false in the environment turns it on.
 OFFLINE = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
 PROBE = "/api/2.0/mlflow/experiments/search?max_results=1"  # what every MLflow tracking server answers
+# The probe's answer is an object a few levels deep ({"experiments": [{"tags": [{...}]}]}): one nested
+# past this is not MLflow's, and a 100,000-deep one must not reach a recursive walk as if it were.
+MAX_ANSWER_DEPTH = 32
+
+
+def _depth(value, limit: int) -> int:
+    """How deep ``value`` nests, counted up to ``limit`` + 1 (never further)."""
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    deepest = 0
+    for child in children:
+        deepest = max(deepest, _depth(child, limit - 1) if limit > 0 else 1)
+        if deepest > limit:
+            break
+    return 1 + deepest
 
 
 def bound_requests(settings) -> None:
@@ -110,7 +125,6 @@ def require_tracking_server(uri: str, settings, secrets: tuple[str, ...] = ()) -
     404, a web page) is refused before training, not found out by MLflow's retries during it."""
     import base64
     import http.client
-    import json
     import urllib.error
     import urllib.request
 
@@ -134,7 +148,9 @@ def require_tracking_server(uri: str, settings, secrets: tuple[str, ...] = ()) -
             body = answer.read(1 << 20)
         if expired.is_set():  # the deadline cut the answer short
             raise TimeoutError
-        json.loads(body or b"{}")
+        answer = parse_json(body or b"{}", "answer")  # bounded: its keys, and a nesting past recursion refused
+        if not isinstance(answer, dict) or _depth(answer, MAX_ANSWER_DEPTH) > MAX_ANSWER_DEPTH:
+            raise Unreadable("not an MLflow answer")
         return
     except _Refused as err:
         why = (f"answers with a redirect (HTTP {err.args[0]}) where an MLflow tracking server answers; normbench "
@@ -151,7 +167,7 @@ def require_tracking_server(uri: str, settings, secrets: tuple[str, ...] = ()) -
         reason = getattr(err, "reason", err)
         why = (slow if expired.is_set() or isinstance(reason, TimeoutError) or "timed out" in str(reason)
                else f"cannot be asked ({' '.join(str(reason).split())[:120]})")
-    except ValueError:  # its answer is not JSON
+    except (ValueError, Unreadable):  # its answer is not JSON, or not the object an MLflow server answers
         why = slow if expired.is_set() else \
             "answers with something other than JSON: it is not an MLflow tracking server (a web page?)"
     finally:
@@ -172,6 +188,18 @@ def preflight(settings, secrets: tuple[str, ...] = ()) -> None:
     if uri is not None and uri_scheme(uri) in ("sqlite", "postgresql", "mysql", "mssql"):
         for module in ("sqlalchemy", "alembic"):  # what MLflow's database stores import
             require_package(module, f"logger.mlflow.tracking_uri={uri_scheme(uri)}://...", "mlflow")
+    database = sqlite_file(uri) if uri is not None and uri_scheme(uri) == "sqlite" else None
+    if database is not None and not database.parent.is_dir():  # SQLite makes the file, never its folder
+        raise ConfigError(f"logger.mlflow.tracking_uri={public_uri(uri, secrets)!r}: the folder "
+                          f"{str(database.parent)[:200]!r} does not exist; make it, or name another")
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The database file a ``sqlite:`` URI names, or None (in memory, or no file named)."""
+    # sqlite:///m.db is m.db (relative), sqlite:////abs/m.db is /abs/m.db; a query string is SQLAlchemy's
+    _, _, rest = uri.partition(":///")
+    path = Path(unquote(rest.split("?")[0]))
+    return None if not rest or not path.name or path.name == ":memory:" else path
 
 
 @contextlib.contextmanager
@@ -184,10 +212,8 @@ def store_made_once(uri: str):
         return
     import fcntl
 
-    # sqlite:///m.db is m.db (relative), sqlite:////abs/m.db is /abs/m.db; a query string is SQLAlchemy's
-    _, _, rest = uri.partition(":///")
-    path = Path(unquote(rest.split("?")[0]))
-    if not rest or not path.name or path.name == ":memory:":
+    path = sqlite_file(uri)
+    if path is None:
         yield
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)

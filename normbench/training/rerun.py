@@ -28,6 +28,7 @@ from normbench.configuration.contract import config_hash
 from normbench.records.metrics import viewed
 from normbench.configuration.schema import LOGGER_KINDS
 from normbench.records.record import SetAside, git_commit, read_summary
+from normbench.checks import out_path
 
 COMPARED = viewed("rerun")
 
@@ -74,7 +75,7 @@ def _holds_something(out: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m normbench rerun", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory holding summary.json")
-    parser.add_argument("--out", type=Path, help="where the new record goes, a new or empty folder "
+    parser.add_argument("--out", type=out_path, help="where the new record goes, a new or empty folder "
                                                  "(default: outputs/reruns/DATE/TIME-HASH)")
     parser.add_argument("--logger", action="append", default=[], choices=tuple(LOGGER_KINDS),
                         help="a logger for the new run, with its default settings (repeat for several); "

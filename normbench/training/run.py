@@ -93,22 +93,28 @@ def unsupported_precision(model, task, device: torch.device, dtype: str) -> str 
     return None
 
 
+# The signals that end a run as Ctrl-C does: a cluster's time limit or kill (SIGTERM), a closed terminal
+# or ssh session (SIGHUP, POSIX only). Left to their defaults they kill the process with its record `running`.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 @contextmanager
 def sigterm_as_interrupt():
-    """SIGTERM (a cluster's time limit, kill) ends the run like Ctrl-C: summary written, status interrupted."""
+    """SIGTERM or SIGHUP ends the run like Ctrl-C: summary written, status interrupted."""
     def handler(signum, frame):
         stop = KeyboardInterrupt(f"signal {signum}")
         stop.signum = signum  # the command's last line names the signal that stopped it (__main__.subcommand)
         raise stop
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
 
 
 def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path | None:
@@ -121,10 +127,30 @@ def finished_record(run_dir: Path, sweep_dir: Path | None, digest: str) -> Path 
     if sweep_dir is not None:
         candidates += record_paths(sweep_dir)
     for path in candidates:
-        record = read_summary(path)  # a malformed, linked or FIFO record anywhere is passed over
-        if isinstance(record, RunRecord) and record.final and record.of_run(digest):
+        if _final_digest(path) == digest:
             return path
     return None
+
+
+# path -> (its lstat's inode, size, mtime, the digest of the final record it held then, or None). Each job
+# of a sweep looks through every record of the sweep: without this, a worker's k-th job parses k files, and
+# a sweep of N jobs N^2/2. A record is replaced by a rename (write_json_atomic), which changes its inode.
+_seen: dict[Path, tuple[tuple, str | None]] = {}
+
+
+def _final_digest(path: Path) -> str | None:
+    try:
+        info = os.lstat(path)
+        key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode)
+    except OSError:
+        return None
+    known = _seen.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    record = read_summary(path)  # a malformed, linked or FIFO record anywhere is passed over
+    digest = record.run_digest() if isinstance(record, RunRecord) and record.final else None
+    _seen[path] = (key, digest)
+    return digest
 
 
 class SweepClaim:

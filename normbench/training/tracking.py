@@ -29,6 +29,8 @@ import os
 import re
 import socket
 import stat
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -40,6 +42,9 @@ from normbench.records.metrics import viewed
 FINAL_METRICS = viewed("final")  # the record's values a logger keeps as the run's final metrics
 NO_STUDY = "normbench"           # the experiment of runs outside a study
 MASK = "***"
+# A value this short is no secret worth hiding, and masking it would garble every line: each "1" or "a"
+# in a run's output would become *** (a 1-character WORLD_SIZE read through oc.env did exactly that).
+MIN_SECRET = 4
 _ENV = re.compile(r"oc\.env\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -47,9 +52,10 @@ _ENV = re.compile(r"oc\.env\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
 
 def env_secrets(texts) -> list[str]:
     """The values of the environment variables that ``texts`` (overrides as typed, config strings) read
-    through ``${oc.env:NAME}``, longest first: what every printed line and logged value masks."""
+    through ``${oc.env:NAME}``, longest first: what every printed line and logged value masks. Values
+    shorter than MIN_SECRET are left out (shown as they are)."""
     names = {name for text in texts for name in _ENV.findall(str(text))}
-    return sorted((os.environ[n] for n in names if os.environ.get(n)), key=len, reverse=True)
+    return sorted((os.environ[n] for n in names if len(os.environ.get(n) or "") >= MIN_SECRET), key=len, reverse=True)
 
 
 def interpolated_secrets(node) -> tuple[str, ...]:
@@ -263,6 +269,23 @@ def require_package(module: str, what: str, extra: str) -> None:
         raise ConfigError(f'{what} needs the {module} package: pip install -e ".[{extra}]"')
 
 
+def resolved(host: str, port: int, timeout: float):
+    """``socket.getaddrinfo(host, port)`` bounded by ``timeout``: its list, the OSError it raised, or
+    None when it has not answered in time. A socket's timeout does not cover name resolution, which
+    with no network can wait on each DNS server in turn (90 s for W&B's host, hostile pass 2)."""
+    answer: list = []
+
+    def ask() -> None:
+        try:
+            answer.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as err:
+            answer.append(err)
+    asking = threading.Thread(target=ask, daemon=True)  # a resolver that never answers is left behind
+    asking.start()
+    asking.join(timeout)
+    return answer[0] if answer else None
+
+
 def require_reachable(uri: str, key: str, secrets: tuple[str, ...] = (), timeout: float = 3.0) -> None:
     """ConfigError (one line, exit 2) unless the server of an ``http(s)://`` URI accepts a connection
     within ``timeout`` seconds: a client that retries an unreachable server would stall the run for
@@ -276,8 +299,16 @@ def require_reachable(uri: str, key: str, secrets: tuple[str, ...] = (), timeout
         return
     if not parts.hostname:
         raise ConfigError(f"{key}={public_uri(uri, secrets)!r} names no host")
+    started = time.monotonic()
+    addresses = resolved(parts.hostname, port, timeout)
+    if addresses is None:
+        raise ConfigError(f"{key}={public_uri(uri, secrets)!r}: its host name is not resolved within {timeout:g} s "
+                          "(no network, or no DNS?); connect, or choose another")
     try:
-        with socket.create_connection((parts.hostname, port), timeout=timeout):
+        if isinstance(addresses, OSError):
+            raise addresses
+        left = max(0.1, timeout - (time.monotonic() - started))
+        with socket.create_connection((addresses[0][4][0], port), timeout=left):
             pass
     except OSError as err:
         why = f"no answer within {timeout:g} s" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)

@@ -80,3 +80,47 @@ def test_arms_not_told_apart_stay_undecided_and_say_so(write_record, tmp_path):
     lines = _answer_lines(runs, "maximum seeds")
     assert "the 2 arms are not told apart (norm=ln ranks first, not shown better)" in lines
     assert "  undecided: copy: " in lines
+
+
+def _runs_rising(write_record, root: Path, rising: set[str], gap: float = 0.3):
+    """ln at 0.9, bn ``gap`` below; the arms in ``rising`` still climb at the end, the others level off."""
+    for seed in SEEDS:
+        for norm, shift in (("ln", 0.0), ("bn", -gap)):
+            final = 0.9 + shift + 0.002 * seed
+            curve = iter([final - 0.6, final - 0.4, final - 0.2, final] if norm in rising
+                         else [final - 0.6, final - 0.004, final - 0.002, final])
+            run = write_record(root, f"{norm}-{seed}", seed=seed, best_val=final, axes={"norm": norm})
+            lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+            for line in lines:
+                if line["kind"] == "eval":
+                    line["val_metric"] = next(curve)
+            (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    runs = runs_frame(find_records([root]).runs)
+    return label_groups(runs, varying_axes(runs))
+
+
+def test_a_leader_still_improving_voids_nothing_a_trailing_arm_still_improving_does(write_record, tmp_path):
+    """The issue's case: "still improving" blocked an answer whose improving arm was the leader, far ahead;
+    improving can only widen a lead. A trailing arm still improving could catch up: that one gates."""
+    runs = _runs_rising(write_record, tmp_path / "lead", {"ln"})
+    (decision,) = decisions(runs, 0.05)
+    assert decision.status == DECIDED and "ln" in decision.best and decision.gate is None
+    assert not _report_answer(runs).regime  # the report reads it alike
+    trailing = _runs_rising(write_record, tmp_path / "trail", {"bn"})
+    (gated,) = decisions(trailing, 0.05)
+    assert gated.status == GATED and "still improving" in gated.gate.text and "bn" in gated.gate.text
+    assert _report_answer(trailing).regime == gated.gate.text
+
+
+def test_a_study_of_one_arm_says_nothing_was_compared(write_record, tmp_path):
+    """One arm leaves nothing undecided because it asks nothing: its end line said "every question decided"."""
+    from normbench.studies.study import NOTHING_COMPARED, compared_anything
+
+    for seed in SEEDS:
+        write_record(tmp_path / "one", f"ln-{seed}", seed=seed, best_val=0.9 + 0.002 * seed, axes={"norm": "ln"})
+    runs = runs_frame(find_records([tmp_path / "one"]).runs)
+    runs = label_groups(runs, varying_axes(runs))
+    assert undecided(runs, 0.05) == [] and not compared_anything(runs, 0.05)
+    lines = _answer_lines(runs, NOTHING_COMPARED)
+    assert "every question decided" not in lines and "nothing compared" in lines
+    assert compared_anything(_runs(write_record, tmp_path / "two", rising=False), 0.05)

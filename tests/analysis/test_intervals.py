@@ -175,3 +175,39 @@ def test_seeds_to_decide_clears_the_distance_with_power():
     assert at(needed, 0.05) <= 0.05 < at(needed - 1, 0.05)
     assert seeds_to_decide(estimate, n, 0.05, alpha=0.001) > needed  # a stricter α needs more seeds
     assert seeds_to_decide(estimate, n, 0.0) is None and seeds_to_decide(Estimate(0.05, math.nan, 1.0), n, 0.05) is None
+
+
+def test_pooled_strata_never_raise_n_above_the_seeds():
+    """bn_masked_varlen's case: 6 seeds × 3 lengths = 18 runs per arm are 6 observations, not 18."""
+    import numpy as np
+    import pandas as pd
+
+    from normbench.analysis.claims.comparison import pairing_text, stratified_difference
+    from normbench.analysis.intervals import seed_difference
+
+    rng = np.random.default_rng(0)
+    seeds, lengths = range(6), (20, 40, 80)
+
+    def arm(shift):
+        return pd.DataFrame([{"seed": s, "length": n, "value": shift + 0.1 * s + 0.01 * n + rng.normal(0, 0.02)}
+                             for s in seeds for n in lengths])
+    a, b = arm(0.05), arm(0.0)
+    estimate, paired = seed_difference(a["value"], a["seed"], b["value"], b["seed"])
+    assert paired == 6 and estimate.df == 5  # a pooled Welch test would read about 34 df
+    assert estimate.value == pytest.approx(float(a["value"].mean() - b["value"].mean()))
+    found = stratified_difference([("", a, b)], lambda f: f["value"])
+    assert found.df == 5
+    text = pairing_text([("", a, b)], lambda f: f["value"])
+    assert "Paired by seed on 6 shared seeds" in text and "n is seeds" in text
+
+
+def test_paired_seeds_decide_where_unpaired_do_not():
+    """The seed moves both arms together (same data windows); the arms differ by 0.05 on every seed."""
+    from normbench.analysis.intervals import seed_difference
+
+    shared = [0.3, 0.6, 0.9, 0.4, 0.8]
+    a = [x + 0.05 + 0.004 * (i % 2) for i, x in enumerate(shared)]
+    paired, n = seed_difference(a, range(5), shared, range(5))
+    unpaired, none = seed_difference(a, range(5), shared, range(5, 10))
+    assert n == 5 and none == 0
+    assert paired.interval(0.9)[0] > 0 and unpaired.interval(0.9)[0] < 0

@@ -97,7 +97,7 @@ def test_the_answer_and_the_synthesis_name_the_plateau(runs_of):
     assert answer.regime.startswith("not testable here: " + MQAR) and MQAR_REMEDY in answer.regime
     assert answer.command == "" and "seeds per arm" not in answer.also
     section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [])
-    gates = of_frames(runs, summary).regime_of
+    gates = of_frames(runs, summary)
     (line,) = [line for line in synthesis(summary, runs, [section], gates) if line.studies]
     assert line.favoured.startswith("not testable here: " + MQAR) and MQAR_REMEDY in line.favoured
 

@@ -128,3 +128,56 @@ def test_rank_groups_line_up_with_summarize_groups(runs_of):
     summary = summarize_groups(runs, varying_axes(runs))
     flags = rank_groups(runs[runs["status"].isin(TRAINED)], summary, score="metrics.final_val")["best"]
     assert dict(zip(summary["group"], flags)) == {"norm=ln": True, "norm=bn": False, "norm=rms": False}
+
+
+def seeded(groups: dict[str, list], task: str = "copy", higher: bool = True) -> pd.DataFrame:
+    """As ``table``, the i-th score of every group run with seed i (the arms share seeds)."""
+    frame = table(groups, task, higher)
+    frame["seed"] = [i for values in groups.values() for i in range(len(values))]
+    return frame
+
+
+def test_shared_seeds_are_paired_and_pairing_decides_where_welch_does_not():
+    """Seeds differ a lot (data windows), but on every seed `b` is 0.01 below `a`: Welch cannot see it
+    through the seed-to-seed spread, the per-seed differences show it."""
+    base = [0.70, 0.80, 0.90, 0.75, 0.85]
+    a = [x + 0.001 * (i % 2) for i, x in enumerate(base)]
+    b = [x - 0.01 for x in base]
+    paired = best_set(seeded({"a": a, "b": b}), True).comparisons.set_index("group").loc["b"]
+    assert paired["shown_worse"] and paired["test"].startswith("paired t on 5 shared seeds")
+    unpaired = best_set(table({"a": a, "b": b}), True).comparisons.set_index("group").loc["b"]
+    assert not unpaired["shown_worse"] and "unpaired" in unpaired["test"]
+    # seeds shared by one run only are not a pairing: Welch, and the page says so
+    one = seeded({"a": a, "b": b})
+    one.loc[one["group"] == "b", "seed"] += 4
+    assert "Welch" in best_set(one, True).comparisons.set_index("group").loc["b", "test"]
+
+
+def test_pairing_reads_ratios_for_a_metric_spanning_decades():
+    """MSE is compared on the log scale: seeds spread over two decades, b 1.2× a's MSE on every seed."""
+    a = [1e-3, 1e-2, 1e-1, 3e-3, 3e-2]
+    runs = seeded({"a": a, "b": [x * r for x, r in zip(a, (1.2, 1.25, 1.18, 1.22, 1.21))]}, "adding", False)
+    result = best_set(runs.assign(**{"task.metric": "mse"}), False)
+    assert result.members == ["a"]
+
+
+def test_an_arm_with_one_failed_run_of_three_and_the_rest_far_worse_is_shown_worse():
+    """The rank test alone cannot reach α / (k − 1) at 3 vs 3 (smallest p 0.10 > 0.025): the finished
+    runs' t test shows it."""
+    runs = seeded({"lead": [0.90, 0.91, 0.905], "near": [0.89, 0.90, 0.908], "bad": [0.50, 0.52, None]})
+    result = best_set(runs, True)
+    assert "bad" not in result.members
+    row = result.comparisons.set_index("group").loc["bad"]
+    assert row["shown_worse"] and "finished runs" in row["test"]
+    # a failed run whose finished runs are as good as the leader's is not shown worse by 3 seeds
+    kept = best_set(seeded({"lead": [0.90, 0.91, 0.905], "fails": [0.90, 0.912, None]}), True)
+    assert "fails" in kept.members
+
+
+def test_the_plan_says_before_running_what_its_seeds_can_show_about_failures():
+    from normbench.analysis.ranking import plan_line, seeds_to_show_failures, smallest_rank_p
+
+    assert smallest_rank_p(3) == 0.1 and seeds_to_show_failures(4) == 5  # 2/C(10,5) = 0.0079 ≤ 0.0167
+    line = plan_line(3, 4)
+    assert "from 5 seeds per arm" in line and "0.1 > level 0.0167" in line
+    assert "alone" in plan_line(5, 4) and "only through" not in plan_line(5, 4)

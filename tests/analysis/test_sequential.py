@@ -47,3 +47,15 @@ def test_bad_plans_are_refused():
     with pytest.raises(ValueError):
         Plan((1, 4))
     assert math.isclose(Plan((2, 4)).spent(4), 0.05)
+
+
+def test_a_paired_look_reads_the_per_seed_differences():
+    """Seeds move both arms together; a is 0.01 above b on every seed: paired decides, unpaired cannot."""
+    import numpy as np
+
+    from normbench.analysis.sequential import A_BETTER, decide, decide_paired
+
+    shared = np.array([0.3, 0.6, 0.9, 0.4, 0.8])
+    a = shared + 0.01 + 0.001 * (np.arange(5) % 2)
+    assert decide_paired(a - shared, 0.05) == A_BETTER and decide(a, shared, 0.05) is None
+    assert decide_paired(np.full(5, 0.01), 0.05) is None  # no spread: the caller's unpaired test decides

@@ -49,6 +49,12 @@ def test_the_example_claim_reads_as_the_engine_claim_it_describes():
     (with_(statement=None), "statement is required"),
     (with_(colour="red"), "unknown key 'colour'"),
     ([1, 2], "holds one mapping"),
+    (with_(parts=[{"kind": "not_worse", "assertion": "x", "a": "a", "b": "b", "margin": float("nan")}]),
+     "margin needs a finite number"),
+    (with_(parts=[{"kind": "not_worse", "assertion": "x", "a": "a", "b": "b", "margin": float("inf")}]),
+     "margin needs a finite number"),
+    (with_(arms={"a": {"hydra.callbacks.x": 1}, "b": {"norm": "ln"}}), "'hydra.callbacks.x' is not a result-affecting"),
+    (with_(arms={"a": {"logger.mlflow.experiment": "x"}, "b": {"norm": "ln"}}), "is not a result-affecting"),
 ])
 def test_a_bad_claim_is_one_line_naming_the_file_and_the_key(doc, says):
     with pytest.raises(ClaimFileError, match=says) as error:
@@ -73,6 +79,24 @@ def test_python_tags_and_oversized_files_are_refused_before_any_object_is_made(t
     shutil.copy(EXAMPLE, twice / "two.yaml")
     with pytest.raises(ClaimFileError, match="already a claim's"):
         read_folders([twice], CLAIMS)
+
+
+def test_an_alias_bomb_is_refused_in_one_line_before_it_is_expanded(tmp_path):
+    # nine levels of nine aliases: 9**9 strings once expanded, a few hundred bytes on disk
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ClaimFileError, match="expands past .* YAML nodes") as error:
+        read_file(bomb)
+    assert "\n" not in str(error.value)
+    recursive = tmp_path / "recursive.yaml"
+    recursive.write_text("id: &x [*x, *x]\n")
+    with pytest.raises(ClaimFileError):
+        read_file(recursive)
+    done = subprocess.run([sys.executable, "-m", "normbench", "report", str(tmp_path / "none"), "--claims",
+                           str(tmp_path)], capture_output=True, text=True, timeout=HANG_S)
+    assert done.returncode == 2 and "expands past" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_yaml_claim_is_judged_beside_the_shipped_ones(tmp_path, monkeypatch, runs_of):

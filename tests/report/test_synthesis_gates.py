@@ -8,7 +8,7 @@ from normbench.report.synthesis import synthesis
 def lines_for(runs):
     result = of_runs(runs)
     section = StudySection(str(result.runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [])
-    return [line for line in synthesis(result.summary, result.runs, [section], result.regime_of) if line.studies]
+    return [line for line in synthesis(result.summary, result.runs, [section], result) if line.studies]
 
 
 def test_arms_at_chance_favour_nothing_and_arms_apart_favour_the_best(runs_of):
@@ -32,11 +32,12 @@ def test_a_family_recommendation_names_every_favoured_arm_and_ties_as_ties():
                                     line(FAVOURED, ["norm=ln"], "a"), line(FAVOURED, ["norm=rms", "norm=ln"], "c")])
     # every favoured study's arms, in the lines' order (not a sort), each with its study; a tie is not used then
     assert mixed.favoured == "norm=ln (a, digits) · norm=rms or norm=ln (c, digits)"
-    assert mixed.sure == "study lines: 2 favour an arm, 1 tie, 1 not testable here" and mixed.kind == FAVOURED
+    assert mixed.sure == "no effect: no arm shown worse on the same data" and mixed.kind == FAVOURED
     tied = recommendation("LSTM", [line(TIED, ["norm=ln", "norm=bn"], "b"), gated])
     assert tied.favoured == "no choice shown better: norm=ln, norm=bn tie (b, digits)" and tied.kind == TIED
     only_gated = recommendation("LSTM", [gated])
-    assert only_gated.favoured.startswith("not testable here yet") and only_gated.kind == GATED
+    assert only_gated.favoured == "no testable study covers this family (1 not testable here: see its lines)"
+    assert only_gated.kind == GATED
     assert recommendation("GRU", []).favoured == "no evidence yet"
 
 
@@ -47,5 +48,5 @@ def test_the_recommendation_of_crafted_runs_follows_their_lines(runs_of):
              for s in range(4) for n in ("ln", "bn")]
     lines = lines_for(runs_of(*apart))
     by_family = {line.family: line for line in recommendations(lines)}
-    assert by_family[lines[0].family].favoured.startswith("norm=ln (x, ")
+    assert by_family[lines[0].family].favoured.startswith("norm=ln, placement=pre (x, ")  # a choice names its placement
     assert list(by_family) == [lines[0].family]  # the families the runs did not run are not listed

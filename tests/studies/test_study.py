@@ -140,3 +140,11 @@ def test_kill_9_of_the_study_runner_takes_its_round_along(tmp_path):
     while _processes_naming(str(tmp_path)) and time.monotonic() < deadline:
         time.sleep(0.5)  # the round got SIGTERM from the kernel and writes its interrupted records
     assert _processes_naming(str(tmp_path)) == []
+
+
+def test_the_plan_counts_arms_to_say_what_its_seeds_can_show_before_running():
+    from normbench.studies.study import arm_count
+
+    assert arm_count(["norm=ln,bn,none", "placement=pre,post", "seed=0,1,2", "task=copy,adding"]) == 6
+    assert arm_count(["norm=ln", "lr=0.1"]) == 1
+    assert arm_count(["norm=ln,bn", "lr=range(1,3)"]) is None  # not a plain list: no line rather than a wrong one

@@ -102,13 +102,13 @@ def test_a_server_that_answers_in_time_passes(server):
 def test_a_tracking_uri_password_stays_out_of_the_record(uri, cli, tiny_args, tmp_path):
     import socket
 
-    with socket.socket() as closed:  # a port nothing listens on: the run stops before training
-        closed.bind(("127.0.0.1", 0))
+    with socket.socket() as closed:  # a port nothing listens on: refused before training (http), or the
+        closed.bind(("127.0.0.1", 0))  # logger dropped with one line as it starts (a database: no pre-run check)
         port = closed.getsockname()[1]
     given = uri.format(port=port)
     code, out, err = cli(*tiny_args, "logger=mlflow", f"logger.mlflow.tracking_uri={given}",
                          "logger.mlflow.timeout=1", "hydra.run.dir=run")
-    assert code != 0
+    assert code != 0 or "mlflow: not started" in err, err
     record = (tmp_path / "run" / "summary.json").read_text()
     assert "hunter2" not in record + out + err, record
     for written in (tmp_path / "run").rglob("*"):  # traceback.txt, normbench.log, the logger's files
@@ -116,3 +116,67 @@ def test_a_tracking_uri_password_stays_out_of_the_record(uri, cli, tiny_args, tm
     summary = json.loads(record)
     assert summary["config"]["logger"]["mlflow"]["tracking_uri"] == given.replace("hunter2", "***")
     assert any("bob:***@" in o for o in summary["overrides"])
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 100 + b"{}" + b"}" * 100, b"[]"])
+def test_an_answer_nested_past_any_mlflow_answer_is_refused_in_one_line(body):
+    """A 100,000-deep answer reached the recursive decoder; a 100-deep or a list is no MLflow answer."""
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    http.daemon_threads = True
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(ConfigError, match="other than JSON|not an MLflow") as error:
+            require_tracking_server(f"http://127.0.0.1:{http.server_address[1]}", MLflowLog(timeout=5.0))
+        assert "\n" not in str(error.value)
+    finally:
+        http.shutdown()
+        http.server_close()
+
+
+def test_a_sqlite_store_in_a_missing_folder_is_one_line_before_the_run(cli, tiny_args, tmp_path):
+    """SQLite makes the database file, never its folder: this failed as a traceback once training began."""
+    missing = tmp_path / "missing" / "dir" / "x.db"
+    code, _, err = cli(*tiny_args, "logger=mlflow", f"logger.mlflow.tracking_uri=sqlite:///{missing}",
+                       "hydra.run.dir=run")
+    assert code == 2 and "does not exist" in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("when", ["build", "on_log"])
+def test_a_server_that_dies_after_the_check_drops_the_logger_and_the_run_goes_on(when, cli, tiny_args, tmp_path,
+                                                                                  monkeypatch):
+    """docs/loggers.md: a logger that fails during a run is dropped with one line. A server that passed the
+    check and was gone when the logger started ended the run `failed`, exit 1."""
+    import dataclasses
+
+    from normbench.training import loggers
+    from normbench.training.hooks import Hook
+
+    class Gone(Hook):
+        kind = "mlflow"
+
+        def on_log(self, trainer, step, **scalars):
+            raise ConnectionError("the tracking server went away")
+
+    def build(settings, run_dir, names, sweep_dir):
+        if when == "build":
+            raise ConnectionError("the tracking server went away")
+        return Gone()
+    fake = dataclasses.replace(loggers.LOGGERS["mlflow"], preflight=lambda settings, secrets=(): None, build=build)
+    monkeypatch.setitem(loggers.LOGGERS, "mlflow", fake)
+    code, _, err = cli(*tiny_args, "logger=mlflow", "logger.mlflow.tracking_uri=http://127.0.0.1:9", "hydra.run.dir=run")
+    assert code == 0, err
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "ok"
+    said = [line for line in err.splitlines() if "the tracking server went away" in line]
+    assert len(said) == 1 and "the run and its record go on" in said[0], err

@@ -144,3 +144,22 @@ def test_several_loggers_read_back_hold_the_same_run_under_the_same_names(compos
         tb_curve = [(e.step, e.value) for e in events.Scalars(name)]
         assert ml_curve == wb_curve and [s for s, _ in tb_curve] == [s for s, _ in ml_curve]
         assert [v for _, v in tb_curve] == pytest.approx([v for _, v in ml_curve], rel=1e-6)  # TensorBoard keeps float32
+
+
+def test_online_without_a_name_server_is_one_line_within_the_bound(monkeypatch):
+    """No network: resolving W&B's host waited on each DNS server in turn (~90 s), which a socket's
+    timeout does not cover. The pre-run check bounds the resolution too."""
+    import socket
+    import time as clock
+
+    from normbench.checks import ConfigError
+    from normbench.configuration.schema import WandbLog
+    from normbench.training import wandb_logger
+
+    monkeypatch.delenv("WANDB_BASE_URL", raising=False)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: clock.sleep(60))
+    started = clock.monotonic()
+    with pytest.raises(ConfigError, match="not resolved within 3 s") as error:
+        wandb_logger.preflight(WandbLog(enabled=True, mode="online"))
+    assert clock.monotonic() - started < 10 and "\n" not in str(error.value)
+    assert "api.wandb.ai" in str(error.value)

@@ -1,6 +1,7 @@
 """Claims from the normalization literature, checked against the runs at hand.
 
-specs.py holds the claims as data, in the vocabulary of vocabulary.py; parts.py names the module
+specs.py holds the claims as data, in the vocabulary of vocabulary.py, each with its regime as named
+predicates (predicates.py, the descriptor table a YAML claim names too); parts.py names the module
 that tests each kind of part (score_parts, speed_parts, convergence_parts, on what comparison.py
 shares: strata, effects, the divergence test); engine.py is the one set of rules that judges a
 claim within each study and setting (its docstring states the tests, the α, the pooling and the
@@ -11,15 +12,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from normbench.analysis.claims.engine import evaluate, judge, settings, studies
+from normbench.analysis.claims.engine import (evaluate, judge, settings, shown_status, shown_verdict, studies,
+                                             verdict_figures)
 from normbench.analysis.claims.vocabulary import (ALPHA, CONTRADICTED, DEPENDS, INCONCLUSIVE,
-                                                NOT_APPLICABLE, NOT_TESTABLE, SLOPE_DELTA, SUPPORTED,
+                                                NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE, SLOPE_DELTA, SUPPORTED,
                                                 TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
                                                 PartSpec, Verdict)
 from normbench.analysis.claims.specs import CLAIMS, TRAINS_SHARE
 from normbench.analysis.claims.specs_2026 import CLAIMS_2026
 
 __all__ = ["ALPHA", "CLAIMS", "CLAIMS_2026", "SHIPPED", "CONTRADICTED", "DEPENDS", "INCONCLUSIVE", "NOT_APPLICABLE",
+           "NOT_REPRODUCED", "shown_status", "shown_verdict", "verdict_figures",
            "NOT_TESTABLE", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
            "TRAINS_SHARE", "Claim", "Effect", "Measure", "Part", "PartSpec", "Verdict", "evaluate_claims",
            "judge", "settings", "studies"]

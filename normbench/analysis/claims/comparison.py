@@ -17,6 +17,7 @@ from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, TOWARD_CONTRADICTED,
                                                 TOWARD_SUPPORTED, Effect, Measure, is_missing, metric)
 from normbench.analysis.intervals import (Estimate, agresti_caffo, combine, decision_level, inverse_variance,
+                                        seed_difference,
                                         mean_estimate, minimum_detectable_effect, proportion_difference,
                                         seeds_to_decide)
 
@@ -143,8 +144,26 @@ def learning_strata(triples, runs: pd.DataFrame, names: tuple[str, str]):
 
 
 def stratified_difference(triples, values: Callable[[pd.DataFrame], pd.Series]) -> Estimate:
-    return inverse_variance([combine([(1, mean_estimate(values(a))), (-1, mean_estimate(values(b)))])
-                             for _, a, b in triples])
+    """a − b with n = seeds (intervals.seed_difference: paired where the arms share seeds, a pooled axis
+    averaged within each seed), inverse-variance combined across strata."""
+    return inverse_variance([_seed_difference(a, b, values)[0] for _, a, b in triples])
+
+
+def _seed_difference(a: pd.DataFrame, b: pd.DataFrame, values: Callable[[pd.DataFrame], pd.Series]) -> tuple[Estimate, int]:
+    if "seed" not in a or "seed" not in b:  # no seeds recorded: each run its own observation, unpaired
+        return combine([(1, mean_estimate(values(a))), (-1, mean_estimate(values(b)))]), 0
+    return seed_difference(values(a), a["seed"], values(b), b["seed"])
+
+
+def pairing_text(triples, values: Callable[[pd.DataFrame], pd.Series]) -> str:
+    """The sentence saying how the test used the seeds: paired (on how many) or unpaired, and n = seeds."""
+    paired = [_seed_difference(a, b, values)[1] for _, a, b in triples]
+    pooled = any(len(a) > a["seed"].nunique() or len(b) > b["seed"].nunique()
+                 for _, a, b in triples if "seed" in a and "seed" in b)
+    within = " (a seed's runs across the pooled levels averaged first: n is seeds)" if pooled else ""
+    if paired and all(paired):
+        return f" Paired by seed on {'/'.join(map(str, paired))} shared seeds: t on the per-seed differences{within}."
+    return f" Unpaired (the arms share fewer than 2 seeds): Welch t on per-seed means{within}."
 
 
 def per_stratum_text(triples, values: Callable[[pd.DataFrame], pd.Series], alpha: float, sign: int = 1) -> str:
@@ -153,7 +172,8 @@ def per_stratum_text(triples, values: Callable[[pd.DataFrame], pd.Series], alpha
         return ""
     shown = []
     for level, a, b in triples:
-        estimate = combine([(sign, mean_estimate(values(a))), (-sign, mean_estimate(values(b)))])
+        found = _seed_difference(a, b, values)[0]
+        estimate = Estimate(sign * found.value, found.var, found.df)
         interval = estimate.interval(decision_level(alpha))
         shown.append(f"{level}: {number_text(estimate.value)}"
                      + (f" [{number_text(interval[0])}, {number_text(interval[1])}]" if interval else " (interval undefined)"))

@@ -12,6 +12,13 @@ and asserts **parts** from a small vocabulary (``better``, ``not_worse``, ``equi
 * `not testable here` when every part that can be tested is gated by its regime, or the rest are
   supported (a gated part means the claim is not supported; more seeds would not change that).
 
+Regime predicates. Before a part is tested, the predicates its claim names for it (Claim.needs,
+predicates.PREDICATES: "BN pools ≤ N vectors", "equal data", "off the task's trivial solutions" ...)
+are checked on the records of its arms; one that fails makes the part `not testable here: WHY (the
+regime needs WHAT) — testable with CHANGE`. A claim with regime prose and no predicates cannot decide.
+A part whose arm the runs lack reads not testable here while the parts whose arms exist are judged;
+the claim is not applicable only when no part has its arms.
+
 Regimes. Before a part is tested, the records of the arms it compares are checked once, here, by
 the gates of analysis/regime.py that apply to its kind (regime.GATES: at chance, at ceiling, still
 improving, confounded); a gated part reads `not testable here: REASON — testable with WHAT`, carries
@@ -70,8 +77,10 @@ from normbench.records.metrics import path
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import Context, effect_text, level_keys, pct, task_direction, varying
 from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC
+from normbench.analysis.claims import predicates
 from normbench.analysis.claims.parts import evaluate_part
-from normbench.analysis.claims.vocabulary import (CONTRADICTED, DEPENDS, INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE, SCORE,
+from normbench.analysis.claims.vocabulary import (CONTRADICTED, DEPENDS, INCONCLUSIVE, NOT_APPLICABLE, NOT_REPRODUCED,
+                                                NOT_TESTABLE, SCORE,
                                                 SUPPORTED, Claim, Extreme, Part, PartSpec, Verdict, axis, describe, metric,
                                                 select, values_text)
 from normbench.analysis import lr_protocol, regime, rules
@@ -87,19 +96,30 @@ def not_applicable(why: str) -> Verdict:
     return Verdict(status, None, {}, pd.DataFrame(), why)
 
 
+def _testable_parts(claim: Claim, present: set[str]) -> list[PartSpec]:
+    return [s for s in claim.parts if all(n in present for n in (s.a, s.b) if n)]
+
+
+def _missing_text(claim: Claim, runs: pd.DataFrame, missing: list[str]) -> str:
+    keys = list(dict.fromkeys(k for n in missing for k in claim.arms[n]))
+    have = "; ".join(f"{k} ∈ {values_text(axis(runs, k))}" for k in keys)
+    return f"Needs {'; '.join(f'{n} ({describe(claim.arms[n])})' for n in missing)}; the runs have {have}."
+
+
 def _resolve(claim: Claim, runs: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], dict[str, dict], str | None]:
-    """Each arm's runs; Extreme values resolved among the values every arm using them shares."""
+    """Each arm's runs; Extreme values resolved among the values every arm using them shares. An arm the runs
+    lack is left out when some part can be judged without it (its parts read not testable here, judge)."""
     frames = {name: runs[select(runs, selector)] for name, selector in claim.arms.items()}
     missing = [name for name, frame in frames.items() if frame.empty]
-    if missing:
-        keys = list(dict.fromkeys(k for n in missing for k in claim.arms[n]))
-        have = "; ".join(f"{k} ∈ {values_text(axis(runs, k))}" for k in keys)
-        return {}, {}, (f"Needs {'; '.join(f'{n} ({describe(claim.arms[n])})' for n in missing)}; "
-                        f"the runs have {have}.")
+    if missing and not _testable_parts(claim, set(frames) - set(missing)):
+        return {}, {}, _missing_text(claim, runs, missing)
+    frames = {name: frame for name, frame in frames.items() if name not in missing}
     resolved: dict[str, dict] = {name: {} for name in frames}
     extremes = list(dict.fromkeys(k for s in claim.arms.values() for k, v in s.items() if isinstance(v, Extreme)))
     for key in extremes:
-        users = [n for n, s in claim.arms.items() if isinstance(s.get(key), Extreme)]
+        users = [n for n, s in claim.arms.items() if isinstance(s.get(key), Extreme) and n in frames]
+        if not users:
+            continue
         shared = set.intersection(*[set(pd.to_numeric(axis(frames[n], key), errors="coerce").dropna()) for n in users])
         if len(shared) < 2:
             return {}, {}, (f"Needs at least 2 values of {key} shared by {', '.join(users)}; shared: "
@@ -140,9 +160,37 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     return pd.DataFrame(rows)
 
 
+def shown_status(status: str) -> str:
+    """A status as the page prints it: "contradicted" reads "not reproduced at this scale" (the runs are
+    small; the paper's setting is not), every other status as it is."""
+    return NOT_REPRODUCED if status == CONTRADICTED else status
+
+
+def shown_verdict(claim: Claim, verdict: Verdict) -> str:
+    """The claim's verdict as the page prints it: a contradicted one with what differs from the paper."""
+    if verdict.status != CONTRADICTED:
+        return verdict.status
+    paper = claim.measures or claim.where or claim.citation
+    here = verdict.scale.split(";")[0] if verdict.scale else "this benchmark's scale"
+    return f"{NOT_REPRODUCED} (the paper: {paper}; here: {here})"
+
+
+def verdict_figures(verdict: Verdict) -> dict:
+    """The row a referee reads beside the verdict (claims.csv): the deciding effect with its units (its label)
+    and (1 − 2α) interval, the seeds (n = the fewest distinct seeds of any arm judged), the scale and the lr
+    protocol; empty strings where the verdict has none."""
+    effect = verdict.effect
+    low, high = effect.interval if effect is not None and effect.interval is not None else (None, None)
+    return {"effect": "" if effect is None else effect.estimate, "effect_low": "" if low is None else low,
+            "effect_high": "" if high is None else high, "effect_what": "" if effect is None else effect.label,
+            "seeds": "" if verdict.n_seeds is None else verdict.n_seeds, "scale": verdict.scale, "lr": verdict.lr}
+
+
 def part_line(index: int, part: Part) -> str:
     extra = ""
-    if part.status == INCONCLUSIVE:
+    if part.status == INCONCLUSIVE and part.within:
+        extra = f" (no difference larger than δ = {part.within} is likely)"
+    elif part.status == INCONCLUSIVE:
         bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
         if part.mde is not None:
             bits.append(f"minimum detectable effect {part.mde:.3g}")
@@ -151,7 +199,7 @@ def part_line(index: int, part: Part) -> str:
         extra = " (" + "; ".join(bits) + ")"
     if part.status == NOT_TESTABLE:
         return f" Part {index} — {part.assertion}: {part.note.strip()}. Test: {part.test}"
-    return (f" Part {index} — {part.assertion}: {part.status}{extra}. Effect: {effect_text(part.effect)}. "
+    return (f" Part {index} — {part.assertion}: {shown_status(part.status)}{extra}. Effect: {effect_text(part.effect)}. "
             f"Test: {part.test}{part.note}")
 
 
@@ -167,11 +215,8 @@ def relevant(claim: Claim, runs: pd.DataFrame) -> tuple[pd.DataFrame, str | None
         runs = kept
     masks = {name: select(runs, selector) for name, selector in claim.arms.items()}
     missing = [name for name, mask in masks.items() if not mask.any()]
-    if missing:
-        keys = list(dict.fromkeys(k for n in missing for k in claim.arms[n]))
-        have = "; ".join(f"{k} ∈ {values_text(axis(runs, k))}" for k in keys)
-        return runs, (f"Needs {'; '.join(f'{n} ({describe(claim.arms[n])})' for n in missing)}; "
-                      f"the runs have {have}.")
+    if missing and not _testable_parts(claim, {n for n in masks if n not in missing}):
+        return runs, _missing_text(claim, runs, missing)
     return runs[np.logical_or.reduce(list(masks.values()))], None
 
 
@@ -196,11 +241,18 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
     ctx = Context(runs, frames, claim.compare, alpha)
     curves = (regime.read_evals(runs["run_dir"].dropna()) if "run_dir" in runs and any(
         regime.STILL_IMPROVING in regime.gates_for(s.kind, s.measure.task_metric) for s in claim.parts) else None)
-    parts = [_gated(claim, spec, ctx, curves) or evaluate_part(spec, ctx) for spec in claim.parts]
+    parts = [_absent(claim, spec, frames, runs) or _unmet(claim, i, spec, ctx) or _gated(claim, spec, ctx, curves)
+             or evaluate_part(spec, ctx) for i, spec in enumerate(claim.parts, 1)]
     if all(p.status == NOT_APPLICABLE for p in parts):
         return not_applicable("No part can be tested: " + " ".join(
             f"{p.assertion}: {p.note.strip() or 'not applicable'}" for p in parts))
     parts = _after_setup(claim, parts)
+    missing = tuple(n for n in claim.arms if n not in frames)
+    if missing and not any(p.status in (SUPPORTED, CONTRADICTED, INCONCLUSIVE) for p in parts):
+        # a study that lacks an arm and can test nothing else says nothing about the claim
+        return not_applicable(_missing_text(claim, runs, list(missing)) + " No part with its arms present can be "
+                              "tested here: " + " ".join(f"{p.assertion}: {p.note.strip()}" for p in parts
+                                                         if p.status == NOT_TESTABLE and "the runs have no" not in p.note))
     status = claim_status([p.status for p in parts])
     level = decision_level(alpha)
     measured = regime.scale_text(pd.concat(list(frames.values())))
@@ -210,7 +262,8 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
     effects = [e for p in parts for e in p.effects]
     return Verdict(status, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
-                   context=context, scale=measured)
+                   context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
+                   missing=missing)
 
 
 def claim_status(statuses: list[str]) -> str:
@@ -240,6 +293,36 @@ def _after_setup(claim: Claim, parts: list[Part]) -> list[Part]:
     return [p if p.status == NOT_APPLICABLE and s is not spec else
             Part(p.assertion, NOT_TESTABLE, p.test, p.effects if s.setup else (), p.arms, p.margin, note=note)
             for s, p in zip(claim.parts, parts)]
+
+
+def _absent(claim: Claim, spec: PartSpec, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> Part | None:
+    """A part one of whose arms the runs lack, while another part can be judged: not testable here, the
+    arm named (a part that cannot be judged never takes the ones that can with it)."""
+    names = tuple(n for n in (spec.a, spec.b) if n)
+    lacking = [n for n in names if n not in frames]
+    if not lacking:
+        return None
+    selectors = "; ".join(f"{n} ({describe(claim.arms[n])})" for n in lacking)
+    return Part(spec.assertion, NOT_TESTABLE, f"{' vs '.join(names)}: the arms are checked before any test.", (),
+                names, note=f"not testable here: the runs have no {selectors} — testable with a study that runs "
+                            f"{'that arm' if len(lacking) == 1 else 'those arms'} beside the others")
+
+
+def _unmet(claim: Claim, index: int, spec: PartSpec, ctx: Context) -> Part | None:
+    """The part as "not testable here" when a regime predicate that gates it fails on the records of its
+    arms (predicates.py), or when the claim's regime is prose that nothing checks."""
+    names = tuple(n for n in (spec.a, spec.b) if n)
+    test = f"{' vs '.join(names)}: the claim's regime predicates checked before any test"
+    if claim.regime and not claim.needs:
+        return Part(spec.assertion, NOT_TESTABLE, test + ".", (), names, note=predicates.prose_only(claim))
+    for need in claim.needs:
+        if need.covers(index):
+            named = need.arguments.get("arm")  # a predicate about one arm reads it even where the part does not compare it
+            read = names + ((named,) if named in ctx.arms and named not in names else ())
+            note = predicates.failure(need, {n: ctx.arms[n] for n in read}, ctx.runs)
+            if note:
+                return Part(spec.assertion, NOT_TESTABLE, f"{test} ({need.name}).", (), names, note=note)
+    return None
 
 
 def _gated(claim: Claim, spec: PartSpec, ctx: Context, curves: pd.DataFrame | None) -> Part | None:
@@ -297,12 +380,16 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     """A claim within one study: judged within each setting where it applies; the headline is the
     setting with most seeds, the others listed with it by name and verdict, never averaged into it.
     A study tuned per arm is judged on its evaluation runs, each arm at its own lr (analysis/lr_protocol.py)."""
+    protocol = lr_protocol.kind_of(runs)  # of the whole study, before its evaluation runs are picked
     runs, lr_note = lr_protocol.claim_runs(runs, compares_lr="lr" in claim.compare)
     runs, why = relevant(claim, runs)
     if why:
         return not_applicable(why)
     applicable = [(name, verdict) for name, frame in settings(runs, claim.compare + claim.pool)
                   if (verdict := _checked(claim, frame, alpha)).status != NOT_APPLICABLE]
+    # a setting that lacks an arm some other setting has is not a second opinion, only a poorer first one
+    whole = [(name, verdict) for name, verdict in applicable if not verdict.missing]
+    applicable = whole or applicable
     if not applicable:
         verdict = _checked(claim, runs, alpha)
         if verdict.status != NOT_APPLICABLE:  # only a mix of settings has every arm: do not mix
@@ -311,6 +398,7 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
                                                  f"{', '.join(claim.compare)} (and seed) do not cover the comparison.")
         return verdict
     (name, verdict), others = applicable[0], applicable[1:]
+    verdict.lr = lr_protocol.PROTOCOLS[protocol].words
     verdict.setting, verdict.others = name, [(n, v.status) for n, v in others]
     statuses = {v.status for _, v in applicable}
     if len(statuses) > 1 and statuses & {SUPPORTED, CONTRADICTED}:
@@ -324,6 +412,10 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
                  f"{name}'s (most seeds); the others: " + "; ".join(f"{n}: {v.status}" for n, v in others[:6])
                  + (" …" if len(others) > 6 else "") + "." if others else
                  f" Judged within {name}." if name else "")
+    if verdict.status == CONTRADICTED:  # what differs from the paper stands first wherever the verdict is read
+        differs = shown_verdict(claim, verdict).removeprefix(NOT_REPRODUCED).strip(" ()")
+        verdict.context = f"Not reproduced at this scale ({differs}). {verdict.context}"
+        verdict.explanation = f"Not reproduced at this scale ({differs}). {verdict.explanation}"
     # the lr note joins a text that says something; alone it would read as the verdict's reason
     verdict.explanation += where + (lr_note if verdict.explanation.strip() else "")
     verdict.context += where + (lr_note if verdict.context.strip() else "")

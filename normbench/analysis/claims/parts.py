@@ -5,23 +5,64 @@ convergence_parts; what they share (strata, effects, the divergence test) is com
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
-from normbench.analysis.claims.comparison import Context
+from normbench.analysis.claims.comparison import Context, score_margin
 from normbench.analysis.claims.convergence_parts import convergence_part, grows_part
 from normbench.analysis.claims.score_parts import rate_part, ratio_part, score_part, slope_part, stability_part
 from normbench.analysis.claims.speed_parts import faster_part
+from normbench.analysis.claims.mechanism_parts import sign_part
 from normbench.analysis.claims.vocabulary import (INCONCLUSIVE, NOT_APPLICABLE, SUPPORTED, TOWARD_CONTRADICTED,
                                                 TOWARD_SUPPORTED, Part, PartSpec)
 
 
 _KINDS = {"better": score_part, "not_worse": score_part, "equivalent": score_part, "more_stable": stability_part,
           "faster": faster_part, "higher_rate": rate_part, "ratio": ratio_part, "slope": slope_part,
-          "converges_faster": convergence_part, "grows": grows_part}
+          "converges_faster": convergence_part, "grows": grows_part, "sign": sign_part}
+# A step-time ratio within ×1.05 either way: smaller than any speed difference the papers claim (RMSNorm 7%-64%,
+# DyT's per-layer savings), so "no difference larger than δ" answers a speed question as well as a verdict would.
+SPEED_DELTA = 1.05
+
+
+def margin_of(spec: PartSpec, ctx: Context) -> float | None:
+    """δ of a part on its effect's scale (a difference, or the log of a ratio), fixed before the data: the
+    part's own, a speed ratio's SPEED_DELTA, or the task score's smallest effect of interest; None where
+    the measure has none."""
+    if spec.margin is not None:
+        return spec.margin
+    if spec.kind == "faster":
+        return math.log(SPEED_DELTA)
+    if spec.measure.task_metric and spec.kind in ("better", "not_worse", "equivalent", "grows", "converges_faster"):
+        return score_margin(ctx.runs)[0]
+    return None
+
+
+def inside_margin(part: Part, delta: float | None) -> bool:
+    """Whether the deciding effect's interval already lies inside ±δ of no effect (on the log scale for a ratio)."""
+    effect = part.effect
+    if delta is None or effect is None or effect.interval is None or not math.isfinite(delta) or delta <= 0:
+        return False
+    low, high = effect.interval
+    if effect.null == 1.0:
+        if not (low > 0 and high > 0):
+            return False
+        low, high = math.log(low), math.log(high)
+    else:
+        low, high = low - effect.null, high - effect.null
+    return -delta < low and high < delta
 
 
 def evaluate_part(spec: PartSpec, ctx: Context) -> Part:
     part = _KINDS[spec.kind](spec, ctx)
+    delta = margin_of(spec, ctx)
+    # a part its own module could not judge (mixed devices, too few timings) says nothing about δ either
+    if part.status == INCONCLUSIVE and "Cannot be judged" not in part.note and inside_margin(part, delta):
+        # undecided, yet the interval already excludes any effect of interest: more seeds would only say so again
+        shown = f"×{math.exp(delta):.3g}" if part.effect.null == 1.0 else f"{delta:.3g}"
+        part = replace(part, seeds_needed=None, mde=None, lean=None, within=shown,
+                       note=part.note.split(" `python -m")[0] + f" Its interval lies inside ±δ (δ = {shown}): no "
+                            f"difference larger than δ is likely.")
     short = [name for name in part.arms if ctx.arms[name]["seed"].nunique() < 2]
     if not short or part.status == NOT_APPLICABLE:
         return part

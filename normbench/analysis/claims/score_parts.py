@@ -13,7 +13,7 @@ from normbench.records.metrics import path
 from normbench.analysis import rules
 from normbench.analysis.claims.comparison import (Context, as_effect, better_word, decided_by_first,
                                                   divergence_test, learning_strata, lean_of, measure_name,
-                                                  measure_sign, measure_values, number_text, pct,
+                                                  measure_sign, measure_values, number_text, pairing_text, pct,
                                                   per_stratum_text, score_margin, seed_count, short_number,
                                                   side_of, strata, stratified_difference, task_direction,
                                                   undecided)
@@ -33,7 +33,7 @@ def score_part(spec: PartSpec, ctx: Context) -> Part:
     if triples and spec.learned and spec.measure.task_metric:
         triples, dropped = learning_strata(triples, runs, (spec.a, spec.b))
     level = decision_level(alpha)
-    kinds = {"better": f"Welch t, one-sided at α = {alpha:g} each way ({pct(level)} interval) on",
+    kinds = {"better": f"t, one-sided at α = {alpha:g} each way ({pct(level)} interval) on",
              "not_worse": f"non-inferiority (TOST's lower test at α = {alpha:g}: the {pct(level)} interval's worse end above −δ) on",
              "equivalent": f"equivalence by TOST at α = {alpha:g} (the {pct(level)} interval inside ±δ) on"}
     what = "finished runs" if spec.measure.finished_only else "all runs"
@@ -57,7 +57,7 @@ def score_part(spec: PartSpec, ctx: Context) -> Part:
     score = as_effect(label, raw, alpha, exp=ratio)
     rate, diverged, _ = divergence_test(triples, spec.a, spec.b, alpha)
     effects = (score, rate) if diverged and spec.measure.finished_only else (score,)
-    test += per_stratum_text(triples, values, alpha)
+    test += pairing_text(triples, values) + per_stratum_text(triples, values, alpha)
     oriented = Estimate(sign * raw.value, raw.var, raw.df)
     seeds = seed_count(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)]) if spec.measure.finished_only \
         else seed_count(*[f for _, f1, f2 in triples for f in (f1, f2)])

@@ -19,8 +19,9 @@ from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import FAILED, level_keys, names_axis, task_direction, varying
 from normbench.analysis.claims.vocabulary import (
     NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require, better,
-    axis, column, converges_faster, faster, grows, higher_rate, metric, more_stable, named, not_worse, one_of,
-    ratio, slope, values_text)
+    axis, column, converges_faster, faster, grows, higher_rate, metric, named, not_worse, one_of,
+    ratio, sign, slope, values_text)
+from normbench.analysis.claims.predicates import FLOW_COLUMN, needs
 from normbench.analysis.intervals import ALPHA, combine, decision_level, mean_estimate
 from normbench.configuration.families import recurrent_names
 
@@ -30,10 +31,16 @@ RECURRENT = Require({"model": Is(" or ".join(recurrent_names()), lambda v: named
 TRAINS_SHARE = 0.50  # an lr "trains" a seed when it gets this share of the way from chance to the best
 # Settings that cannot change a quantity measured at initialization, before the first update.
 INIT_INVARIANT = ("warmup_steps", "lr", "steps", "optim", "schedule")
-# Cooijmans et al. 2016 Fig. 1(a): ‖∂L/∂h_t‖ over t at init, read from t = 2 (at t = 1 a per-step norm of
-# U·h_0 = 0 divides a zero-variance row by sqrt(eps): the spike their §5.1 works around with noise on h_0)
-FLOW_AT_INIT = Measure("flow score −|log10(‖∂L/∂h_2‖ / ‖∂L/∂h_T‖)| at init (0 = nearly constant over time)",
-                       column("profiles.grad_time_decay_init", lambda s: -s.abs()), higher=True, finished_only=False)
+# Cooijmans et al. 2016 Fig. 1(a): ‖∂L/∂h_t‖ over t at init, read with its sign over a window past the input's
+# constant prefix (analysis/aggregate.py FLOW_WINDOW_START: t ≥ 8 on digits, whose first image row is blank;
+# t ≥ 2 elsewhere, past the per-step norm's division of h_0 = 0 by sqrt(eps), the spike their §5.1 works
+# around with noise on h_0). The fitted log10(‖∂L/∂h_start‖ / ‖∂L/∂h_T‖): negative = vanishes going back,
+# positive = grows going back. One measure for both gradient-flow claims; never an absolute value, which
+# would read a gradient that grows going back as "nearly constant".
+FLOW_AT_INIT = Measure("signed gradient flow through time at init (fitted log10 ‖∂L/∂h_start‖ / ‖∂L/∂h_T‖ past the "
+                       "input's constant prefix, decades; − = vanishes going back, + = grows)",
+                       column(FLOW_COLUMN), higher=True, finished_only=False)
+FLOW_STEPS = 8  # the fewest time steps a flow window must span for a fitted line to mean a trend
 W2_GRAD = "profiles.ffn_w2_grad_norm_init"  # ‖∂L/∂W^{2,L}‖_F of the last FFN at init (normbench/training/probes.py)
 GRAD_AT_INIT = Measure("‖∂L/∂W²‖_F of the last FFN at init", column(W2_GRAD), finished_only=False)
 
@@ -226,8 +233,8 @@ CLAIMS: list[Claim] = [
           design="Arms: LN and BN at each batch size, at equal examples seen (steps × batch). The paper compares "
                  "LN with BN at the same batch size (one panel at 128, one at 4), never one norm across sizes, so "
                  "the parts are LN − BN at the small batch and the interaction (LN−BN)@small − (LN−BN)@large, "
-                 "paired by seed. Post-placement BatchNorm pools batch × time: its statistics at batch B are over "
-                 "B × length vectors (batch 4 × 64 steps = 256), not over B examples as in the paper's MLP.",
+                 "paired by seed. Post-placement BatchNorm pools batch × time (B × length vectors, not B examples as in "
+                 "the paper's MLP); a regime predicate requires the pool at the small batch to be ≤ 16 vectors.",
           quote="The experimental results from Figure 6 highlight that layer normalization is robust to the "
                 "batch-sizes and exhibits a faster training convergence comparing to batch normalization that is "
                 "applied to all layers.",
@@ -235,7 +242,8 @@ CLAIMS: list[Claim] = [
           measures="NLL and test error per epoch of a 784-1000-1000-10 MLP on permutation-invariant MNIST, LN vs BN "
                    "vs baseline at the same batch size, equal epochs",
           regime="BN must see small-batch statistics (per-step BN in the cell, or a short sequence: post-placement "
-                 "BN pools batch × time); equal examples seen; validation metric off chance and ceiling"),
+                 "BN pools batch × time); equal examples seen; validation metric off chance and ceiling",
+          needs=(needs("bn_pool_at_most", n=16), needs("equal_data"), needs("off_trivial"),)),
     Claim("postln_needs_warmup",
           "Post-LN Transformers need learning-rate warm-up; Pre-LN ones without warm-up do as well as Post-LN "
           "with it.",
@@ -258,7 +266,8 @@ CLAIMS: list[Claim] = [
           measures="validation loss and BLEU per epoch, IWSLT14 De-En, Post-LN with vs without warm-up at lr_max "
                    "5e-4 and 1e-3; Pre-LN without warm-up vs Post-LN with it",
           regime="a learning rate large enough for Post-LN without warm-up to fail (the paper: Adam 5e-4–1e-3 at "
-                 "d = 512, 6 layers); arms off the ceiling (a task not solved in a few hundred steps)"),
+                 "d = 512, 6 layers); arms off the ceiling (a task not solved in a few hundred steps)",
+          needs=(needs("off_ceiling"), needs("off_trivial"),)),
     Claim("postln_grad_depth",
           "At initialization, ‖∂L/∂W²‖ of the last FFN does not depend on depth in a Post-LN Transformer and "
           "shrinks with depth in a Pre-LN one.",
@@ -281,20 +290,24 @@ CLAIMS: list[Claim] = [
           where="Xiong et al. 2020, §3.3 Theorem 1; §3.4 Figure 3(c)(d)",
           measures="‖∂L̃/∂W^{2,L}‖_F, the gradient of the last FFN's second weight, at initialization, in 6-6 to "
                    "14-14 layer Post-LN and Pre-LN Transformers, ten seeds",
-          regime="at initialization (no training needed); at least 3 depths spread over a factor ≥ 2, several seeds"),
+          regime="at initialization (no training needed); at least 3 depths spread over a factor ≥ 2, several seeds",
+          needs=(needs("recorded", column=W2_GRAD), needs("depth_spread", levels=3, factor=2),)),
     Claim("bn_gamma_small_flow",
           "In a batch-normalized tanh RNN, γ = 1 makes the gradient ‖∂L/∂h_t‖ vanish going back in time, while "
           "γ = 0.1 keeps it nearly constant.",
           "Cooijmans et al. 2016, Recurrent Batch Normalization, §4 and Figure 1(a)",
           arms={"bn γ 0.1": {"norm": "bn", "gamma_init": 0.1}, "bn γ 1.0": {"norm": "bn", "gamma_init": 1.0}},
-          parts=(better("γ = 0.1 keeps ‖∂L/∂h_t‖ more nearly constant over time than γ = 1.0 (at init)", "bn γ 0.1",
-                        "bn γ 1.0", FLOW_AT_INIT),),
+          parts=(sign("At γ = 1.0 ‖∂L/∂h_t‖ vanishes going back in time (signed flow < 0, at init)", "bn γ 1.0",
+                      FLOW_AT_INIT, -1),
+                 better("γ = 0.1 loses less of ‖∂L/∂h_t‖ going back in time than γ = 1.0 (signed flow higher, at init)",
+                        "bn γ 0.1", "bn γ 1.0", FLOW_AT_INIT)),
           requires=(Require({"model": one_of("rnn")}, "model rnn (the paper's tanh RNN; its BN-LSTM uses γ = 0.1 "
                                                        "throughout and plots no flow)"),),
-          design="Arms: a tanh RNN with BatchNorm at γ 0.1 and 1.0. The measure is log10(‖∂L/∂h_2‖ / ‖∂L/∂h_T‖) at "
-                 "initialization, from t = 2: at t = 1 the per-step norm of U·h_0 with h_0 = 0 divides a "
-                 "zero-variance row by √eps, the spike the paper's §5.1 works around. The paper reports no accuracy "
-                 "comparison, so the claim has none.",
+          design="Arms: a tanh RNN with BatchNorm at γ 0.1 and 1.0. The measure is the signed gradient flow through "
+                 "time at initialization: the fitted log10(‖∂L/∂h_start‖ / ‖∂L/∂h_T‖) over the window past the input's "
+                 "constant prefix (t ≥ 8 on digits, t ≥ 2 elsewhere), negative when the gradient vanishes going back. "
+                 "A gradient that grows going back reads against vanishing, whatever its size. The paper reports no "
+                 "accuracy comparison, so the claim has none.",
           quote="For large values of γ, the norm quickly goes to zero as gradient is propagated back in time. For "
                 "small values of γ the norm is nearly constant.",
           where="Cooijmans et al. 2016, §4, Figure 1(a) (\"the gradient flow through a batch-normalized tanh RNN as "
@@ -302,7 +315,8 @@ CLAIMS: list[Claim] = [
           measures="the norm of the gradient of the loss with respect to the hidden state at each time step, "
                    "sequential MNIST, several γ",
           regime="a tanh RNN (model=rnn) with BatchNorm in the recurrence, at initialization; sequences long enough "
-                 "for vanishing to show (the paper: 784 steps)"),
+                 "for vanishing to show (the paper: 784 steps)",
+          needs=(needs("recorded", column=FLOW_COLUMN), needs("flow_window", steps=FLOW_STEPS),)),
     Claim("ln_gamma_one_better",
           "In an LN-LSTM, initializing LayerNorm's gain at 1.0 performs better than at 0.1.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2",
@@ -317,7 +331,8 @@ CLAIMS: list[Claim] = [
                 "sensitive to the initial scale in the same way that recurrent BN is.",
           where="Ba, Kiros & Hinton 2016, §6.2 (attentive reader, Figure 2)",
           measures="validation error of an LN-LSTM attentive reader on the CNN corpus, γ₀ = 1.0 vs 0.1",
-          regime="LN inside the LSTM cell; trained to a plateau (not still improving), off the ceiling"),
+          regime="LN inside the LSTM cell; trained to a plateau (not still improving), off the ceiling",
+          needs=(needs("plateau"), needs("off_ceiling"), needs("off_trivial"),)),
     Claim("fp16_small_eps_nonfinite",
           "In fp16, an epsilon that fp16 rounds to zero (below about 3e-8) makes the normalization of a "
           "zero-variance row non-finite.",
@@ -338,7 +353,8 @@ CLAIMS: list[Claim] = [
                 "is too small for float16 and can cause NaNs in the output when the variance is small.\"",
           measures="non-finite outputs of a norm in fp16 on zero-variance rows (bug reports, no paper)",
           regime="norms computing in fp16 (norm.fp32=false), rows whose fp16 variance is 0, eps below ~3e-8 against "
-                 "an eps fp16 keeps; shows at the first step, so learning is not needed"),
+                 "an eps fp16 keeps; shows at the first step, so learning is not needed",
+          needs=(needs("some_fail", remedy="rows of zero fp16 variance (a constant input, padding, or h_0 = 0 in an in-cell norm) in the runs"),)),
     Claim("rms_faster_than_ln",
           "RMSNorm is faster than LayerNorm at equal accuracy.",
           "Zhang & Sennrich 2019, Root Mean Square Layer Normalization, Abstract",
@@ -362,29 +378,33 @@ CLAIMS: list[Claim] = [
           measures="whole-model training time per 1k steps on one GPU, RMSNorm vs LayerNorm in the same model and "
                    "framework (composed ops), and task quality",
           regime="like against like: both norms at their fastest correct implementation, and reference vs "
-                 "reference; timings interleaved in one process; accuracy off the ceiling"),
+                 "reference; timings interleaved in one process; accuracy off the ceiling",
+          needs=(needs("one_device", 1, 2), needs("off_ceiling", 3), needs("off_trivial", 3),)),
     Claim("in_cell_most_stable",
           "In a recurrent net, LayerNorm inside the cell makes training more stable than no normalization, and "
           "(practice) more stable than LayerNorm on the output only.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §3.1 (mechanism); the in-cell vs output part is practice",
           arms={"in_cell": {"norm": "ln", "placement": "in_cell"}, "post": {"norm": "ln", "placement": "post"},
                 "none": {"norm": "none"}},
-          parts=(more_stable("LayerNorm in the cell is more stable than no normalization", "in_cell", "none"),
-                 more_stable("LayerNorm in the cell is more stable than on the output (practice: no paper compares "
-                             "the two)", "in_cell", "post")),
+          parts=(better("LayerNorm in the cell loses less of the gradient going back in time than no normalization "
+                        "(signed flow higher, at init)", "in_cell", "none", FLOW_AT_INIT),
+                 better("LayerNorm in the cell loses less of the gradient going back in time than on the output "
+                        "(practice: no paper compares the two)", "in_cell", "post", FLOW_AT_INIT)),
           requires=(RECURRENT,),
-          design="Arms: LayerNorm in the cell, on the output, and no normalization. Each part names the measure "
-                 "that decided it (gradient kurtosis, the largest gradient norm, or the divergence rate) and shows "
-                 "each arm's mean of it.",
+          design="Arms: LayerNorm in the cell, on the output, and no normalization. The measure is §3.1's mechanism, "
+                 "gradient flow through time: the signed fitted log10(‖∂L/∂h_start‖ / ‖∂L/∂h_T‖) at initialization "
+                 "over the window past the input's constant prefix (the same measure as bn_gamma_small_flow). It "
+                 "reads stability only where the unnormalized cell's gradient vanishes going back (a regime "
+                 "predicate); the largest gradient norm and kurtosis no longer decide.",
           quote="In a standard RNN, there is a tendency for the average magnitude of the summed inputs to the "
                 "recurrent units to either grow or shrink at every time-step, leading to exploding or vanishing "
                 "gradients. In a layer normalized RNN, the normalization terms make it invariant to re-scaling all "
                 "of the summed inputs to a layer, which results in much more stable hidden-to-hidden dynamics.",
           where="Ba, Kiros & Hinton 2016, §3.1",
-          measures="a mechanism, no measurement; here gradient kurtosis, log10 of the largest gradient norm and the "
-                   "divergence rate over training",
+          measures="a mechanism, no measurement; here the signed gradient flow through time at initialization",
           regime="a recurrent model; an lr and length where the unnormalized cell's gradients can grow (clipping "
-                 "states its limit)"),
+                 "states its limit)",
+          needs=(needs("recorded", column=FLOW_COLUMN), needs("flow_window", steps=FLOW_STEPS), needs("flow_vanishes", arm="none", decades=1),)),
     Claim("ln_larger_stable_lr",
           "LayerNorm allows a larger stable learning rate than no normalization in an RNN/LSTM.",
           "Practice: by analogy with Ioffe & Szegedy 2015 §3.3 (BatchNorm in feed-forward nets); Ba et al. 2016 "
@@ -403,7 +423,8 @@ CLAIMS: list[Claim] = [
                 "issues in several ways.",
           where="Ioffe & Szegedy 2015, Batch Normalization, §3.3 (BatchNorm, feed-forward; carried to LN by analogy)",
           measures="no lr sweep in either paper; here the largest lr of a shared grid at which a seed trains",
-          regime="an lr grid that reaches divergence for the unnormalized arm, clipping off or loose"),
+          regime="an lr grid that reaches divergence for the unnormalized arm, clipping off or loose",
+          needs=(needs("lr_top_unstable", arm="none"),)),
     Claim("ln_lstm_converges_faster",
           "An LSTM with LayerNorm in the cell converges faster than a plain LSTM, on the validation curve.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2 Figure 2, §6.5 Figure 5",
@@ -419,7 +440,8 @@ CLAIMS: list[Claim] = [
                 "§6.5, Figure 5",
           measures="validation error curves (attentive reader), test NLL (handwriting), LN-LSTM vs LSTM with the "
                    "same hyperparameters",
-          regime="a validation curve with room to differ: off chance and ceiling during the run"),
+          regime="a validation curve with room to differ: off chance and ceiling during the run",
+          needs=(needs("off_chance"), needs("off_trivial"),)),
     Claim("bn_lstm_converges_faster",
           "An LSTM with BatchNorm in the cell converges faster than a plain LSTM, on the validation curve.",
           "Cooijmans et al. 2016, Recurrent Batch Normalization, §5.1 Figure 2, §5.2 Figure 3(a)",
@@ -434,7 +456,8 @@ CLAIMS: list[Claim] = [
           where="Cooijmans et al. 2016, §5.1, Figure 2 (\"Accuracy on the validation set for the pixel by pixel MNIST "
                 "classification tasks\"); §5.2 Figure 3(a)",
           measures="validation accuracy / bits per character during training, population statistics at evaluation",
-          regime="a validation curve with room to differ: off chance and ceiling during the run"),
+          regime="a validation curve with room to differ: off chance and ceiling during the run",
+          needs=(needs("off_chance"), needs("off_trivial"),)),
     Claim("ln_beats_bn_varlen",
           "On variable-length sequences LayerNorm beats BatchNorm, whether or not BN's statistics include padding.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2 Figure 2 (motivation: §1, §3.1)",
@@ -452,7 +475,8 @@ CLAIMS: list[Claim] = [
           where="Ba, Kiros & Hinton 2016, §6.2, Figure 2 (attentive reader on variable-length CNN passages); §3.1 "
                 "for why BN is awkward on varying lengths",
           measures="validation error curves of LN-LSTM and BN-LSTM (BN curves taken from Cooijmans et al.)",
-          regime="sequences that vary in length (padding in a batch); validation metric off chance and ceiling"),
+          regime="sequences that vary in length (padding in a batch); validation metric off chance and ceiling",
+          needs=(needs("variable_lengths"), needs("off_ceiling"), needs("off_trivial"),)),
     Claim("dropout_after_norm",
           "With BatchNorm, dropout placed before the norm scores worse than dropout placed after it.",
           "Li, Chen, Hu & Yang 2019, Understanding the Disharmony between Dropout and Batch Normalization, Abstract",
@@ -467,7 +491,8 @@ CLAIMS: list[Claim] = [
                 "Dropout before BN.",
           where="Li, Chen, Hu & Yang 2019 (CVPR), Abstract",
           measures="test error of CNNs (DenseNet, ResNet, ResNeXt, Wide ResNet) with dropout before BN vs not",
-          regime="BatchNorm evaluated with population statistics; a dropout rate that matters (the sweep states it)"),
+          regime="BatchNorm evaluated with population statistics; a dropout rate that matters (the sweep states it)",
+          needs=(needs("off_ceiling"), needs("off_trivial"),)),
     Claim("dyt_matches_ln",
           "In a Pre-LN Transformer, replacing every LayerNorm with DyT (tanh(αx)) is not worse than LayerNorm.",
           "Zhu, Chen, He, LeCun & Liu 2025, Transformers without Normalization, Abstract and §5",
@@ -486,7 +511,8 @@ CLAIMS: list[Claim] = [
           measures="final top-1 accuracy, FID, loss and zero-shot scores of the same architecture and recipe with LN "
                    "vs DyT (ViT, ConvNeXt, DiT, LLaMA 7B-70B, wav2vec 2.0)",
           regime="normalization must matter (LN better than no norm); off the ceiling; the paper's scale is Base "
-                 "size and up"),
+                 "size and up",
+          needs=(needs("off_ceiling"), needs("off_trivial"),)),
     Claim("bn_masked_varlen",
           "On variable-length sequences, BatchNorm whose statistics exclude padded steps scores better than "
           "BatchNorm whose statistics include them.",
@@ -506,7 +532,8 @@ CLAIMS: list[Claim] = [
           measures="a mechanism; the paper's result (BN-e*, 47.1% vs 50.0% validation error) also changes how "
                    "statistics are shared over time",
           regime="sequences that vary in length (padding present in BN's statistics); validation metric off chance "
-                 "and ceiling"),
+                 "and ceiling",
+          needs=(needs("variable_lengths"), needs("bn_pool_at_least", n=8),)),
     Claim("postln_fails_without_warmup",
           "Post-LN Transformers without warm-up fail to train more often than with warm-up, and more often than "
           "Pre-LN Transformers without warm-up.",
@@ -529,5 +556,6 @@ CLAIMS: list[Claim] = [
                 "warm-up stage.\", SGD)",
           measures="per-run outcome: BLEU near zero or diverged without warm-up, one run per setting",
           regime="a learning rate large enough for Post-LN without warm-up to fail in some seeds (deeper, or a "
-                 "larger lr; sweeps/warmup_depth.yaml)"),
+                 "larger lr; sweeps/warmup_depth.yaml)",
+          needs=(needs("some_fail"),)),
 ]

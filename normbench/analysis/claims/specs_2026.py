@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from normbench.analysis import lr_sensitivity
+from normbench.analysis.claims.predicates import needs
 from normbench.analysis.claims.specs import fails_more_often, normalization_matters
 from normbench.analysis.claims.vocabulary import (
     LARGEST, NOT_TRUE, SMALLEST, Claim, Measure, PartSpec, Require, axis, better, column, faster, grows, named, not_worse,
@@ -83,24 +84,28 @@ CLAIMS_2026: list[Claim] = [
                    "of DyT activations with |αx| above a threshold",
           regime="a data-scarce level where LN overfits (training loss far below validation loss) and a data-rich "
                  "level seen about once; both arms off chance; the paper's scale is 64M parameters and up, "
-                 "T/P < 1.84"),
+                 "T/P < 1.84",
+          needs=(needs("data_regimes", scarce=4, rich=2), needs("off_chance", 1, 2),)),
     Claim("dyt_faster_than_rms",
           "DyT makes a training step faster than RMSNorm, each at its fastest correct kernel.",
           "Zhu, Chen, He, LeCun & Liu 2025, Transformers without Normalization, §6.1 (efficiency)",
           arms={"dyt": {"norm": "dyt"}, "rms": {"norm": "rms"}},
           parts=(faster("DyT's training step is faster than RMSNorm's (impl=auto: each kind's fastest correct kernel "
                         "here)", "dyt", "rms"),),
-          design="Arms: the same model with DyT and with RMSNorm, impl=auto (RMSNorm runs normbench's compiled CPU "
-                 "kernel; DyT has one formula), step time of undisturbed runs or a paired timing "
+          design="Arms: the same model with DyT and with RMSNorm, impl=auto (each site runs the fastest correct kernel "
+                 "it measured: normbench's compiled CPU kernels for both, or PyTorch's), decided on the paired timing "
+                 "(bench arms --reference norm=rms) where one exists, else the step times of undisturbed runs "
                  "(sweeps/dyt_speed.yaml). The paper timed LLaMA 7B on a GPU in BF16; kernels differ by device.",
           quote="Paraphrase: the paper's efficiency analysis (§6.1) reports that replacing RMSNorm with DyT in LLaMA "
                 "7B reduces the time of the normalization layers and of the whole model, in inference and training "
-                "(not checked against a copy: no stored text of §6.1 could be read; docs/claim-sources.md)",
+                "(not checked against a copy: no stored text of §6.1 could be read, a search of stored pages on "
+                "2026-12-02 found the abstract and third-party summaries only; docs/claim-sources.md)",
           where="Zhu et al. 2025, §6.1 (as cited by issue 46; section text not verified)",
           measures="time of 100 forward (inference) and forward-backward (training) passes of LLaMA 7B, RMSNorm vs "
                    "DyT layers and whole model, BF16, one GPU",
           regime="like against like: each kind at its fastest correct implementation on this device; timings "
-                 "interleaved in one process (the speed part's rules)"),
+                 "interleaved in one process (the speed part's rules)",
+          needs=(needs("one_device"),)),
     Claim("derf_outperforms",
           "In a Pre-LN Transformer, Derf (γ·erf(αx + s) + β) scores better than LayerNorm, RMSNorm and DyT.",
           "Chen, Lu, Zhu, Sun & Liu 2025, Stronger Normalization-Free Transformers (arXiv 2512.10938), Abstract",
@@ -118,7 +123,8 @@ CLAIMS_2026: list[Claim] = [
           where="Chen et al. 2025 (arXiv 2512.10938), Abstract; Figure 1(c)",
           measures="ImageNet top-1, DiT FID, wav2vec 2.0 loss, DNA accuracy and GPT-2 loss with each norm in place",
           regime="normalization must matter (LN better than none); off chance and ceiling; the paper's scale is "
-                 "ViT-B and up"),
+                 "ViT-B and up",
+          needs=(needs("off_ceiling"), needs("off_trivial"),)),
     Claim("derf_muon_interaction",
           "Derf's gap to RMSNorm is larger under Muon than under AdamW (a norm × optimizer interaction).",
           "Abouzeid 2026, Does Your Optimizer Care How You Normalize? Normalization-Optimizer Coupling in LLM "
@@ -139,7 +145,8 @@ CLAIMS_2026: list[Claim] = [
           where="Abouzeid 2026 (arXiv 2604.01563), Abstract",
           measures="validation loss after 1000 steps of a 1B-parameter LLM, {RMSNorm, Derf, DyT} × {AdamW, Muon}",
           regime="both optimizers train (off chance); equal steps and data; the paper's scale is 1B parameters, "
-                 "1000 steps"),
+                 "1000 steps",
+          needs=(needs("off_chance"), needs("equal_data"),)),
     Claim("periln_balanced_variance",
           "Peri-LN keeps the hidden-state variance from growing with depth as Pre-LN's does, and its gradient norms "
           "are more even across depth.",
@@ -161,7 +168,8 @@ CLAIMS_2026: list[Claim] = [
           measures="hidden-state variance per layer during training, gradient norms, loss curves of 400M–3.2B models, "
                    "Pre-LN vs Post-LN vs Peri-LN",
           regime="deep enough for variance to grow under Pre-LN (the slope of ln Var positive for Pre-LN), an lr where "
-                 "both train; the paper's scale is 400M parameters and up"),
+                 "both train; the paper's scale is 400M parameters and up",
+          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 1, column="metrics.hidden_var_log_slope"), needs("recorded", 2, column="metrics.layer_grad_log_ratio"),)),
     Claim("mixln_deep_layers",
           "Pre-LN gives its deeper layers smaller gradients and makes them less useful; Mix-LN (Post-LN in the "
           "first layers, Pre-LN after) gives deeper layers relatively larger gradients, makes them matter more, "
@@ -184,7 +192,8 @@ CLAIMS_2026: list[Claim] = [
           measures="gradient norm per layer, performance drop when one layer is removed, perplexity of LLaMA "
                    "70M–7B, Pre-LN vs Post-LN vs Mix-LN",
           regime="deep enough that Pre-LN's deep blocks are near-identity (a small loss increase when skipped); both "
-                 "arms off chance; the paper's scale is 70M parameters and up"),
+                 "arms off chance; the paper's scale is 70M parameters and up",
+          needs=(needs("recorded", 1, column="metrics.layer_grad_log_ratio"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"), needs("off_ceiling", 3),)),
     Claim("lns_variance_depth",
           "LayerNorm Scaling (the norm's output × 1/√ℓ) keeps the hidden-state variance from growing with depth as "
           "Pre-LN's does, makes the deep layers matter more, and scores better than Pre-LN.",
@@ -207,7 +216,8 @@ CLAIMS_2026: list[Claim] = [
           measures="output variance per layer, performance drop when a layer is removed, perplexity of LLaMA "
                    "130M–7B, Pre-LN vs LNS and other scalings",
           regime="deep enough that Pre-LN's variance grows (positive slope of ln Var); off chance; the paper's scale "
-                 "is 130M parameters and up"),
+                 "is 130M parameters and up",
+          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"), needs("off_ceiling", 3),)),
     Claim("qknorm_lr_sensitivity",
           "qk-layernorm makes final quality less sensitive to the learning rate (a smaller lr-sensitivity area over "
           "a log-spaced lr grid) and keeps the attention logits from growing at a high lr.",
@@ -234,7 +244,8 @@ CLAIMS_2026: list[Claim] = [
           measures="final loss against lr (3e-4 to 3e-1) for models of 9.4M–1.2B parameters with and without "
                    "qk-layernorm; the maximum attention logit during training",
           regime="an lr grid whose top reaches the instability for the model without qk-layernorm; the same grid for "
-                 "both arms; the paper's small models are 9.4M parameters and up"),
+                 "both arms; the paper's small models are 9.4M parameters and up",
+          needs=(needs("lr_top_unstable", 1, arm="no qk-norm"),)),
     Claim("deepnorm_trains_deep",
           "Deep Post-LN Transformers fail to train more often than DeepNorm ones, and DeepNorm is not worse than "
           "Pre-LN.",
@@ -253,5 +264,6 @@ CLAIMS_2026: list[Claim] = [
           where="Wang et al. 2022 (arXiv 2203.00555), Abstract",
           measures="BLEU of 18L–1000L encoder-decoder Transformers on WMT-17 and OPUS-100, Post-LN vs Pre-LN vs "
                    "DeepNorm, and which runs diverge",
-          regime="deep enough (and an lr high enough) that Post-LN fails in some seeds; Pre-LN off chance"),
+          regime="deep enough (and an lr high enough) that Post-LN fails in some seeds; Pre-LN off chance",
+          needs=(needs("some_fail", 1), needs("off_chance", 2),)),
 ]

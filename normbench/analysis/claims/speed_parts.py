@@ -12,7 +12,8 @@ import pandas as pd
 from normbench.records.metrics import TIMING_NOISY, path
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import Context, as_effect, lean_of, pct, side_of, undecided
-from normbench.analysis.claims.vocabulary import CONTRADICTED, INCONCLUSIVE, SUPPORTED, Effect, Part, PartSpec, metric
+from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, Effect, Part, PartSpec, is_missing,
+                                               metric)
 from normbench.analysis.intervals import combine, decision_level, mean_estimate
 
 
@@ -43,13 +44,17 @@ def _paired_rounds(a: pd.DataFrame, b: pd.DataFrame, keys: tuple[str, ...]) -> t
 
     def setting(frame: pd.DataFrame) -> dict:
         first = frame.groupby("group", sort=False).first()
-        return {g: tuple(format_value(v) for v in row) for g, row in first[others].iterrows()}
+        return {g: tuple(None if is_missing(v) else format_value(v) for v in row) for g, row in first[others].iterrows()}
+
+    def alike(x: tuple, y: tuple) -> bool:
+        # a setting one arm lacks does not apply to it (DyT has no eps, RMSNorm no alpha_init): no difference
+        return all(u is None or v is None or u == v for u, v in zip(x, y))
 
     sa, sb = setting(a), setting(b)
     best: tuple[np.ndarray, int, str] = (np.array([]), 0, "")
     for source, rows in timed.groupby("source", sort=False):
         rounds = {r.group: np.asarray(r.rounds_ms, float) for r in rows.itertuples()}
-        pairs = [(ga, gb) for ga in sa if ga in rounds for gb in sb if gb in rounds and sb[gb] == sa[ga]]
+        pairs = [(ga, gb) for ga in sa if ga in rounds for gb in sb if gb in rounds and alike(sa[ga], sb[gb])]
         if not pairs or len({len(rounds[g]) for pair in pairs for g in pair}) != 1:
             continue
         logs = np.mean([np.log(rounds[ga] / rounds[gb]) for ga, gb in pairs], axis=0)

@@ -22,6 +22,8 @@ SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
 # the setup cannot show an effect (analysis/regime.py: at chance, at ceiling, still improving, confounded);
 # "not applicable" is left for runs that lack the arms
 NOT_TESTABLE = "not testable here"
+# how the page prints "contradicted": a small benchmark does not refute a paper, it fails to reproduce it here
+NOT_REPRODUCED = "not reproduced at this scale"
 TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward contradicted"
 DEPENDS = "depends on"  # a claim whose settings disagree: "depends on lr" (engine.in_study)
 # Task-score margins are each metric's smallest effect of interest and "learned" is its chance band
@@ -182,6 +184,7 @@ class Part:
     mde: float | None = None      # the design's minimum detectable effect at α, power 0.8
     note: str = ""                # the real reason it is undecided or not applicable
     needed_unit: str = "seeds per arm"  # what seeds_needed counts (a paired timing: timing rounds)
+    within: str = ""              # undecided with its interval inside ±δ: δ as shown ("0.01", "×1.05")
 
     @property
     def claim(self) -> str:
@@ -207,6 +210,14 @@ class Verdict:
     others: list[tuple[str, str]] = field(default_factory=list)  # (setting, status) judged beside it
     context: str = ""  # the explanation without its per-part lines (shown above the part table)
     scale: str = ""    # what it was measured at (regime.scale_text): parameters, steps, examples, device
+    seeds: dict[str, int] = field(default_factory=dict)  # distinct seeds per arm judged (n is seeds, not runs)
+    lr: str = ""       # the study's lr protocol (analysis/lr_protocol.py): tuned per arm, shared, fixed, swept
+    missing: tuple[str, ...] = ()  # arms the runs lack: the parts that need them read not testable here
+
+    @property
+    def n_seeds(self) -> int | None:
+        """The comparison's n: the fewest distinct seeds of any arm judged (None when none was)."""
+        return min(self.seeds.values()) if self.seeds else None
 
 
 # --- specs --------------------------------------------------------------------------------------
@@ -253,6 +264,9 @@ class Claim:
     where: str = ""
     measures: str = ""
     regime: str = ""
+    # The regime as named predicates on the records (predicates.PREDICATES), each gating the parts it names;
+    # a claim with regime prose and no predicates cannot decide (engine.judge).
+    needs: tuple = ()
 
     @property
     def source(self) -> str:
@@ -311,6 +325,12 @@ def setup_check(assertion: str, a: str, b: str, remedy: str, measure: Measure = 
     where normalization matters). Unless it is supported, every part of the claim is "not testable here"
     (engine.judge), ``remedy`` saying what would make it testable; it never contradicts the claim."""
     return PartSpec("better", assertion, a, b, measure, setup=remedy)
+
+
+def sign(assertion: str, a: str, measure: Measure, claimed: int) -> PartSpec:
+    """One arm's measure lies on the claimed side of 0 (−1 below, +1 above): a mechanism read with its sign,
+    e.g. a gradient that vanishes going back in time (mechanism_parts.sign_part)."""
+    return PartSpec("sign", assertion, a, None, measure, claimed, learned=False)
 
 
 def converges_faster(assertion: str, a: str, b: str) -> PartSpec:

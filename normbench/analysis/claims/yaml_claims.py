@@ -13,7 +13,10 @@
       ln-simple: {norm: ln, norm.affine: false}
     parts:                  # each from the engine's vocabulary (PART_KINDS)
       - {kind: not_worse, assertion: "LN-simple is not worse than LN", a: ln-simple, b: ln}
-    requires: [transformer]  # regime predicates by name (REQUIRES), optional
+    requires: [transformer]  # which runs the claim is about, by name (REQUIRES), optional
+    regime_checks:          # the regime as predicates by name (predicates.PREDICATES), each gating the parts it
+      - off_ceiling         # names (1-based; every part when none); a claim with regime text needs at least one
+      - {name: bn_pool_at_most, n: 16, parts: [1]}
     prepare: normalization_matters  # one of the engine's regime hooks by name (HOOKS), optional
     pool: [layers]          # axes it may average over, optional
     also_compare: []        # axes tied to the arms, optional
@@ -26,21 +29,31 @@ status 2 from the commands), naming the file and the key.
 
 from __future__ import annotations
 
+import math
 import os
 import re
+from dataclasses import fields
 from pathlib import Path
 from typing import Callable
 
 import yaml
 
 from normbench.checks import ConfigError, shown
-from normbench.analysis.claims import specs
+from normbench.configuration.contract import ALIASES, HARNESS
+from normbench.configuration.schema import Config
+from normbench.analysis.claims import predicates, specs
 from normbench.analysis.claims.vocabulary import (
     LARGEST, NOT_TRUE, POSITIVE, SCORE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require,
     converges_faster, grows, named, one_of, recorded, slope)
 
 CLAIMS_ENV = "NORMBENCH_CLAIMS"
 MAX_BYTES = 64 * 1024
+# A short file can still expand without bound through anchors and aliases ("billion laughs"): a claim
+# needs a few hundred nodes, so a file whose aliases expand past MAX_NODES is refused before it is built.
+MAX_NODES = 20_000
+# A selector may only name a setting that can change the run (a run's identity, contract.py) or its short
+# name: hydra.*, logger.*, paths.* and the other harness keys never differ between two arms' results.
+_SELECTABLE = ({f.name for f in fields(Config)} - set(HARNESS)) | set(ALIASES.values())
 _ID = re.compile(r"[a-z][a-z0-9_]{0,59}$")
 _CODE_KEYS = {"_target_", "_partial_", "_args_", "module", "function", "callable", "class", "import", "code",
               "eval", "exec", "hook"}
@@ -53,8 +66,8 @@ class ClaimFileError(ConfigError):
 
 def _number(name: str):
     def check(value, where):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ClaimFileError(f"{where}: {name} needs a number, got {shown(value)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ClaimFileError(f"{where}: {name} needs a finite number, got {shown(value)}")
         return float(value)
     return check
 
@@ -88,7 +101,7 @@ HOOKS: dict[str, Callable] = {
 PART_KINDS = ("better", "not_worse", "equivalent", "more_stable", "faster", "higher_rate", "slope",
               "converges_faster", "grows")
 _TOP = {"id", "statement", "source", "quote", "where", "measures", "regime", "design", "arms", "parts",
-        "requires", "prepare", "pool", "also_compare"}
+        "requires", "prepare", "pool", "also_compare", "regime_checks"}
 _PART = {"kind", "assertion", "a", "b", "measure", "x", "claimed", "margin", "toward"}
 _TEXT = ("statement", "source", "quote", "where", "measures", "regime", "design")
 
@@ -141,6 +154,9 @@ def _selector(arm: str, selector, where: str) -> dict:
     for key, value in selector.items():
         if not isinstance(key, str) or not re.fullmatch(r"[a-z_][a-z0-9_.]*", key):
             raise ClaimFileError(f"{where}: arm {arm!r}: {shown(key)} is not a setting name")
+        if key.split(".")[0] not in _SELECTABLE:
+            raise ClaimFileError(f"{where}: arm {arm!r}: {key!r} is not a result-affecting setting; a selector "
+                                 f"names one of {', '.join(sorted(_SELECTABLE))} (or a key under it)")
         if isinstance(value, dict):
             if len(value) != 1 or next(iter(value)) not in PREDICATES:
                 raise ClaimFileError(f"{where}: arm {arm!r}, {key}: a predicate is one of {', '.join(PREDICATES)}, "
@@ -213,6 +229,34 @@ def _names(doc: dict, key: str, table: dict | None, where: str) -> tuple:
     return tuple(values)
 
 
+def _regime_checks(doc: dict, n_parts: int, where: str) -> tuple:
+    """The file's regime_checks: names of predicates.PREDICATES, or {name, parts, and the predicate's arguments}."""
+    value = doc.get("regime_checks", [])
+    if not isinstance(value, list):
+        raise ClaimFileError(f"{where}: regime_checks must be a list of predicate names or mappings, got {shown(value)}")
+    built = []
+    for i, entry in enumerate(value):
+        at = f"{where}: regime_checks[{i}]"
+        entry = {"name": entry} if isinstance(entry, str) else entry
+        if not isinstance(entry, dict) or entry.get("name") not in predicates.PREDICATES:
+            raise ClaimFileError(f"{at}: a predicate is one of {', '.join(predicates.PREDICATES)}, got {shown(entry)}")
+        parts = entry.get("parts", [])
+        if not isinstance(parts, list) or not all(isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= n_parts
+                                                   for p in parts):
+            raise ClaimFileError(f"{at}: parts must list part numbers from 1 to {n_parts}, got {shown(parts)}")
+        args = {k: v for k, v in entry.items() if k not in ("name", "parts")}
+        for key, arg in args.items():
+            if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
+                raise ClaimFileError(f"{at}: {key} must be a plain value, got {shown(arg)}")
+        need = predicates.needs(entry["name"], *parts, **args)
+        try:
+            predicates.holds_text(need)
+        except KeyError as missing:
+            raise ClaimFileError(f"{at}: {entry['name']} needs the argument {missing}") from None
+        built.append(need)
+    return tuple(built)
+
+
 def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     """One claim from one YAML document (already loaded); ClaimFileError on any mistake."""
     if not isinstance(doc, dict):
@@ -243,7 +287,45 @@ def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     return Claim(claim_id, texts["statement"], texts["source"], built_arms, built_parts, requires=requires,
                  pool=_names(doc, "pool", None, where), also_compare=_names(doc, "also_compare", None, where),
                  prepare=HOOKS.get(prepare), design=texts["design"], quote=texts["quote"], where=texts["where"],
-                 measures=texts["measures"], regime=texts["regime"])
+                 measures=texts["measures"], regime=texts["regime"],
+                 needs=_regime_checks(doc, len(built_parts), where))
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _expanded_size(node, sizes: dict) -> int:
+    """How many nodes the document has once every alias is expanded, counted without expanding any.
+
+    An alias is the same node object as its anchor, so each distinct node is sized once (``sizes``):
+    a nested-alias bomb ("billion laughs") is measured in a few hundred steps and refused, where
+    walking the loaded data would never end.
+    """
+    if id(node) in sizes:
+        if sizes[id(node)] is None:  # still being sized: an alias inside its own anchor, expanding forever
+            raise _TooLarge("an alias refers to a node that contains it (a recursive anchor)")
+        return sizes[id(node)]
+    sizes[id(node)] = None
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    else:
+        size = 1
+    sizes[id(node)] = size
+    return size
+
+
+def _bounded_load(text: str):
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None and _expanded_size(node, {}) > MAX_NODES:
+            raise _TooLarge(f"expands past {MAX_NODES} YAML nodes (anchors and aliases)")
+        return loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
 
 
 def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
@@ -257,7 +339,9 @@ def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
     except (OSError, UnicodeDecodeError) as error:
         raise ClaimFileError(f"{where}: cannot be read ({getattr(error, 'strerror', None) or error})") from None
     try:
-        doc = yaml.safe_load(text)  # no Python tags: !!python/... is an error, never an object
+        doc = _bounded_load(text)  # no Python tags: !!python/... is an error, never an object
+    except _TooLarge as error:
+        raise ClaimFileError(f"{where}: {error}; a claim is a short file") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         at = f" (line {mark.line + 1})" if mark is not None else ""

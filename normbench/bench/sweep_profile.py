@@ -1,0 +1,194 @@
+"""``bench sweep --profile``: where a tiny run's wall time goes in a sweep, and what a run costs beyond
+its training, against another checkout's code, measured side by side.
+
+A sweep of tiny runs (a subset of the smoke sweep by default) is mostly fixed cost: Hydra composing
+each job, the run's set-up, its data, evaluation and probes, its records. Two measurements:
+
+- the **fixed cost per run**: (the sweep's wall time - its runs' summed training time) / its jobs,
+  and the same with the sweep's CPU time (the subprocess's user + system seconds, which a busy
+  machine disturbs less than wall time). With ``--against DIR`` the same sweep runs with the code
+  of the checkout at DIR (``PYTHONPATH=DIR``) and with this one, one process at a time, in
+  alternating order (A B, then B A, ...), so neither always runs on a warmer or quieter machine;
+  then ``normbench compare A B --exact`` says whether their records are the same runs with the same
+  numbers;
+- the **parts** (``--profile``): one more sweep of this code under cProfile, and each part of PARTS
+  as the cumulative seconds of the functions that do it. These are wall seconds under cProfile, whose
+  per-call overhead inflates call-heavy Python (record parsing, YAML) far more than C work: they rank
+  where to look and do not predict a saving; the side-by-side CPU column measures one.
+
+Every sweep uses the basic launcher (one process), ``threads=1`` and no report.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import pstats
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
+from normbench.records import sweep_time
+from normbench.records.reading import record_paths
+from normbench.records.record import RunRecord, read_summary
+
+# 52 jobs: two families x two placements x the smoke sweep's 13 cases (norms, precisions, tasks)
+SUBSET = ["+sweep=smoke", "model=lstm,transformer", "placement=pre,post"]
+TARGET = 0.5  # issue 48: the fixed cost per run at most half of the code compared against
+
+# part -> the functions whose cumulative time is that part: (a file's path ending, a function name
+# or fnmatch pattern). Entries of one name nest (a method calling a function of the same name):
+# the largest counts; entries of different names add up.
+PARTS = (
+    ("composition (Hydra, per job)", (("hydra/_internal/config_loader_impl.py", "load_sweep_config"),)),
+    ("set-up (config to model)", (("normbench/training/run.py", "prepare"),)),
+    ("  of which data", (("normbench/tasks/tensors.py", "load_task"),)),
+    ("  of which environment", (("normbench/training/environment.py", "environment"),)),
+    ("evaluation", (("normbench/training/train.py", "evaluate"),)),
+    ("probes", (("normbench/training/probes.py", "on_*"),)),
+    ("finding finished records", (("normbench/training/run.py", "finished_record"),)),
+    ("record writing", (("normbench/records/record.py", "write_atomic"),)),
+    ("training loop (fit)", (("normbench/training/train.py", "fit"),)),
+)
+
+
+def sweep_command(overrides: list[str], sweep_dir: Path, profile_to: Path | None = None) -> list[str]:
+    runner = ["-m", "cProfile", "-o", str(profile_to), "-m"] if profile_to is not None else ["-m"]
+    return [sys.executable, *runner, "normbench", "-m", *overrides, "threads=1", "report=false",
+            "progress=false", f"hydra.sweep.dir={sweep_dir}"]
+
+
+def timed(command: list[str], code: Path | None, log: Path, timeout_s: float = 3600) -> dict:
+    """Wall and CPU seconds of one sweep subprocess, with ``code`` first on its PYTHONPATH (None: as this one)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [os.environ.get("PYTHONPATH")])])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=timeout_s)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-15:])
+        raise RuntimeError(f"sweep {shlex.join(command[1:])} ended with status {done.returncode}:\n{tail}")
+    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+
+
+def sweep_totals(sweep_dir: Path) -> dict:
+    """Jobs (each writes its timestamps, normbench/records/sweep_time.py), their summed training seconds,
+    and how many records of each status."""
+    jobs = len(list((sweep_dir / sweep_time.FOLDER).glob("*.json")))
+    summaries = [r.summary for p in record_paths(sweep_dir) if isinstance(r := read_summary(p), RunRecord)]
+    statuses: dict[str, int] = {}
+    for s in summaries:
+        statuses[str(s.get("status"))] = statuses.get(str(s.get("status")), 0) + 1
+    train = sum(float((s.get("time") or {}).get("train_s") or 0.0) for s in summaries)
+    return {"jobs": jobs, "records": len(summaries), "train_s": train, "statuses": statuses}
+
+
+def fixed_cost(row: dict) -> tuple[float, float]:
+    """(wall, CPU) seconds per job beyond its training."""
+    jobs = max(row["jobs"], 1)
+    return (row["wall_s"] - row["train_s"]) / jobs, (row["cpu_s"] - row["train_s"]) / jobs
+
+
+def parts(profile: Path) -> dict[str, float]:
+    """Cumulative seconds of each part of PARTS in a cProfile file, and the whole profile's."""
+    stats = pstats.Stats(str(profile)).stats  # (file, line, name) -> (calls, primitive, tottime, cumtime, callers)
+    found = {}
+    for part, functions in PARTS:
+        by_name: dict[str, float] = {}
+        for (path, _, name), (_, _, _, cumulative, _) in stats.items():
+            if any(path.replace(os.sep, "/").endswith(end) and fnmatch.fnmatchcase(name, pattern)
+                   for end, pattern in functions):
+                by_name[name] = max(by_name.get(name, 0.0), cumulative)
+        found[part] = sum(by_name.values())
+    found["whole sweep"] = max((entry[3] for entry in stats.values()), default=0.0)
+    return found
+
+
+def compare_exact(base: Path, new: Path) -> int:
+    """``normbench compare BASE NEW --exact``'s exit status (0: the same runs with the same numbers)."""
+    return subprocess.run([sys.executable, "-m", "normbench", "compare", str(base), str(new), "--exact"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+
+
+def run(*, against: Path | None, rounds: int = 2, overrides: list[str] | None = None, profile: bool = True,
+        command: str = "", keep: Path | None = None) -> Section:
+    chosen = list(overrides or SUBSET)
+    trees = ([("base", against)] if against is not None else []) + [("new", None)]
+    rows: list[dict] = []
+    exact: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="normbench-sweep-profile-") as tmp:
+        root = keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        for k in range(rounds if against is not None else 1):
+            order = trees if k % 2 == 0 else trees[::-1]
+            for name, code in order:
+                sweep_dir = root / f"{k}-{name}"
+                print(f"sweep profile: round {k + 1}, {name} ...", flush=True)
+                result = timed(sweep_command(chosen, sweep_dir), code, sweep_dir.with_suffix(".log"))
+                row = {"round": k, "code": name, "where": str(code or "this checkout"), **result,
+                       **sweep_totals(sweep_dir)}
+                row["fixed_wall_s"], row["fixed_cpu_s"] = fixed_cost(row)
+                rows.append(row)
+            if against is not None:
+                exact[f"round {k + 1}"] = compare_exact(root / f"{k}-base", root / f"{k}-new")
+        found = {}
+        if profile:
+            print("sweep profile: one more sweep of this code under cProfile ...", flush=True)
+            sweep_dir = root / "profiled"
+            timed(sweep_command(chosen, sweep_dir, root / "profile.prof"), None, sweep_dir.with_suffix(".log"))
+            found = parts(root / "profile.prof")
+            found["jobs"] = sweep_totals(sweep_dir)["jobs"]
+    env = bench_environment("cpu")
+    ratios = []
+    if against is not None:
+        mean = {name: {clock: statistics.mean(r[f"fixed_{clock}_s"] for r in rows if r["code"] == name)
+                       for clock in ("wall", "cpu")} for name, _ in trees}
+        for clock in ("wall", "cpu"):
+            ratios.append(RatioLine(f"fixed cost per run ({clock} - training) / jobs, this code",
+                                    mean["new"][clock] / mean["base"][clock], f"the code at {against}", command,
+                                    target=f"<= {TARGET}", note=f"mean over {rounds} alternating rounds"))
+    markdown = render(rows, found, exact, chosen, env, command, against)
+    return Section("sweep-profile", command, env, rows, markdown, ratios,
+                   {"overrides": chosen, "parts_s": found, "compare_exact_status": exact})
+
+
+def render(rows, found, exact, overrides, env, command, against) -> str:
+    out = [f"## Fixed cost per run of a sweep of tiny runs\n\n`{command}`\n\n{env['cpu_count']} cores "
+           f"({env['device_name']}), load {env.get('load_average_1m', float('nan')):.2f} at the end. Each sweep is "
+           f"`python -m normbench -m {' '.join(overrides)} threads=1 report=false progress=false` (basic launcher, "
+           "one process), timed from launch to exit; CPU: the process's user + system seconds."]
+    if rows:
+        out.append(markdown_table(
+            ["round", "code", "jobs", "wall s", "CPU s", "training s", "fixed wall s / job", "fixed CPU s / job",
+             "statuses"],
+            [[r["round"] + 1, f"{r['code']} ({r['where']})", r["jobs"], f"{r['wall_s']:.1f}", f"{r['cpu_s']:.1f}",
+              f"{r['train_s']:.2f}", f"{r['fixed_wall_s']:.3f}", f"{r['fixed_cpu_s']:.3f}",
+              ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))] for r in rows]))
+    if against is not None and rows:
+        means = {name: [statistics.mean(r[f"fixed_{c}_s"] for r in rows if r["code"] == name) for c in ("wall", "cpu")]
+                 for name in ("base", "new")}
+        out.append(f"Fixed cost per job, mean: wall {means['new'][0]:.3f} s against {means['base'][0]:.3f} s "
+                   f"({means['new'][0] / means['base'][0]:.2f}x), CPU {means['new'][1]:.3f} s against "
+                   f"{means['base'][1]:.3f} s ({means['new'][1] / means['base'][1]:.2f}x); target <= {TARGET}x. "
+                   "`normbench compare BASE NEW --exact` on each round's two sweeps: "
+                   + ", ".join(f"{k}: {'identical' if v == 0 else f'exit {v} (differ)'}" for k, v in exact.items())
+                   + ".")
+    if found:
+        whole = found["whole sweep"] or 1.0
+        out.append(f"Where one sweep of this code's time goes (cProfile, {found['jobs']} jobs; cumulative seconds, "
+                   "a part's 'of which' lines are inside it):")
+        out.append(markdown_table(["part", "s", "share of the sweep", "s per job"],
+                                  [[part, f"{found[part]:.2f}", f"{found[part] / whole:.0%}",
+                                    f"{found[part] / max(found['jobs'], 1):.3f}"] for part, _ in PARTS]
+                                  + [["whole sweep", f"{whole:.2f}", "100%", f"{whole / max(found['jobs'], 1):.3f}"]]))
+    return "\n\n".join(out)

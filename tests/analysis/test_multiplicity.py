@@ -1,0 +1,74 @@
+"""analysis/multiplicity.py: the claims line states how many directional verdicts at which α, counts verdicts
+that share runs once, and controls the false discovery rate (Benjamini–Hochberg); the external-validity
+paragraph is written from the claim specs (crafted verdicts)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from normbench.analysis.claims.vocabulary import CONTRADICTED, INCONCLUSIVE, SUPPORTED, Effect
+from normbench.analysis.multiplicity import (benjamini_hochberg, claims_line, external_validity, p_value,
+                                             paper_scale, readings)
+
+
+def verdict(status, estimate, interval, study="s1", arms=(("post", 0), ("post", 200)), null=0.0):
+    evidence = pd.DataFrame([{"arm": f"a{i}", "placement": p, "warmup_steps": w, "runs": 4, "seeds": 4}
+                             for i, (p, w) in enumerate(arms)])
+    return SimpleNamespace(status=status, effect=Effect("x", estimate, interval, null, 0.9), evidence=evidence,
+                           study=study, setting="", scale="measured at 52k parameters, 600 steps; a verdict ...")
+
+
+def claim(id, regime=""):
+    return SimpleNamespace(id=id, regime=regime)
+
+
+def test_bh_matches_its_definition():
+    qs = benjamini_hochberg([0.01, 0.04, 0.03, math.nan, 0.5])
+    # sorted 0.01, 0.03, 0.04, 0.5 of m = 4: p·m/rank 0.04, 0.06, 0.0533, 0.5, then the running minimum from the top
+    assert qs[0] == pytest.approx(0.04) and qs[1] == pytest.approx(0.04 * 4 / 3) and qs[2] == pytest.approx(0.04 * 4 / 3)
+    assert math.isnan(qs[3]) and qs[4] == pytest.approx(0.5)
+
+
+def test_a_p_value_read_from_an_interval_is_on_the_estimates_side_and_logs_a_ratio():
+    z = 1.6448536269514722
+    assert p_value(Effect("d", 2.0, (2 - z, 2 + z), 0.0, 0.9)) == pytest.approx(0.02275, abs=1e-4)  # se 1, z = 2
+    ratio = Effect("r", math.e ** 2, (math.e ** (2 - z), math.e ** (2 + z)), 1.0, 0.9)
+    assert p_value(ratio) == pytest.approx(0.02275, abs=1e-4)
+    assert math.isnan(p_value(Effect("d", 1.0, None, 0.0, 0.9)))
+
+
+def test_verdicts_from_the_same_runs_are_one_piece_of_evidence_and_the_line_says_so():
+    pairs = [(claim("postln_needs_warmup"), verdict(SUPPORTED, 0.3, (0.2, 0.4))),
+             (claim("postln_fails_without_warmup"), verdict(SUPPORTED, 0.5, (0.3, 0.7))),
+             (claim("other"), verdict(CONTRADICTED, -0.02, (-0.04, -0.001), study="s2", arms=(("pre", 0),))),
+             (claim("open"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3), study="s3"))]
+    found, family = readings(pairs)
+    assert family == 3  # BH's family: the judged pieces, the inconclusive one included
+    assert [r.claim for r in found] == ["postln_needs_warmup", "postln_fails_without_warmup", "other"]
+    assert found[0].piece == found[1].piece != found[2].piece
+    assert found[0].q == found[1].q  # one piece, one p (the smaller), one q
+    line = claims_line(pairs)
+    assert line.startswith("Multiplicity: 3 directional verdicts") and "α = 0.05" in line
+    assert "resting on 2 independent pieces of evidence" in line
+    assert "postln_fails_without_warmup and postln_needs_warmup share their runs: one piece" in line
+    assert "about 0.2 of them would be directional by chance" in line
+    # 'other' (p ≈ 0.046) ranks 2nd of 3 with the inconclusive piece (p ≈ 0.2): q = 0.046·3/2 > 0.05
+    assert "of the 3 judged" in line and "keeps 2 of 3: postln_needs_warmup, postln_fails_without_warmup;" in line
+    assert line.endswith("q per verdict: postln_needs_warmup < 0.001, postln_fails_without_warmup < 0.001, other 0.069.")
+    assert claims_line([(claim("open"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3)))]) == ""
+
+
+def test_external_validity_is_written_from_the_specs_scale_fields():
+    pairs = [(claim("dyt", "off chance; the paper's scale is ViT-B and LLaMA 7B, 300 epochs"), verdict(SUPPORTED, 1, (0.5, 2))),
+             (claim("given", ""), verdict(CONTRADICTED, -1, (-2, -0.5), study="s2"))]
+    pairs[1][0].paper_scale = "Base Transformer, WMT14, 100k steps"
+    assert paper_scale(pairs[0][0]) == "ViT-B and LLaMA 7B, 300 epochs"
+    text = external_validity(pairs)
+    assert text.startswith("External validity: these verdicts were measured at 52k parameters, 600 steps")
+    assert "dyt (paper: ViT-B and LLaMA 7B, 300 epochs)" in text and "given (paper: Base Transformer" in text
+    bare = external_validity([(claim("bare"), verdict(SUPPORTED, 1, (0.5, 2)))])
+    assert "The specs of bare state no paper scale" in bare

@@ -1,0 +1,61 @@
+"""bench sweep --profile: the fixed cost per run, the parts read from a cProfile file, and its refusals."""
+
+from __future__ import annotations
+
+import cProfile
+from pathlib import Path
+
+import pytest
+
+from normbench.bench import sweep_profile
+from normbench.bench.__main__ import main
+
+
+def test_the_fixed_cost_is_what_a_job_takes_beyond_its_training():
+    row = {"wall_s": 30.0, "cpu_s": 20.0, "train_s": 10.0, "jobs": 4}
+    assert sweep_profile.fixed_cost(row) == (5.0, 2.5)
+
+
+def work_a(n):
+    return sum(range(n))
+
+
+def work_b(n):
+    return work_a(n) + sum(range(n))
+
+
+def step(n):  # nests a function of its own name: only the outer one counts
+    return n if n == 0 else step(n - 1) + work_b(20000)
+
+
+def test_parts_add_different_functions_and_count_nested_ones_of_one_name_once(tmp_path, monkeypatch):
+    profile = cProfile.Profile()
+    profile.runcall(step, 3)
+    profile.dump_stats(tmp_path / "p.prof")
+    here = Path(__file__).name
+    monkeypatch.setattr(sweep_profile, "PARTS", (("both", ((here, "work_*"),)), ("outer", ((here, "step"),)),
+                                                 ("b alone", ((here, "work_b"),))))
+    found = sweep_profile.parts(tmp_path / "p.prof")
+    import pstats
+
+    stats = pstats.Stats(str(tmp_path / "p.prof")).stats
+    cumulative = {name: entry[3] for (path, _, name), entry in stats.items() if path.endswith(here)}
+    assert found["both"] == pytest.approx(cumulative["work_a"] + cumulative["work_b"])
+    assert found["outer"] == pytest.approx(cumulative["step"]) and found["b alone"] == pytest.approx(cumulative["work_b"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sweep", "--against", "."], "give it with --profile"),
+    (["sweep", "--profile", "--against", "/"], "not a checkout of normbench"),
+])
+def test_a_comparison_that_cannot_be_made_is_refused_in_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_kept_folder_that_holds_sweeps_is_refused(tmp_path, capsys):
+    (tmp_path / "0-new").mkdir()
+    with pytest.raises(SystemExit) as stop:
+        main(["sweep", "--profile", "--keep", str(tmp_path)])
+    assert stop.value.code == 2 and "not empty" in capsys.readouterr().err

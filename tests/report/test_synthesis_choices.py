@@ -1,0 +1,60 @@
+"""The synthesis recommends choices only (norm, placement and their settings), each with its task, an
+effect with units and interval, and seeds; never a study condition; "or X" only for an X not shown worse;
+never an arm on a trivial plateau; a family held with no testable study says so (crafted records)."""
+
+from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
+from normbench.analysis.result import of_frames
+from normbench.report.sections import StudySection
+from normbench.report.synthesis import FAVOURED, NO_CHOICE, PLATEAU, recommendations, synthesis
+
+
+def lines_for(runs):
+    axes = varying_axes(runs)
+    runs = label_groups(runs, axes)
+    summary = summarize_groups(runs, axes)
+    section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [])
+    return [line for line in synthesis(summary, runs, [section], of_frames(runs, summary)) if line.studies]
+
+
+def test_a_condition_is_never_a_choice_and_the_placement_is_always_named(runs_of):
+    """BN at batch size 4 beats LN at batch size 64 here: the recommendation is the norm and its placement,
+    measured at batch_size=4, with an effect in accuracy units, its interval and the seeds."""
+    rows = [{"seed": s, "best_val": v + 0.003 * s + 0.002 * (s % 2) * (n == "bn"),
+             "axes": {"norm": n, "batch_size": b, "placement": "post"}}
+            for s in range(4) for n, b, v in (("bn", 4, 0.80), ("ln", 64, 0.60))]
+    (line,) = lines_for(runs_of(*rows))
+    assert line.kind == FAVOURED and line.choices == ["norm=bn, placement=post (at batch_size=4)"]
+    (recommended,) = recommendations([line])
+    assert recommended.favoured.startswith("norm=bn, placement=post (at batch_size=4) (x, copy")
+    assert "batch_size=4 ·" not in recommended.favoured and not recommended.favoured.startswith("batch_size")
+    assert recommended.sure.startswith("x: accuracy +0.2") and "90% [" in recommended.sure
+    assert "4 paired seeds" in recommended.sure
+
+
+def test_a_study_varying_no_choice_recommends_nothing_and_the_family_says_so(runs_of):
+    rows = [{"seed": s, "best_val": (0.80 if b == 64 else 0.60) + 0.003 * s, "axes": {"batch_size": b}}
+            for s in range(4) for b in (4, 64)]
+    (line,) = lines_for(runs_of(*rows))
+    assert line.kind == NO_CHOICE
+    (recommended,) = recommendations([line])
+    assert recommended.favoured == "no testable study covers this family (1 varying no choice: see its lines)"
+
+
+def test_or_x_only_for_an_arm_not_shown_worse_and_never_one_on_a_trivial_plateau(runs_of):
+    """mqar's trivial plateau is 0.25 (any value from the context): rms sits on it and still ties with
+    nothing; ln and dyt are not told apart, bn is shown worse: "ln or dyt", never "or bn", never rms."""
+    rows = []
+    for s in range(4):
+        for norm, value in (("ln", 0.95), ("dyt", 0.949), ("bn", 0.5)):
+            rows.append({"seed": s, "best_val": value + 0.004 * ((s * 7 + len(norm)) % 3),
+                         "axes": {"norm": norm, "task": "mqar"}})
+    (line,) = lines_for(runs_of(*rows))
+    assert line.kind == FAVOURED
+    assert [c.split(",")[0] for c in line.choices] == ["norm=ln", "norm=dyt"]
+    assert "bn" in line.effect and "accuracy" in line.effect
+    plateau = [{"seed": s, "best_val": 0.25 + 0.002 * s, "axes": {"norm": "rms", "task": "mqar"}} for s in range(4)]
+    plateau += [{"seed": s, "best_val": 0.20 + 0.001 * s, "axes": {"norm": "bn", "task": "mqar"}} for s in range(4)]
+    (flat,) = lines_for(runs_of(*plateau))
+    assert flat.kind == PLATEAU and not flat.choices
+    (recommended,) = recommendations([flat])
+    assert "norm=rms" not in recommended.favoured and "trivial plateau" in recommended.favoured
