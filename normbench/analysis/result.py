@@ -5,7 +5,8 @@ read the same object, so the terminal, the runner and the page cannot disagree.
 
 `StudyResult` holds the labelled runs, the groups (summary), the one score (its ``score`` column,
 analysis/rules.py), the ranking, each comparison's regime, power and lr protocol, the claims with
-their parts and measures, the sequential designs, the tuning and sensitivity tables, the
+their parts and measures and the lines beside them (multiplicity.py), the synthesis' effects and
+plateaus (choice_effects.py), the sequential designs, the tuning and sensitivity tables, the
 performance profiles and the machine's condition. What is costly and not read by every consumer
 (the claims, the decisions, the tuning) is computed on first read and kept; the figures' data (a study's
 heatmap grid, its curve bands, its gradient flow) are computed by its methods when the report asks for
