@@ -46,6 +46,24 @@ def test_a_package_imports_nothing_above_it(package):
     assert not wrong, sorted(wrong)
 
 
+def test_the_report_reads_one_result_and_computes_no_statistics():
+    """report/ imports from the analysis only the result object and its types (analysis/result.py),
+    top-level and deferred imports alike: every statistic it shows was decided there, once."""
+    wrong = set()
+    for path in (PACKAGE / "report").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = ([node.module] if node.module != "normbench.analysis"
+                         else [f"normbench.analysis.{a.name}" for a in node.names])
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            wrong |= {f"{path.relative_to(PACKAGE)} imports {n}" for n in names
+                      if n.startswith("normbench.analysis") and n != "normbench.analysis.result"}
+    assert not wrong, sorted(wrong)
+
+
 def test_the_training_loop_stands_on_the_hook_interface_not_on_the_loggers():
     """train.py and checkpoint.py take Hook from hooks.py: the loop never loads TensorBoard, MLflow or W&B code."""
     for name in ("train.py", "checkpoint.py"):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable
 
 import numpy as np
@@ -568,15 +567,6 @@ def grad_time_profiles(records: Iterable[RunRecord], runs: pd.DataFrame) -> pd.D
     profile = long.groupby(["group", "moment", "t"], sort=True)["log_norm"].mean().reset_index()
     profile["norm"] = 10.0 ** profile.pop("log_norm")
     return profile
-
-
-def display_path(path: str | Path, base: Path) -> str:
-    """A run directory relative to base when it lies below it, else as given."""
-    path = Path(path)
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path)
 
 
 def plotted_groups(summary: pd.DataFrame, limit: int = 12) -> list[str]:

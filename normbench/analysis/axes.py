@@ -1,13 +1,12 @@
 """A study's axes: the swept settings of its runs (the ``axes.`` columns), which of them vary and in
-what order a reader meets them, and how a setting's value is written. Below the aggregation and the
+what order a reader meets them (how a setting's value is written is normbench/records/values.py). Below the aggregation and the
 conditions (analysis/conditions.py), which both read them."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pandas as pd
+
+from normbench.records.values import format_value  # noqa: F401  (its readers' name: the labels are written with it)
 
 _AXIS_PREFERENCE = ("norm", "placement", "model", "batch_size", "lr", "eps", "gamma_init",
                     "warmup_steps", "layers", "hidden", "precision", "impl", "optim", "steps",
@@ -41,13 +40,3 @@ def fixed_settings(runs: pd.DataFrame) -> dict[str, object]:
         if finished[column].astype(str).nunique() == 1 and len(values):
             fixed[column.removeprefix("axes.")] = values[0]
     return fixed
-
-
-def format_value(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value)).lower()
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):g}"
-    return str(value)

@@ -56,3 +56,25 @@ def condition_labels(runs: pd.DataFrame) -> pd.Series:
             labels[mine.index] = [", ".join(f"{a.removeprefix('axes.')}={format_value(v)}" for a, v in zip(axes, row)
                                             if pd.notna(v)) for row in mine[axes].itertuples(index=False)]
     return labels
+
+
+def roles(study_runs: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(choices, conditions) of one study: the keys it sweeps (varying over its runs) split into the
+    arms a user picks (declared in the study's arms, or any key not a condition) and the conditions
+    (task, length, budget) it is run under."""
+    varying = [a.removeprefix("axes.") for a in varying_axes(study_runs)]
+    declared = set()
+    if "study.arms" in study_runs:
+        for text in study_runs["study.arms"].dropna().astype(str).unique():
+            declared |= {k.split(".")[-1] for k in text.split(",") if k} | {k for k in text.split(",") if k}
+
+    tied = {a.removeprefix("axes.") for a in condition_axes(study_runs)}
+
+    def condition(key: str) -> bool:
+        return key in tied or key == "task" or is_condition_key(key)
+
+    if declared:
+        choices = [k for k in varying if k in declared and not condition(k)]
+    else:
+        choices = [k for k in varying if not condition(k)]
+    return choices, [k for k in varying if k not in choices]

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"if the report belongs there", file=sys.stderr)
             return 2
         from normbench.report.build import ReportError, build_report  # heavy: pandas, matplotlib
-        from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders
+        from normbench.analysis.result import ClaimFileError, use_folders
 
         try:
             use_folders(args.claims)

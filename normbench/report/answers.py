@@ -20,19 +20,16 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
-from normbench.analysis.aggregate import NO_STUDY
+from normbench.analysis.result import ALPHA, EVALUATION, MAX_SEEDS as _MAX_SEEDS, NO_STUDY, POWER, PRIMARY, Comparison, Power
+from normbench.analysis.result import StudyResult
 from normbench.report.figures import METRIC_RANGE
-from normbench.analysis import decisions, lr_protocol, regime, rules
-from normbench.analysis.ranking import EVALUATION, design_power
 from normbench.report.tables import interval, number
 
 _LISTED = 5  # arms named in a sentence before "and N more"
-_MAX_SEEDS = 200  # beyond this "about K seeds" is no plan anyone would run
 
 
 @dataclass
@@ -88,16 +85,9 @@ def _task_facts(runs: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def _compared(runs: pd.DataFrame, groups, score: str, metric: str) -> dict[str, np.ndarray]:
-    """Each group's scores on the compared scale (log for a ratio metric), failed runs left out."""
-    scored = runs[(runs["status"] == "ok") & ~rules.did_not_train(runs)]
-    return {g: rules.to_scale(pd.to_numeric(scored.loc[scored["group"] == g, score], errors="coerce"), metric)
-            for g in groups}
-
-
-def _difference_text(value: float, metric: str) -> str:
+def _difference_text(value: float, metric: str, ratio: bool) -> str:
     """A difference on the compared scale in the metric's words: ×ratio for a ratio metric."""
-    return f"×{number(math.exp(value), 3)}" if rules.ratio_scale(metric) else f"{number(value, 2)} {metric}"
+    return f"×{number(math.exp(value), 3)}" if ratio else f"{number(value, 2)} {metric}"
 
 
 def _failures(row: pd.Series) -> str:
@@ -154,8 +144,10 @@ def _optuna_lr(sweep_dir: Path) -> float | None:
     return float(lr)
 
 
-def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> TaskAnswer:
-    """The answer for one comparison: ``rows`` its summary rows (ranked first), ``runs`` its runs."""
+def comparison_answer(comparison: Comparison, runs: pd.DataFrame) -> TaskAnswer:
+    """The answer for one comparison (analysis/result.py: its summary rows, ranked first, and what was
+    decided on them); ``runs`` its runs."""
+    rows, design = comparison.rows, comparison.design
     first = rows.iloc[0]
     task, metric, higher = str(first["task"]), str(first["metric"]), bool(first["higher_is_better"])
     if str(first.get("condition") or ""):  # ranked within this condition only (analysis/conditions.py)
@@ -175,16 +167,16 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
     if ranked.empty:
         headline = (f"On {task}, no arm is ranked yet: every arm ran 1 seed (or none trained), so none can be "
                     f"compared ({facts}).")
-        gate, measured = regime_of(rows, runs)
+        gate, measured = comparison.gate, comparison.scale
         return TaskAnswer(task, metric, higher, headline, study, also=gate.text[0].upper() + gate.text[1:] + "."
                           if gate is not None else "", single=lone, command="" if gate is not None else command,
                           caveat=_scale_caveat(measured), design=design.text() if design is not None else "",
                           regime=gate.text if gate is not None else "", scale=measured)
     best = ranked.iloc[0]
     headline = _winner_headline(first, ranked, best, task, metric, facts)
-    also = _others_text(rows, runs, ranked, first, metric)
+    also = _others_text(rows, comparison.power, ranked, first, metric)
     decided = bool(rows["best"].any()) and not len(single)  # a ranking that informs, every arm compared
-    gate, measured = regime_of(rows, runs)
+    gate, measured = comparison.gate, comparison.scale
     if gate is not None:  # the setup cannot tell the arms apart: no seeds, no budget would
         # the bold line is the gate, never a "ranks first" the gate voids; the ranking follows as what it is
         also = f"As the scores stand (this answers nothing here), {headline.removeprefix(f'On {task}, ')}"
@@ -198,7 +190,7 @@ def comparison_answer(rows: pd.DataFrame, runs: pd.DataFrame, design=None) -> Ta
 def _winner_headline(first: pd.Series, ranked: pd.DataFrame, best: pd.Series, task: str, metric: str,
                      facts: str) -> str:
     """The answer's first sentence: the arm ranked first (or the arms tied for it), its scores and seeds."""
-    score = str(first.get("score") or rules.PRIMARY)
+    score = str(first.get("score") or PRIMARY)
     score_words = {"final_val": "final val", "best_val": "best val (optimized_metric)"}.get(score, score)
     tied = ranked[ranked["rank"] == best["rank"]] if "tie" in ranked and bool(best.get("tie")) else ranked.iloc[:1]
     if len(tied) > 1:
@@ -215,11 +207,11 @@ def _winner_headline(first: pd.Series, ranked: pd.DataFrame, best: pd.Series, ta
             f"{_value(best, score, metric)}, test {_value(best, 'test', metric)}, {_seeds(best['seeds'])} ({facts}).")
 
 
-def _others_text(rows: pd.DataFrame, runs: pd.DataFrame, ranked: pd.DataFrame, first: pd.Series,
+def _others_text(rows: pd.DataFrame, power: Power | None, ranked: pd.DataFrame, first: pd.Series,
                  metric: str) -> str:
     """What the other ranked arms are: could also be the best (★), shown worse, or not told apart
-    (then the smallest difference the design detects and the seeds that would decide)."""
-    score = str(first.get("score") or rules.PRIMARY)
+    (then the smallest difference the design detects and the seeds that would decide: ``power``)."""
+    score = str(first.get("score") or PRIMARY)
     others = ranked.iloc[1:]
     if others.empty:
         return "No other arm ran 2 or more seeds, so nothing was compared with it."
@@ -232,44 +224,20 @@ def _others_text(rows: pd.DataFrame, runs: pd.DataFrame, ranked: pd.DataFrame, f
         if len(kept):
             also += f"Shown worse: {len(worse)} of {len(others)} other arms."
         return also
-    level = float(first.get("level") or rules.ALPHA)
-    compared = "test" if str(first.get("study_role")) == EVALUATION else score
-    mde, needed, largest = design_power(_compared(runs, ranked["group"], registry.path(compared), metric),
-                                        alpha=level, power=rules.POWER, limit=_MAX_SEEDS)
+    level = float(first.get("level") or ALPHA)
+    mde, needed, largest, ratio = power.mde, power.needed, power.largest, power.ratio
     n = int(ranked["seeds"].min())
-    delta, delta_text = rules.margin(metric)
-    alike = (f"the largest difference seen ({_difference_text(largest, metric)}) is smaller than the smallest "
+    delta, delta_text = power.delta, power.delta_text
+    alike = (f"the largest difference seen ({_difference_text(largest, metric, ratio)}) is smaller than the smallest "
              f"effect of interest ({delta_text}): no difference that matters was seen, none is excluded."
              if math.isfinite(largest) and largest < delta else "")
     return (f"The {len(ranked)} arms cannot be told apart at {n} seeds: no arm is shown worse (level {level:.3g}). "
-            + (f"The smallest difference this design detects is {_difference_text(mde, metric)} (one-sided at "
-               f"{level:.3g}/{len(ranked) - 1}, power {rules.POWER:g}); " if math.isfinite(mde) else "")
+            + (f"The smallest difference this design detects is {_difference_text(mde, metric, ratio)} (one-sided at "
+               f"{level:.3g}/{len(ranked) - 1}, power {POWER:g}); " if math.isfinite(mde) else "")
             + (alike or (f"about {needed} seeds per arm would detect the largest difference seen "
-                         f"({_difference_text(largest, metric)})." if needed else
-                         f"the largest difference seen ({_difference_text(largest, metric)}) would need more "
+                         f"({_difference_text(largest, metric, ratio)})." if needed else
+                         f"the largest difference seen ({_difference_text(largest, metric, ratio)}) would need more "
                          f"than {_MAX_SEEDS} seeds per arm." if math.isfinite(largest) else "")))
-
-
-def regime_of(rows: pd.DataFrame, runs: pd.DataFrame) -> tuple[regime.Gate | None, str]:
-    """The gate the comparison's arms fail (regime.ANSWER_GATES: at chance, at ceiling, still improving),
-    and the scale its runs were measured at."""
-    if runs.empty or "group" not in runs:
-        return None, ""
-    if "arm" in rows:  # the labels the answer names the arms by
-        runs = runs.assign(arm=runs["group"].map(dict(zip(rows["group"], rows["arm"]))).fillna(runs["group"]))
-    # the study runner reads the same gate (analysis/decisions.py): it never calls decided what this calls not testable
-    return decisions.gate_of(runs, list(rows["group"]), _leader(rows)), regime.scale_text(runs)
-
-
-def _leader(rows: pd.DataFrame) -> object:
-    """The group ranked 1 that shows every other ranked group worse (decisions.lead_of, from summary's columns)."""
-    if not {"rank", "shown_worse"} <= set(rows.columns):
-        return None
-    ranked = rows[rows["rank"].notna()]
-    first = ranked[ranked["rank"] == 1]
-    others = ranked[ranked["rank"] != 1]
-    return first["group"].iloc[0] if len(first) == 1 and len(others) and others["shown_worse"].astype(bool).all() \
-        else None
 
 
 def _scale_caveat(measured: str) -> str:
@@ -296,22 +264,14 @@ def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-def answers(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], designs: dict | None = None,
-            every_run: pd.DataFrame | None = None) -> list[TaskAnswer]:
-    """One answer per comparison (study and task), in the leaderboard's order; ``designs``: each
-    study's sequential design (its looks, levels and stop reason are stated in its answer);
-    ``every_run``: the runs with a tuned study's selection runs, which name its lr grid and choices."""
-    every_run = runs if every_run is None else every_run
-    if summary.empty:
-        return []
-    result = []
-    for _, rows in summary.groupby("comparison" if "comparison" in summary else "task", sort=False):
-        design = (designs or {}).get(str(rows["study"].iloc[0])) if "study" in rows else None
-        mine = runs[runs["group"].isin(rows["group"])]
-        answer = comparison_answer(rows, mine, design)
-        study_runs = (every_run[every_run["study"] == rows["study"].iloc[0]] if "study" in rows and "study" in every_run
-                      else every_run)
-        answer.lr = lr_protocol.comparison_text(mine, study_runs)
-        result.append(answer)
-    return result
-
+def answers(result: StudyResult) -> list[TaskAnswer]:
+    """One answer per comparison (study and task), in the leaderboard's order (result.comparisons: each
+    with its study's sequential design, whose looks, levels and stop reason its answer states, and its
+    lr protocol, read from every run, a tuned study's selection runs too)."""
+    runs = result.answered[0]
+    out = []
+    for comparison in result.comparisons:
+        answer = comparison_answer(comparison, runs[runs["group"].isin(comparison.rows["group"])])
+        answer.lr = comparison.lr
+        out.append(answer)
+    return out

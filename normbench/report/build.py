@@ -16,11 +16,10 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench.analysis import aggregate, multiplicity, rules, sequential, speed
-from normbench.records import study_plan
+from normbench.analysis import result as study_result
+from normbench.analysis.result import METHOD, StudyResult, shown_status
+from normbench.records.metrics import TIMING_NOISY
 from normbench.report import answers, figures, provenance, sections, study_figures, synthesis, tables
-from normbench.analysis.claims import SHIPPED, evaluate_claims, shown_status
-from normbench.analysis.intervals import METHOD
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
 from normbench.records.reading import MAX_REPORT_RECORDS, Records, count_records, find_records, quiet_numerics
 from normbench.report.render import write_report
@@ -60,26 +59,18 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
         raise ReportError(f"more than {MAX_REPORT_RECORDS:,} run records under {', '.join(map(str, paths))[:300]}; "
                           f"a report reads at most {MAX_REPORT_RECORDS:,}: report one sweep or study at a time")
     records = find_records(paths)
-    runs, copies = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
+    runs, copies = study_result.runs_of(records)
     if not (runs["status"] != "incomplete").any():
         where = ", ".join(str(p) for p in paths)
         aside = len(records.set_aside) + len(runs) + len(records.missing_paths)
         raise NoUsableRecords(f"no usable run records under {where} ({aside} unreadable, foreign, "
                               f"incomplete or missing)")
     _warn_set_aside(records, runs)
-
-    axes = aggregate.varying_axes(runs)
-    runs = aggregate.label_groups(runs, axes)
-    # one level per study (analysis/rules.py): the one its sequential design spent, for every verdict
-    designs = study_designs(paths, runs)
-    levels = ({str(s): float(alpha) for s in runs["study"].unique()} if alpha is not None
-              else {study: design.level for study, design in designs.items()})
-    summary = aggregate.summarize_groups(runs, axes, levels)
-    # a group's throughput is its paired timing (bench arms) where one lies beside its records
-    summary, timing = speed.prefer_paired(summary, speed.paired_timing(runs))
+    # the analysis decides once (analysis/result.py); everything below renders what it decided
+    result = study_result.build(records, runs, copies, paths, alpha)
     try:
         with ReportOutput(out) as output:
-            _write(records, runs, copies, summary, axes, paths, out, output.staging, alpha, timing, designs)
+            _write(result, out, output.staging)
             output.commit()
     except OutputError as error:
         raise OutputNotWritable(str(error)) from None
@@ -108,51 +99,50 @@ def claims_frame(claims: list[tables.ClaimView]) -> pd.DataFrame:
                                        "effect_high", "effect_what", "seeds", "scale", "lr", "source"])
 
 
-def _write(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-           paths: list[Path], out: Path, staging: Path, alpha: float | None = None, timing: str = "",
-           designs: dict | None = None) -> None:
+def _write(result: StudyResult, out: Path, staging: Path) -> None:
     """Every report file into `staging`; paths shown in the report are relative to `out`, where they end up."""
+    records, runs, summary, axes = result.records, result.runs, result.summary, result.axes
+    paths, timing = list(result.paths), result.timing
     spreadsheet_safe(runs).to_csv(staging / "runs.csv", index=False)
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
         _parquet_ready(runs).to_parquet(staging / "runs.parquet", index=False)
     spreadsheet_safe(summary).to_csv(staging / "summary.csv", index=False)
-    judged = _claims(runs, paths, alpha, designs if alpha is None else None)  # (claim, verdict) pairs
     context = {
         "title": "normbench report",
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "inputs": [str(p) for p in paths],
         "method": METHOD,
-        "timing_noisy": f"{aggregate.TIMING_NOISY:g}",
-        "what_was_run": provenance.what_was_run(records, runs, copies, axes, out),
+        "timing_noisy": f"{TIMING_NOISY:g}",
+        "what_was_run": provenance.what_was_run(result, out),
         "bn_gaps": tables.bn_gap_table(summary),
         "timing": timing,  # which step time the throughput figures show (paired or per-run)
-        **study_figures.figure_sections(records, runs, summary, axes, staging, timing),
-        **study_figures.tuning_sections(runs, summary, axes, staging),
+        **study_figures.figure_sections(result, staging),
+        **study_figures.tuning_sections(result, staging),
         "divergences": tables.divergence_table(runs, axes, out),
-        "claims": [tables.claim_view(c, v, aggregate.study_titles(runs)) for c, v in judged],
+        "claims": [tables.claim_view(c, result.titles) for c in result.claims],
     }
     # beside the claims line: multiplicity across the claims, and what differs from the papers (analysis/multiplicity.py)
-    context["claims_multiplicity"] = multiplicity.claims_line(judged, alpha if alpha is not None else rules.ALPHA)
-    context["external_validity"] = multiplicity.external_validity(judged)
+    context["claims_multiplicity"] = result.claims_multiplicity
+    context["external_validity"] = result.external_validity
     context["claim_counts"] = pd.Series([shown_status(c.status) for c in context["claims"]]).value_counts().to_dict()
     spreadsheet_safe(claims_frame(context["claims"])).to_csv(staging / "claims.csv", index=False)
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]
-    context["answer"] = _answer_section(runs, summary, axes, staging, timing, designs or {})
+    context["answer"] = _answer_section(result, staging)
     # Sections with nothing to show are left out, from the contents too.
     context["show_lr"] = bool(context["lr_sensitivity"]["figures"] or context["lr_sensitivity"]["table"]
                               or context["tuned"]["boards"])
     context["show_profiles"] = bool(context["performance_profiles"]["figures"] or context["performance_profiles"]["table"])
-    runner = _runner_commands(paths, runs)
+    runner = _runner_commands(result)
     context["staging"] = staging  # where the figures are, for their weight on the page
     context["reproduce"] = provenance.reproduce(records, runs, paths, out, staging, runner)
-    context.update(_by_study(runs, summary, axes, context, out, runner))
+    context.update(_by_study(result, context, out, runner))
     write_report(context, staging)
 
 
-def _runner_commands(paths: list[Path], runs: pd.DataFrame) -> dict[str, str]:
+def _runner_commands(result: StudyResult) -> dict[str, str]:
     """Study id -> the normbench.studies.study command its plan file (the one study_designs applies) describes."""
-    plans = sequential_levels(paths, say=False)
+    plans, runs = result.plans, result.runs
     commands = {}
     for study, run_dir in (runs.groupby("study")["run_dir"].first().items() if plans and not runs.empty else []):
         here = Path(str(run_dir)).resolve()
@@ -164,10 +154,10 @@ def _runner_commands(paths: list[Path], runs: pd.DataFrame) -> dict[str, str]:
     return commands
 
 
-def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], context: dict, out: Path,
-              runner: dict[str, str] | None = None) -> dict:
+def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, str] | None = None) -> dict:
     """The page's study sections (sections.py), the synthesis over them, the legend's figure notes
     and the one memory table: from the pieces _write already computed."""
+    runs, summary, axes = result.runs, result.summary, result.axes
     studies = study_figures.studies_of(summary)
     drawn = [f for key in ("heatmaps", "curves", "gradients", "throughput") for f in context[key]["figures"]]
     drawn += context["answer"]["figures"]
@@ -177,12 +167,12 @@ def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], contex
     for study in studies:
         mine = runs[runs["group"].isin(study.rows["group"])]
         name = str(study.rows["study_name"].iloc[0]) if "study_name" in study.rows else ""
-        title = "runs without a study" if name in ("", aggregate.NO_STUDY) else name
+        title = "runs without a study" if name in ("", study_result.NO_STUDY) else name
         anchor = sections.anchor(title)
         while anchor in anchors:
             anchor += "-2"
         anchors.add(anchor)
-        choices, conditions = sections.roles(mine)
+        choices, conditions = result.roles.get(study.id, ([], []))
         shown, left = sections.pick_figures([f for f in drawn if f.study == study.title])
         purpose = str(study.rows["study_purpose"].iloc[0] or "") if "study_purpose" in study.rows else ""
         out_sections.append(sections.StudySection(
@@ -194,7 +184,7 @@ def _by_study(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], contex
     sections.fit_page(out_sections, lambda f: sum(
         (staging / path).stat().st_size * 4 // 3 for path in (f.relative_path, f.narrow_path) if (staging / path).is_file()))
     notes = sections.written_once(out_sections)
-    lines = synthesis.synthesis(summary, runs, out_sections) if not summary.empty else []
+    lines = synthesis.synthesis(summary, runs, out_sections, result) if not summary.empty else []
     unjudged = [c for c in context["claims"] if c.status == "not applicable"]
     return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
             "recommend": synthesis.recommendation_table(lines),
@@ -210,7 +200,7 @@ LEGEND_RULES = [
                      "distinct seeds; mean ± half-width of the 95% interval over the group's finished runs (\"n=1\" when "
                      "undefined) of final val (the last evaluation), test and, where room is left, best val (best of the "
                      "evaluations: it flatters); diverged = diverged runs / runs that trained; ⚠ beside samples/s: the "
-                     f"run's timing p90/p10 exceeded {aggregate.TIMING_NOISY:g} (a busy machine); steps to target are "
+                     f"run's timing p90/p10 exceeded {TIMING_NOISY:g} (a busy machine); steps to target are "
                      "lower medians with runs that never reached it counted as infinite. A table wider than "
                      f"{tables.MAX_COLUMNS} columns is split, each part led by the arm."),
     ("Choices and conditions", "a study's choices are the settings a user picks (its arms); its conditions (task, "
@@ -246,82 +236,22 @@ def _memory_table(runs: pd.DataFrame) -> tables.Table | None:
                         keep=tuple(c for c in columns if c == "arm"), lead=min(3, len(columns)))
 
 
-def sequential_levels(paths: list[Path], say: bool = True) -> list[study_plan.Level]:
-    """The sequential.json files (normbench.studies.study) under ``paths`` that apply, each to its own study's
-    records; the others (another schema, no study id, a planted file) are named in one line on stderr."""
-    plans, ignored = study_plan.levels(paths)
-    if ignored and say:
-        more = f" (and {len(ignored) - 1} more)" if len(ignored) > 1 else ""
-        print(f"normbench report: ignored {len(ignored)} sequential plan file(s): {ignored[0][:300]}{more}",
-              file=sys.stderr)
-    return plans
-
-
-def study_designs(paths: list[Path], runs: pd.DataFrame, say: bool = True) -> dict[str, sequential.Design]:
-    """Study id -> its sequential design: the plan file of that study (study_plan: its id, its schema,
-    read by the one reader) whose folder holds the study's runs. The one source of a study's level."""
-    plans = sequential_levels(paths, say)
-    if not plans or runs.empty:
-        return {}
-    designs = {}
-    for study, run_dir in runs.groupby("study")["run_dir"].first().items():
-        here = Path(str(run_dir)).resolve()
-        plan = next((p for p in plans if p.study == str(study) and (p.folder == here or p.folder in here.parents)),
-                    None)
-        design = sequential.read_design(plan.data) if plan is not None else None
-        if design is not None:
-            designs[str(study)] = design
-    return designs
-
-
-def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None, designs: dict | None = None) -> list:
-    """The claims, each study's at the level its sequential plan reached (its last look), the others at
-    ``alpha`` (or the claims' default): a study that peeked may not test its final data at the full α."""
-    if alpha is None and designs is None:
-        designs = study_designs(paths, runs)
-    if alpha is not None or not designs:
-        return evaluate_claims(runs, **({} if alpha is None else {"alpha": alpha}))
-
-    study_level = {study: design.level for study, design in designs.items()}
-    verdicts = []
-    for level, mine in runs.groupby(runs["study"].astype(str).map(study_level).fillna(-1.0), sort=False):
-        verdicts += evaluate_claims(mine, **({} if level < 0 else {"alpha": float(level)}))
-    # one "not applicable" per claim that applies in no study
-    decided = {c.id for c, v in verdicts if v.status != "not applicable"}
-    seen, kept = set(), []
-    for c, v in verdicts:
-        if v.status == "not applicable":
-            if c.id in decided or c.id in seen:
-                continue
-            seen.add(c.id)
-        kept.append((c, v))
-    position = {c.id: i for i, c in enumerate(SHIPPED)}
-    return sorted(kept, key=lambda cv: position.get(cv[0].id, len(position)))
-
-
-def _answer_section(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path,
-                    timing: str = "", designs: dict | None = None) -> dict:
+def _answer_section(result: StudyResult, staging: Path) -> dict:
     """The first section: per task the ★ set in sentences, and the metric-against-speed figure."""
-    if summary.empty:
+    if result.summary.empty:
         return {"tasks": [], "blocks": [], "figures": [], "rule": tables.RANKING_RULE, "note": ""}
-    note, every_run = "", runs  # the selection runs still name a tuned study's lr grid and choices
-    if "axes.role" in runs and (runs["axes.role"] == "evaluation").any():
-        # A tuned study: selection runs chose each arm's lr, so their scores flatter it; its answer
-        # rests on the evaluation runs alone (the tuned comparison ranks them on the test metric). Other studies stay.
-        tuned = runs.loc[runs["axes.role"] == "evaluation", "study"].unique()
-        runs = runs[~runs["study"].isin(tuned) | (runs["axes.role"] == "evaluation")]
-        summary = summary[summary["group"].isin(runs["group"])]
-        note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
-                "selection runs, fresh seeds); the tuned comparison below ranks them on the test metric.")
+    _, summary, tuned = result.answered  # the selection runs still name a tuned study's lr grid and choices
+    note = ("Tuned study: answered from the evaluation runs only (each arm at the lr chosen on the "
+            "selection runs, fresh seeds); the tuned comparison below ranks them on the test metric." if tuned else "")
     metrics = study_figures.task_metrics(summary)
-    tasks = answers.answers(runs, summary, axes, designs, every_run)  # per study and task, in summary order
+    tasks = answers.answers(result)  # per study and task, in summary order
     blocks, start = [], 0
     for study in study_figures.studies_of(summary):
         count = study.rows["comparison" if "comparison" in study.rows else "task"].nunique()  # one answer each
         figure = figures.tradeoff(study.rows.assign(label=study.rows["arm"].astype(str)), metrics, staging,
                                   f"tradeoff{study.suffix}", study.title)
-        if figure is not None and timing:  # which step time the x axis shows (paired or per-run)
-            figure = dataclasses.replace(figure, caption=f"{figure.caption} {timing}")
+        if figure is not None and result.timing:  # which step time the x axis shows (paired or per-run)
+            figure = dataclasses.replace(figure, caption=f"{figure.caption} {result.timing}")
         blocks.append({"study": study.id, "tasks": tasks[start:start + count], "figure": figure})
         start += count
     return {"tasks": tasks, "blocks": blocks, "figures": [b["figure"] for b in blocks if b["figure"]],

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.analysis import aggregate
+from normbench.analysis.result import StudyResult
+from normbench.records.metrics import TIMING_NOISY
+from normbench.records.values import format_value
 from normbench.report import figures, sections, tables
 from normbench.records.reading import Records
 from normbench.configuration.schema import TASK_CONFIGS, TaskConfig
@@ -67,7 +69,7 @@ GLOSSARY = [
                         "never reached it counted as infinite."),
     ("seconds to target", "training seconds (train steps only) at that step."),
     ("samples/s", "training examples per second over the timed steps (warm-up steps excluded), median over seeds."),
-    ("timing p90/p10", f"a run's slowest tenth of step times over its fastest tenth; above {aggregate.TIMING_NOISY:g} "
+    ("timing p90/p10", f"a run's slowest tenth of step times over its fastest tenth; above {TIMING_NOISY:g} "
                        f"(⚠, hatched bars) the machine's load changed while it was timed."),
     ("grad_time_ratio", "log10(‖∂L/∂h_1‖ / ‖∂L/∂h_T‖) of a recurrent run, at init and at the end: 0 = gradients "
                         "reach the first step as strongly as the last, below 0 = vanishing, above 0 = exploding."),
@@ -147,21 +149,21 @@ def reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Path
 
 
 
-def what_was_run(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, axes: list[str], out: Path) -> dict:
-    finished = runs[runs["status"] != "incomplete"]
+def what_was_run(result: StudyResult, out: Path) -> dict:
+    records, runs, copies, axes, finished = result.records, result.runs, result.copies, result.axes, result.finished
     varying = tables.Table(["axis", "values"], [
-        [a.removeprefix("axes."), ", ".join(aggregate.format_value(v)
-                                            for v in aggregate.sorted_values(finished[a]))]
+        [a.removeprefix("axes."), ", ".join(format_value(v)
+                                            for v in result.axis_values[a])]
         for a in axes], wrap=("values",))
-    fixed = tables.Table(["setting", "value"], [[k, aggregate.format_value(v)]
-                                                for k, v in aggregate.fixed_settings(runs).items()])
+    fixed = tables.Table(["setting", "value"], [[k, format_value(v)]
+                                                for k, v in result.fixed.items()])
     task_rows = []
     for task, mine in finished.groupby("task.name", sort=True):
         first = mine.iloc[0]
-        task_rows.append([str(task), aggregate.format_value(first.get("task.metric")),
+        task_rows.append([str(task), format_value(first.get("task.metric")),
                           "higher is better" if first["task.higher_is_better"] else "lower is better",
-                          aggregate.format_value(first.get("task.target")),
-                          aggregate.format_value(first.get("task.chance")), str(len(mine))])
+                          format_value(first.get("task.target")),
+                          format_value(first.get("task.chance")), str(len(mine))])
     return {
         "n_records": len(runs),
         "n_trained": tables.trained_count(runs),
@@ -171,13 +173,13 @@ def what_was_run(records: Records, runs: pd.DataFrame, copies: pd.DataFrame, axe
         "statuses": tables.status_table(runs),
         "unfinished": tables.unfinished_table(runs, axes, out),
         "unfinished_reasons": tables.unfinished_reasons(runs),
-        "set_aside": [f"{aggregate.display_path(r.path, out)}: {r.why}" for r in records.set_aside]
+        "set_aside": [f"{tables.display_path(r.path, out)}: {r.why}" for r in records.set_aside]
                      + [f"{p}: path does not exist" for p in records.missing_paths],
-        "copies": [f"{aggregate.display_path(c.run_dir, out)}: "
+        "copies": [f"{tables.display_path(c.run_dir, out)}: "
                    f"{'a rerun' if isinstance(c.rerun_of, str) else 'another record'} of the run in "
-                   f"{aggregate.display_path(c.copy_of, out)} (same config and seed), not counted again"
+                   f"{tables.display_path(c.copy_of, out)} (same config and seed), not counted again"
                    for c in copies.itertuples()],
-        "environment": tables.environment_table(finished),
+        "environment": tables.environment_table(finished, result.machine_rows),
         "condition": machine_condition(records, finished),
         "dates": tables.date_range(runs),
     }

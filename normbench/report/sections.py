@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from normbench.analysis import aggregate, conditions
 from normbench.report import figures
 from normbench.report.tables import ClaimView, Leaderboard
 
@@ -108,28 +107,6 @@ def written_once(sections: list[StudySection], extra: list[figures.Figure] = ())
     for section in sections:
         section.figures = [trimmed(f) for f in section.figures]
     return repeated
-
-
-def roles(study_runs: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """(choices, conditions) of one study: the keys it sweeps (varying over its runs) split into the
-    arms a user picks (declared in the study's arms, or any key not a condition) and the conditions
-    (task, length, budget) it is run under."""
-    varying = [a.removeprefix("axes.") for a in aggregate.varying_axes(study_runs)]
-    declared = set()
-    if "study.arms" in study_runs:
-        for text in study_runs["study.arms"].dropna().astype(str).unique():
-            declared |= {k.split(".")[-1] for k in text.split(",") if k} | {k for k in text.split(",") if k}
-
-    tied = {a.removeprefix("axes.") for a in conditions.condition_axes(study_runs)}
-
-    def condition(key: str) -> bool:
-        return key in tied or key == "task" or conditions.is_condition_key(key)
-
-    if declared:
-        choices = [k for k in varying if k in declared and not condition(k)]
-    else:
-        choices = [k for k in varying if not condition(k)]
-    return choices, [k for k in varying if k not in choices]
 
 
 def reproduce_commands(study_runs: pd.DataFrame) -> list[str]:

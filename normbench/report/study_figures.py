@@ -9,22 +9,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.analysis import aggregate, performance_profiles, tuning
+from normbench.analysis.result import AREA_TAU, NO_STUDY, TAUS, TOLERANCE_TEXT, StudyResult
+from normbench.records.metrics import TIMING_NOISY
+from normbench.records.values import format_value
 from normbench.report import figures, tables
-from normbench.records.reading import Records, read_curves
 
 CURVE_GROUPS = 12  # most groups drawn in the curve figures
 BAR_GROUPS = 12  # most groups of each task drawn in the throughput and memory bars
 
 
-def figure_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-                    staging: Path, timing: str = "") -> dict:
+def figure_sections(result: StudyResult, staging: Path) -> dict:
     """Heatmaps, curves, gradients and bars: one set of figures per study (arms compared only there)."""
-    metrics = task_metrics(summary)
-    studies = studies_of(summary)
-    return {"heatmaps": _heatmap_section(runs, studies, metrics, staging),
-            **_curve_sections(records, runs, summary, axes, studies, metrics, staging),
-            "throughput": _throughput_section(studies, staging, timing)}
+    metrics = task_metrics(result.summary)
+    studies = studies_of(result.summary)
+    return {"heatmaps": _heatmap_section(result, studies, metrics, staging),
+            **_curve_sections(result, studies, metrics, staging),
+            "throughput": _throughput_section(studies, staging, result.timing)}
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def studies_of(summary: pd.DataFrame) -> list[Study]:
     for index, sid in enumerate(ids):
         rows = summary[summary[key] == sid] if key else summary
         name = str(rows["study_name"].iloc[0]) if "study_name" in rows else ""
-        title = "" if len(ids) == 1 else ("runs without a study" if name == aggregate.NO_STUDY else f"Study {name}")
+        title = "" if len(ids) == 1 else ("runs without a study" if name == NO_STUDY else f"Study {name}")
         studies.append(Study(str(sid), title, "" if index == 0 else f"-{index + 1}", rows))
     return studies
 
@@ -65,45 +65,27 @@ def task_metrics(summary: pd.DataFrame) -> dict[str, tuple[str, bool]]:
 MAX_FACETS = 6  # heatmap panels per task beyond which a study's grid is left to its leaderboard
 
 
-def _natural(value) -> tuple:
-    """Numbers in numeric order, then text."""
-    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
-    return (0, float(number), "") if pd.notna(number) and not isinstance(value, bool) else (1, 0.0, str(value))
-
-
-def _heatmap_section(runs: pd.DataFrame, studies: list["Study"], metrics: dict, staging: Path) -> dict:
+def _heatmap_section(result: StudyResult, studies: list["Study"], metrics: dict, staging: Path) -> dict:
     """Per study, heatmaps over its two main arm settings, one panel per task; further arm settings
-    get a panel per value (never pooled), up to MAX_FACETS per task. Cells pool seeds only."""
-    trained = runs[runs["status"].isin(aggregate.TRAINED)]
+    get a panel per value (never pooled), up to MAX_FACETS per task. Cells pool seeds only (StudyResult.heatmap)."""
     figures_out, skipped = [], []
     for study in studies:
-        mine = trained[trained["group"].isin(study.rows["group"])]
-        varying = [a for a in aggregate.varying_axes(mine) if a != "axes.task"]
+        grid = result.heatmap(study.rows["group"], MAX_FACETS)
+        varying, row, col, rest = grid.varying, grid.row, grid.col, grid.rest
         named = f"{study.title}: " if study.title else ""
         if len(varying) < 2:
             shown = ", ".join(a.removeprefix("axes.") for a in varying) or "none"
             skipped.append(f"{named}Fewer than 2 axes vary (varying: {shown}), so there is no grid to draw.")
             continue
-        row, col = aggregate.main_axes(mine, varying)
-        rest = [a for a in varying if a not in (row, col)]
-        panels = []
-        for task, task_runs in mine.groupby("task.name", sort=True):
-            combos = (sorted(task_runs[rest].drop_duplicates().to_dict("records"),
-                             key=lambda combo: tuple(_natural(v) for v in combo.values())) if rest else [{}])
-            if len(combos) > MAX_FACETS:
-                panels = None
-                break
-            for combo in combos:
-                cell_runs = task_runs
-                for axis, value in combo.items():
-                    cell_runs = cell_runs[cell_runs[axis].map(aggregate.format_value) == aggregate.format_value(value)]
-                fixed = ", ".join(f"{a.removeprefix('axes.')}={aggregate.format_value(v)}" for a, v in combo.items())
-                heading = " · ".join(p for p in (f"task {task}" if study.rows["task"].nunique() > 1 else "", fixed) if p)
-                panels.append(figures.HeatmapPanel(str(task), heading, aggregate.axis_grid(cell_runs, row, col)))
-        if panels is None:
+        if grid.panels is None:
             skipped.append(f"{named}{len(varying)} settings vary ({', '.join(a.removeprefix('axes.') for a in varying)}); "
                            f"a grid over two of them would pool the others, so see its leaderboard instead.")
             continue
+        panels = []
+        for task, combo, cells in grid.panels:
+            fixed = ", ".join(f"{a.removeprefix('axes.')}={format_value(v)}" for a, v in combo.items())
+            heading = " · ".join(p for p in (f"task {task}" if study.rows["task"].nunique() > 1 else "", fixed) if p)
+            panels.append(figures.HeatmapPanel(str(task), heading, cells))
         note = (f"Rows: {row.removeprefix('axes.')}; columns: {col.removeprefix('axes.')}."
                 + (f" One panel per value of {', '.join(a.removeprefix('axes.') for a in rest)}." if rest else "")
                 + " Each cell pools its runs over seeds only. Empty cells: no run (or no ok run) there.")
@@ -111,28 +93,23 @@ def _heatmap_section(runs: pd.DataFrame, studies: list["Study"], metrics: dict, 
     return {"figures": figures_out, "skipped": " ".join(skipped)}
 
 
-def _curve_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str],
-                    studies: list["Study"], metrics: dict, staging: Path) -> dict:
+def _curve_sections(result: StudyResult, studies: list["Study"], metrics: dict, staging: Path) -> dict:
     """Per study, training loss and validation curves and gradient norms of its best arms, gradient
     flow through time; the gradient table."""
-    trained = runs[runs["status"].isin(aggregate.TRAINED)]
-    chosen = {s.id: aggregate.plotted_groups(s.rows, CURVE_GROUPS) for s in studies}
-    shown = trained[trained["group"].isin([g for groups in chosen.values() for g in groups])]
-    curves = read_curves(shown["run_dir"])
+    summary, axes = result.summary, result.axes
+    chosen = {s.id: result.plotted_groups(s.rows, CURVE_GROUPS) for s in studies}
+    bands = result.curve_bands(chosen)
     learning, gradient_figures = [], []
     for study in studies:
         groups = chosen[study.id]
         labels = {g: study.labels[g] for g in groups}
-        mine = shown[shown["group"].isin(groups)]
         note = _shown_note(len(groups), len(study.rows))
-        eval_bands = aggregate.curve_bands(curves, mine, "eval", "val_metric")
-        loss_bands = aggregate.curve_bands(curves, mine, "train", "loss")
-        grad_bands = aggregate.curve_bands(curves, mine, "train", "grad_norm", log=True)
+        eval_bands, loss_bands, grad_bands = bands[study.id]
         loss = figures.loss_curves(loss_bands, labels, staging, note, study.suffix, study.title)
         learning += [f for f in (loss, *figures.learning_curves(eval_bands, labels, metrics, staging, note,
                                                                  study.suffix, study.title)) if f is not None]
         grad_norm = figures.grad_norm_curves(grad_bands, labels, staging, note, study.suffix, study.title)
-        flow = _gradient_flow_figure(records, runs, study, staging)
+        flow = _gradient_flow_figure(result, study, staging)
         gradient_figures += [f for f in (grad_norm, flow) if f is not None]
     has_flow = any(f.name.startswith("grad_flow") for f in gradient_figures)
     has_norm = any(f.name.startswith("grad_norm") for f in gradient_figures)
@@ -149,14 +126,13 @@ def _curve_sections(records: Records, runs: pd.DataFrame, summary: pd.DataFrame,
             "gradients": gradients}
 
 
-def _gradient_flow_figure(records: Records, runs: pd.DataFrame, study: "Study", staging: Path):
+def _gradient_flow_figure(result: StudyResult, study: "Study", staging: Path):
     """Flow through time exists for recurrent groups only; they get their own pick of the best."""
     recurrent = study.rows[study.rows["grad_time_ratio_init_mean"].notna()]
-    flow_groups = aggregate.plotted_groups(recurrent, CURVE_GROUPS)
+    flow_groups = result.plotted_groups(recurrent, CURVE_GROUPS)
     if not flow_groups:
         return None
-    flow_runs = runs[runs["group"].isin(flow_groups) & runs["status"].isin(aggregate.TRAINED)]
-    gradient_profiles = aggregate.grad_time_profiles(records.runs, flow_runs)
+    gradient_profiles = result.grad_flow(flow_groups)
     return figures.grad_flow(gradient_profiles, {g: study.labels[g] for g in flow_groups}, staging,
                              _shown_note(len(flow_groups), len(recurrent), "recurrent "), study.suffix, study.title)
 
@@ -167,12 +143,12 @@ def _throughput_section(studies: list["Study"], staging: Path, timing: str = "")
     for study in studies:
         rows = study.rows.assign(label=study.rows["arm"].astype(str))
         bars = rows.groupby("task", sort=False).head(BAR_GROUPS)
-        bars = bars.assign(noisy=(bars["timing_noise_median"] > aggregate.TIMING_NOISY)
-                           | (bars["samples_per_s_spread"] > aggregate.TIMING_NOISY))
+        bars = bars.assign(noisy=(bars["timing_noise_median"] > TIMING_NOISY)
+                           | (bars["samples_per_s_spread"] > TIMING_NOISY))
         cut = rows.groupby("task").size().gt(BAR_GROUPS).any()
         note = (f"At most {BAR_GROUPS} arms per task, in leaderboard order; all are in summary.csv." if cut
                 else "Arms in leaderboard order.")
-        speed = figures.throughput(bars, staging, note + (f" {timing}" if timing else ""), aggregate.TIMING_NOISY,
+        speed = figures.throughput(bars, staging, note + (f" {timing}" if timing else ""), TIMING_NOISY,
                                    study.suffix, study.title)
         memory = figures.peak_memory(bars, staging, note, study.suffix, study.title)
         out += [f for f in (speed, memory) if f is not None]
@@ -186,12 +162,14 @@ def _shown_note(shown: int, total: int, kind: str = "") -> str:
             f"all are in summary.csv.")
 
 
-def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], staging: Path) -> dict:
-    """Learning-rate sensitivity, the tuned comparison and performance profiles (tuning.py, performance_profiles.py)."""
-    metrics = task_metrics(summary)
-    points, arms = tuning.sensitivity(runs)
+def tuning_sections(result: StudyResult, staging: Path) -> dict:
+    """Learning-rate sensitivity, the tuned comparison and performance profiles (StudyResult.tuning:
+    analysis/tuning.py, performance_profiles.py)."""
+    metrics = task_metrics(result.summary)
+    tuned_result = result.tuning
+    points, arms = tuned_result.points, tuned_result.arms
     if arms.empty:
-        lr = {"figures": [], "table": None, "tolerance": tuning.TOLERANCE_TEXT + tuning.score_note(runs),
+        lr = {"figures": [], "table": None, "tolerance": TOLERANCE_TEXT + tuned_result.score_note,
               "skipped": "No arm was run at 2 or more learning rates."}
     else:
         note = ("One line per arm (every setting but lr and seed). Point: mean final validation metric of the "
@@ -199,21 +177,19 @@ def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                 "worst). Triangles at the bottom: diverged runs at that lr (count / runs), never dropped.")
         figure = figures.lr_sensitivity(points, arms, metrics, staging, note)
         lr = {"figures": [figure] if figure else [], "table": tables.sensitivity_table(arms, points),
-              "tolerance": tuning.TOLERANCE_TEXT + tuning.score_note(runs), "skipped": ""}
-    boards = tuning.tuned_leaderboards(runs)
-    has_selection = "axes.role" in runs and (runs["axes.role"] == tuning.SELECTION).any()
+              "tolerance": TOLERANCE_TEXT + tuned_result.score_note, "skipped": ""}
+    boards, has_selection = tuned_result.boards, tuned_result.has_selection
     tuned = {"boards": tables.tuned_leaderboard_tables(boards),
              "skipped": "" if boards else (
                  "Selection runs but no evaluation runs: `python -m normbench tune` runs both stages."
                  if has_selection else "No tuned study (no runs with role selection and evaluation).")}
-    evaluated = bool(boards)
-    table, used = performance_profiles.arm_table(summary, axes, tuned=evaluated)
+    table, used = tuned_result.profile_table, tuned_result.profile_used
     profile = {"figures": [], "table": None, "used": used, "skipped": ""}
     if table.empty or len(table.index) < 2:
         profile["skipped"] = (f"Performance profiles need at least 2 tasks; the runs have "
                               f"{0 if table.empty else len(table.index)} ({used}).")
     else:
-        ratios, rows, left_out = performance_profiles.step_ratios(table)
+        ratios, rows, left_out = tuned_result.ratios, tuned_result.profile_rows, tuned_result.left_out
         if len(ratios.index) < 2:
             profile["skipped"] = f"Fewer than 2 tasks on which every arm ran (left out: {', '.join(left_out)})."
         else:
@@ -222,6 +198,6 @@ def tuning_sections(runs: pd.DataFrame, summary: pd.DataFrame, axes: list[str], 
                                                     if left_out else "")
                     + ". Steps only: the runs were not timed side by side, so seconds would measure the "
                       "machine's load as much as the arm.")
-            figure = figures.performance_profile(ratios, performance_profiles.AREA_TAU, staging, note)
-            profile.update(figures=[figure] if figure else [], table=tables.profile_table(rows, performance_profiles.TAUS))
+            figure = figures.performance_profile(ratios, AREA_TAU, staging, note)
+            profile.update(figures=[figure] if figure else [], table=tables.profile_table(rows, TAUS))
     return {"lr_sensitivity": lr, "tuned": tuned, "performance_profiles": profile}

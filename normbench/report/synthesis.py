@@ -16,19 +16,14 @@ yet" line per family).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from normbench.analysis.aggregate import format_value, varying_axes
-from normbench.analysis import regime, rules
-from normbench.analysis.claims import shown_status
-from normbench.analysis.intervals import decision_level, seed_difference
-from normbench.analysis.ranking import comparison_score
+from normbench.records.values import format_value
+from normbench.analysis.result import shown_status
 from normbench.configuration.families import families
 from normbench.report.tables import ClaimView, Table
-from normbench.report import answers
 
 SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
 # The settings a user picks for their model: the norm, where it sits, and their own settings. Any other
@@ -95,11 +90,12 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
     return words
 
 
-def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list[FamilyLine]:
+def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result) -> list[FamilyLine]:
     """One line per (family, study, task and condition) the evidence covers, in the families' registration order
     (normbench/configuration/families.py); a family no study
     covers gets one "no evidence yet" line. ``sections``: sections.StudySection, for titles, anchors
-    and claims."""
+    and claims; ``result``: the StudyResult of these runs (analysis/result.py), whose regime_of (summary rows ->
+    (gate, scale)), varying, on_plateau and effect give every number a line states."""
     family = _family_of(runs)
     out = []
     for key, name in ((f.name, f.display) for f in families()):
@@ -113,7 +109,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list
                 condition = str(rows["condition"].iloc[0]) if "condition" in rows else ""
                 task += f" at {condition}" if condition and condition != "nan" else ""
                 ranked = rows[rows["rank"].notna()].sort_values("rank", kind="stable")
-                gate, _ = answers.regime_of(rows, runs[runs["group"].isin(rows["group"])])
+                gate, _ = result.regime_of(rows)
                 if gate is not None:  # the same gate the study's answer names: no favourite from such a setup
                     kind, arms, favoured = GATED, [], gate.text
                 elif ranked.empty:
@@ -122,9 +118,9 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list) -> list
                     kind, arms = FAVOURED, list(ranked[ranked["best"].astype(bool)]["arm"].astype(str))
                     favoured = "; ".join(f"{a} ★" for a in arms[:3])
                     favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
-                    choices, effect = _choices(ranked, runs)
+                    choices, effect = _choices(ranked, runs, result)
                     if not choices:  # the study varies no choice, or its best arms sit on a trivial plateau
-                        varied = _varying(runs[runs["group"].isin(rows["group"])])
+                        varied = result.varying(runs[runs["group"].isin(rows["group"])])
                         kind = PLATEAU if any(_is_choice(a.removeprefix("axes.")) for a in varied) else NO_CHOICE
                 else:
                     kind, arms = TIED, list(ranked["arm"].astype(str))
@@ -145,10 +141,6 @@ def _is_choice(key: str) -> bool:
     return key in CHOICE_KEYS or key.startswith(CHOICE_PREFIXES) or key in CHOICE_EXTRA
 
 
-def _varying(runs: pd.DataFrame) -> list[str]:
-    return varying_axes(runs if "status" in runs else runs.assign(status="ok"))
-
-
 def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
     """(one arm as a choice: its norm and placement always, then the chosen settings its study varies; the
     swept settings that are conditions, "" when none). The choice is "" when the study varies no choice."""
@@ -165,48 +157,14 @@ def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
     return ", ".join(chosen), ", ".join(conditions)
 
 
-def _on_plateau(frame: pd.DataFrame, runs: pd.DataFrame) -> bool:
-    """Whether one arm's finished runs sit on one of the task's trivial solutions (regime.on_plateau)."""
-    return "status" in runs and regime.on_plateau({"arm": frame}, runs) is not None
-
-
-def _scores(frame: pd.DataFrame, score: str) -> pd.DataFrame:
-    finished = frame[(frame["status"] == "ok") & ~rules.did_not_train(frame)]
-    metric = finished["task.metric"].iloc[0] if "task.metric" in finished and len(finished) else None
-    values = rules.to_scale(pd.to_numeric(finished[score], errors="coerce"), metric)
-    return pd.DataFrame({"value": values, "seed": finished["seed"] if "seed" in finished else range(len(finished))})
-
-
-def _effect(best: pd.DataFrame, other: pd.DataFrame, other_name: str, runs: pd.DataFrame) -> str:
-    """The best arm's effect over ``other`` on the compared score: a difference in the metric's units, a
-    ratio for a metric spanning decades; its (1 − 2α) interval; paired by seed where they share seeds."""
-    score = comparison_score(runs, rules.primary_column(runs))
-    if score not in runs or "status" not in runs:  # a summary without its runs' scores: no effect to state
-        return ""
-    a, b = _scores(best, score), _scores(other, score)
-    estimate, paired = seed_difference(a["value"], a["seed"], b["value"], b["seed"])
-    metric = str(runs["task.metric"].dropna().iloc[0]) if "task.metric" in runs and runs["task.metric"].notna().any() \
-        else "score"
-    level = decision_level(rules.ALPHA)
-    interval = estimate.interval(level)
-    seeds = paired or min(a["seed"].nunique(), b["seed"].nunique())
-    higher = bool(runs["task.higher_is_better"].iloc[0]) if "task.higher_is_better" in runs else True
-    how = f"{'higher' if higher else 'lower'} is better; {seeds} {'paired ' if paired else ''}seeds"
-    if rules.ratio_scale(metric):
-        shown = f"[×{math.exp(interval[0]):.3g}, ×{math.exp(interval[1]):.3g}]" if interval else "(interval undefined)"
-        return f"{metric} ×{math.exp(estimate.value):.3g} vs {other_name} ({level:.0%} {shown}; {how})"
-    shown = f"[{interval[0]:+.3g}, {interval[1]:+.3g}]" if interval else "(interval undefined)"
-    return f"{metric} {estimate.value:+.3g} vs {other_name} ({level:.0%} {shown}; {how})"
-
-
-def _choices(ranked: pd.DataFrame, runs: pd.DataFrame) -> tuple[list[str], str]:
+def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str], str]:
     """The best-set arms of one comparison as choices (plateau arms left out, "or X" only for arms not shown
     worse), and the first one's effect over the best arm shown worse."""
     frames = {str(a): runs[runs["group"] == g] for a, g in zip(ranked["arm"], ranked["group"])}
     members = [str(a) for a in ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]["arm"]]
     worse = [str(a) for a in ranked[ranked["shown_worse"].astype(bool)]["arm"]]
-    kept = [a for a in members if not _on_plateau(frames[a], runs)]
-    varying = _varying(runs[runs["group"].isin(ranked["group"])])
+    kept = [a for a in members if not result.on_plateau(frames[a], runs)]
+    varying = result.varying(runs[runs["group"].isin(ranked["group"])])
     texts = []
     for arm in kept:
         # runs that carry no swept axis (a summary alone): the arm's label names what was swept
@@ -215,7 +173,7 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame) -> tuple[list[str], str]:
             texts.append(f"{choice} (at {condition})" if condition else choice)
     if not texts or not worse:
         return list(dict.fromkeys(texts)), ""
-    return list(dict.fromkeys(texts)), _effect(frames[kept[0]], frames[worse[0]], worse[0], runs)
+    return list(dict.fromkeys(texts)), result.effect(frames[kept[0]], frames[worse[0]], worse[0], runs)
 
 
 def synthesis_table(lines: list[FamilyLine]) -> Table:

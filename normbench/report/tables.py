@@ -16,11 +16,12 @@ import pandas as pd
 
 from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
-from normbench.analysis import rules
-from normbench.analysis.aggregate import NO_STUDY, REPORT_STATUSES, TRAINED, display_path, format_value
-from normbench.analysis.claims import PART_COLUMNS, Claim, Effect, Verdict, part_rows, shown_status, verdict_figures
-from normbench.analysis.speed import condition_rows
-from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401  (the answer section quotes it)
+from normbench.analysis.result import INCONCLUSIVE, NO_STUDY, NOT_APPLICABLE, NOT_TESTABLE, NOT_TRAINED
+from normbench.analysis.result import REPORT_STATUSES, TRAINED, ClaimResult, Effect, Part, shown_status
+from normbench.records.values import format_value
+from normbench.analysis.result import RANKING_RULE  # noqa: F401  (the answer section quotes it)
+
+PART_COLUMNS = ["part", "test", "effect [interval]", "verdict"]
 
 MAX_ROWS = 200  # a table past this length is cut, with a pointer to the CSV
 
@@ -59,7 +60,7 @@ class ClaimView:
     explanation: str
     evidence: Table
     css: str = field(default="")
-    parts: Table | None = None  # one row per part (claims.PART_COLUMNS)
+    parts: Table | None = None  # one row per part (PART_COLUMNS)
     study: str = ""
     anchor: str = ""  # the section's HTML id: one per claim and study
     study_id: str = ""  # the study whose runs judged it ("" when none)
@@ -68,6 +69,15 @@ class ClaimView:
     scale: str = ""  # the scale the verdict was measured at, where it says
     shown: str = ""  # the status as printed: "contradicted" reads "not reproduced at this scale"
     figures: dict = field(default_factory=dict)  # claims.csv's referee columns: effect, its interval, seeds, lr
+
+
+def display_path(path: str | Path, base: Path) -> str:
+    """A run directory relative to base when it lies below it, else as given."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def number(value, digits: int = 4) -> str:
@@ -136,7 +146,8 @@ def status_table(runs: pd.DataFrame) -> Table:
     return Table(["status", "runs"], rows)
 
 
-def environment_table(runs: pd.DataFrame) -> Table:
+def environment_table(runs: pd.DataFrame, condition: list[list[str]] = ()) -> Table:
+    """The runs' environment; ``condition``: how busy the machine was (StudyResult.machine_rows)."""
     rows = []
     for key in ("device_name", "device", "torch", "python", "normbench_version", "git_commit"):
         column = f"environment.{key}"
@@ -144,7 +155,7 @@ def environment_table(runs: pd.DataFrame) -> Table:
             continue
         for value, n in runs[column].fillna("not recorded").astype(str).value_counts().items():
             rows.append([key, value, str(int(n))])
-    rows += condition_rows(runs)  # how busy the machine was (normbench/training/machine.py)
+    rows += list(condition)  # how busy the machine was (normbench/training/machine.py)
     return Table(["setting", "value", "runs"], rows, wrap=("value",))
 
 
@@ -338,10 +349,10 @@ def _run_table(runs: pd.DataFrame, axes: list[str], base: Path, extra: list[tupl
 def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
     """The failed runs: diverged, and finished without leaving the chance band ("did not train",
     analysis/rules.py), which count against their arm alike."""
-    untrained = rules.did_not_train(runs)
+    untrained = runs[registry.path("did_not_train")].eq(1.0)  # the analysis's verdict (rules.did_not_train_column)
     diverged = runs[(runs["status"] == "diverged") | untrained].assign(
         reason=lambda f: f["reason"].where(~untrained[f.index],
-                                           rules.NOT_TRAINED + ": its best evaluation never left the chance band"))
+                                           NOT_TRAINED + ": its best evaluation never left the chance band"))
     extra = [*[(registry.path(key), registry.metric(key).label) for key in ("diverged_at_step", "last_finite_loss")],
              ("reason", "reason")]
     several = "study.name" in diverged and diverged["study.name"].nunique() > 1
@@ -372,8 +383,33 @@ def effect_text(effect: Effect | None) -> str:
     return f"{effect.label}: {number(effect.estimate, 3)} ({shown})"
 
 
-def claim_view(claim: Claim, verdict: Verdict, titles: dict[str, str] | None = None) -> ClaimView:
-    """`titles`: study id -> the title the report gives it (aggregate.study_titles)."""
+def verdict_text(part: Part) -> str:
+    """The verdict cell of a part: status, and for an undecided part the way it leans and what would decide it."""
+    if part.status == NOT_TESTABLE:
+        return part.note.strip() or NOT_TESTABLE  # "not testable here: REASON — testable with WHAT"
+    if part.status != INCONCLUSIVE:
+        return shown_status(part.status) + (f": {part.note.strip()}" if part.status == NOT_APPLICABLE and part.note else "")
+    if part.within:
+        return f"inconclusive (no difference larger than δ = {part.within} is likely)"
+    bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
+    if part.mde is not None:
+        bits.append(f"MDE {part.mde:.3g}")
+    if part.seeds_needed:
+        bits.append(f"≈{part.seeds_needed} {'seeds/arm' if part.needed_unit == 'seeds per arm' else part.needed_unit} "
+                    f"would decide")
+    return f"inconclusive ({', '.join(bits)})" + (f": {part.note.strip()}" if part.note else "")
+
+
+def part_rows(result: ClaimResult) -> list[list[str]]:
+    """The per-part table of a verdict (PART_COLUMNS)."""
+    # every measure a part read, the deciding one first: a verdict set by a second measure shows it
+    return [[p.assertion, p.test, "; ".join(effects), verdict_text(p)]
+            for p, effects in zip(result.verdict.parts, result.effects)]
+
+
+def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> ClaimView:
+    """`titles`: study id -> the title the report gives it (StudyResult.titles)."""
+    claim, verdict = result.claim, result.verdict
     evidence = verdict.evidence
     table = Table([str(c) for c in evidence.columns],
                   [[number(v, 4) if not isinstance(v, str) else v for v in row]
@@ -382,12 +418,12 @@ def claim_view(claim: Claim, verdict: Verdict, titles: dict[str, str] | None = N
     return ClaimView(claim.id, claim.statement, claim.citation, verdict.status, effect_text(verdict.effect),
                      [effect_text(e) for e in verdict.more_effects], arms, verdict.context or verdict.explanation, table,
                      verdict.status.split(" on ")[0].replace(" ", "-"),
-                     Table(list(PART_COLUMNS), part_rows(verdict), wrap=tuple(PART_COLUMNS),
+                     Table(list(PART_COLUMNS), part_rows(result), wrap=tuple(PART_COLUMNS),
                            keep=tuple(PART_COLUMNS[2:])),
                      (titles or {}).get(verdict.study, verdict.study),
                      f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""),
                      str(verdict.study or ""), _text(getattr(claim, "quote", None)), _text(getattr(claim, "where", None)),
-                     _text(getattr(verdict, "scale", None)), shown_status(verdict.status), verdict_figures(verdict))
+                     _text(getattr(verdict, "scale", None)), shown_status(verdict.status), dict(result.figures))
 
 
 def _text(value) -> str:

@@ -135,9 +135,8 @@ def study_answer(log: dict, runs, undecided: list[str]) -> list[str]:
     """The study runner's last lines: when and why it stopped, each claim's verdict and each
     comparison's answer at the last look's level, in the report's words (analysis/decisions.py: a
     comparison the report calls not testable here says so, never "ranked first"), and what is
-    still undecided."""
-    from normbench.analysis.claims import evaluate_claims
-    from normbench.analysis.decisions import decisions
+    still undecided. Read from the result the report renders (analysis/result.py)."""
+    from normbench.analysis.result import of_runs
 
     last = log["rounds"][-1]
     stopped = {"decided": "every question decided",
@@ -147,9 +146,10 @@ def study_answer(log: dict, runs, undecided: list[str]) -> list[str]:
                "maximum seeds": "stopped at the maximum seed count"}.get(log.get("stopped"), str(log.get("stopped")))
     lines = [f"normbench.study: answer after {len(log['rounds'])} round(s), {last['seeds_per_arm']} seeds per arm, "
              f"{duration(log['seconds'])}: {stopped} (level {last['level']:.4g})"]
-    verdicts = [(claim.id, verdict.status) for claim, verdict in evaluate_claims(runs, alpha=last["level"])]
+    result = of_runs(runs, alpha=last["level"])
+    verdicts = [(c.claim.id, c.verdict.status) for c in result.claims]
     lines += [f"  claim {name}: {status}" for name, status in verdicts if status != "not applicable"]
-    lines += [f"  {decision.line()}" for decision in decisions(runs, last["level"])]
+    lines += [f"  {decision.line()}" for decision in result.decisions]
     lines += [f"  undecided: {item}" for item in undecided[:20]]
     if len(undecided) > 20:
         lines.append(f"  ... and {len(undecided) - 20} more")

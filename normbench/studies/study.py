@@ -293,13 +293,12 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
 def undecided(runs, level: float) -> list[str]:
     """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons. A
     comparison that is not testable here (analysis/decisions.py, the report's own gate) is not
-    listed: more seeds would decide nothing there."""
-    from normbench.analysis.claims import evaluate_claims
-    from normbench.analysis.decisions import decisions
+    listed: more seeds would decide nothing there. Read from the result the report renders (analysis/result.py)."""
+    from normbench.analysis.result import of_runs
 
-    open_items = [f"claim {claim.id}" for claim, verdict in evaluate_claims(runs, alpha=level)
-                  if verdict.status == "inconclusive"]
-    return open_items + [f"{d.task}: {pair}" for d in decisions(runs, level) for pair in d.open]
+    result = of_runs(runs, alpha=level)
+    open_items = [f"claim {c.claim.id}" for c in result.claims if c.verdict.status == "inconclusive"]
+    return open_items + [f"{d.task}: {pair}" for d in result.decisions for pair in d.open]
 
 
 GATED_STOP = "decided or not testable"  # sequential.json's stop reason when a gate, not the data, ended it
@@ -319,10 +318,11 @@ def compared_anything(runs, level: float) -> bool:
 
 
 def gated_comparisons(runs, level: float) -> list:
-    """The comparisons the report calls not testable here (analysis/decisions.py)."""
-    from normbench.analysis.decisions import GATED, decisions
+    """The comparisons the report calls not testable here (analysis/decisions.py, through analysis/result.py)."""
+    from normbench.analysis.decisions import GATED
+    from normbench.analysis.result import of_runs
 
-    return [d for d in decisions(runs, level) if d.status == GATED]
+    return [d for d in of_runs(runs, alpha=level).decisions if d.status == GATED]
 
 
 def own_records(folder: Path, study: str) -> list:

@@ -2,8 +2,9 @@
 report gives, word for word (report/answers.py: the sentence that names the first arm, or the
 "not testable here" line that voids it, then what is said of the other arms).
 
-Read from the records by the report's own steps (aggregate.runs_frame, distinct_runs, label_groups,
-summarize_groups, answers), so the terminal cannot say what the report does not.
+Read from the result the report renders (analysis/result.py: built once from the records, each study at
+its sequential design's level) and worded by the report's answers, so the terminal cannot say what the
+report does not.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.analysis import aggregate
+from normbench.analysis import result as study_result
 from normbench.records.reading import find_records
 from normbench.report import answers as report_answers
 from normbench.report.tables import number
 
 MAX_ARMS = 12  # arms listed per comparison before "and N more": the answer stays on one screen
+MAX_LINE = 400  # characters of one answer line: a gate over 200 arms names each, the report says it whole
 
 
 def _arm_lines(rows: pd.DataFrame) -> list[str]:
@@ -38,28 +40,46 @@ def _arm_lines(rows: pd.DataFrame) -> list[str]:
     return lines
 
 
+def bounded(text: str, sweep_dir: Path) -> str:
+    """``text`` when it fits MAX_LINE; else its first parts (a gate's list of arms is "; "-separated) and
+    its last (which ends the list and says what would make it testable), how many were left out between,
+    and where the whole line is: the report's answer."""
+    if len(text) <= MAX_LINE:
+        return text
+    where = f"the report's answer has them all: python -m normbench.report {sweep_dir}"
+    parts = text.split("; ")
+    last = parts[-1] if len(parts) > 1 and len(parts[-1]) <= MAX_LINE else ""
+    if len(parts) == 1 or len(parts[0]) > MAX_LINE:  # no list to shorten: the characters that fit
+        return f"{text[:MAX_LINE]} … ({len(text) - MAX_LINE} more characters left out here; {where})"
+    kept = parts[:1]  # the first names the gate
+    for part in parts[1:-1] if last else parts[1:]:
+        if len("; ".join([*kept, part])) + len(last) > MAX_LINE:
+            break
+        kept.append(part)
+    left = len(parts) - len(kept) - bool(last)
+    return "; ".join([*kept, f"… ({left} more of {len(parts)} parts left out here; {where})", *([last] if last else [])])
+
+
 def answer_lines(sweep_dir: Path) -> list[str]:
     """The sweep's answer block; empty when no record trained."""
     records = find_records([sweep_dir])
-    runs, _ = aggregate.distinct_runs(aggregate.runs_frame(records.runs))
+    runs, copies = study_result.runs_of(records)
     if runs.empty:
         return []
-    axes = aggregate.varying_axes(runs)
-    runs = aggregate.label_groups(runs, axes)
-    summary = aggregate.summarize_groups(runs, axes)
-    if summary.empty:
+    result = study_result.build(records, runs, copies, [sweep_dir], say=False)
+    if result.summary.empty:
         return []
     lines = []
-    key = "comparison" if "comparison" in summary else "task"
-    for (_, rows), answer in zip(summary.groupby(key, sort=False), report_answers.answers(runs, summary, axes)):
+    for comparison, answer in zip(result.comparisons, report_answers.answers(result)):
+        rows = comparison.rows
         metric = str(rows["metric"].iloc[0]) if "metric" in rows else ""
         higher = bool(rows["higher_is_better"].iloc[0]) if "higher_is_better" in rows else True
         lines.append(f"normbench sweep: {answer.task}: {metric}, {'higher' if higher else 'lower'} is better "
                      f"(rank, ★ could be the best, mean ± 95% CI)")
         lines += _arm_lines(rows)
-        lines.append(f"answer: {answer.headline}")
+        lines.append(bounded(f"answer: {answer.headline}", sweep_dir))
         if answer.also:
-            lines.append(f"  {answer.also.strip()}")
+            lines.append(bounded(f"  {answer.also.strip()}", sweep_dir))
         if answer.command:
             lines.append(f"  To decide it: {answer.command}")
     return lines

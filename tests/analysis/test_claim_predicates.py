@@ -9,11 +9,19 @@ import pandas as pd
 import pytest
 
 from normbench.analysis.claims import (CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE, SHIPPED,
-                                       SUPPORTED, judge, part_rows, shown_verdict, verdict_figures)
+                                       SUPPORTED, judge, shown_verdict, verdict_figures)
 from normbench.analysis.claims import predicates
 from normbench.analysis.claims.engine import in_study
 from normbench.analysis.claims.predicates import PREDICATES, failure, holds_text, needs
+from normbench.analysis.result import claim_result
 from tests.analysis.test_claims import BY_ID, length_runs, speed_runs, two_arms
+
+
+def part_rows(verdict):
+    """The per-part table the report prints for a verdict (report/tables.py)."""
+    from normbench.report.tables import part_rows as rows
+
+    return rows(claim_result(None, verdict))
 
 SEEDS = (0, 1, 2)
 
@@ -213,13 +221,13 @@ def test_claims_csv_has_the_referee_columns(runs_of):
 
     claim = BY_ID["dropout_after_norm"]
     verdict = in_study(claim, runs_of(*two_arms(0.80, 0.90)), 0.05)
-    table = claims_frame([claim_view(claim, verdict)])
+    table = claims_frame([claim_view(claim_result(claim, verdict))])
     for name in ("effect", "effect_low", "effect_high", "seeds", "scale", "lr"):
         assert name in table.columns, name
     row = table.iloc[0]
     assert row["verdict"] == "contradicted"  # the machine value stays
     assert row["seeds"] == 3 and row["effect_low"] < row["effect"] < row["effect_high"]
-    view = claim_view(claim, verdict)
+    view = claim_view(claim_result(claim, verdict))
     assert view.shown == NOT_REPRODUCED and view.explanation.startswith("Not reproduced at this scale (the paper: test error")
 
 

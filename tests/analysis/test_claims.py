@@ -863,10 +863,11 @@ def test_rms_speed_undecided_says_the_real_reason(runs_of):
 
 
 def test_part_table_has_one_row_per_part(runs_of):
-    from normbench.analysis.claims import PART_COLUMNS, part_rows
+    from normbench.analysis.result import claim_result
+    from normbench.report.tables import PART_COLUMNS, part_rows
 
     verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.93, bn_large=0.615, spread=0.03)))
-    rows = part_rows(verdict)
+    rows = part_rows(claim_result(None, verdict))
     assert PART_COLUMNS == ["part", "test", "effect [interval]", "verdict"] and len(rows) == 2
     assert rows[1][3].startswith("inconclusive (leans toward contradicted")
     assert "90% interval [" in rows[0][2]

@@ -4,6 +4,7 @@
 from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
 from normbench.analysis.conditions import condition_axes
 from normbench.report.answers import answers
+from normbench.analysis.result import of_frames
 
 
 def summary_of(runs):
@@ -30,7 +31,7 @@ def test_a_choice_tied_to_the_steps_is_a_condition_and_each_is_ranked_apart(runs
     for _, rows in summary.groupby("condition"):
         first = rows.loc[rows["rank"] == 1, "arm"].tolist()
         assert len(first) == 1 and first[0].startswith("norm=ln")  # within each condition LN is first
-    said = [a.headline for a in answers(runs, summary, varying_axes(runs))]
+    said = [a.headline for a in answers(of_frames(runs, summary))]
     assert len(said) == 2 and all(" at steps=" in s for s in said)
 
 

@@ -11,6 +11,7 @@ from normbench.analysis.aggregate import label_groups, runs_frame, summarize_gro
 from normbench.analysis.decisions import DECIDED, GATED, UNDECIDED, decisions
 from normbench.records.reading import find_records
 from normbench.report.answers import answers
+from normbench.analysis.result import of_frames
 from normbench.studies import progress
 from normbench.studies.study import GATED_STOP, gated_comparisons, undecided
 
@@ -36,7 +37,7 @@ def _runs(write_record, root: Path, rising: bool, gap: float = 0.1, spread: floa
 
 
 def _report_answer(runs):
-    (answer,) = answers(runs, summarize_groups(runs, varying_axes(runs)), varying_axes(runs))
+    (answer,) = answers(of_frames(runs, summarize_groups(runs, varying_axes(runs))))
     return answer
 
 

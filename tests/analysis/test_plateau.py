@@ -15,6 +15,7 @@ from normbench.analysis.aggregate import label_groups, summarize_groups, varying
 from normbench.analysis.claims import NOT_TESTABLE, SUPPORTED, Claim, judge
 from normbench.analysis.claims.vocabulary import better, converges_faster, equivalent
 from normbench.report.answers import answers
+from normbench.analysis.result import of_frames
 from normbench.report.sections import StudySection
 from normbench.report.synthesis import synthesis
 
@@ -92,11 +93,12 @@ def test_the_answer_and_the_synthesis_name_the_plateau(runs_of):
     runs = labelled(runs_of(*rows(0.25, 0.25)))
     axes = varying_axes(runs)
     summary = summarize_groups(runs, axes)
-    (answer,) = answers(runs, summary, axes)
+    (answer,) = answers(of_frames(runs, summary))
     assert answer.regime.startswith("not testable here: " + MQAR) and MQAR_REMEDY in answer.regime
     assert answer.command == "" and "seeds per arm" not in answer.also
     section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [])
-    (line,) = [line for line in synthesis(summary, runs, [section]) if line.studies]
+    gates = of_frames(runs, summary)
+    (line,) = [line for line in synthesis(summary, runs, [section], gates) if line.studies]
     assert line.favoured.startswith("not testable here: " + MQAR) and MQAR_REMEDY in line.favoured
 
 
@@ -130,7 +132,7 @@ def test_a_real_tiny_sweep_held_at_its_trivial_solution_reads_not_testable(cli, 
     runs = labelled(runs_frame(find_records([tmp_path / "sweep"]).runs))
     assert named(rules.plateaus(runs)) == ["any value from the context"] * 4  # 0.5 is chance too: did not train
     axes = varying_axes(runs)
-    (answer,) = answers(runs, summarize_groups(runs, axes), axes)
+    (answer,) = answers(of_frames(runs, summarize_groups(runs, axes)))
     assert answer.regime.startswith("not testable here: on the task's trivial plateau any value from the context (0.5 ")
 
 

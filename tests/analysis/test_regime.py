@@ -10,10 +10,13 @@ import pytest
 
 from normbench.analysis import regime
 from normbench.analysis.aggregate import label_groups, runs_frame, summarize_groups, varying_axes
-from normbench.analysis.claims import (CONTRADICTED, NOT_TESTABLE, SUPPORTED, Claim, evaluate, judge, part_rows)
+from normbench.analysis.claims import (CONTRADICTED, NOT_TESTABLE, SUPPORTED, Claim, evaluate, judge)
+from normbench.analysis.result import claim_result
+from normbench.report.tables import part_rows
 from normbench.analysis.claims.vocabulary import better, equivalent, more_stable, not_worse
 from normbench.records.record import RunRecord
 from normbench.report.answers import answers
+from normbench.analysis.result import of_frames
 from normbench.records.reading import find_records
 
 SEEDS = (0, 1, 2)
@@ -39,7 +42,7 @@ def assert_gated(verdict, reason: str, remedy: str, parts: int | None = None):
     for part in gated:
         assert part.note.startswith("not testable here: ") and reason in part.note and f"testable with {remedy}" in part.note
         assert part.seeds_needed is None and part.mde is None and part.lean is None and part.effects == ()
-    text = verdict.explanation + " ".join(cell for row in part_rows(verdict) for cell in row)
+    text = verdict.explanation + " ".join(cell for row in part_rows(claim_result(None, verdict)) for cell in row)
     assert CONTRADICTED not in [p.status for p in verdict.parts]
     assert "would decide" not in text and "seeds/arm" not in text and "--budget" not in text
 
@@ -144,7 +147,7 @@ def _answer(runs_of, ln: float, bn: float):
              "command": "python -m normbench -m norm=ln,bn seed=0,1,2"}
     runs = runs_of(*[{**r, "study": study} for r in rows(ln, bn, spread=0.02)])
     runs = label_groups(runs, varying_axes(runs))
-    (answer,) = answers(runs, summarize_groups(runs, varying_axes(runs)), varying_axes(runs))
+    (answer,) = answers(of_frames(runs, summarize_groups(runs, varying_axes(runs))))
     return answer
 
 

@@ -53,10 +53,11 @@ def test_a_budget_stopped_study_ranks_at_its_spent_level(runs_of):
     _, spent = _summary(runs_of(*rows), {"s1": 0.000175})
     assert not spent["shown_worse"].any() and not spent["best"].any() and (spent["level"] == 0.000175).all()
     from normbench.report.answers import answers
+    from normbench.analysis.result import of_frames
 
     design = read_design({"looks": [3, 5], "levels": [0.000175, 0.0498], "final_level": 0.000175,
                           "stopped": "budget", "rounds": [{"seeds_per_arm": 3}]})
-    (answer,) = answers(runs, spent, [], {"s1": design})
+    (answer,) = answers(of_frames(runs, spent, {"s1": design}))
     assert "cannot be told apart" in answer.also and "level 0.000175" in answer.also
     assert "stopped: the next round would overrun the budget" in answer.design and "at 3 (0.0001" in answer.design and ", 5 (0.05)" in answer.design
 
@@ -73,8 +74,9 @@ def test_a_noisy_arm_with_an_untrained_seed_is_not_best_and_shows_its_failure(ru
     assert rows.loc["norm=warm", "rank"] == 1 and not rows.loc["norm=warm", "shown_worse"]
     assert rows.loc["norm=cold", "did_not_train"] == 1 and rows.loc["norm=cold", "failed"] == 1
     from normbench.report.answers import answers
+    from normbench.analysis.result import of_frames
 
-    (answer,) = answers(runs, summary, [])
+    (answer,) = answers(of_frames(runs, summary))
     assert "warm ranks first" in answer.headline
     assert "cold" not in answer.also or "1 did not train of 3" in answer.also
 
@@ -99,8 +101,9 @@ def test_exact_ties_are_named_as_ties(runs_of):
     top = summary[summary["rank"] == 1]
     assert len(top) == 2 and top["tie"].all()
     from normbench.report.answers import answers
+    from normbench.analysis.result import of_frames
 
-    (answer,) = answers(runs, summary, [])
+    (answer,) = answers(of_frames(runs, summary))
     assert "tie for first" in answer.headline and "pre" in answer.headline and "none" in answer.headline
 
 
@@ -170,10 +173,12 @@ def test_a_claim_over_two_disagreeing_settings_depends_on_the_key(runs_of):
 
 def test_the_claims_line_names_each_study_and_each_section_has_its_own_id():
     from normbench.analysis.claims.vocabulary import Claim, Verdict
+    from normbench.analysis.result import claim_result
     from normbench.report.tables import claim_view
 
     claim = Claim("c", "A claim.", "Practice", {"a": {"norm": "ln"}}, ())
-    views = [claim_view(claim, Verdict("contradicted", None, {}, pd.DataFrame(), "", study=s), {"s1": "one", "s2": "two"})
+    views = [claim_view(claim_result(claim, Verdict("contradicted", None, {}, pd.DataFrame(), "", study=s)),
+                        {"s1": "one", "s2": "two"})
              for s in ("s1", "s2")]
     assert [v.anchor for v in views] == ["claim-c-s1", "claim-c-s2"] and [v.study for v in views] == ["one", "two"]
 

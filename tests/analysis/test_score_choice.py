@@ -32,6 +32,7 @@ def _runs(runs_of, optimized: str | None):
 @pytest.mark.parametrize("optimized,first", [(None, "norm=rms"), ("best_val", "norm=ln")])
 def test_the_leaderboard_the_answer_and_the_claims_read_one_score(runs_of, optimized, first):
     from normbench.report.answers import answers
+    from normbench.analysis.result import of_frames
 
     runs = _runs(runs_of, optimized)
     score = optimized or "final_val"
@@ -39,7 +40,7 @@ def test_the_leaderboard_the_answer_and_the_claims_read_one_score(runs_of, optim
     runs = aggregate.label_groups(runs, aggregate.varying_axes(runs))
     summary = aggregate.summarize_groups(runs, aggregate.varying_axes(runs))
     assert summary.iloc[0]["arm"] == first and summary.iloc[0]["score"] == score   # the leaderboard
-    (answer,) = answers(runs, summary, [])
+    (answer,) = answers(of_frames(runs, summary))
     assert first.split("=")[1] in answer.headline                                  # the answer
     assert vocabulary.SCORE.values(runs).tolist() == runs[f"metrics.{score}"].tolist()  # every claim part's score
     ok = runs.assign(**{"task.chance": 0.1})

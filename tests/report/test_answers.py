@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
 from normbench.analysis.ranking import design_power
+from normbench.analysis.result import build, of_runs, runs_of as distinct_runs_of
 from normbench.report.answers import answers
 
 
@@ -15,10 +14,8 @@ def _answer(runs_of, values: dict[str, list[float]], **study):
              "study": {"schema": "normbench.study/1", "id": "abc", "name": "mine", "purpose": "Which norm?",
                        "arms": ["norm"], "command": "python -m normbench -m norm=ln,rms seed=0,1,2", **study}}
             for norm, vs in values.items() for s, v in enumerate(vs)]
-    runs = runs_of(*rows)
-    runs = label_groups(runs, varying_axes(runs))
-    summary = summarize_groups(runs, varying_axes(runs))
-    return answers(runs, summary, varying_axes(runs)), summary
+    result = of_runs(runs_of(*rows))
+    return answers(result), result.summary
 
 
 def test_the_named_best_is_the_best_mean_shown(runs_of):
@@ -52,29 +49,24 @@ def test_every_study_gets_its_answer_when_one_study_has_roles(runs_of):
     rows = [{"seed": s, "best_val": v + 0.01 * s, "axes": {"norm": n, **extra}, "study": {**base, "id": sid, "name": sid}}
             for sid, extra in (("plain", {}), ("tuned", {"role": "selection"}))
             for n, v in (("ln", 0.9), ("rms", 0.7)) for s in range(3)]
-    runs = runs_of(*rows)
-    runs = label_groups(runs, varying_axes(runs))
-    summary = summarize_groups(runs, varying_axes(runs))
-    assert summary["comparison"].notna().all()
-    assert [a.study.split(":")[0] for a in answers(runs, summary, varying_axes(runs))] == ["plain", "tuned"]
+    result = of_runs(runs_of(*rows))
+    assert result.summary["comparison"].notna().all()
+    assert [a.study.split(":")[0] for a in answers(result)] == ["plain", "tuned"]
 
 
 def test_an_arm_whose_runs_all_diverged_is_listed_as_such_not_as_one_seed(runs_of):
     rows = [{"seed": s, "best_val": 0.9 + 0.01 * s, "axes": {"norm": "ln"}} for s in range(3)]
     rows += [{"seed": s, "status": "diverged", "best_val": None, "axes": {"norm": "rms"}} for s in range(3)]
-    runs = runs_of(*rows)
-    runs = label_groups(runs, varying_axes(runs))
-    (answer,) = answers(runs, summarize_groups(runs, varying_axes(runs)), varying_axes(runs))
+    (answer,) = answers(of_runs(runs_of(*rows)))
     assert answer.single == ["norm=rms: all 3 runs diverged"]
 
 
 def _answers_of(folders):
-    from normbench.analysis.aggregate import distinct_runs, runs_frame
     from normbench.records.reading import find_records
 
-    runs, _ = distinct_runs(runs_frame(find_records(folders).runs))
-    runs = label_groups(runs, varying_axes(runs))
-    return answers(runs, summarize_groups(runs, varying_axes(runs)), varying_axes(runs))
+    records = find_records(folders)
+    runs, copies = distinct_runs_of(records)
+    return answers(build(records, runs, copies))
 
 
 def test_the_command_to_decide_carries_the_lr_optuna_found(tmp_path, write_record):

@@ -77,10 +77,12 @@ def test_choices_and_conditions(runs_of):
     study = {"schema": "normbench.study/1", "id": "b", "name": "batch", "arms": ["norm"], "command": ""}
     runs = runs_of(*[{"seed": s, "study": study, "axes": {"norm": n, "batch_size": b, "task": t}}
                      for s in (0, 1) for n in ("ln", "bn") for b in (4, 64) for t in ("copy", "adding")])
-    choices, conditions = sections.roles(runs)
+    from normbench.analysis.conditions import roles  # the analysis decides them; the section shows them
+
+    choices, conditions = roles(runs)
     assert choices == ["norm"] and set(conditions) == {"batch_size", "task"}
     undeclared = runs.assign(**{"study.arms": ""})
-    choices, conditions = sections.roles(undeclared)
+    choices, conditions = roles(undeclared)
     assert set(choices) == {"norm", "batch_size"} and conditions == ["task"]  # the task is never a choice
 
 
@@ -109,17 +111,20 @@ def test_the_synthesis_names_each_family_and_no_evidence_where_none():
     runs = pd.DataFrame({"group": ["g1", "g2", "g3"], "axes.model": ["lstm"] * 3, "axes.hidden": [64] * 3,
                          "axes.layers": [2] * 3, "axes.steps": [400] * 3})
     section = sections.StudySection("s", "study-s", "s", "", ["norm"], [])
-    lines = synthesis.synthesis(summary, runs, [section])
+    from normbench.analysis.result import of_frames
+
+    gates = of_frames(runs, summary)  # the result: its gate of any set of arms, and the lines' numbers
+    lines = synthesis.synthesis(summary, runs, [section], gates)
     by_family = {line.family: line for line in lines}
     assert list(by_family) == ["LSTM"]  # only the families the records ran
     assert by_family["LSTM"].favoured.startswith("norm=ln ★; norm=rms ★") and "bn" not in by_family["LSTM"].favoured
     assert "2 of 3 arms could be the best" in by_family["LSTM"].sure and "5+ seeds" in by_family["LSTM"].sure
     assert by_family["LSTM"].scale == "hidden 64, layers 2, steps 400"
     assert [line.family for line in synthesis.recommendations(lines)] == ["LSTM"]
-    nothing = synthesis.synthesis(summary.iloc[:0], runs, [section])  # no family covered: each says so
+    nothing = synthesis.synthesis(summary.iloc[:0], runs, [section], gates)  # no family covered: each says so
     assert [(line.family, line.favoured) for line in nothing] == [(f.display, "no evidence yet") for f in families()]
     tied = summary.assign(shown_worse=False, best=False)
-    assert synthesis.synthesis(tied, runs, [section])[0].favoured.startswith("none yet (norm=ln ranks first")
+    assert synthesis.synthesis(tied, runs, [section], gates)[0].favoured.startswith("none yet (norm=ln ranks first")
     table = synthesis.synthesis_table(lines)
     assert len(table.columns) <= tables.MAX_COLUMNS and "family" in table.keep and "how sure" in table.keep
 

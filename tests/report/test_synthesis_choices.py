@@ -3,6 +3,7 @@ effect with units and interval, and seeds; never a study condition; "or X" only 
 never an arm on a trivial plateau; a family held with no testable study says so (crafted records)."""
 
 from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
+from normbench.analysis.result import of_frames
 from normbench.report.sections import StudySection
 from normbench.report.synthesis import FAVOURED, NO_CHOICE, PLATEAU, recommendations, synthesis
 
@@ -12,7 +13,7 @@ def lines_for(runs):
     runs = label_groups(runs, axes)
     summary = summarize_groups(runs, axes)
     section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [])
-    return [line for line in synthesis(summary, runs, [section]) if line.studies]
+    return [line for line in synthesis(summary, runs, [section], of_frames(runs, summary)) if line.studies]
 
 
 def test_a_condition_is_never_a_choice_and_the_placement_is_always_named(runs_of):

@@ -1,16 +1,14 @@
 """The synthesis names no favourite from a setup that cannot show one: the study's answer's gate."""
 
-from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
+from normbench.analysis.result import of_runs
 from normbench.report.sections import StudySection
 from normbench.report.synthesis import synthesis
 
 
 def lines_for(runs):
-    axes = varying_axes(runs)
-    runs = label_groups(runs, axes)
-    summary = summarize_groups(runs, axes)
-    section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [])
-    return [line for line in synthesis(summary, runs, [section]) if line.studies]
+    result = of_runs(runs)
+    section = StudySection(str(result.runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [])
+    return [line for line in synthesis(result.summary, result.runs, [section], result) if line.studies]
 
 
 def test_arms_at_chance_favour_nothing_and_arms_apart_favour_the_best(runs_of):

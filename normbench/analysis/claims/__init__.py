@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from normbench.analysis.claims.engine import (evaluate, judge, part_rows, settings, shown_status, shown_verdict,
-                                             studies, verdict_figures)
+from normbench.analysis.claims.engine import (evaluate, judge, settings, shown_status, shown_verdict, studies,
+                                             verdict_figures)
 from normbench.analysis.claims.vocabulary import (ALPHA, CONTRADICTED, DEPENDS, INCONCLUSIVE,
-                                                NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE, PART_COLUMNS, SLOPE_DELTA, SUPPORTED,
+                                                NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE, SLOPE_DELTA, SUPPORTED,
                                                 TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
                                                 PartSpec, Verdict)
 from normbench.analysis.claims.specs import CLAIMS, TRAINS_SHARE
@@ -23,9 +23,9 @@ from normbench.analysis.claims.specs_2026 import CLAIMS_2026
 
 __all__ = ["ALPHA", "CLAIMS", "CLAIMS_2026", "SHIPPED", "CONTRADICTED", "DEPENDS", "INCONCLUSIVE", "NOT_APPLICABLE",
            "NOT_REPRODUCED", "shown_status", "shown_verdict", "verdict_figures",
-           "NOT_TESTABLE", "PART_COLUMNS", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
+           "NOT_TESTABLE", "SLOPE_DELTA", "SUPPORTED", "TOWARD_CONTRADICTED", "TOWARD_SUPPORTED",
            "TRAINS_SHARE", "Claim", "Effect", "Measure", "Part", "PartSpec", "Verdict", "evaluate_claims",
-           "judge", "part_rows", "settings", "studies"]
+           "judge", "settings", "studies"]
 
 
 SHIPPED = [*CLAIMS, *CLAIMS_2026]  # every claim normbench carries: the 2015-2020 literature's, then 2026's

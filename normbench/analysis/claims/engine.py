@@ -203,30 +203,6 @@ def part_line(index: int, part: Part) -> str:
             f"Test: {part.test}{part.note}")
 
 
-def verdict_text(part: Part) -> str:
-    """The verdict cell of a part: status, and for an undecided part the way it leans and what would decide it."""
-    if part.status == NOT_TESTABLE:
-        return part.note.strip() or NOT_TESTABLE  # "not testable here: REASON — testable with WHAT"
-    if part.status != INCONCLUSIVE:
-        return shown_status(part.status) + (f": {part.note.strip()}" if part.status == NOT_APPLICABLE and part.note else "")
-    if part.within:
-        return f"inconclusive (no difference larger than δ = {part.within} is likely)"
-    bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
-    if part.mde is not None:
-        bits.append(f"MDE {part.mde:.3g}")
-    if part.seeds_needed:
-        bits.append(f"≈{part.seeds_needed} {'seeds/arm' if part.needed_unit == 'seeds per arm' else part.needed_unit} "
-                    f"would decide")
-    return f"inconclusive ({', '.join(bits)})" + (f": {part.note.strip()}" if part.note else "")
-
-
-def part_rows(verdict: Verdict) -> list[list[str]]:
-    """The per-part table of a verdict (PART_COLUMNS)."""
-    # every measure a part read, the deciding one first: a verdict set by a second measure shows it
-    return [[p.assertion, p.test, "; ".join(effect_text(e) for e in p.effects) if p.effects else effect_text(None),
-             verdict_text(p)] for p in verdict.parts]
-
-
 def relevant(claim: Claim, runs: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     """The runs a claim can use (its statuses and requirements, in one of its arms), or why none
     can: what no subset of the runs can gain, so it is checked once per study."""

@@ -29,7 +29,6 @@ DEPENDS = "depends on"  # a claim whose settings disagree: "depends on lr" (engi
 # Task-score margins are each metric's smallest effect of interest and "learned" is its chance band
 # (normbench/records/metrics.py, applied by analysis/rules.py); a slope has its own:
 SLOPE_DELTA = 0.1      # log-log slope: depth ×10 changes the gradient by at most 10^0.1 ≈ 1.26×
-PART_COLUMNS = ["part", "test", "effect [interval]", "verdict"]
 
 
 # --- selectors ----------------------------------------------------------------------------------

@@ -1,0 +1,53 @@
+"""The synthesis' numbers (report/synthesis.py formats them): which settings a comparison's arms vary,
+whether an arm sits on its task's trivial plateau, and the effect of the best arm over the best arm
+shown worse, paired by seed where they share seeds. Read through the result (analysis/result.py).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from normbench.analysis import regime, rules
+from normbench.analysis.aggregate import varying_axes
+from normbench.analysis.intervals import decision_level, seed_difference
+from normbench.analysis.ranking import comparison_score
+
+
+def varying(runs: pd.DataFrame) -> list[str]:
+    return varying_axes(runs if "status" in runs else runs.assign(status="ok"))
+
+
+def on_plateau(frame: pd.DataFrame, runs: pd.DataFrame) -> bool:
+    """Whether one arm's finished runs sit on one of the task's trivial solutions (regime.on_plateau)."""
+    return "status" in runs and regime.on_plateau({"arm": frame}, runs) is not None
+
+
+def _scores(frame: pd.DataFrame, score: str) -> pd.DataFrame:
+    finished = frame[(frame["status"] == "ok") & ~rules.did_not_train(frame)]
+    metric = finished["task.metric"].iloc[0] if "task.metric" in finished and len(finished) else None
+    values = rules.to_scale(pd.to_numeric(finished[score], errors="coerce"), metric)
+    return pd.DataFrame({"value": values, "seed": finished["seed"] if "seed" in finished else range(len(finished))})
+
+
+def effect(best: pd.DataFrame, other: pd.DataFrame, other_name: str, runs: pd.DataFrame) -> str:
+    """The best arm's effect over ``other`` on the compared score: a difference in the metric's units, a
+    ratio for a metric spanning decades; its (1 − 2α) interval; paired by seed where they share seeds."""
+    score = comparison_score(runs, rules.primary_column(runs))
+    if score not in runs or "status" not in runs:  # a summary without its runs' scores: no effect to state
+        return ""
+    a, b = _scores(best, score), _scores(other, score)
+    estimate, paired = seed_difference(a["value"], a["seed"], b["value"], b["seed"])
+    metric = str(runs["task.metric"].dropna().iloc[0]) if "task.metric" in runs and runs["task.metric"].notna().any() \
+        else "score"
+    level = decision_level(rules.ALPHA)
+    interval = estimate.interval(level)
+    seeds = paired or min(a["seed"].nunique(), b["seed"].nunique())
+    higher = bool(runs["task.higher_is_better"].iloc[0]) if "task.higher_is_better" in runs else True
+    how = f"{'higher' if higher else 'lower'} is better; {seeds} {'paired ' if paired else ''}seeds"
+    if rules.ratio_scale(metric):
+        shown = f"[×{math.exp(interval[0]):.3g}, ×{math.exp(interval[1]):.3g}]" if interval else "(interval undefined)"
+        return f"{metric} ×{math.exp(estimate.value):.3g} vs {other_name} ({level:.0%} {shown}; {how})"
+    shown = f"[{interval[0]:+.3g}, {interval[1]:+.3g}]" if interval else "(interval undefined)"
+    return f"{metric} {estimate.value:+.3g} vs {other_name} ({level:.0%} {shown}; {how})"
