@@ -67,9 +67,8 @@ def load_runs(*paths, keep_copies: bool = False):
     """
     import pandas as pd
 
-    from normbench.configuration.contract import ALIASES
     from normbench.analysis import aggregate
-
+    from normbench.configuration.contract import ALIASES
     from normbench.records.reading import quiet_numerics
 
     with quiet_numerics():  # NaN metrics are data, not warnings on stderr

@@ -3,9 +3,9 @@ import signal
 import sys
 
 import pytest
-from hydra.core.global_hydra import GlobalHydra
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
 
 from normbench.configuration.config import config_dir, register
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine

@@ -4,9 +4,11 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from omegaconf import OmegaConf
 
 from normbench.configuration.config import to_config
 from normbench.configuration.contract import config_hash
+from normbench.configuration.schema import ModelShape, NormSpec, PlacementConfig
 from normbench.models import build_model
 from normbench.norms import BatchNorm, BatchNormReference, StepBatchNorm, batch_norms, reestimate_statistics
 from normbench.records.record import RecordWriter
@@ -14,9 +16,7 @@ from normbench.training import measures
 from normbench.training.probes import Probes
 from normbench.training.recording import RecordHook
 from normbench.training.run import execute, prepare
-from normbench.configuration.schema import ModelShape, NormSpec, PlacementConfig
 from normbench.training.train import Trainer
-from omegaconf import OmegaConf
 
 # 64 steps of one pixel: the setting where evaluation with running averages collapsed
 DIGITS = ["task=digits", "norm=bn", "model.hidden=16", "model.embed=8", "batch_size=32", "eval_every=30",

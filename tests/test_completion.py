@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,6 @@
 import json
 from pathlib import Path
 
-
 from normbench.configuration.config import ADDED_GROUPS, plain_groups
 from tests.conftest import TINY, TINY_TASK, normbench
 

@@ -20,15 +20,13 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import VICTIM_TEXT, plant
 
-from normbench.studies import children, compare, study, tune
-
-from normbench.records import record
 from normbench.bench import arms
+from normbench.records import record, study_plan
 from normbench.records.record import Unreadable, folder_inside, read_json_file, write_file, write_inside
-from normbench.records import study_plan
 from normbench.report.output import STAGING, remove_stale_staging
+from normbench.studies import children, compare, study, tune
+from tests.conftest import VICTIM_TEXT, plant
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")
@@ -204,8 +202,8 @@ def test_a_foreign_or_planted_plan_file_is_ignored_with_one_line(dropout_sweep, 
 
 def test_the_report_applies_a_plan_to_its_own_study_only_and_names_the_rest(dropout_sweep, capsys):
     from normbench.analysis import aggregate
-    from normbench.report.build import _claims
     from normbench.records.reading import find_records
+    from normbench.report.build import _claims
 
     runs, _ = aggregate.distinct_runs(aggregate.runs_frame(find_records([dropout_sweep]).runs))
     runs = aggregate.label_groups(runs, aggregate.varying_axes(runs))
@@ -729,7 +727,9 @@ def test_a_sweeps_study_command_keeps_the_interpolation_text(compose, monkeypatc
     from normbench.configuration import study_info
 
     monkeypatch.setenv("NB_SECRET", SECRET)
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
     from normbench.configuration.config import config_dir
 
     with initialize_config_dir(str(config_dir()), version_base="1.3"):
@@ -860,8 +860,8 @@ def test_compare_out_never_replaces_a_file_it_did_not_write(tmp_path, victim, ca
 
 
 def test_rerun_and_report_refuse_an_out_that_is_a_link(tmp_path, victim, capsys):
-    from normbench.training import rerun
     from normbench.report.__main__ import main as report_main
+    from normbench.training import rerun
 
     run = factory.write_record(tmp_path / "sweep", "a")
     link = tmp_path / "out"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from normbench.training import rerun
 from normbench.report import build_report
+from normbench.training import rerun
 from normbench.training.train import Trainer
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 

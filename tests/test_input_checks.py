@@ -17,10 +17,10 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from normbench.studies import compare, tune
-from normbench.studies.app import message_text
 from normbench.bench import __main__ as bench
 from normbench.configuration.config import to_config
+from normbench.studies import compare, tune
+from normbench.studies.app import message_text
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parent / "report" / "conftest.py")

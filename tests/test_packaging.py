@@ -13,7 +13,6 @@ from pathlib import Path
 from normbench.models import lnlstm_cpu
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -92,6 +91,7 @@ def test_every_direct_import_is_declared_in_pyproject():
     import ast
     import importlib.metadata
     import re
+
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

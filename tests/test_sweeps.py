@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from normbench.records import record
-
 from normbench.training import rerun
 from normbench.training.train import Trainer
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine

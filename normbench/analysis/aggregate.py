@@ -19,17 +19,17 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from normbench.analysis import rules
+from normbench.analysis.axes import axis_columns, fixed_settings, format_value, varying_axes  # noqa: F401  (readers' names)
+from normbench.analysis.conditions import condition_labels
+from normbench.analysis.intervals import LEVEL, t_quantile
+from normbench.analysis.ranking import rank_groups
+from normbench.analysis.speed import record_columns
 from normbench.configuration import contract
 from normbench.records import metrics as registry
 from normbench.records import record
 from normbench.records.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, study_figures.py, provenance.py)
-from normbench.analysis.intervals import LEVEL, t_quantile
-from normbench.analysis import rules
-from normbench.analysis.ranking import rank_groups
 from normbench.records.record import RunRecord
-from normbench.analysis.speed import record_columns
-from normbench.analysis.axes import axis_columns, fixed_settings, format_value, varying_axes  # noqa: F401  (readers' names)
-from normbench.analysis.conditions import condition_labels
 
 # One primary score on every surface (analysis/rules.py): the last evaluation, a value not selected
 # on the data it reports, unless the runs' optimized_metric says best_val; best_val (the best of the

@@ -41,9 +41,9 @@ leaderboard, summary.csv and the study runner (normbench/analysis/rules.py holds
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np

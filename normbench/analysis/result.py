@@ -26,20 +26,40 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from normbench.analysis import aggregate, choice_effects, conditions, decisions, lr_protocol, multiplicity
-from normbench.analysis import performance_profiles, regime, rules, sequential, speed, tuning
+from normbench.analysis import (
+    aggregate,
+    choice_effects,
+    conditions,
+    decisions,
+    lr_protocol,
+    multiplicity,
+    performance_profiles,
+    regime,
+    rules,
+    sequential,
+    speed,
+    tuning,
+)
 from normbench.analysis.aggregate import NO_STUDY, REPORT_STATUSES, TRAINED  # noqa: F401  (the result's words)
-from normbench.analysis.claims import SHIPPED, Claim, Effect, Part, Verdict, evaluate_claims  # noqa: F401
-from normbench.analysis.claims import shown_status, verdict_figures  # noqa: F401  (shown_status: the page's word for a status)
+from normbench.analysis.claims import (  # noqa: F401  # noqa: F401  (shown_status: the page's word for a status)
+    SHIPPED,
+    Claim,
+    Effect,
+    Part,
+    Verdict,
+    evaluate_claims,
+    shown_status,
+    verdict_figures,
+)
 from normbench.analysis.claims.comparison import effect_text
-from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders  # noqa: F401  (a user's claims, judged too)
 from normbench.analysis.claims.vocabulary import INCONCLUSIVE, NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE  # noqa: F401
+from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders  # noqa: F401  (a user's claims, judged too)
 from normbench.analysis.intervals import METHOD  # noqa: F401
+from normbench.analysis.performance_profiles import AREA_TAU, TAUS  # noqa: F401
 from normbench.analysis.ranking import EVALUATION, design_power
 from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401
 from normbench.analysis.regime import Gate  # noqa: F401
 from normbench.analysis.rules import ALPHA, NOT_TRAINED, POWER, PRIMARY  # noqa: F401
-from normbench.analysis.performance_profiles import AREA_TAU, TAUS  # noqa: F401
 from normbench.analysis.tuning import SELECTION, TOLERANCE_TEXT  # noqa: F401
 from normbench.records import metrics as registry
 from normbench.records import study_plan

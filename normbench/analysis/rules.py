@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from normbench.records import metrics as registry
+
 ALPHA = 0.05   # per direction: the level of a plain sweep's ranking, best set and claims
 POWER = 0.8    # of the smallest detectable difference and of "about N seeds would decide"
 LEVEL = 0.95   # of the intervals shown in tables (a display level, not a test's)

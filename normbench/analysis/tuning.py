@@ -29,11 +29,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench.records.metrics import path
+from normbench.analysis import rules
 from normbench.analysis.aggregate import TRAINED, format_value
 from normbench.analysis.intervals import mean_estimate
-from normbench.analysis import rules
 from normbench.analysis.ranking import best_set
+from normbench.records.metrics import path
 
 # final_val whatever score the study ranks on (rules.primary), deliberately (module docstring); score_note says so on the page
 SCORE = path(rules.PRIMARY)

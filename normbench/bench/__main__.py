@@ -12,11 +12,11 @@ from pathlib import Path
 
 import torch
 
-from normbench.training import machine
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
 from normbench.bench.section import OtherLoad, Section, finite_json
 from normbench.bench.timing import CLOCKS
 from normbench.configuration.schema import KINDS, RECURRENT
+from normbench.training import machine
 
 # `all` runs kernels last: it changes glibc's allocator for the rest of the process (see
 # timing.keep_freed_memory), and the training-step benchmarks should see the default one.

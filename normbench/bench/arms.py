@@ -29,18 +29,19 @@ from typing import Callable
 import torch
 from omegaconf import OmegaConf
 
-from normbench.training import machine
+from normbench.analysis import aggregate
+from normbench.analysis.speed import LEVEL, log_ratio_interval
 from normbench.bench.section import OtherLoad, bench_environment, finite_json, markdown_table
 from normbench.bench.timing import Timing, clock_for, measure
-from normbench.records.record import interpolation_in, now_iso, write_inside
-from normbench.analysis import aggregate
 from normbench.records.reading import find_records
-from normbench.analysis.speed import LEVEL, log_ratio_interval
+from normbench.records.record import interpolation_in, now_iso, write_inside
+from normbench.training import machine
 from normbench.training.run import prepare
 from normbench.training.train import Trainer
 
 FILE = "paired-timing.json"
 from normbench.analysis.speed import PAIRED_TIMING_FORMAT as SCHEMA  # noqa: E402 - the format analysis/speed reads
+
 # Upper bounds checked before any arm is built: 10,000 rounds is hours of timing and far past where
 # the interval stops narrowing; beyond them a number is a typo, and would time until the machine dies.
 MAX_ROUNDS = 10_000

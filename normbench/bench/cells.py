@@ -49,10 +49,11 @@ from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference, paired_ratio
-from normbench.models import lnlstm_cpu
-from normbench.models.recurrent import TORCH_CORES as FUSED, GATES, InCellLayer, cell_kernel_in_use
-from normbench.norms import NormSpec
 from normbench.configuration.families import described
+from normbench.models import lnlstm_cpu
+from normbench.models.recurrent import GATES, InCellLayer, cell_kernel_in_use
+from normbench.models.recurrent import TORCH_CORES as FUSED
+from normbench.norms import NormSpec
 
 TARGETS = {"lstm": 1.3, "gru": 1.0}  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
 MASKED_TARGET = 1.15  # in-cell step on a variable-length batch / the same at fixed length

@@ -36,15 +36,15 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from normbench.training import measures, probes
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference
 from normbench.configuration.config import config_dir, register
-from normbench.training.hooks import Hook
 from normbench.records.record import RecordWriter
+from normbench.tasks.scoring import scoring
+from normbench.training import measures, probes
+from normbench.training.hooks import Hook
 from normbench.training.recording import ProgressBar, RecordHook
 from normbench.training.run import prepare, resolve_device
-from normbench.tasks.scoring import scoring
 from normbench.training.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate
 
 OVERHEAD_TARGET = 1.10  # harness time per step / bare loop time per step

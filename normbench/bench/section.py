@@ -20,7 +20,6 @@ import torch
 from normbench.training import machine
 from normbench.training.environment import environment
 
-
 # What lowers the instruction set each part of torch uses: ATen's own kernels, MKL's BLAS (nn.LSTM's
 # and every layer's matrix products), oneDNN. An AVX2 machine is imitated faithfully only with all three.
 ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")

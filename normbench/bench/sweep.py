@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from normbench.records import sweep_time
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
+from normbench.records import sweep_time
 from normbench.records.record import RunRecord, read_summary
 
 SPEEDUP_TARGET = 1.0  # sequential wall time / parallel wall time with 2 workers on 2 cores: the parallel sweep is faster

@@ -31,6 +31,7 @@ import stat
 from dataclasses import fields
 from pathlib import Path
 
+import yaml
 from hydra._internal.core_plugins.file_config_source import FileConfigSource
 from hydra._internal.sources_registry import SourcesRegistry
 from hydra.core.config_search_path import ConfigSearchPath
@@ -39,13 +40,20 @@ from hydra.core.object_type import ObjectType
 from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult
 from hydra.plugins.search_path_plugin import SearchPathPlugin
-import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from normbench.configuration.schema import (
+    TASK_CONFIGS,
+    Config,
+    ConfigError,
+    ModelShape,
+    NormSpec,
+    OptimConfig,
+    PlacementConfig,
+    PrecisionConfig,
+)
 from normbench.norms import user as user_norms
-from normbench.configuration.schema import (TASK_CONFIGS, Config, ConfigError, ModelShape, NormSpec, OptimConfig,
-                              PlacementConfig, PrecisionConfig)
 
 __all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code",
            "command_line_place", "config_dir", "plain_groups", "register", "sweep_dirs", "to_config"]

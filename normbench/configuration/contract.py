@@ -16,10 +16,10 @@ import json
 from dataclasses import fields
 from typing import NamedTuple
 
-from normbench.norms.kinds import inert_settings, kind_names
-from normbench.configuration.placements import described
 from normbench.configuration import families
+from normbench.configuration.placements import described
 from normbench.configuration.schema import TASK_CONFIGS, Config, TaskConfig, per_term_in_cell
+from normbench.norms.kinds import inert_settings, kind_names
 
 RECORD_FORMAT = "normbench.run/2"
 READABLE = ("normbench.run/1", RECORD_FORMAT)  # /1 hashed the raw config; its identity is recomputed from it

@@ -18,12 +18,14 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import PurePosixPath
 from typing import Any, List, Optional
 
-from normbench.checks import ConfigError, require_at_least, require_name  # noqa: F401 - re-exported
-from normbench.checks import one_of as _one_of, require as _require, require_positive
+from normbench.checks import ConfigError, require_at_least, require_name, require_positive  # noqa: F401 - re-exported
+from normbench.checks import one_of as _one_of
+from normbench.checks import require as _require
+from normbench.configuration.families import FAMILIES, RECURRENT, family_names  # noqa: F401 - the families' descriptors
+from normbench.configuration.placements import described, placement_names  # the placements' descriptors
 from normbench.norms.kinds import IMPLS, KINDS, builds_native, kind_of, require_eps  # noqa: F401 - the norm kinds' descriptors
 from normbench.norms.spec import NormSpec
-from normbench.configuration.placements import described, placement_names  # the placements' descriptors
-from normbench.configuration.families import FAMILIES, RECURRENT, family_names  # noqa: F401 - the families' descriptors
+
 # The task group: its one table, each config beside its loader (normbench/tasks/)
 from normbench.tasks import TASK_CONFIGS, TaskConfig  # noqa: F401 - re-exported
 

@@ -14,15 +14,15 @@ import importlib
 import torch
 from torch import nn
 
-from normbench.models.validity import InvalidCombination, check_combination, placements_of
+from normbench.configuration.families import family_of
+from normbench.configuration.placements import INPUT_PREACTIVATION, placement_of
+from normbench.configuration.schema import CELL_KERNELS, FAMILIES, ModelShape, PlacementConfig
 from normbench.models.recurrent import RecurrentShape, build_recurrent, cell_kernel_in_use
 from normbench.models.transformer import TransformerShape, TransformerStack, build_transformer
+from normbench.models.validity import InvalidCombination, check_combination, placements_of
 from normbench.norms import NormSpec, norm_parameters
 from normbench.norms.kinds import kind_of
 from normbench.tasks.padding import last_real, lengths_from_input, unmarked
-from normbench.configuration.placements import INPUT_PREACTIVATION, placement_of
-from normbench.configuration.families import family_of
-from normbench.configuration.schema import CELL_KERNELS, FAMILIES, ModelShape, PlacementConfig
 
 # family -> the built-in placements valid for it (placements_of also sees one registered later)
 VALID_PLACEMENTS = {family: placements_of(family) for family in FAMILIES}

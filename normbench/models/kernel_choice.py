@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from normbench.models import gru_cpu, lnlstm_cpu
 from normbench.configuration.families import described
+from normbench.models import gru_cpu, lnlstm_cpu
 
 COMPILED = {"lstm": lnlstm_cpu, "gru": gru_cpu}  # family -> its compiled in-cell LN recurrence (CPU)
 

@@ -28,17 +28,17 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from normbench.configuration.families import hand_written_cell
+from normbench.configuration.placements import placement_of
+from normbench.configuration.schema import CELL_KERNELS, ModelShape, PlacementConfig
 from normbench.models import gru_cpu, lnlstm_cpu
-from normbench.models.kernel_choice import recorded_name, recurrence_on
 from normbench.models.dropout import dropout
+from normbench.models.kernel_choice import recorded_name, recurrence_on
 from normbench.models.lnlstm_python import LayerNormLSTMRecurrence
 from normbench.models.validity import check_combination
-from normbench.configuration.families import hand_written_cell
-from normbench.configuration.schema import CELL_KERNELS, ModelShape, PlacementConfig
 from normbench.norms import NormSpec, StepBatchNorm
 from normbench.norms.masking import real_steps
 from normbench.tasks.padding import held_past_end, reverse_real, step_mask
-from normbench.configuration.placements import placement_of
 
 GATES = {"rnn": 1, "lstm": 4, "gru": 3}
 TORCH_CORES = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}

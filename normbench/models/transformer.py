@@ -25,12 +25,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from normbench.configuration.placements import TRANSFORMER_SLOTS, Depth, Placement, depth_of, placement_of, post_layers
+from normbench.configuration.schema import ModelShape, PlacementConfig
 from normbench.models.validity import InvalidCombination, check_combination
 from normbench.norms import NormSpec
 from normbench.norms.masking import real_steps
 from normbench.tasks.padding import step_mask
-from normbench.configuration.placements import TRANSFORMER_SLOTS, Depth, Placement, depth_of, placement_of, post_layers
-from normbench.configuration.schema import ModelShape, PlacementConfig
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@ placements' and the families' descriptors (normbench/configuration/placements.py
 
 from __future__ import annotations
 
-from normbench.configuration.placements import placement_names, placement_of
 from normbench.configuration.families import described, family_names, recurrent_names
+from normbench.configuration.placements import placement_names, placement_of
 
 
 def placements_of(family: str) -> tuple[str, ...]:

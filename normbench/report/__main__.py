@@ -35,8 +35,8 @@ if __name__ == "__main__":  # first, before the imports below and main's (an ear
 import argparse  # noqa: E402  (after the handler, deliberately)
 from pathlib import Path  # noqa: E402
 
-from normbench.report.output import MANIFEST  # noqa: E402  (light: the record reader, no pandas)
 from normbench.checks import out_path  # noqa: E402
+from normbench.report.output import MANIFEST  # noqa: E402  (light: the record reader, no pandas)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"normbench.report: --out {str(args.out)[:200]} is a symbolic link; give the folder it points to "
                   f"if the report belongs there", file=sys.stderr)
             return 2
-        from normbench.report.build import ReportError, build_report  # heavy: pandas, matplotlib
         from normbench.analysis.result import ClaimFileError, use_folders
+        from normbench.report.build import ReportError, build_report  # heavy: pandas, matplotlib
 
         try:
             use_folders(args.claims)

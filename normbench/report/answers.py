@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from normbench.analysis.result import ALPHA, EVALUATION, NO_STUDY, POWER, PRIMARY, Comparison, Power, StudyResult
+from normbench.analysis.result import MAX_SEEDS as _MAX_SEEDS
 from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
-from normbench.analysis.result import ALPHA, EVALUATION, MAX_SEEDS as _MAX_SEEDS, NO_STUDY, POWER, PRIMARY, Comparison, Power
-from normbench.analysis.result import StudyResult
 from normbench.report.figures import METRIC_RANGE
 from normbench.report.tables import interval, number
 

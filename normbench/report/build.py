@@ -19,9 +19,9 @@ import pandas as pd
 from normbench.analysis import result as study_result
 from normbench.analysis.result import METHOD, StudyResult, shown_status
 from normbench.records.metrics import TIMING_NOISY
+from normbench.records.reading import MAX_REPORT_RECORDS, Records, count_records, find_records, quiet_numerics
 from normbench.report import answers, figures, provenance, sections, study_figures, synthesis, tables
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
-from normbench.records.reading import MAX_REPORT_RECORDS, Records, count_records, find_records, quiet_numerics
 from normbench.report.render import write_report
 
 

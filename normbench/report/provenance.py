@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from normbench.analysis.result import StudyResult
+from normbench.configuration.schema import TASK_CONFIGS, TaskConfig
 from normbench.records.metrics import TIMING_NOISY
+from normbench.records.reading import Records
 from normbench.records.values import format_value
 from normbench.report import figures, sections, tables
-from normbench.records.reading import Records
-from normbench.configuration.schema import TASK_CONFIGS, TaskConfig
 
 CONDITION_KEYS = ("load_1m", "parallel_jobs", "cpu_pressure")  # environment fields on the machine's load
 

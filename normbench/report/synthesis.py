@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from normbench.records.values import format_value
 from normbench.analysis.result import shown_status
 from normbench.configuration.families import families
+from normbench.records.values import format_value
 from normbench.report.tables import ClaimView, Table
 
 SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))

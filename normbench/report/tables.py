@@ -14,12 +14,23 @@ from pathlib import Path
 
 import pandas as pd
 
+from normbench.analysis.result import (
+    INCONCLUSIVE,
+    NO_STUDY,
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    NOT_TRAINED,
+    RANKING_RULE,  # noqa: F401  (the answer section quotes it)
+    REPORT_STATUSES,
+    TRAINED,
+    ClaimResult,
+    Effect,
+    Part,
+    shown_status,
+)
 from normbench.records import metrics as registry
 from normbench.records.metrics import TIMING_NOISY
-from normbench.analysis.result import INCONCLUSIVE, NO_STUDY, NOT_APPLICABLE, NOT_TESTABLE, NOT_TRAINED
-from normbench.analysis.result import REPORT_STATUSES, TRAINED, ClaimResult, Effect, Part, shown_status
 from normbench.records.values import format_value
-from normbench.analysis.result import RANKING_RULE  # noqa: F401  (the answer section quotes it)
 
 PART_COLUMNS = ["part", "test", "effect [interval]", "verdict"]
 

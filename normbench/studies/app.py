@@ -24,15 +24,15 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from normbench.training import machine
-from normbench.studies import sweep_end
-from normbench.records import sweep_time
+from normbench.analysis.rules import other_score, record_score
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
-from normbench.analysis.rules import other_score, record_score
 from normbench.configuration.env_names import CONTROL, NAME_KEYS, refused_env_name
-from normbench.report.output import inside
 from normbench.configuration.schema import TASK_CONFIGS
+from normbench.records import sweep_time
+from normbench.report.output import inside
+from normbench.studies import sweep_end
+from normbench.training import machine
 from normbench.training.tracking import env_secrets, interpolated_secrets
 
 log = logging.getLogger("normbench")

@@ -38,13 +38,13 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from normbench.records.metrics import SCORES, path, viewed
-from normbench.records.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
 from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
-from normbench.records.reading import find_records, quiet_numerics
-from normbench.report.render import markdown_text
 from normbench.checks import out_path
+from normbench.records.metrics import SCORES, path, viewed
+from normbench.records.reading import find_records, quiet_numerics
+from normbench.records.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
+from normbench.report.render import markdown_text
 
 SCORE_COLUMNS = {key: path(key) for key in (*SCORES, "test")}  # the scores compare gates on
 # Shown with intervals; gated only where the module docstring says.

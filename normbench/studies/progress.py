@@ -27,7 +27,6 @@ import time
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-
 PROGRESS_ENV_VAR = "NORMBENCH_SWEEP_PROGRESS"
 
 

@@ -49,11 +49,11 @@ from pathlib import Path
 
 import numpy as np
 
-from normbench.studies import children, progress
+from normbench.checks import out_path
 from normbench.configuration import study_info
 from normbench.records import study_plan
 from normbench.records.record import MAX_STRING, Unreadable, read_json_file, read_run_file
-from normbench.checks import out_path
+from normbench.studies import children, progress
 
 _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
 # Bounds checked before anything runs: beyond them a study is a typo, not a plan (a thousand seeds
@@ -225,8 +225,8 @@ def check_config(overrides: list[str]) -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from normbench.studies.app import message_text
     from normbench.configuration.config import config_dir, register, to_config
+    from normbench.studies.app import message_text
     from normbench.training.tracking import env_secrets, interpolated_secrets
 
     single = []

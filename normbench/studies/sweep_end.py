@@ -15,12 +15,14 @@ import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from normbench.analysis.rules import PRIMARY, other_score, record_score
+from normbench.records import sweep_time
+from normbench.records.metrics import (
+    TIMING_NOISY,  # step_ms p90/p10 above this: the load changed while the run was timed
+)
+from normbench.records.reading import find_records
 from normbench.studies import children
 from normbench.training import machine
-from normbench.records import sweep_time
-from normbench.analysis.rules import PRIMARY, other_score, record_score
-from normbench.records.metrics import TIMING_NOISY  # step_ms p90/p10 above this: the load changed while the run was timed
-from normbench.records.reading import find_records
 
 log = logging.getLogger("normbench")
 

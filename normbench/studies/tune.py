@@ -36,11 +36,11 @@ from pathlib import Path
 
 import yaml
 
-from normbench.studies import children
+from normbench.checks import out_path
 from normbench.configuration import study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
-from normbench.checks import out_path
+from normbench.studies import children
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
 MAX_SEEDS = 1_000  # as normbench.studies.study's --max-seeds: beyond it a seed list is a typo, not a plan
@@ -120,11 +120,11 @@ def arm_file(config: dict, lr: float) -> str:
 
 def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, float]]:
     """One file per arm with a chosen lr; returns (file name, label, lr) of each. Reads the selection records only."""
-    from normbench.analysis import aggregate
-    from normbench.records.reading import find_records
     import pandas as pd
 
+    from normbench.analysis import aggregate
     from normbench.analysis.tuning import chosen_lrs, with_arms
+    from normbench.records.reading import find_records
 
     records = find_records([selection_dir])
     configs = {str(r.run_dir): r.summary.get("config") for r in records.runs}

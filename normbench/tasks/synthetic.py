@@ -12,6 +12,7 @@ import numpy as np
 from normbench.checks import require, require_at_least, require_name, require_split_sizes
 from normbench.tasks.data import NOT_SCORED, Split, TaskConfig, TaskData, draw_bytes
 
+
 @dataclass
 class AddingConfig(TaskConfig):
     name: str = "adding"

@@ -12,8 +12,16 @@ from typing import Optional
 import numpy as np
 
 from normbench.checks import one_of, require_at_least, require_name, require_split_sizes
-from normbench.tasks.data import (NOT_SCORED, PAD_TOKEN, Split, TaskConfig, TaskData, TaskDataError, draw_bytes,
-                                  resolve_path)
+from normbench.tasks.data import (
+    NOT_SCORED,
+    PAD_TOKEN,
+    Split,
+    TaskConfig,
+    TaskData,
+    TaskDataError,
+    draw_bytes,
+    resolve_path,
+)
 from normbench.tasks.files import MIB, read_regular_file
 from normbench.tasks.trivial import ngram_bits
 

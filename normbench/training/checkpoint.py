@@ -43,10 +43,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from normbench.records.record import RunRecord, Unreadable, open_regular, read_summary, write_atomic
 from normbench.training import state as trainer_state
 from normbench.training.hooks import Hook
 from normbench.training.state import is_int, is_number, is_tensor
-from normbench.records.record import RunRecord, Unreadable, open_regular, read_summary, write_atomic
 
 log = logging.getLogger("normbench")
 FILE = "checkpoint.pt"

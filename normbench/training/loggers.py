@@ -30,13 +30,24 @@ from typing import Callable
 import torch
 
 from normbench.checks import ConfigError
-from normbench.training.hooks import Hook, ScalarLogger
-from normbench.training.mlflow_logger import OFFLINE as MLFLOW_OFFLINE, MLflowLogger, preflight as mlflow_preflight
 from normbench.norms import Identity, Norm
 from normbench.records.record import open_run_file
-from normbench.training.tracking import (FINAL_METRICS, RunNames, final_scalars, logger_folder, number, require_package,
-                                          run_names)
-from normbench.training.wandb_logger import OFFLINE as WANDB_OFFLINE, WandbLogger, preflight as wandb_preflight
+from normbench.training.hooks import Hook, ScalarLogger
+from normbench.training.mlflow_logger import OFFLINE as MLFLOW_OFFLINE
+from normbench.training.mlflow_logger import MLflowLogger
+from normbench.training.mlflow_logger import preflight as mlflow_preflight
+from normbench.training.tracking import (
+    FINAL_METRICS,
+    RunNames,
+    final_scalars,
+    logger_folder,
+    number,
+    require_package,
+    run_names,
+)
+from normbench.training.wandb_logger import OFFLINE as WANDB_OFFLINE
+from normbench.training.wandb_logger import WandbLogger
+from normbench.training.wandb_logger import preflight as wandb_preflight
 
 __all__ = ["FINAL_METRICS", "LOGGERS", "CsvLogger", "LoggerKind", "Loggers", "MLflowLogger", "Hook", "ScalarLogger",
            "TensorBoardLogger", "WandbLogger", "build_logger", "norm_outputs"]

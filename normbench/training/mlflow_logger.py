@@ -30,11 +30,17 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from normbench.checks import ConfigError
-from normbench.training.hooks import ScalarLogger
-from normbench.records.record import Unreadable, parse_json
 from normbench.configuration.schema import uri_scheme
-from normbench.training.tracking import (RunNames, final_scalars, logger_folder, public_uri, require_package,
-                                         require_reachable)
+from normbench.records.record import Unreadable, parse_json
+from normbench.training.hooks import ScalarLogger
+from normbench.training.tracking import (
+    RunNames,
+    final_scalars,
+    logger_folder,
+    public_uri,
+    require_package,
+    require_reachable,
+)
 
 log = logging.getLogger("normbench")
 MAX_PARAM = 6000  # MLflow's limit on a param's value

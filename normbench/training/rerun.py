@@ -24,11 +24,11 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from normbench.configuration.contract import config_hash
-from normbench.records.metrics import viewed
-from normbench.configuration.schema import LOGGER_KINDS
-from normbench.records.record import SetAside, git_commit, read_summary
 from normbench.checks import out_path
+from normbench.configuration.contract import config_hash
+from normbench.configuration.schema import LOGGER_KINDS
+from normbench.records.metrics import viewed
+from normbench.records.record import SetAside, git_commit, read_summary
 
 COMPARED = viewed("rerun")
 

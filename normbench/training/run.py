@@ -15,21 +15,20 @@ import torch
 from filelock import lock_descriptor  # flock on POSIX, LockFileEx on Windows: dies with its process
 from omegaconf import DictConfig, OmegaConf
 
-from normbench.training import checkpoint
-from normbench.configuration.config import ConfigError, to_config
-from normbench.models import build_model, cell_kernel_in_use
-from normbench.training import machine, measures, saved_model
 from normbench.configuration import study_info
+from normbench.configuration.config import ConfigError, to_config
 from normbench.configuration.contract import RECORD_FORMAT, identity
+from normbench.models import build_model, cell_kernel_in_use
+from normbench.records.reading import record_paths
+from normbench.records.record import RecordWriter, RunRecord, read_summary, write_run_text
+from normbench.tasks.tensors import load_task
+from normbench.training import checkpoint, machine, measures, saved_model
 from normbench.training.environment import environment
-from normbench.training.loggers import build_logger
 from normbench.training.logfile import RunLogHandler
+from normbench.training.loggers import build_logger
 from normbench.training.probes import Probes
 from normbench.training.recording import ProgressBar, RecordHook
 from normbench.training.tracking import as_recorded, env_secrets, hidden, interpolated_secrets
-from normbench.records.record import RecordWriter, RunRecord, read_summary, write_run_text
-from normbench.records.reading import record_paths
-from normbench.tasks.tensors import load_task
 from normbench.training.train import AUTOCAST_DTYPES, Trainer
 
 log = logging.getLogger("normbench")

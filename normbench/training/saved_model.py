@@ -20,10 +20,10 @@ from pathlib import Path
 
 import torch
 
+from normbench.records.record import RunRecord, Unreadable, interpolation_in, read_summary, write_atomic
 from normbench.training import probes
 from normbench.training.checkpoint import load_tensor_file
 from normbench.training.hooks import Hook
-from normbench.records.record import RunRecord, Unreadable, interpolation_in, read_summary, write_atomic
 
 FILES = {"final": "model_final.pt", "best": "model_best.pt"}
 

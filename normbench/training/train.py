@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 
 import torch
 
-from normbench.training import probes
-from normbench.training.hooks import Hook
 from normbench.configuration.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
+from normbench.tasks.batching import epoch_order
+from normbench.tasks.scoring import Scoring, scoring
+from normbench.training import probes
+from normbench.training.hooks import Hook
 from normbench.training.measures import PeakMemory
 from normbench.training.muon import build_muon
 from normbench.training.precision import PRECISIONS, RunPrecision, norm_input_dtypes
 from normbench.training.state import Progress, misfit
-from normbench.tasks.batching import epoch_order
-from normbench.tasks.scoring import Scoring, scoring
 
 log = logging.getLogger("normbench")
 # The half dtype of every precision that computes in half, pure modes included: run.unsupported_precision

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from normbench.training.hooks import ScalarLogger
-from normbench.training.tracking import (RunNames, final_scalars, logger_folder, require_package, require_reachable)
+from normbench.training.tracking import RunNames, final_scalars, logger_folder, require_package, require_reachable
 
 log = logging.getLogger("normbench")
 DEFAULT_SERVER = "https://api.wandb.ai"

@@ -5,11 +5,16 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-
 import pytest
 
-from normbench.analysis.aggregate import (ALL_RUNS, label_groups, main_axes, plotted_groups,
-                                        summarize_groups, varying_axes)
+from normbench.analysis.aggregate import (
+    ALL_RUNS,
+    label_groups,
+    main_axes,
+    plotted_groups,
+    summarize_groups,
+    varying_axes,
+)
 from normbench.report.tables import leaderboards, mean_with_interval
 
 

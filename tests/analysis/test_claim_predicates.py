@@ -8,9 +8,19 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from normbench.analysis.claims import (CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE, SHIPPED,
-                                       SUPPORTED, judge, shown_verdict, verdict_figures)
-from normbench.analysis.claims import predicates
+from normbench.analysis.claims import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    SHIPPED,
+    SUPPORTED,
+    judge,
+    predicates,
+    shown_verdict,
+    verdict_figures,
+)
 from normbench.analysis.claims.engine import in_study
 from normbench.analysis.claims.predicates import PREDICATES, failure, holds_text, needs
 from normbench.analysis.result import claim_result

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from normbench.analysis.aggregate import NO_STUDY
-
 import math
 
 import pytest
 
-from normbench.analysis.claims import (CLAIMS, CLAIMS_2026, SHIPPED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE, SLOPE_DELTA,
-                                     SUPPORTED,
-                                     TOWARD_CONTRADICTED, TOWARD_SUPPORTED, evaluate_claims, judge, settings)
+from normbench.analysis.aggregate import NO_STUDY
+from normbench.analysis.claims import (
+    CLAIMS,
+    CLAIMS_2026,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    SHIPPED,
+    SLOPE_DELTA,
+    SUPPORTED,
+    TOWARD_CONTRADICTED,
+    TOWARD_SUPPORTED,
+    evaluate_claims,
+    judge,
+    settings,
+)
 
 BY_ID = {c.id: c for c in CLAIMS}
 

@@ -6,8 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from normbench.analysis.claims import (CLAIMS, CLAIMS_2026, CONTRADICTED, NOT_APPLICABLE, SHIPPED, SUPPORTED,
-                                       evaluate_claims)
+from normbench.analysis.claims import (
+    CLAIMS,
+    CLAIMS_2026,
+    CONTRADICTED,
+    NOT_APPLICABLE,
+    SHIPPED,
+    SUPPORTED,
+    evaluate_claims,
+)
 from normbench.analysis.claims.specs_2026 import muon_level
 
 BY_ID = {c.id: c for c in CLAIMS_2026}

@@ -3,8 +3,8 @@
 
 from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
 from normbench.analysis.conditions import condition_axes
-from normbench.report.answers import answers
 from normbench.analysis.result import of_frames
+from normbench.report.answers import answers
 
 
 def summary_of(runs):

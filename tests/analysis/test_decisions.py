@@ -9,9 +9,9 @@ from pathlib import Path
 
 from normbench.analysis.aggregate import label_groups, runs_frame, summarize_groups, varying_axes
 from normbench.analysis.decisions import DECIDED, GATED, UNDECIDED, decisions
+from normbench.analysis.result import of_frames
 from normbench.records.reading import find_records
 from normbench.report.answers import answers
-from normbench.analysis.result import of_frames
 from normbench.studies import progress
 from normbench.studies.study import GATED_STOP, gated_comparisons, undecided
 

@@ -5,13 +5,24 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from scipy import stats
 
-from normbench.analysis.intervals import (Estimate, agresti_caffo, combine, equivalence, inverse_variance,
-                                        mean_estimate, minimum_detectable_effect, non_inferiority,
-                                        decision_level, proportion_difference, seeds_to_decide,
-                                        slope_estimate, t_quantile, wilson_interval)
+from normbench.analysis.intervals import (
+    Estimate,
+    agresti_caffo,
+    combine,
+    decision_level,
+    equivalence,
+    inverse_variance,
+    mean_estimate,
+    minimum_detectable_effect,
+    non_inferiority,
+    proportion_difference,
+    seeds_to_decide,
+    slope_estimate,
+    t_quantile,
+    wilson_interval,
+)
 
 # Two-sided 95% critical values from any printed t table.
 TABLE = {1: 12.7062, 2: 4.3027, 3: 3.1824, 4: 2.7764, 5: 2.5706, 10: 2.2281, 30: 2.0423, 120: 1.9799}

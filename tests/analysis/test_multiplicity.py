@@ -11,8 +11,14 @@ import pandas as pd
 import pytest
 
 from normbench.analysis.claims.vocabulary import CONTRADICTED, INCONCLUSIVE, SUPPORTED, Effect
-from normbench.analysis.multiplicity import (benjamini_hochberg, claims_line, external_validity, p_value,
-                                             paper_scale, readings)
+from normbench.analysis.multiplicity import (
+    benjamini_hochberg,
+    claims_line,
+    external_validity,
+    p_value,
+    paper_scale,
+    readings,
+)
 
 
 def verdict(status, estimate, interval, study="s1", arms=(("post", 0), ("post", 200)), null=0.0):

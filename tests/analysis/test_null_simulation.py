@@ -16,9 +16,9 @@ import math
 import numpy as np
 import pytest
 
-from normbench.studies import study
 from normbench.analysis import aggregate
 from normbench.analysis.sequential import Plan
+from normbench.studies import study
 
 STUDY = {"schema": "normbench.study/1", "id": "null", "name": "null", "arms": ["hidden"], "command": ""}
 ARMS = (64, 65, 66)

@@ -14,8 +14,8 @@ from normbench.analysis import regime, rules
 from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
 from normbench.analysis.claims import NOT_TESTABLE, SUPPORTED, Claim, judge
 from normbench.analysis.claims.vocabulary import better, converges_faster, equivalent
-from normbench.report.answers import answers
 from normbench.analysis.result import of_frames
+from normbench.report.answers import answers
 from normbench.report.sections import StudySection
 from normbench.report.synthesis import synthesis
 

@@ -10,14 +10,13 @@ import pytest
 
 from normbench.analysis import regime
 from normbench.analysis.aggregate import label_groups, runs_frame, summarize_groups, varying_axes
-from normbench.analysis.claims import (CONTRADICTED, NOT_TESTABLE, SUPPORTED, Claim, evaluate, judge)
-from normbench.analysis.result import claim_result
-from normbench.report.tables import part_rows
+from normbench.analysis.claims import CONTRADICTED, NOT_TESTABLE, SUPPORTED, Claim, evaluate, judge
 from normbench.analysis.claims.vocabulary import better, equivalent, more_stable, not_worse
+from normbench.analysis.result import claim_result, of_frames
+from normbench.records.reading import find_records
 from normbench.records.record import RunRecord
 from normbench.report.answers import answers
-from normbench.analysis.result import of_frames
-from normbench.records.reading import find_records
+from normbench.report.tables import part_rows
 
 SEEDS = (0, 1, 2)
 ARMS = {"ln": {"norm": "ln"}, "bn": {"norm": "bn"}}

@@ -52,8 +52,8 @@ def test_a_budget_stopped_study_ranks_at_its_spent_level(runs_of):
     assert plain["shown_worse"].any() and plain["best"].any()
     _, spent = _summary(runs_of(*rows), {"s1": 0.000175})
     assert not spent["shown_worse"].any() and not spent["best"].any() and (spent["level"] == 0.000175).all()
-    from normbench.report.answers import answers
     from normbench.analysis.result import of_frames
+    from normbench.report.answers import answers
 
     design = read_design({"looks": [3, 5], "levels": [0.000175, 0.0498], "final_level": 0.000175,
                           "stopped": "budget", "rounds": [{"seeds_per_arm": 3}]})
@@ -73,8 +73,8 @@ def test_a_noisy_arm_with_an_untrained_seed_is_not_best_and_shows_its_failure(ru
     rows = summary.set_index("arm")
     assert rows.loc["norm=warm", "rank"] == 1 and not rows.loc["norm=warm", "shown_worse"]
     assert rows.loc["norm=cold", "did_not_train"] == 1 and rows.loc["norm=cold", "failed"] == 1
-    from normbench.report.answers import answers
     from normbench.analysis.result import of_frames
+    from normbench.report.answers import answers
 
     (answer,) = answers(of_frames(runs, summary))
     assert "warm ranks first" in answer.headline
@@ -100,8 +100,8 @@ def test_exact_ties_are_named_as_ties(runs_of):
     runs, summary = _summary(runs_of(*rows))
     top = summary[summary["rank"] == 1]
     assert len(top) == 2 and top["tie"].all()
-    from normbench.report.answers import answers
     from normbench.analysis.result import of_frames
+    from normbench.report.answers import answers
 
     (answer,) = answers(of_frames(runs, summary))
     assert "tie for first" in answer.headline and "pre" in answer.headline and "none" in answer.headline

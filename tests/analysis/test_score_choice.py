@@ -10,8 +10,8 @@ import pytest
 
 from normbench.analysis import aggregate, rules, tuning
 from normbench.analysis.claims import comparison, engine, vocabulary
-from normbench.studies.compare import main as compare_main
 from normbench.studies.app import describe, objective
+from normbench.studies.compare import main as compare_main
 from normbench.studies.sweep_end import sweep_table
 
 STUDY = {"name": "scores", "purpose": "which score", "kind": "grid"}
@@ -31,8 +31,8 @@ def _runs(runs_of, optimized: str | None):
 
 @pytest.mark.parametrize("optimized,first", [(None, "norm=rms"), ("best_val", "norm=ln")])
 def test_the_leaderboard_the_answer_and_the_claims_read_one_score(runs_of, optimized, first):
-    from normbench.report.answers import answers
     from normbench.analysis.result import of_frames
+    from normbench.report.answers import answers
 
     runs = _runs(runs_of, optimized)
     score = optimized or "final_val"

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench.analysis.claims import CLAIMS, SUPPORTED, evaluate_claims
-from normbench.analysis.claims import yaml_claims
+from normbench.analysis.claims import CLAIMS, SUPPORTED, evaluate_claims, yaml_claims
 from normbench.analysis.claims.yaml_claims import CLAIMS_ENV, ClaimFileError, parse, read_file, read_folders
 from tests.waiting import HANG_S
 

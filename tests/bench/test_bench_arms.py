@@ -10,12 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from normbench.training import machine
+from normbench.analysis import speed
 from normbench.bench import arms
 from normbench.bench.__main__ import main
 from normbench.bench.timing import WallClock
-from normbench.analysis import speed
 from normbench.report.build import build_report
+from normbench.training import machine
 
 ROOT = Path(__file__).resolve().parents[2]
 WARMUP, ROUNDS, STEPS = 2, 6, 3
@@ -194,8 +194,8 @@ def test_a_reference_that_fits_several_arms_pairs_each_with_its_counterpart():
 
 def test_the_reports_environment_table_shows_the_machines_condition(study):
     from normbench.analysis import aggregate
-    from normbench.report import tables
     from normbench.records.reading import find_records
+    from normbench.report import tables
     runs = aggregate.runs_frame(find_records([study]).runs)
     rows = {row[0]: row for row in tables.environment_table(runs).rows}
     assert rows["cores"][1] == str(machine.cpu_count()) and rows["parallel jobs of the sweep"][1] == "1"

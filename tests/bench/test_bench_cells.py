@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from normbench.bench import cells
-from normbench.models import cell_kernel_in_use, gru_cpu, lnlstm_cpu
 from normbench.bench.__main__ import main
+from normbench.models import cell_kernel_in_use, gru_cpu, lnlstm_cpu
 from normbench.models.recurrent import InCellLayer
 from normbench.norms import NormSpec
 

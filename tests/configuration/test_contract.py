@@ -132,9 +132,9 @@ def test_the_cell_kernel_rule_follows_what_the_layer_runs(compose):
     (cell_kernel_in_use), so the contract's reading of the kernel choice cannot drift from the layer's."""
     import torch
 
+    from normbench.configuration.schema import PlacementConfig
     from normbench.models.recurrent import RecurrentShape, cell_kernel_in_use, in_cell_layer
     from normbench.norms import NormSpec
-    from normbench.configuration.schema import PlacementConfig
 
     cpu = torch.device("cpu")
     for family in ("rnn", "lstm", "gru"):

@@ -11,8 +11,16 @@ from torch import nn
 from normbench.analysis.claims.specs import RECURRENT
 from normbench.configuration.config import ConfigError
 from normbench.configuration.contract import config_hash, effective_config
-from normbench.configuration.families import (FAMILIES, BUILT_IN, Family, described, family_names, family_of,
-                                              register, unregister)
+from normbench.configuration.families import (
+    BUILT_IN,
+    FAMILIES,
+    Family,
+    described,
+    family_names,
+    family_of,
+    register,
+    unregister,
+)
 from normbench.configuration.placements import placement_of
 from normbench.models import InvalidCombination, ModelShape, build_model
 from normbench.models.validity import placements_of
@@ -142,8 +150,8 @@ def test_a_descriptor_that_breaks_the_rules_is_refused():
 
 def test_the_built_in_families_match_what_their_builders_build():
     # the recurrent families are the ones recurrent.py has cores for; the hand-written recurrences are the layer's
-    from normbench.models.recurrent import TORCH_CORES
     from normbench.models.minrnn import GATES
+    from normbench.models.recurrent import TORCH_CORES
     recurrent = {f.name: f.builder for f in BUILT_IN if f.recurrent}
     assert {name for name, builder in recurrent.items() if builder.endswith("recurrent:build")} == set(TORCH_CORES)
     assert {name for name, builder in recurrent.items() if builder.endswith("minrnn:build")} == set(GATES)

@@ -4,12 +4,11 @@
 import pytest
 import torch
 
+from normbench.configuration.families import RECURRENT, described
 from normbench.models import lnlstm_cpu
-from normbench.models.kernel_choice import recorded_name, recurrence_on
+from normbench.models.kernel_choice import cell_recurrences, recorded_name, recurrence_on
 from normbench.models.recurrent import GATES, InCellLayer
 from normbench.norms import NormSpec
-from normbench.configuration.families import RECURRENT, described
-from normbench.models.kernel_choice import cell_recurrences
 
 META = torch.device("meta")  # no compiled kernel runs there
 

@@ -3,10 +3,18 @@ import itertools
 import pytest
 import torch
 
-from normbench.models import (FAMILIES, VALID_PLACEMENTS, InvalidCombination, ModelShape, PlacementConfig, build_model, layer_of,
-                              parameter_groups)
-from normbench.norms import KINDS, NormSpec
 from normbench.configuration.placements import PLACEMENTS, placement_of
+from normbench.models import (
+    FAMILIES,
+    VALID_PLACEMENTS,
+    InvalidCombination,
+    ModelShape,
+    PlacementConfig,
+    build_model,
+    layer_of,
+    parameter_groups,
+)
+from normbench.norms import KINDS, NormSpec
 
 
 @pytest.mark.parametrize("family,placement", list(itertools.product(FAMILIES, PLACEMENTS)))
@@ -56,8 +64,8 @@ def test_every_placement_has_its_config_and_every_recurrent_one_its_layer():
     and each descriptor gives every family slots or the reason it is refused."""
     from pathlib import Path
 
-    from normbench.models.recurrent import LAYERS
     from normbench.configuration.schema import RECURRENT
+    from normbench.models.recurrent import LAYERS
 
     conf = Path(__file__).parents[2] / "conf" / "placement"
     assert {p.stem for p in conf.glob("*.yaml")} == set(PLACEMENTS)

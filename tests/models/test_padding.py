@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as F
 
 from normbench.configuration.families import family_of
+from normbench.configuration.schema import ModelShape, NormSpec
 from normbench.models import VALID_PLACEMENTS, build_model
 from normbench.norms import BatchNorm, StepBatchNorm
 from normbench.tasks.padding import NOT_SCORED, PAD_TOKEN, lengths_from_input, reverse_real, unmarked
-from normbench.configuration.schema import ModelShape, NormSpec
 
 LENGTHS = [5, 2, 7]
 NORMS = ("none", "ln", "rms", "scale", "dyt", "bn")

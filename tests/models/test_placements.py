@@ -9,9 +9,16 @@ from omegaconf import OmegaConf
 
 from normbench.configuration.config import ConfigError, to_config
 from normbench.configuration.contract import config_hash, effective_config
+from normbench.configuration.placements import (
+    PLACEMENTS,
+    Placement,
+    placement_names,
+    placement_of,
+    register,
+    unregister,
+)
 from normbench.models import InvalidCombination, ModelShape, PlacementConfig, build_model
 from normbench.norms import NormSpec
-from normbench.configuration.placements import PLACEMENTS, Placement, placement_names, placement_of, register, unregister
 from normbench.training.run import execute
 
 TOY = Placement("res_post", {"transformer": ("branch_out",)}, why_not={"lstm": "a toy of branch outputs"},

@@ -12,10 +12,10 @@ from omegaconf import OmegaConf
 from normbench.configuration.config import ConfigError, to_config
 from normbench.configuration.contract import config_hash, effective_config
 from normbench.configuration.placements import post_layers
+from normbench.configuration.schema import ModelShape, PlacementConfig
 from normbench.models import InvalidCombination, build_model
 from normbench.models.transformer import TransformerShape, build_transformer
 from normbench.norms import NormSpec
-from normbench.configuration.schema import ModelShape, PlacementConfig
 
 LAYERS = 4
 

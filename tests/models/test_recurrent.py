@@ -4,8 +4,15 @@ from torch import nn
 
 from normbench.models import gru_cpu, lnlstm_cpu
 from normbench.models.lnlstm_python import LayerNormLSTMRecurrence
-from normbench.models.recurrent import (TORCH_CORES, GateNormLayer, InCellLayer, PlainLayer, RecurrentShape,
-                                        SummedInCellLayer, build_recurrent)
+from normbench.models.recurrent import (
+    TORCH_CORES,
+    GateNormLayer,
+    InCellLayer,
+    PlainLayer,
+    RecurrentShape,
+    SummedInCellLayer,
+    build_recurrent,
+)
 from normbench.norms import Identity, LayerNorm, NormSpec, StepBatchNorm
 
 NONE, LN = NormSpec("none"), NormSpec("ln")

@@ -6,8 +6,17 @@ runs the kernel on a CPU; identities of DyT/Derf records unchanged."""
 import pytest
 import torch
 
-from normbench.norms import (DynamicErf, DynamicErfAuto, DynamicErfCompiled, DynamicTanh, DynamicTanhAuto,
-                             DynamicTanhCompiled, EXTRA_IMPLS, build_norm, elementwise_cpu)
+from normbench.norms import (
+    EXTRA_IMPLS,
+    DynamicErf,
+    DynamicErfAuto,
+    DynamicErfCompiled,
+    DynamicTanh,
+    DynamicTanhAuto,
+    DynamicTanhCompiled,
+    build_norm,
+    elementwise_cpu,
+)
 
 needs_kernel = pytest.mark.skipif(elementwise_cpu.KERNEL.load() is None,
                                   reason=f"the compiled DyT/Derf does not build here: {elementwise_cpu.KERNEL.unavailable}")

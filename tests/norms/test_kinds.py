@@ -8,10 +8,10 @@ from omegaconf import OmegaConf
 
 from normbench.configuration.config import ConfigError, to_config
 from normbench.configuration.contract import config_hash, effective_config
+from normbench.configuration.schema import ModelShape
 from normbench.models import build_model
 from normbench.norms import KINDS, Fp32Norm, Norm, NormKind, NormSpec, build_norm, kind_names, layers
 from normbench.norms.kinds import inert_settings, kind_of, register, unregister
-from normbench.configuration.schema import ModelShape
 
 
 class MeanCentering(Norm):

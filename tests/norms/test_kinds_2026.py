@@ -9,11 +9,11 @@ from scipy.special import erf
 
 from normbench.configuration.config import ConfigError, to_config
 from normbench.configuration.contract import effective_config
+from normbench.configuration.schema import ModelShape
 from normbench.models import build_model
 from normbench.norms import DynamicErf, NormSpec, build_norm
 from normbench.norms.kinds import inert_settings
 from normbench.norms.spec import alpha_by_width
-from normbench.configuration.schema import ModelShape
 
 RNG = np.random.default_rng(0)
 

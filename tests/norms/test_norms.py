@@ -7,8 +7,23 @@ import pytest
 import torch
 from torch import nn
 
-from normbench.norms import (KINDS, REGISTRY, BatchNorm, Fp32Norm, InputDtypeNorm, NormSpec, RMSNorm, RMSNormCompiled,
-                             StepBatchNorm, auto_choices, build_norm, decisions, dispatch, norm_class, rmsnorm_cpu)
+from normbench.norms import (
+    KINDS,
+    REGISTRY,
+    BatchNorm,
+    Fp32Norm,
+    InputDtypeNorm,
+    NormSpec,
+    RMSNorm,
+    RMSNormCompiled,
+    StepBatchNorm,
+    auto_choices,
+    build_norm,
+    decisions,
+    dispatch,
+    norm_class,
+    rmsnorm_cpu,
+)
 
 IMPLS = ("native", "reference")  # "auto" runs native's arithmetic by the fastest kernel of it: tested on its own below
 SHAPES = [(5, 7), (3, 4, 16), (2, 1, 1), (6, 2), (1, 3, 33)]

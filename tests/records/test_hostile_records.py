@@ -18,14 +18,14 @@ import pytest
 from omegaconf import OmegaConf
 
 import normbench
-from normbench.studies import compare, tune
-from normbench.training import rerun, run
+from normbench.records import reading as report_records
 from normbench.records import record
+from normbench.records.reading import find_records
 from normbench.records.record import MAX_RECORD_BYTES, MAX_STRING, SetAside, read_summary
 from normbench.report import build_report
-from normbench.records import reading as report_records
-from normbench.records.reading import find_records
+from normbench.studies import compare, tune
 from normbench.studies.sweep_end import RunsFailed, SweepSummary
+from normbench.training import rerun, run
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parents[1] / "report" / "conftest.py")
 factory = importlib.util.module_from_spec(_spec)

@@ -65,8 +65,8 @@ def test_the_convergence_keys_are_the_ones_convergence_computes():
 
 def test_one_timing_threshold_read_by_the_report_and_the_claims():
     from normbench.analysis import aggregate
-    from normbench.report import answers, tables
     from normbench.analysis.claims import speed_parts, vocabulary
+    from normbench.report import answers, tables
 
     for module in (aggregate, answers, tables, speed_parts):
         assert module.TIMING_NOISY is metrics.TIMING_NOISY

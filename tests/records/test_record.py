@@ -4,13 +4,24 @@ import sys
 
 import pytest
 
-from normbench.studies import compare
-from normbench.configuration import contract
-
-from normbench.records import record
-from normbench.records.record import (FINAL_STATUSES, RESULT_STATUSES, RUNNING, STATUSES, TRAINED_STATUSES, RecordWriter,
-                              RunRecord, SetAside, config_hash, read_summary, write_json_atomic, write_record)
 from normbench.analysis.claims import vocabulary
+from normbench.configuration import contract
+from normbench.records import record
+from normbench.records.record import (
+    FINAL_STATUSES,
+    RESULT_STATUSES,
+    RUNNING,
+    STATUSES,
+    TRAINED_STATUSES,
+    RecordWriter,
+    RunRecord,
+    SetAside,
+    config_hash,
+    read_summary,
+    write_json_atomic,
+    write_record,
+)
+from normbench.studies import compare
 
 
 def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path, monkeypatch):

@@ -16,11 +16,11 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from normbench.studies import compare
+from normbench.records.record import MAX_STRING
 from normbench.report import build_report
 from normbench.report.output import spreadsheet_safe
-from normbench.records.record import MAX_STRING
 from normbench.report.render import markdown_text
+from normbench.studies import compare
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parents[1] / "report" / "conftest.py")
 factory = importlib.util.module_from_spec(_spec)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from normbench.page_check.screenshot import NoBrowser, find_chromium
 from normbench.configuration.contract import config_hash
+from normbench.page_check.screenshot import NoBrowser, find_chromium
 
 try:
     find_chromium()
@@ -139,8 +139,8 @@ def write_record(root: Path, name: str, **fields) -> Path:
 
 def runs_of(*records: dict):
     """The report's runs table for in-memory records (make_record's keyword arguments each)."""
-    from normbench.records.record import RunRecord
     from normbench.analysis.aggregate import runs_frame
+    from normbench.records.record import RunRecord
 
     return runs_frame(RunRecord(Path(f"/runs/{i}"), make_record(f"{i}", **fields)[0])
                       for i, fields in enumerate(records))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from normbench.analysis.ranking import design_power
-from normbench.analysis.result import build, of_runs, runs_of as distinct_runs_of
+from normbench.analysis.result import build, of_runs
+from normbench.analysis.result import runs_of as distinct_runs_of
 from normbench.report.answers import answers
 
 

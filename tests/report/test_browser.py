@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from normbench.page_check.screenshot import check_page, problems, screenshot, shown_font_px
 from normbench.report import build_report
 from normbench.report.figures import PROBLEMS_KEY
-from normbench.page_check.screenshot import check_page, problems, screenshot, shown_font_px
 from tests.report.conftest import needs_browser
 
 pytestmark = needs_browser

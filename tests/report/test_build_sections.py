@@ -8,10 +8,10 @@ import re
 import pandas as pd
 import pytest
 
-from normbench.report import sections, synthesis, tables
 from normbench.configuration.families import families
-from normbench.report.figures import Figure
 from normbench.page_check.facts import MAX_BYTES, broken, html_facts
+from normbench.report import sections, synthesis, tables
+from normbench.report.figures import Figure
 
 
 def test_an_interval_gets_the_digits_that_tell_its_ends_apart():

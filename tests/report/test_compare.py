@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-
 from normbench.studies.compare import main
 
 SEEDS = (0, 1, 2)

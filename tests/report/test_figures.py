@@ -12,8 +12,7 @@ import pytest
 from PIL import Image
 
 from normbench.report import figures
-from normbench.report.figures import drawing
-from normbench.report.figures import LAYOUTS, MIN_FONT_KEY, NARROW, PROBLEMS_KEY, WIDE
+from normbench.report.figures import LAYOUTS, MIN_FONT_KEY, NARROW, PROBLEMS_KEY, WIDE, drawing
 
 
 def _pngs(report):

@@ -12,8 +12,7 @@ import pytest
 from PIL import Image
 
 from normbench.report import figures
-from normbench.report.figures import drawing, png, tradeoffs
-from normbench.report.figures import LAYOUTS, PROBLEMS_KEY, WIDE
+from normbench.report.figures import LAYOUTS, PROBLEMS_KEY, WIDE, drawing, png, tradeoffs
 
 METRICS = {"adding": ("mse", False)}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+
 from tests.waiting import HANG_S
 
 DRAW = ("import normbench.report.figures, matplotlib, matplotlib.font_manager, os, sys; "

@@ -12,8 +12,9 @@ ALIASED = {f"axes.{short}": f"axes.{dotted}" for dotted, short in ALIASES.items(
 
 
 def test_load_runs_is_runs_csv_deduplicated(write_record, tmp_path):
-    from normbench.report.build import build_report
     import pandas as pd
+
+    from normbench.report.build import build_report
 
     for seed in (0, 1):
         write_record(tmp_path / "sweep", f"ln-{seed}", seed=seed, best_val=0.9 + seed / 100)

@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 import pytest
 
-from normbench.report import build_report
 from normbench.analysis.aggregate import runs_frame
 from normbench.records.reading import MAX_LINE_BYTES, VALUE_COLUMNS, find_records, read_curves
+from normbench.report import build_report
 
 
 def test_find_records_sets_aside_unreadable_and_foreign(tmp_path, write_record):

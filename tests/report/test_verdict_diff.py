@@ -3,6 +3,7 @@
 import subprocess
 import sys
 from pathlib import Path
+
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "verdict_diff.py"

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose as hydra_compose, initialize_config_dir
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
 from omegaconf import open_dict
 
 from normbench.configuration.config import config_dir

@@ -7,8 +7,8 @@ import shutil
 import pytest
 import torch
 
-from normbench.training import environment
 from normbench.records import sweep_time
+from normbench.training import environment
 from normbench.training.environment import SWEEP_CACHE
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from normbench.studies import sweep_end
-from normbench.records import sweep_time
 from normbench.bench import arms
+from normbench.records import sweep_time
+from normbench.studies import sweep_end
 
 
 def test_the_table_lists_runs_in_numeric_order():

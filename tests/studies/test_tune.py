@@ -7,11 +7,11 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from normbench.studies.app import objective
 from normbench.configuration.config import config_dir
 from normbench.configuration.contract import group_hash
 from normbench.configuration.schema import ConfigError
-from normbench.studies.tune import passthrough, arm_file
+from normbench.studies.app import objective
+from normbench.studies.tune import arm_file, passthrough
 
 
 @pytest.mark.parametrize("summary, expected", [

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from normbench.tasks import DigitsConfig
-from normbench.tasks.tensors import load_task
 from normbench.tasks.digits import pixel_order
 from normbench.tasks.splits import stratified_split
+from normbench.tasks.tensors import load_task
 from tests.waiting import HANG_S
 
 N_IMAGES = 1797

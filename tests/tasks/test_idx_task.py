@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from normbench.tasks import IdxConfig, TaskDataError
-from normbench.tasks.tensors import load_task
 from normbench.tasks.idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
+from normbench.tasks.tensors import load_task
 
 N_TRAIN, N_TEST = 40, 12
 

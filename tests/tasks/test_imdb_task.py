@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from normbench.tasks import ImdbConfig, TaskDataError
-from normbench.tasks.tensors import load_task
 from normbench.tasks.imdb import build_vocabulary, encode, encode_lengths, words
+from normbench.tasks.tensors import load_task
 
 REVIEWS = {
     "pos": "A great film<br />I loved it, truly great! {tag}",

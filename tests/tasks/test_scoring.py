@@ -15,11 +15,11 @@ import torch.nn.functional as F
 
 from normbench.analysis.rules import in_chance_band
 from normbench.records.metrics import TASK_METRICS
-from normbench.training.run import execute
 from normbench.tasks import AddingConfig, CopyConfig, MqarConfig, TaskData, TextConfig
 from normbench.tasks.data import NOT_SCORED, Split
 from normbench.tasks.scoring import LOSSES, METRIC_SUMS, Scoring, accuracy_sums, scoring
 from normbench.tasks.tensors import load_task
+from normbench.training.run import execute
 
 
 def error_rate_sums(out, y) -> tuple[float, int]:

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from normbench.tasks import AddingConfig, CopyConfig, MqarConfig
-from normbench.tasks.tensors import load_task
 from normbench.tasks.synthetic import adding_examples
+from normbench.tasks.tensors import load_task
 
 SMALL = dict(n_train=200, n_val=50, n_test=40)
 SPLITS = ("train", "val", "test")

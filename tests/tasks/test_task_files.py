@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_idx_task import write_idx, write_mnist
+from test_imdb_task import write_acl_imdb
 
 from normbench.tasks import IdxConfig, ImdbConfig, TaskDataError, TextConfig, idx, imdb, text
 from normbench.tasks.tensors import load_task
-from test_idx_task import write_idx, write_mnist
-from test_imdb_task import write_acl_imdb
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 needs_dev_zero = pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")

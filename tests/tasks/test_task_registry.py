@@ -18,9 +18,9 @@ import normbench.tasks
 from normbench.checks import ConfigError
 from normbench.configuration.config import to_config
 from normbench.configuration.contract import effective_config
-from normbench.training.run import execute
 from normbench.tasks import TASK_CONFIGS, AddingConfig, CopyConfig, MqarConfig, TaskConfig, TaskData, TextConfig
 from normbench.tasks.tensors import load_task
+from normbench.training.run import execute
 
 
 def test_a_task_registered_in_the_table_alone_runs_end_to_end(toy_task, compose, tmp_path):

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from normbench.tasks.padding import lengths_from_input
 from normbench.configuration.schema import ConfigError
 from normbench.tasks import AddingConfig, TextConfig
-from normbench.tasks.tensors import load_task
 from normbench.tasks.batching import epoch_order
+from normbench.tasks.padding import lengths_from_input
+from normbench.tasks.tensors import load_task
 
 
 def test_variable_length_adding_draws_each_examples_length_and_marks_in_its_own_halves():

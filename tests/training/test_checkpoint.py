@@ -64,8 +64,9 @@ def test_resume_without_a_checkpoint_starts_again_and_a_torn_file_is_no_checkpoi
 
 
 def test_checkpoint_every_is_a_harness_key_and_checked(cli, compose, tiny_args):
-    from normbench.configuration.contract import identity
     from omegaconf import OmegaConf
+
+    from normbench.configuration.contract import identity
 
     plain = lambda node: {k: v for k, v in OmegaConf.to_container(node, resolve=True).items() if k != "hydra"}
     assert identity(plain(compose("checkpoint_every=5"))).config_hash == identity(plain(compose())).config_hash

@@ -14,13 +14,12 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.conftest import VICTIM_TEXT, plant
 
+from normbench.configuration.schema import RECORD_FILES, ConfigError, CsvLog, MLflowLog, TensorBoardLog, WandbLog
 from normbench.records import record
 from normbench.report import build_report
 from normbench.report.output import MANIFEST, REPORT_FILES_FORMAT, inside
-from normbench.configuration.schema import RECORD_FILES, ConfigError, CsvLog, MLflowLog, TensorBoardLog, WandbLog
-
+from tests.conftest import VICTIM_TEXT, plant
 
 _spec = importlib.util.spec_from_file_location("record_factory", Path(__file__).parents[1] / "report" / "conftest.py")
 factory = importlib.util.module_from_spec(_spec)

@@ -1,7 +1,8 @@
 """The environment block of a record: what it reads, and where it stands in the house."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 import normbench
 from normbench.training import environment

@@ -21,14 +21,13 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from normbench.training import checkpoint, run
 from normbench.configuration.config import config_dir
 from normbench.configuration.contract import RECORD_FORMAT, identity
 from normbench.records.record import RecordWriter
+from normbench.training import checkpoint, run
 from normbench.training.probes import Probes
 from normbench.training.recording import RecordHook
 from normbench.training.train import Trainer
-
 from tests.conftest import TINY, TINY_TASK
 
 STEPS = 11

@@ -121,9 +121,10 @@ def test_bad_tags_are_one_line(tags, cli, tiny_args):
 
 
 def test_tags_leave_the_identity_unchanged(compose):
+    from omegaconf import OmegaConf
+
     from normbench.configuration.config import to_config
     from normbench.configuration.contract import config_hash
-    from omegaconf import OmegaConf
 
     def digest(*overrides):
         return config_hash(OmegaConf.to_container(compose(*overrides), resolve=True))

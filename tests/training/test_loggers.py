@@ -7,8 +7,8 @@ import time
 import pytest
 
 from normbench.configuration.config import to_config
-from normbench.training.run import execute
 from normbench.configuration.schema import ConfigError, LoggerConfig, MLflowLog, TensorBoardLog
+from normbench.training.run import execute
 from normbench.training.tracking import interpolated_secrets, masked, run_names
 
 

@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
-from normbench.models import build_model, parameter_groups
 from normbench.configuration.schema import ModelShape
+from normbench.models import build_model, parameter_groups
 from normbench.norms import NormSpec
 from normbench.training.muon import MuonAdamW, build_muon, muon_parameters
 

@@ -92,7 +92,9 @@ def test_half_model_keeps_norms_fp32_and_master_weights_track_it(compose):
 
 
 def test_the_precisions_the_config_accepts_are_the_ones_defined_here():
-    from normbench.configuration.schema import DTYPES  # precision.dtype's names (torch-free); PRECISIONS: what each one is
+    from normbench.configuration.schema import (
+        DTYPES,  # precision.dtype's names (torch-free); PRECISIONS: what each one is
+    )
 
     assert tuple(PRECISIONS) == DTYPES and all(name == p.name for name, p in PRECISIONS.items())
 

@@ -3,9 +3,9 @@ import math
 import pytest
 import torch
 
-from normbench.training import probes
 from normbench.models import ModelShape, build_model
 from normbench.norms import NormSpec
+from normbench.training import probes
 
 
 def tiny(family="lstm", kind="ln", placement="pre"):

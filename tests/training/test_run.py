@@ -6,8 +6,8 @@ import time
 import pytest
 import torch
 
-from normbench.training import run as run_module
 from normbench.records.record import read_summary
+from normbench.training import run as run_module
 from normbench.training.probes import Probes
 from normbench.training.run import execute, threads_for, unsupported_precision
 from normbench.training.train import Trainer

@@ -1,9 +1,9 @@
 import pytest
 
 from normbench.configuration.config import to_config
-from normbench.training.loggers import Hook
 from normbench.records.record import RecordWriter
 from normbench.training import measures
+from normbench.training.loggers import Hook
 from normbench.training.probes import Probes
 from normbench.training.recording import RecordHook
 from normbench.training.run import prepare

@@ -12,14 +12,36 @@ from __future__ import annotations
 
 import pandas as pd
 
-from normbench.analysis.claims.engine import (evaluate, judge, settings, shown_status, shown_verdict, studies,
-                                             verdict_figures)
-from normbench.analysis.claims.vocabulary import (ALPHA, CONTRADICTED, DEPENDS, INCONCLUSIVE,
-                                                NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE, SLOPE_DELTA, SUPPORTED,
-                                                TOWARD_CONTRADICTED, TOWARD_SUPPORTED, Claim, Effect, Measure, Part,
-                                                PartSpec, Verdict)
+from normbench.analysis.claims.engine import (
+    evaluate,
+    judge,
+    settings,
+    shown_status,
+    shown_verdict,
+    studies,
+    verdict_figures,
+)
 from normbench.analysis.claims.specs import CLAIMS, TRAINS_SHARE
 from normbench.analysis.claims.specs_2026 import CLAIMS_2026
+from normbench.analysis.claims.vocabulary import (
+    ALPHA,
+    CONTRADICTED,
+    DEPENDS,
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    SLOPE_DELTA,
+    SUPPORTED,
+    TOWARD_CONTRADICTED,
+    TOWARD_SUPPORTED,
+    Claim,
+    Effect,
+    Measure,
+    Part,
+    PartSpec,
+    Verdict,
+)
 
 __all__ = ["ALPHA", "CLAIMS", "CLAIMS_2026", "SHIPPED", "CONTRADICTED", "DEPENDS", "INCONCLUSIVE", "NOT_APPLICABLE",
            "NOT_REPRODUCED", "shown_status", "shown_verdict", "verdict_figures",

@@ -14,12 +14,29 @@ import pandas as pd
 
 from normbench.analysis import rules
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, TOWARD_CONTRADICTED,
-                                                TOWARD_SUPPORTED, Effect, Measure, is_missing, metric)
-from normbench.analysis.intervals import (Estimate, agresti_caffo, combine, decision_level, inverse_variance,
-                                        seed_difference,
-                                        mean_estimate, minimum_detectable_effect, proportion_difference,
-                                        seeds_to_decide)
+from normbench.analysis.claims.vocabulary import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    SUPPORTED,
+    TOWARD_CONTRADICTED,
+    TOWARD_SUPPORTED,
+    Effect,
+    Measure,
+    is_missing,
+    metric,
+)
+from normbench.analysis.intervals import (
+    Estimate,
+    agresti_caffo,
+    combine,
+    decision_level,
+    inverse_variance,
+    mean_estimate,
+    minimum_detectable_effect,
+    proportion_difference,
+    seed_difference,
+    seeds_to_decide,
+)
 
 
 def pct(level: float) -> str:

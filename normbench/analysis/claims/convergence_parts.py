@@ -7,18 +7,41 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from normbench.records.metrics import path
 from normbench.analysis import rules
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims.comparison import (Context, as_effect, better_word, decided_by_first,
-                                                  divergence_test, learned, learning_strata, lean_of,
-                                                  measure_values, number_text, pct, per_stratum_text, seed_count,
-                                                  side_of, strata, stratified_difference, task_direction,
-                                                  undecided)
-from normbench.analysis.claims.vocabulary import (INCONCLUSIVE, NOT_APPLICABLE, SCORE, Part, PartSpec, axis, metric,
-                                                recorded, values_text)
+from normbench.analysis.claims.comparison import (
+    Context,
+    as_effect,
+    better_word,
+    decided_by_first,
+    divergence_test,
+    lean_of,
+    learned,
+    learning_strata,
+    measure_values,
+    number_text,
+    pct,
+    per_stratum_text,
+    seed_count,
+    side_of,
+    strata,
+    stratified_difference,
+    task_direction,
+    undecided,
+)
+from normbench.analysis.claims.vocabulary import (
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    SCORE,
+    Part,
+    PartSpec,
+    axis,
+    metric,
+    recorded,
+    values_text,
+)
 from normbench.analysis.intervals import combine, decision_level, mean_estimate
-
+from normbench.records.metrics import path
 
 TARGET_SHARE = 0.5  # steps to target: the first evaluation this share of the way from chance to the setting's best
 

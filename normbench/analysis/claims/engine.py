@@ -73,19 +73,34 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench.records.metrics import path
+from normbench.analysis import lr_protocol, regime, rules
 from normbench.analysis.aggregate import format_value
+from normbench.analysis.claims import predicates
 from normbench.analysis.claims.comparison import Context, effect_text, level_keys, pct, task_direction, varying
 from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC
-from normbench.analysis.claims import predicates
 from normbench.analysis.claims.parts import evaluate_part
-from normbench.analysis.claims.vocabulary import (CONTRADICTED, DEPENDS, INCONCLUSIVE, NOT_APPLICABLE, NOT_REPRODUCED,
-                                                NOT_TESTABLE, SCORE,
-                                                SUPPORTED, Claim, Extreme, Part, PartSpec, Verdict, axis, describe, metric,
-                                                select, values_text)
-from normbench.analysis import lr_protocol, regime, rules
+from normbench.analysis.claims.vocabulary import (
+    CONTRADICTED,
+    DEPENDS,
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    SCORE,
+    SUPPORTED,
+    Claim,
+    Extreme,
+    Part,
+    PartSpec,
+    Verdict,
+    axis,
+    describe,
+    metric,
+    select,
+    values_text,
+)
 from normbench.analysis.intervals import ALPHA, decision_level
-
+from normbench.records.metrics import path
 
 # --- one claim in one setting -------------------------------------------------------------------
 

@@ -10,12 +10,18 @@ from dataclasses import replace
 
 from normbench.analysis.claims.comparison import Context, score_margin
 from normbench.analysis.claims.convergence_parts import convergence_part, grows_part
+from normbench.analysis.claims.mechanism_parts import sign_part
 from normbench.analysis.claims.score_parts import rate_part, ratio_part, score_part, slope_part, stability_part
 from normbench.analysis.claims.speed_parts import faster_part
-from normbench.analysis.claims.mechanism_parts import sign_part
-from normbench.analysis.claims.vocabulary import (INCONCLUSIVE, NOT_APPLICABLE, SUPPORTED, TOWARD_CONTRADICTED,
-                                                TOWARD_SUPPORTED, Part, PartSpec)
-
+from normbench.analysis.claims.vocabulary import (
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    SUPPORTED,
+    TOWARD_CONTRADICTED,
+    TOWARD_SUPPORTED,
+    Part,
+    PartSpec,
+)
 
 _KINDS = {"better": score_part, "not_worse": score_part, "equivalent": score_part, "more_stable": stability_part,
           "faster": faster_part, "higher_rate": rate_part, "ratio": ratio_part, "slope": slope_part,

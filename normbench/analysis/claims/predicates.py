@@ -22,11 +22,11 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from normbench.records.metrics import path
 from normbench.analysis import regime, rules
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import task_direction
 from normbench.analysis.claims.vocabulary import axis, metric, values_text
+from normbench.records.metrics import path
 
 Arms = Mapping[str, pd.DataFrame]
 # the signed gradient flow through time at init, over the window past the input's constant prefix

@@ -9,18 +9,55 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from normbench.records.metrics import path
 from normbench.analysis import rules
-from normbench.analysis.claims.comparison import (Context, as_effect, better_word, decided_by_first,
-                                                  divergence_test, learning_strata, lean_of, measure_name,
-                                                  measure_sign, measure_values, number_text, pairing_text, pct,
-                                                  per_stratum_text, score_margin, seed_count, short_number,
-                                                  side_of, strata, stratified_difference, task_direction,
-                                                  undecided)
-from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_TESTABLE, SCORE,
-                                                SUPPORTED, Effect, Part, PartSpec, axis, metric, values_text)
-from normbench.analysis.intervals import (Estimate, combine, decision_level, equivalence, mean_estimate,
-                                        non_inferiority, slope_estimate)
+from normbench.analysis.claims.comparison import (
+    Context,
+    as_effect,
+    better_word,
+    decided_by_first,
+    divergence_test,
+    lean_of,
+    learning_strata,
+    measure_name,
+    measure_sign,
+    measure_values,
+    number_text,
+    pairing_text,
+    pct,
+    per_stratum_text,
+    score_margin,
+    seed_count,
+    short_number,
+    side_of,
+    strata,
+    stratified_difference,
+    task_direction,
+    undecided,
+)
+from normbench.analysis.claims.vocabulary import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    SCORE,
+    SUPPORTED,
+    Effect,
+    Part,
+    PartSpec,
+    axis,
+    metric,
+    values_text,
+)
+from normbench.analysis.intervals import (
+    Estimate,
+    combine,
+    decision_level,
+    equivalence,
+    mean_estimate,
+    non_inferiority,
+    slope_estimate,
+)
+from normbench.records.metrics import path
 
 
 def score_part(spec: PartSpec, ctx: Context) -> Part:

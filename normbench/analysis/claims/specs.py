@@ -12,18 +12,41 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench.records.metrics import path
-from normbench.records.record import TRAINED_STATUSES
 from normbench.analysis import rules
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import FAILED, level_keys, names_axis, task_direction, varying
-from normbench.analysis.claims.vocabulary import (
-    NOT_TRUE, POSITIVE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require, better,
-    axis, column, converges_faster, faster, grows, higher_rate, metric, named, not_worse, one_of,
-    ratio, sign, slope, values_text)
 from normbench.analysis.claims.predicates import FLOW_COLUMN, needs
+from normbench.analysis.claims.vocabulary import (
+    NOT_TRUE,
+    POSITIVE,
+    SLOPE_DELTA,
+    SMALLEST,
+    TRUE,
+    Claim,
+    Is,
+    Measure,
+    PartSpec,
+    Require,
+    axis,
+    better,
+    column,
+    converges_faster,
+    faster,
+    grows,
+    higher_rate,
+    metric,
+    named,
+    not_worse,
+    one_of,
+    ratio,
+    sign,
+    slope,
+    values_text,
+)
 from normbench.analysis.intervals import ALPHA, combine, decision_level, mean_estimate
 from normbench.configuration.families import recurrent_names
+from normbench.records.metrics import path
+from normbench.records.record import TRAINED_STATUSES
 
 # a recurrent family's descriptor (normbench/configuration/families.py), one registered later included
 RECURRENT = Require({"model": Is(" or ".join(recurrent_names()), lambda v: named(*recurrent_names()).test(v))},

@@ -17,8 +17,22 @@ from normbench.analysis import lr_sensitivity
 from normbench.analysis.claims.predicates import needs
 from normbench.analysis.claims.specs import fails_more_often, normalization_matters
 from normbench.analysis.claims.vocabulary import (
-    LARGEST, NOT_TRUE, SMALLEST, Claim, Measure, PartSpec, Require, axis, better, column, faster, grows, named, not_worse,
-    ratio)
+    LARGEST,
+    NOT_TRUE,
+    SMALLEST,
+    Claim,
+    Measure,
+    PartSpec,
+    Require,
+    axis,
+    better,
+    column,
+    faster,
+    grows,
+    named,
+    not_worse,
+    ratio,
+)
 
 TRANSFORMER = Require({"model": named("transformer")}, "model transformer")
 

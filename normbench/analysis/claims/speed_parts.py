@@ -9,12 +9,20 @@ import os
 import numpy as np
 import pandas as pd
 
-from normbench.records.metrics import TIMING_NOISY, path
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import Context, as_effect, lean_of, pct, side_of, undecided
-from normbench.analysis.claims.vocabulary import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, Effect, Part, PartSpec, is_missing,
-                                               metric)
+from normbench.analysis.claims.vocabulary import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    SUPPORTED,
+    Effect,
+    Part,
+    PartSpec,
+    is_missing,
+    metric,
+)
 from normbench.analysis.intervals import combine, decision_level, mean_estimate
+from normbench.records.metrics import TIMING_NOISY, path
 
 
 def _timing(runs: pd.DataFrame) -> tuple[pd.Series, str]:

@@ -11,11 +11,11 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from normbench.analysis import rules
+from normbench.analysis.aggregate import format_value
+from normbench.analysis.intervals import ALPHA, decision_level
 from normbench.records import metrics as registry
 from normbench.records.record import RESULT_STATUSES
-from normbench.analysis.aggregate import format_value
-from normbench.analysis import rules
-from normbench.analysis.intervals import ALPHA, decision_level
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
     "supported", "contradicted", "inconclusive", "not applicable")

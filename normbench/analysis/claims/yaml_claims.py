@@ -38,13 +38,30 @@ from typing import Callable
 
 import yaml
 
+from normbench.analysis.claims import predicates, specs
+from normbench.analysis.claims.vocabulary import (
+    LARGEST,
+    NOT_TRUE,
+    POSITIVE,
+    SCORE,
+    SLOPE_DELTA,
+    SMALLEST,
+    TRUE,
+    Claim,
+    Is,
+    Measure,
+    PartSpec,
+    Require,
+    converges_faster,
+    grows,
+    named,
+    one_of,
+    recorded,
+    slope,
+)
 from normbench.checks import ConfigError, shown
 from normbench.configuration.contract import ALIASES, HARNESS
 from normbench.configuration.schema import Config
-from normbench.analysis.claims import predicates, specs
-from normbench.analysis.claims.vocabulary import (
-    LARGEST, NOT_TRUE, POSITIVE, SCORE, SLOPE_DELTA, SMALLEST, TRUE, Claim, Is, Measure, PartSpec, Require,
-    converges_faster, grows, named, one_of, recorded, slope)
 
 CLAIMS_ENV = "NORMBENCH_CLAIMS"
 MAX_BYTES = 64 * 1024

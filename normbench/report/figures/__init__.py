@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import sys
 
-import normbench.report.mplconfig  # noqa: F401  (before matplotlib: its cache stays out of $HOME)
 import matplotlib  # noqa: E402
+
+import normbench.report.mplconfig  # noqa: F401  (before matplotlib: its cache stays out of $HOME)
 
 # Every figure is drawn on an explicit Agg canvas, so the backend only matters to pyplot, which
 # a library in the same process may import. Fix it to Agg unless a host process (the runner) has
@@ -41,18 +42,36 @@ import matplotlib  # noqa: E402
 if "matplotlib.pyplot" not in sys.modules:
     matplotlib.use("Agg")
 
-from normbench.report.figures.drawing import (LAYOUTS, METRIC_RANGE, METRIC_UNITS, MIN_BAND_SEEDS,  # noqa: E402
-                                              MIN_FONT_PT, NARROW, PALETTE, WIDE, Figure, Layout, text, wrap)
+from normbench.report.figures.bars import (  # noqa: E402
+    MEMORY_KEYS,
+    MEMORY_KINDS,
+    MEMORY_SAME,
+    memory_label,
+    memory_table,
+    peak_memory,
+    throughput,
+)
 from normbench.report.figures.checks import label_point_problems, layout_problems  # noqa: E402
-from normbench.report.figures.png import MIN_FONT_KEY, PROBLEMS_KEY  # noqa: E402
+from normbench.report.figures.curves import BAND_TEXT, grad_flow, grad_norm_curves, learning_curves, loss_curves  # noqa: E402
+from normbench.report.figures.drawing import (  # noqa: E402
+    LAYOUTS,
+    METRIC_RANGE,
+    METRIC_UNITS,
+    MIN_BAND_SEEDS,
+    MIN_FONT_PT,
+    NARROW,
+    PALETTE,
+    WIDE,
+    Figure,
+    Layout,
+    text,
+    wrap,
+)
 from normbench.report.figures.glossary import GLOSSARY, STUDY_FIGURE_ORDER  # noqa: E402
-from normbench.report.figures.tradeoffs import tradeoff  # noqa: E402
 from normbench.report.figures.heatmap import HeatmapPanel, heatmaps  # noqa: E402
-from normbench.report.figures.curves import (BAND_TEXT, grad_flow, grad_norm_curves, learning_curves,  # noqa: E402
-                                             loss_curves)
-from normbench.report.figures.bars import (MEMORY_KEYS, MEMORY_KINDS, MEMORY_SAME, memory_label,  # noqa: E402
-                                           memory_table, peak_memory, throughput)
+from normbench.report.figures.png import MIN_FONT_KEY, PROBLEMS_KEY  # noqa: E402
 from normbench.report.figures.sensitivity import lr_sensitivity, performance_profile  # noqa: E402
+from normbench.report.figures.tradeoffs import tradeoff  # noqa: E402
 
 __all__ = [
     "BAND_TEXT", "Figure", "GLOSSARY", "HeatmapPanel", "LAYOUTS", "Layout", "MEMORY_KEYS", "MEMORY_KINDS",

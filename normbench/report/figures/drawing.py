@@ -14,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
 from normbench.records import metrics as registry
+
 # seaborn's "colorblind" palette (after Okabe and Ito's), as RGB in [0, 1]
 PALETTE = [tuple(int(code[i:i + 2], 16) / 255 for i in (1, 3, 5)) for code in (
     "#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133", "#56b4e9")]

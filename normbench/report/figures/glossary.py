@@ -7,7 +7,6 @@ from normbench.records import metrics as registry
 from normbench.report.figures import drawing
 from normbench.report.figures.drawing import MIN_BAND_SEEDS
 
-
 # Each figure's caption names its terms; their long explanations are written once, here, and the
 # report shows them in one legend/glossary section.
 GLOSSARY: dict[str, str] = {

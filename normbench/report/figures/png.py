@@ -15,7 +15,6 @@ from normbench.report.figures import checks, drawing
 from normbench.report.figures.checks import layout_problems
 from normbench.report.figures.drawing import LAYOUTS, Layout
 
-
 # The PNG text chunks that carry each figure's check, read back by tests and the browser check
 MIN_FONT_KEY = "normbench:min_font_px"
 PROBLEMS_KEY = "normbench:layout_problems"

@@ -12,8 +12,16 @@ from matplotlib.figure import Figure as MplFigure
 
 from normbench.records import metrics as registry
 from normbench.report.figures import checks, drawing, png
-from normbench.report.figures.drawing import (METRIC_RANGE, MIN_BAND_SEEDS, MIN_FONT_PT, PALETTE, Figure, Layout,
-                                              text, wrap)
+from normbench.report.figures.drawing import (
+    METRIC_RANGE,
+    MIN_BAND_SEEDS,
+    MIN_FONT_PT,
+    PALETTE,
+    Figure,
+    Layout,
+    text,
+    wrap,
+)
 
 
 def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: Path, name: str = "tradeoff",
