@@ -26,7 +26,7 @@ from normbench.analysis.intervals import LEVEL, t_quantile
 from normbench.analysis.ranking import rank_groups
 from normbench.analysis.speed import record_columns
 from normbench.configuration import contract
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 from normbench.records import record
 from normbench.records.metrics import TIMING_NOISY  # noqa: F401  (the report's name for it: build.py, study_figures.py, provenance.py)
 from normbench.records.record import RunRecord
@@ -34,15 +34,15 @@ from normbench.records.record import RunRecord
 # One primary score on every surface (analysis/rules.py): the last evaluation, a value not selected
 # on the data it reports, unless the runs' optimized_metric says best_val; best_val (the best of the
 # evaluations, which flatters the group evaluated most often) is shown beside it, labelled.
-PRIMARY = registry.path(rules.PRIMARY)
-SECONDARY = registry.path(rules.SECONDARY)
+PRIMARY = metric_table.path(rules.PRIMARY)
+SECONDARY = metric_table.path(rules.SECONDARY)
 RANK_SCORE = PRIMARY
 REPORT_STATUSES = (*record.STATUSES, "incomplete")  # incomplete: a record still "running" when the report read it
 TRAINED = record.TRAINED_STATUSES
 ALL_RUNS = "all runs"
 NO_STUDY = "runs without a study"  # records of single runs or of versions before studies: one comparison
 # When the task's record omits higher_is_better, the metric decides (run-record.md lists three).
-_HIGHER_IS_BETTER = {name: m.higher_is_better for name, m in registry.TASK_METRICS.items()}
+_HIGHER_IS_BETTER = {name: m.higher_is_better for name, m in metric_table.TASK_METRICS.items()}
 _ENVIRONMENT_KEYS = ("device", "device_name", "torch", "python", "normbench_version", "git_commit")
 
 
@@ -196,7 +196,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     numeric = [c for c in runs.columns if c.startswith(("metrics.", "throughput.", "profiles.", "task.trivial."))
                or c in ("time.wall_s", "time.train_s", "seed", "task.chance", "task.target", "parameters")]
     for column in numeric:
-        if column != registry.path("memory_kind"):
+        if column != metric_table.path("memory_kind"):
             runs[column] = pd.to_numeric(runs[column], errors="coerce")
     if "task.name" not in runs:
         runs["task.name"] = runs["axes.task"] if "axes.task" in runs else None
@@ -204,7 +204,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     inferred = runs.get("task.metric", pd.Series(None, index=runs.index)).map(_HIGHER_IS_BETTER)
     given = runs.get("task.higher_is_better", pd.Series(None, index=runs.index))
     runs["task.higher_is_better"] = given.where(given.notna(), inferred).fillna(True).astype(bool)
-    runs[registry.path("did_not_train")] = rules.did_not_train_column(runs)  # a verdict: decided here, never read back
+    runs[metric_table.path("did_not_train")] = rules.did_not_train_column(runs)  # a verdict: decided here, never read back
     return runs
 
 
@@ -361,23 +361,23 @@ def _per_run(trained: pd.DataFrame) -> pd.DataFrame:
         return trained[name] if name in trained else pd.Series(np.nan, index=trained.index)
 
     ok = trained["status"] == "ok"
-    steps = column(registry.path("steps_to_target"))
+    steps = column(metric_table.path("steps_to_target"))
     return pd.DataFrame({
         "group": trained["group"],
         "ok": ok,
         "diverged": trained["status"] == "diverged",
         "seed": column("seed"),
-        "timing_noise": column(registry.path("step_ms_p90")) / column(registry.path("step_ms_p10")),
+        "timing_noise": column(metric_table.path("step_ms_p90")) / column(metric_table.path("step_ms_p10")),
         "reached": steps.notna(),
         # A run that never reached the target counts as taking forever, so it pulls the median
         # rather than vanishing from it.
         "steps": steps.fillna(math.inf),
-        "seconds": column(registry.path("seconds_to_target")).where(steps.notna(), math.inf).fillna(math.inf),
-        **{m.key: column(m.path).where(ok) if m.finished_only else column(m.path) for m in registry.grouped()},
+        "seconds": column(metric_table.path("seconds_to_target")).where(steps.notna(), math.inf).fillna(math.inf),
+        **{m.key: column(m.path).where(ok) if m.finished_only else column(m.path) for m in metric_table.grouped()},
     })
 
 
-def _named_statistics(metrics: list[registry.Metric]) -> dict[str, tuple[str, str]]:
+def _named_statistics(metrics: list[metric_table.Metric]) -> dict[str, tuple[str, str]]:
     """summary.csv's columns of these metrics, as pandas' named aggregation: {column: (per-run column, how)}."""
     return {stat.column(m.prefix): (m.key, stat.how) for m in metrics for stat in m.group}
 
@@ -385,9 +385,9 @@ def _named_statistics(metrics: list[registry.Metric]) -> dict[str, tuple[str, st
 def _group_statistics(work: pd.DataFrame) -> pd.DataFrame:
     """Counts, means, spreads, intervals and medians per group (indexed by group)."""
     grouped = work.groupby("group", sort=False)
-    # The scores summary.csv always led with (best_val, final_val, test: the registry's first, finished-only
+    # The scores summary.csv always led with (best_val, final_val, test: the metric table's first, finished-only
     # entries) come first; every later entry, a later score too, follows the others (columns only ever added).
-    metrics = list(registry.grouped())
+    metrics = list(metric_table.grouped())
     lead = next((i for i, m in enumerate(metrics) if not m.finished_only), len(metrics))
     scores, others = metrics[:lead], metrics[lead:]
     summary = grouped.agg(
@@ -431,9 +431,9 @@ def _label_groups(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str])
         summary.insert(position, axis.removeprefix("axes."), first[axis])
     summary["metric"] = first["task.metric"] if "task.metric" in first else "best_val"
     summary["higher_is_better"] = first["task.higher_is_better"].astype(bool)
-    summary["memory_kind"] = (trained.groupby("group", sort=False)[registry.path("memory_kind")]
+    summary["memory_kind"] = (trained.groupby("group", sort=False)[metric_table.path("memory_kind")]
                               .agg(lambda kinds: "/".join(sorted(set(kinds.dropna().astype(str)))))
-                              if registry.path("memory_kind") in trained else "")
+                              if metric_table.path("memory_kind") in trained else "")
     return summary
 
 

@@ -61,7 +61,7 @@ from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401
 from normbench.analysis.regime import Gate  # noqa: F401
 from normbench.analysis.rules import ALPHA, NOT_TRAINED, POWER, PRIMARY  # noqa: F401
 from normbench.analysis.tuning import SELECTION, TOLERANCE_TEXT  # noqa: F401
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 from normbench.records import study_plan
 from normbench.records.reading import Records, read_curves
 
@@ -418,7 +418,7 @@ def power_of(rows: pd.DataFrame, runs: pd.DataFrame) -> Power | None:
     metric, score = str(first["metric"]), str(first.get("score") or rules.PRIMARY)
     level = float(first.get("level") or rules.ALPHA)
     compared = "test" if str(first.get("study_role")) == EVALUATION else score
-    mde, needed, largest = design_power(_compared(runs, ranked["group"], registry.path(compared), metric),
+    mde, needed, largest = design_power(_compared(runs, ranked["group"], metric_table.path(compared), metric),
                                         alpha=level, power=rules.POWER, limit=MAX_SEEDS)
     delta, delta_text = rules.margin(metric)
     return Power(mde, needed, largest, level, delta, delta_text, rules.ratio_scale(metric))

@@ -11,7 +11,7 @@ these from here:
 - **The level** of a study is the one its design spent: a sequential study's last look
   (normbench.studies.study), ALPHA for a plain sweep. Its ranking, best set, answers, claims, smallest
   detectable difference and seeds-to-decide all use it.
-- **The scale**: a task metric the registry marks ``ratio`` (MSE), and a record metric whose unit is
+- **The scale**: a task metric the metric table marks ``ratio`` (MSE), and a record metric whose unit is
   ``loss``, are compared on the log scale; their
   differences, intervals and detectable effects are ratios.
 - **The margin** of every equivalence, non-inferiority and "alike" statement is the metric's
@@ -33,13 +33,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 
 ALPHA = 0.05   # per direction: the level of a plain sweep's ranking, best set and claims
 POWER = 0.8    # of the smallest detectable difference and of "about N seeds would decide"
 LEVEL = 0.95   # of the intervals shown in tables (a display level, not a test's)
 CONFIG_KEY = "optimized_metric"
-PRIMARY, SECONDARY = registry.PRIMARY_SCORE, registry.SECONDARY_SCORE
+PRIMARY, SECONDARY = metric_table.PRIMARY_SCORE, metric_table.SECONDARY_SCORE
 NOT_TRAINED = "did not train"
 NOT_LEARNED = "did not learn the task"
 TRIVIAL = "task.trivial."  # the runs frame's columns of the task's trivial solutions: task.trivial.<name>
@@ -51,7 +51,7 @@ def primary(runs: pd.DataFrame | None = None) -> str:
     record_score for one record): the leaderboard, the answers, the claims, compare, the sweep's table and objective."""
     if runs is not None and CONFIG_KEY in runs:
         named = set(runs[CONFIG_KEY].dropna().astype(str))
-        if len(named) == 1 and (key := named.pop()) in registry.SCORES:
+        if len(named) == 1 and (key := named.pop()) in metric_table.SCORES:
             return key
     return PRIMARY
 
@@ -60,21 +60,21 @@ def record_score(summary: dict) -> str:
     """primary() for one record (summary.json as a dict): its config's ``optimized_metric``, final_val by default."""
     config = summary.get("config") if isinstance(summary, dict) and isinstance(summary.get("config"), dict) else {}
     named = config.get(CONFIG_KEY)
-    return named if named in registry.SCORES else PRIMARY
+    return named if named in metric_table.SCORES else PRIMARY
 
 
 def other_score(key: str) -> str:
     """The validation score that is not ``key``: shown beside the primary one, labelled."""
-    return next(k for k in registry.SCORES if k != key)
+    return next(k for k in metric_table.SCORES if k != key)
 
 
 def primary_column(runs: pd.DataFrame | None = None) -> str:
     """The runs frame's column of the primary score (metrics.final_val)."""
-    return registry.path(primary(runs))
+    return metric_table.path(primary(runs))
 
 
-def task_metric(name: object) -> registry.TaskMetric | None:
-    return registry.TASK_METRICS.get(str(name)) if isinstance(name, str) else None
+def task_metric(name: object) -> metric_table.TaskMetric | None:
+    return metric_table.TASK_METRICS.get(str(name)) if isinstance(name, str) else None
 
 
 def ratio_scale(name: object) -> bool:
@@ -84,9 +84,9 @@ def ratio_scale(name: object) -> bool:
 
 
 def ratio_record_metric(key: str) -> bool:
-    """Whether the record metric ``key`` is compared as a ratio (log scale): a loss (the registry's unit
+    """Whether the record metric ``key`` is compared as a ratio (log scale): a loss (the metric table's unit
     "loss": training losses and their areas span decades, like MSE)."""
-    return registry.metric(key).unit == "loss"
+    return metric_table.metric(key).unit == "loss"
 
 
 def to_scale(values, name: object) -> np.ndarray:
@@ -102,7 +102,7 @@ def margin(name: object) -> tuple[float, str]:
     """(δ on the compared scale, its words) for task metric ``name``: the smallest effect of interest."""
     found = task_metric(name)
     if found is None:
-        return registry.TASK_METRICS["accuracy"].smallest_effect, f"δ = {registry.TASK_METRICS['accuracy'].smallest_effect:g}"
+        return metric_table.TASK_METRICS["accuracy"].smallest_effect, f"δ = {metric_table.TASK_METRICS['accuracy'].smallest_effect:g}"
     if found.ratio:
         return math.log(found.smallest_effect), f"δ = ×{found.smallest_effect:g} {name}"
     return found.smallest_effect, f"δ = {found.smallest_effect:g} {name}"
@@ -134,7 +134,7 @@ def did_not_train(runs: pd.DataFrame) -> pd.Series:
     and new records alike."""
     if runs.empty:
         return pd.Series(False, index=runs.index, dtype=bool)
-    best = pd.to_numeric(runs.get(registry.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
+    best = pd.to_numeric(runs.get(metric_table.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
     chance = pd.to_numeric(runs.get("task.chance", pd.Series(np.nan, index=runs.index)), errors="coerce")
     names = runs.get("task.metric", pd.Series(None, index=runs.index, dtype=object))
     band = pd.Series([in_chance_band(b, n, c) for b, n, c in zip(best, names, chance)], index=runs.index, dtype=bool)
@@ -144,7 +144,7 @@ def did_not_train(runs: pd.DataFrame) -> pd.Series:
 def did_not_train_column(runs: pd.DataFrame) -> pd.Series:
     """The runs frame's ``metrics.did_not_train``: did_not_train as 1.0 / 0.0 for a finished run that did not
     diverge, NaN for the others (a diverged run has its own failure; an unfinished one no metrics)."""
-    diverged = runs.get(registry.path("diverged_at_step"), pd.Series(np.nan, index=runs.index)).notna()
+    diverged = runs.get(metric_table.path("diverged_at_step"), pd.Series(np.nan, index=runs.index)).notna()
     finished = runs["status"] == "ok" if "status" in runs else pd.Series(False, index=runs.index)
     return did_not_train(runs).astype(float).where(finished & ~diverged)
 def trivial_columns(runs: pd.DataFrame) -> list[str]:
@@ -188,7 +188,7 @@ def plateaus(runs: pd.DataFrame) -> pd.Series:
     columns = trivial_columns(runs)
     if runs.empty or not columns:
         return out
-    best = pd.to_numeric(runs.get(registry.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
+    best = pd.to_numeric(runs.get(metric_table.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
     names = runs.get("task.metric", pd.Series(None, index=runs.index, dtype=object))
     for index in runs.index:
         name = names[index]

@@ -9,13 +9,13 @@ standard one (parameters and per-row statistics are O(hidden) and left out):
     fwd+bwd                               5 * numel * elem_size
     copy       y.copy_(x)                 2 * numel * elem_size
 
-Modules come straight from the registry, parameters cast to the dtype and *without* the fp32
+Modules come straight from the norm table (norms/kinds.py), parameters cast to the dtype and *without* the fp32
 policy wrapper (``Fp32Norm``), so the kernel that runs is the one for that dtype. Forward is timed
 under ``torch.no_grad()``; forward+backward as ``torch.autograd.grad`` of the output against x and
 the parameters with a fixed dy, so no gradient accumulates between calls. BatchNorm is in training
 mode (batch statistics, running averages updated), as in a training step.
 
-impls: ``native`` and ``reference`` from the registry; ``compiled`` = normbench's own kernel where
+impls: ``native`` and ``reference`` from the norm table; ``compiled`` = normbench's own kernel where
 a kind has one (RMSNorm on CPU: ``norm.impl=compiled``); ``auto`` = what ``build_norm`` builds by
 default (``norm.impl=auto``; its rows say which kernel it ran); ``torch_compile`` = torch.compile of
 the reference module (with ``--compile``); on CUDA, apex's and Liger's fused LN/RMSNorm if installed.

@@ -24,7 +24,7 @@ import pandas as pd
 
 from normbench.analysis.result import ALPHA, EVALUATION, NO_STUDY, POWER, PRIMARY, Comparison, Power, StudyResult
 from normbench.analysis.result import MAX_SEEDS as _MAX_SEEDS
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 from normbench.records.metrics import TIMING_NOISY
 from normbench.report.figures import METRIC_RANGE
 from normbench.report.tables import interval, number
@@ -259,7 +259,7 @@ def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
         noisy = best.get("timing_noise_median")
         flag = ("paired timing of the arms" if best.get("timing") == "paired" else
                 "per-run timing, noisy" + (f": p90/p10 {noisy:.2g}" if pd.notna(noisy) and noisy > TIMING_NOISY else ""))
-        parts.append(f"it trained at {number(speed, 3)} {registry.metric('samples_per_s').unit} ({flag})")
+        parts.append(f"it trained at {number(speed, 3)} {metric_table.metric('samples_per_s').unit} ({flag})")
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."
 

@@ -28,7 +28,7 @@ from normbench.analysis.result import (
     Part,
     shown_status,
 )
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 from normbench.records.metrics import TIMING_NOISY
 from normbench.records.values import format_value
 
@@ -247,11 +247,11 @@ def _board_columns(metric: str, arms: list[str], score: str = "final_val") -> li
     optional = [
         (f"{secondary.replace('_', ' ')} (secondary{', flatters' if secondary == 'best_val' else ''})",
          lambda row: mean_with_interval(row, secondary)),
-        (registry.metric("samples_per_s").label,
+        (metric_table.metric("samples_per_s").label,
          lambda row: number(row["samples_per_s_median"]) + (" ⚠" if _noisy(row) else "")),
         ("steps to target (reached)", lambda row: f"{to_target(row['steps_to_target_median'])} "
                                                   f"({int(row['reached'])}/{int(row['n'])})"),
-        (registry.metric("peak_memory_mb").label, lambda row: number(row["peak_memory_mb_median"])),
+        (metric_table.metric("peak_memory_mb").label, lambda row: number(row["peak_memory_mb_median"])),
     ]
     return columns + optional[:max(0, MAX_COLUMNS - len(columns))]
 
@@ -308,7 +308,7 @@ def unfinished_reasons(runs: pd.DataFrame) -> Table:
 
 # (summary.csv column, title) of every grouped metric with a gradient-table title (normbench/records/metrics.py)
 _GRADIENT_COLUMNS = [(stat.column(m.prefix), stat.title)
-                     for m in registry.grouped() for stat in m.group if stat.title]
+                     for m in metric_table.grouped() for stat in m.group if stat.title]
 
 
 def gradient_table(summary: pd.DataFrame, axes: list[str]) -> Table:
@@ -360,11 +360,11 @@ def _run_table(runs: pd.DataFrame, axes: list[str], base: Path, extra: list[tupl
 def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
     """The failed runs: diverged, and finished without leaving the chance band ("did not train",
     analysis/rules.py), which count against their arm alike."""
-    untrained = runs[registry.path("did_not_train")].eq(1.0)  # the analysis's verdict (rules.did_not_train_column)
+    untrained = runs[metric_table.path("did_not_train")].eq(1.0)  # the analysis's verdict (rules.did_not_train_column)
     diverged = runs[(runs["status"] == "diverged") | untrained].assign(
         reason=lambda f: f["reason"].where(~untrained[f.index],
                                            NOT_TRAINED + ": its best evaluation never left the chance band"))
-    extra = [*[(registry.path(key), registry.metric(key).label) for key in ("diverged_at_step", "last_finite_loss")],
+    extra = [*[(metric_table.path(key), metric_table.metric(key).label) for key in ("diverged_at_step", "last_finite_loss")],
              ("reason", "reason")]
     several = "study.name" in diverged and diverged["study.name"].nunique() > 1
     lead = (["study.name"] if several else []) + (["arm"] if "arm" in diverged else axes)

@@ -14,7 +14,7 @@ import pandas as pd
 from normbench.analysis import rules
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.intervals import ALPHA, decision_level
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 from normbench.records.record import RESULT_STATUSES
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
@@ -151,9 +151,9 @@ SCORE = Measure(rules.PRIMARY, lambda runs: metric(runs, rules.primary_column(ru
 
 
 def recorded(key: str) -> Measure:
-    """A record's metric as a measure: named by its key and display name, directed as the registry says
+    """A record's metric as a measure: named by its key and display name, directed as the metric table says
     (``"task"``: the task's direction)."""
-    entry = registry.metric(key)
+    entry = metric_table.metric(key)
     higher = {"higher": True, "lower": False}.get(entry.direction)
     return Measure(f"{key} ({entry.label})", column(entry.path), higher=higher)
 

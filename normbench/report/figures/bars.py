@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 from normbench.report.figures import drawing, png
 from normbench.report.figures.drawing import PALETTE, WIDE, Figure, Layout, text, wrap
 
@@ -71,7 +71,7 @@ def _bars(bars: pd.DataFrame, value: str, low: str | None, high: str | None, xla
 def throughput(bars: pd.DataFrame, out: Path, note: str, noisy_limit: float, suffix: str = "",
                study: str = "") -> Figure | None:
     """Samples per second per arm, one panel per task; labelled unpaired unless every bar is a paired timing."""
-    unit = registry.metric("samples_per_s").unit
+    unit = metric_table.metric("samples_per_s").unit
     paired = bool(len(bars)) and "timing" in bars and (bars["timing"] == "paired").all()
     kind = "paired timing" if paired else "unpaired per-run throughput"
     figure = _bars(bars, "samples_per_s_median", "samples_per_s_min", "samples_per_s_max",
@@ -121,8 +121,8 @@ def memory_table(runs: pd.DataFrame) -> pd.DataFrame:
     MEMORY_KEYS that varies across the finished runs (the same settings in two studies pool), with
     the memory kind, the number of runs, their median and their min–max in MB. Empty when no
     finished run recorded its memory."""
-    column = registry.path("peak_memory_mb")
-    kind = registry.path("memory_kind")
+    column = metric_table.path("peak_memory_mb")
+    kind = metric_table.path("memory_kind")
     if column not in runs:
         return pd.DataFrame()
     done = runs[runs["status"].isin(("ok", "diverged"))] if "status" in runs else runs

@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 
 # seaborn's "colorblind" palette (after Okabe and Ito's), as RGB in [0, 1]
 PALETTE = [tuple(int(code[i:i + 2], 16) / 255 for i in (1, 3, 5)) for code in (
@@ -21,9 +21,9 @@ PALETTE = [tuple(int(code[i:i + 2], 16) / 255 for i in (1, 3, 5)) for code in (
 # Groups differ by line style and marker too, so they stay apart without colour (or in grey print).
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-METRIC_UNITS = {name: m.unit for name, m in registry.TASK_METRICS.items()}
+METRIC_UNITS = {name: m.unit for name, m in metric_table.TASK_METRICS.items()}
 # A t-band from few seeds can reach past what the metric can be; drawn, it is clipped to this range.
-METRIC_RANGE = {name: m.bounds for name, m in registry.TASK_METRICS.items()}
+METRIC_RANGE = {name: m.bounds for name, m in metric_table.TASK_METRICS.items()}
 MIN_BAND_SEEDS = 3  # a band or error bar from fewer seeds is mostly the t quantile, so none is drawn
 MIN_FONT_PT = 10.5
 # A white grid: light grey gridlines and frame, dark grey text, no tick marks (seaborn's "whitegrid" style at

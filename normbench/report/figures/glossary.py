@@ -3,7 +3,7 @@ report takes a study's figures (STUDY_FIGURE_ORDER)."""
 
 from __future__ import annotations
 
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 from normbench.report.figures import drawing
 from normbench.report.figures.drawing import MIN_BAND_SEEDS
 
@@ -24,8 +24,8 @@ GLOSSARY: dict[str, str] = {
                                     "other processes shared the machine: it carries the load each run met, so "
                                     "a difference between arms is not a speed result."),
     "noisy timing": (f"Hatched grey bars: the median run's slowest tenth of steps took more than "
-                     f"{registry.TIMING_NOISY:g}× its fastest tenth (step_ms p90/p10), or the seeds' throughputs "
-                     f"differ by more than {registry.TIMING_NOISY:g}×: the machine's load changed while it was timed."),
+                     f"{metric_table.TIMING_NOISY:g}× its fastest tenth (step_ms p90/p10), or the seeds' throughputs "
+                     f"differ by more than {metric_table.TIMING_NOISY:g}×: the machine's load changed while it was timed."),
     "small multiples": (f"Beyond {drawing.SINGLE_PANEL_GROUPS} arms, one panel per arm (its title): its line in colour over "
                         "the other arms in grey; every panel of a metric shares one y-range."),
     "peak memory": ("GPU tensor memory on a GPU; on a CPU the whole process's resident memory (interpreter, "

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from normbench.records import metrics as registry
+from normbench.records import metrics as metric_table
 from normbench.report.figures import checks, drawing, png
 from normbench.report.figures.drawing import (
     METRIC_RANGE,
@@ -41,7 +41,7 @@ def tradeoff(summary: pd.DataFrame, metrics: dict[str, tuple[str, bool]], out: P
     # Speed is a result only from paired timing (the arms timed side by side, analysis/speed.py);
     # a run's own step time carries the load it met, so without pairing the axis says so.
     paired = bool(len(rows)) and "timing" in rows and (rows["timing"] == "paired").all()
-    unit = registry.metric("samples_per_s").unit
+    unit = metric_table.metric("samples_per_s").unit
     speed_axis = (f"training {unit}, paired timing" if paired
                   else f"unpaired per-run throughput ({unit}, median over seeds)")
 
