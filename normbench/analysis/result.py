@@ -62,8 +62,7 @@ from normbench.analysis.regime import Gate  # noqa: F401
 from normbench.analysis.rules import ALPHA, NOT_TRAINED, POWER, PRIMARY  # noqa: F401
 from normbench.analysis.tuning import SELECTION, TOLERANCE_TEXT  # noqa: F401
 from normbench.records import metrics as metric_table
-from normbench.records import published
-from normbench.records import study_plan
+from normbench.records import published, study_plan
 from normbench.records.reading import Records, read_curves
 
 MAX_SEEDS = 200  # beyond this "about K seeds" is no plan anyone would run

@@ -88,7 +88,7 @@ class Published:
     """A report folder's published tables, as the analysis reads them."""
 
     runs: pd.DataFrame    # runs.csv
-    curves: pd.DataFrame  # curves.csv: run_dir, step, val_metric (what read_evals gives the gates) and the rest
+    curves: pd.DataFrame  # curves.csv, with kind "eval": read_curves' eval rows (run_dir, step, val_metric) and the rest
     paired: pd.DataFrame  # paired-timing.csv, one row per arm with rounds_ms (analysis/speed.paired_timing's)
 
 
@@ -101,7 +101,8 @@ def load(folder: Path) -> Published:
     plain, packed = folder / CURVES, folder / f"{CURVES}.gz"
     curves = (pd.read_csv(plain) if plain.is_file() else pd.read_csv(packed) if packed.is_file()
               else pd.DataFrame(columns=CURVE_TABLE_COLUMNS))
-    curves = curves.astype({"run_dir": str, "step": float, "val_metric": float})
+    # read_curves' eval rows (its kind and types), so the functions that read curves take these as they are
+    curves = curves.astype({"run_dir": str, "step": float, "val_metric": float}).assign(kind="eval")
     timing_path = folder / PAIRED_TIMING
     rounds = pd.read_csv(timing_path) if timing_path.is_file() else pd.DataFrame(columns=PAIRED_TIMING_COLUMNS)
     keys = [c for c in PAIRED_TIMING_COLUMNS if c not in ("round", "step_ms")]
