@@ -131,3 +131,17 @@ def test_the_claims_steps_to_target_are_re_derived_from_curves_csv(report):
     recorded = RECORDED["steps_to_target"]
     assert recorded.notna().all() and recorded.nunique() > 1  # rms reaches the target sooner: a real comparison
     pd.testing.assert_series_equal(again.sort_index(), recorded.sort_index(), check_names=False)
+
+
+def test_curves_past_the_plain_size_are_gzipped_the_same_every_time(report, tmp_path, monkeypatch):
+    """Past CURVES_PLAIN_MAX the table is curves.csv.gz, byte for byte the same on a rebuild (no gzip
+    timestamp: a committed report diffs clean), and load reads it as it reads the plain one."""
+    found = published.load(report)
+    table = pd.read_csv(report / published.CURVES)
+    monkeypatch.setattr(published, "CURVES_PLAIN_MAX", 100)
+    first = published.write_curves(table, tmp_path)
+    assert first.name == "curves.csv.gz" and not (tmp_path / published.CURVES).exists()
+    bytes_once = first.read_bytes()
+    assert published.write_curves(table, tmp_path).read_bytes() == bytes_once
+    shutil.copy(report / "runs.csv", tmp_path / "runs.csv")
+    pd.testing.assert_frame_equal(published.load(tmp_path).curves, found.curves)
