@@ -62,7 +62,7 @@ from normbench.analysis.regime import Gate  # noqa: F401
 from normbench.analysis.rules import ALPHA, NOT_TRAINED, POWER, PRIMARY  # noqa: F401
 from normbench.analysis.tuning import SELECTION, TOLERANCE_TEXT  # noqa: F401
 from normbench.records import metrics as metric_table
-from normbench.records import study_plan
+from normbench.records import published, study_plan
 from normbench.records.reading import Records, read_curves
 
 MAX_SEEDS = 200  # beyond this "about K seeds" is no plan anyone would run
@@ -230,6 +230,15 @@ class StudyResult:
     def machine_rows(self) -> list[list[str]]:
         """How busy the machine was while the finished runs trained (speed.condition_rows)."""
         return speed.condition_rows(self.finished)
+
+    def published_curves(self) -> pd.DataFrame:
+        """Every run's evaluations as the report publishes them (records/published.curves_table): the
+        curves the still-improving gate and the steps to a target read, recomputable from the report's files."""
+        return published.curves_table(self.runs)
+
+    def published_timing(self) -> pd.DataFrame:
+        """The paired timings beside the records, one row per arm per round (speed.paired_rounds)."""
+        return speed.paired_rounds(speed.paired_timing(self.runs))
 
     @functools.cached_property
     def trained(self) -> pd.DataFrame:

@@ -19,6 +19,7 @@ import pandas as pd
 from scipy import stats
 
 from normbench.analysis import rules
+from normbench.records.published import PAIRED_TIMING_COLUMNS
 from normbench.records.record import Unreadable, read_json_file
 
 FILE = "paired-timing.json"
@@ -167,6 +168,20 @@ def paired_timing(runs_or_dirs: pd.DataFrame | Iterable[Path | str]) -> pd.DataF
         frame["group"] = [labels.get(key) for key in keys]
         frame = frame[frame["group"].notna()]
     return frame.reset_index(drop=True)
+
+
+def paired_rounds(paired: pd.DataFrame) -> pd.DataFrame:
+    """``paired`` (paired_timing's rows) as published (records/published.PAIRED_TIMING_COLUMNS): one row
+    per arm per round, ``timing`` numbering the source files (arms of one timing shared every round,
+    so log_ratio_interval of two arms' rounds recomputes their ratio); the file paths stay out."""
+    rows = []
+    for timing, (_, arms) in enumerate(paired.groupby("source", sort=False), 1):
+        for arm in arms.itertuples():
+            for index, ms in enumerate(arm.rounds_ms if isinstance(arm.rounds_ms, list) else [], 1):
+                rows.append({"timing": timing, "study": arm.study, "group": arm.group, "arm": arm.arm,
+                             "group_hash": arm.group_hash, "reference": arm.reference, "device": arm.device,
+                             "threads": arm.threads, "round": index, "step_ms": float(ms)})
+    return pd.DataFrame(rows, columns=PAIRED_TIMING_COLUMNS)
 
 
 def prefer_paired(summary: pd.DataFrame, paired: pd.DataFrame) -> tuple[pd.DataFrame, str]:

@@ -19,6 +19,7 @@ import pandas as pd
 from normbench.analysis import result as study_result
 from normbench.analysis.result import METHOD, StudyResult, shown_status
 from normbench.records.metrics import TIMING_NOISY
+from normbench.records.published import PAIRED_TIMING, write_curves
 from normbench.records.reading import MAX_REPORT_RECORDS, Records, count_records, find_records, quiet_numerics
 from normbench.report import answers, figures, provenance, sections, study_figures, synthesis, tables
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
@@ -107,6 +108,11 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
     if importlib.util.find_spec("pyarrow") is not None:  # the same table with its types kept
         _parquet_ready(runs).to_parquet(staging / "runs.parquet", index=False)
     spreadsheet_safe(summary).to_csv(staging / "summary.csv", index=False)
+    # what the gates and verdicts read beyond one number per run, so a committed report can recompute them
+    write_curves(spreadsheet_safe(result.published_curves()), staging)
+    timed = result.published_timing()
+    if not timed.empty:  # only where `bench arms` timed the arms
+        spreadsheet_safe(timed).to_csv(staging / PAIRED_TIMING, index=False)
     context = {
         "title": "normbench report",
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

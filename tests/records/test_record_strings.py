@@ -80,7 +80,7 @@ def test_every_report_format_treats_record_strings_as_data(sweep, tmp_path):
     body = md.replace("](figures/", "]FIG(")  # the report's own figure links
     body = re.sub(r"\]\((#[\w-]+|[\w-]+\.(?:csv|parquet))\)", "]", body)  # its own anchors and data links
     assert not any(pattern.search(body) for pattern in LIVE)
-    for name in ("runs.csv", "summary.csv"):
+    for name in ("runs.csv", "summary.csv", "curves.csv"):
         with open(out / name, newline="", encoding="utf-8") as handle:
             cells = [cell for row in csv.reader(handle) for cell in row]
         assert not [c for c in cells if c.startswith(("=", "+", "@", "\t", "\r"))], name

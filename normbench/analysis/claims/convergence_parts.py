@@ -46,19 +46,21 @@ from normbench.records.metrics import path
 TARGET_SHARE = 0.5  # steps to target: the first evaluation this share of the way from chance to the setting's best
 
 
-def curve_summaries(runs: pd.DataFrame) -> pd.DataFrame:
+def curve_summaries(runs: pd.DataFrame, curves: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per run (index of ``runs``), from its metrics.jsonl: train_loss_auc and val_auc (the means of
     the training loss and of the validation metric over the run, as the runner records them) and
     steps_to_target (the first evaluation at least TARGET_SHARE of the way from chance to the best
-    evaluation of any run here; NaN when never reached or diverged). Empty when no curves can be read."""
+    evaluation of any run here; NaN when never reached or diverged). Empty when no curves can be read.
+    ``curves``: read_curves' frame when the caller has it (a published report's, records/published.load)."""
     from pathlib import Path
 
     from normbench.records.reading import read_curves
 
     dirs = runs["run_dir"].dropna().astype(str) if "run_dir" in runs else pd.Series(dtype=str)
-    if dirs.empty or not any((Path(d) / "metrics.jsonl").is_file() for d in dirs):
-        return pd.DataFrame(index=runs.index)
-    curves = read_curves(dirs.unique())
+    if curves is None:
+        if dirs.empty or not any((Path(d) / "metrics.jsonl").is_file() for d in dirs):
+            return pd.DataFrame(index=runs.index)
+        curves = read_curves(dirs.unique())
     train, evals = curves[curves["kind"] == "train"], curves[curves["kind"] == "eval"]
     loss = train.groupby("run_dir")["loss"].mean()
     val = evals.groupby("run_dir")["val_metric"].mean()
