@@ -3,6 +3,6 @@ per-step rows), `reading` finds the records in folders and reads their curves (t
 analysis's only input), `metrics` is the registry of record metrics, `values` how a recorded value is written as text, `convergence` the step-to-target
 measure they use, `sweep_time` the timestamps each job of a sweep writes beside its record and the
 sweep's efficiency from them, and `study_plan` the plan file a sequential study writes beside its records
-(the study runner's format, read by the report). This package may import the configuration modules below it (`normbench.configuration.schema`,
+(the study runner's format, read by the report), and `folders` whose files an output folder holds. This package may import the configuration modules below it (`normbench.configuration.schema`,
 `normbench.configuration.contract`, `normbench.checks`) and nothing above: training, studies, the analysis and
 the report import it, never the reverse."""

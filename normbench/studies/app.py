@@ -29,7 +29,7 @@ from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.configuration.env_names import CONTROL, NAME_KEYS, refused_env_name
 from normbench.configuration.schema import TASK_CONFIGS
-from normbench.records import sweep_time
+from normbench.records import folders, sweep_time
 from normbench.report.output import inside
 from normbench.studies import sweep_end
 from normbench.training import machine
@@ -185,10 +185,18 @@ class Job:
             return math.inf
         multirun = hc.mode == RunMode.MULTIRUN
         run_dir = Path(hc.runtime.output_dir)
+        if not str(hc.sweep.dir if multirun else hc.run.dir).strip():
+            which = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+            self.refused = self.refused or f"{which} is empty: the record would be written into the current folder; name a folder"
+            return math.inf
         if multirun and not inside(hc.sweep.dir, run_dir):
             self.refused = self.refused or (f"hydra.sweep.subdir puts the job in {message_text(run_dir)}, outside the "
                                             f"sweep directory {message_text(hc.sweep.dir)}")
             _remove_if_empty(run_dir)  # Hydra made it before calling the job
+            return math.inf
+        foreign = folders.not_ours(run_dir, f"{hc.job.name}.log")
+        if foreign:  # before the first log line: the job's log is opened then (delay: true)
+            self.refused = self.refused or message_text(foreign)
             return math.inf
         # Imported here, not with this module: a joblib launcher only hands jobs to its workers and
         # never needs torch, so it starts them a few seconds sooner.

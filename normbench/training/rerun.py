@@ -28,6 +28,7 @@ from normbench.checks import out_path
 from normbench.configuration.contract import config_hash
 from normbench.configuration.schema import LOGGER_KINDS
 from normbench.records.metrics import viewed
+from normbench.records.folders import foreign_entry
 from normbench.records.record import SetAside, git_commit, read_summary
 
 COMPARED = viewed("rerun")
@@ -61,17 +62,6 @@ def recorded_config(old: dict, loggers: tuple[str, ...] = ()) -> dict:
     return config
 
 
-def _holds_something(out: Path) -> bool:
-    """Whether ``out`` exists as anything but an empty folder."""
-    try:
-        with os.scandir(out) as entries:
-            return next(entries, None) is not None
-    except FileNotFoundError:
-        return False
-    except OSError:  # a file, or a folder that cannot be read: not a place to write a record
-        return True
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m normbench rerun", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory holding summary.json")
@@ -98,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"normbench.rerun: --out {str(args.out)[:200]} is a symbolic link; give the folder it points to if "
               f"the record belongs there", file=sys.stderr)
         return 2
-    if args.out is not None and _holds_something(args.out):  # someone's files would be overwritten
+    if args.out is not None and foreign_entry(args.out) is not None:  # someone's files would be overwritten
         print(f"normbench.rerun: --out {str(args.out)[:200]} is not a new or empty folder; choose another --out",
               file=sys.stderr)
         return 2
