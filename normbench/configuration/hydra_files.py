@@ -93,6 +93,11 @@ class CheckHydraFiles(Callback):
         if not str(config.hydra.sweep.dir).strip():
             raise Refused("hydra.sweep.dir is empty: the sweep would be written into the current folder; "
                           "name a folder for it")
+        batch = OmegaConf.select(config, "hydra.sweeper.max_batch_size", default=None)
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+            # Hydra's basic sweeper asserts it: a traceback, not a line
+            raise Refused(f"hydra.sweeper.max_batch_size must be a whole number >= 1 (or null: all jobs at "
+                          f"once), got {str(batch)[:40]}")
         check(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
         foreign = foreign_sweep_file(Path(str(config.hydra.sweep.dir)))
         if foreign:
