@@ -29,3 +29,12 @@ def test_a_sweepers_batch_size_below_1_is_one_line(cli, tiny_args, tmp_path, val
                        f"hydra.sweep.dir={tmp_path / 'sweep'}")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert not (tmp_path / "sweep" / "0").exists()
+
+
+def test_a_non_finite_setting_is_refused_before_its_record(cli, tiny_args, tmp_path):
+    """S10: ``lr: nan`` in a sweep made a record saying lr null, which the report then set aside."""
+    sweep = tmp_path / "sweep"
+    code, _, err = cli("-m", *tiny_args, "lr=nan,0.001", "report=false", f"hydra.sweep.dir={sweep}")
+    assert code == 2 and err.strip().splitlines()[-1].endswith("lr=nan must be a finite number: a record cannot hold it")
+    assert not (sweep / "0" / "summary.json").exists()
+    assert (sweep / "1" / "summary.json").exists()  # the other job ran

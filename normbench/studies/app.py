@@ -108,6 +108,15 @@ def check_job(hc, node: DictConfig) -> None:
                           f"{chosen}'s); choose the task with task={task_name}")
 
 
+def non_finite(value, key: str = "") -> str | None:
+    """The first setting of a resolved config that is nan or infinite (``lr: nan`` in a sweep file): JSON
+    holds none, so the run's record would say null and be set aside; refused before it is written."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{key}={value}"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return next((found for k, v in items if (found := non_finite(v, f"{key}.{k}" if key else str(k)))), None)
+
+
 def written_names(node: DictConfig) -> dict:
     """Each name-bearing key (configuration/env_names.py) as written, before resolution: the job's
     config for its own keys, Hydra's for ``hydra.*``."""
@@ -179,7 +188,9 @@ class Job:
         self.secrets = sorted({*self.secrets, *node_secrets(node)}, key=len, reverse=True)
         try:
             check_job(hc, node)
-            OmegaConf.to_container(node, resolve=True)  # an interpolation that fails is the user's input
+            unrecordable = non_finite(OmegaConf.to_container(node, resolve=True))  # a failing interpolation is the user's input
+            if unrecordable:
+                raise ConfigError(f"{unrecordable} must be a finite number: a record cannot hold it")
         except (ConfigError, OmegaConfBaseException) as err:  # before anything is written; one line from main
             self.refused = self.refused or str(err)
             return math.inf
