@@ -239,6 +239,18 @@ class Job:
         return objective(summary)
 
 
+def _ignore_further_stops() -> None:
+    """Once the interrupt is being said, a second Ctrl-C (or SIGTERM) has nothing left to stop: raised
+    here it would escape as an uncaught KeyboardInterrupt, and the process would die by SIGINT (-2)
+    after the line, not exit 130."""
+    for signum in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if signum is not None:
+            try:
+                signal.signal(signum, signal.SIG_IGN)
+            except ValueError:  # not the main thread
+                pass
+
+
 def stale_note(run_dir: Path) -> str:
     """What an error line adds when the run's record could not be finished: a summary.json left saying
     ``running`` is stale (no process is running it), and the report counts it as incomplete."""
@@ -406,6 +418,7 @@ def main(from_process_start: bool = False) -> None:
              "defaults list names itself, or a chain of them that comes back round)")
         sys.exit(2)
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py); 130 for all
+        _ignore_further_stops()
         by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
         print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
