@@ -4,6 +4,7 @@ refused with one line (the command line's run, a sweep, ``normbench rerun --out`
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -35,3 +36,14 @@ def not_ours(run_dir: Path, log_name: str) -> str | None:
         return None
     return (f"the run folder {run_dir} holds {found} but no normbench record; a run never writes over files "
             f"it did not write: choose another output folder")
+
+
+def stale_note(run_dir: Path) -> str:
+    """What an error line adds when the run's record could not be finished: a summary.json left saying
+    ``running`` is stale (no process is running it), and the report counts it as incomplete."""
+    try:
+        with open(run_dir / "summary.json", encoding="utf-8") as handle:
+            status = json.loads(handle.read(1 << 20)).get("status")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return f"; the record in {run_dir} is stale (it says {status!r})" if status == "running" else ""

@@ -30,6 +30,7 @@ from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.configuration.env_names import CONTROL, NAME_KEYS, refused_env_name
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.records import folders, sweep_time
+from normbench.records.folders import stale_note
 from normbench.report.output import inside
 from normbench.studies import sweep_end
 from normbench.training import machine
@@ -249,19 +250,6 @@ def _ignore_further_stops() -> None:
                 signal.signal(signum, signal.SIG_IGN)
             except ValueError:  # not the main thread
                 pass
-
-
-def stale_note(run_dir: Path) -> str:
-    """What an error line adds when the run's record could not be finished: a summary.json left saying
-    ``running`` is stale (no process is running it), and the report counts it as incomplete."""
-    try:
-        import json
-
-        with open(run_dir / "summary.json", encoding="utf-8") as handle:
-            status = json.loads(handle.read(1 << 20)).get("status")
-    except (OSError, ValueError, AttributeError):
-        return ""
-    return f"; the record in {run_dir} is stale (it says {status!r})" if status == "running" else ""
 
 
 def _as_typed(overrides) -> list[str]:

@@ -28,7 +28,7 @@ from normbench.checks import out_path
 from normbench.configuration.contract import config_hash
 from normbench.configuration.schema import LOGGER_KINDS
 from normbench.records.metrics import viewed
-from normbench.records.folders import foreign_entry
+from normbench.records.folders import foreign_entry, stale_note
 from normbench.records.record import SetAside, git_commit, read_summary
 
 COMPARED = viewed("rerun")
@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                       extra={"rerun_of": {"run_dir": str(args.run_dir.resolve()), "config_hash": digest},
                              "study": old.get("study") if isinstance(old.get("study"), dict) else None})
     except OSError as err:
-        print(f"normbench.rerun: cannot write the new record: {err}", file=sys.stderr)
+        # the same words as a run's: a record left saying "running" is stale (records/folders.py)
+        print(f"normbench.rerun: cannot write the new record: {err}{stale_note(out)}", file=sys.stderr)
         return 2
     differs = [k for k in COMPARED if (old.get("metrics") or {}).get(k) != (new.get("metrics") or {}).get(k)]
     if old["status"] != new["status"]:
