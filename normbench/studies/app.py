@@ -34,7 +34,7 @@ from normbench.records.folders import stale_note
 from normbench.report.output import inside
 from normbench.studies import sweep_end
 from normbench.training import machine
-from normbench.training.tracking import env_secrets, interpolated_secrets
+from normbench.training.tracking import env_secrets, interpolated_secrets, masked
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
@@ -240,6 +240,29 @@ class Job:
         return objective(summary)
 
 
+class _MaskedOutput:
+    """Standard output with every value read from the environment and any URI password replaced by
+    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``)."""
+
+    def __init__(self, stream, secrets: list[str]):
+        self._stream, self._secrets, self._line = stream, tuple(secrets), ""
+
+    def write(self, text: str) -> int:
+        *lines, self._line = (self._line + text).split("\n")
+        for line in lines:
+            self._stream.write(masked(line, self._secrets) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._line:
+            self._stream.write(masked(self._line, self._secrets))
+            self._line = ""
+        self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _ignore_further_stops() -> None:
     """Once the interrupt is being said, a second Ctrl-C (or SIGTERM) has nothing left to stop: raised
     here it would escape as an uncaught KeyboardInterrupt, and the process would die by SIGINT (-2)
@@ -380,6 +403,9 @@ def main(from_process_start: bool = False) -> None:
     except ConfigError as err:
         _say(f"error: {err}")
         sys.exit(2)
+    printing = any(a in ("-c", "--cfg", "-p", "--package", "-i", "--info") or a.startswith("--cfg=") for a in sys.argv[1:])
+    if printing:  # Hydra prints the config itself (--cfg job --resolve): its lines are masked as ours are
+        sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:]))
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
     except hydra_files.Refused as refused:
@@ -410,6 +436,10 @@ def main(from_process_start: bool = False) -> None:
         by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
         print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
+    finally:
+        if printing and isinstance(sys.stdout, _MaskedOutput):
+            sys.stdout.flush()
+            sys.stdout = sys.stdout._stream
     for message in (job.refused, job.unwritable):
         if message:
             _say(f"error: {message}", job.secrets)
