@@ -17,7 +17,6 @@ run folder, W&B offline), and none unless given. ``--out`` must be a new or an e
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -27,8 +26,8 @@ from omegaconf import OmegaConf
 from normbench.checks import out_path
 from normbench.configuration.contract import config_hash
 from normbench.configuration.schema import LOGGER_KINDS
-from normbench.records.metrics import viewed
 from normbench.records.folders import foreign_entry, stale_note
+from normbench.records.metrics import viewed
 from normbench.records.record import SetAside, git_commit, read_summary
 
 COMPARED = viewed("rerun")
