@@ -408,8 +408,8 @@ def main(from_process_start: bool = False) -> None:
         sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:]))
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
-    except hydra_files.Refused as refused:
-        _say(f"error: {refused}")
+    except hydra_files.Refused as refused:  # a job's own refusal first: it says why the sweep ran nothing
+        _say(f"error: {job.refused or refused}", job.secrets)
         sys.exit(2)
     except sweep_end.RunsFailed as failed:
         _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
