@@ -102,3 +102,23 @@ def test_a_second_ctrl_c_while_the_interrupt_is_said_still_exits_130(monkeypatch
     with pytest.raises(SystemExit) as exit_:
         app.main()
     assert exit_.value.code == 130 and "".join(err.lines).strip() == "normbench: interrupted; summaries written"
+
+
+def test_sigterm_before_any_job_is_one_line_and_130(monkeypatch, capsys):
+    """G04: a local-launcher sweep's process runs no job itself: SIGTERM there killed it with no line."""
+    from normbench.studies import app
+
+    def launcher_waiting(*args, **kwargs):
+        def run():
+            os.kill(os.getpid(), signal.SIGTERM)
+            deadline = time.monotonic() + HANG_S
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+        return lambda job: run
+    monkeypatch.setattr(app.hydra, "main", launcher_waiting)
+    monkeypatch.setattr(sys, "argv", ["normbench", "-m", "threads=1", "steps=2", "hydra/launcher=local"])
+    with pytest.raises(SystemExit) as exit_:
+        app.main()
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err.strip() == "normbench: interrupted by SIGTERM; summaries written"
+    assert signal.getsignal(signal.SIGTERM) is not app._stop  # put back

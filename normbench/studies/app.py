@@ -263,6 +263,26 @@ class _MaskedOutput:
         return getattr(self._stream, name)
 
 
+def _stop(signum, frame):
+    stop = KeyboardInterrupt(f"signal {signum}")
+    stop.signum = signum  # main's last line names it
+    raise stop
+
+
+def _stops_as_interrupts() -> dict:
+    """SIGTERM and SIGHUP end the command as Ctrl-C does, with its one line and 130, from the start:
+    a launcher process (hydra/launcher=local) runs no job itself, so a run's own handler
+    (training/run.py) is never in place there and the signal killed it with no line (G04).
+    Returns the handlers replaced."""
+    previous = {}
+    for signum in (getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)):
+        try:
+            previous[signum] = signal.signal(signum, _stop)
+        except ValueError:  # not the main thread: leave signals alone
+            break
+    return previous
+
+
 def _ignore_further_stops() -> None:
     """Once the interrupt is being said, a second Ctrl-C (or SIGTERM) has nothing left to stop: raised
     here it would escape as an uncaught KeyboardInterrupt, and the process would die by SIGINT (-2)
@@ -406,6 +426,7 @@ def main(from_process_start: bool = False) -> None:
     printing = any(a in ("-c", "--cfg", "-p", "--package", "-i", "--info") or a.startswith("--cfg=") for a in sys.argv[1:])
     if printing:  # Hydra prints the config itself (--cfg job --resolve): its lines are masked as ours are
         sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:]))
+    stops = _stops_as_interrupts()
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
     except hydra_files.Refused as refused:  # a job's own refusal first: it says why the sweep ran nothing
@@ -437,6 +458,8 @@ def main(from_process_start: bool = False) -> None:
         print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
     finally:
+        for signum, before in stops.items():
+            signal.signal(signum, before)
         if printing and isinstance(sys.stdout, _MaskedOutput):
             sys.stdout.flush()
             sys.stdout = sys.stdout._stream
