@@ -100,3 +100,11 @@ def test_a_control_character_in_a_name_is_one_line(typed, cli, tmp_path):
     code, out, err = cli(*TINY, *TINY_TASK, *extra, typed, "hydra.run.dir=run")
     assert code == 2 and "control character" in err and len(err.strip().splitlines()) == 1, err
     assert "\x1b" not in err and not [p for p in tmp_path.rglob("*") if CONTROL.search(p.name)]
+
+
+@pytest.mark.parametrize("flags", [["--cfg", "job", "--resolve"], ["--cfg", "job"], ["--cfg", "all", "--resolve"]])
+def test_hydras_config_print_masks_a_tracking_password(cli, monkeypatch, flags):
+    """H51: ``--cfg job --resolve`` printed the password read through ${oc.env:...} as it is."""
+    monkeypatch.setenv("NB_PASSWORD", "hunter2pw")
+    code, out, _ = cli(*flags, "logger=mlflow", "logger.mlflow.tracking_uri=http://u:${oc.env:NB_PASSWORD}@10.0.0.1:5000")
+    assert code == 0 and "tracking_uri:" in out and "hunter2pw" not in out, out

@@ -32,3 +32,59 @@ def test_the_command_line_refuses_it_and_writes_nothing(tmp_path, cli, multirun)
     assert (victim / "config.yaml").read_text() == "someone's precious config\n"
     assert sorted(p.name for p in victim.iterdir()) == ["config.yaml"]
     assert not (tmp_path / "run").exists() and not (tmp_path / "sweep").exists()
+
+
+def test_a_run_folder_holding_someones_files_is_refused_untouched(tmp_path, cli):
+    """O01: hydra.run.dir=DIR where DIR holds a metrics.jsonl of someone's and no normbench record."""
+    victim = tmp_path / "mine"
+    victim.mkdir()
+    (victim / "metrics.jsonl").write_text('{"mine": 1}\n')
+    code, _, err = cli(f"hydra.run.dir={victim}", "threads=1", "steps=2", "report=false")
+    assert code == 2 and "no normbench record" in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in victim.iterdir()) == ["metrics.jsonl"]
+    assert (victim / "metrics.jsonl").read_text() == '{"mine": 1}\n'
+
+
+def test_a_run_folder_of_normbench_is_still_resumed(tmp_path, cli):
+    """The same rule keeps a normbench run folder usable: its record makes it ours."""
+    run = tmp_path / "run"
+    assert cli(f"hydra.run.dir={run}", "threads=1", "steps=2", "report=false")[0] == 0
+    code, _, err = cli(f"hydra.run.dir={run}", "threads=1", "steps=2", "report=false", "resume=true")
+    assert code == 0 and "already finished" in err, err
+
+
+@pytest.mark.parametrize("multirun", [False, True])
+def test_an_empty_output_folder_is_refused(tmp_path, cli, multirun):
+    """O07: hydra.run.dir= (or hydra.sweep.dir=) would write the record into the current folder."""
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    code, _, err = cli(*(["-m"] if multirun else []), f"{key}=", "threads=1", "steps=2", "report=false")
+    assert code == 2 and f"{key} is empty" in err and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_folder_with_someone_elses_multirun_yaml_is_refused(tmp_path, cli):
+    """O13: a multirun.yaml that is not Hydra's is someone's file, never replaced."""
+    victim = tmp_path / "sweep"
+    victim.mkdir()
+    (victim / "multirun.yaml").write_text("mine\n")
+    code, _, err = cli("-m", f"hydra.sweep.dir={victim}", "seed=1", "threads=1", "steps=2", "report=false")
+    assert code == 2 and "multirun.yaml" in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in victim.iterdir()) == ["multirun.yaml"]
+    assert (victim / "multirun.yaml").read_text() == "mine\n"
+
+
+def test_a_sweep_run_again_into_its_own_folder_resumes(tmp_path, cli):
+    sweep = tmp_path / "sweep"
+    args = ("-m", f"hydra.sweep.dir={sweep}", "seed=1", "threads=1", "steps=2", "report=false")
+    assert cli(*args)[0] == 0
+    code, _, err = cli(*args)
+    assert code == 0 and "Traceback" not in err, err
+
+
+def test_the_sweep_files_named_are_the_ones_written():
+    from normbench.bench import arms
+    from normbench.configuration.hydra_files import SWEEP_FILES
+    from normbench.records import sweep_time
+    from normbench.training import environment
+
+    assert {sweep_time.RECORD, sweep_time.FOLDER, environment.SWEEP_CACHE, arms.FILE} <= set(SWEEP_FILES)

@@ -65,3 +65,20 @@ def test_out_holding_someones_files_is_refused(recorded, tmp_path, holds, capsys
 def test_out_may_be_an_empty_folder(recorded, tmp_path):
     (tmp_path / "empty").mkdir()
     assert rerun.main([str(recorded), "--out", str(tmp_path / "empty")]) == 0
+
+
+def test_a_full_disk_says_the_new_record_is_stale_as_a_runs_line_does(recorded, tmp_path, monkeypatch, capsys):
+    """F04: the new record left saying running, and the line did not say it is stale."""
+    import errno
+
+    from normbench.training import run
+
+    def full_disk(node, out, overrides, extra=None):
+        out.mkdir(parents=True)
+        (out / "summary.json").write_text(json.dumps({"status": "running"}))
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(run, "execute", full_disk)
+    out = tmp_path / "again"
+    assert rerun.main([str(recorded), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"the record in {out} is stale (it says 'running')") and len(err.splitlines()) == 1, err

@@ -70,3 +70,55 @@ def test_ctrl_c_in_a_subcommand_is_still_sigint(monkeypatch, capsys):
     monkeypatch.setitem(entry.SUBCOMMANDS, "compare", ("fake_compare", "stopped by Ctrl-C"))
     assert entry.subcommand("compare", []) == 128 + signal.SIGINT
     assert capsys.readouterr().err.strip() == "normbench compare: stopped by SIGINT"
+
+
+class _SecondCtrlC:
+    """Standard error on which writing the interrupt's line brings a second Ctrl-C (G10: two 0.15 s apart)."""
+
+    def __init__(self, stream):
+        self.stream, self.lines = stream, []
+
+    def write(self, text):
+        self.lines.append(text)
+        os.kill(os.getpid(), signal.SIGINT)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+def test_a_second_ctrl_c_while_the_interrupt_is_said_still_exits_130(monkeypatch):
+    from normbench.studies import app
+
+    def interrupted_run(*args, **kwargs):
+        def run():
+            raise KeyboardInterrupt
+        return lambda job: run
+    monkeypatch.setattr(app.hydra, "main", interrupted_run)
+    monkeypatch.setattr(sys, "argv", ["normbench", "threads=1", "steps=2"])
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    err = _SecondCtrlC(sys.stderr)
+    monkeypatch.setattr(sys, "stderr", err)
+    with pytest.raises(SystemExit) as exit_:
+        app.main()
+    assert exit_.value.code == 130 and "".join(err.lines).strip() == "normbench: interrupted; summaries written"
+
+
+def test_sigterm_before_any_job_is_one_line_and_130(monkeypatch, capsys):
+    """G04: a local-launcher sweep's process runs no job itself: SIGTERM there killed it with no line."""
+    from normbench.studies import app
+
+    def launcher_waiting(*args, **kwargs):
+        def run():
+            os.kill(os.getpid(), signal.SIGTERM)
+            deadline = time.monotonic() + HANG_S
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+        return lambda job: run
+    monkeypatch.setattr(app.hydra, "main", launcher_waiting)
+    monkeypatch.setattr(sys, "argv", ["normbench", "-m", "threads=1", "steps=2", "hydra/launcher=local"])
+    with pytest.raises(SystemExit) as exit_:
+        app.main()
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err.strip() == "normbench: interrupted by SIGTERM; summaries written"
+    assert signal.getsignal(signal.SIGTERM) is not app._stop  # put back

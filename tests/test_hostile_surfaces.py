@@ -442,20 +442,22 @@ def test_staging_folders_of_killed_reports_go_and_a_running_ones_stay(tmp_path):
     assert tmp_path.is_dir() and (out / f"{STAGING}link").is_symlink()
 
 
-def test_sigterm_of_a_report_is_one_line_and_leaves_no_staging(tmp_path, capsys):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])  # SIGHUP: G14b, a closed terminal
+def test_sigterm_of_a_report_is_one_line_and_leaves_no_staging(tmp_path, capsys, signum):
     from normbench.report.__main__ import main
 
     for seed in (0, 1):
         factory.write_record(tmp_path / "sweep", f"r{seed}", seed=seed)
     signal.setitimer(signal.ITIMER_REAL, 0.5)  # no_hang's SIGALRM handler is replaced for this test
-    previous = signal.signal(signal.SIGALRM, lambda *a: os.kill(os.getpid(), signal.SIGTERM))
+    previous = signal.signal(signal.SIGALRM, lambda *a: os.kill(os.getpid(), signum))
     try:
         code = main([str(tmp_path / "sweep"), "--out", str(tmp_path / "out")])
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     err = capsys.readouterr().err
-    assert code == 128 + signal.SIGTERM and "stopped by SIGTERM" in err and "Traceback" not in err
+    name = signal.Signals(signum).name
+    assert code == 128 + signum and f"stopped by {name}" in err and "Traceback" not in err
     assert not list((tmp_path / "out").glob(f"{STAGING}*"))
 
 

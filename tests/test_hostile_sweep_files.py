@@ -152,3 +152,11 @@ def test_a_sweep_file_that_includes_itself_is_one_line_and_exit_2(cli, tmp_path,
     code, out, err = cli("+sweep=loop", "hydra.sweep.dir=sw", "report=false")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert "refers to itself" in err and not (tmp_path / "sw").exists()
+
+
+def test_a_sweep_that_launches_no_job_says_so_and_exits_2(cli, tiny_args, tmp_path):
+    """S20: ``seed: glob(*)`` expands to no job; Hydra launched 0 and the sweep exited 0."""
+    code, _, err = cli("-m", *tiny_args, "seed=glob(*)", "report=false", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"normbench: error: the sweep launched no job (a sweep over an empty list, or a glob that matches "
+        f"nothing): nothing was run in {tmp_path / 'sweep'}"), err

@@ -48,6 +48,33 @@ def check(path: Path, folder_ok: bool = False) -> None:
                       f"move it away or choose another output folder")
 
 
+# What a sweep writes at its folder's top level: Hydra's multirun.yaml, and normbench's (records/
+# sweep_time.py, training/environment.py, training/run.py, bench/arms.py; a test holds them equal).
+SWEEP_FILES = ("multirun.yaml", "efficiency.json", ".timing", ".environment.json", ".claims", "paired-timing.json")
+
+
+def _hydra_wrote(path: Path) -> bool:
+    """Whether ``path`` reads as Hydra's multirun.yaml: a mapping whose ``hydra`` block names a sweep."""
+    import yaml
+
+    try:
+        with open(path, "rb") as handle:
+            found = yaml.safe_load(handle.read(1 << 24))
+    except (OSError, ValueError, yaml.YAMLError):
+        return False
+    return isinstance(found, dict) and isinstance(found.get("hydra"), dict) and "sweep" in found["hydra"]
+
+
+def foreign_sweep_file(sweep_dir: Path) -> str | None:
+    """The first of SWEEP_FILES in ``sweep_dir`` that this sweep did not write, or None. A folder with
+    Hydra's multirun.yaml is a sweep's (run again, it resumes: finished runs are skipped); one
+    without holds none of these names but someone's. Other names (a study's plan, job folders) are
+    left to their own checks: a job's folder is refused when it holds files and no record."""
+    if _hydra_wrote(sweep_dir / "multirun.yaml"):
+        return None
+    return next((name for name in SWEEP_FILES if os.path.lexists(sweep_dir / name)), None)
+
+
 class CheckHydraFiles(Callback):
     def on_multirun_start(self, config, **kwargs) -> None:
         # before Hydra names any job's folder: a name read from the environment is refused up front
@@ -63,7 +90,20 @@ class CheckHydraFiles(Callback):
         refused = refused_env_name(written)
         if refused:
             raise Refused(refused)
+        if not str(config.hydra.sweep.dir).strip():
+            raise Refused("hydra.sweep.dir is empty: the sweep would be written into the current folder; "
+                          "name a folder for it")
+        batch = OmegaConf.select(config, "hydra.sweeper.max_batch_size", default=None)
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+            # Hydra's basic sweeper asserts it: a traceback, not a line
+            raise Refused(f"hydra.sweeper.max_batch_size must be a whole number >= 1 (or null: all jobs at "
+                          f"once), got {str(batch)[:40]}")
         check(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
+        foreign = foreign_sweep_file(Path(str(config.hydra.sweep.dir)))
+        if foreign:
+            raise Refused(f"{config.hydra.sweep.dir} holds {foreign} that is not this sweep's (no Hydra "
+                          f"multirun.yaml beside it); a sweep never writes over files it did not write: "
+                          f"choose another hydra.sweep.dir")
 
 
 def install() -> None:

@@ -77,6 +77,12 @@ class PlacementConfig:
         _require(0 <= self.post_fraction <= 1, f"placement.post_fraction must be in [0, 1], got {self.post_fraction}")
 
 
+# The deepest model a run builds: DeepNet's 1000 layers (Wang et al. 2022), the deepest a norm study
+# reports. Building one is a Python loop per layer (1000 layers of width 8 took minutes here), so
+# model.layers=100000 sat for hours with no line before this bound; the memory check cannot see it.
+MAX_LAYERS = 1000
+
+
 @dataclass
 class ModelShape:
     """A model's shape: the ``model`` config group, and what the library's build_model takes."""
@@ -104,6 +110,8 @@ class ModelShape:
         _require(0 <= self.dropout < 1, f"model.dropout must be in [0, 1), got {self.dropout}")
         for key in ("hidden", "layers", "embed", "heads", "ff_mult"):
             _require(getattr(self, key) >= 1, f"model.{key} must be >= 1, got {getattr(self, key)}")
+        _require(self.layers <= MAX_LAYERS, f"model.layers must be <= {MAX_LAYERS}, got {self.layers}: a deeper "
+                 f"model takes longer to build than any run here should take")
 
 
 def per_term_in_cell(placement: str, summed: bool, norm_kind: str) -> bool:

@@ -1,6 +1,6 @@
 """python -m normbench.report PATH [PATH ...] [--out DIR]
 
-Ctrl-C or SIGTERM at any moment (the imports of pandas and matplotlib included, which take a second
+Ctrl-C, SIGTERM or SIGHUP at any moment (the imports of pandas and matplotlib included, which take a second
 or more) is one line and exit 128 + the signal's number, never a traceback: the SIGTERM handler is
 installed before anything heavy is imported, and the imports run inside main's handling.
 """
@@ -13,11 +13,19 @@ import sys
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the build is, so that its staging folder is removed on the way out."""
+    """SIGTERM or SIGHUP (a closed terminal), raised where the build is, so that its staging folder is
+    removed on the way out; ``signum`` says which."""
+    signum = signal.SIGTERM
+
+
+# The signals that stop a report as SIGTERM does: SIGHUP too, or closing the terminal left the staging folder.
+STOPS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def _interrupt(signum, frame):
-    raise Terminated()
+    stop = Terminated()
+    stop.signum = signum
+    raise stop
 
 
 def _before_main(signum, frame):
@@ -29,8 +37,8 @@ def _before_main(signum, frame):
 
 
 if __name__ == "__main__":  # first, before the imports below and main's (an early signal is one line too)
-    signal.signal(signal.SIGTERM, _before_main)
-    signal.signal(signal.SIGINT, _before_main)
+    for _signum in (*STOPS, signal.SIGINT):
+        signal.signal(_signum, _before_main)
 
 import argparse  # noqa: E402  (after the handler, deliberately)
 from pathlib import Path  # noqa: E402
@@ -56,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {signum: signal.signal(signum, _interrupt) for signum in STOPS}
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt, caught below
     try:
         args = _parser().parse_args(argv)
@@ -74,11 +82,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"normbench.report: {error}", file=sys.stderr)
             return 2
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the staging folder is gone, nothing half-placed
-        signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+        signum = stop.signum if isinstance(stop, Terminated) else signal.SIGINT
         print(f"normbench.report: stopped by {signal.Signals(signum).name}; no report written", file=sys.stderr)
         return 128 + signum
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
     print(html)
     return 0
 

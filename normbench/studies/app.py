@@ -29,11 +29,12 @@ from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.configuration.env_names import CONTROL, NAME_KEYS, refused_env_name
 from normbench.configuration.schema import TASK_CONFIGS
-from normbench.records import sweep_time
+from normbench.records import folders, sweep_time
+from normbench.records.folders import stale_note
 from normbench.report.output import inside
 from normbench.studies import sweep_end
 from normbench.training import machine
-from normbench.training.tracking import env_secrets, interpolated_secrets
+from normbench.training.tracking import env_secrets, interpolated_secrets, masked
 
 log = logging.getLogger("normbench")
 EXIT_STATUS = {"invalid": 2, "failed": 1}
@@ -108,6 +109,15 @@ def check_job(hc, node: DictConfig) -> None:
                           f"{chosen}'s); choose the task with task={task_name}")
 
 
+def non_finite(value, key: str = "") -> str | None:
+    """The first setting of a resolved config that is nan or infinite (``lr: nan`` in a sweep file): JSON
+    holds none, so the run's record would say null and be set aside; refused before it is written."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{key}={value}"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return next((found for k, v in items if (found := non_finite(v, f"{key}.{k}" if key else str(k)))), None)
+
+
 def written_names(node: DictConfig) -> dict:
     """Each name-bearing key (configuration/env_names.py) as written, before resolution: the job's
     config for its own keys, Hydra's for ``hydra.*``."""
@@ -179,16 +189,26 @@ class Job:
         self.secrets = sorted({*self.secrets, *node_secrets(node)}, key=len, reverse=True)
         try:
             check_job(hc, node)
-            OmegaConf.to_container(node, resolve=True)  # an interpolation that fails is the user's input
+            unrecordable = non_finite(OmegaConf.to_container(node, resolve=True))  # a failing interpolation is the user's input
+            if unrecordable:
+                raise ConfigError(f"{unrecordable} must be a finite number: a record cannot hold it")
         except (ConfigError, OmegaConfBaseException) as err:  # before anything is written; one line from main
             self.refused = self.refused or str(err)
             return math.inf
         multirun = hc.mode == RunMode.MULTIRUN
         run_dir = Path(hc.runtime.output_dir)
+        if not str(hc.sweep.dir if multirun else hc.run.dir).strip():
+            which = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+            self.refused = self.refused or f"{which} is empty: the record would be written into the current folder; name a folder"
+            return math.inf
         if multirun and not inside(hc.sweep.dir, run_dir):
             self.refused = self.refused or (f"hydra.sweep.subdir puts the job in {message_text(run_dir)}, outside the "
                                             f"sweep directory {message_text(hc.sweep.dir)}")
             _remove_if_empty(run_dir)  # Hydra made it before calling the job
+            return math.inf
+        foreign = folders.not_ours(run_dir, f"{hc.job.name}.log")
+        if foreign:  # before the first log line: the job's log is opened then (delay: true)
+            self.refused = self.refused or message_text(foreign)
             return math.inf
         # Imported here, not with this module: a joblib launcher only hands jobs to its workers and
         # never needs torch, so it starts them a few seconds sooner.
@@ -220,17 +240,59 @@ class Job:
         return objective(summary)
 
 
-def stale_note(run_dir: Path) -> str:
-    """What an error line adds when the run's record could not be finished: a summary.json left saying
-    ``running`` is stale (no process is running it), and the report counts it as incomplete."""
-    try:
-        import json
+class _MaskedOutput:
+    """Standard output with every value read from the environment and any URI password replaced by
+    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``)."""
 
-        with open(run_dir / "summary.json", encoding="utf-8") as handle:
-            status = json.loads(handle.read(1 << 20)).get("status")
-    except (OSError, ValueError, AttributeError):
-        return ""
-    return f"; the record in {run_dir} is stale (it says {status!r})" if status == "running" else ""
+    def __init__(self, stream, secrets: list[str]):
+        self._stream, self._secrets, self._line = stream, tuple(secrets), ""
+
+    def write(self, text: str) -> int:
+        *lines, self._line = (self._line + text).split("\n")
+        for line in lines:
+            self._stream.write(masked(line, self._secrets) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._line:
+            self._stream.write(masked(self._line, self._secrets))
+            self._line = ""
+        self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _stop(signum, frame):
+    stop = KeyboardInterrupt(f"signal {signum}")
+    stop.signum = signum  # main's last line names it
+    raise stop
+
+
+def _stops_as_interrupts() -> dict:
+    """SIGTERM and SIGHUP end the command as Ctrl-C does, with its one line and 130, from the start:
+    a launcher process (hydra/launcher=local) runs no job itself, so a run's own handler
+    (training/run.py) is never in place there and the signal killed it with no line (G04).
+    Returns the handlers replaced."""
+    previous = {}
+    for signum in (getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)):
+        try:
+            previous[signum] = signal.signal(signum, _stop)
+        except ValueError:  # not the main thread: leave signals alone
+            break
+    return previous
+
+
+def _ignore_further_stops() -> None:
+    """Once the interrupt is being said, a second Ctrl-C (or SIGTERM) has nothing left to stop: raised
+    here it would escape as an uncaught KeyboardInterrupt, and the process would die by SIGINT (-2)
+    after the line, not exit 130."""
+    for signum in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if signum is not None:
+            try:
+                signal.signal(signum, signal.SIG_IGN)
+            except ValueError:  # not the main thread
+                pass
 
 
 def _as_typed(overrides) -> list[str]:
@@ -361,10 +423,14 @@ def main(from_process_start: bool = False) -> None:
     except ConfigError as err:
         _say(f"error: {err}")
         sys.exit(2)
+    printing = any(a in ("-c", "--cfg", "-p", "--package", "-i", "--info") or a.startswith("--cfg=") for a in sys.argv[1:])
+    if printing:  # Hydra prints the config itself (--cfg job --resolve): its lines are masked as ours are
+        sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:]))
+    stops = _stops_as_interrupts()
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
-    except hydra_files.Refused as refused:
-        _say(f"error: {refused}")
+    except hydra_files.Refused as refused:  # a job's own refusal first: it says why the sweep ran nothing
+        _say(f"error: {job.refused or refused}", job.secrets)
         sys.exit(2)
     except sweep_end.RunsFailed as failed:
         _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
@@ -387,9 +453,16 @@ def main(from_process_start: bool = False) -> None:
              "defaults list names itself, or a chain of them that comes back round)")
         sys.exit(2)
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py); 130 for all
+        _ignore_further_stops()
         by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
         print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
+    finally:
+        for signum, before in stops.items():
+            signal.signal(signum, before)
+        if printing and isinstance(sys.stdout, _MaskedOutput):
+            sys.stdout.flush()
+            sys.stdout = sys.stdout._stream
     for message in (job.refused, job.unwritable):
         if message:
             _say(f"error: {message}", job.secrets)

@@ -16,6 +16,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from normbench.analysis.rules import PRIMARY, other_score, record_score
+from normbench.configuration.hydra_files import Refused
 from normbench.records import sweep_time
 from normbench.records.metrics import (
     TIMING_NOISY,  # step_ms p90/p10 above this: the load changed while the run was timed
@@ -171,6 +172,13 @@ def _print_answer(sweep_dir: Path) -> None:
         print("\n" + "\n".join(lines), file=sys.stdout, flush=True)
 
 
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:
+        return []
+
+
 class SweepSummary(Callback):
     """The table, the report, then the failed runs. Nothing a record holds can stop it: a record
     the reader sets aside is named in one line, and the exit status comes from the records read
@@ -186,6 +194,10 @@ class SweepSummary(Callback):
             more = f" and {len(records.set_aside) - 10} more" if len(records.set_aside) > 10 else ""
             print(f"normbench: set aside {len(records.set_aside)} record(s): {aside}{more}", file=sys.stderr)
         if not summaries:
+            if not any(p.is_dir() and not p.name.startswith(".") for p in _entries(sweep_dir)):
+                # Hydra makes each job's folder before calling it: none, so no job was launched
+                raise Refused(f"the sweep launched no job (a sweep over an empty list, or a glob that matches "
+                              f"nothing): nothing was run in {sweep_dir}")
             return
         failed = [str(p.parent) for p, s in summaries.items() if s["status"] == "failed"]
         try:

@@ -17,7 +17,6 @@ run folder, W&B offline), and none unless given. ``--out`` must be a new or an e
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +26,7 @@ from omegaconf import OmegaConf
 from normbench.checks import out_path
 from normbench.configuration.contract import config_hash
 from normbench.configuration.schema import LOGGER_KINDS
+from normbench.records.folders import foreign_entry, stale_note
 from normbench.records.metrics import viewed
 from normbench.records.record import SetAside, git_commit, read_summary
 
@@ -61,17 +61,6 @@ def recorded_config(old: dict, loggers: tuple[str, ...] = ()) -> dict:
     return config
 
 
-def _holds_something(out: Path) -> bool:
-    """Whether ``out`` exists as anything but an empty folder."""
-    try:
-        with os.scandir(out) as entries:
-            return next(entries, None) is not None
-    except FileNotFoundError:
-        return False
-    except OSError:  # a file, or a folder that cannot be read: not a place to write a record
-        return True
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m normbench rerun", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory holding summary.json")
@@ -98,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"normbench.rerun: --out {str(args.out)[:200]} is a symbolic link; give the folder it points to if "
               f"the record belongs there", file=sys.stderr)
         return 2
-    if args.out is not None and _holds_something(args.out):  # someone's files would be overwritten
+    if args.out is not None and foreign_entry(args.out) is not None:  # someone's files would be overwritten
         print(f"normbench.rerun: --out {str(args.out)[:200]} is not a new or empty folder; choose another --out",
               file=sys.stderr)
         return 2
@@ -125,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                       extra={"rerun_of": {"run_dir": str(args.run_dir.resolve()), "config_hash": digest},
                              "study": old.get("study") if isinstance(old.get("study"), dict) else None})
     except OSError as err:
-        print(f"normbench.rerun: cannot write the new record: {err}", file=sys.stderr)
+        # the same words as a run's: a record left saying "running" is stale (records/folders.py)
+        print(f"normbench.rerun: cannot write the new record: {err}{stale_note(out)}", file=sys.stderr)
         return 2
     differs = [k for k in COMPARED if (old.get("metrics") or {}).get(k) != (new.get("metrics") or {}).get(k)]
     if old["status"] != new["status"]:

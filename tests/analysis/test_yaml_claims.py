@@ -54,6 +54,11 @@ def test_the_example_claim_reads_as_the_engine_claim_it_describes():
      "margin needs a finite number"),
     (with_(arms={"a": {"hydra.callbacks.x": 1}, "b": {"norm": "ln"}}), "'hydra.callbacks.x' is not a result-affecting"),
     (with_(arms={"a": {"logger.mlflow.experiment": "x"}, "b": {"norm": "ln"}}), "is not a result-affecting"),
+    # issue 50, Y13: a key under a known setting must be one too; Y18: a margin is > 0
+    (with_(arms={"a": {"norm": "ln", "norm.__class__": True}, "b": {"norm": "ln"}}), "'norm.__class__' is not a setting"),
+    (with_(arms={"a": {"task.nope": 1}, "b": {"norm": "ln"}}), "'task.nope' is not a setting"),
+    (with_(parts=[{"kind": "equivalent", "assertion": "x", "a": "a", "b": "b", "margin": -1}]), "margin must be > 0"),
+    (with_(parts=[{"kind": "not_worse", "assertion": "x", "a": "a", "b": "b", "margin": 0}]), "margin must be > 0"),
 ])
 def test_a_bad_claim_is_one_line_naming_the_file_and_the_key(doc, says):
     with pytest.raises(ClaimFileError, match=says) as error:
@@ -78,6 +83,20 @@ def test_python_tags_and_oversized_files_are_refused_before_any_object_is_made(t
     shutil.copy(EXAMPLE, twice / "two.yaml")
     with pytest.raises(ClaimFileError, match="already a claim's"):
         read_folders([twice], CLAIMS)
+
+
+def test_known_settings_under_a_group_stay_selectable():
+    parse(with_(arms={"a": {"task.length": 6, "model.hidden": 8, "optim.name": "adamw"}, "b": {"norm": "ln"}}),
+          "mine.yaml", {c.id for c in CLAIMS})
+
+
+def test_an_integer_python_cannot_read_is_one_line(tmp_path):
+    """Issue 50, Y20: a 5000-digit integer made PyYAML raise ValueError: a traceback."""
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("id: " + "9" * 5000 + "\n")
+    with pytest.raises(ClaimFileError, match="not a claim file's YAML") as error:
+        read_file(huge)
+    assert "\n" not in str(error.value)
 
 
 def test_an_alias_bomb_is_refused_in_one_line_before_it_is_expanded(tmp_path):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import fields
+from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -61,7 +61,7 @@ from normbench.analysis.claims.vocabulary import (
 )
 from normbench.checks import ConfigError, shown
 from normbench.configuration.contract import ALIASES, HARNESS
-from normbench.configuration.schema import Config
+from normbench.configuration.schema import TASK_CONFIGS, Config
 
 CLAIMS_ENV = "NORMBENCH_CLAIMS"
 MAX_BYTES = 64 * 1024
@@ -174,6 +174,9 @@ def _selector(arm: str, selector, where: str) -> dict:
         if key.split(".")[0] not in _SELECTABLE:
             raise ClaimFileError(f"{where}: arm {arm!r}: {key!r} is not a result-affecting setting; a selector "
                                  f"names one of {', '.join(sorted(_SELECTABLE))} (or a key under it)")
+        if not _known_setting(key):
+            raise ClaimFileError(f"{where}: arm {arm!r}: {key!r} is not a setting of the config (conf/, "
+                                 f"normbench/configuration/schema.py)")
         if isinstance(value, dict):
             if len(value) != 1 or next(iter(value)) not in PREDICATES:
                 raise ClaimFileError(f"{where}: arm {arm!r}, {key}: a predicate is one of {', '.join(PREDICATES)}, "
@@ -185,6 +188,32 @@ def _selector(arm: str, selector, where: str) -> dict:
         else:
             raise ClaimFileError(f"{where}: arm {arm!r}, {key}: needs a value or a predicate, got {shown(value)}")
     return built
+
+
+def _margin(value, where: str) -> float:
+    """A part's margin: a finite number > 0 (a margin of 0 or below would make "equivalent" mean nothing)."""
+    margin = _number("margin")(value, where)
+    if margin <= 0:
+        raise ClaimFileError(f"{where}: margin must be > 0, got {shown(value)}")
+    return margin
+
+
+def _known_setting(key: str) -> bool:
+    """Whether ``key`` names a setting of the config (schema.py's dataclasses; a task's keys are any
+    task's), or under a free-form mapping in it: ``norm.__class__`` names none."""
+    parts = key.split(".")
+    if len(parts) == 1:
+        return key in _SELECTABLE
+    top = {f.name: f for f in fields(Config)}[parts[0]]
+    holders = list(TASK_CONFIGS.values()) if parts[0] == "task" else [top.default_factory()]
+    for part in parts[1:]:
+        if any(isinstance(h, dict) for h in holders):
+            return True  # keys under a mapping are the user's own
+        found = [f for h in holders if is_dataclass(h) for f in fields(h) if f.name == part]
+        if not found:
+            return False
+        holders = [f.default_factory() if f.default_factory is not MISSING else f.default for f in found]
+    return True
 
 
 def _measure(value, where: str) -> Measure:
@@ -220,7 +249,7 @@ def _part(spec, arms: dict, where: str) -> PartSpec:
         claimed = spec.get("claimed")
         if claimed not in (-1, 0, 1) or not isinstance(spec.get("x"), str):
             raise ClaimFileError(f"{where}: a slope needs x (an axis) and claimed (-1 shrinks, 0 flat, 1 grows)")
-        margin = _number("margin")(spec["margin"], where) if "margin" in spec else SLOPE_DELTA
+        margin = _margin(spec["margin"], where) if "margin" in spec else SLOPE_DELTA
         return slope(assertion, a, spec["x"], measure, claimed, margin)
     if kind == "grows":
         if not isinstance(spec.get("x"), str) or spec.get("toward", "largest") not in ("largest", "smallest"):
@@ -229,7 +258,7 @@ def _part(spec, arms: dict, where: str) -> PartSpec:
     if kind == "converges_faster":
         return converges_faster(assertion, a, b)
     learned = kind not in ("more_stable", "faster", "higher_rate")
-    margin = _number("margin")(spec["margin"], where) if "margin" in spec else None
+    margin = _margin(spec["margin"], where) if "margin" in spec else None
     return PartSpec(kind, assertion, a, b, measure, margin=margin, learned=learned,
                     margin_text=f"δ = {margin:g}, fixed in the claim file" if margin is not None else "")
 
@@ -359,6 +388,8 @@ def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
         doc = _bounded_load(text)  # no Python tags: !!python/... is an error, never an object
     except _TooLarge as error:
         raise ClaimFileError(f"{where}: {error}; a claim is a short file") from None
+    except ValueError as error:  # a value PyYAML cannot build: an integer past Python's 4300 digits
+        raise ClaimFileError(f"{where}: not a claim file's YAML: {' '.join(str(error).split())[:120]}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         at = f" (line {mark.line + 1})" if mark is not None else ""
