@@ -202,8 +202,8 @@ def test_a_foreign_or_planted_plan_file_is_ignored_with_one_line(dropout_sweep, 
 
 def test_the_report_applies_a_plan_to_its_own_study_only_and_names_the_rest(dropout_sweep, capsys):
     from normbench.analysis import aggregate
+    from normbench.analysis.result import _claims  # the result object builds the claims (report/ only renders)
     from normbench.records.reading import find_records
-    from normbench.report.build import _claims
 
     runs, _ = aggregate.distinct_runs(aggregate.runs_frame(find_records([dropout_sweep]).runs))
     runs = aggregate.label_groups(runs, aggregate.varying_axes(runs))
