@@ -194,10 +194,12 @@ def test_a_reference_that_fits_several_arms_pairs_each_with_its_counterpart():
 
 def test_the_reports_environment_table_shows_the_machines_condition(study):
     from normbench.analysis import aggregate
+    from normbench.analysis.result import of_runs
     from normbench.records.reading import find_records
     from normbench.report import tables
     runs = aggregate.runs_frame(find_records([study]).runs)
-    rows = {row[0]: row for row in tables.environment_table(runs).rows}
+    # the report renders the machine's condition the result object measured (StudyResult.machine_rows)
+    rows = {row[0]: row for row in tables.environment_table(runs, of_runs(runs).machine_rows).rows}
     assert rows["cores"][1] == str(machine.cpu_count()) and rows["parallel jobs of the sweep"][1] == "1"
     assert rows["1-min load as training began"][2] == "4"
 
