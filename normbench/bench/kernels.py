@@ -606,10 +606,11 @@ def render_markdown(rows, headline_rows, rule, environment, command, not_measure
 
 def plot_bandwidth(rows: list[dict], path: Path) -> Path | None:
     """GB/s against hidden size (log x), fp32 forward: a colour per kind, a line style per impl, the copy grey."""
+    import normbench.report.mplconfig  # noqa: F401  (before matplotlib: its cache stays out of $HOME)
+
+    # isort: split
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    import normbench.report.mplconfig  # noqa: F401  (before matplotlib: its cache stays out of $HOME)
 
     chosen = [r for r in rows if r["dtype"] == "fp32" and r["pass"] in ("fwd", "copy") and r.get("status") == "ok"]
     if not chosen:

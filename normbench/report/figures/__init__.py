@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import sys
 
-import matplotlib  # noqa: E402
-
 import normbench.report.mplconfig  # noqa: F401  (before matplotlib: its cache stays out of $HOME)
+
+# isort: split
+import matplotlib  # noqa: E402
 
 # Every figure is drawn on an explicit Agg canvas, so the backend only matters to pyplot, which
 # a library in the same process may import. Fix it to Agg unless a host process (the runner) has
