@@ -99,6 +99,15 @@ def test_an_integer_python_cannot_read_is_one_line(tmp_path):
     assert "\n" not in str(error.value)
 
 
+def test_a_nesting_past_the_parsers_recursion_is_one_line(tmp_path):
+    """Hostile pass 4, Y24: 5,000 nested lists made PyYAML's parser raise RecursionError: a traceback."""
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("id: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ClaimFileError, match="nested deeper") as error:
+        read_file(deep)
+    assert "\n" not in str(error.value)
+
+
 def test_an_alias_bomb_is_refused_in_one_line_before_it_is_expanded(tmp_path):
     # nine levels of nine aliases: 9**9 strings once expanded, a few hundred bytes on disk
     lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']

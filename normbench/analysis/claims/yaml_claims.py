@@ -388,6 +388,8 @@ def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
         doc = _bounded_load(text)  # no Python tags: !!python/... is an error, never an object
     except _TooLarge as error:
         raise ClaimFileError(f"{where}: {error}; a claim is a short file") from None
+    except RecursionError:  # PyYAML's parser recurses once per nesting level: 5,000 "[" overflow it
+        raise ClaimFileError(f"{where}: nested deeper than YAML can be read here; a claim is a short, flat file") from None
     except ValueError as error:  # a value PyYAML cannot build: an integer past Python's 4300 digits
         raise ClaimFileError(f"{where}: not a claim file's YAML: {' '.join(str(error).split())[:120]}") from None
     except yaml.YAMLError as error:
