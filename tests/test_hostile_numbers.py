@@ -38,3 +38,13 @@ def test_a_non_finite_setting_is_refused_before_its_record(cli, tiny_args, tmp_p
     assert code == 2 and err.strip().splitlines()[-1].endswith("lr=nan must be a finite number: a record cannot hold it")
     assert not (sweep / "0" / "summary.json").exists()
     assert (sweep / "1" / "summary.json").exists()  # the other job ran
+
+
+def test_the_slurm_launcher_without_slurm_is_one_line(cli, tiny_args, tmp_path, monkeypatch):
+    """Hostile pass 4, H54: submitit's SLURM launcher raised "Could not detect srun" inside Hydra's launch: a
+    traceback. Without `srun` on PATH (PATH emptied here, so the test holds on a cluster too) it is one line."""
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    code, _, err = cli("-m", "hydra/launcher=submitit_slurm", "seed=1", *tiny_args,
+                       f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "srun" in err and "Traceback" not in err, err
+    assert not (tmp_path / "sweep" / "0").exists()

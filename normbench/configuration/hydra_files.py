@@ -14,6 +14,7 @@ joblib worker) puts the check in front of Hydra's writer of the ``.hydra/`` file
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -98,6 +99,11 @@ class CheckHydraFiles(Callback):
             # Hydra's basic sweeper asserts it: a traceback, not a line
             raise Refused(f"hydra.sweeper.max_batch_size must be a whole number >= 1 (or null: all jobs at "
                           f"once), got {str(batch)[:40]}")
+        target = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")
+        if target.endswith("SlurmLauncher") and shutil.which("srun") is None:
+            # submitit raises from inside Hydra's launch, which prints a traceback: said here, in one line
+            raise Refused("hydra/launcher=submitit_slurm needs a SLURM cluster (no `srun` on PATH here); "
+                          "hydra/launcher=submitit_local or joblib run the same sweep on this machine")
         check(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
         foreign = foreign_sweep_file(Path(str(config.hydra.sweep.dir)))
         if foreign:
