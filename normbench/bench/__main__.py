@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -286,6 +287,29 @@ def run_arms(args: argparse.Namespace) -> int:
     return 0
 
 
+def _foreign_output(out: Path, names, everything: bool) -> str | None:
+    """The first file a run of ``names`` would write into ``out`` that an earlier benchmark did not: a
+    NAME.json is ours when it is a section of that name (Section.to_dict), and NAME.csv/.md only beside it."""
+    for name in names:
+        first = out / f"{name}.json"
+        try:
+            ours = json.loads(first.read_text()).get("section") == name if first.is_file() else False
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        for path in (first, out / f"{name}.csv", out / f"{name}.md"):
+            if os.path.lexists(path) and not ours:
+                return path.name
+    if everything:
+        try:
+            ours = "ratios" in json.loads((out / "summary.json").read_text())
+        except (OSError, ValueError, TypeError):
+            ours = False
+        for name in ("bench.md", "summary.json"):
+            if os.path.lexists(out / name) and not ours:
+                return name
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     top = parser()
     args = top.parse_args(argv)
@@ -302,6 +326,10 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "keep", None) is not None and args.keep.exists() and any(args.keep.iterdir()):
         top.error(f"--keep {args.keep}: not empty (a sweep folder that holds records resumes them instead of running)")
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
+    foreign = _foreign_output(args.out, names, args.command == "all") if args.out is not None else None
+    if foreign:
+        top.error(f"--out {args.out}: {foreign} is not a benchmark's output of this command; a benchmark never "
+                  f"writes over files it did not write: choose another folder")
     sections, failures = [], {}
     started = time.perf_counter()
     for name in names:
