@@ -45,6 +45,25 @@ def test_a_run_folder_holding_someones_files_is_refused_untouched(tmp_path, cli)
     assert (victim / "metrics.jsonl").read_text() == '{"mine": 1}\n'
 
 
+def test_a_log_of_someones_in_the_run_folder_is_refused_untouched(tmp_path, cli):
+    """Hostile pass 4, O04: a normbench.log of someone's was exempt, and the run appended its log to it."""
+    victim = tmp_path / "mine"
+    victim.mkdir()
+    (victim / "normbench.log").write_text("my log\n")
+    code, _, err = cli(f"hydra.run.dir={victim}", "threads=1", "steps=2", "report=false")
+    assert code == 2 and "holds normbench.log but no normbench record" in err, err
+    assert sorted(p.name for p in victim.iterdir()) == ["normbench.log"]
+    assert (victim / "normbench.log").read_text() == "my log\n"
+
+
+def test_hydras_own_config_folder_is_not_someones(tmp_path, cli):
+    """Hostile pass 4, H17: with hydra.output_subdir=.hydra, Hydra writes run/.hydra before the job starts, and
+    the run refused its own folder."""
+    run = tmp_path / "run"
+    code, _, err = cli(f"hydra.run.dir={run}", "hydra.output_subdir=.hydra", "threads=1", "steps=2", "report=false")
+    assert code == 0 and (run / "summary.json").is_file() and (run / ".hydra" / "config.yaml").is_file(), err
+
+
 def test_a_run_folder_of_normbench_is_still_resumed(tmp_path, cli):
     """The same rule keeps a normbench run folder usable: its record makes it ours."""
     run = tmp_path / "run"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from normbench.records.record import LOCK, SUMMARY
@@ -24,14 +25,31 @@ def foreign_entry(folder: Path, ours: tuple[str, ...] = ()) -> str | None:
         return str(folder)
 
 
-def not_ours(run_dir: Path, log_name: str) -> str | None:
+# The first line of a job's log as conf/hydra/job_logging writes it: "[HH:MM:SS] message".
+OUR_LOG_LINE = re.compile(rb"\[\d\d:\d\d:\d\d\] ")
+
+
+def _our_log(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return OUR_LOG_LINE.match(f.read(16)) is not None
+    except OSError:
+        return False
+
+
+def not_ours(run_dir: Path, log_name: str, hydra_files: str | None = None) -> str | None:
     """Why a run may not write into ``run_dir`` (None: it may): the folder holds someone's files and
     no normbench record. A record (summary.json) or the lock a killed attempt left makes it a
-    normbench run folder, which record.claim_run_dir reuses or steps beside; the job's log
-    (``log_name``, Hydra's, opened at the first line) is the only other name a new run may find."""
+    normbench run folder, which record.claim_run_dir reuses or steps beside. Other names a new run may
+    find: Hydra's folder of the job's config (``hydra_files``: hydra.output_subdir, written before the
+    job starts) and the job's log (``log_name``) when it is one of ours (a duplicate job writes its log
+    and no record); a log in any other format is someone's, and the run would append to it."""
     if any(os.path.lexists(Path(run_dir) / name) for name in (SUMMARY, LOCK)):
         return None
-    found = foreign_entry(run_dir, (log_name,))
+    allowed = (hydra_files,) if hydra_files else ()
+    if _our_log(Path(run_dir) / log_name):
+        allowed += (log_name,)
+    found = foreign_entry(run_dir, allowed)
     if found is None:
         return None
     return (f"the run folder {run_dir} holds {found} but no normbench record; a run never writes over files "

@@ -206,7 +206,8 @@ class Job:
                                             f"sweep directory {message_text(hc.sweep.dir)}")
             _remove_if_empty(run_dir)  # Hydra made it before calling the job
             return math.inf
-        foreign = folders.not_ours(run_dir, f"{hc.job.name}.log")
+        subdir = hc.output_subdir if hc.output_subdir and "/" not in str(hc.output_subdir) else None
+        foreign = folders.not_ours(run_dir, f"{hc.job.name}.log", subdir)
         if foreign:  # before the first log line: the job's log is opened then (delay: true)
             self.refused = self.refused or message_text(foreign)
             return math.inf
