@@ -278,8 +278,11 @@ def build_logger(config, run_dir: Path, summary: dict | None = None, *, sweep_di
             try:
                 built.append(LOGGERS[kind].build(settings, run_dir, names, sweep_dir))
             except Exception as err:  # its server answered the check, then went away: as a logger failing later
-                if isinstance(err, ConfigError) or (isinstance(err, OSError) and err.errno == errno.ELOOP):
-                    raise  # a setting, or a planted link as its folder (logger_folder): refused, never dropped
+                in_run = isinstance(err, OSError) and str(getattr(err, "filename", None) or "").startswith(str(run_dir))
+                if isinstance(err, ConfigError) or in_run or (isinstance(err, OSError) and err.errno == errno.ELOOP):
+                    # a setting, a planted link as its folder (logger_folder), or a file in the run folder the
+                    # logger cannot open (a FIFO, a file where its folder goes): refused, never dropped
+                    raise
                 log.warning("%s: not started (%s: %s); the run and its record go on without it", kind,
                             type(err).__name__, " ".join(str(err).split())[:200])
     except BaseException:

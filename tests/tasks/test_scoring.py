@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from normbench.analysis.rules import in_chance_band
 from normbench.records.metrics import TASK_METRICS
-from normbench.tasks import AddingConfig, CopyConfig, MqarConfig, TaskData, TextConfig
+from normbench.tasks import AddingConfig, CopyConfig, MqarConfig, TaskData, TextConfig, tensors
 from normbench.tasks.data import NOT_SCORED, Split
 from normbench.tasks.scoring import LOSSES, METRIC_SUMS, Scoring, accuracy_sums, scoring
 from normbench.tasks.tensors import load_task
@@ -38,6 +38,9 @@ def test_a_metric_registered_in_the_table_alone_is_what_a_run_is_judged_by(toy_t
     accuracy = run("accuracy")["metrics"]
     # the toy task scored by the toy metric, which is entered in METRIC_SUMS alone
     monkeypatch.setitem(METRIC_SUMS, "error_rate", error_rate_sums)
+    # a process keeps each task it built (tasks/tensors.py), keyed by its config and seed: the loader patched
+    # below is a different task under the same config, so this test starts from an empty store
+    monkeypatch.setattr(tensors, "_built", {})
     load = toy_task.load
     monkeypatch.setattr(toy_task, "load", lambda self, seed: dataclasses.replace(
         load(self, seed), metric="error_rate", higher_is_better=False, target=1 - self.target))

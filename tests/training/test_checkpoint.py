@@ -5,6 +5,7 @@ import json
 import pytest
 import torch
 
+from normbench.records.record import LOCK
 from normbench.training import checkpoint
 from normbench.training.train import Trainer
 
@@ -55,6 +56,7 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one_bitwise(cli, tm
 
 def test_resume_without_a_checkpoint_starts_again_and_a_torn_file_is_no_checkpoint(cli, tmp_path, tiny_args):
     (tmp_path / "run").mkdir()
+    (tmp_path / "run" / LOCK).touch()  # a killed run's folder: its lock makes it ours (records/folders.not_ours)
     (tmp_path / "run" / checkpoint.FILE).write_bytes(b"half a file")
     with pytest.raises(checkpoint.Refused):
         checkpoint.read(tmp_path / "run" / checkpoint.FILE, "any")
@@ -104,6 +106,7 @@ def test_a_checkpoint_that_fails_while_restored_is_set_aside_and_the_run_equals_
 
 def test_a_folder_named_checkpoint_pt_is_set_aside_by_the_first_save(cli, tmp_path, tiny_args):
     (tmp_path / "run" / checkpoint.FILE).mkdir(parents=True)
+    (tmp_path / "run" / LOCK).touch()  # a normbench run's folder (without it, the folder is someone's: refused)
     (tmp_path / "run" / checkpoint.FILE / "keep").write_text("mine")
     code, _, err = cli(*tiny_args, "checkpoint_every=2", "hydra.run.dir=run")
     assert code == 0, err

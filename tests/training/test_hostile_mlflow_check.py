@@ -137,7 +137,7 @@ def test_an_answer_nested_past_any_mlflow_answer_is_refused_in_one_line(body):
     threading.Thread(target=http.serve_forever, daemon=True).start()
     try:
         with pytest.raises(ConfigError, match="other than JSON|not an MLflow") as error:
-            require_tracking_server(f"http://127.0.0.1:{http.server_address[1]}", MLflowLog(timeout=5.0))
+            require_tracking_server(f"http://127.0.0.1:{http.server_address[1]}", MLflowLog(timeout=5.0))  # a setting, not a wait bound
         assert "\n" not in str(error.value)
     finally:
         http.shutdown()
