@@ -71,14 +71,7 @@ def decide(a: np.ndarray, b: np.ndarray, level: float, delta: float | None = Non
             EQUIVALENT if delta is not None and abs(difference) < delta else A_BETTER if difference > 0 else B_BETTER)
     df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0) + (vb ** 2 / (len(b) - 1) if vb else 0))
     half = stats.t.ppf(1 - level, df) * se
-    low, high = difference - half, difference + half
-    if low > 0:
-        return A_BETTER
-    if high < 0:
-        return B_BETTER
-    if delta is not None and -delta < low and high < delta:
-        return EQUIVALENT
-    return None
+    return _reading(difference - half, difference + half, delta)
 
 
 def decide_paired(differences: np.ndarray, level: float, delta: float | None = None) -> str | None:
@@ -88,7 +81,11 @@ def decide_paired(differences: np.ndarray, level: float, delta: float | None = N
     if len(d) < 2 or np.ptp(d) == 0:
         return None
     half = stats.t.ppf(1 - level, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
-    low, high = d.mean() - half, d.mean() + half
+    return _reading(d.mean() - half, d.mean() + half, delta)
+
+
+def _reading(low: float, high: float, delta: float | None) -> str | None:
+    """What an interval of a − b decides: a side when it excludes 0, equivalence when it lies inside ±delta."""
     if low > 0:
         return A_BETTER
     if high < 0:
