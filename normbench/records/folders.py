@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 from normbench.records.record import LOCK, SUMMARY
@@ -29,12 +30,22 @@ def foreign_entry(folder: Path, ours: tuple[str, ...] = ()) -> str | None:
 OUR_LOG_LINE = re.compile(rb"\[\d\d:\d\d:\d\d\] ")
 
 
-def _our_log(path: Path) -> bool:
+def _log_left_alone(path: Path) -> bool:
+    """Whether the job's log may already be at ``path``: a regular file whose first line is ours (a duplicate
+    job's log), or no regular file at all (a link or FIFO planted there, which the run's log handler,
+    training/logfile.RunLogHandler, leaves and writes beside). Never opened unless regular (a FIFO would block)."""
     try:
-        with open(path, "rb") as f:
-            return OUR_LOG_LINE.match(f.read(16)) is not None
-    except OSError:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return True
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            return OUR_LOG_LINE.match(os.read(fd, 16)) is not None
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
         return False
+    except OSError:
+        return True  # not readable as ours: the log handler's own checks decide, as for a planted entry
 
 
 def not_ours(run_dir: Path, log_name: str, hydra_files: str | None = None) -> str | None:
@@ -43,11 +54,12 @@ def not_ours(run_dir: Path, log_name: str, hydra_files: str | None = None) -> st
     normbench run folder, which record.claim_run_dir reuses or steps beside. Other names a new run may
     find: Hydra's folder of the job's config (``hydra_files``: hydra.output_subdir, written before the
     job starts) and the job's log (``log_name``) when it is one of ours (a duplicate job writes its log
-    and no record); a log in any other format is someone's, and the run would append to it."""
+    and no record) or no regular file (_log_left_alone); a regular log in any other format is someone's, and
+    the run would append to it."""
     if any(os.path.lexists(Path(run_dir) / name) for name in (SUMMARY, LOCK)):
         return None
     allowed = (hydra_files,) if hydra_files else ()
-    if _our_log(Path(run_dir) / log_name):
+    if _log_left_alone(Path(run_dir) / log_name):
         allowed += (log_name,)
     found = foreign_entry(run_dir, allowed)
     if found is None:
