@@ -110,6 +110,28 @@ class CheckHydraFiles(Callback):
             raise Refused(f"{config.hydra.sweep.dir} holds {foreign} that is not this sweep's (no Hydra "
                           f"multirun.yaml beside it); a sweep never writes over files it did not write: "
                           f"choose another hydra.sweep.dir")
+        blocked = job_folder_blocked(Path(str(config.hydra.sweep.dir)), config.hydra.sweep)
+        if blocked:
+            raise Refused(f"{config.hydra.sweep.dir} holds {blocked}, which is not a folder, where job {blocked}'s "
+                          f"run folder goes: move it away or choose another hydra.sweep.dir")
+
+
+def job_folder_blocked(sweep_dir: Path, sweep) -> str | None:
+    """The first name in ``sweep_dir`` where a job's folder goes that is not a folder (a file, a link, a
+    FIFO): Hydra's mkdir would fail on it after multirun.yaml is written, ending the sweep at that job
+    (O14). Checkable up front for the default subdir, ``${hydra.job.num}`` (a job number names the
+    folder); other subdir templates name folders only as each job starts, and such a job's line is
+    Hydra's "cannot write output" then."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.to_container(sweep, resolve=False).get("subdir") != "${hydra.job.num}":
+        return None
+    try:
+        with os.scandir(sweep_dir) as entries:
+            return next((e.name for e in entries if e.name.isascii() and e.name.isdigit()
+                         and not e.is_dir(follow_symlinks=False)), None)
+    except OSError:  # absent, or not listable: the sweep's own checks and writes say so
+        return None
 
 
 def install() -> None:

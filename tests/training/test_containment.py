@@ -142,6 +142,36 @@ def test_a_sweep_subdir_outside_the_sweep_is_refused(cli, tiny_args, tmp_path):
     assert not (tmp_path / "escaped").exists()
 
 
+@pytest.mark.parametrize("kind", ["file", "fifo", "link_to_folder"])
+def test_a_job_folder_name_that_is_not_a_folder_refuses_the_sweep_before_it_writes(cli, tiny_args, tmp_path, kind):
+    # O14: a file named 0 in the sweep folder let Hydra write multirun.yaml, then its mkdir for job 0
+    # failed and the sweep stopped there; refused up front now, in one line, with nothing written
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    planted = sweep / "0"
+    if kind == "file":
+        planted.write_text("mine\n")
+    elif kind == "fifo":
+        os.mkfifo(planted)
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        planted.symlink_to(tmp_path / "elsewhere")
+    code, out, err = cli("-m", *tiny_args, "norm=ln,rms", "hydra.sweep.dir=sweep", "report=false")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "holds 0, which is not a folder" in err, err
+    assert sorted(p.name for p in sweep.iterdir()) == ["0"]
+    assert kind != "file" or planted.read_text() == "mine\n"
+
+
+def test_numbered_files_are_left_alone_where_the_job_folders_are_named_otherwise(cli, tiny_args, tmp_path):
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "0").write_text("mine\n")
+    code, out, err = cli("-m", *tiny_args, "norm=ln", "hydra.sweep.dir=sweep", "hydra.sweep.subdir=job_${hydra.job.num}",
+                         "report=false")
+    assert code == 0, err
+    assert (sweep / "job_0" / "summary.json").exists() and (sweep / "0").read_text() == "mine\n"
+
+
 # The files Hydra writes itself (normbench/configuration/hydra_files.py): a planted name is refused in one line,
 # exit 2, before anything is written through it; (where it is planted, the overrides that make Hydra write it).
 HYDRA_FILES = {
