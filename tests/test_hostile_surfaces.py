@@ -343,6 +343,21 @@ def test_bench_arms_never_resolves_an_interpolation_found_in_a_record(monkeypatc
     assert "task.data" in str(why.value) and "hunter2" not in str(why.value)
 
 
+@pytest.mark.parametrize("value", ["???", "${oc.env:NB_SECRET}"])
+def test_bench_arms_refuses_a_record_holding_an_interpolation_instead_of_skipping_its_arm(tmp_path, monkeypatch, value):
+    # R75/R76: such an arm was skipped with a note and the command exited 0; a record no run wrote is bad input
+    monkeypatch.setenv("NB_SECRET", "hunter2")
+    factory.write_record(tmp_path, "good")
+    run_dir = factory.write_record(tmp_path, "tampered", axes={"norm": "rms"})
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["config"]["lr"] = value
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(arms.ArmsError) as why:
+        arms.run(tmp_path)
+    assert "config.lr" in str(why.value) and "tampered" in str(why.value) and "hunter2" not in str(why.value)
+    assert not (tmp_path / arms.FILE).exists()
+
+
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
 def test_bench_arms_refuses_a_planted_output_before_timing(tmp_path, kind, victim):
     factory.write_record(tmp_path, "a")

@@ -85,6 +85,11 @@ def arms_of(sweep_dir: Path) -> list[Arm]:
     if not Path(sweep_dir).is_dir():
         raise ArmsError(f"{sweep_dir}: no such folder")
     records = find_records([Path(sweep_dir)])
+    if records.set_aside:  # a record no run wrote as it reads (a value of the wrong type, ??? for lr): bad input,
+        # not an arm to leave out without a word (R75/R76)
+        first = records.set_aside[0]
+        raise ArmsError(f"{len(records.set_aside)} record(s) under {sweep_dir} cannot be read as a run's, e.g. "
+                        f"{first.path}: {first.why}; move them away (bench arms times every arm or none)")
     usable = [r for r in records.runs if isinstance(r.summary.get("config"), dict)]
     if not any(r.summary.get("status") in TIMED for r in usable):
         raise ArmsError(f"{sweep_dir}: no finished run records (summary.json, status ok or diverged) to rebuild arms from")
@@ -234,6 +239,11 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
     for name in (FILE, Path(FILE).with_suffix(".md").name):  # a folder or FIFO there fails now, not after the timing
         if os.path.lexists(sweep_dir / name) and not (sweep_dir / name).is_symlink() and not (sweep_dir / name).is_file():
             raise ArmsError(f"{sweep_dir / name} exists and is not a regular file; move it away")
+    for arm in arms:  # a record's values are data: one holding ${...} or ??? was not written by a run (R75/R76)
+        found = interpolation_in(arm.config)
+        if found:
+            raise ArmsError(f"{arm.record / 'summary.json'}: {found[:120]} holds an interpolation "
+                            f"(${{...}}) or ???, which no run records; not rebuilt from it (move the record away)")
     references(arms, reference)  # a --reference that names no arm fails now, not after the timing
     recorded = {a.threads for a in arms}
     threads = threads or (recorded.pop() if len(recorded) == 1 and None not in recorded else None) or 1
