@@ -174,3 +174,16 @@ def test_study_checks_its_claims_folder_before_any_round(tmp_path):
                                "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=HANG_S)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr[-500:]
     assert not list((tmp_path / "out").rglob("summary.json"))
+
+
+def test_a_yml_claim_file_is_read_and_a_folder_without_claim_files_is_refused(tmp_path):
+    # Y05: a claim saved as .yml was passed over without a word, and the report judged it nowhere
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / "mine.yml")
+    assert [c.id for c in read_folders([folder], [])] == ["ln_simple_as_good"]
+    empty = tmp_path / "notes"
+    empty.mkdir()
+    (empty / "claim.txt").write_text("id: x\n")
+    with pytest.raises(ClaimFileError, match="holds no claim files"):
+        read_folders([empty], [])

@@ -1,7 +1,7 @@
 """Your own claims as data: YAML files in a folder you name, judged by the same engine as the shipped ones.
 
 ``normbench report DIR --claims MYDIR`` (and ``normbench study ... --claims MYDIR``) reads every
-``*.yaml`` in MYDIR; the folders travel to the processes a study starts in ``NORMBENCH_CLAIMS``
+``*.yaml`` and ``*.yml`` in MYDIR (a folder with neither is refused); the folders travel to the processes a study starts in ``NORMBENCH_CLAIMS``
 (``os.pathsep``-separated), which ``evaluate_claims`` reads. One file is one claim::
 
     id: ln_simple_as_good                 # lower-case, not a shipped claim's id
@@ -400,12 +400,18 @@ def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
     return parse(doc, where, taken)
 
 
+CLAIM_SUFFIXES = (".yaml", ".yml")  # both YAML spellings are claim files (Y05: .yml was passed over)
+
+
 def read_folder(folder: Path, taken: set[str]) -> list[Claim]:
     folder = Path(folder).expanduser()
     if not folder.is_dir():
-        raise ClaimFileError(f"--claims {str(folder)[-200:]}: not a folder of claim files (*.yaml)")
+        raise ClaimFileError(f"--claims {str(folder)[-200:]}: not a folder of claim files (*.yaml, *.yml)")
     found = []
-    for path in sorted(folder.glob("*.yaml")):
+    paths = sorted(p for suffix in CLAIM_SUFFIXES for p in folder.glob(f"*{suffix}"))
+    if not paths:  # a folder of .txt or a typo'd folder would otherwise judge nothing without a word (Y05)
+        raise ClaimFileError(f"--claims {str(folder)[-200:]}: holds no claim files (*.yaml, *.yml)")
+    for path in paths:
         claim = read_file(path, taken | {c.id for c in found})
         found.append(claim)
     return found
