@@ -9,6 +9,7 @@ this module (the record's ``environment`` block, which asks torch, is normbench/
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import functools
@@ -433,6 +434,7 @@ def git_commit() -> str | None:
 
 
 LOCK = ".normbench.lock"
+UNFINISHED_OTHER = "an unfinished record of another run"
 
 
 def _occupant(run_dir: Path, digest: str) -> str | None:
@@ -451,7 +453,7 @@ def _occupant(run_dir: Path, digest: str) -> str | None:
     if record.final:
         return f"a finished record (status {record.status})"
     if not record.of_run(digest):
-        return "an unfinished record of another run"
+        return UNFINISHED_OTHER
     return None
 
 
@@ -472,6 +474,7 @@ def claim_run_dir(preferred: Path, digest: str) -> tuple[Path, int]:
         if odd is not None:
             log.debug("run folder %s holds %s that is not a regular file; taking another", candidate, odd)
             continue
+        made_lock = not os.path.lexists(candidate / LOCK)
         try:
             fd = open_run_file(candidate / LOCK, os.O_RDWR | os.O_CREAT)
         except OSError:  # a link or FIFO planted between the check and the open
@@ -483,6 +486,11 @@ def claim_run_dir(preferred: Path, digest: str) -> tuple[Path, int]:
         why = _occupant(candidate, digest)
         if why is None:
             return candidate, fd
+        if made_lock and why != UNFINISHED_OTHER:  # a folder no run will ever take again: the lock
+            # this attempt made there goes with it, leaving the folder as it was found (O06); one beside an
+            # unfinished record stays, as another attempt at that run may be opening it now
+            with contextlib.suppress(OSError):
+                os.unlink(candidate / LOCK)
         os.close(fd)
         log.debug("run folder %s holds %s; taking another", candidate, why)  # the job's last line names the folder it took
     raise OSError(f"no free run folder beside {preferred}")

@@ -233,3 +233,21 @@ def test_a_resumed_sweep_passes_over_a_hostile_record(tmp_path):
     from normbench.configuration.contract import config_hash
 
     assert run.finished_record(sweep / "x", sweep, config_hash(GOOD["config"])) == sweep / "good" / "summary.json"
+
+
+@pytest.mark.parametrize("occupant", ["finished", "unreadable", "unfinished_other"])
+def test_a_run_that_steps_beside_a_kept_folder_leaves_no_lock_there(tmp_path, occupant):
+    # O06: an empty .normbench.lock was left in a folder the run only looked into
+    kept = tmp_path / "0"
+    if occupant == "unreadable":
+        kept.mkdir()
+        (kept / "summary.json").write_text("{not json")
+    else:
+        factory.write_record(tmp_path, "0", status="ok" if occupant == "finished" else "running")
+    before = sorted(p.name for p in kept.iterdir())
+    folder, lock = record.claim_run_dir(kept, "some-digest")
+    os.close(lock)
+    assert folder != kept and (folder / record.LOCK).exists()
+    after = sorted(p.name for p in kept.iterdir())
+    # beside an unfinished record the lock stays: another attempt at that run may be opening it
+    assert after == (sorted([*before, record.LOCK]) if occupant == "unfinished_other" else before)
