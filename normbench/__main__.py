@@ -114,6 +114,10 @@ def main() -> None:
     args = sys.argv[1:]
     if args and args[0] in SUBCOMMANDS:
         forward(args[0], args[1:])
+    for name in ("SIGTERM", "SIGHUP"):  # while the app imports (Hydra, seconds) a stop is one line too, as
+        # Ctrl-C is (G08: SIGTERM then killed it without a word); the app puts its own handlers in place
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stopped)
     try:  # Ctrl-C while the run's modules import (seconds: torch) is one line and 130, as a subcommand's
         from normbench.configuration.config import plain_groups  # torch-free
 
@@ -130,7 +134,13 @@ def main() -> None:
             print(f"normbench: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second Ctrl-C: the status says it
             pass
-        sys.exit(128 + signum)
+        sys.exit(130)  # for every stop, as the app says it (normbench/studies/app.py)
+
+
+def _stopped(signum, frame):
+    stop = KeyboardInterrupt(f"signal {signum}")
+    stop.signum = signum
+    raise stop
 
 
 def forward(name: str, args: list[str]) -> None:

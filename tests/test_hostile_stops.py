@@ -59,6 +59,28 @@ def test_sigterm_while_a_subcommand_imports_is_one_line(tmp_path):
     assert done.stderr == "normbench compare: stopped by SIGTERM\n"
 
 
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_stop_while_the_app_imports_is_one_line(tmp_path, signame):
+    """G08: SIGTERM before the app's own handlers were in place (Hydra importing) killed it without a word."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os, signal, sys, time\n"
+        "if sys.argv[-1] == 'NB-SLOW-IMPORT=1':\n"
+        "    class Slow:\n"
+        "        def find_spec(self, name, path=None, target=None):\n"
+        "            if name == 'normbench.studies.app':\n"
+        f"                os.kill(os.getpid(), signal.{signame}); time.sleep(5)\n"
+        "            return None\n"
+        "    sys.meta_path.insert(0, Slow())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.getcwd()])}
+    done = subprocess.run([sys.executable, "-m", "normbench", "NB-SLOW-IMPORT=1"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=HANG_S)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == f"normbench: stopped by {signame}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
 @pytest.mark.parametrize("name", ["study", "report", "tune", "rerun", "compare"])
 def test_an_empty_out_is_refused_in_one_line(name, tmp_path, monkeypatch, capsys):
     """``--out ''`` (an unset shell variable) is Path(''), the working folder: a report or a record would
