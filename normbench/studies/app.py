@@ -265,9 +265,24 @@ class _MaskedOutput:
 
 
 def _stop(signum, frame):
+    _stop_workers()
     stop = KeyboardInterrupt(f"signal {signum}")
     stop.signum = signum  # main's last line names it
     raise stop
+
+
+def _stop_workers() -> None:
+    """A joblib launcher's workers, when SIGTERM or SIGHUP stops the launcher: the signal reached it alone
+    (a Ctrl-C in a terminal reaches them too), and the KeyboardInterrupt it becomes makes joblib kill
+    them outright, leaving their records saying ``running`` after the line "summaries written" (G04).
+    So each gets SIGTERM first, which ends its run ``interrupted``, and time to write that
+    (children.WORKERS_WAIT_S); further stops are held off meanwhile. Nothing to wait for in a single run."""
+    from normbench.studies import children
+
+    started = children.workers(os.getpid())
+    if started:
+        _ignore_further_stops()
+        children.end_descendants(started)
 
 
 def _stops_as_interrupts() -> dict:

@@ -92,6 +92,21 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
+def workers(pid: int) -> dict[int, str]:
+    """The processes ``pid`` started that run jobs (a joblib launcher's loky workers): its descendants but
+    the resource trackers multiprocessing and loky start, which ignore SIGTERM and end with their launcher."""
+    found = {}
+    for child, start in descendants(pid).items():
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as handle:
+                command = handle.read(4096)
+        except OSError:
+            continue
+        if b"resource_tracker" not in command:
+            found[child] = start
+    return found
+
+
 def _alive(processes: dict[int, str]) -> dict[int, str]:
     table = _processes()
     return {pid: start for pid, start in processes.items() if pid in table and table[pid][1] == start}
