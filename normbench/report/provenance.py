@@ -13,6 +13,7 @@ import pandas as pd
 from normbench.analysis.result import StudyResult
 from normbench.configuration.schema import TASK_CONFIGS, TaskConfig
 from normbench.records.metrics import TIMING_NOISY
+from normbench.records.published import CURVES, PAIRED_TIMING
 from normbench.records.reading import Records
 from normbench.records.values import format_value
 from normbench.report import figures, sections, tables
@@ -129,6 +130,11 @@ def reproduce(records: Records, runs: pd.DataFrame, paths: list[Path], out: Path
         files.append({"path": "runs.parquet", "what": "the same, with types kept"})
     files.append({"path": "summary.csv", "what": "one row per arm: every number in the tables"})
     files.append({"path": "claims.csv", "what": "one row per claim and study: verdict, each part's verdict, regime, scale"})
+    for name in (CURVES, f"{CURVES}.gz"):  # the validation curves the gates read (plateau, still improving)
+        if (staging / name).is_file():
+            files.append({"path": name, "what": "each run's validation curve and training loss, by step and examples seen"})
+    if (staging / PAIRED_TIMING).is_file():
+        files.append({"path": PAIRED_TIMING, "what": "bench arms' paired, interleaved step times behind the speed claims"})
     paths_of: dict[str, set[str]] = {}
     for record in records.runs:
         config = record.config or {}

@@ -145,3 +145,11 @@ def test_curves_past_the_plain_size_are_gzipped_the_same_every_time(report, tmp_
     assert published.write_curves(table, tmp_path).read_bytes() == bytes_once
     shutil.copy(report / "runs.csv", tmp_path / "runs.csv")
     pd.testing.assert_frame_equal(published.load(tmp_path).curves, found.curves)
+
+
+def test_the_reproduce_block_links_the_published_files(report):
+    # a reader of the committed page finds the curves and the paired rounds from "How to reproduce"
+    for page in ("report.md", "report.html"):
+        text = (report / page).read_text()
+        block = text[text.index("How to reproduce"):]
+        assert published.CURVES in block and published.PAIRED_TIMING in block, page
