@@ -187,3 +187,16 @@ def test_a_yml_claim_file_is_read_and_a_folder_without_claim_files_is_refused(tm
     (empty / "claim.txt").write_text("id: x\n")
     with pytest.raises(ClaimFileError, match="holds no claim files"):
         read_folders([empty], [])
+
+
+def test_a_claims_paper_scale_reaches_the_external_validity_paragraph(tmp_path):
+    from normbench.analysis.claims import SHIPPED
+    from normbench.analysis.multiplicity import paper_scale
+
+    by_id = {c.id: c for c in SHIPPED}
+    assert "IWSLT14" in paper_scale(by_id["postln_needs_warmup"])  # the spec's field, not only regime prose
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder)
+    mine = read_folders([folder], [])[0]
+    assert paper_scale(mine) == "Transformers and other models on four datasets (Xu et al. 2019)"

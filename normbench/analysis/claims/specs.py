@@ -244,6 +244,7 @@ CLAIMS: list[Claim] = [
           "At a small batch LayerNorm does better than BatchNorm, and LN's advantage over BN is larger at the "
           "small batch than at the large one.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §6.6, Figure 6",
+          paper_scale="a 784-1000-1000-10 network on permutation-invariant MNIST, batches of 128 and 4",
           arms={"ln @ small batch": {"norm": "ln", "batch_size": SMALLEST},
                 "bn @ small batch": {"norm": "bn", "batch_size": SMALLEST},
                 "ln": {"norm": "ln"}, "bn": {"norm": "bn"}},
@@ -275,6 +276,7 @@ CLAIMS: list[Claim] = [
           "Post-LN Transformers need learning-rate warm-up; Pre-LN ones without warm-up do as well as Post-LN "
           "with it.",
           "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, §3.2 and §4.2",
+          paper_scale="6-layer Transformers (base) on IWSLT14 De-En and WMT14 En-De translation",
           arms={"post, warm-up": {"placement": "post", "warmup_steps": POSITIVE},
                 "post, no warm-up": {"placement": "post", "warmup_steps": 0},
                 "pre, no warm-up": {"placement": "pre", "warmup_steps": 0}},
@@ -299,6 +301,7 @@ CLAIMS: list[Claim] = [
           "At initialization, ‖∂L/∂W²‖ of the last FFN does not depend on depth in a Post-LN Transformer and "
           "shrinks with depth in a Pre-LN one.",
           "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, Theorem 1 and Figure 3",
+          paper_scale="6-layer Transformers (base) on IWSLT14 De-En translation",
           arms={"pre": {"placement": "pre"}, "post": {"placement": "post"}},
           parts=(slope("Pre-LN's last-FFN ‖∂L/∂W²‖ shrinks with depth", "pre", "layers", GRAD_AT_INIT, -1),
                  slope("Post-LN's last-FFN ‖∂L/∂W²‖ does not depend on depth", "post", "layers", GRAD_AT_INIT, 0,
@@ -323,6 +326,7 @@ CLAIMS: list[Claim] = [
           "In a batch-normalized tanh RNN, γ = 1 makes the gradient ‖∂L/∂h_t‖ vanish going back in time, while "
           "γ = 0.1 keeps it nearly constant.",
           "Cooijmans et al. 2016, Recurrent Batch Normalization, §4 and Figure 1(a)",
+          paper_scale="a 100-unit LSTM on sequential MNIST (784 steps)",
           arms={"bn γ 0.1": {"norm": "bn", "gamma_init": 0.1}, "bn γ 1.0": {"norm": "bn", "gamma_init": 1.0}},
           parts=(sign("At γ = 1.0 ‖∂L/∂h_t‖ vanishes going back in time (signed flow < 0, at init)", "bn γ 1.0",
                       FLOW_AT_INIT, -1),
@@ -436,6 +440,7 @@ CLAIMS: list[Claim] = [
           "LayerNorm allows a larger stable learning rate than no normalization in an RNN/LSTM.",
           "Practice: by analogy with Ioffe & Szegedy 2015 §3.3 (BatchNorm in feed-forward nets); Ba et al. 2016 "
           "report no lr sweep",
+          paper_scale="Inception on ImageNet (BatchNorm's paper)",
           arms={"ln in_cell": {"norm": "ln", "placement": "in_cell"}, "none": {"norm": "none"}},
           parts=(ratio("LN's largest lr that trains is larger than no normalization's", "ln in_cell", "none",
                        largest_training_lr, "largest lr that trains"),),
@@ -455,6 +460,7 @@ CLAIMS: list[Claim] = [
     Claim("ln_lstm_converges_faster",
           "An LSTM with LayerNorm in the cell converges faster than a plain LSTM, on the validation curve.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2 Figure 2, §6.5 Figure 5",
+          paper_scale="the attentive reader on the CNN question-answering corpus",
           arms={"ln-lstm": {"model": "lstm", "norm": "ln", "placement": "in_cell"},
                 "lstm": {"model": "lstm", "norm": "none"}},
           parts=(converges_faster("LN-LSTM's validation curve rises (or falls) faster than LSTM's", "ln-lstm", "lstm"),),
@@ -472,6 +478,7 @@ CLAIMS: list[Claim] = [
     Claim("bn_lstm_converges_faster",
           "An LSTM with BatchNorm in the cell converges faster than a plain LSTM, on the validation curve.",
           "Cooijmans et al. 2016, Recurrent Batch Normalization, §5.1 Figure 2, §5.2 Figure 3(a)",
+          paper_scale="a 100-unit LSTM on sequential and permuted MNIST (784 steps)",
           arms={"bn-lstm": {"model": "lstm", "norm": "bn", "placement": "in_cell"},
                 "lstm": {"model": "lstm", "norm": "none"}},
           parts=(converges_faster("BN-LSTM's validation curve rises (or falls) faster than LSTM's", "bn-lstm", "lstm"),),
@@ -488,6 +495,7 @@ CLAIMS: list[Claim] = [
     Claim("ln_beats_bn_varlen",
           "On variable-length sequences LayerNorm beats BatchNorm, whether or not BN's statistics include padding.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2 Figure 2 (motivation: §1, §3.1)",
+          paper_scale="the attentive reader on the CNN question-answering corpus",
           arms={"ln": {"norm": "ln"}, "bn masked": {"norm": "bn", "norm.bn_mask": TRUE},
                 "bn unmasked": {"norm": "bn", "norm.bn_mask": False}},
           parts=(better("LN beats BN with statistics over padding", "ln", "bn unmasked"),
@@ -508,6 +516,7 @@ CLAIMS: list[Claim] = [
     Claim("dropout_after_norm",
           "With BatchNorm, dropout placed before the norm scores worse than dropout placed after it.",
           "Li, Chen, Hu & Yang 2019, Understanding the Disharmony between Dropout and Batch Normalization, Abstract",
+          paper_scale="ResNet, DenseNet, ResNeXt and Wide ResNet on CIFAR-10/100 and ImageNet",
           arms={"after norm": {"norm": "bn", "model.dropout_at": "after_norm"},
                 "before norm": {"norm": "bn", "model.dropout_at": "before_norm"}},
           parts=(better("with BN, dropout after the norm scores better than before it", "after norm", "before norm"),),
@@ -545,6 +554,7 @@ CLAIMS: list[Claim] = [
           "On variable-length sequences, BatchNorm whose statistics exclude padded steps scores better than "
           "BatchNorm whose statistics include them.",
           "Practice: mechanism from Cooijmans et al. 2016, §5.4",
+          paper_scale="the attentive reader on the CNN question-answering corpus",
           arms={"bn masked": {"norm": "bn", "norm.bn_mask": TRUE}, "bn unmasked": {"norm": "bn", "norm.bn_mask": False}},
           parts=(better("BN with statistics over real steps only beats BN with statistics over padding", "bn masked",
                         "bn unmasked"),),
@@ -566,6 +576,7 @@ CLAIMS: list[Claim] = [
           "Post-LN Transformers without warm-up fail to train more often than with warm-up, and more often than "
           "Pre-LN Transformers without warm-up.",
           "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture, §3.2 and §3.3",
+          paper_scale="6-layer Transformers (base) on IWSLT14 De-En and WMT14 En-De translation",
           arms={"post, no warm-up": {"placement": "post", "warmup_steps": 0},
                 "post, warm-up": {"placement": "post", "warmup_steps": POSITIVE},
                 "pre, no warm-up": {"placement": "pre", "warmup_steps": 0}},

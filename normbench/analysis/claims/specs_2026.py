@@ -103,6 +103,7 @@ CLAIMS_2026: list[Claim] = [
     Claim("dyt_faster_than_rms",
           "DyT makes a training step faster than RMSNorm, each at its fastest correct kernel.",
           "Zhu, Chen, He, LeCun & Liu 2025, Transformers without Normalization, §6.1 (efficiency)",
+          paper_scale="LLaMA 7B in BF16 on a GPU, one 4096-token sequence a pass",
           arms={"dyt": {"norm": "dyt"}, "rms": {"norm": "rms"}},
           parts=(faster("DyT's training step is faster than RMSNorm's (impl=auto: each kind's fastest correct kernel "
                         "here)", "dyt", "rms"),),
@@ -264,6 +265,7 @@ CLAIMS_2026: list[Claim] = [
           "Deep Post-LN Transformers fail to train more often than DeepNorm ones, and DeepNorm is not worse than "
           "Pre-LN.",
           "Wang, Ma, Dong, Huang, Zhang & Wei 2022, DeepNet: Scaling Transformers to 1,000 Layers, Abstract",
+          paper_scale="Transformers up to 1,000 layers on multilingual translation",
           arms={"post": {"placement": "post"}, "deepnorm": {"placement": "deepnorm"}, "pre": {"placement": "pre"}},
           parts=(fails_more_often("Post-LN fails to train more often than DeepNorm", "post", "deepnorm"),
                  not_worse("DeepNorm is not worse than Pre-LN", "deepnorm", "pre")),

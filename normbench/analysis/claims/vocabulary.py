@@ -267,6 +267,10 @@ class Claim:
     # The regime as named predicates on the records (predicates.PREDICATES), each gating the parts it names;
     # a claim with regime prose and no predicates cannot decide (engine.judge).
     needs: tuple = ()
+    # The scale the paper's result was measured at, in a few words (model, data, device), which the page's
+    # external-validity paragraph names beside the verdict (analysis/multiplicity.py); else the regime's
+    # "the paper's scale is ..." clause; "" where neither states one.
+    paper_scale: str = ""
 
     @property
     def source(self) -> str:

@@ -118,9 +118,9 @@ HOOKS: dict[str, Callable] = {
 PART_KINDS = ("better", "not_worse", "equivalent", "more_stable", "faster", "higher_rate", "slope",
               "converges_faster", "grows")
 _TOP = {"id", "statement", "source", "quote", "where", "measures", "regime", "design", "arms", "parts",
-        "requires", "prepare", "pool", "also_compare", "regime_checks"}
+        "requires", "prepare", "pool", "also_compare", "regime_checks", "paper_scale"}
 _PART = {"kind", "assertion", "a", "b", "measure", "x", "claimed", "margin", "toward"}
-_TEXT = ("statement", "source", "quote", "where", "measures", "regime", "design")
+_TEXT = ("statement", "source", "quote", "where", "measures", "regime", "design", "paper_scale")
 
 
 def _num(value):
@@ -333,7 +333,7 @@ def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     return Claim(claim_id, texts["statement"], texts["source"], built_arms, built_parts, requires=requires,
                  pool=_names(doc, "pool", None, where), also_compare=_names(doc, "also_compare", None, where),
                  prepare=HOOKS.get(prepare), design=texts["design"], quote=texts["quote"], where=texts["where"],
-                 measures=texts["measures"], regime=texts["regime"],
+                 measures=texts["measures"], regime=texts["regime"], paper_scale=texts["paper_scale"],
                  needs=_regime_checks(doc, len(built_parts), where))
 
 
