@@ -96,7 +96,8 @@ def test_runs_still_improving_gate_final_quality_but_not_stability(write_record,
     runs = _write_curves(write_record, tmp_path / "rising", 0.9, rising=True)
     verdict = judge(MIXED, runs)
     score, stability = verdict.parts
-    assert score.status == NOT_TESTABLE and "still improving at the end (ln: 3 of 3 runs; bn: 3 of 3 runs" in score.note
+    # both rise: ln, ahead, could only widen its lead and is left out; bn, behind, could catch up, and gates
+    assert score.status == NOT_TESTABLE and "still improving at the end (bn: 3 of 3 runs" in score.note
     # at a constant learning rate (the records' default) the change that works first is a decaying one
     assert ("testable with a learning rate that decays to the end (optim.schedule=cosine) or more steps (at least 200)"
             in score.note and score.seeds_needed is None)
@@ -194,3 +195,31 @@ def test_a_failed_setup_check_makes_the_claim_not_testable_never_contradicted(ru
         assert all(p.status == NOT_TESTABLE and "testable with a setup where normalization matters" in p.note
                    for p in verdict.parts)
         assert verdict.parts[0].effects and ("is inconclusive" in verdict.parts[0].note or "is contradicted" in verdict.parts[0].note)
+
+
+def _rising_arms(write_record, root: Path, rising: set[str]):
+    """ln ends at 0.9 and bn at 0.6 (ln far ahead); the arms in ``rising`` still climb at the end."""
+    for seed in SEEDS:
+        for norm, final in (("ln", 0.9), ("bn", 0.6)):
+            curve = iter([final - 0.6 + 0.3, final - 0.2, final - 0.1, final] if norm in rising
+                         else [final - 0.3, final - 0.004, final - 0.002, final])
+            run = write_record(root, f"{norm}-{seed}", seed=seed, best_val=final + 0.002 * seed, axes={"norm": norm})
+            lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+            for line in lines:
+                if line["kind"] == "eval":
+                    line["val_metric"] = next(curve) + 0.002 * seed
+            (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    runs = runs_frame(find_records([root]).runs)
+    return label_groups(runs, varying_axes(runs))
+
+
+def test_a_claim_part_whose_improving_arm_already_leads_is_not_gated(write_record, tmp_path):
+    # a gate voids only what the gated change could alter: ln, far ahead and still rising, can only widen its
+    # lead, so "ln better than bn" stands; bn still rising behind could catch up, so that gates
+    lead = judge(MIXED, _rising_arms(write_record, tmp_path / "lead", {"ln"}))
+    assert lead.parts[0].status == SUPPORTED, lead.explanation
+    trail = judge(MIXED, _rising_arms(write_record, tmp_path / "trail", {"bn"}))
+    assert trail.parts[0].status == NOT_TESTABLE and "still improving at the end (bn: 3 of 3 runs" in trail.parts[0].note
+    # "bn better than ln" is contradicted by the same records: ln is the leader there too, and its rise voids nothing
+    reverse = Claim("crafted_reverse", "BN beats LN.", "Crafted 2026", ARMS, (better("bn scores better than ln", "bn", "ln"),))
+    assert judge(reverse, _rising_arms(write_record, tmp_path / "reverse", {"ln"})).parts[0].status == CONTRADICTED
