@@ -125,5 +125,5 @@ def test_reestimation_changes_evaluation_only(compose, tmp_path):
     on, _ = trained(compose, tmp_path / "on", "placement=in_cell", "steps=40", "eval_every=20")
     off, _ = trained(compose, tmp_path / "off", "placement=in_cell", "steps=40", "eval_every=20",
                      "norm.bn_reestimate=false")
-    assert on.progress.losses == off.progress.losses
+    assert on.measured.losses == off.measured.losses
     assert measures.metrics(on)["bn_train_eval_gap_running"] == pytest.approx(measures.metrics(off)["bn_train_eval_gap"])

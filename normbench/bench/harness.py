@@ -129,13 +129,13 @@ def timed_fit(trainer: Trainer, bare: BareLoop) -> dict:
     """``trainer.fit()`` in lockstep with ``bare``: both loops' seconds, and the probes' count and seconds."""
     lockstep = Lockstep(bare, trainer.device)
     trainer.hooks.append(lockstep)
-    progress = trainer.fit()
+    measured = trainer.fit()
     if lockstep.started is None or lockstep.ended is None:
         raise RuntimeError("Trainer.fit did not call on_step_start or the last step's on_step_end; "
                            "normbench.bench.harness must learn where its loop starts and ends")
     return {"harness_s": lockstep.ended - lockstep.started - lockstep.bare_s, "bare_s": lockstep.bare_s,
-            "steps": progress.step, "bare_steps": bare.steps, "probe_s": lockstep.probe_s, "probes": lockstep.probes,
-            "final_loss": progress.losses[-1], "bare_final_loss": float(bare.loss.detach()),
+            "steps": measured.step, "bare_steps": bare.steps, "probe_s": lockstep.probe_s, "probes": lockstep.probes,
+            "final_loss": measured.losses[-1], "bare_final_loss": float(bare.loss.detach()),
             "step_ms_median": measures.throughput(trainer)["step_ms_median"]}
 
 

@@ -4,7 +4,7 @@ Every ``checkpoint_every`` steps, between two steps (after step k's evaluation, 
 draws its batch), ``checkpoint.pt`` in the run folder is replaced atomically by the whole state
 the rest of the run depends on: the weights (and a pure mode's half copy), the optimizer, the
 loss scaler, every random generator (torch, CUDA, numpy, Python, the batch sampler's generator and
-its place in the epoch), the progress so far (losses, best metric, profiles, spikes) and the
+its place in the epoch), what it measured so far (losses, best metric, profiles, spikes) and the
 curves written (metrics.jsonl up to step k). The learning-rate schedule is a function of the step
 (train.learning_rate), so the step is its state. ``resume=true`` continues an interrupted run from
 its checkpoint: the new attempt writes the saved curves again and trains steps k+1.., so that it
@@ -293,6 +293,7 @@ def read(path: Path, config_hash: str, steps: int | None = None) -> dict:
         raise Refused("does not match its checksum (corrupted)")
     if saved.get("config_hash") != config_hash:
         raise Refused("is a checkpoint of another run" if "config_hash" in saved else "names no config hash")
+    saved = trainer_state.renamed(saved)  # an earlier version's field names: its checkpoint resumes too
     why = _fields_problem(saved, steps)
     if why is not None:
         raise Refused(why)

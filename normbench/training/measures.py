@@ -48,7 +48,7 @@ class PeakMemory:
 
 def metrics(trainer) -> dict:
     """The record's ``metrics``: what the run measured, none of the analysis's verdicts."""
-    p, spikes = trainer.progress, trainer.spikes
+    p, spikes = trainer.measured, trainer.spikes
     probe = p.last_probe
     acts = probe.get("act_max_abs") or {}
     rms = probe.get("act_rms") or {}
@@ -75,7 +75,7 @@ def metrics(trainer) -> dict:
 
 def grad_profiles(trainer) -> dict:
     """The record's ``profiles``: gradient norms per layer and through time (not the analysis's performance profiles)."""
-    p = trainer.progress
+    p = trainer.measured
     out = {"layer_grad_norm_init": p.layer_grad_norm_init}
     if p.ffn_w2_grad_norm_init is not None:
         out["ffn_w2_grad_norm_init"] = p.ffn_w2_grad_norm_init
@@ -102,7 +102,7 @@ def depth_metrics(p) -> dict:
 
 def throughput(trainer) -> dict:
     """The record's ``throughput``: the timed steps' median and spread, rates, and the memory peak."""
-    p = trainer.progress
+    p = trainer.measured
     timed = sorted(p.step_ms)
     step_ms = median(timed) if timed else None
     batch = trainer.batch_size

@@ -365,12 +365,12 @@ class Probes(Hook):
     """The probes as the loop's hook: the gradient profiles at the start of a fresh run and at the end of
     one that did not diverge (with BatchNorm's train/eval gaps, after which the model keeps population
     statistics for the test when norm.bn_reestimate is on), and each probe step's readings kept. What they
-    find goes into the trainer's ``progress``, so that checkpoints and the record's sections carry it."""
+    find goes into the trainer's ``measured``, so that checkpoints and the record's sections carry it."""
 
     def on_fit_start(self, trainer):
-        if trainer.start_step:  # a resumed run's initial profiles come back with its progress
+        if trainer.start_step:  # a resumed run's initial profiles come back with what it measured
             return
-        p = trainer.progress
+        p = trainer.measured
         p.grad_time_init = self._flow(trainer)
         with trainer.autocast():
             p.layer_grad_norm_init, p.ffn_w2_grad_norm_init = layer_gradient_norms(
@@ -378,14 +378,14 @@ class Probes(Hook):
             p.hidden_var_init = hidden_variance(trainer.model, trainer.probe_batch[0])
 
     def on_probe(self, trainer, step, stats, activations):
-        p = trainer.progress
+        p = trainer.measured
         p.last_probe = {**stats, **activations}
         kurt = stats["grad_kurtosis"]
         if kurt is not None and math.isfinite(kurt):
             p.grad_kurtosis_max = max(kurt, p.grad_kurtosis_max or kurt)
 
     def on_fit_end(self, trainer):
-        p, model = trainer.progress, trainer.model
+        p, model = trainer.measured, trainer.model
         if p.diverged_at_step is not None:
             return
         p.grad_time_final = self._flow(trainer)

@@ -35,11 +35,11 @@ class RecordHook(Hook):
 
     def _train(self, trainer, step: int, scalars: dict):
         self.record.log({"kind": "train", "step": step, "loss": scalars["loss"], "lr": scalars["lr"],
-                         "grad_norm": scalars["grad_norm"], "time_s": trainer.progress.train_s})
+                         "grad_norm": scalars["grad_norm"], "time_s": trainer.measured.train_s})
 
     def on_eval(self, trainer, step, **scalars):
         self.record.log({"kind": "eval", "step": step, "val_metric": scalars["val_metric"],
-                         "val_loss": scalars["val_loss"], "time_s": trainer.progress.train_s})
+                         "val_loss": scalars["val_loss"], "time_s": trainer.measured.train_s})
 
     def on_probe(self, trainer, step, stats, activations):
         self.record.log({"kind": "probe", "step": step, **stats, **activations})
@@ -72,7 +72,7 @@ class ProgressBar(Hook):
 
     def on_eval(self, trainer, step, **scalars):
         if self.bar is None:
-            p = trainer.progress
+            p = trainer.measured
             log.info("step %d/%d  loss %.4g  val %s %.4g  (%.1f s training)", step, self.steps,
                      p.losses[-1] if p.losses else math.nan, self.metric, scalars["val_metric"], p.train_s)
 

@@ -299,9 +299,9 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
         if resume_from is not None and checkpoint.restore(trainer, *resume_from, device):
             fields["resumed_from_step"] = trainer.start_step
         with machine.on_record(fields["environment"], parallel_jobs):  # load and CPU pressure over the steps
-            progress = trainer.fit()
+            measured = trainer.fit()
         if keeper is not None:
-            fields["saved_model"] = keeper.finish(trainer, ended_ok=progress.diverged_at_step is None)
+            fields["saved_model"] = keeper.finish(trainer, ended_ok=measured.diverged_at_step is None)
     except KeyboardInterrupt as err:
         _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
         raise
@@ -312,8 +312,8 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
             log.warning("traceback.txt not written: %s", error)
         reason = f"{type(err).__name__}: {' '.join(str(err).split())[:300]} (see traceback.txt)"
         return _finish(record, trainer, fields, "failed", reason, wall_start)
-    if progress.diverged_at_step is not None:
-        reason = f"non-finite loss or gradient at step {progress.diverged_at_step}"
+    if measured.diverged_at_step is not None:
+        reason = f"non-finite loss or gradient at step {measured.diverged_at_step}"
         summary = _finish(record, trainer, fields, "diverged", reason, wall_start)
     else:
         summary = _finish(record, trainer, fields, "ok", None, wall_start)
@@ -396,7 +396,7 @@ def _finish(record: RecordWriter, trainer: Trainer | None, fields: dict, status:
         record.summary.setdefault("precision", trainer.precision_summary)
         fields.update(metrics=measures.metrics(trainer), profiles=measures.grad_profiles(trainer),
                       throughput=measures.throughput(trainer))
-        fields["time"] = {"train_s": trainer.progress.train_s}
+        fields["time"] = {"train_s": trainer.measured.train_s}
         fields["environment"]["norm_impls"] = trainer.norm_impls()
     fields.setdefault("time", {})["wall_s"] = time.perf_counter() - wall_start
     record.finish(status, reason, **fields)

@@ -49,10 +49,10 @@ class ModelSaver(Hook):
     def on_step_start(self, trainer, step: int) -> None:
         if not self.started:  # a resumed run's best so far came back with its checkpoint
             self.started = True
-            self.seen_best = trainer.progress.best_val
+            self.seen_best = trainer.measured.best_val
 
     def on_eval(self, trainer, step: int, **scalars: float) -> None:
-        best = trainer.progress.best_val
+        best = trainer.measured.best_val
         if best is None or best == self.seen_best:
             return
         self.seen_best = best
@@ -70,10 +70,10 @@ class ModelSaver(Hook):
         kept = {}
         if ended_ok:
             _write(self.run_dir / FILES["final"], _weights(trainer.model))
-            kept["final"] = {"file": FILES["final"], "step": trainer.progress.step, "test": trainer.progress.test}
-        if self.best is None and (self.run_dir / FILES["best"]).is_file() and trainer.progress.best_val is not None:
+            kept["final"] = {"file": FILES["final"], "step": trainer.measured.step, "test": trainer.measured.test}
+        if self.best is None and (self.run_dir / FILES["best"]).is_file() and trainer.measured.best_val is not None:
             # resumed: the best was set (and written) by the attempt before the checkpoint
-            self.best = {"file": FILES["best"], "step": None, "val_metric": trainer.progress.best_val}
+            self.best = {"file": FILES["best"], "step": None, "val_metric": trainer.measured.best_val}
         if self.best is not None:
             kept["best"] = self.best
         return kept

@@ -1,6 +1,6 @@
-"""The Trainer's state (``Trainer.state_dict()``, normbench/training/train.py): its bookkeeping
-(``Progress``), each field with the check a saved copy must pass (``FIELDS``, ``problem``), and whether
-one fits a trainer as built (``misfit``).
+"""The Trainer's state (``Trainer.state_dict()``, normbench/training/train.py): what it measured so far
+(``Measured``), each field with the check a saved copy must pass (``FIELDS``, ``problem``), the fields
+earlier versions named otherwise (``renamed``), and whether one fits a trainer as built (``misfit``).
 
 The one statement of the state's layout: a checkpoint (normbench/training/checkpoint.py) is this state
 plus its own fields, and checks the state through ``problem`` before the Trainer loads it.
@@ -15,7 +15,7 @@ import torch
 
 
 @dataclass
-class Progress:
+class Measured:
     """Everything measured so far; a summary can be made from it at any moment (also mid-crash)."""
 
     step: int = 0
@@ -84,20 +84,20 @@ def _spikes(value) -> bool:
         and all(is_number(v) for v in value["window"]) and all(is_int(v) for v in value["steps"])
 
 
-def _progress_problem(progress) -> str | None:
-    if not isinstance(progress, dict):
-        return "progress is not a mapping"
-    names = {item.name: item.type for item in fields(Progress)}
-    if set(progress) != set(names):
-        return "progress holds other fields than this version's"
+def _measured_problem(measured) -> str | None:
+    if not isinstance(measured, dict):
+        return "measured is not a mapping"
+    names = {item.name: item.type for item in fields(Measured)}
+    if set(measured) != set(names):
+        return "measured holds other fields than this version's"
     for name, annotation in names.items():
-        if not any(_ANNOTATED[kind.strip()](progress[name]) for kind in str(annotation).split("|")):
-            return f"progress.{name} is not of type {annotation}"
+        if not any(_ANNOTATED[kind.strip()](measured[name]) for kind in str(annotation).split("|")):
+            return f"measured.{name} is not of type {annotation}"
     for name in ("losses", "grad_norms", "step_ms"):
-        if not all(is_number(v) for v in progress[name]):
-            return f"progress.{name} holds a value that is not a number"
-    if not all(isinstance(e, (list, tuple)) and len(e) == 2 and is_int(e[0]) and is_number(e[1]) for e in progress["evals"]):
-        return "progress.evals holds an entry that is not (step, value)"
+        if not all(is_number(v) for v in measured[name]):
+            return f"measured.{name} holds a value that is not a number"
+    if not all(isinstance(e, (list, tuple)) and len(e) == 2 and is_int(e[0]) and is_number(e[1]) for e in measured["evals"]):
+        return "measured.evals holds an entry that is not (step, value)"
     return None
 
 
@@ -130,8 +130,18 @@ FIELDS = {
     "precision": _check(lambda v: v is None or isinstance(v, dict), "precision is not a mapping"),
     "rss_peak_mb": _check(is_number, "rss_peak_mb is not a number"),
     "curves": _curves_problem,
-    "progress": _progress_problem,
+    "measured": _measured_problem,
 }
+# field as earlier versions named it -> its name now: "progress" until the word was left to the bar and
+# the sweep's job lines (issue 47); a checkpoint those versions wrote still resumes
+RENAMED = {"progress": "measured"}
+
+
+def renamed(state: dict) -> dict:
+    """``state`` with the fields earlier versions named otherwise under their names now; one that holds
+    both names is left as it is (``problem`` then says it holds other fields)."""
+    old = [key for key in RENAMED if key in state and RENAMED[key] not in state]
+    return {RENAMED.get(key, key) if key in old else key: value for key, value in state.items()}
 
 
 def problem(state: dict) -> str | None:

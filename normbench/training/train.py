@@ -22,7 +22,7 @@ from normbench.training.hooks import Hook
 from normbench.training.measures import PeakMemory
 from normbench.training.muon import build_muon
 from normbench.training.precision import PRECISIONS, RunPrecision, norm_input_dtypes
-from normbench.training.state import Progress, misfit
+from normbench.training.state import Measured, misfit
 
 log = logging.getLogger("normbench")
 # The half dtype of every precision that computes in half, pure modes included: run.unsupported_precision
@@ -36,8 +36,8 @@ def learning_rate(cfg: Config, step: int) -> float:
     if step <= cfg.warmup_steps:
         return cfg.lr * step / cfg.warmup_steps
     if cfg.optim.schedule == "cosine":
-        progress = (step - cfg.warmup_steps) / max(cfg.steps - cfg.warmup_steps, 1)
-        return cfg.lr * 0.5 * (1 + math.cos(math.pi * progress))
+        fraction = (step - cfg.warmup_steps) / max(cfg.steps - cfg.warmup_steps, 1)  # of the decay done
+        return cfg.lr * 0.5 * (1 + math.cos(math.pi * fraction))
     return cfg.lr
 
 
@@ -155,7 +155,7 @@ class Trainer:
             x = task.train.x[: cfg.norm.bn_reestimate_batches * EVAL_BATCH]
             self.bn_population = [_inputs(x[i : i + EVAL_BATCH], device, inputs) for i in range(0, len(x), EVAL_BATCH)]
         self.spikes = probes.SpikeDetector()
-        self.progress = Progress()
+        self.measured = Measured()
         self.start_step = 0  # steps already done: a run resumed from its checkpoint (normbench/training/checkpoint.py)
         # steps left out of the step-time median: at most all but the last two (the last is a probe
         # step, never timed), so that some step is timed
@@ -191,7 +191,7 @@ class Trainer:
             yield
 
     def _eval_and_log(self, step: int):
-        p = self.progress
+        p = self.measured
         with self._evaluation_statistics():
             val, val_loss = self.evaluate(self.val)
         p.final_val = val
@@ -210,11 +210,11 @@ class Trainer:
     def state_dict(self) -> dict:
         """Everything the rest of the run depends on that the trainer holds, as tensors and plain
         containers: weights (and a pure mode's half copy), optimizer, loss scaler, batch sampler,
-        progress, spike detector, precision summary, memory peak, and its hooks' state (the record's
+        what it measured so far (``measured``), spike detector, precision summary, memory peak, and its hooks' state (the record's
         curves). The process's random generators are not the trainer's (normbench/training/checkpoint.py)."""
         return {
             **self._tensor_state(),
-            "progress": dict(vars(self.progress)),
+            "measured": dict(vars(self.measured)),
             "spikes": {"window": list(self.spikes.window), "steps": list(self.spikes.steps)},
             "precision": self.precision_summary,
             "rss_peak_mb": self.memory.rss_mb,
@@ -234,8 +234,8 @@ class Trainer:
         except Exception:
             self._load_tensor_state(built)
             raise
-        for key, value in state["progress"].items():
-            setattr(self.progress, key, value)
+        for key, value in state["measured"].items():
+            setattr(self.measured, key, value)
         self.spikes.window.extend(state["spikes"]["window"])
         self.spikes.steps[:] = state["spikes"]["steps"]
         if state["precision"] is not None:
@@ -261,22 +261,22 @@ class Trainer:
         self.train_batches.load_state_dict(state["batches"])
 
     # -- the loop ---------------------------------------------------------------------------
-    def fit(self) -> Progress:
+    def fit(self) -> Measured:
         self.model.train()
         self._notify("on_fit_start")  # probes.Probes: a fresh run's initial gradient profiles
         for step in range(self.start_step + 1, self.cfg.steps + 1):
             if not self._step(step):
                 break
         self._notify("on_fit_end")  # probes.Probes: the final profiles, BN's population statistics
-        if self.progress.diverged_at_step is None:
-            self.progress.test = self.evaluate(fixed_batches(self.task.test, self.device, dtype=self.inputs))[0]
+        if self.measured.diverged_at_step is None:
+            self.measured.test = self.evaluate(fixed_batches(self.task.test, self.device, dtype=self.inputs))[0]
         self.model.zero_grad(set_to_none=True)
         self.master.zero_grad(set_to_none=True)
-        return self.progress
+        return self.measured
 
     def _step(self, step: int) -> bool:
         """One training step with its bookkeeping, log line, probe and evaluation; False once it diverged."""
-        cfg, p = self.cfg, self.progress
+        cfg, p = self.cfg, self.measured
         probing = step == cfg.steps or (cfg.probe_every > 0 and step % cfg.probe_every == 0)
         self._notify("on_step_start", step)
         lr = learning_rate(cfg, step)
@@ -318,7 +318,7 @@ class Trainer:
             loss_value, grad_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
             if not math.isfinite(loss_value) or (not self.precision.scales_loss and not math.isfinite(grad_value)):
                 return StepDone(loss_value, grad_value, diverged=True)
-            self.progress.skipped_steps += self.precision.step(self.optimizer)  # True: skipped, an overflow
+            self.measured.skipped_steps += self.precision.step(self.optimizer)  # True: skipped, an overflow
         self._sync()
         elapsed = time.perf_counter() - start - probe_s - (self.autotune_s() - dispatch_s)
         return StepDone(loss_value, grad_value, grad_stats, activations, elapsed)
@@ -335,8 +335,8 @@ class Trainer:
         return loss
 
     def _account(self, step: int, done: StepDone, probing: bool):
-        """The step's time, loss and gradient norm into the progress; probe steps are not timed steps."""
-        p = self.progress
+        """The step's time, loss and gradient norm into what is measured; probe steps are not timed steps."""
+        p = self.measured
         p.step, p.train_s = step, p.train_s + done.elapsed_s
         if step > self.timing_warmup and not probing:
             p.step_ms.append(done.elapsed_s * 1e3)

@@ -179,8 +179,10 @@ HOSTILE = {
     "step_a_string": setting("step", "4"),
     "step_a_float": setting("step", 4.0),
     "model_a_list": setting("model", [1, 2]),
-    "progress_losses_strings": rebuilt(lambda s: s["progress"].__setitem__("losses", ["a"])),
-    "progress_unknown_field": rebuilt(lambda s: s["progress"].__setitem__("extra", 1)),
+    "measured_losses_strings": rebuilt(lambda s: s["measured"].__setitem__("losses", ["a"])),
+    "measured_unknown_field": rebuilt(lambda s: s["measured"].__setitem__("extra", 1)),
+    "measured_under_both_names": rebuilt(lambda s: s.__setitem__("progress", dict(s["measured"]))),
+    "earlier_name_of_unknown_fields": rebuilt(lambda s: s.__setitem__("progress", {**s.pop("measured"), "extra": 1})),
     "rng_a_tensor": setting("rng", torch.zeros(2)),
     "optimizer_param_ids_lists": rebuilt(lambda s: s["optimizer"]["param_groups"][0].__setitem__("params", [[0]])),
     "rng_numpy_short": rebuilt(lambda s: s["rng"]["numpy"].__setitem__("keys", torch.zeros(3, dtype=torch.int64))),
@@ -212,7 +214,7 @@ def test_a_hostile_checkpoint_is_set_aside_and_the_run_starts_fresh(good, name, 
         found = checkpoint.find(run_dir, None, digest, STEPS)
         assert found is None or not checkpoint.restore(trainer, *found, torch.device("cpu"))
     assert all(torch.equal(v, weights[k]) for k, v in trainer.master.state_dict().items())
-    assert torch.equal(torch.get_rng_state(), rng) and trainer.start_step == 0 and trainer.progress.losses == []
+    assert torch.equal(torch.get_rng_state(), rng) and trainer.start_step == 0 and trainer.measured.losses == []
     assert not (run_dir / "ran").exists()  # no code ran
     assert not os.path.lexists(path) and os.path.lexists(run_dir / f"{checkpoint.FILE}{checkpoint.SET_ASIDE}")
     lines = [r.getMessage() for r in caplog.records if "set aside" in r.getMessage()]
@@ -223,6 +225,25 @@ def test_the_good_checkpoint_passes_every_check(good):
     run_dir, digest = good
     found = checkpoint.find(run_dir, None, digest, STEPS)
     assert found is not None and found[0] == run_dir / checkpoint.FILE and found[1]["step"] == 4
+
+
+def test_a_checkpoint_an_earlier_version_wrote_resumes(good, tmp_path):
+    """Earlier versions saved what the trainer measured under "progress" (the word now left to the bar and
+    the sweep's job lines): such a checkpoint is read and restored, not set aside."""
+    run_dir, digest = good
+    path = run_dir / checkpoint.FILE
+    def earlier(state):
+        state["measured"].update(step=4, losses=[2.5, 2.25, 2.0, 1.75], evals=[(4, 0.5)], best_val=0.5)
+        state["progress"] = state.pop("measured")
+    rebuilt(earlier)(path)
+    assert "progress" in checkpoint.load_tensor_file(path)["state"]
+    found = checkpoint.find(run_dir, None, digest, STEPS)
+    trainer, _ = build(tmp_path / "again")
+    assert found is not None and checkpoint.restore(trainer, *found, torch.device("cpu"))
+    assert trainer.start_step == 4 and trainer.measured.losses == [2.5, 2.25, 2.0, 1.75]
+    assert trainer.measured.evals == [(4, 0.5)] and trainer.measured.best_val == 0.5
+    assert "progress" not in trainer.state_dict() and trainer.state_dict()["measured"]["step"] == 4
+    assert not os.path.lexists(run_dir / f"{checkpoint.FILE}{checkpoint.SET_ASIDE}")
 
 
 def test_a_checkpoint_beside_no_record_of_this_run_is_set_aside(good):
@@ -288,7 +309,7 @@ def test_a_checkpoint_that_fails_while_restored_leaves_the_trainer_as_built(good
     saved["model"] = {k: v + 1 for k, v in saved["model"].items()}  # weights that differ from the built ones
     assert not checkpoint.restore(trainer, path, saved, torch.device("cpu"))
     assert all(torch.equal(v, weights[k]) for k, v in trainer.master.state_dict().items())
-    assert torch.equal(torch.get_rng_state(), rng) and trainer.start_step == 0 and trainer.progress.losses == []
+    assert torch.equal(torch.get_rng_state(), rng) and trainer.start_step == 0 and trainer.measured.losses == []
     assert (run_dir / f"{checkpoint.FILE}{checkpoint.SET_ASIDE}").is_file()
 
 

@@ -102,25 +102,25 @@ def test_the_trainer_owns_its_state_and_a_fresh_one_takes_it_back_whole(compose,
     fresh = _trainer(compose, tmp_path / "b")
     fresh.load_state_dict(state, 3)
     again = fresh.state_dict()
-    assert fresh.start_step == 3 and again["progress"] == state["progress"] and again["curves"] == state["curves"]
+    assert fresh.start_step == 3 and again["measured"] == state["measured"] and again["curves"] == state["curves"]
     assert all(torch.equal(v, state["model"][k]) for k, v in again["model"].items())
     assert torch.equal(again["batches"]["generator"], state["batches"]["generator"])
     other = _trainer(compose, tmp_path / "c", "model.hidden=12")
     built = {k: v.clone() for k, v in other.master.state_dict().items()}
     with pytest.raises(ValueError, match="its model is not this run's"):
         other.load_state_dict(state, 3)
-    assert other.start_step == 0 and other.progress.losses == []
+    assert other.start_step == 0 and other.measured.losses == []
     assert all(torch.equal(v, built[k]) for k, v in other.master.state_dict().items())
 
 
 def test_the_timed_step_is_one_step_and_nothing_else(compose, tmp_path):
-    """What bench arms times: one optimizer step, no log line, no progress but the skipped-step count."""
+    """What bench arms times: one optimizer step, no log line, nothing measured but the skipped-step count."""
     trainer = _trainer(compose, tmp_path)
     before = {k: v.clone() for k, v in trainer.master.state_dict().items()}
     done = trainer.timed_step(1)
     assert not done.diverged and done.elapsed_s > 0 and done.grad_stats is None
     assert any(not (v == before[k]).all() for k, v in trainer.master.state_dict().items())
-    assert trainer.progress.step == 0 and trainer.progress.losses == []
+    assert trainer.measured.step == 0 and trainer.measured.losses == []
     assert not (tmp_path / "metrics.jsonl").exists() or (tmp_path / "metrics.jsonl").read_text() == ""
 
 
