@@ -34,17 +34,22 @@ def _scores(frame: pd.DataFrame, score: str) -> pd.DataFrame:
 def effect(best: pd.DataFrame, other: pd.DataFrame, other_name: str, runs: pd.DataFrame) -> str:
     """The best arm's effect over ``other`` on the compared score: a difference in the metric's units, a
     ratio for a metric spanning decades; its (1 − 2α) interval; paired by seed where they share seeds."""
-    score = comparison_score(runs, rules.primary_column(runs))
+    # the two arms' own task, not the first row of ``runs``: a study (rnn_table) or a report holds several
+    # tasks, and digits' "accuracy, higher is better" labelled an mse log ratio and a bpc difference
+    both = pd.concat([best, other])
+    score = comparison_score(runs, rules.primary_column(both))
     if score not in runs or "status" not in runs:  # a summary without its runs' scores: no effect to state
         return ""
     a, b = _scores(best, score), _scores(other, score)
     estimate, paired = seed_difference(a["value"], a["seed"], b["value"], b["seed"])
-    metric = str(runs["task.metric"].dropna().iloc[0]) if "task.metric" in runs and runs["task.metric"].notna().any() \
+    metric = str(both["task.metric"].dropna().iloc[0]) if "task.metric" in both and both["task.metric"].notna().any() \
         else "score"
     level = decision_level(rules.ALPHA)
     interval = estimate.interval(level)
     seeds = paired or min(a["seed"].nunique(), b["seed"].nunique())
-    higher = bool(runs["task.higher_is_better"].iloc[0]) if "task.higher_is_better" in runs else True
+    found = rules.task_metric(metric)
+    higher = (found.higher_is_better if found is not None
+              else bool(both["task.higher_is_better"].iloc[0]) if "task.higher_is_better" in both and len(both) else True)
     how = f"{'higher' if higher else 'lower'} is better; {seeds} {'paired ' if paired else ''}seeds"
     if rules.ratio_scale(metric):
         shown = f"[×{math.exp(interval[0]):.3g}, ×{math.exp(interval[1]):.3g}]" if interval else "(interval undefined)"

@@ -58,3 +58,19 @@ def test_or_x_only_for_an_arm_not_shown_worse_and_never_one_on_a_trivial_plateau
     assert flat.kind == PLATEAU and not flat.choices
     (recommended,) = recommendations([flat])
     assert "norm=rms" not in recommended.favoured and "trivial plateau" in recommended.favoured
+
+
+def test_the_effect_is_in_the_compared_arms_own_metric_where_the_runs_hold_several_tasks(runs_of):
+    # rnn_table ran digits-like and adding arms in one study: the first row's "accuracy, higher is better"
+    # labelled the adding arms' mse log ratio (-3.2 read as accuracy)
+    from normbench.analysis import choice_effects
+
+    rows = [{"seed": s, "best_val": 0.9 + 0.001 * s, "axes": {"norm": n, "task": "copy"}}
+            for s in range(3) for n in ("ln", "none")]
+    rows += [{"seed": s, "best_val": value * (1 + 0.05 * s), "axes": {"norm": n, "task": "adding"}}
+             for s in range(3) for n, value in (("ln", 0.002), ("none", 0.05))]
+    runs = runs_of(*rows)
+    adding = runs[runs["task.name"] == "adding"]
+    text = choice_effects.effect(adding[adding["axes.norm"] == "ln"], adding[adding["axes.norm"] == "none"],
+                                 "norm=none", runs)
+    assert text.startswith("mse ×0.04 vs norm=none") and "lower is better" in text and "accuracy" not in text, text
