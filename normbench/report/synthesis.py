@@ -105,6 +105,8 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                            & summary["group"].map(family).eq(key)]
             # one line per comparison: a task, and a condition where the study has one (analysis/conditions.py)
             for _, rows in mine.groupby("comparison" if "comparison" in mine else "task", sort=False):
+                if _selection_only(rows, mine):  # a tuned study is answered from its evaluation runs; its
+                    continue  # selection runs (one seed per lr) chose the lr and rank nothing
                 task = str(rows["task"].iloc[0])
                 condition = str(rows["condition"].iloc[0]) if "condition" in rows else ""
                 task += f" at {condition}" if condition and condition != "nan" else ""
@@ -135,6 +137,13 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
     # the families the records ran, and only those: a sweep of LSTMs lists no empty RNN, GRU and
     # Transformer rows above its answer; records naming no family keep one "no evidence yet" line each
     return out or [_no_evidence(f.display) for f in families()]
+
+
+def _selection_only(rows: pd.DataFrame, study: pd.DataFrame) -> bool:
+    """Whether ``rows`` (one comparison) are a tuned study's lr-selection runs beside its evaluation runs."""
+    if "study_role" not in rows:
+        return False
+    return bool((rows["study_role"] == "selection").all() and (study["study_role"] == "evaluation").any())
 
 
 def _is_choice(key: str) -> bool:

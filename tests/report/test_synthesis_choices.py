@@ -74,3 +74,17 @@ def test_the_effect_is_in_the_compared_arms_own_metric_where_the_runs_hold_sever
     text = choice_effects.effect(adding[adding["axes.norm"] == "ln"], adding[adding["axes.norm"] == "none"],
                                  "norm=none", runs)
     assert text.startswith("mse ×0.04 vs norm=none") and "lower is better" in text and "accuracy" not in text, text
+
+
+def test_a_tuned_studys_selection_runs_get_no_line_of_their_own(runs_of):
+    # the per-study table listed each tuned study's lr-selection runs (one seed per lr) as a comparison of
+    # its own, "not ranked yet" or gated, beside the evaluation runs the study is answered from
+    rows = [{"seed": s, "best_val": v + 0.003 * s, "axes": {"norm": n, "role": "evaluation"}}
+            for s in range(3) for n, v in (("ln", 0.8), ("none", 0.6))]
+    rows += [{"seed": 1000, "best_val": v, "axes": {"norm": n, "role": "selection", "lr": lr}}
+             for n, v in (("ln", 0.8), ("none", 0.6)) for lr in (0.01, 0.003)]
+    runs = runs_of(*rows)
+    if "study_role" not in runs:
+        runs = runs.assign(study_role=runs["axes.role"])
+    lines = lines_for(runs)
+    assert lines and all("not ranked yet" not in line.favoured for line in lines), [line.favoured for line in lines]
