@@ -175,9 +175,15 @@ def tuning_sections(result: StudyResult, staging: Path) -> dict:
         note = ("One line per arm (every setting but lr and seed). Point: mean final validation metric of the "
                 "finished runs; bar: 95% t-interval, clipped to the metric's range; ★: the arm's best lr (ranking rule, diverged runs ranked "
                 "worst). Triangles at the bottom: diverged runs at that lr (count / runs), never dropped.")
-        figure = figures.lr_sensitivity(points, arms, metrics, staging, note)
+        studies = result.runs["study"].nunique() if "study" in result.runs else 1
+        # one figure across studies drew every study's arms on one axis (compare only within a study) and
+        # was mostly legend: drawn where the runs are one study's, else the table alone says it
+        figure = figures.lr_sensitivity(points, arms, metrics, staging, note) if studies <= 1 else None
         lr = {"figures": [figure] if figure else [], "table": tables.sensitivity_table(arms, points),
-              "tolerance": TOLERANCE_TEXT + tuned_result.score_note, "skipped": ""}
+              "tolerance": TOLERANCE_TEXT + tuned_result.score_note,
+              "skipped": "" if studies <= 1 else (f"No figure: these runs hold {studies} studies, whose arms are "
+                                                  f"compared only within their study; the table lists each arm's "
+                                                  f"learning rates.")}
     boards, has_selection = tuned_result.boards, tuned_result.has_selection
     tuned = {"boards": tables.tuned_leaderboard_tables(boards),
              "skipped": "" if boards else (

@@ -202,3 +202,20 @@ def test_a_zero_width_interval_needs_the_sign_test_seeds(runs_of):
     two = verdict((0, 1))
     assert two.status == INCONCLUSIVE and "5 would be needed" in two.explanation
     assert verdict((0, 1, 2, 3, 4)).status == SUPPORTED
+
+
+def test_the_lr_figure_is_drawn_for_one_study_and_never_across_studies(tmp_path, write_record):
+    # the example's one lr figure drew every study's arms on one axis, mostly legend: compare only within a study
+    from normbench.report.build import build_report
+    from tests.report.conftest import _study
+
+    for name in ("first", "second"):
+        study = _study(name, ["lr"], f"python -m normbench -m lr=0.001,0.01 +sweep={name}")
+        for lr in (1e-3, 1e-2):
+            for seed in (0, 1):
+                write_record(tmp_path / "runs", f"{name}-{lr}-{seed}", seed=seed, best_val=0.8 + lr, study=study,
+                             axes={"lr": lr, "norm": "ln" if name == "first" else "rms"})
+    build_report([tmp_path / "runs"], tmp_path / "out")
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "figures/lr_sensitivity.png" not in report
+    assert "No figure: these runs hold 2 studies" in report
