@@ -143,7 +143,19 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
     context["staging"] = staging  # where the figures are, for their weight on the page
     context["reproduce"] = provenance.reproduce(records, runs, paths, out, staging, runner)
     context.update(_by_study(result, context, out, runner))
-    write_report(context, staging)
+    _, html = write_report(context, staging)
+    over = html.stat().st_size - sections.PAGE_BYTES
+    if over > 0:  # the page's text is larger than the figure budget assumed: figures leave until it fits
+        size_of = _page_bytes(staging)
+        shown = sum(size_of(f) for study in context["studies"] for f in study.figures)
+        sections.fit_page(context["studies"], size_of, budget=max(shown - over - sections.PAGE_MARGIN, 0))
+        write_report(context, staging)
+
+
+def _page_bytes(staging: Path):
+    """What a figure adds to report.html: both renderings, base64."""
+    return lambda f: sum((staging / path).stat().st_size * 4 // 3 for path in (f.relative_path, f.narrow_path)
+                         if (staging / path).is_file())
 
 
 def _runner_commands(result: StudyResult) -> dict[str, str]:
@@ -186,9 +198,7 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
             tables.leaderboards(study.rows, axes), shown, left,
             [c for c in context["claims"] if c.study_id == study.id and c.status != "not applicable"],
             [runner[study.id]] if study.id in (runner or {}) else sections.reproduce_commands(mine)))
-    staging = context["staging"]
-    sections.fit_page(out_sections, lambda f: sum(
-        (staging / path).stat().st_size * 4 // 3 for path in (f.relative_path, f.narrow_path) if (staging / path).is_file()))
+    sections.fit_page(out_sections, _page_bytes(context["staging"]))
     notes = sections.written_once(out_sections)
     lines = synthesis.synthesis(summary, runs, out_sections, result) if not summary.empty else []
     unjudged = [c for c in context["claims"] if c.status == "not applicable"]

@@ -61,6 +61,8 @@ def pick_figures(drawn: list[figures.Figure], limit: int = MAX_FIGURES) -> tuple
     return ranked[:limit], [f.title for f in ranked[limit:]]
 
 
+PAGE_BYTES = 3_000_000  # report.html's cap (page_check.facts.MAX_BYTES checks it)
+PAGE_MARGIN = 20_000    # what a figure's markup adds beyond its bytes, and the left-out note
 PAGE_FIGURE_BYTES = int(2.5 * 2**20)  # embedded figures (base64, both renderings): the page stays under 3 MB (10^6 bytes) with its text
 
 

@@ -93,6 +93,17 @@ def _heatmap_section(result: StudyResult, studies: list["Study"], metrics: dict,
     return {"figures": figures_out, "skipped": " ".join(skipped)}
 
 
+def _shared_cores(runs: pd.DataFrame, groups) -> bool:
+    """Whether some of ``groups``' runs trained beside other jobs of their sweep (environment.parallel_jobs > 1):
+    their training seconds then measure how the jobs shared the cores as much as the arm, so no curve is drawn
+    against them (speed is compared by `bench arms`, paired and interleaved)."""
+    column = "environment.parallel_jobs"
+    if column not in runs:
+        return False
+    jobs = pd.to_numeric(runs.loc[runs["group"].isin(list(groups)), column], errors="coerce")
+    return bool((jobs > 1).any())
+
+
 def _curve_sections(result: StudyResult, studies: list["Study"], metrics: dict, staging: Path) -> dict:
     """Per study, training loss and validation curves and gradient norms of its best arms, gradient
     flow through time; the gradient table."""
@@ -106,8 +117,10 @@ def _curve_sections(result: StudyResult, studies: list["Study"], metrics: dict, 
         note = _shown_note(len(groups), len(study.rows))
         eval_bands, loss_bands, grad_bands = bands[study.id]
         loss = figures.loss_curves(loss_bands, labels, staging, note, study.suffix, study.title)
-        learning += [f for f in (loss, *figures.learning_curves(eval_bands, labels, metrics, staging, note,
-                                                                 study.suffix, study.title)) if f is not None]
+        curves = figures.learning_curves(eval_bands, labels, metrics, staging, note, study.suffix, study.title)
+        if _shared_cores(result.runs, groups):  # seconds of jobs that shared the cores are the machine's, not the arm's
+            curves = [f for f in curves if not f.name.startswith("curves_val_vs_seconds")]
+        learning += [f for f in (loss, *curves) if f is not None]
         grad_norm = figures.grad_norm_curves(grad_bands, labels, staging, note, study.suffix, study.title)
         flow = _gradient_flow_figure(result, study, staging)
         gradient_figures += [f for f in (grad_norm, flow) if f is not None]

@@ -170,3 +170,19 @@ def test_forty_arms_keep_the_promises(crafted_report):
     facts = html_facts(crafted_report)
     assert broken(facts) == [], broken(facts)
     assert facts["study_figures"]["study-norm_placement_lr"] <= sections.MAX_FIGURES
+
+
+def test_a_page_whose_text_outgrows_the_figure_budget_still_fits_its_cap(tmp_path, monkeypatch):
+    # the regenerated example's text (0.58 MB) plus its figure budget (2.6 MB) made a 3.16 MB page
+    from normbench.report.build import build_report
+    from tests.report.conftest import write_crafted_sweep
+
+    write_crafted_sweep(tmp_path / "sweep", norms=2, lrs=2)
+    build_report([tmp_path / "sweep"], tmp_path / "full")
+    full = (tmp_path / "full" / "report.html").stat().st_size
+    cap = full - 60_000
+    monkeypatch.setattr(sections, "PAGE_BYTES", cap)
+    build_report([tmp_path / "sweep"], tmp_path / "fitted")
+    html = (tmp_path / "fitted" / "report.html").read_text()
+    assert len(html.encode()) <= cap, (full, len(html.encode()))
+    assert html.count("<figure") < (tmp_path / "full" / "report.html").read_text().count("<figure")
