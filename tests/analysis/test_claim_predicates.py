@@ -171,6 +171,20 @@ def test_one_device_and_a_grid_that_never_destabilizes(runs_of):
     assert "neither failed at the largest lr" in note
 
 
+def test_a_score_that_moved_only_at_the_bottom_of_the_grid_is_no_instability_at_its_top(runs_of):
+    # rnn_table / ln_converges: every arm trained at the top lr; a too-low lr scoring worse passed the predicate
+    low_only = runs_of(*[{"seed": s, "best_val": {1e-3: 0.5, 1e-2: 0.9, 1e-1: 0.9}[lr], "axes": {"norm": "none", "lr": lr}}
+                         for s in SEEDS for lr in (1e-3, 1e-2, 1e-1)])
+    note = failure(needs("lr_top_unstable", arm="none"), {"none": low_only}, low_only)
+    assert note and "scored worse there than at its best lr" in note
+    top_worse = runs_of(*[{"seed": s, "best_val": {1e-3: 0.9, 1e-2: 0.9, 1e-1: 0.5}[lr], "axes": {"norm": "none", "lr": lr}}
+                          for s in SEEDS for lr in (1e-3, 1e-2, 1e-1)])
+    assert failure(needs("lr_top_unstable", arm="none"), {"none": top_worse}, top_worse) is None
+    # where the claim asks for a failure (ln_larger_stable_lr), a worse score at the top is not enough
+    asked = failure(needs("lr_top_unstable", arm="none", failure=True), {"none": top_worse}, top_worse)
+    assert asked and "no run of none failed at the largest lr" in asked
+
+
 # --- a claim judged on the parts its arms allow ---------------------------------------------------
 
 def test_rms_faster_than_ln_without_reference_arms_judges_the_rest(runs_of):

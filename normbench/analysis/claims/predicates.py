@@ -287,6 +287,9 @@ def _data_regimes(arms: Arms, runs: pd.DataFrame, args) -> str | None:
 
 
 def _lr_top_unstable(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """The top of the grid destabilizes ``arm``: some run fails there, or (unless ``failure`` is asked) its
+    final score there is worse than at its best lr by more than δ. A score that only moved at the bottom
+    of the grid (a too-low lr) is not instability at the top (the referee's reading of ln_larger_stable_lr)."""
     name = str(args["arm"])
     frame = arms.get(name)
     if frame is None or frame.empty:
@@ -295,18 +298,22 @@ def _lr_top_unstable(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     top = frame[lr == lr.max()]
     if rules.failed(top).any():
         return None
+    largest = format_value(float(lr.max()))
+    if args.get("failure"):
+        return f"no run of {name} failed at the largest lr ({largest}): every one trained there"
     score = metric(frame[frame["status"] == "ok"], rules.primary_column(runs))
-    _, metric_name, _ = task_direction(runs)
-    if rules.ratio_scale(metric_name):  # MSE: its δ is a log ratio, so the spread is taken on the log scale
+    sign, metric_name, _ = task_direction(runs)
+    if rules.ratio_scale(metric_name):  # MSE: its δ is a log ratio, so the drop is taken on the log scale
         score = np.log(score.where(score > 0))
     means = score.groupby(lr[frame["status"] == "ok"]).mean().dropna()
     if len(means) < 2:
         return f"{name} ran one lr ({values_text(lr)})"
     delta, margin_words = rules.margin(metric_name)
-    if math.isfinite(delta) and float(means.max() - means.min()) > delta:
+    drop = float(sign * (means.max() if sign > 0 else means.min()) - sign * means.loc[means.index.max()])
+    if math.isfinite(delta) and drop > delta:
         return None
-    return (f"{name} neither failed at the largest lr ({format_value(float(lr.max()))}) nor moved its final score over "
-            f"the grid by more than δ ({margin_words})")
+    return (f"{name} neither failed at the largest lr ({largest}) nor scored worse there than at its best lr by "
+            f"more than δ ({margin_words})")
 
 
 PREDICATES: dict[str, Predicate] = {p.name: p for p in (
@@ -346,8 +353,8 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               "interleaved in one process (normbench.bench arms)"),
     Predicate("data_regimes", "a scarce level (the small set seen ≥ {scarce}×) and a plentiful one (≤ {rich}×)",
               _data_regimes, "training sets that differ enough (sweeps/dyt_data_regime.yaml)"),
-    Predicate("lr_top_unstable", "the top of the lr grid to destabilize {arm} (a failure, or its score moving over the "
-              "grid by more than δ)", _lr_top_unstable, "an lr grid whose top reaches {arm}'s instability"),
+    Predicate("lr_top_unstable", "the top of the lr grid to destabilize {arm} (a failure there, or a final score there "
+              "worse than at its best lr by more than δ)", _lr_top_unstable, "an lr grid whose top reaches {arm}'s instability"),
 )}
 
 
