@@ -223,3 +223,17 @@ def test_a_claim_part_whose_improving_arm_already_leads_is_not_gated(write_recor
     # "bn better than ln" is contradicted by the same records: ln is the leader there too, and its rise voids nothing
     reverse = Claim("crafted_reverse", "BN beats LN.", "Crafted 2026", ARMS, (better("bn scores better than ln", "bn", "ln"),))
     assert judge(reverse, _rising_arms(write_record, tmp_path / "reverse", {"ln"})).parts[0].status == CONTRADICTED
+
+
+def test_a_setting_where_the_claim_is_not_testable_is_no_second_opinion(runs_of):
+    # rnn_table: supported on one task, not testable on the other, read "depends on task"
+    from normbench.analysis.claims.engine import in_study
+
+    rows = [{"seed": s, "best_val": v + 0.002 * s, "axes": {"task": "copy", "norm": n}}
+            for s in SEEDS for n, v in (("ln", 0.6), ("bn", 0.5))]
+    rows += [{"seed": s, "best_val": v + 0.001 * s, "axes": {"task": "adding", "norm": n}}  # both at chance (mse 0.167)
+             for s in SEEDS for n, v in (("ln", 0.166), ("bn", 0.167))]
+    claim = Claim("crafted_one", "LN beats BN.", "Crafted 2026", ARMS, (better("ln scores better than bn", "ln", "bn"),))
+    verdict = in_study(claim, runs_of(*rows), 0.05)
+    assert verdict.status == SUPPORTED, verdict.status
+    assert "not testable here at task=adding" in verdict.explanation and "depends" not in verdict.status

@@ -421,21 +421,31 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
             verdict = confound or not_applicable(f"No single setting has every arm: the runs that differ only in "
                                                  f"{', '.join(claim.compare)} (and seed) do not cover the comparison.")
         return verdict
+    # a setting where the claim is not testable is no second opinion: the claim depends on a setting only
+    # where two testable settings disagree (rnn_table read "depends on task" for supported on adding and not
+    # testable on fortunes_lm); the headline is the testable setting with most seeds
+    testable = [(n, v) for n, v in applicable if v.status != NOT_TESTABLE]
+    applicable = testable + [(n, v) for n, v in applicable if v.status == NOT_TESTABLE]
     (name, verdict), others = applicable[0], applicable[1:]
     verdict.lr = lr_protocol.PROTOCOLS[protocol].words
     verdict.setting, verdict.others = name, [(n, v.status) for n, v in others]
-    statuses = {v.status for _, v in applicable}
+    statuses = {v.status for _, v in testable}
+    gated = [n for n, v in applicable if v.status == NOT_TESTABLE]
     if len(statuses) > 1 and statuses & {SUPPORTED, CONTRADICTED}:
-        keys = _differing([n for n, _ in applicable])
-        shown = "; ".join(f"{n}: {v.status}" for n, v in applicable[:8])
+        keys = _differing([n for n, _ in testable])
+        shown = "; ".join(f"{n}: {v.status}" for n, v in testable[:8])
         verdict.status = f"{DEPENDS} {keys}"
-        where = (f" Judged at each of {len(applicable)} settings, which disagree ({shown}"
-                 f"{' …' if len(applicable) > 8 else ''}): the claim depends on {keys}. The effect shown is {name}'s.")
+        where = (f" Judged at each of {len(testable)} testable settings, which disagree ({shown}"
+                 f"{' …' if len(testable) > 8 else ''}): the claim depends on {keys}. The effect shown is {name}'s.")
+    elif others:
+        agree = (f"which agree: {verdict.status}" if len(testable) == len(applicable) else
+                 f"testable at {len(testable)} ({verdict.status}), not testable here at {', '.join(gated)}"
+                 if testable else f"not testable here at any")
+        where = (f" Judged at each of {len(applicable)} settings, {agree}. The effect shown is "
+                 f"{name}'s; the others: " + "; ".join(f"{n}: {v.status}" for n, v in others[:6])
+                 + (" …" if len(others) > 6 else "") + ".")
     else:
-        where = (f" Judged at each of {len(applicable)} settings, which agree: {verdict.status}. The effect shown is "
-                 f"{name}'s (most seeds); the others: " + "; ".join(f"{n}: {v.status}" for n, v in others[:6])
-                 + (" …" if len(others) > 6 else "") + "." if others else
-                 f" Judged within {name}." if name else "")
+        where = f" Judged within {name}." if name else ""
     if verdict.status == CONTRADICTED:  # what differs from the paper stands first wherever the verdict is read
         differs = shown_verdict(claim, verdict).removeprefix(NOT_REPRODUCED).strip(" ()")
         verdict.context = f"Not reproduced at this scale ({differs}). {verdict.context}"
