@@ -241,6 +241,25 @@ def on_plateau(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame) -> Gate | N
             band = f"{'×' if rules.ratio_scale(name) else ''}{rules.plateau_band(name):g}"
             return Gate(ON_PLATEAU, f"on the task's trivial plateau {plateau} ({values} {name}; {shown}; "
                                     f"every arm within {band} of it)", TRIVIAL_REMEDY.get(plateau, TRIVIAL_REMEDY[None]))
+    # arms on different trivial solutions compare two trivial solutions, not the arms (warmup_depth: Post-LN
+    # at the unigram model's bpc without warm-up, at the bigram model's with it): every arm that gets
+    # beyond none of its task's trivial solutions (rules.not_beyond, by more than the band) gates too
+    def trivial(mean: float, found: dict[str, float]) -> tuple[str, str] | None:
+        on = [k for k, v in found.items() if rules.sits_on(mean, name, v)]
+        if on:
+            return on[0], "at"
+        below = [k for k, v in found.items() if rules.not_beyond(mean, name, v)]
+        return (below[0], "at or below") if below else None
+
+    held = {arm: trivial(mean, found) for arm, (mean, found) in per_arm.items()}
+    if held and all(held.values()):
+        best = held[next(iter(held))][0]
+        shown = "; ".join(f"{arm}: mean {_fmt(per_arm[arm][0])}, {held[arm][1]} the {held[arm][0]} "
+                          f"({_fmt(per_arm[arm][1][held[arm][0]])})" for arm in arms)
+        band = f"{'×' if rules.ratio_scale(name) else ''}{rules.plateau_band(name):g}"
+        return Gate(ON_PLATEAU, f"every arm at or below one of the task's trivial solutions ({shown}; none beyond "
+                                f"it by more than {band} {name}): the arms differ at most in which trivial solution "
+                                f"they reached", TRIVIAL_REMEDY.get(best, TRIVIAL_REMEDY[None]))
     return None
 
 

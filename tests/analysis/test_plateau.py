@@ -76,11 +76,17 @@ def test_arms_on_one_plateau_are_not_testable_in_the_claims(runs_of, ln, dyt, ta
     assert "ln: mean" in verdict.parts[0].note and "3 of 3 finished runs held at it" in verdict.parts[0].note
 
 
-def test_arms_off_the_plateau_or_on_different_ones_are_testable(runs_of):
+def test_an_arm_off_the_plateau_is_testable_but_arms_on_different_trivial_solutions_are_not(runs_of):
     learned = judge(CLAIM, labelled(runs_of(*rows(0.60, 0.25, spread=0.002))))
     assert learned.parts[1].status == SUPPORTED, learned.explanation  # one arm learned recall: a real difference
+    # the referee's warmup_depth case: one arm at the bigram model's bpc, the other at the unigram model's:
+    # the difference is the gap between two trivial solutions, not one between the arms
     apart = labelled(runs_of(*rows(3.75, 4.78, task="fortunes_lm")))
-    assert regime.on_plateau({a: apart[apart["axes.norm"] == a] for a in ("ln", "dyt")}, apart) is None
+    gate = regime.on_plateau({a: apart[apart["axes.norm"] == a] for a in ("ln", "dyt")}, apart)
+    assert gate is not None and "every arm at or below one of the task's trivial solutions" in gate.text
+    assert "ln: mean 3.75, at the bigram model" in gate.text and "dyt: mean 4.78, at the unigram model" in gate.text
+    beyond = labelled(runs_of(*rows(3.40, 4.78, task="fortunes_lm")))  # ln beyond the bigram model by 0.38 bpc
+    assert regime.on_plateau({a: beyond[beyond["axes.norm"] == a] for a in ("ln", "dyt")}, beyond) is None
 
 
 def test_convergence_to_a_plateau_is_not_testable_either():
