@@ -6,7 +6,9 @@ the app prints and exits with status 2. A value the line shows is cut (``shown``
 makes an 80-character line, not a 2 MB one.
 """
 
+import argparse
 import math
+import sys
 
 # Below half the smallest positive float32 (2**-149, a subnormal) a number rounds to 0 in float32,
 # where the model and optimizer compute: lr=1e-46 or eps=1e-50 would be 0 there, not small.
@@ -21,6 +23,15 @@ class ArgumentRefused(Exception):
     """A command-line argument no command can use; one line, exit status 2 (normbench/__main__.py).
 
     Not a ValueError on purpose: argparse turns those into its usage text, two lines or more."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its own errors (an unknown flag, a bad choice, a missing argument) in one line on
+    standard error and exit status 2, as every other refusal: its default prints the usage block first."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"{self.prog}: error: {' '.join(str(message).split())}\n")
+        raise SystemExit(2)
 
 
 def out_path(text: str):

@@ -16,6 +16,7 @@ import torch
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
 from normbench.bench.section import OtherLoad, Section, finite_json
 from normbench.bench.timing import CLOCKS
+from normbench.checks import OneLineParser
 from normbench.configuration.schema import KINDS, RECURRENT
 from normbench.training import machine
 
@@ -141,7 +142,7 @@ def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m normbench.bench",
+    top = OneLineParser(prog="python -m normbench.bench",
                                   description="Speed benchmarks of normbench's parts; every figure a ratio "
                                               "measured side by side in one process.")
     sub = top.add_subparsers(dest="command", required=True)

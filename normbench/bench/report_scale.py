@@ -10,7 +10,6 @@ The budget is 30 s and 1 GB for 500 runs. A benchmark, not a test.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
@@ -21,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from normbench.checks import OneLineParser
 
 _NORMS = ("none", "ln", "rms", "bn", "scale")  # a fixed sample of the kinds: docs/performance.md times this grid
 _PLACEMENTS = {"transformer": ("pre", "post"), "lstm": ("in_cell", "post")}
@@ -115,7 +116,7 @@ def _summary(index: int, axes: dict, run_seed: int, status: str, quality: float,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench.bench.report_scale", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m normbench.bench.report_scale", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=500)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="normbench-bench-") as tmp:

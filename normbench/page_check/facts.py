@@ -10,7 +10,6 @@ off-screen. Exit status 1 when a promise is broken (see `broken`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 
+from normbench.checks import OneLineParser
 from normbench.report.sections import MAX_FIGURES
 from normbench.report.tables import MAX_COLUMNS
 
@@ -134,11 +134,16 @@ def broken(facts: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench.page_check.facts", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m normbench.page_check.facts", description=__doc__.split("\n")[0])
     parser.add_argument("report", type=Path)
     parser.add_argument("--widths", type=int, nargs="*", default=[], help="also lay it out in Chromium at these widths")
     args = parser.parse_args(argv)
-    facts = html_facts(args.report)
+    try:
+        facts = html_facts(args.report)
+    except (OSError, UnicodeDecodeError) as err:  # a missing or unreadable page: one line, as every refusal
+        print(f"{parser.prog}: error: cannot read {args.report}: {getattr(err, 'strerror', None) or err}",
+              file=sys.stderr)
+        return 2
     print(json.dumps({k: v for k, v in facts.items()}, ensure_ascii=False))
     problems = broken(facts)
     for width in args.widths:

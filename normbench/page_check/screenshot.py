@@ -14,7 +14,6 @@ $NORMBENCH_CHROMIUM, or `chromium`, `chromium-browser`, `google-chrome` on PATH.
 
 from __future__ import annotations
 
-import argparse
 import html as html_lib
 import json
 import os
@@ -24,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from normbench.checks import OneLineParser
 
 WIDTHS = (1400, 420)
 HEIGHT = 900
@@ -178,7 +179,7 @@ def problems(check: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench.page_check.screenshot", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m normbench.page_check.screenshot", description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path, help="report.html")
     parser.add_argument("out", type=Path, help="folder for report-<width>.png")
     parser.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS))

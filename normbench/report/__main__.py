@@ -43,12 +43,15 @@ if __name__ == "__main__":  # first, before the imports below and main's (an ear
 import argparse  # noqa: E402  (after the handler, deliberately)
 from pathlib import Path  # noqa: E402
 
-from normbench.checks import out_path  # noqa: E402
+from normbench.checks import (
+    OneLineParser,
+    out_path,  # noqa: E402
+)
 from normbench.report.output import MANIFEST  # noqa: E402  (light: the record reader, no pandas)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m normbench.report",
         description="Report on normbench run records: leaderboard, curves, gradients, throughput, claims.")
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",

@@ -28,7 +28,6 @@ spread, and never below the tolerance), and the summary says what that is at its
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -40,7 +39,7 @@ from scipy import stats
 
 from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
-from normbench.checks import out_path
+from normbench.checks import OneLineParser, out_path
 from normbench.records.metrics import SCORES, path, viewed
 from normbench.records.reading import find_records, quiet_numerics
 from normbench.records.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
@@ -285,7 +284,7 @@ def detectable_change(s: Setting, tolerance: float, relative: bool) -> float | N
 def power_line(settings: list[Setting], metric: str, exact: bool) -> str:
     """One sentence: what change of the metric this gate can see, at how many seeds."""
     if exact:
-        return f"This gate detects any change of any metric (exact mode: deterministic runs compared bitwise)."
+        return "This gate detects any change of any metric (exact mode: deterministic runs compared bitwise)."
     known = [s for s in settings if s.detectable is not None]
     if not known:
         return "This gate cannot state its power: no setting has the metric in both sets."
@@ -361,8 +360,8 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
         f"BASELINE {cell(baseline)} vs NEW {cell(new)}: {sum(s.pairs for s in settings)} runs paired by "
         + (f"all settings and the seed except {', '.join(f'`{k}`' for k in ignore)}. " if ignore else
            "config hash (setting and seed). ")
-        + f"Differences are NEW − BASELINE, mean over seeds with a 95% paired t-interval "
-        f"[low, high] when there are ≥ 2 pairs.",
+        + "Differences are NEW − BASELINE, mean over seeds with a 95% paired t-interval "
+        "[low, high] when there are ≥ 2 pairs.",
         "",
         f"Fails when NEW's `metrics.{metric}` is worse (direction from the task) by more than {bound} and, with "
         f"≥ 2 pairs, the interval excludes 0 on the worse side; when more than {max_new_divergences} more runs "
@@ -405,7 +404,7 @@ def terminal_text(value: object) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m normbench compare",
         description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
     parser.add_argument("baseline", type=Path, metavar="BASELINE", help="a sweep or run directory")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-from normbench.checks import out_path
+from normbench.checks import OneLineParser, out_path
 from normbench.configuration import study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _tune(argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench tune", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m normbench tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=out_path, default=None, help="study folder (default multirun/tuned/DATE_TIME)")
     parser.add_argument("--evaluation-seeds", type=_seeds, default=list(EVALUATION_SEEDS),
                         help="comma-separated seeds of the evaluation runs; must not be selection seeds")

@@ -8,10 +8,10 @@ metric; the line printed says whether it does. Nothing is written.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from normbench.checks import OneLineParser
 from normbench.training.saved_model import FILES
 
 SPLITS = ("test", "val")
@@ -51,7 +51,7 @@ def recorded(summary: dict, which: str, split: str) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench evaluate", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m normbench evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory trained with save_model=true")
     parser.add_argument("--which", choices=tuple(FILES), default="final",
                         help="final: the weights the test metric measured; best: those of the best evaluation")

@@ -16,14 +16,13 @@ run folder, W&B offline), and none unless given. ``--out`` must be a new or an e
 
 from __future__ import annotations
 
-import argparse
 import sys
 from datetime import datetime
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from normbench.checks import out_path
+from normbench.checks import OneLineParser, out_path
 from normbench.configuration.contract import config_hash
 from normbench.configuration.schema import LOGGER_KINDS
 from normbench.records.folders import foreign_entry, stale_note
@@ -62,7 +61,7 @@ def recorded_config(old: dict, loggers: tuple[str, ...] = ()) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normbench rerun", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m normbench rerun", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run directory holding summary.json")
     parser.add_argument("--out", type=out_path, help="where the new record goes, a new or empty folder "
                                                  "(default: outputs/reruns/DATE/TIME-HASH)")

@@ -440,7 +440,7 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     elif others:
         agree = (f"which agree: {verdict.status}" if len(testable) == len(applicable) else
                  f"testable at {len(testable)} ({verdict.status}), not testable here at {', '.join(gated)}"
-                 if testable else f"not testable here at any")
+                 if testable else "not testable here at any")
         where = (f" Judged at each of {len(applicable)} settings, {agree}. The effect shown is "
                  f"{name}'s; the others: " + "; ".join(f"{n}: {v.status}" for n, v in others[:6])
                  + (" …" if len(others) > 6 else "") + ".")
