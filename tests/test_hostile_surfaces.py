@@ -903,3 +903,21 @@ def test_study_and_tune_refuse_an_out_that_is_a_link(tmp_path, victim, capsys):
     err = capsys.readouterr().err
     assert err.count("is a symbolic link") == 2
     assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
+
+
+def test_study_and_tune_never_write_a_round_through_a_link_planted_in_out(tmp_path, victim, capsys):
+    # T024/T025: a link named round-1 (study) or selection (tune) took the round's records into its target
+    from normbench.studies import study as study_runner
+
+    tiny = ["norm=ln,rms", "task=adding", "task.length=6", "task.n_train=64", "task.n_val=32", "task.n_test=32",
+            "steps=6", "batch_size=16", "eval_every=3", "model.hidden=8", "threads=1"]
+    (tmp_path / "st").mkdir()
+    (tmp_path / "st" / "round-1").symlink_to(victim.parent)
+    assert study_runner.main([*tiny, "--budget", "1m", "--pilot", "2", "--max-seeds", "2", "--out", str(tmp_path / "st")]) == 2
+    assert "round-1" in capsys.readouterr().err
+    (tmp_path / "tu").mkdir()
+    (tmp_path / "tu" / "selection").symlink_to(victim.parent)
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--out", str(tmp_path / "tu"), "norm=ln,rms", "lr=0.001,0.003", "task=adding", "steps=6"])
+    assert stop.value.code == 2 and "selection is a link" in capsys.readouterr().err
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"] and victim.read_text() == VICTIM_TEXT

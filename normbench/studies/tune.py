@@ -37,7 +37,7 @@ from pathlib import Path
 import yaml
 
 from normbench.checks import OneLineParser, out_path
-from normbench.configuration import study_info
+from normbench.configuration import hydra_files, study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
 from normbench.studies import children
@@ -252,6 +252,11 @@ def _tune(argv: list[str] | None) -> int:
         arms_path = hydra_quoted(f"file://{out / 'arms'}")
     except ValueError as err:
         parser.error(f"--out: {err}")
+    for stage in ("selection", "evaluation"):  # a link planted there would take the stage's records elsewhere (T025)
+        found = hydra_files.what_is(out / stage, folder_ok=True)
+        if found is not None:
+            parser.error(f"{str(out / stage)[-200:]} is {found}; tune writes only into folders it makes: move it "
+                         f"away or choose another --out")
     harness = passthrough(args.overrides)
     clash = planned_selection_seeds(args.overrides) & set(seeds)
     if clash:
