@@ -36,6 +36,17 @@ def test_a_difference_that_is_not_finite_fails(tmp_path, capsys, base, new):
     assert "not a finite number" in capsys.readouterr().out
 
 
+def test_one_overflowing_pair_among_finite_ones_fails_and_warns_nothing(tmp_path, capsys):
+    # C012/C031: the overflowing pair's difference was dropped from the mean, and the other seeds passed it
+    for root, value in (("base", -1.7e308), ("new", 1.7e308)):
+        first, *_ = runs(tmp_path / root, [0.05, 0.05, 0.05])
+        edit(first, set_final(value))
+    for extra in ([], ["--tolerance", "0.01"]):
+        assert main([str(tmp_path / "base"), str(tmp_path / "new"), *extra]) == 1
+        out, err = capsys.readouterr()
+        assert "not a finite number" in out and "RuntimeWarning" not in err
+
+
 def test_relabelled_records_are_named_and_fail(tmp_path, capsys):
     runs(tmp_path / "base", [0.05, 0.06])
     swapped = runs(tmp_path / "new", [0.05, 0.06])

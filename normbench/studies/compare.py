@@ -34,6 +34,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -73,9 +74,14 @@ class Delta:
         both = pd.DataFrame({"base": base.to_numpy(dtype=float), "new": new.to_numpy(dtype=float)}).dropna()
         if both.empty:
             return None
-        estimate = mean_estimate(both["new"] - both["base"])
-        return cls(float(both["base"].mean()), float(both["new"].mean()), estimate.value,
-                   estimate.interval() if len(both) >= 2 else None, len(both))
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is said below, not warned about
+            diffs = both["new"] - both["base"]
+            means = float(both["base"].mean()), float(both["new"].mean())
+        odd = diffs[~np.isfinite(diffs)]
+        if len(odd):  # one pair's difference overflowing (-1.7e308 -> +1.7e308) was dropped from the mean (C012)
+            return cls(*means, float(odd.iloc[0]), None, len(both))
+        estimate = mean_estimate(diffs)
+        return cls(*means, estimate.value, estimate.interval() if len(both) >= 2 else None, len(both))
 
 
 @dataclass
