@@ -76,8 +76,13 @@ def foreign_sweep_file(sweep_dir: Path) -> str | None:
     return next((name for name in SWEEP_FILES if os.path.lexists(sweep_dir / name)), None)
 
 
+SWEEP_DIR: Path | None = None  # set in the launcher when its multirun starts
+
+
 class CheckHydraFiles(Callback):
     def on_multirun_start(self, config, **kwargs) -> None:
+        global SWEEP_DIR
+        SWEEP_DIR = Path(str(config.hydra.sweep.dir))  # the launcher's sweep, for a stop (studies/app.py)
         # before Hydra names any job's folder: a name read from the environment is refused up front
         from omegaconf import OmegaConf
 

@@ -8,6 +8,7 @@ replaced by ours (HYDRA_FULL_ERROR hands us the exception) so that no traceback 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import logging
 import math
@@ -31,8 +32,9 @@ from normbench.configuration.env_names import CONTROL, NAME_KEYS, refused_env_na
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.records import folders, sweep_time
 from normbench.records.folders import stale_note
+from normbench.records.record import RUNNING, SetAside, read_summary
 from normbench.report.output import inside
-from normbench.studies import sweep_end
+from normbench.studies import orphans, sweep_end
 from normbench.training import machine
 from normbench.training.tracking import env_secrets, interpolated_secrets, masked
 
@@ -206,6 +208,9 @@ class Job:
                                             f"sweep directory {message_text(hc.sweep.dir)}")
             _remove_if_empty(run_dir)  # Hydra made it before calling the job
             return math.inf
+        if multirun and _stopping(str(hc.sweep.dir)):
+            _remove_if_empty(run_dir)  # Hydra made it before calling the job
+            return math.inf
         subdir = hc.output_subdir if hc.output_subdir and "/" not in str(hc.output_subdir) else None
         foreign = folders.not_ours(run_dir, f"{hc.job.name}.log", subdir)
         if foreign:  # before the first log line: the job's log is opened then (delay: true)
@@ -280,9 +285,60 @@ def _stop_workers() -> None:
     from normbench.studies import children
 
     started = children.workers(os.getpid())
-    if started:
-        _ignore_further_stops()
+    if not started:
+        return
+    _ignore_further_stops()
+    sweep = hydra_files.SWEEP_DIR
+    if sweep is None or not _mark_stopping(sweep):
         children.end_descendants(started)
+        return
+    # a loky worker outlives the run its SIGTERM interrupts and takes the next queued job: the marker leaves
+    # that job unrun (G030), and the wait ends when no record of the sweep says running, not when the
+    # workers exit (they do not: joblib ends them once the KeyboardInterrupt reaches it)
+    children.signal_all(started, signal.SIGTERM)
+    deadline = time.monotonic() + children.WORKERS_WAIT_S
+    while time.monotonic() < deadline and _running_records(sweep):
+        time.sleep(0.1)
+
+
+STOPPING = ".normbench-stopping"  # + "-<launcher pid>": in the sweep folder while a stopped launcher ends its workers
+_marker: Path | None = None
+
+
+def _mark_stopping(sweep: Path) -> bool:
+    global _marker
+    path = sweep / f"{STOPPING}-{os.getpid()}"
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)))
+    except OSError:  # a folder that cannot take it: the workers are ended as processes instead
+        return False
+    _marker = path
+    return True
+
+
+def _running_records(sweep: Path) -> bool:
+    """Whether a job folder of the sweep holds a record still saying running (read at most 64 KiB each)."""
+    for summary in sweep.glob("*/summary.json"):
+        found = read_summary(summary)
+        if not isinstance(found, SetAside) and found.status == RUNNING:
+            return True
+    return False
+
+
+def _unmark_stopping() -> None:
+    global _marker
+    if _marker is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(_marker)
+        _marker = None
+
+
+def _stopping(sweep_dir: str) -> bool:
+    """Whether this job's launcher is stopping (its marker in the sweep folder): a queued job it hands to a
+    worker meanwhile is not started, so no record is left saying ``running``."""
+    launcher = os.environ.get(orphans.LAUNCHER_PID_ENV, "")
+    return launcher.isdigit() and int(launcher) != os.getpid() and os.path.lexists(
+        Path(sweep_dir) / f"{STOPPING}-{launcher}")
 
 
 def _stops_as_interrupts() -> dict:
@@ -474,6 +530,7 @@ def main(from_process_start: bool = False) -> None:
         print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
     finally:
+        _unmark_stopping()
         for signum, before in stops.items():
             signal.signal(signum, before)
         if printing and isinstance(sys.stdout, _MaskedOutput):

@@ -107,6 +107,14 @@ def workers(pid: int) -> dict[int, str]:
     return found
 
 
+def signal_all(processes: dict[int, str], signum: int) -> None:
+    for pid in _alive(processes):
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+
 def _alive(processes: dict[int, str]) -> dict[int, str]:
     table = _processes()
     return {pid: start for pid, start in processes.items() if pid in table and table[pid][1] == start}
