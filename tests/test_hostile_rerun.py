@@ -82,3 +82,14 @@ def test_a_full_disk_says_the_new_record_is_stale_as_a_runs_line_does(recorded, 
     assert rerun.main([str(recorded), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith(f"the record in {out} is stale (it says 'running')") and len(err.splitlines()) == 1, err
+
+
+def test_a_rerun_that_ends_otherwise_says_why_on_stderr(recorded, tmp_path, capsys):
+    # X011: a record edited to a model no machine holds reran as `invalid`, exit 1, and nothing on stderr
+    path = recorded / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["config"]["model"]["hidden"] = 10**9
+    path.write_text(json.dumps(summary))
+    assert rerun.main([str(recorded), "--out", str(tmp_path / "again")]) == 1
+    err = capsys.readouterr().err
+    assert "the new run is invalid (the recorded one ok)" in err, err

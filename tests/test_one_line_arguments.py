@@ -15,6 +15,7 @@ CASES = [
     ("normbench.bench.__main__", ["kernels", "--dtypes", "fp7"]),
     ("normbench.bench.__main__", ["nosuch"]),
     ("normbench.bench.__main__", ["arms", "sw", "--quick"]),
+    ("normbench.bench.__main__", ["cells", "--quick", "--hidden", "999999999"]),  # B005: an allocator traceback
     ("normbench.studies.tune", ["--evaluation-seeds", "x"]),
     ("normbench.training.rerun", []),
     ("normbench.report.__main__", ["--no-such-flag", "x"]),

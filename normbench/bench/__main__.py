@@ -27,14 +27,17 @@ BUSY = 0.10  # share of the CPUs used by other processes above which a section's
 PREFIXES = {"kernels": "kernel-", "cells": "cell-", "harness": "harness-", "sweep": "sweep-"}
 
 
-def _at_least(minimum: int):
+MAX_SIZE = 1 << 16  # a hidden size or length past this is a typo, not a benchmark: its tensors would not fit (B005)
+
+
+def _at_least(minimum: int, maximum: int = MAX_SIZE):
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum} and <= {maximum}, got {str(value)[:40]}")
         return value
     return parse
 
@@ -326,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         top.error(f"--against {args.against}: not a checkout of normbench (no normbench/__init__.py in it)")
     if getattr(args, "keep", None) is not None and args.keep.exists() and any(args.keep.iterdir()):
         top.error(f"--keep {args.keep}: not empty (a sweep folder that holds records resumes them instead of running)")
+    if args.out is not None and args.out.is_symlink():  # as report, rerun and study refuse it (B004)
+        top.error(f"--out {args.out} is a link; a benchmark writes only into a folder itself, not through a link: "
+                  f"name the folder it points to, or another")
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
     foreign = _foreign_output(args.out, names, args.command == "all") if args.out is not None else None
     if foreign:

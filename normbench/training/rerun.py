@@ -125,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{key:18s} {was!s:>24s} {now!s:>24s}  {'' if was == now else 'DIFFERS'}")
     print(f"new record: {new['run_dir']}")
     print("reproduced exactly" if not differs else f"differs in: {', '.join(differs)}")
+    if "status" in differs:  # why the new run ended otherwise, on stderr where a failure is read (X011)
+        reason = " ".join(str(new.get("reason") or "no reason recorded").split())[:300]
+        print(f"normbench.rerun: the new run is {new['status']} (the recorded one {old['status']}): {reason}",
+              file=sys.stderr)
     return 0 if not differs else 1
 
 

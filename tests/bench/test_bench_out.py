@@ -25,3 +25,14 @@ def test_an_earlier_benchmarks_files_are_its_own_to_replace(tmp_path):
     assert _foreign_output(tmp_path, ("kernels", "cells"), everything=False) == "cells.md"
     (tmp_path / "summary.json").write_text(json.dumps({"mine": 1}))
     assert _foreign_output(tmp_path, ("kernels",), everything=True) == "summary.json"
+
+
+def test_a_linked_out_is_refused_before_anything_runs(tmp_path, capsys):
+    # B004: bench followed a link given as --out and wrote its files into the link's target
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (tmp_path / "bo").symlink_to(target)
+    with pytest.raises(SystemExit) as stop:
+        main(["kernels", "--quick", "--out", str(tmp_path / "bo"), "--kinds", "ln", "--dtypes", "fp32"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "is a link" in err and err.count("\n") == 1 and list(target.iterdir()) == []
