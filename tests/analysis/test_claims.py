@@ -931,7 +931,7 @@ def test_stable_lr_is_where_the_arm_trains(runs_of, ln, none, expected, ratio):
     verdict = stable_lr(runs_of(*lr_grid("ln", seeds=seeds, **ln), *lr_grid("none", seeds=seeds, **none)))
     assert verdict.status == expected, verdict.explanation
     if ratio is None:
-        assert verdict.effect is None and "neither failed at the largest lr" in verdict.parts[0].note
+        assert verdict.effect is None and "no run of none failed at the largest lr" in verdict.parts[0].note
         return
     assert verdict.effect.estimate == pytest.approx(ratio)
     assert "trains" in verdict.parts[0].test and "50%" in verdict.parts[0].test
@@ -1270,3 +1270,12 @@ def test_a_timing_file_is_named_as_the_reader_finds_it_not_by_a_machine_path(tmp
     assert _shown(str(inside)) == "runs/study/paired-timing.json"  # a committed report names no /home/...
     outside = "/elsewhere/paired-timing.json"
     assert _shown(outside) == outside
+
+
+def test_dyt_matches_ln_says_which_arm_is_missing_or_that_ln_is_shown_worse(runs_of):
+    # the example: "not shown better" where the study ran no norm=none arm, and where LN was shown worse
+    no_none = [r for r in dyt_runs(dyt=0.90, ln=0.90, none=0.50) if r["axes"]["norm"] != "none"]
+    verdict = judge(BY_ID["dyt_matches_ln"], runs_of(*no_none))
+    assert verdict.status == NOT_TESTABLE and "the study runs no norm=none arm" in verdict.explanation
+    worse = judge(BY_ID["dyt_matches_ln"], runs_of(*dyt_runs(dyt=0.60, ln=0.60, none=0.90)))
+    assert worse.status == NOT_TESTABLE and "LayerNorm is shown worse than no normalization" in worse.explanation

@@ -427,6 +427,8 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     testable = [(n, v) for n, v in applicable if v.status != NOT_TESTABLE]
     applicable = testable + [(n, v) for n, v in applicable if v.status == NOT_TESTABLE]
     (name, verdict), others = applicable[0], applicable[1:]
+    if not verdict.context.strip() and verdict.explanation.strip():  # a setup hook's reason (no parts): shown on
+        verdict.context = verdict.explanation  # the page, which renders the context, not the explanation
     verdict.lr = lr_protocol.PROTOCOLS[protocol].words
     verdict.setting, verdict.others = name, [(n, v.status) for n, v in others]
     statuses = {v.status for _, v in testable}

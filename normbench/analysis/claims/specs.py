@@ -164,10 +164,19 @@ def normalization_matters(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
              f"{' (ratio)' if logged else ''}" + (f", {decision_level(ALPHA) * 100:.4g}% interval "
              f"[{', '.join(format_value(math.exp(sign * v) if logged else sign * v) for v in sorted(interval, reverse=sign < 0))}]"
              if interval else ", interval undefined"))
-    if not (norm == "ln").any() or not (norm == "none").any() or interval is None or not interval[0] > 0:
-        return (f"Not testable here: LayerNorm is not shown better than no normalization ({shown}), so neither "
-                f"\"DyT matches LN\" nor its negation can be read — testable where normalization matters (a deeper "
-                f"model, a larger lr, or more steps; sweeps/dyt_vs_ln.yaml states its regime).")
+    remedy = ("testable where normalization matters: a deeper model, a larger lr or more steps, with a norm=none "
+              "arm beside LN and DyT (sweeps/dyt_vs_ln.yaml states such a regime)")
+    if not (norm == "ln").any() or not (norm == "none").any():
+        lacking = " and ".join(f"{k} arm" for k, present in (("no LayerNorm", (norm == "ln").any()),
+                                                              ("no norm=none", (norm == "none").any())) if not present)
+        return (f"Not testable here: the study runs {lacking}, so whether normalization matters here (LN better than "
+                f"none), which a claim that LN's replacement (DyT, Derf) matches or beats it presupposes, cannot be "
+                f"read — {remedy}.")
+    if interval is None or not interval[0] > 0:
+        worse = interval is not None and interval[1] < 0
+        return (f"Not testable here: LayerNorm is {'shown worse than' if worse else 'not shown better than'} no "
+                f"normalization ({shown}), so neither a claim that LN's replacement (DyT, Derf) matches or beats it "
+                f"nor its negation can be read — {remedy}.")
     return runs, f" Normalization matters here: {shown}."
 
 
