@@ -284,3 +284,13 @@ def test_a_claim_file_with_regime_prose_only_cannot_decide(runs_of):
     assert prose.status == NOT_TESTABLE and "regime is stated only in prose" in prose.parts[0].note
     checked = judge(parse(claim_doc(regime="off the ceiling", regime_checks=["off_ceiling"]), "f"), runs)
     assert checked.status == SUPPORTED
+
+
+def test_a_failure_rate_needs_an_arm_that_trains(runs_of):
+    # grad_depth: 20 steps, every arm at chance, read "Post-LN fails without warm-up" as a rate of failures
+    stuck = runs_of(*[{"seed": s, "best_val": 0.1, "axes": {"norm": n}} for s in SEEDS for n in ("ln", "none")])
+    note = failure(needs("some_train"), {"ln": stuck[stuck["axes.norm"] == "ln"], "none": stuck[stuck["axes.norm"] == "none"]},
+                   stuck)
+    assert note and "every run of ln, none failed to train" in note and "more steps" in note
+    trains = runs_of(*[{"seed": s, "best_val": 0.9, "axes": {"norm": "ln"}} for s in SEEDS])
+    assert failure(needs("some_train"), {"ln": trains}, trains) is None

@@ -222,6 +222,18 @@ def _some_fail(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     return (f"no run of {', '.join(arms)} failed to train ({len(together)} runs), so no failure rate can differ")
 
 
+def _some_train(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """Some run of the arms trains: where none does (a 20-step initialization study), "did not train" means
+    "not trained yet", and a failure rate says nothing about the cause the claim names."""
+    frames = [f for f in arms.values() if len(f)]
+    if not frames:
+        return None
+    together = pd.concat(frames)
+    if (~rules.failed(together)).any():
+        return None
+    return f"every run of {', '.join(arms)} failed to train ({len(together)} runs, {values_text(_numbers(together, 'steps'))} steps)"
+
+
 def _depth_spread(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     need, factor = int(args.get("levels", 3)), float(args.get("factor", 2))
     for name, frame in arms.items():
@@ -341,6 +353,8 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               "task.min_length below task.length (sweeps/ln_vs_bn_varlen.yaml)"),
     Predicate("some_fail", "a setting in which some run fails to train", _some_fail,
               "a larger lr or a deeper model, where the failing arm fails in some seeds"),
+    Predicate("some_train", "a setting in which some run trains (so a failure is the arm's, not too few steps)",
+              _some_train, "more steps, where the arm that should train does"),
     Predicate("depth_spread", "at least {levels} depths spread over a factor ≥ {factor}", _depth_spread,
               "{levels} or more depths (model.layers) spread over a factor ≥ {factor}"),
     Predicate("pre_variance_grows", "Pre-LN's hidden-state variance to grow with depth (positive slope of ln Var)",

@@ -604,6 +604,6 @@ CLAIMS: list[Claim] = [
                 "warm-up stage.\", SGD)",
           measures="per-run outcome: BLEU near zero or diverged without warm-up, one run per setting",
           regime="a learning rate large enough for Post-LN without warm-up to fail in some seeds (deeper, or a "
-                 "larger lr; sweeps/warmup_depth.yaml)",
-          needs=(needs("some_fail"),)),
+                 "larger lr; sweeps/warmup_depth.yaml), and enough steps that some run trains",
+          needs=(needs("some_fail"), needs("some_train"))),
 ]
