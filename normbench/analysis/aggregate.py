@@ -185,7 +185,17 @@ def _flatten(record: RunRecord) -> dict:
     row["profiles.grad_time_flow_init"] = flow
     row["profiles.grad_time_flow_steps"] = len(profiles["grad_time_init"]) - start + 1 if flow is not None else None
     row["profiles.ffn_w2_grad_norm_init"] = profiles.get("ffn_w2_grad_norm_init") if _is_scalar(profiles.get("ffn_w2_grad_norm_init")) else None
+    row["profiles.hidden_var_last_log"] = _last_log(profiles.get("hidden_var_final"))
     return row
+
+
+def _last_log(values) -> float | None:
+    """ln of the last entry of a per-block profile (the deepest block's hidden-state variance), None where
+    the profile is missing or that entry is not a positive finite number."""
+    if not isinstance(values, list) or not values or not _is_scalar(values[-1]):
+        return None
+    last = float(values[-1])
+    return math.log(last) if math.isfinite(last) and last > 0 else None
 
 
 def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:

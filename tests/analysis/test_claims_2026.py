@@ -51,7 +51,22 @@ def depth_runs(pre: float, other: float, placement: str, key: str, **extra):
             for p, value in (("pre", pre), (placement, other)) for s in range(4)]
 
 
-@pytest.mark.parametrize("claim_id, placement", [("periln_balanced_variance", "peri"), ("lns_variance_depth", "lns")])
+def test_periln_reads_the_level_the_variance_reaches_not_its_log_slope(runs_of):
+    # the referee's reading of the example: Peri-LN 4.3 -> 58 and Pre-LN 17 -> 125 over the blocks: Peri-LN is lower
+    # at every block, yet its slope of ln Var is larger because it starts low. The paper plots the level.
+    def rows(pre_last: float, peri_last: float):
+        return [{"seed": s, "best_val": 0.6 + 0.001 * s, "axes": {"placement": p, "layers": 8},
+                 "metrics": {"hidden_var_log_slope": slope, "layer_grad_log_ratio": -0.5},
+                 "profiles": {"hidden_var_final": [first * (1 + 0.01 * s), last * (1 + 0.01 * s)]}}
+                for p, first, last, slope in (("pre", 17.4, pre_last, 0.28), ("peri", 4.3, peri_last, 0.37))
+                for s in range(4)]
+    lower = verdict(runs_of(*rows(124.5, 58.2)), "periln_balanced_variance")
+    assert lower.parts[0].status == SUPPORTED, lower.explanation
+    higher = verdict(runs_of(*rows(58.2, 124.5)), "periln_balanced_variance")
+    assert higher.parts[0].status == CONTRADICTED
+
+
+@pytest.mark.parametrize("claim_id, placement", [("lns_variance_depth", "lns")])
 def test_variance_growth_is_read_with_its_sign(runs_of, claim_id, placement):
     grows_less = verdict(runs_of(*depth_runs(0.30, 0.05, placement, "hidden_var_log_slope")), claim_id)
     assert grows_less.parts[0].status == SUPPORTED

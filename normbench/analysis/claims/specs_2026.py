@@ -44,6 +44,9 @@ def _mechanism(assertion: str, a: str, b: str, measure: Measure) -> PartSpec:
 
 VAR_GROWTH = Measure("growth of the hidden-state variance with depth at the end of training (OLS slope of ln Var "
                      "over the blocks; lower = grows less)", column("metrics.hidden_var_log_slope"), higher=False)
+LAST_VAR = Measure("ln of the deepest block's hidden-state variance at the end of training (lower = the variance "
+                   "kept lower after growing over the depth; the level the paper's Figure 1 plots)",
+                   column("profiles.hidden_var_last_log"), higher=False)
 GRAD_SPREAD = Measure("|log10(‖∇ last block‖ / ‖∇ first block‖)| at the end of training (0 = even across depth)",
                       column("metrics.layer_grad_log_ratio", lambda s: s.abs()), higher=False)
 DEEP_GRAD = Measure("log10(‖∇ last block‖ / ‖∇ first block‖) at the end of training (higher = deeper blocks get "
@@ -168,14 +171,16 @@ CLAIMS_2026: list[Claim] = [
           "Kim et al. 2025, Peri-LN: Revisiting Normalization Layer in the Transformer Architecture (ICML 2025), "
           "Abstract",
           arms={"peri": {"placement": "peri"}, "pre": {"placement": "pre"}},
-          parts=(_mechanism("Peri-LN's hidden-state variance grows less with depth than Pre-LN's", "peri", "pre",
-                            VAR_GROWTH),
+          parts=(_mechanism("Peri-LN's hidden-state variance at the deepest block is lower than Pre-LN's", "peri", "pre",
+                            LAST_VAR),
                  _mechanism("Peri-LN's gradient norms are more even across depth than Pre-LN's", "peri", "pre",
                             GRAD_SPREAD)),
           requires=(TRANSFORMER,),
           design="Arms: Peri-LN (norm on each branch's input and output) and Pre-LN Transformers, same norm, depth "
-                 "and lr (sweeps/depth_placements.yaml); the measures are the end-of-training probes: the slope of ln "
-                 "Var over the blocks and the spread of the per-block gradient norm.",
+                 "and lr (sweeps/depth_placements.yaml); the measures are the end-of-training probes: the level the "
+                 "hidden-state variance reaches at the deepest block (ln Var; the paper plots the level per layer, and a "
+                 "slope of ln Var reads an arm that starts low as growing more) and the spread of the per-block "
+                 "gradient norm.",
           quote="we conduct extensive experiments on Transformers up to 3.2B parameters, showing that Peri-LN "
                 "consistently achieves more balanced variance growth, steadier gradient flow, and convergence "
                 "stability.",
@@ -184,7 +189,8 @@ CLAIMS_2026: list[Claim] = [
                    "Pre-LN vs Post-LN vs Peri-LN",
           regime="deep enough for variance to grow under Pre-LN (the slope of ln Var positive for Pre-LN), an lr where "
                  "both train; the paper's scale is 400M parameters and up",
-          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 1, column="metrics.hidden_var_log_slope"), needs("recorded", 2, column="metrics.layer_grad_log_ratio"),)),
+          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 1, column="profiles.hidden_var_last_log"),
+                 needs("recorded", 2, column="metrics.layer_grad_log_ratio"),)),
     Claim("mixln_deep_layers",
           "Pre-LN gives its deeper layers smaller gradients and makes them less useful; Mix-LN (Post-LN in the "
           "first layers, Pre-LN after) gives deeper layers relatively larger gradients, makes them matter more, "
