@@ -51,7 +51,7 @@ class Reading:
     p: float
     q: float
     study: str = ""
-    shares_with: tuple[str, ...] = ()
+    piece: int = 0      # verdicts with the same piece rest on runs they share (linked through any arm's runs)
 
 
 def p_value(effect) -> float:
@@ -104,35 +104,43 @@ def readings(pairs, alpha: float = ALPHA) -> list[Reading]:
     ps = [p_value(v.effect) for _, v in judged]
     ps = [1.0 if not math.isfinite(p) and v.status == INCONCLUSIVE else p for p, (_, v) in zip(ps, judged)]
     qs = benjamini_hochberg(ps)
-    out = []
-    for i, (claim, verdict) in enumerate(judged):
-        others = tuple(c.id for j, (c, _) in enumerate(judged)
-                       if j != i and c.id != claim.id and signatures[i] & signatures[j])
-        out.append(Reading(claim.id, verdict.status, ps[i], qs[i], str(getattr(verdict, "study", "") or ""), others))
-    return out
+    piece = list(range(len(judged)))
+    for i in range(len(judged)):  # one piece per group of verdicts linked by shared runs
+        for j in range(i):
+            if signatures[i] & signatures[j]:
+                old, new = piece[i], piece[j]
+                piece = [new if k == old else k for k in piece]
+    return [Reading(claim.id, verdict.status, ps[i], qs[i], str(getattr(verdict, "study", "") or ""), piece[i])
+            for i, (claim, verdict) in enumerate(judged)]
 
 
-def claims_line(pairs, alpha: float = ALPHA) -> str:
+def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = None) -> str:
     """The multiplicity sentence beside the claims line ("" when no verdict is directional). Every number in
-    it counts the same set: the judged verdicts, each one test, each listed with its q."""
+    it counts the same set: the judged verdicts, each one test, each listed with its q. ``titles``: study
+    id -> the title the report gives it, naming a claim judged in several studies."""
     found = readings(pairs, alpha)
     directional = [r for r in found if r.status in DIRECTIONAL]
     if not directional:
         return ""
     ids = [r.claim for r in found]
-    name = lambda r: f"{r.claim} ({r.study})" if ids.count(r.claim) > 1 and r.study else r.claim  # noqa: E731
+
+    def name(r: Reading) -> str:
+        study = (titles or {}).get(r.study, r.study)
+        return f"{r.claim} ({study})" if ids.count(r.claim) > 1 and study else r.claim
     kept = [r for r in directional if math.isfinite(r.q) and r.q <= alpha]
     lost = [r for r in directional if r not in kept]
-    shared = sorted({tuple(sorted((r.claim, *r.shares_with))) for r in found if r.shares_with})
+    groups = [[name(r) for r in found if r.piece == k] for k in dict.fromkeys(r.piece for r in found)]
+    shared = [group for group in groups if len(group) > 1]
     by_status = ", ".join(f"{sum(r.status == s for r in found)} {s}" for s in JUDGED if any(r.status == s for r in found))
     line = (f"Multiplicity: {_count(len(found), 'judged verdict')} ({by_status}), each a one-sided test at "
             f"α = {alpha:g} in each direction, so with no true effect anywhere about {2 * alpha * len(found):.2g} of "
-            f"the {len(found)} would be directional by chance (2α each); {len(directional)} are directional")
+            f"the {len(found)} would be directional by chance (2α each")
     if shared:
-        line += (" (" + "; ".join(" and ".join(group) for group in shared)
-                 + " share their runs, so their verdicts are not independent)")
-    line += (f". Benjamini–Hochberg at {alpha:g} over one p per judged verdict (all {len(found)}, inconclusive ones "
-             f"included; each p read from the interval of the part the verdict rests on by a normal approximation"
+        line += ("; " + "; ".join(" and ".join(group) for group in shared)
+                 + " rest on shared runs, which moves the spread of that count, not its mean")
+    line += (f"); {len(directional)} are directional. Benjamini–Hochberg at {alpha:g} over one p per judged verdict "
+             f"(all {len(found)}, inconclusive ones included; each p read from the interval of the part the verdict "
+             f"rests on by a normal approximation"
              + ("; an inconclusive verdict with no interval enters at p = 1" if any(
                  r.status == INCONCLUSIVE and r.p == 1.0 for r in found) else "")
              + f") keeps {len(kept)} of the {len(directional)} directional"

@@ -55,13 +55,14 @@ def test_bh_and_the_chance_count_run_over_every_judged_verdict_and_the_q_list_co
              (claim("blank"), verdict(INCONCLUSIVE, 0.1, None, study="s4"))]
     found = readings(pairs)
     assert [r.claim for r in found] == ["postln_needs_warmup", "postln_fails_without_warmup", "other", "open", "blank"]
-    assert found[0].shares_with == ("postln_fails_without_warmup",) and found[2].shares_with == ()
+    assert found[0].piece == found[1].piece and len({r.piece for r in found}) == 4
     assert found[0].q != found[1].q  # each verdict its own hypothesis: no piece lends its smaller p to another
     assert found[4].p == 1.0  # an inconclusive verdict with no interval enters, at a p that never rejects
     line = claims_line(pairs)
     assert line.startswith("Multiplicity: 5 judged verdicts (2 supported, 1 contradicted, 2 inconclusive)")
-    assert "about 0.5 of the 5 would be directional by chance (2α each); 3 are directional" in line
-    assert "postln_fails_without_warmup and postln_needs_warmup share their runs" in line
+    assert ("about 0.5 of the 5 would be directional by chance (2α each; postln_needs_warmup and "
+            "postln_fails_without_warmup rest on shared runs, which moves the spread of that count, not its mean); "
+            "3 are directional.") in line
     assert "over one p per judged verdict (all 5, inconclusive ones included" in line
     # 'other' (p ≈ 0.046) ranks 3rd of 5: q = min(0.046·5/3, 0.2·5/4, 1) ≈ 0.076 > 0.05, so BH does not keep it
     assert "keeps 2 of the 3 directional: postln_needs_warmup, postln_fails_without_warmup;" in line
@@ -71,10 +72,11 @@ def test_bh_and_the_chance_count_run_over_every_judged_verdict_and_the_q_list_co
     assert claims_line([(claim("open"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3)))]) == ""
 
 
-def test_a_claim_judged_in_two_studies_is_named_with_its_study():
-    pairs = [(claim("twice"), verdict(SUPPORTED, 0.3, (0.2, 0.4), study="a")),
-             (claim("twice"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3), study="b", arms=(("pre", 0),)))]
-    assert "q per judged verdict: twice (a) < 0.001, twice (b) 0.21." in claims_line(pairs)
+def test_a_claim_judged_in_two_studies_is_named_with_its_studys_title():
+    pairs = [(claim("twice"), verdict(SUPPORTED, 0.3, (0.2, 0.4), study="a1b2")),
+             (claim("twice"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3), study="c3d4", arms=(("pre", 0),)))]
+    line = claims_line(pairs, titles={"a1b2": "warmup_depth"})
+    assert "q per judged verdict: twice (warmup_depth) < 0.001, twice (c3d4) 0.21." in line
 
 
 def test_external_validity_is_written_from_the_specs_scale_fields():
