@@ -71,6 +71,21 @@ def p_value(effect) -> float:
     return float(stats.norm.sf(abs(value - null) / se))
 
 
+def verdict_p(verdict) -> float:
+    """The p of the part a verdict rests on, among its parts with the verdict's own status: a contradicted
+    claim the smallest (one contradicted part contradicts it), a supported one the largest (every part had
+    to be supported), an inconclusive one the smallest (the part closest to deciding). The verdict's
+    headline effect where it carries no parts."""
+    parts = [part for part in getattr(verdict, "parts", None) or () if part.status == verdict.status]
+    if not parts:
+        return p_value(verdict.effect)
+    ps = [p_value(part.effect) for part in parts]
+    if any(not math.isfinite(p) for p in ps):
+        finite = [p for p in ps if math.isfinite(p)]
+        return math.nan if verdict.status == SUPPORTED or not finite else min(finite)
+    return max(ps) if verdict.status == SUPPORTED else min(ps)
+
+
 def benjamini_hochberg(ps: list[float]) -> list[float]:
     """BH adjusted p-values (q) in the input order; NaN stays NaN and is not counted."""
     finite = sorted((p, i) for i, p in enumerate(ps) if math.isfinite(p))
@@ -101,7 +116,7 @@ def readings(pairs, alpha: float = ALPHA) -> list[Reading]:
     positive dependence of verdicts that share runs, so those stay separate hypotheses, named beside."""
     judged = [(c, v) for c, v in pairs if v.status in JUDGED]
     signatures = [_signature(v) for _, v in judged]
-    ps = [p_value(v.effect) for _, v in judged]
+    ps = [verdict_p(v) for _, v in judged]
     ps = [1.0 if not math.isfinite(p) and v.status == INCONCLUSIVE else p for p, (_, v) in zip(ps, judged)]
     qs = benjamini_hochberg(ps)
     piece = list(range(len(judged)))

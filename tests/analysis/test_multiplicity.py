@@ -18,6 +18,7 @@ from normbench.analysis.multiplicity import (
     p_value,
     paper_scale,
     readings,
+    verdict_p,
 )
 
 
@@ -89,3 +90,18 @@ def test_external_validity_is_written_from_the_specs_scale_fields():
     assert "dyt (paper: ViT-B and LLaMA 7B, 300 epochs)" in text and "given (paper: Base Transformer" in text
     bare = external_validity([(claim("bare"), verdict(SUPPORTED, 1, (0.5, 2)))])
     assert "The specs of bare state no paper scale" in bare
+
+
+def test_the_p_is_read_from_the_part_the_verdict_rests_on():
+    """bn_gamma_small_flow in the example: contradicted by its second part (interval [-2.76, -0.622]), yet its p
+    was read from its first, inconclusive part (q 0.45, beside a verdict that is directional)."""
+    from normbench.analysis.claims.vocabulary import Part
+
+    undecided = Part("first", INCONCLUSIVE, "t", (Effect("x", -0.05, (-1.0, 0.9), 0.0, 0.9),))
+    against = Part("second", CONTRADICTED, "t", (Effect("y", -1.69, (-2.76, -0.62), 0.0, 0.9),))
+    found = verdict(CONTRADICTED, -0.05, (-1.0, 0.9))
+    found.parts = [undecided, against]
+    assert verdict_p(found) == pytest.approx(p_value(against.effect)) and verdict_p(found) < 0.05
+    found.status, against_ok = SUPPORTED, Part("second", SUPPORTED, "t", against.effects)
+    found.parts = [Part("first", SUPPORTED, "t", (Effect("x", 0.5, (0.1, 0.9), 0.0, 0.9),)), against_ok]
+    assert verdict_p(found) == pytest.approx(max(p_value(p.effect) for p in found.parts))  # every part had to hold
