@@ -4,14 +4,15 @@ Every claim part is a one-sided test at α in each direction, so each claim with
 reads "supported" or "contradicted" with probability up to 2α; eighteen of them at α = 0.05 would
 give about 1.8 directional verdicts by chance alone. The claims line therefore says:
 
-- how many directional verdicts (supported, contradicted) there are, at which α;
-- how many **pieces of evidence** they rest on: verdicts judged on the same runs (the same study and
-  setting, an arm selecting the same settings: ``postln_needs_warmup`` and
-  ``postln_fails_without_warmup`` from the same 4 + 4 runs) are one piece, counted once;
-- how many directional verdicts chance alone would give over those pieces (2α each);
-- how many survive Benjamini–Hochberg at α over one p per piece (the smallest of its verdicts') of
-  every judged claim, inconclusive ones included (a directional verdict's own p is below α by
-  construction, so BH over those alone would keep them all), with each verdict's q beside it. The p is read from the verdict's (1 − 2α) interval by a normal
+- how many verdicts were judged (supported, contradicted, inconclusive: each one test), at which α, and
+  how many directional verdicts chance alone would give over them (2α each: the count of tests, not of
+  the verdicts that came out directional);
+- which verdicts rest on the same runs (the same study and setting, an arm selecting the same settings:
+  ``postln_needs_warmup`` and ``postln_fails_without_warmup`` from the same 4 + 4 runs): not
+  independent, which moves the spread of that chance count, not its mean;
+- which directional verdicts survive Benjamini–Hochberg at α over one p per judged verdict,
+  inconclusive ones included (a directional verdict's own p is below α by construction, so BH over
+  those alone would keep them all), which do not, and every judged verdict's q. The p is read from the verdict's (1 − 2α) interval by a normal
   approximation (the interval's half-width over z gives the standard error; on the log scale for a
   ratio): an approximation, said so on the page, since a verdict keeps its interval, not its test.
 
@@ -42,14 +43,15 @@ _PAPER_SCALE = re.compile(r"the paper'?s scale is ([^;.]+(?:\.\d[^;.]*)*)", re.I
 
 @dataclass(frozen=True)
 class Reading:
-    """One verdict on the claims line: its claim id, status, approximate p, BH q and evidence piece."""
+    """One judged verdict on the claims line: its claim id (and study), status, approximate p, BH q and the
+    verdicts it shares its runs with."""
 
     claim: str
     status: str
     p: float
     q: float
-    piece: int          # verdicts with the same piece share their runs
-    shares_with: tuple[str, ...] = ()
+    study: str = ""
+    piece: int = 0      # verdicts with the same piece rest on runs they share (linked through any arm's runs)
 
 
 def p_value(effect) -> float:
@@ -67,6 +69,21 @@ def p_value(effect) -> float:
     if not se > 0:
         return math.nan
     return float(stats.norm.sf(abs(value - null) / se))
+
+
+def verdict_p(verdict) -> float:
+    """The p of the part a verdict rests on, among its parts with the verdict's own status: a contradicted
+    claim the smallest (one contradicted part contradicts it), a supported one the largest (every part had
+    to be supported), an inconclusive one the smallest (the part closest to deciding). The verdict's
+    headline effect where it carries no parts."""
+    parts = [part for part in getattr(verdict, "parts", None) or () if part.status == verdict.status]
+    if not parts:
+        return p_value(verdict.effect)
+    ps = [p_value(part.effect) for part in parts]
+    if any(not math.isfinite(p) for p in ps):
+        finite = [p for p in ps if math.isfinite(p)]
+        return math.nan if verdict.status == SUPPORTED or not finite else min(finite)
+    return max(ps) if verdict.status == SUPPORTED else min(ps)
 
 
 def benjamini_hochberg(ps: list[float]) -> list[float]:
@@ -90,55 +107,62 @@ def _signature(verdict) -> set:
             for _, row in evidence.iterrows()}
 
 
-def readings(pairs, alpha: float = ALPHA) -> tuple[list[Reading], int]:
-    """(claim, verdict) pairs -> (one Reading per directional verdict in their order, the number of pieces
-    of evidence BH ran over). BH runs over every judged verdict's p (inconclusive ones too: a directional
-    verdict's own p is below α by construction, so BH over those alone would keep them all)."""
+def readings(pairs, alpha: float = ALPHA) -> list[Reading]:
+    """(claim, verdict) pairs -> one Reading per judged verdict (supported, contradicted, inconclusive) in
+    their order. BH runs over all of them, one p each, read from the effect of the part the verdict rests
+    on (a directional verdict's own p is below α by construction, so BH over those alone would keep them
+    all). An inconclusive verdict with no interval to read a p from enters at p = 1 (a valid p that never
+    rejects); a directional one without keeps q NaN and is never counted as kept. BH holds under the
+    positive dependence of verdicts that share runs, so those stay separate hypotheses, named beside."""
     judged = [(c, v) for c, v in pairs if v.status in JUDGED]
     signatures = [_signature(v) for _, v in judged]
+    ps = [verdict_p(v) for _, v in judged]
+    ps = [1.0 if not math.isfinite(p) and v.status == INCONCLUSIVE else p for p, (_, v) in zip(ps, judged)]
+    qs = benjamini_hochberg(ps)
     piece = list(range(len(judged)))
-    for i in range(len(judged)):  # verdicts sharing any arm's runs are one piece of evidence
+    for i in range(len(judged)):  # one piece per group of verdicts linked by shared runs
         for j in range(i):
             if signatures[i] & signatures[j]:
-                piece[i] = piece[j]
-                break
-    ps = [p_value(v.effect) for _, v in judged]
-    per_piece: dict[int, float] = {}
-    for k, p in zip(piece, ps):
-        if math.isfinite(p):
-            per_piece[k] = min(p, per_piece.get(k, math.inf))
-    keys = list(per_piece)
-    qs = dict(zip(keys, benjamini_hochberg([per_piece[k] for k in keys])))
-    out = []
-    for i, ((claim, verdict), k) in enumerate(zip(judged, piece)):
-        if verdict.status not in DIRECTIONAL:
-            continue
-        others = tuple(c.id for (c, v), kk in zip(judged, piece)
-                       if kk == k and c.id != claim.id and v.status in DIRECTIONAL)
-        out.append(Reading(claim.id, verdict.status, ps[i], qs.get(k, math.nan), k, others))
-    return out, len(keys)
+                old, new = piece[i], piece[j]
+                piece = [new if k == old else k for k in piece]
+    return [Reading(claim.id, verdict.status, ps[i], qs[i], str(getattr(verdict, "study", "") or ""), piece[i])
+            for i, (claim, verdict) in enumerate(judged)]
 
 
-def claims_line(pairs, alpha: float = ALPHA) -> str:
-    """The multiplicity sentence beside the claims line ("" when no verdict is directional)."""
-    found, family = readings(pairs, alpha)
-    if not found:
+def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = None) -> str:
+    """The multiplicity sentence beside the claims line ("" when no verdict is directional). Every number in
+    it counts the same set: the judged verdicts, each one test, each listed with its q. ``titles``: study
+    id -> the title the report gives it, naming a claim judged in several studies."""
+    found = readings(pairs, alpha)
+    directional = [r for r in found if r.status in DIRECTIONAL]
+    if not directional:
         return ""
-    pieces = len({r.piece for r in found})
-    shared = sorted({tuple(sorted((r.claim, *r.shares_with))) for r in found if r.shares_with})
-    kept = [r.claim for r in found if math.isfinite(r.q) and r.q <= alpha]
-    lines = (f"Multiplicity: {_count(len(found), 'directional verdict')} (supported or contradicted), each part "
-             f"one-sided at α = {alpha:g} in each direction, resting on "
-             f"{_count(pieces, 'independent piece', 'independent pieces')} of evidence")
+    ids = [r.claim for r in found]
+
+    def name(r: Reading) -> str:
+        study = (titles or {}).get(r.study, r.study)
+        return f"{r.claim} ({study})" if ids.count(r.claim) > 1 and study else r.claim
+    kept = [r for r in directional if math.isfinite(r.q) and r.q <= alpha]
+    lost = [r for r in directional if r not in kept]
+    groups = [[name(r) for r in found if r.piece == k] for k in dict.fromkeys(r.piece for r in found)]
+    shared = [group for group in groups if len(group) > 1]
+    by_status = ", ".join(f"{sum(r.status == s for r in found)} {s}" for s in JUDGED if any(r.status == s for r in found))
+    line = (f"Multiplicity: {_count(len(found), 'judged verdict')} ({by_status}), each a one-sided test at "
+            f"α = {alpha:g} in each direction, so with no true effect anywhere about {2 * alpha * len(found):.2g} of "
+            f"the {len(found)} would be directional by chance (2α each")
     if shared:
-        lines += " (" + "; ".join(" and ".join(group) + " share their runs: one piece" for group in shared) + ")"
-    lines += (f"; with no true effect anywhere, about {2 * alpha * pieces:.2g} of them would be directional by "
-              f"chance. Benjamini–Hochberg at {alpha:g} over one p per piece of the {family} judged (inconclusive ones "
-              f"included; each p read from the verdict's interval by a normal approximation) keeps {len(kept)} of "
-              f"{len(found)}"
-              + (f": {', '.join(kept)}" if kept else "") + "; q per verdict: "
-              + ", ".join(f"{r.claim} {_q(r.q)}" for r in found) + ".")
-    return lines
+        line += ("; " + "; ".join(" and ".join(group) for group in shared)
+                 + " rest on shared runs, which moves the spread of that count, not its mean")
+    line += (f"); {len(directional)} are directional. Benjamini–Hochberg at {alpha:g} over one p per judged verdict "
+             f"(all {len(found)}, inconclusive ones included; each p read from the interval of the part the verdict "
+             f"rests on by a normal approximation"
+             + ("; an inconclusive verdict with no interval enters at p = 1" if any(
+                 r.status == INCONCLUSIVE and r.p == 1.0 for r in found) else "")
+             + f") keeps {len(kept)} of the {len(directional)} directional"
+             + (f": {', '.join(name(r) for r in kept)}" if kept else ""))
+    if lost:
+        line += f"; it does not keep {', '.join(f'{name(r)} ({r.status}, q {_q(r.q)})' for r in lost)}"
+    return line + "; q per judged verdict: " + ", ".join(f"{name(r)} {_q(r.q)}" for r in found) + "."
 
 
 def _q(q: float) -> str:

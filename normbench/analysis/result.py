@@ -191,7 +191,7 @@ class StudyResult:
     def claims_multiplicity(self) -> str:
         """The line beside the claims: multiplicity across them at the result's level (analysis/multiplicity.py)."""
         return multiplicity.claims_line([(c.claim, c.verdict) for c in self.claims],
-                                        self.alpha if self.alpha is not None else rules.ALPHA)
+                                        self.alpha if self.alpha is not None else rules.ALPHA, self.titles)
 
     @functools.cached_property
     def external_validity(self) -> str:

@@ -1112,7 +1112,7 @@ def test_the_failure_rate_counts_runs_that_finished_at_chance(runs_of):
 
 def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_record, tmp_path):
     """Records without metrics.train_loss_auc: the engine reads metrics.jsonl (mean training loss over the
-    run), and states steps to the study-relative target per arm (a diverged run never reaches it)."""
+    run), and states how many runs of each arm reached the task's target (their records' steps to target)."""
     import json
 
     for seed in SEEDS:
@@ -1132,8 +1132,8 @@ def test_convergence_from_the_curves_when_the_record_lacks_the_summaries(write_r
     runs = aggregate.runs_frame(find_records([tmp_path]).runs)  # the report's frame (load_runs renames settings)
     verdict = judge(BY_ID["ln_lstm_converges_faster"], aggregate.label_groups(runs, aggregate.varying_axes(runs)))
     assert verdict.status == SUPPORTED, verdict.explanation
-    assert "Steps to target (50% of the way from chance" in verdict.parts[0].note
-    assert "ln-lstm median 25 (3/3 runs reached it); lstm median 50 (3/3" in verdict.parts[0].note
+    steps = next(e for e in verdict.parts[0].effects if e.label.startswith("steps to the task's target"))
+    assert "ln-lstm 3 of 3 (median" in steps.label and "lstm 0 of 3" in steps.label  # the plain LSTM ends at 0.8 < 0.9
 
 
 @pytest.mark.slow
@@ -1237,8 +1237,8 @@ def test_convergence_is_decided_on_the_validation_curve(write_record, tmp_path, 
     assert part.effect.label.startswith("val_auc: ln-lstm − lstm")
     loss = next(e for e in part.effects if e.label.startswith("train_loss_auc"))
     assert "shown, not deciding" in loss.label and (loss.estimate > 1) == (loss_scale > 1)
-    steps = next(e for e in part.effects if e.label.startswith("steps to target"))
-    assert (steps.estimate < 1) == (expected == SUPPORTED)
+    steps = next(e for e in part.effects if e.label.startswith("steps to the task's target (accuracy ≥ 0.9)"))
+    assert (", lstm 0 of 3" in steps.label) and ("ln-lstm 0 of 3" in steps.label) == (a_best < 0.9)  # as recorded
 
 
 @pytest.mark.slow
@@ -1279,3 +1279,60 @@ def test_dyt_matches_ln_says_which_arm_is_missing_or_that_ln_is_shown_worse(runs
     assert verdict.status == NOT_TESTABLE and "the study runs no norm=none arm" in verdict.explanation
     worse = judge(BY_ID["dyt_matches_ln"], runs_of(*dyt_runs(dyt=0.60, ln=0.60, none=0.90)))
     assert worse.status == NOT_TESTABLE and "LayerNorm is shown worse than no normalization" in worse.explanation
+
+
+# --- h45: the test named as computed, steps to the task's target as recorded --------------------------
+
+def test_convergence_names_the_paired_t_it_computed(runs_of):
+    """ln_lstm_converges_faster in the example: the arms share their seeds and the val_auc interval is the
+    paired one, yet the test read "Welch t"."""
+    rows = convergence_runs("ln", 0.5, 0.9)
+    for row in rows:  # per-seed differences that differ, so seed_difference pairs
+        if row["axes"]["norm"] == "ln":
+            row["metrics"]["val_auc"] += 0.003 * row["seed"] ** 2
+    part = judge(BY_ID["ln_lstm_converges_faster"], runs_of(*rows)).parts[0]
+    assert "val_auc: paired by seed on 3 shared seeds: a paired t on the per-seed differences (n = 3 pairs)" in part.test
+    assert "Welch t at α" not in part.test
+
+
+def converging_with_steps(steps: dict) -> list[dict]:
+    """BN-LSTM and LSTM rows whose records carry metrics.steps_to_target {(norm, seed): steps or None}."""
+    rows = convergence_runs("bn", 0.5, 0.9)
+    for row in rows:
+        row["metrics"]["steps_to_target"] = steps[row["axes"]["norm"], row["seed"]]
+    return rows
+
+
+def test_steps_to_target_are_the_records_and_say_how_many_runs_reached_it(runs_of):
+    """bn_lstm_converges_faster in the example: BN reached the task's target at 560 steps in 3 of 3 runs, the
+    LSTM at 640 in 1 of 3 (560/640 = 0.875); the part printed 0.63, read at another target, and no counts."""
+    steps = {("bn", s): 560 for s in SEEDS} | {("none", 0): 640, ("none", 1): None, ("none", 2): None}
+    part = judge(BY_ID["bn_lstm_converges_faster"], runs_of(*converging_with_steps(steps))).parts[0]
+    found = next(e for e in part.effects if e.label.startswith("steps to the task's target (accuracy ≥ 0.9)"))
+    assert found.estimate == pytest.approx(0.875) and found.interval is None
+    assert "bn-lstm 3 of 3 (median 560 steps), lstm 1 of 3 (median 640 steps)" in found.label
+    assert "fewer than 2 runs that reached it" in found.label
+
+
+def test_a_target_no_run_reached_is_not_reached_never_a_number(runs_of):
+    """ln_lstm_converges_faster in the example: no run reached 2.5 bpc, yet the part printed "1 (no spread:
+    every seed gave the same value)"."""
+    from normbench.report.tables import effect_text
+
+    steps = {(n, s): None for n in ("bn", "none") for s in SEEDS}
+    part = judge(BY_ID["bn_lstm_converges_faster"], runs_of(*converging_with_steps(steps))).parts[0]
+    found = next(e for e in part.effects if e.label.startswith("steps to the task's target"))
+    assert math.isnan(found.estimate) and found.interval is None
+    assert "bn-lstm 0 of 3, lstm 0 of 3" in found.label and "not reached by any run of bn-lstm or lstm" in found.label
+    assert "every seed gave the same value" not in effect_text(found)
+
+
+def test_stability_names_the_paired_t_it_computed(runs_of):
+    """The kurtosis interval is paired by seed where the arms share seeds; the test read "Welch t"."""
+    rows = stability_runs(3.2, 5.0, 8.7)
+    for row in rows:  # per-seed differences that differ, so seed_difference pairs
+        if row["axes"]["placement"] == "in_cell":
+            row["metrics"]["grad_kurtosis"] += 0.05 * row["seed"] ** 2
+    part = judge(STABLE, runs_of(*rows)).parts[0]
+    assert "gradient kurtosis: paired by seed on 3 shared seeds: a paired t on the per-seed differences (n = 3 pairs)" in part.test
+    assert "Welch t at α" not in part.test

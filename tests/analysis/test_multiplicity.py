@@ -18,6 +18,7 @@ from normbench.analysis.multiplicity import (
     p_value,
     paper_scale,
     readings,
+    verdict_p,
 )
 
 
@@ -47,25 +48,36 @@ def test_a_p_value_read_from_an_interval_is_on_the_estimates_side_and_logs_a_rat
     assert math.isnan(p_value(Effect("d", 1.0, None, 0.0, 0.9)))
 
 
-def test_verdicts_from_the_same_runs_are_one_piece_of_evidence_and_the_line_says_so():
+def test_bh_and_the_chance_count_run_over_every_judged_verdict_and_the_q_list_covers_the_same_set():
     pairs = [(claim("postln_needs_warmup"), verdict(SUPPORTED, 0.3, (0.2, 0.4))),
              (claim("postln_fails_without_warmup"), verdict(SUPPORTED, 0.5, (0.3, 0.7))),
              (claim("other"), verdict(CONTRADICTED, -0.02, (-0.04, -0.001), study="s2", arms=(("pre", 0),))),
-             (claim("open"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3), study="s3"))]
-    found, family = readings(pairs)
-    assert family == 3  # BH's family: the judged pieces, the inconclusive one included
-    assert [r.claim for r in found] == ["postln_needs_warmup", "postln_fails_without_warmup", "other"]
-    assert found[0].piece == found[1].piece != found[2].piece
-    assert found[0].q == found[1].q  # one piece, one p (the smaller), one q
+             (claim("open"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3), study="s3")),
+             (claim("blank"), verdict(INCONCLUSIVE, 0.1, None, study="s4"))]
+    found = readings(pairs)
+    assert [r.claim for r in found] == ["postln_needs_warmup", "postln_fails_without_warmup", "other", "open", "blank"]
+    assert found[0].piece == found[1].piece and len({r.piece for r in found}) == 4
+    assert found[0].q != found[1].q  # each verdict its own hypothesis: no piece lends its smaller p to another
+    assert found[4].p == 1.0  # an inconclusive verdict with no interval enters, at a p that never rejects
     line = claims_line(pairs)
-    assert line.startswith("Multiplicity: 3 directional verdicts") and "α = 0.05" in line
-    assert "resting on 2 independent pieces of evidence" in line
-    assert "postln_fails_without_warmup and postln_needs_warmup share their runs: one piece" in line
-    assert "about 0.2 of them would be directional by chance" in line
-    # 'other' (p ≈ 0.046) ranks 2nd of 3 with the inconclusive piece (p ≈ 0.2): q = 0.046·3/2 > 0.05
-    assert "of the 3 judged" in line and "keeps 2 of 3: postln_needs_warmup, postln_fails_without_warmup;" in line
-    assert line.endswith("q per verdict: postln_needs_warmup < 0.001, postln_fails_without_warmup < 0.001, other 0.069.")
+    assert line.startswith("Multiplicity: 5 judged verdicts (2 supported, 1 contradicted, 2 inconclusive)")
+    assert ("about 0.5 of the 5 would be directional by chance (2α each; postln_needs_warmup and "
+            "postln_fails_without_warmup rest on shared runs, which moves the spread of that count, not its mean); "
+            "3 are directional.") in line
+    assert "over one p per judged verdict (all 5, inconclusive ones included" in line
+    # 'other' (p ≈ 0.046) ranks 3rd of 5: q = min(0.046·5/3, 0.2·5/4, 1) ≈ 0.076 > 0.05, so BH does not keep it
+    assert "keeps 2 of the 3 directional: postln_needs_warmup, postln_fails_without_warmup;" in line
+    assert "it does not keep other (contradicted, q 0.076)" in line
+    qs = line.split("q per judged verdict: ")[1]
+    assert [part.rsplit(" ", 1)[0].replace(" <", "") for part in qs.rstrip(".").split(", ")] == [r.claim for r in found]
     assert claims_line([(claim("open"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3)))]) == ""
+
+
+def test_a_claim_judged_in_two_studies_is_named_with_its_studys_title():
+    pairs = [(claim("twice"), verdict(SUPPORTED, 0.3, (0.2, 0.4), study="a1b2")),
+             (claim("twice"), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3), study="c3d4", arms=(("pre", 0),)))]
+    line = claims_line(pairs, titles={"a1b2": "warmup_depth"})
+    assert "q per judged verdict: twice (warmup_depth) < 0.001, twice (c3d4) 0.21." in line
 
 
 def test_external_validity_is_written_from_the_specs_scale_fields():
@@ -78,3 +90,18 @@ def test_external_validity_is_written_from_the_specs_scale_fields():
     assert "dyt (paper: ViT-B and LLaMA 7B, 300 epochs)" in text and "given (paper: Base Transformer" in text
     bare = external_validity([(claim("bare"), verdict(SUPPORTED, 1, (0.5, 2)))])
     assert "The specs of bare state no paper scale" in bare
+
+
+def test_the_p_is_read_from_the_part_the_verdict_rests_on():
+    """bn_gamma_small_flow in the example: contradicted by its second part (interval [-2.76, -0.622]), yet its p
+    was read from its first, inconclusive part (q 0.45, beside a verdict that is directional)."""
+    from normbench.analysis.claims.vocabulary import Part
+
+    undecided = Part("first", INCONCLUSIVE, "t", (Effect("x", -0.05, (-1.0, 0.9), 0.0, 0.9),))
+    against = Part("second", CONTRADICTED, "t", (Effect("y", -1.69, (-2.76, -0.62), 0.0, 0.9),))
+    found = verdict(CONTRADICTED, -0.05, (-1.0, 0.9))
+    found.parts = [undecided, against]
+    assert verdict_p(found) == pytest.approx(p_value(against.effect)) and verdict_p(found) < 0.05
+    found.status, against_ok = SUPPORTED, Part("second", SUPPORTED, "t", against.effects)
+    found.parts = [Part("first", SUPPORTED, "t", (Effect("x", 0.5, (0.1, 0.9), 0.0, 0.9),)), against_ok]
+    assert verdict_p(found) == pytest.approx(max(p_value(p.effect) for p in found.parts))  # every part had to hold

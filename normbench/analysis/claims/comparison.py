@@ -172,15 +172,23 @@ def _seed_difference(a: pd.DataFrame, b: pd.DataFrame, values: Callable[[pd.Data
     return seed_difference(values(a), a["seed"], values(b), b["seed"])
 
 
-def pairing_text(triples, values: Callable[[pd.DataFrame], pd.Series]) -> str:
-    """The sentence saying how the test used the seeds: paired (on how many) or unpaired, and n = seeds."""
+def pairing_text(triples, values: Callable[[pd.DataFrame], pd.Series], what: str = "") -> str:
+    """The sentence saying which t the interval is (_seed_difference per stratum): paired on the per-seed
+    differences (n pairs) or Welch on per-seed means; ``what`` names the measure it is about."""
     paired = [_seed_difference(a, b, values)[1] for _, a, b in triples]
     pooled = any(len(a) > a["seed"].nunique() or len(b) > b["seed"].nunique()
                  for _, a, b in triples if "seed" in a and "seed" in b)
     within = " (a seed's runs across the pooled levels averaged first: n is seeds)" if pooled else ""
+    pairs = "/".join(map(str, paired))
     if paired and all(paired):
-        return f" Paired by seed on {'/'.join(map(str, paired))} shared seeds: t on the per-seed differences{within}."
-    return f" Unpaired (the arms share fewer than 2 seeds): Welch t on per-seed means{within}."
+        body = f"paired by seed on {pairs} shared seeds: a paired t on the per-seed differences (n = {pairs} pairs){within}"
+    elif any(paired):
+        body = (f"paired by seed where a stratum's arms share seeds (n = {pairs} pairs; 0: Welch t on per-seed "
+                f"means){within}")
+    else:
+        body = (f"unpaired (the arms share fewer than 2 seeds, or every shared seed gives the same difference): "
+                f"Welch t on per-seed means{within}")
+    return f" {what}: {body}." if what else f" {body[0].upper()}{body[1:]}."
 
 
 def per_stratum_text(triples, values: Callable[[pd.DataFrame], pd.Series], alpha: float, sign: int = 1) -> str:

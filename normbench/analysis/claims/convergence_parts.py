@@ -20,6 +20,7 @@ from normbench.analysis.claims.comparison import (
     learning_strata,
     measure_values,
     number_text,
+    pairing_text,
     pct,
     per_stratum_text,
     seed_count,
@@ -33,6 +34,7 @@ from normbench.analysis.claims.vocabulary import (
     INCONCLUSIVE,
     NOT_APPLICABLE,
     SCORE,
+    Effect,
     Part,
     PartSpec,
     axis,
@@ -106,9 +108,10 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
     a, b, alpha = runs.loc[ctx.arms[spec.a].index], runs.loc[ctx.arms[spec.b].index], ctx.alpha
     arms = (spec.a, spec.b)
     level = decision_level(alpha)
-    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on val_auc, the area "
-            f"under the validation curve, of finished runs (decides), on the steps to a target on the validation "
-            f"curve (log, runs that reached it), and Newcombe interval on the divergence rate (a diverged run counts "
+    steps_of, target = _target_steps(runs)
+    test = (f"{spec.a} vs {spec.b}: t at α = {alpha:g} each way ({pct(level)} interval) on val_auc, the area "
+            f"under the validation curve, of finished runs (decides), on the steps to {target or 'a target'} "
+            f"(log, runs that reached it), and Newcombe interval on the divergence rate (a diverged run counts "
             f"as slowest); supported when val_auc is better and neither other measure is shown worse, "
             f"contradicted when a measure is shown worse and none better. train_loss_auc is shown, not deciding.")
     if metric(pd.concat([a, b]), path("val_auc")).isna().all():
@@ -131,16 +134,16 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
     val_ratio = rules.ratio_scale(task_name)
     val_values = logged(VAL_AUC) if val_ratio else (lambda f: measure_values(VAL_AUC, f))
     val = stratified_difference(triples, val_values)
-    test += per_stratum_text(triples, val_values, alpha)
+    test += pairing_text(triples, val_values, "val_auc") + per_stratum_text(triples, val_values, alpha)
     effects = [as_effect(f"val_auc: {spec.a} {'/' if val_ratio else '−'} {spec.b} ({better_word(sign)}; the "
                          f"validation curve's area decides)", val, alpha, exp=val_ratio)]
     found = [side_of(effects[0], sign)]
-    reached = lambda f: np.log(runs.loc[f.index, "curves.steps_to_target"].where(lambda v: v > 0))  # noqa: E731
-    if "curves.steps_to_target" in runs and all(reached(f).notna().sum() >= 2 for _, f1, f2 in triples for f in (f1, f2)):
-        steps = stratified_difference(triples, reached)
-        effects.append(as_effect(f"steps to target on the validation curve: {spec.a} / {spec.b} (ratio of geometric "
-                                 f"means over the runs that reached it; < 1 = {spec.a} faster)", steps, alpha, exp=True))
-        found.append(side_of(effects[-1], -1))
+    if steps_of is not None:
+        steps, reached = _steps_effect(steps_of, target, triples, arms, alpha)
+        effects.append(steps)
+        if steps.interval is not None:  # an arm with fewer than 2 runs that reached it decides nothing
+            found.append(side_of(steps, -1))
+            test += pairing_text(triples, reached, "steps to target")
     loss = metric(pd.concat([a, b]), path("train_loss_auc"))
     if loss.notna().any():
         effects.append(as_effect(f"train_loss_auc: {spec.a} / {spec.b} (ratio of geometric means; < 1 = lower training "
@@ -150,24 +153,54 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
         effects.append(rate)
         found.append(side_of(rate, -1))
     status, disagree = decided_by_first(found, "convergence")
-    note, lean, needed, mde = _steps_note(runs, a, b, arms) + disagree, None, None, None
+    note, lean, needed, mde = disagree, None, None, None
     if status == INCONCLUSIVE:
         seeds = seed_count(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)])
         lean, needed, mde = undecided(val, seeds, abs(val.value), sign * val.value, alpha)
     return Part(spec.assertion, status, test, tuple(effects), arms, "", lean, needed, mde, note)
 
 
-def _steps_note(runs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> str:
-    """Steps to the study-relative target per arm (shown beside the decision, from the curves)."""
-    if "curves.steps_to_target" not in runs or runs["curves.steps_to_target"].isna().all():
-        return ""
+def _target_steps(runs: pd.DataFrame) -> tuple[pd.Series | None, str]:
+    """Each run's steps to target (NaN: not reached; a run that did not finish never reached it) and what the
+    target is. The runner's record (metrics.steps_to_target, the first evaluation at the task's own target:
+    what "steps to target" means everywhere in the report) wherever the task states a target; else the
+    study-relative one read from the curves (curve_summaries). (None, "") when neither exists."""
+    targets = metric(runs, "task.target").dropna().unique()
+    if len(targets) and path("steps_to_target") in runs:
+        sign, name, _ = task_direction(runs)
+        shown = "/".join(number_text(t) for t in sorted(targets))
+        steps, what = metric(runs, path("steps_to_target")), f"the task's target ({name} {'≥' if sign > 0 else '≤'} {shown})"
+    elif "curves.steps_to_target" in runs and runs["curves.steps_to_target"].notna().any():
+        steps = runs["curves.steps_to_target"]
+        what = f"the study's target ({TARGET_SHARE:.0%} of the way from chance to the best evaluation here)"
+    else:
+        return None, ""
+    return steps.where((runs["status"] == "ok") & (steps > 0)), what
+
+
+def _steps_effect(steps: pd.Series, target: str, triples, names: tuple[str, str], alpha: float):
+    """(the steps-to-target effect a / b, the log-steps reader). Its interval (runs that reached it, log
+    scale) only where every stratum's arms each have 2 or more such runs; else the ratio of the geometric
+    means of the runs that reached it, no interval, or n/a when an arm has none. The label says how many
+    runs of each arm reached the target, so "not reached" is never read as a number of steps."""
+    reached = lambda f: np.log(steps.reindex(f.index))  # noqa: E731
+    frames = [pd.concat([t[i] for t in triples]) for i in (1, 2)]
+    counts = [(int(steps.reindex(f.index).notna().sum()), len(f)) for f in frames]
     shown = []
-    for name, frame in zip(names, (a, b)):
-        steps = runs.loc[frame.index, "curves.steps_to_target"]
-        shown.append(f"{name} median {number_text(float(steps.median())) if steps.notna().any() else '—'} "
-                     f"({int(steps.notna().sum())}/{len(steps)} runs reached it)")
-    return (f" Steps to target ({TARGET_SHARE:.0%} of the way from chance to the best evaluation here; a diverged "
-            f"run never reaches it): {'; '.join(shown)}.")
+    for name, frame, (k, n) in zip(names, frames, counts):
+        values = steps.reindex(frame.index).dropna()
+        shown.append(f"{name} {k} of {n}" + (f" (median {number_text(float(values.median()))} steps)" if k else ""))
+    label = (f"steps to {target} on the validation curve: {names[0]} / {names[1]} (ratio of geometric means over the "
+             f"runs that reached it; runs that reached it: {', '.join(shown)}, a run that did not finish counts as "
+             f"not reached; < 1 = {names[0]} faster")
+    if all(reached(f).notna().sum() >= 2 for _, f1, f2 in triples for f in (f1, f2)):
+        return as_effect(label + ")", stratified_difference(triples, reached), alpha, exp=True), reached
+    if all(k for k, _ in counts):
+        means = [float(np.exp(reached(f).mean())) for f in frames]
+        return Effect(label + "; no interval: an arm has fewer than 2 runs that reached it)", means[0] / means[1],
+                      None, 1.0, decision_level(alpha)), reached
+    nobody = " or ".join(name for name, (k, _) in zip(names, counts) if not k)
+    return Effect(label + f"; not reached by any run of {nobody})", float("nan"), None, 1.0, decision_level(alpha)), reached
 
 
 def grows_part(spec: PartSpec, ctx: Context) -> Part:

@@ -165,7 +165,7 @@ def stability_part(spec: PartSpec, ctx: Context) -> Part:
     a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
     triples, design = strata(a, b, ctx.compare)
     level = decision_level(alpha)
-    test = (f"{spec.a} vs {spec.b}: Welch t at α = {alpha:g} each way ({pct(level)} interval) on gradient kurtosis "
+    test = (f"{spec.a} vs {spec.b}: t at α = {alpha:g} each way ({pct(level)} interval) on gradient kurtosis "
             f"of finished runs, on log10 grad_norm_max, and Newcombe interval on divergence rate; "
             f"supported when kurtosis is lower and neither other measure is shown worse, contradicted when a "
             f"measure is shown worse and none better (that measure decides), inconclusive when they disagree.{design}")
@@ -177,6 +177,7 @@ def stability_part(spec: PartSpec, ctx: Context) -> Part:
     max_of = lambda f: ok(f, np.log10(metric(f, path("grad_norm_max")).where(lambda v: v > 0)))  # noqa: E731
     kurtosis = stratified_difference(triples, lambda f: -kurt_of(f))
     log_max = stratified_difference(triples, lambda f: -max_of(f))
+    test += pairing_text(triples, kurt_of, "gradient kurtosis") + pairing_text(triples, max_of, "log10 grad_norm_max")
 
     def means(values) -> str:  # each arm's own mean: the numbers the difference is made of
         return "; ".join(f"{name} mean {short_number(values(frame).mean())}" for name, frame in ((spec.a, a), (spec.b, b)))
