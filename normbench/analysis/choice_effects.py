@@ -21,7 +21,9 @@ def varying(runs: pd.DataFrame) -> list[str]:
 
 def on_plateau(frame: pd.DataFrame, runs: pd.DataFrame) -> bool:
     """Whether one arm's finished runs sit on one of the task's trivial solutions (regime.on_plateau)."""
-    return "status" in runs and regime.on_plateau({"arm": frame}, runs) is not None
+    # the arm's own task and score, not the first row of ``runs`` (a report holds several tasks: bpc arms were
+    # read as accuracy, every one "at or below" a trivial solution)
+    return "status" in frame and regime.on_plateau({"arm": frame}, frame) is not None
 
 
 def _scores(frame: pd.DataFrame, score: str) -> pd.DataFrame:

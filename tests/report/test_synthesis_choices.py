@@ -91,3 +91,17 @@ def test_a_tuned_studys_selection_runs_get_no_line_of_their_own(runs_of):
         runs = runs.assign(study_role=runs["axes.role"])
     lines = lines_for(runs)
     assert lines and all("not ranked yet" not in line.favoured for line in lines), [line.favoured for line in lines]
+
+
+def test_an_arm_is_on_a_trivial_plateau_by_its_own_task_not_the_reports_first_row(runs_of):
+    # the example's Transformer line: bpc arms at 3.5 (bigram model 3.79) were read with the first row's
+    # accuracy rules, every one "at or below" a trivial solution, and no Transformer choice was left
+    from normbench.analysis import choice_effects
+
+    rows = [{"seed": s, "best_val": 0.9, "axes": {"norm": "ln", "task": "copy"}} for s in range(3)]
+    rows += [{"seed": s, "best_val": 3.5 + 0.01 * s, "axes": {"norm": "ln", "task": "fortunes_lm"}} for s in range(3)]
+    runs = runs_of(*rows)
+    text = runs[runs["task.name"] == "fortunes_lm"]
+    if "task.trivial.bigram model" not in text:
+        text = text.assign(**{"task.trivial.bigram model": 3.79, "task.trivial.unigram model": 4.8})
+    assert not choice_effects.on_plateau(text, runs)
