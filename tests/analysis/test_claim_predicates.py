@@ -294,3 +294,16 @@ def test_a_failure_rate_needs_an_arm_that_trains(runs_of):
     assert note and "every run of ln, none failed to train" in note and "more steps" in note
     trains = runs_of(*[{"seed": s, "best_val": 0.9, "axes": {"norm": "ln"}} for s in SEEDS])
     assert failure(needs("some_train"), {"ln": trains}, trains) is None
+
+
+def test_a_gate_predicate_names_its_own_remedy_not_a_code_path(runs_of):
+    # the example printed "testable with a set-up that takes the task off its trivial plateau (analysis/regime.py
+    # TRIVIAL_REMEDY)": the gate's remedy for the plateau it found is what the reader needs
+    rows = [{"seed": s, "best_val": v, "axes": {"norm": n, "task": "fortunes_lm"}}
+            for s in SEEDS for n, v in (("ln", 3.77), ("none", 4.8))]
+    runs = runs_of(*rows)
+    if "task.trivial.bigram model" not in runs:
+        runs = runs.assign(**{"task.trivial.bigram model": 3.77, "task.trivial.unigram model": 4.8})
+    note = failure(needs("off_trivial"), {n: runs[runs["axes.norm"] == n] for n in ("ln", "none")}, runs)
+    assert note and "TRIVIAL_REMEDY" not in note and "regime.py" not in note
+    assert "testable with more steps or a larger model" in note

@@ -78,6 +78,8 @@ def failure(need: Needs, arms: Arms, runs: pd.DataFrame) -> str | None:
     if why is None:
         return None
     remedy = (need.remedy or entry.remedy).format(**need.arguments)
+    if isinstance(why, tuple):  # a gate's own remedy, for the plateau it found (regime.TRIVIAL_REMEDY)
+        why, remedy = why[0], need.remedy or why[1]
     return f"not testable here: {why} (the regime needs {holds_text(need)}) — testable with {remedy}"
 
 
@@ -183,11 +185,11 @@ def _equal_data(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     return None
 
 
-def _gate(kind: str) -> Callable[[Arms, pd.DataFrame, Mapping], str | None]:
+def _gate(kind: str) -> Callable[[Arms, pd.DataFrame, Mapping], tuple[str, str] | None]:
     """A predicate read by one of analysis/regime.py's gates (the same rule the answers use)."""
-    def check(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    def check(arms: Arms, runs: pd.DataFrame, args) -> tuple[str, str] | None:  # (why, the gate's remedy)
         found = regime.check(dict(arms), runs, (kind,))
-        return found.reason if found is not None else None
+        return (found.reason, found.remedy) if found is not None else None
     return check
 
 
@@ -341,7 +343,7 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
     Predicate("equal_data", "equal examples seen (steps × batch_size) in the arms compared", _equal_data,
               "steps scaled inversely to the batch size (sweeps/batch_size.yaml)"),
     Predicate("off_trivial", "the arms off the task's trivial solutions (task.trivial)", _gate(regime.ON_PLATEAU),
-              "a set-up that takes the task off its trivial plateau (analysis/regime.py TRIVIAL_REMEDY)"),
+              "a set-up that takes the arms off the task's trivial solutions (more steps, a larger model or an easier task)"),
     Predicate("off_chance", "an arm off chance", _gate(regime.AT_CHANCE), regime.REMEDY[regime.AT_CHANCE]),
     Predicate("off_ceiling", "the arms off the ceiling", _gate(regime.AT_CEILING), regime.REMEDY[regime.AT_CEILING]),
     Predicate("plateau", "trained to a plateau (no arm still improving at the end)", _gate(regime.STILL_IMPROVING),
