@@ -231,9 +231,13 @@ def _some_train(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     if not frames:
         return None
     together = pd.concat(frames)
-    if (~rules.failed(together)).any():
+    # a run trains when it did not fail and its best evaluation gets beyond every trivial solution of its task
+    # (grad_depth's 20-step runs left the chance band but none got beyond mqar's 1/n_pairs)
+    trains = ~rules.failed(together) & rules.plateaus(together).isna()
+    if trains.any():
         return None
-    return f"every run of {', '.join(arms)} failed to train ({len(together)} runs, {values_text(_numbers(together, 'steps'))} steps)"
+    return (f"no run of {', '.join(arms)} trained past its task's chance level and trivial solutions "
+            f"({len(together)} runs, {values_text(_numbers(together, 'steps'))} steps)")
 
 
 def _depth_spread(arms: Arms, runs: pd.DataFrame, args) -> str | None:
@@ -369,6 +373,9 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               "interleaved in one process (normbench.bench arms)"),
     Predicate("data_regimes", "a scarce level (the small set seen ≥ {scarce}×) and a plentiful one (≤ {rich}×)",
               _data_regimes, "training sets that differ enough (sweeps/dyt_data_regime.yaml)"),
+    Predicate("lr_top_fails", "some run of {arm} to fail at the top of the lr grid (diverge or not train)",
+              lambda arms, runs, args: _lr_top_unstable(arms, runs, {**args, "failure": True}),
+              "an lr grid whose top reaches {arm}'s divergence, with clipping off or loose"),
     Predicate("lr_top_unstable", "the top of the lr grid to destabilize {arm} (a failure there, or a final score there "
               "worse than at its best lr by more than δ)", _lr_top_unstable, "an lr grid whose top reaches {arm}'s instability"),
 )}

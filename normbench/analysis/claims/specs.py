@@ -465,7 +465,7 @@ CLAIMS: list[Claim] = [
           where="Ioffe & Szegedy 2015, Batch Normalization, §3.3 (BatchNorm, feed-forward; carried to LN by analogy)",
           measures="no lr sweep in either paper; here the largest lr of a shared grid at which a seed trains",
           regime="an lr grid that reaches divergence for the unnormalized arm, clipping off or loose",
-          needs=(needs("lr_top_unstable", arm="none", failure=True),)),
+          needs=(needs("lr_top_fails", arm="none"),)),
     Claim("ln_lstm_converges_faster",
           "An LSTM with LayerNorm in the cell converges faster than a plain LSTM, on the validation curve.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2 Figure 2, §6.5 Figure 5",
