@@ -141,3 +141,13 @@ def test_deepnorm_fails_less_than_post_and_a_missing_arm_is_not_applicable(runs_
     assert found.parts[1].status == SUPPORTED and found.parts[0].status in (SUPPORTED, "inconclusive")
     assert verdict(runs_of(*[r for r in rows if r["axes"]["placement"] != "deepnorm"]),
                    "deepnorm_trains_deep").status == NOT_APPLICABLE
+
+
+def test_a_measure_on_the_log_scale_is_shown_on_it_in_the_arm_table(runs_of):
+    # the example's qknorm table: the column "ln of the largest attention logit" held the raw logit, 65208
+    rows = [{"seed": s, "best_val": 0.6, "axes": {"model.qk_norm": qk, "lr": lr},
+             "metrics": {"attn_logit_max": value * (1 + 0.01 * s)}}
+            for qk, value in ((True, 10.0), (False, 65208.0)) for s in range(3) for lr in (0.01, 0.1)]
+    found = verdict(runs_of(*rows), "qknorm_lr_sensitivity")
+    (column,) = [c for c in found.evidence.columns if c.startswith("ln of the largest attention logit") and c.endswith("mean")]
+    assert 11 < float(found.evidence[column].max()) < 12  # ln 65208 ≈ 11.1, never 65208

@@ -162,6 +162,8 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
         for label, measure in measures.items():
             values = measure.values(frame).astype(float)
             values = values.where(frame["status"] == "ok") if measure.finished_only else values
+            if getattr(measure, "log", False):  # a measure compared on the log scale is shown on it, as its name says
+                values = np.log(values.where(values > 0))
             values = values[np.isfinite(values)]
             label = f"{name} ({rules.primary(runs)})" if label == "score" else label  # which score: the primary
             row[f"{label} mean"] = float(values.mean()) if len(values) else math.nan
