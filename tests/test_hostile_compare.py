@@ -102,3 +102,20 @@ def test_a_failed_attempt_beside_its_finished_run_is_no_doubt(tmp_path):
     attempt = write_record(tmp_path / "new", "run-0-again", seed=0, axes={"task": "adding"}, best_val=0.05)
     edit(attempt, lambda s: s.update(status="failed", reason="killed"))
     assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 0
+
+
+@pytest.mark.parametrize("missing", [None, "nan", "drop"])
+def test_a_baseline_without_its_metric_fails_rather_than_hiding_a_regression(tmp_path, capsys, missing):
+    # N106/N107/N114: the baseline pair with no metric was left out of the difference, and NEW's 100 passed
+    base = runs(tmp_path / "base", [0.05, 0.05])
+    new = runs(tmp_path / "new", [0.05, 0.05])
+
+    def blank(summary):
+        if missing == "drop":
+            summary["metrics"].pop("final_val", None)
+        else:
+            summary["metrics"]["final_val"] = None if missing is None else float("nan")
+    edit(base[0], blank)
+    edit(new[0], set_final(100.0))
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
+    assert "missing in BASELINE" in capsys.readouterr().out

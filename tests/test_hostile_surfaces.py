@@ -921,3 +921,18 @@ def test_study_and_tune_never_write_a_round_through_a_link_planted_in_out(tmp_pa
         tune.main(["--out", str(tmp_path / "tu"), "norm=ln,rms", "lr=0.001,0.003", "task=adding", "steps=6"])
     assert stop.value.code == 2 and "selection is a link" in capsys.readouterr().err
     assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"] and victim.read_text() == VICTIM_TEXT
+
+
+@pytest.mark.parametrize("planted", ["paired-timing.md", "paired-timing.json"])
+def test_bench_arms_never_replaces_a_users_file_or_a_link_where_its_output_goes(tmp_path, planted, victim):
+    # N076/N077: a user's paired-timing.md was overwritten; a planted link was replaced without a word
+    factory.write_record(tmp_path, "a")
+    (tmp_path / planted).write_text("mine\n")
+    with pytest.raises(arms.ArmsError, match="not an earlier `bench arms` output"):
+        arms.run(tmp_path)
+    assert (tmp_path / planted).read_text() == "mine\n"
+    (tmp_path / planted).unlink()
+    (tmp_path / planted).symlink_to(victim)
+    with pytest.raises(arms.ArmsError, match="not a regular file"):
+        arms.run(tmp_path)
+    assert victim.read_text() == VICTIM_TEXT and (tmp_path / planted).is_symlink()

@@ -34,7 +34,7 @@ from normbench.analysis.speed import LEVEL, log_ratio_interval
 from normbench.bench.section import OtherLoad, bench_environment, finite_json, markdown_table
 from normbench.bench.timing import Timing, clock_for, measure
 from normbench.records.reading import find_records
-from normbench.records.record import interpolation_in, now_iso, write_inside
+from normbench.records.record import Unreadable, interpolation_in, now_iso, read_json_file, write_inside
 from normbench.training import machine
 from normbench.training.run import prepare
 from normbench.training.train import Trainer
@@ -225,6 +225,22 @@ def render(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _foreign_timing(sweep_dir: Path) -> str | None:
+    """The first of paired-timing.json / .md in ``sweep_dir`` that `bench arms` did not write: the .json is ours
+    when it reads as the paired-timing format, the .md only beside our .json."""
+    ours = False
+    if (sweep_dir / FILE).is_file():
+        try:
+            found = read_json_file(sweep_dir / FILE, 16 << 20)
+        except Unreadable:
+            found = None
+        ours = isinstance(found, dict) and found.get("schema") == SCHEMA
+        if not ours:
+            return FILE
+    md = Path(FILE).with_suffix(".md").name
+    return md if (sweep_dir / md).is_file() and not ours else None
+
+
 def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: int = 10,
         reference: str | None = None, threads: int | None = None, device: str | None = None,
         command: str = "", timer=None) -> dict:
@@ -236,9 +252,13 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
         raise ArmsError(f"--threads must be >= 1, got {threads}")
     sweep_dir = Path(sweep_dir)
     arms = arms_of(sweep_dir)
-    for name in (FILE, Path(FILE).with_suffix(".md").name):  # a folder or FIFO there fails now, not after the timing
-        if os.path.lexists(sweep_dir / name) and not (sweep_dir / name).is_symlink() and not (sweep_dir / name).is_file():
+    for name in (FILE, Path(FILE).with_suffix(".md").name):  # a link, folder or FIFO there fails now, not after the timing
+        if os.path.lexists(sweep_dir / name) and ((sweep_dir / name).is_symlink() or not (sweep_dir / name).is_file()):
             raise ArmsError(f"{sweep_dir / name} exists and is not a regular file; move it away")
+    foreign = _foreign_timing(sweep_dir)
+    if foreign:  # N077: a user's paired-timing.md was replaced; only an earlier `bench arms` output is replaced
+        raise ArmsError(f"{sweep_dir / foreign} is not an earlier `bench arms` output; a benchmark never writes over "
+                        f"files it did not write: move it away")
     for arm in arms:  # a record's values are data: one holding ${...} or ??? was not written by a run (R75/R76)
         found = interpolation_in(arm.config)
         if found:

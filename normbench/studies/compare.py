@@ -193,6 +193,12 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
         if lost.any():
             setting.problems.append(f"{metric} missing in NEW for {int(lost.sum())} of {int(finished.sum())} "
                                     f"finished pairs")
+        # and the other way: a finished baseline without the metric leaves its pair out of the difference, so a
+        # regression on that seed would pass unseen (N106/N107: a baseline's NaN or null against NEW's 100)
+        unpaired = finished & rows[f"{column}_base"].isna() & rows[f"{column}_new"].notna()
+        if unpaired.any():
+            setting.problems.append(f"{metric} missing in BASELINE for {int(unpaired.sum())} of {int(finished.sum())} "
+                                    f"finished pairs: those pairs cannot be compared")
         if exact:
             setting.problems += exact_differences(rows)
         setting.detectable = 0.0 if exact else detectable_change(setting, tolerance, relative)

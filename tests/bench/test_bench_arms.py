@@ -216,7 +216,7 @@ def test_groups_whose_runs_did_not_train_are_not_arms(study, tmp_path):
     assert [a.arm for a in arms.arms_of(copy)] == ["norm=ln"]
 
 
-def test_the_paired_timing_replaces_planted_links_and_never_writes_through_them(study, tmp_path):
+def test_the_paired_timing_refuses_planted_links_and_never_writes_through_them(study, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("the user's own file\n")
     saved = {name: (study / name).read_bytes() for name in (arms.FILE, "paired-timing.md") if (study / name).exists()}
@@ -224,9 +224,9 @@ def test_the_paired_timing_replaces_planted_links_and_never_writes_through_them(
         for name in (arms.FILE, "paired-timing.md"):
             (study / name).unlink(missing_ok=True)
             (study / name).symlink_to(victim)
-        arms.run(study, rounds=1, warmup=0, steps_per_round=1)
-        assert victim.read_text() == "the user's own file\n"
-        assert not (study / arms.FILE).is_symlink() and json.loads((study / arms.FILE).read_text())["schema"] == arms.SCHEMA
+        with pytest.raises(arms.ArmsError, match="not a regular file"):  # refused, as every other command refuses
+            arms.run(study, rounds=1, warmup=0, steps_per_round=1)
+        assert victim.read_text() == "the user's own file\n" and (study / arms.FILE).is_symlink()
     finally:
         for name, data in saved.items():
             (study / name).unlink(missing_ok=True)
