@@ -118,6 +118,22 @@ def test_sigterm_to_a_local_launcher_ends_every_workers_record_interrupted_and_s
     assert not list((tmp_path / "sweep").glob(".normbench-stopping*"))
 
 
+def test_sigint_to_a_local_launcher_alone_ends_every_workers_record_interrupted(tmp_path, tiny_args):
+    # G021/N099: Ctrl-C sent to the launcher alone (not its process group) left its workers training, then
+    # joblib killed them, and their records said `running` after "summaries written"
+    proc = normbench("-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2", *tiny_args, "steps=100000",
+                     "eval_every=50000", "seed=0,1,2,3", "hydra.sweep.dir=sweep", "report=false", cwd=tmp_path)
+    deadline = time.time() + HANG_S
+    while not all((tmp_path / "sweep" / job / "metrics.jsonl").exists()
+                  and len((tmp_path / "sweep" / job / "metrics.jsonl").read_text().splitlines()) >= 5 for job in "01"):
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=HANG_S)
+    assert proc.returncode == 130 and "summaries written" in err, err[-2000:]
+    assert statuses(tmp_path / "sweep") == {"0": "interrupted", "1": "interrupted"}
+
+
 @pytest.mark.parametrize("launcher", ["local", "submitit_local"])
 def test_real_launchers_run_a_tiny_sweep(tmp_path, tiny_args, launcher):
     seeds = ["seed=0,1"] if launcher == "local" else []  # two jobs a worker: the second finds the first's objects frozen

@@ -270,13 +270,14 @@ class _MaskedOutput:
 
 
 def _stop(signum, frame):
-    _stop_workers()
+    _stop_workers(signum)
     stop = KeyboardInterrupt(f"signal {signum}")
-    stop.signum = signum  # main's last line names it
+    if signum != signal.SIGINT:
+        stop.signum = signum  # main's last line names it (Ctrl-C's line stays "interrupted")
     raise stop
 
 
-def _stop_workers() -> None:
+def _stop_workers(signum: int = signal.SIGTERM) -> None:
     """A joblib launcher's workers, when SIGTERM or SIGHUP stops the launcher: the signal reached it alone
     (a Ctrl-C in a terminal reaches them too), and the KeyboardInterrupt it becomes makes joblib kill
     them outright, leaving their records saying ``running`` after the line "summaries written" (G04).
@@ -295,6 +296,13 @@ def _stop_workers() -> None:
     # a loky worker outlives the run its SIGTERM interrupts and takes the next queued job: the marker leaves
     # that job unrun (G030), and the wait ends when no record of the sweep says running, not when the
     # workers exit (they do not: joblib ends them once the KeyboardInterrupt reaches it)
+    if signum == signal.SIGINT:  # a Ctrl-C in a terminal reached the workers too: they end their runs themselves
+        deadline = time.monotonic() + children.CTRL_C_GRACE_S
+        while time.monotonic() < deadline and _running_records(sweep):
+            time.sleep(0.1)
+        if not _running_records(sweep):
+            return
+    # SIGTERM, or a SIGINT sent to the launcher alone (G021/N099: its workers trained on, then were killed)
     children.signal_all(started, signal.SIGTERM)
     deadline = time.monotonic() + children.WORKERS_WAIT_S
     while time.monotonic() < deadline and _running_records(sweep):
@@ -347,7 +355,10 @@ def _stops_as_interrupts() -> dict:
     (training/run.py) is never in place there and the signal killed it with no line (G04).
     Returns the handlers replaced."""
     previous = {}
-    for signum in (getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)):
+    names = ["SIGTERM", "SIGHUP"]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C too, unless it is ignored here (a
+        names.append("SIGINT")  # job started with `&` by a shell without job control): a joblib launcher's workers
+    for signum in (getattr(signal, name) for name in names if hasattr(signal, name)):
         try:
             previous[signum] = signal.signal(signum, _stop)
         except ValueError:  # not the main thread: leave signals alone
