@@ -100,9 +100,12 @@ def test_signal_during_a_run_writes_an_interrupted_summary(tmp_path, tiny_args, 
     assert summary["metrics"]["final_train_loss"] is not None and summary["throughput"]["timed_steps"] > 0
 
 
-def test_sigterm_to_a_local_launcher_ends_every_workers_record_interrupted_and_starts_no_queued_job(tmp_path, tiny_args):
-    # G04: SIGTERM reached the launcher alone; loky killed its workers on the way out, and a job's
-    # record said `running` after the line "summaries written"
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_sent_to_a_local_launcher_alone_ends_every_workers_record_interrupted_and_starts_no_queued_job(
+        tmp_path, tiny_args, sig):
+    # G04 (SIGTERM), G021/N099 (Ctrl-C to the launcher alone, not its process group): the signal reached the
+    # launcher only; loky killed its workers on the way out, and their records said `running` after the line
+    # "summaries written"
     proc = normbench("-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2", *tiny_args, "steps=100000",
                      "eval_every=50000", "seed=0,1,2,3", "hydra.sweep.dir=sweep", "report=false", cwd=tmp_path)
     deadline = time.time() + HANG_S
@@ -110,28 +113,12 @@ def test_sigterm_to_a_local_launcher_ends_every_workers_record_interrupted_and_s
                   and len((tmp_path / "sweep" / job / "metrics.jsonl").read_text().splitlines()) >= 5 for job in "01"):
         assert time.time() < deadline and proc.poll() is None
         time.sleep(0.1)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130 and "summaries written" in err, err[-2000:]
     # G030: seeds 2 and 3, queued, were handed to the workers the signal had freed, and left saying running
     assert statuses(tmp_path / "sweep") == {"0": "interrupted", "1": "interrupted"}
     assert not list((tmp_path / "sweep").glob(".normbench-stopping*"))
-
-
-def test_sigint_to_a_local_launcher_alone_ends_every_workers_record_interrupted(tmp_path, tiny_args):
-    # G021/N099: Ctrl-C sent to the launcher alone (not its process group) left its workers training, then
-    # joblib killed them, and their records said `running` after "summaries written"
-    proc = normbench("-m", "hydra/launcher=local", "hydra.launcher.n_jobs=2", *tiny_args, "steps=100000",
-                     "eval_every=50000", "seed=0,1,2,3", "hydra.sweep.dir=sweep", "report=false", cwd=tmp_path)
-    deadline = time.time() + HANG_S
-    while not all((tmp_path / "sweep" / job / "metrics.jsonl").exists()
-                  and len((tmp_path / "sweep" / job / "metrics.jsonl").read_text().splitlines()) >= 5 for job in "01"):
-        assert time.time() < deadline and proc.poll() is None
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=HANG_S)
-    assert proc.returncode == 130 and "summaries written" in err, err[-2000:]
-    assert statuses(tmp_path / "sweep") == {"0": "interrupted", "1": "interrupted"}
 
 
 @pytest.mark.parametrize("launcher", ["local", "submitit_local"])

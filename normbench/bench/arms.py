@@ -114,8 +114,9 @@ def build(arm: Arm, threads: int | None = None, device: str | None = None) -> Ar
     """The arm's training step, as its run took it: ``run.prepare`` on the recorded config, then
     ``Trainer.timed_step`` (forward, backward, clip, optimizer step, CUDA synchronized)."""
     found = interpolation_in(arm.config)
-    if found:  # a record's values are data: never resolved here, nor printed
-        raise ValueError(f"{found[:200]} in its record holds an interpolation (${{...}}) or ???; not rebuilt from it")
+    if found:  # a record's values are data: never resolved here, nor printed; a record no run wrote (R75/R76)
+        raise ArmsError(f"{arm.record / 'summary.json'}: {found[:120]} holds an interpolation (${{...}}) or ???, "
+                        f"which no run records; not rebuilt from it (move the record away)")
     config = dict(arm.config, progress=False, resume=False)
     if threads:
         config["threads"] = threads
@@ -259,11 +260,6 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
     if foreign:  # N077: a user's paired-timing.md was replaced; only an earlier `bench arms` output is replaced
         raise ArmsError(f"{sweep_dir / foreign} is not an earlier `bench arms` output; a benchmark never writes over "
                         f"files it did not write: move it away")
-    for arm in arms:  # a record's values are data: one holding ${...} or ??? was not written by a run (R75/R76)
-        found = interpolation_in(arm.config)
-        if found:
-            raise ArmsError(f"{arm.record / 'summary.json'}: {found[:120]} holds an interpolation "
-                            f"(${{...}}) or ???, which no run records; not rebuilt from it (move the record away)")
     references(arms, reference)  # a --reference that names no arm fails now, not after the timing
     recorded = {a.threads for a in arms}
     threads = threads or (recorded.pop() if len(recorded) == 1 and None not in recorded else None) or 1
@@ -272,6 +268,8 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
         print(f"arms: building {arm.group} (from {arm.record}) ...", flush=True)
         try:
             built.append(build(arm, threads=threads, device=device))
+        except ArmsError:  # a record that is bad input stops the command (one line, exit 2)
+            raise
         except ValueError as err:  # the runner refuses this config here (a device, a precision): not timed
             skipped.append({"group": arm.group, "arm": arm.arm, "study": arm.study, "task": arm.task,
                             "reason": " ".join(str(err).split())[:300]})

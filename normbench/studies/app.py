@@ -296,17 +296,21 @@ def _stop_workers(signum: int = signal.SIGTERM) -> None:
     # a loky worker outlives the run its SIGTERM interrupts and takes the next queued job: the marker leaves
     # that job unrun (G030), and the wait ends when no record of the sweep says running, not when the
     # workers exit (they do not: joblib ends them once the KeyboardInterrupt reaches it)
-    if signum == signal.SIGINT:  # a Ctrl-C in a terminal reached the workers too: they end their runs themselves
-        deadline = time.monotonic() + children.CTRL_C_GRACE_S
-        while time.monotonic() < deadline and _running_records(sweep):
-            time.sleep(0.1)
-        if not _running_records(sweep):
-            return
+    if signum == signal.SIGINT and _records_end(sweep, children.CTRL_C_GRACE_S):
+        return  # a Ctrl-C in a terminal reached the workers too: they ended their runs themselves
     # SIGTERM, or a SIGINT sent to the launcher alone (G021/N099: its workers trained on, then were killed)
     children.signal_all(started, signal.SIGTERM)
-    deadline = time.monotonic() + children.WORKERS_WAIT_S
-    while time.monotonic() < deadline and _running_records(sweep):
+    _records_end(sweep, children.WORKERS_WAIT_S)
+
+
+def _records_end(sweep: Path, seconds: float) -> bool:
+    """Waits up to ``seconds`` until no record of the sweep says running; whether none does."""
+    deadline = time.monotonic() + seconds
+    while _running_records(sweep):
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.1)
+    return True
 
 
 STOPPING = ".normbench-stopping"  # + "-<launcher pid>": in the sweep folder while a stopped launcher ends its workers

@@ -50,9 +50,9 @@ from pathlib import Path
 import numpy as np
 
 from normbench.checks import out_path
-from normbench.configuration import study_info
+from normbench.configuration import hydra_files, study_info
 from normbench.records import study_plan
-from normbench.records.record import MAX_STRING, Unreadable, folder_inside, read_json_file, read_run_file
+from normbench.records.record import MAX_STRING, Unreadable, read_json_file, read_run_file
 from normbench.studies import children, progress
 
 _DURATION = re.compile(r"(\d{1,12}(?:\.\d{1,12})?)([smh]?)", re.ASCII)
@@ -281,11 +281,10 @@ def launch_overrides(overrides: list[str], jobs: int) -> list[str]:
 
 def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, study: dict | None = None,
                timeout_s: float | None = None) -> int:
-    try:  # a link planted where the round's folder goes would take its records elsewhere (T024)
-        folder_inside(folder.parent, folder.name)
-    except OSError as error:
-        raise StudyArgumentError(f"{str(folder)[-200:]}: {error.strerror or error}; the study writes only into folders "
-                                 f"it makes: move it away or choose another --out") from None
+    found = hydra_files.what_is(folder, folder_ok=True)  # a link there would take the round's records elsewhere (T024)
+    if found is not None:
+        raise StudyArgumentError(f"{str(folder)[-200:]} is {found}; the study writes only into folders it makes: "
+                                 f"move it away or choose another --out")
     launcher = launch_overrides(overrides, jobs)
     args = ["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher, "resume=true", "report=false",
             "progress=false", f"hydra.sweep.dir={folder}"]
