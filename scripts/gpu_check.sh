@@ -2,7 +2,7 @@
 # The GPU check issue 6 asks for, as one script for a lent CUDA machine (run from the repo root):
 # CUDA correctness of every norm and placement in a tiny sweep, the kernel benchmark (GB/s, fraction of
 # the datasheet peak and of a measured copy), then the in-cell LSTM and GRU against cuDNN, eager and with
-# the step through torch.compile (model.cell_kernel=compile), and the paired timing of a tiny study's arms
+# the step through torch.compile (model.cell_kernel=torch_compile), and the paired timing of a tiny study's arms
 # (LN vs RMSNorm, rebuilt from their records and timed interleaved, CUDA-synchronized). Every ratio is printed.
 #
 # A machine without hydra-core/omegaconf gets them as wheels in .whl/ (pure Python), made here with

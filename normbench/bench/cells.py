@@ -16,7 +16,7 @@ data, timed interleaved:
     in_cell_python   the same layer with model.cell_kernel=python, what runs where the C++ kernel
                      does not build: an LSTM's hand-written recurrence in Python (lnlstm_python), a
                      GRU's autograd loop
-    in_cell_compile  the same layer with model.cell_kernel=compile: the autograd loop with its step
+    in_cell_compile  the same layer with model.cell_kernel=torch_compile: the autograd loop with its step
                      through torch.compile (compiled during warm-up, which is not timed); on CUDA
                      the alternative to one kernel launch per op per time step
     in_cell_masked   (--masked) the in-cell layer on a variable-length batch: per-example lengths
@@ -238,7 +238,7 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     args = (shape.family, shape.input_size, shape.hidden)
     in_cell = InCellLayer(*args, norm)
     in_cell_python = InCellLayer(*args, norm, kernel="python")
-    in_cell_compile = InCellLayer(*args, norm, kernel="compile")  # compiles on its first step, if it is timed
+    in_cell_compile = InCellLayer(*args, norm, kernel="torch_compile")  # compiles on its first step, if it is timed
     loop = InCellLayer(*args, NormSpec("none"))
     fused = FusedLast(*args)
     calls = in_cell_norm_calls(shape) if norm.active else []
@@ -441,7 +441,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
     timings = measure(steps, repeats=repeats, warmup=2 if quick else 5, timer=clock_for(device, clock))
     facts["clock"] = clock
     kernel = facts["in_cell_kernel"] or ""
-    if "in_cell" in steps and shape.family == "lstm" and kernel.startswith("cpp"):
+    if "in_cell" in steps and shape.family == "lstm" and kernel.startswith("compiled"):
         facts["in_cell_split_ms"] = in_cell_split(steps["in_cell"], repeats)
     fused = timings["fused"]
     capability = torch.backends.cpu.get_cpu_capability()
@@ -486,7 +486,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
         ratios.append(RatioLine(f"{name} ({label})", None, "the same layer at fixed length", command,
                                 note=f"skipped: {why}"))
     others = (("in_cell_python", f"the same with model.cell_kernel=python: {python_kernel(family)}"),
-              ("in_cell_compile", "the same with model.cell_kernel=compile: the step through torch.compile"),
+              ("in_cell_compile", "the same with model.cell_kernel=torch_compile: the step through torch.compile"),
               ("fused+norm_calls", f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone"),
               ("loop", f"python-loop {family.upper()}, no norm"))
     ratios += [RatioLine(f"{what} ({label})", by[name]["vs_fused"], fused_name, command)
@@ -497,7 +497,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
 DECOMPOSITION = {"loop_overhead_ms": "a Python time loop without norms", "norm_cost_lower_bound_ms": "the norm calls alone",
                  "in_cell_extra_ms": "the in-cell layer",
                  "in_cell_python_extra_ms": "the in-cell layer with model.cell_kernel=python",
-                 "in_cell_compile_extra_ms": "the in-cell layer with model.cell_kernel=compile",
+                 "in_cell_compile_extra_ms": "the in-cell layer with model.cell_kernel=torch_compile",
                  "in_cell_masked_extra_ms": "the in-cell layer on a variable-length batch"}
 
 
@@ -507,7 +507,7 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
             "loop": "InCellLayer without norm (Python time loop)",
             "in_cell": f"InCellLayer with {norm} ({facts['in_cell_kernel'] or 'autograd'} recurrence)",
             "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python ({python_kernel(family)})",
-            "in_cell_compile": f"InCellLayer with {norm}, model.cell_kernel=compile (torch.compile of the step)",
+            "in_cell_compile": f"InCellLayer with {norm}, model.cell_kernel=torch_compile (torch.compile of the step)",
             MASKED: f"InCellLayer with {norm} on a variable-length batch (lengths T/2..T, masked)"}
     table = markdown_table(
         ["candidate", "what", "ms / step", "IQR ms", f"x {fused_name}", "ratio IQR"],
