@@ -39,8 +39,8 @@ echo "kernels exit $?" | tee -a "$out/device.txt"
 grep -E "^- |GB/s" "$out/kernels.log" | tail -n 20
 
 # In-cell LN-LSTM and LN-GRU vs cuDNN's nn.LSTM / nn.GRU at the middle shape: the eager recurrence
-# (auto on CUDA: the LSTM's hand-written Python one, the GRU's autograd loop) and the compiled step.
-cell_args=(--device "$device" --hidden 128 --candidates fused+norm_calls,in_cell,in_cell_compile --out "$out/cells")
+# (auto on CUDA: the LSTM's hand-written Python one, the GRU's autograd loop) and the step through torch.compile.
+cell_args=(--device "$device" --hidden 128 --candidates fused+norm_calls,in_cell,in_cell_torch_compile --out "$out/cells")
 [ "$quick" = --quick ] && cell_args+=(--quick --hidden 8 --length 4 --batch 4)
 python3 -m normbench.bench cells "${cell_args[@]}" > "$out/cells.log" 2>&1
 echo "cells exit $?" | tee -a "$out/device.txt"

@@ -134,9 +134,9 @@ class _CellLayer(nn.Module):
         return self.loop(x, trace, self.step, lengths=lengths)
 
     def loop(self, x, trace, step, state_grad: bool = False, lengths=None):
-        """The autograd recurrence: ``step`` (this cell's, or its compiled twin) once per time step.
+        """The autograd recurrence: ``step`` (this cell's, or the same through torch.compile) once per time step.
 
-        ``state_grad``: h_0 (and c_0) require grad like every later state, so a compiled step sees
+        ``state_grad``: h_0 (and c_0) require grad like every later state, so torch.compile's step sees
         one kind of input at every t (a gradient for the zero state is computed and dropped).
         ``lengths``: past its last real step an example keeps its state."""
         batch, steps, _ = x.shape
