@@ -2,7 +2,7 @@
 # The GPU check issue 6 asks for, as one script for a lent CUDA machine (run from the repo root):
 # CUDA correctness of every norm and placement in a tiny sweep, the kernel benchmark (GB/s, fraction of
 # the datasheet peak and of a measured copy), then the in-cell LSTM and GRU against cuDNN, eager and with
-# the step through torch.compile (model.cell_kernel=compile), and the paired timing of a tiny study's arms
+# the step through torch.compile (model.cell_kernel=torch_compile), and the paired timing of a tiny study's arms
 # (LN vs RMSNorm, rebuilt from their records and timed interleaved, CUDA-synchronized). Every ratio is printed.
 #
 # A machine without hydra-core/omegaconf gets them as wheels in .whl/ (pure Python), made here with
@@ -39,8 +39,8 @@ echo "kernels exit $?" | tee -a "$out/device.txt"
 grep -E "^- |GB/s" "$out/kernels.log" | tail -n 20
 
 # In-cell LN-LSTM and LN-GRU vs cuDNN's nn.LSTM / nn.GRU at the issue's middle shape: the eager recurrence
-# (auto on CUDA: the LSTM's hand-written Python one, the GRU's autograd loop) and the compiled step.
-cell_args=(--device "$device" --hidden 128 --candidates fused+norm_calls,in_cell,in_cell_compile --out "$out/cells")
+# (auto on CUDA: the LSTM's hand-written Python one, the GRU's autograd loop) and the step through torch.compile.
+cell_args=(--device "$device" --hidden 128 --candidates fused+norm_calls,in_cell,in_cell_torch_compile --out "$out/cells")
 [ "$quick" = --quick ] && cell_args+=(--quick --hidden 8 --length 4 --batch 4)
 python3 -m normbench.bench cells "${cell_args[@]}" > "$out/cells.log" 2>&1
 echo "cells exit $?" | tee -a "$out/device.txt"

@@ -48,8 +48,8 @@ def test_wheel_contains_configs_and_runs_outside_the_checkout(tmp_path, tiny_arg
     assert run.returncode == 0, run.stderr[-2000:]
     summary = json.loads((work / "run" / "summary.json").read_text())
     assert summary["status"] == "ok"
-    kernel = summary["environment"]["cell_kernel"]  # cpp-<capability> (cpp-avx512, cpp-avx2, cpp-default)
-    assert kernel == "python" if lnlstm_cpu.KERNEL.load() is None else kernel.startswith("cpp-")
+    kernel = summary["environment"]["cell_kernel"]  # compiled-<capability> (compiled-avx512, compiled-avx2, compiled-default)
+    assert kernel == "python" if lnlstm_cpu.KERNEL.load() is None else kernel.startswith("compiled-")
     assert {"normbench/sweeps/smoke.yaml", "normbench/sweeps/smoke/ln_fp32.yaml", "normbench/optional/optuna_lr.yaml"} <= names
     sweeps = subprocess.run([python, "-c", "import normbench.configuration.config as c; print(*c.sweep_dirs())"], cwd=work,
                             capture_output=True, text=True, timeout=HANG_S)

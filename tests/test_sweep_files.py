@@ -69,3 +69,18 @@ def test_a_missing_user_sweep_folder_is_one_line(cli, tmp_path, monkeypatch):
     assert code == 2
     assert err.strip() == f"normbench: error: NORMBENCH_SWEEPS: {tmp_path / 'nope'} is not a folder (it names " \
                           "folders of sweep files, separated by ':')"
+
+
+def test_a_sweep_file_may_name_a_cell_kernel_by_its_earlier_name(cli, tmp_path, monkeypatch, tiny_args):
+    """cpp is compiled's name before issue 47's rename: a sweep of cpp,compiled,python runs two settings, not
+    three (cpp and compiled are one run, one hash), and its records say compiled."""
+    mine = tmp_path / "my_sweeps"
+    mine.mkdir()
+    (mine / "kernels.yaml").write_text("# @package _global_\nplacement:\n  name: in_cell\nhydra:\n  mode: MULTIRUN\n"
+                                       "  sweeper:\n    params:\n      model.cell_kernel: cpp,compiled,python\n")
+    monkeypatch.setenv("NORMBENCH_SWEEPS", str(mine))
+    code, _, err = cli("+sweep=kernels", *tiny_args, "norm=ln", "hydra.sweep.dir=sw", "report=false")
+    assert code == 0, err
+    records = [json.loads(p.read_text()) for p in (tmp_path / "sw").rglob("summary.json")]
+    assert sorted(r["config"]["model"]["cell_kernel"] for r in records) == ["compiled", "python"]
+    assert len({r["config_hash"] for r in records}) == 2

@@ -176,6 +176,8 @@ def _flatten(record: RunRecord) -> dict:
     environment = summary.get("environment") if isinstance(summary.get("environment"), dict) else {}
     for key in _ENVIRONMENT_KEYS:
         row[f"environment.{key}"] = environment.get(key)
+    # the in-cell recurrence that ran, by its present name whatever the record's version says (compiled-avx512 for cpp-avx512)
+    row["environment.cell_kernel"] = contract.recorded_cell_kernel(environment.get("cell_kernel"))
     row.update(record_columns(environment))  # load and CPU pressure while it trained
     profiles = summary.get("profiles") if isinstance(summary.get("profiles"), dict) else {}
     row["profiles.last_layer_grad_norm_init"] = _last_layer_grad_norm(profiles.get("layer_grad_norm_init"))

@@ -60,6 +60,12 @@ def _csv(kind, valid: tuple = ()):
     return parse
 
 
+def _candidates(text: str) -> tuple[str, ...]:
+    """bench cells' --candidates, a candidate named before issue 47's rename (in_cell_compile) by its present name."""
+    named = _csv(str, (*cells.CANDIDATES, cells.MASKED, *cells.EARLIER_CANDIDATES))(text)
+    return tuple(dict.fromkeys(cells.EARLIER_CANDIDATES.get(name, name) for name in named))
+
+
 def _folder(text: str) -> Path:
     path = Path(text)
     if path.exists() and not path.is_dir():
@@ -109,7 +115,7 @@ def _cell_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--batch", type=_positive, default=32)
     p.add_argument("--input-size", type=_positive, default=32)
     p.add_argument("--norm", default="ln", choices=KINDS, help="norm kind inside the cell (default ln)")
-    p.add_argument("--candidates", type=_csv(str, (*cells.CANDIDATES, cells.MASKED)),
+    p.add_argument("--candidates", type=_candidates,
                    help=f"comma list from {','.join(cells.CANDIDATES)},{cells.MASKED} (fused is always timed: every "
                         f"ratio is to it; default all but {cells.MASKED}, with --grid {','.join(cells.GRID_CANDIDATES)})")
     p.add_argument("--grid", choices=("axes",), help="axes: walk each axis from (batch 32, T 64, hidden 128) -- "

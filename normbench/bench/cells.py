@@ -16,9 +16,11 @@ data, timed interleaved:
     in_cell_python   the same layer with model.cell_kernel=python, what runs where the C++ kernel
                      does not build: an LSTM's hand-written recurrence in Python (lnlstm_python), a
                      GRU's autograd loop
-    in_cell_compile  the same layer with model.cell_kernel=compile: the autograd loop with its step
+    in_cell_torch_compile
+                     the same layer with model.cell_kernel=torch_compile: the autograd loop with its step
                      through torch.compile (compiled during warm-up, which is not timed); on CUDA
-                     the alternative to one kernel launch per op per time step
+                     the alternative to one kernel launch per op per time step (in_cell_compile
+                     before issue 47's rename: --candidates still takes that name)
     in_cell_masked   (--masked) the in-cell layer on a variable-length batch: per-example lengths
                      from T/2 to T, padded to T, the loss on each example's last real step; its
                      ratio is to in_cell at fixed length T. Needs the layer's forward to take
@@ -58,7 +60,8 @@ from normbench.norms import NormSpec
 TARGETS = {"lstm": 1.3, "gru": 1.0}  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
 MASKED_TARGET = 1.15  # in-cell step on a variable-length batch / the same at fixed length
 TARGET_FAMILIES = tuple(TARGETS)
-CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python", "in_cell_compile")
+CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python", "in_cell_torch_compile")
+EARLIER_CANDIDATES = {"in_cell_compile": "in_cell_torch_compile"}  # a candidate's name before issue 47's rename
 MASKED = "in_cell_masked"  # not in CANDIDATES: asked for with --masked, and at the grid's masked point
 
 
@@ -229,7 +232,7 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     """The training steps of ``candidates``, and facts about them (norm calls replayed, equality to nn.LSTM,
     the in-cell variants' equality to the in-cell layer as a run builds it)."""
     device = torch.device(device)
-    if "in_cell_compile" in candidates:  # dynamo's recompile budget is per process, shared by every shape's
+    if "in_cell_torch_compile" in candidates:  # dynamo's recompile budget is per process, shared by every shape's
         torch._dynamo.reset()            # InCellLayer.step: each shape compiles afresh, as each run does
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
@@ -238,7 +241,7 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     args = (shape.family, shape.input_size, shape.hidden)
     in_cell = InCellLayer(*args, norm)
     in_cell_python = InCellLayer(*args, norm, kernel="python")
-    in_cell_compile = InCellLayer(*args, norm, kernel="compile")  # compiles on its first step, if it is timed
+    torch_compiled = InCellLayer(*args, norm, kernel="torch_compile")  # compiles on its first step, if it is timed
     loop = InCellLayer(*args, NormSpec("none"))
     fused = FusedLast(*args)
     calls = in_cell_norm_calls(shape) if norm.active else []
@@ -249,7 +252,7 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     # Each kernel of the in-cell layer must compute what the one a run picks computes (as fastrnns
     # checks each custom LSTM); only the timed ones are checked, so an untimed compile costs nothing.
     variants = {name: layer for name, layer in (("in_cell_python", in_cell_python),
-                                                 ("in_cell_compile", in_cell_compile)) if name in candidates}
+                                                 ("in_cell_torch_compile", torch_compiled)) if name in candidates}
     in_cell_differences = same_function(in_cell.to(device), {n: v.to(device) for n, v in variants.items()},
                                         x.to(device))
     for name, value in in_cell_differences.items():
@@ -258,7 +261,7 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     fused = FusedLast(*args)  # fresh weights, initialised like the others
     bound = FusedWithNormCalls(*args, norm, calls, generator, device)
     models = {"fused": fused, "fused+norm_calls": bound, "loop": LayerLast(loop), "in_cell": LayerLast(in_cell),
-              "in_cell_python": LayerLast(in_cell_python), "in_cell_compile": LayerLast(in_cell_compile)}
+              "in_cell_python": LayerLast(in_cell_python), "in_cell_torch_compile": LayerLast(torch_compiled)}
     skipped = {}
     if MASKED in candidates:
         keyword = mask_keyword(in_cell)
@@ -441,7 +444,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
     timings = measure(steps, repeats=repeats, warmup=2 if quick else 5, timer=clock_for(device, clock))
     facts["clock"] = clock
     kernel = facts["in_cell_kernel"] or ""
-    if "in_cell" in steps and shape.family == "lstm" and kernel.startswith("cpp"):
+    if "in_cell" in steps and shape.family == "lstm" and kernel.startswith("compiled"):
         facts["in_cell_split_ms"] = in_cell_split(steps["in_cell"], repeats)
     fused = timings["fused"]
     capability = torch.backends.cpu.get_cpu_capability()
@@ -454,7 +457,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
     by = {r["candidate"]: r for r in rows}
     decomposition = {key: paired_difference(timings[name], fused) * 1e3 for key, name in (
         ("loop_overhead_ms", "loop"), ("in_cell_extra_ms", "in_cell"), ("in_cell_python_extra_ms", "in_cell_python"),
-        ("in_cell_compile_extra_ms", "in_cell_compile"), ("in_cell_masked_extra_ms", MASKED),
+        ("in_cell_torch_compile_extra_ms", "in_cell_torch_compile"), ("in_cell_masked_extra_ms", MASKED),
         ("norm_cost_lower_bound_ms", "fused+norm_calls")) if name in timings}
     family = shape.family
     fused_name = f"nn.{FUSED[family].__name__}"
@@ -486,7 +489,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
         ratios.append(RatioLine(f"{name} ({label})", None, "the same layer at fixed length", command,
                                 note=f"skipped: {why}"))
     others = (("in_cell_python", f"the same with model.cell_kernel=python: {python_kernel(family)}"),
-              ("in_cell_compile", "the same with model.cell_kernel=compile: the step through torch.compile"),
+              ("in_cell_torch_compile", "the same with model.cell_kernel=torch_compile: the step through torch.compile"),
               ("fused+norm_calls", f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone"),
               ("loop", f"python-loop {family.upper()}, no norm"))
     ratios += [RatioLine(f"{what} ({label})", by[name]["vs_fused"], fused_name, command)
@@ -497,7 +500,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
 DECOMPOSITION = {"loop_overhead_ms": "a Python time loop without norms", "norm_cost_lower_bound_ms": "the norm calls alone",
                  "in_cell_extra_ms": "the in-cell layer",
                  "in_cell_python_extra_ms": "the in-cell layer with model.cell_kernel=python",
-                 "in_cell_compile_extra_ms": "the in-cell layer with model.cell_kernel=compile",
+                 "in_cell_torch_compile_extra_ms": "the in-cell layer with model.cell_kernel=torch_compile",
                  "in_cell_masked_extra_ms": "the in-cell layer on a variable-length batch"}
 
 
@@ -507,7 +510,8 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
             "loop": "InCellLayer without norm (Python time loop)",
             "in_cell": f"InCellLayer with {norm} ({facts['in_cell_kernel'] or 'autograd'} recurrence)",
             "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python ({python_kernel(family)})",
-            "in_cell_compile": f"InCellLayer with {norm}, model.cell_kernel=compile (torch.compile of the step)",
+            "in_cell_torch_compile": f"InCellLayer with {norm}, model.cell_kernel=torch_compile "
+                                     "(torch.compile of the step)",
             MASKED: f"InCellLayer with {norm} on a variable-length batch (lengths T/2..T, masked)"}
     table = markdown_table(
         ["candidate", "what", "ms / step", "IQR ms", f"x {fused_name}", "ratio IQR"],

@@ -18,7 +18,14 @@ from typing import NamedTuple
 
 from normbench.configuration import families
 from normbench.configuration.placements import described
-from normbench.configuration.schema import TASK_CONFIGS, Config, TaskConfig, per_term_in_cell
+from normbench.configuration.schema import (
+    EARLIER_CELL_KERNELS,
+    TASK_CONFIGS,
+    Config,
+    TaskConfig,
+    per_term_in_cell,
+    with_present_names,
+)
 from normbench.norms.kinds import inert_settings, kind_names
 
 RECORD_FORMAT = "normbench.run/2"
@@ -27,6 +34,12 @@ HARNESS = {f.name: f.metadata["harness"] for f in fields(Config) if "harness" in
 # norm.impl=auto counts as native in a run's identity (effective_config): a record made with impl=native,
 # the default before auto, is the same run as one made with auto, the default now
 AUTO_IMPL, AUTO_IDENTITY = "auto", "native"
+# model.cell_kernel as a run's hash reads it: the spelling it had when the first records were hashed (cpp,
+# compile; schema.EARLIER_CELL_KERNELS). The hash canonicalises the present names back to those, so every
+# record made before the rename keeps its config_hash and group_hash, and a run of the same setting made
+# after it (compiled, torch_compile) has the same ones: resume, rerun, compare and the report pair them.
+# Its settings (axes) show the present names.
+HASHED_CELL_KERNELS = {present: earlier for earlier, present in EARLIER_CELL_KERNELS.items()}
 
 # Short names the report and the claims use for the settings people sweep most.
 ALIASES = {
@@ -34,6 +47,14 @@ ALIASES = {
     "precision.dtype": "precision", "norm.impl": "impl", "norm.eps": "eps", "norm.gamma_init": "gamma_init",
     "norm.fp32": "norm_fp32", "model.layers": "layers", "model.hidden": "hidden", "optim.name": "optim",
 }
+
+
+def recorded_cell_kernel(value):
+    """A record's environment.cell_kernel (the recurrence that ran) by its present name: records made before
+    the rename say cpp-avx512 for compiled-avx512 and compile for torch_compile."""
+    if isinstance(value, str) and value.startswith("cpp-"):
+        return "compiled-" + value.removeprefix("cpp-")
+    return EARLIER_CELL_KERNELS.get(value, value) if isinstance(value, str) else value
 
 
 def _get(config: dict, dotted: str, default=None):
@@ -66,12 +87,12 @@ def _inert(config: dict) -> list[str]:
     if _get(config, "precision.dtype") == "fp32":
         inert.append("norm.fp32")  # the fp32 policy only acts under autocast
     inert += described(placement).inert_settings(family)  # what the placement's layers do not read
-    # How an in-cell layer runs its recurrence (models/kernel_choice.py): auto, cpp and python choose between
-    # the family's hand-written LN recurrences, which only fp32 reaches; compile acts on every in-cell cell.
+    # How an in-cell layer runs its recurrence (models/kernel_choice.py): auto, compiled and python choose between
+    # the family's hand-written LN recurrences, which only fp32 reaches; torch_compile acts on every in-cell cell.
     kernels_apply = families.hand_written_cell(family, kind, _get(config, "norm.impl"),
                                                _get(config, "precision.dtype") == "fp32")
     if not (per_term_in_cell(placement, _get(config, "placement.summed"), kind)
-            and (kernels_apply or _get(config, "model.cell_kernel") == "compile")):
+            and (kernels_apply or _get(config, "model.cell_kernel") == "torch_compile")):
         inert.append("model.cell_kernel")
     inert += families.described(family).inert_parameters()  # the other families' (a Transformer's heads in an LSTM)
     optimizer = _get(config, "optim.name")
@@ -110,9 +131,10 @@ def effective_config(config: dict) -> dict:
     norm, placement is recorded as ``none``: every placement builds the same un-normalised model.
     ``norm.impl=auto`` is the run with ``native``: auto runs native's arithmetic by whichever kernel of
     it runs fastest here (normbench/norms/dispatch.py), a choice of the machine like the thread count's,
-    and the record's ``environment.norm_impls`` names the kernel each norm ran.
+    and the record's ``environment.norm_impls`` names the kernel each norm ran. ``model.cell_kernel`` is
+    by its present name (``cpp`` reads ``compiled``; schema.EARLIER_CELL_KERNELS).
     """
-    effective = {k: copy.deepcopy(v) for k, v in config.items() if k not in HARNESS and k != "hydra"}
+    effective = {k: copy.deepcopy(v) for k, v in with_present_names(config).items() if k not in HARNESS and k != "hydra"}
     if _get(effective, "norm.impl") == AUTO_IMPL:
         effective["norm"]["impl"] = AUTO_IDENTITY
     for dotted in _inert(effective):
@@ -125,8 +147,16 @@ def effective_config(config: dict) -> dict:
 
 
 def _digest(obj) -> str:
-    canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    canonical = json.dumps(_hashed_names(obj), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _hashed_names(effective: dict) -> dict:
+    """``effective`` with model.cell_kernel in the spelling the hash has always read (HASHED_CELL_KERNELS)."""
+    model = effective.get("model")
+    if not isinstance(model, dict) or model.get("cell_kernel") not in HASHED_CELL_KERNELS:
+        return effective
+    return {**effective, "model": {**model, "cell_kernel": HASHED_CELL_KERNELS[model["cell_kernel"]]}}
 
 
 class RunIdentity(NamedTuple):

@@ -45,7 +45,7 @@ class Family:
     ``parameters``: the ``model.*`` keys only some families read that its backbone reads (a
     run of another family cannot feel them: the record contract drops them from its identity); ``input_width``: the ``model.*``
     key giving the encoder's output width; ``hand_written``: the in-cell LayerNorm recurrences with a
-    hand-written backward it has, preferred first: cpp (models/lnlstm.cpp, models/gru.cpp, built on a CPU),
+    hand-written backward it has, preferred first: compiled (models/lnlstm.cpp, models/gru.cpp, built on a CPU),
     python (models/lnlstm_python.py), each tested equal to the autograd loop; ``slots``: placement ->
     the norm slots it fills there, for placements that do not name it themselves; ``why_not``: placement ->
     why it does not exist in this family."""
@@ -61,10 +61,10 @@ class Family:
     why_not: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
-        if (":" not in self.builder or set(self.hand_written) - {"cpp", "python"} or set(self.parameters) & set(SHARED)
+        if (":" not in self.builder or set(self.hand_written) - {"compiled", "python"} or set(self.parameters) & set(SHARED)
                 or self.input_width not in ("embed", "hidden")):
-            raise ValueError(f"model family {self.name!r}: builder is 'module:function', hand_written among cpp, "
-                             f"python, parameters none of {', '.join(SHARED)}, input_width embed or hidden")
+            raise ValueError(f"model family {self.name!r}: builder is 'module:function', hand_written among "
+                             f"compiled, python, parameters none of {', '.join(SHARED)}, input_width embed or hidden")
         object.__setattr__(self, "slots", MappingProxyType({p: tuple(s) for p, s in self.slots.items()}))
         object.__setattr__(self, "why_not", MappingProxyType(dict(self.why_not)))
 
@@ -80,7 +80,7 @@ class Family:
         """Whether a per-term in-cell layer can run a hand-written recurrence: native LayerNorm (norm.impl
         native, or auto, which builds native LayerNorm: LN has no other kernel) in a family that has one,
         in float32 or float64 without autocast (the kernels compute in their input's dtype, outside the
-        norms' precision policy). Only there do model.cell_kernel auto, cpp and python differ."""
+        norms' precision policy). Only there do model.cell_kernel auto, compiled and python differ."""
         return bool(self.hand_written) and norm_kind == "ln" and builds_native(norm_kind, impl) and full_precision
 
 
@@ -145,9 +145,9 @@ _RECURRENT_PARAMETERS = ("embed", "dropout_recurrent")  # (bidirectional and cel
 BUILT_IN = (
     Family("rnn", "RNN", recurrent=True, builder="normbench.models.recurrent:build", parameters=_RECURRENT_PARAMETERS),
     Family("lstm", "LSTM", recurrent=True, builder="normbench.models.recurrent:build", parameters=_RECURRENT_PARAMETERS,
-           hand_written=("cpp", "python")),
+           hand_written=("compiled", "python")),
     Family("gru", "GRU", recurrent=True, builder="normbench.models.recurrent:build", parameters=_RECURRENT_PARAMETERS,
-           hand_written=("cpp",)),
+           hand_written=("compiled",)),
     Family("transformer", "Transformer", recurrent=False, builder="normbench.models.transformer:build",
            parameters=("heads", "ff_mult", "qk_norm"), input_width="hidden"),
     # Feng et al. 2024 (models/minrnn.py): gates of the input alone, parallel by a log-space scan; the norm before

@@ -29,11 +29,14 @@ from normbench.norms.spec import NormSpec
 # The task group: its one table, each config beside its loader (normbench/tasks/)
 from normbench.tasks import TASK_CONFIGS, TaskConfig  # noqa: F401 - re-exported
 
-CELL_KERNELS = ("auto", "cpp", "python", "compile")  # model.cell_kernel: how an in-cell layer runs (models/kernel_choice.py)
-# Two words for two different things, kept because users type them: the project's own C++ kernels are
-# model.cell_kernel=cpp (the in-cell LN-LSTM/GRU recurrence, models/lnlstm.cpp, models/gru.cpp) and
-# norm.impl=compiled (RMSNorm, DyT, Derf: norms/rmsnorm.cpp, elementwise.cpp), all compiled on first use; model.cell_kernel=compile
-# is torch.compile (inductor) of the autograd loop's step, no C++ of ours.
+# model.cell_kernel: how an in-cell layer runs its recurrence (models/kernel_choice.py). One word, one idea:
+# "compiled" is normbench's own C++, built on first use, here the in-cell LN-LSTM/GRU recurrence (models/lnlstm.cpp,
+# models/gru.cpp) as in norm.impl=compiled (RMSNorm, DyT, Derf: norms/rmsnorm.cpp, elementwise.cpp);
+# torch_compile is torch.compile (inductor) of the autograd loop's step, no C++ of ours.
+CELL_KERNELS = ("auto", "compiled", "python", "torch_compile")
+# The earlier spellings, still accepted wherever a config is read and read as the name they have now. A run's
+# hash keeps seeing the earlier one (contract.HASHED_CELL_KERNELS), so no record's identity changed.
+EARLIER_CELL_KERNELS = {"cpp": "compiled", "compile": "torch_compile"}
 DROPOUT_AT = ("before_norm", "after_norm")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/training/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd", "muon")  # muon: torch.optim.Muon on hidden matrices, AdamW on the rest
@@ -93,8 +96,9 @@ class ModelShape:
     embed: int = 32            # input projection width of recurrent models
     heads: int = 4             # Transformer only
     ff_mult: int = 4           # Transformer only
-    # in_cell: auto (LN-LSTM/GRU: our C++ kernel on a CPU where it builds) | cpp (our C++ kernel, lnlstm.cpp, gru.cpp)
-    # | python (our Python recurrence, lnlstm_python.py) | compile (torch.compile of the autograd loop; no C++ of ours)
+    # in_cell: auto (LN-LSTM/GRU: our C++ kernel on a CPU where it builds) | compiled (our C++ kernel, lnlstm.cpp, gru.cpp)
+    # | python (our Python recurrence, lnlstm_python.py) | torch_compile (torch.compile of the autograd loop; no C++ of ours);
+    # cpp and compile, the earlier names of compiled and torch_compile, are read as them
     cell_kernel: str = "auto"
     qk_norm: bool = False      # Transformer only: the run's norm on queries and keys, per head
     bidirectional: bool = False  # rnn, lstm, gru: a second layer reads each sequence backward, own norms
@@ -105,6 +109,7 @@ class ModelShape:
 
     def __post_init__(self):
         _one_of("model.family", self.family, family_names())
+        self.cell_kernel = cell_kernel_named(self.cell_kernel)
         _one_of("model.cell_kernel", self.cell_kernel, CELL_KERNELS)
         _one_of("model.dropout_at", self.dropout_at, DROPOUT_AT)
         _require(0 <= self.dropout < 1, f"model.dropout must be in [0, 1), got {self.dropout}")
@@ -112,6 +117,19 @@ class ModelShape:
             _require(getattr(self, key) >= 1, f"model.{key} must be >= 1, got {getattr(self, key)}")
         _require(self.layers <= MAX_LAYERS, f"model.layers must be <= {MAX_LAYERS}, got {self.layers}: a deeper "
                  f"model takes longer to build than any run here should take")
+
+
+def cell_kernel_named(value):
+    """A model.cell_kernel value by its present name: an earlier spelling (EARLIER_CELL_KERNELS) as the name it has now."""
+    return EARLIER_CELL_KERNELS.get(value, value) if isinstance(value, str) else value
+
+
+def with_present_names(config: dict) -> dict:
+    """A plain config (a composition's, a record's) with model.cell_kernel by its present name; the rest as it is."""
+    model = config.get("model")
+    if not isinstance(model, dict) or model.get("cell_kernel") not in EARLIER_CELL_KERNELS:
+        return config
+    return {**config, "model": {**model, "cell_kernel": cell_kernel_named(model["cell_kernel"])}}
 
 
 def per_term_in_cell(placement: str, summed: bool, norm_kind: str) -> bool:
@@ -427,10 +445,10 @@ class Config:
                  f"norm={self.norm.kind} needs batch_size >= 2, got {self.batch_size}")
         # torch.compile traces the step: impl=compiled is a C++ extension dynamo cannot look into (auto
         # runs native's ops while it traces, normbench/norms/dispatch.py)
-        compiled_cell = self.model.cell_kernel == "compile" \
+        compiled_cell = self.model.cell_kernel == "torch_compile" \
             and per_term_in_cell(self.placement.name, self.placement.summed, self.norm.kind)
         _require(not compiled_cell or self.norm.impl in ("auto", "native", "reference"),
-                 f"model.cell_kernel=compile needs norm.impl=auto, native or reference, got {self.norm.impl} "
+                 f"model.cell_kernel=torch_compile needs norm.impl=auto, native or reference, got {self.norm.impl} "
                  "(compiled is a C++ extension torch.compile cannot trace)")
         _require(not (self.model.bidirectional and getattr(self.task, "name", None) == "text"),
                  "model.bidirectional=true cannot run task=text: its backward direction reads the next "

@@ -30,7 +30,7 @@ from torch import nn
 
 from normbench.configuration.families import hand_written_cell
 from normbench.configuration.placements import placement_of
-from normbench.configuration.schema import CELL_KERNELS, ModelShape, PlacementConfig
+from normbench.configuration.schema import CELL_KERNELS, ModelShape, PlacementConfig, cell_kernel_named
 from normbench.models import gru_cpu, lnlstm_cpu
 from normbench.models.dropout import dropout
 from normbench.models.kernel_choice import recorded_name, recurrence_on
@@ -134,9 +134,9 @@ class _CellLayer(nn.Module):
         return self.loop(x, trace, self.step, lengths=lengths)
 
     def loop(self, x, trace, step, state_grad: bool = False, lengths=None):
-        """The autograd recurrence: ``step`` (this cell's, or its compiled twin) once per time step.
+        """The autograd recurrence: ``step`` (this cell's, or the same through torch.compile) once per time step.
 
-        ``state_grad``: h_0 (and c_0) require grad like every later state, so a compiled step sees
+        ``state_grad``: h_0 (and c_0) require grad like every later state, so torch.compile's step sees
         one kind of input at every t (a gradient for the zero state is computed and dropped).
         ``lengths``: past its last real step an example keeps its state."""
         batch, steps, _ = x.shape
@@ -173,7 +173,7 @@ class InCellLayer(_CellLayer):
     compile) an LSTM runs the Python one of ``lnlstm_python``, a GRU the autograd loop of ``step``.
     Which one is decided by kernel_choice.recurrence_on (from kernel_choice.cell_recurrences), not here.
 
-    ``kernel="compile"``, for any family and norm on any device: the autograd loop with ``step``
+    ``kernel="torch_compile"``, for any family and norm on any device: the autograd loop with ``step``
     through ``torch.compile`` (inductor), which fuses a step's dozen elementwise ops and norms into
     a few kernels. A few graphs (training, evaluation) serve every step, compiled on first use; on
     CUDA this is what takes the place of the per-op launches of the eager loop.
@@ -182,6 +182,7 @@ class InCellLayer(_CellLayer):
     def __init__(self, family, input_size, hidden_size, norm: NormSpec, cell_norm: bool = True,
                  kernel: str = "auto"):
         super().__init__(family, input_size, hidden_size)
+        kernel = cell_kernel_named(kernel)  # cpp, compile: the earlier names of compiled, torch_compile
         if kernel not in CELL_KERNELS:
             raise ValueError(f"unknown cell kernel {kernel!r}; valid: {', '.join(CELL_KERNELS)}")
         width = GATES[family] * hidden_size
@@ -202,7 +203,7 @@ class InCellLayer(_CellLayer):
 
     def runs(self, device: torch.device, full_precision: bool = True) -> str | None:
         """The recurrence forward runs on ``device`` (kernel_choice.recurrence_on; None: the autograd loop);
-        "cpp" builds the compiled kernel now if it has not been."""
+        "compiled" builds the C++ kernel now if it has not been."""
         return recurrence_on(self.family, self.norm_kind, self.norm_impl, self.kernel, device, full_precision)
 
     def input_preactivations(self, x):
@@ -237,8 +238,8 @@ class InCellLayer(_CellLayer):
     def recurrences(self) -> dict:
         """Each of the family's hand-written recurrences (Family.hand_written) -> the method that runs it (a test holds the two equal)."""
         if self.family == "lstm":
-            return {"cpp": self.lstm_cpp_recurrence, "python": self.lstm_python_recurrence}
-        return {"cpp": self.gru_cpp_recurrence} if self.family == "gru" else {}
+            return {"compiled": self.lstm_cpp_recurrence, "python": self.lstm_python_recurrence}
+        return {"compiled": self.gru_cpp_recurrence} if self.family == "gru" else {}
 
     def forward(self, x, trace=None, lengths=None):
         recurrence = self.recurrence(x, trace)
@@ -247,7 +248,7 @@ class InCellLayer(_CellLayer):
             # padded step reaches a real one, and each example's outputs past its end are replaced by
             # its last real one (what the loop's held state gives); padded steps get no gradient.
             return recurrence(x) if lengths is None else held_past_end(recurrence(x), lengths)
-        if self.kernel == "compile" and lengths is None:
+        if self.kernel == "torch_compile" and lengths is None:
             for norm in self.modules():  # per-step BatchNorm grows its statistics to T now, not at step t
                 if isinstance(norm, StepBatchNorm) and norm.training:  # (a graph per buffer size otherwise)
                     norm.reserve(x.shape[1])
@@ -256,7 +257,7 @@ class InCellLayer(_CellLayer):
             step = self.step if self._norms_hooked() else self.compiled_step()
             return self.loop(x, trace, step, state_grad=torch.is_grad_enabled())
         # the autograd loop of ``step``, which holds each example's state past its end; a padded batch
-        # with model.cell_kernel=compile runs it eagerly (torch.compile would trace the mask BatchNorm reads)
+        # with model.cell_kernel=torch_compile runs it eagerly (torch.compile would trace the mask BatchNorm reads)
         return super().forward(x, trace, lengths)
 
     def gru_cpp_recurrence(self, x):
@@ -456,15 +457,17 @@ def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = 
                        padded: bool = False) -> str | None:
     """Which recurrence the model's in-cell LN-LSTM or LN-GRU layers train with on ``device``:
 
-    "cpp-<capability>"  lnlstm.cpp or gru.cpp, built for avx512, avx2 or default
-    "python"            an LSTM's hand-written Python recurrence (lnlstm_python)
-    "autograd"          the plain autograd loop of ``step``: under autocast (it keeps the norms'
-                        precision policy), and a GRU's wherever gru.cpp does not run
-    "compile"           model.cell_kernel=compile: that loop with ``step`` through torch.compile,
-                        any family and norm
-    "autograd-padded"   ``padded`` (a task with variable lengths) with model.cell_kernel=compile:
-                        padded batches run the autograd loop of ``step`` eagerly, which honours lengths
-    None                the model has no such layer
+    "compiled-<capability>"  lnlstm.cpp or gru.cpp, built for avx512, avx2 or default
+    "python"                 an LSTM's hand-written Python recurrence (lnlstm_python)
+    "autograd"               the plain autograd loop of ``step``: under autocast (it keeps the norms'
+                             precision policy), and a GRU's wherever gru.cpp does not run
+    "torch_compile"          model.cell_kernel=torch_compile: that loop with ``step`` through torch.compile,
+                             any family and norm
+    "autograd-padded"        ``padded`` (a task with variable lengths) with model.cell_kernel=torch_compile:
+                             padded batches run the autograd loop of ``step`` eagerly, which honours lengths
+    None                     the model has no such layer
+
+    Records made before the rename say cpp-<capability> and compile (contract.recorded_cell_kernel reads them).
 
     A padded batch otherwise runs the kernel named above, over every step (InCellLayer.forward).
 

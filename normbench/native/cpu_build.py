@@ -4,7 +4,7 @@ Each kernel is built once per CPU capability that torch dispatches its own kerne
 (``torch.backends.cpu.get_cpu_capability()``, which ``ATEN_CPU_CAPABILITY=avx2`` lowers), with
 the flags and the ``CPU_CAPABILITY_*`` macro ATen's own per-capability kernels are built with, so
 ``at::vec::Vectorized<float>`` in ``rows.h`` is 16 lanes under AVX-512, 8 under AVX2, and a
-plain array otherwise. The variant goes into the run record (e.g. ``cpp-avx512``).
+plain array otherwise. The variant goes into the run record (e.g. ``compiled-avx512``).
 
 Builds go through ``torch.utils.cpp_extension`` with the machine's C++ compiler (about 40 s
 each, once; cached under ``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``).
@@ -150,13 +150,14 @@ class Kernel:
         return self.module
 
     def name(self) -> str:
-        """What the run record calls this kernel: cpp-avx512, cpp-avx2 or cpp-default."""
+        """What the run record calls this kernel: compiled-avx512, compiled-avx2 or compiled-default."""
         return kernel_name(self.variant)
 
 
 def kernel_name(variant: str | None) -> str:
-    """What the run record calls a compiled kernel: cpp-avx512, cpp-avx2 or cpp-default."""
-    return f"cpp-{variant or capability()}"
+    """What the run record calls a compiled kernel: compiled-avx512, compiled-avx2 or compiled-default
+    (model.cell_kernel=compiled; records made before that name say cpp-avx512 ...: contract.recorded_cell_kernel)."""
+    return f"compiled-{variant or capability()}"
 
 
 def why(err: Exception) -> str:

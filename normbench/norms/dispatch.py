@@ -33,7 +33,7 @@ once where the formula rounds after each op, another arithmetic (DynamicTanhComp
 
 Reference is never a candidate: it is the textbook formula in the input's dtype, under
 ``norm.fp32=false`` a different low-precision arithmetic (what it exists to measure), and in fp32
-never faster than native by more than noise. Under torch.compile (``model.cell_kernel=compile``)
+never faster than native by more than noise. Under torch.compile (``model.cell_kernel=torch_compile``)
 auto runs native, whose ops inductor fuses; a C++ kernel is opaque to it.
 """
 

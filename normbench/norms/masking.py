@@ -31,7 +31,7 @@ def real_rows(x: torch.Tensor, step: int | None) -> torch.Tensor | None:
     """The mask of real steps matched to ``x``: (batch, time) for (batch, time, d), (batch,) for a
     recurrence's (batch, d) at ``step``, (batch, heads, time) for attention's per-head queries and keys."""
     if torch.compiler.is_compiling():
-        return None  # a compiled step (model.cell_kernel=compile) only ever runs unpadded batches
+        return None  # a step through torch.compile (model.cell_kernel=torch_compile) only ever runs unpadded batches
     mask = _REAL.get()
     if mask is None:
         return None

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from normbench.configuration import study_info
 from normbench.configuration.config import ConfigError, to_config
 from normbench.configuration.contract import RECORD_FORMAT, identity
+from normbench.configuration.schema import with_present_names
 from normbench.models import build_model, cell_kernel_in_use
 from normbench.records.reading import record_paths
 from normbench.records.record import RecordWriter, RunRecord, read_summary, write_run_text
@@ -231,6 +232,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     wall_start = time.perf_counter()
     plain = OmegaConf.to_container(node, resolve=True)
     plain.pop("hydra", None)
+    plain = with_present_names(plain)  # model.cell_kernel=cpp is recorded as compiled (its hash is the same)
     run_identity = identity(plain)
     digest = run_identity.config_hash
     # what the record keeps: a string read from the environment as its ${oc.env:...} text, never the value
@@ -334,7 +336,7 @@ def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: 
     if cfg.deterministic:  # read when cuBLAS starts: set before any CUDA work of this process
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(cfg.deterministic)  # also off again for the next job in this process
-    if cfg.model.cell_kernel == "compile":  # dynamo's caches and recompile budget are per process: each run
+    if cfg.model.cell_kernel == "torch_compile":  # dynamo's caches and recompile budget are per process: each run
         torch._dynamo.reset()               # in a sweep's process (basic launcher, joblib worker) starts afresh
     device = resolve_device(cfg.device, job_num)
     torch.set_num_threads(threads_for(cfg.threads, parallel_jobs, free))

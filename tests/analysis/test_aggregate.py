@@ -179,3 +179,31 @@ def test_a_record_without_a_direction_takes_its_task_metrics(write_record, tmp_p
         summary_path.write_text(json.dumps(summary))
     runs = runs_frame(find_records([tmp_path]).runs).set_index("task.name")
     assert not runs.loc["adding", "task.higher_is_better"] and runs.loc["copy", "task.higher_is_better"]
+
+
+def test_a_record_of_cell_kernel_cpp_and_a_run_of_compiled_are_one_group(runs_of, write_record, tmp_path):
+    """cpp is compiled's name before the rename (issue 47): an old record and a new run of the setting share the
+    group, and the runs table names what ran by its present name (environment.cell_kernel cpp-avx2 too)."""
+    import json
+
+    from normbench.analysis.aggregate import runs_frame
+    from normbench.records.record import read_summary
+
+    in_cell = {"model": "lstm", "task": "adding", "placement": "in_cell", "layers": 1}
+    runs = runs_of({"seed": 0, "axes": {**in_cell, "model.cell_kernel": "cpp"}},
+                   {"seed": 1, "axes": {**in_cell, "model.cell_kernel": "compiled"}},
+                   {"seed": 0, "axes": {**in_cell, "model.cell_kernel": "python"}})
+    assert runs.loc[0, "group_hash"] == runs.loc[1, "group_hash"] != runs.loc[2, "group_hash"]
+    assert runs["axes.model.cell_kernel"].tolist() == ["compiled", "compiled", "python"]
+    _, axes, summary = grouped(runs)
+    assert axes == ["axes.model.cell_kernel"]
+    assert dict(zip(summary["group"], summary["n"])) == {"model.cell_kernel=compiled": 2, "model.cell_kernel=python": 1}
+    folders = []
+    for name, kernel, ran in (("old", "cpp", "cpp-avx2"), ("torch", "compile", "compile")):
+        folder = write_record(tmp_path, name, axes={**in_cell, "model.cell_kernel": kernel})
+        summary = json.loads((folder / "summary.json").read_text())
+        summary["environment"]["cell_kernel"] = ran  # what a record made before the rename says ran
+        (folder / "summary.json").write_text(json.dumps(summary))
+        folders.append(folder)
+    frame = runs_frame([read_summary(folder / "summary.json") for folder in folders])
+    assert frame["environment.cell_kernel"].tolist() == ["compiled-avx2", "torch_compile"]

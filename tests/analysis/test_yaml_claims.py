@@ -200,3 +200,13 @@ def test_a_claims_paper_scale_reaches_the_external_validity_paragraph(tmp_path):
     shutil.copy(EXAMPLE, folder)
     mine = read_folders([folder], [])[0]
     assert paper_scale(mine) == "Transformers and other models on four datasets (Xu et al. 2019)"
+
+
+def test_a_selector_may_name_a_cell_kernel_by_its_earlier_name():
+    """cpp and compile, compiled's and torch_compile's names before issue 47's rename, select the runs the
+    settings now name compiled and torch_compile (a run's axes carry the present names)."""
+    arms = {"a": {"model.cell_kernel": "cpp"}, "b": {"model.cell_kernel": {"one_of": ["compile", "python"]}}}
+    claim = parse(with_(arms=arms), "mine.yaml")
+    assert claim.arms["a"] == {"model.cell_kernel": "compiled"}
+    chosen = claim.arms["b"]["model.cell_kernel"]
+    assert chosen.test("torch_compile") and chosen.test("python") and not chosen.test("compiled")

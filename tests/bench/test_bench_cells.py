@@ -42,7 +42,7 @@ def test_every_candidate_takes_a_training_step():
     steps, facts = cells.build_steps(SMALL, NormSpec("ln"))
     assert list(steps) == list(cells.CANDIDATES)
     assert facts["norm_calls_total"] == 11 and facts["loop_max_abs_difference_vs_fused"] < 1e-5
-    assert set(facts["in_cell_variants_max_abs_difference"]) == {"in_cell_python", "in_cell_compile"}
+    assert set(facts["in_cell_variants_max_abs_difference"]) == {"in_cell_python", "in_cell_torch_compile"}
     assert max(facts["in_cell_variants_max_abs_difference"].values()) < 1e-10  # float64
     assert facts["in_cell_kernel"] == ("python" if lnlstm_cpu.KERNEL.load() is None else lnlstm_cpu.KERNEL.name())
     for name, step in steps.items():
@@ -133,3 +133,14 @@ def test_a_cpu_clock_on_cuda_is_one_line_and_exit_2(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["cells", "--clock", "cpu", "--device", "cuda"])
     assert exit_.value.code == 2 and "error:" in capsys.readouterr().err
+
+
+def test_candidates_takes_the_torch_compile_candidates_earlier_name():
+    """in_cell_compile, in_cell_torch_compile's name before issue 47's rename, is still a candidate, by its present name."""
+    import argparse
+
+    from normbench.bench.__main__ import _candidates
+
+    assert _candidates("fused,in_cell_compile,in_cell_torch_compile") == ("fused", "in_cell_torch_compile")
+    with pytest.raises(argparse.ArgumentTypeError, match="valid: "):
+        _candidates("in_cell_compiled")

@@ -59,3 +59,21 @@ def test_wrong_types_unknown_keys_and_options_fail_while_composing(compose, over
 def test_config_error_is_a_value_error():
     assert issubclass(ConfigError, ValueError)
     assert ValidationError  # OmegaConf's type errors surface through Hydra's composition error
+
+
+@pytest.mark.parametrize("earlier,present", [("cpp", "compiled"), ("compile", "torch_compile")])
+def test_a_cell_kernels_earlier_name_is_accepted_and_read_as_its_present_one(compose, earlier, present):
+    """model.cell_kernel=cpp and =compile, typed before the rename (issue 47: compiled is normbench's own C++
+    everywhere, torch_compile is torch.compile), still compose and validate, as compiled and torch_compile."""
+    from omegaconf import OmegaConf
+
+    from normbench.configuration.schema import ModelShape, with_present_names
+
+    node = compose("placement=in_cell", "norm=ln", f"model.cell_kernel={earlier}")
+    assert to_config(node).model.cell_kernel == present
+    assert ModelShape(cell_kernel=earlier).cell_kernel == present
+    plain = OmegaConf.to_container(node, resolve=True)
+    assert with_present_names(plain)["model"]["cell_kernel"] == present
+    assert plain["model"]["cell_kernel"] == earlier  # the composition itself is left as it was
+    with pytest.raises(ConfigError, match="valid: auto, compiled, python, torch_compile"):
+        to_config(compose(f"model.cell_kernel={earlier}x"))

@@ -78,7 +78,7 @@ def test_the_cell_kernel_is_identity_only_where_a_compiled_kernel_can_run(compos
                   ("norm=none", "model.family=gru", "placement=in_cell")):
         assert config_hash(resolved(compose, *inert)) == config_hash(
             resolved(compose, *inert, "model.cell_kernel=python")), inert
-    # the same autograd loop whatever auto/cpp/python say: another norm, or half precision
+    # the same autograd loop whatever auto/compiled/python say: another norm, or half precision
     for same in (("norm=rms", "model.family=lstm", "placement=in_cell"),
                  ("norm=ln", "model.family=gru", "placement=in_cell", "precision=bf16")):
         assert config_hash(resolved(compose, *same)) == config_hash(
@@ -86,13 +86,13 @@ def test_the_cell_kernel_is_identity_only_where_a_compiled_kernel_can_run(compos
 
 
 def test_the_compiled_step_is_identity_wherever_an_in_cell_layer_runs(compose):
-    """model.cell_kernel=compile (torch.compile of the step) acts on every in-cell family and norm."""
+    """model.cell_kernel=torch_compile (torch.compile of the step) acts on every in-cell family and norm."""
     for setting in (("norm=rms", "model.family=rnn"), ("norm=bn", "model.family=gru"), ("norm=ln", "model.family=lstm")):
         in_cell = (*setting, "placement=in_cell")
         assert config_hash(resolved(compose, *in_cell)) != config_hash(
-            resolved(compose, *in_cell, "model.cell_kernel=compile")), setting
+            resolved(compose, *in_cell, "model.cell_kernel=torch_compile")), setting
     pre = ("norm=ln", "model.family=lstm", "placement=pre")
-    assert config_hash(resolved(compose, *pre)) == config_hash(resolved(compose, *pre, "model.cell_kernel=compile"))
+    assert config_hash(resolved(compose, *pre)) == config_hash(resolved(compose, *pre, "model.cell_kernel=torch_compile"))
 
 
 def test_harness_keys_are_declared_in_the_schema_and_change_nothing(compose):
@@ -143,10 +143,47 @@ def test_the_cell_kernel_rule_follows_what_the_layer_runs(compose):
                 setting = (f"model.family={family}", f"norm={kind}", f"norm.impl={impl}", f"precision={precision}",
                            "placement=in_cell", f"placement.summed={str(summed).lower()}")
                 ran = {}
-                for kernel in ("auto", "python", "compile"):
+                for kernel in ("auto", "python", "torch_compile"):
                     layer = in_cell_layer(family, 3, RecurrentShape(3, 4, cell_kernel=kernel), NormSpec(kind, impl=impl),
                                           PlacementConfig("in_cell", summed=summed))
                     ran[kernel] = (type(layer).__name__, cell_kernel_in_use(layer, cpu, autocast=precision == "bf16"))
                 hashes = {k: config_hash(resolved(compose, *setting, f"model.cell_kernel={k}")) for k in ran}
-                for a, b in (("auto", "python"), ("auto", "compile")):
+                for a, b in (("auto", "python"), ("auto", "torch_compile")):
                     assert (hashes[a] == hashes[b]) == (ran[a] == ran[b]), (setting, a, b, ran)
+
+
+# The in-cell LN-LSTM record of the committed set made at b1fa2f9 (tests/data/records_b1fa2f9.json), its
+# cell_kernel set to each earlier name: (config_hash, group_hash) as commit 62e4c4a, before the rename, hashed them.
+BEFORE_THE_RENAME = {"cpp": ("e82255a9bbf6520e", "3735e7836bd5f6de"), "compile": ("ee94b4e6fa57f260", "86bcc50043cf98dc")}
+
+
+def test_a_cell_kernels_earlier_and_present_names_are_one_run_with_the_hash_it_always_had(compose):
+    """cpp/compiled and compile/torch_compile: the same config_hash and group_hash, the one records made before
+    the rename carry (the hash reads the earlier spelling: contract.HASHED_CELL_KERNELS); the settings name the
+    present one."""
+    import json
+
+    from normbench.configuration.contract import identity
+
+    committed = json.loads((ROOT / "tests" / "data" / "records_b1fa2f9.json").read_text())["records"]
+    config = next(r["config"] for r in committed if r["config"]["model"]["family"] == "lstm"
+                  and r["config"]["placement"]["name"] == "in_cell" and r["config"]["norm"]["kind"] == "ln")
+    for earlier, present in (("cpp", "compiled"), ("compile", "torch_compile")):
+        runs = [identity({**config, "model": {**config["model"], "cell_kernel": name}}) for name in (earlier, present)]
+        assert [(run.config_hash, run.group_hash) for run in runs] == [BEFORE_THE_RENAME[earlier]] * 2, earlier
+        assert [run.settings["model.cell_kernel"] for run in runs] == [present, present]
+        in_cell = ("norm=ln", "placement=in_cell")
+        composed = [resolved(compose, *in_cell, f"model.cell_kernel={name}") for name in (earlier, present)]
+        assert config_hash(composed[0]) == config_hash(composed[1]) and group_hash(composed[0]) == group_hash(composed[1])
+        assert effective_config(composed[0]) == effective_config(composed[1])
+    assert identity({**config, "model": {**config["model"], "cell_kernel": "python"}}).config_hash not in {
+        pair[0] for pair in BEFORE_THE_RENAME.values()}
+
+
+def test_a_records_environment_cell_kernel_reads_by_its_present_name():
+    from normbench.configuration.contract import recorded_cell_kernel
+
+    assert [recorded_cell_kernel(v) for v in ("cpp-avx512", "cpp-default", "compile", "compiled-avx2", "torch_compile",
+                                              "python", "autograd", "autograd-padded", None)] == [
+        "compiled-avx512", "compiled-default", "torch_compile", "compiled-avx2", "torch_compile", "python", "autograd",
+        "autograd-padded", None]

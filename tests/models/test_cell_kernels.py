@@ -32,7 +32,7 @@ def threads():
 def test_blocks_of_rows_on_several_threads_give_the_one_thread_result(family, threads):
     """Batch 20 with 2 threads runs as two blocks of 10 rows; 1 thread runs one block of 20."""
     torch.manual_seed(3)
-    layer = InCellLayer(family, 6, 16, NormSpec("ln"), kernel="cpp").double()
+    layer = InCellLayer(family, 6, 16, NormSpec("ln"), kernel="compiled").double()
     x, upstream = torch.randn(20, 9, 6, dtype=torch.double), torch.randn(20, 9, 16, dtype=torch.double)
     threads(1)
     one = outputs_and_grads(layer, x, upstream)
@@ -47,7 +47,7 @@ def test_blocks_of_rows_on_several_threads_give_the_one_thread_result(family, th
 @pytest.mark.parametrize("family", FAMILIES)
 def test_thread_local_modes_reach_every_block_of_rows(family, threads):
     """Pool threads do not inherit the caller's inference mode; each block installs it."""
-    layer = InCellLayer(family, 3, 8, NormSpec("ln"), kernel="cpp")
+    layer = InCellLayer(family, 3, 8, NormSpec("ln"), kernel="compiled")
     x = torch.randn(40, 6, 3)
     threads(2)
     with torch.no_grad():
@@ -80,7 +80,7 @@ def test_float32_is_as_accurate_as_what_python_runs(family):
 def test_the_tiled_step_products_give_the_autograd_loop_in_float64(hidden, cell_norm):
     """7 rows: one full tile of rows and three left over, in the forward's and the backward's step products."""
     torch.manual_seed(3)
-    layer = InCellLayer("lstm", 5, hidden, NormSpec("ln"), cell_norm=cell_norm, kernel="cpp").double()
+    layer = InCellLayer("lstm", 5, hidden, NormSpec("ln"), cell_norm=cell_norm, kernel="compiled").double()
     x, upstream = torch.randn(7, 6, 5, dtype=torch.double), torch.randn(7, 6, hidden, dtype=torch.double)
     compiled = outputs_and_grads(layer, x, upstream)
     x = x.clone().requires_grad_()

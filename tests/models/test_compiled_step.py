@@ -1,4 +1,4 @@
-"""model.cell_kernel=compile: the in-cell recurrence with its step through torch.compile, against eager."""
+"""model.cell_kernel=torch_compile: the in-cell recurrence with its step through torch.compile, against eager."""
 
 import copy
 import json
@@ -31,7 +31,7 @@ def outputs_and_grads(forward, layer, x):
 @pytest.mark.parametrize("family,kind", [("lstm", "ln"), pytest.param("gru", "bn", marks=pytest.mark.slow)])
 def test_the_compiled_step_computes_what_the_eager_loop_computes_in_float64(family, kind):
     torch.manual_seed(5)
-    layer = InCellLayer(family, 4, 12, NormSpec(kind), kernel="compile").double()
+    layer = InCellLayer(family, 4, 12, NormSpec(kind), kernel="torch_compile").double()
     with torch.no_grad():
         for name, p in layer.named_parameters():
             if "norm" in name:
@@ -49,7 +49,7 @@ def test_the_compiled_step_computes_what_the_eager_loop_computes_in_float64(fami
 
 def test_a_pass_with_hooks_on_the_norms_runs_the_step_eagerly():
     """Probes and loggers hook the norms for one pass; compiling that pass would cost a graph per probe."""
-    layer = InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="compile")
+    layer = InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="torch_compile")
     x = torch.randn(2, 3, 3)
     seen = []
     handle = layer.norm_h.register_forward_hook(lambda module, args, out: seen.append(out.shape))
@@ -62,8 +62,8 @@ def test_a_pass_with_hooks_on_the_norms_runs_the_step_eagerly():
 
 
 def test_the_record_names_the_compiled_step():
-    assert cell_kernel_in_use(InCellLayer("rnn", 3, 4, NormSpec("rms"), kernel="compile"), CPU) == "compile"
-    assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="compile"), CPU) == "compile"
+    assert cell_kernel_in_use(InCellLayer("rnn", 3, 4, NormSpec("rms"), kernel="torch_compile"), CPU) == "torch_compile"
+    assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="torch_compile"), CPU) == "torch_compile"
 
 
 def test_a_run_with_the_compiled_step_records_it_within_dynamos_recompile_limit(cli, tiny_args):
@@ -71,26 +71,26 @@ def test_a_run_with_the_compiled_step_records_it_within_dynamos_recompile_limit(
     variant of the step; past torch._dynamo's recompile limit the rest would silently run eager."""
     counters.clear()
     code, out, err = cli(*tiny_args, "model=gru", "model.layers=2", "placement=in_cell", "norm=rms",
-                         "model.cell_kernel=compile", "hydra.run.dir=run")
+                         "model.cell_kernel=torch_compile", "hydra.run.dir=run")
     assert code == 0, err[-2000:]
     assert 0 < counters["stats"]["unique_graphs"] <= 4 < torch._dynamo.config.recompile_limit
     summary = json.loads(Path("run/summary.json").read_text())
-    assert summary["status"] == "ok" and summary["environment"]["cell_kernel"] == "compile"
-    assert summary["config"]["model"]["cell_kernel"] == "compile"
+    assert summary["status"] == "ok" and summary["environment"]["cell_kernel"] == "torch_compile"
+    assert summary["config"]["model"]["cell_kernel"] == "torch_compile"
 
 
 def test_each_run_of_a_sweep_in_one_process_compiles_afresh(cli, tiny_args):
     """The basic launcher runs a sweep's jobs in one process: without a reset at each run, dynamo's
     recompile budget, shared by every InCellLayer.step, runs out a few runs in (then: a hard failure)."""
     code, out, err = cli("-m", *tiny_args, "model=gru", "placement=in_cell", "norm=rms,dyt,scale,bn,ln",
-                         "model.cell_kernel=compile", "steps=2", "eval_every=2", "hydra.sweep.dir=sweep", "report=false")
+                         "model.cell_kernel=torch_compile", "steps=2", "eval_every=2", "hydra.sweep.dir=sweep", "report=false")
     assert code == 0, err[-3000:]
     records = [json.loads(p.read_text()) for p in Path("sweep").rglob("summary.json")]
     assert sorted((r["axes"]["norm"], r["status"], r["environment"]["cell_kernel"]) for r in records) == [
-        (norm, "ok", "compile") for norm in sorted(["rms", "dyt", "scale", "bn", "ln"])]
+        (norm, "ok", "torch_compile") for norm in sorted(["rms", "dyt", "scale", "bn", "ln"])]
 
 
 def test_the_cpp_kernels_refuse_another_device():
-    layer = InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="cpp")
-    with pytest.raises(ValueError, match="model.cell_kernel=cpp runs on a CPU only, not meta"):
+    layer = InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="compiled")
+    with pytest.raises(ValueError, match="model.cell_kernel=compiled runs on a CPU only, not meta"):
         cell_kernel_in_use(layer, torch.device("meta"))

@@ -23,7 +23,7 @@ def outputs_and_grads(layer, x, upstream, parameters=None):
 def perturbed_layer(hidden, affine=True, seed=11):
     """A float64 layer whose norm gains and biases are off their init, so that their gradients are tested too."""
     torch.manual_seed(seed)
-    layer = InCellLayer("gru", 5, hidden, NormSpec("ln", affine=affine), kernel="cpp").double()
+    layer = InCellLayer("gru", 5, hidden, NormSpec("ln", affine=affine), kernel="compiled").double()
     with torch.no_grad():
         for name, p in layer.named_parameters():
             if "norm" in name:
@@ -47,7 +47,7 @@ def assert_equals_the_autograd_loop(layer, batch=3, steps=6):
 @pytest.mark.parametrize("hidden", [8, 20])  # shorter than one AVX-512 float register; 20 leaves a short chunk
 def test_equals_the_autograd_loop_in_float64(hidden, affine):
     layer = perturbed_layer(hidden, affine)
-    assert layer.hand_written and layer.runs(CPU) == "cpp"
+    assert layer.hand_written and layer.runs(CPU) == "compiled"
     assert_equals_the_autograd_loop(layer)
     x = torch.randn(2, 3, 5, dtype=torch.double, requires_grad=True)
     assert torch.autograd.gradcheck(lambda inp: layer(inp), (x,), fast_mode=True)
@@ -76,13 +76,13 @@ def test_without_a_compiler_auto_runs_the_autograd_loop_and_cpp_says_why(monkeyp
     x = torch.randn(2, 5, 3)
     torch.testing.assert_close(layer(x), _CellLayer.forward(layer, x), atol=0, rtol=0)
     assert cell_kernel_in_use(layer, CPU) == "autograd"
-    layer.kernel = "cpp"
-    with pytest.raises(ValueError, match=r"model.cell_kernel=cpp, but the compiled kernel is unavailable: .*not found"):
+    layer.kernel = "compiled"
+    with pytest.raises(ValueError, match=r"model.cell_kernel=compiled, but the compiled kernel is unavailable: .*not found"):
         layer(x)
 
 
 def test_the_record_names_the_recurrence_that_runs():
-    expected = "autograd" if gru_cpu.KERNEL.load() is None else f"cpp-{cpu_build.capability()}"
+    expected = "autograd" if gru_cpu.KERNEL.load() is None else f"compiled-{cpu_build.capability()}"
     assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln")), CPU) == expected
     assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="python"), CPU) == "autograd"
     assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln")), CPU, autocast=True) == "autograd"

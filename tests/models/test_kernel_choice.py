@@ -19,37 +19,37 @@ def test_each_hand_written_recurrence_the_schema_names_is_a_method_of_the_layer(
 
 
 def test_what_each_setting_may_run_preferred_first():
-    assert cell_recurrences("lstm", "ln", "native", "auto") == ("cpp", "python", "autograd")
-    assert cell_recurrences("gru", "ln", "native", "auto") == ("cpp", "autograd")
+    assert cell_recurrences("lstm", "ln", "native", "auto") == ("compiled", "python", "autograd")
+    assert cell_recurrences("gru", "ln", "native", "auto") == ("compiled", "autograd")
     assert cell_recurrences("lstm", "ln", "native", "python") == ("python", "autograd")
     assert cell_recurrences("gru", "ln", "native", "python") == ("autograd",)
-    assert cell_recurrences("gru", "ln", "native", "cpp") == ("cpp",)  # no fall-back: refused where it cannot run
-    assert cell_recurrences("lstm", "ln", "native", "cpp", full_precision=False) == ("autograd",)
+    assert cell_recurrences("gru", "ln", "native", "compiled") == ("compiled",)  # no fall-back: refused where it cannot run
+    assert cell_recurrences("lstm", "ln", "native", "compiled", full_precision=False) == ("autograd",)
     # norm.impl=auto, the default, builds native LayerNorm (LN has no other kernel): the LN kernels run
-    assert cell_recurrences("lstm", "ln", "auto", "auto") == ("cpp", "python", "autograd")
-    assert cell_recurrences("gru", "ln", "auto", "cpp") == ("cpp",)
+    assert cell_recurrences("lstm", "ln", "auto", "auto") == ("compiled", "python", "autograd")
+    assert cell_recurrences("gru", "ln", "auto", "compiled") == ("compiled",)
     assert InCellLayer("lstm", 3, 4, NormSpec("ln")).hand_written and not InCellLayer("lstm", 3, 4, NormSpec("rms")).hand_written
     for family, kind, impl in (("rnn", "ln", "native"), ("lstm", "rms", "native"), ("lstm", "rms", "auto"),
                                ("lstm", "ln", "reference")):
-        assert cell_recurrences(family, kind, impl, "cpp") == ()  # no hand-written one: cpp is inert
-        assert cell_recurrences(family, kind, impl, "compile") == ("compile",)
+        assert cell_recurrences(family, kind, impl, "compiled") == ()  # no hand-written one: compiled is inert
+        assert cell_recurrences(family, kind, impl, "torch_compile") == ("torch_compile",)
 
 
 def test_the_device_picks_the_first_it_offers_and_cpp_alone_is_refused_elsewhere(monkeypatch):
     assert recurrence_on("lstm", "ln", "native", "auto", META) == "python"
     assert recurrence_on("gru", "ln", "native", "auto", META) == "autograd"
-    assert recurrence_on("gru", "rms", "native", "cpp", META) is None
-    with pytest.raises(ValueError, match="model.cell_kernel=cpp runs on a CPU only, not meta"):
-        recurrence_on("gru", "ln", "native", "cpp", META)
-    assert recurrence_on("gru", "ln", "native", "cpp", META, full_precision=False) == "autograd"  # autocast: no kernel
+    assert recurrence_on("gru", "rms", "native", "compiled", META) is None
+    with pytest.raises(ValueError, match="model.cell_kernel=compiled runs on a CPU only, not meta"):
+        recurrence_on("gru", "ln", "native", "compiled", META)
+    assert recurrence_on("gru", "ln", "native", "compiled", META, full_precision=False) == "autograd"  # autocast: no kernel
     monkeypatch.setattr(lnlstm_cpu.KERNEL, "module", None)
     monkeypatch.setattr(lnlstm_cpu.KERNEL, "unavailable", "RuntimeError: no compiler (test)")
     assert recurrence_on("lstm", "ln", "native", "auto", torch.device("cpu")) == "python"
     with pytest.raises(ValueError, match="the compiled kernel is unavailable: RuntimeError: no compiler"):
-        recurrence_on("lstm", "ln", "native", "cpp", torch.device("cpu"))
+        recurrence_on("lstm", "ln", "native", "compiled", torch.device("cpu"))
 
 
 def test_the_recorded_names():
-    assert recorded_name("cpp", "lstm") == lnlstm_cpu.KERNEL.name() and recorded_name("cpp", "lstm").startswith("cpp-")
-    assert recorded_name("compile", "gru", padded=True) == "autograd-padded"
+    assert recorded_name("compiled", "lstm") == lnlstm_cpu.KERNEL.name() and recorded_name("compiled", "lstm").startswith("compiled-")
+    assert recorded_name("torch_compile", "gru", padded=True) == "autograd-padded"
     assert [recorded_name(n, "lstm", padded=True) for n in ("python", "autograd", None)] == ["python", "autograd", None]

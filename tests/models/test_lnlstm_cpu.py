@@ -31,8 +31,8 @@ def test_without_a_compiler_auto_falls_back_and_cpp_says_why(monkeypatch):
     x = torch.randn(2, 5, 3)
     torch.testing.assert_close(layer(x), _CellLayer.forward(layer, x), atol=2e-6, rtol=0)
     assert cell_kernel_in_use(layer, CPU) == "python"
-    layer.kernel = "cpp"
-    with pytest.raises(ValueError, match=r"model.cell_kernel=cpp, but the compiled kernel is unavailable: .*not found"):
+    layer.kernel = "compiled"
+    with pytest.raises(ValueError, match=r"model.cell_kernel=compiled, but the compiled kernel is unavailable: .*not found"):
         layer(x)
 
 
@@ -40,12 +40,12 @@ def test_the_record_names_the_recurrence_that_runs():
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="python"), CPU) == "python"
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("rms")), CPU) is None  # autograd loop
     assert cell_kernel_in_use(InCellLayer("gru", 3, 4, NormSpec("ln"), kernel="python"), CPU) == "autograd"
-    expected = "python" if lnlstm_cpu.KERNEL.load() is None else f"cpp-{cpu_build.capability()}"
+    expected = "python" if lnlstm_cpu.KERNEL.load() is None else f"compiled-{cpu_build.capability()}"
     assert cell_kernel_in_use(InCellLayer("lstm", 3, 4, NormSpec("ln")), CPU) == expected
 
 
 def test_an_unknown_kernel_is_refused():
-    with pytest.raises(ValueError, match="unknown cell kernel 'fast'; valid: auto, cpp, python"):
+    with pytest.raises(ValueError, match="unknown cell kernel 'fast'; valid: auto, compiled, python, torch_compile"):
         InCellLayer("lstm", 3, 4, NormSpec("ln"), kernel="fast")
 
 
@@ -88,7 +88,7 @@ def test_every_capability_build_equals_the_autograd_loop_in_float64(variant, hid
         pytest.skip(f"the {variant} build fails here: {cpu_build.why(err)}")
     monkeypatch.setattr(lnlstm_cpu.KERNEL, "module", module)
     torch.manual_seed(11)
-    layer = InCellLayer("lstm", 5, hidden, NormSpec("ln"), kernel="cpp").double()
+    layer = InCellLayer("lstm", 5, hidden, NormSpec("ln"), kernel="compiled").double()
     with torch.no_grad():
         for name, p in layer.named_parameters():
             if "norm" in name:

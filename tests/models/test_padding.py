@@ -283,5 +283,5 @@ def test_an_in_cell_ln_kernel_on_a_padded_batch_computes_what_the_loop_that_hold
     for name in held_grads:
         torch.testing.assert_close(ran_grads[name], held_grads[name], rtol=0, atol=1e-10, msg=name)
     assert cell_kernel_in_use(layer, torch.device("cpu"), padded=True) == cell_kernel_in_use(layer, torch.device("cpu"))
-    compiled = InCellLayer(family, 3, 5, NormSpec("ln"), kernel="compile")
+    compiled = InCellLayer(family, 3, 5, NormSpec("ln"), kernel="torch_compile")
     assert cell_kernel_in_use(compiled, torch.device("cpu"), padded=True) == "autograd-padded"

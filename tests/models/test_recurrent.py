@@ -163,14 +163,14 @@ def test_no_norm_builds_the_fused_model_whatever_the_placement():
         assert isinstance(stack.layers[0].core, nn.LSTM)
 
 
-@pytest.mark.parametrize("kernel", ["cpp", "python"])
+@pytest.mark.parametrize("kernel", ["compiled", "python"])
 @pytest.mark.parametrize("cell_norm", [True, False])
 @pytest.mark.parametrize("affine", [True, False])
 def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine, kernel):
     """Both hand-written recurrences give autograd's outputs and gradients, to float64 rounding."""
     from normbench.models.recurrent import _CellLayer
 
-    if kernel == "cpp" and lnlstm_cpu.KERNEL.load() is None:
+    if kernel == "compiled" and lnlstm_cpu.KERNEL.load() is None:
         pytest.skip(f"the compiled kernel does not build here: {lnlstm_cpu.KERNEL.unavailable}")
     torch.manual_seed(7)
     layer = InCellLayer("lstm", 5, 8, NormSpec("ln", affine=affine), cell_norm=cell_norm, kernel=kernel).double()
@@ -178,7 +178,7 @@ def test_fused_layernorm_lstm_equals_the_autograd_loop(cell_norm, affine, kernel
         for name, p in layer.named_parameters():
             if "norm" in name:
                 p.add_(0.3 * torch.randn_like(p))
-    assert layer.hand_written and (layer.runs(torch.device("cpu")) == "cpp") == (kernel == "cpp")
+    assert layer.hand_written and (layer.runs(torch.device("cpu")) == "compiled") == (kernel == "compiled")
     x = torch.randn(3, 7, 5, dtype=torch.double, requires_grad=True)
     fused, loop = layer(x), _CellLayer.forward(layer, x)
     torch.testing.assert_close(fused, loop, atol=1e-12, rtol=0)

@@ -290,7 +290,7 @@ def test_auto_decides_once_per_process_and_falls_back_to_native_without_a_compil
 
 
 def test_auto_runs_native_while_torch_compile_traces(monkeypatch):
-    """A C++ kernel is opaque to dynamo; inductor fuses native's ops (model.cell_kernel=compile)."""
+    """A C++ kernel is opaque to dynamo; inductor fuses native's ops (model.cell_kernel=torch_compile)."""
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
     monkeypatch.setattr(RMSNormCompiled, "forward", lambda *a: pytest.fail("the C++ kernel ran under torch.compile"))
     norm = build_norm("rms", 8)

@@ -321,3 +321,16 @@ def test_a_sequential_study_is_judged_at_its_last_looks_level(tmp_path, write_re
     # the ranking and the answer use the same level (analysis/rules.py: one level per study)
     assert set(pd.read_csv(tmp_path / "spent" / "summary.csv")["level"]) == {0.0001}
     assert "last look spent, 0.0001" in md
+
+
+def test_the_report_names_a_cell_kernel_recorded_before_the_rename_by_its_present_name(tmp_path, write_record):
+    """Records that say model.cell_kernel=cpp (compiled's name before issue 47's rename) are shown as compiled."""
+    in_cell = {"model": "lstm", "task": "adding", "placement": "in_cell", "layers": 1}
+    for seed in (0, 1):
+        for kernel, mse in (("cpp", 0.02), ("python", 0.03)):
+            write_record(tmp_path, f"{mse}-{seed}", seed=seed, best_val=mse, axes={**in_cell, "model.cell_kernel": kernel})
+    build_report([tmp_path], tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert re.search(r"\| compiled \| 1 \| ★ \|", md) and "| python |" in md
+    assert "cpp" not in md
+    assert "cpp" not in (tmp_path / "out" / "runs.csv").read_text()

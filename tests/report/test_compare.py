@@ -106,3 +106,17 @@ def test_a_terminal_sees_the_summary_without_markdowns_html_escapes(write_record
     shown, written = capsys.readouterr().out, out.read_text()
     assert "&gt;" in written and "&gt;" not in shown  # the file is Markdown, the terminal plain text
     assert "final_val worse by 0.2 (> 0.01)" in shown
+
+
+def test_a_record_made_before_the_cell_kernels_rename_pairs_with_a_run_after_it(write_record, tmp_path, capsys):
+    """model.cell_kernel=cpp and =compile are compiled's and torch_compile's earlier names (issue 47): a baseline
+    recorded with them pairs, setting for setting and exactly, with a new set that says the present names."""
+    in_cell = {"model": "lstm", "task": "adding", "placement": "in_cell", "layers": 1}
+    for earlier, present in (("cpp", "compiled"), ("compile", "torch_compile")):
+        sweep(write_record, tmp_path / "base", [0.05] * 3, axes={**in_cell, "model.cell_kernel": earlier}, name=earlier)
+        sweep(write_record, tmp_path / "new", [0.05] * 3, axes={**in_cell, "model.cell_kernel": present}, name=present)
+    assert main([str(tmp_path / "base"), str(tmp_path / "new"), "--exact"]) == 0
+    text = capsys.readouterr().out
+    assert "PASS: NEW is not worse in any of 2 settings" in text
+    assert "model.cell_kernel=compiled" in text and "model.cell_kernel=torch_compile" in text
+    assert "no counterpart in" not in text and "cell_kernel=cpp" not in text and "cell_kernel=compile " not in text

@@ -205,3 +205,18 @@ def test_train_seconds_leave_out_the_gradient_probe(compose, tmp_path, monkeypat
 def test_cpu_memory_is_this_runs_resident_memory(compose, tmp_path):
     t = execute(compose(), tmp_path, [])["throughput"]
     assert t["memory_kind"] == "process_rss_sampled" and t["peak_memory_mb"] > 10
+
+
+def test_a_cell_kernels_earlier_name_is_recorded_by_its_present_one_and_resumes_as_one_run(compose, tmp_path):
+    """model.cell_kernel=cpp (compiled's name before issue 47's rename) is recorded as compiled; a record made
+    before the rename, which says cpp, is the finished run resume=true finds for model.cell_kernel=compiled."""
+    in_cell = ("placement=in_cell", "norm=ln")
+    summary = execute(compose(*in_cell, "model.cell_kernel=cpp"), tmp_path, ["model.cell_kernel=cpp"])
+    assert summary["config"]["model"]["cell_kernel"] == "compiled" and summary["axes"]["model.cell_kernel"] == "compiled"
+    assert summary["status"] != "ok" or summary["environment"]["cell_kernel"].startswith("compiled-")
+    written = json.loads((tmp_path / "summary.json").read_text())
+    written["config"]["model"]["cell_kernel"] = "cpp"  # as the record was written before the rename
+    written["environment"]["cell_kernel"] = "cpp-avx2"
+    (tmp_path / "summary.json").write_text(json.dumps(written))
+    again = execute(compose(*in_cell, "model.cell_kernel=compiled", "resume=true"), tmp_path, [])
+    assert again["duplicate_of"] == str(tmp_path) and again["config_hash"] == summary["config_hash"]

@@ -61,7 +61,7 @@ from normbench.analysis.claims.vocabulary import (
 )
 from normbench.checks import ConfigError, shown
 from normbench.configuration.contract import ALIASES, HARNESS
-from normbench.configuration.schema import TASK_CONFIGS, Config
+from normbench.configuration.schema import TASK_CONFIGS, Config, cell_kernel_named
 
 CLAIMS_ENV = "NORMBENCH_CLAIMS"
 MAX_BYTES = 64 * 1024
@@ -164,6 +164,14 @@ def _text(doc: dict, key: str, where: str, required: bool = False) -> str:
     return " ".join(value.split())
 
 
+def _present_kernels(value):
+    """A model.cell_kernel selector value, or a predicate's arguments, by the kernels' present names."""
+    if isinstance(value, dict):
+        return {name: [cell_kernel_named(v) for v in argument] if isinstance(argument, list) else cell_kernel_named(argument)
+                for name, argument in value.items()}
+    return cell_kernel_named(value)
+
+
 def _selector(arm: str, selector, where: str) -> dict:
     if not isinstance(selector, dict) or not selector:
         raise ClaimFileError(f"{where}: arm {arm!r} needs a selector (setting: value), got {shown(selector)}")
@@ -177,6 +185,8 @@ def _selector(arm: str, selector, where: str) -> dict:
         if not _known_setting(key):
             raise ClaimFileError(f"{where}: arm {arm!r}: {key!r} is not a setting of the config (conf/, "
                                  f"normbench/configuration/schema.py)")
+        if key == "model.cell_kernel":  # cpp, compile: the earlier names of compiled, torch_compile, which runs' settings carry
+            value = _present_kernels(value)
         if isinstance(value, dict):
             if len(value) != 1 or next(iter(value)) not in PREDICATES:
                 raise ClaimFileError(f"{where}: arm {arm!r}, {key}: a predicate is one of {', '.join(PREDICATES)}, "
