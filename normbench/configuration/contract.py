@@ -23,6 +23,7 @@ from normbench.configuration.schema import (
     TASK_CONFIGS,
     Config,
     TaskConfig,
+    cell_kernel_named,
     per_term_in_cell,
     with_present_names,
 )
@@ -54,7 +55,7 @@ def recorded_cell_kernel(value):
     the rename say cpp-avx512 for compiled-avx512 and compile for torch_compile."""
     if isinstance(value, str) and value.startswith("cpp-"):
         return "compiled-" + value.removeprefix("cpp-")
-    return EARLIER_CELL_KERNELS.get(value, value) if isinstance(value, str) else value
+    return cell_kernel_named(value)
 
 
 def _get(config: dict, dotted: str, default=None):
@@ -147,16 +148,8 @@ def effective_config(config: dict) -> dict:
 
 
 def _digest(obj) -> str:
-    canonical = json.dumps(_hashed_names(obj), sort_keys=True, separators=(",", ":"), default=str)
+    canonical = json.dumps(with_present_names(obj, HASHED_CELL_KERNELS), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-def _hashed_names(effective: dict) -> dict:
-    """``effective`` with model.cell_kernel in the spelling the hash has always read (HASHED_CELL_KERNELS)."""
-    model = effective.get("model")
-    if not isinstance(model, dict) or model.get("cell_kernel") not in HASHED_CELL_KERNELS:
-        return effective
-    return {**effective, "model": {**model, "cell_kernel": HASHED_CELL_KERNELS[model["cell_kernel"]]}}
 
 
 class RunIdentity(NamedTuple):

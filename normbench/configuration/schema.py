@@ -124,12 +124,13 @@ def cell_kernel_named(value):
     return EARLIER_CELL_KERNELS.get(value, value) if isinstance(value, str) else value
 
 
-def with_present_names(config: dict) -> dict:
-    """A plain config (a composition's, a record's) with model.cell_kernel by its present name; the rest as it is."""
+def with_present_names(config: dict, names: dict = EARLIER_CELL_KERNELS) -> dict:
+    """A plain config (a composition's, a record's) with model.cell_kernel renamed by ``names`` (by default
+    an earlier spelling to its present name); the rest as it is."""
     model = config.get("model")
-    if not isinstance(model, dict) or model.get("cell_kernel") not in EARLIER_CELL_KERNELS:
+    if not isinstance(model, dict) or model.get("cell_kernel") not in names:
         return config
-    return {**config, "model": {**model, "cell_kernel": cell_kernel_named(model["cell_kernel"])}}
+    return {**config, "model": {**model, "cell_kernel": names[model["cell_kernel"]]}}
 
 
 def per_term_in_cell(placement: str, summed: bool, norm_kind: str) -> bool:
