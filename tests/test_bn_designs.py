@@ -105,18 +105,18 @@ def test_varlen_bn_starts_at_cooijmans_gain(compose, arm, kind, gamma):
     assert cfg.norm.kind == kind and cfg.norm.gamma_init == gamma and cfg.placement.name == "in_cell"
 
 
-def test_gamma_flow_reads_digits_in_an_order_without_a_constant_prefix(compose):
-    """Cooijmans et al. §5.1: in-order MNIST's first steps are the same in every example (zero-variance BN
-    inputs; they added noise to h_0). Permuted, no run of constant steps opens the sequence."""
-    cfg = to_config(compose("+sweep=gamma_flow", "norm.gamma_init=1.0", tiny=False))
-    assert cfg.task.permute and cfg.model.family == "rnn" and cfg.placement.name == "in_cell"
+def test_gamma_flow_reads_a_task_with_no_constant_step_over_a_window_from_t_2(compose):
+    """Cooijmans et al. §5.1: steps identical in every example (in-order MNIST's blank first pixels) give BN
+    zero-variance inputs. The adding task varies at every step, so the flow window starts at t = 2 and spans
+    63 steps; on digits it started at t = 8, past the blank first row."""
+    from normbench.analysis.aggregate import flow_start
 
-    def constant_prefix(permute: bool) -> int:
-        task_cfg = to_config(compose("+sweep=gamma_flow", f"task.permute={str(permute).lower()}", tiny=False)).task
-        x = torch.as_tensor(load_task(task_cfg, 100).train.x)
-        varies = (x.std(0).amax(-1) > 0).tolist()
-        return varies.index(True)
-    assert constant_prefix(True) == 0 < constant_prefix(False)
+    cfg = to_config(compose("+sweep=gamma_flow", "norm.gamma_init=1.0", tiny=False))
+    assert cfg.task.name == "adding" and cfg.task.length == 64
+    assert cfg.model.family == "rnn" and cfg.placement.name == "in_cell" and cfg.norm.kind == "bn"
+    x = torch.as_tensor(load_task(cfg.task, 100).train.x)
+    assert bool((x.std(0).amax(-1) > 0).all())  # no step is the same in every example
+    assert cfg.task.length - flow_start(cfg.task.name) + 1 == 63
 
 
 # every shipped study that runs BatchNorm, with an arm that selects it

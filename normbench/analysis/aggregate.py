@@ -77,14 +77,23 @@ def flow_start(task: object) -> int:
 def _flow_over_window(profile, start: int) -> float | None:
     """The signed flow of a gradient-through-time profile over t = start..T (1-based): the OLS line of
     log10 ‖∂L/∂h_t‖ on t, read as log10(fitted ‖∂L/∂h_start‖ / fitted ‖∂L/∂h_T‖). Negative: the gradient
-    vanishes going back in time (that many decades); positive: it grows going back; never an absolute value."""
+    vanishes going back in time (that many decades); positive: it grows going back; never an absolute value.
+
+    A gradient that vanished below what the float32 backward pass holds reads 0 at the far end of a long
+    window (784 steps lose 30+ decades): the line is fitted to the steps that hold a positive norm and read
+    over the whole window, so an underflow is the steepest vanishing, never a dropped run. A non-finite or
+    negative norm, or fewer than 3 positive ones, is no profile."""
     if not isinstance(profile, list) or len(profile) - start + 1 < 3:
         return None
     window = profile[start - 1:]
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in window):
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in window):
         return None
     t = np.arange(start, len(profile) + 1, dtype=float)
-    slope = float(np.polyfit(t, np.log10(np.asarray(window, dtype=float)), 1)[0])
+    norms = np.asarray(window, dtype=float)
+    held = norms > 0
+    if held.sum() < 3:
+        return None
+    slope = float(np.polyfit(t[held], np.log10(norms[held]), 1)[0])
     return -slope * (t[-1] - t[0])
 
 
