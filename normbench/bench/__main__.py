@@ -308,7 +308,7 @@ def run_arms(args: argparse.Namespace) -> int:
     try:
         result = arms.run(args.sweep_dir, rounds=args.rounds, warmup=args.warmup, steps_per_round=args.steps_per_round,
                           reference=args.reference, threads=args.threads, device=args.device, command=command)
-    except (ValueError, OSError) as err:  # ArmsError, a config the runner refuses, a folder it cannot write to
+    except (ValueError, OSError, OutputError) as err:  # ArmsError, a config the runner refuses, a file in the way
         print(f"normbench.bench arms: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     print(arms.render(result), flush=True)

@@ -208,8 +208,10 @@ class OwnFiles:
             return str(error)
         for name in names:
             if not replaceable(self.out, name, written):
-                return (f"{self.out / name} exists and was not written by {self.tool} (or was changed since); "
-                        f"move it away or choose another folder")
+                path = self.out / name
+                what = ("is not a regular file (a link, a folder or a FIFO)" if os.path.lexists(path)
+                        and not _regular(path) else f"exists and was not written by {self.tool} (or was changed since)")
+                return f"{path} {what}; move it away or choose another folder"
         return None
 
     def write(self, name: str, data: str | bytes) -> Path:
