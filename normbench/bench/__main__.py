@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         top.error(f"--against {args.against}: not a checkout of normbench (no normbench/__init__.py in it)")
     if getattr(args, "keep", None) is not None and args.keep.exists() and (not args.keep.is_dir()
                                                                           or any(args.keep.iterdir())):
-        top.error(f"--keep {args.keep}: not an empty folder (a sweep folder that holds records resumes them instead of running)")
+        top.error(f"--keep {args.keep}: not empty, or not a folder (a sweep folder that holds records resumes them instead of running)")
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
     # Before any work: a link as --out, a file where a folder should be, or a file in the way that a benchmark
     # did not write (or that was changed since) stops it; the writer checks each file again as it writes.

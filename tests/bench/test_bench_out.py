@@ -61,7 +61,7 @@ def test_a_link_at_a_files_name_is_refused_before_anything_runs(tmp_path, capsys
     assert name in err and outside.read_text() == "precious\n"
 
 
-def test_a_link_planted_while_it_ran_is_replaced_never_written_through(tmp_path):
+def test_a_link_or_file_planted_while_it_ran_is_refused_never_written_through(tmp_path):
     # P199-P201, P263: the writer itself refuses a link or a user's file at any name it writes, even one
     # that appeared after the check before the run; nothing outside the folder changes
     outside = tmp_path / "outside.txt"
@@ -69,9 +69,14 @@ def test_a_link_planted_while_it_ran_is_replaced_never_written_through(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     (out / "cells.csv").symlink_to(outside)
-    with pytest.raises(OutputError, match="cells.csv exists and was not written"):
+    with pytest.raises(OutputError, match="cells.csv is not a regular file"):
         _first_run(out, "cells")
     assert outside.read_text() == "precious\n" and (out / "cells.csv").is_symlink()
+    (out / "cells.csv").unlink()
+    (out / "cells.csv").write_text("mine\n")  # a user's file put there meanwhile
+    with pytest.raises(OutputError, match="cells.csv exists and was not written"):
+        _first_run(out, "cells")
+    assert (out / "cells.csv").read_text() == "mine\n"
 
 
 def test_all_refuses_a_users_summary_before_it_runs(tmp_path, capsys):
