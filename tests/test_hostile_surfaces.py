@@ -928,7 +928,7 @@ def test_bench_arms_never_replaces_a_users_file_or_a_link_where_its_output_goes(
     # N076/N077: a user's paired-timing.md was overwritten; a planted link was replaced without a word
     factory.write_record(tmp_path, "a")
     (tmp_path / planted).write_text("mine\n")
-    with pytest.raises(arms.ArmsError, match="not an earlier `bench arms` output"):
+    with pytest.raises(arms.ArmsError, match="was not written by a normbench benchmark"):
         arms.run(tmp_path)
     assert (tmp_path / planted).read_text() == "mine\n"
     (tmp_path / planted).unlink()

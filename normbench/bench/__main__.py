@@ -14,10 +14,12 @@ from pathlib import Path
 import torch
 
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
-from normbench.bench.section import OtherLoad, Section, finite_json
+from normbench.bench.section import OtherLoad, Section, bench_files, finite_json, section_files
 from normbench.bench.timing import CLOCKS
 from normbench.checks import OneLineParser
+from normbench.configuration.config import command_line_code, command_line_place
 from normbench.configuration.schema import KINDS, RECURRENT
+from normbench.report.output import OutputError
 from normbench.training import machine
 
 # `all` runs kernels last: it changes glibc's allocator for the rest of the process (see
@@ -25,6 +27,7 @@ from normbench.training import machine
 SUBCOMMANDS = ("cells", "harness", "sweep", "kernels")
 BUSY = 0.10  # share of the CPUs used by other processes above which a section's absolute figures are suspect
 PREFIXES = {"kernels": "kernel-", "cells": "cell-", "harness": "harness-", "sweep": "sweep-"}
+SUMMARY_FILES = ("bench.md", "summary.json")  # what `all` writes beside the sections' files
 
 
 MAX_SIZE = 1 << 16  # a hidden size or length past this is a typo, not a benchmark: its tensors would not fit (B005)
@@ -67,10 +70,26 @@ def _candidates(text: str) -> tuple[str, ...]:
 
 
 def _folder(text: str) -> Path:
+    if not text.strip():  # Path('') is the working folder (checks.out_path)
+        raise argparse.ArgumentTypeError("is empty; name a folder (an unset shell variable?)")
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text[:200]} exists and is not a folder")
     return path
+
+
+def _overrides(text: str) -> list[str]:
+    """--subset: a sweep's overrides, refused here as `normbench` itself would refuse them (code, a folder
+    outside the run's), rather than as a failed sweep's traceback after the other sweeps ran."""
+    try:
+        words = shlex.split(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text[:80]!r}: {err}") from None
+    refused = command_line_code(words) or command_line_place(words)
+    if refused:
+        raise argparse.ArgumentTypeError(f"{refused[:80]!r} would run code or write outside the sweep's folder; "
+                                         f"normbench refuses it (normbench --allow-code ... runs it as given)")
+    return words
 
 
 def _families(text):
@@ -145,7 +164,7 @@ def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--against", type=_folder, metavar="DIR",
                    help="with --profile: the fixed cost per run against the checkout at DIR, side by side")
     p.add_argument("--rounds", type=_positive, default=2, help="with --against: alternating rounds (default 2)")
-    p.add_argument("--subset", type=shlex.split, metavar="OVERRIDES",
+    p.add_argument("--subset", type=_overrides, metavar="OVERRIDES",
                    help="with --profile: the sweep's overrides, one string (default: " + " ".join(sweep_profile.SUBSET) + ")")
     p.add_argument("--keep", type=Path, metavar="DIR", help="with --profile: keep the sweeps under DIR")
 
@@ -232,7 +251,7 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
     if name == "kernels":
         section = kernels.run(device=args.device, quick=args.quick, compile_=args.compile, dtypes=args.dtypes,
                               hidden=args.kernel_hidden, kinds=args.kinds, repeats=args.repeats,
-                              headline=args.headline, out_dir=args.out, command=command,
+                              headline=args.headline, figure=args.out is not None, command=command,
                               default_malloc=args.default_malloc)
     elif name == "cells" and args.grid:
         section = cells.run_grid(family=args.family, input_size=args.input_size, norm=args.norm, quick=args.quick,
@@ -289,7 +308,7 @@ def run_arms(args: argparse.Namespace) -> int:
     try:
         result = arms.run(args.sweep_dir, rounds=args.rounds, warmup=args.warmup, steps_per_round=args.steps_per_round,
                           reference=args.reference, threads=args.threads, device=args.device, command=command)
-    except (ValueError, OSError) as err:  # ArmsError, a config the runner refuses, a folder it cannot write to
+    except (ValueError, OSError, OutputError) as err:  # ArmsError, a config the runner refuses, a file in the way
         print(f"normbench.bench arms: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     print(arms.render(result), flush=True)
@@ -297,27 +316,20 @@ def run_arms(args: argparse.Namespace) -> int:
     return 0
 
 
-def _foreign_output(out: Path, names, everything: bool) -> str | None:
-    """The first file a run of ``names`` would write into ``out`` that an earlier benchmark did not: a
-    NAME.json is ours when it is a section of that name (Section.to_dict), and NAME.csv/.md only beside it."""
-    for name in names:
-        first = out / f"{name}.json"
-        try:
-            ours = json.loads(first.read_text()).get("section") == name if first.is_file() else False
-        except (OSError, ValueError, AttributeError):
-            ours = False
-        for path in (first, out / f"{name}.csv", out / f"{name}.md"):
-            if os.path.lexists(path) and not ours:
-                return path.name
-    if everything:
-        try:
-            ours = "ratios" in json.loads((out / "summary.json").read_text())
-        except (OSError, ValueError, TypeError):
-            ours = False
-        for name in ("bench.md", "summary.json"):
-            if os.path.lexists(out / name) and not ours:
-                return name
-    return None
+def _section_name(name: str, args: argparse.Namespace) -> str:
+    """The section (so the files) subcommand ``name`` writes: its own name, or its variant's."""
+    if name == "cells" and args.grid:
+        return "cells-grid"
+    if name == "sweep" and args.profile:
+        return "sweep-profile"
+    return name
+
+
+def _outputs(names, args: argparse.Namespace) -> list[str]:
+    """Every file this invocation writes into --out."""
+    files = [f for name in names for f in section_files(_section_name(name, args),
+                                                         (kernels.FIGURE,) if name == "kernels" else ())]
+    return files + (list(SUMMARY_FILES) if args.command == "all" else [])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -333,22 +345,32 @@ def main(argv: list[str] | None = None) -> int:
         top.error("--against compares fixed costs: give it with --profile")
     if getattr(args, "against", None) is not None and not (args.against / "normbench" / "__init__.py").is_file():
         top.error(f"--against {args.against}: not a checkout of normbench (no normbench/__init__.py in it)")
-    if getattr(args, "keep", None) is not None and args.keep.exists() and any(args.keep.iterdir()):
-        top.error(f"--keep {args.keep}: not empty (a sweep folder that holds records resumes them instead of running)")
-    if args.out is not None and args.out.is_symlink():  # as report, rerun and study refuse it (B004)
-        top.error(f"--out {args.out} is a link; a benchmark writes only into a folder itself, not through a link: "
-                  f"name the folder it points to, or another")
+    if getattr(args, "keep", None) is not None and args.keep.exists() and (not args.keep.is_dir()
+                                                                          or any(args.keep.iterdir())):
+        top.error(f"--keep {args.keep}: not empty, or not a folder (a sweep folder that holds records resumes them instead of running)")
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
-    foreign = _foreign_output(args.out, names, args.command == "all") if args.out is not None else None
-    if foreign:
-        top.error(f"--out {args.out}: {foreign} is not a benchmark's output of this command; a benchmark never "
-                  f"writes over files it did not write: choose another folder")
+    # Before any work: a link as --out, a file where a folder should be, or a file in the way that a benchmark
+    # did not write (or that was changed since) stops it; the writer checks each file again as it writes.
+    refused = bench_files(args.out).refusal(_outputs(names, args)) if args.out is not None else None
+    if refused:
+        top.error(f"--out {args.out}: {refused}; a benchmark never writes through a link or over files it did "
+                  f"not write")
+    try:
+        return _run(names, args)
+    except OutputError as err:  # a file put in the way while the benchmark ran
+        print(f"normbench.bench: {err}", file=sys.stderr)
+        return 2
+
+
+def _run(names, args: argparse.Namespace) -> int:
     sections, failures = [], {}
     started = time.perf_counter()
     for name in names:
         print(f"\n==== {name} ====", flush=True)
         try:
             sections.append(run_one(name, args))
+        except OutputError:
+            raise
         except Exception as err:  # one broken benchmark must not hide the others' figures
             if args.command != "all":
                 raise
@@ -360,11 +382,12 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + block + f"\n\n({time.perf_counter() - started:.0f} s)", flush=True)
     if args.out is not None and args.command == "all":
         text = "# normbench speed benchmarks\n\n" + "\n\n".join(s.markdown for s in sections) + "\n\n" + block + "\n"
-        (args.out / "bench.md").write_text(text)
         summary = {"ratios": [r.to_dict() for s in sections for r in s.ratios], "failures": failures,
                    "environment": sections[0].environment if sections else {}}
-        (args.out / "summary.json").write_text(json.dumps(finite_json(summary), indent=2) + "\n")
-        print(f"wrote {args.out / 'bench.md'}, {args.out / 'summary.json'}")
+        files = bench_files(args.out)
+        written = [files.write("bench.md", text), files.write("summary.json",
+                                                              json.dumps(finite_json(summary), indent=2) + "\n")]
+        print("wrote " + ", ".join(map(str, written)))
     return 1 if failures else 0
 
 

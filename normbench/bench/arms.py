@@ -31,15 +31,16 @@ from omegaconf import OmegaConf
 
 from normbench.analysis import aggregate
 from normbench.analysis.speed import LEVEL, log_ratio_interval
-from normbench.bench.section import OtherLoad, bench_environment, finite_json, markdown_table
+from normbench.bench.section import OtherLoad, bench_environment, bench_files, finite_json, markdown_table
 from normbench.bench.timing import Timing, clock_for, measure
 from normbench.records.reading import find_records
-from normbench.records.record import Unreadable, interpolation_in, now_iso, read_json_file, write_inside
+from normbench.records.record import interpolation_in, now_iso
 from normbench.training import machine
 from normbench.training.run import prepare
 from normbench.training.train import Trainer
 
 FILE = "paired-timing.json"
+OUTPUTS = (FILE, "paired-timing.md")  # what `bench arms` writes into the sweep's folder
 from normbench.analysis.speed import PAIRED_TIMING_FORMAT as SCHEMA  # noqa: E402 - the format analysis/speed reads
 
 # Upper bounds checked before any arm is built: 10,000 rounds is hours of timing and far past where
@@ -226,22 +227,6 @@ def render(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _foreign_timing(sweep_dir: Path) -> str | None:
-    """The first of paired-timing.json / .md in ``sweep_dir`` that `bench arms` did not write: the .json is ours
-    when it reads as the paired-timing format, the .md only beside our .json."""
-    ours = False
-    if (sweep_dir / FILE).is_file():
-        try:
-            found = read_json_file(sweep_dir / FILE, 16 << 20)
-        except Unreadable:
-            found = None
-        ours = isinstance(found, dict) and found.get("schema") == SCHEMA
-        if not ours:
-            return FILE
-    md = Path(FILE).with_suffix(".md").name
-    return md if (sweep_dir / md).is_file() and not ours else None
-
-
 def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: int = 10,
         reference: str | None = None, threads: int | None = None, device: str | None = None,
         command: str = "", timer=None) -> dict:
@@ -253,13 +238,12 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
         raise ArmsError(f"--threads must be >= 1, got {threads}")
     sweep_dir = Path(sweep_dir)
     arms = arms_of(sweep_dir)
-    for name in (FILE, Path(FILE).with_suffix(".md").name):  # a link, folder or FIFO there fails now, not after the timing
-        if os.path.lexists(sweep_dir / name) and ((sweep_dir / name).is_symlink() or not (sweep_dir / name).is_file()):
-            raise ArmsError(f"{sweep_dir / name} exists and is not a regular file; move it away")
-    foreign = _foreign_timing(sweep_dir)
-    if foreign:  # N077: a user's paired-timing.md was replaced; only an earlier `bench arms` output is replaced
-        raise ArmsError(f"{sweep_dir / foreign} is not an earlier `bench arms` output; a benchmark never writes over "
-                        f"files it did not write: move it away")
+    # N076/N077, issue 50: a link, folder or FIFO there, or a file a benchmark did not write (or that was
+    # changed since), fails now, not after the timing; the writer checks each file again as it writes
+    files = bench_files(sweep_dir)
+    refused = files.refusal(OUTPUTS)
+    if refused:
+        raise ArmsError(f"{refused}; a benchmark never writes through a link or over files it did not write")
     references(arms, reference)  # a --reference that names no arm fails now, not after the timing
     recorded = {a.threads for a in arms}
     threads = threads or (recorded.pop() if len(recorded) == 1 and None not in recorded else None) or 1
@@ -288,7 +272,7 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
               "rounds": rounds, "warmup": warmup, "steps_per_round": steps_per_round, "threads": threads,
               "device": where.type, "environment": env, "arms": rows_of(arms, timings, chosen), "skipped": skipped}
     result = finite_json(result)
-    # the one writer (record.write_inside): atomic, never through a planted link, never a cut file on a full disk
-    write_inside(sweep_dir, FILE, json.dumps(result, indent=1) + "\n")
-    write_inside(sweep_dir, Path(FILE).with_suffix(".md").name, render(result))
+    # the one writer (section.bench_files): atomic, never through a planted link, never a cut file on a full disk
+    files.write(FILE, json.dumps(result, indent=1) + "\n")
+    files.write(OUTPUTS[1], render(result))
     return result

@@ -35,9 +35,9 @@ datasheet peak (``DATASHEET_PEAK_GBPS``) beside the fraction of a measured copy.
 
 from __future__ import annotations
 
+import io
 import statistics
 from collections import defaultdict
-from pathlib import Path
 from typing import Iterable, Mapping
 
 import torch
@@ -327,7 +327,7 @@ def fastest_impls(results) -> dict[tuple[str, str, str], str]:
 # -- the subcommand --------------------------------------------------------------------------------
 def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dtypes: Iterable[str] | None = None,
         hidden: Iterable[int] | None = None, kinds: Iterable[str] = KERNEL_KINDS, repeats: int | None = None,
-        headline: bool | None = None, out_dir: Path | None = None, command: str = "",
+        headline: bool | None = None, figure: bool = False, command: str = "",
         default_malloc: bool = False) -> Section:
     device = torch.device(device)
     allocator = "default" if default_malloc or device.type != "cpu" else keep_freed_memory()
@@ -358,10 +358,9 @@ def run(*, device: str = "cpu", quick: bool = False, compile_: bool = False, dty
                                [r for r in ratios if r.target is not None])
     extra = {"headline": headline_rows, "rule": rule, "not_measured": not_measured,
              "shapes": [list(s) for s in shapes], "dtypes": list(dtypes), "impls": list(impls)}
-    section = Section("kernels", command, environment, rows, markdown, ratios, extra)
-    if out_dir is not None:
-        plot_bandwidth(rows, Path(out_dir) / "kernels.png")
-    return section
+    png = plot_bandwidth(rows) if figure else None
+    return Section("kernels", command, environment, rows, markdown, ratios, extra,
+                   figures={FIGURE: png} if png else {})
 
 
 def headline_ratios(rows: list[dict], command: str) -> list[RatioLine]:
@@ -599,13 +598,17 @@ def render_markdown(rows, headline_rows, rule, environment, command, not_measure
                     + markdown_table(["kind", "device", "dtype", "fastest", "other takes", "shapes"], lines))
     if not_measured:
         text.append("Not measured: " + "; ".join(f"{k}: {v}" for k, v in not_measured.items()) + ".")
-    text.append("![GB/s vs hidden, fp32 forward](kernels.png)")
+    text.append(f"![GB/s vs hidden, fp32 forward]({FIGURE})")
     text.append(targets_block(list(targets)))
     return "\n\n".join(t for t in text if t)
 
 
-def plot_bandwidth(rows: list[dict], path: Path) -> Path | None:
-    """GB/s against hidden size (log x), fp32 forward: a colour per kind, a line style per impl, the copy grey."""
+FIGURE = "kernels.png"  # the section's one figure, beside kernels.md
+
+
+def plot_bandwidth(rows: list[dict]) -> bytes | None:
+    """GB/s against hidden size (log x), fp32 forward, as PNG: a colour per kind, a line style per impl, the
+    copy grey."""
     import normbench.report.mplconfig  # noqa: F401  (before matplotlib: its cache stays out of $HOME)
 
     # isort: split
@@ -643,6 +646,6 @@ def plot_bandwidth(rows: list[dict], path: Path) -> Path | None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    return path
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
+    return png.getvalue()

@@ -1,4 +1,8 @@
-"""What one subcommand measured, and how it lands on disk: NAME.json, NAME.csv and NAME.md.
+"""What one subcommand measured, and how it lands on disk: NAME.json, NAME.csv and NAME.md (and its figures).
+
+Every file a benchmark writes into --out goes through `bench_files` (report/output.py: OwnFiles): placed
+atomically, never through a link, and listed in the folder's BENCH_MANIFEST, so that a later benchmark
+replaces only files a benchmark wrote and nobody changed since.
 
 A section is self-describing (command, environment, every measurement), so a report can be made
 from the files alone. Its ``ratios`` are the headline figures: each says what was compared with
@@ -8,6 +12,7 @@ what, the command that measured it, and the target it is held to, if any.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -17,12 +22,25 @@ from pathlib import Path
 
 import torch
 
+from normbench.report.output import OwnFiles
 from normbench.training import machine
 from normbench.training.environment import environment
 
 # What lowers the instruction set each part of torch uses: ATen's own kernels, MKL's BLAS (nn.LSTM's
 # and every layer's matrix products), oneDNN. An AVX2 machine is imitated faithfully only with all three.
 ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+BENCH_MANIFEST = ".normbench-bench.json"
+BENCH_FILES_FORMAT = "normbench.bench-files/1"
+
+
+def bench_files(out: Path) -> OwnFiles:
+    """The one writer of a benchmark's files in ``out``."""
+    return OwnFiles(out, BENCH_MANIFEST, BENCH_FILES_FORMAT, "a normbench benchmark")
+
+
+def section_files(name: str, figures: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The files a section called ``name`` writes."""
+    return (f"{name}.json", f"{name}.csv", f"{name}.md", *figures)
 
 
 def bench_environment(device: torch.device | str) -> dict:
@@ -109,30 +127,33 @@ class Section:
     markdown: str                  # a section of the benchmark report
     ratios: list[RatioLine] = field(default_factory=list)
     extra: dict = field(default_factory=dict)   # anything else the JSON should keep
+    figures: dict[str, bytes] = field(default_factory=dict)  # file name: PNG, written beside the others
 
     def to_dict(self) -> dict:
         return {"section": self.name, "command": self.command, "environment": self.environment,
                 "ratios": [r.to_dict() for r in self.ratios], **self.extra, "rows": self.rows}
 
     def write(self, out_dir: Path) -> list[Path]:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        paths = [out_dir / f"{self.name}.json", out_dir / f"{self.name}.csv", out_dir / f"{self.name}.md"]
-        paths[0].write_text(json.dumps(finite_json(self.to_dict()), indent=2) + "\n")
-        write_csv(paths[1], self.rows)
-        paths[2].write_text(self.markdown.rstrip() + "\n")
-        return paths
+        """NAME.json, .csv, .md and the figures into ``out_dir`` (bench_files); raises OutputError (one line)
+        on a file in the way that a benchmark did not write."""
+        files = bench_files(out_dir)
+        json_name, csv_name, md_name, *figures = section_files(self.name, tuple(self.figures))
+        return [files.write(json_name, json.dumps(finite_json(self.to_dict()), indent=2) + "\n"),
+                files.write(csv_name, csv_text(self.rows)),
+                files.write(md_name, self.markdown.rstrip() + "\n"),
+                *(files.write(name, self.figures[name]) for name in figures)]
 
 
-def write_csv(path: Path, rows: list[dict]) -> None:
+def csv_text(rows: list[dict]) -> str:
     columns: list[str] = []
     for row in rows:
         columns += [key for key in row if key not in columns]
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: _cell(v) for k, v in row.items()})
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=columns)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(v) for k, v in row.items()})
+    return text.getvalue()
 
 
 def _cell(value):

@@ -11,6 +11,9 @@ off-screen. Exit status 1 when a promise is broken (see `broken`).
 from __future__ import annotations
 
 import json
+import os
+import stat
+import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -18,6 +21,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from normbench.checks import OneLineParser
+from normbench.page_check.screenshot import NoBrowser, check_page, pixels, stopping_on_signals
 from normbench.report.sections import MAX_FIGURES
 from normbench.report.tables import MAX_COLUMNS
 
@@ -105,8 +109,6 @@ def layout_facts(page: Path, width: int) -> dict:
     """The cells a reader must see whole, as Chromium lays the page out `width` px wide: `cut`
     (wider than their box, or outside the window), `kept` (how many there are, per column), and
     `check`: screenshot.check_page's own findings, this probe's line taken out of its errors."""
-    from normbench.page_check.screenshot import check_page
-
     text = Path(page).read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="normbench-layout-") as folder:
         probed = Path(folder) / "report.html"
@@ -133,23 +135,41 @@ def broken(facts: dict) -> list[str]:
     return found
 
 
+def _unreadable(page: Path) -> str | None:
+    """Why ``page`` cannot be read as a page, or None: it is missing, or not a regular file (a FIFO would
+    block the read forever, a device never end)."""
+    try:
+        mode = os.stat(page).st_mode
+    except OSError as err:
+        return err.strerror or str(err)
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m normbench.page_check.facts", description=__doc__.split("\n")[0])
     parser.add_argument("report", type=Path)
-    parser.add_argument("--widths", type=int, nargs="*", default=[], help="also lay it out in Chromium at these widths")
+    parser.add_argument("--widths", type=pixels, nargs="*", default=[],
+                        help="also lay it out in Chromium at these widths")
     args = parser.parse_args(argv)
+    why = _unreadable(args.report)
     try:
-        facts = html_facts(args.report)
-    except (OSError, UnicodeDecodeError) as err:  # a missing or unreadable page: one line, as every refusal
-        print(f"{parser.prog}: error: cannot read {args.report}: {getattr(err, 'strerror', None) or err}",
-              file=sys.stderr)
+        facts = html_facts(args.report) if why is None else None
+    except (OSError, UnicodeDecodeError) as err:  # an unreadable page: one line, as every refusal
+        why = getattr(err, "strerror", None) or str(err)
+    if why is not None:
+        print(f"{parser.prog}: error: cannot read {args.report}: {why}", file=sys.stderr)
         return 2
     print(json.dumps({k: v for k, v in facts.items()}, ensure_ascii=False))
     problems = broken(facts)
-    for width in args.widths:
-        layout = layout_facts(args.report, width)
-        print(f"{width} px: {layout['n_cut']} cut or off-screen {layout['cut'][:5]}; kept cells {layout['kept']}")
-        problems += [f"{width} px: {c}" for c in layout["cut"]]
+    with stopping_on_signals(parser.prog):  # a stop mid-layout removes the temporary folders too
+        for width in args.widths:
+            try:
+                layout = layout_facts(args.report, width)
+            except (NoBrowser, RuntimeError, OSError, subprocess.TimeoutExpired) as err:
+                print(f"{parser.prog}: {' '.join(str(err).split())[:300]}", file=sys.stderr)
+                return 2
+            print(f"{width} px: {layout['n_cut']} cut or off-screen {layout['cut'][:5]}; kept cells {layout['kept']}")
+            problems += [f"{width} px: {c}" for c in layout["cut"]]
     for line in problems:
         print(line, file=sys.stderr)
     return 1 if problems else 0

@@ -4,6 +4,11 @@
 
 writes OUTDIR/report-<width>.png (the first screen at each width) and prints, per width, what
 `check_page` found: images that did not load, elements that stick out sideways, script errors.
+It replaces only screenshots it wrote itself (OUTDIR/.normbench-page-check.json lists them) and
+writes nothing through a link; anything else in the way stops it, with one line, before Chromium starts.
+
+Chromium runs with a profile, HOME and XDG folders of its own inside one temporary folder, so nothing
+lands in the user's home; that folder is removed on every way out, SIGTERM and SIGHUP included.
 
 `check_page` drives Chromium without any extra Python package: it loads the page inside an iframe
 of the exact width (headless Chromium's window is never narrower than 500 px) with a small probe
@@ -14,20 +19,29 @@ $NORMBENCH_CHROMIUM, or `chromium`, `chromium-browser`, `google-chrome` on PATH.
 
 from __future__ import annotations
 
+import argparse
 import html as html_lib
+import io
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from normbench.checks import OneLineParser
+from normbench.report.__main__ import STOPS, Terminated
+from normbench.report.output import OutputError, OwnFiles
 
 WIDTHS = (1400, 420)
 HEIGHT = 900
+MAX_PIXELS = 16384  # a window side past this is a typo; Chromium's own limit is about there
+MANIFEST = ".normbench-page-check.json"
+FILES_FORMAT = "normbench.page-check-files/1"
 _TIMEOUT_S = 60
 _FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
           "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
@@ -115,39 +129,80 @@ def find_chromium() -> str:
     raise NoBrowser("no Chromium found (set NORMBENCH_CHROMIUM, or install chromium)")
 
 
-def _run(args: list[str], width: int, height: int) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory(prefix="normbench-chromium-") as profile:
-        command = [find_chromium(), *_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}", *args]
-        return subprocess.run(command, capture_output=True, text=True, timeout=_TIMEOUT_S)
+def pixels(text: str) -> int:
+    """A width or height on the command line: a whole number of pixels, 1 to MAX_PIXELS."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of pixels") from None
+    if not 1 <= value <= MAX_PIXELS:
+        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_PIXELS} pixels, got {str(value)[:40]}")
+    return value
+
+
+def shot_files(out: Path) -> OwnFiles:
+    """The one writer of the screenshots in ``out``: its own files only, never through a link."""
+    return OwnFiles(out, MANIFEST, FILES_FORMAT, "normbench.page_check.screenshot")
+
+
+@contextmanager
+def _scratch():
+    """One temporary folder for everything Chromium touches: the framed page, the screenshot before it
+    is placed, the profile, HOME and the XDG folders (Chromium writes under $HOME otherwise), TMPDIR. Removed
+    on the way out; a SIGTERM or SIGHUP is an exception in main (stopping_on_signals), so that too."""
+    with tempfile.TemporaryDirectory(prefix="normbench-chromium-", ignore_cleanup_errors=True) as folder:
+        yield Path(folder)
+
+
+def _run(folder: Path, args: list[str], width: int, height: int) -> subprocess.CompletedProcess:
+    home = folder / "home"
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_CACHE_HOME": str(home / ".cache"), "XDG_DATA_HOME": str(home / ".local" / "share"),
+           "TMPDIR": str(folder)}  # its own temporary files (org.chromium.Chromium.*) too
+    command = [find_chromium(), *_FLAGS, f"--user-data-dir={folder / 'profile'}", f"--window-size={width},{height}",
+               *args]
+    # its own process group: Chromium's helpers (zygote, crash handler) go with it, and none writes into
+    # the scratch folder after it is removed
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=_TIMEOUT_S)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except OSError:  # the group is gone already
+            pass
+        process.wait()
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def screenshot(report: Path, out: Path, width: int, height: int = HEIGHT) -> Path:
-    """The first `height` pixels of the page laid out `width` px wide, as out/report-<width>.png."""
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / f"report-{width}.png"
+    """The first `height` pixels of the page laid out `width` px wide, as out/report-<width>.png (shot_files)."""
     page = Path(report).read_text(encoding="utf-8")
-    with tempfile.TemporaryDirectory(prefix="normbench-shot-") as folder:
-        framed = Path(folder) / "framed.html"
+    with _scratch() as folder:
+        framed, shot = folder / "framed.html", folder / "shot.png"
         framed.write_text(_framed(page, width, height, probe=False), encoding="utf-8")
-        result = _run([f"--screenshot={target.resolve()}", framed.as_uri()], max(width, _MIN_WINDOW), height)
-    if not target.is_file():
-        raise RuntimeError(f"chromium wrote no screenshot at {width} px: {result.stderr.strip()[-300:]}")
+        result = _run(folder, [f"--screenshot={shot}", framed.as_uri()], max(width, _MIN_WINDOW), height)
+        if not shot.is_file():
+            raise RuntimeError(f"chromium wrote no screenshot at {width} px: {result.stderr.strip()[-300:]}")
+        png = shot.read_bytes()
     if width < _MIN_WINDOW:
         from PIL import Image  # matplotlib's own dependency
 
-        with Image.open(target) as image:
-            cropped = image.crop((0, 0, width, image.height))
-        cropped.save(target)
-    return target
+        with Image.open(io.BytesIO(png)) as image:
+            cropped, png = image.crop((0, 0, width, image.height)), io.BytesIO()
+        cropped.save(png, format="png")
+        png = png.getvalue()
+    return shot_files(out).write(f"report-{width}.png", png)
 
 
 def check_page(report: Path, width: int, height: int = HEIGHT) -> dict:
     """What the probe measured on `report` laid out `width` px wide: see _PROBE for the keys."""
     page = Path(report).read_text(encoding="utf-8")
-    with tempfile.TemporaryDirectory(prefix="normbench-check-") as folder:
-        framed = Path(folder) / "framed.html"
+    with _scratch() as folder:
+        framed = folder / "framed.html"
         framed.write_text(_framed(page, width, height, probe=True), encoding="utf-8")
-        result = _run(["--dump-dom", framed.as_uri()], max(width, _MIN_WINDOW), height)
+        result = _run(folder, ["--dump-dom", framed.as_uri()], max(width, _MIN_WINDOW), height)
     found = re.search(r'<pre id="nb-check" hidden="">(.*?)</pre>', result.stdout, re.S)
     if not found:
         raise RuntimeError(f"the page probe wrote nothing at {width} px: {result.stderr.strip()[-300:]}")
@@ -178,27 +233,60 @@ def problems(check: dict) -> list[str]:
     return found
 
 
+def _stop(signum, frame):
+    stop = Terminated()
+    stop.signum = signum
+    raise stop
+
+
+@contextmanager
+def stopping_on_signals(prog: str):
+    """SIGTERM and SIGHUP raise where the work is (as Ctrl-C does), so every temporary folder is removed on
+    the way out; the stop is then one line on stderr and SystemExit(128 + the signal's number)."""
+    previous = {signum: signal.signal(signum, _stop) for signum in STOPS}
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        signum = getattr(stop, "signum", signal.SIGINT)
+        print(f"{prog}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        raise SystemExit(128 + signum) from None
+    finally:
+        for signum, before in previous.items():
+            signal.signal(signum, before)
+
+
+def _folder(text: str) -> Path:
+    if not text.strip():  # Path('') is the working folder
+        raise argparse.ArgumentTypeError("is empty; name a folder")
+    return Path(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m normbench.page_check.screenshot", description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path, help="report.html")
-    parser.add_argument("out", type=Path, help="folder for report-<width>.png")
-    parser.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS))
-    parser.add_argument("--height", type=int, default=HEIGHT)
+    parser.add_argument("out", type=_folder, help="folder for report-<width>.png")
+    parser.add_argument("--widths", type=pixels, nargs="+", default=list(WIDTHS))
+    parser.add_argument("--height", type=pixels, default=HEIGHT)
     args = parser.parse_args(argv)
     if not args.report.is_file():
-        print(f"normbench.page_check.screenshot: {args.report} is not a file", file=sys.stderr)
+        print(f"{parser.prog}: {args.report} is not a file", file=sys.stderr)
         return 2
-    try:
-        status = 0
-        for width in args.widths:
-            path = screenshot(args.report, args.out, width, args.height)
-            found = problems(check_page(args.report, width, args.height))
-            status = status or (1 if found else 0)
-            print(f"{path}: " + ("; ".join(found) if found else "ok (images loaded and legible, nothing sticks out, no errors)"))
-        return status
-    except (NoBrowser, RuntimeError, subprocess.TimeoutExpired) as error:
-        print(f"normbench.page_check.screenshot: {error}", file=sys.stderr)
+    refused = shot_files(args.out).refusal([f"report-{width}.png" for width in args.widths])
+    if refused:  # before Chromium starts: a link, a file where the folder should be, a user's PNG
+        print(f"{parser.prog}: {refused}", file=sys.stderr)
         return 2
+    with stopping_on_signals(parser.prog):
+        try:
+            status = 0
+            for width in args.widths:
+                path = screenshot(args.report, args.out, width, args.height)
+                found = problems(check_page(args.report, width, args.height))
+                status = status or (1 if found else 0)
+                print(f"{path}: " + ("; ".join(found) if found else "ok (images loaded and legible, nothing sticks out, no errors)"))
+            return status
+        except (NoBrowser, RuntimeError, OutputError, OSError, UnicodeDecodeError, subprocess.TimeoutExpired) as error:
+            print(f"{parser.prog}: {error}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ when the manifest lists it and its content is still the one written; anything el
 (a user's report.md, a figure they edited, a folder named runs.csv) stops the report before it
 has touched the directory, with one line naming the file.
 
+Tools that write a few named files straight into a folder of the user's (the benchmarks' --out, page_check's
+screenshots) follow the same rule with `OwnFiles`: their own manifest, checked before any work, and each
+file placed atomically and listed as it is written.
+
 A report killed mid-way (kill -9, a sweep killed during its end-of-sweep report) leaves its staging
 folder behind; the next report into that folder removes it. A build holds a lock on its own staging
 folder while it runs (it dies with its process), so only the folders of dead builds are removed,
@@ -128,34 +132,103 @@ class ReportOutput:
         write_file(self.out / MANIFEST, json.dumps(manifest, indent=1) + "\n")  # the one writer: atomic, fsynced
 
     def _read_manifest(self) -> dict[str, str]:
-        path = self.out / MANIFEST
-        if not os.path.lexists(path):
-            return {}
-        problem = f"{path} is not a normbench report manifest; move it away or choose another --out"
-        if not _regular(path):
-            raise OutputError(problem)
-        try:
-            manifest = read_json_file(path, MAX_MANIFEST_BYTES)
-        except Unreadable:
-            raise OutputError(problem) from None
-        files = manifest.get("files") if isinstance(manifest, dict) else None
-        if not isinstance(files, dict) or manifest.get("schema") != REPORT_FILES_FORMAT or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-            raise OutputError(problem)
-        # An entry outside the folder (../x, /x) is not this report's file, whatever its checksum:
-        # it is never replaced or deleted, only forgotten.
-        return {rel: digest for rel, digest in files.items() if _plain_relative(rel) and inside(self.out, rel)}
+        return read_manifest(self.out / MANIFEST, REPORT_FILES_FORMAT, "a normbench report manifest")
 
     def _replaceable(self, rel: str, written: dict[str, str]) -> bool:
-        """Free to write: nothing there yet, or the very file an earlier report wrote, unchanged."""
-        target = self.out / rel
-        for parent in reversed(Path(rel).parents[:-1]):  # e.g. figures/: a real folder, or nothing yet
-            folder = self.out / parent
-            if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
-                return False
-        if not os.path.lexists(target):
-            return True
-        return rel in written and _holds(target, written[rel])
+        return replaceable(self.out, rel, written)
+
+
+def read_manifest(path: Path, schema: str, what: str) -> dict[str, str]:
+    """The files a manifest at ``path`` lists (relative path: sha256); {} when there is none. Raises
+    OutputError when ``path`` is a link, not a regular file, or not ``what`` (a manifest of ``schema``)."""
+    out = path.parent
+    if not os.path.lexists(path):
+        return {}
+    problem = f"{path} is not {what}; move it away or choose another folder"
+    if not _regular(path):
+        raise OutputError(problem)
+    try:
+        manifest = read_json_file(path, MAX_MANIFEST_BYTES)
+    except Unreadable:
+        raise OutputError(problem) from None
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or manifest.get("schema") != schema or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise OutputError(problem)
+    # An entry outside the folder (../x, /x) is not the writer's file, whatever its checksum:
+    # it is never replaced or deleted, only forgotten.
+    return {rel: digest for rel, digest in files.items() if _plain_relative(rel) and inside(out, rel)}
+
+
+def replaceable(out: Path, rel: str, written: dict[str, str]) -> bool:
+    """Free to write: nothing there yet, or the very file an earlier writer listed in ``written``, unchanged."""
+    target = out / rel
+    for parent in reversed(Path(rel).parents[:-1]):  # e.g. figures/: a real folder, or nothing yet
+        folder = out / parent
+        if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
+            return False
+    if not os.path.lexists(target):
+        return True
+    return rel in written and _holds(target, written[rel])
+
+
+def folder_problem(out: Path) -> str | None:
+    """Why nothing can be written into ``out`` as a folder of its own, or None: ``out`` is a link (what is
+    written would land wherever it points), or it, or the nearest of its parents that exists, is not a folder."""
+    out = Path(out)
+    if out.is_symlink():
+        return f"{out} is a link; files are written only into a folder itself: name the folder it points to, or another"
+    for folder in (out, *out.parents):
+        if os.path.lexists(folder):
+            return None if folder.is_dir() else f"{folder} exists and is not a folder"
+    return None
+
+
+class OwnFiles:
+    """A few named files one tool writes straight into a folder it may share with its user's own files (a
+    benchmark's --out, a folder of screenshots): the report's rule, without its staging folder. `refusal`
+    says, before any work, which file in the way is not the tool's; `write` places one file atomically
+    (record.write_file: a link of that name is replaced, never written through) and lists it with its
+    sha256 in the folder's ``manifest``, so that a later run replaces it only while it holds what was written."""
+
+    def __init__(self, out: Path, manifest: str, schema: str, tool: str):
+        self.out, self.manifest, self.schema, self.tool = Path(out), manifest, schema, tool
+
+    def _written(self) -> dict[str, str]:
+        return read_manifest(self.out / self.manifest, self.schema, f"a manifest of {self.tool}'s files")
+
+    def refusal(self, names) -> str | None:
+        """One line on the first of ``names`` (files of ``out``) that may not be written, or None."""
+        problem = folder_problem(self.out)
+        if problem or not os.path.lexists(self.out):
+            return problem
+        try:
+            written = self._written()
+        except OutputError as error:
+            return str(error)
+        for name in names:
+            if not replaceable(self.out, name, written):
+                path = self.out / name
+                what = ("is not a regular file (a link, a folder or a FIFO)" if os.path.lexists(path)
+                        and not _regular(path) else f"exists and was not written by {self.tool} (or was changed since)")
+                return f"{path} {what}; move it away or choose another folder"
+        return None
+
+    def write(self, name: str, data: str | bytes) -> Path:
+        """``data`` as ``out/name``; raises OutputError (one line) when refusal() refuses it now."""
+        problem = self.refusal([name])
+        if problem:
+            raise OutputError(problem)
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            folder, written = self.out, self._written()
+            raw = data.encode("utf-8") if isinstance(data, str) else data  # the very bytes the checksum is of
+            write_file(folder / name, raw)
+            written[name] = hashlib.sha256(raw).hexdigest()
+            write_file(folder / self.manifest, json.dumps({"schema": self.schema, "files": written}, indent=1) + "\n")
+        except OSError as error:
+            raise OutputError(f"cannot write {self.out / name}: {error.strerror or error}") from None
+        return folder / name
 
 
 _DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)

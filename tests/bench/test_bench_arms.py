@@ -231,3 +231,17 @@ def test_the_paired_timing_refuses_planted_links_and_never_writes_through_them(s
         for name, data in saved.items():
             (study / name).unlink(missing_ok=True)
             (study / name).write_bytes(data)
+
+
+def test_a_paired_timing_the_user_changed_after_a_run_is_not_replaced(timed, study):
+    # issue 50 (as P254 for kernels.csv): once paired-timing.json said it was ours, any paired-timing.md beside
+    # it was replaced; now each file is replaced only while it holds what `bench arms` wrote
+    md = study / "paired-timing.md"
+    saved = md.read_bytes()
+    try:
+        md.write_text("my notes on the timing\n")
+        with pytest.raises(arms.ArmsError, match="paired-timing.md exists and was not written by a normbench benchmark"):
+            arms.run(study, rounds=1, warmup=0, steps_per_round=1)
+        assert md.read_text() == "my notes on the timing\n"
+    finally:
+        md.write_bytes(saved)
