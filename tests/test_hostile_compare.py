@@ -119,3 +119,20 @@ def test_a_baseline_without_its_metric_fails_rather_than_hiding_a_regression(tmp
     edit(new[0], set_final(100.0))
     assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
     assert "missing in BASELINE" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("base_status", "new_status"), [
+    ("ok", "invalid"), ("ok", "skipped"), ("failed", "failed"), ("invalid", "invalid"), ("skipped", "skipped"),
+    ("invalid", "ok"), ("failed", "ok"), ("interrupted", "diverged")])
+def test_a_record_that_is_not_a_result_fails_its_setting_and_is_named(tmp_path, capsys, base_status, new_status):
+    # P249/P268/P141/P251: invalid, skipped or failed records passed the gate; P248/P270: a baseline marked
+    # invalid or failed left its pair out of the difference, and NEW's 100x worse metric passed
+    for root, status, value in (("base", base_status, 0.05), ("new", new_status, 5.0)):
+        for run in runs(tmp_path / root, [0.05, 0.05]):
+            edit(run, lambda s: (s.update(status=status), set_final(value)(s)))
+    for exact in ([], ["--exact"]):
+        assert main([str(tmp_path / "base"), str(tmp_path / "new"), *exact]) == 1
+        out = capsys.readouterr().out
+        assert "FAIL" in out.splitlines()[0]
+        for side, status in (("baseline", base_status), ("new", new_status)):
+            assert (f"{side} record status {status} (seeds 0, 1)" in out) == (status not in ("ok", "diverged"))

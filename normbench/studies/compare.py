@@ -12,7 +12,9 @@ NEW is *worse* in a setting when
   and, with two pairs or more, the 95% interval of the paired difference lies on the worse side of
   zero (a change the seeds cannot tell from noise does not fail a build);
 - more of its runs diverged than BASELINE's, beyond ``--max-new-divergences``;
-- one of its runs did not finish (failed, interrupted, killed) where BASELINE's finished;
+- a record of either set is not a result: its status is not ok or diverged (invalid, skipped, failed,
+  interrupted, running): there is no metric to compare on that side, so the setting fails, the status
+  named (a baseline that failed would otherwise hide any regression of its pair);
 - with ``--step-time-tolerance F``, its median step time is more than F (a fraction) slower.
 Runs without a counterpart are listed, never fatal.
 
@@ -43,7 +45,7 @@ from normbench.analysis.intervals import mean_estimate
 from normbench.checks import OneLineParser, out_path
 from normbench.records.metrics import SCORES, path, viewed
 from normbench.records.reading import find_records, quiet_numerics
-from normbench.records.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
+from normbench.records.record import RESULT_STATUSES, Unreadable, open_regular, write_file
 from normbench.report.render import markdown_text
 
 SCORE_COLUMNS = {key: path(key) for key in (*SCORES, "test")}  # the scores compare gates on
@@ -92,7 +94,7 @@ class Setting:
     metric: Delta | None
     diverged_base: int
     diverged_new: int
-    unfinished_new: list[str]
+    not_results: list[str]  # e.g. "baseline record status failed (seed 0)": the setting cannot pass
     gradients: dict[str, Delta | None]
     step_ms: Delta | None
     problems: list[str] = field(default_factory=list)
@@ -182,9 +184,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
             label=_label(first, axes), higher_is_better=higher, pairs=len(rows),
             metric=delta(column), diverged_base=int((rows["status_base"] == "diverged").sum()),
             diverged_new=int((rows["status_new"] == "diverged").sum()),
-            unfinished_new=[f"seed {aggregate.format_value(s)}: {st}" for s, st, was in
-                            zip(rows["seed_new"], rows["status_new"], rows["status_base"])
-                            if st not in FINAL_STATUSES and was in RESULT_STATUSES],
+            not_results=not_results(rows),
             gradients={g: delta(g) for g in GRADIENTS},
             step_ms=delta(STEP_TIME, rows["status_base"].eq("ok") & rows["status_new"].eq("ok")))
         _judge(setting, metric, tolerance, relative, max_new_divergences, step_time_tolerance)
@@ -205,6 +205,19 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
         settings.append(setting)
     settings.sort(key=lambda s: (not s.problems, s.label))
     return settings, only_base, only_new
+
+
+def not_results(rows: pd.DataFrame) -> list[str]:
+    """A phrase per side and status of the pairs whose record there is not a result (RESULT_STATUSES),
+    e.g. ``baseline record status failed (seeds 0, 2)``."""
+    found = []
+    for side, name in (("base", "baseline"), ("new", "new")):
+        statuses = rows[f"status_{side}"]
+        for status in dict.fromkeys(statuses[~statuses.isin(RESULT_STATUSES)]):
+            seeds = ", ".join(aggregate.format_value(v) for v in rows.loc[statuses == status, f"seed_{side}"])
+            plural = "s" if (statuses == status).sum() > 1 else ""
+            found.append(f"{name} record status {status} (seed{plural} {seeds})")
+    return found
 
 
 def relabelled(runs: pd.DataFrame) -> list[str]:
@@ -235,8 +248,7 @@ def _judge(s: Setting, metric: str, tolerance: float, relative: bool, max_new_di
             s.problems.append(f"{metric} worse by {worse:.4g} (> {allowed:.4g})")
     if s.diverged_new - s.diverged_base > max_new_divergences:
         s.problems.append(f"diverged {s.diverged_base} → {s.diverged_new} of {s.pairs}")
-    if s.unfinished_new:
-        s.problems.append(f"did not finish: {'; '.join(s.unfinished_new)}")
+    s.problems += s.not_results
     t = s.step_ms
     if step_time_tolerance is not None and t is not None and _finite(t) and t.base > 0 and t.diff / t.base > step_time_tolerance:
         s.problems.append(f"step time +{t.diff / t.base:.1%} (> {step_time_tolerance:.0%})")
@@ -377,7 +389,7 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
         "",
         f"Fails when NEW's `metrics.{metric}` is worse (direction from the task) by more than {bound} and, with "
         f"≥ 2 pairs, the interval excludes 0 on the worse side; when more than {max_new_divergences} more runs "
-        f"diverge; when a run does not finish"
+        f"diverge; when a record of either set is not a result (a status other than ok or diverged)"
         + (f"; when the median step time is more than {step_time_tolerance:.0%} slower." if step_time_tolerance
            is not None else ". Step time is shown, not gated (`--step-time-tolerance` gates it).")
         + (" Exact mode: any change of a recorded metric (timings excepted) or status of a pair fails." if exact else ""),
