@@ -286,8 +286,8 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
         raise StudyArgumentError(f"{str(folder)[-200:]} is {found}; the study writes only into folders it makes: "
                                  f"move it away or choose another --out")
     launcher = launch_overrides(overrides, jobs)
-    args = ["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher, "resume=true", "report=false",
-            "progress=false", f"hydra.sweep.dir={folder}"]
+    args = children.into_folder(["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher,
+                                 "resume=true", "report=false", "progress=false"], str(folder))
     print("+ python -m normbench " + " ".join(args), flush=True)
     env = {**os.environ, **({study_info.STUDY_ENV_VAR: json.dumps(study)} if study else {})}
     # the signal passed on, the round stopped before the runner ends; a killed runner takes it along

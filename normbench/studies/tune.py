@@ -266,8 +266,8 @@ def _tune(argv: list[str] | None) -> int:
     os.environ[study_info.STUDY_ENV_VAR] = json.dumps(study_info.describe(
         "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "
         "evaluation seeds (DeepOBS / AlgoPerf protocol)."))
-    code = _normbench(["-m", "+sweep=tuned", *args.overrides, "role=selection", f"hydra.sweep.dir={selection_dir}",
-                       "resume=true", "report=false"])
+    code = _normbench(children.into_folder(["-m", "+sweep=tuned", *args.overrides, "role=selection", "resume=true",
+                                            "report=false"], selection_dir))
     if code == 2:  # the user's input: nothing ran
         return 2
     selection_seeds = _selection_seeds(out / "selection")
@@ -287,9 +287,10 @@ def _tune(argv: list[str] | None) -> int:
     for name, label, lr in written:
         print(f"chosen lr {lr:g}: {label} ({name})", flush=True)
     # the arms by name: a glob would be expanded before Hydra adds the arms' folder to its search path
-    code_eval = _normbench(["-m", f"+tuned_arm={','.join(name for name, _, _ in written)}", f"seed={','.join(map(str, seeds))}", "role=evaluation",
-                            f"hydra.searchpath=[{arms_path}]", f"hydra.sweep.dir={evaluation_dir}",
-                            "resume=true", "report=false", *harness])
+    code_eval = _normbench(children.into_folder(
+        ["-m", f"+tuned_arm={','.join(name for name, _, _ in written)}", f"seed={','.join(map(str, seeds))}",
+         "role=evaluation", f"hydra.searchpath=[{arms_path}]", "resume=true", "report=false", *harness],
+        evaluation_dir))
     from normbench.report import ReportError, build_report
 
     try:
