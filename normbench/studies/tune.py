@@ -16,7 +16,8 @@
 
 Both stages run with ``resume=true``: the same command into the same DIR continues where it
 stopped, and two jobs of one run (norm=none at several placements is one model) train once.
-Overrides under ``hydra`` and the harness keys (device, threads, progress) reach both stages; the
+Overrides under ``hydra`` (``hydra.sweep.dir`` aside: the stages go into DIR, children.into_folder) and the
+harness keys (device, threads, progress) reach both stages; the
 other overrides define the arms and reach the evaluation through the arm files. So a launcher chosen as
 for any sweep (``hydra/launcher=slurm|submitit_local|joblib|local``) runs both: each stage one launch.
 SIGTERM or Ctrl-C: passed to the stage running, one line, exit 128 + the signal's number; a tune
