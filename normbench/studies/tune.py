@@ -27,6 +27,7 @@ killed outright takes its stage along (normbench/studies/children.py, as normben
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from normbench.checks import OneLineParser, out_path
+from normbench.checks import ConfigError, OneLineParser, out_path, require_positive
 from normbench.configuration import hydra_files, study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
@@ -156,22 +157,55 @@ def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, floa
     return written
 
 
+def tuned_params() -> dict[str, str]:
+    """The selection stage's sweep file's ``hydra.sweeper.params``, as text (empty when it cannot be read)."""
+    try:
+        params = yaml.safe_load(study_info.sweep_file("tuned").read_text())["hydra"]["sweeper"]["params"]
+    except (OSError, AttributeError, KeyError, TypeError, yaml.YAMLError):
+        return {}
+    return {str(k): str(v) for k, v in params.items()} if isinstance(params, dict) else {}
+
+
+def lr_values(overrides: list[str], params: dict[str, str] | None) -> tuple[float, ...]:
+    """The lrs a study's jobs run: the command line's ``lr=...``, else the sweep file's params' (a single
+    value too); empty when neither gives one (the config's default lr, shared)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    texts = [f"lr={params['lr']}"] if params and "lr" in params else []
+    texts += [o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=", 1)[0] == "lr"]
+    if not texts:
+        return ()
+    try:
+        parsed = OverridesParser.create().parse_override(texts[-1])
+        values = list(itertools.islice(parsed.sweep_iterator(), 1000)) if parsed.is_sweep_override() else [parsed.value()]
+        return tuple(sorted({float(v) for v in values}))
+    except Exception:  # a grammar error or an interpolation: check_config and the round report it
+        return ()
+
+
+def runnable_lrs(overrides: list[str], params: dict[str, str] | None) -> tuple[float, ...]:
+    """lr_values, each a finite number > 0 (in float32 too); ConfigError naming the first that is not
+    (lr=0, -1, nan in a grid), for tune and the study runner to refuse before any run: otherwise its jobs
+    end invalid one by one, or the whole child refuses it after the runner has started."""
+    grid = lr_values(overrides, params)
+    for lr in grid:
+        require_positive("lr", lr)
+    return grid
+
+
 def planned_selection_seeds(overrides: list[str], limit: int = 100_000) -> set[int]:
     """The seeds the selection stage will run, known before it runs: a ``seed=...`` the user gave, else
     the tuned sweep file's (its first ``limit`` values), so that an evaluation seed among them is refused
     up front rather than after minutes of selection. Empty when they cannot be told here."""
-    import itertools
-
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     given = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] == "seed"]
     text = given[-1].lstrip("+~") if given else None
     if text is None:
-        try:
-            sweep = yaml.safe_load(study_info.sweep_file("tuned").read_text())
-            text = f"seed={sweep['hydra']['sweeper']['params']['seed']}"
-        except (OSError, AttributeError, KeyError, TypeError, yaml.YAMLError):
+        params = tuned_params()
+        if "seed" not in params:
             return set()
+        text = f"seed={params['seed']}"
     try:
         parsed = OverridesParser.create().parse_override(text)
         values = parsed.sweep_iterator() if parsed.is_sweep_override() else [parsed.value()]
@@ -258,6 +292,10 @@ def _tune(argv: list[str] | None) -> int:
         if found is not None:
             parser.error(f"{str(out / stage)[-200:]} is {found}; tune writes only into folders it makes: move it "
                          f"away or choose another --out")
+    try:  # every lr of the grid runnable, before any run (N022, P116, P117: lr=0, -1, nan)
+        runnable_lrs(args.overrides, tuned_params())
+    except ConfigError as error:
+        parser.error(str(error))
     harness = passthrough(args.overrides)
     clash = planned_selection_seeds(args.overrides) & set(seeds)
     if clash:

@@ -37,3 +37,21 @@ def test_a_study_round_sweeps_only_into_its_own_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "check_config", lambda overrides: None)
     study.main(["--out", str(tmp_path / "out"), "norm=ln", f"hydra.sweep.dir={tmp_path / 'elsewhere'}"])
     assert [sweep_dirs(command) for command in ran] == [[str(Path(tmp_path / "out" / "round-1"))]]
+
+
+@pytest.mark.parametrize("lr", ["0", "-1", "nan", "inf", "1e-50", "0.01,0", "range(0,0.1,0.05)", "choice(0.01,-0.1)"])
+def test_tune_refuses_an_lr_that_cannot_run_before_any_stage(lr, tmp_path, monkeypatch, capsys):
+    # N022/P116/P117: lr=0 and lr=-1 ran the whole selection stage into invalid records; lr=nan started it
+    monkeypatch.setattr(tune, "_normbench", lambda args: pytest.fail("a stage ran"))
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--out", str(tmp_path / "t"), "norm=ln", f"lr={lr}"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and "lr must be > 0" in err
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_study_refuses_an_lr_of_its_grid_that_cannot_run_before_any_round(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(study, "_normbench", lambda *a, **k: pytest.fail("a round ran"))
+    assert study.main(["--out", str(tmp_path / "s"), "norm=ln", "lr=0.001,0.01,0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lr must be > 0, got 0" in err
