@@ -97,6 +97,7 @@ def evaluation_overrides(overrides: list[str], out: Path, arms: list[str]) -> li
 
 SELECTION = "selection"  # DIR/selection: the selection stage's records
 ARMS = "arms"            # DIR/arms/tuned_arm/armNNN.yaml: each arm at its chosen lr
+LAYOUT = (SELECTION, ARMS, f"{ARMS}/tuned_arm")  # the folders a tuned study makes in DIR besides its rounds
 
 
 def choose(out: Path) -> list[str]:

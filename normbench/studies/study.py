@@ -409,6 +409,12 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     started, done, status = time.monotonic(), 0, 0
     rounds = overrides
     if lr.kind == "tuned":  # each arm at its own lr: chosen on selection seeds, the rounds at the chosen lrs
+        from normbench.studies import lr_protocol, tune
+
+        found = tune.planted_in(out, lr_protocol.LAYOUT)  # before any run, not once the selection has run (N067)
+        if found is not None:
+            raise StudyArgumentError(f"{found}; the study writes only into folders it makes: move it away or "
+                                     f"choose another --out")
         log["lr_grid"] = list(lr.grid)
         rounds = _select_lrs(overrides, out, args, study, started)
         if rounds is None:

@@ -50,6 +50,20 @@ GROUPS = {"task": "name", "model": "family", "norm": "kind", "placement": "name"
           "optim": "name"}  # config group -> the field naming the option that was chosen
 
 
+LAYOUT = ("selection", "evaluation", "arms", "arms/tuned_arm")  # the folders tune makes in DIR
+
+
+def planted_in(out: Path, layout: tuple[str, ...]) -> str | None:
+    """``PATH is WHAT`` for the first folder of ``layout`` (relative to ``out``) that is there and is not a
+    real folder (a link, a file, a FIFO); None when each is a folder or absent. Asked before any run, so
+    that a link planted where a later stage writes is not found after the stages before it have run."""
+    for rel in layout:
+        path = out / rel
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_dir()):
+            return f"{str(path)[-200:]} is {hydra_files.what_is(path, folder_ok=True) or 'a file'}"
+    return None
+
+
 def passthrough(overrides: list[str]) -> list[str]:
     """Overrides that say how jobs run, not what they train: Hydra's own and the harness keys."""
     kept = []
@@ -287,11 +301,9 @@ def _tune(argv: list[str] | None) -> int:
         arms_path = hydra_quoted(f"file://{out / 'arms'}")
     except ValueError as err:
         parser.error(f"--out: {err}")
-    for stage in ("selection", "evaluation"):  # a link planted there would take the stage's records elsewhere (T025)
-        found = hydra_files.what_is(out / stage, folder_ok=True)
-        if found is not None:
-            parser.error(f"{str(out / stage)[-200:]} is {found}; tune writes only into folders it makes: move it "
-                         f"away or choose another --out")
+    found = planted_in(out, LAYOUT)  # before any run: a link there would take a stage's files elsewhere (T025, N067)
+    if found is not None:
+        parser.error(f"{found}; tune writes only into folders it makes: move it away or choose another --out")
     try:  # every lr of the grid runnable, before any run (N022, P116, P117: lr=0, -1, nan)
         runnable_lrs(args.overrides, tuned_params())
     except ConfigError as error:

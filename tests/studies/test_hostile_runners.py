@@ -55,3 +55,31 @@ def test_a_study_refuses_an_lr_of_its_grid_that_cannot_run_before_any_round(tmp_
     assert study.main(["--out", str(tmp_path / "s"), "norm=ln", "lr=0.001,0.01,0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "lr must be > 0, got 0" in err
+
+
+@pytest.mark.parametrize("where", ["arms", "arms/tuned_arm", "evaluation", "selection"])
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_tune_finds_a_planted_link_anywhere_in_its_layout_before_any_stage(where, kind, tmp_path, monkeypatch,
+                                                                          capsys):
+    # N067: a link at DIR/arms was found only once the selection stage had run
+    monkeypatch.setattr(tune, "_normbench", lambda args: pytest.fail("a stage ran"))
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    (out / where).parent.mkdir(parents=True)
+    elsewhere.mkdir()
+    (out / where).symlink_to(elsewhere) if kind == "link" else (out / where).write_text("mine\n")
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--out", str(out), "norm=ln"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and f"{where} is a" in err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_tuned_study_finds_a_planted_arms_link_before_any_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(study, "_normbench", lambda *a, **k: pytest.fail("a round ran"))
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "arms").symlink_to(elsewhere)
+    assert study.main(["--out", str(out), "norm=ln,rms", "lr=0.001,0.003,0.01"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "arms is a link" in err and list(elsewhere.iterdir()) == []
