@@ -67,6 +67,11 @@ class StudyArgumentError(ValueError):
     """A bad command-line argument; the message is one line."""
 
 
+class ChildRefused(Exception):
+    """A round's (or the selection's) ``normbench -m`` refused its input, exit status 2, having said why
+    in its own one line: the study ends with that status and adds no second line (N017, N065, P105)."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's own errors (a word where a number goes) as one line, like the runner's."""
 
@@ -373,6 +378,8 @@ def _select_lrs(overrides: list[str], out: Path, args: argparse.Namespace, study
         print(f"normbench.study: the budget ({args.budget_s:g} s) ran out while selecting the lrs; its jobs were "
               f"stopped (interrupted: a larger --budget resumes them)", file=sys.stderr, flush=True)
         return None
+    if code == 2:
+        raise ChildRefused()
     if code not in (0, 1):
         print(f"normbench.study: the lr selection did not run (exit {code})", file=sys.stderr)
         return None
@@ -433,7 +440,9 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
             log["stopped"] = "budget"
             break
         status = max(status, code)
-        if code not in (0, 1):  # 2: the overrides were refused; nothing more to run
+        if code == 2:  # the overrides were refused, in the round's own line; nothing more to run
+            raise ChildRefused()
+        if code not in (0, 1):
             print(f"normbench.study: round {look} did not run (exit {code})", file=sys.stderr)
             return code
         done = seeds
@@ -498,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_study(overrides, args)
     except StudyArgumentError as error:  # the default --out, or a config the runs would refuse
         print(f"normbench.study: {error}", file=sys.stderr)
+        return 2
+    except ChildRefused:  # its round said why
         return 2
     except (Stopped, KeyboardInterrupt) as stop:
         line, code = children.stop_line("normbench.study", stop, "the round running")

@@ -83,3 +83,12 @@ def test_a_tuned_study_finds_a_planted_arms_link_before_any_run(tmp_path, monkey
     assert study.main(["--out", str(out), "norm=ln,rms", "lr=0.001,0.003,0.01"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "arms is a link" in err and list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("tuned", [[], ["lr=0.001,0.01,0.1"]])
+def test_a_round_refused_by_its_child_is_its_one_line_and_exit_2(tuned, tmp_path, capfd):
+    # N017/N065/P105: the child's line, then the study's own "round 1 did not run (exit 2)"; a tuned
+    # study's selection refused that way ended with exit 1
+    assert study.main(["--out", str(tmp_path / "out"), "norm=bogus", *tuned]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and "Could not find 'norm/bogus'" in err, err
