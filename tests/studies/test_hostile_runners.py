@@ -92,3 +92,22 @@ def test_a_round_refused_by_its_child_is_its_one_line_and_exit_2(tuned, tmp_path
     assert study.main(["--out", str(tmp_path / "out"), "norm=bogus", *tuned]) == 2
     err = capfd.readouterr().err
     assert err.count("\n") == 1 and "Could not find 'norm/bogus'" in err, err
+
+
+@pytest.mark.usefixtures("no_hang")
+@pytest.mark.parametrize("planted", ["fifo", "garbage"])
+def test_a_fifo_where_a_record_goes_is_bad_data_as_a_corrupt_record_is(planted, tmp_path, tiny_args, capfd):
+    # N121: a FIFO at OUT/round-1/0/summary.json is read as a corrupt record is: never waited on, named as
+    # set aside in one line; its job runs in a folder of its own and the study goes on
+    import os
+
+    out = tmp_path / "out"
+    (out / "round-1" / "0").mkdir(parents=True)
+    path = out / "round-1" / "0" / "summary.json"
+    os.mkfifo(path) if planted == "fifo" else path.write_bytes(b"\x00{not json")
+    assert study.main(["--out", str(out), "--pilot", "2", "--max-seeds", "2", "--jobs", "1", "--budget", "5m",
+                       *tiny_args, "norm=ln,rms"]) == 0
+    err = capfd.readouterr().err
+    assert f"set aside 1 record(s): {path} (" in err and "Traceback" not in err
+    records = [p for p in (out / "round-1").glob("*/summary.json") if p != path and p.is_file()]
+    assert len(records) == 4  # 2 arms x 2 seeds, the planted folder's job among them
