@@ -232,7 +232,7 @@ def not_results(rows: pd.DataFrame) -> list[str]:
     for side, name in (("base", "baseline"), ("new", "new")):
         statuses = compared[f"status_{side}"]
         for status in dict.fromkeys(statuses[~statuses.isin(RESULT_STATUSES)]):
-            seeds = ", ".join(aggregate.format_value(v) for v in compared.loc[statuses == status, f"seed_{side}"])
+            seeds = ", ".join(aggregate.format_value(v) for v in compared.loc[statuses == status, f"seed_{side}"].sort_values())
             plural = "s" if (statuses == status).sum() > 1 else ""
             found.append(f"{name} record status {status} (seed{plural} {seeds})")
     return found
