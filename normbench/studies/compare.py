@@ -99,7 +99,6 @@ class Setting:
     diverged_new: int
     not_results: list[str]  # e.g. "baseline record status failed (seed 0)": the setting cannot pass
     results: int            # pairs with a result (ok or diverged) in both sets
-    refused_in_both: int    # pairs refused in both sets for the same reason (same_refusal): no change
     gradients: dict[str, Delta | None]
     step_ms: Delta | None
     problems: list[str] = field(default_factory=list)
@@ -189,7 +188,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
             label=_label(first, axes), higher_is_better=higher, pairs=len(rows),
             metric=delta(column), diverged_base=int((rows["status_base"] == "diverged").sum()),
             diverged_new=int((rows["status_new"] == "diverged").sum()),
-            not_results=not_results(rows), results=int(finished.sum()), refused_in_both=int(same_refusal(rows).sum()),
+            not_results=not_results(rows), results=int(finished.sum()),
             gradients={g: delta(g) for g in GRADIENTS},
             step_ms=delta(STEP_TIME, rows["status_base"].eq("ok") & rows["status_new"].eq("ok")))
         _judge(setting, metric, tolerance, relative, max_new_divergences, step_time_tolerance)
