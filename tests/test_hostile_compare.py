@@ -119,3 +119,42 @@ def test_a_baseline_without_its_metric_fails_rather_than_hiding_a_regression(tmp
     edit(new[0], set_final(100.0))
     assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
     assert "missing in BASELINE" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("base_status", "new_status"), [
+    ("ok", "invalid"), ("ok", "skipped"), ("failed", "failed"), ("invalid", "invalid"), ("skipped", "skipped"),
+    ("invalid", "ok"), ("failed", "ok"), ("interrupted", "diverged")])
+def test_a_record_that_is_not_a_result_fails_its_setting_and_is_named(tmp_path, capsys, base_status, new_status):
+    # P249/P268/P141/P251: invalid, skipped or failed records passed the gate; P248/P270: a baseline marked
+    # invalid or failed left its pair out of the difference, and NEW's 100x worse metric passed
+    for root, status, value in (("base", base_status, 0.05), ("new", new_status, 5.0)):
+        for run in runs(tmp_path / root, [0.05, 0.05]):  # each set's own reason: not one refusal in both
+            edit(run, lambda s: (s.update(status=status, reason=f"{root}: why"), set_final(value)(s)))
+    for exact in ([], ["--exact"]):
+        assert main([str(tmp_path / "base"), str(tmp_path / "new"), *exact]) == 1
+        out = capsys.readouterr().out
+        assert "FAIL" in out.splitlines()[0]
+        for side, status in (("baseline", base_status), ("new", new_status)):
+            assert (f"{side} record status {status} (seeds 0, 1)" in out) == (status not in ("ok", "diverged"))
+
+
+@pytest.mark.parametrize("status", ["invalid", "skipped"])
+def test_a_setting_refused_in_both_sets_for_the_same_reason_is_no_change(tmp_path, capsys, status):
+    """The smoke sweep's impossible cells (.ci/run compares two smoke sweeps): invalid or skipped in both sets
+    for one reason is the same outcome; the gate passes on the settings that ran, and names the others."""
+    for root in ("base", "new"):
+        runs(tmp_path / root, [0.05, 0.05])
+        for run in runs(tmp_path / root / "copy", [0.05, 0.05], task="copy"):
+            edit(run, lambda s: s.update(status=status, reason="placement 'x' is invalid for lstm"))
+    for exact in ([], ["--exact"]):
+        assert main([str(tmp_path / "base"), str(tmp_path / "new"), *exact]) == 0
+        assert "not run in either (the same refusal)" in capsys.readouterr().out
+
+
+def test_a_gate_whose_every_pair_was_refused_in_both_sets_fails(tmp_path, capsys):
+    """P251: nothing was compared, so nothing may pass."""
+    for root in ("base", "new"):
+        for run in runs(tmp_path / root, [0.05, 0.05]):
+            edit(run, lambda s: s.update(status="invalid", reason="placement 'x' is invalid for lstm"))
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
+    assert "nothing was compared" in capsys.readouterr().out

@@ -84,12 +84,20 @@ def test_a_full_disk_says_the_new_record_is_stale_as_a_runs_line_does(recorded, 
     assert err.endswith(f"the record in {out} is stale (it says 'running')") and len(err.splitlines()) == 1, err
 
 
-def test_a_rerun_that_ends_otherwise_says_why_on_stderr(recorded, tmp_path, capsys):
-    # X011: a record edited to a model no machine holds reran as `invalid`, exit 1, and nothing on stderr
+@pytest.mark.parametrize("edit", [
+    {"model": {"hidden": 10**9}},                                 # a model no machine holds
+    {"model": {"family": "transformer", "bidirectional": True}},  # a combination no builder makes
+])
+def test_a_rerun_of_settings_that_cannot_run_is_one_line_and_exit_2(recorded, tmp_path, capsys, edit):
+    # X011/P176: a record edited to settings that cannot run reran as `invalid`: exit 1, the comparison
+    # table on stdout and a line on stderr
     path = recorded / "summary.json"
     summary = json.loads(path.read_text())
-    summary["config"]["model"]["hidden"] = 10**9
+    for group, values in edit.items():
+        summary["config"][group].update(values)
+    summary["environment"]["git_commit"] = "0" * 40  # its note is no second line of a refusal
     path.write_text(json.dumps(summary))
-    assert rerun.main([str(recorded), "--out", str(tmp_path / "again")]) == 1
-    err = capsys.readouterr().err
-    assert "the new run is invalid (the recorded one ok)" in err, err
+    assert rerun.main([str(recorded), "--out", str(tmp_path / "again")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "the recorded settings cannot run (the new run is invalid, the recorded one ok)" in err

@@ -139,18 +139,22 @@ def test_hydra_help_into_a_closed_pipe_is_quiet(tmp_path):
     assert done.stdout.strip() and done.stderr == ""
 
 
-def test_a_run_failed_in_both_sets_is_not_a_regression(tmp_path, capsys):
+def test_a_run_failed_in_both_sets_fails_the_gate(tmp_path, capsys):
+    # P141 (issue 50): a run that failed in both sets has no metric on either side; the gate cannot vouch
+    # for it, even compared with itself
     for name in ("a", "b"):
         factory.write_record(tmp_path / name, "ok", seed=0)
         factory.write_record(tmp_path / name, "crash", seed=1, status="failed")
         factory.write_record(tmp_path / name, "dead", seed=2, status="interrupted")
-    assert compare.main([str(tmp_path / "a"), str(tmp_path / "a")]) == 0
-    assert compare.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    for new in ("a", "b"):
+        assert compare.main([str(tmp_path / "a"), str(tmp_path / new)]) == 1
+        out = capsys.readouterr().out
+        assert "baseline record status failed (seed 1)" in out and "new record status interrupted (seed 2)" in out
     factory.write_record(tmp_path / "c", "ok", seed=0, status="failed")  # finished in a, failed in c
     factory.write_record(tmp_path / "c", "crash", seed=1, status="failed")
     factory.write_record(tmp_path / "c", "dead", seed=2, status="interrupted")
     assert compare.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
-    assert "seed 0: failed" in capsys.readouterr().out
+    assert "new record status failed (seeds 0, 1)" in capsys.readouterr().out
 
 
 SECRET = "s3cr3t-value"

@@ -175,6 +175,16 @@ def start(command: list[str], env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, preexec_fn=_die_with_parent if _LIBC is not None else None)
 
 
+def into_folder(args: list[str], sweep_dir: str) -> list[str]:
+    """A child multirun's arguments with its records in ``sweep_dir`` (a Hydra override's value) and nowhere
+    else: a ``hydra.sweep.dir`` (or ``hydra.sweep``) among the user's overrides is dropped, never written
+    to, and the runner's comes last, so every write stays under the runner's folder (its --out)."""
+    def elsewhere(arg: str) -> bool:
+        return arg.lstrip("+~").split("=", 1)[0] in ("hydra.sweep", "hydra.sweep.dir")
+
+    return [a for a in args if not elsewhere(a)] + [f"hydra.sweep.dir={sweep_dir}"]
+
+
 class OutOfTime(Exception):
     """The child ran past the time it was given and was stopped (SIGTERM: its runs end interrupted)."""
 

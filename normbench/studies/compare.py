@@ -12,7 +12,11 @@ NEW is *worse* in a setting when
   and, with two pairs or more, the 95% interval of the paired difference lies on the worse side of
   zero (a change the seeds cannot tell from noise does not fail a build);
 - more of its runs diverged than BASELINE's, beyond ``--max-new-divergences``;
-- one of its runs did not finish (failed, interrupted, killed) where BASELINE's finished;
+- a record of either set is not a result: its status is not ok or diverged (invalid, skipped, failed,
+  interrupted, running): there is no metric to compare on that side, so the setting fails, the status
+  named (a baseline that failed would otherwise hide any regression of its pair). A pair refused in both
+  sets for the same reason (both invalid, or both skipped: the smoke sweep's impossible cells) is the same
+  outcome, no change, and is said so; a comparison in which no pair has a result in both sets fails;
 - with ``--step-time-tolerance F``, its median step time is more than F (a fraction) slower.
 Runs without a counterpart are listed, never fatal.
 
@@ -43,7 +47,7 @@ from normbench.analysis.intervals import mean_estimate
 from normbench.checks import OneLineParser, out_path
 from normbench.records.metrics import SCORES, path, viewed
 from normbench.records.reading import find_records, quiet_numerics
-from normbench.records.record import FINAL_STATUSES, RESULT_STATUSES, Unreadable, open_regular, write_file
+from normbench.records.record import RESULT_STATUSES, Unreadable, open_regular, write_file
 from normbench.report.render import markdown_text
 
 SCORE_COLUMNS = {key: path(key) for key in (*SCORES, "test")}  # the scores compare gates on
@@ -53,6 +57,7 @@ STEP_TIME = "throughput.step_ms_median"
 ENVIRONMENT_KEYS = ("git_commit", "torch", "device", "device_name", "python", "normbench_version")
 CLOCKS = ("metrics.seconds_to_target",)  # wall-clock readings: never equal twice, not gated by --exact
 POWER, ALPHA = rules.POWER, rules.ALPHA
+REFUSED_STATUSES = ("invalid", "skipped")  # refused before training, with the reason: the same in both sets is no change
 
 
 class CompareError(Exception):
@@ -92,7 +97,8 @@ class Setting:
     metric: Delta | None
     diverged_base: int
     diverged_new: int
-    unfinished_new: list[str]
+    not_results: list[str]  # e.g. "baseline record status failed (seed 0)": the setting cannot pass
+    results: int            # pairs with a result (ok or diverged) in both sets
     gradients: dict[str, Delta | None]
     step_ms: Delta | None
     problems: list[str] = field(default_factory=list)
@@ -182,9 +188,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
             label=_label(first, axes), higher_is_better=higher, pairs=len(rows),
             metric=delta(column), diverged_base=int((rows["status_base"] == "diverged").sum()),
             diverged_new=int((rows["status_new"] == "diverged").sum()),
-            unfinished_new=[f"seed {aggregate.format_value(s)}: {st}" for s, st, was in
-                            zip(rows["seed_new"], rows["status_new"], rows["status_base"])
-                            if st not in FINAL_STATUSES and was in RESULT_STATUSES],
+            not_results=not_results(rows), results=int(finished.sum()),
             gradients={g: delta(g) for g in GRADIENTS},
             step_ms=delta(STEP_TIME, rows["status_base"].eq("ok") & rows["status_new"].eq("ok")))
         _judge(setting, metric, tolerance, relative, max_new_divergences, step_time_tolerance)
@@ -205,6 +209,32 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
         settings.append(setting)
     settings.sort(key=lambda s: (not s.problems, s.label))
     return settings, only_base, only_new
+
+
+def same_refusal(rows: pd.DataFrame) -> pd.Series:
+    """The pairs whose two records are one refusal: both invalid or both skipped, for the same reason. The
+    setting cannot run in either set (the smoke sweep's impossible cells, a precision this machine lacks):
+    there is no metric on either side, so no regression to hide, and the same outcome is no change."""
+    def reason(side):
+        return rows.get(f"reason_{side}", pd.Series(None, index=rows.index)).astype(str)
+
+    return (rows["status_base"].isin(REFUSED_STATUSES) & rows["status_base"].eq(rows["status_new"])
+            & reason("base").eq(reason("new")))
+
+
+def not_results(rows: pd.DataFrame) -> list[str]:
+    """A phrase per side and status of the pairs whose record there is not a result (RESULT_STATUSES),
+    e.g. ``baseline record status failed (seeds 0, 2)``; a pair that is one refusal in both is no change
+    (same_refusal)."""
+    found = []
+    compared = rows[~same_refusal(rows)]
+    for side, name in (("base", "baseline"), ("new", "new")):
+        statuses = compared[f"status_{side}"]
+        for status in dict.fromkeys(statuses[~statuses.isin(RESULT_STATUSES)]):
+            seeds = ", ".join(aggregate.format_value(v) for v in compared.loc[statuses == status, f"seed_{side}"].sort_values())
+            plural = "s" if (statuses == status).sum() > 1 else ""
+            found.append(f"{name} record status {status} (seed{plural} {seeds})")
+    return found
 
 
 def relabelled(runs: pd.DataFrame) -> list[str]:
@@ -235,8 +265,7 @@ def _judge(s: Setting, metric: str, tolerance: float, relative: bool, max_new_di
             s.problems.append(f"{metric} worse by {worse:.4g} (> {allowed:.4g})")
     if s.diverged_new - s.diverged_base > max_new_divergences:
         s.problems.append(f"diverged {s.diverged_base} → {s.diverged_new} of {s.pairs}")
-    if s.unfinished_new:
-        s.problems.append(f"did not finish: {'; '.join(s.unfinished_new)}")
+    s.problems += s.not_results
     t = s.step_ms
     if step_time_tolerance is not None and t is not None and _finite(t) and t.base > 0 and t.diff / t.base > step_time_tolerance:
         s.problems.append(f"step time +{t.diff / t.base:.1%} (> {step_time_tolerance:.0%})")
@@ -377,7 +406,8 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
         "",
         f"Fails when NEW's `metrics.{metric}` is worse (direction from the task) by more than {bound} and, with "
         f"≥ 2 pairs, the interval excludes 0 on the worse side; when more than {max_new_divergences} more runs "
-        f"diverge; when a run does not finish"
+        f"diverge; when a record of either set is not a result (a status other than ok or diverged; a pair "
+        f"refused in both sets for the same reason, invalid or skipped, is no change)"
         + (f"; when the median step time is more than {step_time_tolerance:.0%} slower." if step_time_tolerance
            is not None else ". Step time is shown, not gated (`--step-time-tolerance` gates it).")
         + (" Exact mode: any change of a recorded metric (timings excepted) or status of a pair fails." if exact else ""),
@@ -397,7 +427,8 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
             f"{s.diverged_base} → {s.diverged_new}",
             _delta(s.gradients["metrics.grad_norm_median"]), _delta(s.gradients["metrics.grad_kurtosis_max"]),
             _delta(s.step_ms, percent_of_base=True),
-            ("**worse**: " + cell("; ".join(s.problems))) if s.problems else "ok"]) + " |")
+            ("**worse**: " + cell("; ".join(s.problems))) if s.problems else
+            "ok" if s.results else "not run in either (the same refusal)"]) + " |")
     for title, runs in (("Only in BASELINE (no counterpart in NEW)", only_base),
                         ("Only in NEW (no counterpart in BASELINE)", only_new)):
         if len(runs):
@@ -469,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
         unsure += (aside_new if not only_base.empty else []) + (aside_base if not only_new.empty else [])
         relabels = relabelled(base) + relabelled(new)
         failed = ""
+        nothing = not any(s.results for s in settings)
+        if nothing:  # every pair refused in both sets: a gate that compared nothing cannot pass
+            failed += "\n**FAIL: no pair has a result (ok or diverged) in both sets: nothing was compared**\n"
         if relabels:  # a record claims another identity than its config's: the gate cannot vouch for it
             failed += (f"\n**FAIL: {len(relabels)} record(s) whose stored config_hash is not their config's** "
                        f"(paired by their config): {cell_list(relabels)}\n")
@@ -483,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"normbench.compare: {error}", file=sys.stderr)
         return 2
     print(text, end="")
-    return 1 if any(s.problems for s in settings) or relabels or unsure else 0
+    return 1 if any(s.problems for s in settings) or relabels or unsure or nothing else 0
 
 
 def cell_list(run_dirs: list[str]) -> str:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from normbench.analysis.lr_protocol import PROTOCOLS
+from normbench.checks import ConfigError
+from normbench.studies.tune import hydra_quoted, passthrough, runnable_lrs, write_arms
 
 SELECTION_SEEDS = (1000, 1001)  # apart from the verdict seeds (0 to the runner's MAX_SEEDS - 1) and pilots (100+)
 MIN_GRID = 3
@@ -68,27 +70,14 @@ def declared(sweep_file: Path | None) -> tuple[str, str] | None:
     return None
 
 
-def lr_values(overrides: list[str], params: dict[str, str] | None) -> tuple[float, ...]:
-    """The lrs a study's jobs run: the command line's ``lr=...``, else the sweep file's params' (a single
-    value too); empty when neither gives one (the config's default lr, shared)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    texts = [f"lr={params['lr']}"] if params and "lr" in params else []
-    texts += [o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=", 1)[0] == "lr"]
-    if not texts:
-        return ()
-    try:
-        parsed = OverridesParser.create().parse_override(texts[-1])
-        values = list(itertools.islice(parsed.sweep_iterator(), 1000)) if parsed.is_sweep_override() else [parsed.value()]
-        return tuple(sorted({float(v) for v in values}))
-    except Exception:  # a grammar error or an interpolation: check_config and the round report it
-        return ()
-
-
 def resolve(overrides: list[str], params: dict[str, str] | None, sweep_file: Path | None) -> LrPlan:
-    """The study's lr protocol (module docstring); ProtocolError when the declaration and the sweep disagree."""
+    """The study's lr protocol (module docstring); ProtocolError when the declaration and the sweep disagree,
+    or an lr of the sweep cannot run."""
     said = declared(sweep_file)
-    grid = lr_values(overrides, params)
+    try:
+        grid = runnable_lrs(overrides, params)
+    except ConfigError as error:
+        raise ProtocolError(str(error)) from None
     kind, why = said if said else ("tuned" if len(grid) > 1 else "shared", "")
     if kind == "tuned" and len(grid) < MIN_GRID:
         raise ProtocolError(f"tuning each arm's lr needs an lr grid of at least {MIN_GRID} values (lr=a,b,c), got "
@@ -102,21 +91,18 @@ def resolve(overrides: list[str], params: dict[str, str] | None, sweep_file: Pat
 def evaluation_overrides(overrides: list[str], out: Path, arms: list[str]) -> list[str]:
     """The rounds' overrides of a tuned study: each chosen arm by name (its lr inside its file), role
     evaluation; the user's harness and Hydra overrides pass on, the arm-defining ones live in the files."""
-    from normbench.studies.tune import hydra_quoted, passthrough
-
     return [f"+tuned_arm={','.join(arms)}", "role=evaluation",
             f"hydra.searchpath=[{hydra_quoted(f'file://{out / ARMS}')}]", *passthrough(overrides)]
 
 
 SELECTION = "selection"  # DIR/selection: the selection stage's records
 ARMS = "arms"            # DIR/arms/tuned_arm/armNNN.yaml: each arm at its chosen lr
+LAYOUT = (SELECTION, ARMS, f"{ARMS}/tuned_arm")  # the folders a tuned study makes in DIR besides its rounds
 
 
 def choose(out: Path) -> list[str]:
     """Each arm's lr chosen on DIR/selection's records; the names of the arm files written (the chosen
     lrs printed, one line each)."""
-    from normbench.studies.tune import write_arms
-
     written = write_arms(out / SELECTION, out / ARMS)
     for name, label, lr in written:
         print(f"normbench.study: selected lr {lr:g} for {label} ({name})", flush=True)

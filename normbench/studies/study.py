@@ -67,6 +67,11 @@ class StudyArgumentError(ValueError):
     """A bad command-line argument; the message is one line."""
 
 
+class ChildRefused(Exception):
+    """A round's (or the selection's) ``normbench -m`` refused its input, exit status 2, having said why
+    in its own one line: the study ends with that status and adds no second line (N017, N065, P105)."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's own errors (a word where a number goes) as one line, like the runner's."""
 
@@ -286,8 +291,8 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
         raise StudyArgumentError(f"{str(folder)[-200:]} is {found}; the study writes only into folders it makes: "
                                  f"move it away or choose another --out")
     launcher = launch_overrides(overrides, jobs)
-    args = ["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher, "resume=true", "report=false",
-            "progress=false", f"hydra.sweep.dir={folder}"]
+    args = children.into_folder(["-m", *overrides, f"seed={','.join(str(s) for s in seeds)}", *launcher,
+                                 "resume=true", "report=false", "progress=false"], str(folder))
     print("+ python -m normbench " + " ".join(args), flush=True)
     env = {**os.environ, **({study_info.STUDY_ENV_VAR: json.dumps(study)} if study else {})}
     # the signal passed on, the round stopped before the runner ends; a killed runner takes it along
@@ -373,6 +378,8 @@ def _select_lrs(overrides: list[str], out: Path, args: argparse.Namespace, study
         print(f"normbench.study: the budget ({args.budget_s:g} s) ran out while selecting the lrs; its jobs were "
               f"stopped (interrupted: a larger --budget resumes them)", file=sys.stderr, flush=True)
         return None
+    if code == 2:
+        raise ChildRefused()
     if code not in (0, 1):
         print(f"normbench.study: the lr selection did not run (exit {code})", file=sys.stderr)
         return None
@@ -409,6 +416,12 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     started, done, status = time.monotonic(), 0, 0
     rounds = overrides
     if lr.kind == "tuned":  # each arm at its own lr: chosen on selection seeds, the rounds at the chosen lrs
+        from normbench.studies import lr_protocol, tune
+
+        found = tune.planted_in(out, lr_protocol.LAYOUT)  # before any run, not once the selection has run (N067)
+        if found is not None:
+            raise StudyArgumentError(f"{found}; the study writes only into folders it makes: move it away or "
+                                     f"choose another --out")
         log["lr_grid"] = list(lr.grid)
         rounds = _select_lrs(overrides, out, args, study, started)
         if rounds is None:
@@ -427,7 +440,9 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
             log["stopped"] = "budget"
             break
         status = max(status, code)
-        if code not in (0, 1):  # 2: the overrides were refused; nothing more to run
+        if code == 2:  # the overrides were refused, in the round's own line; nothing more to run
+            raise ChildRefused()
+        if code not in (0, 1):
             print(f"normbench.study: round {look} did not run (exit {code})", file=sys.stderr)
             return code
         done = seeds
@@ -492,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_study(overrides, args)
     except StudyArgumentError as error:  # the default --out, or a config the runs would refuse
         print(f"normbench.study: {error}", file=sys.stderr)
+        return 2
+    except ChildRefused:  # its round said why
         return 2
     except (Stopped, KeyboardInterrupt) as stop:
         line, code = children.stop_line("normbench.study", stop, "the round running")

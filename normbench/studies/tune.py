@@ -16,7 +16,8 @@
 
 Both stages run with ``resume=true``: the same command into the same DIR continues where it
 stopped, and two jobs of one run (norm=none at several placements is one model) train once.
-Overrides under ``hydra`` and the harness keys (device, threads, progress) reach both stages; the
+Overrides under ``hydra`` (``hydra.sweep.dir`` aside: the stages go into DIR, children.into_folder) and the
+harness keys (device, threads, progress) reach both stages; the
 other overrides define the arms and reach the evaluation through the arm files. So a launcher chosen as
 for any sweep (``hydra/launcher=slurm|submitit_local|joblib|local``) runs both: each stage one launch.
 SIGTERM or Ctrl-C: passed to the stage running, one line, exit 128 + the signal's number; a tune
@@ -26,6 +27,7 @@ killed outright takes its stage along (normbench/studies/children.py, as normben
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -36,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from normbench.checks import OneLineParser, out_path
+from normbench.checks import ConfigError, OneLineParser, out_path, require_positive
 from normbench.configuration import hydra_files, study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
@@ -46,6 +48,20 @@ EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds 
 MAX_SEEDS = 1_000  # as normbench.studies.study's --max-seeds: beyond it a seed list is a typo, not a plan
 GROUPS = {"task": "name", "model": "family", "norm": "kind", "placement": "name", "precision": "dtype",
           "optim": "name"}  # config group -> the field naming the option that was chosen
+
+
+LAYOUT = ("selection", "evaluation", "arms", "arms/tuned_arm")  # the folders tune makes in DIR
+
+
+def planted_in(out: Path, layout: tuple[str, ...]) -> str | None:
+    """``PATH is WHAT`` for the first folder of ``layout`` (relative to ``out``) that is there and is not a
+    real folder (a link, a file, a FIFO); None when each is a folder or absent. Asked before any run, so
+    that a link planted where a later stage writes is not found after the stages before it have run."""
+    for rel in layout:
+        path = out / rel
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_dir()):
+            return f"{str(path)[-200:]} is {hydra_files.what_is(path, folder_ok=True) or 'a file'}"
+    return None
 
 
 def passthrough(overrides: list[str]) -> list[str]:
@@ -155,22 +171,55 @@ def write_arms(selection_dir: Path, arms_dir: Path) -> list[tuple[str, str, floa
     return written
 
 
+def tuned_params() -> dict[str, str]:
+    """The selection stage's sweep file's ``hydra.sweeper.params``, as text (empty when it cannot be read)."""
+    try:
+        params = yaml.safe_load(study_info.sweep_file("tuned").read_text())["hydra"]["sweeper"]["params"]
+    except (OSError, AttributeError, KeyError, TypeError, yaml.YAMLError):
+        return {}
+    return {str(k): str(v) for k, v in params.items()} if isinstance(params, dict) else {}
+
+
+def lr_values(overrides: list[str], params: dict[str, str] | None) -> tuple[float, ...]:
+    """The lrs a study's jobs run: the command line's ``lr=...``, else the sweep file's params' (a single
+    value too); empty when neither gives one (the config's default lr, shared)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    texts = [f"lr={params['lr']}"] if params and "lr" in params else []
+    texts += [o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=", 1)[0] == "lr"]
+    if not texts:
+        return ()
+    try:
+        parsed = OverridesParser.create().parse_override(texts[-1])
+        values = list(itertools.islice(parsed.sweep_iterator(), 1000)) if parsed.is_sweep_override() else [parsed.value()]
+        return tuple(sorted({float(v) for v in values}))
+    except Exception:  # a grammar error or an interpolation: check_config and the round report it
+        return ()
+
+
+def runnable_lrs(overrides: list[str], params: dict[str, str] | None) -> tuple[float, ...]:
+    """lr_values, each a finite number > 0 (in float32 too); ConfigError naming the first that is not
+    (lr=0, -1, nan in a grid), for tune and the study runner to refuse before any run: otherwise its jobs
+    end invalid one by one, or the whole child refuses it after the runner has started."""
+    grid = lr_values(overrides, params)
+    for lr in grid:
+        require_positive("lr", lr)
+    return grid
+
+
 def planned_selection_seeds(overrides: list[str], limit: int = 100_000) -> set[int]:
     """The seeds the selection stage will run, known before it runs: a ``seed=...`` the user gave, else
     the tuned sweep file's (its first ``limit`` values), so that an evaluation seed among them is refused
     up front rather than after minutes of selection. Empty when they cannot be told here."""
-    import itertools
-
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     given = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] == "seed"]
     text = given[-1].lstrip("+~") if given else None
     if text is None:
-        try:
-            sweep = yaml.safe_load(study_info.sweep_file("tuned").read_text())
-            text = f"seed={sweep['hydra']['sweeper']['params']['seed']}"
-        except (OSError, AttributeError, KeyError, TypeError, yaml.YAMLError):
+        params = tuned_params()
+        if "seed" not in params:
             return set()
+        text = f"seed={params['seed']}"
     try:
         parsed = OverridesParser.create().parse_override(text)
         values = parsed.sweep_iterator() if parsed.is_sweep_override() else [parsed.value()]
@@ -252,11 +301,13 @@ def _tune(argv: list[str] | None) -> int:
         arms_path = hydra_quoted(f"file://{out / 'arms'}")
     except ValueError as err:
         parser.error(f"--out: {err}")
-    for stage in ("selection", "evaluation"):  # a link planted there would take the stage's records elsewhere (T025)
-        found = hydra_files.what_is(out / stage, folder_ok=True)
-        if found is not None:
-            parser.error(f"{str(out / stage)[-200:]} is {found}; tune writes only into folders it makes: move it "
-                         f"away or choose another --out")
+    found = planted_in(out, LAYOUT)  # before any run: a link there would take a stage's files elsewhere (T025, N067)
+    if found is not None:
+        parser.error(f"{found}; tune writes only into folders it makes: move it away or choose another --out")
+    try:  # every lr of the grid runnable, before any run (N022, P116, P117: lr=0, -1, nan)
+        runnable_lrs(args.overrides, tuned_params())
+    except ConfigError as error:
+        parser.error(str(error))
     harness = passthrough(args.overrides)
     clash = planned_selection_seeds(args.overrides) & set(seeds)
     if clash:
@@ -266,8 +317,8 @@ def _tune(argv: list[str] | None) -> int:
     os.environ[study_info.STUDY_ENV_VAR] = json.dumps(study_info.describe(
         "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "
         "evaluation seeds (DeepOBS / AlgoPerf protocol)."))
-    code = _normbench(["-m", "+sweep=tuned", *args.overrides, "role=selection", f"hydra.sweep.dir={selection_dir}",
-                       "resume=true", "report=false"])
+    code = _normbench(children.into_folder(["-m", "+sweep=tuned", *args.overrides, "role=selection", "resume=true",
+                                            "report=false"], selection_dir))
     if code == 2:  # the user's input: nothing ran
         return 2
     selection_seeds = _selection_seeds(out / "selection")
@@ -287,9 +338,10 @@ def _tune(argv: list[str] | None) -> int:
     for name, label, lr in written:
         print(f"chosen lr {lr:g}: {label} ({name})", flush=True)
     # the arms by name: a glob would be expanded before Hydra adds the arms' folder to its search path
-    code_eval = _normbench(["-m", f"+tuned_arm={','.join(name for name, _, _ in written)}", f"seed={','.join(map(str, seeds))}", "role=evaluation",
-                            f"hydra.searchpath=[{arms_path}]", f"hydra.sweep.dir={evaluation_dir}",
-                            "resume=true", "report=false", *harness])
+    code_eval = _normbench(children.into_folder(
+        ["-m", f"+tuned_arm={','.join(name for name, _, _ in written)}", f"seed={','.join(map(str, seeds))}",
+         "role=evaluation", f"hydra.searchpath=[{arms_path}]", "resume=true", "report=false", *harness],
+        evaluation_dir))
     from normbench.report import ReportError, build_report
 
     try:

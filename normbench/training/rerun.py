@@ -12,6 +12,9 @@ A record is data and cannot steer a rerun: what makes it the same run (its setti
 are never started (an edited ``summary.json`` could name a tracking server, or W&B online): the
 rerun has the loggers ``--logger`` names, each with its default settings (local files in the new
 run folder, W&B offline), and none unless given. ``--out`` must be a new or an empty folder.
+
+Exit status: 0 reproduced, 1 differs (the table says where), 2 the input: a record that cannot be
+read, or settings that cannot run (the new run is ``invalid``; one line says why, no table).
 """
 
 from __future__ import annotations
@@ -105,9 +108,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
 
-    recorded_commit = (old.get("environment") or {}).get("git_commit")
-    if recorded_commit and recorded_commit != git_commit():
-        print(f"note: recorded with normbench {recorded_commit}, running {git_commit()}", file=sys.stderr)
     try:
         new = execute(OmegaConf.create(recorded_config(old, loggers)), out, old.get("overrides", []),
                       extra={"rerun_of": {"run_dir": str(args.run_dir.resolve()), "config_hash": digest},
@@ -116,6 +116,14 @@ def main(argv: list[str] | None = None) -> int:
         # the same words as a run's: a record left saying "running" is stale (records/folders.py)
         print(f"normbench.rerun: cannot write the new record: {err}{stale_note(out)}", file=sys.stderr)
         return 2
+    if new["status"] == "invalid":  # the recorded settings cannot run (X011, P176): the input, not a result to compare
+        reason = " ".join(str(new.get("reason") or "no reason recorded").split())[:300]
+        print(f"normbench.rerun: {str(args.run_dir)[:300]}: the recorded settings cannot run (the new run is invalid, "
+              f"the recorded one {old['status']}): {reason}", file=sys.stderr)
+        return 2
+    recorded_commit = (old.get("environment") or {}).get("git_commit")
+    if recorded_commit and recorded_commit != git_commit():  # what the comparison below is between
+        print(f"note: recorded with normbench {recorded_commit}, ran {git_commit()}", file=sys.stderr)
     differs = [k for k in COMPARED if (old.get("metrics") or {}).get(k) != (new.get("metrics") or {}).get(k)]
     if old["status"] != new["status"]:
         differs.insert(0, "status")

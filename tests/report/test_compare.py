@@ -73,7 +73,7 @@ def test_new_divergences_and_unfinished_runs_fail(write_record, tmp_path, capsys
     sweep(write_record, tmp_path / "new", [0.90, 0.91, 0.92], statuses={1: "diverged", 2: "failed"})
     assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
     text = capsys.readouterr().out
-    assert "diverged 0 → 1 of 3" in text and "did not finish: seed 2: failed" in text
+    assert "diverged 0 → 1 of 3" in text and "new record status failed (seed 2)" in text
     assert main([str(tmp_path / "base"), str(tmp_path / "base")]) == 0   # a set against itself
 
 

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from normbench.studies import lr_protocol
-from normbench.studies.lr_protocol import ProtocolError, declared, lr_values, resolve
+from normbench.studies.lr_protocol import ProtocolError, declared, resolve
 from normbench.studies.study import StudyArgumentError, lr_plan
+from normbench.studies.tune import lr_values
 from tests.waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
