@@ -216,6 +216,14 @@ def failed(runs: pd.DataFrame) -> pd.Series:
     return (runs["status"] == "diverged") | did_not_train(runs)
 
 
+def failed_to_learn(runs: pd.DataFrame) -> pd.Series:
+    """Per run: the one "did not train" of the failure-rate claims and their regime checks: diverged, left in
+    the chance band, or held at one of the task's trivial solutions (not_learned). A Post-LN run that reached
+    the bigram model and one that stayed at the unigram model both failed to learn the task; counting only
+    the second would call the first "trained" in one verdict while another calls both trivial."""
+    return failed(runs) | not_learned(runs)
+
+
 def bonferroni(alpha: float, comparisons: int) -> float:
     """The level of each of ``comparisons`` tests whose union keeps the error at ``alpha``."""
     return alpha / max(1, comparisons)

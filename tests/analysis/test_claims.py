@@ -1117,6 +1117,25 @@ def test_postln_fails_without_warmup(runs_of, rows, expected):
     assert verdict.status == expected, verdict.explanation
 
 
+def test_one_did_not_train_rule_for_both_warm_up_claims(runs_of):
+    """The example's warmup_depth: Post-LN with warm-up at the bigram model (3.77 bits/char), without it at the
+    unigram model (4.8), Pre-LN past both. postln_needs_warmup reads both Post-LN arms as on a trivial solution;
+    the failure rates read them by the same rule: both failed to learn, so "fails more often than with warm-up"
+    is not testable (the arm held against did not train either: more steps), and Pre-LN's 0/3 against Post-LN's
+    3/3 stands. Counting only the chance band would read warm-up's bigram runs as trained and support part 1."""
+    rows = [{"seed": seed, "best_val": value,
+             "axes": {"model": "transformer", "task": "fortunes_lm", "placement": placement, "warmup_steps": warmup}}
+            for seed in range(3) for placement, warmup, value in (("post", 0, 4.8), ("post", 100, 3.77), ("pre", 0, 3.2))]
+    runs = runs_of(*rows)
+    if "task.trivial.bigram model" not in runs:
+        runs = runs.assign(**{"task.trivial.bigram model": 3.77, "task.trivial.unigram model": 4.8})
+    fails = judge(BY_ID["postln_fails_without_warmup"], runs)
+    assert fails.parts[0].status == NOT_TESTABLE and "post, warm-up" in fails.parts[0].note, fails.explanation
+    assert "more steps" in fails.parts[0].note
+    assert fails.parts[1].status == SUPPORTED and fails.status == NOT_TESTABLE
+    assert judge(BY_ID["postln_needs_warmup"], runs).status == NOT_TESTABLE
+
+
 def test_the_failure_rate_counts_runs_that_finished_at_chance(runs_of):
     """No run diverged: a divergence rate would see nothing; the did-not-train outcome sees 5 of 6."""
     part = judge(BY_ID["postln_fails_without_warmup"], runs_of(*failing_runs(post_cold_fails=5))).parts[0]

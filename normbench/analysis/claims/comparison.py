@@ -231,8 +231,9 @@ def lean_of(value: float, claimed: int) -> str | None:
     return TOWARD_SUPPORTED if claimed * value > 0 else TOWARD_CONTRADICTED
 
 
-FAILED = Measure("did not train (diverged, or finished without leaving the chance band: rules.failed)",
-                 lambda runs: rules.failed(runs).astype(float), finished_only=False)
+FAILED = Measure("did not train (diverged, or finished at or below one of the task's trivial solutions, chance "
+                 "included: rules.failed_to_learn)", lambda runs: rules.failed_to_learn(runs).astype(float),
+                 finished_only=False)
 
 
 def divergence_test(triples, a_name: str, b_name: str, alpha: float,

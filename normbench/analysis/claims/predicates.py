@@ -219,7 +219,7 @@ def _some_fail(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     if not frames:
         return None
     together = pd.concat(frames)
-    if rules.failed(together).any():
+    if rules.failed_to_learn(together).any():
         return None
     return (f"no run of {', '.join(arms)} failed to train ({len(together)} runs), so no failure rate can differ")
 
@@ -231,13 +231,27 @@ def _some_train(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     if not frames:
         return None
     together = pd.concat(frames)
-    # a run trains when it did not fail and its best evaluation gets beyond every trivial solution of its task
-    # (grad_depth's 20-step runs left the chance band but none got beyond mqar's 1/n_pairs)
-    trains = ~rules.failed(together) & rules.plateaus(together).isna()
-    if trains.any():
+    # a run trains when it gets beyond every trivial solution of its task (rules.failed_to_learn, the failure
+    # rates' own rule: grad_depth's 20-step runs left the chance band but none got beyond mqar's 1/n_pairs)
+    if (~rules.failed_to_learn(together)).any():
         return None
     return (f"no run of {', '.join(arms)} trained past its task's chance level and trivial solutions "
             f"({len(together)} runs, {values_text(_numbers(together, 'steps'))} steps)")
+
+
+def _arm_trains(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """The arm a failure rate is held against trains in some run: where it does not either, "fails more often
+    than it" compares two arms that both did not learn the task (too few steps), not the cause the claim names."""
+    name = str(args["arm"])
+    frame = arms.get(name)
+    if frame is None or not len(frame):
+        return None  # an absent arm is the part's own "not testable"
+    if (~rules.failed_to_learn(frame)).any():
+        return None
+    held = rules.plateaus(frame).dropna()
+    where = f" (held at: {', '.join(sorted(set(map(str, held))))})" if len(held) else ""
+    return (f"no run of {name} trained past its task's chance level and trivial solutions{where} "
+            f"({len(frame)} runs, {values_text(_numbers(frame, 'steps'))} steps)")
 
 
 def _depth_spread(arms: Arms, runs: pd.DataFrame, args) -> str | None:
@@ -361,6 +375,8 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               "a larger lr or a deeper model, where the failing arm fails in some seeds"),
     Predicate("some_train", "a setting in which some run trains (so a failure is the arm's, not too few steps)",
               _some_train, "more steps, where the arm that should train does"),
+    Predicate("arm_trains", "{arm} to train in some run (beyond every trivial solution of the task)", _arm_trains,
+              "more steps or a larger model, where {arm} trains"),
     Predicate("depth_spread", "at least {levels} depths spread over a factor ≥ {factor}", _depth_spread,
               "{levels} or more depths (model.layers) spread over a factor ≥ {factor}"),
     Predicate("pre_variance_grows", "Pre-LN's hidden-state variance to grow with depth (positive slope of ln Var)",

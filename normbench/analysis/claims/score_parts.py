@@ -204,7 +204,7 @@ def stability_part(spec: PartSpec, ctx: Context) -> Part:
 
 def rate_part(spec: PartSpec, ctx: Context) -> Part:
     """a's rate of an outcome exceeds b's: divergence (the default measure), or the 0/1 outcome its
-    measure gives per run (FAILED: diverged or did not train, rules.failed)."""
+    measure gives per run (FAILED: diverged or did not learn the task, rules.failed_to_learn)."""
     a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
     triples, design = strata(a, b, ctx.compare)
     outcome = None if spec.measure is SCORE else spec.measure

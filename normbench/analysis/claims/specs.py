@@ -69,7 +69,7 @@ GRAD_AT_INIT = Measure("‖∂L/∂W²‖_F of the last FFN at init", column(W2_
 
 
 def fails_more_often(assertion: str, a: str, b: str) -> PartSpec:
-    """a ends as "did not train" (diverged, or finished in the chance band: rules.failed) more often than b."""
+    """a ends as "did not train" (diverged, or at or below a trivial solution: rules.failed_to_learn) more often than b."""
     return PartSpec("higher_rate", assertion, a, b, FAILED, learned=False)
 
 
@@ -601,14 +601,16 @@ CLAIMS: list[Claim] = [
           requires=(Require({"model": named("transformer")}, "model transformer"),),
           pool=("layers",),
           design="Arms: Post-LN without and with warm-up, and Pre-LN without. A run fails to train when it diverged "
-                 "or finished without leaving the metric's chance band (rules.failed); each part is the difference "
-                 "in failure rates over seeds (Newcombe interval), the papers' per-run outcome (BLEU near zero, "
-                 "\"diverged\") counted.",
+                 "or finished at or below one of the task's trivial solutions, chance included (rules.failed_to_learn, "
+                 "the rule postln_needs_warmup's off_trivial gate reads); each part is the difference in failure "
+                 "rates over seeds (Newcombe interval), the papers' per-run outcome (BLEU near zero, \"diverged\") "
+                 "counted, and is testable only where the arm it is held against trains in some run.",
           quote="We can see that the Post-LN Transformer cannot be trained with a large learning rate from scratch.",
           where="Xiong et al. 2020, §3.3; §3.2 (\"The BLEU score is just above zero in 15 epochs without using the "
                 "warm-up stage.\", SGD)",
           measures="per-run outcome: BLEU near zero or diverged without warm-up, one run per setting",
           regime="a learning rate large enough for Post-LN without warm-up to fail in some seeds (deeper, or a "
                  "larger lr; sweeps/warmup_depth.yaml), and enough steps that some run trains",
-          needs=(needs("some_fail"), needs("some_train"))),
+          needs=(needs("some_fail"), needs("arm_trains", 1, arm="post, warm-up"),
+                 needs("arm_trains", 2, arm="pre, no warm-up"))),
 ]
