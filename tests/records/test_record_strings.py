@@ -99,7 +99,9 @@ def _number(text: str) -> bool:
 
 
 def test_compare_summary_treats_record_strings_as_data(sweep, tmp_path):
-    assert compare.main([str(sweep), str(sweep), "--out", str(tmp_path / "compare.md")]) == 0
+    # the fixture's records are mostly failed runs with hostile reasons: the gate fails on them (a record that is
+    # no result fails its setting, in both sets alike), and what it writes must still treat every string as data
+    assert compare.main([str(sweep), str(sweep), "--out", str(tmp_path / "compare.md")]) == 1
     text = (tmp_path / "compare.md").read_text()
     assert not any(pattern.search(text) for pattern in LIVE)
 
