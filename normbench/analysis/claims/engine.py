@@ -158,7 +158,8 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     for arm, frame in frames.items():
         row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, "runs": int(len(frame)),
                "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
-               "did not train": int(rules.did_not_train(frame).sum())}
+               # the failure rates' one rule (rules.failed_to_learn): finished at chance or at a trivial solution
+               "did not train": int((rules.failed_to_learn(frame) & (frame["status"] != "diverged")).sum())}
         for label, measure in measures.items():
             values = measure.values(frame).astype(float)
             values = values.where(frame["status"] == "ok") if measure.finished_only else values
