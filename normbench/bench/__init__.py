@@ -16,7 +16,17 @@ Every figure is a ratio of candidates timed side by side in one process (``timin
 holds on a machine that is busy with something else; absolute times are recorded but not relied on.
 """
 
-from normbench.bench.kernels import bytes_moved, fastest_impls
-from normbench.bench.timing import Timing, measure, paired_ratio, time_callable
+import importlib
 
-__all__ = ["Timing", "bytes_moved", "fastest_impls", "measure", "paired_ratio", "time_callable"]
+# Imported on first use, so `python -m normbench.bench` puts its stop handling in place (__main__.py)
+# before torch loads: a SIGTERM or SIGHUP during those seconds is one line too.
+_EXPORTS = {"bytes_moved": "normbench.bench.kernels", "fastest_impls": "normbench.bench.kernels",
+            "Timing": "normbench.bench.timing", "measure": "normbench.bench.timing",
+            "paired_ratio": "normbench.bench.timing", "time_callable": "normbench.bench.timing"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'normbench.bench' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -3,11 +3,31 @@ python -m normbench.bench arms SWEEP_DIR [--rounds N] [--warmup K] [--steps-per-
 
 from __future__ import annotations
 
-import argparse
+import signal
+import sys
+
+
+def _stopped(signum, frame):
+    stop = KeyboardInterrupt(f"signal {signum}")
+    stop.signum = signum  # the main CLI's subcommand() names the signal from this
+    raise stop
+
+
+if __name__ == "__main__":  # first, before torch: `python -m normbench.bench` is `normbench bench`, and a stop
+    # at any moment (the imports included) is its one line and 128 + the signal's number, the sweep's temporary
+    # folder removed on the way out. SIGHUP here, which subcommand() does not take; SIGTERM until it does.
+    for _name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, _name):
+            signal.signal(getattr(signal, _name), _stopped)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from normbench.__main__ import forward
+
+    forward("bench", sys.argv[1:])  # imports this file again as normbench.bench.__main__, runs main, exits
+
+import argparse  # noqa: E402  (after the stop handling, deliberately)
 import json
 import os
 import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -390,6 +410,3 @@ def _run(names, args: argparse.Namespace) -> int:
         print("wrote " + ", ".join(map(str, written)))
     return 1 if failures else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,7 +15,6 @@ import os
 import stat
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -89,7 +88,7 @@ def html_facts(page: Path) -> dict:
 
 
 # Runs inside the page after it loaded; reports through the console, which screenshot.check_page records.
-_LAYOUT = """<script>
+_LAYOUT = """
 window.addEventListener("load", function () {
   var width = document.documentElement.clientWidth, cut = [], seen = {};
   document.querySelectorAll("td.keep").forEach(function (td) {
@@ -101,7 +100,7 @@ window.addEventListener("load", function () {
   });
   console.error("nb-layout:" + JSON.stringify({cut: cut.slice(0, 20), n_cut: cut.length, kept: seen}));
 });
-</script>"""
+"""
 _MARK = "nb-layout:"
 
 
@@ -109,16 +108,24 @@ def layout_facts(page: Path, width: int) -> dict:
     """The cells a reader must see whole, as Chromium lays the page out `width` px wide: `cut`
     (wider than their box, or outside the window), `kept` (how many there are, per column), and
     `check`: screenshot.check_page's own findings, this probe's line taken out of its errors."""
-    text = Path(page).read_text(encoding="utf-8")
-    with tempfile.TemporaryDirectory(prefix="normbench-layout-") as folder:
-        probed = Path(folder) / "report.html"
-        probed.write_text(text.replace("</body>", _LAYOUT + "</body>", 1), encoding="utf-8")
-        check = check_page(probed, width)
+    check = check_page(page, width, inside=_LAYOUT)
     lines = [e for e in check["errors"] if e.startswith(_MARK)]
     check["errors"] = [e for e in check["errors"] if not e.startswith(_MARK)]
-    facts = json.loads(lines[0][len(_MARK):]) if lines else {"cut": ["the layout probe did not run"], "n_cut": 1,
-                                                              "kept": {}}
+    facts = _layout(lines[0][len(_MARK):], width) if lines else {"cut": ["the layout probe did not run"],
+                                                                   "n_cut": 1, "kept": {}}
     return {**facts, "check": check}
+
+
+def _layout(text: str, width: int) -> dict:
+    """The layout probe's JSON, checked against the shape main reads; anything else is a RuntimeError."""
+    try:
+        facts = json.loads(text)
+    except ValueError:
+        facts = None
+    if not (isinstance(facts, dict) and isinstance(facts.get("cut"), list) and isinstance(facts.get("kept"), dict)
+            and isinstance(facts.get("n_cut"), int) and all(isinstance(c, str) for c in facts["cut"])):
+        raise RuntimeError(f"the layout probe's result at {width} px is malformed: {' '.join(text.split())[:100]}")
+    return facts
 
 
 def broken(facts: dict) -> list[str]:

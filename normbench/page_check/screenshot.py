@@ -12,9 +12,15 @@ lands in the user's home; that folder is removed on every way out, SIGTERM and S
 
 `check_page` drives Chromium without any extra Python package: it loads the page inside an iframe
 of the exact width (headless Chromium's window is never narrower than 500 px) with a small probe
-script beside it (the report itself ships no script), lets Chromium dump the DOM after the load
-event, and reads back the JSON the probe wrote there. Chromium is found as
-$NORMBENCH_CHROMIUM, or `chromium`, `chromium-browser`, `google-chrome` on PATH.
+script beside it, lets Chromium dump the DOM after the load event, and reads back the JSON the probe
+wrote there. Chromium is found as $NORMBENCH_CHROMIUM, or `chromium`, `chromium-browser`,
+`google-chrome` on PATH.
+
+The page under check runs no code of its own and reaches no network (a report ships no script, and an
+edited or foreign one must not run code on this machine or call out of it): a Content-Security-Policy
+lets only scripts carrying a random per-run nonce run (the probes; the page cannot know it), and Chromium
+runs with every host unresolvable and every request, loopback included, sent to a proxy that is not there.
+The probe's result is found by that nonce too, and its shape is checked before it is read.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import io
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -45,16 +52,25 @@ FILES_FORMAT = "normbench.page-check-files/1"
 _TIMEOUT_S = 60
 _FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
           "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-          "--disable-extensions", "--mute-audio")
+          "--disable-extensions", "--mute-audio",
+          # no network: no host resolves, and every request (loopback too, which a proxy skips by default)
+          # goes to a proxy at port 1, where nothing listens
+          "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:1",
+          "--proxy-bypass-list=<-loopback>")
+MAX_MESSAGE = 300  # characters of Chromium's stderr in a failure's one line
 
 # Headless Chromium will not make a window narrower than 500 px, so the page is laid out inside an
 # iframe of the exact width (srcdoc: same origin, so the probe can measure inside it), and a
 # screenshot narrower than the window is cropped.
 _MIN_WINDOW = 500
 
+# Only the probes' scripts run (they carry the nonce); images and styles only from inside the page.
+_POLICY = ("default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; img-src data:; "
+           "font-src data:; base-uri 'none'; form-action 'none'")
+
 # Runs first in the page's <head>: records script errors, resources that fail to load and
 # console.error calls.
-_ERRORS = """<script>
+_ERRORS = """<script nonce="{nonce}">
 window.__nbErrors = [];
 window.addEventListener("error", function (e) {
   var t = e.target;
@@ -65,8 +81,8 @@ window.addEventListener("error", function (e) {
 })();
 </script>"""
 
-# Runs in the frame's parent after everything loaded; writes its findings into <pre id="nb-check">.
-_PROBE = """<script>
+# Runs in the frame's parent after everything loaded; writes its findings into <pre id="nb-check-NONCE">.
+_PROBE = """<script nonce="{nonce}">
 window.addEventListener("load", function () {
   var frame = document.getElementById("page"), doc = frame.contentDocument, win = frame.contentWindow;
   function describe(el) {
@@ -95,12 +111,15 @@ window.addEventListener("load", function () {
   var boards = Array.prototype.map.call(doc.querySelectorAll(".board table"), function (table) {
     return Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
   });
+  var foreign = Array.prototype.filter.call(doc.scripts, function (s) { return s.nonce !== "{nonce}"; }).length;
+  var errors = (win.__nbErrors || ["the error recorder did not run"]).concat(
+    foreign ? [foreign + " script(s) of the page's own not run (page_check runs no code of the page's)"] : []);
   var result = {viewport_width: width, page_width: doc.documentElement.scrollWidth, images: images,
                 column_width: Math.round(column), boards: boards,
-                overflow: overflow.slice(0, 20), errors: win.__nbErrors || ["the error recorder did not run"],
+                overflow: overflow.slice(0, 20), errors: errors,
                 answer_top: top("answer"), what_top: top("what")};
   var out = document.createElement("pre");
-  out.id = "nb-check";
+  out.id = "nb-check-{nonce}";
   out.hidden = true;
   out.textContent = JSON.stringify(result);
   document.body.appendChild(out);
@@ -108,12 +127,31 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-def _framed(page: str, width: int, height: int, probe: bool) -> str:
+def _framed(page: str, width: int, height: int, nonce: str, probe: bool, inside: str = "") -> str:
+    """The page in an iframe `width` px wide under _POLICY (a srcdoc frame inherits its parent's), with the
+    probes when `probe`; `inside` is a script run in the page itself after it loads."""
     if probe:
-        page = page.replace("<head>", "<head>\n" + _ERRORS, 1)
-    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">'
+        page = page.replace("<head>", "<head>\n" + _ERRORS.replace("{nonce}", nonce), 1)
+        if inside:
+            page = page.replace("</body>", f'<script nonce="{nonce}">{inside}</script></body>', 1)
+    policy = html_lib.escape(_POLICY.format(nonce=nonce), quote=True)
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{policy}"></head><body style="margin:0">'
             f'<iframe id="page" style="width:{width}px;height:{height}px;border:0;display:block" '
-            f'srcdoc="{html_lib.escape(page, quote=True)}"></iframe>{_PROBE if probe else ""}</body></html>')
+            f'srcdoc="{html_lib.escape(page, quote=True)}"></iframe>'
+            f'{_PROBE.replace("{nonce}", nonce) if probe else ""}</body></html>')
+
+
+def _said(stderr: str) -> str:
+    """The end of what Chromium wrote on stderr, as part of one line."""
+    return " ".join(stderr.split())[-MAX_MESSAGE:]
+
+
+def _read_page(report: Path) -> str:
+    try:
+        return Path(report).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise RuntimeError(f"cannot read {report}: {error}") from None
 
 
 class NoBrowser(RuntimeError):
@@ -178,13 +216,13 @@ def _run(folder: Path, args: list[str], width: int, height: int) -> subprocess.C
 
 def screenshot(report: Path, out: Path, width: int, height: int = HEIGHT) -> Path:
     """The first `height` pixels of the page laid out `width` px wide, as out/report-<width>.png (shot_files)."""
-    page = Path(report).read_text(encoding="utf-8")
+    page = _read_page(report)
     with _scratch() as folder:
         framed, shot = folder / "framed.html", folder / "shot.png"
-        framed.write_text(_framed(page, width, height, probe=False), encoding="utf-8")
+        framed.write_text(_framed(page, width, height, secrets.token_hex(16), probe=False), encoding="utf-8")
         result = _run(folder, [f"--screenshot={shot}", framed.as_uri()], max(width, _MIN_WINDOW), height)
         if not shot.is_file():
-            raise RuntimeError(f"chromium wrote no screenshot at {width} px: {result.stderr.strip()[-300:]}")
+            raise RuntimeError(f"chromium wrote no screenshot at {width} px: {_said(result.stderr)}")
         png = shot.read_bytes()
     if width < _MIN_WINDOW:
         from PIL import Image  # matplotlib's own dependency
@@ -196,17 +234,53 @@ def screenshot(report: Path, out: Path, width: int, height: int = HEIGHT) -> Pat
     return shot_files(out).write(f"report-{width}.png", png)
 
 
-def check_page(report: Path, width: int, height: int = HEIGHT) -> dict:
-    """What the probe measured on `report` laid out `width` px wide: see _PROBE for the keys."""
-    page = Path(report).read_text(encoding="utf-8")
+def check_page(report: Path, width: int, height: int = HEIGHT, inside: str = "") -> dict:
+    """What the probe measured on `report` laid out `width` px wide: see _PROBE for the keys. `inside`: a
+    script of the caller's, run in the page after it loads (facts' layout probe)."""
+    page, nonce = _read_page(report), secrets.token_hex(16)
     with _scratch() as folder:
         framed = folder / "framed.html"
-        framed.write_text(_framed(page, width, height, probe=True), encoding="utf-8")
+        framed.write_text(_framed(page, width, height, nonce, probe=True, inside=inside), encoding="utf-8")
         result = _run(folder, ["--dump-dom", framed.as_uri()], max(width, _MIN_WINDOW), height)
-    found = re.search(r'<pre id="nb-check" hidden="">(.*?)</pre>', result.stdout, re.S)
+    found = re.search(f'<pre id="nb-check-{nonce}" hidden="">(.*?)</pre>', result.stdout, re.S)
     if not found:
-        raise RuntimeError(f"the page probe wrote nothing at {width} px: {result.stderr.strip()[-300:]}")
-    return json.loads(html_lib.unescape(found.group(1)))
+        raise RuntimeError(f"the page probe wrote nothing at {width} px: {_said(result.stderr)}")
+    return probe_result(html_lib.unescape(found.group(1)), width)
+
+
+_NUMBER, _OPTIONAL = (int, float), (int, float, type(None))
+_CHECK_KEYS = {"viewport_width": _NUMBER, "page_width": _NUMBER, "images": list, "column_width": _NUMBER,
+               "boards": list, "overflow": list, "errors": list, "answer_top": _OPTIONAL, "what_top": _OPTIONAL}
+_IMAGE_KEYS = {"alt": str, "loaded": bool, "natural_width": _NUMBER, "shown_width": _NUMBER, "narrow": bool,
+               "column_width": _NUMBER, "font_px": _OPTIONAL}
+
+
+def _fits(value, kind) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))  # true is no number
+
+
+def _malformed(value, keys: dict) -> str | None:
+    """Which key of `keys` the object `value` lacks or holds with the wrong type, or None."""
+    if not isinstance(value, dict):
+        return f"{type(value).__name__}, not an object"
+    return next((f"{key}: missing or of the wrong type" for key, kind in keys.items()
+                 if not _fits(value.get(key), kind) or key not in value), None)
+
+
+def probe_result(text: str, width: int) -> dict:
+    """The probe's JSON, checked against the shape `problems` reads; anything else is a RuntimeError."""
+    try:
+        check = json.loads(text)
+    except ValueError as error:
+        raise RuntimeError(f"the page probe's result at {width} px is not JSON: {error}") from None
+    why = _malformed(check, _CHECK_KEYS)
+    why = why or next(filter(None, (_malformed(i, _IMAGE_KEYS) for i in check["images"])), None)
+    if why is None and not all(isinstance(e, str) for e in check["errors"] + check["overflow"]):
+        why = "errors and overflow: not all text"
+    if why is not None:
+        raise RuntimeError(f"the page probe's result at {width} px is malformed ({why[:MAX_MESSAGE]})")
+    return check
 
 
 MIN_TEXT_PX = 9  # smaller text on a screen is hard to read
