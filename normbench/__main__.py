@@ -131,7 +131,10 @@ def main() -> None:
     except KeyboardInterrupt as stop:
         signum = getattr(stop, "signum", signal.SIGINT)  # a run's SIGTERM or SIGHUP (training/run.py) names itself
         try:
-            print(f"normbench: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+            from normbench.studies.children import runner_says_stops  # torch-free
+
+            if not runner_says_stops():  # a study's or tune's round: their line is the one (S19)
+                print(f"normbench: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second Ctrl-C: the status says it
             pass
         sys.exit(130)  # for every stop, as the app says it (normbench/studies/app.py)

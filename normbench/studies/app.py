@@ -34,7 +34,7 @@ from normbench.records import folders, sweep_time
 from normbench.records.folders import stale_note
 from normbench.records.record import RUNNING, SetAside, read_summary
 from normbench.report.output import inside
-from normbench.studies import orphans, sweep_end
+from normbench.studies import children, orphans, sweep_end
 from normbench.training import machine
 from normbench.training.tracking import env_secrets, interpolated_secrets, masked
 
@@ -283,8 +283,6 @@ def _stop_workers(signum: int = signal.SIGTERM) -> None:
     them outright, leaving their records saying ``running`` after the line "summaries written" (G04).
     So each gets SIGTERM first, which ends its run ``interrupted``, and time to write that
     (children.WORKERS_WAIT_S); further stops are held off meanwhile. Nothing to wait for in a single run."""
-    from normbench.studies import children
-
     started = children.workers(os.getpid())
     if not started:
         return
@@ -542,7 +540,8 @@ def main(from_process_start: bool = False) -> None:
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py); 130 for all
         _ignore_further_stops()
         by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
-        print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
+        if not children.runner_says_stops():  # a study's or tune's round: their line is the one (S19)
+            print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
     finally:
         _unmark_stopping()

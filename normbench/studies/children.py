@@ -21,6 +21,8 @@ CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the child too: it gets th
 STOP_WAIT_S = 60.0    # then the signal is passed on, and after this long the child is killed
 WORKERS_WAIT_S = 30.0  # its workers left after it get this long to end their runs, then are killed
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# In a runner's child: the runner says the one line a stop ends with (stop_line), so the child says none (S19)
+RUNNER_SAYS_STOPS_ENV = "NORMBENCH_RUNNER_SAYS_STOPS"
 
 
 class Stopped(Exception):
@@ -59,6 +61,11 @@ def stop_line(tool: str, stop: BaseException, what: str) -> tuple[str, int]:
     signum = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
     return (f"{tool}: stopped by {signal.Signals(signum).name}; {what} was stopped too (the same command resumes)",
             128 + signum)
+
+
+def runner_says_stops() -> bool:
+    """Whether this process is a runner's child (start), whose stop the runner's own line says."""
+    return os.environ.get(RUNNER_SAYS_STOPS_ENV) == "1"
 
 
 def _processes() -> dict[int, tuple[int, str]]:
@@ -171,7 +178,8 @@ def _stop(child: subprocess.Popen, signum: int | None, grace: float) -> None:
 
 
 def start(command: list[str], env: dict | None = None) -> subprocess.Popen:
-    """``command`` as a child that dies with the runner (Linux)."""
+    """``command`` as a child that dies with the runner (Linux), and leaves the line a stop ends with to it."""
+    env = {**(os.environ if env is None else env), RUNNER_SAYS_STOPS_ENV: "1"}
     return subprocess.Popen(command, env=env, preexec_fn=_die_with_parent if _LIBC is not None else None)
 
 
