@@ -520,6 +520,9 @@ def main(from_process_start: bool = False) -> None:
     except sweep_end.RunsFailed as failed:
         _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
         sys.exit(1)
+    except sweep_end.NothingRan as refused:  # every job invalid: the sweep's settings are bad input
+        _say(f"error: {refused}", job.secrets)
+        sys.exit(2)
     except BrokenPipeError:  # `--hydra-help | head`: the reader has gone, which is no error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
