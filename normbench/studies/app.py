@@ -179,7 +179,8 @@ class Job:
     from their records (sweep_end.RunsFailed).
     """
 
-    def __init__(self):
+    def __init__(self, ends_process: bool = False):
+        self.ends_process = ends_process  # a single run's record final: the process only says so and exits
         self.refused: str | None = None
         self.unwritable: str | None = None
         self.single: dict | None = None
@@ -231,6 +232,8 @@ class Job:
             return math.inf
         finally:  # whatever runs next in this process (a rerun, a bench) collects its own
             environment.share_in(None)
+        if not multirun and self.ends_process:  # its record is final: a stop from here on has nothing to stop
+            children.ignore_stops()
         if multirun:
             try:  # where this job's time went, for the sweep's efficiency (normbench/records/sweep_time.py)
                 sweep_time.write_job(Path(hc.sweep.dir), hc.job.num,
@@ -286,7 +289,7 @@ def _stop_workers(signum: int = signal.SIGTERM) -> None:
     started = children.workers(os.getpid())
     if not started:
         return
-    _ignore_further_stops()
+    children.ignore_stops()
     sweep = hydra_files.SWEEP_DIR
     if sweep is None or not _mark_stopping(sweep):
         children.end_descendants(started)
@@ -366,18 +369,6 @@ def _stops_as_interrupts() -> dict:
         except ValueError:  # not the main thread: leave signals alone
             break
     return previous
-
-
-def _ignore_further_stops() -> None:
-    """Once the interrupt is being said, a second Ctrl-C (or SIGTERM) has nothing left to stop: raised
-    here it would escape as an uncaught KeyboardInterrupt, and the process would die by SIGINT (-2)
-    after the line, not exit 130."""
-    for signum in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if signum is not None:
-            try:
-                signal.signal(signum, signal.SIG_IGN)
-            except ValueError:  # not the main thread
-                pass
 
 
 def _as_typed(overrides) -> list[str]:
@@ -494,7 +485,7 @@ def main(from_process_start: bool = False) -> None:
     sweep_time.mark_start((machine.process_started() if from_process_start else None) or time.time())
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     _bound_hydra_lines()
-    job = Job()
+    job = Job(ends_process=from_process_start)
     refused = outside_code(sys.argv)
     if refused:
         _say(f"error: {refused}")
@@ -541,15 +532,18 @@ def main(from_process_start: bool = False) -> None:
              "defaults list names itself, or a chain of them that comes back round)")
         sys.exit(2)
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py); 130 for all
-        _ignore_further_stops()
+        children.ignore_stops()
         by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
         if not children.runner_says_stops():  # a study's or tune's round: their line is the one (S19)
             print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
     finally:
         _unmark_stopping()
-        for signum, before in stops.items():
-            signal.signal(signum, before)
+        if from_process_start:  # the command is over, its outcome decided: nothing is left for a stop to stop
+            children.ignore_stops()
+        else:  # a caller in this process (a test, a notebook) keeps its own handlers
+            for signum, before in stops.items():
+                signal.signal(signum, before)
         if printing and isinstance(sys.stdout, _MaskedOutput):
             sys.stdout.flush()
             sys.stdout = sys.stdout._stream

@@ -56,6 +56,21 @@ def _die_with_parent() -> None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+def ignore_stops() -> None:
+    """SIGINT, SIGTERM and SIGHUP ignored from here on, for a command whose outcome is decided (its records
+    final, its lines said) or whose stop is being said: a stop has nothing left to stop. Raised as an
+    interrupt it would escape after the line (a second Ctrl-C: death by SIGINT, not 130) or among the
+    interpreter's exit callbacks ("Exception ignored in atexit callback", exit 0 after a stop), and a Python
+    handler still in place is reset to the default at finalization, where a late SIGTERM kills the process
+    with 143 and no line although its record says ok (Q26, M06, Q23). An ignored signal stays ignored to the end."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            try:
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+            except ValueError:  # not the main thread: leave signals alone
+                pass
+
+
 def stop_line(tool: str, stop: BaseException, what: str) -> tuple[str, int]:
     """The one line a runner ends with after ``stop`` (Stopped or KeyboardInterrupt), and its exit status."""
     signum = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
