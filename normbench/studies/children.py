@@ -198,14 +198,24 @@ def start(command: list[str], env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, preexec_fn=_die_with_parent if _LIBC is not None else None)
 
 
+def _elsewhere(arg: str) -> bool:
+    return arg.lstrip("+~").split("=", 1)[0] in ("hydra.sweep", "hydra.sweep.dir")
+
+
 def into_folder(args: list[str], sweep_dir: str) -> list[str]:
     """A child multirun's arguments with its records in ``sweep_dir`` (a Hydra override's value) and nowhere
     else: a ``hydra.sweep.dir`` (or ``hydra.sweep``) among the user's overrides is dropped, never written
     to, and the runner's comes last, so every write stays under the runner's folder (its --out)."""
-    def elsewhere(arg: str) -> bool:
-        return arg.lstrip("+~").split("=", 1)[0] in ("hydra.sweep", "hydra.sweep.dir")
+    return [a for a in args if not _elsewhere(a)] + [f"hydra.sweep.dir={sweep_dir}"]
 
-    return [a for a in args if not elsewhere(a)] + [f"hydra.sweep.dir={sweep_dir}"]
+
+def say_sweep_dir_ignored(tool: str, overrides: list[str], out) -> None:
+    """One line on stderr, before anything runs, when the user named a ``hydra.sweep.dir`` that into_folder
+    will drop: where the runs go instead (T07, S14: the override was dropped without a word). Its key only:
+    the value may be read from the environment."""
+    given = [o.lstrip("+~").split("=", 1)[0] for o in overrides if _elsewhere(o)]
+    if given:
+        print(f"{tool}: {given[-1]} is ignored: the runs go under --out {str(out)[:200]}", file=sys.stderr)
 
 
 class OutOfTime(Exception):

@@ -379,6 +379,7 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     lr = lr_plan(asked)
     study = lr.stamp(study_of(asked))  # where its jobs run is not the question: a launcher changes no study id
     check_config(asked)
+    children.say_sweep_dir_ignored("normbench.study", overrides, out)
     arms = arm_count(asked)
     if arms is not None:  # before any run: what the planned seeds can show about an arm with a failed run
         from normbench.analysis.ranking import plan_line

@@ -315,6 +315,7 @@ def _tune(argv: list[str] | None) -> int:
     if clash:
         parser.error(f"--evaluation-seeds {sorted(clash)[:5]} are selection seeds too; choose others (the default is "
                      f"{','.join(map(str, EVALUATION_SEEDS))})")
+    children.say_sweep_dir_ignored("normbench.tune", args.overrides, out)  # every refusal above is its one line
     # Selection and evaluation answer one question: their runs form one study (normbench/configuration/study_info.py).
     os.environ[study_info.STUDY_ENV_VAR] = json.dumps(study_info.describe(
         "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "

@@ -65,3 +65,16 @@ def test_a_runners_child_leaves_the_line_a_stop_ends_with_to_the_runner(tmp_path
         with pytest.raises(SystemExit) as exit_:
             app.main()
         assert exit_.value.code == 130 and capsys.readouterr().err == said
+
+
+def test_a_sweep_dir_the_runner_drops_is_said_once_by_key(capsys):
+    """T07, S14: tune and study dropped a user's hydra.sweep.dir without a word; the value is never shown
+    (it may be read from the environment)."""
+    from normbench.studies import children
+
+    overrides = ["norm=ln", "hydra.sweep.dir=${oc.env:SECRET_DIR}"]
+    assert children.into_folder(overrides, "/s/selection") == ["norm=ln", "hydra.sweep.dir=/s/selection"]
+    children.say_sweep_dir_ignored("normbench.tune", overrides, "/s")
+    assert capsys.readouterr().err == "normbench.tune: hydra.sweep.dir is ignored: the runs go under --out /s\n"
+    children.say_sweep_dir_ignored("normbench.tune", ["norm=ln"], "/s")
+    assert capsys.readouterr().err == ""
