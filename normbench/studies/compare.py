@@ -143,8 +143,8 @@ class Verdict:
         return "FAIL: " + "; ".join(worse + [what for what, _ in self.gate])
 
     def closing(self) -> list[str]:
-        """The summary's last lines: each comparison-wide failure with the records it names, then the verdict."""
-        named = [f"- **{what}**{records}" for what, records in self.gate]
+        """The summary's last lines: each comparison-wide failure that names records, with them, then the verdict."""
+        named = [f"- **{what}**{records}" for what, records in self.gate if records]
         return ["", *named, *([""] if named else []), f"**{self.headline}**"]
 
 
