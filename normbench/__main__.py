@@ -47,6 +47,7 @@ def subcommand(name: str, args: list[str]) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from normbench.checks import ArgumentRefused  # torch-free
+    from normbench.studies.children import ignore_stops  # torch-free
 
     out = sys.stdout = _WatchedOutput(sys.stdout)
     try:
@@ -68,11 +69,13 @@ def subcommand(name: str, args: list[str]) -> int:
         # a handler of the command's own (a run's SIGTERM handler) says which signal it turned into this
         signum = getattr(stop, "signum", signal.SIGINT)
         try:
+            ignore_stops()
             print(f"normbench {name}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second signal: the status says it
             pass
         return 128 + signum
     finally:
+        ignore_stops()  # its outcome decided and said: a stop now would only break the exit (Q26, Q23)
         if sys.stdout is out:
             sys.stdout = out._stream
 
@@ -131,7 +134,11 @@ def main() -> None:
     except KeyboardInterrupt as stop:
         signum = getattr(stop, "signum", signal.SIGINT)  # a run's SIGTERM or SIGHUP (training/run.py) names itself
         try:
-            print(f"normbench: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+            from normbench.studies.children import ignore_stops, runner_says_stops  # torch-free
+
+            ignore_stops()  # the stop is being said: a second one has nothing left to stop
+            if not runner_says_stops():  # a study's or tune's round: their line is the one (S19)
+                print(f"normbench: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second Ctrl-C: the status says it
             pass
         sys.exit(130)  # for every stop, as the app says it (normbench/studies/app.py)

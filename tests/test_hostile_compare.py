@@ -158,3 +158,60 @@ def test_a_gate_whose_every_pair_was_refused_in_both_sets_fails(tmp_path, capsys
             edit(run, lambda s: s.update(status="invalid", reason="placement 'x' is invalid for lstm"))
     assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
     assert "nothing was compared" in capsys.readouterr().out
+
+
+def _refused_in_both(tmp_path):
+    for root in ("base", "new"):
+        for run in runs(tmp_path / root, [0.05, 0.05]):
+            edit(run, lambda s: s.update(status="invalid", reason="placement 'x' is invalid for lstm"))
+
+
+def _relabelled(tmp_path):
+    runs(tmp_path / "base", [0.05, 0.06])
+    swapped = runs(tmp_path / "new", [0.05, 0.06])
+    labels = [json.loads((r / "summary.json").read_text())["config_hash"] for r in swapped]
+    for run, label in zip(swapped, labels[::-1]):
+        edit(run, lambda s, label=label: s.update(config_hash=label))
+
+
+def _set_aside(tmp_path):
+    runs(tmp_path / "base", [0.05, 0.06])
+    _, odd = runs(tmp_path / "new", [0.05, 0.06])
+    (odd / "summary.json").write_text("[1, 2]")  # C17: a JSON array, set aside
+
+
+def _worse_and_relabelled(tmp_path):
+    _relabelled(tmp_path)
+    for run in (tmp_path / "new").iterdir():
+        edit(run, set_final(9.0))
+
+
+def _same(tmp_path):
+    runs(tmp_path / "base", [0.05, 0.06])
+    runs(tmp_path / "new", [0.05, 0.06])
+
+
+@pytest.mark.parametrize(("make", "code"), [(_refused_in_both, 1), (_relabelled, 1), (_set_aside, 1),
+                                            (_worse_and_relabelled, 1), (_same, 0)])
+def test_the_first_line_the_last_line_the_out_file_and_the_exit_status_give_one_verdict(tmp_path, capsys, make, code):
+    """C04, C10, C15-C21: a gate that failed on nothing compared, a set-aside record or an edited config_hash
+    opened its summary with PASS; every surface now reads the one Verdict."""
+    make(tmp_path)
+    out_file = tmp_path / "compare.md"
+    assert main([str(tmp_path / "base"), str(tmp_path / "new"), "--out", str(out_file)]) == code
+    printed = capsys.readouterr().out
+    assert out_file.read_text() == printed
+    lines = printed.splitlines()
+    verdict = lines[0].removeprefix("## normbench compare: ")
+    assert verdict.startswith("PASS" if code == 0 else "FAIL")
+    assert lines[-1] == f"**{verdict}**"
+    assert sum(line.count("PASS") for line in lines) == (2 if code == 0 else 0)
+
+
+def test_an_ignore_key_that_names_no_setting_is_refused_in_one_line(tmp_path, capsys):
+    """C32: ``--ignore gradclip`` (a typo) paired on every setting, and the summary said it had not."""
+    _same(tmp_path)
+    assert main([str(tmp_path / "base"), str(tmp_path / "new"), "--ignore", "no.such.key"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "--ignore no.such.key: no setting" in err
+    assert main([str(tmp_path / "base"), str(tmp_path / "new"), "--ignore", "task"]) == 0  # a real one still pairs

@@ -18,7 +18,7 @@ from tests.waiting import HANG_S
 
 @pytest.fixture(autouse=True)
 def _handlers_back():
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s}
     yield
     for s, handler in saved.items():
         signal.signal(s, handler)
@@ -123,3 +123,56 @@ def test_sighup_during_a_run_leaves_an_interrupted_record_and_one_line(tmp_path)
     assert err.strip().splitlines()[-1] == "normbench: interrupted by SIGHUP; summaries written"
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "interrupted" and f"signal {signal.SIGHUP.value}" in summary["reason"]
+
+
+# A stop that lands while the interpreter runs its exit callbacks (torch's weakref.finalize among them), after
+# the command's last line: an atexit callback registered first runs last, and sends it there, every time.
+LATE_SIGTERM = ("import atexit, os, signal, sys, time\n"
+                "atexit.register(lambda: (os.kill(os.getpid(), signal.SIGTERM), time.sleep(0.5), print('after', flush=True)))\n"
+                "sys.argv = ['normbench', *sys.argv[1:]]\n"
+                "from normbench.__main__ import main\n"
+                "main()\n")
+
+
+@pytest.mark.parametrize("command", ["compare", "run"])
+def test_a_sigterm_among_the_exit_callbacks_changes_nothing(command, tmp_path):
+    """Q26, M06, Q23: SIGTERM after the final line gave "Exception ignored in atexit callback ... Terminated"
+    with exit 0, or exit 143 and no line over a record that says ok. The outcome is decided and said by
+    then: the stop is ignored, the exit status is the command's own, and nothing more is printed."""
+    from tests.conftest import TINY, TINY_TASK
+    from tests.report.conftest import write_record
+
+    if command == "compare":
+        write_record(tmp_path / "sweep", "run-0", seed=0, axes={"task": "adding"}, best_val=0.05)
+        args, code = ["compare", str(tmp_path / "sweep"), str(tmp_path / "sweep")], 0
+    else:
+        args, code = [*TINY, *TINY_TASK, f"hydra.run.dir={tmp_path / 'run'}"], 0
+    done = subprocess.run([sys.executable, "-c", LATE_SIGTERM, *args], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=HANG_S, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == code, done.stderr[-2000:]
+    assert done.stdout.endswith("after\n") and "Traceback" not in done.stderr and "atexit" not in done.stderr
+
+
+def test_a_sigterm_as_a_finished_run_says_its_last_line_changes_nothing(tmp_path):
+    """Q26's other window: the run's record is final and its "ok |" line being said when SIGTERM lands; the
+    run is not interrupted after the fact (it said "interrupted by SIGTERM" and 130 over a record saying ok)."""
+    import json
+
+    from tests.conftest import TINY, TINY_TASK
+
+    late = ("import os, signal, sys, time\n"
+            "sys.argv = ['normbench', *sys.argv[1:]]\n"
+            "import normbench.studies.app as app\n"
+            "said = app.describe\n"
+            "def describe(summary):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.5)\n"
+            "    return said(summary)\n"
+            "app.describe = describe\n"
+            "from normbench.__main__ import main\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", late, *TINY, *TINY_TASK, f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=HANG_S,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ok |" in done.stderr and "interrupted" not in done.stderr and "stopped" not in done.stderr
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "ok"

@@ -34,7 +34,7 @@ from normbench.records import folders, sweep_time
 from normbench.records.folders import stale_note
 from normbench.records.record import RUNNING, SetAside, read_summary
 from normbench.report.output import inside
-from normbench.studies import orphans, sweep_end
+from normbench.studies import children, orphans, sweep_end
 from normbench.training import machine
 from normbench.training.tracking import env_secrets, interpolated_secrets, masked
 
@@ -179,7 +179,8 @@ class Job:
     from their records (sweep_end.RunsFailed).
     """
 
-    def __init__(self):
+    def __init__(self, ends_process: bool = False):
+        self.ends_process = ends_process  # a single run's record final: the process only says so and exits
         self.refused: str | None = None
         self.unwritable: str | None = None
         self.single: dict | None = None
@@ -231,6 +232,8 @@ class Job:
             return math.inf
         finally:  # whatever runs next in this process (a rerun, a bench) collects its own
             environment.share_in(None)
+        if not multirun and self.ends_process:  # its record is final: a stop from here on has nothing to stop
+            children.ignore_stops()
         if multirun:
             try:  # where this job's time went, for the sweep's efficiency (normbench/records/sweep_time.py)
                 sweep_time.write_job(Path(hc.sweep.dir), hc.job.num,
@@ -283,12 +286,10 @@ def _stop_workers(signum: int = signal.SIGTERM) -> None:
     them outright, leaving their records saying ``running`` after the line "summaries written" (G04).
     So each gets SIGTERM first, which ends its run ``interrupted``, and time to write that
     (children.WORKERS_WAIT_S); further stops are held off meanwhile. Nothing to wait for in a single run."""
-    from normbench.studies import children
-
     started = children.workers(os.getpid())
     if not started:
         return
-    _ignore_further_stops()
+    children.ignore_stops()
     sweep = hydra_files.SWEEP_DIR
     if sweep is None or not _mark_stopping(sweep):
         children.end_descendants(started)
@@ -368,18 +369,6 @@ def _stops_as_interrupts() -> dict:
         except ValueError:  # not the main thread: leave signals alone
             break
     return previous
-
-
-def _ignore_further_stops() -> None:
-    """Once the interrupt is being said, a second Ctrl-C (or SIGTERM) has nothing left to stop: raised
-    here it would escape as an uncaught KeyboardInterrupt, and the process would die by SIGINT (-2)
-    after the line, not exit 130."""
-    for signum in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if signum is not None:
-            try:
-                signal.signal(signum, signal.SIG_IGN)
-            except ValueError:  # not the main thread
-                pass
 
 
 def _as_typed(overrides) -> list[str]:
@@ -496,7 +485,7 @@ def main(from_process_start: bool = False) -> None:
     sweep_time.mark_start((machine.process_started() if from_process_start else None) or time.time())
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     _bound_hydra_lines()
-    job = Job()
+    job = Job(ends_process=from_process_start)
     refused = outside_code(sys.argv)
     if refused:
         _say(f"error: {refused}")
@@ -522,6 +511,9 @@ def main(from_process_start: bool = False) -> None:
     except sweep_end.RunsFailed as failed:
         _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
         sys.exit(1)
+    except sweep_end.NothingRan as refused:  # every job invalid: the sweep's settings are bad input
+        _say(f"error: {refused}", job.secrets)
+        sys.exit(2)
     except BrokenPipeError:  # `--hydra-help | head`: the reader has gone, which is no error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
@@ -540,14 +532,18 @@ def main(from_process_start: bool = False) -> None:
              "defaults list names itself, or a chain of them that comes back round)")
         sys.exit(2)
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py); 130 for all
-        _ignore_further_stops()
+        children.ignore_stops()
         by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
-        print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
+        if not children.runner_says_stops():  # a study's or tune's round: their line is the one (S19)
+            print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
         sys.exit(130)
     finally:
         _unmark_stopping()
-        for signum, before in stops.items():
-            signal.signal(signum, before)
+        if from_process_start:  # the command is over, its outcome decided: nothing is left for a stop to stop
+            children.ignore_stops()
+        else:  # a caller in this process (a test, a notebook) keeps its own handlers
+            for signum, before in stops.items():
+                signal.signal(signum, before)
         if printing and isinstance(sys.stdout, _MaskedOutput):
             sys.stdout.flush()
             sys.stdout = sys.stdout._stream

@@ -21,6 +21,8 @@ CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the child too: it gets th
 STOP_WAIT_S = 60.0    # then the signal is passed on, and after this long the child is killed
 WORKERS_WAIT_S = 30.0  # its workers left after it get this long to end their runs, then are killed
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# In a runner's child: the runner says the one line a stop ends with (stop_line), so the child says none (S19)
+RUNNER_SAYS_STOPS_ENV = "NORMBENCH_RUNNER_SAYS_STOPS"
 
 
 class Stopped(Exception):
@@ -54,11 +56,31 @@ def _die_with_parent() -> None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+def ignore_stops() -> None:
+    """SIGINT, SIGTERM and SIGHUP ignored from here on, for a command whose outcome is decided (its records
+    final, its lines said) or whose stop is being said: a stop has nothing left to stop. Raised as an
+    interrupt it would escape after the line (a second Ctrl-C: death by SIGINT, not 130) or among the
+    interpreter's exit callbacks ("Exception ignored in atexit callback", exit 0 after a stop), and a Python
+    handler still in place is reset to the default at finalization, where a late SIGTERM kills the process
+    with 143 and no line although its record says ok (Q26, M06, Q23). An ignored signal stays ignored to the end."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            try:
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+            except ValueError:  # not the main thread: leave signals alone
+                pass
+
+
 def stop_line(tool: str, stop: BaseException, what: str) -> tuple[str, int]:
     """The one line a runner ends with after ``stop`` (Stopped or KeyboardInterrupt), and its exit status."""
     signum = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
     return (f"{tool}: stopped by {signal.Signals(signum).name}; {what} was stopped too (the same command resumes)",
             128 + signum)
+
+
+def runner_says_stops() -> bool:
+    """Whether this process is a runner's child (start), whose stop the runner's own line says."""
+    return os.environ.get(RUNNER_SAYS_STOPS_ENV) == "1"
 
 
 def _processes() -> dict[int, tuple[int, str]]:
@@ -171,18 +193,29 @@ def _stop(child: subprocess.Popen, signum: int | None, grace: float) -> None:
 
 
 def start(command: list[str], env: dict | None = None) -> subprocess.Popen:
-    """``command`` as a child that dies with the runner (Linux)."""
+    """``command`` as a child that dies with the runner (Linux), and leaves the line a stop ends with to it."""
+    env = {**(os.environ if env is None else env), RUNNER_SAYS_STOPS_ENV: "1"}
     return subprocess.Popen(command, env=env, preexec_fn=_die_with_parent if _LIBC is not None else None)
+
+
+def _elsewhere(arg: str) -> bool:
+    return arg.lstrip("+~").split("=", 1)[0] in ("hydra.sweep", "hydra.sweep.dir")
 
 
 def into_folder(args: list[str], sweep_dir: str) -> list[str]:
     """A child multirun's arguments with its records in ``sweep_dir`` (a Hydra override's value) and nowhere
     else: a ``hydra.sweep.dir`` (or ``hydra.sweep``) among the user's overrides is dropped, never written
     to, and the runner's comes last, so every write stays under the runner's folder (its --out)."""
-    def elsewhere(arg: str) -> bool:
-        return arg.lstrip("+~").split("=", 1)[0] in ("hydra.sweep", "hydra.sweep.dir")
+    return [a for a in args if not _elsewhere(a)] + [f"hydra.sweep.dir={sweep_dir}"]
 
-    return [a for a in args if not elsewhere(a)] + [f"hydra.sweep.dir={sweep_dir}"]
+
+def say_sweep_dir_ignored(tool: str, overrides: list[str], out) -> None:
+    """One line on stderr, before anything runs, when the user named a ``hydra.sweep.dir`` that into_folder
+    will drop: where the runs go instead (T07, S14: the override was dropped without a word). Its key only:
+    the value may be read from the environment."""
+    given = [o.lstrip("+~").split("=", 1)[0] for o in overrides if _elsewhere(o)]
+    if given:
+        print(f"{tool}: {given[-1]} is ignored: the runs go under --out {str(out)[:200]}", file=sys.stderr)
 
 
 class OutOfTime(Exception):

@@ -105,6 +105,49 @@ class Setting:
     detectable: float | None = None  # the smallest worsening of the metric this gate detects here (power_line)
 
 
+@dataclass
+class Verdict:
+    """The gate's one decision, made once from the settings and the comparison-wide failures: the summary's
+    first line, its last line, the --out file and the exit status all read it, so none can say PASS while
+    another says FAIL (hostile cases C04, C10, C15-C21: a headline PASS over a gate that failed)."""
+
+    settings: int
+    worse: int                                           # settings in which NEW is worse (named in the table)
+    gate: list[tuple[str, str]] = field(default_factory=list)  # (what fails the whole comparison, the records named)
+
+    @classmethod
+    def of(cls, settings: list[Setting], relabels: list[str], unsure: list[str]) -> Verdict:
+        gate = []
+        if not any(s.results for s in settings):  # every pair refused in both sets: a gate that compared nothing
+            gate.append(("nothing was compared: no pair has a result (ok or diverged) in both sets", ""))
+        if relabels:  # a record claims another identity than its config's: the gate cannot vouch for it
+            gate.append((f"{len(relabels)} record(s) whose stored config_hash is not their config's",
+                         f" (paired by their config): {cell_list(relabels)}"))
+        if unsure:  # records read past: the pairs left could pass on their absence
+            gate.append((f"{len(unsure)} record(s) the gate cannot vouch for", f": {cell_list(unsure)}"))
+        return cls(len(settings), sum(bool(s.problems) for s in settings), gate)
+
+    @property
+    def passed(self) -> bool:
+        return not self.worse and not self.gate
+
+    @property
+    def exit_status(self) -> int:
+        return 0 if self.passed else 1
+
+    @property
+    def headline(self) -> str:
+        if self.passed:
+            return f"PASS: NEW is not worse in any of {self.settings} settings"
+        worse = [f"NEW is worse in {self.worse} of {self.settings} settings"] if self.worse else []
+        return "FAIL: " + "; ".join(worse + [what for what, _ in self.gate])
+
+    def closing(self) -> list[str]:
+        """The summary's last lines: each comparison-wide failure that names records, with them, then the verdict."""
+        named = [f"- **{what}**{records}" for what, records in self.gate if records]
+        return ["", *named, *([""] if named else []), f"**{self.headline}**"]
+
+
 def load(path: Path, unsure: list[str] | None = None, aside: list[str] | None = None) -> pd.DataFrame:
     """The distinct runs under ``path``, each paired by the hash of its own config (``config_hash``, as
     resume does: a stored hash is only a label an edit can change), the label kept as ``stored_config_hash``.
@@ -163,6 +206,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
     key = "config_hash"
     if ignore:  # pair by every setting and the seed except the ignored keys (module docstring)
         key = "pair_key"
+        check_ignored(base, new, ignore)
         base, new = base.assign(pair_key=pair_keys(base, new, ignore)), new.assign(pair_key=pair_keys(new, base, ignore))
         for name, runs in (("BASELINE", base), ("NEW", new)):
             if runs[key].duplicated().any():
@@ -271,13 +315,27 @@ def _judge(s: Setting, metric: str, tolerance: float, relative: bool, max_new_di
         s.problems.append(f"step time +{t.diff / t.base:.1%} (> {step_time_tolerance:.0%})")
 
 
+def _names(column: str, key: str) -> bool:
+    """Whether ``--ignore key`` names the setting column (``axes.model.d_model``: ``model`` or ``model.d_model``)."""
+    name = column.removeprefix("axes.")
+    return name == key or name.startswith(f"{key}.")
+
+
+def check_ignored(runs: pd.DataFrame, other: pd.DataFrame, ignore: tuple[str, ...]) -> None:
+    """An ``--ignore`` key that names no setting of either set is a typo (``gradclip``): it would pair on every
+    setting while the summary says it does not (hostile case C32), so it is refused in one line."""
+    columns = [c for c in dict.fromkeys([*runs.columns, *other.columns]) if c.startswith("axes.")]
+    for key in ignore:
+        if not any(_names(c, key) for c in columns):
+            known = sorted(c.removeprefix("axes.") for c in columns)
+            raise CompareError(f"--ignore {key}: no setting of either set is named {key} (the settings: "
+                               f"{', '.join(known[:12]) + (' …' if len(known) > 12 else '') or 'none'})")
+
+
 def pair_keys(runs: pd.DataFrame, other: pd.DataFrame, ignore: tuple[str, ...]) -> pd.Series:
     """Each run's settings (``axes.*`` of both sets) and seed, without the ignored keys, as one string."""
-    def ignored(column: str) -> bool:
-        name = column.removeprefix("axes.")
-        return any(name == key or name.startswith(f"{key}.") for key in ignore)
-
-    columns = sorted({c for c in [*runs.columns, *other.columns] if c.startswith("axes.") and not ignored(c)})
+    columns = sorted({c for c in [*runs.columns, *other.columns]
+                      if c.startswith("axes.") and not any(_names(c, key) for key in ignore)})
     values = runs.reindex(columns=[*columns, "seed"])
     return values.apply(lambda row: "|".join(f"{c}={aggregate.format_value(v)}" for c, v in row.items()), axis=1)
 
@@ -385,16 +443,14 @@ def _check_out(out: Path) -> None:
 
 def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.DataFrame, *, baseline: Path,
              new: Path, environment: list[str], metric: str, tolerance: float, relative: bool,
-             max_new_divergences: int, step_time_tolerance: float | None, exact: bool = False,
+             max_new_divergences: int, step_time_tolerance: float | None, verdict: Verdict, exact: bool = False,
              ignore: tuple[str, ...] = (), cell=markdown_text) -> str:
-    """The summary in Markdown; ``cell`` makes each string from a record safe where the text goes
-    (markdown_text for a Markdown file, terminal_text for a terminal, which shows no HTML entities)."""
-    failed = [s for s in settings if s.problems]
-    verdict = f"FAIL: NEW is worse in {len(failed)} of {len(settings)} settings" if failed else \
-        f"PASS: NEW is not worse in any of {len(settings)} settings"
+    """The summary in Markdown, opened and closed by ``verdict``; ``cell`` makes each string from a record
+    safe where the text goes (markdown_text for a Markdown file, terminal_text for a terminal, which shows
+    no HTML entities)."""
     bound = f"{tolerance:g} × |baseline mean|" if relative else f"{tolerance:g} (absolute)"
     lines = [
-        f"{HEADING}{verdict}",
+        f"{HEADING}{verdict.headline}",
         "",
         f"**{cell('; '.join(environment)) if environment else 'same environment (git commit, torch, device)'}**",
         "",
@@ -438,7 +494,7 @@ def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.Data
                       for r in runs.itertuples()][:50]
             if len(runs) > 50:
                 lines.append(f"- … and {len(runs) - 50} more")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + verdict.closing()) + "\n"
 
 
 def terminal_text(value: object) -> str:
@@ -492,32 +548,24 @@ def main(argv: list[str] | None = None) -> int:
                                f"common: other settings or seeds, or records from before a new config field)"
                                + (f"; the settings that differ: {', '.join(differ)} (pair across them with "
                                   f"--ignore {differ[0]})" if differ else ""))
-        said = dict(baseline=args.baseline, new=args.new, environment=environment_axis(base, new), metric=args.metric,
-                    tolerance=args.tolerance, relative=args.relative, max_new_divergences=args.max_new_divergences,
-                    step_time_tolerance=args.step_time_tolerance, exact=args.exact, ignore=tuple(args.ignore))
         # a run of one set left without a counterpart while the other set has records it could not read:
         # the unread one may be that counterpart, and the gate would pass on its absence (C13)
         unsure += (aside_new if not only_base.empty else []) + (aside_base if not only_new.empty else [])
-        relabels = relabelled(base) + relabelled(new)
-        failed = ""
-        nothing = not any(s.results for s in settings)
-        if nothing:  # every pair refused in both sets: a gate that compared nothing cannot pass
-            failed += "\n**FAIL: no pair has a result (ok or diverged) in both sets: nothing was compared**\n"
-        if relabels:  # a record claims another identity than its config's: the gate cannot vouch for it
-            failed += (f"\n**FAIL: {len(relabels)} record(s) whose stored config_hash is not their config's** "
-                       f"(paired by their config): {cell_list(relabels)}\n")
-        if unsure:  # records read past: the pairs left could pass on their absence
-            failed += f"\n**FAIL: {len(unsure)} record(s) the gate cannot vouch for**: {cell_list(unsure)}\n"
-        text = markdown(settings, only_base, only_new, **said) + failed
+        verdict = Verdict.of(settings, relabelled(base) + relabelled(new), unsure)
+        said = dict(baseline=args.baseline, new=args.new, environment=environment_axis(base, new), metric=args.metric,
+                    tolerance=args.tolerance, relative=args.relative, max_new_divergences=args.max_new_divergences,
+                    step_time_tolerance=args.step_time_tolerance, verdict=verdict, exact=args.exact,
+                    ignore=tuple(args.ignore))
+        text = markdown(settings, only_base, only_new, **said)
         if args.out is not None:
             write_file(args.out, text)  # the one writer: atomic, never through a link, never into a FIFO
         if sys.stdout.isatty():  # the same summary without the escapes Markdown needs (`>`, not `&gt;`)
-            text = markdown(settings, only_base, only_new, **said, cell=terminal_text) + failed
+            text = markdown(settings, only_base, only_new, **said, cell=terminal_text)
     except (CompareError, OSError) as error:
         print(f"normbench.compare: {error}", file=sys.stderr)
         return 2
     print(text, end="")
-    return 1 if any(s.problems for s in settings) or relabels or unsure or nothing else 0
+    return verdict.exit_status
 
 
 def cell_list(run_dirs: list[str]) -> str:

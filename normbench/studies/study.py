@@ -220,43 +220,17 @@ def arm_count(overrides: list[str]) -> int | None:
 
 
 def check_config(overrides: list[str]) -> None:
-    """Before any round: the config the rounds' jobs run, composed from the overrides (a swept one at
-    its first value) and resolved and checked as a run does (config.to_config). A value no job could
-    run, such as ``lr=${oc.env:NAME}`` whose variable holds a word, is then refused in one line with
-    the value masked, rather than each job of the first round failing on it. Hydra's own refusals
+    """Before any round: StudyArgumentError when no job of the rounds could run its config, composed from
+    the overrides and the sweep file's params and checked as a run does (normbench/studies/composed.py). A
+    value no job could run, such as ``lr=${oc.env:NAME}`` whose variable holds a word, is then refused in one
+    line with the value masked, rather than each job of the first round failing on it. Hydra's own refusals
     (an unknown option) are left to the round, which reports them as exit 2."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
+    from normbench.studies.composed import check_jobs
 
-    from normbench.configuration.config import config_dir, register, to_config
-    from normbench.studies.app import message_text
-    from normbench.training.tracking import env_secrets, interpolated_secrets
-
-    single = []
     try:
-        for parsed, text in zip(OverridesParser.create().parse_overrides(overrides), overrides):
-            if parsed.is_sweep_override():
-                prefix = {"ADD": "+", "FORCE_ADD": "++", "DEL": "~"}.get(parsed.type.name, "")
-                text = f"{prefix}{parsed.get_key_element()}={next(iter(parsed.sweep_string_iterator()))}"
-            single.append(text)
-    except Exception:  # an interval sweep, a grammar error: study_of reports the latter
-        return
-    secrets = env_secrets(overrides)
-    try:
-        register()
-        with initialize_config_dir(str(config_dir()), version_base="1.3"):  # as bench's harness composes
-            node = compose("config", overrides=single)
-    except HydraException:
-        return
-    except (OmegaConfBaseException, ValueError, TypeError) as error:
-        raise StudyArgumentError(f"the config cannot run: {message_text(error, secrets, 300)}") from None
-    try:
-        to_config(node)
-    except (OmegaConfBaseException, ValueError, TypeError) as error:  # ConfigError is a ValueError
-        masked = sorted({*secrets, *interpolated_secrets(node)}, key=len, reverse=True)
-        raise StudyArgumentError(f"the config cannot run: {message_text(error, masked, 300)}") from None
+        check_jobs(overrides, _sweep_params(overrides)[1])
+    except ValueError as error:  # ConfigError
+        raise StudyArgumentError(str(error)) from None
 
 
 Stopped = children.Stopped  # SIGTERM or SIGINT reached the study runner (normbench/studies/children.py)
@@ -405,6 +379,7 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     lr = lr_plan(asked)
     study = lr.stamp(study_of(asked))  # where its jobs run is not the question: a launcher changes no study id
     check_config(asked)
+    children.say_sweep_dir_ignored("normbench.study", overrides, out)
     arms = arm_count(asked)
     if arms is not None:  # before any run: what the planned seeds can show about an arm with a failed run
         from normbench.analysis.ranking import plan_line

@@ -38,6 +38,12 @@ class RunsFailed(BaseException):
         self.run_dirs = run_dirs
 
 
+class NothingRan(BaseException):
+    """Every run of the sweep was refused as ``invalid``: its settings are bad input, as a single run's
+    (exit 2 from normbench.studies.app.main, the message its one line), and more seeds would not help (M02).
+    A BaseException for RunsFailed's reason: Hydra turns a callback's Exception into a warning."""
+
+
 def _run_order(path: Path) -> tuple:
     """Hydra's job numbers in numeric order (0, 1, 2, ..., 10), other folder names after them."""
     name = path.parent.name
@@ -86,9 +92,23 @@ RANK_WITH = "seed=0,1,2"  # what the end line suggests: enough seeds to rank, th
 MAX_OVERRIDE = 200  # characters of one override the suggested command shows
 
 
+def refused_everywhere(summaries: dict[Path, dict]) -> str | None:
+    """``no run ran: every setting was refused (2 invalid, 1 skipped)`` when no run of the sweep started
+    training (each record invalid or skipped); None when one did."""
+    statuses = [s.get("status") for s in summaries.values()]
+    if not statuses or any(status not in ("invalid", "skipped") for status in statuses):
+        return None
+    counts = ", ".join(f"{statuses.count(status)} {status}" for status in ("invalid", "skipped") if status in statuses)
+    return f"no run ran: every setting was refused ({counts})"
+
+
 def unranked_line(config: DictConfig, summaries: dict[Path, dict]) -> str | None:
     """The sweep's last line when no arm can be ranked: why (too few seeds per arm) and the command
-    that ranks the same arms. None when some arm has RANK_SEEDS finished seeds."""
+    that ranks the same arms; when no run ran at all (every setting refused), that, and no command: seeds
+    would not help. None when some arm has RANK_SEEDS finished seeds."""
+    refused = refused_everywhere(summaries)
+    if refused:
+        return f"normbench sweep: no arm is ranked: {refused}; each job's line above says why"
     seeds: dict[tuple, set] = {}
     for s in summaries.values():
         if s.get("status") in ("ok", "diverged"):
@@ -222,6 +242,8 @@ class SweepSummary(Callback):
             except Exception as err:  # a report bug must not turn a sweep's failed runs into exit 0
                 print(f"normbench: no report: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
         efficiency(config, sweep_dir, time.time() - end_started - timed, {"paired timing": timed})
+        if all(s.get("status") == "invalid" for s in summaries.values()):  # bad input: main's one line, exit 2
+            raise NothingRan(f"{refused_everywhere(summaries)}: {next(iter(summaries.values())).get('reason')}")
         last = unranked_line(config, summaries)
         if last:
             print(last, file=sys.stdout)

@@ -43,6 +43,7 @@ from normbench.configuration import hydra_files, study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
 from normbench.studies import children
+from normbench.studies.composed import check_jobs
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
 MAX_SEEDS = 1_000  # as normbench.studies.study's --max-seeds: beyond it a seed list is a typo, not a plan
@@ -304,8 +305,9 @@ def _tune(argv: list[str] | None) -> int:
     found = planted_in(out, LAYOUT)  # before any run: a link there would take a stage's files elsewhere (T025, N067)
     if found is not None:
         parser.error(f"{found}; tune writes only into folders it makes: move it away or choose another --out")
-    try:  # every lr of the grid runnable, before any run (N022, P116, P117: lr=0, -1, nan)
+    try:  # every lr of the grid runnable, and some job's config, before any run (N022, P116, P117, T18)
         runnable_lrs(args.overrides, tuned_params())
+        check_jobs(["+sweep=tuned", *args.overrides], tuned_params())
     except ConfigError as error:
         parser.error(str(error))
     harness = passthrough(args.overrides)
@@ -313,6 +315,7 @@ def _tune(argv: list[str] | None) -> int:
     if clash:
         parser.error(f"--evaluation-seeds {sorted(clash)[:5]} are selection seeds too; choose others (the default is "
                      f"{','.join(map(str, EVALUATION_SEEDS))})")
+    children.say_sweep_dir_ignored("normbench.tune", args.overrides, out)  # every refusal above is its one line
     # Selection and evaluation answer one question: their runs form one study (normbench/configuration/study_info.py).
     os.environ[study_info.STUDY_ENV_VAR] = json.dumps(study_info.describe(
         "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "

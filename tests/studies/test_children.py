@@ -31,3 +31,50 @@ def test_a_stopped_round_waits_for_the_workers_its_child_left(tmp_path):
     children.stop_child(child, signal.SIGTERM)
     assert child.poll() is not None and ended.exists()
     assert not children._alive(workers)
+
+
+def test_a_runners_child_leaves_the_line_a_stop_ends_with_to_the_runner(tmp_path, monkeypatch, capsys):
+    """S19, S19b: a study stopped by SIGTERM or Ctrl-C printed two lines, its round's "normbench: interrupted
+    ...; summaries written" and its own; the round, started by children.start, now says none."""
+    import os
+    import sys
+
+    import pytest
+
+    from normbench.studies import app, children
+
+    seen = tmp_path / "env"
+    child = children.start([sys.executable, "-c", f"import os; open({str(seen)!r}, 'w').write("
+                                                  f"os.environ.get({children.RUNNER_SAYS_STOPS_ENV!r}, 'unset'))"],
+                           env={**os.environ})
+    assert child.wait(timeout=60) == 0 and seen.read_text() == "1"
+
+    def interrupted(*args, **kwargs):
+        def run():
+            stop = KeyboardInterrupt("signal 15")
+            stop.signum = 15
+            raise stop
+        return lambda job: run
+    monkeypatch.setattr(app.hydra, "main", interrupted)
+    monkeypatch.setattr(sys, "argv", ["normbench", "-m", "threads=1", "steps=2"])
+    for runner, said in (("1", ""), (None, "normbench: interrupted by SIGTERM; summaries written\n")):
+        if runner is None:
+            monkeypatch.delenv(children.RUNNER_SAYS_STOPS_ENV, raising=False)
+        else:
+            monkeypatch.setenv(children.RUNNER_SAYS_STOPS_ENV, runner)
+        with pytest.raises(SystemExit) as exit_:
+            app.main()
+        assert exit_.value.code == 130 and capsys.readouterr().err == said
+
+
+def test_a_sweep_dir_the_runner_drops_is_said_once_by_key(capsys):
+    """T07, S14: tune and study dropped a user's hydra.sweep.dir without a word; the value is never shown
+    (it may be read from the environment)."""
+    from normbench.studies import children
+
+    overrides = ["norm=ln", "hydra.sweep.dir=${oc.env:SECRET_DIR}"]
+    assert children.into_folder(overrides, "/s/selection") == ["norm=ln", "hydra.sweep.dir=/s/selection"]
+    children.say_sweep_dir_ignored("normbench.tune", overrides, "/s")
+    assert capsys.readouterr().err == "normbench.tune: hydra.sweep.dir is ignored: the runs go under --out /s\n"
+    children.say_sweep_dir_ignored("normbench.tune", ["norm=ln"], "/s")
+    assert capsys.readouterr().err == ""

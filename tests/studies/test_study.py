@@ -106,6 +106,9 @@ CONFIG_CHECKS = [
     (["norm=ln,none", "lr=${oc.env:NB_SECRET}"], "lr"), (["steps=99999999999999999999"], "steps"),
     (["norm=ln,none", "steps=4"], None), (["+sweep=batch_size", "steps=4"], None),
     (["lr=${oc.env:NB_NUMBER}"], None), (["norm=nonesuch"], None),  # Hydra's own refusal: the round says it
+    (["norm=ln,rms", "norm.eps=0"], "norm.eps"),  # no job can run: refused
+    (["norm=ln,none", "norm.eps=0"], None),  # norm=none's jobs can (their first, ln's, cannot): left to the rounds
+    (["+sweep=tuned", "lr=0.01", "steps=0"], "steps"),  # the sweep file's params composed too
 ]
 
 

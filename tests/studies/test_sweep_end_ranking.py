@@ -66,3 +66,18 @@ def test_a_sweep_can_time_its_own_arms_at_the_end(tmp_path, capfd):
     last = out[-1]
     assert last.startswith("normbench sweep: no arm is ranked") and last.endswith(" seed=0,1,2"), last
     assert " norm=ln,rms " in last and "hydra.sweep.dir" not in last  # the same arms, into a new folder
+
+
+def test_a_sweep_whose_every_run_was_refused_says_no_run_ran_and_suggests_no_seeds(cli, tiny_args):
+    """M02: every job invalid (norm.eps=0) exited 0 and its last line offered seed=0,1,2; nothing ran, and the
+    sweep's settings are bad input: one error line, exit 2, as a single run's."""
+    code, out, err = cli("-m", *tiny_args, "norm.eps=0", "seed=0,1", "hydra.sweep.dir=sw", "report=false")
+    assert code == 2
+    assert err.strip().splitlines()[-1] == ("normbench: error: no run ran: every setting was refused (2 invalid): "
+                                            "norm.eps must be > 0, got 0.0")
+    assert "seed=0,1,2" not in out + err and "To rank" not in out + err
+    refused = {Path(f"s/{i}/summary.json"): {"status": status, "seed": i, "axes": {"norm": "ln"}}
+               for i, status in enumerate(["invalid", "skipped", "skipped"])}
+    config = OmegaConf.create({"hydra": {"overrides": {"task": ["norm=ln", "seed=0,1,2"]}}})
+    line = sweep_end.unranked_line(config, refused)
+    assert "no run ran: every setting was refused (1 invalid, 2 skipped)" in line and "seed=" not in line

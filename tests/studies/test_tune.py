@@ -66,3 +66,25 @@ def test_evaluation_seeds_are_distinct_and_at_most_a_thousand(text, words):
     with pytest.raises(argparse.ArgumentTypeError, match=words):
         _seeds(text)
     assert _seeds("100, 101,102") == [100, 101, 102]
+
+
+@pytest.mark.parametrize("overrides, refused", [
+    (["task=adding", "norm.eps=0"], "norm.eps must be > 0"),          # T18: every job refuses it
+    (["norm=ln,rms", "norm.eps=0"], "in any of the 20 jobs"),
+    (["norm=none,ln", "norm.eps=0"], None),                            # norm=none takes no eps: those jobs run
+])
+def test_a_setting_no_job_can_run_is_refused_before_the_selection(overrides, refused, tmp_path, monkeypatch, capsys):
+    """T18: tune ran the whole selection stage on norm.eps=0, a dozen invalid lines, and ended with exit 1
+    and "no arm has a chosen lr"; the main run refuses it with exit 2."""
+    from normbench.studies import tune
+
+    stages = []
+    monkeypatch.setattr(tune, "_normbench", lambda args: stages.append(args) or 2)  # 2: the stage refused, tune ends
+    if refused is None:
+        assert tune.main(["--out", str(tmp_path / "t"), *overrides]) == 2 and len(stages) == 1
+        return
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--out", str(tmp_path / "t"), *overrides])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and refused in err and len(err.splitlines()) == 1
+    assert not stages and not (tmp_path / "t").exists()
