@@ -318,3 +318,33 @@ def test_a_run_held_at_a_trivial_solution_has_not_trained_for_a_failure_rate(run
     assert note and "trained past its task's chance level and trivial solutions" in note
     past = runs_of(*[{"seed": s, "best_val": 0.9, "axes": {"norm": "ln", "task": "mqar"}} for s in SEEDS])
     assert failure(needs("some_train"), {"ln": past}, past) is None
+
+
+@pytest.mark.parametrize("protocols, holds", [
+    (("tuned", "tuned"), True),
+    (("shared", "shared"), False),   # derf_muon: one lr for AdamW and Muon
+    (("tuned", "fixed"), False),
+    ((None, None), True),            # records that do not say how their lr was set are not held against
+])
+def test_own_lr_asks_each_arm_at_its_own_tuned_lr(protocols, holds):
+    arms = {name: pd.DataFrame({"seed": [0, 1], "axes.lr": [0.01, 0.01], "study.lr_protocol": [protocol] * 2})
+            for name, protocol in zip(("rms @ muon", "derf @ muon"), protocols)}
+    note = failure(needs("own_lr"), arms, pd.concat(arms.values()))
+    assert (note is None) == holds, note
+    if not holds:
+        assert "not tuned per arm" in note and "0.01" in note and "--selection-seeds" in note
+
+
+def test_a_final_quality_part_at_a_shared_lr_is_not_testable(runs_of):
+    """derf_muon_interaction in the example: a 2 × 2 of norm × optimizer at one lr (0.01) for both optimizers.
+    Whatever the interaction reads, one lr decides it as much as the norm: not testable, with the change named."""
+    rows = [{"seed": seed, "best_val": 3.0 + (0.2 if norm == "derf" else 0.0) + (0.3 if optim == "muon" and norm == "derf" else 0.0),
+             "axes": {"model": "transformer", "task": "fortunes_lm", "norm": norm, "optim": optim}}
+            for seed in range(3) for norm in ("rms", "derf") for optim in ("adamw", "muon")]
+    runs = runs_of(*rows).assign(**{"study.lr_protocol": "shared"})
+    claim = next(c for c in SHIPPED if c.id == "derf_muon_interaction")
+    verdict = in_study(claim, runs, 0.05)
+    assert verdict.status == NOT_TESTABLE, verdict.explanation
+    assert all("not tuned per arm" in p.note for p in verdict.parts)
+    tuned = in_study(claim, runs.assign(**{"study.lr_protocol": "tuned"}), 0.05)
+    assert tuned.status != NOT_TESTABLE or "not tuned per arm" not in tuned.explanation

@@ -239,6 +239,22 @@ def _some_train(arms: Arms, runs: pd.DataFrame, args) -> str | None:
             f"({len(together)} runs, {values_text(_numbers(together, 'steps'))} steps)")
 
 
+def _own_lr(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """Each arm at its own tuned lr: a final-quality comparison at one lr shared by arms that prefer different
+    ones (AdamW and Muon, Pre-LN and a placement that shrinks its branches) measures the lr as much as the
+    arm. Records that do not say how their lr was set (single runs, older versions) are not held against."""
+    shared = {}
+    for name, frame in arms.items():
+        protocol = frame.get("study.lr_protocol", pd.Series(dtype=object)).dropna().astype(str)
+        if len(protocol) and not (protocol == "tuned").all():
+            shared[name] = sorted(set(protocol))
+    if not shared:
+        return None
+    lrs = pd.concat([_numbers(f, "lr") for f in arms.values()]).dropna()
+    which = "; ".join(f"{name}: {', '.join(protocols)}" for name, protocols in shared.items())
+    return f"the arms ran at an lr not tuned per arm ({which}; lr {values_text(lrs)})"
+
+
 def _arm_trains(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     """The arm a part is held against trains in at least half its runs: where it does not, "fails more often
     than it" or "is not worse than it" compares with an arm that did not learn the task (too few steps), not
@@ -377,6 +393,9 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               "a larger lr or a deeper model, where the failing arm fails in some seeds"),
     Predicate("some_train", "a setting in which some run trains (so a failure is the arm's, not too few steps)",
               _some_train, "more steps, where the arm that should train does"),
+    Predicate("own_lr", "each arm at its own tuned lr (study.lr_protocol tuned)", _own_lr,
+              "each arm at its own lr, chosen on selection seeds over an lr grid (normbench study --selection-seeds 1, "
+              "the sweep's lr grid per arm)"),
     Predicate("arm_trains", "{arm} to train in at least half its runs (beyond every trivial solution of the task)", _arm_trains,
               "more steps or a larger model, where {arm} trains"),
     Predicate("depth_spread", "at least {levels} depths spread over a factor ≥ {factor}", _depth_spread,

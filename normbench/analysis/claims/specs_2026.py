@@ -164,7 +164,8 @@ CLAIMS_2026: list[Claim] = [
           measures="validation loss after 1000 steps of a 1B-parameter LLM, {RMSNorm, Derf, DyT} × {AdamW, Muon}",
           regime="both optimizers train (off chance); equal steps and data; the paper's scale is 1B parameters, "
                  "1000 steps",
-          needs=(needs("off_chance"), needs("equal_data"),)),
+          # AdamW and Muon want lrs a decade apart: one lr for both decides the interaction's sign
+          needs=(needs("off_chance"), needs("equal_data"), needs("own_lr"),)),
     Claim("periln_balanced_variance",
           "Peri-LN keeps the hidden-state variance from growing with depth as Pre-LN's does, and its gradient norms "
           "are more even across depth.",
@@ -214,7 +215,7 @@ CLAIMS_2026: list[Claim] = [
                    "70M–7B, Pre-LN vs Post-LN vs Mix-LN",
           regime="deep enough that Pre-LN's deep blocks are near-identity (a small loss increase when skipped); both "
                  "arms off chance; the paper's scale is 70M parameters and up",
-          needs=(needs("recorded", 1, column="metrics.layer_grad_log_ratio"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"), needs("off_ceiling", 3),)),
+          needs=(needs("recorded", 1, column="metrics.layer_grad_log_ratio"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"), needs("off_ceiling", 3), needs("own_lr", 3),)),
     Claim("lns_variance_depth",
           "LayerNorm Scaling (the norm's output × 1/√ℓ) keeps the hidden-state variance from growing with depth as "
           "Pre-LN's does, makes the deep layers matter more, and scores better than Pre-LN.",
@@ -238,7 +239,7 @@ CLAIMS_2026: list[Claim] = [
                    "130M–7B, Pre-LN vs LNS and other scalings",
           regime="deep enough that Pre-LN's variance grows (positive slope of ln Var); off chance; the paper's scale "
                  "is 130M parameters and up",
-          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"), needs("off_ceiling", 3),)),
+          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"), needs("off_ceiling", 3), needs("own_lr", 3),)),
     Claim("qknorm_lr_sensitivity",
           "qk-layernorm makes final quality less sensitive to the learning rate (a smaller lr-sensitivity area over "
           "a log-spaced lr grid) and keeps the attention logits from growing at a high lr.",
