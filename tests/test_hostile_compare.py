@@ -215,3 +215,14 @@ def test_an_ignore_key_that_names_no_setting_is_refused_in_one_line(tmp_path, ca
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and "--ignore no.such.key: no setting" in err
     assert main([str(tmp_path / "base"), str(tmp_path / "new"), "--ignore", "task"]) == 0  # a real one still pairs
+
+
+def test_an_ignore_key_as_typed_is_printed_as_one_safe_bounded_line(tmp_path, capsys):
+    """Hostile N16, N17: a key holding a terminal escape and a newline, or 20,000 characters, is echoed in the
+    refusal: one line, escapes shown as text, at most a few hundred characters."""
+    _same(tmp_path)
+    for key in ("\x1b[31mred\nline2", "k" * 20_000):
+        assert main([str(tmp_path / "base"), str(tmp_path / "new"), "--ignore", key]) == 2
+        err = capsys.readouterr().err
+        assert "no setting of either set is named" in err  # the refusal that echoes the key, not an earlier one
+        assert err.count("\n") == 1 and "\x1b" not in err and len(err) < 600, err[:200]

@@ -562,7 +562,9 @@ def main(argv: list[str] | None = None) -> int:
         if sys.stdout.isatty():  # the same summary without the escapes Markdown needs (`>`, not `&gt;`)
             text = markdown(settings, only_base, only_new, **said, cell=terminal_text)
     except (CompareError, OSError) as error:
-        print(f"normbench.compare: {error}", file=sys.stderr)
+        from normbench.studies.app import message_text  # a key as typed may hold escapes or 40 kB (hostile N16, N17)
+
+        print(f"normbench.compare: {message_text(error)}", file=sys.stderr)
         return 2
     print(text, end="")
     return verdict.exit_status

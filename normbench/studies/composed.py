@@ -13,7 +13,7 @@ import itertools
 
 from normbench.checks import ConfigError
 
-MAX_JOBS_CHECKED = 64  # a sweep whose first 64 jobs all refuse their settings is refused as a whole
+MAX_JOBS_CHECKED = 64  # a sweep of at most 64 jobs, every one refusing its settings, is refused as a whole
 
 
 def _hydra_key(override: str) -> bool:
@@ -22,7 +22,8 @@ def _hydra_key(override: str) -> bool:
 
 def job_overrides(overrides: list[str], params: dict[str, str] | None = None) -> list[list[str]] | None:
     """Each job's overrides, sweeps expanded, the sweep file's ``params`` where the command line does not set
-    the key (as Hydra's sweeper takes them), at most MAX_JOBS_CHECKED + 1 of them; Hydra's own keys left out
+    the key (as Hydra's sweeper takes them), at most MAX_JOBS_CHECKED + 1 of them, and no more than that many
+    values of any one sweep read (a range of 10^8 values is never listed); Hydra's own keys left out
     (where the jobs go, not what they run). None when they cannot be listed here (an interval or glob sweep,
     a grammar error: the child says so in its own line)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -35,8 +36,8 @@ def job_overrides(overrides: list[str], params: dict[str, str] | None = None) ->
         for parsed, text in zip(OverridesParser.create().parse_overrides(texts), texts):
             if parsed.is_sweep_override():
                 prefix = {"ADD": "+", "FORCE_ADD": "++", "DEL": "~"}.get(parsed.type.name, "")
-                choices.append([f"{prefix}{parsed.get_key_element()}={value}"
-                                for value in parsed.sweep_string_iterator()])
+                values = itertools.islice(parsed.sweep_string_iterator(), MAX_JOBS_CHECKED + 1)
+                choices.append([f"{prefix}{parsed.get_key_element()}={value}" for value in values])
             else:
                 choices.append([text])
     except Exception:
@@ -47,8 +48,9 @@ def job_overrides(overrides: list[str], params: dict[str, str] | None = None) ->
 def check_jobs(overrides: list[str], params: dict[str, str] | None = None) -> None:
     """ConfigError, one line with any value read from the environment masked, when no job of these overrides
     could run: each is composed and checked as a run is (config.to_config), and the first refusal is the
-    reason. Returns at the first job that could run. Hydra's own refusals (an unknown option) are left to
-    the child, which reports them as exit 2."""
+    reason. Returns at the first job that could run, and when the sweep has more jobs than are checked (a
+    later one may run: its invalid cells are recorded, as a multirun records them; hostile case U06).
+    Hydra's own refusals (an unknown option) are left to the child, which reports them as exit 2."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -78,6 +80,7 @@ def check_jobs(overrides: list[str], params: dict[str, str] | None = None) -> No
             except (OmegaConfBaseException, ValueError, TypeError) as error:  # ConfigError is a ValueError
                 masked = sorted({*secrets, *interpolated_secrets(node)}, key=len, reverse=True)
                 first = first or message_text(error, masked, 300)
-    where = "" if len(jobs) == 1 else f" in any of the first {MAX_JOBS_CHECKED} jobs of the sweep" \
-        if len(jobs) > MAX_JOBS_CHECKED else f" in any of the {len(jobs)} jobs of the sweep"
+    if len(jobs) > MAX_JOBS_CHECKED:
+        return
+    where = "" if len(jobs) == 1 else f" in any of the {len(jobs)} jobs of the sweep"
     raise ConfigError(f"the config cannot run{where}: {first}")

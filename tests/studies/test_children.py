@@ -78,3 +78,22 @@ def test_a_sweep_dir_the_runner_drops_is_said_once_by_key(capsys):
     assert capsys.readouterr().err == "normbench.tune: hydra.sweep.dir is ignored: the runs go under --out /s\n"
     children.say_sweep_dir_ignored("normbench.tune", ["norm=ln"], "/s")
     assert capsys.readouterr().err == ""
+
+
+def test_a_sweep_larger_than_the_check_is_never_refused_for_its_first_jobs():
+    """Hostile U06/U08: 64 jobs with norm.eps=0 first, then 64 that run: the check cannot see them all, so it
+    refuses nothing (the invalid cells are recorded, as a multirun records them). A range of 10^8 values is read
+    only as far as the check goes, in well under a second, not listed whole (83 s and 4-6 GB before)."""
+    import time
+
+    import pytest
+
+    from normbench.checks import ConfigError
+    from normbench.studies.composed import MAX_JOBS_CHECKED, check_jobs, job_overrides
+
+    check_jobs(["task=adding", "norm.eps=0,1e-5", "log_every=range(1,65)"])  # returns: a later job may run
+    with pytest.raises(ConfigError, match="in any of the 2 jobs"):
+        check_jobs(["task=adding", "norm.eps=0", "log_every=1,2"])
+    start = time.perf_counter()
+    jobs = job_overrides(["norm.eps=0", "log_every=range(1,100000000)"])
+    assert len(jobs) == MAX_JOBS_CHECKED + 1 and time.perf_counter() - start < 5
