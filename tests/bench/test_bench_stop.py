@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # argv: SIGNAL WHERE; WHERE is "imports" (as torch starts to load) or "sweep" (inside the sweep's temporary folder)
@@ -36,7 +38,7 @@ runpy.run_module("normbench.bench", run_name="__main__", alter_sys=True)
 def _stopped(name: str, where: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
     return subprocess.run([sys.executable, "-c", CHILD, name, where], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          timeout=HANG_S)
 
 
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT"])

@@ -42,12 +42,13 @@ def test_a_runners_child_leaves_the_line_a_stop_ends_with_to_the_runner(tmp_path
     import pytest
 
     from normbench.studies import app, children
+    from tests.waiting import HANG_S
 
     seen = tmp_path / "env"
     child = children.start([sys.executable, "-c", f"import os; open({str(seen)!r}, 'w').write("
                                                   f"os.environ.get({children.RUNNER_SAYS_STOPS_ENV!r}, 'unset'))"],
                            env={**os.environ})
-    assert child.wait(timeout=60) == 0 and seen.read_text() == "1"
+    assert child.wait(timeout=HANG_S) == 0 and seen.read_text() == "1"
 
     def interrupted(*args, **kwargs):
         def run():
