@@ -147,11 +147,19 @@ def _said(stderr: str) -> str:
     return " ".join(stderr.split())[-MAX_MESSAGE:]
 
 
+# a page that sends its frame elsewhere (<meta http-equiv="refresh">) is measured before it goes and shot after:
+# the picture would be the browser's error page under an "ok" (hostile Sn50-Sn52, Sn73); no report has one
+_REFRESH = re.compile(r"""<meta\b[^>]*\bhttp-equiv\s*=\s*["']?\s*refresh""", re.I)
+
+
 def _read_page(report: Path) -> str:
     try:
-        return Path(report).read_text(encoding="utf-8")
+        page = Path(report).read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise RuntimeError(f"cannot read {report}: {error}") from None
+    if _REFRESH.search(page):
+        raise RuntimeError(f"{report} navigates itself away (a meta refresh): what it shows cannot be checked")
+    return page
 
 
 class NoBrowser(RuntimeError):

@@ -117,3 +117,14 @@ def test_an_undecodable_page_is_named(tmp_path, capsys):
     page.write_bytes(b"\xff\xfe<html>")
     assert shot.main([str(page), str(tmp_path / "shots"), "--widths", "420"]) == 2
     assert f"cannot read {page}" in _one_line(capsys)
+
+
+@pytest.mark.parametrize("meta", ['<meta http-equiv="refresh" content="0;url=http://127.0.0.1:9/">',
+                                  "<META HTTP-EQUIV=Refresh CONTENT='0; url=file:///etc/passwd'>"])
+def test_a_page_that_navigates_itself_away_is_refused_not_shot_as_ok(tmp_path, capsys, meta):
+    # Sn50-Sn52, Sn73: measured before the refresh, shot after it: the browser's error page under "ok"
+    page = tmp_path / "r.html"
+    page.write_text(f"<html><head>{meta}</head><body>x</body></html>", encoding="utf-8")
+    assert shot.main([str(page), str(tmp_path / "shots"), "--widths", "420"]) == 2
+    assert "navigates itself away" in _one_line(capsys)
+    assert not (tmp_path / "shots").exists() or not any((tmp_path / "shots").iterdir())
