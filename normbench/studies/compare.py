@@ -559,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
         text = markdown(settings, only_base, only_new, **said)
         if args.out is not None:
             write_file(args.out, text)  # the one writer: atomic, never through a link, never into a FIFO
-        if sys.stdout.isatty():  # the same summary without the escapes Markdown needs (`>`, not `&gt;`)
+        if sys.stdout is not None and sys.stdout.isatty():  # the same summary without the escapes Markdown needs (`>`, not `&gt;`)
             text = markdown(settings, only_base, only_new, **said, cell=terminal_text)
     except (CompareError, OSError) as error:
         from normbench.studies.app import message_text  # a key as typed may hold escapes or 40 kB (hostile N16, N17)

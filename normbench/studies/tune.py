@@ -315,11 +315,14 @@ def _tune(argv: list[str] | None) -> int:
     if clash:
         parser.error(f"--evaluation-seeds {sorted(clash)[:5]} are selection seeds too; choose others (the default is "
                      f"{','.join(map(str, EVALUATION_SEEDS))})")
-    children.say_sweep_dir_ignored("normbench.tune", args.overrides, out)  # every refusal above is its one line
     # Selection and evaluation answer one question: their runs form one study (normbench/configuration/study_info.py).
-    os.environ[study_info.STUDY_ENV_VAR] = json.dumps(study_info.describe(
-        "tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection seeds, compared on fresh "
-        "evaluation seeds (DeepOBS / AlgoPerf protocol)."))
+    try:
+        study = study_info.describe("tuned", args.overrides, None, "Each arm at its own tuned lr: chosen on selection "
+                                    "seeds, compared on fresh evaluation seeds (DeepOBS / AlgoPerf protocol).")
+    except Exception as error:  # Hydra's override grammar refused one (hostile T06, T12): the user's input
+        parser.error(f"an override cannot be parsed: {' '.join(str(error).split())[:300]}")
+    children.say_sweep_dir_ignored("normbench.tune", args.overrides, out)  # every refusal above is its one line
+    os.environ[study_info.STUDY_ENV_VAR] = json.dumps(study)
     code = _normbench(children.into_folder(["-m", "+sweep=tuned", *args.overrides, "role=selection", "resume=true",
                                             "report=false"], selection_dir))
     if code == 2:  # the user's input: nothing ran

@@ -60,7 +60,7 @@ class ProgressBar(Hook):
     def __init__(self, cfg: Config, task):
         self.steps, self.metric = cfg.steps, task.metric
         self.bar = None
-        if cfg.progress and sys.stderr.isatty():
+        if cfg.progress and sys.stderr is not None and sys.stderr.isatty():  # None: stderr closed (2>&-, hostile E06)
             from tqdm import tqdm
 
             self.bar = tqdm(total=cfg.steps, unit="step", leave=False, dynamic_ncols=True)

@@ -210,3 +210,22 @@ def test_a_selector_may_name_a_cell_kernel_by_its_earlier_name():
     assert claim.arms["a"] == {"model.cell_kernel": "compiled"}
     chosen = claim.arms["b"]["model.cell_kernel"]
     assert chosen.test("torch_compile") and chosen.test("python") and not chosen.test("compiled")
+
+
+def test_a_link_in_the_claims_folder_is_refused_and_what_it_points_at_never_echoed(tmp_path):
+    """Hostile R09, R30, S16: cl/c.yaml -> a file of passwords; the error quoted its first line as an unknown
+    key. A claim is a file of the folder itself; a terminal escape in a file name is shown, not acted on."""
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$saltsalt$FAKEHASH:19000:0:99999:7:::\n")
+    folder = tmp_path / "cl"
+    folder.mkdir()
+    (folder / "c.yaml").symlink_to(secret)
+    with pytest.raises(ClaimFileError) as error:
+        read_folders([folder], CLAIMS)
+    assert "a link, not a claim file" in str(error.value) and "FAKEHASH" not in str(error.value)
+    (folder / "c.yaml").unlink()
+    odd = folder / "\x1b[31mred.yaml"
+    odd.write_text("id: [\n")
+    with pytest.raises(ClaimFileError) as error:
+        read_folders([folder], CLAIMS)
+    assert "\x1b" not in str(error.value) and "\\x1b[31mred.yaml" in str(error.value)

@@ -88,3 +88,18 @@ def test_a_setting_no_job_can_run_is_refused_before_the_selection(overrides, ref
     err = capsys.readouterr().err
     assert stop.value.code == 2 and refused in err and len(err.splitlines()) == 1
     assert not stages and not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("override", ["lr=[1,", "seed=(("])
+def test_an_override_hydra_cannot_parse_is_one_line_before_any_stage(override, tmp_path, monkeypatch, capsys):
+    """Hostile T06, T12: a grammar error in an override ended in a 29-line traceback (exit 1); study and a run
+    say it in one line, exit 2."""
+    from normbench.studies import tune
+
+    stages = []
+    monkeypatch.setattr(tune, "_normbench", lambda args: stages.append(args) or 0)
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--out", str(tmp_path / "t"), "steps=2", override])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "cannot be parsed" in err and len(err.splitlines()) == 1, err
+    assert not stages and not (tmp_path / "t").exists()

@@ -384,9 +384,17 @@ def _bounded_load(text: str):
         loader.dispose()
 
 
+def _shown(path: Path) -> str:
+    """A claim file's name as one printable line: a terminal escape in a file name is shown, not acted on."""
+    text = str(path)[-200:]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
-    where = str(path)[-200:]
+    where = _shown(path)
     try:
+        if path.is_symlink():  # a claim is a file of the folder, never what a link points at (hostile R09, S16)
+            raise ClaimFileError(f"{where}: a link, not a claim file; put the file itself in the folder")
         if not path.is_file():
             raise ClaimFileError(f"{where}: not a regular file")
         if path.stat().st_size > MAX_BYTES:
