@@ -202,11 +202,23 @@ def _elsewhere(arg: str) -> bool:
     return arg.lstrip("+~").split("=", 1)[0] in ("hydra.sweep", "hydra.sweep.dir")
 
 
+def hydra_quoted(value: object) -> str:
+    """``value`` as one quoted string in a Hydra override: a comma is not a sweep, ``${...}`` is not
+    resolved, a quote does not end it. A backslash has no single meaning there, so it is refused."""
+    text = str(value)
+    if "\\" in text or any(not c.isprintable() for c in text):
+        raise ValueError(f"{text[:80]!r} holds a backslash or a control character; choose a plain path")
+    return "'" + text.replace("'", "\\'").replace("${", "\\${") + "'"
+
+
 def into_folder(args: list[str], sweep_dir: str) -> list[str]:
     """A child multirun's arguments with its records in ``sweep_dir`` (a Hydra override's value) and nowhere
     else: a ``hydra.sweep.dir`` (or ``hydra.sweep``) among the user's overrides is dropped, never written
-    to, and the runner's comes last, so every write stays under the runner's folder (its --out)."""
-    return [a for a in args if not _elsewhere(a)] + [f"hydra.sweep.dir={sweep_dir}"]
+    to, and the runner's comes last, so every write stays under the runner's folder (its --out). A path is
+    quoted (hydra_quoted) where the caller has not: a comma, an "=" or a non-ASCII letter in --out is a path,
+    not Hydra grammar (hostile S12, S15)."""
+    quoted = sweep_dir if sweep_dir.startswith("'") else hydra_quoted(sweep_dir)
+    return [a for a in args if not _elsewhere(a)] + [f"hydra.sweep.dir={quoted}"]
 
 
 def say_sweep_dir_ignored(tool: str, overrides: list[str], out) -> None:

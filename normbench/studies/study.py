@@ -144,6 +144,10 @@ def _check_out(out: Path) -> None:
                                  f"belongs there")
     if os.path.lexists(out) and not out.is_dir():
         raise StudyArgumentError(f"--out {text} exists and is not a folder")
+    try:  # the rounds' hydra.sweep.dir: refused here, before a folder is made, not by a child (hostile L06)
+        children.hydra_quoted(out)
+    except ValueError as error:
+        raise StudyArgumentError(f"--out: {error}") from None
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:

@@ -43,6 +43,7 @@ from normbench.configuration import hydra_files, study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
 from normbench.studies import children
+from normbench.studies.children import hydra_quoted
 from normbench.studies.composed import check_jobs
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
@@ -234,15 +235,6 @@ def _selection_seeds(selection_dir: Path) -> set[int]:
 
     return {int(r.summary["seed"]) for r in find_records([selection_dir]).runs
             if isinstance(r.summary.get("seed"), int)}
-
-
-def hydra_quoted(value: object) -> str:
-    """``value`` as one quoted string in a Hydra override: a comma is not a sweep, ``${...}`` is not
-    resolved, a quote does not end it. A backslash has no single meaning there, so it is refused."""
-    text = str(value)
-    if "\\" in text or any(not c.isprintable() for c in text):
-        raise ValueError(f"{text[:80]!r} holds a backslash or a control character; choose a plain path")
-    return "'" + text.replace("'", "\\'").replace("${", "\\${") + "'"
 
 
 def _seeds(text: str) -> list[int]:

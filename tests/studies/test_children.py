@@ -74,7 +74,7 @@ def test_a_sweep_dir_the_runner_drops_is_said_once_by_key(capsys):
     from normbench.studies import children
 
     overrides = ["norm=ln", "hydra.sweep.dir=${oc.env:SECRET_DIR}"]
-    assert children.into_folder(overrides, "/s/selection") == ["norm=ln", "hydra.sweep.dir=/s/selection"]
+    assert children.into_folder(overrides, "/s/selection") == ["norm=ln", "hydra.sweep.dir='/s/selection'"]
     children.say_sweep_dir_ignored("normbench.tune", overrides, "/s")
     assert capsys.readouterr().err == "normbench.tune: hydra.sweep.dir is ignored: the runs go under --out /s\n"
     children.say_sweep_dir_ignored("normbench.tune", ["norm=ln"], "/s")
@@ -98,3 +98,20 @@ def test_a_sweep_larger_than_the_check_is_never_refused_for_its_first_jobs():
     start = time.perf_counter()
     jobs = job_overrides(["norm.eps=0", "log_every=range(1,100000000)"])
     assert len(jobs) == MAX_JOBS_CHECKED + 1 and time.perf_counter() - start < 5
+
+
+def test_a_runners_folder_reaches_its_child_as_a_path_whatever_its_letters(tmp_path):
+    """Hostile S12, S15, L06: --out "/tmp/x/résumé" or "/tmp/x/st,a=b" reached the child unquoted and Hydra's lexer
+    refused it; a newline in --out made the folder, then the child refused it."""
+    import pytest
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from normbench.studies import children, study
+
+    for name in ("résumé", "st,a=b", "it's here"):
+        args = children.into_folder(["-m", "norm=ln,none"], str(tmp_path / name))
+        parsed = OverridesParser.create().parse_override(args[-1])
+        assert parsed.get_key_element() == "hydra.sweep.dir" and parsed.value() == str(tmp_path / name)
+    with pytest.raises(study.StudyArgumentError, match="control character"):
+        study._check_out(tmp_path / "a\nb")
+    assert not (tmp_path / "a\nb").exists()

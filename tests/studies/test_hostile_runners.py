@@ -18,7 +18,8 @@ def sweep_dirs(args: list[str]) -> list[str]:
                                    "hydra.sweep={{dir:{}}}"])
 def test_the_runners_child_sweeps_only_into_their_own_folder(given, tmp_path):
     args = children.into_folder(["-m", "norm=ln", given.format(tmp_path / "elsewhere"), "threads=1"], "mine")
-    assert sweep_dirs(args) == ["mine"] and args[-1] == "hydra.sweep.dir=mine" and "threads=1" in args
+    # the runner's folder is quoted: a path, never Hydra grammar (S12, S15)
+    assert sweep_dirs(args) == ["'mine'"] and args[-1] == "hydra.sweep.dir='mine'" and "threads=1" in args
 
 
 def test_tune_writes_both_stages_under_out_whatever_hydra_sweep_dir_says(tmp_path, monkeypatch):
@@ -36,7 +37,7 @@ def test_a_study_round_sweeps_only_into_its_own_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(children, "run", lambda command, **kw: ran.append(command) or 2)
     monkeypatch.setattr(study, "check_config", lambda overrides: None)
     study.main(["--out", str(tmp_path / "out"), "norm=ln", f"hydra.sweep.dir={tmp_path / 'elsewhere'}"])
-    assert [sweep_dirs(command) for command in ran] == [[str(Path(tmp_path / "out" / "round-1"))]]
+    assert [sweep_dirs(command) for command in ran] == [[f"'{Path(tmp_path / 'out' / 'round-1')}'"]]
 
 
 @pytest.mark.parametrize("lr", ["0", "-1", "nan", "inf", "1e-50", "0.01,0", "range(0,0.1,0.05)", "choice(0.01,-0.1)"])
