@@ -206,7 +206,10 @@ def _configs_only(args: list[str]) -> None:
         if _completion(args):
             return
         if any(arg in ("-h", "--help") for arg in args):
-            print(commands_help())
+            from normbench.checks import exit_on_full_stdout
+
+            if exit_on_full_stdout("normbench", lambda: print(commands_help())):  # > /dev/full (X06)
+                sys.exit(1)
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(_never_called)()
     except (HydraException, OmegaConfBaseException, ValueError) as err:
         print(f"normbench: error: {' '.join(str(err).split('Config search path')[0].split())}", file=sys.stderr)

@@ -7,7 +7,9 @@ makes an 80-character line, not a 2 MB one.
 """
 
 import argparse
+import errno
 import math
+import os
 import sys
 
 # Below half the smallest positive float32 (2**-149, a subnormal) a number rounds to 0 in float32,
@@ -86,3 +88,22 @@ def require_split_sizes(config) -> None:
     """n_train, n_val and n_test of a task that draws its examples: at least one each."""
     for key in ("n_train", "n_val", "n_test"):
         require_at_least(key, getattr(config, key), 1)
+
+
+def exit_on_full_stdout(prog: str, main) -> int:
+    """``main()``'s exit status; standard output that cannot be written (``> /dev/full``, a full disk) is one line
+    on stderr and exit status 1, not a traceback (hostile R25, P14, X06, N08), and the interpreter's flush at exit
+    prints no second error."""
+    try:
+        code = main()
+        sys.stdout.flush()  # what is still buffered fails here, where it can be said
+        return code
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EBADF):
+            raise
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        print(f"{prog}: cannot write to standard output ({os.strerror(error.errno)})", file=sys.stderr)
+        return 1

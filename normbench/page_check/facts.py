@@ -183,4 +183,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from normbench.checks import exit_on_full_stdout
+
+    sys.exit(exit_on_full_stdout("normbench.page_check.facts", main))

@@ -96,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from normbench.checks import exit_on_full_stdout
+
     try:
-        code = main()
+        code = exit_on_full_stdout("normbench.report", main)
     except KeyboardInterrupt:  # the instant between main's return and here
         code = 128 + signal.SIGINT
     sys.exit(code)

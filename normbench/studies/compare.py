@@ -575,6 +575,8 @@ def cell_list(run_dirs: list[str]) -> str:
 
 
 if __name__ == "__main__":
+    from normbench.checks import exit_on_full_stdout
+
     with quiet_numerics():  # NaN metrics are results: numpy's warnings about them stay off stderr
-        code = main()
+        code = exit_on_full_stdout("normbench.compare", main)
     sys.exit(code)

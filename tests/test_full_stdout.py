@@ -1,0 +1,32 @@
+"""Standard output on a full device (`> /dev/full`): one line on stderr and exit status 1 on every entry point,
+never a traceback (hostile R25, P14, X06, N08)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.report.conftest import write_record
+from tests.waiting import HANG_S
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("args", [["normbench", "--help"], ["normbench.page_check.facts", "{page}"],
+                                  ["normbench.report", "{runs}", "--out", "{out}"],
+                                  ["normbench.studies.compare", "{runs}", "{runs}"]])
+def test_a_full_standard_output_is_one_line_and_exit_1(args, tmp_path):
+    runs = tmp_path / "runs"
+    write_record(runs, "r0", seed=0)
+    page = tmp_path / "page.html"
+    page.write_text("<html><head><title>t</title></head><body><p>x</p></body></html>", encoding="utf-8")
+    argv = [a.format(page=page, runs=runs, out=tmp_path / "out") for a in args]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=HANG_S)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-800:]
+    assert done.stderr.strip().splitlines()[-1].endswith("cannot write to standard output (No space left on device)")
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
