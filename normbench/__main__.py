@@ -49,6 +49,8 @@ def subcommand(name: str, args: list[str]) -> int:
     from normbench.checks import ArgumentRefused  # torch-free
     from normbench.studies.children import ignore_stops  # torch-free
 
+    if sys.stdout is None:  # standard output closed (>&-): what would be printed goes nowhere (hostile Z13)
+        sys.stdout = open(os.devnull, "w")
     out = sys.stdout = _WatchedOutput(sys.stdout)
     try:
         module = importlib.import_module(SUBCOMMANDS[name][0])

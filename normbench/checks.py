@@ -94,6 +94,8 @@ def exit_on_full_stdout(prog: str, main) -> int:
     """``main()``'s exit status; standard output that cannot be written (``> /dev/full``, a full disk) is one line
     on stderr and exit status 1, not a traceback (hostile R25, P14, X06, N08), and the interpreter's flush at exit
     prints no second error."""
+    if sys.stdout is None:  # standard output closed (>&-): what would be printed goes nowhere (hostile Z09-Z16)
+        sys.stdout = open(os.devnull, "w")
     try:
         code = main()
         sys.stdout.flush()  # what is still buffered fails here, where it can be said

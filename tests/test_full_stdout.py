@@ -30,3 +30,18 @@ def test_a_full_standard_output_is_one_line_and_exit_1(args, tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-800:]
     assert done.stderr.strip().splitlines()[-1].endswith("cannot write to standard output (No space left on device)")
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("args", [["normbench.report", "{runs}", "--out", "{out}"], ["normbench", "compare", "{runs}", "{runs}"],
+                                  ["normbench.page_check.facts", "{page}"]])
+def test_a_closed_standard_output_is_no_traceback(args, tmp_path):
+    """Hostile Z09-Z16: `>&-` left sys.stdout None, and flush or isatty on it was a traceback."""
+    runs = tmp_path / "runs"
+    write_record(runs, "r0", seed=0)
+    page = tmp_path / "page.html"
+    page.write_text("<html><head><title>t</title></head><body><p>x</p></body></html>", encoding="utf-8")
+    argv = [a.format(page=page, runs=runs, out=tmp_path / "out") for a in args]
+    done = subprocess.run([sys.executable, "-m", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=HANG_S,
+                          preexec_fn=lambda: os.close(1))
+    assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr[-800:]
