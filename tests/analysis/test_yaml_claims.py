@@ -229,3 +229,16 @@ def test_a_link_in_the_claims_folder_is_refused_and_what_it_points_at_never_echo
     with pytest.raises(ClaimFileError) as error:
         read_folders([folder], CLAIMS)
     assert "\x1b" not in str(error.value) and "\\x1b[31mred.yaml" in str(error.value)
+
+
+def test_an_unknown_key_that_is_no_name_is_not_echoed(tmp_path):
+    """Hostile C24: a hard link to a password file reads as one unknown key, its first line; a typo is named."""
+    folder = tmp_path / "cl"
+    folder.mkdir()
+    (folder / "h.yaml").write_text("root:$6$salt$HASH:19000:0:99999:7:::\n")
+    with pytest.raises(ClaimFileError) as error:
+        read_folders([folder], CLAIMS)
+    assert "HASH" not in str(error.value) and "not shown" in str(error.value)
+    (folder / "h.yaml").write_text("stament: x\n")
+    with pytest.raises(ClaimFileError, match="unknown key 'stament'"):
+        read_folders([folder], CLAIMS)

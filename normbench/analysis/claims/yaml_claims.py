@@ -243,7 +243,7 @@ def _part(spec, arms: dict, where: str) -> PartSpec:
         raise ClaimFileError(f"{where}: a part is a mapping (kind, assertion, a, b, ...), got {shown(spec)}")
     unknown = sorted(set(map(str, spec)) - _PART)
     if unknown:
-        raise ClaimFileError(f"{where}: unknown key {unknown[0]!r}; a part's keys are {', '.join(sorted(_PART))}")
+        raise ClaimFileError(f"{where}: unknown key {_key_shown(unknown[0])}; a part's keys are {', '.join(sorted(_PART))}")
     kind = spec.get("kind")
     if kind not in PART_KINDS:
         raise ClaimFileError(f"{where}: kind must be one of {', '.join(PART_KINDS)}, got {shown(kind)}")
@@ -320,7 +320,7 @@ def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     _names_code(doc, where)
     unknown = sorted(set(map(str, doc)) - _TOP)
     if unknown:
-        raise ClaimFileError(f"{where}: unknown key {unknown[0]!r}; keys are {', '.join(sorted(_TOP))}")
+        raise ClaimFileError(f"{where}: unknown key {_key_shown(unknown[0])}; keys are {', '.join(sorted(_TOP))}")
     claim_id = doc.get("id")
     if not isinstance(claim_id, str) or not _ID.match(claim_id):
         raise ClaimFileError(f"{where}: id must be lower-case letters, digits and _ (a letter first), got "
@@ -382,6 +382,13 @@ def _bounded_load(text: str):
         return loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
+
+
+def _key_shown(key: object) -> str:
+    """An unknown key as the error names it: a name (a typo: ``stament``) is shown; anything else, such as the
+    first line of a file that is no claim (a password file hard-linked in, hostile C24), is not echoed."""
+    text = str(key)
+    return repr(text) if re.fullmatch(r"[A-Za-z_][\w.-]{0,40}", text) else "(not a name; not shown)"
 
 
 def _shown(path: Path) -> str:
