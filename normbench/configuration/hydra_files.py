@@ -79,8 +79,23 @@ def foreign_sweep_file(sweep_dir: Path) -> str | None:
 SWEEP_DIR: Path | None = None  # set in the launcher when its multirun starts
 
 
+def _blank_path(config, key: str) -> None:
+    """paths.outputs / paths.multirun blank: the run's folder would be /DATE/TIME, at the filesystem's root
+    (hostile N12b, N13, N21: the job was refused, but only after Hydra had made that folder and the sweep had
+    written its files there). Refused before Hydra names any folder."""
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.select(config, f"paths.{key}", default=None, throw_on_resolution_failure=False)
+    if value is not None and not str(value).strip():
+        raise Refused(f"paths.{key} is empty: its folders would be made at the filesystem's root; name a folder")
+
+
 class CheckHydraFiles(Callback):
+    def on_run_start(self, config, **kwargs) -> None:
+        _blank_path(config, "outputs")
+
     def on_multirun_start(self, config, **kwargs) -> None:
+        _blank_path(config, "multirun")
         global SWEEP_DIR
         SWEEP_DIR = Path(str(config.hydra.sweep.dir))  # the launcher's sweep, for a stop (studies/app.py)
         # before Hydra names any job's folder: a name read from the environment is refused up front
