@@ -14,16 +14,21 @@ from tests.waiting import HANG_S
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _argv(args: list[str], tmp_path: Path) -> list[str]:
+    """The command's arguments, with a run record, a page and an output folder made for it under tmp_path."""
+    runs = tmp_path / "runs"
+    write_record(runs, "r0", seed=0)
+    page = tmp_path / "page.html"
+    page.write_text("<html><head><title>t</title></head><body><p>x</p></body></html>", encoding="utf-8")
+    return [a.format(page=page, runs=runs, out=tmp_path / "out") for a in args]
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 @pytest.mark.parametrize("args", [["normbench", "--help"], ["normbench.page_check.facts", "{page}"],
                                   ["normbench.report", "{runs}", "--out", "{out}"],
                                   ["normbench.studies.compare", "{runs}", "{runs}"]])
 def test_a_full_standard_output_is_one_line_and_exit_1(args, tmp_path):
-    runs = tmp_path / "runs"
-    write_record(runs, "r0", seed=0)
-    page = tmp_path / "page.html"
-    page.write_text("<html><head><title>t</title></head><body><p>x</p></body></html>", encoding="utf-8")
-    argv = [a.format(page=page, runs=runs, out=tmp_path / "out") for a in args]
+    argv = _argv(args, tmp_path)
     with open("/dev/full", "w") as full:
         done = subprocess.run([sys.executable, "-m", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=HANG_S)
@@ -36,11 +41,7 @@ def test_a_full_standard_output_is_one_line_and_exit_1(args, tmp_path):
                                   ["normbench.page_check.facts", "{page}"]])
 def test_a_closed_standard_output_is_no_traceback(args, tmp_path):
     """Hostile Z09-Z16: `>&-` left sys.stdout None, and flush or isatty on it was a traceback."""
-    runs = tmp_path / "runs"
-    write_record(runs, "r0", seed=0)
-    page = tmp_path / "page.html"
-    page.write_text("<html><head><title>t</title></head><body><p>x</p></body></html>", encoding="utf-8")
-    argv = [a.format(page=page, runs=runs, out=tmp_path / "out") for a in args]
+    argv = _argv(args, tmp_path)
     done = subprocess.run([sys.executable, "-m", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=HANG_S,
                           preexec_fn=lambda: os.close(1))
