@@ -100,7 +100,7 @@ ON_PLATEAU = "on a trivial plateau"
 SCORE_GATES = (ON_PLATEAU, AT_CHANCE, AT_CEILING, STILL_IMPROVING, CONFOUNDED)
 GATES: dict[str, tuple[str, ...]] = {
     "better": SCORE_GATES, "not_worse": SCORE_GATES, "equivalent": SCORE_GATES, "grows": SCORE_GATES,
-    "converges_faster": (ON_PLATEAU, AT_CHANCE, CONFOUNDED),
+    "converges_faster": (ON_PLATEAU, AT_CHANCE, CONFOUNDED), "converges_grows": (ON_PLATEAU, AT_CHANCE, CONFOUNDED),
     "more_stable": (CONFOUNDED,), "higher_rate": (CONFOUNDED,), "ratio": (CONFOUNDED,), "slope": (CONFOUNDED,),
     "faster": (CONFOUNDED,),
 }

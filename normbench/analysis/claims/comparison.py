@@ -290,11 +290,14 @@ def undecided(estimate: Estimate, seeds: int, distance: float, claimed_value: fl
 
 
 
-def decided_by_first(found: list[str], what: str) -> tuple[str, str]:
+def decided_by_first(found: list[str | None], what: str) -> tuple[str, str]:
     """A part judged on several measures, the first deciding: supported when it is and no other is
-    contradicted; contradicted when one is and none is supported; inconclusive when they disagree."""
+    contradicted; contradicted when one is and none is supported; inconclusive when they disagree. A
+    first measure that has no value (None: an arm has no finished run, e.g. all diverged) hands the
+    decision to the others: every run of an arm diverging is itself the effect, never missing data."""
     if CONTRADICTED in found and SUPPORTED in found:
         return INCONCLUSIVE, f" The {what} measures disagree."
     if CONTRADICTED in found:
         return CONTRADICTED, ""
-    return (SUPPORTED if found[0] == SUPPORTED else INCONCLUSIVE), ""
+    deciding = found[0] if found[0] is not None else next((f for f in found[1:] if f is not None), None)
+    return (SUPPORTED if deciding == SUPPORTED else INCONCLUSIVE), ""

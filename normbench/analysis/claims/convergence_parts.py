@@ -137,7 +137,8 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
     test += pairing_text(triples, val_values, "val_auc") + per_stratum_text(triples, val_values, alpha)
     effects = [as_effect(f"val_auc: {spec.a} {'/' if val_ratio else '−'} {spec.b} ({better_word(sign)}; the "
                          f"validation curve's area decides)", val, alpha, exp=val_ratio)]
-    found = [side_of(effects[0], sign)]
+    # no val_auc where an arm has no finished run (all diverged): then the divergence rate decides
+    found = [side_of(effects[0], sign) if np.isfinite(effects[0].estimate) else None]
     if steps_of is not None:
         steps, reached = _steps_effect(steps_of, target, triples, arms, alpha)
         effects.append(steps)
@@ -210,13 +211,19 @@ def grows_part(spec: PartSpec, ctx: Context) -> Part:
     is compared on the log scale, so the contrast is a log-ratio of ratios."""
     a, b, runs, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.runs, ctx.alpha
     arms = (spec.a, spec.b)
+    on_curve = spec.kind == "converges_grows"  # the validation curve's area, not the final score
+    if on_curve:
+        runs = _with_curves(runs)
+        a, b = runs.loc[a.index], runs.loc[b.index]
+    measure = VAL_AUC if on_curve else SCORE
     xa, xb = pd.to_numeric(axis(a, spec.x), errors="coerce"), pd.to_numeric(axis(b, spec.x), errors="coerce")
     shared = sorted(set(xa.dropna()) & set(xb.dropna()))
     sign, name = task_direction(runs)[0], task_direction(runs)[1]
+    shown = f"val_auc, the validation curve's area ({name})" if on_curve else name
     level = decision_level(alpha)
     toward = "smallest" if spec.claimed < 0 else "largest"
     test = (f"{spec.a} − {spec.b} at the {toward} {spec.x} minus at the other end (a difference of differences, paired "
-            f"by seed where the seeds finished in all four cells, else Welch–Satterthwaite df), {name} of finished runs"
+            f"by seed where the seeds finished in all four cells, else Welch–Satterthwaite df), {shown} of finished runs"
             f"{' on the log scale' if rules.ratio_scale(name) else ''}, one-sided at α = {alpha:g} each way "
             f"({pct(level)} interval).")
     if len(shared) < 2:
@@ -228,7 +235,7 @@ def grows_part(spec: PartSpec, ctx: Context) -> Part:
     if not any(learned(f, runs)[0] is not False for f in cells.values()):
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note="No arm learned at either end of the axis.")
     logged = rules.ratio_scale(name)
-    score = lambda f: np.log(measure_values(SCORE, f).where(lambda v: v > 0)) if logged else measure_values(SCORE, f)  # noqa: E731
+    score = lambda f: np.log(measure_values(measure, f).where(lambda v: v > 0)) if logged else measure_values(measure, f)  # noqa: E731
     weights = {(spec.a, high): sign, (spec.b, high): -sign, (spec.a, low): -sign, (spec.b, low): sign}
     by_seed = {cell: score(frame).groupby(frame["seed"]).mean().dropna() for cell, frame in cells.items()}
     paired = sorted(set.intersection(*[set(v.index) for v in by_seed.values()]))
@@ -242,7 +249,7 @@ def grows_part(spec: PartSpec, ctx: Context) -> Part:
         contrast = combine([(w, mean_estimate(score(cells[cell]))) for cell, w in weights.items()])
         how = "unpaired (Welch)"
     effect = as_effect(f"growth of {spec.a}'s advantage over {spec.b} from {spec.x} = {format_value(low)} to "
-                       f"{format_value(high)} ({name}{', log scale' if logged else ''}, + = grows; {how})", contrast, alpha)
+                       f"{format_value(high)} ({shown}{', log scale' if logged else ''}, + = grows; {how})", contrast, alpha)
     status, note = side_of(effect, +1), ""
     if len(paired) >= 2 and not contrast.var > 0 and status != INCONCLUSIVE:
         # every seed's contrast equal: no spread, so the t interval says nothing; the exact sign test does

@@ -149,7 +149,7 @@ def _resolve(claim: Claim, runs: pd.DataFrame) -> tuple[dict[str, pd.DataFrame],
 def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str, dict], runs: pd.DataFrame) -> pd.DataFrame:
     measures = {"score": SCORE}
     for spec in claim.parts:
-        if spec.kind == "converges_faster":
+        if spec.kind in ("converges_faster", "converges_grows"):
             measures.update({"train_loss_auc": TRAIN_LOSS_AUC, "val_auc": VAL_AUC})
         elif spec.kind in ("better", "not_worse", "equivalent", "slope") and spec.measure is not SCORE:
             measures[spec.measure.name.split(" (")[0]] = spec.measure

@@ -25,7 +25,8 @@ from normbench.analysis.claims.vocabulary import (
 
 _KINDS = {"better": score_part, "not_worse": score_part, "equivalent": score_part, "more_stable": stability_part,
           "faster": faster_part, "higher_rate": rate_part, "ratio": ratio_part, "slope": slope_part,
-          "converges_faster": convergence_part, "grows": grows_part, "sign": sign_part}
+          "converges_faster": convergence_part, "grows": grows_part, "converges_grows": grows_part,
+          "sign": sign_part}
 # A step-time ratio within ×1.05 either way: smaller than any speed difference the papers claim (RMSNorm 7%-64%,
 # DyT's per-layer savings), so "no difference larger than δ" answers a speed question as well as a verdict would.
 SPEED_DELTA = 1.05
@@ -39,7 +40,8 @@ def margin_of(spec: PartSpec, ctx: Context) -> float | None:
         return spec.margin
     if spec.kind == "faster":
         return math.log(SPEED_DELTA)
-    if spec.measure.task_metric and spec.kind in ("better", "not_worse", "equivalent", "grows", "converges_faster"):
+    if spec.measure.task_metric and spec.kind in ("better", "not_worse", "equivalent", "grows", "converges_faster",
+                                                             "converges_grows"):
         return score_margin(ctx.runs)[0]
     return None
 

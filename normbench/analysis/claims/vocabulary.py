@@ -347,3 +347,10 @@ def grows(assertion: str, a: str, b: str, x: str, toward: str = "largest") -> Pa
     return PartSpec("grows", assertion, a, b, claimed=1 if toward == "largest" else -1, x=x)
 
 
+def converges_grows(assertion: str, a: str, b: str, x: str, toward: str = "largest") -> PartSpec:
+    """grows, on the validation curve's area (val_auc) instead of the final score: "a converges faster
+    than b, and more so toward this end of x". Gated as converges_faster is (off chance and plateaus; a
+    curve still rising is what the area measures, not a reason to wait)."""
+    return PartSpec("converges_grows", assertion, a, b, claimed=1 if toward == "largest" else -1, x=x)
+
+

@@ -53,6 +53,7 @@ from normbench.analysis.claims.vocabulary import (
     PartSpec,
     Require,
     converges_faster,
+    converges_grows,
     grows,
     named,
     one_of,
@@ -116,7 +117,7 @@ HOOKS: dict[str, Callable] = {
     "once_per_seed_at_init": specs.once_per_seed_at_init,
 }
 PART_KINDS = ("better", "not_worse", "equivalent", "more_stable", "faster", "higher_rate", "slope",
-              "converges_faster", "grows")
+              "converges_faster", "grows", "converges_grows")
 _TOP = {"id", "statement", "source", "quote", "where", "measures", "regime", "design", "arms", "parts",
         "requires", "prepare", "pool", "also_compare", "regime_checks", "paper_scale"}
 _PART = {"kind", "assertion", "a", "b", "measure", "x", "claimed", "margin", "toward"}
@@ -261,10 +262,10 @@ def _part(spec, arms: dict, where: str) -> PartSpec:
             raise ClaimFileError(f"{where}: a slope needs x (an axis) and claimed (-1 shrinks, 0 flat, 1 grows)")
         margin = _margin(spec["margin"], where) if "margin" in spec else SLOPE_DELTA
         return slope(assertion, a, spec["x"], measure, claimed, margin)
-    if kind == "grows":
+    if kind in ("grows", "converges_grows"):
         if not isinstance(spec.get("x"), str) or spec.get("toward", "largest") not in ("largest", "smallest"):
-            raise ClaimFileError(f"{where}: grows needs x (an axis) and toward largest or smallest")
-        return grows(assertion, a, b, spec["x"], spec.get("toward", "largest"))
+            raise ClaimFileError(f"{where}: {kind} needs x (an axis) and toward largest or smallest")
+        return (grows if kind == "grows" else converges_grows)(assertion, a, b, spec["x"], spec.get("toward", "largest"))
     if kind == "converges_faster":
         return converges_faster(assertion, a, b)
     learned = kind not in ("more_stable", "faster", "higher_rate")
