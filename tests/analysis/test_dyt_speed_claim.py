@@ -11,19 +11,20 @@ import pytest
 import yaml
 
 from normbench.analysis import aggregate
-from normbench.analysis.claims import CONTRADICTED, SUPPORTED, evaluate_claims
+from normbench.analysis.claims import CONTRADICTED, NOT_TESTABLE, SUPPORTED, evaluate_claims
 from normbench.records.reading import find_records
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = {"schema": "normbench.study/1", "id": "s1", "name": "dyt_speed", "arms": ["norm"], "command": ""}
 
 
-def _runs(folder: Path, write_record):
-    """Quiet runs (p90/p10 1.1) whose own clocks say DyT takes half of RMSNorm's step: 6 ms against 12."""
+def _runs(folder: Path, write_record, device: str = "cuda", precision: str = "bf16"):
+    """Quiet runs (p90/p10 1.1) whose own clocks say DyT takes half of RMSNorm's step: 6 ms against 12; on
+    the paper's hardware (a GPU at bf16) unless told otherwise."""
     for seed in (0, 1, 2):
         for norm, ms in (("dyt", 6.0), ("rms", 12.0)):
             write_record(folder, f"{norm}-{seed}", seed=seed, best_val=0.9, study=STUDY,
-                         axes={"norm": norm, "impl": "native"},
+                         axes={"norm": norm, "impl": "native", "precision": precision}, environment={"device": device},
                          throughput={"step_ms_median": ms * (1 + 0.01 * seed), "step_ms_p10": ms, "step_ms_p90": 1.1 * ms})
     runs = aggregate.runs_frame(find_records([folder]).runs)
     return aggregate.label_groups(runs, aggregate.varying_axes(runs))
@@ -63,6 +64,17 @@ def test_a_paired_timing_that_favours_dyt_supports_it(write_record, tmp_path):
     _paired(tmp_path, runs, 0.8)
     part = _speed(runs)
     assert part.status == SUPPORTED and part.effects[0].estimate == pytest.approx(0.8, rel=0.05)
+
+
+@pytest.mark.parametrize("device, precision", [("cpu", "fp32"), ("cpu", "bf16"), ("cuda", "fp32")])
+def test_a_timing_off_the_papers_hardware_is_not_testable(write_record, tmp_path, device, precision):
+    """The paper timed LLaMA 7B on a GPU in BF16: a paired timing on a CPU, or at fp32, that favours DyT by
+    1.25x neither supports nor contradicts it (kernels and fusion differ by device and dtype)."""
+    runs = _runs(tmp_path, write_record, device, precision)
+    _paired(tmp_path, runs, 0.8)
+    part = _speed(runs)
+    assert part.status == NOT_TESTABLE and not part.effects
+    assert "timed_as_paper" in part.test and "cuda at bf16" in part.note
 
 
 def test_the_study_runs_each_kind_at_its_fastest_correct_kernel():

@@ -61,7 +61,8 @@ def _curve(best: float, chance: float, evals: int) -> list[float]:
 def make_record(name: str = "run", *, status: str = "ok", seed: int = 0, best_val: float | None = 0.95,
                 axes: dict | None = None, metrics: dict | None = None, throughput: dict | None = None,
                 profiles: dict | None = None, reason: str | None = None, eval_every: int = 25,
-                log_every: int = 10, recurrent: bool = False, study: dict | None = None) -> tuple[dict, list[dict]]:
+                log_every: int = 10, recurrent: bool = False, study: dict | None = None,
+                environment: dict | None = None) -> tuple[dict, list[dict]]:
     """The summary.json object and the metrics.jsonl lines of one run."""
     axes = {**DEFAULT_AXES, **(axes or {})}
     task = TASKS[axes["task"]]
@@ -120,7 +121,7 @@ def make_record(name: str = "run", *, status: str = "ok", seed: int = 0, best_va
                        "memory_kind": "process_max_rss", **(throughput or {})},
         "environment": {"python": "3.11.9", "torch": "2.5.1", "device": "cpu", "device_name": "test-cpu",
                         "cuda": None, "cudnn": None, "threads": 2, "hostname": "host", "platform": "linux",
-                        "normbench_version": "0.1.0", "git_commit": "abc1234"},
+                        "normbench_version": "0.1.0", "git_commit": "abc1234", **(environment or {})},
         "time": {"started": "2025-01-02T10:00:00Z", "ended": "2025-01-02T10:00:05Z", "wall_s": 5.0,
                  "train_s": train_s},
     }

@@ -323,6 +323,23 @@ def _one_device(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     return None
 
 
+def _timed_as_paper(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """Every arm ran on the paper's device kind at its precision: a speed claim's ratio is a property of the
+    kernels on that hardware (fusion, memory bandwidth, vector units), never carried from another device."""
+    device, precision = str(args["device"]), str(args["precision"])
+    seen = {}
+    for name, frame in arms.items():
+        devices = {str(d) for d in frame.get("environment.device", pd.Series(dtype=object)).dropna()}
+        precisions = {str(p).removesuffix("_pure") for p in axis(frame, "precision").dropna()}
+        if devices != {device} or precisions != {precision}:
+            seen[name] = f"{'/'.join(sorted(devices)) or 'device not recorded'} at {'/'.join(sorted(precisions)) or 'precision not recorded'}"
+    if not seen:
+        return None
+    return (f"the arms were timed on {'; '.join(f'{n}: {w}' for n, w in seen.items())}, and the paper's comparison is on "
+            f"{device} at {precision}: a step-time ratio is a property of the kernels on one kind of hardware, so one "
+            f"measured elsewhere neither supports nor contradicts it")
+
+
 def _data_regimes(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     repeats = (_numbers(runs, "steps") * _numbers(runs, "batch_size")) / _numbers(runs, "task.n_train")
     n_train = _numbers(runs, "task.n_train")
@@ -408,6 +425,9 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               "(a gradient that grows going back needs the mirrored claim)"),
     Predicate("one_device", "every arm timed on one device", _one_device, "timings of every arm on one device, "
               "interleaved in one process (normbench.bench arms)"),
+    Predicate("timed_as_paper", "every arm timed on {device} at {precision} (the paper's hardware)", _timed_as_paper,
+              "the arms timed on {device} at precision={precision}, paired and interleaved in one process "
+              "(normbench bench arms on that machine; scripts/gpu_check.sh)"),
     Predicate("data_regimes", "a scarce level (the small set seen ≥ {scarce}×) and a plentiful one (≤ {rich}×)",
               _data_regimes, "training sets that differ enough (sweeps/dyt_data_regime.yaml)"),
     Predicate("lr_top_fails", "some run of {arm} to fail at the top of the lr grid (diverge or not train)",

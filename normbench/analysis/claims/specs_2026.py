@@ -121,9 +121,9 @@ CLAIMS_2026: list[Claim] = [
           where="Zhu et al. 2025, §6.1 (as cited by issue 46; section text not verified)",
           measures="time of 100 forward (inference) and forward-backward (training) passes of LLaMA 7B, RMSNorm vs "
                    "DyT layers and whole model, BF16, one GPU",
-          regime="like against like: each kind at its fastest correct implementation on this device; timings "
-                 "interleaved in one process (the speed part's rules)",
-          needs=(needs("one_device"),)),
+          regime="the paper's hardware (a GPU, BF16); like against like: each kind at its fastest correct "
+                 "implementation on that device; timings interleaved in one process (the speed part's rules)",
+          needs=(needs("one_device"), needs("timed_as_paper", device="cuda", precision="bf16"))),
     Claim("derf_outperforms",
           "In a Pre-LN Transformer, Derf (γ·erf(αx + s) + β) scores better than LayerNorm, RMSNorm and DyT.",
           "Chen, Lu, Zhu, Sun & Liu 2025, Stronger Normalization-Free Transformers (arXiv 2512.10938), Abstract",
