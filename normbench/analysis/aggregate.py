@@ -197,7 +197,26 @@ def _flatten(record: RunRecord) -> dict:
     row["profiles.grad_time_flow_steps"] = len(profiles["grad_time_init"]) - start + 1 if flow is not None else None
     row["profiles.ffn_w2_grad_norm_init"] = profiles.get("ffn_w2_grad_norm_init") if _is_scalar(profiles.get("ffn_w2_grad_norm_init")) else None
     row["profiles.hidden_var_last_log"] = _last_log(profiles.get("hidden_var_final"))
+    row["profiles.skip_loss_deep_over_shallow"] = _deep_over_shallow(profiles.get("layer_skip_loss_increase"))
     return row
+
+
+def _deep_over_shallow(values) -> float | None:
+    """How much a deep block matters against a shallow one: the mean loss increase when one block of the
+    deeper half is skipped over the same for the shallower half without its first block (which carries
+    the embedding in every placement, so it always matters most). < 1 = the deep blocks matter less (the
+    "curse of depth" Sun et al. 2025 and Li et al. 2025 describe in Pre-LN). None below 4 blocks, or where
+    an entry is missing or the shallow mean is not positive."""
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+    if not isinstance(values, list) or len(values) < 4 or not all(number(v) for v in values):
+        return None
+    numbers = [float(v) for v in values]
+    if not all(math.isfinite(v) for v in numbers):
+        return None
+    half = len(numbers) // 2
+    shallow, deep = numbers[1:half], numbers[half:]
+    mean_shallow = sum(shallow) / len(shallow)
+    return (sum(deep) / len(deep)) / mean_shallow if mean_shallow > 0 else None
 
 
 def _last_log(values) -> float | None:

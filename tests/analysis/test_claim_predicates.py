@@ -149,6 +149,8 @@ def test_off_trivial_off_chance_off_ceiling(runs_of):
     ("depth_spread", {"levels": 3, "factor": 2}, [{"axes.layers": 2}, {"axes.layers": 3}]),
     ("pre_variance_grows", {"arm": "pre"}, [{"metrics.hidden_var_log_slope": -0.1}]),
     ("flow_vanishes", {"arm": "none", "decades": 1}, [{predicates.FLOW_COLUMN: 0.4}]),
+    ("deep_blocks_idle", {"arm": "pre", "share": 0.5}, [{predicates.DEEP_OVER_SHALLOW: 0.9}]),
+    ("deep_blocks_idle", {"arm": "pre", "share": 0.5}, [{}]),
     ("flow_window", {"steps": 8}, [{"profiles.grad_time_flow_steps": 5}]),
     ("data_regimes", {"scarce": 4, "rich": 2},
      [{"axes.steps": 100, "axes.batch_size": 10, "axes.task.n_train": 1000},

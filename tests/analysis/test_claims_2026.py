@@ -11,6 +11,7 @@ from normbench.analysis.claims import (
     CLAIMS_2026,
     CONTRADICTED,
     NOT_APPLICABLE,
+    NOT_TESTABLE,
     SHIPPED,
     SUPPORTED,
     evaluate_claims,
@@ -84,12 +85,37 @@ def test_gradient_spread_is_the_absolute_log_ratio(runs_of):
     assert verdict(even, "periln_balanced_variance").parts[1].status == SUPPORTED
 
 
+def skip_profile(deep: float, shallow: float = 0.1) -> list[float]:
+    """Per-block loss increases of an 8-block model when each block is skipped: the first block always
+    costs most; blocks 1-3 ``shallow`` each, blocks 4-7 ``deep`` each."""
+    return [1.0] + [shallow] * 3 + [deep] * 4
+
+
 def test_mixln_reads_deep_gradients_and_skipped_layers_in_the_papers_direction(runs_of):
     rows = [{"seed": s, "best_val": best + 0.001 * s, "axes": {"placement": p, "layers": 8},
-             "metrics": {"layer_grad_log_ratio": ratio + 0.01 * s, "skip_loss_increase_deep": skip + 0.001 * s}}
+             "metrics": {"layer_grad_log_ratio": ratio + 0.01 * s, "skip_loss_increase_deep": skip + 0.001 * s},
+             "profiles": {"layer_skip_loss_increase": skip_profile(skip)}}
             for p, ratio, skip, best in (("pre", -1.0, 0.01, 0.6), ("mix", -0.2, 0.2, 0.7)) for s in range(4)]
     found = verdict(runs_of(*rows), "mixln_deep_layers")
     assert [p.status for p in found.parts] == [SUPPORTED, SUPPORTED, SUPPORTED]
+
+
+@pytest.mark.parametrize("claim_id, fix", [("mixln_deep_layers", "mix"), ("lns_variance_depth", "lns")])
+def test_deep_blocks_mattering_more_needs_pre_lns_deep_blocks_idle(runs_of, claim_id, fix):
+    """"Makes the deep layers matter more" answers Pre-LN's deep blocks barely contributing: where skipping a
+    Pre-LN deep block costs as much as a shallow one (0.1 against 0.1), there is no idle depth to lift and the
+    part is not testable, though the fix's deep blocks cost more to skip; with Pre-LN's deep blocks at 0.02
+    (a fifth of a shallow one's) the same contrast is read."""
+    def rows(pre_deep):
+        return [{"seed": s, "best_val": 0.6 + 0.001 * s, "axes": {"placement": p, "layers": 8},
+                 "metrics": {"layer_grad_log_ratio": -0.5 + 0.01 * s, "hidden_var_log_slope": 0.3 - 0.1 * (p != "pre"),
+                             "skip_loss_increase_deep": deep + 0.001 * s},
+                 "profiles": {"layer_skip_loss_increase": skip_profile(deep)}}
+                for p, deep in (("pre", pre_deep), (fix, 0.2)) for s in range(4)]
+    busy = verdict(runs_of(*rows(0.1)), claim_id).parts[1]
+    assert busy.status == NOT_TESTABLE and "deep blocks matter about as much" in busy.note, busy.note
+    idle = verdict(runs_of(*rows(0.02)), claim_id).parts[1]
+    assert idle.status == SUPPORTED, idle.note
 
 
 def test_dyt_data_regime_needs_the_sign_to_flip(runs_of):
@@ -151,3 +177,17 @@ def test_a_measure_on_the_log_scale_is_shown_on_it_in_the_arm_table(runs_of):
     found = verdict(runs_of(*rows), "qknorm_lr_sensitivity")
     (column,) = [c for c in found.evidence.columns if c.startswith("ln of the largest attention logit") and c.endswith("mean")]
     assert 11 < float(found.evidence[column].max()) < 12  # ln 65208 ≈ 11.1, never 65208
+
+
+@pytest.mark.parametrize("profile, expected", [
+    ([1.0, 0.1, 0.1, 0.1, 0.02, 0.02, 0.02, 0.02], 0.2),   # the first block left out: it always matters most
+    ([1.0, 0.2, 0.05, 0.05], 0.25),                        # 4 blocks: shallow = block 1 alone
+    ([1.0, 0.1, 0.1], None),                               # fewer than 4 blocks: no shallow half without the first
+    ([1.0, 0.0, 0.1, 0.1], None),                          # a shallow mean of 0: no ratio
+    ([1.0, 0.1, None, 0.1], None),                         # a block not measured
+])
+def test_deep_over_shallow_reads_the_skip_profile(runs_of, profile, expected):
+    runs = runs_of({"seed": 0, "axes": {"placement": "pre", "layers": len(profile)},
+                    "profiles": {"layer_skip_loss_increase": profile}})
+    value = runs["profiles.skip_loss_deep_over_shallow"].iloc[0]
+    assert (value is None or value != value) if expected is None else value == pytest.approx(expected)

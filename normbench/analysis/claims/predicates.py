@@ -296,6 +296,27 @@ def _grows_in(arm: str, column: str, words: str) -> Callable[[Arms, pd.DataFrame
     return check
 
 
+DEEP_OVER_SHALLOW = "profiles.skip_loss_deep_over_shallow"
+
+
+def _deep_blocks_idle(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """The named arm's deep blocks matter less than its shallow ones, by the declared share: the pathology
+    a claim that a fix "makes the deep layers matter more" cures is present in the baseline."""
+    name, share = str(args["arm"]), float(args["share"])
+    frame = arms.get(name)
+    if frame is None:
+        return f"no {name} arm here, whose skipped blocks would show whether its deep blocks matter less"
+    values = metric(frame[frame["status"] == "ok"], DEEP_OVER_SHALLOW).dropna()
+    if values.empty:
+        return f"{name} records no per-block skip losses (profiles.layer_skip_loss_increase, 4 blocks or more)"
+    mean = float(values.mean())
+    if mean <= share:
+        return None
+    return (f"{name}'s deep blocks matter about as much as its shallow ones (skipping one costs {mean:.3g}× the loss "
+            f"of skipping a shallow one, first block left out; the regime needs ≤ {share:g}×), so there is no curse of "
+            f"depth here for a fix to lift")
+
+
 def _flow_vanishes(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     name, decades = str(args["arm"]), float(args["decades"])
     frame = arms.get(name)
@@ -420,6 +441,10 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
     Predicate("pre_variance_grows", "Pre-LN's hidden-state variance to grow with depth (positive slope of ln Var)",
               _grows_in("pre", "metrics.hidden_var_log_slope", "slope of ln Var over the blocks"),
               "a deeper model or more steps, where Pre-LN's variance grows"),
+    Predicate("deep_blocks_idle", "{arm}'s deep blocks to matter less than its shallow ones (skipping a deep block "
+              "costs at most {share}× the loss of skipping a shallow one)", _deep_blocks_idle,
+              "a deeper model (the papers' 12 layers and up: LLaMA 130M and larger) or more steps, where {arm}'s deep "
+              "blocks matter less than its shallow ones"),
     Predicate("flow_vanishes", "{arm}'s gradient to vanish going back in time by at least {decades} decade(s) at init",
               _flow_vanishes, "longer sequences or a task whose unnormalized cell loses its gradient through time "
               "(a gradient that grows going back needs the mirrored claim)"),

@@ -42,6 +42,10 @@ def _mechanism(assertion: str, a: str, b: str, measure: Measure) -> PartSpec:
     return PartSpec("better", assertion, a, b, measure, learned=False)
 
 
+# "Pre-LN's deep blocks barely contribute" (Sun et al. 2025; Li et al. 2025): declared, before the data, as a deep
+# block whose skipping costs at most half the loss a shallow one's does. Where Pre-LN's deep blocks matter more than
+# that there is no idle depth for LNS or Mix-LN to put to work, and "the deep blocks matter more" cannot show.
+IDLE_SHARE = 0.5
 VAR_GROWTH = Measure("growth of the hidden-state variance with depth at the end of training (OLS slope of ln Var "
                      "over the blocks; lower = grows less)", column("metrics.hidden_var_log_slope"), higher=False)
 LAST_VAR = Measure("ln of the deepest block's hidden-state variance at the end of training (lower = the variance "
@@ -215,7 +219,8 @@ CLAIMS_2026: list[Claim] = [
                    "70M–7B, Pre-LN vs Post-LN vs Mix-LN",
           regime="deep enough that Pre-LN's deep blocks are near-identity (a small loss increase when skipped); both "
                  "arms off chance; the paper's scale is 70M parameters and up",
-          needs=(needs("recorded", 1, column="metrics.layer_grad_log_ratio"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"), needs("off_ceiling", 3), needs("own_lr", 3),)),
+          needs=(needs("recorded", 1, column="metrics.layer_grad_log_ratio"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"),
+                 needs("deep_blocks_idle", 2, arm="pre", share=IDLE_SHARE), needs("off_ceiling", 3), needs("own_lr", 3),)),
     Claim("lns_variance_depth",
           "LayerNorm Scaling (the norm's output × 1/√ℓ) keeps the hidden-state variance from growing with depth as "
           "Pre-LN's does, makes the deep layers matter more, and scores better than Pre-LN.",
@@ -239,7 +244,10 @@ CLAIMS_2026: list[Claim] = [
                    "130M–7B, Pre-LN vs LNS and other scalings",
           regime="deep enough that Pre-LN's variance grows (positive slope of ln Var); off chance; the paper's scale "
                  "is 130M parameters and up",
-          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"), needs("off_ceiling", 3), needs("own_lr", 3),)),
+          # part 2 says LNS lifts the deep blocks Pre-LN leaves idle: only where Pre-LN's deep blocks are idle
+          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"),
+                 needs("deep_blocks_idle", 2, arm="pre", share=IDLE_SHARE), needs("off_ceiling", 3),
+                 needs("own_lr", 3),)),
     Claim("qknorm_lr_sensitivity",
           "qk-layernorm makes final quality less sensitive to the learning rate (a smaller lr-sensitivity area over "
           "a log-spaced lr grid) and keeps the attention logits from growing at a high lr.",
