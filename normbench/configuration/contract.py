@@ -108,6 +108,8 @@ def _inert(config: dict) -> list[str]:
     if not task.padded(setting):  # every example as long as the longest: no padding to mask or bucket by
         inert += ["norm.bn_mask", "task.bucket"]
     inert += [f"task.{key}" for key in task.inert(setting)]
+    if _get(config, "model.recurrent_init", "uniform") == "uniform":
+        inert.append("model.recurrent_init")  # PyTorch's uniform init: how every earlier record ran
     if not _get(config, "model.bidirectional"):
         inert.append("model.bidirectional")  # off is how every earlier record ran
     if not _get(config, "model.dropout"):

@@ -139,7 +139,7 @@ def hand_written_cell(family: str, norm_kind: str, impl: str, full_precision: bo
     return described(family).hand_written_cell(norm_kind, impl, full_precision)
 
 
-_RECURRENT_PARAMETERS = ("embed", "dropout_recurrent")  # (bidirectional and cell_kernel: SHARED's own rules)
+_RECURRENT_PARAMETERS = ("embed", "dropout_recurrent", "recurrent_init")  # (bidirectional and cell_kernel: SHARED's own rules)
 
 # The built-in placements (placements.py) name their slots for these four themselves.
 BUILT_IN = (

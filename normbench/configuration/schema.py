@@ -38,6 +38,9 @@ CELL_KERNELS = ("auto", "compiled", "python", "torch_compile")
 # hash keeps seeing the earlier one (contract.HASHED_CELL_KERNELS), so no record's identity changed.
 EARLIER_CELL_KERNELS = {"cpp": "compiled", "compile": "torch_compile"}
 DROPOUT_AT = ("before_norm", "after_norm")
+# a recurrent layer's W_hh at init: uniform(±1/√hidden), PyTorch's (every earlier record's), or orthogonal per gate
+# block (Saxe et al. 2014; Cooijmans et al. 2016 initialize W_h so, and their gradient-flow figure is measured there)
+RECURRENT_INITS = ("uniform", "orthogonal")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/training/precision.py says what each means
 OPTIMIZERS = ("adamw", "sgd", "muon")  # muon: torch.optim.Muon on hidden matrices, AdamW on the rest
 ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/studies/tune.py)
@@ -106,12 +109,14 @@ class ModelShape:
                                # Transformer: residual branches before the add, and attention weights
     dropout_at: str = "after_norm"  # before_norm | after_norm: where on a layer output the norm meets (pre, post, peri)
     dropout_recurrent: bool = False  # recurrent: one mask per sequence, the same at every step (variational)
+    recurrent_init: str = "uniform"  # rnn, lstm, gru: W_hh at init, RECURRENT_INITS
 
     def __post_init__(self):
         _one_of("model.family", self.family, family_names())
         self.cell_kernel = cell_kernel_named(self.cell_kernel)
         _one_of("model.cell_kernel", self.cell_kernel, CELL_KERNELS)
         _one_of("model.dropout_at", self.dropout_at, DROPOUT_AT)
+        _one_of("model.recurrent_init", self.recurrent_init, RECURRENT_INITS)
         _require(0 <= self.dropout < 1, f"model.dropout must be in [0, 1), got {self.dropout}")
         for key in ("hidden", "layers", "embed", "heads", "ff_mult"):
             _require(getattr(self, key) >= 1, f"model.{key} must be >= 1, got {getattr(self, key)}")

@@ -450,7 +450,22 @@ def build(shape: ModelShape, norm: NormSpec, placement: PlacementConfig, max_len
     recurrent = RecurrentShape(shape.embed, shape.hidden, shape.layers, bidirectional=shape.bidirectional,
                                dropout=shape.dropout, dropout_at=shape.dropout_at,
                                dropout_recurrent=shape.dropout_recurrent, cell_kernel=shape.cell_kernel)
-    return build_recurrent(shape.family, recurrent, norm, placement)
+    stack = build_recurrent(shape.family, recurrent, norm, placement)
+    if shape.recurrent_init == "orthogonal":
+        orthogonal_recurrence_(stack)
+    return stack
+
+
+def orthogonal_recurrence_(model: nn.Module) -> None:
+    """Every recurrent weight W_hh (a _CellLayer's weight_hh, a torch core's weight_hh_l0 and its reverse),
+    each gate's hidden × hidden block an orthogonal matrix (nn.init.orthogonal_, the run's seeded generator),
+    in place. The input weights and biases keep PyTorch's uniform init."""
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if name.rsplit(".", 1)[-1].startswith("weight_hh"):
+                hidden = weight.shape[1]
+                for block in weight.split(hidden, dim=0):
+                    nn.init.orthogonal_(block)
 
 
 def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = False,

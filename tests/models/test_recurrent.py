@@ -206,3 +206,43 @@ def test_fused_path_is_used_only_where_it_is_the_same_arithmetic(family, monkeyp
     with torch.autocast("cpu", dtype=torch.bfloat16):
         InCellLayer(family, 3, 4, LN)(x)  # low precision keeps the norm wrappers' policy
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("family, placement, norm", [("rnn", "in_cell", "bn"), ("lstm", "in_cell", "ln"),
+                                                     ("gru", "pre", "ln"), ("lstm", "pre", "none")])
+def test_orthogonal_recurrent_init_makes_each_gate_block_orthogonal(family, placement, norm):
+    """model.recurrent_init=orthogonal (Cooijmans et al.'s W_h): each gate's hidden x hidden block of every
+    W_hh is orthogonal, in-cell layers and torch cores alike; W_ih keeps PyTorch's uniform init."""
+    from normbench.configuration.schema import ModelShape
+    from normbench.models import build_model
+    from normbench.norms.spec import NormSpec
+
+    def built(init):
+        torch.manual_seed(0)
+        return build_model(ModelShape(family=family, hidden=16, recurrent_init=init), NormSpec(kind=norm), placement,
+                           input_kind="features", input_dim=3, n_outputs=2, readout="last")
+
+    orthogonal, uniform = dict(built("orthogonal").named_parameters()), dict(built("uniform").named_parameters())
+    recurrent = [n for n in orthogonal if n.rsplit(".", 1)[-1].startswith("weight_hh")]
+    assert recurrent
+    for name in recurrent:
+        for block in orthogonal[name].detach().split(16):
+            assert torch.allclose(block @ block.T, torch.eye(16), atol=1e-5), name
+        first = uniform[name].detach()[:16]
+        assert not torch.allclose(first @ first.T, torch.eye(16), atol=0.1)  # the default is not orthogonal
+    for name in orthogonal:
+        if "weight_ih" in name:
+            assert orthogonal[name].abs().max() <= 1 / 16 ** 0.5 + 1e-6
+
+
+def test_recurrent_init_at_its_default_keeps_every_earlier_records_identity():
+    """uniform is how every earlier record ran: inert there (out of the hash), in the hash when orthogonal,
+    and inert for a Transformer, which has no recurrence."""
+    from normbench.configuration.contract import effective_config
+
+    config = {"model": {"family": "rnn", "recurrent_init": "uniform"}, "norm": {"kind": "bn"}, "placement": {"name": "in_cell"}}
+    assert "recurrent_init" not in effective_config(config)["model"]
+    config["model"]["recurrent_init"] = "orthogonal"
+    assert effective_config(config)["model"]["recurrent_init"] == "orthogonal"
+    config["model"]["family"] = "transformer"
+    assert "recurrent_init" not in effective_config(config)["model"]

@@ -296,6 +296,21 @@ def _grows_in(arm: str, column: str, words: str) -> Callable[[Arms, pd.DataFrame
     return check
 
 
+def _setting_is(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """Every run of every arm at ``key`` = ``value``; a record that leaves the key out ran at ``default`` (a
+    setting at its default is inert and not recorded as an axis: contract._inert)."""
+    key, value, default = str(args["key"]), str(args["value"]), str(args["default"])
+    found = {}
+    for name, frame in arms.items():
+        values = {default if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+                  for v in axis(frame, key).tolist()}
+        if values != {value}:
+            found[name] = ", ".join(sorted(values))
+    if not found:
+        return None
+    return f"the arms ran at {key} = " + "; ".join(f"{n}: {v}" for n, v in found.items()) + f", not the paper's {value}"
+
+
 DEEP_OVER_SHALLOW = "profiles.skip_loss_deep_over_shallow"
 
 
@@ -441,6 +456,7 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
     Predicate("pre_variance_grows", "Pre-LN's hidden-state variance to grow with depth (positive slope of ln Var)",
               _grows_in("pre", "metrics.hidden_var_log_slope", "slope of ln Var over the blocks"),
               "a deeper model or more steps, where Pre-LN's variance grows"),
+    Predicate("setting_is", "every run at {key} = {value} (the paper's)", _setting_is, "{key}={value}"),
     Predicate("deep_blocks_idle", "{arm}'s deep blocks to matter less than its shallow ones (skipping a deep block "
               "costs at most {share}× the loss of skipping a shallow one)", _deep_blocks_idle,
               "a deeper model (the papers' 12 layers and up: LLaMA 130M and larger) or more steps, where {arm}'s deep "
