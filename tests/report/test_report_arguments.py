@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import normbench.__main__ as entry
+from normbench.checks import out_folder_problem
 from normbench.report.__main__ import main
 from tests.waiting import HANG_S
 
@@ -32,14 +33,21 @@ def refused(capsys, argv) -> str:
     return err
 
 
-@pytest.mark.parametrize("where", ["root", "root_with_slashes", "home", "home_with_slash"])
-def test_out_at_the_root_or_the_home_folder_itself_is_refused(where, sweep, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("out", ["/", "//", "/.", "/tmp/..", "~"])
+def test_the_root_and_the_home_folder_are_no_out_folder(out, tmp_path, monkeypatch):
+    """The rule itself, checked without a command: a broken guard must not make this test write into /."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert ("home folder" if out == "~" else "filesystem's root") in out_folder_problem(out)
+    assert out_folder_problem(tmp_path / "report") is None and out_folder_problem("relative/report") is None
+
+
+@pytest.mark.parametrize("where", ["home", "home_with_slash", "home_dotted"])
+def test_out_at_the_home_folder_itself_is_refused(where, sweep, tmp_path, monkeypatch, capsys):
     home = tmp_path / "home"
     (home / "mine").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
-    out = {"root": "/", "root_with_slashes": "//", "home": str(home), "home_with_slash": f"{home}/"}[where]
-    err = refused(capsys, [str(sweep), "--out", out])
-    assert ("filesystem's root" if where.startswith("root") else "home folder") in err
+    out = {"home": str(home), "home_with_slash": f"{home}/", "home_dotted": f"{home}/mine/.."}[where]
+    assert "home folder" in refused(capsys, [str(sweep), "--out", out])
     assert sorted(p.name for p in home.iterdir()) == ["mine"]
 
 
