@@ -48,6 +48,7 @@ from normbench.checks import (  # noqa: E402
     OneLineParser,
     claims_path,
     given_path,
+    one_line,
     out_folder_problem,
     out_path,
     shown,
@@ -115,9 +116,7 @@ def _refusal(args: argparse.Namespace) -> str | None:
 
 def _say(error: object) -> None:
     """``error`` as one line on stderr: a path echoed in it may hold a newline or an escape (hostile R27)."""
-    from normbench.studies.app import message_text  # torch-free; the line every command prints its errors through
-
-    print(f"normbench.report: {message_text(error)}", file=sys.stderr)
+    print(f"normbench.report: {one_line(error)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from normbench.checks import OneLineParser, given_path, out_path, shown
+from normbench.checks import OneLineParser, given_path, one_line, out_path, shown
 from normbench.configuration.contract import config_hash
 from normbench.configuration.schema import LOGGER_KINDS
 from normbench.records.folders import foreign_entry, stale_note
@@ -82,9 +82,7 @@ def not_a_run(run_dir: Path) -> str | None:
 
 def say(tool: str, message: object) -> None:
     """``message`` as one line on stderr: a path it echoes may hold a newline or a terminal escape (hostile R27)."""
-    from normbench.studies.app import message_text  # torch-free; the line every command prints its errors through
-
-    print(f"{tool}: {message_text(message)}", file=sys.stderr)
+    print(f"{tool}: {one_line(message)}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
