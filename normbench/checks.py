@@ -81,12 +81,12 @@ def shown(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def one_line(value: object, limit: int = 400) -> str:
+def one_line(value: object, limit: int = 400, longest: int = 120) -> str:
     """An error line made safe to print (studies/app.py's message_text, for the floors below it): characters a
-    terminal would act on, a newline in an echoed path among them, escaped (hostile R27), a long word cut, and
-    the whole at most ``limit`` characters."""
+    terminal would act on, a newline in an echoed path among them, escaped (hostile R27), a word longer than
+    ``longest`` cut, and the whole at most ``limit`` characters."""
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))  # a space is printable
-    text = " ".join(word if len(word) <= 120 else word[:119] + "…" for word in text.split(" "))
+    text = " ".join(word if len(word) <= longest else word[: longest - 1] + "…" for word in text.split(" "))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

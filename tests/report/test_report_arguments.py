@@ -92,3 +92,11 @@ def test_an_empty_path_is_one_line_in_the_module_spelling_too(argv, tmp_path):
                           text=True, timeout=HANG_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "is empty" in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_record_set_aside_whose_folder_holds_a_newline_is_warned_about_on_one_line(sweep, tmp_path, capsys):
+    (sweep / "bad\nrun").mkdir()
+    (sweep / "bad\nrun" / "summary.json").write_text("{")
+    assert main([str(sweep), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "set aside 1 record(s)" in err and "bad\\nrun" in err, err
