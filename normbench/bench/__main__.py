@@ -36,7 +36,7 @@ import torch
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
 from normbench.bench.section import OtherLoad, Section, bench_files, finite_json, section_files
 from normbench.bench.timing import CLOCKS
-from normbench.checks import OneLineParser, out_folder_problem
+from normbench.checks import OneLineParser, given_path, out_folder_problem
 from normbench.configuration.config import command_line_code, command_line_place
 from normbench.configuration.schema import KINDS, RECURRENT
 from normbench.report.output import OutputError
@@ -204,7 +204,7 @@ def parser() -> argparse.ArgumentParser:
     paired = sub.add_parser("arms", help="a study's arms, rebuilt from their records, timed side by side",
                             description="Time each arm's training step interleaved in one process; writes "
                                         "SWEEP_DIR/paired-timing.json and .md, which the report reads.")
-    paired.add_argument("sweep_dir", type=Path, metavar="SWEEP_DIR", help="a folder of run records (a multirun)")
+    paired.add_argument("sweep_dir", type=lambda text: given_path(text, "SWEEP_DIR"), metavar="SWEEP_DIR", help="a folder of run records (a multirun)")
     paired.add_argument("--rounds", type=int, default=20, help="timed rounds, each one loop of every arm (default 20)")
     paired.add_argument("--warmup", type=int, default=5, help="untimed steps of each arm first (default 5)")
     paired.add_argument("--steps-per-round", type=int, default=10, help="steps of an arm per round (default 10)")

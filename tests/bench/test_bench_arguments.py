@@ -59,3 +59,13 @@ def test_out_at_the_home_folder_itself_is_refused(tmp_path, monkeypatch, capsys)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert "home folder" in _refused(capsys, ["kernels", "--quick", "--out", str(tmp_path)])
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("blank", ["", " "])
+def test_an_empty_sweep_dir_for_arms_is_refused(blank, tmp_path, monkeypatch, capsys):
+    import normbench.__main__ as entry
+
+    monkeypatch.chdir(tmp_path)
+    assert entry.subcommand("bench", ["arms", blank]) == 2
+    assert capsys.readouterr().err == "normbench bench: SWEEP_DIR is empty; name a folder (an unset shell variable?)\n"
+    assert list(tmp_path.iterdir()) == []
