@@ -26,7 +26,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from normbench.checks import OneLineParser, given_path, one_line, out_path, shown
+from normbench.checks import OneLineParser, given_path, one_line, out_folder_problem, out_path, shown
 from normbench.configuration.contract import config_hash
 from normbench.configuration.schema import LOGGER_KINDS
 from normbench.records.folders import foreign_entry, stale_note
@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None and args.out.is_symlink():  # a planted link would carry the record elsewhere
         say("normbench.rerun", f"--out {str(args.out)[:200]} is a symbolic link; give the folder it points to if "
                                    f"the record belongs there")
+        return 2
+    if args.out is not None and out_folder_problem(args.out):  # the rule of every --out folder (hostile R15)
+        say("normbench.rerun", out_folder_problem(args.out))
         return 2
     if args.out is not None and foreign_entry(args.out) is not None:  # someone's files would be overwritten
         say("normbench.rerun", f"--out {str(args.out)[:200]} is not a new or empty folder; choose another --out")

@@ -56,3 +56,12 @@ def test_a_run_dir_holding_a_newline_is_echoed_on_one_line(name, tmp_path, capsy
 def test_a_run_without_its_saved_model_still_blames_save_model(tmp_path, capsys):
     write_record(tmp_path, "run")
     assert "save_model=true" in said("evaluate", [str(tmp_path / "run")], capsys)
+
+
+def test_rerun_out_at_the_home_folder_itself_is_refused_by_the_shared_rule(tmp_path, monkeypatch, capsys):
+    write_record(tmp_path / "runs", "run")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert "is your home folder itself" in said("rerun", [str(tmp_path / "runs" / "run"), "--out", f"{home}/"], capsys)
+    assert list(home.iterdir()) == []
