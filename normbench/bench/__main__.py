@@ -204,7 +204,8 @@ def parser() -> argparse.ArgumentParser:
     paired = sub.add_parser("arms", help="a study's arms, rebuilt from their records, timed side by side",
                             description="Time each arm's training step interleaved in one process; writes "
                                         "SWEEP_DIR/paired-timing.json and .md, which the report reads.")
-    paired.add_argument("sweep_dir", type=lambda text: given_path(text, "SWEEP_DIR"), metavar="SWEEP_DIR", help="a folder of run records (a multirun)")
+    paired.add_argument("sweep_dir", type=lambda text: given_path(text, "SWEEP_DIR"), metavar="SWEEP_DIR",
+                        help="a folder of run records (a multirun)")
     paired.add_argument("--rounds", type=int, default=20, help="timed rounds, each one loop of every arm (default 20)")
     paired.add_argument("--warmup", type=int, default=5, help="untimed steps of each arm first (default 5)")
     paired.add_argument("--steps-per-round", type=int, default=10, help="steps of an arm per round (default 10)")
@@ -253,7 +254,8 @@ def _command(name: str, args: argparse.Namespace) -> str:
         for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every")):
             words += [flag, str(getattr(args, key))] if getattr(args, key) else []
     elif name == "sweep" and args.profile:
-        words += ["--profile"] + (["--against", str(args.against), "--rounds", str(args.rounds or 2)] if args.against else [])
+        against = ["--against", str(args.against), "--rounds", str(args.rounds or 2)] if args.against else []
+        words += ["--profile", *against]
         words += ["--subset", " ".join(args.subset)] if args.subset else []
     elif name == "sweep":
         words += ["--runs", str(args.runs)] if args.runs != 4 else []

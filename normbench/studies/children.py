@@ -219,7 +219,8 @@ def out_problem(out) -> str | None:
     from normbench.checks import out_folder_problem, shown
 
     if "${" in str(out):
-        return f"--out {shown(str(out), 200)} holds ${{, which Hydra would resolve in the runs' paths; choose a plain path"
+        return (f"--out {shown(str(out), 200)} holds ${{, which Hydra would resolve in the runs' paths; choose a "
+                f"plain path")
     return out_folder_problem(out)
 
 

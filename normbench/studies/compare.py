@@ -512,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
         description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
     parser.add_argument("baseline", type=lambda text: given_path(text, "BASELINE"), metavar="BASELINE",
                         help="a sweep or run directory")
-    parser.add_argument("new", type=lambda text: given_path(text, "NEW"), metavar="NEW", help="a sweep or run directory")
+    parser.add_argument("new", type=lambda text: given_path(text, "NEW"), metavar="NEW",
+                        help="a sweep or run directory")
     parser.add_argument("--metric", choices=sorted(SCORE_COLUMNS), default=None,
                         help=f"primary metric (default: the report's primary score, the baseline's optimized_metric, "
                              f"else {rules.PRIMARY}: the last validation value; best_val: the best validation value; "

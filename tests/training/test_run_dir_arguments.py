@@ -45,7 +45,8 @@ def test_a_file_as_run_dir_is_not_a_folder(name, tmp_path, capsys):
 @pytest.mark.parametrize("name", COMMANDS)
 def test_an_empty_run_dir_is_refused(name, blank, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert said(name, [blank], capsys) == f"normbench {name}: RUN_DIR is empty; name a folder (an unset shell variable?)\n"
+    expected = f"normbench {name}: RUN_DIR is empty; name a folder (an unset shell variable?)\n"
+    assert said(name, [blank], capsys) == expected
 
 
 @pytest.mark.parametrize("name", COMMANDS)
