@@ -39,16 +39,54 @@ class OneLineParser(argparse.ArgumentParser):
 def out_path(text: str):
     """``--out``'s type: a path, never the empty string (``Path('')`` is the working folder, so
     ``--out ''`` from an unset shell variable would write a report or a record among your files)."""
+    return given_path(text, "--out")
+
+
+def given_path(text: str, what: str = "a PATH argument"):
+    """A path argument's type, ``what`` naming it: never empty or blank (``Path('')`` is the working folder, so
+    ``''`` from an unset shell variable would report on, compare or rerun whatever is there; hostile Z10)."""
     from pathlib import Path
 
     if not text.strip():
-        raise ArgumentRefused("--out is empty; name a folder (an unset shell variable?)")
+        raise ArgumentRefused(f"{what} is empty; name a folder (an unset shell variable?)")
     return Path(text)
+
+
+def claims_path(text: str):
+    """``--claims``' type: a folder, never the empty string (given_path)."""
+    return given_path(text, "--claims")
+
+
+def out_folder_problem(out) -> str | None:
+    """Why ``out`` may not be a folder a command writes its files into (a report, a study, a benchmark's), or
+    None: the filesystem's root or your home folder itself, where ``--out "$OUT/"`` with OUT unset lands (hostile
+    R15): the files would be strewn among everything there."""
+    from pathlib import Path
+
+    try:
+        folder = Path(out).expanduser().resolve()
+    except (OSError, RuntimeError):  # a link loop: the writer refuses it in its own line
+        return None
+    home = os.environ.get("HOME", "").strip()
+    if folder == Path(folder.anchor):
+        return f"--out {shown(str(out), 200)} is the filesystem's root; name a folder of its own"
+    if home and folder == Path(home).resolve():
+        return f"--out {shown(str(out), 200)} is your home folder itself; name a folder of its own inside it"
+    return None
 
 
 def shown(value: object, limit: int = 80) -> str:
     """``value`` as an error line shows it: its repr, at most ``limit`` characters, ending in "…" when cut."""
     text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(value: object, limit: int = 400, longest: int = 120) -> str:
+    """An error line made safe to print (studies/app.py's message_text, for the floors below it): characters a
+    terminal would act on, a newline in an echoed path among them, escaped (hostile R27), a word longer than
+    ``longest`` cut, and the whole at most ``limit`` characters."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))  # a space is printable
+    text = " ".join(word if len(word) <= longest else word[: longest - 1] + "…" for word in text.split(" "))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

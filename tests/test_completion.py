@@ -87,7 +87,8 @@ def test_help_with_a_bad_override_is_one_line():
 def test_commands_are_dispatched_before_hydra_parses_and_listed_in_help_and_completion(tmp_path):
     from normbench.__main__ import SUBCOMMANDS
 
-    missing = normbench("report", str(tmp_path / "nope"))
+    (tmp_path / "empty").mkdir()  # a PATH that does not exist is refused before the records are read (hostile R07)
+    missing = normbench("report", str(tmp_path / "empty"))
     assert missing.returncode == 2, missing.stderr
     assert missing.stderr.splitlines()[0].startswith("normbench.report: no usable run records")  # not Hydra's parse error
     assert "torch imported: False" in missing.stderr  # the report reads records only

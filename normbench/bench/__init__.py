@@ -30,3 +30,14 @@ def __getattr__(name: str):
     if name not in _EXPORTS:
         raise AttributeError(f"module 'normbench.bench' has no attribute {name!r}")
     return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+def as_command(*words: str) -> None:
+    """``python -m normbench.bench.NAME ARGS`` is ``normbench bench NAME ARGS``: the one parser refuses what it
+    refuses (a size of 0, a negative step count) in one line and exit status 2, where the module alone used to
+    import and exit 0 having done nothing (hostile B31, M01, M02)."""
+    import sys
+
+    from normbench.__main__ import forward
+
+    forward("bench", [*words, *sys.argv[1:]])

@@ -36,7 +36,7 @@ import torch
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
 from normbench.bench.section import OtherLoad, Section, bench_files, finite_json, section_files
 from normbench.bench.timing import CLOCKS
-from normbench.checks import OneLineParser
+from normbench.checks import OneLineParser, given_path, out_folder_problem
 from normbench.configuration.config import command_line_code, command_line_place
 from normbench.configuration.schema import KINDS, RECURRENT
 from normbench.report.output import OutputError
@@ -183,7 +183,7 @@ def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
                    help="instead: where a tiny run's time goes in a sweep (a smoke subset; normbench/bench/sweep_profile.py)")
     p.add_argument("--against", type=_folder, metavar="DIR",
                    help="with --profile: the fixed cost per run against the checkout at DIR, side by side")
-    p.add_argument("--rounds", type=_positive, default=2, help="with --against: alternating rounds (default 2)")
+    p.add_argument("--rounds", type=_positive, help="with --against: alternating rounds (default 2)")
     p.add_argument("--subset", type=_overrides, metavar="OVERRIDES",
                    help="with --profile: the sweep's overrides, one string (default: " + " ".join(sweep_profile.SUBSET) + ")")
     p.add_argument("--keep", type=Path, metavar="DIR", help="with --profile: keep the sweeps under DIR")
@@ -204,7 +204,8 @@ def parser() -> argparse.ArgumentParser:
     paired = sub.add_parser("arms", help="a study's arms, rebuilt from their records, timed side by side",
                             description="Time each arm's training step interleaved in one process; writes "
                                         "SWEEP_DIR/paired-timing.json and .md, which the report reads.")
-    paired.add_argument("sweep_dir", type=Path, metavar="SWEEP_DIR", help="a folder of run records (a multirun)")
+    paired.add_argument("sweep_dir", type=lambda text: given_path(text, "SWEEP_DIR"), metavar="SWEEP_DIR",
+                        help="a folder of run records (a multirun)")
     paired.add_argument("--rounds", type=int, default=20, help="timed rounds, each one loop of every arm (default 20)")
     paired.add_argument("--warmup", type=int, default=5, help="untimed steps of each arm first (default 5)")
     paired.add_argument("--steps-per-round", type=int, default=10, help="steps of an arm per round (default 10)")
@@ -253,7 +254,8 @@ def _command(name: str, args: argparse.Namespace) -> str:
         for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every")):
             words += [flag, str(getattr(args, key))] if getattr(args, key) else []
     elif name == "sweep" and args.profile:
-        words += ["--profile"] + (["--against", str(args.against), "--rounds", str(args.rounds)] if args.against else [])
+        against = ["--against", str(args.against), "--rounds", str(args.rounds or 2)] if args.against else []
+        words += ["--profile", *against]
         words += ["--subset", " ".join(args.subset)] if args.subset else []
     elif name == "sweep":
         words += ["--runs", str(args.runs)] if args.runs != 4 else []
@@ -287,7 +289,7 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)
     elif args.profile:
-        section = sweep_profile.run(against=args.against, rounds=args.rounds, overrides=args.subset,
+        section = sweep_profile.run(against=args.against, rounds=args.rounds or 2, overrides=args.subset,
                                     command=command, keep=args.keep)
     else:
         section = sweep.run(runs=args.runs, jobs=args.jobs, steps=args.sweep_steps, quick=args.quick,
@@ -352,6 +354,20 @@ def _outputs(names, args: argparse.Namespace) -> list[str]:
     return files + (list(SUMMARY_FILES) if args.command == "all" else [])
 
 
+# An option that acts only beside another: (option, its dest, the option it needs, that one's dest).
+NEEDS = (("--against", "against", "--profile", "profile"), ("--subset", "subset", "--profile", "profile"),
+         ("--keep", "keep", "--profile", "profile"), ("--rounds", "rounds", "--against", "against"))
+
+
+def _needs_another(args: argparse.Namespace) -> str | None:
+    """One line on an option given without the one it acts with, which would be ignored in silence (hostile
+    B14, B15: --subset without --profile, --rounds without --against, ran the plain sweep benchmark)."""
+    for option, dest, needed, needed_dest in NEEDS:
+        if getattr(args, dest, None) not in (None, False) and not getattr(args, needed_dest, None):
+            return f"{option} acts only with {needed}: give it with {needed}, or leave {option} out"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     top = parser()
     args = top.parse_args(argv)
@@ -361,8 +377,9 @@ def main(argv: list[str] | None = None) -> int:
         top.error("--clock cpu times a CPU's work; on --device cuda steps are timed on the GPU's own timeline")
     if args.command == "arms":
         return run_arms(args)
-    if getattr(args, "against", None) is not None and not args.profile:
-        top.error("--against compares fixed costs: give it with --profile")
+    needs = _needs_another(args)
+    if needs:
+        top.error(needs)
     if getattr(args, "against", None) is not None and not (args.against / "normbench" / "__init__.py").is_file():
         top.error(f"--against {args.against}: not a checkout of normbench (no normbench/__init__.py in it)")
     if getattr(args, "keep", None) is not None and args.keep.exists() and (not args.keep.is_dir()
@@ -371,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
     # Before any work: a link as --out, a file where a folder should be, or a file in the way that a benchmark
     # did not write (or that was changed since) stops it; the writer checks each file again as it writes.
+    if args.out is not None and out_folder_problem(args.out):
+        top.error(out_folder_problem(args.out))
     refused = bench_files(args.out).refusal(_outputs(names, args)) if args.out is not None else None
     if refused:
         top.error(f"--out {args.out}: {refused}; a benchmark never writes through a link or over files it did "

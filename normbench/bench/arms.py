@@ -276,3 +276,9 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
     files.write(FILE, json.dumps(result, indent=1) + "\n")
     files.write(OUTPUTS[1], render(result))
     return result
+
+
+if __name__ == "__main__":
+    from normbench.bench import as_command
+
+    as_command("arms")

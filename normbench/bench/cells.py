@@ -538,3 +538,9 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
         *([render_split(facts["in_cell_split_ms"])] if facts.get("in_cell_split_ms") else []),
         "\n".join(f"- {r}" for r in ratios),
     ])
+
+
+if __name__ == "__main__":
+    from normbench.bench import as_command
+
+    as_command("cells")

@@ -256,3 +256,9 @@ def summarize(rows: list[dict], costs: dict, probe_every: int, overrides: list[s
         "\n".join(f"- {r}" for r in ratios),
     ])
     return Section("harness", command, env, rows, markdown, ratios, {"facts": facts})
+
+
+if __name__ == "__main__":
+    from normbench.bench import as_command
+
+    as_command("harness")

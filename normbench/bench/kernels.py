@@ -649,3 +649,9 @@ def plot_bandwidth(rows: list[dict]) -> bytes | None:
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=120)
     return png.getvalue()
+
+
+if __name__ == "__main__":
+    from normbench.bench import as_command
+
+    as_command("kernels")

@@ -150,3 +150,9 @@ def render_markdown(rows, speedup, overrides, env, command, jobs) -> str:
         "efficiency.json, whose wall time ends with its last line; with evaluation: the runs' whole training "
         "loops (evaluation, probes, logging) counted as training; exit s: the process's exit after its last line.",
     ])
+
+
+if __name__ == "__main__":
+    from normbench.bench import as_command
+
+    as_command("sweep")

@@ -192,3 +192,9 @@ def render(rows, found, exact, overrides, env, command, against) -> str:
                                     f"{found[part] / max(found['jobs'], 1):.3f}"] for part, _ in PARTS]
                                   + [["whole sweep", f"{whole:.2f}", "100%", f"{whole / max(found['jobs'], 1):.3f}"]]))
     return "\n\n".join(out)
+
+
+if __name__ == "__main__":
+    from normbench.bench import as_command
+
+    as_command("sweep", "--profile")

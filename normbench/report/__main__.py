@@ -43,9 +43,15 @@ if __name__ == "__main__":  # first, before the imports below and main's (an ear
 import argparse  # noqa: E402  (after the handler, deliberately)
 from pathlib import Path  # noqa: E402
 
-from normbench.checks import (
+from normbench.checks import (  # noqa: E402
+    ArgumentRefused,
     OneLineParser,
-    out_path,  # noqa: E402
+    claims_path,
+    given_path,
+    one_line,
+    out_folder_problem,
+    out_path,
+    shown,
 )
 from normbench.report.output import MANIFEST  # noqa: E402  (light: the record reader, no pandas)
 
@@ -54,13 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="python -m normbench.report",
         description="Report on normbench run records: leaderboard, curves, gradients, throughput, claims.")
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+    parser.add_argument("paths", nargs="+", type=lambda text: given_path(text, "PATH"), metavar="PATH",
                         help="a sweep directory (searched recursively for summary.json) or a run directory")
     parser.add_argument("--out", type=out_path, default=None,
                         help=f"output directory (default: the first PATH). The report lists what it writes in "
                              f"DIR/{MANIFEST} and replaces only those files, if unchanged; any other file in "
                              f"the way stops it (exit status 2) before anything is written")
-    parser.add_argument("--claims", type=Path, action="append", default=[], metavar="DIR",
+    parser.add_argument("--claims", type=claims_path, action="append", default=[], metavar="DIR",
                         help="a folder of your own claims as YAML files (docs/claims.md), judged beside the "
                              "shipped ones; may be given more than once")
     return parser
@@ -71,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt, caught below
     try:
         args = _parser().parse_args(argv)
-        if args.out is not None and args.out.is_symlink():  # a planted link would carry the report elsewhere
-            print(f"normbench.report: --out {str(args.out)[:200]} is a symbolic link; give the folder it points to "
-                  f"if the report belongs there", file=sys.stderr)
+        refused = _refusal(args)
+        if refused:
+            _say(refused)
             return 2
         from normbench.analysis.result import ClaimFileError, use_folders
         from normbench.report.build import ReportError, build_report  # heavy: pandas, matplotlib
@@ -82,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             use_folders(args.claims)
             html = build_report(args.paths, args.out)
         except (ReportError, ClaimFileError) as error:
-            print(f"normbench.report: {error}", file=sys.stderr)
+            _say(error)
             return 2
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the staging folder is gone, nothing half-placed
         signum = stop.signum if isinstance(stop, Terminated) else signal.SIGINT
@@ -95,11 +101,32 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _refusal(args: argparse.Namespace) -> str | None:
+    """One line on arguments no report can be made from or written to, before anything is read or written."""
+    missing = next((p for p in args.paths if not p.exists()), None)
+    if missing is not None:  # a mistyped PATH is the user's slip, not a record to set aside (hostile R07)
+        return f"PATH {shown(str(missing), 200)} does not exist"
+    if args.out is None:
+        return None
+    if args.out.is_symlink():  # a planted link would carry the report elsewhere
+        return (f"--out {shown(str(args.out), 200)} is a symbolic link; give the folder it points to if the report "
+                f"belongs there")
+    return out_folder_problem(args.out)
+
+
+def _say(error: object) -> None:
+    """``error`` as one line on stderr: a path echoed in it may hold a newline or an escape (hostile R27)."""
+    print(f"normbench.report: {one_line(error)}", file=sys.stderr)
+
+
 if __name__ == "__main__":
     from normbench.checks import exit_on_full_stdout
 
     try:
         code = exit_on_full_stdout("normbench.report", main)
+    except ArgumentRefused as refused:  # `normbench report` says it in subcommand(); this spelling here
+        print(f"normbench.report: {refused}", file=sys.stderr)
+        code = 2
     except KeyboardInterrupt:  # the instant between main's return and here
         code = 128 + signal.SIGINT
     sys.exit(code)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from normbench.analysis import result as study_result
 from normbench.analysis.result import METHOD, StudyResult, shown_status
+from normbench.checks import one_line
 from normbench.records.metrics import TIMING_NOISY
 from normbench.records.published import PAIRED_TIMING, write_curves
 from normbench.records.reading import MAX_REPORT_RECORDS, Records, count_records, find_records, quiet_numerics
@@ -287,5 +288,5 @@ def _warn_set_aside(records: Records, runs: pd.DataFrame) -> None:
     aside += [f"{r.path} ({r.why})" for r in records.set_aside]
     aside += [f"{d} (incomplete: status running)" for d in runs.loc[runs["status"] == "incomplete", "run_dir"]]
     if aside:
-        print(f"normbench.report: warning: set aside {len(aside)} record(s): {'; '.join(aside)}",
-              file=sys.stderr)
+        said = one_line("; ".join(aside), limit=20_000, longest=1_000)  # a path may hold a newline (hostile R27)
+        print(f"normbench.report: warning: set aside {len(aside)} record(s): {said}", file=sys.stderr)

@@ -211,6 +211,19 @@ def hydra_quoted(value: object) -> str:
     return "'" + text.replace("'", "\\'").replace("${", "\\${") + "'"
 
 
+def out_problem(out) -> str | None:
+    """Why ``out`` cannot be the --out folder a study or tune runs its rounds in, said before any job runs, or
+    None: the filesystem's root or your home folder (checks.out_folder_problem), or a name holding ``${``,
+    which the rounds' Hydra resolves where it records the sweep's folder (hydra.sweep.subdir), so that the
+    runner found no record of its own after a round was paid for (hostile O03, U03)."""
+    from normbench.checks import out_folder_problem, shown
+
+    if "${" in str(out):
+        return (f"--out {shown(str(out), 200)} holds ${{, which Hydra would resolve in the runs' paths; choose a "
+                f"plain path")
+    return out_folder_problem(out)
+
+
 def into_folder(args: list[str], sweep_dir: str) -> list[str]:
     """A child multirun's arguments with its records in ``sweep_dir`` (a Hydra override's value) and nowhere
     else: a ``hydra.sweep.dir`` (or ``hydra.sweep``) among the user's overrides is dropped, never written

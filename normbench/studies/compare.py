@@ -44,7 +44,7 @@ from scipy import stats
 
 from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
-from normbench.checks import OneLineParser, out_path
+from normbench.checks import OneLineParser, given_path, out_path
 from normbench.records.metrics import SCORES, path, viewed
 from normbench.records.reading import find_records, quiet_numerics
 from normbench.records.record import RESULT_STATUSES, Unreadable, open_regular, write_file
@@ -426,6 +426,10 @@ def _check_out(out: Path) -> None:
     """``--out`` may replace only a summary compare wrote (its first line is HEADING): any other
     regular file there is the user's, refused before anything is compared. A link is replaced,
     never followed, and a FIFO or folder refused, by the one writer (record.write_file)."""
+    folder = out.parent
+    if not folder.is_dir():  # said here, not as the writer's temporary file that could not be made (hostile C10)
+        what = "is not a folder" if os.path.lexists(folder) else "does not exist"
+        raise CompareError(f"--out {str(out)[:200]}: the folder {str(folder)[:200]} {what}")
     if os.path.islink(out) or not os.path.lexists(out):
         return
     try:
@@ -506,16 +510,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(
         prog="python -m normbench compare",
         description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
-    parser.add_argument("baseline", type=Path, metavar="BASELINE", help="a sweep or run directory")
-    parser.add_argument("new", type=Path, metavar="NEW", help="a sweep or run directory")
+    parser.add_argument("baseline", type=lambda text: given_path(text, "BASELINE"), metavar="BASELINE",
+                        help="a sweep or run directory")
+    parser.add_argument("new", type=lambda text: given_path(text, "NEW"), metavar="NEW",
+                        help="a sweep or run directory")
     parser.add_argument("--metric", choices=sorted(SCORE_COLUMNS), default=None,
                         help=f"primary metric (default: the report's primary score, the baseline's optimized_metric, "
                              f"else {rules.PRIMARY}: the last validation value; best_val: the best validation value; "
                              "test: the final model on test)")
-    parser.add_argument("--tolerance", type=float, default=0.01,
+    parser.add_argument("--tolerance", type=float, default=None,
                         help="how much worse the primary metric may get, in its own units (default 0.01)")
     parser.add_argument("--relative", action="store_true", help="--tolerance is a fraction of the baseline mean")
-    parser.add_argument("--max-new-divergences", type=int, default=0,
+    parser.add_argument("--max-new-divergences", type=int, default=None,
                         help="extra diverged runs per setting tolerated (default 0)")
     parser.add_argument("--step-time-tolerance", type=float, default=None, metavar="FRACTION",
                         help="fail when the median step time is more than FRACTION slower (default: not gated)")
@@ -525,6 +531,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="pair runs by every setting and the seed except KEY (repeatable; e.g. grad_clip, model)")
     parser.add_argument("--out", type=out_path, default=None, help="write the Markdown summary here too")
     args = parser.parse_args(argv)
+    loose = [flag for flag, given in (("--tolerance", args.tolerance is not None), ("--relative", args.relative),
+                                      ("--max-new-divergences", args.max_new_divergences is not None)) if given]
+    if args.exact and loose:  # exact fails on any change: a tolerance would be silently ignored (hostile C02, C15)
+        parser.error(f"--exact fails on any change of a metric or a status; {loose[0]} loosens that gate: give one "
+                     f"or the other")
+    args.tolerance = 0.01 if args.tolerance is None else args.tolerance
+    args.max_new_divergences = args.max_new_divergences or 0
     try:
         if args.out is not None:
             _check_out(args.out)

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from normbench.checks import out_path
+from normbench.checks import claims_path, out_path
 from normbench.configuration import hydra_files, study_info
 from normbench.records import study_plan
 from normbench.records.record import MAX_STRING, Unreadable, read_json_file, read_run_file
@@ -104,7 +104,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                         "lr, 1 or 2 (default 2; 1 halves the selection stage: each lr is then one run, its choice the "
                         "best of them, untested)")
     parser.add_argument("--out", type=out_path, default=None, help="the study folder (default studies/DATE/TIME)")
-    parser.add_argument("--claims", type=Path, action="append", default=[], metavar="DIR",
+    parser.add_argument("--claims", type=claims_path, action="append", default=[], metavar="DIR",
                         help="a folder of your own claims as YAML files (docs/claims.md), judged at every look")
     args, overrides = parser.parse_known_args(argv)
     unknown = [o for o in overrides if o.startswith("--")]
@@ -139,6 +139,9 @@ def _check_out(out: Path) -> None:
     """--out must be a folder this process can write, and its sequential.json (if any) a regular file:
     a folder or FIFO there would stop the study at its end, after every round was paid for."""
     text = str(out)[:200]
+    problem = children.out_problem(out)
+    if problem:
+        raise StudyArgumentError(problem)
     if out.is_symlink():  # a planted link would carry the study elsewhere (report and rerun refuse it too)
         raise StudyArgumentError(f"--out {text} is a symbolic link; give the folder it points to if the study "
                                  f"belongs there")

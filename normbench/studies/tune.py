@@ -285,6 +285,9 @@ def _tune(argv: list[str] | None) -> int:
     if args.out is not None and args.out.is_symlink():  # a planted link would carry the study elsewhere
         parser.error(f"--out {str(args.out)[:200]} is a symbolic link; give the folder it points to if the study "
                      f"belongs there")
+    problem = children.out_problem(args.out) if args.out is not None else None
+    if problem:
+        parser.error(problem)
     out = (args.out or Path("multirun/tuned") / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")).resolve()
     seeds = args.evaluation_seeds
     if out.exists() and not out.is_dir():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from normbench.checks import OneLineParser
+from normbench.checks import OneLineParser, given_path
 from normbench.training.saved_model import FILES
 
 SPLITS = ("test", "val")
@@ -52,15 +52,21 @@ def recorded(summary: dict, which: str, split: str) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m normbench evaluate", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path, help="a run directory trained with save_model=true")
+    parser.add_argument("run_dir", type=lambda text: given_path(text, "RUN_DIR"),
+                        help="a run directory trained with save_model=true")
     parser.add_argument("--which", choices=tuple(FILES), default="final",
                         help="final: the weights the test metric measured; best: those of the best evaluation")
     parser.add_argument("--split", choices=SPLITS, default="test")
     args = parser.parse_args(argv)
+    from normbench.training.rerun import not_a_run, say
+
     try:
+        problem = not_a_run(args.run_dir)  # not blamed on save_model (hostile V03, V04)
+        if problem:
+            raise ValueError(problem)
         summary, metric, loss = score(args.run_dir, args.which, args.split)
     except ValueError as err:  # NoSavedModel, ConfigError: the user's input, one line
-        print(f"normbench evaluate: {' '.join(str(err).split())[:400]}", file=sys.stderr)
+        say("normbench evaluate", err)
         return 2
     name = (summary.get("task") or {}).get("metric", "metric")
     was = recorded(summary, args.which, args.split)

@@ -19,13 +19,14 @@ read, or settings that cannot run (the new run is ``invalid``; one line says why
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from normbench.checks import OneLineParser, out_path
+from normbench.checks import OneLineParser, given_path, one_line, out_folder_problem, out_path, shown
 from normbench.configuration.contract import config_hash
 from normbench.configuration.schema import LOGGER_KINDS
 from normbench.records.folders import foreign_entry, stale_note
@@ -63,9 +64,31 @@ def recorded_config(old: dict, loggers: tuple[str, ...] = ()) -> dict:
     return config
 
 
+def not_a_run(run_dir: Path) -> str | None:
+    """Why ``run_dir`` is no run's folder, said before any file in it is looked for (hostile V03, V04: a folder
+    that does not exist, or a sweep's, was blamed on save_model), or None."""
+    if not os.path.lexists(run_dir):
+        return f"{shown(str(run_dir), 200)} does not exist"
+    if not run_dir.is_dir():
+        return f"{shown(str(run_dir), 200)} is not a folder"
+    if os.path.lexists(run_dir / "summary.json"):
+        return None
+    runs = sorted(run_dir.glob("*/summary.json"))[:1] or sorted(run_dir.glob("*/*/summary.json"))[:1]
+    if runs or (run_dir / "multirun.yaml").exists():
+        example = f", e.g. {shown(str(runs[0].parent), 200)}" if runs else ""
+        return f"{shown(str(run_dir), 200)} is a sweep's folder, not a run's: give one of its runs{example}"
+    return None
+
+
+def say(tool: str, message: object) -> None:
+    """``message`` as one line on stderr: a path it echoes may hold a newline or a terminal escape (hostile R27)."""
+    print(f"{tool}: {one_line(message)}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m normbench rerun", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path, help="a run directory holding summary.json")
+    parser.add_argument("run_dir", type=lambda text: given_path(text, "RUN_DIR"),
+                        help="a run directory holding summary.json")
     parser.add_argument("--out", type=out_path, help="where the new record goes, a new or empty folder "
                                                  "(default: outputs/reruns/DATE/TIME-HASH)")
     parser.add_argument("--logger", action="append", default=[], choices=tuple(LOGGER_KINDS),
@@ -73,25 +96,31 @@ def main(argv: list[str] | None = None) -> int:
                              "the recorded ones are never used")
     args = parser.parse_args(argv)
     loggers = tuple(dict.fromkeys(args.logger))
+    problem = not_a_run(args.run_dir)
+    if problem:
+        say("normbench.rerun", problem)
+        return 2
     found = read_summary(args.run_dir / "summary.json")
     if isinstance(found, SetAside) or found.config is None:
         why = found.why if isinstance(found, SetAside) else "no config"
-        print(f"normbench.rerun: no readable normbench record in {str(args.run_dir)[:300]} ({why})", file=sys.stderr)
+        say("normbench.rerun", f"no readable normbench record in {str(args.run_dir)[:300]} ({why})")
         return 2
     old = found.summary
     where = _interpolations(old["config"])
     if where:
-        print(f"normbench.rerun: {args.run_dir}: {where} holds an interpolation (${{...}}); a record is data "
-              f"and is never evaluated", file=sys.stderr)
+        say("normbench.rerun", f"{args.run_dir}: {where} holds an interpolation (${{...}}); a record is data "
+                                   f"and is never evaluated")
         return 2
     digest = config_hash(old["config"])
     if args.out is not None and args.out.is_symlink():  # a planted link would carry the record elsewhere
-        print(f"normbench.rerun: --out {str(args.out)[:200]} is a symbolic link; give the folder it points to if "
-              f"the record belongs there", file=sys.stderr)
+        say("normbench.rerun", f"--out {str(args.out)[:200]} is a symbolic link; give the folder it points to if "
+                                   f"the record belongs there")
+        return 2
+    if args.out is not None and out_folder_problem(args.out):  # the rule of every --out folder (hostile R15)
+        say("normbench.rerun", out_folder_problem(args.out))
         return 2
     if args.out is not None and foreign_entry(args.out) is not None:  # someone's files would be overwritten
-        print(f"normbench.rerun: --out {str(args.out)[:200]} is not a new or empty folder; choose another --out",
-              file=sys.stderr)
+        say("normbench.rerun", f"--out {str(args.out)[:200]} is not a new or empty folder; choose another --out")
         return 2
     # the default folder is new; should a second rerun start in the same second, it takes the next free name
     now = datetime.now()
@@ -104,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         to_config(OmegaConf.create(recorded_config(old, loggers)))
     except (ValueError, TypeError, KeyError, AttributeError, OmegaConfBaseException) as err:
-        print(f"normbench.rerun: {args.run_dir}: the recorded config is not valid: {' '.join(str(err).split())[:300]}",
-              file=sys.stderr)
+        say("normbench.rerun", f"{args.run_dir}: the recorded config is not valid: {' '.join(str(err).split())[:300]}")
         return 2
 
     try:
@@ -114,12 +142,12 @@ def main(argv: list[str] | None = None) -> int:
                              "study": old.get("study") if isinstance(old.get("study"), dict) else None})
     except OSError as err:
         # the same words as a run's: a record left saying "running" is stale (records/folders.py)
-        print(f"normbench.rerun: cannot write the new record: {err}{stale_note(out)}", file=sys.stderr)
+        say("normbench.rerun", f"cannot write the new record: {err}{stale_note(out)}")
         return 2
     if new["status"] == "invalid":  # the recorded settings cannot run (X011, P176): the input, not a result to compare
         reason = " ".join(str(new.get("reason") or "no reason recorded").split())[:300]
-        print(f"normbench.rerun: {str(args.run_dir)[:300]}: the recorded settings cannot run (the new run is invalid, "
-              f"the recorded one {old['status']}): {reason}", file=sys.stderr)
+        say("normbench.rerun", f"{str(args.run_dir)[:300]}: the recorded settings cannot run (the new run is invalid, "
+                                   f"the recorded one {old['status']}): {reason}")
         return 2
     recorded_commit = (old.get("environment") or {}).get("git_commit")
     if recorded_commit and recorded_commit != git_commit():  # what the comparison below is between
@@ -135,8 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print("reproduced exactly" if not differs else f"differs in: {', '.join(differs)}")
     if "status" in differs:  # why the new run ended otherwise, on stderr where a failure is read (X011)
         reason = " ".join(str(new.get("reason") or "no reason recorded").split())[:300]
-        print(f"normbench.rerun: the new run is {new['status']} (the recorded one {old['status']}): {reason}",
-              file=sys.stderr)
+        say("normbench.rerun", f"the new run is {new['status']} (the recorded one {old['status']}): {reason}")
     return 0 if not differs else 1
 
 

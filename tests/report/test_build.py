@@ -202,9 +202,11 @@ def test_cli_exit_status(tmp_path, write_record):
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.strip() == str(tmp_path / "out" / "report.html")
     assert (tmp_path / "out" / "report.html").is_file()
-    empty = _cli(str(tmp_path / "junk"), str(tmp_path / "nothing-here"))
+    empty = _cli(str(tmp_path / "junk"))
     assert empty.returncode == 2
     assert len(empty.stderr.strip().splitlines()) == 1 and "no usable run records" in empty.stderr
+    mistyped = _cli(str(tmp_path / "sweep"), str(tmp_path / "nothing-here"))  # a slip, not a record (hostile R07)
+    assert mistyped.returncode == 2 and "nothing-here' does not exist" in mistyped.stderr
 
 
 # What the report may import from the rest of normbench: the record and the descriptions it is read

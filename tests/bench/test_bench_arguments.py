@@ -1,0 +1,71 @@
+"""The benchmarks' arguments refused in one line and exit status 2, before anything is timed: the module
+spellings ``python -m normbench.bench.kernels`` (cells, harness, ...) are ``normbench bench kernels`` with its
+parser, where they used to import and exit 0 having done nothing (hostile B31, M01, M02); an option that acts
+only beside another (B14, B15); --out at the filesystem's root or your home folder (R15's rule, shared)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from normbench.bench.__main__ import main
+from tests.waiting import HANG_S
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _refused(capsys, argv) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["kernels", "--quick", "--hidden", "0"], "--hidden"),
+    (["cells", "--hidden", "-4"], "--hidden"),
+    (["harness", "--steps", "0"], "--steps"),
+])
+def test_a_module_spelling_refuses_what_the_command_refuses(argv, named, tmp_path):
+    module, *args = argv
+    done = subprocess.run([sys.executable, "-m", f"normbench.bench.{module}", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=HANG_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and named in done.stderr and "must be >= 1" in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, option, needed", [
+    (["sweep", "--quick", "--subset", "norm=ln"], "--subset", "--profile"),
+    (["sweep", "--quick", "--rounds", "2"], "--rounds", "--against"),
+    (["sweep", "--profile", "--rounds", "3"], "--rounds", "--against"),
+    (["sweep", "--quick", "--keep", "{tmp}/kept"], "--keep", "--profile"),
+    (["all", "--quick", "--subset", "norm=ln"], "--subset", "--profile"),
+])
+def test_an_option_without_the_one_it_acts_with_is_refused(argv, option, needed, tmp_path, capsys):
+    err = _refused(capsys, [a.format(tmp=tmp_path) for a in argv])
+    assert f"{option} acts only with {needed}" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_at_the_home_folder_itself_is_refused(tmp_path, monkeypatch, capsys):
+    """The same rule as the report's (checks.out_folder_problem, tested there at the root, where a broken guard
+    here would write a benchmark's files)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert "home folder" in _refused(capsys, ["kernels", "--quick", "--out", str(tmp_path)])
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("blank", ["", " "])
+def test_an_empty_sweep_dir_for_arms_is_refused(blank, tmp_path, monkeypatch, capsys):
+    import normbench.__main__ as entry
+
+    monkeypatch.chdir(tmp_path)
+    assert entry.subcommand("bench", ["arms", blank]) == 2
+    assert capsys.readouterr().err == "normbench bench: SWEEP_DIR is empty; name a folder (an unset shell variable?)\n"
+    assert list(tmp_path.iterdir()) == []

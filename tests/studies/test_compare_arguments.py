@@ -1,0 +1,55 @@
+"""`normbench compare`'s arguments refused up front in one line and exit status 2: --exact beside a flag that
+loosens its gate (hostile C02, C15), an --out whose folder does not exist named as that folder, not as the
+writer's temporary file (C10), an empty BASELINE or NEW (Z10)."""
+
+from __future__ import annotations
+
+import pytest
+
+import normbench.__main__ as entry
+from normbench.studies.compare import main
+from tests.report.conftest import write_record
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    for seed in (0, 1):
+        write_record(tmp_path / "sweep", f"run{seed}", seed=seed)
+    return tmp_path / "sweep"
+
+
+@pytest.mark.parametrize("loose", [["--tolerance", "0.5"], ["--relative"], ["--max-new-divergences", "1"],
+                                   ["--tolerance", "0.01"]])
+def test_exact_with_a_flag_that_loosens_it_is_refused(loose, sweep, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([str(sweep), str(sweep), "--exact", *loose])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "--exact" in err and loose[0] in err, err
+
+
+def test_exact_with_a_step_time_gate_is_taken(sweep, capsys):
+    """Exact mode leaves timings out: a step-time gate beside it is no contradiction."""
+    assert main([str(sweep), str(sweep), "--exact", "--step-time-tolerance", "0.5"]) == 0
+
+
+def test_the_default_tolerances_still_gate(sweep, capsys):
+    assert main([str(sweep), str(sweep)]) == 0
+    assert "by more than 0.01 (absolute)" in capsys.readouterr().out
+
+
+def test_out_in_a_folder_that_does_not_exist_names_the_folder(sweep, tmp_path, capsys):
+    out = tmp_path / "nonexistent" / "dir" / "x.md"
+    assert main([str(sweep), str(sweep), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"the folder {out.parent} does not exist" in err and ".tmp" not in err, err
+    assert not out.parent.exists()
+
+
+@pytest.mark.parametrize("blank", ["", " "])
+@pytest.mark.parametrize("which", ["baseline", "new"])
+def test_an_empty_baseline_or_new_is_refused(blank, which, sweep, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # '' would be this folder, the sweep's parent: it holds records to compare
+    args = [blank, str(sweep)] if which == "baseline" else [str(sweep), blank]
+    assert entry.subcommand("compare", args) == 2
+    err = capsys.readouterr().err
+    assert err == f"normbench compare: {which.upper()} is empty; name a folder (an unset shell variable?)\n"
