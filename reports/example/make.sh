@@ -30,7 +30,10 @@ study() {  # NAME EXPECTED [runner options] [overrides]
     # EXPECTED is the study's expected wall time on a quiet 2-core machine (seconds, "Ns"). The runner's
     # budget bounds every round, the first included (a round past it is stopped, and a study without a
     # look fails), so the budget given is 3x that: a loaded machine ran the pilots 2-3x slower.
+    # Each study starts from an empty folder: the runner resumes into an existing one, and records of an
+    # earlier sweep definition there (another init, another grid) would join the new ones in the report.
     local name=$1 expected=${2%s}; shift 2
+    rm -rf "${R:?}/$name"
     python -m normbench study --jobs 2 --budget "$(( expected * 3 ))s" --out "$R/$name" "$@"
 }
 run() {
