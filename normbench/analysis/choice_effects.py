@@ -33,25 +33,47 @@ def _scores(frame: pd.DataFrame, score: str) -> pd.DataFrame:
     return pd.DataFrame({"value": values, "seed": finished["seed"] if "seed" in finished else range(len(finished))})
 
 
-def effect(best: pd.DataFrame, other: pd.DataFrame, other_name: str, runs: pd.DataFrame) -> str:
-    """The best arm's effect over ``other`` on the compared score: a difference in the metric's units, a
-    ratio for a metric spanning decades; its (1 − 2α) interval; paired by seed where they share seeds."""
+def _difference(best: pd.DataFrame, other: pd.DataFrame, runs: pd.DataFrame):
+    """(estimate, paired seeds, seeds, its (1 − 2α) interval, the metric, higher is better) of best − other on the
+    compared score (on the log scale for a metric spanning decades), paired by seed where they share seeds;
+    None where the runs carry no score."""
     # the two arms' own task, not the first row of ``runs``: a study (rnn_table) or a report holds several
     # tasks, and digits' "accuracy, higher is better" labelled an mse log ratio and a bpc difference
     both = pd.concat([best, other])
     score = comparison_score(runs, rules.primary_column(both))
     if score not in runs or "status" not in runs:  # a summary without its runs' scores: no effect to state
-        return ""
+        return None
     a, b = _scores(best, score), _scores(other, score)
     estimate, paired = seed_difference(a["value"], a["seed"], b["value"], b["seed"])
     metric = str(both["task.metric"].dropna().iloc[0]) if "task.metric" in both and both["task.metric"].notna().any() \
         else "score"
-    level = decision_level(rules.ALPHA)
-    interval = estimate.interval(level)
+    interval = estimate.interval(decision_level(rules.ALPHA))
     seeds = paired or min(a["seed"].nunique(), b["seed"].nunique())
     found = rules.task_metric(metric)
     higher = (found.higher_is_better if found is not None
               else bool(both["task.higher_is_better"].iloc[0]) if "task.higher_is_better" in both and len(both) else True)
+    return estimate, paired, seeds, interval, metric, higher
+
+
+def shown_worse(other: pd.DataFrame, best: pd.DataFrame, runs: pd.DataFrame) -> bool:
+    """Whether ``other`` is shown worse than ``best`` by the synthesis' own comparison (effect's: paired by seed
+    where they share seeds, its (1 − 2α) interval clear of 0): the "or X" of a recommendation must not offer an
+    arm its own effect line would show worse (the leaderboard's best set may keep it on unpaired intervals)."""
+    found = _difference(best, other, runs)
+    if found is None or found[3] is None:
+        return False
+    _, _, _, (low, high), _, higher = found
+    return low > 0 if higher else high < 0
+
+
+def effect(best: pd.DataFrame, other: pd.DataFrame, other_name: str, runs: pd.DataFrame) -> str:
+    """The best arm's effect over ``other`` on the compared score: a difference in the metric's units, a
+    ratio for a metric spanning decades; its (1 − 2α) interval; paired by seed where they share seeds."""
+    found = _difference(best, other, runs)
+    if found is None:
+        return ""
+    estimate, paired, seeds, interval, metric, higher = found
+    level = decision_level(rules.ALPHA)
     how = f"{'higher' if higher else 'lower'} is better; {seeds} {'paired ' if paired else ''}seeds"
     if rules.ratio_scale(metric):
         shown = f"[×{math.exp(interval[0]):.3g}, ×{math.exp(interval[1]):.3g}]" if interval else "(interval undefined)"

@@ -202,6 +202,7 @@ class StudyResult:
     varying = staticmethod(choice_effects.varying)
     on_plateau = staticmethod(choice_effects.on_plateau)
     effect = staticmethod(choice_effects.effect)
+    shown_worse = staticmethod(choice_effects.shown_worse)
 
     def regime_of(self, rows: pd.DataFrame) -> tuple[Gate | None, str]:
         """The gate and the scale of the summary ``rows``' arms (any set of them: the synthesis reads a family's)."""

@@ -8,8 +8,10 @@ Above the lines, one recommendation per family gathers its testable lines. A rec
 settings), the norm and placement always, a study's other swept settings (batch size, lr, length)
 only as the condition it was measured at. Each comes with its task, its effect with units and
 interval against the best arm shown worse (paired by seed where the arms share seeds), and the
-seeds; "or X" only for an arm X not shown worse on the same runs; an arm sitting on the task's
-trivial plateau is never recommended. A family the records hold with no testable study says so in
+seeds; "or X" only for an arm X not shown worse on the same runs, by the line's own paired comparison
+(choice_effects.shown_worse); an arm sitting on the task's trivial plateau is never recommended. Final
+quality recommends only where each arm ran at its own lr (a tuned study, or lr among the arms): a study
+whose arms shared one lr keeps its line, marked, and is counted, never used (norms move the usable lr). A family the records hold with no testable study says so in
 one line; families absent from the records are left out (runs naming no family: one "no evidence
 yet" line per family).
 """
@@ -50,6 +52,8 @@ class FamilyLine:
 
 
 FAVOURED, TIED, GATED, UNRANKED = "favoured", "tied", "not testable here", "not ranked yet"
+SHARED_LR = "at one shared lr"  # a FAVOURED line whose arms shared one lr: shown, never recommended
+OWN_LR = ("tuned", "swept")  # study.lr_protocol values under which each arm ran at its own (or every) lr
 
 
 def _no_evidence(family: str) -> FamilyLine:
@@ -124,19 +128,30 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                     if not choices:  # the study varies no choice, or its best arms sit on a trivial plateau
                         varied = result.varying(runs[runs["group"].isin(rows["group"])])
                         kind = PLATEAU if any(_is_choice(a.removeprefix("axes.")) for a in varied) else NO_CHOICE
+                    elif _shared_lr(runs[runs["group"].isin(rows["group"])]):
+                        kind = SHARED_LR
+                        favoured += " (every arm at one shared lr: not used for the recommendation)"
                 else:
                     kind, arms = TIED, list(ranked["arm"].astype(str))
                     favoured = f"none yet ({arms[0]} ranks first, not shown better)"
                 study_runs = runs[runs["group"].isin(rows["group"])]
                 line = FamilyLine(name, f"{favoured} · task {task}", [(section.title, section.anchor)],
                                   _sureness(rows, section.claims), _scale(study_runs), kind, arms, task)
-                if kind in (FAVOURED, NO_CHOICE, PLATEAU):
+                if kind in (FAVOURED, NO_CHOICE, PLATEAU, SHARED_LR):
                     line.choices, line.effect = choices, effect
                 lines.append(line)
         out += lines
     # the families the records ran, and only those: a sweep of LSTMs lists no empty RNN, GRU and
     # Transformer rows above its answer; records naming no family keep one "no evidence yet" line each
     return out or [_no_evidence(f.display) for f in families()]
+
+
+def _shared_lr(runs: pd.DataFrame) -> bool:
+    """Whether a study's arms ran at one lr shared by all (study.lr_protocol neither tuned nor swept); records
+    from outside a study (no protocol recorded) are read as they are."""
+    if "study.lr_protocol" not in runs or runs["study.lr_protocol"].isna().all():
+        return False
+    return not runs["study.lr_protocol"].dropna().astype(str).isin(OWN_LR).all()
 
 
 def _selection_only(rows: pd.DataFrame, study: pd.DataFrame) -> bool:
@@ -173,6 +188,9 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str
     members = [str(a) for a in ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]["arm"]]
     worse = [str(a) for a in ranked[ranked["shown_worse"].astype(bool)]["arm"]]
     kept = [a for a in members if not result.on_plateau(frames[a], runs)]
+    # "or X" only where X is not shown worse than the first by the line's own (paired) comparison
+    left_out = [a for a in kept[1:] if result.shown_worse(frames[a], frames[kept[0]], runs)]
+    kept = [a for a in kept if a not in left_out]
     varying = result.varying(runs[runs["group"].isin(ranked["group"])])
     texts = []
     for arm in kept:
@@ -182,7 +200,11 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str
             texts.append(f"{choice} (at {condition})" if condition else choice)
     if not texts or not worse:
         return list(dict.fromkeys(texts)), ""
-    return list(dict.fromkeys(texts)), result.effect(frames[kept[0]], frames[worse[0]], worse[0], runs)
+    effect = result.effect(frames[kept[0]], frames[worse[0]], worse[0], runs)
+    for arm in left_out:  # in the leaderboard's best set (unpaired intervals), yet worse on paired seeds: said so
+        effect += (f"; {arm} left out, worse on paired seeds though the leaderboard's best set keeps it: "
+                   f"{result.effect(frames[kept[0]], frames[arm], arm, runs)}")
+    return list(dict.fromkeys(texts)), effect
 
 
 def synthesis_table(lines: list[FamilyLine]) -> Table:
@@ -213,12 +235,18 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
                           for line in favoured)
         sure = " · ".join(f"{line.studies[0][0]}: {line.effect}" for line in favoured if line.effect) \
             or "no effect: no arm shown worse on the same data"
+        shared = [line for line in lines if line.kind == SHARED_LR]
+        if shared:
+            text += (f" · not used, every arm at one shared lr: "
+                     f"{', '.join(dict.fromkeys(line.studies[0][0] for line in shared))}")
     elif tied:
         text = "no choice shown better: " + " · ".join(
             f"{', '.join(line.choices or line.arms)} tie ({line.studies[0][0]}, {line.task})" for line in tied)
         sure = "no arm shown worse: no effect to state"
     else:
         parts = [f"{len(group)} {word}" for group, word in ((gated, "not testable here"),
+                                                            ([ln for ln in lines if ln.kind == SHARED_LR],
+                                                             "whose arms shared one lr"),
                                                             ([ln for ln in lines if ln.kind == NO_CHOICE],
                                                              "varying no choice"),
                                                             ([ln for ln in lines if ln.kind == PLATEAU],

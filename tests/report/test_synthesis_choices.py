@@ -5,7 +5,7 @@ never an arm on a trivial plateau; a family held with no testable study says so 
 from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
 from normbench.analysis.result import of_frames
 from normbench.report.sections import StudySection
-from normbench.report.synthesis import FAVOURED, GATED, NO_CHOICE, PLATEAU, recommendations, synthesis
+from normbench.report.synthesis import FAVOURED, GATED, NO_CHOICE, PLATEAU, SHARED_LR, recommendations, synthesis
 
 
 def lines_for(runs):
@@ -105,3 +105,38 @@ def test_an_arm_is_on_a_trivial_plateau_by_its_own_task_not_the_reports_first_ro
     if "task.trivial.bigram model" not in text:
         text = text.assign(**{"task.trivial.bigram model": 3.79, "task.trivial.unigram model": 4.8})
     assert not choice_effects.on_plateau(text, runs)
+
+
+def test_or_x_leaves_out_an_arm_worse_on_paired_seeds(runs_of):
+    """dyt is 0.01 below ln in every seed (±0.0025), seeds move both by 0.05: the leaderboard's best set (its
+    multiplicity rule over the arms) keeps both ★; the paired 90% interval the claims read shows dyt worse (the
+    derf_muon line offered "rms or derf" though its claim showed derf worse on the same seeds). The "or" reads
+    the paired comparison, and says what it left out and why."""
+    rows = []
+    for s in range(3):
+        for norm, value in (("ln", 0.90), ("dyt", 0.89), ("bn", 0.5)):
+            rows.append({"seed": s, "best_val": value + 0.05 * s + 0.0025 * ((s * 7 + len(norm)) % 3),
+                         "axes": {"norm": norm}})
+    (line,) = lines_for(runs_of(*rows))
+    assert line.kind == FAVOURED and line.arms == ["norm=ln", "norm=dyt"]  # both ★ on the leaderboard
+    assert [c.split(",")[0] for c in line.choices] == ["norm=ln"], line.choices
+    assert "norm=dyt left out" in line.effect and "3 paired seeds" in line.effect.split("left out")[1]
+
+
+def test_a_study_whose_arms_shared_one_lr_is_shown_but_never_recommended(runs_of):
+    """Norms move the usable lr (Ba et al. 2016 §5.2): at one shared lr, "ln beats none" may be the lr's. The
+    line keeps its ranking, marked; the family's recommendation counts it and recommends from it nothing."""
+    study = {"schema": "normbench.study/1", "id": "s1", "name": "x", "arms": ["norm"], "command": "",
+             "lr_protocol": "shared"}
+    rows = [{"seed": s, "best_val": v + 0.003 * s, "axes": {"norm": n}, "study": study}
+            for s in range(3) for n, v in (("ln", 0.8), ("none", 0.6))]
+    runs = runs_of(*rows)
+    assert set(runs["study.lr_protocol"]) == {"shared"}
+    (line,) = lines_for(runs)
+    assert line.kind == SHARED_LR and "one shared lr" in line.favoured and line.choices
+    (recommended,) = recommendations([line])
+    assert "norm=ln" not in recommended.favoured.split("(")[0]
+    assert "1 whose arms shared one lr" in recommended.favoured
+    tuned = [dict(r, study={**study, "lr_protocol": "tuned"}) for r in rows]
+    (line,) = lines_for(runs_of(*tuned))
+    assert line.kind == FAVOURED
