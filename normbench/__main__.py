@@ -143,7 +143,7 @@ def main() -> None:
                 print(f"normbench: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second Ctrl-C: the status says it
             pass
-        sys.exit(130)  # for every stop, as the app says it (normbench/studies/app.py)
+        sys.exit(128 + signum)  # as a subcommand's and the app's (normbench/studies/app.py) stop
 
 
 def _stopped(signum, frame):

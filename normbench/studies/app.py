@@ -355,7 +355,7 @@ def _stopping(sweep_dir: str) -> bool:
 
 
 def _stops_as_interrupts() -> dict:
-    """SIGTERM and SIGHUP end the command as Ctrl-C does, with its one line and 130, from the start:
+    """SIGTERM and SIGHUP end the command as Ctrl-C does, with its one line and 128 + the signal, from the start:
     a launcher process (hydra/launcher=local) runs no job itself, so a run's own handler
     (training/run.py) is never in place there and the signal killed it with no line (G04).
     Returns the handlers replaced."""
@@ -531,12 +531,13 @@ def main(from_process_start: bool = False) -> None:
         _say("error: the configuration does not compose: it refers to itself without end (a sweep file whose "
              "defaults list names itself, or a chain of them that comes back round)")
         sys.exit(2)
-    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py); 130 for all
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py)
         children.ignore_stops()
-        by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
+        signum = getattr(stop, "signum", None)
+        by = f" by {signal.Signals(signum).name}" if signum else ""
         if not children.runner_says_stops():  # a study's or tune's round: their line is the one (S19)
             print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(128 + (signum or signal.SIGINT))  # as every subcommand's stop: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
     finally:
         _unmark_stopping()
         if from_process_start:  # the command is over, its outcome decided: nothing is left for a stop to stop
