@@ -124,9 +124,13 @@ def main() -> None:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _stopped)
     try:  # Ctrl-C while the run's modules import (seconds: torch) is one line and 130, as a subcommand's
-        from normbench.configuration.config import plain_groups  # torch-free
+        from normbench.configuration.config import command_line_flag, plain_groups  # torch-free
 
         sys.argv[1:] = args = plain_groups(args)  # experiment=NAME is +experiment=NAME: Hydra reads sys.argv
+        refused = command_line_flag([a for a in args if a != "--allow-code"])  # normbench's flag (studies/app.py)
+        if refused:  # `--bogus`: one line, not Hydra's usage block (N04)
+            print(f"normbench: error: {refused}", file=sys.stderr)
+            sys.exit(2)
         if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
             _configs_only(args)
         else:
@@ -179,8 +183,10 @@ def _completion(args: list[str]) -> bool:
     """Completes the subcommands in the first word; True when the line is a subcommand's (nothing for
     Hydra to complete: the shell then offers file names)."""
     line = os.environ.get("COMP_LINE")
-    if line is None or not any(a.startswith("query=") for a in args):
+    if not any(a.startswith("query=") for a in args):
         return False
+    if line is None:  # Hydra's query reads it and fails with a KeyError traceback (A36)
+        raise ValueError("shell completion query needs COMP_LINE (it is run by the shell's completion hook)")
     point = int(os.environ.get("COMP_POINT", len(line)))
     words = line[:point].split()
     typing = line[:point].endswith(" ")

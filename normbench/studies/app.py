@@ -457,8 +457,10 @@ def outside_code(argv: list[str]) -> str | None:
 
     place = command_line_place(argv[1:])
     if place:
-        return (f"{message_text(place, limit=120)} would make Hydra write config.yaml, hydra.yaml and overrides.yaml "
-                "outside the run folder; give a folder name inside it (or hydra.output_subdir=null for none)")
+        return (f"{message_text(place, limit=120)}: hydra.output_subdir must name a sub-folder of the run folder, not "
+                "the run folder itself ('.'), a folder above it ('..'), an absolute path or an interpolation (Hydra "
+                "writes config.yaml, hydra.yaml and overrides.yaml there); give a folder name such as .hydra "
+                "(or hydra.output_subdir=null for none)")
     if any(_names_rerun_flag(a) for a in argv[1:]):
         return (f"{RERUN_FLAG} unpickles a file, which can run any code; to run a recorded run again: "
                 "normbench rerun RUN_DIR")
