@@ -54,8 +54,13 @@ def subcommand(name: str, args: list[str]) -> int:
     out = sys.stdout = _WatchedOutput(sys.stdout)
     try:
         module = importlib.import_module(SUBCOMMANDS[name][0])
-        status = module.main(args)
+        try:
+            status = module.main(args)
+        except SystemExit as done:  # argparse's --help: printed, then exit 0, a failed write swallowed (Z06)
+            status = done.code
         sys.stdout.flush()  # what is still buffered fails here, where it can be said in one line, not at exit
+        if out.error is not None:  # a write that failed, and was swallowed on the way (argparse's print_help)
+            raise out.error
         return status
     except ArgumentRefused as refused:
         print(f"normbench {name}: {refused}", file=sys.stderr)
@@ -87,20 +92,24 @@ class _WatchedOutput:
     is then one line on stderr, told apart from a failed write to some file the command opened."""
 
     def __init__(self, stream):
-        self._stream, self.failed = stream, False
+        self._stream, self.error = stream, None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
 
     def write(self, text):
         try:
             return self._stream.write(text)
-        except OSError:
-            self.failed = True
+        except OSError as error:
+            self.error = error
             raise
 
     def flush(self):
         try:
             return self._stream.flush()
-        except OSError:
-            self.failed = True
+        except OSError as error:
+            self.error = error
             raise
 
     def __getattr__(self, name):
@@ -132,7 +141,10 @@ def main() -> None:
             print(f"normbench: error: {refused}", file=sys.stderr)
             sys.exit(2)
         if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
-            _configs_only(args)
+            from normbench.checks import exit_on_full_stdout  # torch-free
+
+            if exit_on_full_stdout("normbench", lambda: _configs_only(args)):  # --hydra-help > /dev/full
+                sys.exit(1)
         else:
             from normbench.studies.app import main as run
 

@@ -24,7 +24,11 @@ def _argv(args: list[str], tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
-@pytest.mark.parametrize("args", [["normbench", "--help"], ["normbench.page_check.facts", "{page}"],
+@pytest.mark.parametrize("args", [["normbench", "--help"], ["normbench", "--hydra-help"],
+                                  ["normbench", "-sc", "install=bash"],
+                                  ["normbench", "report", "--help"], ["normbench", "tune", "--help"],  # Z06
+                                  ["normbench", "compare", "--help"], ["normbench", "evaluate", "--help"],
+                                  ["normbench.page_check.facts", "{page}"],
                                   ["normbench.report", "{runs}", "--out", "{out}"],
                                   ["normbench.studies.compare", "{runs}", "{runs}"]])
 def test_a_full_standard_output_is_one_line_and_exit_1(args, tmp_path):
