@@ -46,8 +46,10 @@ def subcommand(name: str, args: list[str]) -> int:
     traceback; a command with handlers of its own (report, study, tune) puts them in place itself."""
     signal.signal(signal.SIGTERM, _terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from normbench.checks import ArgumentRefused  # torch-free
+    from normbench.checks import ArgumentRefused, stderr_may_fail  # torch-free
     from normbench.studies.children import ignore_stops  # torch-free
+
+    stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
 
     if sys.stdout is None:  # standard output closed (>&-): what would be printed goes nowhere (hostile Z13)
         sys.stdout = open(os.devnull, "w")
@@ -133,7 +135,10 @@ def main() -> None:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _stopped)
     try:  # Ctrl-C while the run's modules import (seconds: torch) is one line and 130, as a subcommand's
+        from normbench.checks import stderr_may_fail  # torch-free
         from normbench.configuration.config import command_line_flag, plain_groups  # torch-free
+
+        stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
 
         sys.argv[1:] = args = plain_groups(args)  # experiment=NAME is +experiment=NAME: Hydra reads sys.argv
         refused = command_line_flag([a for a in args if a != "--allow-code"])  # normbench's flag (studies/app.py)

@@ -50,3 +50,15 @@ def test_a_closed_standard_output_is_no_traceback(args, tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=HANG_S,
                           preexec_fn=lambda: os.close(1))
     assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr[-800:]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("args", [["normbench", "norm=bogus"], ["normbench", "--bogus-flag"],
+                                  ["normbench", "evaluate", "{out}"], ["normbench.report", "{out}"]])
+def test_bad_input_exits_2_even_when_its_line_cannot_be_written(args, tmp_path):
+    """Hostile Z31, Z32: with standard error on a full device the refusal's line failed, and the status was 1."""
+    argv = _argv(args, tmp_path)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=full, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, timeout=HANG_S)
+    assert done.returncode == 2 and done.stdout == ""
