@@ -270,9 +270,18 @@ class Trainer:
         self._notify("on_fit_end")  # probes.Probes: the final profiles, BN's population statistics
         if self.measured.diverged_at_step is None:
             self.measured.test = self.evaluate(fixed_batches(self.task.test, self.device, dtype=self.inputs))[0]
+            self._diverged_in_final_evaluation()
         self.model.zero_grad(set_to_none=True)
         self.master.zero_grad(set_to_none=True)
         return self.measured
+
+    def _diverged_in_final_evaluation(self) -> None:
+        """The divergence rule (a non-finite loss) read on the final evaluation too: a training loss can stay
+        finite while the validation or test metric overflows (lr=1e10: 1e22 trains, inf evaluates; K84). The run
+        then diverged at its last step; its test metric, measured, says so (run.py's reason)."""
+        p = self.measured
+        if any(value is not None and not math.isfinite(value) for value in (p.final_val, p.test)):
+            p.diverged_at_step = p.step
 
     def _step(self, step: int) -> bool:
         """One training step with its bookkeeping, log line, probe and evaluation; False once it diverged."""
