@@ -163,6 +163,10 @@ class Trainer:
         if self.timing_warmup < cfg.timing_warmup:
             log.warning("timing_warmup=%d is not below steps=%d: the first %d steps are left out of the step time "
                         "instead", cfg.timing_warmup, cfg.steps, self.timing_warmup)
+        if cfg.warmup_steps > cfg.steps:  # a run of its own, as a short sweep may want: said, not refused (K08)
+            log.warning("warmup_steps=%d is above steps=%d: the learning rate rises to %.3g, %d%% of lr=%g, and never "
+                        "reaches it", cfg.warmup_steps, cfg.steps, learning_rate(cfg, cfg.steps), 100 * cfg.steps
+                        // cfg.warmup_steps, cfg.lr)
         self.memory = PeakMemory(device)  # this run's peak only: several jobs may share a process
         self.precision_summary = self.precision.summary()  # the record's ``precision`` (recording.RecordHook)
 
