@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-from normbench.checks import ConfigError
+from normbench.checks import ConfigError, require_positive
 from normbench.checks import one_of as _one_of
-from normbench.checks import require_positive
 from normbench.norms.kinds import DEFAULT_IMPL, impl_names, kind_names, kind_of, require_eps
 
 # norm.alpha_rule=width: DyT's (and Derf's) alpha_0 per site as Zhu et al. 2025 set it for LLaMA (the table of
