@@ -145,15 +145,16 @@ def main() -> None:
         if refused:  # `--bogus`: one line, not Hydra's usage block (N04)
             print(f"normbench: error: {refused}", file=sys.stderr)
             sys.exit(2)
-        if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
-            from normbench.checks import exit_on_full_stdout  # torch-free
+        from normbench.checks import exit_on_full_stdout  # torch-free
 
+        if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
             if exit_on_full_stdout("normbench", lambda: _configs_only(args)):  # --hydra-help > /dev/full
                 sys.exit(1)
         else:
             from normbench.studies.app import main as run
 
-            run(from_process_start=True)
+            if exit_on_full_stdout("normbench", lambda: run(from_process_start=True)):  # --cfg job > /dev/full
+                sys.exit(1)
     except KeyboardInterrupt as stop:
         signum = getattr(stop, "signum", signal.SIGINT)  # a run's SIGTERM or SIGHUP (training/run.py) names itself
         try:

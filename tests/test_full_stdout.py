@@ -25,7 +25,8 @@ def _argv(args: list[str], tmp_path: Path) -> list[str]:
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 @pytest.mark.parametrize("args", [["normbench", "--help"], ["normbench", "--hydra-help"],
-                                  ["normbench", "-sc", "install=bash"],
+                                  ["normbench", "-sc", "install=bash"], ["normbench", "--cfg", "job"],
+                                  ["normbench", "--info"],
                                   ["normbench", "report", "--help"], ["normbench", "tune", "--help"],  # Z06
                                   ["normbench", "compare", "--help"], ["normbench", "evaluate", "--help"],
                                   ["normbench.page_check.facts", "{page}"],
@@ -62,3 +63,12 @@ def test_bad_input_exits_2_even_when_its_line_cannot_be_written(args, tmp_path):
         done = subprocess.run([sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=full, text=True,
                               env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, timeout=HANG_S)
     assert done.returncode == 2 and done.stdout == ""
+
+
+def test_a_printed_config_to_a_reader_that_has_gone_is_no_error(tmp_path):
+    """`normbench --cfg job | head`: the reader has what it wanted; no line, exit 0."""
+    proc = subprocess.Popen([sys.executable, "-m", "normbench", "--cfg", "job"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path)
+    proc.stdout.close()
+    err = proc.communicate(timeout=HANG_S)[1].decode()
+    assert proc.returncode == 0 and err == "", err

@@ -251,22 +251,31 @@ class Job:
 
 class _MaskedOutput:
     """Standard output with every value read from the environment and any URI password replaced by
-    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``)."""
+    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``).
+    The first failed write (``> /dev/full``) is kept in ``error`` and the rest dropped: ``--info`` prints
+    through logging, which would say each failure in a traceback; main raises it once, at the end."""
 
     def __init__(self, stream, secrets: list[str]):
-        self._stream, self._secrets, self._line = stream, tuple(secrets), ""
+        self._stream, self._secrets, self._line, self.error = stream, tuple(secrets), "", None
 
     def write(self, text: str) -> int:
         *lines, self._line = (self._line + text).split("\n")
         for line in lines:
-            self._stream.write(masked(line, self._secrets) + "\n")
+            self._put(masked(line, self._secrets) + "\n")
         return len(text)
 
     def flush(self) -> None:
         if self._line:
-            self._stream.write(masked(self._line, self._secrets))
+            self._put(masked(self._line, self._secrets))
             self._line = ""
-        self._stream.flush()
+        self._put(None)
+
+    def _put(self, text: str | None) -> None:
+        if self.error is None:
+            try:
+                self._stream.write(text) if text is not None else self._stream.flush()
+            except OSError as error:
+                self.error = error
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
@@ -549,7 +558,11 @@ def main(from_process_start: bool = False) -> None:
                 signal.signal(signum, before)
         if printing and isinstance(sys.stdout, _MaskedOutput):
             sys.stdout.flush()
-            sys.stdout = sys.stdout._stream
+            sys.stdout, printed = sys.stdout._stream, sys.stdout
+            if isinstance(printed.error, BrokenPipeError):  # `--cfg job | head`: the reader has what it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            elif printed.error is not None:  # `--cfg job > /dev/full`: one line from the caller (exit_on_full_stdout)
+                raise printed.error
     for message in (job.refused, job.unwritable):
         if message:
             _say(f"error: {message}", job.secrets)
