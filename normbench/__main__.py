@@ -46,16 +46,23 @@ def subcommand(name: str, args: list[str]) -> int:
     traceback; a command with handlers of its own (report, study, tune) puts them in place itself."""
     signal.signal(signal.SIGTERM, _terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from normbench.checks import ArgumentRefused  # torch-free
+    from normbench.checks import ArgumentRefused, stderr_may_fail  # torch-free
     from normbench.studies.children import ignore_stops  # torch-free
+
+    stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
 
     if sys.stdout is None:  # standard output closed (>&-): what would be printed goes nowhere (hostile Z13)
         sys.stdout = open(os.devnull, "w")
     out = sys.stdout = _WatchedOutput(sys.stdout)
     try:
         module = importlib.import_module(SUBCOMMANDS[name][0])
-        status = module.main(args)
+        try:
+            status = module.main(args)
+        except SystemExit as done:  # argparse's --help: printed, then exit 0, a failed write swallowed (Z06)
+            status = done.code
         sys.stdout.flush()  # what is still buffered fails here, where it can be said in one line, not at exit
+        if out.error is not None:  # a write that failed, and was swallowed on the way (argparse's print_help)
+            raise out.error
         return status
     except ArgumentRefused as refused:
         print(f"normbench {name}: {refused}", file=sys.stderr)
@@ -87,20 +94,24 @@ class _WatchedOutput:
     is then one line on stderr, told apart from a failed write to some file the command opened."""
 
     def __init__(self, stream):
-        self._stream, self.failed = stream, False
+        self._stream, self.error = stream, None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
 
     def write(self, text):
         try:
             return self._stream.write(text)
-        except OSError:
-            self.failed = True
+        except OSError as error:
+            self.error = error
             raise
 
     def flush(self):
         try:
             return self._stream.flush()
-        except OSError:
-            self.failed = True
+        except OSError as error:
+            self.error = error
             raise
 
     def __getattr__(self, name):
@@ -124,15 +135,26 @@ def main() -> None:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _stopped)
     try:  # Ctrl-C while the run's modules import (seconds: torch) is one line and 130, as a subcommand's
-        from normbench.configuration.config import plain_groups  # torch-free
+        from normbench.checks import stderr_may_fail  # torch-free
+        from normbench.configuration.config import command_line_flag, plain_groups  # torch-free
+
+        stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
 
         sys.argv[1:] = args = plain_groups(args)  # experiment=NAME is +experiment=NAME: Hydra reads sys.argv
+        refused = command_line_flag([a for a in args if a != "--allow-code"])  # normbench's flag (studies/app.py)
+        if refused:  # `--bogus`: one line, not Hydra's usage block (N04)
+            print(f"normbench: error: {refused}", file=sys.stderr)
+            sys.exit(2)
+        from normbench.checks import exit_on_full_stdout  # torch-free
+
         if any(arg in CONFIG_ONLY or arg.startswith("--shell-completion=") for arg in args):
-            _configs_only(args)
+            if exit_on_full_stdout("normbench", lambda: _configs_only(args)):  # --hydra-help > /dev/full
+                sys.exit(1)
         else:
             from normbench.studies.app import main as run
 
-            run(from_process_start=True)
+            if exit_on_full_stdout("normbench", lambda: run(from_process_start=True)):  # --cfg job > /dev/full
+                sys.exit(1)
     except KeyboardInterrupt as stop:
         signum = getattr(stop, "signum", signal.SIGINT)  # a run's SIGTERM or SIGHUP (training/run.py) names itself
         try:
@@ -143,7 +165,7 @@ def main() -> None:
                 print(f"normbench: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second Ctrl-C: the status says it
             pass
-        sys.exit(130)  # for every stop, as the app says it (normbench/studies/app.py)
+        sys.exit(128 + signum)  # as a subcommand's and the app's (normbench/studies/app.py) stop
 
 
 def _stopped(signum, frame):
@@ -179,8 +201,10 @@ def _completion(args: list[str]) -> bool:
     """Completes the subcommands in the first word; True when the line is a subcommand's (nothing for
     Hydra to complete: the shell then offers file names)."""
     line = os.environ.get("COMP_LINE")
-    if line is None or not any(a.startswith("query=") for a in args):
+    if not any(a.startswith("query=") for a in args):
         return False
+    if line is None:  # Hydra's query reads it and fails with a KeyError traceback (A36)
+        raise ValueError("shell completion query needs COMP_LINE (it is run by the shell's completion hook)")
     point = int(os.environ.get("COMP_POINT", len(line)))
     words = line[:point].split()
     typing = line[:point].endswith(" ")

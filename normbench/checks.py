@@ -128,12 +128,52 @@ def require_split_sizes(config) -> None:
         require_at_least(key, getattr(config, key), 1)
 
 
+class _DroppedErrors:
+    """Standard error whose failed write is dropped: with ``2> /dev/full`` a refusal's line cannot be written,
+    and its exit status must still say what it would have (2 for bad input, not 1: hostile Z31, Z32)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError:
+            _give_up(self._stream)
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except OSError:
+            _give_up(self._stream)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _give_up(stream) -> None:
+    """Points ``stream``'s file at /dev/null, so the interpreter's flush at exit prints no second error."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def stderr_may_fail() -> None:
+    """From here on a line that cannot be written to standard error is dropped, not an error that changes
+    the exit status: the command's own status (2 bad input, 1 failed) stands."""
+    if sys.stderr is not None and not isinstance(sys.stderr, _DroppedErrors):
+        sys.stderr = _DroppedErrors(sys.stderr)
+
+
 def exit_on_full_stdout(prog: str, main) -> int:
     """``main()``'s exit status; standard output that cannot be written (``> /dev/full``, a full disk) is one line
     on stderr and exit status 1, not a traceback (hostile R25, P14, X06, N08), and the interpreter's flush at exit
     prints no second error."""
     if sys.stdout is None:  # standard output closed (>&-): what would be printed goes nowhere (hostile Z09-Z16)
         sys.stdout = open(os.devnull, "w")
+    stderr_may_fail()
     try:
         code = main()
         sys.stdout.flush()  # what is still buffered fails here, where it can be said

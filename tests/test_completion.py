@@ -110,3 +110,30 @@ def test_the_options_pages_key_table_names_every_top_level_key():
     keys = [f.name for f in fields(Config) if f.default_factory is MISSING and f.name != "task"]  # not the groups
     assert len(keys) > 15 and not [k for k in keys if f"`{k}`" not in table]
     assert "`norm.alpha_init`" in table
+
+
+def test_a_completion_query_outside_the_shells_hook_is_one_line_and_exit_2():
+    """A36: without COMP_LINE (set by the shell's completion hook) Hydra's query was a KeyError traceback."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COMP_LINE", "COMP_POINT")}
+    with_no_line = subprocess.run([sys.executable, "-c", AS_CONSOLE_SCRIPT, "-sc", "query=bash"], capture_output=True,
+                                  text=True, env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=HANG_S)
+    assert with_no_line.returncode == 2 and with_no_line.stdout == "", with_no_line.stderr
+    assert with_no_line.stderr.splitlines()[0] == ("normbench: error: shell completion query needs COMP_LINE "
+                                                   "(it is run by the shell's completion hook)")
+
+
+def test_an_unknown_flag_is_one_line_naming_it_and_exit_2():
+    """N04, N23, N24: Hydra's argparse answered with its 8-line usage block under the name __main__.py."""
+    for flag, says in (("--bogus-flag", "unrecognized arguments: --bogus-flag"), ("-x", "unrecognized arguments: -x"),
+                       ("--fake-opt=1", "unrecognized arguments: --fake-opt=1"),
+                       ("-c", "argument --cfg/-c: expected one argument")):
+        done = normbench(flag)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.splitlines()[0] == f"normbench: error: {says}" and "usage" not in done.stderr
+
+
+def test_hydras_own_flags_still_parse():
+    done = normbench("--cfg", "job", "--resolve", "-p", "model", "--help")
+    assert done.returncode == 0 and "== Commands ==" in done.stdout, done.stderr
+    done = normbench("--hydra-help")
+    assert done.returncode == 0 and "Hydra" in done.stdout, done.stderr

@@ -24,7 +24,12 @@ def _argv(args: list[str], tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
-@pytest.mark.parametrize("args", [["normbench", "--help"], ["normbench.page_check.facts", "{page}"],
+@pytest.mark.parametrize("args", [["normbench", "--help"], ["normbench", "--hydra-help"],
+                                  ["normbench", "-sc", "install=bash"], ["normbench", "--cfg", "job"],
+                                  ["normbench", "--info"],
+                                  ["normbench", "report", "--help"], ["normbench", "tune", "--help"],  # Z06
+                                  ["normbench", "compare", "--help"], ["normbench", "evaluate", "--help"],
+                                  ["normbench.page_check.facts", "{page}"],
                                   ["normbench.report", "{runs}", "--out", "{out}"],
                                   ["normbench.studies.compare", "{runs}", "{runs}"]])
 def test_a_full_standard_output_is_one_line_and_exit_1(args, tmp_path):
@@ -46,3 +51,24 @@ def test_a_closed_standard_output_is_no_traceback(args, tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=HANG_S,
                           preexec_fn=lambda: os.close(1))
     assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr[-800:]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("args", [["normbench", "norm=bogus"], ["normbench", "--bogus-flag"],
+                                  ["normbench", "evaluate", "{out}"], ["normbench.report", "{out}"]])
+def test_bad_input_exits_2_even_when_its_line_cannot_be_written(args, tmp_path):
+    """Hostile Z31, Z32: with standard error on a full device the refusal's line failed, and the status was 1."""
+    argv = _argv(args, tmp_path)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=full, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, timeout=HANG_S)
+    assert done.returncode == 2 and done.stdout == ""
+
+
+def test_a_printed_config_to_a_reader_that_has_gone_is_no_error(tmp_path):
+    """`normbench --cfg job | head`: the reader has what it wanted; no line, exit 0."""
+    proc = subprocess.Popen([sys.executable, "-m", "normbench", "--cfg", "job"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path)
+    proc.stdout.close()
+    err = proc.communicate(timeout=HANG_S)[1].decode()
+    assert proc.returncode == 0 and err == "", err

@@ -16,6 +16,20 @@ def test_an_output_subdir_outside_the_run_folder_is_named(key, value):
     assert command_line_place(["steps=4", f"{key}={value}"]) == f"{key}={value}"
 
 
+@pytest.mark.parametrize("value", [".", "./", "a/..", "a,."])
+def test_an_output_subdir_that_is_the_run_folder_itself_is_named(value):
+    """H09: Hydra wrote its overrides.yaml into the run folder itself, then the run refused the folder as
+    holding files it did not write."""
+    assert command_line_place(["steps=4", f"hydra.output_subdir={value}"]) == f"hydra.output_subdir={value}"
+
+
+def test_the_run_folder_itself_is_refused_for_what_it_is_and_nothing_is_written(tmp_path, cli):
+    code, _, err = cli(f"hydra.run.dir={tmp_path / 'run'}", "threads=1", "steps=2", "hydra.output_subdir=.")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "must name a sub-folder of the run folder, not the run folder itself" in err
+    assert "no normbench record" not in err and not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("value", [".hydra", "mine", "a/b", "null", "..hidden"])
 def test_an_output_subdir_inside_the_run_folder_is_allowed(value):
     assert command_line_place([f"hydra.output_subdir={value}", "model.name=../x"]) is None

@@ -104,7 +104,7 @@ def test_a_second_ctrl_c_while_the_interrupt_is_said_still_exits_130(monkeypatch
     assert exit_.value.code == 130 and "".join(err.lines).strip() == "normbench: interrupted; summaries written"
 
 
-def test_sigterm_before_any_job_is_one_line_and_130(monkeypatch, capsys):
+def test_sigterm_before_any_job_is_one_line_and_143(monkeypatch, capsys):
     """G04: a local-launcher sweep's process runs no job itself: SIGTERM there killed it with no line."""
     from normbench.studies import app
 
@@ -119,6 +119,6 @@ def test_sigterm_before_any_job_is_one_line_and_130(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["normbench", "-m", "threads=1", "steps=2", "hydra/launcher=local"])
     with pytest.raises(SystemExit) as exit_:
         app.main()
-    assert exit_.value.code == 130
+    assert exit_.value.code == 143  # 128 + SIGTERM, as a subcommand's (G08: it was 130 for every signal)
     assert capsys.readouterr().err.strip() == "normbench: interrupted by SIGTERM; summaries written"
     assert signal.getsignal(signal.SIGTERM) is not app._stop  # put back

@@ -806,6 +806,14 @@ def test_a_timing_warmup_past_the_steps_is_cut_to_leave_a_step_timed(cli, tiny_a
     assert throughput["warmup_steps_excluded"] == 1 and throughput["timed_steps"] >= 1
 
 
+def test_a_warmup_past_the_steps_is_said(cli, tiny_args, tmp_path):
+    """K08: warmup_steps=1000 steps=2 ran with the lr never reaching its value, and said nothing."""
+    code, out, err = cli(*tiny_args, "steps=4", "warmup_steps=8", "lr=0.01", "hydra.run.dir=run")
+    assert code == 0 and "warmup_steps=8 is above steps=4: the learning rate rises to 0.005, 50% of lr=0.01" in err
+    code, out, err = cli(*tiny_args, "steps=4", "warmup_steps=4", "hydra.run.dir=run2")
+    assert code == 0 and "warmup_steps" not in err
+
+
 # -- tune and study: bad numbers refused before any stage or round ----------------------------------
 @pytest.mark.parametrize("seeds, overrides", [("0", []), ("100,1", []), ("5", ["seed=range(0,10)"]),
                                               ("7", ["+seed=choice(7,8)"])])

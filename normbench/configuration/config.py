@@ -56,7 +56,8 @@ from normbench.configuration.schema import (
 from normbench.norms import user as user_norms
 
 __all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code",
-           "command_line_place", "config_dir", "plain_groups", "register", "sweep_dirs", "to_config"]
+           "command_line_flag", "command_line_place", "config_dir", "plain_groups", "register", "sweep_dirs",
+           "to_config"]
 SWEEPS_ENV = "NORMBENCH_SWEEPS"
 # The user's explicit opt-in (``normbench --allow-code ...`` sets it, and says so on stderr): configs
 # from outside conf/ and command-line keys that run code are used as given.
@@ -477,6 +478,29 @@ def command_line_place(arguments: list[str]) -> str | None:
         pieces = [p for p in re.split(r"[\s,()\[\]{}'\"=:]+", value) if p]
         if "$" in value or "\\" in value or any(p.startswith(("/", "~")) or ".." in p.split("/") for p in pieces):
             return argument
+        if any(os.path.normpath(p) == "." for p in pieces):  # the run folder itself, among the run's own files (H09)
+            return argument
+    return None
+
+
+def command_line_flag(arguments: list[str]) -> str | None:
+    """Why Hydra's own parser refuses ``arguments`` (the command line, without normbench's ``--allow-code``):
+    an unknown ``--flag``, a flag without its value; or None. One line: argparse's answer is an 8-line usage
+    block under the name __main__.py (N04, N23, N24). Hydra's flags parse exactly as Hydra parses them."""
+    from hydra._internal.utils import get_args_parser
+
+    from normbench.checks import ArgumentRefused
+
+    def refuse(message: str):
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(str(message).split()))
+        raise ArgumentRefused(text if len(text) <= 400 else text[:399] + "…")
+
+    parser = get_args_parser()
+    parser.error = refuse
+    try:
+        parser.parse_args(arguments)
+    except ArgumentRefused as refused:
+        return str(refused)
     return None
 
 

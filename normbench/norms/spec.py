@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-from normbench.checks import ConfigError
+from normbench.checks import ConfigError, require_positive
 from normbench.checks import one_of as _one_of
 from normbench.norms.kinds import DEFAULT_IMPL, impl_names, kind_names, kind_of, require_eps
 
@@ -64,6 +64,9 @@ class NormSpec:
         for key in ("gamma_init", "alpha_init", "shift_init"):
             if not math.isfinite(getattr(self, key)):
                 raise ConfigError(f"norm.{key} must be finite, got {getattr(self, key)}")
+        # DyT's tanh(alpha x) and Derf's erf(alpha x + s): alpha 0 maps every input to the same value, and a
+        # negative one flips the sign the norm passes on (K37, K38)
+        require_positive("norm.alpha_init", self.alpha_init)
         if self.bn_reestimate_batches < 1:
             raise ConfigError(f"norm.bn_reestimate_batches must be >= 1, got {self.bn_reestimate_batches}")
 

@@ -251,22 +251,31 @@ class Job:
 
 class _MaskedOutput:
     """Standard output with every value read from the environment and any URI password replaced by
-    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``)."""
+    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``).
+    The first failed write (``> /dev/full``) is kept in ``error`` and the rest dropped: ``--info`` prints
+    through logging, which would say each failure in a traceback; main raises it once, at the end."""
 
     def __init__(self, stream, secrets: list[str]):
-        self._stream, self._secrets, self._line = stream, tuple(secrets), ""
+        self._stream, self._secrets, self._line, self.error = stream, tuple(secrets), "", None
 
     def write(self, text: str) -> int:
         *lines, self._line = (self._line + text).split("\n")
         for line in lines:
-            self._stream.write(masked(line, self._secrets) + "\n")
+            self._put(masked(line, self._secrets) + "\n")
         return len(text)
 
     def flush(self) -> None:
         if self._line:
-            self._stream.write(masked(self._line, self._secrets))
+            self._put(masked(self._line, self._secrets))
             self._line = ""
-        self._stream.flush()
+        self._put(None)
+
+    def _put(self, text: str | None) -> None:
+        if self.error is None:
+            try:
+                self._stream.write(text) if text is not None else self._stream.flush()
+            except OSError as error:
+                self.error = error
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
@@ -355,7 +364,7 @@ def _stopping(sweep_dir: str) -> bool:
 
 
 def _stops_as_interrupts() -> dict:
-    """SIGTERM and SIGHUP end the command as Ctrl-C does, with its one line and 130, from the start:
+    """SIGTERM and SIGHUP end the command as Ctrl-C does, with its one line and 128 + the signal, from the start:
     a launcher process (hydra/launcher=local) runs no job itself, so a run's own handler
     (training/run.py) is never in place there and the signal killed it with no line (G04).
     Returns the handlers replaced."""
@@ -457,8 +466,10 @@ def outside_code(argv: list[str]) -> str | None:
 
     place = command_line_place(argv[1:])
     if place:
-        return (f"{message_text(place, limit=120)} would make Hydra write config.yaml, hydra.yaml and overrides.yaml "
-                "outside the run folder; give a folder name inside it (or hydra.output_subdir=null for none)")
+        return (f"{message_text(place, limit=120)}: hydra.output_subdir must name a sub-folder of the run folder, not "
+                "the run folder itself ('.'), a folder above it ('..'), an absolute path or an interpolation (Hydra "
+                "writes config.yaml, hydra.yaml and overrides.yaml there); give a folder name such as .hydra "
+                "(or hydra.output_subdir=null for none)")
     if any(_names_rerun_flag(a) for a in argv[1:]):
         return (f"{RERUN_FLAG} unpickles a file, which can run any code; to run a recorded run again: "
                 "normbench rerun RUN_DIR")
@@ -531,12 +542,13 @@ def main(from_process_start: bool = False) -> None:
         _say("error: the configuration does not compose: it refers to itself without end (a sweep file whose "
              "defaults list names itself, or a chain of them that comes back round)")
         sys.exit(2)
-    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py); 130 for all
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py)
         children.ignore_stops()
-        by = f" by {signal.Signals(stop.signum).name}" if getattr(stop, "signum", None) else ""
+        signum = getattr(stop, "signum", None)
+        by = f" by {signal.Signals(signum).name}" if signum else ""
         if not children.runner_says_stops():  # a study's or tune's round: their line is the one (S19)
             print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(128 + (signum or signal.SIGINT))  # as every subcommand's stop: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
     finally:
         _unmark_stopping()
         if from_process_start:  # the command is over, its outcome decided: nothing is left for a stop to stop
@@ -546,7 +558,11 @@ def main(from_process_start: bool = False) -> None:
                 signal.signal(signum, before)
         if printing and isinstance(sys.stdout, _MaskedOutput):
             sys.stdout.flush()
-            sys.stdout = sys.stdout._stream
+            sys.stdout, printed = sys.stdout._stream, sys.stdout
+            if isinstance(printed.error, BrokenPipeError):  # `--cfg job | head`: the reader has what it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            elif printed.error is not None:  # `--cfg job > /dev/full`: one line from the caller (exit_on_full_stdout)
+                raise printed.error
     for message in (job.refused, job.unwritable):
         if message:
             _say(f"error: {message}", job.secrets)

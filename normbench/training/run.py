@@ -316,6 +316,9 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
         return _finish(record, trainer, fields, "failed", reason, wall_start)
     if measured.diverged_at_step is not None:
         reason = f"non-finite loss or gradient at step {measured.diverged_at_step}"
+        if measured.test is not None:  # trained to the end, then evaluated non-finite (train.evaluation_overflowed)
+            reason = (f"non-finite final evaluation at step {measured.diverged_at_step} (val {measured.final_val:.4g}, "
+                      f"test {measured.test:.4g}); the training loss and gradients stayed finite")
         summary = _finish(record, trainer, fields, "diverged", reason, wall_start)
     else:
         summary = _finish(record, trainer, fields, "ok", None, wall_start)

@@ -41,6 +41,20 @@ def learning_rate(cfg: Config, step: int) -> float:
     return cfg.lr
 
 
+def note_long_warmup(cfg: Config) -> None:
+    """A warm-up longer than the run: allowed (a short sweep may want it), said as timing_warmup's cut is (K08)."""
+    if cfg.warmup_steps > cfg.steps:
+        log.warning("warmup_steps=%d is above steps=%d: the learning rate rises to %.3g, %d%% of lr=%g, and never "
+                    "reaches it", cfg.warmup_steps, cfg.steps, learning_rate(cfg, cfg.steps),
+                    100 * cfg.steps // cfg.warmup_steps, cfg.lr)
+
+
+def evaluation_overflowed(measured: Measured) -> bool:
+    """The divergence rule (a non-finite loss) read on the final evaluation too: a training loss can stay
+    finite while the validation or test metric overflows (lr=1e10: 1e22 trains, inf evaluates; K84)."""
+    return any(value is not None and not math.isfinite(value) for value in (measured.final_val, measured.test))
+
+
 def build_optimizer(cfg: Config, model) -> torch.optim.Optimizer:
     groups = parameter_groups(model, cfg.optim.weight_decay, cfg.optim.norm_weight_decay)
     if cfg.optim.name == "sgd":
@@ -163,6 +177,7 @@ class Trainer:
         if self.timing_warmup < cfg.timing_warmup:
             log.warning("timing_warmup=%d is not below steps=%d: the first %d steps are left out of the step time "
                         "instead", cfg.timing_warmup, cfg.steps, self.timing_warmup)
+        note_long_warmup(cfg)
         self.memory = PeakMemory(device)  # this run's peak only: several jobs may share a process
         self.precision_summary = self.precision.summary()  # the record's ``precision`` (recording.RecordHook)
 
@@ -270,6 +285,8 @@ class Trainer:
         self._notify("on_fit_end")  # probes.Probes: the final profiles, BN's population statistics
         if self.measured.diverged_at_step is None:
             self.measured.test = self.evaluate(fixed_batches(self.task.test, self.device, dtype=self.inputs))[0]
+            if evaluation_overflowed(self.measured):  # the run diverged at its last step (run.py's reason)
+                self.measured.diverged_at_step = self.measured.step
         self.model.zero_grad(set_to_none=True)
         self.master.zero_grad(set_to_none=True)
         return self.measured

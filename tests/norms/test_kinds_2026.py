@@ -104,6 +104,19 @@ def test_groups_must_divide_the_width_and_are_refused_with_one_line(compose):
         to_config(compose("norm=ln", "norm.groups=0"))
 
 
+@pytest.mark.parametrize("kind", ["dyt", "derf"])
+@pytest.mark.parametrize("alpha", ["0", "-1", "1e-50"])
+def test_an_alpha_init_that_is_not_positive_is_refused_with_one_line(compose, kind, alpha):
+    """K37, K38: alpha 0 makes tanh(alpha x) (erf) the same for every input, and the run went ahead."""
+    with pytest.raises(ConfigError, match="norm.alpha_init must be > 0"):
+        to_config(compose(f"norm={kind}", f"norm.alpha_init={alpha}"))
+
+
+def test_a_run_with_a_zero_alpha_init_exits_2_in_one_line(cli, tiny_args):
+    code, _, err = cli(*tiny_args, "norm=dyt", "norm.alpha_init=0", "hydra.run.dir=run")
+    assert code == 2 and err.strip().splitlines() == ["normbench: invalid: norm.alpha_init must be > 0, got 0.0"], err
+
+
 def test_groups_are_identity_only_where_they_act(compose):
     def effective(*overrides):
         return effective_config(__import__("omegaconf").OmegaConf.to_container(compose(*overrides), resolve=True))

@@ -65,7 +65,7 @@ def test_a_runners_child_leaves_the_line_a_stop_ends_with_to_the_runner(tmp_path
             monkeypatch.setenv(children.RUNNER_SAYS_STOPS_ENV, runner)
         with pytest.raises(SystemExit) as exit_:
             app.main()
-        assert exit_.value.code == 130 and capsys.readouterr().err == said
+        assert exit_.value.code == 143 and capsys.readouterr().err == said
 
 
 def test_a_sweep_dir_the_runner_drops_is_said_once_by_key(capsys):

@@ -1,6 +1,7 @@
 """Every way a run ends writes a summary with the right status; the sweep is never taken down."""
 
 import json
+import math
 import time
 
 import pytest
@@ -97,6 +98,15 @@ def test_divergence_is_a_result_with_its_step(compose, tmp_path):
     summary = execute(compose("norm=none", "optim=sgd", "lr=1e12", "grad_clip=null"), tmp_path, [])
     assert summary["status"] == "diverged"
     assert summary["metrics"]["diverged_at_step"] >= 1 and "non-finite" in summary["reason"]
+
+
+def test_a_final_evaluation_that_overflows_is_a_divergence_at_the_last_step(compose, tmp_path, monkeypatch):
+    """K84: lr=1e10 trained with a finite loss (9.6e22) while validation and test were inf, and the run said ok."""
+    monkeypatch.setattr(Trainer, "evaluate", lambda self, batches: (math.inf, math.inf))
+    summary = execute(compose("steps=4"), tmp_path, [])
+    assert summary["status"] == "diverged" and summary["metrics"]["diverged_at_step"] == 4
+    assert summary["reason"].startswith("non-finite final evaluation at step 4 (val inf, test inf)")
+    assert read_summary(tmp_path / "summary.json").status == "diverged"
 
 
 def test_exception_in_training_is_failed_with_traceback(compose, tmp_path, monkeypatch):
