@@ -25,6 +25,13 @@
 # Usage: bash reports/example/make.sh [STUDY ...]   (no argument: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# Records name the commit they ran from, "-dirty" when the tree had changes: evidence comes from a committed tree.
+# The report this script writes at the end changes tracked files, so a second call needs them restored first.
+if ! git diff --quiet HEAD --; then
+    echo "make.sh: the tree has uncommitted changes, so every record would say -dirty; commit them, or restore the" \
+         "example's own files (git checkout -- reports/example) and run again" >&2
+    exit 2
+fi
 R=reports/example/runs
 study() {  # NAME EXPECTED [runner options] [overrides]
     # EXPECTED is the study's expected wall time on a quiet 2-core machine (seconds, "Ns"). The runner's
