@@ -121,6 +121,7 @@ def test_an_alias_bomb_is_refused_in_one_line_before_it_is_expanded(tmp_path):
     recursive.write_text("id: &x [*x, *x]\n")
     with pytest.raises(ClaimFileError):
         read_file(recursive)
+    (tmp_path / "none").mkdir()  # a PATH that exists (a missing one is refused first), holding no records
     done = subprocess.run([sys.executable, "-m", "normbench", "report", str(tmp_path / "none"), "--claims",
                            str(tmp_path)], capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 2 and "expands past" in done.stderr and "Traceback" not in done.stderr
