@@ -46,7 +46,7 @@ study() {  # NAME EXPECTED [runner options] [overrides]
 run() {
     case $1 in
         warmup_depth)      study warmup_depth 380s --pilot 3 --max-seeds 3 +sweep=warmup_depth ;;
-        grad_depth)        study grad_depth 100s --pilot 2 --max-seeds 2 +sweep=grad_depth ;;
+        grad_depth)        study grad_depth 100s --pilot 5 --max-seeds 5 +sweep=grad_depth ;;
         gamma_flow)        study gamma_flow 40s --pilot 4 --step 4 --max-seeds 16 +sweep=gamma_flow ;;
         derf_vs_norms)     study derf_vs_norms 740s --selection-seeds 1 --pilot 3 --max-seeds 3 +sweep=derf_vs_norms
                            # the speed claims (dyt_faster_than_rms, rms_faster_than_ln) on paired timing: each arm's step at

@@ -307,6 +307,20 @@ def test_flat_but_noisy_is_inconclusive(runs_of):
     assert abs(verdict.parts[1].effects[0].estimate) < SLOPE_DELTA
 
 
+def test_a_slope_is_one_observation_per_seed_not_per_run(runs_of):
+    """Three seeds whose Pre-LN slopes are -0.1, -0.5 and -0.9: pooled over the 9 runs (7 df) the slope -0.5
+    looks decided; n is seeds, and three slopes that far apart decide nothing (the referee's caveat on
+    postln_grad_depth: a pooled OLS over depths)."""
+    rows = []
+    for seed, exponent in ((0, -0.1), (1, -0.5), (2, -0.9)):
+        rows += [r for r in depth_runs(exponent, 0.0, seeds=(seed,)) if r["axes"]["placement"] == "pre"]
+    rows += [r for r in depth_runs(-0.5, 0.0, seeds=(0, 1, 2)) if r["axes"]["placement"] == "post"]
+    part = postln_grad_depth(runs_of(*rows)).parts[0]
+    assert part.status == INCONCLUSIVE, part.test
+    assert "one slope per seed (3 seeds" in part.test
+    assert part.effects[0].estimate == pytest.approx(-0.5, abs=0.01)
+
+
 def test_warmup_does_not_multiply_a_gradient_measured_at_init(runs_of):
     """The same seed at two warm-up lengths is one observation of the gradient at init."""
     once = postln_grad_depth(runs_of(*depth_runs(-0.5, 0.0)))

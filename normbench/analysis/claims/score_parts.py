@@ -266,6 +266,22 @@ def _caveats(spec: PartSpec, fa: dict, fb: dict, estimate: Estimate) -> str:
 MIN_SLOPE_LEVELS = 3  # a log-log slope from two depths is a line through two points
 
 
+def _seed_slopes(x: pd.Series, y: pd.Series, seeds: pd.Series):
+    """(the slope's estimate, how it was had). n is distinct seeds: where 2 or more seeds each span
+    MIN_SLOPE_LEVELS values of x, each seed's own OLS slope is one observation and the estimate is their mean
+    (t on seeds − 1 df). Else the pooled OLS over the runs (n − 2 df), whose interval is over the x values of
+    one seed, not over seeds (evaluate_part holds a part with fewer than 2 seeds inconclusive)."""
+    slopes = []
+    for _, rows in pd.DataFrame({"x": x, "y": y}).groupby(seeds.to_numpy()):
+        rows = rows.dropna()
+        if rows["x"].nunique() >= MIN_SLOPE_LEVELS:
+            slopes.append(slope_estimate(rows["x"], rows["y"]).value)
+    slopes = [s for s in slopes if math.isfinite(s)]
+    if len(slopes) >= 2:
+        return mean_estimate(slopes), f"one slope per seed ({len(slopes)} seeds, each over its own depths; n = seeds)"
+    return slope_estimate(x, y), "pooled over the runs (n − 2 df: fewer than 2 seeds span the axis)"
+
+
 def slope_part(spec: PartSpec, ctx: Context) -> Part:
     frame, alpha = ctx.arms[spec.a], ctx.alpha
     x = pd.to_numeric(axis(frame, spec.x), errors="coerce")
@@ -278,15 +294,15 @@ def slope_part(spec: PartSpec, ctx: Context) -> Part:
                           f"always lie on a line, so straightness cannot be seen); {spec.a} has {values_text(x)} — "
                           f"testable with {MIN_SLOPE_LEVELS} or more {spec.x} values spread over a factor ≥ 2"))
     y = spec.measure.values(frame).astype(float)
-    estimate = slope_estimate(np.log(x.where(x > 0)), np.log(y.where(y > 0)))
+    estimate, how = _seed_slopes(np.log(x.where(x > 0)), np.log(y.where(y > 0)), frame["seed"])
     seeds = int(frame["seed"].nunique())
     if spec.claimed:
         word = "shrinks" if spec.claimed < 0 else "grows"
         effect = as_effect(f"slope of log({name}) on log({spec.x}), {spec.a} ({'−' if spec.claimed < 0 else '+'} = {word})",
                            estimate, alpha)
         status = side_of(effect, spec.claimed)
-        test = (f"OLS slope of log({name}) on log({spec.x}), t interval ({pct(level)}, one-sided at α = {alpha:g} each "
-                f"way) on n − 2 df, must be {'< 0' if spec.claimed < 0 else '> 0'}.")
+        test = (f"OLS slope of log({name}) on log({spec.x}), {how}, t interval ({pct(level)}, one-sided at α = {alpha:g} "
+                f"each way), must be {'< 0' if spec.claimed < 0 else '> 0'}.")
         lean, needed, mde = (undecided(estimate, seeds, abs(estimate.value), spec.claimed * estimate.value, alpha)
                              if status == INCONCLUSIVE else (None, None, None))
         return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde)
@@ -294,7 +310,8 @@ def slope_part(spec: PartSpec, ctx: Context) -> Part:
     effect = as_effect(f"slope of log({name}) on log({spec.x}), {spec.a} (flat = inside ±{delta:g})", estimate, alpha)
     status = {"equivalent": SUPPORTED, "different": CONTRADICTED}.get(equivalence(estimate, delta, alpha), INCONCLUSIVE)
     margin = spec.margin_text or f"δ = {delta:g} in log-log units, fixed before the data"
-    test = f"OLS slope of log({name}) on log({spec.x}), TOST at α = {alpha:g}: the {pct(level)} interval inside ±δ, {margin}."
+    test = (f"OLS slope of log({name}) on log({spec.x}), {how}, TOST at α = {alpha:g}: the {pct(level)} interval inside "
+            f"±δ, {margin}.")
     lean = needed = mde = None
     if status == INCONCLUSIVE and math.isfinite(estimate.value):
         inside = delta - abs(estimate.value)
