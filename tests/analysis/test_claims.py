@@ -1450,3 +1450,33 @@ def test_stability_names_the_paired_t_it_computed(runs_of):
     part = judge(STABLE, runs_of(*rows)).parts[0]
     assert "gradient kurtosis: paired by seed on 3 shared seeds: a paired t on the per-seed differences (n = 3 pairs)" in part.test
     assert "Welch t at α" not in part.test
+
+
+def test_a_ratio_metrics_curve_is_compared_on_the_log_scale(write_record, tmp_path):
+    """The referee's reading of ln_beats_bn_varlen: on mse, the raw curve's mean is its first evaluations' (who
+    leaves the adding task's 0.167 plateau first). LN falls later but 100x further (0.3, 0.3, 0.003, 0.001)
+    than BN (0.1, 0.05, 0.05, 0.05): raw means 0.151 against 0.0625 read BN faster; the log curve's means
+    (geometric 0.017 against 0.059) read LN faster, and decide."""
+    import json
+
+    from normbench.analysis.aggregate import runs_frame
+    from normbench.records.reading import find_records
+
+    curves = {("ln", None): [0.3, 0.3, 0.003, 0.001], ("bn", True): [0.1, 0.05, 0.05, 0.05],
+              ("bn", False): [0.1, 0.05, 0.05, 0.05]}
+    for seed in SEEDS:
+        for (norm, mask), values in curves.items():
+            run = write_record(tmp_path, f"{norm}-{mask}-{seed}", seed=seed, best_val=values[-1],
+                               axes={"task": "adding", "norm": norm, "placement": "in_cell", "steps": 100,
+                                     **({"norm.bn_mask": mask} if mask is not None else {}),
+                                     "task.length": 24, "task.min_length": 8},
+                               metrics={"val_auc": sum(values) / 4})
+            lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+            evals = iter(v * (1 + 0.02 * seed) for v in values)
+            lines = [{**line, "val_metric": next(evals)} if line["kind"] == "eval" else line for line in lines]
+            (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    part = judge(BY_ID["ln_beats_bn_varlen"], runs_frame(find_records([tmp_path]).runs)).parts[1]
+    assert part.status == SUPPORTED, part.test + part.note
+    assert "log curve's area" in part.effects[0].label
+    geometric = [math.prod(values) ** 0.25 for values in (curves[("ln", None)], curves[("bn", True)])]
+    assert part.effects[0].estimate == pytest.approx(geometric[0] / geometric[1], rel=0.02)

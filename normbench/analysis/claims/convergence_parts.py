@@ -35,9 +35,11 @@ from normbench.analysis.claims.vocabulary import (
     NOT_APPLICABLE,
     SCORE,
     Effect,
+    Measure,
     Part,
     PartSpec,
     axis,
+    column,
     metric,
     recorded,
     values_text,
@@ -66,6 +68,11 @@ def curve_summaries(runs: pd.DataFrame, curves: pd.DataFrame | None = None) -> p
     train, evals = curves[curves["kind"] == "train"], curves[curves["kind"] == "eval"]
     loss = train.groupby("run_dir")["loss"].mean()
     val = evals.groupby("run_dir")["val_metric"].mean()
+    # a metric spanning decades (MSE) averaged on the log scale: the raw mean is its first evaluations' (who leaves
+    # a plateau first), while a log curve weighs every evaluation by the factor it improved (a run with a
+    # non-positive evaluation has none)
+    positive = evals["val_metric"].where(evals["val_metric"] > 0)
+    val_log = np.log(positive).groupby(evals["run_dir"]).mean().where(positive.notna().groupby(evals["run_dir"]).all())
     sign, _, chance = task_direction(runs)
     ok_dirs = set(runs.loc[runs["status"] == "ok", "run_dir"].astype(str))
     finished = evals[evals["run_dir"].isin(ok_dirs)]["val_metric"]
@@ -77,7 +84,7 @@ def curve_summaries(runs: pd.DataFrame, curves: pd.DataFrame | None = None) -> p
         reached = hits.groupby("run_dir")["step"].min()
     by_dir = runs["run_dir"].astype(str)
     return pd.DataFrame({"train_loss_auc": by_dir.map(loss), "val_auc": by_dir.map(val),
-                         "steps_to_target": by_dir.map(reached)}, index=runs.index)
+                         "val_log_auc": by_dir.map(val_log), "steps_to_target": by_dir.map(reached)}, index=runs.index)
 
 
 def _with_curves(runs: pd.DataFrame) -> pd.DataFrame:
@@ -91,10 +98,14 @@ def _with_curves(runs: pd.DataFrame) -> pd.DataFrame:
         stored = metric(runs, path(name))
         runs[path(name)] = stored.where(stored.notna(), summaries[name])
     runs["curves.steps_to_target"] = summaries["steps_to_target"]
+    runs["curves.val_log_auc"] = summaries["val_log_auc"]
     return runs
 
 
 TRAIN_LOSS_AUC, VAL_AUC = recorded("train_loss_auc"), recorded("val_auc")
+# a ratio metric's validation curve on the log scale: the mean of ln(metric) over the evaluations (curve_summaries)
+VAL_LOG_AUC = Measure("val_auc on the log scale (the mean of ln of the metric over the evaluations)",
+                      column("curves.val_log_auc"))
 
 
 def convergence_part(spec: PartSpec, ctx: Context) -> Part:
@@ -132,11 +143,17 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
 
     sign, task_name, _ = task_direction(runs)
     val_ratio = rules.ratio_scale(task_name)
-    val_values = logged(VAL_AUC) if val_ratio else (lambda f: measure_values(VAL_AUC, f))
+    on_log = val_ratio and "curves.val_log_auc" in runs and runs["curves.val_log_auc"].notna().any()
+    if on_log:  # the curve on the log scale: a geometric mean per run, compared as a ratio
+        val_values = lambda f: measure_values(VAL_LOG_AUC, f)  # noqa: E731
+    else:
+        val_values = logged(VAL_AUC) if val_ratio else (lambda f: measure_values(VAL_AUC, f))
     val = stratified_difference(triples, val_values)
     test += pairing_text(triples, val_values, "val_auc") + per_stratum_text(triples, val_values, alpha)
-    effects = [as_effect(f"val_auc: {spec.a} {'/' if val_ratio else '−'} {spec.b} ({better_word(sign)}; the "
-                         f"validation curve's area decides)", val, alpha, exp=val_ratio)]
+    how = ("; the log curve's area, a ratio of geometric means over the evaluations, decides" if on_log else
+           "; the validation curve's area decides")
+    effects = [as_effect(f"val_auc: {spec.a} {'/' if val_ratio else '−'} {spec.b} ({better_word(sign)}{how})", val,
+                         alpha, exp=val_ratio)]
     # no val_auc where an arm has no finished run (all diverged): then the divergence rate decides
     found = [side_of(effects[0], sign) if np.isfinite(effects[0].estimate) else None]
     if steps_of is not None:
