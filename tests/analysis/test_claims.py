@@ -1048,8 +1048,13 @@ def test_convergence_claims(runs_of, claim_id, norm, kwargs, expected):
 
 def test_convergence_needs_the_curve_summaries(runs_of):
     rows = [{**r, "metrics": {}} for r in convergence_runs("ln", 0.5, 0.9)]
-    verdict = judge(BY_ID["ln_lstm_converges_faster"], runs_of(*rows))
+    bn = [{"seed": r["seed"], "best_val": r["best_val"], "metrics": {},
+           "axes": {**r["axes"], **({"norm": "bn"} if r["axes"]["norm"] == "ln" else {})}} for r in rows]
+    verdict = judge(BY_ID["bn_lstm_converges_faster"], runs_of(*bn))
     assert verdict.status == NOT_APPLICABLE and "val_auc" in verdict.explanation
+    # a claim with a final-score part beside the curve part: the curve part alone is not applicable
+    verdict = judge(BY_ID["ln_lstm_converges_faster"], runs_of(*rows))
+    assert verdict.parts[0].status == NOT_APPLICABLE and "val_auc" in verdict.parts[0].note
 
 
 # --- issue 23: variable lengths, dropout ---------------------------------------------------------

@@ -106,7 +106,11 @@ CLAIMS_2026: list[Claim] = [
           regime="a data-scarce level where LN overfits (training loss far below validation loss) and a data-rich "
                  "level seen about once; both arms off chance; the paper's scale is 64M parameters and up, "
                  "T/P < 1.84",
-          needs=(needs("data_regimes", scarce=4, rich=2), needs("off_chance", 1, 2),)),
+          # both score parts compare final quality: each arm at its own lr, and off the task's trivial solutions
+          needs=(needs("data_regimes", scarce=4, rich=2,
+                       remedy="task.n_train of at least 12800 at the large level with 800 steps of batch 32 (seen at "
+                              "most 2x) beside a small one seen 4x or more (sweeps/dyt_data_regime.yaml)"),
+                 needs("off_chance", 1, 2), needs("off_trivial", 1, 2), needs("own_lr", 1, 2),)),
     Claim("dyt_faster_than_rms",
           "DyT makes a training step faster than RMSNorm, each at its fastest correct kernel.",
           "Zhu, Chen, He, LeCun & Liu 2025, Transformers without Normalization, §6.1 (efficiency)",
@@ -185,7 +189,11 @@ CLAIMS_2026: list[Claim] = [
                  "and lr (sweeps/depth_placements.yaml); the measures are the end-of-training probes: the level the "
                  "hidden-state variance reaches at the deepest block (ln Var; the paper plots the level per layer, and a "
                  "slope of ln Var reads an arm that starts low as growing more) and the spread of the per-block "
-                 "gradient norm.",
+                 "gradient norm. Disclosed: part 1's measure was changed after data had been seen (commit 127974d, "
+                 "2026-12-02), from the slope of ln Var over the blocks to the deepest block's level, when a referee "
+                 "read the paper's Figure 1 as levels; on the slope Peri-LN's variance grew more than Pre-LN's in "
+                 "those records. Part 2 reads \"steadier gradient flow\" as evenness across depth, not steadiness "
+                 "over training steps, which the paper's text may mean.",
           quote="we conduct extensive experiments on Transformers up to 3.2B parameters, showing that Peri-LN "
                 "consistently achieves more balanced variance growth, steadier gradient flow, and convergence "
                 "stability.",
