@@ -101,3 +101,20 @@ def test_a_rerun_of_settings_that_cannot_run_is_one_line_and_exit_2(recorded, tm
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1, err
     assert "the recorded settings cannot run (the new run is invalid, the recorded one ok)" in err
+
+
+def test_a_record_whose_config_was_edited_is_said_to_be(recorded, tmp_path, capsys):
+    """Hostile R01: a record's config edited (its hash kept) reran as "differs in: ..." without a word that the
+    stored config_hash is not its config's, as compare says of the same record."""
+    path = recorded / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["config"]["lr"] = summary["config"]["lr"] * 3
+    path.write_text(json.dumps(summary))
+    assert rerun.main([str(recorded), "--out", str(tmp_path / "again")]) == 1
+    out, err = capsys.readouterr()
+    assert "differs in" in out and "stored config_hash" in err and "is not its config's" in err, err
+
+
+def test_a_record_as_it_ran_has_no_note_on_its_hash(recorded, tmp_path, capsys):
+    assert rerun.main([str(recorded), "--out", str(tmp_path / "again")]) == 0
+    assert "config_hash" not in capsys.readouterr().err

@@ -176,3 +176,24 @@ def test_a_sigterm_as_a_finished_run_says_its_last_line_changes_nothing(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ok |" in done.stderr and "interrupted" not in done.stderr and "stopped" not in done.stderr
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "ok"
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="no SIGHUP here")
+def test_sighup_to_tune_is_one_line_and_its_stage_records_end_interrupted(tmp_path):
+    """Hostile G15: SIGHUP mid-selection killed tune without a line and left selection/0 `running`."""
+    import json
+
+    out = tmp_path / "t"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HOME": str(tmp_path)}
+    tune = subprocess.Popen([sys.executable, "-m", "normbench", "tune", "steps=3000", "eval_every=1000", "task=adding",
+                             "task.n_train=64", "lr=0.1,0.01", "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    deadline = time.monotonic() + HANG_S
+    while not list(out.rglob("summary.json")) and time.monotonic() < deadline:
+        time.sleep(0.5)  # the selection stage's first run has started
+    tune.send_signal(signal.SIGHUP)
+    _, err = tune.communicate(timeout=HANG_S)
+    assert tune.returncode == 128 + signal.SIGHUP, err[-2000:]
+    assert err.strip().splitlines()[-1].startswith("normbench.tune: stopped by SIGHUP"), err[-2000:]
+    statuses = {json.loads(p.read_text())["status"] for p in out.rglob("summary.json")}
+    assert statuses and statuses <= {"interrupted", "ok"}, statuses

@@ -112,8 +112,21 @@ def best_lr(arm: pd.DataFrame, score: str = SCORE) -> tuple[float | None, str]:
     runs = arm.assign(group=arm[LR].astype(float).map(lambda v: repr(float(v))))
     chosen = best_set(runs, _higher(arm), score=score)
     if chosen.best is None:
-        return None, "no lr has 2 runs with one finished"
+        return None, _no_lr(chosen.comparisons)
     return float(chosen.best), ""
+
+
+def _no_lr(table: pd.DataFrame) -> str:
+    """Why best_set ranked no lr, from its eligibility table: what is missing, counted (hostile E06: every run
+    finished, at or worse than chance, and the reason said none had)."""
+    if table.empty:
+        return "no lr has a finished run"
+    counts = [f"{n} {what}" for n, what in ((int(table["diverged"].sum()), "diverged"),
+                                            (int(table["did_not_train"].sum()), "at or worse than chance"))
+              if n]
+    single = int((table["why"] == "fewer than 2 seeds").sum())
+    counts += [f"{single} lr{'s' if single > 1 else ''} with fewer than 2 finished runs"] if single else []
+    return f"no lr has 2 runs with one that trained ({int(table['runs'].sum())} runs: {'; '.join(counts)})"
 
 
 def _best_single_run(arm: pd.DataFrame, score: str) -> tuple[float | None, str]:

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 
 import torch
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
 
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
 from normbench.bench.section import OtherLoad, Section, bench_files, finite_json, section_files
@@ -109,6 +111,11 @@ def _overrides(text: str) -> list[str]:
     if refused:
         raise argparse.ArgumentTypeError(f"{refused[:80]!r} would run code or write outside the sweep's folder; "
                                          f"normbench refuses it (normbench --allow-code ... runs it as given)")
+    for word in words:  # Hydra's grammar, here; an unknown option or a value no run takes, from the first sweep
+        try:
+            OverridesParser.create().parse_overrides([word])
+        except OverrideParseException as err:
+            raise argparse.ArgumentTypeError(f"{word[:80]!r}: {str(err).splitlines()[0][:200]}") from None
     return words
 
 
@@ -331,6 +338,8 @@ def run_arms(args: argparse.Namespace) -> int:
         result = arms.run(args.sweep_dir, rounds=args.rounds, warmup=args.warmup, steps_per_round=args.steps_per_round,
                           reference=args.reference, threads=args.threads, device=args.device, command=command)
     except (ValueError, OSError, OutputError) as err:  # ArmsError, a config the runner refuses, a file in the way
+        if isinstance(err, OSError) and getattr(sys.stdout, "failed", False):
+            raise  # standard output full or gone: the command's one line says so (hostile F13)
         print(f"normbench.bench arms: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     print(arms.render(result), flush=True)
@@ -399,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as err:  # a file put in the way while the benchmark ran
         print(f"normbench.bench: {err}", file=sys.stderr)
         return 2
+    except sweep_profile.Refused as err:  # the sweep's own one line: an unknown option, a value no run takes
+        top.error(f"--subset: {err}" if args.subset else str(err))
 
 
 def _run(names, args: argparse.Namespace) -> int:

@@ -64,8 +64,21 @@ def sweep_command(overrides: list[str], sweep_dir: Path, profile_to: Path | None
             "progress=false", f"hydra.sweep.dir={sweep_dir}"]
 
 
+class Refused(ValueError):
+    """The sweep refused its overrides (exit status 2): its own one line, the reason."""
+
+
+def refusal(log_text: str) -> str:
+    """A refusing sweep's reason: its last line of error (``normbench: error: ...``) without the prefix."""
+    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
+    said = next((line for line in reversed(lines) if "error:" in line), lines[-1] if lines else "no reason given")
+    return said.split("error:", 1)[-1].strip()
+
+
 def timed(command: list[str], code: Path | None, log: Path, timeout_s: float = 3600) -> dict:
-    """Wall and CPU seconds of one sweep subprocess, with ``code`` first on its PYTHONPATH (None: as this one)."""
+    """Wall and CPU seconds of one sweep subprocess, with ``code`` first on its PYTHONPATH (None: as this one).
+    Refused when the sweep refuses its overrides (exit 2: an unknown option, a value no run takes; hostile
+    B06, B21-B23), RuntimeError with its log's end when it fails otherwise."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -75,6 +88,8 @@ def timed(command: list[str], code: Path | None, log: Path, timeout_s: float = 3
         done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=timeout_s)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode == 2:
+        raise Refused(refusal(log.read_text(errors="replace")))
     if done.returncode != 0:
         tail = "".join(log.read_text().splitlines(keepends=True)[-15:])
         raise RuntimeError(f"sweep {shlex.join(command[1:])} ended with status {done.returncode}:\n{tail}")
@@ -134,7 +149,10 @@ def run(*, against: Path | None, rounds: int = 2, overrides: list[str] | None = 
             for name, code in order:
                 sweep_dir = root / f"{k}-{name}"
                 print(f"sweep profile: round {k + 1}, {name} ...", flush=True)
-                result = timed(sweep_command(chosen, sweep_dir), code, sweep_dir.with_suffix(".log"))
+                try:
+                    result = timed(sweep_command(chosen, sweep_dir), code, sweep_dir.with_suffix(".log"))
+                except Refused as err:
+                    raise Refused(f"the code at {code}: {err}" if code is not None else str(err)) from None
                 row = {"round": k, "code": name, "where": str(code or "this checkout"), **result,
                        **sweep_totals(sweep_dir)}
                 row["fixed_wall_s"], row["fixed_cpu_s"] = fixed_cost(row)

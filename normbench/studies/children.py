@@ -23,6 +23,8 @@ WORKERS_WAIT_S = 30.0  # its workers left after it get this long to end their ru
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # In a runner's child: the runner says the one line a stop ends with (stop_line), so the child says none (S19)
 RUNNER_SAYS_STOPS_ENV = "NORMBENCH_RUNNER_SAYS_STOPS"
+# what ends a runner as a stop, passed on to its child: SIGTERM, and SIGHUP (a closed terminal or ssh session)
+STOPS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 class Stopped(Exception):
@@ -167,7 +169,7 @@ def stop_child(child: subprocess.Popen, signum: int | None, grace: float | None 
     records, and kills it after a minute; then waits for the workers it started (end_descendants).
     Further signals are held off meanwhile, so nothing of the child is left running behind the runner."""
     grace = CTRL_C_GRACE_S if grace is None else grace
-    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, *STOPS)}
     workers = descendants(child.pid)  # before the child ends: its orphans are no longer its
     try:
         _stop(child, signum, grace)
@@ -263,12 +265,15 @@ def run(command: list[str], env: dict | None = None, timeout_s: float | None = N
 
 
 class handling:
-    """``with children.handling():`` SIGTERM raises Stopped inside the block (and its old handler is back after)."""
+    """``with children.handling():`` SIGTERM or SIGHUP (a closed terminal or ssh session) raises Stopped inside the
+    block, and its old handler is back after: left to its default, SIGHUP killed a study or tune without a line and
+    left its stage's records ``running`` (hostile G15, G19)."""
 
     def __enter__(self):
-        self._previous = signal.signal(signal.SIGTERM, raise_stopped)
+        self._previous = {s: signal.signal(s, raise_stopped) for s in STOPS}
         return self
 
     def __exit__(self, *exc):
-        signal.signal(signal.SIGTERM, self._previous)
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
         return False

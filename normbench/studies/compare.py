@@ -424,13 +424,17 @@ HEADING = "## normbench compare: "  # the first line of every summary: how --out
 
 def _check_out(out: Path) -> None:
     """``--out`` may replace only a summary compare wrote (its first line is HEADING): any other
-    regular file there is the user's, refused before anything is compared. A link is replaced,
-    never followed, and a FIFO or folder refused, by the one writer (record.write_file)."""
+    regular file there is the user's, refused before anything is compared, and so is a link (the writer would
+    replace the user's link with the summary; hostile C09), as rerun's and report's --out are. A FIFO or
+    folder is refused by the one writer (record.write_file)."""
     folder = out.parent
     if not folder.is_dir():  # said here, not as the writer's temporary file that could not be made (hostile C10)
         what = "is not a folder" if os.path.lexists(folder) else "does not exist"
         raise CompareError(f"--out {str(out)[:200]}: the folder {str(folder)[:200]} {what}")
-    if os.path.islink(out) or not os.path.lexists(out):
+    if os.path.islink(out):
+        raise CompareError(f"--out {str(out)[:200]} is a symbolic link; give the file it points to if the summary "
+                           f"belongs there")
+    if not os.path.lexists(out):
         return
     try:
         fd, _ = open_regular(out)
@@ -532,8 +536,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=out_path, default=None, help="write the Markdown summary here too")
     args = parser.parse_args(argv)
     loose = [flag for flag, given in (("--tolerance", args.tolerance is not None), ("--relative", args.relative),
-                                      ("--max-new-divergences", args.max_new_divergences is not None)) if given]
-    if args.exact and loose:  # exact fails on any change: a tolerance would be silently ignored (hostile C02, C15)
+                                      ("--max-new-divergences", (args.max_new_divergences or 0) > 0)) if given]
+    # exact fails on any change: a tolerance would be silently ignored (hostile C02, C15); 0 more divergences is
+    # what --exact means, and loosens nothing (C01)
+    if args.exact and loose:
         parser.error(f"--exact fails on any change of a metric or a status; {loose[0]} loosens that gate: give one "
                      f"or the other")
     args.tolerance = 0.01 if args.tolerance is None else args.tolerance

@@ -152,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     recorded_commit = (old.get("environment") or {}).get("git_commit")
     if recorded_commit and recorded_commit != git_commit():  # what the comparison below is between
         print(f"note: recorded with normbench {recorded_commit}, ran {git_commit()}", file=sys.stderr)
+    stored = old.get("config_hash")
+    if isinstance(stored, str) and stored != digest:  # as compare flags it: the metrics are not this config's (R01)
+        print(f"note: the record's stored config_hash {shown(stored, 20)} is not its config's ({digest[:12]}): the "
+              f"record was edited after it ran, and this reran its config as it stands", file=sys.stderr)
     differs = [k for k in COMPARED if (old.get("metrics") or {}).get(k) != (new.get("metrics") or {}).get(k)]
     if old["status"] != new["status"]:
         differs.insert(0, "status")

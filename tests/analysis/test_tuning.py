@@ -219,3 +219,20 @@ def test_the_lr_figure_is_drawn_for_one_study_and_never_across_studies(tmp_path,
     report = (tmp_path / "out" / "report.md").read_text()
     assert "figures/lr_sensitivity.png" not in report
     assert "No figure: these runs hold 2 studies" in report
+
+
+def test_no_lr_chosen_says_what_is_missing_when_every_run_finished(runs_of):
+    """Hostile E06: every selection run finished "ok", at or worse than chance, and the reason was "no lr has 2
+    runs with one finished"; it says none trained, and how the runs ended."""
+    adding = {"task": "adding", "model": "lstm", "norm": "ln", "role": "selection"}
+    runs = [{"seed": seed, "best_val": score, "axes": {**adding, "lr": lr}}
+            for lr, scores in ((0.1, (8.3, 14.9)), (0.01, (0.1641, 0.1695))) for seed, score in zip((0, 1), scores)]
+    why = tuning.chosen_lrs(runs_of(*runs))["why"].iloc[0]
+    assert "one finished" not in why and why == "no lr has 2 runs with one that trained (4 runs: 4 at or worse than chance)"
+    one_each = [{"seed": 0, "best_val": 0.1, "axes": {**adding, "lr": 0.1}},
+                {"seed": 0, "best_val": 0.2, "axes": {**adding, "lr": 0.01}},
+                {"seed": 1, "status": "diverged", "best_val": None, "axes": {**adding, "lr": 0.01}},
+                {"seed": 1, "status": "failed", "best_val": None, "axes": {**adding, "lr": 0.1}}]
+    why = tuning.chosen_lrs(runs_of(*one_each))["why"].iloc[0]
+    assert why == ("no lr has 2 runs with one that trained (3 runs: 1 diverged; 1 at or worse than chance; "
+                   "1 lr with fewer than 2 finished runs)"), why

@@ -245,3 +245,18 @@ def test_a_paired_timing_the_user_changed_after_a_run_is_not_replaced(timed, stu
         assert md.read_text() == "my notes on the timing\n"
     finally:
         md.write_bytes(saved)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_full_standard_output_is_one_line_and_exit_1(study, tmp_path):
+    """Hostile F13: `bench arms SWEEP > /dev/full` said the write error twice (arms' own line, then the command's)."""
+    import shutil
+
+    copy = shutil.copytree(study, tmp_path / "study")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "normbench", "bench", "arms", str(copy), "--rounds", "1",
+                               "--warmup", "0", "--steps-per-round", "1"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+                              cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        "normbench bench: cannot write to standard output (No space left on device)"], done.stderr

@@ -59,3 +59,30 @@ def test_a_kept_folder_that_holds_sweeps_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["sweep", "--profile", "--keep", str(tmp_path)])
     assert stop.value.code == 2 and "not empty" in capsys.readouterr().err
+
+
+def test_an_override_hydra_cannot_parse_is_refused_before_any_sweep(capsys):
+    """Hostile B22: --subset 'seed=((' ran a sweep, then ended in a RuntimeError's traceback."""
+    with pytest.raises(SystemExit) as stop:
+        main(["sweep", "--quick", "--profile", "--subset", "seed=(("])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and "'seed=(('" in err
+
+
+@pytest.mark.parametrize("subset, named", [("norm=bogus", "norm/bogus"), ("lr=abc", "lr=abc")])
+def test_a_subset_the_sweep_refuses_is_its_one_line_and_exit_2(subset, named, tmp_path, monkeypatch, capsys):
+    """Hostile B06, B21 (B23 alike): the sweep's own refusal (exit 2) was raised as a RuntimeError, a
+    30-line traceback and exit 1; it is the sweep's one line, naming the override, and exit 2."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(sweep_profile.tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(SystemExit) as stop:
+        main(["sweep", "--quick", "--profile", "--subset", subset])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "--subset: " in err and named in err and "Traceback" not in err
+
+
+def test_a_refusal_is_the_last_error_line_of_the_sweep():
+    log = "sweep profile: ...\nnormbench sweep: efficiency 0.00\nnormbench: error: no run ran: lr='x' is not valid\n\n"
+    assert sweep_profile.refusal(log) == "no run ran: lr='x' is not valid"
+    assert sweep_profile.refusal("") == "no reason given"

@@ -115,3 +115,29 @@ def test_a_runners_folder_reaches_its_child_as_a_path_whatever_its_letters(tmp_p
     with pytest.raises(study.StudyArgumentError, match="control character"):
         study._check_out(tmp_path / "a\nb")
     assert not (tmp_path / "a\nb").exists()
+
+
+def test_sighup_stops_a_runner_as_sigterm_does():
+    """Hostile G15, G19: SIGHUP (a closed terminal) killed tune or study by its default action: no line, and the
+    stage's records left `running`; inside handling() it is a Stopped, passed on to the child, as SIGTERM is."""
+    import os
+    import signal
+
+    import pytest
+
+    from normbench.studies import children
+
+    def before(*_):  # in place of the default, which would end this test's process
+        pass
+
+    saved = signal.signal(signal.SIGHUP, before)
+    try:
+        with pytest.raises(children.Stopped) as stop:
+            with children.handling():
+                os.kill(os.getpid(), signal.SIGHUP)
+                for _ in range(1000):  # the handler runs between bytecodes
+                    pass
+        assert stop.value.signum == signal.SIGHUP
+        assert signal.getsignal(signal.SIGHUP) is before
+    finally:
+        signal.signal(signal.SIGHUP, saved)

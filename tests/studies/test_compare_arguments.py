@@ -53,3 +53,19 @@ def test_an_empty_baseline_or_new_is_refused(blank, which, sweep, tmp_path, monk
     assert entry.subcommand("compare", args) == 2
     err = capsys.readouterr().err
     assert err == f"normbench compare: {which.upper()} is empty; name a folder (an unset shell variable?)\n"
+
+
+def test_exact_with_no_more_divergences_is_taken(sweep, capsys):
+    """Hostile C01: --max-new-divergences 0 (the default) beside --exact was refused as loosening the gate."""
+    assert main([str(sweep), str(sweep), "--exact", "--max-new-divergences", "0"]) == 0
+
+
+def test_out_that_is_a_symbolic_link_is_refused_and_the_link_kept(sweep, tmp_path, capsys):
+    """Hostile C09: --out LINK replaced the user's link with a regular file holding the summary."""
+    (tmp_path / "notes.txt").write_text("mine\n")
+    link = tmp_path / "lnk"
+    link.symlink_to("notes.txt")
+    assert main([str(sweep), str(sweep), "--out", str(link)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a symbolic link" in err, err
+    assert link.is_symlink() and (tmp_path / "notes.txt").read_text() == "mine\n"
