@@ -100,9 +100,23 @@ def claim_runs(study_runs: pd.DataFrame, compares_lr: bool) -> tuple[pd.DataFram
     evaluation = study_runs[study_runs[tuning.ROLE] == tuning.EVALUATION]
     chosen = {float(v) for v in evaluation[tuning.LR].dropna()} if tuning.LR in evaluation else set()
     view = evaluation.drop(columns=[c for c in (tuning.LR, tuning.ROLE) if c in evaluation])
+    if tuning.LR in evaluation:  # kept out of the settings, so that each claim arm can name its own (arm_lrs)
+        view = view.assign(**{CHOSEN_LR: evaluation[tuning.LR]})
     note = (f" Each arm at its own learning rate ({_lr_text(sorted(chosen))}), chosen on selection seeds; "
             f"judged on the evaluation runs.") if chosen else ""
     return view, note
+
+
+CHOSEN_LR = "tuned.lr"  # a tuned study's evaluation run's lr, outside the axes the claims split settings by
+
+
+def arm_lr_note(evidence: pd.DataFrame) -> str:
+    """The lr note of a verdict read in a tuned study, naming each of its arms' own lrs (evidence: the
+    verdict's per-arm rows, whose "lr" the engine fills from CHOSEN_LR); "" when the rows hold none."""
+    if evidence is None or "lr" not in evidence or not evidence["lr"].astype(str).str.strip().any():
+        return ""
+    shown = "; ".join(f"{arm}: {lr}" for arm, lr in zip(evidence["arm"], evidence["lr"]) if str(lr).strip())
+    return f" Each arm at its own learning rate ({shown}), chosen on selection seeds; judged on the evaluation runs."
 
 
 def comparison_text(comparison_runs: pd.DataFrame, study_runs: pd.DataFrame) -> str:

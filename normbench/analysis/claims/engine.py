@@ -146,6 +146,11 @@ def _resolve(claim: Claim, runs: pd.DataFrame) -> tuple[dict[str, pd.DataFrame],
     return frames, resolved, None
 
 
+def _lr_values(lrs: pd.Series) -> str:
+    """An arm's lrs as a row shows them: one value, or each (a pooled arm may hold several)."""
+    return ", ".join(format_value(v) for v in sorted({float(v) for v in lrs.dropna()}))
+
+
 def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str, dict], runs: pd.DataFrame) -> pd.DataFrame:
     measures = {"score": SCORE}
     for spec in claim.parts:
@@ -160,6 +165,8 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
                "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
                # the failure rates' one rule (rules.failed_to_learn): finished at chance or at a trivial solution
                "did not train": int((rules.failed_to_learn(frame) & (frame["status"] != "diverged")).sum())}
+        if lr_protocol.CHOSEN_LR in frame and frame[lr_protocol.CHOSEN_LR].notna().any():  # a tuned study's arm
+            row["lr"] = _lr_values(frame[lr_protocol.CHOSEN_LR])
         for label, measure in measures.items():
             values = measure.values(frame).astype(float)
             values = values.where(frame["status"] == "ok") if measure.finished_only else values
@@ -455,6 +462,7 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
         differs = shown_verdict(claim, verdict).removeprefix(NOT_REPRODUCED).strip(" ()")
         verdict.context = f"Not reproduced at this scale ({differs}). {verdict.context}"
         verdict.explanation = f"Not reproduced at this scale ({differs}). {verdict.explanation}"
+    lr_note = lr_protocol.arm_lr_note(verdict.evidence) or lr_note  # each arm's own lr where the rows say it
     # the lr note joins a text that says something; alone it would read as the verdict's reason
     verdict.explanation += where + (lr_note if verdict.explanation.strip() else "")
     verdict.context += where + (lr_note if verdict.context.strip() else "")
