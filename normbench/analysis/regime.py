@@ -333,11 +333,16 @@ def still_improving(arms: Mapping[str, pd.DataFrame], runs: pd.DataFrame,
     _, delta_text = rules.margin(name)
     shown, longest, constant = [], 0, False
     for arm, frame in arms.items():
-        still, seen, steps = improving(frame, runs, curves)
-        longest = max(longest, steps)
-        if seen and still > seen / 2 and arm != leader:
-            shown.append(f"{arm}: {still} of {seen} runs")
-            constant = constant or _constant_lr(frame)
+        # an arm pooled over settings (lengths, depths) is judged in each: half its runs still improving at one
+        # length is not made whole by the runs of another that had levelled off (bn_masked_varlen read 3 of 6)
+        parts = (list(frame.groupby("group", sort=True)) if "group" in frame and frame["group"].nunique() > 1
+                 else [(None, frame)])
+        for group, rows in parts:
+            still, seen, steps = improving(rows, runs, curves)
+            longest = max(longest, steps)
+            if seen and still > seen / 2 and arm != leader:
+                shown.append(f"{arm}{f' at {group}' if group is not None else ''}: {still} of {seen} runs")
+                constant = constant or _constant_lr(rows)
     if not shown:
         return None
     curve = (f"a mean of their last {FINAL_EVALS} evaluations" if rules.primary(runs) == SMOOTHED

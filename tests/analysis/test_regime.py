@@ -237,3 +237,23 @@ def test_a_setting_where_the_claim_is_not_testable_is_no_second_opinion(runs_of)
     verdict = in_study(claim, runs_of(*rows), 0.05)
     assert verdict.status == SUPPORTED, verdict.status
     assert "not testable here at task=adding" in verdict.explanation and "depends" not in verdict.status
+
+
+def test_an_arm_pooled_over_settings_is_judged_still_improving_in_each(write_record, tmp_path):
+    """bn_masked_varlen pooled two lengths: 2 of 3 runs still improving at one, 1 of 3 at the other, 3 of 6
+    in all (not more than half), and the gate passed. Each setting the arm pools is judged on its own."""
+    for length in (12, 20):
+        for seed in SEEDS:
+            rising = length == 12 and seed < 2 or length == 20 and seed == 0
+            curve = [0.3, 0.5, 0.7, 0.9] if rising else [0.3, 0.896, 0.898, 0.9]
+            run = write_record(tmp_path, f"bn-{length}-{seed}", seed=seed, best_val=0.9, axes={"norm": "bn",
+                               "task.min_length": length})
+            lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+            evals = iter(curve)
+            lines = [{**line, "val_metric": next(evals)} if line["kind"] == "eval" else line for line in lines]
+            (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    runs = runs_frame(find_records([tmp_path]).runs)
+    runs = label_groups(runs, varying_axes(runs))
+    gate = regime.still_improving({"bn": runs}, runs)
+    assert gate is not None and "bn at task.min_length=12: 2 of 3 runs" in gate.reason, gate
+    assert "task.min_length=20" not in gate.reason
