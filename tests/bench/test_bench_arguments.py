@@ -13,17 +13,12 @@ from pathlib import Path
 import pytest
 
 from normbench.bench.__main__ import main
+from tests.bench.test_bench_out import _refused
 from tests.waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _refused(capsys, argv) -> str:
-    with pytest.raises(SystemExit) as stop:
-        main(argv)
-    err = capsys.readouterr().err
-    assert stop.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    return err
 
 
 @pytest.mark.parametrize("argv, named", [
