@@ -56,7 +56,7 @@ from normbench.configuration.schema import (
 from normbench.norms import user as user_norms
 
 __all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code",
-           "command_line_flag", "command_line_place", "config_dir", "plain_groups", "register", "sweep_dirs",
+           "command_line_flag", "command_line_guard", "command_line_place", "config_dir", "plain_groups", "register", "sweep_dirs",
            "to_config"]
 SWEEPS_ENV = "NORMBENCH_SWEEPS"
 # The user's explicit opt-in (``normbench --allow-code ...`` sets it, and says so on stderr): configs
@@ -442,6 +442,26 @@ def command_line_code(arguments: list[str]) -> str | None:
         if not rest or _under(rest, COMMAND_LINE_CODE_HYDRA_KEYS) \
                 or any(k.startswith(rest + ".") for k in COMMAND_LINE_CODE_HYDRA_KEYS):
             return key
+    return None
+
+
+# What normbench's own config puts in place to keep a run's files where they belong: its callbacks (no
+# multirun.yaml through a link, orphaned workers stopped), its logging, the run and sweep folders and the
+# paths they are made from. A command line may set them (each value is checked), never take them away.
+GUARD_KEYS = ("hydra.callbacks", "hydra.job_logging", "hydra.hydra_logging", "hydra.run", "hydra.sweep",
+              "hydra.output_subdir", "paths")
+
+
+def command_line_guard(arguments: list[str]) -> str | None:
+    """The first deletion on the command line (``~KEY``, ``~KEY=VALUE``, ``~GROUP``) that removes one of
+    GUARD_KEYS, a node above one (``~hydra``) or anything under one (``~hydra.callbacks.hydra_files``), as
+    typed; or None. Refused whatever ``--allow-code`` says: removing a guard runs no code of the user's."""
+    for argument in arguments:
+        if not argument.startswith("~"):
+            continue
+        key = argument[1:].partition("=")[0].partition("@")[0].strip().replace("/", ".")
+        if any(key == k or key.startswith(k + ".") or k.startswith(key + ".") for k in GUARD_KEYS):
+            return argument.partition("=")[0]
     return None
 
 

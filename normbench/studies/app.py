@@ -462,8 +462,13 @@ def outside_code(argv: list[str]) -> str | None:
     pickle flag is refused, configs from ``--config-dir/--config-name/--config-path`` and
     ``hydra.searchpath`` are read as sweep files are (configuration/config.py: CheckedFileSource),
     and command-line keys that run code (``hydra.callbacks``, ``_target_``, logging) are refused."""
-    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code, command_line_place
+    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code, command_line_guard, command_line_place
 
+    guard = command_line_guard(argv[1:])
+    if guard:
+        return (f"{message_text(guard, limit=120)} would remove what normbench puts in place to keep a run's files in its "
+                "folder (its Hydra callbacks, logging, run and sweep folders, paths); set such a key to a value "
+                "instead of deleting it")
     place = command_line_place(argv[1:])
     if place:
         return (f"{message_text(place, limit=120)}: hydra.output_subdir must name a sub-folder of the run folder, not "
