@@ -249,14 +249,40 @@ class Job:
         return objective(summary)
 
 
-class _MaskedOutput:
+class _KeptOutput:
+    """Standard output whose first failed write (``> /dev/full``) is kept in ``error`` and the rest dropped:
+    Hydra's own lines (``[HYDRA] Launching 2 jobs``) go there through logging, which would say each failure in
+    a traceback, and a sweep's table and report would be lost to it (hostile h13 F07). main raises it once,
+    at the end, for the caller's one line (checks.exit_on_full_stdout)."""
+
+    def __init__(self, stream):
+        self._stream, self.error = stream, None
+
+    def write(self, text: str) -> int:
+        self._put(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._put(None)
+
+    def _put(self, text: str | None) -> None:
+        if self.error is None:
+            try:
+                self._stream.write(text) if text is not None else self._stream.flush()
+            except OSError as error:
+                self.error = error
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class _MaskedOutput(_KeptOutput):
     """Standard output with every value read from the environment and any URI password replaced by
-    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``).
-    The first failed write (``> /dev/full``) is kept in ``error`` and the rest dropped: ``--info`` prints
-    through logging, which would say each failure in a traceback; main raises it once, at the end."""
+    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``)."""
 
     def __init__(self, stream, secrets: list[str]):
-        self._stream, self._secrets, self._line, self.error = stream, tuple(secrets), "", None
+        super().__init__(stream)
+        self._secrets, self._line = tuple(secrets), ""
 
     def write(self, text: str) -> int:
         *lines, self._line = (self._line + text).split("\n")
@@ -269,16 +295,6 @@ class _MaskedOutput:
             self._put(masked(self._line, self._secrets))
             self._line = ""
         self._put(None)
-
-    def _put(self, text: str | None) -> None:
-        if self.error is None:
-            try:
-                self._stream.write(text) if text is not None else self._stream.flush()
-            except OSError as error:
-                self.error = error
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
 
 
 def _stop(signum, frame):
@@ -516,8 +532,8 @@ def main(from_process_start: bool = False) -> None:
         _say(f"error: {err}")
         sys.exit(2)
     printing = any(a in ("-c", "--cfg", "-p", "--package", "-i", "--info") or a.startswith("--cfg=") for a in sys.argv[1:])
-    if printing:  # Hydra prints the config itself (--cfg job --resolve): its lines are masked as ours are
-        sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:]))
+    # Hydra prints the config itself (--cfg job --resolve): its lines are masked as ours are
+    sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:])) if printing else _KeptOutput(sys.stdout)
     stops = _stops_as_interrupts()
     try:
         hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
@@ -561,7 +577,7 @@ def main(from_process_start: bool = False) -> None:
         else:  # a caller in this process (a test, a notebook) keeps its own handlers
             for signum, before in stops.items():
                 signal.signal(signum, before)
-        if printing and isinstance(sys.stdout, _MaskedOutput):
+        if isinstance(sys.stdout, _KeptOutput):
             sys.stdout.flush()
             sys.stdout, printed = sys.stdout._stream, sys.stdout
             if isinstance(printed.error, BrokenPipeError):  # `--cfg job | head`: the reader has what it wanted
