@@ -25,7 +25,7 @@ def _handlers_back():
 
 
 @pytest.mark.parametrize("name", sorted(entry.SUBCOMMANDS))
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, *[getattr(signal, "SIGHUP")] * hasattr(signal, "SIGHUP")])
 def test_a_signal_in_any_subcommand_is_one_line(name, signum, monkeypatch, capsys):
     module = importlib.import_module(entry.SUBCOMMANDS[name][0])
 
@@ -176,3 +176,26 @@ def test_a_sigterm_as_a_finished_run_says_its_last_line_changes_nothing(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ok |" in done.stderr and "interrupted" not in done.stderr and "stopped" not in done.stderr
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "ok"
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX only")
+def test_sighup_of_tune_stops_its_stage_in_one_line(tmp_path):
+    """Hostile h13 G15: a closed terminal killed `normbench tune` without a line, its selection run left `running`."""
+    import json
+    from pathlib import Path
+
+    out = tmp_path / "t"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HOME": str(tmp_path), "PYTHONPATH": os.getcwd()}
+    runner = subprocess.Popen([sys.executable, "-m", "normbench", "tune", "steps=3000", "eval_every=1000", "task=adding",
+                               "task.n_train=64", "lr=0.1,0.01", "--out", str(out)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    deadline = time.monotonic() + HANG_S
+    while not list(out.rglob("summary.json")) and time.monotonic() < deadline and runner.poll() is None:
+        time.sleep(0.3)  # the selection stage's first run has started
+    runner.send_signal(signal.SIGHUP)
+    _, err = runner.communicate(timeout=HANG_S)
+    assert runner.returncode == 128 + signal.SIGHUP, err[-2000:]
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("normbench.tune: stopped by SIGHUP") and "Traceback" not in err, err[-2000:]
+    statuses = {json.loads(Path(p).read_text())["status"] for p in out.rglob("summary.json")}
+    assert statuses and statuses <= {"interrupted", "ok"}, statuses

@@ -21,12 +21,13 @@ CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the child too: it gets th
 STOP_WAIT_S = 60.0    # then the signal is passed on, and after this long the child is killed
 WORKERS_WAIT_S = 30.0  # its workers left after it get this long to end their runs, then are killed
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 # In a runner's child: the runner says the one line a stop ends with (stop_line), so the child says none (S19)
 RUNNER_SAYS_STOPS_ENV = "NORMBENCH_RUNNER_SAYS_STOPS"
 
 
 class Stopped(Exception):
-    """SIGTERM or SIGINT reached the runner; the child running was passed the signal."""
+    """SIGTERM, SIGHUP or SIGINT reached the runner; the child running was passed the signal."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
@@ -34,7 +35,7 @@ class Stopped(Exception):
 
 
 def raise_stopped(signum, frame) -> None:
-    """The runner's SIGTERM handler: the wait for the child ends in Stopped."""
+    """The runner's SIGTERM and SIGHUP handler: the wait for the child ends in Stopped."""
     raise Stopped(signum)
 
 
@@ -73,7 +74,7 @@ def ignore_stops() -> None:
 
 def stop_line(tool: str, stop: BaseException, what: str) -> tuple[str, int]:
     """The one line a runner ends with after ``stop`` (Stopped or KeyboardInterrupt), and its exit status."""
-    signum = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
+    signum = getattr(stop, "signum", None) or signal.SIGINT  # a KeyboardInterrupt a handler made names its signal
     return (f"{tool}: stopped by {signal.Signals(signum).name}; {what} was stopped too (the same command resumes)",
             128 + signum)
 
@@ -171,7 +172,7 @@ def stop_child(child: subprocess.Popen, signum: int | None, grace: float | None 
     records, and kills it after a minute; then waits for the workers it started (end_descendants).
     Further signals are held off meanwhile, so nothing of the child is left running behind the runner."""
     grace = CTRL_C_GRACE_S if grace is None else grace
-    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    held = {s: signal.signal(s, signal.SIG_IGN) for s in STOPS}
     workers = descendants(child.pid)  # before the child ends: its orphans are no longer its
     try:
         _stop(child, signum, grace)
@@ -267,12 +268,14 @@ def run(command: list[str], env: dict | None = None, timeout_s: float | None = N
 
 
 class handling:
-    """``with children.handling():`` SIGTERM raises Stopped inside the block (and its old handler is back after)."""
+    """``with children.handling():`` SIGTERM and SIGHUP raise Stopped inside the block (and their old handlers are
+    back after): a closed terminal's SIGHUP stops the child and says so as SIGTERM does (hostile h13 G15)."""
 
     def __enter__(self):
-        self._previous = signal.signal(signal.SIGTERM, raise_stopped)
+        self._previous = {s: signal.signal(s, raise_stopped) for s in STOPS if s != signal.SIGINT}
         return self
 
     def __exit__(self, *exc):
-        signal.signal(signal.SIGTERM, self._previous)
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
         return False
