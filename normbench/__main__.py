@@ -51,7 +51,7 @@ def subcommand(name: str, args: list[str]) -> int:
             signal.signal(getattr(signal, stop), _terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from normbench.checks import ArgumentRefused, stderr_may_fail  # torch-free
-    from normbench.studies.children import ignore_stops  # torch-free
+    from normbench.studies.children import ignore_stops, quiet_half_imported_torch  # torch-free
 
     stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
 
@@ -83,6 +83,7 @@ def subcommand(name: str, args: list[str]) -> int:
         signum = getattr(stop, "signum", signal.SIGINT)
         try:
             ignore_stops()
+            quiet_half_imported_torch()
             print(f"normbench {name}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second signal: the status says it
             pass

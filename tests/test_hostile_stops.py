@@ -199,3 +199,32 @@ def test_sighup_of_tune_stops_its_stage_in_one_line(tmp_path):
     assert lines[-1].startswith("normbench.tune: stopped by SIGHUP") and "Traceback" not in err, err[-2000:]
     statuses = {json.loads(Path(p).read_text())["status"] for p in out.rglob("summary.json")}
     assert statuses and statuses <= {"interrupted", "ok"}, statuses
+
+
+HALF_IMPORTED_TORCH = (
+    "import logging, os, signal, sys, time\n"
+    "if 'NB-H13-HALF-TORCH' in os.environ:\n"
+    "    class Stop:\n"
+    "        def find_spec(self, name, path=None, target=None):\n"
+    "            fake = sys.modules.get('torch._subclasses.fake_tensor')\n"
+    "            if hasattr(fake, 'dump_cache_stats') and logging.getLogger('torch').level == logging.NOTSET:\n"
+    "                sys.meta_path.remove(self)\n"
+    "                os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n"
+    "            return None\n"
+    "    sys.meta_path.insert(0, Stop())\n")
+
+
+def test_a_stop_while_torch_imports_is_one_line(tmp_path):
+    """Hostile h13 G16, G18: SIGTERM in a run's first seconds landed while torch imported, after it registered its
+    exit-time "FakeTensor cache stats" (INFO) and before it set its logger to WARNING: 3 lines after the stop's."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HALF_IMPORTED_TORCH)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.getcwd()]), "NB-H13-HALF-TORCH": "1",
+           "HOME": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "normbench", "steps=2", "task=adding", "task.n_train=64",
+                           f"hydra.run.dir={tmp_path / 'run'}"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=HANG_S)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert "FakeTensor" not in done.stderr and done.stderr.strip().splitlines()[-1].startswith("normbench: interrupted"), \
+        done.stderr

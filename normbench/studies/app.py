@@ -565,6 +565,7 @@ def main(from_process_start: bool = False) -> None:
         sys.exit(2)
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py)
         children.ignore_stops()
+        children.quiet_half_imported_torch()
         signum = getattr(stop, "signum", None)
         by = f" by {signal.Signals(signum).name}" if signum else ""
         if not children.runner_says_stops():  # a study's or tune's round: their line is the one (S19)

@@ -72,6 +72,18 @@ def ignore_stops() -> None:
                 pass
 
 
+def quiet_half_imported_torch() -> None:
+    """On a stop's way out: torch's loggers at WARNING where torch never got to set them. A stop during
+    ``import torch`` (a run's first seconds) lands after torch registered its exit-time "FakeTensor cache stats"
+    lines (INFO) but before it set its logger to WARNING, so they reached the run's console after the stop's one
+    line (hostile h13 G16, G18)."""
+    import logging
+
+    torch_log = logging.getLogger("torch")
+    if torch_log.level == logging.NOTSET:
+        torch_log.setLevel(logging.WARNING)
+
+
 def stop_line(tool: str, stop: BaseException, what: str) -> tuple[str, int]:
     """The one line a runner ends with after ``stop`` (Stopped or KeyboardInterrupt), and its exit status."""
     signum = getattr(stop, "signum", None) or signal.SIGINT  # a KeyboardInterrupt a handler made names its signal
