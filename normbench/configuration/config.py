@@ -339,6 +339,14 @@ def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
     return None
 
 
+def _smuggled_word(plain, path: list[str]) -> str | None:
+    """Which of SMUGGLING the string at ``path`` in ``plain`` holds, or None (not a string, or no such key)."""
+    value = plain
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return next((word for word in SMUGGLING if word in value), None) if isinstance(value, str) else None
+
+
 def _defaults_problem(defaults) -> str | None:
     """A defaults entry that would put a config into ``hydra`` under another package (``@hydra...``),
     or choose one of Hydra's own groups other than its launcher or sweeper
@@ -598,6 +606,10 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
         raise ConfigError(f"sweep file {path} is not a mapping of settings")
     plain = OmegaConf.to_container(config, resolve=False)
     refused = _code_or_hydra_key(plain, package)
+    word = _smuggled_word(plain, refused.split(".")[len(package):]) if refused else None
+    if word:  # the reason is the value, not the key (hostile h13 X08b, W03: "sets lr" read as "lr is refused")
+        raise ConfigError(f"sweep file {path} sets {refused} to a value holding {word}: a sweep file is config, not "
+                          f"code (no {', '.join(SMUGGLING)}: each builds a node from a string, which can run code)")
     if refused:
         raise ConfigError(f"sweep file {path} sets {refused}: a sweep file is config, not code; under hydra it may "
                           f"set only {', '.join(SWEEP_HYDRA_KEYS)} (no _target_, callbacks or logging)")
