@@ -204,6 +204,11 @@ class Job:
             which = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             self.refused = self.refused or f"{which} is empty: the record would be written into the current folder; name a folder"
             return math.inf
+        if multirun and os.path.abspath(run_dir) == os.path.abspath(str(hc.sweep.dir)):  # subdir '' or '.' (h13 H03)
+            self.refused = self.refused or (f"hydra.sweep.subdir={message_text(hc.sweep.subdir, limit=80)!r} puts the "
+                                            f"job in the sweep directory itself, among the other jobs' files; name a "
+                                            f"sub-folder (the default is ${{hydra.job.num}})")
+            return math.inf
         if multirun and not inside(hc.sweep.dir, run_dir):
             self.refused = self.refused or (f"hydra.sweep.subdir puts the job in {message_text(run_dir)}, outside the "
                                             f"sweep directory {message_text(hc.sweep.dir)}")
