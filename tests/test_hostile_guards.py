@@ -99,3 +99,12 @@ def test_an_unset_sweep_folder_is_one_line(cli, tmp_path, monkeypatch):
     monkeypatch.delenv("NB_H13_UNSET", raising=False)
     code, _, err = cli("-m", "steps=2", "hydra.sweep.dir=${oc.env:NB_H13_UNSET}")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "hydra.sweep.dir" in err, err
+
+
+@pytest.mark.parametrize("entry", ["pkg://os", "file:///nonexistent-h13-folder"])
+def test_a_search_path_hydra_cannot_read_is_one_line(entry, cli, tmp_path):
+    """Hostile h13 X24: Hydra's raw UserWarning (2 lines, `warnings.warn(`), then a run without the search path."""
+    code, _, err = cli("steps=2", "task=adding", "task.n_train=64", f"hydra.searchpath=[{entry}]",
+                       f"hydra.run.dir={tmp_path / 'run'}")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "hydra.searchpath" in err, err
+    assert "warnings.warn" not in err and not (tmp_path / "run").exists()

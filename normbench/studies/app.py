@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import hydra
@@ -541,9 +542,16 @@ def main(from_process_start: bool = False) -> None:
     sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:])) if printing else _KeptOutput(sys.stdout)
     stops = _stops_as_interrupts()
     try:
-        hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
+        with warnings.catch_warnings():  # a search path Hydra cannot read: its raw warning, then a run without it (h13 X24)
+            warnings.filterwarnings("error", message=r"provider=hydra\.searchpath", category=UserWarning)
+            hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
     except hydra_files.Refused as refused:  # a job's own refusal first: it says why the sweep ran nothing
         _say(f"error: {job.refused or refused}", job.secrets)
+        sys.exit(2)
+    except UserWarning as unreadable:  # only the search path's is made an error above
+        entry = str(unreadable).partition(", path=")[2].removesuffix(" is not available.") or str(unreadable)
+        _say(f"error: hydra.searchpath entry {entry!r} cannot be read (name a folder as file://PATH or an installed "
+             "package as pkg://NAME that holds configs)")
         sys.exit(2)
     except sweep_end.RunsFailed as failed:
         _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
