@@ -488,9 +488,9 @@ def outside_code(argv: list[str]) -> str | None:
 
     guard = command_line_guard(argv[1:])
     if guard:
-        return (f"{message_text(guard, limit=120)} would remove what normbench puts in place to keep a run's files in its "
-                "folder (its Hydra callbacks, logging, run and sweep folders, paths); set such a key to a value "
-                "instead of deleting it")
+        return (f"{message_text(guard, limit=120)} would remove a guard normbench puts in place (its Hydra callbacks, "
+                "logging, run and sweep folders, paths: they keep a run's files in its folder and its record whole); "
+                "set such a key to a value instead of deleting it")
     place = command_line_place(argv[1:])
     if place:
         return (f"{message_text(place, limit=120)}: hydra.output_subdir must name a sub-folder of the run folder, not "
