@@ -27,7 +27,8 @@ def test_other_deletions_are_not_guards(override):
 
 
 def test_allow_code_does_not_open_a_guard(cli, tmp_path):
-    code, _, err = cli("--allow-code", "-m", "~hydra.callbacks.hydra_files", "steps=2", f"hydra.sweep.dir={tmp_path / 's'}")
+    code, _, err = cli("--allow-code", "-m", "~hydra.callbacks.hydra_files", "steps=2",
+                       f"hydra.sweep.dir={tmp_path / 's'}")
     assert code == 2 and "remove" in err.strip().splitlines()[-1], err
     assert not (tmp_path / "s").exists()
 
@@ -47,7 +48,8 @@ def test_a_folder_at_the_root_is_refused(settings, monkeypatch, tmp_path):
     monkeypatch.setenv("NB_H13_EMPTY", "")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(Refused, match="filesystem's root"):
-        _root_or_home(OmegaConf.create(settings), ("paths.outputs", "paths.multirun", "hydra.run.dir", "hydra.sweep.dir"))
+        _root_or_home(OmegaConf.create(settings),
+                      ("paths.outputs", "paths.multirun", "hydra.run.dir", "hydra.sweep.dir"))
 
 
 def test_a_folder_below_the_root_passes(monkeypatch, tmp_path):

@@ -25,7 +25,7 @@ def _handlers_back():
 
 
 @pytest.mark.parametrize("name", sorted(entry.SUBCOMMANDS))
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, *[getattr(signal, "SIGHUP")] * hasattr(signal, "SIGHUP")])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, *[getattr(signal, "SIGHUP", 0)] * hasattr(signal, "SIGHUP")])
 def test_a_signal_in_any_subcommand_is_one_line(name, signum, monkeypatch, capsys):
     module = importlib.import_module(entry.SUBCOMMANDS[name][0])
 
@@ -186,8 +186,8 @@ def test_sighup_of_tune_stops_its_stage_in_one_line(tmp_path):
 
     out = tmp_path / "t"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HOME": str(tmp_path), "PYTHONPATH": os.getcwd()}
-    runner = subprocess.Popen([sys.executable, "-m", "normbench", "tune", "steps=3000", "eval_every=1000", "task=adding",
-                               "task.n_train=64", "lr=0.1,0.01", "--out", str(out)], stdout=subprocess.DEVNULL,
+    runner = subprocess.Popen([sys.executable, "-m", "normbench", "tune", "steps=3000", "eval_every=1000",
+                               "task=adding", "task.n_train=64", "lr=0.1,0.01", "--out", str(out)], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     deadline = time.monotonic() + HANG_S
     while not list(out.rglob("summary.json")) and time.monotonic() < deadline and runner.poll() is None:
@@ -226,5 +226,5 @@ def test_a_stop_while_torch_imports_is_one_line(tmp_path):
                            f"hydra.run.dir={tmp_path / 'run'}"], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=HANG_S)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
-    assert "FakeTensor" not in done.stderr and done.stderr.strip().splitlines()[-1].startswith("normbench: interrupted"), \
-        done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert "FakeTensor" not in done.stderr and lines[-1].startswith("normbench: interrupted"), done.stderr

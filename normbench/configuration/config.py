@@ -56,8 +56,8 @@ from normbench.configuration.schema import (
 from normbench.norms import user as user_norms
 
 __all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code",
-           "command_line_flag", "command_line_guard", "command_line_place", "config_dir", "plain_groups", "register", "sweep_dirs",
-           "to_config"]
+           "command_line_flag", "command_line_guard", "command_line_place", "config_dir", "plain_groups", "register",
+           "sweep_dirs", "to_config"]
 SWEEPS_ENV = "NORMBENCH_SWEEPS"
 # The user's explicit opt-in (``normbench --allow-code ...`` sets it, and says so on stderr): configs
 # from outside conf/ and command-line keys that run code are used as given.

@@ -106,7 +106,7 @@ def _resolved(config, key: str):
 def _root_or_home(config, keys: tuple[str, ...]) -> None:
     """A run's or sweep's folder, or the paths.* folder it is made in, that resolves to the filesystem's root or
     your home folder itself (``paths.outputs=/``, ``${oc.env:EMPTY}/``, ``../..`` up to /, ``hydra.sweep.dir=$HOME``:
-    hostile h13 O01-O10): refused as an ``--out`` there is (checks.out_folder_problem), before Hydra makes any folder."""
+    hostile h13 O01-O10): refused as an ``--out`` there is (checks.out_folder_problem), before Hydra makes a folder."""
     from normbench.checks import out_folder_problem
 
     for key in keys:

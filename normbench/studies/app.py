@@ -542,7 +542,7 @@ def main(from_process_start: bool = False) -> None:
     sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:])) if printing else _KeptOutput(sys.stdout)
     stops = _stops_as_interrupts()
     try:
-        with warnings.catch_warnings():  # a search path Hydra cannot read: its raw warning, then a run without it (h13 X24)
+        with warnings.catch_warnings():  # a search path Hydra cannot read: a raw warning, then a run without it (X24)
             warnings.filterwarnings("error", message=r"provider=hydra\.searchpath", category=UserWarning)
             hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
     except hydra_files.Refused as refused:  # a job's own refusal first: it says why the sweep ran nothing
