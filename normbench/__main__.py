@@ -31,23 +31,27 @@ TAKE_OVERRIDES = ("study", "tune")  # their arguments end in normbench overrides
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the command is, so that its own clean-up (a run's interrupted record, a
+    """SIGTERM or SIGHUP, raised where the command is, so that its own clean-up (a run's interrupted record, a
     report's staging folder) happens on the way out, as for Ctrl-C."""
     signum = signal.SIGTERM
 
 
 def _terminated(signum, frame):
-    raise Terminated()
+    stop = Terminated()
+    stop.signum = signum
+    raise stop
 
 
 def subcommand(name: str, args: list[str]) -> int:
-    """``normbench NAME ARGS``: its exit status. Ctrl-C or SIGTERM at any moment (its imports
+    """``normbench NAME ARGS``: its exit status. Ctrl-C, SIGTERM or SIGHUP at any moment (its imports
     included, which take seconds) ends it with one line and 128 + the signal's number, never a
     traceback; a command with handlers of its own (report, study, tune) puts them in place itself."""
-    signal.signal(signal.SIGTERM, _terminated)
+    for stop in ("SIGTERM", "SIGHUP"):  # SIGHUP's default killed it without a line (hostile h13 G14, G15, G19-G22)
+        if hasattr(signal, stop):
+            signal.signal(getattr(signal, stop), _terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from normbench.checks import ArgumentRefused, stderr_may_fail  # torch-free
-    from normbench.studies.children import ignore_stops  # torch-free
+    from normbench.studies.children import ignore_stops, quiet_half_imported_torch  # torch-free
 
     stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
 
@@ -79,6 +83,7 @@ def subcommand(name: str, args: list[str]) -> int:
         signum = getattr(stop, "signum", signal.SIGINT)
         try:
             ignore_stops()
+            quiet_half_imported_torch()
             print(f"normbench {name}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
         except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second signal: the status says it
             pass

@@ -57,10 +57,11 @@ def claims_path(text: str):
     return given_path(text, "--claims")
 
 
-def out_folder_problem(out) -> str | None:
-    """Why ``out`` may not be a folder a command writes its files into (a report, a study, a benchmark's), or
-    None: the filesystem's root or your home folder itself, where ``--out "$OUT/"`` with OUT unset lands (hostile
-    R15): the files would be strewn among everything there."""
+def out_folder_problem(out, what: str = "--out") -> str | None:
+    """Why ``out`` may not be a folder a command writes its files into (a report, a study, a benchmark's, a run's
+    or sweep's: ``what`` names the setting), or None: the filesystem's root or your home folder itself, where
+    ``--out "$OUT/"`` with OUT unset lands (hostile R15): the files would be strewn among everything there. A
+    relative ``out`` is taken from the current folder."""
     from pathlib import Path
 
     try:
@@ -69,9 +70,9 @@ def out_folder_problem(out) -> str | None:
         return None
     home = os.environ.get("HOME", "").strip()
     if folder == Path(folder.anchor):
-        return f"--out {shown(str(out), 200)} is the filesystem's root; name a folder of its own"
+        return f"{what} {shown(str(out), 200)} is the filesystem's root; name a folder of its own"
     if home and folder == Path(home).resolve():
-        return f"--out {shown(str(out), 200)} is your home folder itself; name a folder of its own inside it"
+        return f"{what} {shown(str(out), 200)} is your home folder itself; name a folder of its own inside it"
     return None
 
 

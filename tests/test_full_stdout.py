@@ -72,3 +72,21 @@ def test_a_printed_config_to_a_reader_that_has_gone_is_no_error(tmp_path):
     proc.stdout.close()
     err = proc.communicate(timeout=HANG_S)[1].decode()
     assert proc.returncode == 0 and err == "", err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("report", ["true", "false"])
+def test_a_sweep_with_a_full_standard_output_is_one_line_and_its_report_is_written(report, tmp_path):
+    """Hostile h13 F07, F15: Hydra's `[HYDRA] Launching` lines failed through logging (3 tracebacks, 186 lines), the
+    sweep's report was lost, and the status was 0."""
+    sweep = tmp_path / "sw"
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "normbench", "-m", "steps=2", "eval_every=1", "task=adding",
+                               "task.n_train=64", "seed=0", f"report={report}", f"hydra.sweep.dir={sweep}"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}, timeout=HANG_S * 4)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "Logging error" not in done.stderr, done.stderr
+    assert lines[-1] == "normbench: cannot write to standard output (No space left on device)", done.stderr
+    assert not any(line.startswith("normbench:") for line in lines[:-1]), done.stderr
+    assert (sweep / "0" / "summary.json").is_file() and (sweep / "report.md").is_file() == (report == "true")

@@ -25,7 +25,7 @@ def _handlers_back():
 
 
 @pytest.mark.parametrize("name", sorted(entry.SUBCOMMANDS))
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, *[getattr(signal, "SIGHUP", 0)] * hasattr(signal, "SIGHUP")])
 def test_a_signal_in_any_subcommand_is_one_line(name, signum, monkeypatch, capsys):
     module = importlib.import_module(entry.SUBCOMMANDS[name][0])
 
@@ -178,22 +178,53 @@ def test_a_sigterm_as_a_finished_run_says_its_last_line_changes_nothing(tmp_path
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "ok"
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="no SIGHUP here")
-def test_sighup_to_tune_is_one_line_and_its_stage_records_end_interrupted(tmp_path):
-    """Hostile G15: SIGHUP mid-selection killed tune without a line and left selection/0 `running`."""
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX only")
+def test_sighup_of_tune_stops_its_stage_in_one_line(tmp_path):
+    """Hostile h13 G15: a closed terminal killed `normbench tune` without a line, its selection run left `running`."""
     import json
+    from pathlib import Path
 
     out = tmp_path / "t"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HOME": str(tmp_path)}
-    tune = subprocess.Popen([sys.executable, "-m", "normbench", "tune", "steps=3000", "eval_every=1000", "task=adding",
-                             "task.n_train=64", "lr=0.1,0.01", "--out", str(out)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HOME": str(tmp_path), "PYTHONPATH": os.getcwd()}
+    runner = subprocess.Popen([sys.executable, "-m", "normbench", "tune", "steps=3000", "eval_every=1000",
+                               "task=adding", "task.n_train=64", "lr=0.1,0.01", "--out", str(out)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     deadline = time.monotonic() + HANG_S
-    while not list(out.rglob("summary.json")) and time.monotonic() < deadline:
-        time.sleep(0.5)  # the selection stage's first run has started
-    tune.send_signal(signal.SIGHUP)
-    _, err = tune.communicate(timeout=HANG_S)
-    assert tune.returncode == 128 + signal.SIGHUP, err[-2000:]
-    assert err.strip().splitlines()[-1].startswith("normbench.tune: stopped by SIGHUP"), err[-2000:]
-    statuses = {json.loads(p.read_text())["status"] for p in out.rglob("summary.json")}
+    while not list(out.rglob("summary.json")) and time.monotonic() < deadline and runner.poll() is None:
+        time.sleep(0.3)  # the selection stage's first run has started
+    runner.send_signal(signal.SIGHUP)
+    _, err = runner.communicate(timeout=HANG_S)
+    assert runner.returncode == 128 + signal.SIGHUP, err[-2000:]
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("normbench.tune: stopped by SIGHUP") and "Traceback" not in err, err[-2000:]
+    statuses = {json.loads(Path(p).read_text())["status"] for p in out.rglob("summary.json")}
     assert statuses and statuses <= {"interrupted", "ok"}, statuses
+
+
+HALF_IMPORTED_TORCH = (
+    "import logging, os, signal, sys, time\n"
+    "if 'NB-H13-HALF-TORCH' in os.environ:\n"
+    "    class Stop:\n"
+    "        def find_spec(self, name, path=None, target=None):\n"
+    "            fake = sys.modules.get('torch._subclasses.fake_tensor')\n"
+    "            if hasattr(fake, 'dump_cache_stats') and logging.getLogger('torch').level == logging.NOTSET:\n"
+    "                sys.meta_path.remove(self)\n"
+    "                os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n"
+    "            return None\n"
+    "    sys.meta_path.insert(0, Stop())\n")
+
+
+def test_a_stop_while_torch_imports_is_one_line(tmp_path):
+    """Hostile h13 G16, G18: SIGTERM in a run's first seconds landed while torch imported, after it registered its
+    exit-time "FakeTensor cache stats" (INFO) and before it set its logger to WARNING: 3 lines after the stop's."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HALF_IMPORTED_TORCH)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.getcwd()]), "NB-H13-HALF-TORCH": "1",
+           "HOME": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "normbench", "steps=2", "task=adding", "task.n_train=64",
+                           f"hydra.run.dir={tmp_path / 'run'}"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=HANG_S)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert "FakeTensor" not in done.stderr and lines[-1].startswith("normbench: interrupted"), done.stderr

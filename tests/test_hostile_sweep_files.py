@@ -160,3 +160,12 @@ def test_a_sweep_that_launches_no_job_says_so_and_exits_2(cli, tiny_args, tmp_pa
     assert code == 2 and err.strip().splitlines()[-1] == (
         f"normbench: error: the sweep launched no job (a sweep over an empty list, or a glob that matches "
         f"nothing): nothing was run in {tmp_path / 'sweep'}"), err
+
+
+@pytest.mark.parametrize("name, text, key", [("decodelr.yaml", GLOBAL + "lr: '${oc.decode:\"0.01\"}'\n", "lr"),
+                                             ("norm/decoded.yaml", "eps: '${oc.decode:\"1e-5\"}'\n", "norm.eps")])
+def test_a_smuggling_value_is_named_as_the_reason(tmp_path, name, text, key):
+    """Hostile h13 X08b, W03: the line said "sets lr: ... under hydra it may set only ...", naming neither oc.decode
+    nor anything lr did wrong (a plain lr: 0.01 passes)."""
+    with pytest.raises(ConfigError, match=rf"sets {key} to a value holding oc\.decode"):
+        serve(tmp_path, name, text)

@@ -56,8 +56,8 @@ from normbench.configuration.schema import (
 from normbench.norms import user as user_norms
 
 __all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code",
-           "command_line_flag", "command_line_place", "config_dir", "plain_groups", "register", "sweep_dirs",
-           "to_config"]
+           "command_line_flag", "command_line_guard", "command_line_place", "config_dir", "plain_groups", "register",
+           "sweep_dirs", "to_config"]
 SWEEPS_ENV = "NORMBENCH_SWEEPS"
 # The user's explicit opt-in (``normbench --allow-code ...`` sets it, and says so on stderr): configs
 # from outside conf/ and command-line keys that run code are used as given.
@@ -339,6 +339,14 @@ def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
     return None
 
 
+def _smuggled_word(plain, path: list[str]) -> str | None:
+    """Which of SMUGGLING the string at ``path`` in ``plain`` holds, or None (not a string, or no such key)."""
+    value = plain
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return next((word for word in SMUGGLING if word in value), None) if isinstance(value, str) else None
+
+
 def _defaults_problem(defaults) -> str | None:
     """A defaults entry that would put a config into ``hydra`` under another package (``@hydra...``),
     or choose one of Hydra's own groups other than its launcher or sweeper
@@ -442,6 +450,26 @@ def command_line_code(arguments: list[str]) -> str | None:
         if not rest or _under(rest, COMMAND_LINE_CODE_HYDRA_KEYS) \
                 or any(k.startswith(rest + ".") for k in COMMAND_LINE_CODE_HYDRA_KEYS):
             return key
+    return None
+
+
+# What normbench's own config puts in place to keep a run's files where they belong: its callbacks (no
+# multirun.yaml through a link, orphaned workers stopped), its logging, the run and sweep folders and the
+# paths they are made from. A command line may set them (each value is checked), never take them away.
+GUARD_KEYS = ("hydra.callbacks", "hydra.job_logging", "hydra.hydra_logging", "hydra.run", "hydra.sweep",
+              "hydra.output_subdir", "paths")
+
+
+def command_line_guard(arguments: list[str]) -> str | None:
+    """The first deletion on the command line (``~KEY``, ``~KEY=VALUE``, ``~GROUP``) that removes one of
+    GUARD_KEYS, a node above one (``~hydra``) or anything under one (``~hydra.callbacks.hydra_files``), as
+    typed; or None. Refused whatever ``--allow-code`` says: removing a guard runs no code of the user's."""
+    for argument in arguments:
+        if not argument.startswith("~"):
+            continue
+        key = argument[1:].partition("=")[0].partition("@")[0].strip().replace("/", ".")
+        if any(key == k or key.startswith(k + ".") or k.startswith(key + ".") for k in GUARD_KEYS):
+            return argument.partition("=")[0]
     return None
 
 
@@ -578,6 +606,10 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
         raise ConfigError(f"sweep file {path} is not a mapping of settings")
     plain = OmegaConf.to_container(config, resolve=False)
     refused = _code_or_hydra_key(plain, package)
+    word = _smuggled_word(plain, refused.split(".")[len(package):]) if refused else None
+    if word:  # the reason is the value, not the key (hostile h13 X08b, W03: "sets lr" read as "lr is refused")
+        raise ConfigError(f"sweep file {path} sets {refused} to a value holding {word}: a sweep file is config, not "
+                          f"code (no {', '.join(SMUGGLING)}: each builds a node from a string, which can run code)")
     if refused:
         raise ConfigError(f"sweep file {path} sets {refused}: a sweep file is config, not code; under hydra it may "
                           f"set only {', '.join(SWEEP_HYDRA_KEYS)} (no _target_, callbacks or logging)")

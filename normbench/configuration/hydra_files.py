@@ -90,12 +90,40 @@ def _blank_path(config, key: str) -> None:
         raise Refused(f"paths.{key} is empty: its folders would be made at the filesystem's root; name a folder")
 
 
+def _resolved(config, key: str):
+    """``key``'s value as the composed config resolves it; an interpolation that fails is one line (Refused),
+    not Hydra's warning about a callback that raised (hostile h13 E08)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return OmegaConf.select(config, key, default=None)
+    except OmegaConfBaseException as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise Refused(f"{key} does not resolve: {first[:200]}") from None
+
+
+def _root_or_home(config, keys: tuple[str, ...]) -> None:
+    """A run's or sweep's folder, or the paths.* folder it is made in, that resolves to the filesystem's root or
+    your home folder itself (``paths.outputs=/``, ``${oc.env:EMPTY}/``, ``../..`` up to /, ``hydra.sweep.dir=$HOME``:
+    hostile h13 O01-O10): refused as an ``--out`` there is (checks.out_folder_problem), before Hydra makes a folder."""
+    from normbench.checks import out_folder_problem
+
+    for key in keys:
+        value = _resolved(config, key)
+        problem = out_folder_problem(str(value), key) if value is not None and str(value).strip() else None
+        if problem:
+            raise Refused(problem)
+
+
 class CheckHydraFiles(Callback):
     def on_run_start(self, config, **kwargs) -> None:
         _blank_path(config, "outputs")
+        _root_or_home(config, ("paths.outputs", "hydra.run.dir"))
 
     def on_multirun_start(self, config, **kwargs) -> None:
         _blank_path(config, "multirun")
+        _root_or_home(config, ("paths.multirun", "hydra.sweep.dir"))
         global SWEEP_DIR
         SWEEP_DIR = Path(str(config.hydra.sweep.dir))  # the launcher's sweep, for a stop (studies/app.py)
         # before Hydra names any job's folder: a name read from the environment is refused up front

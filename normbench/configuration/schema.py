@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import PurePosixPath
 from typing import Any, List, Optional
+from urllib.parse import urlsplit
 
 from normbench.checks import ConfigError, require_at_least, require_name, require_positive  # noqa: F401 - re-exported
 from normbench.checks import one_of as _one_of
@@ -248,6 +249,9 @@ class MLflowLog:
                      f"{', '.join(TRACKING_SCHEMES)}, or a local path")
             if scheme in ("http", "https"):
                 require_server_url("logger.mlflow.tracking_uri", self.tracking_uri)
+            if scheme == "file":  # file:// names no folder: MLflow failed at the run's start and was dropped (h13 L11)
+                _require(bool(urlsplit(str(self.tracking_uri)).path.strip()),
+                         f"logger.mlflow.tracking_uri={_short(self.tracking_uri)!r} names no folder (file:///PATH)")
         for key in ("artifact_location", "experiment"):
             _require(getattr(self, key) is None or bool(str(getattr(self, key)).strip()),
                      f"logger.mlflow.{key} must not be empty (null: the default)")

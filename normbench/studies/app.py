@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import hydra
@@ -204,6 +205,11 @@ class Job:
             which = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             self.refused = self.refused or f"{which} is empty: the record would be written into the current folder; name a folder"
             return math.inf
+        if multirun and os.path.abspath(run_dir) == os.path.abspath(str(hc.sweep.dir)):  # subdir '' or '.' (h13 H03)
+            self.refused = self.refused or (f"hydra.sweep.subdir={message_text(hc.sweep.subdir, limit=80)!r} puts the "
+                                            f"job in the sweep directory itself, among the other jobs' files; name a "
+                                            f"sub-folder (the default is ${{hydra.job.num}})")
+            return math.inf
         if multirun and not inside(hc.sweep.dir, run_dir):
             self.refused = self.refused or (f"hydra.sweep.subdir puts the job in {message_text(run_dir)}, outside the "
                                             f"sweep directory {message_text(hc.sweep.dir)}")
@@ -249,14 +255,40 @@ class Job:
         return objective(summary)
 
 
-class _MaskedOutput:
+class _KeptOutput:
+    """Standard output whose first failed write (``> /dev/full``) is kept in ``error`` and the rest dropped:
+    Hydra's own lines (``[HYDRA] Launching 2 jobs``) go there through logging, which would say each failure in
+    a traceback, and a sweep's table and report would be lost to it (hostile h13 F07). main raises it once,
+    at the end, for the caller's one line (checks.exit_on_full_stdout)."""
+
+    def __init__(self, stream):
+        self._stream, self.error = stream, None
+
+    def write(self, text: str) -> int:
+        self._put(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._put(None)
+
+    def _put(self, text: str | None) -> None:
+        if self.error is None:
+            try:
+                self._stream.write(text) if text is not None else self._stream.flush()
+            except OSError as error:
+                self.error = error
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class _MaskedOutput(_KeptOutput):
     """Standard output with every value read from the environment and any URI password replaced by
-    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``).
-    The first failed write (``> /dev/full``) is kept in ``error`` and the rest dropped: ``--info`` prints
-    through logging, which would say each failure in a traceback; main raises it once, at the end."""
+    ``***`` (tracking.masked), line by line: where Hydra prints the config (``--cfg job --resolve``)."""
 
     def __init__(self, stream, secrets: list[str]):
-        self._stream, self._secrets, self._line, self.error = stream, tuple(secrets), "", None
+        super().__init__(stream)
+        self._secrets, self._line = tuple(secrets), ""
 
     def write(self, text: str) -> int:
         *lines, self._line = (self._line + text).split("\n")
@@ -269,16 +301,6 @@ class _MaskedOutput:
             self._put(masked(self._line, self._secrets))
             self._line = ""
         self._put(None)
-
-    def _put(self, text: str | None) -> None:
-        if self.error is None:
-            try:
-                self._stream.write(text) if text is not None else self._stream.flush()
-            except OSError as error:
-                self.error = error
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
 
 
 def _stop(signum, frame):
@@ -462,8 +484,13 @@ def outside_code(argv: list[str]) -> str | None:
     pickle flag is refused, configs from ``--config-dir/--config-name/--config-path`` and
     ``hydra.searchpath`` are read as sweep files are (configuration/config.py: CheckedFileSource),
     and command-line keys that run code (``hydra.callbacks``, ``_target_``, logging) are refused."""
-    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code, command_line_place
+    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code, command_line_guard, command_line_place
 
+    guard = command_line_guard(argv[1:])
+    if guard:
+        return (f"{message_text(guard, limit=120)} would remove a guard normbench puts in place (its Hydra callbacks, "
+                "logging, run and sweep folders, paths: they keep a run's files in its folder and its record whole); "
+                "set such a key to a value instead of deleting it")
     place = command_line_place(argv[1:])
     if place:
         return (f"{message_text(place, limit=120)}: hydra.output_subdir must name a sub-folder of the run folder, not "
@@ -511,13 +538,20 @@ def main(from_process_start: bool = False) -> None:
         _say(f"error: {err}")
         sys.exit(2)
     printing = any(a in ("-c", "--cfg", "-p", "--package", "-i", "--info") or a.startswith("--cfg=") for a in sys.argv[1:])
-    if printing:  # Hydra prints the config itself (--cfg job --resolve): its lines are masked as ours are
-        sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:]))
+    # Hydra prints the config itself (--cfg job --resolve): its lines are masked as ours are
+    sys.stdout = _MaskedOutput(sys.stdout, _secrets(sys.argv[1:])) if printing else _KeptOutput(sys.stdout)
     stops = _stops_as_interrupts()
     try:
-        hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
+        with warnings.catch_warnings():  # a search path Hydra cannot read: a raw warning, then a run without it (X24)
+            warnings.filterwarnings("error", message=r"provider=hydra\.searchpath", category=UserWarning)
+            hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
     except hydra_files.Refused as refused:  # a job's own refusal first: it says why the sweep ran nothing
         _say(f"error: {job.refused or refused}", job.secrets)
+        sys.exit(2)
+    except UserWarning as unreadable:  # only the search path's is made an error above
+        entry = str(unreadable).partition(", path=")[2].removesuffix(" is not available.") or str(unreadable)
+        _say(f"error: hydra.searchpath entry {entry!r} cannot be read (name a folder as file://PATH or an installed "
+             "package as pkg://NAME that holds configs)")
         sys.exit(2)
     except sweep_end.RunsFailed as failed:
         _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
@@ -544,6 +578,7 @@ def main(from_process_start: bool = False) -> None:
         sys.exit(2)
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP turned into one (training/run.py)
         children.ignore_stops()
+        children.quiet_half_imported_torch()
         signum = getattr(stop, "signum", None)
         by = f" by {signal.Signals(signum).name}" if signum else ""
         if not children.runner_says_stops():  # a study's or tune's round: their line is the one (S19)
@@ -556,7 +591,7 @@ def main(from_process_start: bool = False) -> None:
         else:  # a caller in this process (a test, a notebook) keeps its own handlers
             for signum, before in stops.items():
                 signal.signal(signum, before)
-        if printing and isinstance(sys.stdout, _MaskedOutput):
+        if isinstance(sys.stdout, _KeptOutput):
             sys.stdout.flush()
             sys.stdout, printed = sys.stdout._stream, sys.stdout
             if isinstance(printed.error, BrokenPipeError):  # `--cfg job | head`: the reader has what it wanted

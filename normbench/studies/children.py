@@ -21,14 +21,13 @@ CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the child too: it gets th
 STOP_WAIT_S = 60.0    # then the signal is passed on, and after this long the child is killed
 WORKERS_WAIT_S = 30.0  # its workers left after it get this long to end their runs, then are killed
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 # In a runner's child: the runner says the one line a stop ends with (stop_line), so the child says none (S19)
 RUNNER_SAYS_STOPS_ENV = "NORMBENCH_RUNNER_SAYS_STOPS"
-# what ends a runner as a stop, passed on to its child: SIGTERM, and SIGHUP (a closed terminal or ssh session)
-STOPS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 class Stopped(Exception):
-    """SIGTERM or SIGINT reached the runner; the child running was passed the signal."""
+    """SIGTERM, SIGHUP or SIGINT reached the runner; the child running was passed the signal."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
@@ -36,7 +35,7 @@ class Stopped(Exception):
 
 
 def raise_stopped(signum, frame) -> None:
-    """The runner's SIGTERM handler: the wait for the child ends in Stopped."""
+    """The runner's SIGTERM and SIGHUP handler: the wait for the child ends in Stopped."""
     raise Stopped(signum)
 
 
@@ -73,9 +72,21 @@ def ignore_stops() -> None:
                 pass
 
 
+def quiet_half_imported_torch() -> None:
+    """On a stop's way out: torch's loggers at WARNING where torch never got to set them. A stop during
+    ``import torch`` (a run's first seconds) lands after torch registered its exit-time "FakeTensor cache stats"
+    lines (INFO) but before it set its logger to WARNING, so they reached the run's console after the stop's one
+    line (hostile h13 G16, G18)."""
+    import logging
+
+    torch_log = logging.getLogger("torch")
+    if torch_log.level == logging.NOTSET:
+        torch_log.setLevel(logging.WARNING)
+
+
 def stop_line(tool: str, stop: BaseException, what: str) -> tuple[str, int]:
     """The one line a runner ends with after ``stop`` (Stopped or KeyboardInterrupt), and its exit status."""
-    signum = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
+    signum = getattr(stop, "signum", None) or signal.SIGINT  # a KeyboardInterrupt a handler made names its signal
     return (f"{tool}: stopped by {signal.Signals(signum).name}; {what} was stopped too (the same command resumes)",
             128 + signum)
 
@@ -86,7 +97,9 @@ def runner_says_stops() -> bool:
 
 
 def _processes() -> dict[int, tuple[int, str]]:
-    """Every process's parent and start time (pid -> (ppid, start)), from /proc; {} where there is none."""
+    """Every live process's parent and start time (pid -> (ppid, start)), from /proc; {} where there is none.
+    A zombie has ended: only its parent's wait is left (a subprocess.Popen not yet waited on, such as the
+    environment capture's), and waiting for it to end took a stop 30 + 5 s (hostile h13 G17)."""
     found = {}
     try:
         names = os.listdir("/proc")
@@ -99,6 +112,8 @@ def _processes() -> dict[int, tuple[int, str]]:
             with open(f"/proc/{name}/stat", "rb") as handle:
                 fields = handle.read().rpartition(b")")[2].split()  # after the command's name, which may hold spaces
         except OSError:
+            continue
+        if fields[0] in (b"Z", b"X"):  # a zombie, or dead
             continue
         found[int(name)] = (int(fields[1]), fields[19].decode())  # ppid, starttime
     return found
@@ -169,7 +184,7 @@ def stop_child(child: subprocess.Popen, signum: int | None, grace: float | None 
     records, and kills it after a minute; then waits for the workers it started (end_descendants).
     Further signals are held off meanwhile, so nothing of the child is left running behind the runner."""
     grace = CTRL_C_GRACE_S if grace is None else grace
-    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, *STOPS)}
+    held = {s: signal.signal(s, signal.SIG_IGN) for s in STOPS}
     workers = descendants(child.pid)  # before the child ends: its orphans are no longer its
     try:
         _stop(child, signum, grace)
@@ -265,12 +280,11 @@ def run(command: list[str], env: dict | None = None, timeout_s: float | None = N
 
 
 class handling:
-    """``with children.handling():`` SIGTERM or SIGHUP (a closed terminal or ssh session) raises Stopped inside the
-    block, and its old handler is back after: left to its default, SIGHUP killed a study or tune without a line and
-    left its stage's records ``running`` (hostile G15, G19)."""
+    """``with children.handling():`` SIGTERM and SIGHUP raise Stopped inside the block (and their old handlers are
+    back after): a closed terminal's SIGHUP stops the child and says so as SIGTERM does (hostile h13 G15)."""
 
     def __enter__(self):
-        self._previous = {s: signal.signal(s, raise_stopped) for s in STOPS}
+        self._previous = {s: signal.signal(s, raise_stopped) for s in STOPS if s != signal.SIGINT}
         return self
 
     def __exit__(self, *exc):

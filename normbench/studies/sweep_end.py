@@ -234,9 +234,11 @@ class SweepSummary(Callback):
             try:
                 with children.handling():  # SIGTERM mid-report: the staging folder is removed on the way out
                     print(f"report: {build_report([sweep_dir], sweep_dir)}", file=sys.stdout)
-            except children.Stopped:
-                print("normbench: stopped by SIGTERM during the report; no report written", file=sys.stderr)
-                raise KeyboardInterrupt() from None
+            except children.Stopped as stopped:  # SIGTERM or SIGHUP (children.handling), named; main exits 128 + it
+                print(f"normbench: stopped by {stopped} during the report; no report written", file=sys.stderr)
+                stop = KeyboardInterrupt()
+                stop.signum = stopped.signum
+                raise stop from None
             except ReportError as err:
                 print(f"normbench: no report: {err}", file=sys.stderr)
             except Exception as err:  # a report bug must not turn a sweep's failed runs into exit 0

@@ -1,5 +1,12 @@
 """The runners' children (normbench/studies/children.py): nothing of a stopped round outlives its runner."""
 
+import os
+import sys
+
+import pytest
+
+from normbench.studies import children
+
 
 def test_a_stopped_round_waits_for_the_workers_its_child_left(tmp_path):
     """SIGTERM to the runner: its child (the sweep's launcher) stops at once, but a worker it started
@@ -141,3 +148,23 @@ def test_sighup_stops_a_runner_as_sigterm_does():
         assert signal.getsignal(signal.SIGHUP) is before
     finally:
         signal.signal(signal.SIGHUP, saved)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_child_that_died_unwaited_is_ended_at_once():
+    """Hostile h13 G17: a stop in a run's first seconds SIGTERMs the environment capture's subprocess, which dies
+    and stays a zombie (its Popen is never waited on then); the stop waited 30 + 5 s for it to end."""
+    import subprocess
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        found = children.workers(os.getpid())
+        assert child.pid in found
+        started = time.monotonic()
+        children.end_descendants({child.pid: found[child.pid]})
+        assert time.monotonic() - started < 3
+        assert child.pid not in children.workers(os.getpid())  # a zombie now, until it is waited on
+    finally:
+        child.kill()
+        child.wait()

@@ -14,7 +14,8 @@ from normbench.studies.sweep_end import SweepSummary
 from tests.report.conftest import write_record
 
 
-def test_sigterm_mid_report_removes_its_staging_folder(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("signame", ["SIGTERM", *["SIGHUP"] * hasattr(signal, "SIGHUP")])
+def test_sigterm_mid_report_removes_its_staging_folder(tmp_path, monkeypatch, capsys, signame):
     import normbench.report as report
 
     sweep = tmp_path / "sweep"
@@ -22,14 +23,14 @@ def test_sigterm_mid_report_removes_its_staging_folder(tmp_path, monkeypatch, ca
 
     def killed_mid_way(paths, out):
         with output.ReportOutput(out):
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), getattr(signal, signame))
             time.sleep(5)
     monkeypatch.setattr(report, "build_report", killed_mid_way)
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}, "overrides": {"task": []}}, "report": True,
                                "sweep_timing": "none"})
-    previous = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt):
+    previous = signal.getsignal(getattr(signal, signame))
+    with pytest.raises(KeyboardInterrupt) as stop:
         SweepSummary().on_multirun_end(config)
-    assert signal.getsignal(signal.SIGTERM) == previous
+    assert signal.getsignal(getattr(signal, signame)) == previous and stop.value.signum == getattr(signal, signame)
     assert not list(sweep.glob(f"{output.STAGING}*"))
-    assert "stopped by SIGTERM during the report" in capsys.readouterr().err
+    assert f"stopped by {signame} during the report" in capsys.readouterr().err

@@ -142,6 +142,14 @@ def test_a_sweep_subdir_outside_the_sweep_is_refused(cli, tiny_args, tmp_path):
     assert not (tmp_path / "escaped").exists()
 
 
+@pytest.mark.parametrize("subdir", ["", "."])
+def test_a_sweep_subdir_naming_the_sweep_itself_says_so(cli, tiny_args, tmp_path, subdir):
+    """Hostile h13 H03: an empty subdir was called "outside the sweep directory", naming the sweep directory twice."""
+    code, out, err = cli("-m", *tiny_args, "hydra.sweep.dir=sweep", f"hydra.sweep.subdir={subdir}", "report=false")
+    assert code == 2 and "the sweep directory itself" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "sweep" / "summary.json").exists()
+
+
 @pytest.mark.parametrize("kind", ["file", "fifo", "link_to_folder"])
 def test_a_job_folder_name_that_is_not_a_folder_refuses_the_sweep_before_it_writes(cli, tiny_args, tmp_path, kind):
     # O14: a file named 0 in the sweep folder let Hydra write multirun.yaml, then its mkdir for job 0

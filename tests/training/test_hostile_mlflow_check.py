@@ -180,3 +180,19 @@ def test_a_server_that_dies_after_the_check_drops_the_logger_and_the_run_goes_on
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "ok"
     said = [line for line in err.splitlines() if "the tracking server went away" in line]
     assert len(said) == 1 and "the run and its record go on" in said[0], err
+
+
+@pytest.mark.parametrize("uri", ["file://", "file:", "file:// ", "FILE://"])
+def test_a_file_uri_naming_no_folder_is_refused(uri):
+    """Hostile h13 L11: file:// was accepted, and MLflow then failed at the run's start and was dropped (rc 0)."""
+    with pytest.raises(ConfigError, match="names no folder"):
+        MLflowLog(enabled=True, tracking_uri=uri)
+
+
+def test_a_file_uri_with_a_folder_passes(tmp_path):
+    MLflowLog(enabled=True, tracking_uri=f"file://{tmp_path}/ml")
+
+
+def test_file_uri_naming_no_folder_is_one_line_on_the_command_line(cli):
+    code, _, err = cli("steps=2", "task=adding", "task.n_train=64", "logger=mlflow", "logger.mlflow.tracking_uri=file://")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "names no folder" in err, err
