@@ -76,6 +76,24 @@ def out_folder_problem(out, what: str = "--out") -> str | None:
     return None
 
 
+def runs_folder_problem(out, what: str = "--out") -> str | None:
+    """Why ``out`` cannot be a folder that child sweeps write their runs into (a study's or tune's rounds, bench
+    sweep --keep), or None: out_folder_problem's, or a name holding ``${``, which the children's Hydra resolves in
+    the runs' paths (hostile O03, U03; h14 N18: ``--keep '${oc.env:HOME}'`` wrote the sweeps into $HOME)."""
+    if "${" in str(out):
+        return f"{what} {shown(str(out), 200)} holds ${{, which Hydra would resolve in the runs' paths; choose a plain path"
+    return out_folder_problem(out, what)
+
+
+def runs_folder(text: str, what: str = "--keep"):
+    """A folder argument child sweeps write into, as an argparse type: given_path's, then runs_folder_problem's."""
+    folder = given_path(text, what)
+    problem = runs_folder_problem(folder, what)
+    if problem:
+        raise ArgumentRefused(problem)
+    return folder
+
+
 def shown(value: object, limit: int = 80) -> str:
     """``value`` as an error line shows it: its repr, at most ``limit`` characters, ending in "…" when cut."""
     text = repr(value)

@@ -1,8 +1,13 @@
 """Hostile pass 13: what the command line may not take away or point at (h13 B1, B2, B3, B11, B12)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from normbench.configuration.config import command_line_guard
+from tests.waiting import HANG_S
 
 # B3 (D01, D02, D03, O07, X20, E12): a deletion has no '=' and passed the code gate, dropping the file guard
 GUARD_DELETIONS = ["~hydra.callbacks.hydra_files", "~hydra.callbacks.orphans", "~hydra.callbacks.study",
@@ -110,3 +115,16 @@ def test_a_search_path_hydra_cannot_read_is_one_line(entry, cli, tmp_path):
                        f"hydra.run.dir={tmp_path / 'run'}")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "hydra.searchpath" in err, err
     assert "warnings.warn" not in err and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("multirun, key", [(False, "hydra.run.dir"), (True, "hydra.sweep.dir"), (False, "paths.outputs")])
+def test_hydras_own_resolver_in_a_folder_still_runs(tmp_path, multirun, key):
+    """Hostile h14 H23: the root/home check resolved the folder before Hydra had set its config, so
+    ${hydra:runtime.cwd} was refused ("HydraConfig was not set"); it worked before the check existed."""
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "normbench", *(["-m", "seed=0", "report=false"] if multirun else []),
+                           "steps=2", "eval_every=1", "task=adding", "task.n_train=64",
+                           f"{key}=${{hydra:runtime.cwd}}/there"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=HANG_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert list((tmp_path / "there").rglob("summary.json")), sorted(p.name for p in tmp_path.rglob("*"))[:20]

@@ -38,7 +38,7 @@ from hydra.errors import OverrideParseException
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
 from normbench.bench.section import OtherLoad, Section, bench_files, finite_json, section_files
 from normbench.bench.timing import CLOCKS
-from normbench.checks import OneLineParser, given_path, out_folder_problem
+from normbench.checks import OneLineParser, given_path, out_folder_problem, runs_folder
 from normbench.configuration.config import command_line_code, command_line_place
 from normbench.configuration.schema import KINDS, RECURRENT
 from normbench.report.output import OutputError
@@ -193,7 +193,7 @@ def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--rounds", type=_positive, help="with --against: alternating rounds (default 2)")
     p.add_argument("--subset", type=_overrides, metavar="OVERRIDES",
                    help="with --profile: the sweep's overrides, one string (default: " + " ".join(sweep_profile.SUBSET) + ")")
-    p.add_argument("--keep", type=Path, metavar="DIR", help="with --profile: keep the sweeps under DIR")
+    p.add_argument("--keep", type=runs_folder, metavar="DIR", help="with --profile: keep the sweeps under DIR")
 
 
 def parser() -> argparse.ArgumentParser:

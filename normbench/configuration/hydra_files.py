@@ -93,9 +93,15 @@ def _blank_path(config, key: str) -> None:
 def _resolved(config, key: str):
     """``key``'s value as the composed config resolves it; an interpolation that fails is one line (Refused),
     not Hydra's warning about a callback that raised (hostile h13 E08)."""
+    from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    if not HydraConfig.initialized() and "hydra" in config:  # Hydra sets it after the run-start callbacks only:
+        try:                                                     # ${hydra:...} in a folder's value needs it (h14 H23)
+            HydraConfig.instance().set_config(config)
+        except (AssertionError, ValueError, TypeError):  # a config Hydra did not compose (a plain dict): no resolver
+            pass
     try:
         return OmegaConf.select(config, key, default=None)
     except OmegaConfBaseException as err:

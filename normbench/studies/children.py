@@ -233,12 +233,9 @@ def out_problem(out) -> str | None:
     None: the filesystem's root or your home folder (checks.out_folder_problem), or a name holding ``${``,
     which the rounds' Hydra resolves where it records the sweep's folder (hydra.sweep.subdir), so that the
     runner found no record of its own after a round was paid for (hostile O03, U03)."""
-    from normbench.checks import out_folder_problem, shown
+    from normbench.checks import runs_folder_problem
 
-    if "${" in str(out):
-        return (f"--out {shown(str(out), 200)} holds ${{, which Hydra would resolve in the runs' paths; choose a "
-                f"plain path")
-    return out_folder_problem(out)
+    return runs_folder_problem(out)
 
 
 def into_folder(args: list[str], sweep_dir: str) -> list[str]:

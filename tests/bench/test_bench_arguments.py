@@ -64,3 +64,27 @@ def test_an_empty_sweep_dir_for_arms_is_refused(blank, tmp_path, monkeypatch, ca
     assert entry.subcommand("bench", ["arms", blank]) == 2
     assert capsys.readouterr().err == "normbench bench: SWEEP_DIR is empty; name a folder (an unset shell variable?)\n"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("keep, said", [("${oc.env:HOME}", "holds ${"), ("", "is empty"), (" ", "is empty")])
+def test_keep_is_a_plain_folder_of_its_own(keep, said, capsys, tmp_path, monkeypatch):
+    """Hostile h14 N18, P37: `--keep '${oc.env:HOME}'` was resolved by the child sweeps' Hydra and wrote them into
+    $HOME itself; `--keep ''` was the working folder. Refused before any sweep runs, as study's --out is."""
+    from normbench.checks import ArgumentRefused  # said in one line, exit 2, by `normbench bench` (__main__.subcommand)
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ArgumentRefused, match=r"--keep .*" + said.replace("$", r"\$")):
+        main(["sweep", "--quick", "--profile", "--keep", keep])
+    assert not any(tmp_path.iterdir())
+
+
+def test_keep_at_the_root_or_home_is_refused_by_the_shared_rule(tmp_path, monkeypatch):
+    # checked on the rule itself: through the command, a broken guard would run sweeps at /
+    from normbench.checks import ArgumentRefused, runs_folder
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for folder, said in (("/", "filesystem's root"), (str(tmp_path), "home folder itself")):
+        with pytest.raises(ArgumentRefused, match=said):
+            runs_folder(folder)
+    assert runs_folder(str(tmp_path / "keep")) == tmp_path / "keep"

@@ -180,10 +180,14 @@ CLAIMS_2026: list[Claim] = [
           "Kim et al. 2025, Peri-LN: Revisiting Normalization Layer in the Transformer Architecture (ICML 2025), "
           "Abstract",
           arms={"peri": {"placement": "peri"}, "pre": {"placement": "pre"}},
+          # "more balanced variance growth" read both ways, both required: the level the variance reaches (what the
+          # paper's Figure 1 plots) and its growth over the blocks (the words); a referee rejected either one alone
           parts=(_mechanism("Peri-LN's hidden-state variance at the deepest block is lower than Pre-LN's", "peri", "pre",
                             LAST_VAR),
                  _mechanism("Peri-LN's gradient norms are more even across depth than Pre-LN's", "peri", "pre",
-                            GRAD_SPREAD)),
+                            GRAD_SPREAD),
+                 _mechanism("Peri-LN's hidden-state variance grows less over the blocks than Pre-LN's", "peri", "pre",
+                            VAR_GROWTH)),
           requires=(TRANSFORMER,),
           design="Arms: Peri-LN (norm on each branch's input and output) and Pre-LN Transformers, same norm, depth "
                  "and lr (sweeps/depth_placements.yaml); the measures are the end-of-training probes: the level the "
@@ -193,7 +197,9 @@ CLAIMS_2026: list[Claim] = [
                  "2026-12-02), from the slope of ln Var over the blocks to the deepest block's level, when a referee "
                  "read the paper's Figure 1 as levels; on the slope Peri-LN's variance grew more than Pre-LN's in "
                  "those records. Part 2 reads \"steadier gradient flow\" as evenness across depth, not steadiness "
-                 "over training steps, which the paper's text may mean.",
+                 "over training steps, which the paper's text may mean. Since 2026-12-03 both readings of \"more "
+                 "balanced variance growth\" are parts, and both must hold: the level at the deepest block (part 1) "
+                 "and the slope of ln Var over the blocks (part 3).",
           quote="we conduct extensive experiments on Transformers up to 3.2B parameters, showing that Peri-LN "
                 "consistently achieves more balanced variance growth, steadier gradient flow, and convergence "
                 "stability.",
@@ -202,8 +208,9 @@ CLAIMS_2026: list[Claim] = [
                    "Pre-LN vs Post-LN vs Peri-LN",
           regime="deep enough for variance to grow under Pre-LN (the slope of ln Var positive for Pre-LN), an lr where "
                  "both train; the paper's scale is 400M parameters and up",
-          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 1, column="profiles.hidden_var_last_log"),
+          needs=(needs("pre_variance_grows", 1, 3, arm="pre"), needs("recorded", 1, column="profiles.hidden_var_last_log"),
                  needs("recorded", 2, column="metrics.layer_grad_log_ratio"),
+                 needs("recorded", 3, column="metrics.hidden_var_log_slope"),
                  # read at the end of training: what a placement's variance and gradients become depends on its lr
                  needs("own_lr"),)),
     Claim("mixln_deep_layers",
