@@ -22,7 +22,13 @@ class Terminated(KeyboardInterrupt):
 STOPS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
+_STOPPED: list[int] = []  # the signals that arrived during main, even one whose exception Python swallowed
+
+
 def _interrupt(signum, frame):
+    # raised where the build is; but a signal landing in a weakref callback or __del__ (matplotlib's) has its
+    # exception printed and dropped, and the build goes on: main reads _STOPPED after it, so the stop is still said
+    _STOPPED.append(signum)
     stop = Terminated()
     stop.signum = signum
     raise stop
@@ -73,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _STOPPED.clear()
     previous = {signum: signal.signal(signum, _interrupt) for signum in STOPS}
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt, caught below
     try:
@@ -97,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for signum, before in previous.items():
             signal.signal(signum, before)
+    if _STOPPED:  # a stop whose exception was swallowed: the report was finished and placed before it took effect
+        name = signal.Signals(_STOPPED[0]).name
+        print(f"normbench.report: stopped by {name}, after the report was written: {html}", file=sys.stderr)
+        return 128 + _STOPPED[0]
     print(html)
     return 0
 

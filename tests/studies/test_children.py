@@ -157,7 +157,9 @@ def test_a_child_that_died_unwaited_is_ended_at_once():
     import subprocess
     import time
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # SIGTERM at its default in the child: an ignored disposition left by an earlier test would be inherited
+    child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                              "signal.SIG_DFL); time.sleep(60)"])
     try:
         found = children.workers(os.getpid())
         assert child.pid in found
