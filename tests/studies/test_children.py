@@ -157,13 +157,15 @@ def test_a_child_that_died_unwaited_is_ended_at_once():
     import subprocess
     import time
 
+    from tests.waiting import HANG_S
+
     # a child that ends by itself and is never waited on: a zombie, whatever signals an earlier test left blocked or
     # ignored in this process (a blocked SIGTERM is inherited, and the child then outlived the SIGTERM for 30 s)
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
     try:
         found = children.workers(os.getpid())
         assert child.pid in found
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_S
         while child.pid in children.workers(os.getpid()) and time.monotonic() < deadline:
             time.sleep(0.1)  # until it has ended: a zombie, which the table leaves out
         started = time.monotonic()
