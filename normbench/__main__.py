@@ -50,7 +50,7 @@ def subcommand(name: str, args: list[str]) -> int:
         if hasattr(signal, stop):
             signal.signal(getattr(signal, stop), _terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from normbench.checks import ArgumentRefused, stderr_may_fail  # torch-free
+    from normbench.checks import ArgumentRefused, stderr_may_fail, to_devnull  # torch-free
     from normbench.studies.children import ignore_stops, quiet_half_imported_torch  # torch-free
 
     stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
@@ -74,7 +74,7 @@ def subcommand(name: str, args: list[str]) -> int:
     except OSError as error:
         if not out.failed:
             raise
-        _give_up_stdout()
+        to_devnull(sys.__stdout__)
         print(f"normbench {name}: cannot write to standard output ({os.strerror(error.errno or errno.EIO)})",
               file=sys.stderr)
         return 1
@@ -121,14 +121,6 @@ class _WatchedOutput:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
-
-
-def _give_up_stdout() -> None:
-    """Points standard output at /dev/null, so the interpreter's flush at exit prints no second error."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def main() -> None:
@@ -246,7 +238,9 @@ def _configs_only(args: list[str]) -> None:
         print(f"normbench: error: {' '.join(str(err).split('Config search path')[0].split())}", file=sys.stderr)
         sys.exit(2)
     except BrokenPipeError:  # `normbench --help | head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        from normbench.checks import to_devnull
+
+        to_devnull(sys.stdout)
         sys.exit(0)
 
 

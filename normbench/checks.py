@@ -158,21 +158,22 @@ class _DroppedErrors:
         try:
             return self._stream.write(text)
         except OSError:
-            _give_up(self._stream)
+            to_devnull(self._stream)
             return len(text)
 
     def flush(self):
         try:
             self._stream.flush()
         except OSError:
-            _give_up(self._stream)
+            to_devnull(self._stream)
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
 
 
-def _give_up(stream) -> None:
-    """Points ``stream``'s file at /dev/null, so the interpreter's flush at exit prints no second error."""
+def to_devnull(stream) -> None:
+    """Points ``stream``'s file at /dev/null, so the interpreter's flush at exit prints no second error (a full
+    disk, a reader that has gone): every command's one way of giving up on an output it cannot write."""
     try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
     except (OSError, ValueError, AttributeError):
@@ -200,9 +201,6 @@ def exit_on_full_stdout(prog: str, main) -> int:
     except OSError as error:
         if error.errno not in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EBADF):
             raise
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
+        to_devnull(sys.__stdout__)
         print(f"{prog}: cannot write to standard output ({os.strerror(error.errno)})", file=sys.stderr)
         return 1

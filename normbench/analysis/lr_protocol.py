@@ -110,6 +110,11 @@ def claim_runs(study_runs: pd.DataFrame, compares_lr: bool) -> tuple[pd.DataFram
 CHOSEN_LR = "tuned.lr"  # a tuned study's evaluation run's lr, outside the axes the claims split settings by
 
 
+def arm_lrs(lrs: pd.Series) -> str:
+    """An arm's chosen lrs as its row shows them: one value, or each (a pooled arm may hold several)."""
+    return _lr_text(sorted({float(v) for v in lrs.dropna()}))
+
+
 def arm_lr_note(evidence: pd.DataFrame) -> str:
     """The lr note of a verdict read in a tuned study, naming each of its arms' own lrs (evidence: the
     verdict's per-arm rows, whose "lr" the engine fills from CHOSEN_LR); "" when the rows hold none."""

@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from normbench.analysis.rules import other_score, record_score
+from normbench.checks import to_devnull
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.configuration.env_names import CONTROL, NAME_KEYS, refused_env_name
@@ -560,7 +561,7 @@ def main(from_process_start: bool = False) -> None:
         _say(f"error: {refused}", job.secrets)
         sys.exit(2)
     except BrokenPipeError:  # `--hydra-help | head`: the reader has gone, which is no error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        to_devnull(sys.stdout)
         sys.exit(0)
     except (HydraException, OmegaConfBaseException, ValueError) as err:
         message = " ".join(str(err).split("Config search path")[0].split()) or type(err).__name__
@@ -595,7 +596,7 @@ def main(from_process_start: bool = False) -> None:
             sys.stdout.flush()
             sys.stdout, printed = sys.stdout._stream, sys.stdout
             if isinstance(printed.error, BrokenPipeError):  # `--cfg job | head`: the reader has what it wanted
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                to_devnull(sys.stdout)
             elif printed.error is not None:  # `--cfg job > /dev/full`: one line from the caller (exit_on_full_stdout)
                 raise printed.error
     for message in (job.refused, job.unwritable):

@@ -146,11 +146,6 @@ def _resolve(claim: Claim, runs: pd.DataFrame) -> tuple[dict[str, pd.DataFrame],
     return frames, resolved, None
 
 
-def _lr_values(lrs: pd.Series) -> str:
-    """An arm's lrs as a row shows them: one value, or each (a pooled arm may hold several)."""
-    return ", ".join(format_value(v) for v in sorted({float(v) for v in lrs.dropna()}))
-
-
 def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str, dict], runs: pd.DataFrame) -> pd.DataFrame:
     measures = {"score": SCORE}
     for spec in claim.parts:
@@ -166,7 +161,7 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
                # the failure rates' one rule (rules.failed_to_learn): finished at chance or at a trivial solution
                "did not train": int((rules.failed_to_learn(frame) & (frame["status"] != "diverged")).sum())}
         if lr_protocol.CHOSEN_LR in frame and frame[lr_protocol.CHOSEN_LR].notna().any():  # a tuned study's arm
-            row["lr"] = _lr_values(frame[lr_protocol.CHOSEN_LR])
+            row["lr"] = lr_protocol.arm_lrs(frame[lr_protocol.CHOSEN_LR])
         for label, measure in measures.items():
             values = measure.values(frame).astype(float)
             values = values.where(frame["status"] == "ok") if measure.finished_only else values
