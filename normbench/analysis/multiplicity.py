@@ -183,20 +183,19 @@ def paper_scale(claim) -> str:
     return found.group(1).strip() if found else ""
 
 
-def external_validity(pairs) -> str:
-    """The paragraph beside the claims line: what differs from the papers, and which verdicts may move."""
+def external_validity(pairs, titles: dict[str, str] | None = None) -> str:
+    """The paragraph beside the claims line: for each directional verdict, the scale it was measured at beside
+    its paper's, so a reader sees which verdict stands how far from the paper it tests."""
     decided = [(c, v) for c, v in pairs if v.status in DIRECTIONAL]
     if not decided:
         return ""
-    ours = sorted({str(v.scale).split(";")[0] for _, v in decided if getattr(v, "scale", "")})
-    stated = [(c.id, paper_scale(c)) for c, _ in decided if paper_scale(c)]
-    unstated = [c.id for c, _ in decided if not paper_scale(c)]
-    text = ("External validity: these verdicts were " + ("; ".join(ours) if ours else "measured at a scale not recorded")
-            + "; each paper's own scale, where its claim spec states one, is named below.")
-    if stated:
-        text += (" Verdicts whose claim spec names the paper's scale, which may move with scale toward or away from "
-                 "the paper's result: "
-                 + "; ".join(f"{claim} (paper: {scale})" for claim, scale in stated) + ".")
-    if unstated:
-        text += f" The specs of {', '.join(unstated)} state no paper scale: read them as about this scale only."
-    return text
+
+    def entry(claim, verdict) -> str:
+        study = (titles or {}).get(verdict.study, verdict.study)
+        here = str(getattr(verdict, "scale", "") or "").split(";")[0].removeprefix("measured at ") or "not recorded"
+        paper = paper_scale(claim)
+        return (f"{claim.id}" + (f" ({study})" if study else "") + f": here {here}; "
+                + (f"the paper: {paper}" if paper else "its spec states no paper scale, so about this scale only"))
+
+    return ("External validity: each verdict holds at the scale it was measured at, and may move toward or away "
+            "from its paper's result at the paper's scale. " + "; ".join(entry(c, v) for c, v in decided) + ".")

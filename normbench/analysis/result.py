@@ -196,7 +196,7 @@ class StudyResult:
     @functools.cached_property
     def external_validity(self) -> str:
         """What differs between the runs and the papers the claims come from (analysis/multiplicity.py)."""
-        return multiplicity.external_validity([(c.claim, c.verdict) for c in self.claims])
+        return multiplicity.external_validity([(c.claim, c.verdict) for c in self.claims], self.titles)
 
     # The synthesis' numbers (analysis/choice_effects.py), read by report/synthesis.py through the result.
     varying = staticmethod(choice_effects.varying)

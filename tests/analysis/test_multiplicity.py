@@ -81,15 +81,28 @@ def test_a_claim_judged_in_two_studies_is_named_with_its_studys_title():
 
 
 def test_external_validity_is_written_from_the_specs_scale_fields():
+    """Each directional verdict names its own scale beside its paper's (the example's paragraph listed eleven
+    scales with no verdict to each, and said qknorm's spec named no paper scale when its regime did)."""
     pairs = [(claim("dyt", "off chance; the paper's scale is ViT-B and LLaMA 7B, 300 epochs"), verdict(SUPPORTED, 1, (0.5, 2))),
-             (claim("given", ""), verdict(CONTRADICTED, -1, (-2, -0.5), study="s2"))]
+             (claim("given", ""), verdict(CONTRADICTED, -1, (-2, -0.5), study="s2")),
+             (claim("open", ""), verdict(INCONCLUSIVE, 0.1, (-0.1, 0.3)))]
     pairs[1][0].paper_scale = "Base Transformer, WMT14, 100k steps"
+    pairs[1][1].scale = "measured at 9k parameters, 20 steps, 640 examples, CPU"
     assert paper_scale(pairs[0][0]) == "ViT-B and LLaMA 7B, 300 epochs"
-    text = external_validity(pairs)
-    assert text.startswith("External validity: these verdicts were measured at 52k parameters, 600 steps")
-    assert "dyt (paper: ViT-B and LLaMA 7B, 300 epochs)" in text and "given (paper: Base Transformer" in text
+    text = external_validity(pairs, titles={"s2": "warmup_depth"})
+    assert text.startswith("External validity: each verdict holds at the scale it was measured at")
+    assert "dyt (s1): here 52k parameters, 600 steps" in text and "the paper: ViT-B and LLaMA 7B, 300 epochs" in text
+    assert ("given (warmup_depth): here 9k parameters, 20 steps, 640 examples, CPU; the paper: Base Transformer, "
+            "WMT14, 100k steps") in text
+    assert "open" not in text  # an inconclusive verdict holds nothing to carry to another scale
     bare = external_validity([(claim("bare"), verdict(SUPPORTED, 1, (0.5, 2)))])
-    assert "The specs of bare state no paper scale" in bare
+    assert "bare (s1): here" in bare and "its spec states no paper scale, so about this scale only" in bare
+
+
+def test_every_shipped_claim_states_its_papers_scale():
+    from normbench.analysis.claims import SHIPPED
+
+    assert [c.id for c in SHIPPED if not paper_scale(c)] == []
 
 
 def test_the_p_is_read_from_the_part_the_verdict_rests_on():

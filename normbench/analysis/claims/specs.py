@@ -376,6 +376,7 @@ CLAIMS: list[Claim] = [
     Claim("ln_gamma_one_better",
           "In an LN-LSTM, initializing LayerNorm's gain at 1.0 performs better than at 0.1.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §6.2",
+          paper_scale="the attentive reader (an LN-LSTM) on the CNN question-answering corpus",
           arms={"ln γ 1.0": {"norm": "ln", "gamma_init": 1.0}, "ln γ 0.1": {"norm": "ln", "gamma_init": 0.1}},
           parts=(converges_faster("LN at γ = 1.0 does better than at γ = 0.1 on the validation curve (its area)",
                                   "ln γ 1.0", "ln γ 0.1"),),
@@ -396,6 +397,7 @@ CLAIMS: list[Claim] = [
           "In fp16, an epsilon that fp16 rounds to zero (below about 3e-8) makes the normalization of a "
           "zero-variance row non-finite.",
           "Practice: mechanism from framework reports (PyTorch #41527, TensorFlow #24979)",
+          paper_scale="framework bug reports, no model: 0/0 on a zero-variance fp16 row, arithmetic that does not depend on the model's size",
           arms={"eps fp16 rounds to 0": {"eps": below(3e-8, "< 3e-8 (0 in fp16)")},
                 "eps fp16 keeps": {"eps": at_least(6e-8, "≥ 6e-8 (kept in fp16)")}},
           parts=(higher_rate("the eps fp16 rounds to zero diverges (produces non-finite values) more often",
@@ -417,6 +419,7 @@ CLAIMS: list[Claim] = [
     Claim("rms_faster_than_ln",
           "RMSNorm is faster than LayerNorm at equal accuracy.",
           "Zhang & Sennrich 2019, Root Mean Square Layer Normalization, Abstract",
+          paper_scale="whole translation, classification and QA models trained on GPUs (V100, RTX 2080 Ti)",
           arms={"rms fastest": {"norm": "rms", "impl": "native"}, "ln fastest": {"norm": "ln", "impl": "native"},
                 "rms reference": {"norm": "rms", "impl": "reference"},
                 "ln reference": {"norm": "ln", "impl": "reference"}},
@@ -445,6 +448,7 @@ CLAIMS: list[Claim] = [
           "In a recurrent net, LayerNorm inside the cell makes training more stable than no normalization, and "
           "(practice) more stable than LayerNorm on the output only.",
           "Ba, Kiros & Hinton 2016, Layer Normalization, §3.1 (mechanism); the in-cell vs output part is practice",
+          paper_scale="an argument (§3.1), no measurement; the paper's LN-LSTMs were an attentive reader on CNN and skip-thought vectors",
           arms={"in_cell": {"norm": "ln", "placement": "in_cell"}, "post": {"norm": "ln", "placement": "post"},
                 "none": {"norm": "none"}},
           parts=(better("LayerNorm in the cell loses less of the gradient going back in time than no normalization "

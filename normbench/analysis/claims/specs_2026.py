@@ -271,6 +271,7 @@ CLAIMS_2026: list[Claim] = [
           "a log-spaced lr grid) and keeps the attention logits from growing at a high lr.",
           "Wortsman et al. 2023, Small-scale proxies for large-scale Transformer training instabilities, Abstract "
           "and §3.1.1",
+          paper_scale="Transformers of 9.4M to 1.2B parameters, lr 3e-4 to 3e-1",
           # qk_norm=false is every earlier record's setting, so a record may leave it out: "not true" reads both
           arms={"no qk-norm": {"model.qk_norm": NOT_TRUE}, "qk-norm": {"model.qk_norm": True},
                 "no qk-norm @ top lr": {"model.qk_norm": NOT_TRUE, "lr": LARGEST},
