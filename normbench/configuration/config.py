@@ -155,6 +155,20 @@ def sweep_dirs() -> list[Path]:
     return [folder.resolve() for folder in named] + shipped
 
 
+def commands_for(claim_id: str) -> list[str]:
+    """The commands the shipped sweep files' headers give for a claim (``#   python -m normbench … +sweep=NAME
+    … (claim: ID)``), so a report can say which sweep would judge a claim its runs cannot."""
+    found = []
+    for folder in sweep_dirs()[-1:]:
+        for file in sorted(folder.glob("*.yaml")):
+            header = "".join(line[1:] for line in file.read_text(encoding="utf-8").splitlines(keepends=True)
+                             if line.startswith("#"))
+            command = re.search(r"python -m normbench[^\n(]*?\+sweep=" + re.escape(file.stem) + r"\b", header)
+            if command and re.search(r"\(claims?:[^)]*\b" + re.escape(claim_id) + r"\b", header):
+                found.append(" ".join(command.group(0).split()))
+    return found
+
+
 class SweepSearchPath(SearchPathPlugin):
     """Puts the sweeps folders (SweepSource) on Hydra's search path, after conf/."""
 

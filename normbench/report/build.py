@@ -202,13 +202,21 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
     sections.fit_page(out_sections, _page_bytes(context["staging"]))
     notes = sections.written_once(out_sections)
     lines = synthesis.synthesis(summary, runs, out_sections, result) if not summary.empty else []
-    unjudged = [c for c in context["claims"] if c.status == "not applicable"]
+    unjudged = [(c.id, c.explanation, _sweep_commands(c.id)) for c in context["claims"] if c.status == "not applicable"]
     return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
             "recommend": synthesis.recommendation_table(lines),
             "memory": _memory_table(runs), "unjudged": unjudged,
             "gradient_table": context["gradients"]["table"],
             "glossary": [*context["reproduce"]["glossary"], *figures.GLOSSARY.items()],
             "make_sh": (out / "make.sh").is_file(), "legend_rules": LEGEND_RULES}
+
+
+def _sweep_commands(claim_id: str) -> list[str]:
+    """The shipped sweeps that would judge a claim these runs cannot (imported here: a report without such a
+    claim does not load Hydra)."""
+    from normbench.configuration.config import commands_for
+
+    return commands_for(claim_id)
 
 
 LEGEND_RULES = [

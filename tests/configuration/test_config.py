@@ -77,3 +77,21 @@ def test_a_cell_kernels_earlier_name_is_accepted_and_read_as_its_present_one(com
     assert plain["model"]["cell_kernel"] == earlier  # the composition itself is left as it was
     with pytest.raises(ConfigError, match="valid: auto, compiled, python, torch_compile"):
         to_config(compose(f"model.cell_kernel={earlier}x"))
+
+
+def test_every_claim_a_sweep_header_names_is_a_shipped_claim():
+    """The report names a sweep's header command for a claim its runs cannot judge; a header naming a claim by
+    an old id (gamma_init named ln_gamma_insensitive) would name no sweep for the claim it became."""
+    import re
+
+    from normbench.analysis.claims import SHIPPED
+    from normbench.configuration.config import commands_for, sweep_dirs
+
+    ids = {c.id for c in SHIPPED}
+    named = set()
+    for file in sweep_dirs()[-1].glob("*.yaml"):
+        header = " ".join(line[1:] for line in file.read_text().splitlines() if line.startswith("#"))
+        for found in re.finditer(r"\(claims?:([^)]*)\)", header):
+            named |= {w for w in re.findall(r"[a-z][a-z0-9_]+", found.group(1)) if "_" in w}
+    assert named - ids == set()
+    assert commands_for("ln_gamma_one_better") == ["python -m normbench -m +sweep=gamma_init"]

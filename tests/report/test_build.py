@@ -336,3 +336,11 @@ def test_the_report_names_a_cell_kernel_recorded_before_the_rename_by_its_presen
     assert re.search(r"\| compiled \| 1 \| ★ \|", md) and "| python |" in md
     assert "cpp" not in md
     assert "cpp" not in (tmp_path / "out" / "runs.csv").read_text()
+
+
+def test_a_claim_the_runs_cannot_judge_names_the_arms_it_needs_and_the_sweep_that_runs_them(report):
+    """The example listed "dropout_after_norm, deepnorm_trains_deep: the runs lack the arms they need", naming
+    neither the arms nor the shipped sweep that would judge them (referee, issue 45)."""
+    for text in (report["md"], report["html"]):
+        entry = text[text.index("dropout_after_norm: Needs"):][:2000]
+        assert "+sweep=dropout_placement" in entry.split("deepnorm_trains_deep")[0]
