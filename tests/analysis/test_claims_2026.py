@@ -130,6 +130,19 @@ def test_dyt_data_regime_needs_the_sign_to_flip(runs_of):
     assert dyt_always_better.parts[1].status == CONTRADICTED and dyt_always_better.status == CONTRADICTED
 
 
+def test_a_part_names_every_regime_predicate_it_fails(runs_of):
+    """dyt_data_regime in the example failed two gates (neither data level scarce or plentiful enough, and one
+    lr shared by the arms) and the page named only the first: fixing it would only have revealed the next."""
+    rows = [{"seed": s, "best_val": 0.7 + 0.002 * s, "axes": {"norm": norm, "task.n_train": n}}
+            for norm in ("dyt", "ln") for n in (250, 300) for s in range(4)]
+    found = verdict(runs_of(*rows).assign(**{"study.lr_protocol": "shared"}), "dyt_data_regime").parts[0]
+    assert found.status == NOT_TESTABLE and "(data_regimes, own_lr)" in found.test, found.test
+    assert found.note.startswith("not testable here: ") and found.note.count("not testable here") == 1
+    reasons, remedies = found.note.split(" — testable with ")
+    assert "seen" in reasons and "not tuned per arm" in reasons
+    assert "task.n_train" in remedies and "--selection-seeds" in remedies
+
+
 def test_derf_muon_interaction_is_a_difference_of_differences(runs_of):
     def rows(gap_adamw, gap_muon):
         jitter = {("rms", "adamw"): 1, ("derf", "adamw"): -2, ("rms", "muon"): 3, ("derf", "muon"): -1}

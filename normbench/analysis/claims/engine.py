@@ -335,14 +335,28 @@ def _unmet(claim: Claim, index: int, spec: PartSpec, ctx: Context) -> Part | Non
     test = f"{' vs '.join(names)}: the claim's regime predicates checked before any test"
     if claim.regime and not claim.needs:
         return Part(spec.assertion, NOT_TESTABLE, test + ".", (), names, note=predicates.prose_only(claim))
+    failed = []  # every predicate that fails is named, not only the first: fixing one must not reveal the next
     for need in claim.needs:
         if need.covers(index):
             named = need.arguments.get("arm")  # a predicate about one arm reads it even where the part does not compare it
             read = names + ((named,) if named in ctx.arms and named not in names else ())
             note = predicates.failure(need, {n: ctx.arms[n] for n in read}, ctx.runs)
             if note:
-                return Part(spec.assertion, NOT_TESTABLE, f"{test} ({need.name}).", (), names, note=note)
-    return None
+                failed.append((need.name, note))
+    if not failed:
+        return None
+    return Part(spec.assertion, NOT_TESTABLE, f"{test} ({', '.join(name for name, _ in failed)}).", (), names,
+                note=_joined_notes([note for _, note in failed]))
+
+
+def _joined_notes(notes: list[str]) -> str:
+    """Several "not testable here: WHY — testable with REMEDY" notes as one: the reasons, then the remedies."""
+    if len(notes) == 1:
+        return notes[0]
+    split = [note.removeprefix("not testable here: ").split(" — testable with ", 1) for note in notes]
+    reasons = "; and ".join(part[0] for part in split)
+    remedies = "; and ".join(part[1] for part in split if len(part) > 1)
+    return f"not testable here: {reasons}" + (f" — testable with {remedies}" if remedies else "")
 
 
 def _gated(claim: Claim, spec: PartSpec, ctx: Context, curves: pd.DataFrame | None) -> Part | None:
