@@ -101,18 +101,32 @@ def claim_runs(study_runs: pd.DataFrame, compares_lr: bool) -> tuple[pd.DataFram
     chosen = {float(v) for v in evaluation[tuning.LR].dropna()} if tuning.LR in evaluation else set()
     view = evaluation.drop(columns=[c for c in (tuning.LR, tuning.ROLE) if c in evaluation])
     if tuning.LR in evaluation:  # kept out of the settings, so that each claim arm can name its own (arm_lrs)
-        view = view.assign(**{CHOSEN_LR: evaluation[tuning.LR]})
+        grid = _lrs(study_runs[study_runs[tuning.ROLE] == tuning.SELECTION])
+        view = view.assign(**{CHOSEN_LR: evaluation[tuning.LR], CHOSEN_EDGE: evaluation[tuning.LR].map(
+            lambda lr: grid_edge(lr, grid))})
     note = (f" Each arm at its own learning rate ({_lr_text(sorted(chosen))}), chosen on selection seeds; "
             f"judged on the evaluation runs.") if chosen else ""
     return view, note
 
 
 CHOSEN_LR = "tuned.lr"  # a tuned study's evaluation run's lr, outside the axes the claims split settings by
+CHOSEN_EDGE = "tuned.edge"  # "lowest"/"highest" where that lr is the selection grid's end, else ""
 
 
-def arm_lrs(lrs: pd.Series) -> str:
-    """An arm's chosen lrs as its row shows them: one value, or each (a pooled arm may hold several)."""
-    return _lr_text(sorted({float(v) for v in lrs.dropna()}))
+def grid_edge(lr, grid: list[float]) -> str:
+    """"lowest" or "highest" where a chosen lr is an end of the grid it was chosen from (its arm's best may
+    lie beyond it: the grid did not bracket the optimum), "" inside the grid or where there is no grid."""
+    if len(grid) < 2 or lr is None or not math.isfinite(float(lr)):
+        return ""
+    return "lowest" if math.isclose(float(lr), grid[0]) else "highest" if math.isclose(float(lr), grid[-1]) else ""
+
+
+def arm_lrs(lrs: pd.Series, edges: pd.Series | None = None) -> str:
+    """An arm's chosen lrs as its row shows them: one value, or each (a pooled arm may hold several), with
+    "(the grid's lowest)" or "(the grid's highest)" where one was chosen at an end of its grid."""
+    text = _lr_text(sorted({float(v) for v in lrs.dropna()}))
+    ends = sorted({str(e) for e in edges.dropna() if str(e)}) if edges is not None else []
+    return text + (f" (the grid's {' and '.join(ends)})" if ends else "")
 
 
 def arm_lr_note(evidence: pd.DataFrame) -> str:
@@ -121,7 +135,10 @@ def arm_lr_note(evidence: pd.DataFrame) -> str:
     if evidence is None or "lr" not in evidence or not evidence["lr"].astype(str).str.strip().any():
         return ""
     shown = "; ".join(f"{arm}: {lr}" for arm, lr in zip(evidence["arm"], evidence["lr"]) if str(lr).strip())
-    return f" Each arm at its own learning rate ({shown}), chosen on selection seeds; judged on the evaluation runs."
+    edge = any("the grid's" in str(lr) for lr in evidence["lr"])
+    return (f" Each arm at its own learning rate ({shown}), chosen on selection seeds; judged on the evaluation runs."
+            + (" An lr chosen at an end of its grid did not bracket that arm's best, which may lie past it: the "
+               "comparison is at the grid's best lr, not the arm's (a wider grid would settle it)." if edge else ""))
 
 
 def comparison_text(comparison_runs: pd.DataFrame, study_runs: pd.DataFrame) -> str:

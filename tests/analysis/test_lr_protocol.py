@@ -42,9 +42,20 @@ def test_a_tuned_study_compares_each_arm_at_its_own_lr(runs_of):
     # LN at 0.01 beats no norm at its own 0.001
     assert dyt.status == SUPPORTED, dyt.explanation
     # each arm's own lr, by arm (the page listed the study's lrs, and a referee read 0.01 as one LN arm's)
-    assert "own learning rate (dyt: 0.01; ln: 0.01; none: 0.001)" in dyt.explanation
+    # an lr chosen at an end of the grid is named so (gamma_init in the example: both LN arms at 0.003, the grid's
+    # lowest, and the page read it as their tuned best): the grid did not bracket the arm's best
+    assert ("own learning rate (dyt: 0.01 (the grid's highest); ln: 0.01 (the grid's highest); none: 0.001 (the "
+            "grid's lowest))") in dyt.explanation
+    assert "did not bracket that arm's best" in dyt.explanation
     view, _ = lr_protocol.claim_runs(runs, compares_lr=False)
     assert set(view["seed"]) == {0, 1, 2} and "axes.lr" not in view
+
+
+def test_an_lr_inside_the_grid_is_not_named_an_end():
+    grid = [0.001, 0.003, 0.01]
+    assert [lr_protocol.grid_edge(lr, grid) for lr in (0.001, 0.003, 0.01)] == ["lowest", "", "highest"]
+    assert lr_protocol.grid_edge(0.003, [0.003]) == ""  # one lr is no grid
+    assert lr_protocol.arm_lrs(pd.Series([0.003, 0.003]), pd.Series(["", ""])) == "0.003"
 
 
 def test_the_same_records_at_each_lr_alone_would_not_compare_the_arms_at_their_best(runs_of):

@@ -161,7 +161,7 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
                # the failure rates' one rule (rules.failed_to_learn): finished at chance or at a trivial solution
                "did not train": int((rules.failed_to_learn(frame) & (frame["status"] != "diverged")).sum())}
         if lr_protocol.CHOSEN_LR in frame and frame[lr_protocol.CHOSEN_LR].notna().any():  # a tuned study's arm
-            row["lr"] = lr_protocol.arm_lrs(frame[lr_protocol.CHOSEN_LR])
+            row["lr"] = lr_protocol.arm_lrs(frame[lr_protocol.CHOSEN_LR], frame.get(lr_protocol.CHOSEN_EDGE))
         for label, measure in measures.items():
             values = measure.values(frame).astype(float)
             values = values.where(frame["status"] == "ok") if measure.finished_only else values
