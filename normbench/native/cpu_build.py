@@ -167,7 +167,8 @@ def build(source: Path, variant: str | None = None):
 class Kernel:
     """One C++ source, built for this CPU on first use and at most once per process.
 
-    Where it does not build (no compiler, no ninja, a read-only cache), ``load()`` returns None,
+    Where it does not build (no compiler, no ninja, a read-only cache, no home folder for the cache,
+    another process's build of it still running after ``BUILD_WAIT_S``), ``load()`` returns None,
     ``unavailable`` says why in one line, logged once as "``what`` unavailable, using ``instead``",
     and the caller runs ``instead``. A test stands in for a missing compiler by setting ``module``
     and ``unavailable``.
