@@ -7,11 +7,14 @@ the flags and the ``CPU_CAPABILITY_*`` macro ATen's own per-capability kernels a
 plain array otherwise. The variant goes into the run record (e.g. ``compiled-avx512``).
 
 Builds go through ``torch.utils.cpp_extension`` with the machine's C++ compiler (about 40 s
-each, once; cached under ``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``).
+each, once, up to 100 s on a busy machine; cached under ``$TORCH_EXTENSIONS_DIR``, default
+``~/.cache/torch_extensions``, and never built where that default is not under a home folder).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import logging
@@ -35,7 +38,7 @@ CAPABILITY_FLAGS = {
     "default": ["-DCPU_CAPABILITY_DEFAULT", "-DCPU_CAPABILITY=DEFAULT"],
 }
 COMMON_FLAGS = ["-O3", "-fopenmp"]
-STALE_LOCK_S = 600  # a build takes under a minute; a lock this old was left by a killed build
+BUILD_WAIT_S = 600  # how long a build waits for another process building the same kernel (a build: 40-100 s)
 log = logging.getLogger(__name__)
 
 
@@ -55,6 +58,24 @@ def flags(variant: str) -> list[str]:
     return COMMON_FLAGS + CAPABILITY_FLAGS[variant]
 
 
+def build_root() -> Path:
+    """Where the builds go: ``$TORCH_EXTENSIONS_DIR``, else torch's default under the home folder.
+    Raises where there is no home folder to put it in: torch reads ``HOME=`` or ``HOME=/`` as
+    ``/.cache/torch_extensions``, at the filesystem's root (hostile X22), and a relative HOME as a
+    folder of wherever the run was started."""
+    from torch.utils.cpp_extension import get_default_build_root
+
+    chosen = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if chosen:
+        return Path(chosen)
+    if sys.platform == "darwin" or not os.path.isabs(os.environ.get("XDG_CACHE_HOME", "")):  # torch's default: ~/.cache
+        home = os.path.expanduser("~")  # "/" for HOME= and HOME=/
+        if home == "/" or not os.path.isabs(home) or not (os.path.isdir(home) and os.access(home, os.W_OK)):
+            raise RuntimeError(f"no folder for the build: HOME is {os.environ.get('HOME', home)!r}, not a writable "
+                               f"home folder; set TORCH_EXTENSIONS_DIR or HOME")
+    return Path(get_default_build_root())
+
+
 def _staged_source(source: Path, variant: str) -> Path:
     """A copy of the source and the headers at a path fixed by their content, the flags, torch's
     version and the interpreter's ABI.
@@ -62,13 +83,10 @@ def _staged_source(source: Path, variant: str) -> Path:
     ninja rebuilds when the source's path changes, so compiling each installation's own copy
     (the checkout, a wheel in a venv) would rebuild every time one switches to another.
     """
-    from torch.utils.cpp_extension import get_default_build_root
-
     files = {p.name: p.read_bytes() for p in (source, *HEADERS)}
     abi = " ".join([*flags(variant), torch.__version__, sysconfig.get_config_var("EXT_SUFFIX") or sys.version])
     digest = hashlib.sha256(b"".join(files.values()) + abi.encode()).hexdigest()[:12]
-    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
-    folder = root / "normbench" / f"{source.stem}_{variant}_{digest}"
+    folder = build_root() / "normbench" / f"{source.stem}_{variant}_{digest}"
     for name, code in files.items():
         staged = folder / name
         if not staged.exists() or staged.read_bytes() != code:
@@ -95,17 +113,38 @@ def _import_built(name: str, folder: Path):
     return module
 
 
-def clear_stale_lock(folder: Path) -> None:
-    """torch waits forever on its build lock; a job killed mid-build (SIGKILL, a sweep's time
-    limit) leaves one behind, which would hang every later run on this machine."""
-    lock = folder / "lock"
+@contextlib.contextmanager
+def build_lock(folder: Path):
+    """Held while this process builds the kernel in ``folder``: an exclusive ``flock`` on a file of
+    normbench's own there, which the kernel drops when its holder ends, however it ends.
+
+    torch's own build lock is a plain file (``lock``), which a job killed mid-build (SIGKILL, a
+    sweep's time limit, the OOM killer) leaves behind, and torch waits on it forever (hostile X01,
+    X21). Every normbench build takes this lock first, so a ``lock`` found while holding it has no
+    live owner: it is removed. Waiting for a live holder ends after ``BUILD_WAIT_S`` with TimeoutError
+    (the kernel is then unavailable and the caller's fallback runs)."""
+    fd = os.open(folder / "normbench-build.flock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
-        if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
-            log.warning("removing a build lock left %.0f s ago by a killed build: %s", time.time() - lock.stat().st_mtime,
-                        lock)
-            lock.unlink()
-    except FileNotFoundError:
-        pass
+        deadline = time.monotonic() + BUILD_WAIT_S
+        while not _locked(fd):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"another process has been building {folder.name} for over {BUILD_WAIT_S:.0f} s")
+            time.sleep(0.2)
+        left = folder / "lock"
+        if left.exists():
+            log.warning("removing a build lock left by a killed build: %s", left)
+            left.unlink(missing_ok=True)
+        yield
+    finally:
+        os.close(fd)  # the flock goes with it
+
+
+def _locked(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def build(source: Path, variant: str | None = None):
@@ -117,16 +156,19 @@ def build(source: Path, variant: str | None = None):
     name = f"normbench_{staged.parent.name}"
     module = _import_built(name, staged.parent)
     if module is None:
-        clear_stale_lock(staged.parent)
-        module = load_extension(name, [str(staged)], extra_cflags=flags(variant), extra_ldflags=["-fopenmp"],
-                                build_directory=str(staged.parent), verbose=False)
+        with build_lock(staged.parent):
+            module = _import_built(name, staged.parent)  # built by the process this one waited for
+            if module is None:
+                module = load_extension(name, [str(staged)], extra_cflags=flags(variant), extra_ldflags=["-fopenmp"],
+                                        build_directory=str(staged.parent), verbose=False)
     return module
 
 
 class Kernel:
     """One C++ source, built for this CPU on first use and at most once per process.
 
-    Where it does not build (no compiler, no ninja, a read-only cache), ``load()`` returns None,
+    Where it does not build (no compiler, no ninja, a read-only cache, no home folder for the cache,
+    another process's build of it still running after ``BUILD_WAIT_S``), ``load()`` returns None,
     ``unavailable`` says why in one line, logged once as "``what`` unavailable, using ``instead``",
     and the caller runs ``instead``. A test stands in for a missing compiler by setting ``module``
     and ``unavailable``.

@@ -32,7 +32,8 @@ class PeakMemory:
         if self.device.type == "cuda":
             return
         try:
-            pages = int(open("/proc/self/statm").read().split()[1])
+            with open("/proc/self/statm") as statm:
+                pages = int(statm.read().split()[1])
             rss = pages * resource.getpagesize() / 2**20
         except (OSError, ValueError, IndexError):  # no /proc (macOS): the process-wide high-water mark
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)

@@ -66,18 +66,23 @@ def recorded_config(old: dict, loggers: tuple[str, ...] = ()) -> dict:
 
 def not_a_run(run_dir: Path) -> str | None:
     """Why ``run_dir`` is no run's folder, said before any file in it is looked for (hostile V03, V04: a folder
-    that does not exist, or a sweep's, was blamed on save_model), or None."""
+    that does not exist, or a sweep's, was blamed on save_model), or None.
+
+    A sweep's runs are its direct subfolders, and a study's sweeps are its (each holding multirun.yaml): an
+    example run is looked for there only, never deeper (hostile X12, X13: ``evaluate /`` searched the whole
+    filesystem's second level for 10 s and offered another user's run)."""
     if not os.path.lexists(run_dir):
         return f"{shown(str(run_dir), 200)} does not exist"
     if not run_dir.is_dir():
         return f"{shown(str(run_dir), 200)} is not a folder"
     if os.path.lexists(run_dir / "summary.json"):
         return None
-    runs = sorted(run_dir.glob("*/summary.json"))[:1] or sorted(run_dir.glob("*/*/summary.json"))[:1]
+    runs = sorted(run_dir.glob("*/summary.json"))[:1] or sorted(
+        run for sweep in sorted(run_dir.glob("*/multirun.yaml")) for run in sweep.parent.glob("*/summary.json"))[:1]
     if runs or (run_dir / "multirun.yaml").exists():
         example = f", e.g. {shown(str(runs[0].parent), 200)}" if runs else ""
         return f"{shown(str(run_dir), 200)} is a sweep's folder, not a run's: give one of its runs{example}"
-    return None
+    return f"{shown(str(run_dir), 200)} holds no summary.json: not a run's folder"
 
 
 def say(tool: str, message: object) -> None:

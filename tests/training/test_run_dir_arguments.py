@@ -36,6 +36,24 @@ def test_a_sweep_folder_is_said_to_be_no_run_and_a_run_is_suggested(name, tmp_pa
 
 
 @pytest.mark.parametrize("name", COMMANDS)
+def test_a_study_folder_suggests_a_run_of_one_of_its_sweeps(name, tmp_path, capsys):
+    write_record(tmp_path / "study" / "selection", "0")
+    (tmp_path / "study" / "selection" / "multirun.yaml").write_text("hydra: {}\n")
+    err = said(name, [str(tmp_path / "study")], capsys)
+    assert "is a sweep's folder, not a run's" in err and str(tmp_path / "study" / "selection" / "0") in err
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_folder_with_runs_only_deeper_inside_is_no_sweep_and_none_is_suggested(name, tmp_path, capsys):
+    """Like `evaluate /` (hostile X12, X13): runs two or three levels down, in folders that are no sweep's,
+    are someone else's; the folder is not searched for them."""
+    write_record(tmp_path / "top" / "tmp", "e6")
+    write_record(tmp_path / "top" / "home" / "user", "run")
+    err = said(name, [str(tmp_path / "top")], capsys)
+    assert err.endswith(f"{str(tmp_path / 'top')!r} holds no summary.json: not a run's folder\n"), err
+
+
+@pytest.mark.parametrize("name", COMMANDS)
 def test_a_file_as_run_dir_is_not_a_folder(name, tmp_path, capsys):
     (tmp_path / "file").write_text("x")
     assert "is not a folder" in said(name, [str(tmp_path / "file")], capsys)
