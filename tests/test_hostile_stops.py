@@ -215,7 +215,7 @@ def test_sighup_of_tune_stops_its_stage_in_one_line(tmp_path):
     out = tmp_path / "t"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HOME": str(tmp_path), "PYTHONPATH": os.getcwd()}
     runner = subprocess.Popen([sys.executable, "-m", "normbench", "tune", "steps=3000", "eval_every=1000",
-                               "task=adding", "task.n_train=64", "lr=0.1,0.01", "--out", str(out)], stdout=subprocess.DEVNULL,
+                               "task=adding", "task.n_train=64", "lr=0.1,0.01,0.001", "--out", str(out)], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     deadline = time.monotonic() + HANG_S
     while not list(out.rglob("summary.json")) and time.monotonic() < deadline and runner.poll() is None:
