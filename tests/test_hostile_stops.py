@@ -255,4 +255,5 @@ def test_a_stop_while_torch_imports_is_one_line(tmp_path):
                           timeout=HANG_S)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert "FakeTensor" not in done.stderr and lines[-1].startswith("normbench: interrupted"), done.stderr
+    # no record yet: not "summaries written" (hostile h14 B10)
+    assert "FakeTensor" not in done.stderr and lines[-1] == "normbench: stopped by SIGTERM", done.stderr
