@@ -65,9 +65,12 @@ def subcommand(name: str, args: list[str]) -> int:
             pass
         return 128 + signum
     finally:
-        from normbench.studies.children import ignore_stops  # torch-free, imported by now
+        try:
+            from normbench.studies.children import ignore_stops  # torch-free, imported by now
 
-        ignore_stops()  # its outcome decided and said: a stop now would only break the exit (Q26, Q23)
+            ignore_stops()  # its outcome decided and said: a stop now would only break the exit (Q26, Q23)
+        except KeyboardInterrupt:  # a second stop while a first cut its import short: the status says it
+            pass
 
 
 def _command(name: str, args: list[str]) -> int:
