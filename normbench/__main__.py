@@ -50,8 +50,33 @@ def subcommand(name: str, args: list[str]) -> int:
         if hasattr(signal, stop):
             signal.signal(getattr(signal, stop), _terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:  # from here on, its first imports included (a Ctrl-C there was a traceback: hostile h14 S06, S15)
+        return _command(name, args)
+    except KeyboardInterrupt as stop:
+        # a handler of the command's own (a run's SIGTERM handler) says which signal it turned into this
+        signum = getattr(stop, "signum", signal.SIGINT)
+        try:  # imported again where the stop cut its first import short
+            from normbench.studies.children import ignore_stops, quiet_half_imported_torch  # torch-free
+
+            ignore_stops()
+            quiet_half_imported_torch()
+            print(f"normbench {name}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second signal: the status says it
+            pass
+        return 128 + signum
+    finally:
+        try:
+            from normbench.studies.children import ignore_stops  # torch-free, imported by now
+
+            ignore_stops()  # its outcome decided and said: a stop now would only break the exit (Q26, Q23)
+        except KeyboardInterrupt:  # a second stop while a first cut its import short: the status says it
+            pass
+
+
+def _command(name: str, args: list[str]) -> int:
+    """Subcommand ``name``'s exit status; a stop (KeyboardInterrupt) is left to the caller."""
     from normbench.checks import ArgumentRefused, stderr_may_fail, to_devnull  # torch-free
-    from normbench.studies.children import ignore_stops, quiet_half_imported_torch  # torch-free
+    from normbench.studies import children  # noqa: F401 (torch-free) in place for subcommand()'s last lines
 
     stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
 
@@ -59,6 +84,10 @@ def subcommand(name: str, args: list[str]) -> int:
         sys.stdout = open(os.devnull, "w")
     out = sys.stdout = _WatchedOutput(sys.stdout)
     try:
+        if name in TAKE_OVERRIDES:
+            from normbench.configuration.config import plain_groups  # torch-free, but Hydra: a second
+
+            args = plain_groups(args)
         module = importlib.import_module(SUBCOMMANDS[name][0])
         try:
             status = module.main(args)
@@ -78,18 +107,7 @@ def subcommand(name: str, args: list[str]) -> int:
         print(f"normbench {name}: cannot write to standard output ({os.strerror(error.errno or errno.EIO)})",
               file=sys.stderr)
         return 1
-    except KeyboardInterrupt as stop:
-        # a handler of the command's own (a run's SIGTERM handler) says which signal it turned into this
-        signum = getattr(stop, "signum", signal.SIGINT)
-        try:
-            ignore_stops()
-            quiet_half_imported_torch()
-            print(f"normbench {name}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
-        except (OSError, KeyboardInterrupt):  # nowhere to say it, or a second signal: the status says it
-            pass
-        return 128 + signum
     finally:
-        ignore_stops()  # its outcome decided and said: a stop now would only break the exit (Q26, Q23)
         if sys.stdout is out:
             sys.stdout = out._stream
 
@@ -174,10 +192,6 @@ def _stopped(signum, frame):
 def forward(name: str, args: list[str]) -> None:
     """Runs subcommand ``name``: ``normbench NAME ARGS``, and ``python -m normbench.NAME ARGS``, the previous
     release's spelling, which scripts still use (normbench/NAME.py, or the package's __main__.py)."""
-    if name in TAKE_OVERRIDES:
-        from normbench.configuration.config import plain_groups  # torch-free
-
-        args = plain_groups(args)
     sys.exit(subcommand(name, args))
 
 

@@ -867,7 +867,7 @@ def test_a_budget_shorter_than_the_pilot_stops_it_in_one_line(tmp_path, monkeypa
     real_start = children.start
     monkeypatch.setattr(children, "start", lambda command, env=None: real_start([sys.executable, "-c", SLEEPER], env))
     started = time.monotonic()
-    assert study.main(["norm=ln", "--out", str(tmp_path / "out"), "--budget", "1s"]) == 1
+    assert study.main(["norm=ln,rms", "--out", str(tmp_path / "out"), "--budget", "1s"]) == 1
     err = capsys.readouterr().err
     assert "ran out during round 1" in err and err.count("\n") == 1 and time.monotonic() - started < 20
     assert not (tmp_path / "out" / "sequential.json").exists()

@@ -295,6 +295,8 @@ def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
                 return found
             continue
         allowed = _JSON_TYPES.get(str(item.type))
+        if value is None and str(item.type) in ("float", "int"):  # NaN, ±Infinity and 1e999 read as null
+            return f"{key} is not a finite number"  # (hostile h14 R06: "config.lr is not of type float" for NaN)
         if allowed and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
             return f"{key} is not of type {item.type}"
     return None

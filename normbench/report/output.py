@@ -113,6 +113,11 @@ class ReportOutput:
         written = self._read_manifest()
         staged = sorted(_relative_files(self.staging))
         conflicts = [rel for rel in staged if not self._replaceable(rel, written)]
+        blocked = next(filter(None, (in_the_way(self.out, rel) for rel in conflicts)), None)
+        if blocked is not None:  # not the files under it: a link's target may hold none of them (hostile h14 V09)
+            what = "is a symbolic link" if blocked.is_symlink() else "exists and is not a folder"
+            raise OutputError(f"{blocked} {what}, where the report puts a folder of its own; move it away or "
+                              f"choose another --out (nothing was written)")
         if conflicts:
             first = self.out / conflicts[0]
             more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
@@ -160,13 +165,21 @@ def read_manifest(path: Path, schema: str, what: str) -> dict[str, str]:
     return {rel: digest for rel, digest in files.items() if _plain_relative(rel) and inside(out, rel)}
 
 
+def in_the_way(out: Path, rel: str) -> Path | None:
+    """The first folder on ``rel``'s way inside ``out`` (e.g. figures/) that is a link or not a folder, or None:
+    each must be a real folder, or nothing yet."""
+    for parent in reversed(Path(rel).parents[:-1]):
+        folder = out / parent
+        if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
+            return folder
+    return None
+
+
 def replaceable(out: Path, rel: str, written: dict[str, str]) -> bool:
     """Free to write: nothing there yet, or the very file an earlier writer listed in ``written``, unchanged."""
     target = out / rel
-    for parent in reversed(Path(rel).parents[:-1]):  # e.g. figures/: a real folder, or nothing yet
-        folder = out / parent
-        if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
-            return False
+    if in_the_way(out, rel) is not None:
+        return False
     if not os.path.lexists(target):
         return True
     return rel in written and _holds(target, written[rel])

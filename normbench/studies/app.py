@@ -187,6 +187,7 @@ class Job:
         self.unwritable: str | None = None
         self.single: dict | None = None
         self.secrets: list[str] = []  # the values read from the environment by any job so far (node_secrets)
+        self.run_dirs: list[Path] = []  # the folders of the jobs run in this process, each told to execute
 
     def __call__(self, node: DictConfig) -> float:
         called = time.time()
@@ -230,6 +231,7 @@ class Job:
         from normbench.training.run import execute
 
         ready = time.time()
+        self.run_dirs.append(run_dir)
         environment.share_in(Path(hc.sweep.dir) if multirun else None)
         try:
             summary = execute(node, run_dir, _as_typed(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
@@ -302,6 +304,26 @@ class _MaskedOutput(_KeptOutput):
             self._put(masked(self._line, self._secrets))
             self._line = ""
         self._put(None)
+
+
+def stop_line(signum: int | None, summaries_written: bool) -> str:
+    """The line a stopped run or sweep ends with (``signum`` None: Ctrl-C). "summaries written" only where a
+    record was (hostile h14 B10: said for a sweep stopped before its first record); else the line of a
+    stop during the imports (normbench/__main__.py)."""
+    if summaries_written:
+        return f"normbench: interrupted{f' by {signal.Signals(signum).name}' if signum else ''}; summaries written"
+    return f"normbench: stopped by {signal.Signals(signum or signal.SIGINT).name}"
+
+
+def written_since(began: float, folders: list[Path | None]) -> bool:
+    """Whether a record (summary.json) in one of ``folders`` (None: none) or a job folder right under one was
+    written since ``began``: by this command, a run's interrupted record included."""
+    for folder in filter(None, folders):
+        for summary in [folder / "summary.json", *folder.glob("*/summary.json")]:
+            with contextlib.suppress(OSError):
+                if summary.is_file() and summary.stat().st_mtime >= began:
+                    return True
+    return False
 
 
 def _stop(signum, frame):
@@ -525,6 +547,7 @@ def main(from_process_start: bool = False) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; we print one line instead of its report
     _bound_hydra_lines()
     job = Job(ends_process=from_process_start)
+    began = time.time()  # a record written since is this command's (a stop's line says so)
     refused = outside_code(sys.argv)
     if refused:
         _say(f"error: {refused}")
@@ -581,9 +604,9 @@ def main(from_process_start: bool = False) -> None:
         children.ignore_stops()
         children.quiet_half_imported_torch()
         signum = getattr(stop, "signum", None)
-        by = f" by {signal.Signals(signum).name}" if signum else ""
         if not children.runner_says_stops():  # a study's or tune's round: their line is the one (S19)
-            print(f"normbench: interrupted{by}; summaries written", file=sys.stderr)
+            written = written_since(began, [*job.run_dirs, hydra_files.SWEEP_DIR])
+            print(stop_line(signum, written), file=sys.stderr)
         sys.exit(128 + (signum or signal.SIGINT))  # as every subcommand's stop: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
     finally:
         _unmark_stopping()

@@ -9,13 +9,13 @@ records as it does any SIGTERM. Elsewhere the child starts as before, without it
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+import functools
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 CTRL_C_GRACE_S = 5.0  # a Ctrl-C in a terminal reaches the child too: it gets this long to stop by itself
 STOP_WAIT_S = 60.0    # then the signal is passed on, and after this long the child is killed
@@ -39,22 +39,24 @@ def raise_stopped(signum, frame) -> None:
     raise Stopped(signum)
 
 
+@functools.cache
 def _libc():
+    """The C library, loaded on the first child's start, in the runner: preexec_fn runs between fork and exec,
+    where loading a library is unsafe. Not at import, and not by ctypes.util.find_library, which forks
+    ldconfig: a subcommand's Ctrl-C in its first tenth of a second landed there (hostile h14 B4)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return ctypes.CDLL(None, use_errno=True)  # the process's own symbols, the C library's prctl among them
     except OSError:
         return None
 
 
-_LIBC = _libc()  # loaded here: preexec_fn runs between fork and exec, where loading a library is unsafe
-
-
-def _die_with_parent() -> None:
+def _die_with_parent(libc) -> Callable[[], None]:
     """preexec_fn of every child: SIGTERM when the runner dies, however it dies (Linux only)."""
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    return lambda: libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def ignore_stops() -> None:
@@ -212,7 +214,8 @@ def _stop(child: subprocess.Popen, signum: int | None, grace: float) -> None:
 def start(command: list[str], env: dict | None = None) -> subprocess.Popen:
     """``command`` as a child that dies with the runner (Linux), and leaves the line a stop ends with to it."""
     env = {**(os.environ if env is None else env), RUNNER_SAYS_STOPS_ENV: "1"}
-    return subprocess.Popen(command, env=env, preexec_fn=_die_with_parent if _LIBC is not None else None)
+    libc = _libc()
+    return subprocess.Popen(command, env=env, preexec_fn=_die_with_parent(libc) if libc is not None else None)
 
 
 def _elsewhere(arg: str) -> bool:

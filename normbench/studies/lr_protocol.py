@@ -16,7 +16,8 @@ whose sweep (file or command line) gives ``lr`` several values is **tuned**, one
    writes them) on the verdict seeds 0, 1, ... (``role=evaluation``), disjoint from the selection
    seeds; the looks, the report's answers and the claims read these runs only.
 
-A grid needs at least MIN_GRID values: two cannot tell an arm's best lr from an edge of its range.
+A grid needs at least MIN_GRID values (tune.small_grid, tune's own rule): two cannot tell an arm's best lr from an
+edge of its range.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from pathlib import Path
 
 from normbench.analysis.lr_protocol import PROTOCOLS
 from normbench.checks import ConfigError
-from normbench.studies.tune import hydra_quoted, passthrough, runnable_lrs, write_arms
+from normbench.studies.tune import MIN_GRID, hydra_quoted, passthrough, runnable_lrs, small_grid, write_arms
 
 SELECTION_SEEDS = (1000, 1001)  # apart from the verdict seeds (0 to the runner's MAX_SEEDS - 1) and pilots (100+)
-MIN_GRID = 3
 _HEADER = re.compile(r"#\s*lr protocol:\s*([a-z]+)\s*(?::\s*(.*))?$", re.IGNORECASE)
 _HEADER_LINES = 80  # the header is the file's opening comment block
 _WHY_CHARS = 300
@@ -79,10 +79,9 @@ def resolve(overrides: list[str], params: dict[str, str] | None, sweep_file: Pat
     except ConfigError as error:
         raise ProtocolError(str(error)) from None
     kind, why = said if said else ("tuned" if len(grid) > 1 else "shared", "")
-    if kind == "tuned" and len(grid) < MIN_GRID:
-        raise ProtocolError(f"tuning each arm's lr needs an lr grid of at least {MIN_GRID} values (lr=a,b,c), got "
-                            f"{len(grid) or 'none'}; or declare '# lr protocol: swept' in the sweep file to compare "
-                            f"the lrs as arms")
+    too_few = small_grid(grid) if kind == "tuned" else None
+    if too_few:
+        raise ProtocolError(f"{too_few}; or declare '# lr protocol: swept' in the sweep file to compare the lrs as arms")
     if kind in ("fixed", "shared") and len(grid) > 1:
         raise ProtocolError(f"the sweep declares its lr {kind} but runs {len(grid)} lrs; give one lr")
     return LrPlan(kind, grid, why)

@@ -209,16 +209,17 @@ def study_of(overrides: list[str]) -> dict:
         raise StudyArgumentError(f"an override cannot be parsed: {' '.join(str(error).split())[:300]}") from None
 
 
-def arm_count(overrides: list[str]) -> int | None:
+def arm_count(overrides: list[str], not_arms: tuple[str, ...] = ()) -> int | None:
     """The arms one comparison of these rounds holds: the product of the swept value lists (the sweep
     file's and the command line's comma lists), tasks and seeds left out (a comparison is one task;
-    seeds are the rounds). None when a swept value is not a plain comma list (range(), glob())."""
+    seeds are the rounds), and the keys ``not_arms`` (a tuned study's lr: each arm's is chosen). None when
+    a swept value is not a plain comma list (range(), glob())."""
     _, params, _ = _sweep_params(overrides)
     swept = dict(params or {})
     swept.update(o.lstrip("+~").split("=", 1) for o in overrides if "=" in o and "," in o.split("=", 1)[1])
     count = 1
     for key, value in swept.items():
-        if key == "seed" or key == "task" or key.startswith(("task.", "hydra")):
+        if key in ("seed", "task", *not_arms) or key.startswith(("task.", "hydra")):
             continue
         if "(" in value:
             return None
@@ -386,8 +387,11 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     lr = lr_plan(asked)
     study = lr.stamp(study_of(asked))  # where its jobs run is not the question: a launcher changes no study id
     check_config(asked)
+    arms = arm_count(asked, ("lr",) if lr.kind == "tuned" else ())
+    if arms == 1:  # its rounds would run, then answer "nothing compared" (hostile h14 P37)
+        raise StudyArgumentError("a study needs two arms or more to compare, and these overrides give one: sweep a "
+                                 "setting (e.g. norm=ln,rms) or name a sweep file (+sweep=NAME)")
     children.say_sweep_dir_ignored("normbench.study", overrides, out)
-    arms = arm_count(asked)
     if arms is not None:  # before any run: what the planned seeds can show about an arm with a failed run
         from normbench.analysis.ranking import plan_line
 

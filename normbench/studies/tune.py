@@ -47,6 +47,7 @@ from normbench.studies.children import hydra_quoted
 from normbench.studies.composed import check_jobs
 
 EVALUATION_SEEDS = (100, 101, 102)  # far from the sweep file's selection seeds (0, 1)
+MIN_GRID = 3  # lrs to tune on: two cannot tell an arm's best lr from an edge of its range
 MAX_SEEDS = 1_000  # as normbench.studies.study's --max-seeds: beyond it a seed list is a typo, not a plan
 GROUPS = {"task": "name", "model": "family", "norm": "kind", "placement": "name", "precision": "dtype",
           "optim": "name"}  # config group -> the field naming the option that was chosen
@@ -209,6 +210,15 @@ def runnable_lrs(overrides: list[str], params: dict[str, str] | None) -> tuple[f
     return grid
 
 
+def small_grid(grid: tuple[float, ...]) -> str | None:
+    """The one line refusing a grid of fewer than MIN_GRID lrs to tune on (tune, and a study's tuned protocol
+    in normbench/studies/lr_protocol.py), or None when it has enough."""
+    if len(grid) >= MIN_GRID:
+        return None
+    got = f"lr={','.join(f'{lr:g}' for lr in grid)}" if grid else "none"
+    return f"tuning each arm's lr needs an lr grid of at least {MIN_GRID} values (lr=a,b,c), got {got}"
+
+
 def planned_selection_seeds(overrides: list[str], limit: int = 100_000) -> set[int]:
     """The seeds the selection stage will run, known before it runs: a ``seed=...`` the user gave, else
     the tuned sweep file's (its first ``limit`` values), so that an evaluation seed among them is refused
@@ -301,7 +311,7 @@ def _tune(argv: list[str] | None) -> int:
     if found is not None:
         parser.error(f"{found}; tune writes only into folders it makes: move it away or choose another --out")
     try:  # every lr of the grid runnable, and some job's config, before any run (N022, P116, P117, T18)
-        runnable_lrs(args.overrides, tuned_params())
+        grid = runnable_lrs(args.overrides, tuned_params())
         check_jobs(["+sweep=tuned", *args.overrides], tuned_params())
     except ConfigError as error:
         parser.error(str(error))
@@ -316,6 +326,9 @@ def _tune(argv: list[str] | None) -> int:
                                     "seeds, compared on fresh evaluation seeds (DeepOBS / AlgoPerf protocol).")
     except Exception as error:  # Hydra's override grammar refused one (hostile T06, T12): the user's input
         parser.error(f"an override cannot be parsed: {' '.join(str(error).split())[:300]}")
+    too_few = small_grid(grid)  # after the overrides parse: an lr Hydra cannot read gives no grid
+    if too_few:  # its selection stage ran for nothing, then "no lr chosen", exit 1 (hostile h14 E36)
+        parser.error(too_few)
     children.say_sweep_dir_ignored("normbench.tune", args.overrides, out)  # every refusal above is its one line
     os.environ[study_info.STUDY_ENV_VAR] = json.dumps(study)
     code = _normbench(children.into_folder(["-m", "+sweep=tuned", *args.overrides, "role=selection", "resume=true",

@@ -97,6 +97,8 @@ def test_an_integer_python_cannot_read_is_one_line(tmp_path):
     with pytest.raises(ClaimFileError, match="not a claim file's YAML") as error:
         read_file(huge)
     assert "\n" not in str(error.value)
+    # hostile h14 B14 (K10): Python's own line, its advice to call sys.set_int_max_str_digits() cut mid-word
+    assert str(error.value) == f"{huge}: not a claim file's YAML: a number has more than 4300 digits"
 
 
 def test_a_nesting_past_the_parsers_recursion_is_one_line(tmp_path):

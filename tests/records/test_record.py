@@ -106,3 +106,18 @@ def test_config_hash_ignores_harness_keys_only():
     base = {"seed": 0, "lr": 0.1, "threads": 1, "progress": True}
     assert config_hash(base) == config_hash({**base, "threads": 8, "progress": False})
     assert config_hash(base) != config_hash({**base, "seed": 1})
+
+
+@pytest.mark.parametrize("text, why", [
+    ("NaN", "config.lr is not a finite number"), ("Infinity", "config.lr is not a finite number"),
+    ("-Infinity", "config.lr is not a finite number"), ("1e999", "config.lr is not a finite number"),
+    ('"0.1"', "config.lr is not of type float"),
+])
+def test_a_float_setting_that_is_not_a_finite_number_is_named_as_such(tmp_path, text, why):
+    """Hostile h14 B13 (R06): a record with lr NaN was set aside as "config.lr is not of type float"."""
+    path = tmp_path / "summary.json"
+    path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", "config": {{"lr": {text}, "seed": 1}}}}')
+    found = read_summary(path)
+    assert isinstance(found, SetAside) and found.why == why
+    path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", "config": {{"lr": 0.1, "seed": NaN}}}}')
+    assert read_summary(path).why == "config.seed is not a finite number"

@@ -108,3 +108,20 @@ def test_out_that_cannot_take_the_report_is_one_line_and_exit_2(tmp_path, sweep,
     assert len(lines) == 1 and lines[0].startswith("normbench.report: ") and "Traceback" not in result.stderr
     assert str(out) in lines[0]
     assert a_file.read_text() == "x"
+
+
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_a_figures_folder_that_is_a_link_or_a_file_is_named_as_such(tmp_path, sweep, kind):
+    """Hostile h14 B12 (V09): with out/figures a link to the user's folder, the line named figures that
+    were not there ("out/figures/curves_val_vs_seconds.png exists and was not written ... (and 9 more)")."""
+    out, users = tmp_path / "out", tmp_path / "users"
+    out.mkdir()
+    users.mkdir()
+    (users / "notes.txt").write_text("keep")
+    (out / "figures").symlink_to(users) if kind == "link" else (out / "figures").write_text("mine")
+    what = "is a symbolic link" if kind == "link" else "exists and is not a folder"
+    with pytest.raises(OutputNotWritable) as refused:
+        build_report([sweep], out)
+    assert str(refused.value).startswith(f"{out / 'figures'} {what}, where the report puts a folder of its own")
+    assert ".png" not in str(refused.value)
+    assert snapshot(users) == {"notes.txt": b"keep"} and sorted(p.name for p in out.iterdir()) == ["figures"]

@@ -153,3 +153,30 @@ def test_device_cuda_n_names_one_gpu_and_an_index_the_host_lacks_is_refused(monk
     assert resolve_device("auto", job_num=3) == torch.device("cuda", 1)     # round-robin without a name
     with pytest.raises(ConfigError, match=r"device=cuda:2 but this host has 2 CUDA device\(s\): cuda:0..cuda:1"):
         resolve_device("cuda:2")
+
+
+def test_a_stop_says_summaries_written_only_where_a_record_was_written_since_the_start(tmp_path):
+    """Hostile h14 B10 (G05, G14): a sweep stopped before its first record said "summaries written"."""
+    import signal
+    import time
+
+    from normbench.studies.app import stop_line, written_since
+
+    assert stop_line(signal.SIGTERM, False) == "normbench: stopped by SIGTERM"
+    assert stop_line(None, False) == "normbench: stopped by SIGINT"
+    assert stop_line(signal.SIGHUP, True) == "normbench: interrupted by SIGHUP; summaries written"
+    assert stop_line(None, True) == "normbench: interrupted; summaries written"
+
+    sweep, old = tmp_path / "sweep", tmp_path / "sweep" / "0" / "summary.json"
+    (sweep / "1").mkdir(parents=True)
+    old.parent.mkdir()
+    old.write_text("{}")
+    os.utime(old, (time.time() - 60, time.time() - 60))  # a record of an earlier sweep, resumed now
+    began = time.time() - 1
+    assert not written_since(began, [sweep, None]) and not written_since(began, [])
+    (sweep / "1" / "summary.json").write_text("{}")
+    assert written_since(began, [None, sweep])
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text("{}")
+    assert written_since(began, [run])

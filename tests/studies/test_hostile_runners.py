@@ -36,7 +36,7 @@ def test_a_study_round_sweeps_only_into_its_own_folder(tmp_path, monkeypatch):
     ran = []
     monkeypatch.setattr(children, "run", lambda command, **kw: ran.append(command) or 2)
     monkeypatch.setattr(study, "check_config", lambda overrides: None)
-    study.main(["--out", str(tmp_path / "out"), "norm=ln", f"hydra.sweep.dir={tmp_path / 'elsewhere'}"])
+    study.main(["--out", str(tmp_path / "out"), "norm=ln,rms", f"hydra.sweep.dir={tmp_path / 'elsewhere'}"])
     assert [sweep_dirs(command) for command in ran] == [[f"'{Path(tmp_path / 'out' / 'round-1')}'"]]
 
 
@@ -90,7 +90,7 @@ def test_a_tuned_study_finds_a_planted_arms_link_before_any_run(tmp_path, monkey
 def test_a_round_refused_by_its_child_is_its_one_line_and_exit_2(tuned, tmp_path, capfd):
     # N017/N065/P105: the child's line, then the study's own "round 1 did not run (exit 2)"; a tuned
     # study's selection refused that way ended with exit 1
-    assert study.main(["--out", str(tmp_path / "out"), "norm=bogus", *tuned]) == 2
+    assert study.main(["--out", str(tmp_path / "out"), "norm=bogus,ln", *tuned]) == 2  # two arms: a study
     err = capfd.readouterr().err
     assert err.count("\n") == 1 and "Could not find 'norm/bogus'" in err, err
 

@@ -152,3 +152,19 @@ def test_the_plan_counts_arms_to_say_what_its_seeds_can_show_before_running():
     assert arm_count(["norm=ln,bn,none", "placement=pre,post", "seed=0,1,2", "task=copy,adding"]) == 6
     assert arm_count(["norm=ln", "lr=0.1"]) == 1
     assert arm_count(["norm=ln,bn", "lr=range(1,3)"]) is None  # not a plain list: no line rather than a wrong one
+
+
+@pytest.mark.parametrize("overrides", [
+    ["steps=2", "eval_every=1", "task=adding", "task.n_train=64"],   # P37: no +sweep=, nothing swept
+    ["norm=ln", "task=adding,copy"],                                 # a comparison is one task: tasks are not arms
+    ["norm=ln", "lr=0.001,0.01,0.1"],                                 # tuned: the lr is chosen per arm, not an arm
+])
+def test_a_study_of_one_arm_is_refused_before_any_round(overrides, tmp_path, monkeypatch, capsys):
+    """Hostile h14 B8: three seeds ran for 40 s, then "nothing compared ... a study needs two arms", exit 0."""
+    from normbench.studies import study
+
+    monkeypatch.setattr(study, "_normbench", lambda *a, **k: pytest.fail("a round ran"))
+    assert study.main(["--out", str(tmp_path / "s"), *overrides]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("normbench.study: a study needs two arms or more") and err.count("\n") == 1, err
+    assert not any((tmp_path / "s").iterdir())  # the folder --out names is made before, as for any refusal there

@@ -58,8 +58,8 @@ def test_a_study_runs_its_rounds_through_submitit(tmp_path):
 def test_tune_runs_both_stages_through_submitit(tmp_path):
     out = tmp_path / "tune"
     result = _run("normbench.studies.tune", "--out", str(out), "--evaluation-seeds", "100,101",
-                  "hydra/launcher=submitit_local", "norm=ln", "lr=0.003,0.01",
+                  "hydra/launcher=submitit_local", "norm=ln", "lr=0.003,0.01,0.03",
                   *TINY)
     assert result.returncode == 0, result.stderr[-2000:]
     assert (out / "selection" / ".submitit").is_dir() and (out / "evaluation" / ".submitit").is_dir()
-    assert len(_records(out / "selection")) == 4 and len(_records(out / "evaluation")) == 2
+    assert len(_records(out / "selection")) == 6 and len(_records(out / "evaluation")) == 2

@@ -103,3 +103,19 @@ def test_an_override_hydra_cannot_parse_is_one_line_before_any_stage(override, t
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "cannot be parsed" in err and len(err.splitlines()) == 1, err
     assert not stages and not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("lrs, got", [("lr=0.1", "got lr=0.1"), ("lr=0.1,0.01", "got lr=0.01,0.1")])
+def test_a_grid_of_fewer_than_three_lrs_is_refused_before_the_selection(lrs, got, tmp_path, monkeypatch, capsys):
+    """Hostile h14 B7 (E36, P50): tune ran its selection stage on one lr (or two), then ended with exit 1 and
+    "no lr chosen"; a study's tuned protocol refuses such a grid up front, by the same rule (tune.small_grid)."""
+    from normbench.studies import lr_protocol, tune
+
+    monkeypatch.setattr(tune, "_normbench", lambda args: pytest.fail("a stage ran"))
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--out", str(tmp_path / "t"), "steps=2", "task=adding", lrs])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.splitlines()) == 1, err
+    assert f"an lr grid of at least {lr_protocol.MIN_GRID} values (lr=a,b,c), {got}" in err
+    assert not (tmp_path / "t").exists()
+    assert tune.small_grid((0.001, 0.01, 0.1)) is None

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 from typing import Callable
@@ -398,6 +399,14 @@ def _shown(path: Path) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def _unbuilt(error: ValueError) -> str:
+    """Why PyYAML could not build a value, as one short phrase: Python's own line on a long integer ends in
+    advice to a programmer (sys.set_int_max_str_digits), which was then cut mid-word (hostile h14 K10)."""
+    if "integer string conversion" in str(error):
+        return f"a number has more than {getattr(sys, 'get_int_max_str_digits', lambda: 4300)()} digits"
+    return " ".join(str(error).split())[:120]
+
+
 def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
     where = _shown(path)
     try:
@@ -417,7 +426,7 @@ def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
     except RecursionError:  # PyYAML's parser recurses once per nesting level: 5,000 "[" overflow it
         raise ClaimFileError(f"{where}: nested deeper than YAML can be read here; a claim is a short, flat file") from None
     except ValueError as error:  # a value PyYAML cannot build: an integer past Python's 4300 digits
-        raise ClaimFileError(f"{where}: not a claim file's YAML: {' '.join(str(error).split())[:120]}") from None
+        raise ClaimFileError(f"{where}: not a claim file's YAML: {_unbuilt(error)}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         at = f" (line {mark.line + 1})" if mark is not None else ""
