@@ -67,9 +67,11 @@ def test_post_placement_bn_pools_batch_times_length_so_the_check_above_can_fail(
 
 
 def test_batch_size_and_varlen_arms_each_get_their_own_lr():
-    for sweep in ("small_batch_bn", "ln_vs_bn_varlen"):
+    # each grid widened past the ends the example's arms chose (an lr at an end of its grid is not known best)
+    for sweep, grid in (("small_batch_bn", (0.0003, 0.001, 0.003, 0.01, 0.03)),
+                        ("ln_vs_bn_varlen", (0.001, 0.003, 0.01, 0.03))):
         plan = lr_plan([f"+sweep={sweep}"])
-        assert plan.kind == "tuned" and plan.grid == (0.001, 0.003, 0.01)
+        assert plan.kind == "tuned" and plan.grid == grid
 
 
 def _varlen_levels(compose) -> list[int]:
