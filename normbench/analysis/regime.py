@@ -443,14 +443,16 @@ def _counts(values: pd.Series) -> tuple[float, float] | None:
 
 
 def scale(runs: pd.DataFrame) -> dict:
-    """What the runs were measured at: {"parameters", "steps", "examples"}: (min, max) or None when not
-    recorded; "device": the devices' names, sorted."""
+    """What the runs were measured at: {"parameters", "steps", "examples", "length"} (the task's sequence
+    length): (min, max) or None when not recorded; "tasks" and "device": their names, sorted."""
     steps = pd.to_numeric(runs["axes.steps"], errors="coerce") if "axes.steps" in runs else pd.Series(dtype=float)
     batch = pd.to_numeric(runs["axes.batch_size"], errors="coerce") if "axes.batch_size" in runs else pd.Series(dtype=float)
     devices = sorted({str(d) for d in runs["environment.device"].dropna()}) if "environment.device" in runs else []
+    length = pd.to_numeric(runs["task.seq_len"], errors="coerce") if "task.seq_len" in runs else pd.Series(dtype=float)
     return {"parameters": _counts(runs["parameters"]) if "parameters" in runs else None,
             "steps": _counts(steps), "examples": _counts(steps * batch) if len(batch) else None,
-            "device": devices}
+            "tasks": sorted({str(t) for t in runs["task.name"].dropna()}) if "task.name" in runs else [],
+            "length": _counts(length) if length.notna().any() else None, "device": devices}
 
 
 def _compact(x: float) -> str:
@@ -468,8 +470,13 @@ def _span(found: tuple[float, float] | None, words: str) -> str:
 
 
 def scale_text(runs: pd.DataFrame) -> str:
-    """"measured at 52k parameters, 600 steps, 19.2k examples, CPU; a verdict about this scale, not the paper's"."""
+    """"measured at 52k parameters, 600 steps, 19.2k examples, adding at sequence length 64, CPU; a verdict about
+    this scale, not the paper's" (the task and its length where the records say)."""
     found = scale(runs)
     device = "/".join(d.upper() if d in ("cpu", "cuda", "mps") else d for d in found["device"]) or "device not recorded"
+    task = "/".join(found["tasks"])  # the task and its sequence length: what a paper's setup differs in first
+    if task and found["length"] is not None:
+        task += f" at sequence length {_span(found['length'], '').strip()}"
     return (f"measured at {_span(found['parameters'], 'parameters')}, {_span(found['steps'], 'steps')}, "
-            f"{_span(found['examples'], 'examples')}, {device}; a verdict about this scale, not the paper's")
+            f"{_span(found['examples'], 'examples')}, " + (f"{task}, " if task else "")
+            + f"{device}; a verdict about this scale, not the paper's")

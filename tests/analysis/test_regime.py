@@ -59,6 +59,15 @@ def test_every_arm_at_ceiling_is_not_testable_for_every_score_part(runs_of):
     assert "0.01 × chance" in mse.parts[0].note
 
 
+def test_the_scale_names_the_task_and_its_sequence_length(runs_of):
+    """bn_gamma_small_flow's "what differs" named parameters, steps and examples, not that the runs were the adding
+    task at length 64 where the paper's were sequential MNIST at 784 steps (referee, issue 45)."""
+    found = runs_of(*rows(0.60, 0.50)).assign(**{"task.name": "adding", "task.seq_len": 64})
+    assert ", adding at sequence length 64, CPU;" in regime.scale_text(found)
+    found.loc[found.index[:2], ["task.name", "task.seq_len"]] = ["fortunes_lm", 32]
+    assert ", adding/fortunes_lm at sequence length 32–64, CPU;" in regime.scale_text(found)
+
+
 def test_a_failed_run_keeps_the_ceiling_testable(runs_of):
     """All finished runs at 0.995, but one of bn's diverged: the divergence rate can still tell them apart."""
     crafted = rows(0.995, 0.998, spread=0.001)
@@ -70,8 +79,8 @@ def test_a_failed_run_keeps_the_ceiling_testable(runs_of):
 def test_the_learnable_middle_is_not_gated_and_states_its_scale(runs_of):
     verdict = judge(SCORES, runs_of(*rows(0.60, 0.50)))
     assert [p.status for p in verdict.parts][0] == SUPPORTED and NOT_TESTABLE not in [p.status for p in verdict.parts]
-    assert verdict.scale == ("measured at parameters not recorded, 100 steps, 3.2k examples, CPU; a verdict about this "
-                             "scale, not the paper's")
+    assert verdict.scale == ("measured at parameters not recorded, 100 steps, 3.2k examples, copy, CPU; a verdict about "
+                             "this scale, not the paper's")
     assert verdict.explanation.endswith(f"Scale: {verdict.scale}.")
 
 
@@ -138,7 +147,7 @@ def test_scale_reads_the_records_parameter_count(runs_of):
         summaries.append(RunRecord(Path(f"/runs/{i}"), {**summary, "parameters": params}))
     runs = runs_frame(summaries)
     assert regime.scale(runs)["parameters"] == (52_000, 210_000)
-    assert regime.scale_text(runs) == ("measured at 52k–210k parameters, 600 steps, 19.2k examples, CPU; a verdict "
+    assert regime.scale_text(runs) == ("measured at 52k–210k parameters, 600 steps, 19.2k examples, copy, CPU; a verdict "
                                        "about this scale, not the paper's")
 
 
