@@ -460,7 +460,10 @@ CLAIMS: list[Claim] = [
                  "gradient flow through time: the signed fitted log10(‖∂L/∂h_start‖ / ‖∂L/∂h_T‖) at initialization "
                  "over the window past the input's constant prefix (the same measure as bn_gamma_small_flow). It "
                  "reads stability only where the unnormalized cell's gradient vanishes going back (a regime "
-                 "predicate); the largest gradient norm and kurtosis no longer decide.",
+                 "predicate); the largest gradient norm and kurtosis no longer decide. The flow is read at the runs' own "
+                 "recurrent init (model.recurrent_init, named in each arm's settings): PyTorch's uniform init by "
+                 "default, where an orthogonal one (gamma_flow's, Cooijmans et al.'s) starts the unnormalized cell "
+                 "closer to norm-preserving, so the gap may be smaller there.",
           quote="In a standard RNN, there is a tendency for the average magnitude of the summed inputs to the "
                 "recurrent units to either grow or shrink at every time-step, leading to exploding or vanishing "
                 "gradients. In a layer normalized RNN, the normalization terms make it invariant to re-scaling all "
