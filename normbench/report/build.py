@@ -17,6 +17,7 @@ from typing import Iterable
 import pandas as pd
 
 from normbench.analysis import result as study_result
+from normbench.analysis.claims.vocabulary import describe
 from normbench.analysis.result import METHOD, StudyResult, shown_status
 from normbench.checks import one_line
 from normbench.records.metrics import TIMING_NOISY
@@ -202,13 +203,20 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
     sections.fit_page(out_sections, _page_bytes(context["staging"]))
     notes = sections.written_once(out_sections)
     lines = synthesis.synthesis(summary, runs, out_sections, result) if not summary.empty else []
-    unjudged = [(c.id, c.explanation, _sweep_commands(c.id)) for c in context["claims"] if c.status == "not applicable"]
+    specs = {r.claim.id: r.claim for r in result.claims}
+    unjudged = [(c.id, _needs(specs[c.id]), _sweep_commands(c.id))
+                for c in context["claims"] if c.status == "not applicable" and c.id in specs]
     return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
             "recommend": synthesis.recommendation_table(lines),
             "memory": _memory_table(runs), "unjudged": unjudged,
             "gradient_table": context["gradients"]["table"],
             "glossary": [*context["reproduce"]["glossary"], *figures.GLOSSARY.items()],
             "make_sh": (out / "make.sh").is_file(), "legend_rules": LEGEND_RULES}
+
+
+def _needs(claim) -> str:
+    """The arms a claim compares, each as its selector reads (what a study must run for it to be judged)."""
+    return "needs " + "; ".join(f"{name} ({describe(selector)})" for name, selector in claim.arms.items()) + "."
 
 
 def _sweep_commands(claim_id: str) -> list[str]:
