@@ -344,3 +344,5 @@ def test_a_claim_the_runs_cannot_judge_names_the_arms_it_needs_and_the_sweep_tha
     for text in (report["md"], report["html"]):
         entry = text[text.index("dropout_after_norm needs after norm (norm=bn, model.dropout_at=after_norm)"):][:2000]
         assert "+sweep=dropout_placement" in entry.split("deepnorm_trains_deep")[0]
+    line = next(line for line in report["md"].splitlines() if "dropout_after_norm needs" in line)
+    assert line.startswith("- dropout_after_norm needs") and line.count(" needs ") == 1, line  # one claim a line
