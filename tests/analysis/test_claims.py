@@ -1498,3 +1498,16 @@ def test_rms_speed_on_a_cpu_is_not_the_papers_question(runs_of):
     verdict = rms_faster_than_ln(runs_of(*speed_runs(rms_ms=10, ln_ms=12, device="cpu")))
     assert statuses(verdict)[:2] == [NOT_TESTABLE, NOT_TESTABLE], verdict.explanation
     assert "cuda at fp32" in verdict.parts[0].note and verdict.parts[2].status == SUPPORTED
+
+
+def test_a_gated_part_makes_the_claim_not_testable_whatever_its_other_parts_read():
+    """rms_faster_than_ln in the example: both speed parts gated (CPU timings, the paper's GPUs), the accuracy
+    part inconclusive; the claim read "inconclusive (≈5 seeds would decide)", though no seeds could support
+    it here (referee, issue 45). Only a contradicted part still decides a claim beside a gated one."""
+    from normbench.analysis.claims.engine import claim_status
+
+    assert claim_status([NOT_TESTABLE, NOT_TESTABLE, INCONCLUSIVE]) == NOT_TESTABLE
+    assert claim_status([SUPPORTED, NOT_TESTABLE]) == NOT_TESTABLE
+    assert claim_status([CONTRADICTED, NOT_TESTABLE, INCONCLUSIVE]) == CONTRADICTED
+    assert claim_status([SUPPORTED, INCONCLUSIVE]) == INCONCLUSIVE
+    assert claim_status([SUPPORTED, SUPPORTED]) == SUPPORTED

@@ -288,14 +288,15 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
 
 def claim_status(statuses: list[str]) -> str:
     """A claim from its parts' statuses (parts that cannot be tested aside): contradicted when one part
-    is; supported when every part is; not testable here when the rest are gated or supported (the claim
-    cannot be supported here, and seeds would not change that); inconclusive otherwise."""
+    is; supported when every part is; not testable here when a part is gated (the claim cannot be
+    supported here, whatever its other parts read, and seeds would not change that: an inconclusive
+    part beside it keeps its own reading, but the claim does not advise seeds); inconclusive otherwise."""
     tested = [s for s in statuses if s != NOT_APPLICABLE]
     if CONTRADICTED in tested:
         return CONTRADICTED
     if tested and all(s == SUPPORTED for s in tested) and len(tested) == len(statuses):
         return SUPPORTED
-    if NOT_TESTABLE in tested and all(s in (NOT_TESTABLE, SUPPORTED) for s in tested):
+    if NOT_TESTABLE in tested:
         return NOT_TESTABLE
     return INCONCLUSIVE
 
