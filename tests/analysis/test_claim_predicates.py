@@ -350,3 +350,25 @@ def test_a_final_quality_part_at_a_shared_lr_is_not_testable(runs_of):
     assert all("not tuned per arm" in p.note for p in verdict.parts)
     tuned = in_study(claim, runs.assign(**{"study.lr_protocol": "tuned"}), 0.05)
     assert tuned.status != NOT_TESTABLE or "not tuned per arm" not in tuned.explanation
+
+
+@pytest.mark.parametrize("lrs, holds", [((0.003, 0.03), False), ((0.03, 0.03), True)])
+def test_same_lr_asks_a_mechanism_read_after_training_at_one_lr(lrs, holds):
+    """depth_placements in the example: Peri-LN tuned to 0.003 and Pre-LN to 0.03; every end-of-training variance
+    and gradient measure moved more with the lr than with the placement (referee, issue 45), so comparing them
+    across the arms' own lrs compared lrs."""
+    arms = {name: pd.DataFrame({"seed": [0, 1], "tuned.lr": [lr] * 2}) for name, lr in zip(("peri", "pre"), lrs)}
+    note = failure(needs("same_lr"), arms, pd.concat(arms.values()))
+    assert (note is None) == holds, note
+    if not holds:
+        assert "different lrs (peri: 0.003; pre: 0.03)" in note and "not tuned per arm" in note
+
+
+def test_the_depth_placement_mechanisms_are_read_at_one_lr_and_their_scores_at_each_arms_own():
+    by_id = {c.id: c for c in SHIPPED}
+    for claim_id in ("periln_balanced_variance", "mixln_deep_layers", "lns_variance_depth"):
+        used = {n.name: n.parts for n in by_id[claim_id].needs}
+        mechanisms = tuple(i for i, p in enumerate(by_id[claim_id].parts, 1) if not p.measure.task_metric)
+        assert "same_lr" in used and (used["same_lr"] == () or set(mechanisms) <= set(used["same_lr"])), claim_id
+        if len(mechanisms) < len(by_id[claim_id].parts):
+            assert used["own_lr"] == (len(by_id[claim_id].parts),), claim_id

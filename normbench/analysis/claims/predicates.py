@@ -22,7 +22,7 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from normbench.analysis import regime, rules
+from normbench.analysis import lr_protocol, regime, rules
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import task_direction
 from normbench.analysis.claims.vocabulary import axis, metric, values_text
@@ -255,6 +255,23 @@ def _own_lr(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     return f"the arms ran at an lr not tuned per arm ({which}; lr {values_text(lrs)})"
 
 
+def _same_lr(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """Every arm at one lr: a mechanism read at the end of training (the variance a placement's hidden state
+    reaches, its gradients' spread) moves with the lr as well as with the arm, so arms tuned to different lrs
+    compare the lrs as much as the arms (depth_placements: Peri-LN at 0.003 against Pre-LN at 0.03, where on
+    the selection seed Pre-LN's deepest ln Var went from 3.0 to 7.7 over the grid and Peri-LN's barely moved)."""
+    chosen = {}
+    for name, frame in arms.items():
+        column = lr_protocol.CHOSEN_LR if lr_protocol.CHOSEN_LR in frame else "lr"
+        values = (pd.to_numeric(frame[column], errors="coerce") if column in frame else _numbers(frame, column)).dropna()
+        chosen[name] = tuple(sorted({float(v) for v in values}))
+    if len(set(chosen.values())) <= 1:
+        return None
+    which = "; ".join(f"{name}: {', '.join(format_value(v) for v in lrs) or '—'}" for name, lrs in chosen.items())
+    return (f"the arms ran at different lrs ({which}), and what a mechanism reads at the end of training moves with "
+            f"the lr as well as with the arm")
+
+
 def _arm_trains(arms: Arms, runs: pd.DataFrame, args) -> str | None:
     """The arm a part is held against trains in at least half its runs: where it does not, "fails more often
     than it" or "is not worse than it" compares with an arm that did not learn the task (too few steps), not
@@ -449,6 +466,9 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
     Predicate("own_lr", "each arm at its own tuned lr (study.lr_protocol tuned)", _own_lr,
               "each arm at its own lr, chosen on selection seeds over an lr grid (normbench study --selection-seeds 1, "
               "the sweep's lr grid per arm)"),
+    Predicate("same_lr", "every arm at one lr (a mechanism read after training compared at equal lr)", _same_lr,
+              "the mechanism read at one lr every arm runs, with seeds there (the lr an axis of the sweep, not tuned "
+              "per arm), beside the tuned comparison of the scores"),
     Predicate("arm_trains", "{arm} to train in at least half its runs (beyond every trivial solution of the task)", _arm_trains,
               "more steps or a larger model, where {arm} trains"),
     Predicate("depth_spread", "at least {levels} depths spread over a factor ≥ {factor}", _depth_spread,

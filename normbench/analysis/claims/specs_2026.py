@@ -211,8 +211,9 @@ CLAIMS_2026: list[Claim] = [
           needs=(needs("pre_variance_grows", 1, 3, arm="pre"), needs("recorded", 1, column="profiles.hidden_var_last_log"),
                  needs("recorded", 2, column="metrics.layer_grad_log_ratio"),
                  needs("recorded", 3, column="metrics.hidden_var_log_slope"),
-                 # read at the end of training: what a placement's variance and gradients become depends on its lr
-                 needs("own_lr"),)),
+                 # read at the end of training: what a placement's variance and gradients become depends on its lr,
+                 # so the arms are compared at one lr (a referee found each measure moving more with lr than placement)
+                 needs("same_lr"),)),
     Claim("mixln_deep_layers",
           "Pre-LN gives its deeper layers smaller gradients and makes them less useful; Mix-LN (Post-LN in the "
           "first layers, Pre-LN after) gives deeper layers relatively larger gradients, makes them matter more, "
@@ -238,7 +239,8 @@ CLAIMS_2026: list[Claim] = [
                  "arms off chance; the paper's scale is 70M parameters and up",
           needs=(needs("recorded", 1, column="metrics.layer_grad_log_ratio"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"),
                  needs("deep_blocks_idle", 2, arm="pre", share=IDLE_SHARE), needs("off_ceiling", 3),
-                 needs("own_lr"),)),  # every part read at the end of training, at each arm's own lr
+                 # the score at each arm's own lr; the mechanisms, read after training, at one lr for every arm
+                 needs("own_lr", 3), needs("same_lr", 1, 2),)),
     Claim("lns_variance_depth",
           "LayerNorm Scaling (the norm's output × 1/√ℓ) keeps the hidden-state variance from growing with depth as "
           "Pre-LN's does, makes the deep layers matter more, and scores better than Pre-LN.",
@@ -265,7 +267,8 @@ CLAIMS_2026: list[Claim] = [
           # part 2 says LNS lifts the deep blocks Pre-LN leaves idle: only where Pre-LN's deep blocks are idle
           needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"),
                  needs("deep_blocks_idle", 2, arm="pre", share=IDLE_SHARE), needs("off_ceiling", 3),
-                 needs("own_lr"),)),  # every part read at the end of training, at each arm's own lr
+                 # the score at each arm's own lr; the mechanisms, read after training, at one lr for every arm
+                 needs("own_lr", 3), needs("same_lr", 1, 2),)),
     Claim("qknorm_lr_sensitivity",
           "qk-layernorm makes final quality less sensitive to the learning rate (a smaller lr-sensitivity area over "
           "a log-spaced lr grid) and keeps the attention logits from growing at a high lr.",
