@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,7 +17,9 @@ from typing import Iterable
 
 import pandas as pd
 
+from normbench.analysis import multiplicity
 from normbench.analysis import result as study_result
+from normbench.analysis.intervals import ALPHA
 from normbench.analysis.claims.vocabulary import describe
 from normbench.analysis.result import METHOD, StudyResult, shown_status
 from normbench.checks import one_line
@@ -127,7 +130,7 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
         **study_figures.figure_sections(result, staging),
         **study_figures.tuning_sections(result, staging),
         "divergences": tables.divergence_table(runs, axes, out),
-        "claims": [tables.claim_view(c, result.titles) for c in result.claims],
+        "claims": _with_fdr([tables.claim_view(c, result.titles) for c in result.claims], result),
     }
     # beside the claims line: multiplicity across the claims, and what differs from the papers (analysis/multiplicity.py)
     context["claims_multiplicity"] = result.claims_multiplicity
@@ -212,6 +215,17 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
             "gradient_table": context["gradients"]["table"],
             "glossary": [*context["reproduce"]["glossary"], *figures.GLOSSARY.items()],
             "make_sh": (out / "make.sh").is_file(), "legend_rules": LEGEND_RULES}
+
+
+def _with_fdr(views: list, result) -> list:
+    """Each directional verdict that Benjamini–Hochberg over the judged verdicts does not keep says so where its
+    status is printed (the multiplicity paragraph named it; the claims line and its section did not)."""
+    alpha = result.alpha if result.alpha is not None else ALPHA
+    found = multiplicity.readings([(c.claim, c.verdict) for c in result.claims], alpha)
+    lost = {(r.claim, r.study): r.q for r in found
+            if r.status in multiplicity.DIRECTIONAL and not (math.isfinite(r.q) and r.q <= alpha)}
+    return [dataclasses.replace(v, fdr=f"not kept by Benjamini–Hochberg at {alpha:g} (q {lost[v.id, v.study_id]:.2g})")
+            if (v.id, v.study_id) in lost else v for v in views]
 
 
 def _needs(claim) -> str:

@@ -80,6 +80,7 @@ class ClaimView:
     scale: str = ""  # the scale the verdict was measured at, where it says
     shown: str = ""  # the status as printed: "contradicted" reads "not reproduced at this scale"
     figures: dict = field(default_factory=dict)  # claims.csv's referee columns: effect, its interval, seeds, lr
+    fdr: str = ""  # "not kept by Benjamini–Hochberg …" for a directional verdict the multiplicity rule does not keep
 
 
 def display_path(path: str | Path, base: Path) -> str:

@@ -186,3 +186,31 @@ def test_a_page_whose_text_outgrows_the_figure_budget_still_fits_its_cap(tmp_pat
     html = (tmp_path / "fitted" / "report.html").read_text()
     assert len(html.encode()) <= cap, (full, len(html.encode()))
     assert html.count("<figure") < (tmp_path / "full" / "report.html").read_text().count("<figure")
+
+
+def test_a_directional_verdict_bh_does_not_keep_says_so_where_its_status_is_printed():
+    """ln_beats_bn_varlen in the example: "not reproduced at this scale" on the claims line and in its section,
+    while the multiplicity paragraph beside them said Benjamini–Hochberg did not keep it (q 0.19; referee)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from normbench.analysis.claims.vocabulary import CONTRADICTED, INCONCLUSIVE, SUPPORTED, Effect
+    from normbench.report.build import _with_fdr
+    from normbench.report.tables import ClaimView, Table
+
+    def pair(claim_id, status, estimate, interval):
+        effect = Effect("x", estimate, interval, 0.0, 0.9)
+        verdict = SimpleNamespace(status=status, effect=effect, evidence=pd.DataFrame(), study="s1", setting="",
+                                  parts=(), more_effects=())
+        return SimpleNamespace(claim=SimpleNamespace(id=claim_id), verdict=verdict)
+
+    claims = ([pair("strong", SUPPORTED, 1.0, (0.8, 1.2))]
+              + [pair(f"weak{i}", CONTRADICTED, -0.1, (-0.2, -0.001)) for i in range(3)]
+              + [pair(f"open{i}", INCONCLUSIVE, 0.0, (-1.0, 1.0)) for i in range(6)])  # m = 10: the weak ones' q > α
+    views = [ClaimView(c.claim.id, "", "", c.verdict.status, "", [], "", "", Table([], []), study_id="s1")
+             for c in claims]
+    marked = _with_fdr(views, SimpleNamespace(claims=claims, alpha=0.05))
+    assert marked[0].fdr == ""
+    assert all(v.fdr.startswith("not kept by Benjamini–Hochberg at 0.05 (q ") for v in marked[1:4]), marked
+    assert all(v.fdr == "" for v in marked[4:])  # an inconclusive verdict claims nothing to keep
