@@ -231,7 +231,7 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
         return _no_evidence(family)
     if favoured:
         text = " · ".join(f"{' or '.join((line.choices or line.arms)[:3])}"
-                          f"{' …' if len(line.choices or line.arms) > 3 else ''} ({line.studies[0][0]}, {line.task})"
+                          f"{' …' if len(line.choices or line.arms) > 3 else ''} ({_where(line)})"
                           for line in favoured)
         sure = " · ".join(f"{line.studies[0][0]}: {line.effect}" for line in favoured if line.effect) \
             or "no effect: no arm shown worse on the same data"
@@ -241,7 +241,7 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
                      f"{', '.join(dict.fromkeys(line.studies[0][0] for line in shared))}")
     elif tied:
         text = "no choice shown better: " + " · ".join(
-            f"{', '.join(line.choices or line.arms)} tie ({line.studies[0][0]}, {line.task})" for line in tied)
+            f"{', '.join(line.choices or line.arms)} tie ({_where(line)})" for line in tied)
         sure = "no arm shown worse: no effect to state"
     else:
         parts = [f"{len(group)} {word}" for group, word in ((gated, "not testable here"),
@@ -260,6 +260,12 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
     kind = FAVOURED if favoured else TIED if tied else GATED if gated else UNRANKED
     return FamilyLine(family, text, [s for line in behind for s in line.studies], sure,
                       "; ".join(dict.fromkeys(line.scale for line in behind if line.scale)), kind)
+
+
+def _where(line: FamilyLine) -> str:
+    """A recommendation's study, task and scale: a choice favoured on a 2-layer model at 800 steps is a
+    statement about that model (the example's Transformer row recommended no norm with no scale beside it)."""
+    return ", ".join(part for part in (line.studies[0][0], line.task, line.scale) if part)
 
 
 def recommendations(lines: list[FamilyLine]) -> list[FamilyLine]:
