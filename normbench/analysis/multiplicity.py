@@ -129,6 +129,13 @@ def readings(pairs, alpha: float = ALPHA) -> list[Reading]:
             for i, (claim, verdict) in enumerate(judged)]
 
 
+def not_kept(pairs, alpha: float = ALPHA) -> dict[tuple[str, str], float]:
+    """(claim id, study) -> q of each directional verdict Benjamini–Hochberg over the judged verdicts does not
+    keep: what the claims line and the claim's section say beside its status."""
+    return {(r.claim, r.study): r.q for r in readings(pairs, alpha)
+            if r.status in DIRECTIONAL and not (math.isfinite(r.q) and r.q <= alpha)}
+
+
 def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = None) -> str:
     """The multiplicity sentence beside the claims line ("" when no verdict is directional). Every number in
     it counts the same set: the judged verdicts, each one test, each listed with its q. ``titles``: study

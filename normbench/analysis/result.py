@@ -53,6 +53,7 @@ from normbench.analysis.claims import (  # noqa: F401  # noqa: F401  (shown_stat
 )
 from normbench.analysis.claims.comparison import effect_text
 from normbench.analysis.claims.vocabulary import INCONCLUSIVE, NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE  # noqa: F401
+from normbench.analysis.claims.vocabulary import describe
 from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders  # noqa: F401  (a user's claims, judged too)
 from normbench.analysis.intervals import METHOD  # noqa: F401
 from normbench.analysis.performance_profiles import AREA_TAU, TAUS  # noqa: F401
@@ -192,6 +193,17 @@ class StudyResult:
         """The line beside the claims: multiplicity across them at the result's level (analysis/multiplicity.py)."""
         return multiplicity.claims_line([(c.claim, c.verdict) for c in self.claims],
                                         self.alpha if self.alpha is not None else rules.ALPHA, self.titles)
+
+    @functools.cached_property
+    def not_kept(self) -> dict[tuple[str, str], float]:
+        """(claim id, study id) -> q of each directional verdict that multiplicity control does not keep."""
+        return multiplicity.not_kept([(c.claim, c.verdict) for c in self.claims],
+                                     self.alpha if self.alpha is not None else rules.ALPHA)
+
+    @staticmethod
+    def needs_text(claim) -> str:
+        """The arms a claim compares, each as its selector reads: what a study must run for it to be judged."""
+        return "needs " + "; ".join(f"{name} ({describe(selector)})" for name, selector in claim.arms.items()) + "."
 
     @functools.cached_property
     def external_validity(self) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import math
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,11 +16,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from normbench.analysis import multiplicity
 from normbench.analysis import result as study_result
-from normbench.analysis.intervals import ALPHA
-from normbench.analysis.claims.vocabulary import describe
-from normbench.analysis.result import METHOD, StudyResult, shown_status
+from normbench.analysis.result import ALPHA, METHOD, StudyResult, shown_status
 from normbench.checks import one_line
 from normbench.records.metrics import TIMING_NOISY
 from normbench.records.published import PAIRED_TIMING, write_curves
@@ -130,7 +126,8 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
         **study_figures.figure_sections(result, staging),
         **study_figures.tuning_sections(result, staging),
         "divergences": tables.divergence_table(runs, axes, out),
-        "claims": _with_fdr([tables.claim_view(c, result.titles) for c in result.claims], result),
+        "claims": _with_fdr([tables.claim_view(c, result.titles) for c in result.claims], result.not_kept,
+                            result.alpha if result.alpha is not None else ALPHA),
     }
     # beside the claims line: multiplicity across the claims, and what differs from the papers (analysis/multiplicity.py)
     context["claims_multiplicity"] = result.claims_multiplicity
@@ -207,7 +204,7 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
     notes = sections.written_once(out_sections)
     lines = synthesis.synthesis(summary, runs, out_sections, result) if not summary.empty else []
     specs = {r.claim.id: r.claim for r in result.claims}
-    unjudged = [(c.id, _needs(specs[c.id]), _sweep_commands(c.id))
+    unjudged = [(c.id, result.needs_text(specs[c.id]), _sweep_commands(c.id))
                 for c in context["claims"] if c.status == "not applicable" and c.id in specs]
     return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
             "recommend": synthesis.recommendation_table(lines),
@@ -217,20 +214,12 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
             "make_sh": (out / "make.sh").is_file(), "legend_rules": LEGEND_RULES}
 
 
-def _with_fdr(views: list, result) -> list:
-    """Each directional verdict that Benjamini–Hochberg over the judged verdicts does not keep says so where its
-    status is printed (the multiplicity paragraph named it; the claims line and its section did not)."""
-    alpha = result.alpha if result.alpha is not None else ALPHA
-    found = multiplicity.readings([(c.claim, c.verdict) for c in result.claims], alpha)
-    lost = {(r.claim, r.study): r.q for r in found
-            if r.status in multiplicity.DIRECTIONAL and not (math.isfinite(r.q) and r.q <= alpha)}
+def _with_fdr(views: list, lost: dict[tuple[str, str], float], alpha: float) -> list:
+    """Each directional verdict that Benjamini–Hochberg over the judged verdicts does not keep (``lost``:
+    StudyResult.not_kept) says so where its status is printed (the multiplicity paragraph named it; the
+    claims line and its section did not)."""
     return [dataclasses.replace(v, fdr=f"not kept by Benjamini–Hochberg at {alpha:g} (q {lost[v.id, v.study_id]:.2g})")
             if (v.id, v.study_id) in lost else v for v in views]
-
-
-def _needs(claim) -> str:
-    """The arms a claim compares, each as its selector reads (what a study must run for it to be judged)."""
-    return "needs " + "; ".join(f"{name} ({describe(selector)})" for name, selector in claim.arms.items()) + "."
 
 
 def _sweep_commands(claim_id: str) -> list[str]:

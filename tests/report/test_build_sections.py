@@ -196,6 +196,7 @@ def test_a_directional_verdict_bh_does_not_keep_says_so_where_its_status_is_prin
     import pandas as pd
 
     from normbench.analysis.claims.vocabulary import CONTRADICTED, INCONCLUSIVE, SUPPORTED, Effect
+    from normbench.analysis.multiplicity import not_kept
     from normbench.report.build import _with_fdr
     from normbench.report.tables import ClaimView, Table
 
@@ -203,14 +204,14 @@ def test_a_directional_verdict_bh_does_not_keep_says_so_where_its_status_is_prin
         effect = Effect("x", estimate, interval, 0.0, 0.9)
         verdict = SimpleNamespace(status=status, effect=effect, evidence=pd.DataFrame(), study="s1", setting="",
                                   parts=(), more_effects=())
-        return SimpleNamespace(claim=SimpleNamespace(id=claim_id), verdict=verdict)
+        return SimpleNamespace(id=claim_id), verdict
 
-    claims = ([pair("strong", SUPPORTED, 1.0, (0.8, 1.2))]
-              + [pair(f"weak{i}", CONTRADICTED, -0.1, (-0.2, -0.001)) for i in range(3)]
-              + [pair(f"open{i}", INCONCLUSIVE, 0.0, (-1.0, 1.0)) for i in range(6)])  # m = 10: the weak ones' q > α
-    views = [ClaimView(c.claim.id, "", "", c.verdict.status, "", [], "", "", Table([], []), study_id="s1")
-             for c in claims]
-    marked = _with_fdr(views, SimpleNamespace(claims=claims, alpha=0.05))
-    assert marked[0].fdr == ""
+    pairs = ([pair("strong", SUPPORTED, 1.0, (0.8, 1.2))]
+             + [pair(f"weak{i}", CONTRADICTED, -0.1, (-0.2, -0.001)) for i in range(3)]
+             + [pair(f"open{i}", INCONCLUSIVE, 0.0, (-1.0, 1.0)) for i in range(6)])  # m = 10: the weak ones' q > α
+    lost = not_kept(pairs, 0.05)
+    assert set(lost) == {(f"weak{i}", "s1") for i in range(3)}  # an inconclusive verdict claims nothing to keep
+    views = [ClaimView(c.id, "", "", v.status, "", [], "", "", Table([], []), study_id="s1") for c, v in pairs]
+    marked = _with_fdr(views, lost, 0.05)
+    assert marked[0].fdr == "" and all(v.fdr == "" for v in marked[4:])
     assert all(v.fdr.startswith("not kept by Benjamini–Hochberg at 0.05 (q ") for v in marked[1:4]), marked
-    assert all(v.fdr == "" for v in marked[4:])  # an inconclusive verdict claims nothing to keep
