@@ -20,7 +20,7 @@ from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 KINDS = ((stat.S_ISLNK, "a link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
@@ -153,6 +153,16 @@ def _root_or_home(config, keys: tuple[str, ...]) -> None:
             raise Refused(problem)
 
 
+def literal_cwd(config) -> None:
+    """Stores ``hydra.runtime.cwd`` escaped, so that ``${hydra:runtime.cwd}`` (in hydra.run.dir, hydra.sweep.dir
+    or a user's config) gives the folder's path as it is: Hydra stores it as plain text, where a ``${...}`` in
+    a folder's name (``p${oc.env:X}``) would be resolved, and the run's folder made where that text leads."""
+    cwd = OmegaConf.to_container(config.hydra.runtime, resolve=False).get("cwd")
+    if isinstance(cwd, str) and "${" in cwd:
+        with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
+            config.hydra.runtime.cwd = cwd.replace("${", "\\${")
+
+
 class CheckHydraFiles(Callback):
     def on_run_start(self, config, **kwargs) -> None:
         _blank_path(config, "outputs")
@@ -220,8 +230,19 @@ def job_folder_blocked(sweep_dir: Path, sweep) -> str | None:
 
 
 def install() -> None:
-    """Hydra's _save_config (hydra.core.utils, the .hydra/ files of a job), checked before it writes."""
+    """Hydra's _save_config (hydra.core.utils, the .hydra/ files of a job), checked before it writes; and
+    every config Hydra composes (the command's, each sweep job's) with its cwd stored literally (literal_cwd)."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.core import utils
+
+    load = ConfigLoaderImpl.load_configuration
+    if not getattr(load, "literal_cwd", False):
+        def load_configuration(self, *args, **kwargs):
+            config = load(self, *args, **kwargs)
+            literal_cwd(config)
+            return config
+        load_configuration.literal_cwd = True
+        ConfigLoaderImpl.load_configuration = load_configuration
 
     original = utils._save_config
     if getattr(original, "checks_names", False):

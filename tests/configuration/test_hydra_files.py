@@ -3,6 +3,7 @@
 import sys
 
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
 
 from normbench.configuration import hydra_files
 
@@ -11,6 +12,7 @@ def _main(monkeypatch, *args):
     from normbench.studies import app
 
     monkeypatch.setattr(sys, "argv", ["normbench", *args])
+    HydraConfig.instance().cfg = None  # as in a new process: no job's config is left from an earlier test
     try:
         app.main()
         return 0
@@ -54,3 +56,17 @@ def test_an_unclosed_interpolation_in_the_cwd_is_one_line(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "does not close" in err
     assert list(cwd.iterdir()) == []
+
+
+def test_hydra_runtime_cwd_is_the_folder_as_it_is(tmp_path, monkeypatch, tiny_args):
+    """h15 B1: ${hydra:runtime.cwd} in hydra.run.dir / hydra.sweep.dir resolved the cwd's own ${...} again."""
+    cwd = tmp_path / "a" / "p${oc.env:NB_Z}"
+    cwd.mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("NB_Z", "/../../esc")
+    assert _main(monkeypatch, *tiny_args, "hydra.run.dir=${hydra:runtime.cwd}/x") == 0
+    assert (cwd / "x" / "summary.json").is_file()
+    assert _main(monkeypatch, "-m", *tiny_args, "norm=ln,rms", "hydra.sweep.dir=${hydra:runtime.cwd}/s",
+                 "report=false") == 0
+    assert len(list((cwd / "s").rglob("summary.json"))) == 2
+    assert not (tmp_path / "esc").exists()
