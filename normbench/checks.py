@@ -49,7 +49,30 @@ def given_path(text: str, what: str = "a PATH argument"):
 
     if not text.strip():
         raise ArgumentRefused(f"{what} is empty; name a folder (an unset shell variable?)")
+    too_long = name_too_long(text)
+    if too_long:
+        raise ArgumentRefused(f"{what} {shown(text, 200)}: {too_long}")
     return Path(text)
+
+
+def _limit(name: str, default: int) -> int:
+    try:
+        return os.pathconf("/", name)
+    except (OSError, ValueError):
+        return default
+
+
+def name_too_long(text: str) -> str | None:
+    """Why the filesystem would refuse the path ``text`` as too long (ENAMETOOLONG), or None: a name
+    (one component) longer than NAME_MAX bytes, or the whole longer than PATH_MAX. Counted in bytes,
+    as the kernel does: 130 × 'ü' is 260. Every stat of such a path raises (hostile h15 B5)."""
+    encoded = os.fsencode(text)
+    name_max, path_max = _limit("PC_NAME_MAX", 255), _limit("PC_PATH_MAX", 4096)
+    if any(len(part) > name_max for part in encoded.split(b"/")):
+        return f"a name longer than the filesystem allows ({name_max} bytes)"
+    if len(encoded) >= path_max:
+        return f"a path longer than the filesystem allows ({path_max - 1} bytes)"
+    return None
 
 
 def claims_path(text: str):

@@ -94,7 +94,7 @@ def _candidates(text: str) -> tuple[str, ...]:
 def _folder(text: str) -> Path:
     if not text.strip():  # Path('') is the working folder (checks.out_path)
         raise argparse.ArgumentTypeError("is empty; name a folder (an unset shell variable?)")
-    path = Path(text)
+    path = given_path(text, "--out")  # a name too long for the filesystem: one line, before any stat
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text[:200]} exists and is not a folder")
     return path

@@ -43,6 +43,7 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from normbench.configuration import hydra_files
 from normbench.configuration.schema import (
     TASK_CONFIGS,
     Config,
@@ -76,6 +77,7 @@ def register() -> None:
     # ${ceil_div:a,b}: a sweep file can tie one setting to another (equal data: steps = examples / batch)
     if not OmegaConf.has_resolver("ceil_div"):
         OmegaConf.register_new_resolver("ceil_div", lambda a, b: -(-int(a) // int(b)))
+    hydra_files.register_job_folder()
     store = ConfigStore.instance()
     store.store(name="base_config", node=Config)
     # Outside any group (conf/task/NAME.yaml: ``- /task_NAME_schema@_here_``): not a choice of ``task``.

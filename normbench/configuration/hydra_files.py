@@ -18,7 +18,10 @@ import shutil
 import stat
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf, open_dict, read_write
+from omegaconf.errors import OmegaConfBaseException
 
 KINDS = ((stat.S_ISLNK, "a link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
          (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder"))
@@ -27,6 +30,34 @@ KINDS = ((stat.S_ISLNK, "a link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a
 class Refused(BaseException):
     """A name Hydra would write is not a regular file. A BaseException: Hydra's callbacks turn an
     Exception into a warning and go on; this one reaches normbench.studies.app.main, which prints it."""
+
+
+def job_folder(hc) -> Path:
+    """The folder Hydra made for this job (``hydra.runtime.output_dir``), read as the text Hydra stored.
+    Hydra stores the absolute path, the current folder's included; read through the config, a
+    ``${...}`` in that path (a folder named ``p${oc.env:X}``) would be resolved as an interpolation and
+    name another folder. A folder's name is data, never config."""
+    return Path(OmegaConf.to_container(hc.runtime, resolve=False)["output_dir"])
+
+
+def register_job_folder() -> None:
+    """``${normbench.job_folder:}``: job_folder for a config Hydra resolves itself (the job's log file,
+    conf/hydra/job_logging/normbench.yaml); ``${hydra.runtime.output_dir}`` would resolve the path's text."""
+    if not OmegaConf.has_resolver("normbench.job_folder"):
+        OmegaConf.register_new_resolver("normbench.job_folder", lambda: str(job_folder(HydraConfig.get())))
+
+
+def unstorable_cwd() -> str | None:
+    """Why Hydra cannot start from the current folder, or None. Hydra stores the folder's path in its
+    config (``hydra.runtime.cwd``), where a ``${`` that does not close (``p${x``) fails to parse."""
+    cwd = os.getcwd()
+    probe = OmegaConf.create({"cwd": ""})
+    try:
+        probe.cwd = cwd
+    except OmegaConfBaseException:
+        return (f"the current folder {cwd!r} holds '${{' that does not close, which Hydra cannot store "
+                "(it reads ${...} as an interpolation); run from a folder whose path has no unclosed '${'")
+    return None
 
 
 def what_is(path: Path, folder_ok: bool = False) -> str | None:
@@ -122,6 +153,16 @@ def _root_or_home(config, keys: tuple[str, ...]) -> None:
             raise Refused(problem)
 
 
+def literal_cwd(config) -> None:
+    """Stores ``hydra.runtime.cwd`` escaped, so that ``${hydra:runtime.cwd}`` (in hydra.run.dir, hydra.sweep.dir
+    or a user's config) gives the folder's path as it is: Hydra stores it as plain text, where a ``${...}`` in
+    a folder's name (``p${oc.env:X}``) would be resolved, and the run's folder made where that text leads."""
+    cwd = OmegaConf.to_container(config.hydra.runtime, resolve=False).get("cwd")
+    if isinstance(cwd, str) and "${" in cwd:
+        with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
+            config.hydra.runtime.cwd = cwd.replace("${", "\\${")
+
+
 class CheckHydraFiles(Callback):
     def on_run_start(self, config, **kwargs) -> None:
         _blank_path(config, "outputs")
@@ -189,8 +230,19 @@ def job_folder_blocked(sweep_dir: Path, sweep) -> str | None:
 
 
 def install() -> None:
-    """Hydra's _save_config (hydra.core.utils, the .hydra/ files of a job), checked before it writes."""
+    """Hydra's _save_config (hydra.core.utils, the .hydra/ files of a job), checked before it writes; and
+    every config Hydra composes (the command's, each sweep job's) with its cwd stored literally (literal_cwd)."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.core import utils
+
+    load = ConfigLoaderImpl.load_configuration
+    if not getattr(load, "literal_cwd", False):
+        def load_configuration(self, *args, **kwargs):
+            config = load(self, *args, **kwargs)
+            literal_cwd(config)
+            return config
+        load_configuration.literal_cwd = True
+        ConfigLoaderImpl.load_configuration = load_configuration
 
     original = utils._save_config
     if getattr(original, "checks_names", False):

@@ -58,21 +58,37 @@ def flags(variant: str) -> list[str]:
     return COMMON_FLAGS + CAPABILITY_FLAGS[variant]
 
 
+def _unusable(base: str) -> bool:
+    """A base folder a build must not go under: a relative one (a folder of wherever the run was
+    started) or the filesystem's root (``/``, ``//``, ``/tmp/..``)."""
+    return not os.path.isabs(base) or os.path.realpath(base) == "/"
+
+
 def build_root() -> Path:
-    """Where the builds go: ``$TORCH_EXTENSIONS_DIR``, else torch's default under the home folder.
-    Raises where there is no home folder to put it in: torch reads ``HOME=`` or ``HOME=/`` as
-    ``/.cache/torch_extensions``, at the filesystem's root (hostile X22), and a relative HOME as a
-    folder of wherever the run was started."""
+    """Where the builds go: the folder torch would use, ``$TORCH_EXTENSIONS_DIR``, else
+    ``$XDG_CACHE_HOME/torch_extensions`` (torch takes XDG_CACHE_HOME as given, set at all: empty or
+    relative too), else ``~/.cache/torch_extensions``. Raises where that folder's base (the variable
+    itself, XDG_CACHE_HOME or HOME) is relative or the filesystem's root: torch would build at
+    ``/torch_extensions`` or ``/.cache/torch_extensions`` (hostile X22, h15 O01), or in the run's
+    current folder (h15 X13); HOME must also be a writable folder."""
     from torch.utils.cpp_extension import get_default_build_root
 
     chosen = os.environ.get("TORCH_EXTENSIONS_DIR")
-    if chosen:
+    if chosen:  # torch reads an empty one as unset
+        if _unusable(chosen):
+            raise RuntimeError(f"no folder for the build: TORCH_EXTENSIONS_DIR is {chosen!r}, not an absolute "
+                               "folder below the root; set TORCH_EXTENSIONS_DIR to one")
         return Path(chosen)
-    if sys.platform == "darwin" or not os.path.isabs(os.environ.get("XDG_CACHE_HOME", "")):  # torch's default: ~/.cache
-        home = os.path.expanduser("~")  # "/" for HOME= and HOME=/
-        if home == "/" or not os.path.isabs(home) or not (os.path.isdir(home) and os.access(home, os.W_OK)):
-            raise RuntimeError(f"no folder for the build: HOME is {os.environ.get('HOME', home)!r}, not a writable "
-                               f"home folder; set TORCH_EXTENSIONS_DIR or HOME")
+    cache = os.environ.get("XDG_CACHE_HOME")
+    if sys.platform != "darwin" and cache is not None:
+        if _unusable(cache):
+            raise RuntimeError(f"no folder for the build: XDG_CACHE_HOME is {cache!r}, not an absolute folder "
+                               "below the root; set TORCH_EXTENSIONS_DIR or XDG_CACHE_HOME")
+        return Path(get_default_build_root())
+    home = os.path.expanduser("~")  # "/" for HOME= and HOME=/
+    if _unusable(home) or not (os.path.isdir(home) and os.access(home, os.W_OK)):
+        raise RuntimeError(f"no folder for the build: HOME is {os.environ.get('HOME', home)!r}, not a writable "
+                           f"home folder; set TORCH_EXTENSIONS_DIR or HOME")
     return Path(get_default_build_root())
 
 

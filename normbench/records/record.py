@@ -103,7 +103,7 @@ MAX_KEYS = 50_000
 MAX_COLUMN_KEYS = 1_000
 COLUMN_FIELDS = ("config", "axes", "task", "metrics", "throughput")
 DICT_FIELDS = ("config", "axes", "task", "metrics", "profiles", "throughput", "environment", "time",
-               "precision", "rerun_of")
+               "precision", "rerun_of", "saved_model")
 
 
 class Unreadable(Exception):
@@ -236,6 +236,8 @@ def parse_record(data: bytes) -> dict:
     if wide:
         raise Unreadable(f"{wide} has more than {MAX_COLUMN_KEYS:,} keys")
     mistyped = (_mistyped(summary.get("config") or {}, Config, "config.") or _mistyped_study(summary.get("study"))
+                or next((f"saved_model.{k} is not an object" for k, v in (summary.get("saved_model") or {}).items()
+                         if v is not None and not isinstance(v, dict)), None)  # saved_model.finish's {file, step, ...}
                 or next((f"metrics.{k} is not a number" for k, v in (summary.get("metrics") or {}).items()
                          if isinstance(v, (str, dict))), None))  # the runner's metrics: numbers, null, step lists
     if mistyped:
@@ -297,6 +299,8 @@ def _mistyped(values: dict, schema: type, prefix: str) -> str | None:
         allowed = _JSON_TYPES.get(str(item.type))
         if value is None and str(item.type) in ("float", "int"):  # NaN, ±Infinity and 1e999 read as null
             return f"{key} is not a finite number"  # (hostile h14 R06: "config.lr is not of type float" for NaN)
+        if int in (allowed or ()) and float not in allowed and isinstance(value, float) and abs(value) >= 2**63:
+            return f"{key} is out of range (beyond int64)"  # an int past int64 reads as a float (_int64; h15 B14)
         if allowed and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
             return f"{key} is not of type {item.type}"
     return None

@@ -202,7 +202,7 @@ class Job:
             self.refused = self.refused or str(err)
             return math.inf
         multirun = hc.mode == RunMode.MULTIRUN
-        run_dir = Path(hc.runtime.output_dir)
+        run_dir = hydra_files.job_folder(hc)
         if not str(hc.sweep.dir if multirun else hc.run.dir).strip():
             which = "hydra.sweep.dir" if multirun else "hydra.run.dir"
             self.refused = self.refused or f"{which} is empty: the record would be written into the current folder; name a folder"
@@ -548,7 +548,7 @@ def main(from_process_start: bool = False) -> None:
     _bound_hydra_lines()
     job = Job(ends_process=from_process_start)
     began = time.time()  # a record written since is this command's (a stop's line says so)
-    refused = outside_code(sys.argv)
+    refused = outside_code(sys.argv) or hydra_files.unstorable_cwd()
     if refused:
         _say(f"error: {refused}")
         sys.exit(2)

@@ -31,10 +31,12 @@ alone, and the state's layout and checks are normbench/training/state.py's, not 
 from __future__ import annotations
 
 import copy
+import errno
 import hashlib
 import logging
 import os
 import random
+import shutil
 import stat
 import warnings
 import zipfile
@@ -234,7 +236,35 @@ def save(trainer, path: Path, step: int, config_hash: str) -> None:
     """``state`` into ``path``, atomically: a reader (or a kill mid-write) sees the old file or the new one."""
     saved = _contiguous(state(trainer, step, config_hash))  # what load_tensor_file accepts
     wrapped = {"format": FORMAT, "sha256": checksum(saved), "state": saved}
-    write_atomic(Path(path), lambda out: torch.save(wrapped, out), binary=True)
+    write_atomic(Path(path), lambda out: save_tensors(wrapped, out, Path(path)), binary=True)
+
+
+def save_tensors(value, out, path: Path) -> None:
+    """``torch.save(value, out)``, ``out`` the open file for ``path``, with a full disk said as such:
+    torch's zip writer reports it as "[enforce fail at inline_container.cc:672] . unexpected pos ..."
+    (hostile h15 B11). Checked here, while the partial file still fills the disk: write_atomic
+    removes it once this raises."""
+    try:
+        torch.save(value, out)
+    except RuntimeError as err:
+        if not _disk_full(err, path.parent):
+            raise
+        full = OSError(f"no space left on device writing {path}")
+        full.errno = errno.ENOSPC
+        raise full from err
+
+
+def _disk_full(err: BaseException, folder: Path) -> bool:
+    """Whether ``err`` (or an error it came from) is ENOSPC, or ``folder``'s filesystem has no space left."""
+    seen = err
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    try:
+        return shutil.disk_usage(folder).free == 0
+    except OSError:
+        return False
 
 
 # -- reading ---------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import torch
 
 from normbench.records.record import RunRecord, Unreadable, interpolation_in, read_summary, write_atomic
 from normbench.training import probes
-from normbench.training.checkpoint import load_tensor_file
+from normbench.training.checkpoint import load_tensor_file, save_tensors
 from normbench.training.hooks import Hook
 
 FILES = {"final": "model_final.pt", "best": "model_best.pt"}
@@ -33,7 +33,7 @@ def _weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def _write(path: Path, weights: dict[str, torch.Tensor]) -> None:
-    write_atomic(path, lambda out: torch.save(weights, out), binary=True)
+    write_atomic(path, lambda out: save_tensors(weights, out, path), binary=True)
 
 
 class ModelSaver(Hook):

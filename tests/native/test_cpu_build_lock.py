@@ -129,3 +129,33 @@ def test_a_home_folder_or_torch_extensions_dir_is_where_builds_go(tmp_path, monk
     monkeypatch.setenv("HOME", "")
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "te"))
     assert cpu_build.build_root() == tmp_path / "te"
+
+
+@pytest.mark.parametrize("name, value", [
+    ("XDG_CACHE_HOME", "/"), ("XDG_CACHE_HOME", "//"), ("XDG_CACHE_HOME", "/tmp/.."), ("XDG_CACHE_HOME", "xc"),
+    ("XDG_CACHE_HOME", ""), ("TORCH_EXTENSIONS_DIR", "/"), ("TORCH_EXTENSIONS_DIR", "te"),
+    ("TORCH_EXTENSIONS_DIR", "/.."),
+])
+def test_a_cache_folder_at_the_root_or_relative_builds_nothing(name, value, tmp_path, monkeypatch, caplog):
+    """h15 B2: XDG_CACHE_HOME=/ built at /torch_extensions (O01, O05), a relative one under the cwd (X13),
+    TORCH_EXTENSIONS_DIR=/ at the root (O06)."""
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # a good home does not excuse the folder torch would use
+    monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RuntimeError, match=rf"^no folder for the build: {name} is "):
+        cpu_build.build_root()
+    monkeypatch.setattr(torch.utils.cpp_extension, "get_default_build_root", lambda: str(tmp_path / "root"))
+    kernel = cpu_build.Kernel(SOURCE, "compiled RMSNorm", "the native one")
+    with caplog.at_level(logging.WARNING, logger="normbench"):
+        assert kernel.load() is None
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and said[0].startswith("compiled RMSNorm unavailable, using the native one: RuntimeError")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_absolute_xdg_cache_home_is_where_builds_go(tmp_path, monkeypatch):
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
+    monkeypatch.setenv("HOME", "/")  # XDG_CACHE_HOME decides, as it does for torch
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert cpu_build.build_root() == (tmp_path / "cache" / "torch_extensions").resolve()

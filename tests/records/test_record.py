@@ -121,3 +121,28 @@ def test_a_float_setting_that_is_not_a_finite_number_is_named_as_such(tmp_path, 
     assert isinstance(found, SetAside) and found.why == why
     path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", "config": {{"lr": 0.1, "seed": NaN}}}}')
     assert read_summary(path).why == "config.seed is not a finite number"
+
+
+@pytest.mark.parametrize("text, why", [
+    (str(2**70), "config.steps is out of range (beyond int64)"), (str(-2**63 - 1), "config.steps is out of range (beyond int64)"),
+    ('"2"', "config.steps is not of type int"), ("2.5", "config.steps is not of type int"),
+])
+def test_an_int_setting_beyond_int64_is_named_out_of_range(tmp_path, text, why):
+    """Hostile h15 B14 (R06): steps 2**70 was set aside as "config.steps is not of type int"."""
+    path = tmp_path / "summary.json"
+    path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", "config": {{"steps": {text}, "seed": 1}}}}')
+    found = read_summary(path)
+    assert isinstance(found, SetAside) and found.why == why
+
+
+@pytest.mark.parametrize("kept, why", [
+    ('"../../../etc/passwd"', "saved_model is not an object"), ("[1, 2]", "saved_model is not an object"),
+    ('{"final": "model_final.pt"}', "saved_model.final is not an object"),
+    ('{"best": [1]}', "saved_model.best is not an object"),
+])
+def test_a_saved_model_block_that_is_not_objects_is_set_aside(tmp_path, kept, why):
+    """Hostile h15 B6 (P18, J01, A02): evaluate read saved_model.get(...) on a string or a list."""
+    path = tmp_path / "summary.json"
+    path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", "config": {{"seed": 1}}, "saved_model": {kept}}}')
+    found = read_summary(path)
+    assert isinstance(found, SetAside) and found.why == why

@@ -128,3 +128,20 @@ def test_checkpoint_reads_the_trainer_through_its_state_dict_alone():
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "trainer"}
     assert read == {"state_dict", "load_state_dict"}
     assert not any(isinstance(node, ast.Constant) and node.value in state.FIELDS for node in ast.walk(tree))
+
+
+def test_a_zip_writer_error_is_a_full_disk_only_when_it_is_one(tmp_path, monkeypatch):
+    """Hostile h15 B11 (F04): a checkpoint on a full disk said torch's "[enforce fail ...] unexpected pos"."""
+    import errno
+    import shutil
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 34816 vs 34768")
+    monkeypatch.setattr(torch, "save", broken)
+    path = tmp_path / "checkpoint.pt"
+    with pytest.raises(RuntimeError, match="enforce fail"):  # space left: torch's own error, as it is
+        checkpoint.save_tensors({}, None, path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(1 << 30, 1 << 30, 0))
+    with pytest.raises(OSError, match=f"^no space left on device writing {path}$") as raised:
+        checkpoint.save_tensors({}, None, path)
+    assert raised.value.errno == errno.ENOSPC

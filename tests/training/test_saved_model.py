@@ -115,3 +115,37 @@ def test_a_model_file_that_is_a_folder_is_one_line_not_a_traceback(tmp_path):
     (tmp_path / "model_final.pt").mkdir()
     with pytest.raises(NoSavedModel, match="not a regular file"):
         read_weights(tmp_path / "model_final.pt")
+
+
+@pytest.mark.parametrize("kept", ["../../../etc/passwd", [1, 2], {"final": "x", "best": "y"}])
+@pytest.mark.parametrize("which", ["final", "best"])
+def test_evaluate_refuses_a_record_whose_saved_model_is_tampered_in_one_line(cli, tmp_path, tiny_args, capsys,
+                                                                             kept, which):
+    """Hostile h15 B6 (P18, J01, A02): AttributeError 'str' object has no attribute 'get', a traceback."""
+    code, _, err = cli(*tiny_args, "steps=3", "save_model=true", "hydra.run.dir=run")
+    assert code == 0, err
+    summary = tmp_path / "run" / "summary.json"
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "saved_model": kept}))
+    assert evaluate.main([str(tmp_path / "run"), "--which", which]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no readable normbench record (saved_model" in err and "is not an object)" in err
+
+
+ZIP_WRITER_FULL = "[enforce fail at inline_container.cc:672] . unexpected pos 34816 vs 34768"
+
+
+def test_a_full_disk_while_the_model_is_saved_is_said_as_such(cli, tmp_path, tiny_args, monkeypatch):
+    """Hostile h15 B11 (F01): the record said torch's "[enforce fail at inline_container.cc:672] ..."."""
+    import shutil
+
+    def full(*args, **kwargs):
+        raise RuntimeError(ZIP_WRITER_FULL)
+    monkeypatch.setattr(torch, "save", full)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(1 << 30, 1 << 30, 0))
+    code, _, err = cli(*tiny_args, "steps=3", "save_model=true", "hydra.run.dir=run")
+    assert code == 1
+    record = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert record["status"] == "failed"
+    assert record["reason"].startswith(f"OSError: no space left on device writing {tmp_path / 'run'}/model_")
+    assert "enforce fail" not in record["reason"] and "enforce fail" not in err
+    assert not [p for p in (tmp_path / "run").iterdir() if p.suffix in (".pt", ".tmp")]

@@ -1,0 +1,48 @@
+"""The shared argument checks (normbench/checks.py)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from normbench.checks import ArgumentRefused, given_path, name_too_long
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG_NAMES = {"300 bytes": "b" * 300, "130 x ü": "ü" * 130, "5000 deep": "a/" * 2500}
+
+
+@pytest.mark.parametrize("text", LONG_NAMES.values(), ids=LONG_NAMES)
+def test_a_name_too_long_for_the_filesystem_is_refused(text):
+    assert name_too_long(text)
+    with pytest.raises(ArgumentRefused, match="longer than the filesystem allows"):
+        given_path(text, "--out")
+    assert name_too_long("ü" * 127) is None and name_too_long("a/" * 100) is None
+
+
+COMMANDS = {  # h15 B5: each raised OSError ENAMETOOLONG from a stat of the argument
+    "report --out": ["normbench", "report", ".", "--out", "{}"],
+    "report PATH": ["normbench", "report", "{}"],
+    "report --claims": ["normbench", "report", ".", "--claims", "{}"],
+    "normbench.report --out": ["normbench.report", ".", "--out", "{}"],
+    "rerun --out": ["normbench", "rerun", "r", "--out", "{}"],
+    "study --out": ["normbench", "study", "norm=ln,rms", "--out", "{}"],
+    "tune --out": ["normbench", "tune", "lr=0.1,0.2,0.3", "--out", "{}"],
+    "bench kernels --out": ["normbench", "bench", "kernels", "--out", "{}"],
+    "bench sweep --keep": ["normbench", "bench", "sweep", "--profile", "--keep", "{}"],
+    "evaluate": ["normbench", "evaluate", "{}"],
+}
+
+
+@pytest.mark.parametrize("name", ["b" * 300, "ü" * 130], ids=["300 bytes", "130 x ü"])
+@pytest.mark.parametrize("command", COMMANDS.values(), ids=COMMANDS)
+def test_every_path_argument_refuses_a_too_long_name_in_one_line(command, name, tmp_path):
+    module, *args = command
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", module, *[a.format(name) for a in args]], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "longer than the filesystem allows" in done.stderr
+    assert list(tmp_path.iterdir()) == []
