@@ -1,0 +1,56 @@
+"""A joblib worker killed mid-sweep is one failed run: the sweep goes on, its report is written, one line
+and exit status 1, and no record is left saying running (hostile h15 B3)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from normbench.studies.lost_workers import killed_reason
+from tests.conftest import TINY, TINY_TASK
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The process running job 1, once its record exists, kills itself with SIGKILL at its next write in that
+# folder: an OOM killer in the middle of a run. (Other jobs only read there.)
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    target = os.environ.get("NB_TEST_KILL_DIR")
+    if target:
+        def hook(event, args):
+            if event != "open" or not isinstance(args[0], str) or not args[0].startswith(target + os.sep):
+                return
+            writes = (args[1] or "r") != "r" or (args[2] or 0) & (os.O_WRONLY | os.O_RDWR)
+            if writes and os.environ.get("NORMBENCH_LAUNCHER_PID") not in (None, str(os.getpid())) \\
+                    and os.path.exists(os.path.join(target, "summary.json")):
+                os.kill(os.getpid(), signal.SIGKILL)
+        sys.addaudithook(hook)
+""")
+
+
+def test_killed_reason_names_the_signal():
+    error = RuntimeError("... The exit codes of the workers are {SIGKILL(-9)}")
+    assert killed_reason(error) == "its worker process was killed (SIGKILL)"
+
+
+def test_a_killed_worker_fails_its_run_and_the_sweep_goes_on(tmp_path):
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(KILLER)
+    sweep = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'hook'}{os.pathsep}{REPO}", "NB_TEST_KILL_DIR": str(sweep / "1"),
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms,scale", "hydra/launcher=local",
+         "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    ours = [line for line in done.stderr.splitlines() if line.startswith("normbench:")]
+    assert len(ours) == 1 and "run(s) failed" in ours[0] and "s/1" in ours[0], done.stderr
+    statuses = {p.parent.name: json.loads(p.read_text()) for p in sweep.glob("*/summary.json")}
+    assert "running" not in {s["status"] for s in statuses.values()}
+    assert statuses["1"]["status"] == "failed" and "worker process was killed (SIGKILL)" in statuses["1"]["reason"]
+    assert statuses.get("2", {}).get("status") == "ok", done.stderr  # the job queued behind the killed one ran
+    assert (sweep / "report.md").exists() or any(sweep.glob("report*"))
