@@ -538,6 +538,16 @@ def outside_code(argv: list[str]) -> str | None:
     return None
 
 
+def _claim_folders_readable() -> None:
+    """The claim files NORMBENCH_CLAIMS names, read before any job: a sweep's end report reads them, and a file it
+    cannot use would drop that report after every run was paid for (hostile h15 Y21). ClaimFileError if one is bad."""
+    if os.environ.get("NORMBENCH_CLAIMS", "").strip():  # yaml_claims.CLAIMS_ENV; its import takes ~0.7 s, so only then
+        from normbench.analysis.claims import SHIPPED
+        from normbench.analysis.claims.yaml_claims import from_environment
+
+        from_environment(SHIPPED)
+
+
 def main(from_process_start: bool = False) -> None:
     """``from_process_start``: this process was started for this command (the command line), so
     its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now."""
@@ -558,6 +568,7 @@ def main(from_process_start: bool = False) -> None:
 
         require_sweep_size([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")], "the command line")
         require_flat_sweep_params(sys.argv[1:])
+        _claim_folders_readable()
     except ConfigError as err:
         _say(f"error: {err}")
         sys.exit(2)
