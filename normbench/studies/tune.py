@@ -346,8 +346,8 @@ def _tune(argv: list[str] | None) -> int:
         print(f"normbench.tune: cannot write the arm files: {' '.join(str(err).split())[:300]}", file=sys.stderr)
         return 2
     if not written:
-        print("normbench.tune: no arm has a chosen lr (each needs 2 selection runs at some lr, one that trained)",
-              file=sys.stderr)
+        print("normbench.tune: no arm has a chosen lr (an lr is chosen from selection runs that trained: one seed, "
+              "its best such run; 2 or more, 2 runs with one that trained)", file=sys.stderr)
         return 1
     for name, label, lr in written:
         print(f"chosen lr {lr:g}: {label} ({name})", flush=True)
