@@ -61,6 +61,9 @@ def _freeze_worker() -> None:
     and torch._dynamo made, ~0.5-1 s a job on a 2-core CPU; what the first job leaves lives as long
     as the worker, so later collections need walk only what later jobs make."""
     global _frozen
+    from normbench.studies import loky_tracker
+
+    loky_tracker.install()  # a relaunch of loky's killed resource tracker stays quiet here too
     gc.collect()
     gc.freeze()
     _frozen = True

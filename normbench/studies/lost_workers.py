@@ -18,6 +18,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from normbench.records.record import RUNNING, SetAside, read_summary, write_record
+from normbench.studies import loky_tracker
 
 log = logging.getLogger("normbench")
 
@@ -135,3 +136,4 @@ def install() -> None:
         return
     if not getattr(_core.launch, "keeps_sweep", False):
         _core.launch = launch_keeping_sweep(_core.launch)
+    loky_tracker.install()

@@ -54,3 +54,45 @@ def test_a_killed_worker_fails_its_run_and_the_sweep_goes_on(tmp_path):
     assert statuses["1"]["status"] == "failed" and "worker process was killed (SIGKILL)" in statuses["1"]["reason"]
     assert statuses.get("2", {}).get("status") == "ok", done.stderr  # the job queued behind the killed one ran
     assert (sweep / "report.md").exists() or any(sweep.glob("report*"))
+
+
+# The process running job 1, once its record exists, kills loky's resource tracker (once).
+TRACKER_KILLER = textwrap.dedent("""
+    import os, signal, sys
+    target = os.environ.get("NB_TEST_KILL_DIR")
+    if target:
+        done = []
+        def hook(event, args):
+            if done or event != "open" or not isinstance(args[0], str) or not args[0].startswith(target + os.sep):
+                return
+            if os.environ.get("NORMBENCH_LAUNCHER_PID") in (None, str(os.getpid())):
+                return
+            if not os.path.exists(os.path.join(target, "summary.json")):
+                return
+            done.append(1)
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        command = f.read()
+                except OSError:
+                    continue
+                if b"tracker import main" in command:
+                    os.kill(int(pid), signal.SIGKILL)
+        sys.addaudithook(hook)
+""")
+
+
+def test_a_killed_resource_tracker_leaves_no_traceback(tmp_path):
+    """Hostile h15 W01: the sweep finished ok, but its output held loky's relaunch warning and KeyError tracebacks."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(TRACKER_KILLER)
+    sweep = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'hook'}{os.pathsep}{REPO}", "NB_TEST_KILL_DIR": str(sweep / "1"),
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms,scale", "seed=0,1",
+         "hydra/launcher=local", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout and "died unexpectedly" not in done.stderr, done.stderr[-3000:]
+    assert {json.loads(p.read_text())["status"] for p in sweep.glob("*/summary.json")} == {"ok"}
