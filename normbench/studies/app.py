@@ -541,6 +541,16 @@ def outside_code(argv: list[str]) -> str | None:
     return None
 
 
+def _lost_note() -> str:
+    """What main's failed-runs line adds when a joblib worker was killed (studies/lost_workers.py)."""
+    from normbench.studies.lost_workers import LOST
+
+    if not LOST:
+        return ""
+    unrun = LOST.get("unrun") or []
+    return f" ({LOST['reason']}{'; job(s) ' + ', '.join(f'#{n}' for n in unrun) + ' not run' if unrun else ''})"
+
+
 def _claim_folders_readable() -> None:
     """The claim files NORMBENCH_CLAIMS names, read before any job: a sweep's end report reads them, and a file it
     cannot use would drop that report after every run was paid for (hostile h15 Y21). ClaimFileError if one is bad."""
@@ -592,7 +602,7 @@ def main(from_process_start: bool = False) -> None:
              "package as pkg://NAME that holds configs)")
         sys.exit(2)
     except sweep_end.RunsFailed as failed:
-        _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
+        _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}{_lost_note()}")
         sys.exit(1)
     except sweep_end.NothingRan as refused:  # every job invalid: the sweep's settings are bad input
         _say(f"error: {refused}", job.secrets)
@@ -640,6 +650,10 @@ def main(from_process_start: bool = False) -> None:
         if message:
             _say(f"error: {message}", job.secrets)
             sys.exit(2)
+    note = _lost_note()
+    if "not run" in note:  # a worker killed before its job wrote a record, twice: no run failed, yet the sweep is not whole
+        _say(f"the sweep is incomplete{note}")
+        sys.exit(1)
     if job.single is not None and job.single["status"] in EXIT_STATUS:
         _say(f"{job.single['status']}: {job.single['reason']}", job.secrets)
         sys.exit(EXIT_STATUS[job.single["status"]])

@@ -21,6 +21,7 @@ from normbench.records.record import RUNNING, SetAside, read_summary, write_reco
 from normbench.studies import loky_tracker
 
 log = logging.getLogger("normbench")
+LOST: dict = {}  # in the launcher, once a worker was lost: "reason", and "unrun" (job numbers never run), for main's line
 
 
 def _broken_pool_errors() -> tuple[type[BaseException], ...]:
@@ -119,6 +120,7 @@ def launch_keeping_sweep(original):
         if unstarted and not again:  # the executor broke again: whatever it left running failed too
             mark_running_failed(folders, reason)
         lost = [i for i in unstarted if i not in again and not (folders[i] / "summary.json").exists()]
+        LOST.update(reason=reason, unrun=[initial_job_idx + i for i in lost])
         if lost:
             log.warning("job(s) %s not run: their workers were killed", ", ".join(f"#{initial_job_idx + i}" for i in lost))
         return [again.get(i) or _returned(launcher, o, initial_job_idx + i, folders[i])

@@ -49,6 +49,7 @@ def test_a_killed_worker_fails_its_run_and_the_sweep_goes_on(tmp_path):
     assert "Traceback" not in done.stderr + done.stdout
     ours = [line for line in done.stderr.splitlines() if line.startswith("normbench:")]
     assert len(ours) == 1 and "run(s) failed" in ours[0] and "s/1" in ours[0], done.stderr
+    assert ours[0].endswith("(its worker process was killed (SIGKILL))"), ours[0]
     statuses = {p.parent.name: json.loads(p.read_text()) for p in sweep.glob("*/summary.json")}
     assert "running" not in {s["status"] for s in statuses.values()}
     assert statuses["1"]["status"] == "failed" and "worker process was killed (SIGKILL)" in statuses["1"]["reason"]
