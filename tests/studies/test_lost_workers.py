@@ -97,3 +97,12 @@ def test_a_killed_resource_tracker_leaves_no_traceback(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr + done.stdout and "died unexpectedly" not in done.stderr, done.stderr[-3000:]
     assert {json.loads(p.read_text())["status"] for p in sweep.glob("*/summary.json")} == {"ok"}
+
+
+def test_the_line_names_the_kill_and_the_jobs_never_run(monkeypatch):
+    from normbench.studies import app, lost_workers
+
+    monkeypatch.setattr(lost_workers, "LOST", {})
+    assert app._lost_note() == ""
+    monkeypatch.setattr(lost_workers, "LOST", {"reason": "its worker process was killed (SIGKILL)", "unrun": [2, 3]})
+    assert app._lost_note() == " (its worker process was killed (SIGKILL); job(s) #2, #3 not run)"
