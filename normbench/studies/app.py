@@ -548,7 +548,8 @@ def _lost_note() -> str:
     if not LOST:
         return ""
     unrun = LOST.get("unrun") or []
-    return f" ({LOST['reason']}{'; job(s) ' + ', '.join(f'#{n}' for n in unrun) + ' not run' if unrun else ''})"
+    return (f" ({LOST['reason']}{'; job(s) ' + ', '.join(f'#{n}' for n in unrun) + ' not run' if unrun else ''}; "
+            f"the same command with resume=true runs them again)")
 
 
 def _claim_folders_readable() -> None:

@@ -49,7 +49,7 @@ def test_a_killed_worker_fails_its_run_and_the_sweep_goes_on(tmp_path):
     assert "Traceback" not in done.stderr + done.stdout
     ours = [line for line in done.stderr.splitlines() if line.startswith("normbench:")]
     assert len(ours) == 1 and "run(s) failed" in ours[0] and "s/1" in ours[0], done.stderr
-    assert ours[0].endswith("(its worker process was killed (SIGKILL))"), ours[0]
+    assert "(its worker process was killed (SIGKILL); the same command with resume=true" in ours[0], ours[0]
     statuses = {p.parent.name: json.loads(p.read_text()) for p in sweep.glob("*/summary.json")}
     assert "running" not in {s["status"] for s in statuses.values()}
     assert statuses["1"]["status"] == "failed" and "worker process was killed (SIGKILL)" in statuses["1"]["reason"]
@@ -105,4 +105,5 @@ def test_the_line_names_the_kill_and_the_jobs_never_run(monkeypatch):
     monkeypatch.setattr(lost_workers, "LOST", {})
     assert app._lost_note() == ""
     monkeypatch.setattr(lost_workers, "LOST", {"reason": "its worker process was killed (SIGKILL)", "unrun": [2, 3]})
-    assert app._lost_note() == " (its worker process was killed (SIGKILL); job(s) #2, #3 not run)"
+    assert app._lost_note() == (" (its worker process was killed (SIGKILL); job(s) #2, #3 not run; the same command "
+                                "with resume=true runs them again)")
