@@ -252,9 +252,9 @@ HUGE = 10 ** 4000  # past a float's range, within the 4300 digits Python reads (
 
 @pytest.mark.parametrize("doc, says", [
     (with_(parts=[{"kind": "not_worse", "assertion": "x", "a": "a", "b": "b", "margin": HUGE}]),
-     r"a number needs to be finite and at most 2\^53 in size, got a 4001-digit integer"),
+     r"parts\[0\].margin needs a finite number of at most 2\^53 in size, got a 4001-digit integer"),
     (with_(arms={"a": {"lr": {"above": -HUGE}}, "b": {"norm": "ln"}}), "4001-digit integer"),
-    (with_(regime_checks=[{"name": "bn_pool_at_most", "n": HUGE}]), "4001-digit integer"),
+    (with_(regime_checks=[{"name": "bn_pool_at_most", "n": HUGE}]), r"regime_checks\[0\].n needs .* 4001-digit integer"),
     # hostile h15 B10: claims that cannot mean anything
     (with_(parts=[{"kind": "better", "assertion": "x", "a": "a", "b": "a"}]), "a and b are both 'a'"),
     (with_(regime_checks=[{"name": "bn_pool_at_most", "n": -1}]), "n counts vectors: a whole number of at least 1"),

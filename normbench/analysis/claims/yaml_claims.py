@@ -146,16 +146,17 @@ def _scalars(value, where) -> list:
     return values
 
 
-def _numbers_bounded(node, where: str) -> None:
-    """Refuses an integer too large for a float's exact range, wherever it stands in the file."""
+def _numbers_bounded(node, where: str, key: str = "") -> None:
+    """Refuses an integer too large for a float's exact range, wherever it stands in the file (keys too)."""
     if isinstance(node, dict):
-        for key, value in [*((k, k) for k in node), *node.items()]:
-            _numbers_bounded(value, f"{where}.{key}" if value is not key else where)
+        for name, value in node.items():
+            _numbers_bounded(name, where, key or "a key")
+            _numbers_bounded(value, where, f"{key}.{name}" if key else str(name))
     elif isinstance(node, list):
         for i, value in enumerate(node):
-            _numbers_bounded(value, f"{where}[{i}]")
+            _numbers_bounded(value, where, f"{key}[{i}]")
     elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INT:
-        raise ClaimFileError(f"{where}: a number needs to be finite and at most 2^53 in size, got a "
+        raise ClaimFileError(f"{where}: {key or 'the file'} needs a finite number of at most 2^53 in size, got a "
                              f"{int(math.log10(abs(node))) + 1}-digit integer")
 
 
