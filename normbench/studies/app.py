@@ -652,7 +652,7 @@ def main(from_process_start: bool = False) -> None:
             _say(f"error: {message}", job.secrets)
             sys.exit(2)
     note = _lost_note()
-    if "not run" in note:  # a worker killed before its job wrote a record, twice: no run failed, yet the sweep is not whole
+    if "not run" in note:  # a worker killed before its job's record, twice: no run failed, yet the sweep is not whole
         _say(f"the sweep is incomplete{note}")
         sys.exit(1)
     if job.single is not None and job.single["status"] in EXIT_STATUS:

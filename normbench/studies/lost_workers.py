@@ -21,7 +21,7 @@ from normbench.records.record import RUNNING, SetAside, read_summary, write_reco
 from normbench.studies import loky_tracker
 
 log = logging.getLogger("normbench")
-LOST: dict = {}  # in the launcher, once a worker was lost: "reason", and "unrun" (job numbers never run), for main's line
+LOST: dict = {}  # in the launcher, once a worker was lost: "reason" and "unrun" (jobs never run), for main's line
 
 
 def _broken_pool_errors() -> tuple[type[BaseException], ...]:
@@ -122,7 +122,8 @@ def launch_keeping_sweep(original):
         lost = [i for i in unstarted if i not in again and not (folders[i] / "summary.json").exists()]
         LOST.update(reason=reason, unrun=[initial_job_idx + i for i in lost])
         if lost:
-            log.warning("job(s) %s not run: their workers were killed", ", ".join(f"#{initial_job_idx + i}" for i in lost))
+            log.warning("job(s) %s not run: their workers were killed",
+                        ", ".join(f"#{initial_job_idx + i}" for i in lost))
         return [again.get(i) or _returned(launcher, o, initial_job_idx + i, folders[i])
                 for i, o in enumerate(job_overrides)]
 
