@@ -65,7 +65,10 @@ def _job_dir(launcher, overrides, num: int) -> Path:
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
 
-    config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
+    try:
+        config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
+    except Exception:  # noqa: BLE001 - a job whose config no longer composes: Hydra's default folder
+        return Path(str(launcher.config.hydra.sweep.dir)) / str(num)
     with open_dict(config):
         config.hydra.job.num = num
     before = HydraConfig.instance().cfg
