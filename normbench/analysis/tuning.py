@@ -135,9 +135,15 @@ def _best_single_run(arm: pd.DataFrame, score: str) -> tuple[float | None, str]:
     train is never chosen); the evaluation seeds then compare the arms. Equal scores: the smaller lr."""
     arm = arm.sort_values(LR)
     values = pd.to_numeric(arm[score], errors="coerce")
-    finished = (arm["status"] == "ok") & np.isfinite(values) & ~rules.did_not_train(arm)
-    if not finished.any():
-        return None, "no lr has a finished run"
+    ok = (arm["status"] == "ok") & np.isfinite(values)
+    untrained = ok & rules.did_not_train(arm)
+    finished = ok & ~untrained
+    if not finished.any():  # hostile h15 B8: every run finished, none trained, and this said none had finished
+        counts = [f"{n} {what}" for n, what in ((int((arm["status"] == "diverged").sum()), "diverged"),
+                                                (int(untrained.sum()), "at or worse than chance"),
+                                                (int((~ok & (arm["status"] != "diverged")).sum()), "not finished"))
+                  if n]
+        return None, f"no lr has a run that trained ({len(arm)} runs: {'; '.join(counts)})"
     oriented = values[finished] if _higher(arm) else -values[finished]
     return float(arm.loc[oriented.idxmax(), LR]), ""
 

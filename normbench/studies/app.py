@@ -61,6 +61,9 @@ def _freeze_worker() -> None:
     and torch._dynamo made, ~0.5-1 s a job on a 2-core CPU; what the first job leaves lives as long
     as the worker, so later collections need walk only what later jobs make."""
     global _frozen
+    from normbench.studies import loky_tracker
+
+    loky_tracker.install()  # a relaunch of loky's killed resource tracker stays quiet here too
     gc.collect()
     gc.freeze()
     _frozen = True
@@ -538,6 +541,27 @@ def outside_code(argv: list[str]) -> str | None:
     return None
 
 
+def _lost_note() -> str:
+    """What main's failed-runs line adds when a joblib worker was killed (studies/lost_workers.py)."""
+    from normbench.studies.lost_workers import LOST
+
+    if not LOST:
+        return ""
+    unrun = LOST.get("unrun") or []
+    return (f" ({LOST['reason']}{'; job(s) ' + ', '.join(f'#{n}' for n in unrun) + ' not run' if unrun else ''}; "
+            f"the same command with resume=true runs them again)")
+
+
+def _claim_folders_readable() -> None:
+    """The claim files NORMBENCH_CLAIMS names, read before any job: a sweep's end report reads them, and a file it
+    cannot use would drop that report after every run was paid for (hostile h15 Y21). ClaimFileError if one is bad."""
+    if os.environ.get("NORMBENCH_CLAIMS", "").strip():  # yaml_claims.CLAIMS_ENV; its import takes ~0.7 s, so only then
+        from normbench.analysis.claims import SHIPPED
+        from normbench.analysis.claims.yaml_claims import from_environment
+
+        from_environment(SHIPPED)
+
+
 def main(from_process_start: bool = False) -> None:
     """``from_process_start``: this process was started for this command (the command line), so
     its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now."""
@@ -558,6 +582,7 @@ def main(from_process_start: bool = False) -> None:
 
         require_sweep_size([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")], "the command line")
         require_flat_sweep_params(sys.argv[1:])
+        _claim_folders_readable()
     except ConfigError as err:
         _say(f"error: {err}")
         sys.exit(2)
@@ -578,7 +603,7 @@ def main(from_process_start: bool = False) -> None:
              "package as pkg://NAME that holds configs)")
         sys.exit(2)
     except sweep_end.RunsFailed as failed:
-        _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}")
+        _say(f"{len(failed.run_dirs)} run(s) failed: {', '.join(failed.run_dirs)}{_lost_note()}")
         sys.exit(1)
     except sweep_end.NothingRan as refused:  # every job invalid: the sweep's settings are bad input
         _say(f"error: {refused}", job.secrets)
@@ -626,6 +651,10 @@ def main(from_process_start: bool = False) -> None:
         if message:
             _say(f"error: {message}", job.secrets)
             sys.exit(2)
+    note = _lost_note()
+    if "not run" in note:  # a worker killed before its job's record, twice: no run failed, yet the sweep is not whole
+        _say(f"the sweep is incomplete{note}")
+        sys.exit(1)
     if job.single is not None and job.single["status"] in EXIT_STATUS:
         _say(f"{job.single['status']}: {job.single['reason']}", job.secrets)
         sys.exit(EXIT_STATUS[job.single["status"]])

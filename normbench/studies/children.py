@@ -72,6 +72,22 @@ def ignore_stops() -> None:
                 signal.signal(getattr(signal, name), signal.SIG_IGN)
             except ValueError:  # not the main thread: leave signals alone
                 pass
+    forget_unhandled_interrupt()
+
+
+def forget_unhandled_interrupt() -> None:
+    """Clears CPython's record of an interrupt that escaped code run through PyRun_String (a C extension's
+    import does so): a stop that lands there sets it, our handler then exits 128 + the signal, and at the very
+    end the interpreter, seeing it set, killed itself with SIGINT instead: exit 130 after "stopped by SIGHUP"
+    (hostile h15 B9). Running an empty string through the same path resets it (pythonrun.c, run_eval_code_obj)."""
+    try:
+        import ctypes
+
+        run = ctypes.pythonapi.PyRun_SimpleStringFlags
+        run.argtypes, run.restype = [ctypes.c_char_p, ctypes.c_void_p], ctypes.c_int
+        run(b"", None)
+    except (ImportError, AttributeError, OSError):  # not CPython: no such record
+        pass
 
 
 def quiet_half_imported_torch() -> None:

@@ -79,7 +79,7 @@ def resolve(overrides: list[str], params: dict[str, str] | None, sweep_file: Pat
     except ConfigError as error:
         raise ProtocolError(str(error)) from None
     kind, why = said if said else ("tuned" if len(grid) > 1 else "shared", "")
-    too_few = small_grid(grid) if kind == "tuned" else None
+    too_few = small_grid(grid, overrides) if kind == "tuned" else None
     if too_few:
         raise ProtocolError(f"{too_few}; or declare '# lr protocol: swept' in the sweep file to compare the lrs as arms")
     if kind in ("fixed", "shared") and len(grid) > 1:

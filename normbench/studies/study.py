@@ -38,6 +38,7 @@ killed outright takes its round along (normbench/studies/children.py: the parent
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -51,6 +52,7 @@ import numpy as np
 
 from normbench.checks import claims_path, out_path
 from normbench.configuration import hydra_files, study_info
+from normbench.configuration.contract import HARNESS
 from normbench.records import study_plan
 from normbench.records.record import MAX_STRING, Unreadable, read_json_file, read_run_file
 from normbench.studies import children, progress
@@ -219,12 +221,26 @@ def arm_count(overrides: list[str], not_arms: tuple[str, ...] = ()) -> int | Non
     swept.update(o.lstrip("+~").split("=", 1) for o in overrides if "=" in o and "," in o.split("=", 1)[1])
     count = 1
     for key, value in swept.items():
-        if key in ("seed", "task", *not_arms) or key.startswith(("task.", "hydra")):
-            continue
+        if key in ("seed", "task", *not_arms) or key.startswith(("task.", "hydra")) or key.split(".")[0] in HARNESS:
+            continue  # a harness key (tags, logger, paths) labels or places runs: it never makes another arm
         if "(" in value:
             return None
-        count *= len([v for v in value.split(",") if v.strip()])
+        count *= distinct_values(key, value)
     return count
+
+
+def distinct_values(key: str, value: str) -> int:
+    """How many different runs ``key=value`` sweeps: ``ln,ln`` is one, a list value ``[a,b]`` one, as Hydra
+    parses it (hostile h15 B7: the comma-separated texts were counted)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_override(f"{key}={value}")
+        if not parsed.is_sweep_override():
+            return 1
+        return len({repr(v) for v in itertools.islice(parsed.sweep_iterator(), 10_000)})
+    except Exception:  # noqa: BLE001 - a grammar error: the round reports it; count the texts meanwhile
+        return len({v.strip() for v in value.split(",") if v.strip()})
 
 
 def check_config(overrides: list[str]) -> None:

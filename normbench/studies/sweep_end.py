@@ -102,7 +102,7 @@ def refused_everywhere(summaries: dict[Path, dict]) -> str | None:
     return f"no run ran: every setting was refused ({counts})"
 
 
-def unranked_line(config: DictConfig, summaries: dict[Path, dict]) -> str | None:
+def unranked_line(config: DictConfig, summaries: dict[Path, dict], unrun: list[str] = ()) -> str | None:
     """The sweep's last line when no arm can be ranked: why (too few seeds per arm) and the command
     that ranks the same arms; when no run ran at all (every setting refused), that, and no command: seeds
     would not help. None when some arm has RANK_SEEDS finished seeds."""
@@ -125,7 +125,17 @@ def unranked_line(config: DictConfig, summaries: dict[Path, dict]) -> str | None
     overrides = [o if len(o) <= MAX_OVERRIDE else f"{o[:MAX_OVERRIDE]}…" for o in overrides]
     command = shlex.join(["python", "-m", "normbench", "-m", *overrides, RANK_WITH])
     why = (f"every arm has fewer than {RANK_SEEDS} finished seeds" if seeds else "no run finished")
+    if unrun:  # a job refused as bad input (lr=nan): more seeds of the same command would be refused too (h15 B17)
+        return (f"normbench sweep: no arm is ranked: {why}, and a rank needs {RANK_SEEDS}; job(s) {', '.join(unrun)} "
+                f"ran nothing (the line that says why is above): correct the settings before running more seeds")
     return f"normbench sweep: no arm is ranked: {why}, and a rank needs {RANK_SEEDS}. To rank these arms: {command}"
+
+
+def unrun_jobs(sweep_dir: Path) -> list[str]:
+    """The sweep's job folders (Hydra's numbered ones) that hold no record: a job refused before its record
+    (bad input), or one whose worker was lost before it started."""
+    return sorted((p.name for p in _entries(sweep_dir) if p.name.isdigit() and p.is_dir()
+                   and not (p / "summary.json").exists()), key=int)
 
 
 def time_arms(config: DictConfig, sweep_dir: Path) -> float:
@@ -179,12 +189,14 @@ def efficiency(config: DictConfig, sweep_dir: Path, end_s: float, apart: dict | 
     return result
 
 
-def _print_answer(sweep_dir: Path) -> None:
-    """The sweep's answer block (normbench/studies/sweep_answer.py); a courtesy like the table."""
+def _print_answer(sweep_dir: Path, advise: bool = True) -> None:
+    """The sweep's answer block (normbench/studies/sweep_answer.py); a courtesy like the table. Without
+    ``advise`` (a job ran nothing: bad input), the commands it suggests are left out."""
     try:
         from normbench.studies.sweep_answer import answer_lines
 
         lines = answer_lines(sweep_dir)
+        lines = lines if advise else [line for line in lines if "python -m normbench" not in line]
     except Exception as err:  # the report and the exit status stand without it
         print(f"normbench: no answer lines: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
         return
@@ -246,10 +258,11 @@ class SweepSummary(Callback):
         efficiency(config, sweep_dir, time.time() - end_started - timed, {"paired timing": timed})
         if all(s.get("status") == "invalid" for s in summaries.values()):  # bad input: main's one line, exit 2
             raise NothingRan(f"{refused_everywhere(summaries)}: {next(iter(summaries.values())).get('reason')}")
-        last = unranked_line(config, summaries)
+        unrun = unrun_jobs(sweep_dir)
+        last = unranked_line(config, summaries, unrun)
         if last:
             print(last, file=sys.stdout)
         if config.get("report", True):  # last: the arms' means and ranks, and the answer the report gives
-            _print_answer(sweep_dir)
+            _print_answer(sweep_dir, advise=not unrun)
         if failed:  # last: the report is written first, and this callback is the last Hydra notifies
             raise RunsFailed(failed)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from normbench.checks import ConfigError, OneLineParser, out_path, require_positive
+from normbench.checks import ConfigError, OneLineParser, one_line, out_path, require_positive
 from normbench.configuration import hydra_files, study_info
 from normbench.configuration.contract import HARNESS
 from normbench.records.record import folder_inside, interpolation_in, write_inside
@@ -210,13 +210,16 @@ def runnable_lrs(overrides: list[str], params: dict[str, str] | None) -> tuple[f
     return grid
 
 
-def small_grid(grid: tuple[float, ...]) -> str | None:
+def small_grid(grid: tuple[float, ...], overrides: list[str] = ()) -> str | None:
     """The one line refusing a grid of fewer than MIN_GRID lrs to tune on (tune, and a study's tuned protocol
-    in normbench/studies/lr_protocol.py), or None when it has enough."""
+    in normbench/studies/lr_protocol.py), or None when it has enough. An ``lr=`` of ``overrides`` that gives
+    no grid (an interval, a glob, a list value) is named as typed (hostile h15 B12: it said "got none")."""
     if len(grid) >= MIN_GRID:
         return None
-    got = f"lr={','.join(f'{lr:g}' for lr in grid)}" if grid else "none"
-    return f"tuning each arm's lr needs an lr grid of at least {MIN_GRID} values (lr=a,b,c), got {got}"
+    typed = [o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=", 1)[0] == "lr"]
+    got = f"lr={','.join(f'{lr:g}' for lr in grid)}" if grid else one_line(typed[-1], 120) if typed else "none"
+    return (f"tuning each arm's lr needs an explicit comma-separated lr grid of at least {MIN_GRID} values "
+            f"(lr=a,b,c), got {got}")
 
 
 def planned_selection_seeds(overrides: list[str], limit: int = 100_000) -> set[int]:
@@ -326,7 +329,7 @@ def _tune(argv: list[str] | None) -> int:
                                     "seeds, compared on fresh evaluation seeds (DeepOBS / AlgoPerf protocol).")
     except Exception as error:  # Hydra's override grammar refused one (hostile T06, T12): the user's input
         parser.error(f"an override cannot be parsed: {' '.join(str(error).split())[:300]}")
-    too_few = small_grid(grid)  # after the overrides parse: an lr Hydra cannot read gives no grid
+    too_few = small_grid(grid, args.overrides)  # after the overrides parse: an lr Hydra cannot read gives no grid
     if too_few:  # its selection stage ran for nothing, then "no lr chosen", exit 1 (hostile h14 E36)
         parser.error(too_few)
     children.say_sweep_dir_ignored("normbench.tune", args.overrides, out)  # every refusal above is its one line
@@ -346,8 +349,8 @@ def _tune(argv: list[str] | None) -> int:
         print(f"normbench.tune: cannot write the arm files: {' '.join(str(err).split())[:300]}", file=sys.stderr)
         return 2
     if not written:
-        print("normbench.tune: no arm has a chosen lr (each needs 2 selection runs at some lr, one that trained)",
-              file=sys.stderr)
+        print("normbench.tune: no arm has a chosen lr (an lr is chosen from selection runs that trained: one seed, "
+              "its best such run; 2 or more, 2 runs with one that trained)", file=sys.stderr)
         return 1
     for name, label, lr in written:
         print(f"chosen lr {lr:g}: {label} ({name})", flush=True)

@@ -15,6 +15,8 @@ import os
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from normbench.studies import lost_workers
+
 log = logging.getLogger("normbench")
 
 # launcher (a word of its _target_) -> the setting that counts its workers on this machine
@@ -53,7 +55,10 @@ class BoundWorkers(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         launcher = config.hydra.launcher
         key = next((k for word, k in LOCAL_LAUNCHERS.items() if word in str(launcher.get("_target_", ""))), None)
-        if key is None or not isinstance(launcher.get(key), int):
+        if key is None:
+            return
+        lost_workers.install()  # a worker killed mid-sweep: one failed run, the sweep goes on (hostile h15 B3)
+        if not isinstance(launcher.get(key), int):
             return
         asked = launcher[key]
         jobs = sweep_size(config)

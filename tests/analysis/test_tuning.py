@@ -236,3 +236,15 @@ def test_no_lr_chosen_says_what_is_missing_when_every_run_finished(runs_of):
     why = tuning.chosen_lrs(runs_of(*one_each))["why"].iloc[0]
     assert why == ("no lr has 2 runs with one that trained (3 runs: 1 diverged; 1 at or worse than chance; "
                    "1 lr with fewer than 2 finished runs)"), why
+
+
+def test_one_selection_seed_whose_runs_did_not_train_says_so(runs_of):
+    """Hostile h15 B8 (N19): tune seed=0, every run finished at chance, and the reason was "no lr has a
+    finished run"; it says none trained, and how the runs ended."""
+    adding = {"task": "adding", "model": "lstm", "norm": "ln", "role": "selection"}
+    runs = [{"seed": 0, "best_val": 0.17, "axes": {**adding, "lr": lr}} for lr in (0.1, 0.2, 0.3)]
+    why = tuning.chosen_lrs(runs_of(*runs))["why"].iloc[0]
+    assert why == "no lr has a run that trained (3 runs: 3 at or worse than chance)", why
+    runs[0] = {"seed": 0, "status": "diverged", "best_val": None, "axes": {**adding, "lr": 0.1}}
+    why = tuning.chosen_lrs(runs_of(*runs))["why"].iloc[0]
+    assert why == "no lr has a run that trained (3 runs: 1 diverged; 2 at or worse than chance)", why

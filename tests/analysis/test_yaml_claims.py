@@ -245,3 +245,57 @@ def test_an_unknown_key_that_is_no_name_is_not_echoed(tmp_path):
     (folder / "h.yaml").write_text("stament: x\n")
     with pytest.raises(ClaimFileError, match="unknown key 'stament'"):
         read_folders([folder], CLAIMS)
+
+
+HUGE = 10 ** 4000  # past a float's range, within the 4300 digits Python reads (hostile h15 B4)
+
+
+@pytest.mark.parametrize("doc, says", [
+    (with_(parts=[{"kind": "not_worse", "assertion": "x", "a": "a", "b": "b", "margin": HUGE}]),
+     r"parts\[0\].margin needs a finite number of at most 2\^53 in size, got a 4001-digit integer"),
+    (with_(arms={"a": {"lr": {"above": -HUGE}}, "b": {"norm": "ln"}}), "4001-digit integer"),
+    (with_(regime_checks=[{"name": "bn_pool_at_most", "n": HUGE}]), r"regime_checks\[0\].n needs .* 4001-digit integer"),
+    # hostile h15 B10: claims that cannot mean anything
+    (with_(parts=[{"kind": "better", "assertion": "x", "a": "a", "b": "a"}]), "a and b are both 'a'"),
+    (with_(regime_checks=[{"name": "bn_pool_at_most", "n": -1}]), "n counts vectors: a whole number of at least 1"),
+    (with_(regime_checks=[{"name": "bn_pool_at_most", "n": 2.5}]), "n counts vectors"),
+    (with_(regime_checks=[{"name": "unnormalized_grad_grows", "growth": 0}]), "growth must be > 0"),
+    (with_(also_compare=["hydra.run.dir"]), "also_compare 'hydra.run.dir' is not a result-affecting setting"),
+    (with_(also_compare=["paths.data"]), "also_compare 'paths.data' is not a result-affecting setting"),
+    # hostile h15 B15, B16: YAML's bools as arm names, the id's length
+    (with_(arms={True: {"norm": "ln"}, "rms": {"norm": "rms"}}), r"arm names must be text; YAML read 'true' as bool"),
+    (with_(parts=[{"kind": "better", "assertion": "x", "a": True, "b": "b"}]), r"a=True must be an arm's name as text"),
+    (with_(id="a" * 61), "id must be at most 60 lower-case letters"),
+])
+def test_a_claim_that_cannot_mean_anything_is_one_line(doc, says):
+    with pytest.raises(ClaimFileError, match=says) as error:
+        parse(doc, "mine.yaml", {c.id for c in CLAIMS})
+    assert "\n" not in str(error.value) and str(error.value).startswith("mine.yaml")
+
+
+def test_an_axis_name_stays_comparable():
+    assert parse(with_(also_compare=["gamma_init", "muon"]), "mine.yaml", set()).also_compare == ("gamma_init", "muon")
+
+
+@pytest.mark.parametrize("number", ["1" + "0" * 4290, "0x" + "f" * 4000])
+def test_a_number_too_large_for_a_float_is_one_line_at_every_door(tmp_path, number):
+    """Hostile h15 B4 (K01, K21, K33, Y20, Y21): report --claims, normbench.report, study --claims and a -m
+    sweep with NORMBENCH_CLAIMS: each one line, exit 2, before anything runs."""
+    claims = tmp_path / "cl"
+    claims.mkdir()
+    text = EXAMPLE.read_text().replace("ln_simple_as_good", "mine")
+    (claims / "c.yaml").write_text(text + f"regime_checks: [{{name: bn_pool_at_most, n: {number}}}]\n")
+    (tmp_path / "none").mkdir()
+    sweep = ["-m", "steps=2", "task=adding", "hydra.sweep.dir=s"]
+    commands = [["-m", "normbench", "report", "none", "--claims", "cl"],
+                ["-m", "normbench.report", "none", "--claims", "cl"],
+                ["-m", "normbench", "study", "steps=2", "norm=ln,rms", "--claims", "cl", "--out", "st"],
+                ["-m", "normbench", *sweep]]
+    for command in commands:
+        env = {**__import__("os").environ, CLAIMS_ENV: str(claims)} if command[-1] == sweep[-1] else None
+        done = subprocess.run([sys.executable, *command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=HANG_S)
+        assert done.returncode == 2, (command, done.stderr)
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, (command, done.stderr)
+        assert "digit integer" in done.stderr, (command, done.stderr)
+    assert not (tmp_path / "s").exists() and not (tmp_path / "st").exists()

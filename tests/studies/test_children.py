@@ -175,3 +175,23 @@ def test_a_child_that_died_unwaited_is_ended_at_once():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_stop_that_escaped_embedded_code_still_exits_with_its_own_status(tmp_path):
+    """Hostile h15 B9 (G10): SIGHUP during the imports said "stopped by SIGHUP", then the process died by SIGINT
+    (130): the interrupt had escaped code a C extension ran through PyRun_String, which CPython remembers and
+    answers at exit by killing itself with SIGINT. ignore_stops, on every stop's way out, clears that record."""
+    import subprocess
+
+    (tmp_path / "stopped.py").write_text(
+        "import ctypes, sys\n"
+        "from normbench.studies.children import ignore_stops\n"
+        "run = ctypes.pythonapi.PyRun_SimpleStringFlags\n"
+        "run.argtypes = [ctypes.c_char_p, ctypes.c_void_p]\n"
+        "run(b'raise KeyboardInterrupt', None)  # as an extension's embedded code interrupted by the stop\n"
+        "ignore_stops()\n"
+        "sys.exit(129)\n")
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-m", "stopped"], cwd=tmp_path, capture_output=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{repo}"})
+    assert done.returncode == 129, done.stderr

@@ -154,10 +154,24 @@ def test_the_plan_counts_arms_to_say_what_its_seeds_can_show_before_running():
     assert arm_count(["norm=ln,bn", "lr=range(1,3)"]) is None  # not a plain list: no line rather than a wrong one
 
 
+def test_arms_are_the_distinct_values_a_sweep_runs(monkeypatch):
+    """Hostile h15 B7: the comma-separated texts were counted (norm=ln,ln two arms, tags=[a,b] two)."""
+    from normbench.studies import study
+
+    assert study.arm_count(["norm=ln,ln,rms"]) == 2
+    assert study.arm_count(["lr=0.1,0.10"]) == 1
+    assert study.arm_count(["norm=ln,rms", "tags=[a,b]"]) == 2
+    monkeypatch.setattr(study, "_sweep_params", lambda overrides: ("dup", {"norm": "ln,ln"}, None))  # N02
+    assert study.arm_count(["+sweep=dup"]) == 1
+
+
 @pytest.mark.parametrize("overrides", [
     ["steps=2", "eval_every=1", "task=adding", "task.n_train=64"],   # P37: no +sweep=, nothing swept
     ["norm=ln", "task=adding,copy"],                                 # a comparison is one task: tasks are not arms
     ["norm=ln", "lr=0.001,0.01,0.1"],                                 # tuned: the lr is chosen per arm, not an arm
+    ["steps=2", "norm=ln,ln"],                                        # hostile h15 B7 (S01): one value twice
+    ["steps=2", "tags=[a,b]"],                                        # S02: a list value, and a label
+    ["steps=2", "tags=a,b"],                                          # a label swept: the same run twice
 ])
 def test_a_study_of_one_arm_is_refused_before_any_round(overrides, tmp_path, monkeypatch, capsys):
     """Hostile h14 B8: three seeds ran for 40 s, then "nothing compared ... a study needs two arms", exit 0."""

@@ -81,3 +81,12 @@ def test_a_sweep_whose_every_run_was_refused_says_no_run_ran_and_suggests_no_see
     config = OmegaConf.create({"hydra": {"overrides": {"task": ["norm=ln", "seed=0,1,2"]}}})
     line = sweep_end.unranked_line(config, refused)
     assert "no run ran: every setting was refused (1 invalid, 2 skipped)" in line and "seed=" not in line
+
+
+def test_a_sweep_with_a_refused_job_advises_no_command(cli, tiny_args):
+    """Hostile h15 B17 (N13): `-m lr=0.1,nan` refused job 1 (exit 2, right), then advised re-running with lr=0.1,nan."""
+    code, out, err = cli("-m", *tiny_args, "lr=0.1,nan", "hydra.sweep.dir=s")
+    assert code == 2 and "lr=nan must be a finite number" in err
+    assert "python -m normbench" not in out, out
+    assert "job(s) 1 ran nothing" in out
+    assert sweep_end.unrun_jobs(Path("s")) == ["1"]

@@ -105,7 +105,11 @@ def test_an_override_hydra_cannot_parse_is_one_line_before_any_stage(override, t
     assert not stages and not (tmp_path / "t").exists()
 
 
-@pytest.mark.parametrize("lrs, got", [("lr=0.1", "got lr=0.1"), ("lr=0.1,0.01", "got lr=0.01,0.1")])
+@pytest.mark.parametrize("lrs, got", [("lr=0.1", "got lr=0.1"), ("lr=0.1,0.01", "got lr=0.01,0.1"),
+                                      # hostile h15 B12 (T03, T06, N03): no grid given was "got none"
+                                      ("lr=interval(0.1,0.3)", "got lr=interval(0.1,0.3)"),
+                                      ("lr=glob(*)", "got lr=glob(*)"),
+                                      ("lr=[0.1,0.2,0.3]", "got lr=[0.1,0.2,0.3]")])
 def test_a_grid_of_fewer_than_three_lrs_is_refused_before_the_selection(lrs, got, tmp_path, monkeypatch, capsys):
     """Hostile h14 B7 (E36, P50): tune ran its selection stage on one lr (or two), then ended with exit 1 and
     "no lr chosen"; a study's tuned protocol refuses such a grid up front, by the same rule (tune.small_grid)."""
@@ -116,6 +120,6 @@ def test_a_grid_of_fewer_than_three_lrs_is_refused_before_the_selection(lrs, got
         tune.main(["--out", str(tmp_path / "t"), "steps=2", "task=adding", lrs])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and len(err.splitlines()) == 1, err
-    assert f"an lr grid of at least {lr_protocol.MIN_GRID} values (lr=a,b,c), {got}" in err
+    assert f"an explicit comma-separated lr grid of at least {lr_protocol.MIN_GRID} values (lr=a,b,c), {got}" in err
     assert not (tmp_path / "t").exists()
     assert tune.small_grid((0.001, 0.01, 0.1)) is None

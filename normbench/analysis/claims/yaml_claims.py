@@ -77,6 +77,9 @@ _ID = re.compile(r"[a-z][a-z0-9_]{0,59}$")
 _CODE_KEYS = {"_target_", "_partial_", "_args_", "module", "function", "callable", "class", "import", "code",
               "eval", "exec", "hook"}
 _CODE_VALUE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")  # module:attribute, as an entry point names code
+# The largest integer a claim file may hold: every number is used as a float, exact up to 2^53; a 4000-digit
+# integer would raise OverflowError wherever it is first used (hostile h15 B4).
+MAX_INT = 2**53
 
 
 class ClaimFileError(ConfigError):
@@ -85,7 +88,8 @@ class ClaimFileError(ConfigError):
 
 def _number(name: str):
     def check(value, where):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > MAX_INT \
+                or not math.isfinite(value):
             raise ClaimFileError(f"{where}: {name} needs a finite number, got {shown(value)}")
         return float(value)
     return check
@@ -142,6 +146,20 @@ def _scalars(value, where) -> list:
     return values
 
 
+def _numbers_bounded(node, where: str, key: str = "") -> None:
+    """Refuses an integer too large for a float's exact range, wherever it stands in the file (keys too)."""
+    if isinstance(node, dict):
+        for name, value in node.items():
+            _numbers_bounded(name, where, key or "a key")
+            _numbers_bounded(value, where, f"{key}.{name}" if key else str(name))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _numbers_bounded(value, where, f"{key}[{i}]")
+    elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INT:
+        raise ClaimFileError(f"{where}: {key or 'the file'} needs a finite number of at most 2^53 in size, got a "
+                             f"{int(math.log10(abs(node))) + 1}-digit integer")
+
+
 def _names_code(node, where: str) -> None:
     """Refuses anything that names code, wherever it stands in the file."""
     if isinstance(node, dict):
@@ -181,12 +199,7 @@ def _selector(arm: str, selector, where: str) -> dict:
     for key, value in selector.items():
         if not isinstance(key, str) or not re.fullmatch(r"[a-z_][a-z0-9_.]*", key):
             raise ClaimFileError(f"{where}: arm {arm!r}: {shown(key)} is not a setting name")
-        if key.split(".")[0] not in _SELECTABLE:
-            raise ClaimFileError(f"{where}: arm {arm!r}: {key!r} is not a result-affecting setting; a selector "
-                                 f"names one of {', '.join(sorted(_SELECTABLE))} (or a key under it)")
-        if not _known_setting(key):
-            raise ClaimFileError(f"{where}: arm {arm!r}: {key!r} is not a setting of the config (conf/, "
-                                 f"normbench/configuration/schema.py)")
+        _setting(key, f"{where}: arm {arm!r}", "a selector")
         if key == "model.cell_kernel":  # cpp, compile: the earlier names of compiled, torch_compile, which runs' settings carry
             value = _present_kernels(value)
         if isinstance(value, dict):
@@ -200,6 +213,16 @@ def _selector(arm: str, selector, where: str) -> dict:
         else:
             raise ClaimFileError(f"{where}: arm {arm!r}, {key}: needs a value or a predicate, got {shown(value)}")
     return built
+
+
+def _setting(key: str, where: str, what: str) -> None:
+    """Refuses a key that cannot tell two arms' results apart: a harness key (hydra.*, paths.*) or no setting."""
+    if key.split(".")[0] not in _SELECTABLE:
+        raise ClaimFileError(f"{where}: {key!r} is not a result-affecting setting; {what} names one of "
+                             f"{', '.join(sorted(_SELECTABLE))} (or a key under it)")
+    if not _known_setting(key):
+        raise ClaimFileError(f"{where}: {key!r} is not a setting of the config (conf/, "
+                             f"normbench/configuration/schema.py)")
 
 
 def _margin(value, where: str) -> float:
@@ -254,8 +277,13 @@ def _part(spec, arms: dict, where: str) -> PartSpec:
     for role, arm in (("a", a), ("b", b)):
         if arm is None and (role == "a" or kind != "slope"):
             raise ClaimFileError(f"{where}: {role} (an arm name) is required")
+        if arm is not None and not isinstance(arm, str):  # YAML reads true, no, 1 as other types (hostile h15 B15)
+            raise ClaimFileError(f"{where}: {role}={shown(arm)} must be an arm's name as text (quote it: "
+                                 f"{role}: \"{_yaml_text(arm)}\")")
         if arm is not None and arm not in arms:
             raise ClaimFileError(f"{where}: {role}={shown(arm)} is not an arm; arms are {', '.join(arms)}")
+    if a is not None and a == b:
+        raise ClaimFileError(f"{where}: a and b are both {a!r}; a part compares two different arms")
     measure = _measure(spec.get("measure"), where)
     if kind == "slope":
         claimed = spec.get("claimed")
@@ -275,6 +303,11 @@ def _part(spec, arms: dict, where: str) -> PartSpec:
                     margin_text=f"δ = {margin:g}, fixed in the claim file" if margin is not None else "")
 
 
+def _yaml_text(value) -> str:
+    """How YAML wrote a value it read as a bool or a number (true, 1): what the user meant as a name."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _names(doc: dict, key: str, table: dict | None, where: str) -> tuple:
     value = doc.get(key, [])
     values = [value] if isinstance(value, str) else value
@@ -285,6 +318,17 @@ def _names(doc: dict, key: str, table: dict | None, where: str) -> tuple:
             if v not in table:
                 raise ClaimFileError(f"{where}: {key} {v!r} is not one of {', '.join(table)}")
     return tuple(values)
+
+
+def _compared(doc: dict, where: str) -> tuple:
+    """also_compare: settings tied to the arms, under the selectors' rule (no harness key: hostile h15 B10)."""
+    keys = _names(doc, "also_compare", None, where)
+    for key in keys:
+        top = key.split(".")[0]
+        if top in HARNESS or top == "hydra":  # the rule a selector's key meets (_setting); an axis name is free
+            raise ClaimFileError(f"{where}: also_compare {key!r} is not a result-affecting setting ({top}.* never "
+                                 f"differs between arms' results)")
+    return keys
 
 
 def _regime_checks(doc: dict, n_parts: int, where: str) -> tuple:
@@ -306,6 +350,7 @@ def _regime_checks(doc: dict, n_parts: int, where: str) -> tuple:
         for key, arg in args.items():
             if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
                 raise ClaimFileError(f"{at}: {key} must be a plain value, got {shown(arg)}")
+            _regime_number(key, arg, at)
         need = predicates.needs(entry["name"], *parts, **args)
         try:
             predicates.holds_text(need)
@@ -315,17 +360,29 @@ def _regime_checks(doc: dict, n_parts: int, where: str) -> tuple:
     return tuple(built)
 
 
+def _regime_number(key: str, arg, at: str) -> None:
+    """A regime check's numeric argument: a count (n) a whole number ≥ 1, any other (growth) a finite number > 0."""
+    if isinstance(arg, str):
+        return
+    _number(key)(arg, at)
+    if key == "n" and (not isinstance(arg, int) or arg < 1):
+        raise ClaimFileError(f"{at}: n counts vectors: a whole number of at least 1, got {shown(arg)}")
+    if arg <= 0:
+        raise ClaimFileError(f"{at}: {key} must be > 0, got {shown(arg)}")
+
+
 def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     """One claim from one YAML document (already loaded); ClaimFileError on any mistake."""
     if not isinstance(doc, dict):
         raise ClaimFileError(f"{where}: a claim file holds one mapping (id, statement, arms, parts, ...)")
     _names_code(doc, where)
+    _numbers_bounded(doc, where)
     unknown = sorted(set(map(str, doc)) - _TOP)
     if unknown:
         raise ClaimFileError(f"{where}: unknown key {_key_shown(unknown[0])}; keys are {', '.join(sorted(_TOP))}")
     claim_id = doc.get("id")
     if not isinstance(claim_id, str) or not _ID.match(claim_id):
-        raise ClaimFileError(f"{where}: id must be lower-case letters, digits and _ (a letter first), got "
+        raise ClaimFileError(f"{where}: id must be at most 60 lower-case letters, digits and _ (a letter first), got "
                              f"{shown(claim_id)}")
     if claim_id in taken:
         raise ClaimFileError(f"{where}: id {claim_id!r} is already a claim's; choose another")
@@ -333,7 +390,11 @@ def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     arms = doc.get("arms")
     if not isinstance(arms, dict) or len(arms) < 1:
         raise ClaimFileError(f"{where}: arms must map arm names to selectors")
-    built_arms = {str(name): _selector(str(name), sel, where) for name, sel in arms.items()}
+    named_not = next((name for name in arms if not isinstance(name, str)), None)
+    if named_not is not None:  # `true:` is a bool to YAML, shown back as True (hostile h15 B15)
+        raise ClaimFileError(f"{where}: arm names must be text; YAML read {_yaml_text(named_not)!r} as "
+                             f"{type(named_not).__name__}: quote it (\"{_yaml_text(named_not)}\")")
+    built_arms = {name: _selector(name, sel, where) for name, sel in arms.items()}
     parts = doc.get("parts")
     if not isinstance(parts, list) or not parts:
         raise ClaimFileError(f"{where}: parts must be a non-empty list")
@@ -343,7 +404,7 @@ def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     if prepare is not None and prepare not in HOOKS:
         raise ClaimFileError(f"{where}: prepare must be one of {', '.join(HOOKS)}, got {shown(prepare)}")
     return Claim(claim_id, texts["statement"], texts["source"], built_arms, built_parts, requires=requires,
-                 pool=_names(doc, "pool", None, where), also_compare=_names(doc, "also_compare", None, where),
+                 pool=_names(doc, "pool", None, where), also_compare=_compared(doc, where),
                  prepare=HOOKS.get(prepare), design=texts["design"], quote=texts["quote"], where=texts["where"],
                  measures=texts["measures"], regime=texts["regime"], paper_scale=texts["paper_scale"],
                  needs=_regime_checks(doc, len(built_parts), where))

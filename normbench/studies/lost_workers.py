@@ -1,0 +1,145 @@
+"""A joblib worker killed mid-sweep (an OOM killer, ``kill -9``): one failed run, not a stopped sweep.
+
+loky answers a worker's death by breaking its executor: every job still queued or running raises
+TerminatedWorkerError in the launcher, Hydra's joblib launcher (hydra_joblib_launcher/_core.py)
+lets it end the sweep, and the killed job's record stays ``running`` (hostile h15 B3). Here the
+launcher's ``launch`` is wrapped: on a broken executor every record of the sweep still saying
+``running`` is marked ``failed`` ("its worker process was killed (SIGKILL)"), the jobs that had not
+started are launched once more with the same launcher, and the sweep ends as usual: its report,
+and main's one line naming the failed runs with exit status 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from normbench.records.record import RUNNING, SetAside, read_summary, write_record
+from normbench.studies import loky_tracker
+
+log = logging.getLogger("normbench")
+LOST: dict = {}  # in the launcher, once a worker was lost: "reason" and "unrun" (jobs never run), for main's line
+
+
+def _broken_pool_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [BrokenProcessPool]
+    try:
+        from joblib.externals.loky.process_executor import BrokenProcessPool as LokyBroken
+        from joblib.externals.loky.process_executor import TerminatedWorkerError
+
+        errors += [TerminatedWorkerError, LokyBroken]
+    except ImportError:  # no joblib: no worker to lose
+        pass
+    return tuple(errors)
+
+
+def killed_reason(error: BaseException) -> str:
+    """The failure reason of a run whose worker died: loky's message names the exit codes ({SIGKILL(-9)})."""
+    codes = re.search(r"exit codes of the workers are \{([^}]*)\}", str(error))
+    signals = re.findall(r"(SIG[A-Z0-9]+)", codes.group(1)) if codes else []
+    return f"its worker process was killed ({', '.join(dict.fromkeys(signals)) or 'signal unknown'})"
+
+
+def mark_running_failed(folders: list[Path], reason: str) -> list[Path]:
+    """Each record in ``folders`` still saying running, marked failed with ``reason``; the folders marked."""
+    marked = []
+    for folder in folders:
+        found = read_summary(folder / "summary.json")
+        if isinstance(found, SetAside) or found.status != RUNNING:
+            continue
+        found.summary["status"], found.summary["reason"] = "failed", reason
+        try:
+            write_record(found)
+        except OSError as err:  # the sweep's end names it as it finds it
+            log.warning("record of %s not marked failed: %s", folder, err)
+            continue
+        marked.append(folder)
+    return marked
+
+
+def _job_dir(launcher, overrides, num: int) -> Path:
+    """The folder Hydra gives job ``num`` (its sweep dir and subdir, as _core.execute_job composes them)."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    try:
+        config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
+    except Exception:  # noqa: BLE001 - a job whose config no longer composes: Hydra's default folder
+        return Path(str(launcher.config.hydra.sweep.dir)) / str(num)
+    with open_dict(config):
+        config.hydra.job.num = num
+    before = HydraConfig.instance().cfg
+    HydraConfig.instance().set_config(config)
+    try:
+        return Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
+    finally:
+        if before is not None:
+            HydraConfig.instance().set_config(before)
+
+
+def _returned(launcher, overrides, num: int, folder: Path):
+    """A JobReturn for a job whose worker was lost: scores +inf (app.objective of a failed run)."""
+    from hydra.core.utils import JobReturn, JobStatus
+
+    ret = JobReturn(overrides=list(overrides), working_dir=str(folder), task_name=str(launcher.config.hydra.job.name))
+    ret.status, ret.return_value = JobStatus.COMPLETED, math.inf
+    return ret
+
+
+def _relaunch(launcher, job_overrides, nums: list[int], initial_job_idx: int) -> dict:
+    """Jobs ``nums`` (indices into ``job_overrides``) launched again once with the launcher's joblib
+    settings: their JobReturns by index; none where the executor broke again."""
+    from hydra.core.singleton import Singleton
+    from hydra_plugins.hydra_joblib_launcher import _core
+    from joblib import Parallel, delayed
+
+    try:
+        runs = Parallel(**launcher.joblib)(
+            delayed(_core.execute_job)(initial_job_idx + i, job_overrides[i], launcher.hydra_context, launcher.config,
+                                       launcher.task_function, Singleton.get_state())
+            for i in nums)
+    except _broken_pool_errors():
+        return {}
+    return dict(zip(nums, runs))
+
+
+def launch_keeping_sweep(original):
+    """``original`` (hydra_joblib_launcher._core.launch) with a lost worker made one failed run."""
+
+    def launch(launcher, job_overrides, initial_job_idx):
+        try:
+            return original(launcher=launcher, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
+        except _broken_pool_errors() as error:
+            reason = killed_reason(error)
+        folders = [_job_dir(launcher, o, initial_job_idx + i) for i, o in enumerate(job_overrides)]
+        mark_running_failed(folders, reason)
+        unstarted = [i for i, f in enumerate(folders) if not (f / "summary.json").exists()]
+        log.warning("a worker process was killed; %d job(s) had not started%s", len(unstarted),
+                    ": launching them again" if unstarted else "")
+        again = _relaunch(launcher, job_overrides, unstarted, initial_job_idx) if unstarted else {}
+        if unstarted and not again:  # the executor broke again: whatever it left running failed too
+            mark_running_failed(folders, reason)
+        lost = [i for i in unstarted if i not in again and not (folders[i] / "summary.json").exists()]
+        LOST.update(reason=reason, unrun=[initial_job_idx + i for i in lost])
+        if lost:
+            log.warning("job(s) %s not run: their workers were killed",
+                        ", ".join(f"#{initial_job_idx + i}" for i in lost))
+        return [again.get(i) or _returned(launcher, o, initial_job_idx + i, folders[i])
+                for i, o in enumerate(job_overrides)]
+
+    launch.keeps_sweep = True
+    return launch
+
+
+def install() -> None:
+    """Wraps the joblib launcher's launch (once); nothing when the plugin is not installed."""
+    try:
+        from hydra_plugins.hydra_joblib_launcher import _core
+    except ImportError:
+        return
+    if not getattr(_core.launch, "keeps_sweep", False):
+        _core.launch = launch_keeping_sweep(_core.launch)
+    loky_tracker.install()

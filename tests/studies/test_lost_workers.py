@@ -1,0 +1,109 @@
+"""A joblib worker killed mid-sweep is one failed run: the sweep goes on, its report is written, one line
+and exit status 1, and no record is left saying running (hostile h15 B3)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from normbench.studies.lost_workers import killed_reason
+from tests.conftest import TINY, TINY_TASK
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The process running job 1, once its record exists, kills itself with SIGKILL at its next write in that
+# folder: an OOM killer in the middle of a run. (Other jobs only read there.)
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    target = os.environ.get("NB_TEST_KILL_DIR")
+    if target:
+        def hook(event, args):
+            if event != "open" or not isinstance(args[0], str) or not args[0].startswith(target + os.sep):
+                return
+            writes = (args[1] or "r") != "r" or (args[2] or 0) & (os.O_WRONLY | os.O_RDWR)
+            if writes and os.environ.get("NORMBENCH_LAUNCHER_PID") not in (None, str(os.getpid())) \\
+                    and os.path.exists(os.path.join(target, "summary.json")):
+                os.kill(os.getpid(), signal.SIGKILL)
+        sys.addaudithook(hook)
+""")
+
+
+def test_killed_reason_names_the_signal():
+    error = RuntimeError("... The exit codes of the workers are {SIGKILL(-9)}")
+    assert killed_reason(error) == "its worker process was killed (SIGKILL)"
+
+
+def test_a_killed_worker_fails_its_run_and_the_sweep_goes_on(tmp_path):
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(KILLER)
+    sweep = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'hook'}{os.pathsep}{REPO}", "NB_TEST_KILL_DIR": str(sweep / "1"),
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms,scale", "hydra/launcher=local",
+         "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    ours = [line for line in done.stderr.splitlines() if line.startswith("normbench:")]
+    assert len(ours) == 1 and "run(s) failed" in ours[0] and "s/1" in ours[0], done.stderr
+    assert "(its worker process was killed (SIGKILL); the same command with resume=true" in ours[0], ours[0]
+    statuses = {p.parent.name: json.loads(p.read_text()) for p in sweep.glob("*/summary.json")}
+    assert "running" not in {s["status"] for s in statuses.values()}
+    assert statuses["1"]["status"] == "failed" and "worker process was killed (SIGKILL)" in statuses["1"]["reason"]
+    assert statuses.get("2", {}).get("status") == "ok", done.stderr  # the job queued behind the killed one ran
+    assert (sweep / "report.md").exists() or any(sweep.glob("report*"))
+
+
+# The process running job 1, once its record exists, kills loky's resource tracker (once).
+TRACKER_KILLER = textwrap.dedent("""
+    import os, signal, sys
+    target = os.environ.get("NB_TEST_KILL_DIR")
+    if target:
+        done = []
+        def hook(event, args):
+            if done or event != "open" or not isinstance(args[0], str) or not args[0].startswith(target + os.sep):
+                return
+            if os.environ.get("NORMBENCH_LAUNCHER_PID") in (None, str(os.getpid())):
+                return
+            if not os.path.exists(os.path.join(target, "summary.json")):
+                return
+            done.append(1)
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        command = f.read()
+                except OSError:
+                    continue
+                if b"tracker import main" in command:
+                    os.kill(int(pid), signal.SIGKILL)
+        sys.addaudithook(hook)
+""")
+
+
+def test_a_killed_resource_tracker_leaves_no_traceback(tmp_path):
+    """Hostile h15 W01: the sweep finished ok, but its output held loky's relaunch warning and KeyError tracebacks."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(TRACKER_KILLER)
+    sweep = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'hook'}{os.pathsep}{REPO}", "NB_TEST_KILL_DIR": str(sweep / "1"),
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms,scale", "seed=0,1",
+         "hydra/launcher=local", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout and "died unexpectedly" not in done.stderr, done.stderr[-3000:]
+    assert {json.loads(p.read_text())["status"] for p in sweep.glob("*/summary.json")} == {"ok"}
+
+
+def test_the_line_names_the_kill_and_the_jobs_never_run(monkeypatch):
+    from normbench.studies import app, lost_workers
+
+    monkeypatch.setattr(lost_workers, "LOST", {})
+    assert app._lost_note() == ""
+    monkeypatch.setattr(lost_workers, "LOST", {"reason": "its worker process was killed (SIGKILL)", "unrun": [2, 3]})
+    assert app._lost_note() == (" (its worker process was killed (SIGKILL); job(s) #2, #3 not run; the same command "
+                                "with resume=true runs them again)")
