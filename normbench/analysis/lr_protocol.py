@@ -129,14 +129,22 @@ def arm_lrs(lrs: pd.Series, edges: pd.Series | None = None) -> str:
     return text + (f" (the grid's {' and '.join(ends)})" if ends else "")
 
 
-def arm_lr_note(evidence: pd.DataFrame) -> str:
+SELECTED_ON = "the final validation score (equal scores: the smaller lr)"  # tuning.best_lr's rule, in words
+
+
+def arm_lr_note(evidence: pd.DataFrame, on_curve: bool = False) -> str:
     """The lr note of a verdict read in a tuned study, naming each of its arms' own lrs (evidence: the
-    verdict's per-arm rows, whose "lr" the engine fills from CHOSEN_LR); "" when the rows hold none."""
+    verdict's per-arm rows, whose "lr" the engine fills from CHOSEN_LR) and the score that chose them;
+    ``on_curve``: the verdict decides on the validation curve's area, which is not that score, and says so.
+    "" when the rows hold none."""
     if evidence is None or "lr" not in evidence or not evidence["lr"].astype(str).str.strip().any():
         return ""
     shown = "; ".join(f"{arm}: {lr}" for arm, lr in zip(evidence["arm"], evidence["lr"]) if str(lr).strip())
     edge = any("the grid's" in str(lr) for lr in evidence["lr"])
-    return (f" Each arm at its own learning rate ({shown}), chosen on selection seeds; judged on the evaluation runs."
+    return (f" Each arm at its own learning rate ({shown}), chosen on selection seeds by {SELECTED_ON}; judged "
+            f"on the evaluation runs."
+            + (" This claim decides on the validation curve's area, not the score that chose the lrs: an arm's "
+               "lr may favour its final score over its speed." if on_curve else "")
             + (" An lr chosen at an end of its grid did not bracket that arm's best, which may lie past it: the "
                "comparison is at the grid's best lr, not the arm's (a wider grid would settle it)." if edge else ""))
 

@@ -47,6 +47,9 @@ def test_a_tuned_study_compares_each_arm_at_its_own_lr(runs_of):
     assert ("own learning rate (dyt: 0.01 (the grid's highest); ln: 0.01 (the grid's highest); none: 0.001 (the "
             "grid's lowest))") in dyt.explanation
     assert "did not bracket that arm's best" in dyt.explanation
+    # the score that chose the lrs is named (a referee read ln_gamma_one_better's lrs as chosen on its val_auc)
+    assert "chosen on selection seeds by the final validation score (equal scores: the smaller lr)" in dyt.explanation
+    assert "not the score that chose the lrs" not in dyt.explanation  # dyt_matches_ln decides on the final score
     view, _ = lr_protocol.claim_runs(runs, compares_lr=False)
     assert set(view["seed"]) == {0, 1, 2} and "axes.lr" not in view
 
@@ -107,3 +110,9 @@ def test_a_study_block_with_a_protocol_that_is_not_text_is_read_as_none(runs_of)
     runs = runs_of({"seed": 0, "best_val": 0.9, "study": {**STUDY, "lr_protocol": {"kind": "tuned"}}})
     assert runs["study.lr_protocol"].isna().all() and lr_protocol.kind_of(runs) == "shared"
     assert isinstance(runs, pd.DataFrame)
+
+
+def test_a_claim_decided_on_the_curve_says_its_lrs_were_chosen_on_the_final_score():
+    evidence = pd.DataFrame({"arm": ["ln γ 1.0", "ln γ 0.1"], "lr": ["0.003", "0.001 (the grid's lowest)"]})
+    note = lr_protocol.arm_lr_note(evidence, on_curve=True)
+    assert "by the final validation score" in note and "decides on the validation curve's area, not the score" in note

@@ -472,7 +472,8 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
         differs = shown_verdict(claim, verdict).removeprefix(NOT_REPRODUCED).strip(" ()")
         verdict.context = f"Not reproduced at this scale ({differs}). {verdict.context}"
         verdict.explanation = f"Not reproduced at this scale ({differs}). {verdict.explanation}"
-    lr_note = lr_protocol.arm_lr_note(verdict.evidence) or lr_note  # each arm's own lr where the rows say it
+    on_curve = any(spec.kind.startswith("converges") for spec in claim.parts)  # decided on val_auc
+    lr_note = lr_protocol.arm_lr_note(verdict.evidence, on_curve) or lr_note  # each arm's own lr where the rows say it
     # the lr note joins a text that says something; alone it would read as the verdict's reason
     verdict.explanation += where + (lr_note if verdict.explanation.strip() else "")
     verdict.context += where + (lr_note if verdict.context.strip() else "")
