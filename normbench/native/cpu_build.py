@@ -142,6 +142,8 @@ def build_lock(folder: Path):
     fd = os.open(folder / "normbench-build.flock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         deadline = time.monotonic() + BUILD_WAIT_S
+        if not _locked(fd):  # said once, so that a wait of minutes is not read as a hang (hostile h15 X04)
+            log.warning("waiting for another process that is building %s (at most %.0f s)", folder.name, BUILD_WAIT_S)
         while not _locked(fd):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"another process has been building {folder.name} for over {BUILD_WAIT_S:.0f} s")
