@@ -1511,3 +1511,17 @@ def test_a_gated_part_makes_the_claim_not_testable_whatever_its_other_parts_read
     assert claim_status([CONTRADICTED, NOT_TESTABLE, INCONCLUSIVE]) == CONTRADICTED
     assert claim_status([SUPPORTED, INCONCLUSIVE]) == INCONCLUSIVE
     assert claim_status([SUPPORTED, SUPPORTED]) == SUPPORTED
+
+
+def test_the_steps_to_target_hold_a_convergence_verdict_back_but_never_make_one(runs_of):
+    """ln_beats_bn_varlen in the example: its deciding val_auc was inconclusive (2.24 [0.59, 8.57]) and the
+    steps to target, read every 25 of 200 steps, alone made it "contradicted" (referee, issue 45)."""
+    slower = {("bn", s): 900 + 10 * s for s in SEEDS} | {("none", s): 400 + 7 * s for s in SEEDS}
+    tie = converging_with_steps(slower)
+    for row in tie:  # the areas tie: val_auc inconclusive
+        row["metrics"]["val_auc"] = 0.8 + jitter(row["seed"]) * (1 if row["axes"]["norm"] == "bn" else -1)
+    part = judge(BY_ID["bn_lstm_converges_faster"], runs_of(*tie)).parts[0]
+    assert part.status == INCONCLUSIVE, part.note
+    better_area = converging_with_steps(slower)  # the area better, the steps worse: held back, not supported
+    part = judge(BY_ID["bn_lstm_converges_faster"], runs_of(*better_area)).parts[0]
+    assert part.status == INCONCLUSIVE and "steps to target against the rest" in part.note, part.note

@@ -31,9 +31,11 @@ from normbench.analysis.claims.comparison import (
     undecided,
 )
 from normbench.analysis.claims.vocabulary import (
+    CONTRADICTED,
     INCONCLUSIVE,
     NOT_APPLICABLE,
     SCORE,
+    SUPPORTED,
     Effect,
     Measure,
     Part,
@@ -124,7 +126,8 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
             f"under the validation curve, of finished runs (decides), on the steps to {target or 'a target'} "
             f"(log, runs that reached it), and Newcombe interval on the divergence rate (a diverged run counts "
             f"as slowest); supported when val_auc is better and neither other measure is shown worse, "
-            f"contradicted when a measure is shown worse and none better. train_loss_auc is shown, not deciding.")
+            f"contradicted when val_auc or the divergence rate is shown worse and no measure better; the steps to "
+            f"target can hold a verdict back, never make one. train_loss_auc is shown, not deciding.")
     if metric(pd.concat([a, b]), path("val_auc")).isna().all():
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,
                     note="The records carry no metrics.val_auc and no readable validation curve (metrics.jsonl).")
@@ -156,11 +159,12 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
                          alpha, exp=val_ratio)]
     # no val_auc where an arm has no finished run (all diverged): then the divergence rate decides
     found = [side_of(effects[0], sign) if np.isfinite(effects[0].estimate) else None]
+    steps_side = None
     if steps_of is not None:
         steps, reached = _steps_effect(steps_of, target, triples, arms, alpha)
         effects.append(steps)
         if steps.interval is not None:  # an arm with fewer than 2 runs that reached it decides nothing
-            found.append(side_of(steps, -1))
+            steps_side = side_of(steps, -1)
             test += pairing_text(triples, reached, "steps to target")
     loss = metric(pd.concat([a, b]), path("train_loss_auc"))
     if loss.notna().any():
@@ -171,6 +175,10 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
         effects.append(rate)
         found.append(side_of(rate, -1))
     status, disagree = decided_by_first(found, "convergence")
+    # the steps to target, read at the evaluations only (every 25 of 200 steps in ln_vs_bn_varlen), may hold a
+    # verdict back but never make one: it contradicted ln_beats_bn_varlen while the deciding area was inconclusive
+    if steps_side is not None and status in (SUPPORTED, CONTRADICTED) and steps_side not in (status, INCONCLUSIVE):
+        status, disagree = INCONCLUSIVE, " The convergence measures disagree (the steps to target against the rest)."
     note, lean, needed, mde = disagree, None, None, None
     if status == INCONCLUSIVE:
         seeds = seed_count(*[f[f["status"] == "ok"] for _, f1, f2 in triples for f in (f1, f2)])
