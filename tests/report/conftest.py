@@ -29,6 +29,7 @@ DEFAULT_AXES = {
 TASKS = {
     "copy": {"name": "copy", "metric": "accuracy", "higher_is_better": True, "chance": 0.1, "target": 0.9},
     "adding": {"name": "adding", "metric": "mse", "higher_is_better": False, "chance": 0.167, "target": 0.01},
+    "digits": {"name": "digits", "metric": "accuracy", "higher_is_better": True, "chance": 0.1, "target": 0.9},
     # tasks that declare trivial solutions (normbench/tasks/trivial.py): 4 pairs, 64 values; a character model
     "mqar": {"name": "mqar", "metric": "accuracy", "higher_is_better": True, "chance": 1 / 64, "target": 0.9,
              "trivial": {"any value from the context": 0.25}},

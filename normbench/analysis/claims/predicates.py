@@ -325,7 +325,8 @@ def _setting_is(arms: Arms, runs: pd.DataFrame, args) -> str | None:
             found[name] = ", ".join(sorted(values))
     if not found:
         return None
-    return f"the arms ran at {key} = " + "; ".join(f"{n}: {v}" for n, v in found.items()) + f", not the paper's {value}"
+    paper = str(args.get("paper", "")) or f"the paper's {value}"  # what the value stands for, where it is a proxy
+    return f"the arms ran at {key} = " + "; ".join(f"{n}: {v}" for n, v in found.items()) + f", not {paper}"
 
 
 DEEP_OVER_SHALLOW = "profiles.skip_loss_deep_over_shallow"

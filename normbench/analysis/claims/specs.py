@@ -377,6 +377,13 @@ CLAIMS: list[Claim] = [
                  "checked: gate flow_vanishes)",
           needs=(needs("recorded", column=FLOW_COLUMN), needs("flow_window", steps=FLOW_STEPS),
                  needs("setting_is", key="model.recurrent_init", value="orthogonal", default="uniform"),
+                 # the paper's input regime: pixel-by-pixel images whose blank stretches are the same for the whole
+                 # batch, so the input term adds no variance there; the adding task's fresh input at every step may
+                 # turn the picture over (a referee rejected a contradiction read there). digits is the shipped proxy
+                 needs("setting_is", key="task", value="digits", default="adding",
+                       paper="digits, the shipped proxy of the paper's pixel-by-pixel MNIST with its batch-constant "
+                             "blank stretches (the input term adds no variance there; fresh input at every step may "
+                             "turn the paper's picture over)"),
                  # "keeps it nearly constant" is a contrast with a γ = 1 that loses its gradient: where γ = 1 keeps
                  # it too, which γ keeps more says nothing about the paper's picture
                  needs("flow_vanishes", 2, arm="bn γ 1.0", decades=1),)),
