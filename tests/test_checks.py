@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from normbench.checks import ArgumentRefused, given_path, name_too_long
+from tests.waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG_NAMES = {"300 bytes": "b" * 300, "130 x ü": "ü" * 130, "5000 deep": "a/" * 2500}
@@ -41,7 +42,7 @@ def test_every_path_argument_refuses_a_too_long_name_in_one_line(command, name, 
     module, *args = command
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, "-m", module, *[a.format(name) for a in args]], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "longer than the filesystem allows" in done.stderr

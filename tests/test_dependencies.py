@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # imported module -> the distribution that provides it
 PROVIDED_BY = {"PIL": "pillow", "hydra": "hydra-core", "jinja2": "jinja2", "matplotlib": "matplotlib", "numpy": "numpy",
                "omegaconf": "omegaconf", "pandas": "pandas", "scipy": "scipy", "torch": "torch", "tqdm": "tqdm",
-               "yaml": "pyyaml", "filelock": "filelock", "mlflow": "mlflow-skinny", "wandb": "wandb", "sklearn": "scikit-learn"}
+               "yaml": "pyyaml", "filelock": "filelock", "mlflow": "mlflow-skinny", "wandb": "wandb", "sklearn": "scikit-learn",
+               "joblib": "joblib", "hydra_plugins": "hydra-joblib-launcher"}
 VENDOR_KERNELS = {"apex", "liger_kernel"}  # timed by bench kernels where installed (bench/kernels.py VENDOR_IMPLS)
 
 

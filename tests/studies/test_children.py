@@ -192,6 +192,8 @@ def test_a_stop_that_escaped_embedded_code_still_exits_with_its_own_status(tmp_p
         "ignore_stops()\n"
         "sys.exit(129)\n")
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    done = subprocess.run([sys.executable, "-m", "stopped"], cwd=tmp_path, capture_output=True, timeout=60,
+    from tests.waiting import HANG_S
+
+    done = subprocess.run([sys.executable, "-m", "stopped"], cwd=tmp_path, capture_output=True, timeout=HANG_S,
                           env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{repo}"})
     assert done.returncode == 129, done.stderr

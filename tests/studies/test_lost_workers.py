@@ -10,6 +10,7 @@ from pathlib import Path
 
 from normbench.studies.lost_workers import killed_reason
 from tests.conftest import TINY, TINY_TASK
+from tests.waiting import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,7 +45,7 @@ def test_a_killed_worker_fails_its_run_and_the_sweep_goes_on(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms,scale", "hydra/launcher=local",
          "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr + done.stdout
     ours = [line for line in done.stderr.splitlines() if line.startswith("normbench:")]
@@ -93,7 +94,7 @@ def test_a_killed_resource_tracker_leaves_no_traceback(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms,scale", "seed=0,1",
          "hydra/launcher=local", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr + done.stdout and "died unexpectedly" not in done.stderr, done.stderr[-3000:]
     assert {json.loads(p.read_text())["status"] for p in sweep.glob("*/summary.json")} == {"ok"}
