@@ -14,6 +14,7 @@ joblib worker) puts the check in front of Hydra's writer of the ``.hydra/`` file
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -160,7 +161,14 @@ def literal_cwd(config) -> None:
     cwd = OmegaConf.to_container(config.hydra.runtime, resolve=False).get("cwd")
     if isinstance(cwd, str) and "${" in cwd:
         with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
-            config.hydra.runtime.cwd = cwd.replace("${", "\\${")
+            config.hydra.runtime.cwd = escaped(cwd)
+
+
+def escaped(text: str) -> str:
+    """``text`` as OmegaConf reads it back literally: each ``${`` escaped, and the backslashes before it
+    doubled (a folder named ``p\\${oc.env:X}`` had its backslash read as the escape and the rest resolved;
+    hostile h16 N1)."""
+    return re.sub(r"(\\*)\$\{", lambda found: found.group(1) * 2 + "\\${", text)
 
 
 class CheckHydraFiles(Callback):

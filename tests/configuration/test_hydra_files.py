@@ -2,6 +2,7 @@
 
 import sys
 
+import pytest
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 
@@ -20,6 +21,17 @@ def _main(monkeypatch, *args):
         return exit_.code or 0
     finally:
         GlobalHydra.instance().clear()
+
+
+@pytest.mark.parametrize("raw", ["/a/p${oc.env:HOME}", "/a/p\\${oc.env:HOME}/x", "/a/p\\\\${x}", "/a/q\\z",
+                                 "/a/p\\\\\\${y}z${w}"])
+def test_an_escaped_path_reads_back_as_it_is(raw):
+    from omegaconf import OmegaConf
+
+    from normbench.configuration.hydra_files import escaped
+
+    config = OmegaConf.create({"cwd": escaped(raw), "below": "${cwd}/r"})
+    assert config.cwd == raw and config.below == raw + "/r"
 
 
 def test_a_folder_named_like_an_interpolation_keeps_the_record_in_it(tmp_path, monkeypatch, tiny_args):
@@ -58,9 +70,11 @@ def test_an_unclosed_interpolation_in_the_cwd_is_one_line(tmp_path, monkeypatch,
     assert list(cwd.iterdir()) == []
 
 
-def test_hydra_runtime_cwd_is_the_folder_as_it_is(tmp_path, monkeypatch, tiny_args):
-    """h15 B1: ${hydra:runtime.cwd} in hydra.run.dir / hydra.sweep.dir resolved the cwd's own ${...} again."""
-    cwd = tmp_path / "a" / "p${oc.env:NB_Z}"
+@pytest.mark.parametrize("name", ["p${oc.env:NB_Z}", "p\\${oc.env:NB_Z}", "p\\\\${oc.env:NB_Z}"])
+def test_hydra_runtime_cwd_is_the_folder_as_it_is(tmp_path, monkeypatch, tiny_args, name):
+    """h15 B1: ${hydra:runtime.cwd} in hydra.run.dir / hydra.sweep.dir resolved the cwd's own ${...} again;
+    h16 N1: a backslash before it in the folder's name was read as the escape, and the rest resolved."""
+    cwd = tmp_path / "a" / name
     cwd.mkdir(parents=True)
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("NB_Z", "/../../esc")

@@ -105,6 +105,19 @@ def test_the_build_lock_dies_with_its_holder(tmp_path, holder, monkeypatch):
         pass
 
 
+def builds_nothing(tmp_path, monkeypatch, caplog) -> str:
+    """Loads the kernel with torch's default build root pointed into tmp_path (were the rule broken, the build
+    would go there, never to /): no module, one fallback line (returned), nothing built."""
+    monkeypatch.setattr(torch.utils.cpp_extension, "get_default_build_root", lambda: str(tmp_path / "root"))
+    kernel = cpu_build.Kernel(SOURCE, "compiled RMSNorm", "the native one")
+    with caplog.at_level(logging.WARNING, logger="normbench"):
+        assert kernel.load() is None
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and said[0].startswith("compiled RMSNorm unavailable, using the native one: RuntimeError")
+    assert not (tmp_path / "root").exists()
+    return said[0]
+
+
 @pytest.mark.parametrize("home", ["", "/", "relative/home", "{tmp}/missing"])
 def test_without_a_home_folder_nothing_is_built(home, tmp_path, monkeypatch, caplog):
     monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
@@ -112,15 +125,7 @@ def test_without_a_home_folder_nothing_is_built(home, tmp_path, monkeypatch, cap
     monkeypatch.setenv("HOME", home.format(tmp=tmp_path))
     with pytest.raises(RuntimeError, match=r"HOME is .*; set TORCH_EXTENSIONS_DIR or HOME$"):
         cpu_build.build_root()
-    # were the rule broken, the build would go to tmp_path, never to /.cache
-    monkeypatch.setattr(torch.utils.cpp_extension, "get_default_build_root", lambda: str(tmp_path / "root"))
-    kernel = cpu_build.Kernel(SOURCE, "compiled RMSNorm", "the native one")
-    with caplog.at_level(logging.WARNING, logger="normbench"):
-        assert kernel.load() is None
-    said = [r.getMessage() for r in caplog.records]
-    assert len(said) == 1 and said[0].startswith("compiled RMSNorm unavailable, using the native one: RuntimeError")
-    assert said[0].endswith("set TORCH_EXTENSIONS_DIR or HOME")
-    assert not (tmp_path / "root").exists()
+    assert builds_nothing(tmp_path, monkeypatch, caplog).endswith("set TORCH_EXTENSIONS_DIR or HOME")
 
 
 def test_a_home_folder_or_torch_extensions_dir_is_where_builds_go(tmp_path, monkeypatch):
@@ -147,12 +152,7 @@ def test_a_cache_folder_at_the_root_or_relative_builds_nothing(name, value, tmp_
     monkeypatch.chdir(tmp_path)
     with pytest.raises(RuntimeError, match=rf"^no folder for the build: {name} is "):
         cpu_build.build_root()
-    monkeypatch.setattr(torch.utils.cpp_extension, "get_default_build_root", lambda: str(tmp_path / "root"))
-    kernel = cpu_build.Kernel(SOURCE, "compiled RMSNorm", "the native one")
-    with caplog.at_level(logging.WARNING, logger="normbench"):
-        assert kernel.load() is None
-    said = [r.getMessage() for r in caplog.records]
-    assert len(said) == 1 and said[0].startswith("compiled RMSNorm unavailable, using the native one: RuntimeError")
+    builds_nothing(tmp_path, monkeypatch, caplog)
     assert list(tmp_path.iterdir()) == []
 
 

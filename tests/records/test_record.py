@@ -108,6 +108,15 @@ def test_config_hash_ignores_harness_keys_only():
     assert config_hash(base) != config_hash({**base, "seed": 1})
 
 
+def set_aside_why(tmp_path, fields: str) -> str:
+    """Why a record whose top level holds ``fields`` (JSON text after its schema and status) is set aside."""
+    path = tmp_path / "summary.json"
+    path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", {fields}}}')
+    found = read_summary(path)
+    assert isinstance(found, SetAside), found
+    return found.why
+
+
 @pytest.mark.parametrize("text, why", [
     ("NaN", "config.lr is not a finite number"), ("Infinity", "config.lr is not a finite number"),
     ("-Infinity", "config.lr is not a finite number"), ("1e999", "config.lr is not a finite number"),
@@ -115,12 +124,8 @@ def test_config_hash_ignores_harness_keys_only():
 ])
 def test_a_float_setting_that_is_not_a_finite_number_is_named_as_such(tmp_path, text, why):
     """Hostile h14 B13 (R06): a record with lr NaN was set aside as "config.lr is not of type float"."""
-    path = tmp_path / "summary.json"
-    path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", "config": {{"lr": {text}, "seed": 1}}}}')
-    found = read_summary(path)
-    assert isinstance(found, SetAside) and found.why == why
-    path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", "config": {{"lr": 0.1, "seed": NaN}}}}')
-    assert read_summary(path).why == "config.seed is not a finite number"
+    assert set_aside_why(tmp_path, f'"config": {{"lr": {text}, "seed": 1}}') == why
+    assert set_aside_why(tmp_path, '"config": {"lr": 0.1, "seed": NaN}') == "config.seed is not a finite number"
 
 
 @pytest.mark.parametrize("text, why", [
@@ -129,10 +134,7 @@ def test_a_float_setting_that_is_not_a_finite_number_is_named_as_such(tmp_path, 
 ])
 def test_an_int_setting_beyond_int64_is_named_out_of_range(tmp_path, text, why):
     """Hostile h15 B14 (R06): steps 2**70 was set aside as "config.steps is not of type int"."""
-    path = tmp_path / "summary.json"
-    path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", "config": {{"steps": {text}, "seed": 1}}}}')
-    found = read_summary(path)
-    assert isinstance(found, SetAside) and found.why == why
+    assert set_aside_why(tmp_path, f'"config": {{"steps": {text}, "seed": 1}}') == why
 
 
 @pytest.mark.parametrize("kept, why", [
@@ -142,7 +144,4 @@ def test_an_int_setting_beyond_int64_is_named_out_of_range(tmp_path, text, why):
 ])
 def test_a_saved_model_block_that_is_not_objects_is_set_aside(tmp_path, kept, why):
     """Hostile h15 B6 (P18, J01, A02): evaluate read saved_model.get(...) on a string or a list."""
-    path = tmp_path / "summary.json"
-    path.write_text(f'{{"schema": "{record.RECORD_FORMAT}", "status": "ok", "config": {{"seed": 1}}, "saved_model": {kept}}}')
-    found = read_summary(path)
-    assert isinstance(found, SetAside) and found.why == why
+    assert set_aside_why(tmp_path, f'"config": {{"seed": 1}}, "saved_model": {kept}') == why

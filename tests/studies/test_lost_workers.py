@@ -31,21 +31,28 @@ KILLER = textwrap.dedent("""
 """)
 
 
+def sweep_with_hook(tmp_path, hook: str, *overrides: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """A tiny sweep of three norms on the local (joblib) launcher whose processes load ``hook`` (a sitecustomize) aimed at
+    job 1's folder; (the finished command, the sweep folder)."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(hook)
+    sweep = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'hook'}{os.pathsep}{REPO}", "NB_TEST_KILL_DIR": str(sweep / "1"),
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms,scale", *overrides,
+         "hydra/launcher=local", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
+    return done, sweep
+
+
 def test_killed_reason_names_the_signal():
     error = RuntimeError("... The exit codes of the workers are {SIGKILL(-9)}")
     assert killed_reason(error) == "its worker process was killed (SIGKILL)"
 
 
 def test_a_killed_worker_fails_its_run_and_the_sweep_goes_on(tmp_path):
-    (tmp_path / "hook").mkdir()
-    (tmp_path / "hook" / "sitecustomize.py").write_text(KILLER)
-    sweep = tmp_path / "s"
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'hook'}{os.pathsep}{REPO}", "NB_TEST_KILL_DIR": str(sweep / "1"),
-           "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms,scale", "hydra/launcher=local",
-         "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
+    done, sweep = sweep_with_hook(tmp_path, KILLER)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr + done.stdout
     ours = [line for line in done.stderr.splitlines() if line.startswith("normbench:")]
@@ -86,15 +93,7 @@ TRACKER_KILLER = textwrap.dedent("""
 
 def test_a_killed_resource_tracker_leaves_no_traceback(tmp_path):
     """Hostile h15 W01: the sweep finished ok, but its output held loky's relaunch warning and KeyError tracebacks."""
-    (tmp_path / "hook").mkdir()
-    (tmp_path / "hook" / "sitecustomize.py").write_text(TRACKER_KILLER)
-    sweep = tmp_path / "s"
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'hook'}{os.pathsep}{REPO}", "NB_TEST_KILL_DIR": str(sweep / "1"),
-           "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms,scale", "seed=0,1",
-         "hydra/launcher=local", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
+    done, sweep = sweep_with_hook(tmp_path, TRACKER_KILLER, "seed=0,1")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr + done.stdout and "died unexpectedly" not in done.stderr, done.stderr[-3000:]
     assert {json.loads(p.read_text())["status"] for p in sweep.glob("*/summary.json")} == {"ok"}
