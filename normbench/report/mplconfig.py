@@ -15,8 +15,13 @@ ENV = "MPLCONFIGDIR"
 
 
 def _settle() -> None:
-    # matplotlib reads the variable once, at its import: after that, setting it changes nothing
-    if os.environ.get(ENV) or "matplotlib" in sys.modules:
+    # matplotlib reads the variables once, at its import: after that, setting them changes nothing
+    if "matplotlib" in sys.modules:
+        return
+    # every figure is drawn on an explicit Agg canvas; a backend named in the environment that matplotlib
+    # does not know ended the report in a ValueError at matplotlib's import (hostile h16 K11: MPLBACKEND=bogus)
+    os.environ["MPLBACKEND"] = "Agg"
+    if os.environ.get(ENV):
         return
     folder = tempfile.mkdtemp(prefix="normbench-matplotlib-")
     os.environ[ENV] = folder  # the sweep's worker processes, started later, share it

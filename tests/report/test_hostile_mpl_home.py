@@ -35,3 +35,12 @@ def test_a_folder_the_user_chose_is_kept(tmp_path):
     cache, folder = _draw(home, MPLCONFIGDIR=str(mine))
     assert folder == str(mine) and cache == str(mine) and mine.is_dir()
     assert list(home.iterdir()) == []
+
+
+def test_a_backend_matplotlib_does_not_know_does_not_stop_the_report(tmp_path):
+    """Hostile h16 K11: MPLBACKEND=bogus ended `normbench report` in matplotlib's ValueError at import; every
+    figure is drawn on an Agg canvas, so the report's matplotlib starts on Agg whatever the environment names."""
+    home = tmp_path / "home"
+    home.mkdir()
+    cache, folder = _draw(home, MPLBACKEND="bogus")
+    assert cache == folder
