@@ -264,6 +264,8 @@ HUGE = 10 ** 4000  # past a float's range, within the 4300 digits Python reads (
     (with_(also_compare=["paths.data"]), "also_compare 'paths.data' is not a result-affecting setting"),
     # hostile h15 B15, B16: YAML's bools as arm names, the id's length
     (with_(arms={True: {"norm": "ln"}, "rms": {"norm": "rms"}}), r"arm names must be text; YAML read 'true' as bool"),
+    # hostile h16 N2: `null:` (or `~:`) is None to YAML, which next()'s default hid, and the line itself failed
+    (with_(arms={None: {"norm": "ln"}, "rms": {"norm": "rms"}}), r"arm names must be text; YAML read 'null' as NoneType"),
     (with_(parts=[{"kind": "better", "assertion": "x", "a": True, "b": "b"}]), r"a=True must be an arm's name as text"),
     (with_(id="a" * 61), "id must be at most 60 lower-case letters"),
 ])

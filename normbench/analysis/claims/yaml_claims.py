@@ -305,7 +305,7 @@ def _part(spec, arms: dict, where: str) -> PartSpec:
 
 def _yaml_text(value) -> str:
     """How YAML wrote a value it read as a bool or a number (true, 1): what the user meant as a name."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _names(doc: dict, key: str, table: dict | None, where: str) -> tuple:
@@ -390,10 +390,11 @@ def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
     arms = doc.get("arms")
     if not isinstance(arms, dict) or len(arms) < 1:
         raise ClaimFileError(f"{where}: arms must map arm names to selectors")
-    named_not = next((name for name in arms if not isinstance(name, str)), None)
-    if named_not is not None:  # `true:` is a bool to YAML, shown back as True (hostile h15 B15)
-        raise ClaimFileError(f"{where}: arm names must be text; YAML read {_yaml_text(named_not)!r} as "
-                             f"{type(named_not).__name__}: quote it (\"{_yaml_text(named_not)}\")")
+    named_not = [name for name in arms if not isinstance(name, str)]
+    if named_not:  # `true:` is a bool to YAML, shown back as True (hostile h15 B15); `null:` and `~:` are None (h16 N2)
+        name = named_not[0]
+        raise ClaimFileError(f"{where}: arm names must be text; YAML read {_yaml_text(name)!r} as "
+                             f"{type(name).__name__}: quote it (\"{_yaml_text(name)}\")")
     built_arms = {name: _selector(name, sel, where) for name, sel in arms.items()}
     parts = doc.get("parts")
     if not isinstance(parts, list) or not parts:
