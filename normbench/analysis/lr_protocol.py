@@ -110,6 +110,7 @@ def claim_runs(study_runs: pd.DataFrame, compares_lr: bool) -> tuple[pd.DataFram
 
 
 CHOSEN_LR = "tuned.lr"  # a tuned study's evaluation run's lr, outside the axes the claims split settings by
+GRID_END = "the grid's"  # how arm_lrs marks an lr chosen at an end of its grid, and arm_lr_note finds it
 CHOSEN_EDGE = "tuned.edge"  # "lowest"/"highest" where that lr is the selection grid's end, else ""
 
 
@@ -126,7 +127,7 @@ def arm_lrs(lrs: pd.Series, edges: pd.Series | None = None) -> str:
     "(the grid's lowest)" or "(the grid's highest)" where one was chosen at an end of its grid."""
     text = _lr_text(sorted({float(v) for v in lrs.dropna()}))
     ends = sorted({str(e) for e in edges.dropna() if str(e)}) if edges is not None else []
-    return text + (f" (the grid's {' and '.join(ends)})" if ends else "")
+    return text + (f" ({GRID_END} {' and '.join(ends)})" if ends else "")
 
 
 SELECTED_ON = "the final validation score (equal scores: the smaller lr)"  # tuning.best_lr's rule, in words
@@ -140,7 +141,7 @@ def arm_lr_note(evidence: pd.DataFrame, on_curve: bool = False) -> str:
     if evidence is None or "lr" not in evidence or not evidence["lr"].astype(str).str.strip().any():
         return ""
     shown = "; ".join(f"{arm}: {lr}" for arm, lr in zip(evidence["arm"], evidence["lr"]) if str(lr).strip())
-    edge = any("the grid's" in str(lr) for lr in evidence["lr"])
+    edge = any(GRID_END in str(lr) for lr in evidence["lr"])  # arm_lrs's own mark, one wording for both
     return (f" Each arm at its own learning rate ({shown}), chosen on selection seeds by {SELECTED_ON}; judged "
             f"on the evaluation runs."
             + (" This claim decides on the validation curve's area, not the score that chose the lrs: an arm's "
