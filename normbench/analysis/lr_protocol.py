@@ -130,7 +130,8 @@ def arm_lrs(lrs: pd.Series, edges: pd.Series | None = None) -> str:
     return text + (f" ({GRID_END} {' and '.join(ends)})" if ends else "")
 
 
-SELECTED_ON = "the final validation score (equal scores: the smaller lr)"  # tuning.best_lr's rule, in words
+SELECTED_ON = ("the final validation score (equal scores: the larger area under the validation curve, "
+               "then the smaller lr)")  # tuning.best_lr's rule, in words
 
 
 def arm_lr_note(evidence: pd.DataFrame, on_curve: bool = False) -> str:

@@ -38,6 +38,7 @@ from normbench.records.metrics import path
 # final_val whatever score the study ranks on (rules.primary), deliberately (module docstring); score_note says so on the page
 SCORE = path(rules.PRIMARY)
 TEST = path("test")
+CURVE = path("val_auc")  # breaks a tie on SCORE: the run that got there sooner (the mean over its evaluations)
 LR = "axes.lr"
 ROLE = "axes.role"
 STABLE_ACCURACY = 0.02  # accuracy points below the arm's best that still count as "works"
@@ -132,7 +133,10 @@ def _no_lr(table: pd.DataFrame) -> str:
 def _best_single_run(arm: pd.DataFrame, score: str) -> tuple[float | None, str]:
     """One selection seed an lr (normbench study --selection-seeds 1): the lr of the best finished run. No test
     can rank single runs, so this is the ranking rule's order alone (a diverged run or one that did not
-    train is never chosen); the evaluation seeds then compare the arms. Equal scores: the smaller lr."""
+    train is never chosen); the evaluation seeds then compare the arms. Equal scores (a quantized metric such
+    as accuracy on a few hundred examples ties often): the larger area under the validation curve, the run that
+    got there sooner, so a convergence claim is not handed the slowest of tied lrs (referee 17); then the
+    smaller lr."""
     arm = arm.sort_values(LR)
     values = pd.to_numeric(arm[score], errors="coerce")
     ok = (arm["status"] == "ok") & np.isfinite(values)
@@ -144,8 +148,12 @@ def _best_single_run(arm: pd.DataFrame, score: str) -> tuple[float | None, str]:
                                                 (int((~ok & (arm["status"] != "diverged")).sum()), "not finished"))
                   if n]
         return None, f"no lr has a run that trained ({len(arm)} runs: {'; '.join(counts)})"
-    oriented = values[finished] if _higher(arm) else -values[finished]
-    return float(arm.loc[oriented.idxmax(), LR]), ""
+    sign = 1.0 if _higher(arm) else -1.0
+    oriented = sign * values[finished]
+    tied = oriented.index[oriented == oriented.max()]
+    curve = sign * pd.to_numeric(arm[CURVE], errors="coerce") if CURVE in arm else pd.Series(math.nan, index=arm.index)
+    area = curve.loc[tied].fillna(-math.inf)  # a run without a curve loses a tie, it does not win it
+    return float(arm.loc[area.idxmax(), LR]), ""  # idxmax: the first of equal areas, the smaller lr (sorted)
 
 
 def lr_points(arm: pd.DataFrame, score: str = SCORE) -> pd.DataFrame:

@@ -48,7 +48,7 @@ def test_a_tuned_study_compares_each_arm_at_its_own_lr(runs_of):
             "grid's lowest))") in dyt.explanation
     assert "did not bracket that arm's best" in dyt.explanation
     # the score that chose the lrs is named (a referee read ln_gamma_one_better's lrs as chosen on its val_auc)
-    assert "chosen on selection seeds by the final validation score (equal scores: the smaller lr)" in dyt.explanation
+    assert "chosen on selection seeds by the final validation score (equal scores: the larger area under the validation curve, then the smaller lr)" in dyt.explanation
     assert "not the score that chose the lrs" not in dyt.explanation  # dyt_matches_ln decides on the final score
     view, _ = lr_protocol.claim_runs(runs, compares_lr=False)
     assert set(view["seed"]) == {0, 1, 2} and "axes.lr" not in view

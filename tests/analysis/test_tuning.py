@@ -89,6 +89,21 @@ def test_one_selection_seed_an_lr_chooses_the_best_finished_run_never_a_diverged
     assert tuning.chosen_lrs(runs_of(*nothing))["chosen_lr"].isna().all()
 
 
+def test_a_tie_on_the_final_score_goes_to_the_larger_curve_area_then_the_smaller_lr(runs_of):
+    """Referee 17: three lrs tied at 0.9667 on 270 validation examples and the rule "the smaller lr" gave a
+    convergence claim its slowest arm. A tie is broken by the area under the validation curve first."""
+    def one(lr, auc, score=0.9667):
+        return {"seed": 1000, "best_val": score, "metrics": {"val_auc": auc},
+                "axes": {**LSTM, "norm": "ln", "lr": lr, "role": "selection"}}
+    tied = [one(1e-3, 0.80), one(3e-3, 0.90), one(1e-2, 0.85)]
+    assert tuning.chosen_lrs(runs_of(*tied))["chosen_lr"].tolist() == [3e-3]
+    # a better final score still wins over a better curve, and equal areas fall back to the smaller lr
+    assert tuning.chosen_lrs(runs_of(*tied[:2], one(1e-2, 0.5, score=0.97)))["chosen_lr"].tolist() == [1e-2]
+    assert tuning.chosen_lrs(runs_of(one(1e-3, 0.9), one(3e-3, 0.9), one(1e-2, 0.9)))["chosen_lr"].tolist() == [1e-3]
+    # a run without a curve loses the tie
+    assert tuning.chosen_lrs(runs_of(one(1e-3, None), one(3e-3, 0.7)))["chosen_lr"].tolist() == [3e-3]
+
+
 def test_the_tuned_leaderboard_reads_test_of_evaluation_runs_and_flags_a_wrong_lr(runs_of):
     selection, evaluation = _study(runs_of)  # evaluated at 1e-2, but 1e-3 was chosen
     (board,) = tuning.tuned_leaderboards(runs_of(*selection, *evaluation))
