@@ -14,7 +14,8 @@ give about 1.8 directional verdicts by chance alone. The claims line therefore s
   inconclusive ones included (a directional verdict's own p is below α by construction, so BH over
   those alone would keep them all), which do not, and every judged verdict's q. The p is read from the verdict's (1 − 2α) interval by a normal
   approximation (the interval's half-width over z gives the standard error; on the log scale for a
-  ratio): an approximation, said so on the page, since a verdict keeps its interval, not its test.
+  ratio) only where the part's test gives no p of its own; where it does (a t on its degrees of freedom,
+  Fisher's exact test for one rate comparison: 3/3 against 0/3 is p = 0.05, never < 0.001), that p.
 
 ``external_validity`` writes the paragraph beside the claims line from the claim specs and the
 verdicts: the scale each decided verdict was measured at (regime.scale_text) beside the scale its
@@ -55,8 +56,11 @@ class Reading:
 
 
 def p_value(effect) -> float:
-    """The one-sided p on the estimate's side, from the effect's interval (normal approximation; a ratio
-    effect, null 1, on the log scale). NaN when the interval is missing or degenerate."""
+    """The one-sided p on the estimate's side: the part's own test's where it gives one (Effect.p: t on its
+    degrees of freedom, Fisher's exact test for one rate comparison), else from the effect's interval by a normal
+    approximation (a ratio effect, null 1, on the log scale). NaN when neither can be had."""
+    if effect is not None and math.isfinite(getattr(effect, "p", math.nan)):
+        return float(effect.p)
     if effect is None or effect.interval is None or not math.isfinite(effect.estimate):
         return math.nan
     low, high, value, null = effect.interval[0], effect.interval[1], effect.estimate, effect.null
@@ -161,8 +165,9 @@ def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = Non
         line += ("; " + "; ".join(" and ".join(group) for group in shared)
                  + " rest on shared runs, which moves the spread of that count, not its mean")
     line += (f"); {len(directional)} are directional. Benjamini–Hochberg at {alpha:g} over one p per judged verdict "
-             f"(all {len(found)}, inconclusive ones included; each p read from the interval of the part the verdict "
-             f"rests on by a normal approximation"
+             f"(all {len(found)}, inconclusive ones included; each p is the own test's of the part the verdict rests "
+             f"on: a t on its degrees of freedom, Fisher's exact test for one rate comparison, and only where the "
+             f"part has neither, read from its interval by a normal approximation"
              + ("; an inconclusive verdict with no interval enters at p = 1" if any(
                  r.status == INCONCLUSIVE and r.p == 1.0 for r in found) else "")
              + f") keeps {len(kept)} of the {len(directional)} directional"

@@ -48,6 +48,23 @@ def test_a_p_value_read_from_an_interval_is_on_the_estimates_side_and_logs_a_rat
     assert math.isnan(p_value(Effect("d", 1.0, None, 0.0, 0.9)))
 
 
+def test_a_parts_own_test_gives_the_p_not_a_normal_tail_over_its_interval(runs_of):
+    """Referee 17: 3/3 against 0/3 non-finite read q < 0.001 from a normal tail over the Newcombe interval; the
+    exact one-sided Fisher p is 0.05. And a mean difference at 3 seeds (df 2) is a t, whose tail is far heavier."""
+    from normbench.analysis.claims.comparison import as_effect, divergence_test
+    from normbench.analysis.intervals import Estimate
+
+    three = [{"seed": s, "status": "diverged", "best_val": None, "axes": {"norm": "ln", "eps": 1e-9}} for s in (0, 1, 2)]
+    none = [{"seed": s, "best_val": 0.9, "axes": {"norm": "ln", "eps": 1e-5}} for s in (0, 1, 2)]
+    runs = runs_of(*three, *none)
+    a, b = runs[runs["axes.eps"] < 1e-6], runs[runs["axes.eps"] > 1e-6]
+    effect, _, _ = divergence_test([("", a, b)], "small", "kept", 0.05)
+    assert effect.estimate == 1.0 and p_value(effect) == pytest.approx(0.05)
+    t_effect = as_effect("d", Estimate(2.0, 1.0, 2.0), 0.05)  # t = 2 on 2 df: one-sided p 0.0918 (normal: 0.0228)
+    assert p_value(t_effect) == pytest.approx(0.0918, abs=1e-4)
+    assert p_value(as_effect("r", Estimate(2.0, 1.0, 2.0), 0.05, exp=True)) == pytest.approx(0.0918, abs=1e-4)
+
+
 def test_bh_and_the_chance_count_run_over_every_judged_verdict_and_the_q_list_covers_the_same_set():
     pairs = [(claim("postln_needs_warmup"), verdict(SUPPORTED, 0.3, (0.2, 0.4))),
              (claim("postln_fails_without_warmup"), verdict(SUPPORTED, 0.5, (0.3, 0.7))),

@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from normbench.analysis import rules
 from normbench.analysis.aggregate import format_value
@@ -205,12 +206,29 @@ def per_stratum_text(triples, values: Callable[[pd.DataFrame], pd.Series], alpha
     return f" Per stratum: {'; '.join(shown)}."
 
 
+def t_p(estimate: Estimate, null: float = 0.0) -> float:
+    """The one-sided p of the estimate's t test on its side (its own df, not a normal tail: at 2-4 seeds the
+    two differ by a factor of several); NaN without a spread or a df."""
+    if not (math.isfinite(estimate.value) and estimate.var > 0 and estimate.df >= 1):
+        return math.nan
+    return float(stats.t.sf(abs(estimate.value - null) / math.sqrt(estimate.var), estimate.df))
+
+
 def as_effect(label: str, estimate: Estimate, alpha: float, null: float = 0.0, exp: bool = False) -> Effect:
     interval = estimate.interval(decision_level(alpha))
-    if exp:
+    if exp:  # a ratio: the estimate is on the log scale, its null there 0
         return Effect(label, math.exp(estimate.value) if math.isfinite(estimate.value) else math.nan,
-                      (math.exp(interval[0]), math.exp(interval[1])) if interval else None, 1.0, decision_level(alpha))
-    return Effect(label, estimate.value, interval, null, decision_level(alpha))
+                      (math.exp(interval[0]), math.exp(interval[1])) if interval else None, 1.0, decision_level(alpha),
+                      t_p(estimate))
+    return Effect(label, estimate.value, interval, null, decision_level(alpha), t_p(estimate, null))
+
+
+def fisher_p(hits_a: int, n_a: int, hits_b: int, n_b: int) -> float:
+    """Fisher's exact one-sided p for two rates, on the side the observed difference lies (3/3 vs 0/3: 0.05)."""
+    if hits_a * n_b == hits_b * n_a:
+        return 1.0
+    side = "greater" if hits_a * n_b > hits_b * n_a else "less"
+    return float(stats.fisher_exact([[hits_a, n_a - hits_a], [hits_b, n_b - hits_b]], alternative=side).pvalue)
 
 
 def side_of(effect: Effect | None, claimed: int) -> str:
@@ -251,7 +269,7 @@ def divergence_test(triples, a_name: str, b_name: str, alpha: float,
     approx = inverse_variance([agresti_caffo(*c) for c in counts])
     if len(counts) == 1:
         difference, interval = proportion_difference(*counts[0], level=decision_level(alpha))
-        return Effect(label, difference, interval, 0.0, decision_level(alpha)), total, approx
+        return Effect(label, difference, interval, 0.0, decision_level(alpha), fisher_p(*counts[0])), total, approx
     return as_effect(label, approx, alpha), total, approx
 
 

@@ -167,6 +167,7 @@ class Effect:
     interval: tuple[float, float] | None  # the (1 − 2α) interval; None when it cannot be had
     null: float = 0.0  # the "no effect" value: 0 for differences, 1 for ratios
     level: float = decision_level(ALPHA)
+    p: float = math.nan  # the part's own test's one-sided p on the estimate's side (t on its df, Fisher's exact), when it has one
 
 
 @dataclass(frozen=True)
