@@ -403,6 +403,9 @@ def verdict_text(part: Part) -> str:
         return shown_status(part.status) + (f": {part.note.strip()}" if part.status == NOT_APPLICABLE and part.note else "")
     if part.within:
         return f"inconclusive (no difference larger than δ = {part.within} is likely)"
+    if part.near:
+        return (f"inconclusive (estimate inside ±δ = {part.near}: no difference larger than δ is likely, none "
+                f"excluded" + (f"; MDE {part.mde:.3g}" if part.mde is not None else "") + ")")
     bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
     if part.mde is not None:
         bits.append(f"MDE {part.mde:.3g}")

@@ -1427,6 +1427,39 @@ def test_dyt_matches_ln_says_which_arm_is_missing_or_that_ln_is_shown_worse(runs
     assert worse.status == NOT_TESTABLE and "LayerNorm is shown worse than no normalization" in worse.explanation
 
 
+def test_a_claim_whose_own_regime_check_fails_still_shows_what_its_parts_measured(runs_of):
+    """Referee 17: derf_vs_norms printed "Effect: —" under "LN worse than none" and hid DyT's +0.19 bpc gap. The
+    verdict stays not testable here, and each part carries its measured gap, labelled as no verdict."""
+    from normbench.analysis.claims.engine import SHOWN_NOT_JUDGED
+    from normbench.analysis.multiplicity import readings
+
+    verdict = judge(BY_ID["dyt_matches_ln"], runs_of(*dyt_runs(dyt=0.50, ln=0.60, none=0.90)))
+    assert verdict.status == NOT_TESTABLE and verdict.explanation.startswith("Not testable here: LayerNorm is shown worse")
+    assert all(p.status == NOT_TESTABLE for p in verdict.parts) and verdict.n_per_arm["dyt"] == 3
+    assert verdict.effect.label.startswith(SHOWN_NOT_JUDGED) and verdict.effect.estimate == pytest.approx(-0.10)
+    assert readings([(BY_ID["dyt_matches_ln"], verdict)]) == []  # no verdict, so no test in the multiplicity count
+
+
+def test_an_undecided_estimate_inside_the_margin_says_so_instead_of_advising_seeds(runs_of):
+    """REFEREE §5: an undecided part whose estimate is already inside ±δ says "no difference larger than δ is
+    likely", not "≈200 seeds would decide"; where its interval excludes 0, it says a smaller one is detected."""
+    import dataclasses
+
+    from normbench.analysis.claims.comparison import Context
+    from normbench.analysis.claims.parts import evaluate_part
+    from normbench.analysis.claims.vocabulary import better
+
+    spec = dataclasses.replace(better("a scores better than b", "a", "b"), margin=0.02)
+    # per-seed differences 0, 0.005, 0.03: mean 0.012 inside ±0.02, 90% interval about [-0.015, 0.039]
+    rows = [{"seed": s, "best_val": 0.9 + d, "axes": {"norm": "ln"}} for s, d in enumerate((0.0, 0.005, 0.03))]
+    rows += [{"seed": s, "best_val": 0.9, "axes": {"norm": "rms"}} for s in range(3)]
+    runs = runs_of(*rows)
+    ctx = Context(runs, {"a": runs[runs["axes.norm"] == "ln"], "b": runs[runs["axes.norm"] == "rms"]}, ("norm",), 0.05)
+    part = evaluate_part(spec, ctx)
+    assert part.status == INCONCLUSIVE and part.near == "0.02" and part.seeds_needed is None, part
+    assert "no difference larger than δ is likely" in part.note
+
+
 # --- h45: the test named as computed, steps to the task's target as recorded --------------------------
 
 def test_convergence_names_the_paired_t_it_computed(runs_of):

@@ -11,6 +11,7 @@ import pytest
 from normbench.analysis import regime
 from normbench.analysis.aggregate import label_groups, runs_frame, summarize_groups, varying_axes
 from normbench.analysis.claims import CONTRADICTED, NOT_TESTABLE, SUPPORTED, Claim, evaluate, judge
+from normbench.analysis.claims.engine import SHOWN_NOT_JUDGED
 from normbench.analysis.claims.vocabulary import better, equivalent, more_stable, not_worse
 from normbench.analysis.result import claim_result, of_frames
 from normbench.records.reading import find_records
@@ -40,7 +41,9 @@ def assert_gated(verdict, reason: str, remedy: str, parts: int | None = None):
     assert len(gated) == (parts or len(verdict.parts))
     for part in gated:
         assert part.note.startswith("not testable here: ") and reason in part.note and f"testable with {remedy}" in part.note
-        assert part.seeds_needed is None and part.mde is None and part.lean is None and part.effects == ()
+        assert part.seeds_needed is None and part.mde is None and part.lean is None
+        # what the runs show is printed beside the gate, never as a verdict (referee 17: a gate hiding the gap)
+        assert all(e.label.startswith(SHOWN_NOT_JUDGED) for e in part.effects)
     text = verdict.explanation + " ".join(cell for row in part_rows(claim_result(None, verdict)) for cell in row)
     assert CONTRADICTED not in [p.status for p in verdict.parts]
     assert "would decide" not in text and "seeds/arm" not in text and "--budget" not in text
@@ -236,7 +239,7 @@ def test_a_claim_part_whose_improving_arm_already_leads_is_not_gated(write_recor
 
 def test_a_setting_where_the_claim_is_not_testable_is_no_second_opinion(runs_of):
     # rnn_table: supported on one task, not testable on the other, read "depends on task"
-    from normbench.analysis.claims.engine import in_study
+    from normbench.analysis.claims.engine import SHOWN_NOT_JUDGED, in_study
 
     rows = [{"seed": s, "best_val": v + 0.002 * s, "axes": {"task": "copy", "norm": n}}
             for s in SEEDS for n, v in (("ln", 0.6), ("bn", 0.5))]

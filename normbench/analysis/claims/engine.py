@@ -69,6 +69,7 @@ clear).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -210,6 +211,8 @@ def part_line(index: int, part: Part) -> str:
     extra = ""
     if part.status == INCONCLUSIVE and part.within:
         extra = f" (no difference larger than δ = {part.within} is likely)"
+    elif part.status == INCONCLUSIVE and part.near:
+        extra = f" (estimate inside ±δ = {part.near}: no difference larger than δ is likely, none excluded)"
     elif part.status == INCONCLUSIVE:
         bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
         if part.mde is not None:
@@ -249,18 +252,23 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
     frames, resolved, why = _resolve(claim, runs)
     if why:
         return not_applicable(why)
-    prepared = ""
+    prepared, voided = "", ""
     if claim.prepare is not None:
         out = claim.prepare(runs)
-        if isinstance(out, str):
+        if isinstance(out, str) and not out.lower().startswith("not testable here"):
             return not_applicable(out)
-        runs, prepared = out
-        frames, resolved, why = _resolve(claim, runs)
-        if why:
-            return not_applicable(why)
+        if isinstance(out, str):  # the claim's own regime check failed: its parts are measured, not judged
+            voided = out
+        else:
+            runs, prepared = out
+            frames, resolved, why = _resolve(claim, runs)
+            if why:
+                return not_applicable(why)
     ctx = Context(runs, frames, claim.compare, alpha)
     curves = (regime.read_evals(runs["run_dir"].dropna()) if "run_dir" in runs and any(
         regime.STILL_IMPROVING in regime.gates_for(s.kind, s.measure.task_metric) for s in claim.parts) else None)
+    if voided:
+        return _voided(claim, voided, frames, resolved, runs, ctx)
     parts = [_absent(claim, spec, frames, runs) or _unmet(claim, i, spec, ctx) or _gated(claim, spec, ctx, curves)
              or evaluate_part(spec, ctx) for i, spec in enumerate(claim.parts, 1)]
     if all(p.status == NOT_APPLICABLE for p in parts):
@@ -284,6 +292,20 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
                    context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
                    missing=missing)
+
+
+def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataFrame, ctx: Context) -> Verdict:
+    """A claim whose own regime check (its prepare hook) failed: not testable here, for the reason it gives,
+    with each part's measured effect beside it, labelled as no verdict (SHOWN_NOT_JUDGED)."""
+    parts = [Part(spec.assertion, NOT_TESTABLE, f"{' vs '.join(n for n in (spec.a, spec.b) if n)}: the claim's regime "
+                  f"check failed (above).", measured_only(spec, ctx) if all(n in frames for n in (spec.a, spec.b) if n)
+                  else (), tuple(n for n in (spec.a, spec.b) if n), note="not judged: the claim's regime check failed "
+                  "(the verdict's first line)") for spec in claim.parts]
+    measured = regime.scale_text(pd.concat(list(frames.values()))) if frames else ""
+    effects = [e for p in parts for e in p.effects]
+    return Verdict(NOT_TESTABLE, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
+                   _arm_rows(claim, frames, resolved, runs), why, effects[1:], parts, alpha=ctx.alpha, context=why,
+                   scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()})
 
 
 def claim_status(statuses: list[str]) -> str:
@@ -378,7 +400,21 @@ def _gated(claim: Claim, spec: PartSpec, ctx: Context, curves: pd.DataFrame | No
     if gate is None:
         return None
     return Part(spec.assertion, NOT_TESTABLE, f"{' vs '.join(names)}: regime checked before any test ({gate.kind}).",
-                (), names, note=gate.text)
+                measured_only(spec, ctx), names, note=gate.text)
+
+
+SHOWN_NOT_JUDGED = "measured, not judged (the regime check failed)"
+
+
+def measured_only(spec: PartSpec, ctx: Context) -> tuple:
+    """What the runs show for a part its regime check voids, labelled as no verdict: a gate that hides the
+    measured gap reads as a way not to report a result against the paper (referee 17); () when nothing can be
+    measured."""
+    try:
+        effects = evaluate_part(spec, ctx).effects
+    except (KeyError, ValueError, ZeroDivisionError):  # a measure the gated runs cannot give (absent arm, no curve)
+        return ()
+    return tuple(replace(e, label=f"{SHOWN_NOT_JUDGED}: {e.label}") for e in effects)
 
 
 # --- settings and studies -----------------------------------------------------------------------

@@ -46,19 +46,33 @@ def margin_of(spec: PartSpec, ctx: Context) -> float | None:
     return None
 
 
+def _from_null(part: Part) -> tuple[float, float, float] | None:
+    """(estimate, low, high) of the deciding effect measured from no effect (the log of a ratio); None without."""
+    effect = part.effect
+    if effect is None or effect.interval is None or not math.isfinite(effect.estimate):
+        return None
+    values = (effect.estimate, *effect.interval)
+    if effect.null == 1.0:
+        return tuple(math.log(v) for v in values) if min(values) > 0 else None
+    return tuple(v - effect.null for v in values)
+
+
 def inside_margin(part: Part, delta: float | None) -> bool:
     """Whether the deciding effect's interval already lies inside ±δ of no effect (on the log scale for a ratio)."""
-    effect = part.effect
-    if delta is None or effect is None or effect.interval is None or not math.isfinite(delta) or delta <= 0:
+    found = _from_null(part)
+    if delta is None or found is None or not math.isfinite(delta) or delta <= 0:
         return False
-    low, high = effect.interval
-    if effect.null == 1.0:
-        if not (low > 0 and high > 0):
-            return False
-        low, high = math.log(low), math.log(high)
-    else:
-        low, high = low - effect.null, high - effect.null
-    return -delta < low and high < delta
+    return -delta < found[1] and found[2] < delta
+
+
+def estimate_inside(part: Part, delta: float | None) -> bool:
+    """Whether the deciding effect's estimate lies inside ±δ (its interval may reach past)."""
+    found = _from_null(part)
+    return delta is not None and found is not None and math.isfinite(delta) and delta > 0 and abs(found[0]) < delta
+
+
+def _shown(part: Part, delta: float) -> str:
+    return f"×{math.exp(delta):.3g}" if part.effect.null == 1.0 else f"{delta:.3g}"
 
 
 def evaluate_part(spec: PartSpec, ctx: Context) -> Part:
@@ -67,10 +81,19 @@ def evaluate_part(spec: PartSpec, ctx: Context) -> Part:
     # a part its own module could not judge (mixed devices, too few timings) says nothing about δ either
     if part.status == INCONCLUSIVE and "Cannot be judged" not in part.note and inside_margin(part, delta):
         # undecided, yet the interval already excludes any effect of interest: more seeds would only say so again
-        shown = f"×{math.exp(delta):.3g}" if part.effect.null == 1.0 else f"{delta:.3g}"
+        shown = _shown(part, delta)
         part = replace(part, seeds_needed=None, mde=None, lean=None, within=shown,
                        note=part.note.split(" `python -m")[0] + f" Its interval lies inside ±δ (δ = {shown}): no "
                             f"difference larger than δ is likely.")
+    elif part.status == INCONCLUSIVE and "Cannot be judged" not in part.note and estimate_inside(part, delta):
+        # referee 17: an estimate already inside ±δ is not a case for "≈200 seeds would decide" its sign; what the
+        # runs say is that no difference of interest is likely, and whether the interval excludes none at all
+        shown, (_, low, high) = _shown(part, delta), _from_null(part)
+        part = replace(part, seeds_needed=None, near=shown,
+                       note=part.note.split(" `python -m")[0] + f" Its estimate lies inside ±δ (δ = {shown}) and its "
+                            f"interval reaches past δ: no difference larger than δ is likely, none is excluded"
+                            + (", and the interval excludes no difference at all: one smaller than δ is detected"
+                               if low > 0 or high < 0 else "") + ".")
     short = [name for name in part.arms if ctx.arms[name]["seed"].nunique() < 2]
     if not short or part.status == NOT_APPLICABLE:
         return part

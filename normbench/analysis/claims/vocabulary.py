@@ -186,6 +186,7 @@ class Part:
     note: str = ""                # the real reason it is undecided or not applicable
     needed_unit: str = "seeds per arm"  # what seeds_needed counts (a paired timing: timing rounds)
     within: str = ""              # undecided with its interval inside ±δ: δ as shown ("0.01", "×1.05")
+    near: str = ""                # undecided with its estimate inside ±δ and its interval reaching past: δ as shown
 
     @property
     def claim(self) -> str:
