@@ -91,6 +91,7 @@ from normbench.analysis.claims.vocabulary import (
     SUPPORTED,
     Claim,
     Extreme,
+    Is,
     Part,
     PartSpec,
     Verdict,
@@ -157,12 +158,18 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     rows = []
     _, name, _ = task_direction(runs)
     for arm, frame in frames.items():
-        row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, "runs": int(len(frame)),
+        # a setting an arm selects by a condition (warm-up > 0) shows the values its runs have (referee 17: the page
+        # never said warm-up was 100 of 300 steps)
+        chosen = {k: values_text(axis(frame, k)).strip("{}") for k, wanted in claim.arms.get(arm, {}).items()
+                  if isinstance(wanted, Is) and k not in resolved[arm]}
+        row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, **chosen, "runs": int(len(frame)),
                "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
                # the failure rates' one rule (rules.failed_to_learn): finished at chance or at a trivial solution
                "did not train": int((rules.failed_to_learn(frame) & (frame["status"] != "diverged")).sum())}
         if lr_protocol.CHOSEN_LR in frame and frame[lr_protocol.CHOSEN_LR].notna().any():  # a tuned study's arm
             row["lr"] = lr_protocol.arm_lrs(frame[lr_protocol.CHOSEN_LR], frame.get(lr_protocol.CHOSEN_EDGE))
+        elif axis(frame, "lr").notna().any():  # shared or fixed: the lr the arm ran at, named (a claim about the lr)
+            row["lr"] = values_text(axis(frame, "lr")).strip("{}")
         for label, measure in measures.items():
             values = measure.values(frame).astype(float)
             values = values.where(frame["status"] == "ok") if measure.finished_only else values
