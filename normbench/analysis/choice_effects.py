@@ -9,7 +9,7 @@ import math
 
 import pandas as pd
 
-from normbench.analysis import regime, rules
+from normbench.analysis import lr_protocol, regime, rules, tuning
 from normbench.analysis.aggregate import varying_axes
 from normbench.analysis.intervals import decision_level, seed_difference
 from normbench.analysis.ranking import comparison_score
@@ -24,6 +24,18 @@ def on_plateau(frame: pd.DataFrame, runs: pd.DataFrame) -> bool:
     # the arm's own task and score, not the first row of ``runs`` (a report holds several tasks: bpc arms were
     # read as accuracy, every one "at or below" a trivial solution)
     return "status" in frame and regime.on_plateau({"arm": frame}, frame) is not None
+
+
+def grid_end(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
+    """"lowest" or "highest" where one arm's lr (a tuned study's evaluation runs) is an end of the grid its study
+    selected over, so its best may lie past it (referee 17: LNS recommended at the top of a 3-point grid); ""
+    inside the grid, or where no grid was searched."""
+    if tuning.LR not in frame or tuning.ROLE not in runs or "study" not in frame or frame.empty:
+        return ""
+    study = runs[(runs["study"] == frame["study"].iloc[0]) & (runs[tuning.ROLE] == tuning.SELECTION)]
+    grid = sorted({float(v) for v in study[tuning.LR].dropna()})
+    ends = {lr_protocol.grid_edge(lr, grid) for lr in frame[tuning.LR].dropna()} - {""}
+    return " and ".join(sorted(ends))
 
 
 def _scores(frame: pd.DataFrame, score: str) -> pd.DataFrame:

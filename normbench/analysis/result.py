@@ -214,6 +214,7 @@ class StudyResult:
     on_plateau = staticmethod(choice_effects.on_plateau)
     effect = staticmethod(choice_effects.effect)
     shown_worse = staticmethod(choice_effects.shown_worse)
+    grid_end = staticmethod(choice_effects.grid_end)
 
     def regime_of(self, rows: pd.DataFrame) -> tuple[Gate | None, str]:
         """The gate and the scale of the summary ``rows``' arms (any set of them: the synthesis reads a family's)."""

@@ -197,7 +197,7 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str
         # runs that carry no swept axis (a summary alone): the arm's label names what was swept
         choice, condition = _choice_text(frames[arm], varying or [f"axes.{k.split('=')[0]}" for k in arm.split(", ")])
         if choice:
-            texts.append(f"{choice} (at {condition})" if condition else choice)
+            texts.append((f"{choice} (at {condition})" if condition else choice) + _caveats(frames[arm], runs, result))
     if not texts or not worse:
         return list(dict.fromkeys(texts)), ""
     effect = result.effect(frames[kept[0]], frames[worse[0]], worse[0], runs)
@@ -205,6 +205,22 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str
         effect += (f"; {arm} left out, worse on paired seeds though the leaderboard's best set keeps it: "
                    f"{result.effect(frames[kept[0]], frames[arm], arm, runs)}")
     return list(dict.fromkeys(texts)), effect
+
+
+NO_NORM_CAVEAT = ("no normalization best at this scale: the papers' case for a norm is depth, width and long "
+                  "training, which this study did not reach")
+
+
+def _caveats(frame: pd.DataFrame, runs: pd.DataFrame, result) -> str:
+    """What a reader must know before taking a choice as advice (referee 17): an lr at its grid's end (the arm's
+    best may lie past it), and no normalization favoured by a small model."""
+    notes = []
+    edge = result.grid_end(frame, runs)
+    if edge:
+        notes.append(f"its lr at the grid's {edge}: its best may lie past it")
+    if "axes.norm" in frame and frame["axes.norm"].astype(str).eq("none").all():
+        notes.append(NO_NORM_CAVEAT)
+    return f" [{'; '.join(notes)}]" if notes else ""
 
 
 def synthesis_table(lines: list[FamilyLine]) -> Table:

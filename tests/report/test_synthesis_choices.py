@@ -5,7 +5,16 @@ never an arm on a trivial plateau; a family held with no testable study says so 
 from normbench.analysis.aggregate import label_groups, summarize_groups, varying_axes
 from normbench.analysis.result import of_frames
 from normbench.report.sections import StudySection
-from normbench.report.synthesis import FAVOURED, GATED, NO_CHOICE, PLATEAU, SHARED_LR, recommendations, synthesis
+from normbench.report.synthesis import (
+    FAVOURED,
+    GATED,
+    NO_CHOICE,
+    NO_NORM_CAVEAT,
+    PLATEAU,
+    SHARED_LR,
+    recommendations,
+    synthesis,
+)
 
 
 def lines_for(runs):
@@ -140,3 +149,25 @@ def test_a_study_whose_arms_shared_one_lr_is_shown_but_never_recommended(runs_of
     tuned = [dict(r, study={**study, "lr_protocol": "tuned"}) for r in rows]
     (line,) = lines_for(runs_of(*tuned))
     assert line.kind == FAVOURED
+
+
+def test_a_choice_at_its_grids_end_or_without_a_norm_carries_its_caveat(runs_of):
+    """Referee 17: LNS was recommended at the top of a 3-point lr grid, and no normalization from a 2-layer model,
+    each with no word. The choice says so; a choice inside its grid with a norm says nothing more."""
+    def study(best: str, best_lr: float):
+        other = "ln" if best != "ln" else "rms"
+        rows = [{"seed": s, "best_val": v + 0.003 * s, "axes": {"norm": n, "placement": "pre" if n != "none" else "none",
+                                                                 "role": "evaluation", "lr": lr}}
+                for s in range(3) for n, v, lr in ((best, 0.8, best_lr), (other, 0.6, 0.01))]
+        rows += [{"seed": 1000, "best_val": 0.7, "axes": {"norm": n, "placement": "pre" if n != "none" else "none",
+                                                          "role": "selection", "lr": lr}}
+                 for n in (best, other) for lr in (0.003, 0.01, 0.03)]
+        runs = runs_of(*rows)
+        return [line for line in lines_for(runs.assign(study_role=runs["axes.role"])) if line.kind == FAVOURED]
+
+    (edge,) = study("ln", 0.03)
+    assert edge.choices[0].endswith("[its lr at the grid's highest: its best may lie past it]"), edge.choices
+    (bare,) = study("none", 0.01)
+    assert NO_NORM_CAVEAT in bare.choices[0] and "grid's" not in bare.choices[0]
+    (inside,) = study("ln", 0.01)
+    assert "[" not in inside.choices[0], inside.choices
