@@ -52,7 +52,15 @@ from normbench.analysis.claims import (  # noqa: F401  # noqa: F401  (shown_stat
     verdict_figures,
 )
 from normbench.analysis.claims.comparison import effect_text
-from normbench.analysis.claims.vocabulary import INCONCLUSIVE, NOT_APPLICABLE, NOT_REPRODUCED, NOT_TESTABLE, describe  # noqa: F401
+from normbench.analysis.claims.vocabulary import (  # noqa: F401
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    SUPPORTED,
+    describe,
+)
 from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders  # noqa: F401  (a user's claims, judged too)
 from normbench.analysis.intervals import METHOD  # noqa: F401
 from normbench.analysis.performance_profiles import AREA_TAU, TAUS  # noqa: F401

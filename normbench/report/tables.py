@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from normbench.analysis.result import (
+    CONTRADICTED,
     INCONCLUSIVE,
     NO_STUDY,
     NOT_APPLICABLE,
@@ -22,6 +23,7 @@ from normbench.analysis.result import (
     NOT_TRAINED,
     RANKING_RULE,  # noqa: F401  (the answer section quotes it)
     REPORT_STATUSES,
+    SUPPORTED,
     TRAINED,
     ClaimResult,
     Effect,
@@ -81,6 +83,7 @@ class ClaimView:
     shown: str = ""  # the status as printed: "contradicted" reads "not reproduced at this scale"
     figures: dict = field(default_factory=dict)  # claims.csv's referee columns: effect, its interval, seeds, lr
     fdr: str = ""  # "not kept by Benjamini–Hochberg …" for a directional verdict the multiplicity rule does not keep
+    tested: str = ""  # a not-testable verdict's parts that were tested, and what they read (parts_tested)
 
 
 def display_path(path: str | Path, base: Path) -> str:
@@ -422,6 +425,25 @@ def part_rows(result: ClaimResult) -> list[list[str]]:
             for p, effects in zip(result.verdict.parts, result.effects)]
 
 
+def parts_tested(verdict) -> str:
+    """What the tested parts of a not-testable verdict read ("part 3 supported, parts 1–2 lean toward
+    contradicted"), so its headline does not hide them (referee 17); "" for any other verdict or none tested."""
+    if verdict.status != NOT_TESTABLE:
+        return ""
+    readings: dict[str, list[int]] = {}
+    for i, part in enumerate(verdict.parts or (), 1):
+        if part.status == INCONCLUSIVE:
+            said = ("no difference larger than δ likely" if part.within or part.near else
+                    f"leaning {part.lean}" if part.lean else "undecided")
+        elif part.status in (SUPPORTED, CONTRADICTED):
+            said = shown_status(part.status)
+        else:
+            continue
+        readings.setdefault(said, []).append(i)
+    return ", ".join(f"part{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} {said}"
+                     for said, ids in readings.items())
+
+
 def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> ClaimView:
     """`titles`: study id -> the title the report gives it (StudyResult.titles)."""
     claim, verdict = result.claim, result.verdict
@@ -438,7 +460,8 @@ def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> Cla
                      (titles or {}).get(verdict.study, verdict.study),
                      f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""),
                      str(verdict.study or ""), _text(getattr(claim, "quote", None)), _text(getattr(claim, "where", None)),
-                     _text(getattr(verdict, "scale", None)), shown_status(verdict.status), dict(result.figures))
+                     _text(getattr(verdict, "scale", None)), shown_status(verdict.status), dict(result.figures),
+                     tested=parts_tested(verdict))
 
 
 def _text(value) -> str:

@@ -1,0 +1,32 @@
+"""report/tables.py: what a claim's headline says about its parts (crafted verdicts)."""
+
+from types import SimpleNamespace
+
+from normbench.analysis.claims.vocabulary import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_TESTABLE,
+    SUPPORTED,
+    TOWARD_CONTRADICTED,
+    Part,
+)
+from normbench.report.tables import parts_tested
+
+
+def part(status, lean=None, near=""):
+    return Part("a part", status, "a test", lean=lean, near=near)
+
+
+def test_a_not_testable_verdict_names_what_its_parts_tested_read():
+    """Referee 17: ln_beats_bn_varlen read "not testable here" on the claims line while parts 1-2 leaned against
+    the paper and part 3 was supported; the line names them, grouped by what they read."""
+    verdict = SimpleNamespace(status=NOT_TESTABLE, parts=[part(INCONCLUSIVE, TOWARD_CONTRADICTED),
+                                                          part(INCONCLUSIVE, TOWARD_CONTRADICTED),
+                                                          part(SUPPORTED), part(NOT_TESTABLE)])
+    assert parts_tested(verdict) == f"parts 1, 2 leaning {TOWARD_CONTRADICTED}, part 3 supported"
+    near = SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE), part(INCONCLUSIVE, near="0.1"),
+                                                       part(CONTRADICTED)])
+    assert parts_tested(near) == "part 2 no difference larger than δ likely, part 3 not reproduced at this scale"
+    # nothing tested, or a verdict that already says what its parts read: nothing added
+    assert parts_tested(SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE)])) == ""
+    assert parts_tested(SimpleNamespace(status=SUPPORTED, parts=[part(SUPPORTED)])) == ""
