@@ -452,7 +452,20 @@ def scale(runs: pd.DataFrame) -> dict:
     return {"parameters": _counts(runs["parameters"]) if "parameters" in runs else None,
             "steps": _counts(steps), "examples": _counts(steps * batch) if len(batch) else None,
             "tasks": sorted({str(t) for t in runs["task.name"].dropna()}) if "task.name" in runs else [],
-            "length": _counts(length) if length.notna().any() else None, "device": devices}
+            "length": _counts(length) if length.notna().any() else None, "device": devices,
+            "models": _models(runs)}
+
+
+def _models(runs: pd.DataFrame) -> list[str]:
+    """The models the runs are ("1-layer LSTM", "8-layer Transformer"), sorted: what a paper's setup differs in
+    beside the scale (referee 17: an in-cell BN LSTM read against the paper's MLP without a word)."""
+    if "axes.model" not in runs:
+        return []
+    names = {"rnn": "tanh RNN", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer"}
+    layers = runs["axes.layers"] if "axes.layers" in runs else pd.Series(None, index=runs.index)
+    found = {(f"{int(n)}-layer " if pd.notna(n) and float(n).is_integer() else "") + names.get(str(m), str(m))
+             for m, n in zip(runs["axes.model"], layers) if pd.notna(m)}
+    return sorted(found)
 
 
 def _compact(x: float) -> str:
@@ -479,4 +492,5 @@ def scale_text(runs: pd.DataFrame) -> str:
         task += f" at sequence length {_span(found['length'], '').strip()}"
     return (f"measured at {_span(found['parameters'], 'parameters')}, {_span(found['steps'], 'steps')}, "
             f"{_span(found['examples'], 'examples')}, " + (f"{task}, " if task else "")
+            + (f"{' / '.join(found['models'])}, " if found["models"] else "")
             + f"{device}; a verdict about this scale, not the paper's")

@@ -66,9 +66,18 @@ def test_the_scale_names_the_task_and_its_sequence_length(runs_of):
     """bn_gamma_small_flow's "what differs" named parameters, steps and examples, not that the runs were the adding
     task at length 64 where the paper's were sequential MNIST at 784 steps (referee, issue 45)."""
     found = runs_of(*rows(0.60, 0.50)).assign(**{"task.name": "adding", "task.seq_len": 64})
-    assert ", adding at sequence length 64, CPU;" in regime.scale_text(found)
+    assert ", adding at sequence length 64, 2-layer Transformer, CPU;" in regime.scale_text(found)
     found.loc[found.index[:2], ["task.name", "task.seq_len"]] = ["fortunes_lm", 32]
-    assert ", adding/fortunes_lm at sequence length 32–64, CPU;" in regime.scale_text(found)
+    assert ", adding/fortunes_lm at sequence length 32–64, 2-layer Transformer, CPU;" in regime.scale_text(found)
+
+
+def test_the_scale_names_the_model(runs_of):
+    """Referee 17: ln_batch_robust's "not reproduced" compared an in-cell BN LSTM with the paper's MLP and the scale
+    sentence named no model."""
+    found = runs_of(*rows(0.60, 0.50, model="lstm", layers=1)).assign(**{"task.name": "digits", "task.seq_len": 64})
+    assert ", digits at sequence length 64, 1-layer LSTM, CPU;" in regime.scale_text(found)
+    found.loc[found.index[:2], ["axes.model", "axes.layers"]] = ["transformer", 8]
+    assert ", 1-layer LSTM / 8-layer Transformer, CPU;" in regime.scale_text(found)
 
 
 def test_a_failed_run_keeps_the_ceiling_testable(runs_of):
@@ -82,7 +91,7 @@ def test_a_failed_run_keeps_the_ceiling_testable(runs_of):
 def test_the_learnable_middle_is_not_gated_and_states_its_scale(runs_of):
     verdict = judge(SCORES, runs_of(*rows(0.60, 0.50)))
     assert [p.status for p in verdict.parts][0] == SUPPORTED and NOT_TESTABLE not in [p.status for p in verdict.parts]
-    assert verdict.scale == ("measured at parameters not recorded, 100 steps, 3.2k examples, copy, CPU; a verdict about "
+    assert verdict.scale == ("measured at parameters not recorded, 100 steps, 3.2k examples, copy, 2-layer Transformer, CPU; a verdict about "
                              "this scale, not the paper's")
     assert verdict.explanation.endswith(f"Scale: {verdict.scale}.")
 
@@ -150,7 +159,7 @@ def test_scale_reads_the_records_parameter_count(runs_of):
         summaries.append(RunRecord(Path(f"/runs/{i}"), {**summary, "parameters": params}))
     runs = runs_frame(summaries)
     assert regime.scale(runs)["parameters"] == (52_000, 210_000)
-    assert regime.scale_text(runs) == ("measured at 52k–210k parameters, 600 steps, 19.2k examples, copy, CPU; a verdict "
+    assert regime.scale_text(runs) == ("measured at 52k–210k parameters, 600 steps, 19.2k examples, copy, 2-layer Transformer, CPU; a verdict "
                                        "about this scale, not the paper's")
 
 
