@@ -231,16 +231,35 @@ def arm_count(overrides: list[str], not_arms: tuple[str, ...] = ()) -> int | Non
 
 def distinct_values(key: str, value: str) -> int:
     """How many different runs ``key=value`` sweeps: ``ln,ln`` is one, a list value ``[a,b]`` one, as Hydra
-    parses it (hostile h15 B7: the comma-separated texts were counted)."""
+    parses it (hostile h15 B7: the comma-separated texts were counted), and each value as the config takes it
+    (hostile h16 N8: ``"ln",'ln'`` is one text, ``64,064`` one number in model.hidden)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
         parsed = OverridesParser.create().parse_override(f"{key}={value}")
         if not parsed.is_sweep_override():
             return 1
-        return len({repr(v) for v in itertools.islice(parsed.sweep_iterator(), 10_000)})
+        return len({repr(_as_config_takes(key, v)) for v in itertools.islice(parsed.sweep_iterator(), 10_000)})
     except Exception:  # noqa: BLE001 - a grammar error: the round reports it; count the texts meanwhile
         return len({v.strip() for v in value.split(",") if v.strip()})
+
+
+def _as_config_takes(key: str, value):
+    """One parsed sweep value as the run's config holds it: a quoted string's text, and a text in a typed
+    setting converted as OmegaConf merges it (Hydra parses 064 as the text '064'; model.hidden holds 64).
+    A group's option (norm=ln) or a key the schema does not type stays as parsed."""
+    from hydra.core.override_parser.types import QuotedString
+    from omegaconf import OmegaConf
+
+    from normbench.configuration.schema import Config
+
+    value = value.text if isinstance(value, QuotedString) else value
+    try:
+        config = OmegaConf.structured(Config)
+        OmegaConf.update(config, key, value, merge=True)
+        return OmegaConf.select(config, key)
+    except Exception:  # noqa: BLE001 - no typed setting takes it (a group's option): the parsed value is the value
+        return value
 
 
 def check_config(overrides: list[str]) -> None:

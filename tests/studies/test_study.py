@@ -161,6 +161,11 @@ def test_arms_are_the_distinct_values_a_sweep_runs(monkeypatch):
     assert study.arm_count(["norm=ln,ln,rms"]) == 2
     assert study.arm_count(["lr=0.1,0.10"]) == 1
     assert study.arm_count(["norm=ln,rms", "tags=[a,b]"]) == 2
+    # hostile h16 N8: the values as the config takes them: one text however quoted, one number however written
+    assert study.arm_count(["norm=\"ln\",'ln'"]) == 1
+    assert study.arm_count(["model.hidden=64,064"]) == 1  # Hydra parses 064 as text; model.hidden holds 64
+    assert study.arm_count(["model.hidden=64,'64',65"]) == 2
+    assert study.arm_count(["norm.affine=true,'true',false"]) == 2
     monkeypatch.setattr(study, "_sweep_params", lambda overrides: ("dup", {"norm": "ln,ln"}, None))  # N02
     assert study.arm_count(["+sweep=dup"]) == 1
 
@@ -170,6 +175,8 @@ def test_arms_are_the_distinct_values_a_sweep_runs(monkeypatch):
     ["norm=ln", "task=adding,copy"],                                 # a comparison is one task: tasks are not arms
     ["norm=ln", "lr=0.001,0.01,0.1"],                                 # tuned: the lr is chosen per arm, not an arm
     ["steps=2", "norm=ln,ln"],                                        # hostile h15 B7 (S01): one value twice
+    ["steps=2", "norm=\"ln\",'ln'"],                                   # hostile h16 N8 (I02): one text, two quotes
+    ["steps=2", "model.hidden=64,064"],                               # I03: one number, two spellings
     ["steps=2", "tags=[a,b]"],                                        # S02: a list value, and a label
     ["steps=2", "tags=a,b"],                                          # a label swept: the same run twice
 ])
