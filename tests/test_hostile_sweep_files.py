@@ -169,3 +169,19 @@ def test_a_smuggling_value_is_named_as_the_reason(tmp_path, name, text, key):
     nor anything lr did wrong (a plain lr: 0.01 passes)."""
     with pytest.raises(ConfigError, match=rf"sets {key} to a value holding oc\.decode"):
         serve(tmp_path, name, text)
+
+
+@pytest.mark.parametrize("text, says", [
+    (GLOBAL + "hydra:\n  sweeper:\n    params:\n      norm: ${oc.env:NB_N}\n",
+     r"sets hydra\.sweeper\.params\.norm to an interpolation: under hydra only sweep\.dir, .* may interpolate"),
+    (GLOBAL + "hydra:\n  sweeper:\n    params:\n      tags: '[${hydra:runtime.cwd}]'\n", "to an interpolation"),
+    (GLOBAL + "hydra:\n  sweeper:\n    params:\n      hydra.job.env_set.X: '1'\n",
+     r"params\.hydra\.job\.env_set\.X: a sweep parameter may not set Hydra's own settings"),
+    (GLOBAL + "hydra:\n  launcher:\n    setup: id\n", r"may set only mode, .* \(not launcher\.setup"),
+])
+def test_a_refused_sweep_file_says_the_rule_it_breaks(tmp_path, text, says):
+    """Hostile h16 N18 (M01, M14, M21): an interpolation in the sweep's params was refused as a forbidden Hydra key,
+    "under hydra it may set only mode, sweeper, ...", though the key it named is the sweeper's."""
+    with pytest.raises(ConfigError, match=says) as refused:
+        serve(tmp_path, "evil.yaml", text)
+    assert "\n" not in str(refused.value)

@@ -325,25 +325,39 @@ def _refused_override_key(key: str) -> bool:
     return name.split(".")[0] == "hydra"
 
 
-def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
-    """The first setting of ``value`` (whose keys land at ``at``) that a sweep file may not hold, dotted."""
+_NOT_CODE = f"a sweep file is config, not code (no {', '.join(CODE_KEYS)}, callbacks or logging)"
+_HYDRA_ONLY = (f"{_NOT_CODE}; under hydra it may set only {', '.join(SWEEP_HYDRA_KEYS)} (not "
+               f"{', '.join(REFUSED_HYDRA_KEYS)})")
+_SMUGGLED = f"a sweep file is config, not code (no {', '.join(SMUGGLING)}: each builds a node from a string, which can run code)"
+_INTERPOLATED = (f"under hydra only {', '.join(INTERPOLATED_HYDRA_KEYS)} may interpolate (the value is not seen until "
+                 f"Hydra resolves it, and could bring a whole node into its settings); write the values out")
+_PARAM_REFUSED = ("a sweep parameter may not set Hydra's own settings, choose one of its groups other than hydra/launcher "
+                  "and hydra/sweeper, or name code")
+
+
+def _code_or_hydra_key(value, at: tuple[str, ...]) -> tuple[str, str] | None:
+    """The first setting of ``value`` (whose keys land at ``at``) that a sweep file may not hold, dotted, and why: the
+    rest of the line, ": …" or " to …" (hostile h16 N18: an interpolation was refused as a forbidden key)."""
     dotted = ".".join(at) or "the top level"
     rest = ".".join(at[1:]) if at[:1] == ("hydra",) else None
     if rest is not None and _refused_hydra_setting(rest):
-        return dotted
+        return dotted, f": {_HYDRA_ONLY}"
     if isinstance(value, str):
-        if any(word in value for word in SMUGGLING):  # a node built from a string at resolution
-            return dotted
+        word = next((word for word in SMUGGLING if word in value), None)
+        if word:  # a node built from a string at resolution; the reason is the value, not the key (hostile h13 X08b)
+            return dotted, f" to a value holding {word}: {_SMUGGLED}"
         if rest is not None and "${" in value and not _under(rest, INTERPOLATED_HYDRA_KEYS):
-            return dotted  # an interpolation could bring a whole node into hydra's settings
+            return dotted, f" to an interpolation: {_INTERPOLATED}"
         return None
     if isinstance(value, dict):
         for key, inner in value.items():
-            # code, or hydra's settings anywhere but at the top of the config
-            if str(key) in CODE_KEYS or "_target_" in str(key) or (str(key) == "hydra" and at):
-                return ".".join((*at, str(key)))
+            here = ".".join((*at, str(key)))
+            if str(key) in CODE_KEYS or "_target_" in str(key):
+                return here, f": {_NOT_CODE}"
+            if str(key) == "hydra" and at:  # hydra's settings anywhere but at the top of the config
+                return here, f": {_NOT_CODE}; Hydra's settings stand only at the top of the config (# @package _global_)"
             if at == ("hydra", "sweeper", "params") and _refused_override_key(str(key)):
-                return ".".join((*at, str(key)))
+                return here, f": {_PARAM_REFUSED}"
             found = _code_or_hydra_key(inner, (*at, str(key)))
             if found:
                 return found
@@ -353,14 +367,6 @@ def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
             if found:
                 return found
     return None
-
-
-def _smuggled_word(plain, path: list[str]) -> str | None:
-    """Which of SMUGGLING the string at ``path`` in ``plain`` holds, or None (not a string, or no such key)."""
-    value = plain
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-    return next((word for word in SMUGGLING if word in value), None) if isinstance(value, str) else None
 
 
 def _defaults_problem(defaults) -> str | None:
@@ -622,13 +628,9 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
         raise ConfigError(f"sweep file {path} is not a mapping of settings")
     plain = OmegaConf.to_container(config, resolve=False)
     refused = _code_or_hydra_key(plain, package)
-    word = _smuggled_word(plain, refused.split(".")[len(package):]) if refused else None
-    if word:  # the reason is the value, not the key (hostile h13 X08b, W03: "sets lr" read as "lr is refused")
-        raise ConfigError(f"sweep file {path} sets {refused} to a value holding {word}: a sweep file is config, not "
-                          f"code (no {', '.join(SMUGGLING)}: each builds a node from a string, which can run code)")
     if refused:
-        raise ConfigError(f"sweep file {path} sets {refused}: a sweep file is config, not code; under hydra it may "
-                          f"set only {', '.join(SWEEP_HYDRA_KEYS)} (no _target_, callbacks or logging)")
+        key, why = refused
+        raise ConfigError(f"sweep file {path} sets {key}{why}")
     why = _defaults_problem(plain.get("defaults"))
     if why:
         raise ConfigError(f"sweep file {path}: {why}")
