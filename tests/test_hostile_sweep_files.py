@@ -90,6 +90,9 @@ HOSTILE = {
                                               "      seed: range(0,1000000000)\n"),
     "a_bool_given_2": ("evil.yaml", GLOBAL + "save_model: 2\n"),  # OmegaConf would take it as true
     "a_nested_bool_given_5": ("evil.yaml", GLOBAL + "norm:\n  affine: 5\n"),
+    # hostile h16 N11 (M05, Z03): a list for a group of one option ran one run of the options' configs merged
+    "a_list_for_a_group": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      norm: [ln, rms]\n"),
+    "a_list_for_the_model": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      model: '[lstm,gru]'\n"),
     "a_product_past_the_cap": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      seed: range(0,1000)\n"
                                                      "      lr: range(0.0001,0.1,0.0001)\n      norm: none,ln\n"),
 }

@@ -109,6 +109,14 @@ def offer_norm_kind(name: str) -> None:
         ConfigStore.instance().store(group="norm", name=name, node={"kind": name})
 
 
+# The run's parts, each one option of its group, built from its config class; with the task, the groups a run holds
+# exactly one of. A list given to one (norm=[ln,rms]) is Hydra's multi-select, which merges the options' configs
+# into one run (require_one_option); logger is not one: several loggers at once is a list.
+PART_GROUPS = {"model": ModelShape, "norm": NormSpec, "placement": PlacementConfig, "precision": PrecisionConfig,
+               "optim": OptimConfig}
+ONE_OPTION_GROUPS = (*PART_GROUPS, "task")
+
+
 def to_config(cfg: DictConfig) -> Config:
     """Typed, range-checked config from Hydra's composition (raises ConfigError/ValueError, one line)."""
     plain = OmegaConf.to_container(cfg, resolve=True)
@@ -117,13 +125,11 @@ def to_config(cfg: DictConfig) -> Config:
     name = task.get("name")
     if name not in TASK_CONFIGS:
         raise ConfigError(f"task.name={name!r} is not valid; valid: {', '.join(TASK_CONFIGS)}")
-    groups = {"model": ModelShape, "norm": NormSpec, "placement": PlacementConfig,
-              "precision": PrecisionConfig, "optim": OptimConfig}
     _known_keys("", plain, Config)
     _known_keys("task.", task, TASK_CONFIGS[name])
-    for key, cls in groups.items():
+    for key, cls in PART_GROUPS.items():
         _known_keys(f"{key}.", plain[key], cls)
-    built = {key: cls(**plain.pop(key)) for key, cls in groups.items()}
+    built = {key: cls(**plain.pop(key)) for key, cls in PART_GROUPS.items()}
     return Config(task=TASK_CONFIGS[name](**task), **built, **plain)
 
 
@@ -507,6 +513,29 @@ def require_flat_sweep_params(arguments: list[str]) -> None:
                               "line (it would nest); sweep it directly (KEY=a,b) or in a sweep file")
 
 
+def require_one_option(overrides: list[str], where: str = "") -> None:
+    """ConfigError (one line) for a list given to a group a run holds one option of (ONE_OPTION_GROUPS):
+    ``norm=[ln,rms]`` ran one run of the options' configs merged, the last winning, without a word (hostile
+    h16 N11); a sweep of them is ``-m norm=ln,rms``. ``where`` names a sweep file's params."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep
+
+    for argument in overrides:
+        if argument.startswith("-") or "=" not in argument:
+            continue
+        try:
+            override = OverridesParser.create().parse_override(argument)
+        except Exception:  # noqa: BLE001 - what Hydra cannot parse it reports itself, in one line
+            continue
+        value = override.value()
+        listed = next((v for v in (value.list if isinstance(value, ChoiceSweep) else [value]) if isinstance(v, list)), None)
+        if override.key_or_group in ONE_OPTION_GROUPS and listed is not None:
+            group, options = override.key_or_group, ",".join(map(str, listed))[:120]
+            sweep = f"{group}: {options or 'A,B'}" if where else f"-m {group}={options or 'A,B'}"
+            raise ConfigError(f"{where}{group}=[{options}]: {group} takes one option, and a list would merge the "
+                              f"options' configs into one run; to run each, sweep them: {sweep}")
+
+
 # Where Hydra writes the run's config.yaml, hydra.yaml and overrides.yaml, relative to the run folder:
 # an absolute path, a ``..`` or an interpolation (whose value is not seen here) puts them outside it,
 # over someone's files. Not code, so ``--allow-code`` does not open it.
@@ -642,4 +671,5 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
         params = params.get(key) if isinstance(params, dict) else None
     if isinstance(params, dict):
         require_sweep_size([f"{k}={v}" for k, v in params.items()], f"sweep file {path}")
+        require_one_option([f"{k}={v}" for k, v in params.items()], f"sweep file {path}: hydra.sweeper.params.")
     return config

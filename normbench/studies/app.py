@@ -578,10 +578,11 @@ def main(from_process_start: bool = False) -> None:
         sys.exit(2)
     try:  # Hydra's basic sweeper lists every job before the first: a billion would never start (a sweep
         # file's mode may be MULTIRUN without -m, so the command line is counted either way)
-        from normbench.configuration.config import require_flat_sweep_params, require_sweep_size
+        from normbench.configuration.config import require_flat_sweep_params, require_one_option, require_sweep_size
 
         require_sweep_size([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")], "the command line")
         require_flat_sweep_params(sys.argv[1:])
+        require_one_option(sys.argv[1:])
         _claim_folders_readable()
     except ConfigError as err:
         _say(f"error: {err}")

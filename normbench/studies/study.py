@@ -268,9 +268,11 @@ def check_config(overrides: list[str]) -> None:
     value no job could run, such as ``lr=${oc.env:NAME}`` whose variable holds a word, is then refused in one
     line with the value masked, rather than each job of the first round failing on it. Hydra's own refusals
     (an unknown option) are left to the round, which reports them as exit 2."""
+    from normbench.configuration.config import require_one_option
     from normbench.studies.composed import check_jobs
 
     try:
+        require_one_option(overrides)  # norm=[ln,rms]: one merged run per round (hostile h16 N11)
         check_jobs(overrides, _sweep_params(overrides)[1])
     except ValueError as error:  # ConfigError
         raise StudyArgumentError(str(error)) from None

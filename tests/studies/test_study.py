@@ -189,3 +189,13 @@ def test_a_study_of_one_arm_is_refused_before_any_round(overrides, tmp_path, mon
     err = capsys.readouterr().err
     assert err.startswith("normbench.study: a study needs two arms or more") and err.count("\n") == 1, err
     assert not any((tmp_path / "s").iterdir())  # the folder --out names is made before, as for any refusal there
+
+
+def test_a_list_given_to_a_group_is_refused_before_any_round(tmp_path, monkeypatch, capsys):
+    """Hostile h16 N11: norm=[ln,rms] merges both configs into each job of every round."""
+    from normbench.studies import study
+
+    monkeypatch.setattr(study, "_normbench", lambda *a, **k: pytest.fail("a round ran"))
+    assert study.main(["--out", str(tmp_path / "s"), "steps=2", "norm=[ln,rms]", "placement=pre,post"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("normbench.study: norm=[ln,rms]: norm takes one option") and err.count("\n") == 1, err
