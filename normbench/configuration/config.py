@@ -153,8 +153,13 @@ def config_dir() -> Path:
 def sweep_dirs() -> list[Path]:
     """The sweeps folders, searched in this order: ``$NORMBENCH_SWEEPS``'s, then the shipped one.
     A folder named there that does not exist is the user's mistake (ConfigError)."""
+    from normbench.checks import name_too_long, shown
+
     named = [Path(d).expanduser() for d in os.environ.get(SWEEPS_ENV, "").split(os.pathsep) if d.strip()]
     for folder in named:
+        too_long = name_too_long(str(folder))  # is_dir would raise ENAMETOOLONG, read as a failure to write (h16 N17)
+        if too_long:
+            raise ConfigError(f"{SWEEPS_ENV} entry {shown(str(folder), 100)}: {too_long}")
         if not folder.is_dir():
             raise ConfigError(f"{SWEEPS_ENV}: {folder} is not a folder (it names folders of sweep files, "
                               f"separated by {os.pathsep!r})")

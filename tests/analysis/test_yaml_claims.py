@@ -339,3 +339,10 @@ def test_a_number_too_large_for_a_float_is_one_line_at_every_door(tmp_path, numb
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, (command, done.stderr)
         assert "digit integer" in done.stderr, (command, done.stderr)
     assert not (tmp_path / "s").exists() and not (tmp_path / "st").exists()
+
+
+def test_a_claims_folder_named_too_long_in_the_environment_is_said_to_be_so(monkeypatch):
+    """Hostile h16 N17 (A27): NORMBENCH_CLAIMS=<300 bytes> read "cannot write the report to o: [Errno 36] ..."."""
+    monkeypatch.setenv(CLAIMS_ENV, "x" * 300)
+    with pytest.raises(ClaimFileError, match=r"^NORMBENCH_CLAIMS entry 'x+…: a name longer than the filesystem allows"):
+        yaml_claims.from_environment(CLAIMS)

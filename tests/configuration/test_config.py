@@ -127,3 +127,12 @@ def test_a_list_given_to_a_group_ends_the_command_in_one_line(cli, tiny_args, tm
         "normbench: error: norm=[ln,rms]: norm takes one option, and a list would merge the options' configs into "
         "one run; to run each, sweep them: -m norm=ln,rms"], err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_sweeps_folder_named_too_long_is_said_to_be_so(monkeypatch, tmp_path):
+    """Hostile h16 N17 (B19): NORMBENCH_SWEEPS=/tmp:<300 bytes> read "cannot write output: [Errno 36] ..."."""
+    from normbench.configuration.config import sweep_dirs
+
+    monkeypatch.setenv("NORMBENCH_SWEEPS", f"{tmp_path}:{'x' * 300}")
+    with pytest.raises(ConfigError, match=r"^NORMBENCH_SWEEPS entry 'x+…: a name longer than the filesystem allows"):
+        sweep_dirs()

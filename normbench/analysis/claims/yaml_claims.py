@@ -61,7 +61,7 @@ from normbench.analysis.claims.vocabulary import (
     recorded,
     slope,
 )
-from normbench.checks import ConfigError, shown
+from normbench.checks import ConfigError, name_too_long, shown
 from normbench.configuration.contract import ALIASES, HARNESS
 from normbench.configuration.schema import TASK_CONFIGS, Config, cell_kernel_named
 
@@ -546,25 +546,29 @@ def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
 CLAIM_SUFFIXES = (".yaml", ".yml")  # both YAML spellings are claim files (Y05: .yml was passed over)
 
 
-def read_folder(folder: Path, taken: set[str]) -> list[Claim]:
+def read_folder(folder: Path, taken: set[str], what: str = "--claims") -> list[Claim]:
+    """The claims of one folder; ``what`` names where the folder was given (--claims, or NORMBENCH_CLAIMS)."""
     folder = Path(folder).expanduser()
+    too_long = name_too_long(str(folder))  # is_dir would raise ENAMETOOLONG, read as a failure to write (h16 N17)
+    if too_long:
+        raise ClaimFileError(f"{what} {shown(str(folder), 100)}: {too_long}")
     if not folder.is_dir():
-        raise ClaimFileError(f"--claims {str(folder)[-200:]}: not a folder of claim files (*.yaml, *.yml)")
+        raise ClaimFileError(f"{what} {str(folder)[-200:]}: not a folder of claim files (*.yaml, *.yml)")
     found = []
     paths = sorted(p for suffix in CLAIM_SUFFIXES for p in folder.glob(f"*{suffix}"))
     if not paths:  # a folder of .txt or a typo'd folder would otherwise judge nothing without a word (Y05)
-        raise ClaimFileError(f"--claims {str(folder)[-200:]}: holds no claim files (*.yaml, *.yml)")
+        raise ClaimFileError(f"{what} {str(folder)[-200:]}: holds no claim files (*.yaml, *.yml)")
     for path in paths:
         claim = read_file(path, taken | {c.id for c in found})
         found.append(claim)
     return found
 
 
-def read_folders(folders, shipped: list[Claim]) -> list[Claim]:
+def read_folders(folders, shipped: list[Claim], what: str = "--claims") -> list[Claim]:
     """Every claim in ``folders``, checked against the shipped ids and each other."""
     claims: list[Claim] = []
     for folder in folders:
-        claims += read_folder(Path(folder), {c.id for c in shipped} | {c.id for c in claims})
+        claims += read_folder(Path(folder), {c.id for c in shipped} | {c.id for c in claims}, what)
     return claims
 
 
@@ -575,7 +579,7 @@ def from_environment(shipped: list[Claim]) -> list[Claim]:
     """The claims of the folders ``NORMBENCH_CLAIMS`` names (none when unset), read once per value."""
     value = os.environ.get(CLAIMS_ENV, "")
     if value not in _cache:
-        _cache[value] = read_folders([f for f in value.split(os.pathsep) if f.strip()], shipped)
+        _cache[value] = read_folders([f for f in value.split(os.pathsep) if f.strip()], shipped, f"{CLAIMS_ENV} entry")
     return _cache[value]
 
 
