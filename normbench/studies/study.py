@@ -42,6 +42,7 @@ import itertools
 import json
 import os
 import re
+import signal
 import stat
 import sys
 import time
@@ -318,6 +319,16 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
     return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
 
 
+def _ended(code: int) -> str:
+    """How a round's process ended, in words: a signal that stopped it named (exit 129 is SIGHUP's; -9 a kill by
+    SIGKILL), else its exit status. "did not run (exit 129)" was said of a round that ran 6 s (hostile h16 N19, G14)."""
+    number = -code if code < 0 else code - 128 if code > 128 else 0
+    try:
+        return f"was stopped by {signal.Signals(number).name} (exit {code})"
+    except ValueError:  # no signal's number: an exit status of its own
+        return f"ended with exit {code}"
+
+
 def undecided(runs, level: float) -> list[str]:
     """What is still undecided at this look's level: claim ids and "arm vs arm" comparisons. A
     comparison that is not testable here (analysis/decisions.py, the report's own gate) is not
@@ -400,7 +411,7 @@ def _select_lrs(overrides: list[str], out: Path, args: argparse.Namespace, study
     if code == 2:
         raise ChildRefused()
     if code not in (0, 1):
-        print(f"normbench.study: the lr selection did not run (exit {code})", file=sys.stderr)
+        print(f"normbench.study: the lr selection {_ended(code)}", file=sys.stderr)
         return None
     try:
         arms = lr_protocol.choose(out)
@@ -466,7 +477,7 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
         if code == 2:  # the overrides were refused, in the round's own line; nothing more to run
             raise ChildRefused()
         if code not in (0, 1):
-            print(f"normbench.study: round {look} did not run (exit {code})", file=sys.stderr)
+            print(f"normbench.study: round {look} {_ended(code)}", file=sys.stderr)
             return code
         done = seeds
         runs = _runs(out, study["id"])

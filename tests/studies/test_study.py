@@ -199,3 +199,14 @@ def test_a_list_given_to_a_group_is_refused_before_any_round(tmp_path, monkeypat
     assert study.main(["--out", str(tmp_path / "s"), "steps=2", "norm=[ln,rms]", "placement=pre,post"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("normbench.study: norm=[ln,rms]: norm takes one option") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("code, says", [(129, "round 1 was stopped by SIGHUP (exit 129)"), (-9, "round 1 was stopped by SIGKILL (exit -9)"),
+                                        (3, "round 1 ended with exit 3")])
+def test_a_round_stopped_by_a_signal_says_so(tmp_path, monkeypatch, capsys, code, says):
+    """Hostile h16 N19 (G14): a round whose child a SIGHUP stopped 6 s in read "round 1 did not run (exit 129)"."""
+    from normbench.studies import study
+
+    monkeypatch.setattr(study, "_normbench", lambda *a, **k: code)
+    assert study.main(["--out", str(tmp_path / "s"), "steps=2", "norm=ln,rms"]) == code
+    assert f"normbench.study: {says}" in capsys.readouterr().err
