@@ -240,25 +240,28 @@ def distinct_values(key: str, value: str) -> int:
         parsed = OverridesParser.create().parse_override(f"{key}={value}")
         if not parsed.is_sweep_override():
             return 1
-        return len({repr(_as_config_takes(key, v)) for v in itertools.islice(parsed.sweep_iterator(), 10_000)})
+        values = list(itertools.islice(parsed.sweep_iterator(), 10_000))
     except Exception:  # noqa: BLE001 - a grammar error: the round reports it; count the texts meanwhile
         return len({v.strip() for v in value.split(",") if v.strip()})
-
-
-def _as_config_takes(key: str, value):
-    """One parsed sweep value as the run's config holds it: a quoted string's text, and a text in a typed
-    setting converted as OmegaConf merges it (Hydra parses 064 as the text '064'; model.hidden holds 64).
-    A group's option (norm=ln) or a key the schema does not type stays as parsed."""
-    from hydra.core.override_parser.types import QuotedString
     from omegaconf import OmegaConf
 
     from normbench.configuration.schema import Config
 
+    typed = OmegaConf.structured(Config)  # the schema's types, which each value is merged into in turn
+    return len({repr(_as_config_takes(typed, key, v)) for v in values})
+
+
+def _as_config_takes(typed, key: str, value):
+    """One parsed sweep value as the run's config holds it: a quoted string's text, and a text in a typed
+    setting converted as OmegaConf merges it into ``typed`` (Hydra parses 064 as the text '064'; model.hidden
+    holds 64). A group's option (norm=ln) or a key the schema does not type stays as parsed."""
+    from hydra.core.override_parser.types import QuotedString
+    from omegaconf import OmegaConf
+
     value = value.text if isinstance(value, QuotedString) else value
     try:
-        config = OmegaConf.structured(Config)
-        OmegaConf.update(config, key, value, merge=True)
-        return OmegaConf.select(config, key)
+        OmegaConf.update(typed, key, value, merge=True)
+        return OmegaConf.select(typed, key)
     except Exception:  # noqa: BLE001 - no typed setting takes it (a group's option): the parsed value is the value
         return value
 
