@@ -93,6 +93,7 @@ HOSTILE = {
     # hostile h16 N11 (M05, Z03): a list for a group of one option ran one run of the options' configs merged
     "a_list_for_a_group": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      norm: [ln, rms]\n"),
     "a_list_for_the_model": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      model: '[lstm,gru]'\n"),
+    "a_list_for_a_group_in_defaults": ("evil.yaml", GLOBAL + "defaults:\n  - override /norm: [ln, rms]\n  - _self_\n"),
     "a_product_past_the_cap": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      seed: range(0,1000)\n"
                                                      "      lr: range(0.0001,0.1,0.0001)\n      norm: none,ln\n"),
 }

@@ -395,6 +395,11 @@ def _defaults_problem(defaults) -> str | None:
             if group.split("/")[0] == "hydra" and group not in ("hydra/launcher", "hydra/sweeper"):
                 return (f"defaults entry {name!r} chooses a config of Hydra's group {group}: a sweep file may choose "
                         f"only hydra/launcher and hydra/sweeper")
+            options = entry.get(name) if isinstance(entry, dict) else None
+            if isinstance(options, list) and group in ONE_OPTION_GROUPS:  # multi-select: one run, merged (h16 N11)
+                return (f"defaults entry {name!r} chooses a list: {group} takes one option, and a list would merge the "
+                        f"options' configs into one run; to run each, sweep them (hydra.sweeper.params: {group}: "
+                        f"{','.join(map(str, options))[:120] or 'A,B'})")
     return None
 
 

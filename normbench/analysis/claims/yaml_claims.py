@@ -356,6 +356,7 @@ REGIME_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
 }
 _KIND_TEXT = {_COUNT: "a whole number of at least 1", _POSITIVE: "a finite number > 0", _ARM: "an arm's name",
               _SETTING: "a setting's name", _VALUE: "a setting's value", _WORDS: "a name or words"}
+_ARGUMENT_TEXT = {"default": "the setting's default: the value of a run whose record leaves the key out"}
 
 
 def _regime_checks(doc: dict, n_parts: int, arms: dict, where: str) -> tuple:
@@ -390,7 +391,8 @@ def _regime_arguments(name: str, args: dict, arms: dict, at: str) -> None:
     for key, (kind, required) in table.items():
         if key not in args:
             if required:
-                raise ClaimFileError(f"{at}: needs the argument {key!r} ({_KIND_TEXT[kind]}); {takes}")
+                raise ClaimFileError(f"{at}: needs the argument {key!r} ({_ARGUMENT_TEXT.get(key, _KIND_TEXT[kind])}); "
+                                     f"{takes}")
             continue
         arg = args[key]
         if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
