@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench.configuration.env_names import CONTROL, NAME_KEYS, NOT_NAMES, PASSED_ON, REFUSED
+from normbench.configuration.env_names import CONTROL, IN_RUN_FOLDER, NAME_KEYS, NOT_NAMES, PASSED_ON, REFUSED
 from normbench.configuration.schema import LOGGER_KINDS
 from tests.conftest import TINY, TINY_TASK
 
@@ -100,6 +100,22 @@ def test_a_control_character_in_a_name_is_one_line(typed, cli, tmp_path):
     code, out, err = cli(*TINY, *TINY_TASK, *extra, typed, "hydra.run.dir=run")
     assert code == 2 and "control character" in err and len(err.strip().splitlines()) == 1, err
     assert "\x1b" not in err and not [p for p in tmp_path.rglob("*") if CONTROL.search(p.name)]
+
+
+@pytest.mark.parametrize("key", sorted(IN_RUN_FOLDER))
+def test_a_name_in_the_run_folder_too_long_for_the_filesystem_is_one_line(key, cli, tmp_path):
+    """Hostile h16 N12 (B08, X17): a 252-byte hydra.job.name ran, rc 0, without its log file; N14 (B09): a 300-byte
+    logger.csv.file failed the run, rc 1, with a traceback.txt. Each is refused before the run writes anything."""
+    extra = [f"logger={key.split('.')[1]}"] if key.startswith("logger.") else []
+    value = "n" * (252 if key == "hydra.job.name" else 256)  # the log's name is 252 + ".log": 256 bytes
+    code, out, err = cli(*TINY, *TINY_TASK, *extra, f"{key}={value}", "hydra.run.dir=run")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"normbench: error: {key}='nnn") and "longer than the filesystem allows (255 bytes)" in err, err
+    assert not [p for p in (tmp_path / "run").rglob("*")]
+
+
+def test_every_name_in_the_run_folder_is_a_name_bearing_key():
+    assert set(IN_RUN_FOLDER) <= set(NAME_KEYS)
 
 
 @pytest.mark.parametrize("flags", [["--cfg", "job", "--resolve"], ["--cfg", "job"], ["--cfg", "all", "--resolve"]])

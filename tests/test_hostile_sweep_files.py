@@ -90,6 +90,10 @@ HOSTILE = {
                                               "      seed: range(0,1000000000)\n"),
     "a_bool_given_2": ("evil.yaml", GLOBAL + "save_model: 2\n"),  # OmegaConf would take it as true
     "a_nested_bool_given_5": ("evil.yaml", GLOBAL + "norm:\n  affine: 5\n"),
+    # hostile h16 N11 (M05, Z03): a list for a group of one option ran one run of the options' configs merged
+    "a_list_for_a_group": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      norm: [ln, rms]\n"),
+    "a_list_for_the_model": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      model: '[lstm,gru]'\n"),
+    "a_list_for_a_group_in_defaults": ("evil.yaml", GLOBAL + "defaults:\n  - override /norm: [ln, rms]\n  - _self_\n"),
     "a_product_past_the_cap": ("evil.yaml", GLOBAL + "hydra:\n  sweeper:\n    params:\n      seed: range(0,1000)\n"
                                                      "      lr: range(0.0001,0.1,0.0001)\n      norm: none,ln\n"),
 }
@@ -169,3 +173,19 @@ def test_a_smuggling_value_is_named_as_the_reason(tmp_path, name, text, key):
     nor anything lr did wrong (a plain lr: 0.01 passes)."""
     with pytest.raises(ConfigError, match=rf"sets {key} to a value holding oc\.decode"):
         serve(tmp_path, name, text)
+
+
+@pytest.mark.parametrize("text, says", [
+    (GLOBAL + "hydra:\n  sweeper:\n    params:\n      norm: ${oc.env:NB_N}\n",
+     r"sets hydra\.sweeper\.params\.norm to an interpolation: under hydra only sweep\.dir, .* may interpolate"),
+    (GLOBAL + "hydra:\n  sweeper:\n    params:\n      tags: '[${hydra:runtime.cwd}]'\n", "to an interpolation"),
+    (GLOBAL + "hydra:\n  sweeper:\n    params:\n      hydra.job.env_set.X: '1'\n",
+     r"params\.hydra\.job\.env_set\.X: a sweep parameter may not set Hydra's own settings"),
+    (GLOBAL + "hydra:\n  launcher:\n    setup: id\n", r"may set only mode, .* \(not launcher\.setup"),
+])
+def test_a_refused_sweep_file_says_the_rule_it_breaks(tmp_path, text, says):
+    """Hostile h16 N18 (M01, M14, M21): an interpolation in the sweep's params was refused as a forbidden Hydra key,
+    "under hydra it may set only mode, sweeper, ...", though the key it named is the sweeper's."""
+    with pytest.raises(ConfigError, match=says) as refused:
+        serve(tmp_path, "evil.yaml", text)
+    assert "\n" not in str(refused.value)

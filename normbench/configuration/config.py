@@ -109,6 +109,14 @@ def offer_norm_kind(name: str) -> None:
         ConfigStore.instance().store(group="norm", name=name, node={"kind": name})
 
 
+# The run's parts, each one option of its group, built from its config class; with the task, the groups a run holds
+# exactly one of. A list given to one (norm=[ln,rms]) is Hydra's multi-select, which merges the options' configs
+# into one run (require_one_option); logger is not one: several loggers at once is a list.
+PART_GROUPS = {"model": ModelShape, "norm": NormSpec, "placement": PlacementConfig, "precision": PrecisionConfig,
+               "optim": OptimConfig}
+ONE_OPTION_GROUPS = (*PART_GROUPS, "task")
+
+
 def to_config(cfg: DictConfig) -> Config:
     """Typed, range-checked config from Hydra's composition (raises ConfigError/ValueError, one line)."""
     plain = OmegaConf.to_container(cfg, resolve=True)
@@ -117,13 +125,11 @@ def to_config(cfg: DictConfig) -> Config:
     name = task.get("name")
     if name not in TASK_CONFIGS:
         raise ConfigError(f"task.name={name!r} is not valid; valid: {', '.join(TASK_CONFIGS)}")
-    groups = {"model": ModelShape, "norm": NormSpec, "placement": PlacementConfig,
-              "precision": PrecisionConfig, "optim": OptimConfig}
     _known_keys("", plain, Config)
     _known_keys("task.", task, TASK_CONFIGS[name])
-    for key, cls in groups.items():
+    for key, cls in PART_GROUPS.items():
         _known_keys(f"{key}.", plain[key], cls)
-    built = {key: cls(**plain.pop(key)) for key, cls in groups.items()}
+    built = {key: cls(**plain.pop(key)) for key, cls in PART_GROUPS.items()}
     return Config(task=TASK_CONFIGS[name](**task), **built, **plain)
 
 
@@ -147,8 +153,13 @@ def config_dir() -> Path:
 def sweep_dirs() -> list[Path]:
     """The sweeps folders, searched in this order: ``$NORMBENCH_SWEEPS``'s, then the shipped one.
     A folder named there that does not exist is the user's mistake (ConfigError)."""
+    from normbench.checks import name_too_long, shown
+
     named = [Path(d).expanduser() for d in os.environ.get(SWEEPS_ENV, "").split(os.pathsep) if d.strip()]
     for folder in named:
+        too_long = name_too_long(str(folder))  # is_dir would raise ENAMETOOLONG, read as a failure to write (h16 N17)
+        if too_long:
+            raise ConfigError(f"{SWEEPS_ENV} entry {shown(str(folder), 100)}: {too_long}")
         if not folder.is_dir():
             raise ConfigError(f"{SWEEPS_ENV}: {folder} is not a folder (it names folders of sweep files, "
                               f"separated by {os.pathsep!r})")
@@ -325,25 +336,39 @@ def _refused_override_key(key: str) -> bool:
     return name.split(".")[0] == "hydra"
 
 
-def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
-    """The first setting of ``value`` (whose keys land at ``at``) that a sweep file may not hold, dotted."""
+_NOT_CODE = f"a sweep file is config, not code (no {', '.join(CODE_KEYS)}, callbacks or logging)"
+_HYDRA_ONLY = (f"{_NOT_CODE}; under hydra it may set only {', '.join(SWEEP_HYDRA_KEYS)} (not "
+               f"{', '.join(REFUSED_HYDRA_KEYS)})")
+_SMUGGLED = f"a sweep file is config, not code (no {', '.join(SMUGGLING)}: each builds a node from a string, which can run code)"
+_INTERPOLATED = (f"under hydra only {', '.join(INTERPOLATED_HYDRA_KEYS)} may interpolate (the value is not seen until "
+                 f"Hydra resolves it, and could bring a whole node into its settings); write the values out")
+_PARAM_REFUSED = ("a sweep parameter may not set Hydra's own settings, choose one of its groups other than hydra/launcher "
+                  "and hydra/sweeper, or name code")
+
+
+def _code_or_hydra_key(value, at: tuple[str, ...]) -> tuple[str, str] | None:
+    """The first setting of ``value`` (whose keys land at ``at``) that a sweep file may not hold, dotted, and why: the
+    rest of the line, ": …" or " to …" (hostile h16 N18: an interpolation was refused as a forbidden key)."""
     dotted = ".".join(at) or "the top level"
     rest = ".".join(at[1:]) if at[:1] == ("hydra",) else None
     if rest is not None and _refused_hydra_setting(rest):
-        return dotted
+        return dotted, f": {_HYDRA_ONLY}"
     if isinstance(value, str):
-        if any(word in value for word in SMUGGLING):  # a node built from a string at resolution
-            return dotted
+        word = next((word for word in SMUGGLING if word in value), None)
+        if word:  # a node built from a string at resolution; the reason is the value, not the key (hostile h13 X08b)
+            return dotted, f" to a value holding {word}: {_SMUGGLED}"
         if rest is not None and "${" in value and not _under(rest, INTERPOLATED_HYDRA_KEYS):
-            return dotted  # an interpolation could bring a whole node into hydra's settings
+            return dotted, f" to an interpolation: {_INTERPOLATED}"
         return None
     if isinstance(value, dict):
         for key, inner in value.items():
-            # code, or hydra's settings anywhere but at the top of the config
-            if str(key) in CODE_KEYS or "_target_" in str(key) or (str(key) == "hydra" and at):
-                return ".".join((*at, str(key)))
+            here = ".".join((*at, str(key)))
+            if str(key) in CODE_KEYS or "_target_" in str(key):
+                return here, f": {_NOT_CODE}"
+            if str(key) == "hydra" and at:  # hydra's settings anywhere but at the top of the config
+                return here, f": {_NOT_CODE}; Hydra's settings stand only at the top of the config (# @package _global_)"
             if at == ("hydra", "sweeper", "params") and _refused_override_key(str(key)):
-                return ".".join((*at, str(key)))
+                return here, f": {_PARAM_REFUSED}"
             found = _code_or_hydra_key(inner, (*at, str(key)))
             if found:
                 return found
@@ -353,14 +378,6 @@ def _code_or_hydra_key(value, at: tuple[str, ...]) -> str | None:
             if found:
                 return found
     return None
-
-
-def _smuggled_word(plain, path: list[str]) -> str | None:
-    """Which of SMUGGLING the string at ``path`` in ``plain`` holds, or None (not a string, or no such key)."""
-    value = plain
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-    return next((word for word in SMUGGLING if word in value), None) if isinstance(value, str) else None
 
 
 def _defaults_problem(defaults) -> str | None:
@@ -378,6 +395,11 @@ def _defaults_problem(defaults) -> str | None:
             if group.split("/")[0] == "hydra" and group not in ("hydra/launcher", "hydra/sweeper"):
                 return (f"defaults entry {name!r} chooses a config of Hydra's group {group}: a sweep file may choose "
                         f"only hydra/launcher and hydra/sweeper")
+            options = entry.get(name) if isinstance(entry, dict) else None
+            if isinstance(options, list) and group in ONE_OPTION_GROUPS:  # multi-select: one run, merged (h16 N11)
+                return (f"defaults entry {name!r} chooses a list: {group} takes one option, and a list would merge the "
+                        f"options' configs into one run; to run each, sweep them (hydra.sweeper.params: {group}: "
+                        f"{','.join(map(str, options))[:120] or 'A,B'})")
     return None
 
 
@@ -501,6 +523,29 @@ def require_flat_sweep_params(arguments: list[str]) -> None:
                               "line (it would nest); sweep it directly (KEY=a,b) or in a sweep file")
 
 
+def require_one_option(overrides: list[str], where: str = "") -> None:
+    """ConfigError (one line) for a list given to a group a run holds one option of (ONE_OPTION_GROUPS):
+    ``norm=[ln,rms]`` ran one run of the options' configs merged, the last winning, without a word (hostile
+    h16 N11); a sweep of them is ``-m norm=ln,rms``. ``where`` names a sweep file's params."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep
+
+    for argument in overrides:
+        if argument.startswith("-") or "=" not in argument:
+            continue
+        try:
+            override = OverridesParser.create().parse_override(argument)
+        except Exception:  # noqa: BLE001 - what Hydra cannot parse it reports itself, in one line
+            continue
+        value = override.value()
+        listed = next((v for v in (value.list if isinstance(value, ChoiceSweep) else [value]) if isinstance(v, list)), None)
+        if override.key_or_group in ONE_OPTION_GROUPS and listed is not None:
+            group, options = override.key_or_group, ",".join(map(str, listed))[:120]
+            sweep = f"{group}: {options or 'A,B'}" if where else f"-m {group}={options or 'A,B'}"
+            raise ConfigError(f"{where}{group}=[{options}]: {group} takes one option, and a list would merge the "
+                              f"options' configs into one run; to run each, sweep them: {sweep}")
+
+
 # Where Hydra writes the run's config.yaml, hydra.yaml and overrides.yaml, relative to the run folder:
 # an absolute path, a ``..`` or an interpolation (whose value is not seen here) puts them outside it,
 # over someone's files. Not code, so ``--allow-code`` does not open it.
@@ -622,13 +667,9 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
         raise ConfigError(f"sweep file {path} is not a mapping of settings")
     plain = OmegaConf.to_container(config, resolve=False)
     refused = _code_or_hydra_key(plain, package)
-    word = _smuggled_word(plain, refused.split(".")[len(package):]) if refused else None
-    if word:  # the reason is the value, not the key (hostile h13 X08b, W03: "sets lr" read as "lr is refused")
-        raise ConfigError(f"sweep file {path} sets {refused} to a value holding {word}: a sweep file is config, not "
-                          f"code (no {', '.join(SMUGGLING)}: each builds a node from a string, which can run code)")
     if refused:
-        raise ConfigError(f"sweep file {path} sets {refused}: a sweep file is config, not code; under hydra it may "
-                          f"set only {', '.join(SWEEP_HYDRA_KEYS)} (no _target_, callbacks or logging)")
+        key, why = refused
+        raise ConfigError(f"sweep file {path} sets {key}{why}")
     why = _defaults_problem(plain.get("defaults"))
     if why:
         raise ConfigError(f"sweep file {path}: {why}")
@@ -640,4 +681,5 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
         params = params.get(key) if isinstance(params, dict) else None
     if isinstance(params, dict):
         require_sweep_size([f"{k}={v}" for k, v in params.items()], f"sweep file {path}")
+        require_one_option([f"{k}={v}" for k, v in params.items()], f"sweep file {path}: hydra.sweeper.params.")
     return config

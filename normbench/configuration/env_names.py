@@ -21,6 +21,7 @@ A new string setting of a logger must appear here or in NOT_NAMES (tests/test_ho
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 REFUSED, PASSED_ON = "refused", "passed on"
 ENV = re.compile(r"oc\.env\s*:")
@@ -43,6 +44,12 @@ NAME_KEYS = {
     "tags": (REFUSED, "labels every logger shows"),
 }
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# The name-bearing keys whose value becomes a file or folder in the run folder: key -> the name it becomes ({} the
+# value). One the filesystem would refuse as too long is refused before anything is written (too_long_name; hostile
+# h16 N12: a 252-byte hydra.job.name left the run without its log, silently; N14: a 300-byte logger.csv.file failed
+# the run with a traceback).
+IN_RUN_FOLDER = {"hydra.job.name": "{}.log", "logger.tensorboard.dir": "{}", "logger.mlflow.dir": "{}",
+                 "logger.wandb.dir": "{}", "logger.csv.file": "{}"}
 
 
 def _reads_passed_on(text: str) -> str | None:
@@ -78,4 +85,18 @@ def refused_env_name(values: dict) -> str | None:
         if source:
             return (f"{key} takes {source}'s value, which may be read from the environment; it is {why}, where a "
                     f"value cannot be masked: type the value itself")
+    return None
+
+
+def too_long_name(values: dict, run_dir: Path) -> str | None:
+    """The one line for the first IN_RUN_FOLDER key whose file or folder in ``run_dir`` the filesystem would refuse
+    as too long (ENAMETOOLONG: checks.name_too_long); ``values``: dotted key -> the resolved value. None when none."""
+    from normbench.checks import name_too_long, shown
+
+    for key, name in IN_RUN_FOLDER.items():
+        value = values.get(key)
+        why = name_too_long(str(run_dir / name.format(value))) if isinstance(value, str) else None
+        if why:
+            becomes = f" ({name.format(key)})" if name != "{}" else ""
+            return f"{key}={shown(value, 60)}: {NAME_KEYS[key][1]}{becomes} would be {why}; choose a shorter one"
     return None

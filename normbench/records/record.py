@@ -346,20 +346,40 @@ def _umask() -> int:
     return mask
 
 
+_TEMP_SUFFIX = ".tmp"
+
+
+def _temp_prefix(path: Path) -> str:
+    """``.NAME.``, the prefix of ``path``'s hidden temporary file, with NAME cut so that the temporary name
+    (mkstemp adds 8 characters, then the suffix) fits wherever NAME itself fits (hostile h16 N9: a legal
+    242-byte name was refused because its temporary file's was 256)."""
+    try:
+        name_max = os.pathconf(path.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    room = max(name_max - len(".." + "x" * 8 + _TEMP_SUFFIX), 1)
+    return f".{os.fsdecode(os.fsencode(path.name)[:room])}."
+
+
 def write_atomic(path: Path, write, binary: bool = False) -> None:
     """``write(file)`` into a temporary file in the same folder, fsync, rename: readers (and a kill
-    mid-write) see the old file or the new one, never half."""
+    mid-write) see the old file or the new one, never half. An error of the temporary file names ``path``,
+    the file asked for."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    prefix, tmp = _temp_prefix(path), None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=_TEMP_SUFFIX)
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it 0600; a record gets the mode any file would
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as error:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError) and os.path.basename(str(error.filename)).startswith(prefix):
+            raise OSError(error.errno, error.strerror, str(path)) from None  # the hidden file is ours, not the user's
         raise
 
 

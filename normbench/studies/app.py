@@ -30,7 +30,7 @@ from normbench.analysis.rules import other_score, record_score
 from normbench.checks import to_devnull
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
-from normbench.configuration.env_names import CONTROL, NAME_KEYS, refused_env_name
+from normbench.configuration.env_names import CONTROL, IN_RUN_FOLDER, NAME_KEYS, refused_env_name, too_long_name
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.records import folders, sweep_time
 from normbench.records.folders import stale_note
@@ -108,6 +108,11 @@ def check_job(hc, node: DictConfig) -> None:
     name = str(hc.job.name)
     if not name or name in (".", "..") or "/" in name or os.sep in name or CONTROL.search(name):
         raise ConfigError(f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder")
+    too_long = too_long_name({key: OmegaConf.select(hc if key.startswith("hydra.") else node, key.removeprefix("hydra.")
+                                                    if key.startswith("hydra.") else key, default=None)
+                              for key in IN_RUN_FOLDER}, hydra_files.job_folder(hc))
+    if too_long:
+        raise ConfigError(too_long)
     _check_overrides(_as_typed(hc.overrides.task), node, set(hc.runtime.choices))
     chosen = hc.runtime.choices.get("task")
     task_name = node.get("task", {}).get("name") if isinstance(node.get("task"), DictConfig) else None
@@ -578,10 +583,11 @@ def main(from_process_start: bool = False) -> None:
         sys.exit(2)
     try:  # Hydra's basic sweeper lists every job before the first: a billion would never start (a sweep
         # file's mode may be MULTIRUN without -m, so the command line is counted either way)
-        from normbench.configuration.config import require_flat_sweep_params, require_sweep_size
+        from normbench.configuration.config import require_flat_sweep_params, require_one_option, require_sweep_size
 
         require_sweep_size([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")], "the command line")
         require_flat_sweep_params(sys.argv[1:])
+        require_one_option(sys.argv[1:])
         _claim_folders_readable()
     except ConfigError as err:
         _say(f"error: {err}")

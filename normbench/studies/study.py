@@ -42,6 +42,7 @@ import itertools
 import json
 import os
 import re
+import signal
 import stat
 import sys
 import time
@@ -231,16 +232,38 @@ def arm_count(overrides: list[str], not_arms: tuple[str, ...] = ()) -> int | Non
 
 def distinct_values(key: str, value: str) -> int:
     """How many different runs ``key=value`` sweeps: ``ln,ln`` is one, a list value ``[a,b]`` one, as Hydra
-    parses it (hostile h15 B7: the comma-separated texts were counted)."""
+    parses it (hostile h15 B7: the comma-separated texts were counted), and each value as the config takes it
+    (hostile h16 N8: ``"ln",'ln'`` is one text, ``64,064`` one number in model.hidden)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
         parsed = OverridesParser.create().parse_override(f"{key}={value}")
         if not parsed.is_sweep_override():
             return 1
-        return len({repr(v) for v in itertools.islice(parsed.sweep_iterator(), 10_000)})
+        values = list(itertools.islice(parsed.sweep_iterator(), 10_000))
     except Exception:  # noqa: BLE001 - a grammar error: the round reports it; count the texts meanwhile
         return len({v.strip() for v in value.split(",") if v.strip()})
+    from omegaconf import OmegaConf
+
+    from normbench.configuration.schema import Config
+
+    typed = OmegaConf.structured(Config)  # the schema's types, which each value is merged into in turn
+    return len({repr(_as_config_takes(typed, key, v)) for v in values})
+
+
+def _as_config_takes(typed, key: str, value):
+    """One parsed sweep value as the run's config holds it: a quoted string's text, and a text in a typed
+    setting converted as OmegaConf merges it into ``typed`` (Hydra parses 064 as the text '064'; model.hidden
+    holds 64). A group's option (norm=ln) or a key the schema does not type stays as parsed."""
+    from hydra.core.override_parser.types import QuotedString
+    from omegaconf import OmegaConf
+
+    value = value.text if isinstance(value, QuotedString) else value
+    try:
+        OmegaConf.update(typed, key, value, merge=True)
+        return OmegaConf.select(typed, key)
+    except Exception:  # noqa: BLE001 - no typed setting takes it (a group's option): the parsed value is the value
+        return value
 
 
 def check_config(overrides: list[str]) -> None:
@@ -249,9 +272,11 @@ def check_config(overrides: list[str]) -> None:
     value no job could run, such as ``lr=${oc.env:NAME}`` whose variable holds a word, is then refused in one
     line with the value masked, rather than each job of the first round failing on it. Hydra's own refusals
     (an unknown option) are left to the round, which reports them as exit 2."""
+    from normbench.configuration.config import require_one_option
     from normbench.studies.composed import check_jobs
 
     try:
+        require_one_option(overrides)  # norm=[ln,rms]: one merged run per round (hostile h16 N11)
         check_jobs(overrides, _sweep_params(overrides)[1])
     except ValueError as error:  # ConfigError
         raise StudyArgumentError(str(error)) from None
@@ -295,6 +320,16 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
     env = {**os.environ, **({study_info.STUDY_ENV_VAR: json.dumps(study)} if study else {})}
     # the signal passed on, the round stopped before the runner ends; a killed runner takes it along
     return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
+
+
+def _ended(code: int) -> str:
+    """How a round's process ended, in words: a signal that stopped it named (exit 129 is SIGHUP's; -9 a kill by
+    SIGKILL), else its exit status. "did not run (exit 129)" was said of a round that ran 6 s (hostile h16 N19, G14)."""
+    number = -code if code < 0 else code - 128 if code > 128 else 0
+    try:
+        return f"was stopped by {signal.Signals(number).name} (exit {code})"
+    except ValueError:  # no signal's number: an exit status of its own
+        return f"ended with exit {code}"
 
 
 def undecided(runs, level: float) -> list[str]:
@@ -379,7 +414,7 @@ def _select_lrs(overrides: list[str], out: Path, args: argparse.Namespace, study
     if code == 2:
         raise ChildRefused()
     if code not in (0, 1):
-        print(f"normbench.study: the lr selection did not run (exit {code})", file=sys.stderr)
+        print(f"normbench.study: the lr selection {_ended(code)}", file=sys.stderr)
         return None
     try:
         arms = lr_protocol.choose(out)
@@ -445,7 +480,7 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
         if code == 2:  # the overrides were refused, in the round's own line; nothing more to run
             raise ChildRefused()
         if code not in (0, 1):
-            print(f"normbench.study: round {look} did not run (exit {code})", file=sys.stderr)
+            print(f"normbench.study: round {look} {_ended(code)}", file=sys.stderr)
             return code
         done = seeds
         runs = _runs(out, study["id"])

@@ -216,7 +216,7 @@ def small_grid(grid: tuple[float, ...], overrides: list[str] = ()) -> str | None
     no grid (an interval, a glob, a list value) is named as typed (hostile h15 B12: it said "got none")."""
     if len(grid) >= MIN_GRID:
         return None
-    typed = [o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=", 1)[0] == "lr"]
+    typed = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] == "lr"]  # ~lr as typed, not lr (h16 N19, I19)
     got = f"lr={','.join(f'{lr:g}' for lr in grid)}" if grid else one_line(typed[-1], 120) if typed else "none"
     return (f"tuning each arm's lr needs an explicit comma-separated lr grid of at least {MIN_GRID} values "
             f"(lr=a,b,c), got {got}")
@@ -309,7 +309,13 @@ def _tune(argv: list[str] | None) -> int:
         selection_dir, evaluation_dir = hydra_quoted(out / "selection"), hydra_quoted(out / "evaluation")
         arms_path = hydra_quoted(f"file://{out / 'arms'}")
     except ValueError as err:
-        parser.error(f"--out: {err}")
+        if any(c == "\\" or not c.isprintable() for c in str(args.out or "")):
+            parser.error(f"--out: {err}")
+        # the user's --out is plain: the current folder's path is what holds it (hostile h16 N19, X04)
+        given = f"--out {str(args.out)[:200]}" if args.out is not None else "the default --out"
+        parser.error(f"{given}: its full path, {str(out)[-200:]!r}, holds a backslash or a control character that --out "
+                     f"does not (from the current folder's path, or a link's target), which the runs' Hydra overrides "
+                     f"cannot carry; run tune from a folder whose path has none")
     found = planted_in(out, LAYOUT)  # before any run: a link there would take a stage's files elsewhere (T025, N067)
     if found is not None:
         parser.error(f"{found}; tune writes only into folders it makes: move it away or choose another --out")

@@ -268,11 +268,49 @@ HUGE = 10 ** 4000  # past a float's range, within the 4300 digits Python reads (
     (with_(arms={None: {"norm": "ln"}, "rms": {"norm": "rms"}}), r"arm names must be text; YAML read 'null' as NoneType"),
     (with_(parts=[{"kind": "better", "assertion": "x", "a": True, "b": "b"}]), r"a=True must be an arm's name as text"),
     (with_(id="a" * 61), "id must be at most 60 lower-case letters"),
+    # hostile h16 N7: a regime check's arguments, by what its predicate reads (the report said "The check itself failed")
+    (with_(regime_checks=[{"name": "bn_pool_at_most", "n": "3"}]),
+     r"claim mine, regime_checks\[0\] bn_pool_at_most: n needs a finite number, got '3'"),
+    (with_(regime_checks=[{"name": "unnormalized_grad_grows", "growth": "abc"}]), "growth needs a finite number"),
+    (with_(regime_checks=[{"name": "flow_window", "steps": "{0.__class__}"}]), "steps needs a finite number"),
+    (with_(regime_checks=[{"name": "setting_is", "key": "hydra.run.dir", "value": "/etc", "default": "x"}]),
+     "setting_is: 'hydra.run.dir' is not a result-affecting setting"),
+    (with_(regime_checks=[{"name": "setting_is", "key": "norm", "value": "ln"}]),
+     "setting_is: needs the argument 'default'"),
+    (with_(regime_checks=[{"name": "arm_trains", "arm": "nosucharm"}]), "arm='nosucharm' is not an arm; arms are a, b"),
+    (with_(regime_checks=[{"name": "depth_spread", "levels": 2.5, "factor": 2}]), "levels counts depths"),
+    (with_(regime_checks=[{"name": "bn_pool_at_most", "n": 3, "bogus_arg": 1}]),
+     "unknown argument 'bogus_arg'; bn_pool_at_most takes n"),
+    (with_(regime_checks=[{"name": "off_trivial", "remedy": "x"}]), "unknown argument 'remedy'; off_trivial takes no"),
+    (with_(regime_checks=[{"name": "lr_top_unstable", "arm": "a", "failure": 1}]), "unknown argument 'failure'"),
+    (with_(regime_checks=[{"name": "recorded", "column": 7}]), r"column must be a name or words written as text"),
 ])
 def test_a_claim_that_cannot_mean_anything_is_one_line(doc, says):
     with pytest.raises(ClaimFileError, match=says) as error:
         parse(doc, "mine.yaml", {c.id for c in CLAIMS})
     assert "\n" not in str(error.value) and str(error.value).startswith("mine.yaml")
+
+
+def test_every_shipped_regime_check_reads_only_the_arguments_a_claim_file_may_give():
+    """The argument table (hostile h16 N7) covers every predicate's arguments: each placeholder of its texts is a
+    required argument, and every shipped claim's checks meet it."""
+    import string
+
+    from normbench.analysis.claims import predicates
+
+    for name, entry in predicates.PREDICATES.items():
+        placeholders = {f for text in (entry.holds, entry.remedy) for _, f, _, _ in string.Formatter().parse(text) if f}
+        required = {k for k, (_, needed) in yaml_claims.REGIME_ARGUMENTS.get(name, {}).items() if needed}
+        assert placeholders <= required, name
+    for claim in CLAIMS:
+        for need in claim.needs:
+            yaml_claims._regime_arguments(need.name, need.arguments, claim.arms, claim.id)
+
+
+def test_a_valid_regime_check_with_its_arguments_is_read():
+    doc = with_(regime_checks=[{"name": "setting_is", "key": "norm", "value": "ln", "default": "ln"},
+                               {"name": "arm_trains", "arm": "a", "parts": [1]}, "off_trivial"])
+    assert [n.name for n in parse(doc, "mine.yaml", set()).needs] == ["setting_is", "arm_trains", "off_trivial"]
 
 
 def test_an_axis_name_stays_comparable():
@@ -301,3 +339,10 @@ def test_a_number_too_large_for_a_float_is_one_line_at_every_door(tmp_path, numb
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, (command, done.stderr)
         assert "digit integer" in done.stderr, (command, done.stderr)
     assert not (tmp_path / "s").exists() and not (tmp_path / "st").exists()
+
+
+def test_a_claims_folder_named_too_long_in_the_environment_is_said_to_be_so(monkeypatch):
+    """Hostile h16 N17 (A27): NORMBENCH_CLAIMS=<300 bytes> read "cannot write the report to o: [Errno 36] ..."."""
+    monkeypatch.setenv(CLAIMS_ENV, "x" * 300)
+    with pytest.raises(ClaimFileError, match=r"^NORMBENCH_CLAIMS entry 'x+…: a name longer than the filesystem allows"):
+        yaml_claims.from_environment(CLAIMS)

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ValidationError
@@ -95,3 +97,42 @@ def test_every_claim_a_sweep_header_names_is_a_shipped_claim():
             named |= {w for w in re.findall(r"[a-z][a-z0-9_]+", found.group(1)) if "_" in w}
     assert named - ids == set()
     assert commands_for("ln_gamma_one_better") == ["python -m normbench -m +sweep=gamma_init"]
+
+
+@pytest.mark.parametrize("override, says", [
+    ("norm=[ln,rms]", "norm=[ln,rms]: norm takes one option, and a list would merge the options' configs into one run; "
+                      "to run each, sweep them: -m norm=ln,rms"),
+    ("+model=[lstm,gru]", "model takes one option"),
+    ("task=[adding],[copy]", "task takes one option"),  # a sweep whose options are lists
+])
+def test_a_list_given_to_a_group_of_one_option_is_refused(override, says):
+    """Hostile h16 N11 (Z01, Z02): norm=[ln,rms] is Hydra's multi-select: one run of both configs merged, rc 0."""
+    from normbench.configuration.config import require_one_option
+
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        require_one_option(["steps=2", override])
+
+
+@pytest.mark.parametrize("override", ["logger=[csv,tensorboard]", "tags=[a,b]", "norm=ln,rms", "norm.eps=1e-5",
+                                      "hydra.sweeper.params.norm=[x"])
+def test_a_list_where_a_list_belongs_passes(override):
+    from normbench.configuration.config import require_one_option
+
+    require_one_option([override])
+
+
+def test_a_list_given_to_a_group_ends_the_command_in_one_line(cli, tiny_args, tmp_path):
+    code, _, err = cli(*tiny_args, "norm=[ln,rms]", "hydra.run.dir=r")
+    assert code == 2 and err.strip().splitlines() == [
+        "normbench: error: norm=[ln,rms]: norm takes one option, and a list would merge the options' configs into "
+        "one run; to run each, sweep them: -m norm=ln,rms"], err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_sweeps_folder_named_too_long_is_said_to_be_so(monkeypatch, tmp_path):
+    """Hostile h16 N17 (B19): NORMBENCH_SWEEPS=/tmp:<300 bytes> read "cannot write output: [Errno 36] ..."."""
+    from normbench.configuration.config import sweep_dirs
+
+    monkeypatch.setenv("NORMBENCH_SWEEPS", f"{tmp_path}:{'x' * 300}")
+    with pytest.raises(ConfigError, match=r"^NORMBENCH_SWEEPS entry 'x+…: a name longer than the filesystem allows"):
+        sweep_dirs()

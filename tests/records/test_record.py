@@ -38,6 +38,25 @@ def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temp file left behind
 
 
+@pytest.mark.parametrize("name", ["n" * 242, "n" * 255, "ü" * 127])
+def test_a_name_the_filesystem_allows_is_written_whatever_its_length(tmp_path, name):
+    """Hostile h16 N9 (B01, X09): the temporary file beside it was 14 bytes longer, so 242-255 bytes were refused."""
+    record.write_file(tmp_path / name, "x")
+    assert [p.name for p in tmp_path.iterdir()] == [name] and (tmp_path / name).read_text() == "x"
+
+
+def test_an_error_of_the_temporary_file_names_the_file_asked_for(tmp_path):
+    """Hostile h16 N9: "[Errno 36] File name too long: '.nnn….tmp'" named a hidden file the user never gave."""
+    path = tmp_path / ("n" * 256)
+    with pytest.raises(OSError) as error:
+        record.write_file(path, "x")
+    assert error.value.filename == str(path) and ".tmp" not in str(error.value)
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(OSError) as error:
+        record.write_file(tmp_path / "gone" / "f.json", "x")
+    assert error.value.filename == str(tmp_path / "gone" / "f.json") and isinstance(error.value, FileNotFoundError)
+
+
 def test_non_finite_numbers_are_written_as_null(tmp_path):
     write_json_atomic(tmp_path / "s.json", {"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": -float("inf")}})
     assert json.loads((tmp_path / "s.json").read_text()) == {"a": None, "b": [1.0, None], "c": {"d": None}}

@@ -161,6 +161,11 @@ def test_arms_are_the_distinct_values_a_sweep_runs(monkeypatch):
     assert study.arm_count(["norm=ln,ln,rms"]) == 2
     assert study.arm_count(["lr=0.1,0.10"]) == 1
     assert study.arm_count(["norm=ln,rms", "tags=[a,b]"]) == 2
+    # hostile h16 N8: the values as the config takes them: one text however quoted, one number however written
+    assert study.arm_count(["norm=\"ln\",'ln'"]) == 1
+    assert study.arm_count(["model.hidden=64,064"]) == 1  # Hydra parses 064 as text; model.hidden holds 64
+    assert study.arm_count(["model.hidden=64,'64',65"]) == 2
+    assert study.arm_count(["norm.affine=true,'true',false"]) == 2
     monkeypatch.setattr(study, "_sweep_params", lambda overrides: ("dup", {"norm": "ln,ln"}, None))  # N02
     assert study.arm_count(["+sweep=dup"]) == 1
 
@@ -170,6 +175,8 @@ def test_arms_are_the_distinct_values_a_sweep_runs(monkeypatch):
     ["norm=ln", "task=adding,copy"],                                 # a comparison is one task: tasks are not arms
     ["norm=ln", "lr=0.001,0.01,0.1"],                                 # tuned: the lr is chosen per arm, not an arm
     ["steps=2", "norm=ln,ln"],                                        # hostile h15 B7 (S01): one value twice
+    ["steps=2", "norm=\"ln\",'ln'"],                                   # hostile h16 N8 (I02): one text, two quotes
+    ["steps=2", "model.hidden=64,064"],                               # I03: one number, two spellings
     ["steps=2", "tags=[a,b]"],                                        # S02: a list value, and a label
     ["steps=2", "tags=a,b"],                                          # a label swept: the same run twice
 ])
@@ -182,3 +189,24 @@ def test_a_study_of_one_arm_is_refused_before_any_round(overrides, tmp_path, mon
     err = capsys.readouterr().err
     assert err.startswith("normbench.study: a study needs two arms or more") and err.count("\n") == 1, err
     assert not any((tmp_path / "s").iterdir())  # the folder --out names is made before, as for any refusal there
+
+
+def test_a_list_given_to_a_group_is_refused_before_any_round(tmp_path, monkeypatch, capsys):
+    """Hostile h16 N11: norm=[ln,rms] merges both configs into each job of every round."""
+    from normbench.studies import study
+
+    monkeypatch.setattr(study, "_normbench", lambda *a, **k: pytest.fail("a round ran"))
+    assert study.main(["--out", str(tmp_path / "s"), "steps=2", "norm=[ln,rms]", "placement=pre,post"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("normbench.study: norm=[ln,rms]: norm takes one option") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("code, says", [(129, "round 1 was stopped by SIGHUP (exit 129)"), (-9, "round 1 was stopped by SIGKILL (exit -9)"),
+                                        (3, "round 1 ended with exit 3")])
+def test_a_round_stopped_by_a_signal_says_so(tmp_path, monkeypatch, capsys, code, says):
+    """Hostile h16 N19 (G14): a round whose child a SIGHUP stopped 6 s in read "round 1 did not run (exit 129)"."""
+    from normbench.studies import study
+
+    monkeypatch.setattr(study, "_normbench", lambda *a, **k: code)
+    assert study.main(["--out", str(tmp_path / "s"), "steps=2", "norm=ln,rms"]) == code
+    assert f"normbench.study: {says}" in capsys.readouterr().err

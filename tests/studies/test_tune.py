@@ -109,7 +109,8 @@ def test_an_override_hydra_cannot_parse_is_one_line_before_any_stage(override, t
                                       # hostile h15 B12 (T03, T06, N03): no grid given was "got none"
                                       ("lr=interval(0.1,0.3)", "got lr=interval(0.1,0.3)"),
                                       ("lr=glob(*)", "got lr=glob(*)"),
-                                      ("lr=[0.1,0.2,0.3]", "got lr=[0.1,0.2,0.3]")])
+                                      ("lr=[0.1,0.2,0.3]", "got lr=[0.1,0.2,0.3]"),
+                                      ("~lr", "got ~lr")])  # hostile h16 N19 (I19): the deletion read "got lr"
 def test_a_grid_of_fewer_than_three_lrs_is_refused_before_the_selection(lrs, got, tmp_path, monkeypatch, capsys):
     """Hostile h14 B7 (E36, P50): tune ran its selection stage on one lr (or two), then ended with exit 1 and
     "no lr chosen"; a study's tuned protocol refuses such a grid up front, by the same rule (tune.small_grid)."""
@@ -123,3 +124,19 @@ def test_a_grid_of_fewer_than_three_lrs_is_refused_before_the_selection(lrs, got
     assert f"an explicit comma-separated lr grid of at least {lr_protocol.MIN_GRID} values (lr=a,b,c), {got}" in err
     assert not (tmp_path / "t").exists()
     assert tune.small_grid((0.001, 0.01, 0.1)) is None
+
+
+def test_a_current_folder_holding_a_backslash_is_named_as_the_cause_not_out(tmp_path, monkeypatch, capsys):
+    """Hostile h16 N19 (X04): from p\\${oc.env:NB_Z}, `tune --out t` was refused as "--out: '…/p\\${…}/t/selection'
+    holds a backslash", blaming the plain --out the user typed."""
+    from normbench.studies import tune
+
+    here = tmp_path / "p\\${oc.env:NB_Z}"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setattr(tune, "_normbench", lambda args: pytest.fail("a stage ran"))
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--out", "t", "steps=2", "norm=ln,rms", "lr=0.001,0.01,0.1"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "--out t: its full path" in err and "from the current folder's path" in err, err

@@ -61,7 +61,7 @@ from normbench.analysis.claims.vocabulary import (
     recorded,
     slope,
 )
-from normbench.checks import ConfigError, shown
+from normbench.checks import ConfigError, name_too_long, shown
 from normbench.configuration.contract import ALIASES, HARNESS
 from normbench.configuration.schema import TASK_CONFIGS, Config, cell_kernel_named
 
@@ -331,44 +331,92 @@ def _compared(doc: dict, where: str) -> tuple:
     return keys
 
 
-def _regime_checks(doc: dict, n_parts: int, where: str) -> tuple:
+# What each regime predicate reads from its arguments (predicates.py's checks and texts): {argument: (kind, whether
+# required: every one its texts name is)}; a predicate not here takes none. A file gives only these, each of its kind, and every required one
+# (hostile h16 N7: a count as text, a missing default, an unknown arm or argument reached the report as "The check
+# itself failed", or hid the check behind a gate).
+_COUNT, _POSITIVE, _ARM, _SETTING, _VALUE, _WORDS = "count", "positive", "arm", "setting", "value", "text"
+REGIME_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
+    "bn_pool_at_most": {"n": (_COUNT, True)},
+    "bn_pool_at_least": {"n": (_COUNT, True)},
+    "unnormalized_grad_grows": {"growth": (_POSITIVE, True)},
+    "recorded": {"column": (_WORDS, True)},
+    "flow_window": {"steps": (_POSITIVE, True)},
+    "arm_trains": {"arm": (_ARM, True), "share": (_POSITIVE, False)},
+    "depth_spread": {"levels": (_COUNT, True), "factor": (_POSITIVE, True)},
+    "pre_variance_grows": {"arm": (_ARM, False)},
+    "setting_is": {"key": (_SETTING, True), "value": (_VALUE, True), "default": (_VALUE, True),
+                   "paper": (_WORDS, False)},
+    "deep_blocks_idle": {"arm": (_ARM, True), "share": (_POSITIVE, True)},
+    "flow_vanishes": {"arm": (_ARM, True), "decades": (_POSITIVE, True)},
+    "timed_as_paper": {"device": (_WORDS, True), "precision": (_WORDS, True)},
+    "data_regimes": {"scarce": (_POSITIVE, True), "rich": (_POSITIVE, True)},
+    "lr_top_fails": {"arm": (_ARM, True)},
+    "lr_top_unstable": {"arm": (_ARM, True)},
+}
+_KIND_TEXT = {_COUNT: "a whole number of at least 1", _POSITIVE: "a finite number > 0", _ARM: "an arm's name",
+              _SETTING: "a setting's name", _VALUE: "a setting's value", _WORDS: "a name or words"}
+_ARGUMENT_TEXT = {"default": "the setting's default: the value of a run whose record leaves the key out"}
+
+
+def _regime_checks(doc: dict, n_parts: int, arms: dict, where: str) -> tuple:
     """The file's regime_checks: names of predicates.PREDICATES, or {name, parts, and the predicate's arguments}."""
     value = doc.get("regime_checks", [])
     if not isinstance(value, list):
         raise ClaimFileError(f"{where}: regime_checks must be a list of predicate names or mappings, got {shown(value)}")
     built = []
     for i, entry in enumerate(value):
-        at = f"{where}: regime_checks[{i}]"
         entry = {"name": entry} if isinstance(entry, str) else entry
         if not isinstance(entry, dict) or entry.get("name") not in predicates.PREDICATES:
-            raise ClaimFileError(f"{at}: a predicate is one of {', '.join(predicates.PREDICATES)}, got {shown(entry)}")
+            raise ClaimFileError(f"{where}: regime_checks[{i}]: a predicate is one of {', '.join(predicates.PREDICATES)}, "
+                                 f"got {shown(entry)}")
+        at = f"{where}: claim {doc['id']}, regime_checks[{i}] {entry['name']}"
         parts = entry.get("parts", [])
         if not isinstance(parts, list) or not all(isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= n_parts
                                                    for p in parts):
             raise ClaimFileError(f"{at}: parts must list part numbers from 1 to {n_parts}, got {shown(parts)}")
         args = {k: v for k, v in entry.items() if k not in ("name", "parts")}
-        for key, arg in args.items():
-            if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
-                raise ClaimFileError(f"{at}: {key} must be a plain value, got {shown(arg)}")
-            _regime_number(key, arg, at)
-        need = predicates.needs(entry["name"], *parts, **args)
-        try:
-            predicates.holds_text(need)
-        except KeyError as missing:
-            raise ClaimFileError(f"{at}: {entry['name']} needs the argument {missing}") from None
-        built.append(need)
+        _regime_arguments(entry["name"], args, arms, at)
+        built.append(predicates.needs(entry["name"], *parts, **args))
     return tuple(built)
 
 
-def _regime_number(key: str, arg, at: str) -> None:
-    """A regime check's numeric argument: a count (n) a whole number ≥ 1, any other (growth) a finite number > 0."""
-    if isinstance(arg, str):
-        return
-    _number(key)(arg, at)
-    if key == "n" and (not isinstance(arg, int) or arg < 1):
-        raise ClaimFileError(f"{at}: n counts vectors: a whole number of at least 1, got {shown(arg)}")
-    if arg <= 0:
-        raise ClaimFileError(f"{at}: {key} must be > 0, got {shown(arg)}")
+def _regime_arguments(name: str, args: dict, arms: dict, at: str) -> None:
+    """Refuses a regime check's argument it does not read, one it reads that is missing, or one not of its kind."""
+    table = REGIME_ARGUMENTS.get(name, {})
+    takes = f"{name} takes {', '.join(table)}" if table else f"{name} takes no argument"
+    for key in args:
+        if key not in table:
+            raise ClaimFileError(f"{at}: unknown argument {_key_shown(key)}; {takes}")
+    for key, (kind, required) in table.items():
+        if key not in args:
+            if required:
+                raise ClaimFileError(f"{at}: needs the argument {key!r} ({_ARGUMENT_TEXT.get(key, _KIND_TEXT[kind])}); "
+                                     f"{takes}")
+            continue
+        arg = args[key]
+        if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
+            raise ClaimFileError(f"{at}: {key} must be a plain value, got {shown(arg)}")
+        _regime_argument(kind, key, arg, arms, at)
+
+
+def _regime_argument(kind: str, key: str, arg, arms: dict, at: str) -> None:
+    """One argument of its kind: a count (n, levels) a whole number ≥ 1, a number (growth) finite and > 0, an arm one
+    of the file's, a setting one a selector may name, text (a column, a device) text."""
+    if kind in (_COUNT, _POSITIVE):
+        _number(key)(arg, at)
+        if kind == _COUNT and (not isinstance(arg, int) or arg < 1):
+            raise ClaimFileError(f"{at}: {key} counts {'vectors' if key == 'n' else 'depths'}: {_KIND_TEXT[kind]}, got "
+                                 f"{shown(arg)}")
+        if arg <= 0:
+            raise ClaimFileError(f"{at}: {key} must be > 0, got {shown(arg)}")
+    elif kind in (_ARM, _SETTING, _WORDS) and not isinstance(arg, str):
+        raise ClaimFileError(f"{at}: {key} must be {_KIND_TEXT[kind]} written as text (quote it: {key}: \"{_yaml_text(arg)}\"), "
+                             f"got {shown(arg)}")
+    elif kind == _ARM and arg not in arms:
+        raise ClaimFileError(f"{at}: {key}={shown(arg)} is not an arm; arms are {', '.join(arms)}")
+    elif kind == _SETTING:
+        _setting(arg, at, key)
 
 
 def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
@@ -408,7 +456,7 @@ def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
                  pool=_names(doc, "pool", None, where), also_compare=_compared(doc, where),
                  prepare=HOOKS.get(prepare), design=texts["design"], quote=texts["quote"], where=texts["where"],
                  measures=texts["measures"], regime=texts["regime"], paper_scale=texts["paper_scale"],
-                 needs=_regime_checks(doc, len(built_parts), where))
+                 needs=_regime_checks(doc, len(built_parts), built_arms, where))
 
 
 class _TooLarge(Exception):
@@ -500,25 +548,29 @@ def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
 CLAIM_SUFFIXES = (".yaml", ".yml")  # both YAML spellings are claim files (Y05: .yml was passed over)
 
 
-def read_folder(folder: Path, taken: set[str]) -> list[Claim]:
+def read_folder(folder: Path, taken: set[str], what: str = "--claims") -> list[Claim]:
+    """The claims of one folder; ``what`` names where the folder was given (--claims, or NORMBENCH_CLAIMS)."""
     folder = Path(folder).expanduser()
+    too_long = name_too_long(str(folder))  # is_dir would raise ENAMETOOLONG, read as a failure to write (h16 N17)
+    if too_long:
+        raise ClaimFileError(f"{what} {shown(str(folder), 100)}: {too_long}")
     if not folder.is_dir():
-        raise ClaimFileError(f"--claims {str(folder)[-200:]}: not a folder of claim files (*.yaml, *.yml)")
+        raise ClaimFileError(f"{what} {str(folder)[-200:]}: not a folder of claim files (*.yaml, *.yml)")
     found = []
     paths = sorted(p for suffix in CLAIM_SUFFIXES for p in folder.glob(f"*{suffix}"))
     if not paths:  # a folder of .txt or a typo'd folder would otherwise judge nothing without a word (Y05)
-        raise ClaimFileError(f"--claims {str(folder)[-200:]}: holds no claim files (*.yaml, *.yml)")
+        raise ClaimFileError(f"{what} {str(folder)[-200:]}: holds no claim files (*.yaml, *.yml)")
     for path in paths:
         claim = read_file(path, taken | {c.id for c in found})
         found.append(claim)
     return found
 
 
-def read_folders(folders, shipped: list[Claim]) -> list[Claim]:
+def read_folders(folders, shipped: list[Claim], what: str = "--claims") -> list[Claim]:
     """Every claim in ``folders``, checked against the shipped ids and each other."""
     claims: list[Claim] = []
     for folder in folders:
-        claims += read_folder(Path(folder), {c.id for c in shipped} | {c.id for c in claims})
+        claims += read_folder(Path(folder), {c.id for c in shipped} | {c.id for c in claims}, what)
     return claims
 
 
@@ -529,7 +581,7 @@ def from_environment(shipped: list[Claim]) -> list[Claim]:
     """The claims of the folders ``NORMBENCH_CLAIMS`` names (none when unset), read once per value."""
     value = os.environ.get(CLAIMS_ENV, "")
     if value not in _cache:
-        _cache[value] = read_folders([f for f in value.split(os.pathsep) if f.strip()], shipped)
+        _cache[value] = read_folders([f for f in value.split(os.pathsep) if f.strip()], shipped, f"{CLAIMS_ENV} entry")
     return _cache[value]
 
 
