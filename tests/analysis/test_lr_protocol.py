@@ -116,3 +116,14 @@ def test_a_claim_decided_on_the_curve_says_its_lrs_were_chosen_on_the_final_scor
     evidence = pd.DataFrame({"arm": ["ln γ 1.0", "ln γ 0.1"], "lr": ["0.003", "0.001 (the grid's lowest)"]})
     note = lr_protocol.arm_lr_note(evidence, on_curve=True)
     assert "by the final validation score" in note and "decides on the validation curve's area, not the score" in note
+
+
+def test_a_study_that_does_not_tune_names_the_lr_each_arm_ran_at_never_a_choice(runs_of):
+    """Referee 17: qknorm_lr (swept) printed "Each arm at its own learning rate (no qk-norm: nan; …), chosen on
+    selection seeds": no lr was chosen there. A shared-lr study names the lr its arms ran at, in their rows."""
+    shared = [{"seed": s, "best_val": _score(n, 1e-2, s), "axes": _axes(n, 1e-2, "evaluation") | {"role": None},
+               "study": {**STUDY, "lr_protocol": "shared"}} for n in PREFERS for s in (0, 1, 2)]
+    verdicts = {c.id: v for c, v in evaluate_claims(runs_of(*shared))}
+    dyt = verdicts["dyt_matches_ln"]
+    assert "chosen on selection seeds" not in dyt.explanation and "nan" not in dyt.explanation
+    assert set(dyt.evidence["lr"]) == {"0.01"}, dyt.evidence

@@ -516,7 +516,8 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
         verdict.context = f"Not reproduced at this scale ({differs}). {verdict.context}"
         verdict.explanation = f"Not reproduced at this scale ({differs}). {verdict.explanation}"
     on_curve = any(spec.kind.startswith("converges") for spec in claim.parts)  # decided on val_auc
-    lr_note = lr_protocol.arm_lr_note(verdict.evidence, on_curve) or lr_note  # each arm's own lr where the rows say it
+    if protocol == "tuned":  # each arm's own lr, chosen: the rows say which (elsewhere their lr column is what ran)
+        lr_note = lr_protocol.arm_lr_note(verdict.evidence, on_curve) or lr_note
     # the lr note joins a text that says something; alone it would read as the verdict's reason
     verdict.explanation += where + (lr_note if verdict.explanation.strip() else "")
     verdict.context += where + (lr_note if verdict.context.strip() else "")
