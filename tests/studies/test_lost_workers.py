@@ -107,3 +107,33 @@ def test_the_line_names_the_kill_and_the_jobs_never_run(monkeypatch):
     monkeypatch.setattr(lost_workers, "LOST", {"reason": "its worker process was killed (SIGKILL)", "unrun": [2, 3]})
     assert app._lost_note() == (" (its worker process was killed (SIGKILL); job(s) #2, #3 not run; the same command "
                                 "with resume=true runs them again)")
+
+
+def joblib_sweep(tmp_path, *overrides: str) -> tuple[subprocess.CompletedProcess, Path]:
+    sweep = tmp_path / "s"
+    done = subprocess.run(
+        [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms", "hydra/launcher=local",
+         "hydra.launcher.n_jobs=2", *overrides, f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}, capture_output=True,
+        text=True, timeout=HANG_S)
+    return done, sweep
+
+
+def test_a_timeout_no_job_can_meet_is_refused_before_any_job(tmp_path):
+    """Hostile h16 W07: hydra.launcher.timeout=-1 ended the sweep in joblib's TimeoutError traceback."""
+    done, sweep = joblib_sweep(tmp_path, "hydra.launcher.timeout=-1")
+    assert (done.returncode, done.stderr) == (2, "normbench: error: hydra.launcher.timeout must be a number of "
+                                                 "seconds > 0 (or null: no limit), got -1.0\n")
+    assert not sweep.exists()
+
+
+def test_a_timeout_that_runs_out_is_one_line_naming_it(tmp_path):
+    """Hostile h16 Y20: hydra.launcher.timeout=0.001 ran out and joblib's TimeoutError ended the sweep in a
+    59-line traceback. Its lost jobs are named, in one line, with the setting, and the sweep ends as a sweep."""
+    done, sweep = joblib_sweep(tmp_path, "hydra.launcher.timeout=0.001")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    ours = [line for line in done.stderr.splitlines() if line.startswith("normbench:")]
+    assert len(ours) == 1 and "hydra.launcher.timeout=0.001 (seconds) ran out" in ours[0], done.stderr
+    assert "not run" in ours[0] or "run(s) failed" in ours[0], ours[0]
+    assert "running" not in {json.loads(p.read_text())["status"] for p in sweep.glob("*/summary.json")}
