@@ -61,6 +61,7 @@ def timeout_problem(timeout) -> str | None:
 
 class BoundWorkers(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        lost_workers.LOST.clear()  # a sweep before it in this process (a test, a notebook) lost its own jobs
         launcher = config.hydra.launcher
         key = next((k for word, k in LOCAL_LAUNCHERS.items() if word in str(launcher.get("_target_", ""))), None)
         if key is None:
