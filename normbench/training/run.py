@@ -218,7 +218,7 @@ def follow_logs(old_dir: Path, new_dir: Path) -> None:
 
 
 def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir: Path | None = None,
-            parallel_jobs: int = 1, job_num: int = 0, extra: dict | None = None) -> dict:
+            parallel_jobs: int = 1, job_num: int = 0, extra: dict | None = None, own_stop=None) -> dict:
     """Run one job and return its summary. Never raises for a run's own failure; re-raises Ctrl-C.
 
     A job of a sweep whose effective config another job of the sweep has finished or is running is
@@ -228,6 +228,8 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     again either. A new attempt claims ``run_dir``, or a folder beside it when that one holds another run's record or a
     live job (record.claim_run_dir): a finished record is never overwritten. The summary's
     ``run_dir`` says where the record is. ``extra`` adds fields to the record (a rerun's origin).
+    ``own_stop(stop)``, given: the reason a stop (a KeyboardInterrupt) fails this run alone instead of ending
+    it ``interrupted`` and going on up, or None (a sweep's worker signalled by itself: studies/app.py).
     """
     wall_start = time.perf_counter()
     plain = OmegaConf.to_container(node, resolve=True)
@@ -268,7 +270,8 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             record.start(config=recorded, overrides=[hidden(o, secrets) for o in overrides], config_hash=digest,
                          group_hash=run_identity.group_hash, seed=recorded.get("seed"), axes=axes, task={}, metrics={},
                          profiles={}, throughput={}, environment={}, **fields)
-            summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from, sweep_dir=sweep_dir)
+            summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from, sweep_dir=sweep_dir,
+                               own_stop=own_stop)
             return {**summary, "run_dir": str(record.run_dir)}
     finally:  # after the record is final: a duplicate that comes later finds it finished
         if claim is not None:
@@ -276,7 +279,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
 
 
 def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float,
-             resume_from: tuple[Path, dict] | None = None, sweep_dir: Path | None = None) -> dict:
+             resume_from: tuple[Path, dict] | None = None, sweep_dir: Path | None = None, own_stop=None) -> dict:
     trainer = None
     fields: dict = {}
     try:
@@ -305,6 +308,9 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
         if keeper is not None:
             fields["saved_model"] = keeper.finish(trainer, ended_ok=measured.diverged_at_step is None)
     except KeyboardInterrupt as err:
+        alone = own_stop(err) if own_stop is not None else None
+        if alone:
+            return _finish(record, trainer, fields, "failed", alone, wall_start)
         _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
         raise
     except Exception as err:  # one failed run must never take a sweep down: record it
