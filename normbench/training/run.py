@@ -6,6 +6,7 @@ import copy
 import logging
 import os
 import signal
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -98,10 +99,33 @@ def unsupported_precision(model, task, device: torch.device, dtype: str) -> str 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
+IMPORT_WAIT_S = 0.05   # a stop that lands in an import is sent again this much later, until the import has ended
+IMPORT_WAIT_MAX_S = 10.0  # and raised wherever it lands after this long (an import that never ends)
+
+
+def _importing(frame) -> bool:
+    """Whether ``frame`` runs inside an import (a module's first execution, torch's lazy ones included)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextmanager
 def sigterm_as_interrupt():
-    """SIGTERM or SIGHUP ends the run like Ctrl-C: summary written, status interrupted."""
+    """SIGTERM or SIGHUP ends the run like Ctrl-C: summary written, status interrupted. Not in the middle of an
+    import: raised there it leaves a half-made module behind (torch's lazy ``import sympy``), and a sweep's worker
+    that goes on after a stop of its own (studies/app.py) failed its next job on it (hostile h16 N10); the stop is
+    put off until the import ends."""
+    put_off: dict = {}  # "since": when the stop now waiting for an import's end first arrived
+
     def handler(signum, frame):
+        now = time.monotonic()
+        if _importing(frame) and now - put_off.setdefault("since", now) < IMPORT_WAIT_MAX_S:
+            threading.Timer(IMPORT_WAIT_S, os.kill, (os.getpid(), signum)).start()
+            return
+        put_off.clear()
         stop = KeyboardInterrupt(f"signal {signum}")
         stop.signum = signum  # the command's last line names the signal that stopped it (__main__.subcommand)
         raise stop
