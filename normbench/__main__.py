@@ -9,6 +9,7 @@ second.
 """
 
 import errno
+import functools
 import importlib
 import os
 import signal
@@ -88,7 +89,7 @@ def _command(name: str, args: list[str]) -> int:
             from normbench.configuration.config import plain_groups  # torch-free, but Hydra: a second
 
             args = plain_groups(args)
-        module = importlib.import_module(SUBCOMMANDS[name][0])
+        module = _imported(name)
         try:
             status = module.main(args)
         except SystemExit as done:  # argparse's --help: printed, then exit 0, a failed write swallowed (Z06)
@@ -110,6 +111,28 @@ def _command(name: str, args: list[str]) -> int:
     finally:
         if sys.stdout is out:
             sys.stdout = out._stream
+
+
+def _imported(name: str):
+    """Subcommand ``name``'s module. A stop while it imports (torch, numpy, scipy: a second or more) ends the
+    process there with the command's one line and 128 + the signal: nothing is written yet. Raised there, it
+    was lost or worse: numpy's and scipy's lazy imports swallowed it and left a half-made numpy behind (an
+    AttributeError or RecursionError traceback), and inside a pybind11 call of torch's import it became a C++
+    exception that aborted the process (hostile h16 N6: `bench`, whose module imports all three)."""
+    stops = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s]
+    previous = {s: signal.signal(s, functools.partial(_stopped_importing, name)) for s in stops}
+    try:
+        return importlib.import_module(SUBCOMMANDS[name][0])
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _stopped_importing(name: str, signum, frame) -> None:
+    try:
+        print(f"normbench {name}: stopped by {signal.Signals(signum).name}", file=sys.stderr, flush=True)
+    finally:  # nowhere to say it: the status says it
+        os._exit(128 + signum)
 
 
 class _WatchedOutput:

@@ -87,6 +87,40 @@ def test_a_stop_in_a_subcommands_first_imports_is_one_line(tmp_path, command, mo
     assert (done.returncode, done.stderr) == (128 + signum, f"normbench {command}: stopped by {signame}\n")
 
 
+# numpy's and scipy's lazy imports swallow an exception raised in them and leave a half-made module behind
+SWALLOWING_IMPORT = (
+    "import os, signal, sys, time\n"
+    "AT = os.environ.get('NB_STOP_AT', '').split(':')\n"
+    "class Swallowing:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == AT[0]:\n"
+    "            sys.meta_path.remove(self)\n"
+    "            try:\n"
+    "                os.kill(os.getpid(), getattr(signal, AT[1])); time.sleep(5)\n"
+    "            except BaseException:\n"
+    "                pass\n"
+    "            raise AttributeError(\"module 'numpy._core' has no attribute '_multiarray_umath'\")\n"
+    "        return None\n"
+    "if len(AT) == 2:\n"
+    "    sys.meta_path.insert(0, Swallowing())\n")
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_stop_that_an_import_swallows_is_still_one_line(tmp_path, signame):
+    """Hostile h16 N6: a stop 0.25 s into `normbench bench`, while numpy or scipy imported, was swallowed there and
+    ended in an AttributeError or RecursionError traceback (or, in torch's pybind11 calls, a C++ abort)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SWALLOWING_IMPORT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.getcwd()]),
+           "NB_STOP_AT": f"normbench.bench.section:{signame}"}
+    done = subprocess.run([sys.executable, "-m", "normbench", "bench", "kernels", "--quick", "--out", str(tmp_path / "bk")],
+                          env=env, capture_output=True, text=True, timeout=HANG_S, cwd=tmp_path)
+    signum = getattr(signal, signame)
+    assert (done.returncode, done.stderr) == (128 + signum, f"normbench bench: stopped by {signame}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
 def test_a_stop_while_the_app_imports_is_one_line(tmp_path, signame):
     """G08: SIGTERM before the app's own handlers were in place (Hydra importing) killed it without a word."""

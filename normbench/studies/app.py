@@ -243,7 +243,8 @@ class Job:
         environment.share_in(Path(hc.sweep.dir) if multirun else None)
         try:
             summary = execute(node, run_dir, _as_typed(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
-                              parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0)
+                              parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0,
+                              own_stop=_worker_alone(str(hc.sweep.dir)) if multirun else None)
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
             self.unwritable = self.unwritable or f"cannot write output: {err}{stale_note(run_dir)}"
             return math.inf
@@ -414,6 +415,20 @@ def _stopping(sweep_dir: str) -> bool:
     launcher = os.environ.get(orphans.LAUNCHER_PID_ENV, "")
     return launcher.isdigit() and int(launcher) != os.getpid() and os.path.lexists(
         Path(sweep_dir) / f"{STOPPING}-{launcher}")
+
+
+def _worker_alone(sweep_dir: str):
+    """execute's ``own_stop`` for a sweep's job: SIGTERM or SIGHUP that reached its worker process alone (a launcher's
+    child, the launcher not stopping) fails this job, named, and the worker takes the next one. Raised on, the
+    interrupt reached the launcher, which stopped the whole sweep as if it had been stopped itself (hostile h16 N10).
+    A Ctrl-C (no signum) is a terminal's, which reaches the launcher too."""
+    def reason(stop: KeyboardInterrupt) -> str | None:
+        signum = getattr(stop, "signum", None)
+        launcher = os.environ.get(orphans.LAUNCHER_PID_ENV, "")
+        if signum is None or not launcher.isdigit() or int(launcher) != os.getppid() or _stopping(sweep_dir):
+            return None
+        return f"its worker process alone was stopped by {signal.Signals(signum).name}; the sweep went on"
+    return reason
 
 
 def _stops_as_interrupts() -> dict:

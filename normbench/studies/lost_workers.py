@@ -15,6 +15,7 @@ import logging
 import math
 import re
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import TimeoutError as JobTimeout  # what joblib raises past its timeout
 from pathlib import Path
 
 from normbench.records.record import RUNNING, SetAside, read_summary, write_record
@@ -101,32 +102,43 @@ def _relaunch(launcher, job_overrides, nums: list[int], initial_job_idx: int) ->
             delayed(_core.execute_job)(initial_job_idx + i, job_overrides[i], launcher.hydra_context, launcher.config,
                                        launcher.task_function, Singleton.get_state())
             for i in nums)
-    except _broken_pool_errors():
+    except (*_broken_pool_errors(), JobTimeout):
         return {}
     return dict(zip(nums, runs))
 
 
+def timeout_reason(launcher) -> str:
+    """The failure reason of a run joblib stopped waiting for (hydra.launcher.timeout), killing its worker."""
+    return (f"hydra.launcher.timeout={str(launcher.config.hydra.launcher.get('timeout'))[:40]} (seconds) ran out "
+            f"and joblib killed the sweep's workers; raise it or set it to null")
+
+
 def launch_keeping_sweep(original):
-    """``original`` (hydra_joblib_launcher._core.launch) with a lost worker made one failed run."""
+    """``original`` (hydra_joblib_launcher._core.launch) with a lost worker made one failed run, and a job past
+    hydra.launcher.timeout too: joblib raised TimeoutError out of the sweep after killing every worker (hostile
+    h16 N5). The jobs a timeout left unstarted are not launched again: the same timeout would stop them."""
 
     def launch(launcher, job_overrides, initial_job_idx):
         try:
             return original(launcher=launcher, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
         except _broken_pool_errors() as error:
-            reason = killed_reason(error)
+            reason, timed_out = killed_reason(error), False
+        except JobTimeout:
+            reason, timed_out = timeout_reason(launcher), True
         folders = [_job_dir(launcher, o, initial_job_idx + i) for i, o in enumerate(job_overrides)]
         mark_running_failed(folders, reason)
         unstarted = [i for i, f in enumerate(folders) if not (f / "summary.json").exists()]
-        log.warning("a worker process was killed; %d job(s) had not started%s", len(unstarted),
-                    ": launching them again" if unstarted else "")
-        again = _relaunch(launcher, job_overrides, unstarted, initial_job_idx) if unstarted else {}
+        log.warning("%s; %d job(s) had not started%s",
+                    "a job ran past hydra.launcher.timeout" if timed_out else "a worker process was killed",
+                    len(unstarted), ": launching them again" if unstarted and not timed_out else "")
+        again = _relaunch(launcher, job_overrides, unstarted, initial_job_idx) if unstarted and not timed_out else {}
         if unstarted and not again:  # the executor broke again: whatever it left running failed too
             mark_running_failed(folders, reason)
         lost = [i for i in unstarted if i not in again and not (folders[i] / "summary.json").exists()]
         LOST.update(reason=reason, unrun=[initial_job_idx + i for i in lost])
         if lost:
-            log.warning("job(s) %s not run: their workers were killed",
-                        ", ".join(f"#{initial_job_idx + i}" for i in lost))
+            log.warning("job(s) %s not run: %s", ", ".join(f"#{initial_job_idx + i}" for i in lost),
+                        "the sweep's workers were killed at the timeout" if timed_out else "their workers were killed")
         return [again.get(i) or _returned(launcher, o, initial_job_idx + i, folders[i])
                 for i, o in enumerate(job_overrides)]
 

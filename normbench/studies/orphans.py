@@ -26,6 +26,8 @@ import threading
 import time
 
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import OmegaConf
 
 LAUNCHER_PID_ENV = "NORMBENCH_LAUNCHER_PID"
 POLL_S = 0.5
@@ -70,7 +72,10 @@ class StopWhenOrphaned(Callback):
         mark_launcher()
 
     def on_job_start(self, config, **kwargs) -> None:
-        stop_when_orphaned()
+        # only a multirun's job: on_multirun_start has just set the mark. A plain run that inherited one (a leaked
+        # or stale variable naming a dead pid) took itself for an orphan and stopped after a second (hostile h16 N15)
+        if OmegaConf.select(config, "hydra.mode", default=None) == RunMode.MULTIRUN:
+            stop_when_orphaned()
 
 
 def _watch(launcher_pid: int, parent: int, poll_s: float, grace_s: float) -> None:

@@ -28,6 +28,9 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 PROGRESS_ENV_VAR = "NORMBENCH_SWEEP_PROGRESS"
+# Hydra's basic sweeper composes every job's config of a batch (all jobs, by default) before the first job of
+# it starts, some 20 ms each: from this many on, a line says so first (5000 jobs were 90 s of silence: h16 N13)
+COMPOSING_SAID_FROM = 100
 
 
 def duration(seconds: float) -> str:
@@ -80,6 +83,18 @@ def job_line(index: int, total: int | None, elapsed: float, parallel: int = 1) -
     return line
 
 
+def composing_line(jobs: int | None, batch: int | None) -> str | None:
+    """The line before a long silence: the basic sweeper composing ``jobs`` configs (``batch`` at a time when
+    hydra.sweeper.max_batch_size is set) before any job runs; None for a short one, or an unknown count."""
+    first = min(jobs, batch) if jobs and isinstance(batch, int) and batch > 0 else jobs
+    if not first or first < COMPOSING_SAID_FROM:
+        return None
+    line = f"normbench sweep: {jobs} jobs; composing the configs of {first} before the first starts"
+    if first == jobs:
+        line += " (hydra.sweeper.max_batch_size=N starts the first jobs after N)"
+    return line
+
+
 class SweepProgress(Callback):
     """Counts the jobs when the multirun starts; one line as each job starts (on a terminal)."""
 
@@ -92,6 +107,10 @@ class SweepProgress(Callback):
                                                           config.hydra.sweeper),
                  "parallel": parallel_jobs(config.hydra.launcher)}
         os.environ[PROGRESS_ENV_VAR] = json.dumps(state)
+        basic = str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper")  # Optuna's composes as it goes
+        line = composing_line(state["jobs"], config.hydra.sweeper.get("max_batch_size")) if basic else None
+        if line and config.get("progress", True):
+            print(line, file=self.stream or sys.stderr, flush=True)
         from normbench.training import machine  # torch-free
 
         free = machine.free_cores()  # once, before any job: every job of the sweep runs on the same threads

@@ -22,7 +22,7 @@ from normbench.records.metrics import (
     TIMING_NOISY,  # step_ms p90/p10 above this: the load changed while the run was timed
 )
 from normbench.records.reading import find_records
-from normbench.studies import children
+from normbench.studies import children, lost_workers
 from normbench.training import machine
 
 log = logging.getLogger("normbench")
@@ -226,7 +226,8 @@ class SweepSummary(Callback):
             more = f" and {len(records.set_aside) - 10} more" if len(records.set_aside) > 10 else ""
             print(f"normbench: set aside {len(records.set_aside)} record(s): {aside}{more}", file=sys.stderr)
         if not summaries:
-            if not any(p.is_dir() and not p.name.startswith(".") for p in _entries(sweep_dir)):
+            if not any(p.is_dir() and not p.name.startswith(".") for p in _entries(sweep_dir)) \
+                    and not lost_workers.LOST.get("unrun"):  # jobs launched and lost (a timeout): main says so
                 # Hydra makes each job's folder before calling it: none, so no job was launched
                 raise Refused(f"the sweep launched no job (a sweep over an empty list, or a glob that matches "
                               f"nothing): nothing was run in {sweep_dir}")

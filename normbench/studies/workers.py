@@ -15,6 +15,7 @@ import os
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from normbench.configuration.hydra_files import Refused
 from normbench.studies import lost_workers
 
 log = logging.getLogger("normbench")
@@ -51,13 +52,24 @@ def bounded(workers: int, jobs: int | None, here: int) -> int:
     return max(1, min(workers, here, jobs if jobs else workers))
 
 
+def timeout_problem(timeout) -> str | None:
+    """Why ``timeout`` (hydra.launcher.timeout) cannot be joblib's limit on each job, or None: null is no limit."""
+    if timeout is None or (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0):
+        return None
+    return f"hydra.launcher.timeout must be a number of seconds > 0 (or null: no limit), got {str(timeout)[:40]}"
+
+
 class BoundWorkers(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        lost_workers.LOST.clear()  # a sweep before it in this process (a test, a notebook) lost its own jobs
         launcher = config.hydra.launcher
         key = next((k for word, k in LOCAL_LAUNCHERS.items() if word in str(launcher.get("_target_", ""))), None)
         if key is None:
             return
         lost_workers.install()  # a worker killed mid-sweep: one failed run, the sweep goes on (hostile h15 B3)
+        refused = timeout_problem(launcher.get("timeout"))
+        if refused:  # joblib times out every job at once: the sweep would run nothing (hostile h16 N5)
+            raise Refused(refused)
         if not isinstance(launcher.get(key), int):
             return
         asked = launcher[key]

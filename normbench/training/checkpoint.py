@@ -239,32 +239,39 @@ def save(trainer, path: Path, step: int, config_hash: str) -> None:
     write_atomic(Path(path), lambda out: save_tensors(wrapped, out, Path(path)), binary=True)
 
 
+# The limits a write hits that torch's zip writer reports as "unexpected pos": said as what they are
+WRITE_LIMITS = {errno.ENOSPC: "no space left on device writing {path}",
+                errno.EFBIG: "the file-size limit (ulimit -f) was hit writing {path} (errno EFBIG)"}
+
+
 def save_tensors(value, out, path: Path) -> None:
-    """``torch.save(value, out)``, ``out`` the open file for ``path``, with a full disk said as such:
-    torch's zip writer reports it as "[enforce fail at inline_container.cc:672] . unexpected pos ..."
-    (hostile h15 B11). Checked here, while the partial file still fills the disk: write_atomic
+    """``torch.save(value, out)``, ``out`` the open file for ``path``, with a full disk or a file-size limit
+    said as such: torch's zip writer reports either as "[enforce fail at inline_container.cc:672] . unexpected
+    pos ..." (hostile h15 B11, h16 N16). Checked here, while the partial file still fills the disk: write_atomic
     removes it once this raises."""
     try:
         torch.save(value, out)
     except RuntimeError as err:
-        if not _disk_full(err, path.parent):
+        code = _limit_hit(err, path.parent)
+        if code is None:
             raise
-        full = OSError(f"no space left on device writing {path}")
-        full.errno = errno.ENOSPC
+        full = OSError(WRITE_LIMITS[code].format(path=path))
+        full.errno = code
         raise full from err
 
 
-def _disk_full(err: BaseException, folder: Path) -> bool:
-    """Whether ``err`` (or an error it came from) is ENOSPC, or ``folder``'s filesystem has no space left."""
+def _limit_hit(err: BaseException, folder: Path) -> int | None:
+    """The errno of WRITE_LIMITS that ``err`` (or an error it came from) is, or ENOSPC when ``folder``'s
+    filesystem has no space left; None when neither."""
     seen = err
     while seen is not None:
-        if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
-            return True
+        if isinstance(seen, OSError) and seen.errno in WRITE_LIMITS:
+            return seen.errno
         seen = seen.__cause__ or seen.__context__
     try:
-        return shutil.disk_usage(folder).free == 0
+        return errno.ENOSPC if shutil.disk_usage(folder).free == 0 else None
     except OSError:
-        return False
+        return None
 
 
 # -- reading ---------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import errno
 import io
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -67,6 +68,7 @@ class TensorBoardLogger(ScalarLogger):
             raise ImportError('logger=tensorboard needs the tensorboard package: pip install -e ".[tensorboard]"'
                               f" ({err})") from None
         self.logdir, self.names, self.histograms = Path(logdir), names, histograms
+        _quiet_writer_threads()
         self.writer = SummaryWriter(log_dir=str(self.logdir))
         self.last_step = 0
         if names.labels:  # the user's tags=[a,b], in TensorBoard's Text tab
@@ -112,6 +114,22 @@ class TensorBoardLogger(ScalarLogger):
         for part in hparams(hparam_dict, metrics, hparam_domain_discrete=None):
             self.writer.file_writer.add_summary(part)
         self.scalars(self.last_step, metrics)
+
+
+def _quiet_writer_threads() -> None:
+    """An error in tensorboard's writer thread (a full disk) left to that thread alone, once per process: the
+    thread keeps it and the writer raises it on the run's next call, where Loggers says it in one line; threading's
+    excepthook printed its traceback first (hostile h16 N3)."""
+    hook = threading.excepthook
+    if getattr(hook, "quiets_tensorboard", False):
+        return
+
+    def excepthook(args):
+        if type(args.thread).__module__.startswith("tensorboard."):
+            return
+        hook(args)
+    excepthook.quiets_tensorboard = True
+    threading.excepthook = excepthook
 
 
 class CsvLogger(ScalarLogger):

@@ -6,6 +6,7 @@ import copy
 import logging
 import os
 import signal
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -98,10 +99,33 @@ def unsupported_precision(model, task, device: torch.device, dtype: str) -> str 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
+IMPORT_WAIT_S = 0.05   # a stop that lands in an import is sent again this much later, until the import has ended
+IMPORT_WAIT_MAX_S = 10.0  # and raised wherever it lands after this long (an import that never ends)
+
+
+def _importing(frame) -> bool:
+    """Whether ``frame`` runs inside an import (a module's first execution, torch's lazy ones included)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextmanager
 def sigterm_as_interrupt():
-    """SIGTERM or SIGHUP ends the run like Ctrl-C: summary written, status interrupted."""
+    """SIGTERM or SIGHUP ends the run like Ctrl-C: summary written, status interrupted. Not in the middle of an
+    import: raised there it leaves a half-made module behind (torch's lazy ``import sympy``), and a sweep's worker
+    that goes on after a stop of its own (studies/app.py) failed its next job on it (hostile h16 N10); the stop is
+    put off until the import ends."""
+    put_off: dict = {}  # "since": when the stop now waiting for an import's end first arrived
+
     def handler(signum, frame):
+        now = time.monotonic()
+        if _importing(frame) and now - put_off.setdefault("since", now) < IMPORT_WAIT_MAX_S:
+            threading.Timer(IMPORT_WAIT_S, os.kill, (os.getpid(), signum)).start()
+            return
+        put_off.clear()
         stop = KeyboardInterrupt(f"signal {signum}")
         stop.signum = signum  # the command's last line names the signal that stopped it (__main__.subcommand)
         raise stop
@@ -218,7 +242,7 @@ def follow_logs(old_dir: Path, new_dir: Path) -> None:
 
 
 def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir: Path | None = None,
-            parallel_jobs: int = 1, job_num: int = 0, extra: dict | None = None) -> dict:
+            parallel_jobs: int = 1, job_num: int = 0, extra: dict | None = None, own_stop=None) -> dict:
     """Run one job and return its summary. Never raises for a run's own failure; re-raises Ctrl-C.
 
     A job of a sweep whose effective config another job of the sweep has finished or is running is
@@ -228,6 +252,8 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     again either. A new attempt claims ``run_dir``, or a folder beside it when that one holds another run's record or a
     live job (record.claim_run_dir): a finished record is never overwritten. The summary's
     ``run_dir`` says where the record is. ``extra`` adds fields to the record (a rerun's origin).
+    ``own_stop(stop)``, given: the reason a stop (a KeyboardInterrupt) fails this run alone instead of ending
+    it ``interrupted`` and going on up, or None (a sweep's worker signalled by itself: studies/app.py).
     """
     wall_start = time.perf_counter()
     plain = OmegaConf.to_container(node, resolve=True)
@@ -268,7 +294,8 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             record.start(config=recorded, overrides=[hidden(o, secrets) for o in overrides], config_hash=digest,
                          group_hash=run_identity.group_hash, seed=recorded.get("seed"), axes=axes, task={}, metrics={},
                          profiles={}, throughput={}, environment={}, **fields)
-            summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from, sweep_dir=sweep_dir)
+            summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from, sweep_dir=sweep_dir,
+                               own_stop=own_stop)
             return {**summary, "run_dir": str(record.run_dir)}
     finally:  # after the record is final: a duplicate that comes later finds it finished
         if claim is not None:
@@ -276,7 +303,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
 
 
 def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float,
-             resume_from: tuple[Path, dict] | None = None, sweep_dir: Path | None = None) -> dict:
+             resume_from: tuple[Path, dict] | None = None, sweep_dir: Path | None = None, own_stop=None) -> dict:
     trainer = None
     fields: dict = {}
     try:
@@ -305,6 +332,9 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
         if keeper is not None:
             fields["saved_model"] = keeper.finish(trainer, ended_ok=measured.diverged_at_step is None)
     except KeyboardInterrupt as err:
+        alone = own_stop(err) if own_stop is not None else None
+        if alone:
+            return _finish(record, trainer, fields, "failed", alone, wall_start)
         _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
         raise
     except Exception as err:  # one failed run must never take a sweep down: record it

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from normbench.studies.lost_workers import killed_reason
 from tests.conftest import TINY, TINY_TASK
 from tests.waiting import HANG_S
@@ -107,3 +109,70 @@ def test_the_line_names_the_kill_and_the_jobs_never_run(monkeypatch):
     monkeypatch.setattr(lost_workers, "LOST", {"reason": "its worker process was killed (SIGKILL)", "unrun": [2, 3]})
     assert app._lost_note() == (" (its worker process was killed (SIGKILL); job(s) #2, #3 not run; the same command "
                                 "with resume=true runs them again)")
+
+
+def joblib_sweep(tmp_path, *overrides: str) -> tuple[subprocess.CompletedProcess, Path]:
+    sweep = tmp_path / "s"
+    done = subprocess.run(
+        [sys.executable, "-m", "normbench", "-m", *TINY, *TINY_TASK, "norm=ln,rms", "hydra/launcher=local",
+         "hydra.launcher.n_jobs=2", *overrides, f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}, capture_output=True,
+        text=True, timeout=HANG_S)
+    return done, sweep
+
+
+def test_a_timeout_no_job_can_meet_is_refused_before_any_job(tmp_path):
+    """Hostile h16 W07: hydra.launcher.timeout=-1 ended the sweep in joblib's TimeoutError traceback."""
+    done, sweep = joblib_sweep(tmp_path, "hydra.launcher.timeout=-1")
+    assert (done.returncode, done.stderr) == (2, "normbench: error: hydra.launcher.timeout must be a number of "
+                                                 "seconds > 0 (or null: no limit), got -1.0\n")
+    assert not sweep.exists()
+
+
+def test_a_timeout_that_runs_out_is_one_line_naming_it(tmp_path):
+    """Hostile h16 Y20: hydra.launcher.timeout=0.001 ran out and joblib's TimeoutError ended the sweep in a
+    59-line traceback. Its lost jobs are named, in one line, with the setting, and the sweep ends as a sweep."""
+    done, sweep = joblib_sweep(tmp_path, "hydra.launcher.timeout=0.001")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    ours = [line for line in done.stderr.splitlines() if line.startswith("normbench:")]
+    assert len(ours) == 1 and "hydra.launcher.timeout=0.001 (seconds) ran out" in ours[0], done.stderr
+    assert "not run" in ours[0] or "run(s) failed" in ours[0], ours[0]
+    assert "running" not in {json.loads(p.read_text())["status"] for p in sweep.glob("*/summary.json")}
+
+
+# The process running job 1 sends itself SIGTERM (or SIGHUP) at its first write in that folder after the record
+# was started and its metrics file opened: a user's `kill PID` of one worker, in the middle of its run.
+STOPPER = textwrap.dedent("""
+    import os, signal, sys
+    target = os.environ.get("NB_TEST_KILL_DIR")
+    if target:
+        seen = []
+        def hook(event, args):
+            if event != "open" or not isinstance(args[0], str) or not args[0].startswith(target + os.sep):
+                return
+            writes = (args[1] or "r") != "r" or (args[2] or 0) & (os.O_WRONLY | os.O_RDWR)
+            if not writes or os.environ.get("NORMBENCH_LAUNCHER_PID") in (None, str(os.getpid())):
+                return
+            seen.append(os.path.basename(args[0]))
+            if "metrics.jsonl" in seen[:-1] and len(seen) == seen.index("metrics.jsonl") + 2:
+                os.kill(os.getpid(), getattr(signal, os.environ["NB_TEST_SIGNAL"]))
+        sys.addaudithook(hook)
+""")
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_stop_of_one_worker_fails_its_run_and_the_sweep_goes_on(tmp_path, monkeypatch, signame):
+    """Hostile h16 H02, V90: SIGTERM or SIGHUP to one joblib worker (not the sweep) stopped the whole sweep, which
+    said "interrupted by SIGTERM; summaries written" (143) and never ran job 2. Now as for a killed worker: its
+    run fails, named, the others run, exit status 1."""
+    monkeypatch.setenv("NB_TEST_SIGNAL", signame)
+    done, sweep = sweep_with_hook(tmp_path, STOPPER)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr + done.stdout and "interrupted" not in done.stderr, done.stderr[-3000:]
+    ours = [line for line in done.stderr.splitlines() if line.startswith("normbench:")]
+    assert len(ours) == 1 and "1 run(s) failed" in ours[0] and ours[0].endswith(f"{sweep / '1'}"), done.stderr
+    statuses = {p.parent.name: json.loads(p.read_text()) for p in sweep.glob("*/summary.json")}
+    assert statuses["1"]["status"] == "failed", statuses["1"]
+    assert statuses["1"]["reason"] == f"its worker process alone was stopped by {signame}; the sweep went on"
+    assert statuses["0"]["status"] == statuses["2"]["status"] == "ok", done.stderr[-3000:]

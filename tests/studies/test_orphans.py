@@ -135,3 +135,21 @@ def test_joblib_sweep_workers_stop_when_the_sweep_is_killed(tmp_path, tiny_args)
         assert statuses == {"interrupted"}  # each record says what happened, none is left "running"
     finally:
         kill_all([*workers, parent.pid])
+
+
+def test_a_stale_mark_in_a_plain_run_starts_no_watchdog(monkeypatch):
+    """Hostile h16 N15: NORMBENCH_LAUNCHER_PID naming a dead pid (leaked into a shell) made a plain run take itself
+    for an orphan and stop itself with SIGTERM a second in. Only a multirun's job, whose launcher has just set
+    the mark, starts the watchdog."""
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    watched = []
+    monkeypatch.setattr(orphans, "stop_when_orphaned", lambda *args, **kwargs: watched.append(args) or True)
+    monkeypatch.setenv(orphans.LAUNCHER_PID_ENV, str(dead.pid))
+    orphans.StopWhenOrphaned().on_job_start(OmegaConf.create({"hydra": {"mode": RunMode.RUN}}))
+    assert watched == []
+    orphans.StopWhenOrphaned().on_job_start(OmegaConf.create({"hydra": {"mode": RunMode.MULTIRUN}}))
+    assert watched == [()]

@@ -71,6 +71,28 @@ def test_the_callback_counts_at_the_start_and_speaks_only_to_a_terminal(monkeypa
     assert quiet.getvalue() == ""
 
 
+@pytest.mark.parametrize("overrides,batch,said", [
+    (["seed=range(0,5000)"], None, "normbench sweep: 5000 jobs; composing the configs of 5000 before the first starts "
+                                   "(hydra.sweeper.max_batch_size=N starts the first jobs after N)\n"),
+    (["seed=range(0,5000)"], 200, "normbench sweep: 5000 jobs; composing the configs of 200 before the first starts\n"),
+    (["seed=range(0,5000)"], 20, ""),
+    (["norm=ln,bn,rms", "seed=0,1"], None, ""),
+])
+def test_a_sweep_of_thousands_of_jobs_says_first_that_it_composes_them(monkeypatch, overrides, batch, said):
+    """Hostile h16 N13: `-m seed=range(0,5000)` showed nothing for 90 s and started no job: Hydra's basic sweeper
+    composes every job's config before the first starts. Said once, in a log too, before that silence."""
+    monkeypatch.delenv(PROGRESS_ENV_VAR, raising=False)
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
+        config = hydra_compose("config", return_hydra_config=True)
+    with open_dict(config):
+        config.hydra.overrides.task = overrides
+        config.hydra.sweeper.max_batch_size = batch
+    callback = SweepProgress(stream=(log := io.StringIO()))
+    callback.on_multirun_start(config)
+    callback.on_multirun_end(config)
+    assert log.getvalue() == said
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("launcher", [[], ["hydra/launcher=local", "hydra.launcher.n_jobs=2"]])
 def test_a_real_sweep_on_a_terminal_says_job_k_of_n(tmp_path, tiny_args, launcher):

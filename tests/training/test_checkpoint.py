@@ -1,6 +1,11 @@
 """Checkpoints: an interrupted run resumed from its checkpoint ends as an uninterrupted one (normbench/training/checkpoint.py)."""
 
+import errno
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -8,6 +13,7 @@ import torch
 from normbench.records.record import LOCK
 from normbench.training import checkpoint
 from normbench.training.train import Trainer
+from tests.waiting import HANG_S
 
 # Timings differ between any two runs; everything else a run measures must not.
 CLOCKS = {"seconds_to_target"}
@@ -145,3 +151,28 @@ def test_a_zip_writer_error_is_a_full_disk_only_when_it_is_one(tmp_path, monkeyp
     with pytest.raises(OSError, match=f"^no space left on device writing {path}$") as raised:
         checkpoint.save_tensors({}, None, path)
     assert raised.value.errno == errno.ENOSPC
+
+
+EFBIG_SAVE = """
+import resource, sys, torch
+from pathlib import Path
+from normbench.training import checkpoint
+resource.setrlimit(resource.RLIMIT_FSIZE, (60 * 1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+path = Path(sys.argv[1])
+with open(path, "wb") as out:
+    try:
+        checkpoint.save_tensors({"x": torch.zeros(100_000)}, out, path)
+    except OSError as err:
+        print(err.errno, err)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE and EFBIG as on Linux")
+def test_a_file_size_limit_is_said_as_such(tmp_path):
+    """Hostile h16 N16: `ulimit -f 60` made a save_model run fail with torch's "[enforce fail at inline_container.cc:672]
+    . unexpected pos 34816 vs 34768"; EFBIG is said as the file-size limit, as a full disk is (h15 B11)."""
+    path = tmp_path / "model.pt"
+    done = subprocess.run([sys.executable, "-c", EFBIG_SAVE, str(path)], capture_output=True, text=True,
+                          timeout=HANG_S, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert done.stdout == f"{errno.EFBIG} the file-size limit (ulimit -f) was hit writing {path} (errno EFBIG)\n", \
+        done.stderr[-2000:]

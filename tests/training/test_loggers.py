@@ -190,3 +190,30 @@ def test_each_command_line_sweep_is_its_own_experiment():
     one, two = ({"schema": "normbench.study/1", "id": i * 12, "name": "command line", "arms": []} for i in "ab")
     assert run_names({"study": one}).experiment == "command line [aaaaaa]" != run_names({"study": two}).experiment
     assert run_names({"study": {**one, "name": "ln_vs_rms"}}).experiment == "ln_vs_rms"
+
+
+def test_a_full_disk_under_tensorboard_is_one_line_not_the_writer_threads_traceback(compose, tmp_path, monkeypatch,
+                                                                                      caplog):
+    """Hostile h16 N3: tensorboard's writer thread printed its "Exception in thread" traceback (threading's
+    excepthook) before the run's own line "tensorboard: stopped logging (...)"."""
+    pytest.importorskip("tensorboard", reason='logger=tensorboard needs pip install -e ".[tensorboard]"')
+    import errno
+    import threading
+
+    from tensorboard.summary.writer import record_writer
+
+    write, written = record_writer.RecordWriter.write, []
+
+    def filling(self, data):  # the disk fills after the first events: in the writer thread
+        written.append(data)
+        if len(written) > 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(self, data)
+    monkeypatch.setattr(record_writer.RecordWriter, "write", filling)
+    uncaught = []
+    monkeypatch.setattr(threading, "excepthook", uncaught.append)
+    summary = execute(compose("logger=tensorboard"), tmp_path, [])
+    assert summary["status"] == "ok"
+    assert uncaught == []
+    said = [r.getMessage() for r in caplog.records if "tensorboard" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("tensorboard: stopped logging (OSError: [Errno 28] No space left")

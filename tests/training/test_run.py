@@ -230,3 +230,24 @@ def test_a_cell_kernels_earlier_name_is_recorded_by_its_present_one_and_resumes_
     (tmp_path / "summary.json").write_text(json.dumps(written))
     again = execute(compose(*in_cell, "model.cell_kernel=compiled", "resume=true"), tmp_path, [])
     assert again["duplicate_of"] == str(tmp_path) and again["config_hash"] == summary["config_hash"]
+
+
+def test_a_stop_that_lands_in_an_import_waits_for_its_end(tmp_path, monkeypatch):
+    """Hostile h16 N10 (seen in its fix): SIGTERM to one sweep worker landed in torch's lazy `import sympy`; the
+    half-made module it left failed the next job that worker ran ("module 'sympy' has no attribute 'core'")."""
+    import signal
+    import sys
+
+    from tests.waiting import HANG_S
+
+    (tmp_path / "nb_stopped_while_imported.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(0.3)\nfinished = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "nb_stopped_while_imported", raising=False)
+    with pytest.raises(KeyboardInterrupt) as stopped, run_module.sigterm_as_interrupt():
+        import nb_stopped_while_imported  # noqa: F401
+        deadline = time.monotonic() + HANG_S
+        while time.monotonic() < deadline:  # the stop, sent again once the import has ended
+            time.sleep(0.01)
+    assert stopped.value.signum == signal.SIGTERM
+    assert sys.modules.pop("nb_stopped_while_imported").finished  # the import ended whole: the stop came after it
