@@ -196,9 +196,10 @@ def paper_scale(claim) -> str:
 
 
 def external_validity(pairs, titles: dict[str, str] | None = None) -> str:
-    """The paragraph beside the claims line: for each directional verdict, the scale it was measured at beside
-    its paper's, so a reader sees which verdict stands how far from the paper it tests."""
-    decided = [(c, v) for c, v in pairs if v.status in DIRECTIONAL]
+    """The paragraph beside the claims line: for each judged verdict (directional or inconclusive), the scale it
+    was measured at beside its paper's, and which way it may move at the paper's scale where its spec says
+    (Claim.scale_moves), so a reader sees which verdict stands how far from the paper it tests."""
+    decided = [(c, v) for c, v in pairs if v.status in JUDGED]
     if not decided:
         return ""
 
@@ -206,8 +207,12 @@ def external_validity(pairs, titles: dict[str, str] | None = None) -> str:
         study = (titles or {}).get(verdict.study, verdict.study)
         here = str(getattr(verdict, "scale", "") or "").split(";")[0].removeprefix("measured at ") or "not recorded"
         paper = paper_scale(claim)
-        return (f"{claim.id}" + (f" ({study})" if study else "") + f": here {here}; "
-                + (f"the paper: {paper}" if paper else "its spec states no paper scale, so about this scale only"))
+        moves = str(getattr(claim, "scale_moves", "") or "")
+        return (f"{claim.id}" + (f" ({study}, {verdict.status})" if study else f" ({verdict.status})") + f": here {here}; "
+                + (f"the paper: {paper}" if paper else "its spec states no paper scale, so about this scale only")
+                + (f"; at the paper's scale: {moves}" if moves else ""))
 
     return ("External validity: each verdict holds at the scale it was measured at, and may move toward or away "
-            "from its paper's result at the paper's scale. " + "; ".join(entry(c, v) for c, v in decided) + ".")
+            "from its paper's result at the paper's scale; so may the synthesis's recommendations, which are read "
+            "at the same scales (a norm=none choice from a small model says normalization was not needed there). "
+            + "; ".join(entry(c, v) for c, v in decided) + ".")

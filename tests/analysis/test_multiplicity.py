@@ -108,12 +108,17 @@ def test_external_validity_is_written_from_the_specs_scale_fields():
     assert paper_scale(pairs[0][0]) == "ViT-B and LLaMA 7B, 300 epochs"
     text = external_validity(pairs, titles={"s2": "warmup_depth"})
     assert text.startswith("External validity: each verdict holds at the scale it was measured at")
-    assert "dyt (s1): here 52k parameters, 600 steps" in text and "the paper: ViT-B and LLaMA 7B, 300 epochs" in text
-    assert ("given (warmup_depth): here 9k parameters, 20 steps, 640 examples, CPU; the paper: Base Transformer, "
-            "WMT14, 100k steps") in text
-    assert "open" not in text  # an inconclusive verdict holds nothing to carry to another scale
+    assert "dyt (s1, supported): here 52k parameters, 600 steps" in text and "the paper: ViT-B and LLaMA 7B, 300 epochs" in text
+    assert ("given (warmup_depth, contradicted): here 9k parameters, 20 steps, 640 examples, CPU; the paper: Base "
+            "Transformer, WMT14, 100k steps") in text
+    # referee 17: the inconclusive postln_grad_depth was left out, though a slope over depth is what scale moves
+    assert "open (s1, inconclusive): here" in text
     bare = external_validity([(claim("bare"), verdict(SUPPORTED, 1, (0.5, 2)))])
-    assert "bare (s1): here" in bare and "its spec states no paper scale, so about this scale only" in bare
+    assert "bare (s1, supported): here" in bare and "its spec states no paper scale, so about this scale only" in bare
+    # which way a verdict may move at the paper's scale, where its spec says
+    moving = claim("moving")
+    moving.scale_moves = "the slope is about depth: 6-14 layers show it"
+    assert "; at the paper's scale: the slope is about depth" in external_validity([(moving, verdict(SUPPORTED, 1, (0.5, 2)))])
 
 
 def test_every_shipped_claim_states_its_papers_scale():

@@ -275,6 +275,7 @@ CLAIMS_2026: list[Claim] = [
           "Wortsman et al. 2023, Small-scale proxies for large-scale Transformer training instabilities, Abstract "
           "and §3.1.1",
           paper_scale="Transformers of 9.4M to 1.2B parameters, lr 3e-4 to 3e-1",
+          scale_moves="the paper finds the instability at high lr in small models too and its lr sensitivity growing with size: the direction is expected to hold, its size to grow",
           # qk_norm=false is every earlier record's setting, so a record may leave it out: "not true" reads both
           arms={"no qk-norm": {"model.qk_norm": NOT_TRUE}, "qk-norm": {"model.qk_norm": True},
                 "no qk-norm @ top lr": {"model.qk_norm": NOT_TRUE, "lr": LARGEST},

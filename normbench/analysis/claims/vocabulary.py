@@ -273,6 +273,10 @@ class Claim:
     # external-validity paragraph names beside the verdict (analysis/multiplicity.py); else the regime's
     # "the paper's scale is ..." clause; "" where neither states one.
     paper_scale: str = ""
+    # Which way the verdict may move at the paper's scale, and why, in the paper's own terms (its mechanism's
+    # dependence on depth, length, steps or architecture); the external-validity paragraph prints it beside the
+    # two scales. "" where the spec gives none (the paragraph then says only that it may move).
+    scale_moves: str = ""
 
     @property
     def source(self) -> str:
