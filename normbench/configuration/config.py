@@ -523,10 +523,11 @@ def require_flat_sweep_params(arguments: list[str]) -> None:
                               "line (it would nest); sweep it directly (KEY=a,b) or in a sweep file")
 
 
-def require_one_option(overrides: list[str], where: str = "") -> None:
+def require_one_option(overrides: list[str], where: str = "", sweep_flag: str = "-m ") -> None:
     """ConfigError (one line) for a list given to a group a run holds one option of (ONE_OPTION_GROUPS):
     ``norm=[ln,rms]`` ran one run of the options' configs merged, the last winning, without a word (hostile
-    h16 N11); a sweep of them is ``-m norm=ln,rms``. ``where`` names a sweep file's params."""
+    h16 N11); a sweep of them is ``-m norm=ln,rms``. ``where`` names a sweep file's params; ``sweep_flag`` is
+    what the command sweeps with ("" for a study, which sweeps every comma list)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ChoiceSweep
 
@@ -541,7 +542,7 @@ def require_one_option(overrides: list[str], where: str = "") -> None:
         listed = next((v for v in (value.list if isinstance(value, ChoiceSweep) else [value]) if isinstance(v, list)), None)
         if override.key_or_group in ONE_OPTION_GROUPS and listed is not None:
             group, options = override.key_or_group, ",".join(map(str, listed))[:120]
-            sweep = f"{group}: {options or 'A,B'}" if where else f"-m {group}={options or 'A,B'}"
+            sweep = f"{group}: {options or 'A,B'}" if where else f"{sweep_flag}{group}={options or 'A,B'}"
             raise ConfigError(f"{where}{group}=[{options}]: {group} takes one option, and a list would merge the "
                               f"options' configs into one run; to run each, sweep them: {sweep}")
 

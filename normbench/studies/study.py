@@ -276,7 +276,7 @@ def check_config(overrides: list[str]) -> None:
     from normbench.studies.composed import check_jobs
 
     try:
-        require_one_option(overrides)  # norm=[ln,rms]: one merged run per round (hostile h16 N11)
+        require_one_option(overrides, sweep_flag="")  # norm=[ln,rms]: one merged run per round (hostile h16 N11)
         check_jobs(overrides, _sweep_params(overrides)[1])
     except ValueError as error:  # ConfigError
         raise StudyArgumentError(str(error)) from None

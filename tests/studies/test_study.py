@@ -199,6 +199,7 @@ def test_a_list_given_to_a_group_is_refused_before_any_round(tmp_path, monkeypat
     assert study.main(["--out", str(tmp_path / "s"), "steps=2", "norm=[ln,rms]", "placement=pre,post"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("normbench.study: norm=[ln,rms]: norm takes one option") and err.count("\n") == 1, err
+    assert err.rstrip().endswith("sweep them: norm=ln,rms"), err  # a study sweeps every comma list: no -m
 
 
 @pytest.mark.parametrize("code, says", [(129, "round 1 was stopped by SIGHUP (exit 129)"), (-9, "round 1 was stopped by SIGKILL (exit -9)"),
