@@ -398,6 +398,16 @@ def effect_text(effect: Effect | None) -> str:
     return f"{effect.label}: {number(effect.estimate, 3)} ({shown})"
 
 
+def near_text(part: Part) -> str:
+    """An undecided part whose estimate is inside ±δ: what its runs say (REFEREE §5), and whether its interval
+    still excludes no difference at all (postln_grad_depth: 0.065 [0.024, 0.107] at δ = 0.1)."""
+    effect = part.effect
+    excludes = (effect is not None and effect.interval is not None
+                and (min(effect.interval) > effect.null or max(effect.interval) < effect.null))
+    return (f"estimate inside ±δ = {part.near}: a difference larger than δ is unlikely, though not excluded"
+            + ("; the interval excludes none at all: a smaller one is detected" if excludes else ""))
+
+
 def verdict_text(part: Part) -> str:
     """The verdict cell of a part: status, and for an undecided part the way it leans and what would decide it."""
     if part.status == NOT_TESTABLE:
@@ -407,8 +417,7 @@ def verdict_text(part: Part) -> str:
     if part.within:
         return f"inconclusive (no difference larger than δ = {part.within} is likely)"
     if part.near:
-        return (f"inconclusive (estimate inside ±δ = {part.near}: no difference larger than δ is likely, none "
-                f"excluded" + (f"; MDE {part.mde:.3g}" if part.mde is not None else "") + ")")
+        return f"inconclusive ({near_text(part)}" + (f"; MDE {part.mde:.3g}" if part.mde is not None else "") + ")"
     bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
     if part.mde is not None:
         bits.append(f"MDE {part.mde:.3g}")

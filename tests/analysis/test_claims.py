@@ -1457,7 +1457,13 @@ def test_an_undecided_estimate_inside_the_margin_says_so_instead_of_advising_see
     ctx = Context(runs, {"a": runs[runs["axes.norm"] == "ln"], "b": runs[runs["axes.norm"] == "rms"]}, ("norm",), 0.05)
     part = evaluate_part(spec, ctx)
     assert part.status == INCONCLUSIVE and part.near == "0.02" and part.seeds_needed is None, part
-    assert "no difference larger than δ is likely" in part.note
+    assert "a difference larger than δ is unlikely, though not excluded" in part.note
+    from normbench.report.tables import verdict_text
+    assert verdict_text(part).startswith("inconclusive (estimate inside ±δ = 0.02: a difference larger than δ is "
+                                         "unlikely, though not excluded")
+    assert "excludes none at all" not in verdict_text(part)  # its interval, about [-0.015, 0.039], holds 0
+    detected = dataclasses.replace(part, effects=(dataclasses.replace(part.effect, interval=(0.004, 0.03)),))
+    assert "; the interval excludes none at all: a smaller one is detected;" in verdict_text(detected)
 
 
 # --- h45: the test named as computed, steps to the task's target as recorded --------------------------

@@ -219,7 +219,7 @@ def part_line(index: int, part: Part) -> str:
     if part.status == INCONCLUSIVE and part.within:
         extra = f" (no difference larger than δ = {part.within} is likely)"
     elif part.status == INCONCLUSIVE and part.near:
-        extra = f" (estimate inside ±δ = {part.near}: no difference larger than δ is likely, none excluded)"
+        extra = f" (estimate inside ±δ = {part.near}: a difference larger than δ is unlikely, though not excluded)"
     elif part.status == INCONCLUSIVE:
         bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
         if part.mde is not None:
