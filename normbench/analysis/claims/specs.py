@@ -654,7 +654,10 @@ CLAIMS: list[Claim] = [
                  "or finished at or below one of the task's trivial solutions, chance included (rules.failed_to_learn, "
                  "the rule postln_needs_warmup's off_trivial gate reads); each part is the difference in failure "
                  "rates over seeds (Newcombe interval), the papers' per-run outcome (BLEU near zero, \"diverged\") "
-                 "counted, and is testable only where the arm it is held against trains in at least half its runs.",
+                 "counted, and is testable only where the arm it is held against trains in at least half its runs. "
+                 "Part 2 alone compares placements, not warm-up: where part 1 cannot be read (Post-LN with warm-up "
+                 "fails too), part 2 says Post-LN fails more often than Pre-LN at this lr and length, not that the "
+                 "missing warm-up is why.",
           quote="We can see that the Post-LN Transformer cannot be trained with a large learning rate from scratch.",
           where="Xiong et al. 2020, §3.3; §3.2 (\"The BLEU score is just above zero in 15 epochs without using the "
                 "warm-up stage.\", SGD)",
