@@ -96,7 +96,11 @@ CLAIMS_2026: list[Claim] = [
           design="Arms: Pre-LN Transformers with DyT and with LayerNorm at two training-set sizes (task.n_train) and "
                  "equal steps, so the small set is seen many times over (data-scarce) and the large one about once "
                  "(sweeps/dyt_data_regime.yaml). The paper's regime is tokens per parameter; here it is examples seen "
-                 "per distinct example. Saturation is measured as the paper's artifacts do, |αx| > 2.",
+                 "per distinct example, and its thresholds (data-scarce: each example seen 4 times or more; data-rich: at most "
+                 "twice) are this suite's, fixed before the data, not the paper's: its tokens per parameter run from "
+                 "0.016 (64M/1M) to 1.84 (64M/118M), which a 117k-parameter model on a 1 MB corpus cannot span, so "
+                 "they stand for 'repeated many times' and 'seen about once'. Saturation is measured as the paper's "
+                 "artifacts do, |αx| > 2.",
           quote="Across GPT-2-family models spanning 64M–3.78B parameters and 1M–118M tokens, with Llama and ViT "
                 "cross-checks, DyT improves validation loss by 27.3% at 64M/1M but worsens it by 18.8% at 64M/118M; "
                 "[...] The mechanism is measurable: 49% of DyT activations saturate at 1M versus 23% at 118M",
