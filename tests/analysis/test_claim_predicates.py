@@ -372,3 +372,22 @@ def test_the_depth_placement_mechanisms_are_read_at_one_lr_and_their_scores_at_e
         assert "same_lr" in used and (used["same_lr"] == () or set(mechanisms) <= set(used["same_lr"])), claim_id
         if len(mechanisms) < len(by_id[claim_id].parts):
             assert used["own_lr"] == (len(by_id[claim_id].parts),), claim_id
+
+
+def test_a_check_set_after_its_records_says_so_where_it_fails():
+    """Referee 18: six gates were added after their studies had run and the page said so for none. A failing check
+    dated after the earliest record's start discloses it; one dated before, or undated, does not."""
+    runs = pd.DataFrame({"status": ["ok", "ok"], "time.started": ["2026-12-03T08:00:00Z", "2026-12-03T09:30:00Z"],
+                         "axes.norm": ["ln", "none"]})
+    late, early = needs("some_fail", added="2026-12-03T09:00"), needs("some_fail", added="2026-12-03T07:59")
+    arms = {"ln": runs.iloc[:1], "none": runs.iloc[1:]}
+    note = failure(late, arms, runs)
+    assert note is not None and ("(this check was set or last changed on 2026-12-03 09:00 UTC, after these records "
+                                 "were made from 2026-12-03 08:00 UTC: a check fixed after the data)") in note
+    assert "after these records" not in failure(early, arms, runs)
+    assert "after these records" not in failure(needs("some_fail"), arms, runs)
+
+
+def test_every_shipped_check_is_dated():
+    undated = [(c.id, n.name) for c in SHIPPED for n in c.needs if not n.added]
+    assert undated == []
