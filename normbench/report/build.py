@@ -132,7 +132,7 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
     # beside the claims line: multiplicity across the claims, and what differs from the papers (analysis/multiplicity.py)
     context["claims_multiplicity"] = result.claims_multiplicity
     context["external_validity"] = result.external_validity
-    context["claim_counts"] = pd.Series([shown_status(c.status) for c in context["claims"]]).value_counts().to_dict()
+    context["claim_counts"] = pd.Series([c.shown or shown_status(c.status) for c in context["claims"]]).value_counts().to_dict()
     spreadsheet_safe(claims_frame(context["claims"])).to_csv(staging / "claims.csv", index=False)
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]

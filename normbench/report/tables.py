@@ -453,6 +453,17 @@ def parts_tested(verdict) -> str:
                      for said, ids in readings.items())
 
 
+NOT_RUN = "not run here"  # a claim no study judged: its arms are absent from every run (the sweep is named)
+
+
+def shown_as(verdict) -> str:
+    """The status as the page prints it: a claim that no study judged reads "not run here" (referee 18: "not
+    applicable" read as if the claim did not apply), every other as shown_status prints it."""
+    if verdict.status == NOT_APPLICABLE and not str(getattr(verdict, "study", "") or ""):
+        return NOT_RUN
+    return shown_status(verdict.status)
+
+
 def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> ClaimView:
     """`titles`: study id -> the title the report gives it (StudyResult.titles)."""
     claim, verdict = result.claim, result.verdict
@@ -469,7 +480,7 @@ def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> Cla
                      (titles or {}).get(verdict.study, verdict.study),
                      f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""),
                      str(verdict.study or ""), _text(getattr(claim, "quote", None)), _text(getattr(claim, "where", None)),
-                     _text(getattr(verdict, "scale", None)), shown_status(verdict.status), dict(result.figures),
+                     _text(getattr(verdict, "scale", None)), shown_as(verdict), dict(result.figures),
                      tested=parts_tested(verdict))
 
 

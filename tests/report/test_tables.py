@@ -30,3 +30,13 @@ def test_a_not_testable_verdict_names_what_its_parts_tested_read():
     # nothing tested, or a verdict that already says what its parts read: nothing added
     assert parts_tested(SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE)])) == ""
     assert parts_tested(SimpleNamespace(status=SUPPORTED, parts=[part(SUPPORTED)])) == ""
+
+
+def test_a_claim_no_study_judged_reads_not_run_here():
+    """Referee 18: dropout_after_norm and deepnorm_trains_deep were not run, and "not applicable" misread that."""
+    from normbench.analysis.claims.vocabulary import NOT_APPLICABLE
+    from normbench.report.tables import NOT_RUN, shown_as
+
+    assert shown_as(SimpleNamespace(status=NOT_APPLICABLE, study="")) == NOT_RUN
+    assert shown_as(SimpleNamespace(status=NOT_APPLICABLE, study="s1")) == NOT_APPLICABLE  # a study ran, without its arms
+    assert shown_as(SimpleNamespace(status=CONTRADICTED, study="s1")) == "not reproduced at this scale"
