@@ -96,7 +96,7 @@ def claims_frame(claims: list[tables.ClaimView]) -> pd.DataFrame:
                      "regime": regime, "source": c.where or c.citation,
                      **{"effect": "", "effect_low": "", "effect_high": "", "effect_what": "", "seeds": "", "lr": "",
                         **c.figures, "scale": c.scale}})
-    # verdict keeps the machine value (contradicted); the page prints it as "not reproduced at this scale"
+    # verdict keeps the machine value (contradicted); the page prints it as "not reproduced in this setup"
     return pd.DataFrame(rows, columns=["claim", "study", "verdict", "parts", "regime", "effect", "effect_low",
                                        "effect_high", "effect_what", "seeds", "scale", "lr", "source"])
 

@@ -80,7 +80,7 @@ class ClaimView:
     quote: str = ""  # the source's own words, where the claim records them
     where: str = ""  # where in the source
     scale: str = ""  # the scale the verdict was measured at, where it says
-    shown: str = ""  # the status as printed: "contradicted" reads "not reproduced at this scale"
+    shown: str = ""  # the status as printed: "contradicted" reads "not reproduced in this setup"
     figures: dict = field(default_factory=dict)  # claims.csv's referee columns: effect, its interval, seeds, lr
     fdr: str = ""  # "not kept by Benjamini–Hochberg …" for a directional verdict the multiplicity rule does not keep
     tested: str = ""  # a not-testable verdict's parts that were tested, and what they read (parts_tested)

@@ -238,7 +238,7 @@ def test_a_verdict_carries_effect_seeds_scale_and_lr_protocol(runs_of):
     assert figures["lr"] == "one lr shared by every arm" and figures["scale"].startswith("measured at")
     shown = shown_verdict(BY_ID["dropout_after_norm"], verdict)
     assert shown.startswith(NOT_REPRODUCED + " (the paper: test error of CNNs") and "here: measured at" in shown
-    assert "not reproduced at this scale" in part_rows(verdict)[0][3] and "contradicted" not in part_rows(verdict)[0][3]
+    assert "not reproduced in this setup" in part_rows(verdict)[0][3] and "contradicted" not in part_rows(verdict)[0][3]
 
 
 def test_claims_csv_has_the_referee_columns(runs_of):
@@ -254,7 +254,7 @@ def test_claims_csv_has_the_referee_columns(runs_of):
     assert row["verdict"] == "contradicted"  # the machine value stays
     assert row["seeds"] == 3 and row["effect_low"] < row["effect"] < row["effect_high"]
     view = claim_view(claim_result(claim, verdict))
-    assert view.shown == NOT_REPRODUCED and view.explanation.startswith("Not reproduced at this scale (the paper: test error")
+    assert view.shown == NOT_REPRODUCED and view.explanation.startswith("Not reproduced in this setup (the paper: test error")
 
 
 # --- a claim file names its regime predicates -------------------------------------------------

@@ -26,7 +26,7 @@ def test_a_not_testable_verdict_names_what_its_parts_tested_read():
     assert parts_tested(verdict) == f"parts 1, 2 leaning {TOWARD_CONTRADICTED}, part 3 supported"
     near = SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE), part(INCONCLUSIVE, near="0.1"),
                                                        part(CONTRADICTED)])
-    assert parts_tested(near) == "part 2 no difference larger than δ likely, part 3 not reproduced at this scale"
+    assert parts_tested(near) == "part 2 no difference larger than δ likely, part 3 not reproduced in this setup"
     # nothing tested, or a verdict that already says what its parts read: nothing added
     assert parts_tested(SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE)])) == ""
     assert parts_tested(SimpleNamespace(status=SUPPORTED, parts=[part(SUPPORTED)])) == ""
@@ -39,4 +39,4 @@ def test_a_claim_no_study_judged_reads_not_run_here():
 
     assert shown_as(SimpleNamespace(status=NOT_APPLICABLE, study="")) == NOT_RUN
     assert shown_as(SimpleNamespace(status=NOT_APPLICABLE, study="s1")) == NOT_APPLICABLE  # a study ran, without its arms
-    assert shown_as(SimpleNamespace(status=CONTRADICTED, study="s1")) == "not reproduced at this scale"
+    assert shown_as(SimpleNamespace(status=CONTRADICTED, study="s1")) == "not reproduced in this setup"
