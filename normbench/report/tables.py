@@ -453,15 +453,13 @@ def parts_tested(verdict) -> str:
                      for said, ids in readings.items())
 
 
-NOT_RUN = "not run here"  # a claim no study judged: its arms are absent from every run (the sweep is named)
+NOT_RUN = "not run here"  # a claim whose arms no run has (the sweep that runs them is named)
 
 
 def shown_as(verdict) -> str:
-    """The status as the page prints it: a claim that no study judged reads "not run here" (referee 18: "not
-    applicable" read as if the claim did not apply), every other as shown_status prints it."""
-    if verdict.status == NOT_APPLICABLE and not str(getattr(verdict, "study", "") or ""):
-        return NOT_RUN
-    return shown_status(verdict.status)
+    """The status as the page prints it: a claim the runs lack the arms or the model of reads "not run here"
+    (referee 18: "not applicable" read as if the claim did not apply), every other as shown_status prints it."""
+    return NOT_RUN if verdict.status == NOT_APPLICABLE else shown_status(verdict.status)
 
 
 def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> ClaimView:

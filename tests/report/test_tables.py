@@ -38,5 +38,5 @@ def test_a_claim_no_study_judged_reads_not_run_here():
     from normbench.report.tables import NOT_RUN, shown_as
 
     assert shown_as(SimpleNamespace(status=NOT_APPLICABLE, study="")) == NOT_RUN
-    assert shown_as(SimpleNamespace(status=NOT_APPLICABLE, study="s1")) == NOT_APPLICABLE  # a study ran, without its arms
+    assert shown_as(SimpleNamespace(status=NOT_APPLICABLE, study="s1")) == NOT_RUN  # a study ran, without its arms
     assert shown_as(SimpleNamespace(status=CONTRADICTED, study="s1")) == "not reproduced in this setup"
