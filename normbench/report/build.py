@@ -96,7 +96,7 @@ def claims_frame(claims: list[tables.ClaimView]) -> pd.DataFrame:
                      "regime": regime, "source": c.where or c.citation,
                      **{"effect": "", "effect_low": "", "effect_high": "", "effect_what": "", "seeds": "", "lr": "",
                         **c.figures, "scale": c.scale}})
-    # verdict keeps the machine value (contradicted); the page prints it as "not reproduced at this scale"
+    # verdict keeps the machine value (contradicted); the page prints it as "not reproduced in this setup"
     return pd.DataFrame(rows, columns=["claim", "study", "verdict", "parts", "regime", "effect", "effect_low",
                                        "effect_high", "effect_what", "seeds", "scale", "lr", "source"])
 
@@ -132,7 +132,7 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
     # beside the claims line: multiplicity across the claims, and what differs from the papers (analysis/multiplicity.py)
     context["claims_multiplicity"] = result.claims_multiplicity
     context["external_validity"] = result.external_validity
-    context["claim_counts"] = pd.Series([shown_status(c.status) for c in context["claims"]]).value_counts().to_dict()
+    context["claim_counts"] = pd.Series([c.shown or shown_status(c.status) for c in context["claims"]]).value_counts().to_dict()
     spreadsheet_safe(claims_frame(context["claims"])).to_csv(staging / "claims.csv", index=False)
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
     context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]

@@ -80,7 +80,7 @@ class ClaimView:
     quote: str = ""  # the source's own words, where the claim records them
     where: str = ""  # where in the source
     scale: str = ""  # the scale the verdict was measured at, where it says
-    shown: str = ""  # the status as printed: "contradicted" reads "not reproduced at this scale"
+    shown: str = ""  # the status as printed: "contradicted" reads "not reproduced in this setup"
     figures: dict = field(default_factory=dict)  # claims.csv's referee columns: effect, its interval, seeds, lr
     fdr: str = ""  # "not kept by Benjamini–Hochberg …" for a directional verdict the multiplicity rule does not keep
     tested: str = ""  # a not-testable verdict's parts that were tested, and what they read (parts_tested)
@@ -398,6 +398,16 @@ def effect_text(effect: Effect | None) -> str:
     return f"{effect.label}: {number(effect.estimate, 3)} ({shown})"
 
 
+def near_text(part: Part) -> str:
+    """An undecided part whose estimate is inside ±δ: what its runs say (REFEREE §5), and whether its interval
+    still excludes no difference at all (postln_grad_depth: 0.065 [0.024, 0.107] at δ = 0.1)."""
+    effect = part.effect
+    excludes = (effect is not None and effect.interval is not None
+                and (min(effect.interval) > effect.null or max(effect.interval) < effect.null))
+    return (f"estimate inside ±δ = {part.near}: a difference larger than δ is unlikely, though not excluded"
+            + ("; the interval excludes none at all: a smaller one is detected" if excludes else ""))
+
+
 def verdict_text(part: Part) -> str:
     """The verdict cell of a part: status, and for an undecided part the way it leans and what would decide it."""
     if part.status == NOT_TESTABLE:
@@ -407,8 +417,7 @@ def verdict_text(part: Part) -> str:
     if part.within:
         return f"inconclusive (no difference larger than δ = {part.within} is likely)"
     if part.near:
-        return (f"inconclusive (estimate inside ±δ = {part.near}: no difference larger than δ is likely, none "
-                f"excluded" + (f"; MDE {part.mde:.3g}" if part.mde is not None else "") + ")")
+        return f"inconclusive ({near_text(part)}" + (f"; MDE {part.mde:.3g}" if part.mde is not None else "") + ")"
     bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
     if part.mde is not None:
         bits.append(f"MDE {part.mde:.3g}")
@@ -444,6 +453,15 @@ def parts_tested(verdict) -> str:
                      for said, ids in readings.items())
 
 
+NOT_RUN = "not run here"  # a claim whose arms no run has (the sweep that runs them is named)
+
+
+def shown_as(verdict) -> str:
+    """The status as the page prints it: a claim the runs lack the arms or the model of reads "not run here"
+    (referee 18: "not applicable" read as if the claim did not apply), every other as shown_status prints it."""
+    return NOT_RUN if verdict.status == NOT_APPLICABLE else shown_status(verdict.status)
+
+
 def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> ClaimView:
     """`titles`: study id -> the title the report gives it (StudyResult.titles)."""
     claim, verdict = result.claim, result.verdict
@@ -460,7 +478,7 @@ def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> Cla
                      (titles or {}).get(verdict.study, verdict.study),
                      f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""),
                      str(verdict.study or ""), _text(getattr(claim, "quote", None)), _text(getattr(claim, "where", None)),
-                     _text(getattr(verdict, "scale", None)), shown_status(verdict.status), dict(result.figures),
+                     _text(getattr(verdict, "scale", None)), shown_as(verdict), dict(result.figures),
                      tested=parts_tested(verdict))
 
 

@@ -1,4 +1,4 @@
-"""MNIST or Fashion-MNIST from their IDX files, read as a sequence of image rows."""
+"""MNIST or Fashion-MNIST from their IDX files, read as a sequence of image rows, or of pixels (sequential MNIST)."""
 
 import math
 from dataclasses import dataclass
@@ -33,11 +33,16 @@ class IdxConfig(TaskConfig):
     path: Optional[str] = None  # folder with the four IDX files, each plain or .gz; required
     limit_train: Optional[int] = None  # use only the first N training images (quick runs)
     target: float = 0.9  # val accuracy that counts as solved
+    # null: one image row a step (28 steps of 28 pixels); N: N pixels a step in reading order, a divisor of the
+    # image's pixel count (1: 784 steps, Cooijmans et al. 2016's sequential MNIST)
+    pixels_per_step: Optional[int] = None
 
     def __post_init__(self):
         require_name(self.name, "idx")
         if self.limit_train is not None:
             require_at_least("limit_train", self.limit_train, 2)  # one to train on, one to validate
+        if self.pixels_per_step is not None:
+            require_at_least("pixels_per_step", self.pixels_per_step, 1)
 
     def load(self, seed: int) -> TaskData:
         return load_idx(self, seed)
@@ -114,18 +119,30 @@ def load_idx(config: IdxConfig, seed: int) -> TaskData:
     train_images, train_labels = train_images[: config.limit_train], train_labels[: config.limit_train]
     if len(train_labels) < 2:
         raise TaskDataError(f"idx: {folder} holds {len(train_labels)} training images; at least 2 are needed")
-    x = train_images / np.float32(255)
+    x, test_x = _as_sequences(train_images, config.pixels_per_step), _as_sequences(test_images, config.pixels_per_step)
     y = train_labels.astype(np.int64)
     kept, held_out = holdout(len(train_labels), VAL_FRACTION, np.random.default_rng(seed))
     return TaskData.classification(
         name="idx",
         train=Split(x=x[kept], y=y[kept]),
         val=Split(x=x[held_out], y=y[held_out]),
-        test=Split(x=test_images / np.float32(255), y=test_labels.astype(np.int64)),
+        test=Split(x=test_x, y=test_labels.astype(np.int64)),
         input_kind="features",
-        input_dim=train_images.shape[2],
+        input_dim=x.shape[2],
         n_outputs=n_classes,
         chance=majority_class_accuracy(train_labels[kept], test_labels),
         target=config.target,
-        seq_len=train_images.shape[1],
+        seq_len=x.shape[1],
     )
+
+
+def _as_sequences(images: np.ndarray, pixels_per_step: Optional[int]) -> np.ndarray:
+    """float32 (N, steps, inputs) in [0, 1]: a row a step, or ``pixels_per_step`` pixels a step in reading order."""
+    x = images / np.float32(255)
+    if pixels_per_step is None:
+        return x
+    pixels = images.shape[1] * images.shape[2]
+    if pixels % pixels_per_step:
+        raise TaskDataError(f"idx: task.pixels_per_step={pixels_per_step} does not divide the images' {pixels} pixels "
+                            f"({images.shape[1]}x{images.shape[2]})")
+    return x.reshape(len(images), pixels // pixels_per_step, pixels_per_step)

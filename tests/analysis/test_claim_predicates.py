@@ -238,7 +238,7 @@ def test_a_verdict_carries_effect_seeds_scale_and_lr_protocol(runs_of):
     assert figures["lr"] == "one lr shared by every arm" and figures["scale"].startswith("measured at")
     shown = shown_verdict(BY_ID["dropout_after_norm"], verdict)
     assert shown.startswith(NOT_REPRODUCED + " (the paper: test error of CNNs") and "here: measured at" in shown
-    assert "not reproduced at this scale" in part_rows(verdict)[0][3] and "contradicted" not in part_rows(verdict)[0][3]
+    assert "not reproduced in this setup" in part_rows(verdict)[0][3] and "contradicted" not in part_rows(verdict)[0][3]
 
 
 def test_claims_csv_has_the_referee_columns(runs_of):
@@ -254,7 +254,7 @@ def test_claims_csv_has_the_referee_columns(runs_of):
     assert row["verdict"] == "contradicted"  # the machine value stays
     assert row["seeds"] == 3 and row["effect_low"] < row["effect"] < row["effect_high"]
     view = claim_view(claim_result(claim, verdict))
-    assert view.shown == NOT_REPRODUCED and view.explanation.startswith("Not reproduced at this scale (the paper: test error")
+    assert view.shown == NOT_REPRODUCED and view.explanation.startswith("Not reproduced in this setup (the paper: test error")
 
 
 # --- a claim file names its regime predicates -------------------------------------------------
@@ -372,3 +372,22 @@ def test_the_depth_placement_mechanisms_are_read_at_one_lr_and_their_scores_at_e
         assert "same_lr" in used and (used["same_lr"] == () or set(mechanisms) <= set(used["same_lr"])), claim_id
         if len(mechanisms) < len(by_id[claim_id].parts):
             assert used["own_lr"] == (len(by_id[claim_id].parts),), claim_id
+
+
+def test_a_check_set_after_its_records_says_so_where_it_fails():
+    """Referee 18: six gates were added after their studies had run and the page said so for none. A failing check
+    dated after the earliest record's start discloses it; one dated before, or undated, does not."""
+    runs = pd.DataFrame({"status": ["ok", "ok"], "time.started": ["2026-12-03T08:00:00Z", "2026-12-03T09:30:00Z"],
+                         "axes.norm": ["ln", "none"]})
+    late, early = needs("some_fail", added="2026-12-03T09:00"), needs("some_fail", added="2026-12-03T07:59")
+    arms = {"ln": runs.iloc[:1], "none": runs.iloc[1:]}
+    note = failure(late, arms, runs)
+    assert note is not None and ("(this check was set or last changed on 2026-12-03 09:00 UTC, after these records "
+                                 "were made from 2026-12-03 08:00 UTC: a check fixed after the data)") in note
+    assert "after these records" not in failure(early, arms, runs)
+    assert "after these records" not in failure(needs("some_fail"), arms, runs)
+
+
+def test_every_shipped_check_is_dated():
+    undated = [(c.id, n.name) for c in SHIPPED for n in c.needs if not n.added]
+    assert undated == []

@@ -289,7 +289,7 @@ def test_synthesis_first_then_each_study_with_its_answer(report):
     assert "On copy, " in study and "tie for first: final val" in study and "95% CI" in study and "seeds" in study
     assert "test " in study and "chance " in study
     # claims the runs cannot address are counted, not listed, on the first screen
-    assert "not applicable" in synthesis and 'href="#claim-ln_batch_robust"' not in synthesis
+    assert "not run here" in synthesis and 'href="#claim-ln_batch_robust"' not in synthesis
 
 
 def test_the_batchnorm_train_eval_gap_is_shown_wherever_bn_is_evaluated(tmp_path, write_record):

@@ -189,7 +189,7 @@ def test_a_page_whose_text_outgrows_the_figure_budget_still_fits_its_cap(tmp_pat
 
 
 def test_a_directional_verdict_bh_does_not_keep_says_so_where_its_status_is_printed():
-    """ln_beats_bn_varlen in the example: "not reproduced at this scale" on the claims line and in its section,
+    """ln_beats_bn_varlen in the example: "not reproduced in this setup" on the claims line and in its section,
     while the multiplicity paragraph beside them said Benjamini–Hochberg did not keep it (q 0.19; referee)."""
     from types import SimpleNamespace
 

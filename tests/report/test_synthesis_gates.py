@@ -16,6 +16,8 @@ def test_arms_at_chance_favour_nothing_and_arms_apart_favour_the_best(runs_of):
                  for s in range(4) for n in ("ln", "bn")]
     gated = lines_for(runs_of(*at_chance))
     assert len(gated) == 1 and gated[0].favoured.startswith("not testable here: every arm is at chance")
+    # referee 18: a gated line of 8 seeds an arm read "not ranked yet (one seed per arm)"
+    assert "one seed per arm" not in gated[0].sure and "4+ seeds per arm" in gated[0].sure, gated[0].sure
     apart = [{"seed": s, "best_val": (0.80 if n == "ln" else 0.60) + 0.001 * s, "axes": {"norm": n}}
              for s in range(4) for n in ("ln", "bn")]
     favoured = lines_for(runs_of(*apart))

@@ -26,7 +26,17 @@ def test_a_not_testable_verdict_names_what_its_parts_tested_read():
     assert parts_tested(verdict) == f"parts 1, 2 leaning {TOWARD_CONTRADICTED}, part 3 supported"
     near = SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE), part(INCONCLUSIVE, near="0.1"),
                                                        part(CONTRADICTED)])
-    assert parts_tested(near) == "part 2 no difference larger than δ likely, part 3 not reproduced at this scale"
+    assert parts_tested(near) == "part 2 no difference larger than δ likely, part 3 not reproduced in this setup"
     # nothing tested, or a verdict that already says what its parts read: nothing added
     assert parts_tested(SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE)])) == ""
     assert parts_tested(SimpleNamespace(status=SUPPORTED, parts=[part(SUPPORTED)])) == ""
+
+
+def test_a_claim_no_study_judged_reads_not_run_here():
+    """Referee 18: dropout_after_norm and deepnorm_trains_deep were not run, and "not applicable" misread that."""
+    from normbench.analysis.claims.vocabulary import NOT_APPLICABLE
+    from normbench.report.tables import NOT_RUN, shown_as
+
+    assert shown_as(SimpleNamespace(status=NOT_APPLICABLE, study="")) == NOT_RUN
+    assert shown_as(SimpleNamespace(status=NOT_APPLICABLE, study="s1")) == NOT_RUN  # a study ran, without its arms
+    assert shown_as(SimpleNamespace(status=CONTRADICTED, study="s1")) == "not reproduced in this setup"

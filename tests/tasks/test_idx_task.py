@@ -66,6 +66,19 @@ def test_rows_as_steps_scaled_to_unit_range(mnist):
     )
 
 
+def test_pixels_per_step_reads_the_image_in_reading_order(mnist):
+    """task.pixels_per_step=1: Cooijmans et al.'s sequential MNIST, 784 steps of one pixel; 7: 112 steps of 7."""
+    folder, arrays = mnist
+    one = load_task(IdxConfig(path=str(folder), pixels_per_step=1), seed=0)
+    assert one.test.x.shape[1:] == (784, 1) and (one.input_dim, one.seq_len) == (1, 784)
+    image = arrays["t10k-images-idx3-ubyte"][3]
+    torch.testing.assert_close(one.test.x[3, :, 0], torch.from_numpy(image.reshape(-1) / 255).float())
+    seven = load_task(IdxConfig(path=str(folder), pixels_per_step=7), seed=0)
+    assert seven.test.x.shape[1:] == (112, 7) and seven.seq_len == 112
+    with pytest.raises(TaskDataError, match="pixels_per_step=5 does not divide the images' 784 pixels"):
+        load_task(IdxConfig(path=str(folder), pixels_per_step=5), seed=0)
+
+
 def test_plain_and_gz_files_read_the_same(tmp_path):
     array = np.arange(24).reshape(2, 3, 4)
     plain = write_idx(tmp_path / "a-idx3-ubyte", array, IMAGES_MAGIC, gz=False)

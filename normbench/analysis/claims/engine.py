@@ -189,8 +189,9 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
 
 
 def shown_status(status: str) -> str:
-    """A status as the page prints it: "contradicted" reads "not reproduced at this scale" (the runs are
-    small; the paper's setting is not), every other status as it is."""
+    """A status as the page prints it: "contradicted" reads "not reproduced in this setup" (the runs differ from
+    the paper's in scale and often in task or architecture too, which the scale sentence names; referee 18: "at
+    this scale" blamed the size for what the task did), every other status as it is."""
     return NOT_REPRODUCED if status == CONTRADICTED else status
 
 
@@ -219,7 +220,7 @@ def part_line(index: int, part: Part) -> str:
     if part.status == INCONCLUSIVE and part.within:
         extra = f" (no difference larger than δ = {part.within} is likely)"
     elif part.status == INCONCLUSIVE and part.near:
-        extra = f" (estimate inside ±δ = {part.near}: no difference larger than δ is likely, none excluded)"
+        extra = f" (estimate inside ±δ = {part.near}: a difference larger than δ is unlikely, though not excluded)"
     elif part.status == INCONCLUSIVE:
         bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
         if part.mde is not None:
@@ -513,8 +514,8 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
         where = f" Judged within {name}." if name else ""
     if verdict.status == CONTRADICTED:  # what differs from the paper stands first wherever the verdict is read
         differs = shown_verdict(claim, verdict).removeprefix(NOT_REPRODUCED).strip(" ()")
-        verdict.context = f"Not reproduced at this scale ({differs}). {verdict.context}"
-        verdict.explanation = f"Not reproduced at this scale ({differs}). {verdict.explanation}"
+        verdict.context = f"Not reproduced in this setup ({differs}). {verdict.context}"
+        verdict.explanation = f"Not reproduced in this setup ({differs}). {verdict.explanation}"
     on_curve = any(spec.kind.startswith("converges") for spec in claim.parts)  # decided on val_auc
     if protocol == "tuned":  # each arm's own lr, chosen: the rows say which (elsewhere their lr column is what ran)
         lr_note = lr_protocol.arm_lr_note(verdict.evidence, on_curve) or lr_note

@@ -52,6 +52,10 @@ class Needs:
     parts: tuple[int, ...] = ()
     args: tuple[tuple[str, object], ...] = ()
     remedy: str = ""  # the claim's own remedy, where it knows a better one than the table's
+    # when this use of the check was set or last changed (UTC, "2026-12-03T14:24", from the specs' history): a
+    # check that fails on records made before it is disclosed as such (referee 18: six gates added after their
+    # studies ran, undisclosed), so a reader can weigh a gate fixed after the data
+    added: str = ""
 
     def covers(self, index: int) -> bool:
         return not self.parts or index in self.parts
@@ -61,10 +65,23 @@ class Needs:
         return dict(self.args)
 
 
-def needs(name: str, *parts: int, remedy: str = "", **args) -> Needs:
+def needs(name: str, *parts: int, remedy: str = "", added: str = "", **args) -> Needs:
     if name not in PREDICATES:
         raise KeyError(f"no regime predicate {name!r}; the table has {', '.join(PREDICATES)}")
-    return Needs(name, tuple(parts), tuple(sorted(args.items())), remedy)
+    return Needs(name, tuple(parts), tuple(sorted(args.items())), remedy, added)
+
+
+def after_the_records(need: Needs, runs: pd.DataFrame) -> str:
+    """" (this check was set or last changed on DATE, after these records were made)" where the check's date is
+    later than the earliest record's start; "" where it is not, or where either date is unknown."""
+    if not need.added or "time.started" not in runs:
+        return ""
+    started = pd.to_datetime(runs["time.started"], errors="coerce", utc=True).dropna()
+    added = pd.to_datetime(need.added, errors="coerce", utc=True)
+    if started.empty or pd.isna(added) or not added > started.min():
+        return ""
+    return (f" (this check was set or last changed on {need.added.replace('T', ' ')} UTC, after these records were "
+            f"made from {started.min():%Y-%m-%d %H:%M} UTC: a check fixed after the data)")
 
 
 def holds_text(need: Needs) -> str:
@@ -80,7 +97,8 @@ def failure(need: Needs, arms: Arms, runs: pd.DataFrame) -> str | None:
     remedy = (need.remedy or entry.remedy).format(**need.arguments)
     if isinstance(why, tuple):  # a gate's own remedy, for the plateau it found (regime.TRIVIAL_REMEDY)
         why, remedy = why[0], need.remedy or why[1]
-    return f"not testable here: {why} (the regime needs {holds_text(need)}) — testable with {remedy}"
+    return (f"not testable here: {why} (the regime needs {holds_text(need)}){after_the_records(need, runs)} — "
+            f"testable with {remedy}")
 
 
 # --- what the checks read -----------------------------------------------------------------------

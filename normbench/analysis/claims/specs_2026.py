@@ -96,7 +96,11 @@ CLAIMS_2026: list[Claim] = [
           design="Arms: Pre-LN Transformers with DyT and with LayerNorm at two training-set sizes (task.n_train) and "
                  "equal steps, so the small set is seen many times over (data-scarce) and the large one about once "
                  "(sweeps/dyt_data_regime.yaml). The paper's regime is tokens per parameter; here it is examples seen "
-                 "per distinct example. Saturation is measured as the paper's artifacts do, |αx| > 2.",
+                 "per distinct example, and its thresholds (data-scarce: each example seen 4 times or more; data-rich: at most "
+                 "twice) are this suite's, fixed before the data, not the paper's: its tokens per parameter run from "
+                 "0.016 (64M/1M) to 1.84 (64M/118M), which a 117k-parameter model on a 1 MB corpus cannot span, so "
+                 "they stand for 'repeated many times' and 'seen about once'. Saturation is measured as the paper's "
+                 "artifacts do, |αx| > 2.",
           quote="Across GPT-2-family models spanning 64M–3.78B parameters and 1M–118M tokens, with Llama and ViT "
                 "cross-checks, DyT improves validation loss by 27.3% at 64M/1M but worsens it by 18.8% at 64M/118M; "
                 "[...] The mechanism is measurable: 49% of DyT activations saturate at 1M versus 23% at 118M",
@@ -109,8 +113,8 @@ CLAIMS_2026: list[Claim] = [
           # both score parts compare final quality: each arm at its own lr, and off the task's trivial solutions
           needs=(needs("data_regimes", scarce=4, rich=2,
                        remedy="task.n_train of at least 12800 at the large level with 800 steps of batch 32 (seen at "
-                              "most 2x) beside a small one seen 4x or more (sweeps/dyt_data_regime.yaml)"),
-                 needs("off_chance", 1, 2), needs("off_trivial", 1, 2), needs("own_lr", 1, 2),)),
+                              "most 2x) beside a small one seen 4x or more (sweeps/dyt_data_regime.yaml)", added="2026-12-03T11:03"),
+                 needs("off_chance", 1, 2, added="2026-12-03T11:03"), needs("off_trivial", 1, 2, added="2026-12-03T11:03"), needs("own_lr", 1, 2, added="2026-12-03T11:03"),)),
     Claim("dyt_faster_than_rms",
           "DyT makes a training step faster than RMSNorm, each at its fastest correct kernel.",
           "Zhu, Chen, He, LeCun & Liu 2025, Transformers without Normalization, §6.1 (efficiency)",
@@ -131,7 +135,7 @@ CLAIMS_2026: list[Claim] = [
                    "DyT layers and whole model, BF16, one GPU",
           regime="the paper's hardware (a GPU, BF16); like against like: each kind at its fastest correct "
                  "implementation on that device; timings interleaved in one process (the speed part's rules)",
-          needs=(needs("one_device"), needs("timed_as_paper", device="cuda", precision="bf16"))),
+          needs=(needs("one_device", added="2026-12-03T09:53"), needs("timed_as_paper", device="cuda", precision="bf16", added="2026-12-03T09:53"))),
     Claim("derf_outperforms",
           "In a Pre-LN Transformer, Derf (γ·erf(αx + s) + β) scores better than LayerNorm, RMSNorm and DyT.",
           "Chen, Lu, Zhu, Sun & Liu 2025, Stronger Normalization-Free Transformers (arXiv 2512.10938), Abstract",
@@ -150,7 +154,7 @@ CLAIMS_2026: list[Claim] = [
           measures="ImageNet top-1, DiT FID, wav2vec 2.0 loss, DNA accuracy and GPT-2 loss with each norm in place",
           regime="normalization must matter (LN better than none); off chance and ceiling; the paper's scale is "
                  "ViT-B and up",
-          needs=(needs("off_ceiling"), needs("off_trivial"),)),
+          needs=(needs("off_ceiling", added="2026-12-02T14:12"), needs("off_trivial", added="2026-12-02T14:12"),)),
     Claim("derf_muon_interaction",
           "Derf's gap to RMSNorm is larger under Muon than under AdamW (a norm × optimizer interaction).",
           "Abouzeid 2026, Does Your Optimizer Care How You Normalize? Normalization-Optimizer Coupling in LLM "
@@ -173,7 +177,7 @@ CLAIMS_2026: list[Claim] = [
           regime="both optimizers train (off chance); equal steps and data; the paper's scale is 1B parameters, "
                  "1000 steps",
           # AdamW and Muon want lrs a decade apart: one lr for both decides the interaction's sign
-          needs=(needs("off_chance"), needs("equal_data"), needs("own_lr"),)),
+          needs=(needs("off_chance", added="2026-12-03T07:49"), needs("equal_data", added="2026-12-03T07:49"), needs("own_lr", added="2026-12-03T07:49"),)),
     Claim("periln_balanced_variance",
           "Peri-LN keeps the hidden-state variance from growing with depth as Pre-LN's does, and its gradient norms "
           "are more even across depth.",
@@ -208,12 +212,12 @@ CLAIMS_2026: list[Claim] = [
                    "Pre-LN vs Post-LN vs Peri-LN",
           regime="deep enough for variance to grow under Pre-LN (the slope of ln Var positive for Pre-LN), an lr where "
                  "both train; the paper's scale is 400M parameters and up",
-          needs=(needs("pre_variance_grows", 1, 3, arm="pre"), needs("recorded", 1, column="profiles.hidden_var_last_log"),
-                 needs("recorded", 2, column="metrics.layer_grad_log_ratio"),
-                 needs("recorded", 3, column="metrics.hidden_var_log_slope"),
+          needs=(needs("pre_variance_grows", 1, 3, arm="pre", added="2026-12-03T11:44"), needs("recorded", 1, column="profiles.hidden_var_last_log", added="2026-12-03T11:44"),
+                 needs("recorded", 2, column="metrics.layer_grad_log_ratio", added="2026-12-03T10:41"),
+                 needs("recorded", 3, column="metrics.hidden_var_log_slope", added="2026-12-03T11:44"),
                  # read at the end of training: what a placement's variance and gradients become depends on its lr,
                  # so the arms are compared at one lr (a referee found each measure moving more with lr than placement)
-                 needs("same_lr"),)),
+                 needs("same_lr", added="2026-12-03T14:24"),)),
     Claim("mixln_deep_layers",
           "Pre-LN gives its deeper layers smaller gradients and makes them less useful; Mix-LN (Post-LN in the "
           "first layers, Pre-LN after) gives deeper layers relatively larger gradients, makes them matter more, "
@@ -237,10 +241,10 @@ CLAIMS_2026: list[Claim] = [
                    "70M–7B, Pre-LN vs Post-LN vs Mix-LN",
           regime="deep enough that Pre-LN's deep blocks are near-identity (a small loss increase when skipped); both "
                  "arms off chance; the paper's scale is 70M parameters and up",
-          needs=(needs("recorded", 1, column="metrics.layer_grad_log_ratio"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"),
-                 needs("deep_blocks_idle", 2, arm="pre", share=IDLE_SHARE), needs("off_ceiling", 3),
+          needs=(needs("recorded", 1, column="metrics.layer_grad_log_ratio", added="2026-12-03T09:59"), needs("recorded", 2, column="metrics.skip_loss_increase_deep", added="2026-12-03T09:59"),
+                 needs("deep_blocks_idle", 2, arm="pre", share=IDLE_SHARE, added="2026-12-03T10:41"), needs("off_ceiling", 3, added="2026-12-03T10:41"),
                  # the score at each arm's own lr; the mechanisms, read after training, at one lr for every arm
-                 needs("own_lr", 3), needs("same_lr", 1, 2),)),
+                 needs("own_lr", 3, added="2026-12-03T14:24"), needs("same_lr", 1, 2, added="2026-12-03T14:24"),)),
     Claim("lns_variance_depth",
           "LayerNorm Scaling (the norm's output × 1/√ℓ) keeps the hidden-state variance from growing with depth as "
           "Pre-LN's does, makes the deep layers matter more, and scores better than Pre-LN.",
@@ -265,10 +269,10 @@ CLAIMS_2026: list[Claim] = [
           regime="deep enough that Pre-LN's variance grows (positive slope of ln Var); off chance; the paper's scale "
                  "is 130M parameters and up",
           # part 2 says LNS lifts the deep blocks Pre-LN leaves idle: only where Pre-LN's deep blocks are idle
-          needs=(needs("pre_variance_grows", 1, arm="pre"), needs("recorded", 2, column="metrics.skip_loss_increase_deep"),
-                 needs("deep_blocks_idle", 2, arm="pre", share=IDLE_SHARE), needs("off_ceiling", 3),
+          needs=(needs("pre_variance_grows", 1, arm="pre", added="2026-12-03T09:59"), needs("recorded", 2, column="metrics.skip_loss_increase_deep", added="2026-12-03T09:59"),
+                 needs("deep_blocks_idle", 2, arm="pre", share=IDLE_SHARE, added="2026-12-03T09:59"), needs("off_ceiling", 3, added="2026-12-03T09:59"),
                  # the score at each arm's own lr; the mechanisms, read after training, at one lr for every arm
-                 needs("own_lr", 3), needs("same_lr", 1, 2),)),
+                 needs("own_lr", 3, added="2026-12-03T14:24"), needs("same_lr", 1, 2, added="2026-12-03T14:24"),)),
     Claim("qknorm_lr_sensitivity",
           "qk-layernorm makes final quality less sensitive to the learning rate (a smaller lr-sensitivity area over "
           "a log-spaced lr grid) and keeps the attention logits from growing at a high lr.",
@@ -298,7 +302,7 @@ CLAIMS_2026: list[Claim] = [
                    "qk-layernorm; the maximum attention logit during training",
           regime="an lr grid whose top reaches the instability for the model without qk-layernorm; the same grid for "
                  "both arms; the paper's small models are 9.4M parameters and up",
-          needs=(needs("lr_top_unstable", 1, arm="no qk-norm"),)),
+          needs=(needs("lr_top_unstable", 1, arm="no qk-norm", added="2026-12-02T14:12"),)),
     Claim("deepnorm_trains_deep",
           "Deep Post-LN Transformers fail to train more often than DeepNorm ones, and DeepNorm is not worse than "
           "Pre-LN.",
@@ -319,5 +323,5 @@ CLAIMS_2026: list[Claim] = [
           measures="BLEU of 18L–1000L encoder-decoder Transformers on WMT-17 and OPUS-100, Post-LN vs Pre-LN vs "
                    "DeepNorm, and which runs diverge",
           regime="deep enough (and an lr high enough) that Post-LN fails in some seeds; Pre-LN off chance",
-          needs=(needs("some_fail", 1), needs("off_chance", 2),)),
+          needs=(needs("some_fail", 1, added="2026-12-02T14:12"), needs("off_chance", 2, added="2026-12-02T14:12"),)),
 ]
