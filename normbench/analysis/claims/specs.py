@@ -480,7 +480,10 @@ CLAIMS: list[Claim] = [
                  "predicate); the largest gradient norm and kurtosis no longer decide. The flow is read at the runs' own "
                  "recurrent init (model.recurrent_init, named in each arm's settings): PyTorch's uniform init by "
                  "default, where an orthogonal one (gamma_flow's, Cooijmans et al.'s) starts the unnormalized cell "
-                 "closer to norm-preserving, so the gap may be smaller there.",
+                 "closer to norm-preserving, so the gap may be smaller there. What is read is the flow at "
+                 "initialization, the mechanism §3.1 names, not stability over training: a supported verdict says the "
+                 "in-cell LN keeps more gradient flowing back at init. LayerNorm on the output leaves the recurrence "
+                 "as the unnormalized cell has it, so at init part 2 reads about what part 1 reads, seed for seed.",
           quote="In a standard RNN, there is a tendency for the average magnitude of the summed inputs to the "
                 "recurrent units to either grow or shrink at every time-step, leading to exploding or vanishing "
                 "gradients. In a layer normalized RNN, the normalization terms make it invariant to re-scaling all "
