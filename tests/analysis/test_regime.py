@@ -239,6 +239,8 @@ def test_a_claim_part_whose_improving_arm_already_leads_is_not_gated(write_recor
     # lead, so "ln better than bn" stands; bn still rising behind could catch up, so that gates
     lead = judge(MIXED, _rising_arms(write_record, tmp_path / "lead", {"ln"}))
     assert lead.parts[0].status == SUPPORTED, lead.explanation
+    # and it says so, where the page would otherwise hide why a still-improving arm did not gate (referee 18)
+    assert "ln is still improving at the end: more steps could only widen its lead" in lead.parts[0].note
     trail = judge(MIXED, _rising_arms(write_record, tmp_path / "trail", {"bn"}))
     assert trail.parts[0].status == NOT_TESTABLE and "still improving at the end (bn: 3 of 3 runs" in trail.parts[0].note
     # "bn better than ln" is contradicted by the same records: ln is the leader there too, and its rise voids nothing

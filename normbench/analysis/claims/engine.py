@@ -405,6 +405,9 @@ def _gated(claim: Claim, spec: PartSpec, ctx: Context, curves: pd.DataFrame | No
         if leader is not None:
             gate = regime.check({n: ctx.arms[n] for n in names}, ctx.runs, gates, claim.compare + claim.pool, curves,
                                 leader=leader)
+            if gate is None:  # said where it applies (referee 18: part 3 read supported with its leader still improving)
+                return replace(tested, note=tested.note + f" {leader} is still improving at the end: more steps could "
+                               f"only widen its lead, so the still-improving check does not void this part.")
     if gate is None:
         return None
     return Part(spec.assertion, NOT_TESTABLE, f"{' vs '.join(names)}: regime checked before any test ({gate.kind}).",

@@ -423,7 +423,10 @@ CLAIMS: list[Claim] = [
                             "norm.fp32=true the norm computes in fp32, where no eps vanishes)")),
           design="Arms: runs whose norms compute in fp16, with an eps fp16 cannot hold (below half its smallest "
                  "subnormal, 6e-8) and one it keeps. The failure needs a row of zero fp16 variance (padding, a "
-                 "constant input, h_0 = 0 in an in-cell LN), where (x − mean)/√(var + eps) is 0/0.",
+                 "constant input, h_0 = 0 in an in-cell LN), where (x − mean)/√(var + eps) is 0/0. That is "
+                 "arithmetic, not chance: where it fails it fails at the first step in every seed, so its seeds "
+                 "repeat one outcome rather than sample one, and its rate test (Fisher's exact p 0.05 at 3 against 0 "
+                 "of 3) is the floor of three seeds, not a measure of how sure the arithmetic is.",
           quote="When the input is a torch.float16 tensor and all values are 0, the torch.nn.functional.layer_norm "
                 "function returns nan.",
           where="PyTorch issue #41527 (eps = 1e-12); also TensorFlow PR #24979: \"The original epsilon value (1e-12) "
@@ -480,7 +483,10 @@ CLAIMS: list[Claim] = [
                  "predicate); the largest gradient norm and kurtosis no longer decide. The flow is read at the runs' own "
                  "recurrent init (model.recurrent_init, named in each arm's settings): PyTorch's uniform init by "
                  "default, where an orthogonal one (gamma_flow's, Cooijmans et al.'s) starts the unnormalized cell "
-                 "closer to norm-preserving, so the gap may be smaller there.",
+                 "closer to norm-preserving, so the gap may be smaller there. What is read is the flow at "
+                 "initialization, the mechanism §3.1 names, not stability over training: a supported verdict says the "
+                 "in-cell LN keeps more gradient flowing back at init. LayerNorm on the output leaves the recurrence "
+                 "as the unnormalized cell has it, so at init part 2 reads about what part 1 reads, seed for seed.",
           quote="In a standard RNN, there is a tendency for the average magnitude of the summed inputs to the "
                 "recurrent units to either grow or shrink at every time-step, leading to exploding or vanishing "
                 "gradients. In a layer normalized RNN, the normalization terms make it invariant to re-scaling all "
