@@ -174,7 +174,10 @@ def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = Non
              + (f": {', '.join(name(r) for r in kept)}" if kept else ""))
     if lost:
         line += f"; it does not keep {', '.join(f'{name(r)} ({r.status}, q {_q(r.q)})' for r in lost)}"
-    return line + "; q per judged verdict: " + ", ".join(f"{name(r)} {_q(r.q)}" for r in found) + "."
+    undecided = any(r.status == INCONCLUSIVE for r in found)
+    return (line + "; q per judged verdict" + (" (an inconclusive one's: its undecided part's difference from no "
+                                               "effect, which decides nothing)" if undecided else "")
+            + ": " + ", ".join(f"{name(r)} {_q(r.q)}" for r in found) + ".")
 
 
 def _q(q: float) -> str:
