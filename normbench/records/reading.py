@@ -100,8 +100,8 @@ def walk_records(folder: Path) -> tuple[list[Path], list[SetAside]]:
 
     for top, folders, files in os.walk(folder, onerror=unlisted):
         passed_over += [SetAside(Path(top, name, SUMMARY), "the folder is a symbolic link")
-                        for name in folders if os.path.islink(os.path.join(top, name))]
-        if SUMMARY in files:
+                        for name in folders if name != SUMMARY and os.path.islink(os.path.join(top, name))]
+        if SUMMARY in files or SUMMARY in folders:  # a folder so named is read and set aside as one
             found.append(Path(top, SUMMARY))
     return sorted(found), sorted(passed_over, key=lambda aside: aside.path)
 
