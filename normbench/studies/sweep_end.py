@@ -265,6 +265,7 @@ class SweepSummary(Callback):
                 print(f"normbench: stopped by {stopped} during the report; no report written", file=sys.stderr)
                 stop = KeyboardInterrupt()
                 stop.signum = stopped.signum
+                stop.said = True  # this line is the stop's one line: main adds none (hostile V14)
                 raise stop from None
             except ReportError as err:
                 print(f"normbench: no report: {err}", file=sys.stderr)
