@@ -58,6 +58,13 @@ def not_ours(run_dir: Path, log_name: str, hydra_files: str | None = None) -> st
     the run would append to it."""
     if any(os.path.lexists(Path(run_dir) / name) for name in (SUMMARY, LOCK)):
         return None
+    try:
+        os.scandir(run_dir).close()
+    except FileNotFoundError:
+        return None
+    except OSError as error:  # C67: named as what it is, not as its own content
+        return (f"the run folder {run_dir} cannot be listed ({error.strerror or error}); a run never writes "
+                f"where it cannot see what is there: choose another output folder")
     allowed = (hydra_files,) if hydra_files else ()
     if _log_left_alone(Path(run_dir) / log_name):
         allowed += (log_name,)

@@ -41,13 +41,16 @@ def find_records(paths: Iterable[Path]) -> Records:
         if not os.path.lexists(root):
             missing.append(root)
             continue
-        candidates = [root] if root.name == SUMMARY else record_paths(root)
+        candidates, unlisted = ([root], []) if root.name == SUMMARY else walk_records(root)
+        set_aside += unlisted
         for summary_path in candidates:
             resolved = summary_path.resolve()
             if resolved in seen:
                 continue
             seen.add(resolved)
             record = read_summary(summary_path)
+            if isinstance(record, RunRecord) and (why := oversized_metrics(record.run_dir)):
+                record = SetAside(summary_path, why)
             if isinstance(record, SetAside):
                 set_aside.append(record)
             else:
@@ -77,11 +80,49 @@ def count_records(paths: Iterable[Path], limit: int = MAX_REPORT_RECORDS) -> int
 
 
 def record_paths(folder: Path) -> list[Path]:
-    """Every summary.json under ``folder``, sorted; a folder that cannot be listed yields nothing."""
+    """Every summary.json under ``folder``, sorted (walk_records; the folders it passes over are not named)."""
+    return walk_records(folder)[0]
+
+
+def walk_records(folder: Path) -> tuple[list[Path], list[SetAside]]:
+    """Every summary.json under ``folder``, sorted, and each folder under it not looked in, set aside.
+
+    A folder that cannot be listed, and a symbolic link to a folder (never followed: it may point
+    anywhere, even to a record already counted), come back as SetAside of the summary.json they
+    would hold, so a record lost to either is counted and named as an unreadable one is.
+    """
+    found: list[Path] = []
+    passed_over: list[SetAside] = []
+
+    def unlisted(error: OSError) -> None:
+        where = Path(error.filename if error.filename is not None else folder)
+        passed_over.append(SetAside(where / SUMMARY, f"the folder cannot be listed ({error.strerror or error})"))
+
+    for top, folders, files in os.walk(folder, onerror=unlisted):
+        passed_over += [SetAside(Path(top, name, SUMMARY), "the folder is a symbolic link")
+                        for name in folders if name != SUMMARY and os.path.islink(os.path.join(top, name))]
+        if SUMMARY in files or SUMMARY in folders:  # a folder so named is read and set aside as one
+            found.append(Path(top, SUMMARY))
+    return sorted(found), sorted(passed_over, key=lambda aside: aside.path)
+
+
+# The most bytes of one run's metrics.jsonl the curves read. The runner writes ~150 bytes a train or
+# eval line and a few kB a probe line, so a long run's file is some MB; a file past this cap (a sparse
+# file can claim terabytes, read at ~160 MB/s) would hold up the report for minutes, so its run is set
+# aside instead.
+MAX_METRICS_BYTES = 1 << 30
+METRICS = "metrics.jsonl"
+
+
+def oversized_metrics(run_dir: Path) -> str | None:
+    """Why the run's metrics.jsonl is not read (it is larger than MAX_METRICS_BYTES), or None."""
     try:
-        return sorted(Path(folder).rglob(SUMMARY))
+        info = os.lstat(Path(run_dir) / METRICS)
     except OSError:
-        return []
+        return None  # missing or unreadable: the curve reader skips it
+    if stat.S_ISREG(info.st_mode) and info.st_size > MAX_METRICS_BYTES:
+        return f"{METRICS} is larger than {MAX_METRICS_BYTES >> 20} MiB"
+    return None
 
 
 @contextlib.contextmanager
@@ -111,13 +152,14 @@ def read_curves(run_dirs: Iterable[Path]) -> pd.DataFrame:
 
     A line that does not parse (the runner flushes per line, so a killed run can leave the last
     one cut short), is not an object, or has no valid step (an int from 0 to 2**53) is skipped;
-    so is a missing file or one that is not a regular file. A value that is not a number, or a
+    so is a missing file, one that is not a regular file, and one larger than MAX_METRICS_BYTES
+    (find_records sets its run aside with that reason, oversized_metrics). A value that is not a number, or a
     finite number outside float32's range, reads as missing (NaN); NaN and inf are kept, as the
     runner writes them for a diverged run, and `time_s` must be finite and >= 0.
     """
     rows: list[dict] = []
     for run_dir in run_dirs:
-        for entry in _jsonl_objects(Path(run_dir) / "metrics.jsonl"):
+        for entry in _jsonl_objects(Path(run_dir) / METRICS):
             if entry.get("kind") not in ("train", "eval"):
                 continue
             step = entry.get("step")
@@ -154,14 +196,14 @@ def _jsonl_objects(path: Path) -> Iterable[dict]:
     except OSError:
         return
     try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        info = os.fstat(fd)
     except OSError:
-        regular = False
-    if not regular:
+        info = None
+    if info is None or not stat.S_ISREG(info.st_mode) or info.st_size > MAX_METRICS_BYTES:
         os.close(fd)
         return
     with os.fdopen(fd, "rb") as handle:
-        while line := handle.readline(MAX_LINE_BYTES):
+        while handle.tell() <= MAX_METRICS_BYTES and (line := handle.readline(MAX_LINE_BYTES)):  # a file still growing
             if not line.endswith(b"\n") and len(line) == MAX_LINE_BYTES:
                 while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
                     pass  # skip the rest of an overlong line without holding it

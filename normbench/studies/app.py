@@ -650,7 +650,8 @@ def main(from_process_start: bool = False) -> None:
         children.ignore_stops()
         children.quiet_half_imported_torch()
         signum = getattr(stop, "signum", None)
-        if not children.runner_says_stops():  # a study's or tune's round: their line is the one (S19)
+        # a study's or tune's round: their line is the one (S19); the end-of-sweep report says its own (V14)
+        if not children.runner_says_stops() and not getattr(stop, "said", False):
             written = written_since(began, [*job.run_dirs, hydra_files.SWEEP_DIR])
             print(stop_line(signum, written), file=sys.stderr)
         sys.exit(128 + (signum or signal.SIGINT))  # as every subcommand's stop: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP

@@ -6,6 +6,7 @@ the command that ranks them, and last the arms' means and ranks with the report'
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 import sys
 import time
@@ -22,6 +23,7 @@ from normbench.records.metrics import (
     TIMING_NOISY,  # step_ms p90/p10 above this: the load changed while the run was timed
 )
 from normbench.records.reading import find_records
+from normbench.records.record import SUMMARY
 from normbench.studies import children, lost_workers
 from normbench.training import machine
 
@@ -135,7 +137,19 @@ def unrun_jobs(sweep_dir: Path) -> list[str]:
     """The sweep's job folders (Hydra's numbered ones) that hold no record: a job refused before its record
     (bad input), or one whose worker was lost before it started."""
     return sorted((p.name for p in _entries(sweep_dir) if p.name.isdigit() and p.is_dir()
-                   and not (p / "summary.json").exists()), key=int)
+                   and not _may_hold_record(p)), key=int)
+
+
+def _may_hold_record(job_dir: Path) -> bool:
+    """Whether a job folder holds a summary.json, or cannot be looked in (find_records set it aside and
+    the report named it: not a job that never ran, and no exception out of Hydra's callback, hostile C67)."""
+    try:
+        os.lstat(job_dir / SUMMARY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def time_arms(config: DictConfig, sweep_dir: Path) -> float:
@@ -251,6 +265,7 @@ class SweepSummary(Callback):
                 print(f"normbench: stopped by {stopped} during the report; no report written", file=sys.stderr)
                 stop = KeyboardInterrupt()
                 stop.signum = stopped.signum
+                stop.said = True  # this line is the stop's one line: main adds none (hostile V14)
                 raise stop from None
             except ReportError as err:
                 print(f"normbench: no report: {err}", file=sys.stderr)

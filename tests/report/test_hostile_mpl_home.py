@@ -44,3 +44,17 @@ def test_a_backend_matplotlib_does_not_know_does_not_stop_the_report(tmp_path):
     home.mkdir()
     cache, folder = _draw(home, MPLBACKEND="bogus")
     assert cache == folder
+
+
+def test_an_unsaved_font_cache_says_nothing(tmp_path):
+    """Hostile F04 F06 F18 (H6): under `ulimit -f`, matplotlib's "Could not save font_manager cache" came
+    before the command's own line about what it could not write."""
+    import resource
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    clean = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME")}
+    done = subprocess.run([sys.executable, "-c", DRAW], env={**clean, "HOME": str(tmp_path), "MPLCONFIGDIR": str(tmp_path)},
+                          capture_output=True, text=True, timeout=HANG_S, preexec_fn=limited)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
