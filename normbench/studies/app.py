@@ -27,13 +27,14 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from normbench.analysis.rules import other_score, record_score
-from normbench.checks import to_devnull
+from normbench.checks import require, to_devnull
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register
 from normbench.configuration.env_names import CONTROL, IN_RUN_FOLDER, NAME_KEYS, refused_env_name, too_long_name
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.records import folders, sweep_time
 from normbench.records.folders import stale_note
+from normbench.records.metrics import target_in_range, target_range
 from normbench.records.record import RUNNING, SetAside, read_summary
 from normbench.report.output import inside
 from normbench.studies import children, orphans, sweep_end
@@ -119,6 +120,18 @@ def check_job(hc, node: DictConfig) -> None:
     if chosen in TASK_CONFIGS and task_name != chosen:
         raise ConfigError(f"task.name={task_name!r} does not match task={chosen} (its length, sizes and target are "
                           f"{chosen}'s); choose the task with task={task_name}")
+    check_target(node)
+
+
+def check_target(node: DictConfig) -> None:
+    """task.target against its task's metric (normbench/records/metrics.py): an accuracy target of -0.5 would be
+    reached at the first evaluation of a model at chance, one of 1.5 or an MSE of -1 by no run."""
+    task = node.get("task")
+    metric = getattr(TASK_CONFIGS.get(task.get("name")), "metric", None) if isinstance(task, DictConfig) else None
+    target = task.get("target") if metric else None
+    if isinstance(target, (int, float)) and not isinstance(target, bool) and math.isfinite(target):
+        require(target_in_range(metric, float(target)),
+                f"task.target={target:g} is no target for {metric}, the task's metric: it must be {target_range(metric)}")
 
 
 def non_finite(value, key: str = "") -> str | None:

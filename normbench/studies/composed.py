@@ -56,7 +56,7 @@ def check_jobs(overrides: list[str], params: dict[str, str] | None = None) -> No
     from omegaconf.errors import OmegaConfBaseException
 
     from normbench.configuration.config import config_dir, register, to_config
-    from normbench.studies.app import message_text
+    from normbench.studies.app import check_target, message_text
     from normbench.training.tracking import env_secrets, interpolated_secrets
 
     jobs = job_overrides(overrides, params)
@@ -76,6 +76,7 @@ def check_jobs(overrides: list[str], params: dict[str, str] | None = None) -> No
                 continue
             try:
                 to_config(node)
+                check_target(node)
                 return
             except (OmegaConfBaseException, ValueError, TypeError) as error:  # ConfigError is a ValueError
                 masked = sorted({*secrets, *interpolated_secrets(node)}, key=len, reverse=True)
