@@ -45,6 +45,10 @@ from omegaconf.errors import OmegaConfBaseException
 
 from normbench.configuration import hydra_files
 from normbench.configuration.schema import (
+    DTYPES,
+    FAMILIES,
+    KINDS,
+    OPTIMIZERS,
     TASK_CONFIGS,
     Config,
     ConfigError,
@@ -53,6 +57,7 @@ from normbench.configuration.schema import (
     OptimConfig,
     PlacementConfig,
     PrecisionConfig,
+    placement_names,
 )
 from normbench.norms import user as user_norms
 
@@ -115,6 +120,27 @@ def offer_norm_kind(name: str) -> None:
 PART_GROUPS = {"model": ModelShape, "norm": NormSpec, "placement": PlacementConfig, "precision": PrecisionConfig,
                "optim": OptimConfig}
 ONE_OPTION_GROUPS = (*PART_GROUPS, "task")
+# Each group's identity key, its built-in options (conf/GROUP/NAME.yaml sets KEY: NAME), and what such an option
+# sets besides. The key given another built-in's name on top of an option (``model=lstm model.family=transformer``)
+# would run that one at the option's settings, recorded as the plain one (hostile h18 H4). A name no option of the
+# group has (a family a plugin registers) is given so, on top of an option that holds its settings.
+GROUP_IDENTITY = {"task": ("name", tuple(TASK_CONFIGS), "length, sizes and target"),
+                  "model": ("family", FAMILIES, "layers and sizes"),
+                  "norm": ("kind", KINDS, "settings"),
+                  "placement": ("name", placement_names(), "settings"),
+                  "optim": ("name", OPTIMIZERS, "weight decay and momentum"),
+                  "precision": ("dtype", DTYPES, "settings")}
+
+
+def require_own_identity(choices, node: DictConfig) -> None:
+    """ConfigError (one line) where a group's identity key names another built-in option than the one chosen
+    (``choices``: Hydra's runtime choices): ``task=adding task.name=copy`` is copy at adding's sizes."""
+    for group, (key, built_in, holds) in GROUP_IDENTITY.items():
+        chosen, part = choices.get(group), node.get(group)
+        value = part.get(key) if isinstance(part, DictConfig) else None
+        if chosen in built_in and value != chosen and (group == "task" or value in built_in):
+            raise ConfigError(f"{group}.{key}={value!r} does not match {group}={chosen} (its {holds} are {chosen}'s); "
+                              f"choose the {group} with {group}={value}")
 
 
 def to_config(cfg: DictConfig) -> Config:

@@ -29,7 +29,7 @@ from omegaconf.errors import OmegaConfBaseException
 from normbench.analysis.rules import other_score, record_score
 from normbench.checks import require, to_devnull
 from normbench.configuration import hydra_files
-from normbench.configuration.config import ConfigError, config_dir, register
+from normbench.configuration.config import ConfigError, config_dir, register, require_own_identity
 from normbench.configuration.env_names import CONTROL, IN_RUN_FOLDER, NAME_KEYS, refused_env_name, too_long_name
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.records import folders, sweep_time
@@ -101,8 +101,8 @@ def describe(summary: dict) -> str:
 
 
 def check_job(hc, node: DictConfig) -> None:
-    """What Hydra accepts but a run must not: a log name that leaves the run folder, a task group
-    whose settings were given to another task (``task=adding task.name=copy``)."""
+    """What Hydra accepts but a run must not: a log name that leaves the run folder, a group's option whose
+    settings were given to another (``task=adding task.name=copy``, ``model=lstm model.family=transformer``)."""
     refused = refused_env_name(written_names(node))
     if refused:
         raise ConfigError(refused)
@@ -115,11 +115,7 @@ def check_job(hc, node: DictConfig) -> None:
     if too_long:
         raise ConfigError(too_long)
     _check_overrides(_as_typed(hc.overrides.task), node, set(hc.runtime.choices))
-    chosen = hc.runtime.choices.get("task")
-    task_name = node.get("task", {}).get("name") if isinstance(node.get("task"), DictConfig) else None
-    if chosen in TASK_CONFIGS and task_name != chosen:
-        raise ConfigError(f"task.name={task_name!r} does not match task={chosen} (its length, sizes and target are "
-                          f"{chosen}'s); choose the task with task={task_name}")
+    require_own_identity(hc.runtime.choices, node)
     check_target(node)
 
 
