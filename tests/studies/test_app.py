@@ -78,8 +78,6 @@ BAD_INPUTS = [
                                       "lstm's); choose the model with model=transformer"),
     (["model=transformer", "model.family=rnn"], 2, "choose the model with model=rnn"),
     (["model=transformer", "model.family=mingru"], 2, "model.family='mingru' does not match model=transformer"),
-    (["norm=ln", "norm.kind=bn"], 2, "norm.kind='bn' does not match norm=ln"),
-    (["placement=pre", "placement.name=mix"], 2, "placement.name='mix' does not match placement=pre"),
     (["optim=adamw", "optim.name=sgd"], 2, "optim.name='sgd' does not match optim=adamw"),
     # a target its metric cannot take: reached by a model at chance, or by no run (hostile h18 H10: O17 O76 O77)
     (["task=digits", "task.target=-0.5"], 2, "task.target=-0.5 is no target for accuracy, the task's metric: it must be in (0, 1]"),
