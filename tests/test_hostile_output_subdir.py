@@ -95,6 +95,14 @@ def test_an_empty_output_folder_is_refused(tmp_path, cli, multirun):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("folder", ["r/./../r2/..", ".", "r/.."])
+def test_a_run_folder_that_is_the_current_one_by_a_detour_is_refused_before_any_folder_is_made(tmp_path, cli, folder):
+    """hostile h18 H8: hydra.run.dir=r/./../r2/.. made r and r2, then refused the folder for holding r2."""
+    code, _, err = cli(f"hydra.run.dir={folder}", "threads=1", "steps=2", "report=false")
+    assert code == 2 and f"hydra.run.dir='{folder}' is the current folder" in err, err
+    assert len(err.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
 def test_a_sweep_folder_with_someone_elses_multirun_yaml_is_refused(tmp_path, cli):
     """O13: a multirun.yaml that is not Hydra's is someone's file, never replaced."""
     victim = tmp_path / "sweep"

@@ -115,6 +115,41 @@ def offer_norm_kind(name: str) -> None:
 PART_GROUPS = {"model": ModelShape, "norm": NormSpec, "placement": PlacementConfig, "precision": PrecisionConfig,
                "optim": OptimConfig}
 ONE_OPTION_GROUPS = (*PART_GROUPS, "task")
+# The groups whose identity key, given another option's name on top of the option chosen, would run that one at the
+# chosen one's settings, recorded as the plain one (``model=lstm model.family=transformer``: a 1-layer Transformer;
+# hostile h18 H4): {group: (its identity key, what its options set besides)}. Refused where the two options' files
+# set different settings; where they set the same (model=lstm model.family=gru) the run is the named option's.
+# norm, placement and precision are not here: the shipped sweep files name a kind, a placement or a dtype so on top
+# of the default option on purpose (sweeps/smoke/bn_bf16.yaml: BatchNorm without conf/norm/bn.yaml's re-estimation).
+GROUP_IDENTITY = {"task": ("name", "length, sizes and target"), "model": ("family", "layers and sizes"),
+                  "optim": ("name", "weight decay and momentum")}
+
+
+def _option_settings(group: str, name: object, key: str) -> dict | None:
+    """What conf/GROUP/NAME.yaml sets besides its identity key (its defaults list left out); None without the file,
+    or where the file is not the option of that name itself (task=digits_rows: digits read by rows)."""
+    path = config_dir() / group / f"{name}.yaml"
+    if not isinstance(name, str) or "/" in name or not path.is_file():
+        return None
+    doc = yaml.safe_load(path.read_text())
+    if not isinstance(doc, dict) or doc.get(key) != name:
+        return None
+    return {k: v for k, v in doc.items() if k not in ("defaults", key)}
+
+
+def require_own_identity(choices, node: DictConfig) -> None:
+    """ConfigError (one line) where a group's identity key names another option than the one chosen (``choices``:
+    Hydra's runtime choices) whose file sets other settings: ``task=adding task.name=copy`` is copy at adding's
+    sizes, ``model=lstm model.family=transformer`` a Transformer at the LSTM's depth."""
+    for group, (key, holds) in GROUP_IDENTITY.items():
+        chosen, part = choices.get(group), node.get(group)
+        value = part.get(key) if isinstance(part, DictConfig) else None
+        if value == chosen:
+            continue
+        own, named = _option_settings(group, chosen, key), _option_settings(group, value, key)
+        if own is not None and named is not None and own != named:
+            raise ConfigError(f"{group}.{key}={value!r} does not match {group}={chosen} (its {holds} are {chosen}'s); "
+                              f"choose the {group} with {group}={value}")
 
 
 def to_config(cfg: DictConfig) -> Config:

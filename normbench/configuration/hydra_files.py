@@ -154,6 +154,15 @@ def _root_or_home(config, keys: tuple[str, ...]) -> None:
             raise Refused(problem)
 
 
+def _current_folder(config, key: str, what: str) -> None:
+    """A folder that names the current one by a detour (``hydra.run.dir=r/./../r2/..``): refused as an empty one is,
+    before Hydra's makedirs leaves r and r2 behind and the folder is refused for holding them (hostile h18 H8)."""
+    value = _resolved(config, key)
+    if value is not None and str(value).strip() and os.path.abspath(str(value)) == os.path.abspath(os.curdir):
+        raise Refused(f"{key}={str(value)[:200]!r} is the current folder: the {what} would be written into it; "
+                      f"name a folder")
+
+
 def literal_cwd(config) -> None:
     """Stores ``hydra.runtime.cwd`` escaped, so that ``${hydra:runtime.cwd}`` (in hydra.run.dir, hydra.sweep.dir
     or a user's config) gives the folder's path as it is: Hydra stores it as plain text, where a ``${...}`` in
@@ -175,6 +184,7 @@ class CheckHydraFiles(Callback):
     def on_run_start(self, config, **kwargs) -> None:
         _blank_path(config, "outputs")
         _root_or_home(config, ("paths.outputs", "hydra.run.dir"))
+        _current_folder(config, "hydra.run.dir", "record")
 
     def on_multirun_start(self, config, **kwargs) -> None:
         _blank_path(config, "multirun")

@@ -46,6 +46,32 @@ TASK_METRICS: dict[str, TaskMetric] = {
     "bpc": TaskMetric(False, "bits per character", (0.0, None), smallest_effect=0.02, chance_band=0.05),
 }
 
+
+def target_range(metric: str) -> str | None:
+    """What a steps-to-target target of ``metric`` can be, in words ("in (0, 1]", ">= 0"), and None for a metric
+    this table does not describe. Outside the metric's bounds no run reaches it; at the bound on the worse side
+    (accuracy 0) every run reaches it at its first evaluation, so that end is open."""
+    spec = TASK_METRICS.get(metric)
+    if spec is None:
+        return None
+    low, high = spec.bounds
+    open_low, open_high = spec.higher_is_better, not spec.higher_is_better
+    if high is None:
+        return f"{'>' if open_low else '>='} {low:g}"
+    return f"in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+
+
+def target_in_range(metric: str, target: float) -> bool:
+    """Whether ``target`` is a target of ``metric`` some run reaches and not every run does (target_range)."""
+    spec = TASK_METRICS.get(metric)
+    if spec is None:
+        return True
+    low, high = spec.bounds
+    above_low = low is None or (target > low if spec.higher_is_better else target >= low)
+    below_high = high is None or (target <= high if spec.higher_is_better else target < high)
+    return above_low and below_high
+
+
 # The score every surface ranks on unless a run's ``optimized_metric`` names another: the last
 # validation evaluation (best_val is the best of many evaluations, selected on the data it reports;
 # final_val_smoothed the mean of the last evaluations, normbench/records/convergence.py). A score's

@@ -27,13 +27,14 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from normbench.analysis.rules import other_score, record_score
-from normbench.checks import to_devnull
+from normbench.checks import require, to_devnull
 from normbench.configuration import hydra_files
-from normbench.configuration.config import ConfigError, config_dir, register
+from normbench.configuration.config import ConfigError, config_dir, register, require_own_identity
 from normbench.configuration.env_names import CONTROL, IN_RUN_FOLDER, NAME_KEYS, refused_env_name, too_long_name
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.records import folders, sweep_time
 from normbench.records.folders import stale_note
+from normbench.records.metrics import target_in_range, target_range
 from normbench.records.record import RUNNING, SetAside, read_summary
 from normbench.report.output import inside
 from normbench.studies import children, orphans, sweep_end
@@ -100,8 +101,8 @@ def describe(summary: dict) -> str:
 
 
 def check_job(hc, node: DictConfig) -> None:
-    """What Hydra accepts but a run must not: a log name that leaves the run folder, a task group
-    whose settings were given to another task (``task=adding task.name=copy``)."""
+    """What Hydra accepts but a run must not: a log name that leaves the run folder, a group's option whose
+    settings were given to another (``task=adding task.name=copy``, ``model=lstm model.family=transformer``)."""
     refused = refused_env_name(written_names(node))
     if refused:
         raise ConfigError(refused)
@@ -114,11 +115,19 @@ def check_job(hc, node: DictConfig) -> None:
     if too_long:
         raise ConfigError(too_long)
     _check_overrides(_as_typed(hc.overrides.task), node, set(hc.runtime.choices))
-    chosen = hc.runtime.choices.get("task")
-    task_name = node.get("task", {}).get("name") if isinstance(node.get("task"), DictConfig) else None
-    if chosen in TASK_CONFIGS and task_name != chosen:
-        raise ConfigError(f"task.name={task_name!r} does not match task={chosen} (its length, sizes and target are "
-                          f"{chosen}'s); choose the task with task={task_name}")
+    require_own_identity(hc.runtime.choices, node)
+    check_target(node)
+
+
+def check_target(node: DictConfig) -> None:
+    """task.target against its task's metric (normbench/records/metrics.py): an accuracy target of -0.5 would be
+    reached at the first evaluation of a model at chance, one of 1.5 or an MSE of -1 by no run."""
+    task = node.get("task")
+    metric = getattr(TASK_CONFIGS.get(task.get("name")), "metric", None) if isinstance(task, DictConfig) else None
+    target = task.get("target") if metric else None
+    if isinstance(target, (int, float)) and not isinstance(target, bool) and math.isfinite(target):
+        require(target_in_range(metric, float(target)),
+                f"task.target={target:g} is no target for {metric}, the task's metric: it must be {target_range(metric)}")
 
 
 def non_finite(value, key: str = "") -> str | None:

@@ -270,14 +270,17 @@ def check_config(overrides: list[str]) -> None:
     """Before any round: StudyArgumentError when no job of the rounds could run its config, composed from
     the overrides and the sweep file's params and checked as a run does (normbench/studies/composed.py). A
     value no job could run, such as ``lr=${oc.env:NAME}`` whose variable holds a word, is then refused in one
-    line with the value masked, rather than each job of the first round failing on it. Hydra's own refusals
-    (an unknown option) are left to the round, which reports them as exit 2."""
+    line with the value masked, rather than each job of the first round failing on it; and so an arm no run of
+    could build (``model=rnn placement=gate,pre``: a round, then nothing compared; hostile h18 H3). Hydra's own
+    refusals (an unknown option) are left to the round, which reports them as exit 2."""
     from normbench.configuration.config import require_one_option
-    from normbench.studies.composed import check_jobs
+    from normbench.studies.composed import check_every_job, check_jobs
 
     try:
         require_one_option(overrides, sweep_flag="")  # norm=[ln,rms]: one merged run per round (hostile h16 N11)
-        check_jobs(overrides, _sweep_params(overrides)[1])
+        params = _sweep_params(overrides)[1]
+        check_jobs(overrides, params)
+        check_every_job(overrides, params)
     except ValueError as error:  # ConfigError
         raise StudyArgumentError(str(error)) from None
 

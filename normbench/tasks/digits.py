@@ -10,6 +10,7 @@ import hashlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -24,6 +25,7 @@ MAX_INTENSITY = 16  # each pixel counts the set bits of a 4x4 block of the origi
 
 @dataclass
 class DigitsConfig(TaskConfig):
+    metric: ClassVar[str] = "accuracy"  # its entry in TASK_METRICS (normbench/records/metrics.py)
     name: str = "digits"
     pixels_per_step: int = 1  # 1: 64 steps of one pixel; 8: 8 rows of 8 pixels; must divide 64
     permute: bool = False  # read the pixels in one fixed random order instead of row by row

@@ -23,7 +23,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 
@@ -148,6 +148,7 @@ def require_documents(task: str, path, parts: list[list], what: str) -> None:
 
 @dataclass
 class FortunesLmConfig(TaskConfig):
+    metric: ClassVar[str] = "bpc"  # its entry in TASK_METRICS (normbench/records/metrics.py)
     name: str = "fortunes_lm"
     path: Optional[str] = FORTUNES_PATH  # the fortunes folder; docs/tasks.md
     examples: str = "windows"  # windows (fixed length) | documents: one each, its first length+1 characters
@@ -181,6 +182,7 @@ class FortunesLmConfig(TaskConfig):
 
 @dataclass
 class FortunesTopicConfig(TaskConfig):
+    metric: ClassVar[str] = "accuracy"  # its entry in TASK_METRICS (normbench/records/metrics.py)
     name: str = "fortunes_topic"
     path: Optional[str] = FORTUNES_PATH  # the fortunes folder; docs/tasks.md
     topics: str = DEFAULT_TOPICS  # the topic files told apart, joined by + (a comma would be a Hydra sweep): one class each

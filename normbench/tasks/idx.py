@@ -3,7 +3,7 @@
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 
@@ -29,6 +29,7 @@ EXPECTED = (
 
 @dataclass
 class IdxConfig(TaskConfig):
+    metric: ClassVar[str] = "accuracy"  # its entry in TASK_METRICS (normbench/records/metrics.py)
     name: str = "idx"
     path: Optional[str] = None  # folder with the four IDX files, each plain or .gz; required
     limit_train: Optional[int] = None  # use only the first N training images (quick runs)

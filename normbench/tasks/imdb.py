@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 
@@ -32,6 +32,7 @@ MAX_TOTAL_BYTES = 256 * MIB
 
 @dataclass
 class ImdbConfig(TaskConfig):
+    metric: ClassVar[str] = "accuracy"  # its entry in TASK_METRICS (normbench/records/metrics.py)
     name: str = "imdb"
     path: Optional[str] = None  # the aclImdb folder; required
     max_vocab: int = 20000  # most frequent training words kept; the rest read as "unknown"

@@ -5,7 +5,7 @@ independent draws and resizing one leaves the examples of the others unchanged.
 """
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, ClassVar, Optional
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from normbench.tasks.data import NOT_SCORED, Split, TaskConfig, TaskData, draw_b
 
 @dataclass
 class AddingConfig(TaskConfig):
+    metric: ClassVar[str] = "mse"  # its entry in TASK_METRICS (normbench/records/metrics.py)
     name: str = "adding"
     length: int = 50  # sequence length T; one marker falls in each half
     n_train: int = 10000
@@ -54,6 +55,7 @@ class AddingConfig(TaskConfig):
 
 @dataclass
 class CopyConfig(TaskConfig):
+    metric: ClassVar[str] = "accuracy"  # its entry in TASK_METRICS (normbench/records/metrics.py)
     name: str = "copy"
     n_symbols: int = 8  # data symbols to choose from
     length: int = 10  # symbols to memorise
@@ -83,6 +85,7 @@ class CopyConfig(TaskConfig):
 
 @dataclass
 class MqarConfig(TaskConfig):
+    metric: ClassVar[str] = "accuracy"  # its entry in TASK_METRICS (normbench/records/metrics.py)
     name: str = "mqar"
     n_pairs: int = 8  # key-value pairs to memorise per sequence
     n_keys: int = 64  # size of the key vocabulary

@@ -7,7 +7,7 @@ variable lengths, padded and masked (normbench/tasks/padding.py).
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 
@@ -30,6 +30,7 @@ TEXT_EXAMPLES = ("windows", "lines", "paragraphs")  # what one example is
 
 @dataclass
 class TextConfig(TaskConfig):
+    metric: ClassVar[str] = "bpc"  # its entry in TASK_METRICS (normbench/records/metrics.py)
     name: str = "text"
     path: Optional[str] = None  # a UTF-8 text file; required
     length: int = 64  # characters per input window (each predicts its next character)

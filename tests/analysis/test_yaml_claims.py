@@ -346,3 +346,22 @@ def test_a_claims_folder_named_too_long_in_the_environment_is_said_to_be_so(monk
     monkeypatch.setenv(CLAIMS_ENV, "x" * 300)
     with pytest.raises(ClaimFileError, match=r"^NORMBENCH_CLAIMS entry 'x+…: a name longer than the filesystem allows"):
         yaml_claims.from_environment(CLAIMS)
+
+
+def test_a_number_yaml_reads_as_text_is_read_as_the_number_and_a_word_is_still_refused():
+    """YAML 1.1 reads 1e-3 (no dot), 1.0e3 and 1e+3 as text (hostile h18 H7: "margin needs a finite number, got
+    '1e-3'"): to the file's writer each is a number, as in a margin, a selector's bound and a check's argument."""
+    import yaml
+
+    text = ("id: mine\nstatement: A is not worse than B.\nsource: Me 2026\n"
+            "arms: {a: {norm: ln, norm.eps: {below: 1e-300}}, b: {norm: ln, norm.eps: {above: 1e-300}}}\n"
+            "parts: [{kind: not_worse, assertion: a is not worse than b, a: a, b: b, margin: 1e-3}]\n"
+            "regime_checks: [{name: unnormalized_grad_grows, growth: 1.0e3}]\n")
+    doc = yaml.safe_load(text)
+    assert doc["parts"][0]["margin"] == "1e-3" and doc["regime_checks"][0]["growth"] == "1.0e3"  # YAML's text
+    claim = parse(doc, "mine.yaml", set())
+    assert claim.parts[0].margin == 0.001
+    assert claim.needs[0].arguments == {"growth": 1000.0}
+    for word in ("1e", "e-3", "1e-3x", "0x1p3", "nan"):
+        with pytest.raises(ClaimFileError, match=f"margin needs a finite number, got '{word}'"):
+            parse(with_(parts=[{**GOOD["parts"][0], "margin": word}]), "mine.yaml", set())

@@ -136,3 +136,26 @@ def test_a_sweeps_folder_named_too_long_is_said_to_be_so(monkeypatch, tmp_path):
     monkeypatch.setenv("NORMBENCH_SWEEPS", f"{tmp_path}:{'x' * 300}")
     with pytest.raises(ConfigError, match=r"^NORMBENCH_SWEEPS entry 'x+…: a name longer than the filesystem allows"):
         sweep_dirs()
+
+
+@pytest.mark.parametrize("choices, node, refused", [
+    ({"model": "lstm"}, {"model": {"family": "transformer"}}, "model.family='transformer' does not match model=lstm"),
+    ({"model": "transformer"}, {"model": {"family": "rnn"}}, "choose the model with model=rnn"),
+    ({"optim": "adamw"}, {"optim": {"name": "sgd"}}, "optim.name='sgd' does not match optim=adamw"),
+    ({"task": "adding"}, {"task": {"name": "copy"}}, "task.name='copy' does not match task=adding"),
+    ({"model": "lstm"}, {"model": {"family": "gru"}}, None),  # the same settings: the run is model=gru's
+    ({"model": "rnn"}, {"model": {"family": "leaky"}}, None),  # a plugin's family, no option of its own
+    ({"task": "digits_rows"}, {"task": {"name": "digits"}}, None),  # an option built on another
+    ({"norm": "ln"}, {"norm": {"kind": "bn"}}, None),  # the smoke sweep's BatchNorm case (sweeps/smoke/bn_bf16.yaml)
+])
+def test_an_identity_key_naming_another_option_with_other_settings_is_refused(choices, node, refused):
+    """hostile h18 H4: model=lstm model.family=transformer ran a 1-layer Transformer recorded as model=transformer."""
+    from omegaconf import OmegaConf
+
+    from normbench.configuration.config import require_own_identity
+
+    if refused is None:
+        require_own_identity(choices, OmegaConf.create(node))
+        return
+    with pytest.raises(ConfigError, match=refused):
+        require_own_identity(choices, OmegaConf.create(node))

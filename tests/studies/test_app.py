@@ -73,6 +73,17 @@ BAD_INPUTS = [
     (["threads=999"], 2, "threads must be <="),
     (["batch_size=5000"], 2, "larger than the 64 training examples"),
     (["task=adding", "task.name=copy"], 2, "does not match task=adding"),
+    # every group's identity key so (hostile h18 H4: O53 O59 W08 ran one family at another's layers, labelled as it)
+    (["model.family=transformer"], 2, "model.family='transformer' does not match model=lstm (its layers and sizes are "
+                                      "lstm's); choose the model with model=transformer"),
+    (["model=transformer", "model.family=rnn"], 2, "choose the model with model=rnn"),
+    (["model=transformer", "model.family=mingru"], 2, "model.family='mingru' does not match model=transformer"),
+    (["optim=adamw", "optim.name=sgd"], 2, "optim.name='sgd' does not match optim=adamw"),
+    # a target its metric cannot take: reached by a model at chance, or by no run (hostile h18 H10: O17 O76 O77)
+    (["task=digits", "task.target=-0.5"], 2, "task.target=-0.5 is no target for accuracy, the task's metric: it must be in (0, 1]"),
+    (["task=digits", "task.target=1.5"], 2, "it must be in (0, 1]"),
+    (["task=digits", "task.target=0"], 2, "it must be in (0, 1]"),
+    (["task=adding", "task.target=-1"], 2, "task.target=-1 is no target for mse, the task's metric: it must be >= 0"),
     (["hydra.job.name=../../../../escaped_log"], 2, "must be a plain file name"),
     (["seed=18446744073709551616"], 2, "seed must be in [0, 2**63)"),
     (["model=transformer", "norm=none", "model.qk_norm=true"], 2, "qk_norm=true needs a norm"),

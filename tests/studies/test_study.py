@@ -107,8 +107,15 @@ CONFIG_CHECKS = [
     (["norm=ln,none", "steps=4"], None), (["+sweep=batch_size", "steps=4"], None),
     (["lr=${oc.env:NB_NUMBER}"], None), (["norm=nonesuch"], None),  # Hydra's own refusal: the round says it
     (["norm=ln,rms", "norm.eps=0"], "norm.eps"),  # no job can run: refused
-    (["norm=ln,none", "norm.eps=0"], None),  # norm=none's jobs can (their first, ln's, cannot): left to the rounds
+    # an arm no run of could build is refused too, though the other arm's jobs could run (hostile h18 H3: a round ran,
+    # then "nothing compared (one arm ...)", exit 0)
+    (["norm=ln,none", "norm.eps=0"], r"^the arm norm=ln cannot run: norm.eps must be > 0"),
     (["+sweep=tuned", "lr=0.01", "steps=0"], "steps"),  # the sweep file's params composed too
+    (["model=rnn", "placement=gate,pre"], r"^the arm placement=gate cannot run: placement 'gate' is invalid for rnn"),
+    (["model=lstm,transformer", "placement=in_cell"], r"^the arm model=transformer cannot run: placement 'in_cell'"),
+    (["model=rnn", "placement=gate", "norm=ln,bn"], r"cannot run in any of the 2 jobs of the sweep: placement 'gate'"),
+    (["norm=ln,rms", "task=digits", "task.target=-0.5"], r"task.target=-0.5 is no target for accuracy"),
+    (["model=rnn", "placement=pre,post", "norm=ln,none"], None),  # every cell builds
 ]
 
 

@@ -37,6 +37,10 @@ def test_registry_names_every_task_by_its_own_name():
 @pytest.mark.parametrize("name", sorted(TASK_CONFIGS))
 def test_configs_use_only_types_omegaconf_can_check(name):
     hints = typing.get_type_hints(TASK_CONFIGS[name])
+    from normbench.records.metrics import TASK_METRICS
+
+    assert hints.pop("metric") == typing.ClassVar[str]  # the class's, not a setting: the metric its target is of
+    assert TASK_CONFIGS[name].metric in TASK_METRICS
     assert {"name", "target"} <= set(hints)
     assert set(hints.values()) <= SIMPLE_TYPES
 

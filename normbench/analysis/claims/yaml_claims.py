@@ -86,8 +86,15 @@ class ClaimFileError(ConfigError):
     """A claim file that cannot be used: one line naming the file and what is wrong."""
 
 
+# A number in exponent form YAML 1.1 reads as text: 1e-3 (no dot), 1.0e3 and 1e+3 (its exponent needs a dot and
+# a sign: 1.0e-3). To the file's writer each is a number (hostile h18 H7); a word stays text and is refused.
+_EXPONENT_TEXT = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
+
+
 def _number(name: str):
     def check(value, where):
+        if isinstance(value, str) and _EXPONENT_TEXT.fullmatch(value.strip()):
+            value = float(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > MAX_INT \
                 or not math.isfinite(value):
             raise ClaimFileError(f"{where}: {name} needs a finite number, got {shown(value)}")
@@ -376,13 +383,14 @@ def _regime_checks(doc: dict, n_parts: int, arms: dict, where: str) -> tuple:
                                                    for p in parts):
             raise ClaimFileError(f"{at}: parts must list part numbers from 1 to {n_parts}, got {shown(parts)}")
         args = {k: v for k, v in entry.items() if k not in ("name", "parts")}
-        _regime_arguments(entry["name"], args, arms, at)
+        args = _regime_arguments(entry["name"], args, arms, at)
         built.append(predicates.needs(entry["name"], *parts, **args))
     return tuple(built)
 
 
-def _regime_arguments(name: str, args: dict, arms: dict, at: str) -> None:
-    """Refuses a regime check's argument it does not read, one it reads that is missing, or one not of its kind."""
+def _regime_arguments(name: str, args: dict, arms: dict, at: str) -> dict:
+    """Refuses a regime check's argument it does not read, one it reads that is missing, or one not of its kind;
+    returns the arguments as the predicate reads them (a number YAML read as text, 1e-3, as the number)."""
     table = REGIME_ARGUMENTS.get(name, {})
     takes = f"{name} takes {', '.join(table)}" if table else f"{name} takes no argument"
     for key in args:
@@ -397,26 +405,29 @@ def _regime_arguments(name: str, args: dict, arms: dict, at: str) -> None:
         arg = args[key]
         if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
             raise ClaimFileError(f"{at}: {key} must be a plain value, got {shown(arg)}")
-        _regime_argument(kind, key, arg, arms, at)
+        args = {**args, key: _regime_argument(kind, key, arg, arms, at)}
+    return args
 
 
-def _regime_argument(kind: str, key: str, arg, arms: dict, at: str) -> None:
-    """One argument of its kind: a count (n, levels) a whole number ≥ 1, a number (growth) finite and > 0, an arm one
-    of the file's, a setting one a selector may name, text (a column, a device) text."""
+def _regime_argument(kind: str, key: str, arg, arms: dict, at: str):
+    """One argument of its kind, as the predicate reads it: a count (n, levels) a whole number ≥ 1, a number (growth)
+    finite and > 0, an arm one of the file's, a setting one a selector may name, text (a column, a device) text."""
     if kind in (_COUNT, _POSITIVE):
-        _number(key)(arg, at)
+        number = _number(key)(arg, at)
         if kind == _COUNT and (not isinstance(arg, int) or arg < 1):
             raise ClaimFileError(f"{at}: {key} counts {'vectors' if key == 'n' else 'depths'}: {_KIND_TEXT[kind]}, got "
                                  f"{shown(arg)}")
-        if arg <= 0:
+        if number <= 0:
             raise ClaimFileError(f"{at}: {key} must be > 0, got {shown(arg)}")
-    elif kind in (_ARM, _SETTING, _WORDS) and not isinstance(arg, str):
+        return number if isinstance(arg, str) else arg
+    if kind in (_ARM, _SETTING, _WORDS) and not isinstance(arg, str):
         raise ClaimFileError(f"{at}: {key} must be {_KIND_TEXT[kind]} written as text (quote it: {key}: \"{_yaml_text(arg)}\"), "
                              f"got {shown(arg)}")
     elif kind == _ARM and arg not in arms:
         raise ClaimFileError(f"{at}: {key}={shown(arg)} is not an arm; arms are {', '.join(arms)}")
     elif kind == _SETTING:
         _setting(arg, at, key)
+    return arg
 
 
 def parse(doc, where: str, taken: set[str] = frozenset()) -> Claim:
