@@ -21,8 +21,8 @@ _DEFAULT_SUBDIR = "${hydra.job.num}"  # a job number: never outside
 
 def outside(sweep_dir: str, folder: str) -> str | None:
     """Why a job may not have ``folder`` (its sweep dir joined with its subdir, as Hydra joins them), or None."""
-    if inside(Path(sweep_dir), os.path.abspath(folder)):
-        return None
+    if inside(Path(sweep_dir), os.path.abspath(folder)) or os.path.realpath(folder) == os.path.realpath(sweep_dir):
+        return None  # the sweep folder itself (subdir '' or '.'): the job's own line says so, and Hydra makes nothing
     return f"hydra.sweep.subdir puts the job in {os.path.abspath(folder)}, outside the sweep directory {sweep_dir}"
 
 

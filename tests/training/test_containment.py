@@ -158,6 +158,7 @@ def test_a_job_folder_is_outside_when_it_resolves_out_of_the_sweep(tmp_path):
 
     sweep = str(tmp_path / "s")
     assert outside(sweep, f"{sweep}/0") is None and outside(sweep, f"{sweep}/a/../b") is None
+    assert outside(sweep, f"{sweep}/.") is None  # the sweep itself: the job says so in its own line
     assert "outside the sweep directory" in outside(sweep, f"{sweep}/a/../../x")
     assert outside(sweep, f"{sweep}/tags=[../../../x]") is not None
 
