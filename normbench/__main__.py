@@ -29,6 +29,7 @@ SUBCOMMANDS = {
 }
 
 TAKE_OVERRIDES = ("study", "tune")  # their arguments end in normbench overrides, as a run's do
+NEED_TEMP = ("report", "compare", "evaluate")  # matplotlib's config folder, torch's temporary files
 
 
 class Terminated(KeyboardInterrupt):
@@ -76,7 +77,7 @@ def subcommand(name: str, args: list[str]) -> int:
 
 def _command(name: str, args: list[str]) -> int:
     """Subcommand ``name``'s exit status; a stop (KeyboardInterrupt) is left to the caller."""
-    from normbench.checks import ArgumentRefused, stderr_may_fail, to_devnull  # torch-free
+    from normbench.checks import ArgumentRefused, stderr_may_fail, temp_folder_problem, to_devnull  # torch-free
     from normbench.studies import children  # noqa: F401 (torch-free) in place for subcommand()'s last lines
 
     stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
@@ -85,6 +86,10 @@ def _command(name: str, args: list[str]) -> int:
         sys.stdout = open(os.devnull, "w")
     out = sys.stdout = _WatchedOutput(sys.stdout)
     try:
+        no_temp = temp_folder_problem() if name in NEED_TEMP else None
+        if no_temp:
+            print(f"normbench {name}: {no_temp}", file=sys.stderr)
+            return 2
         if name in TAKE_OVERRIDES:
             from normbench.configuration.config import plain_groups  # torch-free, but Hydra: a second
 

@@ -11,6 +11,7 @@ import errno
 import math
 import os
 import sys
+import tempfile
 
 # Below half the smallest positive float32 (2**-149, a subnormal) a number rounds to 0 in float32,
 # where the model and optimizer compute: lr=1e-46 or eps=1e-50 would be 0 there, not small.
@@ -115,6 +116,18 @@ def runs_folder(text: str, what: str = "--keep"):
     if problem:
         raise ArgumentRefused(problem)
     return folder
+
+
+def temp_folder_problem() -> str | None:
+    """Why no temporary folder can be used (every candidate full, unwritable, or past a file-size limit),
+    or None. matplotlib's config folder (report/mplconfig.py) and torch's temporary files need one; without
+    it their first use ended report, compare and evaluate in a traceback (hostile h19 J4)."""
+    try:
+        tempfile.gettempdir()  # writes a test file in each candidate: TMPDIR, /tmp, /var/tmp, the current folder
+    except OSError:
+        return ("no usable temporary folder ($TMPDIR, /tmp, /var/tmp and the current folder are full or not "
+                "writable): set TMPDIR to a writable folder with free space")
+    return None
 
 
 def shown(value: object, limit: int = 80) -> str:

@@ -47,3 +47,21 @@ def test_every_path_argument_refuses_a_too_long_name_in_one_line(command, name, 
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "longer than the filesystem allows" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "evaluate"])
+def test_no_usable_temporary_folder_is_one_line(command, tmp_path):
+    """Hostile h19 J4 (F18b R08): under a file-size limit of 0 no temporary folder is usable, and report and
+    compare ended in a traceback from matplotlib's config folder, evaluate in one from torch's temporary file."""
+    import resource
+
+    (tmp_path / "run").mkdir()
+    args = {"report": ["run", "--out", "o"], "compare": ["run", "run"], "evaluate": ["run"]}[command]
+    env = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "MPLCONFIGDIR")}
+    done = subprocess.run([sys.executable, "-m", "normbench", command, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=HANG_S,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"normbench {command}: no usable temporary folder ($TMPDIR, /tmp, /var/tmp and "
+                                        f"the current folder are full or not writable): set TMPDIR to a writable "
+                                        f"folder with free space"]

@@ -25,8 +25,10 @@ import re
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from normbench.configuration.contract import HARNESS  # where and how runs execute is not part of a study's question
 
@@ -134,7 +136,13 @@ class StudyStart(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         if current() is not None:  # a study runner or tune set it: these jobs are rounds of that study
             return
-        os.environ[STUDY_ENV_VAR] = json.dumps(from_config(config))
+        try:
+            study = from_config(config)
+        except (HydraException, OmegaConfBaseException, ValueError):
+            # a sweep value that cannot be evaluated (an empty choice()): Hydra would say it in a warning of
+            # its own before the sweeper fails on the same value in main's one line (hostile h19 W02)
+            return
+        os.environ[STUDY_ENV_VAR] = json.dumps(study)
         self._mine = True
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:

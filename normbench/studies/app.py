@@ -623,6 +623,8 @@ def main(from_process_start: bool = False) -> None:
     try:
         with warnings.catch_warnings():  # a search path Hydra cannot read: a raw warning, then a run without it (X24)
             warnings.filterwarnings("error", message=r"provider=hydra\.searchpath", category=UserWarning)
+            # no semaphore (a file-size limit, no /dev/shm): the failure it meets next is said in main's one line (h19 R09)
+            warnings.filterwarnings("ignore", message=r".*joblib will operate in serial mode", category=UserWarning)
             hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(job)()
     except hydra_files.Refused as refused:  # a job's own refusal first: it says why the sweep ran nothing
         _say(f"error: {job.refused or refused}", job.secrets)

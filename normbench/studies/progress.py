@@ -24,8 +24,10 @@ import os
 import sys
 import time
 
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 PROGRESS_ENV_VAR = "NORMBENCH_SWEEP_PROGRESS"
 # Hydra's basic sweeper composes every job's config of a batch (all jobs, by default) before the first job of
@@ -103,9 +105,14 @@ class SweepProgress(Callback):
         self._mine = False
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        state = {"start": time.time(), "jobs": job_count([str(o) for o in config.hydra.overrides.task],
-                                                          config.hydra.sweeper),
-                 "parallel": parallel_jobs(config.hydra.launcher)}
+        try:
+            state = {"start": time.time(), "jobs": job_count([str(o) for o in config.hydra.overrides.task],
+                                                              config.hydra.sweeper),
+                     "parallel": parallel_jobs(config.hydra.launcher)}
+        except (HydraException, OmegaConfBaseException, ValueError):
+            # a sweep value that cannot be evaluated (an unset ${oc.env:...}): Hydra would say it in a warning
+            # of its own before the sweeper fails on the same value in main's one line (hostile h19 T06)
+            return
         os.environ[PROGRESS_ENV_VAR] = json.dumps(state)
         basic = str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper")  # Optuna's composes as it goes
         line = composing_line(state["jobs"], config.hydra.sweeper.get("max_batch_size")) if basic else None

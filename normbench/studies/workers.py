@@ -16,7 +16,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from normbench.configuration.hydra_files import Refused
-from normbench.studies import lost_workers
+from normbench.studies import job_folders, lost_workers
 
 log = logging.getLogger("normbench")
 
@@ -61,6 +61,7 @@ def timeout_problem(timeout) -> str | None:
 
 class BoundWorkers(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        job_folders.install()  # a job folder outside the sweep: refused before Hydra makes it (hostile h19 J1)
         lost_workers.LOST.clear()  # a sweep before it in this process (a test, a notebook) lost its own jobs
         launcher = config.hydra.launcher
         key = next((k for word, k in LOCAL_LAUNCHERS.items() if word in str(launcher.get("_target_", ""))), None)

@@ -43,3 +43,23 @@ def test_a_multiruns_records_name_their_study(tmp_path):
     studies = [json.loads(p.read_text())["study"] for p in sorted(tmp_path.rglob("summary.json"))]
     assert len(studies) == 2 and studies[0] == studies[1]
     assert studies[0]["arms"] == ["norm"] and studies[0]["name"] == "command line"
+
+
+def test_a_sweep_file_value_that_cannot_be_evaluated_is_left_to_the_sweepers_one_line(monkeypatch):
+    """Hostile h19 W02: an empty choice() in a sweep file raised out of the callback, and Hydra said it in a
+    two-line warning before normbench's own line; the sweeper fails on the same value next."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    from normbench.configuration.config import config_dir
+
+    monkeypatch.delenv(study_info.STUDY_ENV_VAR, raising=False)
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
+        config = compose("config", return_hydra_config=True)
+    with open_dict(config):
+        config.hydra.sweeper.params = {"lr": "choice()"}
+        config.hydra.overrides.task = ["norm=ln"]
+    start = study_info.StudyStart()
+    start.on_multirun_start(config)
+    start.on_multirun_end(config)
+    assert study_info.STUDY_ENV_VAR not in os.environ

@@ -191,3 +191,17 @@ def test_a_stop_says_summaries_written_only_where_a_record_was_written_since_the
     run.mkdir()
     (run / "summary.json").write_text("{}")
     assert written_since(began, [run])
+
+
+def test_a_sweep_under_a_file_size_limit_of_zero_says_one_line(tmp_path, tiny_args):
+    """Hostile h19 R09: joblib's "File too large. joblib will operate in serial mode" warning (two lines, a
+    site-packages path) came before normbench's own line."""
+    import resource
+
+    env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    done = subprocess.run([sys.executable, "-m", "normbench", "-m", *tiny_args, "norm=ln,rms", "hydra/launcher=local",
+                           "hydra.launcher.n_jobs=2", "report=false", "progress=false", "hydra.sweep.dir=s"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["normbench: error: cannot write output: [Errno 27] File too large"]

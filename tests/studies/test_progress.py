@@ -116,3 +116,18 @@ def test_a_real_sweep_on_a_terminal_says_job_k_of_n(tmp_path, tiny_args, launche
     for k in (1, 2, 3):
         assert f"normbench sweep: job {k} of 3 (#{k - 1})" in text, text[-2000:]
     assert "left" in text  # an estimate once a job has ended
+
+
+def test_a_sweep_value_that_cannot_be_evaluated_is_left_to_the_sweepers_one_line(monkeypatch):
+    """Hostile h19 T06: an unset ${oc.env:...} in a sweep raised out of the callback, and Hydra said it in a
+    two-line warning before normbench's own line; the sweeper fails on the same value next."""
+    monkeypatch.delenv(PROGRESS_ENV_VAR, raising=False)
+    monkeypatch.delenv("NB_UNSET_H20B", raising=False)
+    with initialize_config_dir(str(config_dir()), version_base="1.3"):
+        config = hydra_compose("config", return_hydra_config=True)
+    with open_dict(config):
+        config.hydra.overrides.task = ["norm=ln,rms", "lr=${oc.env:NB_UNSET_H20B}"]
+    callback = SweepProgress(stream=(log := io.StringIO()))
+    callback.on_multirun_start(config)
+    callback.on_multirun_end(config)
+    assert log.getvalue() == "" and PROGRESS_ENV_VAR not in os.environ

@@ -142,6 +142,27 @@ def test_a_sweep_subdir_outside_the_sweep_is_refused(cli, tiny_args, tmp_path):
     assert not (tmp_path / "escaped").exists()
 
 
+@pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=1"]])
+def test_a_sweep_subdir_that_climbs_out_makes_no_folder_outside(cli, tiny_args, tmp_path, launcher):
+    """Hostile h19 J1 (Y06, Q02): Hydra made the job's parent folders outside the sweep before the job refused
+    them, and only the empty leaf was removed. Now refused before any job's folder is made."""
+    code, out, err = cli("-m", *tiny_args, *launcher, "norm=ln,rms", "hydra.sweep.dir=sweep/in",
+                         "hydra.sweep.subdir=x/../../../escaped/a/b", "report=false")
+    assert code == 2 and "outside the sweep directory" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "escaped").exists()
+    assert sorted(p.name for p in (tmp_path / "sweep" / "in").iterdir()) == ["multirun.yaml"]
+
+
+def test_a_job_folder_is_outside_when_it_resolves_out_of_the_sweep(tmp_path):
+    from normbench.studies.job_folders import outside
+
+    sweep = str(tmp_path / "s")
+    assert outside(sweep, f"{sweep}/0") is None and outside(sweep, f"{sweep}/a/../b") is None
+    assert outside(sweep, f"{sweep}/.") is None  # the sweep itself: the job says so in its own line
+    assert "outside the sweep directory" in outside(sweep, f"{sweep}/a/../../x")
+    assert outside(sweep, f"{sweep}/tags=[../../../x]") is not None
+
+
 @pytest.mark.parametrize("subdir", ["", "."])
 def test_a_sweep_subdir_naming_the_sweep_itself_says_so(cli, tiny_args, tmp_path, subdir):
     """Hostile h13 H03: an empty subdir was called "outside the sweep directory", naming the sweep directory twice."""
