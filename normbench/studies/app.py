@@ -203,8 +203,8 @@ class Job:
     (e.g. Optuna) can minimize it. Hydra does not hand a single run's outcome back to its caller, so
     this object keeps what main needs for the exit status: the first job refused before a record
     was started (``refused``), a record that could not be written (``unwritable``, full disk or
-    unwritable folder), and a single run's summary (``single``). A sweep's failed runs reach main
-    from their records (sweep_end.RunsFailed).
+    unwritable folder), and a single run's summary (``single``); a joblib worker's refusals come back in
+    its jobs' scores (Unrun, Job.take). A sweep's failed runs reach main from their records (sweep_end.RunsFailed).
     """
 
     def __init__(self, ends_process: bool = False):
