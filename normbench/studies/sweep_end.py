@@ -23,7 +23,7 @@ from normbench.records.metrics import (
     TIMING_NOISY,  # step_ms p90/p10 above this: the load changed while the run was timed
 )
 from normbench.records.reading import find_records
-from normbench.records.record import RUNNING, SUMMARY
+from normbench.records.record import RUNNING, SUMMARY, running_now
 from normbench.studies import children, lost_workers
 from normbench.training import machine
 
@@ -227,10 +227,11 @@ def _entries(folder: Path) -> list[Path]:
 
 def failed_runs(summaries: dict[Path, dict]) -> list[str]:
     """The sweep's failed runs' folders, in run order, with each record still saying running once every job has
-    ended: one its job could not finish (a full disk, hostile h19 J3), named as such."""
+    ended and no live process holds its folder: one its job could not finish (a full disk, hostile h19 J3), named
+    as such."""
     return [str(p.parent) + (" (its record still says running: not finished)" if s["status"] == RUNNING else "")
             for p, s in sorted(summaries.items(), key=lambda item: _run_order(item[0]))
-            if s["status"] in ("failed", RUNNING)]
+            if s["status"] == "failed" or (s["status"] == RUNNING and not running_now(p.parent))]
 
 
 class SweepSummary(Callback):

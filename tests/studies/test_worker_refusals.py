@@ -37,3 +37,39 @@ def test_a_record_left_running_after_the_sweep_is_a_failed_run_named_in_the_end_
     with pytest.raises(RunsFailed) as failed:
         SweepSummary().on_multirun_end(config)
     assert failed.value.run_dirs == [str(sweep / "1"), f"{sweep / '2'} (its record still says running: not finished)"]
+
+
+def test_a_record_a_live_run_holds_is_not_called_failed(tmp_path):
+    """Another sweep's job still running in the same folder holds its lock: its record is not stale."""
+    import os
+
+    from filelock import lock_descriptor
+
+    from normbench.records.record import LOCK
+
+    sweep = tmp_path / "s"
+    write_record(sweep, "0", status="ok")
+    held = write_record(sweep, "1", status="running", reason=None)
+    fd = os.open(held / LOCK, os.O_RDWR | os.O_CREAT)
+    try:
+        assert lock_descriptor(fd, blocking=False)
+        config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "report": False})
+        SweepSummary().on_multirun_end(config)  # no RunsFailed
+    finally:
+        os.close(fd)
+
+
+def test_a_record_that_cannot_be_finished_releases_its_folder(tmp_path, monkeypatch):
+    """F06: the full disk's job kept its folder's lock in the idle worker, so its record looked live."""
+    from normbench.records import record
+
+    writer = record.RecordWriter.claim(tmp_path / "run", "digest")
+    assert record.running_now(writer.run_dir)
+
+    def full(_record):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(record, "write_record", full)
+    with pytest.raises(OSError):
+        writer.finish("failed", "OSError")
+    assert not record.running_now(writer.run_dir)
