@@ -483,6 +483,19 @@ def _occupant(run_dir: Path, digest: str) -> str | None:
     return None
 
 
+def running_now(run_dir: Path) -> bool:
+    """Whether a live process holds the run folder's lock (claim_run_dir): a record there saying running is
+    being written, not stale."""
+    try:
+        fd = os.open(Path(run_dir) / LOCK, os.O_RDONLY | _NO_FOLLOW)
+    except OSError:
+        return False
+    try:
+        return not lock_descriptor(fd, blocking=False)
+    finally:
+        os.close(fd)  # and the lock it may have taken with it
+
+
 def claim_run_dir(preferred: Path, digest: str) -> tuple[Path, int]:
     """A folder for a new attempt at run ``digest``, held by an exclusive lock until the run ends.
 
@@ -564,10 +577,12 @@ class RecordWriter:
         for secret in self.secrets if isinstance(reason, str) else ():
             reason = reason.replace(secret, "***")
         self.summary.update(fields, status=status, reason=reason, time=times)
-        write_record(self.record)
-        if self._lock is not None:
-            os.close(self._lock)  # releases the folder
-            self._lock = None
+        try:
+            write_record(self.record)
+        finally:  # written or not (a full disk), the run is over: a record left running is then stale (running_now)
+            if self._lock is not None:
+                os.close(self._lock)  # releases the folder
+                self._lock = None
 
 
 # The policy for every file a run writes into its folder: a link planted there is never followed

@@ -189,13 +189,22 @@ def objective(summary: dict) -> float:
     return -float(value) if (summary.get("task") or {}).get("higher_is_better", True) else float(value)
 
 
+class Unrun(float):
+    """The score (+inf) of a job refused before its record, or whose record could not be written, with the line that
+    says why (``refused``, ``unwritable``). A joblib worker's Job is a copy: main reads its own, so the launcher
+    takes the why from the job's return value (Job.take, called by lost_workers' launch; hostile h19 J2)."""
+
+    refused: str | None = None
+    unwritable: str | None = None
+
+
 class Job:
     """Hydra's task function: one job per call, returns objective(summary) so that any Hydra sweeper
     (e.g. Optuna) can minimize it. Hydra does not hand a single run's outcome back to its caller, so
     this object keeps what main needs for the exit status: the first job refused before a record
     was started (``refused``), a record that could not be written (``unwritable``, full disk or
-    unwritable folder), and a single run's summary (``single``). A sweep's failed runs reach main
-    from their records (sweep_end.RunsFailed).
+    unwritable folder), and a single run's summary (``single``); a joblib worker's refusals come back in
+    its jobs' scores (Unrun, Job.take). A sweep's failed runs reach main from their records (sweep_end.RunsFailed).
     """
 
     def __init__(self, ends_process: bool = False):
@@ -205,6 +214,18 @@ class Job:
         self.single: dict | None = None
         self.secrets: list[str] = []  # the values read from the environment by any job so far (node_secrets)
         self.run_dirs: list[Path] = []  # the folders of the jobs run in this process, each told to execute
+
+    def _refuse(self, message: str, unwritable: bool = False) -> Unrun:
+        score = Unrun(math.inf)
+        setattr(score, "unwritable" if unwritable else "refused", message)
+        self.take(score)
+        return score
+
+    def take(self, returned) -> None:
+        """A job's return value, from this process or a worker's: the first refusal and unwritable record kept."""
+        if isinstance(returned, Unrun):
+            self.refused = self.refused or returned.refused
+            self.unwritable = self.unwritable or returned.unwritable
 
     def __call__(self, node: DictConfig) -> float:
         called = time.time()
@@ -216,32 +237,27 @@ class Job:
             if unrecordable:
                 raise ConfigError(f"{unrecordable} must be a finite number: a record cannot hold it")
         except (ConfigError, OmegaConfBaseException) as err:  # before anything is written; one line from main
-            self.refused = self.refused or str(err)
-            return math.inf
+            return self._refuse(str(err))
         multirun = hc.mode == RunMode.MULTIRUN
         run_dir = hydra_files.job_folder(hc)
         if not str(hc.sweep.dir if multirun else hc.run.dir).strip():
             which = "hydra.sweep.dir" if multirun else "hydra.run.dir"
-            self.refused = self.refused or f"{which} is empty: the record would be written into the current folder; name a folder"
-            return math.inf
+            return self._refuse(f"{which} is empty: the record would be written into the current folder; name a folder")
         if multirun and os.path.abspath(run_dir) == os.path.abspath(str(hc.sweep.dir)):  # subdir '' or '.' (h13 H03)
-            self.refused = self.refused or (f"hydra.sweep.subdir={message_text(hc.sweep.subdir, limit=80)!r} puts the "
-                                            f"job in the sweep directory itself, among the other jobs' files; name a "
-                                            f"sub-folder (the default is ${{hydra.job.num}})")
-            return math.inf
+            return self._refuse(f"hydra.sweep.subdir={message_text(hc.sweep.subdir, limit=80)!r} puts the job in the "
+                                f"sweep directory itself, among the other jobs' files; name a sub-folder (the default "
+                                f"is ${{hydra.job.num}})")
         if multirun and not inside(hc.sweep.dir, run_dir):
-            self.refused = self.refused or (f"hydra.sweep.subdir puts the job in {message_text(run_dir)}, outside the "
-                                            f"sweep directory {message_text(hc.sweep.dir)}")
             _remove_if_empty(run_dir)  # Hydra made it before calling the job
-            return math.inf
+            return self._refuse(f"hydra.sweep.subdir puts the job in {message_text(run_dir)}, outside the sweep "
+                                f"directory {message_text(hc.sweep.dir)}")
         if multirun and _stopping(str(hc.sweep.dir)):
             _remove_if_empty(run_dir)  # Hydra made it before calling the job
             return math.inf
         subdir = hc.output_subdir if hc.output_subdir and "/" not in str(hc.output_subdir) else None
         foreign = folders.not_ours(run_dir, f"{hc.job.name}.log", subdir)
         if foreign:  # before the first log line: the job's log is opened then (delay: true)
-            self.refused = self.refused or message_text(foreign)
-            return math.inf
+            return self._refuse(message_text(foreign))
         # Imported here, not with this module: a joblib launcher only hands jobs to its workers and
         # never needs torch, so it starts them a few seconds sooner.
         from normbench.training import environment
@@ -255,8 +271,7 @@ class Job:
                               parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0,
                               own_stop=_worker_alone(str(hc.sweep.dir)) if multirun else None)
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
-            self.unwritable = self.unwritable or f"cannot write output: {err}{stale_note(run_dir)}"
-            return math.inf
+            return self._refuse(f"cannot write output: {err}{stale_note(run_dir)}", unwritable=True)
         finally:  # whatever runs next in this process (a rerun, a bench) collects its own
             environment.share_in(None)
         if not multirun and self.ends_process:  # its record is final: a stop from here on has nothing to stop

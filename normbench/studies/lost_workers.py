@@ -1,4 +1,5 @@
-"""A joblib worker killed mid-sweep (an OOM killer, ``kill -9``): one failed run, not a stopped sweep.
+"""A joblib worker killed mid-sweep (an OOM killer, ``kill -9``): one failed run, not a stopped sweep; and a
+worker's refused job told to the launcher (``told``).
 
 loky answers a worker's death by breaking its executor: every job still queued or running raises
 TerminatedWorkerError in the launcher, Hydra's joblib launcher (hydra_joblib_launcher/_core.py)
@@ -113,6 +114,18 @@ def timeout_reason(launcher) -> str:
             f"and joblib killed the sweep's workers; raise it or set it to null")
 
 
+def told(launcher, runs: list) -> list:
+    """``runs`` (the jobs' JobReturns), each finished job's return value first handed to the launcher's task function
+    (app.Job.take): a worker's Job is a copy, and a refusal kept only there would be lost (hostile h19 J2)."""
+    from hydra.core.utils import JobStatus
+
+    take = getattr(launcher.task_function, "take", None)
+    for run in runs if take is not None else ():
+        if run is not None and run.status == JobStatus.COMPLETED:
+            take(run.return_value)
+    return runs
+
+
 def launch_keeping_sweep(original):
     """``original`` (hydra_joblib_launcher._core.launch) with a lost worker made one failed run, and a job past
     hydra.launcher.timeout too: joblib raised TimeoutError out of the sweep after killing every worker (hostile
@@ -120,7 +133,7 @@ def launch_keeping_sweep(original):
 
     def launch(launcher, job_overrides, initial_job_idx):
         try:
-            return original(launcher=launcher, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
+            return told(launcher, original(launcher=launcher, job_overrides=job_overrides, initial_job_idx=initial_job_idx))
         except _broken_pool_errors() as error:
             reason, timed_out = killed_reason(error), False
         except JobTimeout:
@@ -139,8 +152,8 @@ def launch_keeping_sweep(original):
         if lost:
             log.warning("job(s) %s not run: %s", ", ".join(f"#{initial_job_idx + i}" for i in lost),
                         "the sweep's workers were killed at the timeout" if timed_out else "their workers were killed")
-        return [again.get(i) or _returned(launcher, o, initial_job_idx + i, folders[i])
-                for i, o in enumerate(job_overrides)]
+        return told(launcher, [again.get(i) or _returned(launcher, o, initial_job_idx + i, folders[i])
+                               for i, o in enumerate(job_overrides)])
 
     launch.keeps_sweep = True
     return launch

@@ -23,7 +23,7 @@ from normbench.records.metrics import (
     TIMING_NOISY,  # step_ms p90/p10 above this: the load changed while the run was timed
 )
 from normbench.records.reading import find_records
-from normbench.records.record import SUMMARY
+from normbench.records.record import RUNNING, SUMMARY, running_now
 from normbench.studies import children, lost_workers
 from normbench.training import machine
 
@@ -225,6 +225,15 @@ def _entries(folder: Path) -> list[Path]:
         return []
 
 
+def failed_runs(summaries: dict[Path, dict]) -> list[str]:
+    """The sweep's failed runs' folders, in run order, with each record still saying running once every job has
+    ended and no live process holds its folder: one its job could not finish (a full disk, hostile h19 J3), named
+    as such."""
+    return [str(p.parent) + (" (its record still says running: not finished)" if s["status"] == RUNNING else "")
+            for p, s in sorted(summaries.items(), key=lambda item: _run_order(item[0]))
+            if s["status"] == "failed" or (s["status"] == RUNNING and not running_now(p.parent))]
+
+
 class SweepSummary(Callback):
     """The table, the report, then the failed runs. Nothing a record holds can stop it: a record
     the reader sets aside is named in one line, and the exit status comes from the records read
@@ -246,7 +255,7 @@ class SweepSummary(Callback):
                 raise Refused(f"the sweep launched no job (a sweep over an empty list, or a glob that matches "
                               f"nothing): nothing was run in {sweep_dir}")
             return
-        failed = [str(p.parent) for p, s in summaries.items() if s["status"] == "failed"]
+        failed = failed_runs(summaries)
         try:
             with pd.option_context("display.width", 160, "display.max_rows", 60,
                                    "display.float_format", "{:.4g}".format):
