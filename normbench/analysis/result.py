@@ -55,6 +55,7 @@ from normbench.analysis.claims.comparison import effect_text
 from normbench.analysis.claims.vocabulary import (  # noqa: F401
     CONTRADICTED,
     INCONCLUSIVE,
+    NEAR_WORDS,
     NOT_APPLICABLE,
     NOT_REPRODUCED,
     NOT_TESTABLE,

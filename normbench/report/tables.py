@@ -17,6 +17,7 @@ import pandas as pd
 from normbench.analysis.result import (
     CONTRADICTED,
     INCONCLUSIVE,
+    NEAR_WORDS,
     NO_STUDY,
     NOT_APPLICABLE,
     NOT_TESTABLE,
@@ -404,7 +405,7 @@ def near_text(part: Part) -> str:
     effect = part.effect
     excludes = (effect is not None and effect.interval is not None
                 and (min(effect.interval) > effect.null or max(effect.interval) < effect.null))
-    return (f"estimate inside ±δ = {part.near}: a difference larger than δ is unlikely, though not excluded"
+    return (f"estimate inside ±δ = {part.near}: {NEAR_WORDS}"
             + ("; the interval excludes none at all: a smaller one is detected" if excludes else ""))
 
 

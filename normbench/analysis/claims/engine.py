@@ -84,6 +84,7 @@ from normbench.analysis.claims.vocabulary import (
     CONTRADICTED,
     DEPENDS,
     INCONCLUSIVE,
+    NEAR_WORDS,
     NOT_APPLICABLE,
     NOT_REPRODUCED,
     NOT_TESTABLE,
@@ -220,7 +221,7 @@ def part_line(index: int, part: Part) -> str:
     if part.status == INCONCLUSIVE and part.within:
         extra = f" (no difference larger than δ = {part.within} is likely)"
     elif part.status == INCONCLUSIVE and part.near:
-        extra = f" (estimate inside ±δ = {part.near}: a difference larger than δ is unlikely, though not excluded)"
+        extra = f" (estimate inside ±δ = {part.near}: {NEAR_WORDS})"
     elif part.status == INCONCLUSIVE:
         bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
         if part.mde is not None:

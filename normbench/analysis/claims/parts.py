@@ -15,6 +15,7 @@ from normbench.analysis.claims.score_parts import rate_part, ratio_part, score_p
 from normbench.analysis.claims.speed_parts import faster_part
 from normbench.analysis.claims.vocabulary import (
     INCONCLUSIVE,
+    NEAR_WORDS,
     NOT_APPLICABLE,
     SUPPORTED,
     TOWARD_CONTRADICTED,
@@ -91,7 +92,7 @@ def evaluate_part(spec: PartSpec, ctx: Context) -> Part:
         shown, (_, low, high) = _shown(part, delta), _from_null(part)
         part = replace(part, seeds_needed=None, near=shown,
                        note=part.note.split(" `python -m")[0] + f" Its estimate lies inside ±δ (δ = {shown}) and its "
-                            f"interval reaches past δ: a difference larger than δ is unlikely, though not excluded"
+                            f"interval reaches past δ: {NEAR_WORDS}"
                             + (", and the interval excludes no difference at all: one smaller than δ is detected"
                                if low > 0 or high < 0 else "") + ".")
     short = [name for name in part.arms if ctx.arms[name]["seed"].nunique() < 2]

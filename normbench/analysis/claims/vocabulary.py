@@ -170,6 +170,9 @@ class Effect:
     p: float = math.nan  # the part's own test's one-sided p on the estimate's side (t on its df, Fisher's exact), when it has one
 
 
+NEAR_WORDS = "a difference larger than δ is unlikely, though not excluded"  # a Part.near reading, one wording
+
+
 @dataclass(frozen=True)
 class Part:
     """One assertion of a claim, tested on its own."""
