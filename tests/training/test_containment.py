@@ -153,6 +153,17 @@ def test_a_sweep_subdir_that_climbs_out_makes_no_folder_outside(cli, tiny_args, 
     assert sorted(p.name for p in (tmp_path / "sweep" / "in").iterdir()) == ["multirun.yaml"]
 
 
+@pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=1"]])
+def test_a_job_id_subdir_that_climbs_out_through_the_job_name_makes_no_folder_outside(cli, tiny_args, tmp_path,
+                                                                                       launcher):
+    """Hostile h19 J1, its last form: joblib names a job ``{hydra.job.name}_{num}``, so a job name holding ``..``
+    under ``subdir=${hydra.job.id}`` climbed out after the check had composed the id as the basic launcher's."""
+    code, out, err = cli("-m", *tiny_args, *launcher, "norm=ln,rms", "hydra.sweep.dir=sweep/in",
+                         "hydra.job.name=../../escaped/j", "hydra.sweep.subdir=${hydra.job.id}", "report=false")
+    assert not (tmp_path / "escaped").exists()
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+
+
 def test_a_job_folder_is_outside_when_it_resolves_out_of_the_sweep(tmp_path):
     from normbench.studies.job_folders import outside
 
