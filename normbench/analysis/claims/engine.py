@@ -84,7 +84,6 @@ from normbench.analysis.claims.vocabulary import (
     CONTRADICTED,
     DEPENDS,
     INCONCLUSIVE,
-    NEAR_WORDS,
     NOT_APPLICABLE,
     NOT_REPRODUCED,
     NOT_TESTABLE,
@@ -100,6 +99,7 @@ from normbench.analysis.claims.vocabulary import (
     describe,
     metric,
     select,
+    undecided_text,
     values_text,
 )
 from normbench.analysis.intervals import ALPHA, decision_level
@@ -244,18 +244,7 @@ def verdict_figures(verdict: Verdict) -> dict:
 
 
 def part_line(index: int, part: Part) -> str:
-    extra = ""
-    if part.status == INCONCLUSIVE and part.within:
-        extra = f" (no difference larger than δ = {part.within} is likely)"
-    elif part.status == INCONCLUSIVE and part.near:
-        extra = f" (estimate inside ±δ = {part.near}: {NEAR_WORDS})"
-    elif part.status == INCONCLUSIVE:
-        bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
-        if part.mde is not None:
-            bits.append(f"minimum detectable effect {part.mde:.3g}")
-        bits.append(f"about {part.seeds_needed} {part.needed_unit} would decide it at the effect seen" if part.seeds_needed
-                    else f"no number of {part.needed_unit.split()[0]} (≤ 1000) is known to decide it")
-        extra = " (" + "; ".join(bits) + ")"
+    extra = f" ({undecided_text(part)})" if part.status == INCONCLUSIVE else ""
     if part.status == NOT_TESTABLE:
         return f" Part {index} — {part.assertion}: {part.note.strip()}. Test: {part.test}"
     return (f" Part {index} — {part.assertion}: {shown_status(part.status)}{extra}. Effect: {effect_text(part.effect)}. "
