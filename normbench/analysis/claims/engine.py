@@ -22,7 +22,8 @@ the claim is not applicable only when no part has its arms.
 Regimes. Before a part is tested, the records of the arms it compares are checked once, here, by
 the gates of analysis/regime.py that apply to its kind (regime.GATES: at chance, at ceiling, still
 improving, confounded); a gated part reads `not testable here: REASON — testable with WHAT`, carries
-no effect, no lean, no seeds-to-decide and no detectable effect, and is never contradicted. A claim
+its measured effect labelled as no verdict, no lean, no seeds-to-decide and no detectable effect, and is
+never contradicted. A claim
 whose arms exist only in different settings that differ in steps, data or task (and none of its own
 axes) is confounded as a whole. Every verdict carries the scale it was measured at (Verdict.scale,
 regime.scale_text), also the last sentence of its explanation.
@@ -61,9 +62,11 @@ pooled only when balanced between the two arms of a part, else the effect is tak
 both share and combined with inverse-variance weights.
 
 Inconclusive parts say which way the estimate leans (``lean``), the minimum detectable effect of the
-design at α and power 0.8 (``mde``), and the seeds per arm that would decide at the effect seen
-(``seeds_needed``: the n whose MDE reaches the distance from the estimate to the boundary it must
-clear).
+design at α and power 0.8 (``mde``), and the paired seeds a decision needs at the paired sd seen
+(``decide``, parts.seeds_to_settle: for the equivalence against ±δ, the direction and a non-inferiority
+part's own test, each where the interval would just clear its boundary and for 80% power); an estimate
+inside ±δ reads "a difference larger than δ is unlikely" only where its interval lies within about ±δ.
+A gated part carries its measured effect, labelled measured, not judged (SHOWN_NOT_JUDGED).
 """
 
 from __future__ import annotations
