@@ -95,6 +95,7 @@ def test_a_timing_off_the_papers_hardware_is_not_testable(write_record, tmp_path
     part = _speed(runs)
     assert part.status == NOT_TESTABLE and part.effects[0].label.startswith(SHOWN_NOT_JUDGED)
     assert "paired timing" in part.effects[0].label and part.effects[0].estimate == pytest.approx(0.8, rel=0.05)
+    assert "; rounds 0.7" in part.effects[0].label  # the range of the per-round ratios beside their median
     assert "timed_as_paper" in part.test and "cuda at bf16" in part.note
 
 
