@@ -1486,6 +1486,8 @@ def test_an_undecided_estimate_inside_the_margin_says_so_instead_of_advising_see
     assert verdict_text(narrow).startswith(f"inconclusive (estimate inside ±δ = 0.02: {NEAR_WORDS}; the interval "
                                            f"excludes 0: a nonzero effect, its estimate inside ±δ")
     assert "none at all" not in verdict_text(narrow) + narrow.note
+    # its direction is decided (the interval is off 0): only the equivalence's seeds are asked for
+    assert [what for what, _, _ in narrow.decide] == ["equivalence (TOST, ±δ)"]
 
 
 # --- h45: the test named as computed, steps to the task's target as recorded --------------------------

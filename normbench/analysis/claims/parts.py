@@ -112,7 +112,7 @@ def seeds_to_settle(part: Part, spec: PartSpec, ctx: Context, delta: float | Non
         worse = -measure_sign(spec.measure, ctx.runs) * estimate  # + = a worse than b
         if worse < delta:
             out.append(("non-inferiority (the worse end inside δ)", *both(delta - worse)))
-    if estimate != 0:
+    if estimate != 0 and found[1] <= 0 <= found[2]:  # an interval already off 0 has decided the direction
         out.append(("direction", *both(abs(estimate))))
     return tuple(out) if math.isfinite(sd) and sd > 0 else ()
 
