@@ -213,13 +213,13 @@ class Part:
 
 def seeds_text(part: "Part") -> str:
     """The seeds a decision of an undecided part needs (Part.decide), in words; "" where none is known."""
-    bits = []
+    bits, unit = [], "paired seeds" if len(part.arms) > 1 else "seeds"  # one arm's measure (a slope): seeds
     for what, just, powered in part.decide:
         if just is None:
-            bits.append(f"{what}: more than 1000 paired seeds")
+            bits.append(f"{what}: more than 1000 {unit}")
         else:
-            bits.append(f"{what}: ≈{just} paired seeds" + (f" (≈{powered} for 80% power)" if powered and powered != just
-                                                           else ""))
+            bits.append(f"{what}: ≈{just} {unit}" + (f" (≈{powered} for 80% power)" if powered and powered != just
+                                                     else ""))
     return "; ".join(bits)
 
 
