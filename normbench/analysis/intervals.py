@@ -232,6 +232,22 @@ def seeds_to_decide(estimate: Estimate, seeds: int, distance: float, alpha: floa
     return None
 
 
+def paired_seeds(sd: float, distance: float, alpha: float = ALPHA, power: float = POWER,
+                 limit: int = 1000) -> int | None:
+    """Paired seeds n at which a one-sided t test at ``alpha`` on n per-seed differences of standard deviation
+    ``sd`` (n − 1 df) clears a boundary ``distance`` away from the estimate, with the given power: the smallest
+    n ≥ 2 with (t_{1−α} + t_power) · sd / √n ≤ distance. At power 0.5 (t_power = 0) that is the n at which the
+    (1 − 2α) interval, at the estimate and sd seen, would just clear the boundary. None when sd or distance is
+    not positive and finite, or more than ``limit`` would be needed."""
+    if not (math.isfinite(sd) and sd > 0 and math.isfinite(distance) and distance > 0):
+        return None
+    for n in range(2, limit + 1):
+        quantiles = t_quantile(1 - alpha, n - 1) + (t_quantile(power, n - 1) if power > 0.5 else 0.0)
+        if quantiles * sd / math.sqrt(n) <= distance:
+            return n
+    return None
+
+
 def agresti_caffo(k1: int, n1: int, k2: int, n2: int) -> Estimate:
     """k1/n1 − k2/n2 with Agresti–Caffo's variance (one success and one failure added to each arm):
     a normal-theory estimate that can be inverse-variance combined across strata."""

@@ -55,12 +55,13 @@ from normbench.analysis.claims.comparison import effect_text
 from normbench.analysis.claims.vocabulary import (  # noqa: F401
     CONTRADICTED,
     INCONCLUSIVE,
-    NEAR_WORDS,
     NOT_APPLICABLE,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     SUPPORTED,
     describe,
+    headline_reading,
+    undecided_text,
 )
 from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders  # noqa: F401  (a user's claims, judged too)
 from normbench.analysis.intervals import METHOD  # noqa: F401

@@ -11,7 +11,10 @@ interval against the best arm shown worse (paired by seed where the arms share s
 seeds; "or X" only for an arm X not shown worse on the same runs, by the line's own paired comparison
 (choice_effects.shown_worse); an arm sitting on the task's trivial plateau is never recommended. Final
 quality recommends only where each arm ran at its own lr (a tuned study, or lr among the arms): a study
-whose arms shared one lr keeps its line, marked, and is counted, never used (norms move the usable lr). A family the records hold with no testable study says so in
+whose arms shared one lr keeps its line, marked, and is counted, never used (norms move the usable lr). Two norms
+a recommendation names side by side (each favoured in its own study, often only over no norm) carry their
+head-to-head reading from every line that ranked both on the same runs: tied, one ahead, or not testable, each
+with its study (head_to_head). A family the records hold with no testable study says so in
 one line; families absent from the records are left out (runs naming no family: one "no evidence
 yet" line per family).
 """
@@ -49,6 +52,10 @@ class FamilyLine:
     task: str = ""  # the task, and the condition where the study has one
     choices: list[str] = field(default_factory=list)  # the favoured arms as choices ("norm=ln, placement=pre")
     effect: str = ""  # the first choice's effect with units and interval, and its seeds
+    # the norms of its arms: those that could be the best (in the best set, not shown worse), and all it ranked or
+    # gated; a family's head-to-head reading between two recommended norms is built from them (head_to_head)
+    norms_best: tuple[str, ...] = ()
+    norms_all: tuple[str, ...] = ()
 
 
 FAVOURED, TIED, GATED, UNRANKED = "favoured", "tied", "not testable here", "not ranked yet"
@@ -141,11 +148,52 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                                   _sureness(rows, section.claims), _scale(study_runs), kind, arms, task)
                 if kind in (FAVOURED, NO_CHOICE, PLATEAU, SHARED_LR):
                     line.choices, line.effect = choices, effect
+                line.norms_all, line.norms_best = _norms(rows, runs), ()
+                if kind == TIED:  # no arm shown worse: every ranked arm could be the best
+                    line.norms_best = _norms(ranked, runs)
+                elif kind not in (GATED, UNRANKED):
+                    best = ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]
+                    line.norms_best = _norms(best, runs)
                 lines.append(line)
         out += lines
     # the families the records ran, and only those: a sweep of LSTMs lists no empty RNN, GRU and
     # Transformer rows above its answer; records naming no family keep one "no evidence yet" line each
     return out or [_no_evidence(f.display) for f in families()]
+
+
+def _norms(rows: pd.DataFrame, runs: pd.DataFrame) -> tuple[str, ...]:
+    """The norms (axes.norm) of the groups of ``rows``, in first-seen order."""
+    if "axes.norm" not in runs or rows.empty:
+        return ()
+    norm = runs.groupby("group")["axes.norm"].first()
+    return tuple(dict.fromkeys(str(norm[g]) for g in rows["group"] if g in norm.index and pd.notna(norm[g])))
+
+
+def _named_norms(lines: list[FamilyLine]) -> list[str]:
+    """The norms a family's recommendation names as choices ("norm=X" in its favoured lines' choices)."""
+    named = [part.split("=", 1)[1] for line in lines for choice in line.choices
+             for part in choice.split(" (")[0].split(", ") if part.startswith("norm=")]
+    return list(dict.fromkeys(named))
+
+
+def head_to_head(lines: list[FamilyLine], first: str, second: str) -> str:
+    """What the family's lines say about two norms compared on the same runs, one reading per line that ranks both:
+    "tied" where both have an arm that could be the best (a tie is named, never broken by a sort order), "X ahead"
+    where only X has, "not testable" where the line's regime gate holds; "" where no line compares them. Two
+    recommended norms each beating none in its own study say nothing about each other (referee 19: BN and LN side
+    by side in the LSTM row, while gamma_init tied them and small_batch_bn put BN ahead at batch 32)."""
+    said = []
+    for line in lines:
+        if not (first in line.norms_all and second in line.norms_all) or line.kind == UNRANKED:
+            continue
+        where = f"on {line.task} ({line.studies[0][0]})" if line.studies else f"on {line.task}"
+        if line.kind == GATED:
+            said.append(f"not testable {where}")
+            continue
+        ahead = [n for n in (first, second) if n in line.norms_best]
+        reading = (f"{ahead[0]} ahead" if len(ahead) == 1 else "tied" if ahead else "neither in the best set")
+        said.append(f"{reading} {where}" + (" (one shared lr)" if line.kind == SHARED_LR else ""))
+    return f"{first} vs {second} head to head: {'; '.join(said)}" if said else ""
 
 
 def _shared_lr(runs: pd.DataFrame) -> bool:
@@ -253,6 +301,11 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
                           for line in favoured)
         sure = " · ".join(f"{line.studies[0][0]}: {line.effect}" for line in favoured if line.effect) \
             or "no effect: no arm shown worse on the same data"
+        named = _named_norms(favoured)
+        readings = [head_to_head(lines, a, b) for i, a in enumerate(named) for b in named[i + 1:]]
+        for pair, reading in zip([(a, b) for i, a in enumerate(named) for b in named[i + 1:]], readings):
+            # two norms offered side by side: what the studies that ran both say of one against the other
+            text += f" · {reading or f'{pair[0]} vs {pair[1]}: no study here compares them on the same runs'}"
         shared = [line for line in lines if line.kind == SHARED_LR]
         if shared:
             text += (f" · not used, every arm at one shared lr: "

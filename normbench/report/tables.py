@@ -17,7 +17,6 @@ import pandas as pd
 from normbench.analysis.result import (
     CONTRADICTED,
     INCONCLUSIVE,
-    NEAR_WORDS,
     NO_STUDY,
     NOT_APPLICABLE,
     NOT_TESTABLE,
@@ -29,7 +28,9 @@ from normbench.analysis.result import (
     ClaimResult,
     Effect,
     Part,
+    headline_reading,
     shown_status,
+    undecided_text,
 )
 from normbench.records import metrics as metric_table
 from normbench.records.metrics import TIMING_NOISY
@@ -399,33 +400,18 @@ def effect_text(effect: Effect | None) -> str:
     return f"{effect.label}: {number(effect.estimate, 3)} ({shown})"
 
 
-def near_text(part: Part) -> str:
-    """An undecided part whose estimate is inside ±δ: what its runs say (REFEREE §5), and whether its interval
-    still excludes no difference at all (postln_grad_depth: 0.065 [0.024, 0.107] at δ = 0.1)."""
-    effect = part.effect
-    excludes = (effect is not None and effect.interval is not None
-                and (min(effect.interval) > effect.null or max(effect.interval) < effect.null))
-    return (f"estimate inside ±δ = {part.near}: {NEAR_WORDS}"
-            + ("; the interval excludes none at all: a smaller one is detected" if excludes else ""))
-
-
 def verdict_text(part: Part) -> str:
-    """The verdict cell of a part: status, and for an undecided part the way it leans and what would decide it."""
+    """The verdict cell of a part: status, and for an undecided part the way it leans and what would decide it
+    (vocabulary.undecided_text: the part's line in the explanation reads the same words)."""
     if part.status == NOT_TESTABLE:
         return part.note.strip() or NOT_TESTABLE  # "not testable here: REASON — testable with WHAT"
     if part.status != INCONCLUSIVE:
         return shown_status(part.status) + (f": {part.note.strip()}" if part.status == NOT_APPLICABLE and part.note else "")
-    if part.within:
-        return f"inconclusive (no difference larger than δ = {part.within} is likely)"
-    if part.near:
-        return f"inconclusive ({near_text(part)}" + (f"; MDE {part.mde:.3g}" if part.mde is not None else "") + ")"
-    bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
-    if part.mde is not None:
-        bits.append(f"MDE {part.mde:.3g}")
-    if part.seeds_needed:
-        bits.append(f"≈{part.seeds_needed} {'seeds/arm' if part.needed_unit == 'seeds per arm' else part.needed_unit} "
-                    f"would decide")
-    return f"inconclusive ({', '.join(bits)})" + (f": {part.note.strip()}" if part.note else "")
+    reading = undecided_text(part)
+    if part.near and part.mde is not None:
+        reading += f"; MDE {part.mde:.3g}"
+    plain = not (part.within or part.near)
+    return f"inconclusive ({reading})" + (f": {part.note.strip()}" if plain and part.note else "")
 
 
 def part_rows(result: ClaimResult) -> list[list[str]]:
@@ -443,8 +429,7 @@ def parts_tested(verdict) -> str:
     readings: dict[str, list[int]] = {}
     for i, part in enumerate(verdict.parts or (), 1):
         if part.status == INCONCLUSIVE:
-            said = ("no difference larger than δ likely" if part.within or part.near else
-                    f"leaning {part.lean}" if part.lean else "undecided")
+            said = headline_reading(part)
         elif part.status in (SUPPORTED, CONTRADICTED):
             said = shown_status(part.status)
         else:

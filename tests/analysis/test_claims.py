@@ -830,7 +830,9 @@ def test_ln_batch_robust_says_the_arms_saw_equal_data(runs_of):
     # is not read as the claim's, and never as its contradiction (issue 45: post-placement BN at batch 4 × 16)
     # the small batch's parts are gated; the large batch's (part 3) pools batch × time as the paper's 128 does
     assert verdict.status == NOT_TESTABLE and all(p.status == NOT_TESTABLE for p in verdict.parts[:2]), verdict.explanation
-    assert all(p.effects == () for p in verdict.parts[:2])
+    # referee 19: a gated part still shows what it measured, labelled as no verdict (LN's 0.95 vs 0.60 is seen)
+    assert all(p.effects and all(e.label.startswith("measured, not judged") for e in p.effects)
+               for p in verdict.parts[:2])
     assert "BatchNorm pools 80 vectors at its smallest (batch 4 × 20 steps (placement post: batch × time))" in verdict.parts[0].note
     assert "testable with per-step BatchNorm in the cell (placement=in_cell) at a batch of at most 16" in verdict.parts[0].note
 
@@ -1034,7 +1036,9 @@ def test_stable_lr_is_where_the_arm_trains(runs_of, ln, none, expected, ratio):
     verdict = stable_lr(runs_of(*lr_grid("ln", seeds=seeds, **ln), *lr_grid("none", seeds=seeds, **none)))
     assert verdict.status == expected, verdict.explanation
     if ratio is None:
-        assert verdict.effect is None and "no run of none failed at the largest lr" in verdict.parts[0].note
+        # not judged, and its measured ratio (1: both train at every lr) shown as such (referee 19)
+        assert verdict.effect.label.startswith("measured, not judged") and verdict.effect.estimate == pytest.approx(1)
+        assert "no run of none failed at the largest lr" in verdict.parts[0].note
         return
     assert verdict.effect.estimate == pytest.approx(ratio)
     assert "trains" in verdict.parts[0].test and "50%" in verdict.parts[0].test
@@ -1447,28 +1451,43 @@ def test_a_claim_whose_own_regime_check_fails_still_shows_what_its_parts_measure
 
 def test_an_undecided_estimate_inside_the_margin_says_so_instead_of_advising_seeds(runs_of):
     """REFEREE §5: an undecided part whose estimate is already inside ±δ says "no difference larger than δ is
-    likely", not "≈200 seeds would decide"; where its interval excludes 0, it says a smaller one is detected."""
+    likely", not "≈200 seeds would decide" — but referee 19: only where its interval lies within about ±δ. One
+    reaching about 2δ says how far it reaches, that it is not decided, and the paired seeds a decision needs."""
     import dataclasses
 
     from normbench.analysis.claims.comparison import Context
     from normbench.analysis.claims.parts import evaluate_part
-    from normbench.analysis.claims.vocabulary import better
-
-    spec = dataclasses.replace(better("a scores better than b", "a", "b"), margin=0.02)
-    # per-seed differences 0, 0.005, 0.03: mean 0.012 inside ±0.02, 90% interval about [-0.015, 0.039]
-    rows = [{"seed": s, "best_val": 0.9 + d, "axes": {"norm": "ln"}} for s, d in enumerate((0.0, 0.005, 0.03))]
-    rows += [{"seed": s, "best_val": 0.9, "axes": {"norm": "rms"}} for s in range(3)]
-    runs = runs_of(*rows)
-    ctx = Context(runs, {"a": runs[runs["axes.norm"] == "ln"], "b": runs[runs["axes.norm"] == "rms"]}, ("norm",), 0.05)
-    part = evaluate_part(spec, ctx)
-    assert part.status == INCONCLUSIVE and part.near == "0.02" and part.seeds_needed is None, part
-    assert "a difference larger than δ is unlikely, though not excluded" in part.note
+    from normbench.analysis.claims.vocabulary import NEAR_WORDS, better, equivalent
     from normbench.report.tables import verdict_text
-    assert verdict_text(part).startswith("inconclusive (estimate inside ±δ = 0.02: a difference larger than δ is "
-                                         "unlikely, though not excluded")
-    assert "excludes none at all" not in verdict_text(part)  # its interval, about [-0.015, 0.039], holds 0
-    detected = dataclasses.replace(part, effects=(dataclasses.replace(part.effect, interval=(0.004, 0.03)),))
-    assert "; the interval excludes none at all: a smaller one is detected;" in verdict_text(detected)
+
+    directional = dataclasses.replace(better("a scores better than b", "a", "b"), margin=0.02)
+    flat = dataclasses.replace(equivalent("a scores as b does", "a", "b"), margin=0.02)
+
+    def part_for(differences, spec=directional):
+        rows = [{"seed": s, "best_val": 0.9 + d, "axes": {"norm": "ln"}} for s, d in enumerate(differences)]
+        rows += [{"seed": s, "best_val": 0.9, "axes": {"norm": "rms"}} for s in range(len(differences))]
+        runs = runs_of(*rows)
+        arms = {"a": runs[runs["axes.norm"] == "ln"], "b": runs[runs["axes.norm"] == "rms"]}
+        return evaluate_part(spec, Context(runs, arms, ("norm",), 0.05))
+
+    # per-seed differences 0, 0.005, 0.03: mean 0.012 inside ±0.02, 90% interval about [-0.015, 0.039] (1.9δ)
+    wide = part_for((0.0, 0.005, 0.03))
+    assert wide.status == INCONCLUSIVE and wide.near == "0.02" and wide.seeds_needed is None, wide
+    assert NEAR_WORDS not in wide.note and NEAR_WORDS not in verdict_text(wide)
+    assert "the interval reaches 0.0388 (1.9δ): not decided" in verdict_text(wide)
+    # the paired sd 0.0161 over 3 seeds: the interval would lie inside ±0.02 at 12, off 0 at 8 (t on n − 1 df)
+    assert dict((w, n) for w, n, _ in wide.decide) == {"equivalence (TOST, ±δ)": 12, "direction": 8}
+    assert "equivalence (TOST, ±δ): ≈12 paired seeds" in verdict_text(wide) and "direction: ≈8" in wide.note
+    # an equivalence part, per-seed differences 0.013, 0.016, 0.019: mean 0.016, interval about [0.0109, 0.0211]
+    # (1.06δ): within about ±δ, and off 0: a nonzero effect, its estimate inside ±δ (grad_depth's post slope,
+    # 0.065 [0.024, 0.107] at δ 0.1, read "the interval excludes none at all")
+    narrow = part_for((0.013, 0.016, 0.019), flat)
+    assert narrow.near == "0.02" and narrow.reach <= 1.25, narrow
+    assert verdict_text(narrow).startswith(f"inconclusive (estimate inside ±δ = 0.02: {NEAR_WORDS}; the interval "
+                                           f"excludes 0: a nonzero effect, its estimate inside ±δ")
+    assert "none at all" not in verdict_text(narrow) + narrow.note
+    # its direction is decided (the interval is off 0): only the equivalence's seeds are asked for
+    assert [what for what, _, _ in narrow.decide] == ["equivalence (TOST, ±δ)"]
 
 
 # --- h45: the test named as computed, steps to the task's target as recorded --------------------------

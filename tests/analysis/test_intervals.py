@@ -222,3 +222,28 @@ def test_paired_seeds_decide_where_unpaired_do_not():
     unpaired, none = seed_difference(a, range(5), shared, range(5, 10))
     assert n == 5 and none == 0
     assert paired.interval(0.9)[0] > 0 and unpaired.interval(0.9)[0] < 0
+
+
+def test_paired_seeds_match_the_referees_recomputations():
+    """Referee 19 recomputed the paired seeds a decision needs at the paired sd seen (the n at which the 90%
+    interval, at the estimate seen, would just clear the boundary): postln_grad_depth's post slope (per-seed
+    0.132, 0.044, 0.066, 0.070, 0.013; TOST at δ 0.1) ≈ 7; ln_gamma_one_better part 2 (−0.00617 [−0.0314, 0.0191],
+    3 pairs, δ 0.01) ≈ 44 for the TOST, ≈ 17 for the direction; mixln_deep_layers part 3 (0.00809 [−0.0222,
+    0.0384], δ 0.02) ≈ 9; rms_faster_than_ln part 3 (−0.00696 [−0.0362, 0.0223], δ 0.02) ≈ 7."""
+    import numpy as np
+
+    from normbench.analysis.intervals import paired_seeds, t_quantile
+
+    def sd_of(low, high, n=3):
+        return (high - low) / 2 / t_quantile(0.95, n - 1) * math.sqrt(n)
+
+    slopes = np.array([0.132, 0.044, 0.066, 0.070, 0.013])
+    assert paired_seeds(slopes.std(ddof=1), 0.1 - slopes.mean(), 0.05, 0.5) == 7
+    gamma = sd_of(-0.0314, 0.0191)
+    assert paired_seeds(gamma, 0.01 - 0.00617, 0.05, 0.5) == 44
+    assert paired_seeds(gamma, 0.00617, 0.05, 0.5) in (17, 18)
+    assert paired_seeds(sd_of(-0.0222, 0.0384), 0.02 - 0.00809, 0.05, 0.5) == 9
+    assert paired_seeds(sd_of(-0.0362, 0.0223), 0.02 - 0.00696, 0.05, 0.5) == 7
+    # 80% power asks for more; no spread or no distance: nothing to say
+    assert paired_seeds(gamma, 0.01 - 0.00617, 0.05, 0.8) > 44
+    assert paired_seeds(0.0, 0.01) is None and paired_seeds(0.01, 0.0) is None

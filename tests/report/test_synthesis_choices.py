@@ -171,3 +171,33 @@ def test_a_choice_at_its_grids_end_or_without_a_norm_carries_its_caveat(runs_of)
     assert NO_NORM_CAVEAT in bare.choices[0] and "grid's" not in bare.choices[0]
     (inside,) = study("ln", 0.01)
     assert "[" not in inside.choices[0], inside.choices
+
+
+def test_two_norms_offered_side_by_side_carry_their_head_to_head_reading():
+    """Referee 19: the LSTM row offered BN (bn_converges) and LN (ln_converges) side by side, each shown better than
+    no norm, while the studies that ran both read otherwise: gamma_init tied them, small_batch_bn put BN ahead at
+    batch 32. The row says so, every comparing line named (a tie as a tie, never one picked by a sort order)."""
+    from normbench.report.synthesis import TIED, FamilyLine, recommendation
+
+    def line(kind, study, task, choices, norms_all, norms_best):
+        return FamilyLine("LSTM", "x", [(study, study)], "", "", kind, [], task, choices, "", norms_best, norms_all)
+
+    bn = line(FAVOURED, "bn_converges", "digits", ["norm=bn, placement=in_cell"], ("bn", "none"), ("bn",))
+    ln = line(FAVOURED, "ln_converges", "fortunes_lm", ["norm=ln, placement=in_cell"], ("ln", "none"), ("ln",))
+    tied = line(TIED, "gamma_init", "digits", [], ("ln", "bn"), ("ln", "bn"))
+    small = line(FAVOURED, "small_batch_bn", "digits at batch_size=32", ["norm=bn, placement=in_cell (at batch_size=32)"],
+                 ("ln", "bn"), ("bn",))
+    gated = line(GATED, "ln_vs_bn_varlen", "adding", [], ("ln", "bn"), ())
+    text = recommendation("LSTM", [bn, ln, tied, small, gated]).favoured
+    assert ("bn vs ln head to head: tied on digits (gamma_init); bn ahead on digits at batch_size=32 "
+            "(small_batch_bn); not testable on adding (ln_vs_bn_varlen)") in text
+    alone = recommendation("LSTM", [bn, ln]).favoured
+    assert "bn vs ln: no study here compares them on the same runs" in alone
+
+
+def test_a_tie_between_two_norms_is_read_from_the_records_as_a_tie(runs_of):
+    """A study whose LN and BN arms are not told apart: both norms could be the best on its line."""
+    rows = [{"seed": s, "best_val": 0.90 + 0.004 * ((s * 7 + len(n)) % 3), "axes": {"norm": n}}
+            for s in range(4) for n in ("ln", "bn")]
+    (line,) = lines_for(runs_of(*rows))
+    assert set(line.norms_all) == {"ln", "bn"} and set(line.norms_best) == {"ln", "bn"}, line

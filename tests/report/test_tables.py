@@ -13,8 +13,8 @@ from normbench.analysis.claims.vocabulary import (
 from normbench.report.tables import parts_tested
 
 
-def part(status, lean=None, near=""):
-    return Part("a part", status, "a test", lean=lean, near=near)
+def part(status, lean=None, near="", reach=float("nan")):
+    return Part("a part", status, "a test", lean=lean, near=near, reach=reach)
 
 
 def test_a_not_testable_verdict_names_what_its_parts_tested_read():
@@ -24,9 +24,13 @@ def test_a_not_testable_verdict_names_what_its_parts_tested_read():
                                                           part(INCONCLUSIVE, TOWARD_CONTRADICTED),
                                                           part(SUPPORTED), part(NOT_TESTABLE)])
     assert parts_tested(verdict) == f"parts 1, 2 leaning {TOWARD_CONTRADICTED}, part 3 supported"
-    near = SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE), part(INCONCLUSIVE, near="0.1"),
+    near = SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE), part(INCONCLUSIVE, near="0.1", reach=1.1),
                                                        part(CONTRADICTED)])
     assert parts_tested(near) == "part 2 no difference larger than δ likely, part 3 not reproduced in this setup"
+    # referee 19: mixln_deep_layers' part 3, +0.008 [−0.022, +0.038] at δ 0.02, read "no difference larger than δ
+    # likely" in its headline while its interval reached about 2δ
+    wide = SimpleNamespace(status=NOT_TESTABLE, parts=[part(INCONCLUSIVE, near="0.02", reach=1.9)])
+    assert parts_tested(wide) == "part 1 estimate inside ±δ, undecided"
     # nothing tested, or a verdict that already says what its parts read: nothing added
     assert parts_tested(SimpleNamespace(status=NOT_TESTABLE, parts=[part(NOT_TESTABLE)])) == ""
     assert parts_tested(SimpleNamespace(status=SUPPORTED, parts=[part(SUPPORTED)])) == ""

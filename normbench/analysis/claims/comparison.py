@@ -219,8 +219,8 @@ def as_effect(label: str, estimate: Estimate, alpha: float, null: float = 0.0, e
     if exp:  # a ratio: the estimate is on the log scale, its null there 0
         return Effect(label, math.exp(estimate.value) if math.isfinite(estimate.value) else math.nan,
                       (math.exp(interval[0]), math.exp(interval[1])) if interval else None, 1.0, decision_level(alpha),
-                      t_p(estimate))
-    return Effect(label, estimate.value, interval, null, decision_level(alpha), t_p(estimate, null))
+                      t_p(estimate), estimate.df)
+    return Effect(label, estimate.value, interval, null, decision_level(alpha), t_p(estimate, null), estimate.df)
 
 
 def fisher_p(hits_a: int, n_a: int, hits_b: int, n_b: int) -> float:

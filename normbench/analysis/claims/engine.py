@@ -22,7 +22,8 @@ the claim is not applicable only when no part has its arms.
 Regimes. Before a part is tested, the records of the arms it compares are checked once, here, by
 the gates of analysis/regime.py that apply to its kind (regime.GATES: at chance, at ceiling, still
 improving, confounded); a gated part reads `not testable here: REASON — testable with WHAT`, carries
-no effect, no lean, no seeds-to-decide and no detectable effect, and is never contradicted. A claim
+its measured effect labelled as no verdict, no lean, no seeds-to-decide and no detectable effect, and is
+never contradicted. A claim
 whose arms exist only in different settings that differ in steps, data or task (and none of its own
 axes) is confounded as a whole. Every verdict carries the scale it was measured at (Verdict.scale,
 regime.scale_text), also the last sentence of its explanation.
@@ -61,9 +62,11 @@ pooled only when balanced between the two arms of a part, else the effect is tak
 both share and combined with inverse-variance weights.
 
 Inconclusive parts say which way the estimate leans (``lean``), the minimum detectable effect of the
-design at α and power 0.8 (``mde``), and the seeds per arm that would decide at the effect seen
-(``seeds_needed``: the n whose MDE reaches the distance from the estimate to the boundary it must
-clear).
+design at α and power 0.8 (``mde``), and the paired seeds a decision needs at the paired sd seen
+(``decide``, parts.seeds_to_settle: for the equivalence against ±δ, the direction and a non-inferiority
+part's own test, each where the interval would just clear its boundary and for 80% power); an estimate
+inside ±δ reads "a difference larger than δ is unlikely" only where its interval lies within about ±δ.
+A gated part carries its measured effect, labelled measured, not judged (SHOWN_NOT_JUDGED).
 """
 
 from __future__ import annotations
@@ -84,7 +87,6 @@ from normbench.analysis.claims.vocabulary import (
     CONTRADICTED,
     DEPENDS,
     INCONCLUSIVE,
-    NEAR_WORDS,
     NOT_APPLICABLE,
     NOT_REPRODUCED,
     NOT_TESTABLE,
@@ -100,6 +102,7 @@ from normbench.analysis.claims.vocabulary import (
     describe,
     metric,
     select,
+    undecided_text,
     values_text,
 )
 from normbench.analysis.intervals import ALPHA, decision_level
@@ -158,6 +161,7 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
             measures[spec.measure.name.split(" (")[0]] = spec.measure
     rows = []
     _, name, _ = task_direction(runs)
+    paired = _paired_ms(frames) if any(s.kind == "faster" for s in claim.parts) else {}
     for arm, frame in frames.items():
         # a setting an arm selects by a condition (warm-up > 0) shows the values its runs have (referee 17: the page
         # never said warm-up was 100 of 300 steps)
@@ -183,10 +187,36 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
         if any(s.kind == "more_stable" for s in claim.parts):
             ok = frame["status"] == "ok"
             row["grad kurtosis mean"] = float(metric(frame[ok], path("grad_kurtosis")).mean())
-        if any(s.kind == "faster" for s in claim.parts):
-            row["median step ms"] = float(metric(frame, path("step_ms_median")).median())
+        if paired:  # the arms timed interleaved in one process: those step times, not the runs' own
+            row[PAIRED_MS] = paired[arm]
+        elif any(s.kind == "faster" for s in claim.parts):
+            row[PER_RUN_MS] = float(metric(frame, path("step_ms_median")).median())
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+PAIRED_MS = "paired step ms (bench arms: interleaved in one process)"
+PER_RUN_MS = "median step ms (per-run, noisy: not a result)"
+
+
+def _paired_ms(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """Each arm's step ms from the study's paired timing (speed.paired_timing: the median over its groups' paired
+    medians), or {} unless every arm has one: the runs' own step times were taken on a loaded machine (referee 19:
+    the table showed RMS 12% slower per run where the paired ratio is 0.997)."""
+    from normbench.analysis.speed import paired_timing
+
+    out = {}
+    for arm, frame in frames.items():
+        timed = paired_timing(frame) if "group" in frame else pd.DataFrame()
+        # a file that lists only the rounds: their median is the arm's paired step time
+        ms = [row.step_ms_median if pd.notna(row.step_ms_median) else
+              float(np.median(row.rounds_ms)) if isinstance(row.rounds_ms, list) and row.rounds_ms else math.nan
+              for row in timed.itertuples()]
+        ms = [m for m in ms if math.isfinite(m)]
+        if not ms:
+            return {}
+        out[arm] = float(np.median(ms))
+    return out
 
 
 def shown_status(status: str) -> str:
@@ -217,18 +247,7 @@ def verdict_figures(verdict: Verdict) -> dict:
 
 
 def part_line(index: int, part: Part) -> str:
-    extra = ""
-    if part.status == INCONCLUSIVE and part.within:
-        extra = f" (no difference larger than δ = {part.within} is likely)"
-    elif part.status == INCONCLUSIVE and part.near:
-        extra = f" (estimate inside ±δ = {part.near}: {NEAR_WORDS})"
-    elif part.status == INCONCLUSIVE:
-        bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
-        if part.mde is not None:
-            bits.append(f"minimum detectable effect {part.mde:.3g}")
-        bits.append(f"about {part.seeds_needed} {part.needed_unit} would decide it at the effect seen" if part.seeds_needed
-                    else f"no number of {part.needed_unit.split()[0]} (≤ 1000) is known to decide it")
-        extra = " (" + "; ".join(bits) + ")"
+    extra = f" ({undecided_text(part)})" if part.status == INCONCLUSIVE else ""
     if part.status == NOT_TESTABLE:
         return f" Part {index} — {part.assertion}: {part.note.strip()}. Test: {part.test}"
     return (f" Part {index} — {part.assertion}: {shown_status(part.status)}{extra}. Effect: {effect_text(part.effect)}. "
@@ -342,8 +361,10 @@ def _after_setup(claim: Claim, parts: list[Part]) -> list[Part]:
     reason = (part.note.strip().removeprefix("not testable here: ").split(" — ")[0] if part.status == NOT_TESTABLE
               else f"the setup check \"{spec.assertion}\" is {part.status}")
     note = f"not testable here: {reason} — testable with {spec.setup}"
+    # the setup check keeps its effect (why); every other part keeps what it measured, labelled as no verdict
     return [p if p.status == NOT_APPLICABLE and s is not spec else
-            Part(p.assertion, NOT_TESTABLE, p.test, p.effects if s.setup else (), p.arms, p.margin, note=note)
+            Part(p.assertion, NOT_TESTABLE, p.test, p.effects if s.setup else not_judged(p.effects), p.arms, p.margin,
+                 note=note)
             for s, p in zip(claim.parts, parts)]
 
 
@@ -366,7 +387,8 @@ def _unmet(claim: Claim, index: int, spec: PartSpec, ctx: Context) -> Part | Non
     names = tuple(n for n in (spec.a, spec.b) if n)
     test = f"{' vs '.join(names)}: the claim's regime predicates checked before any test"
     if claim.regime and not claim.needs:
-        return Part(spec.assertion, NOT_TESTABLE, test + ".", (), names, note=predicates.prose_only(claim))
+        return Part(spec.assertion, NOT_TESTABLE, test + ".", measured_only(spec, ctx), names,
+                    note=predicates.prose_only(claim))
     failed = []  # every predicate that fails is named, not only the first: fixing one must not reveal the next
     for need in claim.needs:
         if need.covers(index):
@@ -377,8 +399,10 @@ def _unmet(claim: Claim, index: int, spec: PartSpec, ctx: Context) -> Part | Non
                 failed.append((need.name, note))
     if not failed:
         return None
-    return Part(spec.assertion, NOT_TESTABLE, f"{test} ({', '.join(name for name, _ in failed)}).", (), names,
-                note=_joined_notes([note for _, note in failed]))
+    # referee 19: own_lr, same_lr and timed_as_paper blanked the effect, hiding data that read for or against the
+    # paper (derf_muon_interaction −0.144 bpc): what the runs measured is shown, labelled as no verdict
+    return Part(spec.assertion, NOT_TESTABLE, f"{test} ({', '.join(name for name, _ in failed)}).",
+                measured_only(spec, ctx), names, note=_joined_notes([note for _, note in failed]))
 
 
 def _joined_notes(notes: list[str]) -> str:
@@ -415,7 +439,7 @@ def _gated(claim: Claim, spec: PartSpec, ctx: Context, curves: pd.DataFrame | No
                 measured_only(spec, ctx), names, note=gate.text)
 
 
-SHOWN_NOT_JUDGED = "measured, not judged (the regime check failed)"
+SHOWN_NOT_JUDGED = "measured, not judged (the regime check failed)"  # on every gated part's measured effect
 
 
 def measured_only(spec: PartSpec, ctx: Context) -> tuple:
@@ -424,9 +448,15 @@ def measured_only(spec: PartSpec, ctx: Context) -> tuple:
     measured."""
     try:
         effects = evaluate_part(spec, ctx).effects
-    except (KeyError, ValueError, ZeroDivisionError):  # a measure the gated runs cannot give (absent arm, no curve)
+    except (KeyError, ValueError, ZeroDivisionError, IndexError, TypeError):  # a measure gated runs cannot give
         return ()
-    return tuple(replace(e, label=f"{SHOWN_NOT_JUDGED}: {e.label}") for e in effects)
+    return not_judged(effects)
+
+
+def not_judged(effects) -> tuple:
+    """Effects labelled as measured, not judged (SHOWN_NOT_JUDGED), once: a label that says so already is kept."""
+    return tuple(e if e.label.startswith(SHOWN_NOT_JUDGED) else replace(e, label=f"{SHOWN_NOT_JUDGED}: {e.label}")
+                 for e in effects)
 
 
 # --- settings and studies -----------------------------------------------------------------------

@@ -81,7 +81,8 @@ def faster_part(spec: PartSpec, ctx: Context) -> Part:
         signs = sign_test(logs, level)
         interval = (math.exp(signs.low), math.exp(signs.high)) if math.isfinite(signs.low) else None
         effect = Effect(f"step-time ratio {spec.a} / {spec.b} (median of per-round ratios, paired timing; < 1 = "
-                        f"{spec.a} faster; {signs.below} of {len(logs)} rounds below 1)", math.exp(signs.median),
+                        f"{spec.a} faster; {signs.below} of {len(logs)} rounds below 1; rounds "
+                        f"{math.exp(min(logs)):.3g}–{math.exp(max(logs)):.3g})", math.exp(signs.median),
                         interval, 1.0, level)
         test = (f"{spec.a} vs {spec.b}: paired timing (bench arms: the arms' training steps interleaved in one process, "
                 f"{len(logs)} rounds, {pairs} pair(s) of groups matched on their other settings), sign test at "

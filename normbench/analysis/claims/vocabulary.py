@@ -168,9 +168,13 @@ class Effect:
     null: float = 0.0  # the "no effect" value: 0 for differences, 1 for ratios
     level: float = decision_level(ALPHA)
     p: float = math.nan  # the part's own test's one-sided p on the estimate's side (t on its df, Fisher's exact), when it has one
+    df: float = math.nan  # the t interval's degrees of freedom, when it is one (the seeds a decision needs read it)
 
 
 NEAR_WORDS = "a difference larger than δ is unlikely, though not excluded"  # a Part.near reading, one wording
+# how far past δ an undecided interval may reach for NEAR_WORDS to hold: "within about ±δ" (referee 19: an interval
+# reaching 3δ read "a difference larger than δ is unlikely")
+NEAR_REACH = 1.25
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,13 @@ class Part:
     needed_unit: str = "seeds per arm"  # what seeds_needed counts (a paired timing: timing rounds)
     within: str = ""              # undecided with its interval inside ±δ: δ as shown ("0.01", "×1.05")
     near: str = ""                # undecided with its estimate inside ±δ and its interval reaching past: δ as shown
+    reach: float = math.nan       # near: the interval's farthest end from no effect, in units of δ (1.07 = 1.07δ)
+    reach_shown: str = ""         # near: that end as the page prints it ("0.107", "×1.12")
+    excludes_null: bool = False   # near: the interval excludes no effect (a nonzero effect, its estimate inside ±δ)
+    # undecided: the paired seeds a decision needs at the paired sd seen, (what, n at which the interval would just
+    # clear at the estimate seen, n for 80% power), for the equivalence (TOST against ±δ), the direction and, for a
+    # non-inferiority part, its own test; () where none can be had (no δ, no spread, a timing)
+    decide: tuple[tuple[str, int | None, int | None], ...] = ()
 
     @property
     def claim(self) -> str:
@@ -198,6 +209,53 @@ class Part:
     @property
     def effect(self) -> Effect | None:
         return self.effects[0] if self.effects else None
+
+
+def seeds_text(part: "Part") -> str:
+    """The seeds a decision of an undecided part needs (Part.decide), in words; "" where none is known."""
+    bits, unit = [], "paired seeds" if len(part.arms) > 1 else "seeds"  # one arm's measure (a slope): seeds
+    for what, just, powered in part.decide:
+        if just is None:
+            bits.append(f"{what}: more than 1000 {unit}")
+        else:
+            bits.append(f"{what}: ≈{just} {unit}" + (f" (≈{powered} for 80% power)" if powered and powered != just
+                                                     else ""))
+    return "; ".join(bits)
+
+
+def undecided_text(part: "Part") -> str:
+    """An undecided part's reading beside its status, one wording for the part's line, the page's cell and the
+    headline: no difference larger than δ likely only where the interval lies within about ±δ (NEAR_REACH); an
+    estimate inside ±δ whose interval reaches farther says so, with how far, and the seeds a decision needs."""
+    seeds = seeds_text(part)
+    if part.within:
+        return f"no difference larger than δ = {part.within} is likely"
+    if part.near:
+        nonzero = "; the interval excludes 0: a nonzero effect, its estimate inside ±δ" if part.excludes_null else ""
+        if part.reach <= NEAR_REACH:
+            return f"estimate inside ±δ = {part.near}: {NEAR_WORDS}{nonzero}" + (f"; to decide, {seeds}" if seeds else "")
+        return (f"estimate inside ±δ = {part.near}, but the interval reaches {part.reach_shown} ({part.reach:.2g}δ): "
+                f"not decided{nonzero}" + (f"; to decide, {seeds}" if seeds else ""))
+    bits = [f"leans {part.lean}" if part.lean else "leans neither way"]
+    if part.mde is not None:
+        bits.append(f"minimum detectable effect {part.mde:.3g}")
+    if seeds:
+        bits.append(f"to decide, {seeds}")
+    elif part.seeds_needed:
+        bits.append(f"about {part.seeds_needed} {part.needed_unit} would decide it at the effect seen")
+    else:
+        bits.append(f"no number of {part.needed_unit.split()[0]} (≤ 1000) is known to decide it")
+    return "; ".join(bits)
+
+
+def headline_reading(part: "Part") -> str:
+    """An undecided part in a not-testable claim's headline ("part 3 ..."): no difference larger than δ likely only
+    where undecided_text says so."""
+    if part.within or (part.near and part.reach <= NEAR_REACH):
+        return "no difference larger than δ likely"
+    if part.near:
+        return "estimate inside ±δ, undecided"
+    return f"leaning {part.lean}" if part.lean else "undecided"
 
 
 @dataclass
