@@ -607,14 +607,16 @@ def stability_runs(in_cell: float, post: float, none: float, seeds=SEEDS, norm: 
     return rows
 
 
-@pytest.mark.parametrize("flow, expected", [
-    ((-1.0, -2.5, -3.1), SUPPORTED),       # Ba et al. §3.1: in the cell the gradient vanishes least
-    ((-3.0, -2.5, -1.2), CONTRADICTED),    # in the cell it vanishes most
-    ((-1.0, -1.0, -3.1), INCONCLUSIVE),    # in-cell no different from post
+@pytest.mark.parametrize("flow, expected, first", [
+    # Ba et al. §3.1: in the cell the gradient vanishes least; part 2 (vs the output norm) cannot be read at init
+    ((-1.0, -2.5, -3.1), NOT_TESTABLE, SUPPORTED),
+    ((-3.0, -2.5, -1.2), CONTRADICTED, CONTRADICTED),    # in the cell it vanishes most
+    ((-1.0, -1.0, -3.1), NOT_TESTABLE, SUPPORTED),
 ])
-def test_in_cell_most_stable_reads_gradient_flow_through_time(runs_of, flow, expected):
+def test_in_cell_most_stable_reads_gradient_flow_through_time(runs_of, flow, expected, first):
     verdict = in_cell_most_stable(runs_of(*stability_runs(3.2, 5.0, 8.7, flow=flow)))
     assert verdict.status == expected, verdict.explanation
+    assert verdict.parts[0].status == first
     assert list(verdict.evidence["arm"]) == ["in_cell", "post", "none"]
     assert verdict.parts[0].arms == ("in_cell", "none")  # the part Ba et al. §3.1 backs comes first
     assert "signed gradient flow through time" in verdict.parts[0].effect.label
@@ -628,7 +630,20 @@ def test_in_cell_stability_is_not_the_largest_gradient_norm(runs_of):
         if row["axes"]["placement"] == "in_cell":
             row["metrics"]["grad_norm_max"] *= 2
     verdict = in_cell_most_stable(runs_of(*rows))
-    assert verdict.status == SUPPORTED, verdict.explanation
+    assert verdict.parts[0].status == SUPPORTED, verdict.explanation
+
+
+def test_in_cell_vs_output_norm_is_not_testable_at_init(runs_of):
+    """Referee 19: with the norm after the cell (placement=post) the recurrence is none's at init (post −1.782 vs
+    none −1.775 decades, seed for seed), so "more stable than output LN" restated part 1 and the claim read
+    supported on it. Read at init, part 2 is not testable, and the claim is no longer supported."""
+    verdict = in_cell_most_stable(runs_of(*stability_runs(3.2, 5.0, 8.7, flow=(-1.0, -3.1, -3.1))))
+    part1, part2 = verdict.parts
+    assert part1.status == SUPPORTED and part2.status == NOT_TESTABLE, verdict.explanation
+    assert verdict.status != SUPPORTED
+    assert ("at initialisation the output norm leaves the recurrence unchanged, so post equals none (signed flow post "
+            "-3.1 vs none -3.1 decades)") in part2.note.replace("−", "-")
+    assert "testable with the flow read after training, or a divergence rate at an lr where none fails" in part2.note
 
 
 @pytest.mark.parametrize("none_flow", [0.8, -0.3])
@@ -641,7 +656,7 @@ def test_in_cell_stability_needs_a_vanishing_unnormalized_gradient(runs_of, none
 
 
 def test_in_cell_most_stable_single_seed_and_missing_arms(runs_of):
-    assert in_cell_most_stable(runs_of(*stability_runs(3.2, 5.0, 8.7, seeds=(0,)))).status == INCONCLUSIVE
+    assert in_cell_most_stable(runs_of(*stability_runs(3.2, 5.0, 8.7, seeds=(0,)))).parts[0].status == INCONCLUSIVE
     # without none, in-cell vs post has its arms, but the regime (none's gradient vanishes through time) cannot
     # be shown: nothing can be tested, so the study says nothing about the claim
     verdict = in_cell_most_stable(runs_of(*[r for r in stability_runs(3.2, 5.0, 8.7) if r["axes"]["norm"] != "none"]))

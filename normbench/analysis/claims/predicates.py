@@ -486,6 +486,28 @@ def _quoted_domain(arms: Arms, runs: pd.DataFrame, args) -> str | None:
             f"sentence says nothing about it either way")
 
 
+def _output_norm_at_init(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """The arm with the norm on the output only (``output``) differs from the unnormalized cell in its
+    recurrence: at initialization it does not (the output norm acts after the recurrence, whose weights and
+    state are the unnormalized cell's), so a flow read at init compares the unnormalized cell again."""
+    name = str(args["output"])
+    frame = arms.get(name)
+    if frame is None or frame.empty:
+        return None
+    placements = set(axis(frame, "placement").dropna().astype(str))
+    if placements & set(IN_CELL) or not placements:
+        return None
+    shown = ""
+    plain = arms.get(str(args.get("arm", "none")))
+    if plain is not None and len(plain):
+        mine, theirs = metric(frame, FLOW_COLUMN).dropna(), metric(plain, FLOW_COLUMN).dropna()
+        if len(mine) and len(theirs):
+            shown = (f" (signed flow {name} {float(mine.mean()):+.3g} vs {args.get('arm', 'none')} "
+                     f"{float(theirs.mean()):+.3g} decades)")
+    return (f"at initialisation the output norm leaves the recurrence unchanged, so {name} equals "
+            f"{args.get('arm', 'none')}{shown}: the comparison restates the one with no normalization")
+
+
 PREDICATES: dict[str, Predicate] = {p.name: p for p in (
     Predicate("bn_pool_at_most", "BatchNorm's statistics to pool at most {n} vectors (the claim's small batch)",
               _pool_at_most, "per-step BatchNorm in the cell (placement=in_cell) at a batch of at most {n}, or a "
@@ -543,6 +565,9 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               _data_regimes, "training sets that differ enough (sweeps/dyt_data_regime.yaml)"),
     Predicate("quoted_domain", "a task from a domain the quoted statement names ({domains})", _quoted_domain,
               "a task from a named domain, e.g. a small vision model on digits (task=digits)"),
+    Predicate("output_norm_moves_recurrence", "{output}'s recurrence to differ from {arm}'s where the measure is read "
+              "(at initialisation a norm on the output only leaves it as the unnormalized cell has it)",
+              _output_norm_at_init, "the flow read after training, or a divergence rate at an lr where {arm} fails"),
     Predicate("lr_top_fails", "some run of {arm} to fail at the top of the lr grid (diverge or not train)",
               lambda arms, runs, args: _lr_top_unstable(arms, runs, {**args, "failure": True}),
               "an lr grid whose top reaches {arm}'s divergence, with clipping off or loose"),

@@ -486,7 +486,9 @@ CLAIMS: list[Claim] = [
                  "closer to norm-preserving, so the gap may be smaller there. What is read is the flow at "
                  "initialization, the mechanism §3.1 names, not stability over training: a supported verdict says the "
                  "in-cell LN keeps more gradient flowing back at init. LayerNorm on the output leaves the recurrence "
-                 "as the unnormalized cell has it, so at init part 2 reads about what part 1 reads, seed for seed.",
+                 "as the unnormalized cell has it, so at init part 2 would read what part 1 reads, seed for seed: "
+                 "it is not testable at init (a regime check, output_norm_moves_recurrence), and the claim cannot be "
+                 "supported on the flow at init alone.",
           quote="In a standard RNN, there is a tendency for the average magnitude of the summed inputs to the "
                 "recurrent units to either grow or shrink at every time-step, leading to exploding or vanishing "
                 "gradients. In a layer normalized RNN, the normalization terms make it invariant to re-scaling all "
@@ -495,7 +497,9 @@ CLAIMS: list[Claim] = [
           measures="a mechanism, no measurement; here the signed gradient flow through time at initialization",
           regime="a recurrent model; an lr and length where the unnormalized cell's gradients can grow (clipping "
                  "states its limit)",
-          needs=(needs("recorded", column=FLOW_COLUMN, added="2026-12-02T14:12"), needs("flow_window", steps=FLOW_STEPS, added="2026-12-02T14:12"), needs("flow_vanishes", arm="none", decades=1, added="2026-12-02T14:12"),)),
+          needs=(needs("recorded", column=FLOW_COLUMN, added="2026-12-02T14:12"), needs("flow_window", steps=FLOW_STEPS, added="2026-12-02T14:12"), needs("flow_vanishes", arm="none", decades=1, added="2026-12-02T14:12"),
+                 # at init the output norm leaves the recurrence as none has it: part 2 would restate part 1 (referee 19)
+                 needs("output_norm_moves_recurrence", 2, output="post", arm="none", added="2026-12-04T16:50"),)),
     Claim("ln_larger_stable_lr",
           "LayerNorm allows a larger stable learning rate than no normalization in an RNN/LSTM.",
           "Practice: by analogy with Ioffe & Szegedy 2015 §3.3 (BatchNorm in feed-forward nets); Ba et al. 2016 "
