@@ -231,3 +231,16 @@ def test_derf_outperforms_is_not_testable_outside_the_domains_its_sentence_names
     vision = verdict(runs_of(*derf_rows("digits")), "derf_outperforms")
     assert vision.status == SUPPORTED, vision.explanation
 
+
+def test_dyt_data_regime_says_when_its_thresholds_were_fixed_as_its_tag_does():
+    """Referee 19: the design said the thresholds were "fixed before the data" while the check's tag said "set after
+    these records". They were set on 2026-12-02 (commit 3a36bb6); the example's records began 2026-12-03."""
+    import pandas as pd
+
+    from normbench.analysis.claims.predicates import after_the_records
+
+    claim = BY_ID["dyt_data_regime"]
+    (regimes,) = [n for n in claim.needs if n.name == "data_regimes"]
+    assert regimes.added == "2026-12-02T14:12" and "fixed on 2026-12-02" in claim.design
+    records = pd.DataFrame({"time.started": ["2026-12-03T06:00:00Z"]})
+    assert after_the_records(regimes, records) == ""  # fixed before the data: no "after these records" tag

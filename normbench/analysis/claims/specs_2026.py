@@ -101,7 +101,8 @@ CLAIMS_2026: list[Claim] = [
                  "equal steps, so the small set is seen many times over (data-scarce) and the large one about once "
                  "(sweeps/dyt_data_regime.yaml). The paper's regime is tokens per parameter; here it is examples seen "
                  "per distinct example, and its thresholds (data-scarce: each example seen 4 times or more; data-rich: at most "
-                 "twice) are this suite's, fixed before the data, not the paper's: its tokens per parameter run from "
+                 "twice) are this suite's, not the paper's, fixed on 2026-12-02 (commit 3a36bb6) before the first "
+                 "records (from 2026-12-03); only the check's remedy was reworded after them (2026-12-03 11:03): its tokens per parameter run from "
                  "0.016 (64M/1M) to 1.84 (64M/118M), which a 117k-parameter model on a 1 MB corpus cannot span, so "
                  "they stand for 'repeated many times' and 'seen about once'. Saturation is measured as the paper's "
                  "artifacts do, |αx| > 2.",
@@ -117,8 +118,10 @@ CLAIMS_2026: list[Claim] = [
           # both score parts compare final quality: each arm at its own lr, and off the task's trivial solutions
           needs=(needs("data_regimes", scarce=4, rich=2,
                        remedy="task.n_train of at least 12800 at the large level with 800 steps of batch 32 (seen at "
-                              "most 2x) beside a small one seen 4x or more (sweeps/dyt_data_regime.yaml)", added="2026-12-03T11:03"),
-                 needs("off_chance", 1, 2, added="2026-12-03T11:03"), needs("off_trivial", 1, 2, added="2026-12-03T11:03"), needs("own_lr", 1, 2, added="2026-12-03T11:03"),)),
+                              "most 2x) beside a small one seen 4x or more (sweeps/dyt_data_regime.yaml)",
+                       # the thresholds and the check date from 3a36bb6; 470ef77 (2026-12-03 11:03) reworded the remedy
+                       added="2026-12-02T14:12"),
+                 needs("off_chance", 1, 2, added="2026-12-02T14:12"), needs("off_trivial", 1, 2, added="2026-12-03T11:03"), needs("own_lr", 1, 2, added="2026-12-03T11:03"),)),
     Claim("dyt_faster_than_rms",
           "DyT makes a training step faster than RMSNorm, each at its fastest correct kernel.",
           "Zhu, Chen, He, LeCun & Liu 2025, Transformers without Normalization, §6.1 (efficiency)",
