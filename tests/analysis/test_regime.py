@@ -200,7 +200,8 @@ def test_the_study_runner_buys_no_seeds_for_a_gated_comparison(runs_of):
 
 @pytest.mark.parametrize("none, expected", [(0.5, SUPPORTED), (0.7, NOT_TESTABLE), (0.8, NOT_TESTABLE)])
 def test_a_failed_setup_check_makes_the_claim_not_testable_never_contradicted(runs_of, none, expected):
-    """dyt_matches_ln's contract: LN must beat no normalization here, else "DyT matches LN" says nothing."""
+    """A crafted setup check (vocabulary.setup_check: a beats b here) gates every part unless it is supported.
+    (dyt_matches_ln no longer uses one: whether LN beats no norm is its external validity, test_claims.py.)"""
     from normbench.analysis.claims.vocabulary import setup_check
 
     claim = Claim("crafted_dyt", "DyT is not worse than LN.", "Crafted 2026",
