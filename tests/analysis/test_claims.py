@@ -1621,3 +1621,13 @@ def test_the_steps_to_target_hold_a_convergence_verdict_back_but_never_make_one(
     better_area = converging_with_steps(slower)  # the area better, the steps worse: held back, not supported
     part = judge(BY_ID["bn_lstm_converges_faster"], runs_of(*better_area)).parts[0]
     assert part.status == INCONCLUSIVE and "steps to target against the rest" in part.note, part.note
+
+
+def test_dyt_matches_ln_at_a_shared_lr_is_confounded_not_decided(runs_of):
+    """Referee 19 #17: on dyt_data_regime the arms ran at one shared lr, a confound of a final-quality comparison.
+    Once "LN beats none" no longer voids the claim (its external validity), the shared lr must gate it by name."""
+    rows = dyt_runs(dyt=0.80, ln=0.90, none=0.50)
+    shared = judge(BY_ID["dyt_matches_ln"], runs_of(*rows).assign(**{"study.lr_protocol": "shared"}))
+    assert shared.status == NOT_TESTABLE and "the arms ran at an lr not tuned per arm" in shared.parts[0].note
+    tuned = judge(BY_ID["dyt_matches_ln"], runs_of(*rows).assign(**{"study.lr_protocol": "tuned"}))
+    assert tuned.status == CONTRADICTED, tuned.explanation

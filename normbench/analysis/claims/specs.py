@@ -625,9 +625,13 @@ CLAIMS: list[Claim] = [
           where="Zhu et al. 2025, Abstract; §5, Tables 1-4",
           measures="final top-1 accuracy, FID, loss and zero-shot scores of the same architecture and recipe with LN "
                    "vs DyT (ViT, ConvNeXt, DiT, LLaMA 7B-70B, wav2vec 2.0)",
-          regime="off the ceiling and the task's trivial solutions; whether normalization matters here (LN better "
-                 "than no norm) is the verdict's external validity; the paper's scale is Base size and up",
-          needs=(needs("off_ceiling", added="2026-12-02T14:12"), needs("off_trivial", added="2026-12-02T14:12"),)),
+          regime="off the ceiling and the task's trivial solutions; each arm at its own tuned lr; whether "
+                 "normalization matters here (LN better than no norm) is the verdict's external validity; the paper's "
+                 "scale is Base size and up",
+          needs=(needs("off_ceiling", added="2026-12-02T14:12"), needs("off_trivial", added="2026-12-02T14:12"),
+                 # a final-quality comparison at one lr shared by both arms measures the lr as much as the norm
+                 # (referee 19 #17): once "LN beats none" no longer voids the claim, this confound must gate it
+                 needs("own_lr", added="2026-12-04T17:05"),)),
     Claim("bn_masked_varlen",
           "On variable-length sequences, BatchNorm whose statistics exclude padded steps scores better than "
           "BatchNorm whose statistics include them.",

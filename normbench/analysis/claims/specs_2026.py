@@ -162,12 +162,14 @@ CLAIMS_2026: list[Claim] = [
                 "recognition and generation, speech representation, and DNA sequence modeling.",
           where="Chen et al. 2025 (arXiv 2512.10938), Abstract; Figure 1(c)",
           measures="ImageNet top-1, DiT FID, wav2vec 2.0 loss, DNA accuracy and GPT-2 loss with each norm in place",
-          regime="a task from a domain the sentence names (vision, speech, DNA); off chance and ceiling; whether "
+          regime="a task from a domain the sentence names (vision, speech, DNA); off chance and ceiling; each arm "
+                 "at its own tuned lr; whether "
                  "normalization matters here (LN better than none) is the verdict's external validity; the paper's "
                  "scale is ViT-B and up",
           needs=(needs("off_ceiling", added="2026-12-02T14:12"), needs("off_trivial", added="2026-12-02T14:12"),
                  # the sentence's domains, as it lists them: a character model is none of them (referee 19)
-                 needs("quoted_domain", domains=DERF_DOMAINS, tasks=VISION_TASKS, added="2026-12-04T16:50"),)),
+                 needs("quoted_domain", domains=DERF_DOMAINS, tasks=VISION_TASKS, added="2026-12-04T16:50"),
+                 needs("own_lr", added="2026-12-04T17:05"),)),
     Claim("derf_muon_interaction",
           "Derf's gap to RMSNorm is larger under Muon than under AdamW (a norm × optimizer interaction).",
           "Abouzeid 2026, Does Your Optimizer Care How You Normalize? Normalization-Optimizer Coupling in LLM "
