@@ -7,6 +7,8 @@ these from here:
 - **The primary score** is the last validation evaluation (``final_val``) unless the runs'
   ``optimized_metric`` names ``best_val`` or ``final_val_smoothed`` (the mean of the last 3
   evaluations, normbench/records/convergence.py); the secondary stays visible as a labelled value.
+  A claim's final-quality verdict reads ``final_quality_score``: the primary, except that a last
+  evaluation under a constant lr is replaced by the mean of the last 3 (one iterate is noise there).
   A tuned study's evaluation runs rank on the test split by design (ranking.comparison_score).
 - **The level** of a study is the one its design spent: a sequential study's last look
   (normbench.studies.study), ALPHA for a plain sweep. Its ranking, best set, answers, claims, smallest
