@@ -61,16 +61,14 @@ class Decision:
 def gate_of(runs: pd.DataFrame, order: list | None = None, leader: object = None) -> regime.Gate | None:
     """The regime gate one comparison's arms fail (ANSWER_GATES), None when testable or fewer than 2
     arms. ``runs``: the comparison's runs with ``group`` (and ``arm``, the label the text names);
-    ``order``: the groups in the order to name them (default: as they appear); ``leader``: the group
-    the best-set rule shows better than every other ranked group (lead_of), whose still improving
-    voids nothing: improving can only widen its lead (regime.still_improving)."""
+    ``order``: the groups in the order to name them (default: as they appear); ``leader`` is accepted and
+    no longer exempts anything: still improving gates the arm ahead too (regime.still_improving)."""
     if runs.empty or "group" not in runs:
         return None
     labels = runs.groupby("group", sort=False)["arm"].first() if "arm" in runs else pd.Series(dtype=object)
     groups = [g for g in (order if order is not None else runs["group"].unique()) if (runs["group"] == g).any()]
     arms = {str(labels.get(g, g)): runs[runs["group"] == g] for g in groups}
-    lead = str(labels.get(leader, leader)) if leader is not None else None
-    return regime.check(arms, runs, regime.ANSWER_GATES, leader=lead) if len(arms) >= 2 else None
+    return regime.check(arms, runs, regime.ANSWER_GATES) if len(arms) >= 2 else None
 
 
 def lead_of(ranked) -> object:

@@ -204,3 +204,43 @@ def test_deep_over_shallow_reads_the_skip_profile(runs_of, profile, expected):
                     "profiles": {"layer_skip_loss_increase": profile}})
     value = runs["profiles.skip_loss_deep_over_shallow"].iloc[0]
     assert (value is None or value != value) if expected is None else value == pytest.approx(expected)
+
+
+def derf_rows(task: str, derf: float = 0.9, others: float = 0.8):
+    """Pre-LN Transformers with Derf ahead of LN, RMSNorm and DyT (and no norm) on ``task`` (a higher score)."""
+    return [{"seed": s, "best_val": (derf if norm == "derf" else others) + 0.002 * s,
+             "axes": {"task": task, "norm": norm, "placement": "none" if norm == "none" else "pre"}}
+            for norm in ("derf", "ln", "rms", "dyt", "none") for s in range(3)]
+
+
+def test_derf_outperforms_is_not_testable_outside_the_domains_its_sentence_names(runs_of):
+    """Referee 19: Chen et al.'s sentence names "visual recognition and generation, speech representation, and DNA
+    sequence modeling"; a character model is none of them. Outside them every part is not testable here, for that
+    reason, with a task from a named domain as the change; on digits (visual recognition) the same gaps decide."""
+    claim = BY_ID["derf_outperforms"]
+    assert claim.quote == ("Derf outperforms LayerNorm, RMSNorm, and DyT across a wide range of domains, including "
+                           "visual recognition and generation, speech representation, and DNA sequence modeling.")
+    text = verdict(runs_of(*derf_rows("copy")), "derf_outperforms")
+    assert text.status == NOT_TESTABLE and all(p.status == NOT_TESTABLE for p in text.parts), text.explanation
+    note = text.parts[0].note
+    assert "the task here is copy (a synthetic sequence task), outside the domains the quoted statement names" in note
+    assert "visual recognition and generation, speech representation, and DNA sequence modeling" in note
+    assert "testable with a task from a named domain, e.g. a small vision model on digits" in note
+    lm = verdict(runs_of(*derf_rows("fortunes_lm", derf=3.0, others=3.2)), "derf_outperforms")
+    assert "fortunes_lm (language modelling (characters)), outside the domains" in lm.parts[0].note
+    vision = verdict(runs_of(*derf_rows("digits")), "derf_outperforms")
+    assert vision.status == SUPPORTED, vision.explanation
+
+
+def test_dyt_data_regime_says_when_its_thresholds_were_fixed_as_its_tag_does():
+    """Referee 19: the design said the thresholds were "fixed before the data" while the check's tag said "set after
+    these records". They were set on 2026-12-02 (commit 3a36bb6); the example's records began 2026-12-03."""
+    import pandas as pd
+
+    from normbench.analysis.claims.predicates import after_the_records
+
+    claim = BY_ID["dyt_data_regime"]
+    (regimes,) = [n for n in claim.needs if n.name == "data_regimes"]
+    assert regimes.added == "2026-12-02T14:12" and "fixed on 2026-12-02" in claim.design
+    records = pd.DataFrame({"time.started": ["2026-12-03T06:00:00Z"]})
+    assert after_the_records(regimes, records) == ""  # fixed before the data: no "after these records" tag

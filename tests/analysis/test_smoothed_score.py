@@ -92,3 +92,41 @@ def test_a_run_records_the_mean_of_its_last_three_evaluations(cli, tmp_path, tin
     assert record["metrics"][SMOOTHED] == pytest.approx(sum(evals[-3:]) / 3)
     code, _, err = cli(*tiny_args, "optimized_metric=final_val_mean", "hydra.run.dir=bad")
     assert code == 2 and "optimized_metric" in err
+
+
+def lucky_last(norm, seed):
+    """ln levels off at 0.76 with one high evaluation (0.86) in its final quarter and a last one of 0.84: the last
+    iterate reads 0.04 above bn's flat 0.80, the mean of the last 3 reads level with it; neither curve is still
+    improving (on either reading)."""
+    if norm == "ln":
+        return [0.3, 0.6, 0.76, 0.76, 0.76, 0.76, 0.76, 0.86, 0.70, 0.84 + 0.002 * seed]
+    return [0.3, 0.6, *[0.80] * 7, 0.80 + 0.001 * seed]
+
+
+@pytest.mark.parametrize("schedule, score, status", [
+    (None, SMOOTHED, "inconclusive"),        # constant lr (the default): the mean of the last 3 evaluations decides
+    ("constant", SMOOTHED, "inconclusive"),
+    ("cosine", "final_val", "supported"),    # a decaying lr keeps the last evaluation
+])
+def test_final_quality_under_a_constant_lr_is_decided_on_the_mean_of_the_last_evaluations(
+        write_record, tmp_path, schedule, score, status):
+    """Referee 19: ln_beats_bn_varlen's part 3 read supported on a last-iterate ×0.318 of a constant-lr run, where
+    the mean of the last 3 evaluations gives ×0.56 [0.14, 2.27]. Under a constant lr a final-quality part reads
+    final_val_smoothed; under a decaying one, the last evaluation."""
+    from normbench.analysis.claims import Claim, evaluate
+    from normbench.analysis.claims.vocabulary import better
+
+    runs = curves(write_record, tmp_path, lucky_last, schedule)
+    assert rules.final_quality_score(runs) == score and rules.primary(runs) == "final_val"
+    claim = Claim("crafted_final", "LN ends better than BN.", "Crafted 2026", {"ln": {"norm": "ln"}, "bn": {"norm": "bn"}},
+                  (better("ln ends better than bn", "ln", "bn"),))
+    ((_, verdict),) = evaluate([claim], runs)
+    assert verdict.parts[0].status == status, verdict.explanation
+    assert any(column.endswith(f"({score}) mean") for column in verdict.evidence.columns), list(verdict.evidence.columns)
+
+
+def test_records_without_the_smoothed_score_keep_the_last_evaluation(runs_of):
+    """Records from before final_val_smoothed was recorded have none to read: their verdicts read final_val."""
+    runs = runs_of({"seed": 0, "best_val": 0.8}, {"seed": 1, "best_val": 0.8})
+    assert rules.final_quality_score(runs) == "final_val"
+    assert rules.final_quality_score(runs.assign(optimized_metric="best_val")) == "best_val"  # a named score stands

@@ -421,18 +421,6 @@ def _gated(claim: Claim, spec: PartSpec, ctx: Context, curves: pd.DataFrame | No
     names = tuple(n for n in (spec.a, spec.b) if n)
     gates = regime.gates_for(spec.kind, spec.measure.task_metric)
     gate = regime.check({n: ctx.arms[n] for n in names}, ctx.runs, gates, claim.compare + claim.pool, curves)
-    if gate is not None and gate.kind == regime.STILL_IMPROVING and spec.kind == "better" and spec.b:
-        # a gate voids only what the gated change could alter: where the arm still improving is the one the
-        # test already shows ahead, more steps could only widen its lead, and the verdict stands (as for an
-        # answer's leader, regime.still_improving); a trailing arm still improving could catch up, and gates
-        tested = evaluate_part(spec, ctx)
-        leader = spec.a if tested.status == SUPPORTED else spec.b if tested.status == CONTRADICTED else None
-        if leader is not None:
-            gate = regime.check({n: ctx.arms[n] for n in names}, ctx.runs, gates, claim.compare + claim.pool, curves,
-                                leader=leader)
-            if gate is None:  # said where it applies (referee 18: part 3 read supported with its leader still improving)
-                return replace(tested, note=tested.note + f" {leader} is still improving at the end: more steps could "
-                               f"only widen its lead, so the still-improving check does not void this part.")
     if gate is None:
         return None
     return Part(spec.assertion, NOT_TESTABLE, f"{' vs '.join(names)}: regime checked before any test ({gate.kind}).",
@@ -602,7 +590,8 @@ def evaluate(claims: list[Claim], runs: pd.DataFrame, alpha: float = ALPHA) -> l
     "not applicable" entry for a claim that applies in no study. Studies are never pooled."""
     decision_level(alpha)
     # one score per study, chosen once (rules.primary), so that every arm's frame reads the same one
-    parts = [(study, frame.assign(**{rules.CONFIG_KEY: rules.primary(frame)})) for study, frame in studies(runs)]
+    # (under a constant lr, the mean of the last evaluations: rules.final_quality_score)
+    parts = [(study, frame.assign(**{rules.CONFIG_KEY: rules.final_quality_score(frame)})) for study, frame in studies(runs)]
     out = []
     for claim in claims:
         found, missed = [], []

@@ -455,6 +455,59 @@ def _lr_top_unstable(arms: Arms, runs: pd.DataFrame, args) -> str | None:
             f"more than δ ({margin_words})")
 
 
+# The domain each task belongs to, in the words a paper's statement uses: a claim quoted about named domains
+# ("visual recognition and generation, speech representation, and DNA sequence modeling") says nothing about a
+# task outside them, whichever way the runs come out (referee 19: Derf's sentence read on a character model).
+TASK_DOMAINS = {"digits": "visual recognition (8×8 digit images)", "idx": "visual recognition (MNIST-style images)",
+                "fortunes_lm": "language modelling (characters)", "text": "language modelling (characters)",
+                "fortunes_topic": "text classification", "imdb": "text classification",
+                "adding": "a synthetic sequence task", "copy": "a synthetic sequence task",
+                "mqar": "a synthetic sequence task (associative recall)"}
+
+
+def _task_names(frame: pd.DataFrame) -> set[str]:
+    recorded = frame["task.name"] if "task.name" in frame else pd.Series(dtype=object)
+    named = recorded.where(recorded.notna(), axis(frame, "task")) if len(recorded) else axis(frame, "task")
+    return {str(v) for v in named.dropna()}
+
+
+def _quoted_domain(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """Every arm ran a task of a domain the quoted statement names (``tasks``: those tasks' names, comma-separated);
+    a task outside them is a question the paper's sentence does not ask: neither way can it support or contradict it."""
+    inside = {t.strip() for t in str(args["tasks"]).split(",") if t.strip()}
+    found = sorted({t for frame in arms.values() for t in _task_names(frame)})
+    if not found:
+        return "the records do not say which task the arms ran (task.name)"
+    outside = [t for t in found if t not in inside]
+    if not outside:
+        return None
+    shown = ", ".join(f"{t} ({TASK_DOMAINS.get(t, 'a domain not in the table')})" for t in outside)
+    return (f"the task here is {shown}, outside the domains the quoted statement names ({args['domains']}): the "
+            f"sentence says nothing about it either way")
+
+
+def _output_norm_at_init(arms: Arms, runs: pd.DataFrame, args) -> str | None:
+    """The arm with the norm on the output only (``output``) differs from the unnormalized cell in its
+    recurrence: at initialization it does not (the output norm acts after the recurrence, whose weights and
+    state are the unnormalized cell's), so a flow read at init compares the unnormalized cell again."""
+    name = str(args["output"])
+    frame = arms.get(name)
+    if frame is None or frame.empty:
+        return None
+    placements = set(axis(frame, "placement").dropna().astype(str))
+    if placements & set(IN_CELL) or not placements:
+        return None
+    shown = ""
+    plain = arms.get(str(args.get("arm", "none")))
+    if plain is not None and len(plain):
+        mine, theirs = metric(frame, FLOW_COLUMN).dropna(), metric(plain, FLOW_COLUMN).dropna()
+        if len(mine) and len(theirs):
+            shown = (f" (signed flow {name} {float(mine.mean()):+.3g} vs {args.get('arm', 'none')} "
+                     f"{float(theirs.mean()):+.3g} decades)")
+    return (f"at initialisation the output norm leaves the recurrence unchanged, so {name} equals "
+            f"{args.get('arm', 'none')}{shown}: the comparison restates the one with no normalization")
+
+
 PREDICATES: dict[str, Predicate] = {p.name: p for p in (
     Predicate("bn_pool_at_most", "BatchNorm's statistics to pool at most {n} vectors (the claim's small batch)",
               _pool_at_most, "per-step BatchNorm in the cell (placement=in_cell) at a batch of at most {n}, or a "
@@ -510,6 +563,11 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               "(normbench bench arms on that machine; scripts/gpu_check.sh)"),
     Predicate("data_regimes", "a scarce level (the small set seen ≥ {scarce}×) and a plentiful one (≤ {rich}×)",
               _data_regimes, "training sets that differ enough (sweeps/dyt_data_regime.yaml)"),
+    Predicate("quoted_domain", "a task from a domain the quoted statement names ({domains})", _quoted_domain,
+              "a task from a named domain, e.g. a small vision model on digits (task=digits)"),
+    Predicate("output_norm_moves_recurrence", "{output}'s recurrence to differ from {arm}'s where the measure is read "
+              "(at initialisation a norm on the output only leaves it as the unnormalized cell has it)",
+              _output_norm_at_init, "the flow read after training, or a divergence rate at an lr where {arm} fails"),
     Predicate("lr_top_fails", "some run of {arm} to fail at the top of the lr grid (diverge or not train)",
               lambda arms, runs, args: _lr_top_unstable(arms, runs, {**args, "failure": True}),
               "an lr grid whose top reaches {arm}'s divergence, with clipping off or loose"),

@@ -360,6 +360,8 @@ REGIME_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
     "data_regimes": {"scarce": (_POSITIVE, True), "rich": (_POSITIVE, True)},
     "lr_top_fails": {"arm": (_ARM, True)},
     "lr_top_unstable": {"arm": (_ARM, True)},
+    "quoted_domain": {"domains": (_WORDS, True), "tasks": (_WORDS, True)},
+    "output_norm_moves_recurrence": {"output": (_ARM, True), "arm": (_ARM, True)},
 }
 _KIND_TEXT = {_COUNT: "a whole number of at least 1", _POSITIVE: "a finite number > 0", _ARM: "an arm's name",
               _SETTING: "a setting's name", _VALUE: "a setting's value", _WORDS: "a name or words"}
