@@ -180,13 +180,33 @@ def escaped(text: str) -> str:
     return re.sub(r"(\\*)\$\{", lambda found: found.group(1) * 2 + "\\${", text)
 
 
+def job_name_problem(name: str) -> str | None:
+    """Why ``hydra.job.name`` cannot name the job's log, or None: the log is a file in the run folder."""
+    from normbench.configuration.env_names import CONTROL
+
+    if not name or name in (".", "..") or "/" in name or os.sep in name or CONTROL.search(name):
+        return f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder"
+    return None
+
+
+def _job_name(config) -> None:
+    """The job name refused before Hydra makes a folder: ``hydra.run.dir=${hydra.job.name}`` with a name holding
+    ``..`` had its folder made outside by the time the job refused the name (hostile h21 N262)."""
+    name = _resolved(config, "hydra.job.name")
+    problem = job_name_problem(str(name)) if name is not None else None
+    if problem:
+        raise Refused(problem)
+
+
 class CheckHydraFiles(Callback):
     def on_run_start(self, config, **kwargs) -> None:
+        _job_name(config)
         _blank_path(config, "outputs")
         _root_or_home(config, ("paths.outputs", "hydra.run.dir"))
         _current_folder(config, "hydra.run.dir", "record")
 
     def on_multirun_start(self, config, **kwargs) -> None:
+        _job_name(config)
         _blank_path(config, "multirun")
         _root_or_home(config, ("paths.multirun", "hydra.sweep.dir"))
         global SWEEP_DIR

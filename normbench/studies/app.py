@@ -30,7 +30,7 @@ from normbench.analysis.rules import other_score, record_score
 from normbench.checks import require, to_devnull
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register, require_own_identity
-from normbench.configuration.env_names import CONTROL, IN_RUN_FOLDER, NAME_KEYS, refused_env_name, too_long_name
+from normbench.configuration.env_names import IN_RUN_FOLDER, NAME_KEYS, refused_env_name, too_long_name
 from normbench.configuration.schema import TASK_CONFIGS
 from normbench.records import folders, sweep_time
 from normbench.records.folders import stale_note
@@ -106,9 +106,9 @@ def check_job(hc, node: DictConfig) -> None:
     refused = refused_env_name(written_names(node))
     if refused:
         raise ConfigError(refused)
-    name = str(hc.job.name)
-    if not name or name in (".", "..") or "/" in name or os.sep in name or CONTROL.search(name):
-        raise ConfigError(f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder")
+    named = hydra_files.job_name_problem(str(hc.job.name))  # also before any folder (hydra_files.CheckHydraFiles)
+    if named:
+        raise ConfigError(named)
     too_long = too_long_name({key: OmegaConf.select(hc if key.startswith("hydra.") else node, key.removeprefix("hydra.")
                                                     if key.startswith("hydra.") else key, default=None)
                               for key in IN_RUN_FOLDER}, hydra_files.job_folder(hc))

@@ -164,6 +164,18 @@ def test_a_job_id_subdir_that_climbs_out_through_the_job_name_makes_no_folder_ou
     assert code == 2 and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.parametrize("multirun", [[], ["-m", "norm=ln,rms"]])
+def test_a_job_name_that_is_not_a_plain_name_makes_no_folder(cli, tiny_args, tmp_path, monkeypatch, multirun):
+    """Hostile h21 N262: ``hydra.run.dir=${hydra.job.name}`` with a name holding ``..`` was refused by the job,
+    after Hydra had made the folder the name led to, outside. Now refused before Hydra makes any folder."""
+    (tmp_path / "in").mkdir()
+    monkeypatch.chdir(tmp_path / "in")
+    code, out, err = cli(*multirun, *tiny_args, "hydra.job.name=../esc", "hydra.run.dir=${hydra.job.name}",
+                         "hydra.sweep.dir=${hydra.job.name}", "report=false")
+    assert code == 2 and "must be a plain file name" in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"] and list((tmp_path / "in").iterdir()) == []
+
+
 def test_a_job_folder_is_outside_when_it_resolves_out_of_the_sweep(tmp_path):
     from normbench.studies.job_folders import outside
 
