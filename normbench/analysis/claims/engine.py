@@ -117,6 +117,15 @@ def not_applicable(why: str) -> Verdict:
     return Verdict(status, None, {}, pd.DataFrame(), why)
 
 
+def compared_arms(claim: Claim) -> list[str]:
+    """The arms some part of the claim compares, in the claim's order: the arms it requires. An arm no part
+    names (dyt_matches_ln's and derf_outperforms' norm=none, read only by the external-validity caveat,
+    specs.normalization_matters) is optional: a study without it is judged on the parts, and the caveat says it
+    could not be read."""
+    used = {n for spec in claim.parts for n in (spec.a, spec.b) if n}
+    return [name for name in claim.arms if name in used]
+
+
 def _testable_parts(claim: Claim, present: set[str]) -> list[PartSpec]:
     return [s for s in claim.parts if all(n in present for n in (s.a, s.b) if n)]
 
@@ -303,7 +312,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
         return not_applicable("No part can be tested: " + " ".join(
             f"{p.assertion}: {p.note.strip() or 'not applicable'}" for p in parts))
     parts = _after_setup(claim, parts)
-    missing = tuple(n for n in claim.arms if n not in frames)
+    missing = tuple(n for n in compared_arms(claim) if n not in frames)
     if missing and not any(p.status in (SUPPORTED, CONTRADICTED, INCONCLUSIVE) for p in parts):
         # a study that lacks an arm and can test nothing else says nothing about the claim
         return not_applicable(_missing_text(claim, runs, list(missing)) + " No part with its arms present can be "
