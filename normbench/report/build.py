@@ -234,8 +234,10 @@ LEGEND_RULES = [
     ("Leaderboards", "one table per study and task: arms are compared only with the arms of their own study, "
                      "named by the settings the study varies; the setup they share is named above the table. Seeds = "
                      "distinct seeds; mean ± half-width of the 95% interval over the group's finished runs (\"n=1\" when "
-                     "undefined) of final val (the last evaluation), test and, where room is left, best val (best of the "
-                     "evaluations: it flatters); diverged = diverged runs / runs that trained; ⚠ beside samples/s: the "
+                     "undefined) of the score the study is read on, named in the table's header (one rule for the study's claims, "
+                     "leaderboard, answers and synthesis: final val, the last evaluation, or under a constant lr "
+                     "final, the mean of the last 3 evaluations, since one iterate there is noise), test and, where "
+                     "room is left, the other validation score (best val: best of the evaluations, it flatters); diverged = diverged runs / runs that trained; ⚠ beside samples/s: the "
                      f"run's timing p90/p10 exceeded {TIMING_NOISY:g} (a busy machine); steps to target are "
                      "lower medians with runs that never reached it counted as infinite. A table wider than "
                      f"{tables.MAX_COLUMNS} columns is split, each part led by the arm."),
