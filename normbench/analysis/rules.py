@@ -114,7 +114,7 @@ def study_scores(runs: pd.DataFrame) -> pd.Series:
     return out
 
 
-SCORE_WORDS = {PRIMARY: "final val (the last evaluation)", SECONDARY: "best val (optimized_metric)",
+SCORE_WORDS = {PRIMARY: "final val", SECONDARY: "best val (optimized_metric)",
                metric_table.SMOOTHED_SCORE: "final (mean of the last 3 evaluations: constant lr)"}
 
 

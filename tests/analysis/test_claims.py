@@ -1673,3 +1673,21 @@ def test_an_arm_only_the_caveat_reads_is_not_required(runs_of, claim_id, rows, r
     assert any(reason in p.note for p in verdict.parts), [p.note for p in verdict.parts]
     assert "the study runs no norm=none arm" in verdict.context and verdict.missing == ()
     assert "none" not in compared_arms(claim) and "ln" in compared_arms(claim)
+
+
+def test_a_part_whose_arms_ran_reads_its_own_gate_though_other_parts_lack_theirs(runs_of):
+    """derf_muon runs Derf and RMSNorm only: derf_outperforms' "Derf beats RMSNorm" has its arms and reads its own
+    gates (a character model is outside the quoted domains), so the claim is not testable here, not "not
+    applicable"; a study with no part's arms (Derf alone) stays not applicable."""
+    from normbench.analysis.claims import SHIPPED
+
+    claim = {c.id: c for c in SHIPPED}["derf_outperforms"]
+    rows = [{"seed": s, "best_val": (3.0 if norm == "derf" else 3.2) + 0.002 * s,
+             "axes": {"model": "transformer", "task": "fortunes_lm", "norm": norm, "placement": "pre"}}
+            for norm in ("derf", "rms") for s in range(3)]
+    verdict = judge(claim, runs_of(*rows))
+    assert verdict.status == NOT_TESTABLE, verdict.explanation
+    assert "outside the domains the quoted statement names" in verdict.parts[1].note
+    assert "the runs have no ln" in verdict.parts[0].note and "the runs have no dyt" in verdict.parts[2].note
+    alone = judge(claim, runs_of(*[r for r in rows if r["axes"]["norm"] == "derf"]))
+    assert alone.status == NOT_APPLICABLE, alone.explanation

@@ -226,7 +226,7 @@ def test_a_study_is_read_on_one_score_by_its_claims_its_leaderboard_its_answer_a
     claim = Claim("crafted_final", "LN ends better than BN.", "Crafted 2026",
                   {"ln": {"norm": "ln"}, "bn": {"norm": "bn"}}, (better("ln ends better than bn", "ln", "bn"),))
     for schedule, winner, status, words in ((None, "bn", "contradicted", "final (mean of the last 3 evaluations: constant lr)"),
-                                            ("cosine", "ln", "supported", "final val (the last evaluation)")):
+                                            ("cosine", "ln", "supported", "final val ")):
         runs = runs_of(*one_score_rows(schedule))
         ((_, verdict),) = evaluate([claim], runs)
         assert verdict.status == status, (schedule, verdict.explanation)
