@@ -353,6 +353,7 @@ def label_groups(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         arm = arm.where(~clashing, arm + suffix)
     runs["arm"], runs["group"] = arm, label
     runs["condition"] = condition_labels(runs)  # ranked within, never across (conditions.py)
+    runs[rules.STUDY_SCORE] = rules.study_scores(runs)  # one score per study, read by every surface
     return runs
 
 
@@ -478,25 +479,26 @@ def _label_groups(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str])
 
 
 def primary_score(runs: pd.DataFrame) -> str:
-    """The runs frame's column the summaries rank on: rules.primary, or the other score for records
-    that lack it (versions before final_val)."""
-    score = rules.primary_column(runs)
-    other = SECONDARY if score == PRIMARY else PRIMARY
-    return score if score in runs and runs[score].notna().any() or other not in runs else other
+    """The runs frame's column the summaries rank on (rules.score_column)."""
+    return rules.score_column(runs)
 
 
 def _ranked(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str],
             levels: dict[str, float] | None = None) -> pd.DataFrame:
     """Rank and best flag within each task, rows best first, the columns a reader wants first in front."""
-    score = primary_score(trained)
-    name = score.removeprefix("metrics.")
-    other = "best_val" if name == "final_val" else "final_val"
-    ranked = summary[f"{name}_mean"].fillna(summary[f"{other}_mean"])
+    # each study ranks on the score it is read on (rules.study_scores: under a constant lr the mean of the last
+    # evaluations), the one its claims and answers read
+    names = {str(study): primary_score(frame).removeprefix("metrics.")
+             for study, frame in trained.groupby("study", sort=False)}
+    score = summary["study"].astype(str).map(names).fillna(rules.PRIMARY)
+    pick = lambda key: pd.Series([summary.at[i, f"{n}_mean"] if f"{n}_mean" in summary else np.nan  # noqa: E731
+                                  for i, n in score.items()], index=summary.index, dtype=float)
+    ranked = pick(score).fillna(pick(score.map(lambda n: "best_val" if n != "best_val" else "final_val")))
     oriented = ranked.where(summary["higher_is_better"], -ranked)
-    ranks = rank_groups(trained, summary, score=score, levels=levels)  # ranking.RULE, within each study and task
+    ranks = rank_groups(trained, summary, levels=levels)  # ranking.RULE, within each study and task, on its score
     for column in ranks.columns:
         summary[column] = ranks[column]
-    summary["score"] = name  # which score ranked this comparison (the primary; best_val is secondary)
+    summary["score"] = score  # which score ranked this comparison (its study's; the other is shown, labelled)
     summary = summary.assign(_order=summary["rank"].fillna(math.inf), _unranked=-oriented.fillna(-math.inf))
     summary = summary.sort_values(["study_name", "study", "task", "_order", "_unranked"], kind="stable")
     leading = ["study", "study_name", "task", "arm", "group", *[a.removeprefix("axes.") for a in axes if a != "axes.task"],

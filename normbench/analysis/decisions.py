@@ -110,8 +110,8 @@ def _open_pairs(mine: pd.DataFrame, ranked, level: float, higher: bool, score: s
 def decisions(runs: pd.DataFrame, level: float) -> list[Decision]:
     """Every comparison of ``runs`` (a labelled runs frame: aggregate.label_groups) at level ``level``."""
     out = []
-    score = rules.primary_column(runs)
     for study, task, mine in comparisons(runs[runs["status"].isin(RESULT_STATUSES)]):
+        score = rules.primary_column(mine)  # the score its study is read on (rules.study_scores), as the leaderboard
         condition = str(mine["condition"].iloc[0]) if "condition" in mine else ""
         task += f" at {condition}" if condition and condition != "nan" else ""  # as the report names it
         higher = bool(mine["task.higher_is_better"].iloc[0])

@@ -4,8 +4,8 @@ A comparison is the groups of one study and task (docs/studies.md): arms that di
 study varies. Its ranking follows one stated rule (RULE below), the same in the answer, the
 leaderboard, summary.csv and the study runner (normbench/analysis/rules.py holds the constants):
 
-1. The score is the primary score (rules.primary: the final validation metric unless the runs'
-   optimized_metric says best_val), on the metric's compared scale (log for a ratio metric such
+1. The score is the one the study is read on (rules.study_scores: the final validation metric, under a
+   constant lr the mean of the last 3 evaluations, unless the runs' optimized_metric names another), on the metric's compared scale (log for a ratio metric such
    as MSE), oriented so higher = better. A failed run (diverged, or finished without its best
    evaluation leaving the chance band: "did not train") has no score and counts against its
    group: groups are ordered by their share of failed runs first (fewest first), then by the mean
@@ -58,8 +58,9 @@ _EXACT_LIMIT = 9999  # arrangements of two groups' runs up to which the rank tes
 SEED = "seed"       # the runs column that pairs arms: the same seed draws the same data windows and init
 PAIRED_MIN = 2      # shared seeds from which a comparison is paired
 RULE = (
-    "Ranked within each study and task on the mean primary score (the final validation metric unless "
-    "optimized_metric says best_val; MSE on the log scale) of the runs that did not fail, fewest failed runs "
+    "Ranked within each study and task on the mean of the score the study is read on (the final validation metric, "
+    "or under a constant lr the mean of the last 3 evaluations, unless optimized_metric names another; MSE on the "
+    "log scale) of the runs that did not fail, fewest failed runs "
     "first (a run that diverged or never left the chance band counts against its group); only groups with 2 or "
     "more seeds are ranked, rank 1 is the best (the groups that could be the best rank above those shown worse) "
     "and equal groups share a rank. ★ = the groups that could be "
@@ -302,7 +303,7 @@ def comparison_score(runs: pd.DataFrame, score: str) -> str:
     return score
 
 
-def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = path(rules.PRIMARY),
+def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str | None = None,
                 levels: dict[str, float] | None = None) -> pd.DataFrame:
     """summary.csv's `rank`, `best` (★), `shown_worse`, `tie`, `failed`, `did_not_train` and
     `level` columns, by RULE within each comparison.
@@ -315,13 +316,16 @@ def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str = pa
     """
     columns = pd.DataFrame({"rank": math.nan, "best": False, "shown_worse": False, "tie": False, "failed": 0,
                             "did_not_train": 0, "level": ALPHA}, index=summary.index)
-    if score not in trained or trained.empty:
+    if trained.empty or (score is not None and score not in trained):
         return columns
     levels = levels or {}
     for study, _, runs in comparisons(trained):
         higher = bool(runs["task.higher_is_better"].iloc[0])
         level = float(levels.get(study, ALPHA))
-        result = best_set(runs, higher, score=comparison_score(runs, score), alpha=level)
+        chosen = score or rules.score_column(runs)  # None: the score its study is read on (rules.study_scores)
+        if chosen not in runs:
+            continue
+        result = best_set(runs, higher, score=comparison_score(runs, chosen), alpha=level)
         rows = summary["group"].isin(runs["group"].unique())
         position = {g: i + 1 for i, g in enumerate(result.order)}
         for tied in _tie_runs(result):

@@ -47,15 +47,28 @@ NOT_LEARNED = "did not learn the task"
 TRIVIAL = "task.trivial."  # the runs frame's columns of the task's trivial solutions: task.trivial.<name>
 
 
+STUDY_SCORE = "study.score"  # the runs frame's column of the score each run's study is read on (study_scores)
+
+
 def primary(runs: pd.DataFrame | None = None) -> str:
-    """The record key of the primary score: the runs' ``optimized_metric`` when they all name one
-    of the scores (final_val, best_val, final_val_smoothed), final_val otherwise. Every consumer asks here (or
-    record_score for one record): the leaderboard, the answers, the claims, compare, the sweep's table and objective."""
-    if runs is not None and CONFIG_KEY in runs:
-        named = set(runs[CONFIG_KEY].dropna().astype(str))
+    """The record key of the primary score: the runs' ``optimized_metric`` when they all name one of the other
+    scores (best_val, final_val_smoothed); else the score the runs' study is read on where they carry it (their
+    ``study.score``, set once per study by study_scores: under a constant lr the mean of the last evaluations)
+    and all name one; else final_val. Every consumer asks here (or record_score for one record): the
+    leaderboard, the answers, the synthesis, the claims, compare, the sweep's table and objective."""
+    named = _one_score(runs, CONFIG_KEY)
+    if named is not None and named != PRIMARY:
+        return named
+    return _one_score(runs, STUDY_SCORE) or named or PRIMARY
+
+
+def _one_score(runs: pd.DataFrame | None, column: str) -> str | None:
+    """The one score the runs' ``column`` names, None when it names none or several."""
+    if runs is not None and column in runs:
+        named = set(runs[column].dropna().astype(str))
         if len(named) == 1 and (key := named.pop()) in metric_table.SCORES:
             return key
-    return PRIMARY
+    return None
 
 
 SCHEDULE = "axes.optim.schedule"  # the lr after warm-up: constant (the default, unrecorded) or a decay (cosine)
@@ -83,6 +96,40 @@ def final_quality_score(runs: pd.DataFrame) -> str:
     finished = runs[runs["status"] == "ok"] if "status" in runs else runs
     held = pd.to_numeric(finished[smoothed], errors="coerce").notna()
     return metric_table.SMOOTHED_SCORE if len(finished) and held.all() else chosen
+
+
+def study_scores(runs: pd.DataFrame) -> pd.Series:
+    """Per run: the score its study is read on, final_quality_score of the study's runs, decided once per study so
+    that every surface (claims, leaderboard, answers, synthesis, figures) reads the same one (the ``study`` column;
+    absent: one study)."""
+    if runs.empty:
+        return pd.Series(dtype=object, index=runs.index)
+    if "study" not in runs:
+        return pd.Series(final_quality_score(runs.drop(columns=[STUDY_SCORE], errors="ignore")), index=runs.index,
+                         dtype=object)
+    label = runs["study"].astype(object).where(runs["study"].notna(), "").astype(str)
+    out = pd.Series(None, index=runs.index, dtype=object)
+    for _, frame in runs.groupby(label, sort=False):
+        out[frame.index] = final_quality_score(frame.drop(columns=[STUDY_SCORE], errors="ignore"))
+    return out
+
+
+SCORE_WORDS = {PRIMARY: "final val", SECONDARY: "best val (optimized_metric)",
+               metric_table.SMOOTHED_SCORE: "final (mean of the last 3 evaluations: constant lr)"}
+
+
+def score_words(key: str) -> str:
+    """What a reader calls the score ``key`` a study is read on (the page's score lines and table headers)."""
+    return SCORE_WORDS.get(key, key)
+
+
+def score_column(runs: pd.DataFrame) -> str:
+    """The runs frame's column the runs are ranked on: primary_column, or the other of final_val and best_val
+    for records that lack it (versions before final_val)."""
+    score = primary_column(runs)
+    main, other = metric_table.path(PRIMARY), metric_table.path(SECONDARY)
+    fallback = other if score == main else main
+    return score if score in runs and runs[score].notna().any() or fallback not in runs else fallback
 
 
 def record_score(summary: dict) -> str:

@@ -22,7 +22,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from normbench.analysis.result import ALPHA, EVALUATION, NO_STUDY, POWER, PRIMARY, Comparison, Power, StudyResult
+from normbench.analysis.result import (
+    ALPHA,
+    EVALUATION,
+    NO_STUDY,
+    POWER,
+    PRIMARY,
+    Comparison,
+    Power,
+    StudyResult,
+    score_words,
+)
 from normbench.analysis.result import MAX_SEEDS as _MAX_SEEDS
 from normbench.records import metrics as metric_table
 from normbench.records.metrics import TIMING_NOISY
@@ -72,6 +82,11 @@ def _value(row: pd.Series, name: str, metric: str) -> str:
 def _seeds(n) -> str:
     n = int(n)
     return f"{n} seed{'s' if n != 1 else ''}"
+
+
+def _score(row: pd.Series) -> str:
+    """The score a summary row's study is read on (its ``score`` column; the primary for older summaries)."""
+    return str(row.get("score") or PRIMARY)
 
 
 def _task_facts(runs: pd.DataFrame) -> str:
@@ -160,7 +175,7 @@ def comparison_answer(comparison: Comparison, runs: pd.DataFrame) -> TaskAnswer:
     lone = [f"{row['arm']}: " + (f"all {int(row['n'])} runs diverged" if int(row["n_ok"]) == 0 and int(row["n_diverged"])
                                 else f"all {int(row['n'])} runs failed{_failures(row)}"
                                 if int(row.get("failed") or 0) >= int(row["n"]) > 0
-                                else f"{number(row['final_val_mean'], 3)} ({_seeds(row['seeds'])})")
+                                else f"{number(row[_score(row) + '_mean'], 3)} ({_seeds(row['seeds'])})")
             for _, row in single.iterrows()]
     command = study_command(rows, runs)
     facts = _task_facts(runs) if len(runs) else ""
@@ -191,19 +206,19 @@ def _winner_headline(first: pd.Series, ranked: pd.DataFrame, best: pd.Series, ta
                      facts: str) -> str:
     """The answer's first sentence: the arm ranked first (or the arms tied for it), its scores and seeds."""
     score = str(first.get("score") or PRIMARY)
-    score_words = {"final_val": "final val", "best_val": "best val (optimized_metric)"}.get(score, score)
+    read_on = score_words(score)  # the score the study is read on, named (rules.score_words)
     tied = ranked[ranked["rank"] == best["rank"]] if "tie" in ranked and bool(best.get("tie")) else ranked.iloc[:1]
     if len(tied) > 1:
         arms = [str(a) for a in tied["arm"]]
         names = "; ".join(arms[:-1]) + " and " + arms[-1]  # labels hold commas themselves
-        return (f"On {task}, {names} tie for first: {score_words} {metric} {_value(best, score, metric)}, "
+        return (f"On {task}, {names} tie for first: {read_on} {metric} {_value(best, score, metric)}, "
                 f"test {_value(best, 'test', metric)} ({best['arm']}), {_seeds(best['seeds'])} each ({facts}); "
                 f"the ranking's rule does not separate them.")
     if str(first.get("study_role")) == EVALUATION:  # a tuned study: each arm at its chosen lr, ranked on test
         return (f"On {task}, each arm at its tuned lr, {best['arm']} ranks first: test {metric} "
                 f"{_value(best, 'test', metric)}, final val {_value(best, 'final_val', metric)}, "
                 f"{_seeds(best['seeds'])} ({facts}).")
-    return (f"On {task}, {best['arm']} ranks first{_failures(best)}: {score_words} {metric} "
+    return (f"On {task}, {best['arm']} ranks first{_failures(best)}: {read_on} {metric} "
             f"{_value(best, score, metric)}, test {_value(best, 'test', metric)}, {_seeds(best['seeds'])} ({facts}).")
 
 

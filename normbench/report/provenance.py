@@ -51,7 +51,8 @@ def machine_condition(records: Records, finished: pd.DataFrame) -> tables.Table:
 
 GLOSSARY = [
     ("final val", "the validation metric at the last evaluation of a run: the primary score (unless the runs set "
-                  "optimized_metric=best_val); arms are ranked on its mean over seeds."),
+                  "optimized_metric=best_val); arms are ranked on its mean over seeds, except in a study run at a "
+                  "constant lr, read on final (mean of the last 3 evaluations) on every surface of that study."),
     ("best val", "the best validation metric over a run's evaluations; it flatters arms evaluated often, so it is "
                  "shown as the secondary score, not ranked."),
     ("test", "the metric on the test split, measured once on the final model."),

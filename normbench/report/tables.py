@@ -29,6 +29,7 @@ from normbench.analysis.result import (
     Effect,
     Part,
     headline_reading,
+    score_words,
     shown_status,
     undecided_text,
 )
@@ -245,13 +246,13 @@ def _board_columns(metric: str, arms: list[str], score: str = "final_val") -> li
     columns += [
         ("rank", lambda row: (number(row["rank"]) + ("=" if row.get("tie") else "")) if pd.notna(row["rank"]) else "—"),
         ("★", lambda row: "★" if row["best"] else ""),
-        (f"{score.replace('_', ' ')} {metric} (mean ± 95% CI)", lambda row: mean_with_interval(row, score)),
+        (f"{score_words(score)} {metric} (mean ± 95% CI)", lambda row: mean_with_interval(row, score)),
         ("test", lambda row: mean_with_interval(row, "test")),
         ("seeds", lambda row: str(int(row["seeds"])) if pd.notna(row.get("seeds")) else "—"),
         ("diverged · did not train", lambda row: f"{int(row['n_diverged'])} · {int(row.get('did_not_train') or 0)} / {int(row['n'])}"),
     ]
     optional = [
-        (f"{secondary.replace('_', ' ')} (secondary{', flatters' if secondary == 'best_val' else ''})",
+        (f"{secondary.replace('_', ' ')} (secondary{', flatters' if secondary == 'best_val' else ': the last evaluation'})",
          lambda row: mean_with_interval(row, secondary)),
         (metric_table.metric("samples_per_s").label,
          lambda row: number(row["samples_per_s_median"]) + (" ⚠" if _noisy(row) else "")),

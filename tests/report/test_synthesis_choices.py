@@ -201,3 +201,41 @@ def test_a_tie_between_two_norms_is_read_from_the_records_as_a_tie(runs_of):
             for s in range(4) for n in ("ln", "bn")]
     (line,) = lines_for(runs_of(*rows))
     assert set(line.norms_all) == {"ln", "bn"} and set(line.norms_best) == {"ln", "bn"}, line
+
+
+def one_score_rows(schedule=None):
+    """ln's last evaluation ends 0.04 above bn's, its mean of the last 3 evaluations 0.04 below: the two scores rank
+    the arms in opposite orders (4 seeds, paired)."""
+    axes = {"optim.schedule": schedule} if schedule else {}
+    return [{"seed": s, "best_val": 0.9, "axes": {"norm": n, "placement": "pre", **axes},
+             "metrics": {"final_val": last + 0.002 * s + 0.003 * (s % 2) * (n == "ln"),
+                         "final_val_smoothed": smoothed + 0.002 * s + 0.003 * (s % 2) * (n == "bn")}}
+            for s in range(4) for n, last, smoothed in (("ln", 0.84, 0.76), ("bn", 0.80, 0.80))]
+
+
+def test_a_study_is_read_on_one_score_by_its_claims_its_leaderboard_its_answer_and_the_synthesis(runs_of):
+    """After h22a a constant-lr study's claims read the mean of the last 3 evaluations (rules.final_quality_score)
+    while its leaderboard, answer and synthesis ranked on the last evaluation: two scores, two winners on one page.
+    Every surface reads the study's one score, and the page names it; a decaying lr keeps the last evaluation."""
+    from normbench.analysis.claims import Claim, evaluate
+    from normbench.analysis.claims.vocabulary import better
+    from normbench.analysis.result import of_runs
+    from normbench.report.answers import answers
+    from normbench.report.tables import leaderboards
+
+    claim = Claim("crafted_final", "LN ends better than BN.", "Crafted 2026",
+                  {"ln": {"norm": "ln"}, "bn": {"norm": "bn"}}, (better("ln ends better than bn", "ln", "bn"),))
+    for schedule, winner, status, words in ((None, "bn", "contradicted", "final (mean of the last 3 evaluations: constant lr)"),
+                                            ("cosine", "ln", "supported", "final val ")):
+        runs = runs_of(*one_score_rows(schedule))
+        ((_, verdict),) = evaluate([claim], runs)
+        assert verdict.status == status, (schedule, verdict.explanation)
+        result = of_runs(runs)
+        first = result.summary.sort_values("rank").iloc[0]
+        assert first["arm"].startswith(f"norm={winner}") and bool(result.summary["best"].any()), result.summary
+        (board,) = leaderboards(result.summary, result.axes)
+        assert any(name.startswith(words) for name in board.table.columns), board.table.columns
+        (answer,) = answers(result)
+        assert f"norm={winner}" in answer.headline.split("ranks first")[0] and words in answer.headline, answer.headline
+        (line,) = lines_for(runs)
+        assert line.choices and line.choices[0].startswith(f"norm={winner}"), line

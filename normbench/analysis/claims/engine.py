@@ -117,6 +117,22 @@ def not_applicable(why: str) -> Verdict:
     return Verdict(status, None, {}, pd.DataFrame(), why)
 
 
+def compared_arms(claim: Claim) -> list[str]:
+    """The arms some part of the claim compares, in the claim's order: the arms it requires. An arm no part
+    names (dyt_matches_ln's and derf_outperforms' norm=none, read only by the external-validity caveat,
+    specs.normalization_matters) is optional: a study without it is judged on the parts, and the caveat says it
+    could not be read."""
+    used = {n for spec in claim.parts for n in (spec.a, spec.b) if n} | _checked_arms(claim, None)
+    return [name for name in claim.arms if name in used]
+
+
+def _checked_arms(claim: Claim, index: int | None) -> set[str]:
+    """The arms a regime check of the claim reads (an argument naming one: flow_vanishes' arm=none), of every
+    check when ``index`` is None, else of those gating part ``index`` (1-based)."""
+    return {str(value) for need in claim.needs if index is None or not need.parts or index in need.parts
+            for _, value in need.args if isinstance(value, str) and value in claim.arms}
+
+
 def _testable_parts(claim: Claim, present: set[str]) -> list[PartSpec]:
     return [s for s in claim.parts if all(n in present for n in (s.a, s.b) if n)]
 
@@ -303,9 +319,13 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
         return not_applicable("No part can be tested: " + " ".join(
             f"{p.assertion}: {p.note.strip() or 'not applicable'}" for p in parts))
     parts = _after_setup(claim, parts)
-    missing = tuple(n for n in claim.arms if n not in frames)
-    if missing and not any(p.status in (SUPPORTED, CONTRADICTED, INCONCLUSIVE) for p in parts):
-        # a study that lacks an arm and can test nothing else says nothing about the claim
+    missing = tuple(n for n in compared_arms(claim) if n not in frames)
+    # a part whose arms ran and whose checks read no absent arm (in_cell_most_stable without none reads nothing)
+    present = [p for i, (spec, p) in enumerate(zip(claim.parts, parts), 1)
+               if all(n in frames for n in (spec.a, spec.b) if n) and not _checked_arms(claim, i) & set(missing)]
+    if missing and not any(p.status in (SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE) for p in present):
+        # a study that lacks an arm and has no part whose arms it ran says nothing about the claim; a part whose
+        # arms it ran reads its own gates (derf_muon's derf vs rms: outside the quoted domain, a shared lr)
         return not_applicable(_missing_text(claim, runs, list(missing)) + " No part with its arms present can be "
                               "tested here: " + " ".join(f"{p.assertion}: {p.note.strip()}" for p in parts
                                                          if p.status == NOT_TESTABLE and "the runs have no" not in p.note))

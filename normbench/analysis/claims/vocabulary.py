@@ -392,9 +392,11 @@ def slope(assertion: str, a: str, x: str, measure: Measure, claimed: int, margin
 
 
 def setup_check(assertion: str, a: str, b: str, remedy: str, measure: Measure = SCORE) -> PartSpec:
-    """A precondition, not a claim: a is better than b here (LN beats no normalization, so the setup is one
-    where normalization matters). Unless it is supported, every part of the claim is "not testable here"
-    (engine.judge), ``remedy`` saying what would make it testable; it never contradicts the claim."""
+    """A precondition, not a claim: a is better than b here, where the claim's effect cannot show otherwise
+    (e.g. a claim that a norm prevents the unnormalized arm's divergence needs that arm to do worse at the lr
+    used). Unless it is supported, every part of the claim is "not testable here" (engine.judge), ``remedy``
+    saying what would make it testable; it never contradicts the claim. Whether the papers' regime holds here
+    (normalization mattering, for DyT or Derf against LN) is the verdict's external validity, never a setup check."""
     return PartSpec("better", assertion, a, b, measure, setup=remedy)
 
 
