@@ -77,9 +77,16 @@ def subcommand(name: str, args: list[str]) -> int:
 
 def _command(name: str, args: list[str]) -> int:
     """Subcommand ``name``'s exit status; a stop (KeyboardInterrupt) is left to the caller."""
-    from normbench.checks import ArgumentRefused, stderr_may_fail, temp_folder_problem, to_devnull  # torch-free
+    from normbench.checks import (  # torch-free
+        ArgumentRefused,
+        print_on_any_terminal,
+        stderr_may_fail,
+        temp_folder_problem,
+        to_devnull,
+    )
     from normbench.studies import children  # noqa: F401 (torch-free) in place for subcommand()'s last lines
 
+    print_on_any_terminal()  # PYTHONIOENCODING=ascii: compare's minus sign was a traceback (h21 N382)
     stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
 
     if sys.stdout is None:  # standard output closed (>&-): what would be printed goes nowhere (hostile Z13)
@@ -178,9 +185,10 @@ def main() -> None:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _stopped)
     try:  # Ctrl-C while the run's modules import (seconds: torch) is one line and 130, as a subcommand's
-        from normbench.checks import stderr_may_fail  # torch-free
+        from normbench.checks import print_on_any_terminal, stderr_may_fail  # torch-free
         from normbench.configuration.config import command_line_flag, plain_groups  # torch-free
 
+        print_on_any_terminal()  # a sweep's table and answer on a terminal that is not UTF-8 (h21 N186)
         stderr_may_fail()  # `2> /dev/full`: bad input still exits 2 (Z31, Z32)
 
         sys.argv[1:] = args = plain_groups(args)  # experiment=NAME is +experiment=NAME: Hydra reads sys.argv

@@ -216,6 +216,17 @@ def to_devnull(stream) -> None:
         pass
 
 
+def print_on_any_terminal() -> None:
+    """Standard output and error write a character their encoding lacks as an escape (\\u2212), not a
+    UnicodeEncodeError: on a terminal that is not UTF-8 (PYTHONIOENCODING=ascii, LANG=C on an old Python)
+    a table's dash or minus sign otherwise lost the whole answer (hostile h21 B2). Every entry point calls it."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # closed, replaced by a wrapper without it, or detached
+            pass
+
+
 def stderr_may_fail() -> None:
     """From here on a line that cannot be written to standard error is dropped, not an error that changes
     the exit status: the command's own status (2 bad input, 1 failed) stands."""
@@ -229,6 +240,7 @@ def exit_on_full_stdout(prog: str, main) -> int:
     prints no second error."""
     if sys.stdout is None:  # standard output closed (>&-): what would be printed goes nowhere (hostile Z09-Z16)
         sys.stdout = open(os.devnull, "w")
+    print_on_any_terminal()
     stderr_may_fail()
     try:
         code = main()

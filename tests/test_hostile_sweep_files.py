@@ -8,6 +8,7 @@ expanding what it asks to expand; end to end, nothing outside is touched.
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 
@@ -189,3 +190,17 @@ def test_a_refused_sweep_file_says_the_rule_it_breaks(tmp_path, text, says):
     with pytest.raises(ConfigError, match=says) as refused:
         serve(tmp_path, "evil.yaml", text)
     assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_sweep_file_that_is_not_a_regular_file_says_so_and_is_not_listed(cli, tmp_path, monkeypatch, no_hang, kind):
+    """Hostile h21 B5 (N044): "Could not find 'sweep/bad' Available options in 'sweep': bad ..." for a FIFO."""
+    from normbench.configuration.config import SWEEP_GROUP, SweepSource
+
+    (tmp_path / "mine").mkdir()
+    os.mkfifo(tmp_path / "mine" / "bad.yaml") if kind == "fifo" else (tmp_path / "mine" / "bad.yaml").mkdir()
+    monkeypatch.setenv("NORMBENCH_SWEEPS", str(tmp_path / "mine"))
+    code, out, err = cli("+sweep=bad", "hydra.sweep.dir=sw", "report=false")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"sweep file {tmp_path / 'mine' / 'bad.yaml'} is not a regular file" in err, err
+    assert "bad" not in SweepSource("normbench-sweeps", "nbsweeps://").list(SWEEP_GROUP, None)

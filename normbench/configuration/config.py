@@ -246,7 +246,7 @@ class SweepSource(FileConfigSource):
         group, _, name = self._normalize_file_name(config_path).rpartition("/")
         for folder in map(Path, self.dirs):
             candidate = folder / name if group == SWEEP_GROUP else folder / group / name
-            if group and candidate.is_file():
+            if group and os.path.lexists(candidate):  # a FIFO or folder too: _sweep_text says it is not a regular file
                 return candidate
         return None
 
@@ -282,7 +282,8 @@ class SweepSource(FileConfigSource):
         if results_filter == ObjectType.GROUP or not self.is_group(path):
             return []
         folders = [Path(d) if path == SWEEP_GROUP else Path(d) / path for d in self.dirs]
-        return sorted({f.stem for folder in folders if folder.is_dir() for f in folder.glob("*.yaml")})
+        # the sweep files one can choose: a FIFO or folder named NAME.yaml is not one (hostile h21 B5)
+        return sorted({f.stem for folder in folders if folder.is_dir() for f in folder.glob("*.yaml") if f.is_file()})
 
 
 # -- a sweep file is config, not code --------------------------------------------------------------
@@ -307,6 +308,8 @@ def _sweep_text(path: Path) -> str:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise ConfigError(f"sweep file {path} is not a regular file")
             data = handle.read(MAX_SWEEP_BYTES + 1)
+    except IsADirectoryError:  # Python's open refuses a folder before fstat can say what it is
+        raise ConfigError(f"sweep file {path} is not a regular file") from None
     except OSError as error:
         raise ConfigError(f"sweep file {path} cannot be read ({error.strerror or error})") from None
     if len(data) > MAX_SWEEP_BYTES:

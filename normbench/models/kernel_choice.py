@@ -50,7 +50,7 @@ def compiled_runs(family: str, device: torch.device, required: bool = False) -> 
                              f"or torch_compile")
         return False
     kernel = COMPILED[family].KERNEL
-    if kernel.load() is None and required:
+    if kernel.load(required) is None and required:
         raise ValueError(f"model.cell_kernel=compiled, but the compiled kernel is unavailable: {kernel.unavailable}")
     return kernel.unavailable is None
 

@@ -187,8 +187,8 @@ class Kernel:
 
     Where it does not build (no compiler, no ninja, a read-only cache, no home folder for the cache,
     another process's build of it still running after ``BUILD_WAIT_S``), ``load()`` returns None,
-    ``unavailable`` says why in one line, logged once as "``what`` unavailable, using ``instead``",
-    and the caller runs ``instead``. A test stands in for a missing compiler by setting ``module``
+    ``unavailable`` says why in one line, logged once as "``what`` unavailable, using ``instead``" where a
+    caller falls back to ``instead`` (``load(required=True)``: it refuses instead, and says why itself). A test stands in for a missing compiler by setting ``module``
     and ``unavailable``.
     """
 
@@ -197,16 +197,21 @@ class Kernel:
         self.module = None
         self.variant: str | None = None  # the capability the module was built for: avx512 | avx2 | default
         self.unavailable: str | None = None
+        self.fallback_said = False
 
-    def load(self):
-        """The compiled module, or None (then ``unavailable`` says why)."""
+    def load(self, required: bool = False):
+        """The compiled module, or None (then ``unavailable`` says why). ``required``: the caller refuses to run
+        without it (model.cell_kernel=compiled asked by name), so no "using ``instead``" line contradicts its
+        refusal (hostile h21 B9); the line is the fallback's, said the first time one runs."""
         if self.module is None and self.unavailable is None:
             try:
                 variant = capability()
                 self.module, self.variant = build(self.source, variant), variant
             except Exception as err:  # noqa: BLE001 - reported in unavailable and the log; the fallback runs
                 self.unavailable = why(err)
-                log.warning("%s unavailable, using %s: %s", self.what, self.instead, self.unavailable)
+        if self.unavailable is not None and not required and not self.fallback_said:
+            self.fallback_said = True
+            log.warning("%s unavailable, using %s: %s", self.what, self.instead, self.unavailable)
         return self.module
 
     def name(self) -> str:

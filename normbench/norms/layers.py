@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from normbench.checks import ConfigError
 from normbench.norms import elementwise_cpu, rmsnorm_cpu
 from normbench.norms.dispatch import decide
 from normbench.norms.kinds import NormKind, kind_of
@@ -169,20 +170,21 @@ def classes_of(kind: NormKind) -> dict[str, type[Norm]]:
     """{impl: layer class} of one kind, as its descriptor names them in this module (a user's kind:
     its class, wrapped in UserNorm by normbench/norms/user.py)."""
     if kind.user:
-        return {impl: _user_layer(name) for impl, name in kind.classes.items()}
+        return {impl: _user_layer(kind.name, reference) for impl, reference in kind.classes.items()}
     return {impl: globals()[name] for impl, name in kind.classes.items()}
 
 
-_user_layers: dict[str, type] = {}  # class reference -> its UserNorm subclass, made once per process
+_user_layers: dict[tuple[str, str], type] = {}  # (kind, class reference) -> its UserNorm subclass, once per process
 
 
-def _user_layer(reference: str) -> type:
-    if reference not in _user_layers:
-        from normbench.norms.user import load  # the user's class, imported when its first layer is built
+def _user_layer(name: str, reference: str) -> type:
+    if (name, reference) not in _user_layers:
+        from normbench.norms.user import described, load  # the user's class, imported when its first layer is built
 
         inner = load(reference)
-        _user_layers[reference] = type(f"UserNorm_{inner.__name__}", (UserNorm,), {"inner_class": inner})
-    return _user_layers[reference]
+        _user_layers[name, reference] = type(f"UserNorm_{inner.__name__}", (UserNorm,),
+                                             {"inner_class": inner, "source": described(name, reference)})
+    return _user_layers[name, reference]
 
 
 class AutoImpl:
@@ -492,11 +494,16 @@ class UserNorm(Norm):
     every norm is (``norm(x, step)``), its parameters all norm parameters (``owns_children``)."""
 
     inner_class: type[nn.Module]
+    source: str  # the kind's name and where its class comes from (user.described)
     owns_children = True
 
     def __init__(self, dim, eps=0.0, gamma_init=1.0, affine=True):
         super().__init__(dim, eps)
-        self.inner = self.inner_class(dim)
+        try:
+            self.inner = self.inner_class(dim)
+        except Exception as error:  # the user's constructor: named as a class that cannot be loaded is (h21 B7)
+            raise ConfigError(f"the norm {self.source} cannot be built as {self.inner_class.__name__}({dim}): "
+                              f"{type(error).__name__}: {error}") from error
 
     def forward(self, x, step=None):
         return self.inner(x)

@@ -81,6 +81,13 @@ def sources() -> dict[str, str]:
     return found
 
 
+def described(name: str, reference: str) -> str:
+    """A user's norm as a line names it: its name and where its class comes from."""
+    if reference.startswith(ENTRY):
+        return f"{name} ({reference.removeprefix(ENTRY)}, entry point group {GROUP})"
+    return f"{name} (normbench.register_norm)"
+
+
 def load(reference: str) -> type:
     """The user's class for a user kind's class reference (an nn.Module subclass; ConfigError otherwise).
     layers.py wraps it in UserNorm."""

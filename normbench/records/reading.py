@@ -41,6 +41,9 @@ def find_records(paths: Iterable[Path]) -> Records:
         if not os.path.lexists(root):
             missing.append(root)
             continue
+        if not utf8_name(root):  # not looked in: every record under it would be set aside for the same reason
+            set_aside.append(SetAside(escaped(root if root.name == SUMMARY else root / SUMMARY), NOT_UTF8))
+            continue
         candidates, unlisted = ([root], []) if root.name == SUMMARY else walk_records(root)
         set_aside += unlisted
         for summary_path in candidates:
@@ -84,12 +87,32 @@ def record_paths(folder: Path) -> list[Path]:
     return walk_records(folder)[0]
 
 
+NOT_UTF8 = "the folder name is not valid UTF-8"
+
+
+def utf8_name(path: Path) -> bool:
+    """Whether ``path`` is valid UTF-8. A name that is not (bytes Python keeps as lone surrogates) cannot
+    be written to the report's tables or files (pandas, pyarrow, a UTF-8 file refuse it), so its records
+    are set aside under the name escaped, rather than stopping every command."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def escaped(path: Path) -> Path:
+    """``path`` with each byte that is not UTF-8 written as \\xNN: a name that can be shown and written anywhere."""
+    return Path(os.fsencode(path).decode("utf-8", errors="backslashreplace"))
+
+
 def walk_records(folder: Path) -> tuple[list[Path], list[SetAside]]:
     """Every summary.json under ``folder``, sorted, and each folder under it not looked in, set aside.
 
     A folder that cannot be listed, and a symbolic link to a folder (never followed: it may point
     anywhere, even to a record already counted), come back as SetAside of the summary.json they
-    would hold, so a record lost to either is counted and named as an unreadable one is.
+    would hold, so a record lost to either is counted and named as an unreadable one is. So does a
+    folder whose name is not valid UTF-8 (utf8_name).
     """
     found: list[Path] = []
     passed_over: list[SetAside] = []
@@ -101,7 +124,10 @@ def walk_records(folder: Path) -> tuple[list[Path], list[SetAside]]:
     for top, folders, files in os.walk(folder, onerror=unlisted):
         passed_over += [SetAside(Path(top, name, SUMMARY), "the folder is a symbolic link")
                         for name in folders if name != SUMMARY and os.path.islink(os.path.join(top, name))]
-        if SUMMARY in files or SUMMARY in folders:  # a folder so named is read and set aside as one
+        if not utf8_name(Path(top)):
+            passed_over.append(SetAside(escaped(Path(top, SUMMARY)), NOT_UTF8))
+            folders[:] = []  # one line for the folder, none for each folder under it
+        elif SUMMARY in files or SUMMARY in folders:  # a folder so named is read and set aside as one
             found.append(Path(top, SUMMARY))
     return sorted(found), sorted(passed_over, key=lambda aside: aside.path)
 

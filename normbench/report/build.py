@@ -67,7 +67,6 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
         aside = len(records.set_aside) + len(runs) + len(records.missing_paths)
         raise NoUsableRecords(f"no usable run records under {where} ({aside} unreadable, foreign, "
                               f"incomplete or missing)")
-    _warn_set_aside(records, runs)
     # the analysis decides once (analysis/result.py); everything below renders what it decided
     result = study_result.build(records, runs, copies, paths, alpha)
     try:
@@ -78,6 +77,7 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
         raise OutputNotWritable(str(error)) from None
     except OSError as error:  # a full disk, a folder that turned read-only mid-way
         raise OutputNotWritable(f"cannot write the report to {out}: {error}") from None
+    _warn_set_aside(records, runs)  # of a report written; a refused one says the refusal alone (hostile h21 B6)
     return out / "report.html"
 
 

@@ -4,10 +4,14 @@ A run trained with ``save_model=true`` kept its weights (normbench/training/save
 the model from the record's config, loads them, and evaluates them as the run did (the same
 batches, precision and thread count), so ``final`` on ``test`` reproduces the record's test
 metric; the line printed says whether it does. Nothing is written.
+
+Exit status: 0 the score is the recorded one (or the record holds none for these weights and split),
+1 it differs (NaN where the record holds a number among it), 2 the input: not a run, no saved model.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -50,8 +54,14 @@ def recorded(summary: dict, which: str, split: str) -> float | None:
     return kept.get("val_metric") if split == "val" else None
 
 
+def same(was: float, now: float) -> bool:
+    """Whether a score is the recorded one: equal, or both NaN (a diverged run scored again)."""
+    return was == now or (math.isnan(was) and math.isnan(now))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="python -m normbench evaluate", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m normbench evaluate", description=__doc__.splitlines()[0],
+                           epilog="exit status: 0 the recorded score, 1 it differs (as rerun's), 2 the input")
     parser.add_argument("run_dir", type=lambda text: given_path(text, "RUN_DIR"),
                         help="a run directory trained with save_model=true")
     parser.add_argument("--which", choices=tuple(FILES), default="final",
@@ -70,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = (summary.get("task") or {}).get("metric", "metric")
     was = recorded(summary, args.which, args.split)
-    note = "" if was is None else f"  (recorded {was:.6g}: {'the same' if was == metric else 'DIFFERS'})"
+    differs = was is not None and not same(was, metric)
+    note = "" if was is None else f"  (recorded {was:.6g}: {'DIFFERS' if differs else 'the same'})"
     print(f"{args.split} {name} {metric:.6g}  loss {loss:.6g}  [{args.which}: {args.run_dir}]{note}")
-    return 0
+    return 1 if differs else 0  # a script that checks a saved model by the status sees it (hostile h21 B8)
 
 
 if __name__ == "__main__":

@@ -53,3 +53,21 @@ def test_the_recorded_names():
     assert recorded_name("compiled", "lstm") == lnlstm_cpu.KERNEL.name() and recorded_name("compiled", "lstm").startswith("compiled-")
     assert recorded_name("torch_compile", "gru", padded=True) == "autograd-padded"
     assert [recorded_name(n, "lstm", padded=True) for n in ("python", "autograd", None)] == ["python", "autograd", None]
+
+
+def test_a_compiled_kernel_asked_for_by_name_says_only_the_refusal(monkeypatch, caplog):
+    """Hostile h21 B9 (N181, N182, N196): 'compiled LN-LSTM kernel unavailable, using the Python recurrence'
+    then the refusal; the fallback's line belongs to auto, which runs the fallback."""
+    from normbench.native import cpu_build
+
+    def no_build(*_args):
+        raise RuntimeError("no folder for the build (test)")
+    monkeypatch.setattr(cpu_build, "build", no_build)
+    for name, value in (("module", None), ("unavailable", None), ("fallback_said", False)):
+        monkeypatch.setattr(lnlstm_cpu.KERNEL, name, value)
+    with pytest.raises(ValueError, match="the compiled kernel is unavailable: RuntimeError: no folder"):
+        recurrence_on("lstm", "ln", "native", "compiled", torch.device("cpu"))
+    assert "using the Python recurrence" not in caplog.text
+    assert recurrence_on("lstm", "ln", "native", "auto", torch.device("cpu")) == "python"
+    assert recurrence_on("lstm", "ln", "native", "auto", torch.device("cpu")) == "python"
+    assert caplog.text.count("compiled LN-LSTM kernel unavailable, using the Python recurrence: RuntimeError") == 1

@@ -136,3 +136,29 @@ def test_entry_point_norm_runs_in_joblib_workers_and_resume_and_appears_in_recor
                             capture_output=True, text=True, timeout=HANG_S)
     assert report.returncode == 0, report.stderr[-2000:]
     assert "norm=toy" in (tmp_path / "out" / "report.html").read_text()
+
+
+class BoomNorm(nn.Module):
+    def __init__(self, dim):
+        raise ValueError("ctor boom")
+
+
+def test_a_norm_whose_constructor_raises_is_named_with_where_it_comes_from(monkeypatch):
+    """Hostile h21 B7 (N148): 'normbench: invalid: ctor boom', naming neither the norm nor its entry point."""
+    import types
+
+    module = types.ModuleType("boomnorm_pkg")
+    module.BoomNorm = BoomNorm
+    monkeypatch.setitem(sys.modules, "boomnorm_pkg", module)
+    kinds.register(kinds.user_kind("boomy", "entry:boomnorm_pkg:BoomNorm"))
+    normbench.register_norm("boomy_script", BoomNorm)
+    try:
+        with pytest.raises(ConfigError, match=r"^the norm boomy \(boomnorm_pkg:BoomNorm, entry point group "
+                                              r"normbench.norms\) cannot be built as BoomNorm\(4\): ValueError: ctor boom$"):
+            build_norm("boomy", 4, impl="reference", fp32=False)
+        with pytest.raises(ConfigError, match=r"^the norm boomy_script \(normbench.register_norm\) cannot be built"):
+            build_norm("boomy_script", 4, impl="reference", fp32=False)
+    finally:
+        for name in ("boomy", "boomy_script"):
+            kinds.unregister(name)
+        user._registered.pop("boomy_script", None)

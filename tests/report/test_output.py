@@ -125,3 +125,13 @@ def test_a_figures_folder_that_is_a_link_or_a_file_is_named_as_such(tmp_path, sw
     assert str(refused.value).startswith(f"{out / 'figures'} {what}, where the report puts a folder of its own")
     assert ".png" not in str(refused.value)
     assert snapshot(users) == {"notes.txt": b"keep"} and sorted(p.name for p in out.iterdir()) == ["figures"]
+
+
+def test_a_sweep_whose_figures_folder_is_a_link_gets_the_refusal_alone(tmp_path, sweep, capsys):
+    """Hostile h21 B6 (N078b): 'warning: set aside 1 record(s): sw/figures/summary.json (the folder is a
+    symbolic link)', then the refusal: a set-aside line belongs to a report written."""
+    (tmp_path / "elsewhere").mkdir()
+    (sweep / "figures").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OutputNotWritable, match="is a symbolic link, where the report puts a folder of its own"):
+        build_report([sweep])
+    assert "set aside" not in capsys.readouterr().err

@@ -149,3 +149,19 @@ def test_a_full_disk_while_the_model_is_saved_is_said_as_such(cli, tmp_path, tin
     assert record["reason"].startswith(f"OSError: no space left on device writing {tmp_path / 'run'}/model_")
     assert "enforce fail" not in record["reason"] and "enforce fail" not in err
     assert not [p for p in (tmp_path / "run").iterdir() if p.suffix in (".pt", ".tmp")]
+
+
+@pytest.mark.parametrize("scored, status", [("recorded", 0), ("x1.5", 1), ("nan", 1)])
+def test_evaluate_exits_1_when_the_saved_model_scores_otherwise_than_recorded(tmp_path, monkeypatch, capsys,
+                                                                             scored, status):
+    """Hostile h21 B8 (N123, N378): 'DIFFERS' was printed with exit status 0, as rerun's 1 is not."""
+    recorded = _RECORD["metrics"]["test"]
+    (tmp_path / "summary.json").write_text(json.dumps(_RECORD))
+    metric = {"recorded": recorded, "x1.5": recorded * 1.5, "nan": float("nan")}[scored]
+    monkeypatch.setattr(evaluate, "score", lambda *_args: (_RECORD, metric, 0.5))
+    assert evaluate.main([str(tmp_path)]) == status
+    assert ("DIFFERS" in capsys.readouterr().out) == bool(status)
+
+
+def test_a_nan_recorded_and_scored_again_is_the_same():
+    assert evaluate.same(float("nan"), float("nan")) and not evaluate.same(0.5, float("nan"))
