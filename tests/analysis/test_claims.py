@@ -1691,3 +1691,11 @@ def test_a_part_whose_arms_ran_reads_its_own_gate_though_other_parts_lack_theirs
     assert "the runs have no ln" in verdict.parts[0].note and "the runs have no dyt" in verdict.parts[2].note
     alone = judge(claim, runs_of(*[r for r in rows if r["axes"]["norm"] == "derf"]))
     assert alone.status == NOT_APPLICABLE, alone.explanation
+
+
+def test_a_one_arm_part_stopped_by_its_gates_does_not_make_a_study_with_a_missing_arm_applicable(runs_of):
+    """postln_grad_depth compares Pre-LN's and Post-LN's gradient slopes over depth: a study of Pre-LN alone at one
+    depth (every Pre-LN Transformer study) ran the pre slope's arm, but that one-arm part cannot be read at one
+    depth; the claim is not applicable there, not one more "not testable here" entry per study."""
+    rows = [r for r in depth_runs(-0.5, 0.0) if r["axes"]["layers"] == 4 and r["axes"]["placement"] == "pre"]
+    assert postln_grad_depth(runs_of(*rows)).status == NOT_APPLICABLE

@@ -321,9 +321,13 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
     parts = _after_setup(claim, parts)
     missing = tuple(n for n in compared_arms(claim) if n not in frames)
     # a part whose arms ran and whose checks read no absent arm (in_cell_most_stable without none reads nothing)
-    present = [p for i, (spec, p) in enumerate(zip(claim.parts, parts), 1)
+    # a one-arm part (a slope over depth) that its gates stop says nothing about a claim comparing arms: only a
+    # part comparing two arms that both ran keeps a study with a missing arm from "not applicable" (without
+    # this, postln_grad_depth's pre slope made every Pre-LN study an entry "not testable here")
+    present = [(spec, p) for i, (spec, p) in enumerate(zip(claim.parts, parts), 1)
                if all(n in frames for n in (spec.a, spec.b) if n) and not _checked_arms(claim, i) & set(missing)]
-    if missing and not any(p.status in (SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE) for p in present):
+    if missing and not any(p.status in (SUPPORTED, CONTRADICTED, INCONCLUSIVE)
+                           or (p.status == NOT_TESTABLE and spec.a and spec.b) for spec, p in present):
         # a study that lacks an arm and has no part whose arms it ran says nothing about the claim; a part whose
         # arms it ran reads its own gates (derf_muon's derf vs rms: outside the quoted domain, a shared lr)
         return not_applicable(_missing_text(claim, runs, list(missing)) + " No part with its arms present can be "
