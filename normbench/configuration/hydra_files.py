@@ -184,7 +184,9 @@ def job_name_problem(name: str) -> str | None:
     """Why ``hydra.job.name`` cannot name the job's log, or None: the log is a file in the run folder."""
     from normbench.configuration.env_names import CONTROL
 
-    if not name or name in (".", "..") or "/" in name or os.sep in name or CONTROL.search(name):
+    if CONTROL.search(name):
+        return f"hydra.job.name={name!r} holds a control character: it must be a plain file name (the log is written in the run folder)"
+    if not name or name in (".", "..") or "/" in name or os.sep in name:
         return f"hydra.job.name={name!r} must be a plain file name: the log is written in the run folder"
     return None
 
