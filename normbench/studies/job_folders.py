@@ -26,10 +26,9 @@ def outside(sweep_dir: str, folder: str) -> str | None:
     return f"hydra.sweep.subdir puts the job in {os.path.abspath(folder)}, outside the sweep directory {sweep_dir}"
 
 
-def _job_folder(launcher, overrides, num: int, named_ids: bool) -> tuple[str, str] | None:
+def _job_folder(launcher, overrides, num: int) -> tuple[str, str] | None:
     """Job ``num``'s (sweep dir, folder) as run_job composes them; None when its config does not compose
-    or its folder cannot be named (the launcher then says why in its own error). ``named_ids``: the launcher
-    sets ``hydra.job.id`` to ``{job name}_{num}`` (joblib's), not to ``num`` (the basic launcher's)."""
+    or its folder cannot be named (the launcher then says why in its own error)."""
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf, open_dict
 
@@ -37,8 +36,7 @@ def _job_folder(launcher, overrides, num: int, named_ids: bool) -> tuple[str, st
     try:
         config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
         with open_dict(config):
-            config.hydra.job.id = f"{config.hydra.job.name}_{num}" if named_ids else num
-            config.hydra.job.num = num
+            config.hydra.job.id = config.hydra.job.num = num
         HydraConfig.instance().set_config(config)
         sweep_dir = str(OmegaConf.select(config, "hydra.sweep.dir"))
         return sweep_dir, os.path.join(sweep_dir, str(OmegaConf.select(config, "hydra.sweep.subdir")))
@@ -49,25 +47,25 @@ def _job_folder(launcher, overrides, num: int, named_ids: bool) -> tuple[str, st
             HydraConfig.instance().set_config(before)
 
 
-def refuse_outside(launcher, job_overrides, initial_job_idx: int, named_ids: bool = False) -> None:
+def refuse_outside(launcher, job_overrides, initial_job_idx: int) -> None:
     """Raises Refused for the first job whose folder would lie outside the sweep folder."""
     from omegaconf import OmegaConf
 
     if OmegaConf.to_container(launcher.config.hydra.sweep, resolve=False).get("subdir") == _DEFAULT_SUBDIR:
         return
     for i, overrides in enumerate(job_overrides):
-        named = _job_folder(launcher, overrides, initial_job_idx + i, named_ids)
+        named = _job_folder(launcher, overrides, initial_job_idx + i)
         refused = named and outside(*named)
         if refused:
             raise Refused(refused)
 
 
-def checking_folders(original, named_ids: bool = False):
-    """``original`` (a launcher's launch) with refuse_outside first; ``named_ids`` as in _job_folder."""
+def checking_folders(original):
+    """``original`` (a launcher's launch) with refuse_outside first."""
 
     @functools.wraps(original)  # keeps the marks of other wrappers (lost_workers' keeps_sweep)
     def launch(launcher, job_overrides, initial_job_idx):
-        refuse_outside(launcher, job_overrides, initial_job_idx, named_ids)
+        refuse_outside(launcher, job_overrides, initial_job_idx)
         return original(launcher, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
 
     launch.checks_folders = True
@@ -85,4 +83,4 @@ def install() -> None:
     except ImportError:
         return
     if not getattr(_core.launch, "checks_folders", False):
-        _core.launch = checking_folders(_core.launch, named_ids=True)  # _core.execute_job: id = f"{name}_{idx}"
+        _core.launch = checking_folders(_core.launch)

@@ -157,7 +157,8 @@ def test_a_sweep_subdir_that_climbs_out_makes_no_folder_outside(cli, tiny_args, 
 def test_a_job_id_subdir_that_climbs_out_through_the_job_name_makes_no_folder_outside(cli, tiny_args, tmp_path,
                                                                                        launcher):
     """Hostile h19 J1, its last form: joblib names a job ``{hydra.job.name}_{num}``, so a job name holding ``..``
-    under ``subdir=${hydra.job.id}`` climbed out after the check had composed the id as the basic launcher's."""
+    under ``subdir=${hydra.job.id}`` climbed out; the job name is now refused before any launch
+    (hydra_files.job_name_problem), so no job folder can be named through it."""
     code, out, err = cli("-m", *tiny_args, *launcher, "norm=ln,rms", "hydra.sweep.dir=sweep/in",
                          "hydra.job.name=../../escaped/j", "hydra.sweep.subdir=${hydra.job.id}", "report=false")
     assert not (tmp_path / "escaped").exists()
