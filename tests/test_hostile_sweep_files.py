@@ -81,6 +81,10 @@ HOSTILE = {
     "duplicate_key": ("evil.yaml", GLOBAL + "seed: 1\nseed: 2\n"),
     "top_level_list": ("evil.yaml", "- 1\n- 2\n"),
     "top_level_scalar": ("evil.yaml", "just words\n"),
+    # hostile h25 g012: Hydra's "Key 'sweep' not in 'Config'" for each of these three
+    "empty": ("evil.yaml", ""),
+    "comments_only": ("evil.yaml", GLOBAL + "# to be written\n"),
+    "no_package_line": ("evil.yaml", "hydra:\n  mode: MULTIRUN\n"),
     "not_utf8": ("evil.yaml", b"seed: \xff\xfe\n"),
     "a_yaml_set": ("evil.yaml", GLOBAL + "s: !!set {a, b}\n"),
     "a_null_key": ("evil.yaml", GLOBAL + "~: 1\n"),
@@ -130,10 +134,38 @@ def test_a_hostile_sweep_file_is_refused_in_one_line_fast(tmp_path, case):
              "  launcher:\n    n_jobs: 2\n  job:\n    name: mine\n",
     GLOBAL + "defaults:\n  - override /norm: rms\n  - _self_\nlr: 0.01\nanchor: &x 3\nsteps: *x\n",
     GLOBAL + "defaults:\n  - override /hydra/launcher: joblib\n  - override /hydra/sweeper: basic\n  - _self_\n",
-    "",
 ])
 def test_a_sweep_file_of_settings_passes(tmp_path, text):
     serve(tmp_path, "fine.yaml", text)
+
+
+def test_an_empty_option_of_a_sweeps_group_passes(tmp_path):
+    """An option that sets nothing is a group's plain Hydra option (``+arm=none``); only a sweep must set something."""
+    serve(tmp_path, "arm/none.yaml", "")
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "is empty (it sets nothing): a sweep file holds the line '# @package _global_' and then settings"),
+    ("# nothing yet\n", "is empty (it sets nothing)"),
+    ("- norm\n- lr\n", ": it holds a YAML list, not a mapping of settings (key: value lines)"),
+    ("norm\n", ": it holds a single value, not a mapping of settings (key: value lines)"),
+    ("norm: ln\n", "lacks its first line '# @package _global_': without it its settings would land under 'sweep.'"),
+])
+def test_an_empty_or_shapeless_sweep_file_says_what_it_is_and_should_hold(tmp_path, text, says):
+    with pytest.raises(ConfigError) as refused:
+        serve(tmp_path, "mine.yaml", text)
+    message = str(refused.value)
+    assert message.startswith(f"sweep file {tmp_path / 'sweeps' / 'mine.yaml'}") and says in message, message
+    assert "\n" not in message
+
+
+def test_end_to_end_an_empty_sweep_file_is_one_line_saying_so_and_exit_2(cli, tmp_path, monkeypatch):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "x.yaml").touch()
+    monkeypatch.setenv("NORMBENCH_SWEEPS", str(tmp_path / "mine"))
+    code, out, err = cli("+sweep=x", "hydra.sweep.dir=sw", "report=false")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is empty (it sets nothing)" in err, err
+    assert "ConfigKeyError" not in err and not (tmp_path / "sw").exists()
 
 
 @pytest.mark.parametrize("case", ["callback_unlinks_a_file", "anchor_bomb", "syntax_error", "defaults_override_job_logging"])

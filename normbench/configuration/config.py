@@ -260,8 +260,16 @@ class SweepSource(FileConfigSource):
         text = _sweep_text(path)
         header = self._get_header_dict(text[:512])
         group = self._normalize_file_name(config_path).rpartition("/")[0]
-        return ConfigResult(config=read_sweep_file(path, text, _package(header.get("package"), group)),
-                            path=f"{self.scheme()}://{path.parent}", provider=self.provider, header=header)
+        package = _package(header.get("package"), group)
+        config = read_sweep_file(path, text, package)
+        if group == SWEEP_GROUP:  # Hydra's words were "Key 'sweep' not in 'Config'" for both (hostile h25 g012)
+            if not config:
+                raise ConfigError(f"sweep file {path} is empty (it sets nothing): {SWEEP_FILE_HOLDS}")
+            if package[:1] == (SWEEP_GROUP,):
+                raise ConfigError(f"sweep file {path} lacks its first line '# @package _global_': without it its "
+                                  f"settings would land under '{SWEEP_GROUP}.', which is no setting")
+        return ConfigResult(config=config, path=f"{self.scheme()}://{path.parent}", provider=self.provider,
+                            header=header)
 
     def available(self) -> bool:
         return bool(self.dirs)
@@ -299,6 +307,10 @@ REFUSED_HYDRA_KEYS = ("launcher.setup", "launcher.srun_args", "launcher.addition
 CODE_KEYS = ("_target_", "()")
 SMUGGLING = ("_target_", "oc.create", "oc.decode")
 INTERPOLATED_HYDRA_KEYS = ("sweep.dir", "sweep.subdir", "run.dir", "job.name")  # paths: ${now:...}, ${hydra.job.num}
+
+
+SWEEP_FILE_HOLDS = ("a sweep file holds the line '# @package _global_' and then settings (key: value lines), e.g. "
+                    "hydra: {mode: MULTIRUN, sweeper: {params: {norm: 'ln,rms'}}} (docs/sweeps.md)")
 
 
 def _sweep_text(path: Path) -> str:
@@ -687,7 +699,8 @@ def read_sweep_file(path: Path, text: str | None = None, package: tuple[str, ...
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         if root is not None and not isinstance(root, yaml.MappingNode):
-            raise ConfigError("it is not a mapping of settings")
+            what = "a YAML list" if isinstance(root, yaml.SequenceNode) else "a single value"
+            raise ConfigError(f"it holds {what}, not a mapping of settings (key: value lines)")
         if root is not None and _expanded_size(root) > MAX_SWEEP_NODES:
             raise ConfigError(f"its aliases expand to more than {MAX_SWEEP_NODES} YAML nodes (an alias bomb)")
         config = OmegaConf.create(text) if root is not None else OmegaConf.create({})

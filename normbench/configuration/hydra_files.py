@@ -234,6 +234,11 @@ class CheckHydraFiles(Callback):
             # Hydra's basic sweeper asserts it: a traceback, not a line
             raise Refused(f"hydra.sweeper.max_batch_size must be a whole number >= 1 (or null: all jobs at "
                           f"once), got {str(batch)[:40]}")
+        from normbench.configuration.launcher_settings import joblib_setting_problem
+
+        refused = joblib_setting_problem(OmegaConf.select(config, "hydra.launcher", default=None))
+        if refused:  # a setting the joblib launcher would drop, or joblib refuse once jobs run (hostile h25 xe004)
+            raise Refused(refused)
         target = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")
         if target.endswith("SlurmLauncher") and shutil.which("srun") is None:
             # submitit raises from inside Hydra's launch, which prints a traceback: said here, in one line

@@ -337,13 +337,14 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
             return _finish(record, trainer, fields, "failed", alone, wall_start)
         _finish(record, trainer, fields, "interrupted", f"interrupted ({str(err) or 'Ctrl-C'})", wall_start)
         raise
-    except Exception as err:  # one failed run must never take a sweep down: record it
+    except BaseException as err:  # one failed run must never take a sweep down: record it
+        # SystemExit, GeneratorExit or another BaseException from the run's code (a registered norm calling
+        # sys.exit) too: let through, it left the record `running` and the command's status 0 (hostile h25 wh009)
         try:
             write_run_text(record.run_dir / "traceback.txt", traceback.format_exc())
         except OSError as error:  # the record below still says why the run failed
             log.warning("traceback.txt not written: %s", error)
-        reason = f"{type(err).__name__}: {' '.join(str(err).split())[:300]} (see traceback.txt)"
-        return _finish(record, trainer, fields, "failed", reason, wall_start)
+        return _finish(record, trainer, fields, "failed", failure_reason(err), wall_start)
     if measured.diverged_at_step is not None:
         reason = f"non-finite loss or gradient at step {measured.diverged_at_step}"
         if measured.test is not None:  # trained to the end, then evaluated non-finite (train.evaluation_overflowed)
@@ -355,6 +356,14 @@ def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num
     for path in {record.run_dir / checkpoint.FILE, *([resume_from[0]] if resume_from else [])}:
         checkpoint.discard(path)  # a finished run is never continued: its checkpoint has served
     return summary
+
+
+def failure_reason(err: BaseException) -> str:
+    """The record's reason for a run ended by ``err``, an exception that is not a stop."""
+    if isinstance(err, SystemExit):  # its text is its code alone ("0", or nothing for sys.exit())
+        return (f"SystemExit (exit code {repr(err.code)[:100]}) raised by the run's code: sys.exit or exit there "
+                f"ends the run as failed, not normbench (see traceback.txt)")
+    return f"{type(err).__name__}: {' '.join(str(err).split())[:300]} (see traceback.txt)"
 
 
 def prepare(node: DictConfig, parallel_jobs: int = 1, job_num: int = 0, fields: dict | None = None,

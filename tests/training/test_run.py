@@ -2,7 +2,12 @@
 
 import json
 import math
+import os
+import subprocess
+import sys
+import textwrap
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +17,7 @@ from normbench.training import run as run_module
 from normbench.training.probes import Probes
 from normbench.training.run import execute, threads_for, unsupported_precision
 from normbench.training.train import Trainer
+from tests.waiting import HANG_S
 
 
 def lines(path):
@@ -117,6 +123,54 @@ def test_exception_in_training_is_failed_with_traceback(compose, tmp_path, monke
     assert summary["status"] == "failed" and "RuntimeError: kaboom" in summary["reason"]
     assert "kaboom" in (tmp_path / "traceback.txt").read_text()
     assert summary["precision"]["mode"]  # the trainer was built: its precision is recorded though fit never began
+
+
+class _UserStop(BaseException):
+    """A BaseException of the user's own, neither Exception nor a stop."""
+
+
+@pytest.mark.parametrize("raised, says", [(SystemExit(0), "SystemExit (exit code 0)"),
+                                          (SystemExit(), "SystemExit (exit code None)"),
+                                          (SystemExit("bye"), "SystemExit (exit code 'bye')"),
+                                          (GeneratorExit("gone"), "GeneratorExit: gone"),
+                                          (_UserStop("mine"), "_UserStop: mine")])
+def test_a_base_exception_from_the_runs_code_is_a_failed_run_not_left_running(compose, tmp_path, monkeypatch,
+                                                                               raised, says):
+    # hostile h25 wh009: a registered norm's sys.exit(0) left the record `running` and the command's status 0
+    def leave(self):
+        raise raised
+    monkeypatch.setattr(Trainer, "fit", leave)
+    summary = execute(compose(), tmp_path, [])
+    assert summary["status"] == "failed" and says in summary["reason"], summary["reason"]
+    assert read_summary(tmp_path / "summary.json").status == "failed"
+    assert type(raised).__name__ in (tmp_path / "traceback.txt").read_text()
+
+
+def test_sys_exit_0_in_a_registered_norm_is_one_line_and_status_1_from_normbench_main(tmp_path, tiny_args):
+    script = tmp_path / "leaves.py"
+    script.write_text(textwrap.dedent('''
+        import sys
+        from torch import nn
+        import normbench
+
+        class Leaves(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+
+            def forward(self, x):
+                sys.exit(0)
+
+        normbench.register_norm("leaves", Leaves)
+        print("main returned", normbench.main(sys.argv[1:]))
+    '''))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(script), *tiny_args, "norm=leaves", "hydra.run.dir=run"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=HANG_S)
+    assert done.stdout.strip().endswith("main returned 1"), (done.stdout, done.stderr[-2000:])
+    said = [line for line in done.stderr.splitlines() if "SystemExit" in line]
+    assert len(said) == 1 and said[0].startswith("normbench: failed: SystemExit (exit code 0)"), done.stderr[-2000:]
+    record = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert record["status"] == "failed" and "SystemExit" in record["reason"]
 
 
 def test_interrupt_keeps_metrics_so_far_and_reraises(compose, tmp_path, monkeypatch):
