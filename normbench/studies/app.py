@@ -608,7 +608,20 @@ def _claim_folders_readable() -> None:
 
 def main(from_process_start: bool = False) -> None:
     """``from_process_start``: this process was started for this command (the command line), so
-    its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now."""
+    its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now.
+    A command refused (exit status 2) writes nothing: a sweep refused after Hydra's sweeper wrote its
+    multirun.yaml (a sweep file's unknown key, refused as the launcher composes a job) takes it back
+    (hydra_files.unmake_sweep; hostile h25 g011)."""
+    hydra_files.SWEEP_MADE.clear()  # an earlier sweep of this process (a test, a notebook) is not this command's
+    try:
+        _main(from_process_start)
+    except SystemExit as end:
+        if end.code == 2:
+            hydra_files.unmake_sweep()
+        raise
+
+
+def _main(from_process_start: bool) -> None:
     global _launcher_pid
     _launcher_pid = os.getpid()
     sweep_time.mark_start((machine.process_started() if from_process_start else None) or time.time())
