@@ -449,10 +449,25 @@ def _worker_alone(sweep_dir: str):
     def reason(stop: KeyboardInterrupt) -> str | None:
         signum = getattr(stop, "signum", None)
         launcher = os.environ.get(orphans.LAUNCHER_PID_ENV, "")
-        if signum is None or not launcher.isdigit() or int(launcher) != os.getppid() or _stopping(sweep_dir):
+        if signum is None or not launcher.isdigit() or int(launcher) != os.getppid() or _launcher_stops(sweep_dir):
             return None
         return f"its worker process alone was stopped by {signal.Signals(signum).name}; the sweep went on"
     return reason
+
+
+LAUNCHER_MARKS_S = 3.0  # how long a stopped worker waits for its launcher's marker before it judges the stop its own
+
+
+def _launcher_stops(sweep_dir: str) -> bool:
+    """Whether the launcher is stopping too, its marker awaited up to LAUNCHER_MARKS_S: a signal to the whole process
+    group reaches the worker and the launcher at once, and the worker read the launcher's marker before the launcher
+    had written it, failing its job "alone" while the sweep was being stopped (hostile h25 a020)."""
+    deadline = time.monotonic() + LAUNCHER_MARKS_S
+    while not _stopping(sweep_dir):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _stops_as_interrupts() -> dict:

@@ -354,7 +354,15 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
     print("+ python -m normbench " + " ".join(args), flush=True)
     env = {**os.environ, **({study_info.STUDY_ENV_VAR: json.dumps(study)} if study else {})}
     # the signal passed on, the round stopped before the runner ends; a killed runner takes it along
-    return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
+    try:
+        return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
+    except (children.Stopped, children.OutOfTime, KeyboardInterrupt) as stop:  # the round's processes have ended
+        from normbench.studies.lost_workers import mark_stopped_round
+
+        signum = getattr(stop, "signum", None)
+        mark_stopped_round(folder, "at the budget's end" if isinstance(stop, children.OutOfTime) else
+                           f"by {signal.Signals(signum).name}" if signum else "by Ctrl-C")
+        raise
 
 
 def _ended(code: int) -> str:
