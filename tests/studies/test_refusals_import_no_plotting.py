@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ("import atexit, runpy, sys\n"
          "sys.argv = ['normbench', *sys.argv[1:]]\n"
@@ -33,7 +35,7 @@ def test_a_refused_subcommand_prints_one_line_and_loads_no_matplotlib(argv, tmp_
     (tmp_path / "n").mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HOME": str(tmp_path / "home")}
     done = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=HANG_S)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert "matplotlib imported" not in done.stdout
