@@ -109,6 +109,54 @@ def foreign_sweep_file(sweep_dir: Path) -> str | None:
 
 
 SWEEP_DIR: Path | None = None  # set in the launcher when its multirun starts
+# what this command's sweep will have made when the sweeper writes multirun.yaml: the folders of hydra.sweep.dir
+# that did not exist (deepest first) and, if it was not there, multirun.yaml; undone by a refused sweep (unmake_sweep)
+SWEEP_MADE: list[Path] = []
+SWEEP_HELD: list[str] = []  # and the names the folder held then
+
+
+def folders_to_make(path: Path) -> list[Path]:
+    """The folders of ``path`` that do not exist yet, deepest first: what making it creates, and all a refusal
+    afterwards may remove (remove_made)."""
+    missing = []
+    for folder in (path, *path.parents):
+        if os.path.lexists(folder):
+            break
+        missing.append(folder)
+    return missing
+
+
+def remove_made(paths: list[Path]) -> None:
+    """Removes what a refused command made, deepest first: a file it wrote, then each folder it made while the folder
+    is empty. The first that cannot go (a folder something else has written into since) ends it: what holds
+    anything else was not this command's alone (hostile h25 a013, g011)."""
+    for path in paths:
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            return
+
+
+def unmake_sweep() -> None:
+    """A sweep refused once its sweeper had written multirun.yaml (an unknown key in a sweep file, refused by the
+    launcher as it composes the first job): its multirun.yaml and the folders it made go when it wrote nothing
+    else there, so a refused sweep leaves no folder behind. What a folder held before the sweep stays."""
+    made, SWEEP_MADE[:] = list(SWEEP_MADE), []
+    if not made:  # multirun.yaml was there before: the folder is an earlier sweep's
+        return
+    written = set(_names(made[0].parent)) - {*SWEEP_HELD, "multirun.yaml"}
+    if not written:  # a job's folder or a record written: the sweep ran, and its multirun.yaml stays with them
+        remove_made(made)
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:  # not there (yet), or not listable
+        return []
 
 
 def _blank_path(config, key: str) -> None:
@@ -213,6 +261,10 @@ class CheckHydraFiles(Callback):
         _root_or_home(config, ("paths.multirun", "hydra.sweep.dir"))
         global SWEEP_DIR
         SWEEP_DIR = Path(str(config.hydra.sweep.dir))  # the launcher's sweep, for a stop (studies/app.py)
+        sweep = SWEEP_DIR.absolute()
+        SWEEP_MADE[:] = [] if os.path.lexists(sweep / "multirun.yaml") else [sweep / "multirun.yaml"]
+        SWEEP_MADE.extend(folders_to_make(sweep))
+        SWEEP_HELD[:] = _names(sweep)
         # before Hydra names any job's folder: a name read from the environment is refused up front
         from omegaconf import OmegaConf
 

@@ -449,10 +449,25 @@ def _worker_alone(sweep_dir: str):
     def reason(stop: KeyboardInterrupt) -> str | None:
         signum = getattr(stop, "signum", None)
         launcher = os.environ.get(orphans.LAUNCHER_PID_ENV, "")
-        if signum is None or not launcher.isdigit() or int(launcher) != os.getppid() or _stopping(sweep_dir):
+        if signum is None or not launcher.isdigit() or int(launcher) != os.getppid() or _launcher_stops(sweep_dir):
             return None
         return f"its worker process alone was stopped by {signal.Signals(signum).name}; the sweep went on"
     return reason
+
+
+LAUNCHER_MARKS_S = 3.0  # how long a stopped worker waits for its launcher's marker before it judges the stop its own
+
+
+def _launcher_stops(sweep_dir: str) -> bool:
+    """Whether the launcher is stopping too, its marker awaited up to LAUNCHER_MARKS_S: a signal to the whole process
+    group reaches the worker and the launcher at once, and the worker read the launcher's marker before the launcher
+    had written it, failing its job "alone" while the sweep was being stopped (hostile h25 a020)."""
+    deadline = time.monotonic() + LAUNCHER_MARKS_S
+    while not _stopping(sweep_dir):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _stops_as_interrupts() -> dict:
@@ -608,7 +623,20 @@ def _claim_folders_readable() -> None:
 
 def main(from_process_start: bool = False) -> None:
     """``from_process_start``: this process was started for this command (the command line), so
-    its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now."""
+    its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now.
+    A command refused (exit status 2) writes nothing: a sweep refused after Hydra's sweeper wrote its
+    multirun.yaml (a sweep file's unknown key, refused as the launcher composes a job) takes it back
+    (hydra_files.unmake_sweep; hostile h25 g011)."""
+    hydra_files.SWEEP_MADE.clear()  # an earlier sweep of this process (a test, a notebook) is not this command's
+    try:
+        _main(from_process_start)
+    except SystemExit as end:
+        if end.code == 2:
+            hydra_files.unmake_sweep()
+        raise
+
+
+def _main(from_process_start: bool) -> None:
     global _launcher_pid
     _launcher_pid = os.getpid()
     sweep_time.mark_start((machine.process_started() if from_process_start else None) or time.time())

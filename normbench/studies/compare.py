@@ -48,7 +48,6 @@ from normbench.checks import OneLineParser, given_path, out_path
 from normbench.records.metrics import SCORES, path, viewed
 from normbench.records.reading import find_records, quiet_numerics
 from normbench.records.record import RESULT_STATUSES, Unreadable, open_regular, write_file
-from normbench.report.render import markdown_text
 
 SCORE_COLUMNS = {key: path(key) for key in (*SCORES, "test")}  # the scores compare gates on
 # Shown with intervals; gated only where the module docstring says.
@@ -452,10 +451,11 @@ def _check_out(out: Path) -> None:
 def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.DataFrame, *, baseline: Path,
              new: Path, environment: list[str], metric: str, tolerance: float, relative: bool,
              max_new_divergences: int, step_time_tolerance: float | None, verdict: Verdict, exact: bool = False,
-             ignore: tuple[str, ...] = (), cell=markdown_text) -> str:
+             ignore: tuple[str, ...] = (), cell=None) -> str:
     """The summary in Markdown, opened and closed by ``verdict``; ``cell`` makes each string from a record
-    safe where the text goes (markdown_text for a Markdown file, terminal_text for a terminal, which shows
-    no HTML entities)."""
+    safe where the text goes (markdown_text, the default, for a Markdown file, terminal_text for a terminal,
+    which shows no HTML entities)."""
+    cell = cell or _markdown_cell()
     bound = f"{tolerance:g} × |baseline mean|" if relative else f"{tolerance:g} (absolute)"
     lines = [
         f"{HEADING}{verdict.headline}",
@@ -589,8 +589,18 @@ def main(argv: list[str] | None = None) -> int:
     return verdict.exit_status
 
 
+def _markdown_cell():
+    """The report's Markdown escaping (report/render.py), imported when a summary is written: that module loads
+    matplotlib, whose first import on a fresh HOME prints a line about its font cache, and a refused compare
+    prints its one line only (hostile h25 wi006)."""
+    from normbench.report.render import markdown_text
+
+    return markdown_text
+
+
 def cell_list(run_dirs: list[str]) -> str:
-    return ", ".join(markdown_text(d) for d in run_dirs[:10]) + (" …" if len(run_dirs) > 10 else "")
+    escaped = _markdown_cell()
+    return ", ".join(escaped(d) for d in run_dirs[:10]) + (" …" if len(run_dirs) > 10 else "")
 
 
 if __name__ == "__main__":

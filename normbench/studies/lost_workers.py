@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import TimeoutError as JobTimeout  # what joblib raises past its timeout
 from pathlib import Path
 
-from normbench.records.record import RUNNING, SetAside, read_summary, write_record
+from normbench.records.record import RUNNING, SetAside, read_summary, running_now, write_record
 from normbench.studies import loky_tracker
 
 log = logging.getLogger("normbench")
@@ -45,21 +45,31 @@ def killed_reason(error: BaseException) -> str:
     return f"its worker process was killed ({', '.join(dict.fromkeys(signals)) or 'signal unknown'})"
 
 
-def mark_running_failed(folders: list[Path], reason: str) -> list[Path]:
-    """Each record in ``folders`` still saying running, marked failed with ``reason``; the folders marked."""
+def mark_running_failed(folders: list[Path], reason: str, status: str = "failed") -> list[Path]:
+    """Each record in ``folders`` still saying running, marked ``status`` (failed) with ``reason``; the folders marked."""
     marked = []
     for folder in folders:
         found = read_summary(folder / "summary.json")
         if isinstance(found, SetAside) or found.status != RUNNING:
             continue
-        found.summary["status"], found.summary["reason"] = "failed", reason
+        found.summary["status"], found.summary["reason"] = status, reason
         try:
             write_record(found)
         except OSError as err:  # the sweep's end names it as it finds it
-            log.warning("record of %s not marked failed: %s", folder, err)
+            log.warning("record of %s not marked %s: %s", folder, status, err)
             continue
         marked.append(folder)
     return marked
+
+
+def mark_stopped_round(sweep: Path, how: str) -> list[Path]:
+    """After a runner stopped its round (``how``: "by SIGTERM", "at the budget's end") and waited for the round's
+    processes: each record of the round still saying running that no live process holds (records.record.running_now)
+    marked ``interrupted``. A worker ended before it wrote its end (one blocked in a kernel build, killed after the
+    wait) left its record running, in a study that said the round was stopped (hostile h25 a020)."""
+    left = [p.parent for p in sweep.glob("*/summary.json") if not running_now(p.parent)]
+    return mark_running_failed(left, f"interrupted (the round was stopped {how} before this run wrote its end)",
+                               status="interrupted")
 
 
 def _job_dir(launcher, overrides, num: int) -> Path:

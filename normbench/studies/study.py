@@ -139,8 +139,9 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def _check_out(out: Path) -> None:
-    """--out must be a folder this process can write, and its sequential.json (if any) a regular file:
-    a folder or FIFO there would stop the study at its end, after every round was paid for."""
+    """--out must be a folder this process can write (or make), and its sequential.json (if any) a regular file:
+    a folder or FIFO there would stop the study at its end, after every round was paid for. Nothing is made here:
+    a study refused afterwards leaves no folder (hostile h25 a013, a025; _make_out makes it)."""
     text = str(out)[:200]
     problem = children.out_problem(out)
     if problem:
@@ -154,12 +155,13 @@ def _check_out(out: Path) -> None:
         children.hydra_quoted(out)
     except ValueError as error:
         raise StudyArgumentError(f"--out: {error}") from None
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise StudyArgumentError(f"--out {text} cannot be made: {error.strerror or error}") from None
-    if not os.access(out, os.W_OK | os.X_OK):  # EROFS included: a read-only mount
-        raise StudyArgumentError(f"--out {text} is not writable")
+    missing = hydra_files.folders_to_make(out)
+    there = missing[-1].parent if missing else out  # the folder it is made in, or itself
+    if not there.is_dir():
+        raise StudyArgumentError(f"--out {text} cannot be made: {str(there)[:200]} is not a folder")
+    if not os.access(there, os.W_OK | os.X_OK):  # EROFS included: a read-only mount
+        raise StudyArgumentError(f"--out {text} is not writable" if there == out else
+                                 f"--out {text} cannot be made: {str(there)[:200]} is not writable")
     plan = out / study_plan.FILE
     try:
         mode = os.lstat(plan).st_mode
@@ -176,6 +178,36 @@ def _check_out(out: Path) -> None:
     if not (isinstance(planned, dict) and str(planned.get("schema", "")).startswith("normbench.sequential/")
             and isinstance(planned.get("study"), str)):
         raise StudyArgumentError(f"--out {text}: {study_plan.FILE} there is not a study's plan ({reason}); move it away")
+
+
+def _make_out(out: Path) -> list[Path]:
+    """Makes --out (checked by _check_out); the folders made, deepest first, for a refusal to take back."""
+    made = hydra_files.folders_to_make(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StudyArgumentError(f"--out {str(out)[:200]} cannot be made: {error.strerror or error}") from None
+    return made
+
+
+def check_sweep_named(overrides: list[str]) -> None:
+    """The sweep file ``+sweep=NAME`` names must exist: without it the overrides give one arm, and the study's
+    refusal said to name a sweep file although one was named (hostile h25 a014, as016). Said as the plain
+    command says it, with where it looked. A sweep over sweep files (``+sweep=a,b``) is left to the rounds."""
+    from normbench.configuration.config import SWEEPS_ENV, ConfigError, sweep_dirs
+
+    name = next((o.split("=", 1)[1] for o in overrides if "=" in o and o.split("=", 1)[0].lstrip("+~") == "sweep"),
+                None)
+    if not name or not re.fullmatch(r"[\w./-]+", name):
+        return
+    try:
+        folders = sweep_dirs()
+    except ConfigError as error:  # a NORMBENCH_SWEEPS folder that is not there
+        raise StudyArgumentError(str(error)) from None
+    if study_info.sweep_file(name) is None:
+        named = "" if not os.environ.get(SWEEPS_ENV, "").strip() else f"{SWEEPS_ENV}'s folders and "
+        raise StudyArgumentError(f"Could not find sweep/{name[:100]}: no {name[:100]}.yaml in {named}the shipped "
+                                 f"sweeps ({', '.join(str(f)[:200] for f in folders)})")
 
 
 def _sweep_params(overrides: list[str]) -> tuple[str | None, dict[str, str] | None, Path | None]:
@@ -322,7 +354,15 @@ def _normbench(overrides: list[str], seeds: range, folder: Path, jobs: int, stud
     print("+ python -m normbench " + " ".join(args), flush=True)
     env = {**os.environ, **({study_info.STUDY_ENV_VAR: json.dumps(study)} if study else {})}
     # the signal passed on, the round stopped before the runner ends; a killed runner takes it along
-    return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
+    try:
+        return children.run([sys.executable, "-m", "normbench", *args], env=env, timeout_s=timeout_s)
+    except (children.Stopped, children.OutOfTime, KeyboardInterrupt) as stop:  # the round's processes have ended
+        from normbench.studies.lost_workers import mark_stopped_round
+
+        signum = getattr(stop, "signum", None)
+        mark_stopped_round(folder, "at the budget's end" if isinstance(stop, children.OutOfTime) else
+                           f"by {signal.Signals(signum).name}" if signum else "by Ctrl-C")
+        raise
 
 
 def _ended(code: int) -> str:
@@ -438,6 +478,7 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     _check_out(out)
     plan = Plan.rounds(args.pilot, args.step, args.max_seeds, args.alpha)
     asked = [o for o in overrides if not o.lstrip("+~").split("=", 1)[0].startswith(("hydra/", "hydra."))]
+    check_sweep_named(asked)
     lr = lr_plan(asked)
     study = lr.stamp(study_of(asked))  # where its jobs run is not the question: a launcher changes no study id
     check_config(asked)
@@ -445,6 +486,16 @@ def run_study(overrides: list[str], args: argparse.Namespace) -> int:
     if arms == 1:  # its rounds would run, then answer "nothing compared" (hostile h14 P37)
         raise StudyArgumentError("a study needs two arms or more to compare, and these overrides give one: sweep a "
                                  "setting (e.g. norm=ln,rms) or name a sweep file (+sweep=NAME)")
+    made = _make_out(out)  # checked and refused above with nothing made; a refusal from here on takes it back
+    try:
+        return _run_rounds(out, overrides, args, plan, lr, study, arms)
+    except (StudyArgumentError, ChildRefused):  # the first round's refusal included: its child took back its folder
+        hydra_files.remove_made(made)
+        raise
+
+
+def _run_rounds(out: Path, overrides: list[str], args: argparse.Namespace, plan, lr, study: dict,
+                arms: int | None) -> int:
     children.say_sweep_dir_ignored("normbench.study", overrides, out)
     if arms is not None:  # before any run: what the planned seeds can show about an arm with a failed run
         from normbench.analysis.ranking import plan_line
