@@ -31,7 +31,11 @@ from omegaconf import OmegaConf
 
 LAUNCHER_PID_ENV = "NORMBENCH_LAUNCHER_PID"
 POLL_S = 0.5
-GRACE_S = 5.0
+# An orphan gets this long to write its `interrupted` record after SIGTERM before it is ended outright. A run
+# puts a stop off while it imports, for up to training/run.IMPORT_WAIT_MAX_S (10 s): a grace shorter than that
+# killed a job still in its set-up with its record `running` (a submitit_local launcher killed, h27a); a test
+# holds this above that wait with room to write the record.
+GRACE_S = 15.0
 
 _started: set[int] = set()  # launcher pids this process already watches (loky reuses a worker for many jobs)
 _lock = threading.Lock()

@@ -153,3 +153,11 @@ def test_a_stale_mark_in_a_plain_run_starts_no_watchdog(monkeypatch):
     assert watched == []
     orphans.StopWhenOrphaned().on_job_start(OmegaConf.create({"hydra": {"mode": RunMode.MULTIRUN}}))
     assert watched == [()]
+
+
+def test_an_orphan_has_time_to_write_its_record_after_a_stop_put_off_by_an_import():
+    # a run defers SIGTERM while it imports (run.IMPORT_WAIT_MAX_S); ended outright before that, a job still in
+    # its set-up kept its record `running` (seen with a submitit_local launcher killed, h27a)
+    from normbench.training import run
+
+    assert orphans.GRACE_S >= run.IMPORT_WAIT_MAX_S + 3.0
