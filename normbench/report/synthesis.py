@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from normbench.analysis.result import shown_status
 from normbench.configuration.families import families
 from normbench.records.values import format_value
-from normbench.report.tables import ClaimView, Table
+from normbench.report.tables import ClaimView, Table, verdict_words
 
 SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
 # The settings a user picks for their model: the norm, where it sits, and their own settings. Any other
@@ -99,7 +98,7 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
     words += f", {seeds}+ seeds per arm"
     decided = [c for c in claims if c.status in ("supported", "contradicted")]
     if decided:
-        words += "; claims " + ", ".join(f"{c.id} {shown_status(c.status)}" for c in decided)
+        words += "; claims " + ", ".join(f"{c.id} {verdict_words(c.status)}" for c in decided)
     return words
 
 
