@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
+from normbench.analysis.claims.engine import shown_status
 from normbench.analysis.claims.vocabulary import CONTRADICTED, INCONCLUSIVE, SUPPORTED
 from normbench.analysis.rules import ALPHA
 
@@ -157,7 +158,13 @@ def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = Non
     lost = [r for r in directional if r not in kept]
     groups = [[name(r) for r in found if r.piece == k] for k in dict.fromkeys(r.piece for r in found)]
     shared = [group for group in groups if len(group) > 1]
-    by_status = ", ".join(f"{sum(r.status == s for r in found)} {s}" for s in JUDGED if any(r.status == s for r in found))
+    def entry(r: Reading) -> str:  # a verdict as the claims line names it: its claim and study
+        study = (titles or {}).get(r.study, r.study)
+        return f"{r.claim} ({study})" if study else r.claim
+    # each status in the page's words, with the entries it counts (referee 20: "3 contradicted", bare and unnamed)
+    by_status = "; ".join(f"{sum(r.status == s for r in found)} {shown_status(s)}: "
+                          + ", ".join(entry(r) for r in found if r.status == s)
+                          for s in JUDGED if any(r.status == s for r in found))
     line = (f"Multiplicity: {_count(len(found), 'judged verdict')} ({by_status}), each a one-sided test at "
             f"α = {alpha:g} in each direction, so with no true effect anywhere about {2 * alpha * len(found):.2g} of "
             f"the {len(found)} would be directional by chance (2α each")
@@ -173,7 +180,7 @@ def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = Non
              + f") keeps {len(kept)} of the {len(directional)} directional"
              + (f": {', '.join(name(r) for r in kept)}" if kept else ""))
     if lost:
-        line += f"; it does not keep {', '.join(f'{name(r)} ({r.status}, q {_q(r.q)})' for r in lost)}"
+        line += f"; it does not keep {', '.join(f'{name(r)} ({shown_status(r.status)}, q {_q(r.q)})' for r in lost)}"
     undecided = any(r.status == INCONCLUSIVE for r in found)
     return (line + "; q per judged verdict" + (" (an inconclusive one's: its undecided part's difference from no "
                                                "effect, which decides nothing)" if undecided else "")
@@ -211,7 +218,8 @@ def external_validity(pairs, titles: dict[str, str] | None = None) -> str:
         here = str(getattr(verdict, "scale", "") or "").split(";")[0].removeprefix("measured at ") or "not recorded"
         paper = paper_scale(claim)
         moves = str(getattr(claim, "scale_moves", "") or "")
-        return (f"{claim.id}" + (f" ({study}, {verdict.status})" if study else f" ({verdict.status})") + f": here {here}; "
+        said = shown_status(verdict.status)
+        return (f"{claim.id}" + (f" ({study}, {said})" if study else f" ({said})") + f": here {here}; "
                 + (f"the paper: {paper}" if paper else "its spec states no paper scale, so about this scale only")
                 + (f"; at the paper's scale: {moves}" if moves else ""))
 

@@ -217,6 +217,20 @@ def commands_for(claim_id: str) -> list[str]:
     return found
 
 
+def pilots_for(claim_id: str) -> list[str]:
+    """What the shipped sweep files' headers record of a pilot that judged a claim (``#   pilot (claim: ID):
+    TEXT``, one line, its details in docs/claim-sources.md), so a report that cannot judge the claim points to
+    it: ``"NAME: TEXT"`` per sweep file."""
+    found = []
+    for folder in sweep_dirs()[-1:]:
+        for file in sorted(folder.glob("*.yaml")):
+            for line in file.read_text(encoding="utf-8").splitlines():
+                pilot = re.match(r"#\s*pilot \(claims?:([^)]*)\):\s*(.+)", line)
+                if pilot and re.search(r"\b" + re.escape(claim_id) + r"\b", pilot.group(1)):
+                    found.append(f"{file.stem}: {pilot.group(2).strip()}")
+    return found
+
+
 class SweepSearchPath(SearchPathPlugin):
     """Puts the sweeps folders (SweepSource) on Hydra's search path, after conf/."""
 

@@ -17,7 +17,7 @@ from typing import Iterable
 import pandas as pd
 
 from normbench.analysis import result as study_result
-from normbench.analysis.result import ALPHA, METHOD, StudyResult, shown_status
+from normbench.analysis.result import ALPHA, METHOD, NOT_APPLICABLE, StudyResult
 from normbench.checks import one_line
 from normbench.records.metrics import TIMING_NOISY
 from normbench.records.published import PAIRED_TIMING, write_curves
@@ -81,24 +81,29 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
     return out / "report.html"
 
 
-def claims_frame(claims: list[tables.ClaimView]) -> pd.DataFrame:
-    """One row per claim judged in a study (and one per claim no study could judge): its verdict, each
-    part's verdict, the regime (the gates that held a part back, else "testable here") and the scale."""
+def claims_frame(claims: list[tables.ClaimView], not_run: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per claim judged in a study (and one per claim no study could judge): its verdict in the page's
+    words (tables.verdict_words; the machine value beside it as verdict_code, for programs), each part's
+    verdict, the regime (the gates that held a part back, else "testable here"; for a claim not run here, why
+    and where it can be run: ``not_run``, claim id -> that text) and the scale."""
     rows = []
     for c in claims:
         verdicts = [row[-1] for row in (c.parts.rows if c.parts else [])]
         gated = sorted({v.split(" — ")[0].removeprefix("not testable here: ") for v in verdicts
                         if v.startswith("not testable here")})
-        regime = ("; ".join(gated) if gated else "not testable here" if c.status == "not testable here"
-                  else "—" if c.status == "not applicable" else "testable here")
-        rows.append({"claim": c.id, "study": c.study if c.status != "not applicable" else "", "verdict": c.status,
+        unrun = c.status == NOT_APPLICABLE
+        if unrun:
+            regime = (not_run or {}).get(c.id) or tables.NOT_RUN
+        else:
+            regime = "; ".join(gated) if gated else "not testable here" if c.status == "not testable here" else "testable here"
+        rows.append({"claim": c.id, "study": c.study if not unrun else "",
+                     "verdict": c.shown or tables.verdict_words(c.status), "verdict_code": c.status,
                      "parts": " | ".join(f"{i}: {v.split(' (leans ')[0]}" for i, v in enumerate(verdicts, 1)),
                      "regime": regime, "source": c.where or c.citation,
                      **{"effect": "", "effect_low": "", "effect_high": "", "effect_what": "", "seeds": "", "lr": "",
                         **c.figures, "scale": c.scale}})
-    # verdict keeps the machine value (contradicted); the page prints it as "not reproduced in this setup"
     return pd.DataFrame(rows, columns=["claim", "study", "verdict", "parts", "regime", "effect", "effect_low",
-                                       "effect_high", "effect_what", "seeds", "scale", "lr", "source"])
+                                       "effect_high", "effect_what", "seeds", "scale", "lr", "source", "verdict_code"])
 
 
 def _write(result: StudyResult, out: Path, staging: Path) -> None:
@@ -132,10 +137,17 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
     # beside the claims line: multiplicity across the claims, and what differs from the papers (analysis/multiplicity.py)
     context["claims_multiplicity"] = result.claims_multiplicity
     context["external_validity"] = result.external_validity
-    context["claim_counts"] = pd.Series([c.shown or shown_status(c.status) for c in context["claims"]]).value_counts().to_dict()
-    spreadsheet_safe(claims_frame(context["claims"])).to_csv(staging / "claims.csv", index=False)
+    counts = pd.Series([c.shown or tables.verdict_words(c.status) for c in context["claims"]]).value_counts().to_dict()
+    # the claims not run here are listed nowhere else on the first screen: named beside their count
+    unrun = [c.id for c in context["claims"] if c.status == NOT_APPLICABLE]
+    context["claim_counts"] = {(f"{word} ({', '.join(unrun)})" if word == tables.NOT_RUN and unrun else word): n
+                               for word, n in counts.items()}
+    # a claim no study could judge: why, the sweep that runs its arms and a recorded pilot, on the page and in the csv
+    context["not_run"] = {claim: _not_run_parts(result, claim) for claim in _not_run(result, context["claims"])}
+    spreadsheet_safe(claims_frame(context["claims"], {claim: not_run_text(*parts) for claim, parts
+                                                      in context["not_run"].items()})).to_csv(staging / "claims.csv", index=False)
     # The first screen lists the claims the runs address; those they cannot are counted, not listed.
-    context["claims_addressed"] = [c for c in context["claims"] if c.status != "not applicable"]
+    context["claims_addressed"] = [c for c in context["claims"] if c.status != NOT_APPLICABLE]
     context["answer"] = _answer_section(result, staging)
     # Sections with nothing to show are left out, from the contents too.
     context["show_lr"] = bool(context["lr_sensitivity"]["figures"] or context["lr_sensitivity"]["table"]
@@ -198,14 +210,12 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
         out_sections.append(sections.StudySection(
             study.id, anchor, title, purpose, choices, conditions, blocks.get(study.id, []),
             tables.leaderboards(study.rows, axes), shown, left,
-            [c for c in context["claims"] if c.study_id == study.id and c.status != "not applicable"],
+            [c for c in context["claims"] if c.study_id == study.id and c.status != NOT_APPLICABLE],
             [runner[study.id]] if study.id in (runner or {}) else sections.reproduce_commands(mine)))
     sections.fit_page(out_sections, _page_bytes(context["staging"]))
     notes = sections.written_once(out_sections)
     lines = synthesis.synthesis(summary, runs, out_sections, result) if not summary.empty else []
-    specs = {r.claim.id: r.claim for r in result.claims}
-    unjudged = [(c.id, result.needs_text(specs[c.id]), _sweep_commands(c.id))
-                for c in context["claims"] if c.status == "not applicable" and c.id in specs]
+    unjudged = [(claim, *parts) for claim, parts in context["not_run"].items()]
     return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
             "recommend": synthesis.recommendation_table(lines),
             "memory": _memory_table(runs), "unjudged": unjudged,
@@ -214,12 +224,40 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
             "make_sh": (out / "make.sh").is_file(), "legend_rules": LEGEND_RULES}
 
 
+def _not_run(result: StudyResult, claims: list[tables.ClaimView]) -> list[str]:
+    """The ids of the claims no study here could judge (status not applicable, printed "not run here")."""
+    specs = {r.claim.id for r in result.claims}
+    return [c.id for c in claims if c.status == NOT_APPLICABLE and c.id in specs]
+
+
+def _not_run_parts(result: StudyResult, claim_id: str) -> tuple[str, list[str], list[str]]:
+    """Why a claim is not run here ("not run here: no study in this report has the arms it compares: …"),
+    the shipped sweeps that run them, and what a recorded pilot of those sweeps read (docs/claim-sources.md)."""
+    spec = next(r.claim for r in result.claims if r.claim.id == claim_id)
+    arms = result.needs_text(spec).removeprefix("needs ").rstrip(".")
+    return (f"{tables.NOT_RUN}: no study in this report has the arms it needs together: {arms}",
+            _sweep_commands(claim_id), _pilots(claim_id))
+
+
+def not_run_text(why: str, commands: list[str], pilots: list[str]) -> str:
+    """A not-run claim's one line for claims.csv: why, where it can be run, and its pilot where one is recorded."""
+    return (why + (f"; the shipped sweep that runs them: {', '.join(commands)}" if commands else "")
+            + (f"; a pilot of it (not a verdict of this report): {'; '.join(pilots)}" if pilots else ""))
+
+
 def _with_fdr(views: list, lost: dict[tuple[str, str], float], alpha: float) -> list:
     """Each directional verdict that Benjamini–Hochberg over the judged verdicts does not keep (``lost``:
     StudyResult.not_kept) says so where its status is printed (the multiplicity paragraph named it; the
     claims line and its section did not)."""
     return [dataclasses.replace(v, fdr=f"not kept by Benjamini–Hochberg at {alpha:g} (q {lost[v.id, v.study_id]:.2g})")
             if (v.id, v.study_id) in lost else v for v in views]
+
+
+def _pilots(claim_id: str) -> list[str]:
+    """What a shipped sweep's header records of a pilot that judged the claim (configuration.config.pilots_for)."""
+    from normbench.configuration.config import pilots_for
+
+    return pilots_for(claim_id)
 
 
 def _sweep_commands(claim_id: str) -> list[str]:
@@ -245,7 +283,8 @@ LEGEND_RULES = [
                                "length, budget) change the problem, so arms are compared within a condition and the "
                                "answer is read across them, never as a ranking of conditions."),
     ("Claims", "a claim is judged within each study, never pooling two, and split into the parts it asserts, each "
-               "tested on its own; it is supported only when every part is, contradicted when a part is shown false, "
+               "tested on its own; it is supported only when every part is, not reproduced in this setup when a part is "
+               "shown false, "
                "not testable here when a part cannot be tested in this setup (its arms all at chance, all at the "
                "ceiling, still improving at the end, at different lrs where a mechanism is read, at an lr not tuned "
                "per arm where final quality is compared, differing in steps or data, outside the domains the quoted "
@@ -253,11 +292,11 @@ LEGEND_RULES = [
                "the output only leaves the recurrence as the unnormalized cell has it): the reason and what would "
                "make it testable are stated, never seeds to add; no seeds "
                "could support the claim then, whatever its other parts read), inconclusive otherwise (or when an arm "
-               "has fewer than 2 seeds), and not applicable when the runs lack the arms its parts compare (an arm "
+               "has fewer than 2 seeds), and not run here when the runs lack the arms its parts compare (an arm "
                "read only by the verdict's external-validity caveat, such as no norm beside DyT or Derf, is not "
                "required: the caveat says it could not be read). Every directional part is a one-sided test at α in "
                "each direction, so one (1 − 2α) interval decides both \"supported\" (wholly on the claimed side) and "
-               "\"contradicted\" (wholly on the other); \"equal\", \"insensitive\" and \"does not depend\" parts are "
+               "\"not reproduced in this setup\" (wholly on the other); \"equal\", \"insensitive\" and \"does not depend\" parts are "
                "equivalence tests (TOST at α: the same interval inside ±δ, δ stated per claim and fixed before the "
                "data). A diverged run is never scored: divergence rates (Newcombe intervals) and the scores of "
                "finished runs are tested apart. Other settings are pooled only when both arms cover them equally, "

@@ -21,14 +21,14 @@ yet" line per family).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from normbench.analysis.result import shown_status
 from normbench.configuration.families import families
 from normbench.records.values import format_value
-from normbench.report.tables import ClaimView, Table
+from normbench.report.tables import ClaimView, Table, verdict_words
 
 SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
 # The settings a user picks for their model: the norm, where it sits, and their own settings. Any other
@@ -56,6 +56,12 @@ class FamilyLine:
     # gated; a family's head-to-head reading between two recommended norms is built from them (head_to_head)
     norms_best: tuple[str, ...] = ()
     norms_all: tuple[str, ...] = ()
+    condition: str = ""  # the study's condition this line was run under ("batch_size=4"), "" where it has none
+
+    @property
+    def task_name(self) -> str:
+        """The task without the condition."""
+        return self.task.removesuffix(f" at {self.condition}") if self.condition else self.task
 
 
 FAVOURED, TIED, GATED, UNRANKED = "favoured", "tied", "not testable here", "not ranked yet"
@@ -99,7 +105,7 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
     words += f", {seeds}+ seeds per arm"
     decided = [c for c in claims if c.status in ("supported", "contradicted")]
     if decided:
-        words += "; claims " + ", ".join(f"{c.id} {shown_status(c.status)}" for c in decided)
+        words += "; claims " + ", ".join(f"{c.id} {verdict_words(c.status)}" for c in decided)
     return words
 
 
@@ -122,7 +128,8 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                     continue  # selection runs (one seed per lr) chose the lr and rank nothing
                 task = str(rows["task"].iloc[0])
                 condition = str(rows["condition"].iloc[0]) if "condition" in rows else ""
-                task += f" at {condition}" if condition and condition != "nan" else ""
+                condition = "" if condition == "nan" else condition
+                task += f" at {condition}" if condition else ""
                 ranked = rows[rows["rank"].notna()].sort_values("rank", kind="stable")
                 gate, _ = result.regime_of(rows)
                 if gate is not None:  # the same gate the study's answer names: no favourite from such a setup
@@ -145,7 +152,8 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                     favoured = f"none yet ({arms[0]} ranks first, not shown better)"
                 study_runs = runs[runs["group"].isin(rows["group"])]
                 line = FamilyLine(name, f"{favoured} · task {task}", [(section.title, section.anchor)],
-                                  _sureness(rows, section.claims), _scale(study_runs), kind, arms, task)
+                                  _sureness(rows, section.claims), _scale(study_runs), kind, arms, task,
+                                  condition=condition)
                 if kind in (FAVOURED, NO_CHOICE, PLATEAU, SHARED_LR):
                     line.choices, line.effect = choices, effect
                 line.norms_all, line.norms_best = _norms(rows, runs), ()
@@ -296,10 +304,10 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
     if not any(line.studies for line in lines):
         return _no_evidence(family)
     if favoured:
-        text = " · ".join(f"{' or '.join((line.choices or line.arms)[:3])}"
-                          f"{' …' if len(line.choices or line.arms) > 3 else ''} ({_where(line)})"
-                          for line in favoured)
-        sure = " · ".join(f"{line.studies[0][0]}: {line.effect}" for line in favoured if line.effect) \
+        groups = _condition_groups(favoured, lines)
+        text = " · ".join(_favoured_text(group) for group in groups)
+        sure = " · ".join(f"{line.studies[0][0]}{_at(line, group)}: {line.effect}"
+                          for group in groups for line in group if line.kind == FAVOURED and line.effect) \
             or "no effect: no arm shown worse on the same data"
         named = _named_norms(favoured)
         readings = [head_to_head(lines, a, b) for i, a in enumerate(named) for b in named[i + 1:]]
@@ -331,6 +339,59 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
     kind = FAVOURED if favoured else TIED if tied else GATED if gated else UNRANKED
     return FamilyLine(family, text, [s for line in behind for s in line.studies], sure,
                       "; ".join(dict.fromkeys(line.scale for line in behind if line.scale)), kind)
+
+
+def _condition_groups(favoured: list[FamilyLine], lines: list[FamilyLine]) -> list[list[FamilyLine]]:
+    """Each favoured line with the lines of its own study and task run under other values of the study's condition
+    (batch size, length, budget), in the lines' order; a line with no such sibling stands alone. A choice favoured
+    at one condition is a choice at that condition: the recommendation says what the others read."""
+    groups: list[list[FamilyLine]] = []
+    for line in favoured:
+        if any(line is member for group in groups for member in group):
+            continue
+        same = [other for other in lines if other.condition and other.studies[:1] == line.studies[:1]
+                and other.task_name == line.task_name]
+        groups.append(same if line.condition and len({other.condition for other in same}) > 1 else [line])
+    return groups
+
+
+def _reading(line: FamilyLine) -> str:
+    """What one line says of the choice at its condition: the favoured choices, a tie (named as one), or why
+    nothing is favoured there."""
+    if line.kind == FAVOURED:
+        return " or ".join(line.choices or line.arms)
+    if line.kind == SHARED_LR:
+        return f"{' or '.join(line.choices or line.arms)} (every arm at one shared lr: not used)"
+    if line.kind == TIED:
+        tied = [f"norm={n}" for n in line.norms_best] if len(line.norms_best) > 1 else line.arms
+        return f"a tie, no arm shown better ({', '.join(tied)})" if tied else "a tie, no arm shown better"
+    if line.kind == GATED:  # the gate's reason without its numbers: the line below the table gives them
+        return line.favoured.split(" · task ")[0].split(" — ")[0].split(" (")[0]
+    return {NO_CHOICE: "no choice varied", PLATEAU: PLATEAU}.get(line.kind, UNRANKED)
+
+
+def _favoured_text(group: list[FamilyLine]) -> str:
+    """One favoured line as the recommendation names it: its choices with its study, task and scale; where its
+    study ran the arms under several values of a condition and what is favoured is not the same at every one (or
+    is decided only at some), the choice at each condition in turn (referee 20: norm=bn from small_batch_bn at
+    batch 32 read as unconditional while the same study at batch 4 did not favour it)."""
+    (first, *rest) = group
+    if not rest:
+        choices = first.choices or first.arms
+        return f"{' or '.join(choices[:3])}{' …' if len(choices) > 3 else ''} ({_where(first)})"
+    readings = [(line.condition, _reading(line)) for line in group]
+    scales = "; ".join(dict.fromkeys(line.scale for line in group if line.scale))
+    where = ", ".join(part for part in (first.studies[0][0], first.task_name, scales) if part)
+    # the same choice at every condition run (its own lr aside): one choice, said so
+    if len({re.sub(r" \(at [^)]*\)", "", reading) for _, reading in readings}) == 1 and all(
+            line.kind == FAVOURED for line in group):
+        return f"{readings[0][1]} at every condition run ({'; '.join(c for c, _ in readings)}) ({where})"
+    return "; ".join(f"at {condition}: {reading}" for condition, reading in readings) + f" ({where})"
+
+
+def _at(line: FamilyLine, group: list[FamilyLine]) -> str:
+    """" at CONDITION" for an effect read at one of several conditions of its study, else ""."""
+    return f" at {line.condition}" if len(group) > 1 else ""
 
 
 def _where(line: FamilyLine) -> str:

@@ -443,10 +443,18 @@ def parts_tested(verdict) -> str:
 NOT_RUN = "not run here"  # a claim whose arms no run has (the sweep that runs them is named)
 
 
+def verdict_words(status: str) -> str:
+    """A claim's status in the words every surface prints (report.md, report.html, claims.csv's verdict column,
+    the synthesis, the multiplicity paragraph, the study runner's last lines): a claim the runs lack the arms or
+    the model of reads "not run here" (referee 18: "not applicable" read as if the claim did not apply),
+    "contradicted" reads "not reproduced in this setup" (shown_status), every other status as it is. The
+    machine value is kept only where a program reads it (claims.csv's verdict_code)."""
+    return NOT_RUN if status == NOT_APPLICABLE else shown_status(status)
+
+
 def shown_as(verdict) -> str:
-    """The status as the page prints it: a claim the runs lack the arms or the model of reads "not run here"
-    (referee 18: "not applicable" read as if the claim did not apply), every other as shown_status prints it."""
-    return NOT_RUN if verdict.status == NOT_APPLICABLE else shown_status(verdict.status)
+    """The status of ``verdict`` as the page prints it (verdict_words)."""
+    return verdict_words(verdict.status)
 
 
 def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> ClaimView:

@@ -161,7 +161,8 @@ def study_answer(log: dict, runs, undecided: list[str]) -> list[str]:
     comparison's answer at the last look's level, in the report's words (analysis/decisions.py: a
     comparison the report calls not testable here says so, never "ranked first"), and what is
     still undecided. Read from the result the report renders (analysis/result.py)."""
-    from normbench.analysis.result import of_runs
+    from normbench.analysis.result import NOT_APPLICABLE, of_runs
+    from normbench.report.tables import verdict_words
 
     last = log["rounds"][-1]
     stopped = {"decided": "every question decided",
@@ -173,7 +174,7 @@ def study_answer(log: dict, runs, undecided: list[str]) -> list[str]:
              f"{duration(log['seconds'])}: {stopped} (level {last['level']:.4g})"]
     result = of_runs(runs, alpha=last["level"])
     verdicts = [(c.claim.id, c.verdict.status) for c in result.claims]
-    lines += [f"  claim {name}: {status}" for name, status in verdicts if status != "not applicable"]
+    lines += [f"  claim {name}: {verdict_words(status)}" for name, status in verdicts if status != NOT_APPLICABLE]
     lines += [f"  {decision.line()}" for decision in result.decisions]
     lines += [f"  undecided: {item}" for item in undecided[:20]]
     if len(undecided) > 20:

@@ -99,6 +99,15 @@ def test_every_claim_a_sweep_header_names_is_a_shipped_claim():
     assert commands_for("ln_gamma_one_better") == ["python -m normbench -m +sweep=gamma_init"]
 
 
+def test_a_sweep_header_records_the_pilot_that_judged_a_claim():
+    """A report that cannot judge deepnorm_trains_deep points to the pilot docs/claim-sources.md records (referee 20)."""
+    from normbench.configuration.config import pilots_for
+
+    (pilot,) = pilots_for("deepnorm_trains_deep")
+    assert pilot.startswith("deepnorm_depth: inconclusive at 2 seeds, DeepNorm − Pre-LN −0.001 [−0.018, 0.015]"), pilot
+    assert pilots_for("dropout_after_norm") == []
+
+
 @pytest.mark.parametrize("override, says", [
     ("norm=[ln,rms]", "norm=[ln,rms]: norm takes one option, and a list would merge the options' configs into one run; "
                       "to run each, sweep them: -m norm=ln,rms"),

@@ -239,3 +239,52 @@ def test_a_study_is_read_on_one_score_by_its_claims_its_leaderboard_its_answer_a
         assert f"norm={winner}" in answer.headline.split("ranks first")[0] and words in answer.headline, answer.headline
         (line,) = lines_for(runs)
         assert line.choices and line.choices[0].startswith(f"norm={winner}"), line
+
+
+def condition_rows(spec):
+    """4 paired seeds of ln and bn (in the cell) at each (batch_size, steps, {norm: score}) of ``spec``: batch size
+    tied to the steps, a condition of the study (analysis/conditions.py)."""
+    return [{"seed": s, "best_val": v + 0.003 * s + 0.002 * (s % 2) * (n == "bn"),
+             "axes": {"norm": n, "placement": "in_cell", "batch_size": b, "steps": steps}}
+            for s in range(4) for b, steps, scores in spec for n, v in scores.items()]
+
+
+def test_a_choice_that_changes_with_a_studys_condition_is_named_at_each(runs_of):
+    """Referee 20: the LSTM line recommended norm=bn from small_batch_bn at batch 32 while the same study at batch 4
+    did not favour it. Where the preferred arm changes across a condition, the recommendation names the choice at
+    each condition, a tie as a tie, and each effect with its condition; never one unconditional choice."""
+    lines = lines_for(runs_of(*condition_rows([(32, 100, {"bn": 0.9, "ln": 0.8}), (4, 200, {"bn": 0.7, "ln": 0.85}),
+                                               (8, 150, {"bn": 0.8, "ln": 0.8})])))
+    assert [line.condition for line in lines] == ["steps=100, batch_size=32", "steps=200, batch_size=4",
+                                                  "steps=150, batch_size=8"]
+    (recommended,) = recommendations(lines)
+    assert recommended.favoured.startswith(
+        "at steps=100, batch_size=32: norm=bn, placement=in_cell; at steps=200, batch_size=4: norm=ln, "
+        "placement=in_cell; at steps=150, batch_size=8: a tie, no arm shown better (norm=bn, norm=ln) (x, copy, "), \
+        recommended.favoured
+    assert recommended.sure.startswith("x at steps=100, batch_size=32: accuracy +0.1")
+    assert " · x at steps=200, batch_size=4: accuracy +0.1" in recommended.sure
+
+
+def test_a_choice_decided_at_one_condition_only_says_what_the_others_read():
+    """small_batch_bn in the example: bn favoured at batch 32, final quality not testable at batch 4 (still improving):
+    the choice is bn at batch 32, and batch 4 reads not testable here; the same choice at every condition is one
+    choice, said to hold at each."""
+    from normbench.report.synthesis import FamilyLine, recommendation
+
+    def line(kind, condition, choices, favoured="x"):
+        return FamilyLine("LSTM", f"{favoured} · task digits at {condition}", [("small_batch_bn", "a")], "", "steps 300",
+                          kind, [], f"digits at {condition}", choices, "accuracy +0.023", ("bn",), ("ln", "bn"),
+                          condition=condition)
+
+    large = line(FAVOURED, "batch_size=32", ["norm=bn, placement=in_cell (at lr=0.01)"])
+    small = line(GATED, "batch_size=4", [], "not testable here: still improving at the end (bn: 2 of 3 runs) — "
+                                            "testable with more steps")
+    text = recommendation("LSTM", [large, small]).favoured
+    assert text.startswith("at batch_size=32: norm=bn, placement=in_cell (at lr=0.01); at batch_size=4: not testable "
+                           "here: still improving at the end (small_batch_bn, digits, steps 300)"), text
+    same = recommendation("LSTM", [large, line(FAVOURED, "batch_size=4", ["norm=bn, placement=in_cell (at lr=0.003)"])])
+    assert same.favoured.startswith("norm=bn, placement=in_cell (at lr=0.01) at every condition run (batch_size=32; "
+                                    "batch_size=4) (small_batch_bn, digits, steps 300)"), same.favoured
+    assert recommendation("LSTM", [large]).favoured.startswith("norm=bn, placement=in_cell (at lr=0.01) (small_batch_bn, "
+                                                               "digits at batch_size=32")  # no sibling: as before
