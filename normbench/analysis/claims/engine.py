@@ -48,6 +48,11 @@ about the claim; that stratum is left out, named in the part's test, and a part 
 is not applicable with that reason. Parts measured at initialization, on timings or on gradients do
 not depend on learning and skip the check.
 
+Lr chosen for another measure. In a tuned study a part whose measure is not the score that chose each arm's lr
+(a convergence part reads val_auc; the lrs were picked on the final score) is checked on the selection seeds
+(lr_choice.py): where picking each arm's lr on the part's own measure turns the arms' order over, the part is not
+testable here; otherwise its test names both picks and says the order holds.
+
 Divergence. A diverged run is a result and counts as worse than every finished run; it is never
 scored at chance. Score comparisons test the divergence rate and the finished runs' measure apart and
 show both; either may decide unless they point opposite ways.
@@ -79,7 +84,7 @@ import pandas as pd
 
 from normbench.analysis import lr_protocol, regime, rules
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims import predicates
+from normbench.analysis.claims import lr_choice, predicates
 from normbench.analysis.claims.comparison import Context, effect_text, level_keys, pct, task_direction, varying
 from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC
 from normbench.analysis.claims.parts import evaluate_part
@@ -287,8 +292,9 @@ def relevant(claim: Claim, runs: pd.DataFrame) -> tuple[pd.DataFrame, str | None
     return runs[np.logical_or.reduce(list(masks.values()))], None
 
 
-def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
-    """One claim on one setting's runs."""
+def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.DataFrame | None = None) -> Verdict:
+    """One claim on one setting's runs; ``selection``: a tuned study's selection runs, which chose each arm's lr
+    (lr_choice.check reads them for a part whose measure is not the one that chose)."""
     decision_level(alpha)  # rejects an α outside (0, 0.5)
     runs, why = relevant(claim, runs)
     if why:
@@ -315,6 +321,8 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
         return _voided(claim, voided, frames, resolved, runs, ctx)
     parts = [_absent(claim, spec, frames, runs) or _unmet(claim, i, spec, ctx) or _gated(claim, spec, ctx, curves)
              or evaluate_part(spec, ctx) for i, spec in enumerate(claim.parts, 1)]
+    if selection is not None and not selection.empty:
+        parts = [_lr_chosen_for(claim, spec, part, frames, selection, runs) for spec, part in zip(claim.parts, parts)]
     if all(p.status == NOT_APPLICABLE for p in parts):
         return not_applicable("No part can be tested: " + " ".join(
             f"{p.assertion}: {p.note.strip() or 'not applicable'}" for p in parts))
@@ -344,6 +352,19 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
                    context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
                    missing=missing)
+
+
+def _lr_chosen_for(claim: Claim, spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], selection: pd.DataFrame,
+                   runs: pd.DataFrame) -> Part:
+    """The part once its arms' lr choice is checked against its own measure (lr_choice.check): not testable here
+    where the arms' order on the selection seeds turns over with the choice, its test naming the picks either way."""
+    if part.status == NOT_APPLICABLE:
+        return part
+    note, text = lr_choice.check(claim, spec, frames, selection, runs)
+    if note and part.status != NOT_TESTABLE:
+        return Part(part.assertion, NOT_TESTABLE, part.test + text, not_judged(part.effects), part.arms, part.margin,
+                    note=note)
+    return replace(part, test=part.test + text) if text else part
 
 
 def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataFrame, ctx: Context) -> Verdict:
@@ -503,9 +524,9 @@ def settings(runs: pd.DataFrame, free: tuple[str, ...]) -> list[tuple[str, pd.Da
     return sorted(groups, key=lambda g: (-g[1]["seed"].nunique(), -len(g[1])))
 
 
-def _checked(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
+def _checked(claim: Claim, runs: pd.DataFrame, alpha: float, selection: pd.DataFrame | None = None) -> Verdict:
     try:
-        return judge(claim, runs, alpha)
+        return judge(claim, runs, alpha, selection)
     except Exception as error:  # noqa: BLE001 - reported in the verdict, not swallowed
         return Verdict(INCONCLUSIVE, None, {}, pd.DataFrame(), f"The check itself failed ({type(error).__name__}: {error}).")
 
@@ -515,12 +536,14 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     setting with most seeds, the others listed with it by name and verdict, never averaged into it.
     A study tuned per arm is judged on its evaluation runs, each arm at its own lr (analysis/lr_protocol.py)."""
     protocol = lr_protocol.kind_of(runs)  # of the whole study, before its evaluation runs are picked
+    # the runs that chose each arm's lr, read by a part whose measure is not the one that chose (lr_choice)
+    selection = lr_choice.selection_runs(runs) if protocol == "tuned" and "lr" not in claim.compare else None
     runs, lr_note = lr_protocol.claim_runs(runs, compares_lr="lr" in claim.compare)
     runs, why = relevant(claim, runs)
     if why:
         return not_applicable(why)
     applicable = [(name, verdict) for name, frame in settings(runs, claim.compare + claim.pool)
-                  if (verdict := _checked(claim, frame, alpha)).status != NOT_APPLICABLE]
+                  if (verdict := _checked(claim, frame, alpha, selection)).status != NOT_APPLICABLE]
     # a setting that lacks an arm some other setting has is not a second opinion, only a poorer first one
     whole = [(name, verdict) for name, verdict in applicable if not verdict.missing]
     applicable = whole or applicable
