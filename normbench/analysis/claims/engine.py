@@ -84,8 +84,8 @@ import pandas as pd
 
 from normbench.analysis import lr_protocol, regime, rules
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims import lr_choice, predicates
-from normbench.analysis.claims.comparison import Context, effect_text, level_keys, pct, task_direction, varying
+from normbench.analysis.claims import failure_band, lr_choice, predicates
+from normbench.analysis.claims.comparison import FAILED, Context, effect_text, level_keys, pct, task_direction, varying
 from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC
 from normbench.analysis.claims.parts import evaluate_part
 from normbench.analysis.claims.vocabulary import (
@@ -321,6 +321,8 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
         return _voided(claim, voided, frames, resolved, runs, ctx)
     parts = [_absent(claim, spec, frames, runs) or _unmet(claim, i, spec, ctx) or _gated(claim, spec, ctx, curves)
              or evaluate_part(spec, ctx) for i, spec in enumerate(claim.parts, 1)]
+    # a gated failure-rate part still says which rule counted its failures (its arms' counts are what gated it)
+    parts = [_failure_rule_shown(spec, p, frames, runs) for spec, p in zip(claim.parts, parts)]
     if selection is not None and not selection.empty:
         parts = [_lr_chosen_for(claim, spec, part, frames, selection, runs) for spec, part in zip(claim.parts, parts)]
     if all(p.status == NOT_APPLICABLE for p in parts):
@@ -352,6 +354,17 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
                    context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
                    missing=missing)
+
+
+def _failure_rule_shown(spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> Part:
+    """A failure-rate part its gates stopped, with the rule that counts a failure and its band's sensitivity
+    (failure_band.reading; a judged one has it from rate_part)."""
+    if spec.measure is not FAILED or part.status != NOT_TESTABLE or "Failure rule:" in part.test or \
+            not all(n in frames for n in (spec.a, spec.b) if n):
+        return part
+    said, hinges = failure_band.reading({n: frames[n] for n in (spec.a, spec.b) if n}, runs)
+    note = part.note + ("; the failure count hinges on the band (above)" if hinges and part.note else "")
+    return replace(part, test=part.test + said, note=note)
 
 
 def _lr_chosen_for(claim: Claim, spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], selection: pd.DataFrame,

@@ -10,7 +10,9 @@ import pandas as pd
 from scipy import stats
 
 from normbench.analysis import rules
+from normbench.analysis.claims import failure_band
 from normbench.analysis.claims.comparison import (
+    FAILED,
     Context,
     as_effect,
     better_word,
@@ -216,6 +218,14 @@ def rate_part(spec: PartSpec, ctx: Context) -> Part:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=design.strip())
     rate, _, approx = divergence_test(triples, spec.a, spec.b, alpha, outcome)
     status = side_of(rate, +1)
+    if outcome is FAILED:  # which rule counted a failure, and whether its band decides the count
+        said, hinges = failure_band.reading({spec.a: a, spec.b: b}, ctx.runs)
+        test += said
+        if hinges and status != INCONCLUSIVE:
+            return Part(spec.assertion, NOT_TESTABLE, test, (rate,), arms, note=(
+                f"not testable here: the failure count hinges on the band that counts a failure (moving it by "
+                f"{failure_band.SHIFT} changes a count, above), so the verdict would be the band's, not the runs' — "
+                f"testable with runs whose best evaluation ends clear of the band's edge (more steps, or more seeds)"))
     lean, needed, mde = (undecided(approx, seed_count(a, b), abs(approx.value), approx.value, alpha)
                          if status == INCONCLUSIVE else (None, None, None))
     return Part(spec.assertion, status, test, (rate,), arms, "", lean, needed, mde)
