@@ -26,6 +26,7 @@ from normbench.analysis.claims.vocabulary import (
     Claim,
     Is,
     Measure,
+    PaperSetting,
     PartSpec,
     Require,
     axis,
@@ -294,7 +295,11 @@ CLAIMS: list[Claim] = [
           regime="BN must see small-batch statistics (per-step BN in the cell, sweeps/small_batch_bn.yaml: a pool of "
                  "B vectors; post-placement BN pools batch × time); equal examples seen; validation metric off chance "
                  "and ceiling",
-          needs=(needs("bn_pool_at_most", 1, 2, n=16, added="2026-12-03T15:09"), needs("equal_data", added="2026-12-03T15:09"), needs("off_trivial", added="2026-12-03T15:09"),)),
+          needs=(needs("bn_pool_at_most", 1, 2, n=16, added="2026-12-03T15:09"), needs("equal_data", added="2026-12-03T15:09"), needs("off_trivial", added="2026-12-03T15:09"),),
+          paper_settings=(PaperSetting("batch_size", ("ln @ large batch", "bn @ large batch"), "batch",
+                                       "Ba et al. 2016, Figure 6, left", value=128),
+                          PaperSetting("batch_size", ("ln @ small batch", "bn @ small batch"), "batch",
+                                       "Ba et al. 2016, Figure 6, right", value=4))),
     Claim("postln_needs_warmup",
           "Post-LN Transformers need learning-rate warm-up; Pre-LN ones without warm-up do as well as Post-LN "
           "with it.",
@@ -631,7 +636,11 @@ CLAIMS: list[Claim] = [
           needs=(needs("off_ceiling", added="2026-12-02T14:12"), needs("off_trivial", added="2026-12-02T14:12"),
                  # a final-quality comparison at one lr shared by both arms measures the lr as much as the norm
                  # (referee 19 #17): once "LN beats none" no longer voids the claim, this confound must gate it
-                 needs("own_lr", added="2026-12-04T17:05"),)),
+                 needs("own_lr", added="2026-12-04T17:05"),),
+          # α0 = 0.5 is the paper's default for its non-LLM models; for its language models it tunes α0 per size
+          paper_settings=(PaperSetting("norm.alpha_init", ("dyt",), "DyT's α0 (its initial α) for language models",
+                                       "Zhu et al. 2025, Table 12: α0 tuned per LLaMA size, 0.5 kept only for the "
+                                       "non-LLM models", tuned=True),)),
     Claim("bn_masked_varlen",
           "On variable-length sequences, BatchNorm whose statistics exclude padded steps scores better than "
           "BatchNorm whose statistics include them.",

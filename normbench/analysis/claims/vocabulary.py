@@ -302,6 +302,21 @@ class PartSpec:
 
 
 @dataclass(frozen=True)
+class PaperSetting:
+    """A setting of the paper's experiment that the claim's result may hang on, as data: the value the paper ran
+    (``value``), or that it tuned it (``tuned``), for the claim arms it applies to. The engine prints it beside
+    the study's own value where they differ, or where the paper tuned what the study did not sweep
+    (paper_settings.text; referee 20: the page never said the "large" batch was 32, not Figure 6's 128)."""
+
+    key: str                    # the axis, as the arms name it ("batch_size", "norm.alpha_init")
+    arms: tuple[str, ...]       # the claim arms it applies to
+    words: str                  # how the page names it ("batch", "DyT's α0")
+    where: str                  # where the paper states it ("Figure 6, left")
+    value: object = None        # the paper's value (None with tuned)
+    tuned: bool = False         # the paper tuned it for the models the claim is about
+
+
+@dataclass(frozen=True)
 class Require:
     selector: Mapping[str, object]
     needs: str
@@ -338,6 +353,8 @@ class Claim:
     # dependence on depth, length, steps or architecture); the external-validity paragraph prints it beside the
     # two scales. "" where the spec gives none (the paragraph then says only that it may move).
     scale_moves: str = ""
+    # The paper's settings the result may hang on (PaperSetting): printed beside the study's where they differ.
+    paper_settings: tuple = ()
 
     @property
     def source(self) -> str:
