@@ -84,7 +84,7 @@ import pandas as pd
 
 from normbench.analysis import lr_protocol, regime, rules
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims import failure_band, lr_choice, paper_settings, predicates
+from normbench.analysis.claims import failure_band, lr_choice, paper_settings, predicates, reference_levels
 from normbench.analysis.claims.comparison import FAILED, Context, effect_text, level_keys, pct, task_direction, varying
 from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC
 from normbench.analysis.claims.parts import evaluate_part
@@ -346,7 +346,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
     status = claim_status([p.status for p in parts])
     level = decision_level(alpha)
     measured = regime.scale_text(pd.concat(list(frames.values())))
-    context = (f"{claim.design}{prepared}{paper_settings.text(claim, frames)} Each part is a one-sided test at α = {alpha:g} in each direction on one "
+    context = (f"{claim.design}{prepared}{paper_settings.text(claim, frames)}{reference_levels.text(frames, runs)} Each part is a one-sided test at α = {alpha:g} in each direction on one "
                f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ).").strip()
     explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1)) + f" Scale: {measured}."
     effects = [e for p in parts for e in p.effects]
@@ -389,7 +389,7 @@ def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataF
                   "(the verdict's first line)") for spec in claim.parts]
     measured = regime.scale_text(pd.concat(list(frames.values()))) if frames else ""
     effects = [e for p in parts for e in p.effects]
-    why += paper_settings.text(claim, frames)
+    why += paper_settings.text(claim, frames) + reference_levels.text(frames, runs)
     return Verdict(NOT_TESTABLE, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
                    _arm_rows(claim, frames, resolved, runs), why, effects[1:], parts, alpha=ctx.alpha, context=why,
                    scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()})
