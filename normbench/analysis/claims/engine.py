@@ -346,7 +346,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
     status = claim_status([p.status for p in parts])
     level = decision_level(alpha)
     measured = regime.scale_text(pd.concat(list(frames.values())))
-    context = (f"{claim.design}{prepared}{paper_settings.text(claim, frames)}{reference_levels.text(frames, runs)} Each part is a one-sided test at α = {alpha:g} in each direction on one "
+    context = (f"{claim.design}{prepared}{paper_settings.text(claim, frames)}{_levels_text(claim, frames, runs)} Each part is a one-sided test at α = {alpha:g} in each direction on one "
                f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ).").strip()
     explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1)) + f" Scale: {measured}."
     effects = [e for p in parts for e in p.effects]
@@ -354,6 +354,15 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
                    context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
                    missing=missing)
+
+
+def _levels_text(claim: Claim, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> str:
+    """Where each arm ended against the task's reference levels (reference_levels.text), for a claim some part of
+    which reads how far training got (the task's score, its curve or a failure count); a claim measured at
+    initialization or on timings says nothing of it."""
+    reads_training = any(s.measure.task_metric or s.kind.startswith("converges") or s.measure is FAILED
+                         for s in claim.parts)
+    return reference_levels.text(frames, runs) if reads_training else ""
 
 
 def _failure_rule_shown(spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> Part:
@@ -389,7 +398,7 @@ def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataF
                   "(the verdict's first line)") for spec in claim.parts]
     measured = regime.scale_text(pd.concat(list(frames.values()))) if frames else ""
     effects = [e for p in parts for e in p.effects]
-    why += paper_settings.text(claim, frames) + reference_levels.text(frames, runs)
+    why += paper_settings.text(claim, frames) + _levels_text(claim, frames, runs)
     return Verdict(NOT_TESTABLE, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
                    _arm_rows(claim, frames, resolved, runs), why, effects[1:], parts, alpha=ctx.alpha, context=why,
                    scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()})

@@ -292,6 +292,38 @@ def _seed_slopes(x: pd.Series, y: pd.Series, seeds: pd.Series):
     return slope_estimate(x, y), "pooled over the runs (n − 2 df: fewer than 2 seeds span the axis)"
 
 
+def _against_theory(spec: PartSpec, effect: Effect, x: pd.Series) -> str:
+    """The theory's slope beside the measured one (PartSpec.expected), each as the change it makes across the
+    x values run, and whether the interval excludes the theory's value: a slope with the claimed sign but a
+    quarter of the predicted size is not the theory's mechanism at full strength (referee 20: Pre-LN −0.129 vs
+    Theorem 1's −0.5). "" where the spec states no theory."""
+    if spec.expected is None or not math.isfinite(effect.estimate):
+        return ""
+    low, high = float(x.min()), float(x.max())
+    span = high / low
+
+    def change(slope: float) -> str:
+        return f"{(span ** slope - 1) * 100:+.0f}%"
+    where = f"from {spec.x} {low:g} to {high:g}"
+    theory = "0" if spec.expected == 0 else f"{spec.expected:+g}"
+    said = (f" Theory: slope {theory} ({spec.expected_text}), {change(spec.expected)} {where}; measured "
+            f"{effect.estimate:+.3g}, {change(effect.estimate)}")
+    interval = effect.interval
+    if interval is None:
+        return said + "."
+    excludes = not interval[0] <= spec.expected <= interval[1]
+    if spec.expected == 0:
+        if excludes:
+            word = "grows" if effect.estimate > 0 else "shrinks"
+            return said + (f": the interval [{interval[0]:.3g}, {interval[1]:.3g}] excludes 0, the measure {word} with "
+                           f"{spec.x}, the direction away from the theory's independence.")
+        return said + f": the interval [{interval[0]:.3g}, {interval[1]:.3g}] includes the theory's 0."
+    ratio = effect.estimate / spec.expected
+    return said + (f" ({ratio:.2g} of the theory's slope): the interval [{interval[0]:.3g}, {interval[1]:.3g}] "
+                   + ("excludes the theory's value, so the measured magnitude is far from it." if excludes else
+                      "includes the theory's value."))
+
+
 def slope_part(spec: PartSpec, ctx: Context) -> Part:
     frame, alpha = ctx.arms[spec.a], ctx.alpha
     x = pd.to_numeric(axis(frame, spec.x), errors="coerce")
@@ -315,13 +347,14 @@ def slope_part(spec: PartSpec, ctx: Context) -> Part:
                 f"each way), must be {'< 0' if spec.claimed < 0 else '> 0'}.")
         lean, needed, mde = (undecided(estimate, seeds, abs(estimate.value), spec.claimed * estimate.value, alpha)
                              if status == INCONCLUSIVE else (None, None, None))
+        test += _against_theory(spec, effect, x)
         return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde)
     delta = spec.margin
     effect = as_effect(f"slope of log({name}) on log({spec.x}), {spec.a} (flat = inside ±{delta:g})", estimate, alpha)
     status = {"equivalent": SUPPORTED, "different": CONTRADICTED}.get(equivalence(estimate, delta, alpha), INCONCLUSIVE)
     margin = spec.margin_text or f"δ = {delta:g} in log-log units, fixed before the data"
     test = (f"OLS slope of log({name}) on log({spec.x}), {how}, TOST at α = {alpha:g}: the {pct(level)} interval inside "
-            f"±δ, {margin}.")
+            f"±δ, {margin}.") + _against_theory(spec, effect, x)
     lean = needed = mde = None
     if status == INCONCLUSIVE and math.isfinite(estimate.value):
         inside = delta - abs(estimate.value)

@@ -299,6 +299,10 @@ class PartSpec:
     learned: bool = True          # check that an arm learned (module docstring)
     per_seed: Callable | None = None  # ratio: (arm runs, all runs) -> (value per seed, facts)
     setup: str = ""               # a setup check (setup_check): what would make the claim testable when it fails
+    # slope: the theory's value of the slope (Xiong et al.'s Theorem 1: Pre-LN ∝ 1/√L, −0.5) and its source in
+    # words; the part prints it beside the measured slope and says when the interval excludes it
+    expected: float | None = None
+    expected_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -404,8 +408,9 @@ def ratio(assertion: str, a: str, b: str, per_seed: Callable, name: str) -> Part
 
 
 def slope(assertion: str, a: str, x: str, measure: Measure, claimed: int, margin: float = SLOPE_DELTA,
-          margin_text: str = "") -> PartSpec:
-    return PartSpec("slope", assertion, a, None, measure, claimed, x, margin, margin_text, learned=False)
+          margin_text: str = "", expected: float | None = None, expected_text: str = "") -> PartSpec:
+    return PartSpec("slope", assertion, a, None, measure, claimed, x, margin, margin_text, learned=False,
+                    expected=expected, expected_text=expected_text)
 
 
 def setup_check(assertion: str, a: str, b: str, remedy: str, measure: Measure = SCORE) -> PartSpec:
