@@ -55,7 +55,8 @@ def text(frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> str:
             how, level = _where(value, levels, name, higher)
             groups.setdefault((how, level), []).append((value, dict(levels)[level]))
         seeds = int(frame["seed"].nunique())
-        said = [f"{'short of every level, the worst' if how == 'short of' else how} {level} in {len(pairs)}/{len(frame)} runs ({_range([v for v, _ in pairs])} vs "
+        said = [f"{f'short of every level (the worst: {level})' if how == 'short of' else f'{how} the {level}'} in "
+                f"{len(pairs)}/{len(frame)} runs ({_range([v for v, _ in pairs])} vs "
                 f"{_range([lv for _, lv in pairs])})" for (how, level), pairs in groups.items()]
         said += [f"diverged in {diverged}/{len(frame)}"] if diverged else []
         if said:
