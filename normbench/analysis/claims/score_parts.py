@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from normbench.analysis import rules
+from normbench.analysis import lr_sensitivity, rules
 from normbench.analysis.claims import failure_band
 from normbench.analysis.claims.comparison import (
     FAILED,
@@ -243,6 +243,9 @@ def ratio_part(spec: PartSpec, ctx: Context) -> Part:
     why = fa.get("not_applicable") or fb.get("not_applicable")
     if why:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=why)
+    if lr_sensitivity.BY_LR in fa and lr_sensitivity.BY_LR in fb:  # an area over an lr grid: which lrs make it
+        test += lr_sensitivity.carried_text(fa[lr_sensitivity.BY_LR], fb[lr_sensitivity.BY_LR], spec.a, spec.b,
+                                            task_direction(ctx.runs)[1])
     estimate = combine([(1, mean_estimate(np.log(va))), (-1, mean_estimate(np.log(vb)))])
     effect = as_effect(f"{spec.measure.name} ratio: {spec.a} ÷ {spec.b} (geometric mean over seeds; > 1 = {spec.a} larger)",
                        estimate, alpha, exp=True)
