@@ -461,8 +461,9 @@ CLAIMS: list[Claim] = [
           quote="Extensive experiments on several tasks using diverse network architectures show that RMSNorm "
                 "achieves comparable performance against LayerNorm but reduces the running time by 7%∼64% on "
                 "different models.",
-          where="Zhang & Sennrich 2019, Abstract; speed per model in Tables 2-10 (per third-party notes: no full "
-                "text was read)",
+          where="Zhang & Sennrich 2019, Abstract (verbatim, read in several copies: the arXiv LaTeX source, the "
+                "NeurIPS metadata, Hugging Face's paper page; docs/claim-sources.md §7); the speed per model in "
+                "Tables 2-10 is read from third-party notes, not the paper's text",
           measures="whole-model training time per 1k steps on one GPU, RMSNorm vs LayerNorm in the same model and "
                    "framework (composed ops), and task quality",
           regime="like against like: both norms at their fastest correct implementation, and reference vs "
@@ -641,8 +642,10 @@ CLAIMS: list[Claim] = [
                  needs("own_lr", added="2026-12-04T17:05"),),
           # α0 = 0.5 is the paper's default for its non-LLM models; for its language models it tunes α0 per size
           paper_settings=(PaperSetting("norm.alpha_init", ("dyt",), "DyT's α0 (its initial α) for language models",
-                                       "Zhu et al. 2025, Table 12: α0 tuned per LLaMA size, 0.5 kept only for the "
-                                       "non-LLM models", tuned=True),)),
+                                       "Zhu et al. 2025, §7.2 and Table 10 of the June 2025 revision: \"tuning α0 "
+                                       "can substantially improve LLM performance\", LLaMA 7B 0.8 in attention and "
+                                       "0.2 elsewhere; α0 = 0.5 is the default \"for all non-LLM models\" (§7.1)",
+                                       tuned=True),)),
     Claim("bn_masked_varlen",
           "On variable-length sequences, BatchNorm whose statistics exclude padded steps scores better than "
           "BatchNorm whose statistics include them.",
