@@ -22,6 +22,7 @@ from normbench.analysis import rules
 from normbench.records import metrics as metric_table
 
 SHIFT = "the metric's smallest effect of interest"  # how far the band is moved each way, in words
+LISTED = 6  # more failed runs than this in an arm are counted per level rather than listed
 
 
 def _past(best: float, level: float, higher: bool, ratio: bool) -> float:
@@ -97,6 +98,9 @@ def reading(frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> tuple[str, b
         counts = [failures(frame, b, found) for b in (band, narrow, wide)]
         chance_only = diverged + int(rules.did_not_train(frame).sum())
         hinges |= len(set(counts)) > 1
+        if len(runs_held) > LISTED:  # many runs (strata pooled): counted per level, not listed
+            levels_held = [h.split(" at ", 1)[1].split(" (")[0] for h in runs_held]
+            runs_held = [f"{levels_held.count(level)} held at {level}" for level in dict.fromkeys(levels_held)]
         bits.append(f"{arm} {counts[0]}/{len(frame)} failed" + (f" ({diverged} diverged)" if diverged else "")
                     + (f": {'; '.join(runs_held)}" if runs_held else "")
                     + f"; by the chance band alone {chance_only}/{len(frame)}"

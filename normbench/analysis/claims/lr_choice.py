@@ -10,7 +10,7 @@ measure too, and read the two arms' order on that measure at either pick.
 
 * Both picks agree, or differ without changing which arm is ahead on the selection seeds: the part is judged,
   and its test says which lr each measure picked and the order at each (a referee can see it did not matter).
-* The order turns over in some stratum: the part is not testable here (the lrs answer another question), with
+* The order turns over in some stratum, by more than the metric's δ at both choices: the part is not testable here (the lrs answer another question), with
   the remedy: choose the lrs on the part's measure.
 """
 
@@ -20,7 +20,7 @@ import math
 
 import pandas as pd
 
-from normbench.analysis import tuning
+from normbench.analysis import rules, tuning
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.comparison import level_keys, level_label, task_direction, varying
 from normbench.analysis.claims.vocabulary import Claim, PartSpec, metric, select
@@ -82,7 +82,15 @@ def check(claim: Claim, spec: PartSpec, frames: dict[str, pd.DataFrame], selecti
     columns = _strata(a, b)
     evaluated = set(level_keys(pd.concat([frames[spec.a], frames[spec.b]]), columns)) if all(
         c in frames[spec.a] and c in frames[spec.b] for c in columns) else None
-    sign = task_direction(runs)[0]
+    sign, name, _ = task_direction(runs)
+    delta, _ = rules.margin(name)  # an order is clear when the arms differ by more than the metric's δ
+    logged = rules.ratio_scale(name)
+
+    def ahead(x: float, y: float) -> float:
+        """a's lead over b on the measure (log ratio for a ratio metric); NaN where either is missing."""
+        if logged:
+            return sign * (math.log(x) - math.log(y)) if x > 0 and y > 0 else math.nan
+        return sign * (x - y)
     keys_a = pd.Series(level_keys(a, columns), index=a.index, dtype=object)
     keys_b = pd.Series(level_keys(b, columns), index=b.index, dtype=object)
     shown, flipped = [], []
@@ -95,13 +103,14 @@ def check(claim: Claim, spec: PartSpec, frames: dict[str, pd.DataFrame], selecti
             continue
         by_score = {n: _at(mine[n], picks[n][0], measure) for n in mine}
         by_measure = {n: _at(mine[n], picks[n][1], measure) for n in mine}
-        ahead_score = sign * (by_score[spec.a] - by_score[spec.b])
-        ahead_measure = sign * (by_measure[spec.a] - by_measure[spec.b])
-        where = level_label(columns, key) if columns else "the selection runs"
+        ahead_score = ahead(by_score[spec.a], by_score[spec.b])
+        ahead_measure = ahead(by_measure[spec.a], by_measure[spec.b])
+        where = level_label(columns, key) if columns else ""
         lrs = "; ".join(f"{n} {format_value(s)} / {format_value(m)}" for n, (s, m) in picks.items())
-        turned = ahead_score * ahead_measure < 0
+        # a reversal counts when the order is clear (beyond δ) at both choices: a flip inside δ is noise
+        turned = ahead_score * ahead_measure < 0 and min(abs(ahead_score), abs(ahead_measure)) > delta
         order = (lambda x: f"{spec.a} {'ahead' if x > 0 else 'behind'}")
-        shown.append(f"{where}: lr by score / by {measure.split('.')[-1]}: {lrs}; {measure.split('.')[-1]} "
+        shown.append(f"{where + ': ' if where else ''}lr by score / by {measure.split('.')[-1]}: {lrs}; {measure.split('.')[-1]} "
                      f"{spec.a} vs {spec.b} {by_score[spec.a]:.3g} vs {by_score[spec.b]:.3g} "
                      f"at the score's lrs ({order(ahead_score)}), {by_measure[spec.a]:.3g} vs "
                      f"{by_measure[spec.b]:.3g} at {measure.split('.')[-1]}'s ({order(ahead_measure)})")
@@ -113,9 +122,10 @@ def check(claim: Claim, spec: PartSpec, frames: dict[str, pd.DataFrame], selecti
     text = (f" The lrs were chosen on {SCORE_WORDS}; this part reads {MEASURE_WORDS.get(measure, measure)}. On the "
             f"selection seeds ({', '.join(map(str, seeds))}): " + "; ".join(shown) + ".")
     if not flipped:
-        return "", text + " The order of the arms is the same at either choice."
+        return "", text + (" The order of the arms is the same at either choice, or turns over by no more than δ "
+                           "(the metric's smallest effect of interest).")
     note = (f"not testable here: lr chosen on {SCORE_WORDS}, the part reads {MEASURE_WORDS.get(measure, measure)}, "
-            f"and on the selection seeds the arms' order on it turns over when each arm's lr is picked on it instead "
-            f"({', '.join(flipped)}) — testable with each arm's lr selected on the part's measure "
+            f"and on the selection seeds the arms' order on it turns over when each arm's lr is picked on it instead"
+            f"{' (' + ', '.join(flipped) + ')' if any(flipped) else ''} — testable with each arm's lr selected on the part's measure "
             f"({MEASURE_WORDS.get(measure, measure)})")
     return note, text
