@@ -52,7 +52,7 @@ def per_seed(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Series, dict]:
             f"Needs an lr grid of at least 3 learning rates; found {values_text(pd.Series(grid, dtype=float))}.")}
     lr = pd.to_numeric(axis(arm, "lr"), errors="coerce")
     final = metric(arm, path("final_val"))
-    values, short = {}, []
+    values, short, by_lr = {}, [], {}
     for seed, rows in arm.groupby("seed", sort=True):
         scores = {}
         for index in rows.index:
@@ -62,9 +62,46 @@ def per_seed(arm: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Series, dict]:
             short.append(int(seed))
             continue
         values[int(seed)] = max(sensitivity(scores, float(chance), sign > 0), FLOOR)
+        for lr_value, lost in contributions(scores, float(chance), sign > 0).items():
+            by_lr.setdefault(lr_value, []).append(lost)
     caveat = (f"seed(s) {', '.join(map(str, short))} left out: not run at every lr of the grid" if short else "")
     return pd.Series(values, dtype=float), {"rule": rule + f" (grid {values_text(pd.Series(grid, dtype=float))})",
-                                            "caveat": caveat}
+                                            "caveat": caveat, BY_LR: {k: float(np.mean(v)) for k, v in by_lr.items()}}
+
+
+BY_LR = "by_lr"  # a ratio part's facts: each lr's mean share of the area over seeds (contributions)
+CARRIED = 0.80   # one lr carrying more than this share of the arms' difference in area carries the verdict
+
+
+def contributions(scores: dict[float, float | None], chance: float, higher: bool) -> dict[float, float]:
+    """Each lr's term of the area for one seed: (best − its score) / the grid's size; they sum to sensitivity()."""
+    sign = 1.0 if higher else -1.0
+    signed = {lr: sign * chance if v is None or not math.isfinite(v) else max(sign * v, sign * chance)
+              for lr, v in scores.items()}
+    best = max(signed.values())
+    return {lr: (best - s) / len(signed) for lr, s in signed.items()}
+
+
+def carried_text(a_by_lr: dict[float, float], b_by_lr: dict[float, float], a: str, b: str, unit: str) -> str:
+    """Each lr's share of the difference in area a − b (means over seeds), and whether one lr carries more than
+    CARRIED of it: an area ratio that one grid point makes says that point's result, not a sensitivity over the
+    grid (referee 20: qknorm_lr's ratio came entirely from lr 0.1). "" without both arms' terms."""
+    shared = sorted(set(a_by_lr) & set(b_by_lr))
+    if not shared:
+        return ""
+    differences = {lr: a_by_lr[lr] - b_by_lr[lr] for lr in shared}
+    total = sum(differences.values())
+    terms = "; ".join(f"lr {lr:g}: {differences[lr]:+.3g}" for lr in shared)
+    said = (f" Per lr, the difference in area {a} − {b} ({unit}, means over seeds; they sum to {total:+.3g}): {terms}.")
+    if total == 0 or not math.isfinite(total):
+        return said
+    top = max(shared, key=lambda lr: differences[lr] / total)
+    share = differences[top] / total
+    if share > CARRIED:
+        others = max((abs(differences[lr]) for lr in shared if lr != top), default=0.0)
+        return said + (f" One lr carries it: lr {top:g} gives {share:.0%} of the difference (the others at most "
+                       f"{others:.3g} each), so the ratio says how the arms differ at that lr more than across the grid.")
+    return said + f" No one lr carries more than {CARRIED:.0%} of it (the largest, lr {top:g}: {share:.0%})."
 
 
 def lr_grid_is_log_spaced(grid: list[float], rel: float = 0.05) -> bool:

@@ -48,6 +48,11 @@ about the claim; that stratum is left out, named in the part's test, and a part 
 is not applicable with that reason. Parts measured at initialization, on timings or on gradients do
 not depend on learning and skip the check.
 
+Lr chosen for another measure. In a tuned study a part whose measure is not the score that chose each arm's lr
+(a convergence part reads val_auc; the lrs were picked on the final score) is checked on the selection seeds
+(lr_choice.py): where picking each arm's lr on the part's own measure turns the arms' order over, the part is not
+testable here; otherwise its test names both picks and says the order holds.
+
 Divergence. A diverged run is a result and counts as worse than every finished run; it is never
 scored at chance. Score comparisons test the divergence rate and the finished runs' measure apart and
 show both; either may decide unless they point opposite ways.
@@ -79,8 +84,8 @@ import pandas as pd
 
 from normbench.analysis import lr_protocol, regime, rules
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims import predicates
-from normbench.analysis.claims.comparison import Context, effect_text, level_keys, pct, task_direction, varying
+from normbench.analysis.claims import failure_band, lr_choice, paper_settings, predicates, reference_levels
+from normbench.analysis.claims.comparison import FAILED, Context, effect_text, level_keys, pct, task_direction, varying
 from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC
 from normbench.analysis.claims.parts import evaluate_part
 from normbench.analysis.claims.vocabulary import (
@@ -287,8 +292,9 @@ def relevant(claim: Claim, runs: pd.DataFrame) -> tuple[pd.DataFrame, str | None
     return runs[np.logical_or.reduce(list(masks.values()))], None
 
 
-def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
-    """One claim on one setting's runs."""
+def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.DataFrame | None = None) -> Verdict:
+    """One claim on one setting's runs; ``selection``: a tuned study's selection runs, which chose each arm's lr
+    (lr_choice.check reads them for a part whose measure is not the one that chose)."""
     decision_level(alpha)  # rejects an α outside (0, 0.5)
     runs, why = relevant(claim, runs)
     if why:
@@ -315,6 +321,10 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
         return _voided(claim, voided, frames, resolved, runs, ctx)
     parts = [_absent(claim, spec, frames, runs) or _unmet(claim, i, spec, ctx) or _gated(claim, spec, ctx, curves)
              or evaluate_part(spec, ctx) for i, spec in enumerate(claim.parts, 1)]
+    # a gated failure-rate part still says which rule counted its failures (its arms' counts are what gated it)
+    parts = [_failure_rule_shown(spec, p, frames, runs) for spec, p in zip(claim.parts, parts)]
+    if selection is not None and not selection.empty:
+        parts = [_lr_chosen_for(claim, spec, part, frames, selection, runs) for spec, part in zip(claim.parts, parts)]
     if all(p.status == NOT_APPLICABLE for p in parts):
         return not_applicable("No part can be tested: " + " ".join(
             f"{p.assertion}: {p.note.strip() or 'not applicable'}" for p in parts))
@@ -336,7 +346,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
     status = claim_status([p.status for p in parts])
     level = decision_level(alpha)
     measured = regime.scale_text(pd.concat(list(frames.values())))
-    context = (f"{claim.design}{prepared} Each part is a one-sided test at α = {alpha:g} in each direction on one "
+    context = (f"{claim.design}{prepared}{paper_settings.text(claim, frames)}{_levels_text(claim, frames, runs)} Each part is a one-sided test at α = {alpha:g} in each direction on one "
                f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ).").strip()
     explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1)) + f" Scale: {measured}."
     effects = [e for p in parts for e in p.effects]
@@ -344,6 +354,39 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA) -> Verdict:
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
                    context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
                    missing=missing)
+
+
+def _levels_text(claim: Claim, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> str:
+    """Where each arm ended against the task's reference levels (reference_levels.text), for a claim some part of
+    which reads how far training got (the task's score, its curve or a failure count); a claim measured at
+    initialization or on timings says nothing of it."""
+    reads_training = any(s.measure.task_metric or s.kind.startswith("converges") or s.measure is FAILED
+                         for s in claim.parts)
+    return reference_levels.text(frames, runs) if reads_training else ""
+
+
+def _failure_rule_shown(spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> Part:
+    """A failure-rate part its gates stopped, with the rule that counts a failure and its band's sensitivity
+    (failure_band.reading; a judged one has it from rate_part)."""
+    if spec.measure is not FAILED or part.status != NOT_TESTABLE or "Failure rule:" in part.test or \
+            not all(n in frames for n in (spec.a, spec.b) if n):
+        return part
+    said, hinges = failure_band.reading({n: frames[n] for n in (spec.a, spec.b) if n}, runs)
+    note = part.note + ("; the failure count hinges on the band (above)" if hinges and part.note else "")
+    return replace(part, test=part.test + said, note=note)
+
+
+def _lr_chosen_for(claim: Claim, spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], selection: pd.DataFrame,
+                   runs: pd.DataFrame) -> Part:
+    """The part once its arms' lr choice is checked against its own measure (lr_choice.check): not testable here
+    where the arms' order on the selection seeds turns over with the choice, its test naming the picks either way."""
+    if part.status == NOT_APPLICABLE:
+        return part
+    note, text = lr_choice.check(claim, spec, frames, selection, runs)
+    if note and part.status != NOT_TESTABLE:
+        return Part(part.assertion, NOT_TESTABLE, part.test + text, not_judged(part.effects), part.arms, part.margin,
+                    note=note)
+    return replace(part, test=part.test + text) if text else part
 
 
 def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataFrame, ctx: Context) -> Verdict:
@@ -355,6 +398,7 @@ def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataF
                   "(the verdict's first line)") for spec in claim.parts]
     measured = regime.scale_text(pd.concat(list(frames.values()))) if frames else ""
     effects = [e for p in parts for e in p.effects]
+    why += paper_settings.text(claim, frames) + _levels_text(claim, frames, runs)
     return Verdict(NOT_TESTABLE, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
                    _arm_rows(claim, frames, resolved, runs), why, effects[1:], parts, alpha=ctx.alpha, context=why,
                    scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()})
@@ -503,9 +547,9 @@ def settings(runs: pd.DataFrame, free: tuple[str, ...]) -> list[tuple[str, pd.Da
     return sorted(groups, key=lambda g: (-g[1]["seed"].nunique(), -len(g[1])))
 
 
-def _checked(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
+def _checked(claim: Claim, runs: pd.DataFrame, alpha: float, selection: pd.DataFrame | None = None) -> Verdict:
     try:
-        return judge(claim, runs, alpha)
+        return judge(claim, runs, alpha, selection)
     except Exception as error:  # noqa: BLE001 - reported in the verdict, not swallowed
         return Verdict(INCONCLUSIVE, None, {}, pd.DataFrame(), f"The check itself failed ({type(error).__name__}: {error}).")
 
@@ -515,12 +559,14 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     setting with most seeds, the others listed with it by name and verdict, never averaged into it.
     A study tuned per arm is judged on its evaluation runs, each arm at its own lr (analysis/lr_protocol.py)."""
     protocol = lr_protocol.kind_of(runs)  # of the whole study, before its evaluation runs are picked
+    # the runs that chose each arm's lr, read by a part whose measure is not the one that chose (lr_choice)
+    selection = lr_choice.selection_runs(runs) if protocol == "tuned" and "lr" not in claim.compare else None
     runs, lr_note = lr_protocol.claim_runs(runs, compares_lr="lr" in claim.compare)
     runs, why = relevant(claim, runs)
     if why:
         return not_applicable(why)
     applicable = [(name, verdict) for name, frame in settings(runs, claim.compare + claim.pool)
-                  if (verdict := _checked(claim, frame, alpha)).status != NOT_APPLICABLE]
+                  if (verdict := _checked(claim, frame, alpha, selection)).status != NOT_APPLICABLE]
     # a setting that lacks an arm some other setting has is not a second opinion, only a poorer first one
     whole = [(name, verdict) for name, verdict in applicable if not verdict.missing]
     applicable = whole or applicable

@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from normbench.analysis import rules
+from normbench.analysis import lr_sensitivity, rules
+from normbench.analysis.claims import failure_band
 from normbench.analysis.claims.comparison import (
+    FAILED,
     Context,
     as_effect,
     better_word,
@@ -216,6 +218,14 @@ def rate_part(spec: PartSpec, ctx: Context) -> Part:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=design.strip())
     rate, _, approx = divergence_test(triples, spec.a, spec.b, alpha, outcome)
     status = side_of(rate, +1)
+    if outcome is FAILED:  # which rule counted a failure, and whether its band decides the count
+        said, hinges = failure_band.reading({spec.a: a, spec.b: b}, ctx.runs)
+        test += said
+        if hinges and status != INCONCLUSIVE:
+            return Part(spec.assertion, NOT_TESTABLE, test, (rate,), arms, note=(
+                f"not testable here: the failure count hinges on the band that counts a failure (moving it by "
+                f"{failure_band.SHIFT} changes a count, above), so the verdict would be the band's, not the runs' — "
+                f"testable with runs whose best evaluation ends clear of the band's edge (more steps, or more seeds)"))
     lean, needed, mde = (undecided(approx, seed_count(a, b), abs(approx.value), approx.value, alpha)
                          if status == INCONCLUSIVE else (None, None, None))
     return Part(spec.assertion, status, test, (rate,), arms, "", lean, needed, mde)
@@ -233,6 +243,9 @@ def ratio_part(spec: PartSpec, ctx: Context) -> Part:
     why = fa.get("not_applicable") or fb.get("not_applicable")
     if why:
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=why)
+    if lr_sensitivity.BY_LR in fa and lr_sensitivity.BY_LR in fb:  # an area over an lr grid: which lrs make it
+        test += lr_sensitivity.carried_text(fa[lr_sensitivity.BY_LR], fb[lr_sensitivity.BY_LR], spec.a, spec.b,
+                                            task_direction(ctx.runs)[1])
     estimate = combine([(1, mean_estimate(np.log(va))), (-1, mean_estimate(np.log(vb)))])
     effect = as_effect(f"{spec.measure.name} ratio: {spec.a} ÷ {spec.b} (geometric mean over seeds; > 1 = {spec.a} larger)",
                        estimate, alpha, exp=True)
@@ -282,6 +295,38 @@ def _seed_slopes(x: pd.Series, y: pd.Series, seeds: pd.Series):
     return slope_estimate(x, y), "pooled over the runs (n − 2 df: fewer than 2 seeds span the axis)"
 
 
+def _against_theory(spec: PartSpec, effect: Effect, x: pd.Series) -> str:
+    """The theory's slope beside the measured one (PartSpec.expected), each as the change it makes across the
+    x values run, and whether the interval excludes the theory's value: a slope with the claimed sign but a
+    quarter of the predicted size is not the theory's mechanism at full strength (referee 20: Pre-LN −0.129 vs
+    Theorem 1's −0.5). "" where the spec states no theory."""
+    if spec.expected is None or not math.isfinite(effect.estimate):
+        return ""
+    low, high = float(x.min()), float(x.max())
+    span = high / low
+
+    def change(slope: float) -> str:
+        return f"{(span ** slope - 1) * 100:+.0f}%"
+    where = f"from {spec.x} {low:g} to {high:g}"
+    theory = "0" if spec.expected == 0 else f"{spec.expected:+g}"
+    said = (f" Theory: slope {theory} ({spec.expected_text}), {change(spec.expected)} {where}; measured "
+            f"{effect.estimate:+.3g}, {change(effect.estimate)}")
+    interval = effect.interval
+    if interval is None:
+        return said + "."
+    excludes = not interval[0] <= spec.expected <= interval[1]
+    if spec.expected == 0:
+        if excludes:
+            word = "grows" if effect.estimate > 0 else "shrinks"
+            return said + (f": the interval [{interval[0]:.3g}, {interval[1]:.3g}] excludes 0, the measure {word} with "
+                           f"{spec.x}, the direction away from the theory's independence.")
+        return said + f": the interval [{interval[0]:.3g}, {interval[1]:.3g}] includes the theory's 0."
+    ratio = effect.estimate / spec.expected
+    return said + (f" ({ratio:.2g} of the theory's slope): the interval [{interval[0]:.3g}, {interval[1]:.3g}] "
+                   + ("excludes the theory's value, so the measured magnitude is far from it." if excludes else
+                      "includes the theory's value."))
+
+
 def slope_part(spec: PartSpec, ctx: Context) -> Part:
     frame, alpha = ctx.arms[spec.a], ctx.alpha
     x = pd.to_numeric(axis(frame, spec.x), errors="coerce")
@@ -305,13 +350,14 @@ def slope_part(spec: PartSpec, ctx: Context) -> Part:
                 f"each way), must be {'< 0' if spec.claimed < 0 else '> 0'}.")
         lean, needed, mde = (undecided(estimate, seeds, abs(estimate.value), spec.claimed * estimate.value, alpha)
                              if status == INCONCLUSIVE else (None, None, None))
+        test += _against_theory(spec, effect, x)
         return Part(spec.assertion, status, test, (effect,), arms, "", lean, needed, mde)
     delta = spec.margin
     effect = as_effect(f"slope of log({name}) on log({spec.x}), {spec.a} (flat = inside ±{delta:g})", estimate, alpha)
     status = {"equivalent": SUPPORTED, "different": CONTRADICTED}.get(equivalence(estimate, delta, alpha), INCONCLUSIVE)
     margin = spec.margin_text or f"δ = {delta:g} in log-log units, fixed before the data"
     test = (f"OLS slope of log({name}) on log({spec.x}), {how}, TOST at α = {alpha:g}: the {pct(level)} interval inside "
-            f"±δ, {margin}.")
+            f"±δ, {margin}.") + _against_theory(spec, effect, x)
     lean = needed = mde = None
     if status == INCONCLUSIVE and math.isfinite(estimate.value):
         inside = delta - abs(estimate.value)

@@ -26,6 +26,7 @@ from normbench.analysis.claims.vocabulary import (
     Claim,
     Is,
     Measure,
+    PaperSetting,
     PartSpec,
     Require,
     axis,
@@ -294,7 +295,11 @@ CLAIMS: list[Claim] = [
           regime="BN must see small-batch statistics (per-step BN in the cell, sweeps/small_batch_bn.yaml: a pool of "
                  "B vectors; post-placement BN pools batch × time); equal examples seen; validation metric off chance "
                  "and ceiling",
-          needs=(needs("bn_pool_at_most", 1, 2, n=16, added="2026-12-03T15:09"), needs("equal_data", added="2026-12-03T15:09"), needs("off_trivial", added="2026-12-03T15:09"),)),
+          needs=(needs("bn_pool_at_most", 1, 2, n=16, added="2026-12-03T15:09"), needs("equal_data", added="2026-12-03T15:09"), needs("off_trivial", added="2026-12-03T15:09"),),
+          paper_settings=(PaperSetting("batch_size", ("ln @ large batch", "bn @ large batch"), "batch",
+                                       "Ba et al. 2016, Figure 6, left", value=128),
+                          PaperSetting("batch_size", ("ln @ small batch", "bn @ small batch"), "batch",
+                                       "Ba et al. 2016, Figure 6, right", value=4))),
     Claim("postln_needs_warmup",
           "Post-LN Transformers need learning-rate warm-up; Pre-LN ones without warm-up do as well as Post-LN "
           "with it.",
@@ -329,10 +334,12 @@ CLAIMS: list[Claim] = [
           paper_scale="6-layer Transformers (base) on IWSLT14 De-En translation",
           scale_moves="the theory's 1/√L bound is about depth: at 2–8 layers a slope is small beside seed noise, and the paper's 6-to-14-layer range is where it shows",
           arms={"pre": {"placement": "pre"}, "post": {"placement": "post"}},
-          parts=(slope("Pre-LN's last-FFN ‖∂L/∂W²‖ shrinks with depth", "pre", "layers", GRAD_AT_INIT, -1),
+          parts=(slope("Pre-LN's last-FFN ‖∂L/∂W²‖ shrinks with depth", "pre", "layers", GRAD_AT_INIT, -1,
+                       expected=-0.5, expected_text="Theorem 1: Pre-LN's gradient scales as O(d√(ln d / L)), ∝ 1/√L"),
                  slope("Post-LN's last-FFN ‖∂L/∂W²‖ does not depend on depth", "post", "layers", GRAD_AT_INIT, 0,
                        margin_text=f"δ = {SLOPE_DELTA:g} in log-log units (depth ×10 moves the gradient by at most "
-                                   f"{10 ** SLOPE_DELTA:.2f}×), fixed before the data")),
+                                   f"{10 ** SLOPE_DELTA:.2f}×), fixed before the data",
+                       expected=0.0, expected_text="Theorem 1: Post-LN's gradient is O(d√(ln d)), independent of L")),
           requires=(Require({"model": named("transformer")}, "model transformer"),),
           also_compare=("layers",), pool=INIT_INVARIANT, statuses=TRAINED_STATUSES,
           prepare=once_per_seed_at_init,
@@ -454,8 +461,9 @@ CLAIMS: list[Claim] = [
           quote="Extensive experiments on several tasks using diverse network architectures show that RMSNorm "
                 "achieves comparable performance against LayerNorm but reduces the running time by 7%∼64% on "
                 "different models.",
-          where="Zhang & Sennrich 2019, Abstract; speed per model in Tables 2-10 (per third-party notes: no full "
-                "text was read)",
+          where="Zhang & Sennrich 2019, Abstract (verbatim, read in several copies: the arXiv LaTeX source, the "
+                "NeurIPS metadata, Hugging Face's paper page; docs/claim-sources.md §7); the speed per model in "
+                "Tables 2-10 is read from third-party notes, not the paper's text",
           measures="whole-model training time per 1k steps on one GPU, RMSNorm vs LayerNorm in the same model and "
                    "framework (composed ops), and task quality",
           regime="like against like: both norms at their fastest correct implementation, and reference vs "
@@ -631,7 +639,13 @@ CLAIMS: list[Claim] = [
           needs=(needs("off_ceiling", added="2026-12-02T14:12"), needs("off_trivial", added="2026-12-02T14:12"),
                  # a final-quality comparison at one lr shared by both arms measures the lr as much as the norm
                  # (referee 19 #17): once "LN beats none" no longer voids the claim, this confound must gate it
-                 needs("own_lr", added="2026-12-04T17:05"),)),
+                 needs("own_lr", added="2026-12-04T17:05"),),
+          # α0 = 0.5 is the paper's default for its non-LLM models; for its language models it tunes α0 per size
+          paper_settings=(PaperSetting("norm.alpha_init", ("dyt",), "DyT's α0 (its initial α) for language models",
+                                       "Zhu et al. 2025, §7.2 and Table 10 of the June 2025 revision: \"tuning α0 "
+                                       "can substantially improve LLM performance\", LLaMA 7B 0.8 in attention and "
+                                       "0.2 elsewhere; α0 = 0.5 is the default \"for all non-LLM models\" (§7.1)",
+                                       tuned=True),)),
     Claim("bn_masked_varlen",
           "On variable-length sequences, BatchNorm whose statistics exclude padded steps scores better than "
           "BatchNorm whose statistics include them.",

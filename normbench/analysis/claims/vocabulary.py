@@ -299,6 +299,25 @@ class PartSpec:
     learned: bool = True          # check that an arm learned (module docstring)
     per_seed: Callable | None = None  # ratio: (arm runs, all runs) -> (value per seed, facts)
     setup: str = ""               # a setup check (setup_check): what would make the claim testable when it fails
+    # slope: the theory's value of the slope (Xiong et al.'s Theorem 1: Pre-LN ∝ 1/√L, −0.5) and its source in
+    # words; the part prints it beside the measured slope and says when the interval excludes it
+    expected: float | None = None
+    expected_text: str = ""
+
+
+@dataclass(frozen=True)
+class PaperSetting:
+    """A setting of the paper's experiment that the claim's result may hang on, as data: the value the paper ran
+    (``value``), or that it tuned it (``tuned``), for the claim arms it applies to. The engine prints it beside
+    the study's own value where they differ, or where the paper tuned what the study did not sweep
+    (paper_settings.text; referee 20: the page never said the "large" batch was 32, not Figure 6's 128)."""
+
+    key: str                    # the axis, as the arms name it ("batch_size", "norm.alpha_init")
+    arms: tuple[str, ...]       # the claim arms it applies to
+    words: str                  # how the page names it ("batch", "DyT's α0")
+    where: str                  # where the paper states it ("Figure 6, left")
+    value: object = None        # the paper's value (None with tuned)
+    tuned: bool = False         # the paper tuned it for the models the claim is about
 
 
 @dataclass(frozen=True)
@@ -338,6 +357,8 @@ class Claim:
     # dependence on depth, length, steps or architecture); the external-validity paragraph prints it beside the
     # two scales. "" where the spec gives none (the paragraph then says only that it may move).
     scale_moves: str = ""
+    # The paper's settings the result may hang on (PaperSetting): printed beside the study's where they differ.
+    paper_settings: tuple = ()
 
     @property
     def source(self) -> str:
@@ -387,8 +408,9 @@ def ratio(assertion: str, a: str, b: str, per_seed: Callable, name: str) -> Part
 
 
 def slope(assertion: str, a: str, x: str, measure: Measure, claimed: int, margin: float = SLOPE_DELTA,
-          margin_text: str = "") -> PartSpec:
-    return PartSpec("slope", assertion, a, None, measure, claimed, x, margin, margin_text, learned=False)
+          margin_text: str = "", expected: float | None = None, expected_text: str = "") -> PartSpec:
+    return PartSpec("slope", assertion, a, None, measure, claimed, x, margin, margin_text, learned=False,
+                    expected=expected, expected_text=expected_text)
 
 
 def setup_check(assertion: str, a: str, b: str, remedy: str, measure: Measure = SCORE) -> PartSpec:
