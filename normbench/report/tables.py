@@ -424,7 +424,7 @@ def part_rows(result: ClaimResult) -> list[list[str]]:
 
 def parts_tested(verdict) -> str:
     """What the tested parts of a not-testable verdict read ("part 3 supported, parts 1–2 lean toward
-    contradicted"), so its headline does not hide them (referee 17); "" for any other verdict or none tested."""
+    not reproduced"), so its headline does not hide them (referee 17); "" for any other verdict or none tested."""
     if verdict.status != NOT_TESTABLE:
         return ""
     readings: dict[str, list[int]] = {}

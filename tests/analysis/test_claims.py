@@ -944,14 +944,14 @@ def test_alpha_flows_into_every_test(runs_of):
 
 def test_a_non_inferiority_beyond_its_margin_is_contradicted_and_leans_when_undecided(runs_of):
     """DyT 0.1 below LN: its interval lies beyond −δ: contradicted; 0.015 below with a wide interval
-    straddling the margin's edge: inconclusive, leaning toward contradicted."""
+    straddling the margin's edge: inconclusive, leaning toward not reproduced."""
     dyt = checker("dyt_matches_ln")
     beyond = dyt(runs_of(*dyt_runs(dyt=0.80, ln=0.90, none=0.5)))
     assert beyond.parts[0].status == CONTRADICTED and beyond.status == CONTRADICTED
     edge = dyt(runs_of(*dyt_runs(dyt=0.885, ln=0.90, none=0.5, spread=0.03)))
     part = edge.parts[0]
     assert part.status == INCONCLUSIVE and part.lean == TOWARD_CONTRADICTED and part.seeds_needed
-    assert "leans toward contradicted" in edge.explanation
+    assert "leans toward not reproduced" in edge.explanation
 
 
 def test_a_degenerate_stratum_never_supports_and_is_named(runs_of):
@@ -1001,7 +1001,7 @@ def test_part_table_has_one_row_per_part(runs_of):
     verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.93, bn_large=0.615, spread=0.03)))
     rows = part_rows(claim_result(None, verdict))
     assert PART_COLUMNS == ["part", "test", "effect [interval]", "verdict"] and len(rows) == 3
-    assert rows[1][3].startswith("inconclusive (leans toward contradicted")
+    assert rows[1][3].startswith("inconclusive (leans toward not reproduced")
     assert "90% interval [" in rows[0][2]
 
 

@@ -84,9 +84,9 @@ def test_every_surface_prints_the_pages_words_for_one_verdict(crafted):
     for where, text in surfaces.items():
         assert NOT_REPRODUCED in text, (where, text)
     for where, text in {**surfaces, "report.md": crafted["md"], "report.html": crafted["html"]}.items():
-        # the engine's words appear nowhere a reader reads ("leans toward contradicted" is a lean, not a verdict)
+        # the engine's words appear nowhere a reader reads: not in a verdict, a lean or a part's test
         assert "not applicable" not in text, (where, text[text.find("not applicable") - 200:][:400])
-        assert not re.search(r"(?<!toward )\bcontradicted\b", text), (where, re.findall(r".{80}\bcontradicted\b.{40}", text))
+        assert not re.search(r"\bcontradicted\b", text), (where, re.findall(r".{80}\bcontradicted\b.{40}", text))
     assert "claim crafted_ln_beats_bn: not reproduced in this setup" in crafted["terminal"]
 
 

@@ -126,7 +126,7 @@ def convergence_part(spec: PartSpec, ctx: Context) -> Part:
             f"under the validation curve, of finished runs (decides), on the steps to {target or 'a target'} "
             f"(log, runs that reached it), and Newcombe interval on the divergence rate (a diverged run counts "
             f"as slowest); supported when val_auc is better and neither other measure is shown worse, "
-            f"contradicted when val_auc or the divergence rate is shown worse and no measure better; the steps to "
+            f"not reproduced when val_auc or the divergence rate is shown worse and no measure better; the steps to "
             f"target can hold a verdict back, never make one. train_loss_auc is shown, not deciding.")
     if metric(pd.concat([a, b]), path("val_auc")).isna().all():
         return Part(spec.assertion, NOT_APPLICABLE, test, (), arms,

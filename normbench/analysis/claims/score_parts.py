@@ -169,7 +169,7 @@ def stability_part(spec: PartSpec, ctx: Context) -> Part:
     level = decision_level(alpha)
     test = (f"{spec.a} vs {spec.b}: t at α = {alpha:g} each way ({pct(level)} interval) on gradient kurtosis "
             f"of finished runs, on log10 grad_norm_max, and Newcombe interval on divergence rate; "
-            f"supported when kurtosis is lower and neither other measure is shown worse, contradicted when a "
+            f"supported when kurtosis is lower and neither other measure is shown worse, not reproduced when a "
             f"measure is shown worse and none better (that measure decides), inconclusive when they disagree.{design}")
     arms = (spec.a, spec.b)
     if not triples:

@@ -24,7 +24,7 @@ SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE = (
 NOT_TESTABLE = "not testable here"
 # how the page prints "contradicted": a small benchmark does not refute a paper, it fails to reproduce it here
 NOT_REPRODUCED = "not reproduced in this setup"
-TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward contradicted"
+TOWARD_SUPPORTED, TOWARD_CONTRADICTED = "toward supported", "toward not reproduced"
 DEPENDS = "depends on"  # a claim whose settings disagree: "depends on lr" (engine.in_study)
 # Task-score margins are each metric's smallest effect of interest and "learned" is its chance band
 # (normbench/records/metrics.py, applied by analysis/rules.py); a slope has its own:
