@@ -121,7 +121,7 @@ def test_entry_point_norm_runs_in_joblib_workers_and_resume_and_appears_in_recor
     first = subprocess.run([*sweep, "seed=0"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert first.returncode == 0, first.stderr[-2000:]
     # a name already taken (ln) is left out with one line, never replacing the built-in kind
-    assert "left out: ln (toynorm_pkg:ToyNorm): the name is taken" in first.stderr
+    assert "left out: ln (toynorm_pkg:ToyNorm in toynorm_pkg-0.1.dist-info): the name is taken" in first.stderr
     again = subprocess.run([*sweep, "seed=0,1", "resume=true"], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=HANG_S)
     assert again.returncode == 0, again.stderr[-2000:]
