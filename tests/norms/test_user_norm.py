@@ -162,3 +162,13 @@ def test_a_norm_whose_constructor_raises_is_named_with_where_it_comes_from(monke
         for name in ("boomy", "boomy_script"):
             kinds.unregister(name)
         user._registered.pop("boomy_script", None)
+
+
+def test_an_entry_point_module_that_calls_sys_exit_at_import_cannot_be_loaded(tmp_path, monkeypatch):
+    """Hostile h26 n07: sys.exit(0) at the module's import ended the run `failed` without naming the entry point."""
+    (tmp_path / "exitnorm_pkg.py").write_text("import sys\nsys.exit(0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "exitnorm_pkg", raising=False)
+    with pytest.raises(ConfigError, match=r"^the norm exitnorm_pkg:C \(entry point group normbench.norms\) cannot be "
+                                          r"loaded: its import called sys.exit\(0\)$"):
+        user.load("entry:exitnorm_pkg:C")
