@@ -104,6 +104,9 @@ def load(reference: str) -> type:
                 found = getattr(found, part)
         except (ImportError, AttributeError) as error:
             raise ConfigError(f"the norm {value} (entry point group {GROUP}) cannot be loaded: {error}") from None
+        except SystemExit as error:  # sys.exit at the module's import: it failed to load, normbench goes on
+            raise ConfigError(f"the norm {value} (entry point group {GROUP}) cannot be loaded: its import called "
+                              f"sys.exit({repr(error.code)[:100]})") from None
     else:
         raise KeyError(reference)
     if not (isinstance(found, type) and issubclass(found, nn.Module)):

@@ -117,25 +117,42 @@ def sigterm_as_interrupt():
     """SIGTERM or SIGHUP ends the run like Ctrl-C: summary written, status interrupted. Not in the middle of an
     import: raised there it leaves a half-made module behind (torch's lazy ``import sympy``), and a sweep's worker
     that goes on after a stop of its own (studies/app.py) failed its next job on it (hostile h16 N10); the stop is
-    put off until the import ends."""
-    put_off: dict = {}  # "since": when the stop now waiting for an import's end first arrived
+    put off until the import ends.
+
+    Yields ``stop_put_off()``: raises the stop still waiting for an import's end, if any. The run calls it when
+    loading failed: the failure would otherwise end the run (`invalid`) before the stop is sent again (hostile
+    h26 n08: SIGTERM in a user norm's import that then fails)."""
+    put_off: dict = {}  # "since": when the stop now waiting for an import's end first arrived; "signum": which
+
+    def stopped(signum):
+        put_off.clear()
+        stop = KeyboardInterrupt(f"signal {signum}")
+        stop.signum = signum  # the command's last line names the signal that stopped it (__main__.subcommand)
+        return stop
+
+    def send_again(signum):
+        if put_off.get("signum") == signum:  # not raised by stop_put_off meanwhile
+            os.kill(os.getpid(), signum)
 
     def handler(signum, frame):
         now = time.monotonic()
         if _importing(frame) and now - put_off.setdefault("since", now) < IMPORT_WAIT_MAX_S:
-            threading.Timer(IMPORT_WAIT_S, os.kill, (os.getpid(), signum)).start()
+            put_off["signum"] = signum
+            threading.Timer(IMPORT_WAIT_S, send_again, (signum,)).start()
             return
-        put_off.clear()
-        stop = KeyboardInterrupt(f"signal {signum}")
-        stop.signum = signum  # the command's last line names the signal that stopped it (__main__.subcommand)
-        raise stop
+        raise stopped(signum)
+
+    def stop_put_off():
+        if "signum" in put_off:
+            raise stopped(put_off["signum"])
+
     try:
         previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     except ValueError:  # not the main thread: leave signals alone
-        yield
+        yield lambda: None
         return
     try:
-        yield
+        yield stop_put_off
     finally:
         for signum, before in previous.items():
             signal.signal(signum, before)
@@ -282,7 +299,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             found = read_summary(done)
             summary = found.summary if isinstance(found, RunRecord) else {}
             return {**summary, "run_dir": str(done.parent), "duplicate_of": str(done.parent)}
-        with sigterm_as_interrupt():  # from here on, SIGTERM leaves an `interrupted` record, even while loading
+        with sigterm_as_interrupt() as stop_put_off:  # from here on, SIGTERM leaves an `interrupted` record, even while loading
             record = RecordWriter.claim(run_dir, digest)
             if claim is not None:
                 claim.name(record.run_dir)
@@ -295,7 +312,7 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
                          group_hash=run_identity.group_hash, seed=recorded.get("seed"), axes=axes, task={}, metrics={},
                          profiles={}, throughput={}, environment={}, **fields)
             summary = _attempt(record, node, parallel_jobs, job_num, wall_start, resume_from, sweep_dir=sweep_dir,
-                               own_stop=own_stop)
+                               own_stop=own_stop, stop_put_off=stop_put_off)
             return {**summary, "run_dir": str(record.run_dir)}
     finally:  # after the record is final: a duplicate that comes later finds it finished
         if claim is not None:
@@ -303,14 +320,19 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
 
 
 def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float,
-             resume_from: tuple[Path, dict] | None = None, sweep_dir: Path | None = None, own_stop=None) -> dict:
+             resume_from: tuple[Path, dict] | None = None, sweep_dir: Path | None = None, own_stop=None,
+             stop_put_off=lambda: None) -> dict:
     trainer = None
     fields: dict = {}
     try:
         try:
             cfg, task, model, device = prepare(node, parallel_jobs, job_num, fields, free=free_cores_for(sweep_dir))
         except ValueError as err:  # ConfigError, InvalidCombination, TaskDataError, a task's range check
+            stop_put_off()  # a stop that came while a failed import ran (a user's norm module) is the run's end
             return _finish(record, None, fields, "invalid", " ".join(str(err).split()), wall_start)
+        except BaseException:
+            stop_put_off()
+            raise
         skip = unsupported_precision(model, task, device, cfg.precision.dtype)
         if skip:
             return _finish(record, None, fields, "skipped", skip, wall_start)

@@ -121,7 +121,7 @@ def test_entry_point_norm_runs_in_joblib_workers_and_resume_and_appears_in_recor
     first = subprocess.run([*sweep, "seed=0"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert first.returncode == 0, first.stderr[-2000:]
     # a name already taken (ln) is left out with one line, never replacing the built-in kind
-    assert "left out: ln (toynorm_pkg:ToyNorm): the name is taken" in first.stderr
+    assert "left out: ln (toynorm_pkg:ToyNorm in toynorm_pkg-0.1.dist-info): the name is taken" in first.stderr
     again = subprocess.run([*sweep, "seed=0,1", "resume=true"], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=HANG_S)
     assert again.returncode == 0, again.stderr[-2000:]
@@ -162,3 +162,13 @@ def test_a_norm_whose_constructor_raises_is_named_with_where_it_comes_from(monke
         for name in ("boomy", "boomy_script"):
             kinds.unregister(name)
         user._registered.pop("boomy_script", None)
+
+
+def test_an_entry_point_module_that_calls_sys_exit_at_import_cannot_be_loaded(tmp_path, monkeypatch):
+    """Hostile h26 n07: sys.exit(0) at the module's import ended the run `failed` without naming the entry point."""
+    (tmp_path / "exitnorm_pkg.py").write_text("import sys\nsys.exit(0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "exitnorm_pkg", raising=False)
+    with pytest.raises(ConfigError, match=r"^the norm exitnorm_pkg:C \(entry point group normbench.norms\) cannot be "
+                                          r"loaded: its import called sys.exit\(0\)$"):
+        user.load("entry:exitnorm_pkg:C")

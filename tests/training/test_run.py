@@ -305,3 +305,31 @@ def test_a_stop_that_lands_in_an_import_waits_for_its_end(tmp_path, monkeypatch)
             time.sleep(0.01)
     assert stopped.value.signum == signal.SIGTERM
     assert sys.modules.pop("nb_stopped_while_imported").finished  # the import ended whole: the stop came after it
+
+
+def test_a_stop_put_off_by_an_import_that_then_fails_still_ends_the_run_interrupted(compose, tmp_path, monkeypatch):
+    """Hostile h26 n08: SIGTERM during a user norm module's import, which then failed: the run ended `invalid`
+    (exit 2) before the put-off stop was sent again, instead of `interrupted` (143)."""
+    import signal
+
+    from normbench.checks import ConfigError
+
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "nb_stopped_then_failed.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(0.05)\nraise ImportError('no C')\n")
+    monkeypatch.syspath_prepend(str(modules))
+    monkeypatch.delitem(sys.modules, "nb_stopped_then_failed", raising=False)
+
+    def prepare(*args, **kwargs):  # as user.load does: the failed import is the user's input
+        try:
+            import nb_stopped_then_failed  # noqa: F401
+        except ImportError as error:
+            raise ConfigError(f"the norm cannot be loaded: {error}") from None
+    monkeypatch.setattr(run_module, "prepare", prepare)
+    monkeypatch.setattr(run_module, "IMPORT_WAIT_S", 1.0)  # the stop is sent again only after the run has ended
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        execute(compose(), tmp_path, [])
+    assert stopped.value.signum == signal.SIGTERM
+    assert read_summary(tmp_path / "summary.json").status == "interrupted"
+    time.sleep(2 * run_module.IMPORT_WAIT_S)  # and not sent again once it has ended the run (SIGTERM would end pytest)
