@@ -23,6 +23,7 @@ from normbench.analysis.claims import (
     judge,
     settings,
 )
+from normbench.analysis.claims.engine import verdict_figures
 
 BY_ID = {c.id: c for c in CLAIMS}
 
@@ -1699,3 +1700,15 @@ def test_a_one_arm_part_stopped_by_its_gates_does_not_make_a_study_with_a_missin
     depth; the claim is not applicable there, not one more "not testable here" entry per study."""
     rows = [r for r in depth_runs(-0.5, 0.0) if r["axes"]["layers"] == 4 and r["axes"]["placement"] == "pre"]
     assert postln_grad_depth(runs_of(*rows)).status == NOT_APPLICABLE
+
+
+def test_the_effect_beside_a_verdict_is_the_deciding_parts(runs_of):
+    """LN ahead at the small batch (part 1 supported) but BN ahead at the large one (part 3 not reproduced):
+    the claim is not reproduced by part 3, so the effect printed beside it is part 3's, not part 1's (referee 21:
+    the example printed LN's lead at batch 4 beside "not reproduced")."""
+    verdict = ln_batch_robust(runs_of(*batch_runs(bn_small=0.60, ln_small=0.95, large=0.80, bn_large=0.93)))
+    assert verdict.status == CONTRADICTED, verdict.explanation
+    deciding = next(p for p in verdict.parts if p.status == CONTRADICTED)
+    assert verdict.parts[0].status == SUPPORTED and deciding is not verdict.parts[0]
+    assert verdict.effect is deciding.effects[0]
+    assert verdict_figures(verdict)["effect"] == deciding.effects[0].estimate

@@ -349,7 +349,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
     context = (f"{claim.design}{prepared}{paper_settings.text(claim, frames)}{_levels_text(claim, frames, runs)} Each part is a one-sided test at α = {alpha:g} in each direction on one "
                f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ).").strip()
     explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1)) + f" Scale: {measured}."
-    effects = [e for p in parts for e in p.effects]
+    effects = deciding_first(status, parts)
     return Verdict(status, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
                    context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
@@ -402,6 +402,16 @@ def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataF
     return Verdict(NOT_TESTABLE, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
                    _arm_rows(claim, frames, resolved, runs), why, effects[1:], parts, alpha=ctx.alpha, context=why,
                    scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()})
+
+
+def deciding_first(status: str, parts: list[Part]) -> list:
+    """Every part's effects, those of the part the claim's verdict rests on first (the first part whose status
+    is the claim's: a claim not reproduced by its part 3 leads with part 3's effect), so the effect printed beside a
+    verdict (claims.csv, the claims line) is the one that decided it; part 1's when no part has the claim's status.
+    Referee 21: ln_batch_robust and bn_gamma_small_flow printed part 1's effect, which supports the claim, beside
+    "not reproduced"."""
+    lead = next((p for p in parts if p.status == status and p.effects), None)
+    return [*(lead.effects if lead else ())] + [e for p in parts if p is not lead for e in p.effects]
 
 
 def claim_status(statuses: list[str]) -> str:
