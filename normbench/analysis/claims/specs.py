@@ -591,7 +591,10 @@ CLAIMS: list[Claim] = [
           prepare=padded,
           design="Arms: LN, BN masked (norm.bn_mask=true) and BN over padding (false) (sweeps/ln_vs_bn_varlen.yaml), "
                  "on runs with variable lengths. The former third part (BN's deficit grows with the length "
-                 "variation) had no source and was retired.",
+                 "variation) had no source and was retired. The paper's \"BN variants\" are Cooijmans et al.'s "
+                 "BN-LSTM curves on the same task; splitting BN by whether its statistics include padding is this "
+                 "benchmark's own framing, beyond what the paper compared: the two BN arms bracket how a BN "
+                 "implementation may treat padding.",
           quote="We observe that layer normalization not only trains faster but converges to a better validation "
                 "result over both the baseline and BN variants.",
           where="Ba, Kiros & Hinton 2016, §6.2, Figure 2 (attentive reader on variable-length CNN passages); §3.1 "

@@ -161,7 +161,10 @@ CLAIMS_2026: list[Claim] = [
                  "hyperparameters, and no norm (sweeps/derf_vs_norms.yaml). The quoted sentence names its domains: "
                  "visual recognition and generation, speech representation and DNA sequence modeling, not language "
                  "modelling, so a task outside them cannot test it (a regime check, quoted_domain); whether LN beats "
-                 "no norm here is said beside the verdict as its external validity.",
+                 "no norm here is said beside the verdict as its external validity. The paper also trains GPT-2 on "
+                 "OpenWebText (language modelling: the nearest of its results to this task), where third-party "
+                 "summaries report Derf matching or slightly beating the norms (its table was not read here); that "
+                 "result is not in the quoted sentence, which is what this claim tests.",
           quote="Derf outperforms LayerNorm, RMSNorm, and DyT across a wide range of domains, including visual "
                 "recognition and generation, speech representation, and DNA sequence modeling.",
           where="Chen et al. 2025 (arXiv 2512.10938), Abstract; Figure 1(c)",
