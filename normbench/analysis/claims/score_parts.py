@@ -57,6 +57,7 @@ from normbench.analysis.intervals import (
     equivalence,
     mean_estimate,
     non_inferiority,
+    seed_difference,
     slope_estimate,
 )
 from normbench.records.metrics import path
@@ -232,25 +233,31 @@ def rate_part(spec: PartSpec, ctx: Context) -> Part:
 
 
 def ratio_part(spec: PartSpec, ctx: Context) -> Part:
-    """a's per-seed value ÷ b's (geometric means), Welch on the logs; a zero-width interval falls
+    """a's per-seed value ÷ b's (geometric means) on the logs: paired by seed (a one-sample t on the per-seed
+    log ratios) where the arms share PAIRED_MIN or more seeds, else Welch; a zero-width interval falls
     back to the exact sign test at α (every seed agreeing on a discrete grid is no spread, not proof)."""
     a, b, alpha = ctx.arms[spec.a], ctx.arms[spec.b], ctx.alpha
     (va, fa), (vb, fb) = spec.per_seed(a, ctx.runs), spec.per_seed(b, ctx.runs)
     arms = (spec.a, spec.b)
-    test = (f"{spec.a} vs {spec.b}: {fa.get('rule', spec.measure.name)}; Welch t at α = {alpha:g} each way "
-            f"({pct(decision_level(alpha))} interval) on the log of the per-seed values, exponentiated to a ratio, "
-            f"must exceed 1.")
+    level = f"at α = {alpha:g} each way ({pct(decision_level(alpha))} interval)"
+    test = f"{spec.a} vs {spec.b}: {fa.get('rule', spec.measure.name)}; "
     why = fa.get("not_applicable") or fb.get("not_applicable")
     if why:
-        return Part(spec.assertion, NOT_APPLICABLE, test, (), arms, note=why)
+        return Part(spec.assertion, NOT_APPLICABLE, test + f"t {level} on the log of the per-seed values, "
+                    f"exponentiated to a ratio, must exceed 1.", (), arms, note=why)
+    # a seed draws the same data and initialization in both arms: its common effect cancels in the log ratio
+    estimate, pairs = seed_difference(np.log(va), va.index, np.log(vb), vb.index)
+    how = (f"paired by seed over {pairs} seeds" if pairs else
+           "unpaired (Welch; the arms share fewer than 2 seeds, or every shared seed gives the same ratio)")
+    test += (f"{'a paired t on the per-seed log ratios' if pairs else 'Welch t on the log of the per-seed values'} "
+             f"{level}, exponentiated to a ratio, must exceed 1 ({how}).")
     if lr_sensitivity.BY_LR in fa and lr_sensitivity.BY_LR in fb:  # an area over an lr grid: which lrs make it
         test += lr_sensitivity.carried_text(fa[lr_sensitivity.BY_LR], fb[lr_sensitivity.BY_LR], spec.a, spec.b,
                                             task_direction(ctx.runs)[1])
-    estimate = combine([(1, mean_estimate(np.log(va))), (-1, mean_estimate(np.log(vb)))])
-    effect = as_effect(f"{spec.measure.name} ratio: {spec.a} ÷ {spec.b} (geometric mean over seeds; > 1 = {spec.a} larger)",
-                       estimate, alpha, exp=True)
+    effect = as_effect(f"{spec.measure.name} ratio: {spec.a} ÷ {spec.b} (geometric mean over seeds; > 1 = {spec.a} "
+                       f"larger; {how})", estimate, alpha, exp=True)
     status, note = side_of(effect, +1), ""
-    seeds = min(len(va), len(vb))
+    seeds = pairs or min(len(va), len(vb))
     if estimate.var == 0 and status != INCONCLUSIVE:
         # One-sided exact sign test: n seeds of n agreeing.
         sign_p = stats.binomtest(seeds, seeds, 0.5, alternative="greater").pvalue
