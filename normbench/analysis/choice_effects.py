@@ -12,7 +12,7 @@ import pandas as pd
 from normbench.analysis import lr_protocol, regime, rules, tuning
 from normbench.analysis.aggregate import varying_axes
 from normbench.analysis.intervals import decision_level, seed_difference
-from normbench.analysis.ranking import comparison_score
+from normbench.analysis.ranking import comparison_level, comparison_score
 
 
 def varying(runs: pd.DataFrame) -> list[str]:
@@ -45,21 +45,25 @@ def _scores(frame: pd.DataFrame, score: str) -> pd.DataFrame:
     return pd.DataFrame({"value": values, "seed": finished["seed"] if "seed" in finished else range(len(finished))})
 
 
-def _difference(best: pd.DataFrame, other: pd.DataFrame, runs: pd.DataFrame):
-    """(estimate, paired seeds, seeds, its (1 − 2α) interval, the metric, higher is better) of best − other on the
-    compared score (on the log scale for a metric spanning decades), paired by seed where they share seeds;
-    None where the runs carry no score."""
+def _difference(best: pd.DataFrame, other: pd.DataFrame, runs: pd.DataFrame, alpha: float = rules.ALPHA,
+                arms: int = 2):
+    """(estimate, paired seeds, seeds, its interval, the metric, higher is better) of best − other on the compared
+    score (on the log scale for a metric spanning decades), paired by seed where they share seeds, the interval at
+    the best set's level for one of its comparisons (ranking.comparison_level of ``alpha`` over ``arms`` ranked
+    arms: 1 − 2α at 2); None where the runs carry no score."""
     # the two arms' own task, not the first row of ``runs``: a study (rnn_table) or a report holds several
     # tasks, and digits' "accuracy, higher is better" labelled an mse log ratio and a bpc difference
     both = pd.concat([best, other])
-    score = comparison_score(runs, rules.primary_column(both))
+    # the score the best set ranks these arms on (ranking.rank_groups): decided by their own runs, one comparison's
+    # (a tuned study's evaluation runs: the test split), never by the report's (referee 21: the validation score)
+    score = comparison_score(both, rules.score_column(both))
     if score not in runs or "status" not in runs:  # a summary without its runs' scores: no effect to state
         return None
     a, b = _scores(best, score), _scores(other, score)
     estimate, paired = seed_difference(a["value"], a["seed"], b["value"], b["seed"])
     metric = str(both["task.metric"].dropna().iloc[0]) if "task.metric" in both and both["task.metric"].notna().any() \
         else "score"
-    interval = estimate.interval(decision_level(rules.ALPHA))
+    interval = estimate.interval(decision_level(comparison_level(alpha, arms)))
     seeds = paired or min(a["seed"].nunique(), b["seed"].nunique())
     found = rules.task_metric(metric)
     higher = (found.higher_is_better if found is not None
@@ -67,28 +71,32 @@ def _difference(best: pd.DataFrame, other: pd.DataFrame, runs: pd.DataFrame):
     return estimate, paired, seeds, interval, metric, higher
 
 
-def shown_worse(other: pd.DataFrame, best: pd.DataFrame, runs: pd.DataFrame) -> bool:
+def shown_worse(other: pd.DataFrame, best: pd.DataFrame, runs: pd.DataFrame, alpha: float = rules.ALPHA,
+                arms: int = 2) -> bool:
     """Whether ``other`` is shown worse than ``best`` by the synthesis' own comparison (effect's: paired by seed
-    where they share seeds, its (1 − 2α) interval clear of 0): the "or X" of a recommendation must not offer an
-    arm its own effect line would show worse (the leaderboard's best set may keep it on unpaired intervals)."""
-    found = _difference(best, other, runs)
+    where they share seeds, its interval clear of 0): the "or X" of a recommendation must not offer an
+    arm its own effect line would show worse. ``alpha`` and ``arms``: the study's level and its ranked arms,
+    read at the best set's level for one comparison (ranking.comparison_level): the leaderboard's own test."""
+    found = _difference(best, other, runs, alpha, arms)
     if found is None or found[3] is None:
         return False
     _, _, _, (low, high), _, higher = found
     return low > 0 if higher else high < 0
 
 
-def effect(best: pd.DataFrame, other: pd.DataFrame, other_name: str, runs: pd.DataFrame) -> str:
+def effect(best: pd.DataFrame, other: pd.DataFrame, other_name: str, runs: pd.DataFrame,
+           alpha: float = rules.ALPHA, arms: int = 2) -> str:
     """The best arm's effect over ``other`` on the compared score: a difference in the metric's units, a
-    ratio for a metric spanning decades; its (1 − 2α) interval; paired by seed where they share seeds."""
-    found = _difference(best, other, runs)
+    ratio for a metric spanning decades; its interval; paired by seed where they share seeds. ``alpha``
+    and ``arms`` as for shown_worse."""
+    found = _difference(best, other, runs, alpha, arms)
     if found is None:
         return ""
     estimate, paired, seeds, interval, metric, higher = found
-    level = decision_level(rules.ALPHA)
+    level = decision_level(comparison_level(alpha, arms))
     how = f"{'higher' if higher else 'lower'} is better; {seeds} {'paired ' if paired else ''}seeds"
     if rules.ratio_scale(metric):
         shown = f"[×{math.exp(interval[0]):.3g}, ×{math.exp(interval[1]):.3g}]" if interval else "(interval undefined)"
-        return f"{metric} ×{math.exp(estimate.value):.3g} vs {other_name} ({level:.0%} {shown}; {how})"
+        return f"{metric} ×{math.exp(estimate.value):.3g} vs {other_name} ({level * 100:.3g}% {shown}; {how})"
     shown = f"[{interval[0]:+.3g}, {interval[1]:+.3g}]" if interval else "(interval undefined)"
-    return f"{metric} {estimate.value:+.3g} vs {other_name} ({level:.0%} {shown}; {how})"
+    return f"{metric} {estimate.value:+.3g} vs {other_name} ({level * 100:.3g}% {shown}; {how})"

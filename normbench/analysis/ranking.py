@@ -265,7 +265,7 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     labels = pool[group]
     arrays = {name: (_by_seed(oriented[idx][~is_failed[idx]], pool), int(is_failed[idx].sum()))
               for name in eligible for idx in [labels.index[labels == name]]}
-    threshold = rules.bonferroni(alpha, len(order) - 1)
+    threshold = comparison_level(alpha, len(order))
     outcome = _worse_outcomes(order, arrays, threshold)
     table["test"] = table["group"].map(lambda g: outcome[g][0] if g in outcome else "")
     table["p"] = table["group"].map(lambda g: outcome[g][1] if g in outcome else math.nan)
@@ -301,6 +301,12 @@ def comparison_score(runs: pd.DataFrame, score: str) -> str:
     if "axes.role" in runs and (runs["axes.role"] == EVALUATION).all() and path("test") in runs:
         return path("test")
     return score
+
+
+def comparison_level(alpha: float, arms: int) -> float:
+    """The one-sided level of each of the best set's comparisons of ``arms`` ranked arms (Bonferroni over the
+    best's k − 1 rivals): an interval that states how sure the ★ is must be read at this level, at 1 − 2 × it."""
+    return rules.bonferroni(alpha, arms - 1)
 
 
 def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str | None = None,

@@ -7,9 +7,10 @@ Above the lines, one recommendation per family gathers its testable lines. A rec
 **choices** only: the settings a user picks (CHOICE_KEYS: the norm, its placement and their
 settings), the norm and placement always, a study's other swept settings (batch size, lr, length)
 only as the condition it was measured at. Each comes with its task, its effect with units and
-interval against the best arm shown worse (paired by seed where the arms share seeds), and the
-seeds; "or X" only for an arm X not shown worse on the same runs, by the line's own paired comparison
-(choice_effects.shown_worse); an arm sitting on the task's trivial plateau is never recommended. Final
+interval against the best arm shown worse, and the seeds; "or X" for every arm the best set keeps (not shown
+worse). The ★, the "or X" and the interval are one comparison: the best set's (ranking.RULE), on its runs and so its
+score (the test split for a tuned study's evaluation runs), paired by seed where the arms share seeds, the interval
+at its level (1 − 2α / (k − 1) for k ranked arms; choice_effects.effect, shown_worse); an arm sitting on the task's trivial plateau is never recommended. Final
 quality recommends only where each arm ran at its own lr (a tuned study, or lr among the arms): a study
 whose arms shared one lr keeps its line, marked, and is counted, never used (norms move the usable lr). Two norms
 a recommendation names side by side (each favoured in its own study, often only over no norm) carry their
@@ -240,14 +241,20 @@ def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
 
 
 def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str], str]:
-    """The best-set arms of one comparison as choices (plateau arms left out, "or X" only for arms not shown
-    worse), and the first one's effect over the best arm shown worse."""
+    """The best-set arms of one comparison as choices (plateau arms left out, "or X" for every arm the best set
+    keeps), and the first one's effect over the best arm shown worse, by the best set's own comparison."""
     frames = {str(a): runs[runs["group"] == g] for a, g in zip(ranked["arm"], ranked["group"])}
     members = [str(a) for a in ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]["arm"]]
     worse = [str(a) for a in ranked[ranked["shown_worse"].astype(bool)]["arm"]]
     kept = [a for a in members if not result.on_plateau(frames[a], runs)]
+    # one comparison for the ★, the "or X" and the interval: the best set's runs and score (the test split for a
+    # tuned study's evaluation runs) at its level, Bonferroni over the ranked arms. Read on the validation score at
+    # 90%, the page favoured BN alone and in_cell without "or post" beside intervals that held 0 (referee 21)
+    compared = runs[runs["group"].isin(ranked["group"])]
+    level = float(ranked["level"].iloc[0]) if "level" in ranked and ranked["level"].notna().any() else None
+    same = {"alpha": level, "arms": len(ranked)} if level is not None else {"arms": len(ranked)}
     # "or X" only where X is not shown worse than the first by the line's own (paired) comparison
-    left_out = [a for a in kept[1:] if result.shown_worse(frames[a], frames[kept[0]], runs)]
+    left_out = [a for a in kept[1:] if result.shown_worse(frames[a], frames[kept[0]], compared, **same)]
     kept = [a for a in kept if a not in left_out]
     varying = result.varying(runs[runs["group"].isin(ranked["group"])])
     texts = []
@@ -258,10 +265,10 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str
             texts.append((f"{choice} (at {condition})" if condition else choice) + _caveats(frames[arm], runs, result))
     if not texts or not worse:
         return list(dict.fromkeys(texts)), ""
-    effect = result.effect(frames[kept[0]], frames[worse[0]], worse[0], runs)
-    for arm in left_out:  # in the leaderboard's best set (unpaired intervals), yet worse on paired seeds: said so
-        effect += (f"; {arm} left out, worse on paired seeds though the leaderboard's best set keeps it: "
-                   f"{result.effect(frames[kept[0]], frames[arm], arm, runs)}")
+    effect = result.effect(frames[kept[0]], frames[worse[0]], worse[0], compared, **same)
+    for arm in left_out:  # the first choice is not the best (it sat on a plateau), and this arm is worse than it
+        effect += (f"; {arm} left out, worse on paired seeds than the first choice: "
+                   f"{result.effect(frames[kept[0]], frames[arm], arm, compared, **same)}")
     return list(dict.fromkeys(texts)), effect
 
 

@@ -181,3 +181,14 @@ def test_the_plan_says_before_running_what_its_seeds_can_show_about_failures():
     line = plan_line(3, 4)
     assert "from 5 seeds per arm" in line and "0.1 > level 0.0167" in line
     assert "alone" in plan_line(5, 4) and "only through" not in plan_line(5, 4)
+
+
+def test_arms_welch_separates_but_paired_seeds_do_not_stay_in_the_best_set_together():
+    """Referee 21's case from the other side: 3 shared seeds, `b` well below `a` on the arms' means (Welch's
+    one-sided p ≈ 0.02), the per-seed differences spread (paired one-sided p ≈ 0.07): the paired test is the
+    comparison, so `b` is not shown worse, and the leaderboard names the two as tied (no ★: none shown worse)."""
+    a, b = [0.90, 0.91, 0.92], [0.89, 0.875, 0.86]
+    assert best_set(table({"a": a, "b": b}), True).comparisons.set_index("group").loc["b", "shown_worse"]
+    result = best_set(seeded({"a": a, "b": b}), True)
+    assert result.members == ["a", "b"] and not result.informative
+    assert result.comparisons.set_index("group").loc["b", "test"].startswith("paired t on 3 shared seeds")
