@@ -569,7 +569,8 @@ def outside_code(argv: list[str]) -> str | None:
     pickle flag is refused, configs from ``--config-dir/--config-name/--config-path`` and
     ``hydra.searchpath`` are read as sweep files are (configuration/config.py: CheckedFileSource),
     and command-line keys that run code (``hydra.callbacks``, ``_target_``, logging) are refused."""
-    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code, command_line_guard, command_line_place
+    from normbench.configuration.config import (ALLOW_CODE_ENV, command_line_code, command_line_guard, command_line_place,
+                                                node_builder)
 
     guard = command_line_guard(argv[1:])
     if guard:
@@ -593,6 +594,11 @@ def outside_code(argv: list[str]) -> str | None:
               "(hydra.callbacks, _target_, logging) are used as given", file=sys.stderr)
         return None
     key = command_line_code(argv[1:])
+    builder = key and node_builder(argv[1:], key)
+    if builder:
+        return (f"{message_text(key, limit=120)} on the command line uses {builder}, which builds settings from text "
+                f"(what it builds could hold a _target_ no check sees, and run code); give the value itself "
+                f"({message_text(key, limit=40)}=VALUE). To run it anyway, say so: normbench {ALLOW_CODE_FLAG} ...")
     if key:
         return (f"{message_text(key, limit=120)} on the command line would run code (a _target_, Hydra callbacks, "
                 f"logging or environment settings); normbench runs only its own. To run it anyway, say so: "
