@@ -196,6 +196,7 @@ class Unrun(float):
 
     refused: str | None = None
     unwritable: str | None = None
+    job: int | None = None  # the sweep's job number (hydra.job.num); None for a single run
 
 
 class Job:
@@ -218,14 +219,20 @@ class Job:
     def _refuse(self, message: str, unwritable: bool = False) -> Unrun:
         score = Unrun(math.inf)
         setattr(score, "unwritable" if unwritable else "refused", message)
+        hc = HydraConfig.get()
+        if hc.mode == RunMode.MULTIRUN:
+            score.job = hc.job.num
         self.take(score)
         return score
 
     def take(self, returned) -> None:
-        """A job's return value, from this process or a worker's: the first refusal and unwritable record kept."""
+        """A job's return value, from this process or a worker's: the first refusal and unwritable record kept, and
+        each refused job's line for the sweep's end screen (sweep_end.REFUSED_JOBS)."""
         if isinstance(returned, Unrun):
             self.refused = self.refused or returned.refused
             self.unwritable = self.unwritable or returned.unwritable
+            if returned.refused and returned.job is not None:
+                sweep_end.REFUSED_JOBS.setdefault(returned.job, message_text(returned.refused, self.secrets))
 
     def __call__(self, node: DictConfig) -> float:
         called = time.time()
@@ -634,6 +641,8 @@ def main(from_process_start: bool = False) -> None:
     multirun.yaml (a sweep file's unknown key, refused as the launcher composes a job) takes it back
     (hydra_files.unmake_sweep; hostile h25 g011)."""
     hydra_files.SWEEP_MADE.clear()  # an earlier sweep of this process (a test, a notebook) is not this command's
+    sweep_end.REFUSED_JOBS.clear()
+    sweep_end.REFUSALS_SAID.clear()
     try:
         _main(from_process_start)
     except SystemExit as end:
@@ -731,7 +740,8 @@ def _main(from_process_start: bool) -> None:
                 raise printed.error
     for message in (job.refused, job.unwritable):
         if message:
-            _say(f"error: {message}", job.secrets)
+            if message != job.refused or not sweep_end.REFUSALS_SAID:  # said before the end screen, job by job
+                _say(f"error: {message}", job.secrets)
             sys.exit(2)
     note = _lost_note()
     if "not run" in note:  # a worker killed before its job's record, twice: no run failed, yet the sweep is not whole
