@@ -576,8 +576,13 @@ def outside_code(argv: list[str]) -> str | None:
     pickle flag is refused, configs from ``--config-dir/--config-name/--config-path`` and
     ``hydra.searchpath`` are read as sweep files are (configuration/config.py: CheckedFileSource),
     and command-line keys that run code (``hydra.callbacks``, ``_target_``, logging) are refused."""
-    from normbench.configuration.config import (ALLOW_CODE_ENV, command_line_code, command_line_guard, command_line_place,
-                                                node_builder)
+    from normbench.configuration.config import (
+        ALLOW_CODE_ENV,
+        command_line_code,
+        command_line_guard,
+        command_line_place,
+        node_builder,
+    )
 
     guard = command_line_guard(argv[1:])
     if guard:
