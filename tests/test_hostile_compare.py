@@ -121,6 +121,35 @@ def test_a_baseline_without_its_metric_fails_rather_than_hiding_a_regression(tmp
     assert "missing in BASELINE" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("missing", [None, "nan", "inf", "drop"])
+@pytest.mark.parametrize("seeds", [[0], [0, 1]])
+def test_a_pair_without_its_metric_in_both_sets_fails_and_is_named(tmp_path, capsys, missing, seeds):
+    # h26 x03/y02/y04: the pair was dropped ("pairs 2", a mean over the other), or a setting read "n/a ... ok"
+    base = runs(tmp_path / "base", [0.05, 0.05])
+    new = runs(tmp_path / "new", [0.05, 0.05])
+
+    def blank(summary):
+        if missing == "drop":
+            summary["metrics"].pop("final_val", None)
+        else:
+            summary["metrics"]["final_val"] = {None: None, "nan": float("nan"), "inf": float("inf")}[missing]
+    for seed in seeds:
+        edit(base[seed], blank)
+        edit(new[seed], blank)
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out.splitlines()[0]
+    assert f"missing or not a finite number in both sets for {len(seeds)} of 2 finished pairs" in out
+    assert ("seeds 0, 1" if len(seeds) == 2 else "seed 0)") in out
+
+
+def test_two_diverged_runs_without_the_metric_are_compared_by_status(tmp_path):
+    for root in ("base", "new"):
+        for run in runs(tmp_path / root, [0.05, 0.05])[:1]:
+            edit(run, lambda s: (s.update(status="diverged"), s["metrics"].update(final_val=None)))
+    assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 0
+
+
 @pytest.mark.parametrize(("base_status", "new_status"), [
     ("ok", "invalid"), ("ok", "skipped"), ("failed", "failed"), ("invalid", "invalid"), ("skipped", "skipped"),
     ("invalid", "ok"), ("failed", "ok"), ("interrupted", "diverged")])

@@ -57,6 +57,8 @@ def test_an_outside_primary_config_is_read_as_a_sweep_file(tmp_path, cli, flags)
     code, _, err = cli(*[f.format(d=tmp_path / "outside") for f in flags], "--cfg", "job")
     assert code == 2 and not marker.exists(), err
     assert "hydra.callbacks" in err and len(err.strip().splitlines()) == 1
+    # named as what it is (hostile h26 h05, h06, h33: "sweep file .../evil.yaml")
+    assert f"primary config {tmp_path / 'outside' / 'evil.yaml'}" in err and "sweep file" not in err, err
 
 
 def test_an_outside_config_without_code_still_composes(tmp_path, cli):
@@ -73,6 +75,17 @@ def test_a_search_path_group_that_plants_callbacks_is_refused(tmp_path, cli):
     (tmp_path / "extra" / "evil" / "x.yaml").write_text("# @package _global_\n" + callback_file(marker))
     code, _, err = cli(f"hydra.searchpath=[file://{tmp_path / 'extra'}]", "+evil=x", "--cfg", "job")
     assert code == 2 and not marker.exists(), err
+    assert f"evil config {tmp_path / 'extra' / 'evil' / 'x.yaml'}" in err and "sweep file" not in err, err  # h26 h23
+
+
+@pytest.mark.parametrize("resolver", ["oc.decode", "oc.create"])
+def test_a_node_built_from_text_on_the_command_line_is_refused_naming_its_resolver(cli, resolver):
+    """h26 h15: lr=${oc.decode:"[1,2]"} was refused as "would run code (a _target_, Hydra callbacks, logging or
+    environment settings)", none of which it is; the line names the resolver and why it is refused."""
+    code, _, err = cli(f'lr=${{{resolver}:"[1,2]"}}', "--cfg", "job")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"lr on the command line uses {resolver}, which builds settings from text" in err
+    assert "Hydra callbacks" not in err and "--allow-code" in err
 
 
 # keys that run code on the command line: each refused as a sweep file's hydra.sweeper.params refuses it

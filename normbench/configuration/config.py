@@ -57,7 +57,7 @@ from normbench.configuration.schema import (
 from normbench.norms import user as user_norms
 
 __all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code",
-           "command_line_flag", "command_line_guard", "command_line_place", "config_dir", "plain_groups", "register",
+           "command_line_flag", "command_line_guard", "command_line_place", "config_dir", "node_builder", "plain_groups", "register",
            "sweep_dirs", "to_config"]
 SWEEPS_ENV = "NORMBENCH_SWEEPS"
 # The user's explicit opt-in (``normbench --allow-code ...`` sets it, and says so on stderr): configs
@@ -487,11 +487,25 @@ class CheckedFileSource(FileConfigSource):
     def _read(self, path: Path, config_path: str) -> ConfigResult:
         if code_allowed() or path.is_relative_to(config_dir()):
             return super().load_config(config_path)
-        text = _sweep_text(path)
-        header = self._get_header_dict(text[:512])
         group = self._normalize_file_name(config_path).rpartition("/")[0]
-        return ConfigResult(config=read_sweep_file(path, text, _package(header.get("package"), group)),
-                            path=f"{self.scheme()}://{self.path}", provider=self.provider, header=header)
+        try:
+            text = _sweep_text(path)
+            header = self._get_header_dict(text[:512])
+            config = read_sweep_file(path, text, _package(header.get("package"), group))
+        except ConfigError as error:
+            raise _named_as(error, path, group) from None
+        return ConfigResult(config=config, path=f"{self.scheme()}://{self.path}", provider=self.provider, header=header)
+
+
+def _named_as(error: ConfigError, path: Path, group: str) -> ConfigError:
+    """A sweep file's refusal of a config that is not one (hostile h26 h05, h06, h23, h33 were told "sweep
+    file"): a primary config (``-cn`` from ``-cd``/``-cp``) or a group's option in a config directory
+    (``-cd``, ``hydra.searchpath``) is named as what it is; the rules are the same."""
+    if group.split("/")[0] == "sweep":
+        return error
+    kind = "primary config" if not group else f"{group} config"
+    text = str(error).replace(f"sweep file {path}", f"{kind} {path}", 1)
+    return ConfigError(re.sub(r"\ba sweep file (is|may)\b", r"a config from outside conf/ \1", text))
 
 
 # (file, what asked for it) -> (the file's bytes when read, what it read). Hydra composes every job of a
@@ -553,6 +567,15 @@ def command_line_code(arguments: list[str]) -> str | None:
                 or any(k.startswith(rest + ".") for k in COMMAND_LINE_CODE_HYDRA_KEYS):
             return key
     return None
+
+
+def node_builder(arguments: list[str], key: str) -> str | None:
+    """The resolver (``oc.create``, ``oc.decode``) that made command_line_code refuse ``key``, when that and
+    no ``_target_`` is the reason: the refusal then names it, not "a _target_, Hydra callbacks, ..." (h26 h15)."""
+    argument = next((a for a in arguments if a.partition("=")[0] == key), "")
+    if CODE_KEYS[0] in argument:
+        return None
+    return next((word for word in SMUGGLING if word in argument), None)
 
 
 # What normbench's own config puts in place to keep a run's files where they belong: its callbacks (no

@@ -13,6 +13,7 @@ joblib worker) puts the check in front of Hydra's writer of the ``.hydra/`` file
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -142,12 +143,18 @@ def remove_made(paths: list[Path]) -> None:
 
 def unmake_sweep() -> None:
     """A sweep refused once its sweeper had written multirun.yaml (an unknown key in a sweep file, refused by the
-    launcher as it composes the first job): its multirun.yaml and the folders it made go when it wrote nothing
-    else there, so a refused sweep leaves no folder behind. What a folder held before the sweep stays."""
+    launcher as it composes the first job, or every job's config failing to resolve): its jobs' folders that hold
+    nothing, then its multirun.yaml and the folders it made go when it wrote nothing else there, so a refused sweep
+    leaves no folder behind. What a folder held before the sweep stays."""
     made, SWEEP_MADE[:] = list(SWEEP_MADE), []
     if not made:  # multirun.yaml was there before: the folder is an earlier sweep's
         return
-    written = set(_names(made[0].parent)) - {*SWEEP_HELD, "multirun.yaml"}
+    sweep = made[0].parent
+    for name in set(_names(sweep)) - {*SWEEP_HELD, "multirun.yaml"}:  # a refused job's folder, which Hydra made
+        if name.isdigit() and os.path.isdir(sweep / name) and not os.path.islink(sweep / name):  # before calling it
+            with contextlib.suppress(OSError):  # and nothing wrote into (hostile h26 w16): rmdir takes only an empty one
+                os.rmdir(sweep / name)
+    written = set(_names(sweep)) - {*SWEEP_HELD, "multirun.yaml"}
     if not written:  # a job's folder or a record written: the sweep ran, and its multirun.yaml stays with them
         remove_made(made)
 

@@ -196,6 +196,7 @@ class Unrun(float):
 
     refused: str | None = None
     unwritable: str | None = None
+    job: int | None = None  # the sweep's job number (hydra.job.num); None for a single run
 
 
 class Job:
@@ -218,14 +219,20 @@ class Job:
     def _refuse(self, message: str, unwritable: bool = False) -> Unrun:
         score = Unrun(math.inf)
         setattr(score, "unwritable" if unwritable else "refused", message)
+        hc = HydraConfig.get()
+        if hc.mode == RunMode.MULTIRUN:
+            score.job = hc.job.num
         self.take(score)
         return score
 
     def take(self, returned) -> None:
-        """A job's return value, from this process or a worker's: the first refusal and unwritable record kept."""
+        """A job's return value, from this process or a worker's: the first refusal and unwritable record kept, and
+        each refused job's line for the sweep's end screen (sweep_end.REFUSED_JOBS)."""
         if isinstance(returned, Unrun):
             self.refused = self.refused or returned.refused
             self.unwritable = self.unwritable or returned.unwritable
+            if returned.refused and returned.job is not None:
+                sweep_end.REFUSED_JOBS.setdefault(returned.job, message_text(returned.refused, self.secrets))
 
     def __call__(self, node: DictConfig) -> float:
         called = time.time()
@@ -569,7 +576,13 @@ def outside_code(argv: list[str]) -> str | None:
     pickle flag is refused, configs from ``--config-dir/--config-name/--config-path`` and
     ``hydra.searchpath`` are read as sweep files are (configuration/config.py: CheckedFileSource),
     and command-line keys that run code (``hydra.callbacks``, ``_target_``, logging) are refused."""
-    from normbench.configuration.config import ALLOW_CODE_ENV, command_line_code, command_line_guard, command_line_place
+    from normbench.configuration.config import (
+        ALLOW_CODE_ENV,
+        command_line_code,
+        command_line_guard,
+        command_line_place,
+        node_builder,
+    )
 
     guard = command_line_guard(argv[1:])
     if guard:
@@ -593,6 +606,11 @@ def outside_code(argv: list[str]) -> str | None:
               "(hydra.callbacks, _target_, logging) are used as given", file=sys.stderr)
         return None
     key = command_line_code(argv[1:])
+    builder = key and node_builder(argv[1:], key)
+    if builder:
+        return (f"{message_text(key, limit=120)} on the command line uses {builder}, which builds settings from text "
+                f"(what it builds could hold a _target_ no check sees, and run code); give the value itself "
+                f"({message_text(key, limit=40)}=VALUE). To run it anyway, say so: normbench {ALLOW_CODE_FLAG} ...")
     if key:
         return (f"{message_text(key, limit=120)} on the command line would run code (a _target_, Hydra callbacks, "
                 f"logging or environment settings); normbench runs only its own. To run it anyway, say so: "
@@ -628,6 +646,8 @@ def main(from_process_start: bool = False) -> None:
     multirun.yaml (a sweep file's unknown key, refused as the launcher composes a job) takes it back
     (hydra_files.unmake_sweep; hostile h25 g011)."""
     hydra_files.SWEEP_MADE.clear()  # an earlier sweep of this process (a test, a notebook) is not this command's
+    sweep_end.REFUSED_JOBS.clear()
+    sweep_end.REFUSALS_SAID.clear()
     try:
         _main(from_process_start)
     except SystemExit as end:
@@ -725,7 +745,8 @@ def _main(from_process_start: bool) -> None:
                 raise printed.error
     for message in (job.refused, job.unwritable):
         if message:
-            _say(f"error: {message}", job.secrets)
+            if message != job.refused or not sweep_end.REFUSALS_SAID:  # said before the end screen, job by job
+                _say(f"error: {message}", job.secrets)
             sys.exit(2)
     note = _lost_note()
     if "not run" in note:  # a worker killed before its job's record, twice: no run failed, yet the sweep is not whole

@@ -17,6 +17,8 @@ NEW is *worse* in a setting when
   named (a baseline that failed would otherwise hide any regression of its pair). A pair refused in both
   sets for the same reason (both invalid, or both skipped: the smoke sweep's impossible cells) is the same
   outcome, no change, and is said so; a comparison in which no pair has a result in both sets fails;
+- a pair's metric is missing or not a finite number on either side: the pair cannot be compared, so it
+  fails, its seeds named (two diverged runs excepted: they are compared by status, in the diverged count);
 - with ``--step-time-tolerance F``, its median step time is more than F (a fraction) slower.
 Runs without a counterpart are listed, never fatal.
 
@@ -246,6 +248,15 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, metric: str | None = None,
         if unpaired.any():
             setting.problems.append(f"{metric} missing in BASELINE for {int(unpaired.sum())} of {int(finished.sum())} "
                                     f"finished pairs: those pairs cannot be compared")
+        # and in neither: a pair with no value on either side (NaN, ±Infinity, null, no key) is left out of the
+        # difference, so it would pass having compared nothing (hostile h26 x03, y02, y04). Two diverged runs
+        # are the exception: they are compared by status, in the diverged count.
+        both_diverged = rows["status_base"].eq("diverged") & rows["status_new"].eq("diverged")
+        neither = finished & rows[f"{column}_base"].isna() & rows[f"{column}_new"].isna() & ~both_diverged
+        if neither.any():
+            setting.problems.append(f"{metric} missing or not a finite number in both sets for {int(neither.sum())} of "
+                                    f"{int(finished.sum())} finished pairs ({_seeds(rows.loc[neither, 'seed_base'])}): "
+                                    f"those pairs cannot be compared")
         if exact:
             setting.problems += exact_differences(rows)
         setting.detectable = 0.0 if exact else detectable_change(setting, tolerance, relative)
@@ -263,6 +274,12 @@ def same_refusal(rows: pd.DataFrame) -> pd.Series:
 
     return (rows["status_base"].isin(REFUSED_STATUSES) & rows["status_base"].eq(rows["status_new"])
             & reason("base").eq(reason("new")))
+
+
+def _seeds(seeds: pd.Series) -> str:
+    """``seed 0`` or ``seeds 0, 2``: the pairs a phrase is about."""
+    plural = "s" if len(seeds) > 1 else ""
+    return f"seed{plural} " + ", ".join(aggregate.format_value(v) for v in seeds.sort_values())
 
 
 def not_results(rows: pd.DataFrame) -> list[str]:

@@ -234,6 +234,20 @@ def failed_runs(summaries: dict[Path, dict]) -> list[str]:
             if s["status"] == "failed" or (s["status"] == RUNNING and not running_now(p.parent))]
 
 
+# The jobs refused before their record (a config that cannot resolve, lr=nan), job number -> the line that says
+# why (app.Job.take): nothing can be recorded for them (no resolved config, no identity), so the end screen's
+# "ran nothing (the line that says why is above)" needs the line above it (hostile h26 w29, w31).
+REFUSED_JOBS: dict[int, str] = {}
+REFUSALS_SAID: list[int] = []  # the jobs whose line the end screen put above it: main does not say it again
+
+
+def say_refused_jobs() -> None:
+    """One line per job refused before its record, naming the job, before the end screen."""
+    for num, why in sorted(REFUSED_JOBS.items()):
+        print(f"normbench: job #{num} ran nothing: {why}", file=sys.stderr, flush=True)
+        REFUSALS_SAID.append(num)
+
+
 class SweepSummary(Callback):
     """The table, the report, then the failed runs. Nothing a record holds can stop it: a record
     the reader sets aside is named in one line, and the exit status comes from the records read
@@ -255,6 +269,7 @@ class SweepSummary(Callback):
                 raise Refused(f"the sweep launched no job (a sweep over an empty list, or a glob that matches "
                               f"nothing): nothing was run in {sweep_dir}")
             return
+        say_refused_jobs()
         failed = failed_runs(summaries)
         try:
             with pd.option_context("display.width", 160, "display.max_rows", 60,

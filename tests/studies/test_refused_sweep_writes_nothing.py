@@ -38,3 +38,12 @@ def test_no_workers_is_refused_naming_the_key_before_any_file(cli, tmp_path):
                        "hydra.sweep.dir=sw", "report=false")
     assert code == 2 and err.count("\n") == 1 and "hydra.launcher.n_jobs" in err, err
     assert not (tmp_path / "sw").exists()
+
+
+def test_a_sweep_whose_every_job_cannot_resolve_leaves_nothing(cli, tmp_path):
+    """Hostile h26 w16: every job's interpolation overflowed: one line, exit 2, and empty 0/, 1/ and a multirun.yaml
+    were left; nothing ran, so nothing stays."""
+    code, _, err = cli("-m", *TINY, *TINY_TASK, "seed=0,1", "lr=${ceil_div:1e400,1}", "hydra.sweep.dir=sw/deep",
+                       "report=false")
+    assert code == 2 and err.count("\n") == 1 and "OverflowError" in err and "full_key: lr" in err, err
+    assert not (tmp_path / "sw").exists()

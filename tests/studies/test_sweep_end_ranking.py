@@ -2,6 +2,7 @@
 (reported apart from the sweep's efficiency), and a last line that says why no arm is ranked."""
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,4 +90,20 @@ def test_a_sweep_with_a_refused_job_advises_no_command(cli, tiny_args):
     assert code == 2 and "lr=nan must be a finite number" in err
     assert "python -m normbench" not in out, out
     assert "job(s) 1 ran nothing" in out
-    assert sweep_end.unrun_jobs(Path("s")) == ["1"]
+    assert "normbench: job #1 ran nothing: lr=nan must be a finite number" in err
+    assert sweep_end.unrun_jobs(Path("s")) == [] and not Path("s/1").exists()  # its empty folder goes with exit 2
+
+
+def test_a_job_whose_config_cannot_resolve_is_named_before_the_end_screen(cli, tiny_args, monkeypatch):
+    """Hostile h26 w29/w31: job 1's interpolation overflowed; the end screen said "the line that says why is above"
+    and that line came after it, naming no job; job 1's folder stayed, empty. Nothing can be recorded for it (no
+    resolved config, no identity): its line comes first, naming it, once; the other job's record stays."""
+    monkeypatch.setattr(sys, "stderr", sys.stdout)  # one stream: the order of the lines is what is tested
+    code, out, _ = cli("-m", *[a for a in tiny_args if not a.startswith("task.length=")],
+                       "task.length=8,${ceil_div:1e400,1}", "hydra.sweep.dir=s", "report=false")
+    assert code == 2, out
+    lines = [line for line in out.splitlines() if not line.startswith("[")]
+    said = [i for i, line in enumerate(lines) if "OverflowError" in line]
+    screen = next(i for i, line in enumerate(lines) if "job(s) 1 ran nothing (the line that says why is above)" in line)
+    assert len(said) == 1 and said[0] < screen and lines[said[0]].startswith("normbench: job #1 ran nothing: "), lines
+    assert Path("s/0/summary.json").is_file() and not Path("s/1").exists()
