@@ -51,8 +51,13 @@ def register_job_folder() -> None:
 
 def unstorable_cwd() -> str | None:
     """Why Hydra cannot start from the current folder, or None. Hydra stores the folder's path in its
-    config (``hydra.runtime.cwd``), where a ``${`` that does not close (``p${x``) fails to parse."""
-    cwd = os.getcwd()
+    config (``hydra.runtime.cwd``), where a ``${`` that does not close (``p${x``) fails to parse; and a folder
+    deleted while a shell stood in it has no path at all (a 23-44 line traceback, hostile h31 e16/e27)."""
+    try:
+        cwd = os.getcwd()
+    except OSError as err:
+        return (f"the current folder cannot be read ({err.strerror}): it was deleted or moved while this shell "
+                "stood in it; cd to an existing folder and run again")
     probe = OmegaConf.create({"cwd": ""})
     try:
         probe.cwd = cwd

@@ -593,6 +593,10 @@ def main(argv: list[str] | None = None) -> int:
     except StudyArgumentError as error:
         print(f"normbench.study: {' '.join(str(error).split())[:MAX_STRING]}", file=sys.stderr)
         return 2
+    refused = hydra_files.unstorable_cwd()  # before --out is made: Hydra composes every round from this folder
+    if refused:
+        print(f"normbench.study: {refused}", file=sys.stderr)
+        return 2
     try:
         with children.handling():
             return run_study(overrides, args)

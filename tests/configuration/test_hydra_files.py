@@ -1,5 +1,7 @@
 """The files and folders Hydra makes, read as Hydra made them (normbench/configuration/hydra_files.py)."""
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -7,6 +9,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 
 from normbench.configuration import hydra_files
+from tests.waiting import HANG_S
 
 
 def _main(monkeypatch, *args):
@@ -84,3 +87,19 @@ def test_hydra_runtime_cwd_is_the_folder_as_it_is(tmp_path, monkeypatch, tiny_ar
                  "report=false") == 0
     assert len(list((cwd / "s").rglob("summary.json"))) == 2
     assert not (tmp_path / "esc").exists()
+
+
+@pytest.mark.parametrize("command", [["steps=2"], ["study", "norm=ln,rms", "steps=2"]], ids=["run", "study"])
+def test_a_deleted_working_folder_is_one_line_before_anything_is_made(tmp_path, command):
+    # a shell standing in a folder deleted under it: os.getcwd() raises, which was a 23-44 line traceback
+    # (hostile h31 e16, e27); the run and the study say so in one line and make nothing
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (f"import os, runpy, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); "
+              f"sys.argv = ['normbench', *{command!r}]; runpy.run_module('normbench', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_S,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "deleted or moved" in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
