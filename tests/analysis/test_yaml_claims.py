@@ -323,8 +323,10 @@ def test_a_number_too_large_for_a_float_is_one_line_at_every_door(tmp_path, numb
     sweep with NORMBENCH_CLAIMS: each one line, exit 2, before anything runs."""
     claims = tmp_path / "cl"
     claims.mkdir()
-    text = EXAMPLE.read_text().replace("ln_simple_as_good", "mine")
-    (claims / "c.yaml").write_text(text + f"regime_checks: [{{name: bn_pool_at_most, n: {number}}}]\n")
+    # the example's own regime_checks left out: a key written twice is refused on its own (h31 c12)
+    kept = [line for line in EXAMPLE.read_text().replace("ln_simple_as_good", "mine").splitlines()
+            if not line.startswith(("regime_checks:", "  - off_"))]
+    (claims / "c.yaml").write_text("\n".join(kept) + f"\nregime_checks: [{{name: bn_pool_at_most, n: {number}}}]\n")
     (tmp_path / "none").mkdir()
     sweep = ["-m", "steps=2", "task=adding", "hydra.sweep.dir=s"]
     commands = [["-m", "normbench", "report", "none", "--claims", "cl"],
@@ -365,3 +367,17 @@ def test_a_number_yaml_reads_as_text_is_read_as_the_number_and_a_word_is_still_r
     for word in ("1e", "e-3", "1e-3x", "0x1p3", "nan"):
         with pytest.raises(ClaimFileError, match=f"margin needs a finite number, got '{word}'"):
             parse(with_(parts=[{**GOOD["parts"][0], "margin": word}]), "mine.yaml", set())
+
+
+@pytest.mark.parametrize("where", ["top", "arm"])
+def test_a_key_written_twice_is_one_line_naming_it(tmp_path, where):
+    # PyYAML keeps the last of two equal keys: a claim whose id was written twice was judged under the second,
+    # no line (hostile h31 c12); sweep files refuse the same mistake
+    text = EXAMPLE.read_text()
+    text = ("id: first\n" + text) if where == "top" else text.replace("{norm: ln,", "{norm: ln, norm: rms,", 1)
+    assert text != EXAMPLE.read_text()
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(text)
+    with pytest.raises(ClaimFileError, match=r"names the key '(id|norm)' \(line \d+\) twice") as refused:
+        read_file(twice)
+    assert "\n" not in str(refused.value)

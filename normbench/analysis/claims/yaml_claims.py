@@ -476,6 +476,10 @@ class _TooLarge(Exception):
     pass
 
 
+class _KeyTwice(Exception):
+    pass
+
+
 def _expanded_size(node, sizes: dict) -> int:
     """How many nodes the document has once every alias is expanded, counted without expanding any.
 
@@ -498,12 +502,34 @@ def _expanded_size(node, sizes: dict) -> int:
     return size
 
 
+def _duplicate_key(node, seen: set) -> str | None:
+    """The first key a mapping of the document names twice, with its line ("'id' (line 3)"), or None. PyYAML keeps
+    the last value silently, so a claim whose id or arm was written twice was judged under the second (hostile h31
+    c12); sweep files refuse the same mistake. Each node is visited once (aliases share nodes)."""
+    if id(node) in seen:
+        return None
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        keys = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in keys:
+                    return f"{_key_shown(key.value)} (line {key.start_mark.line + 1})"
+                keys.add(key.value)
+    children = ([v for pair in node.value for v in pair] if isinstance(node, yaml.MappingNode)
+                else node.value if isinstance(node, yaml.SequenceNode) else [])
+    return next((found for child in children if (found := _duplicate_key(child, seen))), None)
+
+
 def _bounded_load(text: str):
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
         if node is not None and _expanded_size(node, {}) > MAX_NODES:
             raise _TooLarge(f"expands past {MAX_NODES} YAML nodes (anchors and aliases)")
+        twice = None if node is None else _duplicate_key(node, set())
+        if twice:
+            raise _KeyTwice(f"names the key {twice} twice; a claim file names each key once")
         return loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
@@ -546,6 +572,8 @@ def read_file(path: Path, taken: set[str] = frozenset()) -> Claim:
         doc = _bounded_load(text)  # no Python tags: !!python/... is an error, never an object
     except _TooLarge as error:
         raise ClaimFileError(f"{where}: {error}; a claim is a short file") from None
+    except _KeyTwice as error:
+        raise ClaimFileError(f"{where}: {error}") from None
     except RecursionError:  # PyYAML's parser recurses once per nesting level: 5,000 "[" overflow it
         raise ClaimFileError(f"{where}: nested deeper than YAML can be read here; a claim is a short, flat file") from None
     except ValueError as error:  # a value PyYAML cannot build: an integer past Python's 4300 digits
