@@ -21,8 +21,8 @@
     pool: [layers]          # axes it may average over, optional
     also_compare: []        # axes tied to the arms, optional
 
-A file is data, never code: YAML read with the safe loader (no Python tags), at most 64 KiB, every
-key and name checked against the tables below, and anything that names code (a ``_target_``, a
+A file is data, never code: YAML read with the safe loader (no Python tags), at most 64 KiB, no key
+written twice in one mapping, every key and name checked against the tables below, and anything that names code (a ``_target_``, a
 module, a function, ``module:attribute``) refused. Each mistake is one line (ClaimFileError, exit
 status 2 from the commands), naming the file and the key.
 """
