@@ -14,7 +14,7 @@ from tests.report.conftest import write_record
 # each checked field: values that must set the record aside (the raw JSON text, so that 1e400 stays itself)
 WRONG = {
     "seed": ['"zero"', "true", "-1", "1.5", "null"],
-    "metrics": ["ABSENT", "[]", '"x"'],
+    "metrics": ["[]", '"x"'],
     "metrics.*": ["true", '"0.5"', '{"a": 1}', "1" + "0" * 400, "1e400"],
 }
 
@@ -51,4 +51,17 @@ def test_a_record_whose_checked_field_is_wrong_is_set_aside_naming_it(tmp_path, 
 def test_a_record_whose_checked_field_is_right_is_read(tmp_path, field, text):
     run = write_record(tmp_path, "run-0", seed=0, axes={"task": "adding"}, best_val=0.5)
     _put(run / "summary.json", field, text)
+    assert isinstance(read_summary(run / "summary.json"), RunRecord)
+
+
+def test_an_older_records_frozen_flag_and_a_missing_metrics_block_are_read(tmp_path):
+    # records of b1fa2f9 carry metrics.did_not_train as a bool (tests/data/records_b1fa2f9); a finished record
+    # without metrics is still a finished run (resume finds it: tests/test_identity.py)
+    run = write_record(tmp_path, "run-0", seed=0, axes={"task": "adding"}, best_val=0.5)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["metrics"]["did_not_train"] = True
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert isinstance(read_summary(run / "summary.json"), RunRecord)
+    del summary["metrics"]
+    (run / "summary.json").write_text(json.dumps(summary))
     assert isinstance(read_summary(run / "summary.json"), RunRecord)
