@@ -104,18 +104,23 @@ def test_a_failed_attempt_beside_its_finished_run_is_no_doubt(tmp_path):
     assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 0
 
 
+def blanked(missing):
+    """An edit that leaves a record's final_val missing: null (None), NaN, Infinity, or the key dropped."""
+    def blank(summary):
+        if missing == "drop":
+            summary["metrics"].pop("final_val", None)
+        else:
+            summary["metrics"]["final_val"] = {None: None, "nan": float("nan"), "inf": float("inf")}[missing]
+    return blank
+
+
 @pytest.mark.parametrize("missing", [None, "nan", "drop"])
 def test_a_baseline_without_its_metric_fails_rather_than_hiding_a_regression(tmp_path, capsys, missing):
     # N106/N107/N114: the baseline pair with no metric was left out of the difference, and NEW's 100 passed
     base = runs(tmp_path / "base", [0.05, 0.05])
     new = runs(tmp_path / "new", [0.05, 0.05])
 
-    def blank(summary):
-        if missing == "drop":
-            summary["metrics"].pop("final_val", None)
-        else:
-            summary["metrics"]["final_val"] = None if missing is None else float("nan")
-    edit(base[0], blank)
+    edit(base[0], blanked(missing))
     edit(new[0], set_final(100.0))
     assert main([str(tmp_path / "base"), str(tmp_path / "new")]) == 1
     assert "missing in BASELINE" in capsys.readouterr().out
@@ -128,11 +133,7 @@ def test_a_pair_without_its_metric_in_both_sets_fails_and_is_named(tmp_path, cap
     base = runs(tmp_path / "base", [0.05, 0.05])
     new = runs(tmp_path / "new", [0.05, 0.05])
 
-    def blank(summary):
-        if missing == "drop":
-            summary["metrics"].pop("final_val", None)
-        else:
-            summary["metrics"]["final_val"] = {None: None, "nan": float("nan"), "inf": float("inf")}[missing]
+    blank = blanked(missing)
     for seed in seeds:
         edit(base[seed], blank)
         edit(new[seed], blank)
