@@ -188,7 +188,8 @@ CLAIMS_2026: list[Claim] = [
                  better("Under Muon, RMSNorm scores better than Derf", "rms @ muon", "derf @ muon")),
           requires=(TRANSFORMER,), also_compare=("optim", "muon"), prepare=muon_level,
           design="Arms: a 2 × 2 factorial, RMSNorm and Derf (α₀ = 0.5, the published default) × AdamW and Muon, "
-                 "each optimizer at one lr (sweeps/derf_muon.yaml). The interaction is the claim; the paper's 3 × 2 "
+                 "each cell at its own lr, tuned over one grid on a selection seed (sweeps/derf_muon.yaml). The "
+                 "interaction is the claim; the paper's 3 × 2 "
                  "factorial also has DyT as a control.",
           quote="Dynamic Erf (Derf; Chen & Liu, 2025) suffers a large negative interaction with Muon (Jordan, 2024), "
                 "with its gap to RMSNorm growing from +0.31 nats under AdamW to +0.97 under Muon, approximately three "
