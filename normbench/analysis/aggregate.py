@@ -245,6 +245,25 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     given = runs.get("task.higher_is_better", pd.Series(None, index=runs.index))
     runs["task.higher_is_better"] = given.where(given.notna(), inferred).fillna(True).astype(bool)
     runs[metric_table.path("did_not_train")] = rules.did_not_train_column(runs)  # a verdict: decided here, never read back
+    return read_back_defaults(runs)
+
+
+def read_back_defaults(runs: pd.DataFrame) -> pd.DataFrame:
+    """A setting at the value every earlier record ran with is left out of a run's identity
+    (contract.EARLIER_DEFAULTS). Where a study sets it on some of its runs, its other runs of a family that
+    reads it read that value, so qknorm_lr's arms are "model.qk_norm=true" and "model.qk_norm=false", not
+    "model.qk_norm=true" and two arms told apart only by their hash."""
+    study = runs["study"] if "study" in runs else pd.Series(NO_STUDY, index=runs.index)
+    family = runs["axes.model"].astype(str) if "axes.model" in runs else pd.Series("", index=runs.index)
+    for key, default in contract.EARLIER_DEFAULTS.items():
+        column = f"axes.{key}"
+        if column not in runs:
+            continue
+        set_in_study = runs[column].notna().groupby(study).transform("any")
+        reads = family.map(lambda name, key=key: contract.family_reads(name, key))
+        missing = runs[column].isna() & set_in_study & reads
+        if missing.any():
+            runs[column] = runs[column].astype(object).where(~missing, default)
     return runs
 
 

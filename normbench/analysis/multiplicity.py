@@ -171,6 +171,10 @@ def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = Non
     if shared:
         line += ("; " + "; ".join(" and ".join(group) for group in shared)
                  + " rest on shared runs, which moves the spread of that count, not its mean")
+    elif len(found) > 1:  # referee 22: say that the count's spread is that of independent tests
+        studies = len({r.study for r in found})
+        line += (f"; the {len(found)} come from {_count(studies, 'study', 'studies')} and share no runs"
+                 if studies == len(found) else f"; no two of the {len(found)} share runs")
     line += (f"); {len(directional)} are directional. Benjamini–Hochberg at {alpha:g} over one p per judged verdict "
              f"(all {len(found)}, inconclusive ones included; each p is the own test's of the part the verdict rests "
              f"on: a t on its degrees of freedom, Fisher's exact test for one rate comparison, and only where the "
@@ -181,10 +185,24 @@ def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = Non
              + (f": {', '.join(name(r) for r in kept)}" if kept else ""))
     if lost:
         line += f"; it does not keep {', '.join(f'{name(r)} ({shown_status(r.status)}, q {_q(r.q)})' for r in lost)}"
+    # referee 22: a part shown supported or not reproduced inside a verdict that is not judged is not a verdict
+    outside = [f"{entry_of(claim, verdict, titles)} part {i}" for claim, verdict in pairs if verdict.status not in JUDGED
+               for i, part in enumerate(getattr(verdict, "parts", ()) or (), 1) if part.status in DIRECTIONAL]
+    if outside:
+        line += (f"; outside this count and the correction, parts shown {shown_status(SUPPORTED)} or "
+                 f"{shown_status(CONTRADICTED)} inside verdicts that are not judged (their gates hold the verdict): "
+                 + ", ".join(outside))
     undecided = any(r.status == INCONCLUSIVE for r in found)
     return (line + "; q per judged verdict" + (" (an inconclusive one's: its undecided part's difference from no "
                                                "effect, which decides nothing)" if undecided else "")
             + ": " + ", ".join(f"{name(r)} {_q(r.q)}" for r in found) + ".")
+
+
+def entry_of(claim, verdict, titles: dict[str, str] | None) -> str:
+    """A claim's verdict as the claims line names it: its claim and study."""
+    study = str(getattr(verdict, "study", "") or "")
+    study = (titles or {}).get(study, study)
+    return f"{claim.id} ({study})" if study else claim.id
 
 
 def _q(q: float) -> str:

@@ -127,6 +127,20 @@ def _inert(config: dict) -> list[str]:
     return inert
 
 
+# Settings added after records existed, with the value every earlier record ran with. At that value a run leaves
+# the setting out of its identity (so those records keep their hashes); the analysis reads a run that leaves one
+# out at this value where its family reads the setting (analysis/aggregate.py, read_back_defaults).
+EARLIER_DEFAULTS = {"model.qk_norm": False, "model.bidirectional": False, "model.recurrent_init": "uniform"}
+
+
+def family_reads(family: str, key: str) -> bool:
+    """Whether a run of model family ``family`` reads the ``model.*`` setting ``key``: one of its own parameters,
+    or bidirectional in a recurrent family (a Transformer refuses it)."""
+    described_family = families.described(family)
+    name = key.removeprefix("model.")
+    return name in described_family.parameters or (name == "bidirectional" and described_family.recurrent)
+
+
 def effective_config(config: dict) -> dict:
     """The recorded config without harness keys and without the settings that cannot change the run.
 

@@ -107,6 +107,15 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
     decided = [c for c in claims if c.status in ("supported", "contradicted")]
     if decided:
         words += "; claims " + ", ".join(f"{c.id} {verdict_words(c.status)}" for c in decided)
+    # referee 22: depth_placements offered "lns or pre" while lns_variance_depth's part 3, a claim test on the same
+    # runs, showed lns ahead of pre at α 0.05: a part tested alone is named, and what ★ is beside it
+    tested = [c for c in claims if c.tested]
+    if tested:
+        words += "; claim parts tested alone, their verdicts not testable here: " + ", ".join(
+            f"{c.id} {c.tested}" for c in tested)
+    if stars > 1 and (decided or tested):
+        words += (" (★ is the leaderboard's set, its intervals widened for the study's comparisons; a claim part "
+                  "tested alone at α = 0.05 can tell two ★ arms apart)")
     return words
 
 

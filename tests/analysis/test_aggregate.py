@@ -207,3 +207,21 @@ def test_a_record_of_cell_kernel_cpp_and_a_run_of_compiled_are_one_group(runs_of
         folders.append(folder)
     frame = runs_frame([read_summary(folder / "summary.json") for folder in folders])
     assert frame["environment.cell_kernel"].tolist() == ["compiled-avx2", "torch_compile"]
+
+
+def test_a_setting_left_out_at_its_earlier_default_names_its_arm(runs_of):
+    # qknorm_lr in the example: model.qk_norm=false is left out of identity (every earlier record ran so), and its
+    # arms read "lr=0.0215 [eaaacf]" beside "lr=0.0215 [248c5c]": a reader could not tell which one had qk-norm
+    study = {"schema": "normbench.study/1", "id": "0123456789ab", "name": "qknorm_lr", "purpose": "qk-norm",
+             "swept": ["model.qk_norm", "lr", "seed"], "arms": ["model.qk_norm", "lr"], "command": "normbench study"}
+    qk = [{"model": "transformer", "model.qk_norm": True}, {"model": "transformer"}]
+    runs = runs_of(*[{"seed": s, "study": study, "best_val": 0.5 + 0.1 * i, "axes": {**axes, "lr": 0.01}}
+                     for i, axes in enumerate(qk) for s in range(2)])
+    runs, _, _ = grouped(runs)
+    assert sorted(set(runs["arm"])) == ["model.qk_norm=false", "model.qk_norm=true"]
+    # a family that does not read the setting is left as it was, and a study that never sets it gains no column value
+    lstm = runs_of(*[{"seed": s, "study": study, "axes": {"model": m, **extra}} for s in range(2)
+                     for m, extra in (("transformer", {"model.qk_norm": True}), ("lstm", {}))])
+    assert lstm.loc[lstm["axes.model"] == "lstm", "axes.model.qk_norm"].isna().all()
+    plain = runs_of({"seed": 0, "axes": {"model": "transformer"}}, {"seed": 1, "axes": {"model": "transformer"}})
+    assert "axes.model.qk_norm" not in plain or plain["axes.model.qk_norm"].isna().all()

@@ -146,3 +146,19 @@ def test_the_p_is_read_from_the_part_the_verdict_rests_on():
     found.status, against_ok = SUPPORTED, Part("second", SUPPORTED, "t", against.effects)
     found.parts = [Part("first", SUPPORTED, "t", (Effect("x", 0.5, (0.1, 0.9), 0.0, 0.9),)), against_ok]
     assert verdict_p(found) == pytest.approx(max(p_value(p.effect) for p in found.parts))  # every part had to hold
+
+
+def test_the_line_says_when_no_verdicts_share_runs_and_names_directional_parts_outside_the_count():
+    """Referee 22: the example's 8 judged verdicts came from 8 studies with no shared runs, and the page did not
+    say so; and 'supported' parts inside not-testable verdicts were neither counted nor said to be outside."""
+    from normbench.analysis.claims.vocabulary import NOT_TESTABLE
+
+    gated = SimpleNamespace(status=NOT_TESTABLE, study="s9", parts=[SimpleNamespace(status=NOT_TESTABLE),
+                                                                    SimpleNamespace(status=SUPPORTED)])
+    pairs = [(claim("one"), verdict(SUPPORTED, 0.3, (0.2, 0.4), study="s1")),
+             (claim("two"), verdict(CONTRADICTED, -0.3, (-0.4, -0.2), study="s2", arms=(("pre", 0),))),
+             (claim("gated"), gated)]
+    line = claims_line(pairs, titles={"s9": "depth_placements"})
+    assert "(2α each; the 2 come from 2 studies and share no runs); 2 are directional." in line, line
+    assert ("outside this count and the correction, parts shown supported or not reproduced in this setup inside "
+            "verdicts that are not judged (their gates hold the verdict): gated (depth_placements) part 2;") in line

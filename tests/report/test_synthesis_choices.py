@@ -330,3 +330,26 @@ def test_the_favoured_arm_its_or_x_and_its_interval_come_from_the_best_sets_own_
     assert [c.split(" (")[0] for c in line.choices] == ["norm=ln, placement=in_cell", "norm=ln, placement=post"], \
         line.choices
     assert "left out" not in line.effect and "(95% [" in line.effect, line.effect
+
+
+def test_a_claim_part_tested_alone_is_named_beside_the_best_set_it_can_split(runs_of):
+    """Referee 22: depth_placements offered "lns or pre" (both ★, the leaderboard's widened intervals) while
+    lns_variance_depth part 3, a claim test on the same runs at α 0.05, showed lns ahead of pre: the line named
+    neither that part nor what ★ is beside it."""
+    from types import SimpleNamespace
+
+    rows = [{"seed": s, "best_val": value + 0.004 * ((s * 7 + len(norm)) % 3), "axes": {"norm": norm, "task": "mqar"}}
+            for s in range(4) for norm, value in (("ln", 0.95), ("dyt", 0.949), ("bn", 0.5))]
+    runs = runs_of(*rows)
+    axes = varying_axes(runs)
+    runs = label_groups(runs, axes)
+    summary = summarize_groups(runs, axes)
+    gated = SimpleNamespace(id="lns_variance_depth", status="not testable here", tested="part 3 supported")
+    section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [], claims=[gated])
+    (line,) = [line for line in synthesis(summary, runs, [section], of_frames(runs, summary)) if line.studies]
+    assert line.kind == FAVOURED and len(line.choices) == 2
+    assert ("claim parts tested alone, their verdicts not testable here: lns_variance_depth part 3 supported "
+            "(★ is the leaderboard's set, its intervals widened for the study's comparisons; a claim part tested "
+            "alone at α = 0.05 can tell two ★ arms apart)") in line.sure, line.sure
+    (plain,) = lines_for(runs_of(*rows))
+    assert "tested alone" not in plain.sure and "★ is the leaderboard's set" not in plain.sure
