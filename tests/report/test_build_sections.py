@@ -57,8 +57,14 @@ def test_figures_leave_the_page_least_informative_first_until_it_fits():
     # the study showing the most gives first, its least informative figure (throughput) first
     assert [f.name for f in big.figures] == ["curves_val_vs_step", "heatmap_primary"] and big.left_out == ["throughput"]
     assert [f.name for f in small.figures] == ["curves_val_vs_step"] and small.left_out == ["heatmap primary"]
-    sections.fit_page([big, small], lambda f: 100, budget=0)
+    sections.fit_page([big, small], lambda f: 100, budget=200)
     assert len(big.figures) == len(small.figures) == 1  # each study keeps its most informative figure
+    # ... while the page can hold them: past that, the largest leaves first (the example's 16 studies came to 3.05 MB)
+    sizes = {"a": 150, "b": 100}
+    sections.fit_page([big, small], lambda f: sizes[f.study], budget=120)
+    assert not big.figures and big.left_out[0] == "curves val vs step" and len(small.figures) == 1
+    sections.fit_page([big, small], lambda f: sizes[f.study], budget=0)
+    assert not small.figures and small.left_out[0] == "curves val vs step"
 
 
 def test_a_caption_sentence_is_written_once():
