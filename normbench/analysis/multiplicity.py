@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from normbench.analysis.claims.engine import shown_status
-from normbench.analysis.claims.vocabulary import CONTRADICTED, INCONCLUSIVE, SUPPORTED
+from normbench.analysis.claims.vocabulary import CONTRADICTED, DEPENDS, INCONCLUSIVE, SUPPORTED
 from normbench.analysis.rules import ALPHA
 
 DIRECTIONAL = (SUPPORTED, CONTRADICTED)
@@ -187,15 +187,27 @@ def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = Non
         line += f"; it does not keep {', '.join(f'{name(r)} ({shown_status(r.status)}, q {_q(r.q)})' for r in lost)}"
     # referee 22: a part shown supported or not reproduced inside a verdict that is not judged is not a verdict
     outside = [f"{entry_of(claim, verdict, titles)} part {i}" for claim, verdict in pairs if verdict.status not in JUDGED
-               for i, part in enumerate(getattr(verdict, "parts", ()) or (), 1) if part.status in DIRECTIONAL]
+               and not str(verdict.status).startswith(DEPENDS) for i, part in enumerate(getattr(verdict, "parts", ()) or (), 1) if part.status in DIRECTIONAL]
     if outside:
         line += (f"; outside this count and the correction, parts shown {shown_status(SUPPORTED)} or "
                  f"{shown_status(CONTRADICTED)} inside verdicts that are not judged (their gates hold the verdict): "
                  + ", ".join(outside))
+    # a claim whose settings disagree ("depends on task.n_train") is no one test: outside too, with what each said
+    split = [f"{entry_of(claim, verdict, titles)}: " + "; ".join(
+                f"{shown_status(status)} at {setting}" for setting, status in _settings(verdict))
+             for claim, verdict in pairs if str(verdict.status).startswith(DEPENDS)]
+    if split:
+        line += "; outside them as well, the claims whose settings disagree: " + ", ".join(split)
     undecided = any(r.status == INCONCLUSIVE for r in found)
     return (line + "; q per judged verdict" + (" (an inconclusive one's: its undecided part's difference from no "
                                                "effect, which decides nothing)" if undecided else "")
             + ": " + ", ".join(f"{name(r)} {_q(r.q)}" for r in found) + ".")
+
+
+def _settings(verdict) -> list[tuple[str, str]]:
+    """(setting, status) of each setting a claim was judged at: its headline one, then the others."""
+    first = [(verdict.setting, verdict.setting_status)] if getattr(verdict, "setting_status", "") else []
+    return first + list(getattr(verdict, "others", ()) or ())
 
 
 def entry_of(claim, verdict, titles: dict[str, str] | None) -> str:

@@ -162,3 +162,16 @@ def test_the_line_says_when_no_verdicts_share_runs_and_names_directional_parts_o
     assert "(2α each; the 2 come from 2 studies and share no runs); 2 are directional." in line, line
     assert ("outside this count and the correction, parts shown supported or not reproduced in this setup inside "
             "verdicts that are not judged (their gates hold the verdict): gated (depth_placements) part 2;") in line
+
+
+def test_a_claim_whose_settings_disagree_is_named_outside_the_count_with_each_settings_reading():
+    """The regenerated example's dyt_matches_ln on dyt_data_regime read "depends on task.n_train" (inconclusive at
+    1000 windows, not reproduced at 16000): neither in the judged count nor said to be outside it."""
+    split = SimpleNamespace(status="depends on task.n_train", study="s7", setting="task.n_train=1000",
+                            setting_status=INCONCLUSIVE, others=[("task.n_train=16000", CONTRADICTED)],
+                            parts=[SimpleNamespace(status=INCONCLUSIVE)])
+    pairs = [(claim("one"), verdict(SUPPORTED, 0.3, (0.2, 0.4), study="s1")), (claim("dyt_matches_ln"), split)]
+    line = claims_line(pairs, titles={"s7": "dyt_data_regime"})
+    assert ("; outside them as well, the claims whose settings disagree: dyt_matches_ln (dyt_data_regime): "
+            "inconclusive at task.n_train=1000; not reproduced in this setup at task.n_train=16000") in line, line
+    assert "contradicted" not in line

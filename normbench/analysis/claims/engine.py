@@ -601,16 +601,16 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     gated = [n for n, v in applicable if v.status == NOT_TESTABLE]
     if len(statuses) > 1 and statuses & {SUPPORTED, CONTRADICTED}:
         keys = _differing([n for n, _ in testable])
-        shown = "; ".join(f"{n}: {v.status}" for n, v in testable[:8])
-        verdict.status = f"{DEPENDS} {keys}"
+        shown = "; ".join(f"{n}: {shown_status(v.status)}" for n, v in testable[:8])  # the page's words, as everywhere
+        verdict.setting_status, verdict.status = verdict.status, f"{DEPENDS} {keys}"
         where = (f" Judged at each of {len(testable)} testable settings, which disagree ({shown}"
                  f"{' …' if len(testable) > 8 else ''}): the claim depends on {keys}. The effect shown is {name}'s.")
     elif others:
-        agree = (f"which agree: {verdict.status}" if len(testable) == len(applicable) else
-                 f"testable at {len(testable)} ({verdict.status}), not testable here at {', '.join(gated)}"
+        agree = (f"which agree: {shown_status(verdict.status)}" if len(testable) == len(applicable) else
+                 f"testable at {len(testable)} ({shown_status(verdict.status)}), not testable here at {', '.join(gated)}"
                  if testable else "not testable here at any")
         where = (f" Judged at each of {len(applicable)} settings, {agree}. The effect shown is "
-                 f"{name}'s; the others: " + "; ".join(f"{n}: {v.status}" for n, v in others[:6])
+                 f"{name}'s; the others: " + "; ".join(f"{n}: {shown_status(v.status)}" for n, v in others[:6])
                  + (" …" if len(others) > 6 else "") + ".")
     else:
         where = f" Judged within {name}." if name else ""

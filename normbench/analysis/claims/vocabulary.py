@@ -271,6 +271,7 @@ class Verdict:
     setting: str = ""
     alpha: float = ALPHA
     others: list[tuple[str, str]] = field(default_factory=list)  # (setting, status) judged beside it
+    setting_status: str = ""  # a "depends on" verdict: its headline setting's own status (the status says "depends on")
     context: str = ""  # the explanation without its per-part lines (shown above the part table)
     scale: str = ""    # what it was measured at (regime.scale_text): parameters, steps, examples, device
     seeds: dict[str, int] = field(default_factory=dict)  # distinct seeds per arm judged (n is seeds, not runs)
