@@ -113,9 +113,6 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
     if tested:
         words += "; claim parts tested alone, their verdicts not testable here: " + ", ".join(
             f"{c.id} {c.tested}" for c in tested)
-    if stars > 1 and (decided or tested):
-        words += (" (★ is the leaderboard's set, its intervals widened for the study's comparisons; a claim part "
-                  "tested alone at α = 0.05 can tell two ★ arms apart)")
     return words
 
 
@@ -380,7 +377,9 @@ def _reading(line: FamilyLine) -> str:
         return f"{' or '.join(line.choices or line.arms)} (every arm at one shared lr: not used)"
     if line.kind == TIED:
         tied = [f"norm={n}" for n in line.norms_best] if len(line.norms_best) > 1 else line.arms
-        return f"a tie, no arm shown better ({', '.join(tied)})" if tied else "a tie, no arm shown better"
+        # referees 23: "a tie" read as equal; the arms are only not told apart (no equivalence test says equal)
+        return (f"not told apart, no arm shown better ({', '.join(tied)})" if tied
+                else "not told apart, no arm shown better")
     if line.kind == GATED:  # the gate's reason without its numbers: the line below the table gives them
         return line.favoured.split(" · task ")[0].split(" — ")[0].split(" (")[0]
     return {NO_CHOICE: "no choice varied", PLATEAU: PLATEAU}.get(line.kind, UNRANKED)

@@ -591,6 +591,12 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     # where two testable settings disagree (rnn_table read "depends on task" for supported on adding and not
     # testable on fortunes_lm); the headline is the testable setting with most seeds
     testable = [(n, v) for n, v in applicable if v.status != NOT_TESTABLE]
+    # a setting where the claim is not reproduced refutes a claim stated without that setting: unless another setting
+    # supports it (then it depends on the setting), it leads, beside undecided ones (referee 23: "depends on
+    # task.n_train" for not reproduced at 16000 windows and undecided at 1000)
+    refuted = {v.status for _, v in testable} & {SUPPORTED, CONTRADICTED} == {CONTRADICTED}
+    if refuted:
+        testable.sort(key=lambda item: item[1].status != CONTRADICTED)  # stable: the most seeds first within each
     applicable = testable + [(n, v) for n, v in applicable if v.status == NOT_TESTABLE]
     (name, verdict), others = applicable[0], applicable[1:]
     if not verdict.context.strip() and verdict.explanation.strip():  # a setup hook's reason (no parts): shown on
@@ -599,12 +605,17 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     verdict.setting, verdict.others = name, [(n, v.status) for n, v in others]
     statuses = {v.status for _, v in testable}
     gated = [n for n, v in applicable if v.status == NOT_TESTABLE]
-    if len(statuses) > 1 and statuses & {SUPPORTED, CONTRADICTED}:
+    if len(statuses) > 1 and SUPPORTED in statuses:
         keys = _differing([n for n, _ in testable])
         shown = "; ".join(f"{n}: {shown_status(v.status)}" for n, v in testable[:8])  # the page's words, as everywhere
         verdict.setting_status, verdict.status = verdict.status, f"{DEPENDS} {keys}"
         where = (f" Judged at each of {len(testable)} testable settings, which disagree ({shown}"
                  f"{' …' if len(testable) > 8 else ''}): the claim depends on {keys}. The effect shown is {name}'s.")
+    elif refuted and len(statuses) > 1:
+        where = (f" Judged at each of {len(applicable)} settings: {shown_status(CONTRADICTED)} at {name}, which a claim "
+                 f"stated for every setting cannot outweigh; the others: "
+                 + "; ".join(f"{n}: {shown_status(v.status)}" for n, v in others[:6]) + (" …" if len(others) > 6 else "")
+                 + f". The effect shown is {name}'s.")
     elif others:
         agree = (f"which agree: {shown_status(verdict.status)}" if len(testable) == len(applicable) else
                  f"testable at {len(testable)} ({shown_status(verdict.status)}), not testable here at {', '.join(gated)}"

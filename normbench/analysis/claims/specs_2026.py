@@ -15,7 +15,7 @@ import pandas as pd
 
 from normbench.analysis import lr_sensitivity
 from normbench.analysis.claims.predicates import needs
-from normbench.analysis.claims.specs import fails_more_often, normalization_matters
+from normbench.analysis.claims.specs import ARM_LR_REMEDY, fails_more_often, normalization_matters
 from normbench.analysis.claims.vocabulary import (
     LARGEST,
     NOT_TRUE,
@@ -121,7 +121,13 @@ CLAIMS_2026: list[Claim] = [
                               "most 2x) beside a small one seen 4x or more (sweeps/dyt_data_regime.yaml)",
                        # the thresholds and the check date from 3a36bb6; 470ef77 (2026-12-03 11:03) reworded the remedy
                        added="2026-12-02T14:12"),
-                 needs("off_chance", 1, 2, added="2026-12-02T14:12"), needs("off_trivial", 1, 2, added="2026-12-03T11:03"), needs("own_lr", 1, 2, added="2026-12-03T11:03"),)),
+                 needs("off_chance", 1, 2, added="2026-12-02T14:12"), needs("off_trivial", 1, 2, added="2026-12-03T11:03"), needs("own_lr", 1, 2, added="2026-12-03T11:03"),
+                 # referee 23: at 1000 windows DyT's lr (the grid's top, chosen on one seed) left 2 of 3 runs short
+                 # of the bigram, and part 1 read that against LN; the mechanism (part 3) moved with the lr
+                 *(needs("arm_trains", part, arm=arm, remedy=ARM_LR_REMEDY, added="2026-12-05T02:20")
+                   for part, arms in ((1, ("dyt @ small data", "ln @ small data")), (2, ("dyt @ large data", "ln @ large data")))
+                   for arm in arms),
+                 needs("same_lr", 3, added="2026-12-05T02:20"),)),
     Claim("dyt_faster_than_rms",
           "DyT makes a training step faster than RMSNorm, each at its fastest correct kernel.",
           "Zhu, Chen, He, LeCun & Liu 2025, Transformers without Normalization, Appendix C (efficiency; §6.1 in the "
