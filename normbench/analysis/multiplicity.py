@@ -158,12 +158,9 @@ def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = Non
     lost = [r for r in directional if r not in kept]
     groups = [[name(r) for r in found if r.piece == k] for k in dict.fromkeys(r.piece for r in found)]
     shared = [group for group in groups if len(group) > 1]
-    def entry(r: Reading) -> str:  # a verdict as the claims line names it: its claim and study
-        study = (titles or {}).get(r.study, r.study)
-        return f"{r.claim} ({study})" if study else r.claim
     # each status in the page's words, with the entries it counts (referee 20: "3 contradicted", bare and unnamed)
     by_status = "; ".join(f"{sum(r.status == s for r in found)} {shown_status(s)}: "
-                          + ", ".join(entry(r) for r in found if r.status == s)
+                          + ", ".join(entry_of(r.claim, r.study, titles) for r in found if r.status == s)
                           for s in JUDGED if any(r.status == s for r in found))
     line = (f"Multiplicity: {_count(len(found), 'judged verdict')} ({by_status}), each a one-sided test at "
             f"α = {alpha:g} in each direction, so with no true effect anywhere about {2 * alpha * len(found):.2g} of "
@@ -186,14 +183,14 @@ def claims_line(pairs, alpha: float = ALPHA, titles: dict[str, str] | None = Non
     if lost:
         line += f"; it does not keep {', '.join(f'{name(r)} ({shown_status(r.status)}, q {_q(r.q)})' for r in lost)}"
     # referee 22: a part shown supported or not reproduced inside a verdict that is not judged is not a verdict
-    outside = [f"{entry_of(claim, verdict, titles)} part {i}" for claim, verdict in pairs if verdict.status not in JUDGED
+    outside = [f"{entry_of(claim.id, getattr(verdict, 'study', ''), titles)} part {i}" for claim, verdict in pairs if verdict.status not in JUDGED
                and not str(verdict.status).startswith(DEPENDS) for i, part in enumerate(getattr(verdict, "parts", ()) or (), 1) if part.status in DIRECTIONAL]
     if outside:
         line += (f"; outside this count and the correction, parts shown {shown_status(SUPPORTED)} or "
                  f"{shown_status(CONTRADICTED)} inside verdicts that are not judged (their gates hold the verdict): "
                  + ", ".join(outside))
     # a claim whose settings disagree ("depends on task.n_train") is no one test: outside too, with what each said
-    split = [f"{entry_of(claim, verdict, titles)}: " + "; ".join(
+    split = [f"{entry_of(claim.id, getattr(verdict, 'study', ''), titles)}: " + "; ".join(
                 f"{shown_status(status)} at {setting}" for setting, status in _settings(verdict))
              for claim, verdict in pairs if str(verdict.status).startswith(DEPENDS)]
     if split:
@@ -210,11 +207,11 @@ def _settings(verdict) -> list[tuple[str, str]]:
     return first + list(getattr(verdict, "others", ()) or ())
 
 
-def entry_of(claim, verdict, titles: dict[str, str] | None) -> str:
-    """A claim's verdict as the claims line names it: its claim and study."""
-    study = str(getattr(verdict, "study", "") or "")
+def entry_of(claim_id: str, study, titles: dict[str, str] | None) -> str:
+    """A verdict as the claims line names it: its claim and the title of its study."""
+    study = str(study or "")
     study = (titles or {}).get(study, study)
-    return f"{claim.id} ({study})" if study else claim.id
+    return f"{claim_id} ({study})" if study else claim_id
 
 
 def _q(q: float) -> str:
