@@ -179,6 +179,10 @@ def _harness_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument(f"--{prefix}steps", type=_positive, dest="harness_steps", help="training steps per trial (default 200)")
     p.add_argument("--trials", type=_positive, help="lockstep harness+bare runs (default 3)")
     p.add_argument("--probe-every", type=_at_least(0), help="override the config's probe_every")
+    p.add_argument("--fold", type=_at_least(2), metavar="SEEDS",
+                   help="instead: the most that training SEEDS seeds of a run as one batch could save (a step at "
+                        "SEEDS x batch against SEEDS steps, interleaved; the default LSTM run and the Transformer "
+                        "language model)")
 
 
 def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -258,8 +262,9 @@ def _command(name: str, args: argparse.Namespace) -> str:
         words += ["--masked"] if args.masked else []
         words += ["--clock", args.clock] if args.clock != "wall" else []
     elif name == "harness":
-        for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every")):
-            words += [flag, str(getattr(args, key))] if getattr(args, key) else []
+        for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every"),
+                          ("--fold", "fold")):
+            words += [flag, str(getattr(args, key))] if getattr(args, key, None) else []
     elif name == "sweep" and args.profile:
         against = ["--against", str(args.against), "--rounds", str(args.rounds or 2)] if args.against else []
         words += ["--profile", *against]
@@ -292,6 +297,9 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
                             input_size=args.input_size, norm=args.norm, quick=args.quick, repeats=args.repeats,
                             candidates=tuple(dict.fromkeys(candidates)), device=args.cell_device, clock=args.clock,
                             command=command)
+    elif name == "harness" and getattr(args, "fold", None):
+        section = harness.fold_ceiling(seeds=args.fold, repeats=args.repeats, quick=args.quick, threads=threads,
+                                       command=command)
     elif name == "harness":
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)

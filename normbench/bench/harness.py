@@ -258,6 +258,52 @@ def summarize(rows: list[dict], costs: dict, probe_every: int, overrides: list[s
     return Section("harness", command, env, rows, markdown, ratios, {"facts": facts})
 
 
+FOLD_SEEDS = 8  # issue 48's study: 2 arms x 8 seeds
+FOLD_CONFIGS = {  # the two models issue 48 names: its default LSTM run, and the language-modelling Transformer
+    "lstm": [],
+    "transformer": ["model=transformer", "task=fortunes_lm", "task.length=32"],
+}
+
+
+def fold_ceiling(*, seeds: int = FOLD_SEEDS, configs: dict[str, list[str]] | None = None, repeats: int | None = None,
+                 quick: bool = False, threads: int | None = None, command: str = "") -> Section:
+    """The most that training ``seeds`` runs of one arm as one process could save by batched products (issue 48's
+    "seeds trained together"): the seeds stacked along the batch, a step then costs at least what one step of
+    ``seeds`` x batch_size costs (the same products, one call each); alone, ``seeds`` steps of batch_size.
+    Both timed interleaved in one process (``measure``) as BareLoop steps, the ratio of ``seeds`` alone to one
+    stacked step is the ceiling: a stacked model adds its own work (one product per seed's weights), never less."""
+    rows = []
+    for name, overrides in (configs or FOLD_CONFIGS).items():
+        loops = {}
+        for width in (1, seeds):
+            node = compose_config([*overrides, "progress=false", *([f"threads={threads}"] if threads else [])])
+            node.batch_size = int(node.batch_size) * width
+            cfg, task, model, device = prepare(node)
+            loops[width] = BareLoop(cfg, task, model, device)
+        timings = measure({f"batch x{w}": loop.step for w, loop in loops.items()},
+                          repeats=repeats or (3 if quick else 15), warmup=3, timer=clock_for(device))
+        alone, stacked = timings["batch x1"].median, timings[f"batch x{seeds}"].median
+        rows.append({"model": name, "overrides": " ".join(overrides), "batch_size": loops[1].batches.batch_size,
+                     "seeds": seeds, "step_ms": alone * 1e3, "stacked_step_ms": stacked * 1e3,
+                     "ceiling": seeds * alone / stacked})
+    env = bench_environment(device)
+    ratios = [RatioLine(f"{r['seeds']} seeds of {r['model']} as one batch, at best", r["ceiling"],
+                        f"{r['seeds']} steps alone", command, target=">= 3",
+                        note=f"{r['seeds']} x {r['step_ms']:.2f} ms alone vs {r['stacked_step_ms']:.2f} ms stacked")
+              for r in rows]
+    table = markdown_table(["model", "batch", "ms a step alone", f"ms a step of {seeds} x batch", "ceiling"],
+                           [[r["model"], r["batch_size"], f"{r['step_ms']:.2f}", f"{r['stacked_step_ms']:.2f}",
+                             f"{r['ceiling']:.2f}x"] for r in rows])
+    markdown = "\n\n".join([
+        f"## Seeds trained together: the ceiling of batched products\n\n`{command}`\n\n{env['device']} "
+        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads, load "
+        f"{env.get('load_average_1m', float('nan')):.2f} at start. A bare training step (forward, backward, clip, "
+        f"AdamW) at the config's batch and at {seeds} times it, timed interleaved; the ceiling is {seeds} steps "
+        "alone over one stacked step, the most stacking the seeds along the batch could gain before its own costs.",
+        table, "\n".join(f"- {r}" for r in ratios)])
+    return Section("harness-fold", command, env, rows, markdown, ratios, {"seeds": seeds})
+
+
 if __name__ == "__main__":
     from normbench.bench import as_command
 

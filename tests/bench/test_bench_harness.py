@@ -66,3 +66,21 @@ def test_other_load_is_a_share_of_the_cpus():
     sum(i * i for i in range(200_000))  # our own work is not counted as anyone else's
     share = others.fraction()
     assert share is None or 0.0 <= share <= 1.0
+
+
+def test_the_fold_ceiling_times_one_step_of_seeds_x_batch_against_one_of_batch(monkeypatch):
+    from tests.conftest import TINY
+
+    widths = []
+    real = harness.BareLoop.__init__
+
+    def built(self, cfg, task, model, device):
+        widths.append(cfg.batch_size)
+        real(self, cfg, task, model, device)
+    monkeypatch.setattr(harness.BareLoop, "__init__", built)
+    section = harness.fold_ceiling(seeds=3, configs={"tiny": [o for o in TINY if not o.startswith("threads")]},
+                                   repeats=2, quick=True, threads=1, command="cmd")
+    (row,) = section.rows
+    assert widths == [row["batch_size"], 3 * row["batch_size"]]  # the stacked step sees the seeds' examples
+    assert row["ceiling"] == pytest.approx(3 * row["step_ms"] / row["stacked_step_ms"])
+    assert section.ratios[0].target == ">= 3" and "3 x" in section.ratios[0].note and "ceiling" in section.markdown
