@@ -157,6 +157,32 @@ def test_derf_muon_interaction_is_a_difference_of_differences(runs_of):
     assert muon_level(runs_of(*rows(0.1, 0.1))[lambda r: r["axes.optim"] == "adamw"]).startswith("Needs runs")
 
 
+def test_derf_muon_interaction_label_has_the_sign_of_its_number_on_a_lower_is_better_score(runs_of):
+    # referee 24: Derf − RMS 0.216 bpc under AdamW, 0.0016 under Muon printed −0.214 beside a label that wrote
+    # (RMS−Derf)@Muon − (RMS−Derf)@AdamW, which is +0.214: the label must write what is computed
+    gaps = {"adamw": 0.216, "muon": 0.0016}
+    rows = [{"seed": s, "best_val": 3.0 + (gaps[optim] if norm == "derf" else 0) + 0.003 * ((s * (2 + k)) % 5),
+             "axes": {"task": "fortunes_lm", "model": "transformer", "norm": norm, "optim": optim}}
+            for k, (optim, norm) in enumerate((o, n) for o in gaps for n in ("rms", "derf")) for s in range(4)]
+    part = verdict(runs_of(*rows), "derf_muon_interaction").parts[0]
+    value = part.effects[0].estimate
+    assert value == pytest.approx(0.0016 - 0.216, abs=0.01) and part.status == CONTRADICTED
+    assert "(Derf−RMS)@Muon − (Derf−RMS)@AdamW" in part.assertion and "RMS−Derf" not in part.assertion
+    assert part.test.startswith("derf − rms (rms's advantage: lower is better) at the largest muon")
+
+
+def test_design_texts_say_each_arm_at_its_own_lr_where_the_study_tunes_it():
+    # referee 24: "same norm, depth and lr" beside a same_lr gate that failed because peri ran at 0.003 and pre at 0.03
+    for cid in ("periln_balanced_variance", "mixln_deep_layers", "lns_variance_depth"):
+        design = BY_ID[cid].design
+        assert not any(words in design for words in ("and lr", "same lr", "equal lr")), cid
+        assert "its own lr" in design and "same_lr" in design, cid
+    # derf_outperforms on derf_muon: that study's own arms, and its AdamW cells are derf_vs_norms's runs
+    derf = BY_ID["derf_outperforms"].design
+    assert "sweeps/derf_muon.yaml runs only RMSNorm and Derf" in derf and "same runs" in derf
+    assert "same hyperparameters" not in derf
+
+
 def test_qknorm_sensitivity_ratio_and_logits(runs_of):
     lrs = (1e-3, 1e-2, 1e-1)
 
