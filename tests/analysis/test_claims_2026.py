@@ -218,6 +218,15 @@ def test_a_measure_on_the_log_scale_is_shown_on_it_in_the_arm_table(runs_of):
     assert 11 < float(found.evidence[column].max()) < 12  # ln 65208 ≈ 11.1, never 65208
 
 
+def test_the_arm_table_prints_a_setting_selected_by_a_plain_value_beside_one_selected_by_a_condition(runs_of):
+    # referee 24: model.qk_norm printed "—" for the qk-norm arm (selected by True) beside "false" (NOT_TRUE)
+    rows = [{"seed": s, "best_val": 0.6 + 0.01 * s, "axes": {"model.qk_norm": qk, "lr": lr}}
+            for qk in (True, False) for s in range(3) for lr in (0.01, 0.1)]
+    table = verdict(runs_of(*rows), "qknorm_lr_sensitivity").evidence.set_index("arm")
+    assert table.loc["qk-norm", "model.qk_norm"] == "true" and table.loc["no qk-norm", "model.qk_norm"] == "false"
+    assert table.loc["qk-norm @ top lr", "model.qk_norm"] == "true"
+
+
 @pytest.mark.parametrize("profile, expected", [
     ([1.0, 0.1, 0.1, 0.1, 0.02, 0.02, 0.02, 0.02], 0.2),   # the first block left out: it always matters most
     ([1.0, 0.2, 0.05, 0.05], 0.25),                        # 4 blocks: shallow = block 1 alone

@@ -183,11 +183,13 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     rows = []
     _, name, _ = task_direction(runs)
     paired = _paired_ms(frames) if any(s.kind == "faster" for s in claim.parts) else {}
+    # a setting some arm selects by a condition (warm-up > 0) shows the values its runs have (referee 17: the page
+    # never said warm-up was 100 of 300 steps), in every arm that selects on it: one selected by a plain value
+    # (model.qk_norm=True beside NOT_TRUE, norm.bn_mask=False beside TRUE) printed "—" (referee 24)
+    conditioned = {k for selector in claim.arms.values() for k, wanted in selector.items() if isinstance(wanted, Is)}
     for arm, frame in frames.items():
-        # a setting an arm selects by a condition (warm-up > 0) shows the values its runs have (referee 17: the page
-        # never said warm-up was 100 of 300 steps)
-        chosen = {k: values_text(axis(frame, k)).strip("{}") for k, wanted in claim.arms.get(arm, {}).items()
-                  if isinstance(wanted, Is) and k not in resolved[arm]}
+        chosen = {k: values_text(axis(frame, k)).strip("{}") for k in claim.arms.get(arm, {})
+                  if k in conditioned and k not in resolved[arm]}
         row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, **chosen, "runs": int(len(frame)),
                "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
                # the failure rates' one rule (rules.failed_to_learn): finished at chance or at a trivial solution
