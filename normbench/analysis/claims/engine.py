@@ -84,7 +84,7 @@ import pandas as pd
 
 from normbench.analysis import lr_protocol, regime, rules
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims import failure_band, lr_choice, paper_settings, predicates, reference_levels
+from normbench.analysis.claims import failure_band, lr_choice, paper_settings, predicates, reference_levels, shown
 from normbench.analysis.claims.comparison import FAILED, Context, effect_text, level_keys, pct, task_direction, varying
 from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC
 from normbench.analysis.claims.parts import evaluate_part
@@ -360,11 +360,13 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
 
 def _levels_text(claim: Claim, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> str:
     """Where each arm ended against the task's reference levels (reference_levels.text), for a claim some part of
-    which reads how far training got (the task's score, its curve or a failure count); a claim measured at
-    initialization or on timings says nothing of it."""
-    reads_training = any(s.measure.task_metric or s.kind.startswith("converges") or s.measure is FAILED
-                         for s in claim.parts)
-    return reference_levels.text(frames, runs) if reads_training else ""
+    which reads how far training got (the task's score, its curve, a failure count, or a ratio over an lr grid of
+    final scores); a claim measured at initialization or on timings says nothing of it. Each arm split along the
+    claim's split axes, then the measures the claim shows beside its verdict (shown.py)."""
+    reads_training = any(s.measure.task_metric or s.kind.startswith("converges") or s.kind == "ratio"
+                         or s.measure is FAILED for s in claim.parts)
+    levels = reference_levels.text(shown.split_arms(claim, frames), runs) if reads_training else ""
+    return levels + shown.measures_text(claim, frames)
 
 
 def _failure_rule_shown(spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> Part:

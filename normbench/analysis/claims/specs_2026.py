@@ -66,6 +66,10 @@ ATTN_LOGIT = Measure("ln of the largest attention logit |q·k|/√d_h at the end
                      "−2.3 = 10× smaller)", column("metrics.attn_logit_max"), higher=False, log=True)
 SATURATION = Measure("share of DyT units with |αx| > 2 at the end of training", column("metrics.saturated_share"),
                      higher=True)
+# the same probe on any bounded norm (DyT's tanh, Derf's erf): shown beside a verdict, never judged
+BOUNDED_SATURATION = Measure("share of the bounded norm's units with |argument| > 2 at the end of training (Derf: "
+                             "|αx + s|; the probe saturated_share; a norm without a bounded function records none)",
+                             column("metrics.saturated_share"), higher=True)
 
 
 def muon_level(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | str:
@@ -199,6 +203,8 @@ CLAIMS_2026: list[Claim] = [
                        "muon"),
                  better("Under Muon, RMSNorm scores better than Derf", "rms @ muon", "derf @ muon")),
           requires=(TRANSFORMER,), also_compare=("optim", "muon"), prepare=muon_level,
+          # the paper's mechanism is Derf saturating under Muon: whether it did here, per optimizer (referee 24)
+          split=("optim",), shown=(BOUNDED_SATURATION,),
           design="Arms: a 2 × 2 factorial, RMSNorm and Derf (α₀ = 0.5, the published default) × AdamW and Muon, "
                  "each cell at its own lr, tuned over one grid on a selection seed (sweeps/derf_muon.yaml). The "
                  "interaction is the claim; the paper's 3 × 2 "
@@ -329,7 +335,8 @@ CLAIMS_2026: list[Claim] = [
                        lr_sensitivity.per_seed, "lr-sensitivity area"),
                  _mechanism("At the largest lr the largest attention logit is smaller with qk-layernorm",
                             "qk-norm @ top lr", "no qk-norm @ top lr", ATTN_LOGIT)),
-          requires=(TRANSFORMER,), also_compare=("lr",),
+          # where each arm ended at each lr of the grid, not pooled over it (referee 24)
+          requires=(TRANSFORMER,), also_compare=("lr",), split=("lr",),
           design="Arms: Pre-LN Transformers with and without model.qk_norm over a log-spaced lr grid, the same seeds "
                  "at every lr (sweeps/qknorm_lr.yaml). The area is the paper's LR sensitivity on the task metric "
                  "(analysis/lr_sensitivity.py); the logit is taken at the end of training on one batch.",
