@@ -522,7 +522,7 @@ CLAIMS: list[Claim] = [
           parts=(ratio("LN's largest lr that trains is larger than no normalization's", "ln in_cell", "none",
                        largest_training_lr, "largest lr that trains"),),
           requires=(Require({"model": one_of("rnn", "lstm")}, "model rnn or lstm"),),
-          also_compare=("lr",), prepare=shared_lr_grid,
+          also_compare=("lr",), prepare=shared_lr_grid, split=("lr",),  # where each arm ended at each lr
           design=f"Arms: in-cell LayerNorm (Ba et al.'s LN-LSTM) and no normalization at the same lrs. An lr is "
                  f"stable for a seed when the run trains there: it did not diverge and reached "
                  f"{TRAINS_SHARE:.0%} of the chance-to-best range, so a noisy seed or a higher peak is not "
