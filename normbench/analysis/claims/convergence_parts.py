@@ -247,7 +247,9 @@ def grows_part(spec: PartSpec, ctx: Context) -> Part:
     shown = f"val_auc, the validation curve's area ({name})" if on_curve else name
     level = decision_level(alpha)
     toward = "smallest" if spec.claimed < 0 else "largest"
-    test = (f"{spec.a} − {spec.b} at the {toward} {spec.x} minus at the other end (a difference of differences, paired "
+    # the difference as computed: a's advantage is b − a on a lower-is-better metric (the weights below)
+    advantage = f"{spec.a} − {spec.b}" if sign > 0 else f"{spec.b} − {spec.a} ({spec.a}'s advantage: lower is better)"
+    test = (f"{advantage} at the {toward} {spec.x} minus at the other end (a difference of differences, paired "
             f"by seed where the seeds finished in all four cells, else Welch–Satterthwaite df), {shown} of finished runs"
             f"{' on the log scale' if rules.ratio_scale(name) else ''}, one-sided at α = {alpha:g} each way "
             f"({pct(level)} interval).")

@@ -84,7 +84,7 @@ import pandas as pd
 
 from normbench.analysis import lr_protocol, regime, rules
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims import failure_band, lr_choice, paper_settings, predicates, reference_levels
+from normbench.analysis.claims import failure_band, lr_choice, paper_settings, predicates, reference_levels, shown
 from normbench.analysis.claims.comparison import FAILED, Context, effect_text, level_keys, pct, task_direction, varying
 from normbench.analysis.claims.convergence_parts import TRAIN_LOSS_AUC, VAL_AUC
 from normbench.analysis.claims.parts import evaluate_part
@@ -183,11 +183,13 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     rows = []
     _, name, _ = task_direction(runs)
     paired = _paired_ms(frames) if any(s.kind == "faster" for s in claim.parts) else {}
+    # a setting some arm selects by a condition (warm-up > 0) shows the values its runs have (referee 17: the page
+    # never said warm-up was 100 of 300 steps), in every arm that selects on it: one selected by a plain value
+    # (model.qk_norm=True beside NOT_TRUE, norm.bn_mask=False beside TRUE) printed "—" (referee 24)
+    conditioned = {k for selector in claim.arms.values() for k, wanted in selector.items() if isinstance(wanted, Is)}
     for arm, frame in frames.items():
-        # a setting an arm selects by a condition (warm-up > 0) shows the values its runs have (referee 17: the page
-        # never said warm-up was 100 of 300 steps)
-        chosen = {k: values_text(axis(frame, k)).strip("{}") for k, wanted in claim.arms.get(arm, {}).items()
-                  if isinstance(wanted, Is) and k not in resolved[arm]}
+        chosen = {k: values_text(axis(frame, k)).strip("{}") for k in claim.arms.get(arm, {})
+                  if k in conditioned and k not in resolved[arm]}
         row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, **chosen, "runs": int(len(frame)),
                "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
                # the failure rates' one rule (rules.failed_to_learn): finished at chance or at a trivial solution
@@ -358,11 +360,13 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
 
 def _levels_text(claim: Claim, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> str:
     """Where each arm ended against the task's reference levels (reference_levels.text), for a claim some part of
-    which reads how far training got (the task's score, its curve or a failure count); a claim measured at
-    initialization or on timings says nothing of it."""
-    reads_training = any(s.measure.task_metric or s.kind.startswith("converges") or s.measure is FAILED
-                         for s in claim.parts)
-    return reference_levels.text(frames, runs) if reads_training else ""
+    which reads how far training got (the task's score, its curve, a failure count, or a ratio over an lr grid of
+    final scores); a claim measured at initialization or on timings says nothing of it. Each arm split along the
+    claim's split axes, then the measures the claim shows beside its verdict (shown.py)."""
+    reads_training = any(s.measure.task_metric or s.kind.startswith("converges") or s.kind == "ratio"
+                         or s.measure is FAILED for s in claim.parts)
+    levels = reference_levels.text(shown.split_arms(claim, frames), runs) if reads_training else ""
+    return levels + shown.measures_text(claim, frames)
 
 
 def _failure_rule_shown(spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> Part:

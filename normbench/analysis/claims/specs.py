@@ -522,7 +522,7 @@ CLAIMS: list[Claim] = [
           parts=(ratio("LN's largest lr that trains is larger than no normalization's", "ln in_cell", "none",
                        largest_training_lr, "largest lr that trains"),),
           requires=(Require({"model": one_of("rnn", "lstm")}, "model rnn or lstm"),),
-          also_compare=("lr",), prepare=shared_lr_grid,
+          also_compare=("lr",), prepare=shared_lr_grid, split=("lr",),  # where each arm ended at each lr
           design=f"Arms: in-cell LayerNorm (Ba et al.'s LN-LSTM) and no normalization at the same lrs. An lr is "
                  f"stable for a seed when the run trains there: it did not diverge and reached "
                  f"{TRAINS_SHARE:.0%} of the chance-to-best range, so a noisy seed or a higher peak is not "
@@ -650,7 +650,7 @@ CLAIMS: list[Claim] = [
                  needs("own_lr", added="2026-12-04T17:05"),
                  # referee 23: on dyt_data_regime at 1000 windows 2 of 3 DyT runs stopped short of the bigram solution
                  # at their tuned lr; "not worse" against an arm that did not learn the task compares nothing
-                 *(needs("arm_trains", arm=arm, remedy=ARM_LR_REMEDY, added="2026-12-05T02:20") for arm in ("dyt", "ln")),),
+                 *(needs("arm_trains", arm=arm, remedy=ARM_LR_REMEDY, added="2026-12-05T02:18") for arm in ("dyt", "ln")),),
           # α0 = 0.5 is the paper's default for its non-LLM models; for its language models it tunes α0 per size
           paper_settings=(PaperSetting("norm.alpha_init", ("dyt",), "DyT's α0 (its initial α) for language models",
                                        "Zhu et al. 2025, §7.2 and Table 10 of the June 2025 revision: \"tuning α0 "

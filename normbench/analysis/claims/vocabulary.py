@@ -360,6 +360,12 @@ class Claim:
     scale_moves: str = ""
     # The paper's settings the result may hang on (PaperSetting): printed beside the study's where they differ.
     paper_settings: tuple = ()
+    # Axes along which the page's per-arm lines beside the verdict (where each arm ended, the measures shown) are
+    # split, one entry per arm and value, where an arm pools several (an lr grid, two optimizers): shown.py.
+    split: tuple[str, ...] = ()
+    # Measures shown beside the verdict per (split) arm and never judged: a condition the paper's mechanism needs,
+    # so a reader sees whether it arose here (Derf's saturation under each optimizer): shown.py.
+    shown: tuple[Measure, ...] = ()
 
     @property
     def source(self) -> str:

@@ -1,0 +1,52 @@
+"""What a verdict's page shows beside it per arm and per setting, never judged: each arm split along the axes a
+claim names (Claim.split), so an arm that pools an lr grid or two optimizers says where each of its settings
+ended against the task's reference levels (reference_levels.text), and the measures a claim names to show
+(Claim.shown) per split arm: the condition its paper's mechanism needs, which a reader must see arose here.
+
+Referee 24: qknorm_lr_sensitivity pooled the lr grid into one arm and never said that at lr 0.1 the arm without
+qk-norm ended between the unigram and the bigram while qk-norm reached the bigram; derf_muon_interaction never said
+that Derf saturates far less under Muon (0.064) than under AdamW (0.445), so the paper's mechanism did not arise."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from normbench.analysis.aggregate import format_value
+from normbench.analysis.claims.vocabulary import Claim, axis
+
+
+def split_arms(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each arm, and where its runs span more than one value of a split axis, one entry per value
+    ("no qk-norm @ lr=0.1"), in the axes' order; an arm with one value keeps its name."""
+    split = dict(frames)
+    for key in claim.split:
+        out = {}
+        for name, frame in split.items():
+            values = axis(frame, key)
+            levels = sorted(values.dropna().unique(), key=lambda v: (isinstance(v, str), v))
+            if len(levels) < 2:
+                out[name] = frame
+                continue
+            for level in levels:
+                out[f"{name} @ {key}={format_value(level)}"] = frame[values == level]
+        split = out
+    return split
+
+
+def measures_text(claim: Claim, frames: dict[str, pd.DataFrame]) -> str:
+    """One sentence per measure the claim shows: its mean and range over the finished runs of each split arm;
+    an arm that did not record it is named as such. "" when the claim shows none."""
+    said = []
+    for measure in claim.shown:
+        arms = []
+        for name, frame in split_arms(claim, frames).items():
+            values = pd.to_numeric(measure.values(frame[frame["status"] == "ok"]), errors="coerce").dropna()
+            if not len(values):
+                arms.append(f"{name}: not recorded")
+                continue
+            low, high = format_value(float(f"{values.min():.3g}")), format_value(float(f"{values.max():.3g}"))
+            spread = "" if low == high else f", {low}–{high}"
+            arms.append(f"{name}: {float(values.mean()):.3g} ({len(values)} runs{spread})")
+        said.append(f" Shown beside the verdict, not judged: {measure.name}, per arm" +
+                    (f" and {', '.join(claim.split)}" if claim.split else "") + ": " + "; ".join(arms) + ".")
+    return "".join(said)
