@@ -30,7 +30,14 @@ def split_arms(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, pd.Da
             for level in levels:
                 out[f"{name} @ {key}={format_value(level)}"] = frame[values == level]
         split = out
-    return split
+    # an arm of the claim that already is one split entry ("rms @ muon" beside "rms" split by optim) is said once
+    kept, seen = {}, set()
+    for name, frame in split.items():
+        runs = frozenset(frame.index)
+        if runs not in seen:
+            kept[name] = frame
+            seen.add(runs)
+    return kept
 
 
 def measures_text(claim: Claim, frames: dict[str, pd.DataFrame]) -> str:
