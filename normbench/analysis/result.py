@@ -59,8 +59,10 @@ from normbench.analysis.claims.vocabulary import (  # noqa: F401
     NOT_REPRODUCED,
     NOT_TESTABLE,
     SUPPORTED,
+    Extreme,
     describe,
     headline_reading,
+    select,
     undecided_text,
 )
 from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders  # noqa: F401  (a user's claims, judged too)
