@@ -71,7 +71,7 @@ from normbench.analysis.performance_profiles import AREA_TAU, TAUS  # noqa: F401
 from normbench.analysis.ranking import EVALUATION, design_power
 from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401
 from normbench.analysis.regime import Gate  # noqa: F401
-from normbench.analysis.rules import ALPHA, NOT_TRAINED, POWER, PRIMARY, score_words  # noqa: F401
+from normbench.analysis.rules import ALPHA, AT_CHANCE_RUN, NOT_TRAINED, POWER, PRIMARY, score_words  # noqa: F401
 from normbench.analysis.tuning import SELECTION, TOLERANCE_TEXT  # noqa: F401
 from normbench.records import metrics as metric_table
 from normbench.records import published, study_plan

@@ -15,12 +15,12 @@ from pathlib import Path
 import pandas as pd
 
 from normbench.analysis.result import (
+    AT_CHANCE_RUN,
     CONTRADICTED,
     INCONCLUSIVE,
     NO_STUDY,
     NOT_APPLICABLE,
     NOT_TESTABLE,
-    NOT_TRAINED,
     RANKING_RULE,  # noqa: F401  (the answer section quotes it)
     REPORT_STATUSES,
     SUPPORTED,
@@ -253,7 +253,7 @@ def _board_columns(metric: str, arms: list[str], score: str = "final_val") -> li
         (f"{score_words(score)} {metric} (mean ± 95% CI)", lambda row: mean_with_interval(row, score)),
         ("test", lambda row: mean_with_interval(row, "test")),
         ("seeds", lambda row: str(int(row["seeds"])) if pd.notna(row.get("seeds")) else "—"),
-        ("diverged · did not train", lambda row: f"{int(row['n_diverged'])} · {int(row.get('did_not_train') or 0)} / {int(row['n'])}"),
+        ("diverged · at chance", lambda row: f"{int(row['n_diverged'])} · {int(row.get('did_not_train') or 0)} / {int(row['n'])}"),
     ]
     optional = [
         (f"{secondary.replace('_', ' ')} (secondary{', flatters' if secondary == 'best_val' else ': the last evaluation'})",
@@ -369,12 +369,12 @@ def _run_table(runs: pd.DataFrame, axes: list[str], base: Path, extra: list[tupl
 
 
 def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
-    """The failed runs: diverged, and finished without leaving the chance band ("did not train",
+    """The failed runs: diverged, and finished without leaving the chance band ("stayed at chance",
     analysis/rules.py), which count against their arm alike."""
     untrained = runs[metric_table.path("did_not_train")].eq(1.0)  # the analysis's verdict (rules.did_not_train_column)
     diverged = runs[(runs["status"] == "diverged") | untrained].assign(
         reason=lambda f: f["reason"].where(~untrained[f.index],
-                                           NOT_TRAINED + ": its best evaluation never left the chance band"))
+                                           AT_CHANCE_RUN + ": its best evaluation never left the chance band"))
     extra = [*[(metric_table.path(key), metric_table.metric(key).label) for key in ("diverged_at_step", "last_finite_loss")],
              ("reason", "reason")]
     several = "study.name" in diverged and diverged["study.name"].nunique() > 1
