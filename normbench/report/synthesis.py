@@ -93,18 +93,26 @@ def _scale(runs: pd.DataFrame) -> str:
     return ", ".join(parts) or "not recorded"
 
 
-def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
+def _sureness(rows: pd.DataFrame, claims: list[ClaimView], gated: bool = False) -> str:
     ranked = rows[rows["rank"].notna()]
-    if ranked.empty:  # referee 18: gamma_flow's 8 seeds an arm read "one seed per arm"
+    if ranked.empty or gated:  # referee 18: gamma_flow's 8 seeds an arm read "one seed per arm"
         seeds = int(rows["seeds"].min()) if "seeds" in rows and rows["seeds"].notna().any() else 0
-        return ("not ranked yet (one seed per arm)" if seeds < 2 else
-                f"not ranked ({seeds}+ seeds per arm; the setup cannot rank final quality here: the line says why)")
+        words = ("not ranked yet (one seed per arm)" if seeds < 2 else
+                 f"not ranked ({seeds}+ seeds per arm; the setup cannot rank final quality here: the line says why)")
+        # referee 24: a gated line's "the 2 arms are not told apart" read as a tie with an arm that did not train
+        return words + _tested_alone(claims) if gated else words
     stars = int(ranked["best"].astype(bool).sum())
     worse = int(ranked["shown_worse"].astype(bool).sum()) if "shown_worse" in ranked else 0
     seeds = int(ranked["seeds"].min()) if "seeds" in ranked and ranked["seeds"].notna().any() else 0
     words = (f"{stars} of {len(ranked)} arms could be the best (★), {worse} shown worse" if worse else
              f"no arm shown worse: the {len(ranked)} arms are not told apart")
     words += f", {seeds}+ seeds per arm"
+    return words + _tested_alone(claims)
+
+
+def _tested_alone(claims: list[ClaimView]) -> str:
+    """The claims a line's study decided, and the claim parts tested alone beside its best set."""
+    words = ""
     decided = [c for c in claims if c.status in ("supported", "contradicted")]
     if decided:
         words += "; claims " + ", ".join(f"{c.id} {verdict_words(c.status)}" for c in decided)
@@ -162,7 +170,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                     favoured = f"none yet ({arms[0]} ranks first, not shown better)"
                 study_runs = runs[runs["group"].isin(rows["group"])]
                 line = FamilyLine(name, f"{favoured} · task {task}", [(section.title, section.anchor)],
-                                  _sureness(rows, section.claims), _scale(study_runs), kind, arms, task,
+                                  _sureness(rows, section.claims, kind == GATED), _scale(study_runs), kind, arms, task,
                                   condition=condition)
                 if kind in (FAVOURED, NO_CHOICE, PLATEAU, SHARED_LR):
                     line.choices, line.effect = choices, effect

@@ -72,6 +72,7 @@ def test_an_arm_that_did_not_train_at_its_tuned_lr_is_not_offered_as_a_tie(runs_
     (line,) = lines_for(runs.assign(study_role=runs["axes.role"]))
     assert line.kind == GATED and line.favoured.startswith("not testable here: norm=dyt"), line.favoured
     assert "did not train at its tuned lr (1 of 3 runs" in line.favoured and ARM_LR_REMEDY in line.favoured
+    assert "not told apart" not in line.sure and "not ranked (3+ seeds per arm" in line.sure, line.sure
     (answer,) = answers(of_runs(runs.assign(study_role=runs["axes.role"])))
     assert answer.command == "" and "seeds per arm would" not in answer.also and answer.regime == line.favoured.split(
         " · task ")[0], answer
