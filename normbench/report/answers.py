@@ -8,7 +8,8 @@ seen and the command that adds them. Arms with one seed are listed with what the
 never ranked.
 
 A comparison whose arms cannot differ here (analysis/regime.py: every arm at chance, every arm at the
-ceiling, or still improving at the end) says so instead, "not testable here: REASON — testable with
+ceiling, or still improving at the end; analysis/decisions.py: an arm at its tuned lr that did not train, by
+the claims' rule) says so instead, "not testable here: REASON — testable with
 WHAT", with no seeds and no command: more seeds of such a setup decide nothing. Every answer states
 the scale its runs were measured at (its caveat).
 """

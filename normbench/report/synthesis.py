@@ -8,7 +8,8 @@ Above the lines, one recommendation per family gathers its testable lines. A rec
 settings), the norm and placement always, a study's other swept settings (batch size, lr, length)
 only as the condition it was measured at. Each comes with its task, its effect with units and
 interval against the best arm shown worse, and the seeds; "or X" for every arm the best set keeps (not shown
-worse). The ★, the "or X" and the interval are one comparison: the best set's (ranking.RULE), on its runs and so its
+worse) and no claim part tested on the same runs shows worse (ClaimView.worse: the arm is named as not offered,
+with the part). The ★, the "or X" and the interval are one comparison: the best set's (ranking.RULE), on its runs and so its
 score (the test split for a tuned study's evaluation runs), paired by seed where the arms share seeds, the interval
 at its level (1 − 2α / (k − 1) for k ranked arms; choice_effects.effect, shown_worse); an arm sitting on the task's trivial plateau is never recommended. Final
 quality recommends only where each arm ran at its own lr (a tuned study, or lr among the arms): a study
@@ -302,8 +303,8 @@ def _claim_worse(arms: list[str], frames: dict[str, pd.DataFrame], claims) -> di
     lns_variance_depth part 3, pre −0.0405 bpc, 90% [−0.064, −0.017] behind lns), and "or X" is offered only where
     X is not shown worse on the same data."""
     out: dict[str, str] = {}
-    for ahead_of, behind, label in (found for claim in claims for found in getattr(claim, "worse", ())):
-        ahead = [a for a in arms if a not in out and _selects(frames[a], ahead_of)]
+    for better, behind, label in (found for claim in claims for found in getattr(claim, "worse", ())):
+        ahead = [a for a in arms if a not in out and _selects(frames[a], better)]
         for arm in arms:
             if ahead and arm not in ahead and arm not in out and _selects(frames[arm], behind):
                 out[arm] = f"{label}, on the same runs, shows it worse than {ahead[0]}"
