@@ -3,8 +3,9 @@
 A comparison (ranking.comparisons: one study's arms on one task at one condition) is, at a level α:
 
 - **not testable here** when its arms fail a regime gate (analysis/regime.py's ANSWER_GATES: every
-  arm at chance, every arm at the ceiling, or still improving at the end, where a leader the ranking
-  shows better than every other arm does not count: improving could only widen its lead). The report's answer then
+  arm at chance, every arm at the ceiling, or still improving at the end), or when an arm at its tuned lr
+  gets past the task's trivial solutions in fewer than half its runs (untrained_arm: the claims' own
+  arm_trains check, so a tie with an arm that did not learn the task is never offered). The report's answer then
   says "not testable here: REASON — testable with WHAT" and offers no seeds; the study runner buys
   none for it and prints the same line, never "ranked first".
 - **decided** when the ranking's rule (ranking.best_set) shows every other arm worse than the first,
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from normbench.analysis import regime, rules
+from normbench.analysis import regime, rules, tuning
 from normbench.analysis.ranking import best_set, comparison_score, comparisons
 from normbench.records.record import RESULT_STATUSES
 
@@ -68,7 +69,32 @@ def gate_of(runs: pd.DataFrame, order: list | None = None, leader: object = None
     labels = runs.groupby("group", sort=False)["arm"].first() if "arm" in runs else pd.Series(dtype=object)
     groups = [g for g in (order if order is not None else runs["group"].unique()) if (runs["group"] == g).any()]
     arms = {str(labels.get(g, g)): runs[runs["group"] == g] for g in groups}
-    return regime.check(arms, runs, regime.ANSWER_GATES) if len(arms) >= 2 else None
+    if len(arms) < 2:
+        return None
+    return regime.check(arms, runs, regime.ANSWER_GATES) or untrained_arm(arms, runs)
+
+
+UNTRAINED_ARM = "did not train at its tuned lr"
+
+
+def untrained_arm(arms: dict[str, pd.DataFrame], runs: pd.DataFrame) -> regime.Gate | None:
+    """The gate of a comparison in which an arm at its tuned lr (a tuned study's evaluation runs) gets past every
+    trivial solution of the task in fewer than half its runs: the claims' arm_trains check (rules.failed_to_learn),
+    read here too, so that the answer, the synthesis and the study runner never offer a tie with, or seeds to
+    decide against, an arm that did not learn the task (referee 24: DyT at 1000 windows, 1 of 3 runs past the
+    bigram model at lr 0.03, the grid's top chosen on one seed, read "not told apart"). An arm of a swept lr is
+    an lr, not an arm's choice: it is not gated (its failures are what its study compares)."""
+    from normbench.analysis.claims.predicates import PREDICATES  # the claims' check, not a second copy
+    from normbench.analysis.claims.specs import ARM_LR_REMEDY
+
+    why = {name: found for name, frame in arms.items()
+           if tuning.ROLE in frame and len(frame) and frame[tuning.ROLE].eq(tuning.EVALUATION).all()
+           and (found := PREDICATES["arm_trains"].check(arms, runs, {"arm": name}))}
+    if not why:
+        return None
+    # the arms first, so that a line that keeps the reason up to its first " (" (the synthesis) still names them
+    names, its = " and ".join(why), "its tuned lr" if len(why) == 1 else "their tuned lrs"
+    return regime.Gate(UNTRAINED_ARM, f"{names} did not train at {its} ({'; '.join(why.values())})", ARM_LR_REMEDY)
 
 
 def lead_of(ranked) -> object:

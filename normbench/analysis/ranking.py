@@ -7,7 +7,7 @@ leaderboard, summary.csv and the study runner (normbench/analysis/rules.py holds
 1. The score is the one the study is read on (rules.study_scores: the final validation metric, under a
    constant lr the mean of the last 3 evaluations, unless the runs' optimized_metric names another), on the metric's compared scale (log for a ratio metric such
    as MSE), oriented so higher = better. A failed run (diverged, or finished without its best
-   evaluation leaving the chance band: "did not train") has no score and counts against its
+   evaluation leaving the chance band: "stayed at chance") has no score and counts against its
    group: groups are ordered by their share of failed runs first (fewest first), then by the mean
    score of their other runs. Groups equal on both tie, and share a rank.
 2. Only groups with at least 2 runs (distinct seeds) and one scored run are ranked: one run has

@@ -59,8 +59,10 @@ from normbench.analysis.claims.vocabulary import (  # noqa: F401
     NOT_REPRODUCED,
     NOT_TESTABLE,
     SUPPORTED,
+    Extreme,
     describe,
     headline_reading,
+    select,
     undecided_text,
 )
 from normbench.analysis.claims.yaml_claims import ClaimFileError, use_folders  # noqa: F401  (a user's claims, judged too)
@@ -69,7 +71,7 @@ from normbench.analysis.performance_profiles import AREA_TAU, TAUS  # noqa: F401
 from normbench.analysis.ranking import EVALUATION, design_power
 from normbench.analysis.ranking import RULE as RANKING_RULE  # noqa: F401
 from normbench.analysis.regime import Gate  # noqa: F401
-from normbench.analysis.rules import ALPHA, NOT_TRAINED, POWER, PRIMARY, score_words  # noqa: F401
+from normbench.analysis.rules import ALPHA, AT_CHANCE_RUN, NOT_TRAINED, POWER, PRIMARY, score_words  # noqa: F401
 from normbench.analysis.tuning import SELECTION, TOLERANCE_TEXT  # noqa: F401
 from normbench.records import metrics as metric_table
 from normbench.records import published, study_plan

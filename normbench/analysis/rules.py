@@ -18,14 +18,18 @@ these from here:
   differences, intervals and detectable effects are ratios.
 - **The margin** of every equivalence, non-inferiority and "alike" statement is the metric's
   declared smallest effect of interest (normbench/records/metrics.py; on the log scale for a ratio metric).
-- **Did not train**: a finished run whose best evaluation never left the metric's chance band is
-  a failure, counted like a divergence.
+- **Stayed at chance**: a finished run whose best evaluation never left the metric's chance band is
+  a failure, counted like a divergence (the leaderboard's "at chance", runs.csv's ``metrics.did_not_train``,
+  a column name kept for its readers).
 - **Did not learn the task**: a finished run that trained but whose best evaluation stays at or
   below one of the task's trivial solutions (the record's ``task.trivial``: mqar's any value from the
   context, a character model's unigram or bigram model, a classifier's majority class;
   normbench/tasks/trivial.py), within the metric's chance band of it. It learned a shortcut, not
   the task: not a failure, but a comparison whose arms all sit on one plateau is not testable
   (analysis/regime.py).
+- **Did not train**: one rule on every surface that says it (the claims' failure rates, their arm_trains
+  check, the answers' and the synthesis' untrained-arm gate): diverged, stayed at chance, or did not learn
+  the task (failed_to_learn). A run held at the bigram model did not train; it did not stay at chance.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ POWER = 0.8    # of the smallest detectable difference and of "about N seeds wou
 LEVEL = 0.95   # of the intervals shown in tables (a display level, not a test's)
 CONFIG_KEY = "optimized_metric"
 PRIMARY, SECONDARY = metric_table.PRIMARY_SCORE, metric_table.SECONDARY_SCORE
-NOT_TRAINED = "did not train"
+NOT_TRAINED = "did not train"  # failed_to_learn: diverged, at chance or held at a trivial solution
+AT_CHANCE_RUN = "stayed at chance"  # did_not_train (the chance band alone): the leaderboard's "at chance"
 NOT_LEARNED = "did not learn the task"
 TRIVIAL = "task.trivial."  # the runs frame's columns of the task's trivial solutions: task.trivial.<name>
 
@@ -288,7 +293,7 @@ def not_learned(runs: pd.DataFrame) -> pd.Series:
 
 
 def failed(runs: pd.DataFrame) -> pd.Series:
-    """Per run: diverged or did not train: a run that counts against its arm."""
+    """Per run: diverged or stayed at chance (did_not_train): a run that counts against its arm."""
     return (runs["status"] == "diverged") | did_not_train(runs)
 
 

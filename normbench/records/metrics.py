@@ -129,8 +129,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("diverged_at_step", "metrics", "diverged at step", "step"),
     # a verdict, not a measurement: a finished run whose best evaluation never left the task metric's chance
     # band, decided by the analysis from best_val whenever records are read (analysis/rules.py: did_not_train);
-    # records written before it was decided there carry a frozen copy, which the analysis recomputes
-    Metric("did_not_train", "metrics", "did not train (best evaluation within the chance band)",
+    # records written before it was decided there carry a frozen copy, which the analysis recomputes. Its label is
+    # "stayed at chance": "did not train" is the claims' rule, which also counts a run held at a trivial solution
+    # (rules.failed_to_learn); the key keeps its name for runs.csv's readers
+    Metric("did_not_train", "metrics", "stayed at chance (best evaluation within the chance band)",
            computed_in="normbench.analysis.rules"),
     Metric("last_finite_loss", "metrics", "last finite loss", "loss"),
     Metric("loss_spikes", "metrics", "loss spikes", "count", "lower", computed_in=_PROBES),

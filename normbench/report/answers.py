@@ -8,7 +8,8 @@ seen and the command that adds them. Arms with one seed are listed with what the
 never ranked.
 
 A comparison whose arms cannot differ here (analysis/regime.py: every arm at chance, every arm at the
-ceiling, or still improving at the end) says so instead, "not testable here: REASON — testable with
+ceiling, or still improving at the end; analysis/decisions.py: an arm at its tuned lr that did not train, by
+the claims' rule) says so instead, "not testable here: REASON — testable with
 WHAT", with no seeds and no command: more seeds of such a setup decide nothing. Every answer states
 the scale its runs were measured at (its caveat).
 """
@@ -24,6 +25,7 @@ import pandas as pd
 
 from normbench.analysis.result import (
     ALPHA,
+    AT_CHANCE_RUN,
     EVALUATION,
     NO_STUDY,
     POWER,
@@ -106,9 +108,9 @@ def _difference_text(value: float, metric: str, ratio: bool) -> str:
 
 
 def _failures(row: pd.Series) -> str:
-    """" (1 of 3 diverged, 1 did not train)": what counts against an arm, beside its mark."""
+    """" (1 of 3 diverged, 1 stayed at chance)": what counts against an arm, beside its mark."""
     parts = [f"{int(row.get('n_diverged') or 0)} diverged" if int(row.get("n_diverged") or 0) else "",
-             f"{int(row.get('did_not_train') or 0)} did not train" if int(row.get("did_not_train") or 0) else ""]
+             f"{int(row.get('did_not_train') or 0)} {AT_CHANCE_RUN}" if int(row.get("did_not_train") or 0) else ""]
     parts = [p for p in parts if p]
     return f" ({', '.join(parts)} of {int(row['n'])})" if parts else ""
 
@@ -265,10 +267,10 @@ def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
     parts.append(f"{diverged} of {int(best['n'])} of its runs diverged" if diverged
                  else f"none of its {int(best['n'])} runs diverged")
     if untrained:
-        parts.append(f"{untrained} of its runs did not train (never left the chance band)")
+        parts.append(f"{untrained} of its runs {AT_CHANCE_RUN} (never left the chance band)")
     unstable = ranked[(ranked["divergence_rate"] > 0) | (ranked.get("did_not_train", 0) > 0)]
     if len(unstable):
-        parts.append(f"{len(unstable)} arm(s) had a diverged or untrained run")
+        parts.append(f"{len(unstable)} arm(s) had a run that diverged or {AT_CHANCE_RUN}")
     speed = best.get("samples_per_s_median")
     if speed is not None and pd.notna(speed):
         noisy = best.get("timing_noise_median")

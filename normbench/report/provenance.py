@@ -60,8 +60,12 @@ GLOSSARY = [
                 "\"1=\" a tie; ★ = the arms that could be the best (multiple comparisons with the best at the "
                 "study's level: the best is outside the ★ set with probability at most α), given only when some arm "
                 "is shown worse."),
-    ("did not train", "a finished run whose best evaluation never left the task metric's chance band "
-                      "(normbench/records/metrics.py): a failure, counted like a divergence."),
+    ("at chance", "a finished run whose best evaluation never left the task metric's chance band "
+                  "(normbench/records/metrics.py; runs.csv's metrics.did_not_train): a failure, counted like a "
+                  "divergence."),
+    ("did not train", "the claims' and the untrained-arm gate's one rule: a run that diverged, stayed at chance, or "
+                      "is held at one of the task's trivial solutions (task.trivial.*: the unigram or bigram "
+                      "model, the majority class, any value from the context) within the chance band."),
     ("95% CI / band", f"a t-interval over seeds, clipped to the metric's range; figures draw bands only where "
                       f"≥ {figures.MIN_BAND_SEEDS} seeds stand behind a point."),
     ("diverged", "a run whose loss became NaN or infinite (or exploded): counted, never scored; it ranks below "

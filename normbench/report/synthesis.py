@@ -8,7 +8,8 @@ Above the lines, one recommendation per family gathers its testable lines. A rec
 settings), the norm and placement always, a study's other swept settings (batch size, lr, length)
 only as the condition it was measured at. Each comes with its task, its effect with units and
 interval against the best arm shown worse, and the seeds; "or X" for every arm the best set keeps (not shown
-worse). The ★, the "or X" and the interval are one comparison: the best set's (ranking.RULE), on its runs and so its
+worse) and no claim part tested on the same runs shows worse (ClaimView.worse: the arm is named as not offered,
+with the part). The ★, the "or X" and the interval are one comparison: the best set's (ranking.RULE), on its runs and so its
 score (the test split for a tuned study's evaluation runs), paired by seed where the arms share seeds, the interval
 at its level (1 − 2α / (k − 1) for k ranked arms; choice_effects.effect, shown_worse); an arm sitting on the task's trivial plateau is never recommended. Final
 quality recommends only where each arm ran at its own lr (a tuned study, or lr among the arms): a study
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from normbench.analysis.result import select
 from normbench.configuration.families import families
 from normbench.records.values import format_value
 from normbench.report.tables import ClaimView, Table, verdict_words
@@ -92,18 +94,26 @@ def _scale(runs: pd.DataFrame) -> str:
     return ", ".join(parts) or "not recorded"
 
 
-def _sureness(rows: pd.DataFrame, claims: list[ClaimView]) -> str:
+def _sureness(rows: pd.DataFrame, claims: list[ClaimView], gated: bool = False) -> str:
     ranked = rows[rows["rank"].notna()]
-    if ranked.empty:  # referee 18: gamma_flow's 8 seeds an arm read "one seed per arm"
+    if ranked.empty or gated:  # referee 18: gamma_flow's 8 seeds an arm read "one seed per arm"
         seeds = int(rows["seeds"].min()) if "seeds" in rows and rows["seeds"].notna().any() else 0
-        return ("not ranked yet (one seed per arm)" if seeds < 2 else
-                f"not ranked ({seeds}+ seeds per arm; the setup cannot rank final quality here: the line says why)")
+        words = ("not ranked yet (one seed per arm)" if seeds < 2 else
+                 f"not ranked ({seeds}+ seeds per arm; the setup cannot rank final quality here: the line says why)")
+        # referee 24: a gated line's "the 2 arms are not told apart" read as a tie with an arm that did not train
+        return words + _tested_alone(claims) if gated else words
     stars = int(ranked["best"].astype(bool).sum())
     worse = int(ranked["shown_worse"].astype(bool).sum()) if "shown_worse" in ranked else 0
     seeds = int(ranked["seeds"].min()) if "seeds" in ranked and ranked["seeds"].notna().any() else 0
     words = (f"{stars} of {len(ranked)} arms could be the best (★), {worse} shown worse" if worse else
              f"no arm shown worse: the {len(ranked)} arms are not told apart")
     words += f", {seeds}+ seeds per arm"
+    return words + _tested_alone(claims)
+
+
+def _tested_alone(claims: list[ClaimView]) -> str:
+    """The claims a line's study decided, and the claim parts tested alone beside its best set."""
+    words = ""
     decided = [c for c in claims if c.status in ("supported", "contradicted")]
     if decided:
         words += "; claims " + ", ".join(f"{c.id} {verdict_words(c.status)}" for c in decided)
@@ -139,15 +149,17 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                 task += f" at {condition}" if condition else ""
                 ranked = rows[rows["rank"].notna()].sort_values("rank", kind="stable")
                 gate, _ = result.regime_of(rows)
+                dropped: dict[str, str] = {}  # best-set arms a claim part on these runs shows worse (_claim_worse)
                 if gate is not None:  # the same gate the study's answer names: no favourite from such a setup
                     kind, arms, favoured = GATED, [], gate.text
                 elif ranked.empty:
                     kind, arms, favoured = UNRANKED, [], "not ranked yet"
                 elif ranked["shown_worse"].astype(bool).any():
                     kind, arms = FAVOURED, list(ranked[ranked["best"].astype(bool)]["arm"].astype(str))
-                    favoured = "; ".join(f"{a} ★" for a in arms[:3])
+                    choices, effect, dropped = _choices(ranked, runs, result, section.claims)
+                    favoured = "; ".join(f"{a} ★" + (f" (not offered: {dropped[a]})" if a in dropped else "")
+                                         for a in arms[:3])
                     favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
-                    choices, effect = _choices(ranked, runs, result)
                     if not choices:  # the study varies no choice, or its best arms sit on a trivial plateau
                         varied = result.varying(runs[runs["group"].isin(rows["group"])])
                         kind = PLATEAU if any(_is_choice(a.removeprefix("axes.")) for a in varied) else NO_CHOICE
@@ -159,7 +171,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                     favoured = f"none yet ({arms[0]} ranks first, not shown better)"
                 study_runs = runs[runs["group"].isin(rows["group"])]
                 line = FamilyLine(name, f"{favoured} · task {task}", [(section.title, section.anchor)],
-                                  _sureness(rows, section.claims), _scale(study_runs), kind, arms, task,
+                                  _sureness(rows, section.claims, kind == GATED), _scale(study_runs), kind, arms, task,
                                   condition=condition)
                 if kind in (FAVOURED, NO_CHOICE, PLATEAU, SHARED_LR):
                     line.choices, line.effect = choices, effect
@@ -167,7 +179,8 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                 if kind == TIED:  # no arm shown worse: every ranked arm could be the best
                     line.norms_best = _norms(ranked, runs)
                 elif kind not in (GATED, UNRANKED):
-                    best = ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]
+                    best = ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)
+                                  & ~ranked["arm"].astype(str).isin(dropped)]
                     line.norms_best = _norms(best, runs)
                 lines.append(line)
         out += lines
@@ -246,9 +259,10 @@ def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
     return ", ".join(chosen), ", ".join(conditions)
 
 
-def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str], str]:
+def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result, claims=()) -> tuple[list[str], str, dict[str, str]]:
     """The best-set arms of one comparison as choices (plateau arms left out, "or X" for every arm the best set
-    keeps), and the first one's effect over the best arm shown worse, by the best set's own comparison."""
+    keeps and no claim part on its runs shows worse: _claim_worse), the first one's effect over the best arm shown
+    worse, by the best set's own comparison, and the arms left out by a claim part (arm -> why)."""
     frames = {str(a): runs[runs["group"] == g] for a, g in zip(ranked["arm"], ranked["group"])}
     members = [str(a) for a in ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]["arm"]]
     worse = [str(a) for a in ranked[ranked["shown_worse"].astype(bool)]["arm"]]
@@ -262,6 +276,8 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str
     # "or X" only where X is not shown worse than the first by the line's own (paired) comparison
     left_out = [a for a in kept[1:] if result.shown_worse(frames[a], frames[kept[0]], compared, **same)]
     kept = [a for a in kept if a not in left_out]
+    dropped = _claim_worse(kept, frames, claims)
+    kept = [a for a in kept if a not in dropped]
     varying = result.varying(runs[runs["group"].isin(ranked["group"])])
     texts = []
     for arm in kept:
@@ -270,12 +286,34 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str
         if choice:
             texts.append((f"{choice} (at {condition})" if condition else choice) + _caveats(frames[arm], runs, result))
     if not texts or not worse:
-        return list(dict.fromkeys(texts)), ""
+        return list(dict.fromkeys(texts)), "", dropped
     effect = result.effect(frames[kept[0]], frames[worse[0]], worse[0], compared, **same)
     for arm in left_out:  # the first choice is not the best (it sat on a plateau), and this arm is worse than it
         effect += (f"; {arm} left out, worse on paired seeds than the first choice: "
                    f"{result.effect(frames[kept[0]], frames[arm], arm, compared, **same)}")
-    return list(dict.fromkeys(texts)), effect
+    for arm, why in dropped.items():
+        effect += f"; {arm} not offered: {why}"
+    return list(dict.fromkeys(texts)), effect, dropped
+
+
+def _claim_worse(arms: list[str], frames: dict[str, pd.DataFrame], claims) -> dict[str, str]:
+    """arm -> why it is not offered: a claim part tested on the same runs (ClaimView.worse) showed it worse than
+    another of ``arms``, which stays. The ★ is the leaderboard's widened comparison over every ranked arm; a part's
+    own test of two of them can show one worse where ★ keeps both (referee 24: "lns or pre" beside
+    lns_variance_depth part 3, pre −0.0405 bpc, 90% [−0.064, −0.017] behind lns), and "or X" is offered only where
+    X is not shown worse on the same data."""
+    out: dict[str, str] = {}
+    for better, behind, label in (found for claim in claims for found in getattr(claim, "worse", ())):
+        ahead = [a for a in arms if a not in out and _selects(frames[a], better)]
+        for arm in arms:
+            if ahead and arm not in ahead and arm not in out and _selects(frames[arm], behind):
+                out[arm] = f"{label}, on the same runs, shows it worse than {ahead[0]}"
+    return out
+
+
+def _selects(frame: pd.DataFrame, selector: dict) -> bool:
+    """Whether every run of an arm is one a claim's arm ``selector`` picks (claims' own select)."""
+    return len(frame) > 0 and bool(select(frame, selector).all())
 
 
 NO_NORM_CAVEAT = ("no normalization best at this scale: the papers' case for a norm is depth, width and long "

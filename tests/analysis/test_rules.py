@@ -78,7 +78,7 @@ def test_a_noisy_arm_with_an_untrained_seed_is_not_best_and_shows_its_failure(ru
 
     (answer,) = answers(of_frames(runs, summary))
     assert "warm ranks first" in answer.headline
-    assert "cold" not in answer.also or "1 did not train of 3" in answer.also
+    assert "cold" not in answer.also or "1 stayed at chance of 3" in answer.also
 
 
 def test_a_27_fold_mse_gap_is_decided_on_the_log_scale():
@@ -117,7 +117,7 @@ def test_a_run_that_never_trained_is_counted_like_a_divergence(runs_of, tmp_path
     from normbench.report.tables import divergence_table
 
     table = divergence_table(runs, ["axes.norm"], tmp_path)
-    assert len(table.rows) == 1 and "did not train" in table.rows[0][-2]
+    assert len(table.rows) == 1 and "stayed at chance" in table.rows[0][-2]
     # a frozen mark in an older record is not read: the band decides, for old and new records alike
     marked = runs.assign(**{"metrics.did_not_train": False})
     assert rules.did_not_train(marked).tolist().count(True) == 1
@@ -216,3 +216,22 @@ def test_losses_are_compared_as_ratios_and_accuracy_is_not():
 
     assert rules.ratio_record_metric("train_loss_auc") and rules.ratio_record_metric("final_train_loss")
     assert not rules.ratio_record_metric("grad_norm_max") and rules.ratio_scale("mse") and not rules.ratio_scale("accuracy")
+
+
+def test_did_not_train_has_one_meaning_and_the_chance_band_its_own_name(runs_of):
+    """Referee 24: runs.csv's metrics.did_not_train and the leaderboard's "diverged · did not train" counted the
+    chance band alone (0 of 3 for DyT held at the bigram model), while the claims' tables, under the same words,
+    counted runs held at a trivial solution too (2 of 3). The chance band is now named "at chance" / "stayed at
+    chance" where it is shown; "did not train" is the claims' rule (rules.failed_to_learn) alone."""
+    from normbench.records import metrics as metric_table
+    from normbench.report.tables import leaderboards
+
+    rows = [{"seed": s, "best_val": v, "axes": {"task": "fortunes_lm", "norm": n}}
+            for n, values in (("ln", (3.40, 3.45, 3.50)), ("dyt", (3.90, 3.92, 3.30))) for s, v in enumerate(values)]
+    runs, summary = _summary(runs_of(*rows))
+    dyt = runs[runs["axes.norm"] == "dyt"]
+    assert rules.did_not_train(dyt).sum() == 0 and rules.failed_to_learn(dyt).sum() == 2  # two measures, two names
+    assert metric_table.metric("did_not_train").label.startswith(rules.AT_CHANCE_RUN)
+    (board,) = leaderboards(summary, ["axes.norm"])
+    assert "diverged · at chance" in board.table.columns
+    assert not any("did not train" in column for column in board.table.columns), board.table.columns

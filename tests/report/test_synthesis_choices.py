@@ -351,3 +351,38 @@ def test_a_claim_part_tested_alone_is_named_beside_the_best_set_it_can_split(run
     assert "claim parts tested alone, their verdicts not testable here: lns_variance_depth part 3 supported" in line.sure
     (plain,) = lines_for(runs_of(*rows))
     assert "tested alone" not in plain.sure
+
+
+def test_an_arm_a_claim_part_shows_worse_on_the_same_runs_is_not_offered(runs_of):
+    """Referee 24: depth_placements offered "lns or pre or mix" (all ★) beside lns_variance_depth part 3, which on
+    the same runs showed pre worse than lns (−0.0405 bpc, 90% [−0.064, −0.017]); "or X" is offered only where X is
+    not shown worse on the same data. The part's arms are read from the claim (tables.shown_worse_parts)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from normbench.analysis.claims.specs_2026 import CLAIMS_2026
+    from normbench.analysis.claims.vocabulary import NOT_TESTABLE, SUPPORTED, Part, Verdict
+    from normbench.report.tables import shown_worse_parts
+
+    claim = next(c for c in CLAIMS_2026 if c.id == "lns_variance_depth")
+    parts = [Part(spec.assertion, SUPPORTED if i == 3 else NOT_TESTABLE, "") for i, spec in enumerate(claim.parts, 1)]
+    verdict = Verdict(NOT_TESTABLE, None, {}, pd.DataFrame(), "", parts=parts)
+    (found,) = shown_worse_parts(claim, verdict)
+    assert found == ({"placement": "lns"}, {"placement": "pre"}, "lns_variance_depth part 3 supported"), found
+
+    rows = [{"seed": s, "best_val": value + 0.004 * ((s * 7 + len(norm)) % 3), "axes": {"norm": norm, "task": "mqar"}}
+            for s in range(4) for norm, value in (("ln", 0.95), ("dyt", 0.949), ("bn", 0.5))]
+    runs = runs_of(*rows)
+    axes = varying_axes(runs)
+    runs = label_groups(runs, axes)
+    summary = summarize_groups(runs, axes)
+    part = SimpleNamespace(id="c", status=NOT_TESTABLE, tested="part 3 supported",
+                           worse=(({"norm": "ln"}, {"norm": "dyt"}, "c part 3 supported"),))
+    section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [], claims=[part])
+    (line,) = [line for line in synthesis(summary, runs, [section], of_frames(runs, summary)) if line.studies]
+    assert line.kind == FAVOURED and [c.split(",")[0] for c in line.choices] == ["norm=ln"], line.choices
+    assert "norm=dyt not offered: c part 3 supported, on the same runs, shows it worse than norm=ln" in line.effect
+    assert "norm=dyt ★ (not offered: c part 3 supported" in line.favoured and line.norms_best == ("ln",), line
+    (plain,) = lines_for(runs_of(*rows))  # no such part: both offered, as before
+    assert len(plain.choices) == 2 and "not offered" not in plain.effect

@@ -53,3 +53,29 @@ def test_the_recommendation_of_crafted_runs_follows_their_lines(runs_of):
     by_family = {line.family: line for line in recommendations(lines)}
     assert by_family[lines[0].family].favoured.startswith("norm=ln, placement=pre (x, ")  # a choice names its placement
     assert list(by_family) == [lines[0].family]  # the families the runs did not run are not listed
+
+
+def test_an_arm_that_did_not_train_at_its_tuned_lr_is_not_offered_as_a_tie(runs_of):
+    """Referee 24: at 1000 windows DyT got past the bigram model in 1 of 3 runs at its tuned lr, and the synthesis
+    read "not told apart" while the claim's arm_trains gate called the comparison not testable; the answer offered
+    seeds and a --budget to decide it. The answer's gate reads the claims' check (rules.failed_to_learn)."""
+    from normbench.analysis.claims.specs import ARM_LR_REMEDY
+    from normbench.report.answers import answers
+    from normbench.report.synthesis import GATED
+
+    def rows(dyt):
+        return [{"seed": s, "best_val": value, "axes": {"task": "fortunes_lm", "norm": norm, "role": "evaluation",
+                                                       "lr": 0.03 if norm == "dyt" else 0.001}}
+                for norm, values in (("ln", (3.40, 3.45, 3.50)), ("dyt", dyt)) for s, value in enumerate(values)]
+
+    runs = runs_of(*rows((3.90, 3.92, 3.30)))  # two runs held at the bigram model (3.75)
+    (line,) = lines_for(runs.assign(study_role=runs["axes.role"]))
+    assert line.kind == GATED and line.favoured.startswith("not testable here: norm=dyt"), line.favoured
+    assert "did not train at its tuned lr (1 of 3 runs" in line.favoured and ARM_LR_REMEDY in line.favoured
+    assert "not told apart" not in line.sure and "not ranked (3+ seeds per arm" in line.sure, line.sure
+    (answer,) = answers(of_runs(runs.assign(study_role=runs["axes.role"])))
+    assert answer.command == "" and "seeds per arm would" not in answer.also and answer.regime == line.favoured.split(
+        " · task ")[0], answer
+    trained = runs_of(*rows((3.30, 3.35, 3.20)))  # every run past the bigram model: testable, as before
+    (line,) = lines_for(trained.assign(study_role=trained["axes.role"]))
+    assert line.kind != GATED, line.favoured
