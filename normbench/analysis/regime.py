@@ -72,7 +72,8 @@ a property of the arms, and more steps could move either (referee 19: a "leader"
 iterate ×0.318 read supported where the mean of the last 3 evaluations gave ×0.56 [0.14, 2.27]).
 
 Answers (report/answers.py) gate each comparison of a study's ranking by on a trivial plateau, at
-chance, at ceiling and still improving; a ranking compares the study's own configurations, so its
+chance, at ceiling and still improving, and (decisions.untrained_arm) by an arm that did not train at its tuned
+lr; a ranking compares the study's own configurations, so its
 arms differing in a swept setting is its design, not a confound.
 
 The scale. ``scale(runs)`` and ``scale_text(runs)`` state what a verdict was measured at: the

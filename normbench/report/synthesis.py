@@ -118,7 +118,7 @@ def _tested_alone(claims: list[ClaimView]) -> str:
     if decided:
         words += "; claims " + ", ".join(f"{c.id} {verdict_words(c.status)}" for c in decided)
     # referee 22: depth_placements offered "lns or pre" while lns_variance_depth's part 3, a claim test on the same
-    # runs, showed lns ahead of pre at α 0.05: a part tested alone is named, and what ★ is beside it
+    # runs, showed lns ahead of pre at α 0.05: a part tested alone is named beside the line
     tested = [c for c in claims if c.tested]
     if tested:
         words += "; claim parts tested alone, their verdicts not testable here: " + ", ".join(
