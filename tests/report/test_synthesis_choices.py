@@ -332,18 +332,27 @@ def test_the_favoured_arm_its_or_x_and_its_interval_come_from_the_best_sets_own_
     assert "left out" not in line.effect and "(95% [" in line.effect, line.effect
 
 
+def _ln_dyt_bn_rows() -> list[dict]:
+    """LN and DyT not told apart, BN far behind, 4 seeds each."""
+    return [{"seed": s, "best_val": value + 0.004 * ((s * 7 + len(norm)) % 3), "axes": {"norm": norm, "task": "mqar"}}
+            for s in range(4) for norm, value in (("ln", 0.95), ("dyt", 0.949), ("bn", 0.5))]
+
+
+def _labelled(runs):
+    """The runs labelled by their varying axes, and their summary, as the report builds them."""
+    axes = varying_axes(runs)
+    runs = label_groups(runs, axes)
+    return runs, summarize_groups(runs, axes)
+
+
 def test_a_claim_part_tested_alone_is_named_beside_the_best_set_it_can_split(runs_of):
     """Referee 22: depth_placements offered "lns or pre" (both ★, the leaderboard's widened intervals) while
     lns_variance_depth part 3, a claim test on the same runs at α 0.05, showed lns ahead of pre: the line named
     neither that part nor what ★ is beside it."""
     from types import SimpleNamespace
 
-    rows = [{"seed": s, "best_val": value + 0.004 * ((s * 7 + len(norm)) % 3), "axes": {"norm": norm, "task": "mqar"}}
-            for s in range(4) for norm, value in (("ln", 0.95), ("dyt", 0.949), ("bn", 0.5))]
-    runs = runs_of(*rows)
-    axes = varying_axes(runs)
-    runs = label_groups(runs, axes)
-    summary = summarize_groups(runs, axes)
+    rows = _ln_dyt_bn_rows()
+    runs, summary = _labelled(runs_of(*rows))
     gated = SimpleNamespace(id="lns_variance_depth", status="not testable here", tested="part 3 supported")
     section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [], claims=[gated])
     (line,) = [line for line in synthesis(summary, runs, [section], of_frames(runs, summary)) if line.studies]
@@ -371,12 +380,8 @@ def test_an_arm_a_claim_part_shows_worse_on_the_same_runs_is_not_offered(runs_of
     (found,) = shown_worse_parts(claim, verdict)
     assert found == ({"placement": "lns"}, {"placement": "pre"}, "lns_variance_depth part 3 supported"), found
 
-    rows = [{"seed": s, "best_val": value + 0.004 * ((s * 7 + len(norm)) % 3), "axes": {"norm": norm, "task": "mqar"}}
-            for s in range(4) for norm, value in (("ln", 0.95), ("dyt", 0.949), ("bn", 0.5))]
-    runs = runs_of(*rows)
-    axes = varying_axes(runs)
-    runs = label_groups(runs, axes)
-    summary = summarize_groups(runs, axes)
+    rows = _ln_dyt_bn_rows()
+    runs, summary = _labelled(runs_of(*rows))
     part = SimpleNamespace(id="c", status=NOT_TESTABLE, tested="part 3 supported",
                            worse=(({"norm": "ln"}, {"norm": "dyt"}, "c part 3 supported"),))
     section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [], claims=[part])
