@@ -37,7 +37,7 @@ def test_a_family_recommendation_names_every_favoured_arm_and_ties_as_ties():
     assert mixed.favoured == "norm=ln (a, digits, hidden 64) · norm=rms or norm=ln (c, digits, hidden 64)"
     assert mixed.sure == "no effect: no arm shown worse on the same data" and mixed.kind == FAVOURED
     tied = recommendation("LSTM", [line(TIED, ["norm=ln", "norm=bn"], "b"), gated])
-    assert tied.favoured == "no choice shown better: norm=ln, norm=bn tie (b, digits, hidden 64)" and tied.kind == TIED
+    assert tied.favoured == "no choice shown better: norm=ln, norm=bn not told apart (b, digits, hidden 64)" and tied.kind == TIED
     only_gated = recommendation("LSTM", [gated])
     assert only_gated.favoured == "no testable study covers this family (1 not testable here: see its lines)"
     assert only_gated.kind == GATED
