@@ -310,3 +310,17 @@ def test_dyt_data_regime_says_when_its_thresholds_were_fixed_as_its_tag_does():
     assert regimes.added == "2026-12-02T14:12" and "fixed on 2026-12-02" in claim.design
     records = pd.DataFrame({"time.started": ["2026-12-03T06:00:00Z"]})
     assert after_the_records(regimes, records) == ""  # fixed before the data: no "after these records" tag
+
+
+def test_derf_muon_interaction_says_whether_the_papers_mechanism_arose(runs_of):
+    # referee 25: the shares were printed, but not that the paper's explanation needs more saturation under Muon
+    def said(shares):
+        rows = [{"seed": s, "best_val": 3.0 + (0.2 if norm == "derf" else 0) + 0.003 * s,
+                 "axes": {"task": "fortunes_lm", "model": "transformer", "norm": norm, "optim": optim},
+                 "metrics": {"saturated_share": shares[optim]} if norm == "derf" else {}}
+                for optim in ("adamw", "muon") for norm in ("rms", "derf") for s in range(3)]
+        return verdict(runs_of(*rows), "derf_muon_interaction").context.split("The paper's explanation")[1]
+    less = said({"adamw": 0.445, "muon": 0.064})
+    assert "higher for derf at optim=muon than at optim=adamw" in less
+    assert "here 0.064 against 0.445" in less and "did not arise in this setup" in less
+    assert "so it arose in this setup" in said({"adamw": 0.1, "muon": 0.5})

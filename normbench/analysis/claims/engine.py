@@ -366,7 +366,7 @@ def _levels_text(claim: Claim, frames: dict[str, pd.DataFrame], runs: pd.DataFra
     reads_training = any(s.measure.task_metric or s.kind.startswith("converges") or s.kind == "ratio"
                          or s.measure is FAILED for s in claim.parts)
     levels = reference_levels.text(shown.split_arms(claim, frames), runs) if reads_training else ""
-    return levels + shown.measures_text(claim, frames)
+    return levels + shown.measures_text(claim, frames) + shown.mechanism_text(claim, frames)
 
 
 def _failure_rule_shown(spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> Part:

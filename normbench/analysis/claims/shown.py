@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from normbench.analysis.aggregate import format_value
-from normbench.analysis.claims.vocabulary import Claim, axis
+from normbench.analysis.claims.vocabulary import Claim, Mechanism, axis
 
 
 def split_arms(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -57,3 +57,24 @@ def measures_text(claim: Claim, frames: dict[str, pd.DataFrame]) -> str:
         said.append(f" Shown beside the verdict, not judged: {measure.name}, per arm" +
                     (f" and {', '.join(claim.split)}" if claim.split else "") + ": " + "; ".join(arms) + ".")
     return "".join(said)
+
+
+def mechanism_text(claim: Claim, frames: dict[str, pd.DataFrame]) -> str:
+    """One sentence per Mechanism of the claim: whether what the paper's explanation needs arose here, on the means
+    of the arm's finished runs at the two settings; "" when the claim names none."""
+    return "".join(_mechanism(m, frames.get(m.arm)) for m in claim.mechanism)
+
+
+def _mechanism(m: Mechanism, frame: pd.DataFrame | None) -> str:
+    needs = (f" The paper's explanation ({m.because}) needs {m.measure.name} higher for {m.arm} at "
+             f"{m.axis}={format_value(m.more_at)} than at {m.axis}={format_value(m.than)}")
+    means = []
+    for level in (m.more_at, m.than):
+        runs = frame[(axis(frame, m.axis) == level) & (frame["status"] == "ok")] if frame is not None else None
+        values = pd.to_numeric(m.measure.values(runs), errors="coerce").dropna() if runs is not None else pd.Series()
+        means.append(float(values.mean()) if len(values) else None)
+    if None in means:
+        return needs + ": not recorded at both here, so whether it arose cannot be read."
+    arose = means[0] > means[1]
+    return (needs + f": here {means[0]:.3g} against {means[1]:.3g} (means of the finished runs, not judged), so it "
+            + ("arose in this setup." if arose else "did not arise in this setup."))

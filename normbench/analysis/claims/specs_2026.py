@@ -22,6 +22,7 @@ from normbench.analysis.claims.vocabulary import (
     SMALLEST,
     Claim,
     Measure,
+    Mechanism,
     PartSpec,
     Require,
     axis,
@@ -205,6 +206,8 @@ CLAIMS_2026: list[Claim] = [
           requires=(TRANSFORMER,), also_compare=("optim", "muon"), prepare=muon_level,
           # the paper's mechanism is Derf saturating under Muon: whether it did here, per optimizer (referee 24)
           split=("optim",), shown=(BOUNDED_SATURATION,),
+          mechanism=(Mechanism(BOUNDED_SATURATION, "derf", "optim", "muon", "adamw",
+                               "Derf saturating under Muon's faster spectral-norm growth"),),
           design="Arms: a 2 × 2 factorial, RMSNorm and Derf (α₀ = 0.5, the published default) × AdamW and Muon, "
                  "each cell at its own lr, tuned over one grid on a selection seed (sweeps/derf_muon.yaml). The "
                  "interaction is the claim; the paper's 3 × 2 "

@@ -322,6 +322,21 @@ class PaperSetting:
 
 
 @dataclass(frozen=True)
+class Mechanism:
+    """What the paper's explanation needs to happen, read from the records beside the verdict and never judged:
+    ``measure`` higher for the claim arm ``arm`` at ``axis`` = ``more_at`` than at ``axis`` = ``than`` (shown.py
+    says whether it did, on the means of the finished runs; referee 25: Derf's saturation was printed per
+    optimizer, but the page never said that the paper's mechanism needs more of it under Muon and got less)."""
+
+    measure: "Measure"
+    arm: str
+    axis: str
+    more_at: object
+    than: object
+    because: str  # the paper's explanation, in a few words
+
+
+@dataclass(frozen=True)
 class Require:
     selector: Mapping[str, object]
     needs: str
@@ -366,6 +381,8 @@ class Claim:
     # Measures shown beside the verdict per (split) arm and never judged: a condition the paper's mechanism needs,
     # so a reader sees whether it arose here (Derf's saturation under each optimizer): shown.py.
     shown: tuple[Measure, ...] = ()
+    # What the paper's explanation needs to see happen (Mechanism), said beside the verdict: arose here or not.
+    mechanism: tuple[Mechanism, ...] = ()
 
     @property
     def source(self) -> str:
