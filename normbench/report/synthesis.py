@@ -224,8 +224,19 @@ def head_to_head(lines: list[FamilyLine], first: str, second: str) -> str:
         ahead = [n for n in (first, second) if n in line.norms_best]
         # both could be the best: not told apart, never "tied", which no equivalence test here says (referee 25)
         reading = (f"{ahead[0]} ahead" if len(ahead) == 1 else "not told apart" if ahead else "neither in the best set")
-        said.append(f"{reading} {where}" + (" (one shared lr)" if line.kind == SHARED_LR else ""))
+        said.append(f"{reading}{_settings_of(line, (first, second))} {where}"
+                    + (" (one shared lr)" if line.kind == SHARED_LR else ""))
     return f"{first} vs {second} head to head: {'; '.join(said)}" if said else ""
+
+
+def _settings_of(line: FamilyLine, norms: tuple[str, str]) -> str:
+    """" at S" where the line's choices of both norms share a setting S beyond their own lrs: the head-to-head holds
+    there only (referee 25: "derf vs rms: tied (derf_muon)" held under Muon, while under AdamW rms was ahead)."""
+    settings = [{part for part in choice.split(" (at ", 1)[1].split(")")[0].split(", ") if not part.startswith("lr=")}
+                for choice in line.choices if " (at " in choice
+                and choice.split(",")[0].removeprefix("norm=") in norms]
+    shared = set.intersection(*settings) if len(settings) >= 2 else set()
+    return f" at {', '.join(sorted(shared))}" if shared else ""
 
 
 def _shared_lr(runs: pd.DataFrame) -> bool:

@@ -197,6 +197,12 @@ def test_two_norms_offered_side_by_side_carry_their_head_to_head_reading():
             "(small_batch_bn); not testable on adding (ln_vs_bn_varlen)") in text
     alone = recommendation("LSTM", [bn, ln]).favoured
     assert "bn vs ln: no study here compares them on the same runs" in alone
+    # referee 25: "derf vs rms: tied (derf_muon)" held under Muon alone: the setting both best arms share is named
+    muon = line(FAVOURED, "derf_muon", "fortunes_lm", ["norm=derf, placement=pre (at lr=0.03, optim=muon)",
+                                                       "norm=rms, placement=pre (at lr=0.01, optim=muon)"],
+                ("derf", "rms"), ("derf", "rms"))
+    assert ("derf vs rms head to head: not told apart at optim=muon on fortunes_lm (derf_muon)"
+            in recommendation("Transformer", [muon]).favoured)
 
 
 def test_a_tie_between_two_norms_is_read_from_the_records_as_a_tie(runs_of):
