@@ -290,6 +290,11 @@ def test_synthesis_first_then_each_study_with_its_answer(report):
     assert "test " in study and "chance " in study
     # claims the runs cannot address are counted, not listed, on the first screen
     assert "not run here" in synthesis and 'href="#claim-ln_batch_robust"' not in synthesis
+    # referee 26: the note under the table states both rules, the ★'s over all arms and "or X"'s paired test, in
+    # both pages; it had said "leave tied" and the ★ alone after the rows began offering fewer arms than the ★ set
+    for page in (synthesis, report["md"]):
+        assert "★, the leaderboard's rule over all of a study's arms" in page and "its own paired test against the " \
+            "first choice (at the study's α, one comparison)" in page and "leave tied" not in page
 
 
 def test_the_batchnorm_train_eval_gap_is_shown_wherever_bn_is_evaluated(tmp_path, write_record):
