@@ -46,7 +46,7 @@ EXIT_STATUS = {"invalid": 2, "failed": 1}
 
 register()
 hydra_files.install()  # .hydra/ files never written through a link or into a FIFO (normbench/configuration/hydra_files.py)
-validation.install()  # a sweep's up-front composition check paid once per pair of overrides (studies/validation.py)
+validation.install()  # a sweep composes each job once, its up-front check a covering set (studies/validation.py)
 # At exit CPython's last collections walk every object alive, and torch's optimizers bring in
 # torch._dynamo, whose objects take ~2 s to walk on a 2-core CPU: a process that is ending skips
 # them, the launcher and each joblib worker alike (the launcher waits for its workers to end).

@@ -10,10 +10,24 @@ one setting changes another's schema or defaults, a pair of them. So the check c
 brings a value or a pair of values no job checked before it has brought, and skips the rest: every value
 and every pair of values in the batch is still composed before the first job runs. A failure that needs
 three settings together is found when that job is composed to run, as a failure of the launcher's.
+
+A job the check composed is not composed again to run where the launcher composes in this process (Hydra's
+basic launcher, the default): the check keeps its config and the launcher's composition of the same overrides
+from the same master config takes it, once. A joblib or submitit worker composes its own; the parent keeps
+nothing for them. And every composition copies Hydra's config repository first (CachingConfigRepository), the
+ConfigStore singleton inside it included, about 10 ms each here: the store is shared, not copied, as every
+source made afresh shares it (StructuredConfigSource takes ConfigStore.instance(), and its load copies each node
+it returns). And Hydra builds, for every config in the defaults tree, the map a defaults-list interpolation
+(``- db: ${other}``) is resolved against, an OmegaConf of every choice so far, about 20 of them per composition: it
+is built only for a defaults list that holds such an interpolation (Hydra reads it nowhere else). Hydra's own
+packaged configs (``pkg://hydra.conf``: its output, logging and help settings), parsed from YAML again in every
+composition, are parsed once per process and each composition given its own copy, as normbench's own files are
+(configuration/config.py, parsed_once).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from itertools import combinations
 
@@ -32,16 +46,97 @@ def covering_jobs(batch: Sequence[Sequence[str]]) -> list[int]:
     return chosen
 
 
+# (id of the master config, a job's overrides) -> (the master config, the job's config): the check's compositions
+# of the batch it checked last, each taken once by the launcher's composition of the same job
+_composed: dict[tuple, tuple] = {}
+
+
+def _composes_here(sweeper) -> bool:
+    """Whether ``sweeper``'s launcher composes its jobs in this process (Hydra's basic launcher)."""
+    from hydra._internal.core_plugins.basic_launcher import BasicLauncher
+
+    return isinstance(getattr(sweeper, "launcher", None), BasicLauncher)
+
+
 def validate_covering(sweeper, batch: Sequence[Sequence[str]]) -> None:
-    """Sweeper.validate_batch_is_legal on the covering jobs of ``batch`` alone."""
+    """Sweeper.validate_batch_is_legal on the covering jobs of ``batch`` alone; their configs kept for the launcher
+    where it composes here."""
     loader = sweeper.hydra_context.config_loader if getattr(sweeper, "hydra_context", None) else sweeper.config_loader
+    _composed.clear()
+    keep = _composes_here(sweeper)
     for index in covering_jobs(batch):
-        loader.load_sweep_config(master_config=sweeper.config, sweep_overrides=list(batch[index]))
+        config = loader.load_sweep_config(master_config=sweeper.config, sweep_overrides=list(batch[index]))
+        if keep:
+            _composed[(id(sweeper.config), tuple(batch[index]))] = (sweeper.config, config)
+
+
+def _taking_kept(load):
+    """ConfigLoaderImpl.load_sweep_config that returns the check's config of the same job once, else composes."""
+
+    def load_sweep_config(self, master_config, sweep_overrides):
+        kept = _composed.pop((id(master_config), tuple(sweep_overrides)), None)
+        if kept is not None and kept[0] is master_config:
+            return kept[1]
+        return load(self, master_config, sweep_overrides)
+
+    load_sweep_config.takes_kept = True
+    return load_sweep_config
+
+
+def _shared_store(source, memo):
+    """StructuredConfigSource's deepcopy: a new source on the same ConfigStore singleton."""
+    copied = copy.copy(source)
+    memo[id(source)] = copied
+    return copied
+
+
+def _when_interpolated(build):
+    """hydra's defaults_list._create_interpolation_map, built only where ``defaults_list`` interpolates."""
+
+    def create_interpolation_map(overrides, defaults_list, self_added):
+        if any(d.is_interpolation() for d in defaults_list):
+            return build(overrides, defaults_list, self_added)
+        return None  # read by nothing: _create_defaults_tree_impl resolves only its interpolated defaults with it
+
+    create_interpolation_map.lazy = True
+    return create_interpolation_map
+
+
+# (package, config path) -> the packaged config as first parsed; each caller gets its own copy (Hydra edits it)
+_packaged: dict[tuple[str, str], object] = {}
+
+
+def _parsed_once(load):
+    """ImportlibResourcesConfigSource.load_config, each packaged config parsed once per process."""
+
+    def load_config(self, config_path: str):
+        key = (self.path, config_path)
+        if key not in _packaged:
+            _packaged[key] = load(self, config_path)  # a missing config raises, and is asked again next time
+        kept = _packaged[key]
+        return type(kept)(config=copy.deepcopy(kept.config), path=kept.path, provider=kept.provider,
+                          header=dict(kept.header), is_schema_source=kept.is_schema_source)
+
+    load_config.parsed_once = True
+    return load_config
 
 
 def install() -> None:
-    """Every sweeper that keeps Hydra's validate_batch_is_legal checks the covering jobs alone (once)."""
+    """Every sweeper that keeps Hydra's validate_batch_is_legal checks the covering jobs alone, the launcher in this
+    process takes their configs, a composition's repository copy shares the ConfigStore, and the interpolation map
+is built where a defaults list interpolates, and Hydra's packaged configs are parsed once (once each)."""
+    from hydra._internal import defaults_list
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
+    from hydra._internal.core_plugins.structured_config_source import StructuredConfigSource
     from hydra.plugins.sweeper import Sweeper
 
     if Sweeper.validate_batch_is_legal is not validate_covering:
         Sweeper.validate_batch_is_legal = validate_covering
+    if not getattr(ConfigLoaderImpl.load_sweep_config, "takes_kept", False):
+        ConfigLoaderImpl.load_sweep_config = _taking_kept(ConfigLoaderImpl.load_sweep_config)
+    StructuredConfigSource.__deepcopy__ = _shared_store
+    if not getattr(ImportlibResourcesConfigSource.load_config, "parsed_once", False):
+        ImportlibResourcesConfigSource.load_config = _parsed_once(ImportlibResourcesConfigSource.load_config)
+    if not getattr(defaults_list._create_interpolation_map, "lazy", False):
+        defaults_list._create_interpolation_map = _when_interpolated(defaults_list._create_interpolation_map)

@@ -1,12 +1,19 @@
-"""A sweep's up-front composition check (studies/validation.py): every override and every pair of overrides
-is composed before the first job runs, and no job is composed there twice over."""
+"""A sweep's compositions (studies/validation.py): every override and every pair of overrides is composed
+before the first job runs, each job is composed once in all where the launcher composes in this process, and
+what makes a composition cheaper changes no config."""
 
 from __future__ import annotations
 
+import copy
 from itertools import combinations, product
 
+from hydra import compose, initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.core_plugins.structured_config_source import StructuredConfigSource
+from hydra.types import RunMode
 
+from normbench.configuration.config import config_dir
+from normbench.studies import validation
 from normbench.studies.validation import covering_jobs
 from tests.conftest import TINY, TINY_TASK
 
@@ -47,3 +54,62 @@ def test_a_sweep_composes_its_jobs_fewer_than_twice_each(cli, tmp_path, monkeypa
     assert code == 0, err
     # 8 jobs run, each composed once to run; the check before them composes only those that brought a new pair
     assert 8 + 4 <= len(calls) < 16, len(calls)
+
+
+def test_each_job_of_a_sweep_is_composed_once_in_all(cli, tmp_path, monkeypatch):
+    composed = []
+    real = ConfigLoaderImpl.load_configuration
+    monkeypatch.setattr(ConfigLoaderImpl, "load_configuration",
+                        lambda self, *a, **k: composed.append(k.get("run_mode")) or real(self, *a, **k))
+    code, _, err = cli("-m", *TINY, *TINY_TASK, "seed=0,1", "norm=ln,rms", "lr=0.01,0.02", "hydra.sweep.dir=sw",
+                       "report=false", "steps=2")
+    assert code == 0, err
+    assert composed.count(RunMode.RUN) == 8, composed  # the check's 7 are the ones 7 of the 8 jobs run
+    assert not validation._composed  # each kept config was taken
+
+
+def test_a_kept_config_is_taken_once_by_the_same_job_of_the_same_master_config():
+    master, other, made = object(), object(), []
+    load = validation._taking_kept(lambda self, m, o: made.append(o) or ("composed", tuple(o)))
+    validation._composed[(id(master), ("a=1",))] = (master, "kept")
+    assert load(None, other, ["a=1"]) == ("composed", ("a=1",)) and made == [["a=1"]]
+    assert load(None, master, ["a=2"]) == ("composed", ("a=2",))
+    assert load(None, master, ["a=1"]) == "kept"
+    assert load(None, master, ["a=1"]) == ("composed", ("a=1",))  # taken once: a second launch composes anew
+    validation._composed.clear()
+
+
+def _composed(overrides):
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        return compose("config", overrides=overrides, return_hydra_config=True)
+
+
+def test_a_packaged_config_parsed_once_is_a_fresh_copy_for_each_composition():
+    validation.install()
+    first = _composed(["norm=ln"])
+    first.hydra.job_logging.version = 99  # Hydra's own logging settings, from pkg://hydra.conf
+    first.hydra.help.app_name = "edited"
+    second = _composed(["norm=ln"])
+    assert second.hydra.job_logging.version == 1 and second.hydra.help.app_name != "edited"
+    assert validation._packaged  # it was kept
+
+
+def test_a_defaults_list_interpolation_still_resolves_its_choice(tmp_path):
+    validation.install()
+    (tmp_path / "db").mkdir()
+    (tmp_path / "schema").mkdir()
+    (tmp_path / "db" / "mysql.yaml").write_text("port: 3306\n")
+    (tmp_path / "db" / "pg.yaml").write_text("port: 5432\n")
+    (tmp_path / "schema" / "mysql.yaml").write_text("dialect: mysql\n")
+    (tmp_path / "schema" / "pg.yaml").write_text("dialect: pg\n")
+    (tmp_path / "config.yaml").write_text("defaults:\n  - db: mysql\n  - schema: ${db}\n  - _self_\n")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        assert compose("config").schema.dialect == "mysql"
+        assert compose("config", overrides=["db=pg"]).schema.dialect == "pg"
+
+
+def test_a_repository_copy_shares_the_config_store():
+    validation.install()
+    source = StructuredConfigSource(provider="test", path="structured://")
+    copied = copy.deepcopy([source])[0]
+    assert copied is not source and copied.store is source.store
