@@ -7,7 +7,10 @@ each job, the run's set-up, its data, evaluation and probes, its records. Two me
 - the **fixed cost per run**: (the sweep's wall time - its runs' summed training time) / its jobs,
   and the same with the sweep's CPU time (the subprocess's user + system seconds, which a busy
   machine disturbs less than wall time). With ``--against DIR`` the same sweep runs with the code
-  of the checkout at DIR (``PYTHONPATH=DIR``) and with this one, one process at a time, in
+  of the checkout at DIR (``PYTHONPATH=DIR``) and with this one (``PYTHONPATH`` this package's checkout),
+  each from the bench's temporary folder (``python -m`` puts its working folder first on the path, so a
+  sweep started from a checkout ran that checkout's code, whatever PYTHONPATH said), each sweep's log
+  naming the package it imported, one process at a time, in
   alternating order (A B, then B A, ...), so neither always runs on a warmer or quieter machine;
   then ``normbench compare A B --exact`` says whether their records are the same runs with the same
   numbers;
@@ -75,17 +78,39 @@ def refusal(log_text: str) -> str:
     return said.split("error:", 1)[-1].strip()
 
 
+THIS_CODE = Path(__file__).resolve().parents[2]  # the folder holding this normbench package
+
+
+def code_env(code: Path | None) -> dict:
+    """A sweep subprocess's environment: ``code`` (None: the folder holding this package) first on PYTHONPATH.
+    It must run from a folder that holds no normbench of its own (``python -m`` puts the working folder first)."""
+    paths = [str(code or THIS_CODE), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def imported_from(code: Path | None, where: Path) -> Path:
+    """The normbench package a sweep started from ``where`` with code_env(code) imports."""
+    said = subprocess.run([sys.executable, "-c", "import normbench; print(normbench.__file__)"], cwd=where,
+                          env=code_env(code), capture_output=True, text=True, check=True)
+    return Path(said.stdout.strip()).resolve().parent
+
+
 def timed(command: list[str], code: Path | None, log: Path, timeout_s: float = 3600) -> dict:
-    """Wall and CPU seconds of one sweep subprocess, with ``code`` first on its PYTHONPATH (None: as this one).
+    """Wall and CPU seconds of one sweep subprocess, run from the log's folder with ``code`` first on its
+    PYTHONPATH (None: this package's checkout); RuntimeError when it would import another normbench.
     Refused when the sweep refuses its overrides (exit 2: an unknown option, a value no run takes; hostile
     B06, B21-B23), RuntimeError with its log's end when it fails otherwise."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    if code is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = code_env(code)
+    package = imported_from(code, log.parent)
+    if package.parent != (code or THIS_CODE).resolve():
+        raise RuntimeError(f"a sweep meant to run the code at {code or THIS_CODE} would import {package}")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with open(log, "w") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=timeout_s)
+        out.write(f"normbench imported from {package}\n")
+        out.flush()
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=timeout_s,
+                              cwd=log.parent)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode == 2:

@@ -86,3 +86,18 @@ def test_a_refusal_is_the_last_error_line_of_the_sweep():
     log = "sweep profile: ...\nnormbench sweep: efficiency 0.00\nnormbench: error: no run ran: lr='x' is not valid\n\n"
     assert sweep_profile.refusal(log) == "no run ran: lr='x' is not valid"
     assert sweep_profile.refusal("") == "no reason given"
+
+
+def test_each_side_imports_the_code_it_names_from_inside_a_checkout(tmp_path, monkeypatch):
+    """`bench sweep --against DIR` started from a checkout ran that checkout's code on both sides: ``python -m``
+    puts the working folder before PYTHONPATH. Each sweep runs from the bench's own folder instead."""
+    other = tmp_path / "other"
+    (other / "normbench").mkdir(parents=True)
+    (other / "normbench" / "__init__.py").write_text("")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    monkeypatch.chdir(sweep_profile.THIS_CODE)  # where a user runs the bench: the repository's root
+    assert sweep_profile.imported_from(other, runs) == (other / "normbench").resolve()
+    assert sweep_profile.imported_from(None, runs) == (sweep_profile.THIS_CODE / "normbench").resolve()
+    with pytest.raises(RuntimeError, match="would import"):
+        sweep_profile.timed(["true"], other, sweep_profile.THIS_CODE / "x.log")  # run from the checkout itself
