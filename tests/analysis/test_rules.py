@@ -250,6 +250,13 @@ def test_did_not_train_has_one_meaning_and_the_chance_band_its_own_name(runs_of)
     assert rules.at_chance(dyt).sum() == 0 and rules.failed_to_learn(dyt).sum() == 2  # two measures, two names
     assert metric_table.metric("at_chance").label.startswith(rules.AT_CHANCE_RUN)
     assert metric_table.metric("failed_to_learn").label.startswith(rules.NOT_TRAINED)
+    # the glossary points each term at its own columns, and no column of the other rule (referee 26 (3))
+    from normbench.report.provenance import GLOSSARY
+
+    terms = dict(GLOSSARY)
+    assert "metrics.at_chance" in terms["at chance"] and "failed_to_learn" not in terms["at chance"]
+    assert "metrics.failed_to_learn" in terms["did not train"] and "metrics.held_at" in terms["did not train"]
+    assert "metrics.at_chance" not in terms["did not train"] and not any("did_not_train" in t for t in terms.values())
     (board,) = leaderboards(summary, ["axes.norm"])
     assert "diverged · at chance" in board.table.columns
     assert not any("did not train" in column for column in board.table.columns), board.table.columns
