@@ -229,6 +229,8 @@ def at_chance_column(runs: pd.DataFrame) -> pd.Series:
     diverged = runs.get(metric_table.path("diverged_at_step"), pd.Series(np.nan, index=runs.index)).notna()
     finished = runs["status"] == "ok" if "status" in runs else pd.Series(False, index=runs.index)
     return at_chance(runs).astype(float).where(finished & ~diverged)
+
+
 def trivial_columns(runs: pd.DataFrame) -> list[str]:
     """The runs frame's columns of trivial solutions (task.trivial.<name>), in the frame's order."""
     return [column for column in runs.columns if str(column).startswith(TRIVIAL)]

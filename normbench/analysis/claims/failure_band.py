@@ -5,9 +5,9 @@ no farther than the metric's chance band (records/metrics.py: bpc 0.05) past cha
 solutions (rules.failed_to_learn: the unigram and bigram models of a character LM). The band is a declared
 constant, and a run whose best evaluation ends near its edge is counted one way by it and the other way by a band
 a little wider or narrower (referee 20, postln_fails_without_warmup: two Post-LN runs with warm-up 0.02 bpc past
-the bigram count as failed; runs.csv's chance-only metrics.at_chance counts them as trained, its metrics.failed_to_learn as failed). So every such part
-prints the rule, the level each failed run is held at and how far past it it got, the count by the chance band
-alone, and the count with the band moved by the metric's smallest effect of interest each way (SHIFT). A decided
+the bigram count as failed, as runs.csv's metrics.failed_to_learn counts them; its chance-only metrics.at_chance
+counts them as trained). So every such part prints the rule, the level each failed run is held at and how far
+past it it got, the count by the chance band alone, and the count with the band moved by the metric's smallest effect of interest each way (SHIFT). A decided
 part whose count moves with it is not testable here (engine: a verdict a referee cannot sign when an arbitrary
 constant decides it); an undecided one says so beside its reading.
 """
