@@ -7,9 +7,9 @@ constant, and a run whose best evaluation ends near its edge is counted one way 
 a little wider or narrower (referee 20, postln_fails_without_warmup: two Post-LN runs with warm-up 0.02 bpc past
 the bigram count as failed, as runs.csv's metrics.failed_to_learn counts them; its chance-only metrics.at_chance
 counts them as trained). So every such part prints the rule, the level each failed run is held at and how far
-past it it got, the count by the chance band alone, and the count with the band moved by the metric's smallest effect of interest each way (SHIFT). A decided
-part whose count moves with it is not testable here (engine: a verdict a referee cannot sign when an arbitrary
-constant decides it); an undecided one says so beside its reading.
+past it it got, the count by the chance band alone, and the count with the band moved by the metric's smallest
+effect of interest each way (SHIFT). A decided part whose count moves with it is not testable here (engine: a
+verdict a referee cannot sign when an arbitrary constant decides it); an undecided one says so beside its reading.
 """
 
 from __future__ import annotations
