@@ -173,8 +173,9 @@ def _flatten(record: RunRecord) -> dict:
         if group == "axes" and known:
             continue
         values = summary.get(group)
-        if isinstance(values, dict):
-            row.update({f"{group}.{k}": v for k, v in values.items() if _is_scalar(v)})
+        if isinstance(values, dict):  # a metric an earlier version wrote under another name reads as its name now
+            name = metric_table.current_key if group == "metrics" else str
+            row.update({f"{group}.{name(k)}": v for k, v in values.items() if _is_scalar(v)})
     trivial = summary.get("task", {}).get("trivial") if isinstance(summary.get("task"), dict) else None
     if isinstance(trivial, dict):  # the task's trivial solutions by name (normbench/tasks/trivial.py)
         numbers = [(str(k)[:80], v) for k, v in trivial.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
@@ -244,7 +245,10 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     inferred = runs.get("task.metric", pd.Series(None, index=runs.index)).map(_HIGHER_IS_BETTER)
     given = runs.get("task.higher_is_better", pd.Series(None, index=runs.index))
     runs["task.higher_is_better"] = given.where(given.notna(), inferred).fillna(True).astype(bool)
-    runs[metric_table.path("did_not_train")] = rules.did_not_train_column(runs)  # a verdict: decided here, never read back
+    # verdicts: decided here from what each run measured, never read back from a record
+    runs[metric_table.path("at_chance")] = rules.at_chance_column(runs)
+    runs[metric_table.path("failed_to_learn")] = rules.failed_to_learn_column(runs)
+    runs[metric_table.path("held_at")] = rules.held_at_column(runs)
     return read_back_defaults(runs)
 
 
@@ -426,6 +430,7 @@ def _per_run(trained: pd.DataFrame) -> pd.DataFrame:
         "group": trained["group"],
         "ok": ok,
         "diverged": trained["status"] == "diverged",
+        "failed_to_learn": rules.failed_to_learn(trained),  # the claims' "did not train", counted beside at_chance
         "seed": column("seed"),
         "timing_noise": column(metric_table.path("step_ms_p90")) / column(metric_table.path("step_ms_p10")),
         "reached": steps.notna(),
@@ -458,6 +463,7 @@ def _group_statistics(work: pd.DataFrame) -> pd.DataFrame:
         **_named_statistics(scores),
         timing_noise_median=("timing_noise", "median"),
         reached=("reached", "sum"),
+        failed_to_learn=("failed_to_learn", "sum"),
         **_named_statistics(others),
     )
     # The lower median: "not reached" exactly when more than half of the runs did not reach it.
@@ -526,7 +532,9 @@ def _ranked(summary: pd.DataFrame, trained: pd.DataFrame, axes: list[str],
                "best_val_std", "best_val_n", "final_val_mean", "final_val_ci_low", "final_val_ci_high",
                "test_mean", "test_ci_low", "test_ci_high", "seeds", "n", "n_ok", "n_diverged", "divergence_rate", "reached",
                "steps_to_target_median", "seconds_to_target_median"]
-    ordered = leading + [c for c in summary.columns if c not in leading and c not in ("_order", "_unranked")]
+    rest = [c for c in summary.columns if c not in leading and c not in ("_order", "_unranked", "failed_to_learn")]
+    at = rest.index("at_chance") + 1  # the two failure counts side by side: the chance band's, the claims' rule's
+    ordered = leading + rest[:at] + ["failed_to_learn"] + rest[at:]
     return summary[ordered].reset_index(drop=True)
 
 

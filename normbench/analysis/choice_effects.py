@@ -39,7 +39,7 @@ def grid_end(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
 
 
 def _scores(frame: pd.DataFrame, score: str) -> pd.DataFrame:
-    finished = frame[(frame["status"] == "ok") & ~rules.did_not_train(frame)]
+    finished = frame[(frame["status"] == "ok") & ~rules.at_chance(frame)]
     metric = finished["task.metric"].iloc[0] if "task.metric" in finished and len(finished) else None
     values = rules.to_scale(pd.to_numeric(finished[score], errors="coerce"), metric)
     return pd.DataFrame({"value": values, "seed": finished["seed"] if "seed" in finished else range(len(finished))})

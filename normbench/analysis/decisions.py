@@ -108,7 +108,7 @@ def _open_pairs(mine: pd.DataFrame, ranked, level: float, higher: bool, score: s
     from normbench.analysis.sequential import decide, decide_paired
 
     sign = 1.0 if higher else -1.0
-    finished = mine[(mine["status"] == "ok") & ~rules.did_not_train(mine)]
+    finished = mine[(mine["status"] == "ok") & ~rules.at_chance(mine)]
     name = mine["task.metric"].iloc[0] if "task.metric" in mine else None
     scores = {g: pd.Series(sign * rules.to_scale(finished.loc[finished["group"] == g, score], name),
                            index=finished.loc[finished["group"] == g, "seed"] if "seed" in finished else None)

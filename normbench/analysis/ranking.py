@@ -79,7 +79,7 @@ class BestSet:
     best: str | None            # rank 1, which the others are compared with; None when no group is eligible
     members: list[str]          # the best and the groups not shown worse, best first
     order: list[str]            # the ranked (eligible) groups, rank 1 first
-    comparisons: pd.DataFrame   # group, runs, diverged, did_not_train, failed, eligible, why, test, p, threshold, shown_worse, beaten_by
+    comparisons: pd.DataFrame   # group, runs, diverged, at_chance, failed, eligible, why, test, p, threshold, shown_worse, beaten_by
     rule: str = RULE
     ties: list[str] = dataclasses.field(default_factory=list)  # the groups that tie with the best (itself included)
     level: float = ALPHA
@@ -188,19 +188,19 @@ def _by_seed(scores: pd.Series, runs: pd.DataFrame) -> pd.Series:
 
 
 def _eligibility(used: pd.DataFrame, group: str, status: str, is_failed: pd.Series,
-                 untrained: pd.Series) -> tuple[pd.DataFrame, list]:
-    """One row per group: its runs, diverged, did-not-train and failed counts, and whether it may
+                 stuck: pd.Series) -> tuple[pd.DataFrame, list]:
+    """One row per group: its runs, diverged, at-chance and failed counts, and whether it may
     be ranked (why not: fewer than 2 seeds, or no run trained); and the groups that may."""
     rows, eligible = [], []
     for name, part in used.groupby(group, sort=False):
         n, n_scored = len(part), int((~is_failed[part.index]).sum())
         why = ("fewer than 2 seeds" if n < 2 else "no run trained" if n_scored == 0 else "")
         rows.append({"group": name, "runs": n, "diverged": int((part[status] == "diverged").sum()),
-                     "did_not_train": int(untrained[part.index].sum()), "failed": n - n_scored,
+                     "at_chance": int(stuck[part.index].sum()), "failed": n - n_scored,
                      "eligible": not why, "why": why})
         if not why:
             eligible.append(name)
-    table = pd.DataFrame(rows, columns=["group", "runs", "diverged", "did_not_train", "failed", "eligible", "why"])
+    table = pd.DataFrame(rows, columns=["group", "runs", "diverged", "at_chance", "failed", "eligible", "why"])
     return table, eligible
 
 
@@ -243,14 +243,14 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     if metric is None and "task.metric" in runs and len(runs):
         metric = runs["task.metric"].iloc[0]
     values = pd.Series(rules.to_scale(pd.to_numeric(runs[score], errors="coerce"), metric), index=runs.index)
-    untrained = rules.did_not_train(runs) if status == "status" else pd.Series(False, index=runs.index)
-    is_failed_all = (runs[status] == "diverged") | untrained
-    finished = (runs[status] == "ok") & np.isfinite(values) & ~untrained
+    stuck = rules.at_chance(runs) if status == "status" else pd.Series(False, index=runs.index)
+    is_failed_all = (runs[status] == "diverged") | stuck
+    finished = (runs[status] == "ok") & np.isfinite(values) & ~stuck
     used = runs[finished | is_failed_all]
     oriented = values[used.index] if higher_is_better else -values[used.index]
     is_failed = is_failed_all[used.index]
 
-    table, eligible = _eligibility(used, group, status, is_failed, untrained)
+    table, eligible = _eligibility(used, group, status, is_failed, stuck)
     if not eligible:
         return BestSet(None, [], [], table.assign(test="", p=math.nan, threshold=math.nan, shown_worse=False,
                                                   beaten_by=""), level=alpha)
@@ -311,7 +311,7 @@ def comparison_level(alpha: float, arms: int) -> float:
 
 def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str | None = None,
                 levels: dict[str, float] | None = None) -> pd.DataFrame:
-    """summary.csv's `rank`, `best` (★), `shown_worse`, `tie`, `failed`, `did_not_train` and
+    """summary.csv's `rank`, `best` (★), `shown_worse`, `tie`, `failed`, `at_chance` and
     `level` columns, by RULE within each comparison.
 
     ``trained`` is the runs table (one row per run, with study, group, status, task.name,
@@ -321,7 +321,7 @@ def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str | No
     key share a rank; ★ only where it informs (BestSet.informative).
     """
     columns = pd.DataFrame({"rank": math.nan, "best": False, "shown_worse": False, "tie": False, "failed": 0,
-                            "did_not_train": 0, "level": ALPHA}, index=summary.index)
+                            "at_chance": 0, "level": ALPHA}, index=summary.index)
     if trained.empty or (score is not None and score not in trained):
         return columns
     levels = levels or {}
@@ -345,7 +345,7 @@ def rank_groups(trained: pd.DataFrame, summary: pd.DataFrame, *, score: str | No
         columns.loc[rows, "shown_worse"] = summary.loc[rows, "group"].isin(worse)
         columns.loc[rows, "tie"] = summary.loc[rows, "group"].isin(result.ties)
         counts = result.comparisons.set_index("group")
-        for name in ("failed", "did_not_train"):
+        for name in ("failed", "at_chance"):
             columns.loc[rows, name] = summary.loc[rows, "group"].map(counts[name]).fillna(0).astype(int)
     return columns
 

@@ -19,7 +19,7 @@ plateau            chance band of one of the task's trivial solutions (the      
                                                                                 steps or a larger model)
 at chance          every arm's finished runs have a mean primary score on       more steps or an
                    chance's side of the metric's chance band                    easier task
-                   (rules.chance_limit, the band of rules.did_not_train); an arm
+                   (rules.chance_limit, the band of rules.at_chance); an arm
                    with no finished run learned nothing either
 at ceiling         every arm's finished-run mean lies within the metric's       a harder task (longer
                    smallest effect of interest of its best possible value       sequences, more keys)

@@ -415,7 +415,7 @@ def _claims(runs: pd.DataFrame, paths: list[Path], alpha: float | None, designs:
 
 def _compared(runs: pd.DataFrame, groups, score: str, metric: str) -> dict[str, np.ndarray]:
     """Each group's scores on the compared scale (log for a ratio metric), failed runs left out."""
-    scored = runs[(runs["status"] == "ok") & ~rules.did_not_train(runs)]
+    scored = runs[(runs["status"] == "ok") & ~rules.at_chance(runs)]
     return {g: rules.to_scale(pd.to_numeric(scored.loc[scored["group"] == g, score], errors="coerce"), metric)
             for g in groups}
 

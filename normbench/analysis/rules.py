@@ -19,8 +19,8 @@ these from here:
 - **The margin** of every equivalence, non-inferiority and "alike" statement is the metric's
   declared smallest effect of interest (normbench/records/metrics.py; on the log scale for a ratio metric).
 - **Stayed at chance**: a finished run whose best evaluation never left the metric's chance band is
-  a failure, counted like a divergence (the leaderboard's "at chance", runs.csv's ``metrics.did_not_train``,
-  a column name kept for its readers).
+  a failure, counted like a divergence (the leaderboard's "at chance"; runs.csv's ``metrics.at_chance``,
+  summary.csv's ``at_chance``).
 - **Did not learn the task**: a finished run that trained but whose best evaluation stays at or
   below one of the task's trivial solutions (the record's ``task.trivial``: mqar's any value from the
   context, a character model's unigram or bigram model, a classifier's majority class;
@@ -29,7 +29,8 @@ these from here:
   (analysis/regime.py).
 - **Did not train**: one rule on every surface that says it (the claims' failure rates, their arm_trains
   check, the answers' and the synthesis' untrained-arm gate): diverged, stayed at chance, or did not learn
-  the task (failed_to_learn). A run held at the bigram model did not train; it did not stay at chance.
+  the task (failed_to_learn; runs.csv's ``metrics.failed_to_learn`` and ``metrics.held_at``, summary.csv's
+  ``failed_to_learn``). A run held at the bigram model did not train; it did not stay at chance.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ LEVEL = 0.95   # of the intervals shown in tables (a display level, not a test's
 CONFIG_KEY = "optimized_metric"
 PRIMARY, SECONDARY = metric_table.PRIMARY_SCORE, metric_table.SECONDARY_SCORE
 NOT_TRAINED = "did not train"  # failed_to_learn: diverged, at chance or held at a trivial solution
-AT_CHANCE_RUN = "stayed at chance"  # did_not_train (the chance band alone): the leaderboard's "at chance"
+AT_CHANCE_RUN = "stayed at chance"  # at_chance (the chance band alone): the leaderboard's "at chance"
 NOT_LEARNED = "did not learn the task"
 TRIVIAL = "task.trivial."  # the runs frame's columns of the task's trivial solutions: task.trivial.<name>
 
@@ -208,11 +209,11 @@ def in_chance_band(best: float | None, name: object, chance: float | None) -> bo
     return best <= limit if higher else best >= limit
 
 
-def did_not_train(runs: pd.DataFrame) -> pd.Series:
+def at_chance(runs: pd.DataFrame) -> pd.Series:
     """Per run: finished ("ok") but its best evaluation never left the chance band (in_chance_band): a
     failure, counted like a divergence. Decided here from what the run measured, whenever records are
-    read; a frozen copy in an older record (metrics.did_not_train) is not read: a changed band judges old
-    and new records alike."""
+    read; a frozen copy in an older record (its metrics.did_not_train, read as metrics.at_chance) is not read:
+    a changed band judges old and new records alike."""
     if runs.empty:
         return pd.Series(False, index=runs.index, dtype=bool)
     best = pd.to_numeric(runs.get(metric_table.path(SECONDARY), pd.Series(np.nan, index=runs.index)), errors="coerce")
@@ -222,12 +223,14 @@ def did_not_train(runs: pd.DataFrame) -> pd.Series:
     return band & (runs["status"] == "ok")
 
 
-def did_not_train_column(runs: pd.DataFrame) -> pd.Series:
-    """The runs frame's ``metrics.did_not_train``: did_not_train as 1.0 / 0.0 for a finished run that did not
+def at_chance_column(runs: pd.DataFrame) -> pd.Series:
+    """The runs frame's ``metrics.at_chance``: at_chance as 1.0 / 0.0 for a finished run that did not
     diverge, NaN for the others (a diverged run has its own failure; an unfinished one no metrics)."""
     diverged = runs.get(metric_table.path("diverged_at_step"), pd.Series(np.nan, index=runs.index)).notna()
     finished = runs["status"] == "ok" if "status" in runs else pd.Series(False, index=runs.index)
-    return did_not_train(runs).astype(float).where(finished & ~diverged)
+    return at_chance(runs).astype(float).where(finished & ~diverged)
+
+
 def trivial_columns(runs: pd.DataFrame) -> list[str]:
     """The runs frame's columns of trivial solutions (task.trivial.<name>), in the frame's order."""
     return [column for column in runs.columns if str(column).startswith(TRIVIAL)]
@@ -289,12 +292,12 @@ def not_learned(runs: pd.DataFrame) -> pd.Series:
     trivial solution of its task: it "did not learn the task"."""
     if runs.empty:
         return pd.Series(False, index=runs.index, dtype=bool)
-    return plateaus(runs).notna() & (runs["status"] == "ok") & ~did_not_train(runs)
+    return plateaus(runs).notna() & (runs["status"] == "ok") & ~at_chance(runs)
 
 
 def failed(runs: pd.DataFrame) -> pd.Series:
-    """Per run: diverged or stayed at chance (did_not_train): a run that counts against its arm."""
-    return (runs["status"] == "diverged") | did_not_train(runs)
+    """Per run: diverged or stayed at chance (at_chance): a run that counts against its arm."""
+    return (runs["status"] == "diverged") | at_chance(runs)
 
 
 def failed_to_learn(runs: pd.DataFrame) -> pd.Series:
@@ -303,6 +306,21 @@ def failed_to_learn(runs: pd.DataFrame) -> pd.Series:
     the bigram model and one that stayed at the unigram model both failed to learn the task; counting only
     the second would call the first "trained" in one verdict while another calls both trivial."""
     return failed(runs) | not_learned(runs)
+
+
+def failed_to_learn_column(runs: pd.DataFrame) -> pd.Series:
+    """The runs frame's ``metrics.failed_to_learn``: failed_to_learn as 1.0 / 0.0 for a run that finished or
+    diverged, NaN for the others (failed, interrupted: no verdict on a run that did not end)."""
+    ended = runs["status"].isin(("ok", "diverged")) if "status" in runs else pd.Series(False, index=runs.index)
+    return failed_to_learn(runs).astype(float).where(ended)
+
+
+def held_at_column(runs: pd.DataFrame) -> pd.Series:
+    """The runs frame's ``metrics.held_at``: the trivial solution (plateaus: its task.trivial.<name>'s name) a
+    finished run's best evaluation does not get beyond, None where it gets beyond them all, its task declares
+    none, or it did not finish (a diverged run's failure is its divergence)."""
+    finished = runs["status"] == "ok" if "status" in runs else pd.Series(False, index=runs.index)
+    return plateaus(runs).where(finished, None)
 
 
 def bonferroni(alpha: float, comparisons: int) -> float:

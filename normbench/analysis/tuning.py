@@ -123,7 +123,7 @@ def _no_lr(table: pd.DataFrame) -> str:
     if table.empty:
         return "no lr has a finished run"
     counts = [f"{n} {what}" for n, what in ((int(table["diverged"].sum()), "diverged"),
-                                            (int(table["did_not_train"].sum()), "at or worse than chance"))
+                                            (int(table["at_chance"].sum()), "at or worse than chance"))
               if n]
     single = int((table["why"] == "fewer than 2 seeds").sum())
     counts += [f"{single} lr{'s' if single > 1 else ''} with fewer than 2 finished runs"] if single else []
@@ -140,11 +140,11 @@ def _best_single_run(arm: pd.DataFrame, score: str) -> tuple[float | None, str]:
     arm = arm.sort_values(LR)
     values = pd.to_numeric(arm[score], errors="coerce")
     ok = (arm["status"] == "ok") & np.isfinite(values)
-    untrained = ok & rules.did_not_train(arm)
-    finished = ok & ~untrained
+    stuck = ok & rules.at_chance(arm)
+    finished = ok & ~stuck
     if not finished.any():  # hostile h15 B8: every run finished, none trained, and this said none had finished
         counts = [f"{n} {what}" for n, what in ((int((arm["status"] == "diverged").sum()), "diverged"),
-                                                (int(untrained.sum()), "at or worse than chance"),
+                                                (int(stuck.sum()), "at or worse than chance"),
                                                 (int((~ok & (arm["status"] != "diverged")).sum()), "not finished"))
                   if n]
         return None, f"no lr has a run that trained ({len(arm)} runs: {'; '.join(counts)})"

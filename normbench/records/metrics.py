@@ -127,12 +127,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("steps_to_target", "metrics", "steps to target", "steps", "lower"),
     Metric("seconds_to_target", "metrics", "seconds to target", "s", "lower"),
     Metric("diverged_at_step", "metrics", "diverged at step", "step"),
-    # a verdict, not a measurement: a finished run whose best evaluation never left the task metric's chance
-    # band, decided by the analysis from best_val whenever records are read (analysis/rules.py: did_not_train);
-    # records written before it was decided there carry a frozen copy, which the analysis recomputes. Its label is
-    # "stayed at chance": "did not train" is the claims' rule, which also counts a run held at a trivial solution
-    # (rules.failed_to_learn); the key keeps its name for runs.csv's readers
-    Metric("did_not_train", "metrics", "stayed at chance (best evaluation within the chance band)",
+    # verdicts, not measurements: decided by the analysis from best_val and the task's chance level and trivial
+    # solutions whenever records are read (analysis/rules.py), never written by a run. at_chance: a finished run
+    # whose best evaluation never left the chance band (the leaderboard's "at chance"); failed_to_learn: the claims'
+    # "did not train" (diverged, at chance, or held at a trivial solution); held_at: the trivial solution a
+    # finished run's best evaluation did not get beyond (empty when it got beyond them all, or its task has none)
+    Metric("at_chance", "metrics", "stayed at chance (best evaluation within the chance band)",
+           computed_in="normbench.analysis.rules"),
+    Metric("failed_to_learn", "metrics", "did not train (diverged, stayed at chance, or held at a trivial solution)",
+           computed_in="normbench.analysis.rules"),
+    Metric("held_at", "metrics", "the trivial solution its best evaluation did not get beyond",
            computed_in="normbench.analysis.rules"),
     Metric("last_finite_loss", "metrics", "last finite loss", "loss"),
     Metric("loss_spikes", "metrics", "loss spikes", "count", "lower", computed_in=_PROBES),
@@ -186,6 +190,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("peak_memory_mb", "throughput", "peak MB", "MiB", "lower", group=(Stat("median"),)),
     Metric("memory_kind", "throughput", "memory measured"),
 )
+
+# Record keys written under an earlier name, and the name each is read as (analysis/aggregate.py reads records
+# through it): records before at_chance was named so carry a frozen metrics.did_not_train.
+RENAMED = {"did_not_train": "at_chance"}
+
+
+def current_key(key: str) -> str:
+    """The name a record key written by an earlier version is read as (RENAMED), else the key itself."""
+    return RENAMED.get(key, key)
+
 
 # summary.csv's group columns keep the order they had before this table: these first, then any
 # other grouped metric in the record's order.

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from normbench.records import metrics
 from normbench.records.convergence import FINAL_EVALS, trailing_means
 from normbench.records.reading import read_curves
 
@@ -95,9 +96,11 @@ class Published:
 def load(folder: Path) -> Published:
     """runs.csv, curves.csv (or .gz) and paired-timing.csv of a report folder; a table that is absent
     reads as empty. A text cell the report prefixed with "'" (output.spreadsheet_safe) keeps its prefix
-    in every table alike, so run ids still match."""
+    in every table alike, so run ids still match. A metric column an earlier report wrote under another name
+    reads as its name now (metrics.RENAMED: an older runs.csv's metrics.did_not_train is metrics.at_chance)."""
     folder = Path(folder)
     runs = pd.read_csv(folder / "runs.csv", low_memory=False)
+    runs = runs.rename(columns={f"metrics.{old}": f"metrics.{new}" for old, new in metrics.RENAMED.items()})
     plain, packed = folder / CURVES, folder / f"{CURVES}.gz"
     curves = (pd.read_csv(plain) if plain.is_file() else pd.read_csv(packed) if packed.is_file()
               else pd.DataFrame(columns=CURVE_TABLE_COLUMNS))

@@ -268,7 +268,9 @@ def _metric(value: object) -> bool:
 # no seed, which changed an arm's n; no metrics block; final_val true read as 1.0), rather than used.
 # "metrics.*" is each value of the metrics block. A field the record lacks is checked only where
 # ``required`` holds for its status.
-FLAGS = {"metrics.did_not_train"}  # a yes/no metric: records written before the analysis decided it hold a frozen bool
+# yes/no metrics as written on disk: records from before the analysis decided the chance band hold a frozen bool
+# under its earlier name (read as metrics.at_chance: records/metrics.py RENAMED)
+FLAGS = {"metrics.did_not_train"}
 
 CHECKED_FIELDS = {
     "seed": ("a non-negative integer", _seed, lambda status: False),

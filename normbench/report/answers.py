@@ -110,7 +110,7 @@ def _difference_text(value: float, metric: str, ratio: bool) -> str:
 def _failures(row: pd.Series) -> str:
     """" (1 of 3 diverged, 1 stayed at chance)": what counts against an arm, beside its mark."""
     parts = [f"{int(row.get('n_diverged') or 0)} diverged" if int(row.get("n_diverged") or 0) else "",
-             f"{int(row.get('did_not_train') or 0)} {AT_CHANCE_RUN}" if int(row.get("did_not_train") or 0) else ""]
+             f"{int(row.get('at_chance') or 0)} {AT_CHANCE_RUN}" if int(row.get("at_chance") or 0) else ""]
     parts = [p for p in parts if p]
     return f" ({', '.join(parts)} of {int(row['n'])})" if parts else ""
 
@@ -263,12 +263,12 @@ def _scale_caveat(measured: str) -> str:
 
 def _tradeoff(best: pd.Series, ranked: pd.DataFrame) -> str:
     parts = []
-    diverged, untrained = int(best["n_diverged"]), int(best.get("did_not_train") or 0)
+    diverged, stuck = int(best["n_diverged"]), int(best.get("at_chance") or 0)
     parts.append(f"{diverged} of {int(best['n'])} of its runs diverged" if diverged
                  else f"none of its {int(best['n'])} runs diverged")
-    if untrained:
-        parts.append(f"{untrained} of its runs {AT_CHANCE_RUN} (never left the chance band)")
-    unstable = ranked[(ranked["divergence_rate"] > 0) | (ranked.get("did_not_train", 0) > 0)]
+    if stuck:
+        parts.append(f"{stuck} of its runs {AT_CHANCE_RUN} (never left the chance band)")
+    unstable = ranked[(ranked["divergence_rate"] > 0) | (ranked.get("at_chance", 0) > 0)]
     if len(unstable):
         parts.append(f"{len(unstable)} arm(s) had a run that diverged or {AT_CHANCE_RUN}")
     speed = best.get("samples_per_s_median")

@@ -61,11 +61,13 @@ GLOSSARY = [
                 "study's level: the best is outside the ★ set with probability at most α), given only when some arm "
                 "is shown worse."),
     ("at chance", "a finished run whose best evaluation never left the task metric's chance band "
-                  "(normbench/records/metrics.py; runs.csv's metrics.did_not_train): a failure, counted like a "
-                  "divergence."),
+                  "(normbench/records/metrics.py): a failure, counted like a divergence; runs.csv's "
+                  "metrics.at_chance (1 or 0), summary.csv's at_chance (runs per arm)."),
     ("did not train", "the claims' and the untrained-arm gate's one rule: a run that diverged, stayed at chance, or "
                       "is held at one of the task's trivial solutions (task.trivial.*: the unigram or bigram "
-                      "model, the majority class, any value from the context) within the chance band."),
+                      "model, the majority class, any value from the context) within the chance band; runs.csv's "
+                      "metrics.failed_to_learn (1 or 0) and metrics.held_at (the trivial solution a finished run "
+                      "did not get beyond), summary.csv's failed_to_learn (runs per arm)."),
     ("95% CI / band", f"a t-interval over seeds, clipped to the metric's range; figures draw bands only where "
                       f"≥ {figures.MIN_BAND_SEEDS} seeds stand behind a point."),
     ("diverged", "a run whose loss became NaN or infinite (or exploded): counted, never scored; it ranks below "

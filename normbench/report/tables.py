@@ -253,7 +253,7 @@ def _board_columns(metric: str, arms: list[str], score: str = "final_val") -> li
         (f"{score_words(score)} {metric} (mean ± 95% CI)", lambda row: mean_with_interval(row, score)),
         ("test", lambda row: mean_with_interval(row, "test")),
         ("seeds", lambda row: str(int(row["seeds"])) if pd.notna(row.get("seeds")) else "—"),
-        ("diverged · at chance", lambda row: f"{int(row['n_diverged'])} · {int(row.get('did_not_train') or 0)} / {int(row['n'])}"),
+        ("diverged · at chance", lambda row: f"{int(row['n_diverged'])} · {int(row.get('at_chance') or 0)} / {int(row['n'])}"),
     ]
     optional = [
         (f"{secondary.replace('_', ' ')} (secondary{', flatters' if secondary == 'best_val' else ': the last evaluation'})",
@@ -371,9 +371,9 @@ def _run_table(runs: pd.DataFrame, axes: list[str], base: Path, extra: list[tupl
 def divergence_table(runs: pd.DataFrame, axes: list[str], base: Path) -> Table:
     """The failed runs: diverged, and finished without leaving the chance band ("stayed at chance",
     analysis/rules.py), which count against their arm alike."""
-    untrained = runs[metric_table.path("did_not_train")].eq(1.0)  # the analysis's verdict (rules.did_not_train_column)
-    diverged = runs[(runs["status"] == "diverged") | untrained].assign(
-        reason=lambda f: f["reason"].where(~untrained[f.index],
+    stuck = runs[metric_table.path("at_chance")].eq(1.0)  # the analysis's verdict (rules.at_chance_column)
+    diverged = runs[(runs["status"] == "diverged") | stuck].assign(
+        reason=lambda f: f["reason"].where(~stuck[f.index],
                                            AT_CHANCE_RUN + ": its best evaluation never left the chance band"))
     extra = [*[(metric_table.path(key), metric_table.metric(key).label) for key in ("diverged_at_step", "last_finite_loss")],
              ("reason", "reason")]

@@ -161,7 +161,7 @@ def test_summary_columns_are_the_ones_summary_csv_always_had(runs_of):
         "final_val_smoothed_ci_high",
         "samples_per_s_spread", "study_purpose", "study_command", "study_role", "comparison", "memory_kind",
         # the decision rules' columns (analysis/rules.py), after the ones readers had
-        "tie", "failed", "did_not_train", "level", "score", "condition"]
+        "tie", "failed", "at_chance", "failed_to_learn", "level", "score", "condition"]
 
 
 

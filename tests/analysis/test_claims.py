@@ -1447,7 +1447,7 @@ def test_the_paired_interaction_and_the_failure_rate_stay_near_alpha_under_no_ef
         found["interaction"] += ln_batch_robust(drawn).parts[1].status == SUPPORTED
         failed = rng.random(len(rates)) < 0.3
         drawn = rates.assign(**{"metrics.best_val": np.where(failed, 0.1, 0.9)})
-        drawn = drawn.assign(**{"metrics.did_not_train": failed}) if "metrics.did_not_train" in drawn else drawn
+        drawn = drawn.assign(**{"metrics.at_chance": failed}) if "metrics.at_chance" in drawn else drawn
         found["rate"] += judge_rate(drawn).parts[0].status == SUPPORTED
     assert found["interaction"] / 300 < 0.05 + 3 * 0.013 and found["rate"] / 300 < 0.05 + 3 * 0.013, found
 

@@ -49,7 +49,7 @@ def test_a_run_held_at_a_trivial_solution_did_not_learn_the_task(runs_of):
     assert rules.not_learned(runs).tolist() == [True, True, False, False]
     assert named(rules.plateaus(runs)) == ["any value from the context", "any value from the context", None,
                                              "any value from the context"]
-    assert rules.did_not_train(runs).tolist() == [False, False, False, True]
+    assert rules.at_chance(runs).tolist() == [False, False, False, True]
     lm = runs_of(*[{"seed": 0, "best_val": v, "axes": {"task": "fortunes_lm", "norm": "ln"}} for v in (4.77, 3.76, 3.5)])
     # the worst plateau a run does not get beyond is the one it is held at (4.77 has not beaten the bigram either)
     assert named(rules.plateaus(lm)) == ["unigram model", "bigram model", None]

@@ -253,7 +253,7 @@ def test_no_lr_chosen_says_what_is_missing_when_every_run_finished(runs_of):
                    "1 lr with fewer than 2 finished runs)"), why
 
 
-def test_one_selection_seed_whose_runs_did_not_train_says_so(runs_of):
+def test_one_selection_seed_whose_runs_stayed_at_chance_says_so(runs_of):
     """Hostile h15 B8 (N19): tune seed=0, every run finished at chance, and the reason was "no lr has a
     finished run"; it says none trained, and how the runs ended."""
     adding = {"task": "adding", "model": "lstm", "norm": "ln", "role": "selection"}

@@ -55,7 +55,7 @@ def test_a_record_whose_checked_field_is_right_is_read(tmp_path, field, text):
 
 
 def test_an_older_records_frozen_flag_and_a_missing_metrics_block_are_read(tmp_path):
-    # records of b1fa2f9 carry metrics.did_not_train as a bool (tests/data/records_b1fa2f9); a finished record
+    # records of b1fa2f9 carry metrics.did_not_train (read as metrics.at_chance) as a bool (tests/data/records_b1fa2f9); a finished record
     # without metrics is still a finished run (resume finds it: tests/test_identity.py)
     run = write_record(tmp_path, "run-0", seed=0, axes={"task": "adding"}, best_val=0.5)
     summary = json.loads((run / "summary.json").read_text())

@@ -154,3 +154,18 @@ def test_the_reproduce_block_links_the_published_files(report):
         text = (report / page).read_text()
         block = text[text.index("How to reproduce"):]
         assert published.CURVES in block and published.PAIRED_TIMING in block, page
+
+
+def test_both_failure_rules_are_published_under_their_own_names(report, tmp_path):
+    """Referee 26 (3): runs.csv and summary.csv name the chance band at_chance and carry the claims' "did not
+    train" (failed_to_learn, with the trivial solution a run was held at), so the page's gates can be re-derived
+    from the published files; an older runs.csv's metrics.did_not_train reads as metrics.at_chance."""
+    runs, summary = pd.read_csv(report / "runs.csv"), pd.read_csv(report / "summary.csv")
+    assert {"metrics.at_chance", "metrics.failed_to_learn", "metrics.held_at"} <= set(runs.columns)
+    assert {"at_chance", "failed_to_learn"} <= set(summary.columns)
+    assert not any("did_not_train" in column for column in [*runs.columns, *summary.columns])
+    older = pd.read_csv(report / "runs.csv").rename(columns={"metrics.at_chance": "metrics.did_not_train"})
+    older.to_csv(tmp_path / "runs.csv", index=False)
+    found = published.load(tmp_path).runs
+    assert "metrics.did_not_train" not in found
+    assert found["metrics.at_chance"].tolist() == runs["metrics.at_chance"].tolist()

@@ -5,11 +5,11 @@ no farther than the metric's chance band (records/metrics.py: bpc 0.05) past cha
 solutions (rules.failed_to_learn: the unigram and bigram models of a character LM). The band is a declared
 constant, and a run whose best evaluation ends near its edge is counted one way by it and the other way by a band
 a little wider or narrower (referee 20, postln_fails_without_warmup: two Post-LN runs with warm-up 0.02 bpc past
-the bigram count as failed; runs.csv's chance-only did_not_train counts them as trained). So every such part
-prints the rule, the level each failed run is held at and how far past it it got, the count by the chance band
-alone, and the count with the band moved by the metric's smallest effect of interest each way (SHIFT). A decided
-part whose count moves with it is not testable here (engine: a verdict a referee cannot sign when an arbitrary
-constant decides it); an undecided one says so beside its reading.
+the bigram count as failed, as runs.csv's metrics.failed_to_learn counts them; its chance-only metrics.at_chance
+counts them as trained). So every such part prints the rule, the level each failed run is held at and how far
+past it it got, the count by the chance band alone, and the count with the band moved by the metric's smallest
+effect of interest each way (SHIFT). A decided part whose count moves with it is not testable here (engine: a
+verdict a referee cannot sign when an arbitrary constant decides it); an undecided one says so beside its reading.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def reading(frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> tuple[str, b
                                  f"{past})")
         diverged = int((frame["status"] == "diverged").sum())
         counts = [failures(frame, b, found) for b in (band, narrow, wide)]
-        chance_only = diverged + int(rules.did_not_train(frame).sum())
+        chance_only = diverged + int(rules.at_chance(frame).sum())
         hinges |= len(set(counts)) > 1
         if len(runs_held) > LISTED:  # many runs (strata pooled): counted per level, not listed
             levels_held = [h.split(" at ", 1)[1].split(" (")[0] for h in runs_held]
