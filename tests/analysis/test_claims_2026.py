@@ -223,8 +223,10 @@ def test_the_arm_table_prints_a_setting_selected_by_a_plain_value_beside_one_sel
     rows = [{"seed": s, "best_val": 0.6 + 0.01 * s, "axes": {"model.qk_norm": qk, "lr": lr}}
             for qk in (True, False) for s in range(3) for lr in (0.01, 0.1)]
     table = verdict(runs_of(*rows), "qknorm_lr_sensitivity").evidence.set_index("arm")
-    assert table.loc["qk-norm", "model.qk_norm"] == "true" and table.loc["no qk-norm", "model.qk_norm"] == "false"
-    assert table.loc["qk-norm @ top lr", "model.qk_norm"] == "true"
+    # one row per lr of the grid (the claim's split axis); the top-lr arms are those rows, each run listed once
+    assert table.loc["qk-norm @ lr=0.01", "model.qk_norm"] == "true"
+    assert table.loc["no qk-norm @ lr=0.01", "model.qk_norm"] == "false"
+    assert table.loc["qk-norm @ lr=0.1", "model.qk_norm"] == "true" and int(table["runs"].sum()) == len(rows)
 
 
 def test_qknorm_says_where_each_arm_ended_at_each_lr_of_the_grid(runs_of):
@@ -324,3 +326,20 @@ def test_derf_muon_interaction_says_whether_the_papers_mechanism_arose(runs_of):
     assert "higher for derf at optim=muon than at optim=adamw" in less
     assert "here 0.064 against 0.445" in less and "did not arise in this setup" in less
     assert "so it arose in this setup" in said({"adamw": 0.1, "muon": 0.5})
+
+
+def test_derf_muon_interaction_arm_table_has_one_row_per_cell_of_the_two_by_two(runs_of):
+    # referee 26: the rows "rms" and "derf" pooled AdamW and Muon (6 runs, a mean matching no cell) and the
+    # "@ muon" rows repeated the Muon runs: 18 runs listed for 12
+    cells = {("rms", "adamw"): 3.05, ("derf", "adamw"): 3.27, ("rms", "muon"): 2.88, ("derf", "muon"): 2.87}
+    rows = [{"seed": s, "best_val": v + 0.003 * s,
+             "axes": {"task": "fortunes_lm", "model": "transformer", "norm": norm, "optim": optim}}
+            for (norm, optim), v in cells.items() for s in range(3)]
+    found = verdict(runs_of(*rows), "derf_muon_interaction")
+    table = found.evidence.set_index("arm")
+    assert sorted(table.index) == sorted(f"{n} @ optim={o}" for n, o in cells)
+    (mean,) = [c for c in table.columns if c.startswith("bpc") and c.endswith("mean")]
+    for (norm, optim), value in cells.items():
+        assert table.loc[f"{norm} @ optim={optim}", mean] == pytest.approx(value + 0.003)
+    assert int(table["runs"].sum()) == len(rows) and sum(found.n_per_arm.values()) == len(rows)
+    assert found.n_per_arm == {f"{n} @ optim={o}": 3 for n, o in cells}

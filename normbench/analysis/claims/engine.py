@@ -187,10 +187,11 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     # never said warm-up was 100 of 300 steps), in every arm that selects on it: one selected by a plain value
     # (model.qk_norm=True beside NOT_TRUE, norm.bn_mask=False beside TRUE) printed "—" (referee 24)
     conditioned = {k for selector in claim.arms.values() for k, wanted in selector.items() if isinstance(wanted, Is)}
-    for arm, frame in frames.items():
+    # one row per cell of the claim's split axes, each run in one row (shown.split_cells)
+    for cell, (arm, frame) in shown.split_cells(claim, frames).items():
         chosen = {k: values_text(axis(frame, k)).strip("{}") for k in claim.arms.get(arm, {})
                   if k in conditioned and k not in resolved[arm]}
-        row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, **chosen, "runs": int(len(frame)),
+        row = {"arm": cell, **{k: format_value(v) for k, v in resolved[arm].items()}, **chosen, "runs": int(len(frame)),
                "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
                # the failure rates' one rule (rules.failed_to_learn): finished at chance or at a trivial solution
                "did not train": int((rules.failed_to_learn(frame) & (frame["status"] != "diverged")).sum())}
@@ -216,6 +217,11 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
             row[PER_RUN_MS] = float(metric(frame, path("step_ms_median")).median())
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _runs_per_cell(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, int]:
+    """The runs of each row of the arm table (one per cell of the claim's split axes): each run counted once."""
+    return {cell: int(len(frame)) for cell, (_, frame) in shown.split_cells(claim, frames).items()}
 
 
 PAIRED_MS = "paired step ms (bench arms: interleaved in one process)"
@@ -352,7 +358,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
                f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ).").strip()
     explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1)) + f" Scale: {measured}."
     effects = deciding_first(status, parts)
-    return Verdict(status, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
+    return Verdict(status, effects[0] if effects else None, _runs_per_cell(claim, frames),
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
                    context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
                    missing=missing)
@@ -403,7 +409,7 @@ def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataF
     measured = regime.scale_text(pd.concat(list(frames.values()))) if frames else ""
     effects = [e for p in parts for e in p.effects]
     why += paper_settings.text(claim, frames) + _levels_text(claim, frames, runs)
-    return Verdict(NOT_TESTABLE, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
+    return Verdict(NOT_TESTABLE, effects[0] if effects else None, _runs_per_cell(claim, frames),
                    _arm_rows(claim, frames, resolved, runs), why, effects[1:], parts, alpha=ctx.alpha, context=why,
                    scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()})
 

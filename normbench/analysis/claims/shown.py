@@ -18,24 +18,31 @@ from normbench.analysis.claims.vocabulary import Claim, Mechanism, axis
 def split_arms(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Each arm, and where its runs span more than one value of a split axis, one entry per value
     ("no qk-norm @ lr=0.1"), in the axes' order; an arm with one value keeps its name."""
-    split = dict(frames)
+    return {name: frame for name, (_, frame) in split_cells(claim, frames).items()}
+
+
+def split_cells(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, tuple[str, pd.DataFrame]]:
+    """split_arms with the claim arm each entry came from (entry name -> (claim arm, runs)): each run in one entry,
+    so the arm table and its run counts list every run once (referee 26: derf_muon_interaction's rows "rms" and
+    "derf" pooled AdamW and Muon, means matching no cell of the 2 × 2, and "@ muon" repeated the Muon runs)."""
+    split = {name: (name, frame) for name, frame in frames.items()}
     for key in claim.split:
         out = {}
-        for name, frame in split.items():
+        for name, (arm, frame) in split.items():
             values = axis(frame, key)
             levels = sorted(values.dropna().unique(), key=lambda v: (isinstance(v, str), v))
             if len(levels) < 2:
-                out[name] = frame
+                out[name] = (arm, frame)
                 continue
             for level in levels:
-                out[f"{name} @ {key}={format_value(level)}"] = frame[values == level]
+                out[f"{name} @ {key}={format_value(level)}"] = (arm, frame[values == level])
         split = out
     # an arm of the claim that already is one split entry ("rms @ muon" beside "rms" split by optim) is said once
     kept, seen = {}, set()
-    for name, frame in split.items():
+    for name, (arm, frame) in split.items():
         runs = frozenset(frame.index)
         if runs not in seen:
-            kept[name] = frame
+            kept[name] = (arm, frame)
             seen.add(runs)
     return kept
 
