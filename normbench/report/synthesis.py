@@ -8,9 +8,10 @@ Above the lines, one recommendation per family gathers its testable lines. A rec
 settings), the norm and placement always, a study's other swept settings (batch size, lr, length)
 only as the condition it was measured at. Each comes with its task, its effect with units and
 interval against the best arm shown worse, and the seeds; "or X" for every arm the best set keeps (★) that is not
-shown worse than the first choice on the same data: not by their own paired test at the study's α (one comparison,
-as a claim part makes it), nor by a claim part tested on the same runs (ClaimView.worse); an arm left out is named
-as not offered, with the test and its interval. The ★ and the interval of the first choice over the best arm shown
+shown worse than the first choice by one rule: their own paired test at the study's α (one comparison, as a claim
+part makes it), on the best set's runs and score; an arm left out is named as not offered, with that test's
+interval. A claim part that tested two of the arms is named beside the line (the how-sure column) and decides
+nothing here: it may read another score (the validation split), and two rules could disagree. The ★ and the interval of the first choice over the best arm shown
 worse are the best set's comparison (ranking.RULE), on its runs and so its score (the test split for a tuned
 study's evaluation runs), paired by seed where the arms share seeds, at its level (1 − 2α / (k − 1) for k ranked
 arms; choice_effects.effect, shown_worse); each interval printed is at the level of the decision it shows. An arm
@@ -31,7 +32,6 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from normbench.analysis.result import select
 from normbench.configuration.families import families
 from normbench.records.values import format_value
 from normbench.report.tables import ClaimView, Table, verdict_words
@@ -152,14 +152,14 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                 task += f" at {condition}" if condition else ""
                 ranked = rows[rows["rank"].notna()].sort_values("rank", kind="stable")
                 gate, _ = result.regime_of(rows)
-                dropped: dict[str, str] = {}  # best-set arms a claim part on these runs shows worse (_claim_worse)
+                dropped: dict[str, str] = {}  # ★ arms not offered: their paired test shows them worse (_choices)
                 if gate is not None:  # the same gate the study's answer names: no favourite from such a setup
                     kind, arms, favoured = GATED, [], gate.text
                 elif ranked.empty:
                     kind, arms, favoured = UNRANKED, [], "not ranked yet"
                 elif ranked["shown_worse"].astype(bool).any():
                     kind, arms = FAVOURED, list(ranked[ranked["best"].astype(bool)]["arm"].astype(str))
-                    choices, effect, dropped = _choices(ranked, runs, result, section.claims)
+                    choices, effect, dropped = _choices(ranked, runs, result)
                     favoured = "; ".join(f"{a} ★" + (f" (not offered: {dropped[a]})" if a in dropped else "")
                                          for a in arms[:3])
                     favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
@@ -274,11 +274,14 @@ def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
     return ", ".join(chosen), ", ".join(conditions)
 
 
-def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result, claims=()) -> tuple[list[str], str, dict[str, str]]:
+def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str], str, dict[str, str]]:
     """The best-set arms of one comparison as choices (plateau arms left out, "or X" for every arm the best set
-    keeps that neither its own paired test against the first choice nor a claim part on its runs shows worse:
-    _claim_worse), the first one's effect over the best arm shown worse, by the best set's own comparison, and the
-    arms left out by a claim part (arm -> why)."""
+    keeps that its own paired test against the first choice does not show worse), the first one's effect over the
+    best arm shown worse, by the best set's own comparison, and the ★ arms not offered (arm -> why).
+
+    One rule decides "or X": that paired test, on the best set's runs and score. A claim part shown worse on the
+    validation split once left an arm out as well (referee 26: two rules, which could disagree); it is named
+    beside the line instead (_tested_alone)."""
     frames = {str(a): runs[runs["group"] == g] for a, g in zip(ranked["arm"], ranked["group"])}
     members = [str(a) for a in ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]["arm"]]
     worse = [str(a) for a in ranked[ranked["shown_worse"].astype(bool)]["arm"]]
@@ -298,8 +301,7 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result, claims=()) -> tup
     pair = {"alpha": level, "arms": 2} if level is not None else {"arms": 2}
     left_out = [a for a in kept[1:] if result.shown_worse(frames[a], frames[kept[0]], compared, **pair)]
     kept = [a for a in kept if a not in left_out]
-    dropped = _claim_worse(kept, frames, claims)
-    kept = [a for a in kept if a not in dropped]
+    dropped = {a: f"worse on paired seeds than {kept[0]}" for a in left_out}
     varying = result.varying(runs[runs["group"].isin(ranked["group"])])
     texts = []
     for arm in kept:
@@ -314,29 +316,7 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result, claims=()) -> tup
     for arm in left_out:  # could be the best by the ★, but worse than the first choice on their own paired test
         effect += (f"; {arm} not offered, worse on paired seeds than the first choice: "
                    f"{result.effect(frames[kept[0]], frames[arm], arm, compared, **pair)}")
-    for arm, why in dropped.items():
-        effect += f"; {arm} not offered: {why}"
     return list(dict.fromkeys(texts)), effect, dropped
-
-
-def _claim_worse(arms: list[str], frames: dict[str, pd.DataFrame], claims) -> dict[str, str]:
-    """arm -> why it is not offered: a claim part tested on the same runs (ClaimView.worse) showed it worse than
-    another of ``arms``, which stays. The ★ is the leaderboard's widened comparison over every ranked arm; a part's
-    own test of two of them can show one worse where ★ keeps both (referee 24: "lns or pre" beside
-    lns_variance_depth part 3, pre −0.0405 bpc, 90% [−0.064, −0.017] behind lns), and "or X" is offered only where
-    X is not shown worse on the same data."""
-    out: dict[str, str] = {}
-    for better, behind, label in (found for claim in claims for found in getattr(claim, "worse", ())):
-        ahead = [a for a in arms if a not in out and _selects(frames[a], better)]
-        for arm in arms:
-            if ahead and arm not in ahead and arm not in out and _selects(frames[arm], behind):
-                out[arm] = f"{label}, on the same runs, shows it worse than {ahead[0]}"
-    return out
-
-
-def _selects(frame: pd.DataFrame, selector: dict) -> bool:
-    """Whether every run of an arm is one a claim's arm ``selector`` picks (claims' own select)."""
-    return len(frame) > 0 and bool(select(frame, selector).all())
 
 
 NO_NORM_CAVEAT = ("no normalization best at this scale: the papers' case for a norm is depth, width and long "
