@@ -17,7 +17,9 @@ study's evaluation runs), paired by seed where the arms share seeds, at its leve
 arms; choice_effects.effect, shown_worse); each interval printed is at the level of the decision it shows. An arm
 sitting on the task's trivial plateau is never recommended. Final
 quality recommends only where each arm ran at its own lr (a tuned study, or lr among the arms): a study
-whose arms shared one lr keeps its line, marked, and is counted, never used (norms move the usable lr). Two norms
+whose arms shared one lr keeps its line, marked, and is counted, never used (norms move the usable lr); every study of
+a family its recommendation does not use (one shared lr, not testable, no choice varied, a trivial plateau, not
+ranked, a tie beside a favoured choice) is named in the row with why in a few words (not_used). Two norms
 a recommendation names side by side (each favoured in its own study, often only over no norm) carry their
 head-to-head reading from every line that ranked both on the same runs: tied, one ahead, or not testable, each
 with its study (head_to_head). A family the records hold with no testable study says so in
@@ -41,7 +43,8 @@ SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
 # swept setting (batch size, lr fixed by the question, the task's length) is a study's condition.
 CHOICE_KEYS = ("norm", "placement")
 CHOICE_PREFIXES = ("norm.", "placement.")
-CHOICE_EXTRA = ("model.dropout_at", "model.cell_kernel", "warmup_steps", "optim.warmup_steps")
+# qk-norm is a normalization a user picks (referee 26: qknorm_lr read "varies no choice" and was named nowhere)
+CHOICE_EXTRA = ("model.dropout_at", "model.cell_kernel", "model.qk_norm", "warmup_steps", "optim.warmup_steps")
 NO_CHOICE = "no choice"  # a line whose arms differ in no setting a user picks
 PLATEAU = "best on a trivial plateau"  # a line whose best arms all sit on the task's trivial solution
 
@@ -369,31 +372,46 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
         for pair, reading in zip([(a, b) for i, a in enumerate(named) for b in named[i + 1:]], readings):
             # two norms offered side by side: what the studies that ran both say of one against the other
             text += f" · {reading or f'{pair[0]} vs {pair[1]}: no study here compares them on the same runs'}"
-        shared = [line for line in lines if line.kind == SHARED_LR]
-        if shared:
-            text += (f" · not used, every arm at one shared lr: "
-                     f"{', '.join(dict.fromkeys(line.studies[0][0] for line in shared))}")
+        unused = not_used(lines, [line for group in groups for line in group])
+        text += f" · not used: {unused}" if unused else ""
     elif tied:
         text = "no choice shown better: " + " · ".join(
             f"{', '.join(line.choices or line.arms)} not told apart ({_where(line)})" for line in tied)
+        unused = not_used(lines, tied)
+        text += f" · not used: {unused}" if unused else ""
         sure = "no arm shown worse: no effect to state"
     else:
-        parts = [f"{len(group)} {word}" for group, word in ((gated, "not testable here"),
-                                                            ([ln for ln in lines if ln.kind == SHARED_LR],
-                                                             "whose arms shared one lr"),
-                                                            ([ln for ln in lines if ln.kind == NO_CHOICE],
-                                                             "varying no choice"),
-                                                            ([ln for ln in lines if ln.kind == PLATEAU],
-                                                             "whose best arms sit on a trivial plateau"),
-                                                            ([ln for ln in lines if ln.kind == UNRANKED],
-                                                             "not ranked yet"))
-                 if group]
-        text = f"no testable study covers this family ({', '.join(parts)}: see its lines)"
+        text = f"no testable study covers this family (not used: {not_used(lines, [])})"
         sure = "no effect: nothing testable"
     behind = favoured or tied or gated or lines
     kind = FAVOURED if favoured else TIED if tied else GATED if gated else UNRANKED
     return FamilyLine(family, text, [s for line in behind for s in line.studies], sure,
                       "; ".join(dict.fromkeys(line.scale for line in behind if line.scale)), kind)
+
+
+# why a line of a family is not used for its recommendation, in a few words (a gated line gives its gate's reason)
+NOT_USED_WHY = {SHARED_LR: "one shared lr", NO_CHOICE: "varies no choice", PLATEAU: "best arms on a trivial plateau",
+                UNRANKED: "not ranked yet", TIED: "no arm shown worse"}
+
+
+def not_used(lines: list[FamilyLine], used: list[FamilyLine]) -> str:
+    """Every study of a family's ``lines`` whose lines the recommendation does not use, each with why in a few words
+    ("warmup_depth (one shared lr)", "grad_depth (not testable: every arm at or below one of the task's trivial
+    solutions)"); a study partly used names its unused lines by task ("gru on fortunes_lm (…)"). Referee 26: only
+    shared-lr studies were named, so gated, unranked and no-choice studies appeared nowhere in their family's row,
+    while the legend says every such study is "counted, never used"."""
+    used_titles = {title for line in used for title, _ in line.studies}
+    reasons: dict[str, list[str]] = {}
+    for line in lines:
+        if any(line is other for other in used) or not line.studies:
+            continue
+        title = line.studies[0][0]
+        name = title if title not in used_titles else f"{title} on {line.task}"
+        gate = _reading(line).removeprefix(GATED).removeprefix(":").strip() if line.kind == GATED else ""
+        why = (f"not testable: {gate}" if gate else "not testable") if line.kind == GATED else \
+            NOT_USED_WHY.get(line.kind, line.kind)
+        reasons.setdefault(name, []).append(why)
+    return "; ".join(f"{name} ({'; '.join(dict.fromkeys(why))})" for name, why in reasons.items())
 
 
 def _condition_groups(favoured: list[FamilyLine], lines: list[FamilyLine]) -> list[list[FamilyLine]]:

@@ -46,7 +46,7 @@ def test_a_study_varying_no_choice_recommends_nothing_and_the_family_says_so(run
     (line,) = lines_for(runs_of(*rows))
     assert line.kind == NO_CHOICE
     (recommended,) = recommendations([line])
-    assert recommended.favoured == "no testable study covers this family (1 varying no choice: see its lines)"
+    assert recommended.favoured == "no testable study covers this family (not used: x (varies no choice))"
 
 
 def test_or_x_only_for_an_arm_not_shown_worse_and_never_one_on_a_trivial_plateau(runs_of):
@@ -149,7 +149,7 @@ def test_a_study_whose_arms_shared_one_lr_is_shown_but_never_recommended(runs_of
     assert line.kind == SHARED_LR and "one shared lr" in line.favoured and line.choices
     (recommended,) = recommendations([line])
     assert "norm=ln" not in recommended.favoured.split("(")[0]
-    assert "1 whose arms shared one lr" in recommended.favoured
+    assert "not used: x (one shared lr)" in recommended.favoured
     tuned = [dict(r, study={**study, "lr_protocol": "tuned"}) for r in rows]
     (line,) = lines_for(runs_of(*tuned))
     assert line.kind == FAVOURED
