@@ -66,6 +66,9 @@ class FamilyLine:
     norms_best: tuple[str, ...] = ()
     norms_all: tuple[str, ...] = ()
     condition: str = ""  # the study's condition this line was run under ("batch_size=4"), "" where it has none
+    # per offered choice, its norm and the swept settings it was measured at besides its lr ({"optim": "muon"}), read
+    # from its runs: what a head-to-head of two norms holds at (_settings_of)
+    settings: list[tuple[str, dict[str, str]]] = field(default_factory=list)
 
     @property
     def task_name(self) -> str:
@@ -162,7 +165,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                     kind, arms, favoured = UNRANKED, [], "not ranked yet"
                 elif ranked["shown_worse"].astype(bool).any():
                     kind, arms = FAVOURED, list(ranked[ranked["best"].astype(bool)]["arm"].astype(str))
-                    choices, effect, dropped = _choices(ranked, runs, result)
+                    choices, effect, dropped, settings = _choices(ranked, runs, result)
                     favoured = "; ".join(f"{a} ★" + (f" (not offered: {dropped[a]})" if a in dropped else "")
                                          for a in arms[:3])
                     favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
@@ -180,7 +183,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                                   _sureness(rows, section.claims, kind == GATED), _scale(study_runs), kind, arms, task,
                                   condition=condition)
                 if kind in (FAVOURED, NO_CHOICE, PLATEAU, SHARED_LR):
-                    line.choices, line.effect = choices, effect
+                    line.choices, line.effect, line.settings = choices, effect, settings
                 line.norms_all, line.norms_best = _norms(rows, runs), ()
                 if kind == TIED:  # no arm shown worse: every ranked arm could be the best
                     line.norms_best = _norms(ranked, runs)
@@ -234,10 +237,10 @@ def head_to_head(lines: list[FamilyLine], first: str, second: str) -> str:
 
 def _settings_of(line: FamilyLine, norms: tuple[str, str]) -> str:
     """" at S" where the line's choices of both norms share a setting S beyond their own lrs: the head-to-head holds
-    there only (referee 25: "derf vs rms: tied (derf_muon)" held under Muon, while under AdamW rms was ahead)."""
-    settings = [{part for part in choice.split(" (at ", 1)[1].split(")")[0].split(", ") if not part.startswith("lr=")}
-                for choice in line.choices if " (at " in choice
-                and choice.split(",")[0].removeprefix("norm=") in norms]
+    there only (referee 25: "derf vs rms: tied (derf_muon)" held under Muon, while under AdamW rms was ahead). Read
+    from the line's settings (its runs), never parsed back out of the choices' words."""
+    settings = [{f"{k}={v}" for k, v in conditions.items() if k != "lr"}
+                for norm, conditions in line.settings if norm in norms]
     shared = set.intersection(*settings) if len(settings) >= 2 else set()
     return f" at {', '.join(sorted(shared))}" if shared else ""
 
@@ -261,26 +264,26 @@ def _is_choice(key: str) -> bool:
     return key in CHOICE_KEYS or key.startswith(CHOICE_PREFIXES) or key in CHOICE_EXTRA
 
 
-def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
+def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, dict[str, str]]:
     """(one arm as a choice: its norm and placement always, then the chosen settings its study varies; the
-    swept settings that are conditions, "" when none). The choice is "" when the study varies no choice."""
+    swept settings that are conditions, by name). The choice is "" when the study varies no choice."""
     def value(key):
         column = f"axes.{key}"
         return format_value(frame[column].dropna().iloc[0]) if column in frame and frame[column].notna().any() else None
 
     swept = [a.removeprefix("axes.") for a in varying if a not in ("axes.task", "axes.seed")]
     if not any(_is_choice(k) for k in swept):
-        return "", ""
+        return "", {}
     keys = [*(k for k in CHOICE_KEYS), *(k for k in swept if _is_choice(k) and k not in CHOICE_KEYS)]
     chosen = [f"{k}={value(k)}" for k in keys if value(k) is not None]
-    conditions = [f"{k}={value(k)}" for k in swept if not _is_choice(k) and value(k) is not None]
-    return ", ".join(chosen), ", ".join(conditions)
+    return ", ".join(chosen), {k: value(k) for k in swept if not _is_choice(k) and value(k) is not None}
 
 
-def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str], str, dict[str, str]]:
+def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str], str, dict[str, str], list]:
     """The best-set arms of one comparison as choices (plateau arms left out, "or X" for every arm the best set
     keeps that its own paired test against the first choice does not show worse), the first one's effect over the
-    best arm shown worse, by the best set's own comparison, and the ★ arms not offered (arm -> why).
+    best arm shown worse, by the best set's own comparison, the ★ arms not offered (arm -> why), and per choice
+    its norm and conditions (FamilyLine.settings).
 
     One rule decides "or X": that paired test, on the best set's runs and score. A claim part shown worse on the
     validation split once left an arm out as well (referee 26: two rules, which could disagree); it is named
@@ -306,20 +309,23 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str
     kept = [a for a in kept if a not in left_out]
     dropped = {a: f"worse on paired seeds than {kept[0]}" for a in left_out}
     varying = result.varying(runs[runs["group"].isin(ranked["group"])])
-    texts = []
+    texts, settings = [], []
     for arm in kept:
         # runs that carry no swept axis (a summary alone): the arm's label names what was swept
-        choice, condition = _choice_text(frames[arm], varying or [f"axes.{k.split('=')[0]}" for k in arm.split(", ")])
+        choice, conditions = _choice_text(frames[arm], varying or [f"axes.{k.split('=')[0]}" for k in arm.split(", ")])
         if choice:
+            condition = ", ".join(f"{k}={v}" for k, v in conditions.items())
             texts.append((f"{choice} (at {condition})" if condition else choice)
                          + _caveats(frames[arm], runs, result, first=arm == kept[0]))
+            norms = _norms(ranked[ranked["arm"].astype(str) == arm], runs)
+            settings.append((norms[0] if norms else "", conditions))
     if not texts or not worse:
-        return list(dict.fromkeys(texts)), "", dropped
+        return list(dict.fromkeys(texts)), "", dropped, settings
     effect = result.effect(frames[kept[0]], frames[worse[0]], worse[0], compared, **same)
     for arm in left_out:  # could be the best by the ★, but worse than the first choice on their own paired test
         effect += (f"; {arm} not offered, worse on paired seeds than the first choice: "
                    f"{result.effect(frames[kept[0]], frames[arm], arm, compared, **pair)}")
-    return list(dict.fromkeys(texts)), effect, dropped
+    return list(dict.fromkeys(texts)), effect, dropped, settings
 
 
 NO_NORM_CAVEAT = ("no normalization best at this scale: the papers' case for a norm is depth, width and long "

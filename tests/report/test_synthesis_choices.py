@@ -201,8 +201,13 @@ def test_two_norms_offered_side_by_side_carry_their_head_to_head_reading():
     muon = line(FAVOURED, "derf_muon", "fortunes_lm", ["norm=derf, placement=pre (at lr=0.03, optim=muon)",
                                                        "norm=rms, placement=pre (at lr=0.01, optim=muon)"],
                 ("derf", "rms"), ("derf", "rms"))
+    muon.settings = [("derf", {"lr": "0.03", "optim": "muon"}), ("rms", {"lr": "0.01", "optim": "muon"})]
     assert ("derf vs rms head to head: not told apart at optim=muon on fortunes_lm (derf_muon)"
             in recommendation("Transformer", [muon]).favoured)
+    # the setting is read from the line's data (its runs), not parsed back out of the choices' words
+    muon.choices = ["norm=derf, placement=pre [its lr at the grid's highest: its best may lie past it]",
+                    "norm=rms, placement=pre"]
+    assert "not told apart at optim=muon on" in recommendation("Transformer", [muon]).favoured
 
 
 def test_a_tie_between_two_norms_is_read_from_the_records_as_a_tie(runs_of):
