@@ -8,15 +8,18 @@ Above the lines, one recommendation per family gathers its testable lines. A rec
 settings), the norm and placement always, a study's other swept settings (batch size, lr, length)
 only as the condition it was measured at. Each comes with its task, its effect with units and
 interval against the best arm shown worse, and the seeds; "or X" for every arm the best set keeps (★) that is not
-shown worse than the first choice on the same data: not by their own paired test at the study's α (one comparison,
-as a claim part makes it), nor by a claim part tested on the same runs (ClaimView.worse); an arm left out is named
-as not offered, with the test and its interval. The ★ and the interval of the first choice over the best arm shown
+shown worse than the first choice by one rule: their own paired test at the study's α (one comparison, as a claim
+part makes it), on the best set's runs and score; an arm left out is named as not offered, with that test's
+interval. A claim part that tested two of the arms is named beside the line (the how-sure column) and decides
+nothing here: it may read another score (the validation split), and two rules could disagree. The ★ and the interval of the first choice over the best arm shown
 worse are the best set's comparison (ranking.RULE), on its runs and so its score (the test split for a tuned
 study's evaluation runs), paired by seed where the arms share seeds, at its level (1 − 2α / (k − 1) for k ranked
 arms; choice_effects.effect, shown_worse); each interval printed is at the level of the decision it shows. An arm
 sitting on the task's trivial plateau is never recommended. Final
 quality recommends only where each arm ran at its own lr (a tuned study, or lr among the arms): a study
-whose arms shared one lr keeps its line, marked, and is counted, never used (norms move the usable lr). Two norms
+whose arms shared one lr keeps its line, marked, and is counted, never used (norms move the usable lr); every study of
+a family its recommendation does not use (one shared lr, not testable, no choice varied, a trivial plateau, not
+ranked, a tie beside a favoured choice) is named in the row with why in a few words (not_used). Two norms
 a recommendation names side by side (each favoured in its own study, often only over no norm) carry their
 head-to-head reading from every line that ranked both on the same runs: tied, one ahead, or not testable, each
 with its study (head_to_head). A family the records hold with no testable study says so in
@@ -31,7 +34,6 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from normbench.analysis.result import select
 from normbench.configuration.families import families
 from normbench.records.values import format_value
 from normbench.report.tables import ClaimView, Table, verdict_words
@@ -41,7 +43,8 @@ SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
 # swept setting (batch size, lr fixed by the question, the task's length) is a study's condition.
 CHOICE_KEYS = ("norm", "placement")
 CHOICE_PREFIXES = ("norm.", "placement.")
-CHOICE_EXTRA = ("model.dropout_at", "model.cell_kernel", "warmup_steps", "optim.warmup_steps")
+# qk-norm is a normalization a user picks (referee 26: qknorm_lr read "varies no choice" and was named nowhere)
+CHOICE_EXTRA = ("model.dropout_at", "model.cell_kernel", "model.qk_norm", "warmup_steps", "optim.warmup_steps")
 NO_CHOICE = "no choice"  # a line whose arms differ in no setting a user picks
 PLATEAU = "best on a trivial plateau"  # a line whose best arms all sit on the task's trivial solution
 
@@ -63,6 +66,9 @@ class FamilyLine:
     norms_best: tuple[str, ...] = ()
     norms_all: tuple[str, ...] = ()
     condition: str = ""  # the study's condition this line was run under ("batch_size=4"), "" where it has none
+    # per offered choice, its norm and the swept settings it was measured at besides its lr ({"optim": "muon"}), read
+    # from its runs: what a head-to-head of two norms holds at (_settings_of)
+    settings: list[tuple[str, dict[str, str]]] = field(default_factory=list)
 
     @property
     def task_name(self) -> str:
@@ -152,14 +158,14 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                 task += f" at {condition}" if condition else ""
                 ranked = rows[rows["rank"].notna()].sort_values("rank", kind="stable")
                 gate, _ = result.regime_of(rows)
-                dropped: dict[str, str] = {}  # best-set arms a claim part on these runs shows worse (_claim_worse)
+                dropped: dict[str, str] = {}  # ★ arms not offered: their paired test shows them worse (_choices)
                 if gate is not None:  # the same gate the study's answer names: no favourite from such a setup
                     kind, arms, favoured = GATED, [], gate.text
                 elif ranked.empty:
                     kind, arms, favoured = UNRANKED, [], "not ranked yet"
                 elif ranked["shown_worse"].astype(bool).any():
                     kind, arms = FAVOURED, list(ranked[ranked["best"].astype(bool)]["arm"].astype(str))
-                    choices, effect, dropped = _choices(ranked, runs, result, section.claims)
+                    choices, effect, dropped, settings = _choices(ranked, runs, result)
                     favoured = "; ".join(f"{a} ★" + (f" (not offered: {dropped[a]})" if a in dropped else "")
                                          for a in arms[:3])
                     favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
@@ -177,7 +183,7 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                                   _sureness(rows, section.claims, kind == GATED), _scale(study_runs), kind, arms, task,
                                   condition=condition)
                 if kind in (FAVOURED, NO_CHOICE, PLATEAU, SHARED_LR):
-                    line.choices, line.effect = choices, effect
+                    line.choices, line.effect, line.settings = choices, effect, settings
                 line.norms_all, line.norms_best = _norms(rows, runs), ()
                 if kind == TIED:  # no arm shown worse: every ranked arm could be the best
                     line.norms_best = _norms(ranked, runs)
@@ -231,10 +237,10 @@ def head_to_head(lines: list[FamilyLine], first: str, second: str) -> str:
 
 def _settings_of(line: FamilyLine, norms: tuple[str, str]) -> str:
     """" at S" where the line's choices of both norms share a setting S beyond their own lrs: the head-to-head holds
-    there only (referee 25: "derf vs rms: tied (derf_muon)" held under Muon, while under AdamW rms was ahead)."""
-    settings = [{part for part in choice.split(" (at ", 1)[1].split(")")[0].split(", ") if not part.startswith("lr=")}
-                for choice in line.choices if " (at " in choice
-                and choice.split(",")[0].removeprefix("norm=") in norms]
+    there only (referee 25: "derf vs rms: tied (derf_muon)" held under Muon, while under AdamW rms was ahead). Read
+    from the line's settings (its runs), never parsed back out of the choices' words."""
+    settings = [{f"{k}={v}" for k, v in conditions.items() if k != "lr"}
+                for norm, conditions in line.settings if norm in norms]
     shared = set.intersection(*settings) if len(settings) >= 2 else set()
     return f" at {', '.join(sorted(shared))}" if shared else ""
 
@@ -258,27 +264,30 @@ def _is_choice(key: str) -> bool:
     return key in CHOICE_KEYS or key.startswith(CHOICE_PREFIXES) or key in CHOICE_EXTRA
 
 
-def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, str]:
+def _choice_text(frame: pd.DataFrame, varying: list[str]) -> tuple[str, dict[str, str]]:
     """(one arm as a choice: its norm and placement always, then the chosen settings its study varies; the
-    swept settings that are conditions, "" when none). The choice is "" when the study varies no choice."""
+    swept settings that are conditions, by name). The choice is "" when the study varies no choice."""
     def value(key):
         column = f"axes.{key}"
         return format_value(frame[column].dropna().iloc[0]) if column in frame and frame[column].notna().any() else None
 
     swept = [a.removeprefix("axes.") for a in varying if a not in ("axes.task", "axes.seed")]
     if not any(_is_choice(k) for k in swept):
-        return "", ""
+        return "", {}
     keys = [*(k for k in CHOICE_KEYS), *(k for k in swept if _is_choice(k) and k not in CHOICE_KEYS)]
     chosen = [f"{k}={value(k)}" for k in keys if value(k) is not None]
-    conditions = [f"{k}={value(k)}" for k in swept if not _is_choice(k) and value(k) is not None]
-    return ", ".join(chosen), ", ".join(conditions)
+    return ", ".join(chosen), {k: value(k) for k in swept if not _is_choice(k) and value(k) is not None}
 
 
-def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result, claims=()) -> tuple[list[str], str, dict[str, str]]:
+def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str], str, dict[str, str], list]:
     """The best-set arms of one comparison as choices (plateau arms left out, "or X" for every arm the best set
-    keeps that neither its own paired test against the first choice nor a claim part on its runs shows worse:
-    _claim_worse), the first one's effect over the best arm shown worse, by the best set's own comparison, and the
-    arms left out by a claim part (arm -> why)."""
+    keeps that its own paired test against the first choice does not show worse), the first one's effect over the
+    best arm shown worse, by the best set's own comparison, the ★ arms not offered (arm -> why), and per choice
+    its norm and conditions (FamilyLine.settings).
+
+    One rule decides "or X": that paired test, on the best set's runs and score. A claim part shown worse on the
+    validation split once left an arm out as well (referee 26: two rules, which could disagree); it is named
+    beside the line instead (_tested_alone)."""
     frames = {str(a): runs[runs["group"] == g] for a, g in zip(ranked["arm"], ranked["group"])}
     members = [str(a) for a in ranked[ranked["best"].astype(bool) & ~ranked["shown_worse"].astype(bool)]["arm"]]
     worse = [str(a) for a in ranked[ranked["shown_worse"].astype(bool)]["arm"]]
@@ -298,45 +307,25 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result, claims=()) -> tup
     pair = {"alpha": level, "arms": 2} if level is not None else {"arms": 2}
     left_out = [a for a in kept[1:] if result.shown_worse(frames[a], frames[kept[0]], compared, **pair)]
     kept = [a for a in kept if a not in left_out]
-    dropped = _claim_worse(kept, frames, claims)
-    kept = [a for a in kept if a not in dropped]
+    dropped = {a: f"worse on paired seeds than {kept[0]}" for a in left_out}
     varying = result.varying(runs[runs["group"].isin(ranked["group"])])
-    texts = []
+    texts, settings = [], []
     for arm in kept:
         # runs that carry no swept axis (a summary alone): the arm's label names what was swept
-        choice, condition = _choice_text(frames[arm], varying or [f"axes.{k.split('=')[0]}" for k in arm.split(", ")])
+        choice, conditions = _choice_text(frames[arm], varying or [f"axes.{k.split('=')[0]}" for k in arm.split(", ")])
         if choice:
+            condition = ", ".join(f"{k}={v}" for k, v in conditions.items())
             texts.append((f"{choice} (at {condition})" if condition else choice)
                          + _caveats(frames[arm], runs, result, first=arm == kept[0]))
+            norms = _norms(ranked[ranked["arm"].astype(str) == arm], runs)
+            settings.append((norms[0] if norms else "", conditions))
     if not texts or not worse:
-        return list(dict.fromkeys(texts)), "", dropped
+        return list(dict.fromkeys(texts)), "", dropped, settings
     effect = result.effect(frames[kept[0]], frames[worse[0]], worse[0], compared, **same)
     for arm in left_out:  # could be the best by the ★, but worse than the first choice on their own paired test
         effect += (f"; {arm} not offered, worse on paired seeds than the first choice: "
                    f"{result.effect(frames[kept[0]], frames[arm], arm, compared, **pair)}")
-    for arm, why in dropped.items():
-        effect += f"; {arm} not offered: {why}"
-    return list(dict.fromkeys(texts)), effect, dropped
-
-
-def _claim_worse(arms: list[str], frames: dict[str, pd.DataFrame], claims) -> dict[str, str]:
-    """arm -> why it is not offered: a claim part tested on the same runs (ClaimView.worse) showed it worse than
-    another of ``arms``, which stays. The ★ is the leaderboard's widened comparison over every ranked arm; a part's
-    own test of two of them can show one worse where ★ keeps both (referee 24: "lns or pre" beside
-    lns_variance_depth part 3, pre −0.0405 bpc, 90% [−0.064, −0.017] behind lns), and "or X" is offered only where
-    X is not shown worse on the same data."""
-    out: dict[str, str] = {}
-    for better, behind, label in (found for claim in claims for found in getattr(claim, "worse", ())):
-        ahead = [a for a in arms if a not in out and _selects(frames[a], better)]
-        for arm in arms:
-            if ahead and arm not in ahead and arm not in out and _selects(frames[arm], behind):
-                out[arm] = f"{label}, on the same runs, shows it worse than {ahead[0]}"
-    return out
-
-
-def _selects(frame: pd.DataFrame, selector: dict) -> bool:
-    """Whether every run of an arm is one a claim's arm ``selector`` picks (claims' own select)."""
-    return len(frame) > 0 and bool(select(frame, selector).all())
+    return list(dict.fromkeys(texts)), effect, dropped, settings
 
 
 NO_NORM_CAVEAT = ("no normalization best at this scale: the papers' case for a norm is depth, width and long "
@@ -389,31 +378,46 @@ def recommendation(family: str, lines: list[FamilyLine]) -> FamilyLine:
         for pair, reading in zip([(a, b) for i, a in enumerate(named) for b in named[i + 1:]], readings):
             # two norms offered side by side: what the studies that ran both say of one against the other
             text += f" · {reading or f'{pair[0]} vs {pair[1]}: no study here compares them on the same runs'}"
-        shared = [line for line in lines if line.kind == SHARED_LR]
-        if shared:
-            text += (f" · not used, every arm at one shared lr: "
-                     f"{', '.join(dict.fromkeys(line.studies[0][0] for line in shared))}")
+        unused = not_used(lines, [line for group in groups for line in group])
+        text += f" · not used: {unused}" if unused else ""
     elif tied:
         text = "no choice shown better: " + " · ".join(
             f"{', '.join(line.choices or line.arms)} not told apart ({_where(line)})" for line in tied)
+        unused = not_used(lines, tied)
+        text += f" · not used: {unused}" if unused else ""
         sure = "no arm shown worse: no effect to state"
     else:
-        parts = [f"{len(group)} {word}" for group, word in ((gated, "not testable here"),
-                                                            ([ln for ln in lines if ln.kind == SHARED_LR],
-                                                             "whose arms shared one lr"),
-                                                            ([ln for ln in lines if ln.kind == NO_CHOICE],
-                                                             "varying no choice"),
-                                                            ([ln for ln in lines if ln.kind == PLATEAU],
-                                                             "whose best arms sit on a trivial plateau"),
-                                                            ([ln for ln in lines if ln.kind == UNRANKED],
-                                                             "not ranked yet"))
-                 if group]
-        text = f"no testable study covers this family ({', '.join(parts)}: see its lines)"
+        text = f"no testable study covers this family (not used: {not_used(lines, [])})"
         sure = "no effect: nothing testable"
     behind = favoured or tied or gated or lines
     kind = FAVOURED if favoured else TIED if tied else GATED if gated else UNRANKED
     return FamilyLine(family, text, [s for line in behind for s in line.studies], sure,
                       "; ".join(dict.fromkeys(line.scale for line in behind if line.scale)), kind)
+
+
+# why a line of a family is not used for its recommendation, in a few words (a gated line gives its gate's reason)
+NOT_USED_WHY = {SHARED_LR: "one shared lr", NO_CHOICE: "varies no choice", PLATEAU: "best arms on a trivial plateau",
+                UNRANKED: "not ranked yet", TIED: "no arm shown worse"}
+
+
+def not_used(lines: list[FamilyLine], used: list[FamilyLine]) -> str:
+    """Every study of a family's ``lines`` whose lines the recommendation does not use, each with why in a few words
+    ("warmup_depth (one shared lr)", "grad_depth (not testable: every arm at or below one of the task's trivial
+    solutions)"); a study partly used names its unused lines by task ("gru on fortunes_lm (…)"). Referee 26: only
+    shared-lr studies were named, so gated, unranked and no-choice studies appeared nowhere in their family's row,
+    while the legend says every such study is "counted, never used"."""
+    used_titles = {title for line in used for title, _ in line.studies}
+    reasons: dict[str, list[str]] = {}
+    for line in lines:
+        if any(line is other for other in used) or not line.studies:
+            continue
+        title = line.studies[0][0]
+        name = title if title not in used_titles else f"{title} on {line.task}"
+        gate = _reading(line).removeprefix(GATED).removeprefix(":").strip() if line.kind == GATED else ""
+        why = (f"not testable: {gate}" if gate else "not testable") if line.kind == GATED else \
+            NOT_USED_WHY.get(line.kind, line.kind)
+        reasons.setdefault(name, []).append(why)
+    return "; ".join(f"{name} ({'; '.join(dict.fromkeys(why))})" for name, why in reasons.items())
 
 
 def _condition_groups(favoured: list[FamilyLine], lines: list[FamilyLine]) -> list[list[FamilyLine]]:

@@ -27,7 +27,6 @@ from normbench.analysis.result import (
     TRAINED,
     ClaimResult,
     Effect,
-    Extreme,
     Part,
     headline_reading,
     score_words,
@@ -88,9 +87,6 @@ class ClaimView:
     figures: dict = field(default_factory=dict)  # claims.csv's referee columns: effect, its interval, seeds, lr
     fdr: str = ""  # "not kept by Benjamini–Hochberg …" for a directional verdict the multiplicity rule does not keep
     tested: str = ""  # a not-testable verdict's parts that were tested, and what they read (parts_tested)
-    # (the selector of the arm shown better, of the arm shown worse, "CLAIM part N READING") per part that showed
-    # one arm worse than another on the task's score (shown_worse_parts): the synthesis offers no "or X" against it
-    worse: tuple[tuple[dict, dict, str], ...] = ()
 
 
 def display_path(path: str | Path, base: Path) -> str:
@@ -444,29 +440,6 @@ def parts_tested(verdict) -> str:
                      for said, ids in readings.items())
 
 
-def shown_worse_parts(claim, verdict) -> tuple[tuple[dict, dict, str], ...]:
-    """(the better arm's selector, the worse arm's, "CLAIM part N READING") for each part of ``verdict`` that showed
-    one of its arms worse than the other on the task's score: a "better" part supported (its second arm worse) or
-    not reproduced (its first), a "not worse" part not reproduced (its first arm worse by more than its margin).
-    A part whose arms are chosen by an extreme value (the largest lr) is left out: its selector alone does not name
-    the runs (referee 24: the synthesis offered "lns or pre" beside lns_variance_depth part 3, pre worse)."""
-    out = []
-    for index, (spec, part) in enumerate(zip(getattr(claim, "parts", ()), verdict.parts or ()), 1):
-        if not getattr(spec.measure, "task_metric", False) or spec.b is None or part.assertion != spec.assertion:
-            continue
-        if spec.kind == "better" and part.status == SUPPORTED:
-            better, worse = spec.a, spec.b
-        elif spec.kind in ("better", "not_worse") and part.status == CONTRADICTED:
-            better, worse = spec.b, spec.a
-        else:
-            continue
-        selectors = [claim.arms.get(better), claim.arms.get(worse)]
-        if any(s is None or any(isinstance(v, Extreme) for v in s.values()) for s in selectors):
-            continue
-        out.append((dict(selectors[0]), dict(selectors[1]), f"{claim.id} part {index} {shown_status(part.status)}"))
-    return tuple(out)
-
-
 NOT_RUN = "not run here"  # a claim whose arms no run has (the sweep that runs them is named)
 
 
@@ -501,7 +474,7 @@ def claim_view(result: ClaimResult, titles: dict[str, str] | None = None) -> Cla
                      f"claim-{claim.id}" + (f"-{re.sub(r'[^A-Za-z0-9_-]+', '-', verdict.study)}" if verdict.study else ""),
                      str(verdict.study or ""), _text(getattr(claim, "quote", None)), _text(getattr(claim, "where", None)),
                      _text(getattr(verdict, "scale", None)), shown_as(verdict), dict(result.figures),
-                     tested=parts_tested(verdict), worse=shown_worse_parts(claim, verdict))
+                     tested=parts_tested(verdict))
 
 
 def _text(value) -> str:

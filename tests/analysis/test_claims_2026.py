@@ -223,8 +223,10 @@ def test_the_arm_table_prints_a_setting_selected_by_a_plain_value_beside_one_sel
     rows = [{"seed": s, "best_val": 0.6 + 0.01 * s, "axes": {"model.qk_norm": qk, "lr": lr}}
             for qk in (True, False) for s in range(3) for lr in (0.01, 0.1)]
     table = verdict(runs_of(*rows), "qknorm_lr_sensitivity").evidence.set_index("arm")
-    assert table.loc["qk-norm", "model.qk_norm"] == "true" and table.loc["no qk-norm", "model.qk_norm"] == "false"
-    assert table.loc["qk-norm @ top lr", "model.qk_norm"] == "true"
+    # one row per lr of the grid (the claim's split axis); the top-lr arms are those rows, each run listed once
+    assert table.loc["qk-norm @ lr=0.01", "model.qk_norm"] == "true"
+    assert table.loc["no qk-norm @ lr=0.01", "model.qk_norm"] == "false"
+    assert table.loc["qk-norm @ lr=0.1", "model.qk_norm"] == "true" and int(table["runs"].sum()) == len(rows)
 
 
 def test_qknorm_says_where_each_arm_ended_at_each_lr_of_the_grid(runs_of):
@@ -322,5 +324,53 @@ def test_derf_muon_interaction_says_whether_the_papers_mechanism_arose(runs_of):
         return verdict(runs_of(*rows), "derf_muon_interaction").context.split("The paper's explanation")[1]
     less = said({"adamw": 0.445, "muon": 0.064})
     assert "higher for derf at optim=muon than at optim=adamw" in less
-    assert "here 0.064 against 0.445" in less and "did not arise in this setup" in less
+    assert "here 0.064 against 0.445, both at lr 0.001" in less and "did not arise in this setup." in less
+    assert "At equal lrs" not in less  # both at one lr: already like with like
     assert "so it arose in this setup" in said({"adamw": 0.1, "muon": 0.5})
+
+
+def test_derf_muon_interaction_arm_table_has_one_row_per_cell_of_the_two_by_two(runs_of):
+    # referee 26: the rows "rms" and "derf" pooled AdamW and Muon (6 runs, a mean matching no cell) and the
+    # "@ muon" rows repeated the Muon runs: 18 runs listed for 12
+    cells = {("rms", "adamw"): 3.05, ("derf", "adamw"): 3.27, ("rms", "muon"): 2.88, ("derf", "muon"): 2.87}
+    rows = [{"seed": s, "best_val": v + 0.003 * s,
+             "axes": {"task": "fortunes_lm", "model": "transformer", "norm": norm, "optim": optim}}
+            for (norm, optim), v in cells.items() for s in range(3)]
+    found = verdict(runs_of(*rows), "derf_muon_interaction")
+    table = found.evidence.set_index("arm")
+    assert sorted(table.index) == sorted(f"{n} @ optim={o}" for n, o in cells)
+    (mean,) = [c for c in table.columns if c.startswith("bpc") and c.endswith("mean")]
+    for (norm, optim), value in cells.items():
+        assert table.loc[f"{norm} @ optim={optim}", mean] == pytest.approx(value + 0.003)
+    assert int(table["runs"].sum()) == len(rows) and sum(found.n_per_arm.values()) == len(rows)
+    assert found.n_per_arm == {f"{n} @ optim={o}": 3 for n, o in cells}
+
+
+DERF_MUON_STUDY = {"schema": "normbench.study/1", "id": "6c39d34907bb", "name": "derf_muon", "purpose": "Derf × Muon.",
+                   "swept": ["norm", "optim", "lr", "seed"], "arms": ["norm", "optim", "lr"],
+                   "command": "python -m normbench -m +sweep=derf_muon", "lr_protocol": "tuned"}
+
+
+def test_derf_muon_mechanism_names_each_means_lr_and_reads_the_equal_lr_selection_runs(runs_of):
+    # referee 26: Derf's saturation under AdamW (lr 0.01) was compared with Muon's (lr 0.03); the selection runs, one
+    # seed per lr, hold the like-with-like reads: 0.201 against 0.167 at lr 0.003, 0.327 against 0.131 at 0.01
+    chosen = {"adamw": 0.01, "muon": 0.03}
+    evaluation = {"adamw": 0.445, "muon": 0.0636}
+    grid = {("adamw", 0.003): 0.201, ("muon", 0.003): 0.167, ("adamw", 0.01): 0.327, ("muon", 0.01): 0.131,
+            ("adamw", 0.03): 0.866, ("muon", 0.03): 0.0577}
+
+    def row(seed, norm, optim, lr, role, share):
+        return {"seed": seed, "best_val": 3.0 + (0.2 if norm == "derf" else 0) + 0.003 * (seed % 7), "study": DERF_MUON_STUDY,
+                "axes": {"task": "fortunes_lm", "model": "transformer", "norm": norm, "optim": optim, "lr": lr,
+                         "role": role},
+                "metrics": {"saturated_share": share} if norm == "derf" else {}}
+    rows = [row(s, norm, optim, chosen[optim], "evaluation", evaluation[optim] + 0.001 * s)
+            for optim in chosen for norm in ("rms", "derf") for s in range(3)]
+    rows += [row(1000, norm, optim, lr, "selection", share) for (optim, lr), share in grid.items()
+             for norm in ("rms", "derf")]
+    said = verdict(runs_of(*rows), "derf_muon_interaction").context.split("The paper's explanation")[1]
+    assert "here 0.0646 at lr 0.03 against 0.446 at lr 0.01" in said
+    assert "so it did not arise in this setup at those lrs." in said
+    assert "At equal lrs (the selection runs, seed 1000; one run per setting and lr; not judged)" in said
+    assert "lr 0.003: 0.167 against 0.201; lr 0.01: 0.131 against 0.327; lr 0.03: 0.0577 against 0.866" in said
+    assert "higher at optim=muon at 0 of 3." in said

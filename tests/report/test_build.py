@@ -294,7 +294,11 @@ def test_synthesis_first_then_each_study_with_its_answer(report):
     # both pages; it had said "leave tied" and the ★ alone after the rows began offering fewer arms than the ★ set
     for page in (synthesis, report["md"]):
         assert "★, the leaderboard's rule over all of a study's arms" in page and "its own paired test against the " \
-            "first choice (at the study's α, one comparison)" in page and "leave tied" not in page
+            "first choice (at the study's α, one comparison, on the ranking's runs and score)" in page
+        # referee 26: one rule for "or X"; a claim part is named in "how sure" and decides nothing there
+        assert "nor a claim part" not in page and "leave tied" not in page and "decides nothing here" in page
+        # referee 26: every study of a family the row does not use is named there, with why
+        assert "the row names each such study with why" in page
 
 
 def test_the_batchnorm_train_eval_gap_is_shown_wherever_bn_is_evaluated(tmp_path, write_record):

@@ -46,7 +46,7 @@ def test_a_study_varying_no_choice_recommends_nothing_and_the_family_says_so(run
     (line,) = lines_for(runs_of(*rows))
     assert line.kind == NO_CHOICE
     (recommended,) = recommendations([line])
-    assert recommended.favoured == "no testable study covers this family (1 varying no choice: see its lines)"
+    assert recommended.favoured == "no testable study covers this family (not used: x (varies no choice))"
 
 
 def test_or_x_only_for_an_arm_not_shown_worse_and_never_one_on_a_trivial_plateau(runs_of):
@@ -149,7 +149,7 @@ def test_a_study_whose_arms_shared_one_lr_is_shown_but_never_recommended(runs_of
     assert line.kind == SHARED_LR and "one shared lr" in line.favoured and line.choices
     (recommended,) = recommendations([line])
     assert "norm=ln" not in recommended.favoured.split("(")[0]
-    assert "1 whose arms shared one lr" in recommended.favoured
+    assert "not used: x (one shared lr)" in recommended.favoured
     tuned = [dict(r, study={**study, "lr_protocol": "tuned"}) for r in rows]
     (line,) = lines_for(runs_of(*tuned))
     assert line.kind == FAVOURED
@@ -201,8 +201,13 @@ def test_two_norms_offered_side_by_side_carry_their_head_to_head_reading():
     muon = line(FAVOURED, "derf_muon", "fortunes_lm", ["norm=derf, placement=pre (at lr=0.03, optim=muon)",
                                                        "norm=rms, placement=pre (at lr=0.01, optim=muon)"],
                 ("derf", "rms"), ("derf", "rms"))
+    muon.settings = [("derf", {"lr": "0.03", "optim": "muon"}), ("rms", {"lr": "0.01", "optim": "muon"})]
     assert ("derf vs rms head to head: not told apart at optim=muon on fortunes_lm (derf_muon)"
             in recommendation("Transformer", [muon]).favoured)
+    # the setting is read from the line's data (its runs), not parsed back out of the choices' words
+    muon.choices = ["norm=derf, placement=pre [its lr at the grid's highest: its best may lie past it]",
+                    "norm=rms, placement=pre"]
+    assert "not told apart at optim=muon on" in recommendation("Transformer", [muon]).favoured
 
 
 def test_a_tie_between_two_norms_is_read_from_the_records_as_a_tie(runs_of):
@@ -373,35 +378,39 @@ def test_a_claim_part_tested_alone_is_named_beside_the_best_set_it_can_split(run
     assert "tested alone" not in plain.sure
 
 
-def test_an_arm_a_claim_part_shows_worse_on_the_same_runs_is_not_offered(runs_of):
-    """Referee 24: depth_placements offered "lns or pre or mix" (all ★) beside lns_variance_depth part 3, which on
-    the same runs showed pre worse than lns (−0.0405 bpc, 90% [−0.064, −0.017]); "or X" is offered only where X is
-    not shown worse on the same data. The part's arms are read from the claim (tables.shown_worse_parts)."""
-    from types import SimpleNamespace
+TUNED = {"schema": "normbench.study/1", "id": "00112233aabc", "name": "tuned_norms", "purpose": "Which norm.",
+         "swept": ["norm", "lr", "seed"], "arms": ["norm", "lr"], "command": "python -m normbench -m +sweep=x",
+         "lr_protocol": "tuned"}
 
-    import pandas as pd
 
-    from normbench.analysis.claims.specs_2026 import CLAIMS_2026
-    from normbench.analysis.claims.vocabulary import NOT_TESTABLE, SUPPORTED, Part, Verdict
-    from normbench.report.tables import shown_worse_parts
+def test_one_paired_test_on_the_rankings_score_decides_or_x_a_claim_part_on_another_score_does_not(runs_of):
+    """Referee 26: "or X" had two rules, the paired test against the first choice on the ranking's score (a tuned
+    study's test split) and a claim part's test, read on final_val, which could disagree. Here they do: on the
+    validation split DyT is 0.05 behind LN on every seed (the claim part is supported), on the test split the two
+    are not told apart. The paired test decides: "or dyt" is offered, and the claim part is named beside the line."""
+    from normbench.analysis.claims import Claim, evaluate
+    from normbench.analysis.claims.vocabulary import SUPPORTED, better
+    from normbench.analysis.result import ClaimResult, of_runs
+    from normbench.report.tables import claim_view
 
-    claim = next(c for c in CLAIMS_2026 if c.id == "lns_variance_depth")
-    parts = [Part(spec.assertion, SUPPORTED if i == 3 else NOT_TESTABLE, "") for i, spec in enumerate(claim.parts, 1)]
-    verdict = Verdict(NOT_TESTABLE, None, {}, pd.DataFrame(), "", parts=parts)
-    (found,) = shown_worse_parts(claim, verdict)
-    assert found == ({"placement": "lns"}, {"placement": "pre"}, "lns_variance_depth part 3 supported"), found
-
-    rows = _ln_dyt_bn_rows()
-    runs, summary = _labelled(runs_of(*rows))
-    part = SimpleNamespace(id="c", status=NOT_TESTABLE, tested="part 3 supported",
-                           worse=(({"norm": "ln"}, {"norm": "dyt"}, "c part 3 supported"),))
-    section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [], claims=[part])
-    (line,) = [line for line in synthesis(summary, runs, [section], of_frames(runs, summary)) if line.studies]
-    assert line.kind == FAVOURED and [c.split(",")[0] for c in line.choices] == ["norm=ln"], line.choices
-    assert "norm=dyt not offered: c part 3 supported, on the same runs, shows it worse than norm=ln" in line.effect
-    assert "norm=dyt ★ (not offered: c part 3 supported" in line.favoured and line.norms_best == ("ln",), line
-    (plain,) = lines_for(runs_of(*rows))  # no such part: both offered, as before
-    assert len(plain.choices) == 2 and "not offered" not in plain.effect
+    val, test = {"ln": 0.95, "dyt": 0.90, "bn": 0.5}, {"ln": 0.95, "dyt": 0.949, "bn": 0.5}
+    rows = [{"seed": 1000, "best_val": val[n] - 0.01 * (lr != 0.01), "study": TUNED,
+             "axes": {"norm": n, "task": "mqar", "lr": lr, "role": "selection"}} for n in val for lr in (0.003, 0.01)]
+    rows += [{"seed": s, "best_val": val[n] + 0.004 * ((s * 7 + len(n)) % 3), "study": TUNED,
+              "metrics": {"test": test[n] + 0.004 * ((s * 5 + 2 * len(n)) % 3)},
+              "axes": {"norm": n, "task": "mqar", "lr": 0.01, "role": "evaluation"}} for s in range(4) for n in val]
+    runs = runs_of(*rows)
+    claim = Claim("crafted_val", "LN ends better than DyT.", "Crafted 2026",
+                  {"ln": {"norm": "ln"}, "dyt": {"norm": "dyt"}}, (better("ln ends better than dyt", "ln", "dyt"),))
+    ((_, verdict),) = evaluate([claim], runs)
+    assert verdict.status == SUPPORTED and "final_val" in verdict.parts[0].test  # dyt worse on the validation split
+    view = claim_view(ClaimResult(claim, verdict, ()))
+    result = of_runs(runs)
+    section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [], claims=[view])
+    (line,) = [line for line in synthesis(result.summary, result.runs, [section], result) if line.studies]
+    assert line.kind == FAVOURED and [c.split(",")[0] for c in line.choices] == ["norm=ln", "norm=dyt"], line.choices
+    assert "not offered" not in line.effect and "not offered" not in line.favoured
+    assert line.norms_best == ("ln", "dyt") and "claims crafted_val supported" in line.sure
 
 
 def test_the_no_norm_caveat_is_said_of_a_first_choice_only(runs_of):

@@ -187,10 +187,11 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
     # never said warm-up was 100 of 300 steps), in every arm that selects on it: one selected by a plain value
     # (model.qk_norm=True beside NOT_TRUE, norm.bn_mask=False beside TRUE) printed "—" (referee 24)
     conditioned = {k for selector in claim.arms.values() for k, wanted in selector.items() if isinstance(wanted, Is)}
-    for arm, frame in frames.items():
+    # one row per cell of the claim's split axes, each run in one row (shown.split_cells)
+    for cell, (arm, frame) in shown.split_cells(claim, frames).items():
         chosen = {k: values_text(axis(frame, k)).strip("{}") for k in claim.arms.get(arm, {})
                   if k in conditioned and k not in resolved[arm]}
-        row = {"arm": arm, **{k: format_value(v) for k, v in resolved[arm].items()}, **chosen, "runs": int(len(frame)),
+        row = {"arm": cell, **{k: format_value(v) for k, v in resolved[arm].items()}, **chosen, "runs": int(len(frame)),
                "seeds": int(frame["seed"].nunique()), "diverged": int((frame["status"] == "diverged").sum()),
                # the failure rates' one rule (rules.failed_to_learn): finished at chance or at a trivial solution
                "did not train": int((rules.failed_to_learn(frame) & (frame["status"] != "diverged")).sum())}
@@ -216,6 +217,11 @@ def _arm_rows(claim: Claim, frames: dict[str, pd.DataFrame], resolved: dict[str,
             row[PER_RUN_MS] = float(metric(frame, path("step_ms_median")).median())
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _runs_per_cell(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, int]:
+    """The runs of each row of the arm table (one per cell of the claim's split axes): each run counted once."""
+    return {cell: int(len(frame)) for cell, (_, frame) in shown.split_cells(claim, frames).items()}
 
 
 PAIRED_MS = "paired step ms (bench arms: interleaved in one process)"
@@ -320,7 +326,7 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
     curves = (regime.read_evals(runs["run_dir"].dropna()) if "run_dir" in runs and any(
         regime.STILL_IMPROVING in regime.gates_for(s.kind, s.measure.task_metric) for s in claim.parts) else None)
     if voided:
-        return _voided(claim, voided, frames, resolved, runs, ctx)
+        return _voided(claim, voided, frames, resolved, runs, ctx, selection)
     parts = [_absent(claim, spec, frames, runs) or _unmet(claim, i, spec, ctx) or _gated(claim, spec, ctx, curves)
              or evaluate_part(spec, ctx) for i, spec in enumerate(claim.parts, 1)]
     # a gated failure-rate part still says which rule counted its failures (its arms' counts are what gated it)
@@ -348,25 +354,27 @@ def judge(claim: Claim, runs: pd.DataFrame, alpha: float = ALPHA, selection: pd.
     status = claim_status([p.status for p in parts])
     level = decision_level(alpha)
     measured = regime.scale_text(pd.concat(list(frames.values())))
-    context = (f"{claim.design}{prepared}{paper_settings.text(claim, frames)}{_levels_text(claim, frames, runs)} Each part is a one-sided test at α = {alpha:g} in each direction on one "
+    context = (f"{claim.design}{prepared}{paper_settings.text(claim, frames)}{_levels_text(claim, frames, runs, selection)} Each part is a one-sided test at α = {alpha:g} in each direction on one "
                f"{pct(level)} interval (equivalence: TOST at α, the same interval inside ±δ).").strip()
     explanation = context + "".join(part_line(i, p) for i, p in enumerate(parts, 1)) + f" Scale: {measured}."
     effects = deciding_first(status, parts)
-    return Verdict(status, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
+    return Verdict(status, effects[0] if effects else None, _runs_per_cell(claim, frames),
                    _arm_rows(claim, frames, resolved, runs), explanation, effects[1:], parts, alpha=alpha,
                    context=context, scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()},
                    missing=missing)
 
 
-def _levels_text(claim: Claim, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> str:
+def _levels_text(claim: Claim, frames: dict[str, pd.DataFrame], runs: pd.DataFrame,
+                 selection: pd.DataFrame | None = None) -> str:
     """Where each arm ended against the task's reference levels (reference_levels.text), for a claim some part of
     which reads how far training got (the task's score, its curve, a failure count, or a ratio over an lr grid of
     final scores); a claim measured at initialization or on timings says nothing of it. Each arm split along the
-    claim's split axes, then the measures the claim shows beside its verdict (shown.py)."""
+    claim's split axes, then the measures the claim shows beside its verdict and its mechanism, read at equal lrs on
+    ``selection`` (a tuned study's selection runs) where the judged cells ran at different lrs (shown.py)."""
     reads_training = any(s.measure.task_metric or s.kind.startswith("converges") or s.kind == "ratio"
                          or s.measure is FAILED for s in claim.parts)
     levels = reference_levels.text(shown.split_arms(claim, frames), runs) if reads_training else ""
-    return levels + shown.measures_text(claim, frames) + shown.mechanism_text(claim, frames)
+    return levels + shown.measures_text(claim, frames) + shown.mechanism_text(claim, frames, selection)
 
 
 def _failure_rule_shown(spec: PartSpec, part: Part, frames: dict[str, pd.DataFrame], runs: pd.DataFrame) -> Part:
@@ -393,7 +401,8 @@ def _lr_chosen_for(claim: Claim, spec: PartSpec, part: Part, frames: dict[str, p
     return replace(part, test=part.test + text) if text else part
 
 
-def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataFrame, ctx: Context) -> Verdict:
+def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataFrame, ctx: Context,
+            selection: pd.DataFrame | None = None) -> Verdict:
     """A claim whose own regime check (its prepare hook) failed: not testable here, for the reason it gives,
     with each part's measured effect beside it, labelled as no verdict (SHOWN_NOT_JUDGED)."""
     parts = [Part(spec.assertion, NOT_TESTABLE, f"{' vs '.join(n for n in (spec.a, spec.b) if n)}: the claim's regime "
@@ -402,8 +411,8 @@ def _voided(claim: Claim, why: str, frames: dict, resolved: dict, runs: pd.DataF
                   "(the verdict's first line)") for spec in claim.parts]
     measured = regime.scale_text(pd.concat(list(frames.values()))) if frames else ""
     effects = [e for p in parts for e in p.effects]
-    why += paper_settings.text(claim, frames) + _levels_text(claim, frames, runs)
-    return Verdict(NOT_TESTABLE, effects[0] if effects else None, {n: int(len(f)) for n, f in frames.items()},
+    why += paper_settings.text(claim, frames) + _levels_text(claim, frames, runs, selection)
+    return Verdict(NOT_TESTABLE, effects[0] if effects else None, _runs_per_cell(claim, frames),
                    _arm_rows(claim, frames, resolved, runs), why, effects[1:], parts, alpha=ctx.alpha, context=why,
                    scale=measured, seeds={n: int(f["seed"].nunique()) for n, f in frames.items()})
 
