@@ -90,8 +90,9 @@ def test_ln_batch_robust(runs_of, rows, expected):
     verdict = ln_batch_robust(runs_of(*rows))
     assert verdict.status == expected, verdict.explanation
     if expected != NOT_APPLICABLE:
+        # one row per cell: the interaction's pooled "ln" and "bn" are these cells' runs, not rows of their own
         assert set(verdict.evidence["arm"]) == {"ln @ small batch", "bn @ small batch", "ln @ large batch",
-                                                "bn @ large batch", "ln", "bn"}
+                                                "bn @ large batch"}
         assert set(verdict.evidence["batch_size"].dropna()) == {"4", "256"}
         assert len(verdict.parts) == 3 and "interaction" in verdict.parts[1].assertion
         assert "largest batch too" in verdict.parts[2].assertion
@@ -868,8 +869,9 @@ def test_ln_batch_robust_takes_the_equal_data_runs_beside_a_fixed_steps_sweep(ru
     equal = batch_runs(bn_small=0.60, ln_small=0.95, bn_large=0.93, examples=6400)
     verdict = dict((c.id, v) for c, v in evaluate_claims(runs_of(*fixed, *equal)))["ln_batch_robust"]
     assert verdict.status == SUPPORTED, verdict.explanation
+    # the interaction's arms "ln" and "bn" (both batch sizes) are their cells' runs: not listed again as pooled rows
     assert verdict.n_per_arm == {"ln @ small batch": 3, "bn @ small batch": 3, "ln @ large batch": 3,
-                                 "bn @ large batch": 3, "ln": 6, "bn": 6}
+                                 "bn @ large batch": 3}
 
 
 # --- fp16_small_eps_nonfinite: which runs' norms computed in fp16 ---------------------------------

@@ -25,7 +25,8 @@ def split_arms(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, pd.Da
 def split_cells(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, tuple[str, pd.DataFrame]]:
     """split_arms with the claim arm each entry came from (entry name -> (claim arm, runs)): each run in one entry,
     so the arm table and its run counts list every run once (referee 26: derf_muon_interaction's rows "rms" and
-    "derf" pooled AdamW and Muon, means matching no cell of the 2 × 2, and "@ muon" repeated the Muon runs)."""
+    "derf" pooled AdamW and Muon, means matching no cell of the 2 × 2, and "@ muon" repeated the Muon runs; an
+    interaction's pooled arms beside its cells, ln_batch_robust's "ln: 6, bn: 6", likewise)."""
     split = {name: (name, frame) for name, frame in frames.items()}
     for key in claim.split:
         out = {}
@@ -38,13 +39,17 @@ def split_cells(claim: Claim, frames: dict[str, pd.DataFrame]) -> dict[str, tupl
             for level in levels:
                 out[f"{name} @ {key}={format_value(level)}"] = (arm, frame[values == level])
         split = out
-    # an arm of the claim that already is one split entry ("rms @ muon" beside "rms" split by optim) is said once
+    # an arm of the claim that already is one split entry ("rms @ muon" beside "rms" split by optim) is said once,
+    # and one whose runs are exactly those of finer entries (an interaction's "ln", both batch sizes, beside "ln @
+    # small batch" and "ln @ large batch") is said through them, not as a pooled row beside them
+    runs = {name: frozenset(frame.index) for name, (_, frame) in split.items()}
     kept, seen = {}, set()
     for name, (arm, frame) in split.items():
-        runs = frozenset(frame.index)
-        if runs not in seen:
-            kept[name] = (arm, frame)
-            seen.add(runs)
+        finer = [other for key, other in runs.items() if other < runs[name]]
+        if runs[name] in seen or (finer and frozenset().union(*finer) == runs[name]):
+            continue
+        kept[name] = (arm, frame)
+        seen.add(runs[name])
     return kept
 
 
