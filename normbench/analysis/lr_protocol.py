@@ -109,6 +109,15 @@ def claim_runs(study_runs: pd.DataFrame, compares_lr: bool) -> tuple[pd.DataFram
     return view, note
 
 
+def swept_note(selection: pd.DataFrame) -> str:
+    """The lr note of a claim that compares lrs in a tuned study: it reads the selection runs, every lr of the grid
+    as an arm, and chooses none."""
+    seeds = sorted({int(v) for v in selection["seed"].dropna()}) if "seed" in selection else []
+    each = f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} each" if seeds else "its selection seeds"
+    return (f" Learning rate: {PROTOCOLS['swept'].words}: every lr of the grid ({_lr_text(_lrs(selection))}), on the "
+            f"study's selection runs ({each}); no lr is chosen, and the evaluation runs are not read.")
+
+
 CHOSEN_LR = "tuned.lr"  # a tuned study's evaluation run's lr, outside the axes the claims split settings by
 GRID_END = "the grid's"  # how arm_lrs marks an lr chosen at an end of its grid, and arm_lr_note finds it
 CHOSEN_EDGE = "tuned.edge"  # "lowest"/"highest" where that lr is the selection grid's end, else ""

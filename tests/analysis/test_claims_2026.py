@@ -374,3 +374,23 @@ def test_derf_muon_mechanism_names_each_means_lr_and_reads_the_equal_lr_selectio
     assert "At equal lrs (the selection runs, seed 1000; one run per setting and lr; not judged)" in said
     assert "lr 0.003: 0.167 against 0.201; lr 0.01: 0.131 against 0.327; lr 0.03: 0.0577 against 0.866" in said
     assert "higher at optim=muon at 0 of 3." in said
+
+
+def test_derf_muon_mechanism_does_not_count_an_equal_lr_read_where_a_run_did_not_train(runs_of):
+    # referee 27: at lr 0.1 both Derf selection runs were at chance, and that read was the only "higher at optim=muon"
+    chosen = {"adamw": 0.01, "muon": 0.03}
+    grid = {("adamw", 0.003): 0.201, ("muon", 0.003): 0.167, ("adamw", 0.01): 0.327, ("muon", 0.01): 0.131,
+            ("adamw", 0.1): 0.789, ("muon", 0.1): 0.841}
+
+    def row(seed, norm, optim, lr, role, share, best=None):
+        return {"seed": seed, "best_val": best or 3.0 + (0.2 if norm == "derf" else 0) + 0.003 * (seed % 7),
+                "study": DERF_MUON_STUDY, "metrics": {"saturated_share": share} if norm == "derf" else {},
+                "axes": {"task": "fortunes_lm", "model": "transformer", "norm": norm, "optim": optim, "lr": lr,
+                         "role": role}}
+    rows = [row(s, norm, optim, chosen[optim], "evaluation", 0.4 if optim == "adamw" else 0.06)
+            for optim in chosen for norm in ("rms", "derf") for s in range(3)]
+    rows += [row(1000, norm, optim, lr, "selection", share, best=4.86 if lr == 0.1 and norm == "derf" else None)
+             for (optim, lr), share in grid.items() for norm in ("rms", "derf")]
+    said = verdict(runs_of(*rows), "derf_muon_interaction").context.split("The paper's explanation")[1]
+    assert "lr 0.1: 0.841 against 0.789 (optim=muon and optim=adamw did not train)" in said, said
+    assert "higher at optim=muon at 0 of the 2 where both trained." in said, said

@@ -263,3 +263,20 @@ def test_one_selection_seed_whose_runs_stayed_at_chance_says_so(runs_of):
     runs[0] = {"seed": 0, "status": "diverged", "best_val": None, "axes": {**adding, "lr": 0.1}}
     why = tuning.chosen_lrs(runs_of(*runs))["why"].iloc[0]
     assert why == "no lr has a run that trained (3 runs: 1 diverged; 2 at or worse than chance)", why
+
+
+def test_an_lr_claim_in_a_tuned_study_says_its_lr_is_swept_not_chosen(runs_of):
+    """Referee 27: ln_larger_stable_lr in a tuned study reads the selection runs, every lr of the grid, and chooses
+    none; its page and claims.csv said "tuned per arm ... chosen on selection seeds; judged on the evaluation runs"."""
+    from normbench.analysis.claims.engine import in_study
+
+    (check,) = [c for c in CLAIMS if c.id == "ln_larger_stable_lr"]
+    evaluation = [{"seed": s, "best_val": 0.9, "axes": {**LSTM, "norm": n, "placement": p, "lr": 1e-3,
+                                                       "role": "evaluation"}}
+                  for n, p in (("ln", "in_cell"), ("none", "none")) for s in (100, 101, 102)]
+    runs = runs_of(*_grid_runs("ln", "in_cell", 3e-2, role="selection"),
+                   *_grid_runs("none", "none", 3e-3, role="selection"), *evaluation)
+    verdict = in_study(check, runs, 0.05)
+    assert verdict.lr == "swept as an arm (the question is about the lr)", verdict.lr
+    assert "no lr is chosen" in verdict.explanation and "chosen on selection seeds" not in verdict.explanation
+    assert "3 seeds each" in verdict.explanation, verdict.explanation

@@ -614,7 +614,10 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
     (name, verdict), others = applicable[0], applicable[1:]
     if not verdict.context.strip() and verdict.explanation.strip():  # a setup hook's reason (no parts): shown on
         verdict.context = verdict.explanation  # the page, which renders the context, not the explanation
-    verdict.lr = lr_protocol.PROTOCOLS[protocol].words
+    # a claim that compares lrs reads a tuned study's selection runs, every lr of the grid: the lr is swept as its arm,
+    # none chosen (referee 27: ln_larger_stable_lr read "tuned per arm ... chosen on selection seeds")
+    swept = protocol == "tuned" and "lr" in claim.compare
+    verdict.lr = lr_protocol.PROTOCOLS["swept" if swept else protocol].words
     verdict.setting, verdict.others = name, [(n, v.status) for n, v in others]
     statuses = {v.status for _, v in testable}
     gated = [n for n, v in applicable if v.status == NOT_TESTABLE]
@@ -643,7 +646,9 @@ def in_study(claim: Claim, runs: pd.DataFrame, alpha: float) -> Verdict:
         verdict.context = f"Not reproduced in this setup ({differs}). {verdict.context}"
         verdict.explanation = f"Not reproduced in this setup ({differs}). {verdict.explanation}"
     on_curve = any(spec.kind.startswith("converges") for spec in claim.parts)  # decided on val_auc
-    if protocol == "tuned":  # each arm's own lr, chosen: the rows say which (elsewhere their lr column is what ran)
+    if swept:
+        lr_note = lr_protocol.swept_note(runs)
+    elif protocol == "tuned":  # each arm's own lr, chosen: the rows say which (elsewhere their lr column is what ran)
         lr_note = lr_protocol.arm_lr_note(verdict.evidence, on_curve) or lr_note
     # the lr note joins a text that says something; alone it would read as the verdict's reason
     verdict.explanation += where + (lr_note if verdict.explanation.strip() else "")

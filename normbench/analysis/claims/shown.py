@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from normbench.analysis import lr_protocol
+from normbench.analysis import lr_protocol, rules
 from normbench.analysis.aggregate import format_value
 from normbench.analysis.claims.vocabulary import Claim, Mechanism, axis, select
 
@@ -141,23 +141,37 @@ def _mechanism(m: Mechanism, frame: pd.DataFrame | None, selection: pd.DataFrame
 
 
 def _equal_lr(m: Mechanism, runs: pd.DataFrame) -> str:
-    """The measure at each lr both settings ran, like with like, or that none was shared."""
+    """The measure at each lr both settings ran, like with like, or that none was shared. A read where a run did not
+    train (rules.failed_to_learn: at chance or held at a trivial solution) is marked and not counted: a collapsed
+    model's saturation says nothing of the paper's explanation (referee 27: at lr 0.1 both Derf runs were at chance,
+    and that read was the one "higher at optim=muon")."""
     source = "the selection runs" if "axes.role" in runs and runs["axes.role"].astype(str).eq("selection").all() \
         else "the runs"
     at = {}
     for level in (m.more_at, m.than):
         finished = _finished(runs, m, level)
         values = pd.to_numeric(m.measure.values(finished), errors="coerce").dropna()
-        at[level] = values.groupby(_lr(finished).loc[values.index]).agg(["mean", "size"])
+        untrained = rules.failed_to_learn(finished).loc[values.index].astype(bool)
+        at[level] = pd.DataFrame({"value": values, "untrained": untrained}).groupby(
+            _lr(finished).loc[values.index]).agg(mean=("value", "mean"), size=("value", "size"),
+                                                 untrained=("untrained", "sum"))
     shared = sorted(set(at[m.more_at].index) & set(at[m.than].index))
     if not shared:
         return " No runs share an lr at both settings, so the two means are not like with like."
+
+    def untrained(lr) -> str:
+        said = [f"{m.axis}={format_value(level)}" for level in (m.more_at, m.than) if at[level].loc[lr, "untrained"]]
+        return f" ({' and '.join(said)} did not train)" if said else ""
+
     reads = [f"lr {format_value(float(lr))}: {at[m.more_at].loc[lr, 'mean']:.3g} against "
-             f"{at[m.than].loc[lr, 'mean']:.3g}" for lr in shared]
-    higher = [format_value(float(lr)) for lr in shared if at[m.more_at].loc[lr, "mean"] > at[m.than].loc[lr, "mean"]]
+             f"{at[m.than].loc[lr, 'mean']:.3g}{untrained(lr)}" for lr in shared]
+    trained = [lr for lr in shared if not untrained(lr)]
+    higher = [format_value(float(lr)) for lr in trained if at[m.more_at].loc[lr, "mean"] > at[m.than].loc[lr, "mean"]]
     counts = sorted({int(n) for level in at for n in at[level].loc[shared, "size"]})
     seeds = sorted({int(s) for s in runs["seed"].dropna()}) if "seed" in runs else []
     per = ("one run" if counts == [1] else f"{'–'.join(map(str, (counts[0], counts[-1]) if len(counts) > 1 else counts))} runs")
+    where = (f"at {len(higher)} of the {len(trained)} where both trained" if len(trained) < len(shared)
+             else f"at {len(higher)} of {len(shared)}")
     return (f" At equal lrs ({source}, seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}; {per} per "
             f"setting and lr; not judged): " + "; ".join(reads) + f"; higher at {m.axis}={format_value(m.more_at)} "
-            f"at {len(higher)} of {len(shared)}" + (f" (lr {', '.join(higher)})" if higher else "") + ".")
+            f"{where}" + (f" (lr {', '.join(higher)})" if higher else "") + ".")
