@@ -184,6 +184,10 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                                   condition=condition)
                 if kind in (FAVOURED, NO_CHOICE, PLATEAU, SHARED_LR):
                     line.choices, line.effect, line.settings = choices, effect, settings
+                    decided = [c for c in section.claims if c.status in ("supported", "contradicted")]
+                    if decided and effect:  # referee 27: qknorm_lr's line left out its own supported claim
+                        line.effect += "; beside it, claims " + ", ".join(
+                            f"{c.id} {verdict_words(c.status)}" for c in decided)
                 line.norms_all, line.norms_best = _norms(rows, runs), ()
                 if kind == TIED:  # no arm shown worse: every ranked arm could be the best
                     line.norms_best = _norms(ranked, runs)
@@ -322,6 +326,9 @@ def _choices(ranked: pd.DataFrame, runs: pd.DataFrame, result) -> tuple[list[str
     if not texts or not worse:
         return list(dict.fromkeys(texts)), "", dropped, settings
     effect = result.effect(frames[kept[0]], frames[worse[0]], worse[0], compared, **same)
+    for arm in kept[1:]:  # offered beside the first: its own paired test's interval, which did not show it worse
+        effect += (f"; or {arm}, not shown worse on paired seeds: "
+                   f"{result.effect(frames[kept[0]], frames[arm], arm, compared, **pair)}")
     for arm in left_out:  # could be the best by the ★, but worse than the first choice on their own paired test
         effect += (f"; {arm} not offered, worse on paired seeds than the first choice: "
                    f"{result.effect(frames[kept[0]], frames[arm], arm, compared, **pair)}")
@@ -334,12 +341,19 @@ NO_NORM_CAVEAT = ("no normalization best at this scale: the papers' case for a n
 
 def _caveats(frame: pd.DataFrame, runs: pd.DataFrame, result, first: bool = True) -> str:
     """What a reader must know before taking a choice as advice (referee 17): an lr at its grid's end (the arm's
-    best may lie past it), and no normalization favoured by a small model, said of the first choice only (referee
+    best may lie past it), an lr picked on the seeds the line is judged on (a study whose lr is an arm), and no
+    normalization favoured by a small model, said of the first choice only (referee
     25: "ln in_cell or none [no normalization best]" where in_cell ranked first, ×0.041 the error of none)."""
     notes = []
     edge = result.grid_end(frame, runs)
     if edge:
         notes.append(f"its lr at the grid's {edge}: its best may lie past it")
+    swept = "study.lr_protocol" in runs and runs["study.lr_protocol"].dropna().astype(str).eq("swept").any()
+    if swept and "axes.lr" in frame and frame["axes.lr"].nunique() == 1:
+        # referee 27: qknorm_lr's "at lr=0.0215" was the grid's best on the same 2 seeds the line is judged on
+        seeds = int(frame["seed"].nunique()) if "seed" in frame else 0
+        notes.append(f"its lr the grid's best on the {seeds} seed{'s' if seeds != 1 else ''} it is judged on: "
+                     "no selection split")
     if first and "axes.norm" in frame and frame["axes.norm"].astype(str).eq("none").all():
         notes.append(NO_NORM_CAVEAT)
     return f" [{'; '.join(notes)}]" if notes else ""

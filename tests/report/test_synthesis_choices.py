@@ -426,3 +426,38 @@ def test_the_no_norm_caveat_is_said_of_a_first_choice_only(runs_of):
                for row in rows]
     (line,) = lines_for(runs_of(*flipped))
     assert line.choices[0].startswith("norm=none") and "no normalization best" in line.choices[0], line.choices
+
+
+def test_a_swept_lr_choice_says_it_was_picked_on_its_own_seeds_and_an_or_x_prints_its_interval(runs_of):
+    """Referee 27: qknorm_lr's line offered "qk_norm=false (at lr=0.0215) or qk_norm=true (at lr=0.0215)": the lr
+    was the grid's best on the same 2 seeds the line is judged on, and the kept "or X" printed no interval."""
+    study = {"schema": "normbench.study/1", "id": "s1", "name": "x", "arms": ["norm", "lr"], "command": "",
+             "lr_protocol": "swept"}
+    rows = [{"seed": s, "best_val": v + 0.01 * s + 0.004 * (s % 2) * (n == "rms"),
+             "axes": {"norm": n, "placement": "pre", "lr": lr}, "study": study}
+            for s in range(2) for n in ("ln", "rms") for lr, v in ((0.01, 0.8), (0.1, 0.5))]
+    (line,) = lines_for(runs_of(*rows))
+    assert line.kind == FAVOURED and len(line.choices) == 2, line.choices
+    assert all("its lr the grid's best on the 2 seeds it is judged on: no selection split" in c for c in line.choices)
+    offered = line.choices[1].split(" (at")[0]
+    assert "; or " in line.effect and "not shown worse on paired seeds" in line.effect, line.effect
+    assert "90% [" in line.effect.split("; or ")[1], line.effect
+    assert offered.startswith("norm=")
+
+
+def test_a_studys_decided_claim_is_named_beside_its_line_in_the_family_row(runs_of):
+    """Referee 27: qknorm_lr's line in the Transformer row did not name qknorm_lr_sensitivity, supported beside it."""
+    from normbench.report.tables import ClaimView, Table
+
+    rows = [{"seed": s, "best_val": v + 0.003 * s, "axes": {"norm": n, "placement": "pre"}}
+            for s in range(3) for n, v in (("ln", 0.8), ("none", 0.6))]
+    runs = runs_of(*rows)
+    axes = varying_axes(runs)
+    runs = label_groups(runs, axes)
+    summary = summarize_groups(runs, axes)
+    claim = ClaimView("some_claim", "", "", "supported", "", [], "", "", Table([], []), study_id="x")
+    section = StudySection(str(runs["study"].iloc[0]), "study-x", "x", "", ["norm"], [], claims=[claim])
+    (line,) = [li for li in synthesis(summary, runs, [section], of_frames(runs, summary)) if li.studies]
+    assert line.effect.endswith("; beside it, claims some_claim supported"), line.effect
+    (recommended,) = recommendations([line])
+    assert "beside it, claims some_claim supported" in recommended.sure
