@@ -348,7 +348,9 @@ def _caveats(frame: pd.DataFrame, runs: pd.DataFrame, result, first: bool = True
     edge = result.grid_end(frame, runs)
     if edge:
         notes.append(f"its lr at the grid's {edge}: its best may lie past it")
-    swept = "study.lr_protocol" in runs and runs["study.lr_protocol"].dropna().astype(str).eq("swept").any()
+    # the arm's own study's protocol: ``runs`` holds every study's runs (referee 28: one swept study tagged every line)
+    swept = "study.lr_protocol" in frame and frame["study.lr_protocol"].dropna().astype(str).eq("swept").all() \
+        and frame["study.lr_protocol"].notna().any()
     if swept and "axes.lr" in frame and frame["axes.lr"].nunique() == 1:
         # referee 27: qknorm_lr's "at lr=0.0215" was the grid's best on the same 2 seeds the line is judged on
         seeds = int(frame["seed"].nunique()) if "seed" in frame else 0
