@@ -120,12 +120,14 @@ def _sureness(rows: pd.DataFrame, claims: list[ClaimView], gated: bool = False) 
     return words + _tested_alone(claims)
 
 
+def _decided(claims: list[ClaimView]) -> str:
+    """The claims a study decided, each with its verdict ("qknorm_lr_sensitivity supported"), "" where none."""
+    return ", ".join(f"{c.id} {verdict_words(c.status)}" for c in claims if c.status in ("supported", "contradicted"))
+
+
 def _tested_alone(claims: list[ClaimView]) -> str:
     """The claims a line's study decided, and the claim parts tested alone beside its best set."""
-    words = ""
-    decided = [c for c in claims if c.status in ("supported", "contradicted")]
-    if decided:
-        words += "; claims " + ", ".join(f"{c.id} {verdict_words(c.status)}" for c in decided)
+    words = f"; claims {_decided(claims)}" if _decided(claims) else ""
     # referee 22: depth_placements offered "lns or pre" while lns_variance_depth's part 3, a claim test on the same
     # runs, showed lns ahead of pre at α 0.05: a part tested alone is named beside the line
     tested = [c for c in claims if c.tested]
@@ -184,10 +186,8 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                                   condition=condition)
                 if kind in (FAVOURED, NO_CHOICE, PLATEAU, SHARED_LR):
                     line.choices, line.effect, line.settings = choices, effect, settings
-                    decided = [c for c in section.claims if c.status in ("supported", "contradicted")]
-                    if decided and effect:  # referee 27: qknorm_lr's line left out its own supported claim
-                        line.effect += "; beside it, claims " + ", ".join(
-                            f"{c.id} {verdict_words(c.status)}" for c in decided)
+                    if effect and _decided(section.claims):  # referee 27: qknorm_lr's line left out its own claim
+                        line.effect += f"; beside it, claims {_decided(section.claims)}"
                 line.norms_all, line.norms_best = _norms(rows, runs), ()
                 if kind == TIED:  # no arm shown worse: every ranked arm could be the best
                     line.norms_best = _norms(ranked, runs)
@@ -349,8 +349,7 @@ def _caveats(frame: pd.DataFrame, runs: pd.DataFrame, result, first: bool = True
     if edge:
         notes.append(f"its lr at the grid's {edge}: its best may lie past it")
     # the arm's own study's protocol: ``runs`` holds every study's runs (referee 28: one swept study tagged every line)
-    swept = "study.lr_protocol" in frame and frame["study.lr_protocol"].dropna().astype(str).eq("swept").all() \
-        and frame["study.lr_protocol"].notna().any()
+    swept = "study.lr_protocol" in frame and set(frame["study.lr_protocol"].dropna().astype(str)) == {"swept"}
     if swept and "axes.lr" in frame and frame["axes.lr"].nunique() == 1:
         # referee 27: qknorm_lr's "at lr=0.0215" was the grid's best on the same 2 seeds the line is judged on
         seeds = int(frame["seed"].nunique()) if "seed" in frame else 0
