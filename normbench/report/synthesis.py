@@ -171,6 +171,11 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                     favoured = "; ".join(f"{a} ★" + (f" (not offered: {dropped[a]})" if a in dropped else "")
                                          for a in arms[:3])
                     favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
+                    ranked_runs = runs[runs["group"].isin(ranked["group"])]
+                    if "axes.lr" in ranked_runs and ranked_runs["axes.lr"].nunique() > 1 and _swept_seeds(ranked_runs):
+                        # referee 29: the family row's line said so of its lr, the study's own row not of its ★ set
+                        favoured += (f" [the ★ set's lrs the grid's best on the "
+                                     f"{_seeds_words(_swept_seeds(ranked_runs))} they are judged on: no selection split]")
                     if not choices:  # the study varies no choice, or its best arms sit on a trivial plateau
                         varied = result.varying(runs[runs["group"].isin(rows["group"])])
                         kind = PLATEAU if any(_is_choice(a.removeprefix("axes.")) for a in varied) else NO_CHOICE
@@ -349,15 +354,24 @@ def _caveats(frame: pd.DataFrame, runs: pd.DataFrame, result, first: bool = True
     if edge:
         notes.append(f"its lr at the grid's {edge}: its best may lie past it")
     # the arm's own study's protocol: ``runs`` holds every study's runs (referee 28: one swept study tagged every line)
-    swept = "study.lr_protocol" in frame and set(frame["study.lr_protocol"].dropna().astype(str)) == {"swept"}
-    if swept and "axes.lr" in frame and frame["axes.lr"].nunique() == 1:
+    if "axes.lr" in frame and frame["axes.lr"].nunique() == 1 and _swept_seeds(frame):
         # referee 27: qknorm_lr's "at lr=0.0215" was the grid's best on the same 2 seeds the line is judged on
-        seeds = int(frame["seed"].nunique()) if "seed" in frame else 0
-        notes.append(f"its lr the grid's best on the {seeds} seed{'s' if seeds != 1 else ''} it is judged on: "
+        notes.append(f"its lr the grid's best on the {_seeds_words(_swept_seeds(frame))} it is judged on: "
                      "no selection split")
     if first and "axes.norm" in frame and frame["axes.norm"].astype(str).eq("none").all():
         notes.append(NO_NORM_CAVEAT)
     return f" [{'; '.join(notes)}]" if notes else ""
+
+
+def _swept_seeds(frame: pd.DataFrame) -> int:
+    """The seeds of ``frame``'s runs where their study sweeps the lr as an arm (lr_protocol "swept"), else 0: there
+    the best lr is read on the same seeds its arm is judged on, with no selection split."""
+    swept = "study.lr_protocol" in frame and set(frame["study.lr_protocol"].dropna().astype(str)) == {"swept"}
+    return int(frame["seed"].nunique()) if swept and "seed" in frame else 0
+
+
+def _seeds_words(seeds: int) -> str:
+    return f"{seeds} seed{'s' if seeds != 1 else ''}"
 
 
 def synthesis_table(lines: list[FamilyLine]) -> Table:

@@ -492,3 +492,34 @@ def test_only_a_study_whose_lr_is_an_arm_carries_the_in_sample_lr_tag_beside_a_t
     assert set(lines) == {"swept", "tuned"}, lines
     assert all(tag in c for c in lines["swept"].choices), lines["swept"].choices
     assert not any(tag in c for c in lines["tuned"].choices), lines["tuned"].choices
+
+
+def test_a_swept_studys_own_row_marks_its_star_set_in_sample_and_a_tuned_studys_row_does_not(runs_of):
+    """Referee 29: the per-study qknorm_lr row listed "lr=0.0215, model.qk_norm=false ★" with no mark, though its lrs
+    were the grid's best on the same seeds the ★ set is judged on, as the family row's line says of its choice."""
+    swept = {"schema": "normbench.study/1", "id": "s1", "name": "swept", "arms": ["norm", "lr"], "command": "",
+             "lr_protocol": "swept"}
+    tuned = {"schema": "normbench.study/1", "id": "s2", "name": "tuned", "arms": ["norm"], "command": "",
+             "lr_protocol": "tuned"}
+    rows = [{"seed": s, "best_val": v + 0.01 * s + 0.004 * (s % 2) * (n == "rms"), "study": swept,
+             "axes": {"norm": n, "placement": "pre", "lr": lr, "task": "copy"}}
+            for s in range(2) for n in ("ln", "rms") for lr, v in ((0.01, 0.8), (0.1, 0.5))]
+    rows += [{"seed": s, "best_val": v + 0.003 * s, "study": tuned,
+              "axes": {"norm": n, "placement": "pre", "lr": 0.01, "role": "evaluation", "task": "adding"}}
+             for s in range(3) for n, v in (("ln", 0.002), ("none", 0.02))]
+    rows += [{"seed": 1000, "best_val": 0.01, "study": tuned,
+              "axes": {"norm": n, "placement": "pre", "lr": lr, "role": "selection", "task": "adding"}}
+             for n in ("ln", "none") for lr in (0.003, 0.01, 0.03)]
+    runs = runs_of(*rows)
+    runs = runs.assign(study_role=runs["axes.role"]) if "axes.role" in runs else runs
+    axes = varying_axes(runs)
+    runs = label_groups(runs, axes)
+    summary = summarize_groups(runs, axes)
+    sections = [StudySection("s1", "study-s1", "swept", "", ["norm"], []),
+                StudySection("s2", "study-s2", "tuned", "", ["norm"], [])]
+    lines = {line.studies[0][0]: line for line in synthesis(summary, runs, sections, of_frames(runs, summary))
+             if line.studies and line.choices}
+    tag = "[the ★ set's lrs the grid's best on the 2 seeds they are judged on: no selection split]"
+    assert set(lines) == {"swept", "tuned"}, lines
+    assert lines["swept"].kind == FAVOURED and tag in lines["swept"].favoured, lines["swept"].favoured
+    assert "no selection split" not in lines["tuned"].favoured, lines["tuned"].favoured
