@@ -174,8 +174,8 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                     ranked_runs = runs[runs["group"].isin(ranked["group"])]
                     if "axes.lr" in ranked_runs and ranked_runs["axes.lr"].nunique() > 1 and _swept_seeds(ranked_runs):
                         # referee 29: the family row's line said so of its lr, the study's own row not of its ★ set
-                        favoured += (f" [the ★ set's lrs the grid's best on the "
-                                     f"{_seeds_words(_swept_seeds(ranked_runs))} they are judged on: no selection split]")
+                        favoured += (f" [lr an arm: the ★ set and its lrs read on the same "
+                                     f"{_seeds_words(_swept_seeds(ranked_runs))}, no selection split]")
                     if not choices:  # the study varies no choice, or its best arms sit on a trivial plateau
                         varied = result.varying(runs[runs["group"].isin(rows["group"])])
                         kind = PLATEAU if any(_is_choice(a.removeprefix("axes.")) for a in varied) else NO_CHOICE

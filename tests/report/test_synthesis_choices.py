@@ -519,7 +519,7 @@ def test_a_swept_studys_own_row_marks_its_star_set_in_sample_and_a_tuned_studys_
                 StudySection("s2", "study-s2", "tuned", "", ["norm"], [])]
     lines = {line.studies[0][0]: line for line in synthesis(summary, runs, sections, of_frames(runs, summary))
              if line.studies and line.choices}
-    tag = "[the ★ set's lrs the grid's best on the 2 seeds they are judged on: no selection split]"
+    tag = "[lr an arm: the ★ set and its lrs read on the same 2 seeds, no selection split]"
     assert set(lines) == {"swept", "tuned"}, lines
     assert lines["swept"].kind == FAVOURED and tag in lines["swept"].favoured, lines["swept"].favoured
     assert "no selection split" not in lines["tuned"].favoured, lines["tuned"].favoured
