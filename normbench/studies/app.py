@@ -37,7 +37,7 @@ from normbench.records.folders import stale_note
 from normbench.records.metrics import target_in_range, target_range
 from normbench.records.record import RUNNING, SetAside, read_summary
 from normbench.report.output import inside
-from normbench.studies import children, orphans, sweep_end, validation
+from normbench.studies import children, lean_job, orphans, sweep_end, validation
 from normbench.training import machine
 from normbench.training.tracking import env_secrets, interpolated_secrets, masked
 
@@ -47,6 +47,7 @@ EXIT_STATUS = {"invalid": 2, "failed": 1}
 register()
 hydra_files.install()  # .hydra/ files never written through a link or into a FIFO (normbench/configuration/hydra_files.py)
 validation.install()  # a sweep composes each job once, its up-front check a covering set (studies/validation.py)
+lean_job.install()  # Hydra's run_job with two copies of a job's config, not four (studies/lean_job.py)
 # At exit CPython's last collections walk every object alive, and torch's optimizers bring in
 # torch._dynamo, whose objects take ~2 s to walk on a 2-core CPU: a process that is ending skips
 # them, the launcher and each joblib worker alike (the launcher waits for its workers to end).
