@@ -22,7 +22,9 @@ it returns). And Hydra builds, for every config in the defaults tree, the map a 
 is built only for a defaults list that holds such an interpolation (Hydra reads it nowhere else). Hydra's own
 packaged configs (``pkg://hydra.conf``: its output, logging and help settings), parsed from YAML again in every
 composition, are parsed once per process and each composition given its own copy, as normbench's own files are
-(configuration/config.py, parsed_once).
+(configuration/config.py, parsed_once). And a config with a package (``# @package model``, ``db@src``) is moved
+under it rather than deep-copied there (Hydra's ``_embed_result_config``), where it is a fresh load that sits in
+no other config: about 6 ms of a smoke job's 75 ms composition.
 """
 
 from __future__ import annotations
@@ -121,6 +123,31 @@ def _parsed_once(load):
     return load_config
 
 
+def _moving_fresh(embed):
+    """ConfigLoaderImpl._embed_result_config that moves a loaded config under its package (``@package model``)
+    instead of deep-copying it there, where the config belongs to no other config yet: a fresh load, each a private
+    copy (parsed_once, ConfigStore.load) that the composition's merge takes without copying next. A config that
+    already sits in another (the same file chosen at two packages of one defaults list, served twice from the
+    composition's cache) is copied, as Hydra copies every one, so no node ends up in two places."""
+
+    def embed_result_config(ret, package_override):
+        from omegaconf import OmegaConf, flag_override
+
+        package = ret.header["package"] if package_override is None else package_override
+        if not package or ret.config._get_parent() is not None:
+            return embed(ret, package_override)  # nothing to embed (Hydra returns it as it is), or not free to move
+        cfg = OmegaConf.create()
+        with flag_override(cfg, "no_deepcopy_set_nodes", True):
+            OmegaConf.update(cfg, package, ret.config, merge=False)
+        moved = copy.copy(ret)
+        moved.config = cfg
+        return moved
+
+    embed_result_config.moves = True
+    embed_result_config.hydras = embed
+    return staticmethod(embed_result_config)
+
+
 def install() -> None:
     """Every sweeper that keeps Hydra's validate_batch_is_legal checks the covering jobs alone, the launcher in this
     process takes their configs, a composition's repository copy shares the ConfigStore, and the interpolation map
@@ -138,5 +165,7 @@ is built where a defaults list interpolates, and Hydra's packaged configs are pa
     StructuredConfigSource.__deepcopy__ = _shared_store
     if not getattr(ImportlibResourcesConfigSource.load_config, "parsed_once", False):
         ImportlibResourcesConfigSource.load_config = _parsed_once(ImportlibResourcesConfigSource.load_config)
+    if not getattr(ConfigLoaderImpl._embed_result_config, "moves", False):
+        ConfigLoaderImpl._embed_result_config = _moving_fresh(ConfigLoaderImpl._embed_result_config)
     if not getattr(defaults_list._create_interpolation_map, "lazy", False):
         defaults_list._create_interpolation_map = _when_interpolated(defaults_list._create_interpolation_map)
