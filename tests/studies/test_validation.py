@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from itertools import combinations, product
 
+import pytest
 from hydra import compose, initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.core_plugins.structured_config_source import StructuredConfigSource
@@ -150,3 +151,28 @@ def test_the_same_file_at_two_packages_composes_as_with_hydras_copy_and_shares_n
     moving.src.opts.ssl = False
     assert moving.dst.opts.ssl is True  # two nodes, not one in two places
     assert moving.src.opts._get_parent() is moving.src and moving.dst.opts._get_parent() is moving.dst
+
+
+def test_an_interpolation_parsed_once_resolves_as_one_parsed_each_time(monkeypatch):
+    from omegaconf import base as omegaconf_base
+    from omegaconf import grammar_parser
+    from omegaconf.errors import GrammarParseError, InterpolationResolutionError
+
+    validation.install()
+    assert getattr(omegaconf_base.parse, "trees_kept", False)
+    monkeypatch.setenv("NB_TREES_X", "from-env")
+    spec = {"a": 2, "b": "${a}", "c": "x_${b}_${a}", "d": "${oc.env:NB_TREES_X,none}", "e": "\\${a}",
+            "f": "${oc.select:nope,${a}}", "g": {"h": "${..a}", "i": "${c}-${g.h}"}, "l": ["${a}", "${c}", "${b}"]}
+    kept = [OmegaConf.to_container(OmegaConf.create(spec), resolve=True) for _ in range(3)]
+    cfg = OmegaConf.create(spec)
+    cfg.a = 5  # a tree kept for "${a}" resolves against the config it is read in, now
+    assert cfg.c == "x_5_5" and cfg.g.i == "x_5_5-5"
+    monkeypatch.setattr(omegaconf_base, "parse", grammar_parser.parse)
+    assert kept[0] == kept[1] == kept[2] == OmegaConf.to_container(OmegaConf.create(spec), resolve=True)
+    assert kept[0]["d"] == "from-env" and kept[0]["e"] == "${a}"
+    monkeypatch.undo()
+    for _ in range(2):  # a failure is not kept: it fails each time
+        with pytest.raises(InterpolationResolutionError):
+            _ = OmegaConf.create({"x": "${oc.env:}"}).x
+        with pytest.raises(GrammarParseError):
+            OmegaConf.create({"x": "${a"})
