@@ -463,9 +463,9 @@ def test_a_studys_decided_claim_is_named_beside_its_line_in_the_family_row(runs_
     assert "beside it, claims some_claim supported" in recommended.sure
 
 
-def test_only_a_study_whose_lr_is_an_arm_carries_the_in_sample_lr_tag_beside_a_tuned_one(runs_of):
-    """Referee 28: the tag was decided over every study's runs, so one swept study (qknorm_lr) put "no selection
-    split" on every line of every family, tuned studies included (their lr chosen on a selection seed)."""
+def _swept_and_tuned_lines(runs_of) -> dict:
+    """The synthesis lines, by study title, of a study whose lr is an arm ("swept": 2 seeds, 2 norms x 2 lrs) and a
+    tuned one (3 evaluation seeds at the lr its selection runs chose), in one table."""
     swept = {"schema": "normbench.study/1", "id": "s1", "name": "swept", "arms": ["norm", "lr"], "command": "",
              "lr_protocol": "swept"}
     tuned = {"schema": "normbench.study/1", "id": "s2", "name": "tuned", "arms": ["norm"], "command": "",
@@ -486,8 +486,14 @@ def test_only_a_study_whose_lr_is_an_arm_carries_the_in_sample_lr_tag_beside_a_t
     summary = summarize_groups(runs, axes)
     sections = [StudySection("s1", "study-s1", "swept", "", ["norm"], []),
                 StudySection("s2", "study-s2", "tuned", "", ["norm"], [])]
-    lines = {line.studies[0][0]: line for line in synthesis(summary, runs, sections, of_frames(runs, summary))
-             if line.studies and line.choices}
+    return {line.studies[0][0]: line for line in synthesis(summary, runs, sections, of_frames(runs, summary))
+            if line.studies and line.choices}
+
+
+def test_only_a_study_whose_lr_is_an_arm_carries_the_in_sample_lr_tag_beside_a_tuned_one(runs_of):
+    """Referee 28: the tag was decided over every study's runs, so one swept study (qknorm_lr) put "no selection
+    split" on every line of every family, tuned studies included (their lr chosen on a selection seed)."""
+    lines = _swept_and_tuned_lines(runs_of)
     tag = "no selection split"
     assert set(lines) == {"swept", "tuned"}, lines
     assert all(tag in c for c in lines["swept"].choices), lines["swept"].choices
@@ -497,28 +503,7 @@ def test_only_a_study_whose_lr_is_an_arm_carries_the_in_sample_lr_tag_beside_a_t
 def test_a_swept_studys_own_row_marks_its_star_set_in_sample_and_a_tuned_studys_row_does_not(runs_of):
     """Referee 29: the per-study qknorm_lr row listed "lr=0.0215, model.qk_norm=false ★" with no mark, though its lrs
     were the grid's best on the same seeds the ★ set is judged on, as the family row's line says of its choice."""
-    swept = {"schema": "normbench.study/1", "id": "s1", "name": "swept", "arms": ["norm", "lr"], "command": "",
-             "lr_protocol": "swept"}
-    tuned = {"schema": "normbench.study/1", "id": "s2", "name": "tuned", "arms": ["norm"], "command": "",
-             "lr_protocol": "tuned"}
-    rows = [{"seed": s, "best_val": v + 0.01 * s + 0.004 * (s % 2) * (n == "rms"), "study": swept,
-             "axes": {"norm": n, "placement": "pre", "lr": lr, "task": "copy"}}
-            for s in range(2) for n in ("ln", "rms") for lr, v in ((0.01, 0.8), (0.1, 0.5))]
-    rows += [{"seed": s, "best_val": v + 0.003 * s, "study": tuned,
-              "axes": {"norm": n, "placement": "pre", "lr": 0.01, "role": "evaluation", "task": "adding"}}
-             for s in range(3) for n, v in (("ln", 0.002), ("none", 0.02))]
-    rows += [{"seed": 1000, "best_val": 0.01, "study": tuned,
-              "axes": {"norm": n, "placement": "pre", "lr": lr, "role": "selection", "task": "adding"}}
-             for n in ("ln", "none") for lr in (0.003, 0.01, 0.03)]
-    runs = runs_of(*rows)
-    runs = runs.assign(study_role=runs["axes.role"]) if "axes.role" in runs else runs
-    axes = varying_axes(runs)
-    runs = label_groups(runs, axes)
-    summary = summarize_groups(runs, axes)
-    sections = [StudySection("s1", "study-s1", "swept", "", ["norm"], []),
-                StudySection("s2", "study-s2", "tuned", "", ["norm"], [])]
-    lines = {line.studies[0][0]: line for line in synthesis(summary, runs, sections, of_frames(runs, summary))
-             if line.studies and line.choices}
+    lines = _swept_and_tuned_lines(runs_of)
     tag = "[lr an arm: the ★ set and its lrs read on the same 2 seeds, no selection split]"
     assert set(lines) == {"swept", "tuned"}, lines
     assert lines["swept"].kind == FAVOURED and tag in lines["swept"].favoured, lines["swept"].favoured
