@@ -22,9 +22,9 @@ it returns). And Hydra builds, for every config in the defaults tree, the map a 
 is built only for a defaults list that holds such an interpolation (Hydra reads it nowhere else). Hydra's own
 packaged configs (``pkg://hydra.conf``: its output, logging and help settings), parsed from YAML again in every
 composition, are parsed once per process and each composition given its own copy, as normbench's own files are
-(configuration/config.py, parsed_once). And a config with a package (``# @package model``, ``db@src``) is moved
-under it rather than deep-copied there (Hydra's ``_embed_result_config``), where it is a fresh load that sits in
-no other config: about 6 ms of a smoke job's 75 ms composition. OmegaConf's parse of an interpolation string, which
+(configuration/config.py, parsed_once). (Hydra's deep copy of each packaged config as it embeds it stays: it is what
+keeps the composition's cached copy of a file intact when the same file is placed twice; a move instead, tried,
+let what was merged into the first place leak into the second.) OmegaConf's parse of an interpolation string, which
 merges and resolution repeat (ANTLR, in Python), is kept per string: about 5 ms more.
 """
 
@@ -125,31 +125,6 @@ def _parsed_once(load):
     return load_config
 
 
-def _moving_fresh(embed):
-    """ConfigLoaderImpl._embed_result_config that moves a loaded config under its package (``@package model``)
-    instead of deep-copying it there, where the config belongs to no other config yet: a fresh load, each a private
-    copy (parsed_once, ConfigStore.load) that the composition's merge takes without copying next. A config that
-    already sits in another (the same file chosen at two packages of one defaults list, served twice from the
-    composition's cache) is copied, as Hydra copies every one, so no node ends up in two places."""
-
-    def embed_result_config(ret, package_override):
-        from omegaconf import OmegaConf, flag_override
-
-        package = ret.header["package"] if package_override is None else package_override
-        if not package or ret.config._get_parent() is not None:
-            return embed(ret, package_override)  # nothing to embed (Hydra returns it as it is), or not free to move
-        cfg = OmegaConf.create()
-        with flag_override(cfg, "no_deepcopy_set_nodes", True):
-            OmegaConf.update(cfg, package, ret.config, merge=False)
-        moved = copy.copy(ret)
-        moved.config = cfg
-        return moved
-
-    embed_result_config.moves = True
-    embed_result_config.hydras = embed
-    return staticmethod(embed_result_config)
-
-
 def _trees_kept(parse):
     """omegaconf's grammar_parser.parse with each interpolation string's parse tree kept (``${oc.env:X}``, ``a_${b}``):
     OmegaConf parses a string again with ANTLR every time it resolves or merges through it, about 0.5 ms each in
@@ -180,7 +155,5 @@ is built where a defaults list interpolates, and Hydra's packaged configs are pa
         ImportlibResourcesConfigSource.load_config = _parsed_once(ImportlibResourcesConfigSource.load_config)
     if not getattr(omegaconf_base.parse, "trees_kept", False):
         omegaconf_base.parse = _trees_kept(omegaconf_base.parse)
-    if not getattr(ConfigLoaderImpl._embed_result_config, "moves", False):
-        ConfigLoaderImpl._embed_result_config = _moving_fresh(ConfigLoaderImpl._embed_result_config)
     if not getattr(defaults_list._create_interpolation_map, "lazy", False):
         defaults_list._create_interpolation_map = _when_interpolated(defaults_list._create_interpolation_map)

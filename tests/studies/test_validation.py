@@ -117,40 +117,21 @@ def test_a_repository_copy_shares_the_config_store():
     assert copied is not source and copied.store is source.store
 
 
-def test_a_fresh_config_is_moved_under_its_package_and_one_already_placed_is_copied():
-    from hydra.plugins.config_source import ConfigResult
-
+def test_the_same_file_at_two_packages_keeps_its_own_values_at_each(tmp_path):
+    """Hostile review of fc4b3ee (a packaged config moved, not copied, under its package): what ``_self_`` merged into
+    the first place leaked into the second, dst.port 1 where Hydra gives the file's 3306."""
     validation.install()
-    embed = ConfigLoaderImpl._embed_result_config
-    fresh = ConfigResult(provider="t", path="t", config=OmegaConf.create({"hidden": 8}), header={"package": "model"})
-    moved = embed(fresh, None)
-    assert moved.config.model is fresh.config and moved.config.model.hidden == 8  # moved, not copied
-    again = embed(fresh, "other")  # the same loaded config at a second package: it sits in `moved` already
-    assert again.config.other is not fresh.config and moved.config.model is fresh.config
-    assert embed(fresh, "") is fresh  # no package: as Hydra, returned as it is
-
-
-def test_the_same_file_at_two_packages_composes_as_with_hydras_copy_and_shares_no_node(tmp_path, monkeypatch):
     (tmp_path / "db").mkdir()
     (tmp_path / "db" / "mysql.yaml").write_text("port: 3306\nopts:\n  ssl: true\n")
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "small.yaml").write_text("# @package _global_.net\nwidth: 8\n")
-    (tmp_path / "config.yaml").write_text("defaults:\n  - db@src: mysql\n  - db@dst: mysql\n  - model: small\n"
-                                          "  - _self_\n")
-
-    def composed():
-        with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
-            return compose("config", overrides=["src.port=1"])
-
-    validation.install()
-    moving = composed()
-    monkeypatch.setattr(ConfigLoaderImpl, "_embed_result_config",
-                        staticmethod(ConfigLoaderImpl._embed_result_config.hydras))
-    assert OmegaConf.to_yaml(moving) == OmegaConf.to_yaml(composed())  # as Hydra's copies compose it
-    assert moving.src.port == 1 and moving.dst.port == 3306 and moving.net.width == 8
-    moving.src.opts.ssl = False
-    assert moving.dst.opts.ssl is True  # two nodes, not one in two places
-    assert moving.src.opts._get_parent() is moving.src and moving.dst.opts._get_parent() is moving.dst
+    (tmp_path / "config.yaml").write_text("defaults:\n  - db@src: mysql\n  - _self_\n  - db@dst: mysql\n"
+                                          "src:\n  port: 1\n  opts:\n    ssl: false\n")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        composed = compose("config")
+    assert (composed.src.port, composed.src.opts.ssl) == (1, False)
+    assert (composed.dst.port, composed.dst.opts.ssl) == (3306, True)
+    composed.src.opts.ssl = True
+    composed.dst.port = 9
+    assert composed.src.port == 1 and composed.dst.opts.ssl is True  # two nodes, not one in two places
 
 
 def test_an_interpolation_parsed_once_resolves_as_one_parsed_each_time(monkeypatch):
