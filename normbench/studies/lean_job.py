@@ -1,17 +1,18 @@
-"""Hydra's ``run_job`` with two copies of a job's config where Hydra 1.3 makes four (issue 48).
+"""Hydra's ``run_job`` with two copies of a job's hydra node where Hydra 1.3 makes four (issue 48).
 
 For every job, Hydra's run_job (hydra/core/utils.py) copies the composed config four times before the task runs:
 ``HydraConfig.set_config`` twice (each a masked deep copy of the hydra node: once so that the job's folder can be
 named, once more after ``hydra.runtime.output_dir`` is set), a deep copy of the whole config of which it then deletes
 the hydra node (the task's config), and a deep copy of HydraConfig's copy (the JobReturn's ``hydra_cfg``). The hydra
-node is about half of a job's config (Hydra's help texts, logging, launcher and sweeper settings): on a smoke job the
-four copies took about 24 ms, a tenth of a tiny run's fixed cost. Here:
+node is about half of a job's config (Hydra's help texts, logging, launcher and sweeper settings). Here:
 
 - HydraConfig takes one copy; ``output_dir`` is set on the job's config and on that copy, which is what the second
   copy held;
 - the task's config is a deep copy of the config made with its hydra node set aside, not copied and then deleted;
-- the JobReturn's ``hydra_cfg`` is HydraConfig's copy itself, re-parented when the job ends as Hydra's deep copy
-  is: nothing edits it (its hydra node is read-only), and set_config replaces it rather than changing it.
+- the JobReturn's ``hydra_cfg`` is a deep copy of HydraConfig's, as Hydra's, read for ``chdir``, ``env_set`` and the
+  ``.hydra`` files: its own root, so an interpolation there from the hydra node into the user's config fails as it
+  fails under Hydra (a hostile review found ``env_set: {X: ${a}}`` running here where Hydra refuses it, when the
+  JobReturn shared HydraConfig's copy, whose parent is the job's whole config).
 
 Everything else is Hydra's, in Hydra's order: the job's folder, ``hydra.job.chdir``, logging, the ``.hydra`` files,
 ``env_set``, the callbacks, the task's status and exception, and the caller's HydraConfig and working folder put
@@ -45,7 +46,7 @@ def without_hydra(config):
 
 def run_job(task_function, config, job_dir_key: str, job_subdir_key: str | None, hydra_context,
             configure_logging: bool = True):
-    """hydra.core.utils.run_job (Hydra 1.3), with two copies of the config instead of four (module docstring)."""
+    """hydra.core.utils.run_job (Hydra 1.3), with two copies of the hydra node instead of four (module docstring)."""
     from hydra import version
     from hydra.core import utils as hydra_utils
     from hydra.core.hydra_config import HydraConfig
@@ -56,11 +57,10 @@ def run_job(task_function, config, job_dir_key: str, job_subdir_key: str | None,
     old_cwd = os.getcwd()
     orig_hydra_cfg = HydraConfig.instance().cfg
     HydraConfig.instance().set_config(config)  # for ${hydra:...} in the job's folder; the job's one copy
-    hydra_cfg = HydraConfig.instance().cfg
     output_dir = str(OmegaConf.select(config, job_dir_key))
     if job_subdir_key is not None:
         output_dir = os.path.join(output_dir, str(OmegaConf.select(config, job_subdir_key)))
-    for holder in (config, hydra_cfg):  # Hydra sets it on the config, then copies the hydra node again
+    for holder in (config, HydraConfig.instance().cfg):  # Hydra sets it on the config, then copies the node again
         with read_write(holder.hydra.runtime), open_dict(holder.hydra.runtime):
             holder.hydra.runtime.output_dir = os.path.abspath(output_dir)
 
@@ -69,6 +69,7 @@ def run_job(task_function, config, job_dir_key: str, job_subdir_key: str | None,
         ret = hydra_utils.JobReturn()
         task_cfg = without_hydra(config)
         ret.cfg = task_cfg
+        hydra_cfg = copy.deepcopy(HydraConfig.instance().cfg)
         ret.hydra_cfg = hydra_cfg
         overrides = OmegaConf.to_container(config.hydra.overrides.task)
         assert isinstance(overrides, list)
@@ -113,8 +114,6 @@ def run_job(task_function, config, job_dir_key: str, job_subdir_key: str | None,
         return ret
     finally:
         HydraConfig.instance().cfg = orig_hydra_cfg
-        # as Hydra's deep copy of it is: its hydra node's parent its own root, not the job's whole config
-        hydra_cfg.hydra._set_parent(hydra_cfg)
         if _chdir:
             os.chdir(old_cwd)
 

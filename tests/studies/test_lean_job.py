@@ -64,6 +64,10 @@ def _task(seen, fail=False):
     return task
 
 
+def _lines(path):
+    return path.read_text().splitlines() if path.exists() else []
+
+
 def _read_files(folder):
     hydra_dir = folder / ".hydra"
     return {p.name: p.read_text() for p in sorted(hydra_dir.iterdir())} if hydra_dir.is_dir() else {}
@@ -78,26 +82,60 @@ def _outcome(ret, seen, config, folder):
             "hydra_root": ret.hydra_cfg.hydra._get_parent() is ret.hydra_cfg}
 
 
+class JobEndProbe:
+    """A Hydra callback that reads the JobReturn's hydra_cfg at the job's end, as a user's callback may, and writes
+    what it read to ``out`` (Hydra instantiates it from its own import of this module)."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def on_job_end(self, config, job_return, **kwargs):
+        try:
+            seen = str(job_return.hydra_cfg.hydra.run.dir)
+        except Exception as e:  # noqa: BLE001 - what the callback sees is the result
+            seen = type(e).__name__
+        with open(self.out, "a") as out:
+            out.write(seen + "\n")
+
+
 @pytest.mark.parametrize("extra, fail", [
     ((), False),  # Hydra's legacy default (no version_base here): chdir into the job's folder, with its warning
     (("hydra.job.chdir=false",), False),
     (("hydra.output_subdir=null",), False),
     (("+hydra.job.env_set.LEAN_JOB_X=1",), False),
     (("hydra.job.chdir=false", "hydra.output_subdir=null"), True),
+    # the hydra node's copy in the JobReturn is its own root, as Hydra's deep copy: an interpolation into the user's
+    # config from env_set or chdir fails there under both (hostile review of 3fdda0a: it ran here), and a callback
+    # reading it at the job's end sees what Hydra's sees
+    (("+hydra.job.env_set.LEAN_JOB_X=${a}",), False),
+    (("hydra.job.chdir=${b.c}",), False),
+    (("hydra.run.dir=out/${name}", "+hydra.callbacks.probe._target_=tests.studies.test_lean_job.JobEndProbe",
+      "+hydra.callbacks.probe.out=AT_END"), False),
 ])
 def test_a_job_run_lean_looks_as_through_hydras_run_job(sweep, tmp_path, extra, fail):
-    compose, context = sweep(*extra)
+    compose, context = sweep(*(e.replace("AT_END", str(tmp_path / "at_end.txt")) for e in extra))
     outcomes = []
     for run in (hydras_run_job, lean_job.run_job):
         shutil.rmtree(tmp_path / "sw", ignore_errors=True)  # each run's folder and .hydra files its own
         config, seen = compose(["a=2", "b.d=[3]"], 4), []
         before, cwd = HydraConfig.instance().cfg, os.getcwd()
-        ret = run(task_function=_task(seen, fail), config=config, job_dir_key="hydra.sweep.dir",
-                  job_subdir_key="hydra.sweep.subdir", hydra_context=context)
+        (tmp_path / "at_end.txt").unlink(missing_ok=True)
+        try:
+            ret = run(task_function=_task(seen, fail), config=config, job_dir_key="hydra.sweep.dir",
+                      job_subdir_key="hydra.sweep.subdir", hydra_context=context)
+        except Exception as e:  # noqa: BLE001 - a run_job that raises: the same error under both
+            outcomes.append({"raised": type(e).__name__, "seen": seen})
+        else:
+            at_end = _lines(tmp_path / "at_end.txt")
+            outcomes.append({**_outcome(ret, seen, config, tmp_path / "sw" / "4"), "at_end": at_end})
         assert HydraConfig.instance().cfg is before and os.getcwd() == cwd
-        outcomes.append(_outcome(ret, seen, config, tmp_path / "sw" / "4"))
     hydras, lean = outcomes
     assert lean == hydras
+    if "raised" in lean:
+        assert any("${" in e for e in extra) and lean["raised"].startswith("Interpolation"), lean
+        return
+    if any("callbacks" in e for e in extra):  # the callback ran, and read what Hydra's reads
+        assert lean["at_end"] == hydras["at_end"] and len(lean["at_end"]) == 1, lean["at_end"]
     assert lean["status"] == (JobStatus.FAILED if fail else JobStatus.COMPLETED)
     assert lean["seen"][0]["output_dir"] == str(tmp_path / "sw" / "4") and "out: " + str(tmp_path) in lean["seen"][0]["yaml"]
     assert ("config.yaml" in lean["files"]) == ("hydra.output_subdir=null" not in extra)
