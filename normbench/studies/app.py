@@ -47,7 +47,7 @@ EXIT_STATUS = {"invalid": 2, "failed": 1}
 register()
 hydra_files.install()  # .hydra/ files never written through a link or into a FIFO (normbench/configuration/hydra_files.py)
 validation.install()  # a sweep composes each job once, its up-front check a covering set (studies/validation.py)
-lean_job.install()  # Hydra's run_job with two copies of a job's config, not four (studies/lean_job.py)
+lean_job.install()  # Hydra's run_job, two copies of a job's hydra node, not four (studies/lean_job.py)
 # At exit CPython's last collections walk every object alive, and torch's optimizers bring in
 # torch._dynamo, whose objects take ~2 s to walk on a 2-core CPU: a process that is ending skips
 # them, the launcher and each joblib worker alike (the launcher waits for its workers to end).
