@@ -21,6 +21,7 @@ from omegaconf import OmegaConf, open_dict
 
 from normbench.studies import lean_job
 from tests.conftest import TINY, TINY_TASK
+from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 
 @pytest.fixture
@@ -187,5 +188,5 @@ def test_a_joblib_worker_runs_its_jobs_through_it_and_importing_the_app_loads_no
               "from normbench.studies import lean_job\nassert core.run_job is lean_job.run_job\n")
     alone = "import sys\nimport normbench.studies.app\nassert 'joblib' not in sys.modules, 'joblib loaded'\n"
     for code in (worker, alone):
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S)
         assert done.returncode == 0, done.stderr
