@@ -81,7 +81,8 @@ def _value(row: pd.Series, name: str, metric: str) -> str:
     return text
 
 
-def _seeds(n) -> str:
+def seeds_words(n) -> str:
+    """"3 seeds", "1 seed"."""
     n = int(n)
     return f"{n} seed{'s' if n != 1 else ''}"
 
@@ -177,7 +178,7 @@ def comparison_answer(comparison: Comparison, runs: pd.DataFrame) -> TaskAnswer:
     lone = [f"{row['arm']}: " + (f"all {int(row['n'])} runs diverged" if int(row["n_ok"]) == 0 and int(row["n_diverged"])
                                 else f"all {int(row['n'])} runs failed{_failures(row)}"
                                 if int(row.get("failed") or 0) >= int(row["n"]) > 0
-                                else f"{number(row[_score(row) + '_mean'], 3)} ({_seeds(row['seeds'])})")
+                                else f"{number(row[_score(row) + '_mean'], 3)} ({seeds_words(row['seeds'])})")
             for _, row in single.iterrows()]
     command = study_command(rows, runs)
     facts = _task_facts(runs) if len(runs) else ""
@@ -214,14 +215,14 @@ def _winner_headline(first: pd.Series, ranked: pd.DataFrame, best: pd.Series, ta
         arms = [str(a) for a in tied["arm"]]
         names = "; ".join(arms[:-1]) + " and " + arms[-1]  # labels hold commas themselves
         return (f"On {task}, {names} tie for first: {read_on} {metric} {_value(best, score, metric)}, "
-                f"test {_value(best, 'test', metric)} ({best['arm']}), {_seeds(best['seeds'])} each ({facts}); "
+                f"test {_value(best, 'test', metric)} ({best['arm']}), {seeds_words(best['seeds'])} each ({facts}); "
                 f"the ranking's rule does not separate them.")
     if str(first.get("study_role")) == EVALUATION:  # a tuned study: each arm at its chosen lr, ranked on test
         return (f"On {task}, each arm at its tuned lr, {best['arm']} ranks first: test {metric} "
                 f"{_value(best, 'test', metric)}, final val {_value(best, 'final_val', metric)}, "
-                f"{_seeds(best['seeds'])} ({facts}).")
+                f"{seeds_words(best['seeds'])} ({facts}).")
     return (f"On {task}, {best['arm']} ranks first{_failures(best)}: {read_on} {metric} "
-            f"{_value(best, score, metric)}, test {_value(best, 'test', metric)}, {_seeds(best['seeds'])} ({facts}).")
+            f"{_value(best, score, metric)}, test {_value(best, 'test', metric)}, {seeds_words(best['seeds'])} ({facts}).")
 
 
 def _others_text(rows: pd.DataFrame, power: Power | None, ranked: pd.DataFrame, first: pd.Series,

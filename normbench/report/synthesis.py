@@ -36,6 +36,7 @@ import pandas as pd
 
 from normbench.configuration.families import families
 from normbench.records.values import format_value
+from normbench.report.answers import seeds_words
 from normbench.report.tables import ClaimView, Table, verdict_words
 
 SCALE_KEYS = (("hidden", "hidden"), ("layers", "layers"), ("steps", "steps"))
@@ -172,10 +173,10 @@ def synthesis(summary: pd.DataFrame, runs: pd.DataFrame, sections: list, result)
                                          for a in arms[:3])
                     favoured += f" and {len(arms) - 3} more" if len(arms) > 3 else ""
                     ranked_runs = runs[runs["group"].isin(ranked["group"])]
-                    if "axes.lr" in ranked_runs and ranked_runs["axes.lr"].nunique() > 1 and _swept_seeds(ranked_runs):
+                    seeds = _swept_seeds(ranked_runs)
+                    if seeds and "axes.lr" in ranked_runs and ranked_runs["axes.lr"].nunique() > 1:
                         # referee 29: the family row's line said so of its lr, the study's own row not of its ★ set
-                        favoured += (f" [lr an arm: the ★ set and its lrs read on the same "
-                                     f"{_seeds_words(_swept_seeds(ranked_runs))}, no selection split]")
+                        favoured += f" [lr an arm: the ★ set and its lrs read on the same {seeds_words(seeds)}, no selection split]"
                     if not choices:  # the study varies no choice, or its best arms sit on a trivial plateau
                         varied = result.varying(runs[runs["group"].isin(rows["group"])])
                         kind = PLATEAU if any(_is_choice(a.removeprefix("axes.")) for a in varied) else NO_CHOICE
@@ -354,10 +355,10 @@ def _caveats(frame: pd.DataFrame, runs: pd.DataFrame, result, first: bool = True
     if edge:
         notes.append(f"its lr at the grid's {edge}: its best may lie past it")
     # the arm's own study's protocol: ``runs`` holds every study's runs (referee 28: one swept study tagged every line)
-    if "axes.lr" in frame and frame["axes.lr"].nunique() == 1 and _swept_seeds(frame):
+    seeds = _swept_seeds(frame)
+    if seeds and "axes.lr" in frame and frame["axes.lr"].nunique() == 1:
         # referee 27: qknorm_lr's "at lr=0.0215" was the grid's best on the same 2 seeds the line is judged on
-        notes.append(f"its lr the grid's best on the {_seeds_words(_swept_seeds(frame))} it is judged on: "
-                     "no selection split")
+        notes.append(f"its lr the grid's best on the {seeds_words(seeds)} it is judged on: no selection split")
     if first and "axes.norm" in frame and frame["axes.norm"].astype(str).eq("none").all():
         notes.append(NO_NORM_CAVEAT)
     return f" [{'; '.join(notes)}]" if notes else ""
@@ -368,10 +369,6 @@ def _swept_seeds(frame: pd.DataFrame) -> int:
     the best lr is read on the same seeds its arm is judged on, with no selection split."""
     swept = "study.lr_protocol" in frame and set(frame["study.lr_protocol"].dropna().astype(str)) == {"swept"}
     return int(frame["seed"].nunique()) if swept and "seed" in frame else 0
-
-
-def _seeds_words(seeds: int) -> str:
-    return f"{seeds} seed{'s' if seeds != 1 else ''}"
 
 
 def synthesis_table(lines: list[FamilyLine]) -> Table:
