@@ -22,7 +22,6 @@ any data is loaded or any model built.
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import math
 import os
@@ -54,6 +53,7 @@ from normbench.configuration.schema import (
     PlacementConfig,
     PrecisionConfig,
 )
+from normbench.configuration.templates import Template
 from normbench.norms import user as user_norms
 
 __all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code",
@@ -513,8 +513,9 @@ def _named_as(error: ConfigError, path: Path, group: str) -> ConfigError:
 # is kept is the parsing (YAML, OmegaConf, a sweep file's checks), not the reading: a file is read each
 # time and parsed again when its bytes changed (a file's mtime can stay the same over an edit). Only a
 # regular file within MAX_SWEEP_BYTES is kept (anything else goes to `read`, which refuses it). Hydra
-# edits what it is given (it takes the defaults list out), so each caller gets its own copy.
-_parsed: dict[tuple, tuple[bytes, ConfigResult]] = {}
+# edits what it is given (it takes the defaults list out), so each caller gets its own copy (a Template's:
+# configuration/templates.py).
+_parsed: dict[tuple, tuple[bytes, ConfigResult, Template]] = {}
 
 
 def parsed_once(path: Path, key: tuple, read) -> ConfigResult:
@@ -527,10 +528,10 @@ def parsed_once(path: Path, key: tuple, read) -> ConfigResult:
         return read()
     known = _parsed.get((str(path), *key))
     if known is None or known[0] != data:
-        known = _parsed[(str(path), *key)] = (data, read())
-    kept = known[1]
-    return ConfigResult(config=copy.deepcopy(kept.config), path=kept.path, provider=kept.provider,
-                        header=dict(kept.header))
+        result = read()
+        known = _parsed[(str(path), *key)] = (data, result, Template(result.config))
+    _, kept, template = known
+    return ConfigResult(config=template.copy(), path=kept.path, provider=kept.provider, header=dict(kept.header))
 
 
 # Hydra's registry tells sources apart by class name, and registers its own file source again in

@@ -22,18 +22,25 @@ it returns). And Hydra builds, for every config in the defaults tree, the map a 
 is built only for a defaults list that holds such an interpolation (Hydra reads it nowhere else). Hydra's own
 packaged configs (``pkg://hydra.conf``: its output, logging and help settings), parsed from YAML again in every
 composition, are parsed once per process and each composition given its own copy, as normbench's own files are
-(configuration/config.py, parsed_once). (Hydra's deep copy of each packaged config as it embeds it stays: it is what
-keeps the composition's cached copy of a file intact when the same file is placed twice; a move instead, tried,
-let what was merged into the first place leak into the second.) OmegaConf's parse of an interpolation string, which
-merges and resolution repeat (ANTLR, in Python), is kept per string: about 5 ms more.
+(configuration/config.py, parsed_once); every such copy, and each ConfigStore node's (Hydra's schema and
+``hydra/config``, normbench's schema), is made by unpickling the kept config's bytes (configuration/templates.py),
+checked to be the deep copy's tree. A config with a package (``# @package model``) is moved under it rather than
+deep-copied there (Hydra's ``_embed_result_config``) where its path sits once in the defaults list: a file placed
+twice is copied at each place, as Hydra copies it (a move there, tried unguarded, let what was merged into the first
+place leak into the second). OmegaConf's parse of an interpolation string, which merges and resolution repeat
+(ANTLR, in Python), is kept per string: about 5 ms more.
 """
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import functools
+from collections import Counter
 from collections.abc import Sequence
 from itertools import combinations
+
+from normbench.configuration.templates import Template
 
 
 def covering_jobs(batch: Sequence[Sequence[str]]) -> list[int]:
@@ -106,8 +113,9 @@ def _when_interpolated(build):
     return create_interpolation_map
 
 
-# (package, config path) -> the packaged config as first parsed; each caller gets its own copy (Hydra edits it)
-_packaged: dict[tuple[str, str], object] = {}
+# (package, config path) -> the packaged config as first parsed, and its Template: each caller gets its own copy
+# (Hydra edits it)
+_packaged: dict[tuple[str, str], tuple] = {}
 
 
 def _parsed_once(load):
@@ -116,13 +124,89 @@ def _parsed_once(load):
     def load_config(self, config_path: str):
         key = (self.path, config_path)
         if key not in _packaged:
-            _packaged[key] = load(self, config_path)  # a missing config raises, and is asked again next time
-        kept = _packaged[key]
-        return type(kept)(config=copy.deepcopy(kept.config), path=kept.path, provider=kept.provider,
+            loaded = load(self, config_path)  # a missing config raises, and is asked again next time
+            _packaged[key] = (loaded, Template(loaded.config))
+        kept, template = _packaged[key]
+        return type(kept)(config=template.copy(), path=kept.path, provider=kept.provider,
                           header=dict(kept.header), is_schema_source=kept.is_schema_source)
 
     load_config.parsed_once = True
     return load_config
+
+
+# id of a node Hydra's ConfigStore holds -> its Template, which keeps the node (so the id is not another's)
+_stored: dict[int, Template] = {}
+
+
+def _stored_copied(self, config_path: str):
+    """ConfigStore.load: the stored node, copied from its Template where Hydra deep-copies it (a node stored again
+    under the name is a new object, and gets its own Template)."""
+    ret = copy.copy(self._load(config_path))  # Hydra's: the stored ConfigNode itself is left as it is
+    template = _stored.get(id(ret.node))
+    if template is None or template.config is not ret.node:
+        template = _stored[id(ret.node)] = Template(ret.node)
+    ret.node = template.copy()
+    return ret
+
+
+# the config paths that sit once in the defaults list being composed; whether the config being loaded is one
+_once: contextvars.ContextVar[frozenset] = contextvars.ContextVar("normbench_placed_once", default=frozenset())
+_moving: contextvars.ContextVar[bool] = contextvars.ContextVar("normbench_moving", default=False)
+
+
+def _counting_places(compose_from):
+    """ConfigLoaderImpl._compose_config_from_defaults_list, knowing which config paths its defaults list holds once."""
+
+    def compose_config_from_defaults_list(self, defaults, repo):
+        places = Counter(d.config_path for d in defaults)
+        token = _once.set(frozenset(path for path, n in places.items() if n == 1))
+        try:
+            return compose_from(self, defaults, repo)
+        finally:
+            _once.reset(token)
+
+    compose_config_from_defaults_list.counts = True
+    return compose_config_from_defaults_list
+
+
+def _loading_once(load_single):
+    """ConfigLoaderImpl._load_single_config, telling the embedding whether the config is placed once."""
+
+    def load_single_config(self, default, repo):
+        token = _moving.set(default.config_path in _once.get())
+        try:
+            return load_single(self, default, repo)
+        finally:
+            _moving.reset(token)
+
+    load_single_config.tells = True
+    return load_single_config
+
+
+def _moving_once(embed):
+    """ConfigLoaderImpl._embed_result_config that moves a loaded config under its package (``@package model``) instead
+    of deep-copying it there, where its path sits once in the composition's defaults list and it sits in no other
+    config: the composition's cached copy is then read by nothing after (its defaults and header were read while the
+    defaults list was built). A file placed twice (``db@src`` and ``db@dst``, on the command line or in two configs'
+    defaults, a ConfigStore node twice) is copied at each place as Hydra copies it, so what ``_self_`` merges into one
+    place never reaches the other (the hostile review of fc4b3ee: tests/studies/test_validation.py)."""
+
+    def embed_result_config(ret, package_override):
+        from omegaconf import OmegaConf, flag_override
+
+        package = ret.header["package"] if package_override is None else package_override
+        if not _moving.get() or not package or ret.config._get_parent() is not None:
+            return embed(ret, package_override)
+        cfg = OmegaConf.create()
+        with flag_override(cfg, "no_deepcopy_set_nodes", True):
+            OmegaConf.update(cfg, package, ret.config, merge=False)
+        moved = copy.copy(ret)
+        moved.config = cfg
+        return moved
+
+    embed_result_config.moves = True
+    embed_result_config.hydras = embed
+    return staticmethod(embed_result_config)
 
 
 def _trees_kept(parse):
@@ -137,12 +221,14 @@ def _trees_kept(parse):
 
 def install() -> None:
     """Every sweeper that keeps Hydra's validate_batch_is_legal checks the covering jobs alone, the launcher in this
-    process takes their configs, a composition's repository copy shares the ConfigStore, and the interpolation map
-is built where a defaults list interpolates, and Hydra's packaged configs are parsed once (once each)."""
+    process takes their configs, a composition's repository copy shares the ConfigStore (whose nodes are copied from
+    their Templates), the interpolation map is built where a defaults list interpolates, Hydra's packaged configs are
+    parsed once, a config placed once is moved under its package (once each)."""
     from hydra._internal import defaults_list
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
     from hydra._internal.core_plugins.structured_config_source import StructuredConfigSource
+    from hydra.core.config_store import ConfigStore
     from hydra.plugins.sweeper import Sweeper
     from omegaconf import base as omegaconf_base
 
@@ -151,8 +237,16 @@ is built where a defaults list interpolates, and Hydra's packaged configs are pa
     if not getattr(ConfigLoaderImpl.load_sweep_config, "takes_kept", False):
         ConfigLoaderImpl.load_sweep_config = _taking_kept(ConfigLoaderImpl.load_sweep_config)
     StructuredConfigSource.__deepcopy__ = _shared_store
+    ConfigStore.load = _stored_copied
     if not getattr(ImportlibResourcesConfigSource.load_config, "parsed_once", False):
         ImportlibResourcesConfigSource.load_config = _parsed_once(ImportlibResourcesConfigSource.load_config)
+    if not getattr(ConfigLoaderImpl._compose_config_from_defaults_list, "counts", False):
+        ConfigLoaderImpl._compose_config_from_defaults_list = _counting_places(
+            ConfigLoaderImpl._compose_config_from_defaults_list)
+    if not getattr(ConfigLoaderImpl._load_single_config, "tells", False):
+        ConfigLoaderImpl._load_single_config = _loading_once(ConfigLoaderImpl._load_single_config)
+    if not getattr(ConfigLoaderImpl._embed_result_config, "moves", False):
+        ConfigLoaderImpl._embed_result_config = _moving_once(ConfigLoaderImpl._embed_result_config)
     if not getattr(omegaconf_base.parse, "trees_kept", False):
         omegaconf_base.parse = _trees_kept(omegaconf_base.parse)
     if not getattr(defaults_list._create_interpolation_map, "lazy", False):

@@ -5,6 +5,8 @@ what makes a composition cheaper changes no config."""
 from __future__ import annotations
 
 import copy
+import dataclasses
+import typing
 from itertools import combinations, product
 
 import pytest
@@ -157,3 +159,68 @@ def test_an_interpolation_parsed_once_resolves_as_one_parsed_each_time(monkeypat
             _ = OmegaConf.create({"x": "${oc.env:}"}).x
         with pytest.raises(GrammarParseError):
             OmegaConf.create({"x": "${a"})
+
+
+@dataclasses.dataclass
+class StoredDb:
+    port: int = 5432
+    opts: typing.Dict[str, bool] = dataclasses.field(default_factory=lambda: {"ssl": True})
+
+
+# the hostile review of the unguarded move (fc4b3ee), cases a-e, and one file placed once (moved): each config path,
+# the files beside it, and the command line
+PLACED = {
+    "a: _self_ between two places": ({"config.yaml": "defaults:\n  - db@src: mysql\n  - _self_\n  - db@dst: mysql\n"
+                                                     "src:\n  port: 1\n  opts:\n    ssl: false\n"}, []),
+    "b: a _global_ config between": ({"config.yaml": "defaults:\n  - db@src: mysql\n  - glob\n  - db@dst: mysql\n",
+                                      "glob.yaml": "# @package _global_\nsrc:\n  port: 7\n"}, []),
+    "c: one file in two configs' defaults": ({"config.yaml": "defaults:\n  - one\n  - two\n  - _self_\n",
+                                              "one.yaml": "defaults:\n  - /db@x: mysql\n  - _self_\nx:\n  port: 1\n",
+                                              "two.yaml": "defaults:\n  - /db@y: mysql\n"}, []),
+    "d: a second place on the command line": ({"config.yaml": "defaults:\n  - db@src: mysql\n  - _self_\n"
+                                                              "src:\n  port: 2\n"}, ["+db@dst=mysql"]),
+    "e: a ConfigStore node twice": ({"config.yaml": "defaults:\n  - stored@one: validation_db\n  - _self_\n"
+                                                    "  - stored@two: validation_db\none:\n  port: 1\n"}, []),
+    "placed once, moved": ({"config.yaml": "defaults:\n  - db@src: mysql\n  - _self_\nsrc:\n  port: 4\n"}, []),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLACED))
+def test_a_config_moved_where_placed_once_composes_as_hydras_copy(case, tmp_path, monkeypatch):
+    from hydra.core.config_store import ConfigStore
+
+    from normbench.configuration.templates import same_tree
+
+    ConfigStore.instance().store(group="stored", name="validation_db", node=StoredDb)
+    files, overrides = PLACED[case]
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "mysql.yaml").write_text("port: 3306\nopts:\n  ssl: true\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    validation.install()
+
+    def composed():
+        with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+            return compose("config", overrides=overrides)
+
+    moves = []
+    moving = ConfigLoaderImpl._embed_result_config
+
+    def recorded(ret, package):  # whether the loaded config itself now sits at its package: moved, not copied
+        loaded, place = ret.config, ret.header["package"] if package is None else package
+        embedded = moving(ret, package)
+        if place and OmegaConf.select(embedded.config, place) is loaded:
+            moves.append(place)
+        return embedded
+
+    monkeypatch.setattr(ConfigLoaderImpl, "_embed_result_config", staticmethod(recorded))
+    ours = composed()
+    monkeypatch.setattr(ConfigLoaderImpl, "_embed_result_config", staticmethod(moving.hydras))
+    hydras = composed()
+    assert same_tree(ours, hydras), (OmegaConf.to_yaml(ours), OmegaConf.to_yaml(hydras))
+    moved = {place for place in moves if not place.startswith("hydra")}  # Hydra's own configs sit once each: moved
+    assert moved == ({"src"} if case == "placed once, moved" else set())  # a file placed twice is copied at each place
+    for a, b in (("src", "dst"), ("x", "y"), ("one", "two")):
+        if a in ours and b in ours:
+            ours[a].port = 11
+            assert ours[b].port != 11  # two nodes, not one in two places
