@@ -9,9 +9,12 @@ against 0.4-0.5 ms for ``hydra/config`` and normbench's schema on the 2-core bui
 here, from a config in memory, and read back here alone: never written, never read from anywhere else.
 
 A copy is the deep copy's tree: the same keys in the same order, values, node types and metadata (reference and
-object types, flags; tests/configuration/test_templates.py, and every composed smoke job byte-for-byte). A config
-that does not pickle (a node holding an object of a class defined in a function) or has a parent (whose deep copy
-keeps the parent, which pickling would copy) is deep-copied, as before.
+object types, flags; tests/configuration/test_templates.py, and composed smoke jobs node for node). A config that
+does not pickle (a node holding an object of a class defined in a function), holds a mutable value (a deep copy
+shares it) or whose Template cannot be unpickled any more (a class gone from its module) is deep-copied. What a
+Template cannot see: a kept config changed in place after it was kept (each is private to its cache; Hydra's
+ConfigStore hands out copies), and a class of the tree rebound in its module (a copy is built from the class found
+by its name then).
 """
 
 from __future__ import annotations
@@ -38,17 +41,26 @@ def _as_deep_copied(node) -> list | None:
     moved, stack = [], [node]
     while stack:
         container = stack.pop()
-        content = container.__dict__["_content"]
-        if not isinstance(content, (dict, list)):
-            continue  # None, missing or an interpolation: a string
-        for child in (content.values() if isinstance(content, dict) else content):
+        for child in _children(container.__dict__["_content"]):
             if child.__dict__["_parent"] is not container:
                 moved.append((child, child.__dict__["_parent"], container))
-            if isinstance(child, Container):
-                stack.append(child)
+            if "_content" in child.__dict__:
+                stack.append(child)  # a container, or a Union-typed value holding its value node
             elif not isinstance(child.__dict__.get("_val"), _IMMUTABLE):
                 return None
     return moved
+
+
+def _children(content) -> list:
+    """The nodes a container's content holds (a dict's values, a list's items, a Union-typed value's one node); none
+    where it is None, missing or an interpolation (a string)."""
+    from omegaconf import Node
+
+    if isinstance(content, dict):
+        return list(content.values())
+    if isinstance(content, list):
+        return content
+    return [content] if isinstance(content, Node) else []
 
 
 def _pickled(node) -> bytes | None:
@@ -75,34 +87,23 @@ def same_tree(a, b) -> bool:
     """Whether two OmegaConf trees are each other's copies: node for node the same type, metadata (reference and object
     types, key and element types, flags, resolver cache), keys in the same order and equal values; each child's parent
     the container holding it. Parents above the roots are not compared."""
-    from omegaconf import Container
-
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
         if type(x) is not type(y) or x.__dict__["_metadata"] != y.__dict__["_metadata"]:
             return False
-        if not isinstance(x, Container):
+        if "_content" not in x.__dict__:
             u, v = x.__dict__.get("_val"), y.__dict__.get("_val")
             if type(u) is not type(v) or not (u == v or (u != u and v != v)):  # nan is its own copy
                 return False
             continue
-        cx, cy = x.__dict__["_content"], y.__dict__["_content"]
-        if type(cx) is not type(cy):
+        cx, cy = x.__dict__["_content"], y.__dict__["_content"]  # a container's, or a Union-typed value's node
+        if type(cx) is not type(cy) or (isinstance(cx, dict) and list(cx) != list(cy)):
             return False
-        if isinstance(cx, dict):
-            if list(cx) != list(cy):
-                return False
-            pairs = [(cx[k], cy[k]) for k in cx]
-        elif isinstance(cx, list):
-            if len(cx) != len(cy):
-                return False
-            pairs = list(zip(cx, cy))
-        else:
-            if cx != cy:
-                return False
-            continue
-        for u, v in pairs:
+        kids_x, kids_y = _children(cx), _children(cy)
+        if len(kids_x) != len(kids_y) or (not kids_x and cx != cy):
+            return False
+        for u, v in zip(kids_x, kids_y):
             if u.__dict__["_parent"] is not x or v.__dict__["_parent"] is not y:
                 return False
             stack.append((u, v))
@@ -121,9 +122,12 @@ class Template:
         self._bytes = data if data is not None and same_tree(pickle.loads(data), copy.deepcopy(config)) else None  # noqa: S301
 
     def copy(self):
-        if self._bytes is None:
-            return copy.deepcopy(self.config)
-        return pickle.loads(self._bytes)  # noqa: S301 - bytes made above from a config in memory, nothing read
+        if self._bytes is not None:
+            try:
+                return pickle.loads(self._bytes)  # noqa: S301 - bytes made above from a config in memory, nothing read
+            except Exception:  # noqa: BLE001 - a class of the tree no longer where it was (removed from its module)
+                self._bytes = None
+        return copy.deepcopy(self.config)
 
 
 def copied(node):

@@ -134,17 +134,18 @@ def _parsed_once(load):
     return load_config
 
 
-# id of a node Hydra's ConfigStore holds -> its Template, which keeps the node (so the id is not another's)
-_stored: dict[int, Template] = {}
-
-
 def _stored_copied(self, config_path: str):
-    """ConfigStore.load: the stored node, copied from its Template where Hydra deep-copies it (a node stored again
-    under the name is a new object, and gets its own Template)."""
-    ret = copy.copy(self._load(config_path))  # Hydra's: the stored ConfigNode itself is left as it is
-    template = _stored.get(id(ret.node))
-    if template is None or template.config is not ret.node:
-        template = _stored[id(ret.node)] = Template(ret.node)
+    """ConfigStore.load: the stored node, copied from its Template where Hydra deep-copies it. The Template is kept on
+    the stored ConfigNode (it goes with it when the name is stored again) and made again when the node there is
+    another object. What it cannot see: a stored node changed in place after its first load (nothing in Hydra or
+    normbench does; Hydra hands out copies), or a class of it rebound in its module (a copy is built from the class
+    found by name)."""
+    stored = self._load(config_path)
+    template = stored.__dict__.get("_normbench_template")
+    if template is None or template.config is not stored.node:
+        template = stored.__dict__["_normbench_template"] = Template(stored.node)
+    ret = copy.copy(stored)  # Hydra's: the stored ConfigNode itself is left as it is
+    ret.__dict__.pop("_normbench_template", None)
     ret.node = template.copy()
     return ret
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import math
+import sys
 import threading
 import typing
+import weakref
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -26,6 +29,7 @@ class Typed:
     widths: typing.List[float] = dataclasses.field(default_factory=lambda: [1.0, math.nan])
     maybe: typing.Optional[typing.List[int]] = None
     name: str = "${other}"
+    either: typing.Union[int, str] = 3
 
 
 def test_same_tree_tells_a_copy_from_a_tree_that_differs_in_type_metadata_order_or_parent():
@@ -41,6 +45,10 @@ def test_same_tree_tells_a_copy_from_a_tree_that_differs_in_type_metadata_order_
     assert not same_tree(tree, astray)
     assert not same_tree(OmegaConf.structured(Typed), OmegaConf.create(OmegaConf.to_container(
         OmegaConf.structured(Typed))))  # the same values without the schema's types
+    changed = OmegaConf.structured(Typed)
+    changed.either = "changed"  # a Union-typed value: the node it holds is compared too (hostile review of ae79e9a)
+    assert not same_tree(OmegaConf.structured(Typed), changed)
+    assert same_tree(changed, copy.deepcopy(changed)) and same_tree(changed, copied(changed))
 
 
 def test_a_template_copies_a_structured_tree_as_its_deep_copy_does():
@@ -74,6 +82,13 @@ def test_a_tree_holding_an_object_or_a_local_class_is_deep_copied():
     assert Template(local)._bytes is None and same_tree(Template(local).copy(), local)
 
 
+def test_a_template_whose_class_left_its_module_deep_copies(monkeypatch):
+    template = Template(OmegaConf.structured(Typed))
+    assert template._bytes is not None
+    monkeypatch.delattr(sys.modules[__name__], "Typed")  # the class no longer found by its name: unpickling fails
+    assert same_tree(template.copy(), OmegaConf.structured(template.config)) and template._bytes is None
+
+
 def test_a_child_pointing_outside_its_tree_is_copied_as_the_deep_copy_reparents_it():
     """HydraConfig's copy of the hydra node: its child points to the job's config, not to the copy; a plain pickle
     would copy the job's whole config with it and leave the child pointing there."""
@@ -95,8 +110,12 @@ def test_a_stored_node_is_copied_from_its_template_and_a_node_stored_again_gets_
     first.node.counts.a = 9
     again = store.load("templates_probe.yaml")
     assert again.node.counts.a == 1 and same_tree(again.node, copy.deepcopy(store._load("templates_probe.yaml").node))
+    kept = weakref.ref(store._load("templates_probe.yaml"))
     store.store(name="templates_probe", node=OmegaConf.create({"other": 2}))
     assert OmegaConf.to_container(store.load("templates_probe.yaml").node) == {"other": 2}
+    gc.collect()
+    assert kept() is None  # the Template went with the node stored before: nothing kept beside the store
+    assert "_normbench_template" not in store.load("templates_probe.yaml").__dict__  # not handed out
 
 
 SMOKE_CASES = ["bn_bf16", "derf_fp32", "fortunes_lm_ln", "ln_groups_fp32", "rms_muon_fp32", "scale_fp16"]
