@@ -53,7 +53,7 @@ from normbench.configuration.schema import (
     PlacementConfig,
     PrecisionConfig,
 )
-from normbench.configuration.templates import Template
+from normbench.configuration.templates import KeptResult
 from normbench.norms import user as user_norms
 
 __all__ = ["ADDED_GROUPS", "ALLOW_CODE_ENV", "Config", "ConfigError", "SWEEPS_ENV", "command_line_code",
@@ -515,7 +515,7 @@ def _named_as(error: ConfigError, path: Path, group: str) -> ConfigError:
 # regular file within MAX_SWEEP_BYTES is kept (anything else goes to `read`, which refuses it). Hydra
 # edits what it is given (it takes the defaults list out), so each caller gets its own copy (a Template's:
 # configuration/templates.py).
-_parsed: dict[tuple, tuple[bytes, ConfigResult, Template]] = {}
+_parsed: dict[tuple, tuple[bytes, KeptResult]] = {}
 
 
 def parsed_once(path: Path, key: tuple, read) -> ConfigResult:
@@ -528,10 +528,8 @@ def parsed_once(path: Path, key: tuple, read) -> ConfigResult:
         return read()
     known = _parsed.get((str(path), *key))
     if known is None or known[0] != data:
-        result = read()
-        known = _parsed[(str(path), *key)] = (data, result, Template(result.config))
-    _, kept, template = known
-    return ConfigResult(config=template.copy(), path=kept.path, provider=kept.provider, header=dict(kept.header))
+        known = _parsed[(str(path), *key)] = (data, KeptResult(read()))
+    return known[1].fresh()
 
 
 # Hydra's registry tells sources apart by class name, and registers its own file source again in

@@ -130,6 +130,22 @@ class Template:
         return copy.deepcopy(self.config)
 
 
+class KeptResult:
+    """A Hydra ConfigResult kept to be handed out many times (a config source's parse, kept per process): ``fresh()``
+    is a new result, its config copied from the kept one's Template, its header a new dict."""
+
+    __slots__ = ("result", "template")
+
+    def __init__(self, result):
+        self.result = result
+        self.template = Template(result.config)
+
+    def fresh(self):
+        kept = self.result
+        return type(kept)(config=self.template.copy(), path=kept.path, provider=kept.provider,
+                          header=dict(kept.header), is_schema_source=kept.is_schema_source)
+
+
 def copied(node):
     """``copy.deepcopy(node)`` of an OmegaConf tree in a job's config, by pickling, 2-3x faster: the copy keeps
     ``node``'s parent, as the deep copy does (a node whose parent is a config's root reads its interpolations

@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import combinations
 
-from normbench.configuration.templates import Template
+from normbench.configuration.templates import KeptResult, Template
 
 
 def covering_jobs(batch: Sequence[Sequence[str]]) -> list[int]:
@@ -113,9 +113,8 @@ def _when_interpolated(build):
     return create_interpolation_map
 
 
-# (package, config path) -> the packaged config as first parsed, and its Template: each caller gets its own copy
-# (Hydra edits it)
-_packaged: dict[tuple[str, str], tuple] = {}
+# (package, config path) -> the packaged config as first parsed: each caller gets its own copy (Hydra edits it)
+_packaged: dict[tuple[str, str], KeptResult] = {}
 
 
 def _parsed_once(load):
@@ -124,11 +123,8 @@ def _parsed_once(load):
     def load_config(self, config_path: str):
         key = (self.path, config_path)
         if key not in _packaged:
-            loaded = load(self, config_path)  # a missing config raises, and is asked again next time
-            _packaged[key] = (loaded, Template(loaded.config))
-        kept, template = _packaged[key]
-        return type(kept)(config=template.copy(), path=kept.path, provider=kept.provider,
-                          header=dict(kept.header), is_schema_source=kept.is_schema_source)
+            _packaged[key] = KeptResult(load(self, config_path))  # a missing config raises, and is asked again
+        return _packaged[key].fresh()
 
     load_config.parsed_once = True
     return load_config
@@ -155,33 +151,29 @@ _once: contextvars.ContextVar[frozenset] = contextvars.ContextVar("normbench_pla
 _moving: contextvars.ContextVar[bool] = contextvars.ContextVar("normbench_moving", default=False)
 
 
-def _counting_places(compose_from):
-    """ConfigLoaderImpl._compose_config_from_defaults_list, knowing which config paths its defaults list holds once."""
+def _while_set(var: contextvars.ContextVar, name: str, value_of):
+    """A wrapper of a ConfigLoaderImpl method whose first argument is ``name`` (Hydra passes it by keyword) that sets
+    ``var`` to ``value_of(that argument)`` while the method runs; the wrapped method's ``sets`` names the variable
+    (install wraps once)."""
 
-    def compose_config_from_defaults_list(self, defaults, repo):
-        places = Counter(d.config_path for d in defaults)
-        token = _once.set(frozenset(path for path, n in places.items() if n == 1))
-        try:
-            return compose_from(self, defaults, repo)
-        finally:
-            _once.reset(token)
+    def wrap(method):
+        def wrapped(self, *args, **kwargs):
+            token = var.set(value_of(kwargs[name] if name in kwargs else args[0]))
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                var.reset(token)
 
-    compose_config_from_defaults_list.counts = True
-    return compose_config_from_defaults_list
+        wrapped.sets = var
+        return wrapped
+
+    return wrap
 
 
-def _loading_once(load_single):
-    """ConfigLoaderImpl._load_single_config, telling the embedding whether the config is placed once."""
-
-    def load_single_config(self, default, repo):
-        token = _moving.set(default.config_path in _once.get())
-        try:
-            return load_single(self, default, repo)
-        finally:
-            _moving.reset(token)
-
-    load_single_config.tells = True
-    return load_single_config
+def _placed_once(defaults) -> frozenset:
+    """The config paths a composition's defaults list holds once."""
+    places = Counter(d.config_path for d in defaults)
+    return frozenset(path for path, n in places.items() if n == 1)
 
 
 def _moving_once(embed):
@@ -241,11 +233,12 @@ def install() -> None:
     ConfigStore.load = _stored_copied
     if not getattr(ImportlibResourcesConfigSource.load_config, "parsed_once", False):
         ImportlibResourcesConfigSource.load_config = _parsed_once(ImportlibResourcesConfigSource.load_config)
-    if not getattr(ConfigLoaderImpl._compose_config_from_defaults_list, "counts", False):
-        ConfigLoaderImpl._compose_config_from_defaults_list = _counting_places(
+    if getattr(ConfigLoaderImpl._compose_config_from_defaults_list, "sets", None) is not _once:
+        ConfigLoaderImpl._compose_config_from_defaults_list = _while_set(_once, "defaults", _placed_once)(
             ConfigLoaderImpl._compose_config_from_defaults_list)
-    if not getattr(ConfigLoaderImpl._load_single_config, "tells", False):
-        ConfigLoaderImpl._load_single_config = _loading_once(ConfigLoaderImpl._load_single_config)
+    if getattr(ConfigLoaderImpl._load_single_config, "sets", None) is not _moving:  # whether the config is placed once
+        ConfigLoaderImpl._load_single_config = _while_set(
+            _moving, "default", lambda default: default.config_path in _once.get())(ConfigLoaderImpl._load_single_config)
     if not getattr(ConfigLoaderImpl._embed_result_config, "moves", False):
         ConfigLoaderImpl._embed_result_config = _moving_once(ConfigLoaderImpl._embed_result_config)
     if not getattr(omegaconf_base.parse, "trees_kept", False):
