@@ -98,7 +98,7 @@ inline Vec<T> sigmoid(const Vec<T>& x) {
   return one / (one + x.neg().exp());
 }
 
-// exp(y) in float for y in [1, 20], where it neither overflows nor underflows (tanh's large branch):
+// exp(y) in float for y in [0, 20], where it neither overflows nor underflows (tanh's large branch):
 // 2^n E(r), n = round(y / ln 2), r = y - n ln 2 in [-ln2/2, ln2/2] (ln 2 as two floats, so n ln2_high is
 // exact), E a degree-6 near-minimax polynomial for exp there (scripts/fit_tanh.py; relative error 2e-9),
 // 2^n made from its exponent bits. Without SLEEF's range checks it is about 40% cheaper.
@@ -131,7 +131,10 @@ inline Vec<T> tanh(const Vec<T>& x) {
     Vec<float> p(q[4]);
     for (int i = 3; i >= 0; --i) p = at::vec::fmadd(p, u, Vec<float>(q[i]));
     const Vec<float> small = at::vec::fmadd(a * u, p, a);
-    const Vec<float> large = one - Vec<float>(2.f) / (exp_bounded(at::vec::clamp_max(a + a, Vec<float>(20.f))) + one);
+    // 2|x| at most 20, and NaN lanes 20 too, so every lane's exponent arithmetic is on small integers (their
+    // result is NaN again below)
+    const Vec<float> y = Vec<float>::blendv(Vec<float>(20.f), a + a, (a + a) < Vec<float>(20.f));
+    const Vec<float> large = one - Vec<float>(2.f) / (exp_bounded(y) + one);
     Vec<float> magnitude = Vec<float>::blendv(large, small, a < Vec<float>(0.55f));
     magnitude = Vec<float>::blendv(magnitude, a, a.isnan());  // NaN in, NaN out
     return magnitude | (x & Vec<float>(-0.f));
