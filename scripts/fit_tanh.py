@@ -3,8 +3,8 @@
     tanh(x) = x + x^3 Q(x^2)            for |x| < SPLIT (tanh(x)/x is a smooth function of x^2)
     tanh(x) = 1 - 2 / (exp(2|x|) + 1)   above, where tanh > 0.5 and the subtraction no longer cancels
 
-with exp(y) for y in [2 SPLIT, 20] as 2^n E(r): n = round(y / ln 2), r = y - n ln 2 in [-ln2/2, ln2/2] and
-E a polynomial for exp on that interval (beyond y = 20 the argument is clamped: tanh rounds to 1 in float
+with exp(y) for y in [0, 20] (every lane computes it; the large branch uses it from 2 SPLIT on) as 2^n E(r):
+n = round(y / ln 2), r = y - n ln 2 in [-ln2/2, ln2/2] and E a polynomial for exp on that interval (beyond y = 20 the argument is clamped: tanh rounds to 1 in float
 above 9.01). Q is fitted to the relative error of tanh, E to the relative error of exp, by Lawson's iteration
 (scripts/fit_erf.py), the exact values from mpmath at 40 digits. E's first two coefficients come out 1 to
 float's precision and are set to 1. The C++ evaluates both in float with fused multiply-adds (Horner);
