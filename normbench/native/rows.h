@@ -98,24 +98,70 @@ inline Vec<T> sigmoid(const Vec<T>& x) {
   return one / (one + x.neg().exp());
 }
 
-// exp(y) in float for y in [0, 20], where it neither overflows nor underflows (tanh's large branch):
-// 2^n E(r), n = round(y / ln 2), r = y - n ln 2 in [-ln2/2, ln2/2] (ln 2 as two floats, so n ln2_high is
-// exact), E a degree-6 near-minimax polynomial for exp there (scripts/fit_tanh.py; relative error 2e-9),
-// 2^n made from its exponent bits. Without SLEEF's range checks it is about 40% cheaper.
-inline Vec<float> exp_bounded(const Vec<float>& y) {
+// a < b ? x : y, lane by lane. Under AVX-512 straight from the comparison's mask register: at::vec's
+// comparison turns its mask into a vector and blendv turns that back into a mask, a round trip that made
+// a clamp at the head of exp(-u^2)'s chain cost more than the exp itself (27 against 8 ns a vector in a
+// loop in cache on this project's AVX-512 Xeon). Under AVX2 blendv is one instruction on the vector.
+inline Vec<float> where_less(const Vec<float>& a, const Vec<float>& b, const Vec<float>& x, const Vec<float>& y) {
+#if defined(CPU_CAPABILITY_AVX512)
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
+#else
+  return Vec<float>::blendv(y, x, a < b);
+#endif
+}
+
+// isnan(a) ? x : y, lane by lane (as where_less)
+inline Vec<float> where_nan(const Vec<float>& a, const Vec<float>& x, const Vec<float>& y) {
+#if defined(CPU_CAPABILITY_AVX512)
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), y, x);
+#else
+  return Vec<float>::blendv(y, x, a.isnan());
+#endif
+}
+
+// a b + c rounded once in every build. at::vec's fmadd is fused under AVX2 and AVX-512, but the plain
+// build (no -mfma) computes a b, rounds it, then adds; the few places whose accuracy rests on the product
+// being exact (a split constant, a remainder after a reduction) use this one.
+inline Vec<float> fma_exact(const Vec<float>& a, const Vec<float>& b, const Vec<float>& c) {
+#if defined(CPU_CAPABILITY_DEFAULT) && !defined(__FMA__)
+  Vec<float> out;
+  for (int64_t i = 0; i < Vec<float>::size(); ++i) out[i] = std::fma(a[i], b[i], c[i]);
+  return out;
+#else
+  return at::vec::fmadd(a, b, c);
+#endif
+}
+
+// exp(r) for r in [-ln2/2, ln2/2]: a degree-6 near-minimax polynomial (scripts/fit_tanh.py; relative
+// error 2e-9), the core of exp_bounded and of elementwise.cpp's exp(-u^2)
+inline Vec<float> exp_reduced(const Vec<float>& r) {
   constexpr float e[] = {1.f, 1.f, 4.999999e-01f, 1.666642e-01f, 4.166823e-02f, 8.37482e-03f, 1.3836777e-03f};
-  const Vec<float> n = (y * Vec<float>(1.44269504f)).round();
-  Vec<float> r = at::vec::fnmadd(n, Vec<float>(0.693145752f), y);  // ln2_high: 15 significant bits
-  r = at::vec::fnmadd(n, Vec<float>(1.42860677e-06f), r);            // ln2_low = ln 2 - ln2_high
   Vec<float> p(e[6]);
   for (int i = 5; i >= 0; --i) p = at::vec::fmadd(p, r, Vec<float>(e[i]));
+  return p;
+}
+
+// 2^n for n a float holding an integer in [-126, 127], made from its exponent bits
+inline Vec<float> pow2(const Vec<float>& n) {
   using Int = at::vec::Vectorized<int32_t>;
-  const Int exponent = (at::vec::convert_to_int_of_same_size(n) + Int(127)) << Int(23);
-  return p * at::vec::cast<float>(exponent);
+  return at::vec::cast<float>((at::vec::convert_to_int_of_same_size(n) + Int(127)) << Int(23));
+}
+
+// ln 2 as two floats: kLn2High has 15 significant bits, so n kLn2High is exact for |n| < 2^9
+constexpr float kLn2High = 0.693145752f, kLn2Low = 1.42860677e-06f, kLog2E = 1.44269504f;
+
+// exp(y) in float for y in [0, 20], where it neither overflows nor underflows (tanh's large branch):
+// 2^n exp_reduced(r), n = round(y / ln 2), r = y - n ln 2 in [-ln2/2, ln2/2]. Without SLEEF's range checks
+// it is about 40% cheaper.
+inline Vec<float> exp_bounded(const Vec<float>& y) {
+  const Vec<float> n = (y * Vec<float>(kLog2E)).round();
+  Vec<float> r = at::vec::fnmadd(n, Vec<float>(kLn2High), y);  // exact: n ln2_high is
+  r = at::vec::fnmadd(n, Vec<float>(kLn2Low), r);
+  return exp_reduced(r) * pow2(n);
 }
 
 // tanh. For float, within 2 ulp of tanh (1.58 over every float, at 0.552; tests/norms/test_elementwise_cpu.py
-// holds a dense grid to 2) at about 0.7x the cost of the earlier series-and-SLEEF form, itself half of
+// holds a dense grid to 2) at about 0.6x the cost of the earlier series-and-SLEEF form, itself half of
 // SLEEF's tanhf (ATen's tanh, 1 ulp):
 // below |x| = 0.55, x + x^3 Q(x^2) with Q a degree-4 near-minimax polynomial (scripts/fit_tanh.py), above
 // it 1 - 2 / (exp(2|x|) + 1), whose subtraction no longer cancels (tanh > 0.5), with exp_bounded and 2|x|
@@ -127,16 +173,15 @@ inline Vec<T> tanh(const Vec<T>& x) {
     return x.tanh();
   } else {
     constexpr float q[] = {-3.3333316e-01f, 1.3332586e-01f, -5.385231e-02f, 2.1071663e-02f, -6.27421e-03f};
-    const Vec<float> a = x.abs(), u = a * a, one(1.f);
+    const Vec<float> a = x.abs(), u = a * a, one(1.f), twenty(20.f);
     Vec<float> p(q[4]);
     for (int i = 3; i >= 0; --i) p = at::vec::fmadd(p, u, Vec<float>(q[i]));
     const Vec<float> small = at::vec::fmadd(a * u, p, a);
     // 2|x| at most 20, and NaN lanes 20 too, so every lane's exponent arithmetic is on small integers (their
     // result is NaN again below)
-    const Vec<float> y = Vec<float>::blendv(Vec<float>(20.f), a + a, (a + a) < Vec<float>(20.f));
+    const Vec<float> y = where_less(a + a, twenty, a + a, twenty);
     const Vec<float> large = one - Vec<float>(2.f) / (exp_bounded(y) + one);
-    Vec<float> magnitude = Vec<float>::blendv(large, small, a < Vec<float>(0.55f));
-    magnitude = Vec<float>::blendv(magnitude, a, a.isnan());  // NaN in, NaN out
+    const Vec<float> magnitude = where_nan(a, a, where_less(a, Vec<float>(0.55f), small, large));  // NaN in, NaN out
     return magnitude | (x & Vec<float>(-0.f));
   }
 }
