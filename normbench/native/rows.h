@@ -141,10 +141,10 @@ inline Vec<float> exp_reduced(const Vec<float>& r) {
   return p;
 }
 
-// 2^n for n a float holding an integer in [-126, 127], made from its exponent bits
-inline Vec<float> pow2(const Vec<float>& n) {
+// 2^(n + offset) for n a float holding an integer, n + offset in [-126, 127], made from its exponent bits
+inline Vec<float> pow2(const Vec<float>& n, int32_t offset = 0) {
   using Int = at::vec::Vectorized<int32_t>;
-  return at::vec::cast<float>((at::vec::convert_to_int_of_same_size(n) + Int(127)) << Int(23));
+  return at::vec::cast<float>((at::vec::convert_to_int_of_same_size(n) + Int(127 + offset)) << Int(23));
 }
 
 // ln 2 as two floats: kLn2High has 15 significant bits, so n kLn2High is exact for |n| < 2^9

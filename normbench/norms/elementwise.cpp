@@ -44,26 +44,27 @@ using rows::Vec;
 
 constexpr double kTwoOverSqrtPi = 1.1283791670955126;
 
-// exp(-a^2) for a = |u| >= 0, as exact as the exp (1.16 ulp over a dense grid on the AVX2 and AVX-512
-// builds, 1.38 on the plain one), down into the subnormals:
-// 2^n exp_reduced(r), n = round(-a^2 / ln 2), r = -a^2 - n ln 2. The fma takes a^2 unrounded: rounding
-// a^2 first would cost a^2 2^-24 relative, 9 ulp of exp(-a^2) at a = 3. a is clamped to 10.5 (exp(-110)
-// rounds to 0 in float, as exp(-a^2) does from a = 10.2 on), NaN lanes enter as 10.5 and leave as NaN.
-// 2^n is built as 2^(n+64) 2^-64 so that a result below 2^-126 is rounded once into the subnormals.
-inline Vec<float> exp_minus_square(const Vec<float>& a) {
-  const Vec<float> c = rows::where_less(a, Vec<float>(10.5f), a, Vec<float>(10.5f));
-  const Vec<float> n = (c * c * Vec<float>(-rows::kLog2E)).round();
+// exp(-a^2) for a = |u| >= 0 from c = min(a, 10.5) and its square t = c^2 (rounded; erf_float uses it too),
+// as exact as the exp (1.16 ulp over a dense grid on the AVX2 and AVX-512 builds, 1.38 on the plain one), down
+// into the subnormals: 2^n exp_reduced(r), n = round(-t / ln 2), r = -c^2 - n ln 2. The fma takes c^2 unrounded:
+// rounding it first would cost a^2 2^-24 relative, 9 ulp of exp(-a^2) at a = 3. Past 10.5 (exp(-110) rounds
+// to 0 in float, as exp(-a^2) does from a = 10.2 on) and for NaN, c is 10.5; NaN lanes leave as NaN. 2^n is
+// built as 2^(n+64) 2^-64, so that a result below 2^-126 is rounded once into the subnormals.
+inline Vec<float> exp_minus_square(const Vec<float>& a, const Vec<float>& c, const Vec<float>& t) {
+  const Vec<float> n = (t * Vec<float>(-rows::kLog2E)).round();
   Vec<float> r = rows::fma_exact(c.neg(), c, n * Vec<float>(-rows::kLn2High));  // n ln2_high: exact
   r = at::vec::fnmadd(n, Vec<float>(rows::kLn2Low), r);
-  const Vec<float> e = rows::exp_reduced(r) * rows::pow2(n + Vec<float>(64.f)) * Vec<float>(0x1p-64f);
+  const Vec<float> e = rows::exp_reduced(r) * rows::pow2(n, 64) * Vec<float>(0x1p-64f);
   return rows::where_nan(a, a, e);
 }
 
 // erf in float, within 1.5 ulp (1.16 measured over a dense grid, tests/norms/test_elementwise_cpu.py),
 // with e = exp(-u^2) beside it:
-//   |u| < 1:        u P(u^2)                   erf(u)/u is a smooth function of u^2
-//   1 <= |u| < 3.92: 1 - exp(-u^2) R(|u| - 2.5)  R = erfc(u) exp(u^2) (Faddeeva's w(iu)), smooth
-//   beyond:          1                           erf rounds to 1 in float above 3.92
+//   |u| < 1:  u P(u^2)                   erf(u)/u is a smooth function of u^2
+//   |u| >= 1: 1 - exp(-u^2) R(|u| - 2.5)  R = erfc(u) exp(u^2) (Faddeeva's w(iu)), smooth, fitted on [1, 3.92]
+// erf rounds to 1 in float from 3.92 on (erfc(3.92) = 2.95e-8 < 2^-25), and so does the second form: there
+// exp(-u^2) R stays below 2^-25 (tests/norms/test_elementwise_cpu.py checks every float from 3.92 to 10.5;
+// past 10.5, c is 10.5 and exp(-c^2) is 0).
 // P and R: near-minimax polynomials fitted by scripts/fit_erf.py (P's constant term as a pair of floats) (Lawson's iteration on dense grids, exact
 // values from mpmath). The sign is u's, -0 and NaN included; erf(+-inf) = +-1.
 inline Vec<float> erf_float(const Vec<float>& u, Vec<float>& e) {
@@ -72,17 +73,17 @@ inline Vec<float> erf_float(const Vec<float>& u, Vec<float>& e) {
   constexpr float kP0Low = 5.9205636e-08f;  // p[0] + kP0Low: P's constant term (2/sqrt(pi)) to twice float's precision
   constexpr float r[] = {0.21080634f, -0.07434938f, 0.024929533f, -0.008000201f, 0.0025206974f,
                          -0.00064916105f, 0.0002236909f, -0.0001361936f, -5.77751e-05f, -2.7993918e-05f};
-  const Vec<float> a = u.abs(), one(1.f), ceiling(3.92f);
-  e = exp_minus_square(a);
-  const Vec<float> t = a * a;
+  const Vec<float> a = u.abs(), one(1.f), limit(10.5f);
+  const Vec<float> c = rows::where_less(a, limit, a, limit), t = c * c;  // c = a below 10.5: P's and exp's
+  e = exp_minus_square(a, c, t);
   Vec<float> tail(p[6]);
   for (int i = 5; i >= 1; --i) tail = at::vec::fmadd(tail, t, Vec<float>(p[i]));
   tail = at::vec::fmadd(tail, t, Vec<float>(kP0Low));
   const Vec<float> small = rows::fma_exact(a, Vec<float>(p[0]), a * tail);  // a p0 unrounded inside the fma
-  const Vec<float> z = rows::where_less(a, ceiling, a, ceiling) - Vec<float>(2.5f);  // inf (and NaN) finite in R
+  const Vec<float> z = c - Vec<float>(2.5f);
   Vec<float> w(r[9]);
   for (int i = 8; i >= 0; --i) w = at::vec::fmadd(w, z, Vec<float>(r[i]));
-  const Vec<float> large = rows::where_less(a, ceiling, at::vec::fnmadd(e, w, one), one);
+  const Vec<float> large = at::vec::fnmadd(e, w, one);
   const Vec<float> magnitude = rows::where_nan(a, a, rows::where_less(a, one, small, large));  // NaN in, NaN out
   return magnitude | (u & Vec<float>(-0.f));
 }

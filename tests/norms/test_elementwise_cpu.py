@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -55,6 +56,16 @@ def test_f_in_float_is_within_its_ulp_bound_over_a_dense_grid(function):
     assert torch.isfinite(error).all()
     assert error.max() <= ULP_BOUND[function], (error.max(), x[error.argmax()])
     assert error.max() > 0.3  # the grid reaches the approximation's error: not a vacuous bound
+
+
+@needs_kernel
+def test_erf_is_exactly_one_at_every_float_from_3_92_on():
+    """erf rounds to 1 in float from 3.92 on, and erf_float's second form has no blend there: every float from
+    3.92 to 11 (past 10.5 the argument is clamped) gives 1, with its sign, and never more."""
+    bits = np.arange(np.float32(3.92).view(np.int32), np.float32(11.0).view(np.int32) + 1, dtype=np.int32)
+    x = torch.from_numpy(bits.view(np.float32).copy())
+    x = torch.cat([x, -x, torch.tensor([1e30, 3.4e38, float("inf")])])
+    assert torch.equal(f_in_float("erf", x), torch.sign(x))
 
 
 @needs_kernel
@@ -115,9 +126,9 @@ def test_every_build_this_cpu_runs_keeps_f_within_its_bounds(variant):
                            env=env, capture_output=True, text=True, timeout=HANG_S)
     assert which.stdout.split() == [variant], which.stderr
     checks = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
-                             "-k", "ulp_bound or torchs_sign or slope"], env=env, capture_output=True, text=True,
+                             "-k", "ulp_bound or torchs_sign or slope or exactly_one"], env=env, capture_output=True, text=True,
                             timeout=HANG_S)
-    assert checks.returncode == 0 and "\n5 passed," in checks.stdout, checks.stdout[-3000:]
+    assert checks.returncode == 0 and "\n6 passed," in checks.stdout, checks.stdout[-3000:]
 
 
 def outputs_and_grads(forward, module, x, upstream):
