@@ -498,15 +498,25 @@ def elementwise_ratios(rows: list[dict], command: str) -> list[RatioLine]:
 
 def dyt_against_rms_table(rows: list[dict]) -> str:
     """Per dtype, pass and width: DyT's default over RMSNorm's default, per round (measured side by side in the
-    same rounds, so load common to a round cancels), and which is faster."""
+    same rounds, so load common to a round cancels), and which is faster: a tie where neither is ``RULE_MARGIN``
+    faster than the other (a ratio of 0.99 is the noise between rounds, not a winner)."""
     lines = [[r["dtype"], _pass_name(r["pass"]), r["hidden"], r.get("auto_ran") or "-", _times(r["time_vs_default_rms"]),
-              "DyT" if r["time_vs_default_rms"] < 1 else "RMSNorm"]
+              _faster("DyT", "RMSNorm", r["time_vs_default_rms"])]
              for r in rows if (r["kind"], r["impl"], r.get("status")) == ("dyt", "auto", "ok")
              and r.get("time_vs_default_rms") is not None]
     if not lines:
         return ""
     return ("### DyT against RMSNorm, each at its default (norm.impl=auto), side by side\n\n"
             + markdown_table(["dtype", "pass", "hidden", "DyT ran", "DyT / RMSNorm (per round)", "faster"], lines))
+
+
+def _faster(a: str, b: str, a_over_b: float) -> str:
+    """Which of a and b is faster given a's time over b's: a tie unless one is at least RULE_MARGIN faster."""
+    if a_over_b * (1 + RULE_MARGIN) <= 1:
+        return a
+    if a_over_b >= 1 + RULE_MARGIN:
+        return b
+    return f"tie (within {RULE_MARGIN:.0%})"
 
 
 def _pass_name(pass_: str) -> str:

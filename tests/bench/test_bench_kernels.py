@@ -177,6 +177,15 @@ def test_the_table_says_which_is_faster_dyt_or_rmsnorm_at_each_width_and_dtype()
     assert kernels.dyt_against_rms_table(rows[2:]) == ""  # no DyT measured: no table
 
 
+def test_a_ratio_within_the_margin_is_named_a_tie_not_a_winner():
+    """0.99x between rounds is noise: the table names a tie unless one is RULE_MARGIN (5%) faster."""
+    ratios = {0.99: "tie (within 5%)", 1.04: "tie (within 5%)", 0.95: "DyT", 0.94: "DyT", 1.05: "RMSNorm"}
+    table = kernels.dyt_against_rms_table([_default_row("dyt", 64 * (i + 1), "fwd+bwd", 1.0, ratio)
+                                           for i, ratio in enumerate(ratios)])
+    for i, (ratio, faster) in enumerate(ratios.items()):
+        assert f"| {64 * (i + 1)} | compiled | {ratio:.2f}x | {faster} |" in table
+
+
 def test_dyt_and_rmsnorm_defaults_are_timed_in_the_same_rounds():
     rows = kernels.measure_shape(8, 64, "fp32", torch.device("cpu"), kinds=("ln", "rms", "dyt", "derf"),
                                  impls=("native", "auto", "compiled"), repeats=2, min_loop_s=1e-5)
