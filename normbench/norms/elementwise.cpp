@@ -63,8 +63,8 @@ inline Vec<float> exp_minus_square(const Vec<float>& a, const Vec<float>& c, con
 //   |u| < 1:  u P(u^2)                   erf(u)/u is a smooth function of u^2
 //   |u| >= 1: 1 - exp(-u^2) R(|u| - 2.5)  R = erfc(u) exp(u^2) (Faddeeva's w(iu)), smooth, fitted on [1, 3.92]
 // erf rounds to 1 in float from 3.92 on (erfc(3.92) = 2.95e-8 < 2^-25), and so does the second form: there
-// exp(-u^2) R stays below 2^-25 (tests/norms/test_elementwise_cpu.py checks every float from 3.92 to 10.5;
-// past 10.5, c is 10.5 and exp(-c^2) is 0).
+// |exp(-u^2) R| stays below half an ulp of 1 (tests/norms/test_elementwise_cpu.py checks every float from 3.92
+// to 11; past 10.5, c is 10.5 and exp(-c^2) is 0).
 // P and R: near-minimax polynomials fitted by scripts/fit_erf.py (P's constant term as a pair of floats) (Lawson's iteration on dense grids, exact
 // values from mpmath). The sign is u's, -0 and NaN included; erf(+-inf) = +-1.
 inline Vec<float> erf_float(const Vec<float>& u, Vec<float>& e) {
