@@ -1,5 +1,6 @@
 #!/bin/bash
-# alternating: old (ef0b793, the code before) and new (0d96cc1) kernel bench, AVX-512 and AVX2 twice each
+# alternating: old (ef0b793, the code before) and new (/work/main: 0d96cc1; ab904d4 for first-round-ab904d4/, run
+# with OUT=/tmp/bench-erf) kernel bench, AVX-512 and AVX2 twice each
 . /work/venv/bin/activate
 OUT=${OUT:-/tmp/bench-erf2}; OLD=/work/wt/base-erf; NEW=/work/main; mkdir -p $OUT
 for tree in $OLD $NEW; do for cap in avx512 avx2; do  # builds first, outside the timed runs
