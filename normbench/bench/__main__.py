@@ -183,6 +183,8 @@ def _harness_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
                    help="instead: the most that training SEEDS seeds of a run as one batch could save (a step at "
                         "SEEDS x batch against SEEDS steps, interleaved; the default LSTM run and the Transformer "
                         "language model)")
+    p.add_argument("--muon", action="store_true",
+                   help="instead: normbench's Muon against torch.optim.Muon, in the derf_muon study's training step")
 
 
 def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -265,6 +267,7 @@ def _command(name: str, args: argparse.Namespace) -> str:
         for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every"),
                           ("--fold", "fold")):
             words += [flag, str(getattr(args, key))] if getattr(args, key, None) else []
+        words += ["--muon"] if getattr(args, "muon", False) else []
     elif name == "sweep" and args.profile:
         against = ["--against", str(args.against), "--rounds", str(args.rounds or 2)] if args.against else []
         words += ["--profile", *against]
@@ -300,6 +303,8 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
     elif name == "harness" and getattr(args, "fold", None):
         section = harness.fold_ceiling(seeds=args.fold, repeats=args.repeats, quick=args.quick, threads=threads,
                                        command=command)
+    elif name == "harness" and getattr(args, "muon", False):
+        section = harness.muon_kernels(repeats=args.repeats, quick=args.quick, threads=threads, command=command)
     elif name == "harness":
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)

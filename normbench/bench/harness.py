@@ -304,6 +304,56 @@ def fold_ceiling(*, seeds: int = FOLD_SEEDS, configs: dict[str, list[str]] | Non
     return Section("harness-fold", command, env, rows, markdown, ratios, {"seeds": seeds})
 
 
+MUON_CONFIG = ["model=transformer", "task=fortunes_lm", "task.length=32", "optim=muon", "optim.schedule=cosine",
+               "norm=rms", "steps=800"]  # sweeps/derf_muon.yaml's Muon arm, RMSNorm
+
+
+def muon_kernels(*, overrides: list[str] | None = None, repeats: int | None = None, quick: bool = False,
+                 threads: int | None = None, command: str = "") -> Section:
+    """normbench's Muon (training/muon.py: torch.optim.Muon's step, its Newton-Schulz iteration by float32
+    products rounded to bf16) against torch.optim.Muon itself: a bare training step of the derf_muon study's
+    Transformer with each, and the Muon half's step alone (the same gradients each time), all four timed
+    interleaved in one process. Same model, data and AdamW half on both sides."""
+    loops = {}
+    for side in ("torch", "normbench"):
+        node = compose_config([*(MUON_CONFIG if overrides is None else overrides), "optim=muon", "progress=false",
+                               *([f"threads={threads}"] if threads else [])])
+        cfg, task, model, device = prepare(node)
+        loop = BareLoop(cfg, task, model, device)
+        if side == "torch":
+            loop.optimizer.parts[0] = torch.optim.Muon(loop.optimizer.parts[0].param_groups)
+        loop.step()  # gradients for the Muon half's step alone
+        loops[side] = loop
+    candidates = {}
+    for side, loop in loops.items():
+        candidates[f"{side}: training step"] = loop.step
+        candidates[f"{side}: Muon's step"] = loop.optimizer.parts[0].step
+    timings = measure(candidates, repeats=repeats or (3 if quick else 15), warmup=3, timer=clock_for(device))
+    rows = [{"muon": side, "muon_class": type(loop.optimizer.parts[0]).__module__ + "." + type(loop.optimizer.parts[0]).__name__,
+             "step_ms": timings[f"{side}: training step"].median * 1e3,
+             "muon_step_ms": timings[f"{side}: Muon's step"].median * 1e3} for side, loop in loops.items()]
+    by = {row["muon"]: row for row in rows}
+    env = bench_environment(device)
+    ratios = [RatioLine(f"a training step with torch.optim.Muon / with normbench's", by["torch"]["step_ms"] / by["normbench"]["step_ms"],
+                        "normbench's Muon", command,
+                        note=f"{by['torch']['step_ms']:.2f} vs {by['normbench']['step_ms']:.2f} ms"),
+              RatioLine(f"Muon's step alone, torch.optim.Muon / normbench's", by["torch"]["muon_step_ms"] / by["normbench"]["muon_step_ms"],
+                        "normbench's Muon", command,
+                        note=f"{by['torch']['muon_step_ms']:.2f} vs {by['normbench']['muon_step_ms']:.2f} ms")]
+    table = markdown_table(["Muon", "ms a training step", "ms Muon's step alone"],
+                           [[r["muon_class"], f"{r['step_ms']:.2f}", f"{r['muon_step_ms']:.2f}"] for r in rows])
+    markdown = "\n\n".join([
+        f"## Muon's step: normbench's against torch.optim.Muon\n\n`{command}`\n\n{env['device']} "
+        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads, "
+        + "".join(f"{name}={value}, " for name, value in env["isa_limits"].items())
+        + f"load {env.get('load_average_1m', float('nan')):.2f} at start. A bare training step (forward, backward, clip, "
+        "Muon + AdamW) of the derf_muon study's Muon arm, and the Muon half's step alone, with each Muon, all timed "
+        "interleaved (medians). Both compute Muon's Newton-Schulz iteration in bf16 arithmetic: torch by bf16 "
+        "products (emulated where the CPU has no bf16 units), normbench by float32 products rounded to bf16.",
+        table, "\n".join(f"- {r}" for r in ratios)])
+    return Section("harness-muon", command, env, rows, markdown, ratios, {})
+
+
 if __name__ == "__main__":
     from normbench.bench import as_command
 

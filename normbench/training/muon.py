@@ -1,4 +1,4 @@
-"""``optim=muon``: torch.optim.Muon on the hidden weight matrices, AdamW on every other parameter.
+"""``optim=muon``: Muon (torch.optim.Muon's) on the hidden weight matrices, AdamW on every other parameter.
 
 Muon (Jordan et al. 2024; torch.optim.Muon) orthogonalizes the momentum of a 2-D weight by Newton-Schulz
 iterations, which has a meaning only for a matrix that maps hidden features to hidden features: the
@@ -8,6 +8,11 @@ setups. One learning rate drives both: Muon's update is rescaled to AdamW's RMS
 (``adjust_lr_fn="match_rms_adamw"``, Liu et al. 2025, "Muon is scalable for LLM training"), so the lr a
 sweep varies means the same step size to both halves, and the weight decay is decoupled in both.
 
+On a CPU, Muon's Newton-Schulz iteration is ``orthogonalize`` below: torch.optim.Muon's bf16 arithmetic (every
+operation's result rounded to bfloat16) computed by float32 products, one batched product per shape. A CPU
+without bf16 matrix units (AVX2, AVX-512 without BF16: the AMD EPYC the example ran on) emulates bf16 products
+slowly; there torch's iteration took about 36 ms of a 56 ms training step of the 2-layer Transformer.
+
 The pair is one optimizer to the trainer: ``param_groups`` (the schedule sets each group's lr),
 ``step``, ``zero_grad``, and a ``state_dict`` in torch.optim's own form (groups and per-parameter state
 numbered over both halves, Muon's first), so checkpoints and resume treat it as any other.
@@ -15,8 +20,11 @@ numbered over both halves, Muon's first), so checkpoints and resume treat it as 
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
+
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from normbench.norms import norm_parameters
 
@@ -31,6 +39,80 @@ def muon_parameters(model: nn.Module) -> set[int]:
             if p.dim() == 2 and name.startswith("backbone.") and name != "backbone.pos" and id(p) not in norms}
 
 
+def _in_bf16(x: Tensor) -> Tensor:
+    """``x`` rounded to bfloat16, held in float32: a bf16 operation's result, where float32 products are fast."""
+    return x.to(torch.bfloat16).to(torch.float32)
+
+
+def orthogonalize(matrices: list[Tensor], coefficients: tuple[float, float, float], steps: int,
+                  eps: float) -> list[Tensor]:
+    """torch.optim.Muon's Newton-Schulz iteration of each matrix (Jordan et al. 2024: X = G / ||G||_F on the wide
+    side, then ``steps`` times X <- aX + (bA + cA^2)X with A = XX^T), in its bf16 arithmetic: the input and every
+    operation's result rounded to bfloat16, each computed in float32 first, as bf16 products accumulate. The
+    matrices of one shape are iterated together, one batched product each. Returns float32 matrices holding bf16
+    values, in ``matrices``' order. torch's own bf16 products round differently on each CPU (AVX2, AVX-512, AMX
+    builds of oneDNN disagree in about a fifth of the entries, by up to 2^-8 here); this is one more such kernel
+    (tests/training/test_muon.py bounds its distance to torch's)."""
+    a, b, c = coefficients
+    out: list[Tensor] = [torch.empty(0)] * len(matrices)
+    by_shape: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    for i, matrix in enumerate(matrices):
+        by_shape[tuple(matrix.shape)].append(i)
+    for (rows, cols), where in by_shape.items():
+        x = _in_bf16(torch.stack([matrices[i] for i in where]))
+        if rows > cols:  # iterate on the wide side, where the Gram matrix is the smaller one
+            x = x.mT
+        norm = _in_bf16(torch.linalg.vector_norm(x, dim=(1, 2), keepdim=True))
+        x = _in_bf16(x / _in_bf16(norm.clamp(min=eps)))
+        for _ in range(steps):
+            gram = _in_bf16(x @ x.mT)
+            polynomial = _in_bf16(torch.baddbmm(gram, gram, gram, beta=b, alpha=c))
+            x = _in_bf16(torch.baddbmm(x, polynomial, x, beta=a))
+        if rows > cols:
+            x = x.mT
+        for k, i in enumerate(where):
+            out[i] = x[k]
+    return out
+
+
+def adjusted_lr(lr: float, adjust_lr_fn: str | None, shape: torch.Size) -> float:
+    """torch.optim.Muon's per-matrix lr: ``match_rms_adamw`` scales to AdamW's update RMS (0.2 sqrt(max(A, B)),
+    Liu et al. 2025), ``original`` (or None) by sqrt(max(1, A / B)) (Jordan et al.)."""
+    rows, cols = shape[:2]
+    if adjust_lr_fn == "match_rms_adamw":
+        return lr * 0.2 * math.sqrt(max(rows, cols))
+    return lr * math.sqrt(max(1.0, rows / cols))
+
+
+class Muon(torch.optim.Muon):
+    """torch.optim.Muon, its step on a CPU written out with ``orthogonalize`` in place of torch's iteration: the
+    same momentum, Nesterov update, lr adjustment, decoupled decay and state (``momentum_buffer``), so its
+    state_dict is torch's. On other devices, torch's own step (bf16 products are native there)."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        if any(p.device.type != "cpu" for group in self.param_groups for p in group["params"]):
+            return super().step(closure)
+        loss = None if closure is None else torch.enable_grad()(closure)()
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            momentum, updates = group["momentum"], []
+            for p in params:
+                if p.grad.is_sparse or torch.is_complex(p):
+                    raise RuntimeError("Muon supports dense real gradients only")
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = torch.zeros_like(p.grad, memory_format=torch.preserve_format)
+                buffer = state["momentum_buffer"]
+                buffer.lerp_(p.grad, 1 - momentum)
+                updates.append(p.grad.lerp(buffer, momentum) if group["nesterov"] else buffer)
+            orthogonal = orthogonalize(updates, group["ns_coefficients"], group["ns_steps"], group["eps"])
+            for p, update in zip(params, orthogonal):
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+                p.add_(update, alpha=-adjusted_lr(group["lr"], group["adjust_lr_fn"], p.shape))
+        return loss
+
+
 class MuonAdamW:
     """Muon on ``muon_groups``, AdamW on ``adamw_groups`` (each a list of torch.optim param-group dicts)."""
 
@@ -42,7 +124,7 @@ class MuonAdamW:
             group[ALGORITHM] = "adamw"
         self.parts = []
         if muon_groups:
-            self.parts.append(torch.optim.Muon(muon_groups, lr=lr, momentum=momentum, nesterov=True,
+            self.parts.append(Muon(muon_groups, lr=lr, momentum=momentum, nesterov=True,
                                                adjust_lr_fn="match_rms_adamw"))
         if adamw_groups:
             self.parts.append(torch.optim.AdamW(adamw_groups, lr=lr, betas=betas))

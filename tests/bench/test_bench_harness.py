@@ -84,3 +84,19 @@ def test_the_fold_ceiling_times_one_step_of_seeds_x_batch_against_one_of_batch(m
     assert widths == [row["batch_size"], 3 * row["batch_size"]]  # the stacked step sees the seeds' examples
     assert row["ceiling"] == pytest.approx(3 * row["step_ms"] / row["stacked_step_ms"])
     assert section.ratios[0].target == ">= 3" and "3 x" in section.ratios[0].note and "ceiling" in section.markdown
+
+
+def test_muon_kernels_times_torchs_muon_against_normbenchs_on_one_model():
+    """Both sides train the same tiny Transformer; only the Muon half differs, torch's class on one side: the
+    ratios are torch's time over normbench's, for the training step and the Muon step alone."""
+    from tests.conftest import TINY, TINY_TASK
+
+    overrides = [*TINY_TASK, *(o for o in TINY if not o.startswith("threads")), "model=transformer"]
+    section = harness.muon_kernels(overrides=overrides, repeats=2, quick=True, threads=1, command="cmd")
+    rows = {row["muon"]: row for row in section.rows}
+    assert rows["torch"]["muon_class"] == "torch.optim.Muon"  # (the module torch names it under)
+    assert rows["normbench"]["muon_class"] == "normbench.training.muon.Muon"
+    step, alone = section.ratios
+    assert step.value == pytest.approx(rows["torch"]["step_ms"] / rows["normbench"]["step_ms"])
+    assert alone.value == pytest.approx(rows["torch"]["muon_step_ms"] / rows["normbench"]["muon_step_ms"])
+    assert "derf_muon" in section.markdown and section.name == "harness-muon"
