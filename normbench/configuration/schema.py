@@ -43,7 +43,7 @@ DROPOUT_AT = ("before_norm", "after_norm")
 # block (Saxe et al. 2014; Cooijmans et al. 2016 initialize W_h so, and their gradient-flow figure is measured there)
 RECURRENT_INITS = ("uniform", "orthogonal")
 DTYPES = ("fp32", "bf16", "fp16", "bf16_pure", "fp16_pure")  # normbench/training/precision.py says what each means
-OPTIMIZERS = ("adamw", "sgd", "muon")  # muon: torch.optim.Muon on hidden matrices, AdamW on the rest
+OPTIMIZERS = ("adamw", "sgd", "muon")  # muon: torch.optim.Muon's step on hidden matrices, AdamW on the rest
 ROLES = ("single", "selection", "evaluation")  # a tuned study's stages (normbench/studies/tune.py)
 SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")

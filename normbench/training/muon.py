@@ -8,10 +8,10 @@ setups. One learning rate drives both: Muon's update is rescaled to AdamW's RMS
 (``adjust_lr_fn="match_rms_adamw"``, Liu et al. 2025, "Muon is scalable for LLM training"), so the lr a
 sweep varies means the same step size to both halves, and the weight decay is decoupled in both.
 
-On a CPU, Muon's Newton-Schulz iteration is ``orthogonalize`` below: torch.optim.Muon's bf16 arithmetic (every
-operation's result rounded to bfloat16) computed by float32 products, one batched product per shape. A CPU
-without bf16 matrix units (AVX2, AVX-512 without BF16: the AMD EPYC the example ran on) emulates bf16 products
-slowly; there torch's iteration took about 36 ms of a 56 ms training step of the 2-layer Transformer.
+Muon's Newton-Schulz iteration is ``orthogonalize`` below: torch.optim.Muon's bf16 arithmetic (every operation's
+result rounded to bfloat16), on a CPU computed by float32 products, one batched product per shape. A CPU without
+bf16 matrix units (AVX2, or AVX-512 without BF16) computes torch's bf16 products slowly: on the AMD EPYC the
+example ran on, a Muon step of the 2-layer Transformer took 38 ms more than an AdamW one (medians, 57 against 19).
 
 The pair is one optimizer to the trainer: ``param_groups`` (the schedule sets each group's lr),
 ``step``, ``zero_grad``, and a ``state_dict`` in torch.optim's own form (groups and per-parameter state
@@ -39,35 +39,37 @@ def muon_parameters(model: nn.Module) -> set[int]:
             if p.dim() == 2 and name.startswith("backbone.") and name != "backbone.pos" and id(p) not in norms}
 
 
-def _in_bf16(x: Tensor) -> Tensor:
-    """``x`` rounded to bfloat16, held in float32: a bf16 operation's result, where float32 products are fast."""
-    return x.to(torch.bfloat16).to(torch.float32)
+def _in_bf16(x: Tensor, work: torch.dtype) -> Tensor:
+    """``x`` rounded to bfloat16, held in ``work``: a bf16 operation's result, kept where ``work``'s products are fast."""
+    return x.to(torch.bfloat16).to(work)
 
 
 def orthogonalize(matrices: list[Tensor], coefficients: tuple[float, float, float], steps: int,
                   eps: float) -> list[Tensor]:
     """torch.optim.Muon's Newton-Schulz iteration of each matrix (Jordan et al. 2024: X = G / ||G||_F on the wide
     side, then ``steps`` times X <- aX + (bA + cA^2)X with A = XX^T), in its bf16 arithmetic: the input and every
-    operation's result rounded to bfloat16, each computed in float32 first, as bf16 products accumulate. The
-    matrices of one shape are iterated together, one batched product each. Returns float32 matrices holding bf16
-    values, in ``matrices``' order. torch's own bf16 products round differently on each CPU (AVX2, AVX-512, AMX
-    builds of oneDNN disagree in about a fifth of the entries, by up to 2^-8 here); this is one more such kernel
-    (tests/training/test_muon.py bounds its distance to torch's)."""
+    operation's result rounded to bfloat16. On a CPU each operation is computed in float32 and then rounded (bf16
+    products accumulate in float32 too); elsewhere in bfloat16 itself, as torch does. The matrices of one shape
+    are iterated together, one batched product each. Returns matrices holding bf16 values (float32 on a CPU), in
+    ``matrices``' order and shapes. torch's own bf16 products round differently on each CPU (its AMX, AVX-512 and
+    AVX2 kernels disagree in 14-30% of the entries, by up to 0.006, at the Transformer's shapes); this is one more
+    such kernel (tests/training/test_muon.py bounds its distance to torch's and to bf16 arithmetic)."""
     a, b, c = coefficients
     out: list[Tensor] = [torch.empty(0)] * len(matrices)
-    by_shape: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    by_shape: dict[tuple, list[int]] = defaultdict(list)
     for i, matrix in enumerate(matrices):
-        by_shape[tuple(matrix.shape)].append(i)
-    for (rows, cols), where in by_shape.items():
-        x = _in_bf16(torch.stack([matrices[i] for i in where]))
+        by_shape[(tuple(matrix.shape), matrix.device)].append(i)
+    for ((rows, cols), device), where in by_shape.items():
+        work = torch.float32 if device.type == "cpu" else torch.bfloat16
+        x = _in_bf16(torch.stack([matrices[i] for i in where]), work)
         if rows > cols:  # iterate on the wide side, where the Gram matrix is the smaller one
             x = x.mT
-        norm = _in_bf16(torch.linalg.vector_norm(x, dim=(1, 2), keepdim=True))
-        x = _in_bf16(x / _in_bf16(norm.clamp(min=eps)))
+        norm = _in_bf16(torch.linalg.vector_norm(x, dim=(1, 2), keepdim=True), work)
+        x = _in_bf16(x / _in_bf16(norm.clamp(min=eps), work), work)
         for _ in range(steps):
-            gram = _in_bf16(x @ x.mT)
-            polynomial = _in_bf16(torch.baddbmm(gram, gram, gram, beta=b, alpha=c))
-            x = _in_bf16(torch.baddbmm(x, polynomial, x, beta=a))
+            gram = _in_bf16(x @ x.mT, work)
+            polynomial = _in_bf16(torch.baddbmm(gram, gram, gram, beta=b, alpha=c), work)
+            x = _in_bf16(torch.baddbmm(x, polynomial, x, beta=a), work)
         if rows > cols:
             x = x.mT
         for k, i in enumerate(where):
@@ -77,29 +79,35 @@ def orthogonalize(matrices: list[Tensor], coefficients: tuple[float, float, floa
 
 def adjusted_lr(lr: float, adjust_lr_fn: str | None, shape: torch.Size) -> float:
     """torch.optim.Muon's per-matrix lr: ``match_rms_adamw`` scales to AdamW's update RMS (0.2 sqrt(max(A, B)),
-    Liu et al. 2025), ``original`` (or None) by sqrt(max(1, A / B)) (Jordan et al.)."""
+    Liu et al. 2025), ``original`` (or None) by sqrt(max(1, A / B)) (Jordan et al.), any other name by 1."""
     rows, cols = shape[:2]
+    if adjust_lr_fn is None or adjust_lr_fn == "original":
+        return lr * math.sqrt(max(1.0, rows / cols))
     if adjust_lr_fn == "match_rms_adamw":
         return lr * 0.2 * math.sqrt(max(rows, cols))
-    return lr * math.sqrt(max(1.0, rows / cols))
+    return lr
 
 
 class Muon(torch.optim.Muon):
-    """torch.optim.Muon, its step on a CPU written out with ``orthogonalize`` in place of torch's iteration: the
-    same momentum, Nesterov update, lr adjustment, decoupled decay and state (``momentum_buffer``), so its
-    state_dict is torch's. On other devices, torch's own step (bf16 products are native there)."""
+    """torch.optim.Muon's step written out with ``orthogonalize`` in place of torch's iteration: the same momentum,
+    Nesterov update, lr adjustment, decoupled decay and state (``momentum_buffer``), so its state_dict is torch's
+    and either resumes the other's. One deliberate difference: with bf16 parameters and ``nesterov=False``, torch's
+    iteration divides the momentum buffer itself in place (``grad.bfloat16()`` is the buffer then), every step;
+    here the buffer is only ever the momentum (no normbench run has bf16 parameters: the master weights are float32)."""
 
     @torch.no_grad()
     def step(self, closure=None):
-        if any(p.device.type != "cpu" for group in self.param_groups for p in group["params"]):
-            return super().step(closure)
         loss = None if closure is None else torch.enable_grad()(closure)()
         for group in self.param_groups:
+            if group["ns_steps"] >= 100 or len(group["ns_coefficients"]) != 3:
+                raise ValueError("Muon needs fewer than 100 Newton-Schulz steps and 3 coefficients, got "
+                                 f"{group['ns_steps']} and {group['ns_coefficients']}")
             params = [p for p in group["params"] if p.grad is not None]
             momentum, updates = group["momentum"], []
             for p in params:
-                if p.grad.is_sparse or torch.is_complex(p):
-                    raise RuntimeError("Muon supports dense real gradients only")
+                if p.grad.is_sparse or torch.is_complex(p) or p.grad.ndim != 2:
+                    raise RuntimeError(f"Muon steps dense real 2-D matrices only, got a {tuple(p.grad.shape)} "
+                                       f"{'sparse ' if p.grad.is_sparse else ''}{p.grad.dtype} gradient")
                 state = self.state[p]
                 if "momentum_buffer" not in state:
                     state["momentum_buffer"] = torch.zeros_like(p.grad, memory_format=torch.preserve_format)
