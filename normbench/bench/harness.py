@@ -329,15 +329,16 @@ def muon_kernels(*, overrides: list[str] | None = None, repeats: int | None = No
         candidates[f"{side}: training step"] = loop.step
         candidates[f"{side}: Muon's step"] = loop.optimizer.parts[0].step
     timings = measure(candidates, repeats=repeats or (3 if quick else 15), warmup=3, timer=clock_for(device))
-    rows = [{"muon": side, "muon_class": type(loop.optimizer.parts[0]).__module__ + "." + type(loop.optimizer.parts[0]).__name__,
+    classes = {side: type(loop.optimizer.parts[0]) for side, loop in loops.items()}
+    rows = [{"muon": side, "muon_class": f"{classes[side].__module__}.{classes[side].__name__}",
              "step_ms": timings[f"{side}: training step"].median * 1e3,
              "muon_step_ms": timings[f"{side}: Muon's step"].median * 1e3} for side, loop in loops.items()]
     by = {row["muon"]: row for row in rows}
     env = bench_environment(device)
-    ratios = [RatioLine(f"a training step with torch.optim.Muon / with normbench's", by["torch"]["step_ms"] / by["normbench"]["step_ms"],
+    ratios = [RatioLine("a training step with torch.optim.Muon / with normbench's", by["torch"]["step_ms"] / by["normbench"]["step_ms"],
                         "normbench's Muon", command,
                         note=f"{by['torch']['step_ms']:.2f} vs {by['normbench']['step_ms']:.2f} ms"),
-              RatioLine(f"Muon's step alone, torch.optim.Muon / normbench's", by["torch"]["muon_step_ms"] / by["normbench"]["muon_step_ms"],
+              RatioLine("Muon's step alone, torch.optim.Muon / normbench's", by["torch"]["muon_step_ms"] / by["normbench"]["muon_step_ms"],
                         "normbench's Muon", command,
                         note=f"{by['torch']['muon_step_ms']:.2f} vs {by['normbench']['muon_step_ms']:.2f} ms")]
     table = markdown_table(["Muon", "ms a training step", "ms Muon's step alone"],
@@ -349,7 +350,7 @@ def muon_kernels(*, overrides: list[str] | None = None, repeats: int | None = No
         + f"load {env.get('load_average_1m', float('nan')):.2f} at start. A bare training step (forward, backward, clip, "
         "Muon + AdamW) of the derf_muon study's Muon arm, and the Muon half's step alone, with each Muon, all timed "
         "interleaved (medians). Both compute Muon's Newton-Schulz iteration in bf16 arithmetic: torch by bf16 "
-        "products (emulated where the CPU has no bf16 units), normbench by float32 products rounded to bf16.",
+        "products (slow on a CPU without bf16 units), normbench by float32 products rounded to bf16.",
         table, "\n".join(f"- {r}" for r in ratios)])
     return Section("harness-muon", command, env, rows, markdown, ratios, {})
 
