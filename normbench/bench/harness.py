@@ -328,13 +328,13 @@ def muon_kernels(*, overrides: list[str] | None = None, repeats: int | None = No
     for side, loop in loops.items():
         candidates[f"{side}: training step"] = loop.step
         candidates[f"{side}: Muon's step"] = loop.optimizer.parts[0].step
+    env = bench_environment(device)  # before the timing: its load is the load at start
     timings = measure(candidates, repeats=repeats or (3 if quick else 15), warmup=3, timer=clock_for(device))
     classes = {side: type(loop.optimizer.parts[0]) for side, loop in loops.items()}
     rows = [{"muon": side, "muon_class": f"{classes[side].__module__}.{classes[side].__name__}",
              "step_ms": timings[f"{side}: training step"].median * 1e3,
              "muon_step_ms": timings[f"{side}: Muon's step"].median * 1e3} for side, loop in loops.items()]
     by = {row["muon"]: row for row in rows}
-    env = bench_environment(device)
     ratios = [RatioLine("a training step with torch.optim.Muon / with normbench's", by["torch"]["step_ms"] / by["normbench"]["step_ms"],
                         "normbench's Muon", command,
                         note=f"{by['torch']['step_ms']:.2f} vs {by['normbench']['step_ms']:.2f} ms"),

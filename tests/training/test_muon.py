@@ -154,6 +154,18 @@ def test_the_cpu_step_is_torchs_step_once_torchs_iteration_is_put_back(monkeypat
         assert torch.equal(a, b)
         assert torch.equal(optimizers[0].state[a]["momentum_buffer"], optimizers[1].state[b]["momentum_buffer"])
     assert optimizers[0].state_dict()["state"].keys() == optimizers[1].state_dict()["state"].keys()
+    # either resumes the other's state: swapped, one more step of each stays bit for bit the same
+    swapped = [Muon(optimizers[1].param_groups), torch.optim.Muon(optimizers[0].param_groups)]
+    swapped[0].load_state_dict(optimizers[1].state_dict())
+    swapped[1].load_state_dict(optimizers[0].state_dict())
+    for loaded, saved, ps in ((swapped[0], optimizers[1], theirs), (swapped[1], optimizers[0], ours)):
+        assert all(torch.equal(loaded.state[p]["momentum_buffer"], saved.state[p]["momentum_buffer"]) for p in ps)
+    for a, b in zip(ours, theirs):
+        a.grad = torch.randn_like(a)
+        b.grad = a.grad.clone()
+    for optimizer in swapped:
+        optimizer.step()
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
 
 
 def bf16_iteration(matrix, steps=5, eps=1e-7, every_operation=True, input_rounded=True):
@@ -181,12 +193,13 @@ def distance(x, reference):
 
 
 def test_the_iteration_is_bf16_arithmetic_and_torchs_within_its_own_variation():
-    """Each output holds bf16 values, in its input's order and shape (two shapes met twice, interleaved). Against
-    bf16 arithmetic written out here (float64 products, every result rounded), within 1% (Frobenius) on Gaussian
-    and on low-rank inputs (measured: at most 0.5%); the iteration in full precision rounded once, or an unrounded
-    input, is 20-46% off on the low-rank ones, and one step fewer 30% on any. Against torch's own bf16 iteration,
-    within 2% at the Transformer's shapes (measured: at most 0.4%; torch's AMX, AVX-512 and AVX2 products differ
-    from each other by up to 0.9% on real Muon updates)."""
+    """Each output holds bf16 values, in its input's order and shape (one shape met twice, interleaved). Against
+    bf16 arithmetic written out here (float64 products, every result rounded), within 2% (Frobenius) on Gaussian
+    and on low-rank inputs (measured on the Xeon: at most 0.43% and 0.95%); the iteration in full precision
+    rounded once, or an unrounded input, is 27-46% off on the first four low-rank ones (asserted: > 20%), and one
+    step fewer at least 32% on the Gaussian ones. Against torch's own bf16 iteration, within 2% at the
+    Transformer's shapes (measured: at most 0.4%; torch's AMX, AVX-512 and AVX2 products differed from each other
+    by up to 0.9% on real Muon updates in a reviewer's check)."""
     iteration = torchs_iteration()
     torch.manual_seed(1)
     shapes = [(192, 64), (64, 64), (64, 256), (256, 64), (64, 64), (24, 8)]
@@ -196,7 +209,7 @@ def test_the_iteration_is_bf16_arithmetic_and_torchs_within_its_own_variation():
         for matrix, mine in zip(matrices, orthogonalize(matrices, NS, 5, 1e-7)):
             assert mine.shape == matrix.shape and mine.dtype == torch.float32
             assert torch.equal(mine, mine.bfloat16().float())
-            assert distance(mine, bf16_iteration(matrix)) < 0.01
+            assert distance(mine, bf16_iteration(matrix)) < 0.02
     for matrix, mine in zip(gaussian, orthogonalize(gaussian, NS, 5, 1e-7)):
         assert distance(mine, iteration(matrix, NS, 5, 1e-7).float()) < 0.02
     for matrix in ranked[:4]:  # the test tells bf16 arithmetic from its neighbours
