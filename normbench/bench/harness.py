@@ -304,8 +304,8 @@ def fold_ceiling(*, seeds: int = FOLD_SEEDS, configs: dict[str, list[str]] | Non
     return Section("harness-fold", command, env, rows, markdown, ratios, {"seeds": seeds})
 
 
-MUON_CONFIG = ["model=transformer", "task=fortunes_lm", "task.length=32", "optim=muon", "optim.schedule=cosine",
-               "norm=rms", "steps=800"]  # sweeps/derf_muon.yaml's Muon arm, RMSNorm
+MUON_CONFIG = ["model=transformer", "task=fortunes_lm", "task.length=32", "optim.schedule=cosine", "norm=rms",
+               "steps=800"]  # sweeps/derf_muon.yaml's Muon arm (muon_kernels adds optim=muon), RMSNorm
 
 
 def muon_kernels(*, overrides: list[str] | None = None, repeats: int | None = None, quick: bool = False,
@@ -333,7 +333,7 @@ def muon_kernels(*, overrides: list[str] | None = None, repeats: int | None = No
     classes = {side: type(loop.optimizer.parts[0]) for side, loop in loops.items()}
     rows = [{"muon": side, "muon_class": f"{classes[side].__module__}.{classes[side].__name__}",
              "step_ms": timings[f"{side}: training step"].median * 1e3,
-             "muon_step_ms": timings[f"{side}: Muon's step"].median * 1e3} for side, loop in loops.items()]
+             "muon_step_ms": timings[f"{side}: Muon's step"].median * 1e3} for side in loops]
     by = {row["muon"]: row for row in rows}
     ratios = [RatioLine("a training step with torch.optim.Muon / with normbench's", by["torch"]["step_ms"] / by["normbench"]["step_ms"],
                         "normbench's Muon", command,

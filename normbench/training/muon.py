@@ -53,7 +53,8 @@ def orthogonalize(matrices: list[Tensor], coefficients: tuple[float, float, floa
     are iterated together, one batched product each. Returns matrices holding bf16 values (float32 on a CPU), in
     ``matrices``' order and shapes. torch's own bf16 products round differently on each CPU (its AMX, AVX-512 and
     AVX2 kernels disagreed in 14-30% of the entries, by up to 0.006, on Gaussian matrices of the Transformer's
-    shapes, in a check of 2026-12-06 that is not committed); this is one more such kernel (tests/training/test_muon.py bounds its distance to torch's and to bf16 arithmetic)."""
+    shapes, in a check of 2026-12-06 that is not committed); this is one more such kernel (tests/training/test_muon.py
+    bounds its distance to torch's and to bf16 arithmetic)."""
     a, b, c = coefficients
     out: list[Tensor] = [torch.empty(0)] * len(matrices)
     by_shape: dict[tuple, list[int]] = defaultdict(list)
@@ -133,7 +134,7 @@ class MuonAdamW:
         self.parts = []
         if muon_groups:
             self.parts.append(Muon(muon_groups, lr=lr, momentum=momentum, nesterov=True,
-                                               adjust_lr_fn="match_rms_adamw"))
+                                   adjust_lr_fn="match_rms_adamw"))
         if adamw_groups:
             self.parts.append(torch.optim.AdamW(adamw_groups, lr=lr, betas=betas))
 
