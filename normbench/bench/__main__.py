@@ -36,7 +36,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
-from normbench.bench.section import OtherLoad, Section, bench_files, finite_json, section_files
+from normbench.bench.section import OtherLoad, Section, bench_files, condition_line, finite_json, section_files
 from normbench.bench.timing import CLOCKS
 from normbench.checks import OneLineParser, given_path, out_folder_problem, runs_folder
 from normbench.configuration.config import command_line_code, command_line_place
@@ -317,6 +317,7 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
     section.extra["elapsed_s"] = time.perf_counter() - started
     section.environment["other_processes_cpu_share"] = others.fraction()
     section.environment.update(condition.finish())  # load_1m and cpu_pressure at start and end
+    section.markdown += "\n\n" + condition_line(section.environment)
     print(section.markdown, flush=True)
     if args.out is not None:
         written = section.write(args.out)

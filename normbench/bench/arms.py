@@ -31,7 +31,14 @@ from omegaconf import OmegaConf
 
 from normbench.analysis import aggregate
 from normbench.analysis.speed import LEVEL, log_ratio_interval
-from normbench.bench.section import OtherLoad, bench_environment, bench_files, finite_json, markdown_table
+from normbench.bench.section import (
+    OtherLoad,
+    bench_environment,
+    bench_files,
+    condition_line,
+    finite_json,
+    markdown_table,
+)
 from normbench.bench.timing import Timing, clock_for, measure
 from normbench.records.reading import find_records
 from normbench.records.record import interpolation_in, now_iso
@@ -194,18 +201,13 @@ def rows_of(arms: list[Arm], timings: dict[str, Timing], chosen: dict[tuple, Arm
 
 def render(result: dict) -> str:
     env = result["environment"]
-    pressure = env.get("cpu_pressure") or {}
-    load = env.get("load_1m") or {}
 
     def num(value, digits=2):
         return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.{digits}f}"
 
     lines = [f"# Paired timing of the arms\n\n`{result['command']}`\n",
              f"{env['device']} ({env['device_name']}), torch {env['torch']}, {result['threads']} threads, "
-             f"{env.get('cpu_count')} cores; load {num(load.get('start'))} -> {num(load.get('end'))}, CPU pressure "
-             f"(PSI some avg10) {num(pressure.get('start'), 1)}% -> {num(pressure.get('end'), 1)}%, over the timing "
-             f"{num(pressure.get('over_span'), 1)}%; other processes used "
-             f"{num((env.get('other_processes_cpu_share') or math.nan) * 100, 0)}% of the CPUs. "
+             f"{env.get('cpu_count')} cores. {condition_line(env)} "
              f"{result['rounds']} rounds of {result['steps_per_round']} steps of every arm, interleaved in a "
              f"shuffled order, after {result['warmup']} untimed steps of each. Ratio: median of the per-round "
              f"ratios to the reference arm, {LEVEL:.0%} sign-test (order-statistic) interval over rounds."]

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import math
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -524,7 +523,7 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
         f"## Recurrent cell: in-cell norm vs {fused_name}, {s['family']} b{s['batch']} T{s['length']} "
         f"in{s['input_size']} h{s['hidden']}, torch CPU capability {s['cpu_capability']}\n\n`{command}`\n\n"
         f"{env['device']} ({env['device_name']}), "
-        f"torch {env['torch']}, {env['threads']} threads, load {env.get('load_average_1m', math.nan):.2f} at start. "
+        f"torch {env['torch']}, {env['threads']} threads. "
         "One training step each (forward, MSE on the last output, backward, AdamW), interleaved, timed by "
         + ("the process's CPU time" if facts.get("clock") == "cpu" else "the wall clock")
         + "; ratios are medians of per-round ratios.",

@@ -242,8 +242,8 @@ def summarize(rows: list[dict], costs: dict, probe_every: int, overrides: list[s
          for r in rows])
     markdown = "\n\n".join([
         f"## Harness overhead: normbench's training step vs a bare loop\n\n`{command}`\n\n{env['device']} "
-        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads, load "
-        f"{env.get('load_average_1m', float('nan')):.2f} at start. Config: default run with "
+        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads. "
+        f"Config: default run with "
         f"`{' '.join(overrides)}`. Harness time = wall time of the training loop inside `Trainer.fit`, "
         "probes and logging included, less the bare steps run in lockstep with it.", table,
         f"Median ratio {ratio:.3f} (target <= {OVERHEAD_TARGET}). One probe costs {probe_ms:.2f} ms "
@@ -296,8 +296,8 @@ def fold_ceiling(*, seeds: int = FOLD_SEEDS, configs: dict[str, list[str]] | Non
                              f"{r['ceiling']:.2f}x"] for r in rows])
     markdown = "\n\n".join([
         f"## Seeds trained together: the ceiling of batched products\n\n`{command}`\n\n{env['device']} "
-        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads, load "
-        f"{env.get('load_average_1m', float('nan')):.2f} at start. A bare training step (forward, backward, clip, "
+        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads. "
+        f"A bare training step (forward, backward, clip, "
         f"AdamW) at the config's batch and at {seeds} times it, timed interleaved; the ceiling is {seeds} steps "
         "alone over one stacked step, the most stacking the seeds along the batch could gain before its own costs.",
         table, "\n".join(f"- {r}" for r in ratios)])
@@ -328,7 +328,7 @@ def muon_kernels(*, overrides: list[str] | None = None, repeats: int | None = No
     for side, loop in loops.items():
         candidates[f"{side}: training step"] = loop.step
         candidates[f"{side}: Muon's step"] = loop.optimizer.parts[0].step
-    env = bench_environment(device)  # before the timing: its load is the load at start
+    env = bench_environment(device)
     timings = measure(candidates, repeats=repeats or (3 if quick else 15), warmup=3, timer=clock_for(device))
     classes = {side: type(loop.optimizer.parts[0]) for side, loop in loops.items()}
     rows = [{"muon": side, "muon_class": f"{classes[side].__module__}.{classes[side].__name__}",
@@ -345,9 +345,9 @@ def muon_kernels(*, overrides: list[str] | None = None, repeats: int | None = No
                            [[r["muon_class"], f"{r['step_ms']:.2f}", f"{r['muon_step_ms']:.2f}"] for r in rows])
     markdown = "\n\n".join([
         f"## Muon's step: normbench's against torch.optim.Muon\n\n`{command}`\n\n{env['device']} "
-        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads, "
-        + "".join(f"{name}={value}, " for name, value in env["isa_limits"].items())
-        + f"load {env.get('load_average_1m', float('nan')):.2f} at start. A bare training step (forward, backward, clip, "
+        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads"
+        + "".join(f", {name}={value}" for name, value in env["isa_limits"].items())
+        + ". A bare training step (forward, backward, clip, "
         "Muon + AdamW) of the derf_muon study's Muon arm, and the Muon half's step alone, with each Muon, all timed "
         "interleaved (medians). Both compute Muon's Newton-Schulz iteration in bf16 arithmetic: torch by bf16 "
         "products (slow on a CPU without bf16 units), normbench by float32 products rounded to bf16.",

@@ -587,7 +587,7 @@ def targets_block(targets: list[RatioLine]) -> str:
 def render_markdown(rows, headline_rows, rule, environment, command, not_measured, targets=()) -> str:
     env = environment
     text = [f"## Norm kernels\n\n`{command}`\n\n{env['device']} ({env['device_name']}), torch {env['torch']}, "
-            f"{env['threads']} threads, load {env.get('load_average_1m', float('nan')):.2f} at start, "
+            f"{env['threads']} threads, "
             f"allocator: {env.get('allocator', 'default')}. Bytes: forward 2, forward+backward 5, copy (`y.copy_(x)`) 2 x numel x elem_size. The copy is timed "
             "in the same rounds at the same size; fraction of copy is the per-round ratio's median."]
     if headline_rows:

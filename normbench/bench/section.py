@@ -45,17 +45,30 @@ def section_files(name: str, figures: tuple[str, ...] = ()) -> tuple[str, ...]:
 
 def bench_environment(device: torch.device | str) -> dict:
     """normbench's run environment plus what decides a timing: threads, cores, the CPU capability
-    torch dispatches for (ATEN_CPU_CAPABILITY lowers it), the other ISA limits set, load and CPU
-    pressure (PSI avg10, %; None without /proc/pressure/cpu) when measured."""
+    torch dispatches for (ATEN_CPU_CAPABILITY lowers it), the other ISA limits set. The load and CPU pressure
+    are the bench CLI's (``condition_line``): read here, whenever a section calls this, they would be no
+    one moment's."""
     device = torch.device(device)
     env = environment(device)
     env.update(interop_threads=torch.get_num_interop_threads(), cpu_count=os.cpu_count(),
                machine=platform.machine(), cpu_capability=torch.backends.cpu.get_cpu_capability(),
                isa_limits={name: os.environ[name] for name in ISA_LIMITS if name in os.environ})
-    if hasattr(os, "getloadavg"):
-        env["load_average_1m"] = os.getloadavg()[0]
-    env["cpu_pressure"] = {"start": machine.cpu_pressure()}  # the bench CLI adds the end (machine.Condition)
     return env
+
+
+def condition_line(environment: dict) -> str:
+    """The machine's condition over a benchmark's whole timing, as measured around it (machine.Condition,
+    OtherLoad): the 1-minute load and CPU pressure at its start and end, the pressure over the span, and
+    the share of the CPUs that other processes used."""
+    def number(value, spec: str, unit: str = "") -> str:
+        return "n/a" if value is None or not math.isfinite(value) else format(value, spec) + unit
+    load = environment.get("load_1m") or {}
+    pressure = environment.get("cpu_pressure") or {}
+    return (f"Machine: 1-minute load {number(load.get('start'), '.2f')} at start, {number(load.get('end'), '.2f')} "
+            f"at the end; CPU pressure (PSI some avg10) {number(pressure.get('start'), '.1f', '%')} at start, "
+            f"{number(pressure.get('end'), '.1f', '%')} at the end, {number(pressure.get('over_span'), '.1f', '%')} "
+            f"over the span; other processes used {number(environment.get('other_processes_cpu_share'), '.0%')} of "
+            "the CPUs meanwhile.")
 
 
 class OtherLoad:

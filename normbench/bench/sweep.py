@@ -141,7 +141,7 @@ def render_markdown(rows, speedup, overrides, env, command, jobs) -> str:
           number(r.get("loop_efficiency"), ".2f"), *[share(r, k) for k in overhead], number(r["after_end_s"], ".1f"), f"{r['speedup']:.2f}"] for r in rows])
     return "\n\n".join([
         f"## Sweep launcher: joblib ({jobs} workers) vs sequential\n\n`{command}`\n\n{env['cpu_count']} cores "
-        f"({env['device_name']}), load {env.get('load_average_1m', float('nan')):.2f} at start. Each sweep is "
+        f"({env['device_name']}). Each sweep is "
         f"`python -m normbench -m seed=... {' '.join(overrides)} threads=1 report=false`, timed from launch to exit.",
         table,
         f"Mean speed-up {speedup:.2f}x (target >= {SPEEDUP_TARGET}: the parallel sweep is faster). Efficiency: the runs' "

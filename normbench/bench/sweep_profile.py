@@ -207,7 +207,7 @@ def run(*, against: Path | None, rounds: int = 2, overrides: list[str] | None = 
 
 def render(rows, found, exact, overrides, env, command, against) -> str:
     out = [f"## Fixed cost per run of a sweep of tiny runs\n\n`{command}`\n\n{env['cpu_count']} cores "
-           f"({env['device_name']}), load {env.get('load_average_1m', float('nan')):.2f} at the end. Each sweep is "
+           f"({env['device_name']}). Each sweep is "
            f"`python -m normbench -m {' '.join(overrides)} threads=1 report=false progress=false` (basic launcher, "
            "one process), timed from launch to exit; CPU: the process's user + system seconds."]
     if rows:

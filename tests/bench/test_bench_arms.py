@@ -260,3 +260,14 @@ def test_a_full_standard_output_is_one_line_and_exit_1(study, tmp_path):
                               cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.strip().splitlines() == [
         "normbench bench: cannot write to standard output (No space left on device)"], done.stderr
+
+
+def test_the_condition_line_says_each_end_and_n_a_for_what_was_not_measured():
+    from normbench.bench.section import condition_line
+
+    line = condition_line({"load_1m": {"start": 0.5, "end": 1.75},
+                           "cpu_pressure": {"start": 2.0, "end": None, "over_span": math.nan},
+                           "other_processes_cpu_share": 0.125})
+    assert line == ("Machine: 1-minute load 0.50 at start, 1.75 at the end; CPU pressure (PSI some avg10) 2.0% at "
+                    "start, n/a at the end, n/a over the span; other processes used 12% of the CPUs meanwhile.")
+    assert "load n/a at start" in condition_line({})

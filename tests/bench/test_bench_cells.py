@@ -72,7 +72,7 @@ def test_lower_bound_backpropagates_into_every_norm_call():
     assert all(t.grad is not None for t in bound.model.inputs)
 
 
-def test_quick_cells_cli_writes_its_section(tmp_path):
+def test_quick_cells_cli_writes_its_section(tmp_path, rising_load):
     assert main(["cells", "--quick", "--repeats", "2", "--hidden", "8", "--length", "4", "--batch", "4",
                  "--input-size", "3", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "cells.json").read_text())
@@ -82,6 +82,8 @@ def test_quick_cells_cli_writes_its_section(tmp_path):
     assert [r["target"] for r in targets] == ["<= 1.3", "<= 1.0"] and all(r["value"] > 0 for r in targets)
     assert [t["name"].startswith(f"in-cell LN-{family}") for t, family in zip(targets, ("LSTM", "GRU"))] == [True] * 2
     assert "--hidden 8" in data["command"]
+    markdown = (tmp_path / "cells.md").read_text()  # the load is the CLI's, read around the whole section, said once
+    assert "Machine: 1-minute load 1.25 at start, 8.75 at the end;" in markdown and markdown.count("load") == 1
 
 
 def test_the_environment_names_every_isa_limit_set(monkeypatch):

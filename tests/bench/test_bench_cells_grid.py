@@ -72,10 +72,13 @@ def test_without_mask_support_the_masked_candidate_is_skipped_not_failed(monkeyp
     assert cells.MASKED not in steps and cells.MASKED in facts["skipped"]
 
 
-def test_the_grid_cli_writes_its_own_files(tmp_path, monkeypatch):
+def test_the_grid_cli_writes_its_own_files(tmp_path, monkeypatch, rising_load):
     monkeypatch.setattr(cells, "QUICK_AXES", {"hidden": ((4,), {"batch": 2, "length": 3})})
     assert main(["cells", "--grid", "axes", "--quick", "--repeats", "1", "--family", "gru", "--input-size", "2",
                  "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "cells-grid.json").read_text())
     assert data["section"] == "cells-grid" and data["grid"][0]["target"] == cells.TARGETS["gru"]
     assert {"load_1m", "cpu_pressure"} <= set(data["environment"])
+    assert data["environment"]["load_1m"] == {"start": 1.25, "end": 8.75}
+    markdown = (tmp_path / "cells-grid.md").read_text()
+    assert "Machine: 1-minute load 1.25 at start, 8.75 at the end;" in markdown and markdown.count("load") == 1

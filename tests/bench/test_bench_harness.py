@@ -32,6 +32,7 @@ def test_bench_sweep_reads_each_sweeps_efficiency():
     assert all(0 < r["efficiency"] <= 1 and r["after_end_s"] >= 0 for r in section.rows)
     assert [r.name.split(" ")[0] for r in section.ratios] == ["sweep", "efficiency", "efficiency"]
     assert "efficiency" in section.markdown and section.extra["efficiency"]["sequential"] is not None
+    assert "load" not in section.markdown  # the bench CLI's, read around the whole section (condition_line)
 
 
 def test_ratio_targets_and_section_files(tmp_path):
@@ -59,6 +60,7 @@ def test_harness_summary_finds_the_probe_interval_that_fits():
     assert abs(facts["other_overhead_ms_per_step"] - 0.3) < 1e-9
     assert abs(facts["min_probe_interval_for_target"] - 5.0 / 0.7) < 1e-9
     assert "probe_every >= 8" in section.markdown and section.ratios[0].met is True
+    assert "load" not in section.markdown  # the bench CLI's, read around the whole section (condition_line)
 
 
 def test_other_load_is_a_share_of_the_cpus():
@@ -84,6 +86,7 @@ def test_the_fold_ceiling_times_one_step_of_seeds_x_batch_against_one_of_batch(m
     assert widths == [row["batch_size"], 3 * row["batch_size"]]  # the stacked step sees the seeds' examples
     assert row["ceiling"] == pytest.approx(3 * row["step_ms"] / row["stacked_step_ms"])
     assert section.ratios[0].target == ">= 3" and "3 x" in section.ratios[0].note and "ceiling" in section.markdown
+    assert "load" not in section.markdown  # the bench CLI's, read around the whole section (condition_line)
 
 
 def test_muon_kernels_times_torchs_muon_against_normbenchs_on_one_model():
@@ -100,3 +103,4 @@ def test_muon_kernels_times_torchs_muon_against_normbenchs_on_one_model():
     assert step.value == pytest.approx(rows["torch"]["step_ms"] / rows["normbench"]["step_ms"])
     assert alone.value == pytest.approx(rows["torch"]["muon_step_ms"] / rows["normbench"]["muon_step_ms"])
     assert "derf_muon" in section.markdown and section.name == "harness-muon"
+    assert "load" not in section.markdown  # the bench CLI's, read around the whole section (condition_line)

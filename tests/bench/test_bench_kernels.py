@@ -53,7 +53,7 @@ def test_fastest_impls_on_hand_made_results():
     assert kernels.fastest_impls({"rows": results}) == kernels.fastest_impls(results)
 
 
-def test_quick_kernels_run_end_to_end(tmp_path):
+def test_quick_kernels_run_end_to_end(tmp_path, rising_load):
     assert main(["kernels", "--quick", "--repeats", "1", "--kinds", "ln,rms", "--out", str(tmp_path),
                  "--default-malloc"]) == 0  # in-process: leave pytest's allocator be
     for name in ("kernels.json", "kernels.csv", "kernels.md", "kernels.png"):
@@ -71,7 +71,10 @@ def test_quick_kernels_run_end_to_end(tmp_path):
     block = markdown[markdown.index("### Kernel targets (issues 37 and 48)"):].splitlines()
     verdicts = [line for line in block[1:] if line.startswith("- ")]
     assert len(verdicts) == 4 and all(v.startswith(("- met: ", "- NOT met: ")) and "[target <= 1." in v for v in verdicts)
-    assert f"{sum(v.startswith('- met') for v in verdicts)} of 4 met" in block[0] and markdown.rstrip().endswith(verdicts[-1])
+    body, machine = markdown.rstrip().rsplit("\n\n", 1)
+    assert f"{sum(v.startswith('- met') for v in verdicts)} of 4 met" in block[0] and body.endswith(verdicts[-1])
+    # the load is the CLI's, read around the whole section, and said once
+    assert machine.startswith("Machine: 1-minute load 1.25 at start, 8.75 at the end;") and markdown.count("load") == 1
     from normbench.norms import rmsnorm_cpu  # where the kernel builds, auto runs it in bf16 too
     ran = "compiled" if rmsnorm_cpu.KERNEL.load() is not None else "native"
     assert {r["auto_ran"] for r in ok if (r["kind"], r["impl"]) == ("rms", "auto")} == {ran}
