@@ -26,7 +26,6 @@ if __name__ == "__main__":  # first, before torch: `python -m normbench.bench` i
 
 import argparse  # noqa: E402  (after the stop handling, deliberately)
 import json
-import os
 import shlex
 import time
 from pathlib import Path

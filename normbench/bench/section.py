@@ -23,7 +23,6 @@ from pathlib import Path
 import torch
 
 from normbench.report.output import OwnFiles
-from normbench.training import machine
 from normbench.training.environment import environment
 
 # What lowers the instruction set each part of torch uses: ATen's own kernels, MKL's BLAS (nn.LSTM's

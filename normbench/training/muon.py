@@ -78,6 +78,10 @@ def orthogonalize(matrices: list[Tensor], coefficients: tuple[float, float, floa
     return out
 
 
+# What a record's environment.muon_iteration says ran: ``orthogonalize`` on a CPU, and off one
+ITERATIONS = {"cpu": "bf16 arithmetic, float32 products", "other": "bf16 products"}
+
+
 def adjusted_lr(lr: float, adjust_lr_fn: str | None, shape: torch.Size) -> float:
     """torch.optim.Muon's per-matrix lr: ``match_rms_adamw`` scales to AdamW's update RMS (0.2 sqrt(max(A, B)),
     Liu et al. 2025), ``original`` (or None) by sqrt(max(1, A / B)) (Jordan et al.), any other name by 1."""
@@ -137,6 +141,12 @@ class MuonAdamW:
                                    adjust_lr_fn="match_rms_adamw"))
         if adamw_groups:
             self.parts.append(torch.optim.AdamW(adamw_groups, lr=lr, betas=betas))
+
+    def iteration(self) -> str | None:
+        """How ``orthogonalize`` computes for the matrices Muon steps (ITERATIONS); None without any."""
+        devices = {p.device.type for part in self.parts if isinstance(part, Muon)
+                   for group in part.param_groups for p in group["params"]}
+        return None if not devices else "|".join(sorted(ITERATIONS[d if d == "cpu" else "other"] for d in devices))
 
     @property
     def param_groups(self) -> list[dict]:

@@ -28,6 +28,7 @@ from normbench.training import checkpoint, machine, measures, saved_model
 from normbench.training.environment import environment
 from normbench.training.logfile import RunLogHandler
 from normbench.training.loggers import build_logger
+from normbench.training.muon import MuonAdamW
 from normbench.training.probes import Probes
 from normbench.training.recording import ProgressBar, RecordHook
 from normbench.training.tracking import as_recorded, env_secrets, hidden, interpolated_secrets
@@ -464,6 +465,8 @@ def _finish(record: RecordWriter, trainer: Trainer | None, fields: dict, status:
                       throughput=measures.throughput(trainer))
         fields["time"] = {"train_s": trainer.measured.train_s}
         fields["environment"]["norm_impls"] = trainer.norm_impls()
+        optimizer = trainer.optimizer  # optim=muon: the Newton-Schulz arithmetic that ran (muon.ITERATIONS)
+        fields["environment"]["muon_iteration"] = optimizer.iteration() if isinstance(optimizer, MuonAdamW) else None
     fields.setdefault("time", {})["wall_s"] = time.perf_counter() - wall_start
     record.finish(status, reason, **fields)
     for hook in trainer.hooks if trainer is not None else ():  # the loggers close their files and runs

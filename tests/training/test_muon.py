@@ -15,7 +15,15 @@ import torch
 from normbench.configuration.schema import ModelShape
 from normbench.models import build_model, parameter_groups
 from normbench.norms import NormSpec
-from normbench.training.muon import Muon, MuonAdamW, adjusted_lr, build_muon, muon_parameters, orthogonalize
+from normbench.training.muon import (
+    ITERATIONS,
+    Muon,
+    MuonAdamW,
+    adjusted_lr,
+    build_muon,
+    muon_parameters,
+    orthogonalize,
+)
 
 NS = (3.4445, -4.775, 2.0315)  # Jordan et al.'s quintic coefficients (torch.optim.Muon's defaults)
 
@@ -105,6 +113,8 @@ def test_optim_muon_runs_from_the_cli_as_its_own_run(cli, tiny_args, tmp_path):
     assert cli(*tiny_args, "model=transformer", "steps=6", "hydra.run.dir=adamw")[0] == 0
     adamw = json.loads((tmp_path / "adamw" / "summary.json").read_text())
     assert summary["config_hash"] != adamw["config_hash"] and summary["metrics"]["final_val"] != adamw["metrics"]["final_val"]
+    # the record names the iteration that ran (a CPU's: bf16 arithmetic by float32 products); null without Muon
+    assert summary["environment"]["muon_iteration"] == ITERATIONS["cpu"] and adamw["environment"]["muon_iteration"] is None
 
 
 def torchs_iteration():
@@ -236,3 +246,13 @@ def test_the_lr_adjustment_is_torchs_for_every_name():
     assert adjusted_lr(0.1, None, (8, 2)) == adjusted_lr(0.1, "original", (8, 2)) == pytest.approx(0.2)
     assert adjusted_lr(0.1, "match_rms_adamw", (2, 8)) == pytest.approx(0.1 * 0.2 * math.sqrt(8))
     assert adjusted_lr(0.1, "another", (8, 2)) == 0.1
+
+
+def test_the_iteration_is_named_by_where_muons_matrices_are():
+    def pair(device):
+        matrix = torch.nn.Parameter(torch.empty(4, 4, device=device))
+        return MuonAdamW([{"params": [matrix]}], [], lr=0.01, betas=(0.9, 0.999), momentum=0.95)
+    assert pair("cpu").iteration() == "bf16 arithmetic, float32 products"
+    assert pair("meta").iteration() == "bf16 products"  # off a CPU the iteration computes in bf16 itself
+    gain = torch.nn.Parameter(torch.ones(4))
+    assert MuonAdamW([], [{"params": [gain]}], lr=0.01, betas=(0.9, 0.999), momentum=0.95).iteration() is None
