@@ -42,6 +42,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import signal
 import stat
 import sys
@@ -109,6 +110,9 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--out", type=out_path, default=None, help="the study folder (default studies/DATE/TIME)")
     parser.add_argument("--claims", type=claims_path, action="append", default=[], metavar="DIR",
                         help="a folder of your own claims as YAML files (docs/claims.md), judged at every look")
+    parser.add_argument("--no-report", dest="report", action="store_false",
+                        help="end with the plan and the answer, without the study's own report (what a script that "
+                        "reports on several studies at its end wants: `python -m normbench.report OUT` writes it later)")
     args, overrides = parser.parse_known_args(argv)
     unknown = [o for o in overrides if o.startswith("--")]
     if unknown:
@@ -564,12 +568,12 @@ def _run_rounds(out: Path, overrides: list[str], args: argparse.Namespace, plan,
         log["stopped"] = NOTHING_COMPARED  # not "every question decided": there was none
     log["seconds"] = round(time.monotonic() - started, 1)
     log["final_level"] = log["rounds"][-1]["level"]
-    return _finish(out, study["id"], log, runs, still, status)
+    return _finish(out, study["id"], log, runs, still, status, report=args.report)
 
 
-def _finish(out: Path, study_id: str, log: dict, runs, still, status: int) -> int:
-    """The study's end: its plan file, its report and its answer; the exit status (``status``, or 1
-    when the plan could not be written)."""
+def _finish(out: Path, study_id: str, log: dict, runs, still, status: int, report: bool = True) -> int:
+    """The study's end: its plan file, its report (unless ``report`` is false: --no-report) and its answer;
+    the exit status (``status``, or 1 when the plan could not be written)."""
     from normbench.report import ReportError, build_report
 
     try:
@@ -579,10 +583,13 @@ def _finish(out: Path, study_id: str, log: dict, runs, still, status: int) -> in
               file=sys.stderr)
         return max(status, 1)
     print(f"plan: {written}", flush=True)
-    try:  # the report reads the plan: this study's claims at its last look's level, any other study's at α
-        print(f"report: {build_report([out], out)}")
-    except ReportError as error:
-        print(f"normbench.study: no report: {error}", file=sys.stderr)
+    if not report:
+        print(f"report: not written (--no-report); python -m normbench.report {shlex.quote(str(out))} writes it")
+    else:
+        try:  # the report reads the plan: this study's claims at its last look's level, any other study's at α
+            print(f"report: {build_report([out], out)}")
+        except ReportError as error:
+            print(f"normbench.study: no report: {error}", file=sys.stderr)
     print("\n".join(progress.study_answer(log, runs, still)), flush=True)
     return status
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,25 @@ def test_a_tiny_study_runs_rounds_and_writes_its_plan_and_report(tmp_path):
     if "digits: not testable here" in answer:  # 4 steps: likely at chance; then no rank is claimed
         assert "ranks first" not in answer and "every question decided" not in answer
     assert ("every question decided" in answer) + ("  undecided: " in answer) <= 1  # what is still open is listed
+
+
+def test_no_report_ends_with_the_plan_and_the_answer_and_says_how_to_report_later(tmp_path):
+    """--no-report (reports/example/make.sh reports on every study at its end): no report files, the plan and the
+    answer as ever, and the line it prints instead is the command that writes the report."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = tmp_path / "a study"  # a space: the printed command must quote it
+    result = subprocess.run([sys.executable, "-m", "normbench.studies.study", "norm=ln,none", "steps=4", "eval_every=2",
+                             "--pilot", "2", "--max-seeds", "2", "--jobs", "1", "--no-report", "--out", str(out)],
+                            capture_output=True, text=True, cwd=ROOT, env=env, timeout=HANG_S)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (out / "sequential.json").is_file() and "normbench.study: answer after 1 round(s)" in result.stdout
+    assert not list(out.glob("report*")) and not (out / "figures").exists()
+    line = next(line for line in result.stdout.splitlines() if line.startswith("report: "))
+    command = line.split("; ", 1)[1].removesuffix(" writes it")
+    assert command == f"python -m normbench.report '{out}'"
+    later = subprocess.run([sys.executable, *shlex.split(command)[1:]], capture_output=True, text=True, cwd=ROOT,
+                           env=env, timeout=HANG_S)
+    assert later.returncode == 0 and (out / "report.html").is_file(), later.stderr[-2000:]
 
 
 def test_a_study_of_a_sweep_file_is_described_as_its_multirun_describes_itself():
