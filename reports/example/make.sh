@@ -48,8 +48,8 @@ study() {  # NAME EXPECTED [runner options] [overrides]
     # look fails), so the budget given is 3x that: a loaded machine ran the pilots 2-3x slower.
     # Each study starts from an empty folder: the runner resumes into an existing one, and records of an
     # earlier sweep definition there (another init, another grid) would join the new ones in the report.
-    # --no-report: the report at the end reads every study, so none writes its own (each took 4-32 s of one
-    # core, 279 s over the sixteen, measured on 2026-12-06 from the records of a regeneration: issue 48).
+    # --no-report: the report at the end reads every study, so none writes its own (each took 4-46 s of one
+    # core, 279-350 s over the sixteen, from a regeneration's records: reports/bench-cpu/study-reports-2026-12-06).
     local name=$1 expected=${2%s}; shift 2
     rm -rf "${R:?}/$name"
     python -m normbench study --jobs 2 --budget "$(( expected * 3 ))s" --no-report --out "$R/$name" "$@"
