@@ -125,5 +125,7 @@ def test_the_example_make_sh_runs_every_listed_study_from_a_shipped_sweep_within
     header_sum = float(re.search(r"expected times sum to ([\d.]+) minutes", text).group(1))
     assert abs(header_sum - total / 60) < 0.05, (header_sum, total / 60)
     # no study writes its own report (--no-report), so the script must end with the one that reads them all
-    runner = re.search(r"^\s*python -m normbench study .*$", text, re.M).group(0)
-    assert "--no-report" in runner and text.rstrip().endswith('python -m normbench.report "$R" --out reports/example')
+    runners = re.findall(r"^\s*python -m normbench study .*$", text, re.M)
+    assert runners and all("--no-report" in runner for runner in runners)
+    last = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")][-1]
+    assert last == 'python -m normbench.report "$R" --out reports/example'

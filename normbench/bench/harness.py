@@ -242,8 +242,7 @@ def summarize(rows: list[dict], costs: dict, probe_every: int, overrides: list[s
          for r in rows])
     markdown = "\n\n".join([
         f"## Harness overhead: normbench's training step vs a bare loop\n\n`{command}`\n\n{env['device']} "
-        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads. "
-        f"Config: default run with "
+        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads. Config: default run with "
         f"`{' '.join(overrides)}`. Harness time = wall time of the training loop inside `Trainer.fit`, "
         "probes and logging included, less the bare steps run in lockstep with it.", table,
         f"Median ratio {ratio:.3f} (target <= {OVERHEAD_TARGET}). One probe costs {probe_ms:.2f} ms "
@@ -296,9 +295,8 @@ def fold_ceiling(*, seeds: int = FOLD_SEEDS, configs: dict[str, list[str]] | Non
                              f"{r['ceiling']:.2f}x"] for r in rows])
     markdown = "\n\n".join([
         f"## Seeds trained together: the ceiling of batched products\n\n`{command}`\n\n{env['device']} "
-        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads. "
-        f"A bare training step (forward, backward, clip, "
-        f"AdamW) at the config's batch and at {seeds} times it, timed interleaved; the ceiling is {seeds} steps "
+        f"({env['device_name']}), torch {env['torch']}, {env['threads']} threads. A bare training step (forward, "
+        f"backward, clip, AdamW) at the config's batch and at {seeds} times it, timed interleaved; the ceiling is {seeds} steps "
         "alone over one stacked step, the most stacking the seeds along the batch could gain before its own costs.",
         table, "\n".join(f"- {r}" for r in ratios)])
     return Section("harness-fold", command, env, rows, markdown, ratios, {"seeds": seeds})

@@ -111,8 +111,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--claims", type=claims_path, action="append", default=[], metavar="DIR",
                         help="a folder of your own claims as YAML files (docs/claims.md), judged at every look")
     parser.add_argument("--no-report", dest="report", action="store_false",
-                        help="end with the plan and the answer, without the study's own report (what a script that "
-                        "reports on several studies at its end wants: `python -m normbench.report OUT` writes it later)")
+                        help="end with the plan and the answer, without the study's own report (for a script that "
+                        "reports on several studies at its end: `python -m normbench.report OUT` writes it later)")
     args, overrides = parser.parse_known_args(argv)
     unknown = [o for o in overrides if o.startswith("--")]
     if unknown:
@@ -568,14 +568,22 @@ def _run_rounds(out: Path, overrides: list[str], args: argparse.Namespace, plan,
         log["stopped"] = NOTHING_COMPARED  # not "every question decided": there was none
     log["seconds"] = round(time.monotonic() - started, 1)
     log["final_level"] = log["rounds"][-1]["level"]
-    return _finish(out, study["id"], log, runs, still, status, report=args.report)
+    return _finish(out, study["id"], log, runs, still, status, report=args.report, claims=args.claims)
 
 
-def _finish(out: Path, study_id: str, log: dict, runs, still, status: int, report: bool = True) -> int:
-    """The study's end: its plan file, its report (unless ``report`` is false: --no-report) and its answer;
-    the exit status (``status``, or 1 when the plan could not be written)."""
-    from normbench.report import ReportError, build_report
+def report_command(out: Path, claims: list[Path]) -> str:
+    """The command that writes the report a study with --no-report left out: its folder and its own claims
+    (--claims; the study judged them in its process, a later report process must be given them again)."""
+    def word(path: Path) -> str:  # quoted for a shell; "./" before a relative name an option parser would take
+        text = str(path)
+        return shlex.quote(f"./{text}" if text.startswith("-") else text)
+    return " ".join(["python -m normbench.report", word(out), *(f"--claims {word(folder)}" for folder in claims)])
 
+
+def _finish(out: Path, study_id: str, log: dict, runs, still, status: int, report: bool = True,
+            claims: list[Path] = ()) -> int:
+    """The study's end: its plan file, its report (unless ``report`` is false: --no-report, and the command
+    that writes it is printed) and its answer; the exit status (``status``, or 1 when the plan could not be written)."""
     try:
         written = study_plan.write(out, study_id, log)
     except OSError as error:
@@ -584,8 +592,10 @@ def _finish(out: Path, study_id: str, log: dict, runs, still, status: int, repor
         return max(status, 1)
     print(f"plan: {written}", flush=True)
     if not report:
-        print(f"report: not written (--no-report); python -m normbench.report {shlex.quote(str(out))} writes it")
+        print(f"report: not written (--no-report); {report_command(out, list(claims))} writes it")
     else:
+        from normbench.report import ReportError, build_report  # its plotting imports only when it is written
+
         try:  # the report reads the plan: this study's claims at its last look's level, any other study's at α
             print(f"report: {build_report([out], out)}")
         except ReportError as error:

@@ -146,7 +146,7 @@ class MuonAdamW:
         """How ``orthogonalize`` computes for the matrices Muon steps (ITERATIONS); None without any."""
         devices = {p.device.type for part in self.parts if isinstance(part, Muon)
                    for group in part.param_groups for p in group["params"]}
-        return None if not devices else "|".join(sorted(ITERATIONS[d if d == "cpu" else "other"] for d in devices))
+        return None if not devices else "|".join(sorted({ITERATIONS[d if d == "cpu" else "other"] for d in devices}))
 
     @property
     def param_groups(self) -> list[dict]:

@@ -23,7 +23,8 @@
 # 2026-12-05: derf_muon and dyt_data_regime tune each cell's lr over a 4-value grid, 3 seeds each. The whole
 # example then ran again from a clean tree (a870956) on a quiet machine (the records' median 1-minute load at
 # start 1.9: the two workers), and each study's EXPECTED time is now what it measured there (runs/timing.txt,
-# reports/example/README.md): 58.8 minutes in all, within issue 44's 60.
+# reports/example/README.md): 58.8 minutes in all, within issue 44's 60. 2026-12-06: no study writes its own report
+# any more (--no-report, below), which those times include.
 # Sequential (--step): gamma_flow adds seeds while a claim
 # or its ranking is undecided, up to --max-seeds, alpha spent over the looks (Lan-DeMets O'Brien-Fleming).
 # Dropped from ALL on 2026-12-02 to fit per-arm lr grids in the budget (docs/studies.md, "Dropped from the
@@ -48,8 +49,8 @@ study() {  # NAME EXPECTED [runner options] [overrides]
     # look fails), so the budget given is 3x that: a loaded machine ran the pilots 2-3x slower.
     # Each study starts from an empty folder: the runner resumes into an existing one, and records of an
     # earlier sweep definition there (another init, another grid) would join the new ones in the report.
-    # --no-report: the report at the end reads every study, so none writes its own (each took 4-46 s of one
-    # core, 279-350 s over the sixteen, from a regeneration's records: reports/bench-cpu/study-reports-2026-12-06).
+    # --no-report: the report at the end reads every study, so none writes its own (each took 4-46 s of wall time
+    # on one core, 279-350 s over the sixteen, from a regeneration's records: reports/bench-cpu/study-reports-2026-12-06).
     local name=$1 expected=${2%s}; shift 2
     rm -rf "${R:?}/$name"
     python -m normbench study --jobs 2 --budget "$(( expected * 3 ))s" --no-report --out "$R/$name" "$@"

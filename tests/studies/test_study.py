@@ -67,18 +67,33 @@ def test_no_report_ends_with_the_plan_and_the_answer_and_says_how_to_report_late
     answer as ever, and the line it prints instead is the command that writes the report."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     out = tmp_path / "a study"  # a space: the printed command must quote it
-    result = subprocess.run([sys.executable, "-m", "normbench.studies.study", "norm=ln,none", "steps=4", "eval_every=2",
-                             "--pilot", "2", "--max-seeds", "2", "--jobs", "1", "--no-report", "--out", str(out)],
+    probe = ("import atexit, runpy, sys\n"  # what the study runner's own process imported, said as it exits
+             "atexit.register(lambda: print('imported:', *(name in sys.modules for name in ('normbench.report.build', "
+             "'matplotlib'))))\n"
+             "sys.argv = ['study', *sys.argv[1:]]\n"
+             "runpy.run_module('normbench.studies.study', run_name='__main__')\n")
+    result = subprocess.run([sys.executable, "-c", probe, "norm=ln,none", "steps=4", "eval_every=2",
+                             "--pilot", "2", "--max-seeds", "2", "--jobs", "1", "--no-report", "--out", str(out),
+                             "--claims", "examples/claims"],
                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=HANG_S)
     assert result.returncode == 0, result.stderr[-2000:]
+    assert "imported: False False" in result.stdout  # the report builder and its plotting: not paid for
     assert (out / "sequential.json").is_file() and "normbench.study: answer after 1 round(s)" in result.stdout
     assert not list(out.glob("report*")) and not (out / "figures").exists()
     line = next(line for line in result.stdout.splitlines() if line.startswith("report: "))
     command = line.split("; ", 1)[1].removesuffix(" writes it")
-    assert command == f"python -m normbench.report '{out}'"
+    assert command == f"python -m normbench.report '{out}' --claims examples/claims"  # the study's own claims too
     later = subprocess.run([sys.executable, *shlex.split(command)[1:]], capture_output=True, text=True, cwd=ROOT,
                            env=env, timeout=HANG_S)
     assert later.returncode == 0 and (out / "report.html").is_file(), later.stderr[-2000:]
+    assert "ln_simple_as_good" in (out / "report.md").read_text()  # examples/claims' claim, judged there
+
+
+def test_the_report_command_quotes_what_a_shell_or_an_option_parser_would_misread():
+    from normbench.studies.study import report_command
+
+    assert report_command(Path("-x"), [Path("my claims")]) == "python -m normbench.report ./-x --claims 'my claims'"
+    assert report_command(Path("/a/b"), []) == "python -m normbench.report /a/b"
 
 
 def test_a_study_of_a_sweep_file_is_described_as_its_multirun_describes_itself():

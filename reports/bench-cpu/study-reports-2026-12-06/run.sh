@@ -8,6 +8,7 @@
 set -euo pipefail
 here=reports/bench-cpu/study-reports-2026-12-06
 scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 { echo "# $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
   python "$here/time_reports.py" "$RUNS" warmup_depth grad_depth gamma_flow derf_vs_norms derf_muon dyt_data_regime \
       depth_placements qknorm_lr eps_fp16 ln_converges bn_converges small_batch_bn gamma_init rnn_table ln_vs_bn_varlen gru
@@ -22,4 +23,3 @@ scratch=$(mktemp -d)
       echo "$mode, pass $i: exit $status, $(echo "$(date +%s.%N) - $start" | bc) s, 1-minute load after $(cut -d' ' -f1 /proc/loadavg)"
     done
   done; } | tee "$here/eps_fp16.txt"
-rm -rf "$scratch"
