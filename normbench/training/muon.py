@@ -39,6 +39,12 @@ def muon_parameters(model: nn.Module) -> set[int]:
             if p.dim() == 2 and name.startswith("backbone.") and name != "backbone.pos" and id(p) not in norms}
 
 
+def product_dtype(device: torch.device) -> torch.dtype:
+    """The dtype ``orthogonalize`` computes its products in on ``device``: float32 on a CPU (whose bf16 products are
+    slow without bf16 matrix units), bfloat16 itself elsewhere, as torch does."""
+    return torch.float32 if device.type == "cpu" else torch.bfloat16
+
+
 def _in_bf16(x: Tensor, work: torch.dtype) -> Tensor:
     """``x`` rounded to bfloat16, held in ``work``: a bf16 operation's result, kept where ``work``'s products are fast."""
     return x.to(torch.bfloat16).to(work)
@@ -61,7 +67,7 @@ def orthogonalize(matrices: list[Tensor], coefficients: tuple[float, float, floa
     for i, matrix in enumerate(matrices):
         by_shape[(tuple(matrix.shape), matrix.device)].append(i)
     for ((rows, cols), device), where in by_shape.items():
-        work = torch.float32 if device.type == "cpu" else torch.bfloat16
+        work = product_dtype(device)
         x = _in_bf16(torch.stack([matrices[i] for i in where]), work)
         if rows > cols:  # iterate on the wide side, where the Gram matrix is the smaller one
             x = x.mT
@@ -78,8 +84,8 @@ def orthogonalize(matrices: list[Tensor], coefficients: tuple[float, float, floa
     return out
 
 
-# What a record's environment.muon_iteration says ran: ``orthogonalize`` on a CPU, and off one
-ITERATIONS = {"cpu": "bf16 arithmetic, float32 products", "other": "bf16 products"}
+# What a record's environment.muon_iteration says ran, by ``product_dtype``: ``orthogonalize`` on a CPU, and off one
+ITERATIONS = {torch.float32: "bf16 arithmetic, float32 products", torch.bfloat16: "bf16 products"}
 
 
 def adjusted_lr(lr: float, adjust_lr_fn: str | None, shape: torch.Size) -> float:
@@ -144,9 +150,9 @@ class MuonAdamW:
 
     def iteration(self) -> str | None:
         """How ``orthogonalize`` computes for the matrices Muon steps (ITERATIONS); None without any."""
-        devices = {p.device.type for part in self.parts if isinstance(part, Muon)
-                   for group in part.param_groups for p in group["params"]}
-        return None if not devices else "|".join(sorted({ITERATIONS[d if d == "cpu" else "other"] for d in devices}))
+        labels = {ITERATIONS[product_dtype(p.device)] for part in self.parts if isinstance(part, Muon)
+                  for group in part.param_groups for p in group["params"]}
+        return "|".join(sorted(labels)) or None
 
     @property
     def param_groups(self) -> list[dict]:

@@ -23,6 +23,7 @@ from normbench.training.muon import (
     build_muon,
     muon_parameters,
     orthogonalize,
+    product_dtype,
 )
 
 NS = (3.4445, -4.775, 2.0315)  # Jordan et al.'s quintic coefficients (torch.optim.Muon's defaults)
@@ -114,7 +115,7 @@ def test_optim_muon_runs_from_the_cli_as_its_own_run(cli, tiny_args, tmp_path):
     adamw = json.loads((tmp_path / "adamw" / "summary.json").read_text())
     assert summary["config_hash"] != adamw["config_hash"] and summary["metrics"]["final_val"] != adamw["metrics"]["final_val"]
     # the record names the iteration that ran (a CPU's: bf16 arithmetic by float32 products); null without Muon
-    assert summary["environment"]["muon_iteration"] == ITERATIONS["cpu"] and adamw["environment"]["muon_iteration"] is None
+    assert summary["environment"]["muon_iteration"] == ITERATIONS[torch.float32] and adamw["environment"]["muon_iteration"] is None
 
 
 def torchs_iteration():
@@ -256,3 +257,13 @@ def test_the_iteration_is_named_by_where_muons_matrices_are():
     assert pair("meta").iteration() == "bf16 products"  # off a CPU the iteration computes in bf16 itself
     gain = torch.nn.Parameter(torch.ones(4))
     assert MuonAdamW([], [{"params": [gain]}], lr=0.01, betas=(0.9, 0.999), momentum=0.95).iteration() is None
+
+
+def test_the_iteration_computes_in_the_dtype_its_label_names():
+    """The label and the arithmetic read one rule (product_dtype): an iteration that moved to bf16 products on a
+    CPU, or a label that said float32 off one, fails here."""
+    for device in ("cpu", "meta"):
+        matrix = torch.nn.Parameter(torch.empty(4, 6, device=device).normal_())
+        computed = orthogonalize([matrix.detach()], NS, 5, 1e-7)[0].dtype
+        label = MuonAdamW([{"params": [matrix]}], [], lr=0.01, betas=(0.9, 0.999), momentum=0.95).iteration()
+        assert computed == product_dtype(torch.device(device)) and label == ITERATIONS[computed]
