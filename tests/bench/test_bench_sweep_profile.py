@@ -16,6 +16,16 @@ def test_the_fixed_cost_is_what_a_job_takes_beyond_its_training():
     assert sweep_profile.fixed_cost(row) == (5.0, 2.5)
 
 
+def test_each_side_is_averaged_over_its_own_rounds_only():
+    rows = [{"code": "base", "wall_s": 40.0, "fixed_wall_s": 3.0, "fixed_cpu_s": 2.0},
+            {"code": "new", "wall_s": 20.0, "fixed_wall_s": 1.0, "fixed_cpu_s": 0.5},
+            {"code": "new", "wall_s": 10.0, "fixed_wall_s": 2.0, "fixed_cpu_s": 1.5},
+            {"code": "base", "wall_s": 60.0, "fixed_wall_s": 5.0, "fixed_cpu_s": 4.0}]
+    means = sweep_profile.side_means(rows)
+    assert means == {"base": {"wall": 4.0, "cpu": 3.0, "sweep": 50.0}, "new": {"wall": 1.5, "cpu": 1.0, "sweep": 15.0}}
+    assert list(sweep_profile.side_means(rows[1:3])) == ["new"]  # no base rounds: no base mean
+
+
 def work_a(n):
     return sum(range(n))
 
