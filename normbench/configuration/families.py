@@ -46,7 +46,8 @@ class Family:
     run of another family cannot feel them: the record contract drops them from its identity); ``input_width``: the ``model.*``
     key giving the encoder's output width; ``hand_written``: the in-cell LayerNorm recurrences with a
     hand-written backward it has, preferred first: compiled (models/lnlstm.cpp, models/gru.cpp, built on a CPU),
-    python (models/lnlstm_python.py), each tested equal to the autograd loop; ``slots``: placement ->
+    python (models/lnlstm_python.py), each tested equal to the autograd loop; ``hand_written_rms``: those it has
+    with RMSNorm in place of LayerNorm (compiled: lnlstm.cpp's ``centred`` false); ``slots``: placement ->
     the norm slots it fills there, for placements that do not name it themselves; ``why_not``: placement ->
     why it does not exist in this family."""
 
@@ -57,13 +58,16 @@ class Family:
     parameters: tuple[str, ...] = ()
     input_width: str = "embed"
     hand_written: tuple[str, ...] = ()
+    hand_written_rms: tuple[str, ...] = ()
     slots: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     why_not: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
-        if (":" not in self.builder or set(self.hand_written) - {"compiled", "python"} or set(self.parameters) & set(SHARED)
+        if (":" not in self.builder or set(self.hand_written) - {"compiled", "python"}
+                or set(self.hand_written_rms) - set(self.hand_written) or set(self.parameters) & set(SHARED)
                 or self.input_width not in ("embed", "hidden")):
             raise ValueError(f"model family {self.name!r}: builder is 'module:function', hand_written among "
+                             "(and hand_written_rms among hand_written's) "
                              f"compiled, python, parameters none of {', '.join(SHARED)}, input_width embed or hidden")
         object.__setattr__(self, "slots", MappingProxyType({p: tuple(s) for p, s in self.slots.items()}))
         object.__setattr__(self, "why_not", MappingProxyType(dict(self.why_not)))
@@ -76,12 +80,22 @@ class Family:
         others = {key for family in _REGISTRY.values() for key in family.parameters}
         return [f"model.{key}" for key in sorted(others - set(self.parameters) - set(SHARED))]
 
+    def hand_written_for(self, norm_kind: str, impl: str) -> tuple[str, ...]:
+        """The hand-written recurrences a per-term in-cell layer of this norm may run, preferred first:
+        ``hand_written`` for native LayerNorm (norm.impl native, or auto, which builds native LayerNorm: LN has no
+        other kernel), ``hand_written_rms`` for RMSNorm by any impl but reference (native, compiled and auto compute
+        one function; reference is the formula written out, and runs the loop, as LayerNorm's does); none else."""
+        if norm_kind == "ln" and builds_native(norm_kind, impl):
+            return self.hand_written
+        if norm_kind == "rms" and impl != "reference":
+            return self.hand_written_rms
+        return ()
+
     def hand_written_cell(self, norm_kind: str, impl: str, full_precision: bool = True) -> bool:
-        """Whether a per-term in-cell layer can run a hand-written recurrence: native LayerNorm (norm.impl
-        native, or auto, which builds native LayerNorm: LN has no other kernel) in a family that has one,
-        in float32 or float64 without autocast (the kernels compute in their input's dtype, outside the
-        norms' precision policy). Only there do model.cell_kernel auto, compiled and python differ."""
-        return bool(self.hand_written) and norm_kind == "ln" and builds_native(norm_kind, impl) and full_precision
+        """Whether a per-term in-cell layer can run a hand-written recurrence (hand_written_for), in float32 or
+        float64 without autocast (the kernels compute in their input's dtype, outside the norms' precision
+        policy). Only there do model.cell_kernel auto, compiled and python differ."""
+        return bool(self.hand_written_for(norm_kind, impl)) and full_precision
 
 
 # A family not registered here (a record's, from a version that had it) reads nothing and offers nothing.
@@ -145,7 +159,7 @@ _RECURRENT_PARAMETERS = ("embed", "dropout_recurrent", "recurrent_init")  # (bid
 BUILT_IN = (
     Family("rnn", "RNN", recurrent=True, builder="normbench.models.recurrent:build", parameters=_RECURRENT_PARAMETERS),
     Family("lstm", "LSTM", recurrent=True, builder="normbench.models.recurrent:build", parameters=_RECURRENT_PARAMETERS,
-           hand_written=("compiled", "python")),
+           hand_written=("compiled", "python"), hand_written_rms=("compiled",)),
     Family("gru", "GRU", recurrent=True, builder="normbench.models.recurrent:build", parameters=_RECURRENT_PARAMETERS,
            hand_written=("compiled",)),
     Family("transformer", "Transformer", recurrent=False, builder="normbench.models.transformer:build",

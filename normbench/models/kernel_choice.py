@@ -22,7 +22,7 @@ def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
     when the only one is compiled and it does not build (recurrence_on).
 
         torch_compile  the autograd loop with its step through torch.compile: any family and norm
-        compiled       lnlstm.cpp or gru.cpp, normbench's own C++
+        compiled       lnlstm.cpp (LayerNorm or RMSNorm) or gru.cpp (LayerNorm), normbench's own C++
         python         the LSTM's hand-written Python recurrence
         autograd       the autograd loop of the cell's step
 
@@ -31,13 +31,13 @@ def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
     cell_kernel = cell_kernel_named(cell_kernel)
     if cell_kernel == "torch_compile":
         return ("torch_compile",)
-    if not described(family).hand_written_cell(norm_kind, impl):
+    own = described(family).hand_written_for(norm_kind, impl)  # auto: all of them; python: those not compiled
+    if not own:
         return ()
     if not full_precision:
         return ("autograd",)
     if cell_kernel == "compiled":
         return ("compiled",)
-    own = described(family).hand_written  # auto: all of them; python: those that are not compiled
     return (*(own if cell_kernel == "auto" else tuple(k for k in own if k != "compiled")), "autograd")
 
 

@@ -1,4 +1,6 @@
-// The in-cell LayerNorm-LSTM layer (Ba et al. 2016, suppl. eqs. 20-22) as two CPU kernels.
+// The in-cell LayerNorm-LSTM layer (Ba et al. 2016, suppl. eqs. 20-22) as two CPU kernels, and the same layer with
+// RMSNorm (Zhang & Sennrich 2019: no re-centring) in place of each LayerNorm (``centred`` false: every mean is 0,
+// and its terms drop out of the backward).
 //
 // Same arithmetic as InCellLayer's autograd loop (tested equal in float64). The input projection
 // x W_ih^T is one product over all time steps, before the recurrence; per time step the forward
@@ -17,7 +19,7 @@
 //   c_hat = LN(c_t)   k_t = tanh(c_hat gc + bc)   h_t = o k_t
 //
 // xw (the input projection) and the saved tensors are time-major, so every step reads and writes
-// contiguous slices.
+// contiguous slices. RMSNorm has no shift: the caller passes its biases without one, and beta_c as zeros.
 
 #include <torch/extension.h>
 
@@ -39,18 +41,27 @@ using row_blocks::check;
 
 gemm::Clocks clocks;  // where the layer's time went since phases() last read it
 
+// A row's statistics: LayerNorm's (centred: mean, then 1 / sqrt(biased variance + eps), rows::mean_rstd) or
+// RMSNorm's (mean 0, 1 / sqrt(mean(x^2) + eps), rows::rms_rstd as norms/rmsnorm.cpp takes it). Returns rstd.
+template <typename T>
+inline T row_stats(const T* x, int64_t n, double eps, bool centred, T* mean) {
+  if (centred) return rows::mean_rstd(x, n, eps, mean);
+  *mean = T(0);
+  return rows::rms_rstd(x, n, eps);
+}
+
 // One batch row, one step, forward. z holds h_{t-1} U^T and is overwritten with z_hat. Writes the
 // gate activations a = (i, f, g, o), c_t, c_hat, k and h_t, and the row's statistics.
 template <typename T>
 inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __restrict__ gx,
                         const T* __restrict__ gh, const T* __restrict__ bias, const T* __restrict__ c_prev,
                         const T* __restrict__ gc, const T* __restrict__ bc, int64_t hidden, double eps,
-                        bool cell_norm, T* __restrict__ a, T* __restrict__ c, T* __restrict__ c_hat,
+                        bool cell_norm, bool centred, T* __restrict__ a, T* __restrict__ c, T* __restrict__ c_hat,
                         T* __restrict__ k, T* __restrict__ h, T* mean_x, T* rstd_x, T* rstd_z, T* rstd_c) {
   const int64_t width = 4 * hidden;
   T mean_z;
-  *rstd_x = rows::mean_rstd(xw, width, eps, mean_x);
-  *rstd_z = rows::mean_rstd(z, width, eps, &mean_z);
+  *rstd_x = row_stats(xw, width, eps, centred, mean_x);
+  *rstd_z = row_stats(z, width, eps, centred, &mean_z);
   const Vec<T> mx(*mean_x), rx(*rstd_x), mz(mean_z), rz(*rstd_z);
   Vec<T> c_total(T(0));
   // The four gates of hidden unit j sit at j, j + hidden, j + 2 hidden, j + 3 hidden: one pass
@@ -80,15 +91,20 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
     });
     return;
   }
-  const T mean_c = rows::sum_lanes(c_total) / T(hidden);
-  const Vec<T> mc(mean_c);
-  Vec<T> squares(T(0));
-  chunks<T>(hidden, [&](int64_t j, int64_t n) {
-    const Vec<T> d = keep(load(c + j, n) - mc, n);
-    squares = squares + d * d;
-  });
-  *rstd_c = rows::rstd_of(rows::sum_lanes(squares), hidden, eps);
-  const Vec<T> rc(*rstd_c);
+  T mean_c = T(0);
+  if (centred) {
+    mean_c = rows::sum_lanes(c_total) / T(hidden);
+    Vec<T> squares(T(0));
+    const Vec<T> mc(mean_c);
+    chunks<T>(hidden, [&](int64_t j, int64_t n) {
+      const Vec<T> d = keep(load(c + j, n) - mc, n);
+      squares = squares + d * d;
+    });
+    *rstd_c = rows::rstd_of(rows::sum_lanes(squares), hidden, eps);
+  } else {
+    *rstd_c = rows::rms_rstd(c, hidden, eps);
+  }
+  const Vec<T> mc(mean_c), rc(*rstd_c);
   chunks<T>(hidden, [&](int64_t j, int64_t n) {
     const Vec<T> ch = (load(c + j, n) - mc) * rc;
     store(ch, c_hat + j, n);
@@ -106,7 +122,8 @@ inline void row_backward(const T* __restrict__ grad_out, const T* __restrict__ d
                          const T* __restrict__ k, const T* __restrict__ c_hat, const T* __restrict__ c_prev,
                          const T* __restrict__ xw, const T* __restrict__ z_hat, const T* __restrict__ gx,
                          const T* __restrict__ gh, const T* __restrict__ gc, T mean_x, T rstd_x, T rstd_z,
-                         T rstd_c, int64_t hidden, bool cell_norm, T* __restrict__ dc_next, T* __restrict__ dm,
+                         T rstd_c, int64_t hidden, bool cell_norm, bool centred, T* __restrict__ dc_next,
+                         T* __restrict__ dm,
                          T* __restrict__ da, T* __restrict__ grad_xw, T* __restrict__ dz, T* __restrict__ step_gx,
                          T* __restrict__ step_gh, T* __restrict__ step_bias, T* __restrict__ step_gc,
                          T* __restrict__ step_bc) {
@@ -127,7 +144,10 @@ inline void row_backward(const T* __restrict__ grad_out, const T* __restrict__ d
       rows::accumulate(dmv, step_bc + j, n);
     }
   });
-  const Vec<T> mean_d(rows::sum_lanes(sum_d) / T(hidden)), mean_d_hat(rows::sum_lanes(sum_d_hat) / T(hidden));
+  // RMSNorm's backward is LayerNorm's without the mean of the upstream gradient (the mean it did not subtract)
+  const T no_mean(0);
+  const Vec<T> mean_d(centred ? rows::sum_lanes(sum_d) / T(hidden) : no_mean);
+  const Vec<T> mean_d_hat(rows::sum_lanes(sum_d_hat) / T(hidden));
   const Vec<T> rc(rstd_c), mx(mean_x), rx(rstd_x);
   // dc, the gates' da, and the sums the two input norms' backward needs
   Vec<T> sx(T(0)), sx_hat(T(0)), sz(T(0)), sz_hat(T(0));
@@ -149,8 +169,9 @@ inline void row_backward(const T* __restrict__ grad_out, const T* __restrict__ d
       sz_hat = sz_hat + dgh * load(z_hat + at, n);
     }
   });
-  const Vec<T> mean_x_d(rows::sum_lanes(sx) / T(width)), mean_x_d_hat(rows::sum_lanes(sx_hat) / T(width));
-  const Vec<T> mean_z_d(rows::sum_lanes(sz) / T(width)), mean_z_d_hat(rows::sum_lanes(sz_hat) / T(width));
+  const Vec<T> mean_x_d(centred ? rows::sum_lanes(sx) / T(width) : no_mean);
+  const Vec<T> mean_z_d(centred ? rows::sum_lanes(sz) / T(width) : no_mean);
+  const Vec<T> mean_x_d_hat(rows::sum_lanes(sx_hat) / T(width)), mean_z_d_hat(rows::sum_lanes(sz_hat) / T(width));
   const Vec<T> rz(rstd_z);
   chunks<T>(width, [&](int64_t j, int64_t n) {
     const Vec<T> dav = load(da + j, n), x_hat = (load(xw + j, n) - mx) * rx, zh = load(z_hat + j, n);
@@ -169,7 +190,8 @@ struct Saved {  // what the backward needs, all (time, batch, ...); x_hat is rec
 // Each block of batch rows runs every step on its own thread (row_blocks.h says why).
 template <typename T>
 void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor& u_t, const T* gx, const T* gh,
-                  const T* bias, const T* gc, const T* bc, double eps, bool cell_norm, bool onednn, Saved& s) {
+                  const T* bias, const T* gc, const T* bc, double eps, bool cell_norm, bool centred, bool onednn,
+                  Saved& s) {
   const int64_t steps = xw.size(0), batch = xw.size(1), width = xw.size(2), hidden = width / 4, rows = b1 - b0;
   const int64_t wide = batch * width, narrow = batch * hidden;
   const T* xw_p = xw.data_ptr<T>();
@@ -183,7 +205,7 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
       row_forward(xw_p + wrow, z_p + wrow, gx, gh, bias, c_p + row, gc, bc, hidden, eps,
-                  cell_norm, a_p + wrow, c_p + narrow + row, c_hat_p + row, k_p + row, h_p + narrow + row,
+                  cell_norm, centred, a_p + wrow, c_p + narrow + row, c_hat_p + row, k_p + row, h_p + narrow + row,
                   mx_p + r, rx_p + r, rz_p + r, rc_p + r);
     }
     watch.lap(gemm::kForwardCell);
@@ -194,7 +216,8 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
 // [b0, b1), summed per step first: shorter sums, less rounding.
 template <typename T>
 void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at::Tensor& xw, const at::Tensor& w_hh,
-                   const T* gx, const T* gh, const T* gc, bool cell_norm, const Saved& s, at::Tensor& grad_xw,
+                   const T* gx, const T* gh, const T* gc, bool cell_norm, bool centred, const Saved& s,
+                   at::Tensor& grad_xw,
                    at::Tensor& dz, at::Tensor& dh, bool onednn, T* totals) {
   const int64_t batch = grad_out.size(0), steps = grad_out.size(1), hidden = grad_out.size(2), width = 4 * hidden;
   const int64_t wide = batch * width, narrow = batch * hidden, rows = b1 - b0;
@@ -215,7 +238,7 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
       row_backward(go + (b * steps + t) * hidden, dh_p + b * hidden, a_p + wrow, k_p + row, c_hat_p + row,
                    c_p + row, xw_p + wrow, z_p + wrow, gx, gh, gc, mx_p[r], rx_p[r], rz_p[r],
-                   rc_p[r], hidden, cell_norm, dc_next_v.data() + (b - b0) * hidden, dm_v.data(), da_v.data(),
+                   rc_p[r], hidden, cell_norm, centred, dc_next_v.data() + (b - b0) * hidden, dm_v.data(), da_v.data(),
                    gxw_p + wrow, dz_p + wrow, step_gx, step_gh, step_bias, step_gc, step_bc);
     }
     add_to(totals, step_v.data(), n_totals);
@@ -257,7 +280,8 @@ void check_parameters(const at::Tensor& w_hh, const at::Tensor& gamma_x, const a
 // xw = x W_ih^T (time, batch, 4h), no bias. -> [h (time+1, batch, hidden) with h_0 = 0, saved...]
 std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w_hh, const at::Tensor& gamma_x,
                                        const at::Tensor& gamma_h, const at::Tensor& bias, const at::Tensor& gamma_c,
-                                       const at::Tensor& beta_c, double eps, bool cell_norm, bool onednn) {
+                                       const at::Tensor& beta_c, double eps, bool cell_norm, bool onednn,
+                                       bool centred) {
   TORCH_CHECK(xw.dim() == 3 && xw.size(2) % 4 == 0, "xw: (time, batch, 4 hidden)");
   const auto dtype = xw.scalar_type();
   const int64_t hidden = xw.size(2) / 4;
@@ -273,7 +297,7 @@ std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w
     row_blocks::for_each(xw.size(1), [&](int64_t b0, int64_t b1) {
       forward_rows<scalar_t>(b0, b1, xw, u_t, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
                              bias.data_ptr<scalar_t>(), gamma_c.data_ptr<scalar_t>(), beta_c.data_ptr<scalar_t>(),
-                             eps, cell_norm, onednn, s);
+                             eps, cell_norm, centred, onednn, s);
     });
   });
   return {s.hs, s.cs, s.z_hat, s.act, s.c_hat, s.k, s.mean_x, s.rstd_x, s.rstd_z, s.rstd_c};
@@ -283,7 +307,7 @@ std::vector<at::Tensor> lnlstm_forward(const at::Tensor& xw, const at::Tensor& w
 std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Tensor& xw, const at::Tensor& w_hh,
                                         const at::Tensor& gamma_x, const at::Tensor& gamma_h,
                                         const at::Tensor& gamma_c, bool cell_norm, const std::vector<at::Tensor>& saved,
-                                        bool onednn) {
+                                        bool onednn, bool centred) {
   TORCH_CHECK(saved.size() == 10, "saved: the ten tensors lnlstm_forward returned");
   const Saved s{saved[0], saved[1], saved[2], saved[3], saved[4], saved[5], saved[6], saved[7], saved[8], saved[9]};
   const at::Tensor go = grad_out.contiguous();
@@ -300,7 +324,7 @@ std::vector<at::Tensor> lnlstm_backward(const at::Tensor& grad_out, const at::Te
   AT_DISPATCH_FLOATING_TYPES(go.scalar_type(), "lnlstm_backward", [&] {
     total = row_blocks::summed(batch, 3 * width + 2 * hidden, opt, [&](int64_t b0, int64_t b1, at::Tensor& block) {
       backward_rows<scalar_t>(b0, b1, go, xw, w, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
-                              gamma_c.data_ptr<scalar_t>(), cell_norm, s, grad_xw, dz, dh, onednn,
+                              gamma_c.data_ptr<scalar_t>(), cell_norm, centred, s, grad_xw, dz, dh, onednn,
                               block.data_ptr<scalar_t>());
     });
   });
@@ -354,12 +378,12 @@ std::vector<double> lnlstm_phases(bool on) { return clocks.read(on); }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   namespace py = pybind11;
-  m.def("forward", &lnlstm_forward, "in-cell LN-LSTM layer, forward", py::arg("xw"), py::arg("w_hh"),
-        py::arg("gamma_x"), py::arg("gamma_h"), py::arg("bias"), py::arg("gamma_c"), py::arg("beta_c"), py::arg("eps"),
-        py::arg("cell_norm"), py::arg("onednn") = false);
-  m.def("backward", &lnlstm_backward, "in-cell LN-LSTM layer, backward", py::arg("grad_out"), py::arg("xw"),
-        py::arg("w_hh"), py::arg("gamma_x"), py::arg("gamma_h"), py::arg("gamma_c"), py::arg("cell_norm"),
-        py::arg("saved"), py::arg("onednn") = false);
+  m.def("forward", &lnlstm_forward, "in-cell LN-LSTM (RMSNorm: centred false) layer, forward", py::arg("xw"),
+        py::arg("w_hh"), py::arg("gamma_x"), py::arg("gamma_h"), py::arg("bias"), py::arg("gamma_c"), py::arg("beta_c"),
+        py::arg("eps"), py::arg("cell_norm"), py::arg("onednn") = false, py::arg("centred") = true);
+  m.def("backward", &lnlstm_backward, "in-cell LN-LSTM (RMSNorm: centred false) layer, backward",
+        py::arg("grad_out"), py::arg("xw"), py::arg("w_hh"), py::arg("gamma_x"), py::arg("gamma_h"), py::arg("gamma_c"),
+        py::arg("cell_norm"), py::arg("saved"), py::arg("onednn") = false, py::arg("centred") = true);
   m.def("project", &lnlstm_project, "x W_ih^T over all time steps", py::arg("x"), py::arg("w_ih"),
         py::arg("onednn") = false);
   m.def("project_backward", &lnlstm_project_backward, "gradients of x W_ih^T", py::arg("grad_xw"), py::arg("x"),

@@ -1,4 +1,5 @@
-"""The compiled in-cell LayerNorm-LSTM layer for CPUs (``lnlstm.cpp``), behind an autograd Function.
+"""The compiled in-cell LayerNorm-LSTM layer for CPUs (``lnlstm.cpp``), behind an autograd Function; with
+``centred`` false the same layer with RMSNorm in place of each LayerNorm.
 
 Each thread of torch's pool runs every time step for its own block of batch rows (rows never
 meet in the recurrence), so a step costs one matrix product and a few vectorized passes over each
@@ -47,26 +48,28 @@ class LayerNormLSTMLayer(torch.autograd.Function):
     product over all time steps.
 
     ``bias`` is beta_x + beta_h + b_ih + b_hh: the four are added to the same pre-activation, so
-    each one's gradient is the sum of da over rows and autograd hands it to all four.
+    each one's gradient is the sum of da over rows and autograd hands it to all four. ``centred`` false:
+    RMSNorm's statistics (no mean subtracted); RMSNorm has no shift, so ``bias`` is b_ih + b_hh and beta_c zeros.
     """
 
     @staticmethod
-    def forward(ctx, x, w_ih, w_hh, gamma_x, gamma_h, bias, gamma_c, beta_c, eps: float, cell_norm: bool):
+    def forward(ctx, x, w_ih, w_hh, gamma_x, gamma_h, bias, gamma_c, beta_c, eps: float, cell_norm: bool,
+                centred: bool = True):
         w_ih, w_hh, gamma_x, gamma_h, gamma_c = (t.contiguous() for t in (w_ih, w_hh, gamma_x, gamma_h, gamma_c))
         x_steps = x.transpose(0, 1).contiguous()  # time-major, as the kernel reads it (lnlstm.cpp says why)
         onednn = onednn_products(x.dtype)
         xw = KERNEL.module.project(x_steps, w_ih, onednn)
         saved = KERNEL.module.forward(xw, w_hh, gamma_x, gamma_h, bias.contiguous(), gamma_c, beta_c.contiguous(), eps,
-                                      cell_norm, onednn)
+                                      cell_norm, onednn, centred)
         ctx.save_for_backward(x_steps, w_ih, xw, w_hh, gamma_x, gamma_h, gamma_c, *saved)
-        ctx.cell_norm, ctx.onednn = cell_norm, onednn
+        ctx.cell_norm, ctx.onednn, ctx.centred = cell_norm, onednn, centred
         return saved[0][1:].transpose(0, 1)
 
     @staticmethod
     def backward(ctx, grad_out):
         x_steps, w_ih, xw, w_hh, gamma_x, gamma_h, gamma_c, *saved = ctx.saved_tensors
         grad_xw, *grads = KERNEL.module.backward(grad_out, xw, w_hh, gamma_x, gamma_h, gamma_c, ctx.cell_norm, saved,
-                                                 ctx.onednn)
+                                                 ctx.onednn, ctx.centred)
         grad_x, grad_w_ih = KERNEL.module.project_backward(grad_xw, x_steps, w_ih, ctx.needs_input_grad[0],
                                                            ctx.needs_input_grad[1], ctx.onednn)
-        return (None if grad_x is None else grad_x.transpose(0, 1), grad_w_ih, *grads, None, None)
+        return (None if grad_x is None else grad_x.transpose(0, 1), grad_w_ih, *grads, None, None, None)

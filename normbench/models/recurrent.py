@@ -167,10 +167,12 @@ def lstm_update(i, f, g, o, c, cell_norm=None):
 class InCellLayer(_CellLayer):
     """N_x(W x_t) and N_h(U h_{t-1}) normalized separately, biases added after the norms.
 
-    An LSTM or GRU with native LayerNorm in fp32/fp64, no trace and no autocast (``hand_written``) runs a
+    An LSTM or GRU with native LayerNorm, or an LSTM with RMSNorm, in fp32/fp64, no trace and no autocast
+    (``hand_written``; configuration/families.py, Family.hand_written_for) runs a
     recurrence with a hand-written backward (same function, tested equal): on a CPU the compiled
     one of ``lnlstm.cpp`` or ``gru.cpp`` unless ``kernel="python"``. Elsewhere (or where it does not
-    compile) an LSTM runs the Python one of ``lnlstm_python``, a GRU the autograd loop of ``step``.
+    compile) an LN-LSTM runs the Python one of ``lnlstm_python``, an RMSNorm-LSTM or a GRU the autograd loop of
+    ``step``.
     Which one is decided by kernel_choice.recurrence_on (from kernel_choice.cell_recurrences), not here.
 
     ``kernel="torch_compile"``, for any family and norm on any device: the autograd loop with ``step``
@@ -272,20 +274,21 @@ class InCellLayer(_CellLayer):
                                                ln_h.eps)
 
     def lstm_cpp_recurrence(self, x):
-        """The LN-LSTM cell of ``step`` over all time steps, by lnlstm.cpp (tested equal)."""
-        ln_x, ln_h = self.norm_x.norm, self.norm_h.norm  # the native LayerNorms inside the precision wrappers
+        """The LN-LSTM (or RMSNorm-LSTM) cell of ``step`` over all time steps, by lnlstm.cpp (tested equal)."""
+        ln_x, ln_h = self.norm_x.norm, self.norm_h.norm  # the LayerNorms (RMSNorms) inside the precision wrappers
         ln_c = self.norm_c.norm if self.cell_norm else None
         bias = self.bias_ih + self.bias_hh
         if ln_x.weight is not None:  # the kernel always takes gains; without affine they are ones
-            gamma_x, gamma_h, bias = ln_x.weight, ln_h.weight, bias + ln_x.bias + ln_h.bias
+            gamma_x, gamma_h = ln_x.weight, ln_h.weight
         else:
             gamma_x = gamma_h = x.new_ones(ln_x.dim)
-        if ln_c is not None and ln_c.weight is not None:
-            gamma_c, beta_c = ln_c.weight, ln_c.bias
-        else:  # unused without a cell norm
-            gamma_c, beta_c = x.new_ones(self.hidden_size), x.new_zeros(self.hidden_size)
+        for shift in (ln_x.bias, ln_h.bias):  # LayerNorm's shifts join the bias; RMSNorm has none
+            if shift is not None:
+                bias = bias + shift
+        gamma_c = ln_c.weight if ln_c is not None and ln_c.weight is not None else x.new_ones(self.hidden_size)
+        beta_c = ln_c.bias if ln_c is not None and ln_c.bias is not None else x.new_zeros(self.hidden_size)
         return lnlstm_cpu.LayerNormLSTMLayer.apply(x, self.weight_ih, self.weight_hh, gamma_x, gamma_h, bias,
-                                                   gamma_c, beta_c, ln_h.eps, self.cell_norm)
+                                                   gamma_c, beta_c, ln_h.eps, self.cell_norm, self.norm_kind == "ln")
 
     def lstm_python_recurrence(self, x):
         """The LN-LSTM cell of ``step`` over all time steps, by lnlstm_python (tested equal)."""
