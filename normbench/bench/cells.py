@@ -50,8 +50,8 @@ from torch import nn
 
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference, paired_ratio
-from normbench.configuration.families import described
 from normbench.models import lnlstm_cpu
+from normbench.models.kernel_choice import cell_recurrences
 from normbench.models.recurrent import GATES, InCellLayer, cell_kernel_in_use
 from normbench.models.recurrent import TORCH_CORES as FUSED
 from normbench.norms import NormSpec
@@ -64,9 +64,11 @@ EARLIER_CANDIDATES = {"in_cell_compile": "in_cell_torch_compile"}  # a candidate
 MASKED = "in_cell_masked"  # not in CANDIDATES: asked for with --masked, and at the grid's masked point
 
 
-def python_kernel(family: str) -> str:
-    """What model.cell_kernel=python runs for ``family``: an LSTM has a hand-written recurrence, a GRU does not."""
-    return "the hand-written Python recurrence" if "python" in described(family).hand_written else "the autograd loop"
+def python_kernel(family: str, norm: str = "ln") -> str:
+    """What model.cell_kernel=python runs for ``family`` with ``norm`` (kernel_choice.cell_recurrences): the LN-LSTM
+    has a hand-written recurrence; the LN-GRU and every other norm's cell run the autograd loop."""
+    first = (cell_recurrences(family, norm, "auto", "python") or ("autograd",))[0]
+    return "the hand-written Python recurrence" if first == "python" else "the autograd loop"
 
 
 @dataclass(frozen=True)
@@ -487,7 +489,7 @@ def measure_shape(shape: CellShape, spec: NormSpec, device: str, quick: bool, re
     for name, why in facts["skipped"].items():
         ratios.append(RatioLine(f"{name} ({label})", None, "the same layer at fixed length", command,
                                 note=f"skipped: {why}"))
-    others = (("in_cell_python", f"the same with model.cell_kernel=python: {python_kernel(family)}"),
+    others = (("in_cell_python", f"the same with model.cell_kernel=python: {python_kernel(family, spec.kind)}"),
               ("in_cell_torch_compile", "the same with model.cell_kernel=torch_compile: the step through torch.compile"),
               ("fused+norm_calls", f"lower bound: {fused_name} + the {facts['norm_calls_total']} norm calls alone"),
               ("loop", f"python-loop {family.upper()}, no norm"))
@@ -508,7 +510,7 @@ def render_markdown(rows, facts, decomposition, ratios, env, command, fused_name
     what = {"fused": fused_name, "fused+norm_calls": f"{fused_name} + the {facts['norm_calls_total']} norm calls alone",
             "loop": "InCellLayer without norm (Python time loop)",
             "in_cell": f"InCellLayer with {norm} ({facts['in_cell_kernel'] or 'autograd'} recurrence)",
-            "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python ({python_kernel(family)})",
+            "in_cell_python": f"InCellLayer with {norm}, model.cell_kernel=python ({python_kernel(family, norm)})",
             "in_cell_torch_compile": f"InCellLayer with {norm}, model.cell_kernel=torch_compile "
                                      "(torch.compile of the step)",
             MASKED: f"InCellLayer with {norm} on a variable-length batch (lengths T/2..T, masked)"}

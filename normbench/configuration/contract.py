@@ -76,6 +76,30 @@ def _drop(config: dict, dotted: str) -> None:
         node.pop(leaf, None)
 
 
+HASHED, INERT, AT_AUTO = "hashed", "inert", "at auto"
+
+
+def cell_kernel_rule(config: dict) -> str:
+    """How ``model.cell_kernel`` enters the identity of ``config`` (a config with present names, norm.impl as
+    identity reads it). How an in-cell layer runs its recurrence (models/kernel_choice.py): auto, compiled and
+    python choose between the family's hand-written recurrences (LN's; the LSTM's RMSNorm one), which only fp32
+    and one group reach (a grouped norm runs the loop, InCellLayer); torch_compile acts on every in-cell layer.
+    HASHED where the value changes what runs, INERT where it cannot. AT_AUTO: the in-cell RMSNorm LSTM's kernel
+    came after records of its runs (2026-12-06); at auto, the value they ran with (the loop then, the kernel now:
+    one function, rounded differently), the value stays out of the hash so they keep their hashes, and in the
+    settings (identity) so a study's arms are named by it; python and compiled are hashed."""
+    kind = _get(config, "norm.kind")
+    if not per_term_in_cell(_get(config, "placement.name"), _get(config, "placement.summed"), kind):
+        return INERT
+    cell_kernel = _get(config, "model.cell_kernel")
+    if cell_kernel == "torch_compile":
+        return HASHED
+    impl = _get(config, "norm.impl") if _get(config, "norm.groups", 1) == 1 else "reference"
+    if not families.hand_written_cell(_get(config, "model.family"), kind, impl, _get(config, "precision.dtype") == "fp32"):
+        return INERT
+    return AT_AUTO if kind == "rms" and cell_kernel == "auto" else HASHED
+
+
 def _inert(config: dict) -> list[str]:
     """The settings of ``config`` that cannot change this run, each for the reason beside it."""
     kind = _get(config, "norm.kind")
@@ -88,17 +112,7 @@ def _inert(config: dict) -> list[str]:
     if _get(config, "precision.dtype") == "fp32":
         inert.append("norm.fp32")  # the fp32 policy only acts under autocast
     inert += described(placement).inert_settings(family)  # what the placement's layers do not read
-    # How an in-cell layer runs its recurrence (models/kernel_choice.py): auto, compiled and python choose between
-    # the family's hand-written recurrences (LN's; the LSTM's RMSNorm one too), which only fp32 reaches;
-    # torch_compile acts on every in-cell cell.
-    kernels_apply = families.hand_written_cell(family, kind, _get(config, "norm.impl"),
-                                               _get(config, "precision.dtype") == "fp32")
-    # The in-cell RMSNorm LSTM's kernel came after records of its runs (2026-12-06): at auto, the value they ran
-    # with (the loop then, the kernel now: one function, rounded differently), cell_kernel stays out of its identity,
-    # so they keep their hashes; python and compiled, which now run different code, are runs of their own.
-    earlier_auto = kind == "rms" and _get(config, "model.cell_kernel") == "auto"
-    if not (per_term_in_cell(placement, _get(config, "placement.summed"), kind)
-            and (kernels_apply and not earlier_auto or _get(config, "model.cell_kernel") == "torch_compile")):
+    if cell_kernel_rule(config) != HASHED:
         inert.append("model.cell_kernel")
     inert += families.described(family).inert_parameters()  # the other families' (a Transformer's heads in an LSTM)
     optimizer = _get(config, "optim.name")
@@ -156,9 +170,7 @@ def effective_config(config: dict) -> dict:
     and the record's ``environment.norm_impls`` names the kernel each norm ran. ``model.cell_kernel`` is
     by its present name (``cpp`` reads ``compiled``; schema.EARLIER_CELL_KERNELS).
     """
-    effective = {k: copy.deepcopy(v) for k, v in with_present_names(config).items() if k not in HARNESS and k != "hydra"}
-    if _get(effective, "norm.impl") == AUTO_IMPL:
-        effective["norm"]["impl"] = AUTO_IDENTITY
+    effective = _named(config)
     for dotted in _inert(effective):
         _drop(effective, dotted)
     if _get(effective, "norm.kind") == "none" and isinstance(effective.get("placement"), dict):
@@ -166,6 +178,14 @@ def effective_config(config: dict) -> dict:
     elif described(_get(effective, "placement.name")).same_as:  # another name for one model (sandwich: peri)
         effective["placement"]["name"] = described(_get(effective, "placement.name")).same_as
     return effective
+
+
+def _named(config: dict) -> dict:
+    """A copy of ``config`` without harness keys, with present names and norm.impl as identity reads it."""
+    named = {k: copy.deepcopy(v) for k, v in with_present_names(config).items() if k not in HARNESS and k != "hydra"}
+    if _get(named, "norm.impl") == AUTO_IMPL:
+        named["norm"]["impl"] = AUTO_IDENTITY
+    return named
 
 
 def _digest(obj) -> str:
@@ -199,6 +219,8 @@ def identity(config: dict) -> RunIdentity:
                 flat[ALIASES.get(dotted, dotted)] = value
 
     walk(effective, "")
+    if cell_kernel_rule(_named(config)) == AT_AUTO:  # out of the hash, in the settings (cell_kernel_rule)
+        flat["model.cell_kernel"] = "auto"
     return RunIdentity(digest, _digest(effective), flat)
 
 

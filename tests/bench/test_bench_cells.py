@@ -146,3 +146,12 @@ def test_candidates_takes_the_torch_compile_candidates_earlier_name():
     assert _candidates("fused,in_cell_compile,in_cell_torch_compile") == ("fused", "in_cell_torch_compile")
     with pytest.raises(argparse.ArgumentTypeError, match="valid: "):
         _candidates("in_cell_compiled")
+
+
+def test_the_python_candidate_is_named_for_what_it_runs():
+    """model.cell_kernel=python: the LN-LSTM's hand-written recurrence; every other cell (the LN-GRU, the RMSNorm
+    LSTM, whose compiled kernel has no Python twin) the autograd loop."""
+    from normbench.bench.cells import python_kernel
+
+    assert python_kernel("lstm", "ln") == "the hand-written Python recurrence"
+    assert python_kernel("gru", "ln") == python_kernel("lstm", "rms") == python_kernel("lstm", "bn") == "the autograd loop"

@@ -75,10 +75,13 @@ def test_the_cell_kernel_is_identity_only_where_a_compiled_kernel_can_run(compos
         assert config_hash(resolved(compose, *in_cell)) != config_hash(
             resolved(compose, *in_cell, "model.cell_kernel=python")), (family, kind)
     # the RMSNorm LSTM's kernel came after records of its runs: at auto, the value they ran with, cell_kernel
-    # stays out of the identity (their hashes unchanged); compiled names a run of its own, as python does
+    # stays out of the hash (their hashes unchanged) and in the settings (a study's arms are named by it);
+    # compiled names a run of its own, as python does
     rms = ("norm=rms", "model.family=lstm", "placement=in_cell")
     assert "cell_kernel" not in effective_config(resolved(compose, *rms))["model"]
+    assert settings(resolved(compose, *rms))["model.cell_kernel"] == "auto"
     assert "cell_kernel" in effective_config(resolved(compose, *rms, "model.cell_kernel=compiled"))["model"]
+    assert "model.cell_kernel" not in settings(resolved(compose, *rms, "precision=bf16"))  # the loop, whatever it says
     assert "cell_kernel" in effective_config(resolved(compose, "norm=ln", "model.family=lstm", "placement=in_cell"))["model"]
     for inert in (("norm=ln", "model.family=rnn", "placement=in_cell"), ("norm=ln", "model.family=gru", "placement=pre"),
                   ("norm=ln", "model.family=lstm", "placement=in_cell", "placement.summed=true"),
@@ -146,14 +149,15 @@ def test_the_cell_kernel_rule_follows_what_the_layer_runs(compose):
 
     cpu = torch.device("cpu")
     for family in ("rnn", "lstm", "gru"):
-        for kind, impl in (("ln", "native"), ("ln", "auto"), ("ln", "reference"), ("rms", "auto")):
+        for kind, impl, groups in (("ln", "native", 1), ("ln", "auto", 1), ("ln", "reference", 1), ("rms", "auto", 1),
+                                   ("rms", "compiled", 1), ("rms", "reference", 1), ("ln", "auto", 2), ("rms", "auto", 2)):
             for precision, summed in (("fp32", False), ("bf16", False), ("fp32", True)):
                 setting = (f"model.family={family}", f"norm={kind}", f"norm.impl={impl}", f"precision={precision}",
-                           "placement=in_cell", f"placement.summed={str(summed).lower()}")
+                           "placement=in_cell", f"placement.summed={str(summed).lower()}", f"norm.groups={groups}")
                 ran = {}
                 for kernel in ("auto", "python", "torch_compile"):
-                    layer = in_cell_layer(family, 3, RecurrentShape(3, 4, cell_kernel=kernel), NormSpec(kind, impl=impl),
-                                          PlacementConfig("in_cell", summed=summed))
+                    layer = in_cell_layer(family, 3, RecurrentShape(3, 4, cell_kernel=kernel),
+                                          NormSpec(kind, impl=impl, groups=groups), PlacementConfig("in_cell", summed=summed))
                     ran[kernel] = (type(layer).__name__, cell_kernel_in_use(layer, cpu, autocast=precision == "bf16"))
                 hashes = {k: config_hash(resolved(compose, *setting, f"model.cell_kernel={k}")) for k in ran}
                 for a, b in (("auto", "python"), ("auto", "torch_compile")):
