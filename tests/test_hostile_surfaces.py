@@ -518,6 +518,23 @@ def test_a_runner_killed_outright_takes_its_child_along(tmp_path):
     assert not _alive(pid)
 
 
+def test_a_runner_that_ignores_sigterm_still_takes_its_child_along_when_killed(tmp_path):
+    """A runner whose SIGTERM is ignored (its stop decided, children.ignore_stops; or started by a parent that
+    ignores it) passes the ignored disposition on through exec: the child killed at once, before its own handler
+    is in place, would ignore the death signal and sleep its whole minute. The child starts with the default."""
+    parent = subprocess.Popen([sys.executable, "-c", "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                               "from normbench.studies import children\n"
+                               f"child = children.start([sys.executable, '-c', {SLEEPER!r}])\n"
+                               "print(child.pid, flush=True)\nchild.wait()"], stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait(timeout=HANG_S)
+    deadline = time.monotonic() + 30  # the sleeper's own end is at 60 s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_stopped_tune_passes_the_signal_on_and_ends_in_one_line(signum, tmp_path, monkeypatch, capsys):
     started = []

@@ -55,8 +55,17 @@ def _libc():
 
 
 def _die_with_parent(libc) -> Callable[[], None]:
-    """preexec_fn of every child: SIGTERM when the runner dies, however it dies (Linux only)."""
-    return lambda: libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    """preexec_fn of every child: SIGTERM when the runner dies, however it dies (Linux only). SIGTERM's
+    disposition is set to the default first: an ignored one (the runner's stop already decided, ignore_stops, or
+    a parent that ignores SIGTERM) survives exec, and a runner killed before the child installs its own handler
+    would leave the child running with the death signal ignored."""
+    def preexec() -> None:
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        except ValueError:  # started from another thread than the main one: leave it as it is
+            pass
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    return preexec
 
 
 def ignore_stops() -> None:
