@@ -518,15 +518,18 @@ def test_a_runner_killed_outright_takes_its_child_along(tmp_path):
     assert not _alive(pid)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's (prctl)")
 def test_a_runner_that_ignores_sigterm_still_takes_its_child_along_when_killed(tmp_path):
-    """A runner whose SIGTERM is ignored (its stop decided, children.ignore_stops; or started by a parent that
-    ignores it) passes the ignored disposition on through exec: the child killed at once, before its own handler
-    is in place, would ignore the death signal and sleep its whole minute. The child starts with the default."""
+    """A runner whose SIGTERM is ignored (children.start outside handling(), after ignore_stops) passes the ignored
+    disposition on through exec. The child here installs no handler of its own, so only the default disposition
+    the child is started with lets the death signal end it before its minute of sleep."""
+    plain_sleeper = "import time\ntime.sleep(60)"
     parent = subprocess.Popen([sys.executable, "-c", "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                                "from normbench.studies import children\n"
-                               f"child = children.start([sys.executable, '-c', {SLEEPER!r}])\n"
+                               f"child = children.start([sys.executable, '-c', {plain_sleeper!r}])\n"
                                "print(child.pid, flush=True)\nchild.wait()"], stdout=subprocess.PIPE, text=True)
     pid = int(parent.stdout.readline())
+    assert _alive(pid)
     parent.kill()
     parent.wait(timeout=HANG_S)
     deadline = time.monotonic() + 30  # the sleeper's own end is at 60 s

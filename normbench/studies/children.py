@@ -49,21 +49,21 @@ def _libc():
     import ctypes
 
     try:
-        return ctypes.CDLL(None, use_errno=True)  # the process's own symbols, the C library's prctl among them
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, the C library's prctl among them
     except OSError:
         return None
+    libc.signal.argtypes, libc.signal.restype = (ctypes.c_int, ctypes.c_void_p), ctypes.c_void_p
+    return libc
 
 
 def _die_with_parent(libc) -> Callable[[], None]:
     """preexec_fn of every child: SIGTERM when the runner dies, however it dies (Linux only). SIGTERM's
-    disposition is set to the default first: an ignored one (the runner's stop already decided, ignore_stops, or
-    a parent that ignores SIGTERM) survives exec, and a runner killed before the child installs its own handler
-    would leave the child running with the death signal ignored."""
+    disposition is set to the default first (by the C library: Python's signal.signal would run a pending
+    handler here, a Ctrl-C's, between fork and exec): an ignored one survives exec, and a child whose runner
+    ignored SIGTERM (children.start called outside handling(), after ignore_stops: the tests, a library caller)
+    and was killed before the child installed its own handler would run on with the death signal ignored."""
     def preexec() -> None:
-        try:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        except ValueError:  # started from another thread than the main one: leave it as it is
-            pass
+        libc.signal(signal.SIGTERM, None)  # SIG_DFL
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     return preexec
 

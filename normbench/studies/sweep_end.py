@@ -17,6 +17,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from normbench.analysis.rules import PRIMARY, other_score, record_score
+from normbench.configuration.contract import identity
 from normbench.configuration.hydra_files import Refused
 from normbench.records import sweep_time
 from normbench.records.metrics import (
@@ -78,7 +79,7 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
         p10, p90 = speed.get("step_ms_p10"), speed.get("step_ms_p90")
         noisy = isinstance(p10, (int, float)) and isinstance(p90, (int, float)) and p10 > 0 and p90 / p10 > TIMING_NOISY
         ms = speed.get("step_ms_median")
-        rows.append({"run": path.parent.name, **{str(k): _plain(v) for k, v in (s.get("axes") or {}).items()},
+        rows.append({"run": path.parent.name, **{str(k): _plain(v) for k, v in _axes(s).items()},
                      "seed": _plain(s.get("seed")), "status": s["status"], primary: _plain(metrics.get(primary)),
                      second: _plain(metrics.get(secondary)),
                      "to_target": "—" if reached is None else reached,
@@ -87,6 +88,17 @@ def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
     varying = [c for c in table.columns if c not in ("run", "status", primary, second, "to_target", "ms/step")
                and table[c].astype(str).nunique() > 1]
     return table[["run", *varying, "status", primary, second, "to_target", "ms/step"]]
+
+
+def _axes(summary: dict) -> dict:
+    """A record's settings as the identity reads them today, recomputed from its config (contract.identity), as the
+    report reads them: a record of an earlier version may store other axes for the same run (an in-cell RMSNorm
+    LSTM's model.cell_kernel, absent before 2026-12-06). The stored axes where it has no config."""
+    config = summary.get("config")
+    try:
+        return identity(config).settings if isinstance(config, dict) else (summary.get("axes") or {})
+    except (TypeError, KeyError, AttributeError, ValueError):  # a config the identity cannot read: as stored
+        return summary.get("axes") or {}
 
 
 RANK_SEEDS = 2  # finished seeds an arm needs before it is ranked (analysis/ranking.py)
@@ -114,7 +126,7 @@ def unranked_line(config: DictConfig, summaries: dict[Path, dict], unrun: list[s
     seeds: dict[tuple, set] = {}
     for s in summaries.values():
         if s.get("status") in ("ok", "diverged"):
-            arm = tuple(sorted((str(k), str(v)) for k, v in (s.get("axes") or {}).items() if k != "seed"))
+            arm = tuple(sorted((str(k), str(v)) for k, v in _axes(s).items() if k != "seed"))
             seeds.setdefault(arm, set()).add(s.get("seed"))
     if any(len(v) >= RANK_SEEDS for v in seeds.values()):
         return None

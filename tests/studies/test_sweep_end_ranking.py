@@ -33,6 +33,25 @@ def test_the_unranked_line_names_the_reason_and_a_command_that_ranks():
     assert "no run finished" in sweep_end.unranked_line(config, failed)
 
 
+def test_two_seeds_of_one_run_are_one_arm_whatever_axes_their_records_store(compose):
+    """An in-cell RMSNorm LSTM record written before 2026-12-06 stores no model.cell_kernel among its axes, one
+    written now stores auto: the same run (one group hash). Arms are read from the configs, as the report reads
+    them, so a resumed sweep holding one of each ranks the arm rather than saying it has one seed."""
+    from normbench.configuration.contract import identity
+
+    config = OmegaConf.create({"hydra": {"overrides": {"task": ["norm=rms", "placement=in_cell", "model=lstm"]}}})
+    summaries = {}
+    for seed in (0, 1):
+        plain = OmegaConf.to_container(compose("norm=rms", "placement=in_cell", "model=lstm", f"seed={seed}"),
+                                       resolve=True)
+        axes = dict(identity(plain).settings)
+        if seed == 0:
+            axes.pop("model.cell_kernel")  # as the earlier version wrote it
+        summaries[Path(f"s/{seed}/summary.json")] = {"status": "ok", "seed": seed, "axes": axes, "config": plain}
+    assert sweep_end.unranked_line(config, summaries) is None
+    assert "model.cell_kernel" not in sweep_end.sweep_table(summaries).columns  # not a varying axis either
+
+
 def test_an_unknown_sweep_timing_is_one_clear_error(compose):
     from normbench.checks import ConfigError
     from normbench.configuration.config import to_config
