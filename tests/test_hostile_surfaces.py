@@ -522,20 +522,25 @@ def test_a_runner_killed_outright_takes_its_child_along(tmp_path):
 def test_a_runner_that_ignores_sigterm_still_takes_its_child_along_when_killed(tmp_path):
     """A runner whose SIGTERM is ignored (children.start outside handling(), after ignore_stops) passes the ignored
     disposition on through exec. The child here installs no handler of its own, so only the default disposition
-    the child is started with lets the death signal end it before its minute of sleep."""
-    plain_sleeper = "import time\ntime.sleep(60)"
+    the child is started with lets the death signal end it: its own sleep outlasts the wait (a hang, on the code
+    before), and it is killed at the end whatever happened."""
+    plain_sleeper = f"import time\ntime.sleep({4 * HANG_S})"
     parent = subprocess.Popen([sys.executable, "-c", "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                                "from normbench.studies import children\n"
                                f"child = children.start([sys.executable, '-c', {plain_sleeper!r}])\n"
                                "print(child.pid, flush=True)\nchild.wait()"], stdout=subprocess.PIPE, text=True)
     pid = int(parent.stdout.readline())
-    assert _alive(pid)
-    parent.kill()
-    parent.wait(timeout=HANG_S)
-    deadline = time.monotonic() + 30  # the sleeper's own end is at 60 s
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid)
+    try:
+        assert _alive(pid)
+        parent.kill()
+        parent.wait(timeout=HANG_S)
+        deadline = time.monotonic() + HANG_S
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
