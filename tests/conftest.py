@@ -118,21 +118,6 @@ def _no_study_left_in_the_environment():
         os.environ.pop(name, None)
 
 
-@pytest.fixture(autouse=True)
-def _stop_signals_restored():
-    """A subcommand run in this process ends in children.ignore_stops(), which leaves SIGINT, SIGTERM and SIGHUP
-    ignored for the rest of the process, as a CLI process wants at its end. An ignored disposition survives exec:
-    every later test's subprocesses would start with them ignored (a child killed by its parent-death signal
-    before installing its handler would sleep on; pytest would not stop on Ctrl-C). A CLI process ends; a test
-    must not leak."""
-    stops = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    saved = {s: signal.getsignal(s) for s in stops}
-    yield
-    for s, handler in saved.items():
-        if handler is not None and signal.getsignal(s) is not handler:
-            signal.signal(s, handler)
-
-
 VICTIM_TEXT = "the user's own file\n"
 
 
