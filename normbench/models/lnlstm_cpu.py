@@ -5,8 +5,8 @@ Each thread of torch's pool runs every time step for its own block of batch rows
 meet in the recurrence), so a step costs one matrix product and a few vectorized passes over each
 row. The C++ source is compiled on first use for this CPU's capability (``cpu_build``: AVX-512,
 AVX2 or plain). Where that fails (no compiler, no ninja) ``KERNEL.load()`` returns None, ``KERNEL.unavailable``
-says why in one line, and the layer uses the Python recurrence instead, which computes the same
-function.
+says why in one line, and the layer uses the Python recurrence instead (LayerNorm; RMSNorm has none, so
+the autograd loop of its step), which computes the same function.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import torch
 
 from normbench.native import cpu_build
 
-KERNEL = cpu_build.Kernel(Path(__file__).with_name("lnlstm.cpp"), "compiled LN-LSTM kernel", "the Python recurrence")
+KERNEL = cpu_build.Kernel(Path(__file__).with_name("lnlstm.cpp"), "compiled LN-LSTM kernel",
+                          "the Python recurrence (LayerNorm) or the autograd loop (RMSNorm)")
 PHASES = ("input_products", "forward_products", "forward_cell", "backward_products", "backward_cell")
 
 

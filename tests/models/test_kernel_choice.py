@@ -77,4 +77,5 @@ def test_a_compiled_kernel_asked_for_by_name_says_only_the_refusal(monkeypatch, 
     assert "using the Python recurrence" not in caplog.text
     assert recurrence_on("lstm", "ln", "native", "auto", torch.device("cpu")) == "python"
     assert recurrence_on("lstm", "ln", "native", "auto", torch.device("cpu")) == "python"
-    assert caplog.text.count("compiled LN-LSTM kernel unavailable, using the Python recurrence: RuntimeError") == 1
+    assert caplog.text.count("compiled LN-LSTM kernel unavailable, using the Python recurrence (LayerNorm) or the "
+                             "autograd loop (RMSNorm): RuntimeError") == 1
