@@ -96,7 +96,8 @@ def _record(folder, digest_config: dict, status: str = "ok"):
 
 
 def test_the_sweeps_records_are_parsed_once_and_a_replaced_one_again(tmp_path, monkeypatch):
-    from tests.report.conftest import DEFAULT_AXES, config_of
+    from normbench.configuration.contract import config_of
+    from tests.report.conftest import DEFAULT_AXES
 
     a, b = config_of(DEFAULT_AXES, 0, 100), config_of(DEFAULT_AXES, 1, 100)
     monkeypatch.setattr(run, "_seen", {})

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from normbench.checks import OneLineParser
+from normbench.configuration.contract import RECORD_FORMAT, config_hash, config_of
 
 _NORMS = ("none", "ln", "rms", "bn", "scale")  # a fixed sample of the kinds: docs/performance.md times this grid
 _PLACEMENTS = {"transformer": ("pre", "post"), "lstm": ("in_cell", "post")}
@@ -87,11 +88,12 @@ def _summary(index: int, axes: dict, run_seed: int, status: str, quality: float,
     if recurrent:
         profiles["grad_time_init"] = [10 ** (-2 * (100 - t) / 99) for t in range(1, 101)]
         profiles["grad_time_final"] = [10 ** (-1 * (100 - t) / 99) for t in range(1, 101)]
+    config = config_of(axes, run_seed, axes["steps"])
     return {
-        "schema": "normbench.run/1", "status": status,
-        "reason": None if status == "ok" else f"{status} (synthetic)",
-        "config": {"seed": run_seed, **axes}, "overrides": [], "config_hash": f"{index:016x}",
-        "axes": axes, "seed": run_seed,
+        "schema": RECORD_FORMAT, "status": status,
+        "reason": None if status in ("ok", "running") else f"{status} (synthetic)",
+        "config": config, "overrides": [], "config_hash": config_hash(config),
+        "axes": axes, "seed": run_seed, "study": None,
         "task": {"name": "copy", "metric": "accuracy", "higher_is_better": True, "chance": 0.1, "target": 0.8},
         "metrics": {"best_val": quality, "final_val": quality, "test": quality, "final_train_loss": 0.05,
                     "steps_to_target": reached, "seconds_to_target": reached and reached * step_ms / 1e3,

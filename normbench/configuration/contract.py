@@ -228,6 +228,20 @@ def config_hash(config: dict) -> str:
     return identity(config).config_hash
 
 
+def config_of(axes: dict, seed: int, steps: int) -> dict:
+    """The resolved config a runner would record for these axes (ALIASES' short names undone): for records
+    written by hand (the report's tests, bench.report_scale)."""
+    config: dict = {"seed": seed, "steps": steps, "task": {"name": axes["task"]}}
+    dotted = {short: full for full, short in ALIASES.items()}
+    for key, value in axes.items():
+        *parents, leaf = dotted.get(key, key).split(".")
+        node = config
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return config
+
+
 def group_hash(config: dict) -> str:
     return identity(config).group_hash
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from normbench.configuration.contract import config_hash
+from normbench.configuration.contract import RECORD_FORMAT, config_hash, config_of
 from normbench.page_check.screenshot import NoBrowser, find_chromium
 
 try:
@@ -19,7 +19,6 @@ except NoBrowser as missing:
 # the mark of every test that opens a page in Chromium: skipped, with the reason, where none is installed
 needs_browser = pytest.mark.skipif(bool(NO_BROWSER), reason=NO_BROWSER or "chromium found")
 
-RECORD_FORMAT = "normbench.run/2"
 
 DEFAULT_AXES = {
     "model": "transformer", "task": "copy", "norm": "ln", "placement": "pre", "precision": "fp32",
@@ -36,21 +35,6 @@ TASKS = {
     "fortunes_lm": {"name": "fortunes_lm", "metric": "bpc", "higher_is_better": False, "chance": 4.79, "target": 2.5,
                     "trivial": {"unigram model": 4.78, "bigram model": 3.75}},
 }
-
-
-def config_of(axes: dict, seed: int, steps: int) -> dict:
-    """The resolved config a runner would record for these axes (the contract's short names undone)."""
-    from normbench.configuration.contract import ALIASES
-
-    config: dict = {"seed": seed, "steps": steps, "task": {"name": axes["task"]}}
-    dotted = {short: full for full, short in ALIASES.items()}
-    for key, value in axes.items():
-        *parents, leaf = dotted.get(key, key).split(".")
-        node = config
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return config
 
 
 def _curve(best: float, chance: float, evals: int) -> list[float]:
