@@ -168,7 +168,8 @@ def test_rerun_of_a_joblib_job_uses_its_recorded_threads_and_reproduces(tmp_path
     assert proc.returncode == 0, proc.stderr[-2000:]
     run = tmp_path / "sweep" / "0"
     recorded = json.loads((run / "summary.json").read_text())
-    assert recorded["config"]["threads"] == 0 and recorded["environment"]["threads"] == (os.cpu_count() or 2) // 2
+    # cores // 2, or fewer where other work (the suite's other worker) left fewer cores free (run.threads_for)
+    assert recorded["config"]["threads"] == 0 and 1 <= recorded["environment"]["threads"] <= (os.cpu_count() or 2) // 2
     again = subprocess.run([sys.executable, "-m", "normbench.training.rerun", str(run), "--out", str(tmp_path / "again")],
                            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=HANG_S)
     assert again.returncode == 0 and "reproduced exactly" in again.stdout, again.stdout + again.stderr

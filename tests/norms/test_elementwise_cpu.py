@@ -130,7 +130,7 @@ def test_every_build_this_cpu_runs_keeps_f_within_its_bounds(variant):
                             "e.KERNEL.load(required=True); print(e.KERNEL.variant)"],
                            env=env, capture_output=True, text=True, timeout=HANG_S)
     assert which.stdout.split() == [variant], which.stderr
-    checks = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+    checks = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", __file__,
                              "-k", "ulp_bound or torchs_sign or slope or exactly_one"], env=env, capture_output=True, text=True,
                             timeout=HANG_S)
     assert checks.returncode == 0 and "\n6 passed," in checks.stdout, checks.stdout[-3000:]

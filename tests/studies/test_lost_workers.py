@@ -67,7 +67,8 @@ def test_a_killed_worker_fails_its_run_and_the_sweep_goes_on(tmp_path):
     assert (sweep / "report.md").exists() or any(sweep.glob("report*"))
 
 
-# The process running job 1, once its record exists, kills loky's resource tracker (once).
+# The process running job 1, once its record exists, kills this sweep's resource trackers (once): those whose
+# environment holds NB_TEST_KILL_DIR (the suite's two workers run other sweeps beside it), and says so in killed.
 TRACKER_KILLER = textwrap.dedent("""
     import os, signal, sys
     target = os.environ.get("NB_TEST_KILL_DIR")
@@ -81,14 +82,19 @@ TRACKER_KILLER = textwrap.dedent("""
             if not os.path.exists(os.path.join(target, "summary.json")):
                 return
             done.append(1)
+            ours = f"NB_TEST_KILL_DIR={target}".encode()
             for pid in filter(str.isdigit, os.listdir("/proc")):
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
                         command = f.read()
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        environment = f.read().split(b"\\0")
                 except OSError:
                     continue
-                if b"tracker import main" in command:
+                if b"tracker import main" in command and ours in environment:
                     os.kill(int(pid), signal.SIGKILL)
+                    with open(os.path.join(os.path.dirname(os.path.dirname(target)), "killed"), "a") as f:
+                        f.write(pid + "\\n")
         sys.addaudithook(hook)
 """)
 
@@ -97,6 +103,7 @@ def test_a_killed_resource_tracker_leaves_no_traceback(tmp_path):
     """Hostile h15 W01: the sweep finished ok, but its output held loky's relaunch warning and KeyError tracebacks."""
     done, sweep = sweep_with_hook(tmp_path, TRACKER_KILLER, "seed=0,1")
     assert done.returncode == 0, done.stderr
+    assert (tmp_path / "killed").read_text().strip(), "no tracker of this sweep was killed"  # not vacuous
     assert "Traceback" not in done.stderr + done.stdout and "died unexpectedly" not in done.stderr, done.stderr[-3000:]
     assert {json.loads(p.read_text())["status"] for p in sweep.glob("*/summary.json")} == {"ok"}
 
