@@ -36,6 +36,7 @@ def _reads_whole(report, width: int) -> None:
     assert broken(html_facts(report)) == []
 
 
+@pytest.mark.xdist_group("small_crafted_report")  # the session fixture built once, in one worker
 @pytest.mark.parametrize("width", WIDTHS)
 def test_crafted_studies_read_whole(small_crafted_report, width):
     _reads_whole(small_crafted_report, width)

@@ -146,6 +146,7 @@ def test_page_facts_see_what_breaks(tmp_path):
     assert "link to no id: #nowhere" in found and "link to no id: #x" not in found
 
 
+@pytest.mark.xdist_group("small_crafted_report")  # the session fixture built once, in one worker
 def test_the_crafted_studies_report_keeps_its_promises(small_crafted_report):
     """Two studies (8 and 4 arms): each its own section, ≤ 6 figures, no id twice, no caption repeated,
     no table over 12 columns, well under the page's weight; the same sections in the Markdown."""
@@ -186,7 +187,7 @@ def test_a_page_whose_text_outgrows_the_figure_budget_still_fits_its_cap(tmp_pat
     from normbench.report.build import build_report
     from tests.report.conftest import write_crafted_sweep
 
-    write_crafted_sweep(tmp_path / "sweep", norms=2, lrs=2)
+    write_crafted_sweep(tmp_path / "sweep", norms=1, lrs=1)  # two studies of 2 and 4 arms: figures enough to cut
     build_report([tmp_path / "sweep"], tmp_path / "full")
     full = (tmp_path / "full" / "report.html").stat().st_size
     cap = full - 60_000

@@ -133,6 +133,7 @@ def test_no_divergence_map_when_no_run_diverged(tmp_path):
     assert [f.name for f in stormy] == ["heatmap_primary-2", "heatmap_divergence-2"]
 
 
+@pytest.mark.xdist_group("small_crafted_report")  # the session fixture built once, in one worker
 def test_captions_are_short_and_name_only_glossary_terms(small_crafted_report):
     """Each figure the report draws refers to the glossary for its long explanations."""
     html = small_crafted_report.read_text()
