@@ -56,7 +56,7 @@ def write_sweep(root: Path, runs: int, seed: int = 0) -> None:
         if status == "running":
             text = text[: len(text) // 2]  # killed mid-run: the last line is cut short
         (run_dir / "metrics.jsonl").write_text(text)
-        summary = _summary(index, axes, run_seed, status, quality, step_ms, reached, rng)
+        summary = _summary(axes, run_seed, status, quality, step_ms, reached, rng)
         (run_dir / "summary.json").write_text(json.dumps(summary))
 
 
@@ -80,7 +80,7 @@ def _lines(axes: dict, quality: float, step_ms: float, rng: random.Random) -> tu
     return lines, reached
 
 
-def _summary(index: int, axes: dict, run_seed: int, status: str, quality: float, step_ms: float,
+def _summary(axes: dict, run_seed: int, status: str, quality: float, step_ms: float,
              reached: int | None, rng: random.Random) -> dict:
     """One run's summary.json, as the runner writes it."""
     recurrent = axes["model"] == "lstm"

@@ -195,6 +195,11 @@ def crafted_report_fixture(tmp_path_factory):
     return build_report([write_crafted_sweep(tmp_path_factory.mktemp("crafted"))], tmp_path_factory.mktemp("crafted_out"))
 
 
+# the mark of every test that reads small_crafted_report: they run in one xdist worker (--dist loadgroup), which
+# builds the session fixture once
+on_small_crafted_report = pytest.mark.xdist_group("small_crafted_report")
+
+
 @pytest.fixture(name="small_crafted_report", scope="session")
 def small_crafted_report_fixture(tmp_path_factory):
     """The same with 8 arms in the first study (2 norms x 2 placements x 2 lrs): small multiples, quick; and a

@@ -13,6 +13,7 @@ from PIL import Image
 
 from normbench.report import figures
 from normbench.report.figures import LAYOUTS, MIN_FONT_KEY, NARROW, PROBLEMS_KEY, WIDE, drawing
+from tests.report.conftest import on_small_crafted_report
 
 
 def _pngs(report):
@@ -52,7 +53,7 @@ def test_text_stays_legible_where_each_rendering_is_shown(report):
                 assert scale <= 1.5, (layout.key, png.name, image.width)
 
 
-@pytest.mark.xdist_group("small_crafted_report")  # the session fixture built once, in one worker
+@on_small_crafted_report
 def test_panel_heights_follow_the_panel_count(small_crafted_report):
     """8 arms make small multiples (one panel per arm), so that figure is much taller than the
     4-arm study's single panel, and its narrow rendering (2 panels a row) taller than the wide one (4 a row)."""
