@@ -199,6 +199,8 @@ def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--subset", type=_overrides, metavar="OVERRIDES",
                    help="with --profile: the sweep's overrides, one string (default: " + " ".join(sweep_profile.SUBSET) + ")")
     p.add_argument("--keep", type=runs_folder, metavar="DIR", help="with --profile: keep the sweeps under DIR")
+    p.add_argument("--no-parts", action="store_true",
+                   help="with --against: the side-by-side rounds only, without the extra sweep under cProfile")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -309,7 +311,7 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
                               quick=args.quick, threads=threads, command=command)
     elif args.profile:
         section = sweep_profile.run(against=args.against, rounds=args.rounds or 2, overrides=args.subset,
-                                    command=command, keep=args.keep)
+                                    profile=not args.no_parts, command=command, keep=args.keep)
     else:
         section = sweep.run(runs=args.runs, jobs=args.jobs, steps=args.sweep_steps, quick=args.quick,
                             command=command)
@@ -378,7 +380,8 @@ def _outputs(names, args: argparse.Namespace) -> list[str]:
 
 # An option that acts only beside another: (option, its dest, the option it needs, that one's dest).
 NEEDS = (("--against", "against", "--profile", "profile"), ("--subset", "subset", "--profile", "profile"),
-         ("--keep", "keep", "--profile", "profile"), ("--rounds", "rounds", "--against", "against"))
+         ("--keep", "keep", "--profile", "profile"), ("--rounds", "rounds", "--against", "against"),
+         ("--no-parts", "no_parts", "--against", "against"))
 
 
 def _needs_another(args: argparse.Namespace) -> str | None:

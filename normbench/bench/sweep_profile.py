@@ -14,7 +14,7 @@ each job, the run's set-up, its data, evaluation and probes, its records. Two me
   alternating order (A B, then B A, ...), so neither always runs on a warmer or quieter machine;
   then ``normbench compare A B --exact`` says whether their records are the same runs with the same
   numbers;
-- the **parts** (``--profile``): one more sweep of this code under cProfile, and each part of PARTS
+- the **parts** (``--profile``, left out with ``--no-parts``): one more sweep of this code under cProfile, and each part of PARTS
   as the cumulative seconds of the functions that do it. These are wall seconds under cProfile, whose
   per-call overhead inflates call-heavy Python (record parsing, YAML) far more than C work: they rank
   where to look and do not predict a saving; the side-by-side CPU column measures one.

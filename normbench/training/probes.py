@@ -220,11 +220,30 @@ def _hooked(modules, hook):
             h.remove()
 
 
+class _Reader:
+    """What one probe reads off a forward pass: the (name, module) pairs it hooks, ``hook(name)`` the forward hook
+    for one of them, and ``result()`` once the pass is done. Several readers can share one pass (end_readings)."""
+
+    def __init__(self, modules, hook, result):
+        self.modules, self.hook, self.result = modules, hook, result
+
+
+@contextlib.contextmanager
+def _reading(readers):
+    with contextlib.ExitStack() as stack:
+        for reader in readers:
+            stack.enter_context(_hooked(reader.modules, reader.hook))
+        yield
+
+
 @torch.no_grad()
-def hidden_variance(model: SequenceModel, x) -> list[float]:
-    """Var of each block's output over its features, per token, averaged over the tokens (the residual
-    stream's variance after block ℓ, the quantity Sun et al. 2025 and Kim et al. 2025 plot against depth).
-    One forward (_probe_mode)."""
+def _read_alone(model: SequenceModel, x, reader: _Reader):
+    with _reading([reader]), _probe_mode(model):
+        model(x)
+    return reader.result()
+
+
+def _hidden_variance_reader(model: SequenceModel) -> _Reader:
     out: dict[int, float] = {}
 
     def hook(i):
@@ -232,9 +251,14 @@ def hidden_variance(model: SequenceModel, x) -> list[float]:
             h = output.detach().double()
             out[i] = float(h.var(dim=-1, unbiased=False).mean())
         return record
-    with _hooked(list(enumerate(_blocks(model))), hook), _probe_mode(model):
-        model(x)
-    return [out[i] for i in sorted(out)]
+    return _Reader(list(enumerate(_blocks(model))), hook, lambda: [out[i] for i in sorted(out)])
+
+
+def hidden_variance(model: SequenceModel, x) -> list[float]:
+    """Var of each block's output over its features, per token, averaged over the tokens (the residual
+    stream's variance after block ℓ, the quantity Sun et al. 2025 and Kim et al. 2025 plot against depth).
+    One forward (_probe_mode)."""
+    return _read_alone(model, x, _hidden_variance_reader(model))
 
 
 def log_slope(values: list[float] | None) -> float | None:
@@ -259,14 +283,8 @@ def _causal_mask(module, steps: int, keys_real, device):
     return allowed
 
 
-@torch.no_grad()
-def attention_logit_max(model: SequenceModel, x) -> list[float]:
-    """Per block, the largest |z_ij| = |⟨q_i, k_j⟩| / sqrt(d_h) over heads, the batch and the pairs the
-    attention may use (causal, real keys): the attention logit whose growth Dehghani et al. 2023 and
-    Wortsman et al. 2023 (§3.1.1) tie to instability, after QK-norm where the model has it. Empty for a
-    model without attention."""
+def _attention_logit_reader(model: SequenceModel) -> _Reader:
     found: dict[int, float] = {}
-    attentions = [(i, block.attn) for i, block in enumerate(_blocks(model)) if hasattr(block, "attn")]
 
     def hook(i):
         def record(module, inputs, output):
@@ -281,20 +299,21 @@ def attention_logit_max(model: SequenceModel, x) -> list[float]:
             allowed = _causal_mask(module, steps, keys_real, h.device)
             found[i] = float(z.abs().masked_fill(~allowed, 0.0).amax())
         return record
-    if not attentions:
-        return []
-    with _hooked(attentions, hook), _probe_mode(model):
-        model(x)
-    return [found[i] for i in sorted(found)]
+    attentions = [(i, block.attn) for i, block in enumerate(_blocks(model)) if hasattr(block, "attn")]
+    return _Reader(attentions, hook, lambda: [found[i] for i in sorted(found)])
 
 
-@torch.no_grad()
-def saturated_share(model: SequenceModel, x) -> dict[str, float]:
-    """{norm site: share of its elements whose bounded function's argument exceeds SATURATION_LIMIT in
-    magnitude}, for every DyT / Derf layer (SATURATING), on one forward (_probe_mode); ``all`` pools every
-    element of every site. Empty when the model has no such norm."""
+def attention_logit_max(model: SequenceModel, x) -> list[float]:
+    """Per block, the largest |z_ij| = |⟨q_i, k_j⟩| / sqrt(d_h) over heads, the batch and the pairs the
+    attention may use (causal, real keys): the attention logit whose growth Dehghani et al. 2023 and
+    Wortsman et al. 2023 (§3.1.1) tie to instability, after QK-norm where the model has it. Empty for a
+    model without attention."""
+    reader = _attention_logit_reader(model)
+    return _read_alone(model, x, reader) if reader.modules else []
+
+
+def _saturation_reader(model: SequenceModel) -> _Reader:
     counts: dict[str, tuple[int, int]] = {}
-    sites = [(name, m) for name, m in model.named_modules() if _saturating_argument(m) is not None]
 
     def hook(name):
         def record(module, inputs, output):
@@ -302,39 +321,115 @@ def saturated_share(model: SequenceModel, x) -> dict[str, float]:
             saturated, total = counts.get(name, (0, 0))
             counts[name] = (saturated + int((argument.abs() > SATURATION_LIMIT).sum()), total + argument.numel())
         return record
-    if not sites:
-        return {}
-    with _hooked(sites, hook), _probe_mode(model):
-        model(x)
-    shares = {name: s / t for name, (s, t) in counts.items() if t}
-    pooled = [sum(v[0] for v in counts.values()), sum(v[1] for v in counts.values())]
-    if pooled[1]:
-        shares["all"] = pooled[0] / pooled[1]
-    return shares
+
+    def result():
+        shares = {name: s / t for name, (s, t) in counts.items() if t}
+        pooled = [sum(v[0] for v in counts.values()), sum(v[1] for v in counts.values())]
+        if pooled[1]:
+            shares["all"] = pooled[0] / pooled[1]
+        return shares
+    sites = [(name, m) for name, m in model.named_modules() if _saturating_argument(m) is not None]
+    return _Reader(sites, hook, result)
+
+
+def saturated_share(model: SequenceModel, x) -> dict[str, float]:
+    """{norm site: share of its elements whose bounded function's argument exceeds SATURATION_LIMIT in
+    magnitude}, for every DyT / Derf layer (SATURATING), on one forward (_probe_mode); ``all`` pools every
+    element of every site. Empty when the model has no such norm."""
+    reader = _saturation_reader(model)
+    return _read_alone(model, x, reader) if reader.modules else {}
+
+
+class _BlockIO:
+    """Each block's input and output on one forward; ``replaying(i)`` then runs the forward without block i while
+    computing only the blocks after it. Kept and handed back as copies, so that nothing a later pass does to the
+    tensors it is handed can reach the next skipped forward."""
+
+    def __init__(self, blocks):
+        self.blocks, self.inputs, self.outputs = blocks, {}, {}
+
+    def reader(self) -> _Reader:
+        def hook(i):
+            def record(module, inputs, output):
+                self.inputs[i], self.outputs[i] = _copied(inputs[0]), _copied(output)
+            return record
+        return _Reader(list(enumerate(self.blocks)), hook, lambda: None)
+
+    def identity(self, i: int) -> bool:
+        """Whether block i has an identity to skip to: its output a tensor of its input's shape."""
+        out = self.outputs.get(i)
+        return isinstance(out, torch.Tensor) and out.shape == self.inputs[i].shape
+
+    @contextlib.contextmanager
+    def replaying(self, skip: int):
+        """The blocks before ``skip`` hand back what they returned on the recorded pass, and block ``skip`` its
+        input, without computing: from the same input in a mode without randomness they would compute exactly
+        that again. An instance ``forward`` shadows the class's while nn.Module calls the block."""
+        given = {j: self.outputs[j] for j in range(skip)} | {skip: self.inputs[skip]}
+        for j, value in given.items():
+            self.blocks[j].forward = lambda *args, _value=value, **kwargs: _copied(_value)
+        try:
+            yield
+        finally:
+            for j in given:
+                del self.blocks[j].forward
+
+
+def _copied(value):
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, tuple):
+        return tuple(_copied(v) for v in value)
+    return value
+
+
+def _replayable(model: SequenceModel, blocks) -> bool:
+    """Whether a probe's forward is a function of its input alone (the probe mode is eval mode: no dropout, no batch
+    statistics), and every block is its own module with no instance ``forward`` of its own."""
+    return (not batch_norms(model) and len({id(b) for b in blocks}) == len(blocks)
+            and not any("forward" in vars(b) for b in blocks))
 
 
 @torch.no_grad()
-def layer_skip_losses(model: SequenceModel, x, y, loss_fn) -> list[float | None]:
+def layer_skip_losses(model: SequenceModel, x, y, loss_fn, readers: tuple[_Reader, ...] = ()) -> list[float | None]:
     """Per block ℓ, loss with block ℓ replaced by the identity minus the full model's loss (_probe_mode, one
     batch): how much the model relies on that layer (Li et al. 2025, Mix-LN, and Sun et al. 2025 drop
-    one layer at a time). None for a block whose output width differs from its input's (no identity)."""
+    one layer at a time). None for a block whose output width differs from its input's (no identity).
+
+    ``readers`` read the full forward too. Where the probe mode is deterministic (_replayable) each skipped
+    forward replays the blocks before ℓ from the full one instead of computing them again: the same numbers,
+    about half the blocks' work."""
     blocks = _blocks(model)
     with _probe_mode(model):  # one mode and one set of buffers for the full model and every skip
-        full = float(loss_fn(model(x), y))
+        seen = _BlockIO(blocks)
+        with _reading([*readers, seen.reader()]):
+            full = float(loss_fn(model(x), y))
+        replay = _replayable(model, blocks)
         out: list[float | None] = []
-        for block in blocks:
-            shapes = {}
-
-            def skip(module, inputs, output):
-                shapes["same"] = isinstance(output, torch.Tensor) and output.shape == inputs[0].shape
-                return inputs[0] if shapes["same"] else output
-            handle = block.register_forward_hook(skip)
-            try:
-                skipped = float(loss_fn(model(x), y))
-            finally:
-                handle.remove()
-            out.append(skipped - full if shapes.get("same") else None)
+        for i, block in enumerate(blocks):
+            if not seen.identity(i):
+                out.append(None)
+                continue
+            with seen.replaying(i) if replay else _hooked([(i, block)], lambda i: _to_input):
+                out.append(float(loss_fn(model(x), y)) - full)
     return out
+
+
+def _to_input(module, inputs, output):
+    return inputs[0]
+
+
+def end_readings(model: SequenceModel, x, y, loss_fn) -> dict:
+    """The end-of-training readings of one batch that need no gradient: hidden_variance, attention_logit_max,
+    saturated_share and layer_skip_losses, each as it reads alone. Where the probe mode is deterministic
+    (_replayable) the first three read the skip probe's full forward instead of a forward each."""
+    if not _replayable(model, _blocks(model)):
+        return {"hidden_var": hidden_variance(model, x), "attn_logit_max": attention_logit_max(model, x),
+                "saturated_share": saturated_share(model, x), "layer_skip": layer_skip_losses(model, x, y, loss_fn)}
+    readers = {"hidden_var": _hidden_variance_reader(model), "attn_logit_max": _attention_logit_reader(model),
+               "saturated_share": _saturation_reader(model)}
+    skips = layer_skip_losses(model, x, y, loss_fn, tuple(readers.values()))
+    return {**{key: reader.result() for key, reader in readers.items()}, "layer_skip": skips}
 
 
 def deep_half_mean(values: list[float | None] | None) -> float | None:
@@ -406,10 +501,10 @@ class Probes(Hook):
         x, y = trainer.probe_batch
         with trainer.autocast():
             grads, _ = layer_gradient_norms(trainer.model, x, y, trainer.loss_fn, trainer.probe_loss_scale)
-            return {"hidden_var_final": hidden_variance(trainer.model, x), "layer_grad_norm_final": grads,
-                    "attn_logit_max_final": attention_logit_max(trainer.model, x),
-                    "saturated_share_final": saturated_share(trainer.model, x),
-                    "layer_skip_loss_increase": layer_skip_losses(trainer.model, x, y, trainer.loss_fn)}
+            read = end_readings(trainer.model, x, y, trainer.loss_fn)
+        return {"hidden_var_final": read["hidden_var"], "layer_grad_norm_final": grads,
+                "attn_logit_max_final": read["attn_logit_max"], "saturated_share_final": read["saturated_share"],
+                "layer_skip_loss_increase": read["layer_skip"]}
 
     @staticmethod
     def _flow(trainer):

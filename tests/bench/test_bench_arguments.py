@@ -39,6 +39,7 @@ def test_a_module_spelling_refuses_what_the_command_refuses(argv, named, tmp_pat
     (["sweep", "--quick", "--subset", "norm=ln"], "--subset", "--profile"),
     (["sweep", "--quick", "--rounds", "2"], "--rounds", "--against"),
     (["sweep", "--profile", "--rounds", "3"], "--rounds", "--against"),
+    (["sweep", "--profile", "--no-parts"], "--no-parts", "--against"),
     (["sweep", "--quick", "--keep", "{tmp}/kept"], "--keep", "--profile"),
     (["all", "--quick", "--subset", "norm=ln"], "--subset", "--profile"),
 ])

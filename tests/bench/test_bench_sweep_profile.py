@@ -111,3 +111,17 @@ def test_each_side_imports_the_code_it_names_from_inside_a_checkout(tmp_path, mo
     assert sweep_profile.imported_from(None, runs) == (sweep_profile.THIS_CODE / "normbench").resolve()
     with pytest.raises(RuntimeError, match="would import"):
         sweep_profile.timed(["true"], other, sweep_profile.THIS_CODE / "x.log")  # run from the checkout itself
+
+
+@pytest.mark.parametrize("extra, profiled", [([], True), (["--no-parts"], False)])
+def test_no_parts_leaves_out_the_sweep_under_cprofile(extra, profiled, tmp_path, monkeypatch):
+    """--no-parts: the side-by-side rounds only (a long study's extra cProfile sweep costs a third more)."""
+    seen = {}
+
+    def fake_run(**kwargs):
+        seen.update(kwargs)
+        raise sweep_profile.Refused("stop here")
+    monkeypatch.setattr(sweep_profile, "run", fake_run)
+    with pytest.raises(SystemExit):
+        main(["sweep", "--profile", "--against", str(sweep_profile.THIS_CODE), *extra])
+    assert seen["profile"] is profiled

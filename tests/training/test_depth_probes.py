@@ -159,3 +159,66 @@ def test_saturation_of_derf_counts_its_shifted_argument(batch):
     for name, seen in inputs.items():  # erf(αx + s): the shift counts, as the paper's formula has it
         assert shares[name] == pytest.approx(float(((2.0 * seen + 1.0).abs() > 2.0).double().mean()), abs=1e-12)
     assert set(shares) == {*inputs, "all"}
+
+
+def plain_skip_losses(model, x, y, loss_fn):
+    """The skip probe computed the plain way: every block of every skipped forward computed again."""
+    with probes._probe_mode(model), torch.no_grad():
+        full = float(loss_fn(model(x), y))
+        out = []
+        for block in model.backbone.layers:
+            handle = block.register_forward_hook(lambda module, inputs, output: inputs[0])
+            try:
+                out.append(float(loss_fn(model(x), y)) - full)
+            finally:
+                handle.remove()
+    return out
+
+
+def float_model(family, kind, placement="pre", layers=3, **shape):
+    torch.manual_seed(3)
+    return build_model(ModelShape(family, hidden=D, embed=D, heads=HEADS, layers=layers, **shape),
+                       NormSpec(kind), placement, input_kind="features", input_dim=2, n_outputs=1, readout="last")
+
+
+def mse32(out, y):
+    return torch.nn.functional.mse_loss(out.squeeze(-1), y.float())
+
+
+SHARED_PASS = [("transformer", "ln", "pre", {}), ("transformer", "rms", "peri", {"qk_norm": True}),
+               ("transformer", "dyt", "mix", {}), ("transformer", "derf", "pre", {}),
+               ("transformer", "ln", "post", {"dropout": 0.1}), ("lstm", "ln", "pre", {}), ("gru", "rms", "post", {}),
+               ("transformer", "bn", "pre", {}), ("transformer", "bn", "pre", {"dropout": 0.1})]
+
+
+@pytest.mark.parametrize("family,kind,placement,shape", SHARED_PASS)
+def test_end_readings_are_each_probe_read_alone_exactly(batch, family, kind, placement, shape):
+    """One shared forward and replayed prefixes change no number: each reading equals its probe run alone,
+    bit for bit, in float32 as training runs them. A BatchNorm model's probes run in training mode, where
+    dropout draws masks: it reads each alone, as before, the same draws in the same order."""
+    model = float_model(family, kind, placement, **shape).train()
+    x, y = batch[0].float(), batch[1]
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(4)
+    read = probes.end_readings(model, x, y, mse32)
+    torch.manual_seed(4)
+    assert read["hidden_var"] == probes.hidden_variance(model, x)
+    assert read["attn_logit_max"] == probes.attention_logit_max(model, x)
+    assert read["saturated_share"] == probes.saturated_share(model, x)
+    assert read["layer_skip"] == plain_skip_losses(model, x, y, mse32)
+    assert (read["saturated_share"] != {}) == (kind in ("dyt", "derf")) and len(read["layer_skip"]) == 3
+    assert model.training and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert not any("forward" in vars(block) for block in model.backbone.layers)  # the replay leaves no trace
+
+
+def test_end_readings_compute_each_block_once_on_the_shared_pass_and_only_the_blocks_after_a_skip(batch):
+    """3 blocks: the shared forward computes each once; skipping block ℓ computes blocks ℓ+1.. only, 2 + 1 + 0.
+    Read one probe at a time, the same readings took 3 forwards and 3 skipped ones: 18 block computations."""
+    model = float_model("transformer", "ln")
+    calls = []
+    for i, block in enumerate(model.backbone.layers):
+        block.mlp.register_forward_hook(lambda module, inputs, output, i=i: calls.append(i))
+    x, y = batch[0].float(), batch[1]
+    probes.end_readings(model, x, y, mse32)
+    assert calls == [0, 1, 2, 1, 2, 2]
+
