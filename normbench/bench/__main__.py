@@ -273,6 +273,7 @@ def _command(name: str, args: argparse.Namespace) -> str:
         against = ["--against", str(args.against), "--rounds", str(args.rounds or 2)] if args.against else []
         words += ["--profile", *against]
         words += ["--subset", " ".join(args.subset)] if args.subset else []
+        words += ["--no-parts"] if args.no_parts else []
     elif name == "sweep":
         words += ["--runs", str(args.runs)] if args.runs != 4 else []
         words += ["--jobs", str(args.jobs)] if args.jobs != 2 else []
