@@ -273,6 +273,9 @@ def log_slope(values: list[float] | None) -> float | None:
     return sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / sum((a - mx) ** 2 for a in xs)
 
 
+LOGIT_PART = 1 << 19  # float64 logits (4 MiB) in each part of the batch attention_logit_max reads at a time
+
+
 def _causal_mask(module, steps: int, keys_real, device):
     allowed = torch.ones(steps, steps, dtype=torch.bool, device=device)
     if getattr(module, "causal", False):
@@ -295,9 +298,17 @@ def _attention_logit_reader(model: SequenceModel) -> _Reader:
             q, k, _ = module.qkv(h).view(batch, steps, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
             if getattr(module, "qk_norm", False):
                 q, k = module.q_norm(q), module.k_norm(k)
-            z = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(d // heads)
             allowed = _causal_mask(module, steps, keys_real, h.device)
-            found[i] = float(z.abs().masked_fill(~allowed, 0.0).amax())
+            # A few examples at a time: (examples, heads, T, T) float64 logits of the whole probe batch are 268 MB
+            # at 512 x 128 and 4 heads, several times slower to fill than in cache-sized parts; a max is the same
+            # number whichever parts it is taken over, NaN included (amax propagates it).
+            examples = max(1, LOGIT_PART // (heads * steps * steps))
+            largest = []
+            for first in range(0, batch, examples):
+                part = slice(first, first + examples)
+                z = (q[part].double() @ k[part].double().transpose(-1, -2)) / math.sqrt(d // heads)
+                largest.append(z.abs().masked_fill(~allowed[part if len(allowed) > 1 else slice(None)], 0.0).amax())
+            found[i] = float(torch.stack(largest).amax())
         return record
     attentions = [(i, block.attn) for i, block in enumerate(_blocks(model)) if hasattr(block, "attn")]
     return _Reader(attentions, hook, lambda: [found[i] for i in sorted(found)])
@@ -341,33 +352,43 @@ def saturated_share(model: SequenceModel, x) -> dict[str, float]:
 
 
 class _BlockIO:
-    """Each block's input and output on one forward; ``replaying(i)`` then runs the forward without block i while
-    computing only the blocks after it. Kept and handed back as copies, so that nothing a later pass does to the
-    tensors it is handed can reach the next skipped forward."""
+    """Each block's input and output on one forward, and how often it ran; ``replaying(i)`` then runs the forward
+    without block i while computing only the blocks after it. The tensors are kept and handed back as copies, so
+    that nothing a later pass does to what it is handed can reach the next skipped forward."""
 
-    def __init__(self, blocks):
-        self.blocks, self.inputs, self.outputs = blocks, {}, {}
+    def __init__(self, blocks, keep: bool):
+        self.blocks, self.keep = blocks, keep
+        self.inputs, self.outputs, self.calls, self.same = {}, {}, dict.fromkeys(range(len(blocks)), 0), {}
 
     def reader(self) -> _Reader:
         def hook(i):
             def record(module, inputs, output):
-                self.inputs[i], self.outputs[i] = _copied(inputs[0]), _copied(output)
+                self.calls[i] += 1
+                self.same[i] = isinstance(output, torch.Tensor) and output.shape == inputs[0].shape
+                if self.keep and isinstance(output, torch.Tensor):
+                    self.outputs[i] = output.clone()
+                    if self.same[i]:
+                        self.inputs[i] = inputs[0].clone()
             return record
         return _Reader(list(enumerate(self.blocks)), hook, lambda: None)
 
     def identity(self, i: int) -> bool:
-        """Whether block i has an identity to skip to: its output a tensor of its input's shape."""
-        out = self.outputs.get(i)
-        return isinstance(out, torch.Tensor) and out.shape == self.inputs[i].shape
+        """Whether block i has an identity to be replaced by: its output a tensor of its input's shape."""
+        return bool(self.same.get(i))
+
+    def replayable(self) -> bool:
+        """Whether the recorded forward can be replayed: every block ran once and handed on a tensor (a block
+        called at every step, or returning a tuple, is not replayed)."""
+        return self.keep and all(self.calls[i] == 1 and i in self.outputs for i in range(len(self.blocks)))
 
     @contextlib.contextmanager
     def replaying(self, skip: int):
-        """The blocks before ``skip`` hand back what they returned on the recorded pass, and block ``skip`` its
-        input, without computing: from the same input in a mode without randomness they would compute exactly
-        that again. An instance ``forward`` shadows the class's while nn.Module calls the block."""
+        """The blocks before ``skip`` hand back what they returned on the recorded forward, and block ``skip`` its
+        input, without computing: from the same input, in a probe mode without randomness (_replayable), they
+        would compute exactly that again. An instance ``forward`` shadows the class's while nn.Module calls it."""
         given = {j: self.outputs[j] for j in range(skip)} | {skip: self.inputs[skip]}
         for j, value in given.items():
-            self.blocks[j].forward = lambda *args, _value=value, **kwargs: _copied(_value)
+            self.blocks[j].forward = lambda *args, _value=value, **kwargs: _value.clone()
         try:
             yield
         finally:
@@ -375,19 +396,16 @@ class _BlockIO:
                 del self.blocks[j].forward
 
 
-def _copied(value):
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, tuple):
-        return tuple(_copied(v) for v in value)
-    return value
-
-
 def _replayable(model: SequenceModel, blocks) -> bool:
-    """Whether a probe's forward is a function of its input alone (the probe mode is eval mode: no dropout, no batch
-    statistics), and every block is its own module with no instance ``forward`` of its own."""
-    return (not batch_norms(model) and len({id(b) for b in blocks}) == len(blocks)
-            and not any("forward" in vars(b) for b in blocks))
+    """Whether a probe's forward is a function of its input alone, which replaying blocks assumes: the probe mode is
+    eval mode (the model has no batch statistics, so _probe_mode draws no dropout masks), no norm is a user's (which
+    could draw or keep state in eval mode too), and every block is its own module with no hooks and no instance
+    ``forward`` of its own (a hook would run again around the replayed forward)."""
+    from normbench.norms.layers import UserNorm
+
+    return (not batch_norms(model) and not any(isinstance(m, UserNorm) for m in model.modules())
+            and len({id(b) for b in blocks}) == len(blocks)
+            and not any(b._forward_hooks or b._forward_pre_hooks or "forward" in vars(b) for b in blocks))
 
 
 @torch.no_grad()
@@ -396,40 +414,57 @@ def layer_skip_losses(model: SequenceModel, x, y, loss_fn, readers: tuple[_Reade
     batch): how much the model relies on that layer (Li et al. 2025, Mix-LN, and Sun et al. 2025 drop
     one layer at a time). None for a block whose output width differs from its input's (no identity).
 
-    ``readers`` read the full forward too. Where the probe mode is deterministic (_replayable) each skipped
-    forward replays the blocks before ℓ from the full one instead of computing them again: the same numbers,
-    about half the blocks' work."""
+    ``readers`` read the full forward too; they may hook the blocks and what is in them, except a block's norms
+    (an in-cell layer compiled by torch.compile runs its step eagerly while they are hooked: recurrent.py). Where
+    the probe mode is deterministic (_replayable) each skipped forward replays the blocks before ℓ from the full
+    one instead of computing them again: the same numbers, about half the blocks' work. Elsewhere every skipped
+    forward runs whole, as it always did (a model with BatchNorm draws its dropout masks in training mode)."""
     blocks = _blocks(model)
     with _probe_mode(model):  # one mode and one set of buffers for the full model and every skip
-        seen = _BlockIO(blocks)
+        seen = _BlockIO(blocks, keep=_replayable(model, blocks))
         with _reading([*readers, seen.reader()]):
             full = float(loss_fn(model(x), y))
-        replay = _replayable(model, blocks)
-        out: list[float | None] = []
-        for i, block in enumerate(blocks):
-            if not seen.identity(i):
-                out.append(None)
-                continue
-            with seen.replaying(i) if replay else _hooked([(i, block)], lambda i: _to_input):
-                out.append(float(loss_fn(model(x), y)) - full)
-    return out
+        if seen.replayable():  # no randomness: a block without an identity needs no forward to read None
+            out: list[float | None] = []
+            for i in range(len(blocks)):
+                if not seen.identity(i):
+                    out.append(None)
+                    continue
+                with seen.replaying(i):
+                    out.append(float(loss_fn(model(x), y)) - full)
+            return out
+        return [_skipped_whole(model, x, y, loss_fn, block, full) for block in blocks]
 
 
-def _to_input(module, inputs, output):
-    return inputs[0]
+def _skipped_whole(model, x, y, loss_fn, block, full: float) -> float | None:
+    """The loss with ``block`` replaced by the identity minus ``full``, every block computed: a forward hook hands
+    on the block's input where it is a tensor of the output's shape (None: the block has no identity)."""
+    shapes = {}
+
+    def skip(module, inputs, output):
+        shapes["same"] = isinstance(output, torch.Tensor) and output.shape == inputs[0].shape
+        return inputs[0] if shapes["same"] else output
+    handle = block.register_forward_hook(skip)
+    try:
+        skipped = float(loss_fn(model(x), y))
+    finally:
+        handle.remove()
+    return skipped - full if shapes.get("same") else None
 
 
 def end_readings(model: SequenceModel, x, y, loss_fn) -> dict:
     """The end-of-training readings of one batch that need no gradient: hidden_variance, attention_logit_max,
     saturated_share and layer_skip_losses, each as it reads alone. Where the probe mode is deterministic
-    (_replayable) the first three read the skip probe's full forward instead of a forward each."""
+    (_replayable) the first two read the skip probe's full forward instead of a forward each. The saturation
+    share always reads its own: its hooks sit on the norms, whose hooks change how a compiled in-cell layer runs."""
     if not _replayable(model, _blocks(model)):
         return {"hidden_var": hidden_variance(model, x), "attn_logit_max": attention_logit_max(model, x),
                 "saturated_share": saturated_share(model, x), "layer_skip": layer_skip_losses(model, x, y, loss_fn)}
-    readers = {"hidden_var": _hidden_variance_reader(model), "attn_logit_max": _attention_logit_reader(model),
-               "saturated_share": _saturation_reader(model)}
+    readers = {"hidden_var": _hidden_variance_reader(model), "attn_logit_max": _attention_logit_reader(model)}
+    shares = saturated_share(model, x)  # in the order the readings were always taken: before the skip probe
     skips = layer_skip_losses(model, x, y, loss_fn, tuple(readers.values()))
-    return {**{key: reader.result() for key, reader in readers.items()}, "layer_skip": skips}
+    return {**{key: reader.result() for key, reader in readers.items()}, "saturated_share": shares,
+            "layer_skip": skips}
 
 
 def deep_half_mean(values: list[float | None] | None) -> float | None:

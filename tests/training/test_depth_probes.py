@@ -161,23 +161,30 @@ def test_saturation_of_derf_counts_its_shifted_argument(batch):
     assert set(shares) == {*inputs, "all"}
 
 
-def plain_skip_losses(model, x, y, loss_fn):
-    """The skip probe computed the plain way: every block of every skipped forward computed again."""
+def old_layer_skip_losses(model, x, y, loss_fn):
+    """The skip probe as it was before the readings shared a forward (586fb62), kept to compare with: every
+    skipped forward computes every block, a block without an identity included."""
     with probes._probe_mode(model), torch.no_grad():
         full = float(loss_fn(model(x), y))
         out = []
         for block in model.backbone.layers:
-            handle = block.register_forward_hook(lambda module, inputs, output: inputs[0])
+            shapes = {}
+
+            def skip(module, inputs, output):
+                shapes["same"] = isinstance(output, torch.Tensor) and output.shape == inputs[0].shape
+                return inputs[0] if shapes["same"] else output
+            handle = block.register_forward_hook(skip)
             try:
-                out.append(float(loss_fn(model(x), y)) - full)
+                skipped = float(loss_fn(model(x), y))
             finally:
                 handle.remove()
+            out.append(skipped - full if shapes.get("same") else None)
     return out
 
 
-def float_model(family, kind, placement="pre", layers=3, **shape):
+def float_model(family, kind, placement="pre", layers=3, embed=D, **shape):
     torch.manual_seed(3)
-    return build_model(ModelShape(family, hidden=D, embed=D, heads=HEADS, layers=layers, **shape),
+    return build_model(ModelShape(family, hidden=D, embed=embed, heads=HEADS, layers=layers, **shape),
                        NormSpec(kind), placement, input_kind="features", input_dim=2, n_outputs=1, readout="last")
 
 
@@ -185,28 +192,39 @@ def mse32(out, y):
     return torch.nn.functional.mse_loss(out.squeeze(-1), y.float())
 
 
+def readings_alone(model, x, y, loss_fn):
+    """The readings as _depth took them before: one probe at a time, in this order."""
+    return {"hidden_var": probes.hidden_variance(model, x), "attn_logit_max": probes.attention_logit_max(model, x),
+            "saturated_share": list(probes.saturated_share(model, x).items()),
+            "layer_skip": old_layer_skip_losses(model, x, y, loss_fn)}
+
+
 SHARED_PASS = [("transformer", "ln", "pre", {}), ("transformer", "rms", "peri", {"qk_norm": True}),
                ("transformer", "dyt", "mix", {}), ("transformer", "derf", "pre", {}),
                ("transformer", "ln", "post", {"dropout": 0.1}), ("lstm", "ln", "pre", {}), ("gru", "rms", "post", {}),
-               ("transformer", "bn", "pre", {}), ("transformer", "bn", "pre", {"dropout": 0.1})]
+               ("lstm", "ln", "pre", {"embed": 5}),  # block 0 maps 5 to 8 features: no identity, the others replayed
+               ("transformer", "bn", "pre", {}), ("transformer", "bn", "pre", {"dropout": 0.1}),
+               ("lstm", "bn", "pre", {"dropout": 0.3, "embed": 5}),  # its skip of block 0 draws masks all the same
+               ("gru", "bn", "post", {"dropout": 0.3, "embed": 5, "bidirectional": True})]
 
 
 @pytest.mark.parametrize("family,kind,placement,shape", SHARED_PASS)
 def test_end_readings_are_each_probe_read_alone_exactly(batch, family, kind, placement, shape):
-    """One shared forward and replayed prefixes change no number: each reading equals its probe run alone,
-    bit for bit, in float32 as training runs them. A BatchNorm model's probes run in training mode, where
-    dropout draws masks: it reads each alone, as before, the same draws in the same order."""
+    """One shared forward and replayed prefixes change no number: each reading equals its probe run alone as
+    before, bit for bit, in float32 as training runs them. A BatchNorm model's probes run in training mode, where
+    dropout draws masks: it reads each alone, as before, the same draws in the same order, the generator left
+    where it was left before."""
     model = float_model(family, kind, placement, **shape).train()
     x, y = batch[0].float(), batch[1]
     before = {k: v.clone() for k, v in model.state_dict().items()}
     torch.manual_seed(4)
     read = probes.end_readings(model, x, y, mse32)
+    after = torch.get_rng_state()
     torch.manual_seed(4)
-    assert read["hidden_var"] == probes.hidden_variance(model, x)
-    assert read["attn_logit_max"] == probes.attention_logit_max(model, x)
-    assert read["saturated_share"] == probes.saturated_share(model, x)
-    assert read["layer_skip"] == plain_skip_losses(model, x, y, mse32)
+    assert {**read, "saturated_share": list(read["saturated_share"].items())} == readings_alone(model, x, y, mse32)
+    assert torch.equal(torch.get_rng_state(), after)
     assert (read["saturated_share"] != {}) == (kind in ("dyt", "derf")) and len(read["layer_skip"]) == 3
+    assert (read["layer_skip"][0] is None) == ("embed" in shape)
     assert model.training and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert not any("forward" in vars(block) for block in model.backbone.layers)  # the replay leaves no trace
 
@@ -222,3 +240,49 @@ def test_end_readings_compute_each_block_once_on_the_shared_pass_and_only_the_bl
     probes.end_readings(model, x, y, mse32)
     assert calls == [0, 1, 2, 1, 2, 2]
 
+
+def test_a_compiled_in_cell_layer_reads_hidden_variance_and_skips_as_compiled(batch):
+    """An in-cell layer on torch.compile runs its step eagerly while its norms carry hooks (recurrent.py), and the
+    saturation share hooks them: the shared forward must not carry it, or the hidden variance and the skip losses
+    would read the eager step. Here the "compiled" step differs from the eager one on purpose, so either shows."""
+    model = float_model("lstm", "dyt", "in_cell", layers=2, cell_kernel="torch_compile").eval()
+    for layer in model.backbone.layers:
+        layer._compiled_step = lambda wx, h, c, t, step=layer.step: tuple(
+            None if v is None else v * 1.01 for v in step(wx, h, c, t))
+    x, y = batch[0].float(), batch[1]
+    read = probes.end_readings(model, x, y, mse32)
+    assert {**read, "saturated_share": list(read["saturated_share"].items())} == readings_alone(model, x, y, mse32)
+    with probes._hooked([(0, model.backbone.layers[0].norm_h)], lambda name: lambda *args: None):
+        eager = probes.hidden_variance(model, x)  # the norms hooked: the eager step
+    assert eager != read["hidden_var"]
+
+
+def test_a_block_used_twice_is_not_replayed(batch):
+    """Weight-tied blocks (one module at two places): a replay would hand back one call's output for both, so every
+    skipped forward runs whole, as the old probe ran it."""
+    model = float_model("transformer", "ln")
+    first, second, _ = model.backbone.layers
+    model.backbone.layers = torch.nn.ModuleList([first, second, first])
+    x, y = batch[0].float(), batch[1]
+    assert probes.end_readings(model, x, y, mse32)["layer_skip"] == old_layer_skip_losses(model, x, y, mse32)
+
+
+@pytest.mark.parametrize("causal_only", [True, False])
+def test_attention_logits_taken_a_few_examples_at_a_time_are_the_whole_batchs(causal_only, monkeypatch):
+    """The largest logit over parts of the batch is the whole batch's, bit for bit: padded examples (each part
+    masks its own examples' padded keys), a last part shorter than the others, and a NaN, which a max keeps."""
+    torch.manual_seed(5)
+    model = build_model(ModelShape("transformer", hidden=D, embed=D, heads=HEADS, layers=2), NormSpec("ln"), "pre",
+                        input_kind="tokens", input_dim=10, n_outputs=10, readout="every")
+    x = torch.randint(0, 10, (11, 7))
+    if not causal_only:
+        for example, length in enumerate([7, 3, 5, 2, 7, 4, 6, 1, 7, 5, 3]):
+            x[example, length:] = -1  # PAD_TOKEN: keys attention may not use
+    monkeypatch.setattr(probes, "LOGIT_PART", 10**9)
+    whole = probes.attention_logit_max(model, x)
+    for size in (8, 3, 1):  # examples a part: each of HEADS x 7 x 7 logits
+        monkeypatch.setattr(probes, "LOGIT_PART", size * HEADS * 7 * 7)
+        assert probes.attention_logit_max(model, x) == whole
+    with torch.no_grad():
+        model.backbone.layers[1].attn.qkv.bias[0] = float("nan")  # every logit of block 1 is NaN
+    assert math.isnan(probes.attention_logit_max(model, x)[1])

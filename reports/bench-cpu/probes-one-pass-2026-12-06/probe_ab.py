@@ -1,9 +1,11 @@
-"""The end-of-training probes that need no gradient, read one at a time (as before end_readings) against
-end_readings, interleaved in one process, on the probe batch of three committed studies' runs at initialization.
+"""The end-of-training probes that need no gradient, read one at a time as before (each its own forward, the skip
+probe's forwards computing every block, the attention logits of the whole batch at once) against end_readings,
+interleaved in one process, on the probe batch of three committed studies' runs at initialization.
 
     python reports/bench-cpu/probes-one-pass-2026-12-06/probe_ab.py
 """
 
+import contextlib
 import statistics
 import time
 
@@ -25,8 +27,19 @@ CASES = {
 ROUNDS = 5
 
 
+@contextlib.contextmanager
+def whole_logits():
+    """attention_logit_max as it was: the float64 logits of the whole batch at once."""
+    part, probes.LOGIT_PART = probes.LOGIT_PART, 1 << 62
+    try:
+        yield
+    finally:
+        probes.LOGIT_PART = part
+
+
 def plain_skip_losses(model, x, y, loss_fn):
-    """The skip probe as it was: every block of every skipped forward computed again."""
+    """The skip probe as it was: every block of every skipped forward computed again (these models' blocks all
+    have an identity)."""
     with probes._probe_mode(model), torch.no_grad():
         full = float(loss_fn(model(x), y))
         out = []
@@ -48,10 +61,11 @@ def main():
         loss = scoring(task).loss
 
         def alone():
-            return {"hidden_var": probes.hidden_variance(model, x),
-                    "attn_logit_max": probes.attention_logit_max(model, x),
-                    "saturated_share": probes.saturated_share(model, x),
-                    "layer_skip": plain_skip_losses(model, x, y, loss)}
+            with whole_logits():
+                return {"hidden_var": probes.hidden_variance(model, x),
+                        "attn_logit_max": probes.attention_logit_max(model, x),
+                        "saturated_share": probes.saturated_share(model, x),
+                        "layer_skip": plain_skip_losses(model, x, y, loss)}
 
         def shared():
             return probes.end_readings(model, x, y, loss)
