@@ -284,5 +284,33 @@ def test_attention_logits_taken_a_few_examples_at_a_time_are_the_whole_batchs(ca
         monkeypatch.setattr(probes, "LOGIT_PART", size * HEADS * 7 * 7)
         assert probes.attention_logit_max(model, x) == whole
     with torch.no_grad():
-        model.backbone.layers[1].attn.qkv.bias[0] = float("nan")  # every logit of block 1 is NaN
+        model.backbone.layers[1].attn.qkv.bias[0] = float("nan")  # head 0's logits of block 1 are NaN
     assert math.isnan(probes.attention_logit_max(model, x)[1])
+
+
+def test_attention_logits_in_parts_at_sizes_the_matrix_library_computes(monkeypatch):
+    """Parts against the whole batch where float64 products go to the BLAS (head width 16, 64 steps, two threads),
+    not the small-matrix loop of the test above: the same largest logit, bit for bit."""
+    torch.manual_seed(6)
+    model = build_model(ModelShape("transformer", hidden=64, embed=64, heads=4, layers=2), NormSpec("ln"), "pre",
+                        input_kind="tokens", input_dim=10, n_outputs=10, readout="every")
+    x = torch.randint(0, 10, (24, 64))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        monkeypatch.setattr(probes, "LOGIT_PART", 10**9)
+        whole = probes.attention_logit_max(model, x)
+        monkeypatch.setattr(probes, "LOGIT_PART", 5 * 4 * 64 * 64)  # 5 examples a part, the last part 4
+        assert probes.attention_logit_max(model, x) == whole
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_a_block_with_a_hook_of_its_own_is_not_replayed(batch):
+    """A hook already on a block (one that changes its output) would run again around a replayed forward: such a
+    model's skipped forwards run whole, and every reading is the old one."""
+    model = float_model("transformer", "ln")
+    model.backbone.layers[1].register_forward_hook(lambda module, inputs, output: output * 2)
+    x, y = batch[0].float(), batch[1]
+    read = probes.end_readings(model, x, y, mse32)
+    assert {**read, "saturated_share": list(read["saturated_share"].items())} == readings_alone(model, x, y, mse32)
