@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import signal
 import sys
@@ -5,9 +6,24 @@ import sys
 import pytest
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
+from hydra._internal.sources_registry import SourcesRegistry
+from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.plugins import Plugins
+from hydra.plugins.config_source import ConfigSource
+from hydra.plugins.search_path_plugin import SearchPathPlugin
+from omegaconf import OmegaConf
 
-from normbench.configuration.config import config_dir, register
+from normbench.configuration.config import (
+    TASK_CONFIGS,
+    CheckedFileSource,
+    Config,
+    SweepSearchPath,
+    SweepSource,
+    config_dir,
+    register,
+)
+from normbench.norms import user as user_norms
 from tests.waiting import HANG_S  # waits end on a hang, never on a slow machine
 
 
@@ -27,14 +43,35 @@ def normbench(*args: str) -> int:
         GlobalHydra.instance().clear()
 
 register()
+OPTUNA_SWEEPER = importlib.util.find_spec("hydra_plugins.hydra_optuna_sweeper") is not None
+
+
+def _registered() -> bool:
+    """Whether everything register() adds is in this process's Hydra singletons and OmegaConf's resolvers: its
+    resolvers, its ConfigStore nodes (the user norms' included), its plugins and its config source."""
+    repo = ConfigStore.instance().repo
+    plugins = Plugins.instance()
+    norms = repo.get("norm", {})
+    schemas = {"base_config.yaml": Config, **{f"task_{name}_schema.yaml": node for name, node in TASK_CONFIGS.items()}}
+    sources = SourcesRegistry.instance().types
+    return (all(OmegaConf.has_resolver(name) for name in ("ceil_div", "normbench.job_folder"))
+            and all(name in repo and OmegaConf.get_type(repo[name].node) is node for name, node in schemas.items())
+            and (not OPTUNA_SWEEPER or "optuna_lr.yaml" in repo.get("hydra", {}).get("sweeper", {}))
+            and all(f"{name}.yaml" in norms or (config_dir() / "norm" / f"{name}.yaml").is_file()
+                    for name in user_norms.sources())
+            and all(cls in plugins.plugin_type_to_subclass_list[kind]
+                    for cls, kind in ((SweepSource, ConfigSource), (SweepSearchPath, SearchPathPlugin)))
+            and all(sources.get(cls.scheme()) is cls for cls in (CheckedFileSource, SweepSource)))
 
 
 @pytest.fixture(autouse=True)
 def _normbench_configs_registered():
     """Hydra's launchers restore its singletons from a copy in each job (Singleton.set_state), which in an
     in-process job (joblib cut to one worker, the local launcher) drops the sweeps' search path that
-    register() added: register again before every test, as a fresh process would."""
-    register()
+    register() added: register again before a test where anything register() adds is missing, as a fresh
+    process would have it. (Not before every test: register() takes about 33 ms, 2 minutes over the suite.)"""
+    if not _registered():
+        register()
 
 # A run that trains for real but takes well under a second.
 TINY_TASK = ["task=adding", "task.length=6", "task.n_train=64", "task.n_val=32", "task.n_test=32"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -195,16 +198,28 @@ def crafted_report_fixture(tmp_path_factory):
     return build_report([write_crafted_sweep(tmp_path_factory.mktemp("crafted"))], tmp_path_factory.mktemp("crafted_out"))
 
 
-# the mark of every test that reads small_crafted_report: they run in one xdist worker (--dist loadgroup), which
-# builds the session fixture once
-on_small_crafted_report = pytest.mark.xdist_group("small_crafted_report")
-
-
 @pytest.fixture(name="small_crafted_report", scope="session")
 def small_crafted_report_fixture(tmp_path_factory):
     """The same with 8 arms in the first study (2 norms x 2 placements x 2 lrs): small multiples, quick; and a
-    third study that a claim judges (its claim table must read whole too)."""
+    third study that a claim judges (its claim table must read whole too).
+
+    Built once a run: under pytest-xdist, tests in several modules read it, and the first worker to need it builds
+    it in the folder the workers' own temporary folders share, while the other waits on a lock; its tests only read
+    it. (About 20 s a build on 2 cores.)"""
     from normbench.report import build_report
 
-    sweep = write_crafted_sweep(tmp_path_factory.mktemp("crafted_small"), norms=2, lrs=2, claim_study=True)
-    return build_report([sweep], tmp_path_factory.mktemp("crafted_small_out"))
+    def build(root: Path) -> Path:
+        sweep = write_crafted_sweep(root / "crafted_small", norms=2, lrs=2, claim_study=True)
+        return build_report([sweep], root / "crafted_small_out")
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process: the parent folder is shared by every earlier run
+        return build(tmp_path_factory.mktemp("crafted"))
+    shared = tmp_path_factory.getbasetemp().parent  # this run's, above each worker's own
+    with open(shared / "small_crafted_report.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        built = shared / "small_crafted_report.path"
+        if built.is_file():
+            return Path(built.read_text())
+        report = build(Path(tempfile.mkdtemp(prefix="crafted", dir=shared)))
+        built.write_text(str(report))
+        return report

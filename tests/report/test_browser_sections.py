@@ -8,7 +8,7 @@ import pytest
 
 from normbench.page_check.facts import broken, html_facts, layout_facts
 from normbench.page_check.screenshot import problems
-from tests.report.conftest import needs_browser, on_small_crafted_report
+from tests.report.conftest import needs_browser
 
 pytestmark = needs_browser
 WIDTHS = (1400, 420)
@@ -36,7 +36,6 @@ def _reads_whole(report, width: int) -> None:
     assert broken(html_facts(report)) == []
 
 
-@on_small_crafted_report
 @pytest.mark.parametrize("width", WIDTHS)
 def test_crafted_studies_read_whole(small_crafted_report, width):
     _reads_whole(small_crafted_report, width)

@@ -12,7 +12,6 @@ from normbench.configuration.families import families
 from normbench.page_check.facts import MAX_BYTES, broken, html_facts
 from normbench.report import sections, synthesis, tables
 from normbench.report.figures import Figure
-from tests.report.conftest import on_small_crafted_report
 
 
 def test_an_interval_gets_the_digits_that_tell_its_ends_apart():
@@ -147,7 +146,6 @@ def test_page_facts_see_what_breaks(tmp_path):
     assert "link to no id: #nowhere" in found and "link to no id: #x" not in found
 
 
-@on_small_crafted_report
 def test_the_crafted_studies_report_keeps_its_promises(small_crafted_report):
     """Two studies (8 and 4 arms): each its own section, ≤ 6 figures, no id twice, no caption repeated,
     no table over 12 columns, well under the page's weight; the same sections in the Markdown."""

@@ -13,7 +13,6 @@ from PIL import Image
 
 from normbench.report import figures
 from normbench.report.figures import LAYOUTS, MIN_FONT_KEY, NARROW, PROBLEMS_KEY, WIDE, drawing
-from tests.report.conftest import on_small_crafted_report
 
 
 def _pngs(report):
@@ -53,7 +52,6 @@ def test_text_stays_legible_where_each_rendering_is_shown(report):
                 assert scale <= 1.5, (layout.key, png.name, image.width)
 
 
-@on_small_crafted_report
 def test_panel_heights_follow_the_panel_count(small_crafted_report):
     """8 arms make small multiples (one panel per arm), so that figure is much taller than the
     4-arm study's single panel, and its narrow rendering (2 panels a row) taller than the wide one (4 a row)."""

@@ -12,7 +12,6 @@ from PIL import Image
 
 from normbench.report import figures
 from normbench.report.figures import LAYOUTS, PROBLEMS_KEY, WIDE, drawing, png, tradeoffs
-from tests.report.conftest import on_small_crafted_report
 
 METRICS = {"adding": ("mse", False)}
 
@@ -133,7 +132,6 @@ def test_no_divergence_map_when_no_run_diverged(tmp_path):
     assert [f.name for f in stormy] == ["heatmap_primary-2", "heatmap_divergence-2"]
 
 
-@on_small_crafted_report
 def test_captions_are_short_and_name_only_glossary_terms(small_crafted_report):
     """Each figure the report draws refers to the glossary for its long explanations."""
     html = small_crafted_report.read_text()
