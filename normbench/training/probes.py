@@ -461,7 +461,7 @@ def end_readings(model: SequenceModel, x, y, loss_fn) -> dict:
         return {"hidden_var": hidden_variance(model, x), "attn_logit_max": attention_logit_max(model, x),
                 "saturated_share": saturated_share(model, x), "layer_skip": layer_skip_losses(model, x, y, loss_fn)}
     readers = {"hidden_var": _hidden_variance_reader(model), "attn_logit_max": _attention_logit_reader(model)}
-    shares = saturated_share(model, x)  # in the order the readings were always taken: before the skip probe
+    shares = saturated_share(model, x)  # read before the skip probe, as _depth read it before the shared forward
     skips = layer_skip_losses(model, x, y, loss_fn, tuple(readers.values()))
     return {**{key: reader.result() for key, reader in readers.items()}, "saturated_share": shares,
             "layer_skip": skips}
