@@ -42,6 +42,7 @@ leaderboard, summary.csv and the study runner (normbench/analysis/rules.py holds
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -90,25 +91,45 @@ class BestSet:
         return len(self.members) < len(self.order)
 
 
-def _paired(best: pd.Series, other: pd.Series) -> pd.Series | None:
-    """best − other per seed both finished (same seed: same data windows and init), or None when the
-    arms share fewer than PAIRED_MIN seeds or their seeds are not known (then the test is unpaired)."""
-    shared = best.index.intersection(other.index).dropna() if best.index.name == SEED else []
+@dataclass(frozen=True)
+class _Arm:
+    """One ranked group as its tests read it: finished scores (oriented higher = better, indexed by seed
+    where known, by row otherwise), failed runs, and the mean score of each seed, taken once."""
+
+    scores: pd.Series
+    failed: int
+    seeds: np.ndarray | None = None   # the distinct seeds, sorted; None when the runs' seeds are not known
+    seed_means: np.ndarray | None = None  # the mean finished score of each of ``seeds``
+
+    @classmethod
+    def of(cls, scores: pd.Series, failed: int = 0) -> _Arm:
+        if scores.index.name != SEED:
+            return cls(scores, failed)
+        means = scores.groupby(level=0).mean()  # sorted by seed, as the paired test has always read them
+        return cls(scores, failed, means.index.to_numpy(), means.to_numpy(float))
+
+
+def _paired(best: _Arm, other: _Arm) -> np.ndarray | None:
+    """best − other per seed both finished (same seed: same data windows and init), in seed order, or None
+    when the arms share fewer than PAIRED_MIN seeds or their seeds are not known (then the test is unpaired)."""
+    if best.seeds is None or other.seeds is None:
+        return None
+    shared, in_best, in_other = np.intersect1d(best.seeds, other.seeds, assume_unique=True, return_indices=True)
     if len(shared) < PAIRED_MIN:
         return None
-    return best.loc[shared].groupby(level=0).mean() - other.loc[shared].groupby(level=0).mean()
+    return best.seed_means[in_best] - other.seed_means[in_other]
 
 
-def _t_p(best: pd.Series, other: pd.Series) -> tuple[str, float] | None:
+def _t_p(best: _Arm, other: _Arm) -> tuple[str, float] | None:
     """One-sided p of "other is worse than best" on finished scores: paired t on the per-seed
     differences where the arms share seeds, Welch t otherwise; None when neither has the runs."""
     difference = _paired(best, other)
     with warnings.catch_warnings():  # near-identical scores: scipy warns, the p-value is still right
         warnings.simplefilter("ignore", RuntimeWarning)
-        if difference is not None and np.ptp(difference.to_numpy()) > 0:
-            result = stats.ttest_1samp(difference.to_numpy(), 0.0, alternative="greater")
+        if difference is not None and np.ptp(difference) > 0:
+            result = stats.ttest_1samp(difference, 0.0, alternative="greater")
             return f"paired t on {len(difference)} shared seeds (one-sided)", float(result.pvalue)
-        a, b = best.to_numpy(float), other.to_numpy(float)
+        a, b = best.scores.to_numpy(float), other.scores.to_numpy(float)
         if len(a) < 1 or len(b) < 1 or len(a) + len(b) < 3:
             return None
         if np.ptp(a) == 0 and np.ptp(b) == 0:  # both constant: the difference is exact
@@ -119,32 +140,67 @@ def _t_p(best: pd.Series, other: pd.Series) -> tuple[str, float] | None:
                                                                        alternative="greater").pvalue)
 
 
-def _worse_p(best: pd.Series, other: pd.Series, best_diverged: int, other_diverged: int) -> tuple[str, float]:
-    """One-sided p-value of "other is worse than best"; finished scores (indexed by seed where known)
-    oriented higher = better; ``*_diverged``: each group's failed runs."""
-    if best_diverged == 0 and other_diverged == 0:
+def _rank_greater_p(first: np.ndarray, second: np.ndarray) -> float:
+    """One-sided p of the Mann–Whitney U test that ``first`` tends to be greater than ``second``: exact (ties
+    handled) when the C(n1 + n2, n1) ways to split the runs are at most _EXACT_LIMIT, else the normal
+    approximation. The exact p is scipy's (``mannwhitneyu`` with ``PermutationMethod``, which enumerates every
+    split) to the bit: a split's statistic is a sum of mid-ranks, a multiple of 1/2, so its count is exact."""
+    n1, n2 = len(first), len(second)
+    if math.comb(n1 + n2, n1) > _EXACT_LIMIT:
+        return float(stats.mannwhitneyu(first, second, alternative="greater", method="asymptotic").pvalue)
+    doubled = np.rint(2 * stats.rankdata(np.concatenate([first, second]))).astype(int)  # mid-ranks x 2
+    at_least = _rank_sums_at_least(n1, tuple(sorted(doubled.tolist())))
+    return min(1.0, at_least[int(doubled[:n1].sum())] / math.comb(n1 + n2, n1))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rank_sums_at_least(n1: int, doubled: tuple[int, ...]) -> np.ndarray:
+    """For each total t of doubled mid-ranks (0 to all of them): how many of the C(n, n1) splits give the first
+    group a total of at least t (the null distribution's upper tail). Counted by subset sums over the smaller
+    side, one rank at a time: a split is its first group or, by complement, its second (total − t at most), so
+    no count exceeds C(n, the smaller side) <= _EXACT_LIMIT."""
+    total, k = sum(doubled), min(n1, len(doubled) - n1)
+    top = sum(sorted(doubled)[len(doubled) - k:])
+    ways = np.zeros((k + 1, top + 1), dtype=np.int64)  # ways[j, t]: j ranks chosen, totalling t
+    ways[0, 0] = 1
+    for rank in doubled:
+        if rank <= top:
+            ways[1:, rank:] += ways[:-1, : top + 1 - rank].copy()
+    counts = np.zeros(total + 1, dtype=np.int64)
+    counts[: top + 1] = ways[k]  # the smaller side's totals
+    if k == n1:
+        return np.cumsum(counts[::-1])[::-1]  # first group's total at least t
+    return np.cumsum(counts)[::-1]  # second group's total at most total − t
+
+
+@functools.lru_cache(maxsize=4096)
+def _failures_p(other_failed: int, other_finished: int, best_failed: int, best_finished: int) -> float:
+    """Fisher's exact test, one-sided: the other group fails more often than the best."""
+    return float(stats.fisher_exact([[other_failed, other_finished], [best_failed, best_finished]],
+                                    alternative="greater").pvalue)
+
+
+def _worse_p(best: _Arm, other: _Arm) -> tuple[str, float]:
+    """One-sided p-value of "other is worse than best" from each group's finished scores (oriented higher =
+    better) and failed runs."""
+    if best.failed == 0 and other.failed == 0:
         found = _t_p(best, other)
         return found if found is not None else ("no test (too few runs)", 1.0)
-    floor = min(np.min(best.to_numpy(float), initial=0.0), np.min(other.to_numpy(float), initial=0.0)) - 1.0
-    ranked_best = np.concatenate([best.to_numpy(float), np.full(best_diverged, floor)])
-    ranked_other = np.concatenate([other.to_numpy(float), np.full(other_diverged, floor)])
+    best_scores, other_scores = best.scores.to_numpy(float), other.scores.to_numpy(float)
+    floor = min(np.min(best_scores, initial=0.0), np.min(other_scores, initial=0.0)) - 1.0
+    ranked_best = np.concatenate([best_scores, np.full(best.failed, floor)])
+    ranked_other = np.concatenate([other_scores, np.full(other.failed, floor)])
     if np.ptp(np.concatenate([ranked_best, ranked_other])) == 0:
         return "Mann–Whitney U (one-sided, all tied)", 1.0
-    n1, n2 = len(ranked_best), len(ranked_other)
-    # The exact permutation distribution when it is small enough to enumerate (ties handled);
-    # the normal approximation beyond that.
-    method = (stats.PermutationMethod(n_resamples=_EXACT_LIMIT) if math.comb(n1 + n2, n1) <= _EXACT_LIMIT
-              else "asymptotic")
-    ranks = float(stats.mannwhitneyu(ranked_best, ranked_other, alternative="greater", method=method).pvalue)
+    ranks = _rank_greater_p(ranked_best, ranked_other)
     # Rank tests are weak on a few runs; the divergence counts alone can be stronger evidence.
-    counts = float(stats.fisher_exact([[other_diverged, len(other)], [best_diverged, len(best)]],
-                                      alternative="greater").pvalue)
+    counts = _failures_p(other.failed, len(other_scores), best.failed, len(best_scores))
     tests = [ranks, counts]
     name = ("Mann–Whitney U (one-sided, failed ranked worst) and Fisher's exact test on failure counts")
     # A rank test cannot reach a Bonferroni level at 3 seeds (its smallest p is 1 / C(6, 3) = 0.05).
     # When only the other group failed, its finished runs alone shown worse show the group worse:
     # its failed runs count as worse than any finished run, and dropping them can only flatter it.
-    finished = _t_p(best, other) if best_diverged == 0 else None
+    finished = _t_p(best, other) if best.failed == 0 else None
     if finished is not None:
         tests.append(finished[1])
         name += f", and {finished[0]} on the finished runs"
@@ -204,32 +260,53 @@ def _eligibility(used: pd.DataFrame, group: str, status: str, is_failed: pd.Seri
     return table, eligible
 
 
-def _worse_outcomes(order: list, arrays: dict[object, tuple[pd.Series, int]],
+def _worse_outcomes(order: list, arms: dict[object, _Arm],
                     threshold: float) -> dict[object, tuple[str, float, bool, str]]:
     """Group -> (the test, its smallest p against any other group, shown worse at `threshold`, the
-    group that shows it). A group whose median run failed is worse than one whose median run did not."""
+    group that shows it; the first in ``order`` of those with that p). A group whose median run failed is worse
+    than one whose median run did not."""
     def mostly_failed(name) -> bool:
-        scores, n_failed = arrays[name]
-        return n_failed * 2 > n_failed + len(scores)
+        return arms[name].failed * 2 > arms[name].failed + len(arms[name].scores)
 
     outcome: dict[object, tuple[str, float, bool, str]] = {}
     for name in order:
-        scores, n_failed = arrays[name]
-        worst: tuple[str, float, str] = ("", math.inf, "")
-        for other in order:
-            if other == name:
-                continue
-            if mostly_failed(name) and not mostly_failed(other):
-                worst = ("most runs failed (median run failed)", 0.0, other)
-                break
-            other_scores, other_failed = arrays[other]
-            test, p = _worse_p(other_scores, scores, other_failed, n_failed)
-            if p < worst[1]:
-                worst = (test, p, other)
+        others = [other for other in order if other != name]
+        beaten = next((o for o in others if not mostly_failed(o)), None) if mostly_failed(name) else None
+        if beaten is not None:
+            worst: tuple[str, float, str] = ("most runs failed (median run failed)", 0.0, beaten)
+        else:
+            worst = ("", math.inf, "")
+            for other, (test, p) in zip(others, _tests_against(arms, name, others)):
+                if p < worst[1]:
+                    worst = (test, p, other)
         shown = len(order) > 1 and worst[1] <= threshold
         outcome[name] = (worst[0] if len(order) > 1 else "", worst[1] if len(order) > 1 else math.nan, shown,
                          worst[2] if shown else "")
     return outcome
+
+
+def _tests_against(arms: dict[object, _Arm], name, others: list) -> list[tuple[str, float]]:
+    """_worse_p(arms[other], arms[name]) for each of ``others``, in order. The paired t tests, most of a large
+    comparison's, are taken together, one scipy call per number of shared seeds: a row of a 2-D call is the
+    1-D call's arithmetic (each row's mean and variance reduced along its own contiguous memory), so each p is
+    the one _worse_p gives, to the bit (tests/analysis/test_ranking_exact.py)."""
+    found: list[tuple[str, float] | None] = []
+    paired: dict[int, list[tuple[int, np.ndarray]]] = {}  # shared seeds -> (position in others, differences)
+    for position, other in enumerate(others):
+        best, tested = arms[other], arms[name]
+        difference = _paired(best, tested) if best.failed == 0 and tested.failed == 0 else None
+        if difference is not None and np.ptp(difference) > 0:
+            paired.setdefault(len(difference), []).append((position, difference))
+            found.append(None)
+        else:
+            found.append(_worse_p(best, tested))
+    for seeds, rows in paired.items():
+        with warnings.catch_warnings():  # near-identical scores: scipy warns, the p-value is still right
+            warnings.simplefilter("ignore", RuntimeWarning)
+            pvalues = stats.ttest_1samp(np.stack([d for _, d in rows]), 0.0, axis=1, alternative="greater").pvalue
+        for (position, _), p in zip(rows, np.atleast_1d(pvalues)):
+            found[position] = (f"paired t on {seeds} shared seeds (one-sided)", float(p))
+    return found
 
 
 def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group", status: str = "status",
@@ -263,10 +340,10 @@ def best_set(runs: pd.DataFrame, higher_is_better: bool, *, group: str = "group"
     best = order[0]
 
     labels = pool[group]
-    arrays = {name: (_by_seed(oriented[idx][~is_failed[idx]], pool), int(is_failed[idx].sum()))
-              for name in eligible for idx in [labels.index[labels == name]]}
+    arms = {name: _Arm.of(_by_seed(oriented[idx][~is_failed[idx]], pool), int(is_failed[idx].sum()))
+            for name in eligible for idx in [labels.index[labels == name]]}
     threshold = comparison_level(alpha, len(order))
-    outcome = _worse_outcomes(order, arrays, threshold)
+    outcome = _worse_outcomes(order, arms, threshold)
     table["test"] = table["group"].map(lambda g: outcome[g][0] if g in outcome else "")
     table["p"] = table["group"].map(lambda g: outcome[g][1] if g in outcome else math.nan)
     table["threshold"] = table["group"].map(lambda g: threshold if g in outcome and len(order) > 1 else math.nan)
