@@ -51,8 +51,9 @@ RUN_BY = {
         "tests/studies/test_headline_sweep.py::test_the_headline_sweep_ends_with_the_answer_its_report_gives": ["_tiny_command"]},
     "normbench +sweep=batch_size": {f"{HERE}::test_a_sweep_file_its_resume_and_its_report_run": []},
     "normbench +sweep=smoke": {CI: [], "tests/test_ci.py::test_the_compare_step_passes_on_two_sweeps_of_the_same_code": ["ci_run_smoke_args"]},
-    "normbench report multirun/2026-11-29/10-00-00 [more sweep or run dirs ...] [--out DIR]": {
-        f"{HERE}::test_a_sweep_file_its_resume_and_its_report_run": []},
+    "normbench report multirun/2026-11-29/10-00-00 [more sweep or run dirs ...] [--out DIR] [--jobs N]": {
+        f"{HERE}::test_a_sweep_file_its_resume_and_its_report_run": [],
+        "tests/report/test_report_arguments.py::test_jobs_reach_the_report": ["--jobs"]},
     "python -m normbench study +sweep=batch_size --budget 30m": {
         "tests/studies/test_study.py::test_a_tiny_study_runs_rounds_and_writes_its_plan_and_report": ["--max-seeds", "report.html"],
         "tests/studies/test_study.py::test_a_study_of_a_sweep_file_is_described_as_its_multirun_describes_itself": ["+sweep=batch_size"],

@@ -1,10 +1,11 @@
 """Benchmark: how long and how much memory the report takes over a large synthetic sweep.
 
-    python -m normbench.bench.report_scale --runs 500
+    python -m normbench.bench.report_scale --runs 500 [--jobs N]
 
 Writes `--runs` synthetic records (a norm x placement x lr x batch grid over two models, with
 seeds; about 1 in 12 diverged, a few still "running") into a temporary directory, then times
-`python -m normbench.report` on them in a child process and prints its wall seconds and peak RSS.
+`python -m normbench.report` on them in a child process (with `--jobs N` where given: the processes its
+figures are drawn in) and prints its wall seconds and peak RSS (the largest of its processes).
 The budget is 30 s and 1 GB for 500 runs. A benchmark, not a test.
 """
 
@@ -120,6 +121,7 @@ def _summary(axes: dict, run_seed: int, status: str, quality: float, step_ms: fl
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m normbench.bench.report_scale", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--jobs", type=int, default=None, help="the report's --jobs (default: its own default)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="normbench-bench-") as tmp:
         root = Path(tmp)
@@ -127,14 +129,16 @@ def main(argv: list[str] | None = None) -> int:
         write_sweep(root, args.runs)
         print(f"wrote {args.runs} records in {time.perf_counter() - started:.1f} s")
         started = time.perf_counter()
+        jobs = [] if args.jobs is None else ["--jobs", str(args.jobs)]
         result = subprocess.run([sys.executable, "-m", "normbench.report", str(root / "multirun"),
-                                 "--out", str(root / "report")], capture_output=True, text=True)
+                                 "--out", str(root / "report"), *jobs], capture_output=True, text=True)
         seconds = time.perf_counter() - started
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
         if result.returncode != 0:
             print(result.stderr, file=sys.stderr)
             return result.returncode
-        print(f"report over {args.runs} runs: {seconds:.1f} s, peak RSS {peak_mb:.0f} MB "
+        drawn = "default jobs" if args.jobs is None else f"--jobs {args.jobs}"
+        print(f"report over {args.runs} runs ({drawn}): {seconds:.1f} s, peak RSS {peak_mb:.0f} MB "
               f"(budget: 30 s, 1024 MB)")
     return 0
 

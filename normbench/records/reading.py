@@ -20,7 +20,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from normbench.records.record import SUMMARY, RunRecord, SetAside, bounded, read_summary
+from normbench.records.record import SUMMARY, RunRecord, SetAside, read_summary
 
 
 @dataclass(frozen=True)
@@ -181,21 +181,80 @@ def read_curves(run_dirs: Iterable[Path]) -> pd.DataFrame:
     so is a missing file, one that is not a regular file, and one larger than MAX_METRICS_BYTES
     (find_records sets its run aside with that reason, oversized_metrics). A value that is not a number, or a
     finite number outside float32's range, reads as missing (NaN); NaN and inf are kept, as the
-    runner writes them for a diverged run, and `time_s` must be finite and >= 0.
+    runner writes them for a diverged run, and `time_s` must be finite and >= 0. Within curves_kept, each
+    version of a file is parsed once.
     """
-    rows: list[dict] = []
+    dirs, parts = [], []
     for run_dir in run_dirs:
-        for entry in _jsonl_objects(Path(run_dir) / METRICS):
-            if entry.get("kind") not in ("train", "eval"):
-                continue
-            step = entry.get("step")
-            if type(step) is not int or not 0 <= step <= MAX_STEP:
-                continue
-            time_s = _number(entry.get("time_s"))
-            rows.append({"run_dir": str(run_dir), "kind": entry["kind"], "step": step,
-                         "time_s": time_s if math.isfinite(time_s) and time_s >= 0 else math.nan,
-                         **{column: _number(entry.get(column)) for column in VALUE_COLUMNS}})
-    return pd.DataFrame(rows, columns=CURVE_COLUMNS).astype({c: float for c in CURVE_COLUMNS[2:]})
+        lines = _curve_lines(Path(run_dir) / METRICS)
+        if lines is not None and len(lines.is_eval):
+            dirs.append(str(run_dir))
+            parts.append(lines)
+    if not parts:
+        return pd.DataFrame([], columns=CURVE_COLUMNS).astype({c: float for c in CURVE_COLUMNS[2:]})
+    counts = [len(part.is_eval) for part in parts]
+    values = np.concatenate([part.values for part in parts])
+    kinds = np.where(np.concatenate([part.is_eval for part in parts]), "eval", "train").astype(object)
+    return pd.DataFrame({"run_dir": np.repeat(np.array(dirs, dtype=object), counts), "kind": kinds,
+                         **{column: values[:, i] for i, column in enumerate(CURVE_COLUMNS[2:])}})
+
+
+@dataclass(frozen=True)
+class _CurveLines:
+    """One metrics.jsonl's train and eval lines, in file order: whether each is an eval line, and its
+    step, time_s and VALUE_COLUMNS as floats (NaN where read_curves reads missing)."""
+
+    is_eval: np.ndarray
+    values: np.ndarray  # (lines, 2 + len(VALUE_COLUMNS))
+
+
+_PARSED: dict[tuple, _CurveLines] | None = None  # within curves_kept: (path, device, inode, mtime_ns, size) -> lines
+
+
+@contextlib.contextmanager
+def curves_kept():
+    """Within it, read_curves parses each version of a file once (a report reads the same curves in several
+    places: the published curves, the gates, the claims); leaving it lets them go, and outside it every read
+    parses the file. A report's build is one such span (report/build.py)."""
+    global _PARSED
+    if _PARSED is not None:  # already within one
+        yield
+        return
+    _PARSED = {}
+    try:
+        yield
+    finally:
+        _PARSED = None
+
+
+def _curve_lines(path: Path) -> _CurveLines | None:
+    """The file's lines; within curves_kept parsed once per version (its device, inode, modification time and
+    size, read from the descriptor that reads it); None when it cannot be read (_open_regular)."""
+    opened = _open_regular(path)
+    if opened is None:
+        return None
+    fd, info = opened
+    kept, key = _PARSED, (str(path), info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+    if kept is not None and key in kept:
+        os.close(fd)
+        return kept[key]
+    flags, rows = [], []
+    for entry in _jsonl_objects(fd):
+        kind = entry.get("kind")
+        if kind not in ("train", "eval"):
+            continue
+        step = entry.get("step")
+        if type(step) is not int or not 0 <= step <= MAX_STEP:
+            continue
+        time_s = _number(entry.get("time_s"))
+        flags.append(kind == "eval")
+        rows.append((step, time_s if math.isfinite(time_s) and time_s >= 0 else math.nan,
+                     *(_number(entry.get(column)) for column in VALUE_COLUMNS)))
+    lines = _CurveLines(np.array(flags, dtype=bool),
+                        np.array(rows, dtype=float).reshape(len(rows), 2 + len(VALUE_COLUMNS)))
+    if kept is not None:
+        kept[key] = lines
+    return lines
 
 
 def _number(value: object) -> float:
@@ -210,24 +269,29 @@ def _number(value: object) -> float:
     return number
 
 
-def _jsonl_objects(path: Path) -> Iterable[dict]:
-    """The JSON objects of a regular file's lines, probe lines aside, with every line read bounded.
-
-    A metrics.jsonl that is a FIFO, a device, a folder or a link yields nothing: opened as
-    read_run_file opens (no link followed, no blocking) and checked after opening, it can neither hang the report nor feed it without end.
-    """
+def _open_regular(path: Path) -> tuple[int, os.stat_result] | None:
+    """A descriptor on ``path`` and its stat, opened as read_run_file opens (no link followed, no blocking),
+    or None (nothing left open) when it is missing, a FIFO, a device, a folder or a link, or larger than
+    MAX_METRICS_BYTES: checked after opening, such a file can neither hang the report nor feed it without end."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
                      | getattr(os, "O_CLOEXEC", 0))
     except OSError:
-        return
+        return None
     try:
         info = os.fstat(fd)
     except OSError:
         info = None
     if info is None or not stat.S_ISREG(info.st_mode) or info.st_size > MAX_METRICS_BYTES:
         os.close(fd)
-        return
+        return None
+    return fd, info
+
+
+def _jsonl_objects(fd: int) -> Iterable[dict]:
+    """The JSON objects of the lines of a regular file opened by _open_regular (closed here), probe lines
+    aside, no line read past MAX_LINE_BYTES. Its strings are not defused (record.bounded): read_curves keeps
+    none of them, and a string with a lone surrogate is no kind it reads."""
     with os.fdopen(fd, "rb") as handle:
         while handle.tell() <= MAX_METRICS_BYTES and (line := handle.readline(MAX_LINE_BYTES)):  # a file still growing
             if not line.endswith(b"\n") and len(line) == MAX_LINE_BYTES:
@@ -241,4 +305,4 @@ def _jsonl_objects(path: Path) -> Iterable[dict]:
             except (ValueError, RecursionError):  # JSONDecodeError, an int of thousands of digits
                 continue
             if isinstance(entry, dict):
-                yield bounded(entry)  # a lone surrogate in a string, as the record reader defuses it
+                yield entry

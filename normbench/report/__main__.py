@@ -47,7 +47,6 @@ if __name__ == "__main__":  # first, before the imports below and main's (an ear
         signal.signal(_signum, _before_main)
 
 import argparse  # noqa: E402  (after the handler, deliberately)
-from pathlib import Path  # noqa: E402
 
 from normbench.checks import (  # noqa: E402
     ArgumentRefused,
@@ -75,7 +74,24 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--claims", type=claims_path, action="append", default=[], metavar="DIR",
                         help="a folder of your own claims as YAML files (docs/claims.md), judged beside the "
                              "shipped ones; may be given more than once")
+    parser.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                        help="processes the figures are drawn in while the report goes on, the report's own "
+                             "counted (default: the cores this process may use, at most 4; 1 draws them in the "
+                             "report's process)")
     return parser
+
+
+MAX_JOBS = 256
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+    if not 1 <= value <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_JOBS}, got {str(value)[:40]}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             use_folders(args.claims)
-            html = build_report(args.paths, args.out)
+            html = build_report(args.paths, args.out, jobs=args.jobs)
         except (ReportError, ClaimFileError) as error:
             _say(error)
             return 2

@@ -21,8 +21,16 @@ from normbench.analysis.result import ALPHA, METHOD, NOT_APPLICABLE, StudyResult
 from normbench.checks import one_line
 from normbench.records.metrics import TIMING_NOISY
 from normbench.records.published import PAIRED_TIMING, write_curves
-from normbench.records.reading import MAX_REPORT_RECORDS, Records, count_records, find_records, quiet_numerics
+from normbench.records.reading import (
+    MAX_REPORT_RECORDS,
+    Records,
+    count_records,
+    curves_kept,
+    find_records,
+    quiet_numerics,
+)
 from normbench.report import answers, figures, provenance, sections, study_figures, synthesis, tables
+from normbench.report.figures import png
 from normbench.report.output import OutputError, ReportOutput, spreadsheet_safe
 from normbench.report.render import write_report
 
@@ -39,7 +47,8 @@ class OutputNotWritable(ReportError):
     """`out` cannot take the report: not a folder, not writable, or a file there is not the report's own."""
 
 
-def build_report(paths: Iterable[Path], out: Path | None = None, alpha: float | None = None) -> Path:
+def build_report(paths: Iterable[Path], out: Path | None = None, alpha: float | None = None,
+                 jobs: int | None = None) -> Path:
     """Writes the report for the run records under `paths` into `out`; returns report.html's path.
 
     `out` defaults to the first path. Unreadable, foreign and incomplete records are named in one
@@ -47,12 +56,14 @@ def build_report(paths: Iterable[Path], out: Path | None = None, alpha: float | 
     record is left, and OutputNotWritable, before anything in `out` is replaced, when `out` cannot
     take the report or holds a file of that name that no earlier report wrote. ``alpha``: the level
     the claims are tested at (a sequential study's last look, normbench.studies.study); the claims' default otherwise.
+    ``jobs``: processes the figures are drawn in, the report's own counted (png.in_parallel; default the cores
+    this process may use, at most 4; 1 draws them in the report's process).
     """
-    with quiet_numerics():
-        return _build_report(paths, out, alpha)
+    with quiet_numerics(), curves_kept():  # every curve parsed once in the build
+        return _build_report(paths, out, alpha, jobs)
 
 
-def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) -> Path:
+def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None, jobs: int | None) -> Path:
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("build_report needs at least one path")
@@ -71,7 +82,8 @@ def _build_report(paths: Iterable[Path], out: Path | None, alpha: float | None) 
     result = study_result.build(records, runs, copies, paths, alpha)
     try:
         with ReportOutput(out) as output:
-            _write(result, out, output.staging)
+            with png.in_parallel(jobs):  # figures drawn while the report goes on
+                _write(result, out, output.staging)
             output.commit()
     except OutputError as error:
         raise OutputNotWritable(str(error)) from None
@@ -157,6 +169,7 @@ def _write(result: StudyResult, out: Path, staging: Path) -> None:
     context["staging"] = staging  # where the figures are, for their weight on the page
     context["reproduce"] = provenance.reproduce(records, runs, paths, out, staging, runner)
     context.update(_by_study(result, context, out, runner))
+    png.drawn()  # the page carries every figure's file
     _, html = write_report(context, staging)
     over = html.stat().st_size - sections.PAGE_BYTES
     if over > 0:  # the page's text is larger than the figure budget assumed: figures leave until it fits
@@ -212,9 +225,11 @@ def _by_study(result: StudyResult, context: dict, out: Path, runner: dict[str, s
             tables.leaderboards(study.rows, axes), shown, left,
             [c for c in context["claims"] if c.study_id == study.id and c.status != NOT_APPLICABLE],
             [runner[study.id]] if study.id in (runner or {}) else sections.reproduce_commands(mine)))
+    # the synthesis reads the sections' studies and claims, not their figures: taken while they are drawn
+    lines = synthesis.synthesis(summary, runs, out_sections, result) if not summary.empty else []
+    png.drawn()  # what a figure weighs on the page is its files' size
     sections.fit_page(out_sections, _page_bytes(context["staging"]))
     notes = sections.written_once(out_sections)
-    lines = synthesis.synthesis(summary, runs, out_sections, result) if not summary.empty else []
     unjudged = [(claim, *parts) for claim, parts in context["not_run"].items()]
     return {"studies": out_sections, "figure_notes": notes, "synthesis": synthesis.synthesis_table(lines),
             "recommend": synthesis.recommendation_table(lines),

@@ -201,7 +201,8 @@ def crafted_report_fixture(tmp_path_factory):
 @pytest.fixture(name="small_crafted_report", scope="session")
 def small_crafted_report_fixture(tmp_path_factory):
     """The same with 8 arms in the first study (2 norms x 2 placements x 2 lrs): small multiples, quick; and a
-    third study that a claim judges (its claim table must read whole too).
+    third study that a claim judges (its claim table must read whole too). Its figures are drawn in forked
+    children, as on any machine of 2 or more cores (test_figures_in_parallel compares it with one drawn alone).
 
     Built once a run: under pytest-xdist, tests in several modules read it, and the first worker to need it builds
     it in the folder the workers' own temporary folders share, while the other waits on a lock; its tests only read
@@ -210,7 +211,7 @@ def small_crafted_report_fixture(tmp_path_factory):
 
     def build(root: Path) -> Path:
         sweep = write_crafted_sweep(root / "crafted_small", norms=2, lrs=2, claim_study=True)
-        return build_report([sweep], root / "crafted_small_out")
+        return build_report([sweep], root / "crafted_small_out", jobs=2)  # figures in forked children
 
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process: the parent folder is shared by every earlier run
         return build(tmp_path_factory.mktemp("crafted"))

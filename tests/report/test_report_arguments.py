@@ -100,3 +100,22 @@ def test_a_record_set_aside_whose_folder_holds_a_newline_is_warned_about_on_one_
     assert main([str(sweep), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "set aside 1 record(s)" in err and "bad\\nrun" in err, err
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "two", "257", ""])
+def test_jobs_outside_1_to_256_are_refused_in_one_line(jobs, sweep, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main([str(sweep), "--out", str(tmp_path / "out"), "--jobs", jobs])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and "--jobs" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_jobs_reach_the_report(sweep, tmp_path, monkeypatch):
+    import normbench.report.build as build
+
+    asked = []
+    monkeypatch.setattr(build, "build_report", lambda paths, out, jobs=None: asked.append(jobs) or out / "report.html")
+    assert main([str(sweep), "--out", str(tmp_path / "a"), "--jobs", "1"]) == 0
+    assert main([str(sweep), "--out", str(tmp_path / "b")]) == 0
+    assert asked == [1, None]  # None: the cores this process may use (png.jobs_here)

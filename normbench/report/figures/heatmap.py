@@ -41,16 +41,16 @@ def heatmaps(panels: list[HeatmapPanel], row: str, col: str, metric: dict[str, t
     diverged = any((np.nan_to_num(p.grid.diverged.to_numpy(dtype=float)) > 0).any() for p in panels)
     if diverged:
         kinds.append(("heatmap_divergence", "Divergence rate (diverged / runs)"))
+    # each primary panel's colour range, as its colour bar draws it (the caption names them)
+    ranges = [f"{metric[p.task][0]}: {spans[metric[p.task][0]][0]:.3g} to {spans[metric[p.task][0]][1]:.3g}"
+              for p in panels]
     for name, title in kinds:
-        ranges: list[str] = []
-
-        def draw(layout: Layout, name=name, ranges=ranges) -> MplFigure:
-            ranges.clear()
+        def draw(layout: Layout, name=name) -> MplFigure:
             ncols = min(layout.columns, len(panels))
             figure, axes = drawing.grid(layout, len(panels), max(2.6, 0.75 * shape[0] + 1.8), columns=ncols)
             panel_width = drawing.panel_width(layout, ncols)
             for ax, panel in zip(axes, panels):
-                _heatmap_panel(ax, panel, name == "heatmap_primary", metric, spans, ranges, panel_width)
+                _heatmap_panel(ax, panel, name == "heatmap_primary", metric, spans, panel_width)
                 ax.set_xlabel(text(col.removeprefix("axes.")))
                 ax.set_ylabel(text(row.removeprefix("axes.")))
                 ax.set_title(wrap(panel.heading, int(panel_width / drawing.CHAR_IN) - 4))
@@ -79,8 +79,8 @@ def _colour_spans(panels: list[HeatmapPanel], metric: dict[str, tuple[str, bool]
 
 
 def _heatmap_panel(ax, panel: HeatmapPanel, primary: bool, metric: dict[str, tuple[str, bool]],
-                   spans: dict[str, tuple[float, float]], ranges: list[str], panel_width: float) -> None:
-    """One panel's cells: the primary metric (mean, ± half-width, n; its range added to `ranges`) or
+                   spans: dict[str, tuple[float, float]], panel_width: float) -> None:
+    """One panel's cells: the primary metric (mean, ± half-width, n) or
     the divergence rate; cell texts only where the cells are wide enough, x labels turned where long."""
     grid = panel.grid
     table = (grid.metric if primary else grid.diverged).astype(float)
@@ -89,7 +89,6 @@ def _heatmap_panel(ax, panel: HeatmapPanel, primary: bool, metric: dict[str, tup
         cmap = "viridis" if higher else "viridis_r"
         label = f"{metric_name}, primary score ({'higher' if higher else 'lower'} is better)"
         vmin, vmax = spans[metric_name]
-        ranges.append(f"{metric_name}: {vmin:.3g} to {vmax:.3g}")
         annotations = _cell_text(grid)
     else:
         cmap, label, vmin, vmax = "cividis", "divergence rate", 0.0, 1.0
