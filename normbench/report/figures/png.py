@@ -15,6 +15,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -76,6 +77,41 @@ def render(out: Path, name: str, draw: Callable[[Layout], MplFigure], smooth: bo
         _drawing.start(name, work)
 
 
+@dataclass
+class _Noted:
+    """The stop signals that arrived while their handlers were swapped for ones that only note them."""
+
+    handlers: dict = field(default_factory=dict)  # signal -> the handler it had
+    arrived: list = field(default_factory=list)
+
+    def note(self, signum, frame) -> None:
+        self.arrived.append(signum)
+
+    def restore(self) -> None:
+        """The handlers back, then each noted signal raised again: handled now, where the caller stands."""
+        for signum, handler in self.handlers.items():
+            signal.signal(signum, handler)
+        self.handlers = {}
+        arrived, self.arrived = self.arrived, []
+        for signum in arrived:
+            signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def _stops_noted() -> Iterator[_Noted]:
+    """Within, each stop signal with a Python handler is noted instead of handled; leaving restores the handlers
+    and raises the noted ones. Outside the main thread (where no handler runs) nothing is swapped."""
+    noted = _Noted()
+    if threading.current_thread() is threading.main_thread():
+        for signum in _ASYNC_SIGNALS:
+            if callable(signal.getsignal(signum)):
+                noted.handlers[signum] = signal.signal(signum, noted.note)
+    try:
+        yield noted
+    finally:
+        noted.restore()
+
+
 class FigureNotDrawn(RuntimeError):
     """A figure's child process failed (other than by an OSError, raised as one); its traceback is the message."""
 
@@ -116,18 +152,17 @@ class _Drawing:
         self._reap(until=lambda: len(self.children) < LIVE_PER_JOB * self.jobs)
         for stream in (sys.stdout, sys.stderr):  # what the report printed is not the child's to print again
             stream.flush()
-        # A stop (Ctrl-C, SIGTERM) that reached the child before it is in _child's handling would unwind the
-        # report's own stack there (its staging folder removed, its messages said twice): held until then, and
-        # in the report until the child is on the list a stop ends.
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _ASYNC_SIGNALS)
-        try:
-            forked = self._fork(name, work, held)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a stop held meanwhile arrives here
+        # Python runs a signal's handler in the main thread between any two bytecodes, whichever thread the
+        # signal reached. A stop (Ctrl-C, SIGTERM) handled between the fork and the child's place on the list
+        # would leave that child drawing unseen; one handled in the child before its own handling would unwind
+        # the report's stack there (its staging folder removed, its messages said twice). So the stops are
+        # noted, not handled, until then, in both, and raised again after.
+        with _stops_noted() as noted:
+            forked = self._fork(name, work, noted)
         if not forked:  # no descriptor or process left: drawn here, as without in_parallel
             work()
 
-    def _fork(self, name: str, work: Callable[[], None], held: set[signal.Signals]) -> bool:
+    def _fork(self, name: str, work: Callable[[], None], noted: _Noted) -> bool:
         """A child drawing ``work``, on the list of children; False where no pipe or process could be had."""
         try:
             errors, report_error = os.pipe()
@@ -142,7 +177,7 @@ class _Drawing:
             os.close(report_error)
             return False
         if pid == 0:
-            _child(work, self.slots, errors, report_error, held)
+            _child(work, self.slots, errors, report_error, noted)
         os.close(report_error)
         self.children.append(_Child(pid, name, errors))
         return True
@@ -194,14 +229,13 @@ class _Drawing:
                 os.close(end)
 
 
-def _child(work: Callable[[], None], slots: tuple[int, int], errors: int, report_error: int,
-           held: set[signal.Signals]) -> None:
+def _child(work: Callable[[], None], slots: tuple[int, int], errors: int, report_error: int, noted: _Noted) -> None:
     """A forked child's whole life: a slot, the figure, the slot back; a failure's traceback to the pipe.
     Never returns, and runs nothing of the report's on its way out (os._exit: no atexit, no finally of the
     caller's stack, no buffers)."""
     status = 1
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a stop held since the fork arrives here, handled
+        noted.restore()  # the report's own handlers, and a stop noted since the fork raised here, handled
         os.close(errors)
         os.read(slots[0], 1)
         try:
