@@ -82,12 +82,12 @@ HASHED, INERT, AT_AUTO = "hashed", "inert", "at auto"
 def cell_kernel_rule(config: dict) -> str:
     """How ``model.cell_kernel`` enters the identity of ``config`` (a config with present names, norm.impl as
     identity reads it). How an in-cell layer runs its recurrence (models/kernel_choice.py): auto, compiled and
-    python choose between the family's hand-written recurrences (LN's; the LSTM's RMSNorm one), which only fp32
+    python choose between the family's hand-written recurrences (LN's; RMSNorm's), which only fp32
     and one group reach (a grouped norm runs the loop, InCellLayer); torch_compile acts on every in-cell layer.
-    HASHED where the value changes what runs, INERT where it cannot. AT_AUTO: the in-cell RMSNorm LSTM's kernel
-    came after records of its runs (2026-12-06); at auto, the value they ran with (the loop then, the kernel now:
-    one function, rounded differently), the value stays out of the hash so they keep their hashes, and in the
-    settings (identity) so a study's arms are named by it; python and compiled are hashed."""
+    HASHED where the value changes what runs, INERT where it cannot. AT_AUTO: the in-cell RMSNorm LSTM's and
+    GRU's kernels came after records of their runs (2026-12-06, 2026-12-07); at auto, the value they ran with (the
+    loop then, the kernel now: one function, rounded differently), the value stays out of the hash so they keep
+    their hashes, and in the settings (identity) so a study's arms are named by it; python and compiled are hashed."""
     kind = _get(config, "norm.kind")
     if not per_term_in_cell(_get(config, "placement.name"), _get(config, "placement.summed"), kind):
         return INERT

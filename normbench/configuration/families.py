@@ -47,7 +47,7 @@ class Family:
     key giving the encoder's output width; ``hand_written``: the in-cell LayerNorm recurrences with a
     hand-written backward it has, preferred first: compiled (models/lnlstm.cpp, models/gru.cpp, built on a CPU),
     python (models/lnlstm_python.py), each tested equal to the autograd loop; ``hand_written_rms``: those it has
-    with RMSNorm in place of LayerNorm (compiled: lnlstm.cpp's ``centred`` false); ``slots``: placement ->
+    with RMSNorm in place of LayerNorm (compiled: lnlstm.cpp's and gru.cpp's ``centred`` false); ``slots``: placement ->
     the norm slots it fills there, for placements that do not name it themselves; ``why_not``: placement ->
     why it does not exist in this family."""
 
@@ -161,7 +161,7 @@ BUILT_IN = (
     Family("lstm", "LSTM", recurrent=True, builder="normbench.models.recurrent:build", parameters=_RECURRENT_PARAMETERS,
            hand_written=("compiled", "python"), hand_written_rms=("compiled",)),
     Family("gru", "GRU", recurrent=True, builder="normbench.models.recurrent:build", parameters=_RECURRENT_PARAMETERS,
-           hand_written=("compiled",)),
+           hand_written=("compiled",), hand_written_rms=("compiled",)),
     Family("transformer", "Transformer", recurrent=False, builder="normbench.models.transformer:build",
            parameters=("heads", "ff_mult", "qk_norm"), input_width="hidden"),
     # Feng et al. 2024 (models/minrnn.py): gates of the input alone, parallel by a log-space scan; the norm before

@@ -31,7 +31,7 @@ from normbench.norms.spec import NormSpec
 from normbench.tasks import TASK_CONFIGS, TaskConfig  # noqa: F401 - re-exported
 
 # model.cell_kernel: how an in-cell layer runs its recurrence (models/kernel_choice.py). One word, one idea:
-# "compiled" is normbench's own C++, built on first use, here the in-cell LN-LSTM/GRU and RMSNorm-LSTM recurrence (models/lnlstm.cpp,
+# "compiled" is normbench's own C++, built on first use, here the in-cell LN-LSTM/GRU and RMSNorm-LSTM/GRU recurrence (models/lnlstm.cpp,
 # models/gru.cpp) as in norm.impl=compiled (RMSNorm, DyT, Derf: norms/rmsnorm.cpp, elementwise.cpp);
 # torch_compile is torch.compile (inductor) of the autograd loop's step, no C++ of ours.
 CELL_KERNELS = ("auto", "compiled", "python", "torch_compile")

@@ -1,6 +1,8 @@
 // The in-cell LayerNorm-GRU layer as two CPU kernels, built as lnlstm.cpp is (see there why: on
 // a CPU at these sizes an ATen call costs as much dispatch as arithmetic, so a step issues one
-// matrix product and does the rest in a few passes of Vectorized<T> over each batch row).
+// matrix product and does the rest in a few passes of Vectorized<T> over each batch row), and the same
+// layer with RMSNorm in place of each LayerNorm (``centred`` false: every mean is 0, and its terms drop out
+// of the backward), as lnlstm.cpp has it.
 //
 // Same arithmetic as InCellLayer.step for a GRU (tested equal in float64), gates in nn.GRU's
 // order r, u, n. The update gate is called u here because z is h_{t-1} U^T, as in lnlstm.cpp.
@@ -14,7 +16,8 @@
 // h-side candidate term uh_n, its bias included (nn.GRU's b_hn). So dL/d(bias_x) and
 // dL/d(bias_h) differ in the n gate, and so do the two norms' upstream gradients.
 //
-// Saved tensors are time-major, so every step reads and writes contiguous slices.
+// Saved tensors are time-major, so every step reads and writes contiguous slices. RMSNorm has no shift: the
+// caller passes bias_x = b_ih and bias_h = b_hh.
 
 #include <torch/extension.h>
 
@@ -34,17 +37,26 @@ using rows::Vec;
 using row_blocks::add_to;
 using row_blocks::check;
 
+// A row's statistics: LayerNorm's (centred: mean, then 1 / sqrt(biased variance + eps), rows::mean_rstd) or
+// RMSNorm's (mean 0, 1 / sqrt(mean(x^2) + eps), rows::rms_rstd as norms/rmsnorm.cpp takes it). Returns rstd.
+template <typename T>
+inline T row_stats(const T* x, int64_t n, double eps, bool centred, T* mean) {
+  if (centred) return rows::mean_rstd(x, n, eps, mean);
+  *mean = T(0);
+  return rows::rms_rstd(x, n, eps);
+}
+
 // One batch row, one step, forward. z holds h_{t-1} U^T and is overwritten with z_hat. Writes the
 // gate activations a = (r, u, n), h_t, and the row's statistics.
 template <typename T>
 inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __restrict__ gx,
                         const T* __restrict__ gh, const T* __restrict__ bias_x, const T* __restrict__ bias_h,
-                        const T* __restrict__ h_prev, int64_t hidden, double eps, T* __restrict__ a,
-                        T* __restrict__ h, T* mean_x, T* rstd_x, T* rstd_z) {
+                        const T* __restrict__ h_prev, int64_t hidden, double eps, bool centred,
+                        T* __restrict__ a, T* __restrict__ h, T* mean_x, T* rstd_x, T* rstd_z) {
   const int64_t width = 3 * hidden;
   T mean_z;
-  *rstd_x = rows::mean_rstd(xw, width, eps, mean_x);
-  *rstd_z = rows::mean_rstd(z, width, eps, &mean_z);
+  *rstd_x = row_stats(xw, width, eps, centred, mean_x);
+  *rstd_z = row_stats(z, width, eps, centred, &mean_z);
   const Vec<T> mx(*mean_x), rx(*rstd_x), mz(mean_z), rz(*rstd_z);
   // The three gates of hidden unit j sit at j, j + hidden, j + 2 hidden: one pass over the units.
   chunks<T>(hidden, [&](int64_t j, int64_t n) {
@@ -74,7 +86,7 @@ template <typename T>
 inline void row_backward(const T* __restrict__ grad_out, T* __restrict__ dh, const T* __restrict__ a,
                          const T* __restrict__ h_prev, const T* __restrict__ xw, const T* __restrict__ z_hat,
                          const T* __restrict__ gx, const T* __restrict__ gh, const T* __restrict__ bias_h, T mean_x,
-                         T rstd_x, T rstd_z, int64_t hidden, T* __restrict__ da_x, T* __restrict__ da_h,
+                         T rstd_x, T rstd_z, int64_t hidden, bool centred, T* __restrict__ da_x, T* __restrict__ da_h,
                          T* __restrict__ grad_xw, T* __restrict__ dz, T* __restrict__ step_gx, T* __restrict__ step_gh,
                          T* __restrict__ step_bx, T* __restrict__ step_bh) {
   const int64_t width = 3 * hidden;
@@ -102,8 +114,11 @@ inline void row_backward(const T* __restrict__ grad_out, T* __restrict__ dh, con
       sz_hat = sz_hat + dgh * load(z_hat + at, n);
     }
   });
-  const Vec<T> mean_x_d(rows::sum_lanes(sx) / T(width)), mean_x_d_hat(rows::sum_lanes(sx_hat) / T(width));
-  const Vec<T> mean_z_d(rows::sum_lanes(sz) / T(width)), mean_z_d_hat(rows::sum_lanes(sz_hat) / T(width));
+  // RMSNorm's backward is LayerNorm's without the mean of the upstream gradient (the mean it did not subtract)
+  const T no_mean(0);
+  const Vec<T> mean_x_d(centred ? rows::sum_lanes(sx) / T(width) : no_mean);
+  const Vec<T> mean_z_d(centred ? rows::sum_lanes(sz) / T(width) : no_mean);
+  const Vec<T> mean_x_d_hat(rows::sum_lanes(sx_hat) / T(width)), mean_z_d_hat(rows::sum_lanes(sz_hat) / T(width));
   const Vec<T> rz(rstd_z);
   chunks<T>(width, [&](int64_t j, int64_t n) {
     const Vec<T> dax = load(da_x + j, n), dah = load(da_h + j, n);
@@ -124,7 +139,7 @@ struct Saved {  // what the backward needs, all (time, batch, ...); x_hat is rec
 // Each block of batch rows runs every step on its own thread (row_blocks.h says why).
 template <typename T>
 void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor& u_t, const T* gx, const T* gh,
-                  const T* bias_x, const T* bias_h, double eps, Saved& s) {
+                  const T* bias_x, const T* bias_h, double eps, bool centred, Saved& s) {
   const int64_t batch = xw.size(0), steps = xw.size(1), width = xw.size(2), hidden = width / 3, rows = b1 - b0;
   const int64_t wide = batch * width, narrow = batch * hidden;
   const T* xw_p = xw.data_ptr<T>();
@@ -135,7 +150,7 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
       row_forward(xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, bias_x, bias_h, h_p + row, hidden, eps,
-                  a_p + wrow, h_p + narrow + row, mx_p + r, rx_p + r, rz_p + r);
+                  centred, a_p + wrow, h_p + narrow + row, mx_p + r, rx_p + r, rz_p + r);
     }
   }
 }
@@ -144,8 +159,8 @@ void forward_rows(int64_t b0, int64_t b1, const at::Tensor& xw, const at::Tensor
 // first: shorter sums, less rounding.
 template <typename T>
 void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at::Tensor& xw, const at::Tensor& w_hh,
-                   const T* gx, const T* gh, const T* bias_h, const Saved& s, at::Tensor& grad_xw, at::Tensor& dz,
-                   at::Tensor& dh, T* totals) {
+                   const T* gx, const T* gh, const T* bias_h, bool centred, const Saved& s, at::Tensor& grad_xw,
+                   at::Tensor& dz, at::Tensor& dh, T* totals) {
   const int64_t batch = grad_out.size(0), steps = grad_out.size(1), hidden = grad_out.size(2), width = 3 * hidden;
   const int64_t wide = batch * width, narrow = batch * hidden, rows = b1 - b0;
   const T *go = grad_out.data_ptr<T>(), *xw_p = xw.data_ptr<T>(), *h_p = s.hs.data_ptr<T>();
@@ -160,7 +175,7 @@ void backward_rows(int64_t b0, int64_t b1, const at::Tensor& grad_out, const at:
       const int64_t r = t * batch + b, row = t * narrow + b * hidden, wrow = t * wide + b * width;
       row_backward(go + (b * steps + t) * hidden, dh_p + b * hidden, a_p + wrow, h_p + row,
                    xw_p + (b * steps + t) * width, z_p + wrow, gx, gh, bias_h, mx_p[r], rx_p[r], rz_p[r], hidden,
-                   da_x.data(), da_h.data(), gxw_p + (b * steps + t) * width, dz_p + wrow, step_gx, step_gh,
+                   centred, da_x.data(), da_h.data(), gxw_p + (b * steps + t) * width, dz_p + wrow, step_gx, step_gh,
                    step_bx, step_bh);
     }
     if (t > 0)  // dL/dh_{t-1} = u dh + dz U; h_0 = 0 needs none
@@ -189,7 +204,7 @@ void check_parameters(const at::Tensor& w_hh, const at::Tensor& gamma_x, const a
 // xw = x W_ih^T (batch, time, 3h), no bias. -> [h (time+1, batch, hidden) with h_0 = 0, saved...]
 std::vector<at::Tensor> gru_forward(const at::Tensor& xw, const at::Tensor& w_hh, const at::Tensor& gamma_x,
                                     const at::Tensor& gamma_h, const at::Tensor& bias_x, const at::Tensor& bias_h,
-                                    double eps) {
+                                    double eps, bool centred) {
   TORCH_CHECK(xw.dim() == 3 && xw.size(2) > 0 && xw.size(2) % 3 == 0, "xw: (batch, time, 3 hidden), got ",
               xw.sizes());
   const auto dtype = xw.scalar_type();
@@ -202,7 +217,7 @@ std::vector<at::Tensor> gru_forward(const at::Tensor& xw, const at::Tensor& w_hh
   AT_DISPATCH_FLOATING_TYPES(dtype, "gru_forward", [&] {
     row_blocks::for_each(xw.size(0), [&](int64_t b0, int64_t b1) {
       forward_rows<scalar_t>(b0, b1, xw, u_t, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
-                             bias_x.data_ptr<scalar_t>(), bias_h.data_ptr<scalar_t>(), eps, s);
+                             bias_x.data_ptr<scalar_t>(), bias_h.data_ptr<scalar_t>(), eps, centred, s);
     });
   });
   return {s.hs, s.z_hat, s.act, s.mean_x, s.rstd_x, s.rstd_z};
@@ -211,7 +226,7 @@ std::vector<at::Tensor> gru_forward(const at::Tensor& xw, const at::Tensor& w_hh
 // -> [grad xw, grad w_hh, grad gamma_x, grad gamma_h, grad bias_x, grad bias_h]
 std::vector<at::Tensor> gru_backward(const at::Tensor& grad_out, const at::Tensor& xw, const at::Tensor& w_hh,
                                      const at::Tensor& gamma_x, const at::Tensor& gamma_h, const at::Tensor& bias_h,
-                                     const std::vector<at::Tensor>& saved) {
+                                     const std::vector<at::Tensor>& saved, bool centred) {
   TORCH_CHECK(saved.size() == 6, "saved: the six tensors gru_forward returned");
   const Saved s{saved[0], saved[1], saved[2], saved[3], saved[4], saved[5]};
   const at::Tensor go = grad_out.contiguous();
@@ -229,7 +244,7 @@ std::vector<at::Tensor> gru_backward(const at::Tensor& grad_out, const at::Tenso
   AT_DISPATCH_FLOATING_TYPES(go.scalar_type(), "gru_backward", [&] {
     total = row_blocks::summed(batch, 4 * width, opt, [&](int64_t b0, int64_t b1, at::Tensor& block) {
       backward_rows<scalar_t>(b0, b1, go, xw, w, gamma_x.data_ptr<scalar_t>(), gamma_h.data_ptr<scalar_t>(),
-                              bias_h.data_ptr<scalar_t>(), s, grad_xw, dz, dh, block.data_ptr<scalar_t>());
+                              bias_h.data_ptr<scalar_t>(), centred, s, grad_xw, dz, dh, block.data_ptr<scalar_t>());
     });
   });
   const std::vector<at::Tensor> grads = total.split(width);
@@ -239,6 +254,11 @@ std::vector<at::Tensor> gru_backward(const at::Tensor& grad_out, const at::Tenso
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &gru_forward, "in-cell LN-GRU layer, forward");
-  m.def("backward", &gru_backward, "in-cell LN-GRU layer, backward");
+  namespace py = pybind11;
+  m.def("forward", &gru_forward, "in-cell LN-GRU (RMSNorm: centred false) layer, forward", py::arg("xw"),
+        py::arg("w_hh"), py::arg("gamma_x"), py::arg("gamma_h"), py::arg("bias_x"), py::arg("bias_h"), py::arg("eps"),
+        py::arg("centred") = true);
+  m.def("backward", &gru_backward, "in-cell LN-GRU (RMSNorm: centred false) layer, backward", py::arg("grad_out"),
+        py::arg("xw"), py::arg("w_hh"), py::arg("gamma_x"), py::arg("gamma_h"), py::arg("bias_h"), py::arg("saved"),
+        py::arg("centred") = true);
 }

@@ -12,7 +12,7 @@ from normbench.configuration.families import described
 from normbench.configuration.schema import cell_kernel_named
 from normbench.models import gru_cpu, lnlstm_cpu
 
-COMPILED = {"lstm": lnlstm_cpu, "gru": gru_cpu}  # family -> its compiled in-cell LN recurrence (CPU)
+COMPILED = {"lstm": lnlstm_cpu, "gru": gru_cpu}  # family -> its compiled in-cell LN/RMSNorm recurrence (CPU)
 
 
 def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
@@ -22,7 +22,7 @@ def cell_recurrences(family: str, norm_kind: str, impl: str, cell_kernel: str,
     when the only one is compiled and it does not build (recurrence_on).
 
         torch_compile  the autograd loop with its step through torch.compile: any family and norm
-        compiled       lnlstm.cpp (LayerNorm or RMSNorm) or gru.cpp (LayerNorm), normbench's own C++
+        compiled       lnlstm.cpp or gru.cpp (LayerNorm or RMSNorm), normbench's own C++
         python         the LSTM's hand-written Python recurrence
         autograd       the autograd loop of the cell's step
 

@@ -167,12 +167,12 @@ def lstm_update(i, f, g, o, c, cell_norm=None):
 class InCellLayer(_CellLayer):
     """N_x(W x_t) and N_h(U h_{t-1}) normalized separately, biases added after the norms.
 
-    An LSTM or GRU with native LayerNorm, or an LSTM with RMSNorm, in fp32/fp64, no trace and no autocast
+    An LSTM or GRU with native LayerNorm, or with RMSNorm, in fp32/fp64, no trace and no autocast
     (``hand_written``; configuration/families.py, Family.hand_written_for) runs a
     recurrence with a hand-written backward (same function, tested equal): on a CPU the compiled
     one of ``lnlstm.cpp`` or ``gru.cpp`` unless ``kernel="python"``. Elsewhere (or where it does not
-    compile) an LN-LSTM runs the Python one of ``lnlstm_python``, an RMSNorm-LSTM or a GRU the autograd loop of
-    ``step``.
+    compile) an LN-LSTM runs the Python one of ``lnlstm_python``, an RMSNorm cell or a GRU the autograd loop
+    of ``step``.
     Which one is decided by kernel_choice.recurrence_on (from kernel_choice.cell_recurrences), not here.
 
     ``kernel="torch_compile"``, for any family and norm on any device: the autograd loop with ``step``
@@ -263,15 +263,17 @@ class InCellLayer(_CellLayer):
         return super().forward(x, trace, lengths)
 
     def gru_cpp_recurrence(self, x):
-        """The LN-GRU cell of ``step`` over all time steps, by gru.cpp (tested equal)."""
-        ln_x, ln_h = self.norm_x.norm, self.norm_h.norm  # the native LayerNorms inside the precision wrappers
+        """The LN-GRU (or RMSNorm-GRU) cell of ``step`` over all time steps, by gru.cpp (tested equal)."""
+        ln_x, ln_h = self.norm_x.norm, self.norm_h.norm  # the LayerNorms (RMSNorms) inside the precision wrappers
         bias_x, bias_h = self.bias_ih, self.bias_hh
         if ln_x.weight is not None:  # the kernel always takes gains; without affine they are ones
-            gamma_x, gamma_h, bias_x, bias_h = ln_x.weight, ln_h.weight, bias_x + ln_x.bias, bias_h + ln_h.bias
+            gamma_x, gamma_h = ln_x.weight, ln_h.weight
         else:
             gamma_x = gamma_h = x.new_ones(ln_x.dim)
+        if ln_x.bias is not None:  # LayerNorm's shifts join their side's bias; RMSNorm has none
+            bias_x, bias_h = bias_x + ln_x.bias, bias_h + ln_h.bias
         return gru_cpu.LayerNormGRULayer.apply(x @ self.weight_ih.T, self.weight_hh, gamma_x, gamma_h, bias_x, bias_h,
-                                               ln_h.eps)
+                                               ln_h.eps, self.norm_kind == "ln")
 
     def lstm_cpp_recurrence(self, x):
         """The LN-LSTM (or RMSNorm-LSTM) cell of ``step`` over all time steps, by lnlstm.cpp (tested equal)."""
@@ -473,7 +475,7 @@ def orthogonal_recurrence_(model: nn.Module) -> None:
 
 def cell_kernel_in_use(model: nn.Module, device: torch.device, autocast: bool = False,
                        padded: bool = False) -> str | None:
-    """Which recurrence the model's in-cell LN-LSTM or LN-GRU layers train with on ``device``:
+    """Which recurrence the model's in-cell LN or RMSNorm LSTM or GRU layers train with on ``device``:
 
     "compiled-<capability>"  lnlstm.cpp or gru.cpp, built for avx512, avx2 or default
     "python"                 an LSTM's hand-written Python recurrence (lnlstm_python)

@@ -68,20 +68,22 @@ def test_impl_auto_is_the_run_with_native_and_the_other_impls_are_their_own(comp
 
 
 def test_the_cell_kernel_is_identity_only_where_a_compiled_kernel_can_run(compose):
-    """The in-cell LN-LSTM, LN-GRU and RMSNorm-LSTM have a compiled kernel (it rounds differently from the Python
-    recurrence or the autograd loop)."""
-    for family, kind in (("lstm", "ln"), ("gru", "ln"), ("lstm", "rms")):
+    """The in-cell LN-LSTM, LN-GRU, RMSNorm-LSTM and RMSNorm-GRU have a compiled kernel (it rounds differently from
+    the Python recurrence or the autograd loop)."""
+    for family, kind in (("lstm", "ln"), ("gru", "ln"), ("lstm", "rms"), ("gru", "rms")):
         in_cell = (f"norm={kind}", f"model.family={family}", "placement=in_cell")
         assert config_hash(resolved(compose, *in_cell)) != config_hash(
             resolved(compose, *in_cell, "model.cell_kernel=python")), (family, kind)
-    # the RMSNorm LSTM's kernel came after records of its runs: at auto, the value they ran with, cell_kernel
-    # stays out of the hash (their hashes unchanged) and in the settings (a study's arms are named by it);
-    # compiled names a run of its own, as python does
-    rms = ("norm=rms", "model.family=lstm", "placement=in_cell")
-    assert "cell_kernel" not in effective_config(resolved(compose, *rms))["model"]
-    assert settings(resolved(compose, *rms))["model.cell_kernel"] == "auto"
-    assert "cell_kernel" in effective_config(resolved(compose, *rms, "model.cell_kernel=compiled"))["model"]
-    assert "model.cell_kernel" not in settings(resolved(compose, *rms, "precision=bf16"))  # the loop, whatever it says
+    # the RMSNorm LSTM's and GRU's kernels came after records of their runs: at auto, the value they ran with,
+    # cell_kernel stays out of the hash (their hashes unchanged) and in the settings (a study's arms are named by
+    # it); compiled names a run of its own, as python does
+    for family in ("lstm", "gru"):
+        rms = ("norm=rms", f"model.family={family}", "placement=in_cell")
+        assert "cell_kernel" not in effective_config(resolved(compose, *rms))["model"]
+        assert settings(resolved(compose, *rms))["model.cell_kernel"] == "auto"
+        assert "cell_kernel" in effective_config(resolved(compose, *rms, "model.cell_kernel=compiled"))["model"]
+        # bf16: the loop, whatever it says
+        assert "model.cell_kernel" not in settings(resolved(compose, *rms, "precision=bf16"))
     assert "cell_kernel" in effective_config(resolved(compose, "norm=ln", "model.family=lstm", "placement=in_cell"))["model"]
     for inert in (("norm=ln", "model.family=rnn", "placement=in_cell"), ("norm=ln", "model.family=gru", "placement=pre"),
                   ("norm=ln", "model.family=lstm", "placement=in_cell", "placement.summed=true"),
@@ -89,7 +91,8 @@ def test_the_cell_kernel_is_identity_only_where_a_compiled_kernel_can_run(compos
         assert config_hash(resolved(compose, *inert)) == config_hash(
             resolved(compose, *inert, "model.cell_kernel=python")), inert
     # the same autograd loop whatever auto/compiled/python say: another norm, or half precision
-    for same in (("norm=rms", "model.family=gru", "placement=in_cell"),
+    for same in (("norm=dyt", "model.family=gru", "placement=in_cell"),
+                 ("norm=rms", "model.family=gru", "placement=in_cell", "norm.impl=reference"),
                  ("norm=rms", "model.family=lstm", "placement=in_cell", "norm.impl=reference"),
                  ("norm=ln", "model.family=gru", "placement=in_cell", "precision=bf16")):
         assert config_hash(resolved(compose, *same)) == config_hash(

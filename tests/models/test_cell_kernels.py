@@ -57,10 +57,10 @@ def test_thread_local_modes_reach_every_block_of_rows(family, threads):
 
 
 @pytest.mark.parametrize("family, kind", [pytest.param(p.values[0], kind, marks=p.marks) for p in FAMILIES
-                                          for kind in (("ln", "rms") if p.values[0] == "lstm" else ("ln",))])
+                                          for kind in ("ln", "rms")])
 def test_float32_is_as_accurate_as_what_python_runs(family, kind):
     """Against float64, a compiled kernel's float32 error is of the size of model.cell_kernel=python's
-    (the LN-LSTM's hand-written Python recurrence, the GRU's and the RMSNorm-LSTM's autograd loop)."""
+    (the LN-LSTM's hand-written Python recurrence, the GRU's and the RMSNorm cells' autograd loop)."""
     torch.manual_seed(0)
     layer = InCellLayer(family, 8, 32, NormSpec(kind))
     x, upstream = torch.randn(16, 12, 8), torch.randn(16, 12, 32)
@@ -108,13 +108,13 @@ def test_a_variance_that_overflows_float32_is_nan_as_in_native_layernorm(family,
     assert torch.equal(torch.isnan(compiled), torch.isnan(python))
 
 
-@pytest.mark.skipif(lnlstm_cpu.KERNEL.load() is None, reason=f"does not build here: {lnlstm_cpu.KERNEL.unavailable}")
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("impl", ["auto", "native"])
-def test_an_rmsnorm_mean_square_that_overflows_gives_what_the_loops_rmsnorm_gives(impl):
+def test_an_rmsnorm_mean_square_that_overflows_gives_what_the_loops_rmsnorm_gives(family, impl):
     """Where x^2 overflows float32, torch's and normbench's RMSNorm give 1 / sqrt(inf) = 0, not NaN: the kernel
     computes that function, so it must give the same (here finite) rows, within float32 rounding."""
     torch.manual_seed(0)
-    layer = InCellLayer("lstm", 8, 32, NormSpec("rms", impl=impl))
+    layer = InCellLayer(family, 8, 32, NormSpec("rms", impl=impl))
     x = torch.randn(4, 5, 8) * 1e22
     with torch.no_grad():
         compiled = layer(x)

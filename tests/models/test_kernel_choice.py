@@ -28,14 +28,16 @@ def test_what_each_setting_may_run_preferred_first():
     # norm.impl=auto, the default, builds native LayerNorm (LN has no other kernel): the LN kernels run
     assert cell_recurrences("lstm", "ln", "auto", "auto") == ("compiled", "python", "autograd")
     assert cell_recurrences("gru", "ln", "auto", "compiled") == ("compiled",)
-    # RMSNorm: the LSTM's compiled kernel (lnlstm.cpp, not centred) by every impl but reference; no Python recurrence
-    for impl in ("auto", "native", "compiled"):
-        assert cell_recurrences("lstm", "rms", impl, "auto") == ("compiled", "autograd")
-        assert cell_recurrences("lstm", "rms", impl, "python") == ("autograd",)
-        assert cell_recurrences("lstm", "rms", impl, "compiled") == ("compiled",)
-    assert InCellLayer("lstm", 3, 4, NormSpec("rms")).hand_written and not InCellLayer("gru", 3, 4, NormSpec("rms")).hand_written
-    assert not InCellLayer("lstm", 3, 4, NormSpec("rms", groups=2)).hand_written  # per group: not the kernel's RMSNorm
-    for family, kind, impl in (("rnn", "ln", "native"), ("gru", "rms", "native"), ("gru", "rms", "auto"),
+    # RMSNorm: the compiled kernels (lnlstm.cpp, gru.cpp, not centred) by every impl but reference; no Python
+    # recurrence
+    for family in ("lstm", "gru"):
+        for impl in ("auto", "native", "compiled"):
+            assert cell_recurrences(family, "rms", impl, "auto") == ("compiled", "autograd")
+            assert cell_recurrences(family, "rms", impl, "python") == ("autograd",)
+            assert cell_recurrences(family, "rms", impl, "compiled") == ("compiled",)
+        assert InCellLayer(family, 3, 4, NormSpec("rms")).hand_written
+        assert not InCellLayer(family, 3, 4, NormSpec("rms", groups=2)).hand_written  # per group: not the kernel's RMSNorm
+    for family, kind, impl in (("rnn", "ln", "native"), ("rnn", "rms", "native"), ("gru", "rms", "reference"),
                                ("lstm", "rms", "reference"), ("lstm", "ln", "reference"), ("lstm", "bn", "native")):
         assert cell_recurrences(family, kind, impl, "compiled") == ()  # no hand-written one: compiled is inert
         assert cell_recurrences(family, kind, impl, "torch_compile") == ("torch_compile",)
@@ -44,7 +46,8 @@ def test_what_each_setting_may_run_preferred_first():
 def test_the_device_picks_the_first_it_offers_and_cpp_alone_is_refused_elsewhere(monkeypatch):
     assert recurrence_on("lstm", "ln", "native", "auto", META) == "python"
     assert recurrence_on("gru", "ln", "native", "auto", META) == "autograd"
-    assert recurrence_on("gru", "rms", "native", "compiled", META) is None
+    assert recurrence_on("gru", "dyt", "native", "compiled", META) is None
+    assert recurrence_on("gru", "rms", "native", "auto", META) == "autograd"  # no Python recurrence for RMSNorm
     assert recurrence_on("lstm", "rms", "native", "auto", META) == "autograd"  # no Python recurrence for RMSNorm
     with pytest.raises(ValueError, match="model.cell_kernel=compiled runs on a CPU only, not meta"):
         recurrence_on("gru", "ln", "native", "compiled", META)

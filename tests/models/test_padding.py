@@ -260,12 +260,12 @@ def test_a_traced_pass_over_a_padded_batch_is_the_same_function(family, placemen
 
 
 @pytest.mark.parametrize("family", ["lstm", "gru"])
-@pytest.mark.parametrize("kernel", ["auto", "python"])
-def test_an_in_cell_ln_kernel_on_a_padded_batch_computes_what_the_loop_that_holds_state_computes(family, kernel):
+@pytest.mark.parametrize("kernel, kind", [("auto", "ln"), ("python", "ln"), ("auto", "rms")])
+def test_an_in_cell_ln_kernel_on_a_padded_batch_computes_what_the_loop_that_holds_state_computes(family, kernel, kind):
     from normbench.models.recurrent import InCellLayer, _CellLayer, cell_kernel_in_use
 
     torch.manual_seed(3)
-    layer = InCellLayer(family, 3, 5, NormSpec("ln"), kernel=kernel).double()
+    layer = InCellLayer(family, 3, 5, NormSpec(kind), kernel=kernel).double()
     x = torch.randn(3, 9, 3, dtype=torch.float64)
     lengths = torch.tensor([9, 2, 5])
     weights = torch.randn(3, 9, 5, dtype=torch.float64)  # a loss that reads every step, padded ones too
@@ -283,5 +283,5 @@ def test_an_in_cell_ln_kernel_on_a_padded_batch_computes_what_the_loop_that_hold
     for name in held_grads:
         torch.testing.assert_close(ran_grads[name], held_grads[name], rtol=0, atol=1e-10, msg=name)
     assert cell_kernel_in_use(layer, torch.device("cpu"), padded=True) == cell_kernel_in_use(layer, torch.device("cpu"))
-    compiled = InCellLayer(family, 3, 5, NormSpec("ln"), kernel="torch_compile")
+    compiled = InCellLayer(family, 3, 5, NormSpec(kind), kernel="torch_compile")
     assert cell_kernel_in_use(compiled, torch.device("cpu"), padded=True) == "autograd-padded"
