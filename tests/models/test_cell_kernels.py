@@ -125,6 +125,22 @@ def test_an_rmsnorm_mean_square_that_overflows_gives_what_the_loops_rmsnorm_give
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+def test_a_sum_of_squares_that_overflows_is_nan_where_the_variance_itself_would_not(family):
+    """Inputs of 1e19: each row's centred sum of squares overflows float32 while its variance (that sum over 3 or 4
+    x hidden) would not. The kernel's rows are NaN, so the run reads diverged (docs/offline-and-safety.md says so,
+    and that torch's layer_norm gives rows of zeros there instead)."""
+    torch.manual_seed(0)
+    layer = InCellLayer(family, 8, 32, NormSpec("ln"))
+    x = torch.randn(4, 5, 8) * 1e19
+    with torch.no_grad():
+        pre = x @ layer.weight_ih.T
+        sums = (pre.double() - pre.double().mean(-1, keepdim=True)).pow(2).sum(-1)
+        largest = torch.finfo(torch.float32).max
+        assert (sums > largest).any() and (sums / pre.shape[-1] < largest).all()
+        assert torch.isnan(layer(x)).all()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_large_finite_inputs_stay_finite(family):
     """Only an overflow turns into NaN: inputs of 1e15 (variance 1e30, within float32) stay finite."""
     torch.manual_seed(0)
