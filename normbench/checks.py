@@ -37,6 +37,22 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def whole_number(minimum: int, maximum: int, unit: str = ""):
+    """An integer argument's type: a whole number from ``minimum`` to ``maximum`` (``unit``, say "pixels", named
+    in the refusal of a word), refused in one line (--jobs 0, --height 1e9, --hidden 64x)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number{' of ' + unit if unit else ''}") \
+                from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum} and <= {maximum}{' ' + unit if unit else ''}, "
+                                             f"got {str(value)[:40]}")
+        return value
+    return parse
+
+
 def out_path(text: str):
     """``--out``'s type: a path, never the empty string (``Path('')`` is the working folder, so
     ``--out ''`` from an unset shell variable would write a report or a record among your files)."""

@@ -65,3 +65,23 @@ def test_no_usable_temporary_folder_is_one_line(command, tmp_path):
     assert done.stderr.splitlines() == [f"normbench {command}: no usable temporary folder ($TMPDIR, /tmp, /var/tmp and "
                                         f"the current folder are full or not writable): set TMPDIR to a writable "
                                         f"folder with free space"]
+
+
+def test_a_whole_number_argument_takes_its_bounds_and_refuses_the_rest_in_one_line():
+    """checks.whole_number, the type of report's --jobs, bench's sizes and the screenshot's pixels: inclusive
+    bounds, a word or a fraction refused, the unit named in both refusals where there is one."""
+    import argparse
+
+    from normbench.checks import whole_number
+
+    jobs, pixels = whole_number(1, 256), whole_number(1, 16384, "pixels")
+    assert (jobs("1"), jobs("256"), jobs(" 7 "), pixels("16384")) == (1, 256, 7, 16384)
+    for text, message in (("0", "must be >= 1 and <= 256, got 0"), ("257", "got 257"),
+                          ("1.5", "'1.5' is not a whole number"), ("", "'' is not a whole number"),
+                          ("9" * 60, "got " + "9" * 40)):
+        with pytest.raises(argparse.ArgumentTypeError, match=message):
+            jobs(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="'x' is not a whole number of pixels"):
+        pixels("x")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"<= 16384 pixels, got -5"):
+        pixels("-5")

@@ -37,7 +37,7 @@ from hydra.errors import OverrideParseException
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
 from normbench.bench.section import OtherLoad, Section, bench_files, condition_line, finite_json, section_files
 from normbench.bench.timing import CLOCKS
-from normbench.checks import OneLineParser, given_path, out_folder_problem, runs_folder
+from normbench.checks import OneLineParser, given_path, out_folder_problem, runs_folder, whole_number
 from normbench.configuration.config import command_line_code, command_line_place
 from normbench.configuration.schema import KINDS, RECURRENT
 from normbench.report.output import OutputError
@@ -54,16 +54,8 @@ SUMMARY_FILES = ("bench.md", "summary.json")  # what `all` writes beside the sec
 MAX_SIZE = 1 << 16  # a hidden size or length past this is a typo, not a benchmark: its tensors would not fit (B005)
 
 
-def _at_least(minimum: int, maximum: int = MAX_SIZE):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
-        if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum} and <= {maximum}, got {str(value)[:40]}")
-        return value
-    return parse
+def _at_least(minimum: int):
+    return whole_number(minimum, MAX_SIZE)
 
 
 _positive = _at_least(1)

@@ -40,7 +40,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from normbench.checks import OneLineParser
+from normbench.checks import OneLineParser, whole_number
 from normbench.report.__main__ import STOPS, Terminated
 from normbench.report.output import OutputError, OwnFiles
 
@@ -175,15 +175,7 @@ def find_chromium() -> str:
     raise NoBrowser("no Chromium found (set NORMBENCH_CHROMIUM, or install chromium)")
 
 
-def pixels(text: str) -> int:
-    """A width or height on the command line: a whole number of pixels, 1 to MAX_PIXELS."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of pixels") from None
-    if not 1 <= value <= MAX_PIXELS:
-        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_PIXELS} pixels, got {str(value)[:40]}")
-    return value
+pixels = whole_number(1, MAX_PIXELS, "pixels")  # a width or height on the command line
 
 
 def shot_files(out: Path) -> OwnFiles:

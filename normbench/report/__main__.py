@@ -57,6 +57,7 @@ from normbench.checks import (  # noqa: E402
     out_folder_problem,
     out_path,
     shown,
+    whole_number,
 )
 from normbench.report.output import MANIFEST  # noqa: E402  (light: the record reader, no pandas)
 
@@ -84,14 +85,7 @@ def _parser() -> argparse.ArgumentParser:
 MAX_JOBS = 256
 
 
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
-    if not 1 <= value <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_JOBS}, got {str(value)[:40]}")
-    return value
+_jobs = whole_number(1, MAX_JOBS)
 
 
 def main(argv: list[str] | None = None) -> int:
