@@ -1,3 +1,4 @@
+import contextlib
 import importlib.util
 import os
 import signal
@@ -143,6 +144,32 @@ def quick_sqlite():
     event.listen(Engine, "connect", no_fsync)
     yield
     event.remove(Engine, "connect", no_fsync)
+
+
+STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def stop_dispositions_kept():
+    """The stop signals' dispositions as they were on entry, put back on leaving where something changed them (and
+    Python can put them back: a handler installed outside Python reads None and stays as it is)."""
+    before = {signum: signal.getsignal(signum) for signum in STOPS}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            if handler is not None and signal.getsignal(signum) is not handler:
+                signal.signal(signum, handler)
+
+
+@pytest.fixture(autouse=True)
+def _stops_not_left_ignored():
+    """A command run in this process (normbench's, report's, bench's main) sets its stop handlers for the life of a
+    process, and ignores stops once its outcome is decided (normbench/__main__.py): in a test's process that
+    outlived the test, so the tests after it in that worker had SIGTERM, SIGHUP and SIGINT ignored, and so did every
+    child they started (an ignored signal stays ignored across exec). Each test gets the dispositions back."""
+    with stop_dispositions_kept():
+        yield
 
 
 @pytest.fixture(autouse=True)

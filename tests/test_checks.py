@@ -85,3 +85,19 @@ def test_a_whole_number_argument_takes_its_bounds_and_refuses_the_rest_in_one_li
         pixels("x")
     with pytest.raises(argparse.ArgumentTypeError, match=r"<= 16384 pixels, got -5"):
         pixels("-5")
+
+
+def test_a_command_that_ignores_stops_in_a_tests_process_leaves_them_as_they_were():
+    """normbench's subcommand ignores stops once its outcome is decided (a CLI process ends there); the suite's
+    autouse fixture (tests/conftest.py, stop_dispositions_kept) puts the dispositions back, so the next test in this
+    worker, and the children it starts, can still be stopped."""
+    import signal
+
+    from normbench.__main__ import subcommand
+    from tests.conftest import STOPS, stop_dispositions_kept
+
+    before = {signum: signal.getsignal(signum) for signum in STOPS}
+    with stop_dispositions_kept():
+        assert subcommand("report", [""]) == 2  # an empty path: refused in one line
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN  # what a test's process was left with
+    assert {signum: signal.getsignal(signum) for signum in STOPS} == before
