@@ -37,15 +37,6 @@ using rows::Vec;
 using row_blocks::add_to;
 using row_blocks::check;
 
-// A row's statistics: LayerNorm's (centred: mean, then 1 / sqrt(biased variance + eps), rows::mean_rstd) or
-// RMSNorm's (mean 0, 1 / sqrt(mean(x^2) + eps), rows::rms_rstd as norms/rmsnorm.cpp takes it). Returns rstd.
-template <typename T>
-inline T row_stats(const T* x, int64_t n, double eps, bool centred, T* mean) {
-  if (centred) return rows::mean_rstd(x, n, eps, mean);
-  *mean = T(0);
-  return rows::rms_rstd(x, n, eps);
-}
-
 // One batch row, one step, forward. z holds h_{t-1} U^T and is overwritten with z_hat. Writes the
 // gate activations a = (r, u, n), h_t, and the row's statistics.
 template <typename T>
@@ -55,8 +46,8 @@ inline void row_forward(const T* __restrict__ xw, T* __restrict__ z, const T* __
                         T* __restrict__ a, T* __restrict__ h, T* mean_x, T* rstd_x, T* rstd_z) {
   const int64_t width = 3 * hidden;
   T mean_z;
-  *rstd_x = row_stats(xw, width, eps, centred, mean_x);
-  *rstd_z = row_stats(z, width, eps, centred, &mean_z);
+  *rstd_x = rows::row_stats(xw, width, eps, centred, mean_x);
+  *rstd_z = rows::row_stats(z, width, eps, centred, &mean_z);
   const Vec<T> mx(*mean_x), rx(*rstd_x), mz(mean_z), rz(*rstd_z);
   // The three gates of hidden unit j sit at j, j + hidden, j + 2 hidden: one pass over the units.
   chunks<T>(hidden, [&](int64_t j, int64_t n) {

@@ -225,4 +225,13 @@ inline A rms_rstd(const T* x, int64_t n, double eps) {
   return A(1) / std::sqrt(sum_lanes(squares) / A(n) + A(eps));
 }
 
+// A row's statistics for the in-cell kernels (lnlstm.cpp, gru.cpp): LayerNorm's (centred: mean, then
+// mean_rstd) or RMSNorm's (mean 0, rms_rstd as norms/rmsnorm.cpp takes it). Returns rstd.
+template <typename T>
+inline T row_stats(const T* x, int64_t n, double eps, bool centred, T* mean) {
+  if (centred) return mean_rstd(x, n, eps, mean);
+  *mean = T(0);
+  return rms_rstd(x, n, eps);
+}
+
 }  // namespace rows
