@@ -146,6 +146,15 @@ def temp_folder_problem() -> str | None:
     return None
 
 
+def cores() -> int:
+    """Cores this process may run on: its affinity mask (taskset, a cgroup's cpuset, SLURM's), os.cpu_count()
+    where the platform has none. The one count a run's threads, a sweep's workers, the config's thread bound,
+    a report's drawing processes and a record's ``environment.cpu_count`` read."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def shown(value: object, limit: int = 80) -> str:
     """``value`` as an error line shows it: its repr, at most ``limit`` characters, ending in "…" when cut."""
     text = repr(value)

@@ -39,6 +39,7 @@ from normbench.bench.section import (
     markdown_table,
 )
 from normbench.bench.timing import Timing, clock_for, measure
+from normbench.checks import cores
 from normbench.records.reading import find_records
 from normbench.records.record import interpolation_in, now_iso
 from normbench.training import machine
@@ -267,7 +268,7 @@ def run(sweep_dir: Path, *, rounds: int = 20, warmup: int = 5, steps_per_round: 
     others, condition = OtherLoad(), machine.Condition()
     timings = time_arms(arms, rounds=rounds, warmup=warmup, steps_per_round=steps_per_round,
                         timer=timer or clock_for(where))
-    env.update(condition.finish(), cpu_count=machine.cpu_count(), other_processes_cpu_share=others.fraction())
+    env.update(condition.finish(), cpu_count=cores(), other_processes_cpu_share=others.fraction())
     chosen = references(arms, reference, timings)
     result = {"schema": SCHEMA, "created": now_iso(), "command": command, "sweep_dir": str(sweep_dir),
               "rounds": rounds, "warmup": warmup, "steps_per_round": steps_per_round, "threads": threads,

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from normbench.analysis.rules import other_score, record_score
-from normbench.checks import require, to_devnull
+from normbench.checks import cores, require, to_devnull
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ConfigError, config_dir, register, require_own_identity
 from normbench.configuration.env_names import IN_RUN_FOLDER, NAME_KEYS, refused_env_name, too_long_name
@@ -76,7 +76,7 @@ def _parallel_jobs(hc) -> int:
     n_jobs = hc.launcher.get("n_jobs") if "n_jobs" in hc.launcher else None
     if n_jobs is None:
         return 1
-    return os.cpu_count() or 1 if n_jobs < 0 else n_jobs
+    return cores() if n_jobs < 0 else n_jobs
 
 
 def describe(summary: dict) -> str:

@@ -66,11 +66,13 @@ def job_count(overrides: list[str], sweeper: DictConfig | dict) -> int | None:
 
 def parallel_jobs(launcher: DictConfig | dict) -> int:
     """How many jobs the launcher runs side by side: joblib's n_jobs, submitit's array_parallelism, else 1."""
+    from normbench.checks import cores
+
     launcher = OmegaConf.to_container(launcher) if isinstance(launcher, DictConfig) else dict(launcher or {})
     for key in ("n_jobs", "array_parallelism"):
         value = launcher.get(key)
         if isinstance(value, int) and value != 0:
-            return os.cpu_count() or 1 if value < 0 else value
+            return cores() if value < 0 else value
     return 1
 
 

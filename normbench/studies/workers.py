@@ -10,11 +10,11 @@ their jobs run on other machines.
 from __future__ import annotations
 
 import logging
-import os
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from normbench.checks import cores
 from normbench.configuration.hydra_files import Refused
 from normbench.studies import job_folders, lost_workers
 
@@ -22,10 +22,6 @@ log = logging.getLogger("normbench")
 
 # launcher (a word of its _target_) -> the setting that counts its workers on this machine
 LOCAL_LAUNCHERS = {"JoblibLauncher": "n_jobs"}
-
-
-def cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def sweep_size(config: DictConfig) -> int | None:

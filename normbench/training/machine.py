@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from normbench.checks import cores
+
 PRESSURE = Path("/proc/pressure/cpu")
 SWEEP_FREE_CORES = "NORMBENCH_SWEEP_FREE_CORES"  # free_cores() when the sweep started, for its jobs' threads
 
@@ -27,20 +29,13 @@ def load_1m() -> float | None:
         return None
 
 
-def cpu_count() -> int:
-    """Cores this process may run on (its affinity mask; os.cpu_count() where there is none)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def free_cores() -> int | None:
     """Cores other work leaves free now: this process's cores less the 1-minute load, rounded, at
     least 1; None where the platform has no load average. Read before a run starts its own threads."""
     load = load_1m()
     if load is None:
         return None
-    return max(1, min(cpu_count(), int(cpu_count() - load + 0.5)))
+    return max(1, min(cores(), int(cores() - load + 0.5)))
 
 
 def process_started() -> float | None:
@@ -102,7 +97,7 @@ class Condition:
 def on_record(environment: dict, parallel_jobs: int) -> Iterator[None]:
     """Adds cpu_count, parallel_jobs, load_1m and cpu_pressure to a record's ``environment`` around
     the timed work in the ``with`` block; the end is sampled however the block ends."""
-    environment.update(cpu_count=cpu_count(), parallel_jobs=parallel_jobs)
+    environment.update(cpu_count=cores(), parallel_jobs=parallel_jobs)
     condition = Condition()
     try:
         yield

@@ -16,6 +16,7 @@ import torch
 from filelock import lock_descriptor  # flock on POSIX, LockFileEx on Windows: dies with its process
 from omegaconf import DictConfig, OmegaConf
 
+from normbench.checks import cores
 from normbench.configuration import study_info
 from normbench.configuration.config import ConfigError, to_config
 from normbench.configuration.contract import RECORD_FORMAT, identity
@@ -60,8 +61,7 @@ def threads_for(requested: int, parallel_jobs: int, free: int | None = None) -> 
     op (the default run at load 10 on 2 cores: 259 ms/step with 2 threads, 21.6 with 1)."""
     if requested:
         return requested
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    share = max(1, cores // max(parallel_jobs, 1))
+    share = max(1, cores() // max(parallel_jobs, 1))
     return share if free is None else max(1, min(share, free))
 
 

@@ -14,6 +14,7 @@ from normbench.analysis import speed
 from normbench.bench import arms
 from normbench.bench.__main__ import main
 from normbench.bench.timing import WallClock
+from normbench.checks import cores
 from normbench.report.build import build_report
 from normbench.training import machine
 
@@ -145,7 +146,7 @@ def test_the_report_prefers_the_paired_timing_and_says_so(timed, study, tmp_path
 
 def test_a_fresh_record_carries_the_machines_condition(study):
     env = json.loads(next(study.rglob("summary.json")).read_text())["environment"]
-    assert env["cpu_count"] == machine.cpu_count() and env["parallel_jobs"] == 1
+    assert env["cpu_count"] == cores() and env["parallel_jobs"] == 1
     assert set(env["load_1m"]) == {"start", "end"} and env["load_1m"]["start"] is not None
     pressure = env["cpu_pressure"]
     assert set(pressure) == {"start", "end", "over_span"}
@@ -200,7 +201,7 @@ def test_the_reports_environment_table_shows_the_machines_condition(study):
     runs = aggregate.runs_frame(find_records([study]).runs)
     # the report renders the machine's condition the result object measured (StudyResult.machine_rows)
     rows = {row[0]: row for row in tables.environment_table(runs, of_runs(runs).machine_rows).rows}
-    assert rows["cores"][1] == str(machine.cpu_count()) and rows["parallel jobs of the sweep"][1] == "1"
+    assert rows["cores"][1] == str(cores()) and rows["parallel jobs of the sweep"][1] == "1"
     assert rows["1-min load as training began"][2] == "4"
 
 

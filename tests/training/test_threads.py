@@ -4,13 +4,14 @@ machine must not start more torch threads than there are free cores (the default
 
 import pytest
 
+from normbench.checks import cores
 from normbench.training import machine
 from normbench.training.run import free_cores_for, threads_for
 
 
 @pytest.mark.parametrize("cores, load, expected", [(2, 0.1, 2), (2, 1.2, 1), (2, 12.0, 1), (16, 3.0, 13), (4, 4.4, 1)])
 def test_free_cores_are_the_cores_less_the_load(monkeypatch, cores, load, expected):
-    monkeypatch.setattr(machine, "cpu_count", lambda: cores)
+    monkeypatch.setattr(machine, "cores", lambda: cores)
     monkeypatch.setattr(machine, "load_1m", lambda: load)
     assert machine.free_cores() == expected
 
@@ -48,6 +49,6 @@ def test_a_sweep_sets_the_count_for_its_jobs_and_takes_it_away_at_its_end(monkey
     callback = SweepProgress()
     callback.on_multirun_start(config)
     import os
-    assert os.environ[machine.SWEEP_FREE_CORES] == str(machine.cpu_count())
+    assert os.environ[machine.SWEEP_FREE_CORES] == str(cores())
     callback.on_multirun_end(config)
     assert machine.SWEEP_FREE_CORES not in os.environ

@@ -28,6 +28,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from PIL import Image, PngImagePlugin  # matplotlib's own dependency
 
+from normbench.checks import cores
 from normbench.report.figures import checks, drawing
 from normbench.report.figures.checks import layout_problems
 from normbench.report.figures.drawing import LAYOUTS, Layout
@@ -269,8 +270,7 @@ _drawing: _Drawing | None = None
 def jobs_here() -> int:
     """Processes a report draws its figures in by default: the cores this process may run on, at most
     DEFAULT_JOBS_MAX."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(cores, DEFAULT_JOBS_MAX))
+    return max(1, min(cores(), DEFAULT_JOBS_MAX))
 
 
 @contextlib.contextmanager
