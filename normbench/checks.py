@@ -146,13 +146,42 @@ def temp_folder_problem() -> str | None:
     return None
 
 
+# A cgroup's CPU bandwidth limit: v2's "QUOTA PERIOD" ("max" for none), else v1's two files (quota -1 for none)
+CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+CGROUP_V1_QUOTA = ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+
+
 def cores() -> int:
     """Cores this process may run on: its affinity mask (taskset, a cgroup's cpuset, SLURM's), os.cpu_count()
-    where the platform has none. The one count a run's threads, a sweep's workers, the config's thread bound,
-    a report's drawing processes and a record's ``environment.cpu_count`` read."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    where the platform has none, and no more than its cgroup's CPU quota allows (``docker --cpus=4``, a
+    Kubernetes limit: quota / period, rounded up), which joblib's own count reads too. The one count a run's
+    threads, a sweep's workers, the config's thread bound, a report's drawing processes and a record's
+    ``environment.cpu_count`` read: 64 threads on a 4-CPU quota would wait on each other at every op."""
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quota = cpu_quota()
+    return max(1, min(count, quota)) if quota else count
+
+
+def cpu_quota() -> int | None:
+    """The CPUs this process's cgroup may use by its bandwidth limit, rounded up; None where there is no limit
+    (or no cgroup, or a file it cannot read or parse: the affinity mask alone then counts)."""
+    try:
+        quota, period = _text(CGROUP_CPU_MAX).split()[:2]
+    except (OSError, ValueError):
+        try:
+            quota, period = map(_text, CGROUP_V1_QUOTA)
+        except OSError:
+            return None
+    try:
+        quota_us, period_us = int(quota), int(period)
+    except ValueError:  # "max": no limit
+        return None
+    return math.ceil(quota_us / period_us) if quota_us > 0 and period_us > 0 else None
+
+
+def _text(path: str) -> str:
+    with open(path) as f:
+        return f.read().strip()
 
 
 def shown(value: object, limit: int = 80) -> str:

@@ -101,3 +101,25 @@ def test_a_command_that_ignores_stops_in_a_tests_process_leaves_them_as_they_wer
         assert subcommand("report", [""]) == 2  # an empty path: refused in one line
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN  # what a test's process was left with
     assert {signum: signal.getsignal(signum) for signum in STOPS} == before
+
+
+@pytest.mark.parametrize(("cpu_max", "v1", "expected"), [
+    ("max 100000\n", None, 16), ("400000 100000\n", None, 4), ("150000 100000\n", None, 2), ("50000 100000", None, 1),
+    ("3200000 100000", None, 16),  # a quota above the mask: the mask
+    (None, ("400000", "100000"), 4), (None, ("-1", "100000"), 16),  # cgroup v1; -1 is no limit
+    (None, None, 16), ("garbage", None, 16), ("x 100000", None, 16), ("100000 0", None, 16)])
+def test_the_cores_are_the_affinity_mask_cut_to_the_cgroup_cpu_quota(cpu_max, v1, expected, tmp_path, monkeypatch):
+    """docker --cpus=4 on a 64-core host leaves the affinity mask at 64: the threads and workers counted from it
+    alone would oversubscribe the 4 CPUs the quota allows (joblib's -1 counts 4 there)."""
+    from normbench import checks
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(16)), raising=False)
+    v2_file, quota_file, period_file = tmp_path / "cpu.max", tmp_path / "quota", tmp_path / "period"
+    if cpu_max is not None:
+        v2_file.write_text(cpu_max)
+    if v1 is not None:
+        quota_file.write_text(v1[0] + "\n")
+        period_file.write_text(v1[1] + "\n")
+    monkeypatch.setattr(checks, "CGROUP_CPU_MAX", str(v2_file))
+    monkeypatch.setattr(checks, "CGROUP_V1_QUOTA", (str(quota_file), str(period_file)))
+    assert checks.cores() == expected
