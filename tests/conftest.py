@@ -178,7 +178,8 @@ def _no_study_left_in_the_environment():
     os.environ for its jobs; one that stops early leaves them there, and the next test's runs would
     carry that study (an MLflow experiment, a W&B group). A CLI process ends; a test must not leak."""
     yield
-    for name in ("NORMBENCH_STUDY", "NORMBENCH_SWEEP_PROGRESS"):
+    for name in ("NORMBENCH_STUDY", "NORMBENCH_SWEEP_PROGRESS", "NORMBENCH_SWEEP_FREE_CORES",
+                 "NORMBENCH_SWEEP_WORKERS"):
         os.environ.pop(name, None)
 
 

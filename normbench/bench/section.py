@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from normbench.checks import cores
 from normbench.report.output import OwnFiles
 from normbench.training.environment import environment
 
@@ -49,7 +50,7 @@ def bench_environment(device: torch.device | str) -> dict:
     one moment's."""
     device = torch.device(device)
     env = environment(device)
-    env.update(interop_threads=torch.get_num_interop_threads(), cpu_count=os.cpu_count(),
+    env.update(interop_threads=torch.get_num_interop_threads(), cpu_count=cores(),  # as a run's record counts them
                machine=platform.machine(), cpu_capability=torch.backends.cpu.get_cpu_capability(),
                isa_limits={name: os.environ[name] for name in ISA_LIMITS if name in os.environ})
     return env

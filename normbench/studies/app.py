@@ -27,17 +27,19 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from normbench.analysis.rules import other_score, record_score
-from normbench.checks import cores, require, to_devnull
+from normbench.checks import require, to_devnull
 from normbench.configuration import hydra_files
-from normbench.configuration.config import ConfigError, config_dir, register, require_own_identity
+from normbench.configuration.config import ALLOW_CODE_ENV, ConfigError, config_dir, register, require_own_identity
 from normbench.configuration.env_names import IN_RUN_FOLDER, NAME_KEYS, refused_env_name, too_long_name
 from normbench.configuration.schema import TASK_CONFIGS
+from normbench.configuration.study_info import STUDY_ENV_VAR
 from normbench.records import folders, sweep_time
 from normbench.records.folders import stale_note
 from normbench.records.metrics import target_in_range, target_range
 from normbench.records.record import RUNNING, SetAside, read_summary
 from normbench.report.output import inside
-from normbench.studies import children, lean_job, orphans, sweep_end, validation
+from normbench.studies import children, lean_job, orphans, sweep_end, validation, workers
+from normbench.studies.progress import PROGRESS_ENV_VAR
 from normbench.training import machine
 from normbench.training.tracking import env_secrets, interpolated_secrets, masked
 
@@ -73,10 +75,12 @@ def _freeze_worker() -> None:
 
 
 def _parallel_jobs(hc) -> int:
+    """Jobs side by side with this one: the local launcher's workers as its sweep bounded them (the job's own
+    n_jobs is the count as typed: studies/workers.py), 1 for any other launcher."""
     n_jobs = hc.launcher.get("n_jobs") if "n_jobs" in hc.launcher else None
     if n_jobs is None:
         return 1
-    return cores() if n_jobs < 0 else n_jobs
+    return workers.sweep_workers() or workers.joblib_count(n_jobs)
 
 
 def describe(summary: dict) -> str:
@@ -277,7 +281,8 @@ class Job:
         environment.share_in(Path(hc.sweep.dir) if multirun else None)
         try:
             summary = execute(node, run_dir, _as_typed(hc.overrides.task), sweep_dir=Path(hc.sweep.dir) if multirun else None,
-                              parallel_jobs=_parallel_jobs(hc), job_num=hc.job.num if multirun else 0,
+                              parallel_jobs=_parallel_jobs(hc) if multirun else 1,
+                              job_num=hc.job.num if multirun else 0,
                               own_stop=_worker_alone(str(hc.sweep.dir)) if multirun else None)
         except OSError as err:  # the record itself cannot be written: nothing more this job can do
             return self._refuse(f"cannot write output: {err}{stale_note(run_dir)}", unwritable=True)
@@ -579,7 +584,6 @@ def outside_code(argv: list[str]) -> str | None:
     ``hydra.searchpath`` are read as sweep files are (configuration/config.py: CheckedFileSource),
     and command-line keys that run code (``hydra.callbacks``, ``_target_``, logging) are refused."""
     from normbench.configuration.config import (
-        ALLOW_CODE_ENV,
         command_line_code,
         command_line_guard,
         command_line_place,
@@ -641,6 +645,15 @@ def _claim_folders_readable() -> None:
         from_environment(SHIPPED)
 
 
+# What a command puts in os.environ for its jobs: --allow-code's opt-in, and a multirun's study, progress, free cores
+# and workers (its callbacks). main puts them back as it found them: a later command in this process (a notebook, a
+# script, a test) must not run code it was not allowed, nor give its runs this sweep's study or workers, and a
+# sweep that ended in failed runs or a stop never ran the callbacks' own
+# clean-up (Hydra calls on_multirun_end only after a sweep that returned, and stops at the first callback that
+# raises a BaseException, as the end of a sweep with failed runs does: sweep_end.RunsFailed).
+COMMAND_ENVIRONMENT = (ALLOW_CODE_ENV, STUDY_ENV_VAR, PROGRESS_ENV_VAR, machine.SWEEP_FREE_CORES, workers.SWEEP_WORKERS)
+
+
 def main(from_process_start: bool = False) -> None:
     """``from_process_start``: this process was started for this command (the command line), so
     its start-up counts in a sweep's time (normbench/records/sweep_time.py); else the time starts now.
@@ -648,14 +661,24 @@ def main(from_process_start: bool = False) -> None:
     multirun.yaml (a sweep file's unknown key, refused as the launcher composes a job) takes it back
     (hydra_files.unmake_sweep; hostile h25 g011)."""
     hydra_files.SWEEP_MADE.clear()  # an earlier sweep of this process (a test, a notebook) is not this command's
+    # Again for each command: a joblib sweep that ran its jobs in this process (one worker) had Hydra rebuild its
+    # plugins there (Singleton.set_state), and its scan runs basic_launcher's module again, Hydra's run_job with it
+    lean_job.install()
     sweep_end.REFUSED_JOBS.clear()
     sweep_end.REFUSALS_SAID.clear()
+    found = {name: os.environ.get(name) for name in COMMAND_ENVIRONMENT}
     try:
         _main(from_process_start)
     except SystemExit as end:
         if end.code == 2:
             hydra_files.unmake_sweep()
         raise
+    finally:
+        for name, value in found.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _main(from_process_start: bool) -> None:

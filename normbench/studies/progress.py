@@ -66,13 +66,13 @@ def job_count(overrides: list[str], sweeper: DictConfig | dict) -> int | None:
 
 def parallel_jobs(launcher: DictConfig | dict) -> int:
     """How many jobs the launcher runs side by side: joblib's n_jobs, submitit's array_parallelism, else 1."""
-    from normbench.checks import cores
+    from normbench.studies.workers import joblib_count
 
     launcher = OmegaConf.to_container(launcher) if isinstance(launcher, DictConfig) else dict(launcher or {})
     for key in ("n_jobs", "array_parallelism"):
         value = launcher.get(key)
         if isinstance(value, int) and value != 0:
-            return cores() if value < 0 else value
+            return joblib_count(value)
     return 1
 
 

@@ -17,7 +17,6 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from normbench.analysis.rules import PRIMARY, other_score, record_score
-from normbench.checks import cores
 from normbench.configuration.contract import identity
 from normbench.configuration.hydra_files import Refused
 from normbench.records import sweep_time
@@ -27,6 +26,7 @@ from normbench.records.metrics import (
 from normbench.records.reading import find_records
 from normbench.records.record import RUNNING, SUMMARY, running_now
 from normbench.studies import children, lost_workers
+from normbench.studies.workers import joblib_count
 
 log = logging.getLogger("normbench")
 
@@ -196,8 +196,8 @@ def efficiency(config: DictConfig, sweep_dir: Path, end_s: float, apart: dict | 
     try:
         launcher = config.hydra.get("launcher") or {}
         n_jobs = launcher.get("n_jobs")
-        if n_jobs is not None:  # joblib: its workers; -1 is one per core
-            workers = cores() if (n_jobs or 1) < 0 else n_jobs or 1
+        if n_jobs is not None:  # joblib: its workers, as studies/workers.py bounded them when the sweep started
+            workers = joblib_count(n_jobs or 1)
         else:  # the basic launcher (one job at a time), submitit: the jobs' own spans tell
             workers = None
         started = sweep_time.start_mark()

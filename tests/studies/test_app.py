@@ -116,6 +116,31 @@ def test_corrupt_data_file_is_one_line_naming_it(cli, tmp_path, tiny_args):
     assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_sweep_that_ends_in_a_failed_run_leaves_the_next_sweep_its_own_study(cli, tmp_path, monkeypatch, tiny_args):
+    """A sweep's callbacks name its study, progress, free cores and workers in os.environ for its jobs; a failed run
+    ends the sweep before their clean-up, and the next sweep in this process kept the first one's study (its
+    records said swept: seed where the sweep swept lr), as every later command kept --allow-code's opt-in. main
+    puts them back as it found them."""
+    from normbench.studies.app import COMMAND_ENVIRONMENT
+
+    real_fit = Trainer.fit
+
+    def fit_fails_for_seed_1(self):
+        if self.cfg.seed == 1:
+            raise RuntimeError("injected fault")
+        return real_fit(self)
+    monkeypatch.setattr(Trainer, "fit", fit_fails_for_seed_1)
+    for name in COMMAND_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    code, _, err = cli("--allow-code", "-m", *tiny_args, "seed=0,1", "hydra.sweep.dir=one", "report=false",
+                       "progress=false")
+    assert code == 1 and "1 run(s) failed" in err  # and --allow-code's opt-in was this command's alone
+    assert not {name for name in COMMAND_ENVIRONMENT if name in os.environ}
+    code, _, err = cli("-m", *tiny_args, "lr=0.01,0.02", "hydra.sweep.dir=two", "report=false", "progress=false")
+    assert code == 0, err
+    assert {s["study"]["swept"][0] for s in summaries(tmp_path / "two").values()} == {"lr"}
+
+
 def test_sweep_continues_past_invalid_and_failed_runs_and_exit_status_says_so(cli, tmp_path, monkeypatch, tiny_args):
     real_fit = Trainer.fit
 

@@ -167,15 +167,17 @@ def test_one_copy_of_the_hydra_node_a_job(sweep, monkeypatch):
 
 
 def test_a_real_sweep_runs_its_jobs_through_the_lean_run_job(cli, tmp_path, monkeypatch):
-    import normbench.studies.app  # noqa: F401 - installs it
-
-    assert basic_launcher.run_job is lean_job.run_job
+    """Also after a joblib sweep whose one worker ran its job in this process: there Hydra rebuilt its plugins, and
+    its scan ran basic_launcher's module again, Hydra's run_job with it (the next basic sweep here ran Hydra's)."""
+    code, _, err = cli("-m", *TINY, *TINY_TASK, "hydra/launcher=local", "hydra.launcher.n_jobs=1",
+                       "hydra.sweep.dir=one", "report=false", "steps=2")
+    assert code == 0, err
     copies = []
     real = lean_job.without_hydra
     monkeypatch.setattr(lean_job, "without_hydra", lambda config: copies.append(1) or real(config))
     code, _, err = cli("-m", *TINY, *TINY_TASK, "seed=0,1", "hydra.sweep.dir=sw", "report=false", "steps=2")
     assert code == 0, err
-    assert len(copies) == 2
+    assert len(copies) == 2 and basic_launcher.run_job is lean_job.run_job
 
 
 def test_a_joblib_worker_runs_its_jobs_through_it_and_importing_the_app_loads_no_joblib():
