@@ -116,13 +116,8 @@ def test_corrupt_data_file_is_one_line_naming_it(cli, tmp_path, tiny_args):
     assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_sweep_that_ends_in_a_failed_run_leaves_the_next_sweep_its_own_study(cli, tmp_path, monkeypatch, tiny_args):
-    """A sweep's callbacks name its study, progress, free cores and workers in os.environ for its jobs; a failed run
-    ends the sweep before their clean-up, and the next sweep in this process kept the first one's study (its
-    records said swept: seed where the sweep swept lr), as every later command kept --allow-code's opt-in. main
-    puts them back as it found them."""
-    from normbench.studies.app import COMMAND_ENVIRONMENT
-
+def seed_1_fails(monkeypatch):
+    """Training raises for seed 1 (a failed run), and runs as it does for any other seed."""
     real_fit = Trainer.fit
 
     def fit_fails_for_seed_1(self):
@@ -130,6 +125,16 @@ def test_a_sweep_that_ends_in_a_failed_run_leaves_the_next_sweep_its_own_study(c
             raise RuntimeError("injected fault")
         return real_fit(self)
     monkeypatch.setattr(Trainer, "fit", fit_fails_for_seed_1)
+
+
+def test_a_sweep_that_ends_in_a_failed_run_leaves_the_next_sweep_its_own_study(cli, tmp_path, monkeypatch, tiny_args):
+    """A sweep's callbacks name its study, progress, free cores and workers in os.environ for its jobs; a failed run
+    ends the sweep before their clean-up, and the next sweep in this process kept the first one's study (its
+    records said swept: seed where the sweep swept lr), as every later command kept --allow-code's opt-in. main
+    puts them back as it found them."""
+    from normbench.studies.app import COMMAND_ENVIRONMENT
+
+    seed_1_fails(monkeypatch)
     for name in COMMAND_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
     code, _, err = cli("--allow-code", "-m", *tiny_args, "seed=0,1", "hydra.sweep.dir=one", "report=false",
@@ -142,13 +147,7 @@ def test_a_sweep_that_ends_in_a_failed_run_leaves_the_next_sweep_its_own_study(c
 
 
 def test_sweep_continues_past_invalid_and_failed_runs_and_exit_status_says_so(cli, tmp_path, monkeypatch, tiny_args):
-    real_fit = Trainer.fit
-
-    def fit_fails_for_seed_1(self):
-        if self.cfg.seed == 1:
-            raise RuntimeError("injected fault")
-        return real_fit(self)
-    monkeypatch.setattr(Trainer, "fit", fit_fails_for_seed_1)
+    seed_1_fails(monkeypatch)
     code, out, err = cli("-m", *tiny_args, "model=rnn", "placement=pre,gate", "seed=0,1",
                          "hydra.sweep.dir=sweep", "report=false")
     statuses = sorted(s["status"] for s in summaries(tmp_path / "sweep").values())
