@@ -19,7 +19,8 @@ from pathlib import PurePosixPath
 from typing import Any, List, Optional
 from urllib.parse import urlsplit
 
-from normbench.checks import ConfigError, cores, require_at_least, require_name, require_positive  # noqa: F401 - re-exported
+from normbench.checks import ConfigError, require_at_least, require_name, require_positive  # noqa: F401 - re-exported
+from normbench.checks import cores as _cores
 from normbench.checks import one_of as _one_of
 from normbench.checks import require as _require
 from normbench.configuration.families import FAMILIES, RECURRENT, family_names  # noqa: F401 - the families' descriptors
@@ -438,7 +439,7 @@ class Config:
                     "overfit_batches"):
             _require(getattr(self, key) <= MAX_STEPS, f"{key} must be <= {MAX_STEPS:.0e} (a count of steps), "
                                                       f"got {_short(getattr(self, key))}")
-        here = cores()  # far more threads than cores only slows a run down (thousands of times at threads=999)
+        here = _cores()  # far more threads than cores only slows a run down (thousands of times at threads=999)
         _require(self.threads <= 4 * here, f"threads must be <= {4 * here} (4 x the {here} cores here), got {self.threads}")
         if self.grad_clip is not None:  # clip_grad_norm_ scales by it in float32: 1e-50 would zero every gradient
             require_positive("grad_clip", self.grad_clip)

@@ -648,9 +648,9 @@ def _claim_folders_readable() -> None:
 # What a command puts in os.environ for its jobs: --allow-code's opt-in, and a multirun's study, progress, free cores
 # and workers (its callbacks). main puts them back as it found them: a later command in this process (a notebook, a
 # script, a test) must not run code it was not allowed, nor give its runs this sweep's study or workers, and a
-# sweep that ended in failed runs or a stop never ran the callbacks' own
-# clean-up (Hydra calls on_multirun_end only after a sweep that returned, and stops at the first callback that
-# raises a BaseException, as the end of a sweep with failed runs does: sweep_end.RunsFailed).
+# sweep that ended in failed runs or a stop never ran the callbacks' own clean-up (Hydra calls on_multirun_end only
+# after a sweep that returned, and stops at the first callback that raises a BaseException, as the end of a sweep
+# with failed runs does: sweep_end.RunsFailed).
 COMMAND_ENVIRONMENT = (ALLOW_CODE_ENV, STUDY_ENV_VAR, PROGRESS_ENV_VAR, machine.SWEEP_FREE_CORES, workers.SWEEP_WORKERS)
 
 

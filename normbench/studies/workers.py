@@ -40,11 +40,15 @@ def side_by_side(config: DictConfig) -> int | None:
     sweeper = config.hydra.sweeper
     if "BasicSweeper" in str(sweeper.get("_target_", "")):
         jobs, batch = sweep_size(config), sweeper.get("max_batch_size")
-        return min(jobs, batch) if jobs and isinstance(batch, int) and batch > 0 else jobs
-    counts = [sweeper.get(key) for key in ("n_jobs", "n_trials")]  # Optuna's: n_jobs trials at a time, n_trials in all
-    if not isinstance(counts[0], int) or isinstance(counts[0], bool) or counts[0] < 1:
+        return min(jobs, batch) if jobs and _count(batch) else jobs
+    batch, trials = sweeper.get("n_jobs"), sweeper.get("n_trials")  # Optuna's: n_jobs trials at a time
+    if not _count(batch):
         return None
-    return min(c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c >= 1)
+    return min(batch, trials) if _count(trials) else batch
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def sweep_size(config: DictConfig) -> int | None:
@@ -109,13 +113,13 @@ class BoundWorkers(Callback):
         if not isinstance(launcher.get(key), int):
             return
         asked = launcher[key]  # 0 and other values joblib refuses: refused before this (launcher_settings)
-        jobs = side_by_side(config)
-        allowed = bounded(asked, jobs, cores())
+        jobs, here = side_by_side(config), cores()
+        allowed = bounded(asked, jobs, here)
         if allowed != asked:
             with read_write(launcher), open_dict(launcher):
                 launcher[key] = allowed
             log.info("hydra.launcher.%s=%d: %d worker(s) (%s%d cores here)", key, asked, allowed,
-                     f"{jobs} job(s), " if jobs else "", cores())
+                     f"{jobs} job(s), " if jobs else "", here)
         os.environ[SWEEP_WORKERS] = str(allowed)
         try:  # last: Hydra turns a callback's exception into a warning, and the cut above must hold
             end_idle_workers()  # an earlier sweep's in this process, which kept its environment

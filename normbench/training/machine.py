@@ -35,7 +35,8 @@ def free_cores() -> int | None:
     load = load_1m()
     if load is None:
         return None
-    return max(1, min(cores(), int(cores() - load + 0.5)))
+    here = cores()
+    return max(1, min(here, int(here - load + 0.5)))
 
 
 def process_started() -> float | None:
