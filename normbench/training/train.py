@@ -15,7 +15,6 @@ import torch
 from normbench.configuration.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
-from normbench.norms.layers import UserNorm
 from normbench.tasks.batching import epoch_order
 from normbench.tasks.scoring import Scoring, scoring
 from normbench.training import probes
@@ -30,12 +29,6 @@ log = logging.getLogger("normbench")
 # tries each under autocast at that dtype, which on CPU needs the same half kernels a pure run calls.
 AUTOCAST_DTYPES = {name: p.dtype for name, p in PRECISIONS.items() if p.dtype is not None}
 EVAL_BATCH = 512
-# On a CPU an attention model's evaluation batch runs its forward this many positions (examples x steps) at a
-# time (forward_in_parts). A batch of 512 windows of 128 characters holds 134 MB of a 4-head model's attention
-# scores, far beyond the caches: in parts of 64 windows, a 2-layer Transformer d64's validation evaluations took
-# 0.65-0.8x the time inside its run (docs/performance.md), and peak memory is lower. A recurrent model gains
-# nothing (LSTM, GRU, RNN at 128 steps) or loses (an LSTM at 256 steps), so it runs its batches whole.
-EVAL_POSITIONS = 8192
 
 
 def learning_rate(cfg: Config, step: int) -> float:
@@ -112,38 +105,15 @@ def fixed_batches(split, device, size: int = EVAL_BATCH, dtype: torch.dtype | No
             for i in range(0, len(split.x), size)]
 
 
-def rows_per_part(model: torch.nn.Module, x: torch.Tensor) -> int:
-    """How many examples of ``x`` one forward of ``model`` takes in evaluation (forward_in_parts): EVAL_POSITIONS
-    positions' worth for a SequenceModel with attention on a CPU; all of them on a GPU, where a large batch is what
-    it is fast at, for a recurrent model, and where an example's output may depend on the others (a user's norm,
-    which could keep batch statistics in evaluation mode too, or a hook, which sees each forward)."""
-    if not isinstance(model, SequenceModel) or model.recurrent or x.device.type != "cpu" or x.dim() < 2 \
-            or any(isinstance(m, UserNorm) or m._forward_hooks or m._forward_pre_hooks for m in model.modules()):
-        return len(x)
-    return max(1, EVAL_POSITIONS // x.shape[1])
-
-
-def forward_in_parts(model: torch.nn.Module, x: torch.Tensor, rows: int) -> torch.Tensor:
-    """``model(x)``, computed ``rows`` examples at a time and put together. Each example's output is the function
-    of that example that the whole batch's forward computes (evaluation mode: BatchNorm reads its running
-    statistics, dropout is off; a padded example's steps past its end are not scored), so the batch's scores
-    are the same up to the rounding of products of other sizes (none on the CPUs measured: test_train.py)."""
-    if rows >= len(x):
-        return model(x)
-    return torch.cat([model(x[i : i + rows]) for i in range(0, len(x), rows)])
-
-
 @torch.no_grad()
-def evaluate(model, batches, scoring: Scoring, autocast, in_parts: bool = True) -> tuple[float, float]:
+def evaluate(model, batches, scoring: Scoring, autocast) -> tuple[float, float]:
     """(metric, loss) of ``model`` over ``batches`` in evaluation mode, under the run's ``autocast`` context
-    (RunPrecision.autocast): how training evaluates, and how ``normbench evaluate`` scores kept weights.
-    A batch's forward runs in parts where rows_per_part says so (``in_parts=False``: whole, which `bench harness
-    --evaluation` times against); the batch is scored whole, as one forward's output would be."""
+    (RunPrecision.autocast): how training evaluates, and how ``normbench evaluate`` scores kept weights."""
     model.eval()
     total = count = loss_sum = 0.0
     with autocast():
         for x, y in batches:
-            out = forward_in_parts(model, x, rows_per_part(model, x) if in_parts else len(x))
+            out = model(x)
             s, n = scoring.metric_sums(out, y)
             total, count = total + s, count + n
             loss_sum += float(scoring.loss(out, y)) * len(x)

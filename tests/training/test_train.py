@@ -1,7 +1,4 @@
-import contextlib
-
 import pytest
-import torch
 
 from normbench.configuration.config import to_config
 from normbench.records.record import RecordWriter
@@ -144,69 +141,3 @@ def test_a_trainer_without_hooks_writes_nothing_and_steps(compose, tmp_path, mon
     done = trainer.timed_step(1)
     assert not done.diverged and done.elapsed_s > 0 and trainer.precision_summary["norm_input_dtypes"]
     assert list(tmp_path.iterdir()) == []
-
-
-def _evaluation(compose, monkeypatch, forwards, positions, *overrides):
-    """(metric, loss) of a fresh tiny model's evaluation of its val split with train.EVAL_POSITIONS = ``positions``,
-    the examples of each forward it took, and of each batch."""
-    from normbench.tasks.scoring import scoring
-    from normbench.training import train
-
-    cfg, task, model, device = prepare(compose(*overrides))
-    monkeypatch.setattr(train, "EVAL_POSITIONS", positions)
-    batches = train.fixed_batches(task.val, device)
-    forwards.clear()
-    result = train.evaluate(model, batches, scoring(task), contextlib.nullcontext)
-    return result, list(forwards), [len(x) for x, _ in batches]
-
-
-ATTENTION_TASKS = {"windows": ("task=mqar", "task.n_train=64", "task.n_val=50", "task.n_test=50"),
-                   "padded documents": ("task=fortunes_topic", "task.n_train=64", "task.n_val=40", "task.n_test=8",
-                                        "task.max_len=96")}
-
-
-@pytest.mark.parametrize("task", ATTENTION_TASKS)
-def test_an_attention_models_evaluation_in_parts_scores_as_its_whole_batches(compose, monkeypatch, forwards, task):
-    overrides = ("model=transformer", "norm=bn", *ATTENTION_TASKS[task])
-    whole, taken, sizes = _evaluation(compose, monkeypatch, forwards, 10**9, *overrides)
-    assert taken == sizes
-    steps = prepare(compose(*overrides))[1].val.x.shape[1]
-    parts, taken, sizes = _evaluation(compose, monkeypatch, forwards, 7 * steps, *overrides)
-    assert sizes == [sizes[0]] and taken == [7] * (sizes[0] // 7) + [sizes[0] % 7]  # 7 examples a forward
-    assert parts == pytest.approx(whole, rel=1e-6)  # the same where products of 7 rows round as of 50 (this CPU: equal)
-
-
-class BatchCentred(torch.nn.Module):
-    """A user's norm whose output depends on the other examples of the batch, in evaluation mode too."""
-
-    def __init__(self, dim):
-        super().__init__()
-
-    def forward(self, x, step=None):
-        return x - x.mean(0, keepdim=True)
-
-
-@pytest.fixture
-def batch_centred():
-    import normbench
-    from normbench.norms import kinds, user
-
-    normbench.register_norm("batch_centred", BatchCentred)
-    yield "batch_centred"
-    kinds.unregister("batch_centred")
-    user._registered.pop("batch_centred", None)
-
-
-def test_a_recurrent_model_a_users_norm_and_a_hooked_model_evaluate_whole_batches(compose, monkeypatch, forwards,
-                                                                                   batch_centred):
-    from normbench.training import train
-
-    mqar = ATTENTION_TASKS["windows"]
-    for overrides in (("model=lstm", *mqar), ("model=transformer", f"norm={batch_centred}", *mqar)):
-        _, taken, sizes = _evaluation(compose, monkeypatch, forwards, 1, *overrides)
-        assert taken == sizes, overrides
-    cfg, task, model, device = prepare(compose("model=transformer", *mqar))
-    x = task.val.x
-    assert train.rows_per_part(model, x) == max(1, train.EVAL_POSITIONS // x.shape[1]) < len(x)
-    model.head.register_forward_hook(lambda *args: None)
-    assert train.rows_per_part(model, x) == len(x)
