@@ -47,18 +47,23 @@ def test_a_documents_split_is_fixed_by_its_text_not_by_the_seed_or_the_file_orde
 
 
 def test_text_is_encoded_as_a_lookup_of_each_character_would_encode_it():
-    """The table by code point gives each character its alphabet id (a two-byte, a three-byte and an astral
-    character among them, and the highest code point, the table's last entry); a character outside the alphabet,
-    below or beyond the table's end, is the KeyError a lookup raises; each text of a list is encoded alone."""
-    text = "Caf\u00e9 \u2014 na\u00efve \U0001f600!\n%"
-    alphabet = {character: i for i, character in enumerate(sorted(set(text)))}
+    """The table by code point gives each character its alphabet id, whatever the ids' order (NUL, a two-byte, a
+    three-byte and an astral character among them, the last the alphabet's highest code point, the table's last
+    entry); a character outside the alphabet, in a gap of the table or beyond its end, is the KeyError a lookup
+    raises, naming the first such character; each text of a list is encoded alone."""
+    text = "Caf\u00e9 \u2014 na\u00efve\x00 \U0001f600!\n%"
+    alphabet = {character: i for i, character in enumerate(sorted(set(text), reverse=True))}
     lookup = [alphabet[character] for character in text]
     assert encoded(text, alphabet).dtype == np.int64 and encoded(text, alphabet).tolist() == lookup
     assert encoded("", alphabet).tolist() == [] and encoded("", alphabet).dtype == np.int64
     for outside in ("x", "\u00ff", "\U0001f601"):  # a gap in the table, and beyond its end
-        with pytest.raises(KeyError, match=repr(outside)):
-            encoded(f"Caf{outside}", alphabet)
-    texts = ["na\u00efve", "", "\U0001f600", "Caf\u00e9 \u2014"]
+        with pytest.raises(KeyError) as refused:
+            encoded(f"C{outside}af\u00e9{outside}y", alphabet)
+        assert refused.value.args == (outside,)
+    assert encoded("", {}).tolist() == []
+    with pytest.raises(KeyError):
+        encoded("a", {})
+    texts = ["na\u00efve", "", "\U0001f600", "Caf\u00e9 \u2014\x00"]
     assert [row.tolist() for row in encoded_each(texts, alphabet)] == [[alphabet[c] for c in t] for t in texts]
     assert encoded_each([], alphabet) == []
 
