@@ -176,11 +176,15 @@ def _stops_not_left_ignored():
 def _no_study_left_in_the_environment():
     """A multirun run in this process (a test's in-process sweep, tune) names its study and progress in
     os.environ for its jobs; one that stops early leaves them there, and the next test's runs would
-    carry that study (an MLflow experiment, a W&B group). A CLI process ends; a test must not leak."""
+    carry that study (an MLflow experiment, a W&B group). A CLI process ends; a test must not leak. The names
+    are those app.main puts back after a command, but for --allow-code's opt-in, which a test sets itself."""
+    from normbench.configuration.config import ALLOW_CODE_ENV
+    from normbench.studies.app import COMMAND_ENVIRONMENT
+
     yield
-    for name in ("NORMBENCH_STUDY", "NORMBENCH_SWEEP_PROGRESS", "NORMBENCH_SWEEP_FREE_CORES",
-                 "NORMBENCH_SWEEP_WORKERS"):
-        os.environ.pop(name, None)
+    for name in COMMAND_ENVIRONMENT:
+        if name != ALLOW_CODE_ENV:
+            os.environ.pop(name, None)
 
 
 VICTIM_TEXT = "the user's own file\n"
