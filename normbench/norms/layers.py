@@ -333,7 +333,24 @@ class StepBatchNorm(BatchNorm):
         return masked_batch_norm(x, real, rm[: x.shape[1]], rv[: x.shape[1]], self.weight, self.bias,
                                  self.momentum, self.eps)
 
-    def forward(self, x, step: int | None = None):
+    def at_step_tensor(self, x, step: torch.Tensor):
+        """Step ``step`` of a (batch, dim) input, the step a 0-dim integer tensor: torch.compile's step
+        (model.cell_kernel=torch_compile) takes it so, as a Python int would be a guard on each t (a graph
+        at t = 0, one between, one at the last step; dynamo's recompile limit). The same statistics and
+        update as an int step, through a copy of the step's row that is written back."""
+        if self.running_mean.shape[0] == 0:
+            raise RuntimeError("StepBatchNorm has no statistics yet: run it in training mode first")
+        row = step.clamp(max=self.running_mean.shape[0] - 1).view(1)  # past the longest training sequence: the last
+        rm, rv = self.running_mean.index_select(0, row)[0], self.running_var.index_select(0, row)[0]
+        y = F.batch_norm(x, rm, rv, self.weight, self.bias, self.training, self.momentum, self.eps)
+        if self.training:
+            self.running_mean.index_copy_(0, row, rm[None])
+            self.running_var.index_copy_(0, row, rv[None])
+        return y
+
+    def forward(self, x, step: int | torch.Tensor | None = None):
+        if isinstance(step, torch.Tensor):
+            return self.at_step_tensor(x, step)
         if (real := self.real_rows(x, step)) is not None:
             return self.masked(x, real, step)
         if x.dim() == 3:
@@ -371,6 +388,9 @@ def reestimate_statistics(model: nn.Module, batches) -> int:
     The running averages of training trail the weights by about 1/momentum steps; where a feature's
     mean moves fast relative to its spread, evaluation with them is off by several deviations (see
     docs/run-record.md, ``norm.bn_reestimate``). Returns the number of examples seen.
+
+    The pass runs eagerly, a step through torch.compile (model.cell_kernel=torch_compile) included: each
+    batch's momentum would be a guard, a graph per batch past dynamo's recompile limit.
     """
     norms = batch_norms(model)
     if not norms:
@@ -382,12 +402,13 @@ def reestimate_statistics(model: nn.Module, batches) -> int:
     seen = 0
     model.train()
     try:
-        for x in batches:
-            n = len(x)
-            for m in norms:  # weight n / (seen + n): after the pass, the size-weighted mean over all batches
-                m.momentum = n / (seen + n)
-            model(x)
-            seen += n
+        with torch.compiler.set_stance("force_eager"):
+            for x in batches:
+                n = len(x)
+                for m in norms:  # weight n / (seen + n): after the pass, the size-weighted mean over all batches
+                    m.momentum = n / (seen + n)
+                model(x)
+                seen += n
     finally:
         for m, momentum in zip(norms, momenta):
             m.momentum = momentum

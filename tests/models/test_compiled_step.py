@@ -27,8 +27,9 @@ def outputs_and_grads(forward, layer, x):
     return [y.detach(), *torch.autograd.grad(y, list(layer.parameters()), upstream)]
 
 
-# bn: per-step statistics, so the step's t reaches the graph (each compile costs ~15 s on a small CPU)
-@pytest.mark.parametrize("family,kind", [("lstm", "ln"), pytest.param("gru", "bn", marks=pytest.mark.slow)])
+# bn: per-step statistics, so the step's t reaches the graph, as a tensor: one graph serves t = 0, the steps
+# between and the last (an int t was a guard on each: three graphs, and more in a run; each costs ~15 s here)
+@pytest.mark.parametrize("family,kind", [("lstm", "ln"), ("gru", "bn")])
 def test_the_compiled_step_computes_what_the_eager_loop_computes_in_float64(family, kind):
     torch.manual_seed(5)
     layer = InCellLayer(family, 4, 12, NormSpec(kind), kernel="torch_compile").double()
@@ -40,10 +41,15 @@ def test_the_compiled_step_computes_what_the_eager_loop_computes_in_float64(fami
     x = torch.randn(6, 5, 4, dtype=torch.double)
     counters.clear()
     compiled = outputs_and_grads(layer, layer, x)
-    assert counters["stats"]["unique_graphs"] >= 1  # dynamo compiled the step (not so with TORCH_COMPILE_DISABLE=1)
+    assert counters["stats"]["unique_graphs"] == 1  # dynamo compiled the step (not so with TORCH_COMPILE_DISABLE=1)
     expected = outputs_and_grads(lambda inp: _CellLayer.forward(eager, inp), eager, x)
     for a, b in zip(compiled, expected):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+    for a, b in zip(layer.buffers(), eager.buffers(), strict=True):  # per-step BatchNorm: each step's statistics
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+    with torch.no_grad():  # evaluation: the running statistics, steps past the longest seen at the last one's
+        longer = torch.randn(3, 7, 4, dtype=torch.double)
+        torch.testing.assert_close(layer.eval()(longer), _CellLayer.forward(eager.eval(), longer), atol=1e-10, rtol=0)
     assert copy.deepcopy(layer)._compiled_step is None  # a copy compiles its own step, bound to itself
 
 
@@ -68,9 +74,11 @@ def test_the_record_names_the_compiled_step():
 
 def test_a_run_with_the_compiled_step_records_it_within_dynamos_recompile_limit(cli, tiny_args):
     """Two layers, evaluations (no grad, another batch size) and probes (hooks on the norms): each a
-    variant of the step; past torch._dynamo's recompile limit the rest would silently run eager."""
+    variant of the step; past torch._dynamo's recompile limit the rest would silently run eager.
+    Per-step BatchNorm: its step index and norm.bn_reestimate's momentum per batch (an eager pass)
+    would be guards too; this LSTM failed with FailOnRecompileLimitHit when either was."""
     counters.clear()
-    code, out, err = cli(*tiny_args, "model=gru", "model.layers=2", "placement=in_cell", "norm=rms",
+    code, out, err = cli(*tiny_args, "model=lstm", "model.layers=2", "placement=in_cell", "norm=bn",
                          "model.cell_kernel=torch_compile", "hydra.run.dir=run")
     assert code == 0, err[-2000:]
     assert 0 < counters["stats"]["unique_graphs"] <= 4 < torch._dynamo.config.recompile_limit
