@@ -92,6 +92,21 @@ def compose():
 
 
 @pytest.fixture
+def forwards(monkeypatch):
+    """The number of examples of every SequenceModel forward while the test runs, in order (the list is the test's
+    to clear)."""
+    from normbench.models import SequenceModel
+
+    seen, forward = [], SequenceModel.forward
+
+    def counted(self, x, *args, **kwargs):
+        seen.append(len(x))
+        return forward(self, x, *args, **kwargs)
+    monkeypatch.setattr(SequenceModel, "forward", counted)
+    return seen
+
+
+@pytest.fixture
 def tiny_args():
     """TINY plus the tiny adding task, as command-line overrides."""
     return [*TINY, *TINY_TASK]

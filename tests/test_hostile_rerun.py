@@ -52,6 +52,13 @@ def test_the_same_run_keeps_its_recorded_settings(recorded):
     assert config["deterministic"] is True and config["threads"] == old["environment"]["threads"]
 
 
+def test_a_record_from_before_eval_positions_is_evaluated_again_as_it_was_whole_batches(recorded):
+    old = json.loads((recorded / "summary.json").read_text())
+    assert rerun.recorded_config(old)["eval_positions"] == old["config"]["eval_positions"] == 8192
+    before = {key: value for key, value in old["config"].items() if key != "eval_positions"}
+    assert rerun.recorded_config({**old, "config": before})["eval_positions"] == 0
+
+
 @pytest.mark.parametrize("holds", ["metrics.jsonl", "model_final.pt", "notes.txt"])
 def test_out_holding_someones_files_is_refused(recorded, tmp_path, holds, capsys):
     out = tmp_path / "theirs"

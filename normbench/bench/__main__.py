@@ -176,6 +176,9 @@ def _harness_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
                         "language model)")
     p.add_argument("--muon", action="store_true",
                    help="instead: normbench's Muon against torch.optim.Muon, in the derf_muon study's training step")
+    p.add_argument("--evaluation", action="store_true",
+                   help="instead: a Transformer's evaluation with its batches' forwards in parts (as runs evaluate on "
+                        "a CPU) against whole batches")
 
 
 def _sweep_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -261,6 +264,7 @@ def _command(name: str, args: argparse.Namespace) -> str:
                           ("--fold", "fold")):
             words += [flag, str(getattr(args, key))] if getattr(args, key, None) else []
         words += ["--muon"] if getattr(args, "muon", False) else []
+        words += ["--evaluation"] if getattr(args, "evaluation", False) else []
     elif name == "sweep" and args.profile:
         against = ["--against", str(args.against), "--rounds", str(args.rounds or 2)] if args.against else []
         words += ["--profile", *against]
@@ -299,6 +303,8 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
                                        command=command)
     elif name == "harness" and getattr(args, "muon", False):
         section = harness.muon_kernels(repeats=args.repeats, quick=args.quick, threads=threads, command=command)
+    elif name == "harness" and getattr(args, "evaluation", False):
+        section = harness.evaluation_parts(repeats=args.repeats, quick=args.quick, threads=threads, command=command)
     elif name == "harness":
         section = harness.run(steps=args.harness_steps, trials=args.trials, probe_every=args.probe_every,
                               quick=args.quick, threads=threads, command=command)

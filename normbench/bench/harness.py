@@ -45,7 +45,15 @@ from normbench.training import measures, probes
 from normbench.training.hooks import Hook
 from normbench.training.recording import ProgressBar, RecordHook
 from normbench.training.run import prepare, resolve_device
-from normbench.training.train import AUTOCAST_DTYPES, Batches, Trainer, build_optimizer, learning_rate
+from normbench.training.train import (
+    AUTOCAST_DTYPES,
+    Batches,
+    Trainer,
+    build_optimizer,
+    evaluate,
+    fixed_batches,
+    learning_rate,
+)
 
 OVERHEAD_TARGET = 1.10  # harness time per step / bare loop time per step
 OVERHEAD_BUDGET = OVERHEAD_TARGET - 1
@@ -351,6 +359,51 @@ def muon_kernels(*, overrides: list[str] | None = None, repeats: int | None = No
         "products (slow on a CPU without bf16 units), normbench by float32 products rounded to bf16.",
         table, "\n".join(f"- {r}" for r in ratios)])
     return Section("harness-muon", command, env, rows, markdown, ratios, {})
+
+
+EVALUATION_CONFIGS = {  # Transformers whose evaluation batches run in parts on a CPU (train.rows_per_part)
+    "d64, fortunes_lm": ["model=transformer", "task=fortunes_lm"],  # issue 48's language model, 1000 x 128 characters
+    "d128, fortunes_lm": ["model=transformer", "task=fortunes_lm", "model.hidden=128"],
+    "d64, fortunes_topic": ["model=transformer", "task=fortunes_topic"],  # padded documents of up to 256 characters
+}
+
+
+def evaluation_parts(*, configs: dict[str, list[str]] | None = None, repeats: int | None = None, quick: bool = False,
+                     threads: int | None = None, command: str = "") -> Section:
+    """A run's evaluation of its val split (train.evaluate) with each batch's forward in parts of the config's
+    eval_positions, as runs evaluate, against whole batches (eval_positions=0, as records without the key were
+    evaluated): both timed interleaved in one process, and whether the two give the same (metric, loss) bit for bit."""
+    rows = []
+    for name, overrides in (configs or EVALUATION_CONFIGS).items():
+        node = compose_config([*overrides, "progress=false", *([f"threads={threads}"] if threads else [])])
+        cfg, task, model, device = prepare(node)
+        loop = BareLoop(cfg, task, model, device)  # the run's autocast; its model in training mode, as a run's is
+        batches, score = fixed_batches(task.val, device), scoring(task)
+        sides = {"whole": lambda: evaluate(model, batches, score, loop.autocast, 0),
+                 "parts": lambda: evaluate(model, batches, score, loop.autocast, cfg.eval_positions)}
+        results = {side: fn() for side, fn in sides.items()}
+        timings = measure(sides, repeats=repeats or (2 if quick else 7), warmup=1, timer=clock_for(device))
+        rows.append({"model": name, "overrides": " ".join(overrides), "examples": len(task.val.x),
+                     "steps": int(task.val.x.shape[1]), "positions": cfg.eval_positions,
+                     "whole_s": timings["whole"].median, "parts_s": timings["parts"].median,
+                     "identical": results["whole"] == results["parts"]})
+    env = bench_environment(device)
+    ratios = [RatioLine(f"an evaluation of {r['model']} in parts", r["parts_s"] / r["whole_s"], "whole batches",
+                        command, note=f"{r['parts_s']:.3f} vs {r['whole_s']:.3f} s; scores "
+                                      + ("identical" if r["identical"] else "differ (rounding: eval_positions)"))
+              for r in rows]
+    table = markdown_table(["Transformer, task", "val examples x steps", "eval_positions", "s whole", "s in parts",
+                            "parts / whole", "same scores"],
+                           [[r["model"], f"{r['examples']} x {r['steps']}", str(r["positions"]), f"{r['whole_s']:.3f}",
+                             f"{r['parts_s']:.3f}", f"{r['parts_s'] / r['whole_s']:.2f}x",
+                             "yes" if r["identical"] else "no"] for r in rows])
+    markdown = "\n\n".join([
+        f"## Evaluation in parts\n\n`{command}`\n\n{env['device']} ({env['device_name']}), torch {env['torch']}, "
+        f"{env['threads']} threads. One evaluation of the val split (batches of 512 examples), each batch's forward "
+        "whole (eval_positions=0) or in parts of eval_positions positions as runs compute it by default, timed "
+        "interleaved (medians); the model untrained (the time does not depend on its weights).", table,
+        "\n".join(f"- {r}" for r in ratios)])
+    return Section("harness-evaluation", command, env, rows, markdown, ratios, {})
 
 
 if __name__ == "__main__":

@@ -397,6 +397,11 @@ class Config:
     # CPU results depend on the thread count (reduction order), but a thread count is not a
     # setting to compare: environment.threads records it and rerun uses the recorded one
     threads: int = harness("environment.threads records the count used", 0)  # 0: free cores (less the load) / parallel jobs
+    # On a CPU an attention model's evaluation batch runs its forward this many positions (examples x steps) at a
+    # time, and is scored whole (training/train.py, rows_per_part); 0: whole batches, how records without the key
+    # were evaluated (rerun and `normbench evaluate` read them so). Products over fewer rows may round otherwise:
+    # the same class of difference as the thread count, so not a setting to compare
+    eval_positions: int = harness("how evaluation batches are cut, not what is trained; the config records it", 8192)
     eval_every: int = 100
     log_every: int = 10
     probe_every: int = 50             # gradient/activation probes; 0 = only at init and at the end
@@ -433,7 +438,8 @@ class Config:
         # A billion steps is over a day at the fastest step any task here takes (~0.1 ms) and weeks at
         # a typical one: beyond it steps= is a typo (an extra digit group), not a run to start.
         _require(self.steps <= MAX_STEPS, f"steps must be <= {MAX_STEPS:.0e}, got {_short(self.steps)}")
-        for key in ("warmup_steps", "threads", "probe_every", "timing_warmup", "checkpoint_every", "overfit_batches"):
+        for key in ("warmup_steps", "threads", "probe_every", "timing_warmup", "checkpoint_every", "overfit_batches",
+                    "eval_positions"):
             _require(getattr(self, key) >= 0, f"{key} must be >= 0, got {_short(getattr(self, key))}")
         for key in ("warmup_steps", "eval_every", "log_every", "probe_every", "timing_warmup", "checkpoint_every",
                     "overfit_batches"):

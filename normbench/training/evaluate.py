@@ -2,7 +2,7 @@
 
 A run trained with ``save_model=true`` kept its weights (normbench/training/saved_model.py). This rebuilds
 the model from the record's config, loads them, and evaluates them as the run did (the same
-batches, precision and thread count), so ``final`` on ``test`` reproduces the record's test
+batches, precision, thread count and eval_positions), so ``final`` on ``test`` reproduces the record's test
 metric; the line printed says whether it does. Nothing is written.
 
 Exit status: 0 the score is the recorded one (or the record holds none for these weights and split),
@@ -42,7 +42,7 @@ def score(run_dir: Path, which: str = "final", split: str = "test") -> tuple[dic
     # no Trainer is built and nothing is written.
     precision = RunPrecision(cfg.precision.dtype, model.to(device), device)
     batches = fixed_batches(task.test if split == "test" else task.val, device, dtype=precision.inputs)
-    metric, loss = evaluate(precision.model, batches, scoring(task), precision.autocast)
+    metric, loss = evaluate(precision.model, batches, scoring(task), precision.autocast, cfg.eval_positions)
     return record.summary, metric, loss
 
 

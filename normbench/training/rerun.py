@@ -55,12 +55,14 @@ def _interpolations(node, path: str = "config") -> str | None:
 
 def recorded_config(old: dict, loggers: tuple[str, ...] = ()) -> dict:
     """The config to run again: as recorded, with the recorded thread count, resume off, and the
-    loggers ``loggers`` names (default settings) instead of the recorded ones."""
+    loggers ``loggers`` names (default settings) instead of the recorded ones; a record without
+    eval_positions is evaluated as it was, whole batches (0)."""
     threads = (old.get("environment") or {}).get("threads")
     # a recorded resume=true would find the original and train nothing; the recorded loggers are the record's word
     config = {**old["config"], "resume": False, "logger": {kind: {"enabled": True} for kind in loggers}}
     if isinstance(threads, int) and threads > 0:
         config["threads"] = threads
+    config.setdefault("eval_positions", 0)  # a record from before the key: its evaluations ran whole batches
     return config
 
 

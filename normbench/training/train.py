@@ -15,6 +15,7 @@ import torch
 from normbench.configuration.config import Config
 from normbench.models import SequenceModel, parameter_groups
 from normbench.norms import auto_choices, auto_sites, batch_norms, reestimate_statistics
+from normbench.norms.layers import UserNorm
 from normbench.tasks.batching import epoch_order
 from normbench.tasks.scoring import Scoring, scoring
 from normbench.training import probes
@@ -105,15 +106,40 @@ def fixed_batches(split, device, size: int = EVAL_BATCH, dtype: torch.dtype | No
             for i in range(0, len(split.x), size)]
 
 
+def rows_per_part(model: torch.nn.Module, x: torch.Tensor, positions: int) -> int:
+    """How many examples of ``x`` one forward of ``model`` takes in evaluation (forward_in_parts): ``positions``
+    (the config's eval_positions) worth for a SequenceModel with attention on a CPU; all of them where
+    ``positions`` is 0, on a GPU, where a large batch is what it is fast at, for a recurrent model (no gain
+    measured, or a loss), and where an example's output may depend on the others (a user's norm, which could
+    keep batch statistics in evaluation mode too, or a hook, which sees each forward)."""
+    if not positions or not isinstance(model, SequenceModel) or model.recurrent or x.device.type != "cpu" \
+            or x.dim() < 2 or any(isinstance(m, UserNorm) or m._forward_hooks or m._forward_pre_hooks
+                                  for m in model.modules()):
+        return len(x)
+    return max(1, positions // x.shape[1])
+
+
+def forward_in_parts(model: torch.nn.Module, x: torch.Tensor, rows: int) -> torch.Tensor:
+    """``model(x)``, computed ``rows`` examples at a time and put together. Each example's output is the function
+    of that example that the whole batch's forward computes (evaluation mode: BatchNorm reads its running
+    statistics, dropout is off; a padded example's steps past its end are not scored), so the batch's scores
+    are the same up to the rounding of products over fewer rows (bounded in tests/training/test_train.py)."""
+    if rows >= len(x):
+        return model(x)
+    return torch.cat([model(x[i : i + rows]) for i in range(0, len(x), rows)])
+
+
 @torch.no_grad()
-def evaluate(model, batches, scoring: Scoring, autocast) -> tuple[float, float]:
+def evaluate(model, batches, scoring: Scoring, autocast, positions: int = 0) -> tuple[float, float]:
     """(metric, loss) of ``model`` over ``batches`` in evaluation mode, under the run's ``autocast`` context
-    (RunPrecision.autocast): how training evaluates, and how ``normbench evaluate`` scores kept weights."""
+    (RunPrecision.autocast): how training evaluates, and how ``normbench evaluate`` scores kept weights.
+    ``positions`` (the run's eval_positions): a batch's forward in parts where rows_per_part says so, 0 whole;
+    the batch is scored whole, as one forward's output would be."""
     model.eval()
     total = count = loss_sum = 0.0
     with autocast():
         for x, y in batches:
-            out = model(x)
+            out = forward_in_parts(model, x, rows_per_part(model, x, positions))
             s, n = scoring.metric_sums(out, y)
             total, count = total + s, count + n
             loss_sum += float(scoring.loss(out, y)) * len(x)
@@ -187,7 +213,7 @@ class Trainer:
             torch.cuda.synchronize(self.device)
 
     def evaluate(self, batches) -> tuple[float, float]:
-        return evaluate(self.model, batches, self.scoring, self.autocast)
+        return evaluate(self.model, batches, self.scoring, self.autocast, self.cfg.eval_positions)
 
     def reestimate_bn(self) -> None:
         """norm.bn_reestimate: every BatchNorm's statistics from the current weights (norms.reestimate_statistics)."""

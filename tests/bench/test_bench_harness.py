@@ -104,3 +104,20 @@ def test_muon_kernels_times_torchs_muon_against_normbenchs_on_one_model():
     assert alone.value == pytest.approx(rows["torch"]["muon_step_ms"] / rows["normbench"]["muon_step_ms"])
     assert "derf_muon" in section.markdown and section.name == "harness-muon"
     assert "load" not in section.markdown  # the bench CLI's, read around the whole section (condition_line)
+
+
+def test_evaluation_parts_times_a_transformers_evaluation_in_parts_against_whole_batches(forwards):
+    """The two sides are train.evaluate at the config's eval_positions and at 0 (whole), on the same model and
+    batches; the ratio is parts over whole, and the row says whether they scored the same."""
+    from tests.conftest import TINY
+
+    tiny = ["task=mqar", "task.n_train=64", "task.n_val=30", "task.n_test=30", "eval_positions=240",
+            *(o for o in TINY if not o.startswith("threads"))]  # mqar's 24 steps: 10 examples a part
+    section = harness.evaluation_parts(configs={"tiny": ["model=transformer", *tiny]}, repeats=2, quick=True, threads=1,
+                                       command="cmd")
+    (row,) = section.rows
+    assert (row["examples"], row["steps"], row["positions"]) == (30, 24, 240) and isinstance(row["identical"], bool)
+    assert forwards[:4] == [30, 10, 10, 10] and set(forwards) == {30, 10}  # whole, then three parts of 10
+    (ratio,) = section.ratios
+    assert ratio.value == pytest.approx(row["parts_s"] / row["whole_s"]) and ratio.against == "whole batches"
+    assert section.name == "harness-evaluation" and "eval_positions" in section.markdown

@@ -111,10 +111,11 @@ def test_the_compiled_step_is_identity_wherever_an_in_cell_layer_runs(compose):
 
 def test_harness_keys_are_declared_in_the_schema_and_change_nothing(compose):
     assert set(HARNESS) == {"device", "threads", "resume", "report", "progress", "deterministic", "logger",
-                            "checkpoint_every", "save_model", "optimized_metric", "sweep_timing", "paths", "tags"}
+                            "checkpoint_every", "save_model", "optimized_metric", "sweep_timing", "paths", "tags",
+                            "eval_positions"}
     base = resolved(compose)
-    same = resolved(compose, "threads=2", "device=cpu", "resume=true", "report=false", "progress=false",
-                    "deterministic=true", "logger=tensorboard", "checkpoint_every=7", "save_model=true",
+    same = resolved(compose, "threads=2", "eval_positions=0", "device=cpu", "resume=true", "report=false",
+                    "progress=false", "deterministic=true", "logger=tensorboard", "checkpoint_every=7", "save_model=true",
                     "optimized_metric=best_val", "sweep_timing=paired", "paths.outputs=o", "paths.multirun=m", "paths.data=d",
                     "tags=[a,b]")
     assert config_hash(base) == config_hash(same) and settings(base) == settings(same)

@@ -71,6 +71,7 @@ BAD_INPUTS = [
     (["optim.weight_decay=inf"], 2, "optim.weight_decay=inf must be a finite number"),
     (["task.target=nan"], 2, "task.target=nan must be a finite number"),
     (["threads=999"], 2, "threads must be <="),
+    (["eval_positions=-1"], 2, "eval_positions must be >= 0, got -1"),
     (["batch_size=5000"], 2, "larger than the 64 training examples"),
     (["task=adding", "task.name=copy"], 2, "does not match task=adding"),
     # every group's identity key so (hostile h18 H4: O53 O59 W08 ran one family at another's layers, labelled as it)

@@ -1,4 +1,7 @@
+import contextlib
+
 import pytest
+import torch
 
 from normbench.configuration.config import to_config
 from normbench.records.record import RecordWriter
@@ -141,3 +144,81 @@ def test_a_trainer_without_hooks_writes_nothing_and_steps(compose, tmp_path, mon
     done = trainer.timed_step(1)
     assert not done.diverged and done.elapsed_s > 0 and trainer.precision_summary["norm_input_dtypes"]
     assert list(tmp_path.iterdir()) == []
+
+
+def _evaluation(compose, forwards, positions, *overrides):
+    """(metric, loss) of a fresh tiny model's evaluation of its val split with eval_positions = ``positions``, the
+    examples of each forward it took, and of each batch."""
+    from normbench.tasks.scoring import scoring
+    from normbench.training import train
+
+    cfg, task, model, device = prepare(compose(*overrides))
+    batches = train.fixed_batches(task.val, device)
+    forwards.clear()
+    result = train.evaluate(model, batches, scoring(task), contextlib.nullcontext, positions)
+    return result, list(forwards), [len(x) for x, _ in batches]
+
+
+ATTENTION_TASKS = {"windows": ("task=mqar", "task.n_train=64", "task.n_val=50", "task.n_test=50"),
+                   "padded documents": ("task=fortunes_topic", "task.n_train=64", "task.n_val=40", "task.n_test=8",
+                                        "task.max_len=96"),
+                   "a regression head": ("task=adding", "task.length=6", "task.n_train=64", "task.n_val=50",
+                                         "task.n_test=8")}
+
+
+@pytest.mark.parametrize("task", ATTENTION_TASKS)
+def test_an_attention_models_evaluation_in_parts_scores_as_its_whole_batches_to_rounding(compose, forwards, task):
+    """eval_positions cuts a batch's forward, not its score; products over fewer rows may round otherwise (the
+    adding task's 64-to-1 head over 7 rows against 50 did, on an AMD EPYC): within 1e-6, relative."""
+    overrides = ("model=transformer", "norm=bn", *ATTENTION_TASKS[task])
+    whole, taken, sizes = _evaluation(compose, forwards, 0, *overrides)
+    assert taken == sizes
+    steps = prepare(compose(*overrides))[1].val.x.shape[1]
+    parts, taken, sizes = _evaluation(compose, forwards, 7 * steps, *overrides)
+    assert sizes == [sizes[0]] and taken == [7] * (sizes[0] // 7) + [sizes[0] % 7]  # 7 examples a forward
+    assert parts == pytest.approx(whole, rel=1e-6)
+
+
+class BatchCentred(torch.nn.Module):
+    """A user's norm whose output depends on the other examples of the batch, in evaluation mode too."""
+
+    def __init__(self, dim):
+        super().__init__()
+
+    def forward(self, x, step=None):
+        return x - x.mean(0, keepdim=True)
+
+
+@pytest.fixture
+def batch_centred():
+    import normbench
+    from normbench.norms import kinds, user
+
+    normbench.register_norm("batch_centred", BatchCentred)
+    yield "batch_centred"
+    kinds.unregister("batch_centred")
+    user._registered.pop("batch_centred", None)
+
+
+def test_a_recurrent_model_a_users_norm_and_a_hooked_model_evaluate_whole_batches(compose, forwards, batch_centred):
+    from normbench.training import train
+
+    mqar = ATTENTION_TASKS["windows"]
+    for overrides in (("model=lstm", *mqar), ("model=transformer", f"norm={batch_centred}", *mqar)):
+        _, taken, sizes = _evaluation(compose, forwards, 1, *overrides)
+        assert taken == sizes, overrides
+    cfg, task, model, device = prepare(compose("model=transformer", *mqar))
+    x = task.val.x
+    assert train.rows_per_part(model, x, 0) == len(x)  # eval_positions=0: whole batches, as before the key
+    assert train.rows_per_part(model, x, 10 * x.shape[1]) == 10 < len(x) \
+        == train.rows_per_part(model, x.to("meta"), 10 * x.shape[1])  # a GPU's batches: whole
+    model.head.register_forward_hook(lambda *args: None)
+    assert train.rows_per_part(model, x, 10 * x.shape[1]) == len(x)
+
+
+def test_a_run_evaluates_in_parts_of_its_eval_positions(cli, tiny_args, forwards):
+    code, _, err = cli(*tiny_args, "model=transformer", "task.n_val=20", "eval_positions=42", "hydra.run.dir=run")
+    assert code == 0, err[-2000:]
+    # adding's 6 steps: 7 examples a forward; val (20) at steps 3 and 6, then test (32). The others: training
+    # batches (16), and probes' passes over 20 val examples (hooks on the norms: whole)
+    assert [n for n in forwards if n not in (16, 20)] == [7, 7, 6, 7, 7, 6, 7, 7, 7, 7, 4]
