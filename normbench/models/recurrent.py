@@ -256,8 +256,9 @@ class InCellLayer(_CellLayer):
                     norm.reserve(x.shape[1])
             # A pass with hooks on the norms (the first step's dtype record, norm-output histograms)
             # runs the same step eagerly: each hook's closure would cost a graph, every probe step.
-            step = self.step if self._norms_hooked() else self.compiled_step()
-            if step is not self.step and any(isinstance(norm, StepBatchNorm) for norm in self.modules()):
+            hooked = self._norms_hooked()
+            step = self.step if hooked else self.compiled_step()
+            if not hooked and any(isinstance(norm, StepBatchNorm) for norm in self.modules()):
                 steps = torch.arange(x.shape[1], device=x.device)  # per-step BatchNorm's t as a tensor, not a guard
                 return self.loop(x, trace, lambda wx, h, c, t: step(wx, h, c, steps[t]),
                                  state_grad=torch.is_grad_enabled())

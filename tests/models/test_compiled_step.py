@@ -29,7 +29,8 @@ def outputs_and_grads(forward, layer, x):
 
 # bn: per-step statistics, so the step's t reaches the graph, as a tensor: one graph serves t = 0, the steps
 # between and the last (an int t was a guard on each: three graphs, and more in a run; each costs ~15 s here)
-@pytest.mark.parametrize("family,kind", [("lstm", "ln"), ("gru", "bn")])
+@pytest.mark.parametrize("family,kind", [("lstm", "ln"), ("lstm", "bn"),
+                                         pytest.param("gru", "bn", marks=pytest.mark.slow)])
 def test_the_compiled_step_computes_what_the_eager_loop_computes_in_float64(family, kind):
     torch.manual_seed(5)
     layer = InCellLayer(family, 4, 12, NormSpec(kind), kernel="torch_compile").double()
@@ -65,6 +66,16 @@ def test_a_pass_with_hooks_on_the_norms_runs_the_step_eagerly():
     handle.remove()
     assert len(seen) == 3 and "unique_graphs" not in counters["stats"] and layer._compiled_step is None
     torch.testing.assert_close(layer(x).detach(), hooked, atol=1e-6, rtol=0)
+
+
+def test_a_pass_with_hooks_gives_per_step_batchnorm_its_step_as_an_int():
+    """The eager step of a hooked pass is the eager loop's: its norms get t as the loop counts it, not a tensor."""
+    layer = InCellLayer("lstm", 3, 4, NormSpec("bn"), kernel="torch_compile")
+    steps = []
+    handle = layer.norm_h.register_forward_pre_hook(lambda module, args: steps.append(args[1]))
+    layer(torch.randn(2, 3, 3))
+    handle.remove()
+    assert steps == [0, 1, 2] and all(type(t) is int for t in steps)
 
 
 def test_the_record_names_the_compiled_step():
