@@ -91,6 +91,19 @@ def compose():
     return _compose
 
 
+@contextlib.contextmanager
+def registered_norm(name: str, cls):
+    """``cls`` registered as the norm ``name`` (normbench.register_norm) while the block runs, unregistered after."""
+    from normbench.norms import kinds
+
+    user_norms.register_norm(name, cls)
+    try:
+        yield name
+    finally:
+        kinds.unregister(name)
+        user_norms._registered.pop(name, None)
+
+
 @pytest.fixture
 def forwards(monkeypatch):
     """The number of examples of every SequenceModel forward while the test runs, in order (the list is the test's

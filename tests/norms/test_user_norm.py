@@ -14,6 +14,7 @@ from torch import nn
 import normbench
 from normbench.checks import ConfigError
 from normbench.norms import build_norm, kinds, norm_parameters, user
+from tests.conftest import registered_norm
 from tests.waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,10 +36,8 @@ class ToyNorm(nn.Module):
 
 @pytest.fixture
 def toy():
-    normbench.register_norm("toy_script", ToyNorm)
-    yield "toy_script"
-    kinds.unregister("toy_script")
-    user._registered.pop("toy_script", None)
+    with registered_norm("toy_script", ToyNorm) as name:
+        yield name
 
 
 def test_registered_norm_builds_as_its_class_and_its_parameters_are_norm_parameters(toy):

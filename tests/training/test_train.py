@@ -11,6 +11,7 @@ from normbench.training.probes import Probes
 from normbench.training.recording import RecordHook
 from normbench.training.run import prepare
 from normbench.training.train import Trainer, learning_rate
+from tests.conftest import registered_norm
 
 
 @pytest.mark.parametrize("schedule", ["constant", "cosine"])
@@ -191,13 +192,8 @@ class BatchCentred(torch.nn.Module):
 
 @pytest.fixture
 def batch_centred():
-    import normbench
-    from normbench.norms import kinds, user
-
-    normbench.register_norm("batch_centred", BatchCentred)
-    yield "batch_centred"
-    kinds.unregister("batch_centred")
-    user._registered.pop("batch_centred", None)
+    with registered_norm("batch_centred", BatchCentred) as name:
+        yield name
 
 
 def test_a_recurrent_model_a_users_norm_and_a_hooked_model_evaluate_whole_batches(compose, forwards, batch_centred):
