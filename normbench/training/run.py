@@ -307,6 +307,8 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
             follow_logs(run_dir, record.run_dir)
             # resume: an interrupted attempt's checkpoint (this folder first, else anywhere in the sweep)
             resume_from = checkpoint.find(record.run_dir, sweep_dir, digest, plain.get("steps")) if plain.get("resume") else None
+            if resume_from is not None:
+                node, recorded = evaluated_as_before(resume_from[0], node, recorded)
             fields = {"study": study_info.current(), **(extra or {})}  # a rerun keeps its original's study
             record.secrets = secrets
             record.start(config=recorded, overrides=[hidden(o, secrets) for o in overrides], config_hash=digest,
@@ -318,6 +320,22 @@ def execute(node: DictConfig, run_dir: Path, overrides: list[str], *, sweep_dir:
     finally:  # after the record is final: a duplicate that comes later finds it finished
         if claim is not None:
             claim.release()
+
+
+def evaluated_as_before(checkpoint_path: Path, node: DictConfig, recorded: dict) -> tuple[DictConfig, dict]:
+    """(node, recorded config) of a run resumed from ``checkpoint_path``, evaluating as its interrupted leg did: that
+    leg's record's eval_positions (0 where it has none, a record from before the key), whatever the command line
+    says now. The key is outside the config hash that matched the checkpoint, so the two legs could otherwise
+    cut their evaluations differently under one record that names one way."""
+    found = read_summary(checkpoint_path.parent / "summary.json")
+    before = (found.summary.get("config") or {}) if isinstance(found, RunRecord) else {}
+    positions = before.get("eval_positions", 0)
+    if type(positions) is not int or positions < 0 or positions == recorded.get("eval_positions"):
+        return node, recorded
+    log.info("resume: evaluating as the interrupted leg did, eval_positions=%d", positions)
+    node = copy.deepcopy(node)
+    node.eval_positions = positions
+    return node, {**recorded, "eval_positions": positions}
 
 
 def _attempt(record: RecordWriter, node: DictConfig, parallel_jobs: int, job_num: int, wall_start: float,

@@ -60,6 +60,26 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one_bitwise(cli, tm
     assert not (tmp_path / "parts" / checkpoint.FILE).exists()  # a finished run deletes its checkpoint
 
 
+@pytest.mark.parametrize("before", [30, None])  # None: a record from before the key (whole batches, 0)
+def test_a_resumed_run_evaluates_as_its_interrupted_leg_did(cli, tmp_path, monkeypatch, tiny_args, forwards, before):
+    """eval_positions is outside the hash a checkpoint is matched by: the second leg takes the first's, and says so."""
+    args = [*tiny_args, "model=transformer", "steps=9", "checkpoint_every=4", "hydra.run.dir=run"]
+    with pytest.MonkeyPatch.context() as preempted:
+        interrupt_at(preempted, 7)
+        code, _, err = cli(*args, "eval_positions=30")  # adding's 6 steps: 5 examples a forward
+    assert code == 130, err
+    if before is None:
+        summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+        del summary["config"]["eval_positions"]
+        (tmp_path / "run" / "summary.json").write_text(json.dumps(summary))
+    forwards.clear()
+    code, _, err = cli(*args, "resume=true", "eval_positions=6")  # 1 example a forward, were it taken
+    assert code == 0, err
+    resumed = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert resumed["resumed_from_step"] == 4 and resumed["config"]["eval_positions"] == (before or 0)
+    assert 1 not in forwards and (5 in forwards) == (before is not None)
+
+
 def test_resume_without_a_checkpoint_starts_again_and_a_torn_file_is_no_checkpoint(cli, tmp_path, tiny_args):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / LOCK).touch()  # a killed run's folder: its lock makes it ours (records/folders.not_ours)

@@ -42,17 +42,19 @@ def test_evaluate_cuts_batches_as_the_record_says_and_a_record_from_before_the_k
                                                                                           forwards):
     """A Transformer's evaluation batches run in parts of eval_positions (a regression head over fewer rows may
     round otherwise): `normbench evaluate` reads the record's; a record without the key was evaluated whole."""
-    code, _, err = cli(*tiny_args, "model=transformer", "eval_positions=30", "save_model=true", "hydra.run.dir=run")
+    # adding at 50 steps, 200 test examples: the default (8192 // 50 = 163 a part) would cut them too
+    code, _, err = cli(*tiny_args, "task.length=50", "task.n_test=200", "model=transformer", "eval_positions=2500",
+                       "save_model=true", "hydra.run.dir=run")
     assert code == 0, err[-2000:]
     run, forwards[:] = tmp_path / "run", []
     record = json.loads((run / "summary.json").read_text())
     _, test, _ = evaluate.score(run, "final", "test")
-    assert test == record["metrics"]["test"] and forwards == [5] * 6 + [2]  # adding's 6 steps: 5 examples a part
+    assert test == record["metrics"]["test"] and forwards == [50] * 4  # 50 examples a part
     del record["config"]["eval_positions"]
     (run / "summary.json").write_text(json.dumps(record))
     forwards.clear()
     evaluate.score(run, "final", "test")
-    assert forwards == [32]
+    assert forwards == [200]
 
 
 def test_without_save_model_nothing_is_kept(cli, tmp_path, tiny_args):
