@@ -251,14 +251,15 @@ class InCellLayer(_CellLayer):
             # its last real one (what the loop's held state gives); padded steps get no gradient.
             return recurrence(x) if lengths is None else held_past_end(recurrence(x), lengths)
         if self.kernel == "torch_compile" and lengths is None:
-            for norm in self.modules():  # per-step BatchNorm grows its statistics to T now, not at step t
-                if isinstance(norm, StepBatchNorm) and norm.training:  # (a graph per buffer size otherwise)
+            step_norms = [norm for norm in self.modules() if isinstance(norm, StepBatchNorm)]
+            for norm in step_norms:  # per-step BatchNorm grows its statistics to T now, not at step t
+                if norm.training:  # (a graph per buffer size otherwise)
                     norm.reserve(x.shape[1])
             # A pass with hooks on the norms (the first step's dtype record, norm-output histograms)
             # runs the same step eagerly: each hook's closure would cost a graph, every probe step.
             hooked = self._norms_hooked()
             step = self.step if hooked else self.compiled_step()
-            if not hooked and any(isinstance(norm, StepBatchNorm) for norm in self.modules()):
+            if step_norms and not hooked:
                 steps = torch.arange(x.shape[1], device=x.device)  # per-step BatchNorm's t as a tensor, not a guard
                 return self.loop(x, trace, lambda wx, h, c, t: step(wx, h, c, steps[t]),
                                  state_grad=torch.is_grad_enabled())

@@ -338,10 +338,9 @@ class StepBatchNorm(BatchNorm):
         (model.cell_kernel=torch_compile) takes it so, as a Python int would be a guard on each t (a graph
         at t = 0, one between, one at the last step; dynamo's recompile limit). The same statistics and
         update as an int step, through a copy of the step's row that is written back."""
-        if self.running_mean.shape[0] == 0:
-            raise RuntimeError("StepBatchNorm has no statistics yet: run it in training mode first")
-        row = step.clamp(max=self.running_mean.shape[0] - 1).view(1)  # past the longest training sequence: the last
-        rm, rv = self.running_mean.index_select(0, row)[0], self.running_var.index_select(0, row)[0]
+        held_mean, held_var = self._stats_for(0)  # grown to the sequence beforehand (reserve); refused if none yet
+        row = step.clamp(max=held_mean.shape[0] - 1).view(1)  # past the longest training sequence: the last
+        rm, rv = held_mean.index_select(0, row)[0], held_var.index_select(0, row)[0]
         y = F.batch_norm(x, rm, rv, self.weight, self.bias, self.training, self.momentum, self.eps)
         if self.training:
             self.running_mean.index_copy_(0, row, rm[None])
