@@ -26,6 +26,7 @@ def record_bytes(sweep: Path) -> dict[str, bytes]:
 
 
 def summary_csv(sweep: Path) -> pd.DataFrame:
+    """The report's summary table of a sweep, built here (its sweeps run with report=false: one report, not two)."""
     build_report([sweep], sweep)
     return pd.read_csv(sweep / "summary.csv")
 
@@ -40,7 +41,8 @@ def executed(monkeypatch):
 
 
 def test_norm_none_under_several_placements_counts_once(cli, tmp_path, tiny_args, executed):
-    code, *_ = cli("-m", *tiny_args, "norm=ln,none", "placement=pre,post", "seed=0,1", "hydra.sweep.dir=sweep")
+    code, *_ = cli("-m", *tiny_args, "norm=ln,none", "placement=pre,post", "seed=0,1", "hydra.sweep.dir=sweep",
+                   "report=false")
     assert code == 0
     assert sorted(executed) == [0, 0, 0, 1, 1, 1]  # ln pre and post, and norm=none once a seed: one sweep runs it once
     summary = summary_csv(tmp_path / "sweep").set_index("group")
@@ -55,7 +57,7 @@ def test_norm_none_under_several_placements_counts_once(cli, tmp_path, tiny_args
 
 
 def test_a_setting_outside_any_list_splits_groups(cli, tmp_path, tiny_args):
-    code, *_ = cli("-m", *tiny_args, "task.length=4,12", "seed=0,1", "hydra.sweep.dir=sweep")
+    code, *_ = cli("-m", *tiny_args, "task.length=4,12", "seed=0,1", "hydra.sweep.dir=sweep", "report=false")
     assert code == 0
     summary = summary_csv(tmp_path / "sweep")
     assert sorted(summary["group"]) == ["task.length=12", "task.length=4"] and set(summary["n"]) == {2}
@@ -66,7 +68,7 @@ def test_a_dotted_key_set_only_by_a_sweep_file_splits_groups(cli, tmp_path, tiny
     (tmp_path / "extra" / "sweep" / "decay.yaml").write_text(
         "# @package _global_\nhydra:\n  sweeper:\n    params:\n      optim.weight_decay: 0.0,0.5\n      seed: 0,1\n")
     code, out, err = cli("-m", *tiny_args, "+sweep=decay", f"hydra.searchpath=[file://{tmp_path / 'extra'}]",
-                         "hydra.sweep.dir=sweep")
+                         "hydra.sweep.dir=sweep", "report=false")
     assert code == 0, err
     summary = summary_csv(tmp_path / "sweep")
     assert sorted(summary["group"]) == ["optim.weight_decay=0", "optim.weight_decay=0.5"] and set(summary["n"]) == {2}

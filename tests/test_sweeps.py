@@ -63,7 +63,9 @@ def test_resume_runs_only_jobs_without_a_finished_record(cli, tmp_path, monkeypa
 
 
 def test_kill_9_leaves_earlier_records_intact_and_resume_finishes(tmp_path, tiny_args):
-    args = ["-m", *tiny_args, "steps=1500", "eval_every=1000", "seed=0,1,2", "hydra.sweep.dir=sweep", "report=false"]
+    # 1500 steps, so that job 1 still runs when it is killed; logged and probed rarely, as a longer run would be
+    args = ["-m", *tiny_args, "steps=1500", "eval_every=1000", "log_every=100", "probe_every=500", "seed=0,1,2",
+            "hydra.sweep.dir=sweep", "report=false"]
     proc = normbench(*args, cwd=tmp_path)
     running = tmp_path / "sweep" / "1" / "summary.json"
     deadline = time.time() + HANG_S

@@ -317,16 +317,31 @@ def test_an_axis_name_stays_comparable():
     assert parse(with_(also_compare=["gamma_init", "muon"]), "mine.yaml", set()).also_compare == ("gamma_init", "muon")
 
 
-@pytest.mark.parametrize("number", ["1" + "0" * 4290, "0x" + "f" * 4000])
-def test_a_number_too_large_for_a_float_is_one_line_at_every_door(tmp_path, number):
-    """Hostile h15 B4 (K01, K21, K33, Y20, Y21): report --claims, normbench.report, study --claims and a -m
-    sweep with NORMBENCH_CLAIMS: each one line, exit 2, before anything runs."""
+HUGE_NUMBERS = ["1" + "0" * 4290, "0x" + "f" * 4000]  # past int's 4300 digits, and a hex int too large for a float
+
+
+def _claims_with_number(tmp_path: Path, number: str) -> Path:
+    """A claims folder whose one file (the example's claim) has ``number`` in a regime check."""
     claims = tmp_path / "cl"
     claims.mkdir()
     # the example's own regime_checks left out: a key written twice is refused on its own (h31 c12)
     kept = [line for line in EXAMPLE.read_text().replace("ln_simple_as_good", "mine").splitlines()
             if not line.startswith(("regime_checks:", "  - off_"))]
     (claims / "c.yaml").write_text("\n".join(kept) + f"\nregime_checks: [{{name: bn_pool_at_most, n: {number}}}]\n")
+    return claims
+
+
+@pytest.mark.parametrize("number", HUGE_NUMBERS)
+def test_a_number_too_large_for_a_float_is_refused_by_the_reader_every_door_reads_with(tmp_path, number):
+    with pytest.raises(ClaimFileError, match=r"regime_checks\[0\]\.n needs .*-digit integer"):
+        read_folders([_claims_with_number(tmp_path, number)], list(CLAIMS))
+
+
+def test_a_number_too_large_for_a_float_is_one_line_at_every_door(tmp_path):
+    """Hostile h15 B4 (K01, K21, K33, Y20, Y21): report --claims, normbench.report, study --claims and a -m
+    sweep with NORMBENCH_CLAIMS: each one line, exit 2, before anything runs. Each door reads the folder with
+    read_folders, which the test above gives both kinds of number; here the decimal one goes through every door."""
+    claims = _claims_with_number(tmp_path, HUGE_NUMBERS[0])
     (tmp_path / "none").mkdir()
     sweep = ["-m", "steps=2", "task=adding", "hydra.sweep.dir=s"]
     commands = [["-m", "normbench", "report", "none", "--claims", "cl"],
