@@ -19,6 +19,7 @@ from normbench.configuration.config import (
     TASK_CONFIGS,
     CheckedFileSource,
     Config,
+    SharedStoreSource,
     SweepSearchPath,
     SweepSource,
     config_dir,
@@ -62,7 +63,7 @@ def _registered() -> bool:
                     for name in user_norms.sources())
             and all(cls in plugins.plugin_type_to_subclass_list[kind]
                     for cls, kind in ((SweepSource, ConfigSource), (SweepSearchPath, SearchPathPlugin)))
-            and all(sources.get(cls.scheme()) is cls for cls in (CheckedFileSource, SweepSource)))
+            and all(sources.get(cls.scheme()) is cls for cls in (CheckedFileSource, SweepSource, SharedStoreSource)))
 
 
 @pytest.fixture(autouse=True)

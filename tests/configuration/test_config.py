@@ -1,10 +1,15 @@
+import copy
 import re
 
 import pytest
+from hydra._internal.core_plugins.structured_config_source import StructuredConfigSource
+from hydra._internal.sources_registry import SourcesRegistry
+from hydra.core.config_store import ConfigStore
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
-from normbench.configuration.config import Config, ConfigError, to_config
+from normbench.configuration.config import Config, ConfigError, SharedStoreSource, to_config
 from normbench.tasks import TASK_CONFIGS
 
 
@@ -168,3 +173,23 @@ def test_an_identity_key_naming_another_option_with_other_settings_is_refused(ch
         return
     with pytest.raises(ConfigError, match=refused):
         require_own_identity(choices, OmegaConf.create(node))
+
+
+def test_a_copy_of_the_schema_source_shares_the_store_and_a_composition_leaves_the_store_as_it_was(compose):
+    """Hydra deep-copies its config repository, sources included, for every composition: the schema's source
+    shares the process's one ConfigStore instead of copying every node in it (most of `normbench --help`'s
+    time), so what a composition does to what it loaded must not reach the store."""
+    source = SourcesRegistry.instance().resolve("structured")(provider="normbench", path="structured://")
+    twin = copy.deepcopy(source)
+    assert type(twin) is SharedStoreSource and twin is not source and twin.store is ConfigStore.instance()
+    stored = {name: OmegaConf.to_container(ConfigStore.instance().repo[name].node)
+              for name in ("base_config.yaml", "task_adding_schema.yaml")}
+    cfg = compose("task=adding", "task.length=9", "seed=5", "norm=rms")
+    assert (cfg.task.length, cfg.seed) == (9, 5)
+    assert {name: OmegaConf.to_container(ConfigStore.instance().repo[name].node) for name in stored} == stored
+
+
+def test_hydra_registering_its_own_schema_source_again_keeps_ours():
+    """A joblib worker's Hydra registers its plugins again: under the same class name, ours stays."""
+    SourcesRegistry.instance().register(StructuredConfigSource)
+    assert SourcesRegistry.instance().resolve("structured") is SharedStoreSource

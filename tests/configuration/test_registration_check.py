@@ -2,6 +2,7 @@
 missing, as a launcher's in-process job leaves Hydra's singletons, and only there."""
 
 import pytest
+from hydra._internal.core_plugins.structured_config_source import StructuredConfigSource
 from hydra._internal.sources_registry import SourcesRegistry
 from hydra.core.config_store import ConfigStore
 from hydra.core.plugins import Plugins
@@ -9,7 +10,7 @@ from hydra.core.singleton import Singleton
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
-from normbench.configuration.config import CheckedFileSource, SweepSearchPath, SweepSource, register
+from normbench.configuration.config import CheckedFileSource, SharedStoreSource, SweepSearchPath, SweepSource, register
 from normbench.norms import user as user_norms
 from tests.conftest import _registered
 
@@ -33,7 +34,7 @@ def test_registered_after_register_and_not_in_a_fresh_process_state(singletons):
 
 
 @pytest.mark.parametrize("missing", ["node", "task_schema", "replaced_node", "search_path", "resolver", "file_source",
-                                     "sweep_source", "user_norm"])
+                                     "sweep_source", "store_source", "user_norm"])
 def test_each_thing_register_adds_is_checked(singletons, monkeypatch, missing):
     register()
     if missing == "node":
@@ -48,6 +49,8 @@ def test_each_thing_register_adds_is_checked(singletons, monkeypatch, missing):
         del SourcesRegistry.instance().types[CheckedFileSource.scheme()]
     elif missing == "sweep_source":
         del SourcesRegistry.instance().types[SweepSource.scheme()]
+    elif missing == "store_source":  # Hydra's own, as a fresh registry has it
+        SourcesRegistry.instance().types[SharedStoreSource.scheme()] = StructuredConfigSource
     elif missing == "replaced_node":  # the name stored again with another node: register() puts its own back
         ConfigStore.instance().store(name="base_config", node={"something": "else"})
     else:  # a user norm registered after the last register(): norm=NAME must be offered
