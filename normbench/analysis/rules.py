@@ -45,7 +45,7 @@ from normbench.records import metrics as metric_table
 ALPHA = 0.05   # per direction: the level of a plain sweep's ranking, best set and claims
 POWER = 0.8    # of the smallest detectable difference and of "about N seeds would decide"
 LEVEL = 0.95   # of the intervals shown in tables (a display level, not a test's)
-CONFIG_KEY = "optimized_metric"
+CONFIG_KEY = metric_table.CONFIG_KEY
 PRIMARY, SECONDARY = metric_table.PRIMARY_SCORE, metric_table.SECONDARY_SCORE
 NOT_TRAINED = "did not train"  # failed_to_learn: diverged, at chance or held at a trivial solution
 AT_CHANCE_RUN = "stayed at chance"  # at_chance (the chance band alone): the leaderboard's "at chance"
@@ -138,16 +138,8 @@ def score_column(runs: pd.DataFrame) -> str:
     return score if score in runs and runs[score].notna().any() or fallback not in runs else fallback
 
 
-def record_score(summary: dict) -> str:
-    """primary() for one record (summary.json as a dict): its config's ``optimized_metric``, final_val by default."""
-    config = summary.get("config") if isinstance(summary, dict) and isinstance(summary.get("config"), dict) else {}
-    named = config.get(CONFIG_KEY)
-    return named if named in metric_table.SCORES else PRIMARY
-
-
-def other_score(key: str) -> str:
-    """The validation score that is not ``key``: shown beside the primary one, labelled."""
-    return next(k for k in metric_table.SCORES if k != key)
+# primary() for one record, and the score shown beside a score (records/metrics.py, pandas-free)
+record_score, other_score = metric_table.record_score, metric_table.other_score
 
 
 def primary_column(runs: pd.DataFrame | None = None) -> str:

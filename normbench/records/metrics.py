@@ -78,6 +78,21 @@ def target_in_range(metric: str, target: float) -> bool:
 # secondary is the first other one here: best_val for final_val, final_val for the other two.
 PRIMARY_SCORE, SECONDARY_SCORE, SMOOTHED_SCORE = "final_val", "best_val", "final_val_smoothed"
 SCORES = (PRIMARY_SCORE, SECONDARY_SCORE, SMOOTHED_SCORE)
+CONFIG_KEY = "optimized_metric"  # the config key a run's score is named by
+
+
+def record_score(summary: dict) -> str:
+    """The score of one record (summary.json as a dict): its config's ``optimized_metric``, final_val by
+    default. Here, not in analysis/rules.py beside the runs frame's rule (rules.primary), which reads it from
+    here: a run's own process (its end line, the sweep's table) reads it without importing pandas."""
+    config = summary.get("config") if isinstance(summary, dict) and isinstance(summary.get("config"), dict) else {}
+    named = config.get(CONFIG_KEY)
+    return named if named in SCORES else PRIMARY_SCORE
+
+
+def other_score(key: str) -> str:
+    """The validation score that is not ``key``: shown beside the primary one, labelled."""
+    return next(k for k in SCORES if k != key)
 
 
 @dataclass(frozen=True)

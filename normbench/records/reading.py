@@ -15,12 +15,14 @@ import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
-import pandas as pd
 
 from normbench.records.record import SUMMARY, RunRecord, SetAside, read_summary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,7 @@ def read_curves(run_dirs: Iterable[Path]) -> pd.DataFrame:
     runner writes them for a diverged run, and `time_s` must be finite and >= 0. Within curves_kept, each
     version of a file is parsed once.
     """
+    import pandas as pd  # here: a run's process reads records (finding its own), never curves
     dirs, parts = [], []
     for run_dir in run_dirs:
         lines = _curve_lines(Path(run_dir) / METRICS)

@@ -26,7 +26,6 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from normbench.analysis.rules import other_score, record_score
 from normbench.checks import require, to_devnull
 from normbench.configuration import hydra_files
 from normbench.configuration.config import ALLOW_CODE_ENV, ConfigError, config_dir, register, require_own_identity
@@ -35,7 +34,7 @@ from normbench.configuration.schema import TASK_CONFIGS
 from normbench.configuration.study_info import STUDY_ENV_VAR
 from normbench.records import folders, sweep_time
 from normbench.records.folders import stale_note
-from normbench.records.metrics import target_in_range, target_range
+from normbench.records.metrics import other_score, record_score, target_in_range, target_range
 from normbench.records.record import RUNNING, SetAside, read_summary
 from normbench.report.output import inside
 from normbench.studies import children, lean_job, orphans, sweep_end, validation, workers

@@ -11,22 +11,27 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from normbench.analysis.rules import PRIMARY, other_score, record_score
 from normbench.configuration.contract import identity
 from normbench.configuration.hydra_files import Refused
 from normbench.records import sweep_time
 from normbench.records.metrics import (
+    PRIMARY_SCORE,
     TIMING_NOISY,  # step_ms p90/p10 above this: the load changed while the run was timed
+    other_score,
+    record_score,
 )
 from normbench.records.reading import find_records
 from normbench.records.record import RUNNING, SUMMARY, running_now
 from normbench.studies import children, lost_workers
 from normbench.studies.workers import joblib_count
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("normbench")
 
@@ -69,9 +74,10 @@ def _scores(summary: dict) -> tuple[str, str]:
 
 def sweep_table(summaries: dict[Path, dict]) -> pd.DataFrame:
     """One row per run; the primary score first, the other validation score as the labelled secondary."""
+    import pandas as pd  # here, at the sweep's end: a run's process (a worker's, a single run's) needs none
     rows = []
     keys = {_scores(s) for s in summaries.values()}
-    primary, secondary = keys.pop() if len(keys) == 1 else (PRIMARY, other_score(PRIMARY))
+    primary, secondary = keys.pop() if len(keys) == 1 else (PRIMARY_SCORE, other_score(PRIMARY_SCORE))
     second = f"{secondary} (secondary)"
     for path, s in sorted(summaries.items(), key=lambda item: _run_order(item[0])):
         metrics, speed = s.get("metrics") or {}, s.get("throughput") or {}
@@ -284,6 +290,8 @@ class SweepSummary(Callback):
         say_refused_jobs()
         failed = failed_runs(summaries)
         try:
+            import pandas as pd
+
             with pd.option_context("display.width", 160, "display.max_rows", 60,
                                    "display.float_format", "{:.4g}".format):
                 print(f"\nnormbench sweep: {len(summaries)} runs in {sweep_dir}\n"

@@ -333,3 +333,22 @@ def test_a_stop_put_off_by_an_import_that_then_fails_still_ends_the_run_interrup
     assert stopped.value.signum == signal.SIGTERM
     assert read_summary(tmp_path / "summary.json").status == "interrupted"
     time.sleep(2 * run_module.IMPORT_WAIT_S)  # and not sent again once it has ended the run (SIGTERM would end pytest)
+
+
+def test_a_run_and_a_joblib_workers_job_import_no_pandas(tmp_path, tiny_args):
+    """A run's process (a single run; a worker's jobs) needs no pandas: it finds its records and says its score
+    without it, and pandas is half a second of every process's start on a 2-core CPU. The sweep's own process
+    imports it at the end, for the table it prints."""
+    probe = ("import atexit, runpy, sys\n"
+             "sys.argv = ['normbench', *sys.argv[1:]]\n"
+             "atexit.register(lambda: print('pandas loaded:', 'pandas' in sys.modules, file=sys.stderr))\n"
+             "runpy.run_module('normbench', run_name='__main__')\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OMP_NUM_THREADS": "1"}
+    single = subprocess.run([sys.executable, "-c", probe, *tiny_args, "hydra.run.dir=run"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=HANG_S)
+    assert single.returncode == 0 and " ok " in single.stderr, single.stderr[-2000:]
+    assert single.stderr.strip().splitlines()[-1] == "pandas loaded: False", single.stderr[-2000:]
+    worker = ("import normbench.studies.app, normbench.training.run, sys\n"
+              "print('pandas' in sys.modules)\n")  # what a loky worker imports to run a job
+    assert subprocess.run([sys.executable, "-c", worker], env=env, capture_output=True, text=True,
+                          timeout=HANG_S).stdout.strip() == "False"
