@@ -11,17 +11,16 @@ brings a value or a pair of values no job checked before it has brought, and ski
 and every pair of values in the batch is still composed before the first job runs. A failure that needs
 three settings together is found when that job is composed to run, as a failure of the launcher's.
 
-A job the check composed is not composed again to run where the launcher composes in this process (Hydra's
-basic launcher, the default): the check keeps its config and the launcher's composition of the same overrides
-from the same master config takes it, once. A joblib or submitit worker composes its own; the parent keeps
-nothing for them. And every composition copies Hydra's config repository first (CachingConfigRepository), the
-ConfigStore singleton inside it included, about 10 ms each here: the store is shared, not copied, as every
-source made afresh shares it (StructuredConfigSource takes ConfigStore.instance(), and its load copies each node
-it returns). And Hydra builds, for every config in the defaults tree, the map a defaults-list interpolation
-(``- db: ${other}``) is resolved against, an OmegaConf of every choice so far, about 20 of them per composition: it
-is built only for a defaults list that holds such an interpolation (Hydra reads it nowhere else). Hydra's own
-packaged configs (``pkg://hydra.conf``: its output, logging and help settings), parsed from YAML again in every
-composition, are parsed once per process and each composition given its own copy, as normbench's own files are
+A job the check composed is not composed again to run where the launcher composes in this process (Hydra's basic
+launcher, the default): the check keeps its config and the launcher's composition of the same overrides from the
+same master config takes it, once. A joblib or submitit worker composes its own; the parent keeps nothing for them.
+(Every composition copies Hydra's config repository first, CachingConfigRepository: the ConfigStore inside it is
+shared, not copied, by the source register() puts in Hydra's registry, configuration/config.py's SharedStoreSource.)
+And Hydra builds, for every config in the defaults tree, the map a defaults-list interpolation (``- db: ${other}``)
+is resolved against, an OmegaConf of every choice so far, about 20 of them per composition: it is built only for a
+defaults list that holds such an interpolation (Hydra reads it nowhere else). Hydra's own packaged configs
+(``pkg://hydra.conf``: its output, logging and help settings), parsed from YAML again in every composition, are
+parsed once per process and each composition given its own copy, as normbench's own files are
 (configuration/config.py, parsed_once); every such copy, and each ConfigStore node's (Hydra's schema and
 ``hydra/config``, normbench's schema), is made by unpickling the kept config's bytes (configuration/templates.py),
 checked to be the deep copy's tree. A config with a package (``# @package model``) is moved under it rather than
@@ -92,13 +91,6 @@ def _taking_kept(load):
 
     load_sweep_config.takes_kept = True
     return load_sweep_config
-
-
-def _shared_store(source, memo):
-    """StructuredConfigSource's deepcopy: a new source on the same ConfigStore singleton."""
-    copied = copy.copy(source)
-    memo[id(source)] = copied
-    return copied
 
 
 def _when_interpolated(build):
@@ -214,13 +206,12 @@ def _trees_kept(parse):
 
 def install() -> None:
     """Every sweeper that keeps Hydra's validate_batch_is_legal checks the covering jobs alone, the launcher in this
-    process takes their configs, a composition's repository copy shares the ConfigStore (whose nodes are copied from
-    their Templates), the interpolation map is built where a defaults list interpolates, Hydra's packaged configs are
-    parsed once, a config placed once is moved under its package (once each)."""
+    process takes their configs, the ConfigStore's nodes are copied from their Templates, the interpolation map is
+    built where a defaults list interpolates, Hydra's packaged configs are parsed once, a config placed once is moved
+    under its package (once each)."""
     from hydra._internal import defaults_list
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
-    from hydra._internal.core_plugins.structured_config_source import StructuredConfigSource
     from hydra.core.config_store import ConfigStore
     from hydra.plugins.sweeper import Sweeper
     from omegaconf import base as omegaconf_base
@@ -229,7 +220,6 @@ def install() -> None:
         Sweeper.validate_batch_is_legal = validate_covering
     if not getattr(ConfigLoaderImpl.load_sweep_config, "takes_kept", False):
         ConfigLoaderImpl.load_sweep_config = _taking_kept(ConfigLoaderImpl.load_sweep_config)
-    StructuredConfigSource.__deepcopy__ = _shared_store
     ConfigStore.load = _stored_copied
     if not getattr(ImportlibResourcesConfigSource.load_config, "parsed_once", False):
         ImportlibResourcesConfigSource.load_config = _parsed_once(ImportlibResourcesConfigSource.load_config)

@@ -4,7 +4,6 @@ what makes a composition cheaper changes no config."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import typing
 from itertools import combinations, product
@@ -12,7 +11,6 @@ from itertools import combinations, product
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.core_plugins.structured_config_source import StructuredConfigSource
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
@@ -110,13 +108,6 @@ def test_a_defaults_list_interpolation_still_resolves_its_choice(tmp_path):
     with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
         assert compose("config").schema.dialect == "mysql"
         assert compose("config", overrides=["db=pg"]).schema.dialect == "pg"
-
-
-def test_a_repository_copy_shares_the_config_store():
-    validation.install()
-    source = StructuredConfigSource(provider="test", path="structured://")
-    copied = copy.deepcopy([source])[0]
-    assert copied is not source and copied.store is source.store
 
 
 def test_the_same_file_at_two_packages_keeps_its_own_values_at_each(tmp_path):
