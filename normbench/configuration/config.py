@@ -504,10 +504,9 @@ class SharedStoreSource(StructuredConfigSource):
     """Hydra's source of the configs registered in its ConfigStore (the schema's), which a copy of shares the
     store instead of copying it. Hydra deep-copies its config repository, sources and all, for every
     composition (``CachingConfigRepository``): the copy of the store, every node registered in it, took about
-    15 ms on a 2-core CPU, most of ``normbench --help``'s 2.4 s (105 compositions). (A sweep's process shared it
-    before, by patching Hydra's class in studies/validation.py; registered here, every composition has it.) The
-    store is the process's one ConfigStore, which hands out a copy of each node it loads, and a
-    composition changes a source's list in the repository, never a source: nothing is shared that is changed."""
+    15 ms on a 2-core CPU, most of ``normbench --help``'s 2.4 s (105 compositions). The store is the process's
+    one ConfigStore, which hands out a copy of each node it loads, and a composition changes a source's list in
+    the repository, never a source: nothing is shared that is changed."""
 
     def __deepcopy__(self, memo: dict) -> SharedStoreSource:
         twin = memo[id(self)] = copy.copy(self)

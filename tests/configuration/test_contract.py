@@ -11,11 +11,16 @@ from normbench.configuration.contract import HARNESS, config_hash, effective_con
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def resolved(compose, *overrides) -> dict:
-    """The config a run records: composed by Hydra from conf/, resolved, without hydra."""
-    plain = OmegaConf.to_container(compose(*overrides), resolve=True)
+def recorded(node) -> dict:
+    """The config a run records of a composed ``node``: resolved, without hydra."""
+    plain = OmegaConf.to_container(node, resolve=True)
     plain.pop("hydra", None)
     return plain
+
+
+def resolved(compose, *overrides) -> dict:
+    """The config a run records: composed by Hydra from conf/, resolved, without hydra."""
+    return recorded(compose(*overrides))
 
 
 def test_norm_none_is_one_config_whatever_its_placement_eps_or_gain(compose):
@@ -168,9 +173,7 @@ def test_the_cell_kernel_rule_follows_what_the_layer_runs(compose):
                 for k in ran:
                     node = composed.copy()
                     OmegaConf.update(node, "model.cell_kernel", k)
-                    plain = OmegaConf.to_container(node, resolve=True)
-                    plain.pop("hydra", None)
-                    hashes[k] = config_hash(plain)
+                    hashes[k] = config_hash(recorded(node))
                 for a, b in (("auto", "python"), ("auto", "torch_compile")):
                     assert (hashes[a] == hashes[b]) == (ran[a] == ran[b]), (setting, a, b, ran)
 
