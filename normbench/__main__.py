@@ -101,7 +101,7 @@ def _command(name: str, args: list[str]) -> int:
             from normbench.configuration.config import plain_groups  # torch-free, but Hydra: a second
 
             args = plain_groups(args)
-        module = _imported(name)
+        module = imported(name)
         try:
             status = module.main(args)
         except SystemExit as done:  # argparse's --help: printed, then exit 0, a failed write swallowed (Z06)
@@ -125,16 +125,18 @@ def _command(name: str, args: list[str]) -> int:
             sys.stdout = out._stream
 
 
-def _imported(name: str):
-    """Subcommand ``name``'s module. A stop while it imports (torch, numpy, scipy: a second or more) ends the
-    process there with the command's one line and 128 + the signal: nothing is written yet. Raised there, it
-    was lost or worse: numpy's and scipy's lazy imports swallowed it and left a half-made numpy behind (an
-    AttributeError or RecursionError traceback), and inside a pybind11 call of torch's import it became a C++
-    exception that aborted the process (hostile h16 N6: `bench`, whose module imports all three)."""
+def imported(name: str, module: str | None = None):
+    """Subcommand ``name``'s module, or ``module``, one it imports once its arguments are parsed (bench's
+    benchmarks: its parser is torch-free, so that a mistyped option is answered at once). A stop while it
+    imports (torch, numpy, scipy: a second or more) ends the process there with the command's one line and
+    128 + the signal: nothing is written yet. Raised there, it was lost or worse: numpy's and scipy's lazy
+    imports swallowed it and left a half-made numpy behind (an AttributeError or RecursionError traceback),
+    and inside a pybind11 call of torch's import it became a C++ exception that aborted the process (hostile
+    h16 N6: `bench`, whose benchmarks import all three)."""
     stops = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s]
     previous = {s: signal.signal(s, functools.partial(_stopped_importing, name)) for s in stops}
     try:
-        return importlib.import_module(SUBCOMMANDS[name][0])
+        return importlib.import_module(module or SUBCOMMANDS[name][0])
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -48,6 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from normbench.bench.options import CANDIDATES, GRID_CANDIDATES, GRID_HIDDEN, MASKED, TARGET_FAMILIES, TARGETS
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import clock_for, measure, paired_difference, paired_ratio
 from normbench.models import lnlstm_cpu
@@ -56,12 +57,7 @@ from normbench.models.recurrent import GATES, InCellLayer, cell_kernel_in_use
 from normbench.models.recurrent import TORCH_CORES as FUSED
 from normbench.norms import NormSpec
 
-TARGETS = {"lstm": 1.3, "gru": 1.0}  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
 MASKED_TARGET = 1.15  # in-cell step on a variable-length batch / the same at fixed length
-TARGET_FAMILIES = tuple(TARGETS)
-CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python", "in_cell_torch_compile")
-EARLIER_CANDIDATES = {"in_cell_compile": "in_cell_torch_compile"}  # a candidate's name before issue 47's rename
-MASKED = "in_cell_masked"  # not in CANDIDATES: asked for with --masked, and at the grid's masked point
 
 
 def python_kernel(family: str, norm: str = "ln") -> str:
@@ -285,9 +281,6 @@ def build_steps(shape: CellShape = CellShape(), norm: NormSpec = NormSpec("ln"),
     return steps, facts
 
 
-GRID_HIDDEN = (64, 128, 256)  # the issue's shape grid, at batch 32, T 64, input 32
-
-
 def run(*, family: str | tuple[str, ...] = TARGET_FAMILIES, hidden: int | tuple[int, ...] = GRID_HIDDEN,
         length: int = 64, batch: int = 32, input_size: int = 32, norm: str = "ln", device: str = "cpu",
         quick: bool = False, repeats: int | None = None, candidates: tuple[str, ...] = CANDIDATES,
@@ -320,7 +313,6 @@ MASKED_POINT = {"batch": 32, "length": 64, "hidden": 128}
 QUICK_AXES = {"hidden": ((8, 16), {"batch": 4, "length": 4}), "batch": ((1, 4), {"hidden": 8, "length": 4}),
               "length": ((4, 8), {"hidden": 8, "batch": 4})}
 QUICK_MASKED_POINT = {"batch": 4, "length": 6, "hidden": 8}
-GRID_CANDIDATES = ("fused", "fused+norm_calls", "in_cell")  # the ratio, and the lower bound beside a miss
 
 
 def axis_points(axes: dict = AXES) -> list[tuple[str, dict]]:

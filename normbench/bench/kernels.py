@@ -43,17 +43,16 @@ from typing import Iterable, Mapping
 import torch
 from torch import nn
 
+from normbench.bench.options import DEFAULT_HIDDEN, DTYPES, FIGURE, HEADLINE_SHAPE, KERNEL_KINDS
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import Timing, clock_for, keep_freed_memory, measure, paired_ratio
-from normbench.norms import AutoImpl, kind_names, kind_of, norm_class
+from normbench.norms import AutoImpl, kind_of, norm_class
 
-KERNEL_KINDS = tuple(k for k in kind_names() if kind_of(k).timed)  # each kind's descriptor says (normbench/norms/kinds.py)
 RULE_IMPLS = ("native", "reference")    # every kind has both; the bench's rule adds the kinds' own kernels
 VENDOR_IMPLS = ("apex", "liger")  # other libraries' LN/RMSNorm kernels, CUDA only ("fused" in their names)
 BYTES_PER_ELEMENT = {"fwd": 2, "bwd": 3, "fwd+bwd": 5, "copy": 2}
 PASSES = ("fwd", "fwd+bwd")
-TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # precision name -> tensor dtype
-DEFAULT_HIDDEN = (64, 256, 1024, 4096, 16384)
+TORCH_DTYPES = {name: getattr(torch, dtype) for name, dtype in DTYPES.items()}  # precision name -> tensor dtype
 # fp32 size of each grid tensor (bf16: half): x and y together outgrow a 32 MiB last-level cache,
 # so the copy and the norms stream from memory rather than cache
 TARGET_BYTES = 32 * 2**20
@@ -75,7 +74,6 @@ DATASHEET_PEAK_GBPS = (
     ("L4", 300), ("A10G", 600), ("A10", 600), ("V100", 900), ("T4", 320), ("RTX 4090", 1008), ("RTX 3090", 936),
 )
 L2_MULTIPLE = 4  # a GPU tensor of the grid is at least this many times the L2 cache
-HEADLINE_SHAPE = (8192, 4096)           # the size at which the CPU findings below were first seen
 RULE_MARGIN = 0.05  # another impl replaces native only when at least this much faster: smaller is noise
 
 
@@ -611,9 +609,6 @@ def render_markdown(rows, headline_rows, rule, environment, command, not_measure
     text.append(f"![GB/s vs hidden, fp32 forward]({FIGURE})")
     text.append(targets_block(list(targets)))
     return "\n\n".join(t for t in text if t)
-
-
-FIGURE = "kernels.png"  # the section's one figure, beside kernels.md
 
 
 def plot_bandwidth(rows: list[dict]) -> bytes | None:

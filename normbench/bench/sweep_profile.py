@@ -36,13 +36,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from normbench.bench.options import SUBSET
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.records import sweep_time
 from normbench.records.reading import record_paths
 from normbench.records.record import RunRecord, read_summary
 
-# 52 jobs: two families x two placements x the smoke sweep's 13 cases (norms, precisions, tasks)
-SUBSET = ["+sweep=smoke", "model=lstm,transformer", "placement=pre,post"]
 TARGET = 0.5  # issue 48: the fixed cost per run at most half of the code compared against
 
 # part -> the functions whose cumulative time is that part: (a file's path ending, a function name

@@ -120,10 +120,6 @@ class CudaEventClock:
         return self.start.elapsed_time(self.end) / 1e3
 
 
-CLOCKS = ("wall", "cpu")  # cpu: the process's CPU time (time.process_time), which other processes on a busy
-                          # machine inflate far less than the wall time; with one thread, the step's own
-
-
 def clock_for(device: torch.device | str, clock: str = "wall") -> WallClock | CudaEventClock:
     device = torch.device(device)
     if device.type == "cuda":

@@ -19,6 +19,14 @@ from tests.waiting import HANG_S
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.parametrize("argv", [["kernels", "--dtypes", "fp7"], ["cells", "--bogus"], ["sweep", "--help"], ["--help"]])
+def test_the_arguments_are_answered_before_torch_is_imported(argv):
+    """The parser is torch-free (bench/options.py): a mistyped option or --help took 5-7 s of torch's import here."""
+    code = ("import sys\nfrom normbench.bench.__main__ import main\ntry:\n    main(sys.argv[1:])\n"
+            "except SystemExit as stop:\n    print(stop.code, 'torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=HANG_S,
+                          cwd=ROOT)
+    assert done.stdout.splitlines()[-1] == ("0 False" if "--help" in argv else "2 False"), (done.stdout, done.stderr)
 
 
 @pytest.mark.parametrize("argv, named", [

@@ -141,7 +141,7 @@ def test_candidates_takes_the_torch_compile_candidates_earlier_name():
     """in_cell_compile, in_cell_torch_compile's name before issue 47's rename, is still a candidate, by its present name."""
     import argparse
 
-    from normbench.bench.__main__ import _candidates
+    from normbench.bench.options import _candidates
 
     assert _candidates("fused,in_cell_compile,in_cell_torch_compile") == ("fused", "in_cell_torch_compile")
     with pytest.raises(argparse.ArgumentTypeError, match="valid: "):
