@@ -78,6 +78,7 @@ def subcommand(name: str, args: list[str]) -> int:
 def _command(name: str, args: list[str]) -> int:
     """Subcommand ``name``'s exit status; a stop (KeyboardInterrupt) is left to the caller."""
     from normbench.checks import (  # torch-free
+        COMMANDS_RUNNING,
         ArgumentRefused,
         print_on_any_terminal,
         stderr_may_fail,
@@ -102,6 +103,7 @@ def _command(name: str, args: list[str]) -> int:
 
             args = plain_groups(args)
         module = imported(name)
+        COMMANDS_RUNNING.append(name)  # its own later imports are guarded as this one was (imported)
         try:
             status = module.main(args)
         except SystemExit as done:  # argparse's --help: printed, then exit 0, a failed write swallowed (Z06)
@@ -121,6 +123,8 @@ def _command(name: str, args: list[str]) -> int:
               file=sys.stderr)
         return 1
     finally:
+        if name in COMMANDS_RUNNING:
+            COMMANDS_RUNNING.remove(name)
         if sys.stdout is out:
             sys.stdout = out._stream
 
@@ -132,7 +136,12 @@ def imported(name: str, module: str | None = None):
     128 + the signal: nothing is written yet. Raised there, it was lost or worse: numpy's and scipy's lazy
     imports swallowed it and left a half-made numpy behind (an AttributeError or RecursionError traceback),
     and inside a pybind11 call of torch's import it became a C++ exception that aborted the process (hostile
-    h16 N6: `bench`, whose benchmarks import all three)."""
+    h16 N6: `bench`, whose benchmarks import all three). ``module`` is imported so only while ``name`` runs from
+    the command line: a caller of its main() in a notebook, a test or a thread keeps its own Ctrl-C."""
+    from normbench.checks import COMMANDS_RUNNING  # torch-free
+
+    if module is not None and name not in COMMANDS_RUNNING:
+        return importlib.import_module(module)
     stops = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s]
     previous = {s: signal.signal(s, functools.partial(_stopped_importing, name)) for s in stops}
     try:

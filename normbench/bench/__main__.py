@@ -24,12 +24,15 @@ if __name__ == "__main__":  # first, before torch: `python -m normbench.bench` i
 
     forward("bench", sys.argv[1:])  # imports this file again as normbench.bench.__main__, runs main, exits
 
-from normbench.bench.options import parser  # noqa: E402  (after the stop handling, deliberately; torch-free)
+from normbench.bench.options import parser, refusal  # noqa: E402  (after the stop handling, deliberately; torch-free)
 
 
 def main(argv: list[str] | None = None) -> int:
     top = parser()
     args = top.parse_args(argv)  # before torch: a mistyped option, or --help, is answered at once
+    refused = refusal(args)
+    if refused:
+        top.error(refused)
     from normbench.__main__ import imported  # a stop while torch and the benchmarks import is one line
 
     return imported("bench", "normbench.bench.command").run(top, args)

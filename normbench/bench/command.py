@@ -12,7 +12,7 @@ import time
 import torch
 
 from normbench.bench import arms, cells, harness, kernels, sweep, sweep_profile
-from normbench.bench.options import GRID_CANDIDATES, command_line, needs_another
+from normbench.bench.options import CANDIDATES, GRID_CANDIDATES, MASKED, command_line
 from normbench.bench.section import OtherLoad, Section, bench_files, condition_line, finite_json, section_files
 from normbench.checks import out_folder_problem
 from normbench.report.output import OutputError
@@ -33,14 +33,6 @@ def run(top: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         top.error("--clock cpu times a CPU's work; on --device cuda steps are timed on the GPU's own timeline")
     if args.command == "arms":
         return run_arms(args)
-    needs = needs_another(args)
-    if needs:
-        top.error(needs)
-    if getattr(args, "against", None) is not None and not (args.against / "normbench" / "__init__.py").is_file():
-        top.error(f"--against {args.against}: not a checkout of normbench (no normbench/__init__.py in it)")
-    if getattr(args, "keep", None) is not None and args.keep.exists() and (not args.keep.is_dir()
-                                                                          or any(args.keep.iterdir())):
-        top.error(f"--keep {args.keep}: not empty, or not a folder (a sweep folder that holds records resumes them instead of running)")
     names = SUBCOMMANDS if args.command == "all" else (args.command,)
     # Before any work: a link as --out, a file where a folder should be, or a file in the way that a benchmark
     # did not write (or that was changed since) stops it; the writer checks each file again as it writes.
@@ -59,7 +51,6 @@ def run(top: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         top.error(f"--subset: {err}" if args.subset else str(err))
 
 
-
 def run_one(name: str, args: argparse.Namespace) -> Section:
     started, others, condition = time.perf_counter(), OtherLoad(), machine.Condition()
     threads = args.threads or (1 if args.quick else None)
@@ -76,7 +67,7 @@ def run_one(name: str, args: argparse.Namespace) -> Section:
                                  repeats=args.repeats, candidates=tuple(args.candidates or GRID_CANDIDATES),
                                  device=args.cell_device, clock=args.clock, command=command)
     elif name == "cells":
-        candidates = tuple(args.candidates or cells.CANDIDATES) + ((cells.MASKED,) if args.masked else ())
+        candidates = tuple(args.candidates or CANDIDATES) + ((MASKED,) if args.masked else ())
         section = cells.run(family=args.family, hidden=args.cell_hidden, length=args.length, batch=args.batch,
                             input_size=args.input_size, norm=args.norm, quick=args.quick, repeats=args.repeats,
                             candidates=tuple(dict.fromkeys(candidates)), device=args.cell_device, clock=args.clock,

@@ -43,7 +43,7 @@ from typing import Iterable, Mapping
 import torch
 from torch import nn
 
-from normbench.bench.options import DEFAULT_HIDDEN, DTYPES, FIGURE, HEADLINE_SHAPE, KERNEL_KINDS
+from normbench.bench.options import DEFAULT_HIDDEN, HEADLINE_SHAPE, KERNEL_DTYPES, KERNEL_KINDS
 from normbench.bench.section import RatioLine, Section, bench_environment, markdown_table
 from normbench.bench.timing import Timing, clock_for, keep_freed_memory, measure, paired_ratio
 from normbench.norms import AutoImpl, kind_of, norm_class
@@ -52,7 +52,7 @@ RULE_IMPLS = ("native", "reference")    # every kind has both; the bench's rule 
 VENDOR_IMPLS = ("apex", "liger")  # other libraries' LN/RMSNorm kernels, CUDA only ("fused" in their names)
 BYTES_PER_ELEMENT = {"fwd": 2, "bwd": 3, "fwd+bwd": 5, "copy": 2}
 PASSES = ("fwd", "fwd+bwd")
-TORCH_DTYPES = {name: getattr(torch, dtype) for name, dtype in DTYPES.items()}  # precision name -> tensor dtype
+TORCH_DTYPES = {name: getattr(torch, dtype) for name, dtype in KERNEL_DTYPES.items()}  # precision name -> tensor dtype
 # fp32 size of each grid tensor (bf16: half): x and y together outgrow a 32 MiB last-level cache,
 # so the copy and the norms stream from memory rather than cache
 TARGET_BYTES = 32 * 2**20
@@ -609,6 +609,9 @@ def render_markdown(rows, headline_rows, rule, environment, command, not_measure
     text.append(f"![GB/s vs hidden, fp32 forward]({FIGURE})")
     text.append(targets_block(list(targets)))
     return "\n\n".join(t for t in text if t)
+
+
+FIGURE = "kernels.png"  # the section's one figure, beside kernels.md
 
 
 def plot_bandwidth(rows: list[dict]) -> bytes | None:

@@ -20,21 +20,18 @@ PREFIXES = {"kernels": "kernel-", "cells": "cell-", "harness": "harness-", "swee
 
 # bench kernels (normbench/bench/kernels.py)
 KERNEL_KINDS = tuple(k for k in kind_names() if kind_of(k).timed)  # each kind's descriptor says (norms/kinds.py)
-DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # precision name -> torch's name of its dtype
+KERNEL_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # precision name -> torch's name of its dtype
 DEFAULT_HIDDEN = (64, 256, 1024, 4096, 16384)
 HEADLINE_SHAPE = (8192, 4096)  # the size at which kernels.py's CPU findings were first seen
-FIGURE = "kernels.png"  # the section's one figure, beside kernels.md
 
 # bench cells (normbench/bench/cells.py)
-TARGETS = {"lstm": 1.3, "gru": 1.0}  # in-cell LN-LSTM (LN-GRU) step time / nn.LSTM (nn.GRU) step time
-TARGET_FAMILIES = tuple(TARGETS)
+TARGET_FAMILIES = ("lstm", "gru")  # the families with a target (cells.TARGETS)
 CANDIDATES = ("fused", "fused+norm_calls", "loop", "in_cell", "in_cell_python", "in_cell_torch_compile")
 EARLIER_CANDIDATES = {"in_cell_compile": "in_cell_torch_compile"}  # a candidate's name before issue 47's rename
 MASKED = "in_cell_masked"  # not in CANDIDATES: asked for with --masked, and at the grid's masked point
 GRID_HIDDEN = (64, 128, 256)  # the issue's shape grid, at batch 32, T 64, input 32
 GRID_CANDIDATES = ("fused", "fused+norm_calls", "in_cell")  # the ratio, and the lower bound beside a miss
-CLOCKS = ("wall", "cpu")  # cpu: the process's CPU time (time.process_time), which other processes on a busy
-                          # machine inflate far less than the wall time; with one thread, the step's own
+CLOCKS = ("wall", "cpu")  # how a cell's step is timed on a CPU (timing.clock_for says what each is)
 
 # bench sweep --profile (normbench/bench/sweep_profile.py): 52 jobs, two families x two placements x the smoke
 # sweep's 13 cases (norms, precisions, tasks)
@@ -120,7 +117,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _kernel_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="cpu | cuda (default cpu)")
     p.add_argument("--compile", action="store_true", help="also time torch.compile of the reference modules")
-    p.add_argument("--dtypes", type=_csv(str, tuple(DTYPES)), help="comma list of fp32,bf16,fp16 (default fp32,bf16; CUDA adds fp16)")
+    p.add_argument("--dtypes", type=_csv(str, tuple(KERNEL_DTYPES)), help="comma list of fp32,bf16,fp16 (default fp32,bf16; CUDA adds fp16)")
     p.add_argument(f"--{prefix}hidden", type=_csv(int), dest="kernel_hidden",
                    help=f"comma list of hidden sizes (default {','.join(map(str, DEFAULT_HIDDEN))}; "
                         "rows sized to ~32 MiB in fp32)")
@@ -252,7 +249,7 @@ def command_line(name: str, args: argparse.Namespace) -> str:
     elif name == "harness":
         for flag, key in (("--steps", "harness_steps"), ("--trials", "trials"), ("--probe-every", "probe_every"),
                           ("--fold", "fold")):
-            words += [flag, str(getattr(args, key))] if getattr(args, key, None) else []
+            words += [flag, str(getattr(args, key))] if getattr(args, key, None) is not None else []
         words += ["--muon"] if getattr(args, "muon", False) else []
         words += ["--evaluation"] if getattr(args, "evaluation", False) else []
     elif name == "sweep" and args.profile:
@@ -273,10 +270,28 @@ NEEDS = (("--against", "against", "--profile", "profile"), ("--subset", "subset"
          ("--no-parts", "no_parts", "--against", "against"))
 
 
-def needs_another(args: argparse.Namespace) -> str | None:
+def _needs_another(args: argparse.Namespace) -> str | None:
     """One line on an option given without the one it acts with, which would be ignored in silence (hostile
     B14, B15: --subset without --profile, --rounds without --against, ran the plain sweep benchmark)."""
     for option, dest, needed, needed_dest in NEEDS:
         if getattr(args, dest, None) not in (None, False) and not getattr(args, needed_dest, None):
             return f"{option} acts only with {needed}: give it with {needed}, or leave {option} out"
+    return None
+
+
+def refusal(args: argparse.Namespace) -> str | None:
+    """Why a parsed invocation is refused before any benchmark is imported, or None: an option without the one it
+    acts with, --against that is not a checkout, --keep that is not an empty folder. (arms takes none of them;
+    its --rounds is its own.)"""
+    if args.command == "arms":
+        return None
+    needs = _needs_another(args)
+    if needs:
+        return needs
+    if getattr(args, "against", None) is not None and not (args.against / "normbench" / "__init__.py").is_file():
+        return f"--against {args.against}: not a checkout of normbench (no normbench/__init__.py in it)"
+    if getattr(args, "keep", None) is not None and args.keep.exists() and (not args.keep.is_dir()
+                                                                          or any(args.keep.iterdir())):
+        return (f"--keep {args.keep}: not empty, or not a folder (a sweep folder that holds records resumes them "
+                "instead of running)")
     return None

@@ -121,6 +121,9 @@ class CudaEventClock:
 
 
 def clock_for(device: torch.device | str, clock: str = "wall") -> WallClock | CudaEventClock:
+    """The clock a step on ``device`` is timed by: a GPU's own timeline, or on a CPU the wall time or ("cpu") the
+    process's CPU time (time.process_time), which other processes on a busy machine inflate far less than the
+    wall time; with one thread, the step's own."""
     device = torch.device(device)
     if device.type == "cuda":
         if clock != "wall":

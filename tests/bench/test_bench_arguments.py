@@ -19,9 +19,11 @@ from tests.waiting import HANG_S
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("argv", [["kernels", "--dtypes", "fp7"], ["cells", "--bogus"], ["sweep", "--help"], ["--help"]])
+@pytest.mark.parametrize("argv", [["kernels", "--dtypes", "fp7"], ["cells", "--bogus"], ["sweep", "--help"], ["--help"],
+                                  ["sweep", "--quick", "--rounds", "2"], ["sweep", "--profile", "--against", "nowhere"]])
 def test_the_arguments_are_answered_before_torch_is_imported(argv):
-    """The parser is torch-free (bench/options.py): a mistyped option or --help took 5-7 s of torch's import here."""
+    """The parser and the refusals that need no benchmark are torch-free (bench/options.py): a mistyped option or
+    --help took 5-7 s of torch's import here."""
     code = ("import sys\nfrom normbench.bench.__main__ import main\ntry:\n    main(sys.argv[1:])\n"
             "except SystemExit as stop:\n    print(stop.code, 'torch' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=HANG_S,
@@ -41,6 +43,26 @@ def test_a_module_spelling_refuses_what_the_command_refuses(argv, named, tmp_pat
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.count("\n") == 1 and named in done.stderr and "must be >= 1" in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_main_in_a_thread_refuses_as_in_the_main_thread(tmp_path):
+    """Only the command line's run guards the benchmarks' import with stop handlers (normbench/__main__.imported),
+    which Python sets in the main thread alone: main() in another thread (a notebook's, a server's) was a
+    ValueError, not the refusal."""
+    import threading
+
+    ended = []
+
+    def call():
+        try:
+            main(["kernels", "--quick", "--out", str(tmp_path)])  # refused once the benchmarks are imported
+        except BaseException as stop:  # noqa: BLE001 - the thread's outcome, whatever it is, for the assert
+            ended.append(stop)
+    (tmp_path / "kernels.md").write_text("a file this benchmark did not write")
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join(HANG_S)
+    assert len(ended) == 1 and isinstance(ended[0], SystemExit) and ended[0].code == 2, ended
 
 
 @pytest.mark.parametrize("argv, option, needed", [
