@@ -146,11 +146,11 @@ def temp_folder_problem() -> str | None:
     return None
 
 
-# A cgroup's CPU bandwidth limit: v2's "QUOTA PERIOD" ("max" for none), else v1's two files (quota -1 for none)
 # The subcommands this process runs from the command line now (normbench/__main__.subcommand; here, not there:
 # `python -m normbench` runs that file as __main__, and a subcommand imports it again as normbench.__main__)
 COMMANDS_RUNNING: list[str] = []
 
+# A cgroup's CPU bandwidth limit: v2's "QUOTA PERIOD" ("max" for none), else v1's two files (quota -1 for none)
 CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"
 CGROUP_V1_QUOTA = ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")
 
