@@ -60,7 +60,7 @@ def primary(runs: pd.DataFrame | None = None) -> str:
     """The record key of the primary score: the runs' ``optimized_metric`` when they all name one of the other
     scores (best_val, final_val_smoothed); else the score the runs' study is read on where they carry it (their
     ``study.score``, set once per study by study_scores: under a constant lr the mean of the last evaluations)
-    and all name one; else final_val. Every consumer asks here (or record_score for one record): the
+    and all name one; else final_val. Every consumer asks here (or records/metrics.record_score for one record): the
     leaderboard, the answers, the synthesis, the claims, compare, the sweep's table and objective."""
     named = _one_score(runs, CONFIG_KEY)
     if named is not None and named != PRIMARY:
@@ -136,10 +136,6 @@ def score_column(runs: pd.DataFrame) -> str:
     main, other = metric_table.path(PRIMARY), metric_table.path(SECONDARY)
     fallback = other if score == main else main
     return score if score in runs and runs[score].notna().any() or fallback not in runs else fallback
-
-
-# primary() for one record, and the score shown beside a score (records/metrics.py, pandas-free)
-record_score, other_score = metric_table.record_score, metric_table.other_score
 
 
 def primary_column(runs: pd.DataFrame | None = None) -> str:

@@ -188,7 +188,7 @@ def objective(summary: dict) -> float:
     Any run that did not finish ok (diverged, invalid, skipped, failed) scores +inf, worse than every
     finished run; a finished run without a finite metric too.
     """
-    value = (summary.get("metrics") or {}).get(record_score(summary))  # the primary score (analysis/rules.py)
+    value = (summary.get("metrics") or {}).get(record_score(summary))  # the primary score (records/metrics.py)
     if summary.get("status") != "ok" or not isinstance(value, (int, float)) or not math.isfinite(value):
         return math.inf
     return -float(value) if (summary.get("task") or {}).get("higher_is_better", True) else float(value)

@@ -1,4 +1,4 @@
-"""The score is chosen once (analysis/rules.py: primary, record_score) from the runs' optimized_metric, and every
+"""The score is chosen once (analysis/rules.py: primary; records/metrics.py: record_score) from the runs' optimized_metric, and every
 consumer asks there: with optimized_metric=best_val the leaderboard, the answer, the claims, compare, the sweep's
 table and objective all use best_val, and the lr-tuning section, which keeps final_val on purpose, says why.
 
@@ -10,6 +10,7 @@ import pytest
 
 from normbench.analysis import aggregate, rules, tuning
 from normbench.analysis.claims import comparison, engine, vocabulary
+from normbench.records.metrics import record_score
 from normbench.studies.app import describe, objective
 from normbench.studies.compare import main as compare_main
 from normbench.studies.sweep_end import sweep_table
@@ -74,7 +75,7 @@ def test_compare_defaults_to_the_baseline_score(write_record, tmp_path, capsys):
 def test_the_sweep_end_table_and_the_objective_read_the_record_score():
     record = {"status": "ok", "config": {"optimized_metric": "best_val"}, "metrics": {"best_val": 0.9, "final_val": 0.7},
               "task": {"metric": "accuracy", "chance": 0.1, "target": 0.99, "higher_is_better": True}}
-    assert rules.record_score(record) == "best_val" and rules.record_score({"config": {}}) == "final_val"
+    assert record_score(record) == "best_val" and record_score({"config": {}}) == "final_val"
     assert objective(record) == -0.9
     assert describe(record).startswith("ok | best val accuracy 0.9 (chance 0.1, final val 0.7")
     from pathlib import Path
