@@ -20,7 +20,7 @@ CONFIG_ONLY = ("-sc", "--shell-completion", "-h", "--help", "--hydra-help")
 # name: (module with main(argv) -> exit status, what it does). `--help` and completion list these.
 SUBCOMMANDS = {
     "report": ("normbench.report.__main__", "the report of sweeps or runs: normbench report DIR [DIR ...] [--out DIR]"),
-    "compare": ("normbench.studies.compare", "has NEW got worse than BASELINE? normbench compare BASELINE NEW (exit 1 if so)"),
+    "compare": ("normbench.studies.compare_command", "has NEW got worse than BASELINE? normbench compare BASELINE NEW (exit 1 if so)"),
     "study": ("normbench.studies.study", "run a study's sweep and add seeds in rounds until it is decided: normbench study +sweep=NAME"),
     "tune": ("normbench.studies.tune", "a tuned study: lr selection, then evaluation at the chosen lr"),
     "bench": ("normbench.bench.__main__", "speed benchmarks: normbench bench {kernels,cells,harness,sweep,arms,all}"),

@@ -39,8 +39,13 @@ def test_a_signal_in_any_subcommand_is_one_line(name, signum, monkeypatch, capsy
     assert err == f"normbench {name}: stopped by {signal.Signals(signum).name}\n"
 
 
-def test_sigterm_while_a_subcommand_imports_is_one_line(tmp_path):
-    """The signal arrives before the command's module has finished importing (pandas, torch)."""
+@pytest.mark.parametrize("module, args", [
+    ("normbench.studies.compare_command", ["NB-SLOW-IMPORT"]),  # the subcommand's module
+    ("normbench.studies.compare", ["{tmp}", "{tmp}", "--ignore", "NB-SLOW-IMPORT"]),  # the comparison, once they pass
+])
+def test_sigterm_while_a_subcommand_imports_is_one_line(tmp_path, module, args):
+    """The signal arrives before the command's module has finished importing (pandas, torch): the module the
+    subcommand names, or the one it imports once its arguments pass (compare_command's compare)."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(
@@ -48,13 +53,13 @@ def test_sigterm_while_a_subcommand_imports_is_one_line(tmp_path):
         "if sys.argv[-1] == 'NB-SLOW-IMPORT':\n"
         "    class Slow:\n"
         "        def find_spec(self, name, path=None, target=None):\n"
-        "            if name == 'normbench.studies.compare':\n"
+        f"            if name == {module!r}:\n"
         "                os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n"
         "            return None\n"
         "    sys.meta_path.insert(0, Slow())\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.getcwd()])}
-    done = subprocess.run([sys.executable, "-m", "normbench", "compare", "NB-SLOW-IMPORT"], env=env,
-                          capture_output=True, text=True, timeout=HANG_S)
+    done = subprocess.run([sys.executable, "-m", "normbench", "compare", *(a.format(tmp=tmp_path) for a in args)],
+                          env=env, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
     assert done.stderr == "normbench compare: stopped by SIGTERM\n"
 

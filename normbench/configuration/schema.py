@@ -50,8 +50,10 @@ SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
 
 
+# save_model=true's files (normbench/training/saved_model.py): the weights `normbench evaluate --which` names
+SAVED_MODELS = {"final": "model_final.pt", "best": "model_best.pt"}
 RECORD_FILES = ("summary.json", "metrics.jsonl", "traceback.txt", "normbench.log", ".normbench.lock", "checkpoint.pt",
-                "model_final.pt", "model_best.pt", ".hydra")
+                *SAVED_MODELS.values(), ".hydra")
 
 
 def _short(value: object, limit: int = 80) -> str:

@@ -34,8 +34,8 @@ spread, and never below the tolerance), and the summary says what that is at its
 
 from __future__ import annotations
 
+import argparse
 import math
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,12 +46,12 @@ from scipy import stats
 
 from normbench.analysis import aggregate, rules
 from normbench.analysis.intervals import mean_estimate
-from normbench.checks import OneLineParser, given_path, out_path
-from normbench.records.metrics import SCORES, path, viewed
+from normbench.records.metrics import path, viewed
 from normbench.records.reading import find_records, quiet_numerics
-from normbench.records.record import RESULT_STATUSES, Unreadable, open_regular, write_file
+from normbench.records.record import RESULT_STATUSES, write_file
+from normbench.studies import compare_command
+from normbench.studies.compare_command import HEADING, SCORE_COLUMNS, CompareError, refused
 
-SCORE_COLUMNS = {key: path(key) for key in (*SCORES, "test")}  # the scores compare gates on
 # Shown with intervals; gated only where the module docstring says.
 GRADIENTS = tuple(path(key) for key in viewed("compare"))
 STEP_TIME = "throughput.step_ms_median"
@@ -59,10 +59,6 @@ ENVIRONMENT_KEYS = ("git_commit", "torch", "device", "device_name", "python", "n
 CLOCKS = ("metrics.seconds_to_target",)  # wall-clock readings: never equal twice, not gated by --exact
 POWER, ALPHA = rules.POWER, rules.ALPHA
 REFUSED_STATUSES = ("invalid", "skipped")  # refused before training, with the reason: the same in both sets is no change
-
-
-class CompareError(Exception):
-    """Input that cannot be compared; the message is one line."""
 
 
 @dataclass
@@ -435,36 +431,6 @@ def _delta(d: Delta | None, percent_of_base: bool = False) -> str:
     return text
 
 
-HEADING = "## normbench compare: "  # the first line of every summary: how --out recognises its own file
-
-
-def _check_out(out: Path) -> None:
-    """``--out`` may replace only a summary compare wrote (its first line is HEADING): any other
-    regular file there is the user's, refused before anything is compared, and so is a link (the writer would
-    replace the user's link with the summary; hostile C09), as rerun's and report's --out are. A FIFO or
-    folder is refused by the one writer (record.write_file)."""
-    folder = out.parent
-    if not folder.is_dir():  # said here, not as the writer's temporary file that could not be made (hostile C10)
-        what = "is not a folder" if os.path.lexists(folder) else "does not exist"
-        raise CompareError(f"--out {str(out)[:200]}: the folder {str(folder)[:200]} {what}")
-    if os.path.islink(out):
-        raise CompareError(f"--out {str(out)[:200]} is a symbolic link; give the file it points to if the summary "
-                           f"belongs there")
-    if not os.path.lexists(out):
-        return
-    try:
-        fd, _ = open_regular(out)
-    except Unreadable:
-        return  # a FIFO, a folder, a device: write_file refuses it in one line
-    try:
-        first = os.read(fd, len(HEADING))
-    finally:
-        os.close(fd)
-    if first != HEADING.encode():
-        raise CompareError(f"--out {str(out)[:200]} exists and is not a summary compare wrote; choose another "
-                           f"path or move it away")
-
-
 def markdown(settings: list[Setting], only_base: pd.DataFrame, only_new: pd.DataFrame, *, baseline: Path,
              new: Path, environment: list[str], metric: str, tolerance: float, relative: bool,
              max_new_divergences: int, step_time_tolerance: float | None, verdict: Verdict, exact: bool = False,
@@ -528,47 +494,14 @@ def terminal_text(value: object) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="python -m normbench compare",
-        description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
-    parser.add_argument("baseline", type=lambda text: given_path(text, "BASELINE"), metavar="BASELINE",
-                        help="a sweep or run directory")
-    parser.add_argument("new", type=lambda text: given_path(text, "NEW"), metavar="NEW",
-                        help="a sweep or run directory")
-    parser.add_argument("--metric", choices=sorted(SCORE_COLUMNS), default=None,
-                        help=f"primary metric (default: the report's primary score, the baseline's optimized_metric, "
-                             f"else {rules.PRIMARY}: the last validation value; best_val: the best validation value; "
-                             "test: the final model on test)")
-    parser.add_argument("--tolerance", type=float, default=None,
-                        help="how much worse the primary metric may get, in its own units (default 0.01)")
-    parser.add_argument("--relative", action="store_true", help="--tolerance is a fraction of the baseline mean")
-    parser.add_argument("--max-new-divergences", type=int, default=None,
-                        help="extra diverged runs per setting tolerated (default 0)")
-    parser.add_argument("--step-time-tolerance", type=float, default=None, metavar="FRACTION",
-                        help="fail when the median step time is more than FRACTION slower (default: not gated)")
-    parser.add_argument("--exact", action="store_true",
-                        help="deterministic runs of one machine: any change of a recorded metric fails (with the diff)")
-    parser.add_argument("--ignore", action="append", default=[], metavar="KEY",
-                        help="pair runs by every setting and the seed except KEY (repeatable; e.g. grad_clip, model)")
-    parser.add_argument("--out", type=out_path, default=None, help="write the Markdown summary here too")
-    args = parser.parse_args(argv)
-    loose = [flag for flag, given in (("--tolerance", args.tolerance is not None), ("--relative", args.relative),
-                                      ("--max-new-divergences", (args.max_new_divergences or 0) > 0)) if given]
-    # exact fails on any change: a tolerance would be silently ignored (hostile C02, C15); 0 more divergences is
-    # what --exact means, and loosens nothing (C01)
-    if args.exact and loose:
-        parser.error(f"--exact fails on any change of a metric or a status; {loose[0]} loosens that gate: give one "
-                     f"or the other")
-    args.tolerance = 0.01 if args.tolerance is None else args.tolerance
-    args.max_new_divergences = args.max_new_divergences or 0
+    """``normbench compare`` called from Python (tests, scripts): compare_command.main, which parses and checks
+    the arguments, then calls ``run``."""
+    return compare_command.main(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The comparison of arguments compare_command has parsed and checked: its exit status, after the summary."""
     try:
-        if args.out is not None:
-            _check_out(args.out)
-        # finite too: --tolerance inf would turn the gate off, and nan fails every comparison
-        if not (math.isfinite(args.tolerance) and args.tolerance >= 0 and args.max_new_divergences >= 0
-                and (args.step_time_tolerance is None
-                     or (math.isfinite(args.step_time_tolerance) and args.step_time_tolerance >= 0))):
-            raise CompareError("tolerances must be finite numbers >= 0")
         unsure: list[str] = []
         aside_base: list[str] = []
         aside_new: list[str] = []
@@ -598,10 +531,7 @@ def main(argv: list[str] | None = None) -> int:
         if sys.stdout is not None and sys.stdout.isatty():  # the same summary without the escapes Markdown needs (`>`, not `&gt;`)
             text = markdown(settings, only_base, only_new, **said, cell=terminal_text)
     except (CompareError, OSError) as error:
-        from normbench.studies.app import message_text  # a key as typed may hold escapes or 40 kB (hostile N16, N17)
-
-        print(f"normbench.compare: {message_text(error)}", file=sys.stderr)
-        return 2
+        return refused(error)
     print(text, end="")
     return verdict.exit_status
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from normbench.checks import OneLineParser, given_path
-from normbench.training.saved_model import FILES
+from normbench.configuration.schema import SAVED_MODELS  # torch-free: --help and a refusal answer before torch loads
 
 SPLITS = ("test", "val")
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                            epilog="exit status: 0 the recorded score, 1 it differs (as rerun's), 2 the input")
     parser.add_argument("run_dir", type=lambda text: given_path(text, "RUN_DIR"),
                         help="a run directory trained with save_model=true")
-    parser.add_argument("--which", choices=tuple(FILES), default="final",
+    parser.add_argument("--which", choices=tuple(SAVED_MODELS), default="final",
                         help="final: the weights the test metric measured; best: those of the best evaluation")
     parser.add_argument("--split", choices=SPLITS, default="test")
     args = parser.parse_args(argv)

@@ -20,12 +20,11 @@ from pathlib import Path
 
 import torch
 
+from normbench.configuration.schema import SAVED_MODELS
 from normbench.records.record import RunRecord, Unreadable, interpolation_in, read_summary, write_atomic
 from normbench.training import probes
 from normbench.training.checkpoint import load_tensor_file, save_tensors
 from normbench.training.hooks import Hook
-
-FILES = {"final": "model_final.pt", "best": "model_best.pt"}
 
 
 def _weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -62,18 +61,20 @@ class ModelSaver(Hook):
                 weights = _weights(trainer.model)
         else:
             weights = _weights(trainer.model)
-        _write(self.run_dir / FILES["best"], weights)
-        self.best = {"file": FILES["best"], "step": step, "val_metric": best}
+        _write(self.run_dir / SAVED_MODELS["best"], weights)
+        self.best = {"file": SAVED_MODELS["best"], "step": step, "val_metric": best}
 
     def finish(self, trainer, ended_ok: bool) -> dict:
         """The record's ``saved_model``: the final weights only when the run ended ok (the test measured them)."""
         kept = {}
         if ended_ok:
-            _write(self.run_dir / FILES["final"], _weights(trainer.model))
-            kept["final"] = {"file": FILES["final"], "step": trainer.measured.step, "test": trainer.measured.test}
-        if self.best is None and (self.run_dir / FILES["best"]).is_file() and trainer.measured.best_val is not None:
+            _write(self.run_dir / SAVED_MODELS["final"], _weights(trainer.model))
+            kept["final"] = {"file": SAVED_MODELS["final"], "step": trainer.measured.step,
+                             "test": trainer.measured.test}
+        best_file = self.run_dir / SAVED_MODELS["best"]
+        if self.best is None and best_file.is_file() and trainer.measured.best_val is not None:
             # resumed: the best was set (and written) by the attempt before the checkpoint
-            self.best = {"file": FILES["best"], "step": None, "val_metric": trainer.measured.best_val}
+            self.best = {"file": SAVED_MODELS["best"], "step": None, "val_metric": trainer.measured.best_val}
         if self.best is not None:
             kept["best"] = self.best
         return kept
@@ -112,13 +113,13 @@ def run_record(run_dir: Path) -> RunRecord:
 
 
 def model_file(run_dir: Path, which: str) -> Path:
-    if which not in FILES:
-        raise NoSavedModel(f"which={which!r} is not valid; valid: {', '.join(FILES)}")
-    path = Path(run_dir) / FILES[which]
+    if which not in SAVED_MODELS:
+        raise NoSavedModel(f"which={which!r} is not valid; valid: {', '.join(SAVED_MODELS)}")
+    path = Path(run_dir) / SAVED_MODELS[which]
     if not path.exists() and not path.is_symlink():
         hint = " (the run was not run with save_model=true)" if not any(
-            (Path(run_dir) / name).exists() for name in FILES.values()) else ""
-        raise NoSavedModel(f"{run_dir}: no {FILES[which]}{hint}")
+            (Path(run_dir) / name).exists() for name in SAVED_MODELS.values()) else ""
+        raise NoSavedModel(f"{run_dir}: no {SAVED_MODELS[which]}{hint}")
     return path
 
 

@@ -1,14 +1,22 @@
 """`normbench compare`'s arguments refused up front in one line and exit status 2: --exact beside a flag that
 loosens its gate (hostile C02, C15), an --out whose folder does not exist named as that folder, not as the
-writer's temporary file (C10), an empty BASELINE or NEW (Z10)."""
+writer's temporary file (C10), an empty BASELINE or NEW (Z10); refused, and --help answered, before pandas and
+scipy load (normbench/studies/compare_command.py)."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import normbench.__main__ as entry
 from normbench.studies.compare import main
 from tests.report.conftest import write_record
+from tests.waiting import HANG_S
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -69,3 +77,19 @@ def test_out_that_is_a_symbolic_link_is_refused_and_the_link_kept(sweep, tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is a symbolic link" in err, err
     assert link.is_symlink() and (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["{tmp}/nowhere", "{tmp}"], ["{tmp}", "{tmp}/nowhere"],
+                                  ["{tmp}", "{tmp}", "--exact", "--relative"], ["{tmp}", "{tmp}", "--tolerance", "inf"],
+                                  ["{tmp}", "{tmp}", "--out", "{tmp}/no/x.md"]])
+def test_the_arguments_are_answered_before_pandas_and_scipy_are_imported(argv, tmp_path):
+    """The parser and the checks that read no record are compare_command's, which imports neither (the comparison,
+    normbench/studies/compare.py, does): a mistyped option, a folder that does not exist or --help took about 2 s
+    of their import here; `normbench compare` runs them first."""
+    code = ("import sys\nimport normbench.__main__ as entry\nstatus = entry.subcommand('compare', sys.argv[1:])\n"
+            "print(status, 'pandas' in sys.modules or 'scipy' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code, *(a.format(tmp=tmp_path) for a in argv)], capture_output=True,
+                          text=True, timeout=HANG_S, cwd=ROOT)
+    assert done.stdout.splitlines()[-1] == ("0 False" if argv == ["--help"] else "2 False"), (done.stdout, done.stderr)
+    assert argv == ["--help"] or done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "no").exists()

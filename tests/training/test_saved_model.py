@@ -2,6 +2,9 @@
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,6 +12,9 @@ import torch
 import normbench
 from normbench.training import evaluate
 from normbench.training.saved_model import NoSavedModel, read_weights
+from tests.waiting import HANG_S
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_saved_model_reloads_and_reproduces_its_recorded_metrics_exactly(cli, tmp_path, tiny_args, capsys):
@@ -184,3 +190,15 @@ def test_evaluate_exits_1_when_the_saved_model_scores_otherwise_than_recorded(tm
 
 def test_a_nan_recorded_and_scored_again_is_the_same():
     assert evaluate.same(float("nan"), float("nan")) and not evaluate.same(0.5, float("nan"))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--which", "latest", "{tmp}"], ["{tmp}/nowhere"], ["{tmp}"]])
+def test_evaluates_arguments_are_answered_before_torch_is_imported(argv, tmp_path):
+    """evaluate.py names the saved weights from the torch-free configuration schema (SAVED_MODELS), and refuses a
+    folder that is not a run before it imports the model code: --help or a mistyped --which took 3-4 s of torch's
+    import here."""
+    code = ("import sys\nimport normbench.__main__ as entry\nstatus = entry.subcommand('evaluate', sys.argv[1:])\n"
+            "print(status, 'torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code, *(a.format(tmp=tmp_path) for a in argv)], capture_output=True,
+                          text=True, timeout=HANG_S, cwd=ROOT)
+    assert done.stdout.splitlines()[-1] == ("0 False" if argv == ["--help"] else "2 False"), (done.stdout, done.stderr)
