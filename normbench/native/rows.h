@@ -162,17 +162,19 @@ inline Vec<float> pow2(const Vec<float>& n, int32_t offset = 0) {
 constexpr float kLn2High = 0.693145752f, kLn2Low = 1.42860677e-06f, kLog2E = 1.44269504f;
 
 // tanh. For float, within 2 ulp of tanh (1.91 over every float on the AVX2 build, at 0.50811636; 1.94 on the
-// plain build; tests/norms/test_elementwise_cpu.py holds a dense grid to 2) at about 0.8x the cost of the earlier
-// two-branch form (a polynomial below 0.55, 1 - 2 / (exp(2|x|) + 1) above; in a loop in cache on an AVX2 EPYC),
-// itself 0.6x of a series-and-SLEEF form and that half of SLEEF's tanhf (ATen's tanh, 1 ulp). One branch-free
-// form for every |x|, with m = -expm1(-2|x|) in [0, 1):
+// plain build; tests/norms/test_elementwise_cpu.py holds a dense grid to 2), indicatively 0.8x the cost of the
+// earlier two-branch form (a polynomial below 0.55, 1 - 2 / (exp(2|x|) + 1) above: both in every lane, blended; a
+// loop in cache on an AVX2 EPYC), itself 0.6x of a series-and-SLEEF form and that half of SLEEF's tanhf (ATen's
+// tanh, 1 ulp). One branch-free form for every |x|, with m = -expm1(-2|x|) in [0, 1):
 //   tanh|x| = m / (2 - m),  m = 1 - 2^n (1 + q),  2 - m = 1 + 2^n (1 + q)
 // where n = round(-2|x| / ln 2) <= 0, r = -2|x| - n ln 2 in [-ln2/2, ln2/2] and q = expm1(r) (expm1_reduced).
-// 1 - 2^n and 1 + 2^n are exact, and so is the product 2^n q, so m and 2 - m are each rounded once (fused) and
-// neither cancels: a small x (n = 0) has m = -q, r = -2|x| exactly, and 2 - m just below 2, where its rounding
-// costs half as much, relative, as just above. 2|x| is clamped to 20: tanh rounds to 1 in float above 9.01, and
-// so does m / (2 - m) (every float to 9.1 is checked; beyond, n <= -26 and m and 2 - m are both 1). The sign is
-// x's, -0 and NaN included. Other types: ATen's tanh.
+// The product 2^n q is exact, and so are 1 - 2^n and 1 + 2^n while n >= -23 (|x| < 8.14), so m and 2 - m are each
+// rounded once (fused) and neither cancels: a small x (n = 0) has m = -q, r = -2|x| exactly, and 2 - m just below
+// 2, where its rounding costs half as much, relative, as just above. Beyond, the roundings of 1 -+ 2^n stay below
+// 2 ulp of the result (1.83 at most), which is exactly 1 from 8.4911 (tanh rounded to float is 1 from 9.011). 2|x| is
+// clamped to 20, where n = -29, so every lane's exponent arithmetic stays in range (NaN lanes too, NaN again
+// below). The sign is x's, -0 and NaN included. Below 1e-3 the error reaches 1.44 ulp (the denominator's rounding),
+// where the earlier form was within 0.5. Other types: ATen's tanh.
 template <typename T>
 inline Vec<T> tanh(const Vec<T>& x) {
   if constexpr (!std::is_same_v<T, float>) {

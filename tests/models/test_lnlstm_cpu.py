@@ -159,7 +159,7 @@ def test_the_kernel_clocks_count_each_phase_only_while_on():
 def test_the_cells_float_tanh_is_within_3_ulp_and_keeps_sign_zero_inf_and_nan():
     """rows.h's float tanh (m / (2 - m), m = -expm1(-2|x|) from its own expm1) against tanh in float64, over the whole range."""
     x = torch.cat([torch.linspace(-20, 20, 400_001), torch.logspace(-38, 1, 100_000), -torch.logspace(-38, 1, 1000),
-                   torch.tensor([0.55, -0.55, 0.5499999, 88.0, -88.0, 1e30])])
+                   torch.tensor([0.50811636, -0.51623797, 8.14448, -8.4911, 88.0, -88.0, 1e30])])
     y = lnlstm_cpu.KERNEL.module.tanh(x.float().contiguous()).double()
     exact = torch.tanh(x.double())
     ulp = torch.from_numpy(np.spacing(exact.abs().float().numpy())).double()
