@@ -49,8 +49,8 @@ from normbench.analysis.intervals import mean_estimate
 from normbench.records.metrics import path, viewed
 from normbench.records.reading import find_records, quiet_numerics
 from normbench.records.record import RESULT_STATUSES, write_file
-from normbench.studies import compare_command
 from normbench.studies.compare_command import HEADING, SCORE_COLUMNS, CompareError, refused
+from normbench.studies.compare_command import main as command_main
 
 # Shown with intervals; gated only where the module docstring says.
 GRADIENTS = tuple(path(key) for key in viewed("compare"))
@@ -153,7 +153,7 @@ def load(path: Path, unsure: list[str] | None = None, aside: list[str] | None = 
     records = find_records([path])
     if aside is not None:
         aside += [f"{r.path.parent} (set aside: {r.why})" for r in records.set_aside]
-    if records.missing_paths:
+    if records.missing_paths:  # for a caller of load(); the command line refused it first (compare_command.check)
         raise CompareError(f"{path} does not exist")
     frame = aggregate.runs_frame(records.runs)  # config_hash: computed again from each record's config
     if not frame.empty:  # one row per record, in order
@@ -494,9 +494,9 @@ def terminal_text(value: object) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``normbench compare`` called from Python (tests, scripts): compare_command.main, which parses and checks
-    the arguments, then calls ``run``."""
-    return compare_command.main(argv)
+    """``normbench compare`` called from Python (tests, scripts) or as this module: compare_command's main, which
+    parses and checks the arguments, then calls ``run``."""
+    return command_main(argv, run)
 
 
 def run(args: argparse.Namespace) -> int:

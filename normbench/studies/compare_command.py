@@ -1,8 +1,8 @@
-"""`normbench compare BASELINE NEW`'s command line, answered before numpy, pandas and scipy load: its parser, the
-checks of its arguments that read no record (--exact beside a flag that loosens it, the tolerances, --out), and
-``main``, which then runs the comparison (normbench/studies/compare.py, whose docstring says what it gates). A
-mistyped option, a folder that does not exist and ``--help`` take a fraction of a second, not the two seconds
-those imports take."""
+"""`normbench compare BASELINE NEW`'s command line, answered before pandas and scipy load: its parser, the checks
+of its arguments that read no record (BASELINE or NEW that does not exist, --out, the tolerances; --exact beside a
+flag that loosens it), and ``main``, which then runs the comparison (normbench/studies/compare.py, whose docstring
+says what it gates). A mistyped option, a folder that does not exist and ``--help`` take a fraction of a second,
+not the two seconds those imports take."""
 
 from __future__ import annotations
 
@@ -25,41 +25,42 @@ class CompareError(Exception):
 
 
 def parser() -> OneLineParser:
-    p = OneLineParser(
+    """compare's options; their types refuse an empty or over-long path (checks.given_path, out_path)."""
+    cli = OneLineParser(
         prog="python -m normbench compare",
         description="Compare NEW run records against BASELINE, paired by setting and seed; exit 1 when NEW is worse.")
-    p.add_argument("baseline", type=lambda text: given_path(text, "BASELINE"), metavar="BASELINE",
+    cli.add_argument("baseline", type=lambda text: given_path(text, "BASELINE"), metavar="BASELINE",
                    help="a sweep or run directory")
-    p.add_argument("new", type=lambda text: given_path(text, "NEW"), metavar="NEW", help="a sweep or run directory")
-    p.add_argument("--metric", choices=sorted(SCORE_COLUMNS), default=None,
+    cli.add_argument("new", type=lambda text: given_path(text, "NEW"), metavar="NEW", help="a sweep or run directory")
+    cli.add_argument("--metric", choices=sorted(SCORE_COLUMNS), default=None,
                    help=f"primary metric (default: the report's primary score, the baseline's optimized_metric, "
                         f"else {PRIMARY_SCORE}: the last validation value; best_val: the best validation value; "
                         "test: the final model on test)")
-    p.add_argument("--tolerance", type=float, default=None,
+    cli.add_argument("--tolerance", type=float, default=None,
                    help="how much worse the primary metric may get, in its own units (default 0.01)")
-    p.add_argument("--relative", action="store_true", help="--tolerance is a fraction of the baseline mean")
-    p.add_argument("--max-new-divergences", type=int, default=None,
+    cli.add_argument("--relative", action="store_true", help="--tolerance is a fraction of the baseline mean")
+    cli.add_argument("--max-new-divergences", type=int, default=None,
                    help="extra diverged runs per setting tolerated (default 0)")
-    p.add_argument("--step-time-tolerance", type=float, default=None, metavar="FRACTION",
+    cli.add_argument("--step-time-tolerance", type=float, default=None, metavar="FRACTION",
                    help="fail when the median step time is more than FRACTION slower (default: not gated)")
-    p.add_argument("--exact", action="store_true",
+    cli.add_argument("--exact", action="store_true",
                    help="deterministic runs of one machine: any change of a recorded metric fails (with the diff)")
-    p.add_argument("--ignore", action="append", default=[], metavar="KEY",
+    cli.add_argument("--ignore", action="append", default=[], metavar="KEY",
                    help="pair runs by every setting and the seed except KEY (repeatable; e.g. grad_clip, model)")
-    p.add_argument("--out", type=out_path, default=None, help="write the Markdown summary here too")
-    return p
+    cli.add_argument("--out", type=out_path, default=None, help="write the Markdown summary here too")
+    return cli
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     """The parsed arguments, their defaults filled in; a contradiction between them exits 2 in one line (argparse)."""
-    p = parser()
-    args = p.parse_args(argv)
+    cli = parser()
+    args = cli.parse_args(argv)
     loose = [flag for flag, given in (("--tolerance", args.tolerance is not None), ("--relative", args.relative),
                                       ("--max-new-divergences", (args.max_new_divergences or 0) > 0)) if given]
     # exact fails on any change: a tolerance would be silently ignored (hostile C02, C15); 0 more divergences is
     # what --exact means, and loosens nothing (C01)
     if args.exact and loose:
-        p.error(f"--exact fails on any change of a metric or a status; {loose[0]} loosens that gate: give one "
+        cli.error(f"--exact fails on any change of a metric or a status; {loose[0]} loosens that gate: give one "
                 f"or the other")
     args.tolerance = 0.01 if args.tolerance is None else args.tolerance
     args.max_new_divergences = args.max_new_divergences or 0
@@ -67,9 +68,10 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def check(args: argparse.Namespace) -> None:
-    """Raises CompareError for arguments no comparison can take: BASELINE or NEW that does not exist (as the
-    records' reader finds it: records/reading.py), a tolerance that is not a finite number >= 0 (inf would turn the
-    gate off, and nan fails every comparison), an --out that is not compare's to write."""
+    """Raises CompareError for arguments no comparison can take, the first of them in this order: BASELINE, then
+    NEW, that does not exist (the records' reader's rule: records/reading.py); an --out that is not compare's to
+    write; a tolerance that is not a finite number >= 0 (inf would turn the gate off, and nan fails every
+    comparison). Before this module, a missing folder was said after --out and the tolerances, when it was read."""
     for given in (args.baseline, args.new):
         if not os.path.lexists(given):
             raise CompareError(f"{given} does not exist")
@@ -116,13 +118,16 @@ def refused(error: Exception) -> int:
     return 2
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``normbench compare``: the arguments, then the comparison, imported only once they pass."""
-    from normbench.__main__ import imported  # a stop while numpy, pandas and scipy import is one line
-
+def main(argv: list[str] | None = None, run=None) -> int:
+    """``normbench compare``: the arguments, then the comparison ``run`` (compare.run, imported only once they pass,
+    unless its caller is compare.py itself and gives it: that module run as ``__main__`` is not imported twice)."""
     args = arguments(argv)
     try:
         check(args)
     except (CompareError, OSError) as error:
         return refused(error)
-    return imported("compare", "normbench.studies.compare").run(args)
+    if run is None:
+        from normbench.__main__ import imported  # a stop while pandas and scipy import is one line
+
+        run = imported("compare", "normbench.studies.compare").run
+    return run(args)

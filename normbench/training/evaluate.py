@@ -68,12 +68,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="final: the weights the test metric measured; best: those of the best evaluation")
     parser.add_argument("--split", choices=SPLITS, default="test")
     args = parser.parse_args(argv)
+    from normbench.__main__ import imported
     from normbench.training.rerun import not_a_run, say
 
     try:
         problem = not_a_run(args.run_dir)  # not blamed on save_model (hostile V03, V04)
         if problem:
             raise ValueError(problem)
+        # torch and the model code, which score() reads, under the command line's stop guard: a stop while torch
+        # imports is one line and 128 + the signal, never lost or a C++ abort (hostile h16 N6)
+        imported("evaluate", "normbench.training.run")
         summary, metric, loss = score(args.run_dir, args.which, args.split)
     except ValueError as err:  # NoSavedModel, ConfigError: the user's input, one line
         say("normbench evaluate", err)
